@@ -1,0 +1,1621 @@
+#!/usr/bin/env python3
+"""mcpstudio: turn the commands you already have into MCP tools.
+
+One standard-library module that serves the Model Context Protocol over stdio.
+A command template becomes one tool whose JSON schema comes from its fields:
+
+    python3 mcpstudio.py echo "{message}"
+    python3 mcpstudio.py git log [--oneline] -n "{limit}" -- "{path # file to inspect}"
+    python3 mcpstudio.py --help
+
+The shell is never involved: a template is parsed once into words, and every
+call renders those words into an argv list that is executed directly.
+
+The module reads top to bottom; each section uses only what stands above it:
+errors, schema validation, naming, templates, processes, the JSON-RPC session
+and stdio transport, tool sources, the catalog, the MCP server, and the
+command line (`main`).
+"""
+
+# --------------------------------------------------------------------------
+# Compatibility: CPython 3.8 to 3.13. Everything version-specific lives here.
+# --------------------------------------------------------------------------
+# - `from __future__ import annotations` keeps `list[str]` hints legal on 3.8.
+# - No `match`, `asyncio.TaskGroup`, `asyncio.timeout`, `asyncio.to_thread`,
+#   `str.removeprefix`: they are newer than 3.8.
+# - Child processes are driven through `loop.subprocess_exec` with our own
+#   protocol: from 3.11 on `Process.wait()` also waits for the pipes to close,
+#   which hangs when a grandchild inherited them; `process_exited` does not.
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "McpStudioError",
+    "UsageError",
+    "TemplateError",
+    "McpError",
+    "ToolError",
+    "validate",
+    "safe_name",
+    "Field",
+    "Template",
+    "ProcessResult",
+    "ProcessRunner",
+    "CommandTool",
+    "TemplateTools",
+    "Catalog",
+    "Server",
+    "main",
+]
+
+_POSIX = os.name == "posix"
+
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[0]
+
+DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
+DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
+DEFAULT_MAX_CONCURRENCY = 32    # commands running at once
+DEFAULT_MAX_NAME_LENGTH = 48    # leaves room for a client prefix such as mcp__<server>__
+KILL_GRACE = 2.0                # seconds between SIGTERM and SIGKILL
+EOF_DRAIN = 2.0                 # seconds in-flight calls may finish after stdin closes
+PIPE_LINGER = 0.1               # seconds to drain pipes after the command itself exited
+PROGRESS_INTERVAL = 1.0         # seconds between progress notifications
+PAGE_SIZE = 100                 # items per tools/list page
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+# --------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------
+
+class McpStudioError(Exception):
+    """Base class of every error mcpstudio raises on purpose."""
+
+
+class UsageError(McpStudioError):
+    """A mistake on the command line: printed as `mcpstudio: error: ...`, exit 2."""
+
+
+class TemplateError(McpStudioError):
+    """A mistake in a command template, found when it is parsed (the author's mistake).
+
+    `word` is the template word (0-based) and `template` the whole template,
+    so the message can point at the place.
+    """
+
+    def __init__(self, message: str, word: int | None = None, template: list | None = None):
+        self.msg = message
+        self.word = word
+        self.template = template
+        if word is not None and template is not None:
+            message = "%s (in word %d, %r)" % (message, word + 1, template[word])
+        super().__init__(message)
+
+
+class McpError(McpStudioError):
+    """A JSON-RPC error to send back: only the server's dispatcher turns it into one."""
+
+    def __init__(self, code: int, message: str, data=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_json(self) -> dict:
+        error = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ToolError(McpStudioError):
+    """A tool call that cannot go ahead (the caller's mistake): becomes an `isError` result."""
+
+
+# --------------------------------------------------------------------------
+# Schema validation: the one JSON Schema checker (the subset tools use)
+# --------------------------------------------------------------------------
+
+_JSON_TYPES = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _type_name(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _is_type(value, name: str) -> bool:
+    if isinstance(value, bool) and name in ("integer", "number"):
+        return False
+    if name == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES.get(name, ()))
+
+
+def validate(value, schema: dict, where: str = "") -> list:
+    """Check `value` against `schema`; return a list of messages (empty when valid).
+
+    Supports type (or a list of types), enum, const, properties, required,
+    additionalProperties, items, minItems/maxItems, minLength/maxLength,
+    pattern, minimum/maximum and exclusive bounds. Each message names the
+    place (`where`, e.g. "`limit`" or "`paths[2]`") and the rule broken.
+    """
+    errors = []
+    label = where or "the value"
+    expected = schema.get("type")
+    if expected is not None:
+        names = expected if isinstance(expected, list) else [expected]
+        if not any(_is_type(value, n) for n in names):
+            errors.append("%s must be %s, not %s" % (label, " or ".join(names), _type_name(value)))
+            return errors
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append("%s must be one of %s" % (label, ", ".join(json.dumps(v) for v in schema["enum"])))
+    if "const" in schema and value != schema["const"]:
+        errors.append("%s must be %s" % (label, json.dumps(schema["const"])))
+    if isinstance(value, str):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            errors.append("%s must be at least %d characters long" % (label, schema["minLength"]))
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            errors.append("%s must be at most %d characters long" % (label, schema["maxLength"]))
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            errors.append("%s must match the pattern %s" % (label, schema["pattern"]))
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            errors.append("%s must be at least %s" % (label, schema["minimum"]))
+        if "maximum" in schema and value > schema["maximum"]:
+            errors.append("%s must be at most %s" % (label, schema["maximum"]))
+        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+            errors.append("%s must be more than %s" % (label, schema["exclusiveMinimum"]))
+        if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
+            errors.append("%s must be less than %s" % (label, schema["exclusiveMaximum"]))
+    elif isinstance(value, (list, tuple)):
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            errors.append("%s must have at least %d item%s" % (
+                label, schema["minItems"], "" if schema["minItems"] == 1 else "s"))
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            errors.append("%s must have at most %d items" % (label, schema["maxItems"]))
+        items = schema.get("items")
+        if isinstance(items, dict):
+            base = where or "item"
+            for i, item in enumerate(value):
+                errors.extend(validate(item, items, "%s[%d]" % (base, i)))
+    elif isinstance(value, dict):
+        properties = schema.get("properties", {})
+        prefix = where + "." if where else ""
+        for name in schema.get("required", ()):
+            if name not in value:
+                errors.append("`%s%s` is required" % (prefix, name))
+        extra = schema.get("additionalProperties", True)
+        for name, item in value.items():
+            if name in properties:
+                errors.extend(validate(item, properties[name], "`%s%s`" % (prefix, name)))
+            elif extra is False:
+                errors.append("`%s%s` is not a known argument" % (prefix, name))
+            elif isinstance(extra, dict):
+                errors.extend(validate(item, extra, "`%s%s`" % (prefix, name)))
+    return errors
+
+
+# --------------------------------------------------------------------------
+# Naming: one function makes every public name safe for strict clients
+# --------------------------------------------------------------------------
+
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def safe_name(name: str, max_length: int = DEFAULT_MAX_NAME_LENGTH, taken=()) -> str:
+    """Return `name` as a tool name strict clients accept: `^[A-Za-z0-9_-]{1,max_length}$`.
+
+    Other characters become `_`. A name that is too long, or already in
+    `taken`, is cut and given `_` plus six hex digits of a hash of the
+    original, so the result is deterministic and distinct.
+    """
+    clean = _UNSAFE_NAME_CHARS.sub("_", name) or "tool"
+    if len(clean) <= max_length and clean not in taken:
+        return clean
+    import hashlib  # only shortening needs it; keeps startup lean
+    salt = 0
+    while True:
+        seed = name if salt == 0 else "%s#%d" % (name, salt)
+        suffix = "_" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+        candidate = clean[: max(1, max_length - len(suffix))] + suffix
+        if candidate not in taken:
+            return candidate
+        salt += 1
+
+
+# --------------------------------------------------------------------------
+# Templates: parse once, describe as a JSON schema, render to argv
+# --------------------------------------------------------------------------
+
+_FIELD_NAME = r"[A-Za-z_][A-Za-z0-9_-]*"
+_FIELD = re.compile(
+    r"\{\{(?P<n2>%(n)s)(?P<a2>\.\.\.)?\s*(?:\#\s*(?P<d2>[^{}]*?))?\s*\}\}"
+    r"|\{(?P<n1>%(n)s)(?P<a1>\.\.\.)?\s*(?:\#\s*(?P<d1>[^{}]*?))?\s*\}"
+    r"|\[(?P<flag>--?%(n)s)\s*(?:\#\s*(?P<df>[^\[\]]*?))?\s*\]"
+    r"|\[(?P<n3>%(n)s)(?P<a3>\.\.\.)?\s*(?:\#\s*(?P<d3>[^\[\]]*?))?\s*\]"
+    % {"n": _FIELD_NAME}
+)
+_ESCAPABLE = "{}[]\\"
+_NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+class Field:
+    """One named placeholder of a template.
+
+    `kind` is "string", "array" or "boolean"; `key` is the schema property
+    (dashes become underscores); `flag` is the text a boolean emits.
+    """
+
+    __slots__ = ("name", "key", "kind", "required", "description", "flag")
+
+    def __init__(self, name, kind, required, description=None, flag=None):
+        self.name = name
+        self.key = name.replace("-", "_")
+        self.kind = kind
+        self.required = required
+        self.description = description or None
+        self.flag = flag
+
+    def __repr__(self):
+        return "Field(%r, %r, required=%r)" % (self.name, self.kind, self.required)
+
+    def schema(self) -> dict:
+        if self.kind == "array":
+            prop = {"type": "array", "items": {"type": "string"}}
+            if self.required:
+                prop["minItems"] = 1
+        elif self.kind == "boolean":
+            prop = {"type": "boolean", "default": False}
+        else:
+            prop = {"type": "string"}
+        if self.description:
+            prop["description"] = self.description
+        return prop
+
+
+class Template:
+    """A command template, parsed once into words of text and fields.
+
+    Grammar of one word (the shell, or the config loader, has already split
+    the command into words)::
+
+        word   ::= piece*
+        piece  ::= field | flag | escape | char
+        field  ::= '{' spec '}' | '{{' spec '}}'      (required)
+                 | '[' spec ']'                      (optional)
+        spec   ::= NAME ['...'] [ '#' description ]   ('...' makes an array)
+        flag   ::= '[' '-' ['-'] NAME [ '#' description ] ']'   (optional boolean)
+        escape ::= '\\' ( '{' | '}' | '[' | ']' | '\\' )       (the character itself)
+        NAME   ::= [A-Za-z_][A-Za-z0-9_-]*
+
+    Anything that is not a field stays literal text, so JSON (`{"a":1}`),
+    `{ }` and most regexes need no escaping; `\\[a-z]` keeps a bracket
+    expression that would otherwise read as an optional field.
+    """
+
+    def __init__(self, words: list):
+        if not words:
+            raise TemplateError("the template is empty: give a command, e.g. echo \"{message}\"")
+        self.source = list(words)
+        self.words = []          # each word: a list of str and Field pieces
+        self.fields = {}         # key -> Field, merged over every use
+        for index, word in enumerate(words):
+            self.words.append(self._parse_word(word, index))
+
+    def _parse_word(self, word: str, index: int) -> list:
+        pieces, text, i = [], [], 0
+        while i < len(word):
+            char = word[i]
+            if char == "\\" and i + 1 < len(word) and word[i + 1] in _ESCAPABLE:
+                text.append(word[i + 1])
+                i += 2
+                continue
+            if char in "{[":
+                match = _FIELD.match(word, i)
+                if match:
+                    if text:
+                        pieces.append("".join(text))
+                        text = []
+                    pieces.append(self._field(match, index))
+                    i = match.end()
+                    continue
+            text.append(char)
+            i += 1
+        if text:
+            pieces.append("".join(text))
+        return pieces
+
+    def _field(self, match, index: int) -> Field:
+        group = match.groupdict()
+        if group["flag"]:
+            flag = group["flag"]
+            field = Field(flag.lstrip("-"), "boolean", False, group["df"], flag)
+        else:
+            for n, required in (("1", True), ("2", True), ("3", False)):
+                if group["n" + n]:
+                    kind = "array" if group["a" + n] else "string"
+                    field = Field(group["n" + n], kind, required, group["d" + n])
+                    break
+        known = self.fields.get(field.key)
+        if known is None:
+            self.fields[field.key] = field
+            return field
+        if known.kind != field.kind:
+            raise TemplateError(
+                "`%s` is used as %s %s and as %s %s; a name used twice must be the same kind"
+                % (field.key, _article(known.kind), known.kind, _article(field.kind), field.kind),
+                index, self.source)
+        if field.kind == "boolean" and known.flag != field.flag:
+            raise TemplateError("`%s` stands for both %s and %s" % (field.key, known.flag, field.flag),
+                                index, self.source)
+        known.required = known.required or field.required
+        known.description = known.description or field.description
+        return known
+
+    # -- what a client sees --------------------------------------------------
+
+    def input_schema(self) -> dict:
+        """The JSON schema of the arguments, one property per field."""
+        schema = {
+            "type": "object",
+            "properties": {key: f.schema() for key, f in self.fields.items()},
+            "additionalProperties": False,
+        }
+        required = [key for key, f in self.fields.items() if f.required]
+        if required:
+            schema["required"] = required
+        return schema
+
+    def display(self) -> str:
+        """The template as a person reads it, without field descriptions."""
+        out = []
+        for pieces in self.words:
+            word = "".join(p if isinstance(p, str) else _field_text(p) for p in pieces)
+            out.append(word if word and not re.search(r"\s", word) else json.dumps(word))
+        return " ".join(out)
+
+    def command_name(self) -> str:
+        """The base name of the command word: `/usr/bin/git-lfs` gives `git-lfs`."""
+        first = "".join(p for p in self.words[0] if isinstance(p, str))
+        base = re.split(r"[\\/]", first)[-1]
+        stem, ext = os.path.splitext(base)
+        return (stem if stem and ext else base) or "command"
+
+    # -- calls ------------------------------------------------------------------
+
+    def normalize(self, arguments: dict) -> dict:
+        """Accept `my-var` for `my_var`: return the arguments under schema keys."""
+        if not any("-" in k for k in arguments):
+            return arguments
+        out = {}
+        for name, value in arguments.items():
+            key = name.replace("-", "_")
+            out[key if key in self.fields and key not in arguments else name] = value
+        return out
+
+    def render(self, arguments: dict, allow_dash_values: bool = False) -> list:
+        """Render validated `arguments` to an argv list (no shell, no re-substitution).
+
+        Raises ToolError when a scalar value would begin an argument with `-`
+        (it would be read as an option) and the template has no `--` before it.
+        """
+        argv = []
+        after_double_dash = False
+        for pieces in self.words:
+            if len(pieces) == 1 and isinstance(pieces[0], Field) and pieces[0].kind == "array":
+                argv.extend(str(v) for v in arguments.get(pieces[0].key) or ())
+                continue
+            parts, lead, literal = [], None, False
+            for piece in pieces:
+                if isinstance(piece, str):
+                    parts.append(piece)
+                    literal = True
+                    lead = lead or "text"
+                    continue
+                value = arguments.get(piece.key)
+                if piece.kind == "boolean":
+                    if value:
+                        parts.append(piece.flag)
+                        lead = lead or "flag"
+                elif piece.kind == "array":
+                    if value:
+                        parts.append(",".join(str(v) for v in value))
+                        lead = lead or "array"
+                elif value is not None:
+                    value = str(value)
+                    parts.append(value)
+                    if lead is None and value:
+                        lead = piece
+            if not literal and lead is None and not any(
+                    isinstance(p, Field) and p.kind == "string" and arguments.get(p.key) is not None
+                    for p in pieces):
+                continue  # every piece of the word is absent: the word goes
+            word = "".join(parts)
+            if (isinstance(lead, Field) and word.startswith("-") and not after_double_dash
+                    and not allow_dash_values and not _NUMBER.fullmatch(arguments[lead.key])):
+                raise ToolError(
+                    "`%s` starts with '-' (%r), so `%s` would read it as an option. "
+                    "Pass a value that does not start with '-' (for a file, write ./%s)."
+                    % (lead.key, _clip(arguments[lead.key], 40), self.command_name(),
+                       _clip(arguments[lead.key], 40)))
+            if pieces == ["--"]:
+                after_double_dash = True
+            argv.append(word)
+        return argv
+
+
+def _article(kind: str) -> str:
+    return "an" if kind[0] in "aeiou" else "a"
+
+
+def _field_text(field: Field) -> str:
+    if field.kind == "boolean":
+        return "[%s]" % field.flag
+    dots = "..." if field.kind == "array" else ""
+    return ("{%s%s}" if field.required else "[%s%s]") % (field.name, dots)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------
+# Processes: the one way a child process starts
+# --------------------------------------------------------------------------
+# POSIX: each child leads a new session (its own process group), so a timeout,
+# a cancellation or shutdown can stop it together with everything it started.
+# Windows: a new process group, CTRL_BREAK_EVENT, then `taskkill /T /F`.
+# Only Linux is tested in CI; macOS takes the POSIX path.
+
+if _POSIX:
+    _SPAWN_OPTIONS = {"start_new_session": True}
+
+    def _signal_group(pid: int, hard: bool) -> bool:
+        """Signal the process group `pid` leads; False when nothing is left in it."""
+        try:
+            os.killpg(pid, signal.SIGKILL if hard else signal.SIGTERM)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+
+    def _group_alive(pid: int) -> bool:
+        try:
+            os.killpg(pid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+else:
+    _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+
+    def _signal_group(pid: int, hard: bool) -> bool:
+        try:
+            if hard:
+                subprocess.run(["taskkill", "/T", "/F", "/PID", str(pid)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            else:
+                os.kill(pid, signal.CTRL_BREAK_EVENT)
+            return True
+        except OSError:
+            return False
+
+    def _group_alive(pid: int) -> bool:
+        return False  # the tree is gone once taskkill has run; nothing to poll
+
+
+class _Capture:
+    """Keeps the first `limit` bytes of a stream and counts the rest."""
+
+    __slots__ = ("limit", "chunks", "kept", "total")
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.chunks = []
+        self.kept = 0
+        self.total = 0
+
+    def add(self, data: bytes):
+        self.total += len(data)
+        room = self.limit - self.kept
+        if room > 0:
+            piece = data[:room]
+            self.chunks.append(piece)
+            self.kept += len(piece)
+
+    def value(self) -> bytes:
+        return b"".join(self.chunks)
+
+    @property
+    def cut(self) -> int:
+        return self.total - self.kept
+
+
+class _ChildProtocol(asyncio.SubprocessProtocol):
+    """Collects a child's output and tells when it exited and when its pipes closed."""
+
+    def __init__(self, limit: int, on_stderr_line=None):
+        loop = asyncio.get_running_loop()
+        self.stdout = _Capture(limit)
+        self.stderr = _Capture(limit)
+        self.exited = loop.create_future()
+        self.pipes_closed = loop.create_future()
+        self.open_pipes = {1, 2}
+        self.on_stderr_line = on_stderr_line
+        self._partial = b""
+
+    def pipe_data_received(self, fd, data):
+        if fd == 1:
+            self.stdout.add(data)
+        else:
+            self.stderr.add(data)
+            if self.on_stderr_line is not None:
+                self._lines(data)
+
+    def _lines(self, data):
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            self.on_stderr_line(line.rstrip(b"\r").decode("utf-8", "replace"))
+
+    def pipe_connection_lost(self, fd, exc):
+        self.open_pipes.discard(fd)
+        if fd == 2 and self._partial and self.on_stderr_line is not None:
+            self.on_stderr_line(self._partial.decode("utf-8", "replace"))
+            self._partial = b""
+        if not self.open_pipes and not self.pipes_closed.done():
+            self.pipes_closed.set_result(None)
+
+    def process_exited(self):
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+class ProcessResult:
+    """What became of one child process.
+
+    `status` is "exited", "timeout", "not-found", "denied" or "error" (could
+    not start). `returncode` is negative when a signal ended the process.
+    """
+
+    __slots__ = ("argv", "status", "returncode", "stdout", "stderr",
+                 "stdout_cut", "stderr_cut", "error", "seconds")
+
+    def __init__(self, argv, status, returncode=None, stdout=b"", stderr=b"",
+                 stdout_cut=0, stderr_cut=0, error="", seconds=0.0):
+        self.argv = argv
+        self.status = status
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.stdout_cut = stdout_cut
+        self.stderr_cut = stderr_cut
+        self.error = error
+        self.seconds = seconds
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "exited" and self.returncode == 0
+
+
+class ProcessRunner:
+    """Starts child processes and stops them: the one owner of every child.
+
+    `run()` reads stdout and stderr concurrently while the child runs (no
+    pipe-buffer deadlock), enforces the timeout and output limit, kills the
+    process group on cancellation, and ends the call when the child exits
+    even if a grandchild still holds the pipes. `stop_all()` stops every
+    group still alive, at shutdown.
+    """
+
+    def __init__(self, log, grace: float = KILL_GRACE):
+        self.log = log
+        self.grace = grace
+        self.live = {}  # pid -> transport
+
+    async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
+                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None) -> ProcessResult:
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        try:
+            transport, child = await loop.subprocess_exec(
+                lambda: _ChildProtocol(output_limit, on_stderr_line), *argv,
+                stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd, **_SPAWN_OPTIONS)
+        except FileNotFoundError as exc:
+            status = "not-found" if cwd is None or os.path.isdir(cwd) else "error"
+            return ProcessResult(argv, status, error=str(exc))
+        except PermissionError as exc:
+            return ProcessResult(argv, "denied", error=str(exc))
+        except OSError as exc:
+            return ProcessResult(argv, "error", error=str(exc))
+        pid = transport.get_pid()
+        self.live[pid] = transport
+        self.log.debug("started pid %d: %s", pid, _argv_text(argv))
+        status = "exited"
+        try:
+            if stdin_bytes is not None:
+                pipe = transport.get_pipe_transport(0)
+                pipe.write(stdin_bytes)
+                pipe.write_eof()
+            try:
+                await asyncio.wait_for(asyncio.shield(child.exited), timeout)
+            except asyncio.TimeoutError:
+                status = "timeout"
+                await self._stop(pid, transport, child)
+            # The child is gone; what it left behind in its group goes too.
+            done, _ = await asyncio.wait([child.pipes_closed], timeout=PIPE_LINGER)
+            if _group_alive(pid) or not done:
+                _signal_group(pid, hard=False)
+                await asyncio.wait([child.pipes_closed], timeout=PIPE_LINGER)
+                if _group_alive(pid):
+                    loop.call_later(self.grace, self._kill_leftovers, pid)
+        except asyncio.CancelledError:
+            await self._stop(pid, transport, child)
+            raise
+        finally:
+            self.live.pop(pid, None)
+            transport.close()
+        return ProcessResult(
+            argv, status, transport.get_returncode(),
+            child.stdout.value(), child.stderr.value(), child.stdout.cut, child.stderr.cut,
+            seconds=time.monotonic() - started)
+
+    def _kill_leftovers(self, pid: int):
+        if pid not in self.live:  # a new child may have been given the same pid
+            _signal_group(pid, hard=True)
+
+    async def _stop(self, pid, transport, child):
+        """SIGTERM the group, wait up to the grace period, then SIGKILL it."""
+        _signal_group(pid, hard=False)
+        try:
+            await asyncio.wait_for(asyncio.shield(child.exited), self.grace)
+        except asyncio.TimeoutError:
+            pass
+        _signal_group(pid, hard=True)
+        await asyncio.wait([child.exited], timeout=1.0)
+
+    async def stop_all(self):
+        """Stop every child still running (shutdown)."""
+        pids = list(self.live)
+        for pid in pids:
+            _signal_group(pid, hard=False)
+        deadline = time.monotonic() + self.grace
+        while time.monotonic() < deadline and any(
+                self.live.get(p) is not None and self.live[p].get_returncode() is None for p in pids):
+            await asyncio.sleep(0.02)
+        for pid in pids:
+            _signal_group(pid, hard=True)
+
+
+def _argv_text(argv) -> str:
+    import shlex
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+# --------------------------------------------------------------------------
+# Logging: stderr and an optional log file, never stdout
+# --------------------------------------------------------------------------
+
+class Log:
+    """Debug and diagnostic lines for people: to stderr, and to `--log FILE`.
+
+    `secrets` are masked in every line written (e.g. `--env` values).
+    """
+
+    def __init__(self, debug: bool = False, path: str | None = None, secrets=()):
+        self.debug_enabled = debug
+        self.file = open(path, "a", encoding="utf-8", buffering=1) if path else None
+        self.secrets = sorted((s for s in secrets if s), key=len, reverse=True)
+        self.enabled = debug or self.file is not None
+
+    def _write(self, level: str, message: str, to_stderr: bool):
+        if self.secrets:
+            for secret in self.secrets:
+                message = message.replace(secret, "***")
+        if to_stderr:
+            sys.stderr.write("mcpstudio: %s%s\n" % ("" if level == "info" else level + ": ", message))
+            sys.stderr.flush()
+        if self.file is not None:
+            self.file.write("%s %s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), level.upper(), message))
+
+    def debug(self, fmt: str, *args):
+        if self.enabled:
+            self._write("debug", fmt % args if args else fmt, self.debug_enabled)
+
+    def info(self, fmt: str, *args):
+        self._write("info", fmt % args if args else fmt, self.debug_enabled)
+
+    def warning(self, fmt: str, *args):
+        self._write("warning", fmt % args if args else fmt, True)
+
+    def error(self, fmt: str, *args):
+        self._write("error", fmt % args if args else fmt, True)
+
+    def wire(self, direction: str, data: bytes):
+        """Record one protocol message in the log file."""
+        if self.file is not None:
+            self._write("wire", "%s %s" % (direction, data.decode("utf-8", "replace").rstrip("\n")), False)
+
+    def close(self):
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
+# --------------------------------------------------------------------------
+# JSON-RPC session and the stdio transport
+# --------------------------------------------------------------------------
+
+NEWLINE = "newline"
+CONTENT_LENGTH = "content-length"
+
+
+def encode_message(message, framing: str = NEWLINE) -> bytes:
+    """One JSON-RPC message as bytes on the wire, in the given framing."""
+    body = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    if framing == CONTENT_LENGTH:
+        return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    return body + b"\n"
+
+
+class StdioTransport:
+    """Newline-delimited JSON on two file descriptors, read and written by threads.
+
+    Reading happens in a thread that hands each message to the loop (works
+    for pipes, files and terminals on every platform); writing happens in a
+    thread too, so a client that stops reading never stalls the loop. Input
+    may also use `Content-Length:` headers; each message records its framing
+    so the answer can use the same.
+    """
+
+    def __init__(self, in_fd: int, out_fd: int, log: Log):
+        self.in_fd = in_fd
+        self.out_fd = out_fd
+        self.log = log
+        self.framing = NEWLINE
+        import queue
+        self._outbox = queue.SimpleQueue()
+        self._writer = None
+
+    def start(self, loop, on_message, on_eof):
+        """Begin reading; `on_message(bytes, framing)` and `on_eof()` run on `loop`."""
+        def deliver(data, framing):
+            loop.call_soon_threadsafe(on_message, data, framing)
+        reader = threading.Thread(target=self._read_loop, args=(deliver, lambda: loop.call_soon_threadsafe(on_eof)),
+                                  name="mcpstudio-stdin", daemon=True)
+        reader.start()
+        self._writer = threading.Thread(target=self._write_loop, name="mcpstudio-stdout", daemon=True)
+        self._writer.start()
+
+    def _read_loop(self, deliver, eof):
+        buf = bytearray()
+        scan = 0
+        pending = None  # Content-Length of the body being read, after its headers
+        headers_seen = False
+        try:
+            while True:
+                if pending is not None:
+                    if len(buf) >= pending:
+                        body = bytes(buf[:pending])
+                        del buf[:pending]
+                        pending, scan, headers_seen = None, 0, False
+                        deliver(body, CONTENT_LENGTH)
+                        continue
+                else:
+                    nl = buf.find(b"\n", scan)
+                    if nl >= 0:
+                        line = bytes(buf[:nl])
+                        del buf[: nl + 1]
+                        scan = 0
+                        if line.endswith(b"\r"):
+                            line = line[:-1]
+                        if line[:15].lower() == b"content-length:":
+                            try:
+                                pending_len = int(line[15:].strip())
+                            except ValueError:
+                                deliver(line, NEWLINE)  # reported as a parse error
+                                continue
+                            headers_seen = pending_len
+                            continue
+                        if headers_seen is not False and not line.strip():
+                            pending = headers_seen  # blank line ends the headers
+                            continue
+                        if headers_seen is not False:
+                            continue  # another header (Content-Type): skip
+                        if line.strip():
+                            deliver(line, NEWLINE)
+                        continue
+                    scan = len(buf)
+                chunk = os.read(self.in_fd, 1 << 16)
+                if not chunk:
+                    if pending is None and buf.strip() and headers_seen is False:
+                        deliver(bytes(buf).rstrip(b"\r"), NEWLINE)  # last line without newline
+                    break
+                buf += chunk
+        except OSError:
+            pass
+        eof()
+
+    def send(self, message, framing: str | None = None):
+        data = encode_message(message, framing or self.framing)
+        if self.log.file is not None:
+            self.log.wire("<-", data)
+        self._outbox.put(data)
+
+    def _write_loop(self):
+        while True:
+            data = self._outbox.get()
+            if data is None:
+                return
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(self.out_fd, view)
+                    view = view[written:]
+            except OSError:
+                return  # the client is gone; nothing more can be said
+
+    def close(self, timeout: float = 2.0):
+        """Flush what is queued (up to `timeout` seconds) and stop the writer."""
+        self._outbox.put(None)
+        if self._writer is not None:
+            self._writer.join(timeout)
+
+
+class CallContext:
+    """What one request may do back toward the client while it runs."""
+
+    __slots__ = ("session", "request_id", "progress_token", "_progress")
+
+    def __init__(self, session, request_id, progress_token=None):
+        self.session = session
+        self.request_id = request_id
+        self.progress_token = progress_token
+        self._progress = None
+
+    def progress(self, progress: float, total: float | None = None, message: str | None = None):
+        """Send `notifications/progress` if the client asked for it; values only increase."""
+        if self.progress_token is None or (self._progress is not None and progress <= self._progress):
+            return
+        self._progress = progress
+        params = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message:
+            params["message"] = message
+        self.session.notify("notifications/progress", params)
+
+    def log(self, level: str, text: str, logger: str = "mcpstudio"):
+        self.session.log_to_client(level, text, logger)
+
+    async def heartbeat(self, label: str):
+        """Report progress every PROGRESS_INTERVAL until cancelled (keeps client timeouts alive)."""
+        started = time.monotonic()
+        self.progress(0, message="started %s" % label)
+        while True:
+            await asyncio.sleep(PROGRESS_INTERVAL)
+            elapsed = time.monotonic() - started
+            self.progress(round(elapsed, 1), message="%s running for %.0f s" % (label, elapsed))
+
+
+class Session:
+    """One JSON-RPC peer over a transport: parses, dispatches, answers, cancels.
+
+    Requests are handed to `dispatcher(method, params, ctx)`, which returns a
+    result, a coroutine (run as a task, so calls overlap), or raises McpError.
+    A cancelled request gets no response.
+    """
+
+    def __init__(self, transport, dispatcher, log: Log):
+        self.transport = transport
+        self.dispatcher = dispatcher
+        self.log = log
+        self.inflight = {}  # request id -> task
+        self.log_level = "info"
+
+    # -- incoming ---------------------------------------------------------------
+
+    def receive(self, data: bytes, framing: str):
+        if self.log.file is not None:
+            self.log.wire("->", data)
+        self.transport.framing = framing
+        try:
+            message = json.loads(data)
+        except ValueError as exc:
+            self.transport.send(_error_response(None, McpError(PARSE_ERROR, "Parse error: %s" % exc)), framing)
+            return
+        if isinstance(message, list):
+            if not message:
+                self.transport.send(_error_response(None, McpError(INVALID_REQUEST, "Invalid request: empty batch")), framing)
+                return
+            asyncio.ensure_future(self._batch(message, framing))
+            return
+        outcome = self._handle(message)
+        if outcome is None:
+            return
+        if isinstance(outcome, dict):
+            self.transport.send(outcome, framing)
+            return
+        request_id, coroutine = outcome
+        task = asyncio.ensure_future(self._finish(request_id, coroutine, framing))
+        self.inflight[request_id] = task
+
+    async def _batch(self, messages, framing):
+        replies = []
+        for message in messages:
+            outcome = self._handle(message)
+            if isinstance(outcome, tuple):
+                request_id, coroutine = outcome
+                task = asyncio.ensure_future(self._complete(request_id, coroutine))
+                self.inflight[request_id] = task
+                replies.append(task)
+            elif outcome is not None:
+                replies.append(outcome)
+        answers = []
+        for reply in replies:
+            if isinstance(reply, dict):
+                answers.append(reply)
+                continue
+            try:
+                answer = await reply
+            except asyncio.CancelledError:
+                answer = None
+            if answer is not None:
+                answers.append(answer)
+        if answers:
+            self.transport.send(answers, framing)
+
+    def _handle(self, message):
+        """Return None (nothing to send), a response dict, or (id, coroutine)."""
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: expected a JSON-RPC 2.0 object"))
+        method = message.get("method")
+        request_id = message.get("id")
+        if method is None:
+            return None  # a response to a request of ours: none are outstanding
+        if not isinstance(method, str):
+            return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: `method` must be a string"))
+        if "id" not in message:
+            self._notification(method, message.get("params") or {})
+            return None
+        if request_id is None or isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: `id` must be a string or an integer"))
+        params = message.get("params")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return _error_response(request_id, McpError(INVALID_PARAMS, "Invalid params: expected an object"))
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        ctx = CallContext(self, request_id, token)
+        try:
+            result = self.dispatcher(method, params, ctx)
+        except McpError as exc:
+            return _error_response(request_id, exc)
+        except Exception as exc:  # the boundary: nothing escapes as a crash
+            self.log.error("internal error in %s: %r", method, exc)
+            return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+        if asyncio.iscoroutine(result):
+            return request_id, result
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    async def _complete(self, request_id, coroutine):
+        """Run a request's coroutine to a response dict (None if cancelled)."""
+        try:
+            result = await coroutine
+            return {"jsonrpc": "2.0", "id": request_id, "result": result}
+        except asyncio.CancelledError:
+            raise
+        except McpError as exc:
+            return _error_response(request_id, exc)
+        except Exception as exc:
+            self.log.error("internal error: %r", exc)
+            return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+        finally:
+            self.inflight.pop(request_id, None)
+
+    async def _finish(self, request_id, coroutine, framing):
+        try:
+            response = await self._complete(request_id, coroutine)
+        except asyncio.CancelledError:
+            return  # cancelled requests get no response
+        self.transport.send(response, framing)
+
+    def _notification(self, method, params):
+        if method == "notifications/cancelled" and isinstance(params, dict):
+            task = self.inflight.get(params.get("requestId"))
+            if task is not None:
+                self.log.debug("cancelling request %r: %s", params.get("requestId"), params.get("reason", ""))
+                task.cancel()
+
+    # -- outgoing ---------------------------------------------------------------
+
+    def notify(self, method: str, params: dict):
+        self.transport.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def log_to_client(self, level: str, text: str, logger: str = "mcpstudio"):
+        """Send `notifications/message` when `level` reaches the client's chosen level."""
+        if LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level):
+            self.notify("notifications/message", {"level": level, "logger": logger, "data": text})
+
+    async def cancel_all(self, grace: float = 0.0):
+        """Give in-flight requests `grace` seconds to finish, then cancel the rest."""
+        tasks = list(self.inflight.values())
+        if tasks and grace > 0:
+            await asyncio.wait(tasks, timeout=grace)
+        tasks = [t for t in self.inflight.values() if not t.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=KILL_GRACE + 2)
+
+
+def _error_response(request_id, error: McpError) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
+
+
+# --------------------------------------------------------------------------
+# Sources: template tools
+# --------------------------------------------------------------------------
+
+_IMAGE_TYPES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def _image_type(data: bytes) -> str | None:
+    for magic, mime in _IMAGE_TYPES:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def output_content(data: bytes, uri: str) -> dict:
+    """stdout as MCP content: text when it is UTF-8, an image, or an embedded blob."""
+    try:
+        return {"type": "text", "text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        pass
+    import base64
+    encoded = base64.b64encode(data).decode("ascii")
+    mime = _image_type(data)
+    if mime:
+        return {"type": "image", "data": encoded, "mimeType": mime}
+    return {"type": "resource",
+            "resource": {"uri": uri, "mimeType": "application/octet-stream", "blob": encoded}}
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return "%s (%d)" % (signal.Signals(number).name, number)
+    except ValueError:
+        return str(number)
+
+
+def describe_failure(result: ProcessResult, timeout) -> str | None:
+    """One sentence for a command that did not succeed, or None when it did."""
+    command = os.path.basename(str(result.argv[0])) if result.argv else "command"
+    if result.status == "not-found":
+        return "Command not found: `%s` is not on PATH (or the path does not exist)." % result.argv[0]
+    if result.status == "denied":
+        return "Permission denied: `%s` could not be run (is it executable?)." % result.argv[0]
+    if result.status == "error":
+        return "`%s` could not be started: %s" % (command, result.error)
+    if result.status == "timeout":
+        return ("`%s` timed out after %g s and was stopped; raise the limit with --timeout "
+                "if it needs longer." % (command, timeout))
+    if result.returncode is not None and result.returncode < 0:
+        return "`%s` was killed by signal %s." % (command, _signal_name(-result.returncode))
+    if result.returncode:
+        return "`%s` exited with code %d." % (command, result.returncode)
+    return None
+
+
+def command_result(result: ProcessResult, timeout, uri: str) -> dict:
+    """A CallToolResult for a finished command: its output, and why it failed if it did."""
+    content = []
+    failure = describe_failure(result, timeout)
+    if failure:
+        content.append({"type": "text", "text": failure})
+    if result.stdout or not (failure or result.stderr):
+        block = output_content(result.stdout, uri)
+        if block["type"] == "text" and not block["text"] and not failure:
+            block["text"] = "(no output)"
+        content.append(block)
+    if result.stdout_cut:
+        content.append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
+    if result.stderr:
+        text = result.stderr.decode("utf-8", "replace")
+        if result.stderr_cut:
+            text += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
+        content.append({"type": "text", "text": "[stderr]\n" + text})
+    return {"content": content, "isError": failure is not None}
+
+
+def tool_error(message: str) -> dict:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+class RunSettings:
+    """How a source's commands run: environment, folder, limits, concurrency."""
+
+    def __init__(self, env=None, cwd=None, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT,
+                 max_concurrency=DEFAULT_MAX_CONCURRENCY, allow_dash_values=False):
+        self.env = env
+        self.cwd = cwd
+        self.timeout = timeout
+        self.max_output = max_output
+        self.max_concurrency = max_concurrency
+        self.allow_dash_values = allow_dash_values
+        self._slots = None
+
+    @property
+    def slots(self):
+        """The semaphore that caps running commands (made on the running loop)."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.max_concurrency)
+        return self._slots
+
+
+class CommandTool:
+    """A tool that renders a Template to argv and runs it."""
+
+    def __init__(self, name: str, template: Template, runner: ProcessRunner, settings: RunSettings,
+                 description: str | None = None, title: str | None = None, annotations: dict | None = None):
+        self.name = name
+        self.template = template
+        self.runner = runner
+        self.settings = settings
+        self.description = description or "Run `%s`." % template.display()
+        self.title = title
+        self.annotations = annotations or {}
+        self.schema = template.input_schema()
+
+    def definition(self) -> dict:
+        tool = {"name": self.name, "description": self.description, "inputSchema": self.schema}
+        if self.title:
+            tool["title"] = self.title
+        if self.annotations:
+            tool["annotations"] = self.annotations
+        return tool
+
+    async def call(self, arguments: dict, ctx: CallContext) -> dict:
+        arguments = self.template.normalize(arguments)
+        problems = validate(arguments, self.schema)
+        if problems:
+            return tool_error(_argument_help(self.name, problems, self.schema))
+        try:
+            argv = self.template.render(arguments, self.settings.allow_dash_values)
+        except ToolError as exc:
+            return tool_error(str(exc))
+        settings = self.settings
+        heartbeat = None
+        async with settings.slots:
+            if ctx.progress_token is not None:
+                heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.template.command_name()))
+            try:
+                result = await self.runner.run(argv, env=settings.env, cwd=settings.cwd,
+                                               timeout=settings.timeout, output_limit=settings.max_output)
+            finally:
+                if heartbeat is not None:
+                    heartbeat.cancel()
+        return command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name)
+
+
+def _argument_help(tool: str, problems: list, schema: dict) -> str:
+    properties = schema.get("properties", {})
+    required = set(schema.get("required", ()))
+    valid = ", ".join("%s (%s%s)" % (k, v.get("type", "any"), ", required" if k in required else "")
+                      for k, v in properties.items()) or "none: call it with {}"
+    return "Invalid arguments for `%s`: %s. Valid arguments: %s." % (tool, "; ".join(problems), valid)
+
+
+class TemplateTools:
+    """A tool source made of CommandTools (template mode has exactly one)."""
+
+    def __init__(self, tools):
+        self.tools = {tool.name: tool for tool in tools}
+
+    def list_tools(self) -> list:
+        return [tool.definition() for tool in self.tools.values()]
+
+    async def call_tool(self, name: str, arguments: dict, ctx: CallContext) -> dict:
+        return await self.tools[name].call(arguments, ctx)
+
+    async def close(self):
+        pass
+
+
+# --------------------------------------------------------------------------
+# Catalog: public names, routing table, pagination
+# --------------------------------------------------------------------------
+
+class Catalog:
+    """Every source's tools under one list of client-safe public names."""
+
+    def __init__(self, sources, max_name_length: int = DEFAULT_MAX_NAME_LENGTH):
+        self.sources = list(sources)
+        self.max_name_length = max_name_length
+        self._tools = None   # list of public Tool dicts
+        self._routes = None  # public name -> (source, original name)
+
+    def _build(self):
+        tools, routes = [], {}
+        for source in self.sources:
+            for tool in source.list_tools():
+                public = safe_name(tool["name"], self.max_name_length, routes)
+                routes[public] = (source, tool["name"])
+                tools.append(dict(tool, name=public) if public != tool["name"] else tool)
+        self._tools, self._routes = tools, routes
+
+    def tools(self) -> list:
+        if self._tools is None:
+            self._build()
+        return self._tools
+
+    def route(self, public: str):
+        if self._routes is None:
+            self._build()
+        return self._routes.get(public)
+
+    async def close(self):
+        for source in self.sources:
+            await source.close()
+
+
+def paginate(items: list, cursor, page_size: int = PAGE_SIZE):
+    """Return (page, next_cursor) for an opaque cursor; a bad cursor is -32602."""
+    start = 0
+    if cursor is not None:
+        if not isinstance(cursor, str) or not re.fullmatch(r"o[0-9]{1,9}", cursor) or int(cursor[1:]) > len(items):
+            raise McpError(INVALID_PARAMS, "Invalid cursor: %r is not a cursor this server gave out" % (cursor,))
+        start = int(cursor[1:])
+    end = start + page_size
+    return items[start:end], ("o%d" % end if end < len(items) else None)
+
+
+# --------------------------------------------------------------------------
+# Server: the MCP methods
+# --------------------------------------------------------------------------
+
+class Server:
+    """The MCP methods over a Catalog, for one client session."""
+
+    def __init__(self, catalog: Catalog, log: Log, title: str = "mcpstudio", instructions: str | None = None):
+        self.catalog = catalog
+        self.log = log
+        self.title = title
+        self.instructions = instructions
+        self.session = None
+        self.methods = {
+            "initialize": self.initialize,
+            "ping": self.ping,
+            "tools/list": self.tools_list,
+            "tools/call": self.tools_call,
+            "logging/setLevel": self.set_level,
+        }
+
+    def dispatch(self, method: str, params: dict, ctx: CallContext):
+        handler = self.methods.get(method)
+        if handler is None:
+            raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
+        return handler(params, ctx)
+
+    def capabilities(self) -> dict:
+        return {"tools": {"listChanged": False}, "logging": {}}
+
+    def initialize(self, params, ctx):
+        requested = params.get("protocolVersion")
+        version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        client = params.get("clientInfo") or {}
+        self.log.debug("initialize from %s %s, protocol %s (answering %s)",
+                       client.get("name", "?"), client.get("version", "?"), requested, version)
+        result = {
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": {"name": "mcpstudio", "title": self.title, "version": __version__},
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def ping(self, params, ctx):
+        return {}
+
+    def tools_list(self, params, ctx):
+        page, next_cursor = paginate(self.catalog.tools(), params.get("cursor"))
+        result = {"tools": page}
+        if next_cursor:
+            result["nextCursor"] = next_cursor
+        return result
+
+    def tools_call(self, params, ctx):
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise McpError(INVALID_PARAMS, "Invalid params: tools/call needs a string `name`")
+        route = self.catalog.route(name)
+        if route is None:
+            known = ", ".join(t["name"] for t in self.catalog.tools())
+            raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, known))
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise McpError(INVALID_PARAMS, "Invalid params: `arguments` must be an object")
+        source, original = route
+        return source.call_tool(original, arguments, ctx)
+
+    def set_level(self, params, ctx):
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
+        ctx.session.log_level = level
+        return {}
+
+
+async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: int, out_fd: int) -> int:
+    """Serve `server` on the given descriptors until stdin closes or a signal arrives."""
+    loop = asyncio.get_running_loop()
+    transport = StdioTransport(in_fd, out_fd, log)
+    session = Session(transport, server.dispatch, log)
+    server.session = session
+    stopping = loop.create_future()
+
+    def stop(reason):
+        if not stopping.done():
+            log.debug("stopping: %s", reason)
+            stopping.set_result(reason)
+
+    transport.start(loop, session.receive, lambda: stop("stdin closed"))
+    if _POSIX:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
+    reason = await stopping
+    # On EOF the client has said all it will; let what it asked finish briefly.
+    await session.cancel_all(grace=EOF_DRAIN if reason == "stdin closed" else 0)
+    await runner.stop_all()
+    await server.catalog.close()
+    transport.close()
+    return 0
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+class _Option:
+    __slots__ = ("names", "dest", "metavar", "kind", "help")
+
+    def __init__(self, names, dest, metavar, kind, help):
+        self.names, self.dest, self.metavar, self.kind, self.help = names, dest, metavar, kind, help
+
+
+def _positive(text: str, option: str, kind=float):
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or value <= 0:
+        raise UsageError("%s needs a positive %s, not %r" % (option, "whole number" if kind is int else "number", text))
+    return value
+
+
+# (names, dest, metavar, kind, help): kind is "flag", "value" or "append".
+OPTIONS = [_Option(*o) for o in (
+    (("-h", "--help"), "help", None, "flag", "show this help and exit"),
+    (("--version",), "version", None, "flag", "print the version and exit"),
+    (("--name",), "name", "NAME", "value", "tool name (default: the command's base name)"),
+    (("--description",), "description", "TEXT", "value", "tool description (default: the template)"),
+    (("--read-only",), "read_only", None, "flag", "annotate the tool readOnlyHint: true"),
+    (("--destructive",), "destructive", None, "flag", "annotate the tool destructiveHint: true"),
+    (("--idempotent",), "idempotent", None, "flag", "annotate the tool idempotentHint: true"),
+    (("--open-world",), "open_world", None, "flag", "annotate the tool openWorldHint: true"),
+    (("--env",), "env", "KEY=VALUE", "append", "set a variable for the command (repeatable; masked in logs)"),
+    (("--cwd",), "cwd", "DIR", "value", "folder the command runs in (default: the current one)"),
+    (("--timeout",), "timeout", "SECONDS", "value", "stop a call after this long (default: %g)" % DEFAULT_TIMEOUT),
+    (("--max-output",), "max_output", "BYTES", "value",
+     "keep at most this much of stdout and of stderr (default: %d)" % DEFAULT_MAX_OUTPUT),
+    (("--max-concurrency",), "max_concurrency", "N", "value",
+     "commands running at once; more calls wait (default: %d)" % DEFAULT_MAX_CONCURRENCY),
+    (("--max-name-length",), "max_name_length", "N", "value",
+     "longest tool name given to clients (default: %d)" % DEFAULT_MAX_NAME_LENGTH),
+    (("--allow-dash-values",), "allow_dash_values", None, "flag",
+     "let values start an argument with '-' (off: refused as option injection)"),
+    (("--debug",), "debug", None, "flag", "write debug lines to stderr"),
+    (("--log",), "log", "FILE", "value", "append debug lines and every protocol message to FILE"),
+    (("--stdio",), "stdio", None, "flag", "serve on stdin/stdout (the default; accepted for other tools' configs)"),
+)]
+_OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
+
+USAGE = "usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]"
+
+
+def help_text() -> str:
+    lines = [
+        USAGE, "",
+        "Serve one command template as an MCP tool over stdio. Options go before the",
+        "command; everything from the command on is the template.", "",
+        "template fields:",
+        "  {name}        required string      [name]      optional string",
+        "  {name...}     required array       [name...]   optional array",
+        "  [--flag]      optional boolean     {name # a description}",
+        "", "options:",
+    ]
+    for option in OPTIONS:
+        names = ", ".join(option.names) + (" " + option.metavar if option.metavar else "")
+        lines.append("  %-26s %s" % (names, option.help))
+    lines += ["", "examples:",
+              '  mcpstudio echo "{message}"',
+              '  mcpstudio --read-only git log [--oneline] -n "{limit}" -- "{path # file to inspect}"',
+              "", "Docs: README.md beside this file."]
+    return "\n".join(lines)
+
+
+def parse_command_line(argv: list) -> tuple:
+    """Split argv into (options dict, template words). Options stop at the command."""
+    options = {o.dest: ([] if o.kind == "append" else None) for o in OPTIONS}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            i += 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        name, eq, inline = arg.partition("=")
+        option = _OPTIONS_BY_NAME.get(name)
+        if option is None:
+            close = [n for n in _OPTIONS_BY_NAME if n.startswith(name[:4])] if len(name) > 3 else []
+            hint = " (did you mean %s?)" % " or ".join(close) if close else ""
+            raise UsageError("unknown option %s%s; put options before the command, or use -- "
+                             "before a command that starts with '-'" % (name, hint))
+        if option.kind == "flag":
+            if eq:
+                raise UsageError("%s takes no value" % name)
+            options[option.dest] = True
+        else:
+            if not eq:
+                i += 1
+                if i >= len(argv):
+                    raise UsageError("%s needs a value (%s)" % (name, option.metavar))
+                inline = argv[i]
+            if option.kind == "append":
+                options[option.dest].append(inline)
+            else:
+                options[option.dest] = inline
+        i += 1
+    return options, argv[i:]
+
+
+def _build_template_server(options: dict, words: list, log: Log):
+    """Template mode: one CommandTool from the command line."""
+    template = Template(words)
+    env = None
+    if options["env"]:
+        env = dict(os.environ)
+        for pair in options["env"]:
+            key, eq, value = pair.partition("=")
+            if not eq or not key:
+                raise UsageError("--env needs KEY=VALUE, not %r" % pair)
+            env[key] = value
+    cwd = options["cwd"]
+    if cwd is not None:
+        cwd = os.path.abspath(os.path.expanduser(cwd))
+        if not os.path.isdir(cwd):
+            raise UsageError("--cwd %s: no such folder" % options["cwd"])
+    settings = RunSettings(
+        env=env, cwd=cwd,
+        timeout=_positive(options["timeout"], "--timeout") if options["timeout"] else DEFAULT_TIMEOUT,
+        max_output=_positive(options["max_output"], "--max-output", int) if options["max_output"] else DEFAULT_MAX_OUTPUT,
+        max_concurrency=(_positive(options["max_concurrency"], "--max-concurrency", int)
+                         if options["max_concurrency"] else DEFAULT_MAX_CONCURRENCY),
+        allow_dash_values=bool(options["allow_dash_values"]))
+    max_name = (_positive(options["max_name_length"], "--max-name-length", int)
+                if options["max_name_length"] else DEFAULT_MAX_NAME_LENGTH)
+    annotations = {hint: True for dest, hint in (
+        ("read_only", "readOnlyHint"), ("destructive", "destructiveHint"),
+        ("idempotent", "idempotentHint"), ("open_world", "openWorldHint")) if options[dest]}
+    name = safe_name(options["name"] or template.command_name().replace("-", "_"), max_name)
+    runner = ProcessRunner(log)
+    tool = CommandTool(name, template, runner, settings, description=options["description"],
+                       annotations=annotations)
+    catalog = Catalog([TemplateTools([tool])], max_name)
+    return Server(catalog, log, title="mcpstudio: %s" % template.command_name()), runner
+
+
+def _claim_stdout() -> int:
+    """Keep the protocol stream on a private descriptor and point fd 1 at stderr.
+
+    A stray print() or a child that inherits fd 1 then writes to stderr and
+    can never corrupt the protocol.
+    """
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return protocol_fd
+
+
+def main(argv: list | None = None) -> int:
+    """Run mcpstudio with `argv` (default: sys.argv[1:]); return the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        options, words = parse_command_line(argv)
+        if options["help"]:
+            print(help_text())
+            return 0
+        if options["version"]:
+            print("mcpstudio %s" % __version__)
+            return 0
+        if not words:
+            raise UsageError("no command given; e.g. mcpstudio echo \"{message}\" (see --help)")
+        secrets = [pair.partition("=")[2] for pair in options["env"]]
+        log = Log(debug=bool(options["debug"]), path=options["log"], secrets=secrets)
+        server, runner = _build_template_server(options, words, log)
+    except UsageError as exc:
+        sys.stderr.write("mcpstudio: error: %s\n%s\n" % (exc, USAGE))
+        return 2
+    except TemplateError as exc:
+        sys.stderr.write("mcpstudio: error: bad template: %s\n" % exc)
+        return 2
+    except OSError as exc:
+        sys.stderr.write("mcpstudio: error: %s\n" % exc)
+        return 1
+    log.debug("mcpstudio %s on Python %s: serving %s", __version__, sys.version.split()[0],
+              ", ".join(t["name"] for t in server.catalog.tools()))
+    protocol_fd = _claim_stdout()
+    try:
+        return asyncio.run(serve_stdio(server, runner, log, 0, protocol_fd))
+    except KeyboardInterrupt:  # Windows: Ctrl+C arrives as an exception
+        return 0
+    finally:
+        log.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
