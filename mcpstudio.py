@@ -1235,6 +1235,7 @@ class CommandTool:
             return tool_error(str(exc))
         settings = self.settings
         heartbeat = None
+        ctx.log("debug", "running: %s" % _argv_text(argv))
         async with settings.slots:
             if ctx.progress_token is not None:
                 heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.template.command_name()))
@@ -1244,6 +1245,9 @@ class CommandTool:
             finally:
                 if heartbeat is not None:
                     heartbeat.cancel()
+        ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
+                "exited with code %s" % result.returncode if result.status == "exited" else result.status,
+                result.seconds))
         return command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name)
 
 

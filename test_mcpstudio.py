@@ -1,0 +1,1026 @@
+"""Tests for mcpstudio: `python3 -m unittest -v`.
+
+Most tests drive the real program the way a client does: they spawn
+`mcpstudio.py` as a subprocess, speak JSON-RPC over its stdin/stdout, and
+check the replies and the processes left behind. Pure parts (template
+parser, schema validator, naming) get direct, table-driven tests.
+
+Interop tests use real peers (the official MCP Python SDK, the MCP Inspector
+CLI) when they are installed, and skip cleanly when they are not. `.ci/run`
+installs them and points MCPSTUDIO_SDK_PYTHON / MCPSTUDIO_INSPECTOR at them.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import unittest
+
+import mcpstudio
+from mcpstudio import Template, TemplateError, ToolError, safe_name, validate
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODULE = os.path.join(HERE, "mcpstudio.py")
+PY = sys.executable
+WAIT = 15.0  # the longest any single wait in these tests may take
+
+
+def alive(pid: int) -> bool:
+    """True if `pid` is a running process (zombies count as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def wait_until(predicate, timeout=WAIT, interval=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+class McpProcess:
+    """A running mcpstudio, spoken to as an MCP client would over stdio."""
+
+    def __init__(self, *args, cmd=None, env=None, cwd=None):
+        self.argv = cmd or [PY, MODULE] + list(args)
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env, cwd=cwd)
+        self.lock = threading.Condition()
+        self.responses = {}
+        self.notifications = []
+        self.stdout_lines = []   # every raw line the server wrote to stdout
+        self.stderr = []
+        self.next_id = 100
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self):
+        for line in self.proc.stdout:
+            with self.lock:
+                self.stdout_lines.append(line)
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    self.lock.notify_all()
+                    continue
+                items = message if isinstance(message, list) else [message]
+                for item in items:
+                    if "method" in item:
+                        self.notifications.append(item)
+                    else:
+                        self.responses[item.get("id")] = item
+                if isinstance(message, list):
+                    self.responses[("batch", len(self.stdout_lines))] = message
+                self.lock.notify_all()
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr.append(line.decode("utf-8", "replace"))
+
+    def context(self) -> str:
+        """What to print when a test fails: the command, exit code and output."""
+        return "\ncommand: %s\nexit: %s\nstdout: %s\nstderr: %s" % (
+            self.argv, self.proc.poll(), b"".join(self.stdout_lines[-20:])[-3000:],
+            "".join(self.stderr)[-3000:])
+
+    def send_raw(self, data: bytes):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message):
+        self.send_raw(json.dumps(message).encode() + b"\n")
+
+    def wait_response(self, request_id, timeout=WAIT):
+        with self.lock:
+            if not self.lock.wait_for(lambda: request_id in self.responses, timeout):
+                raise AssertionError("no response to id %r within %s s%s" % (request_id, timeout, self.context()))
+            return self.responses[request_id]
+
+    def request(self, method, params=None, timeout=WAIT, request_id=None):
+        if request_id is None:
+            self.next_id += 1
+            request_id = self.next_id
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self.wait_response(request_id, timeout)
+
+    def initialize(self, version="2025-11-25"):
+        reply = self.request("initialize", {"protocolVersion": version, "capabilities": {},
+                                            "clientInfo": {"name": "test", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def call(self, name, arguments, timeout=WAIT, meta=None, request_id=None):
+        params = {"name": name, "arguments": arguments}
+        if meta:
+            params["_meta"] = meta
+        return self.request("tools/call", params, timeout, request_id)["result"]
+
+    def notifications_of(self, method):
+        with self.lock:
+            return [n for n in self.notifications if n["method"] == method]
+
+    def close(self, timeout=WAIT) -> int:
+        """Close stdin (how clients stop a server) and wait for the exit code."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        return self.proc.wait(timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(WAIT)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def text_of(result) -> str:
+    return "".join(c.get("text", "") for c in result["content"])
+
+
+class ScratchDir(unittest.TestCase):
+    """A TestCase with a temporary folder and helper scripts in it."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpstudio-test-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def script(self, name, body, executable=True) -> str:
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(body))
+        if executable:
+            os.chmod(path, 0o755)
+        return path
+
+    def pid_sleeper(self) -> str:
+        """A script that records its pid and a grandchild's pid, then sleeps."""
+        return self.script("sleeper.py", """\
+            import os, subprocess, sys, time
+            out = sys.argv[1]
+            grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            with open(out + ".tmp", "w") as f:
+                f.write("%d %d" % (os.getpid(), grandchild.pid))
+            os.rename(out + ".tmp", out)
+            time.sleep(60)
+            """)
+
+    def read_pids(self, path):
+        self.assertTrue(wait_until(lambda: os.path.exists(path)), "the command never started")
+        with open(path) as f:
+            return [int(p) for p in f.read().split()]
+
+
+# --------------------------------------------------------------------------
+# Pure parts: templates, schema, rendering, naming, validation
+# --------------------------------------------------------------------------
+
+class TemplateTests(unittest.TestCase):
+    # Each row: template words, expected schema properties (key -> (type, required)),
+    # arguments, expected argv. This is the table the README's syntax section shows.
+    TABLE = [
+        (["echo", "{message}"], {"message": ("string", True)},
+         {"message": "hi"}, ["echo", "hi"]),
+        (["echo", "{{message}}"], {"message": ("string", True)},
+         {"message": "hi"}, ["echo", "hi"]),
+        (["ls", "[path]"], {"path": ("string", False)},
+         {}, ["ls"]),
+        (["ls", "[path]"], {"path": ("string", False)},
+         {"path": "/tmp"}, ["ls", "/tmp"]),
+        (["cat", "{files...}"], {"files": ("array", True)},
+         {"files": ["a", "b c"]}, ["cat", "a", "b c"]),
+        (["ls", "[paths...]"], {"paths": ("array", False)},
+         {}, ["ls"]),
+        (["ls", "[--all]", "[-l]"], {"all": ("boolean", False), "l": ("boolean", False)},
+         {"all": True, "l": False}, ["ls", "--all"]),
+        (["git", "commit", "[--dry-run]"], {"dry_run": ("boolean", False)},
+         {"dry_run": True}, ["git", "commit", "--dry-run"]),
+        (["echo", "--message={text}"], {"text": ("string", True)},
+         {"text": "a b"}, ["echo", "--message=a b"]),
+        (["curl", "https://host/{path}"], {"path": ("string", True)},
+         {"path": "x/y"}, ["curl", "https://host/x/y"]),
+        (["echo", "{greeting},{name}!"], {"greeting": ("string", True), "name": ("string", True)},
+         {"greeting": "Hello", "name": "World"}, ["echo", "Hello,World!"]),
+        (["curl", "http[s]://host"], {"s": ("string", False)},
+         {}, ["curl", "http://host"]),
+        (["tool", "--tags={tags...}"], {"tags": ("array", True)},
+         {"tags": ["a", "b"]}, ["tool", "--tags=a,b"]),
+        (["tool", "--name=[x]"], {"x": ("string", False)},
+         {}, ["tool", "--name="]),
+        (["echo", "{my-var}"], {"my_var": ("string", True)},
+         {"my_var": "v"}, ["echo", "v"]),
+        (["cp", "{f}", "{f}.bak"], {"f": ("string", True)},
+         {"f": "a"}, ["cp", "a", "a.bak"]),
+        (["echo", "{x}", "[x]"], {"x": ("string", True)},
+         {"x": "1"}, ["echo", "1", "1"]),
+        (["echo", '{"a":1}', "{ }", "[0-9]+"], {},
+         {}, ["echo", '{"a":1}', "{ }", "[0-9]+"]),
+        (["grep", r"\[a-z]", r"\{name}"], {},
+         {}, ["grep", "[a-z]", "{name}"]),
+        (["echo", r"C:\Users\\{user}", r"C:\bin\x"], {"user": ("string", True)},
+         {"user": "me"}, ["echo", r"C:\Users\me", r"C:\bin\x"]),
+        (["echo", "{x}"], {"x": ("string", True)},
+         {"x": ""}, ["echo", ""]),
+    ]
+
+    def test_table(self):
+        # Every template form gives the documented schema and renders the documented argv.
+        for words, props, args, argv in self.TABLE:
+            with self.subTest(template=words):
+                template = Template(words)
+                schema = template.input_schema()
+                got = {k: (v["type"], k in schema.get("required", ())) for k, v in schema["properties"].items()}
+                self.assertEqual(got, props)
+                self.assertEqual(validate(args, schema), [])
+                self.assertEqual(template.render(args), argv)
+
+    def test_descriptions(self):
+        # Text after the first '#' is the property's description, spaces allowed.
+        schema = Template(["git", "log", "{path # file to inspect}", "[n# how many # at most]",
+                           "[--stat # show stats]", "{{who #someone}}"]).input_schema()
+        self.assertEqual(schema["properties"]["path"]["description"], "file to inspect")
+        self.assertEqual(schema["properties"]["n"]["description"], "how many # at most")
+        self.assertEqual(schema["properties"]["stat"]["description"], "show stats")
+        self.assertEqual(schema["properties"]["who"]["description"], "someone")
+
+    def test_required_array_needs_an_item(self):
+        # {files...} is required and must hold at least one item; [files...] may be empty.
+        self.assertTrue(validate({"files": []}, Template(["cat", "{files...}"]).input_schema()))
+        self.assertEqual(validate({"files": []}, Template(["cat", "[files...]"]).input_schema()), [])
+
+    def test_dashed_names_accepted_either_way(self):
+        # Arguments may use the dashed spelling of a property.
+        template = Template(["echo", "{my-var}", "[--dry-run]"])
+        args = template.normalize({"my-var": "x", "dry-run": True})
+        self.assertEqual(args, {"my_var": "x", "dry_run": True})
+        self.assertEqual(template.render(args), ["echo", "x", "--dry-run"])
+
+    def test_conflicting_kinds_are_a_template_error(self):
+        # One name used as a string and as an array is the author's mistake, caught at parse time.
+        with self.assertRaises(TemplateError) as cm:
+            Template(["echo", "{x}", "{x...}"])
+        self.assertIn("`x`", str(cm.exception))
+        self.assertIn("word 3", str(cm.exception))
+        with self.assertRaises(TemplateError):
+            Template([])
+
+    def test_dash_guard(self):
+        # A value that would start an argument with '-' is refused, with exemptions.
+        template = Template(["git", "log", "{path}"])
+        with self.assertRaises(ToolError) as cm:
+            template.render({"path": "--output=/etc/x"})
+        self.assertIn("path", str(cm.exception))
+        self.assertEqual(template.render({"path": "-5"}), ["git", "log", "-5"])            # a number
+        self.assertEqual(template.render({"path": "--x"}, allow_dash_values=True), ["git", "log", "--x"])
+        self.assertEqual(Template(["git", "log", "--", "{path}"]).render({"path": "-x"}),
+                         ["git", "log", "--", "-x"])                                       # after --
+        self.assertEqual(Template(["git", "{args...}"]).render({"args": ["--stat"]}),
+                         ["git", "--stat"])                                                # arrays
+        self.assertEqual(Template(["x", "--m={v}"]).render({"v": "-y"}), ["x", "--m=-y"])  # mid-word
+        with self.assertRaises(ToolError):
+            Template(["x", "{v}.txt"]).render({"v": "-rf"})
+
+    def test_display_and_command_name(self):
+        # The default description shows the template without field descriptions.
+        template = Template(["/usr/bin/git-lfs", "log", "[--oneline]", "{path # file}", "a b"])
+        self.assertEqual(template.display(), '/usr/bin/git-lfs log [--oneline] {path} "a b"')
+        for words, name in ((["/usr/bin/say"], "say"), (["git-status"], "git-status"),
+                            (["tool.py", "{x}"], "tool"), ([r"C:\bin\jq.exe"], "jq"), ([".hidden"], ".hidden")):
+            self.assertEqual(Template(words).command_name(), name)
+
+
+class SafeNameTests(unittest.TestCase):
+    def test_table(self):
+        # Names become ^[A-Za-z0-9_-]{1,max}$; long or taken names get a stable hash suffix.
+        rows = [
+            ("echo", 48, (), "echo"),
+            ("git_status", 48, (), "git_status"),
+            ("io.github.x/y", 48, (), "io_github_x_y"),
+            ("", 48, (), "tool"),
+            ("héllo wörld", 48, (), "h_llo_w_rld"),
+        ]
+        for name, limit, taken, expected in rows:
+            with self.subTest(name=name):
+                self.assertEqual(safe_name(name, limit, taken), expected)
+
+    def test_shortening_is_deterministic_and_distinct(self):
+        long_a, long_b = "a" * 80 + "_one", "a" * 80 + "_two"
+        short_a, short_b = safe_name(long_a, 48), safe_name(long_b, 48)
+        self.assertEqual(len(short_a), 48)
+        self.assertNotEqual(short_a, short_b)
+        self.assertEqual(short_a, safe_name(long_a, 48))
+        self.assertRegex(short_a, r"^[A-Za-z0-9_-]+$")
+
+    def test_collisions(self):
+        # a.b and a/b both clean to a_b: the second gets a suffix, and never an existing name.
+        first = safe_name("a.b", 48, ())
+        second = safe_name("a/b", 48, {first})
+        self.assertEqual(first, "a_b")
+        self.assertNotEqual(second, first)
+        self.assertRegex(second, r"^a_b_[0-9a-f]{6}$")
+        third = safe_name("a/b", 48, {first, second})
+        self.assertNotIn(third, {first, second})
+
+
+class ValidateTests(unittest.TestCase):
+    SCHEMA = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[a-z]+$"},
+            "count": {"type": "integer", "minimum": 1, "maximum": 10},
+            "ratio": {"type": "number"},
+            "flag": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "mode": {"enum": ["fast", "slow"]},
+            "any": {},
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+
+    def test_table(self):
+        # Each row: arguments and the fragments each error message must contain ([] = valid).
+        rows = [
+            ({"name": "abc"}, []),
+            ({"name": "abc", "count": 3, "ratio": 1, "flag": False, "tags": ["x"], "mode": "fast", "any": [1]}, []),
+            ({"name": "abc", "count": 3.0}, []),
+            ({}, [["`name`", "required"]]),
+            ({"name": 5}, [["`name`", "string", "integer"]]),
+            ({"name": "a"}, [["`name`", "at least 2"]]),
+            ({"name": "abcdef"}, [["`name`", "at most 5"]]),
+            ({"name": "AB"}, [["`name`", "pattern"]]),
+            ({"name": "ab", "count": 0}, [["`count`", "at least 1"]]),
+            ({"name": "ab", "count": True}, [["`count`", "integer", "boolean"]]),
+            ({"name": "ab", "count": 1.5}, [["`count`", "integer"]]),
+            ({"name": "ab", "ratio": "1"}, [["`ratio`", "number", "string"]]),
+            ({"name": "ab", "tags": []}, [["`tags`", "at least 1 item"]]),
+            ({"name": "ab", "tags": ["x", 2]}, [["`tags`[1]", "string"]]),
+            ({"name": "ab", "mode": "medium"}, [["`mode`", '"fast"', '"slow"']]),
+            ({"name": "ab", "bogus": 1}, [["`bogus`", "not a known argument"]]),
+            ({"name": "ab", "flag": "yes"}, [["`flag`", "boolean"]]),
+        ]
+        for args, expected in rows:
+            with self.subTest(args=args):
+                errors = validate(args, self.SCHEMA)
+                self.assertEqual(len(errors), len(expected), errors)
+                for message, fragments in zip(errors, expected):
+                    for fragment in fragments:
+                        self.assertIn(fragment, message)
+
+    def test_not_an_object(self):
+        self.assertEqual(validate([1], {"type": "object"}), ["the value must be object, not array"])
+
+
+class PaginateTests(unittest.TestCase):
+    def test_pages_and_bad_cursor(self):
+        # Walking the cursors visits every item once; a made-up cursor is -32602.
+        items = list(range(250))
+        seen, cursor = [], None
+        while True:
+            page, cursor = mcpstudio.paginate(items, cursor, 100)
+            seen.extend(page)
+            if cursor is None:
+                break
+        self.assertEqual(seen, items)
+        for bad in ("nope", "o999", 7, "o-1"):
+            with self.assertRaises(mcpstudio.McpError) as cm:
+                mcpstudio.paginate(items, bad, 100)
+            self.assertEqual(cm.exception.code, -32602)
+
+
+# --------------------------------------------------------------------------
+# The protocol, through the real program
+# --------------------------------------------------------------------------
+
+class ProtocolTests(ScratchDir):
+    def test_echo_end_to_end(self):
+        # The README's main job: a client sees `echo` with a required string and gets the output.
+        with McpProcess("echo", "{message}") as server:
+            init = server.initialize()["result"]
+            self.assertEqual(init["protocolVersion"], "2025-11-25")
+            self.assertEqual(init["serverInfo"]["name"], "mcpstudio")
+            self.assertEqual(init["serverInfo"]["version"], mcpstudio.__version__)
+            self.assertIn("title", init["serverInfo"])
+            self.assertEqual(init["capabilities"], {"tools": {"listChanged": False}, "logging": {}})
+            tools = server.request("tools/list")["result"]["tools"]
+            self.assertEqual(len(tools), 1)
+            self.assertEqual(tools[0]["name"], "echo")
+            self.assertEqual(tools[0]["inputSchema"]["required"], ["message"])
+            self.assertEqual(tools[0]["inputSchema"]["properties"]["message"]["type"], "string")
+            result = server.call("echo", {"message": "hello world"})
+            self.assertEqual(result, {"content": [{"type": "text", "text": "hello world\n"}], "isError": False})
+            self.assertEqual(server.close(), 0, server.context())
+
+    def test_protocol_versions(self):
+        # Each supported version is echoed; an unknown one gets the latest, never an error.
+        with McpProcess("echo", "{message}") as server:
+            for version in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"):
+                reply = server.request("initialize", {"protocolVersion": version, "capabilities": {}})
+                self.assertEqual(reply["result"]["protocolVersion"], version)
+            reply = server.request("initialize", {"protocolVersion": "1999-01-01", "capabilities": {}})
+            self.assertEqual(reply["result"]["protocolVersion"], "2025-11-25")
+
+    def test_unknown_methods_answer_at_once(self):
+        # server/discover (sent first by dual-era clients) and any unknown method get -32601
+        # immediately, before and after initialize; ping works; id 0 is a real id.
+        with McpProcess("echo", "{message}") as server:
+            started = time.monotonic()
+            reply = server.request("server/discover", {}, timeout=2, request_id=0)
+            self.assertLess(time.monotonic() - started, 1.5)
+            self.assertEqual(reply["error"]["code"], -32601)
+            server.initialize()
+            self.assertEqual(server.request("resources/list")["error"]["code"], -32601)
+            self.assertEqual(server.request("ping", request_id="p")["result"], {})
+
+    def test_bad_json_and_invalid_requests(self):
+        # Garbage gets -32700 with id null and the loop goes on; malformed requests get -32600/-32602.
+        with McpProcess("echo", "{message}") as server:
+            server.send_raw(b"this is not json\n")
+            server.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method": \n')
+            server.send({"jsonrpc": "2.0", "id": 2, "method": 5})
+            server.send({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": [1]})
+            server.send({"jsonrpc": "2.0", "id": None, "method": "ping"})
+            self.assertEqual(server.wait_response(2)["error"]["code"], -32600)
+            self.assertEqual(server.wait_response(3)["error"]["code"], -32602)
+            self.assertEqual(server.request("ping")["result"], {})
+            with server.lock:
+                null_errors = [json.loads(l)["error"]["code"] for l in server.stdout_lines
+                               if json.loads(l).get("id", 0) is None]
+            self.assertEqual(sorted(null_errors), [-32700, -32700, -32600])
+
+    def test_framing_tolerance(self):
+        # \r\n line endings and blank lines are accepted; a multi-megabyte message is read whole.
+        with McpProcess("echo", "{message}") as server:
+            server.send_raw(b'\n\r\n{"jsonrpc":"2.0","id":1,"method":"ping"}\r\n\n')
+            self.assertEqual(server.wait_response(1)["result"], {})
+            big = {"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"_meta": {"pad": "x" * (8 << 20)}}}
+            server.send(big)
+            self.assertEqual(server.wait_response(2)["result"], {})
+
+    def test_content_length_framing(self):
+        # A peer that frames with Content-Length headers is answered in the same framing.
+        with McpProcess("echo", "{message}") as server:
+            body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                               "params": {"name": "echo", "arguments": {"message": "framed é"}}}).encode()
+            server.send_raw(b"Content-Length: %d\r\nContent-Type: application/json\r\n\r\n%s" % (len(body), body))
+            server.proc.stdin.close()
+            out = server.proc.stdout.read() if False else None
+            self.assertEqual(server.proc.wait(WAIT), 0)
+            time.sleep(0.1)
+            raw = b"".join(server.stdout_lines)
+            self.assertTrue(raw.startswith(b"Content-Length: "), raw[:200])
+            header, _, payload = raw.partition(b"\r\n\r\n")
+            self.assertEqual(int(header.split(b":")[1]), len(payload))
+            reply = json.loads(payload)
+            self.assertEqual(reply["id"], 7)
+            self.assertEqual(text_of(reply["result"]), "framed é\n")
+            del out
+
+    def test_batch(self):
+        # A batch array is answered with an array of responses (notifications get none).
+        with McpProcess("echo", "{message}") as server:
+            server.send([
+                {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "b"}}},
+                {"jsonrpc": "2.0", "id": 3, "method": "nope"},
+            ])
+            self.assertTrue(wait_until(lambda: any(isinstance(k, tuple) for k in server.responses)), server.context())
+            batch = next(v for k, v in server.responses.items() if isinstance(k, tuple))
+            self.assertEqual(sorted(r["id"] for r in batch), [1, 2, 3])
+            by_id = {r["id"]: r for r in batch}
+            self.assertEqual(text_of(by_id[2]["result"]), "b\n")
+            self.assertEqual(by_id[3]["error"]["code"], -32601)
+            server.send([])
+            self.assertEqual(server.wait_response(None)["error"]["code"], -32600)
+
+    def test_unknown_tool_and_bad_params(self):
+        # An unknown tool or malformed call is a JSON-RPC error -32602 naming the problem.
+        with McpProcess("echo", "{message}") as server:
+            server.initialize()
+            reply = server.request("tools/call", {"name": "nope", "arguments": {}})
+            self.assertEqual(reply["error"]["code"], -32602)
+            self.assertIn("nope", reply["error"]["message"])
+            self.assertIn("echo", reply["error"]["message"])
+            self.assertEqual(server.request("tools/call", {"arguments": {}})["error"]["code"], -32602)
+            self.assertEqual(server.request("tools/call", {"name": "echo", "arguments": [1]})["error"]["code"], -32602)
+            self.assertEqual(server.request("tools/list", {"cursor": "bogus"})["error"]["code"], -32602)
+
+    def test_argument_validation(self):
+        # Missing, wrong-typed and unknown arguments are isError results naming the argument
+        # and listing the valid ones; nothing runs.
+        with McpProcess("echo", "{message}", "[--loud]", "[tags...]") as server:
+            server.initialize()
+            cases = [
+                ({}, ["`message` is required"]),
+                ({"message": 5}, ["`message`", "string", "integer"]),
+                ({"message": "x", "colour": "red"}, ["`colour`", "not a known argument"]),
+                ({"message": "x", "loud": "yes"}, ["`loud`", "boolean"]),
+                ({"message": "x", "tags": "a"}, ["`tags`", "array"]),
+            ]
+            for args, fragments in cases:
+                with self.subTest(args=args):
+                    result = server.call("echo", args)
+                    self.assertTrue(result["isError"])
+                    for fragment in fragments + ["message (string, required)", "loud (boolean)", "tags (array)"]:
+                        self.assertIn(fragment, text_of(result))
+            ok = server.call("echo", {"message": "x", "loud": True, "tags": ["a", "b"]})
+            self.assertEqual(text_of(ok), "x --loud a b\n")
+
+    def test_option_injection_guard(self):
+        # git log {path} with path="--output=/etc/x" is refused and nothing runs.
+        marker = os.path.join(self.dir, "ran")
+        tool = self.script("record.py", """\
+            import sys
+            open(%r, "w").write(repr(sys.argv[1:]))
+            print("ran")
+            """ % marker)
+        with McpProcess("--name", "rec", PY, tool, "{path}") as server:
+            server.initialize()
+            result = server.call("rec", {"path": "--output=/etc/x"})
+            self.assertTrue(result["isError"])
+            self.assertIn("starts with '-'", text_of(result))
+            self.assertFalse(os.path.exists(marker))
+            self.assertFalse(server.call("rec", {"path": "-5"})["isError"])
+        with McpProcess("--allow-dash-values", "--name", "rec", PY, tool, "{path}") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("rec", {"path": "--x"})), "ran\n")
+
+    def test_values_stay_literal(self):
+        # Shell syntax in values is passed as one literal argument: no shell ever runs.
+        tool = self.script("args.py", "import json, sys; print(json.dumps(sys.argv[1:]))\n")
+        nasty = "a; rm -rf / $(id) `id` 'q' \"d\" | cat > x\nnewline *"
+        with McpProcess("--name", "args", PY, tool, "{v}", "pre-{v}") as server:
+            server.initialize()
+            result = server.call("args", {"v": nasty})
+            self.assertEqual(json.loads(text_of(result)), [nasty, "pre-" + nasty])
+
+    def test_exit_codes_and_stderr(self):
+        # A non-zero exit is isError with the exit code AND the output; stderr is labelled.
+        tool = self.script("fail.py", """\
+            import sys
+            print("some output")
+            print("some problem", file=sys.stderr)
+            sys.exit(int(sys.argv[1]))
+            """)
+        with McpProcess("--name", "fail", PY, tool, "{code}") as server:
+            server.initialize()
+            result = server.call("fail", {"code": "3"})
+            self.assertTrue(result["isError"])
+            text = text_of(result)
+            self.assertIn("exited with code 3", text)
+            self.assertIn("some output", text)
+            self.assertIn("[stderr]\nsome problem", text)
+            ok = server.call("fail", {"code": "0"})
+            self.assertFalse(ok["isError"])
+            self.assertEqual([c["text"] for c in ok["content"]], ["some output\n", "[stderr]\nsome problem\n"])
+
+    def test_start_failures_and_signals(self):
+        # Command not found, permission denied and death by signal each say so.
+        not_exec = self.script("plain.sh", "echo hi\n", executable=False)
+        with McpProcess("/no/such/command-xyz", "{x}") as server:
+            server.initialize()
+            result = server.call("command_xyz", {"x": "1"})
+            self.assertTrue(result["isError"])
+            self.assertIn("not found", text_of(result))
+        with McpProcess("--name", "t", not_exec, "[x]") as server:
+            server.initialize()
+            result = server.call("t", {})
+            self.assertTrue(result["isError"])
+            self.assertIn("Permission denied", text_of(result))
+        with McpProcess("--name", "t", "sh", "-c", "kill -9 $$", "[x]") as server:
+            server.initialize()
+            result = server.call("t", {})
+            self.assertTrue(result["isError"])
+            self.assertIn("SIGKILL", text_of(result))
+
+    def test_timeout(self):
+        # --timeout stops the process group and says the call timed out.
+        sleeper = self.pid_sleeper()
+        pids = os.path.join(self.dir, "pids")
+        with McpProcess("--timeout", "1", "--name", "s", PY, sleeper, "{out}") as server:
+            server.initialize()
+            started = time.monotonic()
+            result = server.call("s", {"out": pids})
+            self.assertLess(time.monotonic() - started, 1 + mcpstudio.KILL_GRACE + 2)
+            self.assertTrue(result["isError"])
+            self.assertIn("timed out after 1 s", text_of(result))
+            for pid in self.read_pids(pids):
+                self.assertTrue(wait_until(lambda: not alive(pid), 5), "pid %d outlived the timeout" % pid)
+
+    def test_cancellation(self):
+        # notifications/cancelled kills the command's process group and sends no response.
+        sleeper = self.pid_sleeper()
+        pids = os.path.join(self.dir, "pids")
+        with McpProcess("--name", "s", PY, sleeper, "{out}") as server:
+            server.initialize()
+            server.send({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+                         "params": {"name": "s", "arguments": {"out": pids}}})
+            child, grandchild = self.read_pids(pids)
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 42, "reason": "user pressed stop"}})
+            self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), 5))
+            self.assertEqual(server.request("ping")["result"], {})  # still serving
+            time.sleep(0.2)
+            self.assertNotIn(42, server.responses)
+            # Cancelling an unknown id is ignored.
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 999}})
+            self.assertEqual(server.request("ping")["result"], {})
+
+    def test_progress(self):
+        # With a progressToken, a running command sends increasing progress notifications.
+        with McpProcess("--name", "s", "sleep", "{seconds}") as server:
+            server.initialize()
+            result = server.call("s", {"seconds": "1.5"}, meta={"progressToken": "tok-1"})
+            self.assertFalse(result["isError"])
+            progress = [n["params"] for n in server.notifications_of("notifications/progress")]
+            self.assertGreaterEqual(len(progress), 2, progress)
+            self.assertTrue(all(p["progressToken"] == "tok-1" for p in progress))
+            values = [p["progress"] for p in progress]
+            self.assertEqual(values, sorted(set(values)))
+            # Without a token there is none.
+            server.call("s", {"seconds": "1.1"})
+            self.assertEqual(len(server.notifications_of("notifications/progress")), len(progress))
+
+    def test_logging_set_level(self):
+        # logging/setLevel debug makes calls send notifications/message; a bad level is -32602.
+        with McpProcess("echo", "{message}") as server:
+            server.initialize()
+            server.call("echo", {"message": "quiet"})
+            self.assertEqual(server.notifications_of("notifications/message"), [])
+            self.assertEqual(server.request("logging/setLevel", {"level": "debug"})["result"], {})
+            server.call("echo", {"message": "loud"})
+            logs = [n["params"] for n in server.notifications_of("notifications/message")]
+            self.assertTrue(any("running: echo loud" in l["data"] and l["level"] == "debug" for l in logs), logs)
+            self.assertEqual(server.request("logging/setLevel", {"level": "chatty"})["error"]["code"], -32602)
+
+    def test_concurrent_calls(self):
+        # 16 calls of a 0.2 s command finish together, not one after another.
+        with McpProcess("--name", "s", "sleep", "{seconds}") as server:
+            server.initialize()
+            started = time.monotonic()
+            for i in range(16):
+                server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                             "params": {"name": "s", "arguments": {"seconds": "0.2"}}})
+            for i in range(16):
+                self.assertFalse(server.wait_response(i)["result"]["isError"])
+            self.assertLess(time.monotonic() - started, 1.5)
+
+    def test_max_concurrency(self):
+        # --max-concurrency 2: the others wait their turn (8 x 0.3 s in 4 rounds).
+        with McpProcess("--max-concurrency", "2", "--name", "s", "sleep", "{seconds}") as server:
+            server.initialize()
+            started = time.monotonic()
+            for i in range(8):
+                server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                             "params": {"name": "s", "arguments": {"seconds": "0.3"}}})
+            for i in range(8):
+                self.assertFalse(server.wait_response(i)["result"]["isError"])
+            self.assertGreaterEqual(time.monotonic() - started, 1.15)
+
+    def test_large_output_no_deadlock(self):
+        # 4 MB on stdout and on stderr at once: both pipes are read while the command runs.
+        tool = self.script("big.py", """\
+            import sys
+            sys.stderr.write("e" * 4000000)
+            sys.stdout.write("o" * 4000000)
+            """)
+        with McpProcess("--max-output", "10000000", "--name", "big", PY, tool, "[x]") as server:
+            server.initialize()
+            result = server.call("big", {}, timeout=30)
+            self.assertFalse(result["isError"])
+            self.assertEqual(len(result["content"][0]["text"]), 4000000)
+            self.assertEqual(result["content"][1]["text"], "[stderr]\n" + "e" * 4000000)
+
+    def test_max_output(self):
+        # --max-output keeps the first bytes and says how much was cut.
+        with McpProcess("--max-output", "100", "--name", "s", PY, "-c", "print('x' * 1000)", "[y]") as server:
+            server.initialize()
+            result = server.call("s", {})
+            self.assertEqual(result["content"][0]["text"], "x" * 100)
+            self.assertIn("901 more bytes", text_of(result))
+
+    def test_grandchild_holding_pipes(self):
+        # The call ends when the command exits, even if a background child holds stdout;
+        # what it left running in its process group is stopped.
+        pidfile = os.path.join(self.dir, "bg")
+        with McpProcess("--name", "bg", "sh", "-c", 'sleep 30 & echo $! > "$0"; echo done', "{f}") as server:
+            server.initialize()
+            started = time.monotonic()
+            result = server.call("bg", {"f": pidfile})
+            self.assertLess(time.monotonic() - started, 3)
+            self.assertEqual(text_of(result), "done\n")
+            with open(pidfile) as f:
+                pid = int(f.read())
+            self.assertTrue(wait_until(lambda: not alive(pid), 5), "background sleep survived")
+
+    def test_binary_output(self):
+        # A PNG comes back as image content; other non-UTF-8 bytes as an embedded blob.
+        png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+        tool = self.script("bin.py", """\
+            import sys
+            data = {"png": %r, "raw": b"\\xff\\xfe\\x00binary"}[sys.argv[1]]
+            sys.stdout.buffer.write(data)
+            """ % png)
+        with McpProcess("--name", "bin", PY, tool, "{kind}") as server:
+            server.initialize()
+            import base64
+            image = server.call("bin", {"kind": "png"})["content"][0]
+            self.assertEqual(image["type"], "image")
+            self.assertEqual(image["mimeType"], "image/png")
+            self.assertEqual(base64.b64decode(image["data"]), png)
+            blob = server.call("bin", {"kind": "raw"})["content"][0]
+            self.assertEqual(blob["type"], "resource")
+            self.assertEqual(base64.b64decode(blob["resource"]["blob"]), b"\xff\xfe\x00binary")
+
+    def test_env_and_cwd(self):
+        # --env adds variables over the inherited environment; --cwd sets the folder.
+        with McpProcess("--env", "GREETING=hi there", "--cwd", self.dir, "--name", "t",
+                        PY, "-c", "import os; print(os.environ['GREETING'], os.environ.get('HOME') is not None, os.getcwd())",
+                        "[x]") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("t", {})), "hi there True %s\n" % os.path.realpath(self.dir))
+
+    def test_child_stdin_is_null(self):
+        # A command that reads stdin sees EOF at once, never the protocol stream.
+        with McpProcess("--name", "cat", "cat", "[x]") as server:
+            server.initialize()
+            result = server.call("cat", {}, timeout=5)
+            self.assertFalse(result["isError"])
+            self.assertEqual(text_of(result), "(no output)")
+
+    def test_stdout_is_only_protocol(self):
+        # While serving, fd 1 points at stderr: a stray print or os.write(1) cannot reach the client.
+        code = ("import os, mcpstudio; fd = mcpstudio._claim_stdout(); print('stray print'); "
+                "os.write(1, b'raw write\\n'); os.write(fd, b'{}\\n')")
+        proc = subprocess.run([PY, "-c", code], cwd=HERE, capture_output=True, timeout=WAIT)
+        self.assertEqual(proc.stdout, b"{}\n")
+        self.assertIn(b"stray print", proc.stderr)
+        self.assertIn(b"raw write", proc.stderr)
+        # And the real server with --debug writes only JSON lines to stdout.
+        with McpProcess("--debug", "echo", "{message}") as server:
+            server.initialize()
+            server.call("echo", {"message": "x"})
+            server.close()
+            for line in server.stdout_lines:
+                json.loads(line)
+            self.assertTrue(any("debug" in l for l in server.stderr))
+
+    def test_log_file_masks_secrets(self):
+        # --log records every protocol message in and out; --env values are masked.
+        log = os.path.join(self.dir, "wire.log")
+        with McpProcess("--log", log, "--env", "TOKEN=s3cr3t-value", "--name", "t",
+                        PY, "-c", "import os; print(os.environ['TOKEN'])", "[x]") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("t", {})), "s3cr3t-value\n")
+            self.assertEqual(server.close(), 0)
+        with open(log) as f:
+            content = f.read()
+        self.assertIn('"method":"initialize"', content.replace(" ", ""))
+        self.assertIn("tools/call", content)
+        self.assertIn("<-", content)
+        self.assertNotIn("s3cr3t-value", content)
+        self.assertIn("***", content)
+
+
+class LifecycleTests(ScratchDir):
+    def _start_sleeping_call(self, server, pids):
+        server.initialize()
+        server.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                     "params": {"name": "s", "arguments": {"out": pids}}})
+        return self.read_pids(pids)
+
+    def test_eof_stops_children(self):
+        # Closing stdin stops every child and grandchild and exits 0 promptly.
+        sleeper, pids = self.pid_sleeper(), os.path.join(self.dir, "pids")
+        with McpProcess("--name", "s", PY, sleeper, "{out}") as server:
+            procs = self._start_sleeping_call(server, pids)
+            started = time.monotonic()
+            self.assertEqual(server.close(), 0, server.context())
+            self.assertLess(time.monotonic() - started, mcpstudio.EOF_DRAIN + mcpstudio.KILL_GRACE + 2)
+            for pid in procs:
+                self.assertTrue(wait_until(lambda: not alive(pid), 5), "pid %d outlived the server" % pid)
+
+    def test_eof_lets_quick_calls_finish(self):
+        # Requests piped in before EOF are still answered (e.g. `printf ... | mcpstudio`).
+        msgs = [
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}}},
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "piped"}}},
+        ]
+        proc = subprocess.run([PY, MODULE, "echo", "{message}"], input="".join(json.dumps(m) + "\n" for m in msgs),
+                              capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        replies = {json.loads(l)["id"]: json.loads(l) for l in proc.stdout.splitlines()}
+        self.assertEqual(text_of(replies[1]["result"]), "piped\n")
+
+    def test_signals_stop_children(self):
+        # SIGTERM and SIGINT stop every child and exit 0.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with self.subTest(signal=signum):
+                sleeper, pids = self.pid_sleeper(), os.path.join(self.dir, "pids-%d" % signum)
+                with McpProcess("--name", "s", PY, sleeper, "{out}") as server:
+                    procs = self._start_sleeping_call(server, pids)
+                    server.proc.send_signal(signum)
+                    self.assertEqual(server.proc.wait(WAIT), 0, server.context())
+                    for pid in procs:
+                        self.assertTrue(wait_until(lambda: not alive(pid), 5), "pid %d outlived the server" % pid)
+
+
+class CommandLineTests(ScratchDir):
+    def run_cli(self, *args):
+        return subprocess.run([PY, MODULE] + list(args), capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+
+    def test_help_and_version(self):
+        # --help lists every option; --version prints the version.
+        proc = self.run_cli("--help")
+        self.assertEqual(proc.returncode, 0)
+        for option in mcpstudio.OPTIONS:
+            for name in option.names:
+                self.assertIn(name, proc.stdout)
+        proc = self.run_cli("--version")
+        self.assertEqual(proc.stdout.strip(), "mcpstudio %s" % mcpstudio.__version__)
+
+    def test_usage_errors(self):
+        # Unknown options, missing values and a missing command exit 2 with a clear message on stderr.
+        for args, fragment in ((["--bogus", "echo"], "unknown option --bogus"),
+                               (["--timeot", "5", "echo"], "did you mean --timeout"),
+                               (["--timeout"], "--timeout needs a value"),
+                               (["--timeout", "soon", "echo"], "positive number"),
+                               ([], "no command given"),
+                               (["--env", "NOEQUALS", "echo"], "KEY=VALUE"),
+                               (["--cwd", "/no/such/dir", "echo"], "no such folder"),
+                               (["echo", "{x}", "{x...}"], "bad template")):
+            with self.subTest(args=args):
+                proc = self.run_cli(*args)
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                self.assertIn(fragment, proc.stderr)
+                self.assertTrue(proc.stderr.startswith("mcpstudio: error:"))
+                self.assertEqual(proc.stdout, "")
+
+    def _tool(self, *args):
+        with McpProcess(*args) as server:
+            server.initialize()
+            return server, server.request("tools/list")["result"]["tools"][0]
+
+    def test_options_stop_at_the_command(self):
+        # Options after the command belong to it: `echo -n {text}` passes -n to echo.
+        with McpProcess("--stdio", "echo", "-n", "{text}") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("echo", {"text": "no newline"})), "no newline")
+        # `--` reaches a command that starts with a dash or is named like an option.
+        with McpProcess("--name", "t", "--", PY, "-c", "print('after --')", "[x]") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("t", {})), "after --\n")
+
+    def test_tool_metadata_options(self):
+        # --name, --description and the annotation flags shape the Tool; names are made safe.
+        _, tool = self._tool("--name", "my.tool/v2", "--description", "Says things.", "--read-only",
+                             "--idempotent", "--open-world", "--destructive", "echo", "{message}")
+        self.assertEqual(tool["name"], "my_tool_v2")
+        self.assertEqual(tool["description"], "Says things.")
+        self.assertEqual(tool["annotations"], {"readOnlyHint": True, "idempotentHint": True,
+                                               "openWorldHint": True, "destructiveHint": True})
+        _, tool = self._tool("git-status", "[--short]")
+        self.assertEqual(tool["name"], "git_status")
+        self.assertEqual(tool["description"], "Run `git-status [--short]`.")
+        _, tool = self._tool("--max-name-length", "10", "--name", "a_very_long_tool_name", "echo")
+        self.assertEqual(len(tool["name"]), 10)
+        self.assertRegex(tool["name"], r"^a_v_[0-9a-f]{6}$")
+
+    def test_zipapp(self):
+        # The documented zipapp recipe builds a .pyz that serves the echo tool.
+        build = os.path.join(self.dir, "build")
+        os.mkdir(build)
+        shutil.copy(MODULE, os.path.join(build, "__main__.py"))
+        pyz = os.path.join(self.dir, "mcpstudio.pyz")
+        subprocess.run([PY, "-m", "zipapp", build, "-p", "/usr/bin/env python3", "-o", pyz],
+                       check=True, timeout=WAIT)
+        with McpProcess(cmd=[PY, pyz, "echo", "{message}"]) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("echo", {"message": "zipped"})), "zipped\n")
+            self.assertEqual(server.close(), 0)
+
+
+# --------------------------------------------------------------------------
+# Interop with real peers (installed by .ci/run; skipped when absent)
+# --------------------------------------------------------------------------
+
+SDK_PYTHON = os.environ.get("MCPSTUDIO_SDK_PYTHON", "")
+INSPECTOR = os.environ.get("MCPSTUDIO_INSPECTOR", "")
+
+
+def _sdk_available() -> bool:
+    if not SDK_PYTHON or not os.path.exists(SDK_PYTHON):
+        return False
+    return subprocess.run([SDK_PYTHON, "-c", "import mcp"], capture_output=True).returncode == 0
+
+
+@unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
+class PythonSdkInteropTests(ScratchDir):
+    def run_client(self, code: str) -> dict:
+        """Run `code` under the SDK's Python; it prints one JSON object as its last line."""
+        proc = subprocess.run([SDK_PYTHON, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                              timeout=60, env=dict(os.environ, MCPSTUDIO=MODULE, SERVER_PY=PY))
+        self.assertEqual(proc.returncode, 0, "client failed:\n%s\n%s" % (proc.stdout, proc.stderr[-3000:]))
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    def test_stdio_client_session(self):
+        # stdio_client + ClientSession initializes, lists and calls the echo tool, with progress.
+        out = self.run_client("""
+            import anyio, json, os
+            from mcp import ClientSession, StdioServerParameters, stdio_client
+
+            async def main():
+                params = StdioServerParameters(command=os.environ["SERVER_PY"],
+                                               args=[os.environ["MCPSTUDIO"], "echo", "{message # what to say}"])
+                async with stdio_client(params) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        init = await session.initialize()
+                        tools = await session.list_tools()
+                        result = await session.call_tool("echo", {"message": "from the sdk"})
+                        bad = await session.call_tool("echo", {})
+                        print(json.dumps({
+                            "version": init.protocol_version, "server": init.server_info.name,
+                            "tools": [t.name for t in tools.tools],
+                            "schema": tools.tools[0].input_schema,
+                            "text": result.content[0].text, "isError": result.is_error,
+                            "bad": bad.is_error,
+                        }))
+            anyio.run(main)
+            """)
+        self.assertEqual(out["version"], "2025-11-25")
+        self.assertEqual(out["server"], "mcpstudio")
+        self.assertEqual(out["tools"], ["echo"])
+        self.assertEqual(out["schema"]["properties"]["message"]["description"], "what to say")
+        self.assertEqual(out["text"], "from the sdk\n")
+        self.assertFalse(out["isError"])
+        self.assertTrue(out["bad"])
+
+    def test_client_auto_mode(self):
+        # mcp.Client in its default auto mode falls back to initialize at once (no 10 s wait).
+        out = self.run_client("""
+            import anyio, json, os, time
+            import mcp
+            from mcp import StdioServerParameters
+
+            async def main():
+                started = time.monotonic()
+                params = StdioServerParameters(command=os.environ["SERVER_PY"],
+                                               args=[os.environ["MCPSTUDIO"], "echo", "{message}"])
+                async with mcp.Client(params) as client:
+                    tools = await client.list_tools()
+                    result = await client.call_tool("echo", {"message": "auto"})
+                print(json.dumps({"tools": [t.name for t in tools.tools], "text": result.content[0].text,
+                                  "seconds": time.monotonic() - started}))
+            anyio.run(main)
+            """)
+        self.assertEqual(out["tools"], ["echo"])
+        self.assertEqual(out["text"], "auto\n")
+        self.assertLess(out["seconds"], 5)
+
+
+@unittest.skipUnless(INSPECTOR and os.path.exists(INSPECTOR), "the MCP Inspector CLI is not installed (set MCPSTUDIO_INSPECTOR)")
+class InspectorInteropTests(unittest.TestCase):
+    def inspector(self, *args):
+        proc = subprocess.run([INSPECTOR, "--cli", PY, MODULE, "echo", "{message}"] + list(args),
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 0, "inspector failed:\n%s\n%s" % (proc.stdout, proc.stderr[-3000:]))
+        return json.loads(proc.stdout)
+
+    def test_list_and_call(self):
+        # The Inspector CLI sees the echo tool and calls it.
+        tools = self.inspector("--method", "tools/list")
+        self.assertEqual([t["name"] for t in tools["tools"]], ["echo"])
+        result = self.inspector("--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=inspected")
+        self.assertEqual(result["content"][0]["text"], "inspected\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
