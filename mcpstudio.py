@@ -321,17 +321,20 @@ class Template:
     the command into words)::
 
         word   ::= piece*
-        piece  ::= field | flag | escape | char
+        piece  ::= field | flag | group | escape | char
         field  ::= '{' spec '}' | '{{' spec '}}'      (required)
                  | '[' spec ']'                      (optional)
         spec   ::= NAME ['...'] [ '#' description ]   ('...' makes an array)
         flag   ::= '[' '-' ['-'] NAME [ '#' description ] ']'   (optional boolean)
+        group  ::= '[' piece* ']'   (holds a field; kept only when all its fields are given)
         escape ::= '\\' ( '{' | '}' | '[' | ']' | '\\' )       (the character itself)
         NAME   ::= [A-Za-z_][A-Za-z0-9_-]*
 
     Anything that is not a field stays literal text, so JSON (`{"a":1}`),
     `{ }` and most regexes need no escaping; `\\[a-z]` keeps a bracket
-    expression that would otherwise read as an optional field.
+    expression that would otherwise read as an optional field. A group such
+    as `[--voice={voice}]` makes its fields optional and drops its text too
+    when they are not given.
     """
 
     def __init__(self, words: list):
@@ -343,7 +346,7 @@ class Template:
         for index, word in enumerate(words):
             self.words.append(self._parse_word(word, index))
 
-    def _parse_word(self, word: str, index: int) -> list:
+    def _parse_word(self, word: str, index: int, in_group: bool = False) -> list:
         pieces, text, i = [], [], 0
         while i < len(word):
             char = word[i]
@@ -351,22 +354,31 @@ class Template:
                 text.append(word[i + 1])
                 i += 2
                 continue
+            piece, end = None, i
             if char in "{[":
                 match = _FIELD.match(word, i)
                 if match:
-                    if text:
-                        pieces.append("".join(text))
-                        text = []
-                    pieces.append(self._field(match, index))
-                    i = match.end()
-                    continue
-            text.append(char)
-            i += 1
+                    piece, end = self._field(match, index, in_group), match.end()
+                elif char == "[":
+                    close = _closing_bracket(word, i)
+                    if close:
+                        inner = self._parse_word(word[i + 1:close], index, True)
+                        if any(not isinstance(p, str) for p in inner):
+                            piece, end = Group(inner), close + 1
+            if piece is None:
+                text.append(char)
+                i += 1
+                continue
+            if text:
+                pieces.append("".join(text))
+                text = []
+            pieces.append(piece)
+            i = end
         if text:
             pieces.append("".join(text))
         return pieces
 
-    def _field(self, match, index: int) -> Field:
+    def _field(self, match, index: int, optional: bool = False) -> Field:
         group = match.groupdict()
         if group["flag"]:
             flag = group["flag"]
@@ -375,7 +387,7 @@ class Template:
             for n, required in (("1", True), ("2", True), ("3", False)):
                 if group["n" + n]:
                     kind = "array" if group["a" + n] else "string"
-                    field = Field(group["n" + n], kind, required, group["d" + n])
+                    field = Field(group["n" + n], kind, required and not optional, group["d" + n])
                     break
         known = self.fields.get(field.key)
         if known is None:
@@ -411,7 +423,7 @@ class Template:
         """The template as a person reads it, without field descriptions."""
         out = []
         for pieces in self.words:
-            word = "".join(p if isinstance(p, str) else _field_text(p) for p in pieces)
+            word = "".join(_piece_text(p) for p in pieces)
             out.append(word if word and not re.search(r"\s", word) else json.dumps(word))
         return " ".join(out)
 
@@ -446,31 +458,10 @@ class Template:
             if len(pieces) == 1 and isinstance(pieces[0], Field) and pieces[0].kind == "array":
                 argv.extend(str(v) for v in arguments.get(pieces[0].key) or ())
                 continue
-            parts, lead, literal = [], None, False
-            for piece in pieces:
-                if isinstance(piece, str):
-                    parts.append(piece)
-                    literal = True
-                    lead = lead or "text"
-                    continue
-                value = arguments.get(piece.key)
-                if piece.kind == "boolean":
-                    if value:
-                        parts.append(piece.flag)
-                        lead = lead or "flag"
-                elif piece.kind == "array":
-                    if value:
-                        parts.append(",".join(str(v) for v in value))
-                        lead = lead or "array"
-                elif value is not None:
-                    value = str(value)
-                    parts.append(value)
-                    if lead is None and value:
-                        lead = piece
-            if not literal and lead is None and not any(
-                    isinstance(p, Field) and p.kind == "string" and arguments.get(p.key) is not None
-                    for p in pieces):
-                continue  # every piece of the word is absent: the word goes
+            parts = []
+            lead, present = _render_pieces(pieces, arguments, parts)
+            if not present:
+                continue  # nothing in the word was given: the word goes
             word = "".join(parts)
             if (isinstance(lead, Field) and word.startswith("-") and not after_double_dash
                     and not allow_dash_values and not _NUMBER.fullmatch(arguments[lead.key])):
@@ -483,6 +474,87 @@ class Template:
                 after_double_dash = True
             argv.append(word)
         return argv
+
+
+class Group:
+    """An optional piece of a word, such as `[--voice={voice}]`."""
+
+    __slots__ = ("pieces", "fields")
+
+    def __init__(self, pieces: list):
+        self.pieces = pieces
+        self.fields = [p for p in pieces if isinstance(p, Field)] + [
+            f for p in pieces if isinstance(p, Group) for f in p.fields]
+
+    def given(self, arguments: dict) -> bool:
+        for field in self.fields:
+            value = arguments.get(field.key)
+            if value is None or value is False or (field.kind == "array" and not value):
+                return False
+        return True
+
+
+def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
+    """Append the rendering of `pieces` to `parts`.
+
+    Returns (lead, present): `lead` is what begins the text ("text", a flag or
+    array marker, or the string Field whose value comes first; None if
+    nothing), `present` whether any literal text or given value was there.
+    """
+    lead, present = None, False
+    for piece in pieces:
+        if isinstance(piece, str):
+            parts.append(piece)
+            lead, present = lead or "text", True
+        elif isinstance(piece, Group):
+            if piece.given(arguments):
+                inner, _ = _render_pieces(piece.pieces, arguments, parts)
+                lead, present = lead or inner, True
+        else:
+            value = arguments.get(piece.key)
+            if piece.kind == "boolean":
+                if value:
+                    parts.append(piece.flag)
+                    lead, present = lead or "flag", True
+            elif piece.kind == "array":
+                if value:
+                    parts.append(",".join(str(v) for v in value))
+                    lead, present = lead or "array", True
+            elif value is not None:
+                value = str(value)
+                parts.append(value)
+                present = True
+                if lead is None and value:
+                    lead = piece
+    return lead, present
+
+
+def _closing_bracket(word: str, start: int) -> int:
+    """Index of the `]` that closes the `[` at `start` (0 if none)."""
+    depth, i = 0, start
+    while i < len(word):
+        char = word[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return 0
+
+
+def _piece_text(piece, in_group: bool = False) -> str:
+    if isinstance(piece, str):
+        return piece
+    if isinstance(piece, Group):
+        return "[%s]" % "".join(_piece_text(p, True) for p in piece.pieces)
+    if in_group and piece.kind != "boolean":
+        return "{%s%s}" % (piece.name, "..." if piece.kind == "array" else "")
+    return _field_text(piece)
 
 
 def _article(kind: str) -> str:

@@ -248,6 +248,20 @@ class TemplateTests(unittest.TestCase):
          {"user": "me"}, ["echo", r"C:\Users\me", r"C:\bin\x"]),
         (["echo", "{x}"], {"x": ("string", True)},
          {"x": ""}, ["echo", ""]),
+        (["say", "[--voice={voice}]", "{text}"], {"voice": ("string", False), "text": ("string", True)},
+         {"text": "hi"}, ["say", "hi"]),
+        (["say", "[--voice={voice}]", "{text}"], {"voice": ("string", False), "text": ("string", True)},
+         {"text": "hi", "voice": "Alex"}, ["say", "--voice=Alex", "hi"]),
+        (["x", "a[-{p}-{q}]b"], {"p": ("string", False), "q": ("string", False)},
+         {"p": "1"}, ["x", "ab"]),
+        (["x", "a[-{p}-{q}]b"], {"p": ("string", False), "q": ("string", False)},
+         {"p": "1", "q": "2"}, ["x", "a-1-2b"]),
+        (["ls", "[--sort={key}]", "{key}"], {"key": ("string", True)},
+         {"key": "size"}, ["ls", "--sort=size", "size"]),
+        (["grep", "[x{a-z}]"], {"a-z".replace("-", "_"): ("string", False)},
+         {}, ["grep"]),
+        (["grep", r"\[abc]", "[^x]"], {},
+         {}, ["grep", "[abc]", "[^x]"]),
     ]
 
     def test_table(self):
@@ -309,8 +323,8 @@ class TemplateTests(unittest.TestCase):
 
     def test_display_and_command_name(self):
         # The default description shows the template without field descriptions.
-        template = Template(["/usr/bin/git-lfs", "log", "[--oneline]", "{path # file}", "a b"])
-        self.assertEqual(template.display(), '/usr/bin/git-lfs log [--oneline] {path} "a b"')
+        template = Template(["/usr/bin/git-lfs", "log", "[--oneline]", "{path # file}", "a b", "[-n={n # count}]"])
+        self.assertEqual(template.display(), '/usr/bin/git-lfs log [--oneline] {path} "a b" [-n={n}]')
         for words, name in ((["/usr/bin/say"], "say"), (["git-status"], "git-status"),
                             (["tool.py", "{x}"], "tool"), ([r"C:\bin\jq.exe"], "jq"), ([".hidden"], ".hidden")):
             self.assertEqual(Template(words).command_name(), name)
@@ -926,6 +940,64 @@ class CommandLineTests(ScratchDir):
             server.initialize()
             self.assertEqual(text_of(server.call("echo", {"message": "zipped"})), "zipped\n")
             self.assertEqual(server.close(), 0)
+
+
+class ExampleTests(unittest.TestCase):
+    """The client configs in examples/ are real: every entry serves the tool it names."""
+
+    def entries(self):
+        """(file, key, mcpstudio argv) for every mcpstudio server in examples/."""
+        import shlex
+        folder = os.path.join(HERE, "examples")
+        found = []
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            servers = {}
+            if name.endswith(".json"):
+                with open(path) as f:
+                    data = json.load(f)
+                servers = data.get("mcpServers") or data.get("servers") or {}
+            elif name.endswith(".toml") and sys.version_info >= (3, 11):
+                import tomllib
+                with open(path, "rb") as f:
+                    servers = tomllib.load(f).get("mcp_servers", {})
+            elif name.endswith(".sh"):
+                with open(path) as f:
+                    for line in f:
+                        if line.startswith("claude mcp add "):
+                            words = shlex.split(line)
+                            servers[words[3]] = {"command": words[5], "args": words[6:]}
+            for key, entry in servers.items():
+                args = [a.replace("${workspaceFolder}", HERE) for a in entry["args"]]
+                self.assertTrue(args[0].endswith("mcpstudio.py"), (name, key))
+                found.append((name, key, args[1:]))
+        return found
+
+    def test_every_example_serves_its_tool(self):
+        entries = self.entries()
+        self.assertGreaterEqual(len(entries), 10)
+        for name, key, args in entries:
+            with self.subTest(file=name, server=key):
+                with McpProcess(*args) as server:
+                    server.initialize()
+                    tools = server.request("tools/list")["result"]["tools"]
+                    self.assertEqual([t["name"] for t in tools], [key], server.context())
+                    self.assertEqual(tools[0]["inputSchema"]["type"], "object")
+
+    def test_git_and_grep_examples_run(self):
+        # Two examples called for real on this repository's own files.
+        entries = {(f, k): a for f, k, a in self.entries()}
+        with McpProcess(*entries[("claude_desktop_config.json", "search")]) as server:
+            server.initialize()
+            result = server.call("search", {"pattern": "def main", "paths": [MODULE], "ignore_case": True})
+            self.assertFalse(result["isError"], result)
+            self.assertIn("def main(", text_of(result))
+        if shutil.which("git") and os.path.isdir(os.path.join(HERE, ".git")):
+            with McpProcess(*entries[("claude_desktop_config.json", "git_log")]) as server:
+                server.initialize()
+                result = server.call("git_log", {"repo": HERE, "limit": "1", "paths": ["mcpstudio.py"]})
+                self.assertFalse(result["isError"], result)
+                self.assertEqual(len(text_of(result).strip().splitlines()), 1)
 
 
 # --------------------------------------------------------------------------

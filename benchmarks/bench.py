@@ -1,0 +1,478 @@
+#!/usr/bin/env python3
+"""Benchmark mcpstudio against a minimal asyncio server and the official SDK.
+
+    python3 benchmarks/bench.py [--runs N] [--quick] [--sdk-python PATH] [--json]
+
+Each server offers one tool, `echo`, that runs a command: mcpstudio run as a
+script (so compiled at every start, as a client launches it); "floor", the
+~50-line asyncio server below with no validation or templates; and "sdk", the
+official MCP Python SDK, when --sdk-python (or MCPSTUDIO_SDK_PYTHON) names a
+Python that can import it. Figures, as median and p90 over many runs, taken
+in turns so machine noise falls on every server alike: cold start (spawn to
+the tools/list reply), per-call latency of `echo hello`, 16 concurrent calls
+of `sleep 0.2`, and peak RSS over a cold start and 50 calls. POSIX only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import selectors
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MCPSTUDIO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "mcpstudio.py")
+PROTOCOL_VERSION = "2025-06-18"
+TIMEOUT = 30.0          # seconds any single wait may take
+WARM_UP = 5             # unmeasured calls before the per-call figure
+MEMORY_CALLS = 50       # calls in each peak-memory run
+BURST = 16              # concurrent calls in the concurrency figure
+SLEEP = "0.2"           # seconds each of those calls sleeps
+
+FLOOR_SERVER = r'''
+"""Floor: about the least an asyncio stdio MCP server needs to run a command."""
+import asyncio, json, sys
+
+COMMAND = sys.argv[1]
+TOOL = {"name": "echo", "description": "Run a command.",
+        "inputSchema": {"type": "object", "required": ["message"],
+                        "properties": {"message": {"type": "string"}}}}
+
+async def call(arguments):
+    proc = await asyncio.create_subprocess_exec(
+        COMMAND, arguments["message"], stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    return {"content": [{"type": "text", "text": out.decode()}],
+            "isError": proc.returncode != 0}
+
+async def answer(request, write):
+    method, params = request.get("method"), request.get("params") or {}
+    reply = {"jsonrpc": "2.0", "id": request["id"]}
+    if method == "initialize":
+        reply["result"] = {"protocolVersion": params["protocolVersion"],
+                           "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "floor", "version": "0"}}
+    elif method == "tools/list":
+        reply["result"] = {"tools": [TOOL]}
+    elif method == "tools/call":
+        reply["result"] = await call(params["arguments"])
+    else:
+        reply["error"] = {"code": -32601, "message": "no such method"}
+    write(reply)
+
+async def main():
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out = sys.stdout.buffer
+
+    def write(message):
+        out.write(json.dumps(message).encode() + b"\n")
+        out.flush()
+
+    tasks = set()
+    while True:
+        line = await reader.readline()
+        if not line:
+            break
+        request = json.loads(line)
+        if "id" in request:
+            task = asyncio.ensure_future(answer(request, write))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+    if tasks:
+        await asyncio.wait(tasks)
+
+asyncio.run(main())
+'''
+
+SDK_SERVER = r'''
+"""The same tool on the official MCP Python SDK."""
+import asyncio, sys
+try:
+    from mcp.server.mcpserver import MCPServer as Server   # mcp 2.x
+except ImportError:
+    from mcp.server.fastmcp import FastMCP as Server       # mcp 1.x
+COMMAND = sys.argv[1]
+app = Server("sdk-bench")
+
+@app.tool(name="echo")
+async def echo(message: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        COMMAND, message, stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    return out.decode()
+
+app.run()
+'''
+
+SDK_PROBE = ("try:\n from mcp.server.mcpserver import MCPServer\n"
+             "except ImportError:\n from mcp.server.fastmcp import FastMCP\n"
+             "import importlib.metadata, platform\n"
+             "print('mcp %s, Python %s' % (importlib.metadata.version('mcp'),"
+             " platform.python_version()))")
+
+
+class BenchError(Exception):
+    """A server misbehaved or a wait timed out."""
+
+
+class Peer:
+    """One server process, spoken to in newline-delimited JSON-RPC.
+
+    `started` is taken just before the spawn. Reads go through a selector, so
+    every wait has a deadline; `close` reaps the process with os.wait4 (never
+    Popen.wait) and keeps its peak memory in `maxrss`, in bytes.
+    """
+
+    def __init__(self, name: str, argv: list, stderr):
+        self.name = name
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=stderr)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.proc.stdout, selectors.EVENT_READ)
+        self.buffer = b""
+        self.last_id = 0
+        self.maxrss = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def send(self, method: str, params=None, notify: bool = False):
+        """Write one message; return its id (None for a notification)."""
+        message = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        if not notify:
+            self.last_id += 1
+            message["id"] = self.last_id
+        os.write(self.proc.stdin.fileno(), json.dumps(message).encode() + b"\n")
+        return message.get("id")
+
+    def receive(self, ids) -> dict:
+        """Read until every id in `ids` has its reply; return {id: result}."""
+        waiting, results = set(ids), {}
+        deadline = time.monotonic() + TIMEOUT
+        while waiting:
+            line, newline, rest = self.buffer.partition(b"\n")
+            if not newline:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self.selector.select(left):
+                    raise BenchError("%s: no reply within %g s" % (self.name, TIMEOUT))
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    raise BenchError("%s closed its stdout" % self.name)
+                self.buffer += chunk
+                continue
+            self.buffer = rest
+            message = json.loads(line)
+            if "method" in message or message.get("id") not in waiting:
+                continue            # a notification, or a request to the client
+            if "error" in message:
+                raise BenchError("%s: error reply %s" % (self.name, message["error"]))
+            waiting.discard(message["id"])
+            results[message["id"]] = message["result"]
+        return results
+
+    def request(self, method: str, params=None) -> dict:
+        """Send one request and wait for its result."""
+        request_id = self.send(method, params)
+        return self.receive([request_id])[request_id]
+
+    def handshake(self) -> list:
+        """initialize, notifications/initialized, tools/list; return the tools."""
+        self.request("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "0"}})
+        self.send("notifications/initialized", notify=True)
+        return self.request("tools/list")["tools"]
+
+    def call(self, message: str, count: int = 1) -> list:
+        """Send `count` calls of the tool at once; wait for all; return their texts."""
+        params = {"name": "echo", "arguments": {"message": message}}
+        ids = [self.send("tools/call", params) for _ in range(count)]
+        results = self.receive(ids)
+        if any(result.get("isError") for result in results.values()):
+            raise BenchError("%s: tool call failed: %s" % (self.name, results))
+        return ["".join(part.get("text", "") for part in results[i]["content"]) for i in ids]
+
+    def close(self) -> int:
+        """Close stdin and reap the process, killing it after TIMEOUT; return max RSS."""
+        if self.maxrss is not None:
+            return self.maxrss
+        self.selector.close()
+        self.proc.stdin.close()
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            if pid or time.monotonic() > deadline:
+                break
+            time.sleep(0.001)
+        if not pid:
+            self.proc.kill()
+            _, status, usage = os.wait4(self.proc.pid, 0)
+        # Tell Popen the pid is reaped, so it never waits for it itself.
+        self.proc.returncode = (os.WEXITSTATUS(status) if os.WIFEXITED(status)
+                                else -os.WTERMSIG(status))
+        self.proc.stdout.close()
+        self.maxrss = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+        if not pid:
+            raise BenchError("%s did not exit on stdin EOF" % self.name)
+        return self.maxrss
+
+
+class ServerSpec:
+    """How to start one server, its tool running `echo` or `sleep`."""
+
+    def __init__(self, name: str, python: str, script: str, stderr):
+        self.name, self.python, self.script, self.stderr = name, python, script, stderr
+
+    def argv(self, command: str) -> list:
+        if self.name != "mcpstudio":
+            return [self.python, self.script, command]
+        rename = [] if command == "echo" else ["--name", "echo"]
+        return [self.python, self.script] + rename + [command, "{message}"]
+
+    def start(self, command: str = "echo") -> Peer:
+        return Peer(self.name, self.argv(command), self.stderr)
+
+
+def make_specs(args, tmp: str) -> tuple:
+    """Write the floor and SDK servers into `tmp`; return (specs, notes)."""
+    def script(name, text):
+        with open(os.path.join(tmp, name + ".py"), "w") as f:
+            f.write(text)
+        return f.name
+
+    def spec(name, python, path):
+        return ServerSpec(name, python, path, open(os.path.join(tmp, name + ".log"), "ab"))
+
+    python = args.python or sys.executable
+    version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                             stdout=subprocess.PIPE, universal_newlines=True,
+                             check=True, timeout=TIMEOUT).stdout.strip()
+    specs = [spec("mcpstudio", python, MCPSTUDIO),
+             spec("floor", python, script("floor_server", FLOOR_SERVER))]
+    notes = ["mcpstudio and floor on %s (Python %s)" % (python, version)]
+    sdk_python = args.sdk_python or os.environ.get("MCPSTUDIO_SDK_PYTHON")
+    if not sdk_python:
+        return specs, notes + ["sdk skipped: give --sdk-python PATH or MCPSTUDIO_SDK_PYTHON"]
+    try:
+        probe = subprocess.run([sdk_python, "-c", SDK_PROBE], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, universal_newlines=True,
+                               timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return specs, notes + ["sdk skipped: %s" % error]
+    if probe.returncode:
+        return specs, notes + ["sdk skipped: %s cannot import the mcp SDK" % sdk_python]
+    specs.append(spec("sdk", sdk_python, script("sdk_server", SDK_SERVER)))
+    return specs, notes + ["sdk on %s (%s)" % (sdk_python, probe.stdout.strip())]
+
+
+# --------------------------------------------------------------------------
+# The figures: each returns {server name: [samples]}
+# --------------------------------------------------------------------------
+
+def in_turns(items: list, rounds: int, measure) -> dict:
+    """Call `measure(item)` `rounds` times per item, items taking turns to go first."""
+    samples = {item.name: [] for item in items}
+    for turn in range(rounds):
+        first = turn % len(items)
+        for item in items[first:] + items[:first]:
+            samples[item.name].append(measure(item))
+    return samples
+
+
+@contextlib.contextmanager
+def warm_peers(specs: list, command: str):
+    """Start every server with `command`, shake hands, and close them after."""
+    peers = []
+    try:
+        for spec in specs:
+            peers.append(spec.start(command))
+            peers[-1].handshake()
+        yield peers
+    finally:
+        for peer in peers:
+            peer.close()
+
+
+def cold_start(specs: list, runs: int) -> dict:
+    """Seconds from spawn to the tools/list reply, after initialize."""
+    def measure(spec):
+        with spec.start() as peer:
+            tools = peer.handshake()
+            elapsed = time.perf_counter() - peer.started
+        if [tool["name"] for tool in tools] != ["echo"]:
+            raise BenchError("%s lists %s" % (spec.name, tools))
+        return elapsed
+    return in_turns(specs, runs, measure)
+
+
+def timed_call(message: str, count: int = 1):
+    """A measure: seconds from sending `count` calls at once to the last reply."""
+    def measure(peer):
+        start = time.perf_counter()
+        peer.call(message, count)
+        return time.perf_counter() - start
+    return measure
+
+
+def per_call(specs: list, calls: int) -> dict:
+    """Seconds per sequential `echo hello` call in a warm server."""
+    with warm_peers(specs, "echo") as peers:
+        for peer in peers:
+            for _ in range(WARM_UP):
+                if peer.call("hello") != ["hello\n"]:
+                    raise BenchError("%s: `echo hello` did not give hello" % peer.name)
+        return in_turns(peers, calls, timed_call("hello"))
+
+
+def concurrency(specs: list, bursts: int) -> dict:
+    """Seconds until all of BURST concurrent `sleep 0.2` calls have answered."""
+    with warm_peers(specs, "sleep") as peers:
+        return in_turns(peers, bursts, timed_call(SLEEP, BURST))
+
+
+def peak_memory(specs: list, runs: int) -> dict:
+    """Peak RSS in bytes over a cold start and MEMORY_CALLS calls.
+
+    ru_maxrss from wait4 also covers the server's reaped children, but a
+    child never outgrows the server it was forked from.
+    """
+    def measure(spec):
+        with spec.start() as peer:
+            peer.handshake()
+            for _ in range(MEMORY_CALLS):
+                peer.call("hello")
+        return peer.maxrss
+    return in_turns(specs, runs, measure)
+
+
+# --------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------
+
+FIGURES = [  # key, label, unit, scale, target: ("x", ratio) or ("+", difference)
+    ("cold_start_ms", "cold start", "ms", 1e3, ("x", 1.5)),
+    ("per_call_ms", "per call", "ms", 1e3, ("+", 0.5)),
+    ("burst_ms", "%d x sleep %s s" % (BURST, SLEEP), "ms", 1e3, None),
+    ("peak_rss_mib", "peak RSS", "MiB", 1.0 / (1 << 20), ("x", 1.5)),
+]
+
+
+def summary(samples: list, scale: float) -> dict:
+    """Median and p90 (nearest rank) of `samples`, times `scale`."""
+    ordered = sorted(samples)
+    p90 = ordered[math.ceil(0.9 * len(ordered)) - 1]
+    return {"median": round(statistics.median(ordered) * scale, 4),
+            "p90": round(p90 * scale, 4), "n": len(ordered)}
+
+
+def print_table(results: dict, names: list) -> list:
+    """Print the figures side by side, then the targets; return the targets."""
+    head = "%-28s" % "figure" + "".join("%11s" % name for name in names)
+    print(head + "   mcpstudio/floor\n" + "-" * (len(head) + 18))
+    for key, label, unit, _, _ in FIGURES:
+        for stat in ("median", "p90"):
+            row = [results[name][key][stat] for name in names]
+            title = "%s (%s)" % (label, unit) if stat == "median" else ""
+            text = "%-21s %-6s" % (title, stat) + "".join("%11.2f" % value for value in row)
+            text += "   %.2fx" % (row[0] / row[1])
+            if key == "per_call_ms":
+                text += " (%+.2f ms)" % (row[0] - row[1])
+            print(text)
+    print()
+    targets = []
+    for key, label, unit, _, target in FIGURES:
+        if target is None:
+            continue
+        mine, floor = results["mcpstudio"][key]["median"], results["floor"][key]["median"]
+        kind, amount = target
+        limit = floor * amount if kind == "x" else floor + amount
+        rule = "<= %gx floor" % amount if kind == "x" else "<= floor + %g %s" % (amount, unit)
+        targets.append({"figure": key, "rule": rule, "value": mine,
+                        "limit": round(limit, 4), "pass": mine <= limit})
+        print("target: %-11s %-18s %8.2f %-3s (limit %.2f)  %s"
+              % (label, rule, mine, unit, limit, "PASS" if mine <= limit else "FAIL"))
+    return targets
+
+
+def parse_args(argv=None):
+    """The command line; --quick lowers every count."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, help="cold starts and memory runs per server "
+                        "(default 20, with --quick 5)")
+    parser.add_argument("--quick", action="store_true", help="fewer runs and calls")
+    parser.add_argument("--python", help="Python for mcpstudio and floor (default: this one)")
+    parser.add_argument("--sdk-python", help="a Python that can import the mcp SDK "
+                        "(default: $MCPSTUDIO_SDK_PYTHON; none: no sdk column)")
+    parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    args = parser.parse_args(argv)
+    args.runs = args.runs or (5 if args.quick else 20)
+    if args.runs < 2:
+        parser.error("--runs must be at least 2")
+    args.calls, args.bursts = (50, 3) if args.quick else (200, 5)
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    command = " ".join(shlex.quote(word) for word in [sys.executable] + sys.argv)
+    with tempfile.TemporaryDirectory(prefix="mcpstudio-bench-") as tmp:
+        specs, notes = make_specs(args, tmp)
+        print("command:  " + command)
+        print("machine:  %s, %d CPUs" % (platform.platform(), os.cpu_count() or 0))
+        print("python:   %s %s" % (platform.python_implementation(), platform.python_version()))
+        print("runs:     %d cold starts, %d sequential calls, %d bursts of %d, "
+              "%d memory runs of %d calls"
+              % (args.runs, args.calls, args.bursts, BURST, args.runs, MEMORY_CALLS))
+        for note in notes:
+            print("note:     " + note)
+        for spec in specs:
+            print("server:   %-10s %s" % (spec.name, " ".join(map(shlex.quote, spec.argv("echo")))))
+        print()
+        try:
+            raw = {"cold_start_ms": cold_start(specs, args.runs),
+                   "per_call_ms": per_call(specs, args.calls),
+                   "burst_ms": concurrency(specs, args.bursts),
+                   "peak_rss_mib": peak_memory(specs, args.runs)}
+        except BenchError as error:
+            print("bench: error: %s" % error, file=sys.stderr)
+            for spec in specs:
+                spec.stderr.flush()
+                with open(spec.stderr.name, "rb") as f:
+                    tail = f.read()[-2000:].decode("utf-8", "replace")
+                if tail:
+                    print("--- %s stderr ---\n%s" % (spec.name, tail), file=sys.stderr)
+            return 2
+        finally:
+            for spec in specs:
+                spec.stderr.close()
+    names = [spec.name for spec in specs]
+    scales = {figure[0]: figure[3] for figure in FIGURES}
+    results = {name: {key: summary(raw[key][name], scales[key]) for key in raw}
+               for name in names}
+    targets = print_table(results, names)
+    if args.json:
+        print(json.dumps({"command": command, "machine": platform.platform(),
+                          "python": platform.python_version(), "notes": notes,
+                          "runs": args.runs, "calls": args.calls, "bursts": args.bursts,
+                          "servers": results, "targets": targets}, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
