@@ -81,6 +81,7 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002
 
 
 # --------------------------------------------------------------------------
@@ -1018,9 +1019,10 @@ class Session:
     A cancelled request gets no response.
     """
 
-    def __init__(self, transport, dispatcher, log: Log):
+    def __init__(self, transport, dispatcher, log: Log, on_notification=None):
         self.transport = transport
         self.dispatcher = dispatcher
+        self.on_notification = on_notification
         self.log = log
         self.inflight = {}  # request id -> task
         self.log_level = "info"
@@ -1088,7 +1090,8 @@ class Session:
         if not isinstance(method, str):
             return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: `method` must be a string"))
         if "id" not in message:
-            self._notification(method, message.get("params") or {})
+            params = message.get("params")
+            self._notification(method, params if isinstance(params, dict) else {})
             return None
         if request_id is None or isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
             return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: `id` must be a string or an integer"))
@@ -1139,6 +1142,8 @@ class Session:
             if task is not None:
                 self.log.debug("cancelling request %r: %s", params.get("requestId"), params.get("reason", ""))
                 task.cancel()
+        elif self.on_notification is not None:
+            self.on_notification(method, params)
 
     # -- outgoing ---------------------------------------------------------------
 
@@ -1209,22 +1214,25 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
-def describe_failure(result: ProcessResult, timeout) -> str | None:
-    """One sentence for a command that did not succeed, or None when it did."""
-    command = os.path.basename(str(result.argv[0])) if result.argv else "command"
+def describe_failure(result: ProcessResult, timeout, subject: str | None = None) -> str | None:
+    """One sentence for a command that did not succeed, or None when it did.
+
+    `subject` names the command in the sentence (default: its base name).
+    """
+    command = subject or "`%s`" % (os.path.basename(str(result.argv[0])) if result.argv else "command")
     if result.status == "not-found":
         return "Command not found: `%s` is not on PATH (or the path does not exist)." % result.argv[0]
     if result.status == "denied":
         return "Permission denied: `%s` could not be run (is it executable?)." % result.argv[0]
     if result.status == "error":
-        return "`%s` could not be started: %s" % (command, result.error)
+        return "%s could not be started: %s" % (command, result.error)
     if result.status == "timeout":
-        return ("`%s` timed out after %g s and was stopped; raise the limit with --timeout "
+        return ("%s timed out after %g s and was stopped; raise the limit with --timeout "
                 "if it needs longer." % (command, timeout))
     if result.returncode is not None and result.returncode < 0:
-        return "`%s` was killed by signal %s." % (command, _signal_name(-result.returncode))
+        return "%s was killed by signal %s." % (command, _signal_name(-result.returncode))
     if result.returncode:
-        return "`%s` exited with code %d." % (command, result.returncode)
+        return "%s exited with code %d." % (command, result.returncode)
     return None
 
 
@@ -1332,12 +1340,27 @@ def _argument_help(tool: str, problems: list, schema: dict) -> str:
 
 
 class TemplateTools:
-    """A tool source made of CommandTools (template mode has exactly one)."""
+    """A tool source made of CommandTools (template mode has exactly one).
+
+    Sources share one small contract, so the catalog never needs to know
+    their kind: `list_tools()` (MCP Tool dicts under original names),
+    `call_tool(name, arguments, ctx)`, and where `resources` is true,
+    `list_resources()` and `read_resource(uri, ctx)`; `start()` and `close()`
+    for sources with work of their own; `dynamic` when the tool set can
+    change, reported through `events.source_changed(source)`.
+    """
+
+    dynamic = False
+    resources = False
 
     def __init__(self, tools):
         self.tools = {tool.name: tool for tool in tools}
+        self.events = None
 
-    def list_tools(self) -> list:
+    def start(self):
+        pass
+
+    async def list_tools(self) -> list:
         return [tool.definition() for tool in self.tools.values()]
 
     async def call_tool(self, name: str, arguments: dict, ctx: CallContext) -> dict:
@@ -1348,36 +1371,494 @@ class TemplateTools:
 
 
 # --------------------------------------------------------------------------
+# Sources: a folder of self-describing scripts (mcpd)
+# --------------------------------------------------------------------------
+# Every executable under the root answers `--help` with its metadata (JSON on
+# stdout) and options (JSON on stderr). Discovery is cached by real path,
+# size and modification time, in memory and on disk, so unchanged scripts are
+# never asked twice, not even across restarts.
+
+SCRIPT_EXIT_MEANINGS = {
+    1: "internal error", 2: "bad request (invalid input)", 3: "forbidden", 4: "not found",
+    5: "service unavailable", 6: "not acceptable", 7: "not implemented", 8: "conflict", 9: "timeout",
+}
+SCRIPT_LOG_LEVELS = {"TRACE": "debug", "DEBUG": "debug", "INFO": "info", "WARNING": "warning",
+                     "WARN": "warning", "ERROR": "error"}
+_SCRIPT_LOG_LINE = re.compile(r"(TRACE|DEBUG|INFO|WARNING|WARN|ERROR)\b[:\s]*(.*)")
+_VALUE_TYPES = {"string": "string", "integer": "integer", "float": "number", "number": "number",
+                "boolean": "boolean", "any": None}
+SCRIPT_DEPTH = 8            # folders below the root that are searched
+HELP_TIMEOUT = 10.0         # seconds a script's --help (or --state) may take
+HELP_CONCURRENCY = 8        # --help runs at once during discovery
+RESCAN_INTERVAL = 2.0       # seconds between checks for added, changed or removed scripts
+CACHE_FORMAT = 1
+
+if _POSIX:
+    def _is_executable(path: str) -> bool:
+        return os.access(path, os.X_OK)
+else:
+    def _is_executable(path: str) -> bool:
+        extensions = os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
+        return os.path.splitext(path)[1].lower() in extensions
+
+
+def user_cache_dir() -> str:
+    """$XDG_CACHE_HOME/mcpstudio, else the platform's user cache folder."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        if sys.platform == "darwin":
+            base = os.path.expanduser("~/Library/Caches")
+        elif os.name == "nt":
+            base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
+        else:
+            base = os.path.expanduser("~/.cache")
+    return os.path.join(base, "mcpstudio")
+
+
+def script_schema(options) -> tuple:
+    """Translate mcpd options to (JSON schema, defaults); ValueError names the problem.
+
+    Accepts the spec's keys (`required`, `value_type`, `default_value`,
+    `size`, `description`) and mcpd's newer `type` and `default`.
+    """
+    if not isinstance(options, dict):
+        raise ValueError("the options on stderr must be a JSON object, not %s" % _type_name(options))
+    properties, required, defaults = {}, [], {}
+    for name, spec in options.items():
+        where = "option `%s`" % name
+        if not isinstance(spec, dict):
+            raise ValueError("%s must be an object" % where)
+        if not isinstance(spec.get("required"), bool):
+            raise ValueError("%s: `required` must be true or false" % where)
+        kind = spec.get("value_type", spec.get("type", "any"))
+        if isinstance(kind, dict):
+            values = kind.get("enum")
+            if not isinstance(values, list) or not values:
+                raise ValueError("%s: an enum needs a non-empty list of values" % where)
+            prop = {"enum": values}
+            if all(isinstance(v, str) for v in values):
+                prop["type"] = "string"
+        elif isinstance(kind, str) and kind in _VALUE_TYPES:
+            prop = {"type": _VALUE_TYPES[kind]} if _VALUE_TYPES[kind] else {}
+        else:
+            raise ValueError("%s: unknown value_type %s (use string, integer, float, boolean, any "
+                             "or {\"enum\": [...]})" % (where, json.dumps(kind)))
+        size = spec.get("size")
+        if size is not None:
+            if not isinstance(size, dict):
+                raise ValueError("%s: `size` must be an object like {\"min\": 1, \"max\": 10}" % where)
+            bounds = {"string": ("minLength", "maxLength"), "integer": ("minimum", "maximum"),
+                      "number": ("minimum", "maximum")}.get(prop.get("type"))
+            if bounds:
+                for key, rule in zip(("min", "max"), bounds):
+                    if key in size:
+                        prop[rule] = size[key]
+        if spec.get("description"):
+            prop["description"] = str(spec["description"])
+        if "default_value" in spec or "default" in spec:
+            default = spec["default_value"] if "default_value" in spec else spec["default"]
+            problems = validate(default, prop, "its default %s" % json.dumps(default))
+            if problems:
+                raise ValueError("%s: %s" % (where, problems[0]))
+            prop["default"] = defaults[name] = default
+        elif not spec["required"]:
+            raise ValueError("%s is optional but has no default_value" % where)
+        if spec["required"]:
+            required.append(name)
+        properties[name] = prop
+    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema, defaults
+
+
+def _option_env(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+class ScriptTool:
+    """One discovered script: its schema, and how to call it."""
+
+    def __init__(self, rel: str, path: str, name: str, meta: dict, options: dict):
+        self.rel = rel
+        self.path = path
+        self.name = name
+        self.meta = meta
+        self.schema, self.defaults = script_schema(options)
+        self.state = meta.get("state") is True
+
+    @property
+    def state_uri(self) -> str:
+        return "mcpd://%s/state" % self.rel
+
+    def definition(self) -> dict:
+        title = self.meta.get("title")
+        tool = {
+            "name": self.name,
+            "title": "%s (%s)" % (title, self.rel) if title else self.rel,
+            "description": str(self.meta.get("description") or "Run the script %s." % self.rel),
+            "inputSchema": self.schema,
+        }
+        return tool
+
+
+class ScriptDirectory:
+    """Every executable under a root folder, as tools (and `--state` resources)."""
+
+    dynamic = True
+    resources = True  # declared from the kind of source, never from what was found
+
+    def __init__(self, root: str, runner: ProcessRunner, settings: RunSettings, log: Log, *,
+                 include=(), exclude=(), separator: str = "__", cache_dir: str | None = None,
+                 rescan: float = RESCAN_INTERVAL, help_timeout: float = HELP_TIMEOUT):
+        self.root = os.path.realpath(root)
+        self.runner = runner
+        self.settings = settings
+        self.log = log
+        self.include = list(include)
+        self.exclude = list(exclude)
+        self.separator = separator
+        self.rescan_interval = rescan
+        self.help_timeout = help_timeout
+        import hashlib
+        digest = hashlib.sha256(self.root.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        self.cache_path = os.path.join(cache_dir or user_cache_dir(), "scripts-%s.json" % digest)
+        self.events = None
+        self.tools = {}        # name -> ScriptTool
+        self.help_runs = 0     # how many --help ran (the benchmark and tests read it)
+        self._known = {}       # real path -> {"size", "mtime", "meta", "options"} or {..., "error"}
+        self._warned = set()
+        self._lock = None
+        self._ready = None
+        self._watcher = None
+
+    # -- discovery ------------------------------------------------------------
+
+    def start(self):
+        """Begin discovery in the background: `initialize` never waits for it."""
+        self._lock = asyncio.Lock()
+        self._known = self._load_cache()
+        self._ready = asyncio.ensure_future(self._safe_rescan(first=True))
+        if self.rescan_interval > 0:
+            self._watcher = asyncio.ensure_future(self._watch())
+
+    async def _watch(self):
+        await asyncio.wait([self._ready])
+        while True:
+            await asyncio.sleep(self.rescan_interval)
+            await self._safe_rescan()
+
+    async def _safe_rescan(self, first: bool = False):
+        try:
+            await self.rescan(first)
+        except Exception as exc:  # a failed look never stops the server
+            self.log.error("scripts in %s: discovery failed: %r", self.root, exc)
+
+    def _walk(self) -> dict:
+        """rel path -> (real path, size, mtime) for every candidate script."""
+        from fnmatch import fnmatchcase
+        found = {}
+        for folder, dirs, files in os.walk(self.root):
+            rel_folder = os.path.relpath(folder, self.root)
+            depth = 0 if rel_folder == "." else rel_folder.count(os.sep) + 1
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < SCRIPT_DEPTH else []
+            for name in sorted(files):
+                if name.startswith("."):
+                    continue
+                path = os.path.join(folder, name)
+                rel = name if depth == 0 else "/".join(rel_folder.split(os.sep) + [name])
+                if self.include and not any(fnmatchcase(rel, g) for g in self.include):
+                    continue
+                if any(fnmatchcase(rel, g) for g in self.exclude):
+                    continue
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                if not (st.st_mode & 0o170000 == 0o100000) or not _is_executable(path):
+                    continue
+                found[rel] = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+        return found
+
+    async def rescan(self, first: bool = False) -> bool:
+        """Look for added, changed and removed scripts; True (and an event) if the set changed."""
+        async with self._lock:
+            found = self._walk()
+            stale = [(rel, info) for rel, info in found.items() if not self._fresh(info)]
+            if stale:
+                slots = asyncio.Semaphore(HELP_CONCURRENCY)
+
+                async def describe(info):
+                    async with slots:
+                        self._known[info[0]] = await self._describe(info)
+                await asyncio.gather(*(describe(info) for _, info in stale))
+            live = {info[0] for info in found.values()}
+            removed = [path for path in self._known if path not in live]
+            for path in removed:
+                del self._known[path]
+            if stale or removed:
+                self._save_cache()
+            before = {name: (t.path, t.rel, id(t)) for name, t in self.tools.items()}
+            self.tools = self._build(found)
+            changed = {name: (t.path, t.rel, id(t)) for name, t in self.tools.items()} != before
+        if changed and not first and self.events is not None:
+            self.events.source_changed(self)
+        return changed
+
+    def _fresh(self, info) -> bool:
+        entry = self._known.get(info[0])
+        return entry is not None and entry.get("size") == info[1] and entry.get("mtime") == info[2]
+
+    def _build(self, found: dict) -> dict:
+        tools, taken = {}, set()
+        old = {t.rel: t for t in self.tools.values()}
+        for rel, (path, size, mtime) in sorted(found.items()):
+            entry = self._known[path]
+            problem = entry.get("error")
+            tool = None
+            if problem is None:
+                previous = old.get(rel)
+                if previous is not None and previous.path == path and previous.meta is entry["meta"]:
+                    tool = previous
+                else:
+                    stem = [os.path.splitext(p)[0] or p for p in rel.split("/")]
+                    name = safe_name(self.separator.join(stem), 1000, taken)
+                    try:
+                        tool = ScriptTool(rel, path, name, entry["meta"], entry["options"])
+                    except ValueError as exc:
+                        problem = str(exc)
+            if problem is not None:
+                key = (rel, mtime, problem)
+                if key not in self._warned:
+                    self._warned.add(key)
+                    message = "script %s left out: %s" % (os.path.join(self.root, rel), problem)
+                    self.log.warning("%s", message)
+                    if self.events is not None:
+                        self.events.source_log("warning", message)
+                continue
+            taken.add(tool.name)
+            tools[tool.name] = tool
+        return tools
+
+    async def _describe(self, info) -> dict:
+        """Run `script --help` and keep what it says (or what went wrong)."""
+        path, size, mtime = info
+        entry = {"size": size, "mtime": mtime}
+        self.help_runs += 1
+        result = await self.runner.run([path, "--help"], env=self.settings.env, cwd=self.settings.cwd,
+                                       timeout=self.help_timeout, output_limit=1 << 20)
+        if not result.ok:
+            tail = result.stderr.decode("utf-8", "replace").strip()[-300:]
+            entry["error"] = describe_failure(result, self.help_timeout, "`--help`") + ((" " + tail) if tail else "")
+            return entry
+        try:
+            meta = json.loads(result.stdout.decode("utf-8") or "{}")
+            if not isinstance(meta, dict):
+                raise ValueError("expected a JSON object")
+        except ValueError as exc:
+            entry["error"] = "`--help` printed invalid metadata on stdout (%s)" % exc
+            return entry
+        try:
+            text = result.stderr.decode("utf-8").strip()
+            options = json.loads(text) if text else {}
+            script_schema(options)
+        except ValueError as exc:
+            entry["error"] = "`--help` printed invalid options on stderr (%s)" % exc
+            return entry
+        entry["meta"], entry["options"] = meta, options
+        return entry
+
+    def _load_cache(self) -> dict:
+        try:
+            with open(self.cache_path, encoding="utf-8") as f:
+                data = json.load(f)
+            if data.get("format") == CACHE_FORMAT and data.get("root") == self.root:
+                return data["scripts"]
+        except (OSError, ValueError, KeyError, AttributeError):
+            pass
+        return {}
+
+    def _save_cache(self):
+        try:
+            os.makedirs(os.path.dirname(self.cache_path), exist_ok=True)
+            tmp = "%s.%d.tmp" % (self.cache_path, os.getpid())
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"format": CACHE_FORMAT, "root": self.root, "scripts": self._known}, f)
+            os.replace(tmp, self.cache_path)
+        except OSError as exc:
+            self.log.debug("cannot write the discovery cache %s: %s", self.cache_path, exc)
+
+    async def _current(self) -> dict:
+        await asyncio.wait([self._ready])
+        return self.tools
+
+    # -- the source contract ------------------------------------------------------
+
+    async def list_tools(self) -> list:
+        if self._ready.done():
+            await self._safe_rescan()  # cheap: a walk, and --help only for what changed
+        return [tool.definition() for tool in (await self._current()).values()]
+
+    async def call_tool(self, name: str, arguments: dict, ctx: CallContext) -> dict:
+        tool = (await self._current()).get(name)
+        if tool is None:
+            return tool_error("The script behind `%s` is gone; list the tools again." % name)
+        values = dict(tool.defaults)
+        values.update(arguments)
+        problems = validate(values, tool.schema)
+        if problems:
+            return tool_error(_argument_help(name, problems, tool.schema))
+        env = dict(self.settings.env or os.environ)
+        for key, value in values.items():
+            env["MCPD_OPT_" + key] = _option_env(value)
+        kept = []  # stderr lines that are not log lines, and ERROR lines: the error text
+
+        def stderr_line(line):
+            match = _SCRIPT_LOG_LINE.match(line)
+            if match:
+                level = SCRIPT_LOG_LEVELS[match.group(1)]
+                ctx.log(level, match.group(2), logger=name)
+                self.log.debug("%s: %s", tool.rel, line)
+                if level != "error":
+                    return
+            kept.append(line)
+        heartbeat = None
+        async with self.settings.slots:
+            if ctx.progress_token is not None:
+                heartbeat = asyncio.ensure_future(ctx.heartbeat(tool.rel))
+            try:
+                result = await self.runner.run(
+                    [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env, cwd=self.settings.cwd,
+                    timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line)
+            finally:
+                if heartbeat is not None:
+                    heartbeat.cancel()
+        return script_result(tool, result, kept, self.settings.timeout)
+
+    async def list_resources(self) -> list:
+        return [{"uri": t.state_uri, "name": "%s state" % t.rel, "mimeType": "application/json",
+                 "description": "Current state of the script %s (its --state output)." % t.rel}
+                for t in (await self._current()).values() if t.state]
+
+    async def read_resource(self, uri: str, ctx: CallContext):
+        tool = next((t for t in (await self._current()).values() if t.state and t.state_uri == uri), None)
+        if tool is None:
+            return None
+        result = await self.runner.run([tool.path, "--state"], env=self.settings.env, cwd=self.settings.cwd,
+                                       timeout=self.help_timeout, output_limit=self.settings.max_output)
+        if not result.ok:
+            why = describe_failure(result, self.help_timeout, "`%s --state`" % tool.rel)
+            detail = result.stderr.decode("utf-8", "replace").strip()[-500:]
+            raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, why, (" " + detail) if detail else ""),
+                           {"uri": uri, "exitCode": result.returncode})
+        text = result.stdout.decode("utf-8", "replace")
+        try:
+            json.loads(text)
+        except ValueError:
+            text = json.dumps(text.rstrip("\n"))
+        return {"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}
+
+    async def close(self):
+        for task in (self._watcher, self._ready):
+            if task is not None and not task.done():
+                task.cancel()
+
+
+def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) -> dict:
+    """A CallToolResult for a script run, following the mcpd exit-code table."""
+    block = output_content(result.stdout, "mcpd://%s/output" % tool.rel)
+    if result.ok:
+        reply = {"content": [block], "isError": False}
+        if block["type"] == "text":
+            try:
+                data = json.loads(block["text"])
+            except ValueError:
+                data = None
+            if isinstance(data, dict):
+                reply["structuredContent"] = data
+        if result.stdout_cut:
+            reply["content"].append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
+        return reply
+    code = result.returncode
+    if result.status == "exited" and code and code > 0:
+        meaning = SCRIPT_EXIT_MEANINGS.get(code, "an exit code the script spec does not define")
+        headline = "Script %s failed with exit code %d: %s." % (tool.rel, code, meaning)
+    else:
+        headline = describe_failure(result, timeout, "Script %s" % tool.rel)
+    content = [{"type": "text", "text": headline}]
+    if result.stdout:
+        content.append(block)
+    if kept:
+        content.append({"type": "text", "text": "[stderr]\n" + "\n".join(kept)})
+    return {"content": content, "isError": True}
+
+
+# --------------------------------------------------------------------------
 # Catalog: public names, routing table, pagination
 # --------------------------------------------------------------------------
 
 class Catalog:
-    """Every source's tools under one list of client-safe public names."""
+    """Every source's tools and resources under one list of client-safe names."""
 
     def __init__(self, sources, max_name_length: int = DEFAULT_MAX_NAME_LENGTH):
         self.sources = list(sources)
         self.max_name_length = max_name_length
-        self._tools = None   # list of public Tool dicts
-        self._routes = None  # public name -> (source, original name)
+        self.events = None
+        self._routes = {}     # public name -> (source, original name), from the last listing
+        self._resources = {}  # uri -> source
 
-    def _build(self):
+    @property
+    def dynamic(self) -> bool:
+        return any(s.dynamic for s in self.sources)
+
+    @property
+    def has_resources(self) -> bool:
+        return any(s.resources for s in self.sources)
+
+    def start(self, events):
+        """Begin each source's background work; changes are reported to `events`."""
+        self.events = events
+        for source in self.sources:
+            source.events = events
+            source.start()
+
+    async def tools(self) -> list:
         tools, routes = [], {}
         for source in self.sources:
-            for tool in source.list_tools():
+            for tool in await source.list_tools():
                 public = safe_name(tool["name"], self.max_name_length, routes)
                 routes[public] = (source, tool["name"])
                 tools.append(dict(tool, name=public) if public != tool["name"] else tool)
-        self._tools, self._routes = tools, routes
+        self._routes = routes
+        return tools
 
-    def tools(self) -> list:
-        if self._tools is None:
-            self._build()
-        return self._tools
-
-    def route(self, public: str):
-        if self._routes is None:
-            self._build()
+    async def route(self, public: str):
+        if public not in self._routes:
+            await self.tools()
         return self._routes.get(public)
+
+    async def resources(self) -> list:
+        listing, owners = [], {}
+        for source in self.sources:
+            if source.resources:
+                for resource in await source.list_resources():
+                    owners[resource["uri"]] = source
+                    listing.append(resource)
+        self._resources = owners
+        return listing
+
+    async def read_resource(self, uri: str, ctx):
+        if uri not in self._resources:
+            await self.resources()
+        source = self._resources.get(uri)
+        result = await source.read_resource(uri, ctx) if source is not None else None
+        if result is None:
+            raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % uri, {"uri": uri})
+        return result
 
     async def close(self):
         for source in self.sources:
@@ -1408,6 +1889,8 @@ class Server:
         self.title = title
         self.instructions = instructions
         self.session = None
+        self.initialized = False
+        self._held_logs = []  # log notifications from before the client was ready
         self.methods = {
             "initialize": self.initialize,
             "ping": self.ping,
@@ -1415,6 +1898,12 @@ class Server:
             "tools/call": self.tools_call,
             "logging/setLevel": self.set_level,
         }
+        if catalog.has_resources:
+            self.methods.update({
+                "resources/list": self.resources_list,
+                "resources/read": self.resources_read,
+                "resources/templates/list": self.resource_templates_list,
+            })
 
     def dispatch(self, method: str, params: dict, ctx: CallContext):
         handler = self.methods.get(method)
@@ -1422,8 +1911,35 @@ class Server:
             raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
         return handler(params, ctx)
 
+    def notification(self, method: str, params: dict):
+        if method == "notifications/initialized":
+            self.initialized = True
+            held, self._held_logs = self._held_logs, []
+            for level, text, logger in held:
+                self.session.log_to_client(level, text, logger)
+
+    # -- events from sources --------------------------------------------------
+
+    def source_changed(self, source):
+        if self.initialized and self.session is not None:
+            if self.catalog.dynamic:
+                self.session.notify("notifications/tools/list_changed", {})
+            if source.resources:
+                self.session.notify("notifications/resources/list_changed", {})
+
+    def source_log(self, level: str, text: str, logger: str = "mcpstudio"):
+        if self.initialized and self.session is not None:
+            self.session.log_to_client(level, text, logger)
+        elif len(self._held_logs) < 100:
+            self._held_logs.append((level, text, logger))
+
+    # -- methods ------------------------------------------------------------------
+
     def capabilities(self) -> dict:
-        return {"tools": {"listChanged": False}, "logging": {}}
+        capabilities = {"tools": {"listChanged": self.catalog.dynamic}, "logging": {}}
+        if self.catalog.has_resources:
+            capabilities["resources"] = {"listChanged": self.catalog.dynamic}
+        return capabilities
 
     def initialize(self, params, ctx):
         requested = params.get("protocolVersion")
@@ -1443,28 +1959,36 @@ class Server:
     def ping(self, params, ctx):
         return {}
 
-    def tools_list(self, params, ctx):
-        page, next_cursor = paginate(self.catalog.tools(), params.get("cursor"))
-        result = {"tools": page}
-        if next_cursor:
-            result["nextCursor"] = next_cursor
-        return result
+    async def tools_list(self, params, ctx):
+        return _page("tools", await self.catalog.tools(), params)
 
-    def tools_call(self, params, ctx):
+    async def tools_call(self, params, ctx):
         name = params.get("name")
         if not isinstance(name, str):
             raise McpError(INVALID_PARAMS, "Invalid params: tools/call needs a string `name`")
-        route = self.catalog.route(name)
-        if route is None:
-            known = ", ".join(t["name"] for t in self.catalog.tools())
-            raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, known))
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
             raise McpError(INVALID_PARAMS, "Invalid params: `arguments` must be an object")
+        route = await self.catalog.route(name)
+        if route is None:
+            known = ", ".join(t["name"] for t in await self.catalog.tools())
+            raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, known or "no tools"))
         source, original = route
-        return source.call_tool(original, arguments, ctx)
+        return await source.call_tool(original, arguments, ctx)
+
+    async def resources_list(self, params, ctx):
+        return _page("resources", await self.catalog.resources(), params)
+
+    async def resources_read(self, params, ctx):
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise McpError(INVALID_PARAMS, "Invalid params: resources/read needs a string `uri`")
+        return await self.catalog.read_resource(uri, ctx)
+
+    def resource_templates_list(self, params, ctx):
+        return _page("resourceTemplates", [], params)
 
     def set_level(self, params, ctx):
         level = params.get("level")
@@ -1474,12 +1998,21 @@ class Server:
         return {}
 
 
+def _page(key: str, items: list, params: dict) -> dict:
+    page, next_cursor = paginate(items, params.get("cursor"))
+    result = {key: page}
+    if next_cursor:
+        result["nextCursor"] = next_cursor
+    return result
+
+
 async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: int, out_fd: int) -> int:
     """Serve `server` on the given descriptors until stdin closes or a signal arrives."""
     loop = asyncio.get_running_loop()
     transport = StdioTransport(in_fd, out_fd, log)
-    session = Session(transport, server.dispatch, log)
+    session = Session(transport, server.dispatch, log, server.notification)
     server.session = session
+    server.catalog.start(server)
     stopping = loop.create_future()
 
     def stop(reason):
@@ -1542,13 +2075,25 @@ OPTIONS = [_Option(*o) for o in (
      "longest tool name given to clients (default: %d)" % DEFAULT_MAX_NAME_LENGTH),
     (("--allow-dash-values",), "allow_dash_values", None, "flag",
      "let values start an argument with '-' (off: refused as option injection)"),
+    (("--root-directory",), "root_directory", "DIR", "value",
+     "serve every executable script under DIR as a tool (script mode)"),
+    (("--include",), "include", "GLOB", "append",
+     "script mode: only run scripts whose path under DIR matches (repeatable)"),
+    (("--exclude",), "exclude", "GLOB", "append", "script mode: skip scripts whose path matches (repeatable)"),
+    (("--separator",), "separator", "SEP", "value",
+     "joins folder and script names in tool names (default: __, so math/add is math__add)"),
+    (("--help-timeout",), "help_timeout", "SECONDS", "value",
+     "script mode: how long a script's --help or --state may take (default: %g)" % HELP_TIMEOUT),
+    (("--rescan",), "rescan", "SECONDS", "value",
+     "script mode: look for changed scripts this often, 0 for never (default: %g)" % RESCAN_INTERVAL),
     (("--debug",), "debug", None, "flag", "write debug lines to stderr"),
     (("--log",), "log", "FILE", "value", "append debug lines and every protocol message to FILE"),
     (("--stdio",), "stdio", None, "flag", "serve on stdin/stdout (the default; accepted for other tools' configs)"),
 )]
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
-USAGE = "usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]"
+USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
+         "       mcpstudio [OPTIONS] --root-directory DIR")
 
 
 def help_text() -> str:
@@ -1608,9 +2153,8 @@ def parse_command_line(argv: list) -> tuple:
     return options, argv[i:]
 
 
-def _build_template_server(options: dict, words: list, log: Log):
-    """Template mode: one CommandTool from the command line."""
-    template = Template(words)
+def _build_server(options: dict, words: list, log: Log):
+    """The command line's sources (a template, a script folder) behind one Server."""
     env = None
     if options["env"]:
         env = dict(os.environ)
@@ -1636,12 +2180,33 @@ def _build_template_server(options: dict, words: list, log: Log):
     annotations = {hint: True for dest, hint in (
         ("read_only", "readOnlyHint"), ("destructive", "destructiveHint"),
         ("idempotent", "idempotentHint"), ("open_world", "openWorldHint")) if options[dest]}
-    name = safe_name(options["name"] or template.command_name().replace("-", "_"), max_name)
     runner = ProcessRunner(log)
-    tool = CommandTool(name, template, runner, settings, description=options["description"],
-                       annotations=annotations)
-    catalog = Catalog([TemplateTools([tool])], max_name)
-    return Server(catalog, log, title="mcpstudio: %s" % template.command_name()), runner
+    sources, titles = [], []
+    if words:
+        template = Template(words)
+        name = safe_name(options["name"] or template.command_name().replace("-", "_"), max_name)
+        tool = CommandTool(name, template, runner, settings, description=options["description"],
+                           annotations=annotations)
+        sources.append(TemplateTools([tool]))
+        titles.append(template.command_name())
+    if options["root_directory"]:
+        root = os.path.expanduser(options["root_directory"])
+        if not os.path.isdir(root):
+            raise UsageError("--root-directory %s: no such folder" % options["root_directory"])
+        separator = options["separator"] or "__"
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
+            raise UsageError("--separator %r: use 1 to 8 of the characters A-Z a-z 0-9 _ -, "
+                             "which every client accepts in tool names" % separator)
+        rescan = RESCAN_INTERVAL
+        if options["rescan"] is not None:
+            rescan = 0.0 if options["rescan"] in ("0", "0.0") else _positive(options["rescan"], "--rescan")
+        help_timeout = _positive(options["help_timeout"], "--help-timeout") if options["help_timeout"] else HELP_TIMEOUT
+        sources.append(ScriptDirectory(root, runner, settings, log, include=options["include"],
+                                       exclude=options["exclude"], separator=separator, rescan=rescan,
+                                       help_timeout=help_timeout))
+        titles.append(os.path.basename(os.path.realpath(root)) + "/")
+    catalog = Catalog(sources, max_name)
+    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles)), runner
 
 
 def _claim_stdout() -> int:
@@ -1668,11 +2233,11 @@ def main(argv: list | None = None) -> int:
         if options["version"]:
             print("mcpstudio %s" % __version__)
             return 0
-        if not words:
+        if not words and not options["root_directory"]:
             raise UsageError("no command given; e.g. mcpstudio echo \"{message}\" (see --help)")
         secrets = [pair.partition("=")[2] for pair in options["env"]]
         log = Log(debug=bool(options["debug"]), path=options["log"], secrets=secrets)
-        server, runner = _build_template_server(options, words, log)
+        server, runner = _build_server(options, words, log)
     except UsageError as exc:
         sys.stderr.write("mcpstudio: error: %s\n%s\n" % (exc, USAGE))
         return 2
@@ -1682,8 +2247,7 @@ def main(argv: list | None = None) -> int:
     except OSError as exc:
         sys.stderr.write("mcpstudio: error: %s\n" % exc)
         return 1
-    log.debug("mcpstudio %s on Python %s: serving %s", __version__, sys.version.split()[0],
-              ", ".join(t["name"] for t in server.catalog.tools()))
+    log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
     protocol_fd = _claim_stdout()
     try:
         return asyncio.run(serve_stdio(server, runner, log, 0, protocol_fd))

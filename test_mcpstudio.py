@@ -12,6 +12,7 @@ installs them and points MCPSTUDIO_SDK_PYTHON / MCPSTUDIO_INSPECTOR at them.
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -940,6 +941,351 @@ class CommandLineTests(ScratchDir):
             server.initialize()
             self.assertEqual(text_of(server.call("echo", {"message": "zipped"})), "zipped\n")
             self.assertEqual(server.close(), 0)
+
+
+class ScriptSchemaTests(unittest.TestCase):
+    def test_translation_table(self):
+        # Each mcpd option becomes the documented JSON schema property.
+        rows = [
+            ({"required": True, "value_type": "string"}, {"type": "string"}),
+            ({"required": True, "value_type": "integer", "size": {"min": 1, "max": 100}},
+             {"type": "integer", "minimum": 1, "maximum": 100}),
+            ({"required": True, "value_type": "float"}, {"type": "number"}),
+            ({"required": False, "value_type": "boolean", "default_value": False}, {"type": "boolean", "default": False}),
+            ({"required": True, "value_type": "any"}, {}),
+            ({"required": True}, {}),
+            ({"required": True, "value_type": {"enum": ["a", "b"]}}, {"type": "string", "enum": ["a", "b"]}),
+            ({"required": True, "value_type": {"enum": [1, 2]}}, {"enum": [1, 2]}),
+            ({"required": True, "value_type": "string", "size": {"min": 2, "max": 5}, "description": "d"},
+             {"type": "string", "minLength": 2, "maxLength": 5, "description": "d"}),
+            ({"required": False, "type": "integer", "default": 3}, {"type": "integer", "default": 3}),
+        ]
+        for spec, prop in rows:
+            with self.subTest(spec=spec):
+                schema, defaults = mcpstudio.script_schema({"x": spec})
+                self.assertEqual(schema["properties"]["x"], prop)
+                self.assertEqual(schema.get("required", []), ["x"] if spec["required"] else [])
+                if not spec["required"]:
+                    self.assertEqual(defaults, {"x": prop["default"]})
+
+    def test_inconsistent_options(self):
+        # Each inconsistency is a ValueError that names the option and the problem.
+        rows = [
+            ({"x": {"required": False, "value_type": "string"}}, "no default_value"),
+            ({"x": {"required": False, "value_type": "integer", "default_value": "one"}}, "integer"),
+            ({"x": {"required": True, "value_type": {"enum": []}}}, "non-empty"),
+            ({"x": {"value_type": "string"}}, "`required` must be true or false"),
+            ({"x": {"required": True, "value_type": "date"}}, "unknown value_type"),
+            ({"x": "string"}, "must be an object"),
+            ([1], "JSON object"),
+        ]
+        for options, fragment in rows:
+            with self.subTest(options=options):
+                with self.assertRaises(ValueError) as cm:
+                    mcpstudio.script_schema(options)
+                self.assertIn(fragment, str(cm.exception))
+                if isinstance(options, dict):
+                    self.assertIn("`x`", str(cm.exception))
+
+
+class ScriptModeTests(ScratchDir):
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.dir, "scripts")
+        os.mkdir(self.root)
+        self.help_log = os.path.join(self.dir, "help-runs.log")
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+
+    def make(self, rel, meta=None, options=None, body="print('ok')", help_exit=0, help_sleep=0,
+             stdout=None, stderr=None, executable=True):
+        """Write a Python script that answers --help as told and logs each --help run."""
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        out = json.dumps(meta or {}) if stdout is None else stdout
+        err = (json.dumps(options) if options is not None else "") if stderr is None else stderr
+        with open(path, "w") as f:
+            f.write("#!%s\nimport json, os, sys, time\n" % PY)
+            f.write("if sys.argv[1:] == ['--help']:\n")
+            f.write("    open(%r, 'a').write(%r + '\\n')\n" % (self.help_log, rel))
+            f.write("    time.sleep(%r)\n    sys.stdout.write(%r)\n    sys.stderr.write(%r)\n    sys.exit(%d)\n"
+                    % (help_sleep, out, err, help_exit))
+            f.write(textwrap.dedent(body) + "\n")
+        os.chmod(path, 0o755 if executable else 0o644)
+        return path
+
+    def helps(self):
+        if not os.path.exists(self.help_log):
+            return []
+        with open(self.help_log) as f:
+            return f.read().split()
+
+    def serve(self, *extra):
+        return McpProcess("--root-directory", self.root, "--help-timeout", "2", *extra, env=self.env)
+
+    def tool_names(self, server):
+        return [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+
+    def test_discovery(self):
+        # Good, nested, broken, slow, invalid and inconsistent scripts; hidden and
+        # non-executable files are never run; each bad one gets one warning naming it.
+        self.make("good", {"title": "Good one", "description": "works"})
+        self.make("math/add", {}, {"a": {"required": True, "value_type": "float"}})
+        self.make("deep/er/tool", {})
+        self.make("broken", help_exit=1, stderr="boom")
+        self.make("slow", help_sleep=5)
+        self.make("badjson", stdout="{not json")
+        self.make("badopts", stderr="[1, 2")
+        self.make("nodefault", {}, {"x": {"required": False, "value_type": "string"}})
+        self.make("wrongdefault", {}, {"x": {"required": False, "value_type": "integer", "default_value": "a"}})
+        self.make("emptyenum", {}, {"x": {"required": True, "value_type": {"enum": []}}})
+        self.make("plain", executable=False)
+        self.make(".hidden")
+        self.make(".secret/tool")
+        with open(os.path.join(self.root, "notes.txt"), "w") as f:
+            f.write("not a script")
+        with self.serve() as server:
+            started = time.monotonic()
+            server.initialize()
+            self.assertLess(time.monotonic() - started, 1.5, "initialize waited for discovery")
+            names = self.tool_names(server)
+            self.assertEqual(names, ["deep__er__tool", "good", "math__add"])
+            tools = {t["name"]: t for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools["good"]["title"], "Good one (good)")
+            self.assertEqual(tools["good"]["description"], "works")
+            self.assertEqual(tools["math__add"]["title"], "math/add")
+            stderr_text = "".join(server.stderr)
+            for name, fragment in (("broken", "exited with code 1"), ("slow", "timed out"),
+                                   ("badjson", "invalid metadata"), ("badopts", "invalid options"),
+                                   ("nodefault", "no default_value"), ("wrongdefault", "integer"),
+                                   ("emptyenum", "non-empty")):
+                lines = [l for l in server.stderr if os.path.join(self.root, name) + " left out" in l]
+                self.assertEqual(len(lines), 1, "%s: %s" % (name, stderr_text))
+                self.assertIn(fragment, lines[0])
+            warnings = [n["params"] for n in server.notifications_of("notifications/message")]
+            self.assertEqual(len([w for w in warnings if w["level"] == "warning"]), 7, warnings)
+        self.assertNotIn("plain", self.helps())
+        self.assertFalse(any("hidden" in h or "secret" in h for h in self.helps()))
+
+    def test_include_exclude_and_separator(self):
+        # --include/--exclude narrow what is run with --help; --separator joins path parts.
+        self.make("math/add", {})
+        self.make("math/sub", {})
+        self.make("other", {})
+        with self.serve("--include", "math/*", "--exclude", "*/sub", "--separator", "-") as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), ["math-add"])
+        self.assertEqual(self.helps(), ["math/add"])
+        proc = subprocess.run([PY, MODULE, "--root-directory", self.root, "--separator", "."],
+                              capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--separator", proc.stderr)
+
+    def test_long_names_and_collisions(self):
+        # Names stay within the limit and distinct: a/b.sh and a/b.py both want a__b.
+        self.make("a/b.sh", {})
+        self.make("a/b.py", {})
+        self.make("x" * 30 + "/" + "y" * 30, {})
+        with self.serve("--max-name-length", "40") as server:
+            server.initialize()
+            names = self.tool_names(server)
+            self.assertEqual(len(set(names)), 3)
+            self.assertTrue(all(len(n) <= 40 and re.match(r"^[A-Za-z0-9_-]+$", n) for n in names), names)
+            self.assertIn("a__b", names)
+
+    def test_input_by_stdin_and_env_with_defaults(self):
+        # Options arrive as one JSON object on stdin and as MCPD_OPT_ variables; defaults applied.
+        self.make("echo", {}, {
+            "text": {"required": True, "value_type": "string"},
+            "n": {"required": False, "value_type": "integer", "default_value": 3},
+            "on": {"required": False, "value_type": "boolean", "default_value": False},
+            "ratio": {"required": True, "value_type": "float"},
+            "blob": {"required": False, "value_type": "any", "default_value": {"k": [1]}},
+        }, body="""
+            data = json.load(sys.stdin)
+            env = {k: v for k, v in os.environ.items() if k.startswith("MCPD_OPT_")}
+            print(json.dumps({"stdin": data, "env": env}))
+            """)
+        with self.serve() as server:
+            server.initialize()
+            result = server.call("echo", {"text": "a b", "ratio": 0.5, "on": True})
+            self.assertFalse(result["isError"], result)
+            data = result["structuredContent"]
+            self.assertEqual(data["stdin"], {"text": "a b", "n": 3, "on": True, "ratio": 0.5, "blob": {"k": [1]}})
+            self.assertEqual(data["env"], {"MCPD_OPT_text": "a b", "MCPD_OPT_n": "3", "MCPD_OPT_on": "true",
+                                           "MCPD_OPT_ratio": "0.5", "MCPD_OPT_blob": '{"k": [1]}'})
+            self.assertEqual(json.loads(result["content"][0]["text"]), data)
+            bad = server.call("echo", {"text": "x", "ratio": "half"})
+            self.assertTrue(bad["isError"])
+            self.assertIn("`ratio`", text_of(bad))
+            missing = server.call("echo", {"ratio": 1})
+            self.assertIn("`text` is required", text_of(missing))
+
+    def test_text_output_has_no_structured_content(self):
+        # Plain text (or a JSON array) on stdout is text content only.
+        self.make("words", {}, body="print('just words')")
+        self.make("arr", {}, body="print('[1, 2]')")
+        with self.serve() as server:
+            server.initialize()
+            self.assertEqual(server.call("words", {}), {"content": [{"type": "text", "text": "just words\n"}], "isError": False})
+            self.assertNotIn("structuredContent", server.call("arr", {}))
+
+    def test_log_levels_forwarded(self):
+        # stderr lines with level prefixes become notifications/message at the matching level.
+        self.make("chatty", {}, body="""
+            for line in ["TRACE t", "DEBUG d", "INFO i", "WARNING w", "WARN w2", "ERROR e", "plain line"]:
+                print(line, file=sys.stderr)
+            print("done")
+            """)
+        with self.serve() as server:
+            server.initialize()
+            server.request("logging/setLevel", {"level": "debug"})
+            result = server.call("chatty", {})
+            self.assertEqual(text_of(result), "done\n")
+            logs = [(n["params"]["level"], n["params"]["data"]) for n in server.notifications_of("notifications/message")
+                    if n["params"].get("logger") == "chatty"]
+            self.assertEqual(logs, [("debug", "t"), ("debug", "d"), ("info", "i"), ("warning", "w"),
+                                    ("warning", "w2"), ("error", "e")])
+
+    def test_exit_codes(self):
+        # Every code of the spec's table gives isError with its meaning, the code, stdout and ERROR lines.
+        self.make("fail", {}, {"code": {"required": True, "value_type": "integer"}}, body="""
+            code = json.load(sys.stdin)["code"]
+            print("partial output")
+            print("ERROR went wrong %d" % code, file=sys.stderr)
+            print("INFO not an error", file=sys.stderr)
+            sys.exit(code)
+            """)
+        meanings = {1: "internal error", 2: "bad request", 3: "forbidden", 4: "not found", 5: "service unavailable",
+                    6: "not acceptable", 7: "not implemented", 8: "conflict", 9: "timeout",
+                    42: "does not define"}
+        with self.serve() as server:
+            server.initialize()
+            for code, meaning in meanings.items():
+                with self.subTest(code=code):
+                    result = server.call("fail", {"code": code})
+                    self.assertTrue(result["isError"])
+                    text = text_of(result)
+                    self.assertIn("exit code %d" % code, text)
+                    self.assertIn(meaning, text)
+                    self.assertIn("partial output", text)
+                    self.assertIn("ERROR went wrong %d" % code, text)
+                    self.assertNotIn("not an error", text)
+        self.make("killed", {}, body="import signal; os.kill(os.getpid(), signal.SIGKILL)")
+        with self.serve() as server:
+            server.initialize()
+            self.assertIn("killed by signal SIGKILL", text_of(server.call("killed", {})))
+
+    def test_large_output(self):
+        # 1 MB on stdout and stderr: read while the script runs (mcpd deadlocks at 64 KiB).
+        self.make("big", {}, body="""
+            sys.stderr.write("x" * 1000000)
+            sys.stdout.write("y" * 1000000)
+            """)
+        with self.serve("--max-output", "2000000") as server:
+            server.initialize()
+            result = server.call("big", {}, timeout=30)
+            self.assertEqual(len(result["content"][0]["text"]), 1000000)
+
+    def test_state_resources(self):
+        # "state": true gives mcpd://<path>/state; --state output is JSON as is, text as a JSON string;
+        # a failing --state is a JSON-RPC error saying why; an unknown URI is -32002.
+        for rel, out, code in (("counter", '{"count": 7}', 0), ("sub/texty", "hello", 0), ("bad", "", 3)):
+            self.make(rel, {"state": True}, body="""
+                if sys.argv[1:] == ["--state"]:
+                    sys.stdout.write(%r)
+                    print("ERROR state unavailable", file=sys.stderr) if %d else None
+                    sys.exit(%d)
+                print("called")
+                """ % (out, code, code))
+        self.make("stateless", {})
+        with self.serve() as server:
+            init = server.initialize()["result"]
+            self.assertEqual(init["capabilities"]["resources"], {"listChanged": True})
+            uris = sorted(r["uri"] for r in server.request("resources/list")["result"]["resources"])
+            self.assertEqual(uris, ["mcpd://bad/state", "mcpd://counter/state", "mcpd://sub/texty/state"])
+            read = server.request("resources/read", {"uri": "mcpd://counter/state"})["result"]["contents"][0]
+            self.assertEqual((read["mimeType"], json.loads(read["text"])), ("application/json", {"count": 7}))
+            read = server.request("resources/read", {"uri": "mcpd://sub/texty/state"})["result"]["contents"][0]
+            self.assertEqual(json.loads(read["text"]), "hello")
+            error = server.request("resources/read", {"uri": "mcpd://bad/state"})["error"]
+            self.assertIn("exited with code 3", error["message"])
+            self.assertIn("state unavailable", error["message"])
+            self.assertEqual(server.request("resources/read", {"uri": "mcpd://nope/state"})["error"]["code"], -32002)
+            self.assertEqual(server.request("resources/templates/list")["result"], {"resourceTemplates": []})
+
+    def test_list_changed(self):
+        # Adding, changing and removing a script sends tools/list_changed (and resources/list_changed).
+        self.make("first", {})
+        with self.serve("--rescan", "0.2") as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), ["first"])
+            self.make("second", {"state": True})
+
+            def changes():
+                return len(server.notifications_of("notifications/tools/list_changed"))
+            self.assertTrue(wait_until(lambda: changes() >= 1, 5), server.context())
+            self.assertEqual(len(server.notifications_of("notifications/resources/list_changed")), 1)
+            self.assertEqual(self.tool_names(server), ["first", "second"])
+            os.remove(os.path.join(self.root, "first"))
+            self.assertTrue(wait_until(lambda: changes() >= 2, 5))
+            self.assertEqual(self.tool_names(server), ["second"])
+            time.sleep(0.6)
+            self.assertEqual(changes(), 2, "list_changed sent with nothing changed")
+
+    def test_tools_list_sees_new_scripts_at_once(self):
+        # Even without the background rescan, tools/list notices an added script.
+        self.make("first", {})
+        with self.serve("--rescan", "0") as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), ["first"])
+            self.make("second", {})
+            self.assertEqual(self.tool_names(server), ["first", "second"])
+
+    def test_discovery_cache(self):
+        # A restart with unchanged scripts runs no --help at all; a changed script is asked again.
+        self.make("one", {})
+        self.make("two", {})
+        self.make("broken", help_exit=1)
+        with self.serve() as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), ["one", "two"])
+        self.assertEqual(sorted(self.helps()), ["broken", "one", "two"])
+        with self.serve() as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), ["one", "two"])
+            self.assertTrue(any("broken" in l and "left out" in l for l in server.stderr))
+        self.assertEqual(len(self.helps()), 3, "a restart re-ran --help")
+        time.sleep(0.01)
+        self.make("two", {"description": "changed"})
+        with self.serve() as server:
+            server.initialize()
+            tools = {t["name"]: t for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools["two"]["description"], "changed")
+        self.assertEqual(sorted(self.helps()), ["broken", "one", "two", "two"])
+
+    def test_missing_root(self):
+        # A root that does not exist is a usage error naming it.
+        proc = subprocess.run([PY, MODULE, "--root-directory", os.path.join(self.dir, "nope")],
+                              capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("nope: no such folder", proc.stderr)
+
+    def test_examples(self):
+        # examples/scripts: every script is served and behaves as its README says.
+        state = os.path.join(self.dir, "counter.json")
+        env = dict(self.env, MCPSTUDIO_COUNTER_FILE=state)
+        with McpProcess("--root-directory", os.path.join(HERE, "examples", "scripts"), env=env) as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), ["counter", "files__read", "greet", "math__calc", "transform"])
+            self.assertEqual(text_of(server.call("greet", {"name": "Ada", "excited": True})), "Hello, Ada!\n")
+            self.assertEqual(server.call("math__calc", {"operation": "multiply", "a": 6, "b": 7})["structuredContent"],
+                             {"operation": "multiply", "result": 42.0})
+            self.assertIn("exit code 2", text_of(server.call("math__calc", {"operation": "divide", "a": 1, "b": 0})))
+            self.assertEqual(server.call("transform", {"text": "ab", "repeat": 2})["structuredContent"], {"result": "AB AB"})
+            self.assertEqual(server.call("counter", {"increment": 5})["structuredContent"]["count"], 5)
+            read = server.request("resources/read", {"uri": "mcpd://counter/state"})["result"]["contents"][0]
+            self.assertEqual(json.loads(read["text"]), {"count": 5})
+            self.assertIn("exit code 4", text_of(server.call("files__read", {"path": "/no/such/file"})))
 
 
 class ExampleTests(unittest.TestCase):
