@@ -1362,10 +1362,10 @@ def _sdk_available() -> bool:
 
 @unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
 class PythonSdkInteropTests(ScratchDir):
-    def run_client(self, code: str) -> dict:
+    def run_client(self, code: str, **env) -> dict:
         """Run `code` under the SDK's Python; it prints one JSON object as its last line."""
         proc = subprocess.run([SDK_PYTHON, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                              timeout=60, env=dict(os.environ, MCPSTUDIO=MODULE, SERVER_PY=PY))
+                              timeout=60, env=dict(os.environ, MCPSTUDIO=MODULE, SERVER_PY=PY, **env))
         self.assertEqual(proc.returncode, 0, "client failed:\n%s\n%s" % (proc.stdout, proc.stderr[-3000:]))
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -1400,6 +1400,40 @@ class PythonSdkInteropTests(ScratchDir):
         self.assertEqual(out["text"], "from the sdk\n")
         self.assertFalse(out["isError"])
         self.assertTrue(out["bad"])
+
+    def test_script_mode(self):
+        # The SDK lists and calls a script tool and reads a state resource from examples/scripts.
+        out = self.run_client("""
+            import anyio, json, os
+            from mcp import ClientSession, StdioServerParameters, stdio_client
+
+            async def main():
+                params = StdioServerParameters(
+                    command=os.environ["SERVER_PY"],
+                    args=[os.environ["MCPSTUDIO"], "--root-directory", os.environ["SCRIPTS"]],
+                    env={"MCPSTUDIO_COUNTER_FILE": os.environ["COUNTER"], "XDG_CACHE_HOME": os.environ["CACHE"],
+                         "PATH": os.environ["PATH"]})
+                async with stdio_client(params) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        init = await session.initialize()
+                        tools = await session.list_tools()
+                        calc = await session.call_tool("math__calc", {"operation": "add", "a": 2, "b": 3})
+                        await session.call_tool("counter", {"increment": 2})
+                        resources = await session.list_resources()
+                        state = await session.read_resource("mcpd://counter/state")
+                        print(json.dumps({
+                            "tools": sorted(t.name for t in tools.tools),
+                            "structured": calc.structured_content,
+                            "resources": [str(r.uri) for r in resources.resources],
+                            "state": json.loads(state.contents[0].text),
+                        }))
+            anyio.run(main)
+            """, SCRIPTS=os.path.join(HERE, "examples", "scripts"), COUNTER=os.path.join(self.dir, "c.json"),
+            CACHE=os.path.join(self.dir, "cache"))
+        self.assertEqual(out["tools"], ["counter", "files__read", "greet", "math__calc", "transform"])
+        self.assertEqual(out["structured"], {"operation": "add", "result": 5.0})
+        self.assertEqual(out["resources"], ["mcpd://counter/state"])
+        self.assertEqual(out["state"], {"count": 2})
 
     def test_client_auto_mode(self):
         # mcp.Client in its default auto mode falls back to initialize at once (no 10 s wait).
