@@ -159,7 +159,10 @@ class Peer:
         if not notify:
             self.last_id += 1
             message["id"] = self.last_id
-        os.write(self.proc.stdin.fileno(), json.dumps(message).encode() + b"\n")
+        try:
+            os.write(self.proc.stdin.fileno(), json.dumps(message).encode() + b"\n")
+        except OSError as error:
+            raise BenchError("%s: cannot write to it: %s" % (self.name, error))
         return message.get("id")
 
     def receive(self, ids) -> dict:
