@@ -104,7 +104,6 @@ class TemplateError(McpStudioError):
     """
 
     def __init__(self, message: str, word: int | None = None, template: list | None = None):
-        self.msg = message
         self.word = word
         self.template = template
         if word is not None and template is not None:
@@ -278,6 +277,7 @@ _FIELD = re.compile(
     % {"n": _FIELD_NAME}
 )
 _ESCAPABLE = "{}[]\\"
+_FIELD_START = re.compile(r"[{\[]\{?(%s)(?:\.\.\.)?\s*#" % _FIELD_NAME)  # a field with a description begins
 _NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -360,6 +360,8 @@ class Template:
                 match = _FIELD.match(word, i)
                 if match:
                     piece, end = self._field(match, index, in_group), match.end()
+                elif _FIELD_START.match(word, i):
+                    raise self._bad_description(word, i, index)
                 elif char == "[":
                     close = _closing_bracket(word, i)
                     if close:
@@ -379,6 +381,11 @@ class Template:
             pieces.append("".join(text))
         return pieces
 
+    def _bad_description(self, text: str, at: int, index: int) -> TemplateError:
+        name = _FIELD_START.match(text, at).group(1)
+        return TemplateError("the field `%s` is not closed, or its description contains { } [ or ], "
+                             "which a description may not" % name, index, self.source)
+
     def _field(self, match, index: int, optional: bool = False) -> Field:
         group = match.groupdict()
         if group["flag"]:
@@ -392,7 +399,7 @@ class Template:
                     break
         known = self.fields.get(field.key)
         if known is None:
-            self.fields[field.key] = field
+            self.fields[field.key] = Field(field.name, field.kind, field.required, field.description, field.flag)
             return field
         if known.kind != field.kind:
             raise TemplateError(
@@ -404,7 +411,7 @@ class Template:
                                 index, self.source)
         known.required = known.required or field.required
         known.description = known.description or field.description
-        return known
+        return field
 
     # -- what a client sees --------------------------------------------------
 
@@ -453,28 +460,241 @@ class Template:
         Raises ToolError when a scalar value would begin an argument with `-`
         (it would be read as an option) and the template has no `--` before it.
         """
-        argv = []
-        after_double_dash = False
-        for pieces in self.words:
-            if len(pieces) == 1 and isinstance(pieces[0], Field) and pieces[0].kind == "array":
-                argv.extend(str(v) for v in arguments.get(pieces[0].key) or ())
+        return render_words(self.words, arguments, allow_dash_values, self.command_name())
+
+
+def render_words(words: list, arguments: dict, allow_dash_values: bool, command: str) -> list:
+    """Render parsed words (lists of pieces) to argv; see Template.render."""
+    argv = []
+    after_double_dash = False
+    for pieces in words:
+        if len(pieces) == 1 and isinstance(pieces[0], Field) and pieces[0].kind == "array":
+            argv.extend(_text(v) for v in arguments.get(pieces[0].key) or ())
+            continue
+        parts = []
+        lead, present = _render_pieces(pieces, arguments, parts)
+        if not present:
+            continue  # nothing in the word was given: the word goes
+        word = "".join(parts)
+        if (isinstance(lead, Field) and word.startswith("-") and not after_double_dash
+                and not allow_dash_values and not _NUMBER.fullmatch(word)):
+            value = _clip(arguments[lead.key], 40)
+            raise ToolError("`%s` starts with '-' (%r), so `%s` would read it as an option. Pass a value "
+                            "that does not start with '-' (for a file, write ./%s)." % (lead.key, value, command, value))
+        if pieces == ["--"]:
+            after_double_dash = True
+        argv.append(word)
+    return argv
+
+
+def _text(value) -> str:
+    """A value as command-line text: JSON spelling for booleans and null."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return str(value)
+
+
+class Block:
+    """`{#if name}...{#else}...{/if}` in a command template."""
+
+    __slots__ = ("key", "then", "otherwise")
+
+    def __init__(self, name: str):
+        self.key = name.replace("-", "_")
+        self.then = []
+        self.otherwise = None
+
+    def branch(self, arguments: dict) -> list:
+        value = arguments.get(self.key)
+        given = value is not None and value is not False and value != "" and value != []
+        return self.then if given else (self.otherwise or [])
+
+
+_BLOCK = re.compile(r"\{#if\s+(%s)\s*\}|\{#else\}|\{/if\}" % _FIELD_NAME)
+
+
+class CommandTemplate(Template):
+    """A config file's command template: one string, split into words like a shell would.
+
+    Grammar (fields and blocks are found before the words are split)::
+
+        template ::= node*
+        node     ::= block | field | flag | group | quote | space | char
+        block    ::= '{#if' NAME '}' node* [ '{#else}' node* ] '{/if}'
+        quote    ::= "'" ... "'" | '"' ... '"'   (fields still work inside quotes)
+        space    ::= whitespace outside quotes: ends a word
+
+    Quotes and backslashes work as in a POSIX shell, but no shell runs:
+    values are never split, globbed or re-substituted. A block keeps its
+    content when its parameter is present and not false, null, "" or [].
+    With `text=True` (stdin templates) quotes, backslashes and spaces are
+    plain text. Tokens are (kind, text, quote): "t" text, "s" space, "q" a
+    quote mark, "f" a Field, "g" a Group.
+    """
+
+    def __init__(self, source: str, text: bool = False):
+        self.source = [source]
+        self.text_mode = text
+        self.fields = {}
+        self.blocks = []
+        self.nodes = self._parse(source)
+        if not text and not any(t[0] == "t" for t in self._tokens(self.nodes)):
+            raise TemplateError("the command template has no command: %r" % source)
+
+    def _parse(self, source: str) -> list:
+        root, stack, quote, i = [], [], None, 0
+        current = root
+        while i < len(source):
+            char = source[i]
+            if char == "{" and source.startswith(("{#", "{/"), i):
+                match = _BLOCK.match(source, i)
+                if match is None:
+                    raise TemplateError("malformed block at column %d: use {#if name}, {#else} or {/if}" % (i + 1),
+                                        0, self.source)
+                if match.group(1):
+                    block = Block(match.group(1))
+                    self.blocks.append(block)
+                    current.append(block)
+                    stack.append((block, current))
+                    current = block.then
+                elif not stack:
+                    raise TemplateError("%s at column %d has no {#if} before it" % (match.group(), i + 1), 0, self.source)
+                elif match.group() == "{#else}":
+                    block = stack[-1][0]
+                    if block.otherwise is not None:
+                        raise TemplateError("a second {#else} at column %d" % (i + 1), 0, self.source)
+                    block.otherwise = current = []
+                else:
+                    current = stack.pop()[1]
+                i = match.end()
                 continue
-            parts = []
-            lead, present = _render_pieces(pieces, arguments, parts)
-            if not present:
-                continue  # nothing in the word was given: the word goes
-            word = "".join(parts)
-            if (isinstance(lead, Field) and word.startswith("-") and not after_double_dash
-                    and not allow_dash_values and not _NUMBER.fullmatch(arguments[lead.key])):
-                raise ToolError(
-                    "`%s` starts with '-' (%r), so `%s` would read it as an option. "
-                    "Pass a value that does not start with '-' (for a file, write ./%s)."
-                    % (lead.key, _clip(arguments[lead.key], 40), self.command_name(),
-                       _clip(arguments[lead.key], 40)))
-            if pieces == ["--"]:
-                after_double_dash = True
-            argv.append(word)
-        return argv
+            if not self.text_mode:
+                if char == "\\" and quote != "'" and i + 1 < len(source):
+                    following = source[i + 1]
+                    if quote is None or following in '"\\$`':
+                        current.append(("t", following, quote))
+                        i += 2
+                        continue
+                if char in "'\"" and quote in (None, char):
+                    quote = None if quote else char
+                    current.append(("q", char, quote))
+                    i += 1
+                    continue
+                if char.isspace() and quote is None:
+                    current.append(("s", char, None))
+                    i += 1
+                    continue
+            if char in "{[":
+                match = _FIELD.match(source, i)
+                if match:
+                    current.append(("f", self._field(match, 0), quote))
+                    i = match.end()
+                    continue
+                if _FIELD_START.match(source, i):
+                    raise self._bad_description(source, i, 0)
+                close = _closing_bracket(source, i) if char == "[" else 0
+                if close:
+                    inner = self._parse_word(source[i + 1:close], 0, True)
+                    if any(not isinstance(p, str) for p in inner):
+                        current.append(("g", Group(inner), quote))
+                        i = close + 1
+                        continue
+            current.append(("t", char, quote))
+            i += 1
+        if quote:
+            raise TemplateError("a %s quote is never closed" % quote, 0, self.source)
+        if stack:
+            raise TemplateError("{#if %s} is never closed with {/if}" % stack[-1][0].key, 0, self.source)
+        return root
+
+    def _tokens(self, nodes: list, arguments: dict | None = None):
+        """The tokens in order; blocks are entered by `arguments` (all of them when None)."""
+        for node in nodes:
+            if isinstance(node, Block):
+                if arguments is None:
+                    yield from self._tokens(node.then)
+                    yield from self._tokens(node.otherwise or [])
+                else:
+                    yield from self._tokens(node.branch(arguments), arguments)
+            else:
+                yield node
+
+    def words_for(self, arguments: dict | None) -> list:
+        """Split the chosen tokens into words of pieces (str, Field, Group)."""
+        words, word = [], None
+        for kind, value, _ in self._tokens(self.nodes, arguments):
+            if kind == "s":
+                if word is not None:
+                    words.append(word)
+                word = None
+                continue
+            if word is None:
+                word = []
+            if kind == "q":
+                value = ""  # an empty quoted word ('') is still a word
+            if isinstance(value, str) and word and isinstance(word[-1], str):
+                word[-1] += value
+            else:
+                word.append(value)
+        if word is not None:
+            words.append(word)
+        return words
+
+    @property
+    def words(self):
+        return self.words_for(None)
+
+    def render(self, arguments: dict, allow_dash_values: bool = False) -> list:
+        return render_words(self.words_for(arguments), arguments, allow_dash_values, self.command_name())
+
+    def render_text(self, arguments: dict) -> str:
+        """The template as one string (stdin templates): values pasted in as text."""
+        parts = []
+        for kind, value, _ in self._tokens(self.nodes, arguments):
+            if kind == "g":
+                if value.given(arguments):
+                    _render_pieces(value.pieces, arguments, parts)
+            elif kind == "f":
+                _render_pieces([value], arguments, parts)
+            else:
+                parts.append(value)
+        return "".join(parts)
+
+    def render_shell(self, arguments: dict) -> tuple:
+        """(script, values) for `sh -c script mcpstudio values...`.
+
+        Every value becomes a positional parameter referenced as "$N"; the
+        script text holds only the template's own text, never a value.
+        """
+        script, values = [], []
+
+        def ref(value, quote):
+            values.append(_text(value))
+            name = "${%d}" % len(values)
+            return {"'": "'\"%s\"'", '"': "%s"}.get(quote, '"%s"') % name
+
+        for kind, value, quote in self._tokens(self.nodes, arguments):
+            if kind in "tsq":
+                script.append(value)
+            elif kind == "g":
+                if value.given(arguments):
+                    parts = []
+                    _render_pieces(value.pieces, arguments, parts)
+                    script.append(ref("".join(parts), quote))
+            else:
+                given = arguments.get(value.key)
+                if value.kind == "boolean":
+                    script.append(value.flag if given else "")
+                elif value.kind == "array" and quote is None:
+                    script.append(" ".join(ref(v, None) for v in given or ()))
+                elif given is not None:
+                    script.append(ref(",".join(_text(v) for v in given) if value.kind == "array" else given, quote))
+        return "".join(script), values
+
+    def display(self) -> str:
+        return self.source[0]
 
 
 class Group:
@@ -500,7 +720,9 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
 
     Returns (lead, present): `lead` is what begins the text ("text", a flag or
     array marker, or the string Field whose value comes first; None if
-    nothing), `present` whether any literal text or given value was there.
+    nothing), `present` whether any literal text or given value was there
+    (False also when a `{field}` written with braces was not given: its
+    whole word goes, rather than leaving half an argument).
     """
     lead, present = None, False
     for piece in pieces:
@@ -517,12 +739,14 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
                 if value:
                     parts.append(piece.flag)
                     lead, present = lead or "flag", True
+            elif piece.required and (value is None or (piece.kind == "array" and not value)):
+                return None, False
             elif piece.kind == "array":
                 if value:
-                    parts.append(",".join(str(v) for v in value))
+                    parts.append(",".join(_text(v) for v in value))
                     lead, present = lead or "array", True
             elif value is not None:
-                value = str(value)
+                value = _text(value)
                 parts.append(value)
                 present = True
                 if lead is None and value:
@@ -549,8 +773,10 @@ def _closing_bracket(word: str, start: int) -> int:
 
 
 def _piece_text(piece, in_group: bool = False) -> str:
-    if isinstance(piece, str):
-        return piece
+    if isinstance(piece, str):  # re-escape literal text that would read as a field
+        if piece.endswith("\\"):
+            piece += "\\"  # a field follows: keep the backslash from escaping it
+        return _FIELD.sub(lambda m: "\\" + m.group(), piece) if "{" in piece or "[" in piece else piece
     if isinstance(piece, Group):
         return "[%s]" % "".join(_piece_text(p, True) for p in piece.pieces)
     if in_group and piece.kind != "boolean":
@@ -576,10 +802,12 @@ def _clip(text: str, limit: int) -> str:
 # --------------------------------------------------------------------------
 # Processes: the one way a child process starts
 # --------------------------------------------------------------------------
-# POSIX: each child leads a new session (its own process group), so a timeout,
-# a cancellation or shutdown can stop it together with everything it started.
-# Windows: a new process group, CTRL_BREAK_EVENT, then `taskkill /T /F`.
-# Only Linux is tested in CI; macOS takes the POSIX path.
+# The one platform check. POSIX: each child leads a new session (its own
+# process group, no controlling terminal), so a timeout, a cancellation or
+# shutdown can stop it together with everything it started. Windows: a new
+# process group, CTRL_BREAK_EVENT, then `taskkill /T /F`; leftovers of a
+# command that already exited cannot be found there. Only Linux is tested in
+# CI; macOS takes the POSIX path.
 
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
@@ -598,6 +826,14 @@ if _POSIX:
             return True
         except (ProcessLookupError, PermissionError):
             return False
+
+    def _is_executable(path: str) -> bool:
+        return os.access(path, os.X_OK)
+
+    def _on_stop_signals(loop, stop):
+        """Call `stop(name)` on SIGTERM, SIGINT or SIGHUP."""
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
 else:
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
@@ -613,7 +849,14 @@ else:
             return False
 
     def _group_alive(pid: int) -> bool:
-        return False  # the tree is gone once taskkill has run; nothing to poll
+        return False  # Windows cannot poll a group; taskkill /T at stop time is all there is
+
+    def _is_executable(path: str) -> bool:
+        extensions = os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
+        return os.path.splitext(path)[1].lower() in extensions
+
+    def _on_stop_signals(loop, stop):
+        pass  # Ctrl+C arrives as KeyboardInterrupt, handled in main()
 
 
 class _Capture:
@@ -716,14 +959,16 @@ class ProcessRunner:
     `run()` reads stdout and stderr concurrently while the child runs (no
     pipe-buffer deadlock), enforces the timeout and output limit, kills the
     process group on cancellation, and ends the call when the child exits
-    even if a grandchild still holds the pipes. `stop_all()` stops every
-    group still alive, at shutdown.
+    even if a grandchild still holds the pipes. Every process group that may
+    still have members stays in `groups` until it is gone, so `stop_all()`
+    at shutdown reaches leftovers too.
     """
 
     def __init__(self, log, grace: float = KILL_GRACE):
         self.log = log
         self.grace = grace
-        self.live = {}  # pid -> transport
+        self.live = {}      # pid -> transport, while the child itself runs
+        self.groups = set()  # process groups (leader pids) that may still have members
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
                   output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None) -> ProcessResult:
@@ -735,14 +980,20 @@ class ProcessRunner:
                 stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd, **_SPAWN_OPTIONS)
         except FileNotFoundError as exc:
-            status = "not-found" if cwd is None or os.path.isdir(cwd) else "error"
-            return ProcessResult(argv, status, error=str(exc))
+            if cwd is not None and not os.path.isdir(cwd):
+                return ProcessResult(argv, "error", error="the folder %s does not exist" % cwd)
+            import shutil
+            found = shutil.which(argv[0]) if os.path.basename(argv[0]) == argv[0] else argv[0]
+            if found and os.path.isfile(found):
+                return ProcessResult(argv, "error", error="the interpreter on its #! line was not found")
+            return ProcessResult(argv, "not-found", error=str(exc))
         except PermissionError as exc:
             return ProcessResult(argv, "denied", error=str(exc))
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte or lone surrogate in argv
             return ProcessResult(argv, "error", error=str(exc))
         pid = transport.get_pid()
         self.live[pid] = transport
+        self.groups.add(pid)
         self.log.debug("started pid %d: %s", pid, _argv_text(argv))
         status = "exited"
         try:
@@ -754,30 +1005,42 @@ class ProcessRunner:
                 await asyncio.wait_for(asyncio.shield(child.exited), timeout)
             except asyncio.TimeoutError:
                 status = "timeout"
-                await self._stop(pid, transport, child)
+                await self._stop_fully(pid, child)
             # The child is gone; what it left behind in its group goes too.
             done, _ = await asyncio.wait([child.pipes_closed], timeout=PIPE_LINGER)
             if _group_alive(pid) or not done:
                 _signal_group(pid, hard=False)
                 await asyncio.wait([child.pipes_closed], timeout=PIPE_LINGER)
-                if _group_alive(pid):
-                    loop.call_later(self.grace, self._kill_leftovers, pid)
         except asyncio.CancelledError:
-            await self._stop(pid, transport, child)
+            await self._stop_fully(pid, child)
             raise
         finally:
             self.live.pop(pid, None)
             transport.close()
+            if _group_alive(pid):
+                loop.call_later(self.grace, self._kill_leftovers, pid)
+            else:
+                self.groups.discard(pid)
         return ProcessResult(
             argv, status, transport.get_returncode(),
             child.stdout.value(), child.stderr.value(), child.stdout.cut, child.stderr.cut,
             seconds=time.monotonic() - started)
 
     def _kill_leftovers(self, pid: int):
-        if pid not in self.live:  # a new child may have been given the same pid
+        if pid in self.groups and pid not in self.live:  # a new child may have been given the same pid
             _signal_group(pid, hard=True)
+            self.groups.discard(pid)
 
-    async def _stop(self, pid, transport, child):
+    async def _stop_fully(self, pid, child):
+        """Run the stop sequence to its end, even if the caller is cancelled again meanwhile."""
+        stopping = asyncio.ensure_future(self._stop(pid, child))
+        while not stopping.done():
+            try:
+                await asyncio.shield(stopping)
+            except asyncio.CancelledError:
+                continue  # a second cancel must not leave the group half stopped
+
+    async def _stop(self, pid, child):
         """SIGTERM the group, wait up to the grace period, then SIGKILL it."""
         _signal_group(pid, hard=False)
         try:
@@ -788,16 +1051,16 @@ class ProcessRunner:
         await asyncio.wait([child.exited], timeout=1.0)
 
     async def stop_all(self):
-        """Stop every child still running (shutdown)."""
-        pids = list(self.live)
-        for pid in pids:
+        """Stop every child and leftover process group (shutdown): SIGTERM, grace, SIGKILL."""
+        groups = list(self.groups)
+        for pid in groups:
             _signal_group(pid, hard=False)
         deadline = time.monotonic() + self.grace
-        while time.monotonic() < deadline and any(
-                self.live.get(p) is not None and self.live[p].get_returncode() is None for p in pids):
+        while time.monotonic() < deadline and any(_group_alive(p) for p in groups):
             await asyncio.sleep(0.02)
-        for pid in pids:
+        for pid in groups:
             _signal_group(pid, hard=True)
+        self.groups.clear()
 
 
 def _argv_text(argv) -> str:
@@ -817,26 +1080,36 @@ class Log:
 
     def __init__(self, debug: bool = False, path: str | None = None, secrets=()):
         self.debug_enabled = debug
-        self.file = open(path, "a", encoding="utf-8", buffering=1) if path else None
-        self.secrets = sorted((s for s in secrets if s), key=len, reverse=True)
+        self.file = open(path, "a", encoding="utf-8", errors="replace", buffering=1) if path else None
+        # Mask each secret as written and as it appears JSON-escaped; values
+        # shorter than 4 characters are not secrets worth mangling a log for.
+        forms = set()
+        for secret in secrets:
+            if len(secret) >= 4:
+                forms.update((secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]))
+        self.secrets = sorted(forms, key=len, reverse=True)
         self.enabled = debug or self.file is not None
 
     def _write(self, level: str, message: str, to_stderr: bool):
-        if self.secrets:
-            for secret in self.secrets:
-                message = message.replace(secret, "***")
+        for secret in self.secrets:
+            message = message.replace(secret, "***")
+        # A log that cannot be written (stderr closed, disk full) must never
+        # stop the server: the line is dropped.
         if to_stderr:
-            sys.stderr.write("mcpstudio: %s%s\n" % ("" if level == "info" else level + ": ", message))
-            sys.stderr.flush()
+            try:
+                sys.stderr.write("mcpstudio: %s%s\n" % ("" if level == "info" else level + ": ", message))
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
         if self.file is not None:
-            self.file.write("%s %s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), level.upper(), message))
+            try:
+                self.file.write("%s %s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), level.upper(), message))
+            except (OSError, ValueError):
+                pass
 
     def debug(self, fmt: str, *args):
         if self.enabled:
             self._write("debug", fmt % args if args else fmt, self.debug_enabled)
-
-    def info(self, fmt: str, *args):
-        self._write("info", fmt % args if args else fmt, self.debug_enabled)
 
     def warning(self, fmt: str, *args):
         self._write("warning", fmt % args if args else fmt, True)
@@ -851,7 +1124,10 @@ class Log:
 
     def close(self):
         if self.file is not None:
-            self.file.close()
+            try:
+                self.file.close()
+            except OSError:
+                pass
             self.file = None
 
 
@@ -865,7 +1141,10 @@ CONTENT_LENGTH = "content-length"
 
 def encode_message(message, framing: str = NEWLINE) -> bytes:
     """One JSON-RPC message as bytes on the wire, in the given framing."""
-    body = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    try:
+        body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: only the escaped form is valid UTF-8
+        body = json.dumps(message, separators=(",", ":")).encode("utf-8")
     if framing == CONTENT_LENGTH:
         return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
     return body + b"\n"
@@ -976,19 +1255,25 @@ class StdioTransport:
 
 
 class CallContext:
-    """What one request may do back toward the client while it runs."""
+    """What one request may do back toward the client while it runs.
 
-    __slots__ = ("session", "request_id", "progress_token", "_progress")
+    Once the client cancels the request, `cancelled` is set and nothing more
+    is sent for it (no progress, no log lines).
+    """
+
+    __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
         self.request_id = request_id
         self.progress_token = progress_token
+        self.cancelled = False
         self._progress = None
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None):
         """Send `notifications/progress` if the client asked for it; values only increase."""
-        if self.progress_token is None or (self._progress is not None and progress <= self._progress):
+        if (self.progress_token is None or self.cancelled
+                or (self._progress is not None and progress <= self._progress)):
             return
         self._progress = progress
         params = {"progressToken": self.progress_token, "progress": progress}
@@ -999,7 +1284,8 @@ class CallContext:
         self.session.notify("notifications/progress", params)
 
     def log(self, level: str, text: str, logger: str = "mcpstudio"):
-        self.session.log_to_client(level, text, logger)
+        if not self.cancelled:
+            self.session.log_to_client(level, text, logger)
 
     async def heartbeat(self, label: str):
         """Report progress every PROGRESS_INTERVAL until cancelled (keeps client timeouts alive)."""
@@ -1015,8 +1301,9 @@ class Session:
     """One JSON-RPC peer over a transport: parses, dispatches, answers, cancels.
 
     Requests are handed to `dispatcher(method, params, ctx)`, which returns a
-    result, a coroutine (run as a task, so calls overlap), or raises McpError.
-    A cancelled request gets no response.
+    result, a coroutine (run as a task, so calls overlap), or raises McpError;
+    this is the one place where exceptions become JSON-RPC errors. A
+    cancelled request gets no response.
     """
 
     def __init__(self, transport, dispatcher, log: Log, on_notification=None):
@@ -1024,18 +1311,21 @@ class Session:
         self.dispatcher = dispatcher
         self.on_notification = on_notification
         self.log = log
-        self.inflight = {}  # request id -> task
+        self.inflight = {}  # request id -> (task, CallContext)
         self.log_level = "info"
+        self.closed = False
 
     # -- incoming ---------------------------------------------------------------
 
     def receive(self, data: bytes, framing: str):
+        if self.closed:
+            return  # shutting down: what arrives now is not started
         if self.log.file is not None:
             self.log.wire("->", data)
         self.transport.framing = framing
         try:
             message = json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             self.transport.send(_error_response(None, McpError(PARSE_ERROR, "Parse error: %s" % exc)), framing)
             return
         if isinstance(message, list):
@@ -1045,57 +1335,67 @@ class Session:
             asyncio.ensure_future(self._batch(message, framing))
             return
         outcome = self._handle(message)
-        if outcome is None:
-            return
         if isinstance(outcome, dict):
             self.transport.send(outcome, framing)
-            return
-        request_id, coroutine = outcome
-        task = asyncio.ensure_future(self._finish(request_id, coroutine, framing))
-        self.inflight[request_id] = task
+        elif outcome is not None:
+            self._start(outcome, framing)
+
+    def _start(self, outcome, framing):
+        """Run a request's coroutine as a task; with a framing, send its answer when done."""
+        request_id, coroutine, ctx = outcome
+        task = asyncio.ensure_future(self._complete(request_id, coroutine))
+        self.inflight[request_id] = (task, ctx)
+
+        def done(task):
+            self.inflight.pop(request_id, None)
+            coroutine.close()  # a request cancelled before it started never ran its coroutine
+            if framing is not None and not task.cancelled() and task.exception() is None:
+                self.transport.send(task.result(), framing)
+        task.add_done_callback(done)
+        return task
 
     async def _batch(self, messages, framing):
         replies = []
         for message in messages:
             outcome = self._handle(message)
-            if isinstance(outcome, tuple):
-                request_id, coroutine = outcome
-                task = asyncio.ensure_future(self._complete(request_id, coroutine))
-                self.inflight[request_id] = task
-                replies.append(task)
-            elif outcome is not None:
-                replies.append(outcome)
+            replies.append(self._start(outcome, None) if isinstance(outcome, tuple) else outcome)
         answers = []
         for reply in replies:
-            if isinstance(reply, dict):
+            if isinstance(reply, asyncio.Future):
+                try:
+                    reply = await reply
+                except asyncio.CancelledError:
+                    reply = None
+            if reply is not None:
                 answers.append(reply)
-                continue
-            try:
-                answer = await reply
-            except asyncio.CancelledError:
-                answer = None
-            if answer is not None:
-                answers.append(answer)
         if answers:
             self.transport.send(answers, framing)
 
     def _handle(self, message):
-        """Return None (nothing to send), a response dict, or (id, coroutine)."""
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: expected a JSON-RPC 2.0 object"))
-        method = message.get("method")
+        """Return None (nothing to send), a response dict, or (id, coroutine, ctx)."""
+        if not isinstance(message, dict):
+            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: expected a JSON object"))
         request_id = message.get("id")
+        if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, (str, int))):
+            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: `id` must be a string or an integer"))
+        if message.get("jsonrpc") != "2.0":
+            return _error_response(request_id, McpError(INVALID_REQUEST, 'Invalid request: `jsonrpc` must be "2.0"'))
+        method = message.get("method")
         if method is None:
-            return None  # a response to a request of ours: none are outstanding
+            if "result" in message or "error" in message:
+                return None  # a response to a request of ours: none are outstanding
+            return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: no `method`"))
         if not isinstance(method, str):
             return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: `method` must be a string"))
+        params = message.get("params")
         if "id" not in message:
-            params = message.get("params")
             self._notification(method, params if isinstance(params, dict) else {})
             return None
-        if request_id is None or isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
-            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: `id` must be a string or an integer"))
-        params = message.get("params")
+        if request_id is None:
+            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: `id` must not be null"))
+        if request_id in self.inflight:
+            return _error_response(request_id, McpError(
+                INVALID_REQUEST, "Invalid request: id %s is already in use by a request in progress" % json.dumps(request_id)))
         if params is None:
             params = {}
         if not isinstance(params, dict):
@@ -1111,37 +1411,30 @@ class Session:
             self.log.error("internal error in %s: %r", method, exc)
             return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
         if asyncio.iscoroutine(result):
-            return request_id, result
+            return request_id, result, ctx
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     async def _complete(self, request_id, coroutine):
-        """Run a request's coroutine to a response dict (None if cancelled)."""
+        """Run a request's coroutine to a response dict."""
         try:
             result = await coroutine
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
-        except asyncio.CancelledError:
-            raise
         except McpError as exc:
             return _error_response(request_id, exc)
-        except Exception as exc:
+        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
             self.log.error("internal error: %r", exc)
             return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
-        finally:
-            self.inflight.pop(request_id, None)
-
-    async def _finish(self, request_id, coroutine, framing):
-        try:
-            response = await self._complete(request_id, coroutine)
-        except asyncio.CancelledError:
-            return  # cancelled requests get no response
-        self.transport.send(response, framing)
 
     def _notification(self, method, params):
-        if method == "notifications/cancelled" and isinstance(params, dict):
-            task = self.inflight.get(params.get("requestId"))
-            if task is not None:
-                self.log.debug("cancelling request %r: %s", params.get("requestId"), params.get("reason", ""))
-                task.cancel()
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            entry = self.inflight.get(request_id) if isinstance(request_id, (str, int)) else None
+            if entry is not None:
+                self.log.debug("cancelling request %r: %s", request_id, params.get("reason", ""))
+                entry[1].cancelled = True
+                entry[0].cancel()
         elif self.on_notification is not None:
             self.on_notification(method, params)
 
@@ -1156,11 +1449,12 @@ class Session:
             self.notify("notifications/message", {"level": level, "logger": logger, "data": text})
 
     async def cancel_all(self, grace: float = 0.0):
-        """Give in-flight requests `grace` seconds to finish, then cancel the rest."""
-        tasks = list(self.inflight.values())
+        """Stop taking requests; give those in flight `grace` seconds, then cancel the rest."""
+        self.closed = True
+        tasks = [task for task, _ in self.inflight.values()]
         if tasks and grace > 0:
             await asyncio.wait(tasks, timeout=grace)
-        tasks = [t for t in self.inflight.values() if not t.done()]
+        tasks = [task for task, ctx in self.inflight.values() if not task.done()]
         for task in tasks:
             task.cancel()
         if tasks:
@@ -1192,12 +1486,16 @@ def _image_type(data: bytes) -> str | None:
     return None
 
 
-def output_content(data: bytes, uri: str) -> dict:
-    """stdout as MCP content: text when it is UTF-8, an image, or an embedded blob."""
-    try:
-        return {"type": "text", "text": data.decode("utf-8")}
-    except UnicodeDecodeError:
-        pass
+def output_content(data: bytes, uri: str, cut: bool = False) -> dict:
+    """stdout as MCP content: text when it is UTF-8, an image, or an embedded blob.
+
+    When the output was cut (`cut`), a character split by the cut is dropped.
+    """
+    for end in (len(data), len(data) - 1, len(data) - 2, len(data) - 3)[: 4 if cut else 1]:
+        try:
+            return {"type": "text", "text": data[:end].decode("utf-8")}
+        except UnicodeDecodeError:
+            continue
     import base64
     encoded = base64.b64encode(data).decode("ascii")
     mime = _image_type(data)
@@ -1243,7 +1541,7 @@ def command_result(result: ProcessResult, timeout, uri: str) -> dict:
     if failure:
         content.append({"type": "text", "text": failure})
     if result.stdout or not (failure or result.stderr):
-        block = output_content(result.stdout, uri)
+        block = output_content(result.stdout, uri, result.stdout_cut > 0)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output)"
         content.append(block)
@@ -1305,7 +1603,7 @@ class CommandTool:
         return tool
 
     async def call(self, arguments: dict, ctx: CallContext) -> dict:
-        arguments = self.template.normalize(arguments)
+        arguments = as_text_where_strings(self.template.normalize(arguments), self.schema)
         problems = validate(arguments, self.schema)
         if problems:
             return tool_error(_argument_help(self.name, problems, self.schema))
@@ -1314,21 +1612,44 @@ class CommandTool:
         except ToolError as exc:
             return tool_error(str(exc))
         settings = self.settings
-        heartbeat = None
         ctx.log("debug", "running: %s" % _argv_text(argv))
-        async with settings.slots:
-            if ctx.progress_token is not None:
-                heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.template.command_name()))
-            try:
+        heartbeat = None
+        if ctx.progress_token is not None:  # also while the call waits for a slot
+            heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.template.command_name()))
+        try:
+            async with settings.slots:
                 result = await self.runner.run(argv, env=settings.env, cwd=settings.cwd,
                                                timeout=settings.timeout, output_limit=settings.max_output)
-            finally:
-                if heartbeat is not None:
-                    heartbeat.cancel()
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()
         ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                 "exited with code %s" % result.returncode if result.status == "exited" else result.status,
                 result.seconds))
         return command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name)
+
+
+def as_text_where_strings(arguments: dict, schema: dict) -> dict:
+    """Numbers and booleans given for string properties become their text.
+
+    Clients and models often send `{"limit": 5}` for a string field; the value
+    ends up as argv text either way, so refusing it would only cost a retry.
+    """
+    properties = schema.get("properties", {})
+    out = None
+    for key, value in arguments.items():
+        prop = properties.get(key) or {}
+        if prop.get("type") == "string" and isinstance(value, (int, float)):
+            new = _text(value)
+        elif (prop.get("type") == "array" and (prop.get("items") or {}).get("type") == "string"
+              and isinstance(value, list) and any(isinstance(v, (int, float)) for v in value)):
+            new = [_text(v) if isinstance(v, (int, float)) else v for v in value]
+        else:
+            continue
+        if out is None:
+            out = dict(arguments)
+        out[key] = new
+    return arguments if out is None else out
 
 
 def _argument_help(tool: str, problems: list, schema: dict) -> str:
@@ -1392,15 +1713,6 @@ HELP_TIMEOUT = 10.0         # seconds a script's --help (or --state) may take
 HELP_CONCURRENCY = 8        # --help runs at once during discovery
 RESCAN_INTERVAL = 2.0       # seconds between checks for added, changed or removed scripts
 CACHE_FORMAT = 1
-
-if _POSIX:
-    def _is_executable(path: str) -> bool:
-        return os.access(path, os.X_OK)
-else:
-    def _is_executable(path: str) -> bool:
-        extensions = os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
-        return os.path.splitext(path)[1].lower() in extensions
-
 
 def user_cache_dir() -> str:
     """$XDG_CACHE_HOME/mcpstudio, else the platform's user cache folder."""
@@ -1727,16 +2039,16 @@ class ScriptDirectory:
                     return
             kept.append(line)
         heartbeat = None
-        async with self.settings.slots:
-            if ctx.progress_token is not None:
-                heartbeat = asyncio.ensure_future(ctx.heartbeat(tool.rel))
-            try:
+        if ctx.progress_token is not None:
+            heartbeat = asyncio.ensure_future(ctx.heartbeat(tool.rel))
+        try:
+            async with self.settings.slots:
                 result = await self.runner.run(
                     [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env, cwd=self.settings.cwd,
                     timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line)
-            finally:
-                if heartbeat is not None:
-                    heartbeat.cancel()
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()
         return script_result(tool, result, kept, self.settings.timeout)
 
     async def list_resources(self) -> list:
@@ -1770,7 +2082,7 @@ class ScriptDirectory:
 
 def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) -> dict:
     """A CallToolResult for a script run, following the mcpd exit-code table."""
-    block = output_content(result.stdout, "mcpd://%s/output" % tool.rel)
+    block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut > 0)
     if result.ok:
         reply = {"content": [block], "isError": False}
         if block["type"] == "text":
@@ -1944,7 +2256,8 @@ class Server:
     def initialize(self, params, ctx):
         requested = params.get("protocolVersion")
         version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        client = params.get("clientInfo") or {}
+        client = params.get("clientInfo")
+        client = client if isinstance(client, dict) else {}
         self.log.debug("initialize from %s %s, protocol %s (answering %s)",
                        client.get("name", "?"), client.get("version", "?"), requested, version)
         result = {
@@ -2017,13 +2330,11 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 
     def stop(reason):
         if not stopping.done():
-            log.debug("stopping: %s", reason)
             stopping.set_result(reason)
+            log.debug("stopping: %s", reason)
 
     transport.start(loop, session.receive, lambda: stop("stdin closed"))
-    if _POSIX:
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
+    _on_stop_signals(loop, stop)
     reason = await stopping
     # On EOF the client has said all it will; let what it asked finish briefly.
     await session.cancel_all(grace=EOF_DRAIN if reason == "stdin closed" else 0)
@@ -2049,7 +2360,7 @@ def _positive(text: str, option: str, kind=float):
         value = kind(text)
     except ValueError:
         value = None
-    if value is None or value <= 0:
+    if value is None or not (0 < value < float("inf")):
         raise UsageError("%s needs a positive %s, not %r" % (option, "whole number" if kind is int else "number", text))
     return value
 
@@ -2099,8 +2410,9 @@ USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
 def help_text() -> str:
     lines = [
         USAGE, "",
-        "Serve one command template as an MCP tool over stdio. Options go before the",
-        "command; everything from the command on is the template.", "",
+        "Serve one command template as an MCP tool over stdio, or every script in a",
+        "folder (--root-directory). Options go before the command; everything from",
+        "the command on is the template.", "",
         "template fields:",
         "  {name}        required string      [name]      optional string",
         "  {name...}     required array       [name...]   optional array",
@@ -2113,6 +2425,7 @@ def help_text() -> str:
     lines += ["", "examples:",
               '  mcpstudio echo "{message}"',
               '  mcpstudio --read-only git log [--oneline] -n "{limit}" -- "{path # file to inspect}"',
+              "  mcpstudio --root-directory ./scripts",
               "", "Docs: README.md beside this file."]
     return "\n".join(lines)
 
@@ -2177,6 +2490,9 @@ def _build_server(options: dict, words: list, log: Log):
         allow_dash_values=bool(options["allow_dash_values"]))
     max_name = (_positive(options["max_name_length"], "--max-name-length", int)
                 if options["max_name_length"] else DEFAULT_MAX_NAME_LENGTH)
+    if max_name < 16:
+        raise UsageError("--max-name-length %d is too short: names need at least 16 characters "
+                         "(room for a 7-character hash suffix)" % max_name)
     annotations = {hint: True for dest, hint in (
         ("read_only", "readOnlyHint"), ("destructive", "destructiveHint"),
         ("idempotent", "idempotentHint"), ("open_world", "openWorldHint")) if options[dest]}

@@ -92,8 +92,11 @@ class McpProcess:
                 self.lock.notify_all()
 
     def _read_stderr(self):
-        for line in self.proc.stderr:
-            self.stderr.append(line.decode("utf-8", "replace"))
+        try:
+            for line in self.proc.stderr:
+                self.stderr.append(line.decode("utf-8", "replace"))
+        except (OSError, ValueError):
+            pass  # a test closed stderr on purpose
 
     def context(self) -> str:
         """What to print when a test fails: the command, exit code and output."""
@@ -190,6 +193,23 @@ class ScratchDir(unittest.TestCase):
             with open(out + ".tmp", "w") as f:
                 f.write("%d %d" % (os.getpid(), grandchild.pid))
             os.rename(out + ".tmp", out)
+            time.sleep(60)
+            """)
+
+    def stubborn_sleeper(self) -> str:
+        """Like pid_sleeper, but both processes ignore SIGTERM (only SIGKILL stops them)."""
+        return self.script("stubborn.py", """\
+            import os, signal, subprocess, sys, time
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            out = sys.argv[1]
+            grandchild = subprocess.Popen([sys.executable, "-c",
+                "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"])
+            time.sleep(0.3)  # let the grandchild install its handler
+            with open(out + ".tmp", "w") as f:
+                f.write("%d %d" % (os.getpid(), grandchild.pid))
+            os.rename(out + ".tmp", out)
+            if len(sys.argv) > 2:
+                sys.exit(0)  # leave the grandchild behind, detached from our pipes
             time.sleep(60)
             """)
 
@@ -340,6 +360,9 @@ class SafeNameTests(unittest.TestCase):
             ("io.github.x/y", 48, (), "io_github_x_y"),
             ("", 48, (), "tool"),
             ("héllo wörld", 48, (), "h_llo_w_rld"),
+            ("abcdefghijklmnopqrstuvwxyz", 26, (), "abcdefghijklmnopqrstuvwxyz"),
+            ("abcdefghijklmnopqrstuvwxyz", 20, (), "abcdefghijklm_" + __import__("hashlib").sha256(b"abcdefghijklmnopqrstuvwxyz").hexdigest()[:6]),
+            ("echo", 16, ("echo",), "echo_" + __import__("hashlib").sha256(b"echo").hexdigest()[:6]),
         ]
         for name, limit, taken, expected in rows:
             with self.subTest(name=name):
@@ -478,6 +501,7 @@ class ProtocolTests(ScratchDir):
         # Garbage gets -32700 with id null and the loop goes on; malformed requests get -32600/-32602.
         with McpProcess("echo", "{message}") as server:
             server.send_raw(b"this is not json\n")
+            server.send_raw(b"[" * 100000 + b"\n")  # too deep to parse: still -32700, no crash
             server.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method": \n')
             server.send({"jsonrpc": "2.0", "id": 2, "method": 5})
             server.send({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": [1]})
@@ -488,7 +512,15 @@ class ProtocolTests(ScratchDir):
             with server.lock:
                 null_errors = [json.loads(l)["error"]["code"] for l in server.stdout_lines
                                if json.loads(l).get("id", 0) is None]
-            self.assertEqual(sorted(null_errors), [-32700, -32700, -32600])
+            self.assertEqual(sorted(null_errors), [-32700, -32700, -32700, -32600])
+            # A wrong `jsonrpc`, a message with only an id, a duplicate id in flight.
+            server.send({"jsonrpc": "1.0", "id": 4, "method": "ping"})
+            self.assertEqual(server.wait_response(4)["error"]["code"], -32600)
+            server.send({"jsonrpc": "2.0", "id": 5})
+            self.assertEqual(server.wait_response(5)["error"]["code"], -32600)
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}})
+            self.assertEqual(server.request("initialize", {"protocolVersion": "2025-11-25", "clientInfo": "x"})
+                             ["result"]["protocolVersion"], "2025-11-25")
 
     def test_framing_tolerance(self):
         # \r\n line endings and blank lines are accepted; a multi-megabyte message is read whole.
@@ -506,7 +538,6 @@ class ProtocolTests(ScratchDir):
                                "params": {"name": "echo", "arguments": {"message": "framed é"}}}).encode()
             server.send_raw(b"Content-Length: %d\r\nContent-Type: application/json\r\n\r\n%s" % (len(body), body))
             server.proc.stdin.close()
-            out = server.proc.stdout.read() if False else None
             self.assertEqual(server.proc.wait(WAIT), 0)
             time.sleep(0.1)
             raw = b"".join(server.stdout_lines)
@@ -516,7 +547,6 @@ class ProtocolTests(ScratchDir):
             reply = json.loads(payload)
             self.assertEqual(reply["id"], 7)
             self.assertEqual(text_of(reply["result"]), "framed é\n")
-            del out
 
     def test_batch(self):
         # A batch array is answered with an array of responses (notifications get none).
@@ -555,7 +585,7 @@ class ProtocolTests(ScratchDir):
             server.initialize()
             cases = [
                 ({}, ["`message` is required"]),
-                ({"message": 5}, ["`message`", "string", "integer"]),
+                ({"message": ["a"]}, ["`message`", "string", "array"]),
                 ({"message": "x", "colour": "red"}, ["`colour`", "not a known argument"]),
                 ({"message": "x", "loud": "yes"}, ["`loud`", "boolean"]),
                 ({"message": "x", "tags": "a"}, ["`tags`", "array"]),
@@ -568,6 +598,8 @@ class ProtocolTests(ScratchDir):
                         self.assertIn(fragment, text_of(result))
             ok = server.call("echo", {"message": "x", "loud": True, "tags": ["a", "b"]})
             self.assertEqual(text_of(ok), "x --loud a b\n")
+            # Numbers sent for string fields (the Inspector and models do) become their text.
+            self.assertEqual(text_of(server.call("echo", {"message": 5, "tags": [1.5, "b"]})), "5 1.5 b\n")
 
     def test_option_injection_guard(self):
         # git log {path} with path="--output=/etc/x" is refused and nothing runs.
@@ -718,7 +750,9 @@ class ProtocolTests(ScratchDir):
                              "params": {"name": "s", "arguments": {"seconds": "0.3"}}})
             for i in range(8):
                 self.assertFalse(server.wait_response(i)["result"]["isError"])
-            self.assertGreaterEqual(time.monotonic() - started, 1.15)
+            elapsed = time.monotonic() - started
+            self.assertGreaterEqual(elapsed, 1.15)
+            self.assertLess(elapsed, 2.2)  # 2 at a time, not 1
 
     def test_large_output_no_deadlock(self):
         # 4 MB on stdout and on stderr at once: both pipes are read while the command runs.
@@ -735,12 +769,34 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(result["content"][1]["text"], "[stderr]\n" + "e" * 4000000)
 
     def test_max_output(self):
-        # --max-output keeps the first bytes and says how much was cut.
+        # --max-output keeps the first bytes and says how much was cut; a cut through a
+        # multi-byte character still gives text, not a blob.
         with McpProcess("--max-output", "100", "--name", "s", PY, "-c", "print('x' * 1000)", "[y]") as server:
             server.initialize()
             result = server.call("s", {})
             self.assertEqual(result["content"][0]["text"], "x" * 100)
             self.assertIn("901 more bytes", text_of(result))
+        with McpProcess("--max-output", "100", "--name", "s", PY, "-c", "print('x' + 'é' * 1000)", "[y]") as server:
+            server.initialize()
+            result = server.call("s", {})
+            self.assertEqual(result["content"][0], {"type": "text", "text": "x" + "é" * 49})
+
+    def test_unrunnable_arguments(self):
+        # A NUL byte in a value cannot reach argv: an isError result, not an internal error.
+        with McpProcess("echo", "{message}") as server:
+            server.initialize()
+            result = server.call("echo", {"message": "a\u0000b"})
+            self.assertTrue(result["isError"])
+            self.assertIn("null", text_of(result))
+
+    def test_missing_interpreter(self):
+        # A script whose #! interpreter is missing is not reported as "not on PATH".
+        tool = self.script("orphan", "#!/no/such/interpreter\necho hi\n")
+        with McpProcess("--name", "t", tool, "[x]") as server:
+            server.initialize()
+            result = server.call("t", {})
+            self.assertIn("#!", text_of(result))
+            self.assertNotIn("PATH", text_of(result))
 
     def test_grandchild_holding_pipes(self):
         # The call ends when the command exits, even if a background child holds stdout;
@@ -809,20 +865,38 @@ class ProtocolTests(ScratchDir):
             self.assertTrue(any("debug" in l for l in server.stderr))
 
     def test_log_file_masks_secrets(self):
-        # --log records every protocol message in and out; --env values are masked.
+        # --log records every protocol message in and out; --env values are masked, also
+        # non-ASCII ones and ones JSON escapes; values under 4 characters are left alone.
         log = os.path.join(self.dir, "wire.log")
-        with McpProcess("--log", log, "--env", "TOKEN=s3cr3t-value", "--name", "t",
-                        PY, "-c", "import os; print(os.environ['TOKEN'])", "[x]") as server:
+        with McpProcess("--log", log, "--env", "TOKEN=s3cr3t-value", "--env", "OTHER=pässwörd\"x",
+                        "--env", "ONE=1", "--name", "t",
+                        PY, "-c", "import os; print(os.environ['TOKEN'], os.environ['OTHER'])", "[x]") as server:
             server.initialize()
-            self.assertEqual(text_of(server.call("t", {})), "s3cr3t-value\n")
+            self.assertEqual(text_of(server.call("t", {})), 's3cr3t-value pässwörd"x\n')
             self.assertEqual(server.close(), 0)
-        with open(log) as f:
+        with open(log, encoding="utf-8") as f:
             content = f.read()
         self.assertIn('"method":"initialize"', content.replace(" ", ""))
         self.assertIn("tools/call", content)
         self.assertIn("<-", content)
-        self.assertNotIn("s3cr3t-value", content)
-        self.assertIn("***", content)
+        for leak in ("s3cr3t-value", "pässwörd", "p\\u00e4ss"):
+            self.assertNotIn(leak, content)
+        self.assertIn("*** ***", content)
+        self.assertIn("2025-11-25", content)  # ONE=1 did not mangle the log
+
+    def test_failing_log_never_stops_the_server(self):
+        # stderr closed under --debug, or a --log file that cannot be written (disk full):
+        # the server still answers and exits on EOF.
+        with McpProcess("--debug", "echo", "{message}") as server:
+            server.proc.stderr.close()
+            server.initialize()
+            self.assertEqual(text_of(server.call("echo", {"message": "still here"})), "still here\n")
+            self.assertEqual(server.close(), 0)
+        if os.path.exists("/dev/full"):
+            with McpProcess("--log", "/dev/full", "echo", "{message}") as server:
+                server.initialize()
+                self.assertEqual(text_of(server.call("echo", {"message": "x"})), "x\n")
+                self.assertEqual(server.close(), 0)
 
 
 class LifecycleTests(ScratchDir):
@@ -855,9 +929,69 @@ class LifecycleTests(ScratchDir):
         replies = {json.loads(l)["id"]: json.loads(l) for l in proc.stdout.splitlines()}
         self.assertEqual(text_of(replies[1]["result"]), "piped\n")
 
+    def test_stubborn_children_after_double_cancel(self):
+        # Children that ignore SIGTERM die by SIGKILL even when a second cancel, or a
+        # SIGTERM to the server, arrives while the first stop is still in its grace period.
+        sleeper = self.stubborn_sleeper()
+        for ending in ("cancel-twice-then-eof", "cancel-then-sigterm"):
+            with self.subTest(ending=ending):
+                pids = os.path.join(self.dir, "pids-" + ending)
+                with McpProcess("--name", "s", PY, sleeper, "{out}") as server:
+                    procs = self._start_sleeping_call(server, pids)
+                    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}
+                    server.send(cancel)
+                    time.sleep(0.3)
+                    if ending == "cancel-twice-then-eof":
+                        server.send(cancel)
+                        self.assertEqual(server.close(), 0)
+                    else:
+                        server.proc.send_signal(signal.SIGTERM)
+                        self.assertEqual(server.proc.wait(WAIT), 0)
+                    for pid in procs:
+                        self.assertTrue(wait_until(lambda: not alive(pid), 5), "pid %d outlived the server" % pid)
+
+    def test_leftovers_of_finished_commands(self):
+        # A command that exits leaving a SIGTERM-ignoring child (not holding our pipes) has
+        # that child stopped, even when the server exits right after the call.
+        sleeper = self.stubborn_sleeper()
+        pids = os.path.join(self.dir, "pids")
+        with McpProcess("--name", "s", PY, sleeper, "{out}", "[leave]") as server:
+            server.initialize()
+            result = server.call("s", {"out": pids, "leave": "1"})
+            self.assertFalse(result["isError"], result)
+            child, grandchild = self.read_pids(pids)
+            self.assertEqual(server.close(), 0)
+            self.assertTrue(wait_until(lambda: not alive(grandchild), 5), "leftover outlived the server")
+        pids2 = os.path.join(self.dir, "pids2")
+        with McpProcess("--name", "s", PY, sleeper, "{out}", "[leave]") as server:
+            server.initialize()
+            server.call("s", {"out": pids2, "leave": "1"})
+            child, grandchild = self.read_pids(pids2)
+            # While the server keeps running, the leftover gets SIGKILL after the grace period.
+            self.assertTrue(wait_until(lambda: not alive(grandchild), mcpstudio.KILL_GRACE + 3))
+            self.assertEqual(server.request("ping")["result"], {})
+
+    def test_no_progress_after_cancel(self):
+        # Once a call is cancelled, no more progress is sent for it, even while its
+        # stubborn process takes the grace period to die.
+        sleeper = self.stubborn_sleeper()
+        pids = os.path.join(self.dir, "pids")
+        with McpProcess("--name", "s", PY, sleeper, "{out}") as server:
+            server.initialize()
+            server.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                         "params": {"name": "s", "arguments": {"out": pids}, "_meta": {"progressToken": "p"}}})
+            self.read_pids(pids)
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}})
+            time.sleep(0.1)
+            before = len(server.notifications_of("notifications/progress"))
+            self.assertGreaterEqual(before, 1)
+            time.sleep(mcpstudio.KILL_GRACE + 0.5)
+            self.assertEqual(len(server.notifications_of("notifications/progress")), before)
+            self.assertNotIn(9, server.responses)
+
     def test_signals_stop_children(self):
-        # SIGTERM and SIGINT stop every child and exit 0.
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        # SIGTERM, SIGINT and SIGHUP stop every child and exit 0.
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             with self.subTest(signal=signum):
                 sleeper, pids = self.pid_sleeper(), os.path.join(self.dir, "pids-%d" % signum)
                 with McpProcess("--name", "s", PY, sleeper, "{out}") as server:
@@ -888,6 +1022,8 @@ class CommandLineTests(ScratchDir):
                                (["--timeot", "5", "echo"], "did you mean --timeout"),
                                (["--timeout"], "--timeout needs a value"),
                                (["--timeout", "soon", "echo"], "positive number"),
+                               (["--timeout", "nan", "echo"], "positive number"),
+                               (["--max-name-length", "10", "echo"], "at least 16"),
                                ([], "no command given"),
                                (["--env", "NOEQUALS", "echo"], "KEY=VALUE"),
                                (["--cwd", "/no/such/dir", "echo"], "no such folder"),
@@ -925,9 +1061,9 @@ class CommandLineTests(ScratchDir):
         _, tool = self._tool("git-status", "[--short]")
         self.assertEqual(tool["name"], "git_status")
         self.assertEqual(tool["description"], "Run `git-status [--short]`.")
-        _, tool = self._tool("--max-name-length", "10", "--name", "a_very_long_tool_name", "echo")
-        self.assertEqual(len(tool["name"]), 10)
-        self.assertRegex(tool["name"], r"^a_v_[0-9a-f]{6}$")
+        _, tool = self._tool("--max-name-length", "16", "--name", "a_very_long_tool_name", "echo")
+        self.assertEqual(len(tool["name"]), 16)
+        self.assertRegex(tool["name"], r"^a_very_lo_[0-9a-f]{6}$")
 
     def test_zipapp(self):
         # The documented zipapp recipe builds a .pyz that serves the echo tool.
