@@ -23,6 +23,7 @@ import os
 import platform
 import selectors
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -37,6 +38,7 @@ WARM_UP = 5             # unmeasured calls before the per-call figure
 MEMORY_CALLS = 50       # calls in each peak-memory run
 BURST = 16              # concurrent calls in the concurrency figure
 SLEEP = "0.2"           # seconds each of those calls sleeps
+DISCOVERY_SCRIPTS = 200  # scripts in the script-mode discovery figure
 
 FLOOR_SERVER = r'''
 """Floor: about the least an asyncio stdio MCP server needs to run a command."""
@@ -134,11 +136,11 @@ class Peer:
     Popen.wait) and keeps its peak memory in `maxrss`, in bytes.
     """
 
-    def __init__(self, name: str, argv: list, stderr):
+    def __init__(self, name: str, argv: list, stderr, env=None):
         self.name = name
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=stderr)
+                                     stdout=subprocess.PIPE, stderr=stderr, env=env)
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.proc.stdout, selectors.EVENT_READ)
         self.buffer = b""
@@ -200,7 +202,12 @@ class Peer:
         self.request("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
                                     "clientInfo": {"name": "bench", "version": "0"}})
         self.send("notifications/initialized", notify=True)
-        return self.request("tools/list")["tools"]
+        page = self.request("tools/list")
+        tools = page["tools"]
+        while page.get("nextCursor"):
+            page = self.request("tools/list", {"cursor": page["nextCursor"]})
+            tools += page["tools"]
+        return tools
 
     def call(self, message: str, count: int = 1) -> list:
         """Send `count` calls of the tool at once; wait for all; return their texts."""
@@ -376,6 +383,70 @@ FIGURES = [  # key, label, unit, scale, target: ("x", ratio) or ("+", difference
 ]
 
 
+SCRIPT = """#!/bin/sh
+if [ "$1" = "--help" ]; then
+  echo '{"description": "Benchmark script %d."}'
+  echo '{"n": {"required": false, "value_type": "integer", "default_value": 1}}' >&2
+  exit 0
+fi
+echo ok
+"""
+
+
+def discovery(args, tmp: str, stderr) -> dict:
+    """Spawn to tools/list reply for a root of DISCOVERY_SCRIPTS scripts, cache cold and warm.
+
+    The reference is what mcpd does on every tools/list: run each script's
+    --help one after another.
+    """
+    root = os.path.join(tmp, "scripts")
+    for i in range(DISCOVERY_SCRIPTS):
+        path = os.path.join(root, "group%d" % (i % 10), "tool%d" % i)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(SCRIPT % i)
+        os.chmod(path, 0o755)
+    cache = os.path.join(tmp, "cache")
+    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    argv = [args.python or sys.executable, MCPSTUDIO, "--root-directory", root, "--rescan", "0"]
+
+    def listing(cold: bool) -> float:
+        if cold:
+            shutil.rmtree(cache, ignore_errors=True)
+        with Peer("mcpstudio", argv, stderr, env) as peer:
+            tools = peer.handshake()
+            elapsed = time.perf_counter() - peer.started
+        if len(tools) != DISCOVERY_SCRIPTS:
+            raise BenchError("discovery listed %d tools, not %d" % (len(tools), DISCOVERY_SCRIPTS))
+        return elapsed
+
+    def naive() -> float:
+        started = time.perf_counter()
+        for folder, _, files in os.walk(root):
+            for name in files:
+                subprocess.run([os.path.join(folder, name), "--help"], capture_output=True, check=True)
+        return time.perf_counter() - started
+    runs = max(3, args.runs // 4)
+    samples = {"cold": [], "warm": [], "naive": []}
+    for _ in range(runs):
+        samples["cold"].append(listing(True))
+        samples["warm"].append(listing(False))
+        samples["naive"].append(naive())
+    return samples
+
+
+def print_discovery(samples: dict) -> dict:
+    """Print the discovery figures; return their summaries."""
+    rows = (("cold", "mcpstudio, cache cold (%d x --help, 8 at a time)" % DISCOVERY_SCRIPTS),
+            ("warm", "mcpstudio, cache warm (no --help runs)"),
+            ("naive", "reference: %d x --help one after another" % DISCOVERY_SCRIPTS))
+    figures = {key: summary(samples[key], 1000) for key, _ in rows}
+    print("\ndiscovery: spawn to tools/list reply, %d scripts      median (ms)    p90 (ms)" % DISCOVERY_SCRIPTS)
+    for key, label in rows:
+        print("  %-52s %10.1f %11.1f" % (label, figures[key]["median"], figures[key]["p90"]))
+    return figures
+
+
 def summary(samples: list, scale: float) -> dict:
     """Median and p90 (nearest rank) of `samples`, times `scale`."""
     ordered = sorted(samples)
@@ -452,6 +523,7 @@ def main(argv=None) -> int:
                    "per_call_ms": per_call(specs, args.calls),
                    "burst_ms": concurrency(specs, args.bursts),
                    "peak_rss_mib": peak_memory(specs, args.runs)}
+            found = discovery(args, tmp, specs[0].stderr)
         except BenchError as error:
             print("bench: error: %s" % error, file=sys.stderr)
             for spec in specs:
@@ -469,11 +541,13 @@ def main(argv=None) -> int:
     results = {name: {key: summary(raw[key][name], scales[key]) for key in raw}
                for name in names}
     targets = print_table(results, names)
+    discovered = print_discovery(found)
     if args.json:
         print(json.dumps({"command": command, "machine": platform.platform(),
                           "python": platform.python_version(), "notes": notes,
                           "runs": args.runs, "calls": args.calls, "bursts": args.bursts,
-                          "servers": results, "targets": targets}, sort_keys=True))
+                          "servers": results, "targets": targets, "discovery_ms": discovered},
+                         sort_keys=True))
     return 0
 
 
