@@ -288,15 +288,16 @@ class Field:
     (dashes become underscores); `flag` is the text a boolean emits.
     """
 
-    __slots__ = ("name", "key", "kind", "required", "description", "flag")
+    __slots__ = ("name", "key", "kind", "required", "description", "flag", "in_group")
 
-    def __init__(self, name, kind, required, description=None, flag=None):
+    def __init__(self, name, kind, required, description=None, flag=None, in_group=False):
         self.name = name
         self.key = name.replace("-", "_")
         self.kind = kind
         self.required = required
         self.description = description or None
         self.flag = flag
+        self.in_group = in_group
 
     def __repr__(self):
         return "Field(%r, %r, required=%r)" % (self.name, self.kind, self.required)
@@ -395,7 +396,8 @@ class Template:
             for n, required in (("1", True), ("2", True), ("3", False)):
                 if group["n" + n]:
                     kind = "array" if group["a" + n] else "string"
-                    field = Field(group["n" + n], kind, required and not optional, group["d" + n])
+                    field = Field(group["n" + n], kind, required and not optional, group["d" + n],
+                                  in_group=optional)
                     break
         known = self.fields.get(field.key)
         if known is None:
@@ -645,6 +647,14 @@ class CommandTemplate(Template):
     @property
     def words(self):
         return self.words_for(None)
+
+    def occurrences(self):
+        """Every field as written, in groups and in both branches of every block."""
+        for kind, value, _ in self._tokens(self.nodes):
+            if kind == "f":
+                yield value
+            elif kind == "g":
+                yield from value.fields
 
     def render(self, arguments: dict, allow_dash_values: bool = False) -> list:
         return render_words(self.words_for(arguments), arguments, allow_dash_values, self.command_name())
@@ -1083,12 +1093,17 @@ class Log:
         self.file = open(path, "a", encoding="utf-8", errors="replace", buffering=1) if path else None
         # Mask each secret as written and as it appears JSON-escaped; values
         # shorter than 4 characters are not secrets worth mangling a log for.
-        forms = set()
+        self.secrets = []
+        self.add_secrets(secrets)
+        self.enabled = debug or self.file is not None
+
+    def add_secrets(self, secrets):
+        """Mask these values (as written and JSON-escaped) in every line from now on."""
+        forms = set(self.secrets)
         for secret in secrets:
             if len(secret) >= 4:
                 forms.update((secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]))
         self.secrets = sorted(forms, key=len, reverse=True)
-        self.enabled = debug or self.file is not None
 
     def _write(self, level: str, message: str, to_stderr: bool):
         for secret in self.secrets:
@@ -1570,21 +1585,35 @@ class RunSettings:
         self.max_output = max_output
         self.max_concurrency = max_concurrency
         self.allow_dash_values = allow_dash_values
-        self._slots = None
+        self._gate = [None]  # the semaphore, shared with derived settings
 
     @property
     def slots(self):
         """The semaphore that caps running commands (made on the running loop)."""
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.max_concurrency)
-        return self._slots
+        if self._gate[0] is None:
+            self._gate[0] = asyncio.Semaphore(self.max_concurrency)
+        return self._gate[0]
+
+    def derive(self, **overrides) -> "RunSettings":
+        """A copy with some settings changed, sharing the same concurrency cap."""
+        import copy
+        other = copy.copy(self)  # shallow: `_gate` stays shared
+        for key, value in overrides.items():
+            setattr(other, key, value)
+        return other
 
 
 class CommandTool:
-    """A tool that renders a Template to argv and runs it."""
+    """A tool that renders a Template to argv and runs it.
+
+    `schema` and `defaults` come from the template's fields unless given (a
+    config file's `parameters`); `stdin` is a text template fed to the
+    command; `shell` runs the template as `sh -c SCRIPT mcpstudio VALUES...`.
+    """
 
     def __init__(self, name: str, template: Template, runner: ProcessRunner, settings: RunSettings,
-                 description: str | None = None, title: str | None = None, annotations: dict | None = None):
+                 description: str | None = None, title: str | None = None, annotations: dict | None = None,
+                 schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False):
         self.name = name
         self.template = template
         self.runner = runner
@@ -1592,7 +1621,10 @@ class CommandTool:
         self.description = description or "Run `%s`." % template.display()
         self.title = title
         self.annotations = annotations or {}
-        self.schema = template.input_schema()
+        self.schema = schema or template.input_schema()
+        self.defaults = defaults or {}
+        self.stdin = stdin
+        self.shell = shell
 
     def definition(self) -> dict:
         tool = {"name": self.name, "description": self.description, "inputSchema": self.schema}
@@ -1602,15 +1634,25 @@ class CommandTool:
             tool["annotations"] = self.annotations
         return tool
 
+    def argv(self, arguments: dict) -> list:
+        """The argv a call with these (validated, defaulted) arguments runs."""
+        if self.shell:
+            script, values = self.template.render_shell(arguments)
+            return ["sh", "-c", script, "mcpstudio"] + values
+        return self.template.render(arguments, self.settings.allow_dash_values)
+
     async def call(self, arguments: dict, ctx: CallContext) -> dict:
         arguments = as_text_where_strings(self.template.normalize(arguments), self.schema)
+        if self.defaults:
+            arguments = dict(self.defaults, **arguments)
         problems = validate(arguments, self.schema)
         if problems:
             return tool_error(_argument_help(self.name, problems, self.schema))
         try:
-            argv = self.template.render(arguments, self.settings.allow_dash_values)
+            argv = self.argv(arguments)
         except ToolError as exc:
             return tool_error(str(exc))
+        stdin = self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
         settings = self.settings
         ctx.log("debug", "running: %s" % _argv_text(argv))
         heartbeat = None
@@ -1618,7 +1660,7 @@ class CommandTool:
             heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.template.command_name()))
         try:
             async with settings.slots:
-                result = await self.runner.run(argv, env=settings.env, cwd=settings.cwd,
+                result = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
                                                timeout=settings.timeout, output_limit=settings.max_output)
         finally:
             if heartbeat is not None:
@@ -1672,10 +1714,11 @@ class TemplateTools:
     """
 
     dynamic = False
-    resources = False
 
-    def __init__(self, tools):
+    def __init__(self, tools, resources=()):
         self.tools = {tool.name: tool for tool in tools}
+        self.command_resources = list(resources)
+        self.resources = bool(self.command_resources)
         self.events = None
 
     def start(self):
@@ -1686,6 +1729,19 @@ class TemplateTools:
 
     async def call_tool(self, name: str, arguments: dict, ctx: CallContext) -> dict:
         return await self.tools[name].call(arguments, ctx)
+
+    async def list_resources(self) -> list:
+        return [r.definition() for r in self.command_resources if r.pattern is None]
+
+    async def list_resource_templates(self) -> list:
+        return [r.definition() for r in self.command_resources if r.pattern is not None]
+
+    async def read_resource(self, uri: str, ctx: CallContext):
+        for resource in self.command_resources:
+            values = resource.match(uri)
+            if values is not None:
+                return await resource.read(uri, values)
+        return None
 
     async def close(self):
         pass
@@ -2056,6 +2112,9 @@ class ScriptDirectory:
                  "description": "Current state of the script %s (its --state output)." % t.rel}
                 for t in (await self._current()).values() if t.state]
 
+    async def list_resource_templates(self) -> list:
+        return []
+
     async def read_resource(self, uri: str, ctx: CallContext):
         tool = next((t for t in (await self._current()).values() if t.state and t.state_uri == uri), None)
         if tool is None:
@@ -2163,14 +2222,23 @@ class Catalog:
         self._resources = owners
         return listing
 
+    async def resource_templates(self) -> list:
+        listing = []
+        for source in self.sources:
+            if source.resources:
+                listing.extend(await source.list_resource_templates())
+        return listing
+
     async def read_resource(self, uri: str, ctx):
         if uri not in self._resources:
             await self.resources()
         source = self._resources.get(uri)
-        result = await source.read_resource(uri, ctx) if source is not None else None
-        if result is None:
-            raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % uri, {"uri": uri})
-        return result
+        candidates = [source] if source is not None else [s for s in self.sources if s.resources]
+        for candidate in candidates:  # a URI no listing named may match a template
+            result = await candidate.read_resource(uri, ctx)
+            if result is not None:
+                return result
+        raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % uri, {"uri": uri})
 
     async def close(self):
         for source in self.sources:
@@ -2300,8 +2368,8 @@ class Server:
             raise McpError(INVALID_PARAMS, "Invalid params: resources/read needs a string `uri`")
         return await self.catalog.read_resource(uri, ctx)
 
-    def resource_templates_list(self, params, ctx):
-        return _page("resourceTemplates", [], params)
+    async def resource_templates_list(self, params, ctx):
+        return _page("resourceTemplates", await self.catalog.resource_templates(), params)
 
     def set_level(self, params, ctx):
         level = params.get("level")
@@ -2342,6 +2410,417 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
     await server.catalog.close()
     transport.close()
     return 0
+
+
+# --------------------------------------------------------------------------
+# Configuration: the one place a config file becomes sources
+# --------------------------------------------------------------------------
+# A JSON file (comments and trailing commas allowed) of tools, resources and
+# script folders. Every mistake in it stops startup with one message that
+# names the file and the line and column, or the key path, and says what is
+# expected. `${VAR}` expands from the environment in the fields listed in
+# _EXPANDED, never in command templates or tool arguments.
+
+CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
+_TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
+             "resources", "scripts", "command", "timeout", "separator", "$schema")
+_UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId")
+_TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
+              "working_directory", "environment", "stdin", "shell", "annotations")
+_PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items")
+_RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
+                  "working_directory", "environment")
+_SCRIPTS_KEYS = ("path", "include", "exclude")
+_ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
+_PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array")
+_ENV_REFERENCE = re.compile(r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ConfigError(McpStudioError):
+    """A mistake in a config file; the message names the file and where in it."""
+
+
+def default_config_path() -> str:
+    """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return os.path.join(base, "mcpstudio", "config.json")
+
+
+def strip_json_comments(text: str) -> str:
+    """Blank out // and /* */ comments and trailing commas, keeping every line and column."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i:end + 1])
+            i = end + 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out.append(" " * (end - i))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:end]))
+            i = end
+        elif char == ",":
+            following = re.match(r"\s*([\]}])", text[i + 1:])
+            out.append(" " if following else ",")
+            i += 1
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+class ConfigLoader:
+    """Reads one config file into sources; every error names the file and the place."""
+
+    def __init__(self, path: str, environ=None):
+        self.path = os.path.abspath(os.path.expanduser(path))
+        self.folder = os.path.dirname(self.path)
+        self.environ = os.environ if environ is None else environ
+        self.secrets = []  # expanded environment values, masked in logs
+
+    def error(self, where: str, message: str) -> ConfigError:
+        return ConfigError("%s: %s: %s" % (self.path, where, message) if where else "%s: %s" % (self.path, message))
+
+    def read(self) -> dict:
+        try:
+            with open(self.path, encoding="utf-8-sig") as f:
+                text = f.read()
+        except FileNotFoundError:
+            raise ConfigError("%s: no such file (create one with: mcpstudio init NAME --command CMD -o %s)"
+                              % (self.path, self.path))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError("%s: cannot read it: %s" % (self.path, exc))
+        try:
+            data = json.loads(strip_json_comments(text))
+        except json.JSONDecodeError as exc:
+            raise ConfigError("%s:%d:%d: invalid JSON: %s" % (self.path, exc.lineno, exc.colno, exc.msg))
+        if not isinstance(data, dict):
+            raise self.error("", "the file must hold a JSON object ({...}), not %s" % _type_name(data))
+        return data
+
+    # -- checks ---------------------------------------------------------------
+
+    def keys(self, obj, allowed, where: str):
+        if not isinstance(obj, dict):
+            raise self.error(where, "expected an object, not %s" % _type_name(obj))
+        for key in obj:
+            if key not in allowed:
+                import difflib
+                close = difflib.get_close_matches(key, allowed, 1, 0.6)
+                hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
+                raise self.error("%s.%s" % (where, key) if where else key, "unknown key%s" % hint)
+
+    def get(self, obj: dict, key: str, kind, where: str, default=None):
+        """obj[key] checked against `kind` (a type or tuple of types)."""
+        if key not in obj:
+            return default
+        value = obj[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+            names = {str: "a string", bool: "true or false", int: "a number", float: "a number",
+                     list: "a list", dict: "an object"}
+            expected = " or ".join(sorted({names[k] for k in _as_tuple(kind)}))
+            raise self.error(_join(where, key), "expected %s, not %s" % (expected, json.dumps(value)[:60]))
+        return value
+
+    def expand(self, value: str, where: str) -> str:
+        """Expand ${VAR}, ${VAR:-default}, ${ENV:VAR}, ${env:VAR}; $$ is a dollar."""
+        def substitute(match):
+            if match.group() == "$$":
+                return "$"
+            name, default = match.group(1), match.group(2)
+            if name in self.environ and self.environ[name] != "":
+                self.secrets.append(self.environ[name])
+                return self.environ[name]
+            if default is not None:
+                return default
+            raise self.error(where, "${%s} is not set; set it, or give a default: ${%s:-value}" % (name, name))
+        return _ENV_REFERENCE.sub(substitute, value)
+
+    def folder_path(self, value: str, where: str) -> str:
+        path = os.path.join(self.folder, os.path.expanduser(self.expand(value, where)))
+        if not os.path.isdir(path):
+            raise self.error(where, "no such folder: %s" % path)
+        return os.path.normpath(path)
+
+    def environment(self, obj: dict, where: str) -> dict:
+        env = self.get(obj, "environment", dict, where, {})
+        out = {}
+        for key, value in env.items():
+            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+                raise self.error(_join(where, "environment.%s" % key), "expected a string")
+            out[key] = self.expand(str(value), _join(where, "environment.%s" % key))
+        return out
+
+    # -- the file -----------------------------------------------------------------
+
+    def load(self, runner: ProcessRunner, log: Log, base: RunSettings, separator: str | None = None) -> tuple:
+        """Return (sources, info): info has the file's name, description and instructions."""
+        data = self.read()
+        for key in _UPSTREAM_KEYS:
+            if key in data:
+                raise self.error(key, "upstream MCP servers are not supported in this version of mcpstudio "
+                                      "(%s); remove the key to serve the rest" % __version__)
+        self.keys(data, _TOP_KEYS, "")
+        info = {key: self.get(data, key, str, "") for key in ("name", "description", "instructions", "command")}
+        env = base.env
+        file_env = self.environment(data, "")
+        if file_env:
+            env = dict(env or os.environ)
+            env.update(file_env)
+        cwd = base.cwd
+        if "working_directory" in data:
+            cwd = self.folder_path(self.get(data, "working_directory", str, ""), "working_directory")
+        timeout = self.get(data, "timeout", (int, float), "", None)
+        if timeout is not None and timeout <= 0:
+            raise self.error("timeout", "expected a positive number of seconds")
+        settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
+                               max_output=base.max_output, max_concurrency=base.max_concurrency,
+                               allow_dash_values=base.allow_dash_values)
+        tools, names = [], {}
+        for index, spec in enumerate(self.get(data, "tools", list, "", [])):
+            tool = self.tool(spec, "tools[%d]" % index, runner, settings)
+            if tool.name in names:
+                raise self.error("tools[%d].name" % index, "`%s` is already the name of tools[%d]" % (tool.name, names[tool.name]))
+            names[tool.name] = index
+            tools.append(tool)
+        resources = [self.resource(spec, "resources[%d]" % i, runner, settings)
+                     for i, spec in enumerate(self.get(data, "resources", list, "", []))]
+        sources = []
+        if tools or resources:
+            sources.append(TemplateTools(tools, resources))
+        separator = separator or self.get(data, "separator", str, "", "__")
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
+            raise self.error("separator", "use 1 to 8 of the characters A-Z a-z 0-9 _ -")
+        for index, entry in enumerate(self.get(data, "scripts", list, "", [])):
+            where = "scripts[%d]" % index
+            if isinstance(entry, str):
+                entry = {"path": entry}
+            self.keys(entry, _SCRIPTS_KEYS, where)
+            root = self.folder_path(self.get(entry, "path", str, where, ""), _join(where, "path"))
+            globs = {key: self.get(entry, key, list, where, []) for key in ("include", "exclude")}
+            sources.append(ScriptDirectory(root, runner, settings, log, separator=separator, **globs))
+        return sources, info
+
+    def tool(self, spec, where: str, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
+        if isinstance(spec, dict) and "name" not in spec:
+            raise self.error(where, "a tool needs a `name`")
+        self.keys(spec, _TOOL_KEYS, where)
+        name = self.get(spec, "name", str, where)
+        if not name or _UNSAFE_NAME_CHARS.search(name):
+            raise self.error(_join(where, "name"), "%s: use letters, digits, _ and - only "
+                             "(clients reject other characters)" % json.dumps(name))
+        if ("command" in spec) == ("command_template" in spec):
+            raise self.error(where, "give exactly one of `command` and `command_template`")
+        key = "command" if "command" in spec else "command_template"
+        template = self.template(self.get(spec, key, str, where), _join(where, key))
+        shell = self.get(spec, "shell", bool, where, False)
+        stdin = None
+        if "stdin" in spec:
+            stdin = self.template(self.get(spec, "stdin", str, where), _join(where, "stdin"), text=True)
+        if "parameters" in spec:
+            schema, defaults = self.parameters(spec["parameters"], _join(where, "parameters"))
+            for part, used in ((key, template), ("stdin", stdin)):
+                if used is not None:
+                    self.bind(used, schema["properties"], _join(where, part))
+        else:
+            schema, defaults = template.input_schema(), {}
+            if stdin is not None:
+                self.bind(stdin, schema["properties"], _join(where, "stdin"))
+        overrides = {}
+        if "timeout" in spec:
+            overrides["timeout"] = self.get(spec, "timeout", (int, float), where)
+            if overrides["timeout"] <= 0:
+                raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
+        if "working_directory" in spec:
+            overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
+                                                _join(where, "working_directory"))
+        tool_env = self.environment(spec, where)
+        if tool_env:
+            overrides["env"] = dict(settings.env or os.environ, **tool_env)
+        annotations = self.get(spec, "annotations", dict, where, {})
+        self.keys(annotations, _ANNOTATIONS, _join(where, "annotations"))
+        return CommandTool(name, template, runner, settings.derive(**overrides),
+                           description=self.get(spec, "description", str, where),
+                           title=self.get(spec, "title", str, where), annotations=annotations,
+                           schema=schema, defaults=defaults, stdin=stdin, shell=shell)
+
+    def template(self, source: str, where: str, text: bool = False) -> CommandTemplate:
+        try:
+            return CommandTemplate(source, text=text)
+        except TemplateError as exc:
+            raise self.error(where, "bad template: %s" % exc)
+
+    def parameters(self, params, where: str) -> tuple:
+        """CLI-as-MCP parameters to (schema, defaults); `required` defaults to true unless a default is given."""
+        if not isinstance(params, dict):
+            raise self.error(where, "expected an object of parameters, not %s" % _type_name(params))
+        properties, required, defaults = {}, [], {}
+        for name, spec in params.items():
+            here = _join(where, name)
+            if not re.fullmatch(_FIELD_NAME, name):
+                raise self.error(here, "a parameter name is letters, digits, _ and -, not starting with a digit")
+            self.keys(spec, _PARAMETER_KEYS, here)
+            kind = self.get(spec, "type", str, here, "string")
+            if kind not in _PARAMETER_TYPES:
+                import difflib
+                close = difflib.get_close_matches(kind, _PARAMETER_TYPES + ("int", "float", "bool", "list"), 1, 0.5)
+                alias = {"int": "integer", "float": "number", "bool": "boolean", "list": "array"}
+                hint = " (did you mean `%s`?)" % alias.get(close[0], close[0]) if close else ""
+                raise self.error(_join(here, "type"), "expected one of %s, not %s%s"
+                                 % (", ".join(_PARAMETER_TYPES), json.dumps(kind), hint))
+            prop = {"type": kind}
+            if kind == "array":
+                items = self.get(spec, "items", dict, here, {"type": "string"})
+                prop["items"] = items
+            if "enum" in spec:
+                values = self.get(spec, "enum", list, here)
+                if not values:
+                    raise self.error(_join(here, "enum"), "expected a non-empty list of values")
+                prop["enum"] = values
+            if "description" in spec:
+                prop["description"] = self.get(spec, "description", str, here)
+            if "default" in spec:
+                problems = validate(spec["default"], prop, "the default")
+                if problems:
+                    raise self.error(_join(here, "default"), problems[0])
+                prop["default"] = defaults[name] = spec["default"]
+            if self.get(spec, "required", bool, here, "default" not in spec):
+                required.append(name)
+            properties[name] = prop
+        schema = {"type": "object", "properties": properties, "additionalProperties": False}
+        if required:
+            schema["required"] = required
+        return schema, defaults
+
+    def bind(self, template: CommandTemplate, properties: dict, where: str):
+        """Point the template's fields and blocks at declared parameters; refuse undeclared ones."""
+        def declared(name):
+            for key in (name, name.replace("-", "_")):
+                if key in properties:
+                    return key
+            import difflib
+            close = difflib.get_close_matches(name, list(properties), 1, 0.6)
+            raise self.error(where, "the template uses `%s`, which is not a declared parameter%s"
+                             % (name, " (did you mean `%s`?)" % close[0] if close else
+                                " (declared: %s)" % (", ".join(properties) or "none")))
+        for field in template.occurrences():
+            field.key = declared(field.name)
+            kind = properties[field.key].get("type")
+            if field.kind == "boolean" and kind != "boolean":
+                raise self.error(where, "`%s` is a flag ([%s]) but the parameter is not a boolean"
+                                 % (field.name, field.flag))
+            if field.kind != "boolean":
+                field.kind = "array" if kind == "array" else "string"
+                field.required = field.required and not field.in_group
+        for block in template.blocks:
+            block.key = declared(block.key)
+
+    def resource(self, spec, where: str, runner: ProcessRunner, settings: RunSettings):
+        self.keys(spec, _RESOURCE_KEYS, where)
+        for key in ("uri", "command"):
+            if key not in spec:
+                raise self.error(where, "a resource needs `%s`" % key)
+        uri = self.get(spec, "uri", str, where)
+        command = self.template(self.get(spec, "command", str, where), _join(where, "command"))
+        pattern, params = _uri_pattern(uri)
+        for field in command.occurrences():
+            if field.key not in params:
+                raise self.error(_join(where, "command"), "the command uses `%s`, which is not a {parameter} of "
+                                 "the uri %s" % (field.name, uri))
+            field.kind = "string"
+        overrides = {}
+        if "timeout" in spec:
+            overrides["timeout"] = self.get(spec, "timeout", (int, float), where)
+        if "working_directory" in spec:
+            overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
+                                                _join(where, "working_directory"))
+        res_env = self.environment(spec, where)
+        if res_env:
+            overrides["env"] = dict(settings.env or os.environ, **res_env)
+        mime = self.get(spec, "mime_type", str, where) or self.get(spec, "mimeType", str, where) or "text/plain"
+        return CommandResource(uri, self.get(spec, "name", str, where) or uri, command, runner,
+                               settings.derive(**overrides), pattern, params,
+                               description=self.get(spec, "description", str, where),
+                               title=self.get(spec, "title", str, where), mime_type=mime)
+
+
+def _as_tuple(kind) -> tuple:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return kinds + ((float,) if int in kinds else ())
+
+
+def _join(where: str, key: str) -> str:
+    return "%s.%s" % (where, key) if where else key
+
+
+def _uri_pattern(uri: str) -> tuple:
+    """A regex matching the URIs of a URI template, and its parameter names."""
+    params, parts, last = [], [], 0
+    for match in re.finditer(r"\{(%s)\}" % _FIELD_NAME, uri):
+        parts.append(re.escape(uri[last:match.start()]))
+        params.append(match.group(1).replace("-", "_"))
+        parts.append("(?P<%s>[^/?#]+)" % params[-1])
+        last = match.end()
+    parts.append(re.escape(uri[last:]))
+    return (re.compile("".join(parts)) if params else None), params
+
+
+class CommandResource:
+    """A resource (or resource template) whose read runs a command."""
+
+    def __init__(self, uri, name, template, runner, settings, pattern, params,
+                 description=None, title=None, mime_type="text/plain"):
+        self.uri, self.name, self.template, self.runner, self.settings = uri, name, template, runner, settings
+        self.pattern, self.params = pattern, params
+        self.description, self.title, self.mime_type = description, title, mime_type
+
+    def definition(self) -> dict:
+        entry = {"uriTemplate" if self.pattern else "uri": self.uri, "name": self.name, "mimeType": self.mime_type}
+        if self.title:
+            entry["title"] = self.title
+        if self.description:
+            entry["description"] = self.description
+        return entry
+
+    def match(self, uri: str):
+        """The parameter values for `uri`, or None if it is not this resource's."""
+        if self.pattern is None:
+            return {} if uri == self.uri else None
+        found = self.pattern.fullmatch(uri)
+        if found is None:
+            return None
+        from urllib.parse import unquote
+        return {key: unquote(value) for key, value in found.groupdict().items()}
+
+    async def read(self, uri: str, values: dict) -> dict:
+        try:
+            argv = self.template.render(values, self.settings.allow_dash_values)
+        except ToolError as exc:
+            raise McpError(INVALID_PARAMS, "Cannot read %s: %s" % (uri, exc))
+        async with self.settings.slots:
+            result = await self.runner.run(argv, env=self.settings.env, cwd=self.settings.cwd,
+                                           timeout=self.settings.timeout, output_limit=self.settings.max_output)
+        failure = describe_failure(result, self.settings.timeout)
+        if failure:
+            detail = result.stderr.decode("utf-8", "replace").strip()[-500:]
+            raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, failure, (" " + detail) if detail else ""),
+                           {"uri": uri, "exitCode": result.returncode})
+        block = output_content(result.stdout, uri, result.stdout_cut > 0)
+        content = {"uri": uri, "mimeType": self.mime_type}
+        if block["type"] == "text":
+            content["text"] = block["text"]
+        else:
+            content["blob"] = block.get("data") or block["resource"]["blob"]
+            content["mimeType"] = block.get("mimeType") if block["type"] == "image" else self.mime_type
+        return {"contents": [content]}
 
 
 # --------------------------------------------------------------------------
@@ -2386,6 +2865,8 @@ OPTIONS = [_Option(*o) for o in (
      "longest tool name given to clients (default: %d)" % DEFAULT_MAX_NAME_LENGTH),
     (("--allow-dash-values",), "allow_dash_values", None, "flag",
      "let values start an argument with '-' (off: refused as option injection)"),
+    (("--config",), "config", "FILE", "value",
+     "serve the tools, resources and script folders of a JSON config file (see `serve`)"),
     (("--root-directory",), "root_directory", "DIR", "value",
      "serve every executable script under DIR as a tool (script mode)"),
     (("--include",), "include", "GLOB", "append",
@@ -2404,15 +2885,23 @@ OPTIONS = [_Option(*o) for o in (
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
 USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
-         "       mcpstudio [OPTIONS] --root-directory DIR")
+         "       mcpstudio [OPTIONS] --root-directory DIR\n"
+         "       mcpstudio [OPTIONS] serve|check [--config FILE]\n"
+         "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]")
 
 
 def help_text() -> str:
     lines = [
         USAGE, "",
-        "Serve one command template as an MCP tool over stdio, or every script in a",
-        "folder (--root-directory). Options go before the command; everything from",
-        "the command on is the template.", "",
+        "Serve one command template as an MCP tool over stdio, every script in a",
+        "folder (--root-directory), or the tools of a config file (serve --config).",
+        "Options go before the command; everything from the command on is the",
+        "template. A command named like a subcommand is reached with --.", "",
+        "subcommands:",
+        "  serve [--config FILE]   serve a config file (default %s)" % default_config_path(),
+        "  check [--config FILE]   validate a config file and show what it serves",
+        "  init NAME --command CMD [--description TEXT] [-o FILE] [--force]",
+        "                          write a commented starter config", "",
         "template fields:",
         "  {name}        required string      [name]      optional string",
         "  {name...}     required array       [name...]   optional array",
@@ -2430,9 +2919,10 @@ def help_text() -> str:
     return "\n".join(lines)
 
 
-def parse_command_line(argv: list) -> tuple:
+def parse_command_line(argv: list, options: dict | None = None) -> tuple:
     """Split argv into (options dict, template words). Options stop at the command."""
-    options = {o.dest: ([] if o.kind == "append" else None) for o in OPTIONS}
+    if options is None:
+        options = {o.dest: ([] if o.kind == "append" else None) for o in OPTIONS}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -2466,8 +2956,8 @@ def parse_command_line(argv: list) -> tuple:
     return options, argv[i:]
 
 
-def _build_server(options: dict, words: list, log: Log):
-    """The command line's sources (a template, a script folder) behind one Server."""
+def _build_server(options: dict, words: list, log: Log, config: str | None = None):
+    """The command line's sources (a template, a script folder, a config file) behind one Server."""
     env = None
     if options["env"]:
         env = dict(os.environ)
@@ -2481,9 +2971,9 @@ def _build_server(options: dict, words: list, log: Log):
         cwd = os.path.abspath(os.path.expanduser(cwd))
         if not os.path.isdir(cwd):
             raise UsageError("--cwd %s: no such folder" % options["cwd"])
+    cli_timeout = _positive(options["timeout"], "--timeout") if options["timeout"] else None
     settings = RunSettings(
-        env=env, cwd=cwd,
-        timeout=_positive(options["timeout"], "--timeout") if options["timeout"] else DEFAULT_TIMEOUT,
+        env=env, cwd=cwd, timeout=cli_timeout or DEFAULT_TIMEOUT,
         max_output=_positive(options["max_output"], "--max-output", int) if options["max_output"] else DEFAULT_MAX_OUTPUT,
         max_concurrency=(_positive(options["max_concurrency"], "--max-concurrency", int)
                          if options["max_concurrency"] else DEFAULT_MAX_CONCURRENCY),
@@ -2497,7 +2987,14 @@ def _build_server(options: dict, words: list, log: Log):
         ("read_only", "readOnlyHint"), ("destructive", "destructiveHint"),
         ("idempotent", "idempotentHint"), ("open_world", "openWorldHint")) if options[dest]}
     runner = ProcessRunner(log)
-    sources, titles = [], []
+    sources, titles, instructions = [], [], None
+    if config is not None:
+        loader = ConfigLoader(config)
+        found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"])
+        log.add_secrets(loader.secrets)
+        sources.extend(found)
+        titles.append(info["name"] or os.path.basename(loader.path))
+        instructions = info["instructions"] or info["description"]
     if words:
         template = Template(words)
         name = safe_name(options["name"] or template.command_name().replace("-", "_"), max_name)
@@ -2522,7 +3019,7 @@ def _build_server(options: dict, words: list, log: Log):
                                        help_timeout=help_timeout))
         titles.append(os.path.basename(os.path.realpath(root)) + "/")
     catalog = Catalog(sources, max_name)
-    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles)), runner
+    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions), runner
 
 
 def _claim_stdout() -> int:
@@ -2538,28 +3035,176 @@ def _claim_stdout() -> int:
     return protocol_fd
 
 
+SUBCOMMANDS = ("serve", "check", "init")
+
+STARTER_CONFIG = """\
+// mcpstudio config for %(name)s. Comments and trailing commas are fine here.
+//   serve it:  python3 mcpstudio.py serve --config %(file)s
+//   check it:  python3 mcpstudio.py check --config %(file)s
+{
+  "name": %(name_json)s,
+  "description": %(description_json)s,
+  // Variables for every command. ${VAR} and ${VAR:-default} come from your environment.
+  "environment": {},
+  // Seconds a command may run (a tool can say its own "timeout").
+  "timeout": 30,
+  "tools": [
+    {
+      // A template string, as on mcpstudio's command line: {x} required, [x] optional,
+      // {x...} a list, [--flag] a boolean. No shell ever runs.
+      "name": %(help_json)s,
+      "description": "Show how to use %(command)s.",
+      "command": %(help_command_json)s,
+      "annotations": {"readOnlyHint": true}
+    },
+    {
+      // Typed parameters, and a command_template with {#if} blocks.
+      "name": %(run_json)s,
+      "description": "Run %(command)s with arguments.",
+      "parameters": {
+        "args": {"type": "array", "description": "Arguments for %(command)s", "default": []},
+        "verbose": {"type": "boolean", "description": "More output", "default": false}
+      },
+      "command_template": %(run_command_json)s
+    }
+  ],
+  "resources": [
+    // Read by running a command; a {param} in the uri makes a resource template.
+    {"uri": %(uri_json)s, "name": "%(command)s version", "command": %(version_command_json)s}
+  ],
+  // Folders of self-describing scripts, served as in --root-directory mode.
+  "scripts": []
+}
+"""
+
+
+def init_config(args: list) -> int:
+    """`init NAME --command CMD [--description D] [-o FILE] [--force]`: write a starter config."""
+    values = {"name": None, "command": None, "description": None, "output": None, "force": False}
+    names = {"--command": "command", "--description": "description", "-o": "output", "--output": "output"}
+    i = 0
+    while i < len(args):
+        arg, eq, inline = args[i].partition("=")
+        if arg == "--force":
+            values["force"] = True
+        elif arg in names:
+            if not eq:
+                i += 1
+                if i >= len(args):
+                    raise UsageError("init: %s needs a value" % arg)
+                inline = args[i]
+            values[names[arg]] = inline
+        elif arg.startswith("-") or values["name"] is not None:
+            raise UsageError("init: unexpected %r; usage: mcpstudio init NAME --command CMD "
+                             "[--description TEXT] [-o FILE] [--force]" % args[i])
+        else:
+            values["name"] = arg
+        i += 1
+    if not values["name"] or not values["command"]:
+        raise UsageError("init needs a NAME and --command CMD, e.g. mcpstudio init git --command git")
+    name = _UNSAFE_NAME_CHARS.sub("_", values["name"])
+    output = values["output"] or name + ".json"
+    if os.path.exists(output) and not values["force"]:
+        sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
+        return 1
+    command = values["command"]
+    quoted = _argv_text([command])
+    text = STARTER_CONFIG % {
+        "name": values["name"], "name_json": json.dumps(values["name"]), "file": output, "command": command,
+        "description_json": json.dumps(values["description"] or "Tools for %s." % command),
+        "help_json": json.dumps(name + "_help"), "run_json": json.dumps(name + "_run"),
+        "help_command_json": json.dumps("%s --help" % quoted),
+        "run_command_json": json.dumps("%s{#if verbose} --verbose{/if} {args}" % quoted),
+        "uri_json": json.dumps("%s://version" % name.replace("_", "-")),
+        "version_command_json": json.dumps("%s --version" % quoted)}
+    with open(output, "w", encoding="utf-8") as f:
+        f.write(text)
+    print("wrote %s; check it with: mcpstudio check --config %s" % (output, output))
+    return 0
+
+
+def _example_value(name: str, prop: dict):
+    """A value that shows what the parameter does in the rendered command."""
+    if prop.get("enum"):
+        return prop["enum"][0]
+    kind = prop.get("type")
+    return {"integer": 1, "number": 1.5, "boolean": True, "array": ["<%s>" % name]}.get(kind, "<%s>" % name)
+
+
+def check_config(path: str, log: Log, options: dict) -> int:
+    """`check --config FILE`: print what the file serves and the argv an example call runs."""
+    server, _ = _build_server(options, [], log, config=path)
+    print("%s: ok" % os.path.abspath(path))
+    for source in server.catalog.sources:
+        if isinstance(source, ScriptDirectory):
+            print("\nscripts: %s (discovered when served)" % source.root)
+            continue
+        if source.tools:
+            print("\ntools:")
+        for tool in source.tools.values():
+            props = tool.schema.get("properties", {})
+            required = tool.schema.get("required", [])
+            example = {k: _example_value(k, v) for k, v in props.items()}
+            try:
+                argv = _argv_text(tool.argv(example))
+            except ToolError as exc:
+                argv = "(example refused: %s)" % exc
+            print("  %s  %s" % (tool.name, tool.description))
+            for key, prop in props.items():
+                detail = ("required" if key in required else
+                          "default %s" % json.dumps(prop["default"]) if "default" in prop else "optional")
+                print("      %-16s %-8s %s" % (key, prop.get("type", "any"), detail))
+            print("      example: %s" % argv)
+        if source.command_resources:
+            print("\nresources:")
+        for resource in source.command_resources:
+            kind = "template" if resource.pattern else "resource"
+            print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
+    return 0
+
+
 def main(argv: list | None = None) -> int:
     """Run mcpstudio with `argv` (default: sys.argv[1:]); return the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         options, words = parse_command_line(argv)
+        ended = argv[:len(argv) - len(words)][-1:] == ["--"]  # `-- check` runs a command named check
+        command = words[0] if words and words[0] in SUBCOMMANDS and not ended else None
+        if command == "init":
+            return init_config(words[1:])
+        if command is not None:
+            options, words = parse_command_line(words[1:], options)
+            if words:
+                raise UsageError("%s takes options only, not %r; a template goes in the config file"
+                                 % (command, " ".join(words)))
         if options["help"]:
             print(help_text())
             return 0
         if options["version"]:
             print("mcpstudio %s" % __version__)
             return 0
-        if not words and not options["root_directory"]:
+        config = options["config"]
+        if config is None and command is not None:
+            config = default_config_path()
+            if not os.path.exists(config):
+                raise UsageError("%s needs --config FILE (or a config at %s; create one with "
+                                 "mcpstudio init NAME --command CMD)" % (command, config))
+        if not words and not options["root_directory"] and config is None:
             raise UsageError("no command given; e.g. mcpstudio echo \"{message}\" (see --help)")
         secrets = [pair.partition("=")[2] for pair in options["env"]]
         log = Log(debug=bool(options["debug"]), path=options["log"], secrets=secrets)
-        server, runner = _build_server(options, words, log)
+        if command == "check":
+            return check_config(config, log, options)
+        server, runner = _build_server(options, words, log, config)
     except UsageError as exc:
         sys.stderr.write("mcpstudio: error: %s\n%s\n" % (exc, USAGE))
         return 2
     except TemplateError as exc:
         sys.stderr.write("mcpstudio: error: bad template: %s\n" % exc)
         return 2
+    except ConfigError as exc:
+        sys.stderr.write("mcpstudio: error: %s\n" % exc)
+        return 1
     except OSError as exc:
         sys.stderr.write("mcpstudio: error: %s\n" % exc)
         return 1

@@ -59,10 +59,10 @@ def wait_until(predicate, timeout=WAIT, interval=0.02):
 class McpProcess:
     """A running mcpstudio, spoken to as an MCP client would over stdio."""
 
-    def __init__(self, *args, cmd=None, env=None, cwd=None):
+    def __init__(self, *args, cmd=None, env=None, cwd=None, stderr=subprocess.PIPE):
         self.argv = cmd or [PY, MODULE] + list(args)
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env, cwd=cwd)
+                                     stderr=stderr, env=env, cwd=cwd)
         self.lock = threading.Condition()
         self.responses = {}
         self.notifications = []
@@ -70,7 +70,8 @@ class McpProcess:
         self.stderr = []
         self.next_id = 100
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        if self.proc.stderr is not None:
+            threading.Thread(target=self._read_stderr, daemon=True).start()
 
     def _read_stdout(self):
         for line in self.proc.stdout:
@@ -92,11 +93,8 @@ class McpProcess:
                 self.lock.notify_all()
 
     def _read_stderr(self):
-        try:
-            for line in self.proc.stderr:
-                self.stderr.append(line.decode("utf-8", "replace"))
-        except (OSError, ValueError):
-            pass  # a test closed stderr on purpose
+        for line in self.proc.stderr:
+            self.stderr.append(line.decode("utf-8", "replace"))
 
     def context(self) -> str:
         """What to print when a test fails: the command, exit code and output."""
@@ -160,7 +158,8 @@ class McpProcess:
             self.proc.wait(WAIT)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
-                stream.close()
+                if stream is not None:
+                    stream.close()
             except OSError:
                 pass
 
@@ -887,8 +886,10 @@ class ProtocolTests(ScratchDir):
     def test_failing_log_never_stops_the_server(self):
         # stderr closed under --debug, or a --log file that cannot be written (disk full):
         # the server still answers and exits on EOF.
-        with McpProcess("--debug", "echo", "{message}") as server:
-            server.proc.stderr.close()
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # every write to the server's stderr fails with EPIPE
+        with McpProcess("--debug", "echo", "{message}", stderr=write_end) as server:
+            os.close(write_end)
             server.initialize()
             self.assertEqual(text_of(server.call("echo", {"message": "still here"})), "still here\n")
             self.assertEqual(server.close(), 0)
