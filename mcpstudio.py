@@ -1636,10 +1636,11 @@ class CommandTool:
 
     def argv(self, arguments: dict) -> list:
         """The argv a call with these (validated, defaulted) arguments runs."""
+        argv = self.template.render(arguments, self.settings.allow_dash_values)  # the dash guard, always
         if self.shell:
             script, values = self.template.render_shell(arguments)
             return ["sh", "-c", script, "mcpstudio"] + values
-        return self.template.render(arguments, self.settings.allow_dash_values)
+        return argv
 
     async def call(self, arguments: dict, ctx: CallContext) -> dict:
         arguments = as_text_where_strings(self.template.normalize(arguments), self.schema)

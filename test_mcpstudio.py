@@ -1425,6 +1425,377 @@ class ScriptModeTests(ScratchDir):
             self.assertIn("exit code 4", text_of(server.call("files__read", {"path": "/no/such/file"})))
 
 
+class CommandTemplateTests(unittest.TestCase):
+    """The config file's template engine: shell quoting and {#if} blocks, no shell."""
+
+    def render(self, text, args, kinds=None):
+        template = mcpstudio.CommandTemplate(text)
+        for field in template.occurrences():
+            if kinds and field.key in kinds:
+                field.kind = kinds[field.key]
+        return template.render(args)
+
+    def test_table(self):
+        # Each row: template, arguments, argv.
+        rows = [
+            ("git commit -m '{message}'{#if amend} --amend{/if}", {"message": "fix bug", "amend": True},
+             ["git", "commit", "-m", "fix bug", "--amend"]),
+            ("git commit -m '{message}'{#if amend} --amend{/if}", {"message": "x", "amend": False},
+             ["git", "commit", "-m", "x"]),
+            ("ls {#if all}-a{#else}-1{/if}", {}, ["ls", "-1"]),
+            ("ls {#if all}-a{#else}-1{/if}", {"all": True}, ["ls", "-a"]),
+            ("x {#if a}A{#if b} B{/if}{/if}", {"a": 1, "b": 1}, ["x", "A", "B"]),
+            ("x {#if a}A{#if b} B{/if}{/if}", {"b": 1}, ["x"]),
+            ("x {#if n}-n {n}{/if}", {"n": 0}, ["x", "-n", "0"]),          # 0 counts as present
+            ("x {#if s}yes{/if}", {"s": ""}, ["x"]),                        # "" does not
+            ("x {#if l}yes{/if}", {"l": []}, ["x"]),                        # nor []
+            ("x {#if l}yes{/if}", {"l": None}, ["x"]),                      # nor null
+            ('echo "a  b" \'c d\' e\\ f', {}, ["echo", "a  b", "c d", "e f"]),
+            ("echo '' \"\"", {}, ["echo", "", ""]),
+            ('echo "say \\"hi\\"" \'it\'"\'"\'s\'', {}, ["echo", 'say "hi"', "it's"]),
+            ("echo --limit={limit} end", {}, ["echo", "end"]),           # missing: the word goes
+            ("echo -n {limit}", {"limit": 5}, ["echo", "-n", "5"]),
+            ("echo {v}", {"v": "{other}"}, ["echo", "{other}"]),         # never re-substituted
+            ("echo {v} {other}", {"v": "{other}", "other": "x"}, ["echo", "{other}", "x"]),
+            ("echo {path # a file}", {"path": "p"}, ["echo", "p"]),
+            ("echo [--flag] [opt]", {"flag": True}, ["echo", "--flag"]),
+            ("echo '{a b}' {\"k\": 1} '{\"k\": 1}'", {}, ["echo", "{a b}", "{k:", "1}", '{"k": 1}']),  # shell quoting
+            ("echo {#if x}one two{/if}three", {"x": True}, ["echo", "one", "twothree"]),
+            ("echo {flag}", {"flag": True}, ["echo", "true"]),
+        ]
+        for text, args, argv in rows:
+            with self.subTest(template=text, args=args):
+                self.assertEqual(self.render(text, args), argv)
+
+    def test_arrays(self):
+        # An array alone in a word is one argument per item; inside a word, joined with commas.
+        self.assertEqual(self.render("rm -- {files}", {"files": ["a b", "c"]}, {"files": "array"}),
+                         ["rm", "--", "a b", "c"])
+        self.assertEqual(self.render("x --tags={t}", {"t": ["a", "b"]}, {"t": "array"}), ["x", "--tags=a,b"])
+        self.assertEqual(self.render("x {files}", {"files": []}, {"files": "array"}), ["x"])
+
+    def test_errors(self):
+        # Malformed templates are TemplateErrors that say what is wrong.
+        for text, fragment in (("x {#if a}", "never closed"), ("x {/if}", "no {#if}"),
+                               ("x {#if a}{#else}{#else}{/if}", "second {#else}"),
+                               ("x 'open", "never closed"), ("x {#if}", "malformed block"),
+                               ("", "no command")):
+            with self.subTest(template=text):
+                with self.assertRaises(TemplateError) as cm:
+                    mcpstudio.CommandTemplate(text)
+                self.assertIn(fragment, str(cm.exception))
+
+    def test_shell_rendering_keeps_values_out_of_the_script(self):
+        # "shell": true passes every value positionally; the script holds only template text.
+        template = mcpstudio.CommandTemplate("printf '%s|' '{a}' \"{b}\" {c} | tr a-z A-Z")
+        script, values = template.render_shell({"a": "x'y", "b": "$(id)", "c": "`id`; rm -rf /"})
+        self.assertNotIn("id", script)
+        self.assertEqual(values, ["x'y", "$(id)", "`id`; rm -rf /"])
+        out = subprocess.run(["sh", "-c", script, "mcpstudio"] + values, capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.stdout, "X'Y|$(ID)|`ID`; RM -RF /|")
+
+
+class StripCommentsTests(unittest.TestCase):
+    def test_table(self):
+        # Comments and trailing commas go; strings keep them; lines and columns stay put.
+        rows = [
+            ('{"a": 1, // note\n "b": 2,}', {"a": 1, "b": 2}),
+            ('{"a": "// not a comment", /* block\n comment */ "b": [1, 2,],}', {"a": "// not a comment", "b": [1, 2]}),
+            ('{"a": "x\\"//y"}', {"a": 'x"//y'}),
+            ('[1, , 2]', None),
+        ]
+        for text, expected in rows:
+            with self.subTest(text=text):
+                stripped = mcpstudio.strip_json_comments(text)
+                self.assertEqual(stripped.count("\n"), text.count("\n"))
+                if expected is None:
+                    with self.assertRaises(ValueError):
+                        json.loads(stripped)
+                else:
+                    self.assertEqual(json.loads(stripped), expected)
+
+
+class ConfigTests(ScratchDir):
+    def write_config(self, data, name="tools.json") -> str:
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(data if isinstance(data, str) else json.dumps(data, indent=2))
+        return path
+
+    def serve(self, config, *extra, env=None):
+        return McpProcess(*extra, "serve", "--config", config, env=env)
+
+    def run_cli(self, *args, env=None, cwd=None):
+        return subprocess.run([PY, MODULE] + list(args), capture_output=True, text=True, timeout=WAIT,
+                              env=env, cwd=cwd, stdin=subprocess.DEVNULL)
+
+    def test_both_tool_forms(self):
+        # A template string (core syntax) and the CLI-as-MCP form with typed parameters and defaults.
+        config = self.write_config("""{
+          // comments and trailing commas are fine
+          "name": "demo", "instructions": "Use these tools.",
+          "tools": [
+            {"name": "echo_words", "command": "echo [--loud] {words...}", "title": "Echo",
+             "annotations": {"readOnlyHint": true}},
+            {"name": "count", "description": "Count up.",
+             "parameters": {"n": {"type": "integer", "default": 3, "description": "how far"},
+                            "sep": {"type": "string", "enum": [",", ";"], "default": ","},
+                            "label": {"type": "string", "required": false}},
+             "command_template": "%s -c 'import sys; print(sys.argv[1:])' {n} {sep} {#if label}--label={label}{/if}"},
+          ],
+        }""" % PY)
+        with self.serve(config) as server:
+            init = server.initialize()["result"]
+            self.assertEqual(init["instructions"], "Use these tools.")
+            self.assertEqual(init["serverInfo"]["title"], "mcpstudio: demo")
+            tools = {t["name"]: t for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools["echo_words"]["title"], "Echo")
+            self.assertEqual(tools["echo_words"]["annotations"], {"readOnlyHint": True})
+            schema = tools["count"]["inputSchema"]
+            self.assertEqual(schema["properties"]["n"], {"type": "integer", "default": 3, "description": "how far"})
+            self.assertNotIn("required", schema)
+            self.assertEqual(text_of(server.call("echo_words", {"words": ["a", "b"], "loud": True})), "--loud a b\n")
+            self.assertEqual(text_of(server.call("count", {})), "['3', ',']\n")
+            self.assertEqual(text_of(server.call("count", {"n": 5, "sep": ";", "label": "x y"})),
+                             "['5', ';', '--label=x y']\n")
+            bad = server.call("count", {"n": "five"})
+            self.assertTrue(bad["isError"])
+            self.assertIn("`n`", text_of(bad))
+            self.assertIn('one of ",", ";"', text_of(server.call("count", {"sep": "|"})))
+
+    def test_injection_stays_literal(self):
+        # Values full of shell syntax are single literal arguments, with and without "shell": true.
+        args_py = self.script("args.py", "import json, sys; print(json.dumps(sys.argv[1:]))\n")
+        config = self.write_config({"tools": [
+            {"name": "plain", "parameters": {"v": {"type": "string"}},
+             "command_template": "%s %s {v} 'quoted {v}' \"dq {v}\"" % (PY, args_py)},
+            {"name": "piped", "shell": True, "parameters": {"v": {"type": "string"}},
+             "command_template": "printf '%%s\\n' {v} '{v}' \"{v}\" | %s -c 'import sys, json; print(json.dumps(sys.stdin.read()))'" % PY},
+        ]})
+        nasty = ["; rm -rf /tmp/x", "$(touch pwned)", "`touch pwned`", "a'b\"c", "line1\nline2", "$HOME", "*", "\\"]
+        with self.serve(config) as server:
+            server.initialize()
+            for value in nasty:
+                with self.subTest(value=value):
+                    plain = json.loads(text_of(server.call("plain", {"v": value})))
+                    self.assertEqual(plain, [value, "quoted " + value, "dq " + value])
+                    piped = json.loads(text_of(server.call("piped", {"v": value})))
+                    self.assertEqual(piped, (value + "\n") * 3)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "pwned")))
+        self.assertFalse(os.path.exists("pwned"))
+
+    def test_stdin_template(self):
+        # "stdin" is rendered and fed to the command (for tools like jq).
+        config = self.write_config({"tools": [
+            {"name": "upper", "parameters": {"text": {"type": "string"}, "times": {"type": "integer", "default": 1}},
+             "stdin": "{text}\n{#if times}times={times}{/if}",
+             "command_template": "%s -c 'import sys; print(sys.stdin.read().upper())'" % PY}]})
+        with self.serve(config) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("upper", {"text": "héllo {x}"})), "HÉLLO {X}\nTIMES=1\n")
+
+    def test_environment_and_paths(self):
+        # ${VAR}, ${VAR:-default}, ${ENV:VAR}, ${env:VAR} and $$ expand in environment and
+        # working_directory; relative paths are relative to the file; templates are never expanded.
+        sub = os.path.join(self.dir, "sub")
+        os.mkdir(sub)
+        config = self.write_config({
+            "working_directory": "sub",
+            "environment": {"A": "${MCPS_A}", "B": "${MCPS_UNSET:-fallback}", "C": "${ENV:MCPS_A}-${env:MCPS_A}",
+                            "D": "cost $$5"},
+            "tools": [{"name": "show", "command":
+                       "%s -c \"import os; print(os.getcwd(), os.environ['A'], os.environ['B'], os.environ['C'], os.environ['D'], os.environ['E'], '${MCPS_A}')\"" % PY,
+                       "environment": {"E": "tool-${MCPS_A}"}}]})
+        env = dict(os.environ, MCPS_A="alpha")
+        with self.serve(config, env=env) as server:
+            server.initialize()
+            # In the template, {MCPS_A} is a field (a tool argument), never the environment variable.
+            self.assertEqual(text_of(server.call("show", {"MCPS_A": "arg"})),
+                             "%s alpha fallback alpha-alpha cost $5 tool-alpha $arg\n" % os.path.realpath(sub))
+
+    def test_timeouts(self):
+        # The tool's timeout, else the file's, else --timeout, else 30 s.
+        config = self.write_config({"timeout": 1, "tools": [
+            {"name": "own", "command": "sleep 5", "timeout": 0.5},
+            {"name": "files", "command": "sleep 5"}]})
+        with self.serve(config, "--timeout", "20") as server:
+            server.initialize()
+            self.assertIn("timed out after 0.5 s", text_of(server.call("own", {})))
+            self.assertIn("timed out after 1 s", text_of(server.call("files", {})))
+        loader = mcpstudio.ConfigLoader(self.write_config({"tools": [{"name": "t", "command": "true"}]}, "t2.json"))
+        log = mcpstudio.Log()
+        sources, _ = loader.load(mcpstudio.ProcessRunner(log), log, mcpstudio.RunSettings(timeout=None))
+        self.assertEqual(sources[0].tools["t"].settings.timeout, 30)
+        sources, _ = loader.load(mcpstudio.ProcessRunner(log), log, mcpstudio.RunSettings(timeout=7))
+        self.assertEqual(sources[0].tools["t"].settings.timeout, 7)
+
+    def test_results_follow_template_mode(self):
+        # Exit codes, labelled stderr and the option-injection guard work as in template mode.
+        config = self.write_config({"tools": [
+            {"name": "fail", "command": "sh -c 'echo out; echo err >&2; exit 3'"},
+            {"name": "cat", "parameters": {"path": {"type": "string"}}, "command_template": "cat {path}"}]})
+        with self.serve(config) as server:
+            server.initialize()
+            result = server.call("fail", {})
+            self.assertTrue(result["isError"])
+            self.assertIn("exited with code 3", text_of(result))
+            self.assertIn("out", text_of(result))
+            self.assertIn("[stderr]\nerr", text_of(result))
+            self.assertIn("starts with '-'", text_of(server.call("cat", {"path": "--help"})))
+
+    def test_resources(self):
+        # Fixed resources and resource templates run their command; failures are errors that say why.
+        config = self.write_config({"resources": [
+            {"uri": "demo://hello", "name": "hello", "description": "a greeting", "command": "echo hello"},
+            {"uri": "demo://echo/{word}", "name": "echo", "command": "echo {word}", "mime_type": "text/x-word"},
+            {"uri": "demo://broken", "name": "broken", "command": "sh -c 'echo nope >&2; exit 2'"}]})
+        with self.serve(config) as server:
+            init = server.initialize()["result"]
+            self.assertIn("resources", init["capabilities"])
+            listed = server.request("resources/list")["result"]["resources"]
+            self.assertEqual([r["uri"] for r in listed], ["demo://hello", "demo://broken"])
+            self.assertEqual(listed[0], {"uri": "demo://hello", "name": "hello", "mimeType": "text/plain",
+                                         "description": "a greeting"})
+            templates = server.request("resources/templates/list")["result"]["resourceTemplates"]
+            self.assertEqual(templates, [{"uriTemplate": "demo://echo/{word}", "name": "echo", "mimeType": "text/x-word"}])
+            read = server.request("resources/read", {"uri": "demo://hello"})["result"]["contents"]
+            self.assertEqual(read, [{"uri": "demo://hello", "mimeType": "text/plain", "text": "hello\n"}])
+            read = server.request("resources/read", {"uri": "demo://echo/two%20words"})["result"]["contents"][0]
+            self.assertEqual((read["text"], read["mimeType"]), ("two words\n", "text/x-word"))
+            error = server.request("resources/read", {"uri": "demo://broken"})["error"]
+            self.assertIn("exited with code 2", error["message"])
+            self.assertIn("nope", error["message"])
+            self.assertEqual(server.request("resources/read", {"uri": "demo://other"})["error"]["code"], -32002)
+
+    def test_scripts_in_config(self):
+        # "scripts" serves folders as in script mode, relative to the config file.
+        folder = os.path.join(self.dir, "scripts")
+        os.mkdir(folder)
+        self.script("scripts/hi", "#!/bin/sh\n[ \"$1\" = --help ] && { echo '{}'; exit 0; }\necho hi\n")
+        config = self.write_config({"scripts": ["scripts"], "tools": [{"name": "t", "command": "true"}]})
+        with self.serve(config, env=dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))) as server:
+            server.initialize()
+            self.assertEqual(sorted(t["name"] for t in server.request("tools/list")["result"]["tools"]), ["hi", "t"])
+            self.assertEqual(text_of(server.call("hi", {})), "hi\n")
+
+    def test_errors_in_the_file(self):
+        # Every mistake stops startup with exit 1, nothing on stdout, and a message naming the place.
+        cases = [
+            ('{"tools": [\n  {"name": "a", "command": "x"}\n  {"name": "b"}]}', ["tools.json:3:3", "invalid JSON"]),
+            ('[]', ["JSON object"]),
+            ({"tool": []}, ["tool: unknown key (did you mean `tools`?)"]),
+            ({"tools": [{"name": "a", "comand": "x"}]}, ["tools[0].comand", "did you mean `command`"]),
+            ({"tools": [{"command": "x"}]}, ["tools[0]", "needs a `name`"]),
+            ({"tools": [{"name": "a.b", "command": "x"}]}, ["tools[0].name", "letters, digits"]),
+            ({"tools": [{"name": "a"}]}, ["tools[0]", "exactly one of `command` and `command_template`"]),
+            ({"tools": [{"name": "a", "command": "x"}, {"name": "a", "command": "y"}]}, ["tools[1].name", "already"]),
+            ({"tools": [{"name": "a", "command_template": "x {limit}",
+                         "parameters": {"limit": {"type": "int"}}}]},
+             ["tools[0].parameters.limit.type", "did you mean `integer`"]),
+            ({"tools": [{"name": "a", "command_template": "x {limt}",
+                         "parameters": {"limit": {"type": "integer"}}}]},
+             ["tools[0].command_template", "`limt`", "not a declared parameter", "did you mean `limit`"]),
+            ({"tools": [{"name": "a", "command_template": "x {n}",
+                         "parameters": {"n": {"type": "integer", "default": "three"}}}]},
+             ["tools[0].parameters.n.default", "integer"]),
+            ({"tools": [{"name": "a", "command_template": "x {#if n}", "parameters": {"n": {}}}]},
+             ["tools[0].command_template", "never closed"]),
+            ({"tools": [{"name": "a", "command": "x", "timeout": "soon"}]}, ["tools[0].timeout", "a number"]),
+            ({"environment": {"K": "${MCPS_SURELY_UNSET}"}}, ["environment.K", "${MCPS_SURELY_UNSET} is not set"]),
+            ({"working_directory": "nowhere"}, ["working_directory", "no such folder"]),
+            ({"resources": [{"uri": "x://{a}", "command": "echo {b}"}]}, ["resources[0].command", "`b`"]),
+            ({"mcpServers": {}}, ["mcpServers", "not supported"]),
+            ({"tools": [{"name": "a", "command": "x", "annotations": {"readOnly": True}}]},
+             ["tools[0].annotations.readOnly", "did you mean `readOnlyHint`"]),
+        ]
+        for data, fragments in cases:
+            with self.subTest(data=data):
+                path = self.write_config(data)
+                for args in (["serve", "--config", path], ["check", "--config", path]):
+                    proc = self.run_cli(*args)
+                    self.assertEqual(proc.returncode, 1, proc.stderr)
+                    self.assertEqual(proc.stdout, "")
+                    self.assertTrue(proc.stderr.startswith("mcpstudio: error: %s" % path), proc.stderr)
+                    for fragment in fragments:
+                        self.assertIn(fragment, proc.stderr)
+        proc = self.run_cli("serve", "--config", os.path.join(self.dir, "missing.json"))
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("no such file", proc.stderr)
+
+    def test_check_prints_tools_and_example_argv(self):
+        config = self.write_config({"tools": [
+            {"name": "log", "parameters": {"limit": {"type": "integer"}, "path": {"type": "array", "required": False}},
+             "command_template": "git log -n {limit} -- {path}"}],
+            "resources": [{"uri": "git://status", "command": "git status"}]})
+        proc = self.run_cli("check", "--config", config)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("log", proc.stdout)
+        self.assertIn("limit            integer  required", proc.stdout)
+        self.assertIn("example: git log -n 1 -- '<path>'", proc.stdout)
+        self.assertIn("git://status", proc.stdout)
+
+    def test_init(self):
+        # init writes a commented starter config that passes check, and never overwrites by accident.
+        proc = self.run_cli("init", "mytool", "--command", "git", "--description", "Git tools", cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        path = os.path.join(self.dir, "mytool.json")
+        with open(path) as f:
+            self.assertIn("//", f.read())
+        check = self.run_cli("check", "--config", path)
+        self.assertEqual(check.returncode, 0, check.stderr)
+        self.assertIn("mytool_run", check.stdout)
+        again = self.run_cli("init", "mytool", "--command", "git", cwd=self.dir)
+        self.assertEqual(again.returncode, 1)
+        self.assertIn("--force", again.stderr)
+        self.assertEqual(self.run_cli("init", "mytool", "--command", "ls", "--force", cwd=self.dir).returncode, 0)
+        self.assertEqual(self.run_cli("init", "mytool").returncode, 2)
+
+    def test_default_config_location(self):
+        # Without --config, serve and check use $XDG_CONFIG_HOME/mcpstudio/config.json.
+        home = os.path.join(self.dir, "xdg")
+        env = dict(os.environ, XDG_CONFIG_HOME=home)
+        proc = self.run_cli("check", env=env)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn(os.path.join(home, "mcpstudio", "config.json"), proc.stderr)
+        os.makedirs(os.path.join(home, "mcpstudio"))
+        self.write_config({"tools": [{"name": "hi", "command": "echo hi"}]}, os.path.join(home, "mcpstudio", "config.json"))
+        self.assertEqual(self.run_cli("check", env=env).returncode, 0)
+        with McpProcess("serve", env=env) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("hi", {})), "hi\n")
+
+    def test_subcommand_names_as_commands(self):
+        # `--` reaches a command named like a subcommand; options may come before the subcommand.
+        bin_dir = os.path.join(self.dir, "bin")
+        os.mkdir(bin_dir)
+        self.script("bin/check", "#!/bin/sh\necho checked \"$@\"\n")
+        env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
+        with McpProcess("--", "check", "{x}", env=env) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("check", {"x": "it"})), "checked it\n")
+        config = self.write_config({"tools": [{"name": "hi", "command": "echo hi"}]})
+        with McpProcess("--debug", "serve", "--config", config, "--timeout", "5") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("hi", {})), "hi\n")
+        proc = self.run_cli("serve", "--config", config, "extra")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("options only", proc.stderr)
+
+    def test_secrets_from_config_are_masked(self):
+        # Values expanded from ${VAR} never reach --log in clear.
+        log = os.path.join(self.dir, "wire.log")
+        config = self.write_config({"environment": {"TOKEN": "${MCPS_TOKEN}"},
+                                    "tools": [{"name": "t", "command": "sh -c 'echo $TOKEN'"}]})
+        with self.serve(config, "--log", log, env=dict(os.environ, MCPS_TOKEN="tok-123456")) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("t", {})), "tok-123456\n")
+            server.close()
+        with open(log) as f:
+            content = f.read()
+        self.assertNotIn("tok-123456", content)
+        self.assertIn("***", content)
+
+
 class ExampleTests(unittest.TestCase):
     """The client configs in examples/ are real: every entry serves the tool it names."""
 
@@ -1466,6 +1837,33 @@ class ExampleTests(unittest.TestCase):
                     tools = server.request("tools/list")["result"]["tools"]
                     self.assertEqual([t["name"] for t in tools], [key], server.context())
                     self.assertEqual(tools[0]["inputSchema"]["type"], "object")
+
+    def test_example_configs_pass_check(self):
+        # Every config in examples/configs is valid and `check` shows its tools.
+        folder = os.path.join(HERE, "examples", "configs")
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+        self.assertGreaterEqual(len(names), 3)
+        for name in names:
+            with self.subTest(config=name):
+                proc = subprocess.run([PY, MODULE, "check", "--config", os.path.join(folder, name)],
+                                      capture_output=True, text=True, timeout=WAIT)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn("tools:", proc.stdout)
+
+    def test_pipe_example_runs(self):
+        # The "shell": true example counts matches through a pipe, and a hostile pattern stays text.
+        config = os.path.join(HERE, "examples", "configs", "pipes.json")
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            result = server.call("count_matches", {"pattern": "^import ", "file": MODULE})
+            self.assertFalse(result["isError"], result)
+            with open(MODULE) as f:
+                expected = sum(1 for line in f if line.startswith("import "))
+            self.assertEqual(int(text_of(result)), expected)
+            result = server.call("count_matches", {"pattern": "$(touch /tmp/mcpstudio-pwned)", "file": MODULE})
+            self.assertEqual(int(text_of(result).split()[0]), 0)
+            self.assertFalse(os.path.exists("/tmp/mcpstudio-pwned"))
+            self.assertIn("starts with '-'", text_of(server.call("count_matches", {"pattern": "--help", "file": MODULE})))
 
     def test_git_and_grep_examples_run(self):
         # Two examples called for real on this repository's own files.
@@ -1571,6 +1969,40 @@ class PythonSdkInteropTests(ScratchDir):
         self.assertEqual(out["structured"], {"operation": "add", "result": 5.0})
         self.assertEqual(out["resources"], ["mcpd://counter/state"])
         self.assertEqual(out["state"], {"count": 2})
+
+    def test_config_mode(self):
+        # The SDK lists and calls config tools, lists resources and templates, and reads both.
+        out = self.run_client("""
+            import anyio, json, os
+            from mcp import ClientSession, StdioServerParameters, stdio_client
+
+            async def main():
+                params = StdioServerParameters(command=os.environ["SERVER_PY"],
+                                               args=[os.environ["MCPSTUDIO"], "serve", "--config", os.environ["CONFIG"]])
+                async with stdio_client(params) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        await session.initialize()
+                        tools = await session.list_tools()
+                        log = await session.call_tool("git_log", {"repo": os.environ["REPO"], "limit": 1})
+                        resources = await session.list_resources()
+                        templates = await session.list_resource_templates()
+                        version = await session.read_resource("git://version")
+                        print(json.dumps({
+                            "tools": sorted(t.name for t in tools.tools),
+                            "log": log.content[0].text, "log_error": log.is_error,
+                            "resources": [str(r.uri) for r in resources.resources],
+                            "templates": [t.uri_template for t in templates.resource_templates],
+                            "version": version.contents[0].text,
+                        }))
+            anyio.run(main)
+            """, CONFIG=os.path.join(HERE, "examples", "configs", "git.json"), REPO=HERE)
+        self.assertEqual(out["tools"], ["git_log", "git_show", "git_status"])
+        self.assertEqual(out["resources"], ["git://version"])
+        self.assertEqual(out["templates"], ["git://branches/{repo}"])
+        self.assertTrue(out["version"].startswith("git version"), out)
+        if os.path.isdir(os.path.join(HERE, ".git")):
+            self.assertFalse(out["log_error"], out["log"])
+            self.assertEqual(len(out["log"].strip().splitlines()), 1)
 
     def test_client_auto_mode(self):
         # mcp.Client in its default auto mode falls back to initialize at once (no 10 s wait).
