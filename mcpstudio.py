@@ -56,6 +56,10 @@ __all__ = [
     "TemplateTools",
     "Catalog",
     "Server",
+    "ScriptDirectory",
+    "CommandTemplate",
+    "ConfigError",
+    "ConfigLoader",
     "main",
 ]
 
@@ -73,6 +77,8 @@ EOF_DRAIN = 2.0                 # seconds in-flight calls may finish after stdin
 PIPE_LINGER = 0.1               # seconds to drain pipes after the command itself exited
 PROGRESS_INTERVAL = 1.0         # seconds between progress notifications
 PAGE_SIZE = 100                 # items per tools/list page
+HELP_TIMEOUT = 10.0             # seconds a script's --help (or --state) may take
+RESCAN_INTERVAL = 2.0           # seconds between looks for added, changed or removed scripts
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -82,6 +88,53 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
+
+
+# --------------------------------------------------------------------------
+# Sections compiled on first use
+# --------------------------------------------------------------------------
+# `python3 mcpstudio.py` compiles the whole file at every start (Python never
+# caches a script's bytecode): about 7 microseconds a line on a small machine,
+# the biggest part of a cold start. So the subsystems only some modes use
+# (script folders, config files) stay in their place below as source text and
+# are compiled the first time a mode needs them, under this file's name and
+# line numbers, so tracebacks and debuggers point at the real lines. Template
+# mode compiles only the core. `mcpstudio.ConfigLoader` and the like compile
+# their section on access, so importers never notice.
+
+_SECTIONS = {}  # name -> (source, sections it needs), until compiled
+
+
+def _section(name: str, source: str, requires=()):
+    """Keep a section's source, to compile when `_need(name)` first asks for it."""
+    _SECTIONS[name] = (source, requires)
+
+
+def _need(*names):
+    """Compile and run these sections (and what they need) into this module, once."""
+    for name in names:
+        entry = _SECTIONS.pop(name, None)
+        if entry is None:
+            continue
+        source, requires = entry
+        _need(*requires)
+        try:
+            with open(__file__, encoding="utf-8") as f:
+                text = f.read()
+            first_line = text.count("\n", 0, text.index(source)) + 1
+        except (OSError, ValueError):  # e.g. inside a zipapp: line numbers start at 1
+            first_line = 1
+        exec(compile("\n" * (first_line - 1) + source, __file__, "exec"), globals())
+
+
+def __getattr__(name: str):
+    """A name defined in a section not compiled yet compiles it (PEP 562)."""
+    if not name.startswith("__"):
+        for section in list(_SECTIONS):
+            _need(section)
+            if name in globals():
+                return globals()[name]
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 # --------------------------------------------------------------------------
@@ -129,6 +182,10 @@ class McpError(McpStudioError):
 
 class ToolError(McpStudioError):
     """A tool call that cannot go ahead (the caller's mistake): becomes an `isError` result."""
+
+
+class ConfigError(McpStudioError):
+    """A mistake in a config file; the message names the file and where in it."""
 
 
 # --------------------------------------------------------------------------
@@ -496,215 +553,6 @@ def _text(value) -> str:
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
     return str(value)
-
-
-class Block:
-    """`{#if name}...{#else}...{/if}` in a command template."""
-
-    __slots__ = ("key", "then", "otherwise")
-
-    def __init__(self, name: str):
-        self.key = name.replace("-", "_")
-        self.then = []
-        self.otherwise = None
-
-    def branch(self, arguments: dict) -> list:
-        value = arguments.get(self.key)
-        given = value is not None and value is not False and value != "" and value != []
-        return self.then if given else (self.otherwise or [])
-
-
-_BLOCK = re.compile(r"\{#if\s+(%s)\s*\}|\{#else\}|\{/if\}" % _FIELD_NAME)
-
-
-class CommandTemplate(Template):
-    """A config file's command template: one string, split into words like a shell would.
-
-    Grammar (fields and blocks are found before the words are split)::
-
-        template ::= node*
-        node     ::= block | field | flag | group | quote | space | char
-        block    ::= '{#if' NAME '}' node* [ '{#else}' node* ] '{/if}'
-        quote    ::= "'" ... "'" | '"' ... '"'   (fields still work inside quotes)
-        space    ::= whitespace outside quotes: ends a word
-
-    Quotes and backslashes work as in a POSIX shell, but no shell runs:
-    values are never split, globbed or re-substituted. A block keeps its
-    content when its parameter is present and not false, null, "" or [].
-    With `text=True` (stdin templates) quotes, backslashes and spaces are
-    plain text. Tokens are (kind, text, quote): "t" text, "s" space, "q" a
-    quote mark, "f" a Field, "g" a Group.
-    """
-
-    def __init__(self, source: str, text: bool = False):
-        self.source = [source]
-        self.text_mode = text
-        self.fields = {}
-        self.blocks = []
-        self.nodes = self._parse(source)
-        if not text and not any(t[0] == "t" for t in self._tokens(self.nodes)):
-            raise TemplateError("the command template has no command: %r" % source)
-
-    def _parse(self, source: str) -> list:
-        root, stack, quote, i = [], [], None, 0
-        current = root
-        while i < len(source):
-            char = source[i]
-            if char == "{" and source.startswith(("{#", "{/"), i):
-                match = _BLOCK.match(source, i)
-                if match is None:
-                    raise TemplateError("malformed block at column %d: use {#if name}, {#else} or {/if}" % (i + 1),
-                                        0, self.source)
-                if match.group(1):
-                    block = Block(match.group(1))
-                    self.blocks.append(block)
-                    current.append(block)
-                    stack.append((block, current))
-                    current = block.then
-                elif not stack:
-                    raise TemplateError("%s at column %d has no {#if} before it" % (match.group(), i + 1), 0, self.source)
-                elif match.group() == "{#else}":
-                    block = stack[-1][0]
-                    if block.otherwise is not None:
-                        raise TemplateError("a second {#else} at column %d" % (i + 1), 0, self.source)
-                    block.otherwise = current = []
-                else:
-                    current = stack.pop()[1]
-                i = match.end()
-                continue
-            if not self.text_mode:
-                if char == "\\" and quote != "'" and i + 1 < len(source):
-                    following = source[i + 1]
-                    if quote is None or following in '"\\$`':
-                        current.append(("t", following, quote))
-                        i += 2
-                        continue
-                if char in "'\"" and quote in (None, char):
-                    quote = None if quote else char
-                    current.append(("q", char, quote))
-                    i += 1
-                    continue
-                if char.isspace() and quote is None:
-                    current.append(("s", char, None))
-                    i += 1
-                    continue
-            if char in "{[":
-                match = _FIELD.match(source, i)
-                if match:
-                    current.append(("f", self._field(match, 0), quote))
-                    i = match.end()
-                    continue
-                if _FIELD_START.match(source, i):
-                    raise self._bad_description(source, i, 0)
-                close = _closing_bracket(source, i) if char == "[" else 0
-                if close:
-                    inner = self._parse_word(source[i + 1:close], 0, True)
-                    if any(not isinstance(p, str) for p in inner):
-                        current.append(("g", Group(inner), quote))
-                        i = close + 1
-                        continue
-            current.append(("t", char, quote))
-            i += 1
-        if quote:
-            raise TemplateError("a %s quote is never closed" % quote, 0, self.source)
-        if stack:
-            raise TemplateError("{#if %s} is never closed with {/if}" % stack[-1][0].key, 0, self.source)
-        return root
-
-    def _tokens(self, nodes: list, arguments: dict | None = None):
-        """The tokens in order; blocks are entered by `arguments` (all of them when None)."""
-        for node in nodes:
-            if isinstance(node, Block):
-                if arguments is None:
-                    yield from self._tokens(node.then)
-                    yield from self._tokens(node.otherwise or [])
-                else:
-                    yield from self._tokens(node.branch(arguments), arguments)
-            else:
-                yield node
-
-    def words_for(self, arguments: dict | None) -> list:
-        """Split the chosen tokens into words of pieces (str, Field, Group)."""
-        words, word = [], None
-        for kind, value, _ in self._tokens(self.nodes, arguments):
-            if kind == "s":
-                if word is not None:
-                    words.append(word)
-                word = None
-                continue
-            if word is None:
-                word = []
-            if kind == "q":
-                value = ""  # an empty quoted word ('') is still a word
-            if isinstance(value, str) and word and isinstance(word[-1], str):
-                word[-1] += value
-            else:
-                word.append(value)
-        if word is not None:
-            words.append(word)
-        return words
-
-    @property
-    def words(self):
-        return self.words_for(None)
-
-    def occurrences(self):
-        """Every field as written, in groups and in both branches of every block."""
-        for kind, value, _ in self._tokens(self.nodes):
-            if kind == "f":
-                yield value
-            elif kind == "g":
-                yield from value.fields
-
-    def render(self, arguments: dict, allow_dash_values: bool = False) -> list:
-        return render_words(self.words_for(arguments), arguments, allow_dash_values, self.command_name())
-
-    def render_text(self, arguments: dict) -> str:
-        """The template as one string (stdin templates): values pasted in as text."""
-        parts = []
-        for kind, value, _ in self._tokens(self.nodes, arguments):
-            if kind == "g":
-                if value.given(arguments):
-                    _render_pieces(value.pieces, arguments, parts)
-            elif kind == "f":
-                _render_pieces([value], arguments, parts)
-            else:
-                parts.append(value)
-        return "".join(parts)
-
-    def render_shell(self, arguments: dict) -> tuple:
-        """(script, values) for `sh -c script mcpstudio values...`.
-
-        Every value becomes a positional parameter referenced as "$N"; the
-        script text holds only the template's own text, never a value.
-        """
-        script, values = [], []
-
-        def ref(value, quote):
-            values.append(_text(value))
-            name = "${%d}" % len(values)
-            return {"'": "'\"%s\"'", '"': "%s"}.get(quote, '"%s"') % name
-
-        for kind, value, quote in self._tokens(self.nodes, arguments):
-            if kind in "tsq":
-                script.append(value)
-            elif kind == "g":
-                if value.given(arguments):
-                    parts = []
-                    _render_pieces(value.pieces, arguments, parts)
-                    script.append(ref("".join(parts), quote))
-            else:
-                given = arguments.get(value.key)
-                if value.kind == "boolean":
-                    script.append(value.flag if given else "")
-                elif value.kind == "array" and quote is None:
-                    script.append(" ".join(ref(v, None) for v in given or ()))
-                elif given is not None:
-                    script.append(ref(",".join(_text(v) for v in given) if value.kind == "array" else given, quote))
-        return "".join(script), values
-
-    def display(self) -> str:
-        return self.source[0]
 
 
 class Group:
@@ -1755,7 +1603,8 @@ class TemplateTools:
 # stdout) and options (JSON on stderr). Discovery is cached by real path,
 # size and modification time, in memory and on disk, so unchanged scripts are
 # never asked twice, not even across restarts.
-
+# Compiled on first use (see "Sections compiled on first use" at the top).
+_section('scripts', source=r'''
 SCRIPT_EXIT_MEANINGS = {
     1: "internal error", 2: "bad request (invalid input)", 3: "forbidden", 4: "not found",
     5: "service unavailable", 6: "not acceptable", 7: "not implemented", 8: "conflict", 9: "timeout",
@@ -1766,9 +1615,7 @@ _SCRIPT_LOG_LINE = re.compile(r"(TRACE|DEBUG|INFO|WARNING|WARN|ERROR)\b[:\s]*(.*
 _VALUE_TYPES = {"string": "string", "integer": "integer", "float": "number", "number": "number",
                 "boolean": "boolean", "any": None}
 SCRIPT_DEPTH = 8            # folders below the root that are searched
-HELP_TIMEOUT = 10.0         # seconds a script's --help (or --state) may take
 HELP_CONCURRENCY = 8        # --help runs at once during discovery
-RESCAN_INTERVAL = 2.0       # seconds between checks for added, changed or removed scripts
 CACHE_FORMAT = 1
 
 def user_cache_dir() -> str:
@@ -2167,6 +2014,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) 
     if kept:
         content.append({"type": "text", "text": "[stderr]\n" + "\n".join(kept)})
     return {"content": content, "isError": True}
+''')
 
 
 # --------------------------------------------------------------------------
@@ -2421,7 +2269,8 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 # names the file and the line and column, or the key path, and says what is
 # expected. `${VAR}` expands from the environment in the fields listed in
 # _EXPANDED, never in command templates or tool arguments.
-
+# Compiled on first use (see "Sections compiled on first use" at the top).
+_section('config', requires=("scripts",), source=r'''
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "command", "timeout", "separator", "$schema")
@@ -2435,47 +2284,6 @@ _SCRIPTS_KEYS = ("path", "include", "exclude")
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
 _PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array")
 _ENV_REFERENCE = re.compile(r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-class ConfigError(McpStudioError):
-    """A mistake in a config file; the message names the file and where in it."""
-
-
-def default_config_path() -> str:
-    """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
-    return os.path.join(base, "mcpstudio", "config.json")
-
-
-def strip_json_comments(text: str) -> str:
-    """Blank out // and /* */ comments and trailing commas, keeping every line and column."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        char = text[i]
-        if char == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            out.append(text[i:end + 1])
-            i = end + 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            end = n if end < 0 else end
-            out.append(" " * (end - i))
-            i = end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:end]))
-            i = end
-        elif char == ",":
-            following = re.match(r"\s*([\]}])", text[i + 1:])
-            out.append(" " if following else ",")
-            i += 1
-        else:
-            out.append(char)
-            i += 1
-    return "".join(out)
 
 
 class ConfigLoader:
@@ -2824,6 +2632,342 @@ class CommandResource:
         return {"contents": [content]}
 
 
+class Block:
+    """`{#if name}...{#else}...{/if}` in a command template."""
+
+    __slots__ = ("key", "then", "otherwise")
+
+    def __init__(self, name: str):
+        self.key = name.replace("-", "_")
+        self.then = []
+        self.otherwise = None
+
+    def branch(self, arguments: dict) -> list:
+        value = arguments.get(self.key)
+        given = value is not None and value is not False and value != "" and value != []
+        return self.then if given else (self.otherwise or [])
+
+
+_BLOCK = re.compile(r"\{#if\s+(%s)\s*\}|\{#else\}|\{/if\}" % _FIELD_NAME)
+
+
+class CommandTemplate(Template):
+    """A config file's command template: one string, split into words like a shell would.
+
+    Grammar (fields and blocks are found before the words are split)::
+
+        template ::= node*
+        node     ::= block | field | flag | group | quote | space | char
+        block    ::= '{#if' NAME '}' node* [ '{#else}' node* ] '{/if}'
+        quote    ::= "'" ... "'" | '"' ... '"'   (fields still work inside quotes)
+        space    ::= whitespace outside quotes: ends a word
+
+    Quotes and backslashes work as in a POSIX shell, but no shell runs:
+    values are never split, globbed or re-substituted. A block keeps its
+    content when its parameter is present and not false, null, "" or [].
+    With `text=True` (stdin templates) quotes, backslashes and spaces are
+    plain text. Tokens are (kind, text, quote): "t" text, "s" space, "q" a
+    quote mark, "f" a Field, "g" a Group.
+    """
+
+    def __init__(self, source: str, text: bool = False):
+        self.source = [source]
+        self.text_mode = text
+        self.fields = {}
+        self.blocks = []
+        self.nodes = self._parse(source)
+        if not text and not any(t[0] == "t" for t in self._tokens(self.nodes)):
+            raise TemplateError("the command template has no command: %r" % source)
+
+    def _parse(self, source: str) -> list:
+        root, stack, quote, i = [], [], None, 0
+        current = root
+        while i < len(source):
+            char = source[i]
+            if char == "{" and source.startswith(("{#", "{/"), i):
+                match = _BLOCK.match(source, i)
+                if match is None:
+                    raise TemplateError("malformed block at column %d: use {#if name}, {#else} or {/if}" % (i + 1),
+                                        0, self.source)
+                if match.group(1):
+                    block = Block(match.group(1))
+                    self.blocks.append(block)
+                    current.append(block)
+                    stack.append((block, current))
+                    current = block.then
+                elif not stack:
+                    raise TemplateError("%s at column %d has no {#if} before it" % (match.group(), i + 1), 0, self.source)
+                elif match.group() == "{#else}":
+                    block = stack[-1][0]
+                    if block.otherwise is not None:
+                        raise TemplateError("a second {#else} at column %d" % (i + 1), 0, self.source)
+                    block.otherwise = current = []
+                else:
+                    current = stack.pop()[1]
+                i = match.end()
+                continue
+            if not self.text_mode:
+                if char == "\\" and quote != "'" and i + 1 < len(source):
+                    following = source[i + 1]
+                    if quote is None or following in '"\\$`':
+                        current.append(("t", following, quote))
+                        i += 2
+                        continue
+                if char in "'\"" and quote in (None, char):
+                    quote = None if quote else char
+                    current.append(("q", char, quote))
+                    i += 1
+                    continue
+                if char.isspace() and quote is None:
+                    current.append(("s", char, None))
+                    i += 1
+                    continue
+            if char in "{[":
+                match = _FIELD.match(source, i)
+                if match:
+                    current.append(("f", self._field(match, 0), quote))
+                    i = match.end()
+                    continue
+                if _FIELD_START.match(source, i):
+                    raise self._bad_description(source, i, 0)
+                close = _closing_bracket(source, i) if char == "[" else 0
+                if close:
+                    inner = self._parse_word(source[i + 1:close], 0, True)
+                    if any(not isinstance(p, str) for p in inner):
+                        current.append(("g", Group(inner), quote))
+                        i = close + 1
+                        continue
+            current.append(("t", char, quote))
+            i += 1
+        if quote:
+            raise TemplateError("a %s quote is never closed" % quote, 0, self.source)
+        if stack:
+            raise TemplateError("{#if %s} is never closed with {/if}" % stack[-1][0].key, 0, self.source)
+        return root
+
+    def _tokens(self, nodes: list, arguments: dict | None = None):
+        """The tokens in order; blocks are entered by `arguments` (all of them when None)."""
+        for node in nodes:
+            if isinstance(node, Block):
+                if arguments is None:
+                    yield from self._tokens(node.then)
+                    yield from self._tokens(node.otherwise or [])
+                else:
+                    yield from self._tokens(node.branch(arguments), arguments)
+            else:
+                yield node
+
+    def words_for(self, arguments: dict | None) -> list:
+        """Split the chosen tokens into words of pieces (str, Field, Group)."""
+        words, word = [], None
+        for kind, value, _ in self._tokens(self.nodes, arguments):
+            if kind == "s":
+                if word is not None:
+                    words.append(word)
+                word = None
+                continue
+            if word is None:
+                word = []
+            if kind == "q":
+                value = ""  # an empty quoted word ('') is still a word
+            if isinstance(value, str) and word and isinstance(word[-1], str):
+                word[-1] += value
+            else:
+                word.append(value)
+        if word is not None:
+            words.append(word)
+        return words
+
+    @property
+    def words(self):
+        return self.words_for(None)
+
+    def occurrences(self):
+        """Every field as written, in groups and in both branches of every block."""
+        for kind, value, _ in self._tokens(self.nodes):
+            if kind == "f":
+                yield value
+            elif kind == "g":
+                yield from value.fields
+
+    def render(self, arguments: dict, allow_dash_values: bool = False) -> list:
+        return render_words(self.words_for(arguments), arguments, allow_dash_values, self.command_name())
+
+    def render_text(self, arguments: dict) -> str:
+        """The template as one string (stdin templates): values pasted in as text."""
+        parts = []
+        for kind, value, _ in self._tokens(self.nodes, arguments):
+            if kind == "g":
+                if value.given(arguments):
+                    _render_pieces(value.pieces, arguments, parts)
+            elif kind == "f":
+                _render_pieces([value], arguments, parts)
+            else:
+                parts.append(value)
+        return "".join(parts)
+
+    def render_shell(self, arguments: dict) -> tuple:
+        """(script, values) for `sh -c script mcpstudio values...`.
+
+        Every value becomes a positional parameter referenced as "$N"; the
+        script text holds only the template's own text, never a value.
+        """
+        script, values = [], []
+
+        def ref(value, quote):
+            values.append(_text(value))
+            name = "${%d}" % len(values)
+            return {"'": "'\"%s\"'", '"': "%s"}.get(quote, '"%s"') % name
+
+        for kind, value, quote in self._tokens(self.nodes, arguments):
+            if kind in "tsq":
+                script.append(value)
+            elif kind == "g":
+                if value.given(arguments):
+                    parts = []
+                    _render_pieces(value.pieces, arguments, parts)
+                    script.append(ref("".join(parts), quote))
+            else:
+                given = arguments.get(value.key)
+                if value.kind == "boolean":
+                    script.append(value.flag if given else "")
+                elif value.kind == "array" and quote is None:
+                    script.append(" ".join(ref(v, None) for v in given or ()))
+                elif given is not None:
+                    script.append(ref(",".join(_text(v) for v in given) if value.kind == "array" else given, quote))
+        return "".join(script), values
+
+    def display(self) -> str:
+        return self.source[0]
+
+
+STARTER_CONFIG = """\
+// mcpstudio config for %(name)s. Comments and trailing commas are fine here.
+//   serve it:  python3 mcpstudio.py serve --config %(file)s
+//   check it:  python3 mcpstudio.py check --config %(file)s
+{
+  "name": %(name_json)s,
+  "description": %(description_json)s,
+  // Variables for every command. ${VAR} and ${VAR:-default} come from your environment.
+  "environment": {},
+  // Seconds a command may run (a tool can say its own "timeout").
+  "timeout": 30,
+  "tools": [
+    {
+      // A template string, as on mcpstudio's command line: {x} required, [x] optional,
+      // {x...} a list, [--flag] a boolean. No shell ever runs.
+      "name": %(help_json)s,
+      "description": "Show how to use %(command)s.",
+      "command": %(help_command_json)s,
+      "annotations": {"readOnlyHint": true}
+    },
+    {
+      // Typed parameters, and a command_template with {#if} blocks.
+      "name": %(run_json)s,
+      "description": "Run %(command)s with arguments.",
+      "parameters": {
+        "args": {"type": "array", "description": "Arguments for %(command)s", "default": []},
+        "verbose": {"type": "boolean", "description": "More output", "default": false}
+      },
+      "command_template": %(run_command_json)s
+    }
+  ],
+  "resources": [
+    // Read by running a command; a {param} in the uri makes a resource template.
+    {"uri": %(uri_json)s, "name": "%(command)s version", "command": %(version_command_json)s}
+  ],
+  // Folders of self-describing scripts, served as in --root-directory mode.
+  "scripts": []
+}
+"""
+
+
+def init_config(args: list) -> int:
+    """`init NAME --command CMD [--description D] [-o FILE] [--force]`: write a starter config."""
+    values = {"name": None, "command": None, "description": None, "output": None, "force": False}
+    names = {"--command": "command", "--description": "description", "-o": "output", "--output": "output"}
+    i = 0
+    while i < len(args):
+        arg, eq, inline = args[i].partition("=")
+        if arg == "--force":
+            values["force"] = True
+        elif arg in names:
+            if not eq:
+                i += 1
+                if i >= len(args):
+                    raise UsageError("init: %s needs a value" % arg)
+                inline = args[i]
+            values[names[arg]] = inline
+        elif arg.startswith("-") or values["name"] is not None:
+            raise UsageError("init: unexpected %r; usage: mcpstudio init NAME --command CMD "
+                             "[--description TEXT] [-o FILE] [--force]" % args[i])
+        else:
+            values["name"] = arg
+        i += 1
+    if not values["name"] or not values["command"]:
+        raise UsageError("init needs a NAME and --command CMD, e.g. mcpstudio init git --command git")
+    name = _UNSAFE_NAME_CHARS.sub("_", values["name"])
+    output = values["output"] or name + ".json"
+    if os.path.exists(output) and not values["force"]:
+        sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
+        return 1
+    command = values["command"]
+    quoted = _argv_text([command])
+    text = STARTER_CONFIG % {
+        "name": values["name"], "name_json": json.dumps(values["name"]), "file": output, "command": command,
+        "description_json": json.dumps(values["description"] or "Tools for %s." % command),
+        "help_json": json.dumps(name + "_help"), "run_json": json.dumps(name + "_run"),
+        "help_command_json": json.dumps("%s --help" % quoted),
+        "run_command_json": json.dumps("%s{#if verbose} --verbose{/if} {args}" % quoted),
+        "uri_json": json.dumps("%s://version" % name.replace("_", "-")),
+        "version_command_json": json.dumps("%s --version" % quoted)}
+    with open(output, "w", encoding="utf-8") as f:
+        f.write(text)
+    print("wrote %s; check it with: mcpstudio check --config %s" % (output, output))
+    return 0
+
+
+def _example_value(name: str, prop: dict):
+    """A value that shows what the parameter does in the rendered command."""
+    if prop.get("enum"):
+        return prop["enum"][0]
+    kind = prop.get("type")
+    return {"integer": 1, "number": 1.5, "boolean": True, "array": ["<%s>" % name]}.get(kind, "<%s>" % name)
+
+
+def check_config(path: str, log: Log, options: dict) -> int:
+    """`check --config FILE`: print what the file serves and the argv an example call runs."""
+    server, _ = _build_server(options, [], log, config=path)
+    print("%s: ok" % os.path.abspath(path))
+    for source in server.catalog.sources:
+        if isinstance(source, ScriptDirectory):
+            print("\nscripts: %s (discovered when served)" % source.root)
+            continue
+        if source.tools:
+            print("\ntools:")
+        for tool in source.tools.values():
+            props = tool.schema.get("properties", {})
+            required = tool.schema.get("required", [])
+            example = {k: _example_value(k, v) for k, v in props.items()}
+            try:
+                argv = _argv_text(tool.argv(example))
+            except ToolError as exc:
+                argv = "(example refused: %s)" % exc
+            print("  %s  %s" % (tool.name, tool.description))
+            for key, prop in props.items():
+                detail = ("required" if key in required else
+                          "default %s" % json.dumps(prop["default"]) if "default" in prop else "optional")
+                print("      %-16s %-8s %s" % (key, prop.get("type", "any"), detail))
+            print("      example: %s" % argv)
+        if source.command_resources:
+            print("\nresources:")
+        for resource in source.command_resources:
+            kind = "template" if resource.pattern else "resource"
+            print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
+    return 0
+''')
+
+
 # --------------------------------------------------------------------------
 # Command line
 # --------------------------------------------------------------------------
@@ -2990,6 +3134,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     runner = ProcessRunner(log)
     sources, titles, instructions = [], [], None
     if config is not None:
+        _need("config")
         loader = ConfigLoader(config)
         found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"])
         log.add_secrets(loader.secrets)
@@ -3004,6 +3149,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         sources.append(TemplateTools([tool]))
         titles.append(template.command_name())
     if options["root_directory"]:
+        _need("scripts")
         root = os.path.expanduser(options["root_directory"])
         if not os.path.isdir(root):
             raise UsageError("--root-directory %s: no such folder" % options["root_directory"])
@@ -3023,6 +3169,43 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions), runner
 
 
+def default_config_path() -> str:
+    """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return os.path.join(base, "mcpstudio", "config.json")
+
+
+def strip_json_comments(text: str) -> str:
+    """Blank out // and /* */ comments and trailing commas, keeping every line and column."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i:end + 1])
+            i = end + 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out.append(" " * (end - i))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:end]))
+            i = end
+        elif char == ",":
+            following = re.match(r"\s*([\]}])", text[i + 1:])
+            out.append(" " if following else ",")
+            i += 1
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
 def _claim_stdout() -> int:
     """Keep the protocol stream on a private descriptor and point fd 1 at stderr.
 
@@ -3038,132 +3221,6 @@ def _claim_stdout() -> int:
 
 SUBCOMMANDS = ("serve", "check", "init")
 
-STARTER_CONFIG = """\
-// mcpstudio config for %(name)s. Comments and trailing commas are fine here.
-//   serve it:  python3 mcpstudio.py serve --config %(file)s
-//   check it:  python3 mcpstudio.py check --config %(file)s
-{
-  "name": %(name_json)s,
-  "description": %(description_json)s,
-  // Variables for every command. ${VAR} and ${VAR:-default} come from your environment.
-  "environment": {},
-  // Seconds a command may run (a tool can say its own "timeout").
-  "timeout": 30,
-  "tools": [
-    {
-      // A template string, as on mcpstudio's command line: {x} required, [x] optional,
-      // {x...} a list, [--flag] a boolean. No shell ever runs.
-      "name": %(help_json)s,
-      "description": "Show how to use %(command)s.",
-      "command": %(help_command_json)s,
-      "annotations": {"readOnlyHint": true}
-    },
-    {
-      // Typed parameters, and a command_template with {#if} blocks.
-      "name": %(run_json)s,
-      "description": "Run %(command)s with arguments.",
-      "parameters": {
-        "args": {"type": "array", "description": "Arguments for %(command)s", "default": []},
-        "verbose": {"type": "boolean", "description": "More output", "default": false}
-      },
-      "command_template": %(run_command_json)s
-    }
-  ],
-  "resources": [
-    // Read by running a command; a {param} in the uri makes a resource template.
-    {"uri": %(uri_json)s, "name": "%(command)s version", "command": %(version_command_json)s}
-  ],
-  // Folders of self-describing scripts, served as in --root-directory mode.
-  "scripts": []
-}
-"""
-
-
-def init_config(args: list) -> int:
-    """`init NAME --command CMD [--description D] [-o FILE] [--force]`: write a starter config."""
-    values = {"name": None, "command": None, "description": None, "output": None, "force": False}
-    names = {"--command": "command", "--description": "description", "-o": "output", "--output": "output"}
-    i = 0
-    while i < len(args):
-        arg, eq, inline = args[i].partition("=")
-        if arg == "--force":
-            values["force"] = True
-        elif arg in names:
-            if not eq:
-                i += 1
-                if i >= len(args):
-                    raise UsageError("init: %s needs a value" % arg)
-                inline = args[i]
-            values[names[arg]] = inline
-        elif arg.startswith("-") or values["name"] is not None:
-            raise UsageError("init: unexpected %r; usage: mcpstudio init NAME --command CMD "
-                             "[--description TEXT] [-o FILE] [--force]" % args[i])
-        else:
-            values["name"] = arg
-        i += 1
-    if not values["name"] or not values["command"]:
-        raise UsageError("init needs a NAME and --command CMD, e.g. mcpstudio init git --command git")
-    name = _UNSAFE_NAME_CHARS.sub("_", values["name"])
-    output = values["output"] or name + ".json"
-    if os.path.exists(output) and not values["force"]:
-        sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
-        return 1
-    command = values["command"]
-    quoted = _argv_text([command])
-    text = STARTER_CONFIG % {
-        "name": values["name"], "name_json": json.dumps(values["name"]), "file": output, "command": command,
-        "description_json": json.dumps(values["description"] or "Tools for %s." % command),
-        "help_json": json.dumps(name + "_help"), "run_json": json.dumps(name + "_run"),
-        "help_command_json": json.dumps("%s --help" % quoted),
-        "run_command_json": json.dumps("%s{#if verbose} --verbose{/if} {args}" % quoted),
-        "uri_json": json.dumps("%s://version" % name.replace("_", "-")),
-        "version_command_json": json.dumps("%s --version" % quoted)}
-    with open(output, "w", encoding="utf-8") as f:
-        f.write(text)
-    print("wrote %s; check it with: mcpstudio check --config %s" % (output, output))
-    return 0
-
-
-def _example_value(name: str, prop: dict):
-    """A value that shows what the parameter does in the rendered command."""
-    if prop.get("enum"):
-        return prop["enum"][0]
-    kind = prop.get("type")
-    return {"integer": 1, "number": 1.5, "boolean": True, "array": ["<%s>" % name]}.get(kind, "<%s>" % name)
-
-
-def check_config(path: str, log: Log, options: dict) -> int:
-    """`check --config FILE`: print what the file serves and the argv an example call runs."""
-    server, _ = _build_server(options, [], log, config=path)
-    print("%s: ok" % os.path.abspath(path))
-    for source in server.catalog.sources:
-        if isinstance(source, ScriptDirectory):
-            print("\nscripts: %s (discovered when served)" % source.root)
-            continue
-        if source.tools:
-            print("\ntools:")
-        for tool in source.tools.values():
-            props = tool.schema.get("properties", {})
-            required = tool.schema.get("required", [])
-            example = {k: _example_value(k, v) for k, v in props.items()}
-            try:
-                argv = _argv_text(tool.argv(example))
-            except ToolError as exc:
-                argv = "(example refused: %s)" % exc
-            print("  %s  %s" % (tool.name, tool.description))
-            for key, prop in props.items():
-                detail = ("required" if key in required else
-                          "default %s" % json.dumps(prop["default"]) if "default" in prop else "optional")
-                print("      %-16s %-8s %s" % (key, prop.get("type", "any"), detail))
-            print("      example: %s" % argv)
-        if source.command_resources:
-            print("\nresources:")
-        for resource in source.command_resources:
-            kind = "template" if resource.pattern else "resource"
-            print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
-    return 0
-
-
 def main(argv: list | None = None) -> int:
     """Run mcpstudio with `argv` (default: sys.argv[1:]); return the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -3172,6 +3229,7 @@ def main(argv: list | None = None) -> int:
         ended = argv[:len(argv) - len(words)][-1:] == ["--"]  # `-- check` runs a command named check
         command = words[0] if words and words[0] in SUBCOMMANDS and not ended else None
         if command == "init":
+            _need("config")
             return init_config(words[1:])
         if command is not None:
             options, words = parse_command_line(words[1:], options)
@@ -3195,6 +3253,7 @@ def main(argv: list | None = None) -> int:
         secrets = [pair.partition("=")[2] for pair in options["env"]]
         log = Log(debug=bool(options["debug"]), path=options["log"], secrets=secrets)
         if command == "check":
+            _need("config")
             return check_config(config, log, options)
         server, runner = _build_server(options, words, log, config)
     except UsageError as exc:

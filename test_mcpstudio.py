@@ -435,6 +435,30 @@ class ValidateTests(unittest.TestCase):
         self.assertEqual(validate([1], {"type": "object"}), ["the value must be object, not array"])
 
 
+class LazySectionTests(unittest.TestCase):
+    def test_sections_keep_real_line_numbers(self):
+        # Code compiled on first use reports this file's lines, so tracebacks and inspect work.
+        import inspect
+        with open(MODULE) as f:
+            lines = f.read().split("\n")
+        for obj, text in ((mcpstudio.ConfigLoader.load, "    def load(self, runner"),
+                          (mcpstudio.ScriptDirectory.rescan, "    async def rescan(self"),
+                          (mcpstudio.CommandTemplate.render_shell, "    def render_shell(self")):
+            with self.subTest(obj=obj.__qualname__):
+                line = obj.__code__.co_firstlineno
+                self.assertTrue(lines[line - 1].startswith(text), lines[line - 1])
+                self.assertEqual(obj.__code__.co_filename, mcpstudio.__file__)
+                self.assertTrue(inspect.getsource(obj).startswith(text))
+
+    def test_template_mode_compiles_no_section(self):
+        # Serving a template never compiles the script or config sections.
+        code = ("import mcpstudio, sys; log = mcpstudio.Log(); "
+                "opts, words = mcpstudio.parse_command_line(['echo', '{m}']); "
+                "mcpstudio._build_server(opts, words, log); print(sorted(mcpstudio._SECTIONS))")
+        out = subprocess.run([PY, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.stdout.strip(), "['config', 'scripts']", out.stderr)
+
+
 class PaginateTests(unittest.TestCase):
     def test_pages_and_bad_cursor(self):
         # Walking the cursors visits every item once; a made-up cursor is -32602.
