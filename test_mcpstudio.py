@@ -1889,6 +1889,22 @@ class ExampleTests(unittest.TestCase):
             self.assertFalse(os.path.exists("/tmp/mcpstudio-pwned"))
             self.assertIn("starts with '-'", text_of(server.call("count_matches", {"pattern": "--help", "file": MODULE})))
 
+    def test_readme_config_example(self):
+        # The config shown in the README loads, and `check` accepts it.
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        block = readme.split("```jsonc\n", 1)[1].split("```", 1)[0]
+        with tempfile.TemporaryDirectory() as folder:
+            os.mkdir(os.path.join(folder, "scripts"))
+            path = os.path.join(folder, "tools.json")
+            with open(path, "w") as f:
+                f.write(block)
+            proc = subprocess.run([PY, MODULE, "check", "--config", path], capture_output=True, text=True,
+                                  timeout=WAIT, env=dict(os.environ, XDG_CACHE_HOME=folder))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for name in ("git_status", "git_log", "count", "jq", "git://branches/{repo}"):
+            self.assertIn(name, proc.stdout)
+
     def test_git_and_grep_examples_run(self):
         # Two examples called for real on this repository's own files.
         entries = {(f, k): a for f, k, a in self.entries()}
