@@ -103,6 +103,7 @@ RESOURCE_NOT_FOUND = -32002
 # their section on access, so importers never notice.
 
 _SECTIONS = {}  # name -> (source, sections it needs), until compiled
+_SECTIONS_LOCK = threading.RLock()
 
 
 def _section(name: str, source: str, requires=()):
@@ -112,19 +113,25 @@ def _section(name: str, source: str, requires=()):
 
 def _need(*names):
     """Compile and run these sections (and what they need) into this module, once."""
-    for name in names:
-        entry = _SECTIONS.pop(name, None)
-        if entry is None:
-            continue
-        source, requires = entry
-        _need(*requires)
-        try:
-            with open(__file__, encoding="utf-8") as f:
-                text = f.read()
-            first_line = text.count("\n", 0, text.index(source)) + 1
-        except (OSError, ValueError):  # e.g. inside a zipapp: line numbers start at 1
-            first_line = 1
-        exec(compile("\n" * (first_line - 1) + source, __file__, "exec"), globals())
+    with _SECTIONS_LOCK:
+        for name in names:
+            entry = _SECTIONS.get(name)
+            if entry is None:
+                continue
+            source, requires = entry
+            _need(*requires)
+            filename = globals().get("__file__") or "<mcpstudio>"
+            try:  # the loader reads plain files and zipapps alike
+                loader = globals().get("__loader__")
+                text = loader.get_source(__name__) if loader is not None else None
+                if text is None:
+                    with open(filename, encoding="utf-8") as f:
+                        text = f.read()
+                first_line = text.count("\n", 0, text.index(source)) + 1
+            except (OSError, ValueError, ImportError):
+                first_line = 1
+            exec(compile("\n" * (first_line - 1) + source, filename, "exec"), globals())
+            del _SECTIONS[name]  # only once it ran to the end
 
 
 def __getattr__(name: str):
@@ -134,6 +141,8 @@ def __getattr__(name: str):
             _need(section)
             if name in globals():
                 return globals()[name]
+        if name in globals():  # another thread compiled it meanwhile
+            return globals()[name]
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
@@ -404,6 +413,8 @@ class Template:
         self.fields = {}         # key -> Field, merged over every use
         for index, word in enumerate(words):
             self.words.append(self._parse_word(word, index))
+        if any(not isinstance(p, str) for p in self.words[0]):
+            raise TemplateError("the command (the first word) must be literal text, never a field", 0, self.source)
 
     def _parse_word(self, word: str, index: int, in_group: bool = False) -> list:
         pieces, text, i = [], [], 0
@@ -513,17 +524,22 @@ class Template:
             out[key if key in self.fields and key not in arguments else name] = value
         return out
 
-    def render(self, arguments: dict, allow_dash_values: bool = False) -> list:
+    def render(self, arguments: dict, allow_dash_values: bool = False, honour_double_dash: bool = True) -> list:
         """Render validated `arguments` to an argv list (no shell, no re-substitution).
 
         Raises ToolError when a scalar value would begin an argument with `-`
         (it would be read as an option) and the template has no `--` before it.
         """
-        return render_words(self.words, arguments, allow_dash_values, self.command_name())
+        return render_words(self.words, arguments, allow_dash_values, self.command_name(), honour_double_dash)
 
 
-def render_words(words: list, arguments: dict, allow_dash_values: bool, command: str) -> list:
-    """Render parsed words (lists of pieces) to argv; see Template.render."""
+def render_words(words: list, arguments: dict, allow_dash_values: bool, command: str,
+                 honour_double_dash: bool = True) -> list:
+    """Render parsed words (lists of pieces) to argv; see Template.render.
+
+    `honour_double_dash=False` keeps the dash guard on after a `--` word (a
+    shell script may hold several commands, and `--` ends only one's options).
+    """
     argv = []
     after_double_dash = False
     for pieces in words:
@@ -540,7 +556,7 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
             value = _clip(arguments[lead.key], 40)
             raise ToolError("`%s` starts with '-' (%r), so `%s` would read it as an option. Pass a value "
                             "that does not start with '-' (for a file, write ./%s)." % (lead.key, value, command, value))
-        if pieces == ["--"]:
+        if pieces == ["--"] and honour_double_dash:
             after_double_dash = True
         argv.append(word)
     return argv
@@ -1469,7 +1485,8 @@ class CommandTool:
         self.description = description or "Run `%s`." % template.display()
         self.title = title
         self.annotations = annotations or {}
-        self.schema = schema or template.input_schema()
+        self.template_schema = None if schema else template.input_schema()
+        self.schema = schema or self.template_schema
         self.defaults = defaults or {}
         self.stdin = stdin
         self.shell = shell
@@ -1484,14 +1501,16 @@ class CommandTool:
 
     def argv(self, arguments: dict) -> list:
         """The argv a call with these (validated, defaulted) arguments runs."""
-        argv = self.template.render(arguments, self.settings.allow_dash_values)  # the dash guard, always
+        argv = self.template.render(arguments, self.settings.allow_dash_values, not self.shell)  # dash guard
         if self.shell:
             script, values = self.template.render_shell(arguments)
             return ["sh", "-c", script, "mcpstudio"] + values
         return argv
 
     async def call(self, arguments: dict, ctx: CallContext) -> dict:
-        arguments = as_text_where_strings(self.template.normalize(arguments), self.schema)
+        if not self.defaults and self.schema is self.template_schema:
+            arguments = self.template.normalize(arguments)  # {my-var} may be called as my-var or my_var
+        arguments = as_text_where_strings(arguments, self.schema)
         if self.defaults:
             arguments = dict(self.defaults, **arguments)
         problems = validate(arguments, self.schema)
@@ -1642,6 +1661,8 @@ def script_schema(options) -> tuple:
     properties, required, defaults = {}, [], {}
     for name, spec in options.items():
         where = "option `%s`" % name
+        if not name or "=" in name or "\0" in name:
+            raise ValueError("%s cannot be an environment variable name (MCPD_OPT_...)" % where)
         if not isinstance(spec, dict):
             raise ValueError("%s must be an object" % where)
         if not isinstance(spec.get("required"), bool):
@@ -1661,8 +1682,9 @@ def script_schema(options) -> tuple:
                              "or {\"enum\": [...]})" % (where, json.dumps(kind)))
         size = spec.get("size")
         if size is not None:
-            if not isinstance(size, dict):
-                raise ValueError("%s: `size` must be an object like {\"min\": 1, \"max\": 10}" % where)
+            if not isinstance(size, dict) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in size.values()):
+                raise ValueError("%s: `size` must be an object of numbers like {\"min\": 1, \"max\": 10}" % where)
             bounds = {"string": ("minLength", "maxLength"), "integer": ("minimum", "maximum"),
                       "number": ("minimum", "maximum")}.get(prop.get("type"))
             if bounds:
@@ -1688,6 +1710,13 @@ def script_schema(options) -> tuple:
     return schema, defaults
 
 
+def _cache_entry_ok(entry) -> bool:
+    """A discovery cache entry has the shape this version writes (anything else is asked again)."""
+    return (isinstance(entry, dict) and isinstance(entry.get("size"), int) and isinstance(entry.get("mtime"), int)
+            and (isinstance(entry.get("error"), str)
+                 or (isinstance(entry.get("meta"), dict) and isinstance(entry.get("options"), dict))))
+
+
 def _option_env(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -1709,7 +1738,8 @@ class ScriptTool:
 
     @property
     def state_uri(self) -> str:
-        return "mcpd://%s/state" % self.rel
+        from urllib.parse import quote
+        return "mcpd://%s/state" % quote(self.rel, safe="/")
 
     def definition(self) -> dict:
         title = self.meta.get("title")
@@ -1803,7 +1833,7 @@ class ScriptDirectory:
     async def rescan(self, first: bool = False) -> bool:
         """Look for added, changed and removed scripts; True (and an event) if the set changed."""
         async with self._lock:
-            found = self._walk()
+            found = await asyncio.get_running_loop().run_in_executor(None, self._walk)  # big trees: off the loop
             stale = [(rel, info) for rel, info in found.items() if not self._fresh(info)]
             if stale:
                 slots = asyncio.Semaphore(HELP_CONCURRENCY)
@@ -1829,20 +1859,35 @@ class ScriptDirectory:
         entry = self._known.get(info[0])
         return entry is not None and entry.get("size") == info[1] and entry.get("mtime") == info[2]
 
+    def _names(self, rels) -> dict:
+        """rel path -> tool name. The path's parts joined by the separator, extensions
+        dropped; scripts that would share a name (a.sh, a.py) all get a hash of their
+        path instead, so a name never moves from one script to another."""
+        wanted = {rel: safe_name(self.separator.join(os.path.splitext(p)[0] or p for p in rel.split("/")), 1000)
+                  for rel in rels}
+        counts = {}
+        for name in wanted.values():
+            counts[name] = counts.get(name, 0) + 1
+        import hashlib
+        return {rel: name if counts[name] == 1 else
+                "%s_%s" % (name, hashlib.sha256(rel.encode("utf-8", "surrogatepass")).hexdigest()[:6])
+                for rel, name in wanted.items()}
+
     def _build(self, found: dict) -> dict:
-        tools, taken = {}, set()
+        tools = {}
         old = {t.rel: t for t in self.tools.values()}
+        names = self._names(found)
         for rel, (path, size, mtime) in sorted(found.items()):
             entry = self._known[path]
             problem = entry.get("error")
             tool = None
             if problem is None:
                 previous = old.get(rel)
-                if previous is not None and previous.path == path and previous.meta is entry["meta"]:
+                name = names[rel]
+                if (previous is not None and previous.path == path and previous.meta is entry["meta"]
+                        and previous.name == name):
                     tool = previous
                 else:
-                    stem = [os.path.splitext(p)[0] or p for p in rel.split("/")]
-                    name = safe_name(self.separator.join(stem), 1000, taken)
                     try:
                         tool = ScriptTool(rel, path, name, entry["meta"], entry["options"])
                     except ValueError as exc:
@@ -1856,7 +1901,6 @@ class ScriptDirectory:
                     if self.events is not None:
                         self.events.source_log("warning", message)
                 continue
-            taken.add(tool.name)
             tools[tool.name] = tool
         return tools
 
@@ -1870,6 +1914,8 @@ class ScriptDirectory:
         if not result.ok:
             tail = result.stderr.decode("utf-8", "replace").strip()[-300:]
             entry["error"] = describe_failure(result, self.help_timeout, "`--help`") + ((" " + tail) if tail else "")
+            if result.status != "exited" or (result.returncode or 0) < 0:
+                entry["transient"] = True  # a timeout or signal: asked again after a restart
             return entry
         try:
             meta = json.loads(result.stdout.decode("utf-8") or "{}")
@@ -1893,8 +1939,8 @@ class ScriptDirectory:
             with open(self.cache_path, encoding="utf-8") as f:
                 data = json.load(f)
             if data.get("format") == CACHE_FORMAT and data.get("root") == self.root:
-                return data["scripts"]
-        except (OSError, ValueError, KeyError, AttributeError):
+                return {path: entry for path, entry in data["scripts"].items() if _cache_entry_ok(entry)}
+        except (OSError, ValueError, KeyError, AttributeError, TypeError):
             pass
         return {}
 
@@ -1902,8 +1948,9 @@ class ScriptDirectory:
         try:
             os.makedirs(os.path.dirname(self.cache_path), exist_ok=True)
             tmp = "%s.%d.tmp" % (self.cache_path, os.getpid())
+            lasting = {path: entry for path, entry in self._known.items() if not entry.get("transient")}
             with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"format": CACHE_FORMAT, "root": self.root, "scripts": self._known}, f)
+                json.dump({"format": CACHE_FORMAT, "root": self.root, "scripts": lasting}, f)
             os.replace(tmp, self.cache_path)
         except OSError as exc:
             self.log.debug("cannot write the discovery cache %s: %s", self.cache_path, exc)
@@ -1964,7 +2011,9 @@ class ScriptDirectory:
         return []
 
     async def read_resource(self, uri: str, ctx: CallContext):
-        tool = next((t for t in (await self._current()).values() if t.state and t.state_uri == uri), None)
+        from urllib.parse import unquote
+        tool = next((t for t in (await self._current()).values()
+                     if t.state and unquote(t.state_uri) == unquote(uri)), None)
         if tool is None:
             return None
         result = await self.runner.run([tool.path, "--state"], env=self.settings.env, cwd=self.settings.cwd,
@@ -2283,7 +2332,8 @@ _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type",
 _SCRIPTS_KEYS = ("path", "include", "exclude")
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
 _PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array")
-_ENV_REFERENCE = re.compile(r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_ENV_REFERENCE = re.compile(
+    r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
 
 
 class ConfigLoader:
@@ -2307,10 +2357,19 @@ class ConfigLoader:
                               % (self.path, self.path))
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError("%s: cannot read it: %s" % (self.path, exc))
+        def no_duplicates(pairs):
+            seen = {}
+            for key, value in pairs:
+                if key in seen:
+                    raise ValueError("the key %s appears twice in one object" % json.dumps(key))
+                seen[key] = value
+            return seen
         try:
-            data = json.loads(strip_json_comments(text))
+            data = json.loads(strip_json_comments(text), object_pairs_hook=no_duplicates)
         except json.JSONDecodeError as exc:
             raise ConfigError("%s:%d:%d: invalid JSON: %s" % (self.path, exc.lineno, exc.colno, exc.msg))
+        except ValueError as exc:
+            raise ConfigError("%s: %s" % (self.path, exc))
         if not isinstance(data, dict):
             raise self.error("", "the file must hold a JSON object ({...}), not %s" % _type_name(data))
         return data
@@ -2344,12 +2403,13 @@ class ConfigLoader:
         def substitute(match):
             if match.group() == "$$":
                 return "$"
-            name, default = match.group(1), match.group(2)
-            if name in self.environ and self.environ[name] != "":
-                self.secrets.append(self.environ[name])
-                return self.environ[name]
-            if default is not None:
-                return default
+            name, operator, default = match.group(1), match.group(2), match.group(3)
+            value = self.environ.get(name)
+            if value is not None and (value != "" or operator != ":-"):
+                self.secrets.append(value)
+                return value
+            if operator is not None:
+                return self.expand(default, where)  # ${X:-fallback} and ${X-fallback}; the default may use ${Y}
             raise self.error(where, "${%s} is not set; set it, or give a default: ${%s:-value}" % (name, name))
         return _ENV_REFERENCE.sub(substitute, value)
 
@@ -2363,15 +2423,24 @@ class ConfigLoader:
         env = self.get(obj, "environment", dict, where, {})
         out = {}
         for key, value in env.items():
+            here = _join(where, "environment.%s" % key)
+            if not key or "=" in key or "\0" in key:
+                raise self.error(here, "not a usable variable name (empty, or holds = or a NUL)")
             if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-                raise self.error(_join(where, "environment.%s" % key), "expected a string")
-            out[key] = self.expand(str(value), _join(where, "environment.%s" % key))
+                raise self.error(here, "expected a string")
+            out[key] = self.expand(str(value), here)
+            if "\0" in out[key]:
+                raise self.error(here, "a value cannot hold a NUL character")
         return out
 
     # -- the file -----------------------------------------------------------------
 
-    def load(self, runner: ProcessRunner, log: Log, base: RunSettings, separator: str | None = None) -> tuple:
-        """Return (sources, info): info has the file's name, description and instructions."""
+    def load(self, runner: ProcessRunner, log: Log, base: RunSettings, separator: str | None = None,
+             script_options: dict | None = None) -> tuple:
+        """Return (sources, info): info has the file's name, description and instructions.
+
+        `script_options` (help_timeout, rescan) apply to the file's script folders.
+        """
         data = self.read()
         for key in _UPSTREAM_KEYS:
             if key in data:
@@ -2415,7 +2484,11 @@ class ConfigLoader:
             self.keys(entry, _SCRIPTS_KEYS, where)
             root = self.folder_path(self.get(entry, "path", str, where, ""), _join(where, "path"))
             globs = {key: self.get(entry, key, list, where, []) for key in ("include", "exclude")}
-            sources.append(ScriptDirectory(root, runner, settings, log, separator=separator, **globs))
+            for key, patterns in globs.items():
+                if not all(isinstance(p, str) for p in patterns):
+                    raise self.error(_join(where, key), "expected a list of glob strings")
+            sources.append(ScriptDirectory(root, runner, settings, log, separator=separator,
+                                           **globs, **(script_options or {})))
         return sources, info
 
     def tool(self, spec, where: str, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
@@ -2431,6 +2504,10 @@ class ConfigLoader:
         key = "command" if "command" in spec else "command_template"
         template = self.template(self.get(spec, key, str, where), _join(where, key))
         shell = self.get(spec, "shell", bool, where, False)
+        if shell and template.substituted:
+            raise self.error(_join(where, key), "`%s` stands inside $( ) or backticks, where a value cannot be "
+                             "quoted safely; pass it as its own word and let the script use it"
+                             % template.substituted[0])
         stdin = None
         if "stdin" in spec:
             stdin = self.template(self.get(spec, "stdin", str, where), _join(where, "stdin"), text=True)
@@ -2441,8 +2518,9 @@ class ConfigLoader:
                     self.bind(used, schema["properties"], _join(where, part))
         else:
             schema, defaults = template.input_schema(), {}
-            if stdin is not None:
-                self.bind(stdin, schema["properties"], _join(where, "stdin"))
+            for part, used in ((key, template), ("stdin", stdin)):
+                if used is not None:
+                    self.bind(used, schema["properties"], _join(where, part), declared_by="field")
         overrides = {}
         if "timeout" in spec:
             overrides["timeout"] = self.get(spec, "timeout", (int, float), where)
@@ -2489,10 +2567,16 @@ class ConfigLoader:
             if kind == "array":
                 items = self.get(spec, "items", dict, here, {"type": "string"})
                 prop["items"] = items
+            if kind == "array" and prop["items"].get("type", "string") not in _PARAMETER_TYPES[:4]:
+                raise self.error(_join(here, "items.type"), "expected one of string, integer, number, boolean")
             if "enum" in spec:
                 values = self.get(spec, "enum", list, here)
                 if not values:
                     raise self.error(_join(here, "enum"), "expected a non-empty list of values")
+                for value in values:
+                    problems = validate(value, {"type": kind} if kind != "array" else prop["items"], "the value %s" % json.dumps(value))
+                    if problems:
+                        raise self.error(_join(here, "enum"), problems[0])
                 prop["enum"] = values
             if "description" in spec:
                 prop["description"] = self.get(spec, "description", str, here)
@@ -2509,17 +2593,22 @@ class ConfigLoader:
             schema["required"] = required
         return schema, defaults
 
-    def bind(self, template: CommandTemplate, properties: dict, where: str):
-        """Point the template's fields and blocks at declared parameters; refuse undeclared ones."""
+    def bind(self, template: CommandTemplate, properties: dict, where: str, declared_by: str = "parameter"):
+        """Point the template's fields and blocks at declared parameters; refuse undeclared ones.
+
+        `declared_by="field"`: the schema came from the template's own fields
+        (the `command` form), so a block must test one of those fields.
+        """
         def declared(name):
             for key in (name, name.replace("-", "_")):
                 if key in properties:
                     return key
             import difflib
             close = difflib.get_close_matches(name, list(properties), 1, 0.6)
-            raise self.error(where, "the template uses `%s`, which is not a declared parameter%s"
-                             % (name, " (did you mean `%s`?)" % close[0] if close else
-                                " (declared: %s)" % (", ".join(properties) or "none")))
+            what = "a declared parameter" if declared_by == "parameter" else "a field of the template"
+            raise self.error(where, "the template uses `%s`, which is not %s%s" % (
+                name, what, " (did you mean `%s`?)" % close[0] if close else
+                " (known: %s)" % (", ".join(properties) or "none")))
         for field in template.occurrences():
             field.key = declared(field.name)
             kind = properties[field.key].get("type")
@@ -2530,7 +2619,7 @@ class ConfigLoader:
                 field.kind = "array" if kind == "array" else "string"
                 field.required = field.required and not field.in_group
         for block in template.blocks:
-            block.key = declared(block.key)
+            block.key = declared(block.name)
 
     def resource(self, spec, where: str, runner: ProcessRunner, settings: RunSettings):
         self.keys(spec, _RESOURCE_KEYS, where)
@@ -2538,7 +2627,12 @@ class ConfigLoader:
             if key not in spec:
                 raise self.error(where, "a resource needs `%s`" % key)
         uri = self.get(spec, "uri", str, where)
+        if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
+            raise self.error(_join(where, "uri"), "%s is not a URI (it needs a scheme, like git://status)" % json.dumps(uri))
         command = self.template(self.get(spec, "command", str, where), _join(where, "command"))
+        names = [m.replace("-", "_") for m in re.findall(r"\{(%s)\}" % _FIELD_NAME, uri)]
+        if len(set(names)) != len(names):
+            raise self.error(_join(where, "uri"), "a {parameter} appears twice in %s" % uri)
         pattern, params = _uri_pattern(uri)
         for field in command.occurrences():
             if field.key not in params:
@@ -2548,6 +2642,8 @@ class ConfigLoader:
         overrides = {}
         if "timeout" in spec:
             overrides["timeout"] = self.get(spec, "timeout", (int, float), where)
+            if overrides["timeout"] <= 0:
+                raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
         if "working_directory" in spec:
             overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
                                                 _join(where, "working_directory"))
@@ -2635,9 +2731,10 @@ class CommandResource:
 class Block:
     """`{#if name}...{#else}...{/if}` in a command template."""
 
-    __slots__ = ("key", "then", "otherwise")
+    __slots__ = ("name", "key", "then", "otherwise")
 
     def __init__(self, name: str):
+        self.name = name
         self.key = name.replace("-", "_")
         self.then = []
         self.otherwise = None
@@ -2663,11 +2760,17 @@ class CommandTemplate(Template):
         space    ::= whitespace outside quotes: ends a word
 
     Quotes and backslashes work as in a POSIX shell, but no shell runs:
-    values are never split, globbed or re-substituted. A block keeps its
-    content when its parameter is present and not false, null, "" or [].
-    With `text=True` (stdin templates) quotes, backslashes and spaces are
-    plain text. Tokens are (kind, text, quote): "t" text, "s" space, "q" a
-    quote mark, "f" a Field, "g" a Group.
+    values are never split, globbed or re-substituted. Inside quotes only
+    `{field}` forms are fields; brackets are text there. A block keeps its
+    content when its parameter is present and not false, null, "" or []; a
+    quote must close in the block part it opened in. The first word (the
+    command) is literal text outside any block. With `text=True` (stdin
+    templates) quotes, backslashes, spaces and brackets are plain text.
+
+    Tokens are (kind, value, quote, raw): "t" text, "s" space, "q" a quote
+    mark, "f" a Field, "g" a Group; `quote` is the quoting around it ("$"
+    inside a $( ) or `...` substitution) and `raw` its source text, which is
+    what a `"shell": true` script keeps.
     """
 
     def __init__(self, source: str, text: bool = False):
@@ -2675,57 +2778,80 @@ class CommandTemplate(Template):
         self.text_mode = text
         self.fields = {}
         self.blocks = []
+        self.substituted = []  # fields written inside $( ) or backticks
         self.nodes = self._parse(source)
-        if not text and not any(t[0] == "t" for t in self._tokens(self.nodes)):
-            raise TemplateError("the command template has no command: %r" % source)
+        if not text:
+            self._check_command_word()
+
+    def _error(self, message: str, at: int | None = None) -> TemplateError:
+        where = " at column %d" % (at + 1) if at is not None else ""
+        return TemplateError("%s%s of %r" % (message, where, self.source[0]))
 
     def _parse(self, source: str) -> list:
-        root, stack, quote, i = [], [], None, 0
+        root, stack, quote, subst, i = [], [], None, [], 0
         current = root
         while i < len(source):
             char = source[i]
+            state = quote if not subst else "$"
             if char == "{" and source.startswith(("{#", "{/"), i):
                 match = _BLOCK.match(source, i)
                 if match is None:
-                    raise TemplateError("malformed block at column %d: use {#if name}, {#else} or {/if}" % (i + 1),
-                                        0, self.source)
+                    raise self._error("malformed block: use {#if name}, {#else} or {/if}", i)
                 if match.group(1):
                     block = Block(match.group(1))
                     self.blocks.append(block)
                     current.append(block)
-                    stack.append((block, current))
+                    stack.append((block, current, (quote, len(subst))))
                     current = block.then
                 elif not stack:
-                    raise TemplateError("%s at column %d has no {#if} before it" % (match.group(), i + 1), 0, self.source)
-                elif match.group() == "{#else}":
-                    block = stack[-1][0]
-                    if block.otherwise is not None:
-                        raise TemplateError("a second {#else} at column %d" % (i + 1), 0, self.source)
-                    block.otherwise = current = []
+                    raise self._error("%s has no {#if} before it" % match.group(), i)
                 else:
-                    current = stack.pop()[1]
+                    if stack[-1][2] != (quote, len(subst)):
+                        raise self._error("a quote or $( ) opened in a block part must close in it, "
+                                          "before %s" % match.group(), i)
+                    if match.group() == "{#else}":
+                        block = stack[-1][0]
+                        if block.otherwise is not None:
+                            raise self._error("a second {#else}", i)
+                        block.otherwise = current = []
+                    else:
+                        current = stack.pop()[1]
                 i = match.end()
                 continue
             if not self.text_mode:
                 if char == "\\" and quote != "'" and i + 1 < len(source):
                     following = source[i + 1]
                     if quote is None or following in '"\\$`':
-                        current.append(("t", following, quote))
+                        current.append(("t", following, state, source[i:i + 2]))
                         i += 2
                         continue
-                if char in "'\"" and quote in (None, char):
+                if char in "'\"" and quote in (None, char) and not subst:
                     quote = None if quote else char
-                    current.append(("q", char, quote))
+                    current.append(("q", char, quote, char))
                     i += 1
                     continue
-                if char.isspace() and quote is None:
-                    current.append(("s", char, None))
+                if quote != "'":  # command substitution: $( ), $(( )), `...`
+                    if source.startswith("$(", i):
+                        current.append(("t", "$", state, "$"))
+                        i += 1
+                        char = "("
+                    if char == "(" and (subst and subst[-1] == ")" or source[i - 1:i] == "$"):
+                        subst.append(")")
+                    elif char == ")" and subst and subst[-1] == ")":
+                        subst.pop()
+                    elif char == "`":
+                        subst.pop() if subst and subst[-1] == "`" else subst.append("`")
+                if char.isspace() and quote is None and not subst:
+                    current.append(("s", char, None, char))
                     i += 1
                     continue
-            if char in "{[":
+            if char == "{" or (char == "[" and quote is None and not self.text_mode):
                 match = _FIELD.match(source, i)
-                if match:
-                    current.append(("f", self._field(match, 0), quote))
+                if match and (char == "{" or not self.text_mode):
+                    field = self._field(match, 0, optional=bool(stack))
+                    if subst:
+                        self.substituted.append(field.name)
+                    current.append(("f", field, state, match.group()))
                     i = match.end()
                     continue
                 if _FIELD_START.match(source, i):
@@ -2734,16 +2860,34 @@ class CommandTemplate(Template):
                 if close:
                     inner = self._parse_word(source[i + 1:close], 0, True)
                     if any(not isinstance(p, str) for p in inner):
-                        current.append(("g", Group(inner), quote))
+                        group = Group(inner)
+                        if subst:
+                            self.substituted.extend(f.name for f in group.fields)
+                        current.append(("g", group, state, source[i:close + 1]))
                         i = close + 1
                         continue
-            current.append(("t", char, quote))
+            current.append(("t", char, state, char))
             i += 1
         if quote:
-            raise TemplateError("a %s quote is never closed" % quote, 0, self.source)
+            raise self._error("a %s quote is never closed" % quote)
+        if subst:
+            raise self._error("a $( or ` is never closed")
         if stack:
-            raise TemplateError("{#if %s} is never closed with {/if}" % stack[-1][0].key, 0, self.source)
+            raise self._error("{#if %s} is never closed with {/if}" % stack[-1][0].name)
         return root
+
+    def _check_command_word(self):
+        """The command a call runs must be written out, never chosen by a value or a block."""
+        nodes = list(self.nodes)
+        while nodes and not isinstance(nodes[0], Block) and nodes[0][0] == "s":
+            nodes.pop(0)
+        if not nodes:
+            raise self._error("the command template has no command")
+        for node in nodes:
+            if isinstance(node, Block) or node[0] in "fg":
+                raise self._error("the command (the first word) must be literal text outside any block")
+            if node[0] == "s":
+                return
 
     def _tokens(self, nodes: list, arguments: dict | None = None):
         """The tokens in order; blocks are entered by `arguments` (all of them when None)."""
@@ -2757,24 +2901,36 @@ class CommandTemplate(Template):
             else:
                 yield node
 
+    def _token_words(self, arguments: dict | None) -> list:
+        """The chosen tokens split at spaces: a list of (word tokens, following spaces)."""
+        words, word, spaces = [], [], ""
+        for token in self._tokens(self.nodes, arguments):
+            if token[0] == "s":
+                spaces += token[3]
+                continue
+            if spaces and word:
+                words.append((word, spaces))
+                word = []
+            elif spaces and words:
+                words[-1] = (words[-1][0], words[-1][1] + spaces)
+            spaces = ""
+            word.append(token)
+        if word:
+            words.append((word, spaces))
+        return words
+
     def words_for(self, arguments: dict | None) -> list:
         """Split the chosen tokens into words of pieces (str, Field, Group)."""
-        words, word = [], None
-        for kind, value, _ in self._tokens(self.nodes, arguments):
-            if kind == "s":
-                if word is not None:
-                    words.append(word)
-                word = None
-                continue
-            if word is None:
-                word = []
-            if kind == "q":
-                value = ""  # an empty quoted word ('') is still a word
-            if isinstance(value, str) and word and isinstance(word[-1], str):
-                word[-1] += value
-            else:
-                word.append(value)
-        if word is not None:
+        words = []
+        for tokens, _ in self._token_words(arguments):
+            word = []
+            for kind, value, _, _ in tokens:
+                if kind == "q":
+                    value = ""  # an empty quoted word ('') is still a word
+                if isinstance(value, str) and word and isinstance(word[-1], str):
+                    word[-1] += value
+                else:
+                    word.append(value)
             words.append(word)
         return words
 
@@ -2784,24 +2940,23 @@ class CommandTemplate(Template):
 
     def occurrences(self):
         """Every field as written, in groups and in both branches of every block."""
-        for kind, value, _ in self._tokens(self.nodes):
+        for kind, value, _, _ in self._tokens(self.nodes):
             if kind == "f":
                 yield value
             elif kind == "g":
                 yield from value.fields
 
-    def render(self, arguments: dict, allow_dash_values: bool = False) -> list:
-        return render_words(self.words_for(arguments), arguments, allow_dash_values, self.command_name())
+    def render(self, arguments: dict, allow_dash_values: bool = False, honour_double_dash: bool = True) -> list:
+        return render_words(self.words_for(arguments), arguments, allow_dash_values, self.command_name(),
+                            honour_double_dash)
 
     def render_text(self, arguments: dict) -> str:
         """The template as one string (stdin templates): values pasted in as text."""
         parts = []
-        for kind, value, _ in self._tokens(self.nodes, arguments):
-            if kind == "g":
-                if value.given(arguments):
-                    _render_pieces(value.pieces, arguments, parts)
-            elif kind == "f":
-                _render_pieces([value], arguments, parts)
+        for kind, value, _, _ in self._tokens(self.nodes, arguments):
+            if kind in "fg":
+                if kind == "f" or value.given(arguments):
+                    _render_pieces([value] if kind == "f" else value.pieces, arguments, parts)
             else:
                 parts.append(value)
         return "".join(parts)
@@ -2809,40 +2964,52 @@ class CommandTemplate(Template):
     def render_shell(self, arguments: dict) -> tuple:
         """(script, values) for `sh -c script mcpstudio values...`.
 
-        Every value becomes a positional parameter referenced as "$N"; the
-        script text holds only the template's own text, never a value.
+        The script is the template's own source text, word by word (a word
+        whose value is missing goes, as in argv rendering), with each value
+        replaced by a positional parameter "$N" quoted to suit where it
+        stands; no value is ever part of the script.
         """
         script, values = [], []
 
         def ref(value, quote):
             values.append(_text(value))
             name = "${%d}" % len(values)
-            return {"'": "'\"%s\"'", '"': "%s"}.get(quote, '"%s"') % name
+            return {"'": "'\"%s\"'" % name, '"': name}.get(quote, '"%s"' % name)
 
-        for kind, value, quote in self._tokens(self.nodes, arguments):
-            if kind in "tsq":
-                script.append(value)
-            elif kind == "g":
-                if value.given(arguments):
-                    parts = []
-                    _render_pieces(value.pieces, arguments, parts)
-                    script.append(ref("".join(parts), quote))
-            else:
-                given = arguments.get(value.key)
-                if value.kind == "boolean":
-                    script.append(value.flag if given else "")
-                elif value.kind == "array" and quote is None:
-                    script.append(" ".join(ref(v, None) for v in given or ()))
-                elif given is not None:
-                    script.append(ref(",".join(_text(v) for v in given) if value.kind == "array" else given, quote))
+        for tokens, spaces in self._token_words(arguments):
+            pieces = self.words_for_tokens(tokens)
+            if not _render_pieces(pieces, arguments, [])[1]:
+                continue
+            for kind, value, quote, raw in tokens:
+                if kind in "tq":
+                    script.append(raw)
+                elif kind == "g":
+                    if value.given(arguments):
+                        parts = []
+                        _render_pieces(value.pieces, arguments, parts)
+                        script.append(ref("".join(parts), quote))
+                else:
+                    given = arguments.get(value.key)
+                    if value.kind == "boolean":
+                        script.append(value.flag if given else "")
+                    elif value.kind == "array" and quote is None:
+                        script.append(" ".join(ref(v, None) for v in given or ()))
+                    elif given is not None:
+                        script.append(ref(",".join(_text(v) for v in given) if value.kind == "array" else given,
+                                          quote))
+            script.append(spaces)
         return "".join(script), values
+
+    @staticmethod
+    def words_for_tokens(tokens) -> list:
+        return [("" if kind == "q" else value) for kind, value, _, _ in tokens]
 
     def display(self) -> str:
         return self.source[0]
 
 
 STARTER_CONFIG = """\
-// mcpstudio config for %(name)s. Comments and trailing commas are fine here.
+// mcpstudio config for %(name_comment)s. Comments and trailing commas are fine here.
 //   serve it:  python3 mcpstudio.py serve --config %(file)s
 //   check it:  python3 mcpstudio.py check --config %(file)s
 {
@@ -2857,16 +3024,16 @@ STARTER_CONFIG = """\
       // A template string, as on mcpstudio's command line: {x} required, [x] optional,
       // {x...} a list, [--flag] a boolean. No shell ever runs.
       "name": %(help_json)s,
-      "description": "Show how to use %(command)s.",
+      "description": %(help_description_json)s,
       "command": %(help_command_json)s,
       "annotations": {"readOnlyHint": true}
     },
     {
       // Typed parameters, and a command_template with {#if} blocks.
       "name": %(run_json)s,
-      "description": "Run %(command)s with arguments.",
+      "description": %(run_description_json)s,
       "parameters": {
-        "args": {"type": "array", "description": "Arguments for %(command)s", "default": []},
+        "args": {"type": "array", "description": %(args_description_json)s, "default": []},
         "verbose": {"type": "boolean", "description": "More output", "default": false}
       },
       "command_template": %(run_command_json)s
@@ -2874,7 +3041,7 @@ STARTER_CONFIG = """\
   ],
   "resources": [
     // Read by running a command; a {param} in the uri makes a resource template.
-    {"uri": %(uri_json)s, "name": "%(command)s version", "command": %(version_command_json)s}
+    {"uri": %(uri_json)s, "name": %(version_name_json)s, "command": %(version_command_json)s}
   ],
   // Folders of self-describing scripts, served as in --root-directory mode.
   "scripts": []
@@ -2914,11 +3081,16 @@ def init_config(args: list) -> int:
     command = values["command"]
     quoted = _argv_text([command])
     text = STARTER_CONFIG % {
-        "name": values["name"], "name_json": json.dumps(values["name"]), "file": output, "command": command,
+        "name_comment": re.sub(r"\s", " ", values["name"]), "name_json": json.dumps(values["name"]),
+        "file": _argv_text([output]),
+        "help_description_json": json.dumps("Show how to use %s." % command),
+        "run_description_json": json.dumps("Run %s with arguments." % command),
+        "args_description_json": json.dumps("Arguments for %s" % command),
+        "version_name_json": json.dumps("%s version" % command),
         "description_json": json.dumps(values["description"] or "Tools for %s." % command),
         "help_json": json.dumps(name + "_help"), "run_json": json.dumps(name + "_run"),
         "help_command_json": json.dumps("%s --help" % quoted),
-        "run_command_json": json.dumps("%s{#if verbose} --verbose{/if} {args}" % quoted),
+        "run_command_json": json.dumps("%s {#if verbose}--verbose{/if} {args}" % quoted),
         "uri_json": json.dumps("%s://version" % name.replace("_", "-")),
         "version_command_json": json.dumps("%s --version" % quoted)}
     with open(output, "w", encoding="utf-8") as f:
@@ -3131,12 +3303,18 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     annotations = {hint: True for dest, hint in (
         ("read_only", "readOnlyHint"), ("destructive", "destructiveHint"),
         ("idempotent", "idempotentHint"), ("open_world", "openWorldHint")) if options[dest]}
+    script_options = {}
+    if options["rescan"] is not None:
+        script_options["rescan"] = 0.0 if options["rescan"] in ("0", "0.0") else _positive(options["rescan"], "--rescan")
+    if options["help_timeout"]:
+        script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
     runner = ProcessRunner(log)
     sources, titles, instructions = [], [], None
     if config is not None:
         _need("config")
         loader = ConfigLoader(config)
-        found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"])
+        found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"],
+                                  script_options)
         log.add_secrets(loader.secrets)
         sources.extend(found)
         titles.append(info["name"] or os.path.basename(loader.path))
@@ -3157,13 +3335,8 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
             raise UsageError("--separator %r: use 1 to 8 of the characters A-Z a-z 0-9 _ -, "
                              "which every client accepts in tool names" % separator)
-        rescan = RESCAN_INTERVAL
-        if options["rescan"] is not None:
-            rescan = 0.0 if options["rescan"] in ("0", "0.0") else _positive(options["rescan"], "--rescan")
-        help_timeout = _positive(options["help_timeout"], "--help-timeout") if options["help_timeout"] else HELP_TIMEOUT
         sources.append(ScriptDirectory(root, runner, settings, log, include=options["include"],
-                                       exclude=options["exclude"], separator=separator, rescan=rescan,
-                                       help_timeout=help_timeout))
+                                       exclude=options["exclude"], separator=separator, **script_options))
         titles.append(os.path.basename(os.path.realpath(root)) + "/")
     catalog = Catalog(sources, max_name)
     return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions), runner
@@ -3177,33 +3350,36 @@ def default_config_path() -> str:
 
 def strip_json_comments(text: str) -> str:
     """Blank out // and /* */ comments and trailing commas, keeping every line and column."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        char = text[i]
-        if char == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            out.append(text[i:end + 1])
-            i = end + 1
-        elif text.startswith("//", i):
+    def outside_strings(text, handle):
+        out, i, n = [], 0, len(text)
+        while i < n:
+            if text[i] == '"':
+                end = i + 1
+                while end < n and text[end] != '"':
+                    end += 2 if text[end] == "\\" else 1
+                out.append(text[i:end + 1])
+                i = end + 1
+            else:
+                i = handle(text, i, out)
+        return "".join(out)
+
+    def comment(text, i, out):
+        if text.startswith("//", i):
             end = text.find("\n", i)
-            end = n if end < 0 else end
-            out.append(" " * (end - i))
-            i = end
+            end = len(text) if end < 0 else end
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:end]))
-            i = end
-        elif char == ",":
-            following = re.match(r"\s*([\]}])", text[i + 1:])
-            out.append(" " if following else ",")
-            i += 1
+            end = len(text) if end < 0 else end + 2
         else:
-            out.append(char)
-            i += 1
-    return "".join(out)
+            out.append(text[i])
+            return i + 1
+        out.append(re.sub(r"[^\n]", " ", text[i:end]))
+        return end
+
+    def trailing_comma(text, i, out):
+        out.append(" " if text[i] == "," and re.match(r"\s*[\]}]", text[i + 1:i + 4096]) else text[i])
+        return i + 1
+    return outside_strings(outside_strings(text, comment), trailing_comma)
 
 
 def _claim_stdout() -> int:
@@ -3265,6 +3441,9 @@ def main(argv: list | None = None) -> int:
     except ConfigError as exc:
         sys.stderr.write("mcpstudio: error: %s\n" % exc)
         return 1
+    except BrokenPipeError:  # `mcpstudio check | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
         sys.stderr.write("mcpstudio: error: %s\n" % exc)
         return 1
@@ -3272,7 +3451,8 @@ def main(argv: list | None = None) -> int:
     protocol_fd = _claim_stdout()
     try:
         return asyncio.run(serve_stdio(server, runner, log, 0, protocol_fd))
-    except KeyboardInterrupt:  # Windows: Ctrl+C arrives as an exception
+    except KeyboardInterrupt:  # Windows: Ctrl+C arrives as an exception, and children
+        asyncio.run(runner.stop_all())  # in their own process groups never see it
         return 0
     finally:
         log.close()

@@ -450,6 +450,37 @@ class LazySectionTests(unittest.TestCase):
                 self.assertEqual(obj.__code__.co_filename, mcpstudio.__file__)
                 self.assertTrue(inspect.getsource(obj).startswith(text))
 
+    def test_sections_compile_once_under_threads(self):
+        # Many threads asking for section names at once all get them (the loader holds a lock).
+        code = ("import threading, mcpstudio\n"
+                "errors = []\n"
+                "def touch():\n"
+                "    try:\n"
+                "        mcpstudio.ConfigLoader; mcpstudio.ScriptDirectory\n"
+                "    except Exception as exc:\n"
+                "        errors.append(repr(exc))\n"
+                "threads = [threading.Thread(target=touch) for _ in range(8)]\n"
+                "[t.start() for t in threads]; [t.join() for t in threads]\n"
+                "print(errors, sorted(mcpstudio._SECTIONS))")
+        out = subprocess.run([PY, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.stdout.strip(), "[] []", out.stderr)
+
+    def test_zipapp_compiles_sections(self):
+        # From a zipapp, the config and script sections compile and serve (source read by the zip loader).
+        with tempfile.TemporaryDirectory() as folder:
+            os.mkdir(os.path.join(folder, "pyz"))
+            shutil.copy(MODULE, os.path.join(folder, "pyz", "__main__.py"))
+            pyz = os.path.join(folder, "m.pyz")
+            subprocess.run([PY, "-m", "zipapp", os.path.join(folder, "pyz"), "-o", pyz], check=True, timeout=WAIT)
+            config = os.path.join(folder, "c.json")
+            with open(config, "w") as f:
+                json.dump({"tools": [{"name": "hi", "command": "echo hi"}]}, f)
+            proc = subprocess.run([PY, pyz, "check", "--config", config], capture_output=True, text=True, timeout=WAIT)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with McpProcess(cmd=[PY, pyz, "serve", "--config", config]) as server:
+                server.initialize()
+                self.assertEqual(text_of(server.call("hi", {})), "hi\n")
+
     def test_template_mode_compiles_no_section(self):
         # Serving a template never compiles the script or config sections.
         code = ("import mcpstudio, sys; log = mcpstudio.Log(); "
@@ -1242,7 +1273,8 @@ class ScriptModeTests(ScratchDir):
         self.assertIn("--separator", proc.stderr)
 
     def test_long_names_and_collisions(self):
-        # Names stay within the limit and distinct: a/b.sh and a/b.py both want a__b.
+        # Names stay within the limit and distinct: a/b.sh and a/b.py both want a__b, so
+        # both get a hash of their path and neither owns the plain name.
         self.make("a/b.sh", {})
         self.make("a/b.py", {})
         self.make("x" * 30 + "/" + "y" * 30, {})
@@ -1251,7 +1283,21 @@ class ScriptModeTests(ScratchDir):
             names = self.tool_names(server)
             self.assertEqual(len(set(names)), 3)
             self.assertTrue(all(len(n) <= 40 and re.match(r"^[A-Za-z0-9_-]+$", n) for n in names), names)
-            self.assertIn("a__b", names)
+            self.assertEqual(len([n for n in names if re.match(r"^a__b_[0-9a-f]{6}$", n)]), 2, names)
+
+    def test_a_name_never_moves_to_another_script(self):
+        # a.py is served as `a`; adding a.sh must not make `a` run a.sh: `a` goes, both get hashed names.
+        self.make("a.py", {}, body="print('from a.py')")
+        with self.serve("--rescan", "0") as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), ["a"])
+            self.make("a.sh", {}, body="print('from a.sh')")
+            names = self.tool_names(server)
+            self.assertNotIn("a", names)
+            self.assertEqual(len(names), 2)
+            self.assertEqual(server.request("tools/call", {"name": "a", "arguments": {}})["error"]["code"], -32602)
+            texts = sorted(text_of(server.call(n, {})) for n in names)
+            self.assertEqual(texts, ["from a.py\n", "from a.sh\n"])
 
     def test_input_by_stdin_and_env_with_defaults(self):
         # Options arrive as one JSON object on stdin and as MCPD_OPT_ variables; defaults applied.
@@ -1424,6 +1470,54 @@ class ScriptModeTests(ScratchDir):
             self.assertEqual(tools["two"]["description"], "changed")
         self.assertEqual(sorted(self.helps()), ["broken", "one", "two", "two"])
 
+    def test_timeouts_are_not_cached_across_restarts(self):
+        # A --help that timed out is asked again after a restart (it may have been a slow moment).
+        self.make("slow", {}, help_sleep=1.5)
+        with self.serve("--help-timeout", "0.5") as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), [])
+        with self.serve("--help-timeout", "5") as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), ["slow"])
+        self.assertEqual(self.helps(), ["slow", "slow"])
+
+    def test_corrupt_cache_is_ignored(self):
+        # A cache file of the wrong shape (even valid JSON) is ignored, then rewritten.
+        self.make("one", {})
+        with self.serve() as server:
+            server.initialize()
+            self.tool_names(server)
+        cache_dir = os.path.join(self.dir, "cache", "mcpstudio")
+        (cache,) = os.listdir(cache_dir)
+        for bad in ('{"format": 1, "root": %s, "scripts": []}', '{"format": 1, "root": %s, "scripts": {"x": {"size": 1}}}',
+                    "not json"):
+            with self.subTest(cache=bad):
+                with open(os.path.join(cache_dir, cache), "w") as f:
+                    f.write(bad % json.dumps(os.path.realpath(self.root)) if "%s" in bad else bad)
+                with self.serve() as server:
+                    server.initialize()
+                    self.assertEqual(self.tool_names(server), ["one"])
+
+    def test_odd_names_and_options(self):
+        # A state URI is percent-encoded; bad `size` values and option names leave one script out, not all.
+        self.make("my script", {"state": True}, body="""
+            if sys.argv[1:] == ["--state"]:
+                print('{"ok": true}')
+                sys.exit(0)
+            """)
+        self.make("badsize", {}, {"s": {"required": False, "value_type": "string", "default_value": "", "size": {"min": "1"}}})
+        self.make("badname", {}, {"a=b": {"required": True}})
+        with self.serve() as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), ["my script".replace(" ", "_")])
+            (resource,) = server.request("resources/list")["result"]["resources"]
+            self.assertEqual(resource["uri"], "mcpd://my%20script/state")
+            read = server.request("resources/read", {"uri": resource["uri"]})["result"]["contents"][0]
+            self.assertEqual(json.loads(read["text"]), {"ok": True})
+            stderr = "".join(server.stderr)
+            self.assertIn("badsize left out", stderr)
+            self.assertIn("badname left out", stderr)
+
     def test_missing_root(self):
         # A root that does not exist is a usage error naming it.
         proc = subprocess.run([PY, MODULE, "--root-directory", os.path.join(self.dir, "nope")],
@@ -1509,6 +1603,41 @@ class CommandTemplateTests(unittest.TestCase):
                     mcpstudio.CommandTemplate(text)
                 self.assertIn(fragment, str(cm.exception))
 
+    def test_shell_tools_keep_the_template_s_quoting(self):
+        # Escapes, pipes in quotes and missing values render in sh -c exactly as in argv mode:
+        # a value is always one quoted positional parameter, never split, globbed or run.
+        rows = [
+            (r"""printf '[%s]' "say \"{msg}\"" """, {"msg": "x -n *"}, '[say "x -n *"]'),
+            (r"echo a \| {x}", {"x": "id"}, "a | id\n"),
+            (r'echo "\$HOME {x}"', {"x": "v"}, "$HOME v\n"),
+            ("echo --limit={limit} end", {}, "end\n"),
+            ("echo '{a}' b", {}, "b\n"),
+            ("printf '%s,' {#if a}'yes {a}'{#else}no{/if}", {"a": "$(id)"}, "yes $(id),"),
+        ]
+        for text, args, output in rows:
+            with self.subTest(template=text):
+                script, values = mcpstudio.CommandTemplate(text).render_shell(args)
+                out = subprocess.run(["sh", "-c", script, "mcpstudio"] + values, capture_output=True, text=True,
+                                     timeout=WAIT, cwd=tempfile.gettempdir())
+                self.assertEqual(out.stdout, output, script)
+
+    def test_what_a_shell_template_may_not_do(self):
+        # The command word is literal and outside blocks; quotes close in the block part they
+        # opened in; fields inside $( ) or backticks are recorded (shell tools refuse them).
+        for text in ("{#if a}echo{/if} {c}", "{x} y", "echo {#if a}\"{/if}{x}{#if a}\"{/if}", "x $(echo {y}"):
+            with self.subTest(template=text):
+                with self.assertRaises(TemplateError):
+                    mcpstudio.CommandTemplate(text)
+        self.assertEqual(mcpstudio.CommandTemplate('ls "$(dirname {p})" `echo {q}` {r}').substituted, ["p", "q"])
+        with self.assertRaises(TemplateError):
+            Template(["{cmd}", "x"])  # template mode: a value never chooses the command
+
+    def test_brackets_in_quotes_and_stdin_are_text(self):
+        # jq filters and JSON keep their brackets: only {field} is a field inside quotes and in stdin.
+        self.assertEqual(self.render("jq '.items[{i}]'", {"i": "2"}), ["jq", ".items[2]"])
+        stdin = mcpstudio.CommandTemplate('{"items": [1, {x}]}', text=True)
+        self.assertEqual(stdin.render_text({"x": "5"}), '{"items": [1, 5]}')
+
     def test_shell_rendering_keeps_values_out_of_the_script(self):
         # "shell": true passes every value positionally; the script holds only template text.
         template = mcpstudio.CommandTemplate("printf '%s|' '{a}' \"{b}\" {c} | tr a-z A-Z")
@@ -1527,6 +1656,8 @@ class StripCommentsTests(unittest.TestCase):
             ('{"a": "// not a comment", /* block\n comment */ "b": [1, 2,],}', {"a": "// not a comment", "b": [1, 2]}),
             ('{"a": "x\\"//y"}', {"a": 'x"//y'}),
             ('[1, , 2]', None),
+            ('{"tools": [\n {"a": 1}, // last\n]}', {"tools": [{"a": 1}]}),
+            ('{"a": 1, /* c */ }', {"a": 1}),
         ]
         for text, expected in rows:
             with self.subTest(text=text):
@@ -1607,6 +1738,39 @@ class ConfigTests(ScratchDir):
                     self.assertEqual(piped, (value + "\n") * 3)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "pwned")))
         self.assertFalse(os.path.exists("pwned"))
+
+    def test_hyphenated_parameters_and_blocks_in_the_command_form(self):
+        # A parameter named dry-run works in fields and blocks; in the `command` form a block
+        # tests one of the template's own fields, and a field inside a block is optional.
+        config = self.write_config({"tools": [
+            {"name": "p", "parameters": {"dry-run": {"type": "boolean", "default": False}, "my-file": {"type": "string"}},
+             "command_template": "echo {#if dry-run}--dry-run{/if} {my-file}"},
+            {"name": "c", "command": "echo x {#if n}-n {n}{/if}"}]})
+        with self.serve(config) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("p", {"my-file": "f", "dry-run": True})), "--dry-run f\n")
+            self.assertEqual(text_of(server.call("c", {})), "x\n")
+            self.assertEqual(text_of(server.call("c", {"n": "3"})), "x -n 3\n")
+
+    def test_env_expansion_edge_cases(self):
+        # ${X-d} and ${X:-d} (with a nested ${Y}); an empty variable is set for ${X} and ${X-d}.
+        loader = mcpstudio.ConfigLoader(self.write_config({}), environ={"EMPTY": "", "Y": "why"})
+        for text, expected in (("${UNSET-d}", "d"), ("${UNSET:-${Y}}", "why"), ("${EMPTY}", ""),
+                               ("${EMPTY-d}", ""), ("${EMPTY:-d}", "d"), ("a$$b", "a$b")):
+            with self.subTest(text=text):
+                self.assertEqual(loader.expand(text, "k"), expected)
+
+    def test_scripts_in_config_follow_the_command_line(self):
+        # --help-timeout applies to a config's script folders too.
+        folder = os.path.join(self.dir, "scripts")
+        os.mkdir(folder)
+        self.script("scripts/slow", "#!/bin/sh\n[ \"$1\" = --help ] && { sleep 5; echo '{}'; exit 0; }\necho hi\n")
+        config = self.write_config({"scripts": ["scripts"]})
+        with self.serve(config, "--help-timeout", "0.5", env=dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "c"))) as server:
+            server.initialize()
+            started = time.monotonic()
+            self.assertEqual(server.request("tools/list")["result"]["tools"], [])
+            self.assertLess(time.monotonic() - started, 3)
 
     def test_stdin_template(self):
         # "stdin" is rendered and fed to the command (for tools like jq).
@@ -1731,6 +1895,19 @@ class ConfigTests(ScratchDir):
             ({"mcpServers": {}}, ["mcpServers", "not supported"]),
             ({"tools": [{"name": "a", "command": "x", "annotations": {"readOnly": True}}]},
              ["tools[0].annotations.readOnly", "did you mean `readOnlyHint`"]),
+            ('{"name": "a", "name": "b"}', ["appears twice"]),
+            ({"resources": [{"uri": "x://{a}/{a}", "command": "echo {a}"}]}, ["resources[0].uri", "twice"]),
+            ({"resources": [{"uri": "", "command": "echo"}]}, ["resources[0].uri", "not a URI"]),
+            ({"resources": [{"uri": "x://y", "command": "echo", "timeout": -1}]}, ["resources[0].timeout"]),
+            ({"environment": {"A=B": "x"}}, ["environment.A=B", "variable name"]),
+            ({"tools": [{"name": "a", "command_template": "x {s}",
+                         "parameters": {"s": {"type": "string", "enum": [1, 2]}}}]}, ["tools[0].parameters.s.enum"]),
+            ({"tools": [{"name": "a", "command": "echo {#if verbose}-v{/if}"}]},
+             ["tools[0].command", "`verbose`", "not a field of the template"]),
+            ({"tools": [{"name": "a", "shell": True, "command": "ls \"$(dirname {p})\""}]},
+             ["tools[0].command", "`p`", "$( )"]),
+            ({"tools": [{"name": "a", "command": "{#if x}echo{/if} {x}"}]}, ["tools[0].command", "first word"]),
+            ({"scripts": [{"path": ".", "include": [1]}]}, ["scripts[0].include", "glob"]),
         ]
         for data, fragments in cases:
             with self.subTest(data=data):
@@ -1773,6 +1950,9 @@ class ConfigTests(ScratchDir):
         self.assertIn("--force", again.stderr)
         self.assertEqual(self.run_cli("init", "mytool", "--command", "ls", "--force", cwd=self.dir).returncode, 0)
         self.assertEqual(self.run_cli("init", "mytool").returncode, 2)
+        # Quotes and backslashes in the command still give valid JSON.
+        self.assertEqual(self.run_cli("init", "win", "--command", 'C:\\tools\\x "y".exe', cwd=self.dir).returncode, 0)
+        self.assertEqual(self.run_cli("check", "--config", os.path.join(self.dir, "win.json")).returncode, 0)
 
     def test_default_config_location(self):
         # Without --config, serve and check use $XDG_CONFIG_HOME/mcpstudio/config.json.
