@@ -415,6 +415,7 @@ class Template:
             self.words.append(self._parse_word(word, index))
         if any(not isinstance(p, str) for p in self.words[0]):
             raise TemplateError("the command (the first word) must be literal text, never a field", 0, self.source)
+        check_code_fields(self.words, self.source)
 
     def _parse_word(self, word: str, index: int, in_group: bool = False) -> list:
         pieces, text, i = [], [], 0
@@ -533,6 +534,39 @@ class Template:
         return render_words(self.words, arguments, allow_dash_values, self.command_name(), honour_double_dash)
 
 
+# Interpreters whose next argument after these flags is code: a value pasted
+# there could run anything, so a field may not stand in it.
+_CODE_FLAGS = {
+    "sh": ("-c",), "bash": ("-c",), "dash": ("-c",), "zsh": ("-c",), "ksh": ("-c",), "ash": ("-c",),
+    "fish": ("-c", "--command"), "python": ("-c",), "python3": ("-c",), "pypy3": ("-c",),
+    "node": ("-e", "--eval", "-p", "--print"), "deno": ("eval",), "perl": ("-e", "-E"), "ruby": ("-e",),
+    "php": ("-r",), "osascript": ("-e",), "pwsh": ("-c", "-command"), "powershell": ("-c", "-command"),
+    "cmd": ("/c", "/k"), "awk": (), "env": (),
+}
+
+
+def check_code_fields(words: list, source) -> None:
+    """Refuse a field inside the code an interpreter runs (`sh -c '... {x} ...'`).
+
+    Values there would be code, not data; they belong in separate arguments
+    (`sh -c 'echo "$1"' sh {x}`) or a config tool with "shell": true.
+    """
+    command = os.path.basename("".join(p for p in words[0] if isinstance(p, str))).lower()
+    command = re.sub(r"(\.exe|[0-9.]+)$", "", command) if command not in _CODE_FLAGS else command
+    flags = _CODE_FLAGS.get(command, ())
+    for before, word in zip(words, words[1:]):
+        text = "".join(p for p in before if isinstance(p, str)).lower()
+        short = text.startswith("-") and not text.startswith("--") and "c" in text[1:] and command in (
+            "sh", "bash", "dash", "zsh", "ksh", "ash")  # -ec, -lc ...
+        if (text in flags or short) and any(not isinstance(p, str) for p in word):
+            field = next(p for p in word if not isinstance(p, str))
+            name = field.name if isinstance(field, Field) else field.fields[0].name
+            raise TemplateError(
+                "`%s` stands inside the code `%s %s` runs, so a value could run any command. Pass values "
+                "as their own arguments (sh -c 'echo \"$1\"' sh {%s}), or in a config file use \"shell\": true"
+                % (name, command, text, name), None, None)
+
+
 def render_words(words: list, arguments: dict, allow_dash_values: bool, command: str,
                  honour_double_dash: bool = True) -> list:
     """Render parsed words (lists of pieces) to argv; see Template.render.
@@ -554,8 +588,9 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
         if (isinstance(lead, Field) and word.startswith("-") and not after_double_dash
                 and not allow_dash_values and not _NUMBER.fullmatch(word)):
             value = _clip(arguments[lead.key], 40)
-            raise ToolError("`%s` starts with '-' (%r), so `%s` would read it as an option. Pass a value "
-                            "that does not start with '-' (for a file, write ./%s)." % (lead.key, value, command, value))
+            raise ToolError("`%s` starts with '-' (%r), so the command would read it as an option, not as "
+                            "a value. Pass a value that does not start with '-' (a path can be written ./%s)."
+                            % (lead.key, value, value))
         if pieces == ["--"] and honour_double_dash:
             after_double_dash = True
         argv.append(word)
@@ -1404,8 +1439,8 @@ def describe_failure(result: ProcessResult, timeout, subject: str | None = None)
     if result.status == "error":
         return "%s could not be started: %s" % (command, result.error)
     if result.status == "timeout":
-        return ("%s timed out after %g s and was stopped; raise the limit with --timeout "
-                "if it needs longer." % (command, timeout))
+        return "%s timed out after %g s and was stopped; raise its time limit if it needs longer." % (
+            command, timeout)
     if result.returncode is not None and result.returncode < 0:
         return "%s was killed by signal %s." % (command, _signal_name(-result.returncode))
     if result.returncode:
@@ -1540,17 +1575,23 @@ class CommandTool:
 
 
 def as_text_where_strings(arguments: dict, schema: dict) -> dict:
-    """Numbers and booleans given for string properties become their text.
+    """Numbers given for string properties become their text, and numeric text
+    given for number properties becomes a number.
 
-    Clients and models often send `{"limit": 5}` for a string field; the value
-    ends up as argv text either way, so refusing it would only cost a retry.
+    Clients and models often send `{"limit": 5}` for a string field (or "5"
+    for an integer); the value ends up as argv text either way, so refusing
+    it would only cost a retry.
     """
     properties = schema.get("properties", {})
     out = None
     for key, value in arguments.items():
         prop = properties.get(key) or {}
-        if prop.get("type") == "string" and isinstance(value, (int, float)):
+        kind = prop.get("type")
+        if kind == "string" and isinstance(value, (int, float)):
             new = _text(value)
+        elif kind in ("integer", "number") and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+            number = float(value)
+            new = int(number) if kind == "integer" and number.is_integer() and "." not in value else number
         elif (prop.get("type") == "array" and (prop.get("items") or {}).get("type") == "string"
               and isinstance(value, list) and any(isinstance(v, (int, float)) for v in value)):
             new = [_text(v) if isinstance(v, (int, float)) else v for v in value]
@@ -1778,6 +1819,7 @@ class ScriptDirectory:
         self.help_runs = 0     # how many --help ran (the benchmark and tests read it)
         self._known = {}       # real path -> {"size", "mtime", "meta", "options"} or {..., "error"}
         self._warned = set()
+        self._asked = set()    # real paths whose --help ran in this process
         self._lock = None
         self._ready = None
         self._watcher = None
@@ -1826,6 +1868,7 @@ class ScriptDirectory:
                 except OSError:
                     continue
                 if not (st.st_mode & 0o170000 == 0o100000) or not _is_executable(path):
+                    self.log.debug("scripts: %s skipped (not an executable file)", rel)
                     continue
                 found[rel] = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
         return found
@@ -1897,6 +1940,8 @@ class ScriptDirectory:
                 if key not in self._warned:
                     self._warned.add(key)
                     message = "script %s left out: %s" % (os.path.join(self.root, rel), problem)
+                    if path not in self._asked:
+                        message += " (remembered from an earlier run: change or touch the script to ask again)"
                     self.log.warning("%s", message)
                     if self.events is not None:
                         self.events.source_log("warning", message)
@@ -1909,6 +1954,7 @@ class ScriptDirectory:
         path, size, mtime = info
         entry = {"size": size, "mtime": mtime}
         self.help_runs += 1
+        self._asked.add(path)
         result = await self.runner.run([path, "--help"], env=self.settings.env, cwd=self.settings.cwd,
                                        timeout=self.help_timeout, output_limit=1 << 20)
         if not result.ok:
@@ -1922,14 +1968,16 @@ class ScriptDirectory:
             if not isinstance(meta, dict):
                 raise ValueError("expected a JSON object")
         except ValueError as exc:
-            entry["error"] = "`--help` printed invalid metadata on stdout (%s)" % exc
+            entry["error"] = ("`--help` printed invalid metadata on stdout (%s): stdout must hold one JSON "
+                              "object; the options go to stderr (>&2)" % exc)
             return entry
         try:
             text = result.stderr.decode("utf-8").strip()
             options = json.loads(text) if text else {}
             script_schema(options)
         except ValueError as exc:
-            entry["error"] = "`--help` printed invalid options on stderr (%s)" % exc
+            entry["error"] = ("`--help` printed invalid options on stderr (%s): stderr must hold one JSON "
+                              "object of options, or nothing" % exc)
             return entry
         entry["meta"], entry["options"] = meta, options
         return entry
@@ -2041,6 +2089,9 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) 
     block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut > 0)
     if result.ok:
         reply = {"content": [block], "isError": False}
+        other = [line for line in kept if not line.startswith("ERROR")]
+        if other:
+            reply["content"].append({"type": "text", "text": "[stderr]\n" + "\n".join(other)})
         if block["type"] == "text":
             try:
                 data = json.loads(block["text"])
@@ -2325,7 +2376,7 @@ _TOP_KEYS = ("name", "description", "instructions", "working_directory", "enviro
              "resources", "scripts", "command", "timeout", "separator", "$schema")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId")
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
-              "working_directory", "environment", "stdin", "shell", "annotations")
+              "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values")
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
                   "working_directory", "environment")
@@ -2532,6 +2583,8 @@ class ConfigLoader:
         tool_env = self.environment(spec, where)
         if tool_env:
             overrides["env"] = dict(settings.env or os.environ, **tool_env)
+        if "allow_dash_values" in spec:
+            overrides["allow_dash_values"] = self.get(spec, "allow_dash_values", bool, where)
         annotations = self.get(spec, "annotations", dict, where, {})
         self.keys(annotations, _ANNOTATIONS, _join(where, "annotations"))
         return CommandTool(name, template, runner, settings.derive(**overrides),
@@ -2782,6 +2835,10 @@ class CommandTemplate(Template):
         self.nodes = self._parse(source)
         if not text:
             self._check_command_word()
+            try:
+                check_code_fields(self.words_for(None), self.source)
+            except TemplateError as exc:
+                raise self._error(str(exc))
 
     def _error(self, message: str, at: int | None = None) -> TemplateError:
         where = " at column %d" % (at + 1) if at is not None else ""
@@ -3017,8 +3074,8 @@ STARTER_CONFIG = """\
   "description": %(description_json)s,
   // Variables for every command. ${VAR} and ${VAR:-default} come from your environment.
   "environment": {},
-  // Seconds a command may run (a tool can say its own "timeout").
-  "timeout": 30,
+  // Seconds a command may run; without it, --timeout or 30 s (a tool can say its own "timeout").
+  // "timeout": 30,
   "tools": [
     {
       // A template string, as on mcpstudio's command line: {x} required, [x] optional,
@@ -3029,14 +3086,17 @@ STARTER_CONFIG = """\
       "annotations": {"readOnlyHint": true}
     },
     {
-      // Typed parameters, and a command_template with {#if} blocks.
+      // Typed parameters, and a command_template with {#if} blocks. Careful: an array of
+      // arguments can carry any option of the command, so this tool can do whatever the
+      // command can. Narrow it to the parameters you mean, or delete it.
       "name": %(run_json)s,
       "description": %(run_description_json)s,
       "parameters": {
-        "args": {"type": "array", "description": %(args_description_json)s, "default": []},
-        "verbose": {"type": "boolean", "description": "More output", "default": false}
+        "args": {"type": "array", "description": %(args_description_json)s},
+        "help": {"type": "boolean", "description": "Show the help of what args name", "default": false}
       },
-      "command_template": %(run_command_json)s
+      "command_template": %(run_command_json)s,
+      "annotations": {"destructiveHint": true}
     }
   ],
   "resources": [
@@ -3079,7 +3139,14 @@ def init_config(args: list) -> int:
         sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
         return 1
     command = values["command"]
-    quoted = _argv_text([command])
+    import shlex
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError("init: --command %r: %s" % (command, exc))
+    if not words:
+        raise UsageError("init: --command is empty")
+    quoted = _argv_text(words)
     text = STARTER_CONFIG % {
         "name_comment": re.sub(r"\s", " ", values["name"]), "name_json": json.dumps(values["name"]),
         "file": _argv_text([output]),
@@ -3090,12 +3157,13 @@ def init_config(args: list) -> int:
         "description_json": json.dumps(values["description"] or "Tools for %s." % command),
         "help_json": json.dumps(name + "_help"), "run_json": json.dumps(name + "_run"),
         "help_command_json": json.dumps("%s --help" % quoted),
-        "run_command_json": json.dumps("%s {#if verbose}--verbose{/if} {args}" % quoted),
+        "run_command_json": json.dumps("%s {args}{#if help} --help{/if}" % quoted),
         "uri_json": json.dumps("%s://version" % name.replace("_", "-")),
         "version_command_json": json.dumps("%s --version" % quoted)}
     with open(output, "w", encoding="utf-8") as f:
         f.write(text)
-    print("wrote %s; check it with: mcpstudio check --config %s" % (output, output))
+    prog = "mcpstudio" if not sys.argv[0].endswith(".py") else "python3 " + _argv_text([sys.argv[0]])
+    print("wrote %s; check it with: %s check --config %s" % (output, prog, _argv_text([output])))
     return 0
 
 
@@ -3120,6 +3188,15 @@ def check_config(path: str, log: Log, options: dict) -> int:
         for tool in source.tools.values():
             props = tool.schema.get("properties", {})
             required = tool.schema.get("required", [])
+            import shutil
+            program = tool.template.words[0][0] if not tool.shell else "sh"
+            if not shutil.which(program, path=(tool.settings.env or os.environ).get("PATH")):
+                print("  warning: %s: `%s` is not on PATH here" % (tool.name, program))
+            used = {f.key for t in (tool.template, tool.stdin) if t is not None for f in t.occurrences()}
+            used.update(b.key for b in getattr(tool.template, "blocks", ()))
+            for key in props:
+                if key not in used:
+                    print("  warning: %s: parameter `%s` is declared but no template uses it" % (tool.name, key))
             example = {k: _example_value(k, v) for k, v in props.items()}
             try:
                 argv = _argv_text(tool.argv(example))
@@ -3287,7 +3364,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     if cwd is not None:
         cwd = os.path.abspath(os.path.expanduser(cwd))
         if not os.path.isdir(cwd):
-            raise UsageError("--cwd %s: no such folder" % options["cwd"])
+            raise UsageError("--cwd %s: no such folder (looked for %s)" % (options["cwd"], cwd))
     cli_timeout = _positive(options["timeout"], "--timeout") if options["timeout"] else None
     settings = RunSettings(
         env=env, cwd=cwd, timeout=cli_timeout or DEFAULT_TIMEOUT,
@@ -3330,7 +3407,8 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         _need("scripts")
         root = os.path.expanduser(options["root_directory"])
         if not os.path.isdir(root):
-            raise UsageError("--root-directory %s: no such folder" % options["root_directory"])
+            raise UsageError("--root-directory %s: no such folder (looked for %s; client configs need "
+                             "absolute paths)" % (options["root_directory"], os.path.abspath(root)))
         separator = options["separator"] or "__"
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
             raise UsageError("--separator %r: use 1 to 8 of the characters A-Z a-z 0-9 _ -, "
@@ -3410,8 +3488,9 @@ def main(argv: list | None = None) -> int:
         if command is not None:
             options, words = parse_command_line(words[1:], options)
             if words:
-                raise UsageError("%s takes options only, not %r; a template goes in the config file"
-                                 % (command, " ".join(words)))
+                hint = (" (did you mean %s --config %s?)" % (command, words[0])
+                        if words[0].endswith((".json", ".jsonc")) else "; a template goes in the config file")
+                raise UsageError("%s takes options only, not %r%s" % (command, " ".join(words), hint))
         if options["help"]:
             print(help_text())
             return 0

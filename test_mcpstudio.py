@@ -1347,7 +1347,8 @@ class ScriptModeTests(ScratchDir):
             server.initialize()
             server.request("logging/setLevel", {"level": "debug"})
             result = server.call("chatty", {})
-            self.assertEqual(text_of(result), "done\n")
+            # Log lines become notifications; other stderr lines stay in the result, labelled.
+            self.assertEqual([c["text"] for c in result["content"]], ["done\n", "[stderr]\nplain line"])
             logs = [(n["params"]["level"], n["params"]["data"]) for n in server.notifications_of("notifications/message")
                     if n["params"].get("logger") == "chatty"]
             self.assertEqual(logs, [("debug", "t"), ("debug", "d"), ("info", "i"), ("warning", "w"),
@@ -1632,6 +1633,20 @@ class CommandTemplateTests(unittest.TestCase):
         with self.assertRaises(TemplateError):
             Template(["{cmd}", "x"])  # template mode: a value never chooses the command
 
+    def test_no_field_inside_interpreter_code(self):
+        # sh -c '...{v}...', python3 -c, node -e: a value there would be code. Refused at parse time
+        # in both template and config syntax; the positional form (sh -c '"$1"' sh {v}) is fine.
+        for words in (["sh", "-c", "echo {v}"], ["bash", "-lc", "echo [v]"], ["python3", "-c", "print({v})"],
+                      ["/usr/bin/python3.11", "-c", "x{v}"], ["node", "-e", "f({v})"], ["perl", "-e", "{v}"]):
+            with self.subTest(words=words):
+                with self.assertRaises(TemplateError) as cm:
+                    Template(words)
+                self.assertIn("could run any command", str(cm.exception))
+        with self.assertRaises(TemplateError):
+            mcpstudio.CommandTemplate("sh -c 'echo {v} | wc -c'")
+        Template(["sh", "-c", 'echo "$1"', "sh", "{v}"])
+        mcpstudio.CommandTemplate("""sh -c 'echo "$1" | wc -c' sh {v}""")
+
     def test_brackets_in_quotes_and_stdin_are_text(self):
         # jq filters and JSON keep their brackets: only {field} is a field inside quotes and in stdin.
         self.assertEqual(self.render("jq '.items[{i}]'", {"i": "2"}), ["jq", ".items[2]"])
@@ -1792,7 +1807,7 @@ class ConfigTests(ScratchDir):
             "environment": {"A": "${MCPS_A}", "B": "${MCPS_UNSET:-fallback}", "C": "${ENV:MCPS_A}-${env:MCPS_A}",
                             "D": "cost $$5"},
             "tools": [{"name": "show", "command":
-                       "%s -c \"import os; print(os.getcwd(), os.environ['A'], os.environ['B'], os.environ['C'], os.environ['D'], os.environ['E'], '${MCPS_A}')\"" % PY,
+                       "%s -c \"import os, sys; print(os.getcwd(), os.environ['A'], os.environ['B'], os.environ['C'], os.environ['D'], os.environ['E'], sys.argv[1])\" ${MCPS_A}" % PY,
                        "environment": {"E": "tool-${MCPS_A}"}}]})
         env = dict(os.environ, MCPS_A="alpha")
         with self.serve(config, env=env) as server:
@@ -1935,6 +1950,15 @@ class ConfigTests(ScratchDir):
         self.assertIn("example: git log -n 1 -- '<path>'", proc.stdout)
         self.assertIn("git://status", proc.stdout)
 
+    def test_check_warns(self):
+        # check names a command that is not on PATH and a parameter no template uses.
+        config = self.write_config({"tools": [{"name": "t", "parameters": {"x": {"type": "string"}, "unused": {}},
+                                               "command_template": "no-such-command-xyz {x}"}]})
+        proc = self.run_cli("check", "--config", config)
+        self.assertEqual(proc.returncode, 0)
+        self.assertIn("`no-such-command-xyz` is not on PATH", proc.stdout)
+        self.assertIn("`unused` is declared but no template uses it", proc.stdout)
+
     def test_init(self):
         # init writes a commented starter config that passes check, and never overwrites by accident.
         proc = self.run_cli("init", "mytool", "--command", "git", "--description", "Git tools", cwd=self.dir)
@@ -1950,7 +1974,11 @@ class ConfigTests(ScratchDir):
         self.assertIn("--force", again.stderr)
         self.assertEqual(self.run_cli("init", "mytool", "--command", "ls", "--force", cwd=self.dir).returncode, 0)
         self.assertEqual(self.run_cli("init", "mytool").returncode, 2)
-        # Quotes and backslashes in the command still give valid JSON.
+        # A --command with arguments is split into words; quotes and backslashes still give valid JSON.
+        self.assertEqual(self.run_cli("init", "lister", "--command", "ls -la", cwd=self.dir).returncode, 0)
+        with McpProcess("serve", "--config", os.path.join(self.dir, "lister.json")) as server:
+            server.initialize()
+            self.assertFalse(server.call("lister_run", {"args": [self.dir]})["isError"])
         self.assertEqual(self.run_cli("init", "win", "--command", 'C:\\tools\\x "y".exe', cwd=self.dir).returncode, 0)
         self.assertEqual(self.run_cli("check", "--config", os.path.join(self.dir, "win.json")).returncode, 0)
 
@@ -2026,7 +2054,8 @@ class ExampleTests(unittest.TestCase):
                             words = shlex.split(line)
                             servers[words[3]] = {"command": words[5], "args": words[6:]}
             for key, entry in servers.items():
-                args = [a.replace("${workspaceFolder}", HERE) for a in entry["args"]]
+                args = [a.replace("${workspaceFolder}", HERE).replace("/path/to/mcpstudio/", HERE + "/")
+                        for a in entry["args"]]
                 self.assertTrue(args[0].endswith("mcpstudio.py"), (name, key))
                 found.append((name, key, args[1:]))
         return found
@@ -2034,13 +2063,19 @@ class ExampleTests(unittest.TestCase):
     def test_every_example_serves_its_tool(self):
         entries = self.entries()
         self.assertGreaterEqual(len(entries), 10)
+        env = dict(os.environ, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="mcpstudio-cache-"))
+        self.addCleanup(shutil.rmtree, env["XDG_CACHE_HOME"], True)
         for name, key, args in entries:
             with self.subTest(file=name, server=key):
-                with McpProcess(*args) as server:
+                with McpProcess(*args, env=env) as server:
                     server.initialize()
                     tools = server.request("tools/list")["result"]["tools"]
-                    self.assertEqual([t["name"] for t in tools], [key], server.context())
-                    self.assertEqual(tools[0]["inputSchema"]["type"], "object")
+                    names = [t["name"] for t in tools]
+                    if "serve" in args or "--root-directory" in args:  # a config or script folder: many tools
+                        self.assertGreaterEqual(len(names), 3, server.context())
+                    else:
+                        self.assertEqual(names, [key], server.context())
+                    self.assertTrue(all(t["inputSchema"]["type"] == "object" for t in tools))
 
     def test_example_configs_pass_check(self):
         # Every config in examples/configs is valid and `check` shows its tools.
@@ -2067,7 +2102,9 @@ class ExampleTests(unittest.TestCase):
             result = server.call("count_matches", {"pattern": "$(touch /tmp/mcpstudio-pwned)", "file": MODULE})
             self.assertEqual(int(text_of(result).split()[0]), 0)
             self.assertFalse(os.path.exists("/tmp/mcpstudio-pwned"))
-            self.assertIn("starts with '-'", text_of(server.call("count_matches", {"pattern": "--help", "file": MODULE})))
+            # A pattern may start with '-' (it sits inside --regexp=...); a file may not, even after --.
+            self.assertEqual(int(text_of(server.call("count_matches", {"pattern": "--q9-not-in-module", "file": MODULE}))), 0)
+            self.assertIn("starts with '-'", text_of(server.call("count_matches", {"pattern": "x", "file": "--help"})))
 
     def test_readme_config_example(self):
         # The config shown in the README loads, and `check` accepts it.
