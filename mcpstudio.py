@@ -77,6 +77,7 @@ EOF_DRAIN = 2.0                 # seconds in-flight calls may finish after stdin
 PIPE_LINGER = 0.1               # seconds to drain pipes after the command itself exited
 PROGRESS_INTERVAL = 1.0         # seconds between progress notifications
 PAGE_SIZE = 100                 # items per tools/list page
+MAX_MESSAGE = 256 << 20         # bytes of one incoming message; a larger one is skipped
 HELP_TIMEOUT = 10.0             # seconds a script's --help (or --state) may take
 RESCAN_INTERVAL = 2.0           # seconds between looks for added, changed or removed scripts
 
@@ -1098,9 +1099,20 @@ class StdioTransport:
         scan = 0
         pending = None  # Content-Length of the body being read, after its headers
         headers_seen = False
+        skip, skip_line = 0, False  # an oversized message being thrown away
         try:
             while True:
-                if pending is not None:
+                if skip:
+                    taken = min(skip, len(buf))
+                    del buf[:taken]
+                    skip -= taken
+                    if not skip:
+                        continue  # the next message may already be in the buffer
+                elif pending is not None and pending > MAX_MESSAGE:
+                    skip, pending, headers_seen = pending, None, False
+                    deliver(None, CONTENT_LENGTH)  # answered "too large"; the stream stays in step
+                    continue
+                elif pending is not None:
                     if len(buf) >= pending:
                         body = bytes(buf[:pending])
                         del buf[:pending]
@@ -1109,6 +1121,13 @@ class StdioTransport:
                         continue
                 else:
                     nl = buf.find(b"\n", scan)
+                    if nl >= 0 and (skip_line or nl > MAX_MESSAGE):
+                        del buf[: nl + 1]
+                        scan = 0
+                        if not skip_line:
+                            deliver(None, NEWLINE)
+                        skip_line = False
+                        continue
                     if nl >= 0:
                         line = bytes(buf[:nl])
                         del buf[: nl + 1]
@@ -1131,10 +1150,16 @@ class StdioTransport:
                         if line.strip():
                             deliver(line, NEWLINE)
                         continue
+                    if skip_line:
+                        buf.clear()
+                    elif len(buf) > MAX_MESSAGE:
+                        buf.clear()
+                        skip_line = True
+                        deliver(None, NEWLINE)
                     scan = len(buf)
                 chunk = os.read(self.in_fd, 1 << 16)
                 if not chunk:
-                    if pending is None and buf.strip() and headers_seen is False:
+                    if pending is None and buf.strip() and headers_seen is False and not skip_line:
                         deliver(bytes(buf).rstrip(b"\r"), NEWLINE)  # last line without newline
                     break
                 buf += chunk
@@ -1231,9 +1256,13 @@ class Session:
 
     # -- incoming ---------------------------------------------------------------
 
-    def receive(self, data: bytes, framing: str):
+    def receive(self, data, framing: str):
         if self.closed:
             return  # shutting down: what arrives now is not started
+        if data is None:
+            self.transport.send(_error_response(None, McpError(
+                PARSE_ERROR, "Parse error: a message larger than %d bytes was skipped" % MAX_MESSAGE)), framing)
+            return
         if self.log.file is not None:
             self.log.wire("->", data)
         self.transport.framing = framing

@@ -585,6 +585,29 @@ class ProtocolTests(ScratchDir):
             server.send(big)
             self.assertEqual(server.wait_response(2)["result"], {})
 
+    def test_oversized_messages_are_skipped(self):
+        # A line or a Content-Length body over the limit is answered -32700 and thrown away
+        # without being kept in memory; the next message is served.
+        code = ("import mcpstudio, sys; mcpstudio.MAX_MESSAGE = 1000; "
+                "sys.exit(mcpstudio.main(['echo', '{message}']))")
+        with McpProcess(cmd=[PY, "-c", code], cwd=HERE) as server:
+            server.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * 5000 + b'"}}\n')
+            server.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+            self.assertEqual(server.wait_response(2)["result"], {})
+            self.assertIn("larger than 1000 bytes", server.wait_response(None)["error"]["message"])
+            self.assertNotIn(1, server.responses)
+        with McpProcess(cmd=[PY, "-c", code], cwd=HERE) as server:
+            body = b'{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"' + b"y" * 5000 + b'"}}'
+            small = b'{"jsonrpc":"2.0","id":4,"method":"ping"}'
+            for message in (body, small):
+                server.send_raw(b"Content-Length: %d\r\n\r\n%s" % (len(message), message))
+            self.assertEqual(server.close(), 0)
+            time.sleep(0.1)
+            raw = b"".join(server.stdout_lines)
+            self.assertIn(b"larger than 1000 bytes", raw)
+            self.assertIn(b'{"jsonrpc":"2.0","id":4,"result":{}}', raw)
+            self.assertNotIn(b'"id":3', raw)
+
     def test_content_length_framing(self):
         # A peer that frames with Content-Length headers is answered in the same framing.
         with McpProcess("echo", "{message}") as server:
