@@ -911,14 +911,15 @@ class ProcessRunner:
                 pipe = transport.get_pipe_transport(0)
                 pipe.write(stdin_bytes)
                 pipe.write_eof()
-            try:
-                await asyncio.wait_for(asyncio.shield(child.exited), timeout)
-            except asyncio.TimeoutError:
+            if not child.exited.done():
+                await asyncio.wait([child.exited], timeout=timeout)  # leaves the future alone on timeout
+            if not child.exited.done():
                 status = "timeout"
                 await self._stop_fully(pid, child)
             # The child is gone; what it left behind in its group goes too.
-            done, _ = await asyncio.wait([child.pipes_closed], timeout=PIPE_LINGER)
-            if _group_alive(pid) or not done:
+            if not child.pipes_closed.done():
+                await asyncio.wait([child.pipes_closed], timeout=PIPE_LINGER)
+            if _group_alive(pid) or not child.pipes_closed.done():
                 _signal_group(pid, hard=False)
                 await asyncio.wait([child.pipes_closed], timeout=PIPE_LINGER)
         except asyncio.CancelledError:
@@ -1225,6 +1226,10 @@ class CallContext:
     def log(self, level: str, text: str, logger: str = "mcpstudio"):
         if not self.cancelled:
             self.session.log_to_client(level, text, logger)
+
+    def wants(self, level: str) -> bool:
+        """Whether a log line at `level` would reach the client (skip building it if not)."""
+        return not self.cancelled and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.session.log_level)
 
     async def heartbeat(self, label: str):
         """Report progress every PROGRESS_INTERVAL until cancelled (keeps client timeouts alive)."""
@@ -1586,7 +1591,8 @@ class CommandTool:
             return tool_error(str(exc))
         stdin = self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
         settings = self.settings
-        ctx.log("debug", "running: %s" % _argv_text(argv))
+        if ctx.wants("debug"):
+            ctx.log("debug", "running: %s" % _argv_text(argv))
         heartbeat = None
         if ctx.progress_token is not None:  # also while the call waits for a slot
             heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.template.command_name()))
@@ -1597,9 +1603,10 @@ class CommandTool:
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
-        ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
-                "exited with code %s" % result.returncode if result.status == "exited" else result.status,
-                result.seconds))
+        if ctx.wants("debug"):
+            ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
+                    "exited with code %s" % result.returncode if result.status == "exited" else result.status,
+                    result.seconds))
         return command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name)
 
 
