@@ -2055,13 +2055,20 @@ class ScriptDirectory:
         if tool is None:
             return tool_error("The script behind `%s` is gone; list the tools again." % name)
         values = dict(tool.defaults)
-        values.update(arguments)
+        properties = tool.schema.get("properties", {})
+        for key, value in arguments.items():  # max_count may be sent for a max-count option
+            if key not in properties:
+                key = next((k for k in properties if k.replace("-", "_") == key), key)
+            values[key] = value
         problems = validate(values, tool.schema)
         if problems:
             return tool_error(_argument_help(name, problems, tool.schema))
         env = dict(self.settings.env or os.environ)
         for key, value in values.items():
             env["MCPD_OPT_" + key] = _option_env(value)
+            safe = re.sub(r"[^A-Za-z0-9_]", "_", key)
+            if safe != key:  # also a spelling every shell can read: MCPD_OPT_max_count
+                env.setdefault("MCPD_OPT_" + safe, _option_env(value))
         kept = []  # stderr lines that are not log lines, and ERROR lines: the error text
 
         def stderr_line(line):

@@ -1350,6 +1350,16 @@ class ScriptModeTests(ScratchDir):
             missing = server.call("echo", {"ratio": 1})
             self.assertIn("`text` is required", text_of(missing))
 
+    def test_option_names_with_dashes(self):
+        # An option named max-count arrives as MCPD_OPT_max-count and MCPD_OPT_max_count, and
+        # may be called as max_count.
+        self.make("dash", {}, {"max-count": {"required": True, "value_type": "integer"}}, body="""
+            print(os.environ["MCPD_OPT_max-count"], os.environ["MCPD_OPT_max_count"], json.load(sys.stdin))
+            """)
+        with self.serve() as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("dash", {"max_count": 3})), "3 3 {'max-count': 3}\n")
+
     def test_text_output_has_no_structured_content(self):
         # Plain text (or a JSON array) on stdout is text content only.
         self.make("words", {}, body="print('just words')")
