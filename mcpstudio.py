@@ -331,6 +331,22 @@ def safe_name(name: str, max_length: int = DEFAULT_MAX_NAME_LENGTH, taken=()) ->
         salt += 1
 
 
+def match_spellings(arguments: dict, keys) -> dict:
+    """Rename arguments to the known key they spell with `-` and `_` swapped.
+
+    `my-var` reaches a `my_var` property and `max_count` a `max-count` option;
+    names that match a key exactly, or none, are left as they are.
+    """
+    if all(name in keys for name in arguments):
+        return arguments
+    loose = {key.replace("-", "_"): key for key in keys}
+    out = {}
+    for name, value in arguments.items():
+        key = name if name in keys else loose.get(name.replace("-", "_"), name)
+        out[key if key not in arguments or key == name else name] = value
+    return out
+
+
 # --------------------------------------------------------------------------
 # Templates: parse once, describe as a JSON schema, render to argv
 # --------------------------------------------------------------------------
@@ -518,13 +534,7 @@ class Template:
 
     def normalize(self, arguments: dict) -> dict:
         """Accept `my-var` for `my_var`: return the arguments under schema keys."""
-        if not any("-" in k for k in arguments):
-            return arguments
-        out = {}
-        for name, value in arguments.items():
-            key = name.replace("-", "_")
-            out[key if key in self.fields and key not in arguments else name] = value
-        return out
+        return match_spellings(arguments, self.fields)
 
     def render(self, arguments: dict, allow_dash_values: bool = False, honour_double_dash: bool = True) -> list:
         """Render validated `arguments` to an argv list (no shell, no re-substitution).
@@ -542,7 +552,7 @@ _CODE_FLAGS = {
     "fish": ("-c", "--command"), "python": ("-c",), "python3": ("-c",), "pypy3": ("-c",),
     "node": ("-e", "--eval", "-p", "--print"), "deno": ("eval",), "perl": ("-e", "-E"), "ruby": ("-e",),
     "php": ("-r",), "osascript": ("-e",), "pwsh": ("-c", "-command"), "powershell": ("-c", "-command"),
-    "cmd": ("/c", "/k"), "awk": (), "env": (),
+    "cmd": ("/c", "/k"),
 }
 
 
@@ -1554,8 +1564,7 @@ class CommandTool:
         self.description = description or "Run `%s`." % template.display()
         self.title = title
         self.annotations = annotations or {}
-        self.template_schema = None if schema else template.input_schema()
-        self.schema = schema or self.template_schema
+        self.schema = schema or template.input_schema()
         self.defaults = defaults or {}
         self.stdin = stdin
         self.shell = shell
@@ -1577,9 +1586,7 @@ class CommandTool:
         return argv
 
     async def call(self, arguments: dict, ctx: CallContext) -> dict:
-        if not self.defaults and self.schema is self.template_schema:
-            arguments = self.template.normalize(arguments)  # {my-var} may be called as my-var or my_var
-        arguments = as_text_where_strings(arguments, self.schema)
+        arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
         if self.defaults:
             arguments = dict(self.defaults, **arguments)
         problems = validate(arguments, self.schema)
@@ -2055,11 +2062,7 @@ class ScriptDirectory:
         if tool is None:
             return tool_error("The script behind `%s` is gone; list the tools again." % name)
         values = dict(tool.defaults)
-        properties = tool.schema.get("properties", {})
-        for key, value in arguments.items():  # max_count may be sent for a max-count option
-            if key not in properties:
-                key = next((k for k in properties if k.replace("-", "_") == key), key)
-            values[key] = value
+        values.update(match_spellings(arguments, tool.schema["properties"]))
         problems = validate(values, tool.schema)
         if problems:
             return tool_error(_argument_help(name, problems, tool.schema))
@@ -2550,9 +2553,7 @@ class ConfigLoader:
         cwd = base.cwd
         if "working_directory" in data:
             cwd = self.folder_path(self.get(data, "working_directory", str, ""), "working_directory")
-        timeout = self.get(data, "timeout", (int, float), "", None)
-        if timeout is not None and timeout <= 0:
-            raise self.error("timeout", "expected a positive number of seconds")
+        timeout = self.timeout(data, "")
         settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
                                max_output=base.max_output, max_concurrency=base.max_concurrency,
                                allow_dash_values=base.allow_dash_values)
@@ -2607,25 +2608,13 @@ class ConfigLoader:
             stdin = self.template(self.get(spec, "stdin", str, where), _join(where, "stdin"), text=True)
         if "parameters" in spec:
             schema, defaults = self.parameters(spec["parameters"], _join(where, "parameters"))
-            for part, used in ((key, template), ("stdin", stdin)):
-                if used is not None:
-                    self.bind(used, schema["properties"], _join(where, part))
         else:
             schema, defaults = template.input_schema(), {}
-            for part, used in ((key, template), ("stdin", stdin)):
-                if used is not None:
-                    self.bind(used, schema["properties"], _join(where, part), declared_by="field")
-        overrides = {}
-        if "timeout" in spec:
-            overrides["timeout"] = self.get(spec, "timeout", (int, float), where)
-            if overrides["timeout"] <= 0:
-                raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
-        if "working_directory" in spec:
-            overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
-                                                _join(where, "working_directory"))
-        tool_env = self.environment(spec, where)
-        if tool_env:
-            overrides["env"] = dict(settings.env or os.environ, **tool_env)
+        for part, used in ((key, template), ("stdin", stdin)):
+            if used is not None:
+                self.bind(used, schema["properties"], _join(where, part),
+                          "parameter" if "parameters" in spec else "field")
+        overrides = self.run_overrides(spec, where, settings)
         if "allow_dash_values" in spec:
             overrides["allow_dash_values"] = self.get(spec, "allow_dash_values", bool, where)
         annotations = self.get(spec, "annotations", dict, where, {})
@@ -2634,6 +2623,26 @@ class ConfigLoader:
                            description=self.get(spec, "description", str, where),
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell)
+
+    def timeout(self, obj: dict, where: str):
+        """obj["timeout"] as positive seconds, or None when it is not given."""
+        value = self.get(obj, "timeout", (int, float), where)
+        if value is not None and value <= 0:
+            raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
+        return value
+
+    def run_overrides(self, spec: dict, where: str, settings: RunSettings) -> dict:
+        """A tool's or resource's own timeout, working_directory and environment."""
+        overrides = {}
+        if "timeout" in spec:
+            overrides["timeout"] = self.timeout(spec, where)
+        if "working_directory" in spec:
+            overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
+                                                _join(where, "working_directory"))
+        env = self.environment(spec, where)
+        if env:
+            overrides["env"] = dict(settings.env or os.environ, **env)
+        return overrides
 
     def template(self, source: str, where: str, text: bool = False) -> CommandTemplate:
         try:
@@ -2735,17 +2744,7 @@ class ConfigLoader:
                 raise self.error(_join(where, "command"), "the command uses `%s`, which is not a {parameter} of "
                                  "the uri %s" % (field.name, uri))
             field.kind = "string"
-        overrides = {}
-        if "timeout" in spec:
-            overrides["timeout"] = self.get(spec, "timeout", (int, float), where)
-            if overrides["timeout"] <= 0:
-                raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
-        if "working_directory" in spec:
-            overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
-                                                _join(where, "working_directory"))
-        res_env = self.environment(spec, where)
-        if res_env:
-            overrides["env"] = dict(settings.env or os.environ, **res_env)
+        overrides = self.run_overrides(spec, where, settings)
         mime = self.get(spec, "mime_type", str, where) or self.get(spec, "mimeType", str, where) or "text/plain"
         return CommandResource(uri, self.get(spec, "name", str, where) or uri, command, runner,
                                settings.derive(**overrides), pattern, params,
