@@ -750,10 +750,51 @@ if _POSIX:
     def _is_executable(path: str) -> bool:
         return os.access(path, os.X_OK)
 
-    def _on_stop_signals(loop, stop):
-        """Call `stop(name)` on SIGTERM, SIGINT or SIGHUP."""
+    def _on_stop_signals(loop, stop, reload=None):
+        """Call `stop(name)` on SIGTERM, SIGINT or SIGHUP; `reload()` on SIGHUP when given."""
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
+        if reload is not None:
+            loop.add_signal_handler(signal.SIGHUP, reload)
+
+    # A parent-death signal reaches only direct children, and nothing runs in
+    # a process killed with SIGKILL; so a tiny separate process holds a pipe
+    # from us, learns each process group we start ("+pid" / "-pid"), and when
+    # the pipe closes (we exited or were killed) stops every group still
+    # registered: SIGTERM, the grace period, SIGKILL.
+    _WATCHDOG = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+groups = set()
+for line in sys.stdin.buffer:
+    try:
+        (groups.add if line[:1] == b"+" else groups.discard)(int(line[1:]))
+    except ValueError:
+        pass
+def signal_all(signum):
+    left = [pid for pid in groups if not _try(os.killpg, pid, signum)]
+    return left
+def _try(call, *args):
+    try:
+        call(*args)
+    except OSError:
+        return True
+deadline = time.monotonic() + float(sys.argv[1])
+if signal_all(signal.SIGTERM):
+    while signal_all(0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    signal_all(signal.SIGKILL)
+"""
+
+    def _start_watchdog(grace: float):
+        """Start the watchdog; return its stdin (a binary file), or None if it cannot run."""
+        if not sys.executable:
+            return None
+        watchdog = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(grace)], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        return watchdog
 else:
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
@@ -775,8 +816,11 @@ else:
         extensions = os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
         return os.path.splitext(path)[1].lower() in extensions
 
-    def _on_stop_signals(loop, stop):
-        pass  # Ctrl+C arrives as KeyboardInterrupt, handled in main()
+    def _on_stop_signals(loop, stop, reload=None):
+        pass  # Ctrl+C arrives as KeyboardInterrupt, handled in main(); no SIGHUP to reload on
+
+    def _start_watchdog(grace: float):
+        return None  # would be a Job object with KILL_ON_JOB_CLOSE; not built (see README)
 
 
 class _Capture:
@@ -889,6 +933,71 @@ class ProcessRunner:
         self.grace = grace
         self.live = {}      # pid -> transport, while the child itself runs
         self.groups = set()  # process groups (leader pids) that may still have members
+        self.watchdog = None  # see enable_watchdog()
+
+    def enable_watchdog(self):
+        """From now on, process groups are also stopped if this process dies (see _WATCHDOG)."""
+        if self.watchdog is None:
+            try:
+                self.watchdog = _start_watchdog(self.grace)
+            except OSError as exc:
+                self.log.warning("cannot start the watchdog (children may outlive a killed mcpstudio): %s", exc)
+            for pid in self.groups:
+                self._tell_watchdog(b"+", pid)
+
+    def _tell_watchdog(self, sign: bytes, pid: int):
+        if self.watchdog is not None:
+            try:
+                self.watchdog.stdin.write(b"%s%d\n" % (sign, pid))
+                self.watchdog.stdin.flush()
+            except (OSError, ValueError):
+                self.log.warning("the watchdog is gone; children may outlive a killed mcpstudio")
+                self.watchdog = None
+
+    def _track(self, pid: int):
+        self.groups.add(pid)
+        self._tell_watchdog(b"+", pid)
+
+    def _forget(self, pid: int):
+        if pid in self.groups:
+            self.groups.discard(pid)
+            self._tell_watchdog(b"-", pid)
+
+    def close_watchdog(self):
+        """At exit, after stop_all(): the watchdog finds nothing left and exits."""
+        if self.watchdog is not None:
+            try:
+                self.watchdog.stdin.close()
+            except OSError:
+                pass
+            self.watchdog = None
+
+    async def start(self, argv, protocol_factory, *, env=None, cwd=None):
+        """Start a long-running child (an MCP server) with all three pipes; end it with end()."""
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.subprocess_exec(
+            protocol_factory, *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=env, cwd=cwd, **_SPAWN_OPTIONS)
+        self._track(transport.get_pid())
+        return transport, protocol
+
+    async def end(self, transport, exited, wait: float):
+        """Close the child's stdin and give it `wait` seconds to exit; then stop its group."""
+        pid = transport.get_pid()
+        stdin = transport.get_pipe_transport(0)
+        if stdin is not None:
+            stdin.close()
+        if not exited.done():
+            await asyncio.wait([exited], timeout=wait)
+        if not exited.done() or _group_alive(pid):
+            stopping = asyncio.ensure_future(self._stop(pid, exited))
+            while not stopping.done():
+                try:
+                    await asyncio.shield(stopping)
+                except asyncio.CancelledError:
+                    continue  # as in _stop_fully: never leave a group half stopped
+        transport.close()
+        self._forget(pid)
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
                   output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None) -> ProcessResult:
@@ -913,7 +1022,7 @@ class ProcessRunner:
             return ProcessResult(argv, "error", error=str(exc))
         pid = transport.get_pid()
         self.live[pid] = transport
-        self.groups.add(pid)
+        self._track(pid)
         self.log.debug("started pid %d: %s", pid, _argv_text(argv))
         status = "exited"
         try:
@@ -941,7 +1050,7 @@ class ProcessRunner:
             if _group_alive(pid):
                 loop.call_later(self.grace, self._kill_leftovers, pid)
             else:
-                self.groups.discard(pid)
+                self._forget(pid)
         return ProcessResult(
             argv, status, transport.get_returncode(),
             child.stdout.value(), child.stderr.value(), child.stdout.cut, child.stderr.cut,
@@ -950,26 +1059,27 @@ class ProcessRunner:
     def _kill_leftovers(self, pid: int):
         if pid in self.groups and pid not in self.live:  # a new child may have been given the same pid
             _signal_group(pid, hard=True)
-            self.groups.discard(pid)
+            self._forget(pid)
 
     async def _stop_fully(self, pid, child):
         """Run the stop sequence to its end, even if the caller is cancelled again meanwhile."""
-        stopping = asyncio.ensure_future(self._stop(pid, child))
+        stopping = asyncio.ensure_future(self._stop(pid, child.exited))
         while not stopping.done():
             try:
                 await asyncio.shield(stopping)
             except asyncio.CancelledError:
                 continue  # a second cancel must not leave the group half stopped
 
-    async def _stop(self, pid, child):
-        """SIGTERM the group, wait up to the grace period, then SIGKILL it."""
+    async def _stop(self, pid, exited):
+        """SIGTERM the group, wait up to the grace period for it to end, then SIGKILL it."""
         _signal_group(pid, hard=False)
-        try:
-            await asyncio.wait_for(asyncio.shield(child.exited), self.grace)
-        except asyncio.TimeoutError:
-            pass
+        deadline = time.monotonic() + self.grace
+        if not exited.done():
+            await asyncio.wait([exited], timeout=self.grace)
+        while _group_alive(pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
         _signal_group(pid, hard=True)
-        await asyncio.wait([child.exited], timeout=1.0)
+        await asyncio.wait([exited], timeout=1.0)
 
     async def stop_all(self):
         """Stop every child and leftover process group (shutdown): SIGTERM, grace, SIGKILL."""
@@ -981,7 +1091,7 @@ class ProcessRunner:
             await asyncio.sleep(0.02)
         for pid in groups:
             _signal_group(pid, hard=True)
-        self.groups.clear()
+            self._forget(pid)
 
 
 def _argv_text(argv) -> str:
@@ -1016,9 +1126,13 @@ class Log:
                 forms.update((secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]))
         self.secrets = sorted(forms, key=len, reverse=True)
 
-    def _write(self, level: str, message: str, to_stderr: bool):
+    def mask(self, text: str) -> str:
         for secret in self.secrets:
-            message = message.replace(secret, "***")
+            text = text.replace(secret, "***")
+        return text
+
+    def _write(self, level: str, message: str, to_stderr: bool):
+        message = self.mask(message)
         # A log that cannot be written (stderr closed, disk full) must never
         # stop the server: the line is dropped.
         if to_stderr:
@@ -2176,6 +2290,7 @@ class Catalog:
         self.events = None
         self._routes = {}     # public name -> (source, original name), from the last listing
         self._resources = {}  # uri -> source
+        self._prompts = {}    # public prompt name -> (source, original name)
 
     @property
     def dynamic(self) -> bool:
@@ -2184,6 +2299,25 @@ class Catalog:
     @property
     def has_resources(self) -> bool:
         return any(s.resources for s in self.sources)
+
+    @property
+    def has_prompts(self) -> bool:
+        return any(getattr(s, "prompts", False) for s in self.sources)
+
+    @property
+    def refusal(self):
+        """An McpError every request is answered with (a config that cannot serve), or None."""
+        return next((s.refusal for s in self.sources if getattr(s, "refusal", None)), None)
+
+    def reload_signal(self):
+        """What SIGHUP should call (a source that re-reads its config), or None to stop on it."""
+        return next((s.reload_signal for s in self.sources if hasattr(s, "reload_signal")), None)
+
+    def session_started(self):
+        """`initialize` was answered: sources may begin what waits for a client (eager starts)."""
+        for source in self.sources:
+            if hasattr(source, "session_started"):
+                source.session_started()
 
     def start(self, events):
         """Begin each source's background work; changes are reported to `events`."""
@@ -2235,6 +2369,25 @@ class Catalog:
                 return result
         raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % uri, {"uri": uri})
 
+    async def prompts(self) -> list:
+        listing, routes = [], {}
+        for source in self.sources:
+            if getattr(source, "prompts", False):
+                for prompt in await source.list_prompts():
+                    public = safe_name(prompt["name"], self.max_name_length, routes)
+                    routes[public] = (source, prompt["name"])
+                    listing.append(dict(prompt, name=public) if public != prompt["name"] else prompt)
+        self._prompts = routes
+        return listing
+
+    async def get_prompt(self, public: str, arguments: dict, ctx):
+        if public not in self._prompts:
+            await self.prompts()
+        route = self._prompts.get(public)
+        if route is None:
+            raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % public)
+        return await route[0].get_prompt(route[1], arguments, ctx)
+
     async def close(self):
         for source in self.sources:
             await source.close()
@@ -2279,8 +2432,13 @@ class Server:
                 "resources/read": self.resources_read,
                 "resources/templates/list": self.resource_templates_list,
             })
+        if catalog.has_prompts:
+            self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
 
     def dispatch(self, method: str, params: dict, ctx: CallContext):
+        refusal = self.catalog.refusal
+        if refusal is not None:
+            raise refusal
         handler = self.methods.get(method)
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
@@ -2301,6 +2459,8 @@ class Server:
                 self.session.notify("notifications/tools/list_changed", {})
             if source.resources:
                 self.session.notify("notifications/resources/list_changed", {})
+            if getattr(source, "prompts", False):
+                self.session.notify("notifications/prompts/list_changed", {})
 
     def source_log(self, level: str, text: str, logger: str = "mcpstudio"):
         if self.initialized and self.session is not None:
@@ -2314,6 +2474,8 @@ class Server:
         capabilities = {"tools": {"listChanged": self.catalog.dynamic}, "logging": {}}
         if self.catalog.has_resources:
             capabilities["resources"] = {"listChanged": self.catalog.dynamic}
+        if self.catalog.has_prompts:
+            capabilities["prompts"] = {"listChanged": self.catalog.dynamic}
         return capabilities
 
     def initialize(self, params, ctx):
@@ -2330,6 +2492,7 @@ class Server:
         }
         if self.instructions:
             result["instructions"] = self.instructions
+        self.catalog.session_started()
         return result
 
     def ping(self, params, ctx):
@@ -2349,8 +2512,9 @@ class Server:
             raise McpError(INVALID_PARAMS, "Invalid params: `arguments` must be an object")
         route = await self.catalog.route(name)
         if route is None:
-            known = ", ".join(t["name"] for t in await self.catalog.tools())
-            raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, known or "no tools"))
+            known = [t["name"] for t in await self.catalog.tools()]
+            listed = ", ".join(known[:20]) + (" and %d more" % (len(known) - 20) if len(known) > 20 else "")
+            raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
         source, original = route
         return await source.call_tool(original, arguments, ctx)
 
@@ -2365,6 +2529,18 @@ class Server:
 
     async def resource_templates_list(self, params, ctx):
         return _page("resourceTemplates", await self.catalog.resource_templates(), params)
+
+    async def prompts_list(self, params, ctx):
+        return _page("prompts", await self.catalog.prompts(), params)
+
+    async def prompts_get(self, params, ctx):
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise McpError(INVALID_PARAMS, "Invalid params: prompts/get needs a string `name`")
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise McpError(INVALID_PARAMS, "Invalid params: `arguments` must be an object")
+        return await self.catalog.get_prompt(name, arguments, ctx)
 
     def set_level(self, params, ctx):
         level = params.get("level")
@@ -2397,12 +2573,13 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
             log.debug("stopping: %s", reason)
 
     transport.start(loop, session.receive, lambda: stop("stdin closed"))
-    _on_stop_signals(loop, stop)
+    _on_stop_signals(loop, stop, server.catalog.reload_signal())
     reason = await stopping
     # On EOF the client has said all it will; let what it asked finish briefly.
     await session.cancel_all(grace=EOF_DRAIN if reason == "stdin closed" else 0)
+    await server.catalog.close()  # servers first: closing their stdin lets them exit cleanly
     await runner.stop_all()
-    await server.catalog.close()
+    runner.close_watchdog()
     transport.close()
     return 0
 
@@ -2539,12 +2716,9 @@ class ConfigLoader:
         `script_options` (help_timeout, rescan) apply to the file's script folders.
         """
         data = self.read()
-        for key in _UPSTREAM_KEYS:
-            if key in data:
-                raise self.error(key, "upstream MCP servers are not supported in this version of mcpstudio "
-                                      "(%s); remove the key to serve the rest" % __version__)
-        self.keys(data, _TOP_KEYS, "")
+        self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS, "")
         info = {key: self.get(data, key, str, "") for key in ("name", "description", "instructions", "command")}
+        info["separator"] = None
         env = base.env
         file_env = self.environment(data, "")
         if file_env:
@@ -2584,6 +2758,13 @@ class ConfigLoader:
                     raise self.error(_join(where, key), "expected a list of glob strings")
             sources.append(ScriptDirectory(root, runner, settings, log, separator=separator,
                                            **globs, **(script_options or {})))
+        info["separator"] = separator
+        info["upstream"] = None
+        if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
+            _need("aggregator")
+            info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
+        info["local_key"] = json.dumps({k: v for k, v in data.items() if k not in _UPSTREAM_KEYS},
+                                       sort_keys=True, default=str)
         return sources, info
 
     def tool(self, spec, where: str, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
@@ -3221,7 +3402,14 @@ def check_config(path: str, log: Log, options: dict) -> int:
     """`check --config FILE`: print what the file serves and the argv an example call runs."""
     server, _ = _build_server(options, [], log, config=path)
     print("%s: ok" % os.path.abspath(path))
+    sources, hub = [], None
     for source in server.catalog.sources:
+        if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
+            hub = source
+            sources.extend(source.local)
+        else:
+            sources.append(source)
+    for source in sources:
         if isinstance(source, ScriptDirectory):
             print("\nscripts: %s (discovered when served)" % source.root)
             continue
@@ -3255,7 +3443,1241 @@ def check_config(path: str, log: Log, options: dict) -> int:
         for resource in source.command_resources:
             kind = "template" if resource.pattern else "resource"
             print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
+    if hub is not None:
+        print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
+        return print_status(hub.config_path, hub.plan, options["namespace"], log=log)
     return 0
+''')
+
+
+# --------------------------------------------------------------------------
+# Aggregator: other MCP servers behind this one (mcp-studio)
+# --------------------------------------------------------------------------
+# A config's `mcpServers` (Claude Desktop, Claude Code, Cursor) and `servers`
+# (VS Code) entries are upstream MCP servers. Each becomes an Upstream: an
+# MCP client over its stdin/stdout, started on first need, supervised, and
+# stopped with its whole process group. The Aggregator is one source over
+# all of them plus the config's own tools: it names every upstream tool
+# `<serverId><sep><tool>`, routes by a table built at listing time, serves
+# listings from an on-disk cache so a listing starts nothing, and adds the
+# manager tools. Namespaces choose which servers one process serves.
+# Compiled on first use (see "Sections compiled on first use" at the top).
+_section('aggregator', requires=("config",), source=r'''
+import collections
+import fnmatch
+import hashlib
+
+SERVER_NOT_FOUND = -32000     # the seed's codes; -32002 is the spec's "resource not found"
+SERVER_START_FAILED = -32001
+SERVER_NOT_RUNNING = -32003
+SERVER_TIMEOUT = -32004       # the seed's "-32002 timeout", moved off the spec's code
+
+START_TIMEOUT = 30.0          # seconds a server may take to start and list its tools
+TOOL_TIMEOUT = 60.0           # seconds a forwarded request may take
+LIST_WAIT = 5.0               # seconds tools/list waits for a server it had to start
+LIST_PARALLEL = 4             # servers started at once for a listing
+HEALTH_INTERVAL = 30.0        # seconds between pings of an idle server; 0 turns them off
+HEALTH_TIMEOUT = 10.0         # seconds a ping may take before the server is restarted
+STDIN_CLOSE_WAIT = 1.0        # seconds a server may take to exit once its stdin closes
+LOG_LINES = 500               # lines of each server's stderr and lifecycle kept for server_logs
+BACKOFF_FIRST = 1.0           # seconds before restarting a server that just failed; doubles
+BACKOFF_MAX = 30.0
+BACKOFF_WAIT = 2.0            # a call waits out a backoff this short; a longer one fails at once
+UPSTREAM_CACHE_FORMAT = 1
+MANAGER_PREFIX = "mcpstudio"
+
+_SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
+                "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval")
+_NAMESPACE_KEYS = ("servers", "tools", "description")
+_FILTER_KEYS = ("allow", "deny")
+
+
+class UpstreamError(McpError):
+    """A routed request that could not be carried out; tools/call turns it into an isError result."""
+
+
+def _server_id(key: str) -> str:
+    return safe_name(key, 32)
+
+
+def _fingerprint(*parts) -> str:
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+class UpstreamSpec:
+    """One configured server, as read from the file; `error` when the entry cannot be used."""
+
+    def __init__(self, key: str, where: str):
+        self.key, self.id, self.where = key, _server_id(key), where
+        self.command, self.args, self.cwd, self.env, self.url = None, [], None, {}, None
+        self.transport = "stdio"
+        self.disabled = self.eager = False
+        self.startup_timeout, self.tool_timeout = START_TIMEOUT, TOOL_TIMEOUT
+        self.max_concurrency = 0
+        self.health_interval = HEALTH_INTERVAL
+        self.allow, self.deny = [], []
+        self.error = None
+        self.secrets = []
+
+    @property
+    def launch(self) -> str:
+        """What starts the server: a change here means a restart (and another cache entry)."""
+        return _fingerprint(self.command, self.args, self.cwd, self.env, self.url)
+
+    @property
+    def settings(self) -> str:
+        return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
+                            self.health_interval, self.allow, self.deny, self.disabled, self.error)
+
+    def display(self) -> str:
+        if self.url:
+            return self.url
+        return _argv_text([self.command or "?"] + self.args)
+
+
+class UpstreamPlan:
+    """The upstream part of a config: servers (in file order), namespaces and their choice."""
+
+    def __init__(self, specs, namespaces, default, default_key):
+        self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
+
+
+def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
+    """The `mcpServers`, `servers`, `namespaces` and `defaultNamespace` keys of a config.
+
+    A mistake inside one server entry makes that server unusable (`spec.error`,
+    shown by status, check and servers_list) and leaves the others running;
+    mistakes that touch several (ids that collide, namespaces) stop startup.
+    """
+    specs, by_id = [], {}
+    for group in ("mcpServers", "servers"):
+        entries = loader.get(data, group, dict, "", {})
+        for key, entry in entries.items():
+            where = "%s.%s" % (group, key)
+            spec = UpstreamSpec(key, where)
+            try:
+                _read_server(loader, spec, entry, where, base_timeout)
+            except ConfigError as exc:
+                spec.error = str(exc)
+            if spec.id in by_id:
+                other = by_id[spec.id]
+                raise loader.error(where, "its id `%s` is also the id of %s (ids are the keys with characters "
+                                          "other than A-Z a-z 0-9 _ - made _); rename one of them"
+                                   % (spec.id, other.where))
+            by_id[spec.id] = spec
+            specs.append(spec)
+    namespaces = {}
+    for name, entry in loader.get(data, "namespaces", dict, "", {}).items():
+        where = "namespaces.%s" % name
+        if isinstance(entry, list):
+            entry = {"servers": entry}
+        loader.keys(entry, _NAMESPACE_KEYS, where)
+        members = loader.get(entry, "servers", list, where, [])
+        ids = []
+        for index, member in enumerate(members):
+            here = "%s.servers[%d]" % (where, index)
+            if not isinstance(member, str):
+                raise loader.error(here, "expected a server key (a string)")
+            spec = next((s for s in specs if member in (s.key, s.id)), None)
+            if spec is None:
+                import difflib
+                close = difflib.get_close_matches(member, [s.key for s in specs], 1, 0.6)
+                raise loader.error(here, "no server %s is configured%s" % (json.dumps(member), (
+                    " (did you mean %s?)" % json.dumps(close[0])) if close else
+                    " (configured: %s)" % (", ".join(s.key for s in specs) or "none")))
+            ids.append(spec.id)
+        allow, deny = _read_filter(loader, entry, where)
+        namespaces[name] = {"servers": ids, "allow": allow, "deny": deny,
+                            "description": loader.get(entry, "description", str, where, "")}
+    default_key = "defaultNamespace" if "defaultNamespace" in data else "defaultNamespaceId"
+    default = loader.get(data, default_key, str, "")
+    return UpstreamPlan(specs, namespaces, default, default_key)
+
+
+def _read_filter(loader, entry: dict, where: str) -> tuple:
+    tools = loader.get(entry, "tools", dict, where, {})
+    loader.keys(tools, _FILTER_KEYS, _join(where, "tools"))
+    lists = []
+    for key in _FILTER_KEYS:
+        patterns = loader.get(tools, key, list, _join(where, "tools"), [])
+        if not all(isinstance(p, str) for p in patterns):
+            raise loader.error(_join(where, "tools.%s" % key), "expected a list of glob patterns (strings)")
+        lists.append(patterns)
+    return tuple(lists)
+
+
+def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
+    if not isinstance(entry, dict):
+        raise loader.error(where, "expected an object with `command` (and `args`, `env`, `cwd`), not %s"
+                           % _type_name(entry))
+    for key in entry:  # keys of other clients (autoApprove, timeout, ...) are accepted as they are
+        if key not in _SERVER_KEYS:
+            import difflib
+            close = difflib.get_close_matches(key, _SERVER_KEYS, 1, 0.8)
+            if close:
+                raise loader.error(_join(where, key), "unknown key (did you mean `%s`?)" % close[0])
+    spec.disabled = loader.get(entry, "disabled", bool, where, False)
+    spec.eager = loader.get(entry, "eager", bool, where, False)
+    kind = loader.get(entry, "type", str, where, "")
+    if "url" in entry or kind in ("http", "sse", "streamable-http", "streamableHttp"):
+        spec.transport = kind or "http"
+        spec.url = loader.expand(loader.get(entry, "url", str, where, ""), _join(where, "url"))
+        raise loader.error(where, "servers reached by `url` (HTTP) are not supported in this version of "
+                                  "mcpstudio (%s); run the server with a `command` instead" % __version__)
+    if kind not in ("", "stdio"):
+        raise loader.error(_join(where, "type"), "expected \"stdio\" (or \"http\"/\"sse\" with a `url`), not %s"
+                           % json.dumps(kind))
+    if "command" not in entry:
+        raise loader.error(where, "a server needs a `command` (the program that starts it)")
+    spec.command = loader.expand(loader.get(entry, "command", str, where), _join(where, "command"))
+    if not spec.command.strip():
+        raise loader.error(_join(where, "command"), "is empty")
+    args = loader.get(entry, "args", list, where, [])
+    for index, arg in enumerate(args):
+        if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
+            raise loader.error(_join(where, "args[%d]" % index), "expected a string")
+        spec.args.append(loader.expand(str(arg), _join(where, "args[%d]" % index)))
+    if "cwd" in entry:
+        spec.cwd = loader.folder_path(loader.get(entry, "cwd", str, where), _join(where, "cwd"))
+    env = loader.get(entry, "env", dict, where, {})
+    for key, value in env.items():
+        here = _join(where, "env.%s" % key)
+        if not key or "=" in key or "\0" in key:
+            raise loader.error(here, "not a usable variable name (empty, or holds = or a NUL)")
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise loader.error(here, "expected a string")
+        spec.env[key] = loader.expand(str(value), here)
+        spec.secrets.append(spec.env[key])  # every value: tokens are often written in clear
+    for key, attr in (("startupTimeout", "startup_timeout"), ("toolTimeout", "tool_timeout"),
+                      ("healthCheckInterval", "health_interval")):
+        value = loader.get(entry, key, (int, float), where)
+        if value is not None:
+            if not 0 <= value < 1e9 or (value == 0 and key != "healthCheckInterval"):
+                raise loader.error(_join(where, key), "expected a positive number of seconds")
+            setattr(spec, attr, float(value))
+        elif key == "toolTimeout" and base_timeout:
+            spec.tool_timeout = base_timeout
+    spec.max_concurrency = loader.get(entry, "maxConcurrency", int, where, 0)
+    if spec.max_concurrency < 0:
+        raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
+    spec.allow, spec.deny = _read_filter(loader, entry, where)
+
+
+def select_namespace(namespaces: dict, requested, default, default_key="defaultNamespace") -> tuple:
+    """(name or None for every server, how it was chosen, error text or None): seed 004's rules."""
+    names = ", ".join(sorted(namespaces)) or "none"
+    how_to = ("choose one with --namespace NAME in this server's args, or set \"defaultNamespace\" "
+              "in the config")
+    if requested is not None:
+        if requested in namespaces:
+            return requested, "--namespace %s" % requested, None
+        return None, None, "unknown namespace %s given by --namespace (configured namespaces: %s)" % (
+            json.dumps(requested), names)
+    if default is not None:
+        if default in namespaces:
+            return default, "%s in the config" % default_key, None
+        return None, None, "unknown namespace %s in %s (configured namespaces: %s)" % (
+            json.dumps(default), default_key, names)
+    if len(namespaces) == 1:
+        return next(iter(namespaces)), "the only namespace in the config", None
+    if not namespaces:
+        return None, "no namespaces in the config: every server", None
+    return None, None, "no namespace chosen and the config has several (%s); %s" % (names, how_to)
+
+
+def _match(name: str, patterns) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def _passes(name: str, allow, deny) -> bool:
+    return (not allow or _match(name, allow)) and not _match(name, deny)
+
+
+class _UpstreamProtocol(asyncio.SubprocessProtocol):
+    """Lines from a server's stdout (messages) and stderr (for its log), and its exit."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.exited = asyncio.get_running_loop().create_future()
+        self.transport = None
+        self.reason = None  # why it ended, once it has
+        self._out = b""
+        self._err = b""
+        self._gone = False
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def pipe_data_received(self, fd, data):
+        if fd == 1:
+            if b"\n" not in data:
+                self._out += data
+                if len(self._out) > MAX_MESSAGE:
+                    self.upstream.note("a message over %d bytes on stdout was discarded" % MAX_MESSAGE)
+                    self._out = b""
+                return
+            lines = (self._out + data).split(b"\n")
+            self._out = lines.pop()
+            for line in lines:
+                if line.strip():
+                    self.upstream.received(line)
+        else:
+            lines = (self._err + data).split(b"\n")
+            self._err = lines.pop()[-65536:]
+            for line in lines:
+                self.upstream.stderr_line(line.rstrip(b"\r").decode("utf-8", "replace"))
+
+    def pipe_connection_lost(self, fd, exc):
+        if fd == 1 and self.exited.done():
+            self._finish()
+
+    def process_exited(self):
+        if not self.exited.done():
+            self.exited.set_result(None)
+        # Answers written just before exiting may still be in the pipe: read them first.
+        asyncio.get_running_loop().call_later(PIPE_LINGER, self._finish)
+
+    def _finish(self):
+        if not self._gone:
+            self._gone = True
+            if self._err:
+                self.upstream.stderr_line(self._err.decode("utf-8", "replace"))
+            self.upstream.gone(self)
+
+
+class Upstream:
+    """One upstream server: an MCP client over its stdio, started on demand and supervised."""
+
+    def __init__(self, spec: UpstreamSpec, hub):
+        self.spec = spec
+        self.hub = hub
+        self.log = hub.log
+        self.state = "stopped"   # stopped, starting, running, failed, crashed, stopped-by-user, ...
+        self.transport = self.protocol = self.pid = None
+        self.pending = {}        # our request id -> future
+        self.progress = {}       # our progress token -> the client's CallContext
+        self.next_id = 0
+        self.started_at = None
+        self.last_error = spec.error
+        self.failures = 0        # failed starts and crashes in a row: the backoff grows with them
+        self.failed_at = 0.0
+        self.restarts = 0
+        self.lines = collections.deque(maxlen=LOG_LINES)
+        self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
+        self.listing = None      # what the running server listed: tools, resources, templates, prompts
+        self.cached = None       # the same from the on-disk cache (None: not read, {}: none)
+        self.capabilities, self.server_info, self.protocol_version = {}, {}, None
+        self.user_stopped = False
+        self._starting = None    # the task starting it
+        self._health = None
+        self._gate = None
+        if spec.disabled:
+            self.state = "disabled"
+        elif spec.error:
+            self.state = "misconfigured"
+
+    # -- what it offers ---------------------------------------------------------
+
+    @property
+    def cache_path(self) -> str:
+        return os.path.join(self.hub.cache_dir, "server-%s.json" % self.spec.launch)
+
+    def known(self):
+        """The latest listing: the running server's, else the cache's, else None."""
+        if self.listing is not None:
+            return self.listing
+        if self.cached is None:
+            self.cached = {}
+            try:
+                with open(self.cache_path, encoding="utf-8") as f:
+                    entry = json.load(f)
+                if entry.get("format") == UPSTREAM_CACHE_FORMAT and isinstance(entry.get("tools"), list):
+                    self.cached = entry
+            except (OSError, ValueError):
+                pass
+        return self.cached or None
+
+    def _save_cache(self):
+        entry = dict(self.listing, format=UPSTREAM_CACHE_FORMAT, server=self.spec.key, saved=time.time())
+        try:
+            os.makedirs(self.hub.cache_dir, exist_ok=True)
+            tmp = "%s.%d.tmp" % (self.cache_path, os.getpid())
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(entry, f)
+            os.replace(tmp, self.cache_path)
+        except OSError as exc:
+            self.log.debug("cannot write the tools cache %s: %s", self.cache_path, exc)
+
+    def usable(self) -> bool:
+        return self.state not in ("disabled", "misconfigured")
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def note(self, text: str):
+        """A lifecycle line: to the server's log ring and to mcpstudio's debug log."""
+        self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
+        self.log.debug("[%s] %s", self.spec.id, text)
+
+    def stderr_line(self, text: str):
+        self.lines.append("%s stderr: %s" % (time.strftime("%H:%M:%S"), text))
+        self.recent.append(text)
+        if self.log.enabled:
+            self.log.debug("[%s] %s", self.spec.id, text)
+
+    def _unavailable(self) -> UpstreamError | None:
+        if self.state == "disabled":
+            return UpstreamError(SERVER_NOT_RUNNING, "server `%s` is disabled in the config (`disabled: true`)"
+                                 % self.spec.id)
+        if self.state == "misconfigured":
+            return UpstreamError(SERVER_START_FAILED, "server `%s` cannot start: %s" % (self.spec.id, self.spec.error))
+        if self.user_stopped:
+            return UpstreamError(SERVER_NOT_RUNNING, "server `%s` was stopped with servers_stop; start it with "
+                                 "%s" % (self.spec.id, self.hub.manager_name("servers_start")))
+        return None
+
+    async def ready(self, ctx=None):
+        """Return once the server runs, starting it if needed; raise UpstreamError if it cannot."""
+        if self.state == "running":
+            return
+        problem = self._unavailable()
+        if problem is not None:
+            raise problem
+        task = self.start()
+        if ctx is not None and ctx.progress_token is not None and not task.done():
+            started = time.monotonic()
+            while not task.done():
+                elapsed = time.monotonic() - started
+                # Below 1 and rising: the server's own progress, which follows, can only be higher.
+                ctx.progress(round(elapsed / (elapsed + 10.0), 3), message="starting server %s (%.0f s)"
+                             % (self.spec.id, elapsed))
+                await asyncio.wait([task], timeout=PROGRESS_INTERVAL)
+        await asyncio.shield(task)
+
+    def start(self, wait_backoff=True):
+        """The task that starts the server (one at a time); it raises UpstreamError on failure."""
+        if self._starting is None or self._starting.done():
+            self._starting = asyncio.ensure_future(self._start(wait_backoff))
+            self._starting.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved
+        return self._starting
+
+    def backoff(self) -> float:
+        """Seconds to wait before the next start may begin."""
+        if not self.failures:
+            return 0.0
+        delay = min(BACKOFF_FIRST * 2 ** (self.failures - 1), BACKOFF_MAX)
+        return max(0.0, self.failed_at + delay - time.monotonic())
+
+    async def _start(self, wait_backoff):
+        spec = self.spec
+        delay = self.backoff() if wait_backoff else 0.0
+        if delay > BACKOFF_WAIT:
+            raise UpstreamError(SERVER_START_FAILED, "server `%s` failed %.0f s ago (%s); the next try is in %.0f s"
+                                % (spec.id, time.monotonic() - self.failed_at, self.last_error, delay))
+        if self.state == "crashed":
+            self.restarts += 1
+        self.state = "starting"
+        if delay:
+            await asyncio.sleep(delay)
+        self.hub.runner.enable_watchdog()
+        env = dict(os.environ)
+        env.update(spec.env)
+        protocol = self.protocol = _UpstreamProtocol(self)
+        self.recent.clear()
+        argv = [spec.command] + spec.args
+        self.note("starting: %s" % spec.display())
+        started = time.monotonic()
+        spawn = asyncio.ensure_future(self.hub.runner.start(argv, lambda: protocol, env=env, cwd=spec.cwd))
+        try:
+            self.transport, _ = await asyncio.shield(spawn)  # a cancel mid-spawn must not lose the child
+        except asyncio.CancelledError:
+            self.protocol = None
+            spawn.add_done_callback(self._end_orphan)
+            raise
+        except (OSError, ValueError) as exc:
+            self.protocol = None
+            hint = ""
+            if isinstance(exc, FileNotFoundError) and " " in spec.command.strip():
+                hint = " (put the arguments in `args`: \"command\": %s, \"args\": [...])" % json.dumps(spec.command.split()[0])
+            elif isinstance(exc, FileNotFoundError):
+                hint = " (is `%s` installed and on PATH? client configs often need an absolute path)" % spec.command
+            raise self._failed("cannot run %s: %s%s" % (spec.command, exc.strerror or exc, hint))
+        self.pid = self.transport.get_pid()
+        self.note("started pid %d" % self.pid)
+        try:
+            await asyncio.wait_for(self._handshake(), spec.startup_timeout)
+        except asyncio.TimeoutError:
+            error = self._failed("it did not answer initialize and tools/list within %g s%s"
+                                 % (spec.startup_timeout, self._stderr_tail()))
+            await self._end()
+            raise error
+        except UpstreamError as exc:
+            prefix = "server `%s` " % spec.id
+            error = self._failed(exc.message[len(prefix):] if exc.message.startswith(prefix) else exc.message)
+            await self._end()
+            raise error
+        except asyncio.CancelledError:
+            await self._end()
+            self.state = "stopped"
+            raise
+        self.state, self.started_at, self.last_error = "running", time.time(), None
+        self.note("running: %s %s, protocol %s, %d tools, started in %.0f ms" % (
+            self.server_info.get("name", "?"), self.server_info.get("version", ""), self.protocol_version,
+            len(self.listing["tools"]), (time.monotonic() - started) * 1000))
+        if spec.health_interval:
+            self._health = asyncio.ensure_future(self._check_health())
+
+    def _end_orphan(self, spawn):
+        if not spawn.cancelled() and spawn.exception() is None:
+            transport, protocol = spawn.result()
+            asyncio.ensure_future(self.hub.runner.end(transport, protocol.exited, 0))
+
+    def _failed(self, reason: str) -> UpstreamError:
+        self.state, self.last_error = "failed", reason
+        self.failures += 1
+        self.failed_at = time.monotonic()
+        self.note("failed to start: %s" % reason)
+        self.log.warning("server `%s` failed to start: %s", self.spec.id, reason)
+        return UpstreamError(SERVER_START_FAILED, "server `%s` failed to start: %s" % (self.spec.id, reason),
+                             {"server": self.spec.id})
+
+    def _stderr_tail(self) -> str:
+        tail = [self.hub.log.mask(line) for line in self.recent if line.strip()]
+        return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
+
+    async def _handshake(self):
+        result = await self.request("initialize", {
+            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "mcpstudio", "version": __version__}})
+        self.protocol_version = result.get("protocolVersion")
+        if self.protocol_version not in PROTOCOL_VERSIONS:
+            self.note("it answered protocol %r, which mcpstudio does not know; going on" % self.protocol_version)
+        self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+        self.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await self.refresh()
+
+    async def refresh(self):
+        """List what the server offers, keep it, cache it, and tell the hub when it changed."""
+        before = self.known()
+        listing = {"tools": await self._list_all("tools/list", "tools")}
+        for capability, method, key in (("resources", "resources/list", "resources"),
+                                        ("resources", "resources/templates/list", "resourceTemplates"),
+                                        ("prompts", "prompts/list", "prompts")):
+            listing[key] = []
+            if capability in self.capabilities:
+                try:
+                    listing[key] = await self._list_all(method, key)
+                except UpstreamError as exc:  # an optional listing: the tools still work
+                    self.note("%s failed: %s" % (method, exc.message))
+        listing["serverInfo"] = self.server_info
+        self.listing = listing
+        self._save_cache()
+        if before is None or any(before.get(k) != listing[k] for k in ("tools", "resources", "resourceTemplates", "prompts")):
+            self.hub.changed()
+
+    async def _list_all(self, method: str, key: str) -> list:
+        items, cursor = [], None
+        for _ in range(1000):
+            result = await self.request(method, {"cursor": cursor} if cursor else {})
+            page = result.get(key)
+            if not isinstance(page, list):
+                raise UpstreamError(INTERNAL_ERROR, "server `%s`: its %s answer has no `%s` list" % (self.spec.id, method, key))
+            items.extend(item for item in page if isinstance(item, dict) and isinstance(item.get("name", item.get("uri")), str))
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+        return items
+
+    async def _check_health(self):
+        """Ping an idle running server now and then; one that does not answer is restarted."""
+        try:
+            while self.state == "running":
+                await asyncio.sleep(self.spec.health_interval)
+                if self.state != "running" or self.pending:
+                    continue
+                try:
+                    await self.request("ping", {}, timeout=min(HEALTH_TIMEOUT, self.spec.health_interval))
+                except UpstreamError as exc:
+                    if exc.code == SERVER_TIMEOUT:
+                        self.log.warning("server `%s` did not answer a ping; restarting it", self.spec.id)
+                        self.note("no answer to ping within %g s: restarting" % min(HEALTH_TIMEOUT, self.spec.health_interval))
+                        self._health = None
+                        await self.stop("it stopped answering pings", final_state="crashed")
+                        self.failures += 1
+                        self.failed_at = time.monotonic()
+                        self.start(wait_backoff=False)
+                        return
+        except asyncio.CancelledError:
+            pass
+
+    def gone(self, protocol):
+        """The process exited: fail what waits on it at once; the next call restarts it."""
+        code = protocol.transport.get_returncode() if protocol.transport is not None else None
+        reason = "exited with code %s" % code if code is None or code >= 0 else "was killed by %s" % _signal_name(-code)
+        reason += self._stderr_tail()
+        protocol.reason = reason
+        if protocol is not self.protocol:
+            return
+        after = "; it restarts on the next call" if self.state == "running" else ""
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` %s%s"
+                                                   % (self.spec.id, reason, after), {"server": self.spec.id}))
+        self.pending.clear()
+        if self.state == "running":
+            self.state, self.last_error = "crashed", reason
+            uptime = time.time() - (self.started_at or time.time())
+            self.failures = 1 if uptime > 60 else self.failures + 1
+            self.failed_at = time.monotonic()
+            self.note("crashed: %s" % reason)
+            self.log.warning("server `%s` %s; it restarts on the next call", self.spec.id, reason)
+            asyncio.ensure_future(self._end())  # what it started goes with it
+
+    async def _end(self):
+        """Stop the process and its group (stdin closed, SIGTERM, grace, SIGKILL)."""
+        if self._health is not None:
+            self._health.cancel()
+            self._health = None
+        transport, protocol = self.transport, self.protocol
+        if transport is None:
+            return
+        await self.hub.runner.end(transport, protocol.exited, STDIN_CLOSE_WAIT)
+        if self.transport is transport:
+            self.transport = self.protocol = self.pid = None
+
+    async def stop(self, reason: str, final_state: str = "stopped"):
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+            await asyncio.wait([self._starting])
+        was = self.state
+        if self.usable():
+            self.state = final_state
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` was stopped (%s)"
+                                                   % (self.spec.id, reason), {"server": self.spec.id}))
+        self.pending.clear()
+        if self.transport is not None:
+            self.note("stopping (%s)" % reason)
+            await self._end()
+            self.note("stopped")
+        self.started_at = None
+        return was
+
+    # -- messages -------------------------------------------------------------------
+
+    def send(self, message: dict):
+        transport = self.transport
+        pipe = transport.get_pipe_transport(0) if transport is not None else None
+        if pipe is not None and not pipe.is_closing():
+            pipe.write(encode_message(message))
+
+    def request(self, method: str, params: dict, timeout=None):
+        """Send a request; the returned future resolves to its result or raises UpstreamError."""
+        loop = asyncio.get_running_loop()
+        self.next_id += 1
+        request_id = self.next_id
+        future = loop.create_future()
+        protocol = self.protocol
+        if protocol is None or protocol.reason is not None:  # it ended before we asked
+            future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` %s" % (
+                self.spec.id, protocol.reason if protocol is not None else "is not running"), {"server": self.spec.id}))
+        else:
+            self.pending[request_id] = future
+            self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        return self._await(request_id, future, method, timeout)
+
+    async def _await(self, request_id, future, method, timeout):
+        timer = None
+        if timeout:
+            timer = asyncio.get_running_loop().call_later(timeout, self._time_out, request_id, future, method, timeout)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if request_id in self.pending:
+                self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": {"requestId": request_id, "reason": "cancelled by the client"}})
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.pending.pop(request_id, None)
+
+    def _time_out(self, request_id, future, method, timeout):
+        if not future.done():
+            self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": request_id, "reason": "timed out after %g s" % timeout}})
+            future.set_exception(UpstreamError(SERVER_TIMEOUT, "server `%s` did not answer %s within %g s"
+                                               % (self.spec.id, method, timeout), {"server": self.spec.id}))
+
+    def received(self, line: bytes):
+        try:
+            message = json.loads(line)
+        except ValueError:
+            text = line.decode("utf-8", "replace")
+            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(text, 200))
+            return
+        if not isinstance(message, dict):
+            self.note("skipped a message that is not an object: %s" % _clip(line.decode("utf-8", "replace"), 200))
+            return
+        method = message.get("method")
+        if method is None:
+            future = self.pending.get(message.get("id"))
+            if future is not None and not future.done():
+                if "error" in message:
+                    error = message["error"] if isinstance(message["error"], dict) else {}
+                    future.set_exception(UpstreamError(
+                        error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
+                        "[%s] %s" % (self.spec.id, error.get("message", "error")), error.get("data")))
+                else:
+                    result = message.get("result")
+                    future.set_result(result if isinstance(result, dict) else {})
+            return
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if "id" in message:  # a request to us: we offer no client features
+            reply = {"jsonrpc": "2.0", "id": message["id"]}
+            if method == "ping":
+                reply["result"] = {}
+            else:
+                reply["error"] = {"code": METHOD_NOT_FOUND, "message": "mcpstudio does not offer %s" % method}
+            self.send(reply)
+        elif method == "notifications/progress":
+            ctx = self.progress.get(params.get("progressToken"))
+            if ctx is not None and isinstance(params.get("progress"), (int, float)):
+                ctx.progress(params["progress"], params.get("total"), params.get("message"))
+        elif method == "notifications/message":
+            level = params.get("level") if params.get("level") in LOG_LEVELS else "info"
+            logger = params.get("logger")
+            self.hub.forward_log(level, params.get("data"), self.spec.id + ("/%s" % logger if isinstance(logger, str) else ""))
+        elif method.endswith("/list_changed") and self.state == "running":
+            asyncio.ensure_future(self._refresh_quietly())
+
+    async def _refresh_quietly(self):
+        try:
+            await self.refresh()
+        except UpstreamError as exc:
+            self.note("could not list again after list_changed: %s" % exc.message)
+
+    # -- forwarding -----------------------------------------------------------------
+
+    async def forward(self, method: str, params: dict, ctx):
+        """Send one routed request once the server runs; with the client's progress mapped back."""
+        await self.ready(ctx)
+        if self.spec.max_concurrency:
+            if self._gate is None:
+                self._gate = asyncio.Semaphore(self.spec.max_concurrency)
+            async with self._gate:
+                return await self._forward(method, params, ctx)
+        return await self._forward(method, params, ctx)
+
+    async def _forward(self, method, params, ctx):
+        if self.state != "running":  # it stopped while the call waited in the queue
+            await self.ready(ctx)
+        token = None
+        if ctx is not None and ctx.progress_token is not None:
+            self.next_id += 1
+            token = "mcpstudio-%d" % self.next_id
+            meta = dict(params.get("_meta") or {}, progressToken=token)
+            params = dict(params, _meta=meta)
+            self.progress[token] = ctx
+        try:
+            return await self.request(method, params, self.spec.tool_timeout)
+        finally:
+            if token is not None:
+                self.progress.pop(token, None)
+
+    def status(self) -> dict:
+        known = self.known()
+        return {
+            "id": self.spec.id, "name": self.spec.key, "status": self.state, "pid": self.pid,
+            "uptimeSeconds": round(time.time() - self.started_at, 1) if self.started_at and self.state == "running" else None,
+            "tools": len(known["tools"]) if known else None,
+            "toolsFrom": ("server" if self.listing is not None else "cache") if known else None,
+            "lastError": self.last_error, "restarts": self.restarts,
+            "command": self.hub.log.mask(self.spec.display()),
+            "env": {key: "***" for key in self.spec.env},
+        }
+
+
+MANAGER_TOOLS = (
+    ("servers_list", "List the configured MCP servers: id, status, pid, uptime, tool count and last error.",
+     {}, (), True),
+    ("servers_start", "Start a server (also one stopped with servers_stop).", {"server_id": {"type": "string"}},
+     ("server_id",), False),
+    ("servers_stop", "Stop a server; it stays stopped (its calls fail) until servers_start.",
+     {"server_id": {"type": "string"}}, ("server_id",), False),
+    ("servers_restart", "Stop and start a server.", {"server_id": {"type": "string"}}, ("server_id",), False),
+    ("server_logs", "Recent lines of a server's stderr and of its starts, stops and crashes.",
+     {"server_id": {"type": "string"},
+      "lines": {"type": "integer", "description": "how many of the last lines (default 50)", "default": 50}},
+     ("server_id",), True),
+    ("config_reload", "Read the config file again: added, removed and changed servers are started or "
+                      "stopped, the others keep running.", {}, (), False),
+    ("namespaces_list", "List the namespaces of the config and which one this process serves, and why.",
+     {}, (), True),
+)
+
+
+class Aggregator:
+    """The config's own sources plus upstream servers, as one source (see the section comment)."""
+
+    dynamic = True
+    resources = True
+    prompts = True
+
+    def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
+                 separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
+                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None):
+        self.runner, self.log = runner, log
+        self.separator = separator
+        self.manager_tools = manager_tools
+        self.eager = eager
+        self.requested = namespace
+        self.reload_config = reload
+        self.config_path = config_path
+        self.watch_interval = watch_interval
+        self.cache_dir = cache_dir or user_cache_dir()
+        self.events = None
+        self.local = list(local)
+        self.local_key = local_key  # the config's own part, to tell whether a reload changed it
+        self.upstreams = {}     # id -> Upstream, of the active namespace, in config order
+        self.refusal = None
+        self.namespace = self.chosen_by = None
+        self.plan = None
+        self._tools = {}        # listed name -> ("local", source, name) / ("upstream", Upstream, name) / ("manager", name)
+        self._uris = {}         # resource uri -> Upstream
+        self._prompt_routes = {}
+        self._listing = None    # the task starting servers that have nothing to list yet
+        self._watcher = None
+        self._reloading = None
+        self._stamp = self._config_stamp()
+        self._specs = self._apply_plan(plan)
+
+    def manager_name(self, tool: str) -> str:
+        return MANAGER_PREFIX + self.separator + tool
+
+    def _apply_plan(self, plan: UpstreamPlan):
+        self.plan = plan
+        self.namespace, self.chosen_by, error = select_namespace(plan.namespaces, self.requested, plan.default,
+                                                                  plan.default_key)
+        if error:
+            self.refusal = McpError(INVALID_PARAMS, "mcpstudio cannot serve this config: %s" % error,
+                                    {"namespaces": sorted(plan.namespaces), "config": self.config_path})
+            self.log.error("%s: %s", self.config_path, error)
+            return {}
+        self.refusal = None
+        members = plan.namespaces[self.namespace]["servers"] if self.namespace else None
+        chosen = [spec for spec in plan.specs if members is None or spec.id in members]
+        self.log.debug("namespace: %s (%s); servers: %s", self.namespace or "(all)", self.chosen_by,
+                       ", ".join(spec.id for spec in chosen) or "none")
+        for spec in chosen:
+            self.log.add_secrets(spec.secrets)
+            if spec.error:
+                self.log.warning("%s: server `%s` is not usable: %s", self.config_path, spec.id, spec.error)
+        return {spec.id: spec for spec in chosen}
+
+    # -- the source contract ---------------------------------------------------------
+
+    def start(self):
+        for source in self.local:
+            source.events = self.events
+            source.start()
+        self.upstreams = {sid: Upstream(spec, self) for sid, spec in self._specs.items()}
+        if self.watch_interval and self.config_path:
+            self._watcher = asyncio.ensure_future(self._watch())
+
+    def session_started(self):
+        for upstream in self.upstreams.values():
+            if (upstream.spec.eager or self.eager) and upstream.usable() and upstream.state == "stopped":
+                asyncio.get_running_loop().call_soon(upstream.start)
+
+    def changed(self):
+        if self.events is not None:
+            self.events.source_changed(self)
+
+    def forward_log(self, level, data, logger):
+        if self.events is not None:
+            self.events.source_log(level, data, logger)
+
+    def reload_signal(self):
+        self.log.debug("SIGHUP: reading the config again")
+        asyncio.ensure_future(self.reload())
+
+    def _active(self):
+        return [u for u in self.upstreams.values() if u.usable()]
+
+    async def _discover(self):
+        """Start (a few at a time) the servers with nothing cached, and wait a little for each."""
+        missing = [u for u in self._active() if u.known() is None and not u.user_stopped
+                   and u.state != "starting" and not u.backoff()]
+        if not missing:
+            return
+        if self._listing is None or self._listing.done():
+            self._listing = asyncio.ensure_future(self._start_some(missing))
+        await asyncio.shield(self._listing)
+
+    async def _start_some(self, upstreams):
+        gate = asyncio.Semaphore(LIST_PARALLEL)
+
+        async def one(upstream):
+            async with gate:
+                task = upstream.start()
+                await asyncio.wait([task], timeout=min(LIST_WAIT, upstream.spec.startup_timeout))
+                if not task.done():
+                    self.log.warning("server `%s` is still starting after %g s; tools/list goes on without it "
+                                     "(its tools follow with list_changed)", upstream.spec.id, LIST_WAIT)
+        await asyncio.gather(*(one(u) for u in upstreams))
+
+    def _tool_definition(self, upstream, tool: dict, name: str) -> dict:
+        described = "[%s] %s" % (upstream.spec.key, tool.get("description") or "")
+        return dict(tool, name=name, description=described.rstrip())
+
+    async def list_tools(self) -> list:
+        await self._discover()
+        tools, table = [], {}
+        for source in self.local:
+            for tool in await source.list_tools():
+                table[tool["name"]] = ("local", source, tool["name"])
+                tools.append(tool)
+        namespace = self.plan.namespaces.get(self.namespace) if self.namespace else None
+        for upstream in self._active():
+            known = upstream.known()
+            for tool in (known or {}).get("tools", ()):
+                original = tool["name"]
+                name = upstream.spec.id + self.separator + original
+                if not _passes(original, upstream.spec.allow, upstream.spec.deny) or (
+                        namespace and not _passes(name, namespace["allow"], namespace["deny"])):
+                    continue
+                if name in table:
+                    name = safe_name(name, 10 ** 6, table)  # distinct, whatever the other one is
+                table[name] = ("upstream", upstream, original)
+                tools.append(self._tool_definition(upstream, tool, name))
+        if self.manager_tools:
+            for tool, description, properties, required, read_only in MANAGER_TOOLS:
+                name = self.manager_name(tool)
+                table[name] = ("manager", tool)
+                schema = {"type": "object", "properties": properties}
+                if required:
+                    schema["required"] = list(required)
+                tools.append({"name": name, "description": "[mcpstudio] " + description, "inputSchema": schema,
+                              "annotations": {"readOnlyHint": read_only}})
+        self._tools = table
+        return tools
+
+    async def call_tool(self, name: str, arguments: dict, ctx) -> dict:
+        route = self._tools.get(name)
+        if route is None:
+            raise McpError(INVALID_PARAMS, "Unknown tool: %s" % name)
+        if route[0] == "local":
+            return await route[1].call_tool(route[2], arguments, ctx)
+        if route[0] == "manager":
+            return await self._manage(route[1], arguments)
+        upstream, original = route[1], route[2]
+        try:
+            return await upstream.forward("tools/call", {"name": original, "arguments": arguments}, ctx)
+        except UpstreamError as exc:
+            if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND):
+                return tool_error(exc.message)
+            raise
+
+    async def list_resources(self) -> list:
+        return await self._listing_of("resources", "uri", self._uris, "list_resources")
+
+    async def list_resource_templates(self) -> list:
+        return await self._listing_of("resourceTemplates", None, None, "list_resource_templates")
+
+    async def _listing_of(self, key, route_key, table, local_method):
+        await self._discover()
+        listing, routes = [], {}
+        for source in self.local:
+            if source.resources:
+                listing.extend(await getattr(source, local_method)())
+        for upstream in self._active():
+            for item in ((upstream.known() or {}).get(key) or ()):
+                if route_key is not None:
+                    if item.get(route_key) in routes:
+                        continue  # the first server to list a URI owns it
+                    routes[item[route_key]] = upstream
+                listing.append(item)
+        if table is not None:
+            table.clear()
+            table.update(routes)
+        return listing
+
+    async def read_resource(self, uri: str, ctx):
+        for source in self.local:
+            if source.resources:
+                result = await source.read_resource(uri, ctx)
+                if result is not None:
+                    return result
+        if uri not in self._uris:
+            await self.list_resources()
+        upstream = self._uris.get(uri)
+        if upstream is None:  # a URI no listing named: the server with a matching template
+            for candidate in self._active():
+                for template in ((candidate.known() or {}).get("resourceTemplates") or ()):
+                    pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
+                    if pattern is not None and pattern.fullmatch(uri):
+                        upstream = candidate
+                        break
+                if upstream is not None:
+                    break
+        if upstream is None:
+            return None
+        return await upstream.forward("resources/read", {"uri": uri}, ctx)
+
+    async def list_prompts(self) -> list:
+        await self._discover()
+        listing, table = [], {}
+        for upstream in self._active():
+            for prompt in ((upstream.known() or {}).get("prompts") or ()):
+                name = upstream.spec.id + self.separator + prompt["name"]
+                if name in table:
+                    name = safe_name(name, 10 ** 6, table)
+                table[name] = (upstream, prompt["name"])
+                described = ("[%s] %s" % (upstream.spec.key, prompt.get("description") or "")).rstrip()
+                listing.append(dict(prompt, name=name, description=described))
+        self._prompt_routes = table
+        return listing
+
+    async def get_prompt(self, name: str, arguments: dict, ctx):
+        route = self._prompt_routes.get(name)
+        if route is None:
+            raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
+        return await route[0].forward("prompts/get", {"name": route[1], "arguments": arguments}, ctx)
+
+    async def close(self):
+        if self._watcher is not None:
+            self._watcher.cancel()
+        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in self.upstreams.values()),
+                             return_exceptions=True)
+        for source in self.local:
+            await source.close()
+
+    # -- manager tools -----------------------------------------------------------------
+
+    def _server(self, arguments) -> Upstream:
+        server_id = arguments.get("server_id")
+        upstream = self.upstreams.get(server_id) if isinstance(server_id, str) else None
+        if upstream is None and isinstance(server_id, str):  # the config key works too
+            upstream = next((u for u in self.upstreams.values() if u.spec.key == server_id), None)
+        if upstream is None:
+            raise UpstreamError(SERVER_NOT_FOUND, "no server %s%s; servers: %s" % (
+                json.dumps(server_id), " in namespace %s" % self.namespace if self.namespace else "",
+                ", ".join(self.upstreams) or "none"))
+        return upstream
+
+    async def _manage(self, tool: str, arguments: dict) -> dict:
+        try:
+            if tool == "servers_list":
+                result = {"servers": [u.status() for u in self.upstreams.values()]}
+            elif tool == "namespaces_list":
+                result = {"active": self.namespace, "chosenBy": self.chosen_by, "namespaces": [
+                    {"name": name, "servers": ns["servers"], "active": name == self.namespace,
+                     "description": ns["description"]} for name, ns in self.plan.namespaces.items()]}
+            elif tool == "config_reload":
+                result = await self.reload()
+            elif tool == "server_logs":
+                upstream = self._server(arguments)
+                count = arguments.get("lines", 50)
+                if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                    return tool_error("`lines` must be a positive whole number")
+                lines = [self.log.mask(line) for line in list(upstream.lines)[-count:]]
+                result = {"server": upstream.spec.id, "lines": lines}
+            else:
+                upstream = self._server(arguments)
+                if tool in ("servers_stop", "servers_restart"):
+                    await upstream.stop("%s was called" % tool)
+                    upstream.user_stopped = tool == "servers_stop"
+                    if tool == "servers_stop" and upstream.usable():
+                        upstream.state = "stopped-by-user"
+                if tool in ("servers_start", "servers_restart"):
+                    upstream.user_stopped = False
+                    if upstream.state in ("stopped-by-user",):
+                        upstream.state = "stopped"
+                    if tool == "servers_restart":
+                        upstream.restarts += 1
+                    problem = upstream._unavailable()
+                    if problem is not None:
+                        raise problem
+                    if upstream.state != "running":
+                        await asyncio.shield(upstream.start(wait_backoff=False))
+                result = upstream.status()
+        except (UpstreamError, ConfigError) as exc:
+            return tool_error(exc.message if isinstance(exc, McpError) else str(exc))
+        return {"content": [{"type": "text", "text": json.dumps(result, indent=1, ensure_ascii=False)}],
+                "structuredContent": result}
+
+    # -- reload ---------------------------------------------------------------------------
+
+    def _config_stamp(self):
+        try:
+            st = os.stat(self.config_path)
+            return (st.st_mtime_ns, st.st_size, st.st_ino)
+        except (OSError, TypeError):
+            return None
+
+    async def _watch(self):
+        while True:
+            await asyncio.sleep(self.watch_interval)
+            stamp = self._config_stamp()
+            if stamp is not None and stamp != self._stamp:
+                self._stamp = stamp
+                self.log.debug("%s changed: reading it again", self.config_path)
+                try:
+                    await self.reload()
+                except ConfigError as exc:
+                    self.log.error("%s; the previous configuration stays in use", exc)
+
+    async def reload(self) -> dict:
+        """Read the config again; restart only what changed. A bad file changes nothing."""
+        if self.reload_config is None:
+            raise ConfigError("this server was not started from a config file")
+        while self._reloading is not None and not self._reloading.done():
+            await asyncio.wait([self._reloading])
+        self._reloading = asyncio.ensure_future(self._reload())
+        return await asyncio.shield(self._reloading)
+
+    async def _reload(self) -> dict:
+        self._stamp = self._config_stamp()
+        local, plan, local_key = self.reload_config()
+        report = {"added": [], "removed": [], "restarted": [], "updated": [], "unchanged": []}
+        if local_key != self.local_key:
+            for source in self.local:
+                await source.close()
+            self.local, self.local_key = list(local), local_key
+            for source in self.local:
+                source.events = self.events
+                source.start()
+            report["localToolsReloaded"] = True
+        specs = self._apply_plan(plan)
+        old = self.upstreams
+        new = {}
+        for sid, spec in specs.items():
+            upstream = old.get(sid)
+            if upstream is None:
+                new[sid] = Upstream(spec, self)
+                report["added"].append(sid)
+            elif upstream.spec.launch != spec.launch or upstream.spec.error != spec.error \
+                    or upstream.spec.disabled != spec.disabled:
+                running = upstream.state == "running"
+                await upstream.stop("its configuration changed")
+                new[sid] = Upstream(spec, self)
+                if running and new[sid].usable():
+                    new[sid].start(wait_backoff=False)
+                report["restarted"].append(sid)
+            else:
+                if upstream.spec.settings != spec.settings:
+                    report["updated"].append(sid)
+                upstream.spec = spec
+                new[sid] = upstream
+                if sid not in report["updated"]:
+                    report["unchanged"].append(sid)
+        for sid, upstream in old.items():
+            if sid not in new:
+                await upstream.stop("it was removed from the config")
+                report["removed"].append(sid)
+        self.upstreams = new
+        report["namespace"] = self.namespace
+        if self.refusal is not None:
+            report["error"] = self.refusal.message
+        self.log.debug("config reloaded: %s", json.dumps(report))
+        self.changed()
+        return report
+
+
+async def check_upstreams(specs, runner, log, cache_dir=None) -> list:
+    """`status --check`: start each server, list it, stop it; (spec, seconds, tools, error) each."""
+    hub = Aggregator([], UpstreamPlan(specs, {}, None, "defaultNamespace"), runner, log, watch_interval=0,
+                     cache_dir=cache_dir)
+    hub.start()
+    gate = asyncio.Semaphore(LIST_PARALLEL)
+
+    async def one(upstream):
+        async with gate:
+            if not upstream.usable():
+                return upstream.spec, None, None, upstream.spec.error or "disabled"
+            started = time.monotonic()
+            try:
+                await upstream.ready()
+                return upstream.spec, time.monotonic() - started, len(upstream.listing["tools"]), None
+            except UpstreamError as exc:
+                return upstream.spec, None, None, exc.message
+            finally:
+                await upstream.stop("status --check is done")
+    try:
+        return await asyncio.gather(*(one(u) for u in hub.upstreams.values()))
+    finally:
+        await hub.close()
+
+
+def status_command(path: str, log: Log, options: dict) -> int:
+    """`status [--config FILE] [--namespace NAME] [--check]`."""
+    loader = ConfigLoader(path)
+    _, info = loader.load(ProcessRunner(log), log, RunSettings())
+    log.add_secrets(loader.secrets)
+    plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
+    for spec in plan.specs:
+        log.add_secrets(spec.secrets)
+    checks = None
+    if options["check"]:
+        namespace, _, error = select_namespace(plan.namespaces, options["namespace"], plan.default, plan.default_key)
+        members = plan.namespaces[namespace]["servers"] if namespace and not error else None
+        specs = [spec for spec in plan.specs if members is None or spec.id in members]
+        runner = ProcessRunner(log)
+
+        async def check():
+            try:
+                return await check_upstreams(specs, runner, log)
+            finally:
+                await runner.stop_all()
+                runner.close_watchdog()
+        checks = asyncio.run(check())
+    return print_status(loader.path, plan, options["namespace"], checks, log=log)
+
+
+def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None):
+    """The table of `status`: servers, cached tool counts (or --check results), namespaces."""
+    cache_dir = cache_dir or user_cache_dir()
+    namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
+    print("config: %s" % path)
+    print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
+    rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
+    results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
+    for spec in plan.specs:
+        if spec.disabled:
+            state = "disabled"
+        elif spec.error:
+            state = "error: %s" % spec.error
+        elif checks is not None:
+            seconds, tools, problem = results.get(spec.id, (None, None, "not in the active namespace"))
+            state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
+        else:
+            try:
+                with open(os.path.join(cache_dir, "server-%s.json" % spec.launch), encoding="utf-8") as f:
+                    entry = json.load(f)
+                state = "%d (cached %s)" % (len(entry["tools"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
+            except (OSError, ValueError, KeyError, TypeError):
+                state = "- (not cached yet)"
+        command = spec.display() if not spec.error else ""
+        rows.append((spec.id, state, log.mask(command) if log else command))
+    if len(rows) == 1:
+        print("\nno servers configured")
+    else:
+        width = [max(len(row[i]) for row in rows) for i in range(2)]
+        print()
+        for row in rows:
+            print(("%-*s  %-*s  %s" % (width[0], row[0], width[1], row[1], row[2])).rstrip())
+    if plan.namespaces:
+        print("\nnamespaces:")
+        for name, ns in plan.namespaces.items():
+            mark = "*" if name == namespace else " "
+            print(" %s %-16s %s" % (mark, name, ", ".join(ns["servers"]) or "(no servers)"))
+    if error:
+        return 1
+    failed = [r for r in (checks or ()) if r[3]]
+    return 1 if failed or any(s.error for s in plan.specs) else 0
 ''')
 
 
@@ -3316,13 +4738,20 @@ OPTIONS = [_Option(*o) for o in (
      "script mode: look for changed scripts this often, 0 for never (default: %g)" % RESCAN_INTERVAL),
     (("--debug",), "debug", None, "flag", "write debug lines to stderr"),
     (("--log",), "log", "FILE", "value", "append debug lines and every protocol message to FILE"),
+    (("--namespace",), "namespace", "NAME", "value",
+     "serve this namespace of the config's MCP servers (default: the config's defaultNamespace)"),
+    (("--no-manager-tools",), "no_manager_tools", None, "flag",
+     "hide the mcpstudio__servers_list, ... tools that manage the config's MCP servers"),
+    (("--eager",), "eager", None, "flag", "start every configured MCP server right after initialize"),
+    (("--check",), "check", None, "flag", "status: start each server, list its tools and stop it"),
     (("--stdio",), "stdio", None, "flag", "serve on stdin/stdout (the default; accepted for other tools' configs)"),
 )]
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
 USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
          "       mcpstudio [OPTIONS] --root-directory DIR\n"
-         "       mcpstudio [OPTIONS] serve|check [--config FILE]\n"
+         "       mcpstudio [OPTIONS] serve|check [--config FILE] [--namespace NAME]\n"
+         "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
          "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]")
 
 
@@ -3336,6 +4765,9 @@ def help_text() -> str:
         "subcommands:",
         "  serve [--config FILE]   serve a config file (default %s)" % default_config_path(),
         "  check [--config FILE]   validate a config file and show what it serves",
+        "  status [--config FILE] [--check]",
+        "                          the config's MCP servers, cached tool counts, namespaces;",
+        "                          --check starts each server, lists it and stops it",
         "  init NAME --command CMD [--description TEXT] [-o FILE] [--force]",
         "                          write a commented starter config", "",
         "template fields:",
@@ -3432,9 +4864,26 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     if config is not None:
         _need("config")
         loader = ConfigLoader(config)
-        found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"],
-                                  script_options)
-        log.add_secrets(loader.secrets)
+        def load():
+            loader = ConfigLoader(config)
+            found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"],
+                                      script_options)
+            log.add_secrets(loader.secrets)
+            return loader, found, info
+        loader, found, info = load()
+        if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
+
+            def reload():
+                _, found, info = load()
+                return found, info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace"), info["local_key"]
+            found = [Aggregator(
+                found, info["upstream"], runner, log, namespace=options["namespace"], separator=info["separator"],
+                manager_tools=not options["no_manager_tools"], eager=bool(options["eager"]), reload=reload,
+                config_path=loader.path, local_key=info["local_key"],
+                watch_interval=script_options.get("rescan", RESCAN_INTERVAL))]
+        elif options["namespace"]:
+            raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
+                             % (options["namespace"], loader.path))
         sources.extend(found)
         titles.append(info["name"] or os.path.basename(loader.path))
         instructions = info["instructions"] or info["description"]
@@ -3515,7 +4964,7 @@ def _claim_stdout() -> int:
     return protocol_fd
 
 
-SUBCOMMANDS = ("serve", "check", "init")
+SUBCOMMANDS = ("serve", "check", "init", "status")
 
 def main(argv: list | None = None) -> int:
     """Run mcpstudio with `argv` (default: sys.argv[1:]); return the exit code."""
@@ -3552,6 +5001,9 @@ def main(argv: list | None = None) -> int:
         if command == "check":
             _need("config")
             return check_config(config, log, options)
+        if command == "status":
+            _need("aggregator")
+            return status_command(config, log, options)
         server, runner = _build_server(options, words, log, config)
     except UsageError as exc:
         sys.stderr.write("mcpstudio: error: %s\n%s\n" % (exc, USAGE))

@@ -456,7 +456,7 @@ class LazySectionTests(unittest.TestCase):
                 "errors = []\n"
                 "def touch():\n"
                 "    try:\n"
-                "        mcpstudio.ConfigLoader; mcpstudio.ScriptDirectory\n"
+                "        mcpstudio.ConfigLoader; mcpstudio.ScriptDirectory; mcpstudio.Aggregator\n"
                 "    except Exception as exc:\n"
                 "        errors.append(repr(exc))\n"
                 "threads = [threading.Thread(target=touch) for _ in range(8)]\n"
@@ -487,7 +487,7 @@ class LazySectionTests(unittest.TestCase):
                 "opts, words = mcpstudio.parse_command_line(['echo', '{m}']); "
                 "mcpstudio._build_server(opts, words, log); print(sorted(mcpstudio._SECTIONS))")
         out = subprocess.run([PY, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=WAIT)
-        self.assertEqual(out.stdout.strip(), "['config', 'scripts']", out.stderr)
+        self.assertEqual(out.stdout.strip(), "['aggregator', 'config', 'scripts']", out.stderr)
 
 
 class PaginateTests(unittest.TestCase):
@@ -1940,7 +1940,10 @@ class ConfigTests(ScratchDir):
             ({"environment": {"K": "${MCPS_SURELY_UNSET}"}}, ["environment.K", "${MCPS_SURELY_UNSET} is not set"]),
             ({"working_directory": "nowhere"}, ["working_directory", "no such folder"]),
             ({"resources": [{"uri": "x://{a}", "command": "echo {b}"}]}, ["resources[0].command", "`b`"]),
-            ({"mcpServers": {}}, ["mcpServers", "not supported"]),
+            ({"mcpServers": {"a": {"command": "x"}, "a!": {"command": "y"}}}, ["mcpServers.a!", "also the id"]),
+            ({"mcpServers": {"a": {"command": "x"}}, "namespaces": {"w": ["b"]}},
+             ["namespaces.w.servers[0]", "no server \"b\""]),
+            ({"mcpServers": {}, "namespaces": {"w": {"servers": [], "tool": {}}}}, ["namespaces.w.tool", "did you mean"]),
             ({"tools": [{"name": "a", "command": "x", "annotations": {"readOnly": True}}]},
              ["tools[0].annotations.readOnly", "did you mean `readOnlyHint`"]),
             ('{"name": "a", "name": "b"}', ["appears twice"]),
@@ -2169,6 +2172,646 @@ class ExampleTests(unittest.TestCase):
                 result = server.call("git_log", {"repo": HERE, "limit": "1", "paths": ["mcpstudio.py"]})
                 self.assertFalse(result["isError"], result)
                 self.assertEqual(len(text_of(result).strip().splitlines()), 1)
+
+
+
+# --------------------------------------------------------------------------
+# Aggregator: upstream MCP servers behind one (mcpServers / servers configs)
+# --------------------------------------------------------------------------
+
+FAKE_SERVER = r"""'''A small MCP server over stdio for mcpstudio's aggregator tests; its behaviour comes from argv.'''
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+args = sys.argv[1:]
+
+
+def opt(name, default=None):
+    return args[args.index(name) + 1] if name in args else default
+
+
+if "--crash-at-start" in args:
+    sys.stderr.write("fake: cannot start: missing API key\n")
+    sys.exit(3)
+if opt("--slow-start"):
+    time.sleep(float(opt("--slow-start")))
+if opt("--pidfile"):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with open(opt("--pidfile"), "a") as f:
+        f.write("%d %d %s\n" % (os.getpid(), child.pid, opt("--name", "fake")))
+if "--garbage" in args:
+    sys.stdout.write("Welcome to fake server v1 (this line is not JSON-RPC)\n")
+    sys.stdout.flush()
+
+NAME = opt("--name", "fake")
+COUNT = int(opt("--tools", "0"))
+lock = threading.Lock()
+TOOLS = [
+    {"name": "echo", "description": "Echo text back", "title": "Echo",
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+     "outputSchema": {"type": "object", "properties": {"echoed": {"type": "string"}}},
+     "annotations": {"readOnlyHint": True}, "_meta": {"x-fake": 1}},
+    {"name": "sleep", "description": "Sleep, reporting progress",
+     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
+    {"name": "crash", "description": "Exit in the middle of the call", "inputSchema": {"type": "object"}},
+    {"name": "env", "description": "Read a variable",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+    {"name": "dotted.name/x", "description": "A name clients reject", "inputSchema": {"type": "object"}},
+] + [{"name": "t%04d" % i, "description": "tool %d" % i, "inputSchema": {"type": "object"}} for i in range(COUNT)]
+ONLY = opt("--only") or os.environ.get("FAKE_ONLY")
+if ONLY:
+    TOOLS = [t for t in TOOLS if t["name"] in ONLY.split(",")]
+stalled = []
+cancelled = set()
+
+
+def send(message):
+    with lock:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+
+def call(request_id, params):
+    name, arguments = params["name"], params.get("arguments") or {}
+    token = (params.get("_meta") or {}).get("progressToken")
+    if name == "echo":
+        send({"jsonrpc": "2.0", "method": "notifications/message",
+              "params": {"level": "info", "logger": "echo", "data": "echoing %s" % arguments.get("text")}})
+        return {"content": [{"type": "text", "text": "%s: %s" % (NAME, arguments.get("text"))}],
+                "structuredContent": {"echoed": arguments.get("text")}}
+    if name == "sleep":
+        seconds = float(arguments.get("seconds", 1))
+        started = time.time()
+        step = 0
+        while time.time() - started < seconds:
+            if request_id in cancelled:
+                with open(opt("--cancel-file", os.devnull), "a") as f:
+                    f.write("cancelled %s\n" % request_id)
+                return None
+            step += 1
+            if token is not None:
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": token, "progress": step, "total": 1000, "message": "step %d" % step}})
+            time.sleep(0.05)
+        return {"content": [{"type": "text", "text": "slept"}]}
+    if name == "crash":
+        sys.stderr.write("fake: crashing on purpose\n")
+        sys.stderr.flush()
+        os._exit(7)
+    if name == "env":
+        return {"content": [{"type": "text", "text": os.environ.get(arguments.get("name", ""), "<unset>")}]}
+    return {"content": [{"type": "text", "text": "%s called" % name}]}
+
+
+def handle(message):
+    method, request_id = message.get("method"), message.get("id")
+    params = message.get("params") or {}
+    if method == "notifications/cancelled":
+        cancelled.add(params.get("requestId"))
+        return
+    if request_id is None:
+        return
+    if ("--hang" in args and method != "initialize") or stalled:
+        return
+    if method == "prompts/list" and "--stall-after-list" in args:  # the last listing mcpstudio asks for
+        stalled.append(True)
+    if method == "initialize":
+        result = {"protocolVersion": params.get("protocolVersion"), "serverInfo": {"name": NAME, "version": "1.0"},
+                  "capabilities": {"tools": {"listChanged": True}, "resources": {}, "prompts": {}, "logging": {}}}
+    elif method == "ping":
+        result = {}
+    elif method == "tools/list":
+        start = int(params.get("cursor") or 0)
+        result = {"tools": TOOLS[start:start + 50]}
+        if start + 50 < len(TOOLS):
+            result["nextCursor"] = str(start + 50)
+    elif method == "tools/call":
+        result = call(request_id, params)
+        if result is None:
+            return
+    elif method == "resources/list":
+        result = {"resources": [{"uri": "fake://%s/info" % NAME, "name": "info", "mimeType": "text/plain"}]}
+    elif method == "resources/templates/list":
+        result = {"resourceTemplates": [{"uriTemplate": "fake://%s/items/{id}" % NAME, "name": "item"}]}
+    elif method == "resources/read":
+        uri = params["uri"]
+        if not uri.startswith("fake://%s/" % NAME):
+            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32002, "message": "no such resource"}})
+            return
+        result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "%s read %s" % (NAME, uri)}]}
+    elif method == "prompts/list":
+        result = {"prompts": [{"name": "greet", "description": "Say hello",
+                               "arguments": [{"name": "who", "required": True}]}]}
+    elif method == "prompts/get":
+        who = (params.get("arguments") or {}).get("who", "?")
+        result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s" % (who, NAME)}}]}
+    else:
+        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no %s" % method}})
+        return
+    send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    message = json.loads(line)
+    if message.get("method") == "tools/call" and message["params"]["name"] == "sleep":
+        threading.Thread(target=handle, args=(message,), daemon=True).start()
+    else:
+        handle(message)
+"""
+NAME_OK = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class SelectNamespaceTests(unittest.TestCase):
+    def test_table(self):
+        two = {"work": {}, "home": {}}
+        cases = [  # (namespaces, --namespace, default) -> (chosen, fragment of how or of the error)
+            (two, "work", None, "work", "--namespace work"),
+            (two, "play", None, None, "unknown namespace \"play\" given by --namespace"),
+            (two, None, "home", "home", "defaultNamespace in the config"),
+            (two, None, "gone", None, "unknown namespace \"gone\" in defaultNamespace"),
+            (two, "work", "home", "work", "--namespace"),
+            ({"only": {}}, None, None, "only", "the only namespace"),
+            ({}, None, None, None, "every server"),
+            ({}, "default", None, None, "configured namespaces: none"),
+            (two, None, None, None, "several (home, work); choose one with --namespace NAME"),
+        ]
+        mcpstudio._need("aggregator")
+        for namespaces, requested, default, chosen, fragment in cases:
+            with self.subTest(requested=requested, default=default, namespaces=sorted(namespaces)):
+                name, how, error = mcpstudio.select_namespace(namespaces, requested, default)
+                self.assertEqual(name, chosen)
+                self.assertIn(fragment, error if error else how)
+                self.assertTrue((error is None) != (how is None))
+
+
+class AggregatorTests(ScratchDir):
+    def setUp(self):
+        super().setUp()
+        self.fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        self.env.pop("FAKE_ONLY", None)
+        self.pids = os.path.join(self.dir, "pids")
+
+    def upstream(self, name, *args, **keys):
+        return dict({"command": PY, "args": [self.fake, "--name", name, "--pidfile", self.pids] + list(args)}, **keys)
+
+    def write(self, data, name="agg.json") -> str:
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+    def serve(self, data, *args, env=None):
+        return McpProcess("serve", "--config", self.write(data), *args, env=env or self.env)
+
+    def started(self):
+        """[(server pid, grandchild pid)] of every fake server started so far."""
+        if not os.path.exists(self.pids):
+            return []
+        with open(self.pids) as f:
+            return [tuple(int(p) for p in line.split()[:2]) for line in f if line.strip()]
+
+    def pid_of(self, name):
+        """The pid of the last fake server started under `name`."""
+        with open(self.pids) as f:
+            return [int(line.split()[0]) for line in f if line.split()[2:] == [name]][-1]
+
+    def tool_names(self, server):
+        names, cursor = [], None
+        while True:
+            result = server.request("tools/list", {"cursor": cursor} if cursor else {})["result"]
+            names += [t["name"] for t in result["tools"]]
+            cursor = result.get("nextCursor")
+            if not cursor:
+                return names
+
+    def assert_all_gone(self, timeout=WAIT):
+        pids = [pid for pair in self.started() for pid in pair]
+        self.assertTrue(pids)
+        self.assertTrue(wait_until(lambda: not any(alive(p) for p in pids), timeout),
+                        "left running: %s" % [p for p in pids if alive(p)])
+
+    def test_names_routing_and_pass_through(self):
+        data = {"mcpServers": {"alpha": self.upstream("alpha"),
+                               "io.github.x/beta": self.upstream("beta", "--garbage", autoApprove=[], timeout=60)},
+                "servers": {"gamma": dict(self.upstream("gamma"), type="stdio")},
+                "tools": [{"name": "hello", "command": "echo hello {who}"}]}
+        with self.serve(data) as server:
+            init = server.initialize()["result"]
+            self.assertEqual(set(init["capabilities"]), {"tools", "resources", "prompts", "logging"})
+            result = server.request("tools/list")["result"]
+            tools = {t["name"]: t for t in result["tools"]}
+            names = [t["name"] for t in result["tools"]]
+            self.assertEqual(names[:6], ["hello", "alpha__echo", "alpha__sleep", "alpha__crash", "alpha__env",
+                                         "alpha__dotted_name_x"])  # the file's tools, then servers in file order
+            self.assertIn("io_github_x_beta__echo", tools)
+            self.assertIn("gamma__echo", tools)
+            self.assertEqual(names[-7:], ["mcpstudio__" + t for t in (
+                "servers_list", "servers_start", "servers_stop", "servers_restart", "server_logs",
+                "config_reload", "namespaces_list")])
+            for name in names:
+                self.assertRegex(name, NAME_OK)
+            echo = tools["alpha__echo"]
+            self.assertEqual(echo["description"], "[alpha] Echo text back")
+            self.assertEqual(echo["title"], "Echo")
+            self.assertEqual(echo["annotations"], {"readOnlyHint": True})
+            self.assertEqual(echo["_meta"], {"x-fake": 1})
+            self.assertEqual(echo["outputSchema"]["properties"]["echoed"], {"type": "string"})
+            self.assertEqual(echo["inputSchema"]["required"], ["text"])
+            self.assertEqual(tools["io_github_x_beta__echo"]["description"], "[io.github.x/beta] Echo text back")
+            again = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+            self.assertEqual(again, names)  # deterministic order
+            result = server.call("io_github_x_beta__echo", {"text": "hi"})
+            self.assertEqual(text_of(result), "beta: hi")
+            self.assertEqual(result["structuredContent"], {"echoed": "hi"})
+            self.assertEqual(text_of(server.call("alpha__dotted_name_x", {})), "dotted.name/x called")
+            self.assertEqual(text_of(server.call("hello", {"who": "you"})), "hello you\n")
+            logs = [n["params"] for n in server.notifications_of("notifications/message")]
+            self.assertIn({"level": "info", "logger": "io_github_x_beta/echo", "data": "echoing hi"}, logs)
+            unknown = server.request("tools/call", {"name": "alpha__nope", "arguments": {}})
+            self.assertEqual(unknown["error"]["code"], -32602)
+            # Resources keep their URIs and are routed by table; templates reach their server; prompts are prefixed.
+            uris = [r["uri"] for r in server.request("resources/list")["result"]["resources"]]
+            self.assertEqual(uris, ["fake://alpha/info", "fake://beta/info", "fake://gamma/info"])
+            read = server.request("resources/read", {"uri": "fake://gamma/info"})["result"]
+            self.assertEqual(read["contents"][0]["text"], "gamma read fake://gamma/info")
+            read = server.request("resources/read", {"uri": "fake://beta/items/7"})["result"]
+            self.assertEqual(read["contents"][0]["text"], "beta read fake://beta/items/7")
+            missing = server.request("resources/read", {"uri": "fake://nobody/x"})
+            self.assertEqual(missing["error"]["code"], -32002)
+            prompts = [p["name"] for p in server.request("prompts/list")["result"]["prompts"]]
+            self.assertEqual(prompts, ["alpha__greet", "io_github_x_beta__greet", "gamma__greet"])
+            got = server.request("prompts/get", {"name": "gamma__greet", "arguments": {"who": "Ann"}})["result"]
+            self.assertEqual(got["messages"][0]["content"]["text"], "Hello Ann from gamma")
+            logs = json.loads(text_of(server.call("mcpstudio__server_logs", {"server_id": "io.github.x/beta"})))
+            self.assertTrue(any("not JSON-RPC: Welcome to fake server" in line for line in logs["lines"]), logs)
+            self.assertEqual(server.close(), 0)
+        self.assert_all_gone()
+
+    def test_long_names_are_shortened_deterministically(self):
+        key = "io.github.some-organisation/a-rather-long-server-name-for-testing"
+        data = {"mcpServers": {key: self.upstream("long", "--only", "echo,sleep")}}
+        seen = []
+        for _ in range(2):
+            with self.serve(data, "--max-name-length", "64", "--no-manager-tools") as server:
+                server.initialize()
+                names = self.tool_names(server)
+                seen.append(names)
+                self.assertEqual(len(names), 2)
+                for name in names:
+                    self.assertRegex(name, NAME_OK)
+                    self.assertLessEqual(len(name), 64)
+                self.assertEqual(len(set(names)), 2)
+                self.assertEqual(text_of(server.call(names[0], {"text": "x"})), "long: x")
+        self.assertEqual(seen[0], seen[1])
+
+    def test_lazy_start_cache_and_list_changed(self):
+        data = {"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b")}}
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertEqual(self.started(), [])  # initialize starts nothing
+            names = self.tool_names(server)  # no cache yet: the listing starts both
+            self.assertIn("a__echo", names)
+            self.assertIn("b__echo", names)
+            self.assertEqual(len(self.started()), 2)
+        cached = os.listdir(os.path.join(self.dir, "cache", "mcpstudio"))
+        self.assertEqual(len([n for n in cached if n.startswith("server-")]), 2, cached)
+        self.assert_all_gone()
+        os.remove(self.pids)
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertEqual(self.tool_names(server), names)  # from the cache
+            self.assertEqual(self.started(), [])  # ... without starting any server
+            self.assertEqual(text_of(server.call("b__echo", {"text": "lazy"})), "b: lazy")
+            self.assertEqual(len(self.started()), 1)  # only b
+            self.assertEqual(server.notifications_of("notifications/tools/list_changed"), [])  # same tools
+        # The server now offers fewer tools than the cache says: starting it refreshes the list.
+        env = dict(self.env, FAKE_ONLY="echo")
+        with self.serve(data, env=env) as server:
+            server.initialize()
+            self.assertIn("a__sleep", self.tool_names(server))
+            server.call("a__echo", {"text": "x"})
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed")))
+            names = self.tool_names(server)
+            self.assertIn("a__echo", names)
+            self.assertNotIn("a__sleep", names)
+
+    def test_progress_cancellation_and_concurrency(self):
+        cancels = os.path.join(self.dir, "cancels")
+        data = {"mcpServers": {"a": self.upstream("a", "--cancel-file", cancels),
+                               "one": self.upstream("one", maxConcurrency=1)}}
+        with self.serve(data) as server:
+            server.initialize()
+            server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "a__sleep", "arguments": {"seconds": 30}, "_meta": {"progressToken": "tok-7"}}})
+            self.assertTrue(wait_until(lambda: len([n for n in server.notifications_of("notifications/progress")
+                                                    if n["params"]["message"].startswith("step")]) >= 3))
+            progress = [n["params"] for n in server.notifications_of("notifications/progress")]
+            self.assertTrue(all(p["progressToken"] == "tok-7" for p in progress))
+            values = [p["progress"] for p in progress]
+            self.assertEqual(values, sorted(set(values)))  # only ever increasing
+            self.assertTrue(any(p.get("total") == 1000 for p in progress))
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+            self.assertTrue(wait_until(lambda: os.path.exists(cancels)), "the upstream never saw the cancel")
+            time.sleep(0.3)
+            self.assertNotIn(7, server.responses)  # a cancelled request gets no response
+            # maxConcurrency 1: two calls of 0.5 s run one after the other; without it, together.
+            for name, least, most in (("one__sleep", 0.95, 5), ("a__sleep", 0.45, 0.95)):
+                server.call(name, {"seconds": 0.01})  # started
+                started = time.monotonic()
+                for i in (1, 2):
+                    server.send({"jsonrpc": "2.0", "id": "%s%d" % (name, i), "method": "tools/call",
+                                 "params": {"name": name, "arguments": {"seconds": 0.5}}})
+                for i in (1, 2):
+                    server.wait_response("%s%d" % (name, i))
+                elapsed = time.monotonic() - started
+                self.assertTrue(least <= elapsed < most, "%s: %.2f s" % (name, elapsed))
+            # Many concurrent calls: none lost, each answered with its own text.
+            for i in range(50):
+                server.send({"jsonrpc": "2.0", "id": "m%d" % i, "method": "tools/call",
+                             "params": {"name": "a__echo", "arguments": {"text": str(i)}}})
+            for i in range(50):
+                self.assertEqual(text_of(server.wait_response("m%d" % i)["result"]), "a: %d" % i)
+
+    def test_failures_are_reported_and_isolated(self):
+        data = {"mcpServers": {
+            "good": self.upstream("good"),
+            "broken": self.upstream("broken", "--crash-at-start"),
+            "hung": self.upstream("hung", "--hang", startupTimeout=1),
+            "slow": self.upstream("slow", "--slow-start", "1.5", toolTimeout=0.5),
+            "missing": {"command": os.path.join(self.dir, "no-such-program")},
+            "unset": {"command": PY, "args": ["${MCPS_SURELY_UNSET_TOKEN}"]},
+            "off": dict(self.upstream("off"), disabled=True)}}
+        with self.serve(data) as server:
+            server.initialize()
+            names = self.tool_names(server)  # the healthy ones, within the listing wait
+            self.assertIn("good__echo", names)
+            self.assertIn("slow__echo", names)
+            self.assertFalse([n for n in names if n.startswith(("broken", "hung", "missing", "unset", "off"))])
+            statuses = {s["id"]: s for s in json.loads(text_of(server.call("mcpstudio__servers_list", {})))["servers"]}
+            self.assertEqual(statuses["good"]["status"], "running")
+            self.assertEqual(statuses["broken"]["status"], "failed")
+            self.assertIn("exited with code 3", statuses["broken"]["lastError"])
+            self.assertIn("missing API key", statuses["broken"]["lastError"])  # its stderr says why
+            self.assertIn("within 1 s", statuses["hung"]["lastError"])
+            self.assertIn("no-such-program", statuses["missing"]["lastError"])
+            self.assertEqual(statuses["unset"]["status"], "misconfigured")
+            self.assertIn("${MCPS_SURELY_UNSET_TOKEN} is not set", statuses["unset"]["lastError"])
+            self.assertEqual(statuses["off"]["status"], "disabled")
+            # A call that cannot be carried out is an isError result naming the server.
+            result = server.call("slow__sleep", {"seconds": 5})
+            self.assertTrue(result["isError"])
+            self.assertIn("server `slow` did not answer tools/call within 0.5 s", text_of(result))
+            self.assertEqual(text_of(server.call("good__echo", {"text": "still"})), "good: still")
+            # Routed requests that are not tool calls get the seed's JSON-RPC codes.
+            error = server.request("resources/read", {"uri": "fake://x/info"})["error"]
+            self.assertEqual(error["code"], -32002)
+            server.call("mcpstudio__servers_stop", {"server_id": "good"})
+            error = server.request("resources/read", {"uri": "fake://good/items/1"})["error"]
+            self.assertEqual(error["code"], -32003)
+            self.assertIn("servers_stop", error["message"])
+            result = server.call("mcpstudio__servers_start", {"server_id": "broken"})
+            self.assertTrue(result["isError"])
+            self.assertIn("server `broken` failed to start", text_of(result))
+            result = server.call("mcpstudio__servers_start", {"server_id": "nobody"})
+            self.assertTrue(result["isError"])
+            self.assertIn("no server \"nobody\"", text_of(result))
+            error = server.request("prompts/get", {"name": "nobody__greet"})["error"]
+            self.assertEqual(error["code"], -32602)
+
+    def test_crash_mid_call_restart_and_backoff(self):
+        data = {"mcpServers": {"a": self.upstream("a")}}
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("a__echo", {"text": "1"})), "a: 1")
+            first = self.started()[0]
+            started = time.monotonic()
+            result = server.call("a__crash", {})
+            self.assertLess(time.monotonic() - started, 3)  # failed at once, no hang
+            self.assertTrue(result["isError"])
+            self.assertIn("server `a` exited with code 7", text_of(result))
+            self.assertIn("crashing on purpose", text_of(result))
+            self.assertTrue(wait_until(lambda: not alive(first[1])), "the crashed server's child was left")
+            self.assertEqual(text_of(server.call("a__echo", {"text": "2"})), "a: 2")  # restarted
+            self.assertEqual(len(self.started()), 2)
+            status = json.loads(text_of(server.call("mcpstudio__servers_list", {})))["servers"][0]
+            self.assertEqual((status["status"], status["restarts"]), ("running", 1))
+            self.assertIn("exited with code 7", "\n".join(json.loads(text_of(server.call(
+                "mcpstudio__server_logs", {"server_id": "a", "lines": 100})))["lines"]))
+            # Crashing again at once: the restart waits out a short backoff, then works.
+            server.call("a__crash", {})
+            started = time.monotonic()
+            self.assertEqual(text_of(server.call("a__echo", {"text": "3"})), "a: 3")
+            self.assertGreater(time.monotonic() - started, 0.8)
+
+    def test_slow_start_sends_progress_and_health_checks_restart(self):
+        data = {"mcpServers": {"slow": self.upstream("slow", "--slow-start", "2.5"),
+                               "stalls": self.upstream("stalls", "--stall-after-list", healthCheckInterval=0.3)}}
+        with self.serve(data) as server:  # a first run caches the tools
+            server.initialize()
+            self.assertIn("slow__echo", self.tool_names(server))
+        self.assert_all_gone()
+        os.remove(self.pids)
+        with self.serve(data) as server:
+            server.initialize()
+            self.tool_names(server)
+            self.assertEqual(self.started(), [])
+            result = server.call("slow__echo", {"text": "up"}, meta={"progressToken": 5})
+            self.assertEqual(text_of(result), "slow: up")
+            booting = [n["params"] for n in server.notifications_of("notifications/progress")]
+            self.assertGreaterEqual(len(booting), 2, booting)
+            self.assertTrue(all(p["progressToken"] == 5 and "starting server slow" in p["message"] for p in booting))
+            # A server that stops answering pings is restarted.
+            server.call("mcpstudio__servers_start", {"server_id": "stalls"})
+            self.assertTrue(wait_until(lambda: len(self.started()) >= 3, 10), self.started())  # slow, stalls twice
+            logs = json.loads(text_of(server.call("mcpstudio__server_logs", {"server_id": "stalls"})))["lines"]
+            self.assertTrue(any("no answer to ping" in line for line in logs), logs)
+
+    def test_huge_tool_list(self):
+        data = {"mcpServers": {"big": self.upstream("big", "--tools", "2000")}}
+        with self.serve(data, "--no-manager-tools") as server:
+            server.initialize()
+            names = self.tool_names(server)  # paged both upstream (50) and to the client (100)
+            self.assertEqual(len(names), 2005)
+            self.assertEqual(len(set(names)), 2005)
+            self.assertEqual(names[-1], "big__t1999")
+            self.assertEqual(text_of(server.call("big__t1234", {})), "t1234 called")
+
+    def test_manager_tools(self):
+        data = {"mcpServers": {"a": self.upstream("a", env={"API_TOKEN": "s3cret-value-123"}),
+                               "b": self.upstream("b", "--token", "${MCPS_TEST_TOKEN}")}}
+        log = os.path.join(self.dir, "wire.log")
+        env = dict(self.env, MCPS_TEST_TOKEN="another-secret-456")
+        with self.serve(data, "--log", log, env=env) as server:
+            server.initialize()
+            listed = server.call("mcpstudio__servers_list", {})  # routing it lists: no cache, so both start
+            self.assertEqual(listed["structuredContent"], json.loads(text_of(listed)))
+            servers = listed["structuredContent"]["servers"]
+            self.assertEqual([(s["id"], s["status"], s["pid"]) for s in servers],
+                             [("a", "running", self.started()[0][0]), ("b", "running", self.started()[1][0])])
+            self.assertEqual(servers[0]["env"], {"API_TOKEN": "***"})
+            self.assertEqual(text_of(server.call("a__env", {"name": "API_TOKEN"})), "s3cret-value-123")
+            result = server.call("mcpstudio__servers_stop", {"server_id": "a"})
+            self.assertEqual(result["structuredContent"]["status"], "stopped-by-user")
+            self.assertTrue(wait_until(lambda: not alive(self.started()[0][0])))
+            self.assertIsNone(result["structuredContent"]["pid"])
+            failed = server.call("a__echo", {"text": "x"})
+            self.assertTrue(failed["isError"])
+            self.assertIn("stopped with servers_stop; start it with mcpstudio__servers_start", text_of(failed))
+            self.tool_names(server)  # a listing does not start it either
+            self.assertEqual(len(self.started()), 2)
+            started = server.call("mcpstudio__servers_start", {"server_id": "a"})["structuredContent"]
+            self.assertEqual(started["status"], "running")
+            restarted = server.call("mcpstudio__servers_restart", {"server_id": "a"})["structuredContent"]
+            self.assertNotEqual(restarted["pid"], started["pid"])
+            self.assertEqual(restarted["restarts"], 1)
+            self.assertGreaterEqual(restarted["uptimeSeconds"], 0)
+            self.assertEqual(text_of(server.call("b__echo", {"text": "y"})), "b: y")
+            lines = server.call("mcpstudio__server_logs", {"server_id": "b", "lines": 2})["structuredContent"]["lines"]
+            self.assertEqual(len(lines), 2)
+            everything = json.dumps(server.call("mcpstudio__servers_list", {})) + json.dumps(
+                server.call("mcpstudio__server_logs", {"server_id": "b", "lines": 500}))
+            self.assertIn("--token ***", everything)
+            namespaces = server.call("mcpstudio__namespaces_list", {})["structuredContent"]
+            self.assertEqual(namespaces, {"active": None, "chosenBy": "no namespaces in the config: every server",
+                                          "namespaces": []})
+            bad = server.call("mcpstudio__server_logs", {"server_id": "a", "lines": 0})
+            self.assertTrue(bad["isError"])
+            server.close()
+        with open(log) as f:
+            written = f.read()
+        for secret in ("s3cret-value-123", "another-secret-456"):
+            self.assertNotIn(secret, everything)
+            self.assertNotIn(secret, written)
+        self.assertIn("mcpstudio__servers_list", written)  # the log did record the traffic
+        with self.serve(data, "--no-manager-tools") as server:
+            server.initialize()
+            self.assertFalse([n for n in self.tool_names(server) if n.startswith("mcpstudio")])
+
+    def test_namespaces(self):
+        data = {"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b"), "c": self.upstream("c")},
+                "namespaces": {"work": {"servers": ["a", "b"], "tools": {"deny": ["b__crash", "*__sleep"]}},
+                               "home": ["c"]}}
+        with self.serve(data, "--namespace", "work") as server:
+            self.assertIn("result", server.initialize())
+            names = self.tool_names(server)
+            self.assertEqual(sorted({n.split("__")[0] for n in names}), ["a", "b", "mcpstudio"])
+            self.assertIn("a__crash", names)
+            self.assertNotIn("b__crash", names)
+            self.assertNotIn("a__sleep", names)
+            self.assertTrue(server.request("tools/call", {"name": "b__crash", "arguments": {}})["error"])
+            info = server.call("mcpstudio__namespaces_list", {})["structuredContent"]
+            self.assertEqual((info["active"], info["chosenBy"]), ("work", "--namespace work"))
+            self.assertEqual([s["id"] for s in server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]],
+                             ["a", "b"])
+        for args, extra, fragment in (
+                ((), {}, "no namespace chosen and the config has several (home, work)"),
+                (("--namespace", "play"), {}, "unknown namespace \"play\""),
+                ((), {"defaultNamespaceId": "nope"}, "unknown namespace \"nope\" in defaultNamespaceId")):
+            with self.subTest(args=args, extra=extra):
+                with self.serve(dict(data, **extra), *args) as server:
+                    for reply in (server.initialize(), server.request("tools/list"), server.request("ping")):
+                        self.assertEqual(reply["error"]["code"], -32602)
+                        self.assertIn(fragment, reply["error"]["message"])
+                    self.assertTrue(wait_until(lambda: fragment in "".join(server.stderr)))
+        with self.serve(dict(data, defaultNamespace="home")) as server:
+            server.initialize()
+            self.assertEqual(sorted({n.split("__")[0] for n in self.tool_names(server)}), ["c", "mcpstudio"])
+        self.assertEqual(len(self.started()), 3)  # a, b, then c: each namespace started only its own
+
+    def test_reload(self):
+        data = {"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b")}}
+        path = self.write(data)
+        with McpProcess("serve", "--config", path, "--rescan", "0.2", env=self.env) as server:
+            server.initialize()
+            server.call("a__echo", {"text": "x"})
+            server.call("b__echo", {"text": "x"})
+            a_pid, b_pid = self.pid_of("a"), self.pid_of("b")
+            # Edit: b changes, a stays, c is new; config_reload restarts b only.
+            data["mcpServers"]["b"] = self.upstream("b", "--only", "echo")
+            data["mcpServers"]["c"] = self.upstream("c")
+            self.write(data)
+            report = server.call("mcpstudio__config_reload", {})["structuredContent"]
+            self.assertEqual((report["added"], report["restarted"], report["unchanged"], report["removed"]),
+                             (["c"], ["b"], ["a"], []))
+            self.assertTrue(alive(a_pid))
+            self.assertTrue(wait_until(lambda: not alive(b_pid)))
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed")))
+            self.assertTrue(wait_until(lambda: len(self.started()) == 3))  # b was running: it starts again
+            names = self.tool_names(server)
+            self.assertIn("c__echo", names)
+            self.assertNotIn("b__sleep", names)
+            # A broken edit changes nothing and says why.
+            with open(path, "w") as f:
+                f.write("{ not json")
+            result = server.call("mcpstudio__config_reload", {})
+            self.assertTrue(result["isError"])
+            self.assertIn("invalid JSON", text_of(result))
+            self.assertEqual(text_of(server.call("a__echo", {"text": "y"})), "a: y")
+            # The file watcher notices a change on its own: a is removed and stopped.
+            del data["mcpServers"]["a"]
+            self.write(data)
+            self.assertTrue(wait_until(lambda: not alive(a_pid)), "the watcher did not reload")
+            self.assertTrue(wait_until(lambda: "a__echo" not in self.tool_names(server)))
+            # SIGHUP reloads too (and does not stop the server).
+            data["mcpServers"]["d"] = self.upstream("d")
+            with open(path, "w") as f:
+                json.dump(data, f)
+            server.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_until(lambda: "d__echo" in self.tool_names(server)))
+            self.assertIsNone(server.proc.poll())
+
+    def test_nothing_survives_exit(self):
+        data = {"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b", eager=True)}}
+        for how in ("eof", "sigterm", "sigkill"):
+            with self.subTest(how=how):
+                if os.path.exists(self.pids):
+                    os.remove(self.pids)
+                with self.serve(data) as server:
+                    server.initialize()
+                    self.assertTrue(wait_until(lambda: len(self.started()) == 1))  # b is eager
+                    server.call("a__echo", {"text": "x"})
+                    self.assertEqual(len(self.started()), 2)
+                    for pid in [p for pair in self.started() for p in pair]:
+                        self.assertTrue(alive(pid))
+                    if how == "eof":
+                        self.assertEqual(server.close(), 0)
+                    else:
+                        server.proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
+                        server.proc.wait(WAIT)
+                    # Each server and the child it started are gone; after SIGKILL, the watchdog saw to it.
+                    self.assert_all_gone()
+
+    def test_status_command(self):
+        data = {"mcpServers": {"a": self.upstream("a", "--token", "${MCPS_TEST_TOKEN}"),
+                               "bad": self.upstream("bad", "--crash-at-start")},
+                "namespaces": {"all": ["a", "bad"]}}
+        path = self.write(data)
+        env = dict(self.env, MCPS_TEST_TOKEN="status-secret-789")
+        run = lambda *args: subprocess.run([PY, MODULE, "status", "--config", path] + list(args), env=env,
+                                           capture_output=True, text=True, timeout=60)
+        proc = run()
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("namespace: all (the only namespace in the config)", proc.stdout)
+        self.assertRegex(proc.stdout, r"\na +- \(not cached yet\) +\S+ .*--token \*\*\*")
+        self.assertNotIn("status-secret-789", proc.stdout + proc.stderr)
+        proc = run("--check")
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        self.assertRegex(proc.stdout, r"\na +ok, 5 tools, started in \d+ ms")
+        self.assertRegex(proc.stdout, r"\nbad +failed: .*exited with code 3.*missing API key")
+        proc = run()
+        self.assertRegex(proc.stdout, r"\na +5 \(cached \d{4}-\d\d-\d\d \d\d:\d\d\)")
+        self.assert_all_gone()
+        proc = subprocess.run([PY, MODULE, "check", "--config", path], env=env, capture_output=True, text=True,
+                              timeout=60)
+        self.assertIn("MCP servers", proc.stdout)
+        self.assertIn("a ", proc.stdout)
 
 
 # --------------------------------------------------------------------------
