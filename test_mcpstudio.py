@@ -1940,7 +1940,8 @@ class ConfigTests(ScratchDir):
             ({"environment": {"K": "${MCPS_SURELY_UNSET}"}}, ["environment.K", "${MCPS_SURELY_UNSET} is not set"]),
             ({"working_directory": "nowhere"}, ["working_directory", "no such folder"]),
             ({"resources": [{"uri": "x://{a}", "command": "echo {b}"}]}, ["resources[0].command", "`b`"]),
-            ({"mcpServers": {"a": {"command": "x"}, "a!": {"command": "y"}}}, ["mcpServers.a!", "also the id"]),
+            ({"mcpServers": {"a.b": {"command": "x"}}, "servers": {"a/b": {"command": "y"}}},
+             ["servers.a/b", "`a_b` is also the id of mcpServers.a.b"]),
             ({"mcpServers": {"a": {"command": "x"}}, "namespaces": {"w": ["b"]}},
              ["namespaces.w.servers[0]", "no server \"b\""]),
             ({"mcpServers": {}, "namespaces": {"w": {"servers": [], "tool": {}}}}, ["namespaces.w.tool", "did you mean"]),
@@ -2654,12 +2655,12 @@ class AggregatorTests(ScratchDir):
             self.assertEqual(listed["structuredContent"], json.loads(text_of(listed)))
             servers = listed["structuredContent"]["servers"]
             self.assertEqual([(s["id"], s["status"], s["pid"]) for s in servers],
-                             [("a", "running", self.started()[0][0]), ("b", "running", self.started()[1][0])])
+                             [("a", "running", self.pid_of("a")), ("b", "running", self.pid_of("b"))])
             self.assertEqual(servers[0]["env"], {"API_TOKEN": "***"})
             self.assertEqual(text_of(server.call("a__env", {"name": "API_TOKEN"})), "s3cret-value-123")
             result = server.call("mcpstudio__servers_stop", {"server_id": "a"})
             self.assertEqual(result["structuredContent"]["status"], "stopped-by-user")
-            self.assertTrue(wait_until(lambda: not alive(self.started()[0][0])))
+            self.assertTrue(wait_until(lambda: not alive(self.pid_of("a"))))
             self.assertIsNone(result["structuredContent"]["pid"])
             failed = server.call("a__echo", {"text": "x"})
             self.assertTrue(failed["isError"])
