@@ -2961,6 +2961,77 @@ class PythonSdkInteropTests(ScratchDir):
         self.assertLess(out["seconds"], 5)
 
 
+EVERYTHING = os.environ.get("MCPSTUDIO_EVERYTHING", "")  # npm @modelcontextprotocol/server-everything
+TIME_SERVER = os.environ.get("MCPSTUDIO_TIME_SERVER", "")  # PyPI mcp-server-time
+
+
+@unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
+@unittest.skipUnless(EVERYTHING and os.path.exists(EVERYTHING) and TIME_SERVER and os.path.exists(TIME_SERVER),
+                     "the real upstream servers are not installed (set MCPSTUDIO_EVERYTHING and MCPSTUDIO_TIME_SERVER)")
+class RealUpstreamTests(ScratchDir):
+    """The official SDK client, through mcpstudio, to two real MCP servers (Node and Python)."""
+
+    run_client = PythonSdkInteropTests.run_client
+
+    def test_sdk_through_the_aggregator(self):
+        config = os.path.join(self.dir, "real.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {
+                "everything": {"command": EVERYTHING, "args": ["stdio"]},
+                "time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}}}, f)
+        code = """
+            import anyio, json, os
+            from mcp import ClientSession, StdioServerParameters, stdio_client
+
+            async def main():
+                params = StdioServerParameters(
+                    command=os.environ["SERVER_PY"], args=[os.environ["MCPSTUDIO"], "serve", "--config", os.environ["CONFIG"]],
+                    env=dict(os.environ))
+                steps = []
+                async def on_progress(progress, total, message):
+                    steps.append(progress)
+                async with stdio_client(params) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        init = await session.initialize()
+                        tools = await session.list_tools()
+                        echo = await session.call_tool("everything__echo", {"message": "through mcpstudio"})
+                        total = await session.call_tool("everything__get-sum", {"a": 2, "b": 40})
+                        now = await session.call_tool("time__get_current_time", {"timezone": "UTC"})
+                        slow = await session.call_tool("everything__trigger-long-running-operation",
+                                                       {"duration": 1, "steps": 4}, progress_callback=on_progress)
+                        resources = await session.list_resources()
+                        first = await session.read_resource(resources.resources[0].uri)
+                        prompts = await session.list_prompts()
+                        servers = await session.call_tool("mcpstudio__servers_list", {})
+                        print(json.dumps({
+                            "capabilities": sorted(k for k, v in init.capabilities.model_dump().items() if v is not None),
+                            "tools": [t.name for t in tools.tools],
+                            "echo": echo.content[0].text, "sum": total.content[0].text,
+                            "now": json.loads(now.content[0].text), "slow": slow.is_error, "steps": steps,
+                            "resource": str(first.contents[0].uri), "prompts": [p.name for p in prompts.prompts],
+                            "servers": [(s["id"], s["status"]) for s in servers.structured_content["servers"]],
+                        }))
+            anyio.run(main)
+            """
+        for run in ("cold", "cached"):  # the second run lists from the cache, starting nothing
+            with self.subTest(run=run):
+                out = self.run_client(code, CONFIG=config, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+                self.assertEqual(out["capabilities"], ["logging", "prompts", "resources", "tools"])
+                self.assertIn("everything__echo", out["tools"])
+                self.assertIn("time__get_current_time", out["tools"])
+                self.assertIn("mcpstudio__servers_list", out["tools"])
+                for name in out["tools"]:
+                    self.assertRegex(name, NAME_OK)
+                self.assertIn("through mcpstudio", out["echo"])
+                self.assertIn("42", out["sum"])
+                self.assertEqual(out["now"]["timezone"], "UTC")
+                self.assertFalse(out["slow"])
+                self.assertGreaterEqual(len(out["steps"]), 2)
+                self.assertTrue(out["resource"])
+                self.assertTrue(all(p.startswith("everything__") for p in out["prompts"]) and out["prompts"])
+                self.assertEqual(out["servers"], [["everything", "running"], ["time", "running"]])
+
+
 @unittest.skipUnless(INSPECTOR and os.path.exists(INSPECTOR), "the MCP Inspector CLI is not installed (set MCPSTUDIO_INSPECTOR)")
 class InspectorInteropTests(unittest.TestCase):
     def inspector(self, *args):
