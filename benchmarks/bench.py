@@ -10,7 +10,11 @@ official MCP Python SDK, when --sdk-python (or MCPSTUDIO_SDK_PYTHON) names a
 Python that can import it. Figures, as median and p90 over many runs, taken
 in turns so machine noise falls on every server alike: cold start (spawn to
 the tools/list reply), per-call latency of `echo hello`, 16 concurrent calls
-of `sleep 0.2`, and peak RSS over a cold start and 50 calls. POSIX only.
+of `sleep 0.2`, and peak RSS over a cold start and 50 calls. Then script
+discovery (200 scripts) and the aggregator: cold start with 5 upstream
+servers (tools cache cold and warm) against starting those 5 directly, the
+latency a forwarded call adds over calling the upstream directly, and the
+throughput of 1,000 concurrent forwarded calls (every one answered). POSIX only.
 """
 
 from __future__ import annotations
@@ -39,6 +43,31 @@ MEMORY_CALLS = 50       # calls in each peak-memory run
 BURST = 16              # concurrent calls in the concurrency figure
 SLEEP = "0.2"           # seconds each of those calls sleeps
 DISCOVERY_SCRIPTS = 200  # scripts in the script-mode discovery figure
+UPSTREAMS = 5           # upstream servers in the aggregator cold-start figure
+FLOOD = 1000            # concurrent forwarded calls in the throughput figure
+
+UPSTREAM_SERVER = r'''
+"""An upstream for the aggregator figures: a stdio MCP server whose echo tool runs in-process."""
+import json, sys
+TOOL = {"name": "echo", "description": "Echo.", "inputSchema": {"type": "object",
+        "properties": {"message": {"type": "string"}}, "required": ["message"]}}
+for line in sys.stdin:
+    request = json.loads(line)
+    method, params = request.get("method"), request.get("params") or {}
+    if "id" not in request:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "upstream", "version": "0"}}
+    elif method == "tools/list":
+        result = {"tools": [TOOL]}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": params["arguments"]["message"]}]}
+    else:
+        result = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+'''
 
 FLOOR_SERVER = r'''
 """Floor: about the least an asyncio stdio MCP server needs to run a command."""
@@ -209,9 +238,9 @@ class Peer:
             tools += page["tools"]
         return tools
 
-    def call(self, message: str, count: int = 1) -> list:
+    def call(self, message: str, count: int = 1, tool: str = "echo") -> list:
         """Send `count` calls of the tool at once; wait for all; return their texts."""
-        params = {"name": "echo", "arguments": {"message": message}}
+        params = {"name": tool, "arguments": {"message": message}}
         ids = [self.send("tools/call", params) for _ in range(count)]
         results = self.receive(ids)
         if any(result.get("isError") for result in results.values()):
@@ -447,6 +476,93 @@ def print_discovery(samples: dict) -> dict:
     return figures
 
 
+def aggregator(args, tmp: str, stderr) -> dict:
+    """The aggregator's figures, each beside what a client gets from the upstreams directly."""
+    python = args.python or sys.executable
+    upstream = os.path.join(tmp, "upstream.py")
+    with open(upstream, "w") as f:
+        f.write(UPSTREAM_SERVER)
+    servers = {"up%d" % i: {"command": python, "args": [upstream]} for i in range(UPSTREAMS)}
+    config = os.path.join(tmp, "aggregator.json")
+    with open(config, "w") as f:
+        json.dump({"mcpServers": servers}, f)
+    cache = os.path.join(tmp, "aggregator-cache")
+    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    argv = [python, MCPSTUDIO, "serve", "--config", config, "--rescan", "0"]
+    names = sorted("up%d__echo" % i for i in range(UPSTREAMS))
+
+    def through(cold: bool) -> float:
+        if cold:
+            shutil.rmtree(cache, ignore_errors=True)
+        with Peer("mcpstudio", argv, stderr, env) as peer:
+            tools = peer.handshake()
+            elapsed = time.perf_counter() - peer.started
+        listed = sorted(t["name"] for t in tools if not t["name"].startswith("mcpstudio__"))
+        if listed != names:
+            raise BenchError("the aggregator listed %s, not %s" % (listed, names))
+        return elapsed
+
+    def direct() -> float:  # a client starting the 5 servers itself, all at once
+        started = time.perf_counter()
+        peers = [Peer("upstream", [python, upstream], stderr) for _ in range(UPSTREAMS)]
+        for peer in peers:
+            peer.handshake()
+        elapsed = time.perf_counter() - started
+        for peer in peers:
+            peer.close()
+        return elapsed
+
+    samples = {"cold": [], "warm": [], "direct": [], "call_direct": [], "call_through": [],
+               "flood_direct": [], "flood_through": []}
+    for _ in range(args.runs):
+        samples["cold"].append(through(True))
+        samples["warm"].append(through(False))
+        samples["direct"].append(direct())
+    with Peer("upstream", [python, upstream], stderr) as plain, Peer("mcpstudio", argv, stderr, env) as hub:
+        plain.handshake()
+        hub.handshake()
+        for _ in range(WARM_UP):
+            hub.call("hi", tool="up0__echo")
+            plain.call("hi")
+        for _ in range(args.calls):  # in turns, so noise falls on both alike
+            for key, peer, tool in (("call_direct", plain, "echo"), ("call_through", hub, "up0__echo")):
+                started = time.perf_counter()
+                if peer.call("hello", tool=tool) != ["hello"]:
+                    raise BenchError("%s: echo did not answer hello" % peer.name)
+                samples[key].append(time.perf_counter() - started)
+        for _ in range(args.bursts):
+            for key, peer, tool in (("flood_direct", plain, "echo"), ("flood_through", hub, "up0__echo")):
+                started = time.perf_counter()
+                texts = peer.call("x", FLOOD, tool=tool)  # raises unless every call is answered
+                samples[key].append(time.perf_counter() - started)
+                if len(texts) != FLOOD:
+                    raise BenchError("%s: %d of %d calls answered" % (peer.name, len(texts), FLOOD))
+    return samples
+
+
+def print_aggregator(samples: dict) -> dict:
+    """Print the aggregator figures; return their summaries."""
+    figures = {key: summary(values, 1000) for key, values in samples.items()}
+    print("\naggregator: %d upstream servers (an in-process echo tool each)   median (ms)    p90 (ms)" % UPSTREAMS)
+    for key, label in (("cold", "mcpstudio, tools cache cold (starts all %d)" % UPSTREAMS),
+                       ("warm", "mcpstudio, tools cache warm (starts none)"),
+                       ("direct", "reference: the %d servers started directly" % UPSTREAMS),
+                       ("call_through", "one call through mcpstudio"),
+                       ("call_direct", "reference: one call to the upstream directly"),
+                       ("flood_through", "%d concurrent calls through mcpstudio" % FLOOD),
+                       ("flood_direct", "reference: %d concurrent calls directly" % FLOOD)):
+        print("  %-58s %10.2f %11.2f" % (label, figures[key]["median"], figures[key]["p90"]))
+    added = figures["call_through"]["median"] - figures["call_direct"]["median"]
+    print("target: a forwarded call adds %.3f ms at the median (limit 0.30)  %s"
+          % (added, "PASS" if added <= 0.3 else "FAIL"))
+    for key in ("flood_through", "flood_direct"):
+        figures[key]["calls_per_s"] = round(FLOOD / (figures[key]["median"] / 1000))
+    print("throughput: %d calls/s through mcpstudio, %d calls/s directly; none lost"
+          % (figures["flood_through"]["calls_per_s"], figures["flood_direct"]["calls_per_s"]))
+    figures["added_ms"] = round(added, 4)
+    return figures
+
+
 def summary(samples: list, scale: float) -> dict:
     """Median and p90 (nearest rank) of `samples`, times `scale`."""
     ordered = sorted(samples)
@@ -524,6 +640,7 @@ def main(argv=None) -> int:
                    "burst_ms": concurrency(specs, args.bursts),
                    "peak_rss_mib": peak_memory(specs, args.runs)}
             found = discovery(args, tmp, specs[0].stderr)
+            aggregated = aggregator(args, tmp, specs[0].stderr)
         except BenchError as error:
             print("bench: error: %s" % error, file=sys.stderr)
             for spec in specs:
@@ -542,11 +659,13 @@ def main(argv=None) -> int:
                for name in names}
     targets = print_table(results, names)
     discovered = print_discovery(found)
+    upstreams = print_aggregator(aggregated)
     if args.json:
         print(json.dumps({"command": command, "machine": platform.platform(),
                           "python": platform.python_version(), "notes": notes,
                           "runs": args.runs, "calls": args.calls, "bursts": args.bursts,
-                          "servers": results, "targets": targets, "discovery_ms": discovered},
+                          "servers": results, "targets": targets, "discovery_ms": discovered,
+                          "aggregator_ms": upstreams},
                          sort_keys=True))
     return 0
 
