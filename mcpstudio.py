@@ -3497,7 +3497,7 @@ class UpstreamError(McpError):
 
 
 def _server_id(key: str) -> str:
-    return safe_name(key, 32)
+    return safe_name(key, 128)  # tool names are shortened where needed, ids only made safe
 
 
 def _fingerprint(*parts) -> str:
@@ -4194,7 +4194,7 @@ class Upstream:
             "uptimeSeconds": round(time.time() - self.started_at, 1) if self.started_at and self.state == "running" else None,
             "tools": len(known["tools"]) if known else None,
             "toolsFrom": ("server" if self.listing is not None else "cache") if known else None,
-            "lastError": self.last_error, "restarts": self.restarts,
+            "lastError": self.hub.log.mask(self.last_error) if self.last_error else None, "restarts": self.restarts,
             "command": self.hub.log.mask(self.spec.display()),
             "env": {key: "***" for key in self.spec.env},
         }
