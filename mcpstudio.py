@@ -982,7 +982,18 @@ class ProcessRunner:
         return transport, protocol
 
     async def end(self, transport, exited, wait: float):
-        """Close the child's stdin and give it `wait` seconds to exit; then stop its group."""
+        """Close the child's stdin and give it `wait` seconds to exit; then stop its group.
+
+        Runs to the end even if the caller is cancelled meanwhile."""
+        ending = asyncio.ensure_future(self._end(transport, exited, wait))
+        while not ending.done():
+            try:
+                await asyncio.shield(ending)
+            except asyncio.CancelledError:
+                if ending.done():
+                    raise
+
+    async def _end(self, transport, exited, wait: float):
         pid = transport.get_pid()
         stdin = transport.get_pipe_transport(0)
         if stdin is not None:
@@ -990,12 +1001,7 @@ class ProcessRunner:
         if not exited.done():
             await asyncio.wait([exited], timeout=wait)
         if not exited.done() or _group_alive(pid):
-            stopping = asyncio.ensure_future(self._stop(pid, exited))
-            while not stopping.done():
-                try:
-                    await asyncio.shield(stopping)
-                except asyncio.CancelledError:
-                    continue  # as in _stop_fully: never leave a group half stopped
+            await self._stop(pid, exited)
         transport.close()
         self._forget(pid)
 
@@ -1150,6 +1156,9 @@ class Log:
     def debug(self, fmt: str, *args):
         if self.enabled:
             self._write("debug", fmt % args if args else fmt, self.debug_enabled)
+
+    def info(self, fmt: str, *args):
+        self._write("info", fmt % args if args else fmt, True)
 
     def warning(self, fmt: str, *args):
         self._write("warning", fmt % args if args else fmt, True)
@@ -3770,6 +3779,7 @@ class Upstream:
         self.capabilities, self.server_info, self.protocol_version = {}, {}, None
         self.user_stopped = False
         self._starting = None    # the task starting it
+        self._stopping = None    # the task stopping it
         self._health = None
         self._gate = None
         if spec.disabled:
@@ -3836,14 +3846,16 @@ class Upstream:
                                  "%s" % (self.spec.id, self.hub.manager_name("servers_start")))
         return None
 
-    async def ready(self, ctx=None):
+    async def ready(self, ctx=None, wait_backoff=True):
         """Return once the server runs, starting it if needed; raise UpstreamError if it cannot."""
         if self.state == "running":
             return
+        if self._stopping is not None and not self._stopping.done():
+            await asyncio.wait([self._stopping])  # a restart or reload: start afresh once it is down
         problem = self._unavailable()
         if problem is not None:
             raise problem
-        task = self.start()
+        task = self.start(wait_backoff)
         if ctx is not None and ctx.progress_token is not None and not task.done():
             started = time.monotonic()
             while not task.done():
@@ -3852,10 +3864,19 @@ class Upstream:
                 ctx.progress(round(elapsed / (elapsed + 10.0), 3), message="starting server %s (%.0f s)"
                              % (self.spec.id, elapsed))
                 await asyncio.wait([task], timeout=PROGRESS_INTERVAL)
-        await asyncio.shield(task)
+        if not task.done():
+            await asyncio.wait([task])
+        if task.cancelled():  # stopped while starting (servers_stop, a restart, a reload)
+            raise self._unavailable() or UpstreamError(
+                SERVER_NOT_RUNNING, "server `%s` was stopped while it started" % self.spec.id, {"server": self.spec.id})
+        task.result()
 
     def start(self, wait_backoff=True):
         """The task that starts the server (one at a time); it raises UpstreamError on failure."""
+        if self.state == "running":
+            done = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
         if self._starting is None or self._starting.done():
             self._starting = asyncio.ensure_future(self._start(wait_backoff))
             self._starting.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved
@@ -3870,6 +3891,11 @@ class Upstream:
 
     async def _start(self, wait_backoff):
         spec = self.spec
+        if self._stopping is not None and not self._stopping.done():
+            await asyncio.wait([self._stopping])
+        problem = self._unavailable()
+        if problem is not None:
+            raise problem
         delay = self.backoff() if wait_backoff else 0.0
         if delay > BACKOFF_WAIT:
             raise UpstreamError(SERVER_START_FAILED, "server `%s` failed %.0f s ago (%s); the next try is in %.0f s"
@@ -3960,16 +3986,19 @@ class Upstream:
     async def refresh(self):
         """List what the server offers, keep it, cache it, and tell the hub when it changed."""
         before = self.known()
-        listing = {"tools": await self._list_all("tools/list", "tools")}
-        for capability, method, key in (("resources", "resources/list", "resources"),
+        listing = {}
+        for capability, method, key in (("tools", "tools/list", "tools"),
+                                        ("resources", "resources/list", "resources"),
                                         ("resources", "resources/templates/list", "resourceTemplates"),
                                         ("prompts", "prompts/list", "prompts")):
             listing[key] = []
             if capability in self.capabilities:
                 try:
                     listing[key] = await self._list_all(method, key)
-                except UpstreamError as exc:  # an optional listing: the tools still work
-                    self.note("%s failed: %s" % (method, exc.message))
+                except UpstreamError as exc:
+                    if key == "tools" and exc.code != METHOD_NOT_FOUND:
+                        raise
+                    self.note("%s failed: %s" % (method, exc.message))  # the rest still works
         listing["serverInfo"] = self.server_info
         self.listing = listing
         self._save_cache()
@@ -3979,7 +4008,7 @@ class Upstream:
     async def _list_all(self, method: str, key: str) -> list:
         items, cursor = [], None
         for _ in range(1000):
-            result = await self.request(method, {"cursor": cursor} if cursor else {})
+            result = await self.request(method, {"cursor": cursor} if cursor else {}, self.spec.startup_timeout)
             page = result.get(key)
             if not isinstance(page, list):
                 raise UpstreamError(INTERNAL_ERROR, "server `%s`: its %s answer has no `%s` list" % (self.spec.id, method, key))
@@ -4047,10 +4076,26 @@ class Upstream:
             self.transport = self.protocol = self.pid = None
 
     async def stop(self, reason: str, final_state: str = "stopped"):
+        """Stop the server and its group; runs to the end even if the caller is cancelled."""
+        if self._stopping is None or self._stopping.done():
+            self._stopping = asyncio.ensure_future(self._stop(reason, final_state))
+        stopping = self._stopping
+        while not stopping.done():
+            try:
+                await asyncio.shield(stopping)
+            except asyncio.CancelledError:
+                if not stopping.done():
+                    continue
+                raise
+        return stopping.result()
+
+    async def _stop(self, reason: str, final_state: str):
+        was = self.state
+        if self.usable():
+            self.state = "stopping"
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()
             await asyncio.wait([self._starting])
-        was = self.state
         if self.usable():
             self.state = final_state
         for future in self.pending.values():
@@ -4095,7 +4140,7 @@ class Upstream:
         try:
             return await future
         except asyncio.CancelledError:
-            if request_id in self.pending:
+            if request_id in self.pending and method != "initialize":  # the spec: initialize is never cancelled
                 self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                            "params": {"requestId": request_id, "reason": "cancelled by the client"}})
             raise
@@ -4106,8 +4151,9 @@ class Upstream:
 
     def _time_out(self, request_id, future, method, timeout):
         if not future.done():
-            self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                       "params": {"requestId": request_id, "reason": "timed out after %g s" % timeout}})
+            if method != "initialize":
+                self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": {"requestId": request_id, "reason": "timed out after %g s" % timeout}})
             future.set_exception(UpstreamError(SERVER_TIMEOUT, "server `%s` did not answer %s within %g s"
                                                % (self.spec.id, method, timeout), {"server": self.spec.id}))
 
@@ -4269,8 +4315,8 @@ class Aggregator:
         self.refusal = None
         members = plan.namespaces[self.namespace]["servers"] if self.namespace else None
         chosen = [spec for spec in plan.specs if members is None or spec.id in members]
-        self.log.debug("namespace: %s (%s); servers: %s", self.namespace or "(all)", self.chosen_by,
-                       ", ".join(spec.id for spec in chosen) or "none")
+        self.log.info("%s: namespace %s (%s); servers: %s", os.path.basename(self.config_path or "config"),
+                      self.namespace or "(all)", self.chosen_by, ", ".join(spec.id for spec in chosen) or "none")
         for spec in chosen:
             self.log.add_secrets(spec.secrets)
             if spec.error:
@@ -4301,8 +4347,14 @@ class Aggregator:
             self.events.source_log(level, data, logger)
 
     def reload_signal(self):
-        self.log.debug("SIGHUP: reading the config again")
-        asyncio.ensure_future(self.reload())
+        self.log.info("SIGHUP: reading %s again", self.config_path)
+        asyncio.ensure_future(self._reload_logged())
+
+    async def _reload_logged(self):
+        try:
+            await self.reload()
+        except ConfigError as exc:
+            self.log.error("%s; the previous configuration stays in use", exc)
 
     def _active(self):
         return [u for u in self.upstreams.values() if u.usable()]
@@ -4310,7 +4362,7 @@ class Aggregator:
     async def _discover(self):
         """Start (a few at a time) the servers with nothing cached, and wait a little for each."""
         missing = [u for u in self._active() if u.known() is None and not u.user_stopped
-                   and u.state != "starting" and not u.backoff()]
+                   and u.state not in ("starting", "stopping") and not u.backoff()]
         if not missing:
             return
         if self._listing is None or self._listing.done():
@@ -4351,7 +4403,7 @@ class Aggregator:
                     continue
                 if name in table:
                     name = safe_name(name, 10 ** 6, table)  # distinct, whatever the other one is
-                table[name] = ("upstream", upstream, original)
+                table[name] = ("upstream", upstream.spec.id, original)
                 tools.append(self._tool_definition(upstream, tool, name))
         if self.manager_tools:
             for tool, description, properties, required, read_only in MANAGER_TOOLS:
@@ -4373,13 +4425,22 @@ class Aggregator:
             return await route[1].call_tool(route[2], arguments, ctx)
         if route[0] == "manager":
             return await self._manage(route[1], arguments)
-        upstream, original = route[1], route[2]
+        original = route[2]
         try:
+            upstream = self._upstream(route[1])
             return await upstream.forward("tools/call", {"name": original, "arguments": arguments}, ctx)
         except UpstreamError as exc:
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND):
                 return tool_error(exc.message)
             raise
+
+    def _upstream(self, server_id: str) -> Upstream:
+        """The server routes name by id: a reload may have replaced or removed it since the listing."""
+        upstream = self.upstreams.get(server_id)
+        if upstream is None:
+            raise UpstreamError(SERVER_NOT_FOUND, "server `%s` is no longer configured (the config was reloaded); "
+                                "list the tools again" % server_id, {"server": server_id})
+        return upstream
 
     async def list_resources(self) -> list:
         return await self._listing_of("resources", "uri", self._uris, "list_resources")
@@ -4398,7 +4459,7 @@ class Aggregator:
                 if route_key is not None:
                     if item.get(route_key) in routes:
                         continue  # the first server to list a URI owns it
-                    routes[item[route_key]] = upstream
+                    routes[item[route_key]] = upstream.spec.id
                 listing.append(item)
         if table is not None:
             table.clear()
@@ -4413,7 +4474,7 @@ class Aggregator:
                     return result
         if uri not in self._uris:
             await self.list_resources()
-        upstream = self._uris.get(uri)
+        upstream = self._upstream(self._uris[uri]) if uri in self._uris else None
         if upstream is None:  # a URI no listing named: the server with a matching template
             for candidate in self._active():
                 for template in ((candidate.known() or {}).get("resourceTemplates") or ()):
@@ -4435,7 +4496,7 @@ class Aggregator:
                 name = upstream.spec.id + self.separator + prompt["name"]
                 if name in table:
                     name = safe_name(name, 10 ** 6, table)
-                table[name] = (upstream, prompt["name"])
+                table[name] = (upstream.spec.id, prompt["name"])
                 described = ("[%s] %s" % (upstream.spec.key, prompt.get("description") or "")).rstrip()
                 listing.append(dict(prompt, name=name, description=described))
         self._prompt_routes = table
@@ -4445,7 +4506,7 @@ class Aggregator:
         route = self._prompt_routes.get(name)
         if route is None:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
-        return await route[0].forward("prompts/get", {"name": route[1], "arguments": arguments}, ctx)
+        return await self._upstream(route[0]).forward("prompts/get", {"name": route[1], "arguments": arguments}, ctx)
 
     async def close(self):
         if self._watcher is not None:
@@ -4487,22 +4548,17 @@ class Aggregator:
                 result = {"server": upstream.spec.id, "lines": lines}
             else:
                 upstream = self._server(arguments)
-                if tool in ("servers_stop", "servers_restart"):
-                    await upstream.stop("%s was called" % tool)
-                    upstream.user_stopped = tool == "servers_stop"
-                    if tool == "servers_stop" and upstream.usable():
-                        upstream.state = "stopped-by-user"
+                if tool == "servers_stop":
+                    upstream.user_stopped = True  # from now: calls arriving while it stops are refused
+                    await upstream.stop("servers_stop was called", "stopped-by-user")
+                elif tool == "servers_restart":
+                    await upstream.stop("servers_restart was called")
+                    upstream.restarts += 1
                 if tool in ("servers_start", "servers_restart"):
                     upstream.user_stopped = False
-                    if upstream.state in ("stopped-by-user",):
+                    if upstream.state == "stopped-by-user":
                         upstream.state = "stopped"
-                    if tool == "servers_restart":
-                        upstream.restarts += 1
-                    problem = upstream._unavailable()
-                    if problem is not None:
-                        raise problem
-                    if upstream.state != "running":
-                        await asyncio.shield(upstream.start(wait_backoff=False))
+                    await upstream.ready(wait_backoff=False)  # a person asked: no backoff; says why it fails
                 result = upstream.status()
         except (UpstreamError, ConfigError) as exc:
             return tool_error(exc.message if isinstance(exc, McpError) else str(exc))
@@ -4524,11 +4580,8 @@ class Aggregator:
             stamp = self._config_stamp()
             if stamp is not None and stamp != self._stamp:
                 self._stamp = stamp
-                self.log.debug("%s changed: reading it again", self.config_path)
-                try:
-                    await self.reload()
-                except ConfigError as exc:
-                    self.log.error("%s; the previous configuration stays in use", exc)
+                self.log.info("%s changed: reading it again", self.config_path)
+                await self._reload_logged()
 
     async def reload(self) -> dict:
         """Read the config again; restart only what changed. A bad file changes nothing."""
@@ -4542,6 +4595,9 @@ class Aggregator:
     async def _reload(self) -> dict:
         self._stamp = self._config_stamp()
         local, plan, local_key = self.reload_config()
+        error = select_namespace(plan.namespaces, self.requested, plan.default, plan.default_key)[2]
+        if error and self.refusal is None:
+            raise ConfigError("%s: %s; the configuration in use stays as it was" % (self.config_path, error))
         report = {"added": [], "removed": [], "restarted": [], "updated": [], "unchanged": []}
         if local_key != self.local_key:
             for source in self.local:
@@ -4564,12 +4620,17 @@ class Aggregator:
                 running = upstream.state == "running"
                 await upstream.stop("its configuration changed")
                 new[sid] = Upstream(spec, self)
-                if running and new[sid].usable():
+                new[sid].user_stopped = upstream.user_stopped  # servers_stop holds across reloads
+                if upstream.user_stopped and new[sid].usable():
+                    new[sid].state = "stopped-by-user"
+                if running and new[sid].usable() and not upstream.user_stopped:
                     new[sid].start(wait_backoff=False)
                 report["restarted"].append(sid)
             else:
                 if upstream.spec.settings != spec.settings:
                     report["updated"].append(sid)
+                if upstream.spec.max_concurrency != spec.max_concurrency:
+                    upstream._gate = None  # calls from now on queue by the new limit
                 upstream.spec = spec
                 new[sid] = upstream
                 if sid not in report["updated"]:

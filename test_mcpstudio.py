@@ -2195,7 +2195,7 @@ def opt(name, default=None):
     return args[args.index(name) + 1] if name in args else default
 
 
-if "--crash-at-start" in args:
+if "--crash-at-start" in args or os.environ.get("FAKE_CRASH_AT_START"):
     sys.stderr.write("fake: cannot start: missing API key\n")
     sys.exit(3)
 if opt("--slow-start"):
@@ -2283,8 +2283,13 @@ def handle(message):
     if method == "initialize":
         result = {"protocolVersion": params.get("protocolVersion"), "serverInfo": {"name": NAME, "version": "1.0"},
                   "capabilities": {"tools": {"listChanged": True}, "resources": {}, "prompts": {}, "logging": {}}}
+        if "--no-tools" in args:
+            del result["capabilities"]["tools"]
     elif method == "ping":
         result = {}
+    elif method == "tools/list" and "--no-tools" in args:
+        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no tools here"}})
+        return
     elif method == "tools/list":
         start = int(params.get("cursor") or 0)
         result = {"tools": TOOLS[start:start + 50]}
@@ -2300,6 +2305,7 @@ def handle(message):
         result = {"resourceTemplates": [{"uriTemplate": "fake://%s/items/{id}" % NAME, "name": "item"}]}
     elif method == "resources/read":
         uri = params["uri"]
+        time.sleep(float(opt("--slow-read", "0")))
         if not uri.startswith("fake://%s/" % NAME):
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32002, "message": "no such resource"}})
             return
@@ -2324,6 +2330,8 @@ for line in sys.stdin:
         threading.Thread(target=handle, args=(message,), daemon=True).start()
     else:
         handle(message)
+if "--ignore-eof" in args:  # a server that does not exit when its stdin closes
+    time.sleep(60)
 """
 NAME_OK = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -2634,6 +2642,71 @@ class AggregatorTests(ScratchDir):
             logs = json.loads(text_of(server.call("mcpstudio__server_logs", {"server_id": "stalls"})))["lines"]
             self.assertTrue(any("no answer to ping" in line for line in logs), logs)
 
+    def test_stopping_is_reliable(self):
+        data = {"mcpServers": {"slow": self.upstream("slow", "--slow-start", "2"),
+                               "stubborn": self.upstream("stubborn", "--ignore-eof")}}
+        with self.serve(data) as server:  # a first run caches the tools
+            server.initialize()
+            self.assertIn("slow__echo", self.tool_names(server))
+        self.assert_all_gone()
+        os.remove(self.pids)
+        with self.serve(data) as server:
+            server.initialize()
+            self.tool_names(server)
+            # A call waiting for its server to start is answered when servers_stop ends the start.
+            server.send({"jsonrpc": "2.0", "id": "waiting", "method": "tools/call",
+                         "params": {"name": "slow__echo", "arguments": {"text": "x"}}})
+            time.sleep(0.5)
+            server.call("mcpstudio__servers_stop", {"server_id": "slow"})
+            result = server.wait_response("waiting", timeout=5)["result"]
+            self.assertTrue(result["isError"])
+            self.assertIn("stopped with servers_stop", text_of(result))
+            # A server that ignores stdin EOF: calls arriving while it stops are refused, not restarted.
+            self.assertEqual(text_of(server.call("stubborn__echo", {"text": "1"})), "stubborn: 1")
+            first = self.pid_of("stubborn")
+            server.send({"jsonrpc": "2.0", "id": "stop", "method": "tools/call",
+                         "params": {"name": "mcpstudio__servers_stop", "arguments": {"server_id": "stubborn"}}})
+            time.sleep(0.2)
+            refused = server.call("stubborn__echo", {"text": "2"})
+            self.assertTrue(refused["isError"], refused)
+            self.assertEqual(server.wait_response("stop")["result"]["structuredContent"]["status"], "stopped-by-user")
+            self.assertFalse(alive(first))
+            self.assertEqual(self.pid_of("stubborn"), first)  # nothing new started
+            # Cancelling a stop half way still stops the whole group.
+            server.call("mcpstudio__servers_start", {"server_id": "stubborn"})
+            second = self.pid_of("stubborn")
+            server.send({"jsonrpc": "2.0", "id": "stop2", "method": "tools/call",
+                         "params": {"name": "mcpstudio__servers_stop", "arguments": {"server_id": "stubborn"}}})
+            time.sleep(0.3)
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "stop2"}})
+            self.assertTrue(wait_until(lambda: not alive(second), 8))
+            status = lambda: server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][1]
+            self.assertTrue(wait_until(lambda: (status()["status"], status()["pid"]) == ("stopped-by-user", None), 5),
+                            status())
+
+    def test_error_codes_of_routed_requests(self):
+        data = {"mcpServers": {"a": self.upstream("a", "--slow-read", "2", toolTimeout=0.5),
+                               "p": self.upstream("p", "--no-tools")}}
+        with self.serve(data) as server:
+            server.initialize()
+            names = self.tool_names(server)
+            self.assertIn("a__echo", names)
+            self.assertFalse([n for n in names if n.startswith("p__")])
+            prompts = [p["name"] for p in server.request("prompts/list")["result"]["prompts"]]
+            self.assertIn("p__greet", prompts)  # p declares no tools, yet starts and serves its prompts
+            error = server.request("resources/read", {"uri": "fake://a/info"})["error"]
+            self.assertEqual(error["code"], -32004)
+            self.assertIn("did not answer resources/read within 0.5 s", error["message"])
+        self.assert_all_gone()
+        env = dict(self.env, FAKE_CRASH_AT_START="1")  # the cache lists a, but it cannot start now
+        with self.serve(data, env=env) as server:
+            server.initialize()
+            self.assertIn("fake://a/info", [r["uri"] for r in server.request("resources/list")["result"]["resources"]])
+            error = server.request("resources/read", {"uri": "fake://a/info"})["error"]
+            self.assertEqual(error["code"], -32001)
+            self.assertIn("missing API key", error["message"])
+            self.assertEqual(error["data"], {"server": "a"})
+
     def test_huge_tool_list(self):
         data = {"mcpServers": {"big": self.upstream("big", "--tools", "2000")}}
         with self.serve(data, "--no-manager-tools") as server:
@@ -2709,6 +2782,7 @@ class AggregatorTests(ScratchDir):
             self.assertTrue(server.request("tools/call", {"name": "b__crash", "arguments": {}})["error"])
             info = server.call("mcpstudio__namespaces_list", {})["structuredContent"]
             self.assertEqual((info["active"], info["chosenBy"]), ("work", "--namespace work"))
+            self.assertIn("namespace work (--namespace work); servers: a, b", "".join(server.stderr))
             self.assertEqual([s["id"] for s in server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]],
                              ["a", "b"])
         for args, extra, fragment in (
@@ -2767,6 +2841,27 @@ class AggregatorTests(ScratchDir):
             server.proc.send_signal(signal.SIGHUP)
             self.assertTrue(wait_until(lambda: "d__echo" in self.tool_names(server)))
             self.assertIsNone(server.proc.poll())
+            # Names listed before a reload that removed their server: -32000 or an isError, never the old one.
+            uris = [r["uri"] for r in server.request("resources/list")["result"]["resources"]]
+            self.assertIn("fake://d/info", uris)
+            del data["mcpServers"]["d"]
+            self.write(data)
+            server.call("mcpstudio__config_reload", {})
+            result = server.call("d__echo", {"text": "x"})
+            self.assertTrue(result["isError"])
+            self.assertIn("server `d` is no longer configured", text_of(result))
+            self.assertEqual(server.request("resources/read", {"uri": "fake://d/info"})["error"]["code"], -32000)
+            # A reload that would leave no namespace chosen is refused; so is a broken file on SIGHUP.
+            self.write(dict(data, namespaces={"x": ["b"], "y": ["c"]}))
+            result = server.call("mcpstudio__config_reload", {})
+            self.assertTrue(result["isError"])
+            self.assertIn("no namespace chosen", text_of(result))
+            self.assertEqual(text_of(server.call("c__echo", {"text": "z"})), "c: z")
+            with open(path, "w") as f:
+                f.write("{ not json")
+            server.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_until(lambda: "previous configuration stays in use" in "".join(server.stderr)))
+            self.assertNotIn("Traceback", "".join(server.stderr))
 
     def test_nothing_survives_exit(self):
         data = {"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b", eager=True)}}
