@@ -3711,6 +3711,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         self.exited = asyncio.get_running_loop().create_future()
         self.transport = None
         self.reason = None  # why it ended, once it has
+        self.open_pipes = {1, 2}
         self._out = b""
         self._err = b""
         self._gone = False
@@ -3738,14 +3739,19 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
                 self.upstream.stderr_line(line.rstrip(b"\r").decode("utf-8", "replace"))
 
     def pipe_connection_lost(self, fd, exc):
-        if fd == 1 and self.exited.done():
+        self.open_pipes.discard(fd)
+        if not self.open_pipes and self.exited.done():
             self._finish()
 
     def process_exited(self):
         if not self.exited.done():
             self.exited.set_result(None)
-        # Answers written just before exiting may still be in the pipe: read them first.
-        asyncio.get_running_loop().call_later(PIPE_LINGER, self._finish)
+        # Answers and last words written just before exiting may still be in the pipes: read
+        # them first (a grandchild holding the pipes gets PIPE_LINGER).
+        if not self.open_pipes:
+            self._finish()
+        else:
+            asyncio.get_running_loop().call_later(PIPE_LINGER, self._finish)
 
     def _finish(self):
         if not self._gone:
@@ -4194,8 +4200,7 @@ class Upstream:
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
             level = params.get("level") if params.get("level") in LOG_LEVELS else "info"
-            logger = params.get("logger")
-            self.hub.forward_log(level, params.get("data"), self.spec.id + ("/%s" % logger if isinstance(logger, str) else ""))
+            self.hub.forward_log(level, params.get("data"), self.spec.id)  # the server id as logger
         elif method.endswith("/list_changed") and self.state == "running":
             asyncio.ensure_future(self._refresh_quietly())
 

@@ -2442,7 +2442,7 @@ class AggregatorTests(ScratchDir):
             self.assertEqual(text_of(server.call("alpha__dotted_name_x", {})), "dotted.name/x called")
             self.assertEqual(text_of(server.call("hello", {"who": "you"})), "hello you\n")
             logs = [n["params"] for n in server.notifications_of("notifications/message")]
-            self.assertIn({"level": "info", "logger": "io_github_x_beta/echo", "data": "echoing hi"}, logs)
+            self.assertIn({"level": "info", "logger": "io_github_x_beta", "data": "echoing hi"}, logs)
             unknown = server.request("tools/call", {"name": "alpha__nope", "arguments": {}})
             self.assertEqual(unknown["error"]["code"], -32602)
             # Resources keep their URIs and are routed by table; templates reach their server; prompts are prefixed.
