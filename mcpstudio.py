@@ -65,8 +65,14 @@ __all__ = [
 
 _POSIX = os.name == "posix"
 
-PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # the handshake era
 LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[0]
+MODERN_VERSIONS = ("2026-07-28",)  # per-request `_meta`, no handshake, `server/discover`
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
 DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
 DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
@@ -88,7 +94,9 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-RESOURCE_NOT_FOUND = -32002
+RESOURCE_NOT_FOUND = -32002      # handshake era; 2026-07-28 uses -32602
+HEADER_MISMATCH = -32020         # 2026-07-28 over HTTP: a header disagrees with the body
+UNSUPPORTED_VERSION = -32022     # 2026-07-28: `_meta` names a version this server does not serve
 
 
 # --------------------------------------------------------------------------
@@ -1301,7 +1309,7 @@ class StdioTransport:
             pass
         eof()
 
-    def send(self, message, framing: str | None = None):
+    def send(self, message, framing: str | None = None, related=None):
         data = encode_message(message, framing or self.framing)
         if self.log.file is not None:
             self.log.wire("<-", data)
@@ -1334,7 +1342,7 @@ class CallContext:
     is sent for it (no progress, no log lines).
     """
 
-    __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress")
+    __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -1342,6 +1350,12 @@ class CallContext:
         self.progress_token = progress_token
         self.cancelled = False
         self._progress = None
+        self.modern = False  # a 2026-07-28 request: its own log level, from its `_meta`
+        self.level = None
+
+    def notify(self, method: str, params: dict):
+        """A notification that belongs to this request (on HTTP: its own response stream)."""
+        self.session.notify(method, params, self.request_id)
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None):
         """Send `notifications/progress` if the client asked for it; values only increase."""
@@ -1354,15 +1368,20 @@ class CallContext:
             params["total"] = total
         if message:
             params["message"] = message
-        self.session.notify("notifications/progress", params)
+        self.notify("notifications/progress", params)
 
     def log(self, level: str, text: str, logger: str = "mcpstudio"):
-        if not self.cancelled:
-            self.session.log_to_client(level, text, logger)
+        if self.wants(level):
+            self.notify("notifications/message", {"level": level, "logger": logger, "data": text})
 
     def wants(self, level: str) -> bool:
-        """Whether a log line at `level` would reach the client (skip building it if not)."""
-        return not self.cancelled and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.session.log_level)
+        """Whether a log line at `level` would reach the client (skip building it if not).
+
+        Handshake era: the session's level (`logging/setLevel`). 2026-07-28: the
+        request's own `_meta` level, and no log lines at all without one."""
+        threshold = self.level if self.modern else self.session.log_level
+        return (not self.cancelled and threshold is not None
+                and LOG_LEVELS.index(level) >= LOG_LEVELS.index(threshold))
 
     async def heartbeat(self, label: str):
         """Report progress every PROGRESS_INTERVAL until cancelled (keeps client timeouts alive)."""
@@ -1521,8 +1540,9 @@ class Session:
 
     # -- outgoing ---------------------------------------------------------------
 
-    def notify(self, method: str, params: dict):
-        self.transport.send({"jsonrpc": "2.0", "method": method, "params": params})
+    def notify(self, method: str, params: dict, related=None):
+        """Send a notification; `related` is the id of the request it belongs to, if any."""
+        self.transport.send({"jsonrpc": "2.0", "method": method, "params": params}, related=related)
 
     def log_to_client(self, level: str, text: str, logger: str = "mcpstudio"):
         """Send `notifications/message` when `level` reaches the client's chosen level."""
@@ -2443,8 +2463,18 @@ class Server:
             })
         if catalog.has_prompts:
             self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
+        # 2026-07-28: no handshake, ping or setLevel; discovery and subscriptions instead.
+        self.modern_methods = {m: h for m, h in self.methods.items()
+                               if m not in ("initialize", "ping", "logging/setLevel")}
+        self.modern_methods["server/discover"] = self.discover
+        if catalog.dynamic:
+            self.modern_methods["subscriptions/listen"] = self.listen
+        self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
 
     def dispatch(self, method: str, params: dict, ctx: CallContext):
+        meta = params.get("_meta")
+        if ctx.modern or method == "server/discover" or (type(meta) is dict and META_VERSION in meta):
+            return self.dispatch_modern(method, params, ctx, meta)
         refusal = self.catalog.refusal
         if refusal is not None:
             raise refusal
@@ -2452,6 +2482,56 @@ class Server:
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
         return handler(params, ctx)
+
+    def dispatch_modern(self, method: str, params: dict, ctx: CallContext, meta):
+        """A 2026-07-28 request: checked `_meta`, then served statelessly; results marked complete."""
+        ctx.modern = True
+        if (not isinstance(meta, dict) or not isinstance(meta.get(META_VERSION), str)
+                or not isinstance(meta.get(META_CAPABILITIES), dict)):
+            raise McpError(INVALID_PARAMS, "Invalid params: a %s request needs `_meta` with `%s` and `%s`"
+                           % (MODERN_VERSIONS[0], META_VERSION, META_CAPABILITIES))
+        if meta[META_VERSION] not in MODERN_VERSIONS:
+            raise McpError(UNSUPPORTED_VERSION, "Unsupported protocol version",
+                           {"supported": list(MODERN_VERSIONS), "requested": meta[META_VERSION]})
+        level = meta.get(META_LOG_LEVEL)
+        if level is not None and level not in LOG_LEVELS:
+            raise McpError(INVALID_PARAMS, "Invalid params: `%s` must be one of %s" % (META_LOG_LEVEL, ", ".join(LOG_LEVELS)))
+        ctx.level = level
+        refusal = self.catalog.refusal
+        if refusal is not None:
+            raise refusal
+        handler = self.modern_methods.get(method)
+        if handler is None:
+            gone = method in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")
+            raise McpError(METHOD_NOT_FOUND, "Method not found: %s%s" % (
+                method, " (not part of protocol %s)" % MODERN_VERSIONS[0] if gone else ""))
+        result = handler(params, ctx)
+        if asyncio.iscoroutine(result):
+            return self._modern_result(method, result)
+        return self._complete(method, result)
+
+    async def _modern_result(self, method, coroutine):
+        try:
+            result = await coroutine
+        except McpError as exc:
+            if exc.code == RESOURCE_NOT_FOUND:  # in 2026-07-28 an unknown resource is invalid params
+                raise McpError(INVALID_PARAMS, exc.message, exc.data)
+            raise
+        return self._complete(method, result)
+
+    _CACHEABLE = frozenset(("server/discover", "tools/list", "prompts/list", "resources/list",
+                            "resources/templates/list", "resources/read"))
+
+    def _complete(self, method: str, result: dict) -> dict:
+        result = dict(result, resultType="complete")
+        result["_meta"] = dict(result.get("_meta") or (), **{META_SERVER_INFO: self.server_info()})
+        if method in self._CACHEABLE:
+            result.setdefault("ttlMs", 0 if self.catalog.dynamic else 300000)
+            result.setdefault("cacheScope", "public")
+        return result
+
+    def server_info(self) -> dict:
+        return {"name": "mcpstudio", "title": self.title, "version": __version__}
 
     def notification(self, method: str, params: dict):
         if method == "notifications/initialized":
@@ -2470,6 +2550,14 @@ class Server:
                 self.session.notify("notifications/resources/list_changed", {})
             if getattr(source, "prompts", False):
                 self.session.notify("notifications/prompts/list_changed", {})
+        for ctx, wanted in list(self.subscriptions):  # 2026-07-28 clients, through subscriptions/listen
+            meta = {"_meta": {META_SUBSCRIPTION: ctx.request_id}}
+            for key, method, relevant in (
+                    ("toolsListChanged", "notifications/tools/list_changed", True),
+                    ("resourcesListChanged", "notifications/resources/list_changed", source.resources),
+                    ("promptsListChanged", "notifications/prompts/list_changed", getattr(source, "prompts", False))):
+                if wanted.get(key) and relevant:
+                    ctx.notify(method, meta)
 
     def source_log(self, level: str, text: str, logger: str = "mcpstudio"):
         if self.initialized and self.session is not None:
@@ -2497,12 +2585,37 @@ class Server:
         result = {
             "protocolVersion": version,
             "capabilities": self.capabilities(),
-            "serverInfo": {"name": "mcpstudio", "title": self.title, "version": __version__},
+            "serverInfo": self.server_info(),
         }
         if self.instructions:
             result["instructions"] = self.instructions
         self.catalog.session_started()
         return result
+
+    def discover(self, params, ctx):
+        """`server/discover` (2026-07-28): versions, capabilities and identity, cacheable."""
+        result = {"supportedVersions": list(MODERN_VERSIONS + PROTOCOL_VERSIONS),
+                  "capabilities": self.capabilities()}
+        if self.instructions:
+            result["instructions"] = self.instructions
+        self.catalog.session_started()
+        return result
+
+    async def listen(self, params, ctx):
+        """`subscriptions/listen` (2026-07-28): list changes for as long as the client listens."""
+        wanted = params.get("notifications")
+        wanted = wanted if isinstance(wanted, dict) else {}
+        offered = {"toolsListChanged": True, "resourcesListChanged": self.catalog.has_resources,
+                   "promptsListChanged": self.catalog.has_prompts}
+        granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
+        ctx.notify("notifications/subscriptions/acknowledged",
+                   {"_meta": {META_SUBSCRIPTION: ctx.request_id}, "notifications": granted})
+        entry = (ctx, granted)
+        self.subscriptions.append(entry)
+        try:
+            await asyncio.get_running_loop().create_future()  # until the client cancels it
+        finally:
+            self.subscriptions.remove(entry)
 
     def ping(self, params, ctx):
         return {}

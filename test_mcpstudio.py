@@ -540,16 +540,60 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(reply["result"]["protocolVersion"], "2025-11-25")
 
     def test_unknown_methods_answer_at_once(self):
-        # server/discover (sent first by dual-era clients) and any unknown method get -32601
-        # immediately, before and after initialize; ping works; id 0 is a real id.
+        # A malformed server/discover and any unknown method are answered at once, before and
+        # after initialize; ping works; id 0 is a real id.
         with McpProcess("echo", "{message}") as server:
             started = time.monotonic()
             reply = server.request("server/discover", {}, timeout=2, request_id=0)
             self.assertLess(time.monotonic() - started, 1.5)
-            self.assertEqual(reply["error"]["code"], -32601)
+            self.assertEqual(reply["error"]["code"], -32602)
+            self.assertEqual(server.request("nothing/here")["error"]["code"], -32601)
             server.initialize()
             self.assertEqual(server.request("resources/list")["error"]["code"], -32601)
             self.assertEqual(server.request("ping", request_id="p")["result"], {})
+
+    def test_protocol_2026_07_28(self):
+        # The modern era beside the handshake era, in one process: per-request _meta, discovery,
+        # complete results with cache hints, per-request log levels, removed methods, bad versions.
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+        info = {"io.modelcontextprotocol/serverInfo": {"name": "mcpstudio", "title": "mcpstudio: echo",
+                                                       "version": mcpstudio.__version__}}
+        with McpProcess("echo", "{message}") as server:
+            found = server.request("server/discover", {"_meta": meta})["result"]
+            self.assertEqual(found["supportedVersions"][0], "2026-07-28")
+            self.assertIn("2025-11-25", found["supportedVersions"])
+            self.assertEqual(found["capabilities"]["tools"], {"listChanged": False})
+            self.assertEqual((found["resultType"], found["cacheScope"], found["_meta"]), ("complete", "public", info))
+            self.assertIsInstance(found["ttlMs"], int)
+            listed = server.request("tools/list", {"_meta": meta})["result"]
+            self.assertEqual([t["name"] for t in listed["tools"]], ["echo"])
+            self.assertEqual((listed["resultType"], listed["cacheScope"]), ("complete", "public"))
+            called = server.request("tools/call", {"name": "echo", "arguments": {"message": "quiet"}, "_meta": meta})
+            self.assertEqual(called["result"]["content"][0]["text"], "quiet\n")
+            self.assertEqual(called["result"]["resultType"], "complete")
+            self.assertNotIn("ttlMs", called["result"])
+            self.assertEqual(server.notifications_of("notifications/message"), [])  # no level asked: no logs
+            loud = dict(meta, **{"io.modelcontextprotocol/logLevel": "debug"})
+            server.request("tools/call", {"name": "echo", "arguments": {"message": "loud"}, "_meta": loud})
+            self.assertTrue(server.notifications_of("notifications/message"))
+            for method in ("ping", "logging/setLevel", "initialize"):
+                error = server.request(method, {"_meta": meta})["error"]
+                self.assertEqual(error["code"], -32601, method)
+                self.assertIn("not part of protocol 2026-07-28", error["message"])
+            error = server.request("tools/list", {"_meta": dict(meta, **{
+                "io.modelcontextprotocol/protocolVersion": "2099-01-01"})})["error"]
+            self.assertEqual(error, {"code": -32022, "message": "Unsupported protocol version",
+                                     "data": {"supported": ["2026-07-28"], "requested": "2099-01-01"}})
+            error = server.request("tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
+            self.assertEqual(error["error"]["code"], -32602)
+            bad_level = dict(meta, **{"io.modelcontextprotocol/logLevel": "loud"})
+            self.assertEqual(server.request("tools/list", {"_meta": bad_level})["error"]["code"], -32602)
+            # The handshake era still works in the same process, with its own rules.
+            self.assertEqual(server.initialize()["result"]["protocolVersion"], "2025-11-25")
+            plain = server.request("tools/list")["result"]
+            self.assertNotIn("resultType", plain)
+            self.assertEqual(server.request("ping")["result"], {})
 
     def test_bad_json_and_invalid_requests(self):
         # Garbage gets -32700 with id null and the loop goes on; malformed requests get -32600/-32602.
@@ -1472,6 +1516,30 @@ class ScriptModeTests(ScratchDir):
             self.assertEqual(self.tool_names(server), ["second"])
             time.sleep(0.6)
             self.assertEqual(changes(), 2, "list_changed sent with nothing changed")
+
+    def test_subscriptions_listen(self):
+        # 2026-07-28 clients learn of list changes through subscriptions/listen, tagged with its id.
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+        self.make("first", {})
+        with self.serve("--rescan", "0.2") as server:
+            server.send({"jsonrpc": "2.0", "id": "sub", "method": "subscriptions/listen", "params": {
+                "_meta": meta, "notifications": {"toolsListChanged": True, "promptsListChanged": True}}})
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/subscriptions/acknowledged")))
+            ack = server.notifications_of("notifications/subscriptions/acknowledged")[0]["params"]
+            self.assertEqual(ack, {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub"},
+                                   "notifications": {"toolsListChanged": True}})  # no prompts here
+            self.make("second", {})
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), 5))
+            change = server.notifications_of("notifications/tools/list_changed")[0]["params"]
+            self.assertEqual(change, {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub"}})
+            self.assertEqual(server.notifications_of("notifications/resources/list_changed"), [])  # not asked for
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "sub"}})
+            time.sleep(0.3)
+            self.assertNotIn("sub", server.responses)
+            self.make("third", {})
+            time.sleep(0.8)
+            self.assertEqual(len(server.notifications_of("notifications/tools/list_changed")), 1)  # it ended
 
     def test_tools_list_sees_new_scripts_at_once(self):
         # Even without the background rescan, tools/list notices an added script.
@@ -3034,7 +3102,7 @@ class PythonSdkInteropTests(ScratchDir):
             self.assertEqual(len(out["log"].strip().splitlines()), 1)
 
     def test_client_auto_mode(self):
-        # mcp.Client in its default auto mode falls back to initialize at once (no 10 s wait).
+        # mcp.Client in its default auto mode discovers the server and speaks 2026-07-28.
         out = self.run_client("""
             import anyio, json, os, time
             import mcp
@@ -3047,12 +3115,14 @@ class PythonSdkInteropTests(ScratchDir):
                 async with mcp.Client(params) as client:
                     tools = await client.list_tools()
                     result = await client.call_tool("echo", {"message": "auto"})
+                    version = client.protocol_version
                 print(json.dumps({"tools": [t.name for t in tools.tools], "text": result.content[0].text,
-                                  "seconds": time.monotonic() - started}))
+                                  "seconds": time.monotonic() - started, "version": version}))
             anyio.run(main)
             """)
         self.assertEqual(out["tools"], ["echo"])
         self.assertEqual(out["text"], "auto\n")
+        self.assertEqual(out["version"], "2026-07-28")  # it negotiated the modern era
         self.assertLess(out["seconds"], 5)
 
 
