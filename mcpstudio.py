@@ -1536,7 +1536,7 @@ class Session:
                 entry[1].cancelled = True
                 entry[0].cancel()
         elif self.on_notification is not None:
-            self.on_notification(method, params)
+            self.on_notification(method, params, self)
 
     # -- outgoing ---------------------------------------------------------------
 
@@ -2446,7 +2446,7 @@ class Server:
         self.title = title
         self.instructions = instructions
         self.session = None
-        self.initialized = False
+        self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
         self._held_logs = []  # log notifications from before the client was ready
         self.methods = {
             "initialize": self.initialize,
@@ -2533,23 +2533,29 @@ class Server:
     def server_info(self) -> dict:
         return {"name": "mcpstudio", "title": self.title, "version": __version__}
 
-    def notification(self, method: str, params: dict):
-        if method == "notifications/initialized":
-            self.initialized = True
+    def notification(self, method: str, params: dict, session=None):
+        session = session or self.session
+        if method == "notifications/initialized" and session is not None and session not in self.sessions:
+            self.sessions.append(session)
             held, self._held_logs = self._held_logs, []
             for level, text, logger in held:
-                self.session.log_to_client(level, text, logger)
+                session.log_to_client(level, text, logger)
+
+    def forget(self, session):
+        """A session ended (an HTTP session deleted or expired)."""
+        if session in self.sessions:
+            self.sessions.remove(session)
 
     # -- events from sources --------------------------------------------------
 
     def source_changed(self, source):
-        if self.initialized and self.session is not None:
+        for session in self.sessions:
             if self.catalog.dynamic:
-                self.session.notify("notifications/tools/list_changed", {})
+                session.notify("notifications/tools/list_changed", {})
             if source.resources:
-                self.session.notify("notifications/resources/list_changed", {})
+                session.notify("notifications/resources/list_changed", {})
             if getattr(source, "prompts", False):
-                self.session.notify("notifications/prompts/list_changed", {})
+                session.notify("notifications/prompts/list_changed", {})
         for ctx, wanted in list(self.subscriptions):  # 2026-07-28 clients, through subscriptions/listen
             meta = {"_meta": {META_SUBSCRIPTION: ctx.request_id}}
             for key, method, relevant in (
@@ -2560,9 +2566,9 @@ class Server:
                     ctx.notify(method, meta)
 
     def source_log(self, level: str, text: str, logger: str = "mcpstudio"):
-        if self.initialized and self.session is not None:
-            self.session.log_to_client(level, text, logger)
-        elif len(self._held_logs) < 100:
+        for session in self.sessions:
+            session.log_to_client(level, text, logger)
+        if not self.sessions and len(self._held_logs) < 100:
             self._held_logs.append((level, text, logger))
 
     # -- methods ------------------------------------------------------------------
@@ -4861,6 +4867,504 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
 
 
 # --------------------------------------------------------------------------
+# Streamable HTTP: the same Server at one endpoint, /mcp
+# --------------------------------------------------------------------------
+# Both eras on one endpoint. A 2026-07-28 request (its `_meta` names the
+# version) is served statelessly by a Session of its own, with its headers
+# checked against its body; the handshake era gets a session per
+# `initialize` (`Mcp-Session-Id`), a GET stream for list changes, and DELETE.
+# Replies are JSON, or an SSE stream when the client accepts one and the
+# request may send progress or log lines first. Safe by default: loopback
+# only unless a bearer token is set, Host and Origin checked (DNS
+# rebinding), header and body sizes bounded, slow clients timed out.
+# Compiled on first use (see "Sections compiled on first use" at the top).
+_section('http', source=r'''
+import base64
+import hmac
+import secrets as _secrets
+
+HTTP_PATH = "/mcp"
+HTTP_MAX_HEADER = 16 << 10        # bytes of request line and headers together
+HTTP_MAX_BODY = 4 << 20           # bytes of one request body
+HTTP_HEADER_TIMEOUT = 30.0        # seconds a client may take to send its headers (and body)
+HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
+HTTP_MAX_SESSIONS = 1000
+HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
+_LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+_STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+           404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
+           413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
+           500: "Internal Server Error", 503: "Service Unavailable"}
+_STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str, code=None, request_id=None, headers=(), data=None):
+        super().__init__(message)
+        self.status, self.code, self.request_id, self.headers = status, code, request_id, list(headers)
+        self.data = data
+
+
+class _Exchange:
+    """Where one request's messages go: its response, and the notifications that belong to it."""
+
+    def __init__(self, streaming: bool):
+        self.streaming = streaming
+        self.queue = asyncio.Queue()
+
+    def put(self, message, final: bool):
+        self.queue.put_nowait((message, final))
+
+
+class _HttpTransport:
+    """A Session's transport over HTTP: responses and related notifications to their exchange;
+    everything else to the session's GET stream, if one is open."""
+
+    framing = NEWLINE
+
+    def __init__(self, log):
+        self.log = log
+        self.exchanges = {}      # request id -> _Exchange
+        self.stream = None       # the GET stream's queue (handshake era)
+
+    def send(self, message, framing=None, related=None):
+        if self.log.file is not None:
+            self.log.wire("<-", encode_message(message))
+        if isinstance(message, dict) and "method" not in message:
+            exchange = self.exchanges.pop(message.get("id"), None)
+            if exchange is not None:
+                exchange.put(message, True)
+            return
+        exchange = self.exchanges.get(related) if related is not None else None
+        if exchange is not None:
+            if exchange.streaming:
+                exchange.put(message, False)
+        elif self.stream is not None:
+            self.stream.put_nowait(message)
+
+
+class _HttpSession:
+    def __init__(self, session_id, session, transport):
+        self.id, self.session, self.transport = session_id, session, transport
+        self.used = time.monotonic()
+
+
+def _loopback(host: str) -> bool:
+    return host in _LOOPBACK or host.startswith("127.")
+
+
+def _host_name(value: str) -> str:
+    """`example.com:8080` -> example.com; `[::1]:80` -> [::1]."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[:value.find("]") + 1]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _header_value(value: str) -> str:
+    """Trim; decode the =?base64?...?= form 2026-07-28 clients use for non-ASCII values."""
+    value = value.strip()
+    if value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2]).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return value
+    return value
+
+
+class HttpServer:
+    """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
+
+    def __init__(self, server, log: Log, host: str, port: int, token=None):
+        self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
+        self.sessions = {}  # Mcp-Session-Id -> _HttpSession
+        self.connections = set()
+        self.listener = None
+
+    async def start(self):
+        self.listener = await asyncio.start_server(self._connection, self.host, self.port, limit=HTTP_MAX_HEADER)
+        self.port = self.listener.sockets[0].getsockname()[1]
+
+    async def close(self):
+        if self.listener is not None:
+            self.listener.close()
+        for entry in list(self.sessions.values()):
+            await entry.session.cancel_all()
+        for task in list(self.connections):
+            task.cancel()
+        if self.connections:
+            await asyncio.wait(list(self.connections), timeout=2)
+
+    # -- connections -----------------------------------------------------------------
+
+    async def _connection(self, reader, writer):
+        task = asyncio.current_task()
+        self.connections.add(task)
+        try:
+            while True:
+                try:
+                    request = await asyncio.wait_for(self._read_request(reader), HTTP_HEADER_TIMEOUT)
+                except asyncio.TimeoutError:
+                    await self._reply(writer, 408, {"error": "the request took too long to arrive"}, close=True)
+                    return
+                except HttpError as exc:
+                    await self._reply(writer, exc.status, self._error_body(exc), close=True)
+                    return
+                if request is None:
+                    return
+                keep = await self._answer(request, reader, writer)
+                if not keep:
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self.connections.discard(task)
+            try:
+                writer.close()
+            except OSError:
+                pass
+
+    async def _read_request(self, reader):
+        try:
+            line = await reader.readuntil(b"\r\n")
+        except asyncio.IncompleteReadError as exc:
+            if not exc.partial:
+                return None
+            raise
+        except asyncio.LimitOverrunError:
+            raise HttpError(431, "request line too long")
+        parts = line.decode("latin-1").split()
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise HttpError(400, "malformed request line")
+        method, target, version = parts
+        headers, size = {}, len(line)
+        while True:
+            try:
+                line = await reader.readuntil(b"\r\n")
+            except asyncio.LimitOverrunError:
+                raise HttpError(431, "header too long")
+            size += len(line)
+            if size > HTTP_MAX_HEADER or len(headers) > 100:
+                raise HttpError(431, "headers larger than %d bytes" % HTTP_MAX_HEADER)
+            if line == b"\r\n":
+                break
+            name, colon, value = line.decode("latin-1").partition(":")
+            if not colon:
+                raise HttpError(400, "malformed header line")
+            name = name.strip().lower()
+            headers[name] = (headers[name] + ", " + value.strip()) if name in headers else value.strip()
+        body = b""
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            while True:
+                size_line = await reader.readuntil(b"\r\n")
+                try:
+                    length = int(size_line.split(b";")[0], 16)
+                except ValueError:
+                    raise HttpError(400, "malformed chunk size")
+                if length == 0:
+                    while await reader.readuntil(b"\r\n") != b"\r\n":
+                        pass
+                    break
+                if len(body) + length > HTTP_MAX_BODY:
+                    raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
+                body += await reader.readexactly(length)
+                await reader.readexactly(2)
+        elif "content-length" in headers:
+            try:
+                length = int(headers["content-length"])
+            except ValueError:
+                raise HttpError(400, "malformed Content-Length")
+            if length < 0 or length > HTTP_MAX_BODY:
+                raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
+            body = await reader.readexactly(length)
+        keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
+        return method, target, headers, body, keep
+
+    # -- writing ------------------------------------------------------------------------
+
+    async def _reply(self, writer, status, body, headers=(), close=False):
+        data = b"" if body is None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        lines = ["HTTP/1.1 %d %s" % (status, _STATUS.get(status, "Error"))]
+        if body is not None:
+            lines.append("Content-Type: application/json")
+        lines.append("Content-Length: %d" % len(data))
+        lines.extend("%s: %s" % pair for pair in headers)
+        if close:
+            lines.append("Connection: close")
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
+        await writer.drain()
+
+    def _error_body(self, exc: HttpError) -> dict:
+        error = {"code": exc.code if exc.code is not None else INVALID_REQUEST, "message": str(exc)}
+        if exc.data is not None:
+            error["data"] = exc.data
+        return {"jsonrpc": "2.0", "id": exc.request_id, "error": error}
+
+    # -- checks ----------------------------------------------------------------------------
+
+    def _check(self, method, target, headers):
+        host = _host_name(headers.get("host", ""))
+        if not host:
+            raise HttpError(400, "a Host header is required")
+        local = _loopback(self.host) or self.host in ("", "localhost")
+        if local and not _loopback(host):
+            raise HttpError(403, "Host %s is not this server (DNS rebinding protection)" % host)
+        origin = headers.get("origin")
+        if origin is not None and origin != "null":
+            origin_host = _host_name(origin.split("://", 1)[-1].split("/", 1)[0])
+            if not (_loopback(origin_host) if local else origin_host == host):
+                raise HttpError(403, "Origin %s is not allowed (DNS rebinding protection)" % origin)
+        if self.token is not None:
+            given = headers.get("authorization", "")
+            if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
+                raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
+                                headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
+        if target.split("?", 1)[0] != HTTP_PATH:
+            raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def _answer(self, request, reader, writer) -> bool:
+        method, target, headers, body, keep = request
+        try:
+            self._check(method, target, headers)
+            if method == "POST":
+                return await self._post(headers, body, reader, writer, keep)
+            if method == "GET":
+                return await self._get(headers, reader, writer)
+            if method == "DELETE":
+                return await self._delete(headers, writer, keep)
+            raise HttpError(405, "use POST (or GET and DELETE with an Mcp-Session-Id)", headers=[("Allow", "POST, GET, DELETE")])
+        except HttpError as exc:
+            await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=not keep)
+            return keep
+
+    def _session(self, headers, required=True):
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            if required:
+                raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
+                                     "(or 2026-07-28 `_meta` on the request)")
+            return None
+        entry = self.sessions.get(session_id.strip())
+        if entry is None:
+            raise HttpError(404, "no session %s (it ended or expired); initialize again" % session_id.strip())
+        entry.used = time.monotonic()
+        return entry
+
+    async def _post(self, headers, body, reader, writer, keep) -> bool:
+        if "application/json" not in headers.get("content-type", "application/json").lower():
+            raise HttpError(415, "send the JSON-RPC message as Content-Type: application/json")
+        accept = headers.get("accept", "*/*").lower()
+        if not any(kind in accept for kind in ("application/json", "text/event-stream", "*/*")):
+            raise HttpError(406, "accept application/json or text/event-stream")
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise HttpError(400, "Parse error: %s" % exc, PARSE_ERROR)
+        if not isinstance(message, dict):
+            raise HttpError(400, "send one JSON-RPC message per request (no batches)", INVALID_REQUEST)
+        method, request_id = message.get("method"), message.get("id")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        meta = params.get("_meta")
+        modern = (method == "server/discover" or (isinstance(meta, dict) and META_VERSION in meta)
+                  or (headers.get("mcp-protocol-version", "").strip() in MODERN_VERSIONS and "mcp-session-id" not in headers))
+        sse = "text/event-stream" in accept and method in _STREAMED
+        if modern:
+            return await self._modern(message, method, request_id, params, meta, headers, sse, reader, writer, keep)
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version.strip() not in PROTOCOL_VERSIONS:
+            raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
+                            % (version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
+        if method == "initialize" and "id" in message:
+            entry = self._new_session()
+            extra = [("Mcp-Session-Id", entry.id)]
+        else:
+            entry = self._session(headers)
+            extra = []
+        if method is None or "id" not in message:  # a notification or a response: accepted
+            entry.session.receive(body, NEWLINE)
+            await self._reply(writer, 202, None, close=not keep)
+            return keep
+        exchange = _Exchange(sse)
+        entry.transport.exchanges[request_id] = exchange
+        entry.session.receive(body, NEWLINE)
+        return await self._deliver(exchange, writer, reader, extra, keep, None)
+
+    def _new_session(self) -> _HttpSession:
+        now = time.monotonic()
+        for key, entry in list(self.sessions.items()):
+            if now - entry.used > HTTP_IDLE_SESSION:
+                self._end(key)
+        if len(self.sessions) >= HTTP_MAX_SESSIONS:
+            raise HttpError(503, "too many sessions; end one with DELETE")
+        transport = _HttpTransport(self.log)
+        session = Session(transport, self.server.dispatch, self.log, self.server.notification)
+        entry = _HttpSession(_secrets.token_hex(16), session, transport)
+        self.sessions[entry.id] = entry
+        return entry
+
+    def _end(self, session_id):
+        entry = self.sessions.pop(session_id, None)
+        if entry is not None:
+            self.server.forget(entry.session)
+            asyncio.ensure_future(entry.session.cancel_all())
+            if entry.transport.stream is not None:
+                entry.transport.stream.put_nowait(None)
+
+    async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep):
+        def refuse(status, code, text):
+            raise HttpError(status, text, code, request_id)
+        if method is None or "id" not in message:
+            await self._reply(writer, 202, None, close=not keep)  # no client notifications exist here
+            return keep
+        if not isinstance(meta, dict) or not isinstance(meta.get(META_VERSION), str) \
+                or not isinstance(meta.get(META_CAPABILITIES), dict):
+            refuse(400, INVALID_PARAMS, "Invalid params: a %s request needs `_meta` with `%s` and `%s`"
+                   % (MODERN_VERSIONS[0], META_VERSION, META_CAPABILITIES))
+        header = _header_value(headers.get("mcp-protocol-version", ""))
+        if header != meta[META_VERSION]:
+            refuse(400, HEADER_MISMATCH, "the MCP-Protocol-Version header (%r) must equal `_meta` %s (%r)"
+                   % (header, META_VERSION, meta[META_VERSION]))
+        if meta[META_VERSION] not in MODERN_VERSIONS:
+            raise HttpError(400, "Unsupported protocol version", UNSUPPORTED_VERSION, request_id,
+                            data={"supported": list(MODERN_VERSIONS), "requested": meta[META_VERSION]})
+        if _header_value(headers.get("mcp-method", "")) != method:
+            refuse(400, HEADER_MISMATCH, "the Mcp-Method header must equal the request's method (%s)" % method)
+        if method in ("tools/call", "prompts/get", "resources/read"):
+            name = params.get("uri" if method == "resources/read" else "name")
+            if _header_value(headers.get("mcp-name", "")) != name:
+                refuse(400, HEADER_MISMATCH, "the Mcp-Name header must equal the request's %s (%s)"
+                       % ("uri" if method == "resources/read" else "name", name))
+        if method not in self.server.modern_methods:
+            refuse(404, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        transport = _HttpTransport(self.log)
+        session = Session(transport, self.server.dispatch, self.log, self.server.notification)
+        exchange = _Exchange(sse)
+        transport.exchanges[request_id] = exchange
+        session.receive(json.dumps(message).encode(), NEWLINE)
+        return await self._deliver(exchange, writer, reader, [], keep, session)
+
+    async def _deliver(self, exchange, writer, reader, extra, keep, session) -> bool:
+        """Write the exchange's messages as JSON or SSE; a client that goes away cancels a
+        2026-07-28 request (`session` is its own)."""
+        started = False
+        try:
+            while True:
+                getter = asyncio.ensure_future(exchange.queue.get())
+                while not getter.done():
+                    await asyncio.wait([getter], timeout=0.1)
+                    if not getter.done() and (reader.at_eof() or writer.transport.is_closing()):
+                        getter.cancel()
+                        if session is not None:
+                            await session.cancel_all()
+                        return False
+                message, final = getter.result()
+                if not exchange.streaming:
+                    if final:
+                        status = 200
+                        await self._reply(writer, status, message, extra, close=not keep)
+                        return keep
+                    continue
+                if not started:
+                    head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache",
+                            "X-Accel-Buffering: no", "Transfer-Encoding: chunked"]
+                    head.extend("%s: %s" % pair for pair in extra)
+                    if not keep:
+                        head.append("Connection: close")
+                    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+                    started = True
+                event = b"event: message\ndata: " + json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+                writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+                await writer.drain()
+                if final:
+                    writer.write(b"0\r\n\r\n")
+                    await writer.drain()
+                    return keep
+        except asyncio.CancelledError:
+            if session is not None:
+                await session.cancel_all()
+            raise
+
+    async def _get(self, headers, reader, writer) -> bool:
+        if "mcp-session-id" not in headers:
+            raise HttpError(405, "GET streams belong to a handshake-era session (Mcp-Session-Id); "
+                                 "2026-07-28 clients use subscriptions/listen", headers=[("Allow", "POST")])
+        entry = self._session(headers)
+        if "text/event-stream" not in headers.get("accept", "").lower():
+            raise HttpError(406, "a GET stream needs Accept: text/event-stream")
+        if entry.transport.stream is not None:
+            entry.transport.stream.put_nowait(None)  # a newer GET stream replaces the old one
+        queue = entry.transport.stream = asyncio.Queue()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                     b"X-Accel-Buffering: no\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        try:
+            while True:
+                try:
+                    message = await asyncio.wait_for(queue.get(), 15)
+                except asyncio.TimeoutError:
+                    writer.write(b": keep-alive\n\n")  # finds a vanished client, keeps proxies open
+                    await writer.drain()
+                    continue
+                if message is None:
+                    return False
+                writer.write(b"event: message\ndata: " + json.dumps(message, separators=(",", ":")).encode() + b"\n\n")
+                await writer.drain()
+        finally:
+            if entry.transport.stream is queue:
+                entry.transport.stream = None
+
+    async def _delete(self, headers, writer, keep) -> bool:
+        if "mcp-session-id" not in headers:
+            raise HttpError(405, "DELETE ends a handshake-era session (Mcp-Session-Id)", headers=[("Allow", "POST")])
+        entry = self._session(headers)
+        self._end(entry.id)
+        await self._reply(writer, 200, None, close=not keep)
+        return keep
+
+
+def parse_http_address(value: str) -> tuple:
+    """`8931`, `127.0.0.1:8931`, `0.0.0.0:8931` or `[::1]:8931` -> (host, port)."""
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise UsageError("--http %s: give [HOST:]PORT, e.g. --http 8931 or --http 127.0.0.1:8931" % value)
+    return host, number
+
+
+async def serve_http(server, runner: ProcessRunner, log: Log, host: str, port: int, token=None) -> int:
+    """Serve `server` at http://host:port/mcp until SIGTERM or SIGINT."""
+    loop = asyncio.get_running_loop()
+    http = HttpServer(server, log, host, port, token)
+    await http.start()
+    server.catalog.start(server)
+    shown = "[%s]" % host if ":" in host else host
+    log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
+             " (bearer token required)" if token else "")
+    stopping = loop.create_future()
+
+    def stop(reason):
+        if not stopping.done():
+            stopping.set_result(reason)
+            log.debug("stopping: %s", reason)
+    _on_stop_signals(loop, stop, server.catalog.reload_signal())
+    await stopping
+    await http.close()
+    await server.catalog.close()
+    await runner.stop_all()
+    runner.close_watchdog()
+    return 0
+''')
+
+
+# --------------------------------------------------------------------------
 # Command line
 # --------------------------------------------------------------------------
 
@@ -4924,6 +5428,10 @@ OPTIONS = [_Option(*o) for o in (
     (("--eager",), "eager", None, "flag", "start every configured MCP server right after initialize"),
     (("--check",), "check", None, "flag", "status: start each server, list its tools and stop it"),
     (("--stdio",), "stdio", None, "flag", "serve on stdin/stdout (the default; accepted for other tools' configs)"),
+    (("--http",), "http", "[HOST:]PORT", "value",
+     "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1)"),
+    (("--http-token",), "http_token", "TOKEN", "value",
+     "require Authorization: Bearer TOKEN (default: $MCPSTUDIO_HTTP_TOKEN; required off loopback)"),
 )]
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
@@ -5200,6 +5708,31 @@ def main(argv: list | None = None) -> int:
         sys.stderr.write("mcpstudio: error: %s\n" % exc)
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
+    if options["http"] is not None:
+        _need("http")
+        try:
+            host, port = parse_http_address(options["http"])
+        except UsageError as exc:
+            sys.stderr.write("mcpstudio: error: %s\n" % exc)
+            return 2
+        token = options["http_token"] or os.environ.get(HTTP_TOKEN_VARIABLE) or None
+        if token is None and not _loopback(host):
+            sys.stderr.write("mcpstudio: error: --http %s listens beyond this machine: set a bearer token with "
+                             "--http-token or $%s (or bind 127.0.0.1)\n" % (options["http"], HTTP_TOKEN_VARIABLE))
+            return 2
+        if token:
+            log.add_secrets([token])
+        _claim_stdout()
+        try:
+            return asyncio.run(serve_http(server, runner, log, host, port, token))
+        except OSError as exc:
+            sys.stderr.write("mcpstudio: error: --http %s: %s\n" % (options["http"], exc))
+            return 1
+        except KeyboardInterrupt:
+            asyncio.run(runner.stop_all())
+            return 0
+        finally:
+            log.close()
     protocol_fd = _claim_stdout()
     try:
         return asyncio.run(serve_stdio(server, runner, log, 0, protocol_fd))

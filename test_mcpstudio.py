@@ -3213,5 +3213,299 @@ class InspectorInteropTests(unittest.TestCase):
         self.assertEqual(result["content"][0]["text"], "inspected\n")
 
 
+# --------------------------------------------------------------------------
+# Streamable HTTP (--http): both eras, sessions, safety, many clients
+# --------------------------------------------------------------------------
+
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+class HttpServerProcess(McpProcess):
+    """mcpstudio --http 127.0.0.1:0 ...; `port` is read from its startup line on stderr."""
+
+    def __init__(self, *args, env=None, bind="127.0.0.1:0"):
+        super().__init__("--http", bind, *args, env=env)
+        self.port = None
+        deadline = time.monotonic() + WAIT
+        while self.port is None and time.monotonic() < deadline:
+            for line in list(self.stderr):
+                found = re.search(r"serving MCP at http://\S+?:(\d+)/mcp", line)
+                if found:
+                    self.port = int(found.group(1))
+            time.sleep(0.02)
+        if self.port is None:
+            raise AssertionError("no 'serving MCP at' line%s" % self.context())
+
+    def post(self, message, headers=None, session=None, raw=None, method="POST", timeout=WAIT):
+        """(status, headers dict, body text) of one request to /mcp."""
+        import http.client
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if session:
+            sent["Mcp-Session-Id"] = session
+        sent.update(headers or {})
+        body = raw if raw is not None else (json.dumps(message).encode() if message is not None else None)
+        connection.request(method, "/mcp", body=body, headers=sent)
+        response = connection.getresponse()
+        text = response.read().decode()
+        connection.close()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, text
+
+    @staticmethod
+    def messages(text):
+        """The JSON-RPC messages of a JSON or SSE body."""
+        if text.lstrip().startswith("{"):
+            return [json.loads(text)]
+        return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
+
+    def modern(self, method, params=None, request_id=1, headers=None):
+        params = dict(params or {}, _meta=dict(MODERN_META, **(params or {}).get("_meta", {})))
+        sent = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+        if method in ("tools/call", "prompts/get"):
+            sent["Mcp-Name"] = params.get("name", "")
+        sent.update(headers or {})
+        return self.post({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, sent)
+
+    def initialize_session(self):
+        status, headers, text = self.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        assert status == 200, (status, text)
+        session = headers["mcp-session-id"]
+        status, _, _ = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session)
+        assert status == 202, status
+        return session
+
+
+class HttpTests(ScratchDir):
+    def test_handshake_era_sessions(self):
+        with HttpServerProcess("echo", "{message}") as server:
+            session = server.initialize_session()
+            self.assertRegex(session, r"^[\x21-\x7e]+$")
+            status, headers, text = server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "echo", "arguments": {"message": "over http"}, "_meta": {"progressToken": "p"}}}, session=session)
+            self.assertEqual((status, headers["content-type"]), (200, "text/event-stream"))
+            messages = server.messages(text)
+            self.assertEqual(messages[0]["method"], "notifications/progress")  # progress first, on its stream
+            self.assertEqual(messages[-1]["result"]["content"][0]["text"], "over http\n")
+            status, headers, text = server.post({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session=session)
+            self.assertEqual((status, headers["content-type"]), (200, "application/json"))
+            self.assertEqual(json.loads(text)["result"]["tools"][0]["name"], "echo")
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
+            self.assertEqual(status, 400)
+            self.assertIn("Mcp-Session-Id", json.loads(text)["error"]["message"])
+            self.assertEqual(server.post({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, session="nope")[0], 404)
+            bad = server.post({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}, session=session,
+                              headers={"MCP-Protocol-Version": "1999-01-01"})
+            self.assertEqual(bad[0], 400)
+            self.assertEqual(server.post(None, session=session, method="DELETE")[0], 200)
+            self.assertEqual(server.post({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}, session=session)[0], 404)
+            self.assertEqual(server.post(None, method="GET")[0], 405)
+
+    def test_protocol_2026_07_28_over_http(self):
+        with HttpServerProcess("echo", "{message}") as server:
+            status, _, text = server.modern("server/discover")
+            self.assertEqual(status, 200)
+            self.assertEqual(json.loads(text)["result"]["resultType"], "complete")
+            status, headers, text = server.modern("tools/call", {"name": "echo", "arguments": {"message": "m"}})
+            self.assertEqual(status, 200)
+            self.assertEqual(server.messages(text)[-1]["result"]["content"][0]["text"], "m\n")
+            self.assertNotIn("mcp-session-id", headers)  # stateless: no sessions in this era
+            cases = [  # (method, params, extra headers) -> (HTTP status, JSON-RPC code)
+                ("tools/list", None, {"Mcp-Method": "tools/call"}, 400, -32020),
+                ("tools/list", None, {"MCP-Protocol-Version": "2025-11-25"}, 400, -32020),
+                ("tools/call", {"name": "echo", "arguments": {}}, {"Mcp-Name": "other"}, 400, -32020),
+                ("tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}},
+                 {"MCP-Protocol-Version": "2099-01-01"}, 400, -32022),
+                ("ping", None, {}, 404, -32601),
+                ("initialize", None, {}, 404, -32601),
+            ]
+            for method, params, extra, want_status, want_code in cases:
+                with self.subTest(method=method, extra=extra):
+                    status, _, text = server.modern(method, params, request_id=9, headers=extra)
+                    reply = json.loads(text)
+                    self.assertEqual((status, reply["error"]["code"], reply["id"]), (want_status, want_code, 9))
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                                          {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+            self.assertEqual((status, json.loads(text)["error"]["code"]), (400, -32602))  # no _meta
+            unsupported = json.loads(server.modern("tools/list", {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}, headers={"MCP-Protocol-Version": "2099-01-01"})[2])
+            self.assertEqual(unsupported["error"]["data"], {"supported": ["2026-07-28"], "requested": "2099-01-01"})
+            # Header names are case-insensitive, values trimmed, =?base64?...?= decoded.
+            status, _, text = server.modern("tools/call", {"name": "echo", "arguments": {"message": "b"}},
+                                            headers={"Mcp-Name": "  =?base64?ZWNobw==?=  "})
+            self.assertEqual(status, 200, text)
+
+    def test_dns_rebinding_tokens_and_limits(self):
+        with HttpServerProcess("echo", "{message}") as server:
+            for headers in ({"Host": "evil.example.com"}, {"Origin": "http://evil.example.com"}):
+                with self.subTest(headers=headers):
+                    self.assertEqual(server.modern("tools/list", headers=headers)[0], 403)
+            ok = server.modern("tools/list", headers={"Origin": "http://127.0.0.1:%d" % server.port})
+            self.assertEqual(ok[0], 200)
+            import socket
+            with socket.create_connection(("127.0.0.1", server.port)) as raw:  # refused before it is sent
+                raw.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                            b"Content-Length: %d\r\n\r\n{" % (5 << 20))
+                self.assertTrue(raw.recv(4096).startswith(b"HTTP/1.1 413 "))
+            self.assertEqual(server.post(None, raw=b"{}", headers={"X-Big": "y" * 20000})[0], 431)
+            self.assertEqual(server.post(None, raw=b"{}", headers={"Content-Type": "text/plain"})[0], 415)
+            self.assertEqual(server.post(None, raw=b"{not json")[0], 400)
+        env = dict(os.environ, MCPSTUDIO_HTTP_TOKEN="tok-4567-secret")
+        with HttpServerProcess("echo", "{message}", env=env) as server:
+            self.assertEqual(server.modern("tools/list")[0], 401)
+            self.assertEqual(server.modern("tools/list", headers={"Authorization": "Bearer wrong"})[0], 401)
+            self.assertEqual(server.modern("tools/list", headers={"Authorization": "Bearer tok-4567-secret"})[0], 200)
+        proc = subprocess.run([PY, MODULE, "--http", "0.0.0.0:0", "echo", "{m}"], capture_output=True, text=True,
+                              timeout=WAIT, env=dict(os.environ, MCPSTUDIO_HTTP_TOKEN=""))
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("set a bearer token with --http-token", proc.stderr)
+        with HttpServerProcess("--http-token", "tok-7890-secret", "echo", "{message}", bind="0.0.0.0:0") as server:
+            self.assertEqual(server.modern("tools/list")[0], 401)
+            ok = server.modern("tools/list", headers={"Authorization": "Bearer tok-7890-secret", "Host": "example.net"})
+            self.assertEqual(ok[0], 200)
+
+    def test_many_clients_a_stalled_one_and_a_vanished_one(self):
+        import socket
+        sleeper = self.pid_sleeper()
+        pids = os.path.join(self.dir, "pids")
+        with HttpServerProcess("--name", "slow", PY, sleeper, "{out}") as slow, \
+                HttpServerProcess("echo", "{message}") as server:
+            stalled = socket.create_connection(("127.0.0.1", server.port))
+            stalled.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never more
+            results, errors = [], []
+
+            def client(n):
+                try:
+                    for i in range(10):
+                        text = server.messages(server.modern("tools/call", {
+                            "name": "echo", "arguments": {"message": "c%d-%d" % (n, i)}}, request_id=i)[2])[-1]
+                        results.append(text["result"]["content"][0]["text"])
+                except Exception as exc:  # reported below
+                    errors.append(repr(exc))
+            threads = [threading.Thread(target=client, args=(n,)) for n in range(16)]
+            [t.start() for t in threads]
+            [t.join(WAIT * 2) for t in threads]
+            self.assertEqual(errors, [])
+            self.assertEqual(sorted(results), sorted("c%d-%d\n" % (n, i) for n in range(16) for i in range(10)))
+            stalled.close()
+            # A 2026-07-28 client that disconnects cancels its call: the command's group is stopped.
+            raw = socket.create_connection(("127.0.0.1", slow.port))
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "slow", "arguments": {"out": pids}, "_meta": MODERN_META}}).encode()
+            raw.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        b"Accept: text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+                        b"Mcp-Name: slow\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            child, grandchild = self.read_pids(pids)
+            self.assertTrue(alive(child))
+            raw.close()
+            self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), 10))
+
+    def test_aggregator_and_script_mode_over_http(self):
+        fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        config = os.path.join(self.dir, "agg.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"up": {"command": PY, "args": [fake, "--name", "up"]}}}, f)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        with HttpServerProcess("serve", "--config", config, env=env) as server:
+            names = [t["name"] for t in json.loads(server.modern("tools/list")[2])["result"]["tools"]]
+            self.assertIn("up__echo", names)
+            reply = server.messages(server.modern("tools/call", {"name": "up__echo", "arguments": {"text": "h"},
+                                                                 "_meta": {"progressToken": 1}})[2])[-1]
+            self.assertEqual(reply["result"]["content"][0]["text"], "up: h")
+            self.assertEqual(reply["result"]["resultType"], "complete")
+            missing = server.messages(server.modern("resources/read", {"uri": "fake://nobody/x"},
+                                                    headers={"Mcp-Name": "fake://nobody/x"})[2])[-1]
+            self.assertEqual(missing["error"]["code"], -32602)  # not -32002 in this era
+            session = server.initialize_session()  # and a handshake-era client beside it
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": "prompts/list"}, session=session)
+            self.assertIn("up__greet", text)
+
+
+@unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
+class HttpInteropTests(ScratchDir):
+    run_client = PythonSdkInteropTests.run_client
+
+    def test_sdk_client_both_eras(self):
+        with HttpServerProcess("echo", "{message}") as server:
+            out = self.run_client("""
+                import anyio, json, os
+                import mcp
+                from mcp import ClientSession
+                try:
+                    from mcp.client.streamable_http import streamable_http_client as connect
+                except ImportError:
+                    from mcp.client.streamable_http import streamablehttp_client as connect
+
+                async def main():
+                    url = os.environ["URL"]
+                    async with mcp.Client(url) as client:  # auto mode: server/discover, then 2026-07-28
+                        auto = await client.call_tool("echo", {"message": "auto"})
+                        version = client.protocol_version
+                    async with connect(url) as streams:  # ClientSession: initialize, a session
+                        async with ClientSession(streams[0], streams[1]) as session:
+                            init = await session.initialize()
+                            legacy = await session.call_tool("echo", {"message": "legacy"})
+                    print(json.dumps({"version": version, "auto": auto.content[0].text,
+                                      "legacy_version": init.protocol_version, "legacy": legacy.content[0].text}))
+                anyio.run(main)
+                """, URL="http://127.0.0.1:%d/mcp" % server.port)
+        self.assertEqual(out, {"version": "2026-07-28", "auto": "auto\n", "legacy_version": "2025-11-25",
+                               "legacy": "legacy\n"})
+
+    @unittest.skipUnless(INSPECTOR and os.path.exists(INSPECTOR), "the MCP Inspector CLI is not installed")
+    def test_inspector(self):
+        with HttpServerProcess("echo", "{message}") as server:
+            url = "http://127.0.0.1:%d/mcp" % server.port
+            for args, check in ((["--method", "tools/list"], lambda out: [t["name"] for t in out["tools"]] == ["echo"]),
+                                (["--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=inspected"],
+                                 lambda out: out["content"][0]["text"] == "inspected\n")):
+                proc = subprocess.run([INSPECTOR, "--cli", url, "--transport", "http"] + args, capture_output=True,
+                                      text=True, timeout=120, stdin=subprocess.DEVNULL)
+                self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+                self.assertTrue(check(json.loads(proc.stdout)), proc.stdout)
+
+
+CONFORMANCE = os.environ.get("MCPSTUDIO_CONFORMANCE", "")  # dist/index.js of npm @modelcontextprotocol/conformance
+NODE22 = os.environ.get("MCPSTUDIO_NODE22", "")            # a Node >= 22 for it
+# Checks that cannot apply to a server whose one tool is `echo`: they need the suite's own fixture
+# tools (sampling, elicitation, logging probes) or prompts and resources the echo server does not have.
+NOT_APPLICABLE = {
+    "sep-2575-server-rejects-undeclared-capability": "needs the fixture tool test_missing_capability",
+    "sep-2575-missing-capability-http-400": "needs the fixture tool test_missing_capability",
+    "sep-2575-http-server-no-independent-requests-on-stream": "needs the fixture tool test_streaming_elicitation",
+    "sep-2575-server-no-log-without-loglevel": "needs the fixture tool test_logging_tool",
+    "sep-2549-prompts-list-caching-hints": "the echo server has no prompts (prompts/list is -32601)",
+    "sep-2549-resources-list-caching-hints": "the echo server has no resources",
+    "sep-2549-resources-templates-list-caching-hints": "the echo server has no resources",
+}
+SCENARIOS = [("2025-11-25", s) for s in ("server-initialize", "ping", "tools-list", "dns-rebinding-protection",
+                                         "server-session-lifecycle", "server-sse-multiple-streams")] + \
+            [("2026-07-28", s) for s in ("server-stateless", "caching", "http-header-validation", "tools-list",
+                                         "dns-rebinding-protection", "server-sse-multiple-streams")]
+
+
+@unittest.skipUnless(CONFORMANCE and os.path.exists(CONFORMANCE) and NODE22 and os.path.exists(NODE22),
+                     "the MCP conformance suite is not installed (set MCPSTUDIO_CONFORMANCE and MCPSTUDIO_NODE22)")
+class ConformanceTests(ScratchDir):
+    def test_server_scenarios(self):
+        with HttpServerProcess("echo", "{message # what to echo}") as server:
+            url = "http://127.0.0.1:%d/mcp" % server.port
+            for version, scenario in SCENARIOS:
+                with self.subTest(scenario=scenario, version=version):
+                    out = os.path.join(self.dir, "%s-%s" % (scenario, version))
+                    proc = subprocess.run([NODE22, CONFORMANCE, "server", "--url", url, "--scenario", scenario,
+                                           "--spec-version", version, "-o", out], capture_output=True, text=True,
+                                          timeout=120, stdin=subprocess.DEVNULL)
+                    found = [os.path.join(root, name) for root, _, names in os.walk(out)
+                             for name in names if name == "checks.json"]
+                    self.assertEqual(len(found), 1, proc.stdout[-2000:] + proc.stderr[-2000:])
+                    with open(found[0]) as f:
+                        checks = json.load(f)
+                    failed = [c["id"] for c in checks if c["status"] == "FAILURE" and c["id"] not in NOT_APPLICABLE]
+                    self.assertEqual(failed, [], proc.stdout[-3000:])
+                    self.assertTrue([c for c in checks if c["status"] == "SUCCESS"])
+
+
 if __name__ == "__main__":
     unittest.main()
