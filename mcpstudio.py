@@ -3639,6 +3639,7 @@ class UpstreamSpec:
     def __init__(self, key: str, where: str):
         self.key, self.id, self.where = key, _server_id(key), where
         self.command, self.args, self.cwd, self.env, self.url = None, [], None, {}, None
+        self.headers = {}
         self.transport = "stdio"
         self.disabled = self.eager = False
         self.startup_timeout, self.tool_timeout = START_TIMEOUT, TOOL_TIMEOUT
@@ -3651,7 +3652,7 @@ class UpstreamSpec:
     @property
     def launch(self) -> str:
         """What starts the server: a change here means a restart (and another cache entry)."""
-        return _fingerprint(self.command, self.args, self.cwd, self.env, self.url)
+        return _fingerprint(self.command, self.args, self.cwd, self.env, self.url, self.headers)
 
     @property
     def settings(self) -> str:
@@ -3749,17 +3750,28 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
     spec.eager = loader.get(entry, "eager", bool, where, False)
     kind = loader.get(entry, "type", str, where, "")
     if "url" in entry or kind in ("http", "sse", "streamable-http", "streamableHttp"):
-        spec.transport = kind or "http"
-        spec.url = loader.expand(loader.get(entry, "url", str, where, ""), _join(where, "url"))
-        raise loader.error(where, "servers reached by `url` (HTTP) are not supported in this version of "
-                                  "mcpstudio (%s); run the server with a `command` instead" % __version__)
-    if kind not in ("", "stdio"):
+        if kind not in ("", "http", "sse", "streamable-http", "streamableHttp"):
+            raise loader.error(_join(where, "type"), "expected \"http\" or \"sse\" with a `url`, not %s" % json.dumps(kind))
+        spec.transport = "sse" if kind == "sse" else "http"
+        if "url" not in entry:
+            raise loader.error(where, "a %s server needs a `url`" % spec.transport)
+        spec.url = loader.expand(loader.get(entry, "url", str, where), _join(where, "url"))
+        if not re.match(r"https?://[^/?#]+", spec.url):
+            raise loader.error(_join(where, "url"), "expected an http:// or https:// URL, not %s" % json.dumps(spec.url))
+        for key, value in loader.get(entry, "headers", dict, where, {}).items():
+            here = _join(where, "headers.%s" % key)
+            if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", key) or not isinstance(value, str) or "\n" in value:
+                raise loader.error(here, "expected a header name and a one-line string value")
+            spec.headers[key] = loader.expand(value, here)
+            spec.secrets.append(spec.headers[key])  # Authorization and API keys, above all
+    elif kind not in ("", "stdio"):
         raise loader.error(_join(where, "type"), "expected \"stdio\" (or \"http\"/\"sse\" with a `url`), not %s"
                            % json.dumps(kind))
-    if "command" not in entry:
-        raise loader.error(where, "a server needs a `command` (the program that starts it)")
-    spec.command = loader.expand(loader.get(entry, "command", str, where), _join(where, "command"))
-    if not spec.command.strip():
+    if spec.url is None and "command" not in entry:
+        raise loader.error(where, "a server needs a `command` (the program that starts it) or a `url`")
+    if spec.url is None:
+        spec.command = loader.expand(loader.get(entry, "command", str, where), _join(where, "command"))
+    if spec.url is None and not spec.command.strip():
         raise loader.error(_join(where, "command"), "is empty")
     args = loader.get(entry, "args", list, where, [])
     for index, arg in enumerate(args):
@@ -3880,8 +3892,239 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             self.upstream.gone(self)
 
 
+class _HttpChannel:
+    """An upstream server reached by URL, spoken to with http.client in worker threads.
+
+    Streamable HTTP: each message is a POST; its reply (JSON, or an SSE stream
+    of notifications then the response) comes back on that POST. The older
+    HTTP+SSE transport (`"type": "sse"`): one GET stream carries every message
+    from the server, after an `endpoint` event names where to POST. TLS
+    verifies certificates (SSL_CERT_FILE is honoured); HTTP(S)_PROXY and
+    NO_PROXY are honoured; chunked replies are decoded by http.client.
+    """
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.spec = upstream.spec
+        self.loop = asyncio.get_running_loop()
+        self.reason = None            # why it is unusable, once it is
+        self.transport = None
+        self.session_id = None        # Mcp-Session-Id (handshake era)
+        self.post_url = self.spec.url
+        self.connections = {}         # request id -> the socket its reply comes on, to abort
+        self.aborted = set()          # request ids cancelled by closing their connection
+        self.stream = None            # the HTTP+SSE transport's GET socket
+        self.closed = False
+
+    # -- connections --------------------------------------------------------------------
+
+    def _connection(self, url: str, timeout):
+        import http.client
+        import urllib.parse
+        import urllib.request
+        parts = urllib.parse.urlsplit(url)
+        secure = parts.scheme == "https"
+        host, port = parts.hostname, parts.port or (443 if secure else 80)
+        target = (parts.path or "/") + ("?" + parts.query if parts.query else "")
+        context = None
+        if secure:
+            import ssl
+            context = ssl.create_default_context()
+        proxy = None if urllib.request.proxy_bypass_environment(host) else \
+            urllib.request.getproxies_environment().get("https" if secure else "http")
+        if proxy:
+            proxy = urllib.parse.urlsplit(proxy if "://" in proxy else "http://" + proxy)
+            if secure:  # a CONNECT tunnel, TLS inside it
+                connection = http.client.HTTPSConnection(proxy.hostname, proxy.port or 8080, timeout=timeout,
+                                                         context=context)
+                connection.set_tunnel(host, port)
+            else:  # a plain proxy takes the whole URL
+                connection = http.client.HTTPConnection(proxy.hostname, proxy.port or 8080, timeout=timeout)
+                target = url
+        elif secure:
+            connection = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
+        else:
+            connection = http.client.HTTPConnection(host, port, timeout=timeout)
+        return connection, target
+
+    def _headers(self, message=None) -> dict:
+        headers = {"Accept": "application/json, text/event-stream"}
+        headers.update(self.spec.headers)
+        if message is not None:
+            headers["Content-Type"] = "application/json"
+            up = self.upstream
+            if up.modern:
+                method = message.get("method")
+                headers["MCP-Protocol-Version"] = MODERN_VERSIONS[0]
+                if method:
+                    headers["Mcp-Method"] = method
+                    params = message.get("params") or {}
+                    name = params.get("uri" if method == "resources/read" else "name")
+                    if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
+                        headers["Mcp-Name"] = name if name.isascii() else \
+                            "=?base64?%s?=" % __import__("base64").b64encode(name.encode()).decode()
+            elif up.protocol_version:
+                headers["MCP-Protocol-Version"] = up.protocol_version
+            if self.session_id:
+                headers["Mcp-Session-Id"] = self.session_id
+        return headers
+
+    def _deliver(self, message):
+        if isinstance(message, dict) and not self.closed:
+            self.loop.call_soon_threadsafe(self.upstream.received_message, message)
+
+    def _fail(self, reason: str):
+        if not self.closed:
+            self.loop.call_soon_threadsafe(self.upstream.lost, self, reason)
+
+    @staticmethod
+    def _events(response):
+        """(event, data) of an SSE body, as they arrive."""
+        event, data = "message", []
+        while True:
+            line = response.readline()
+            if not line:
+                return
+            line = line.decode("utf-8", "replace").rstrip("\r\n")
+            if not line:
+                if data:
+                    yield event, "\n".join(data)
+                event, data = "message", []
+            elif line.startswith("data:"):
+                data.append(line[5:][1:] if line[5:6] == " " else line[5:])
+            elif line.startswith("event:"):
+                event = line[6:].strip()
+
+    # -- the transport's operations -------------------------------------------------------
+
+    async def open(self):
+        if self.spec.transport != "sse":
+            return
+        ready = self.loop.create_future()
+        threading.Thread(target=self._listen, args=(ready,), daemon=True).start()
+        await ready
+
+    def _listen(self, ready):
+        """The HTTP+SSE transport: read the GET stream for good."""
+        import urllib.parse
+
+        def settle(error=None, endpoint=None):
+            def set_it():
+                if not ready.done():
+                    ready.set_exception(error) if error else ready.set_result(endpoint)
+            self.loop.call_soon_threadsafe(set_it)
+        try:
+            connection, target = self._connection(self.spec.url, self.spec.startup_timeout)
+            headers = dict(self.spec.headers, Accept="text/event-stream")
+            connection.request("GET", target, headers=headers)
+            self.stream = connection.sock  # kept: http.client lets go of it when the reply has no length
+            response = connection.getresponse()
+            if response.status != 200:
+                raise OSError("GET %s answered HTTP %d" % (self.upstream.hub.log.mask(self.spec.url), response.status))
+            self.stream.settimeout(None)  # a stream: quiet for as long as the server likes
+            for event, data in self._events(response):
+                if event == "endpoint":
+                    self.post_url = urllib.parse.urljoin(self.spec.url, data.strip())
+                    settle(endpoint=self.post_url)
+                elif event == "message":
+                    try:
+                        self._deliver(json.loads(data))
+                    except ValueError:
+                        pass
+            raise OSError("the server closed its event stream")
+        except Exception as exc:  # the thread's boundary: report, never raise
+            settle(error=OSError(str(exc)))
+            self._fail("its event stream ended: %s" % exc)
+
+    def send(self, message: dict):
+        if not self.closed:
+            threading.Thread(target=self._post, args=(message,), daemon=True).start()
+
+    def _post(self, message: dict):
+        import http.client
+        request_id = message.get("id") if "method" in message else None
+        connection = None
+        try:
+            timeout = max(self.spec.tool_timeout, self.spec.startup_timeout) + 5
+            connection, target = self._connection(self.post_url, timeout)
+            connection.request("POST", target, body=json.dumps(message).encode(), headers=self._headers(message))
+            if request_id is not None:
+                self.connections[request_id] = connection.sock
+            response = connection.getresponse()
+            if message.get("method") == "initialize" and response.getheader("Mcp-Session-Id"):
+                self.session_id = response.getheader("Mcp-Session-Id").strip()
+            kind = (response.getheader("Content-Type") or "").lower()
+            if response.status == 202 or request_id is None:
+                response.read()
+                return
+            if response.status == 404 and self.session_id and message.get("method") != "initialize":
+                response.read()
+                self._fail("its session ended (HTTP 404)")
+                return
+            if "text/event-stream" in kind:
+                for _, data in self._events(response):
+                    try:
+                        self._deliver(json.loads(data))
+                    except ValueError:
+                        pass
+                return
+            body = response.read()
+            try:
+                reply = json.loads(body)
+            except ValueError:
+                reply = None
+            if not (isinstance(reply, dict) and ("result" in reply or "error" in reply)):
+                reply = {"jsonrpc": "2.0", "id": request_id, "error": {
+                    "code": METHOD_NOT_FOUND if response.status in (404, 405) else INTERNAL_ERROR,
+                    "message": "HTTP %d %s" % (response.status, _clip(body.decode("utf-8", "replace"), 200))}}
+            self._deliver(reply)
+        except (OSError, http.client.HTTPException) as exc:
+            if request_id is not None and request_id not in self.aborted:  # not cancelled on purpose
+                self._fail("the connection failed: %s" % (exc or type(exc).__name__))
+        finally:
+            if request_id is not None:
+                self.connections.pop(request_id, None)
+            if connection is not None:
+                connection.close()
+
+    def abort(self, request_id):
+        """Close the connection a request waits on (how 2026-07-28 cancels over HTTP)."""
+        self.aborted.add(request_id)
+        sock = self.connections.pop(request_id, None)
+        if sock is not None:
+            try:
+                sock.shutdown(2)
+            except OSError:
+                pass
+
+    def close(self):
+        """End the session (DELETE, best effort) and every connection."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.session_id and self.spec.transport != "sse":
+            message_headers = dict(self.spec.headers, **{"Mcp-Session-Id": self.session_id})
+
+            def delete():
+                try:
+                    connection, target = self._connection(self.post_url, 5)
+                    connection.request("DELETE", target, headers=message_headers)
+                    connection.getresponse().read()
+                    connection.close()
+                except Exception:  # best effort: the server may be gone
+                    pass
+            threading.Thread(target=delete, daemon=True).start()
+        for request_id in list(self.connections):
+            self.abort(request_id)
+        if self.stream is not None:
+            try:
+                self.stream.shutdown(2)
+            except OSError:
+                pass
+
+
 class Upstream:
-    """One upstream server: an MCP client over its stdio, started on demand and supervised."""
+    """One upstream server: an MCP client over its stdio (or HTTP), started on demand and supervised."""
 
     def __init__(self, spec: UpstreamSpec, hub):
         self.spec = spec
@@ -3905,6 +4148,7 @@ class Upstream:
         self.user_stopped = False
         self._starting = None    # the task starting it
         self._stopping = None    # the task stopping it
+        self.modern = False      # it speaks only 2026-07-28 (found when initialize is refused)
         self._health = None
         self._gate = None
         if spec.disabled:
@@ -4030,6 +4274,10 @@ class Upstream:
         self.state = "starting"
         if delay:
             await asyncio.sleep(delay)
+        self.modern = False
+        if spec.url is not None:
+            await self._connect()
+            return
         self.hub.runner.enable_watchdog()
         env = dict(os.environ)
         env.update(spec.env)
@@ -4055,6 +4303,23 @@ class Upstream:
             raise self._failed("cannot run %s: %s%s" % (spec.command, exc.strerror or exc, hint))
         self.pid = self.transport.get_pid()
         self.note("started pid %d" % self.pid)
+        await self._shake_hands(started)
+
+    async def _connect(self):
+        """Start talking to a server reached by URL (Streamable HTTP, or the older HTTP+SSE)."""
+        started = time.monotonic()
+        self.note("connecting: %s (%s)" % (self.hub.log.mask(self.spec.url), self.spec.transport))
+        channel = self.protocol = _HttpChannel(self)
+        try:
+            await asyncio.wait_for(channel.open(), self.spec.startup_timeout)
+        except (asyncio.TimeoutError, OSError, ValueError) as exc:
+            channel.close()
+            self.protocol = None
+            raise self._failed("cannot connect to %s: %s" % (self.hub.log.mask(self.spec.url), exc or "timed out"))
+        await self._shake_hands(started)
+
+    async def _shake_hands(self, started):
+        spec = self.spec
         try:
             await asyncio.wait_for(self._handshake(), spec.startup_timeout)
         except asyncio.TimeoutError:
@@ -4097,15 +4362,39 @@ class Upstream:
         return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
 
     async def _handshake(self):
-        result = await self.request("initialize", {
-            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-            "clientInfo": {"name": "mcpstudio", "version": __version__}})
+        try:
+            result = await self.request("initialize", {
+                "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                "clientInfo": {"name": "mcpstudio", "version": __version__}})
+        except UpstreamError as exc:
+            if exc.code in (SERVER_NOT_RUNNING, SERVER_TIMEOUT):
+                raise
+            await self._discover(exc)  # a server of the 2026-07-28 era only: no handshake there
+            return
         self.protocol_version = result.get("protocolVersion")
         if self.protocol_version not in PROTOCOL_VERSIONS:
             self.note("it answered protocol %r, which mcpstudio does not know; going on" % self.protocol_version)
         self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
         self.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await self.refresh()
+
+    async def _discover(self, refusal):
+        self.modern = True
+        try:
+            result = await self.request("server/discover", {})
+        except UpstreamError as exc:
+            self.modern = False
+            raise UpstreamError(exc.code, "it refused initialize (%s) and server/discover (%s)"
+                                % (refusal.message, exc.message))
+        if MODERN_VERSIONS[0] not in (result.get("supportedVersions") or ()):
+            self.modern = False
+            raise UpstreamError(INTERNAL_ERROR, "it refused initialize (%s) and supports none of %s"
+                                % (refusal.message, ", ".join(MODERN_VERSIONS)))
+        self.protocol_version = MODERN_VERSIONS[0]
+        self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+        info = (result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else {}
         await self.refresh()
 
     async def refresh(self):
@@ -4151,7 +4440,8 @@ class Upstream:
                 if self.state != "running" or self.pending:
                     continue
                 try:
-                    await self.request("ping", {}, timeout=min(HEALTH_TIMEOUT, self.spec.health_interval))
+                    await self.request("server/discover" if self.modern else "ping", {},
+                                       timeout=min(HEALTH_TIMEOUT, self.spec.health_interval))
                 except UpstreamError as exc:
                     if exc.code == SERVER_TIMEOUT:
                         self.log.warning("server `%s` did not answer a ping; restarting it", self.spec.id)
@@ -4169,7 +4459,12 @@ class Upstream:
         """The process exited: fail what waits on it at once; the next call restarts it."""
         code = protocol.transport.get_returncode() if protocol.transport is not None else None
         reason = "exited with code %s" % code if code is None or code >= 0 else "was killed by %s" % _signal_name(-code)
-        reason += self._stderr_tail()
+        self.lost(protocol, reason + self._stderr_tail())
+
+    def lost(self, protocol, reason: str):
+        """The process exited or the connection failed: fail every waiting request at once."""
+        if protocol.reason is not None:
+            return
         protocol.reason = reason
         if protocol is not self.protocol:
             return
@@ -4185,7 +4480,8 @@ class Upstream:
             self.failures = 1 if uptime > 60 else self.failures + 1
             self.failed_at = time.monotonic()
             self.note("crashed: %s" % reason)
-            self.log.warning("server `%s` %s; it restarts on the next call", self.spec.id, reason)
+            self.log.warning("server `%s` %s; it %s on the next call", self.spec.id, reason,
+                             "restarts" if self.spec.url is None else "reconnects")
             asyncio.ensure_future(self._end())  # what it started goes with it
 
     async def _end(self):
@@ -4194,6 +4490,11 @@ class Upstream:
             self._health.cancel()
             self._health = None
         transport, protocol = self.transport, self.protocol
+        if isinstance(protocol, _HttpChannel):
+            protocol.close()
+            if self.protocol is protocol:
+                self.protocol = None
+            return
         if transport is None:
             return
         await self.hub.runner.end(transport, protocol.exited, STDIN_CLOSE_WAIT)
@@ -4238,6 +4539,9 @@ class Upstream:
     # -- messages -------------------------------------------------------------------
 
     def send(self, message: dict):
+        if isinstance(self.protocol, _HttpChannel):
+            self.protocol.send(message)
+            return
         transport = self.transport
         pipe = transport.get_pipe_transport(0) if transport is not None else None
         if pipe is not None and not pipe.is_closing():
@@ -4254,6 +4558,10 @@ class Upstream:
             future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` %s" % (
                 self.spec.id, protocol.reason if protocol is not None else "is not running"), {"server": self.spec.id}))
         else:
+            if self.modern:  # 2026-07-28: every request says its version and capabilities
+                params = dict(params, _meta=dict(params.get("_meta") or (), **{
+                    META_VERSION: MODERN_VERSIONS[0], META_CAPABILITIES: {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "mcpstudio", "version": __version__}}))
             self.pending[request_id] = future
             self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         return self._await(request_id, future, method, timeout)
@@ -4265,6 +4573,8 @@ class Upstream:
         try:
             return await future
         except asyncio.CancelledError:
+            if isinstance(self.protocol, _HttpChannel):
+                self.protocol.abort(request_id)  # 2026-07-28 over HTTP: closing the stream cancels
             if request_id in self.pending and method != "initialize":  # the spec: initialize is never cancelled
                 self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                            "params": {"requestId": request_id, "reason": "cancelled by the client"}})
@@ -4292,6 +4602,9 @@ class Upstream:
         if not isinstance(message, dict):
             self.note("skipped a message that is not an object: %s" % _clip(line.decode("utf-8", "replace"), 200))
             return
+        self.received_message(message)
+
+    def received_message(self, message: dict):
         method = message.get("method")
         if method is None:
             future = self.pending.get(message.get("id"))
@@ -4367,6 +4680,9 @@ class Upstream:
             "lastError": self.hub.log.mask(self.last_error) if self.last_error else None, "restarts": self.restarts,
             "command": self.hub.log.mask(self.spec.display()),
             "env": {key: "***" for key in self.spec.env},
+            "headers": {key: "***" for key in self.spec.headers},
+            "transport": "stdio" if self.spec.url is None else self.spec.transport,
+            "protocol": self.protocol_version if self.state == "running" else None,
         }
 
 

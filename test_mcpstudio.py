@@ -2336,9 +2336,25 @@ def call(request_id, params):
     return {"content": [{"type": "text", "text": "%s called" % name}]}
 
 
+MODERN = "--modern-only" in args  # a server of the 2026-07-28 era: no initialize, _meta on every request
+
+
 def handle(message):
     method, request_id = message.get("method"), message.get("id")
     params = message.get("params") or {}
+    if MODERN and request_id is not None:
+        meta = params.get("_meta") or {}
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no initialize here"}})
+            return
+        if meta.get("io.modelcontextprotocol/protocolVersion") != "2026-07-28":
+            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": "_meta missing"}})
+            return
+        if method == "server/discover":
+            send({"jsonrpc": "2.0", "id": request_id, "result": {
+                "resultType": "complete", "supportedVersions": ["2026-07-28"], "ttlMs": 0, "cacheScope": "public",
+                "capabilities": {"tools": {}}, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": NAME, "version": "2"}}}})
+            return
     if method == "notifications/cancelled":
         cancelled.add(params.get("requestId"))
         return
@@ -3420,6 +3436,206 @@ class HttpTests(ScratchDir):
             session = server.initialize_session()  # and a handshake-era client beside it
             status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": "prompts/list"}, session=session)
             self.assertIn("up__greet", text)
+
+
+class LegacySseServer:
+    """A server of the older HTTP+SSE transport (2024-11-05): GET /sse, then POST to its endpoint.
+
+    Runs in threads of this test process; with `cert`, over TLS."""
+
+    def __init__(self, cert=None):
+        import http.server
+        import queue
+        outbox = self.outbox = queue.Queue()
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                if not self.path.startswith("/sse"):
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                self.wfile.write(b"event: endpoint\ndata: /messages?session=1\n\n")
+                self.wfile.flush()
+                while True:
+                    message = outbox.get()
+                    if message is None:
+                        return
+                    self.wfile.write(b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n")
+                    self.wfile.flush()
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                owner.headers.append(dict(self.headers))
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                method, request_id = body.get("method"), body.get("id")
+                if request_id is None:
+                    return
+                result = {}
+                if method == "initialize":
+                    result = {"protocolVersion": "2024-11-05", "capabilities": {"tools": {}},
+                              "serverInfo": {"name": "legacy-sse", "version": "1"}}
+                elif method == "tools/list":
+                    result = {"tools": [{"name": "shout", "description": "Upper-case text",
+                                         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}]}
+                elif method == "tools/call":
+                    result = {"content": [{"type": "text", "text": body["params"]["arguments"]["text"].upper()}]}
+                outbox.put({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+        self.headers = []
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        if cert:
+            import ssl
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert[0], cert[1])
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.outbox.put(None)
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class ConnectProxy:
+    """An HTTPS proxy (CONNECT tunnels only) that counts the tunnels it opened."""
+
+    def __init__(self):
+        import http.server
+        import select
+        import socket
+        owner = self
+        self.tunnels = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_CONNECT(self):
+                host, port = self.path.rsplit(":", 1)
+                upstream = socket.create_connection((host, int(port)))
+                owner.tunnels.append(self.path)
+                self.send_response(200, "Connection established")
+                self.end_headers()
+                sockets = [self.connection, upstream]
+                while True:
+                    ready, _, _ = select.select(sockets, [], [], 30)
+                    if not ready:
+                        break
+                    for sock in ready:
+                        data = sock.recv(65536)
+                        if not data:
+                            upstream.close()
+                            return
+                        (upstream if sock is self.connection else self.connection).sendall(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class HttpUpstreamTests(ScratchDir):
+    def setUp(self):
+        super().setUp()
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+            self.env.pop(name, None)
+
+    def aggregator(self, servers, env=None):
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": servers}, f)
+        return McpProcess("serve", "--config", path, env=env or self.env)
+
+    def test_streamable_http_and_legacy_sse_upstreams(self):
+        port = free_port()
+        token_env = dict(os.environ, MCPSTUDIO_HTTP_TOKEN="up-token-1234")
+        web = HttpServerProcess("echo", "{message}", env=token_env, bind="127.0.0.1:%d" % port)
+        old = LegacySseServer()
+        self.addCleanup(old.close)
+        try:
+            env = dict(self.env, UP_TOKEN="up-token-1234")
+            servers = {"web": {"type": "http", "url": "http://127.0.0.1:%d/mcp" % port,
+                               "headers": {"Authorization": "Bearer ${UP_TOKEN}"}},
+                       "old": {"type": "sse", "url": "http://127.0.0.1:%d/sse" % old.port}}
+            with self.aggregator(servers, env) as server:
+                server.initialize()
+                names = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+                self.assertIn("web__echo", names)
+                self.assertIn("old__shout", names)
+                result = server.call("web__echo", {"message": "via http"}, meta={"progressToken": "w"})
+                self.assertEqual(text_of(result), "via http\n")
+                progress = [n["params"] for n in server.notifications_of("notifications/progress")]
+                self.assertTrue(progress and all(p["progressToken"] == "w" for p in progress), progress)
+                self.assertEqual(text_of(server.call("old__shout", {"text": "legacy"})), "LEGACY")
+                listed = {s["id"]: s for s in server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]}
+                self.assertEqual((listed["web"]["transport"], listed["web"]["protocol"]), ("http", "2025-11-25"))
+                self.assertEqual((listed["old"]["transport"], listed["old"]["protocol"]), ("sse", "2024-11-05"))
+                self.assertEqual(listed["web"]["headers"], {"Authorization": "***"})
+                self.assertNotIn("up-token-1234", json.dumps(listed))
+                # The upstream goes away: calls fail at once, naming it; it comes back: they reconnect.
+                web.proc.terminate()
+                web.proc.wait(WAIT)
+                failed = server.call("web__echo", {"message": "gone"})
+                self.assertTrue(failed["isError"])
+                self.assertIn("server `web`", text_of(failed))
+                web = HttpServerProcess("echo", "{message}", env=token_env, bind="127.0.0.1:%d" % port)
+                self.assertTrue(wait_until(lambda: not server.call("web__echo", {"message": "back"}).get("isError"), 10))
+                self.assertEqual(text_of(server.call("web__echo", {"message": "back"})), "back\n")
+        finally:
+            web.__exit__(None, None, None)
+
+    def test_modern_only_upstream(self):
+        fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        with self.aggregator({"new": {"command": PY, "args": [fake, "--name", "new", "--modern-only"]}}) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("new__echo", {"text": "x"})), "new: x")
+            status = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][0]
+            self.assertEqual(status["protocol"], "2026-07-28")
+
+    @unittest.skipUnless(shutil.which("openssl"), "openssl is needed to make a test certificate")
+    def test_tls_through_an_https_proxy(self):
+        key, cert = os.path.join(self.dir, "key.pem"), os.path.join(self.dir, "cert.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+                       check=True, capture_output=True, timeout=60)
+        old = LegacySseServer(cert=(cert, key))
+        proxy = ConnectProxy()
+        self.addCleanup(old.close)
+        self.addCleanup(proxy.close)
+        servers = {"tls": {"type": "sse", "url": "https://127.0.0.1:%d/sse" % old.port}}
+        env = dict(self.env, SSL_CERT_FILE=cert, HTTPS_PROXY="http://127.0.0.1:%d" % proxy.port)
+        with self.aggregator(servers, env) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("tls__shout", {"text": "secure"})), "SECURE")
+        self.assertTrue(proxy.tunnels)  # it went through the proxy
+        untrusted = dict(self.env)  # without the certificate, verification fails and says so
+        with self.aggregator(servers, untrusted) as server:
+            server.initialize()
+            status = server.call("mcpstudio__servers_start", {"server_id": "tls"})
+            self.assertTrue(status["isError"])
+            self.assertIn("CERTIFICATE_VERIFY_FAILED", text_of(status))
 
 
 @unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
