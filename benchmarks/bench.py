@@ -14,7 +14,9 @@ of `sleep 0.2`, and peak RSS over a cold start and 50 calls. Then script
 discovery (200 scripts) and the aggregator: cold start with 5 upstream
 servers (tools cache cold and warm) against starting those 5 directly, the
 latency a forwarded call adds over calling the upstream directly, and the
-throughput of 1,000 concurrent forwarded calls (every one answered). POSIX only.
+throughput of 1,000 concurrent forwarded calls (every one answered); and an
+in-process tool over stdio and over --http: latency, and calls per second
+with 16 concurrent callers. POSIX only.
 """
 
 from __future__ import annotations
@@ -563,6 +565,108 @@ def print_aggregator(samples: dict) -> dict:
     return figures
 
 
+def http_figures(args, tmp: str, stderr) -> dict:
+    """An in-process tool (mcpstudio__namespaces_list) over stdio and over --http, side by side.
+
+    Latency: sequential calls on one stdio pipe, and on one keep-alive HTTP
+    connection (2026-07-28 stateless POSTs, JSON replies). Throughput: 16
+    concurrent callers: 16 calls in flight at once on the stdio pipe, and 16
+    HTTP clients each on its own connection.
+    """
+    import asyncio
+    import socket
+    python = args.python or sys.executable
+    config = os.path.join(tmp, "in-process.json")
+    with open(config, "w") as f:
+        json.dump({"mcpServers": {}}, f)
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, "http-cache"))
+    tool = "mcpstudio__namespaces_list"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": tool, "arguments": {}, "_meta": meta}}).encode()
+    request = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+               b"Accept: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+               b"Mcp-Name: %s\r\nContent-Length: %d\r\n\r\n%s" % (port, tool.encode(), len(body), body))
+
+    async def one(reader, writer) -> float:
+        started = time.perf_counter()
+        writer.write(request)
+        head = await reader.readuntil(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise BenchError("HTTP: %s" % head[:80])
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        reply = json.loads(await reader.readexactly(length))
+        if "result" not in reply:
+            raise BenchError("HTTP: %s" % reply)
+        return time.perf_counter() - started
+
+    async def http_run(clients: int, calls: int) -> list:
+        async def client():
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            times = [await one(reader, writer) for _ in range(calls)]
+            writer.close()
+            return times
+        started = time.perf_counter()
+        results = await asyncio.gather(*(client() for _ in range(clients)))
+        return [time.perf_counter() - started] + [t for times in results for t in times]
+
+    samples = {"stdio_latency": [], "http_latency": [], "stdio_rps": [], "http_rps": []}
+    server = subprocess.Popen([python, MCPSTUDIO, "--http", "127.0.0.1:%d" % port, "serve", "--config", config,
+                               "--rescan", "0"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=stderr, env=env)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise BenchError("mcpstudio --http did not start")
+                time.sleep(0.05)
+        with Peer("mcpstudio", [python, MCPSTUDIO, "serve", "--config", config, "--rescan", "0"], stderr, env) as peer:
+            peer.handshake()
+            params = {"name": tool, "arguments": {}}
+            for _ in range(WARM_UP):
+                peer.request("tools/call", params)
+            asyncio.run(http_run(1, WARM_UP))
+            for _ in range(args.calls):
+                started = time.perf_counter()
+                peer.request("tools/call", params)
+                samples["stdio_latency"].append(time.perf_counter() - started)
+            samples["http_latency"] = asyncio.run(http_run(1, args.calls))[1:]
+            per_client = 25 if args.quick else 100
+            for _ in range(args.bursts):
+                started = time.perf_counter()
+                total = 0
+                for _ in range(per_client):
+                    ids = [peer.send("tools/call", params) for _ in range(BURST)]
+                    total += len(peer.receive(ids))
+                samples["stdio_rps"].append(total / (time.perf_counter() - started))
+                elapsed = asyncio.run(http_run(BURST, per_client))[0]
+                samples["http_rps"].append(BURST * per_client / elapsed)
+    finally:
+        server.terminate()
+        server.wait(TIMEOUT)
+    return samples
+
+
+def print_http(samples: dict) -> dict:
+    figures = {key: summary(values, 1000 if key.endswith("latency") else 1) for key, values in samples.items()}
+    print("\nhttp: an in-process tool (mcpstudio__namespaces_list), stdio and --http     stdio        http")
+    print("  %-66s %8.3f %11.3f" % ("latency of one call, median (ms)", figures["stdio_latency"]["median"],
+                                    figures["http_latency"]["median"]))
+    print("  %-66s %8.3f %11.3f" % ("latency of one call, p90 (ms)", figures["stdio_latency"]["p90"],
+                                    figures["http_latency"]["p90"]))
+    print("  %-66s %8.0f %11.0f" % ("calls per second, %d concurrent callers, median" % BURST,
+                                    figures["stdio_rps"]["median"], figures["http_rps"]["median"]))
+    return figures
+
+
 def summary(samples: list, scale: float) -> dict:
     """Median and p90 (nearest rank) of `samples`, times `scale`."""
     ordered = sorted(samples)
@@ -641,6 +745,7 @@ def main(argv=None) -> int:
                    "peak_rss_mib": peak_memory(specs, args.runs)}
             found = discovery(args, tmp, specs[0].stderr)
             aggregated = aggregator(args, tmp, specs[0].stderr)
+            served = http_figures(args, tmp, specs[0].stderr)
         except BenchError as error:
             print("bench: error: %s" % error, file=sys.stderr)
             for spec in specs:
@@ -660,12 +765,13 @@ def main(argv=None) -> int:
     targets = print_table(results, names)
     discovered = print_discovery(found)
     upstreams = print_aggregator(aggregated)
+    over_http = print_http(served)
     if args.json:
         print(json.dumps({"command": command, "machine": platform.platform(),
                           "python": platform.python_version(), "notes": notes,
                           "runs": args.runs, "calls": args.calls, "bursts": args.bursts,
                           "servers": results, "targets": targets, "discovery_ms": discovered,
-                          "aggregator_ms": upstreams},
+                          "aggregator_ms": upstreams, "http": over_http},
                          sort_keys=True))
     return 0
 
