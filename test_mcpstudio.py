@@ -456,7 +456,7 @@ class LazySectionTests(unittest.TestCase):
                 "errors = []\n"
                 "def touch():\n"
                 "    try:\n"
-                "        mcpstudio.ConfigLoader; mcpstudio.ScriptDirectory; mcpstudio.Aggregator\n"
+                "        mcpstudio.ConfigLoader; mcpstudio.ScriptDirectory; mcpstudio.Aggregator; mcpstudio.HttpServer\n"
                 "    except Exception as exc:\n"
                 "        errors.append(repr(exc))\n"
                 "threads = [threading.Thread(target=touch) for _ in range(8)]\n"
@@ -487,7 +487,7 @@ class LazySectionTests(unittest.TestCase):
                 "opts, words = mcpstudio.parse_command_line(['echo', '{m}']); "
                 "mcpstudio._build_server(opts, words, log); print(sorted(mcpstudio._SECTIONS))")
         out = subprocess.run([PY, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=WAIT)
-        self.assertEqual(out.stdout.strip(), "['aggregator', 'config', 'scripts']", out.stderr)
+        self.assertEqual(out.stdout.strip(), "['aggregator', 'config', 'http', 'scripts']", out.stderr)
 
 
 class PaginateTests(unittest.TestCase):
