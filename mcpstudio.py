@@ -1451,6 +1451,8 @@ class Session:
             coroutine.close()  # a request cancelled before it started never ran its coroutine
             if framing is not None and not task.cancelled() and task.exception() is None:
                 self.transport.send(task.result(), framing)
+            elif task.cancelled() and hasattr(self.transport, "ended"):
+                self.transport.ended(request_id)  # HTTP: end the stream that waited for it
         task.add_done_callback(done)
         return task
 
@@ -2630,14 +2632,7 @@ class Server:
         return _page("tools", await self.catalog.tools(), params)
 
     async def tools_call(self, params, ctx):
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise McpError(INVALID_PARAMS, "Invalid params: tools/call needs a string `name`")
-        arguments = params.get("arguments")
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, dict):
-            raise McpError(INVALID_PARAMS, "Invalid params: `arguments` must be an object")
+        name, arguments = _name_and_arguments(params, "tools/call")
         route = await self.catalog.route(name)
         if route is None:
             known = [t["name"] for t in await self.catalog.tools()]
@@ -2662,12 +2657,7 @@ class Server:
         return _page("prompts", await self.catalog.prompts(), params)
 
     async def prompts_get(self, params, ctx):
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise McpError(INVALID_PARAMS, "Invalid params: prompts/get needs a string `name`")
-        arguments = params.get("arguments") or {}
-        if not isinstance(arguments, dict):
-            raise McpError(INVALID_PARAMS, "Invalid params: `arguments` must be an object")
+        name, arguments = _name_and_arguments(params, "prompts/get")
         return await self.catalog.get_prompt(name, arguments, ctx)
 
     def set_level(self, params, ctx):
@@ -2676,6 +2666,19 @@ class Server:
             raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
         ctx.session.log_level = level
         return {}
+
+
+def _name_and_arguments(params: dict, method: str) -> tuple:
+    """`name` and `arguments` of tools/call and prompts/get, checked (-32602 if malformed)."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise McpError(INVALID_PARAMS, "Invalid params: %s needs a string `name`" % method)
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise McpError(INVALID_PARAMS, "Invalid params: `arguments` must be an object")
+    return name, arguments
 
 
 def _page(key: str, items: list, params: dict) -> dict:
@@ -3913,6 +3916,7 @@ class _HttpChannel:
         self.post_url = self.spec.url
         self.connections = {}         # request id -> the socket its reply comes on, to abort
         self.aborted = set()          # request ids cancelled by closing their connection
+        self.sending = threading.Lock()  # messages leave in the order they were sent
         self.stream = None            # the HTTP+SSE transport's GET socket
         self.closed = False
 
@@ -3961,7 +3965,9 @@ class _HttpChannel:
                     params = message.get("params") or {}
                     name = params.get("uri" if method == "resources/read" else "name")
                     if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
-                        headers["Mcp-Name"] = name if name.isascii() else \
+                        plain = name.isascii() and name.isprintable() and name == name.strip() \
+                            and not name.startswith("=?")
+                        headers["Mcp-Name"] = name if plain else \
                             "=?base64?%s?=" % __import__("base64").b64encode(name.encode()).decode()
             elif up.protocol_version:
                 headers["MCP-Protocol-Version"] = up.protocol_version
@@ -4045,16 +4051,23 @@ class _HttpChannel:
         request_id = message.get("id") if "method" in message else None
         connection = None
         try:
-            timeout = max(self.spec.tool_timeout, self.spec.startup_timeout) + 5
-            connection, target = self._connection(self.post_url, timeout)
-            connection.request("POST", target, body=json.dumps(message).encode(), headers=self._headers(message))
-            if request_id is not None:
-                self.connections[request_id] = connection.sock
-            response = connection.getresponse()
+            with self.sending:  # in order: `initialized` before `tools/list`, a request before its cancel
+                connection, target = self._connection(self.post_url, self.spec.startup_timeout)
+                connection.request("POST", target, body=json.dumps(message).encode(), headers=self._headers(message))
+                if request_id is not None:
+                    connection.sock.settimeout(None)  # the request's own timer (toolTimeout) ends the wait
+                    self.connections[request_id] = connection.sock
+                    if request_id in self.aborted:
+                        self.abort(request_id)
+                    response = connection.getresponse()
+                else:
+                    response = connection.getresponse()  # a notification: accepted before the next leaves
+                    response.read()
+                    return
             if message.get("method") == "initialize" and response.getheader("Mcp-Session-Id"):
                 self.session_id = response.getheader("Mcp-Session-Id").strip()
             kind = (response.getheader("Content-Type") or "").lower()
-            if response.status == 202 or request_id is None:
+            if response.status == 202:
                 response.read()
                 return
             if response.status == 404 and self.session_id and message.get("method") != "initialize":
@@ -4084,6 +4097,7 @@ class _HttpChannel:
         finally:
             if request_id is not None:
                 self.connections.pop(request_id, None)
+                self.aborted.discard(request_id)
             if connection is not None:
                 connection.close()
 
@@ -4586,6 +4600,8 @@ class Upstream:
 
     def _time_out(self, request_id, future, method, timeout):
         if not future.done():
+            if isinstance(self.protocol, _HttpChannel):
+                self.protocol.abort(request_id)  # its connection only, never the server's others
             if method != "initialize":
                 self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                            "params": {"requestId": request_id, "reason": "timed out after %g s" % timeout}})
@@ -5196,18 +5212,21 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
 # Compiled on first use (see "Sections compiled on first use" at the top).
 _section('http', source=r'''
 import base64
+import collections
 import hmac
+import ipaddress
 import secrets as _secrets
 
 HTTP_PATH = "/mcp"
 HTTP_MAX_HEADER = 16 << 10        # bytes of request line and headers together
 HTTP_MAX_BODY = 4 << 20           # bytes of one request body
-HTTP_HEADER_TIMEOUT = 30.0        # seconds a client may take to send its headers (and body)
+HTTP_HEADER_TIMEOUT = 30.0        # seconds a client may take to send its headers, its body, or to read
+HTTP_IDLE_CONNECTION = 120.0      # seconds a keep-alive connection may wait for its next request
+HTTP_MAX_CONNECTIONS = 512
 HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
 HTTP_MAX_SESSIONS = 1000
 HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
-_LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
-_STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+_STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 501: "Not Implemented",
            404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
            500: "Internal Server Error", 503: "Service Unavailable"}
@@ -5235,6 +5254,12 @@ class _Exchange:
 class _HttpTransport:
     """A Session's transport over HTTP: responses and related notifications to their exchange;
     everything else to the session's GET stream, if one is open."""
+
+    def ended(self, request_id):
+        """The request was cancelled: its exchange ends without a response."""
+        exchange = self.exchanges.pop(request_id, None)
+        if exchange is not None:
+            exchange.put(None, True)
 
     framing = NEWLINE
 
@@ -5266,7 +5291,14 @@ class _HttpSession:
 
 
 def _loopback(host: str) -> bool:
-    return host in _LOOPBACK or host.startswith("127.")
+    """True only for `localhost` and loopback addresses (127.0.0.0/8, ::1); never for names."""
+    host = host.strip().strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _host_name(value: str) -> str:
@@ -5288,20 +5320,39 @@ def _header_value(value: str) -> str:
     return value
 
 
+def _good_id(message: dict) -> bool:
+    request_id = message.get("id")
+    return request_id is None or (isinstance(request_id, (str, int)) and not isinstance(request_id, bool))
+
+
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
     def __init__(self, server, log: Log, host: str, port: int, token=None):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
-        self.sessions = {}  # Mcp-Session-Id -> _HttpSession
+        self.local = _loopback(host)
+        self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
         self.connections = set()
         self.listener = None
+        self._sweeper = None
 
     async def start(self):
         self.listener = await asyncio.start_server(self._connection, self.host, self.port, limit=HTTP_MAX_HEADER)
         self.port = self.listener.sockets[0].getsockname()[1]
+        self._sweeper = asyncio.ensure_future(self._sweep())
+
+    async def _sweep(self):
+        """End sessions nobody used for HTTP_IDLE_SESSION."""
+        while True:
+            await asyncio.sleep(min(60.0, HTTP_IDLE_SESSION))
+            now = time.monotonic()
+            for key, entry in list(self.sessions.items()):
+                if now - entry.used > HTTP_IDLE_SESSION:
+                    self._end(key)
 
     async def close(self):
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if self.listener is not None:
             self.listener.close()
         for entry in list(self.sessions.values()):
@@ -5317,21 +5368,39 @@ class HttpServer:
         task = asyncio.current_task()
         self.connections.add(task)
         try:
+            if len(self.connections) > HTTP_MAX_CONNECTIONS:
+                await self._reply(writer, 503, {"error": "too many connections"}, close=True)
+                return
             while True:
+                try:  # an idle keep-alive connection just closes; a half-sent request gets 408
+                    first = await asyncio.wait_for(reader.readuntil(b"\r\n"), HTTP_IDLE_CONNECTION)
+                except (asyncio.TimeoutError, asyncio.IncompleteReadError):
+                    return
+                except asyncio.LimitOverrunError:
+                    await self._reply(writer, 431, {"error": "request line too long"}, close=True)
+                    return
                 try:
-                    request = await asyncio.wait_for(self._read_request(reader), HTTP_HEADER_TIMEOUT)
+                    head = await asyncio.wait_for(self._read_head(reader, first), HTTP_HEADER_TIMEOUT)
+                    self._check(*head)
+                    body = await asyncio.wait_for(self._read_body(reader, head[3]), HTTP_HEADER_TIMEOUT)
                 except asyncio.TimeoutError:
                     await self._reply(writer, 408, {"error": "the request took too long to arrive"}, close=True)
                     return
-                except HttpError as exc:
-                    await self._reply(writer, exc.status, self._error_body(exc), close=True)
+                except asyncio.IncompleteReadError:
                     return
-                if request is None:
+                except asyncio.LimitOverrunError:
+                    await self._reply(writer, 431, {"error": "header too long"}, close=True)
                     return
-                keep = await self._answer(request, reader, writer)
+                except HttpError as exc:  # refused before its body was read: the connection closes
+                    await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=True)
+                    return
+                method, target, version, headers = head
+                keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
+                keep = await self._answer(method, headers, body, keep, version, reader, writer)
                 if not keep:
                     return
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError,
+                asyncio.TimeoutError):
             pass
         except asyncio.CancelledError:
             pass
@@ -5342,63 +5411,62 @@ class HttpServer:
             except OSError:
                 pass
 
-    async def _read_request(self, reader):
-        try:
-            line = await reader.readuntil(b"\r\n")
-        except asyncio.IncompleteReadError as exc:
-            if not exc.partial:
-                return None
-            raise
-        except asyncio.LimitOverrunError:
-            raise HttpError(431, "request line too long")
+    async def _read_head(self, reader, line):
         parts = line.decode("latin-1").split()
         if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
             raise HttpError(400, "malformed request line")
         method, target, version = parts
         headers, size = {}, len(line)
         while True:
-            try:
-                line = await reader.readuntil(b"\r\n")
-            except asyncio.LimitOverrunError:
-                raise HttpError(431, "header too long")
+            line = await reader.readuntil(b"\r\n")
             size += len(line)
             if size > HTTP_MAX_HEADER or len(headers) > 100:
                 raise HttpError(431, "headers larger than %d bytes" % HTTP_MAX_HEADER)
             if line == b"\r\n":
-                break
+                return method, target, version, headers
             name, colon, value = line.decode("latin-1").partition(":")
             if not colon:
                 raise HttpError(400, "malformed header line")
             name = name.strip().lower()
             headers[name] = (headers[name] + ", " + value.strip()) if name in headers else value.strip()
-        body = b""
-        if "chunked" in headers.get("transfer-encoding", "").lower():
+
+    async def _read_body(self, reader, headers) -> bytes:
+        coding = headers.get("transfer-encoding", "").strip().lower()
+        if coding and coding != "chunked":
+            raise HttpError(501, "Transfer-Encoding %s is not supported (use chunked or Content-Length)" % coding)
+        if coding == "chunked":
+            body = bytearray()
             while True:
                 size_line = await reader.readuntil(b"\r\n")
                 try:
-                    length = int(size_line.split(b";")[0], 16)
+                    length = int(size_line.split(b";")[0].strip(), 16)
                 except ValueError:
+                    length = -1
+                if length < 0:
                     raise HttpError(400, "malformed chunk size")
                 if length == 0:
                     while await reader.readuntil(b"\r\n") != b"\r\n":
                         pass
-                    break
+                    return bytes(body)
                 if len(body) + length > HTTP_MAX_BODY:
                     raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
                 body += await reader.readexactly(length)
                 await reader.readexactly(2)
-        elif "content-length" in headers:
+        if "content-length" in headers:
             try:
                 length = int(headers["content-length"])
             except ValueError:
                 raise HttpError(400, "malformed Content-Length")
             if length < 0 or length > HTTP_MAX_BODY:
                 raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
-            body = await reader.readexactly(length)
-        keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-        return method, target, headers, body, keep
+            return await reader.readexactly(length)
+        return b""
 
     # -- writing ------------------------------------------------------------------------
+
+    async def _drain(self, writer):
+        """Wait for the client to take what was written; one that stops reading is dropped."""
+        await asyncio.wait_for(writer.drain(), HTTP_HEADER_TIMEOUT)
 
     async def _reply(self, writer, status, body, headers=(), close=False):
         data = b"" if body is None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
@@ -5410,7 +5478,7 @@ class HttpServer:
         if close:
             lines.append("Connection: close")
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
-        await writer.drain()
+        await self._drain(writer)
 
     def _error_body(self, exc: HttpError) -> dict:
         error = {"code": exc.code if exc.code is not None else INVALID_REQUEST, "message": str(exc)}
@@ -5420,17 +5488,17 @@ class HttpServer:
 
     # -- checks ----------------------------------------------------------------------------
 
-    def _check(self, method, target, headers):
+    def _check(self, method, target, version, headers):
+        """Before any body is read: the endpoint, Host and Origin (DNS rebinding), the token."""
         host = _host_name(headers.get("host", ""))
         if not host:
             raise HttpError(400, "a Host header is required")
-        local = _loopback(self.host) or self.host in ("", "localhost")
-        if local and not _loopback(host):
-            raise HttpError(403, "Host %s is not this server (DNS rebinding protection)" % host)
+        if self.local and not _loopback(host):
+            raise HttpError(403, "Host %s is not this machine (DNS rebinding protection)" % host)
         origin = headers.get("origin")
-        if origin is not None and origin != "null":
-            origin_host = _host_name(origin.split("://", 1)[-1].split("/", 1)[0])
-            if not (_loopback(origin_host) if local else origin_host == host):
+        if origin is not None:
+            origin_host = _host_name(origin.split("://", 1)[-1].split("/", 1)[0]) if "://" in origin else ""
+            if not origin_host or not (_loopback(origin_host) if self.local else origin_host == host):
                 raise HttpError(403, "Origin %s is not allowed (DNS rebinding protection)" % origin)
         if self.token is not None:
             given = headers.get("authorization", "")
@@ -5439,15 +5507,17 @@ class HttpServer:
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
         if target.split("?", 1)[0] != HTTP_PATH:
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
+        if method == "POST":
+            length = headers.get("content-length", "0").strip()
+            if length.isdigit() and int(length) > HTTP_MAX_BODY:
+                raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
 
     # -- requests ---------------------------------------------------------------------------
 
-    async def _answer(self, request, reader, writer) -> bool:
-        method, target, headers, body, keep = request
+    async def _answer(self, method, headers, body, keep, version, reader, writer) -> bool:
         try:
-            self._check(method, target, headers)
             if method == "POST":
-                return await self._post(headers, body, reader, writer, keep)
+                return await self._post(headers, body, reader, writer, keep, version)
             if method == "GET":
                 return await self._get(headers, reader, writer)
             if method == "DELETE":
@@ -5468,10 +5538,11 @@ class HttpServer:
         if entry is None:
             raise HttpError(404, "no session %s (it ended or expired); initialize again" % session_id.strip())
         entry.used = time.monotonic()
+        self.sessions.move_to_end(entry.id)
         return entry
 
-    async def _post(self, headers, body, reader, writer, keep) -> bool:
-        if "application/json" not in headers.get("content-type", "application/json").lower():
+    async def _post(self, headers, body, reader, writer, keep, version) -> bool:
+        if headers.get("content-type", "application/json").split(";")[0].strip().lower() != "application/json":
             raise HttpError(415, "send the JSON-RPC message as Content-Type: application/json")
         accept = headers.get("accept", "*/*").lower()
         if not any(kind in accept for kind in ("application/json", "text/event-stream", "*/*")):
@@ -5482,6 +5553,8 @@ class HttpServer:
             raise HttpError(400, "Parse error: %s" % exc, PARSE_ERROR)
         if not isinstance(message, dict):
             raise HttpError(400, "send one JSON-RPC message per request (no batches)", INVALID_REQUEST)
+        if not _good_id(message):
+            raise HttpError(400, "Invalid request: `id` must be a string or an integer", INVALID_REQUEST)
         method, request_id = message.get("method"), message.get("id")
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         meta = params.get("_meta")
@@ -5489,11 +5562,12 @@ class HttpServer:
                   or (headers.get("mcp-protocol-version", "").strip() in MODERN_VERSIONS and "mcp-session-id" not in headers))
         sse = "text/event-stream" in accept and method in _STREAMED
         if modern:
-            return await self._modern(message, method, request_id, params, meta, headers, sse, reader, writer, keep)
-        version = headers.get("mcp-protocol-version")
-        if version is not None and version.strip() not in PROTOCOL_VERSIONS:
+            return await self._modern(message, method, request_id, params, meta, headers, sse, reader, writer,
+                                      keep, version)
+        session_version = headers.get("mcp-protocol-version")
+        if session_version is not None and session_version.strip() not in PROTOCOL_VERSIONS:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
-                            % (version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
+                            % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
         if method == "initialize" and "id" in message:
             entry = self._new_session()
             extra = [("Mcp-Session-Id", entry.id)]
@@ -5504,18 +5578,17 @@ class HttpServer:
             entry.session.receive(body, NEWLINE)
             await self._reply(writer, 202, None, close=not keep)
             return keep
+        if request_id in entry.transport.exchanges or request_id in entry.session.inflight:
+            raise HttpError(400, "Invalid request: id %s is already in use by a request in progress"
+                            % json.dumps(request_id), INVALID_REQUEST, request_id)
         exchange = _Exchange(sse)
         entry.transport.exchanges[request_id] = exchange
         entry.session.receive(body, NEWLINE)
-        return await self._deliver(exchange, writer, reader, extra, keep, None)
+        return await self._deliver(exchange, writer, reader, extra, keep, version, None)
 
     def _new_session(self) -> _HttpSession:
-        now = time.monotonic()
-        for key, entry in list(self.sessions.items()):
-            if now - entry.used > HTTP_IDLE_SESSION:
-                self._end(key)
-        if len(self.sessions) >= HTTP_MAX_SESSIONS:
-            raise HttpError(503, "too many sessions; end one with DELETE")
+        while len(self.sessions) >= HTTP_MAX_SESSIONS:  # the least recently used one makes room
+            self._end(next(iter(self.sessions)))
         transport = _HttpTransport(self.log)
         session = Session(transport, self.server.dispatch, self.log, self.server.notification)
         entry = _HttpSession(_secrets.token_hex(16), session, transport)
@@ -5530,7 +5603,7 @@ class HttpServer:
             if entry.transport.stream is not None:
                 entry.transport.stream.put_nowait(None)
 
-    async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep):
+    async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep, version):
         def refuse(status, code, text):
             raise HttpError(status, text, code, request_id)
         if method is None or "id" not in message:
@@ -5561,48 +5634,60 @@ class HttpServer:
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
         session.receive(json.dumps(message).encode(), NEWLINE)
-        return await self._deliver(exchange, writer, reader, [], keep, session)
+        return await self._deliver(exchange, writer, reader, [], keep, version, session)
 
-    async def _deliver(self, exchange, writer, reader, extra, keep, session) -> bool:
-        """Write the exchange's messages as JSON or SSE; a client that goes away cancels a
-        2026-07-28 request (`session` is its own)."""
-        started = False
+    async def _deliver(self, exchange, writer, reader, extra, keep, version, session) -> bool:
+        """Write the exchange's messages as JSON or SSE. A client that goes away cancels a
+        2026-07-28 request (`session` is its own); a cancelled request's stream just ends."""
+        started = finished = False
+        chunked = version == "HTTP/1.1"
         try:
             while True:
                 getter = asyncio.ensure_future(exchange.queue.get())
                 while not getter.done():
-                    await asyncio.wait([getter], timeout=0.1)
+                    await asyncio.wait([getter], timeout=0.25)
                     if not getter.done() and (reader.at_eof() or writer.transport.is_closing()):
                         getter.cancel()
-                        if session is not None:
-                            await session.cancel_all()
                         return False
                 message, final = getter.result()
+                if message is None:  # cancelled: no response may be sent, the stream just ends
+                    finished = True
+                    if not exchange.streaming:
+                        return False
+                    if not started:
+                        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                                     + (b"Transfer-Encoding: chunked\r\n\r\n" if chunked else b"Connection: close\r\n\r\n"))
+                    if chunked:
+                        writer.write(b"0\r\n\r\n")
+                    await self._drain(writer)
+                    return keep and chunked
                 if not exchange.streaming:
                     if final:
-                        status = 200
-                        await self._reply(writer, status, message, extra, close=not keep)
+                        await self._reply(writer, 200, message, extra, close=not keep)
+                        finished = True
                         return keep
                     continue
                 if not started:
                     head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache",
-                            "X-Accel-Buffering: no", "Transfer-Encoding: chunked"]
+                            "X-Accel-Buffering: no"]
+                    head.append("Transfer-Encoding: chunked" if chunked else "Connection: close")
                     head.extend("%s: %s" % pair for pair in extra)
-                    if not keep:
+                    if chunked and not keep:
                         head.append("Connection: close")
                     writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
                     started = True
                 event = b"event: message\ndata: " + json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
-                writer.write(b"%x\r\n%s\r\n" % (len(event), event))
-                await writer.drain()
+                writer.write(b"%x\r\n%s\r\n" % (len(event), event) if chunked else event)
                 if final:
-                    writer.write(b"0\r\n\r\n")
-                    await writer.drain()
-                    return keep
-        except asyncio.CancelledError:
-            if session is not None:
+                    if chunked:
+                        writer.write(b"0\r\n\r\n")
+                    await self._drain(writer)
+                    finished = True
+                    return keep and chunked
+                await self._drain(writer)
+        finally:
+            if not finished and session is not None:  # the client left (or we stop): cancel its call
                 await session.cancel_all()
-            raise
 
     async def _get(self, headers, reader, writer) -> bool:
         if "mcp-session-id" not in headers:
@@ -5616,19 +5701,19 @@ class HttpServer:
         queue = entry.transport.stream = asyncio.Queue()
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                      b"X-Accel-Buffering: no\r\nConnection: close\r\n\r\n")
-        await writer.drain()
+        await self._drain(writer)
         try:
             while True:
                 try:
                     message = await asyncio.wait_for(queue.get(), 15)
                 except asyncio.TimeoutError:
                     writer.write(b": keep-alive\n\n")  # finds a vanished client, keeps proxies open
-                    await writer.drain()
+                    await self._drain(writer)
                     continue
                 if message is None:
                     return False
                 writer.write(b"event: message\ndata: " + json.dumps(message, separators=(",", ":")).encode() + b"\n\n")
-                await writer.drain()
+                await self._drain(writer)
         finally:
             if entry.transport.stream is queue:
                 entry.transport.stream = None

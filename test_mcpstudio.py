@@ -2484,6 +2484,14 @@ class AggregatorTests(ScratchDir):
             if not cursor:
                 return names
 
+    def cache_tools(self, data, expected):
+        """Run once so the tools are cached; then forget which servers started."""
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertIn(expected, self.tool_names(server))
+        self.assert_all_gone()
+        os.remove(self.pids)
+
     def assert_all_gone(self, timeout=WAIT):
         pids = [pid for pair in self.started() for pid in pair]
         self.assertTrue(pids)
@@ -2706,11 +2714,7 @@ class AggregatorTests(ScratchDir):
     def test_slow_start_sends_progress_and_health_checks_restart(self):
         data = {"mcpServers": {"slow": self.upstream("slow", "--slow-start", "2.5"),
                                "stalls": self.upstream("stalls", "--stall-after-list", healthCheckInterval=0.3)}}
-        with self.serve(data) as server:  # a first run caches the tools
-            server.initialize()
-            self.assertIn("slow__echo", self.tool_names(server))
-        self.assert_all_gone()
-        os.remove(self.pids)
+        self.cache_tools(data, "slow__echo")
         with self.serve(data) as server:
             server.initialize()
             self.tool_names(server)
@@ -2729,11 +2733,7 @@ class AggregatorTests(ScratchDir):
     def test_stopping_is_reliable(self):
         data = {"mcpServers": {"slow": self.upstream("slow", "--slow-start", "2"),
                                "stubborn": self.upstream("stubborn", "--ignore-eof")}}
-        with self.serve(data) as server:  # a first run caches the tools
-            server.initialize()
-            self.assertIn("slow__echo", self.tool_names(server))
-        self.assert_all_gone()
-        os.remove(self.pids)
+        self.cache_tools(data, "slow__echo")
         with self.serve(data) as server:
             server.initialize()
             self.tool_names(server)
@@ -3314,6 +3314,17 @@ class HttpTests(ScratchDir):
             bad = server.post({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}, session=session,
                               headers={"MCP-Protocol-Version": "1999-01-01"})
             self.assertEqual(bad[0], 400)
+            # A call the client cancels ends its stream without a response (no POST left hanging).
+            import http.client
+            sleeper = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+            sleeper.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": {
+                "name": "echo", "arguments": {"message": "x"}}}), {"Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream", "Mcp-Session-Id": session})
+            server.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s"}},
+                        session=session)
+            reply = sleeper.getresponse().read().decode()  # the call's answer, or an ended stream: never a hang
+            self.assertNotIn('"error"', reply)
+            sleeper.close()
             self.assertEqual(server.post(None, session=session, method="DELETE")[0], 200)
             self.assertEqual(server.post({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}, session=session)[0], 404)
             self.assertEqual(server.post(None, method="GET")[0], 405)
@@ -3354,7 +3365,10 @@ class HttpTests(ScratchDir):
 
     def test_dns_rebinding_tokens_and_limits(self):
         with HttpServerProcess("echo", "{message}") as server:
-            for headers in ({"Host": "evil.example.com"}, {"Origin": "http://evil.example.com"}):
+            for headers in ({"Host": "evil.example.com"}, {"Origin": "http://evil.example.com"},
+                            {"Host": "127.0.0.1.evil.example:%d" % server.port,
+                             "Origin": "http://127.0.0.1.evil.example:%d" % server.port},
+                            {"Origin": "null"}):
                 with self.subTest(headers=headers):
                     self.assertEqual(server.modern("tools/list", headers=headers)[0], 403)
             ok = server.modern("tools/list", headers={"Origin": "http://127.0.0.1:%d" % server.port})
@@ -3366,6 +3380,11 @@ class HttpTests(ScratchDir):
                 self.assertTrue(raw.recv(4096).startswith(b"HTTP/1.1 413 "))
             self.assertEqual(server.post(None, raw=b"{}", headers={"X-Big": "y" * 20000})[0], 431)
             self.assertEqual(server.post(None, raw=b"{}", headers={"Content-Type": "text/plain"})[0], 415)
+            self.assertEqual(server.post(None, raw=b"{}", headers={"Content-Type": "text/plain;x=application/json"})[0], 415)
+            for bad_id in (1.5, True, [1], {"a": 1}):
+                with self.subTest(id=bad_id):
+                    status, _, text = server.modern("tools/list", request_id=bad_id)
+                    self.assertEqual((status, json.loads(text)["error"]["code"]), (400, -32600))
             self.assertEqual(server.post(None, raw=b"{not json")[0], 400)
         env = dict(os.environ, MCPSTUDIO_HTTP_TOKEN="tok-4567-secret")
         with HttpServerProcess("echo", "{message}", env=env) as server:
