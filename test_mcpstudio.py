@@ -2875,7 +2875,10 @@ class AggregatorTests(ScratchDir):
                 ((), {"defaultNamespaceId": "nope"}, "unknown namespace \"nope\" in defaultNamespaceId")):
             with self.subTest(args=args, extra=extra):
                 with self.serve(dict(data, **extra), *args) as server:
-                    for reply in (server.initialize(), server.request("tools/list"), server.request("ping")):
+                    modern = server.request("tools/list", {"_meta": {  # 2026-07-28 clients get it too
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {}}})
+                    for reply in (modern, server.initialize(), server.request("tools/list"), server.request("ping")):
                         self.assertEqual(reply["error"]["code"], -32602)
                         self.assertIn(fragment, reply["error"]["message"])
                     self.assertTrue(wait_until(lambda: fragment in "".join(server.stderr)))
@@ -3624,6 +3627,22 @@ class HttpUpstreamTests(ScratchDir):
                 self.assertEqual(text_of(server.call("web__echo", {"message": "back"})), "back\n")
         finally:
             web.__exit__(None, None, None)
+
+    def test_cancelling_a_call_to_an_http_upstream(self):
+        sleeper = self.pid_sleeper()
+        pids = os.path.join(self.dir, "pids")
+        with HttpServerProcess("--name", "slow", PY, sleeper, "{out}") as web:
+            servers = {"web": {"type": "http", "url": "http://127.0.0.1:%d/mcp" % web.port}}
+            with self.aggregator(servers) as server:
+                server.initialize()
+                server.send({"jsonrpc": "2.0", "id": "c", "method": "tools/call",
+                             "params": {"name": "web__slow", "arguments": {"out": pids}}})
+                child, grandchild = self.read_pids(pids)
+                server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c"}})
+                self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), 10))
+                self.assertNotIn("c", server.responses)
+                status = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][0]
+                self.assertEqual(status["status"], "running")  # one cancelled call leaves the server be
 
     def test_modern_only_upstream(self):
         fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
