@@ -758,6 +758,14 @@ if _POSIX:
     def _is_executable(path: str) -> bool:
         return os.access(path, os.X_OK)
 
+    def _writable_now(fd: int) -> bool:
+        """Whether a write of up to PIPE_BUF bytes to `fd` would complete without blocking."""
+        import select
+        try:
+            return bool(select.select([], [fd], [], 0)[1])
+        except (OSError, ValueError):
+            return False
+
     def _on_stop_signals(loop, stop, reload=None):
         """Call `stop(name)` on SIGTERM, SIGINT or SIGHUP; `reload()` on SIGHUP when given."""
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -823,6 +831,9 @@ else:
     def _is_executable(path: str) -> bool:
         extensions = os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
         return os.path.splitext(path)[1].lower() in extensions
+
+    def _writable_now(fd: int) -> bool:
+        return False  # select() cannot poll pipes on Windows: every write goes through the thread
 
     def _on_stop_signals(loop, stop, reload=None):
         pass  # Ctrl+C arrives as KeyboardInterrupt, handled in main(); no SIGHUP to reload on
@@ -941,17 +952,7 @@ class ProcessRunner:
         self.grace = grace
         self.live = {}      # pid -> transport, while the child itself runs
         self.groups = set()  # process groups (leader pids) that may still have members
-        self.watchdog = None  # see enable_watchdog()
-
-    def enable_watchdog(self):
-        """From now on, process groups are also stopped if this process dies (see _WATCHDOG)."""
-        if self.watchdog is None:
-            try:
-                self.watchdog = _start_watchdog(self.grace)
-            except OSError as exc:
-                self.log.warning("cannot start the watchdog (children may outlive a killed mcpstudio): %s", exc)
-            for pid in self.groups:
-                self._tell_watchdog(b"+", pid)
+        self.watchdog = None  # see enable_watchdog() in the aggregator section
 
     def _tell_watchdog(self, sign: bytes, pid: int):
         if self.watchdog is not None:
@@ -979,39 +980,6 @@ class ProcessRunner:
             except OSError:
                 pass
             self.watchdog = None
-
-    async def start(self, argv, protocol_factory, *, env=None, cwd=None):
-        """Start a long-running child (an MCP server) with all three pipes; end it with end()."""
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.subprocess_exec(
-            protocol_factory, *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env, cwd=cwd, **_SPAWN_OPTIONS)
-        self._track(transport.get_pid())
-        return transport, protocol
-
-    async def end(self, transport, exited, wait: float):
-        """Close the child's stdin and give it `wait` seconds to exit; then stop its group.
-
-        Runs to the end even if the caller is cancelled meanwhile."""
-        ending = asyncio.ensure_future(self._end(transport, exited, wait))
-        while not ending.done():
-            try:
-                await asyncio.shield(ending)
-            except asyncio.CancelledError:
-                if ending.done():
-                    raise
-
-    async def _end(self, transport, exited, wait: float):
-        pid = transport.get_pid()
-        stdin = transport.get_pipe_transport(0)
-        if stdin is not None:
-            stdin.close()
-        if not exited.done():
-            await asyncio.wait([exited], timeout=wait)
-        if not exited.done() or _group_alive(pid):
-            await self._stop(pid, exited)
-        transport.close()
-        self._forget(pid)
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
                   output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None) -> ProcessResult:
@@ -1212,7 +1180,8 @@ class StdioTransport:
 
     Reading happens in a thread that hands each message to the loop (works
     for pipes, files and terminals on every platform); writing happens in a
-    thread too, so a client that stops reading never stalls the loop. Input
+    thread too, so a client that stops reading never stalls the loop, except
+    that a small message the pipe has room for is written at once. Input
     may also use `Content-Length:` headers; each message records its framing
     so the answer can use the same.
     """
@@ -1225,6 +1194,8 @@ class StdioTransport:
         import queue
         self._outbox = queue.SimpleQueue()
         self._writer = None
+        self._queued = 0           # messages handed to the writer thread and not yet written
+        self._lock = threading.Lock()
 
     def start(self, loop, on_message, on_eof):
         """Begin reading; `on_message(bytes, framing)` and `on_eof()` run on `loop`."""
@@ -1313,6 +1284,17 @@ class StdioTransport:
         data = encode_message(message, framing or self.framing)
         if self.log.file is not None:
             self.log.wire("<-", data)
+        with self._lock:
+            # The fast path: nothing queued, a small message, and room in the pipe. A write
+            # of at most PIPE_BUF (4096) bytes to a pipe with room is whole and never blocks,
+            # so the loop writes it itself and saves the hand-off to the writer thread.
+            if self._queued == 0 and len(data) <= 4096 and _writable_now(self.out_fd):
+                try:
+                    os.write(self.out_fd, data)
+                    return
+                except OSError:
+                    pass  # let the writer thread find out
+            self._queued += 1
         self._outbox.put(data)
 
     def _write_loop(self):
@@ -1327,6 +1309,9 @@ class StdioTransport:
                     view = view[written:]
             except OSError:
                 return  # the client is gone; nothing more can be said
+            finally:
+                with self._lock:
+                    self._queued -= 1
 
     def close(self, timeout: float = 2.0):
         """Flush what is queued (up to `timeout` seconds) and stop the writer."""
@@ -2465,13 +2450,15 @@ class Server:
             })
         if catalog.has_prompts:
             self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
-        # 2026-07-28: no handshake, ping or setLevel; discovery and subscriptions instead.
-        self.modern_methods = {m: h for m, h in self.methods.items()
-                               if m not in ("initialize", "ping", "logging/setLevel")}
-        self.modern_methods["server/discover"] = self.discover
-        if catalog.dynamic:
-            self.modern_methods["subscriptions/listen"] = self.listen
+        self._modern_methods = None  # 2026-07-28's methods, built on first use (section "modern")
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
+
+    @property
+    def modern_methods(self) -> dict:
+        if self._modern_methods is None:
+            _need("modern")
+            self._modern_methods = modern_methods(self)
+        return self._modern_methods
 
     def dispatch(self, method: str, params: dict, ctx: CallContext):
         meta = params.get("_meta")
@@ -2485,55 +2472,12 @@ class Server:
             raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
         return handler(params, ctx)
 
-    def dispatch_modern(self, method: str, params: dict, ctx: CallContext, meta):
-        """A 2026-07-28 request: checked `_meta`, then served statelessly; results marked complete."""
-        ctx.modern = True
-        if (not isinstance(meta, dict) or not isinstance(meta.get(META_VERSION), str)
-                or not isinstance(meta.get(META_CAPABILITIES), dict)):
-            raise McpError(INVALID_PARAMS, "Invalid params: a %s request needs `_meta` with `%s` and `%s`"
-                           % (MODERN_VERSIONS[0], META_VERSION, META_CAPABILITIES))
-        if meta[META_VERSION] not in MODERN_VERSIONS:
-            raise McpError(UNSUPPORTED_VERSION, "Unsupported protocol version",
-                           {"supported": list(MODERN_VERSIONS), "requested": meta[META_VERSION]})
-        level = meta.get(META_LOG_LEVEL)
-        if level is not None and level not in LOG_LEVELS:
-            raise McpError(INVALID_PARAMS, "Invalid params: `%s` must be one of %s" % (META_LOG_LEVEL, ", ".join(LOG_LEVELS)))
-        ctx.level = level
-        refusal = self.catalog.refusal
-        if refusal is not None:
-            raise refusal
-        handler = self.modern_methods.get(method)
-        if handler is None:
-            gone = method in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")
-            raise McpError(METHOD_NOT_FOUND, "Method not found: %s%s" % (
-                method, " (not part of protocol %s)" % MODERN_VERSIONS[0] if gone else ""))
-        result = handler(params, ctx)
-        if asyncio.iscoroutine(result):
-            return self._modern_result(method, result)
-        return self._complete(method, result)
-
-    async def _modern_result(self, method, coroutine):
-        try:
-            result = await coroutine
-        except McpError as exc:
-            if exc.code == RESOURCE_NOT_FOUND:  # in 2026-07-28 an unknown resource is invalid params
-                raise McpError(INVALID_PARAMS, exc.message, exc.data)
-            raise
-        return self._complete(method, result)
-
-    _CACHEABLE = frozenset(("server/discover", "tools/list", "prompts/list", "resources/list",
-                            "resources/templates/list", "resources/read"))
-
-    def _complete(self, method: str, result: dict) -> dict:
-        result = dict(result, resultType="complete")
-        result["_meta"] = dict(result.get("_meta") or (), **{META_SERVER_INFO: self.server_info()})
-        if method in self._CACHEABLE:
-            result.setdefault("ttlMs", 0 if self.catalog.dynamic else 300000)
-            result.setdefault("cacheScope", "public")
-        return result
-
     def server_info(self) -> dict:
         return {"name": "mcpstudio", "title": self.title, "version": __version__}
+
+    def dispatch_modern(self, method: str, params: dict, ctx: CallContext, meta):
+        _need("modern")  # compiled on the first 2026-07-28 request: older clients never pay for it
+        return dispatch_modern(self, method, params, ctx, meta)
 
     def notification(self, method: str, params: dict, session=None):
         session = session or self.session
@@ -2600,31 +2544,6 @@ class Server:
         self.catalog.session_started()
         return result
 
-    def discover(self, params, ctx):
-        """`server/discover` (2026-07-28): versions, capabilities and identity, cacheable."""
-        result = {"supportedVersions": list(MODERN_VERSIONS + PROTOCOL_VERSIONS),
-                  "capabilities": self.capabilities()}
-        if self.instructions:
-            result["instructions"] = self.instructions
-        self.catalog.session_started()
-        return result
-
-    async def listen(self, params, ctx):
-        """`subscriptions/listen` (2026-07-28): list changes for as long as the client listens."""
-        wanted = params.get("notifications")
-        wanted = wanted if isinstance(wanted, dict) else {}
-        offered = {"toolsListChanged": True, "resourcesListChanged": self.catalog.has_resources,
-                   "promptsListChanged": self.catalog.has_prompts}
-        granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
-        ctx.notify("notifications/subscriptions/acknowledged",
-                   {"_meta": {META_SUBSCRIPTION: ctx.request_id}, "notifications": granted})
-        entry = (ctx, granted)
-        self.subscriptions.append(entry)
-        try:
-            await asyncio.get_running_loop().create_future()  # until the client cancels it
-        finally:
-            self.subscriptions.remove(entry)
-
     def ping(self, params, ctx):
         return {}
 
@@ -2687,6 +2606,100 @@ def _page(key: str, items: list, params: dict) -> dict:
     if next_cursor:
         result["nextCursor"] = next_cursor
     return result
+
+
+# --------------------------------------------------------------------------
+# The 2026-07-28 era: per-request `_meta`, discovery, subscriptions
+# --------------------------------------------------------------------------
+# Compiled on the first request that speaks it (see "Sections compiled on
+# first use" at the top), so handshake-era clients never pay for it.
+_section('modern', source=r'''
+def modern_methods(server) -> dict:
+    """The methods of the era: no handshake, ping or setLevel; discovery and subscriptions."""
+    methods = {m: h for m, h in server.methods.items() if m not in ("initialize", "ping", "logging/setLevel")}
+    methods["server/discover"] = lambda params, ctx: discover(server, params, ctx)
+    if server.catalog.dynamic:
+        methods["subscriptions/listen"] = lambda params, ctx: listen(server, params, ctx)
+    return methods
+
+
+def dispatch_modern(server, method: str, params: dict, ctx: CallContext, meta):
+    """A 2026-07-28 request: checked `_meta`, then served statelessly; results marked complete."""
+    ctx.modern = True
+    if (not isinstance(meta, dict) or not isinstance(meta.get(META_VERSION), str)
+            or not isinstance(meta.get(META_CAPABILITIES), dict)):
+        raise McpError(INVALID_PARAMS, "Invalid params: a %s request needs `_meta` with `%s` and `%s`"
+                       % (MODERN_VERSIONS[0], META_VERSION, META_CAPABILITIES))
+    if meta[META_VERSION] not in MODERN_VERSIONS:
+        raise McpError(UNSUPPORTED_VERSION, "Unsupported protocol version",
+                       {"supported": list(MODERN_VERSIONS), "requested": meta[META_VERSION]})
+    level = meta.get(META_LOG_LEVEL)
+    if level is not None and level not in LOG_LEVELS:
+        raise McpError(INVALID_PARAMS, "Invalid params: `%s` must be one of %s" % (META_LOG_LEVEL, ", ".join(LOG_LEVELS)))
+    ctx.level = level
+    refusal = server.catalog.refusal
+    if refusal is not None:
+        raise refusal
+    handler = server.modern_methods.get(method)
+    if handler is None:
+        gone = method in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")
+        raise McpError(METHOD_NOT_FOUND, "Method not found: %s%s" % (
+            method, " (not part of protocol %s)" % MODERN_VERSIONS[0] if gone else ""))
+    result = handler(params, ctx)
+    if asyncio.iscoroutine(result):
+        return _modern_result(server, method, result)
+    return _complete(server, method, result)
+
+
+async def _modern_result(server, method, coroutine):
+    try:
+        result = await coroutine
+    except McpError as exc:
+        if exc.code == RESOURCE_NOT_FOUND:  # in 2026-07-28 an unknown resource is invalid params
+            raise McpError(INVALID_PARAMS, exc.message, exc.data)
+        raise
+    return _complete(server, method, result)
+
+
+_CACHEABLE = frozenset(("server/discover", "tools/list", "prompts/list", "resources/list",
+                        "resources/templates/list", "resources/read"))
+
+
+def _complete(server, method: str, result: dict) -> dict:
+    result = dict(result, resultType="complete")
+    result["_meta"] = dict(result.get("_meta") or (), **{META_SERVER_INFO: server.server_info()})
+    if method in _CACHEABLE:
+        result.setdefault("ttlMs", 0 if server.catalog.dynamic else 300000)
+        result.setdefault("cacheScope", "public")
+    return result
+
+
+def discover(server, params, ctx):
+    """`server/discover` (2026-07-28): versions, capabilities and identity, cacheable."""
+    result = {"supportedVersions": list(MODERN_VERSIONS + PROTOCOL_VERSIONS),
+              "capabilities": server.capabilities()}
+    if server.instructions:
+        result["instructions"] = server.instructions
+    server.catalog.session_started()
+    return result
+
+
+async def listen(server, params, ctx):
+    """`subscriptions/listen` (2026-07-28): list changes for as long as the client listens."""
+    wanted = params.get("notifications")
+    wanted = wanted if isinstance(wanted, dict) else {}
+    offered = {"toolsListChanged": True, "resourcesListChanged": server.catalog.has_resources,
+               "promptsListChanged": server.catalog.has_prompts}
+    granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
+    ctx.notify("notifications/subscriptions/acknowledged",
+               {"_meta": {META_SUBSCRIPTION: ctx.request_id}, "notifications": granted})
+    entry = (ctx, granted)
+    server.subscriptions.append(entry)
+    try:
+        await asyncio.get_running_loop().create_future()  # until the client cancels it
+    finally:
+        server.subscriptions.remove(entry)
+''')
 
 
 async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: int, out_fd: int) -> int:
@@ -3837,6 +3850,54 @@ def _passes(name: str, allow, deny) -> bool:
     return (not allow or _match(name, allow)) and not _match(name, deny)
 
 
+# The runner's part in long-lived children (MCP servers), kept here with their only user.
+def enable_watchdog(runner):
+    """From now on, process groups are also stopped if this process dies (see _WATCHDOG)."""
+    if runner.watchdog is None:
+        try:
+            runner.watchdog = _start_watchdog(runner.grace)
+        except OSError as exc:
+            runner.log.warning("cannot start the watchdog (children may outlive a killed mcpstudio): %s", exc)
+        for pid in runner.groups:
+            runner._tell_watchdog(b"+", pid)
+
+
+async def runner_start(runner, argv, protocol_factory, *, env=None, cwd=None):
+    """Start a long-running child (an MCP server) with all three pipes; end it with runner_end()."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        protocol_factory, *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env, cwd=cwd, **_SPAWN_OPTIONS)
+    runner._track(transport.get_pid())
+    return transport, protocol
+
+
+async def runner_end(runner, transport, exited, wait: float):
+    """Close the child's stdin and give it `wait` seconds to exit; then stop its group.
+
+    Runs to the end even if the caller is cancelled meanwhile."""
+    ending = asyncio.ensure_future(_runner_end(runner, transport, exited, wait))
+    while not ending.done():
+        try:
+            await asyncio.shield(ending)
+        except asyncio.CancelledError:
+            if ending.done():
+                raise
+
+
+async def _runner_end(runner, transport, exited, wait: float):
+    pid = transport.get_pid()
+    stdin = transport.get_pipe_transport(0)
+    if stdin is not None:
+        stdin.close()
+    if not exited.done():
+        await asyncio.wait([exited], timeout=wait)
+    if not exited.done() or _group_alive(pid):
+        await runner._stop(pid, exited)
+    transport.close()
+    runner._forget(pid)
+
+
 class _UpstreamProtocol(asyncio.SubprocessProtocol):
     """Lines from a server's stdout (messages) and stderr (for its log), and its exit."""
 
@@ -4292,7 +4353,7 @@ class Upstream:
         if spec.url is not None:
             await self._connect()
             return
-        self.hub.runner.enable_watchdog()
+        enable_watchdog(self.hub.runner)
         env = dict(os.environ)
         env.update(spec.env)
         protocol = self.protocol = _UpstreamProtocol(self)
@@ -4300,7 +4361,7 @@ class Upstream:
         argv = [spec.command] + spec.args
         self.note("starting: %s" % spec.display())
         started = time.monotonic()
-        spawn = asyncio.ensure_future(self.hub.runner.start(argv, lambda: protocol, env=env, cwd=spec.cwd))
+        spawn = asyncio.ensure_future(runner_start(self.hub.runner, argv, lambda: protocol, env=env, cwd=spec.cwd))
         try:
             self.transport, _ = await asyncio.shield(spawn)  # a cancel mid-spawn must not lose the child
         except asyncio.CancelledError:
@@ -4360,7 +4421,7 @@ class Upstream:
     def _end_orphan(self, spawn):
         if not spawn.cancelled() and spawn.exception() is None:
             transport, protocol = spawn.result()
-            asyncio.ensure_future(self.hub.runner.end(transport, protocol.exited, 0))
+            asyncio.ensure_future(runner_end(self.hub.runner, transport, protocol.exited, 0))
 
     def _failed(self, reason: str) -> UpstreamError:
         self.state, self.last_error = "failed", reason
@@ -4511,7 +4572,7 @@ class Upstream:
             return
         if transport is None:
             return
-        await self.hub.runner.end(transport, protocol.exited, STDIN_CLOSE_WAIT)
+        await runner_end(self.hub.runner, transport, protocol.exited, STDIN_CLOSE_WAIT)
         if self.transport is transport:
             self.transport = self.protocol = self.pid = None
 
@@ -5102,6 +5163,17 @@ class Aggregator:
         self.log.debug("config reloaded: %s", json.dumps(report))
         self.changed()
         return report
+
+
+def aggregator_for(local, info, load, path, runner, log, options, script_options) -> Aggregator:
+    """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads)."""
+    def reload():
+        _, found, again = load()
+        return found, again["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace"), again["local_key"]
+    return Aggregator(
+        local, info["upstream"], runner, log, namespace=options["namespace"], separator=info["separator"],
+        manager_tools=not options["no_manager_tools"], eager=bool(options["eager"]), reload=reload,
+        config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL))
 
 
 async def check_upstreams(specs, runner, log, cache_dir=None) -> list:
@@ -5740,6 +5812,33 @@ def parse_http_address(value: str) -> tuple:
     return host, number
 
 
+def run_http(server, runner: ProcessRunner, log: Log, options: dict) -> int:
+    """`--http [HOST:]PORT`: check the address and the token, then serve until stopped."""
+    try:
+        host, port = parse_http_address(options["http"])
+    except UsageError as exc:
+        sys.stderr.write("mcpstudio: error: %s\n" % exc)
+        return 2
+    token = options["http_token"] or os.environ.get(HTTP_TOKEN_VARIABLE) or None
+    if token is None and not _loopback(host):
+        sys.stderr.write("mcpstudio: error: --http %s listens beyond this machine: set a bearer token with "
+                         "--http-token or $%s (or bind 127.0.0.1)\n" % (options["http"], HTTP_TOKEN_VARIABLE))
+        return 2
+    if token:
+        log.add_secrets([token])
+    _claim_stdout()
+    try:
+        return asyncio.run(serve_http(server, runner, log, host, port, token))
+    except OSError as exc:
+        sys.stderr.write("mcpstudio: error: --http %s: %s\n" % (options["http"], exc))
+        return 1
+    except KeyboardInterrupt:
+        asyncio.run(runner.stop_all())
+        return 0
+    finally:
+        log.close()
+
+
 async def serve_http(server, runner: ProcessRunner, log: Log, host: str, port: int, token=None) -> int:
     """Serve `server` at http://host:port/mcp until SIGTERM or SIGINT."""
     loop = asyncio.get_running_loop()
@@ -5951,7 +6050,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     sources, titles, instructions = [], [], None
     if config is not None:
         _need("config")
-        loader = ConfigLoader(config)
+
         def load():
             loader = ConfigLoader(config)
             found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"],
@@ -5960,15 +6059,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
             return loader, found, info
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
-
-            def reload():
-                _, found, info = load()
-                return found, info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace"), info["local_key"]
-            found = [Aggregator(
-                found, info["upstream"], runner, log, namespace=options["namespace"], separator=info["separator"],
-                manager_tools=not options["no_manager_tools"], eager=bool(options["eager"]), reload=reload,
-                config_path=loader.path, local_key=info["local_key"],
-                watch_interval=script_options.get("rescan", RESCAN_INTERVAL))]
+            found = [aggregator_for(found, info, load, loader.path, runner, log, options, script_options)]
         elif options["namespace"]:
             raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
                              % (options["namespace"], loader.path))
@@ -6111,29 +6202,7 @@ def main(argv: list | None = None) -> int:
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
     if options["http"] is not None:
         _need("http")
-        try:
-            host, port = parse_http_address(options["http"])
-        except UsageError as exc:
-            sys.stderr.write("mcpstudio: error: %s\n" % exc)
-            return 2
-        token = options["http_token"] or os.environ.get(HTTP_TOKEN_VARIABLE) or None
-        if token is None and not _loopback(host):
-            sys.stderr.write("mcpstudio: error: --http %s listens beyond this machine: set a bearer token with "
-                             "--http-token or $%s (or bind 127.0.0.1)\n" % (options["http"], HTTP_TOKEN_VARIABLE))
-            return 2
-        if token:
-            log.add_secrets([token])
-        _claim_stdout()
-        try:
-            return asyncio.run(serve_http(server, runner, log, host, port, token))
-        except OSError as exc:
-            sys.stderr.write("mcpstudio: error: --http %s: %s\n" % (options["http"], exc))
-            return 1
-        except KeyboardInterrupt:
-            asyncio.run(runner.stop_all())
-            return 0
-        finally:
-            log.close()
+        return run_http(server, runner, log, options)
     protocol_fd = _claim_stdout()
     try:
         return asyncio.run(serve_stdio(server, runner, log, 0, protocol_fd))

@@ -487,7 +487,7 @@ class LazySectionTests(unittest.TestCase):
                 "opts, words = mcpstudio.parse_command_line(['echo', '{m}']); "
                 "mcpstudio._build_server(opts, words, log); print(sorted(mcpstudio._SECTIONS))")
         out = subprocess.run([PY, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=WAIT)
-        self.assertEqual(out.stdout.strip(), "['aggregator', 'config', 'http', 'scripts']", out.stderr)
+        self.assertEqual(out.stdout.strip(), "['aggregator', 'config', 'http', 'modern', 'scripts']", out.stderr)
 
 
 class PaginateTests(unittest.TestCase):
