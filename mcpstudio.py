@@ -2754,6 +2754,40 @@ _ENV_REFERENCE = re.compile(
     r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
 
 
+def strip_json_comments(text: str) -> str:
+    """Blank out // and /* */ comments and trailing commas, keeping every line and column."""
+    def outside_strings(text, handle):
+        out, i, n = [], 0, len(text)
+        while i < n:
+            if text[i] == '"':
+                end = i + 1
+                while end < n and text[end] != '"':
+                    end += 2 if text[end] == "\\" else 1
+                out.append(text[i:end + 1])
+                i = end + 1
+            else:
+                i = handle(text, i, out)
+        return "".join(out)
+
+    def comment(text, i, out):
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = len(text) if end < 0 else end + 2
+        else:
+            out.append(text[i])
+            return i + 1
+        out.append(re.sub(r"[^\n]", " ", text[i:end]))
+        return end
+
+    def trailing_comma(text, i, out):
+        out.append(" " if text[i] == "," and re.match(r"\s*[\]}]", text[i + 1:i + 4096]) else text[i])
+        return i + 1
+    return outside_strings(outside_strings(text, comment), trailing_comma)
+
+
 class ConfigLoader:
     """Reads one config file into sources; every error names the file and the place."""
 
@@ -6094,40 +6128,6 @@ def default_config_path() -> str:
     """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
     return os.path.join(base, "mcpstudio", "config.json")
-
-
-def strip_json_comments(text: str) -> str:
-    """Blank out // and /* */ comments and trailing commas, keeping every line and column."""
-    def outside_strings(text, handle):
-        out, i, n = [], 0, len(text)
-        while i < n:
-            if text[i] == '"':
-                end = i + 1
-                while end < n and text[end] != '"':
-                    end += 2 if text[end] == "\\" else 1
-                out.append(text[i:end + 1])
-                i = end + 1
-            else:
-                i = handle(text, i, out)
-        return "".join(out)
-
-    def comment(text, i, out):
-        if text.startswith("//", i):
-            end = text.find("\n", i)
-            end = len(text) if end < 0 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = len(text) if end < 0 else end + 2
-        else:
-            out.append(text[i])
-            return i + 1
-        out.append(re.sub(r"[^\n]", " ", text[i:end]))
-        return end
-
-    def trailing_comma(text, i, out):
-        out.append(" " if text[i] == "," and re.match(r"\s*[\]}]", text[i + 1:i + 4096]) else text[i])
-        return i + 1
-    return outside_strings(outside_strings(text, comment), trailing_comma)
 
 
 def _claim_stdout() -> int:
