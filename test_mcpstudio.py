@@ -3458,6 +3458,13 @@ class HttpTests(ScratchDir):
             session = server.initialize_session()  # and a handshake-era client beside it
             status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": "prompts/list"}, session=session)
             self.assertIn("up__greet", text)
+        scripts = os.path.join(HERE, "examples", "scripts")
+        with HttpServerProcess("--root-directory", scripts, env=env) as server:  # script mode
+            listed = json.loads(server.modern("tools/list")[2])["result"]["tools"]
+            self.assertIn("math__calc", [t["name"] for t in listed])
+            reply = server.messages(server.modern("tools/call", {
+                "name": "math__calc", "arguments": {"operation": "add", "a": 2, "b": 3}})[2])[-1]
+            self.assertEqual(reply["result"]["structuredContent"], {"operation": "add", "result": 5.0})
 
 
 class LegacySseServer:
