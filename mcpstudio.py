@@ -2342,13 +2342,17 @@ class Catalog:
             source.events = events
             source.start()
 
+    def _publish(self, source, items, routes: dict, out: list):
+        """Give each item a client-safe public name, distinct from those in `routes`."""
+        for item in items:
+            public = safe_name(item["name"], self.max_name_length, routes)
+            routes[public] = (source, item["name"])
+            out.append(dict(item, name=public) if public != item["name"] else item)
+
     async def tools(self) -> list:
         tools, routes = [], {}
         for source in self.sources:
-            for tool in await source.list_tools():
-                public = safe_name(tool["name"], self.max_name_length, routes)
-                routes[public] = (source, tool["name"])
-                tools.append(dict(tool, name=public) if public != tool["name"] else tool)
+            self._publish(source, await source.list_tools(), routes, tools)
         self._routes = routes
         return tools
 
@@ -2389,10 +2393,7 @@ class Catalog:
         listing, routes = [], {}
         for source in self.sources:
             if getattr(source, "prompts", False):
-                for prompt in await source.list_prompts():
-                    public = safe_name(prompt["name"], self.max_name_length, routes)
-                    routes[public] = (source, prompt["name"])
-                    listing.append(dict(prompt, name=public) if public != prompt["name"] else prompt)
+                self._publish(source, await source.list_prompts(), routes, listing)
         self._prompts = routes
         return listing
 
@@ -2871,11 +2872,12 @@ class ConfigLoader:
             raise self.error(where, "no such folder: %s" % path)
         return os.path.normpath(path)
 
-    def environment(self, obj: dict, where: str) -> dict:
-        env = self.get(obj, "environment", dict, where, {})
-        out = {}
+    def environment(self, obj: dict, where: str, key: str = "environment") -> dict:
+        """obj[key] as variables: names checked, values strings with ${VAR} expanded."""
+        env = self.get(obj, key, dict, where, {})
+        out, field = {}, key
         for key, value in env.items():
-            here = _join(where, "environment.%s" % key)
+            here = _join(where, "%s.%s" % (field, key))
             if not key or "=" in key or "\0" in key:
                 raise self.error(here, "not a usable variable name (empty, or holds = or a NUL)")
             if not isinstance(value, (str, int, float)) or isinstance(value, bool):
@@ -3641,6 +3643,7 @@ def check_config(path: str, log: Log, options: dict) -> int:
 # manager tools. Namespaces choose which servers one process serves.
 # Compiled on first use (see "Sections compiled on first use" at the top).
 _section('aggregator', requires=("config",), source=r'''
+import base64
 import collections
 import fnmatch
 import hashlib
@@ -3830,15 +3833,8 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
         spec.args.append(loader.expand(str(arg), _join(where, "args[%d]" % index)))
     if "cwd" in entry:
         spec.cwd = loader.folder_path(loader.get(entry, "cwd", str, where), _join(where, "cwd"))
-    env = loader.get(entry, "env", dict, where, {})
-    for key, value in env.items():
-        here = _join(where, "env.%s" % key)
-        if not key or "=" in key or "\0" in key:
-            raise loader.error(here, "not a usable variable name (empty, or holds = or a NUL)")
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise loader.error(here, "expected a string")
-        spec.env[key] = loader.expand(str(value), here)
-        spec.secrets.append(spec.env[key])  # every value: tokens are often written in clear
+    spec.env = loader.environment(entry, where, "env")
+    spec.secrets.extend(spec.env.values())  # every value: tokens are often written in clear
     for key, attr in (("startupTimeout", "startup_timeout"), ("toolTimeout", "tool_timeout"),
                       ("healthCheckInterval", "health_interval")):
         value = loader.get(entry, key, (int, float), where)
@@ -4063,7 +4059,7 @@ class _HttpChannel:
                         plain = name.isascii() and name.isprintable() and name == name.strip() \
                             and not name.startswith("=?")
                         headers["Mcp-Name"] = name if plain else \
-                            "=?base64?%s?=" % __import__("base64").b64encode(name.encode()).decode()
+                            "=?base64?%s?=" % base64.b64encode(name.encode()).decode()
             elif up.protocol_version:
                 headers["MCP-Protocol-Version"] = up.protocol_version
             if self.session_id:
@@ -4932,9 +4928,10 @@ class Aggregator:
                                      "(its tools follow with list_changed)", upstream.spec.id, LIST_WAIT)
         await asyncio.gather(*(one(u) for u in upstreams))
 
-    def _tool_definition(self, upstream, tool: dict, name: str) -> dict:
-        described = "[%s] %s" % (upstream.spec.key, tool.get("description") or "")
-        return dict(tool, name=name, description=described.rstrip())
+    def _described(self, upstream, item: dict, name: str) -> dict:
+        """An upstream's tool or prompt under its public name, described as `[server] ...`."""
+        described = "[%s] %s" % (upstream.spec.key, item.get("description") or "")
+        return dict(item, name=name, description=described.rstrip())
 
     async def list_tools(self) -> list:
         await self._discover()
@@ -4955,7 +4952,7 @@ class Aggregator:
                 if name in table:
                     name = safe_name(name, 10 ** 6, table)  # distinct, whatever the other one is
                 table[name] = ("upstream", upstream.spec.id, original)
-                tools.append(self._tool_definition(upstream, tool, name))
+                tools.append(self._described(upstream, tool, name))
         if self.manager_tools:
             for tool, description, properties, required, read_only in MANAGER_TOOLS:
                 name = self.manager_name(tool)
@@ -5048,8 +5045,7 @@ class Aggregator:
                 if name in table:
                     name = safe_name(name, 10 ** 6, table)
                 table[name] = (upstream.spec.id, prompt["name"])
-                described = ("[%s] %s" % (upstream.spec.key, prompt.get("description") or "")).rstrip()
-                listing.append(dict(prompt, name=name, description=described))
+                listing.append(self._described(upstream, prompt, name))
         self._prompt_routes = table
         return listing
 
@@ -5692,11 +5688,15 @@ class HttpServer:
         entry.session.receive(body, NEWLINE)
         return await self._deliver(exchange, writer, reader, extra, keep, version, None)
 
+    def _session_pair(self):
+        """A Session of the Server over a transport that routes to HTTP exchanges."""
+        transport = _HttpTransport(self.log)
+        return Session(transport, self.server.dispatch, self.log, self.server.notification), transport
+
     def _new_session(self) -> _HttpSession:
         while len(self.sessions) >= HTTP_MAX_SESSIONS:  # the least recently used one makes room
             self._end(next(iter(self.sessions)))
-        transport = _HttpTransport(self.log)
-        session = Session(transport, self.server.dispatch, self.log, self.server.notification)
+        session, transport = self._session_pair()
         entry = _HttpSession(_secrets.token_hex(16), session, transport)
         self.sessions[entry.id] = entry
         return entry
@@ -5735,8 +5735,7 @@ class HttpServer:
                        % ("uri" if method == "resources/read" else "name", name))
         if method not in self.server.modern_methods:
             refuse(404, METHOD_NOT_FOUND, "Method not found: %s" % method)
-        transport = _HttpTransport(self.log)
-        session = Session(transport, self.server.dispatch, self.log, self.server.notification)
+        session, transport = self._session_pair()
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
         session.receive(json.dumps(message).encode(), NEWLINE)
