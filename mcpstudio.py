@@ -5,7 +5,7 @@ One standard-library module that serves the Model Context Protocol over stdio.
 A command template becomes one tool whose JSON schema comes from its fields:
 
     python3 mcpstudio.py echo "{message}"
-    python3 mcpstudio.py git log [--oneline] -n "{limit}" -- "{path # file to inspect}"
+    python3 mcpstudio.py git log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"
     python3 mcpstudio.py --help
 
 The shell is never involved: a template is parsed once into words, and every
@@ -13,7 +13,8 @@ call renders those words into an argv list that is executed directly.
 
 The module reads top to bottom; each section uses only what stands above it:
 errors, schema validation, naming, templates, processes, the JSON-RPC session
-and stdio transport, tool sources, the catalog, the MCP server, and the
+and stdio transport, tool sources, the catalog, the MCP server, the tools for
+people (inspect, call, install, import, config edits, zipapp), and the
 command line (`main`).
 """
 
@@ -29,6 +30,7 @@ command line (`main`).
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import os
 import re
@@ -60,6 +62,21 @@ __all__ = [
     "CommandTemplate",
     "ConfigError",
     "ConfigLoader",
+    "Aggregator",
+    "Upstream",
+    "HttpServer",
+    "Log",
+    "RunSettings",
+    "StdioFraming",
+    "Session",
+    "CallContext",
+    "CommandResource",
+    "UpstreamSpec",
+    "RpcClient",
+    "McpClient",
+    "ListingCache",
+    "ManagerTools",
+    "StdioClient",
     "main",
 ]
 
@@ -78,12 +95,16 @@ DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
 DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
 DEFAULT_MAX_CONCURRENCY = 32    # commands running at once
 DEFAULT_MAX_NAME_LENGTH = 48    # leaves room for a client prefix such as mcp__<server>__
+OK_EXIT_META = "mcpstudio/okExitCodes"  # a tool's `_meta` key: exit codes that count as success
 KILL_GRACE = 2.0                # seconds between SIGTERM and SIGKILL
 EOF_DRAIN = 2.0                 # seconds in-flight calls may finish after stdin closes
 PIPE_LINGER = 0.1               # seconds to drain pipes after the command itself exited
 PROGRESS_INTERVAL = 1.0         # seconds between progress notifications
 PAGE_SIZE = 100                 # items per tools/list page
 MAX_MESSAGE = 256 << 20         # bytes of one incoming message; a larger one is skipped
+MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; then reading pauses
+DROPPABLE = ("notifications/message", "notifications/progress")  # dropped while MAX_UNSENT bytes wait
+WATCHDOG_ENV = "MCPSTUDIO_WATCHDOG"  # marks every child, so the watchdog finds it (see watchdog_main)
 HELP_TIMEOUT = 10.0             # seconds a script's --help (or --state) may take
 RESCAN_INTERVAL = 2.0           # seconds between looks for added, changed or removed scripts
 
@@ -97,62 +118,7 @@ INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002      # handshake era; 2026-07-28 uses -32602
 HEADER_MISMATCH = -32020         # 2026-07-28 over HTTP: a header disagrees with the body
 UNSUPPORTED_VERSION = -32022     # 2026-07-28: `_meta` names a version this server does not serve
-
-
-# --------------------------------------------------------------------------
-# Sections compiled on first use
-# --------------------------------------------------------------------------
-# `python3 mcpstudio.py` compiles the whole file at every start (Python never
-# caches a script's bytecode): about 7 microseconds a line on a small machine,
-# the biggest part of a cold start. So the subsystems only some modes use
-# (script folders, config files) stay in their place below as source text and
-# are compiled the first time a mode needs them, under this file's name and
-# line numbers, so tracebacks and debuggers point at the real lines. Template
-# mode compiles only the core. `mcpstudio.ConfigLoader` and the like compile
-# their section on access, so importers never notice.
-
-_SECTIONS = {}  # name -> (source, sections it needs), until compiled
-_SECTIONS_LOCK = threading.RLock()
-
-
-def _section(name: str, source: str, requires=()):
-    """Keep a section's source, to compile when `_need(name)` first asks for it."""
-    _SECTIONS[name] = (source, requires)
-
-
-def _need(*names):
-    """Compile and run these sections (and what they need) into this module, once."""
-    with _SECTIONS_LOCK:
-        for name in names:
-            entry = _SECTIONS.get(name)
-            if entry is None:
-                continue
-            source, requires = entry
-            _need(*requires)
-            filename = globals().get("__file__") or "<mcpstudio>"
-            try:  # the loader reads plain files and zipapps alike
-                loader = globals().get("__loader__")
-                text = loader.get_source(__name__) if loader is not None else None
-                if text is None:
-                    with open(filename, encoding="utf-8") as f:
-                        text = f.read()
-                first_line = text.count("\n", 0, text.index(source)) + 1
-            except (OSError, ValueError, ImportError):
-                first_line = 1
-            exec(compile("\n" * (first_line - 1) + source, filename, "exec"), globals())
-            del _SECTIONS[name]  # only once it ran to the end
-
-
-def __getattr__(name: str):
-    """A name defined in a section not compiled yet compiles it (PEP 562)."""
-    if not name.startswith("__"):
-        for section in list(_SECTIONS):
-            _need(section)
-            if name in globals():
-                return globals()[name]
-        if name in globals():  # another thread compiled it meanwhile
-            return globals()[name]
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+TOOL_DENIED = -32006             # mcp-studio's code: the tool exists, but its server or namespace denies it
 
 
 # --------------------------------------------------------------------------
@@ -192,6 +158,7 @@ class McpError(McpStudioError):
         self.data = data
 
     def to_json(self) -> dict:
+        """The JSON-RPC `error` object: code, message and data when there is any."""
         error = {"code": self.code, "message": self.message}
         if self.data is not None:
             error["data"] = self.data
@@ -370,6 +337,16 @@ _FIELD = re.compile(
 _ESCAPABLE = "{}[]\\"
 _FIELD_START = re.compile(r"[{\[]\{?(%s)(?:\.\.\.)?\s*#" % _FIELD_NAME)  # a field with a description begins
 _NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+_OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.)?$" % _FIELD_NAME)  # `{a` just before a field: {a{b}}
+
+
+def _refuse_nested(text: str, at: int, match, error):
+    """`{a{b}}` is a field inside a field, which the syntax does not have: an error, not a field `b`."""
+    outer = _OPEN_FIELD.search(text, 0, at) if match.group().startswith("{") else None
+    if outer:
+        whole = outer.group() + match.group() + ("}" if text.startswith("}", match.end()) else "")
+        raise error("`%s` stands inside another field (`%s`): a field cannot hold a field; write them side by "
+                    "side, or escape the outer brace (`\\%s`)" % (match.group(), whole, outer.group()))
 
 
 class Field:
@@ -394,6 +371,7 @@ class Field:
         return "Field(%r, %r, required=%r)" % (self.name, self.kind, self.required)
 
     def schema(self) -> dict:
+        """This field's JSON schema property (type, description, items for arrays)."""
         if self.kind == "array":
             prop = {"type": "array", "items": {"type": "string"}}
             if self.required:
@@ -431,8 +409,9 @@ class Template:
     """
 
     def __init__(self, words: list):
-        if not words:
-            raise TemplateError("the template is empty: give a command, e.g. echo \"{message}\"")
+        if not words or not words[0].strip():
+            raise TemplateError("the %s: give a command, e.g. echo \"{message}\""
+                                % ("command is empty or blank" if words else "template is empty"))
         self.source = list(words)
         self.words = []          # each word: a list of str and Field pieces
         self.fields = {}         # key -> Field, merged over every use
@@ -440,7 +419,7 @@ class Template:
             self.words.append(self._parse_word(word, index))
         if any(not isinstance(p, str) for p in self.words[0]):
             raise TemplateError("the command (the first word) must be literal text, never a field", 0, self.source)
-        check_code_fields(self.words, self.source)
+        self.stdin_code = check_code_fields(self.words, self.source)  # why stdin would be code here, or ""
 
     def _parse_word(self, word: str, index: int, in_group: bool = False) -> list:
         pieces, text, i = [], [], 0
@@ -454,6 +433,7 @@ class Template:
             if char in "{[":
                 match = _FIELD.match(word, i)
                 if match:
+                    _refuse_nested(word, i, match, lambda message: TemplateError(message, index, self.source))
                     piece, end = self._field(match, index, in_group), match.end()
                 elif _FIELD_START.match(word, i):
                     raise self._bad_description(word, i, index)
@@ -513,9 +493,19 @@ class Template:
 
     def input_schema(self) -> dict:
         """The JSON schema of the arguments, one property per field."""
+        properties = {key: f.schema() for key, f in self.fields.items()}
+        for key, field in self.fields.items():  # booleans and arrays say what they do when nobody did
+            if "description" in properties[key] or field.kind == "string":
+                continue
+            if field.kind == "boolean":
+                properties[key]["description"] = "true adds `%s` to the command; false leaves it out." % field.flag
+            elif any(len(word) == 1 and getattr(word[0], "key", None) == key for word in self.words):
+                properties[key]["description"] = "A list of values; each becomes one argument of the command."
+            else:
+                properties[key]["description"] = "A list of values, joined with commas where the template puts it."
         schema = {
             "type": "object",
-            "properties": {key: f.schema() for key, f in self.fields.items()},
+            "properties": properties,
             "additionalProperties": False,
         }
         required = [key for key, f in self.fields.items() if f.required]
@@ -540,10 +530,6 @@ class Template:
 
     # -- calls ------------------------------------------------------------------
 
-    def normalize(self, arguments: dict) -> dict:
-        """Accept `my-var` for `my_var`: return the arguments under schema keys."""
-        return match_spellings(arguments, self.fields)
-
     def render(self, arguments: dict, allow_dash_values: bool = False, honour_double_dash: bool = True) -> list:
         """Render validated `arguments` to an argv list (no shell, no re-substitution).
 
@@ -553,49 +539,425 @@ class Template:
         return render_words(self.words, arguments, allow_dash_values, self.command_name(), honour_double_dash)
 
 
-# Interpreters whose next argument after these flags is code: a value pasted
-# there could run anything, so a field may not stand in it.
-_CODE_FLAGS = {
-    "sh": ("-c",), "bash": ("-c",), "dash": ("-c",), "zsh": ("-c",), "ksh": ("-c",), "ash": ("-c",),
-    "fish": ("-c", "--command"), "python": ("-c",), "python3": ("-c",), "pypy3": ("-c",),
-    "node": ("-e", "--eval", "-p", "--print"), "deno": ("eval",), "perl": ("-e", "-E"), "ruby": ("-e",),
-    "php": ("-r",), "osascript": ("-e",), "pwsh": ("-c", "-command"), "powershell": ("-c", "-command"),
-    "cmd": ("/c", "/k"),
+# Where a value would be code. A command is walked the way the program that
+# runs reads it: through wrappers (`env X=1`, `timeout 5`, `nice -n 5`,
+# `sudo -u u`, `xargs`, `busybox` ...) to the program, then through that
+# program's options to the words it runs as code (`sh -ec CODE`, `python3 -Ic
+# CODE`, `awk PROGRAM`, `jq FILTER`). A field there, or standing for the
+# program or script itself, is refused when the template loads. A program not
+# known here is a plain command whose arguments are data, but a shell or an
+# interpreter named later on its line (`docker exec c sh -c CODE`) is checked.
+
+# Wrappers: name -> (short options that take a word, long options that take a
+# word, operands before the command, option letters after which the rest of
+# the line is one shell command).
+_WRAPPERS = {
+    "env": ("uCS", ("--unset", "--chdir", "--split-string"), 0, "S"),
+    "timeout": ("sk", ("--signal", "--kill-after"), 1, ""),
+    "nice": ("n", ("--adjustment",), 0, ""),
+    "nohup": ("", (), 0, ""), "setsid": ("", (), 0, ""), "builtin": ("", (), 0, ""),
+    "command": ("", (), 0, ""), "busybox": ("", (), 0, ""), "exec": ("a", (), 0, ""),
+    "time": ("fo", ("--format", "--output"), 0, ""),
+    "stdbuf": ("ioe", ("--input", "--output", "--error"), 0, ""),
+    "sudo": ("ugChDprtTU", ("--user", "--group", "--close-from", "--host", "--chdir", "--prompt", "--role",
+                            "--type", "--command-timeout", "--other-user", "--chroot"), 0, "si"),
+    "doas": ("uC", (), 0, "s"),
+    "xargs": ("adEILnPs", ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars",
+                           "--process-slot-var"), 0, ""),
+    "chroot": ("", ("--userspec", "--groups"), 1, ""),
+    "ionice": ("cnp", ("--class", "--classdata", "--pid"), 0, ""),
 }
+# Programs that join all their arguments into one shell command (ssh: after the
+# host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
+_JOINERS = ("eval", "watch", "parallel", "su", "runuser", "cmd", "powershell", "ssh")
+_EVALUATORS = ("let", "declare", "typeset", "local", "export", "readonly")
+_SSH_TAKES = "BbcDEeFIiJLlmOopQRSWw"
+_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh", "fish")
+# Interpreters: name -> (letters whose word is code, letters whose word is the
+# program (no script operand follows), letters whose word is a module it
+# loads, other letters that take a word, then the same for long options, and
+# whether the first operand is program text rather than a script file).
+_INTERPRETERS = {
+    "python": ("c", "m", "", "WX", (), (), (), ("--check-hash-based-pycs",), False),
+    "node": ("ep", "", "r", "C", ("--eval", "--print"), (), ("--require", "--import", "--loader",
+                                                              "--experimental-loader"),
+             ("--conditions", "--title", "--input-type"), False),
+    "ruby": ("e", "", "r", "ICE", (), (), (), ("--encoding",), False),
+    "perl": ("eE", "", "Mm", "I", (), (), (), (), False),
+    "php": ("rBRE", "fF", "", "dcztS", (), (), (), (), False),
+    "lua": ("e", "", "l", "", (), (), (), (), False),
+    "osascript": ("e", "", "", "", (), (), (), (), False),
+    "awk": ("e", "fE", "il", "vF", ("--source",), ("--file", "--exec"), ("--include", "--load"),
+            ("--assign", "--field-separator"), True),
+    "sed": ("e", "f", "", "l", ("--expression",), ("--file",), (), ("--line-length",), True),
+    "jq": ("", "f", "L", "", (), ("--from-file",), (), ("--indent",), True),
+}
+_PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
+                  "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "gsed": "sed", "pwsh": "powershell",
+                  "source": "source", ".": "source"}
+_JQ_PAIRS = ("--arg", "--argjson", "--slurpfile", "--rawfile")  # jq options that take two words
+_SHELL_RESERVED = ("!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
-def check_code_fields(words: list, source) -> None:
-    """Refuse a field inside the code an interpreter runs (`sh -c '... {x} ...'`).
+def _program(text: str) -> str:
+    """`/usr/bin/python3.11` -> python; `gawk` -> awk; `C:\\bin\\node.exe` -> node."""
+    name = re.sub(r"\.exe$", "", re.split(r"[\\/]", text)[-1].lower())
+    if name in _PROGRAM_NAMES:
+        return _PROGRAM_NAMES[name]
+    if name in _WRAPPERS or name in _INTERPRETERS or name in _SHELLS:
+        return name
+    name = re.sub(r"[0-9.]+$", "", name)
+    return _PROGRAM_NAMES.get(name, name)
 
-    Values there would be code, not data; they belong in separate arguments
-    (`sh -c 'echo "$1"' sh {x}`) or a config tool with "shell": true.
+
+def _lead_text(word: list) -> str:
+    """The literal text a word starts with, up to its first field."""
+    text = []
+    for piece in word:
+        if not isinstance(piece, str):
+            break
+        text.append(piece)
+    return "".join(text)
+
+
+def _has_field(word: list) -> bool:
+    return any(not isinstance(p, str) for p in word)
+
+
+_STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")  # a program file that is really stdin
+
+
+class _CodeCheck:
+    """Walks one command's words (lists of pieces). `problem` is the refusal or None;
+    `stdin_code` says how a program uses stdin when it makes it code or arguments
+    (`sh` and `python3 -` read their program there, `xargs` turns it into arguments), else ""."""
+
+    def __init__(self, words: list, guessing: bool = False):
+        self.words, self.problem, self.stdin_code = words, None, ""
+        self.guessing = guessing  # only code positions count (a guess may be wrong about the rest)
+        self._walk(0)
+
+    def _refuse(self, index: int, text: str):
+        if self.problem is None and index < len(self.words) and _has_field(self.words[index]):
+            word = self.words[index]
+            piece = next(p for p in word if not isinstance(p, str))
+            name = piece.name if isinstance(piece, Field) else piece.fields[0].name
+            self.problem = text % {"name": name, "word": "".join(_piece_text(p) for p in word)}
+
+    def _code(self, index: int, program: str, note: str = ""):
+        self._refuse(index, "`%(name)s` stands inside code that " + program.replace("%", "%%") + " runs"
+                     + note.replace("%", "%%") + " (the word `%(word)s`), so a value would be code: it could "
+                     "run any command or read any secret. Pass the value as its own argument "
+                     "(sh -c 'echo \"$1\"' sh {%(name)s}; jq --arg v {%(name)s} '.[$v]') or through stdin")
+
+    def _choice(self, index: int, what: str):
+        if self.guessing:
+            return
+        self._refuse(index, "`%(name)s` stands for " + what.replace("%", "%%") + " (the word `%(word)s`), so "
+                     "a value would choose what runs. Write it out in the template; pass values as "
+                     "arguments or through stdin")
+
+    def _options(self, index: int, takes: str, long_takes=(), on_letter=None, on_long=None, pairs=(),
+                 program: str = "") -> int:
+        """Skip `program`'s options from `index` and return the index of the first operand.
+        `on_letter(letter, index of its word)` and `on_long(name, index of its word)` see each one.
+        A field that would supply option letters or an option's name (`-{x}`, `--{x}`) is refused."""
+        words = self.words
+        while index < len(words) and self.problem is None:
+            text, field = _lead_text(words[index]), _has_field(words[index])
+            if text == "--" and not field:
+                return index + 1
+            if not text.startswith("-") or (text == "-" and not field):
+                return index
+            if text.startswith("--") and field and "=" not in text:
+                self._among_options(index, program)
+                return len(words)
+            if text.startswith("--"):
+                name = text.split("=", 1)[0]
+                size = 1 if "=" in text else 3 if name in pairs else 2 if name in long_takes else 1
+                if on_long is not None:
+                    on_long(name, index if size == 1 else index + size - 1)
+                index += size
+                continue
+            following, consumed = index + 1, False
+            for at, letter in enumerate(text[1:], 1):
+                attached = at + 1 < len(text) or field
+                if on_letter is not None:
+                    on_letter(letter, index if attached else index + 1)
+                if letter in takes:
+                    following, consumed = index + (1 if attached else 2), True
+                    break
+            if field and not consumed:
+                self._among_options(index, program)
+            index = following
+        return index
+
+    def _stdin_value(self, index: int, option: str) -> bool:
+        """Whether the value of `option` (in word `index`, attached or the whole word) names stdin."""
+        if index >= len(self.words) or _has_field(self.words[index]):
+            return False
+        text = _lead_text(self.words[index])
+        if text.startswith("--") and "=" in text:
+            text = text.split("=", 1)[1]
+        elif option and text.startswith("-") and len(text) > 1 and option.lstrip("-") in text[1:]:
+            text = text[1:].split(option.lstrip("-"), 1)[1] or text  # -f- ; a bare -f has its value next
+        return text in _STDIN_NAMES
+
+    def _reads_stdin(self, program: str):
+        self.stdin_code = self.stdin_code or "`%s` reads the program it runs from stdin" % program
+
+    def _among_options(self, index: int, program: str):
+        self._refuse(index, "`%(name)s` stands among the options of `" + program.replace("%", "%%") + "` (the "
+                     "word `%(word)s`), so a value could add any option, such as one that runs code. Write "
+                     "the options out; a value may follow an option that takes one (-n{n}, --name={v})")
+
+    def _rest_is_code(self, index: int, program: str, note: str = ""):
+        for i in range(index, len(self.words)):
+            self._code(i, program, note)
+
+    def _walk(self, index: int):
+        words = self.words
+        while index < len(words) and self.problem is None:
+            if _has_field(words[index]) and not _lead_text(words[index]).startswith("-"):
+                self._choice(index, "the command to run")
+                return
+            program = _program(_lead_text(words[index]))
+            if program in _WRAPPERS:
+                index = self._wrapper(program, index + 1)
+                continue
+            if program in _JOINERS or program in _EVALUATORS:
+                start = index + 1
+                if program == "ssh":
+                    def ssh_letter(letter, i):
+                        if letter in "oF":  # -o ProxyCommand=..., -F a config that holds one
+                            self._code(i, "`ssh -%s`" % letter)
+                    start = self._options(start, _SSH_TAKES, (), ssh_letter, program="ssh") + 1  # past the host
+                    if start >= len(words):  # no remote command: the remote shell runs what stdin says
+                        self._reads_stdin("ssh HOST")
+                self._rest_is_code(start, "`%s`" % program, " (it evaluates names and arithmetic: a[$(cmd)] "
+                                   "runs cmd)" if program in _EVALUATORS else " (it joins its arguments into "
+                                   "one shell command)")
+            elif program == "[[" and any(_lead_text(w) in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge")
+                                          for w in words[index + 1:]):
+                self._rest_is_code(index + 1, "`[[ ... -eq ... ]]`", " as arithmetic (a[$(cmd)] runs cmd)")
+            elif program == "source":
+                self._choice(index + 1, "the script `source` runs")
+            elif program in _SHELLS:
+                self._shell(program, index + 1)
+            elif program in _INTERPRETERS:
+                self._interpreter(program, index + 1)
+            elif program == "deno":
+                self._deno(index + 1)
+            elif program == "find":
+                self._find(index + 1)
+            elif program == "git":
+                def git_letter(letter, i):
+                    if letter == "c":
+                        self._code(i, "`git -c` (a config value such as core.sshCommand)")
+                self._options(index + 1, "cC", (), git_letter, program="git")
+            elif not self.guessing:
+                self._guess(index + 1)
+            return
+
+    def _guess(self, index: int):
+        """A program not known here may still run a shell or an interpreter it is given
+        (`docker exec c sh -c CODE`, `kubectl exec p -- python3 -c CODE`): a field in the
+        code position after such a word is refused too."""
+        for i in range(index, len(self.words)):
+            name = _program(_lead_text(self.words[i]))
+            if not _has_field(self.words[i]) and (name in _SHELLS or (name in _INTERPRETERS
+                                                                      and not _INTERPRETERS[name][-1])):
+                inner = _CodeCheck(self.words[i:], guessing=True)
+                self.problem = self.problem or inner.problem
+                self.stdin_code = self.stdin_code or inner.stdin_code  # `docker exec -i c sh`
+
+    def _wrapper(self, program: str, index: int) -> int:
+        takes, long_takes, operands, shell_letters = _WRAPPERS[program]
+        joined = []
+
+        def letter(char, i):
+            if char in shell_letters:
+                joined.append("-" + char)
+                if char in takes:
+                    self._code(i, "`%s -%s`" % (program, char))
+
+        def long_option(name, i):
+            if name in ("--split-string", "--shell", "--login"):
+                joined.append(name)
+                self._code(i, "`%s %s`" % (program, name))
+        index = self._options(index, takes, long_takes, letter, long_option, program=program) + operands
+        if program == "xargs" and not self.stdin_code:
+            self.stdin_code = "`xargs` turns stdin into arguments (options, or code with -I)"
+        if joined:
+            self._rest_is_code(index, "`%s %s`" % (program, joined[0]), " as one shell command")
+            return len(self.words)
+        while program in ("env", "sudo") and index < len(self.words) and \
+                _ASSIGNMENT.match(_lead_text(self.words[index])):
+            index += 1  # NAME=value words
+        return index
+
+    def _shell(self, program: str, index: int):
+        flags = []
+        fish = program == "fish"
+
+        def letter(char, i):
+            flags.append(char)
+            if fish and char in "cC":
+                self._code(i, "`fish -%s`" % char)
+
+        def long_option(name, i):
+            if name in ("--command", "--init-command"):
+                flags.append("c")
+                self._code(i, "`%s %s`" % (program, name))
+        index = self._options(index, "cCdo" if fish else "oO", ("--rcfile", "--init-file", "--command",
+                                                               "--init-command"), letter, long_option,
+                              program=program)
+        if fish and ("c" in flags or "C" in flags):
+            return  # the code was the option's own word, checked above
+        if "c" in flags:
+            self._code(index, "`%s -c`" % program)
+        elif "s" in flags or index >= len(self.words) or self._stdin_value(index, ""):
+            self._reads_stdin(program)  # `sh`, `sh -s`, `sh -`, `sh /dev/stdin`
+        else:
+            self._choice(index, "the script `%s` runs" % program)
+
+    def _interpreter(self, program: str, index: int):
+        (code, programs, modules, takes, long_code, long_programs, long_modules, long_takes,
+         text_operand) = _INTERPRETERS[program]
+        given = []
+
+        def letter(char, i):
+            if char in code:
+                self._code(i, "`%s -%s`" % (program, char))
+                given.append(char)
+            elif char in programs:
+                self._choice(i, "the program `%s -%s` runs" % (program, char))
+                given.append(char)
+                if self._stdin_value(i, char):  # awk -f -, sed -f /dev/stdin
+                    self._reads_stdin("%s -%s" % (program, char))
+            elif char in modules:
+                self._choice(i, "the module `%s -%s` loads" % (program, char))
+
+        def long_option(name, i):
+            if name in long_code:
+                self._code(i, "`%s %s`" % (program, name))
+                given.append(name)
+            elif name in long_programs:
+                self._choice(i, "the program `%s %s` runs" % (program, name))
+                given.append(name)
+                if self._stdin_value(i, name):
+                    self._reads_stdin("%s %s" % (program, name))
+            elif name in long_modules:
+                self._choice(i, "the module `%s %s` loads" % (program, name))
+        index = self._options(index, code + programs + modules + takes,
+                              long_code + long_programs + long_modules + long_takes, letter, long_option,
+                              _JQ_PAIRS if program == "jq" else (), program)
+        if given:
+            return  # the code came with an option: the operands are data
+        if index >= len(self.words) or self._stdin_value(index, ""):
+            if not text_operand:
+                self._reads_stdin(program)  # python3, python3 -, python3 /dev/stdin
+        elif text_operand:
+            self._code(index, "`%s`" % program, " as its program")
+        else:
+            self._choice(index, "the script `%s` runs" % program)
+
+    def _deno(self, index: int):
+        if index < len(self.words) and _lead_text(self.words[index]) in ("eval", "run", "x"):
+            sub = _lead_text(self.words[index])
+            index = self._options(index + 1, "", program="deno")
+            if sub == "eval":
+                self._code(index, "`deno eval`")
+            else:
+                self._choice(index, "the program `deno %s` runs" % sub)
+
+    def _find(self, index: int):
+        words = self.words
+        for i in range(index, len(words)):
+            if _lead_text(words[i]) in ("-exec", "-execdir", "-ok", "-okdir") and not _has_field(words[i]):
+                end = i + 1
+                while end < len(words) and _lead_text(words[end]) not in (";", "+"):
+                    end += 1
+                self.problem = self.problem or _CodeCheck(words[i + 1:end]).problem
+
+
+def _shell_commands(tokens) -> list:
+    """The simple commands of a `"shell": true` script, each a list of words: tokens
+    split into words at unquoted blanks and into commands at | & ; ( ) and newlines,
+    without redirections, leading NAME=value words and reserved words."""
+    commands, words, word = [], [], []
+    skip = ops = False  # the word is a redirection; it holds only its operator so far
+
+    def end_command(words):
+        while words and (_ASSIGNMENT.match(_lead_text(words[0]))
+                         or (_lead_text(words[0]) in _SHELL_RESERVED and not _has_field(words[0]))):
+            words.pop(0)
+        if words and _lead_text(words[0]) in ("for", "case", "select", "function"):
+            return  # their words are names and patterns; the commands come after ; or )
+        if words:
+            commands.append(words)
+    for kind, value, quote, raw in tokens:
+        plain = kind == "t" and quote is None and raw == value
+        if plain and value in "<>" and not ops:
+            if word and not _has_field(word) and "".join(word).isdigit():
+                word = []  # the 2 of 2>
+            if word and not skip:
+                words.append(word)
+            word, skip, ops = [value], True, True
+            continue
+        if ops:
+            if plain and value in "<>&|-":
+                word.append(value)
+                continue
+            if kind == "s" and value != "\n":
+                continue  # `> file`: the target follows
+            ops = False
+        if kind == "s" or (plain and value in "|&;()"):
+            if word and not skip:
+                words.append(word)
+            word, skip = [], False
+            if value in "\n|&;()":
+                end_command(words)
+                words = []
+            continue
+        word.append("" if kind == "q" else value)
+    if word and not skip:
+        words.append(word)
+    end_command(words)
+    return commands
+
+
+def check_code_fields(words: list, source, shell_tokens=None) -> str:
+    """Refuse a field where its value would be code, or would choose the program.
+
+    `words` is one command; `shell_tokens` (a "shell": true script) is walked
+    command by command instead. Returns why a stdin template's fields would be
+    code or options (`sh` reads its program there, `xargs` makes arguments), or "".
     """
-    command = os.path.basename("".join(p for p in words[0] if isinstance(p, str))).lower()
-    command = re.sub(r"(\.exe|[0-9.]+)$", "", command) if command not in _CODE_FLAGS else command
-    flags = _CODE_FLAGS.get(command, ())
-    for before, word in zip(words, words[1:]):
-        text = "".join(p for p in before if isinstance(p, str)).lower()
-        short = text.startswith("-") and not text.startswith("--") and "c" in text[1:] and command in (
-            "sh", "bash", "dash", "zsh", "ksh", "ash")  # -ec, -lc ...
-        if (text in flags or short) and any(not isinstance(p, str) for p in word):
-            field = next(p for p in word if not isinstance(p, str))
-            name = field.name if isinstance(field, Field) else field.fields[0].name
-            raise TemplateError(
-                "`%s` stands inside the code `%s %s` runs, so a value could run any command. Pass values "
-                "as their own arguments (sh -c 'echo \"$1\"' sh {%s}), or in a config file use \"shell\": true"
-                % (name, command, text, name), None, None)
+    commands = _shell_commands(shell_tokens) if shell_tokens is not None else [words]
+    stdin_code = ""
+    for command in commands:
+        check = _CodeCheck(command)
+        if check.problem:
+            raise TemplateError(check.problem, None, None)
+        stdin_code = stdin_code or check.stdin_code
+    return stdin_code
 
 
 def render_words(words: list, arguments: dict, allow_dash_values: bool, command: str,
-                 honour_double_dash: bool = True) -> list:
+                 honour_double_dash: bool = True, ends=()) -> list:
     """Render parsed words (lists of pieces) to argv; see Template.render.
 
-    `honour_double_dash=False` keeps the dash guard on after a `--` word (a
-    shell script may hold several commands, and `--` ends only one's options).
+    `honour_double_dash=False` keeps the dash guard on after a `--` word;
+    `ends` holds the indexes of words after which a shell script's command
+    ends, and with it what a `--` before it said.
     """
     argv = []
     after_double_dash = False
-    for pieces in words:
+    for index, pieces in enumerate(words):
+        if index - 1 in ends:
+            after_double_dash = False  # a new command of a shell script: its own options
         if len(pieces) == 1 and isinstance(pieces[0], Field) and pieces[0].kind == "array":
             argv.extend(_text(v) for v in arguments.get(pieces[0].key) or ())
             continue
@@ -655,8 +1017,8 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
     lead, present = None, False
     for piece in pieces:
         if isinstance(piece, str):
-            parts.append(piece)
-            lead, present = lead or "text", True
+            parts.append(piece)  # an empty quote ("") is present but leads nothing: `""{f}` is `{f}`
+            lead, present = lead or ("text" if piece else None), True
         elif isinstance(piece, Group):
             if piece.given(arguments):
                 inner, _ = _render_pieces(piece.pieces, arguments, parts)
@@ -737,6 +1099,13 @@ def _clip(text: str, limit: int) -> str:
 # command that already exited cannot be found there. Only Linux is tested in
 # CI; macOS takes the POSIX path.
 
+def separator_problem(separator: str) -> str | None:
+    """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
+        return None
+    return "use 1 to 8 of the characters A-Z a-z 0-9 _ -, which every client accepts in tool names"
+
+
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
 
@@ -777,41 +1146,94 @@ if _POSIX:
     # a process killed with SIGKILL; so a tiny separate process holds a pipe
     # from us, learns each process group we start ("+pid" / "-pid"), and when
     # the pipe closes (we exited or were killed) stops every group still
-    # registered: SIGTERM, the grace period, SIGKILL.
-    _WATCHDOG = """
-import os, signal, sys, time
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-signal.signal(signal.SIGHUP, signal.SIG_IGN)
-groups = set()
-for line in sys.stdin.buffer:
-    try:
-        (groups.add if line[:1] == b"+" else groups.discard)(int(line[1:]))
-    except ValueError:
-        pass
-def signal_all(signum):
-    left = [pid for pid in groups if not _try(os.killpg, pid, signum)]
-    return left
-def _try(call, *args):
-    try:
-        call(*args)
-    except OSError:
-        return True
-deadline = time.monotonic() + float(sys.argv[1])
-if signal_all(signal.SIGTERM):
-    while signal_all(0) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    signal_all(signal.SIGKILL)
-"""
+    # registered, and every process whose environment carries our marker
+    # (WATCHDOG_ENV): children spawned in the instant before we could
+    # register them, and grandchildren that left their group. SIGTERM, the
+    # grace period, SIGKILL.
+    def watchdog_main(grace: float, marker: str = ""):
+        """The watchdog process's program (see `_start_watchdog`); returns when its work is done."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        groups = set()
+        for line in sys.stdin.buffer:  # until the pipe closes: we exited or were killed
+            try:
+                (groups.add if line[:1] == b"+" else groups.discard)(int(line[1:]))
+            except ValueError:
+                pass
 
-    def _start_watchdog(grace: float):
-        """Start the watchdog; return its stdin (a binary file), or None if it cannot run."""
+        def signal_all(signum) -> bool:
+            """Send `signum` to every group and marked process; whether any still exists."""
+            alive = False
+            marked = _marked_processes(marker) if marker else []
+            for pid, kill in [(pid, os.killpg) for pid in groups] + [(pid, os.kill) for pid in marked]:
+                try:
+                    kill(pid, signum)
+                    alive = True
+                except OSError:
+                    pass
+            return alive
+
+        deadline = time.monotonic() + grace
+        if signal_all(signal.SIGTERM):
+            while signal_all(0) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            for _ in range(5):  # again, for what was forked while we signalled
+                if not signal_all(signal.SIGKILL):
+                    break
+                time.sleep(0.05)
+
+    def _marked_processes(marker: str, use_proc: bool = True) -> list:
+        """Pids of processes whose environment holds WATCHDOG_ENV=marker: read from /proc
+        (Linux), else from `ps axeww` (macOS; not tested in CI)."""
+        token = ("%s=%s" % (WATCHDOG_ENV, marker)).encode()
+        found, me = [], os.getpid()
+        if use_proc and os.path.isdir("/proc/self"):
+            for name in os.listdir("/proc"):
+                if name.isdigit() and int(name) != me:
+                    try:
+                        with open("/proc/%s/environ" % name, "rb") as f:
+                            if token in f.read().split(b"\0"):
+                                found.append(int(name))
+                    except OSError:
+                        pass
+            return found
+        try:
+            listing = subprocess.run(["ps", "axeww", "-o", "pid=,command="], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            return found
+        for line in listing.splitlines():
+            pid, _, rest = line.strip().partition(b" ")
+            if pid.isdigit() and int(pid) != me and token in rest.split():
+                found.append(int(pid))
+        return found
+
+    def _start_watchdog(grace: float, marker: str):
+        """Start the watchdog; return it (see `_Watchdog`), or None if it cannot run."""
         if not sys.executable:
             return None
-        watchdog = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(grace)], stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        return watchdog
-else:
+        folder = os.path.dirname(os.path.abspath(__file__))  # a folder, or a zipapp
+        program = ("import sys; sys.path.insert(0, sys.argv[1]); import mcpstudio; "
+                   "mcpstudio.watchdog_main(float(sys.argv[2]), sys.argv[3])")
+        # Not carrying a marker of ours or of an mcpstudio above us, the watchdog is never its own target.
+        env = {key: value for key, value in os.environ.items() if key != WATCHDOG_ENV}
+        return _Watchdog(subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", program, folder, str(grace), marker], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True))
+
+    class _Watchdog:
+        """Our end of the watchdog's pipe."""
+
+        def __init__(self, process):
+            self.process = process
+
+        def tell(self, sign: bytes, pid: int):
+            self.process.stdin.write(b"%s%d\n" % (sign, pid))
+            self.process.stdin.flush()
+
+        def close(self):
+            self.process.stdin.close()
+else:  # pragma: windows (CI runs Linux only; the README says what is tested where)
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
     def _signal_group(pid: int, hard: bool) -> bool:
@@ -838,8 +1260,54 @@ else:
     def _on_stop_signals(loop, stop, reload=None):
         pass  # Ctrl+C arrives as KeyboardInterrupt, handled in main(); no SIGHUP to reload on
 
-    def _start_watchdog(grace: float):
-        return None  # would be a Job object with KILL_ON_JOB_CLOSE; not built (see README)
+    # Windows only (untested in CI): a Job object that kills every process in
+    # it when its last handle closes, i.e. when this process ends, however it
+    # ends. We join it ourselves, so every child and grandchild started from
+    # then on is in it from its first instant (no window before registration).
+    def _start_watchdog(grace: float, marker: str):
+        """Put this process in a kill-on-close Job object; return it, or None if Windows refuses."""
+        import ctypes
+        from ctypes import wintypes
+
+        class BasicLimits(ctypes.Structure):
+            _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
+                        ("LimitFlags", wintypes.DWORD), ("MinimumWorkingSetSize", ctypes.c_size_t),
+                        ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", wintypes.DWORD),
+                        ("Affinity", ctypes.c_size_t), ("PriorityClass", wintypes.DWORD),
+                        ("SchedulingClass", wintypes.DWORD)]
+
+        class ExtendedLimits(ctypes.Structure):
+            _fields_ = [("BasicLimitInformation", BasicLimits), ("IoInfo", ctypes.c_uint64 * 6),
+                        ("ProcessMemoryLimit", ctypes.c_size_t), ("JobMemoryLimit", ctypes.c_size_t),
+                        ("PeakProcessMemoryUsed", ctypes.c_size_t), ("PeakJobMemoryUsed", ctypes.c_size_t)]
+
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+        kernel32.CreateJobObjectW.restype = wintypes.HANDLE
+        kernel32.CreateJobObjectW.argtypes = (ctypes.c_void_p, wintypes.LPCWSTR)
+        kernel32.SetInformationJobObject.argtypes = (wintypes.HANDLE, ctypes.c_int, ctypes.c_void_p, wintypes.DWORD)
+        kernel32.GetCurrentProcess.restype = wintypes.HANDLE
+        kernel32.AssignProcessToJobObject.argtypes = (wintypes.HANDLE, wintypes.HANDLE)
+        job = kernel32.CreateJobObjectW(None, None)
+        if not job:
+            raise ctypes.WinError(ctypes.get_last_error())
+        limits = ExtendedLimits()
+        limits.BasicLimitInformation.LimitFlags = 0x2000  # JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+        if (not kernel32.SetInformationJobObject(job, 9, ctypes.byref(limits), ctypes.sizeof(limits))  # Extended
+                or not kernel32.AssignProcessToJobObject(job, kernel32.GetCurrentProcess())):
+            raise ctypes.WinError(ctypes.get_last_error())
+        return _Watchdog(job)
+
+    class _Watchdog:
+        """The Job object's handle: kept open until this process ends (closing it would end us too)."""
+
+        def __init__(self, job):
+            self.job = job
+
+        def tell(self, sign: bytes, pid: int):
+            pass  # children join the job by being born
+
+        def close(self):
+            pass
 
 
 class _Capture:
@@ -880,7 +1348,7 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         self.pipes_closed = loop.create_future()
         self.open_pipes = {1, 2}
         self.on_stderr_line = on_stderr_line
-        self._partial = b""
+        self._partial = bytearray()  # a stderr line not ended yet (appended to: linear, however long)
 
     def pipe_data_received(self, fd, data):
         if fd == 1:
@@ -891,8 +1359,13 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
                 self._lines(data)
 
     def _lines(self, data):
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
+        if b"\n" not in data:
+            self._partial += data[:max(0, self.stderr.limit - len(self._partial))]
+            return
+        lines = data.split(b"\n")
+        self._partial += lines[0]
+        lines[0] = bytes(self._partial[:self.stderr.limit])
+        self._partial = bytearray(lines.pop()[:self.stderr.limit])
         for line in lines:
             self.on_stderr_line(line.rstrip(b"\r").decode("utf-8", "replace"))
 
@@ -900,7 +1373,7 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         self.open_pipes.discard(fd)
         if fd == 2 and self._partial and self.on_stderr_line is not None:
             self.on_stderr_line(self._partial.decode("utf-8", "replace"))
-            self._partial = b""
+            self._partial = bytearray()
         if not self.open_pipes and not self.pipes_closed.done():
             self.pipes_closed.set_result(None)
 
@@ -933,7 +1406,41 @@ class ProcessResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the command exited by itself with code 0."""
         return self.status == "exited" and self.returncode == 0
+
+
+def exec_problem(argv, env=None, cwd=None) -> str | None:
+    """Why `argv`, `env` or `cwd` cannot reach a new process (a NUL byte, a lone surrogate), or None.
+
+    The one check for every value bound for a command line, environment or
+    working folder, whatever its source (template, script, config, upstream)."""
+    for index, word in enumerate(argv):
+        problem = _os_text_problem(word)
+        if problem is not None:
+            return "%s %s" % ("the command" if index == 0 else "word %d of the command line" % index, problem)
+    for key, value in (env or {}).items():
+        problem = _os_text_problem(key) or _os_text_problem(value)
+        if problem is None and (not key or "=" in key):
+            problem = "is empty or holds an =" if not key else "holds an ="
+        if problem is not None:
+            return "the environment variable %s %s" % (json.dumps(key), problem)
+    problem = _os_text_problem(cwd) if cwd is not None else None
+    return None if problem is None else "the working folder %s" % problem
+
+
+def _os_text_problem(value) -> str | None:
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        return "is %s, not text" % _type_name(value)
+    value = os.fspath(value)
+    if ("\0" if isinstance(value, str) else b"\0") in value:
+        return "holds a NUL character (\\u0000), which no program can receive; remove it"
+    if isinstance(value, str):
+        try:
+            os.fsencode(value)
+        except UnicodeError:
+            return "holds a character this system cannot pass to a program (a lone surrogate); remove it"
+    return None
 
 
 class ProcessRunner:
@@ -952,13 +1459,32 @@ class ProcessRunner:
         self.grace = grace
         self.live = {}      # pid -> transport, while the child itself runs
         self.groups = set()  # process groups (leader pids) that may still have members
-        self.watchdog = None  # see enable_watchdog() in the aggregator section
+        self.watchdog = None  # started just before the first child (see _child_env)
+        self.marker = None   # this run's WATCHDOG_ENV value, in every child's environment
+        self.room = None     # an asyncio.Event, clear while the client is not reading (see StdioTransport)
+        self.hidden = ()     # variables no child gets (--http's bearer token), even from a configured env
+
+    def _child_env(self, env) -> dict:
+        """The environment for a new child: `env` (None: ours) plus the watchdog's marker.
+
+        The watchdog starts here, lazily, so a server that never runs a command
+        never pays for it, and it runs before any child exists."""
+        if self.marker is None:
+            self.marker = "%d-%s" % (os.getpid(), os.urandom(8).hex())
+            try:
+                self.watchdog = _start_watchdog(self.grace, self.marker)
+            except OSError as exc:
+                self.log.warning("cannot start the watchdog (children may outlive a killed mcpstudio): %s", exc)
+        env = dict(os.environ if env is None else env)
+        env[WATCHDOG_ENV] = self.marker
+        for name in self.hidden:
+            env.pop(name, None)
+        return env
 
     def _tell_watchdog(self, sign: bytes, pid: int):
         if self.watchdog is not None:
             try:
-                self.watchdog.stdin.write(b"%s%d\n" % (sign, pid))
-                self.watchdog.stdin.flush()
+                self.watchdog.tell(sign, pid)
             except (OSError, ValueError):
                 self.log.warning("the watchdog is gone; children may outlive a killed mcpstudio")
                 self.watchdog = None
@@ -973,23 +1499,30 @@ class ProcessRunner:
             self._tell_watchdog(b"-", pid)
 
     def close_watchdog(self):
-        """At exit, after stop_all(): the watchdog finds nothing left and exits."""
+        """At exit, after stop_all(): the watchdog stops what is left (if anything) and exits."""
         if self.watchdog is not None:
             try:
-                self.watchdog.stdin.close()
+                self.watchdog.close()
             except OSError:
                 pass
             self.watchdog = None
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
                   output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None) -> ProcessResult:
+        """Run `argv` to completion under the runner's limits; return a ProcessResult."""
         loop = asyncio.get_running_loop()
+        problem = exec_problem(argv, env, cwd)
+        if problem is not None:
+            return ProcessResult(argv, "error", error=problem)
+        if self.room is not None and not self.room.is_set():
+            await self.room.wait()  # the client is not reading what we wrote: start nothing new
         started = time.monotonic()
         try:
             transport, child = await loop.subprocess_exec(
                 lambda: _ChildProtocol(output_limit, on_stderr_line), *argv,
                 stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd, **_SPAWN_OPTIONS)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd,
+                **_SPAWN_OPTIONS)
         except FileNotFoundError as exc:
             if cwd is not None and not os.path.isdir(cwd):
                 return ProcessResult(argv, "error", error="the folder %s does not exist" % cwd)
@@ -1000,7 +1533,7 @@ class ProcessRunner:
             return ProcessResult(argv, "not-found", error=str(exc))
         except PermissionError as exc:
             return ProcessResult(argv, "denied", error=str(exc))
-        except (OSError, ValueError) as exc:  # ValueError: a NUL byte or lone surrogate in argv
+        except (OSError, ValueError) as exc:
             return ProcessResult(argv, "error", error=str(exc))
         pid = transport.get_pid()
         self.live[pid] = transport
@@ -1037,6 +1570,44 @@ class ProcessRunner:
             argv, status, transport.get_returncode(),
             child.stdout.value(), child.stderr.value(), child.stdout.cut, child.stderr.cut,
             seconds=time.monotonic() - started)
+
+    async def start_server(self, argv, protocol_factory, *, env=None, cwd=None):
+        """Start a long-running child (an MCP server) with all three pipes; end it with end_server().
+
+        Raises ValueError (a clear sentence) for a value no process can receive, OSError if it cannot start."""
+        problem = exec_problem(argv, env, cwd)
+        if problem is not None:
+            raise ValueError(problem)
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.subprocess_exec(
+            protocol_factory, *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd, **_SPAWN_OPTIONS)
+        self._track(transport.get_pid())
+        return transport, protocol
+
+    async def end_server(self, transport, exited, wait: float):
+        """Close the child's stdin and give it `wait` seconds to exit; then stop its group.
+
+        Runs to the end even if the caller is cancelled meanwhile."""
+        ending = asyncio.ensure_future(self._end_server(transport, exited, wait))
+        while not ending.done():
+            try:
+                await asyncio.shield(ending)
+            except asyncio.CancelledError:
+                if ending.done():
+                    raise
+
+    async def _end_server(self, transport, exited, wait: float):
+        pid = transport.get_pid()
+        stdin = transport.get_pipe_transport(0)
+        if stdin is not None:
+            stdin.close()
+        if not exited.done():
+            await asyncio.wait([exited], timeout=wait)
+        if not exited.done() or _group_alive(pid):
+            await self._stop(pid, exited)
+        transport.close()
+        self._forget(pid)
 
     def _kill_leftovers(self, pid: int):
         if pid in self.groups and pid not in self.live:  # a new child may have been given the same pid
@@ -1085,14 +1656,25 @@ def _argv_text(argv) -> str:
 # Logging: stderr and an optional log file, never stdout
 # --------------------------------------------------------------------------
 
+_SECRET_NAME = re.compile(r"token|secret|passw|passphrase|key|auth|credential|private|cookie|session|signature|"
+                          r"(^|_)pat($|_)|pwd", re.I)
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable of this name holds a secret (API_KEY, GITHUB_TOKEN, DB_PASSWORD), not a path."""
+    return bool(_SECRET_NAME.search(name)) and name.upper() not in ("PWD", "OLDPWD")
+
+
 class Log:
     """Debug and diagnostic lines for people: to stderr, and to `--log FILE`.
 
     `secrets` are masked in every line written (e.g. `--env` values).
     """
 
-    def __init__(self, debug: bool = False, path: str | None = None, secrets=()):
-        self.debug_enabled = debug
+    def __init__(self, debug: bool = False, path: str | None = None, secrets=(), level: str = "info"):
+        self.debug_enabled = debug or level == "debug"
+        debug = self.debug_enabled
+        self.quiet = {"warning": ("info",), "error": ("info", "warning")}.get(level, ())  # kept off stderr
         self.file = open(path, "a", encoding="utf-8", errors="replace", buffering=1) if path else None
         # Mask each secret as written and as it appears JSON-escaped; values
         # shorter than 4 characters are not secrets worth mangling a log for.
@@ -1109,6 +1691,7 @@ class Log:
         self.secrets = sorted(forms, key=len, reverse=True)
 
     def mask(self, text: str) -> str:
+        """`text` with every secret replaced by ***."""
         for secret in self.secrets:
             text = text.replace(secret, "***")
         return text
@@ -1130,16 +1713,20 @@ class Log:
                 pass
 
     def debug(self, fmt: str, *args):
+        """Log a debug line (written only with --debug or --log)."""
         if self.enabled:
             self._write("debug", fmt % args if args else fmt, self.debug_enabled)
 
     def info(self, fmt: str, *args):
-        self._write("info", fmt % args if args else fmt, True)
+        """Log an info line."""
+        self._write("info", fmt % args if args else fmt, "info" not in self.quiet)
 
     def warning(self, fmt: str, *args):
-        self._write("warning", fmt % args if args else fmt, True)
+        """Log a warning."""
+        self._write("warning", fmt % args if args else fmt, "warning" not in self.quiet)
 
     def error(self, fmt: str, *args):
+        """Log an error."""
         self._write("error", fmt % args if args else fmt, True)
 
     def wire(self, direction: str, data: bytes):
@@ -1148,12 +1735,48 @@ class Log:
             self._write("wire", "%s %s" % (direction, data.decode("utf-8", "replace").rstrip("\n")), False)
 
     def close(self):
+        """Close the --log file."""
         if self.file is not None:
             try:
                 self.file.close()
             except OSError:
                 pass
             self.file = None
+
+
+class TerminalProgress:
+    """`doing 3/40 (name)` on one stderr line for a long operation, only when stderr is a terminal.
+
+    Nothing shows for the first half second, so quick operations stay silent;
+    `finish()` clears the line.
+    """
+
+    DELAY = 0.5
+
+    def __init__(self, label: str, total: int):
+        self.label, self.total, self.done, self.width = label, total, 0, 0
+        self.started = time.monotonic()
+        try:
+            self.enabled = total > 1 and sys.stderr.isatty()
+        except (AttributeError, ValueError):
+            self.enabled = False
+
+    def _show(self, text: str):
+        try:
+            sys.stderr.write("\r%s%s\r" % (text, " " * max(0, self.width - len(text))))
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            self.enabled = False
+        self.width = len(text)
+
+    def step(self, item: str = ""):
+        self.done += 1
+        if self.enabled and time.monotonic() - self.started >= self.DELAY:
+            self._show("mcpstudio: %s %d/%d%s" % (self.label, self.done, self.total, " (%s)" % item if item else ""))
+
+    def finish(self):
+        if self.enabled and self.width:
+            self._show("")
 
 
 # --------------------------------------------------------------------------
@@ -1175,32 +1798,164 @@ def encode_message(message, framing: str = NEWLINE) -> bytes:
     return body + b"\n"
 
 
-class StdioTransport:
-    """Newline-delimited JSON on two file descriptors, read and written by threads.
+_STDIO_HEADER = re.compile(rb"[A-Za-z0-9-]+:")  # a header such as Content-Type: inside a Content-Length block
 
-    Reading happens in a thread that hands each message to the loop (works
-    for pipes, files and terminals on every platform); writing happens in a
-    thread too, so a client that stops reading never stalls the loop, except
-    that a small message the pipe has room for is written at once. Input
-    may also use `Content-Length:` headers; each message records its framing
-    so the answer can use the same.
+
+class StdioFraming:
+    """Cuts the bytes of a stdio stream into messages; no I/O, so it is tested with tables.
+
+    Newline-delimited JSON (a CR before the newline and blank lines are
+    ignored), or `Content-Length: N` headers, a blank line and N bytes (the LSP
+    framing some clients use), mixed freely. `feed(bytes)` and, at the end
+    of the stream, `end()` return a list of `(item, framing)`: `item` is one
+    message's bytes, or an McpError (PARSE_ERROR) to answer with id null. A
+    message over `limit` bytes is reported and skipped without being kept,
+    and the stream stays in step. Buffering is linear: bytes are appended to
+    one buffer and taken from its front, and a line is scanned only once.
     """
 
-    def __init__(self, in_fd: int, out_fd: int, log: Log):
+    def __init__(self, limit: int | None = None):
+        self.limit = MAX_MESSAGE if limit is None else limit
+        self._buf = bytearray()
+        self._scan = 0           # the newline search resumes here
+        self._header = None      # in a header block: the Content-Length (int), or the error it gave
+        self._body = None        # bytes of the Content-Length body being read
+        self._skip = 0           # bytes of an oversized body still to throw away
+        self._skip_line = False  # throwing away an oversized line up to its newline
+
+    def _too_large(self) -> McpError:
+        return McpError(PARSE_ERROR, "Parse error: a message larger than %d bytes was skipped" % self.limit)
+
+    def feed(self, data: bytes) -> list:
+        """Take more bytes; return the (item, framing) pairs they complete."""
+        out = []
+        buf = self._buf
+        buf += data
+        while True:
+            if self._skip:
+                taken = min(self._skip, len(buf))
+                del buf[:taken]
+                self._skip -= taken
+                if self._skip:
+                    return out
+            elif self._body is not None:
+                if len(buf) < self._body:
+                    return out
+                out.append((self._take(self._body, 0), CONTENT_LENGTH))
+                self._body = None
+            else:
+                nl = buf.find(b"\n", self._scan)
+                if nl < 0:
+                    if self._skip_line:
+                        buf.clear()
+                    elif len(buf) > self.limit:
+                        buf.clear()
+                        self._skip_line = True
+                        out.append((self._too_large(), NEWLINE))
+                    self._scan = len(buf)
+                    return out
+                self._scan = 0
+                if self._skip_line or nl > self.limit:
+                    del buf[:nl + 1]
+                    if not self._skip_line:
+                        out.append((self._too_large(), NEWLINE))
+                    self._skip_line = False
+                else:
+                    self._line(self._take(nl, 1), out)
+
+    def _take(self, size: int, extra: int) -> bytes:
+        """The first `size` bytes of the buffer, removed with `extra` more (one copy, no rebuild)."""
+        with memoryview(self._buf) as view:
+            data = bytes(view[:size])
+        del self._buf[:size + extra]
+        return data
+
+    def _line(self, line: bytes, out: list):
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if self._header is not None:  # in a header block
+            restart = line[:15].lower() == b"content-length:"  # a new message's header: the block never ended
+            if _STDIO_HEADER.match(line) and not restart:
+                return  # another header (Content-Type): not needed
+            length, self._header = self._header, None
+            if line.strip():  # not a header: the block never ended, and this line stands on its own
+                out.append((length if isinstance(length, McpError) else McpError(
+                    PARSE_ERROR, "Parse error: a Content-Length header not followed by a blank line"), CONTENT_LENGTH))
+                self._line(line, out)
+                return
+            if isinstance(length, McpError):
+                out.append((length, CONTENT_LENGTH))  # its body cannot be found: read on line by line
+            elif length > self.limit:
+                self._skip = length
+                out.append((self._too_large(), CONTENT_LENGTH))
+            else:
+                self._body = length
+        elif line[:15].lower() == b"content-length:":
+            value = line[15:].strip()
+            if value.isdigit() and len(value) <= 18:
+                self._header = int(value)
+            else:
+                self._header = McpError(PARSE_ERROR, "Parse error: bad header %s: Content-Length must be a "
+                                        "number of bytes" % line[:80].decode("utf-8", "replace"))
+        elif line.strip():
+            out.append((line, NEWLINE))
+
+    def end(self) -> list:
+        """What the stream's end leaves: its last line if it had no newline, or an error for a cut message."""
+        out = []
+        if self._buf and not self._skip_line and self._body is None and not self._skip:
+            self._line(bytes(self._buf), out)
+        if self._header is not None or self._body is not None:
+            out.append((McpError(PARSE_ERROR, "Parse error: the input ended inside a Content-Length message"),
+                        CONTENT_LENGTH))
+        return out
+
+
+class StdioTransport:
+    """Messages on two file descriptors, read and written by threads.
+
+    Reading happens in a thread that hands each message (see StdioFraming)
+    to the loop (works for pipes, files and terminals on every platform);
+    writing happens in a thread too, so a client that stops reading never
+    stalls the loop, except that a small message the pipe has room for is
+    written at once. Each message records its framing so the answer can use
+    the same.
+
+    Backpressure: once more than `limit` bytes wait for the client to read
+    them, reading stops (the client's writes block) and `room` is cleared (the
+    runner starts no command) until the client has read half of them. A
+    client that closed its end of stdout is noticed (`on_gone`) and nothing
+    more is queued for it.
+    """
+
+    def __init__(self, in_fd: int, out_fd: int, log: Log, limit: int = MAX_UNSENT):
         self.in_fd = in_fd
         self.out_fd = out_fd
         self.log = log
+        self.limit = limit
         self.framing = NEWLINE
         import queue
         self._outbox = queue.SimpleQueue()
         self._writer = None
-        self._queued = 0           # messages handed to the writer thread and not yet written
+        self._unsent = 0           # bytes handed to the writer thread and not yet written
+        self._full = False
+        self._dropped = 0          # log and progress notifications dropped while the client was behind
         self._lock = threading.Lock()
+        self._reading = threading.Event()  # clear while the client is behind: the reader waits
+        self._reading.set()
+        self.room = None           # asyncio.Event, the same for the loop (made in start)
+        self.gone = False          # the client closed its end of stdout
+        self._loop = None
+        self._on_gone = None
 
-    def start(self, loop, on_message, on_eof):
-        """Begin reading; `on_message(bytes, framing)` and `on_eof()` run on `loop`."""
-        def deliver(data, framing):
-            loop.call_soon_threadsafe(on_message, data, framing)
+    def start(self, loop, on_message, on_eof, on_gone=None):
+        """Begin reading; `on_message(item, framing)`, `on_eof()` and `on_gone()` run on `loop`."""
+        self._loop, self._on_gone = loop, on_gone
+        self.room = asyncio.Event()
+        self.room.set()
+
+        def deliver(item, framing):
+            loop.call_soon_threadsafe(on_message, item, framing)
         reader = threading.Thread(target=self._read_loop, args=(deliver, lambda: loop.call_soon_threadsafe(on_eof)),
                                   name="mcpstudio-stdin", daemon=True)
         reader.start()
@@ -1208,93 +1963,49 @@ class StdioTransport:
         self._writer.start()
 
     def _read_loop(self, deliver, eof):
-        buf = bytearray()
-        scan = 0
-        pending = None  # Content-Length of the body being read, after its headers
-        headers_seen = False
-        skip, skip_line = 0, False  # an oversized message being thrown away
+        framing = StdioFraming()
         try:
             while True:
-                if skip:
-                    taken = min(skip, len(buf))
-                    del buf[:taken]
-                    skip -= taken
-                    if not skip:
-                        continue  # the next message may already be in the buffer
-                elif pending is not None and pending > MAX_MESSAGE:
-                    skip, pending, headers_seen = pending, None, False
-                    deliver(None, CONTENT_LENGTH)  # answered "too large"; the stream stays in step
-                    continue
-                elif pending is not None:
-                    if len(buf) >= pending:
-                        body = bytes(buf[:pending])
-                        del buf[:pending]
-                        pending, scan, headers_seen = None, 0, False
-                        deliver(body, CONTENT_LENGTH)
-                        continue
-                else:
-                    nl = buf.find(b"\n", scan)
-                    if nl >= 0 and (skip_line or nl > MAX_MESSAGE):
-                        del buf[: nl + 1]
-                        scan = 0
-                        if not skip_line:
-                            deliver(None, NEWLINE)
-                        skip_line = False
-                        continue
-                    if nl >= 0:
-                        line = bytes(buf[:nl])
-                        del buf[: nl + 1]
-                        scan = 0
-                        if line.endswith(b"\r"):
-                            line = line[:-1]
-                        if line[:15].lower() == b"content-length:":
-                            try:
-                                pending_len = int(line[15:].strip())
-                            except ValueError:
-                                deliver(line, NEWLINE)  # reported as a parse error
-                                continue
-                            headers_seen = pending_len
-                            continue
-                        if headers_seen is not False and not line.strip():
-                            pending = headers_seen  # blank line ends the headers
-                            continue
-                        if headers_seen is not False:
-                            continue  # another header (Content-Type): skip
-                        if line.strip():
-                            deliver(line, NEWLINE)
-                        continue
-                    if skip_line:
-                        buf.clear()
-                    elif len(buf) > MAX_MESSAGE:
-                        buf.clear()
-                        skip_line = True
-                        deliver(None, NEWLINE)
-                    scan = len(buf)
+                self._reading.wait()
                 chunk = os.read(self.in_fd, 1 << 16)
                 if not chunk:
-                    if pending is None and buf.strip() and headers_seen is False and not skip_line:
-                        deliver(bytes(buf).rstrip(b"\r"), NEWLINE)  # last line without newline
                     break
-                buf += chunk
+                for item in framing.feed(chunk):
+                    deliver(*item)
         except OSError:
             pass
+        for item in framing.end():
+            deliver(*item)
         eof()
 
     def send(self, message, framing: str | None = None, related=None):
+        if self._full and isinstance(message, dict) and message.get("method") in DROPPABLE:
+            with self._lock:  # the client is behind: a log line or progress is dropped, never a reply
+                if self._full:
+                    self._dropped += 1
+                    return
         data = encode_message(message, framing or self.framing)
         if self.log.file is not None:
             self.log.wire("<-", data)
         with self._lock:
+            if self.gone:
+                return
             # The fast path: nothing queued, a small message, and room in the pipe. A write
             # of at most PIPE_BUF (4096) bytes to a pipe with room is whole and never blocks,
             # so the loop writes it itself and saves the hand-off to the writer thread.
-            if self._queued == 0 and len(data) <= 4096 and _writable_now(self.out_fd):
+            if self._unsent == 0 and len(data) <= 4096 and _writable_now(self.out_fd):
                 try:
                     os.write(self.out_fd, data)
                     return
                 except OSError:
                     pass  # let the writer thread find out
-            self._queued += 1
+            self._unsent += len(data)
+            if self._unsent > self.limit and not self._full:
+                self._full = True
+                self._reading.clear()
+                if self.room is not None:
+                    self.room.clear()
+                self.log.debug("the client is not reading: %d bytes wait; reading paused", self._unsent)
         self._outbox.put(data)
 
     def _write_loop(self):
@@ -1302,16 +2013,34 @@ class StdioTransport:
             data = self._outbox.get()
             if data is None:
                 return
+            gone = False
             try:
                 view = memoryview(data)
                 while view:
                     written = os.write(self.out_fd, view)
                     view = view[written:]
             except OSError:
-                return  # the client is gone; nothing more can be said
-            finally:
-                with self._lock:
-                    self._queued -= 1
+                gone = True  # the client closed its end: nothing more can be said
+            with self._lock:
+                self._unsent -= len(data)
+                self.gone = self.gone or gone
+                if self._full and (gone or self._unsent <= self.limit // 2):
+                    self._full = False
+                    self._reading.set()
+                    if self._loop is not None:
+                        self._loop.call_soon_threadsafe(self._room_again)
+            if gone:
+                if self._loop is not None and self._on_gone is not None:
+                    self._loop.call_soon_threadsafe(self._on_gone)
+                return
+
+    def _room_again(self):
+        if not self._full:  # it may have filled up again meanwhile
+            self.room.set()
+        with self._lock:
+            dropped, self._dropped = self._dropped, 0
+        if dropped:
+            self.log.warning("the client was not reading: %d log and progress notifications were dropped", dropped)
 
     def close(self, timeout: float = 2.0):
         """Flush what is queued (up to `timeout` seconds) and stop the writer."""
@@ -1356,6 +2085,7 @@ class CallContext:
         self.notify("notifications/progress", params)
 
     def log(self, level: str, text: str, logger: str = "mcpstudio"):
+        """Send a log line to the client if it asked for this level."""
         if self.wants(level):
             self.notify("notifications/message", {"level": level, "logger": logger, "data": text})
 
@@ -1399,11 +2129,11 @@ class Session:
     # -- incoming ---------------------------------------------------------------
 
     def receive(self, data, framing: str):
+        """One framed message (or a framing error) from the transport: dispatch it."""
         if self.closed:
             return  # shutting down: what arrives now is not started
-        if data is None:
-            self.transport.send(_error_response(None, McpError(
-                PARSE_ERROR, "Parse error: a message larger than %d bytes was skipped" % MAX_MESSAGE)), framing)
+        if isinstance(data, McpError):  # the framing failed (see StdioFraming)
+            self.transport.send(_error_response(None, data), framing)
             return
         if self.log.file is not None:
             self.log.wire("->", data)
@@ -1445,6 +2175,9 @@ class Session:
         replies = []
         for message in messages:
             outcome = self._handle(message)
+            if isinstance(outcome, tuple) and message.get("method") == "subscriptions/listen":
+                self._start(outcome, framing)  # it lasts as long as the client listens: answered on its own
+                continue
             replies.append(self._start(outcome, None) if isinstance(outcome, tuple) else outcome)
         answers = []
         for reply in replies:
@@ -1574,16 +2307,37 @@ def _image_type(data: bytes) -> str | None:
     return None
 
 
-def output_content(data: bytes, uri: str, cut: bool = False) -> dict:
-    """stdout as MCP content: text when it is UTF-8, an image, or an embedded blob.
-
-    When the output was cut (`cut`), a character split by the cut is dropped.
-    """
+def _as_text(data: bytes, cut: bool) -> str | None:
+    """`data` as text if it is UTF-8; when it was cut, a character split by the cut is dropped."""
     for end in (len(data), len(data) - 1, len(data) - 2, len(data) - 3)[: 4 if cut else 1]:
         try:
-            return {"type": "text", "text": data[:end].decode("utf-8")}
+            return data[:end].decode("utf-8")
         except UnicodeDecodeError:
             continue
+    return None
+
+
+def cut_binary(data: bytes, cut: int) -> str | None:
+    """A sentence when `data` is binary output cut short by the output limit, else None.
+
+    A cut image or file is broken, so it is never served as content."""
+    if not cut or _as_text(data, True) is not None:
+        return None
+    return ("The output (%s) was cut at %d bytes by the output limit (%d more bytes were not kept), so it is not "
+            "served: a cut file is broken. Raise the limit (--max-output) to get it whole."
+            % (_image_type(data) or "binary data", len(data), cut))
+
+
+def output_content(data: bytes, uri: str, cut: int = 0) -> dict:
+    """stdout as MCP content: text when it is UTF-8, an image, or an embedded blob.
+
+    When the output was cut (`cut` bytes), a character split by the cut is
+    dropped, and binary output is replaced by a sentence saying so."""
+    text = _as_text(data, bool(cut))
+    if text is not None:
+        return {"type": "text", "text": text}
+    if cut:
+        return {"type": "text", "text": cut_binary(data, cut)}
     import base64
     encoded = base64.b64encode(data).decode("ascii")
     mime = _image_type(data)
@@ -1600,10 +2354,11 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
-def describe_failure(result: ProcessResult, timeout, subject: str | None = None) -> str | None:
+def describe_failure(result: ProcessResult, timeout, subject: str | None = None, ok_exit=(0,)) -> str | None:
     """One sentence for a command that did not succeed, or None when it did.
 
-    `subject` names the command in the sentence (default: its base name).
+    `subject` names the command in the sentence (default: its base name);
+    `ok_exit` are the exit codes that mean success (grep's 1 is "no match").
     """
     command = subject or "`%s`" % (os.path.basename(str(result.argv[0])) if result.argv else "command")
     if result.status == "not-found":
@@ -1617,21 +2372,22 @@ def describe_failure(result: ProcessResult, timeout, subject: str | None = None)
             command, timeout)
     if result.returncode is not None and result.returncode < 0:
         return "%s was killed by signal %s." % (command, _signal_name(-result.returncode))
-    if result.returncode:
+    if result.returncode and result.returncode not in ok_exit:
         return "%s exited with code %d." % (command, result.returncode)
     return None
 
 
-def command_result(result: ProcessResult, timeout, uri: str) -> dict:
+def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,)) -> dict:
     """A CallToolResult for a finished command: its output, and why it failed if it did."""
     content = []
-    failure = describe_failure(result, timeout)
+    broken = cut_binary(result.stdout, result.stdout_cut)
+    failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
     if failure:
         content.append({"type": "text", "text": failure})
-    if result.stdout or not (failure or result.stderr):
-        block = output_content(result.stdout, uri, result.stdout_cut > 0)
+    if (result.stdout and not broken) or not (failure or result.stderr):
+        block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
-            block["text"] = "(no output)"
+            block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
         content.append(block)
     if result.stdout_cut:
         content.append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
@@ -1667,7 +2423,7 @@ class RunSettings:
             self._gate[0] = asyncio.Semaphore(self.max_concurrency)
         return self._gate[0]
 
-    def derive(self, **overrides) -> "RunSettings":
+    def derive(self, **overrides) -> RunSettings:
         """A copy with some settings changed, sharing the same concurrency cap."""
         import copy
         other = copy.copy(self)  # shallow: `_gate` stays shared
@@ -1686,7 +2442,8 @@ class CommandTool:
 
     def __init__(self, name: str, template: Template, runner: ProcessRunner, settings: RunSettings,
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
-                 schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False):
+                 schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
+                 within=None, output_format: str = "text", ok_exit=(0,)):
         self.name = name
         self.template = template
         self.runner = runner
@@ -1698,24 +2455,42 @@ class CommandTool:
         self.defaults = defaults or {}
         self.stdin = stdin
         self.shell = shell
+        self.within = within or {}  # argument -> the folder its path must stay in
+        self.output_format = output_format
+        self.ok_exit = tuple(ok_exit)
 
     def definition(self) -> dict:
+        """The MCP Tool object clients list: name, description, inputSchema, annotations."""
         tool = {"name": self.name, "description": self.description, "inputSchema": self.schema}
         if self.title:
             tool["title"] = self.title
         if self.annotations:
             tool["annotations"] = self.annotations
+        if self.ok_exit != (0,):
+            tool["_meta"] = {OK_EXIT_META: list(self.ok_exit)}
         return tool
 
     def argv(self, arguments: dict) -> list:
         """The argv a call with these (validated, defaulted) arguments runs."""
-        argv = self.template.render(arguments, self.settings.allow_dash_values, not self.shell)  # dash guard
-        if self.shell:
+        if self.shell:  # the dash guard, command by command, then the script
+            self.template.render(arguments, self.settings.allow_dash_values, shell=True)
             script, values = self.template.render_shell(arguments)
             return ["sh", "-c", script, "mcpstudio"] + values
-        return argv
+        return self.template.render(arguments, self.settings.allow_dash_values)
+
+    def confined(self, arguments: dict) -> dict:
+        """Arguments with each declared path (or list of paths) resolved inside its folder."""
+        out = dict(arguments)
+        for key, folder in self.within.items():
+            value = out.get(key)
+            if isinstance(value, str):
+                out[key] = confine_path(key, value, folder)
+            elif isinstance(value, list):
+                out[key] = [confine_path(key, v, folder) if isinstance(v, str) else v for v in value]
+        return out
 
     async def call(self, arguments: dict, ctx: CallContext) -> dict:
+        """Validate `arguments`, run the command, and return an MCP CallToolResult."""
         arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
         if self.defaults:
             arguments = dict(self.defaults, **arguments)
@@ -1723,6 +2498,8 @@ class CommandTool:
         if problems:
             return tool_error(_argument_help(self.name, problems, self.schema))
         try:
+            if self.within:
+                arguments = self.confined(arguments)
             argv = self.argv(arguments)
         except ToolError as exc:
             return tool_error(str(exc))
@@ -1732,7 +2509,7 @@ class CommandTool:
             ctx.log("debug", "running: %s" % _argv_text(argv))
         heartbeat = None
         if ctx.progress_token is not None:  # also while the call waits for a slot
-            heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.template.command_name()))
+            heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.name))  # not `bash` of bash -c
         try:
             async with settings.slots:
                 result = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
@@ -1744,7 +2521,23 @@ class CommandTool:
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
                     result.seconds))
-        return command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name)
+        outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
+        if self.output_format == "json" and not outcome["isError"]:
+            return json_result(self.name, result, outcome)
+        return outcome
+
+
+def json_result(name: str, result: ProcessResult, outcome: dict) -> dict:
+    """`"output_format": "json"`: stdout parsed into structuredContent (an object as is, other JSON
+    under "result"); stdout that is not JSON makes the call an error that says so."""
+    try:
+        value = json.loads(result.stdout.decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+        return {"content": [{"type": "text", "text": "`%s` declares \"output_format\": \"json\" but its output "
+                             "is not JSON (%s); the output follows." % (name, exc)}] + outcome["content"],
+                "isError": True}
+    outcome["structuredContent"] = value if isinstance(value, dict) else {"result": value}
+    return outcome
 
 
 def as_text_where_strings(arguments: dict, schema: dict) -> dict:
@@ -1804,21 +2597,27 @@ class TemplateTools:
         self.events = None
 
     def start(self):
+        """Nothing to start: template tools are fixed at startup."""
         pass
 
     async def list_tools(self) -> list:
+        """The MCP Tool objects, under their original names."""
         return [tool.definition() for tool in self.tools.values()]
 
     async def call_tool(self, name: str, arguments: dict, ctx: CallContext) -> dict:
+        """Call the tool named `name`; unknown names are -32602."""
         return await self.tools[name].call(arguments, ctx)
 
     async def list_resources(self) -> list:
+        """The resources with fixed URIs."""
         return [r.definition() for r in self.command_resources if r.pattern is None]
 
     async def list_resource_templates(self) -> list:
+        """The resources whose URIs hold fields (RFC 6570 level 1)."""
         return [r.definition() for r in self.command_resources if r.pattern is not None]
 
     async def read_resource(self, uri: str, ctx: CallContext):
+        """Run the command of the resource that `uri` names; return MCP contents."""
         for resource in self.command_resources:
             values = resource.match(uri)
             if values is not None:
@@ -1826,6 +2625,7 @@ class TemplateTools:
         return None
 
     async def close(self):
+        """Nothing to close: commands belong to the shared ProcessRunner."""
         pass
 
 
@@ -1836,8 +2636,6 @@ class TemplateTools:
 # stdout) and options (JSON on stderr). Discovery is cached by real path,
 # size and modification time, in memory and on disk, so unchanged scripts are
 # never asked twice, not even across restarts.
-# Compiled on first use (see "Sections compiled on first use" at the top).
-_section('scripts', source=r'''
 SCRIPT_EXIT_MEANINGS = {
     1: "internal error", 2: "bad request (invalid input)", 3: "forbidden", 4: "not found",
     5: "service unavailable", 6: "not acceptable", 7: "not implemented", 8: "conflict", 9: "timeout",
@@ -1931,6 +2729,34 @@ def _cache_entry_ok(entry) -> bool:
                  or (isinstance(entry.get("meta"), dict) and isinstance(entry.get("options"), dict))))
 
 
+# An option is also passed under its own name ($name, os.environ["a"]), as
+# mcpd does, unless that name is not a portable variable name, or names a
+# variable that decides which program runs, where it looks for code, or how a
+# shell reads its input, or that the operator set (--env, a config's
+# environment). Such an option arrives only as MCPD_OPT_<name> (and in the
+# stdin JSON): a tool argument never changes which program runs.
+_OPTION_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PROTECTED_VARIABLES = frozenset((
+    "PATH", "HOME", "SHELL", "IFS", "ENV", "BASH_ENV", "CDPATH", "PS4", "SHELLOPTS", "BASHOPTS",
+    "GLOBIGNORE", "PROMPT_COMMAND", "ZDOTDIR", "USER", "LOGNAME", "PWD", "OLDPWD", "TMPDIR", "TEMP",
+    "TMP", "TERM", "LANG", "LANGUAGE", "TZ", "EDITOR", "VISUAL", "PAGER", "BROWSER", "CLASSPATH",
+    "NODE_OPTIONS", "NODE_PATH", "PERLLIB", "GCONV_PATH", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS",
+    "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS", "PATHEXT", "COMSPEC", "SYSTEMROOT",
+    "WINDIR", "PSMODULEPATH", "APPDATA", "LOCALAPPDATA", "USERPROFILE",
+    "path", "cdpath", "fpath", "manpath", "module_path", "mailpath"))  # zsh ties these to PATH, ...
+_PROTECTED_PREFIXES = ("LD_", "DYLD_", "PYTHON", "PERL5", "PERL_", "RUBY", "GEM_", "BUNDLE_", "NODE_", "NPM_",
+                       "LC_", "GIT_", "SSH_", "MALLOC_", "BASH_FUNC_", "MCPD_", "MCPSTUDIO_", "XDG_")
+
+
+def option_variable(name: str) -> bool:
+    """Whether a script option is also set as a variable of its own name (see above)."""
+    if not _OPTION_VARIABLE.fullmatch(name):
+        return False
+    if os.name == "nt":
+        name = name.upper()  # Windows variable names ignore case: `path` is PATH there
+    return name not in _PROTECTED_VARIABLES and not name.startswith(_PROTECTED_PREFIXES)
+
+
 def _option_env(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -1989,7 +2815,6 @@ class ScriptDirectory:
         self.cache_path = os.path.join(cache_dir or user_cache_dir(), "scripts-%s.json" % digest)
         self.events = None
         self.tools = {}        # name -> ScriptTool
-        self.help_runs = 0     # how many --help ran (the benchmark and tests read it)
         self._known = {}       # real path -> {"size", "mtime", "meta", "options"} or {..., "error"}
         self._warned = set()
         self._asked = set()    # real paths whose --help ran in this process
@@ -2032,6 +2857,14 @@ class ScriptDirectory:
                     continue
                 path = os.path.join(folder, name)
                 rel = name if depth == 0 else "/".join(rel_folder.split(os.sep) + [name])
+                try:
+                    rel.encode("utf-8")
+                except UnicodeEncodeError:  # bytes that are not UTF-8, held as lone surrogates
+                    if rel not in self._warned:
+                        self._warned.add(rel)
+                        self.log.warning("script %s left out: its name is not valid UTF-8, which tool names "
+                                         "must be; rename it", ascii(os.fsencode(path))[2:-1])
+                    continue
                 if self.include and not any(fnmatchcase(rel, g) for g in self.include):
                     continue
                 if any(fnmatchcase(rel, g) for g in self.exclude):
@@ -2053,11 +2886,14 @@ class ScriptDirectory:
             stale = [(rel, info) for rel, info in found.items() if not self._fresh(info)]
             if stale:
                 slots = asyncio.Semaphore(HELP_CONCURRENCY)
+                progress = TerminalProgress("asked scripts for --help:", len(stale))
 
-                async def describe(info):
+                async def describe(rel, info):
                     async with slots:
                         self._known[info[0]] = await self._describe(info)
-                await asyncio.gather(*(describe(info) for _, info in stale))
+                        progress.step(rel)
+                await asyncio.gather(*(describe(rel, info) for rel, info in stale))
+                progress.finish()
             live = {info[0] for info in found.values()}
             removed = [path for path in self._known if path not in live]
             for path in removed:
@@ -2093,7 +2929,7 @@ class ScriptDirectory:
         tools = {}
         old = {t.rel: t for t in self.tools.values()}
         names = self._names(found)
-        for rel, (path, size, mtime) in sorted(found.items()):
+        for rel, (path, _size, mtime) in sorted(found.items()):
             entry = self._known[path]
             problem = entry.get("error")
             tool = None
@@ -2126,7 +2962,6 @@ class ScriptDirectory:
         """Run `script --help` and keep what it says (or what went wrong)."""
         path, size, mtime = info
         entry = {"size": size, "mtime": mtime}
-        self.help_runs += 1
         self._asked.add(path)
         result = await self.runner.run([path, "--help"], env=self.settings.env, cwd=self.settings.cwd,
                                        timeout=self.help_timeout, output_limit=1 << 20)
@@ -2183,11 +3018,13 @@ class ScriptDirectory:
     # -- the source contract ------------------------------------------------------
 
     async def list_tools(self) -> list:
+        """The scripts' tools, from the last scan (the first call waits for it)."""
         if self._ready.done():
             await self._safe_rescan()  # cheap: a walk, and --help only for what changed
         return [tool.definition() for tool in (await self._current()).values()]
 
     async def call_tool(self, name: str, arguments: dict, ctx: CallContext) -> dict:
+        """Run the script behind `name` with its options in env, argv and stdin."""
         tool = (await self._current()).get(name)
         if tool is None:
             return tool_error("The script behind `%s` is gone; list the tools again." % name)
@@ -2202,6 +3039,10 @@ class ScriptDirectory:
             safe = re.sub(r"[^A-Za-z0-9_]", "_", key)
             if safe != key:  # also a spelling every shell can read: MCPD_OPT_max_count
                 env.setdefault("MCPD_OPT_" + safe, _option_env(value))
+        chosen = {k for k, v in (self.settings.env or {}).items() if os.environ.get(k) != v}  # --env, environment
+        for key, value in values.items():  # and under its own name, as mcpd passes it: $name
+            if option_variable(key) and key not in chosen:
+                env[key] = _option_env(value)
         kept = []  # stderr lines that are not log lines, and ERROR lines: the error text
 
         def stderr_line(line):
@@ -2227,14 +3068,17 @@ class ScriptDirectory:
         return script_result(tool, result, kept, self.settings.timeout)
 
     async def list_resources(self) -> list:
+        """The `--state` resources of scripts that declare one."""
         return [{"uri": t.state_uri, "name": "%s state" % t.rel, "mimeType": "application/json",
                  "description": "Current state of the script %s (its --state output)." % t.rel}
                 for t in (await self._current()).values() if t.state]
 
     async def list_resource_templates(self) -> list:
+        """No templates: each script's state resource has a fixed URI."""
         return []
 
     async def read_resource(self, uri: str, ctx: CallContext):
+        """Run the script's `--state` and return its output."""
         from urllib.parse import unquote
         tool = next((t for t in (await self._current()).values()
                      if t.state and unquote(t.state_uri) == unquote(uri)), None)
@@ -2255,6 +3099,7 @@ class ScriptDirectory:
         return {"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}
 
     async def close(self):
+        """Stop rescanning."""
         for task in (self._watcher, self._ready):
             if task is not None and not task.done():
                 task.cancel()
@@ -2262,7 +3107,9 @@ class ScriptDirectory:
 
 def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) -> dict:
     """A CallToolResult for a script run, following the mcpd exit-code table."""
-    block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut > 0)
+    block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
+    if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
+        return {"content": [block], "isError": True}  # the block says why
     if result.ok:
         reply = {"content": [block], "isError": False}
         other = [line for line in kept if not line.startswith("ERROR")]
@@ -2290,7 +3137,6 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) 
     if kept:
         content.append({"type": "text", "text": "[stderr]\n" + "\n".join(kept)})
     return {"content": content, "isError": True}
-''')
 
 
 # --------------------------------------------------------------------------
@@ -2305,19 +3151,23 @@ class Catalog:
         self.max_name_length = max_name_length
         self.events = None
         self._routes = {}     # public name -> (source, original name), from the last listing
+        self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
         self._resources = {}  # uri -> source
         self._prompts = {}    # public prompt name -> (source, original name)
 
     @property
     def dynamic(self) -> bool:
+        """Whether any source's tool set can change while serving (list_changed)."""
         return any(s.dynamic for s in self.sources)
 
     @property
     def has_resources(self) -> bool:
+        """Whether any source serves resources."""
         return any(s.resources for s in self.sources)
 
     @property
     def has_prompts(self) -> bool:
+        """Whether any source serves prompts."""
         return any(getattr(s, "prompts", False) for s in self.sources)
 
     @property
@@ -2350,18 +3200,36 @@ class Catalog:
             out.append(dict(item, name=public) if public != item["name"] else item)
 
     async def tools(self) -> list:
+        """Every source's tools under public names (built once, rebuilt after a change)."""
         tools, routes = [], {}
+        self.stale = False
         for source in self.sources:
             self._publish(source, await source.list_tools(), routes, tools)
         self._routes = routes
         return tools
 
+    def denial(self, public: str):
+        """Why a source's permission leaves out the tool `public` (None: none does)."""
+        for source in self.sources:
+            why = source.denied(public) if hasattr(source, "denied") else None
+            if why:
+                return why
+        return None
+
     async def route(self, public: str):
-        if public not in self._routes:
+        """(source, original name) for a public tool name, or None; a unique tool also answers to its `-`/`_` respelling."""
+        if public not in self._routes or self.stale:
             await self.tools()
-        return self._routes.get(public)
+        if public in self._routes:
+            return self._routes[public]
+        if self.denial(public):  # a denied name never reaches its `-`/`_` twin
+            return None
+        # `git_status` (the name template mode once gave) reaches `git-status`, if that is the only match
+        loose = [name for name in self._routes if name.replace("-", "_") == public.replace("-", "_")]
+        return self._routes[loose[0]] if len(loose) == 1 else None
 
     async def resources(self) -> list:
+        """Every source's resources, in source order."""
         listing, owners = [], {}
         for source in self.sources:
             if source.resources:
@@ -2372,6 +3240,7 @@ class Catalog:
         return listing
 
     async def resource_templates(self) -> list:
+        """Every source's resource templates, in source order."""
         listing = []
         for source in self.sources:
             if source.resources:
@@ -2379,6 +3248,7 @@ class Catalog:
         return listing
 
     async def read_resource(self, uri: str, ctx):
+        """Ask the source that holds `uri` to read it; -32002 when none does."""
         if uri not in self._resources:
             await self.resources()
         source = self._resources.get(uri)
@@ -2390,6 +3260,7 @@ class Catalog:
         raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % uri, {"uri": uri})
 
     async def prompts(self) -> list:
+        """Every source's prompts under public names."""
         listing, routes = [], {}
         for source in self.sources:
             if getattr(source, "prompts", False):
@@ -2398,6 +3269,7 @@ class Catalog:
         return listing
 
     async def get_prompt(self, public: str, arguments: dict, ctx):
+        """Get a prompt by its public name from the source that holds it."""
         if public not in self._prompts:
             await self.prompts()
         route = self._prompts.get(public)
@@ -2406,6 +3278,7 @@ class Catalog:
         return await route[0].get_prompt(route[1], arguments, ctx)
 
     async def close(self):
+        """Close every source (stops what they started)."""
         for source in self.sources:
             await source.close()
 
@@ -2451,17 +3324,18 @@ class Server:
             })
         if catalog.has_prompts:
             self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
-        self._modern_methods = None  # 2026-07-28's methods, built on first use (section "modern")
+        self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
 
     @property
     def modern_methods(self) -> dict:
+        """The 2026-07-28 method table, built on the first request of that era."""
         if self._modern_methods is None:
-            _need("modern")
             self._modern_methods = modern_methods(self)
         return self._modern_methods
 
     def dispatch(self, method: str, params: dict, ctx: CallContext):
+        """Answer one request: the era's method table, or -32601 for an unknown method."""
         meta = params.get("_meta")
         if ctx.modern or method == "server/discover" or (type(meta) is dict and META_VERSION in meta):
             return self.dispatch_modern(method, params, ctx, meta)
@@ -2474,13 +3348,15 @@ class Server:
         return handler(params, ctx)
 
     def server_info(self) -> dict:
+        """This server's `serverInfo` (name, title, version)."""
         return {"name": "mcpstudio", "title": self.title, "version": __version__}
 
     def dispatch_modern(self, method: str, params: dict, ctx: CallContext, meta):
-        _need("modern")  # compiled on the first 2026-07-28 request: older clients never pay for it
+        """Answer one 2026-07-28 request (its `_meta` checked first)."""
         return dispatch_modern(self, method, params, ctx, meta)
 
     def notification(self, method: str, params: dict, session=None):
+        """Handle one notification from a client (initialized, cancelled, ...)."""
         session = session or self.session
         if method == "notifications/initialized" and session is not None and session not in self.sessions:
             self.sessions.append(session)
@@ -2496,6 +3372,8 @@ class Server:
     # -- events from sources --------------------------------------------------
 
     def source_changed(self, source):
+        """A source's tools or resources changed: tell clients that listen."""
+        self.catalog.stale = True  # calls route by the new tool set, not the last listing's
         for session in self.sessions:
             if self.catalog.dynamic:
                 session.notify("notifications/tools/list_changed", {})
@@ -2513,6 +3391,7 @@ class Server:
                     ctx.notify(method, meta)
 
     def source_log(self, level: str, text: str, logger: str = "mcpstudio"):
+        """A log line from a source, forwarded to clients that asked for that level."""
         for session in self.sessions:
             session.log_to_client(level, text, logger)
         if not self.sessions and len(self._held_logs) < 100:
@@ -2521,6 +3400,7 @@ class Server:
     # -- methods ------------------------------------------------------------------
 
     def capabilities(self) -> dict:
+        """The capabilities this server declares, from the kinds of its sources."""
         capabilities = {"tools": {"listChanged": self.catalog.dynamic}, "logging": {}}
         if self.catalog.has_resources:
             capabilities["resources"] = {"listChanged": self.catalog.dynamic}
@@ -2529,6 +3409,7 @@ class Server:
         return capabilities
 
     def initialize(self, params, ctx):
+        """The handshake: echo a supported protocol version, else answer with the latest."""
         requested = params.get("protocolVersion")
         version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
         client = params.get("clientInfo")
@@ -2546,41 +3427,53 @@ class Server:
         return result
 
     def ping(self, params, ctx):
+        """`ping`: an empty result."""
         return {}
 
     async def tools_list(self, params, ctx):
+        """`tools/list`, paginated."""
         return _page("tools", await self.catalog.tools(), params)
 
     async def tools_call(self, params, ctx):
+        """`tools/call`: route by public name, run with this request's CallContext."""
         name, arguments = _name_and_arguments(params, "tools/call")
         route = await self.catalog.route(name)
         if route is None:
             known = [t["name"] for t in await self.catalog.tools()]
+            denial = self.catalog.denial(name)
+            if denial:
+                raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
             listed = ", ".join(known[:20]) + (" and %d more" % (len(known) - 20) if len(known) > 20 else "")
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
         source, original = route
         return await source.call_tool(original, arguments, ctx)
 
     async def resources_list(self, params, ctx):
+        """`resources/list`, paginated."""
         return _page("resources", await self.catalog.resources(), params)
 
     async def resources_read(self, params, ctx):
+        """`resources/read`."""
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise McpError(INVALID_PARAMS, "Invalid params: resources/read needs a string `uri`")
         return await self.catalog.read_resource(uri, ctx)
 
     async def resource_templates_list(self, params, ctx):
+        """`resources/templates/list`, paginated."""
         return _page("resourceTemplates", await self.catalog.resource_templates(), params)
 
     async def prompts_list(self, params, ctx):
+        """`prompts/list`, paginated."""
         return _page("prompts", await self.catalog.prompts(), params)
 
     async def prompts_get(self, params, ctx):
+        """`prompts/get`."""
         name, arguments = _name_and_arguments(params, "prompts/get")
         return await self.catalog.get_prompt(name, arguments, ctx)
 
     def set_level(self, params, ctx):
+        """`logging/setLevel`: the least severe level sent to this client."""
         level = params.get("level")
         if level not in LOG_LEVELS:
             raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
@@ -2612,9 +3505,6 @@ def _page(key: str, items: list, params: dict) -> dict:
 # --------------------------------------------------------------------------
 # The 2026-07-28 era: per-request `_meta`, discovery, subscriptions
 # --------------------------------------------------------------------------
-# Compiled on the first request that speaks it (see "Sections compiled on
-# first use" at the top), so handshake-era clients never pay for it.
-_section('modern', source=r'''
 def modern_methods(server) -> dict:
     """The methods of the era: no handshake, ping or setLevel; discovery and subscriptions."""
     methods = {m: h for m, h in server.methods.items() if m not in ("initialize", "ping", "logging/setLevel")}
@@ -2700,7 +3590,6 @@ async def listen(server, params, ctx):
         await asyncio.get_running_loop().create_future()  # until the client cancels it
     finally:
         server.subscriptions.remove(entry)
-''')
 
 
 async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: int, out_fd: int) -> int:
@@ -2717,7 +3606,8 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
             stopping.set_result(reason)
             log.debug("stopping: %s", reason)
 
-    transport.start(loop, session.receive, lambda: stop("stdin closed"))
+    transport.start(loop, session.receive, lambda: stop("stdin closed"), lambda: stop("stdout closed"))
+    runner.room = transport.room
     _on_stop_signals(loop, stop, server.catalog.reload_signal())
     reason = await stopping
     # On EOF the client has said all it will; let what it asked finish briefly.
@@ -2737,17 +3627,20 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 # names the file and the line and column, or the key path, and says what is
 # expected. `${VAR}` expands from the environment in the fields listed in
 # _EXPANDED, never in command templates or tool arguments.
-# Compiled on first use (see "Sections compiled on first use" at the top).
-_section('config', requires=("scripts",), source=r'''
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "command", "timeout", "separator", "$schema")
-_UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId")
+_UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
+# mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
+_BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
+                     "mcp_oauth_credentials_store", "mcp_oauth_callback_port")
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
-              "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values")
+              "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
+              "output_format", "ok_exit_codes")
+_OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
-                  "working_directory", "environment")
+                  "working_directory", "environment", "within")
 _SCRIPTS_KEYS = ("path", "include", "exclude")
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
 _PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array")
@@ -2799,9 +3692,11 @@ class ConfigLoader:
         self.secrets = []  # expanded environment values, masked in logs
 
     def error(self, where: str, message: str) -> ConfigError:
+        """A ConfigError that names the file and the key path `where`."""
         return ConfigError("%s: %s: %s" % (self.path, where, message) if where else "%s: %s" % (self.path, message))
 
     def read(self) -> dict:
+        """The file as a dict (JSON with comments and trailing commas allowed)."""
         try:
             with open(self.path, encoding="utf-8-sig") as f:
                 text = f.read()
@@ -2823,6 +3718,8 @@ class ConfigLoader:
             raise ConfigError("%s:%d:%d: invalid JSON: %s" % (self.path, exc.lineno, exc.colno, exc.msg))
         except ValueError as exc:
             raise ConfigError("%s: %s" % (self.path, exc))
+        except RecursionError:
+            raise ConfigError("%s: invalid JSON: nested too deeply" % self.path) from None
         if not isinstance(data, dict):
             raise self.error("", "the file must hold a JSON object ({...}), not %s" % _type_name(data))
         return data
@@ -2830,6 +3727,7 @@ class ConfigLoader:
     # -- checks ---------------------------------------------------------------
 
     def keys(self, obj, allowed, where: str):
+        """Refuse keys outside `allowed`, with a did-you-mean hint."""
         if not isinstance(obj, dict):
             raise self.error(where, "expected an object, not %s" % _type_name(obj))
         for key in obj:
@@ -2859,7 +3757,8 @@ class ConfigLoader:
             name, operator, default = match.group(1), match.group(2), match.group(3)
             value = self.environ.get(name)
             if value is not None and (value != "" or operator != ":-"):
-                self.secrets.append(value)
+                if looks_secret(name):  # ${GITHUB_TOKEN} yes; ${HOME} stays readable
+                    self.secrets.append(value)
                 return value
             if operator is not None:
                 return self.expand(default, where)  # ${X:-fallback} and ${X-fallback}; the default may use ${Y}
@@ -2867,6 +3766,7 @@ class ConfigLoader:
         return _ENV_REFERENCE.sub(substitute, value)
 
     def folder_path(self, value: str, where: str) -> str:
+        """A folder path from the config, relative to the config file's folder."""
         path = os.path.join(self.folder, os.path.expanduser(self.expand(value, where)))
         if not os.path.isdir(path):
             raise self.error(where, "no such folder: %s" % path)
@@ -2883,6 +3783,8 @@ class ConfigLoader:
             if not isinstance(value, (str, int, float)) or isinstance(value, bool):
                 raise self.error(here, "expected a string")
             out[key] = self.expand(str(value), here)
+            if looks_secret(key):
+                self.secrets.append(out[key])
             if "\0" in out[key]:
                 raise self.error(here, "a value cannot hold a NUL character")
         return out
@@ -2895,8 +3797,9 @@ class ConfigLoader:
 
         `script_options` (help_timeout, rescan) apply to the file's script folders.
         """
-        data = self.read()
-        self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS, "")
+        data = _given(self.read())
+        self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
+        self.get(data, "schemaVersion", int, "")
         info = {key: self.get(data, key, str, "") for key in ("name", "description", "instructions", "command")}
         info["separator"] = None
         env = base.env
@@ -2920,12 +3823,13 @@ class ConfigLoader:
             tools.append(tool)
         resources = [self.resource(spec, "resources[%d]" % i, runner, settings)
                      for i, spec in enumerate(self.get(data, "resources", list, "", []))]
+        self.warn_shell_syntax(tools, resources, log)
         sources = []
         if tools or resources:
             sources.append(TemplateTools(tools, resources))
         separator = separator or self.get(data, "separator", str, "", "__")
-        if not re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
-            raise self.error("separator", "use 1 to 8 of the characters A-Z a-z 0-9 _ -")
+        if separator_problem(separator):
+            raise self.error("separator", separator_problem(separator))
         for index, entry in enumerate(self.get(data, "scripts", list, "", [])):
             where = "scripts[%d]" % index
             if isinstance(entry, str):
@@ -2941,13 +3845,32 @@ class ConfigLoader:
         info["separator"] = separator
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
-            _need("aggregator")
             info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
-        info["local_key"] = json.dumps({k: v for k, v in data.items() if k not in _UPSTREAM_KEYS},
+        info["local_key"] = json.dumps({k: v for k, v in data.items()
+                                        if k not in _UPSTREAM_KEYS + _BOOKKEEPING_KEYS},
                                        sort_keys=True, default=str)
         return sources, info
 
+    def warn_shell_syntax(self, tools, resources, log: Log):
+        """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true."""
+        for index, tool in enumerate(tools):
+            found = [] if tool.shell else tool.template.shell_syntax()
+            if found:
+                log.warning("%s: tools[%d] `%s`: its command uses %s, which only a shell understands; no shell "
+                            "runs it, so `%s` gets them as literal arguments. Add \"shell\": true to the tool "
+                            "if a shell is meant.", self.path, index, tool.name, ", ".join("`%s`" % f for f in found),
+                            tool.template.command_name())
+        for index, resource in enumerate(resources):
+            found = resource.template.shell_syntax()
+            if found:
+                log.warning("%s: resources[%d] `%s`: its command uses %s, which only a shell understands; no "
+                            "shell runs it, so `%s` gets them as literal arguments. If a shell is meant, make "
+                            "the command sh -c '...'.", self.path, index, resource.uri,
+                            ", ".join("`%s`" % f for f in found), resource.template.command_name())
+
     def tool(self, spec, where: str, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
+        """One `tools` entry as a CommandTool."""
+        spec = _given(spec)
         if isinstance(spec, dict) and "name" not in spec:
             raise self.error(where, "a tool needs a `name`")
         self.keys(spec, _TOOL_KEYS, where)
@@ -2964,9 +3887,19 @@ class ConfigLoader:
             raise self.error(_join(where, key), "`%s` stands inside $( ) or backticks, where a value cannot be "
                              "quoted safely; pass it as its own word and let the script use it"
                              % template.substituted[0])
+        if shell:
+            try:
+                template.check_code(shell=True)
+            except TemplateError as exc:
+                raise self.error(_join(where, key), "bad template: %s" % exc)
         stdin = None
         if "stdin" in spec:
             stdin = self.template(self.get(spec, "stdin", str, where), _join(where, "stdin"), text=True)
+            field = next(iter(stdin.occurrences()), None)
+            if field is not None and template.stdin_code:
+                raise self.error(_join(where, "stdin"), "`%s` would be code or an option: %s. Give the program "
+                                 "as a file or in the template, and pass values as arguments"
+                                 % (field.name, template.stdin_code))
         if "parameters" in spec:
             schema, defaults = self.parameters(spec["parameters"], _join(where, "parameters"))
         else:
@@ -2975,15 +3908,44 @@ class ConfigLoader:
             if used is not None:
                 self.bind(used, schema["properties"], _join(where, part),
                           "parameter" if "parameters" in spec else "field")
+        within = self.within(spec, where, schema["properties"])
         overrides = self.run_overrides(spec, where, settings)
         if "allow_dash_values" in spec:
             overrides["allow_dash_values"] = self.get(spec, "allow_dash_values", bool, where)
         annotations = self.get(spec, "annotations", dict, where, {})
         self.keys(annotations, _ANNOTATIONS, _join(where, "annotations"))
+        output_format = self.get(spec, "output_format", str, where, "text")
+        if output_format not in _OUTPUT_FORMATS:
+            raise self.error(_join(where, "output_format"), "expected \"text\" or \"json\", not %s"
+                             % json.dumps(output_format))
+        ok_exit = self.get(spec, "ok_exit_codes", list, where, [0])
+        if not ok_exit or not all(type(code) is int and 0 <= code <= 255 for code in ok_exit):
+            raise self.error(_join(where, "ok_exit_codes"), "expected a list of exit codes 0-255 that mean "
+                             "success, e.g. [0, 1] for grep (1: no match)")
         return CommandTool(name, template, runner, settings.derive(**overrides),
                            description=self.get(spec, "description", str, where),
                            title=self.get(spec, "title", str, where), annotations=annotations,
-                           schema=schema, defaults=defaults, stdin=stdin, shell=shell)
+                           schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
+                           output_format=output_format, ok_exit=ok_exit)
+
+    def within(self, spec: dict, where: str, properties: dict) -> dict:
+        """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
+        Returns {key: real folder path}."""
+        out = {}
+        for name, folder in self.get(spec, "within", dict, where, {}).items():
+            here = _join(where, "within.%s" % name)
+            key = name if name in properties else name.replace("-", "_")
+            if key not in properties:
+                raise self.error(here, "`%s` is not a parameter of this %s (known: %s)" % (
+                    name, "resource's uri" if "uri" in spec else "tool", ", ".join(properties) or "none"))
+            kind = properties[key].get("type", "string")
+            if kind not in ("string", "array") or (kind == "array" and
+                                                   properties[key].get("items", {}).get("type", "string") != "string"):
+                raise self.error(here, "only a string (or an array of strings) can be a path, not %s" % kind)
+            if not isinstance(folder, str):
+                raise self.error(here, "expected a folder path (a string), not %s" % json.dumps(folder)[:60])
+            out[key] = os.path.realpath(self.folder_path(folder, here))
+        return out
 
     def timeout(self, obj: dict, where: str):
         """obj["timeout"] as positive seconds, or None when it is not given."""
@@ -3006,6 +3968,7 @@ class ConfigLoader:
         return overrides
 
     def template(self, source: str, where: str, text: bool = False) -> CommandTemplate:
+        """Parse one command template, errors naming `where`."""
         try:
             return CommandTemplate(source, text=text)
         except TemplateError as exc:
@@ -3019,7 +3982,8 @@ class ConfigLoader:
         for name, spec in params.items():
             here = _join(where, name)
             if not re.fullmatch(_FIELD_NAME, name):
-                raise self.error(here, "a parameter name is letters, digits, _ and -, not starting with a digit")
+                raise self.error(here, "a parameter name starts with a letter or _, then letters, digits, _ and -")
+            spec = _given(spec)
             self.keys(spec, _PARAMETER_KEYS, here)
             kind = self.get(spec, "type", str, here, "string")
             if kind not in _PARAMETER_TYPES:
@@ -3088,6 +4052,8 @@ class ConfigLoader:
             block.key = declared(block.name)
 
     def resource(self, spec, where: str, runner: ProcessRunner, settings: RunSettings):
+        """One `resources` entry as a CommandResource."""
+        spec = _given(spec)
         self.keys(spec, _RESOURCE_KEYS, where)
         for key in ("uri", "command"):
             if key not in spec:
@@ -3105,12 +4071,21 @@ class ConfigLoader:
                 raise self.error(_join(where, "command"), "the command uses `%s`, which is not a {parameter} of "
                                  "the uri %s" % (field.name, uri))
             field.kind = "string"
+        within = self.within(spec, where, {key: {"type": "string"} for key in params})
         overrides = self.run_overrides(spec, where, settings)
         mime = self.get(spec, "mime_type", str, where) or self.get(spec, "mimeType", str, where) or "text/plain"
         return CommandResource(uri, self.get(spec, "name", str, where) or uri, command, runner,
                                settings.derive(**overrides), pattern, params,
                                description=self.get(spec, "description", str, where),
-                               title=self.get(spec, "title", str, where), mime_type=mime)
+                               title=self.get(spec, "title", str, where), mime_type=mime, within=within)
+
+
+def _given(obj):
+    """An object without its null values: CLI-as-MCP writes every unset key as null
+    (`"working_directory": null`, `"default": null`), which means "not given"."""
+    if isinstance(obj, dict) and any(value is None for value in obj.values()):
+        return {key: value for key, value in obj.items() if value is not None}
+    return obj
 
 
 def _as_tuple(kind) -> tuple:
@@ -3120,6 +4095,39 @@ def _as_tuple(kind) -> tuple:
 
 def _join(where: str, key: str) -> str:
     return "%s.%s" % (where, key) if where else key
+
+
+def uri_value(key: str, value: str) -> str:
+    """Check one decoded value of a resource template: no way out of the place it names.
+
+    `..`, a separator (only an encoded one, %2F or %5C, can be there), an
+    absolute or drive path and NUL are refused; a field declared in "within"
+    is checked by confine_path instead.
+    """
+    problem = ("holds a NUL character" if "\0" in value else
+               "holds a path separator (/ or \\)" if "/" in value or "\\" in value else
+               "is `..`, the parent folder" if value == ".." else
+               "is a drive path" if re.match(r"[A-Za-z]:", value) else None)
+    if problem:
+        raise ToolError("`%s` %s (%r); a resource template value names one item. To accept paths, declare the "
+                        "parameter a path inside a folder with \"within\"" % (key, problem, _clip(value, 60)))
+    return value
+
+
+def confine_path(key: str, value: str, folder: str) -> str:
+    """The real path of `value` (relative to `folder`, symlinks followed), which must be inside
+    `folder`; a ToolError that says so otherwise. The command receives this absolute path."""
+    if "\0" in value:
+        raise ToolError("`%s` holds a NUL character, which no path can" % key)
+    real = os.path.realpath(os.path.join(folder, value))
+    try:
+        inside = os.path.commonpath([real, folder]) == folder
+    except ValueError:  # another drive
+        inside = False
+    if not inside:
+        raise ToolError("`%s` (%r) leads outside %s (after `..` and symlinks are followed, it is %s). Give a "
+                        "path inside that folder, relative to it" % (key, _clip(value, 60), folder, real))
+    return real
 
 
 def _uri_pattern(uri: str) -> tuple:
@@ -3138,12 +4146,14 @@ class CommandResource:
     """A resource (or resource template) whose read runs a command."""
 
     def __init__(self, uri, name, template, runner, settings, pattern, params,
-                 description=None, title=None, mime_type="text/plain"):
+                 description=None, title=None, mime_type="text/plain", within=None):
         self.uri, self.name, self.template, self.runner, self.settings = uri, name, template, runner, settings
         self.pattern, self.params = pattern, params
+        self.within = within or {}  # parameter -> the folder its path must stay in
         self.description, self.title, self.mime_type = description, title, mime_type
 
     def definition(self) -> dict:
+        """The MCP Resource (or ResourceTemplate) object clients list."""
         entry = {"uriTemplate" if self.pattern else "uri": self.uri, "name": self.name, "mimeType": self.mime_type}
         if self.title:
             entry["title"] = self.title
@@ -3162,7 +4172,10 @@ class CommandResource:
         return {key: unquote(value) for key, value in found.groupdict().items()}
 
     async def read(self, uri: str, values: dict) -> dict:
+        """Run the command with the URI's values; return MCP contents."""
         try:
+            values = {key: (confine_path(key, value, self.within[key]) if key in self.within
+                            else uri_value(key, value)) for key, value in values.items()}
             argv = self.template.render(values, self.settings.allow_dash_values)
         except ToolError as exc:
             raise McpError(INVALID_PARAMS, "Cannot read %s: %s" % (uri, exc))
@@ -3174,7 +4187,10 @@ class CommandResource:
             detail = result.stderr.decode("utf-8", "replace").strip()[-500:]
             raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, failure, (" " + detail) if detail else ""),
                            {"uri": uri, "exitCode": result.returncode})
-        block = output_content(result.stdout, uri, result.stdout_cut > 0)
+        broken = cut_binary(result.stdout, result.stdout_cut)
+        if broken:
+            raise McpError(INTERNAL_ERROR, "Reading %s failed: %s" % (uri, broken), {"uri": uri})
+        block = output_content(result.stdout, uri, result.stdout_cut)
         content = {"uri": uri, "mimeType": self.mime_type}
         if block["type"] == "text":
             content["text"] = block["text"]
@@ -3236,12 +4252,32 @@ class CommandTemplate(Template):
         self.blocks = []
         self.substituted = []  # fields written inside $( ) or backticks
         self.nodes = self._parse(source)
+        self.stdin_code = ""  # why a program here would take stdin as code or arguments
         if not text:
             self._check_command_word()
-            try:
-                check_code_fields(self.words_for(None), self.source)
-            except TemplateError as exc:
-                raise self._error(str(exc))
+            self.check_code(shell=False)
+
+    def _block_choices(self):
+        """Arguments that take each combination of block branches (all of them, up to 2**10)."""
+        keys = sorted({block.key for block in self.blocks})
+        if len(keys) > 10:
+            yield from ({}, {key: True for key in keys})
+            return
+        for mask in range(1 << len(keys)):
+            yield {key: True for bit, key in enumerate(keys) if mask >> bit & 1}
+
+    def check_code(self, shell: bool):
+        """Refuse a field where a value would be code (see _CodeCheck), in every way the
+        blocks can go; `shell` walks each command of a "shell": true script."""
+        try:
+            for arguments in self._block_choices():
+                if shell:
+                    found = check_code_fields(None, self.source, list(self._tokens(self.nodes, arguments)))
+                else:
+                    found = check_code_fields(self.words_for(arguments), self.source)
+                self.stdin_code = self.stdin_code or found
+        except TemplateError as exc:
+            raise self._error(str(exc))
 
     def _error(self, message: str, at: int | None = None) -> TemplateError:
         where = " at column %d" % (at + 1) if at is not None else ""
@@ -3308,6 +4344,7 @@ class CommandTemplate(Template):
             if char == "{" or (char == "[" and quote is None and not self.text_mode):
                 match = _FIELD.match(source, i)
                 if match and (char == "{" or not self.text_mode):
+                    _refuse_nested(source, i, match, lambda message, at=i: self._error(message, at))
                     field = self._field(match, 0, optional=bool(stack))
                     if subst:
                         self.substituted.append(field.name)
@@ -3396,6 +4433,7 @@ class CommandTemplate(Template):
 
     @property
     def words(self):
+        """The template's words, as `words_for(None)` gives them (for checks and display)."""
         return self.words_for(None)
 
     def occurrences(self):
@@ -3406,9 +4444,18 @@ class CommandTemplate(Template):
             elif kind == "g":
                 yield from value.fields
 
-    def render(self, arguments: dict, allow_dash_values: bool = False, honour_double_dash: bool = True) -> list:
+    def render(self, arguments: dict, allow_dash_values: bool = False, honour_double_dash: bool = True,
+               shell: bool = False) -> list:
+        """See Template.render; `shell` reads the words as a "shell": true script, where a `--`
+        ends the options of its own command only (up to `|`, `&`, `;`, `(`, `)` or a newline)."""
+        ends = set()
+        if shell:
+            for index, (tokens, spaces) in enumerate(self._token_words(arguments)):
+                if "\n" in spaces or any(kind == "t" and quote is None and raw == value and value in "|&;()"
+                                         for kind, value, quote, raw in tokens):
+                    ends.add(index)
         return render_words(self.words_for(arguments), arguments, allow_dash_values, self.command_name(),
-                            honour_double_dash)
+                            honour_double_dash, ends)
 
     def render_text(self, arguments: dict) -> str:
         """The template as one string (stdin templates): values pasted in as text."""
@@ -3460,11 +4507,47 @@ class CommandTemplate(Template):
             script.append(spaces)
         return "".join(script), values
 
+    def shell_syntax(self) -> list:
+        """What in the template only a shell would act on (`|`, `&&`, `>`, `*`, `$(`, `$VAR`, ...).
+
+        Without `"shell": true` no shell runs, so these reach the command as
+        literal text; quoted or escaped characters are not counted.
+        """
+        tokens = list(self._tokens(self.nodes))
+        found, doubled = [], None
+        for index, (kind, value, quote, raw) in enumerate(tokens):
+            if kind != "t" or raw != value or quote not in (None, '"') or index == doubled:
+                continue
+            after = tokens[index + 1] if index + 1 < len(tokens) else None
+            following = after[1] if after is not None and after[0] == "t" else ""
+            if value == "`":
+                thing = "`...`"
+            elif value == "$" and following == "(":
+                thing = "$(...)"
+            elif value == "$" and (following[:1].isalpha() or following in ("_", "{") or (after and after[0] == "f")):
+                thing = "$VARIABLE"
+            elif quote is not None:
+                continue
+            elif value in "|&;<>":
+                thing = value * 2 if following == value else value
+                doubled = index + 1 if following == value else None
+            elif value == "*":
+                thing = "*"
+            elif value == "~" and (index == 0 or tokens[index - 1][0] == "s"):
+                thing = "~"
+            else:
+                continue
+            if thing not in found:
+                found.append(thing)
+        return found
+
     @staticmethod
     def words_for_tokens(tokens) -> list:
+        """The tokens' values, quote marks dropped (what a word's text is made of)."""
         return [("" if kind == "q" else value) for kind, value, _, _ in tokens]
 
     def display(self) -> str:
+        """The template as a person reads it, without field descriptions."""
         return self.source[0]
 
 
@@ -3627,7 +4710,6 @@ def check_config(path: str, log: Log, options: dict) -> int:
         print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
         return print_status(hub.config_path, hub.plan, options["namespace"], log=log)
     return 0
-''')
 
 
 # --------------------------------------------------------------------------
@@ -3641,35 +4723,39 @@ def check_config(path: str, log: Log, options: dict) -> int:
 # `<serverId><sep><tool>`, routes by a table built at listing time, serves
 # listings from an on-disk cache so a listing starts nothing, and adds the
 # manager tools. Namespaces choose which servers one process serves.
-# Compiled on first use (see "Sections compiled on first use" at the top).
-_section('aggregator', requires=("config",), source=r'''
-import base64
-import collections
-import fnmatch
-import hashlib
 
 SERVER_NOT_FOUND = -32000     # the seed's codes; -32002 is the spec's "resource not found"
 SERVER_START_FAILED = -32001
 SERVER_NOT_RUNNING = -32003
 SERVER_TIMEOUT = -32004       # the seed's "-32002 timeout", moved off the spec's code
+SERVER_ANSWER_TOO_LARGE = -32005
 
 START_TIMEOUT = 30.0          # seconds a server may take to start and list its tools
 TOOL_TIMEOUT = 60.0           # seconds a forwarded request may take
-LIST_WAIT = 5.0               # seconds tools/list waits for a server it had to start
-LIST_PARALLEL = 4             # servers started at once for a listing
+LIST_WAIT = 2.0               # seconds a listing waits, in all, for servers with nothing cached yet
+                              # ($MCPSTUDIO_LIST_WAIT changes it: clients that wait longer, slow machines)
+LIST_PARALLEL = 4             # servers `status --check` starts at once
+CACHE_LINGER = 10.0           # seconds mcpstudio, exiting, waits for a first listing to cache it
 HEALTH_INTERVAL = 30.0        # seconds between pings of an idle server; 0 turns them off
 HEALTH_TIMEOUT = 10.0         # seconds a ping may take before the server is restarted
 STDIN_CLOSE_WAIT = 1.0        # seconds a server may take to exit once its stdin closes
 LOG_LINES = 500               # lines of each server's stderr and lifecycle kept for server_logs
-BACKOFF_FIRST = 1.0           # seconds before restarting a server that just failed; doubles
+BACKOFF_FIRST = 1.0           # seconds before restarting a server that failed twice in a row; doubles
 BACKOFF_MAX = 30.0
 BACKOFF_WAIT = 2.0            # a call waits out a backoff this short; a longer one fails at once
 UPSTREAM_CACHE_FORMAT = 1
+UPSTREAM_CACHE_MAX = 64 << 20  # bytes of one cached listing; a larger file is ignored
 MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
-                "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval")
-_NAMESPACE_KEYS = ("servers", "tools", "description")
+                "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
+                # mcp-studio's (mcpmu's) names for the same things, and its deny list
+                "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
+                "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
+_OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
+_NAMESPACE_KEYS = ("servers", "tools", "description",
+                   "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
+_PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
 
 
@@ -3677,11 +4763,20 @@ class UpstreamError(McpError):
     """A routed request that could not be carried out; tools/call turns it into an isError result."""
 
 
+def _list_wait() -> float:
+    """LIST_WAIT, or the seconds $MCPSTUDIO_LIST_WAIT gives (0 to 60)."""
+    try:
+        return min(max(float(os.environ["MCPSTUDIO_LIST_WAIT"]), 0.0), 60.0)
+    except (KeyError, ValueError):
+        return LIST_WAIT
+
+
 def _server_id(key: str) -> str:
     return safe_name(key, 128)  # tool names are shortened where needed, ids only made safe
 
 
 def _fingerprint(*parts) -> str:
+    import hashlib
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
@@ -3699,8 +4794,15 @@ class UpstreamSpec:
         self.max_concurrency = 0
         self.health_interval = HEALTH_INTERVAL
         self.allow, self.deny = [], []
+        self.denied_tools = []  # mcp-studio's deniedTools: refused in every namespace
+        self.prefix = self.id   # tool and prompt names are <prefix><separator><name>; "" for bare names
         self.error = None
         self.secrets = []
+        self.notes = []  # what of the entry is accepted but not used, said once at startup
+
+    def public_name(self, name: str, separator: str) -> str:
+        """The name a client sees for the server's tool or prompt `name`."""
+        return self.prefix + separator + name if self.prefix else name
 
     @property
     def launch(self) -> str:
@@ -3709,10 +4811,13 @@ class UpstreamSpec:
 
     @property
     def settings(self) -> str:
+        """A fingerprint of everything that, changed by a reload, restarts the server."""
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
-                            self.health_interval, self.allow, self.deny, self.disabled, self.error)
+                            self.health_interval, self.allow, self.deny, self.disabled, self.error,
+                            self.denied_tools)
 
     def display(self) -> str:
+        """The server as a person reads it: its URL, or its command line."""
         if self.url:
             return self.url
         return _argv_text([self.command or "?"] + self.args)
@@ -3721,8 +4826,31 @@ class UpstreamSpec:
 class UpstreamPlan:
     """The upstream part of a config: servers (in file order), namespaces and their choice."""
 
-    def __init__(self, specs, namespaces, default, default_key):
+    def __init__(self, specs, namespaces, default, default_key, permissions=None):
         self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
+        self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
+
+    def denial(self, namespace, spec, tool: str):
+        """Why `tool` of `spec` is denied in `namespace` (None: it is allowed).
+
+        mcp-studio's rules: a server's deniedTools always win; then a
+        toolPermissions entry for the namespace, server and tool; then the
+        namespace's serverDefaults for the server (true = deny), else its
+        denyByDefault.
+        """
+        if tool in spec.denied_tools:
+            return "the tool `%s` is in the deniedTools of server `%s`" % (tool, spec.key)
+        if namespace is None:
+            return None
+        enabled = self.permissions.get((namespace, spec.id, tool))
+        if enabled is not None:
+            return None if enabled else ("toolPermissions disables the tool `%s` of server `%s` in namespace `%s`"
+                                         % (tool, spec.key, namespace))
+        entry = self.namespaces[namespace]
+        if entry["server_defaults"].get(spec.id, entry["deny_by_default"]):
+            return ("namespace `%s` denies the tools of server `%s` unless toolPermissions enables them, and "
+                    "none enables `%s`" % (namespace, spec.key, tool))
+        return None
 
 
 def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
@@ -3749,32 +4877,75 @@ def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
                                    % (spec.id, other.where))
             by_id[spec.id] = spec
             specs.append(spec)
+
+    def server_id(member, here):
+        if not isinstance(member, str):
+            raise loader.error(here, "expected a server key (a string)")
+        spec = next((s for s in specs if member in (s.key, s.id)), None)
+        if spec is None:
+            import difflib
+            close = difflib.get_close_matches(member, [s.key for s in specs], 1, 0.6)
+            raise loader.error(here, "no server %s is configured%s" % (json.dumps(member), (
+                " (did you mean %s?)" % json.dumps(close[0])) if close else
+                " (configured: %s)" % (", ".join(s.key for s in specs) or "none")))
+        return spec.id
+
     namespaces = {}
-    for name, entry in loader.get(data, "namespaces", dict, "", {}).items():
+    found = data.get("namespaces", {})
+    if isinstance(found, list):  # mcp-studio's first format: a list of {"id", "name", "serverIds"}
+        found = _keyed_list(loader, found, "namespaces")
+    elif not isinstance(found, dict):
+        loader.get(data, "namespaces", dict, "")
+    for name, entry in found.items():
         where = "namespaces.%s" % name
         if isinstance(entry, list):
             entry = {"servers": entry}
         loader.keys(entry, _NAMESPACE_KEYS, where)
-        members = loader.get(entry, "servers", list, where, [])
-        ids = []
-        for index, member in enumerate(members):
-            here = "%s.servers[%d]" % (where, index)
-            if not isinstance(member, str):
-                raise loader.error(here, "expected a server key (a string)")
-            spec = next((s for s in specs if member in (s.key, s.id)), None)
-            if spec is None:
-                import difflib
-                close = difflib.get_close_matches(member, [s.key for s in specs], 1, 0.6)
-                raise loader.error(here, "no server %s is configured%s" % (json.dumps(member), (
-                    " (did you mean %s?)" % json.dumps(close[0])) if close else
-                    " (configured: %s)" % (", ".join(s.key for s in specs) or "none")))
-            ids.append(spec.id)
+        key = "serverIds" if "serverIds" in entry else "servers"
+        members = loader.get(entry, key, list, where, [])
+        ids = [server_id(member, "%s.%s[%d]" % (where, key, index)) for index, member in enumerate(members)]
+        defaults = {}
+        for member, deny in loader.get(entry, "serverDefaults", dict, where, {}).items():
+            here = _join(where, "serverDefaults.%s" % member)
+            if not isinstance(deny, bool):
+                raise loader.error(here, "expected true (deny the server's tools by default) or false")
+            defaults[server_id(member, here)] = deny
         allow, deny = _read_filter(loader, entry, where)
         namespaces[name] = {"servers": ids, "allow": allow, "deny": deny,
-                            "description": loader.get(entry, "description", str, where, "")}
+                            "description": loader.get(entry, "description", str, where, ""),
+                            "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
+                            "server_defaults": defaults}
+    permissions = {}
+    for index, entry in enumerate(loader.get(data, "toolPermissions", list, "", [])):
+        where = "toolPermissions[%d]" % index
+        loader.keys(entry, _PERMISSION_KEYS, where)
+        values = {}
+        for key, old in (("namespace", "namespaceId"), ("server", "serverId"), ("toolName", None)):
+            used = key if key in entry or old is None else old
+            values[key] = loader.get(entry, used, str, where)
+            if values[key] is None:
+                raise loader.error(where, "a tool permission needs `namespace`, `server`, `toolName` and `enabled`")
+        if values["namespace"] not in namespaces:
+            raise loader.error(_join(where, "namespace"), "no namespace %s is configured (configured: %s)"
+                               % (json.dumps(values["namespace"]), ", ".join(namespaces) or "none"))
+        enabled = loader.get(entry, "enabled", bool, where)
+        if enabled is None:
+            raise loader.error(where, "a tool permission needs `enabled`: true or false")
+        server = server_id(values["server"], _join(where, "server"))
+        permissions[(values["namespace"], server, values["toolName"])] = enabled
     default_key = "defaultNamespace" if "defaultNamespace" in data else "defaultNamespaceId"
     default = loader.get(data, default_key, str, "")
-    return UpstreamPlan(specs, namespaces, default, default_key)
+    return UpstreamPlan(specs, namespaces, default, default_key, permissions)
+
+
+def _keyed_list(loader, items, where: str) -> dict:
+    """mcp-studio's early list form ([{"id": ..., ...}]) as the object form keyed by id."""
+    out = {}
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise loader.error("%s[%d]" % (where, index), "expected an object with an \"id\"")
+        out[item["id"]] = item
+    return out
 
 
 def _read_filter(loader, entry: dict, where: str) -> tuple:
@@ -3794,17 +4965,23 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
         raise loader.error(where, "expected an object with `command` (and `args`, `env`, `cwd`), not %s"
                            % _type_name(entry))
     for key in entry:  # keys of other clients (autoApprove, timeout, ...) are accepted as they are
-        if key not in _SERVER_KEYS:
+        if key not in _SERVER_KEYS and key not in _OAUTH_KEYS:
             import difflib
             close = difflib.get_close_matches(key, _SERVER_KEYS, 1, 0.8)
             if close:
                 raise loader.error(_join(where, key), "unknown key (did you mean `%s`?)" % close[0])
-    spec.disabled = loader.get(entry, "disabled", bool, where, False)
-    spec.eager = loader.get(entry, "eager", bool, where, False)
-    kind = loader.get(entry, "type", str, where, "")
-    if "url" in entry or kind in ("http", "sse", "streamable-http", "streamableHttp"):
-        if kind not in ("", "http", "sse", "streamable-http", "streamableHttp"):
-            raise loader.error(_join(where, "type"), "expected \"http\" or \"sse\" with a `url`, not %s" % json.dumps(kind))
+    spec.disabled = loader.get(entry, "disabled", bool, where, False) or not loader.get(entry, "enabled", bool, where, True)
+    spec.eager = loader.get(entry, "eager", bool, where, False) or loader.get(entry, "autostart", bool, where, False)
+    spec.prefix = loader.get(entry, "prefix", str, where, spec.id)
+    if "prefix" in entry and not re.fullmatch(r"[A-Za-z0-9_-]{0,32}", spec.prefix):
+        raise loader.error(_join(where, "prefix"), "use up to 32 of A-Z a-z 0-9 _ - (a short prefix for the "
+                                                   "server's tool names; \"\" for none), not %s" % json.dumps(spec.prefix))
+    kind_key = "type" if "type" in entry or "kind" not in entry else "kind"  # `kind` is mcp-studio's name
+    kind = loader.get(entry, kind_key, str, where, "")
+    http_kinds = ("", "http", "sse", "streamable-http", "streamableHttp", "streamable_http")
+    if "url" in entry or kind in http_kinds[1:]:
+        if kind not in http_kinds:
+            raise loader.error(_join(where, kind_key), "expected \"http\" or \"sse\" with a `url`, not %s" % json.dumps(kind))
         spec.transport = "sse" if kind == "sse" else "http"
         if "url" not in entry:
             raise loader.error(where, "a %s server needs a `url`" % spec.transport)
@@ -3817,9 +4994,14 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
                 raise loader.error(here, "expected a header name and a one-line string value")
             spec.headers[key] = loader.expand(value, here)
             spec.secrets.append(spec.headers[key])  # Authorization and API keys, above all
+        _read_http_extras(loader, spec, entry, where)
     elif kind not in ("", "stdio"):
-        raise loader.error(_join(where, "type"), "expected \"stdio\" (or \"http\"/\"sse\" with a `url`), not %s"
+        raise loader.error(_join(where, kind_key), "expected \"stdio\" (or \"http\"/\"sse\" with a `url`), not %s"
                            % json.dumps(kind))
+    else:
+        for key in ("http_headers", "env_http_headers", "bearer_token_env_var"):
+            if key in entry:
+                raise loader.error(_join(where, key), "only a server with a `url` sends HTTP headers")
     if spec.url is None and "command" not in entry:
         raise loader.error(where, "a server needs a `command` (the program that starts it) or a `url`")
     if spec.url is None:
@@ -3834,9 +5016,11 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
     if "cwd" in entry:
         spec.cwd = loader.folder_path(loader.get(entry, "cwd", str, where), _join(where, "cwd"))
     spec.env = loader.environment(entry, where, "env")
-    spec.secrets.extend(spec.env.values())  # every value: tokens are often written in clear
+    spec.secrets.extend(v for k, v in spec.env.items() if looks_secret(k))  # tokens are often written in clear
     for key, attr in (("startupTimeout", "startup_timeout"), ("toolTimeout", "tool_timeout"),
                       ("healthCheckInterval", "health_interval")):
+        if key not in entry and attr + "_sec" in entry:  # mcp-studio's startup_timeout_sec, tool_timeout_sec
+            key = attr + "_sec"
         value = loader.get(entry, key, (int, float), where)
         if value is not None:
             if not 0 <= value < 1e9 or (value == 0 and key != "healthCheckInterval"):
@@ -3848,6 +5032,39 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
     if spec.max_concurrency < 0:
         raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
     spec.allow, spec.deny = _read_filter(loader, entry, where)
+    spec.denied_tools = loader.get(entry, "deniedTools", list, where, [])
+    if not all(isinstance(name, str) for name in spec.denied_tools):
+        raise loader.error(_join(where, "deniedTools"), "expected a list of tool names (strings)")
+    oauth = [key for key in _OAUTH_KEYS if key in entry]
+    if oauth:
+        spec.notes.append("%s: OAuth is not supported, so `%s` is not used; give the token with "
+                          "bearer_token_env_var or headers" % (where, oauth[0]))
+
+
+def _read_http_extras(loader, spec: UpstreamSpec, entry: dict, where: str):
+    """mcp-studio's http_headers, env_http_headers (header -> variable) and bearer_token_env_var."""
+    headers = dict(loader.get(entry, "http_headers", dict, where, {}))
+    for header, variable in loader.get(entry, "env_http_headers", dict, where, {}).items():
+        here = _join(where, "env_http_headers.%s" % header)
+        if not isinstance(variable, str) or not variable:
+            raise loader.error(here, "expected the name of an environment variable")
+        if loader.environ.get(variable) is None:
+            raise loader.error(here, "the variable %s is not set; set it in the environment mcpstudio starts in"
+                               % variable)
+        headers[header] = loader.environ[variable]
+    variable = loader.get(entry, "bearer_token_env_var", str, where)
+    if variable is not None:
+        here = _join(where, "bearer_token_env_var")
+        if not loader.environ.get(variable):
+            raise loader.error(here, "the variable %s is not set; set it to the token in the environment "
+                               "mcpstudio starts in" % variable)
+        headers["Authorization"] = "Bearer " + loader.environ[variable]
+    for key, value in headers.items():
+        here = _join(where, "http_headers.%s" % key)
+        if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", key) or not isinstance(value, str) or "\n" in value:
+            raise loader.error(here, "expected a header name and a one-line string value")
+        spec.headers[key] = value
+        spec.secrets.append(value)
 
 
 def select_namespace(namespaces: dict, requested, default, default_key="defaultNamespace") -> tuple:
@@ -3873,59 +5090,12 @@ def select_namespace(namespaces: dict, requested, default, default_key="defaultN
 
 
 def _match(name: str, patterns) -> bool:
+    import fnmatch
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
 def _passes(name: str, allow, deny) -> bool:
     return (not allow or _match(name, allow)) and not _match(name, deny)
-
-
-# The runner's part in long-lived children (MCP servers), kept here with their only user.
-def enable_watchdog(runner):
-    """From now on, process groups are also stopped if this process dies (see _WATCHDOG)."""
-    if runner.watchdog is None:
-        try:
-            runner.watchdog = _start_watchdog(runner.grace)
-        except OSError as exc:
-            runner.log.warning("cannot start the watchdog (children may outlive a killed mcpstudio): %s", exc)
-        for pid in runner.groups:
-            runner._tell_watchdog(b"+", pid)
-
-
-async def runner_start(runner, argv, protocol_factory, *, env=None, cwd=None):
-    """Start a long-running child (an MCP server) with all three pipes; end it with runner_end()."""
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_exec(
-        protocol_factory, *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, env=env, cwd=cwd, **_SPAWN_OPTIONS)
-    runner._track(transport.get_pid())
-    return transport, protocol
-
-
-async def runner_end(runner, transport, exited, wait: float):
-    """Close the child's stdin and give it `wait` seconds to exit; then stop its group.
-
-    Runs to the end even if the caller is cancelled meanwhile."""
-    ending = asyncio.ensure_future(_runner_end(runner, transport, exited, wait))
-    while not ending.done():
-        try:
-            await asyncio.shield(ending)
-        except asyncio.CancelledError:
-            if ending.done():
-                raise
-
-
-async def _runner_end(runner, transport, exited, wait: float):
-    pid = transport.get_pid()
-    stdin = transport.get_pipe_transport(0)
-    if stdin is not None:
-        stdin.close()
-    if not exited.done():
-        await asyncio.wait([exited], timeout=wait)
-    if not exited.done() or _group_alive(pid):
-        await runner._stop(pid, exited)
-    transport.close()
-    runner._forget(pid)
 
 
 class _UpstreamProtocol(asyncio.SubprocessProtocol):
@@ -3937,31 +5107,69 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         self.transport = None
         self.reason = None  # why it ended, once it has
         self.open_pipes = {1, 2}
-        self._out = b""
-        self._err = b""
+        self._out = bytearray()   # the start of the current stdout line (a bytearray: appending is linear)
+        self._skipping = None     # the head of a stdout line over MAX_MESSAGE, skipped up to its newline
+        self._err = bytearray()
         self._gone = False
 
     def connection_made(self, transport):
         self.transport = transport
 
     def pipe_data_received(self, fd, data):
-        if fd == 1:
-            if b"\n" not in data:
-                self._out += data
-                if len(self._out) > MAX_MESSAGE:
-                    self.upstream.note("a message over %d bytes on stdout was discarded" % MAX_MESSAGE)
-                    self._out = b""
-                return
-            lines = (self._out + data).split(b"\n")
-            self._out = lines.pop()
+        if fd != 1:
+            self._err += data
+            *lines, rest = self._err.split(b"\n")
+            self._err = bytearray(rest[-65536:])
             for line in lines:
+                self.upstream.stderr_line(bytes(line).rstrip(b"\r").decode("utf-8", "replace"))
+            return
+        start = 0
+        while True:  # each chunk is looked at once: linear however long the line
+            end = data.find(b"\n", start)
+            piece = data[start:] if end < 0 else data[start:end]
+            if self._skipping is not None:
+                if end >= 0:
+                    self._oversized(self._skipping, piece[-1000:])
+            elif len(self._out) + len(piece) > MAX_MESSAGE:
+                head = bytes((self._out + piece[:1000])[:1000])
+                self._out = bytearray()
+                if end < 0:
+                    self._skipping = head
+                else:
+                    self._oversized(head, piece[-1000:])
+            elif end < 0:
+                self._out += piece
+            elif self._out:
+                self._out += piece
+                line, self._out = bytes(self._out), bytearray()
                 if line.strip():
-                    self.upstream.received(line)
-        else:
-            lines = (self._err + data).split(b"\n")
-            self._err = lines.pop()[-65536:]
-            for line in lines:
-                self.upstream.stderr_line(line.rstrip(b"\r").decode("utf-8", "replace"))
+                    self.upstream.client.received(line)
+            elif piece.strip():
+                self.upstream.client.received(piece)
+            if end < 0:
+                return
+            start = end + 1
+
+    def _oversized(self, head: bytes, tail: bytes):
+        """A line over MAX_MESSAGE was skipped: fail the request it answers (its id starts or ends it)."""
+        self._skipping = None
+        found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,', head) or \
+            re.search(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$', tail)
+        client = self.upstream.client
+        self.upstream.note("skipped a message over %d bytes on stdout%s" % (
+            MAX_MESSAGE, " (the answer to request %s)" % found.group(1).decode() if found else ""))
+        if found:
+            client.fail(int(found.group(1)), SERVER_ANSWER_TOO_LARGE, "server `%s` answered with a message over "
+                        "%d bytes, more than mcpstudio accepts; ask for less at a time (a smaller range, page "
+                        "or file)" % (client.name, MAX_MESSAGE))
+
+    def send(self, message: dict):
+        pipe = self.transport.get_pipe_transport(0) if self.transport is not None else None
+        if pipe is not None and not pipe.is_closing():
+            pipe.write(encode_message(message))
+
+    def abort(self, request_id):
+        """Nothing to close per request on stdio: notifications/cancelled says it."""
 
     def pipe_connection_lost(self, fd, exc):
         self.open_pipes.discard(fd)
@@ -4048,7 +5256,7 @@ class _HttpChannel:
         if message is not None:
             headers["Content-Type"] = "application/json"
             up = self.upstream
-            if up.modern:
+            if up.client.modern:
                 method = message.get("method")
                 headers["MCP-Protocol-Version"] = MODERN_VERSIONS[0]
                 if method:
@@ -4058,17 +5266,18 @@ class _HttpChannel:
                     if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
                         plain = name.isascii() and name.isprintable() and name == name.strip() \
                             and not name.startswith("=?")
+                        import base64
                         headers["Mcp-Name"] = name if plain else \
                             "=?base64?%s?=" % base64.b64encode(name.encode()).decode()
-            elif up.protocol_version:
-                headers["MCP-Protocol-Version"] = up.protocol_version
+            elif up.client.protocol_version:
+                headers["MCP-Protocol-Version"] = up.client.protocol_version
             if self.session_id:
                 headers["Mcp-Session-Id"] = self.session_id
         return headers
 
     def _deliver(self, message):
         if isinstance(message, dict) and not self.closed:
-            self.loop.call_soon_threadsafe(self.upstream.received_message, message)
+            self.loop.call_soon_threadsafe(self.upstream.client.received_message, message)
 
     def _fail(self, reason: str):
         if not self.closed:
@@ -4126,7 +5335,7 @@ class _HttpChannel:
                 elif event == "message":
                     try:
                         self._deliver(json.loads(data))
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         pass
             raise OSError("the server closed its event stream")
         except Exception as exc:  # the thread's boundary: report, never raise
@@ -4169,13 +5378,13 @@ class _HttpChannel:
                 for _, data in self._events(response):
                     try:
                         self._deliver(json.loads(data))
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         pass
                 return
             body = response.read()
             try:
                 reply = json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):
                 reply = None
             if not (isinstance(reply, dict) and ("result" in reply or "error" in reply)):
                 reply = {"jsonrpc": "2.0", "id": request_id, "error": {
@@ -4228,6 +5437,282 @@ class _HttpChannel:
                 pass
 
 
+class RpcClient:
+    """The client side of JSON-RPC with one server, the mirror of `Session`: ids, futures, timeouts, cancellation.
+
+    Its channel (a child's stdio, `_UpstreamProtocol`, or HTTP, `_HttpChannel`) has `send(message)`,
+    `abort(request_id)` and `reason` (why it ended, once it has), and hands what arrives to `received`
+    (a line) or `received_message`. Answers settle the futures of `request`; the server's own
+    requests and notifications go to `on_message`.
+    """
+
+    def __init__(self, name: str, on_message, note):
+        self.name = name              # the server's id, for error messages
+        self.on_message = on_message
+        self.note = note              # a line for the server's log
+        self.channel = None
+        self.pending = {}             # our request id -> future
+        self.next_id = 0
+        self.meta = None              # added to every request's _meta (a 2026-07-28 server), or None
+
+    def new_id(self) -> int:
+        """The next request id (ours: an upstream never sees the client's ids)."""
+        self.next_id += 1
+        return self.next_id
+
+    def send(self, message: dict):
+        """Write one message on the channel, when there is one."""
+        if self.channel is not None:
+            self.channel.send(message)
+
+    def request(self, method: str, params: dict, timeout=None):
+        """Send a request; the returned awaitable resolves to its result or raises UpstreamError."""
+        loop = asyncio.get_running_loop()
+        request_id = self.new_id()
+        future = loop.create_future()
+        channel = self.channel
+        if channel is None or channel.reason is not None:  # it ended before we asked
+            future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` %s" % (
+                self.name, channel.reason if channel is not None else "is not running"), {"server": self.name}))
+        else:
+            if self.meta is not None:  # 2026-07-28: every request says its version and capabilities
+                params = dict(params, _meta=dict(params.get("_meta") or (), **self.meta))
+            self.pending[request_id] = future
+            self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        return self._await(request_id, future, method, timeout)
+
+    async def _await(self, request_id, future, method, timeout):
+        timer = None
+        if timeout:
+            timer = asyncio.get_running_loop().call_later(timeout, self._time_out, request_id, future, method, timeout)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if self.channel is not None:
+                self.channel.abort(request_id)  # 2026-07-28 over HTTP: closing the stream cancels
+            if request_id in self.pending and method != "initialize":  # the spec: initialize is never cancelled
+                self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": {"requestId": request_id, "reason": "cancelled by the client"}})
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.pending.pop(request_id, None)
+
+    def _time_out(self, request_id, future, method, timeout):
+        if not future.done():
+            if self.channel is not None:
+                self.channel.abort(request_id)  # its HTTP connection only, never the server's others
+            if method != "initialize":
+                self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": {"requestId": request_id, "reason": "timed out after %g s" % timeout}})
+            future.set_exception(UpstreamError(SERVER_TIMEOUT, "server `%s` did not answer %s within %g s"
+                                               % (self.name, method, timeout), {"server": self.name}))
+
+    def fail(self, request_id, code: int, text: str):
+        """Fail one waiting request (its answer cannot arrive)."""
+        future = self.pending.get(request_id)
+        if future is not None and not future.done():
+            future.set_exception(UpstreamError(code, text, {"server": self.name}))
+
+    def fail_all(self, code: int, text: str):
+        """Fail every waiting request at once (the server ended or was stopped)."""
+        for request_id in list(self.pending):
+            self.fail(request_id, code, text)
+        self.pending.clear()
+
+    def received(self, line: bytes):
+        """One line from the server: parsed and handled; junk is logged and skipped."""
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):  # nested too deeply is not JSON-RPC either
+            text = line[:400].decode("utf-8", "replace")
+            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(text, 200))
+            return
+        if not isinstance(message, dict):
+            self.note("skipped a message that is not an object: %s" % _clip(line[:400].decode("utf-8", "replace"), 200))
+            return
+        self.received_message(message)
+
+    def received_message(self, message: dict):
+        """One message: a notification or request goes on; a reply settles its request."""
+        if message.get("method") is not None:
+            if isinstance(message["method"], str):
+                self.on_message(message)
+            return
+        request_id = message.get("id")
+        future = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None  # [1] is no key
+        if future is not None and not future.done():
+            if "error" in message:
+                error = message["error"] if isinstance(message["error"], dict) else {}
+                future.set_exception(UpstreamError(
+                    error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
+                    "[%s] %s" % (self.name, error.get("message", "error")), error.get("data")))
+            else:
+                result = message.get("result")
+                future.set_result(result if isinstance(result, dict) else {})
+
+
+class McpClient(RpcClient):
+    """MCP over an RpcClient: the handshake (or a 2026-07-28 server's discovery), and listings page by page."""
+
+    def __init__(self, name: str, on_message, note):
+        super().__init__(name, on_message, note)
+        self.capabilities, self.server_info, self.protocol_version = {}, {}, None
+
+    @property
+    def modern(self) -> bool:
+        """It speaks only 2026-07-28 (found when initialize is refused): every request carries _meta."""
+        return self.meta is not None
+
+    @modern.setter
+    def modern(self, value: bool):
+        self.meta = {META_VERSION: MODERN_VERSIONS[0], META_CAPABILITIES: {},
+                     "io.modelcontextprotocol/clientInfo": {"name": "mcpstudio", "version": __version__}} \
+            if value else None
+
+    async def open(self):
+        """initialize and initialized; or, refused, server/discover (the 2026-07-28 era has no handshake)."""
+        self.modern = False
+        try:
+            result = await self.request("initialize", {
+                "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                "clientInfo": {"name": "mcpstudio", "version": __version__}})
+        except UpstreamError as exc:
+            if exc.code in (SERVER_NOT_RUNNING, SERVER_TIMEOUT):
+                raise
+            await self._discover(exc)
+            return
+        self.protocol_version = result.get("protocolVersion")
+        if self.protocol_version not in PROTOCOL_VERSIONS:
+            self.note("it answered protocol %r, which mcpstudio does not know; going on" % self.protocol_version)
+        self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+        self.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    async def _discover(self, refusal):
+        self.modern = True
+        try:
+            result = await self.request("server/discover", {})
+        except UpstreamError as exc:
+            self.modern = False
+            raise UpstreamError(exc.code, "it refused initialize (%s) and server/discover (%s)"
+                                % (refusal.message, exc.message))
+        if MODERN_VERSIONS[0] not in (result.get("supportedVersions") or ()):
+            self.modern = False
+            raise UpstreamError(INTERNAL_ERROR, "it refused initialize (%s) and supports none of %s"
+                                % (refusal.message, ", ".join(MODERN_VERSIONS)))
+        self.protocol_version = MODERN_VERSIONS[0]
+        self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+        info = (result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else {}
+
+    async def listing(self, timeout) -> dict:
+        """Its tools, resources, resource templates and prompts (what it has the capability for)."""
+        listing = {}
+        for capability, method, key in (("tools", "tools/list", "tools"),
+                                        ("resources", "resources/list", "resources"),
+                                        ("resources", "resources/templates/list", "resourceTemplates"),
+                                        ("prompts", "prompts/list", "prompts")):
+            listing[key] = []
+            if capability in self.capabilities:
+                try:
+                    listing[key] = await self.list_all(method, key, timeout)
+                except UpstreamError as exc:
+                    if key == "tools" and exc.code != METHOD_NOT_FOUND:
+                        raise
+                    self.note("%s failed: %s" % (method, exc.message))  # the rest still works
+        listing["serverInfo"] = self.server_info
+        return listing
+
+    async def list_all(self, method: str, key: str, timeout) -> list:
+        """Every page of a listing (`tools/list` and the like), up to 1,000 pages."""
+        items, cursor = [], None
+        for _ in range(1000):
+            result = await self.request(method, {"cursor": cursor} if cursor else {}, timeout)
+            page = result.get(key)
+            if not isinstance(page, list):
+                raise UpstreamError(INTERNAL_ERROR, "server `%s`: its %s answer has no `%s` list" % (self.name, method, key))
+            items.extend(item for item in page if isinstance(item, dict) and isinstance(item.get("name", item.get("uri")), str))
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+        return items
+
+
+class ListingCache:
+    """One upstream's listing on disk, so that a listing starts nothing: read safely, written atomically."""
+
+    def __init__(self, path: str, log: Log):
+        self.path = path
+        self.log = log
+
+    def read(self):
+        """The cached listing, or None (no cache, or one that is not a listing: logged, ignored).
+
+        Only a regular file of at most UPSTREAM_CACHE_MAX bytes is read (a FIFO or a device at the
+        path is not waited on), and only a listing of the expected shape is used."""
+        import stat
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(self.path, flags)
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > UPSTREAM_CACHE_MAX:
+                raise ValueError("not a regular file of at most %d bytes" % UPSTREAM_CACHE_MAX)
+            chunks, size = [], 0
+            while size <= UPSTREAM_CACHE_MAX:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            if size > UPSTREAM_CACHE_MAX:
+                raise ValueError("larger than %d bytes" % UPSTREAM_CACHE_MAX)
+            entry = json.loads(b"".join(chunks).decode("utf-8"))
+            problem = self._shape(entry)
+            if problem:
+                raise ValueError(problem)
+            return entry
+        except (OSError, ValueError, RecursionError) as exc:
+            if self.log is not None:
+                self.log.warning("ignoring the tools cache %s: %s", self.path, _clip(str(exc) or type(exc).__name__, 200))
+            return None
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _shape(entry) -> str:
+        """What is wrong with a cache entry's shape, or ''."""
+        if not isinstance(entry, dict):
+            return "it holds a JSON %s, not a listing" % _type_name(entry)
+        if entry.get("format") != UPSTREAM_CACHE_FORMAT:
+            return "format %r, not %d" % (_clip(str(entry.get("format")), 20), UPSTREAM_CACHE_FORMAT)
+        for key, name_key in (("tools", "name"), ("resources", "uri"), ("resourceTemplates", "uriTemplate"),
+                              ("prompts", "name")):
+            items = entry.get(key, [])
+            if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get(name_key), str)
+                                                      for i in items):
+                return "`%s` is not a list of objects with a `%s`" % (key, name_key)
+        if not isinstance(entry.get("serverInfo", {}), dict):
+            return "`serverInfo` is not an object"
+        return ""
+
+    def write(self, listing: dict, server_key: str):
+        """Save a server's listing for the next start (errors are logged, never raised)."""
+        entry = dict(listing, format=UPSTREAM_CACHE_FORMAT, server=server_key, saved=time.time())
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            tmp = "%s.%d.tmp" % (self.path, os.getpid())
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(entry, f)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            self.log.debug("cannot write the tools cache %s: %s", self.path, exc)
+
+
 class Upstream:
     """One upstream server: an MCP client over its stdio (or HTTP), started on demand and supervised."""
 
@@ -4236,10 +5721,10 @@ class Upstream:
         self.hub = hub
         self.log = hub.log
         self.state = "stopped"   # stopped, starting, running, failed, crashed, stopped-by-user, ...
+        self.client = McpClient(spec.id, self._server_message, self.note)
+        self.cache = ListingCache(os.path.join(hub.cache_dir, "server-%s.json" % spec.launch), hub.log)
         self.transport = self.protocol = self.pid = None
-        self.pending = {}        # our request id -> future
         self.progress = {}       # our progress token -> the client's CallContext
-        self.next_id = 0
         self.started_at = None
         self.last_error = spec.error
         self.failures = 0        # failed starts and crashes in a row: the backoff grows with them
@@ -4249,51 +5734,53 @@ class Upstream:
         self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
         self.listing = None      # what the running server listed: tools, resources, templates, prompts
         self.cached = None       # the same from the on-disk cache (None: not read, {}: none)
-        self.capabilities, self.server_info, self.protocol_version = {}, {}, None
         self.user_stopped = False
         self._starting = None    # the task starting it
+        self.list_deadline = None  # until when listings wait for its first start
         self._stopping = None    # the task stopping it
-        self.modern = False      # it speaks only 2026-07-28 (found when initialize is refused)
         self._health = None
         self._gate = None
+        self._relisting = None   # the listing a list_changed started
+        self._relist_again = False  # another list_changed came while it ran
         if spec.disabled:
             self.state = "disabled"
         elif spec.error:
             self.state = "misconfigured"
 
-    # -- what it offers ---------------------------------------------------------
+    # -- its channel and what it offers ------------------------------------------------
 
     @property
-    def cache_path(self) -> str:
-        return os.path.join(self.hub.cache_dir, "server-%s.json" % self.spec.launch)
+    def protocol(self):
+        """The channel to the server (`_UpstreamProtocol` or `_HttpChannel`), or None."""
+        return self.client.channel
+
+    @protocol.setter
+    def protocol(self, channel):
+        self.client.channel = channel
+
+    @property
+    def pending(self) -> dict:
+        """The requests in flight to this server (its RpcClient's)."""
+        return self.client.pending
+
+    def request(self, method: str, params: dict, timeout=None):
+        """Send one request to the server and await its result (see RpcClient.request)."""
+        return self.client.request(method, params, timeout)
+
+    def send(self, message: dict):
+        """Write one message to the server as it is."""
+        self.client.send(message)
 
     def known(self):
         """The latest listing: the running server's, else the cache's, else None."""
         if self.listing is not None:
             return self.listing
         if self.cached is None:
-            self.cached = {}
-            try:
-                with open(self.cache_path, encoding="utf-8") as f:
-                    entry = json.load(f)
-                if entry.get("format") == UPSTREAM_CACHE_FORMAT and isinstance(entry.get("tools"), list):
-                    self.cached = entry
-            except (OSError, ValueError):
-                pass
+            self.cached = self.cache.read() or {}
         return self.cached or None
 
-    def _save_cache(self):
-        entry = dict(self.listing, format=UPSTREAM_CACHE_FORMAT, server=self.spec.key, saved=time.time())
-        try:
-            os.makedirs(self.hub.cache_dir, exist_ok=True)
-            tmp = "%s.%d.tmp" % (self.cache_path, os.getpid())
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(entry, f)
-            os.replace(tmp, self.cache_path)
-        except OSError as exc:
-            self.log.debug("cannot write the tools cache %s: %s", self.cache_path, exc)
-
     def usable(self) -> bool:
+        """Whether the entry can be started at all (not disabled or misconfigured)."""
         return self.state not in ("disabled", "misconfigured")
 
     # -- lifecycle ----------------------------------------------------------------
@@ -4304,6 +5791,7 @@ class Upstream:
         self.log.debug("[%s] %s", self.spec.id, text)
 
     def stderr_line(self, text: str):
+        """One line of the server's stderr: kept for server_logs and error messages."""
         self.lines.append("%s stderr: %s" % (time.strftime("%H:%M:%S"), text))
         self.recent.append(text)
         if self.log.enabled:
@@ -4357,10 +5845,10 @@ class Upstream:
         return self._starting
 
     def backoff(self) -> float:
-        """Seconds to wait before the next start may begin."""
-        if not self.failures:
+        """Seconds to wait before the next start may begin: none after a first failure, then growing."""
+        if self.failures < 2:
             return 0.0
-        delay = min(BACKOFF_FIRST * 2 ** (self.failures - 1), BACKOFF_MAX)
+        delay = min(BACKOFF_FIRST * 2 ** (self.failures - 2), BACKOFF_MAX)
         return max(0.0, self.failed_at + delay - time.monotonic())
 
     async def _start(self, wait_backoff):
@@ -4378,12 +5866,11 @@ class Upstream:
             self.restarts += 1
         self.state = "starting"
         if delay:
+            self.note("failed %d times in a row: restarting after a backoff of %.1f s" % (self.failures, delay))
             await asyncio.sleep(delay)
-        self.modern = False
         if spec.url is not None:
             await self._connect()
             return
-        enable_watchdog(self.hub.runner)
         env = dict(os.environ)
         env.update(spec.env)
         protocol = self.protocol = _UpstreamProtocol(self)
@@ -4391,7 +5878,7 @@ class Upstream:
         argv = [spec.command] + spec.args
         self.note("starting: %s" % spec.display())
         started = time.monotonic()
-        spawn = asyncio.ensure_future(runner_start(self.hub.runner, argv, lambda: protocol, env=env, cwd=spec.cwd))
+        spawn = asyncio.ensure_future(self.hub.runner.start_server(argv, lambda: protocol, env=env, cwd=spec.cwd))
         try:
             self.transport, _ = await asyncio.shield(spawn)  # a cancel mid-spawn must not lose the child
         except asyncio.CancelledError:
@@ -4405,7 +5892,7 @@ class Upstream:
                 hint = " (put the arguments in `args`: \"command\": %s, \"args\": [...])" % json.dumps(spec.command.split()[0])
             elif isinstance(exc, FileNotFoundError):
                 hint = " (is `%s` installed and on PATH? client configs often need an absolute path)" % spec.command
-            raise self._failed("cannot run %s: %s%s" % (spec.command, exc.strerror or exc, hint))
+            raise self._failed("cannot run %s: %s%s" % (spec.command, getattr(exc, "strerror", None) or exc, hint))
         self.pid = self.transport.get_pid()
         self.note("started pid %d" % self.pid)
         await self._shake_hands(started)
@@ -4422,6 +5909,10 @@ class Upstream:
             self.protocol = None
             raise self._failed("cannot connect to %s: %s" % (self.hub.log.mask(self.spec.url), exc or "timed out"))
         await self._shake_hands(started)
+
+    async def _handshake(self):
+        await self.client.open()
+        await self.refresh()
 
     async def _shake_hands(self, started):
         spec = self.spec
@@ -4443,7 +5934,8 @@ class Upstream:
             raise
         self.state, self.started_at, self.last_error = "running", time.time(), None
         self.note("running: %s %s, protocol %s, %d tools, started in %.0f ms" % (
-            self.server_info.get("name", "?"), self.server_info.get("version", ""), self.protocol_version,
+            self.client.server_info.get("name", "?"), self.client.server_info.get("version", ""),
+            self.client.protocol_version,
             len(self.listing["tools"]), (time.monotonic() - started) * 1000))
         if spec.health_interval:
             self._health = asyncio.ensure_future(self._check_health())
@@ -4451,7 +5943,7 @@ class Upstream:
     def _end_orphan(self, spawn):
         if not spawn.cancelled() and spawn.exception() is None:
             transport, protocol = spawn.result()
-            asyncio.ensure_future(runner_end(self.hub.runner, transport, protocol.exited, 0))
+            asyncio.ensure_future(self.hub.runner.end_server(transport, protocol.exited, 0))
 
     def _failed(self, reason: str) -> UpstreamError:
         self.state, self.last_error = "failed", reason
@@ -4466,76 +5958,13 @@ class Upstream:
         tail = [self.hub.log.mask(line) for line in self.recent if line.strip()]
         return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
 
-    async def _handshake(self):
-        try:
-            result = await self.request("initialize", {
-                "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-                "clientInfo": {"name": "mcpstudio", "version": __version__}})
-        except UpstreamError as exc:
-            if exc.code in (SERVER_NOT_RUNNING, SERVER_TIMEOUT):
-                raise
-            await self._discover(exc)  # a server of the 2026-07-28 era only: no handshake there
-            return
-        self.protocol_version = result.get("protocolVersion")
-        if self.protocol_version not in PROTOCOL_VERSIONS:
-            self.note("it answered protocol %r, which mcpstudio does not know; going on" % self.protocol_version)
-        self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
-        self.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        await self.refresh()
-
-    async def _discover(self, refusal):
-        self.modern = True
-        try:
-            result = await self.request("server/discover", {})
-        except UpstreamError as exc:
-            self.modern = False
-            raise UpstreamError(exc.code, "it refused initialize (%s) and server/discover (%s)"
-                                % (refusal.message, exc.message))
-        if MODERN_VERSIONS[0] not in (result.get("supportedVersions") or ()):
-            self.modern = False
-            raise UpstreamError(INTERNAL_ERROR, "it refused initialize (%s) and supports none of %s"
-                                % (refusal.message, ", ".join(MODERN_VERSIONS)))
-        self.protocol_version = MODERN_VERSIONS[0]
-        self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
-        info = (result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
-        await self.refresh()
-
     async def refresh(self):
         """List what the server offers, keep it, cache it, and tell the hub when it changed."""
         before = self.known()
-        listing = {}
-        for capability, method, key in (("tools", "tools/list", "tools"),
-                                        ("resources", "resources/list", "resources"),
-                                        ("resources", "resources/templates/list", "resourceTemplates"),
-                                        ("prompts", "prompts/list", "prompts")):
-            listing[key] = []
-            if capability in self.capabilities:
-                try:
-                    listing[key] = await self._list_all(method, key)
-                except UpstreamError as exc:
-                    if key == "tools" and exc.code != METHOD_NOT_FOUND:
-                        raise
-                    self.note("%s failed: %s" % (method, exc.message))  # the rest still works
-        listing["serverInfo"] = self.server_info
-        self.listing = listing
-        self._save_cache()
+        listing = self.listing = await self.client.listing(self.spec.startup_timeout)
+        self.cache.write(listing, self.spec.key)
         if before is None or any(before.get(k) != listing[k] for k in ("tools", "resources", "resourceTemplates", "prompts")):
             self.hub.changed()
-
-    async def _list_all(self, method: str, key: str) -> list:
-        items, cursor = [], None
-        for _ in range(1000):
-            result = await self.request(method, {"cursor": cursor} if cursor else {}, self.spec.startup_timeout)
-            page = result.get(key)
-            if not isinstance(page, list):
-                raise UpstreamError(INTERNAL_ERROR, "server `%s`: its %s answer has no `%s` list" % (self.spec.id, method, key))
-            items.extend(item for item in page if isinstance(item, dict) and isinstance(item.get("name", item.get("uri")), str))
-            cursor = result.get("nextCursor")
-            if not cursor:
-                break
-        return items
 
     async def _check_health(self):
         """Ping an idle running server now and then; one that does not answer is restarted."""
@@ -4545,7 +5974,7 @@ class Upstream:
                 if self.state != "running" or self.pending:
                     continue
                 try:
-                    await self.request("server/discover" if self.modern else "ping", {},
+                    await self.request("server/discover" if self.client.modern else "ping", {},
                                        timeout=min(HEALTH_TIMEOUT, self.spec.health_interval))
                 except UpstreamError as exc:
                     if exc.code == SERVER_TIMEOUT:
@@ -4574,11 +6003,7 @@ class Upstream:
         if protocol is not self.protocol:
             return
         after = "; it restarts on the next call" if self.state == "running" else ""
-        for future in self.pending.values():
-            if not future.done():
-                future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` %s%s"
-                                                   % (self.spec.id, reason, after), {"server": self.spec.id}))
-        self.pending.clear()
+        self.client.fail_all(SERVER_NOT_RUNNING, "server `%s` %s%s" % (self.spec.id, reason, after))
         if self.state == "running":
             self.state, self.last_error = "crashed", reason
             uptime = time.time() - (self.started_at or time.time())
@@ -4602,7 +6027,7 @@ class Upstream:
             return
         if transport is None:
             return
-        await runner_end(self.hub.runner, transport, protocol.exited, STDIN_CLOSE_WAIT)
+        await self.hub.runner.end_server(transport, protocol.exited, STDIN_CLOSE_WAIT)
         if self.transport is transport:
             self.transport = self.protocol = self.pid = None
 
@@ -4629,11 +6054,7 @@ class Upstream:
             await asyncio.wait([self._starting])
         if self.usable():
             self.state = final_state
-        for future in self.pending.values():
-            if not future.done():
-                future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` was stopped (%s)"
-                                                   % (self.spec.id, reason), {"server": self.spec.id}))
-        self.pending.clear()
+        self.client.fail_all(SERVER_NOT_RUNNING, "server `%s` was stopped (%s)" % (self.spec.id, reason))
         if self.transport is not None:
             self.note("stopping (%s)" % reason)
             await self._end()
@@ -4643,88 +6064,9 @@ class Upstream:
 
     # -- messages -------------------------------------------------------------------
 
-    def send(self, message: dict):
-        if isinstance(self.protocol, _HttpChannel):
-            self.protocol.send(message)
-            return
-        transport = self.transport
-        pipe = transport.get_pipe_transport(0) if transport is not None else None
-        if pipe is not None and not pipe.is_closing():
-            pipe.write(encode_message(message))
-
-    def request(self, method: str, params: dict, timeout=None):
-        """Send a request; the returned future resolves to its result or raises UpstreamError."""
-        loop = asyncio.get_running_loop()
-        self.next_id += 1
-        request_id = self.next_id
-        future = loop.create_future()
-        protocol = self.protocol
-        if protocol is None or protocol.reason is not None:  # it ended before we asked
-            future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` %s" % (
-                self.spec.id, protocol.reason if protocol is not None else "is not running"), {"server": self.spec.id}))
-        else:
-            if self.modern:  # 2026-07-28: every request says its version and capabilities
-                params = dict(params, _meta=dict(params.get("_meta") or (), **{
-                    META_VERSION: MODERN_VERSIONS[0], META_CAPABILITIES: {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "mcpstudio", "version": __version__}}))
-            self.pending[request_id] = future
-            self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        return self._await(request_id, future, method, timeout)
-
-    async def _await(self, request_id, future, method, timeout):
-        timer = None
-        if timeout:
-            timer = asyncio.get_running_loop().call_later(timeout, self._time_out, request_id, future, method, timeout)
-        try:
-            return await future
-        except asyncio.CancelledError:
-            if isinstance(self.protocol, _HttpChannel):
-                self.protocol.abort(request_id)  # 2026-07-28 over HTTP: closing the stream cancels
-            if request_id in self.pending and method != "initialize":  # the spec: initialize is never cancelled
-                self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                           "params": {"requestId": request_id, "reason": "cancelled by the client"}})
-            raise
-        finally:
-            if timer is not None:
-                timer.cancel()
-            self.pending.pop(request_id, None)
-
-    def _time_out(self, request_id, future, method, timeout):
-        if not future.done():
-            if isinstance(self.protocol, _HttpChannel):
-                self.protocol.abort(request_id)  # its connection only, never the server's others
-            if method != "initialize":
-                self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                           "params": {"requestId": request_id, "reason": "timed out after %g s" % timeout}})
-            future.set_exception(UpstreamError(SERVER_TIMEOUT, "server `%s` did not answer %s within %g s"
-                                               % (self.spec.id, method, timeout), {"server": self.spec.id}))
-
-    def received(self, line: bytes):
-        try:
-            message = json.loads(line)
-        except ValueError:
-            text = line.decode("utf-8", "replace")
-            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(text, 200))
-            return
-        if not isinstance(message, dict):
-            self.note("skipped a message that is not an object: %s" % _clip(line.decode("utf-8", "replace"), 200))
-            return
-        self.received_message(message)
-
-    def received_message(self, message: dict):
-        method = message.get("method")
-        if method is None:
-            future = self.pending.get(message.get("id"))
-            if future is not None and not future.done():
-                if "error" in message:
-                    error = message["error"] if isinstance(message["error"], dict) else {}
-                    future.set_exception(UpstreamError(
-                        error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
-                        "[%s] %s" % (self.spec.id, error.get("message", "error")), error.get("data")))
-                else:
-                    result = message.get("result")
-                    future.set_result(result if isinstance(result, dict) else {})
-            return
+    def _server_message(self, message: dict):
+        """A request or notification from the server."""
+        method = message["method"]
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         if "id" in message:  # a request to us: we offer no client features
             reply = {"jsonrpc": "2.0", "id": message["id"]}
@@ -4734,20 +6076,28 @@ class Upstream:
                 reply["error"] = {"code": METHOD_NOT_FOUND, "message": "mcpstudio does not offer %s" % method}
             self.send(reply)
         elif method == "notifications/progress":
-            ctx = self.progress.get(params.get("progressToken"))
+            token = params.get("progressToken")
+            ctx = self.progress.get(token) if isinstance(token, (str, int)) else None  # a list cannot be a key
             if ctx is not None and isinstance(params.get("progress"), (int, float)):
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
             level = params.get("level") if params.get("level") in LOG_LEVELS else "info"
             self.hub.forward_log(level, params.get("data"), self.spec.id)  # the server id as logger
         elif method.endswith("/list_changed") and self.state == "running":
-            asyncio.ensure_future(self._refresh_quietly())
+            if self._relisting is None or self._relisting.done():
+                self._relisting = asyncio.ensure_future(self._refresh_quietly())
+            else:
+                self._relist_again = True  # one listing in flight, one pending: a burst costs two
 
     async def _refresh_quietly(self):
-        try:
-            await self.refresh()
-        except UpstreamError as exc:
-            self.note("could not list again after list_changed: %s" % exc.message)
+        while True:
+            self._relist_again = False
+            try:
+                await self.refresh()
+            except UpstreamError as exc:
+                self.note("could not list again after list_changed: %s" % exc.message)
+            if not self._relist_again or self.state != "running":
+                return
 
     # -- forwarding -----------------------------------------------------------------
 
@@ -4766,8 +6116,7 @@ class Upstream:
             await self.ready(ctx)
         token = None
         if ctx is not None and ctx.progress_token is not None:
-            self.next_id += 1
-            token = "mcpstudio-%d" % self.next_id
+            token = "mcpstudio-%d" % self.client.new_id()
             meta = dict(params.get("_meta") or {}, progressToken=token)
             params = dict(params, _meta=meta)
             self.progress[token] = ctx
@@ -4776,21 +6125,6 @@ class Upstream:
         finally:
             if token is not None:
                 self.progress.pop(token, None)
-
-    def status(self) -> dict:
-        known = self.known()
-        return {
-            "id": self.spec.id, "name": self.spec.key, "status": self.state, "pid": self.pid,
-            "uptimeSeconds": round(time.time() - self.started_at, 1) if self.started_at and self.state == "running" else None,
-            "tools": len(known["tools"]) if known else None,
-            "toolsFrom": ("server" if self.listing is not None else "cache") if known else None,
-            "lastError": self.hub.log.mask(self.last_error) if self.last_error else None, "restarts": self.restarts,
-            "command": self.hub.log.mask(self.spec.display()),
-            "env": {key: "***" for key in self.spec.env},
-            "headers": {key: "***" for key in self.spec.headers},
-            "transport": "stdio" if self.spec.url is None else self.spec.transport,
-            "protocol": self.protocol_version if self.state == "running" else None,
-        }
 
 
 MANAGER_TOOLS = (
@@ -4810,6 +6144,91 @@ MANAGER_TOOLS = (
     ("namespaces_list", "List the namespaces of the config and which one this process serves, and why.",
      {}, (), True),
 )
+
+
+class ManagerTools:
+    """The aggregator's own tools (`mcpstudio__servers_list`, ...): its servers, their logs, reloads, namespaces."""
+
+    def __init__(self, hub):
+        self.hub = hub
+
+    def listed(self) -> list:
+        """(tool, its listing) of each manager tool, named with the hub's separator."""
+        listed = []
+        for tool, description, properties, required, read_only in MANAGER_TOOLS:
+            schema = {"type": "object", "properties": properties}
+            if required:
+                schema["required"] = list(required)
+            listed.append((tool, {"name": self.hub.manager_name(tool), "description": "[mcpstudio] " + description,
+                                  "inputSchema": schema, "annotations": {"readOnlyHint": read_only}}))
+        return listed
+
+    @staticmethod
+    def status(up) -> dict:
+        """What servers_list says of one server."""
+        known = up.known()
+        return {
+            "id": up.spec.id, "name": up.spec.key, "status": up.state, "pid": up.pid,
+            "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
+            "tools": len([t for t in known["tools"] if up.hub.left_out(up, t["name"]) is None]) if known else None,
+            "toolsFrom": ("server" if up.listing is not None else "cache") if known else None,
+            "lastError": up.hub.log.mask(up.last_error) if up.last_error else None, "restarts": up.restarts,
+            "command": up.hub.log.mask(up.spec.display()),
+            "env": {key: "***" if looks_secret(key) else up.hub.log.mask(value) for key, value in up.spec.env.items()},
+            "headers": {key: "***" for key in up.spec.headers},
+            "transport": "stdio" if up.spec.url is None else up.spec.transport,
+            "protocol": up.client.protocol_version if up.state == "running" else None,
+        }
+
+    def _server(self, arguments) -> Upstream:
+        hub = self.hub
+        server_id = arguments.get("server_id")
+        upstream = hub.upstreams.get(server_id) if isinstance(server_id, str) else None
+        if upstream is None and isinstance(server_id, str):  # the config key works too
+            upstream = next((u for u in hub.upstreams.values() if u.spec.key == server_id), None)
+        if upstream is None:
+            raise UpstreamError(SERVER_NOT_FOUND, "no server %s%s; servers: %s" % (
+                json.dumps(server_id), " in namespace %s" % hub.namespace if hub.namespace else "",
+                ", ".join(hub.upstreams) or "none"))
+        return upstream
+
+    async def call(self, tool: str, arguments: dict) -> dict:
+        """Run one manager tool; its result is JSON text plus structuredContent."""
+        hub = self.hub
+        try:
+            if tool == "servers_list":
+                result = {"servers": [self.status(u) for u in hub.upstreams.values()]}
+            elif tool == "namespaces_list":
+                result = {"active": hub.namespace, "chosenBy": hub.chosen_by, "namespaces": [
+                    {"name": name, "servers": ns["servers"], "active": name == hub.namespace,
+                     "description": ns["description"]} for name, ns in hub.plan.namespaces.items()]}
+            elif tool == "config_reload":
+                result = await hub.reload()
+            elif tool == "server_logs":
+                upstream = self._server(arguments)
+                count = arguments.get("lines", 50)
+                if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                    return tool_error("`lines` must be a positive whole number")
+                lines = [hub.log.mask(line) for line in list(upstream.lines)[-count:]]
+                result = {"server": upstream.spec.id, "lines": lines}
+            else:
+                upstream = self._server(arguments)
+                if tool == "servers_stop":
+                    upstream.user_stopped = True  # from now: calls arriving while it stops are refused
+                    await upstream.stop("servers_stop was called", "stopped-by-user")
+                elif tool == "servers_restart":
+                    await upstream.stop("servers_restart was called")
+                    upstream.restarts += 1
+                if tool in ("servers_start", "servers_restart"):
+                    upstream.user_stopped = False
+                    if upstream.state == "stopped-by-user":
+                        upstream.state = "stopped"
+                    await upstream.ready(wait_backoff=False)  # a person asked: no backoff; says why it fails
+                result = self.status(upstream)
+        except (UpstreamError, ConfigError) as exc:
+            return tool_error(exc.message if isinstance(exc, McpError) else str(exc))
+        return {"content": [{"type": "text", "text": json.dumps(result, indent=1, ensure_ascii=False)}],
+                "structuredContent": result}
 
 
 class Aggregator:
@@ -4839,15 +6258,18 @@ class Aggregator:
         self.namespace = self.chosen_by = None
         self.plan = None
         self._tools = {}        # listed name -> ("local", source, name) / ("upstream", Upstream, name) / ("manager", name)
+        self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
         self._uris = {}         # resource uri -> Upstream
         self._prompt_routes = {}
-        self._listing = None    # the task starting servers that have nothing to list yet
         self._watcher = None
+        self._reading = None    # the task reading listings from disk
         self._reloading = None
         self._stamp = self._config_stamp()
         self._specs = self._apply_plan(plan)
+        self.manager = ManagerTools(self)
 
     def manager_name(self, tool: str) -> str:
+        """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
         return MANAGER_PREFIX + self.separator + tool
 
     def _apply_plan(self, plan: UpstreamPlan):
@@ -4868,11 +6290,14 @@ class Aggregator:
             self.log.add_secrets(spec.secrets)
             if spec.error:
                 self.log.warning("%s: server `%s` is not usable: %s", self.config_path, spec.id, spec.error)
+            for note in spec.notes:
+                self.log.warning("%s: %s", self.config_path, note)
         return {spec.id: spec for spec in chosen}
 
     # -- the source contract ---------------------------------------------------------
 
     def start(self):
+        """Hand the events to the local sources and begin background work (watch, health)."""
         for source in self.local:
             source.events = self.events
             source.start()
@@ -4881,19 +6306,46 @@ class Aggregator:
             self._watcher = asyncio.ensure_future(self._watch())
 
     def session_started(self):
+        """A client finished `initialize`: start eager and uncached servers."""
+        asyncio.ensure_future(self._start_early())
+
+    async def _start_early(self):
+        """Start the eager servers, and those with nothing cached (the client lists tools next)."""
+        await self._read_caches()
         for upstream in self.upstreams.values():
-            if (upstream.spec.eager or self.eager) and upstream.usable() and upstream.state == "stopped":
-                asyncio.get_running_loop().call_soon(upstream.start)
+            if upstream.usable() and upstream.state == "stopped" and (
+                    upstream.spec.eager or self.eager or upstream.known() is None):
+                upstream.start()
+
+    async def _read_caches(self):
+        """Read the on-disk listings not read yet, in worker threads: never on the event loop."""
+        while self._reading is not None and not self._reading.done():
+            await asyncio.wait([self._reading])  # one reading at a time: each file is read once
+        unread = [u for u in self.upstreams.values() if u.cached is None and u.listing is None]
+        if unread:
+            self._reading = asyncio.ensure_future(self._read(unread))
+            await asyncio.wait([self._reading])
+
+    @staticmethod
+    async def _read(upstreams):
+        loop = asyncio.get_running_loop()
+        found = await asyncio.gather(*(loop.run_in_executor(None, u.cache.read) for u in upstreams))
+        for upstream, entry in zip(upstreams, found):
+            if upstream.cached is None:
+                upstream.cached = entry or {}
 
     def changed(self):
+        """The tool set changed (a server listed, a reload): tell the catalog."""
         if self.events is not None:
             self.events.source_changed(self)
 
     def forward_log(self, level, data, logger):
+        """A log line from an upstream, forwarded with the server id as logger."""
         if self.events is not None:
             self.events.source_log(level, data, logger)
 
     def reload_signal(self):
+        """What SIGHUP calls: re-read the config file."""
         self.log.info("SIGHUP: reading %s again", self.config_path)
         asyncio.ensure_future(self._reload_logged())
 
@@ -4907,80 +6359,123 @@ class Aggregator:
         return [u for u in self.upstreams.values() if u.usable()]
 
     async def _discover(self):
-        """Start (a few at a time) the servers with nothing cached, and wait a little for each."""
+        """Start every server with nothing cached, all at once, and give them LIST_WAIT in all.
+
+        A listing never waits longer: a slower server goes on starting, and its tools
+        are cached and announced with list_changed when it has listed them."""
+        await self._read_caches()
         missing = [u for u in self._active() if u.known() is None and not u.user_stopped
-                   and u.state not in ("starting", "stopping") and not u.backoff()]
+                   and u.state not in ("stopping", "failed")]  # a failed one starts again on a call
         if not missing:
             return
-        if self._listing is None or self._listing.done():
-            self._listing = asyncio.ensure_future(self._start_some(missing))
-        await asyncio.shield(self._listing)
-
-    async def _start_some(self, upstreams):
-        gate = asyncio.Semaphore(LIST_PARALLEL)
-
-        async def one(upstream):
-            async with gate:
-                task = upstream.start()
-                await asyncio.wait([task], timeout=min(LIST_WAIT, upstream.spec.startup_timeout))
-                if not task.done():
-                    self.log.warning("server `%s` is still starting after %g s; tools/list goes on without it "
-                                     "(its tools follow with list_changed)", upstream.spec.id, LIST_WAIT)
-        await asyncio.gather(*(one(u) for u in upstreams))
+        now = time.monotonic()
+        for upstream in missing:
+            if upstream.list_deadline is None:
+                upstream.list_deadline = now + _list_wait()
+        tasks = [u.start() for u in missing]
+        wait = max(u.list_deadline for u in missing) - now
+        if wait > 0:
+            await asyncio.wait(tasks, timeout=wait)
+        slow = [u.spec.id for u, task in zip(missing, tasks) if not task.done()]
+        if slow:
+            self.log.info("still starting: %s; the listing goes on without them (their tools follow with "
+                          "list_changed)", ", ".join(slow))
 
     def _described(self, upstream, item: dict, name: str) -> dict:
         """An upstream's tool or prompt under its public name, described as `[server] ...`."""
         described = "[%s] %s" % (upstream.spec.key, item.get("description") or "")
-        return dict(item, name=name, description=described.rstrip())
+        item = dict(item, name=name, description=described.rstrip())
+        execution = item.get("execution")
+        if isinstance(execution, dict) and "taskSupport" in execution:  # tasks are not supported here
+            execution = {k: v for k, v in execution.items() if k != "taskSupport"}
+            if execution:
+                item["execution"] = execution
+            else:
+                del item["execution"]
+        return item
 
     async def list_tools(self) -> list:
+        """Every upstream's tools (cached or live) plus the manager tools."""
         await self._discover()
-        tools, table = [], {}
+        tools, table, denied = [], {}, {}
+        managed = self.manager.listed() if self.manager_tools else []
+        for tool, listed in managed:  # reserved: a tool of the same name is renamed, never shadowed
+            table[listed["name"]] = ("manager", tool)
         for source in self.local:
             for tool in await source.list_tools():
-                table[tool["name"]] = ("local", source, tool["name"])
-                tools.append(tool)
-        namespace = self.plan.namespaces.get(self.namespace) if self.namespace else None
+                name = safe_name(tool["name"], 10 ** 6, table) if tool["name"] in table else tool["name"]
+                table[name] = ("local", source, tool["name"])
+                tools.append(dict(tool, name=name) if name != tool["name"] else tool)
         for upstream in self._active():
             known = upstream.known()
             for tool in (known or {}).get("tools", ()):
                 original = tool["name"]
-                name = upstream.spec.id + self.separator + original
-                if not _passes(original, upstream.spec.allow, upstream.spec.deny) or (
-                        namespace and not _passes(name, namespace["allow"], namespace["deny"])):
+                name = upstream.spec.public_name(original, self.separator)
+                why = self.left_out(upstream, original)
+                if why is not None:
+                    if why:
+                        denied[name] = why
                     continue
                 if name in table:
                     name = safe_name(name, 10 ** 6, table)  # distinct, whatever the other one is
                 table[name] = ("upstream", upstream.spec.id, original)
-                tools.append(self._described(upstream, tool, name))
-        if self.manager_tools:
-            for tool, description, properties, required, read_only in MANAGER_TOOLS:
-                name = self.manager_name(tool)
-                table[name] = ("manager", tool)
-                schema = {"type": "object", "properties": properties}
-                if required:
-                    schema["required"] = list(required)
-                tools.append({"name": name, "description": "[mcpstudio] " + description, "inputSchema": schema,
-                              "annotations": {"readOnlyHint": read_only}})
+                described = self._described(upstream, tool, name)
+                schema = described.get("inputSchema")
+                if not isinstance(schema, dict):  # clients reject a whole listing with one tool lacking it
+                    described["inputSchema"] = {"type": "object"}
+                elif "type" not in schema:
+                    described["inputSchema"] = dict(schema, type="object")
+                tools.append(described)
+        tools.extend(listed for _, listed in managed)
         self._tools = table
+        self._denied = {name: why for name, why in denied.items() if name not in table}
         return tools
 
+    def left_out(self, upstream, original: str):
+        """Why the listing leaves out `upstream`'s tool `original`: "" for the server's or the namespace's
+        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
+        name = upstream.spec.public_name(original, self.separator)
+        namespace = self.plan.namespaces.get(self.namespace) if self.namespace else None
+        if not _passes(original, upstream.spec.allow, upstream.spec.deny) or (
+                namespace and not _passes(name, namespace["allow"], namespace["deny"])):
+            return ""
+        return self.plan.denial(self.namespace, upstream.spec, original)
+
+    def denied(self, name: str):
+        """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
+        return self._denied.get(name)
+
     async def call_tool(self, name: str, arguments: dict, ctx) -> dict:
+        """Forward a call to its upstream (starting it if needed) or run a manager tool."""
         route = self._tools.get(name)
         if route is None:
             raise McpError(INVALID_PARAMS, "Unknown tool: %s" % name)
         if route[0] == "local":
             return await route[1].call_tool(route[2], arguments, ctx)
         if route[0] == "manager":
-            return await self._manage(route[1], arguments)
+            return await self.manager.call(route[1], arguments)
         original = route[2]
         try:
             upstream = self._upstream(route[1])
+            self._check_permitted(upstream, name, original)
             return await upstream.forward("tools/call", {"name": original, "arguments": arguments}, ctx)
         except UpstreamError as exc:
-            if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND):
+            if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
+                            SERVER_ANSWER_TOO_LARGE):
                 return tool_error(exc.message)
             raise
+
+    def _check_permitted(self, upstream, name: str, original: str):
+        """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
+        namespace = self.plan.namespaces.get(self.namespace) if self.namespace else None
+        public = upstream.spec.public_name(original, self.separator)
+        if not _passes(original, upstream.spec.allow, upstream.spec.deny) or (
+                namespace and not _passes(public, namespace["allow"], namespace["deny"])):
+            raise McpError(INVALID_PARAMS, "Unknown tool: %s (the configuration was reloaded; list the tools "
+                           "again)" % name)
+        denial = self.plan.denial(self.namespace, upstream.spec, original)
+        if denial:
+            raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
 
     def _upstream(self, server_id: str) -> Upstream:
         """The server routes name by id: a reload may have replaced or removed it since the listing."""
@@ -4991,9 +6486,11 @@ class Aggregator:
         return upstream
 
     async def list_resources(self) -> list:
+        """Every running or cached upstream's resources."""
         return await self._listing_of("resources", "uri", self._uris, "list_resources")
 
     async def list_resource_templates(self) -> list:
+        """Every running or cached upstream's resource templates."""
         return await self._listing_of("resourceTemplates", None, None, "list_resource_templates")
 
     async def _listing_of(self, key, route_key, table, local_method):
@@ -5015,6 +6512,7 @@ class Aggregator:
         return listing
 
     async def read_resource(self, uri: str, ctx):
+        """Route a read to the upstream that lists `uri` or a matching template."""
         for source in self.local:
             if source.resources:
                 result = await source.read_resource(uri, ctx)
@@ -5037,11 +6535,12 @@ class Aggregator:
         return await upstream.forward("resources/read", {"uri": uri}, ctx)
 
     async def list_prompts(self) -> list:
+        """Every upstream's prompts."""
         await self._discover()
         listing, table = [], {}
         for upstream in self._active():
             for prompt in ((upstream.known() or {}).get("prompts") or ()):
-                name = upstream.spec.id + self.separator + prompt["name"]
+                name = upstream.spec.public_name(prompt["name"], self.separator)
                 if name in table:
                     name = safe_name(name, 10 ** 6, table)
                 table[name] = (upstream.spec.id, prompt["name"])
@@ -5050,67 +6549,27 @@ class Aggregator:
         return listing
 
     async def get_prompt(self, name: str, arguments: dict, ctx):
+        """Forward `prompts/get` to its upstream."""
         route = self._prompt_routes.get(name)
         if route is None:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
         return await self._upstream(route[0]).forward("prompts/get", {"name": route[1], "arguments": arguments}, ctx)
 
     async def close(self):
+        """Stop every upstream (stdin closed, SIGTERM, SIGKILL) and the file watch."""
         if self._watcher is not None:
             self._watcher.cancel()
+        # A server still starting for its first listing: let it finish, briefly, so that its tools are
+        # cached for the next run (a client that gives up on a slow server would otherwise never see them).
+        first = [u for u in self.upstreams.values() if u.state == "starting" and u.known() is None]
+        if first:
+            self.log.info("waiting up to %g s for %s to list its tools, to cache them", CACHE_LINGER,
+                          ", ".join(u.spec.id for u in first))
+            await asyncio.wait([u.start() for u in first], timeout=CACHE_LINGER)
         await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in self.upstreams.values()),
                              return_exceptions=True)
         for source in self.local:
             await source.close()
-
-    # -- manager tools -----------------------------------------------------------------
-
-    def _server(self, arguments) -> Upstream:
-        server_id = arguments.get("server_id")
-        upstream = self.upstreams.get(server_id) if isinstance(server_id, str) else None
-        if upstream is None and isinstance(server_id, str):  # the config key works too
-            upstream = next((u for u in self.upstreams.values() if u.spec.key == server_id), None)
-        if upstream is None:
-            raise UpstreamError(SERVER_NOT_FOUND, "no server %s%s; servers: %s" % (
-                json.dumps(server_id), " in namespace %s" % self.namespace if self.namespace else "",
-                ", ".join(self.upstreams) or "none"))
-        return upstream
-
-    async def _manage(self, tool: str, arguments: dict) -> dict:
-        try:
-            if tool == "servers_list":
-                result = {"servers": [u.status() for u in self.upstreams.values()]}
-            elif tool == "namespaces_list":
-                result = {"active": self.namespace, "chosenBy": self.chosen_by, "namespaces": [
-                    {"name": name, "servers": ns["servers"], "active": name == self.namespace,
-                     "description": ns["description"]} for name, ns in self.plan.namespaces.items()]}
-            elif tool == "config_reload":
-                result = await self.reload()
-            elif tool == "server_logs":
-                upstream = self._server(arguments)
-                count = arguments.get("lines", 50)
-                if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                    return tool_error("`lines` must be a positive whole number")
-                lines = [self.log.mask(line) for line in list(upstream.lines)[-count:]]
-                result = {"server": upstream.spec.id, "lines": lines}
-            else:
-                upstream = self._server(arguments)
-                if tool == "servers_stop":
-                    upstream.user_stopped = True  # from now: calls arriving while it stops are refused
-                    await upstream.stop("servers_stop was called", "stopped-by-user")
-                elif tool == "servers_restart":
-                    await upstream.stop("servers_restart was called")
-                    upstream.restarts += 1
-                if tool in ("servers_start", "servers_restart"):
-                    upstream.user_stopped = False
-                    if upstream.state == "stopped-by-user":
-                        upstream.state = "stopped"
-                    await upstream.ready(wait_backoff=False)  # a person asked: no backoff; says why it fails
-                result = upstream.status()
-        except (UpstreamError, ConfigError) as exc:
-            return tool_error(exc.message if isinstance(exc, McpError) else str(exc))
-        return {"content": [{"type": "text", "text": json.dumps(result, indent=1, ensure_ascii=False)}],
-                "structuredContent": result}
 
     # -- reload ---------------------------------------------------------------------------
 
@@ -5128,7 +6587,11 @@ class Aggregator:
             if stamp is not None and stamp != self._stamp:
                 self._stamp = stamp
                 self.log.info("%s changed: reading it again", self.config_path)
-                await self._reload_logged()
+                try:
+                    await self._reload_logged()
+                except Exception as exc:  # whatever went wrong, the next change is still read
+                    self.log.error("%s: reading it again failed (%s: %s); the previous configuration stays in use",
+                                   self.config_path, type(exc).__name__, exc)
 
     async def reload(self) -> dict:
         """Read the config again; restart only what changed. A bad file changes nothing."""
@@ -5206,12 +6669,13 @@ def aggregator_for(local, info, load, path, runner, log, options, script_options
         config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL))
 
 
-async def check_upstreams(specs, runner, log, cache_dir=None) -> list:
-    """`status --check`: start each server, list it, stop it; (spec, seconds, tools, error) each."""
-    hub = Aggregator([], UpstreamPlan(specs, {}, None, "defaultNamespace"), runner, log, watch_interval=0,
-                     cache_dir=cache_dir)
+async def check_upstreams(plan, runner, log, cache_dir=None, namespace=None, config_path=None) -> list:
+    """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tools, error) each."""
+    hub = Aggregator([], plan, runner, log, namespace=namespace, watch_interval=0, cache_dir=cache_dir,
+                     config_path=config_path)
     hub.start()
     gate = asyncio.Semaphore(LIST_PARALLEL)
+    progress = TerminalProgress("checked", len(hub.upstreams))
 
     async def one(upstream):
         async with gate:
@@ -5225,9 +6689,11 @@ async def check_upstreams(specs, runner, log, cache_dir=None) -> list:
                 return upstream.spec, None, None, exc.message
             finally:
                 await upstream.stop("status --check is done")
+                progress.step(upstream.spec.id)
     try:
         return await asyncio.gather(*(one(u) for u in hub.upstreams.values()))
     finally:
+        progress.finish()
         await hub.close()
 
 
@@ -5240,15 +6706,13 @@ def status_command(path: str, log: Log, options: dict) -> int:
     for spec in plan.specs:
         log.add_secrets(spec.secrets)
     checks = None
-    if options["check"]:
-        namespace, _, error = select_namespace(plan.namespaces, options["namespace"], plan.default, plan.default_key)
-        members = plan.namespaces[namespace]["servers"] if namespace and not error else None
-        specs = [spec for spec in plan.specs if members is None or spec.id in members]
+    refused = select_namespace(plan.namespaces, options["namespace"], plan.default, plan.default_key)[2]
+    if options["check"] and not refused:  # print_status says why
         runner = ProcessRunner(log)
 
         async def check():
             try:
-                return await check_upstreams(specs, runner, log)
+                return await check_upstreams(plan, runner, log, namespace=options["namespace"], config_path=loader.path)
             finally:
                 await runner.stop_all()
                 runner.close_watchdog()
@@ -5269,15 +6733,16 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
             state = "disabled"
         elif spec.error:
             state = "error: %s" % spec.error
+        elif checks is not None and spec.id not in results:
+            state = "skipped: not in namespace %s" % namespace
         elif checks is not None:
-            seconds, tools, problem = results.get(spec.id, (None, None, "not in the active namespace"))
+            seconds, tools, problem = results[spec.id]
             state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
         else:
+            entry = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log).read()
             try:
-                with open(os.path.join(cache_dir, "server-%s.json" % spec.launch), encoding="utf-8") as f:
-                    entry = json.load(f)
                 state = "%d (cached %s)" % (len(entry["tools"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
-            except (OSError, ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
         rows.append((spec.id, state, log.mask(command) if log else command))
@@ -5297,7 +6762,6 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
         return 1
     failed = [r for r in (checks or ()) if r[3]]
     return 1 if failed or any(s.error for s in plan.specs) else 0
-''')
 
 
 # --------------------------------------------------------------------------
@@ -5311,13 +6775,6 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
 # request may send progress or log lines first. Safe by default: loopback
 # only unless a bearer token is set, Host and Origin checked (DNS
 # rebinding), header and body sizes bounded, slow clients timed out.
-# Compiled on first use (see "Sections compiled on first use" at the top).
-_section('http', source=r'''
-import base64
-import collections
-import hmac
-import ipaddress
-import secrets as _secrets
 
 HTTP_PATH = "/mcp"
 HTTP_MAX_HEADER = 16 << 10        # bytes of request line and headers together
@@ -5325,14 +6782,26 @@ HTTP_MAX_BODY = 4 << 20           # bytes of one request body
 HTTP_HEADER_TIMEOUT = 30.0        # seconds a client may take to send its headers, its body, or to read
 HTTP_IDLE_CONNECTION = 120.0      # seconds a keep-alive connection may wait for its next request
 HTTP_MAX_CONNECTIONS = 512
+HTTP_MAX_PENDING = 32             # of those, connections whose first request has not passed the checks yet
 HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
 HTTP_MAX_SESSIONS = 1000
+HTTP_MAX_QUEUED = 1000            # notifications waiting on one SSE stream; more are dropped (replies never)
 HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
 _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 501: "Not Implemented",
            404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
            500: "Internal Server Error", 503: "Service Unavailable"}
 _STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
+# RFC 9112 framing, read strictly: one space between the parts of the request line,
+# a token before each colon (no space), no control characters in a value, and no
+# second copy of a header that decides where a request goes or how long it is.
+_TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/1\.[01])\r\n")
+_HEADER_LINE = re.compile(rb"(" + _TOKEN + rb"):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*\r\n")
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})(?:[ \t]*;[^\x00-\x08\x0a-\x1f\x7f]*)?\r\n")
+_AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
+_ONCE = ("host", "content-length", "transfer-encoding", "origin", "authorization", "mcp-session-id",
+         "mcp-protocol-version", "content-type")
 
 
 class HttpError(Exception):
@@ -5369,6 +6838,7 @@ class _HttpTransport:
         self.log = log
         self.exchanges = {}      # request id -> _Exchange
         self.stream = None       # the GET stream's queue (handshake era)
+        self.dropped = 0         # notifications dropped for a client that does not read (HTTP_MAX_QUEUED)
 
     def send(self, message, framing=None, related=None):
         if self.log.file is not None:
@@ -5379,11 +6849,20 @@ class _HttpTransport:
                 exchange.put(message, True)
             return
         exchange = self.exchanges.get(related) if related is not None else None
+        queue = exchange.queue if exchange is not None and exchange.streaming else \
+            self.stream if exchange is None else None
+        if queue is None:
+            return
+        if queue.qsize() >= HTTP_MAX_QUEUED:  # the client is not reading this stream: memory stays bounded
+            self.dropped += 1
+            if self.dropped in (1, 1000) or self.dropped % 100000 == 0:
+                self.log.warning("an HTTP client is not reading its event stream: %d notifications dropped so far",
+                                 self.dropped)
+            return
         if exchange is not None:
-            if exchange.streaming:
-                exchange.put(message, False)
-        elif self.stream is not None:
-            self.stream.put_nowait(message)
+            exchange.put(message, False)
+        else:
+            queue.put_nowait(message)
 
 
 class _HttpSession:
@@ -5397,6 +6876,7 @@ def _loopback(host: str) -> bool:
     host = host.strip().strip("[]").lower()
     if host == "localhost":
         return True
+    import ipaddress
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -5404,17 +6884,25 @@ def _loopback(host: str) -> bool:
 
 
 def _host_name(value: str) -> str:
-    """`example.com:8080` -> example.com; `[::1]:80` -> [::1]."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[:value.find("]") + 1]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+    """`example.com:8080` -> example.com; `[::1]:80` -> [::1]; "" when it is not host[:port]
+    (userinfo such as `localhost@evil.example`, a path, a second host)."""
+    found = _AUTHORITY.fullmatch(value.strip())
+    return found.group(1).lower() if found else ""
+
+
+def _origin_host(value: str) -> str:
+    """The host of an Origin header (`scheme://host[:port]`, nothing more), else ""."""
+    scheme, sep, rest = value.strip().partition("://")
+    if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
+        return ""
+    return _host_name(rest)
 
 
 def _header_value(value: str) -> str:
     """Trim; decode the =?base64?...?= form 2026-07-28 clients use for non-ASCII values."""
     value = value.strip()
     if value.startswith("=?base64?") and value.endswith("?="):
+        import base64
         try:
             return base64.b64decode(value[9:-2]).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
@@ -5437,8 +6925,16 @@ class HttpServer:
         self.connections = set()
         self.listener = None
         self._sweeper = None
+        # Limits (attributes, so a test can make them small). A connection is pending until a
+        # request of it passes the checks (Host, Origin, token); pending ones have a share of
+        # their own, the oldest making room for a new one, so idle sockets never fill the cap.
+        self.max_connections, self.max_pending = HTTP_MAX_CONNECTIONS, HTTP_MAX_PENDING
+        self.header_timeout, self.idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
+        self.pending = collections.OrderedDict()  # task -> None, oldest first
+        self.trusted = set()
 
     async def start(self):
+        """Listen on the configured address (port 0 picks a free one)."""
         self.listener = await asyncio.start_server(self._connection, self.host, self.port, limit=HTTP_MAX_HEADER)
         self.port = self.listener.sockets[0].getsockname()[1]
         self._sweeper = asyncio.ensure_future(self._sweep())
@@ -5453,6 +6949,7 @@ class HttpServer:
                     self._end(key)
 
     async def close(self):
+        """Stop listening, the session sweeper, and every session and stream."""
         if self._sweeper is not None:
             self._sweeper.cancel()
         if self.listener is not None:
@@ -5469,22 +6966,25 @@ class HttpServer:
     async def _connection(self, reader, writer):
         task = asyncio.current_task()
         self.connections.add(task)
+        self.pending[task] = None
+        while len(self.pending) > self.max_pending:  # the oldest unproven connection makes room
+            oldest = next(iter(self.pending))
+            del self.pending[oldest]
+            oldest.cancel()
         try:
-            if len(self.connections) > HTTP_MAX_CONNECTIONS:
-                await self._reply(writer, 503, {"error": "too many connections"}, close=True)
-                return
             while True:
-                try:  # an idle keep-alive connection just closes; a half-sent request gets 408
-                    first = await asyncio.wait_for(reader.readuntil(b"\r\n"), HTTP_IDLE_CONNECTION)
-                except (asyncio.TimeoutError, asyncio.IncompleteReadError):
-                    return
-                except asyncio.LimitOverrunError:
-                    await self._reply(writer, 431, {"error": "request line too long"}, close=True)
-                    return
-                try:
-                    head = await asyncio.wait_for(self._read_head(reader, first), HTTP_HEADER_TIMEOUT)
+                if task in self.trusted:  # an idle keep-alive connection just closes
+                    try:
+                        first = await asyncio.wait_for(reader.readexactly(1), self.idle_timeout)
+                    except (asyncio.TimeoutError, asyncio.IncompleteReadError):
+                        return
+                else:
+                    first = b""
+                try:  # the request line and headers, from the first byte (or the connect): 30 s
+                    head = await asyncio.wait_for(self._read_head(reader, first), self.header_timeout)
                     self._check(*head)
-                    body = await asyncio.wait_for(self._read_body(reader, head[3]), HTTP_HEADER_TIMEOUT)
+                    self._admit(task)
+                    body = await asyncio.wait_for(self._read_body(reader, head[3]), self.header_timeout)
                 except asyncio.TimeoutError:
                     await self._reply(writer, 408, {"error": "the request took too long to arrive"}, close=True)
                     return
@@ -5508,16 +7008,29 @@ class HttpServer:
             pass
         finally:
             self.connections.discard(task)
+            self.pending.pop(task, None)
+            self.trusted.discard(task)
             try:
                 writer.close()
             except OSError:
                 pass
 
-    async def _read_head(self, reader, line):
-        parts = line.decode("latin-1").split()
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            raise HttpError(400, "malformed request line")
-        method, target, version = parts
+    def _admit(self, task):
+        """A request of a pending connection passed the checks: it leaves the pending share."""
+        if task in self.trusted:
+            return
+        self.pending.pop(task, None)
+        if len(self.trusted) >= self.max_connections - self.max_pending:
+            raise HttpError(503, "too many connections; try again later")
+        self.trusted.add(task)
+
+    async def _read_head(self, reader, first: bytes = b""):
+        """(method, target, version, headers) of a request, read strictly (RFC 9112)."""
+        line = first + await reader.readuntil(b"\r\n")
+        found = _REQUEST_LINE.fullmatch(line)
+        if found is None:
+            raise HttpError(400, "malformed request line (expected: METHOD /mcp HTTP/1.1)")
+        method, target, version = (part.decode("latin-1") for part in found.groups())
         headers, size = {}, len(line)
         while True:
             line = await reader.readuntil(b"\r\n")
@@ -5526,40 +7039,57 @@ class HttpServer:
                 raise HttpError(431, "headers larger than %d bytes" % HTTP_MAX_HEADER)
             if line == b"\r\n":
                 return method, target, version, headers
-            name, colon, value = line.decode("latin-1").partition(":")
-            if not colon:
-                raise HttpError(400, "malformed header line")
-            name = name.strip().lower()
-            headers[name] = (headers[name] + ", " + value.strip()) if name in headers else value.strip()
+            found = _HEADER_LINE.fullmatch(line)
+            if found is None:
+                raise HttpError(400, "malformed header line (a name, a colon right after it, and a value "
+                                     "without control characters; no folded lines)")
+            name, value = found.group(1).decode("latin-1").lower(), found.group(2).decode("latin-1")
+            if name in headers and name in _ONCE:
+                raise HttpError(400, "the %s header is given twice" % name.title())
+            headers[name] = (headers[name] + ", " + value) if name in headers else value
+
+    @staticmethod
+    def _framing(version, headers):
+        """How the body is delimited, or a 400/501 (request smuggling guards, RFC 9112 6.1-6.3)."""
+        coding = headers.get("transfer-encoding")
+        if coding is not None:
+            if "content-length" in headers:
+                raise HttpError(400, "a request may not carry both Transfer-Encoding and Content-Length")
+            if version != "HTTP/1.1":
+                raise HttpError(400, "Transfer-Encoding needs HTTP/1.1")
+            if coding.strip().lower() != "chunked":
+                raise HttpError(501, "Transfer-Encoding %s is not supported (use chunked or Content-Length)"
+                                % coding)
+        length = headers.get("content-length")
+        if length is not None and not re.fullmatch(r"[0-9]+", length):
+            raise HttpError(400, "malformed Content-Length %r (digits only)" % _clip(length, 40))
+        if length is not None and len(length) > 15:  # a number, just far too large
+            raise HttpError(413, "Content-Length %s is over the limit of %d bytes" % (_clip(length, 40), HTTP_MAX_BODY))
 
     async def _read_body(self, reader, headers) -> bytes:
-        coding = headers.get("transfer-encoding", "").strip().lower()
-        if coding and coding != "chunked":
-            raise HttpError(501, "Transfer-Encoding %s is not supported (use chunked or Content-Length)" % coding)
-        if coding == "chunked":
-            body = bytearray()
+        if "transfer-encoding" in headers:
+            body, trailer = bytearray(), 0
             while True:
-                size_line = await reader.readuntil(b"\r\n")
-                try:
-                    length = int(size_line.split(b";")[0].strip(), 16)
-                except ValueError:
-                    length = -1
-                if length < 0:
-                    raise HttpError(400, "malformed chunk size")
+                found = _CHUNK_SIZE.fullmatch(await reader.readuntil(b"\r\n"))
+                if found is None:
+                    raise HttpError(400, "malformed chunk size (hex digits, then CRLF)")
+                length = int(found.group(1), 16)
                 if length == 0:
-                    while await reader.readuntil(b"\r\n") != b"\r\n":
-                        pass
-                    return bytes(body)
+                    while True:
+                        line = await reader.readuntil(b"\r\n")
+                        trailer += len(line)
+                        if line == b"\r\n":
+                            return bytes(body)
+                        if trailer > HTTP_MAX_HEADER or _HEADER_LINE.fullmatch(line) is None:
+                            raise HttpError(400, "malformed or oversized trailer")
                 if len(body) + length > HTTP_MAX_BODY:
                     raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
                 body += await reader.readexactly(length)
-                await reader.readexactly(2)
+                if await reader.readexactly(2) != b"\r\n":
+                    raise HttpError(400, "chunk data must end with CRLF")
         if "content-length" in headers:
-            try:
-                length = int(headers["content-length"])
-            except ValueError:
-                raise HttpError(400, "malformed Content-Length")
-            if length < 0 or length > HTTP_MAX_BODY:
+            length = int(headers["content-length"])
+            if length > HTTP_MAX_BODY:
                 raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
             return await reader.readexactly(length)
         return b""
@@ -5571,7 +7101,7 @@ class HttpServer:
         await asyncio.wait_for(writer.drain(), HTTP_HEADER_TIMEOUT)
 
     async def _reply(self, writer, status, body, headers=(), close=False):
-        data = b"" if body is None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        data = b"" if body is None else encode_message(body)[:-1]  # [:-1]: no newline; lone surrogates escaped
         lines = ["HTTP/1.1 %d %s" % (status, _STATUS.get(status, "Error"))]
         if body is not None:
             lines.append("Content-Type: application/json")
@@ -5592,17 +7122,21 @@ class HttpServer:
 
     def _check(self, method, target, version, headers):
         """Before any body is read: the endpoint, Host and Origin (DNS rebinding), the token."""
-        host = _host_name(headers.get("host", ""))
-        if not host:
+        self._framing(version, headers)
+        if "host" not in headers:
             raise HttpError(400, "a Host header is required")
+        host = _host_name(headers["host"])
+        if not host:
+            raise HttpError(400, "malformed Host header %r (expected host[:port])" % _clip(headers["host"], 60))
         if self.local and not _loopback(host):
             raise HttpError(403, "Host %s is not this machine (DNS rebinding protection)" % host)
         origin = headers.get("origin")
         if origin is not None:
-            origin_host = _host_name(origin.split("://", 1)[-1].split("/", 1)[0]) if "://" in origin else ""
+            origin_host = _origin_host(origin)
             if not origin_host or not (_loopback(origin_host) if self.local else origin_host == host):
-                raise HttpError(403, "Origin %s is not allowed (DNS rebinding protection)" % origin)
+                raise HttpError(403, "Origin %s is not allowed (DNS rebinding protection)" % _clip(origin, 80))
         if self.token is not None:
+            import hmac
             given = headers.get("authorization", "")
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
@@ -5610,8 +7144,8 @@ class HttpServer:
         if target.split("?", 1)[0] != HTTP_PATH:
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
         if method == "POST":
-            length = headers.get("content-length", "0").strip()
-            if length.isdigit() and int(length) > HTTP_MAX_BODY:
+            length = headers.get("content-length", "0")
+            if int(length) > HTTP_MAX_BODY:
                 raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
 
     # -- requests ---------------------------------------------------------------------------
@@ -5676,7 +7210,8 @@ class HttpServer:
         else:
             entry = self._session(headers)
             extra = []
-        if method is None or "id" not in message:  # a notification or a response: accepted
+        # A notification or a response is accepted; a message with an id and nothing else is answered -32600.
+        if "id" not in message or (method is None and ("result" in message or "error" in message)):
             entry.session.receive(body, NEWLINE)
             await self._reply(writer, 202, None, close=not keep)
             return keep
@@ -5697,7 +7232,8 @@ class HttpServer:
         while len(self.sessions) >= HTTP_MAX_SESSIONS:  # the least recently used one makes room
             self._end(next(iter(self.sessions)))
         session, transport = self._session_pair()
-        entry = _HttpSession(_secrets.token_hex(16), session, transport)
+        import secrets
+        entry = _HttpSession(secrets.token_hex(16), session, transport)
         self.sessions[entry.id] = entry
         return entry
 
@@ -5712,9 +7248,11 @@ class HttpServer:
     async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep, version):
         def refuse(status, code, text):
             raise HttpError(status, text, code, request_id)
-        if method is None or "id" not in message:
+        if "id" not in message or (method is None and ("result" in message or "error" in message)):
             await self._reply(writer, 202, None, close=not keep)  # no client notifications exist here
             return keep
+        if method is None:
+            refuse(400, INVALID_REQUEST, "Invalid request: no `method`")
         if not isinstance(meta, dict) or not isinstance(meta.get(META_VERSION), str) \
                 or not isinstance(meta.get(META_CAPABILITIES), dict):
             refuse(400, INVALID_PARAMS, "Invalid params: a %s request needs `_meta` with `%s` and `%s`"
@@ -5781,7 +7319,7 @@ class HttpServer:
                         head.append("Connection: close")
                     writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
                     started = True
-                event = b"event: message\ndata: " + json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+                event = b"event: message\ndata: " + encode_message(message)[:-1] + b"\n\n"
                 writer.write(b"%x\r\n%s\r\n" % (len(event), event) if chunked else event)
                 if final:
                     if chunked:
@@ -5853,6 +7391,8 @@ def run_http(server, runner: ProcessRunner, log: Log, options: dict) -> int:
         sys.stderr.write("mcpstudio: error: %s\n" % exc)
         return 2
     token = options["http_token"] or os.environ.get(HTTP_TOKEN_VARIABLE) or None
+    os.environ.pop(HTTP_TOKEN_VARIABLE, None)  # tools and upstream servers never inherit the token
+    runner.hidden = (HTTP_TOKEN_VARIABLE,)     # nor get it from an env copied when the config was read
     if token is None and not _loopback(host):
         sys.stderr.write("mcpstudio: error: --http %s listens beyond this machine: set a bearer token with "
                          "--http-token or $%s (or bind 127.0.0.1)\n" % (options["http"], HTTP_TOKEN_VARIABLE))
@@ -5894,7 +7434,1123 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host: str, port: i
     await runner.stop_all()
     runner.close_watchdog()
     return 0
-''')
+
+
+# --------------------------------------------------------------------------
+# Tools for people: inspect, call, install, import, edit a config, zipapp
+# --------------------------------------------------------------------------
+# Each subcommand is one plain function taking its words and returning an exit
+# code. `inspect` and `call` start the mode as a child (`python3 mcpstudio.py
+# MODE ARGS...`, or an upstream server's own command after `--`) and speak MCP
+# to it over stdio, so what they show is exactly what a client gets.
+CLIENT_TIMEOUT = 60.0   # seconds `inspect` and `call` wait for the handshake and a listing; a call waits
+                        # for its answer (the mode's own --timeout ends it; Ctrl+C always does)
+
+
+class StdioClient:
+    """A small synchronous MCP client of a child process, for `inspect` and `call`."""
+
+    def __init__(self, argv: list, timeout: float = CLIENT_TIMEOUT):
+        self.argv = argv
+        self.timeout = timeout
+        self.lock = threading.Condition()
+        self.responses = {}
+        self.closed = False
+        self.next_id = 0
+        try:
+            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, **_SPAWN_OPTIONS)
+        except OSError as exc:
+            raise UsageError("cannot start %s: %s" % (_argv_text(argv), exc.strerror or exc))
+        self.reader = threading.Thread(target=self._read, name="mcpstudio-client", daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                sys.stderr.write("mcpstudio: the server wrote a line that is not JSON: %r\n" % line[:200])
+                continue
+            if not isinstance(message, dict):
+                continue
+            method = message.get("method")
+            if method is not None and "id" in message:  # the server asks us: we serve only ping
+                reply = {"jsonrpc": "2.0", "id": message["id"]}
+                if method == "ping":
+                    reply["result"] = {}
+                else:
+                    reply["error"] = {"code": METHOD_NOT_FOUND, "message": "mcpstudio's CLI client has no %s" % method}
+                self._send(reply)
+            elif method == "notifications/message":
+                params = message.get("params") or {}
+                data = params.get("data")
+                sys.stderr.write("[%s] %s\n" % (params.get("level", "info"),
+                                               data if isinstance(data, str) else json.dumps(data)))
+            elif method is None:
+                with self.lock:
+                    self.responses[message.get("id")] = message
+                    self.lock.notify_all()
+        with self.lock:
+            self.closed = True
+            self.lock.notify_all()
+
+    def _send(self, message: dict):
+        try:
+            self.process.stdin.write(json.dumps(message).encode() + b"\n")
+            self.process.stdin.flush()
+        except (OSError, ValueError):
+            pass  # it exited; the waiting request says so
+
+    def request(self, method: str, params: dict | None = None, wait: bool = True) -> dict:
+        """Send one request; return its result or raise McpError (the server's error, or why none came).
+
+        The answer is waited for CLIENT_TIMEOUT, or with `wait=False` for as long as the server lives.
+        """
+        with self.lock:
+            self.next_id += 1
+            request_id = self.next_id
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self._send(message)
+        with self.lock:
+            if not self.lock.wait_for(lambda: request_id in self.responses or self.closed,
+                                      self.timeout if wait else None):
+                raise McpError(INTERNAL_ERROR, "%s: no answer within %g s from %s" % (method, self.timeout,
+                                                                                    _argv_text(self.argv)))
+            reply = self.responses.pop(request_id, None)
+        if reply is None:
+            code = self.process.wait()
+            raise McpError(INTERNAL_ERROR, "%s: the server exited (code %s) before answering; its "
+                                           "stderr above says why" % (method, code))
+        error = reply.get("error")
+        if error is not None:
+            raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message")), error.get("data"))
+        return reply.get("result") or {}
+
+    def notify(self, method: str, params: dict | None = None):
+        """Send a notification to the server."""
+        self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})})
+
+    def initialize(self) -> dict:
+        """The handshake; return the server's initialize result."""
+        result = self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                                             "clientInfo": {"name": "mcpstudio-cli", "version": __version__}})
+        self.notify("notifications/initialized")
+        return result
+
+    def list_all(self, method: str, key: str) -> list:
+        """Every page of a list method."""
+        items, cursor = [], None
+        while True:
+            result = self.request(method, {"cursor": cursor} if cursor else {})
+            items.extend(result.get(key) or [])
+            cursor = result.get("nextCursor")
+            if not cursor:
+                return items
+
+    def close(self):
+        """Close its stdin (how clients stop a server), then stop its process group if it lingers."""
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        for hard, wait in ((None, STDIN_CLOSE_WAIT * 5), (False, KILL_GRACE), (True, KILL_GRACE)):
+            if hard is not None:
+                _signal_group(self.process.pid, hard)
+            try:
+                self.process.wait(wait)
+            except subprocess.TimeoutExpired:
+                continue
+            break
+        if _group_alive(self.process.pid):  # something it started outlived it
+            _signal_group(self.process.pid, True)
+        self.reader.join(KILL_GRACE)
+        if not self.reader.is_alive():  # else a process of another group holds the pipe: leave it to exit
+            self.process.stdout.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _self_command() -> list:
+    """The argv that runs this very module: the interpreter and mcpstudio.py (or the zipapp)."""
+    path = os.path.abspath(__file__)
+    folder = os.path.dirname(path)
+    if os.path.isfile(folder):  # imported from a zipapp: run the archive
+        path = folder
+    return [os.path.abspath(sys.executable), path]
+
+
+def _mode_argv(words: list, command: str) -> list:
+    """The child `inspect` and `call` talk to: mcpstudio in MODE ARGS, or the command after `--`."""
+    if words[:1] == ["--"]:
+        if len(words) < 2:
+            raise UsageError("%s: give the server's command after --, e.g. %s -- npx -y "
+                             "@modelcontextprotocol/server-everything" % (command, command))
+        return words[1:]
+    if not words:
+        if not os.path.exists(default_config_path()):
+            raise UsageError("%s needs a mode: a template (echo \"{message}\"), --root-directory DIR, "
+                             "serve --config FILE, or -- SERVER COMMAND" % command)
+        words = ["serve"]
+    return _self_command() + words
+
+
+def _take_options(words: list, command: str, flags=(), values=(), anywhere=False) -> tuple:
+    """A subcommand's options (`--x`, `--x V`, `--x=V`) and its other words.
+
+    Options lead, and the rest starts at the first other word; with `anywhere`,
+    options may stand between the other words too.
+    """
+    found, i, others = {}, 0, []
+    while i < len(words):
+        name, eq, inline = words[i].partition("=")
+        if name in ("-h", "--help"):
+            found["help"] = True
+        elif name in flags and not eq:
+            found[name] = True
+        elif name in values:
+            if not eq:
+                i += 1
+                if i >= len(words):
+                    raise UsageError("%s: %s needs a value" % (command, name))
+                inline = words[i]
+            found[name] = inline
+        elif anywhere and not words[i].startswith("-"):
+            others.append(words[i])
+        else:
+            break
+        i += 1
+    return found, others + words[i:]
+
+
+def _schema_summary(schema: dict) -> list:
+    """(name, type, detail, description) per property of an input schema."""
+    props = (schema or {}).get("properties") or {}
+    required = (schema or {}).get("required") or []
+    rows = []
+    for key, prop in props.items():
+        kind = prop.get("type", "any")
+        if kind == "array" and isinstance(prop.get("items"), dict):
+            kind = "%s[]" % prop["items"].get("type", "any")
+        detail = ("required" if key in required else
+                  "default %s" % json.dumps(prop["default"]) if "default" in prop else "optional")
+        if prop.get("enum"):
+            detail += ", one of %s" % ", ".join(json.dumps(v) for v in prop["enum"])
+        rows.append((key, str(kind), detail, prop.get("description") or ""))
+    return rows
+
+
+def _print_listing(listing: dict):
+    """The readable table of `inspect`."""
+    info = listing["serverInfo"]
+    print("server: %s %s (protocol %s)" % (info.get("title") or info.get("name", "?"), info.get("version", ""),
+                                           listing["protocolVersion"]))
+    if listing.get("instructions"):
+        print("instructions: %s" % listing["instructions"])
+    tools = listing["tools"]
+    print("\ntools (%d):" % len(tools))
+    for tool in tools:
+        hints = [word for key, word in (("readOnlyHint", "read-only"), ("destructiveHint", "destructive"),
+                                        ("idempotentHint", "idempotent"), ("openWorldHint", "open-world"))
+                 if (tool.get("annotations") or {}).get(key)]
+        print("  %s%s" % (tool["name"], "  [%s]" % ", ".join(hints) if hints else ""))
+        if tool.get("description"):
+            print("      %s" % _clip(" ".join(tool["description"].split()), 200))
+        for key, kind, detail, description in _schema_summary(tool.get("inputSchema")):
+            print(("      %-16s %-9s %-10s %s" % (key, kind, detail, description)).rstrip())
+        ok_codes = (tool.get("_meta") or {}).get(OK_EXIT_META)
+        if ok_codes:
+            print("      exit codes accepted: %s" % ",".join(str(c) for c in ok_codes))
+    for key, title, uri_key in (("resources", "resources", "uri"), ("resourceTemplates", "resource templates",
+                                                                   "uriTemplate")):
+        if listing[key]:
+            print("\n%s (%d):" % (title, len(listing[key])))
+        for item in listing[key]:
+            print("  %-36s %-20s %s" % (item.get(uri_key), item.get("mimeType", ""), item.get("name", "")))
+    if listing["prompts"]:
+        print("\nprompts (%d):" % len(listing["prompts"]))
+    for prompt in listing["prompts"]:
+        print("  %s  %s" % (prompt["name"], prompt.get("description", "")))
+        for argument in prompt.get("arguments") or []:
+            print("      %-16s %-10s %s" % (argument.get("name"), "required" if argument.get("required") else
+                                            "optional", argument.get("description", "")))
+
+
+def inspect_command(words: list) -> int:
+    """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
+    found, words = _take_options(words, "inspect", flags=("--json",))
+    if found.get("help"):
+        print(SUBCOMMAND_HELP["inspect"])
+        return 0
+    with StdioClient(_mode_argv(words, "inspect")) as client:
+        hello = client.initialize()
+        capabilities = hello.get("capabilities") or {}
+        listing = {"serverInfo": hello.get("serverInfo") or {}, "protocolVersion": hello.get("protocolVersion"),
+                   "instructions": hello.get("instructions"), "capabilities": capabilities,
+                   "tools": [], "resources": [], "resourceTemplates": [], "prompts": []}
+        if "tools" in capabilities:
+            listing["tools"] = client.list_all("tools/list", "tools")
+        if "resources" in capabilities:
+            listing["resources"] = client.list_all("resources/list", "resources")
+            listing["resourceTemplates"] = client.list_all("resources/templates/list", "resourceTemplates")
+        if "prompts" in capabilities:
+            listing["prompts"] = client.list_all("prompts/list", "prompts")
+    if found.get("--json"):
+        print(json.dumps(listing, indent=2))
+    else:
+        _print_listing(listing)
+    return 0
+
+
+_ARGUMENT_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.S)
+
+
+def _call_arguments(pairs: list, schema: dict) -> dict:
+    """key=value words as the tool's schema types them: strings stay text, other types read as JSON."""
+    props = (schema or {}).get("properties") or {}
+    arguments = {}
+    for key, text in pairs:
+        kind = (props.get(key) or {}).get("type")
+        value = text
+        if kind not in ("string", None):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                pass  # the server's validation says what it wanted
+        if kind == "array" and not isinstance(value, list):
+            arguments.setdefault(key, []).append(value)  # `file=a file=b` makes a list
+            continue
+        if key in arguments:
+            raise UsageError("call: %s= is given twice (only an array parameter takes several)" % key)
+        arguments[key] = value
+    return arguments
+
+
+def _print_content(content: list, out):
+    for block in content or []:
+        kind = block.get("type")
+        if kind == "text":
+            out.write(block.get("text", "") + ("" if block.get("text", "").endswith("\n") else "\n"))
+        elif kind == "resource":
+            resource = block.get("resource") or {}
+            if "text" in resource:
+                out.write(resource["text"] + ("" if resource["text"].endswith("\n") else "\n"))
+            else:
+                out.write("[resource %s: %s, %d bytes of base64]\n" % (resource.get("uri"), resource.get("mimeType"),
+                                                                        len(resource.get("blob", ""))))
+        elif kind == "resource_link":
+            out.write("[link %s %s]\n" % (block.get("uri"), block.get("name", "")))
+        else:
+            out.write("[%s: %s, %d bytes of base64]\n" % (kind, block.get("mimeType"), len(block.get("data", ""))))
+
+
+def call_command(words: list) -> int:
+    """`call TOOL [key=value ...] [--json ARGS] [MODE ARGS...]`: one tools/call, as a client makes it."""
+    if not words or words[0] in ("-h", "--help"):
+        if not words:
+            raise UsageError("call needs a TOOL, e.g. mcpstudio call echo message=hi echo \"{message}\"")
+        print(SUBCOMMAND_HELP["call"])
+        return 0
+    tool, words = words[0], words[1:]
+    pairs, given, raw = [], None, False
+    while words:
+        match = _ARGUMENT_WORD.fullmatch(words[0])
+        if match:
+            pairs.append(match.groups())
+        elif words[0] in ("--json", "--raw") or words[0].startswith("--json="):
+            name, eq, inline = words[0].partition("=")
+            if name == "--raw":
+                raw = True
+            else:
+                if not eq:
+                    if len(words) < 2:
+                        raise UsageError("call: --json needs a JSON object of arguments")
+                    inline = words[1]
+                    words = words[1:]
+                try:
+                    given = json.loads(inline)
+                except ValueError as exc:
+                    raise UsageError("call: --json %r is not JSON: %s" % (inline, exc))
+                if not isinstance(given, dict):
+                    raise UsageError("call: --json needs a JSON object, e.g. '{\"message\": \"hi\"}'")
+        else:
+            break
+        words = words[1:]
+    with StdioClient(_mode_argv(words, "call")) as client:
+        client.initialize()
+        tools = client.list_all("tools/list", "tools")
+        schema = next((t.get("inputSchema") for t in tools if t.get("name") == tool), None)
+        arguments = dict(given or {})
+        arguments.update(_call_arguments(pairs, schema))
+        try:
+            result = client.request("tools/call", {"name": tool, "arguments": arguments}, wait=False)
+        except McpError as exc:
+            sys.stderr.write("mcpstudio: error: %s (code %s)\n" % (exc, exc.code))
+            return 1
+    if raw:
+        print(json.dumps(result, indent=2))
+    else:
+        _print_content(result.get("content"), sys.stderr if result.get("isError") else sys.stdout)
+        structured = result.get("structuredContent")
+        texts = [b.get("text") for b in result.get("content") or [] if b.get("type") == "text"]
+        if structured is not None and json.dumps(structured) not in [_json_or_text(t) for t in texts]:
+            print(json.dumps(structured, indent=2))
+    return 1 if result.get("isError") else 0
+
+
+def _json_or_text(text: str) -> str:
+    """`text` re-serialized if it is JSON (to compare with structured content), else itself."""
+    try:
+        return json.dumps(json.loads(text))
+    except ValueError:
+        return text
+
+
+# Where each client keeps its MCP servers, and the key they go under. Claude
+# Code's user scope is ~/.claude.json; VS Code's user file is mcp.json in its
+# settings folder; Codex uses TOML tables [mcp_servers.NAME].
+CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "codex")
+
+
+def _app_folder(platform: str) -> str:
+    """Where desktop apps keep settings: Application Support, %APPDATA%, or $XDG_CONFIG_HOME."""
+    if platform == "darwin":
+        return os.path.join(os.path.expanduser("~"), "Library", "Application Support")
+    if platform == "win32":
+        return os.environ.get("APPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Roaming")
+    return os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+
+
+def client_config_path(client: str, platform: str | None = None) -> str:
+    """The user-level file `client` reads its MCP servers from, on `platform` (default: this one)."""
+    platform = platform or sys.platform
+    home = os.path.expanduser("~")
+    if client == "claude-code":
+        return os.path.join(os.environ.get("CLAUDE_CONFIG_DIR") or home, ".claude.json")
+    if client == "claude-desktop":
+        return os.path.join(_app_folder(platform), "Claude", "claude_desktop_config.json")
+    if client == "cursor":
+        return os.path.join(home, ".cursor", "mcp.json")
+    if client == "vscode":
+        return os.path.join(_app_folder(platform), "Code", "User", "mcp.json")
+    if client == "codex":
+        return os.path.join(os.environ.get("CODEX_HOME") or os.path.join(home, ".codex"), "config.toml")
+    raise UsageError("unknown client %r; use one of %s" % (client, ", ".join(CLIENTS)))
+
+
+def _servers_key(client: str) -> str:
+    return "servers" if client == "vscode" else "mcpServers"
+
+
+_PATH_OPTIONS = ("--config", "--root-directory", "--cwd", "--log")
+
+
+def _absolute_mode(words: list) -> list:
+    """MODE ARGS with the paths its options name made absolute (clients start servers in their own folder)."""
+    words = list(words)
+    options, rest = parse_command_line(words)
+    end = len(words) - len(rest)
+    if rest and rest[0] in ("serve", "check") and words[end - 1:end] != ["--"]:
+        _, after = parse_command_line(rest[1:])
+        end = len(words) - len(after)
+    i = 0
+    while i < end:
+        name, eq, value = words[i].partition("=")
+        if name in _PATH_OPTIONS:
+            if eq:
+                words[i] = "%s=%s" % (name, os.path.abspath(os.path.expanduser(value)))
+            elif i + 1 < end:
+                i += 1
+                words[i] = os.path.abspath(os.path.expanduser(words[i]))
+        i += 1
+    return words
+
+
+def _mode_options(words: list) -> tuple:
+    """(options, template words) of MODE ARGS, reading on past `serve` or `check`."""
+    options, rest = parse_command_line(list(words))
+    if rest and rest[0] in ("serve", "check"):
+        options, rest = parse_command_line(rest[1:], options)
+    return options, rest
+
+
+def _entry_name(words: list) -> str:
+    """A server name for the client's list: --name, the command, the script folder or the config's file name."""
+    options, rest = _mode_options(words)
+    name = (options["name"] or (os.path.basename(rest[0]) if rest else None)
+            or (os.path.basename(os.path.normpath(options["root_directory"])) if options["root_directory"] else None)
+            or os.path.splitext(os.path.basename(options["config"] or default_config_path()))[0])
+    return _UNSAFE_NAME_CHARS.sub("_", name) or "mcpstudio"
+
+
+def client_entry(client: str, words: list) -> tuple:
+    """(entry dict, note or None): what `client` needs to run mcpstudio with MODE ARGS `words`."""
+    options, _ = _mode_options(words)
+    if options["http"] is not None:
+        if client == "claude-desktop":
+            raise UsageError("install: Claude Desktop's config file starts stdio servers only; drop --http")
+        host, port = parse_http_address(options["http"])
+        host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        url = "http://%s:%d%s" % ("[%s]" % host if ":" in host else host, port, HTTP_PATH)
+        token = options["http_token"] or os.environ.get(HTTP_TOKEN_VARIABLE)
+        entry = {"type": "http", "url": url} if client in ("claude-code", "vscode") else {"url": url}
+        if token:
+            entry["headers"] = {"Authorization": "Bearer %s" % token}
+        note = "the client connects to a running server; start it with: %s" % _argv_text(_self_command() + words)
+        return entry, note
+    argv = _self_command() + _absolute_mode(words)
+    entry = {"command": argv[0], "args": argv[1:]}
+    if client in ("claude-code", "vscode"):
+        entry = {"type": "stdio", **entry}
+    if client == "claude-code":
+        entry["env"] = {}
+    return entry, None
+
+
+def _toml_string(text: str) -> str:
+    return json.dumps(text)  # a JSON string with \uXXXX escapes is a TOML basic string
+
+
+def _toml_table(name: str, entry: dict) -> str:
+    """A Codex [mcp_servers.NAME] table for `entry`."""
+    lines = ["[mcp_servers.%s]" % _toml_key(name)]
+    if "url" in entry:
+        lines.append("url = %s" % _toml_string(entry["url"]))
+        if entry.get("headers"):
+            lines.append("http_headers = { %s }" % ", ".join(
+                "%s = %s" % (_toml_string(k), _toml_string(v)) for k, v in entry["headers"].items()))
+    else:
+        lines.append("command = %s" % _toml_string(entry["command"]))
+        lines.append("args = [%s]" % ", ".join(_toml_string(a) for a in entry["args"]))
+    return "\n".join(lines) + "\n"
+
+
+def _toml_key(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _toml_string(name)
+
+
+def _merge_toml_table(text: str, name: str, table: str) -> tuple:
+    """(new text, replaced?): `text` with the [mcp_servers.NAME] table (and its subtables) replaced or added."""
+    header = re.compile(r"^\s*\[\[?\s*(mcp_servers\.%s)?" % re.escape(_toml_key(name)))
+    lines = text.splitlines(True)
+    out, skipping, replaced = [], False, False
+    for line in lines:
+        if line.lstrip().startswith("["):
+            match = header.match(line)
+            own = match is not None and match.group(1) is not None and re.match(
+                r"\s*[\].]", line[match.end():])
+            if own and not replaced:
+                out.append(table + "\n")
+                replaced = True
+            skipping = bool(own)
+        if not skipping:
+            out.append(line)
+    if not replaced:
+        if out and not out[-1].endswith("\n"):
+            out.append("\n")
+        out.append(("\n" if out else "") + table)
+    return "".join(out), replaced
+
+
+def _read_json_file(path: str, what: str) -> tuple:
+    """(data, text) of a JSON or JSONC file; ({}, "") when it does not exist."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return {}, ""
+    stripped = strip_json_comments(text)
+    try:
+        data = json.loads(stripped) if stripped.strip() else {}
+    except ValueError as exc:
+        raise ConfigError("%s: %s is not valid JSON: %s; fix it (or move it aside) and try again" % (what, path, exc))
+    if not isinstance(data, dict):
+        raise ConfigError("%s: %s holds %s, not a JSON object" % (what, path, _type_name(data)))
+    return data, text
+
+
+_SPACE = re.compile(r"\s*")
+
+
+def _members(stripped: str, brace: int) -> tuple:
+    """([(key, key_start, value_start, value_end)], closing brace) of the object at `brace` of comment-free text."""
+    decoder, members = json.JSONDecoder(), []
+    i = _SPACE.match(stripped, brace + 1).end()
+    while stripped[i] != "}":
+        key, after = decoder.raw_decode(stripped, i)
+        value_start = _SPACE.match(stripped, _SPACE.match(stripped, after).end() + 1).end()
+        value_end = decoder.raw_decode(stripped, value_start)[1]
+        members.append((key, i, value_start, value_end))
+        i = _SPACE.match(stripped, value_end).end()
+        if stripped[i] == ",":
+            i = _SPACE.match(stripped, i + 1).end()
+    return members, i
+
+
+def _indent_at(text: str, index: int) -> str:
+    line = text[text.rfind("\n", 0, index) + 1:index]
+    return line[:len(line) - len(line.lstrip())]
+
+
+def _json_at(value, indent: str | None) -> str:
+    """`value` as JSON indented to sit at `indent`, or on one line when `indent` is None."""
+    if indent is None:
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + indent)
+
+
+def _next_edit(text: str, stripped: str, brace: int, old: dict, new: dict):
+    """One (start, end, replacement) that brings the object at `brace` closer to `new`, or None."""
+    members, close = _members(stripped, brace)
+    keys = [m[0] for m in members]
+    one_line = "\n" not in stripped[brace:close]  # `{"a": 1, "b": 2}` stays on its line
+    for index, (key, key_start, value_start, value_end) in enumerate(members):
+        if key not in new or keys.count(key) > 1:  # gone (or written twice: the last one counts)
+            if index:
+                return members[index - 1][3], value_end, ""
+            if len(members) == 1:
+                return brace + 1, value_end, ""
+            line_start = key_start - len(_indent_at(stripped, key_start))
+            end = re.compile(r"\s*,(?:[ \t]*\n)?").match(stripped, value_end).end()
+            return (line_start if stripped[line_start - 1:line_start] == "\n" else key_start), end, ""
+        if old[key] != new[key]:
+            if isinstance(old[key], dict) and isinstance(new[key], dict):
+                return _next_edit(text, stripped, value_start, old[key], new[key])
+            return value_start, value_end, _json_at(new[key], None if one_line else _indent_at(stripped, key_start))
+    for key, value in new.items():
+        if key not in old:
+            if members:
+                end = members[-1][3]
+                if one_line:
+                    return end, end, ", %s: %s" % (json.dumps(key), _json_at(value, None))
+                indent = _indent_at(stripped, members[-1][1])
+                member = "\n%s%s: %s" % (indent, json.dumps(key), _json_at(value, indent))
+                line_end = text.find("\n", end)
+                if line_end > 0 and not stripped[end:line_end].strip():  # after a `// comment` on its line
+                    tail = text[end:line_end]
+                    return end, line_end, ("" if tail.lstrip().startswith(",") else ",") + tail + member
+                return end, end, "," + member
+            outer = _indent_at(stripped, brace)
+            member = "\n%s  %s: %s" % (outer, json.dumps(key), _json_at(value, outer + "  "))
+            if text[brace + 1:close].strip():  # only a comment inside: keep it after the member
+                return brace + 1, brace + 1, member
+            return brace + 1, close, member + "\n" + outer
+    return None
+
+
+def _comments(text: str) -> str:
+    """The comments of a JSONC text, without their spacing (to tell whether an edit dropped one)."""
+    blanked = strip_json_comments(text)
+    return "".join(c for c, kept in zip(text, blanked) if c != kept and not c.isspace() and c != ",")
+
+
+def edited_json_text(text: str, new: dict, path: str) -> str:
+    """`text` (JSON or JSONC) changed to hold `new`, object member by member, so the comments, order and
+    layout of everything unchanged stay as they were; plain JSON when `text` is empty."""
+    if not text.strip():
+        return json.dumps(new, indent=2, ensure_ascii=False) + "\n"
+    result = text
+    for _ in range(10000):
+        stripped = strip_json_comments(result)
+        brace = _SPACE.match(stripped).end()
+        edit = _next_edit(result, stripped, brace, json.loads(stripped), new)
+        if edit is None:
+            break
+        start, end, replacement = edit
+        result = result[:start] + replacement + result[end:]
+    if json.loads(strip_json_comments(result)) != new:  # cannot happen; if it does, be correct rather than pretty
+        sys.stderr.write("mcpstudio: warning: %s is rewritten as plain JSON; its comments are in the .bak\n" % path)
+        return json.dumps(new, indent=2, ensure_ascii=False) + "\n"
+    if _comments(result) != _comments(text):
+        sys.stderr.write("mcpstudio: warning: comments inside the entries changed in %s are gone (the .bak "
+                         "keeps them)\n" % path)
+    return result
+
+
+def write_file_atomically(path: str, text: str, backup: bool = True) -> str | None:
+    """Replace `path` with `text` via a temporary file and rename (mode 0600 for a new file, else
+    the old mode); keep the old file as `path.bak` first. Returns the backup's path, if one was made."""
+    import shutil
+    import tempfile
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    saved = None
+    try:
+        mode = os.stat(path).st_mode & 0o777
+        if backup:
+            saved = path + ".bak"
+            shutil.copy2(path, saved)
+    except FileNotFoundError:
+        mode = 0o600
+    fd, temporary = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    return saved
+
+
+def _check_mode(words: list):
+    """Build (and start nothing of) the server MODE ARGS `words` run, so install refuses an entry the
+    server would refuse: a bad template raises TemplateError, a bad config ConfigError, as they would."""
+    options, rest = parse_command_line(list(words))
+    served = bool(rest) and rest[0] in ("serve", "check")
+    if served:
+        options, rest = parse_command_line(rest[1:], options)
+    config = options["config"] or (default_config_path() if served else None)
+    _build_server(options, rest, Log(), config)
+
+
+def install_command(words: list) -> int:
+    """`install --client NAME [--as SERVER] [--write] [MODE ARGS...]`: the client's entry for this mode."""
+    found, words = _take_options(words, "install", flags=("--write",), values=("--client", "--as", "--file"))
+    if found.get("help"):
+        print(SUBCOMMAND_HELP["install"])
+        return 0
+    client = found.get("--client")
+    if client not in CLIENTS:
+        raise UsageError("install needs --client %s%s" % ("|".join(CLIENTS), ", not %r" % client if client else ""))
+    if not words:
+        if not os.path.exists(default_config_path()):
+            raise UsageError("install needs a mode: a template (echo \"{message}\"), --root-directory DIR, or "
+                             "serve --config FILE")
+        words = ["serve", "--config", default_config_path()]
+    try:
+        _check_mode(words)
+    except ConfigError as exc:
+        sys.stderr.write("mcpstudio: error: %s\n" % exc)
+        return 2
+    name = found.get("--as") or _entry_name(words)
+    entry, note = client_entry(client, words)
+    path = found.get("--file") or client_config_path(client)
+    if client == "codex":
+        shown = _toml_table(name, entry)
+    else:
+        shown = json.dumps({_servers_key(client): {name: entry}}, indent=2) + "\n"
+    if not found.get("--write"):
+        sys.stdout.write(shown)
+        sys.stderr.write("mcpstudio: this goes in %s%s; add it with --write\n" % (path, (
+            " (or: claude mcp add-json --scope user %s %s)" % (name, _argv_text([json.dumps(entry)]))
+            if client == "claude-code" else "")))
+        if note:
+            sys.stderr.write("mcpstudio: %s\n" % note)
+        return 0
+    if client == "codex":
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except FileNotFoundError:
+            text = ""
+        text, replaced = _merge_toml_table(text, name, shown)
+    else:
+        data, text = _read_json_file(path, "install")
+        servers = data.setdefault(_servers_key(client), {})
+        if not isinstance(servers, dict):
+            raise ConfigError("install: %s: `%s` is not an object; fix it first" % (path, _servers_key(client)))
+        replaced = name in servers
+        servers[name] = entry
+        text = edited_json_text(text, data, path)
+    saved = write_file_atomically(path, text)
+    print("%s %s in %s%s" % ("replaced" if replaced else "added", name, path,
+                             " (backup: %s)" % saved if saved else ""))
+    if note:
+        sys.stderr.write("mcpstudio: %s\n" % note)
+    return 0
+
+
+_VSCODE_ONLY = re.compile(r"\$\{(workspaceFolder\w*|userHome|cwd|file\w*|relativeFile\w*|input:[^}]*|command:[^}]*)\}")
+
+
+def _strings_of(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings_of(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings_of(item)
+
+
+def _env_references(value):
+    """VS Code's ${env:NAME} as mcpstudio's ${NAME}, everywhere in an entry."""
+    if isinstance(value, str):
+        return re.sub(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}", r"${\1}", value)
+    if isinstance(value, dict):
+        return {k: _env_references(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_env_references(v) for v in value]
+    return value
+
+
+def imported_server(entry) -> tuple:
+    """(entry for mcpstudio's config, None) or (None, why it is skipped), for one client server entry."""
+    if not isinstance(entry, dict):
+        return None, "not an object"
+    if "envFile" in entry:
+        return None, "it reads variables from envFile %s; put them in `env` (as ${VAR}) and import again" % (
+            json.dumps(entry["envFile"]))
+    for text in _strings_of(entry):
+        found = _VSCODE_ONLY.search(text)
+        if found:
+            return None, ("it uses VS Code's %s, which only VS Code can fill in; replace it with a path or "
+                          "${VAR} and import again" % found.group(0))
+    if "command" not in entry and "url" not in entry:
+        return None, "it has neither `command` nor `url`"
+    kept = {key: _env_references(entry[key]) for key in _SERVER_KEYS if key in entry}
+    return kept, None
+
+
+def _client_servers(client: str | None, path: str) -> dict:
+    """The servers a client's config file lists (Claude Code: the user's, this folder's in ~/.claude.json,
+    and its .mcp.json)."""
+    data, _ = _read_json_file(path, "import")
+    if not data and not os.path.exists(path):
+        raise ConfigError("import: %s does not exist%s" % (path, " (is %s installed and set up here?)" % client
+                                                             if client else ""))
+    servers = {}
+    for key in ("mcpServers", "servers"):
+        if isinstance(data.get(key), dict):
+            servers.update(data[key])
+    projects = data.get("projects")
+    if client == "claude-code" and isinstance(projects, dict):
+        project = projects.get(os.getcwd())
+        if isinstance(project, dict) and isinstance(project.get("mcpServers"), dict):
+            servers.update(project["mcpServers"])
+    if client == "claude-code" and os.path.isfile(".mcp.json"):  # the project's shared servers
+        shared = _read_json_file(".mcp.json", "import")[0].get("mcpServers")
+        servers.update(shared if isinstance(shared, dict) else {})
+    return servers
+
+
+def import_command(words: list) -> int:
+    """`import FILE|--from CLIENT [--config FILE] [--write]`: a client's servers into mcpstudio's config."""
+    found, words = _take_options(words, "import", flags=("--write",), values=("--from", "--config"), anywhere=True)
+    if found.get("help"):
+        print(SUBCOMMAND_HELP["import"])
+        return 0
+    client = found.get("--from")
+    if client is not None and client not in CLIENTS[:4]:
+        raise UsageError("import --from takes %s, not %r" % ("|".join(CLIENTS[:4]), client))
+    if (client is None) == (len(words) != 1) or len(words) > 1:
+        raise UsageError("import takes one FILE or --from CLIENT, e.g. mcpstudio import --from claude-desktop")
+    source = client_config_path(client) if client else words[0]
+    target = found.get("--config") or default_config_path()
+    servers = _client_servers(client, source)
+    data, text = _read_json_file(target, "import")
+    existing = data.get("mcpServers") if isinstance(data.get("mcpServers"), dict) else {}
+    added = {}
+    for name, entry in servers.items():
+        kept, why = imported_server(entry)
+        if kept is not None and (name in existing or name in (data.get("servers") or {})):
+            kept, why = None, "%s already has a server %s (remove it first to replace it)" % (target, name)
+        clash = kept is not None and (_same_id(data, name) or _same_id({"mcpServers": added}, name))
+        if clash:
+            kept, why = None, ("its id `%s` is also the id of server %s, and the config would refuse both; "
+                               "rename one of them" % (_server_id(name), clash))
+        if kept is None:
+            print("skip    %s: %s" % (name, why))
+            continue
+        added[name] = kept
+        dropped = sorted(set(entry) - set(kept))
+        print("import  %s: %s%s%s" % (name, kept.get("url") or _argv_text([kept["command"]] + [
+            str(a) for a in kept.get("args", [])]), " (disabled)" if kept.get("disabled") else "",
+            "; not carried over: %s" % ", ".join(dropped) if dropped else ""))
+    if not found.get("--write"):
+        print("dry run: nothing written; add --write to put %d server(s) into %s" % (len(added), target))
+        return 0
+    if not added:
+        print("nothing to import into %s" % target)
+        return 0
+    data.setdefault("mcpServers", {}).update(added)
+    write_file_atomically(target, edited_json_text(text, data, target))
+    print("wrote %d server(s) into %s" % (len(added), target))
+    return 0
+
+
+def _config_option(words: list, command: str, flags=(), values=()) -> tuple:
+    """(options, config path, rest) for the config-editing subcommands."""
+    found, rest = _take_options(words, command, flags=flags, values=("--config",) + tuple(values), anywhere=True)
+    return found, found.get("--config") or default_config_path(), rest
+
+
+def add_command(words: list) -> int:
+    """`add NAME [--config FILE] [--env K=V]... [--cwd DIR] [--disabled] -- COMMAND ARGS...` (or --url URL)."""
+    if not words or words[0] in ("-h", "--help"):
+        if words:
+            print(SUBCOMMAND_HELP["add"])
+            return 0
+        raise UsageError("add needs a NAME and -- COMMAND ARGS..., e.g. mcpstudio add time -- uvx mcp-server-time")
+    name, words = words[0], words[1:]
+    env, headers, found, i = {}, {}, {}, 0
+    while i < len(words) and words[i] != "--":
+        option, eq, value = words[i].partition("=")
+        if option in ("-h", "--help", "--disabled") and not eq:
+            found[option] = True
+        elif option in ("--config", "--cwd", "--url", "--env", "--header"):
+            if not eq:
+                i += 1
+                if i >= len(words):
+                    raise UsageError("add: %s needs a value" % option)
+                value = words[i]
+            if option in ("--env", "--header"):
+                key, eq, value = value.partition("=")
+                if not eq or not key:
+                    raise UsageError("add: %s needs KEY=VALUE, not %r" % (option, words[i]))
+                (env if option == "--env" else headers)[key] = value
+            else:
+                found[option] = value
+        else:
+            raise UsageError("add: unexpected %r; the server's command goes after --" % words[i])
+        i += 1
+    if found.get("-h") or found.get("--help"):
+        print(SUBCOMMAND_HELP["add"])
+        return 0
+    command = words[i + 1:]
+    if not command and not found.get("--url"):
+        raise UsageError("add %s: give the server's command after --, or --url URL" % name)
+    entry = {"url": found["--url"]} if found.get("--url") else {"command": command[0], "args": command[1:]}
+    if found.get("--url") and command:
+        raise UsageError("add %s: give --url or a command, not both" % name)
+    if env:
+        entry["env"] = env
+    if headers:
+        entry["headers"] = headers
+    if found.get("--cwd"):
+        entry["cwd"] = os.path.abspath(os.path.expanduser(found["--cwd"]))
+    if found.get("--disabled"):
+        entry["disabled"] = True
+    path = found.get("--config") or default_config_path()
+    data, text = _read_json_file(path, "add")
+    servers = data.setdefault("mcpServers", {})
+    replaced = name in servers
+    other = _same_id(data, name, (name,) if replaced else ())
+    if other:
+        raise ConfigError("add: %s has a server %s, and %s would have the same id `%s` (ids are the names with "
+                          "characters other than A-Z a-z 0-9 _ - made _); choose another name or remove %s first"
+                          % (path, other, name, _server_id(name), other))
+    servers[name] = entry
+    write_file_atomically(path, edited_json_text(text, data, path))
+    print("%s %s in %s" % ("replaced" if replaced else "added", name, path))
+    return 0
+
+
+def _same_id(data: dict, name: str, besides=()) -> str | None:
+    """The config's server (not in `besides`) whose id is the id of `name`: the server would refuse both."""
+    wanted = _server_id(name)
+    return next((key for group in ("mcpServers", "servers") for key in (data.get(group) or {})
+                 if key not in besides and _server_id(key) == wanted), None)
+
+
+def remove_command(words: list) -> int:
+    """`remove NAME [--config FILE]`: drop a server, and every mention of it in namespaces and permissions."""
+    found, path, rest = _config_option(words, "remove")
+    if found.get("help"):
+        print(SUBCOMMAND_HELP["remove"])
+        return 0
+    if len(rest) != 1:
+        raise UsageError("remove takes one server NAME, e.g. mcpstudio remove time")
+    name = rest[0]
+    data, text = _read_json_file(path, "remove")
+    group = next((g for g in ("mcpServers", "servers") if name in (data.get(g) or {})), None)
+    if group is None:
+        names = [k for g in ("mcpServers", "servers") for k in (data.get(g) or {})]
+        raise ConfigError("remove: %s has no server %s (it has: %s)" % (path, name, ", ".join(names) or "none"))
+    del data[group][name]
+    same = (name, _server_id(name))  # a namespace or permission may name the server by key or by id
+    for members, entry in _namespace_members(data).values():
+        members[:] = [m for m in members if m not in same]
+        defaults = entry.get("serverDefaults") if isinstance(entry, dict) else None
+        if isinstance(defaults, dict):
+            for key in [k for k in defaults if k in same]:
+                del defaults[key]
+    _drop_permissions(data, lambda item: _permission_value(item, "server", "serverId") in same)
+    write_file_atomically(path, edited_json_text(text, data, path))
+    print("removed %s from %s" % (name, path))
+    return 0
+
+
+def _namespace_members(data: dict, create: str | None = None) -> dict:
+    """name -> (its list of server names, its entry) for each namespace of a config, in every form the
+    server reads: {"NS": {"servers": [...]}}, mcp-studio's {"NS": {"serverIds": [...]}}, {"NS": [...]},
+    and mcp-studio's list [{"id": "NS", "serverIds": [...]}]. The lists are the config's own, so
+    changing one changes `data`; a namespace without one gets an empty list, kept in `data` only for
+    namespace `create` (under the key the server reads)."""
+    found = data.get("namespaces")
+    if isinstance(found, list):
+        pairs = [(item.get("id"), item) for item in found if isinstance(item, dict)]
+    else:
+        pairs = list(found.items()) if isinstance(found, dict) else []
+    out = {}
+    for name, entry in pairs:
+        if isinstance(entry, list):
+            out[name] = (entry, entry)
+        elif isinstance(entry, dict):
+            key = "serverIds" if "serverIds" in entry else "servers"
+            if name == create and not isinstance(entry.get(key), list):
+                entry[key] = []
+            out[name] = (entry[key] if isinstance(entry.get(key), list) else [], entry)
+    return out
+
+
+def _permission_value(item, key: str, old: str):
+    """A toolPermissions entry's `key`, or mcp-studio's older name for it (as the server reads it)."""
+    return (item.get(key) if key in item else item.get(old)) if isinstance(item, dict) else None
+
+
+def _drop_permissions(data: dict, matches):
+    """Remove the toolPermissions entries `matches` accepts (and the key, once empty)."""
+    permissions = data.get("toolPermissions")
+    if isinstance(permissions, list):
+        permissions[:] = [item for item in permissions if not matches(item)]
+        if not permissions:
+            del data["toolPermissions"]
+
+
+def _default_key(data: dict) -> str:
+    """The key the config's default namespace is under (as the server reads it)."""
+    return "defaultNamespace" if "defaultNamespace" in data or "defaultNamespaceId" not in data else "defaultNamespaceId"
+
+
+def list_command(words: list) -> int:
+    """`list [--config FILE] [--json]`: the config's servers, how each starts, and their namespaces."""
+    found, path, rest = _config_option(words, "list", flags=("--json",))
+    if found.get("help"):
+        print(SUBCOMMAND_HELP["list"])
+        return 0
+    if rest:
+        raise UsageError("list takes only --config FILE and --json, not %r" % rest[0])
+    data, _ = _read_json_file(path, "list")
+    namespaces = _namespace_members(data)
+    default = data.get(_default_key(data))
+    rows = []
+    for group in ("mcpServers", "servers"):
+        for name, entry in (data.get(group) or {}).items():
+            entry = entry if isinstance(entry, dict) else {}
+            member_of = [ns for ns, (members, _) in namespaces.items() if name in members or _server_id(name) in members]
+            rows.append({"name": name, "runs": entry.get("url") or _argv_text(
+                [str(entry.get("command", "?"))] + [str(a) for a in entry.get("args", [])]),
+                "disabled": bool(entry.get("disabled")), "namespaces": member_of})
+    if found.get("--json"):
+        print(json.dumps({"config": path, "servers": rows, "defaultNamespace": default}, indent=2))
+        return 0
+    print("%s: %d server(s)%s" % (path, len(rows), ", default namespace %s" % default if default else ""))
+    for row in rows:
+        print("  %-20s %s%s%s" % (row["name"], row["runs"], "  (disabled)" if row["disabled"] else "",
+                                  "  [%s]" % ", ".join(row["namespaces"]) if row["namespaces"] else ""))
+    return 0
+
+
+def namespace_command(words: list) -> int:
+    """`namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS` [--config FILE]."""
+    found, path, rest = _config_option(words, "namespace")
+    if found.get("help") or not rest or rest[0] in ("-h", "--help"):
+        if not rest and not found.get("help"):
+            raise UsageError("namespace needs add, remove, assign or default (see namespace --help)")
+        print(SUBCOMMAND_HELP["namespace"])
+        return 0
+    action, rest = rest[0], rest[1:]
+    more, rest = _take_options(rest, "namespace", values=("--config",))
+    path = more.get("--config") or path
+    if action not in ("add", "remove", "assign", "default") or not rest:
+        raise UsageError("namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS")
+    data, text = _read_json_file(path, "namespace")
+    namespaces = data.setdefault("namespaces", {})
+    name, servers = rest[0], rest[1:]
+    members = _namespace_members(data, create=name if action == "assign" else None)
+    known = [k for g in ("mcpServers", "servers") for k in (data.get(g) or {})]
+    for server in servers:
+        if server not in known:
+            raise ConfigError("namespace: %s has no server %s (it has: %s)" % (path, server, ", ".join(known) or "none"))
+    if action == "add":
+        if name in members:
+            raise ConfigError("namespace: %s already has a namespace %s; use namespace assign" % (path, name))
+        if isinstance(namespaces, list):  # mcp-studio's list form
+            namespaces.append({"id": name, "name": name, "serverIds": servers})
+        else:
+            namespaces[name] = {"servers": servers}
+        said = "added namespace %s" % name
+    elif name not in members:
+        raise ConfigError("namespace: %s has no namespace %s (it has: %s)" % (path, name, ", ".join(members) or "none"))
+    elif action == "remove":
+        if isinstance(namespaces, list):
+            namespaces[:] = [item for item in namespaces if not (isinstance(item, dict) and item.get("id") == name)]
+        else:
+            del namespaces[name]
+        _drop_permissions(data, lambda item: _permission_value(item, "namespace", "namespaceId") == name)
+        for key in ("defaultNamespace", "defaultNamespaceId"):
+            if data.get(key) == name:
+                del data[key]
+        if not namespaces:
+            del data["namespaces"]
+        said = "removed namespace %s" % name
+    elif action == "assign":
+        if not servers:
+            raise UsageError("namespace assign %s needs one or more SERVER names" % name)
+        listed = members[name][0]
+        listed.extend(s for s in servers if s not in listed and _server_id(s) not in listed)
+        said = "namespace %s: %s" % (name, ", ".join(listed))
+    else:
+        data[_default_key(data)] = name
+        said = "default namespace: %s" % name
+    write_file_atomically(path, edited_json_text(text, data, path))
+    print("%s (%s)" % (said, path))
+    return 0
+
+
+def zipapp_command(words: list) -> int:
+    """`zipapp OUT.pyz`: this module as one runnable file, with bytecode for this interpreter.
+
+    The module goes in twice: as `__main__` (what `python3 OUT.pyz` runs; its
+    `if __name__ == "__main__"` calls main) and as `mcpstudio` (what the
+    watchdog imports), each as .py and .pyc. zipimport takes a .pyc beside its
+    .py in the archive's root (never __pycache__) when its magic number is this
+    Python's; the .pyc is an unchecked-hash one, so no timestamp in the archive
+    has to match. Another Python version finds a foreign magic number and
+    compiles the source instead.
+    """
+    found, rest = _take_options(words, "zipapp", anywhere=True)
+    if found.get("help"):
+        print(SUBCOMMAND_HELP["zipapp"])
+        return 0
+    if len(rest) != 1:
+        raise UsageError("zipapp takes one OUT.pyz, e.g. mcpstudio zipapp mcpstudio.pyz")
+    import py_compile
+    import tempfile
+    import zipfile
+    out = rest[0]
+    source = os.path.abspath(__file__)
+    if not source.endswith(".py") or not os.path.isfile(source):
+        raise UsageError("zipapp: build it from mcpstudio.py, not from %s" % source)
+    with tempfile.TemporaryDirectory() as folder:
+        compiled = py_compile.compile(source, cfile=os.path.join(folder, "mcpstudio.pyc"), dfile="mcpstudio.py",
+                                      doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        temporary = out + ".tmp"
+        with open(temporary, "wb") as f:
+            f.write(b"#!/usr/bin/env python3\n")
+            with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as archive:
+                for name in ("__main__", "mcpstudio"):
+                    archive.write(source, name + ".py")
+                    archive.write(compiled, name + ".pyc")
+        os.chmod(temporary, 0o755)
+        os.replace(temporary, out)
+    print("wrote %s (bytecode for Python %d.%d, source for the others); run it with: python3 %s --help"
+          % (out, sys.version_info[0], sys.version_info[1], _argv_text([out])))
+    return 0
 
 
 # --------------------------------------------------------------------------
@@ -5928,7 +8584,7 @@ OPTIONS = [_Option(*o) for o in (
     (("--destructive",), "destructive", None, "flag", "annotate the tool destructiveHint: true"),
     (("--idempotent",), "idempotent", None, "flag", "annotate the tool idempotentHint: true"),
     (("--open-world",), "open_world", None, "flag", "annotate the tool openWorldHint: true"),
-    (("--env",), "env", "KEY=VALUE", "append", "set a variable for the command (repeatable; masked in logs)"),
+    (("--env",), "env", "KEY=VALUE", "append", "set a variable for the command (repeatable; values of names like *_TOKEN, *_KEY masked in logs)"),
     (("--cwd",), "cwd", "DIR", "value", "folder the command runs in (default: the current one)"),
     (("--timeout",), "timeout", "SECONDS", "value", "stop a call after this long (default: %g)" % DEFAULT_TIMEOUT),
     (("--max-output",), "max_output", "BYTES", "value",
@@ -5937,6 +8593,10 @@ OPTIONS = [_Option(*o) for o in (
      "commands running at once; more calls wait (default: %d)" % DEFAULT_MAX_CONCURRENCY),
     (("--max-name-length",), "max_name_length", "N", "value",
      "longest tool name given to clients (default: %d)" % DEFAULT_MAX_NAME_LENGTH),
+    (("--ok-exit",), "ok_exit", "CODES", "value",
+     "exit codes that mean success, e.g. 0,1 for grep (1: no match; default: 0)"),
+    (("--stdin",), "stdin", "TEXT", "value",
+     "feed the command this text template on stdin, e.g. --stdin '{json}' jq '{filter}'"),
     (("--allow-dash-values",), "allow_dash_values", None, "flag",
      "let values start an argument with '-' (off: refused as option injection)"),
     (("--config",), "config", "FILE", "value",
@@ -5953,6 +8613,8 @@ OPTIONS = [_Option(*o) for o in (
     (("--rescan",), "rescan", "SECONDS", "value",
      "script mode: look for changed scripts this often, 0 for never (default: %g)" % RESCAN_INTERVAL),
     (("--debug",), "debug", None, "flag", "write debug lines to stderr"),
+    (("--log-level",), "log_level", "LEVEL", "value",
+     "what goes to stderr: debug (as --debug), info (the default), warn or error"),
     (("--log",), "log", "FILE", "value", "append debug lines and every protocol message to FILE"),
     (("--namespace",), "namespace", "NAME", "value",
      "serve this namespace of the config's MCP servers (default: the config's defaultNamespace)"),
@@ -5972,7 +8634,70 @@ USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
          "       mcpstudio [OPTIONS] --root-directory DIR\n"
          "       mcpstudio [OPTIONS] serve|check [--config FILE] [--namespace NAME]\n"
          "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
-         "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]")
+         "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
+         "       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)")
+
+# Each subcommand's own --help.
+SUBCOMMAND_HELP = {
+    "serve": "usage: mcpstudio serve [--config FILE] [--namespace NAME] [--http [HOST:]PORT] [OPTIONS]\n\n"
+             "Serve a config file's tools, resources, script folders and MCP servers (default config:\n"
+             "$XDG_CONFIG_HOME/mcpstudio/config.json). The options of `mcpstudio --help` apply.",
+    "check": "usage: mcpstudio check [--config FILE] [--namespace NAME]\n\n"
+             "Validate a config file and show each tool's parameters and an example command; nothing runs.",
+    "status": "usage: mcpstudio status [--config FILE] [--namespace NAME] [--check]\n\n"
+              "The config's MCP servers, their cached tool counts and namespaces; --check starts\n"
+              "each server of the active namespace, lists its tools and stops it.",
+    "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
+            "Write a commented starter config (NAME.json) for the program CMD.",
+    "inspect": "usage: mcpstudio inspect [--json] [MODE ARGS...]\n"
+               "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n\n"
+               "Start the mode as a client would and show the tools (with their parameters), resources\n"
+               "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
+               "arguments (a template, --root-directory DIR, serve --config FILE; none: the default\n"
+               "config); after -- comes any MCP server's command.\n\n"
+               "examples:\n"
+               "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
+               "  mcpstudio inspect --json serve --config tools.json\n"
+               "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything",
+    "call": "usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [MODE ARGS...]\n"
+            "       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...\n\n"
+            "Call one tool through the real server, as a client would, and print its text (and\n"
+            "structured content); exit 1 when the result is an error. KEY=VALUE values are text for\n"
+            "string parameters and JSON otherwise (n=3, flag=true); an array parameter takes\n"
+            "KEY=VALUE more than once. --json gives all arguments as one JSON object; --raw prints\n"
+            "the whole result as JSON.\n\n"
+            "examples:\n"
+            "  mcpstudio call echo message=hello echo '{message}'\n"
+            "  mcpstudio call git limit=3 git log '[--oneline]' -n '{limit}'\n"
+            "  mcpstudio call get-sum --json '{\"a\": 1, \"b\": 2}' -- npx -y @modelcontextprotocol/server-everything",
+    "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
+               "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
+               "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"
+               "the options made absolute. --write merges it into the client's user config file (or\n"
+               "--file PATH) atomically, keeping a .bak copy and every other entry. With --http in MODE\n"
+               "ARGS the entry is the URL (start the server yourself). A mode the server would refuse is\n"
+               "an error (exit 2): nothing is printed or written.\n\n"
+               "examples:\n"
+               "  mcpstudio install --client claude-code echo '{message}'\n"
+               "  mcpstudio install --client cursor --write --root-directory ./scripts",
+    "import": "usage: mcpstudio import FILE|--from CLIENT [--config FILE] [--write]\n\n"
+              "Copy the MCP servers of a client's config (CLIENT: claude-desktop, claude-code, cursor,\n"
+              "vscode; or any FILE with mcpServers/servers) into mcpstudio's config (--config, default\n"
+              "$XDG_CONFIG_HOME/mcpstudio/config.json), keeping env, cwd, disabled and ${VAR}. Says what\n"
+              "it skips and why. A dry run unless --write.",
+    "add": "usage: mcpstudio add NAME [--config FILE] [--env KEY=VALUE]... [--cwd DIR] [--disabled] -- COMMAND ARGS...\n"
+           "       mcpstudio add NAME [--config FILE] --url URL [--header KEY=VALUE]...\n\n"
+           "Add (or replace) an MCP server in the config; the file is written atomically (mode 0600).",
+    "remove": "usage: mcpstudio remove NAME [--config FILE]\n\nRemove an MCP server from the config, its namespaces and toolPermissions.",
+    "list": "usage: mcpstudio list [--config FILE] [--json]\n\nThe config's MCP servers, how each starts, and "
+            "their namespaces (`status` adds tool counts).",
+    "namespace": "usage: mcpstudio namespace add NS [SERVER...] [--config FILE]\n"
+                 "       mcpstudio namespace remove NS | assign NS SERVER... | default NS\n\n"
+                 "Group the config's servers: a client serves one namespace (--namespace NS, else the default).",
+    "zipapp": "usage: mcpstudio zipapp OUT.pyz\n\n"
+              "Build the one-file app: run it with any Python 3.8+ (python3 OUT.pyz ...). It carries\n"
+              "bytecode for the Python that built it and the source for the others.",
+}
 
 
 def help_text() -> str:
@@ -5989,7 +8714,21 @@ def help_text() -> str:
         "                          the config's MCP servers, cached tool counts, namespaces;",
         "                          --check starts each server, lists it and stops it",
         "  init NAME --command CMD [--description TEXT] [-o FILE] [--force]",
-        "                          write a commented starter config", "",
+        "                          write a commented starter config",
+        "  inspect [--json] [MODE ARGS...]",
+        "                          the tools, resources and prompts a mode serves",
+        "  call TOOL [KEY=VALUE...] [--json ARGS] [MODE ARGS...]",
+        "                          call one tool as a client would; exit 1 on an error result",
+        "  install --client CLIENT [--write] [MODE ARGS...]",
+        "                          the entry for claude-code, claude-desktop, cursor, vscode",
+        "                          or codex; --write merges it into that client's file",
+        "  import FILE|--from CLIENT [--write]",
+        "                          copy a client's MCP servers into the config",
+        "  add NAME -- CMD ARGS..., remove NAME, list, namespace add|remove|assign|default",
+        "                          edit the config's MCP servers",
+        "  zipapp OUT.pyz          build the one-file app",
+        "  Each has its own --help. MODE ARGS: a template, --root-directory DIR or",
+        "  serve --config FILE; inspect and call also take -- SERVER COMMAND.", "",
         "template fields:",
         "  {name}        required string      [name]      optional string",
         "  {name...}     required array       [name...]   optional array",
@@ -6001,7 +8740,7 @@ def help_text() -> str:
         lines.append("  %-26s %s" % (names, option.help))
     lines += ["", "examples:",
               '  mcpstudio echo "{message}"',
-              '  mcpstudio --read-only git log [--oneline] -n "{limit}" -- "{path # file to inspect}"',
+              '  mcpstudio --read-only git -C "{repo}" log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"',
               "  mcpstudio --root-directory ./scripts",
               "", "Docs: README.md beside this file."]
     return "\n".join(lines)
@@ -6044,6 +8783,19 @@ def parse_command_line(argv: list, options: dict | None = None) -> tuple:
     return options, argv[i:]
 
 
+def _exit_codes(text) -> tuple:
+    """`--ok-exit 0,1` as (0, 1); (0,) when not given."""
+    if text is None:
+        return (0,)
+    try:
+        codes = tuple(int(code) for code in text.split(","))
+    except ValueError:
+        codes = ()
+    if not codes or not all(0 <= code <= 255 for code in codes):
+        raise UsageError("--ok-exit needs exit codes 0-255 separated by commas, e.g. --ok-exit 0,1, not %r" % text)
+    return codes
+
+
 def _build_server(options: dict, words: list, log: Log, config: str | None = None):
     """The command line's sources (a template, a script folder, a config file) behind one Server."""
     env = None
@@ -6082,7 +8834,6 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     runner = ProcessRunner(log)
     sources, titles, instructions = [], [], None
     if config is not None:
-        _need("config")
 
         def load():
             loader = ConfigLoader(config)
@@ -6101,21 +8852,33 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         instructions = info["instructions"] or info["description"]
     if words:
         template = Template(words)
-        name = safe_name(options["name"] or template.command_name().replace("-", "_"), max_name)
-        tool = CommandTool(name, template, runner, settings, description=options["description"],
-                           annotations=annotations)
+        name = safe_name(options["name"] or template.command_name(), max_name)  # dashes kept, as in every mode
+        schema, stdin = template.input_schema(), None
+        if options["stdin"] is not None:  # its fields join the tool's parameters
+            stdin = CommandTemplate(options["stdin"], text=True)
+            field = next(iter(stdin.occurrences()), None)
+            if field is not None and template.stdin_code:
+                raise UsageError("--stdin: `%s` would be code or an option: %s. Give the program as a file or "
+                                 "in the template, and pass values as arguments" % (field.name, template.stdin_code))
+            extra = stdin.input_schema()
+            schema["properties"].update(extra["properties"])
+            schema["required"] = list(dict.fromkeys(schema.get("required", []) + extra.get("required", [])))
+            if not schema["required"]:
+                del schema["required"]
+        description = options["description"] or (
+            "Run `%s` with `%s` on stdin." % (template.display(), options["stdin"]) if stdin else None)
+        tool = CommandTool(name, template, runner, settings, description=description,
+                           annotations=annotations, schema=schema, stdin=stdin, ok_exit=_exit_codes(options["ok_exit"]))
         sources.append(TemplateTools([tool]))
         titles.append(template.command_name())
     if options["root_directory"]:
-        _need("scripts")
         root = os.path.expanduser(options["root_directory"])
         if not os.path.isdir(root):
             raise UsageError("--root-directory %s: no such folder (looked for %s; client configs need "
                              "absolute paths)" % (options["root_directory"], os.path.abspath(root)))
         separator = options["separator"] or "__"
-        if not re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
-            raise UsageError("--separator %r: use 1 to 8 of the characters A-Z a-z 0-9 _ -, "
-                             "which every client accepts in tool names" % separator)
+        if separator_problem(separator):
+            raise UsageError("--separator %r: %s" % (separator, separator_problem(separator)))
         sources.append(ScriptDirectory(root, runner, settings, log, include=options["include"],
                                        exclude=options["exclude"], separator=separator, **script_options))
         titles.append(os.path.basename(os.path.realpath(root)) + "/")
@@ -6142,7 +8905,28 @@ def _claim_stdout() -> int:
     return protocol_fd
 
 
-SUBCOMMANDS = ("serve", "check", "init", "status")
+SUBCOMMANDS = ("serve", "check", "init", "status", "inspect", "call", "install", "import", "add", "remove", "list",
+               "namespace", "zipapp")
+# Subcommands that read their own words (the others take mcpstudio's options).
+_OWN_WORDS = {"init": init_config, "inspect": inspect_command, "call": call_command, "install": install_command,
+              "import": import_command, "add": add_command, "remove": remove_command, "list": list_command,
+              "namespace": namespace_command, "zipapp": zipapp_command}
+
+
+def _prog() -> str:
+    """How the user ran us, for the commands we suggest."""
+    return "mcpstudio" if not sys.argv[0].endswith((".py", ".pyz")) else "python3 " + _argv_text([sys.argv[0]])
+
+
+def _terminal_hint(argv: list, server) -> str:
+    """What stdio mode says on stderr when a person, not a client, started it in a terminal."""
+    words = _argv_text(argv)
+    return ("mcpstudio: serving %s over stdio: waiting for an MCP client's JSON-RPC messages on stdin.\n"
+            "  see its tools:   %s inspect %s\n"
+            "  call one:        %s call TOOL key=value ... %s\n"
+            "  add to a client: %s install --client claude-code %s\n"
+            "  Ctrl+D or Ctrl+C stops.\n" % (server.title, _prog(), words, _prog(), words, _prog(), words))
+
 
 def main(argv: list | None = None) -> int:
     """Run mcpstudio with `argv` (default: sys.argv[1:]); return the exit code."""
@@ -6151,9 +8935,11 @@ def main(argv: list | None = None) -> int:
         options, words = parse_command_line(argv)
         ended = argv[:len(argv) - len(words)][-1:] == ["--"]  # `-- check` runs a command named check
         command = words[0] if words and words[0] in SUBCOMMANDS and not ended else None
-        if command == "init":
-            _need("config")
-            return init_config(words[1:])
+        if command in _OWN_WORDS:
+            if words[1:2] in (["-h"], ["--help"]):
+                print(SUBCOMMAND_HELP[command])
+                return 0
+            return _OWN_WORDS[command](words[1:])
         if command is not None:
             options, words = parse_command_line(words[1:], options)
             if words:
@@ -6161,7 +8947,7 @@ def main(argv: list | None = None) -> int:
                         if words[0].endswith((".json", ".jsonc")) else "; a template goes in the config file")
                 raise UsageError("%s takes options only, not %r%s" % (command, " ".join(words), hint))
         if options["help"]:
-            print(help_text())
+            print(SUBCOMMAND_HELP[command] if command else help_text())
             return 0
         if options["version"]:
             print("mcpstudio %s" % __version__)
@@ -6174,13 +8960,15 @@ def main(argv: list | None = None) -> int:
                                  "mcpstudio init NAME --command CMD)" % (command, config))
         if not words and not options["root_directory"] and config is None:
             raise UsageError("no command given; e.g. mcpstudio echo \"{message}\" (see --help)")
-        secrets = [pair.partition("=")[2] for pair in options["env"]]
-        log = Log(debug=bool(options["debug"]), path=options["log"], secrets=secrets)
+        secrets = [pair.partition("=")[2] for pair in options["env"] if looks_secret(pair.partition("=")[0])]
+        level = (options["log_level"] or "info").lower()
+        level = {"warn": "warning"}.get(level, level)
+        if level not in ("debug", "info", "warning", "error"):
+            raise UsageError("--log-level %s: use debug, info, warn or error" % options["log_level"])
+        log = Log(debug=bool(options["debug"]), path=options["log"], secrets=secrets, level=level)
         if command == "check":
-            _need("config")
             return check_config(config, log, options)
         if command == "status":
-            _need("aggregator")
             return status_command(config, log, options)
         server, runner = _build_server(options, words, log, config)
     except UsageError as exc:
@@ -6189,9 +8977,11 @@ def main(argv: list | None = None) -> int:
     except TemplateError as exc:
         sys.stderr.write("mcpstudio: error: bad template: %s\n" % exc)
         return 2
-    except ConfigError as exc:
+    except (ConfigError, McpError) as exc:
         sys.stderr.write("mcpstudio: error: %s\n" % exc)
         return 1
+    except KeyboardInterrupt:  # inspect or call stopped by the user; their child is stopped already
+        return 130
     except BrokenPipeError:  # `mcpstudio check | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
@@ -6200,8 +8990,9 @@ def main(argv: list | None = None) -> int:
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
     if options["http"] is not None:
-        _need("http")
         return run_http(server, runner, log, options)
+    if os.isatty(0):
+        sys.stderr.write(_terminal_hint(argv, server))
     protocol_fd = _claim_stdout()
     try:
         return asyncio.run(serve_stdio(server, runner, log, 0, protocol_fd))

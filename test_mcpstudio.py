@@ -10,6 +10,8 @@ CLI) when they are installed, and skip cleanly when they are not. `.ci/run`
 installs them and points MCPSTUDIO_SDK_PYTHON / MCPSTUDIO_INSPECTOR at them.
 """
 
+import collections
+import asyncio
 import json
 import os
 import re
@@ -30,6 +32,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODULE = os.path.join(HERE, "mcpstudio.py")
 PY = sys.executable
 WAIT = 15.0  # the longest any single wait in these tests may take
+# A tools/list waits this long for MCP servers with nothing cached (2 s by default): CI runs three
+# suites at once on two cores, where a Python server can take longer than 2 s to start. The tests
+# of the short wait itself set it back to 2.
+os.environ.setdefault("MCPSTUDIO_LIST_WAIT", "8")
 
 
 def alive(pid: int) -> bool:
@@ -153,9 +159,19 @@ class McpProcess:
         return self
 
     def __exit__(self, *exc):
+        # Stop it the way clients do (stdin closed, then SIGTERM), so a server measured by
+        # coverage saves its data; SIGKILL only for one that will not go.
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(WAIT)
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(3)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.terminate()
+                try:
+                    self.proc.wait(3)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(WAIT)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
                 if stream is not None:
@@ -312,7 +328,7 @@ class TemplateTests(unittest.TestCase):
     def test_dashed_names_accepted_either_way(self):
         # Arguments may use the dashed spelling of a property.
         template = Template(["echo", "{my-var}", "[--dry-run]"])
-        args = template.normalize({"my-var": "x", "dry-run": True})
+        args = mcpstudio.match_spellings({"my-var": "x", "dry-run": True}, template.fields)
         self.assertEqual(args, {"my_var": "x", "dry_run": True})
         self.assertEqual(template.render(args), ["echo", "x", "--dry-run"])
 
@@ -435,38 +451,39 @@ class ValidateTests(unittest.TestCase):
         self.assertEqual(validate([1], {"type": "object"}), ["the value must be object, not array"])
 
 
-class LazySectionTests(unittest.TestCase):
-    def test_sections_keep_real_line_numbers(self):
-        # Code compiled on first use reports this file's lines, so tracebacks and inspect work.
+class PlainCodeTests(unittest.TestCase):
+    def test_no_code_out_of_sight(self):
+        # The module is plain Python: no exec/compile of its own text, no module __getattr__,
+        # no string literal that holds code; every class is a top-level statement.
+        import ast
+        with open(MODULE, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        calls = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id in ("exec", "eval", "compile")]
+        self.assertEqual(calls, [])
+        top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        self.assertNotIn("__getattr__", top)
+        code_strings = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                        and n.value.count("\n") > 2 and any(line.lstrip().startswith(("def ", "class ", "import ")) for line in n.value.splitlines())]
+        self.assertEqual(code_strings, [])
+        for name in ("ConfigLoader", "ScriptDirectory", "Aggregator", "HttpServer", "CommandTemplate"):
+            self.assertIn(name, top)
+
+    def test_inspect_and_pydoc_see_every_class(self):
+        # inspect finds the source of every subsystem; pydoc's help lists them.
         import inspect
-        with open(MODULE) as f:
-            lines = f.read().split("\n")
+        import pydoc
         for obj, text in ((mcpstudio.ConfigLoader.load, "    def load(self, runner"),
                           (mcpstudio.ScriptDirectory.rescan, "    async def rescan(self"),
                           (mcpstudio.CommandTemplate.render_shell, "    def render_shell(self")):
             with self.subTest(obj=obj.__qualname__):
-                line = obj.__code__.co_firstlineno
-                self.assertTrue(lines[line - 1].startswith(text), lines[line - 1])
-                self.assertEqual(obj.__code__.co_filename, mcpstudio.__file__)
                 self.assertTrue(inspect.getsource(obj).startswith(text))
+        page = pydoc.render_doc(mcpstudio, renderer=pydoc.plaintext)
+        for name in ("ConfigLoader", "Upstream", "HttpServer", "Aggregator"):
+            self.assertIn("class %s" % name, page)
 
-    def test_sections_compile_once_under_threads(self):
-        # Many threads asking for section names at once all get them (the loader holds a lock).
-        code = ("import threading, mcpstudio\n"
-                "errors = []\n"
-                "def touch():\n"
-                "    try:\n"
-                "        mcpstudio.ConfigLoader; mcpstudio.ScriptDirectory; mcpstudio.Aggregator; mcpstudio.HttpServer\n"
-                "    except Exception as exc:\n"
-                "        errors.append(repr(exc))\n"
-                "threads = [threading.Thread(target=touch) for _ in range(8)]\n"
-                "[t.start() for t in threads]; [t.join() for t in threads]\n"
-                "print(errors, sorted(mcpstudio._SECTIONS))")
-        out = subprocess.run([PY, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=WAIT)
-        self.assertEqual(out.stdout.strip(), "[] []", out.stderr)
-
-    def test_zipapp_compiles_sections(self):
-        # From a zipapp, the config and script sections compile and serve (source read by the zip loader).
+    def test_zipapp_serves_every_mode(self):
+        # From a zipapp, config mode checks and serves (the module runs from inside the zip).
         with tempfile.TemporaryDirectory() as folder:
             os.mkdir(os.path.join(folder, "pyz"))
             shutil.copy(MODULE, os.path.join(folder, "pyz", "__main__.py"))
@@ -481,13 +498,456 @@ class LazySectionTests(unittest.TestCase):
                 server.initialize()
                 self.assertEqual(text_of(server.call("hi", {})), "hi\n")
 
-    def test_template_mode_compiles_no_section(self):
-        # Serving a template never compiles the script or config sections.
-        code = ("import mcpstudio, sys; log = mcpstudio.Log(); "
-                "opts, words = mcpstudio.parse_command_line(['echo', '{m}']); "
-                "mcpstudio._build_server(opts, words, log); print(sorted(mcpstudio._SECTIONS))")
-        out = subprocess.run([PY, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=WAIT)
-        self.assertEqual(out.stdout.strip(), "['aggregator', 'config', 'http', 'modern', 'scripts']", out.stderr)
+
+def processes_with(tag: str) -> list:
+    """Walk the process table: pids (not zombies) whose command line holds `tag`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % name, "rb") as f:
+                    if tag.encode() in f.read() and alive(int(name)):
+                        found.append(int(name))
+            except OSError:
+                pass
+    return found
+
+
+@unittest.skipUnless(sys.platform.startswith("linux"), "walks /proc")
+class OrphanTests(ScratchDir):
+    """SIGKILL of mcpstudio mid-call leaves nothing running, in every mode."""
+
+    def setUp(self):
+        super().setUp()
+        self.tag = "mcpstudio-orphan-%d-%d" % (os.getpid(), id(self))
+        # A command that starts a grandchild in its group and one that leaves the group
+        # (setsid), writes their pids, then sleeps; every process carries the tag in argv.
+        self.sleeper = self.script("family.py", """\
+            import json, os, subprocess, sys, time
+            if sys.argv[1:] == ["--help"]:
+                print(json.dumps({"description": "sleeps"}))
+                print(json.dumps({"out": {"required": True, "value_type": "string"}}), file=sys.stderr)
+                sys.exit(0)
+            out = os.environ.get("OUT") or sys.argv[1]
+            tag = sys.argv[-1] if len(sys.argv) > 2 else "%s"
+            sleep = [sys.executable, "-c", "import time; time.sleep(60)", tag]
+            stay = subprocess.Popen(sleep)
+            leave = subprocess.Popen(sleep, start_new_session=True)
+            with open(out + ".tmp", "w") as f:
+                f.write("%%d %%d %%d" %% (os.getpid(), stay.pid, leave.pid))
+            os.rename(out + ".tmp", out)
+            time.sleep(60)
+            """ % self.tag)
+        self.addCleanup(self._kill_tagged)
+
+    def _kill_tagged(self):
+        for pid in processes_with(self.tag):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def _kill_mid_call(self, server, arguments):
+        pids = os.path.join(self.dir, "pids")
+        server.initialize()
+        server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                     "params": {"name": server.tool, "arguments": arguments}})
+        procs = self.read_pids(pids)
+        self.assertTrue(all(alive(p) for p in procs))
+        server.proc.kill()
+        server.proc.wait(WAIT)
+        for pid in procs:
+            self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 8), "pid %d outlived a SIGKILLed mcpstudio" % pid)
+        self.assertTrue(wait_until(lambda: not processes_with(self.tag), 8), processes_with(self.tag))
+
+    def test_template_mode(self):
+        # Template mode: the child, its grandchild and a grandchild in its own session all end.
+        with McpProcess("--name", "s", PY, self.sleeper, "{out}", self.tag) as server:
+            server.tool = "s"
+            self._kill_mid_call(server, {"out": os.path.join(self.dir, "pids")})
+
+    def test_config_mode(self):
+        # Config mode (a `tools` entry, with an environment): the same.
+        config = os.path.join(self.dir, "c.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "s", "command": "%s %s {out} %s" % (PY, self.sleeper, self.tag),
+                                  "environment": {"X": "1"}}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.tool = "s"
+            self._kill_mid_call(server, {"out": os.path.join(self.dir, "pids")})
+
+    def test_script_mode(self):
+        # Script mode (--root-directory): the same, for a script's call.
+        root = os.path.join(self.dir, "scripts")
+        os.mkdir(root)
+        shutil.copy(self.sleeper, os.path.join(root, "family"))
+        with open(os.path.join(root, "family")) as f:
+            body = f.read()
+        with open(os.path.join(root, "family"), "w") as f:
+            f.write("#!%s\n%s" % (PY, body))
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"), OUT=os.path.join(self.dir, "pids"))
+        with McpProcess("--root-directory", root, env=env) as server:
+            server.tool = "family"
+            self._kill_mid_call(server, {"out": "x"})
+
+    def test_kill_right_after_spawn(self):
+        # SIGKILL at moments around an MCP server's spawn (before or just after it is registered
+        # with the watchdog) leaves nothing running: the watchdog also finds children by their marker.
+        config = os.path.join(self.dir, "c.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"x": {"command": PY, "args": [self.sleeper, os.path.join(self.dir, "p"),
+                                                                    self.tag]}}}, f)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        for delay in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4):
+            with McpProcess("serve", "--config", config, env=env) as server:
+                server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+                time.sleep(delay)
+                server.proc.kill()
+                server.proc.wait(WAIT)
+        self.assertTrue(wait_until(lambda: not processes_with(self.tag), 8), processes_with(self.tag))
+
+    def test_marked_processes(self):
+        # The watchdog finds a process by its environment marker, from /proc (Linux) and from `ps`
+        # (the macOS way, run here too); another marker, or a prefix of it, finds nothing.
+        child = subprocess.Popen(["sleep", "30"], env=dict(os.environ, MCPSTUDIO_WATCHDOG="t-%s" % self.tag))
+        self.addCleanup(child.wait)
+        self.addCleanup(child.kill)
+        for use_proc in (True, False):
+            with self.subTest(use_proc=use_proc):
+                self.assertEqual(mcpstudio._marked_processes("t-%s" % self.tag, use_proc), [child.pid])
+                self.assertEqual(mcpstudio._marked_processes("t-%s-other" % self.tag, use_proc), [])
+                self.assertEqual(mcpstudio._marked_processes("t-%s" % self.tag[:-1], use_proc), [])
+
+    def test_no_watchdog_before_a_child(self):
+        # Cold start pays nothing: the watchdog starts with the first child, not before.
+        with McpProcess("echo", "{message}") as server:
+            server.initialize()
+            server.request("tools/list")
+            self.assertEqual(self._children(server.proc.pid), [])
+            server.call("echo", {"message": "hi"})
+            self.assertTrue(wait_until(lambda: len(self._children(server.proc.pid)) == 1), server.context())
+            self.assertEqual(server.close(), 0)
+
+    @staticmethod
+    def _children(pid) -> list:
+        found = []
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open("/proc/%s/stat" % name) as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[1]) == pid and fields[0] != "Z":
+                    found.append(int(name))
+        return found
+
+
+class StdioFramingTests(unittest.TestCase):
+    """The stdio framing parser, in-process: bytes in, messages or errors out."""
+
+    def frames(self, chunks, limit=100):
+        """Feed `chunks` then end the stream; (bytes, framing) or ("error: <message>", framing) per item."""
+        framing = mcpstudio.StdioFraming(limit)
+        items = []
+        for chunk in chunks:
+            items += framing.feed(chunk)
+        items += framing.end()
+        return [("error: " + item.message if isinstance(item, mcpstudio.McpError) else item, kind)
+                for item, kind in items]
+
+    def test_table(self):
+        # Each row: the stream (as chunks) and what comes out of it, in order.
+        NL, CL = mcpstudio.NEWLINE, mcpstudio.CONTENT_LENGTH
+        big = "error: Parse error: a message larger than 100 bytes was skipped"
+        rows = [
+            ("newline JSON", [b'{"a":1}\n{"b":2}\n'], [(b'{"a":1}', NL), (b'{"b":2}', NL)]),
+            ("CRLF", [b'{"a":1}\r\n'], [(b'{"a":1}', NL)]),
+            ("blank lines", [b'\n\r\n  \n{"a":1}\n\n'], [(b'{"a":1}', NL)]),
+            ("split anywhere", [b'{"a"', b':1}', b'\n{', b'}'], [(b'{"a":1}', NL), (b'{}', NL)]),
+            ("last line without newline", [b'{"a":1}'], [(b'{"a":1}', NL)]),
+            ("Content-Length", [b'Content-Length: 7\r\n\r\n{"a":1}{"b":2}\n'], [(b'{"a":1}', CL), (b'{"b":2}', NL)]),
+            ("Content-Length, byte by byte", [bytes([c]) for c in b'content-length:2\n\n{}'], [(b'{}', CL)]),
+            ("other headers", [b'Content-Length: 2\r\nContent-Type: application/json\r\n\r\n{}'], [(b'{}', CL)]),
+            ("body holding newlines", [b'Content-Length: 4\r\n\r\n{\n}\n'], [(b'{\n}\n', CL)]),
+            ("negative Content-Length", [b'Content-Length: -3\r\n\r\n{"a":1}\n{"b":2}\n'],
+             [("error: Parse error: bad header Content-Length: -3: Content-Length must be a number of bytes", CL),
+              (b'{"a":1}', NL), (b'{"b":2}', NL)]),
+            ("non-numeric Content-Length", [b'Content-Length: ten\r\n\r\n{}\n'],
+             [("error: Parse error: bad header Content-Length: ten: Content-Length must be a number of bytes", CL),
+              (b'{}', NL)]),
+            ("huge Content-Length", [b'Content-Length: %s\r\n\r\n{}\n' % (b"9" * 60)],
+             [("error: Parse error: bad header Content-Length: %s: Content-Length must be a number of bytes"
+               % ("9" * 60), CL), (b'{}', NL)]),
+            ("Content-Length over the limit: skipped in step",
+             [b'Content-Length: 150\r\n\r\n', b"x" * 100, b"x" * 50 + b'{"a":1}\n'], [(big, CL), (b'{"a":1}', NL)]),
+            ("lying Content-Length (short)", [b'Content-Length: 3\r\n\r\n{"a":1}\n{}\n'],
+             [(b'{"a', CL), (b'":1}', NL), (b'{}', NL)]),
+            ("lying Content-Length (long)", [b'Content-Length: 50\r\n\r\n{"a":1}\n'],
+             [("error: Parse error: the input ended inside a Content-Length message", CL)]),
+            ("a bad header, then a line that is no header: the line is read",
+             [b'Content-Length: abc\n{"a":1}\n'],
+             [("error: Parse error: bad header Content-Length: abc: Content-Length must be a number of bytes", CL),
+              (b'{"a":1}', NL)]),
+            ("a header, then JSON without the blank line", [b'Content-Length: 7\n{"a":1}\n'],
+             [("error: Parse error: a Content-Length header not followed by a blank line", CL), (b'{"a":1}', NL)]),
+            ("a bad header, then a good message", [b'Content-Length: abc\nContent-Length: 7\r\n\r\n{"a":1}'],
+             [("error: Parse error: bad header Content-Length: abc: Content-Length must be a number of bytes", CL),
+              (b'{"a":1}', CL)]),
+            ("headers that never end", [b'Content-Length: 5\r\n'],
+             [("error: Parse error: the input ended inside a Content-Length message", CL)]),
+            ("oversized line, one chunk", [b"x" * 101 + b'\n{}\n'], [(big, NL), (b'{}', NL)]),
+            ("oversized line, many chunks", [b"x" * 60, b"x" * 60, b"x" * 60, b'\n{}\n'], [(big, NL), (b'{}', NL)]),
+            ("line of exactly the limit", [b"x" * 100 + b"\n"], [(b"x" * 100, NL)]),
+        ]
+        for name, chunks, expected in rows:
+            with self.subTest(name):
+                self.assertEqual(self.frames(chunks), expected)
+
+    def test_linear(self):
+        # A 32 MB line in 64 KiB chunks is read in linear time (no rebuild of the buffer per chunk).
+        framing = mcpstudio.StdioFraming(64 << 20)
+        chunk = b"x" * (1 << 16)
+        started = time.monotonic()
+        for _ in range(512):
+            self.assertEqual(framing.feed(chunk), [])
+        self.assertEqual([len(item) for item, _ in framing.feed(b"\n")], [32 << 20])
+        self.assertLess(time.monotonic() - started, 2.0)
+
+
+def rss_kib(pid: int) -> int:
+    """Resident memory of `pid` in KiB (VmRSS), 0 once it is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+@unittest.skipUnless(sys.platform.startswith("linux"), "reads /proc")
+class StdioStreamTests(ScratchDir):
+    """The stdio transport end to end: framing faults, a client that stops reading, a client gone."""
+
+    def test_negative_content_length(self):
+        # `Content-Length: -3` is answered with a parse error and the requests after it are answered.
+        with McpProcess("echo", "{message}") as server:
+            server.initialize()
+            server.send_raw(b'Content-Length: -3\r\n\r\n{"jsonrpc":"2.0","id":"x","method":"ping"}\n')
+            body = b'{"jsonrpc":"2.0","id":"y","method":"ping"}'
+            server.send_raw(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            server.send({"jsonrpc": "2.0", "id": "z", "method": "ping"})
+
+            def raw():
+                with server.lock:
+                    return b"".join(server.stdout_lines)
+            self.assertTrue(wait_until(lambda: b'{"jsonrpc":"2.0","id":"z","result":{}}' in raw()), server.context())
+            self.assertEqual(raw().count(b"Content-Length must be a number of bytes"), 1, server.context())
+            self.assertIn(b'{"jsonrpc":"2.0","id":"x","result":{}}', raw())
+            self.assertIn(b'{"jsonrpc":"2.0","id":"y","result":{}}', raw())
+
+    def test_client_stops_reading(self):
+        # 300 calls printing 0.9 MB each while the client reads nothing: mcpstudio's memory stays
+        # bounded (it stops starting commands); once the client reads, every answer arrives once.
+        big = os.path.join(self.dir, "big.txt")
+        with open(big, "w") as f:
+            f.write("x" * 900000)
+        proc = subprocess.Popen([PY, MODULE, "head", "-c", "900000", "{path}"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.addCleanup(proc.wait, WAIT)
+        self.addCleanup(proc.kill)
+        calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                  "params": {"name": "head", "arguments": {"path": big}}} for i in range(300)]
+        data = b"".join(json.dumps(m).encode() + b"\n" for m in calls)
+
+        def write():
+            try:
+                proc.stdin.write(data)  # may block while mcpstudio does not read: that is the point
+                proc.stdin.flush()
+            except OSError:
+                pass
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        peak, deadline = 0, time.monotonic() + 6
+        while time.monotonic() < deadline:
+            peak = max(peak, rss_kib(proc.pid))
+            time.sleep(0.05)
+        self.assertGreater(peak, 0)
+        self.assertLess(peak, 200 << 10, "mcpstudio grew to %d MiB while the client did not read" % (peak >> 10))
+        answers = {}
+        for line in proc.stdout:
+            message = json.loads(line)
+            self.assertNotIn(message["id"], answers)
+            answers[message["id"]] = message
+            self.assertEqual(len(text_of(message["result"])), 900000, str(message)[:300])
+            if len(answers) == 300:
+                break
+        self.assertEqual(sorted(answers), list(range(300)))
+        self.assertLess(rss_kib(proc.pid), 200 << 10)
+        proc.stdin.close()
+        self.assertEqual(proc.wait(WAIT), 0)
+
+    def test_client_gone(self):
+        # A client that closes its end of stdout is noticed at the next write: its calls are
+        # cancelled (children stopped) and mcpstudio exits, though stdin stays open.
+        sleeper, pids = self.pid_sleeper(), os.path.join(self.dir, "pids")
+        proc = subprocess.Popen([PY, MODULE, "--name", "s", PY, sleeper, "{out}"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.addCleanup(proc.wait, WAIT)
+        self.addCleanup(proc.kill)
+        self.addCleanup(proc.stdin.close)
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                     "params": {"name": "s", "arguments": {"out": pids}}}).encode() + b"\n")
+        proc.stdin.flush()
+        procs = self.read_pids(pids)
+        proc.stdout.close()
+        started = time.monotonic()
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":10,"method":"ping"}\n')  # its answer meets EPIPE
+        proc.stdin.flush()
+        self.assertEqual(proc.wait(WAIT), 0)
+        self.assertLess(time.monotonic() - started, mcpstudio.KILL_GRACE + 3)
+        for pid in procs:
+            self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived its cancelled call" % pid)
+
+
+class ExecValueTests(ScratchDir):
+    """Values bound for a process (argv, environment, folder) are checked once, for every source."""
+
+    def test_exec_problem_table(self):
+        # Each row: argv, env, cwd, and the start of the sentence (None: fine).
+        rows = [
+            (["echo", "hi"], {"A": "1"}, "/tmp", None),
+            (["echo", "a\0b"], None, None, "word 1 of the command line holds a NUL character"),
+            (["e\0cho"], None, None, "the command holds a NUL character"),
+            (["echo", "\ud800"], None, None, "word 1 of the command line holds a character this system cannot"),
+            (["echo", 3], None, None, "word 1 of the command line is integer, not text"),
+            (["echo"], {"A": "x\0"}, None, 'the environment variable "A" holds a NUL'),
+            (["echo"], {"A=B": "x"}, None, 'the environment variable "A=B" holds an ='),
+            (["echo"], {"": "x"}, None, 'the environment variable "" is empty or holds an ='),
+            (["echo"], None, "/t\0mp", "the working folder holds a NUL"),
+            ([b"echo", b"ok"], None, b"/tmp", None),
+        ]
+        for argv, env, cwd, expected in rows:
+            with self.subTest(argv=argv, env=env, cwd=cwd):
+                problem = mcpstudio.exec_problem(argv, env, cwd)
+                if expected is None:
+                    self.assertIsNone(problem)
+                else:
+                    self.assertTrue(problem and problem.startswith(expected), problem)
+
+    def test_upstream_with_nul(self):
+        # An upstream whose args hold a NUL fails to start with a clear reason (it does not stay
+        # "starting"), the other server works, and servers_restart says why instead of -32603.
+        fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        config = os.path.join(self.dir, "agg.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"bad": {"command": PY, "args": [fake, "--name", "x\u0000y"]},
+                                      "good": {"command": PY, "args": [fake, "--name", "good"]}}}, f)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        with McpProcess("serve", "--config", config, env=env) as server:
+            server.initialize()
+            server.request("tools/list")
+            reason = "word 3 of the command line holds a NUL character"
+
+            def bad():
+                servers = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]
+                return [s for s in servers if s["id"] == "bad"][0]
+            self.assertTrue(wait_until(lambda: bad()["status"] == "failed", 5), bad())
+            self.assertIn(reason, json.dumps(bad()))
+            reply = server.request("tools/call", {"name": "mcpstudio__servers_restart", "arguments": {"server_id": "bad"}})
+            self.assertIn(reason, json.dumps(reply), reply)
+            self.assertNotIn("strerror", json.dumps(reply))
+            self.assertEqual(text_of(server.call("good__echo", {"text": "y"})), "good: y")
+
+
+@unittest.skipUnless(os.name == "posix", "file names as bytes")
+class ScriptNameTests(ScratchDir):
+    def test_name_not_utf8(self):
+        # A script named with bytes that are not UTF-8 is left out with one warning naming it;
+        # no lone surrogate reaches tools/list (an SDK client would reject the whole list).
+        root = os.path.join(self.dir, "scripts")
+        os.mkdir(root)
+        for name in (b"caf\xe9", b"good"):
+            path = os.path.join(os.fsencode(root), name)
+            with open(path, "w") as f:
+                f.write("#!%s\nimport sys\nprint('{}') if sys.argv[1:] == ['--help'] else print('ok')\n" % PY)
+            os.chmod(path, 0o755)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        with McpProcess("--root-directory", root, env=env) as server:
+            server.initialize()
+            tools = server.request("tools/list")["result"]["tools"]
+            self.assertEqual([t["name"] for t in tools], ["good"])
+            self.assertEqual(text_of(server.call("good", {})), "ok\n")
+            server.close()
+            with server.lock:
+                for line in server.stdout_lines:
+                    line.decode("utf-8")
+                    self.assertNotIn(b"\\ud", line.lower())
+            warnings = [line for line in server.stderr if "not valid UTF-8" in line]
+            self.assertEqual(len(warnings), 1, server.stderr)
+            self.assertIn("caf\\xe9", warnings[0])
+
+
+class CommandOutputTests(ScratchDir):
+    """How a command's output is read and served: linear buffering, cut binary output."""
+
+    def test_cut_image(self):
+        # A PNG cut by --max-output is not served as image/png with isError false, in a tool call
+        # and in a resource read; an uncut one still is.
+        png = self.script("png.py", """\
+            import sys
+            sys.stdout.buffer.write(b"\\x89PNG\\r\\n\\x1a\\n" + bytes(range(256)) * int(sys.argv[1]))
+            """)
+        with McpProcess("--max-output", "1000", "--name", "png", PY, png, "{n}") as server:
+            server.initialize()
+            result = server.call("png", {"n": "20"})
+            self.assertTrue(result["isError"], result)
+            self.assertEqual([c["type"] for c in result["content"]], ["text", "text"], result)
+            self.assertIn("The output (image/png) was cut at 1000 bytes", text_of(result))
+            whole = server.call("png", {"n": "2"})
+            self.assertFalse(whole["isError"])
+            self.assertEqual(whole["content"][0]["mimeType"], "image/png")
+        config = os.path.join(self.dir, "c.json")
+        with open(config, "w") as f:
+            json.dump({"resources": [{"uri": "png://{n}", "name": "png", "command": "%s %s {n}" % (PY, png)}]}, f)
+        with McpProcess("--max-output", "1000", "serve", "--config", config) as server:
+            server.initialize()
+            reply = server.request("resources/read", {"uri": "png://20"})
+            self.assertIn("was cut at 1000 bytes", reply["error"]["message"], reply)
+            reply = server.request("resources/read", {"uri": "png://2"})
+            self.assertEqual(reply["result"]["contents"][0]["mimeType"], "image/png", reply)
+
+    def test_cut_binary_table(self):
+        # Text (even with a character split by the cut) is not "cut binary"; bytes that are not UTF-8 are.
+        rows = [(b"hello", 0, None), (b"hello", 5, None), ("h\u00e9".encode()[:2], 1, None),
+                (b"\x89PNG\r\n\x1a\n\xff", 0, None), (b"\x89PNG\r\n\x1a\n\xff", 9, "image/png"),
+                (b"\xff\xfe\xfd\xfc\xfb", 3, "binary data")]
+        for data, cut, kind in rows:
+            with self.subTest(data=data, cut=cut):
+                sentence = mcpstudio.cut_binary(data, cut)
+                self.assertEqual(sentence and sentence.split("(")[1].split(")")[0], kind)
+                block = mcpstudio.output_content(data, "x://y", cut)
+                self.assertEqual(block["type"] == "text" and block["text"] == sentence, kind is not None)
+
+    def test_long_stderr_line_linear(self):
+        # A 32 MB stderr line without a newline, in 64 KiB pieces, is gathered in linear time and
+        # handed on cut to the output limit.
+        import asyncio
+
+        async def feed():
+            lines = []
+            child = mcpstudio._ChildProtocol(1 << 20, lines.append)
+            chunk = b"x" * (1 << 16)
+            started = time.monotonic()
+            for _ in range(512):
+                child.pipe_data_received(2, chunk)
+            child.pipe_data_received(2, b"\nnext\n")
+            return time.monotonic() - started, lines
+        seconds, lines = asyncio.run(feed())
+        self.assertEqual([len(line) for line in lines], [1 << 20, 4])
+        self.assertLess(seconds, 1.0)
 
 
 class PaginateTests(unittest.TestCase):
@@ -608,8 +1068,8 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(server.wait_response(3)["error"]["code"], -32602)
             self.assertEqual(server.request("ping")["result"], {})
             with server.lock:
-                null_errors = [json.loads(l)["error"]["code"] for l in server.stdout_lines
-                               if json.loads(l).get("id", 0) is None]
+                null_errors = [json.loads(line)["error"]["code"] for line in server.stdout_lines
+                               if json.loads(line).get("id", 0) is None]
             self.assertEqual(sorted(null_errors), [-32700, -32700, -32700, -32600])
             # A wrong `jsonrpc`, a message with only an id, a duplicate id in flight.
             server.send({"jsonrpc": "1.0", "id": 4, "method": "ping"})
@@ -801,7 +1261,7 @@ class ProtocolTests(ScratchDir):
             self.assertTrue(result["isError"])
             self.assertIn("timed out after 1 s", text_of(result))
             for pid in self.read_pids(pids):
-                self.assertTrue(wait_until(lambda: not alive(pid), 5), "pid %d outlived the timeout" % pid)
+                self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the timeout" % pid)
 
     def test_cancellation(self):
         # notifications/cancelled kills the command's process group and sends no response.
@@ -846,7 +1306,7 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(server.request("logging/setLevel", {"level": "debug"})["result"], {})
             server.call("echo", {"message": "loud"})
             logs = [n["params"] for n in server.notifications_of("notifications/message")]
-            self.assertTrue(any("running: echo loud" in l["data"] and l["level"] == "debug" for l in logs), logs)
+            self.assertTrue(any("running: echo loud" in line["data"] and line["level"] == "debug" for line in logs), logs)
             self.assertEqual(server.request("logging/setLevel", {"level": "chatty"})["error"]["code"], -32602)
 
     def test_concurrent_calls(self):
@@ -908,7 +1368,7 @@ class ProtocolTests(ScratchDir):
             server.initialize()
             result = server.call("echo", {"message": "a\u0000b"})
             self.assertTrue(result["isError"])
-            self.assertIn("null", text_of(result))
+            self.assertIn("word 1 of the command line holds a NUL character", text_of(result))
 
     def test_missing_interpreter(self):
         # A script whose #! interpreter is missing is not reported as "not on PATH".
@@ -983,17 +1443,18 @@ class ProtocolTests(ScratchDir):
             server.close()
             for line in server.stdout_lines:
                 json.loads(line)
-            self.assertTrue(any("debug" in l for l in server.stderr))
+            self.assertTrue(any("debug" in line for line in server.stderr))
 
     def test_log_file_masks_secrets(self):
         # --log records every protocol message in and out; --env values are masked, also
         # non-ASCII ones and ones JSON escapes; values under 4 characters are left alone.
         log = os.path.join(self.dir, "wire.log")
-        with McpProcess("--log", log, "--env", "TOKEN=s3cr3t-value", "--env", "OTHER=pässwörd\"x",
-                        "--env", "ONE=1", "--name", "t",
-                        PY, "-c", "import os; print(os.environ['TOKEN'], os.environ['OTHER'])", "[x]") as server:
+        with McpProcess("--log", log, "--env", "TOKEN=s3cr3t-value", "--env", "DB_PASSWORD=pässwörd\"x",
+                        "--env", "ONE=1", "--env", "ROOT=/srv/shared-folder", "--name", "t", PY, "-c",
+                        "import os; print(os.environ['TOKEN'], os.environ['DB_PASSWORD'], os.environ['ROOT'])",
+                        "[x]") as server:
             server.initialize()
-            self.assertEqual(text_of(server.call("t", {})), 's3cr3t-value pässwörd"x\n')
+            self.assertEqual(text_of(server.call("t", {})), 's3cr3t-value pässwörd"x /srv/shared-folder\n')
             self.assertEqual(server.close(), 0)
         with open(log, encoding="utf-8") as f:
             content = f.read()
@@ -1002,7 +1463,7 @@ class ProtocolTests(ScratchDir):
         self.assertIn("<-", content)
         for leak in ("s3cr3t-value", "pässwörd", "p\\u00e4ss"):
             self.assertNotIn(leak, content)
-        self.assertIn("*** ***", content)
+        self.assertIn("*** *** /srv/shared-folder", content)  # secrets masked, a folder (ROOT) kept
         self.assertIn("2025-11-25", content)  # ONE=1 did not mangle the log
 
     def test_failing_log_never_stops_the_server(self):
@@ -1038,7 +1499,7 @@ class LifecycleTests(ScratchDir):
             self.assertEqual(server.close(), 0, server.context())
             self.assertLess(time.monotonic() - started, mcpstudio.EOF_DRAIN + mcpstudio.KILL_GRACE + 2)
             for pid in procs:
-                self.assertTrue(wait_until(lambda: not alive(pid), 5), "pid %d outlived the server" % pid)
+                self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the server" % pid)
 
     def test_eof_lets_quick_calls_finish(self):
         # Requests piped in before EOF are still answered (e.g. `printf ... | mcpstudio`).
@@ -1049,7 +1510,7 @@ class LifecycleTests(ScratchDir):
         proc = subprocess.run([PY, MODULE, "echo", "{message}"], input="".join(json.dumps(m) + "\n" for m in msgs),
                               capture_output=True, text=True, timeout=WAIT)
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        replies = {json.loads(l)["id"]: json.loads(l) for l in proc.stdout.splitlines()}
+        replies = {json.loads(line)["id"]: json.loads(line) for line in proc.stdout.splitlines()}
         self.assertEqual(text_of(replies[1]["result"]), "piped\n")
 
     def test_stubborn_children_after_double_cancel(self):
@@ -1071,7 +1532,7 @@ class LifecycleTests(ScratchDir):
                         server.proc.send_signal(signal.SIGTERM)
                         self.assertEqual(server.proc.wait(WAIT), 0)
                     for pid in procs:
-                        self.assertTrue(wait_until(lambda: not alive(pid), 5), "pid %d outlived the server" % pid)
+                        self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the server" % pid)
 
     def test_leftovers_of_finished_commands(self):
         # A command that exits leaving a SIGTERM-ignoring child (not holding our pipes) has
@@ -1122,7 +1583,7 @@ class LifecycleTests(ScratchDir):
                     server.proc.send_signal(signum)
                     self.assertEqual(server.proc.wait(WAIT), 0, server.context())
                     for pid in procs:
-                        self.assertTrue(wait_until(lambda: not alive(pid), 5), "pid %d outlived the server" % pid)
+                        self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the server" % pid)
 
 
 class CommandLineTests(ScratchDir):
@@ -1182,14 +1643,14 @@ class CommandLineTests(ScratchDir):
         self.assertEqual(tool["annotations"], {"readOnlyHint": True, "idempotentHint": True,
                                                "openWorldHint": True, "destructiveHint": True})
         _, tool = self._tool("git-status", "[--short]")
-        self.assertEqual(tool["name"], "git_status")
+        self.assertEqual(tool["name"], "git-status")  # one naming rule in every mode: dashes are kept
         self.assertEqual(tool["description"], "Run `git-status [--short]`.")
         _, tool = self._tool("--max-name-length", "16", "--name", "a_very_long_tool_name", "echo")
         self.assertEqual(len(tool["name"]), 16)
         self.assertRegex(tool["name"], r"^a_very_lo_[0-9a-f]{6}$")
 
     def test_zipapp(self):
-        # The documented zipapp recipe builds a .pyz that serves the echo tool.
+        # The copy-and-zip recipe (before `mcpstudio zipapp`) still builds a .pyz that serves the echo tool.
         build = os.path.join(self.dir, "build")
         os.mkdir(build)
         shutil.copy(MODULE, os.path.join(build, "__main__.py"))
@@ -1317,7 +1778,7 @@ class ScriptModeTests(ScratchDir):
                                    ("badjson", "invalid metadata"), ("badopts", "invalid options"),
                                    ("nodefault", "no default_value"), ("wrongdefault", "integer"),
                                    ("emptyenum", "non-empty")):
-                lines = [l for l in server.stderr if os.path.join(self.root, name) + " left out" in l]
+                lines = [line for line in server.stderr if os.path.join(self.root, name) + " left out" in line]
                 self.assertEqual(len(lines), 1, "%s: %s" % (name, stderr_text))
                 self.assertIn(fragment, lines[0])
             warnings = [n["params"] for n in server.notifications_of("notifications/message")]
@@ -1562,7 +2023,7 @@ class ScriptModeTests(ScratchDir):
         with self.serve() as server:
             server.initialize()
             self.assertEqual(self.tool_names(server), ["one", "two"])
-            self.assertTrue(any("broken" in l and "left out" in l for l in server.stderr))
+            self.assertTrue(any("broken" in line and "left out" in line for line in server.stderr))
         self.assertEqual(len(self.helps()), 3, "a restart re-ran --help")
         time.sleep(0.01)
         self.make("two", {"description": "changed"})
@@ -1749,8 +2210,8 @@ class CommandTemplateTests(unittest.TestCase):
         mcpstudio.CommandTemplate("""sh -c 'echo "$1" | wc -c' sh {v}""")
 
     def test_brackets_in_quotes_and_stdin_are_text(self):
-        # jq filters and JSON keep their brackets: only {field} is a field inside quotes and in stdin.
-        self.assertEqual(self.render("jq '.items[{i}]'", {"i": "2"}), ["jq", ".items[2]"])
+        # Quoted text and JSON keep their brackets: only {field} is a field inside quotes and in stdin.
+        self.assertEqual(self.render("echo '.items[{i}]'", {"i": "2"}), ["echo", ".items[2]"])
         stdin = mcpstudio.CommandTemplate('{"items": [1, {x}]}', text=True)
         self.assertEqual(stdin.render_text({"x": "5"}), '{"items": [1, 5]}')
 
@@ -1762,6 +2223,460 @@ class CommandTemplateTests(unittest.TestCase):
         self.assertEqual(values, ["x'y", "$(id)", "`id`; rm -rf /"])
         out = subprocess.run(["sh", "-c", script, "mcpstudio"] + values, capture_output=True, text=True, timeout=WAIT)
         self.assertEqual(out.stdout, "X'Y|$(ID)|`ID`; RM -RF /|")
+
+
+class OptionInjectionTests(ScratchDir):
+    """Issue 14.1: a value that starts an argv word may not start with '-', quoted or not."""
+
+    def test_quoted_fields_are_guarded_too(self):
+        # sort "{f}", sort '{f}', ""{f} and a shell: true `sort "{f}" | cat` all refuse
+        # f="--output=FILE" (sort would write FILE); after a literal `--` the value is data.
+        target = os.path.join(self.dir, "written")
+        forms = ['sort "{f}"', "sort '{f}'", 'sort ""{f}', "sort ''{f}"]
+        tools = [{"name": "t%d" % i, "parameters": {"f": {"type": "string"}}, "command_template": form}
+                 for i, form in enumerate(forms)]
+        tools.append({"name": "piped", "shell": True, "parameters": {"f": {"type": "string"}},
+                      "command_template": 'sort "{f}" | cat'})
+        tools.append({"name": "after_dashes", "parameters": {"f": {"type": "string"}},
+                      "command_template": 'ls -d -- "{f}"'})
+        tools.append({"name": "allowed", "allow_dash_values": True, "parameters": {"f": {"type": "string"}},
+                      "command_template": 'ls -d "{f}"'})
+        tools.append({"name": "shell_after_dashes", "shell": True, "parameters": {"f": {"type": "string"}},
+                      "command_template": 'ls -d -- "{f}" 2>&1 | cat'})
+        tools.append({"name": "shell_next_command", "shell": True, "parameters": {"f": {"type": "string"}},
+                      "command_template": 'echo -- | sort "{f}"'})
+        path = os.path.join(self.dir, "tools.json")
+        with open(path, "w") as f:
+            json.dump({"tools": tools, "resources": [
+                {"uri": "sorted://{f}", "command": 'sort "{f}"'}]}, f)
+        with McpProcess("serve", "--config", path, cwd=self.dir) as server:
+            server.initialize()
+            for tool in [t["name"] for t in tools[:-4]] + ["shell_next_command"]:
+                with self.subTest(tool=tool):
+                    result = server.call(tool, {"f": "--output=written"})
+                    self.assertTrue(result["isError"], text_of(result))
+                    self.assertIn("starts with '-'", text_of(result))
+            error = server.request("resources/read", {"uri": "sorted://--output=written"})["error"]
+            self.assertIn("starts with '-'", error["message"])
+            self.assertFalse(os.path.exists(target))
+            # After `--` a dash value is a file name (ls says it does not exist), not an option.
+            result = server.call("after_dashes", {"f": "--nope"})
+            self.assertIn("--nope", text_of(result))
+            self.assertNotIn("starts with '-'", text_of(result))
+            # A tool that allows dash values passes them on as written.
+            self.assertNotIn("starts with '-'", text_of(server.call("allowed", {"f": "-a"})))
+            # In a shell script, `--` frees the rest of its own command only (the next one was refused above).
+            result = text_of(server.call("shell_after_dashes", {"f": "--nope"}))
+            self.assertIn("--nope", result)
+            self.assertNotIn("starts with '-'", result)
+
+    def test_render_table(self):
+        # Pure rendering: which word a value leads decides; a value inside a word is data.
+        rows = [
+            ('x "{f}"', True), ("x '{f}'", True), ('x ""{f}', True), ("x {f}", True),
+            ('x "{f}"end', True), ("x [{f}]", True), ('x "--o={f}"', False), ("x a{f}", False),
+            ('x -- "{f}"', False), ("x '' {f}", True),
+        ]
+        for text, refused in rows:
+            with self.subTest(template=text):
+                template = mcpstudio.CommandTemplate(text)
+                if refused:
+                    with self.assertRaises(ToolError):
+                        template.render({"f": "-rf"})
+                else:
+                    self.assertIn("-rf", "".join(template.render({"f": "-rf"})))
+                self.assertIn("-rf", "".join(template.render({"f": "-rf"}, allow_dash_values=True)))
+
+
+class CodePositionTests(ScratchDir):
+    """Issue 14.2: a field where a value would be code is refused at load, through wrappers."""
+
+    REFUSED = [  # argv templates (config syntax); each holds a field inside code or in the program's place
+        "env sh -c {v}", "env -i X=1 sh -c {v}", "env -u HOME bash -c {v}", "env -S 'sh -c' {v}",
+        "env --split-string={v}", "timeout 5 sh -c {v}", "timeout -s KILL 5 bash -c {v}",
+        "timeout --kill-after=1 5 sh -c {v}", "nice bash -c {v}", "nice -n 5 sh -c {v}", "nohup sh -c {v}",
+        "stdbuf -oL sh -c {v}", "stdbuf -o L sh -c {v}", "sudo -u root sh -c {v}", "sudo -s {v}",
+        "sudo FOO=1 sh -c {v}", "xargs sh -c {v}", "xargs -I{} sh -c {v}", "xargs -n 1 bash -c {v}",
+        "exec sh -c {v}", "command sh -c {v}", "busybox sh -c {v}", "busybox awk {v}",
+        "sh -ec {v}", "bash -o pipefail -c {v}", "zsh -c {v}", "dash -c {v}", "ksh -c {v}", "fish -c {v}",
+        "fish --command={v}", "sh -c 'echo {v}'", "sh {v}", "bash -- {v}",
+        "python3 -Ic 'print({x})'", "python3 -c{v}", "python -c {v}", "python3.12 -c {v}",
+        "/usr/bin/python3 -I -c {v}", "python3 -m {v}", "python3 {v}", "pypy3 -c {v}",
+        "node -e {v}", "node --eval={v}", "node --eval {v}", "node -p {v}", "node -r {v} x.js", "deno eval {v}",
+        "ruby -e {v}", "ruby -ne {v}", "perl -e {v}", "perl -lne {v}", "perl -E {v}", "perl -M{v} x.pl",
+        "php -r {v}", "lua -e {v}", "luajit -e {v}", "awk 'BEGIN{print {x}}'", "gawk -F: {v}",
+        "mawk -v a=1 {v}", "awk -e {v}", "gawk --source={v}", "awk -f {v}", "nawk {v} file",
+        "jq {v}", "jq -r '.a[{v}]'", "jq --arg a b {v}", "jq -n --argjson x 1 {v}", "sed {v}", "sed -n -e {v}",
+        "osascript -e {v}", "pwsh -c {v}", "cmd /c {v}", "watch {v}", "ssh host ls {v}", "ssh -p 22 host {v}",
+        "su -c {v}", "env {v}", "timeout 5 {v}", "xargs {v}", "sudo {v}", "find . -exec sh -c {v} ;",
+        "find . -exec {v} ;", "git -c {v} log", "eval {v}", "source {v}", ". {v}",
+        "env {#if a}sh{#else}cat{/if} -c {v}", "python3 -{x} s.py", "env -{x} ls", "git --{x} log",
+        "ssh -o {o} h", "bash -C {v}", "fish -C {v}", "docker exec {c} sh -c {v}", "kubectl exec {p} -- python3 -c {v}",
+    ]
+    ALLOWED = [  # the same programs with values as data
+        "python3 script.py {x}", "python3 -c 'import sys; print(sys.argv[1])' {x}", "sh -c 'echo \"$1\"' sh {v}",
+        "env X={v} printenv X", "env -u HOME ls {v}", "timeout {t} ls {v}", "nice -n {n} ls {v}",
+        "xargs -I{} ls {v}", "sudo -u {u} ls", "jq --arg v {v} '.[$v]'", "jq -r . {file}",
+        "jq --argjson n {n} '.[$n]'", "awk -v a={v} '{print a}'", "awk -F {sep} '{print $1}' {file}",
+        "sed -n 1p {file}", "node app.js {v}", "ruby x.rb {v}", "perl x.pl {v}", "bash -c 'echo \"$0\"' {v}",
+        "git log {v}", "grep -e {p} {f}", "find . -name {v}", "echo {v}", "ls -- {v}", "deno run main.ts {v}",
+        "lua x.lua {v}", "php x.php {v}", "ssh {host} uptime", "timeout -s KILL {t} ls", "busybox ls {v}",
+        "stdbuf -oL grep {v} file", "command -v ls", "nice -n{n} ls", "awk -va={v} 1", "ssh -p {p} h",
+        "sudo --user={u} ls", "timeout -k{d} 5 ls", "grep -r sh {file}", "docker exec {c} python3 x.py {v}",
+    ]
+    SHELL_REFUSED = [  # "shell": true scripts: every command of the script is walked
+        "cat x | sh -c {v}", "eval {v}", "echo a && bash -c {v}", "echo a; python3 -c {v}", "x |{v}",
+        "echo a | {v}", "echo a;eval {v}", "if true; then sh -c {v}; fi", "ls > out; {v} x",
+        "echo a 2>&1 | sh -c {v}", "( sh -c {v} )", "echo a\nsh -c {v}", "{#if a}echo x | {/if}sh -c {v}",
+        "echo | {#if a}sh{#else}cat{/if} -c {v}", "echo a | . {v}", "echo a | timeout 5 sh -c {v}",
+        "echo a; declare -i n={v}", "echo a; let {v}",
+    ]
+    SHELL_ALLOWED = [
+        "grep -e {p} -- {f} | wc -l", "du -a -- {folder} 2>/dev/null | sort -rn | head -n {count}",
+        "echo {v} > out", "cat < {f} | sort", "for x in {a} {b}; do echo \"$x\"; done",
+        "printf '%s,' {#if a}'yes {a}'{#else}no{/if}", "echo a \\| {x}", "sort \"{f}\" | cat",
+    ]
+
+    def test_table(self):
+        # Wrappers, option bundles and interpreter forms: refused at load with a message naming the
+        # field and the word and pointing at arguments or stdin; the data forms load.
+        for text in self.REFUSED:
+            with self.subTest(template=text):
+                with self.assertRaises(TemplateError) as cm:
+                    mcpstudio.CommandTemplate(text)
+                message = str(cm.exception)
+                self.assertRegex(message, r"`(v|x|o)` stands (inside code|for |among the options)")
+                self.assertIn("(the word `", message)
+                self.assertIn("arguments or through stdin" if "stands for" in message else "may follow an option"
+                              if "among" in message else "own argument", message)
+        for text in self.ALLOWED:
+            with self.subTest(template=text):
+                mcpstudio.CommandTemplate(text).check_code(shell=False)
+        for text in self.SHELL_REFUSED:
+            with self.subTest(shell=text):
+                with self.assertRaises(TemplateError):
+                    mcpstudio.CommandTemplate(text).check_code(shell=True)
+        for text in self.SHELL_ALLOWED:
+            with self.subTest(shell=text):
+                mcpstudio.CommandTemplate(text).check_code(shell=True)
+
+    def test_template_mode_and_stdin(self):
+        # The command-line template walks wrappers too; a stdin template may not feed code to a
+        # program that reads its program from stdin (sh, python3 -), but may feed data to jq.
+        for words in (["env", "sh", "-c", "{v}"], ["timeout", "5", "python3", "-Ic", "print({x})"],
+                      ["nice", "-n", "5", "bash", "-c", "{v}"], ["awk", "BEGIN{print {x}}"]):
+            with self.subTest(words=words):
+                with self.assertRaises(TemplateError):
+                    Template(words)
+        for command in ("sh", "python3 -", "sh -s x", "env perl", "xargs ls", "timeout 5 xargs -I{} sh -c {}"):
+            self.assertTrue(mcpstudio.CommandTemplate(command).stdin_code, command)
+        for command in ("jq .", "cat", "python3 x.py", "sh -c x", "sh script.sh", "awk -f prog.awk", "ssh host ls"):
+            self.assertFalse(mcpstudio.CommandTemplate(command).stdin_code, command)
+        # A program file that is really stdin, a -f program read from stdin, a guessed inner shell,
+        # and ssh with no remote command all read code from stdin (review finding: these passed).
+        for command in ("sh /dev/stdin", "bash -", "sh /dev/fd/0", "python3 /dev/stdin", "awk -f -",
+                        "awk -f /dev/stdin", "sed -f -", "jq -f /dev/stdin", "docker exec -i c sh", "ssh host"):
+            with self.subTest(command=command):
+                self.assertTrue(mcpstudio.CommandTemplate(command).stdin_code, command)
+                self.assertTrue(Template(command.split()).stdin_code, command)
+        # Template mode's --stdin is refused at startup in the same places.
+        out = subprocess.run([PY, MODULE, "--stdin", "{code}", "sh", "/dev/stdin"], capture_output=True, text=True,
+                             timeout=WAIT, stdin=subprocess.DEVNULL)
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("`sh` reads the program it runs from stdin", out.stderr)
+
+    def test_config_refuses_at_startup(self):
+        # serve/check stop with exit 1 and a message naming the file, tool, field and word.
+        cases = [
+            ({"name": "t", "command": "timeout 5 sh -c {v}"}, "tools[0].command", "`v`"),
+            ({"name": "t", "shell": True, "command": "cat x | sh -c {v}"}, "tools[0].command", "`v`"),
+            ({"name": "t", "shell": True, "command": "echo a; eval {v}"}, "tools[0].command", "`v`"),
+            ({"name": "t", "command": "sh", "stdin": "echo {v}"}, "tools[0].stdin", "`sh` reads the program"),
+            ({"name": "t", "command": "xargs ls", "stdin": "{v}"}, "tools[0].stdin", "turns stdin into arguments"),
+        ]
+        for tool, where, fragment in cases:
+            with self.subTest(tool=tool):
+                path = os.path.join(self.dir, "c.json")
+                with open(path, "w") as f:
+                    json.dump({"tools": [tool]}, f)
+                out = subprocess.run([PY, MODULE, "check", "--config", path], capture_output=True, text=True,
+                                     timeout=WAIT, stdin=subprocess.DEVNULL)
+                self.assertEqual(out.returncode, 1, out.stderr)
+                self.assertIn(where, out.stderr)
+                self.assertIn(fragment, out.stderr)
+                self.assertEqual(out.stdout, "")
+
+
+class PathTests(ScratchDir):
+    """Issue 14.3 and 11: resource template values are decoded once, then checked; "within"
+    confines a path to a folder, symlinks followed."""
+
+    def setUp(self):
+        super().setUp()
+        self.data = os.path.join(self.dir, "data")
+        os.makedirs(os.path.join(self.data, "sub"))
+        for rel, text in (("secret.txt", "SECRET"), ("data/notes.txt", "notes"), ("data/sub/deep.txt", "deep")):
+            with open(os.path.join(self.dir, rel), "w") as f:
+                f.write(text)
+        os.symlink(os.path.join(self.dir, "secret.txt"), os.path.join(self.data, "link.txt"))
+        os.symlink(os.path.join(self.data, "notes.txt"), os.path.join(self.data, "inner.txt"))
+        self.config = os.path.join(self.dir, "tools.json")
+        with open(self.config, "w") as f:
+            json.dump({"working_directory": "data", "resources": [
+                {"uri": "file://{name}", "command": "cat {name}"},
+                {"uri": "data://{name}", "command": "cat {name}", "within": {"name": "./data"}}],
+                "tools": [{"name": "read", "parameters": {"path": {"type": "string"}},
+                           "command_template": "cat -- {path}", "within": {"path": "data"}},
+                          {"name": "read_all", "parameters": {"paths": {"type": "array"}},
+                           "command_template": "cat -- {paths}", "within": {"paths": "data"}}]}, f)
+
+    def read(self, server, uri):
+        return server.request("resources/read", {"uri": uri})
+
+    def test_encoded_traversal_is_refused(self):
+        # %2e%2e%2f and %2F are decoded before the check, so they are refused like ../ and /.
+        with McpProcess("serve", "--config", self.config) as server:
+            server.initialize()
+            self.assertEqual(self.read(server, "file://notes.txt")["result"]["contents"][0]["text"], "notes")
+            for uri in ("file://%2e%2e%2fsecret.txt", "file://%2Fetc%2Fhostname", "file://..",
+                        "file://%2e%2e", "file://..%5Csecret.txt", "file://a%00b", "file://C:x"):
+                with self.subTest(uri=uri):
+                    reply = self.read(server, uri)
+                    self.assertIn("error", reply, reply)
+                    self.assertEqual(reply["error"]["code"], -32602)
+                    self.assertIn("`name`", reply["error"]["message"])
+                    self.assertNotIn("SECRET", json.dumps(reply))
+            # Decoded once: %252e%252e%252f is the literal name %2e%2e%2f, which does not exist.
+            reply = self.read(server, "file://%252e%252e%252fsecret.txt")
+            self.assertNotIn("SECRET", json.dumps(reply))
+
+    def test_within_confines_resources_and_tools(self):
+        # A "within" path may go into subfolders and through symlinks that stay inside, never out.
+        with McpProcess("serve", "--config", self.config) as server:
+            server.initialize()
+            self.assertEqual(self.read(server, "data://sub%2Fdeep.txt")["result"]["contents"][0]["text"], "deep")
+            self.assertEqual(self.read(server, "data://inner.txt")["result"]["contents"][0]["text"], "notes")
+            for uri in ("data://%2e%2e%2fsecret.txt", "data://%2Fetc%2Fhostname", "data://link.txt",
+                        "data://sub%2F..%2F..%2Fsecret.txt"):
+                with self.subTest(uri=uri):
+                    reply = self.read(server, uri)
+                    self.assertIn("leads outside", reply.get("error", {}).get("message", ""), reply)
+                    self.assertNotIn("SECRET", json.dumps(reply))
+            self.assertEqual(text_of(server.call("read", {"path": "sub/deep.txt"})), "deep")
+            self.assertEqual(text_of(server.call("read_all", {"paths": ["notes.txt", "sub/deep.txt"]})), "notesdeep")
+            for args in ({"path": "../secret.txt"}, {"path": "/etc/hostname"}, {"path": "link.txt"},
+                         {"paths": ["notes.txt", "link.txt"]}):
+                with self.subTest(args=args):
+                    result = server.call("read_all" if "paths" in args else "read", args)
+                    self.assertTrue(result["isError"])
+                    self.assertIn("leads outside " + os.path.realpath(self.data), text_of(result))
+                    self.assertNotIn("SECRET", text_of(result))
+
+    def test_within_errors_at_load(self):
+        # "within" must name a string parameter and an existing folder.
+        for within, fragment in (({"nope": "data"}, "not a parameter"), ({"n": "data"}, "only a string"),
+                                 ({"path": "missing"}, "no such folder"), ({"path": 5}, "expected a folder")):
+            with self.subTest(within=within):
+                with open(self.config, "w") as f:
+                    json.dump({"tools": [{"name": "t", "command_template": "cat {path} {n}", "within": within,
+                                          "parameters": {"path": {"type": "string"}, "n": {"type": "integer"}}}]}, f)
+                out = subprocess.run([PY, MODULE, "check", "--config", self.config], capture_output=True,
+                                     text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+                self.assertEqual(out.returncode, 1)
+                self.assertIn("tools[0].within.", out.stderr)
+                self.assertIn(fragment, out.stderr)
+
+
+class InProcessHttp:
+    """An HttpServer in this process (its own event loop in a thread) serving `echo {message}`,
+    with limits a test may shrink (max_connections, max_pending, header_timeout, idle_timeout)."""
+
+    def __init__(self, **limits):
+        import asyncio
+        log = mcpstudio.Log()
+        runner = mcpstudio.ProcessRunner(log)
+        tool = mcpstudio.CommandTool("echo", Template(["echo", "{message}"]), runner, mcpstudio.RunSettings())
+        server = mcpstudio.Server(mcpstudio.Catalog([mcpstudio.TemplateTools([tool])]), log)
+        self.http = mcpstudio.HttpServer(server, log, "127.0.0.1", 0)
+        for key, value in limits.items():
+            if not hasattr(self.http, key):
+                raise AssertionError("HttpServer has no limit %r" % key)
+            setattr(self.http, key, value)
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            self.loop.run_until_complete(self.http.start())
+            server.catalog.start(server)
+            started.set()
+            self.loop.run_forever()
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        if not started.wait(WAIT):
+            raise AssertionError("the in-process HTTP server did not start")
+        self.port = self.http.port
+
+    def close(self):
+        import asyncio
+        asyncio.run_coroutine_threadsafe(self.http.close(), self.loop).result(WAIT)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(WAIT)
+
+
+def http_request(body=None, headers=None, close=True) -> bytes:
+    """A raw 2026-07-28 `server/discover` POST (or `body`), headers in order, Host first."""
+    if body is None:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                           "params": {"_meta": MODERN_META}}).encode()
+    lines = [("Host", "127.0.0.1"), ("Content-Type", "application/json"), ("Accept", "application/json"),
+             ("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "server/discover")]
+    lines += list(headers or [])
+    if not any(k.lower() in ("content-length", "transfer-encoding") for k, _ in lines):
+        lines.append(("Content-Length", str(len(body))))
+    if close:
+        lines.append(("Connection", "close"))
+    return (b"POST /mcp HTTP/1.1\r\n" + b"".join(b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in lines)
+            + b"\r\n" + body)
+
+
+def http_exchange(port, data, timeout=5.0) -> bytes:
+    """Send raw bytes, then read until the server closes (or `timeout` passes)."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+        raw.sendall(data)
+        out = b""
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                chunk = raw.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+        except (socket.timeout, ConnectionResetError):
+            pass
+        return out
+
+
+
+class HttpQueueTests(unittest.TestCase):
+    def test_a_stream_nobody_reads_stays_bounded(self):
+        # Notifications for an SSE stream the client does not read are capped at HTTP_MAX_QUEUED
+        # (then dropped and counted); a reply is never dropped.
+        async def run():
+            transport = mcpstudio._HttpTransport(mcpstudio.Log())
+            transport.stream = asyncio.Queue()
+            for _ in range(mcpstudio.HTTP_MAX_QUEUED + 500):
+                transport.send({"jsonrpc": "2.0", "method": "notifications/message",
+                                "params": {"level": "info", "data": "x" * 1000}})
+            exchange = transport.exchanges[7] = mcpstudio._Exchange(streaming=True)
+            for _ in range(mcpstudio.HTTP_MAX_QUEUED + 10):
+                transport.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}, related=7)
+            transport.send({"jsonrpc": "2.0", "id": 7, "result": {}})
+            return transport, exchange
+        transport, exchange = asyncio.run(run())
+        self.assertEqual(transport.stream.qsize(), mcpstudio.HTTP_MAX_QUEUED)
+        self.assertEqual(transport.dropped, 510)
+        self.assertEqual(exchange.queue.qsize(), mcpstudio.HTTP_MAX_QUEUED + 1)  # the reply got in
+        *_, (last, final) = [exchange.queue.get_nowait() for _ in range(exchange.queue.qsize())]
+        self.assertEqual((last["id"], final), (7, True))
+
+
+class HttpHardeningTests(ScratchDir):
+    """Issue 14.4-5 and 10: the connection cap, deadlines and strict RFC 9112 parsing."""
+
+    def test_idle_sockets_do_not_lock_out_a_client(self):
+        # 520 sockets that never send a byte (more than the 512 cap) leave room for a client
+        # with the token: unproven connections have their own small share, the oldest giving way.
+        import socket
+        with HttpServerProcess("--http-token", "tok-1234-secret", "echo", "{message}") as server:
+            idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(520)]
+            try:
+                time.sleep(0.5)
+                reply = http_exchange(server.port, http_request(headers=[
+                    ("Authorization", "Bearer tok-1234-secret")]), timeout=10)
+                self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), reply[:200])
+            finally:
+                for sock in idle:
+                    sock.close()
+
+    def test_small_caps_and_deadlines(self):
+        # With a cap of 8 (2 pending): idle sockets give way, the 7th proven connection gets 503,
+        # and a request line dripped slowly, or never sent, is cut at the head deadline (408).
+        import socket
+        server = InProcessHttp(max_connections=8, max_pending=2, header_timeout=1.0, idle_timeout=30.0)
+        try:
+            idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(20)]
+            self.assertTrue(http_exchange(server.port, http_request()).startswith(b"HTTP/1.1 200 "))
+            for sock in idle:
+                sock.close()
+            kept = []
+            for _ in range(6):  # proven keep-alive connections, held open
+                sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+                sock.sendall(http_request(close=False))
+                self.assertTrue(sock.recv(65536).startswith(b"HTTP/1.1 200 "))
+                kept.append(sock)
+            self.assertTrue(http_exchange(server.port, http_request()).startswith(b"HTTP/1.1 503 "))
+            for sock in kept:
+                sock.close()
+            self.assertTrue(wait_until(lambda: not server.http.trusted, 5))
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as slow:
+                started = time.monotonic()
+                for byte in b"POST /mcp":  # one byte every 0.25 s: never a whole line in time
+                    try:
+                        slow.sendall(bytes([byte]))
+                    except OSError:
+                        break
+                    time.sleep(0.25)
+                reply = slow.recv(65536)
+                self.assertTrue(reply.startswith(b"HTTP/1.1 408 "), reply)
+                self.assertLess(time.monotonic() - started, 4)
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as silent:
+                started = time.monotonic()
+                self.assertTrue(silent.recv(65536).startswith(b"HTTP/1.1 408 "))
+                self.assertLess(time.monotonic() - started, 4)
+        finally:
+            server.close()
+
+    def test_strict_parsing(self):
+        # Each malformed or ambiguous request gets one 4xx reply and the connection closes, so a
+        # request hidden in a body is never answered.
+        smuggled = http_request(close=False)
+        cases = [
+            ("two Host headers", http_request(headers=[("Host", "evil.example")]), 400),
+            ("Origin with userinfo", http_request(headers=[("Origin", "http://localhost:80@evil.example")]), 403),
+            ("Origin with a path", http_request(headers=[("Origin", "http://127.0.0.1/x")]), 403),
+            ("Origin of another host", http_request(headers=[("Origin", "http://localhost.evil.example")]), 403),
+            ("Host with userinfo", http_request().replace(b"Host: 127.0.0.1", b"Host: localhost@evil.example"), 400),
+            ("TE and CL", http_request(body=b"0\r\n\r\n" + smuggled, headers=[
+                ("Transfer-Encoding", "chunked"), ("Content-Length", str(5 + len(smuggled)))], close=False), 400),
+            ("CL +N", http_request(headers=[("Content-Length", "+2")], body=b"{}"), 400),
+            ("CL twice", http_request(headers=[("Content-Length", "2"), ("Content-Length", "2")], body=b"{}"), 400),
+            ("chunk 0x", http_request(headers=[("Transfer-Encoding", "chunked")], body=b"0x2\r\n{}\r\n0\r\n\r\n"), 400),
+            ("chunk +", http_request(headers=[("Transfer-Encoding", "chunked")], body=b"+2\r\n{}\r\n0\r\n\r\n"), 400),
+            ("chunk without CRLF", http_request(headers=[("Transfer-Encoding", "chunked")],
+                                                body=b"2\r\n{}XX0\r\n\r\n"), 400),
+            ("space before colon", http_request().replace(b"Accept:", b"Accept :"), 400),
+            ("folded header", http_request().replace(b"Accept: application/json\r\n",
+                                                     b"Accept: application/json\r\n  , text/plain\r\n"), 400),
+            ("two spaces in the request line", http_request().replace(b"POST /mcp", b"POST  /mcp"), 400),
+            ("oversized request line", b"POST /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n", 431),
+            ("oversized headers", http_request(headers=[("X-Big", "y" * 20000)]), 431),
+            ("chunked body over the cap", http_request(headers=[("Transfer-Encoding", "chunked")],
+                                                       body=b"500000\r\n"), 413),
+        ]
+        with HttpServerProcess("echo", "{message}") as server:
+            for name, data, status in cases:
+                with self.subTest(case=name):
+                    reply = http_exchange(server.port, data)
+                    self.assertTrue(reply.startswith(b"HTTP/1.1 %d " % status), reply[:300])
+                    self.assertEqual(reply.count(b"HTTP/1.1 "), 1, reply)  # and then closed
+            # A well-formed chunked body (two chunks, an extension, a trailer) is still served.
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                               "params": {"_meta": MODERN_META}}).encode()
+            chunked = b"5;ext=1\r\n%s\r\n%x\r\n%s\r\n0\r\nX-Trailer: 1\r\n\r\n" % (body[:5], len(body) - 5, body[5:])
+            ok = http_exchange(server.port, http_request(body=chunked, headers=[("Transfer-Encoding", "chunked")]))
+            self.assertTrue(ok.startswith(b"HTTP/1.1 200 "), ok[:200])
 
 
 class StripCommentsTests(unittest.TestCase):
@@ -2133,6 +3048,683 @@ class ConfigTests(ScratchDir):
         self.assertIn("***", content)
 
 
+class McpdSamplesTests(ScratchDir):
+    """mcpd's own sample scripts, as written for mcpd, give the results mcpd gives (issue 13)."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.dir, "samples")
+        os.makedirs(os.path.join(self.root, "basic"))
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+
+    def sample(self, rel, body):
+        path = os.path.join(self.root, rel)
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(body))
+        os.chmod(path, 0o755)
+
+    def serve(self, *extra):
+        return McpProcess("--root-directory", self.root, *extra, env=self.env)
+
+    def test_samples_read_options_by_their_own_names(self):
+        # greet (bash, $name), add-numbers (bash, $a $b, exit 2 when one is missing) and a Python
+        # calculator (os.environ["a"]) answer as under mcpd: "Hello, Ada!", 2+3=5, 6*7=42.
+        self.sample("greet", """\
+            #!/usr/bin/env bash
+            if [ "$1" = "--help" ]; then
+              echo '{"description": "Greet someone by name"}'
+              echo '{"name": {"description": "Name to greet", "required": true, "value_type": "string"}}' >&2
+              exit 0
+            fi
+            echo "Hello, $name!"
+            """)
+        self.sample("basic/add-numbers", """\
+            #!/usr/bin/env bash
+            if [ "$1" = "--help" ]; then
+              echo '{"description": "Add two integers", "version": "1.0"}'
+              echo '{"a": {"required": true, "value_type": "integer"}, "b": {"required": true, "value_type": "integer"}}' >&2
+              exit 0
+            fi
+            if [ -z "$a" ] || [ -z "$b" ]; then
+              echo "ERROR both a and b are needed" >&2
+              exit 2
+            fi
+            echo "{\\"sum\\": $((a + b))}"
+            """)
+        self.sample("calculator.py", """\
+            #!%s
+            import json, os, sys
+            if len(sys.argv) > 1 and sys.argv[1] == "--help":
+                print(json.dumps({"description": "Calculator", "version": "1.0.0"}))
+                print(json.dumps({
+                    "operation": {"required": True, "value_type": {"enum": ["add", "subtract", "multiply", "divide"]}},
+                    "a": {"required": True, "value_type": "float"},
+                    "b": {"required": True, "value_type": "float"}}), file=sys.stderr)
+                sys.exit(0)
+            a, b = float(os.environ.get("a", 0)), float(os.environ.get("b", 0))
+            op = os.environ["operation"]
+            result = {"add": a + b, "subtract": a - b, "multiply": a * b, "divide": a / b if b else None}[op]
+            print(json.dumps({"result": result}))
+            """ % PY)
+        with self.serve() as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: len(server.request("tools/list")["result"]["tools"]) == 3),
+                            server.context())
+            greet = server.call("greet", {"name": "Ada"})
+            self.assertEqual(greet, {"content": [{"type": "text", "text": "Hello, Ada!\n"}], "isError": False})
+            added = server.call("basic__add-numbers", {"a": 2, "b": 3})
+            self.assertFalse(added["isError"], added)
+            self.assertEqual(added["structuredContent"], {"sum": 5})
+            product = server.call("calculator", {"operation": "multiply", "a": 6, "b": 7})
+            self.assertFalse(product["isError"], product)
+            self.assertEqual(product["structuredContent"], {"result": 42.0})
+            # MCPD_OPT_<name> and the stdin JSON still carry every option.
+            self.assertEqual(server.call("calculator", {"operation": "add", "a": 0.5, "b": 1})["structuredContent"],
+                             {"result": 1.5})
+
+    def test_protected_and_invalid_names_only_as_mcpd_opt(self):
+        # Options named PATH, LD_PRELOAD, PYTHONPATH, BASH_ENV, path (zsh's PATH) or max-count are
+        # not set under their own names (the script still finds `env` on the real PATH and
+        # Python starts clean); they arrive as MCPD_OPT_<name> and on stdin; `who` is set, unless
+        # the operator set `who` with --env.
+        names = ["PATH", "LD_PRELOAD", "PYTHONPATH", "BASH_ENV", "path", "max-count", "who"]
+        self.sample("probe", """\
+            #!%s
+            import json, os, sys
+            if sys.argv[1:] == ["--help"]:
+                print("{}")
+                print(json.dumps({n: {"required": True, "value_type": "string"} for n in %r}), file=sys.stderr)
+                sys.exit(0)
+            print(json.dumps({"own": {n: os.environ.get(n) for n in %r},
+                              "opt": {n: os.environ.get("MCPD_OPT_" + n) for n in %r},
+                              "stdin": json.load(sys.stdin)}))
+            """ % (PY, names, names, names))
+        with self.serve("--env", "who=set-by-operator") as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: server.request("tools/list")["result"]["tools"]), server.context())
+            self.assertEqual(server.call("probe", {n: "v" for n in names})["structuredContent"]["own"]["who"],
+                             "set-by-operator")  # a variable given with --env is the operator's, not the model's
+        with self.serve() as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: server.request("tools/list")["result"]["tools"]), server.context())
+            arguments = {n: "/tmp/evil-" + n for n in names}
+            result = server.call("probe", arguments)
+            self.assertFalse(result["isError"], result)
+            data = result["structuredContent"]
+            self.assertEqual(data["opt"], arguments)
+            self.assertEqual(data["stdin"], arguments)
+            self.assertEqual(data["own"]["who"], "/tmp/evil-who")
+            self.assertEqual(data["own"]["PATH"], os.environ.get("PATH"))
+            for name in ("LD_PRELOAD", "PYTHONPATH", "BASH_ENV", "path", "max-count"):
+                self.assertEqual(data["own"][name], os.environ.get(name), name)
+
+    def test_option_variable_rule(self):
+        # The rule itself, table-driven: portable names are set, protected ones never.
+        import mcpstudio
+        for name, expected in (("name", True), ("a", True), ("_x1", True), ("user", True), ("max-count", False),
+                               ("1a", False), ("a.b", False), ("PATH", False), ("HOME", False), ("IFS", False),
+                               ("LD_PRELOAD", False), ("DYLD_INSERT_LIBRARIES", False), ("PYTHONSTARTUP", False),
+                               ("NODE_OPTIONS", False), ("PERL5OPT", False), ("RUBYOPT", False), ("ENV", False),
+                               ("BASH_ENV", False), ("SHELL", False), ("GIT_SSH_COMMAND", False),
+                               ("MCPD_OPT_x", False), ("path", False)):
+            self.assertEqual(mcpstudio.option_variable(name), expected, name)
+
+
+class CliAsMcpConfigsTests(ScratchDir):
+    """CLI-as-MCP's example configs (configs/git.json, npm.json, claude-cli.json) serve unchanged (issue 13)."""
+
+    def setUp(self):
+        super().setUp()
+        self.bin = os.path.join(self.dir, "bin")
+        os.mkdir(self.bin)
+        self.env = dict(os.environ, PATH=self.bin + os.pathsep + os.environ.get("PATH", ""),
+                        GIT_AUTHOR_NAME="Ada", GIT_AUTHOR_EMAIL="ada@example.com",
+                        GIT_COMMITTER_NAME="Ada", GIT_COMMITTER_EMAIL="ada@example.com",
+                        GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+
+    def fake(self, name):
+        """A stand-in for a command that is missing here: prints its name and argv as JSON."""
+        path = os.path.join(self.bin, name)
+        with open(path, "w") as f:
+            f.write("#!%s\nimport json, sys\nprint(json.dumps([%r] + sys.argv[1:]))\n" % (PY, name))
+        os.chmod(path, 0o755)
+
+    def write(self, name, data):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            json.dump(data, f, indent=2)
+        return path
+
+    @staticmethod
+    def tool(name, description, parameters, template, timeout):
+        return {"name": name, "description": description, "parameters": parameters,
+                "command_template": template, "output_format": "text", "timeout": timeout}
+
+    def serve(self, config):
+        return McpProcess("serve", "--config", config, env=self.env, cwd=self.dir)
+
+    def test_git_json(self):
+        # configs/git.json: status, log -n {limit} (default 10), diff{#if file}, commit -m '{message}',
+        # branch{#if name}, and the git://status and git://log resources, run against a real repository.
+        git = shutil.which("git", path=self.env["PATH"])
+        self.assertIsNotNone(git, "git is needed for this test")
+        subprocess.run(["git", "init", "-q", self.dir], check=True, env=self.env, timeout=WAIT)
+        with open(os.path.join(self.dir, "notes.txt"), "w") as f:
+            f.write("one\n")
+        subprocess.run(["git", "add", "notes.txt"], cwd=self.dir, check=True, env=self.env, timeout=WAIT)
+        config = self.write("git.json", {
+            "name": "git-mcp", "command": "git", "description": "Git CLI as MCP server", "environment": {},
+            "tools": [
+                self.tool("git_status", "Get the current git repository status", {}, "git status", 10),
+                self.tool("git_log", "View git commit history",
+                          {"limit": {"type": "integer", "description": "Number of commits to show", "default": 10}},
+                          "git log -n {limit} --oneline", 10),
+                self.tool("git_diff", "Show changes in the working directory",
+                          {"file": {"type": "string", "description": "Specific file to diff (optional)",
+                                    "required": False}}, "git diff{#if file} {file}{/if}", 15),
+                self.tool("git_commit", "Create a git commit",
+                          {"message": {"type": "string", "description": "Commit message", "required": True}},
+                          "git commit -m '{message}'", 10),
+                self.tool("git_branch", "List or create branches",
+                          {"name": {"type": "string", "description": "Branch name to create (optional)",
+                                    "required": False}}, "git branch{#if name} {name}{/if}", 10)],
+            "resources": [
+                {"uri": "git://status", "name": "Git Status", "description": "Current git repository status",
+                 "command": "git status", "mime_type": "text/plain"},
+                {"uri": "git://log", "name": "Git Log", "description": "Recent commit history",
+                 "command": "git log -n 20 --pretty=format:'%h - %an, %ar : %s'", "mime_type": "text/plain"}],
+            "working_directory": "."})
+        with self.serve(config) as server:
+            server.initialize()
+            tools = {t["name"]: t for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(sorted(tools), ["git_branch", "git_commit", "git_diff", "git_log", "git_status"])
+            self.assertIn("notes.txt", text_of(server.call("git_status", {})))
+            committed = server.call("git_commit", {"message": "first: it's here; $(no shell)"})
+            self.assertFalse(committed["isError"], committed)
+            log = server.call("git_log", {})
+            self.assertFalse(log["isError"], log)
+            self.assertIn("first: it's here; $(no shell)", text_of(log))
+            with open(os.path.join(self.dir, "notes.txt"), "a") as f:
+                f.write("two\n")
+            self.assertIn("+two", text_of(server.call("git_diff", {"file": "notes.txt"})))
+            self.assertIn("+two", text_of(server.call("git_diff", {})))
+            self.assertFalse(server.call("git_branch", {"name": "feature-x"})["isError"])
+            self.assertIn("feature-x", text_of(server.call("git_branch", {})))
+            read = server.request("resources/read", {"uri": "git://log"})["result"]["contents"][0]
+            self.assertEqual(read["mimeType"], "text/plain")
+            self.assertRegex(read["text"], r"^[0-9a-f]+ - Ada, .* : first: it's here")
+            self.assertEqual("".join(server.stderr).count("only a shell"), 0, server.context())
+
+    def test_npm_json(self):
+        # configs/npm.json against a stand-in npm: {#if dev} --save-dev, --depth={depth} with its default 0,
+        # and the npm://package-json resource reading package.json from working_directory ".".
+        self.fake("npm")
+        with open(os.path.join(self.dir, "package.json"), "w") as f:
+            f.write('{"name": "demo", "version": "1.0.0"}\n')
+        config = self.write("npm.json", {
+            "name": "npm-mcp", "command": "npm", "description": "NPM CLI as MCP server", "environment": {},
+            "tools": [
+                self.tool("npm_install", "Install an npm package",
+                          {"package": {"type": "string", "description": "Package name (with optional version, "
+                                       "e.g., 'express@4.18.0')", "required": True},
+                           "dev": {"type": "boolean", "description": "Install as dev dependency", "default": False}},
+                          "npm install {package}{#if dev} --save-dev{/if}", 120),
+                self.tool("npm_uninstall", "Uninstall an npm package",
+                          {"package": {"type": "string", "description": "Package name to uninstall", "required": True}},
+                          "npm uninstall {package}", 30),
+                self.tool("npm_run", "Run an npm script",
+                          {"script": {"type": "string", "description": "Script name from package.json",
+                                      "required": True}}, "npm run {script}", 300),
+                self.tool("npm_list", "List installed packages",
+                          {"depth": {"type": "integer", "description": "Depth of dependency tree to show",
+                                     "default": 0}}, "npm list --depth={depth}", 30),
+                self.tool("npm_outdated", "Check for outdated packages", {}, "npm outdated", 30)],
+            "resources": [{"uri": "npm://package-json", "name": "Package.json",
+                           "description": "Current package.json contents", "command": "cat package.json",
+                           "mime_type": "application/json"}],
+            "working_directory": "."})
+        with self.serve(config) as server:
+            server.initialize()
+            tools = {t["name"]: t for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(len(tools), 5)
+            self.assertEqual(tools["npm_install"]["inputSchema"]["required"], ["package"])
+            runs = [("npm_install", {"package": "express@4.18.0"}, ["npm", "install", "express@4.18.0"]),
+                    ("npm_install", {"package": "jest", "dev": True}, ["npm", "install", "jest", "--save-dev"]),
+                    ("npm_uninstall", {"package": "jest"}, ["npm", "uninstall", "jest"]),
+                    ("npm_run", {"script": "build"}, ["npm", "run", "build"]),
+                    ("npm_list", {}, ["npm", "list", "--depth=0"]),
+                    ("npm_list", {"depth": 2}, ["npm", "list", "--depth=2"]),
+                    ("npm_outdated", {}, ["npm", "outdated"])]
+            for name, arguments, argv in runs:
+                result = server.call(name, arguments)
+                self.assertFalse(result["isError"], result)
+                self.assertEqual(json.loads(text_of(result)), argv)
+                self.assertNotIn("structuredContent", result)  # "output_format": "text"
+            read = server.request("resources/read", {"uri": "npm://package-json"})["result"]["contents"][0]
+            self.assertEqual((read["mimeType"], json.loads(read["text"])["name"]), ("application/json", "demo"))
+
+    def test_claude_cli_json_and_shell_warnings(self):
+        # configs/claude-cli.json against a stand-in claude: run_task and run_prompt run; search_codebase
+        # (`echo '...' | claude`) and the latest-report resource (`cat .../*.md | head`) need a shell they
+        # do not ask for, so startup and `check` warn on stderr, naming each and suggesting the fix.
+        self.fake("claude")
+        config = self.write("claude-cli.json", {
+            "name": "claude-cli", "command": "claude", "description": "Claude Code CLI as MCP server",
+            "environment": {},
+            "tools": [
+                self.tool("run_task", "Execute a Claude CLI task from a markdown file",
+                          {"task_path": {"type": "string", "description": "Path to the task markdown file "
+                                         "(relative or absolute)", "required": True}},
+                          'claude --dangerously-skip-permissions "prompt path {task_path}"', 300),
+                self.tool("run_prompt", "Execute a Claude CLI prompt directly",
+                          {"prompt": {"type": "string", "description": "The prompt to execute", "required": True}},
+                          'claude --dangerously-skip-permissions "{prompt}"', 180),
+                self.tool("search_codebase", "Search the codebase for a topic and generate a report",
+                          {"topic": {"type": "string", "description": "Topic to search for", "required": True},
+                           "report_path": {"type": "string", "description": "Path where the report should be saved",
+                                           "default": ".claude-tasks/reports/latest/search-report.md"}},
+                          "echo '/tr:withScout\\n\\n# Search for {topic}\\n\\nFind all code related to {topic} "
+                          "and create report at:\\n`{report_path}`' | claude --dangerously-skip-permissions", 300)],
+            "resources": [{"uri": "claude://latest-report", "name": "Latest Report",
+                           "description": "The most recent Claude task report",
+                           "command": "cat .claude-tasks/reports/latest/*.md | head -n 1000",
+                           "mime_type": "text/markdown"}],
+            "working_directory": "."})
+        with self.serve(config) as server:
+            server.initialize()
+            names = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+            self.assertEqual(names, ["run_task", "run_prompt", "search_codebase"])
+            self.assertEqual(json.loads(text_of(server.call("run_task", {"task_path": "t.md"}))),
+                             ["claude", "--dangerously-skip-permissions", "prompt path t.md"])
+            self.assertEqual(json.loads(text_of(server.call("run_prompt", {"prompt": "say \"hi\"; exit"}))),
+                             ["claude", "--dangerously-skip-permissions", 'say "hi"; exit'])
+            stderr = "".join(server.stderr)
+        for text in (stderr, self.check(config)):
+            warnings = [line for line in text.splitlines() if "only a shell" in line]
+            self.assertEqual(len(warnings), 2, text)
+            self.assertIn("tools[2] `search_codebase`", warnings[0])
+            self.assertIn("`|`", warnings[0])
+            self.assertIn('Add "shell": true', warnings[0])
+            self.assertIn("resources[0] `claude://latest-report`", warnings[1])
+            self.assertIn("`*`, `|`", warnings[1])
+            self.assertIn("sh -c", warnings[1])
+        # With "shell": true the same tool runs its pipe, and nothing is said.
+        with open(config) as f:
+            data = json.load(f)
+        data["tools"][2]["shell"] = True
+        del data["resources"]
+        with open(config, "w") as f:
+            json.dump(data, f)
+        self.assertNotIn("only a shell", self.check(config))
+        with self.serve(config) as server:
+            server.initialize()
+            result = server.call("search_codebase", {"topic": "auth"})
+            self.assertEqual(json.loads(text_of(result)), ["claude", "--dangerously-skip-permissions"])
+
+    def test_files_written_by_cli_as_mcp(self):
+        # `cli-as-mcp init` writes every unset key as null (working_directory, a parameter's default);
+        # such a file, with a tool added as its to_file() writes one, serves as written.
+        config = self.write("init.json", {
+            "name": "echoer", "command": "echo", "description": "echoer as MCP server", "environment": {},
+            "tools": [{"name": "say_hello", "description": "Say hello to someone",
+                       "parameters": {"name": {"type": "string", "description": "Name to greet", "default": None,
+                                               "required": True}},
+                       "command_template": "echo 'Hello, {name}!'", "output_format": "text", "timeout": 30}],
+            "resources": [], "working_directory": None})
+        self.assertIn("say_hello", self.check_stdout(config))
+        with self.serve(config) as server:
+            server.initialize()
+            tool = server.request("tools/list")["result"]["tools"][0]
+            self.assertEqual(tool["inputSchema"]["required"], ["name"])
+            self.assertEqual(text_of(server.call("say_hello", {"name": "Alice"})), "Hello, Alice!\n")
+
+    def check_stdout(self, config) -> str:
+        proc = subprocess.run([PY, MODULE, "check", "--config", config], capture_output=True, text=True,
+                              timeout=WAIT, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc.stdout
+
+    def check(self, config) -> str:
+        proc = subprocess.run([PY, MODULE, "check", "--config", config], capture_output=True, text=True,
+                              timeout=WAIT, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc.stderr
+
+    def test_output_format(self):
+        # "json" parses stdout into structuredContent (an object as is, anything else under "result");
+        # stdout that is not JSON is an error saying so; an unknown format or a misspelled key is a
+        # startup error naming the key.
+        script = os.path.join(self.dir, "out.py")
+        with open(script, "w") as f:
+            f.write("import sys\nprint(sys.argv[1])\n")
+        config = self.write("fmt.json", {"tools": [
+            {"name": "as_json", "parameters": {"out": {"type": "string"}},
+             "command_template": "%s %s {out}" % (PY, script), "output_format": "json"},
+            {"name": "as_text", "command_template": "%s %s {out}" % (PY, script), "output_format": "text",
+             "parameters": {"out": {"type": "string"}}}]})
+        with self.serve(config) as server:
+            server.initialize()
+            obj = server.call("as_json", {"out": '{"files": 3}'})
+            self.assertFalse(obj["isError"], obj)
+            self.assertEqual(obj["structuredContent"], {"files": 3})
+            self.assertEqual(text_of(obj), '{"files": 3}\n')
+            self.assertEqual(server.call("as_json", {"out": "[1, 2]"})["structuredContent"], {"result": [1, 2]})
+            bad = server.call("as_json", {"out": "not json"})
+            self.assertTrue(bad["isError"])
+            self.assertIn('`as_json` declares "output_format": "json" but its output is not JSON', text_of(bad))
+            self.assertIn("not json", text_of(bad))
+            self.assertNotIn("structuredContent", server.call("as_text", {"out": '{"files": 3}'}))
+        for key, value, expected in (("output_format", "yaml", 'tools[0].output_format: expected "text" or "json"'),
+                                     ("output_fromat", "json", "did you mean `output_format`")):
+            path = self.write("bad.json", {"tools": [{"name": "t", "command": "echo", key: value}]})
+            proc = subprocess.run([PY, MODULE, "serve", "--config", path], capture_output=True, text=True,
+                                  timeout=WAIT, env=self.env, stdin=subprocess.DEVNULL)
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn(expected, proc.stderr)
+
+
+class McpStudioConfigTests(ScratchDir):
+    """mcp-studio's own config file (as mcpmu writes it today) is an aggregator config (issue 13)."""
+
+    def setUp(self):
+        super().setUp()
+        self.fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"), MCPS_TEST_KEY="key-4711",
+                        MCPS_TEST_TOKEN="tok-0815")
+        self.env.pop("FAKE_ONLY", None)
+
+    def server(self, name, *extra, **keys):
+        return dict({"kind": "stdio", "command": PY, "args": [self.fake, "--name", name] + list(extra)}, **keys)
+
+    def config(self):
+        return {
+            "schemaVersion": 1,
+            "lastModified": "2026-11-20T09:14:07.123456Z",
+            "daemonMode": {"enabled": False, "socketPath": "/tmp/mcpmu.sock"},
+            "metrics": {"enabled": True, "retentionDays": 7},
+            "defaultNamespace": "personal",
+            "servers": {
+                "files": self.server("files", "--task-support", enabled=True, cwd=self.dir, env={"FAKE_X": "from-env"},
+                                     startup_timeout_sec=10, tool_timeout_sec=30, deniedTools=["crash"]),
+                "notes": self.server("notes"),
+                "old": self.server("old", enabled=False),
+                "remote": {"kind": "streamable_http", "enabled": False, "url": "http://127.0.0.1:9/mcp",
+                           "http_headers": {"X-Team": "blue"}, "env_http_headers": {"X-Api-Key": "MCPS_TEST_KEY"},
+                           "bearer_token_env_var": "MCPS_TEST_TOKEN", "startup_timeout_sec": 5}},
+            "namespaces": {
+                "work": {"description": "Work tools", "serverIds": ["files", "notes", "old", "remote"],
+                         "denyByDefault": False, "serverDefaults": {"notes": True}},
+                "personal": {"serverIds": ["notes"]}},
+            "toolPermissions": [
+                {"namespace": "work", "server": "notes", "toolName": "echo", "enabled": True},
+                {"namespace": "work", "server": "files", "toolName": "sleep", "enabled": False}]}
+
+    def write(self, data):
+        folder = os.path.join(self.dir, "mcp-studio")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "config.json")
+        with open(path, "w") as f:
+            json.dump(data, f, indent=2)
+        return path
+
+    def test_seed_client_line_serves_the_namespace(self):
+        # `serve --stdio --config ~/.config/mcp-studio/config.json --namespace work`, the seeds' client line,
+        # with HOME pointing at the scratch folder: the work namespace's servers, minus what deniedTools,
+        # toolPermissions and serverDefaults deny; denied tools answer -32006 naming the rule.
+        self.write(self.config())
+        os.makedirs(os.path.join(self.dir, ".config"), exist_ok=True)
+        os.rename(os.path.join(self.dir, "mcp-studio"), os.path.join(self.dir, ".config", "mcp-studio"))
+        env = dict(self.env, HOME=self.dir)
+        with McpProcess("serve", "--stdio", "--config", "~/.config/mcp-studio/config.json", "--namespace", "work",
+                        "--no-manager-tools", env=env) as server:
+            server.initialize()
+            tools = {t["name"]: t for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(sorted(tools), ["files__dotted_name_x", "files__echo", "files__env", "notes__echo"],
+                             server.context())
+            self.assertNotIn("execution", tools["files__echo"])  # tasks are not supported: not forwarded
+            self.assertEqual(text_of(server.call("notes__echo", {"text": "hi"})), "notes: hi")
+            self.assertEqual(text_of(server.call("files__env", {"name": "FAKE_X"})), "from-env")
+            for name, why in (("files__crash", "deniedTools of server `files`"),
+                              ("files__sleep", "toolPermissions disables the tool `sleep` of server `files` in "
+                                               "namespace `work`"),
+                              ("notes__sleep", "namespace `work` denies the tools of server `notes`")):
+                error = server.request("tools/call", {"name": name, "arguments": {}})["error"]
+                self.assertEqual(error["code"], -32006, error)
+                self.assertIn(why, error["message"])
+            self.assertEqual(server.request("tools/call", {"name": "nothing__here", "arguments": {}})["error"]["code"],
+                             -32602)
+
+    def test_default_namespace_and_bookkeeping(self):
+        # Without --namespace, defaultNamespace (personal: notes only, nothing denied) is served;
+        # schemaVersion, lastModified, daemonMode and metrics are accepted.
+        path = self.write(self.config())
+        with McpProcess("serve", "--stdio", "--config", path, "--no-manager-tools", env=self.env) as server:
+            server.initialize()
+            names = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+            self.assertEqual(names, ["notes__echo", "notes__sleep", "notes__crash", "notes__env",
+                                     "notes__dotted_name_x"])
+            self.assertEqual(text_of(server.call("notes__sleep", {"seconds": 0})), "slept")
+
+    def test_server_entries_read(self):
+        # In-process: each mcp-studio server key lands where mcpstudio keeps it.
+        import mcpstudio
+        path = self.write(self.config())
+        loader = mcpstudio.ConfigLoader(path, environ=self.env)
+        plan = mcpstudio.read_upstreams(loader, loader.read(), None)
+        specs = {spec.key: spec for spec in plan.specs}
+        self.assertEqual((specs["files"].startup_timeout, specs["files"].tool_timeout), (10.0, 30.0))
+        self.assertEqual(specs["files"].denied_tools, ["crash"])
+        self.assertEqual((specs["old"].disabled, specs["files"].disabled, specs["notes"].disabled), (True, False, False))
+        remote = specs["remote"]
+        self.assertEqual((remote.transport, remote.url, remote.startup_timeout), ("http", "http://127.0.0.1:9/mcp", 5.0))
+        self.assertEqual(remote.headers, {"X-Team": "blue", "X-Api-Key": "key-4711", "Authorization": "Bearer tok-0815"})
+        self.assertIsNone(remote.error)
+        self.assertEqual(plan.namespaces["work"]["server_defaults"], {"notes": True})
+        self.assertEqual(plan.permissions, {("work", "notes", "echo"): True, ("work", "files", "sleep"): False})
+        self.assertEqual(plan.default, "personal")
+
+    def test_readme_example_loads(self):
+        # The mcp-studio config shown in the README passes `check`: both servers usable, both namespaces.
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            block = [b.split("```", 1)[0] for b in f.read().split("```jsonc\n")[1:] if '"schemaVersion"' in b][0]
+        path = os.path.join(self.dir, "config.json")
+        with open(path, "w") as f:
+            f.write(block)
+        env = dict(self.env, SEARCH_KEY="k-1", SEARCH_TOKEN="t-2")
+        proc = subprocess.run([PY, MODULE, "check", "--config", path, "--namespace", "work"], capture_output=True,
+                              text=True, timeout=WAIT, env=env)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        for fragment in ("files", "search", "work", "personal"):
+            self.assertIn(fragment, proc.stdout)
+        self.assertNotIn("k-1", proc.stdout + proc.stderr)  # header values are secrets
+
+    def test_streamable_http_server_with_bearer_token_env_var(self):
+        # A `kind: streamable_http` entry sends the token named by bearer_token_env_var (and its
+        # env_http_headers): an mcpstudio --http upstream that requires the token serves the call;
+        # with the wrong token in that variable the upstream refuses it: no tools, and an error.
+        for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+            self.env.pop(name, None)
+        with HttpServerProcess("echo", "{message}", env=dict(os.environ, MCPSTUDIO_HTTP_TOKEN="tok-0815")) as web:
+            data = {"schemaVersion": 1, "servers": {"web": {
+                "kind": "streamable_http", "url": "http://127.0.0.1:%d/mcp" % web.port,
+                "bearer_token_env_var": "MCPS_TEST_TOKEN", "env_http_headers": {"X-Api-Key": "MCPS_TEST_KEY"},
+                "startup_timeout_sec": 3}}}
+            path = self.write(data)
+            with McpProcess("serve", "--stdio", "--config", path, env=self.env) as server:
+                server.initialize()
+                self.assertEqual(text_of(server.call("web__echo", {"message": "via mcp-studio config"})),
+                                 "via mcp-studio config\n")
+            with McpProcess("serve", "--stdio", "--config", path, env=dict(self.env, MCPS_TEST_TOKEN="wrong")) as server:
+                server.initialize()
+                self.assertNotIn("web__echo", [t["name"] for t in server.request("tools/list")["result"]["tools"]])
+
+
+                def last_error():
+                    return server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][0]["lastError"]
+                self.assertTrue(wait_until(last_error, WAIT), server.context())  # refused: it never started
+
+    def test_older_shapes_read(self):
+        # In-process: mcp-studio's earlier shapes: namespaces as a list of {"id", "serverIds"},
+        # defaultNamespaceId, permissions with namespaceId/serverId, autostart, and OAuth keys
+        # (accepted, with a note that OAuth is not supported).
+        import mcpstudio
+        data = self.config()
+        data["namespaces"] = [{"id": "work", "name": "Work", "serverIds": ["files", "notes"]},
+                              {"id": "home", "name": "Home", "serverIds": ["notes"], "denyByDefault": True}]
+        del data["defaultNamespace"]
+        data["defaultNamespaceId"] = "home"
+        data["toolPermissions"] = [{"namespaceId": "home", "serverId": "notes", "toolName": "echo", "enabled": True}]
+        data["servers"]["notes"]["autostart"] = True
+        data["servers"]["remote"]["oauth"] = {"client_id": "abc"}
+        loader = mcpstudio.ConfigLoader(self.write(data), environ=self.env)
+        plan = mcpstudio.read_upstreams(loader, loader.read(), None)
+        specs = {spec.key: spec for spec in plan.specs}
+        self.assertEqual(sorted(plan.namespaces), ["home", "work"])
+        self.assertEqual(plan.namespaces["work"]["servers"], ["files", "notes"])
+        self.assertEqual((plan.default, plan.default_key), ("home", "defaultNamespaceId"))
+        self.assertIsNone(plan.denial("home", specs["notes"], "echo"))
+        self.assertIn("denies the tools of server `notes`", plan.denial("home", specs["notes"], "sleep"))
+        self.assertIsNone(plan.denial("work", specs["notes"], "sleep"))
+        self.assertIn("deniedTools", plan.denial(None, specs["files"], "crash"))
+        self.assertTrue(specs["notes"].eager)
+        self.assertIn("OAuth is not supported", " ".join(specs["remote"].notes))
+
+    def test_mistakes_are_named(self):
+        # A misspelled key, an unset bearer variable, headers on a stdio server, a permission for an
+        # unknown namespace or server, and a non-boolean serverDefaults each name the place.
+        cases = []
+        data = self.config()
+        data["servers"]["files"]["enabeld"] = True
+        cases.append((data, "servers.files.enabeld: unknown key (did you mean `enabled`?)"))
+        data = self.config()
+        data["servers"]["remote"]["bearer_token_env_var"] = "MCPS_TEST_UNSET_VAR"
+        data["servers"]["remote"]["enabled"] = True
+        cases.append((data, "bearer_token_env_var: the variable MCPS_TEST_UNSET_VAR is not set"))
+        data = self.config()
+        data["servers"]["notes"]["http_headers"] = {"X-A": "b"}
+        cases.append((data, "servers.notes.http_headers: only a server with a `url` sends HTTP headers"))
+        data = self.config()
+        data["toolPermissions"].append({"namespace": "wrok", "server": "files", "toolName": "x", "enabled": True})
+        cases.append((data, "toolPermissions[2].namespace: no namespace \"wrok\" is configured"))
+        data = self.config()
+        data["toolPermissions"].append({"namespace": "work", "server": "filez", "toolName": "x", "enabled": True})
+        cases.append((data, 'toolPermissions[2].server: no server "filez" is configured (did you mean "files"?)'))
+        data = self.config()
+        data["namespaces"]["work"]["serverDefaults"]["notes"] = "deny"
+        cases.append((data, "namespaces.work.serverDefaults.notes: expected true"))
+        for data, expected in cases:
+            proc = subprocess.run([PY, MODULE, "serve", "--stdio", "--config", self.write(data), "--namespace", "work"],
+                                  capture_output=True, text=True, timeout=WAIT, env=self.env,
+                                  stdin=subprocess.DEVNULL)
+            self.assertIn(expected, proc.stderr)
+
+
+class SeedRulesTests(ScratchDir):
+    """The seed documents' own examples and rules, and one naming rule across modes (issue 13)."""
+
+    def run_cli(self, *args, env=None):
+        return subprocess.run([PY, MODULE] + list(args), capture_output=True, text=True, timeout=WAIT,
+                              stdin=subprocess.DEVNULL, env=env)
+
+    def test_empty_or_blank_command_refused(self):
+        # `mcpstudio ""` and `mcpstudio "   "` fail at startup (exit 2) saying why, as does a config tool
+        # whose command is blank; none serves a tool.
+        for words in ([""], ["   "], ["", "{x}"]):
+            proc = self.run_cli(*words)
+            self.assertEqual(proc.returncode, 2, words)
+            self.assertIn("the command is empty or blank", proc.stderr)
+            self.assertEqual(proc.stdout, "")
+        path = os.path.join(self.dir, "blank.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "t", "command": "   "}]}, f)
+        proc = self.run_cli("check", "--config", path)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("tools[0].command: bad template: the command template has no command", proc.stderr)
+
+    def test_nested_fields_are_an_error(self):
+        # `{a{b}}` is refused (seed 000: nested templates are not supported), in template mode and in a
+        # config's command, naming the field; JSON around a field and an escaped brace stay fine.
+        import mcpstudio
+        for words in (["echo", "{a{b}}"], ["echo", "--x={name{inner}}"], ["echo", "{{a{b}}}"]):
+            with self.assertRaises(mcpstudio.TemplateError) as caught:
+                mcpstudio.Template(words)
+            self.assertIn("stands inside another field", str(caught.exception))
+        self.assertEqual(list(mcpstudio.Template(["echo", '{"k":{v}}']).fields), ["v"])
+        self.assertEqual(list(mcpstudio.Template(["echo", "\\{a{b}}"]).fields), ["b"])
+        proc = self.run_cli("echo", "{a{b}}")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("`{b}` stands inside another field (`{a{b}}`)", proc.stderr)
+        path = os.path.join(self.dir, "nested.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "t", "command": "echo {a{b}}"}]}, f)
+        proc = self.run_cli("check", "--config", path)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("tools[0].command: bad template: `{b}` stands inside another field", proc.stderr)
+
+    def test_dash_names_in_braces_are_literal(self):
+        # `{-r}` is not a field (a name starts with a letter or _), so it stays literal text, like `{ }`;
+        # `[-r]` is the boolean flag.
+        with McpProcess("echo", "{-r}", "[-r]") as server:
+            server.initialize()
+            tool = server.request("tools/list")["result"]["tools"][0]
+            self.assertEqual(list(tool["inputSchema"]["properties"]), ["r"])
+            self.assertEqual(tool["inputSchema"]["properties"]["r"]["type"], "boolean")
+            self.assertEqual(text_of(server.call("echo", {"r": True})), "{-r} -r\n")
+
+    def test_log_level(self):
+        # --log-level debug|info|warn|error (seed 004) is accepted: debug adds debug lines, warn and
+        # error keep info lines off stderr; anything else is a usage error.
+        fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"a": {"command": PY, "args": [fake, "--name", "a"]}}}, f)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "a__echo",
+                                                                                 "arguments": {"text": "x"}}}]
+        seen = {}
+        for level in ("debug", "info", "warn", "error"):
+            proc = subprocess.run([PY, MODULE, "serve", "--stdio", "--config", path, "--log-level", level],
+                                  input="".join(json.dumps(m) + "\n" for m in messages), capture_output=True,
+                                  text=True, timeout=WAIT, env=env)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            replies = [json.loads(line) for line in proc.stdout.splitlines()]
+            self.assertEqual([text_of(r["result"]) for r in replies if r.get("id") == 2], ["a: x"])
+            seen[level] = proc.stderr
+        self.assertIn("debug:", seen["debug"])
+        self.assertIn("namespace (all)", seen["info"])
+        self.assertNotIn("debug:", seen["info"])
+        for level in ("warn", "error"):
+            self.assertNotIn("namespace (all)", seen[level])
+        proc = self.run_cli("--log-level", "loud", "echo", "x")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--log-level loud: use debug, info, warn or error", proc.stderr)
+
+    def test_default_descriptions_for_booleans_and_arrays(self):
+        # A boolean or array field without `# description` still tells the model what it does.
+        with McpProcess("ls", "[-l]", "[--all # show hidden files]", "--ignore={skip...}", "[paths...]") as server:
+            server.initialize()
+            props = server.request("tools/list")["result"]["tools"][0]["inputSchema"]["properties"]
+            self.assertEqual(props["l"]["description"], "true adds `-l` to the command; false leaves it out.")
+            self.assertEqual(props["all"]["description"], "show hidden files")
+            self.assertEqual(props["paths"]["description"], "A list of values; each becomes one argument of the command.")
+            self.assertEqual(props["skip"]["description"],
+                             "A list of values, joined with commas where the template puts it.")
+
+    def test_one_naming_rule(self):
+        # Template mode keeps a command's dashes as script mode and the aggregator do (`say-hi`, not
+        # `say_hi`); a call still spelled the old way (`say_hi`) reaches the tool.
+        say = self.script("say-hi", "#!/bin/sh\necho \"hi $1\"\n")
+        with McpProcess(say, "{name}") as server:
+            server.initialize()
+            self.assertEqual([t["name"] for t in server.request("tools/list")["result"]["tools"]], ["say-hi"])
+            self.assertEqual(text_of(server.call("say-hi", {"name": "Ada"})), "hi Ada\n")
+            self.assertEqual(text_of(server.call("say_hi", {"name": "Bo"})), "hi Bo\n")
+            self.assertEqual(server.request("tools/call", {"name": "say_ho", "arguments": {}})["error"]["code"], -32602)
+
+
 class ExampleTests(unittest.TestCase):
     """The client configs in examples/ are real: every entry serves the tool it names."""
 
@@ -2207,9 +3799,12 @@ class ExampleTests(unittest.TestCase):
             result = server.call("count_matches", {"pattern": "$(touch /tmp/mcpstudio-pwned)", "file": MODULE})
             self.assertEqual(int(text_of(result).split()[0]), 0)
             self.assertFalse(os.path.exists("/tmp/mcpstudio-pwned"))
-            # A pattern may start with '-' (it sits inside --regexp=...); a file may not, even after --.
+            # A pattern may start with '-' (it sits inside --regexp=...); so may a file after `--`,
+            # where grep reads it as a file name (none such: nothing counted), never as an option.
             self.assertEqual(int(text_of(server.call("count_matches", {"pattern": "--q9-not-in-module", "file": MODULE}))), 0)
-            self.assertIn("starts with '-'", text_of(server.call("count_matches", {"pattern": "x", "file": "--help"})))
+            result = text_of(server.call("count_matches", {"pattern": "x", "file": "--help"}))
+            self.assertNotIn("starts with '-'", result)
+            self.assertEqual(result.split()[0], "0")
 
     def test_readme_config_example(self):
         # The config shown in the README loads, and `check` accepts it.
@@ -2218,6 +3813,7 @@ class ExampleTests(unittest.TestCase):
         block = readme.split("```jsonc\n", 1)[1].split("```", 1)[0]
         with tempfile.TemporaryDirectory() as folder:
             os.mkdir(os.path.join(folder, "scripts"))
+            os.mkdir(os.path.join(folder, "notes"))  # the example's "within" folder
             path = os.path.join(folder, "tools.json")
             with open(path, "w") as f:
                 f.write(block)
@@ -2248,175 +3844,206 @@ class ExampleTests(unittest.TestCase):
 # Aggregator: upstream MCP servers behind one (mcpServers / servers configs)
 # --------------------------------------------------------------------------
 
-FAKE_SERVER = r"""'''A small MCP server over stdio for mcpstudio's aggregator tests; its behaviour comes from argv.'''
-import json
-import os
-import subprocess
-import sys
-import threading
-import time
+def fake_server(args):
+    """A small MCP server over stdio for the aggregator tests; its behaviour comes from `args`.
 
-args = sys.argv[1:]
+    Run as `python3 fake_mcp.py ARGS`, a two-line file that imports this module (see FAKE_SERVER).
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+    import threading
+    import time
 
+    def opt(name, default=None):
+        return args[args.index(name) + 1] if name in args else default
 
-def opt(name, default=None):
-    return args[args.index(name) + 1] if name in args else default
-
-
-if "--crash-at-start" in args or os.environ.get("FAKE_CRASH_AT_START"):
-    sys.stderr.write("fake: cannot start: missing API key\n")
-    sys.exit(3)
-if opt("--slow-start"):
-    time.sleep(float(opt("--slow-start")))
-if opt("--pidfile"):
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    with open(opt("--pidfile"), "a") as f:
-        f.write("%d %d %s\n" % (os.getpid(), child.pid, opt("--name", "fake")))
-if "--garbage" in args:
-    sys.stdout.write("Welcome to fake server v1 (this line is not JSON-RPC)\n")
-    sys.stdout.flush()
-
-NAME = opt("--name", "fake")
-COUNT = int(opt("--tools", "0"))
-lock = threading.Lock()
-TOOLS = [
-    {"name": "echo", "description": "Echo text back", "title": "Echo",
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-     "outputSchema": {"type": "object", "properties": {"echoed": {"type": "string"}}},
-     "annotations": {"readOnlyHint": True}, "_meta": {"x-fake": 1}},
-    {"name": "sleep", "description": "Sleep, reporting progress",
-     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
-    {"name": "crash", "description": "Exit in the middle of the call", "inputSchema": {"type": "object"}},
-    {"name": "env", "description": "Read a variable",
-     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
-    {"name": "dotted.name/x", "description": "A name clients reject", "inputSchema": {"type": "object"}},
-] + [{"name": "t%04d" % i, "description": "tool %d" % i, "inputSchema": {"type": "object"}} for i in range(COUNT)]
-ONLY = opt("--only") or os.environ.get("FAKE_ONLY")
-if ONLY:
-    TOOLS = [t for t in TOOLS if t["name"] in ONLY.split(",")]
-stalled = []
-cancelled = set()
-
-
-def send(message):
-    with lock:
-        sys.stdout.write(json.dumps(message) + "\n")
+    if opt("--launch-file"):  # when it was launched, before any --slow-start
+        with open(opt("--launch-file"), "a") as f:
+            f.write("%f\n" % time.time())
+    if "--crash-at-start" in args or os.environ.get("FAKE_CRASH_AT_START"):
+        sys.stderr.write("fake: cannot start: missing API key\n")
+        sys.exit(3)
+    if opt("--slow-start"):
+        time.sleep(float(opt("--slow-start")))
+    if opt("--pidfile"):
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        with open(opt("--pidfile"), "a") as f:
+            f.write("%d %d %s\n" % (os.getpid(), child.pid, opt("--name", "fake")))
+    if "--garbage" in args:
+        sys.stdout.write("Welcome to fake server v1 (this line is not JSON-RPC)\n")
         sys.stdout.flush()
 
+    NAME = opt("--name", "fake")
+    COUNT = int(opt("--tools", "0"))
+    lock = threading.Lock()
+    TOOLS = [
+        {"name": "echo", "description": "Echo text back", "title": "Echo",
+         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+         "outputSchema": {"type": "object", "properties": {"echoed": {"type": "string"}}},
+         "annotations": {"readOnlyHint": True}, "_meta": {"x-fake": 1}},
+        {"name": "sleep", "description": "Sleep, reporting progress",
+         "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
+        {"name": "crash", "description": "Exit in the middle of the call", "inputSchema": {"type": "object"}},
+        {"name": "env", "description": "Read a variable",
+         "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+        {"name": "dotted.name/x", "description": "A name clients reject", "inputSchema": {"type": "object"}},
+    ] + [{"name": "t%04d" % i, "description": "tool %d" % i, "inputSchema": {"type": "object"}} for i in range(COUNT)]
+    if "--task-support" in args:  # tools of the tasks era say how they run as a task
+        TOOLS[0] = dict(TOOLS[0], execution={"taskSupport": "optional"})
+    if opt("--extra-tool"):  # a tool listed without an inputSchema, under the given name
+        TOOLS.append({"name": opt("--extra-tool"), "description": "No schema"})
+    for extra in (opt("--more-tools") or "").split(","):  # more tools, answering "NAME called"
+        if extra:
+            TOOLS.append({"name": extra, "description": "extra", "inputSchema": {"type": "object"}})
+    ONLY = opt("--only") or os.environ.get("FAKE_ONLY")
+    if ONLY:
+        TOOLS = [t for t in TOOLS if t["name"] in ONLY.split(",")]
+    stalled = []
+    cancelled = set()
 
-def call(request_id, params):
-    name, arguments = params["name"], params.get("arguments") or {}
-    token = (params.get("_meta") or {}).get("progressToken")
-    if name == "echo":
-        send({"jsonrpc": "2.0", "method": "notifications/message",
-              "params": {"level": "info", "logger": "echo", "data": "echoing %s" % arguments.get("text")}})
-        return {"content": [{"type": "text", "text": "%s: %s" % (NAME, arguments.get("text"))}],
-                "structuredContent": {"echoed": arguments.get("text")}}
-    if name == "sleep":
-        seconds = float(arguments.get("seconds", 1))
-        started = time.time()
-        step = 0
-        while time.time() - started < seconds:
-            if request_id in cancelled:
-                with open(opt("--cancel-file", os.devnull), "a") as f:
-                    f.write("cancelled %s\n" % request_id)
-                return None
-            step += 1
-            if token is not None:
-                send({"jsonrpc": "2.0", "method": "notifications/progress",
-                      "params": {"progressToken": token, "progress": step, "total": 1000, "message": "step %d" % step}})
-            time.sleep(0.05)
-        return {"content": [{"type": "text", "text": "slept"}]}
-    if name == "crash":
-        sys.stderr.write("fake: crashing on purpose\n")
-        sys.stderr.flush()
-        os._exit(7)
-    if name == "env":
-        return {"content": [{"type": "text", "text": os.environ.get(arguments.get("name", ""), "<unset>")}]}
-    return {"content": [{"type": "text", "text": "%s called" % name}]}
+    def send(message):
+        with lock:
+            sys.stdout.write(json.dumps(message) + "\n")
+            sys.stdout.flush()
 
+    def call(request_id, params):
+        name, arguments = params["name"], params.get("arguments") or {}
+        token = (params.get("_meta") or {}).get("progressToken")
+        if name == "echo":
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "logger": "echo", "data": "echoing %s" % arguments.get("text")}})
+            return {"content": [{"type": "text", "text": "%s: %s" % (NAME, arguments.get("text"))}],
+                    "structuredContent": {"echoed": arguments.get("text")}}
+        if name == "sleep":
+            seconds = float(arguments.get("seconds", 1))
+            started = time.time()
+            step = 0
+            while time.time() - started < seconds:
+                if request_id in cancelled:
+                    with open(opt("--cancel-file", os.devnull), "a") as f:
+                        f.write("cancelled %s\n" % request_id)
+                    return None
+                step += 1
+                if token is not None:
+                    send({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": token, "progress": step, "total": 1000, "message": "step %d" % step}})
+                time.sleep(0.05)
+            return {"content": [{"type": "text", "text": "slept"}]}
+        if name == "crash":
+            sys.stderr.write("fake: crashing on purpose\n")
+            sys.stderr.flush()
+            os._exit(7)
+        if name == "env":
+            return {"content": [{"type": "text", "text": os.environ.get(arguments.get("name", ""), "<unset>")}]}
+        if name == "burst":  # list_changed this many times at once
+            for _ in range(int(arguments.get("count", 1))):
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        if name == "flood":  # this many 1 KB log lines, as fast as they go; then `done` in --flood-file
+            def flood():
+                for i in range(int(arguments.get("lines", 1))):
+                    send({"jsonrpc": "2.0", "method": "notifications/message",
+                          "params": {"level": "info", "logger": "flood", "data": "%08d " % i + "y" * 1015}})
+                with open(opt("--flood-file"), "a") as f:
+                    f.write("done\n")
+            threading.Thread(target=flood, daemon=True).start()
+        return {"content": [{"type": "text", "text": "%s called" % name}]}
 
-MODERN = "--modern-only" in args  # a server of the 2026-07-28 era: no initialize, _meta on every request
+    MODERN = "--modern-only" in args  # a server of the 2026-07-28 era: no initialize, _meta on every request
 
-
-def handle(message):
-    method, request_id = message.get("method"), message.get("id")
-    params = message.get("params") or {}
-    if MODERN and request_id is not None:
-        meta = params.get("_meta") or {}
+    def handle(message):
+        method, request_id = message.get("method"), message.get("id")
+        params = message.get("params") or {}
+        if MODERN and request_id is not None:
+            meta = params.get("_meta") or {}
+            if method == "initialize":
+                send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no initialize here"}})
+                return
+            if meta.get("io.modelcontextprotocol/protocolVersion") != "2026-07-28":
+                send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": "_meta missing"}})
+                return
+            if method == "server/discover":
+                send({"jsonrpc": "2.0", "id": request_id, "result": {
+                    "resultType": "complete", "supportedVersions": ["2026-07-28"], "ttlMs": 0, "cacheScope": "public",
+                    "capabilities": {"tools": {}}, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": NAME, "version": "2"}}}})
+                return
+        if method == "notifications/cancelled":
+            cancelled.add(params.get("requestId"))
+            return
+        if request_id is None:
+            return
+        if ("--hang" in args and method != "initialize") or stalled:
+            return
+        if method == "prompts/list" and "--stall-after-list" in args:  # the last listing mcpstudio asks for
+            stalled.append(True)
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no initialize here"}})
+            result = {"protocolVersion": params.get("protocolVersion"), "serverInfo": {"name": NAME, "version": "1.0"},
+                      "capabilities": {"tools": {"listChanged": True}, "resources": {}, "prompts": {}, "logging": {}}}
+            if "--no-tools" in args:
+                del result["capabilities"]["tools"]
+        elif method == "ping":
+            result = {}
+        elif method == "tools/list" and "--no-tools" in args:
+            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no tools here"}})
             return
-        if meta.get("io.modelcontextprotocol/protocolVersion") != "2026-07-28":
-            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": "_meta missing"}})
+        elif method == "tools/list":
+            if opt("--list-file"):  # one line per tools/list request
+                with open(opt("--list-file"), "a") as f:
+                    f.write("list\n")
+            start = int(params.get("cursor") or 0)
+            result = {"tools": TOOLS[start:start + 50]}
+            if start + 50 < len(TOOLS):
+                result["nextCursor"] = str(start + 50)
+        elif method == "tools/call":
+            result = call(request_id, params)
+            if result is None:
+                return
+            if opt("--reply-mb"):  # one answer line of this many MB
+                result = {"content": [{"type": "text", "text": "x" * int(float(opt("--reply-mb")) * 1000000)}]}
+            if "--deep-before-reply" in args:  # a line nested 200,000 deep, then the reply, in one write
+                with lock:
+                    sys.stdout.write("[" * 200000 + "]" * 200000 + "\n" + json.dumps(
+                        {"jsonrpc": "2.0", "id": request_id, "result": result}) + "\n")
+                    sys.stdout.flush()
+                return
+        elif method == "resources/list":
+            result = {"resources": [{"uri": "fake://%s/info" % NAME, "name": "info", "mimeType": "text/plain"}]}
+        elif method == "resources/templates/list":
+            result = {"resourceTemplates": [{"uriTemplate": "fake://%s/items/{id}" % NAME, "name": "item"}]}
+        elif method == "resources/read":
+            uri = params["uri"]
+            time.sleep(float(opt("--slow-read", "0")))
+            if not uri.startswith("fake://%s/" % NAME):
+                send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32002, "message": "no such resource"}})
+                return
+            result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "%s read %s" % (NAME, uri)}]}
+        elif method == "prompts/list":
+            result = {"prompts": [{"name": "greet", "description": "Say hello",
+                                   "arguments": [{"name": "who", "required": True}]}]}
+        elif method == "prompts/get":
+            who = (params.get("arguments") or {}).get("who", "?")
+            result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s" % (who, NAME)}}]}
+        else:
+            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no %s" % method}})
             return
-        if method == "server/discover":
-            send({"jsonrpc": "2.0", "id": request_id, "result": {
-                "resultType": "complete", "supportedVersions": ["2026-07-28"], "ttlMs": 0, "cacheScope": "public",
-                "capabilities": {"tools": {}}, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": NAME, "version": "2"}}}})
-            return
-    if method == "notifications/cancelled":
-        cancelled.add(params.get("requestId"))
-        return
-    if request_id is None:
-        return
-    if ("--hang" in args and method != "initialize") or stalled:
-        return
-    if method == "prompts/list" and "--stall-after-list" in args:  # the last listing mcpstudio asks for
-        stalled.append(True)
-    if method == "initialize":
-        result = {"protocolVersion": params.get("protocolVersion"), "serverInfo": {"name": NAME, "version": "1.0"},
-                  "capabilities": {"tools": {"listChanged": True}, "resources": {}, "prompts": {}, "logging": {}}}
-        if "--no-tools" in args:
-            del result["capabilities"]["tools"]
-    elif method == "ping":
-        result = {}
-    elif method == "tools/list" and "--no-tools" in args:
-        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no tools here"}})
-        return
-    elif method == "tools/list":
-        start = int(params.get("cursor") or 0)
-        result = {"tools": TOOLS[start:start + 50]}
-        if start + 50 < len(TOOLS):
-            result["nextCursor"] = str(start + 50)
-    elif method == "tools/call":
-        result = call(request_id, params)
-        if result is None:
-            return
-    elif method == "resources/list":
-        result = {"resources": [{"uri": "fake://%s/info" % NAME, "name": "info", "mimeType": "text/plain"}]}
-    elif method == "resources/templates/list":
-        result = {"resourceTemplates": [{"uriTemplate": "fake://%s/items/{id}" % NAME, "name": "item"}]}
-    elif method == "resources/read":
-        uri = params["uri"]
-        time.sleep(float(opt("--slow-read", "0")))
-        if not uri.startswith("fake://%s/" % NAME):
-            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32002, "message": "no such resource"}})
-            return
-        result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "%s read %s" % (NAME, uri)}]}
-    elif method == "prompts/list":
-        result = {"prompts": [{"name": "greet", "description": "Say hello",
-                               "arguments": [{"name": "who", "required": True}]}]}
-    elif method == "prompts/get":
-        who = (params.get("arguments") or {}).get("who", "?")
-        result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s" % (who, NAME)}}]}
-    else:
-        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no %s" % method}})
-        return
-    send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        if message.get("method") == "tools/call" and message["params"]["name"] == "sleep":
+            threading.Thread(target=handle, args=(message,), daemon=True).start()
+        else:
+            handle(message)
+    if "--ignore-eof" in args:  # a server that does not exit when its stdin closes
+        time.sleep(60)
 
 
-for line in sys.stdin:
-    if not line.strip():
-        continue
-    message = json.loads(line)
-    if message.get("method") == "tools/call" and message["params"]["name"] == "sleep":
-        threading.Thread(target=handle, args=(message,), daemon=True).start()
-    else:
-        handle(message)
-if "--ignore-eof" in args:  # a server that does not exit when its stdin closes
-    time.sleep(60)
-"""
+# The fake server's file: it runs `fake_server` from this module, so the server is real code.
+FAKE_SERVER = ("import sys; sys.path.insert(0, %r); sys.mcpstudio_test_child = True; "
+               "import test_mcpstudio; test_mcpstudio.fake_server(sys.argv[1:])\n" % HERE)
 NAME_OK = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -2434,7 +4061,6 @@ class SelectNamespaceTests(unittest.TestCase):
             ({}, "default", None, None, "configured namespaces: none"),
             (two, None, None, None, "several (home, work); choose one with --namespace NAME"),
         ]
-        mcpstudio._need("aggregator")
         for namespaces, requested, default, chosen, fragment in cases:
             with self.subTest(requested=requested, default=default, namespaces=sorted(namespaces)):
                 name, how, error = mcpstudio.select_namespace(namespaces, requested, default)
@@ -2443,7 +4069,9 @@ class SelectNamespaceTests(unittest.TestCase):
                 self.assertTrue((error is None) != (how is None))
 
 
-class AggregatorTests(ScratchDir):
+class AggregatorCase(ScratchDir):
+    """A scratch folder with the fake upstream server, its pid file and a private tools cache."""
+
     def setUp(self):
         super().setUp()
         self.fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
@@ -2451,6 +4079,8 @@ class AggregatorTests(ScratchDir):
         self.env.pop("FAKE_ONLY", None)
         self.pids = os.path.join(self.dir, "pids")
 
+
+class AggregatorTests(AggregatorCase):
     def upstream(self, name, *args, **keys):
         return dict({"command": PY, "args": [self.fake, "--name", name, "--pidfile", self.pids] + list(args)}, **keys)
 
@@ -2487,8 +4117,8 @@ class AggregatorTests(ScratchDir):
     def cache_tools(self, data, expected):
         """Run once so the tools are cached; then forget which servers started."""
         with self.serve(data) as server:
-            server.initialize()
-            self.assertIn(expected, self.tool_names(server))
+            server.initialize()  # a slow server's tools arrive after the first listing: list until they do
+            self.assertTrue(wait_until(lambda: expected in self.tool_names(server), interval=0.3))
         self.assert_all_gone()
         os.remove(self.pids)
 
@@ -2575,9 +4205,9 @@ class AggregatorTests(ScratchDir):
     def test_lazy_start_cache_and_list_changed(self):
         data = {"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b")}}
         with self.serve(data) as server:
-            server.initialize()
-            self.assertEqual(self.started(), [])  # initialize starts nothing
-            names = self.tool_names(server)  # no cache yet: the listing starts both
+            server.initialize()  # no cache yet: initialize starts both (the listing comes next)
+            self.assertTrue(wait_until(lambda: len(self.started()) == 2))
+            names = self.tool_names(server)
             self.assertIn("a__echo", names)
             self.assertIn("b__echo", names)
             self.assertEqual(len(self.started()), 2)
@@ -2651,9 +4281,9 @@ class AggregatorTests(ScratchDir):
             "off": dict(self.upstream("off"), disabled=True)}}
         with self.serve(data) as server:
             server.initialize()
-            names = self.tool_names(server)  # the healthy ones, within the listing wait
-            self.assertIn("good__echo", names)
-            self.assertIn("slow__echo", names)
+            self.assertIn("good__echo", self.tool_names(server))  # the healthy ones; a slow one may follow
+            self.assertTrue(wait_until(lambda: "slow__echo" in self.tool_names(server), interval=0.3))
+            names = self.tool_names(server)
             self.assertFalse([n for n in names if n.startswith(("broken", "hung", "missing", "unset", "off"))])
             statuses = {s["id"]: s for s in json.loads(text_of(server.call("mcpstudio__servers_list", {})))["servers"]}
             self.assertEqual(statuses["good"]["status"], "running")
@@ -2881,7 +4511,7 @@ class AggregatorTests(ScratchDir):
                     for reply in (modern, server.initialize(), server.request("tools/list"), server.request("ping")):
                         self.assertEqual(reply["error"]["code"], -32602)
                         self.assertIn(fragment, reply["error"]["message"])
-                    self.assertTrue(wait_until(lambda: fragment in "".join(server.stderr)))
+                    self.assertTrue(wait_until(lambda fragment=fragment: fragment in "".join(server.stderr)))
         with self.serve(dict(data, defaultNamespace="home")) as server:
             server.initialize()
             self.assertEqual(sorted({n.split("__")[0] for n in self.tool_names(server)}), ["c", "mcpstudio"])
@@ -2928,15 +4558,16 @@ class AggregatorTests(ScratchDir):
             server.proc.send_signal(signal.SIGHUP)
             self.assertTrue(wait_until(lambda: "d__echo" in self.tool_names(server)))
             self.assertIsNone(server.proc.poll())
-            # Names listed before a reload that removed their server: -32000 or an isError, never the old one.
+            # Names listed before a reload that removed their server: unknown (the reload refreshed the
+            # routes) or -32000, never the old one.
             uris = [r["uri"] for r in server.request("resources/list")["result"]["resources"]]
             self.assertIn("fake://d/info", uris)
             del data["mcpServers"]["d"]
             self.write(data)
             server.call("mcpstudio__config_reload", {})
-            result = server.call("d__echo", {"text": "x"})
-            self.assertTrue(result["isError"])
-            self.assertIn("server `d` is no longer configured", text_of(result))
+            error = server.request("tools/call", {"name": "d__echo", "arguments": {"text": "x"}})["error"]
+            self.assertEqual(error["code"], -32602, error)
+            self.assertIn("Unknown tool: d__echo", error["message"])
             self.assertEqual(server.request("resources/read", {"uri": "fake://d/info"})["error"]["code"], -32000)
             # A reload that would leave no namespace chosen is refused; so is a broken file on SIGHUP.
             self.write(dict(data, namespaces={"x": ["b"], "y": ["c"]}))
@@ -2952,6 +4583,7 @@ class AggregatorTests(ScratchDir):
 
     def test_nothing_survives_exit(self):
         data = {"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b", eager=True)}}
+        self.cache_tools(data, "a__echo")  # cached: only the eager one starts at initialize
         for how in ("eof", "sigterm", "sigkill"):
             with self.subTest(how=how):
                 if os.path.exists(self.pids):
@@ -3005,10 +4637,430 @@ SDK_PYTHON = os.environ.get("MCPSTUDIO_SDK_PYTHON", "")
 INSPECTOR = os.environ.get("MCPSTUDIO_INSPECTOR", "")
 
 
+_SDK_PROBE = []  # the answer, once asked
+
+
 def _sdk_available() -> bool:
-    if not SDK_PYTHON or not os.path.exists(SDK_PYTHON):
+    """Whether MCPSTUDIO_SDK_PYTHON can import mcp. Asked once, and never in a fake server this module
+    runs (importing mcp takes a second; a fake server must start in milliseconds)."""
+    if getattr(sys, "mcpstudio_test_child", False) or not SDK_PYTHON or not os.path.exists(SDK_PYTHON):
         return False
-    return subprocess.run([SDK_PYTHON, "-c", "import mcp"], capture_output=True).returncode == 0
+    if not _SDK_PROBE:
+        _SDK_PROBE.append(subprocess.run([SDK_PYTHON, "-c", "import mcp"], capture_output=True).returncode == 0)
+    return _SDK_PROBE[0]
+
+
+class AggregatorReliabilityTests(AggregatorCase):
+    """Issue 11 (aggregator part): slow, crashing and hostile upstreams, caches and configs."""
+
+    upstream = AggregatorTests.upstream
+    write = AggregatorTests.write
+    serve = AggregatorTests.serve
+    started = AggregatorTests.started
+    tool_names = AggregatorTests.tool_names
+    assert_all_gone = AggregatorTests.assert_all_gone
+    cache_tools = AggregatorTests.cache_tools
+
+    def test_large_answer_is_read_in_linear_time(self):
+        # A 50 MB answer on one line is read and forwarded quickly (it was quadratic: `bytes +=` per chunk).
+        data = {"mcpServers": {"big": self.upstream("big", "--reply-mb", "50")}}
+        with self.serve(data) as server:
+            server.initialize()
+            server.call("big__echo", {"text": "warm up"}, timeout=30)  # started, first answer read
+            started = time.monotonic()
+            result = server.call("big__echo", {"text": "x"}, timeout=30)
+            self.assertEqual(len(text_of(result)), 50000000)
+            self.assertLess(time.monotonic() - started, 8)
+
+    def test_deeply_nested_line_does_not_lose_the_reply_after_it(self):
+        # A line nested 200,000 deep is skipped (no RecursionError); the reply in the same chunk still arrives.
+        data = {"mcpServers": {"deep": self.upstream("deep", "--deep-before-reply")}}
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("deep__echo", {"text": "hi"}, timeout=10)), "deep: hi")
+            self.assertEqual(text_of(server.call("deep__echo", {"text": "again"}, timeout=10)), "deep: again")
+            logs = json.loads(text_of(server.call("mcpstudio__server_logs", {"server_id": "deep"})))["lines"]
+            self.assertTrue(any("not JSON-RPC: [[[" in line for line in logs), logs)
+
+
+    def test_listing_never_waits_on_a_slow_server(self):
+        # tools/list answers with what is ready; the slow server's tools follow with list_changed.
+        data = {"mcpServers": {"a": self.upstream("a"), "slow": self.upstream("slow", "--slow-start", "5")}}
+        with self.serve(data, env=dict(self.env, MCPSTUDIO_LIST_WAIT="2")) as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: self.started()))  # a is up (and announced)
+            time.sleep(0.2)
+            before = len(server.notifications_of("notifications/tools/list_changed"))
+            started = time.monotonic()
+            names = self.tool_names(server)
+            self.assertLess(time.monotonic() - started, 3.5)  # was: 5 s, when clients give up
+            self.assertIn("a__echo", names)
+            self.assertNotIn("slow__echo", names)
+            self.assertTrue(wait_until(
+                lambda: len(server.notifications_of("notifications/tools/list_changed")) > before))
+            self.assertIn("slow__echo", self.tool_names(server))
+            self.assertEqual(text_of(server.call("slow__echo", {"text": "up"})), "slow: up")
+
+    def test_a_first_listing_is_cached_even_if_the_client_leaves(self):
+        # The client closes stdin while a slow server still starts: it is cached before mcpstudio exits,
+        # so the next run lists its tools at once, without starting anything.
+        data = {"mcpServers": {"slow": self.upstream("slow", "--slow-start", "6")}}
+        with self.serve(data, env=dict(self.env, MCPSTUDIO_LIST_WAIT="2")) as server:
+            server.initialize()
+            self.assertNotIn("slow__echo", self.tool_names(server))
+            self.assertEqual(server.close(), 0)
+        self.assert_all_gone()
+        os.remove(self.pids)
+        with self.serve(data) as server:
+            server.initialize()
+            started = time.monotonic()
+            self.assertIn("slow__echo", self.tool_names(server))
+            self.assertLess(time.monotonic() - started, 1.5)
+            self.assertEqual(self.started(), [])
+
+    def test_first_crash_restarts_at_once_and_uncached_servers_start_together(self):
+        # Six servers with nothing cached start at once (not four at a time).
+        launches = os.path.join(self.dir, "launches")
+        data = {"mcpServers": {"s%d" % i: self.upstream("s%d" % i, "--slow-start", "1.5", "--launch-file", launches)
+                               for i in range(6)}}
+        data["mcpServers"]["a"] = self.upstream("a")
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: len(self.started()) == 7))
+            with open(launches) as f:
+                times = [float(line) for line in f]
+            self.assertEqual(len(times), 6)
+            self.assertLess(max(times) - min(times), 1.4, times)
+            # A first crash restarts at once; only a second one in a row backs off.
+            server.call("a__crash", {})
+            self.assertEqual(text_of(server.call("a__echo", {"text": "1"})), "a: 1")
+
+            def logs():
+                return json.loads(text_of(server.call("mcpstudio__server_logs", {"server_id": "a"})))["lines"]
+            self.assertFalse([line for line in logs() if "backoff" in line])
+            server.call("a__crash", {})
+            self.assertEqual(text_of(server.call("a__echo", {"text": "2"})), "a: 2")
+            self.assertTrue([line for line in logs() if "restarting after a backoff of 1.0 s" in line], logs())
+
+
+    def test_a_bad_tools_cache_is_ignored(self):
+        # A FIFO, a device, or JSON of the wrong shape at the cache's path: logged and ignored, never a hang
+        # or a -32603; the server is started and listed instead (and the cache written afresh).
+        data = {"mcpServers": {"a": self.upstream("a", "--only", "echo")}}
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertIn("a__echo", self.tool_names(server))
+        folder = os.path.join(self.dir, "cache", "mcpstudio")
+        path = os.path.join(folder, [n for n in os.listdir(folder) if n.startswith("server-")][0])
+
+        def fifo():
+            os.mkfifo(path)
+
+        def zero():
+            os.symlink("/dev/zero", path)
+
+        def text(body):
+            def make():
+                with open(path, "w") as f:
+                    f.write(body)
+            return make
+        cases = [("fifo", fifo, "not a regular file"), ("/dev/zero", zero, "not a regular file"),
+                 ("array", text("[]"), "holds a JSON array"), ("string", text('"s"'), "holds a JSON string"),
+                 ("deep", text("[" * 100000 + "]" * 100000), "ignoring the tools cache"),
+                 ("tools not named", text('{"format": 1, "tools": [1]}'), "`tools` is not a list")]
+        for label, make, logged in cases:
+            with self.subTest(label):
+                os.remove(path)
+                make()
+                with self.serve(data) as server:
+                    server.initialize()
+                    started = time.monotonic()
+                    result = server.request("tools/list", timeout=10)
+                    self.assertLess(time.monotonic() - started, 5)
+                    self.assertIn("a__echo", [t["name"] for t in result["result"]["tools"]])
+                    self.assertEqual(server.close(), 0)
+                    self.assertTrue(any(logged in line for line in server.stderr), server.stderr)
+                self.assertTrue(os.path.isfile(path) and not os.path.islink(path))  # written afresh
+        proc = subprocess.run([PY, MODULE, "status", "--config", self.write(data)], env=self.env,
+                              capture_output=True, text=True, timeout=WAIT)
+        self.assertRegex(proc.stdout, r"\na +1 \(cached")
+        os.remove(path)
+        fifo()
+        proc = subprocess.run([PY, MODULE, "status", "--config", self.write(data)], env=self.env,
+                              capture_output=True, text=True, timeout=WAIT)  # `status` does not hang on it
+        self.assertIn("not cached yet", proc.stdout)
+
+
+    def test_a_deeply_nested_config_does_not_stop_reloads(self):
+        # A config rewritten as a 100,000-deep array is refused with a clear error; a valid file after it is read.
+        data = {"mcpServers": {"a": self.upstream("a", "--only", "echo")}}
+        path = self.write(data)
+        with McpProcess("serve", "--config", path, "--rescan", "0.2", env=self.env) as server:
+            server.initialize()
+            self.assertIn("a__echo", self.tool_names(server))
+            with open(path, "w") as f:
+                f.write("[" * 100000 + "]" * 100000)
+            self.assertTrue(wait_until(lambda: "nested too deeply" in "".join(server.stderr)), server.context())
+            time.sleep(0.5)
+            data["mcpServers"]["c"] = self.upstream("c", "--only", "echo")
+            self.write(data)
+            self.assertTrue(wait_until(lambda: "c__echo" in self.tool_names(server), interval=0.3), server.context())
+            self.assertNotIn("Traceback", "".join(server.stderr))
+
+    def test_a_batch_with_subscriptions_listen_answers_its_other_members(self):
+        # subscriptions/listen lasts as long as the client listens: the batch's other members are answered now.
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+        data = {"mcpServers": {"a": self.upstream("a", "--only", "echo")}}
+        with self.serve(data) as server:
+            server.send([{"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+                          "params": {"_meta": meta, "notifications": {"toolsListChanged": True}}},
+                         {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}},
+                         {"jsonrpc": "2.0", "id": 3, "method": "prompts/list", "params": {"_meta": meta}}])
+            self.assertIn("mcpstudio__servers_list", [t["name"] for t in server.wait_response(2)["result"]["tools"]])
+            self.assertIn("a__greet", [p["name"] for p in server.wait_response(3)["result"]["prompts"]])
+            self.assertNotIn(1, server.responses)  # still listening
+            self.assertTrue(server.notifications_of("notifications/subscriptions/acknowledged"))
+
+    def test_missing_input_schema_and_names_of_manager_tools(self):
+        # An upstream tool without inputSchema gets {"type": "object"}; a config tool or a server's tool named
+        # like a manager tool is renamed, and every listed tool is callable.
+        data = {"mcpServers": {"mcpstudio": self.upstream("m", "--only", "echo,servers_list",
+                                                          "--extra-tool", "servers_list")},
+                "tools": [{"name": "mcpstudio__servers_list", "command": "echo mine"}]}
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: "mcpstudio__echo" in self.tool_names(server), interval=0.3))
+            tools = server.request("tools/list")["result"]["tools"]
+            names = [t["name"] for t in tools]
+            self.assertEqual(len(names), len(set(names)), names)
+            for tool in tools:
+                self.assertIsInstance(tool.get("inputSchema"), dict, tool)
+                self.assertEqual(tool["inputSchema"].get("type"), "object", tool)
+            self.assertEqual(names.count("mcpstudio__servers_list"), 1)
+            listed = json.loads(text_of(server.call("mcpstudio__servers_list", {})))
+            self.assertEqual([s["id"] for s in listed["servers"]], ["mcpstudio"])
+            texts = sorted(text_of(server.call(name, {})) for name in names
+                           if name.startswith("mcpstudio__servers_list_"))
+            self.assertEqual(texts, sorted(["servers_list called", "mine\n"]))
+
+    def test_cancel_while_an_upstream_is_starting(self):
+        # A call cancelled while its server starts gets no answer; the start goes on, and the next call uses it.
+        data = {"mcpServers": {"slow": self.upstream("slow", "--slow-start", "2")}}
+        self.cache_tools(data, "slow__echo")
+        with self.serve(data, env=dict(self.env, MCPSTUDIO_LIST_WAIT="2")) as server:
+            server.initialize()
+            self.tool_names(server)
+            server.send({"jsonrpc": "2.0", "id": "c1", "method": "tools/call",
+                         "params": {"name": "slow__echo", "arguments": {"text": "x"}}})
+            time.sleep(0.5)
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c1"}})
+            self.assertEqual(text_of(server.call("slow__echo", {"text": "after"})), "slow: after")
+            self.assertNotIn("c1", server.responses)
+            self.assertEqual(len(self.started()), 1)  # started once
+            status = json.loads(text_of(server.call("mcpstudio__servers_list", {})))["servers"][0]
+            self.assertEqual(status["status"], "running")
+
+
+class UpstreamFramingTests(unittest.TestCase):
+    """The upstream stdout reader in process: lines across chunks, oversized lines, stderr."""
+
+    def run_protocol(self, chunks, limit):
+        """Feed `chunks` to an _UpstreamProtocol; return (messages, notes, {request id: why it failed})."""
+        import asyncio
+        import types
+        from unittest import mock
+        messages, notes = [], []
+
+        class Client:  # what the reader hands lines and failures to
+            name = "up"
+            failed = {}
+
+            def received(self, line):
+                messages.append(json.loads(line))
+
+            def fail(self, request_id, code, text):
+                self.failed[request_id] = text
+
+        client = Client()
+        upstream = types.SimpleNamespace(client=client, received=client.received, note=notes.append,
+                                         stderr_line=notes.append)
+
+        async def go():
+            protocol = mcpstudio._UpstreamProtocol(upstream)
+            with mock.patch.object(mcpstudio, "MAX_MESSAGE", limit):
+                for fd, chunk in chunks:
+                    protocol.pipe_data_received(fd, chunk)
+        asyncio.run(go())
+        return messages, notes, client.failed
+
+    def test_table(self):
+        big = b'{"jsonrpc": "2.0", "id": 1, "result": {"text": "' + b"x" * 500 + b'"}}'
+        ts = b'{"result": {"text": "' + b"y" * 500 + b'"}, "jsonrpc": "2.0", "id": 2}'
+        cases = [  # (chunks of stdout, limit) -> (messages, fragment of a note, failed ids)
+            ([b'{"id": 1}\n{"id"', b': 2}\n'], 100, [{"id": 1}, {"id": 2}], None, ()),
+            ([b'{"id"', b': 1', b'}\n\n  \n'], 100, [{"id": 1}], None, ()),
+            ([big[:100], big[100:], b'\n{"id": 7}\n'], 200, [{"id": 7}], "the answer to request 1", (1,)),
+            ([big + b'\n{"id": 7}\n'], 200, [{"id": 7}], "the answer to request 1", (1,)),
+            ([ts[:300], ts[300:] + b'\n'], 200, [], "the answer to request 2", (2,)),
+            ([b'{"method": "x", "params": {"id": 1, "d": "' + b"z" * 300 + b'"}}\n{"id": 8}\n'], 200,
+             [{"id": 8}], "skipped a message over 200 bytes on stdout", ()),
+        ]
+        for chunks, limit, expected, note, failed in cases:
+            with self.subTest(chunks=[c[:40] for c in chunks]):
+                messages, notes, outcomes = self.run_protocol([(1, c) for c in chunks], limit)
+                self.assertEqual(messages, expected)
+                if note:
+                    self.assertTrue(any(note in n for n in notes), notes)
+                for request_id in failed:  # the request whose answer was too large fails, with a clear message
+                    self.assertIn("answered with a message over %d bytes" % limit, outcomes[request_id])
+                self.assertEqual(sorted(outcomes), sorted(failed))
+
+    def test_many_chunks_of_one_line_take_linear_time(self):
+        # 2,000 chunks of 16 KiB make one 32 MB line: joined once, not copied per chunk.
+        line = b'{"id": 1, "result": {"t": "' + b"a" * (32 << 20) + b'"}}\n'
+        chunks = [(1, line[i:i + (16 << 10)]) for i in range(0, len(line), 16 << 10)]
+        started = time.monotonic()
+        messages, _, _ = self.run_protocol(chunks, 64 << 20)
+        self.assertEqual(len(messages), 1)
+        self.assertLess(time.monotonic() - started, 5)
+
+
+class _PausedClient(McpProcess):
+    """An McpProcess whose reading of stdout can be paused (`reading.clear()`): a client that falls behind."""
+
+    def __init__(self, *args, **keys):
+        self.reading = threading.Event()
+        self.reading.set()
+        super().__init__(*args, **keys)
+
+    def _read_stdout(self):
+        while True:
+            self.reading.wait()
+            line = self.proc.stdout.readline()
+            if not line:
+                return
+            with self.lock:
+                self.stdout_lines.append(line)
+                message = json.loads(line)
+                if "method" in message:
+                    self.notifications.append(message)
+                else:
+                    self.responses[message.get("id")] = message
+                self.lock.notify_all()
+
+
+class AggregatorReviewTests(AggregatorCase):
+    """The aggregator review's findings: reloads and permissions, loose names, list_changed bursts, the
+    --http token, and upstream notifications while the client is behind."""
+
+    upstream = AggregatorTests.upstream
+    write = AggregatorTests.write
+    serve = AggregatorTests.serve
+    tool_names = AggregatorTests.tool_names
+
+    def call_error(self, server, name):
+        return server.request("tools/call", {"name": name, "arguments": {}}).get("error") or {}
+
+    def test_reload_denials_apply_to_the_next_call(self):
+        # Tools a reload denies (deniedTools, toolPermissions, a server's and a namespace's tools.deny) answer
+        # -32006 or "unknown" on the very next call, with no tools/list in between (the old listing ran them).
+        data = {"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b")}}
+        path = self.write(data)
+        with McpProcess("serve", "--config", path, "--rescan", "0", env=self.env) as server:
+            server.initialize()
+            self.assertIn("a__crash", self.tool_names(server))
+            self.assertEqual(text_of(server.call("a__echo", {"text": "x"})), "a: x")
+            data["mcpServers"]["a"] = dict(self.upstream("a"), deniedTools=["echo"])
+            self.write(data)
+            server.call("mcpstudio__config_reload", {})
+            error = self.call_error(server, "a__echo")
+            self.assertEqual(error.get("code"), -32006, error)
+            self.assertIn("deniedTools", error["message"])
+            data["toolPermissions"] = [{"namespaceId": "all", "serverId": "b", "toolName": "echo", "enabled": False}]
+            data["namespaces"] = {"all": {"servers": ["a", "b"], "tools": {"deny": ["b__env"]}}}
+            data["mcpServers"]["a"] = dict(self.upstream("a"), deniedTools=["echo"], tools={"deny": ["sleep"]})
+            self.write(data)
+            server.proc.send_signal(signal.SIGHUP)  # the SIGHUP path too
+            self.assertTrue(wait_until(lambda: self.call_error(server, "b__echo").get("code") == -32006, interval=0.2),
+                            server.context())
+            self.assertEqual(self.call_error(server, "b__env")["code"], -32602)    # the namespace's filter
+            self.assertEqual(self.call_error(server, "a__sleep")["code"], -32602)  # the server's filter
+            self.assertEqual(text_of(server.call("a__env", {"name": "NOPE"})), "<unset>")  # the rest still runs
+
+    def test_denied_name_never_reaches_its_dash_underscore_twin(self):
+        # With `foo-bar` denied and `foo_bar` allowed, calling `s__foo-bar` is refused (-32006), never runs
+        # `foo_bar`; the loose respelling still reaches a tool that is the only match (`git_status`).
+        data = {"mcpServers": {"s": dict(self.upstream("s", "--more-tools", "foo-bar,foo_bar,git-status"),
+                                         deniedTools=["foo-bar"])}}
+        with self.serve(data) as server:
+            server.initialize()
+            names = self.tool_names(server)
+            self.assertIn("s__foo_bar", names)
+            self.assertNotIn("s__foo-bar", names)
+            error = self.call_error(server, "s__foo-bar")
+            self.assertEqual(error.get("code"), -32006, error)
+            self.assertEqual(text_of(server.call("s__foo_bar", {})), "foo_bar called")
+            self.assertEqual(text_of(server.call("s__git_status", {})), "git-status called")
+
+    def test_list_changed_burst_is_coalesced(self):
+        # 500 list_changed notifications in one burst cost a few tools/list requests (one in flight, one
+        # pending), not 500.
+        lists = os.path.join(self.dir, "lists")
+        data = {"mcpServers": {"s": self.upstream("s", "--more-tools", "burst", "--list-file", lists)}}
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertIn("s__burst", self.tool_names(server))
+
+            def count():
+                with open(lists) as f:
+                    return len(f.read().split())
+            before = count()
+            self.assertEqual(text_of(server.call("s__burst", {"count": 500})), "burst called")
+            self.assertTrue(wait_until(lambda: count() > before))
+            time.sleep(1.5)  # the listings the burst causes are done by then (each takes milliseconds)
+            self.assertLessEqual(count() - before, 4, server.context())
+            self.assertEqual(text_of(server.call("s__echo", {"text": "ok"})), "s: ok")
+
+    def test_http_token_is_not_inherited(self):
+        # `mcpstudio --http` with $MCPSTUDIO_HTTP_TOKEN: a tool (`printenv`) does not see the token, though it
+        # sees the rest of the environment.
+        token = "tok-9876-secret"
+        env = dict(os.environ, MCPSTUDIO_HTTP_TOKEN=token, FIXB_MARKER="visible")
+        auth = {"Authorization": "Bearer %s" % token}
+        with HttpServerProcess("printenv", "{name}", env=env) as server:
+            def run(name):
+                status, _, text = server.modern("tools/call", {"name": "printenv", "arguments": {"name": name}},
+                                                headers=auth)
+                self.assertEqual(status, 200, text)
+                return server.messages(text)[-1]["result"]
+            self.assertEqual(text_of(run("FIXB_MARKER")).strip(), "visible")
+            result = run("MCPSTUDIO_HTTP_TOKEN")
+            self.assertNotIn(token, json.dumps(result))
+            self.assertTrue(result.get("isError"), result)  # printenv exits 1: the variable is not set
+
+    @unittest.skipUnless(sys.platform.startswith("linux"), "reads /proc")
+    def test_log_flood_while_client_does_not_read(self):
+        # An upstream floods 100 MB of 1 KB log lines while the client reads nothing: mcpstudio drops them
+        # (says how many on stderr) and its memory stays bounded; once the client reads again, calls work.
+        done = os.path.join(self.dir, "flood-done")
+        data = {"mcpServers": {"f": self.upstream("f", "--more-tools", "flood", "--flood-file", done)}}
+        with _PausedClient("serve", "--config", self.write(data), env=self.env) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("f__echo", {"text": "up"})), "f: up")
+            base = rss_kib(server.proc.pid)
+            server.reading.clear()
+            server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                         "params": {"name": "f__flood", "arguments": {"lines": 100000}}})
+            self.assertTrue(wait_until(lambda: os.path.exists(done), timeout=60, interval=0.2), server.context())
+            time.sleep(1.0)  # what is left in the pipe is read
+            grown = rss_kib(server.proc.pid) - base
+            self.assertLess(grown, 48 * 1024, "grew %d KiB" % grown)  # was: > 100 MB, all of it queued
+            server.reading.set()
+            self.assertIn("result", server.wait_response(7))  # the reply was never dropped
+            self.assertEqual(text_of(server.call("f__echo", {"text": "again"}, timeout=30)), "f: again")
+            self.assertTrue(wait_until(lambda: re.search(r"\d+ log and progress notifications were dropped",
+                                                         "".join(server.stderr))), server.context())
 
 
 @unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
@@ -3238,6 +5290,810 @@ class InspectorInteropTests(unittest.TestCase):
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+class EditedJsonTextTests(unittest.TestCase):
+    """edited_json_text: config edits that keep a JSONC file's comments and layout."""
+
+    CASES = [
+        # (what it proves, original text, function of the parsed data giving the new data)
+        ("a new top-level key lands before the closing brace",
+         '{\n  // keep me\n  "a": 1\n}\n', lambda d: dict(d, b=[1, 2])),
+        ("a server added to an existing mcpServers",
+         '{\n  "mcpServers": {\n    // keep me\n    "x": {"command": "x"}\n  }\n}\n',
+         lambda d: {"mcpServers": dict(d["mcpServers"], y={"command": "y", "args": []})}),
+        ("the first of three servers removed",
+         '{"mcpServers": {\n  "a": {"command": "a"},\n  // keep me\n  "b": {"command": "b"},\n  "c": {"command": "c"}\n}}',
+         lambda d: {"mcpServers": {"b": {"command": "b"}, "c": {"command": "c"}}}),
+        ("the first two of three removed at once",
+         '{"mcpServers": {"a": 1, "b": 2, /* keep me */ "c": 3}}', lambda d: {"mcpServers": {"c": 3}}),
+        ("the middle and the last removed",
+         '{\n  // keep me\n  "m": {"a": 1, "b": 2, "c": 3}\n}', lambda d: {"m": {"a": 1}}),
+        ("every member removed",
+         '{ // keep me\n  "m": {"a": 1, "b": 2}\n}', lambda d: {"m": {}}),
+        ("a value replaced, its neighbours untouched",
+         '{\n  "defaultNamespace": "a", // keep me\n  "n": 1\n}', lambda d: dict(d, defaultNamespace="b")),
+        ("a key added to an empty object with a comment",
+         '{\n  "mcpServers": { /* keep me */ }\n}', lambda d: {"mcpServers": {"t": {"command": "t"}}}),
+        ("trailing commas stay readable",
+         '{\n  "a": {"x": 1,},\n  // keep me\n  "b": 2,\n}', lambda d: dict(d, c=3, a={"x": 1, "y": 2})),
+        ("a member added after a last member with a comment on its line",
+         '{\n  "mcpServers": {\n    "x": {"command": "x"} // keep me\n  }\n}', lambda d: {"mcpServers": dict(
+             d["mcpServers"], y={"command": "y"})}),
+        ("a namespace list replaced inside a nested object",
+         '{"namespaces": {"dev": {"servers": ["a"], // keep me\n "description": "d"}}}',
+         lambda d: {"namespaces": {"dev": {"servers": ["a", "b"], "description": "d"}}}),
+    ]
+
+    def test_edits_keep_comments(self):
+        for what, text, change in self.CASES:
+            with self.subTest(what):
+                old = json.loads(mcpstudio.strip_json_comments(text))
+                new = change(json.loads(json.dumps(old)))
+                result = mcpstudio.edited_json_text(text, new, "test.json")
+                self.assertEqual(json.loads(mcpstudio.strip_json_comments(result)), new, result)
+                self.assertIn("keep me", result)
+
+    def test_an_empty_file_becomes_plain_json(self):
+        # A missing or empty file is written as indented JSON.
+        self.assertEqual(mcpstudio.edited_json_text("", {"a": 1}, "x.json"), '{\n  "a": 1\n}\n')
+
+
+class ToolingCase(ScratchDir):
+    """A scratch HOME (so client and mcpstudio configs land in it) and a way to run mcpstudio's commands."""
+
+    def setUp(self):
+        super().setUp()
+        self.home = os.path.join(self.dir, "home")
+        os.mkdir(self.home)
+        self.env = dict(os.environ, HOME=self.home, XDG_CONFIG_HOME=os.path.join(self.home, ".config"))
+        for key in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "APPDATA", "MCPSTUDIO_HTTP_TOKEN"):
+            self.env.pop(key, None)
+        self.config = os.path.join(self.home, ".config", "mcpstudio", "config.json")
+
+    def cli(self, *args, code=0, cwd=None):
+        proc = subprocess.run([PY, MODULE] + list(args), capture_output=True, text=True, timeout=WAIT * 2,
+                              stdin=subprocess.DEVNULL, env=self.env, cwd=cwd or self.dir)
+        self.assertEqual(proc.returncode, code, "args %s\nstdout: %s\nstderr: %s" % (args, proc.stdout, proc.stderr))
+        return proc
+
+    def greeter(self, folder) -> str:
+        """A script folder with one self-describing script, `hi`."""
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "hi")
+        with open(path, "w") as f:
+            f.write("#!%s\nimport sys\nif sys.argv[1:] == ['--help']:\n    print('{\"description\": \"Say hi.\"}')\n"
+                    "    sys.exit(0)\nprint('hi from script')\n" % PY)
+        os.chmod(path, 0o755)
+        return folder
+
+    def write_json(self, path, data, text=None):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text if text is not None else json.dumps(data))
+        return path
+
+    def read_json(self, path):
+        with open(path) as f:
+            return json.load(f)
+
+
+class ToolingTests(ToolingCase):
+    """The commands for people (issue 12), each run as a subprocess on temporary files."""
+
+    # --- inspect ---------------------------------------------------------
+
+    def test_inspect_template_table_and_json(self):
+        # inspect shows a template's tool with its parameters as a table, and the same listing as JSON.
+        proc = self.cli("inspect", "--read-only", "git", "log", "[--oneline]", "-n", "{limit # how many}")
+        self.assertIn("tools (1):", proc.stdout)
+        self.assertIn("  git  [read-only]", proc.stdout)
+        self.assertRegex(proc.stdout, r"oneline\s+boolean\s+default false")
+        self.assertRegex(proc.stdout, r"limit\s+string\s+required\s+how many")
+        listing = json.loads(self.cli("inspect", "--json", "echo", "{message}").stdout)
+        self.assertEqual([t["name"] for t in listing["tools"]], ["echo"])
+        self.assertEqual(listing["tools"][0]["inputSchema"]["required"], ["message"])
+        self.assertEqual(listing["protocolVersion"], mcpstudio.LATEST_PROTOCOL_VERSION)
+        self.assertEqual(listing["prompts"], [])
+
+    def test_inspect_script_folder_config_and_upstream(self):
+        # inspect works on --root-directory, serve --config (tools and resources) and a server after --.
+        scripts = self.greeter(os.path.join(self.dir, "scripts"))
+        self.assertRegex(self.cli("inspect", "--root-directory", scripts).stdout, r"tools \(1\):\n  hi\n      Say hi.")
+        config = self.write_json(os.path.join(self.dir, "c.json"), {
+            "tools": [{"name": "say", "command": "echo {text}"}],
+            "resources": [{"uri": "demo://version", "name": "v", "command": "echo 1"}]})
+        proc = self.cli("inspect", "serve", "--config", config)
+        self.assertIn("  say", proc.stdout)
+        self.assertIn("demo://version", proc.stdout)
+        proc = self.cli("inspect", "--json", "--", PY, MODULE, "--name", "up", "echo", "{x}")
+        self.assertEqual([t["name"] for t in json.loads(proc.stdout)["tools"]], ["up"])
+
+    def test_inspect_of_a_server_that_fails(self):
+        # A mode that cannot start shows its own error and inspect exits non-zero, leaving nothing running.
+        proc = self.cli("inspect", "echo", "{x}", "{x...}", code=1)
+        self.assertIn("bad template", proc.stderr)
+        self.assertIn("exited (code 2) before answering", proc.stderr)
+        proc = self.cli("inspect", "--", os.path.join(self.dir, "no-such-server"), code=2)
+        self.assertIn("cannot start", proc.stderr)
+
+    # --- call ------------------------------------------------------------
+
+    def test_call_prints_text_and_exits_by_is_error(self):
+        # call runs one tool: its text on stdout and exit 0; an isError result on stderr and exit 1.
+        proc = self.cli("call", "echo", "message=hello world", "echo", "{message}")
+        self.assertEqual(proc.stdout, "hello world\n")
+        proc = self.cli("call", "false", "false", code=1)
+        self.assertIn("`false` exited with code 1.", proc.stderr)
+        self.assertEqual(proc.stdout, "")
+
+    def test_call_shows_the_validation_errors_a_client_gets(self):
+        # Wrong or unknown arguments give the server's own isError text; an unknown tool its error.
+        proc = self.cli("call", "echo", "nope=1", "echo", "{message}", code=1)
+        self.assertIn("`message` is required; `nope` is not a known argument", proc.stderr)
+        proc = self.cli("call", "missing", "echo", "{message}", code=1)
+        self.assertIn("Unknown tool: missing", proc.stderr)
+
+    def test_call_types_arguments_by_the_schema(self):
+        # key=value is JSON for non-string parameters, text for strings; arrays repeat; --json merges.
+        config = self.write_json(os.path.join(self.dir, "c.json"), {"tools": [{
+            "name": "show", "command_template": "echo {n} {flag} {word} {items}",
+            "parameters": {"n": {"type": "integer"}, "flag": {"type": "boolean"}, "word": {"type": "string"},
+                           "items": {"type": "array"}}}]})
+        proc = self.cli("call", "show", "n=3", "flag=true", "word=007", "items=a", "items=b c",
+                        "serve", "--config", config)
+        self.assertEqual(proc.stdout, "3 true 007 a b c\n")
+        proc = self.cli("call", "show", "--json", '{"n": 4, "flag": false, "items": ["x"]}', "word=w",
+                        "serve", "--config", config)
+        self.assertEqual(proc.stdout, "4 false w x\n")
+        proc = self.cli("call", "show", "n=three", "flag=true", "word=w", "items=x", "serve", "--config", config,
+                        code=1)
+        self.assertIn("n", proc.stderr)
+        raw = json.loads(self.cli("call", "show", "--raw", "--json",
+                                  '{"n": 1, "flag": true, "word": "w", "items": []}', "serve", "--config",
+                                  config).stdout)
+        self.assertFalse(raw["isError"])
+
+    def test_call_against_an_upstream_command(self):
+        # After --, call is a small MCP client of any server: here mcpstudio itself started by hand.
+        proc = self.cli("call", "up", "x=via upstream", "--", PY, MODULE, "--name", "up", "echo", "{x}")
+        self.assertEqual(proc.stdout, "via upstream\n")
+
+    def test_call_prints_structured_content_and_server_logs(self):
+        # Against a server whose result carries structuredContent that says more than its text, call
+        # prints both; the server's log messages go to stderr.
+        fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        proc = self.cli("call", "echo", "text=hi", "--", PY, fake, "--name", "fk")
+        self.assertEqual(proc.stdout, 'fk: hi\n{\n  "echoed": "hi"\n}\n')
+        self.assertIn("[info] echoing hi", proc.stderr)
+        raw = json.loads(self.cli("call", "echo", "text=hi", "--raw", "--", PY, fake, "--name", "fk").stdout)
+        self.assertEqual(raw["structuredContent"], {"echoed": "hi"})
+
+    # --- help and the terminal hint ---------------------------------------
+
+    def test_every_subcommand_has_its_own_help(self):
+        # `CMD --help` prints that command's usage (init --help used to be an error).
+        for command in mcpstudio.SUBCOMMANDS:
+            with self.subTest(command=command):
+                proc = self.cli(command, "--help")
+                self.assertTrue(proc.stdout.startswith("usage: mcpstudio %s" % command), proc.stdout)
+        self.assertIn("inspect|call|install", self.cli("--help").stdout)
+
+    @unittest.skipUnless(hasattr(os, "openpty"), "needs a pseudo-terminal")
+    def test_stdio_mode_in_a_terminal_says_what_it_waits_for(self):
+        # With a terminal on stdin, stdio mode says on stderr that it waits for a client and how to try
+        # the tool; with a pipe (a real client) it says nothing.
+        leader, follower = os.openpty()
+        self.addCleanup(os.close, leader)
+        proc = subprocess.Popen([PY, MODULE, "echo", "{message}"], stdin=follower, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=self.env)
+        os.close(follower)
+        try:
+            import select
+            said, deadline = b"", time.monotonic() + WAIT
+            while b"Ctrl+D" not in said and time.monotonic() < deadline:
+                if select.select([proc.stderr], [], [], 0.1)[0]:
+                    chunk = os.read(proc.stderr.fileno(), 4096)
+                    if not chunk:
+                        break
+                    said += chunk
+            self.assertIn("waiting for an MCP client", said.decode())
+            self.assertIn("inspect echo '{message}'", said.decode())
+        finally:
+            proc.terminate()
+            proc.wait(WAIT)
+            proc.stdout.close()
+            proc.stderr.close()
+        with McpProcess("echo", "{message}") as server:
+            server.initialize()
+            self.assertEqual(server.close(), 0)
+            self.assertNotIn("waiting", "".join(server.stderr))
+
+    # --- install ---------------------------------------------------------
+
+    def test_install_prints_each_clients_entry(self):
+        # Each client gets its own shape: absolute interpreter and module, paths made absolute.
+        self.greeter(os.path.join(self.dir, "scripts"))  # install checks the mode: the folder and config exist
+        self.write_json(os.path.join(self.dir, "t.json"), {"tools": [{"name": "t", "command": "echo t"}]})
+        expect = {"claude-code": ("mcpServers", {"type": "stdio", "env": {}}), "claude-desktop": ("mcpServers", {}),
+                  "cursor": ("mcpServers", {}), "vscode": ("servers", {"type": "stdio"})}
+        for client, (key, extra) in expect.items():
+            with self.subTest(client=client):
+                proc = self.cli("install", "--client", client, "--root-directory", "scripts")
+                entry = json.loads(proc.stdout)[key]["scripts"]
+                self.assertEqual(entry, dict(extra, command=os.path.abspath(PY), args=[
+                    MODULE, "--root-directory", os.path.join(self.dir, "scripts")]))
+                self.assertIn(mcpstudio.client_config_path(client).replace(os.path.expanduser("~"), self.home),
+                              proc.stderr)
+        proc = self.cli("install", "--client", "codex", "--as", "my tool", "--config=t.json", "serve")
+        self.assertEqual(proc.stdout, '[mcp_servers."my tool"]\ncommand = %s\nargs = [%s, "--config=%s", "serve"]\n'
+                         % (json.dumps(os.path.abspath(PY)), json.dumps(MODULE), os.path.join(self.dir, "t.json")))
+        # HTTP mode: the URL (and the token as a header); Claude Desktop cannot take one.
+        proc = self.cli("install", "--client", "claude-code", "--http", "0.0.0.0:8123", "--http-token", "s3",
+                        "echo", "{x}")
+        self.assertEqual(json.loads(proc.stdout)["mcpServers"]["echo"], {
+            "type": "http", "url": "http://127.0.0.1:8123/mcp", "headers": {"Authorization": "Bearer s3"}})
+        self.assertIn("start it with", proc.stderr)
+        proc = self.cli("install", "--client", "claude-desktop", "--http", "8123", "echo", code=2)
+        self.assertIn("stdio servers only", proc.stderr)
+        self.cli("install", "--client", "emacs", "echo", code=2)
+
+    def test_client_config_paths_per_platform(self):
+        # The user-level file of each client on Linux, macOS and Windows.
+        home = os.path.expanduser("~")
+        table = {
+            ("claude-desktop", "darwin"): os.path.join(home, "Library", "Application Support", "Claude",
+                                                       "claude_desktop_config.json"),
+            ("vscode", "darwin"): os.path.join(home, "Library", "Application Support", "Code", "User", "mcp.json"),
+            ("cursor", "win32"): os.path.join(home, ".cursor", "mcp.json"),
+            ("claude-code", "win32"): os.path.join(home, ".claude.json"),
+            ("codex", "linux"): os.path.join(home, ".codex", "config.toml"),
+        }
+        for (client, platform), path in table.items():
+            with self.subTest(client=client, platform=platform):
+                self.assertEqual(mcpstudio.client_config_path(client, platform), path)
+        saved = dict(os.environ)
+        self.addCleanup(lambda: (os.environ.clear(), os.environ.update(saved)))
+        os.environ["APPDATA"] = r"C:\Users\me\AppData\Roaming"
+        os.environ["XDG_CONFIG_HOME"] = "/x/config"
+        self.assertEqual(mcpstudio.client_config_path("claude-desktop", "win32"),
+                         os.path.join(r"C:\Users\me\AppData\Roaming", "Claude", "claude_desktop_config.json"))
+        self.assertEqual(mcpstudio.client_config_path("vscode", "win32"),
+                         os.path.join(r"C:\Users\me\AppData\Roaming", "Code", "User", "mcp.json"))
+        self.assertEqual(mcpstudio.client_config_path("vscode", "linux"), "/x/config/Code/User/mcp.json")
+        self.assertEqual(mcpstudio.client_config_path("claude-desktop", "linux"),
+                         "/x/config/Claude/claude_desktop_config.json")
+
+    def test_install_write_merges_keeps_others_and_backs_up(self):
+        # --write adds the entry next to the file's other servers and keys, keeps a .bak and the mode.
+        path = self.write_json(os.path.join(self.home, ".claude.json"), {
+            "numStartups": 7, "mcpServers": {"other": {"command": "x"}}, "projects": {"/p": {"mcpServers": {}}}})
+        os.chmod(path, 0o640)
+        self.cli("install", "--client", "claude-code", "--write", "echo", "{message}")
+        data = self.read_json(path)
+        self.assertEqual(data["numStartups"], 7)
+        self.assertEqual(data["projects"], {"/p": {"mcpServers": {}}})
+        self.assertEqual(sorted(data["mcpServers"]), ["echo", "other"])
+        self.assertEqual(self.read_json(path + ".bak")["mcpServers"], {"other": {"command": "x"}})
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o640)
+        self.assertEqual(sorted(f for f in os.listdir(self.home) if f.startswith(".claude")),
+                         [".claude.json", ".claude.json.bak"])  # no temporary file left behind
+        # A new file is created 0600; Codex's TOML keeps its other tables and replaces its own.
+        toml = os.path.join(self.home, ".codex", "config.toml")
+        self.cli("install", "--client", "cursor", "--write", "echo", "{message}")
+        self.assertEqual(os.stat(os.path.join(self.home, ".cursor", "mcp.json")).st_mode & 0o777, 0o600)
+        self.write_json(toml, None, 'model = "o3"\n\n[mcp_servers.echo]\ncommand = "old"\n\n'
+                                    '[mcp_servers.echo.env]\nA = "1"\n\n[mcp_servers.keep]\ncommand = "k"\n')
+        self.assertIn("replaced echo", self.cli("install", "--client", "codex", "--write", "echo", "{m}").stdout)
+        with open(toml) as f:
+            text = f.read()
+        self.assertTrue(text.startswith('model = "o3"\n\n[mcp_servers.echo]\ncommand = %s\n' % json.dumps(
+            os.path.abspath(PY))), text)
+        self.assertNotIn("old", text)
+        self.assertNotIn("[mcp_servers.echo.env]", text)
+        self.assertIn('[mcp_servers.keep]\ncommand = "k"\n', text)
+        if sys.version_info >= (3, 11):
+            import tomllib
+            self.assertEqual(tomllib.loads(text)["mcp_servers"]["echo"]["args"], [MODULE, "echo", "{m}"])
+
+    def test_installed_entry_runs_from_another_folder(self):
+        # The printed entry, started as a client would (in its own folder), serves the tool; the
+        # script folder was given relative to where install ran.
+        self.greeter(os.path.join(self.dir, "scripts"))
+        for words, tool, arguments, expected in ((["--root-directory", "scripts"], "hi", {}, "hi from script\n"),
+                                                 (["echo", "{message}"], "echo", {"message": "m"}, "m\n")):
+            entry = json.loads(self.cli("install", "--client", "claude-desktop", *words).stdout)["mcpServers"]
+            entry = list(entry.values())[0]
+            with McpProcess(cmd=[entry["command"]] + entry["args"], cwd=self.home) as server:
+                server.initialize()
+                self.assertEqual(text_of(server.call(tool, arguments)), expected, server.context())
+                self.assertEqual(server.close(), 0)
+
+    # --- import ----------------------------------------------------------
+
+    def test_import_from_every_client(self):
+        # Real-shaped configs of Claude Desktop, Claude Code, Cursor and VS Code: servers come over
+        # with env, cwd, disabled and ${VAR}; VS Code-only values and envFile are skipped with a reason.
+        files = {
+            "claude-desktop": (os.path.join(self.home, ".config", "Claude", "claude_desktop_config.json"), {
+                "globalShortcut": "", "mcpServers": {"fs": {"command": "npx", "args": [
+                    "-y", "@modelcontextprotocol/server-filesystem", "${HOME}/notes"], "env": {"TOKEN": "${TOKEN}"}}}}),
+            "claude-code": (os.path.join(self.home, ".claude.json"), {
+                "numStartups": 3, "mcpServers": {"time": {"type": "stdio", "command": "uvx",
+                                                          "args": ["mcp-server-time"], "env": {}}},
+                "projects": {self.dir: {"mcpServers": {"local": {"type": "stdio", "command": "./srv",
+                                                                 "args": [], "cwd": "/srv"}}},
+                             "/elsewhere": {"mcpServers": {"far": {"command": "no"}}}}}),
+            "cursor": (os.path.join(self.home, ".cursor", "mcp.json"), {"mcpServers": {
+                "web": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${API_KEY}"}},
+                "off": {"command": "x", "disabled": True, "autoApprove": ["t"]}}}),
+        }
+        for _client, (path, data) in files.items():
+            self.write_json(path, data)
+        self.write_json(os.path.join(self.dir, ".mcp.json"), {"mcpServers": {"shared": {"command": "team-srv"}}})
+        vscode = os.path.join(self.home, ".config", "Code", "User", "mcp.json")
+        self.write_json(vscode, None, """{
+          // VS Code's mcp.json: comments and trailing commas are allowed
+          "inputs": [{"type": "promptString", "id": "key", "password": true}],
+          "servers": {
+            "gh": {"type": "stdio", "command": "gh-mcp", "env": {"TOKEN": "${input:key}"}},
+            "repo": {"command": "npx", "args": ["srv", "${workspaceFolder}"]},
+            "dotenv": {"command": "node", "args": ["x.js"], "envFile": "${userHome}/.env"},
+            "ok": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git"], "env": {"HOME_DIR": "${env:HOME}"}},
+          },
+        }""")
+        expected = {"claude-desktop": ["fs"], "claude-code": ["time", "local", "shared"], "cursor": ["web", "off"],
+                    "vscode": ["ok"]}
+        for client, names in expected.items():
+            with self.subTest(client=client):
+                before = os.path.exists(self.config) and self.read_json(self.config)
+                proc = self.cli("import", "--from", client)
+                self.assertIn("dry run: nothing written", proc.stdout)
+                self.assertEqual(os.path.exists(self.config) and self.read_json(self.config), before)
+                for name in names:
+                    self.assertIn("import  %s:" % name, proc.stdout)
+                self.cli("import", "--from", client, "--write")
+        self.assertNotIn("far", proc.stdout)
+        proc = self.cli("import", vscode)
+        self.assertIn("skip    gh: it uses VS Code's ${input:key}", proc.stdout)
+        self.assertIn("skip    repo: it uses VS Code's ${workspaceFolder}", proc.stdout)
+        self.assertIn("skip    dotenv: it reads variables from envFile", proc.stdout)
+        self.assertIn("skip    ok: %s already has a server ok" % self.config, proc.stdout)
+        servers = self.read_json(self.config)["mcpServers"]
+        self.assertEqual(list(servers), ["fs", "time", "local", "shared", "web", "off", "ok"])
+        self.assertEqual(servers["fs"]["env"], {"TOKEN": "${TOKEN}"})
+        self.assertEqual(servers["fs"]["args"][-1], "${HOME}/notes")
+        self.assertEqual(servers["local"]["cwd"], "/srv")
+        self.assertEqual(servers["off"], {"command": "x", "disabled": True})
+        self.assertEqual(servers["ok"]["env"], {"HOME_DIR": "${HOME}"})
+        self.assertEqual(servers["web"]["headers"], {"Authorization": "Bearer ${API_KEY}"})
+        self.assertEqual(os.stat(self.config).st_mode & 0o777, 0o600)
+        # mcpstudio reads what it wrote: status lists every imported server.
+        env = dict(self.env, TOKEN="t", API_KEY="k")
+        status = subprocess.run([PY, MODULE, "status"], capture_output=True, text=True, env=env, timeout=WAIT,
+                                stdin=subprocess.DEVNULL)
+        self.assertEqual(status.returncode, 0, status.stderr)
+        for name in servers:
+            self.assertRegex(status.stdout, r"(?m)^%s\s" % name)
+
+    # --- add, remove, list, namespace -------------------------------------
+
+    def test_add_list_namespace_remove(self):
+        # The config's servers are edited in place: written atomically with mode 0600, namespaces kept
+        # consistent, and a server that is not there is a clear error.
+        self.cli("add", "time", "--env", "TZ=UTC", "--", "uvx", "mcp-server-time", "--local-timezone", "UTC")
+        self.assertEqual(os.stat(self.config).st_mode & 0o777, 0o600)
+        self.cli("add", "web", "--url", "https://example.com/mcp", "--header", "Authorization=Bearer ${K}")
+        self.cli("namespace", "add", "dev", "time")
+        self.cli("namespace", "assign", "dev", "web")
+        self.cli("namespace", "default", "dev")
+        data = self.read_json(self.config)
+        self.assertEqual(data["mcpServers"]["time"], {"command": "uvx", "args": [
+            "mcp-server-time", "--local-timezone", "UTC"], "env": {"TZ": "UTC"}})
+        self.assertEqual(data["mcpServers"]["web"]["headers"], {"Authorization": "Bearer ${K}"})
+        self.assertEqual(data["namespaces"], {"dev": {"servers": ["time", "web"]}})
+        self.assertEqual(data["defaultNamespace"], "dev")
+        proc = self.cli("list")
+        self.assertRegex(proc.stdout, r"time\s+uvx mcp-server-time --local-timezone UTC\s+\[dev\]")
+        self.assertIn("default namespace dev", proc.stdout)
+        self.assertIn("no server nope", self.cli("namespace", "assign", "dev", "nope", code=1).stderr)
+        self.assertIn("no server nope", self.cli("remove", "nope", code=1).stderr)
+        self.cli("remove", "time")
+        listed = json.loads(self.cli("list", "--json").stdout)
+        self.assertEqual([(s["name"], s["namespaces"]) for s in listed["servers"]], [("web", ["dev"])])
+        self.cli("namespace", "remove", "dev")
+        data = self.read_json(self.config)
+        self.assertNotIn("namespaces", data)
+        self.assertNotIn("defaultNamespace", data)
+        self.assertIn("after --", self.cli("add", "x", "uvx", code=2).stderr)
+
+    def test_editing_a_commented_config_keeps_its_comments(self):
+        # A JSONC file (init writes one) keeps its comments and layout through add, namespace and
+        # remove, and install --write keeps those of VS Code's mcp.json; no warning is needed.
+        config = os.path.join(self.dir, "tools.json")
+        self.cli("init", "tools", "--command", "echo", "-o", config)
+        with open(config) as f:
+            before = f.read()
+        for args in (["add", "time", "--config", config, "--", "uvx", "mcp-server-time"],
+                     ["namespace", "add", "dev", "time", "--config", config],
+                     ["remove", "time", "--config", config]):
+            self.assertEqual(self.cli(*args).stderr, "")
+        with open(config) as f:
+            after = f.read()
+        comments = [line for line in before.splitlines() if "//" in line]
+        self.assertGreater(len(comments), 5)
+        self.assertEqual([line for line in after.splitlines() if "//" in line], comments)
+        self.assertTrue(after.startswith(before.rsplit("\n}", 1)[0]), after)  # only the end changed
+        self.cli("check", "--config", config)
+        vscode = self.write_json(os.path.join(self.home, ".config", "Code", "User", "mcp.json"), None,
+                                 '{\n  // my servers\n  "servers": {\n    "old": {"command": "x"}, // keep\n  }\n}\n')
+        self.assertEqual(self.cli("install", "--client", "vscode", "--write", "echo", "{m}").stderr.count("warning"), 0)
+        with open(vscode) as f:
+            text = f.read()
+        self.assertIn("// my servers", text)
+        self.assertIn('"old": {"command": "x"}, // keep', text)
+        self.assertEqual(json.loads(mcpstudio.strip_json_comments(text))["servers"]["echo"]["args"], [MODULE, "echo", "{m}"])
+
+    # --- rough edges -------------------------------------------------------
+
+    def test_ok_exit_codes_from_the_command_line_and_the_config(self):
+        # grep's exit 1 ("no match") is a success when listed; inspect shows the accepted codes; any
+        # other code still fails; a bad list stops startup.
+        haystack = os.path.join(self.dir, "haystack.txt")
+        with open(haystack, "w") as f:
+            f.write("needle\n")
+        proc = self.cli("call", "grep", "pattern=absent", "--ok-exit", "0,1", "grep", "{pattern}", haystack)
+        self.assertEqual(proc.stdout, "(no output, exit code 1)\n")
+        self.cli("call", "grep", "pattern=absent", "grep", "{pattern}", haystack, code=1)
+        proc = self.cli("call", "grep", "pattern=x", "--ok-exit", "0,1", "grep", "{pattern}", "/no/such", code=1)
+        self.assertIn("exited with code 2", proc.stderr)
+        self.assertIn("exit codes accepted: 0,1", self.cli("inspect", "--ok-exit", "0,1", "grep", "{p}").stdout)
+        self.assertIn("--ok-exit needs exit codes", self.cli("inspect", "--ok-exit", "one", "grep", code=1).stderr)
+        config = self.write_json(os.path.join(self.dir, "c.json"), {"tools": [
+            {"name": "find", "command": "grep {pattern} %s" % haystack, "ok_exit_codes": [0, 1]}]})
+        self.assertEqual(self.cli("call", "find", "pattern=absent", "serve", "--config", config).stdout,
+                         "(no output, exit code 1)\n")
+        listing = json.loads(self.cli("inspect", "--json", "serve", "--config", config).stdout)
+        self.assertEqual(listing["tools"][0]["_meta"], {mcpstudio.OK_EXIT_META: [0, 1]})
+        self.write_json(config, {"tools": [{"name": "find", "command": "grep {p}", "ok_exit_codes": "1"}]})
+        self.assertIn("ok_exit_codes", self.cli("check", "--config", config, code=1).stderr)
+
+    def test_template_mode_feeds_stdin(self):
+        # --stdin is a text template fed to the command; its fields join the tool's parameters.
+        script = "import sys; print(sys.stdin.read().upper() + ' ' + sys.argv[1])"
+        proc = self.cli("call", "t", "text=piped in", "label=L", "--name", "t", "--stdin", "{text}", PY, "-c",
+                        script, "{label}")
+        self.assertEqual(proc.stdout, "PIPED IN L\n")
+        tool = json.loads(self.cli("inspect", "--json", "--stdin", "{text}", "cat").stdout)["tools"][0]
+        self.assertEqual(tool["inputSchema"]["required"], ["text"])
+        self.assertIn("with `{text}` on stdin", tool["description"])
+
+    def test_progress_names_the_tool_not_the_interpreter(self):
+        # A config tool run through `bash -c` reports progress as the tool, not as `bash`.
+        config = self.write_json(os.path.join(self.dir, "c.json"), {"tools": [
+            {"name": "slow_build", "command": "sh -c 'sleep 1.3'"}]})
+        with McpProcess("serve", "--config", config, env=self.env) as server:
+            server.initialize()
+            server.call("slow_build", {}, meta={"progressToken": "p"})
+            messages = [n["params"].get("message", "") for n in server.notifications_of("notifications/progress")]
+            self.assertTrue(messages, server.context())
+            self.assertTrue(all("`slow_build`" in m and "`sh`" not in m for m in messages), messages)
+
+    def test_status_check_stays_in_the_namespace_and_masks_secrets_not_paths(self):
+        # status --check checks the active namespace only (others are "skipped", not "failed"), says
+        # so on stderr correctly, and shows ${HOME} expanded while a ${..._TOKEN} value is masked.
+        config = self.write_json(os.path.join(self.dir, "ns.json"), {
+            "mcpServers": {"a": {"command": PY, "args": [MODULE, "--name", "a", "echo", "${HOME}/notes", "{x}"]},
+                           "b": {"command": PY, "args": [MODULE, "--name", "b", "echo", "--token",
+                                                         "${MY_TOKEN}", "{x}"]}},
+            "namespaces": {"one": {"servers": ["a"]}, "two": {"servers": ["b"]}}, "defaultNamespace": "one"})
+        self.env["MY_TOKEN"] = "tok-secret-4711"
+        proc = self.cli("status", "--config", config, "--check")
+        self.assertRegex(proc.stdout, r"\na +ok, 1 tools")
+        self.assertRegex(proc.stdout, r"\nb +skipped: not in namespace one")
+        self.assertIn("namespace one (defaultNamespace in the config); servers: a", proc.stderr)
+        self.assertNotIn("no namespaces", proc.stderr)
+        self.assertIn(os.path.join(self.home, "notes"), proc.stdout)
+        self.assertIn("--token ***", proc.stdout)
+        self.assertNotIn("tok-secret-4711", proc.stdout + proc.stderr)
+
+    def test_a_server_can_have_a_short_prefix(self):
+        # `prefix` replaces the server key in its tool names ("" for bare names); a bad one makes only
+        # that server unusable, with a message naming the key.
+        config = self.write_json(os.path.join(self.dir, "all.json"), {"mcpServers": {
+            "io.github.example/long-server-name": {"command": PY, "args": [MODULE, "echo", "{m}"], "prefix": "ex"},
+            "bare": {"command": PY, "args": [MODULE, "--name", "plain", "echo", "{m}"], "prefix": ""},
+            "bad": {"command": PY, "args": [MODULE, "echo", "{m}"], "prefix": "no spaces"}}})
+        listing = json.loads(self.cli("inspect", "--json", "--no-manager-tools", "serve", "--config", config).stdout)
+        self.assertEqual([t["name"] for t in listing["tools"]], ["ex__echo", "plain"])
+        self.assertEqual(self.cli("call", "ex__echo", "m=short", "serve", "--config", config).stdout, "short\n")
+        self.assertIn("mcpServers.bad.prefix", self.cli("status", "--config", config, code=1).stdout)
+
+    def test_readme_quick_start(self):
+        # The README's three quick-start commands run as written (inspect, call, install --write), and
+        # the entry written into ~/.claude.json serves the tool from the client's own folder.
+        import shlex
+        if not shutil.which("git") or not os.path.isdir(os.path.join(HERE, ".git")) and not os.path.isfile(
+                os.path.join(HERE, ".git")):
+            self.skipTest("needs git and this repository's checkout")
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        block = readme.split("**Quick start", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+        commands = [shlex.split(line, comments=True) for line in block.splitlines()]
+        self.assertEqual(len(commands), 3, block)
+        outputs = []
+        for words in commands:
+            self.assertEqual(words[:2], ["python3", "mcpstudio.py"], words)
+            proc = subprocess.run([PY, MODULE] + words[2:], capture_output=True, text=True, timeout=WAIT * 2,
+                                  stdin=subprocess.DEVNULL, env=self.env, cwd=HERE)
+            self.assertEqual(proc.returncode, 0, "%s\n%s%s" % (words, proc.stdout, proc.stderr))
+            outputs.append(proc.stdout)
+        self.assertIn("repo", outputs[0])
+        self.assertEqual(len(outputs[1].splitlines()), 3, outputs[1])
+        entry = self.read_json(os.path.join(self.home, ".claude.json"))["mcpServers"]["git"]
+        with McpProcess(cmd=[entry["command"]] + entry["args"], cwd=self.home) as server:
+            server.initialize()
+            result = server.call("git", {"repo": HERE, "limit": "1"})
+            self.assertEqual(len(text_of(result).splitlines()), 1, result)
+
+    @unittest.skipUnless(hasattr(os, "openpty"), "needs a pseudo-terminal")
+    def test_progress_on_a_terminal_for_status_check(self):
+        # status --check over slow servers counts them on stderr when it is a terminal, and not when it
+        # is a pipe.
+        slow = "import os, sys, time; time.sleep(0.4); os.execv(sys.executable, [sys.executable] + sys.argv[1:])"
+        config = self.write_json(os.path.join(self.dir, "slow.json"), {"mcpServers": {
+            name: {"command": PY, "args": ["-c", slow, MODULE, "--name", name, "echo", "{x}"]}
+            for name in ("s1", "s2", "s3", "s4", "s5")}})
+        leader, follower = os.openpty()
+        self.addCleanup(os.close, leader)
+        proc = subprocess.Popen([PY, MODULE, "status", "--check", "--config", config], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=follower, env=self.env)
+        os.close(follower)
+        out = proc.communicate(timeout=WAIT * 2)[0].decode()
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO once the child side is closed
+                break
+            if not chunk:
+                break
+            seen += chunk
+        self.assertEqual(proc.returncode, 0, out)
+        self.assertRegex(seen.decode(), r"mcpstudio: checked [1-5]/5 \(s\d\)")
+        self.assertNotIn("checked", self.cli("status", "--check", "--config", config).stderr)
+
+    # --- zipapp ----------------------------------------------------------
+
+    def test_zipapp_carries_bytecode_and_source(self):
+        # The .pyz serves tools; this Python imports mcpstudio from the .pyc inside, and a Python of
+        # another version (3.8 when it is installed) falls back to the source.
+        pyz = os.path.join(self.dir, "mcpstudio.pyz")
+        self.assertIn("wrote", self.cli("zipapp", pyz).stdout)
+        # What runpy runs for `python3 OUT.pyz` (zipimport's file for __main__), and what `import mcpstudio` loads.
+        probe = ("import sys, zipimport; print(zipimport.zipimporter(sys.argv[1]).get_filename('__main__')); "
+                 "sys.path.insert(0, sys.argv[1]); import mcpstudio; print(mcpstudio.__file__)")
+        used = subprocess.run([PY, "-c", probe, pyz], capture_output=True, text=True, timeout=WAIT).stdout.split()
+        self.assertEqual(used, [os.path.join(pyz, "__main__.pyc"), os.path.join(pyz, "mcpstudio.pyc")])
+        with McpProcess(cmd=[PY, pyz, "echo", "{message}"]) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("echo", {"message": "zipped"})), "zipped\n")
+            self.assertEqual(server.close(), 0)
+        entry = json.loads(subprocess.run([PY, pyz, "install", "--client", "cursor", "echo", "{m}"], capture_output=True,
+                                          text=True, timeout=WAIT, env=self.env).stdout)["mcpServers"]["echo"]
+        self.assertEqual(entry["args"], [pyz, "echo", "{m}"])  # install from the zipapp points at the .pyz
+        other = [p for p in (os.path.expanduser("~/.pyenv/versions/3.8.18/bin/python3"),
+                             os.path.expanduser("~/.pyenv/versions/3.13.0/bin/python3"))
+                 if os.path.exists(p) and subprocess.run(
+                     [p, "-c", "import sys; sys.exit(sys.version_info[:2] == %r)" % (sys.version_info[:2],)],
+                     timeout=WAIT).returncode == 0]
+        if not other:
+            self.skipTest("no second Python version to check the source fallback")
+        used = subprocess.run([other[0], "-c", probe, pyz], capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(used.stdout.split(), [os.path.join(pyz, "__main__.py"), os.path.join(pyz, "mcpstudio.py")],
+                         used.stderr)
+        proc = subprocess.run([other[0], pyz, "call", "echo", "message=fallback", "echo", "{message}"],
+                              capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(proc.stdout, "fallback\n", proc.stderr)
+
+
+class ToolingConfigFormatTests(ToolingCase):
+    """The tooling subcommands on mcp-studio's own config formats, and what they refuse as the server would."""
+
+    def check_loads(self, path):
+        proc = self.cli("check", "--config", path)
+        self.assertIn("ok", proc.stdout)
+
+    def test_remove_cleans_server_ids_defaults_and_permissions(self):
+        # `remove b` drops b (named by key or by id) from serverIds, serverDefaults and toolPermissions,
+        # keeps the rest, and the config still loads (it failed on the dangling references before).
+        path = self.write_json(os.path.join(self.dir, "studio.json"), {
+            "mcpServers": {"a": {"command": "x"}, "b.c": {"command": "y"}},
+            "namespaces": {"dev": {"serverIds": ["a", "b_c"], "denyByDefault": True,
+                                   "serverDefaults": {"a": False, "b.c": True}}},
+            "toolPermissions": [{"namespace": "dev", "server": "b_c", "toolName": "t", "enabled": True},
+                                {"namespace": "dev", "server": "a", "toolName": "t", "enabled": False}],
+            "defaultNamespaceId": "dev"})
+        self.check_loads(path)
+        self.cli("remove", "b.c", "--config", path)
+        data = self.read_json(path)
+        self.assertEqual(data["namespaces"], {"dev": {"serverIds": ["a"], "denyByDefault": True,
+                                                      "serverDefaults": {"a": False}}})
+        self.assertEqual(data["toolPermissions"], [{"namespace": "dev", "server": "a", "toolName": "t",
+                                                    "enabled": False}])
+        self.assertEqual(data["defaultNamespaceId"], "dev")
+        self.check_loads(path)
+        # The last permission gone, the key goes too (an empty list would be kept as is, but is noise).
+        self.cli("remove", "a", "--config", path)
+        self.assertNotIn("toolPermissions", self.read_json(path))
+        self.check_loads(path)
+
+    def test_server_ids_namespace_listed_and_assigned(self):
+        # A namespace given by serverIds shows its members in `list`, and `namespace assign` extends
+        # serverIds (not a `servers` key the server would ignore).
+        path = self.write_json(os.path.join(self.dir, "studio.json"), {
+            "mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}},
+            "namespaces": {"dev": {"serverIds": ["a"]}}, "defaultNamespaceId": "dev"})
+        self.assertRegex(self.cli("list", "--config", path).stdout, r"a\s+x\s+\[dev\]")
+        self.assertIn("default namespace dev", self.cli("list", "--config", path).stdout)
+        self.cli("namespace", "assign", "dev", "b", "--config", path)
+        self.assertEqual(self.read_json(path)["namespaces"], {"dev": {"serverIds": ["a", "b"]}})
+        listed = json.loads(self.cli("list", "--json", "--config", path).stdout)
+        self.assertEqual([(s["name"], s["namespaces"]) for s in listed["servers"]], [("a", ["dev"]), ("b", ["dev"])])
+        self.assertEqual(listed["defaultNamespace"], "dev")
+        self.cli("namespace", "default", "dev", "--config", path)
+        self.assertNotIn("defaultNamespace", self.read_json(path))  # the key the file uses is kept
+        self.check_loads(path)
+
+    def test_list_form_namespaces(self):
+        # mcp-studio's list of {id, serverIds}: list, add, assign, remove and a server's removal all
+        # work on it (they crashed with AttributeError or TypeError before), and the file loads after.
+        path = self.write_json(os.path.join(self.dir, "studio.json"), {
+            "mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}},
+            "namespaces": [{"id": "dev", "name": "Dev", "serverIds": ["a"], "serverDefaults": {"a": True}}],
+            "toolPermissions": [{"namespace": "dev", "server": "a", "toolName": "t", "enabled": True}],
+            "defaultNamespaceId": "dev"})
+        self.assertRegex(self.cli("list", "--config", path).stdout, r"a\s+x\s+\[dev\]")
+        self.cli("namespace", "assign", "dev", "b", "--config", path)
+        self.cli("namespace", "add", "ops", "b", "--config", path)
+        self.assertIn("already has a namespace ops",
+                      self.cli("namespace", "add", "ops", "--config", path, code=1).stderr)
+        data = self.read_json(path)
+        self.assertEqual(data["namespaces"], [
+            {"id": "dev", "name": "Dev", "serverIds": ["a", "b"], "serverDefaults": {"a": True}},
+            {"id": "ops", "name": "ops", "serverIds": ["b"]}])
+        self.check_loads(path)
+        self.cli("remove", "a", "--config", path)
+        data = self.read_json(path)
+        self.assertEqual(data["namespaces"][0], {"id": "dev", "name": "Dev", "serverIds": ["b"], "serverDefaults": {}})
+        self.assertNotIn("toolPermissions", data)
+        self.check_loads(path)
+        self.cli("namespace", "remove", "dev", "--config", path)
+        data = self.read_json(path)
+        self.assertEqual(data["namespaces"], [{"id": "ops", "name": "ops", "serverIds": ["b"]}])
+        self.assertNotIn("defaultNamespaceId", data)
+        self.check_loads(path)
+
+    def test_namespace_remove_drops_its_permissions(self):
+        # Removing a namespace removes the toolPermissions that name it (the server refuses a
+        # permission for a namespace that is not configured).
+        path = self.write_json(os.path.join(self.dir, "studio.json"), {
+            "mcpServers": {"a": {"command": "x"}},
+            "namespaces": {"dev": {"servers": ["a"]}, "ops": {"servers": ["a"]}},
+            "toolPermissions": [{"namespaceId": "dev", "serverId": "a", "toolName": "t", "enabled": True},
+                                {"namespace": "ops", "server": "a", "toolName": "t", "enabled": True}]})
+        self.cli("namespace", "remove", "dev", "--config", path)
+        self.assertEqual(self.read_json(path)["toolPermissions"], [
+            {"namespace": "ops", "server": "a", "toolName": "t", "enabled": True}])
+        self.check_loads(path)
+
+    def test_add_and_import_refuse_colliding_ids(self):
+        # `add a.x` next to `a_x` is refused (both would have the id a_x and the config would not
+        # load); import skips such a name with the reason, also between two names it imports.
+        path = os.path.join(self.dir, "c.json")
+        self.cli("add", "a_x", "--config", path, "--", "uvx", "one")
+        proc = self.cli("add", "a.x", "--config", path, "--", "uvx", "two", code=1)
+        self.assertIn("same id `a_x`", proc.stderr)
+        self.assertEqual(list(self.read_json(path)["mcpServers"]), ["a_x"])
+        self.cli("add", "a_x", "--config", path, "--", "uvx", "three")  # the same name is replaced
+        self.assertEqual(self.read_json(path)["mcpServers"]["a_x"]["args"], ["three"])
+        source = self.write_json(os.path.join(self.dir, "client.json"), {"mcpServers": {
+            "a x": {"command": "p"}, "new.one": {"command": "q"}, "new_one": {"command": "r"}}})
+        proc = self.cli("import", source, "--config", path, "--write")
+        self.assertIn("skip    a x: its id `a_x` is also the id of server a_x", proc.stdout)
+        self.assertIn("skip    new_one: its id `new_one` is also the id of server new.one", proc.stdout)
+        self.assertEqual(list(self.read_json(path)["mcpServers"]), ["a_x", "new.one"])
+        self.check_loads(path)
+
+    def test_install_refuses_what_the_server_refuses(self):
+        # install checks the mode first: a template the server refuses (code in `sh -c`), a bad
+        # config or a missing script folder exits 2 with the server's own error, prints no entry
+        # and writes nothing.
+        server = self.cli("sh", "-c", "{code}", code=2)
+        self.assertIn("bad template", server.stderr)
+        proc = self.cli("install", "--client", "codex", "sh", "-c", "{code}", code=2)
+        self.assertEqual((proc.stdout, proc.stderr), ("", server.stderr))
+        proc = self.cli("install", "--client", "claude-code", "--write", "sh", "-c", "{code}", code=2)
+        self.assertFalse(os.path.exists(os.path.join(self.home, ".claude.json")))
+        bad = self.write_json(os.path.join(self.dir, "bad.json"), {"tools": [{"name": "x"}]})
+        server = self.cli("serve", "--config", bad, code=1)
+        proc = self.cli("install", "--client", "cursor", "--write", "serve", "--config", bad, code=2)
+        self.assertEqual((proc.stdout, proc.stderr), ("", server.stderr))
+        self.assertIn("tools[0]", proc.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.home, ".cursor")))
+        proc = self.cli("install", "--client", "cursor", "--root-directory", "missing", code=2)
+        self.assertIn("--root-directory missing: no such folder", proc.stderr)
+        self.assertEqual(proc.stdout, "")
+
+    def test_call_help_examples_run(self):
+        # Each local example of `call --help` runs as written (the template tool is named after
+        # its command: `git`, not `git_log`).
+        import shlex
+        if not shutil.which("git") or not os.path.exists(os.path.join(HERE, ".git")):
+            self.skipTest("needs git and this repository's checkout")
+        lines = [line.strip() for line in self.cli("call", "--help").stdout.splitlines()
+                 if line.strip().startswith("mcpstudio call ") and " -- " not in line]
+        self.assertEqual(len(lines), 2, lines)
+        for line in lines:
+            words = shlex.split(line)[1:]
+            proc = self.cli(*words, cwd=HERE)
+            self.assertTrue(proc.stdout.strip(), line)
+
+    def test_servers_list_counts_listed_tools(self):
+        # servers_list's `tools` is the number of the server's tools in tools/list: those its
+        # allow/deny filter or a toolPermissions entry leave out are not counted.
+        upstream = self.write_json(os.path.join(self.dir, "up.json"), {"tools": [
+            {"name": name, "command": "echo %s" % name} for name in ("one", "two", "three", "four")]})
+        config = self.write_json(os.path.join(self.dir, "agg.json"), {
+            "mcpServers": {"u": {"command": PY, "args": [MODULE, "serve", "--config", upstream],
+                                 "tools": {"deny": ["two"]}}},
+            "namespaces": {"ns": {"servers": ["u"], "tools": {"deny": ["u__four"]}}}, "defaultNamespace": "ns",
+            "toolPermissions": [{"namespace": "ns", "server": "u", "toolName": "three", "enabled": False}]})
+        env = dict(self.env, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        with McpProcess("serve", "--config", config, env=env) as server:
+            server.initialize()
+            names = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+            self.assertEqual([n for n in names if n.startswith("u__")], ["u__one"], server.context())
+            status = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][0]
+            self.assertEqual(status["tools"], 1, status)
+            self.assertEqual(server.close(), 0)
+
+
+CLAUDE = os.environ.get("MCPSTUDIO_CLAUDE", "")
+
+
+@unittest.skipUnless(CLAUDE and os.path.exists(CLAUDE), "the Claude Code CLI is not installed (set MCPSTUDIO_CLAUDE)")
+class ClaudeCodeInteropTests(ToolingCase):
+    """The real Claude Code CLI (npm @anthropic-ai/claude-code) sees what `install --client claude-code` prints."""
+
+    def test_every_mode_connects_in_claude_code(self):
+        # With a throwaway HOME, `claude mcp add-json` takes each printed entry (template, script folder,
+        # config, aggregator, HTTP), `install --write` adds one more, and `claude mcp list` reports every
+        # one as connected.
+        self.greeter(os.path.join(self.dir, "scripts"))
+        config = self.write_json(os.path.join(self.dir, "tools.json"), {"tools": [{"name": "say", "command": "echo {t}"}]})
+        aggregator = self.write_json(os.path.join(self.dir, "all.json"), {"mcpServers": {
+            "inner": {"command": PY, "args": [MODULE, "echo", "{message}"]}}})
+        modes = {"tmpl": ["echo", "{message}"], "scripts": ["--root-directory", "scripts"],
+                 "config": ["serve", "--config", config], "agg": ["serve", "--config", aggregator]}
+        web = HttpServerProcess("echo", "{message}", env=self.env)
+        self.addCleanup(web.__exit__)
+        modes["web"] = ["--http", "127.0.0.1:%d" % web.port, "echo", "{message}"]
+        self.cli("install", "--client", "claude-code", "--write", "--as", "quick", "echo", "{message}")  # the quick start
+        for name, words in modes.items():
+            printed = self.cli("install", "--client", "claude-code", "--as", name, *words).stdout
+            entry = json.loads(printed)["mcpServers"][name]
+            proc = subprocess.run([CLAUDE, "mcp", "add-json", "--scope", "user", name, json.dumps(entry)],
+                                  capture_output=True, text=True, timeout=60, env=self.env, cwd=self.home,
+                                  stdin=subprocess.DEVNULL)
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        proc = subprocess.run([CLAUDE, "mcp", "list"], capture_output=True, text=True, timeout=120, env=self.env,
+                              cwd=self.home, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        for name in list(modes) + ["quick"]:
+            self.assertRegex(proc.stdout, r"(?m)^%s: .*Connected" % name, proc.stdout)
+        self.assertEqual(sorted(self.read_json(os.path.join(self.home, ".claude.json"))["mcpServers"]),
+                         sorted(list(modes) + ["quick"]))
 
 
 class HttpServerProcess(McpProcess):
@@ -3766,6 +6622,982 @@ class ConformanceTests(ScratchDir):
                     failed = [c["id"] for c in checks if c["status"] == "FAILURE" and c["id"] not in NOT_APPLICABLE]
                     self.assertEqual(failed, [], proc.stdout[-3000:])
                     self.assertTrue([c for c in checks if c["status"] == "SUCCESS"])
+
+
+# --------------------------------------------------------------------------
+# Reliability (issue 11): protocol fuzzing, faults, load
+# --------------------------------------------------------------------------
+# Seeded and deterministic: MCPSTUDIO_FUZZ_SEED=N replays a run; every failure message
+# names its seed. The long load figures come from `python3 benchmarks/reliability.py`.
+
+FUZZ_SEED = int(os.environ.get("MCPSTUDIO_FUZZ_SEED") or 11)
+_DEEP = "\x00deep\x00"      # a placeholder the fuzzer swaps for raw, deeply nested JSON text
+_BAD_UTF8 = "\x00utf8\x00"  # a placeholder swapped for bytes that are not UTF-8
+
+
+class ProtocolFuzzer:
+    """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
+
+    `next()` returns (bytes to write, {id key: "once" | "at most once"}): the ids a correct
+    server must answer exactly once, or may answer at most once (cancelled, unparseable,
+    a listen that lasts). An id key is `json.dumps(id)`. Fresh ids never repeat.
+    """
+
+    HANDSHAKE = ("initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/read",
+                 "resources/templates/list", "resources/subscribe", "prompts/list", "prompts/get",
+                 "logging/setLevel", "completion/complete", "no/such/method")
+    MODERN = ("server/discover", "tools/list", "tools/call", "resources/list", "resources/read",
+              "resources/templates/list", "prompts/list", "prompts/get", "subscriptions/listen", "ping")
+    NOTIFICATIONS = ("notifications/initialized", "notifications/cancelled", "notifications/progress",
+                     "notifications/roots/list_changed")
+    WRONG = (None, True, False, 0, -1, 2 ** 70, -2 ** 63, 1.5, -0.0, 1e308, "", "wrong", "\ud800", "\x00",
+             "\u202e\U0001f600", [], [None], {}, {"a": {"b": [1, {"c": None}]}}, _DEEP, _BAD_UTF8)
+    BAD_IDS = (None, True, False, 1.5, 1e300, [], [1], {}, {"id": 1}, _DEEP)
+
+    def __init__(self, seed, tools=("echo",), uris=("demo://hello",), prompts=("greet",)):
+        import random
+        self.rng = random.Random(seed)
+        self.tools, self.uris, self.prompts = tools, uris, prompts
+        self.count = 0
+        self.sent = []  # valid ids of requests already written (cancels pick from them)
+
+    def fresh_id(self):
+        self.count += 1
+        n, kind = self.count, self.rng.randrange(7)
+        return [1000 + n, -1000 - n, 10 ** 30 + n, -2 ** 63 - n, "r-%d" % n, "ид-%d-☃" % n,
+                "long-%d-" % n + "x" * 3000][kind]
+
+    def params(self, method, modern):
+        rng = self.rng
+        meta = {"progressToken": rng.choice([1, "tok", None])}
+        if modern:
+            meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/logLevel": rng.choice(["debug", "error"])}
+        tool, uri, prompt = rng.choice(self.tools), rng.choice(self.uris), rng.choice(self.prompts)
+        params = {
+            "initialize": {"protocolVersion": rng.choice(["2025-11-25", "2024-11-05", "1999"]), "capabilities": {},
+                           "clientInfo": {"name": "fuzz", "version": "0"}},
+            "tools/call": {"name": tool, "arguments": {"message": "hi", "text": "hi"}},
+            "resources/read": {"uri": uri}, "resources/subscribe": {"uri": uri},
+            "prompts/get": {"name": prompt, "arguments": {"who": "fuzz"}},
+            "logging/setLevel": {"level": rng.choice(["debug", "emergency"])},
+            "completion/complete": {"ref": {"type": "ref/prompt", "name": prompt}, "argument": {"name": "who", "value": "f"}},
+            "tools/list": {"cursor": rng.choice([None, "0", "zzz"])},
+            "subscriptions/listen": {"notifications": {"toolsListChanged": True}},
+            "notifications/cancelled": {"requestId": rng.choice([self.sent[-1], rng.choice(self.sent)]) if self.sent else 1,
+                                        "reason": "fuzz"},
+            "notifications/progress": {"progressToken": 1, "progress": 1, "total": 2},
+        }.get(method, {})
+        params = {k: v for k, v in params.items() if v is not None}
+        params["_meta"] = meta
+        return params
+
+    def _paths(self, value, path=()):
+        yield path
+        if isinstance(value, dict):
+            for key, item in value.items():
+                yield from self._paths(item, path + (key,))
+
+    def mutate(self, message):
+        """Change one thing: a field's type, a missing or extra key, deep nesting."""
+        rng = self.rng
+        kind = rng.random()
+        if kind < 0.25:
+            return message
+        paths = [p for p in self._paths(message) if p]
+        path = rng.choice(paths)
+        parent = message
+        for key in path[:-1]:
+            parent = parent[key]
+        if kind < 0.75:
+            parent[path[-1]] = rng.choice(self.BAD_IDS if path == ("id",) else self.WRONG)
+        elif kind < 0.85 and path != ("id",):
+            del parent[path[-1]]
+        elif kind < 0.95:
+            parent["x-%d" % rng.randrange(1000)] = rng.choice(self.WRONG)
+        else:
+            parent[path[-1]] = _DEEP
+        return message
+
+    def message(self, notification=False, in_batch=False):
+        modern = self.rng.random() < 0.4
+        if notification:
+            method = self.rng.choice(self.NOTIFICATIONS)
+            return self.mutate({"jsonrpc": "2.0", "method": method, "params": self.params(method, False)})
+        # No subscriptions/listen in a batch: the batch would wait for it for ever (issue 11,
+        # relagg's item; FuzzTests.test_batch_with_listen_answers_its_other_members).
+        method = self.rng.choice([m for m in self.MODERN if not in_batch or m != "subscriptions/listen"]
+                                 if modern else self.HANDSHAKE)
+        return self.mutate({"jsonrpc": "2.0", "id": self.fresh_id(), "method": method,
+                            "params": self.params(method, modern)})
+
+    def sweep(self):
+        """Every wrong value in every field of every method of both eras, once each: [(bytes, expect)]."""
+        writes = []
+        bases = [(m, False, True) for m in self.HANDSHAKE] + [(m, True, True) for m in self.MODERN]
+        bases += [(m, False, False) for m in self.NOTIFICATIONS]
+        for method, modern, request in bases:
+            base = {"jsonrpc": "2.0", "method": method, "params": self.params(method, modern)}
+            for path in [p for p in self._paths(base) if p]:
+                for wrong in self.WRONG:
+                    message = json.loads(json.dumps(base))
+                    if request:
+                        message["id"] = self.fresh_id()
+                    parent = message
+                    for key in path[:-1]:
+                        parent = parent[key]
+                    parent[path[-1]] = wrong
+                    data, parsed = self.encode(message)
+                    found = self.expectation(message, parsed)
+                    writes.append((data + b"\n", dict([found]) if found else {}))
+        return writes
+
+    @staticmethod
+    def expectation(message, parsed=True):
+        """(id key, "once" | "at most once") for a message a correct server answers by id, else None."""
+        if not isinstance(message, dict) or "id" not in message:
+            return None
+        request_id = message["id"]
+        if isinstance(request_id, bool) or not isinstance(request_id, (int, str)) or request_id == _DEEP:
+            return None
+        key = json.dumps(request_id)
+        if not parsed or message.get("method") == "subscriptions/listen" or (
+                "method" not in message and ("result" in message or "error" in message)):
+            return key, "at most once"
+        return key, "once"
+
+    def encode(self, value) -> tuple:
+        """The bytes of `value` with placeholders swapped; and whether a server can parse them."""
+        rng = self.rng
+        text = json.dumps(value)
+        parsed = True
+        if json.dumps(_DEEP) in text:
+            depth = rng.choice([3, 50, 400, 5000, 100000])
+            parsed = depth < 500  # json's recursion limit is about 1000
+            deep = "[" * depth + "]" * depth if rng.random() < 0.5 else '{"a":' * depth + "1" + "}" * depth
+            text = text.replace(json.dumps(_DEEP), deep)
+        data = text.encode("utf-8", "surrogatepass")
+        if json.dumps(_BAD_UTF8).encode() in data:
+            data = data.replace(json.dumps(_BAD_UTF8).encode(), b'"' + rng.choice(
+                [b"\xff\xfe", b"\xc3(", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\x80"]) + b'"')
+            parsed = False
+        return data, parsed
+
+    def next(self):
+        """One write: a request, a notification, a batch, garbage or a lying frame."""
+        rng = self.rng
+        roll = rng.random()
+        expect = {}
+        if roll < 0.08:  # garbage that is not JSON at all
+            return rng.choice([b"not json", b"{", b"}", b"[1,2", b"\x00\x01\x02", b"\xff" * 20, b'{"id": 5',
+                               b"Content-Length: abc", b"null", b"123", b'"str"', b"[]", b"[[]]"]) + b"\n", expect
+        if roll < 0.2:
+            messages = [self.message(notification=rng.random() < 0.3, in_batch=True) for _ in range(rng.randrange(1, 5))]
+            if rng.random() < 0.2:
+                messages.append(rng.choice(self.WRONG))
+            value = messages
+        elif roll < 0.35:
+            messages = [self.message(notification=True)]
+            value = messages[0]
+        else:
+            messages = [self.message()]
+            value = messages[0]
+        data, parsed = self.encode(value)
+        for message in messages:
+            found = self.expectation(message, parsed)
+            if found:
+                expect[found[0]] = found[1]
+                self.sent.append(message["id"])
+            params = message.get("params") if isinstance(message, dict) and "id" not in message else None
+            if isinstance(params, dict) and message.get("method") == "notifications/cancelled":
+                cancelled = params.get("requestId")
+                if isinstance(cancelled, (int, str)) and not isinstance(cancelled, bool):
+                    expect[json.dumps(cancelled)] = "at most once"  # it may have been cancelled in time
+        framing = rng.random()
+        if framing < 0.1:
+            data = b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
+        elif framing < 0.14:  # a Content-Length that claims more than the body: the stream stays in step
+            extra = rng.randrange(1, 40)
+            data = b"Content-Length: %d\r\nContent-Type: application/json\r\n\r\n%s%s" % (
+                len(data) + extra, data, (b'\n{"jsonrpc":"2.0","id":"swallowed","method":"ping"}\n' * 2)[:extra])
+            expect = {key: "at most once" for key in expect}
+        elif framing < 0.18 and len(data) > 2:  # one that claims less: the rest is a bad line
+            cut = rng.randrange(1, len(data))
+            data = b"Content-Length: %d\r\n\r\n%s\n" % (cut, data)
+            expect = {key: "at most once" for key in expect}
+        elif framing < 0.25:
+            data = b"\r\n\n" + data + b"\r\n"
+        else:
+            data += b"\n"
+        return data, expect
+
+
+def jsonrpc_problem(message):
+    """What is wrong with a message mcpstudio wrote, or None for a well-formed JSON-RPC message."""
+    if isinstance(message, list):
+        if not message:
+            return "an empty batch"
+        return next((problem for problem in map(jsonrpc_problem, message) if problem), None)
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return "not a JSON-RPC 2.0 object"
+    if "method" in message:
+        ok = isinstance(message["method"], str) and isinstance(message.get("params", {}), (dict, list))
+        return None if ok else "a malformed notification"
+    if "id" not in message or ("result" in message) == ("error" in message):
+        return "a response needs an id and exactly one of result and error"
+    error = message.get("error")
+    if error is not None and not (isinstance(error, dict) and type(error.get("code")) is int
+                                  and isinstance(error.get("message"), str)):
+        return "a malformed error object"
+    if "result" in message and not isinstance(message["result"], dict):
+        return "a result that is not an object"
+    return None
+
+
+class FramedPeer(McpProcess):
+    """An McpProcess whose stdout reader takes both framings (newline JSON, Content-Length) and
+    records every byte that is not a well-formed JSON-RPC message (`violations`) and how many
+    times each id was answered (`answers`, by `json.dumps(id)`)."""
+
+    def __init__(self, *args, **keys):
+        self.answers = collections.Counter()
+        self.violations = []
+        self.stdout_closed = threading.Event()
+        super().__init__(*args, **keys)
+
+    def _read_stdout(self):
+        buf = bytearray()
+        while True:
+            chunk = self.proc.stdout.read1(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            while self._take(buf):
+                pass
+        if buf:
+            self.violations.append(("bytes left unframed at exit", bytes(buf[:300])))
+        self.stdout_closed.set()
+        with self.lock:
+            self.lock.notify_all()
+
+    def _take(self, buf) -> bool:
+        header = b"Content-Length: "
+        if buf[:len(header)] == header[:len(buf)]:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                return False
+            try:
+                length = int(buf[len(header):end])
+            except ValueError:
+                self.violations.append(("a malformed Content-Length header", bytes(buf[:end])))
+                del buf[:end + 4]
+                return True
+            if len(buf) < end + 4 + length:
+                return False
+            body = bytes(buf[end + 4:end + 4 + length])
+            del buf[:end + 4 + length]
+        else:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                return False
+            body = bytes(buf[:nl])
+            del buf[:nl + 1]
+        try:
+            message = json.loads(body.decode("utf-8"))
+        except ValueError as exc:
+            self.violations.append(("not JSON: %s" % exc, body[:300]))
+            return True
+        problem = jsonrpc_problem(message)
+        if problem:
+            self.violations.append((problem, body[:300]))
+        with self.lock:
+            self.stdout_lines.append(body + b"\n")
+            for item in message if isinstance(message, list) else [message]:
+                if not isinstance(item, dict):
+                    continue
+                if "method" in item:
+                    self.notifications.append(item)
+                elif "id" in item:
+                    self.responses[item["id"] if isinstance(item["id"], (str, int)) else None] = item
+                    if item["id"] is not None:
+                        self.answers[json.dumps(item["id"])] += 1
+            self.lock.notify_all()
+        return True
+
+
+class FuzzTests(ScratchDir):
+    """Seeded protocol fuzzing over stdio and HTTP: never dies, only protocol on stdout, each
+    request answered exactly once (by id), ping answered correctly at the end."""
+
+    ROUNDS = int(os.environ.get("MCPSTUDIO_FUZZ_ROUNDS") or 350)  # more for a long fuzz
+
+    def full_config(self):
+        """A config with every method: a local tool, resources, and an upstream with prompts."""
+        fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        config = os.path.join(self.dir, "full.json")
+        with open(config, "w") as f:
+            nap = self.script("nap.py", "import sys, time\ntime.sleep(0.2)\nprint(sys.argv[1])\n")
+            json.dump({"tools": [{"name": "say", "command": "echo {message}"},
+                                 {"name": "nap", "command": "%s %s {message}" % (PY, nap)}],
+                       "resources": [{"uri": "demo://hello", "name": "hello", "command": "echo hello"},
+                                     {"uri": "demo://echo/{word}", "name": "word", "command": "echo {word}"}],
+                       "mcpServers": {"up": {"command": PY, "args": [fake, "--name", "up", "--only", "echo"]}}}, f)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        env.pop("FAKE_ONLY", None)
+        return config, env
+
+    def fuzz(self, peer, fuzzer, seed, rounds=None):
+        """Write `rounds` fuzz messages, then check every answer and the final ping."""
+        expected = {}
+        for _ in range(rounds or self.ROUNDS):
+            data, expect = fuzzer.next()
+            for key, how in expect.items():
+                expected[key] = "at most once" if "at most once" in (how, expected.get(key)) else how
+            try:
+                if len(data) > 64 and fuzzer.rng.random() < 0.2:  # split a message across writes
+                    cut = fuzzer.rng.randrange(1, len(data))
+                    peer.send_raw(data[:cut])
+                    peer.send_raw(data[cut:])
+                else:
+                    peer.send_raw(data)
+            except OSError:
+                self.fail("seed %d: mcpstudio stopped reading (exit %s)%s" % (seed, peer.proc.poll(), peer.context()))
+        once = [key for key, how in expected.items() if how == "once"]
+        with peer.lock:
+            peer.lock.wait_for(lambda: all(peer.answers[key] for key in once), 30)
+        self.assertEqual(peer.request("ping", request_id="final-ping", timeout=30),
+                         {"jsonrpc": "2.0", "id": "final-ping", "result": {}}, "seed %d" % seed)
+        self.assertIsNone(peer.proc.poll(), "seed %d: mcpstudio died%s" % (seed, peer.context()))
+        unanswered = [key[:80] for key in once if peer.answers[key] != 1]
+        self.assertEqual(unanswered, [], "seed %d: requests not answered exactly once%s" % (seed, peer.context()))
+        extra = [(key[:80], n) for key, n in peer.answers.items()
+                 if key != '"final-ping"' and (key not in expected or n > 1)]
+        self.assertEqual(extra, [], "seed %d: answers to ids never asked, or twice%s" % (seed, peer.context()))
+        self.assertEqual(peer.close(30), 0, "seed %d%s" % (seed, peer.context()))
+        peer.stdout_closed.wait(WAIT)
+        self.assertEqual(peer.violations, [], "seed %d: bytes on stdout that are not protocol" % seed)
+        return expected
+
+    def test_stdio_template_mode(self):
+        # Template mode survives wrong JSON-RPC of both eras in both framings and stays exact.
+        for seed in (FUZZ_SEED, FUZZ_SEED + 1):
+            with self.subTest(seed=seed):
+                with FramedPeer("echo", "{message}") as peer:
+                    expected = self.fuzz(peer, ProtocolFuzzer(seed), seed)
+                    self.assertGreater(sum(how == "once" for how in expected.values()), 100)  # the fuzz reached the server
+
+    def test_stdio_every_field_swept(self):
+        # Not left to chance: each wrong value in each field of each method and notification of
+        # both eras, once, against the full config.
+        config, env = self.full_config()
+        seed = FUZZ_SEED + 4
+        fuzzer = ProtocolFuzzer(seed, tools=("say",), uris=("demo://hello",), prompts=("up__greet",))
+        writes = fuzzer.sweep()
+        self.assertGreater(len(writes), 1500)
+        with FramedPeer("serve", "--config", config, env=env) as peer:
+            expected = {}
+            for data, expect in writes:
+                expected.update(expect)
+                peer.send_raw(data)
+            once = [key for key, how in expected.items() if how == "once"]
+            with peer.lock:
+                peer.lock.wait_for(lambda: all(peer.answers[key] for key in once), 60)
+            self.assertEqual([key[:60] for key in once if peer.answers[key] != 1], [], "seed %d%s" % (seed, peer.context()))
+            self.assertEqual([k for k, n in peer.answers.items() if k not in expected or n > 1], [])
+            self.assertEqual(peer.request("ping", request_id="final-ping")["result"], {})
+            self.assertEqual(peer.close(30), 0)
+            peer.stdout_closed.wait(WAIT)
+            self.assertEqual(peer.violations, [], "seed %d" % seed)
+
+    def test_stdio_every_method(self):
+        # Tools, resources, prompts, subscriptions and an upstream: every method of both eras is fuzzed.
+        config, env = self.full_config()
+        seed = FUZZ_SEED + 2
+        fuzzer = ProtocolFuzzer(seed, tools=("say", "up__echo", "mcpstudio__servers_list", "nope"),
+                                uris=("demo://hello", "demo://echo/w", "fake://up/info", "demo://none"),
+                                prompts=("up__greet", "nope"))
+        with FramedPeer("serve", "--config", config, env=env) as peer:
+            self.fuzz(peer, fuzzer, seed)
+
+
+    def http_exchange(self, port, data, headers, timeout=WAIT, method="POST"):
+        """(status, content type, body bytes) of one request; (None, None, exception) if none came."""
+        import http.client
+        import socket
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        try:
+            connection.request(method, "/mcp", body=data, headers=headers)
+            response = connection.getresponse()
+            return response.status, response.getheader("Content-Type", ""), response.read()
+        except (socket.timeout, OSError, http.client.HTTPException) as exc:
+            return None, None, exc
+        finally:
+            connection.close()
+
+    def check_http_answer(self, seed, sent, status, kind, body, key, cancelled=False):
+        """One HTTP exchange answered once (a cancelled one: at most once): a complete response,
+        protocol in the body, the right id."""
+        where = "seed %d: %r answered %s %r" % (seed, sent[:300], status, body[:300] if isinstance(body, bytes) else body)
+        self.assertIsNotNone(status, where)
+        self.assertLess(status, 500, where)
+        if status == 202:
+            self.assertEqual(body, b"", where)
+            self.assertIsNone(key, where)  # a request is never just "accepted"
+            return
+        if kind.startswith("text/event-stream"):
+            messages = [json.loads(line[5:]) for line in body.decode().splitlines() if line.startswith("data:")]
+        else:
+            messages = [json.loads(body.decode("utf-8"))]
+        for message in messages:
+            self.assertIsNone(jsonrpc_problem(message), where)
+        finals = [m for m in messages if "method" not in m]
+        if cancelled and not finals:
+            return  # its stream just ended
+        self.assertEqual(len(finals), 1, where)
+        if key is not None:
+            self.assertIn(json.dumps(finals[0]["id"]), (key, "null") if status >= 400 else (key,), where)
+
+    def http_fuzz(self, server, seed, rounds, failures):
+        """One client's share of the HTTP fuzz, on its own session; what went wrong goes to `failures`."""
+        fuzzer = ProtocolFuzzer(seed, tools=("say", "nap", "up__echo", "nope"), uris=("demo://hello", "fake://up/info"),
+                                prompts=("up__greet",))
+        rng = fuzzer.rng
+        try:
+            session = server.initialize_session()
+            for _ in range(rounds):
+                roll = rng.random()
+                if roll < 0.1:
+                    value = [fuzzer.message(rng.random() < 0.3, in_batch=True) for _ in range(rng.randrange(1, 4))]
+                else:
+                    value = fuzzer.message(notification=roll < 0.25)
+                data, parsed = fuzzer.encode(value)
+                message = value if isinstance(value, dict) else {}
+                params = message.get("params") if isinstance(message.get("params"), dict) else {}
+                meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+                headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+                if "io.modelcontextprotocol/protocolVersion" in meta or message.get("method") == "server/discover":
+                    headers["MCP-Protocol-Version"] = str(meta.get("io.modelcontextprotocol/protocolVersion"))
+                    headers["Mcp-Method"] = str(message.get("method"))
+                    headers["Mcp-Name"] = str(params.get("uri" if message.get("method") == "resources/read" else "name"))
+                else:
+                    headers["Mcp-Session-Id"] = session
+                headers = {name: value.encode("utf-8", "surrogatepass").decode("latin-1").replace("\r", "").replace("\n", "")
+                           for name, value in headers.items()}
+                if rng.random() < 0.1:  # a wrong or missing header
+                    name = rng.choice(sorted(headers))
+                    if rng.random() < 0.5:
+                        del headers[name]
+                    else:
+                        headers[name] = rng.choice(["", "x", "text/plain", "2099-01-01", "é"])
+                found = ProtocolFuzzer.expectation(message, parsed) if isinstance(value, dict) else None
+                listen = message.get("method") == "subscriptions/listen"
+                if found and "Mcp-Session-Id" in headers and message.get("method") == "tools/call" and rng.random() < 0.3:
+                    # Cancelled from another connection while it runs: answered at most once.
+                    answer = []
+                    call = threading.Thread(target=lambda answer=answer, data=data, headers=headers: answer.extend(self.http_exchange(server.port, data, headers)))
+                    call.start()
+                    time.sleep(rng.choice([0, 0.01, 0.1]))
+                    server.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                 "params": {"requestId": message["id"], "reason": "fuzz"}}, session=session)
+                    call.join(WAIT)
+                    if answer and answer[0] is not None:
+                        self.check_http_answer(seed, data, *answer, found[0], cancelled=True)
+                    continue
+                status, kind, body = self.http_exchange(server.port, data, headers, timeout=2 if listen else WAIT)
+                if listen and status is None:
+                    continue  # a listening stream stays open until the client goes: we went
+                self.check_http_answer(seed, data, status, kind, body, found and found[0])
+            status, _, text = server.post({"jsonrpc": "2.0", "id": "final-ping", "method": "ping"}, session=session)
+            self.assertEqual((status, json.loads(text)), (200, {"jsonrpc": "2.0", "id": "final-ping", "result": {}}))
+        except Exception as exc:  # AssertionError included: reported by the test's thread
+            failures.append("seed %d: %r" % (seed, exc))
+
+    def test_http(self):
+        # The same fuzz over Streamable HTTP, three clients at once, with cancels from a second
+        # connection: each POST gets one complete answer with its own id (a cancelled one at most
+        # one), nothing reaches stdout, and ping works at the end.
+        config, env = self.full_config()
+        with HttpServerProcess("serve", "--config", config, env=env) as server:
+            failures = []
+            clients = [threading.Thread(target=self.http_fuzz, args=(server, FUZZ_SEED + 3 + 100 * n, 120, failures))
+                       for n in range(3)]
+            for client in clients:
+                client.start()
+            for client in clients:
+                client.join(120)
+            self.assertEqual(failures, [], server.context())
+            self.assertIsNone(server.proc.poll(), "mcpstudio died%s" % server.context())
+            self.assertEqual(server.stdout_lines, [], "HTTP mode wrote to stdout")
+
+    def test_http_lying_framing(self):
+        # Raw HTTP with lying lengths, bad chunks, invalid UTF-8 and deep nesting: each gets a 4xx
+        # or a closed connection, never a hang or a crash, and the next client is served.
+        import socket
+        ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+        head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n"
+        cases = [  # (name, bytes, half-close after sending, statuses that may answer; None = closed)
+            ("body shorter than declared", head + b"Content-Length: %d\r\n\r\n%s" % (len(ping) + 10, ping), True,
+             (None, 400)),
+            ("body longer than declared", head + b"Content-Length: %d\r\n\r\n%s" % (len(ping) - 5, ping), True, (400,)),
+            ("negative length", head + b"Content-Length: -1\r\n\r\n" + ping, True, (400, 413)),
+            ("length not a number", head + b"Content-Length: 1e3\r\n\r\n" + ping, True, (400,)),
+            ("huge length", head + b"Content-Length: 18446744073709551617\r\n\r\n" + ping, True, (413,)),
+            ("two lengths", head + b"Content-Length: 40\r\nContent-Length: 41\r\n\r\n" + ping, True, (400,)),
+            ("bad chunk size", head + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n" + ping + b"\r\n0\r\n\r\n", True, (400,)),
+            ("chunk longer than sent", head + b"Transfer-Encoding: chunked\r\n\r\nffff\r\n" + ping, True, (None, 400)),
+            ("invalid UTF-8", head + b"Content-Length: 6\r\n\r\n\"\xff\xfe\xc3(\"", True, (400,)),
+            ("deep nesting", head + b"Content-Length: 200000\r\n\r\n" + b"[" * 100000 + b"]" * 100000, True, (400,)),
+            ("no request line", b"\r\n\r\n", True, (None, 400)),
+            ("header without colon", head + b"Broken header\r\n\r\n", True, (400,)),
+        ]
+        with HttpServerProcess("echo", "{message}") as server:
+            for name, data, half_close, statuses in cases:
+                with self.subTest(case=name):
+                    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+                        sock.sendall(data)
+                        if half_close:
+                            sock.shutdown(socket.SHUT_WR)
+                        reply = b""
+                        while True:
+                            chunk = sock.recv(65536)
+                            if not chunk:
+                                break
+                            reply += chunk
+                    status = int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/1.1 ") else None
+                    self.assertIn(status, statuses, reply[:500])
+                    if status is not None:
+                        body = reply.split(b"\r\n\r\n", 1)[1].split(b"HTTP/1.1 ")[0]
+                        self.assertIsNone(jsonrpc_problem(json.loads(body)), body)
+                    self.assertIsNone(server.proc.poll(), server.context())
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                                          headers={"MCP-Protocol-Version": "2025-11-25"}, session=server.initialize_session())
+            self.assertEqual(json.loads(text), {"jsonrpc": "2.0", "id": 2, "result": {}})
+            self.assertEqual(server.stdout_lines, [])
+
+
+    def test_http_lone_surrogates_and_missing_method(self):
+        # Found by the fuzz: a lone surrogate in a reply closed the HTTP connection without an
+        # answer, and a message with an id but no method was "accepted" (202) unanswered.
+        with HttpServerProcess("echo", "{message}") as server:
+            status, _, text = server.modern("tools/call", {"name": "echo", "arguments": {"message": "a\ud800b"}},
+                                            headers={"Mcp-Name": "echo"})
+            self.assertEqual(status, 200)
+            self.assertIn("isError", server.messages(text)[-1]["result"])
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 7, "method": "\ud800", "params": {"_meta": MODERN_META}},
+                                          headers={"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "x"})
+            self.assertEqual((status, json.loads(text)["id"], json.loads(text)["error"]["code"]), (400, 7, -32020))
+            session = server.initialize_session()
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 8}, session=session)
+            self.assertEqual((status, json.loads(text)["id"], json.loads(text)["error"]["code"]), (200, 8, -32600))
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 9, "params": {"_meta": MODERN_META}},
+                                          headers={"MCP-Protocol-Version": "2026-07-28"})
+            self.assertEqual((status, json.loads(text)["id"], json.loads(text)["error"]["code"]), (400, 9, -32600))
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 10, "result": {}}, session=session)
+            self.assertEqual((status, text), (202, ""))  # a response is still just accepted
+
+    def test_negative_content_length(self):
+        # `Content-Length: -5` is a malformed header: it is reported and the lines after it are served.
+        with FramedPeer("echo", "{message}") as peer:
+            peer.send_raw(b"Content-Length: -5\r\n\r\n" + b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+                          + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+            self.assertEqual(peer.close(), 0)
+            peer.stdout_closed.wait(WAIT)
+            self.assertEqual((peer.answers["1"], peer.answers["2"]), (1, 1), peer.context())
+
+    def test_batch_with_listen_answers_its_other_members(self):
+        # The other members of a batch are answered although the listen in it lasts.
+        config, env = self.full_config()
+        listen = {"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen",
+                  "params": {"notifications": {"toolsListChanged": True}, "_meta": MODERN_META}}
+        with FramedPeer("serve", "--config", config, env=env) as peer:
+            peer.send([listen, {"jsonrpc": "2.0", "id": "p", "method": "ping"}])
+            with peer.lock:
+                peer.lock.wait_for(lambda: peer.answers['"p"'], 5)
+            self.assertEqual(peer.answers['"p"'], 1, peer.context())
+
+
+# Lines an upstream may write before its answer, each the same for every call (`--junk N`).
+UPSTREAM_JUNK = [
+    b"Welcome! this is not JSON\n",
+    b"\xff\xfe\xc3( not UTF-8\n",
+    b'{"jsonrpc": "2.0", "id": "\xff", "result": {}}\n',
+    b"[]\n[1, 2]\nnull\n42\n\"text\"\n",
+    b'{"jsonrpc": "2.0", "id": 1.5, "result": {}}\n{"jsonrpc": "2.0", "id": true, "result": {}}\n',
+    b'{"jsonrpc": "2.0", "id": 100000000000000000000000000000, "result": "not an object"}\n',
+    b'{"jsonrpc": "2.0", "id": null, "error": "not an object"}\n{"jsonrpc": "2.0", "error": {"code": "x"}}\n',
+    b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": [1], "progress": "x"}}\n',
+    b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": 5, "data": {"deep": [[[]]]}}}\n',
+    b'{"jsonrpc": "2.0", "method": "notifications/message", "params": "not an object"}\n',
+    b'{"jsonrpc": "2.0", "id": "srv", "method": "sampling/createMessage", "params": {}}\n',
+    b'{"jsonrpc": "2.0", "id": [1], "result": {}}\n',
+    b'{"jsonrpc": "2.0", "id": {"a": 1}, "error": {"code": 1, "message": "m"}}\n',
+    b'{"jsonrpc": "2.0", "method": 5}\n',
+    b'{"jsonrpc": "2.0", "method": ["notifications/tools/list_changed"]}\n',
+    b"[" * 5000 + b"]" * 5000 + b"\n",
+    b'{"a":' * 3000 + b"1" + b"}" * 3000 + b"\n",
+]
+
+
+def faulty_upstream(args):
+    """An MCP server over stdio whose tool `work` misbehaves as `args` say (the fault tests' upstream).
+
+    --flood N: N notifications (progress for tokens nobody gave, logs, unknown methods,
+    requests to the client) before each answer; --wrong-ids: answers with wrong ids, a null
+    id and no id before the right one; --only-wrong-ids: never the right one; --hang-calls:
+    lists its tools, then never answers a call. Run as a two-line file (FAULTY_SERVER)."""
+    import json
+    import sys
+
+    def send(message):
+        sys.stdout.write(json.dumps(message) + "\n")
+
+    flood = int(args[args.index("--flood") + 1]) if "--flood" in args else 0
+    junk = UPSTREAM_JUNK[int(args[args.index("--junk") + 1])] if "--junk" in args else None
+    for line in sys.stdin:
+        message = json.loads(line)
+        method, request_id = message.get("method"), message.get("id")
+        if request_id is None:
+            continue
+        if method == "initialize":
+            result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "faulty", "version": "1"}}
+        elif method == "tools/list":
+            result = {"tools": [{"name": "work", "description": "Misbehaves", "inputSchema": {"type": "object"}}]}
+        elif method == "tools/call":
+            if "--hang-calls" in args:
+                continue
+            for i in range(flood):
+                send([{"jsonrpc": "2.0", "method": "notifications/progress",
+                       "params": {"progressToken": "nobody-%d" % i, "progress": i}},
+                      {"jsonrpc": "2.0", "method": "notifications/message",
+                       "params": {"level": "debug", "data": "flood %d" % i}},
+                      {"jsonrpc": "2.0", "method": "notifications/made/up", "params": {"i": i}},
+                      {"jsonrpc": "2.0", "id": "srv-%d" % i, "method": "roots/list"}][i % 4])
+            if junk is not None:  # the junk and the answer in one write: one chunk for the reader
+                sys.stdout.write(junk.decode("latin-1") + json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {
+                    "content": [{"type": "text", "text": "worked"}]}}) + "\n")
+                sys.stdout.flush()
+                continue
+            if "--wrong-ids" in args or "--only-wrong-ids" in args:
+                for wrong in (request_id + 100000 if isinstance(request_id, int) else request_id + "x", None, "nobody"):
+                    send({"jsonrpc": "2.0", "id": wrong, "result": {"content": [{"type": "text", "text": "WRONG"}]}})
+                send({"jsonrpc": "2.0", "result": {"content": [{"type": "text", "text": "WRONG (no id)"}]}})
+                if "--only-wrong-ids" in args:
+                    sys.stdout.flush()
+                    continue
+            result = {"content": [{"type": "text", "text": "worked"}]}
+        elif method == "ping":
+            result = {}
+        else:
+            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no %s" % method}})
+            sys.stdout.flush()
+            continue
+        send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        sys.stdout.flush()
+
+
+FAULTY_SERVER = ("import sys; sys.path.insert(0, %r); sys.mcpstudio_test_child = True; "
+                 "import test_mcpstudio; test_mcpstudio.faulty_upstream(sys.argv[1:])\n" % HERE)
+
+
+def tagged_processes(tag) -> list:
+    """[(pid, command line)] of every live process whose environment holds MCPSTUDIO_TEST_TAG=tag.
+
+    The process table walked through /proc: children and grandchildren inherit the tag,
+    and a process reparented after its parent died is found all the same."""
+    needle = ("MCPSTUDIO_TEST_TAG=%s" % tag).encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % name, "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                command = f.read().replace(b"\0", b" ").decode("utf-8", "replace")[:200]
+        except OSError:
+            continue
+        if alive(int(name)):
+            found.append((int(name), command))
+    return found
+
+
+@unittest.skipUnless(sys.platform.startswith("linux"), "walks the process table in /proc")
+class FaultTests(ScratchDir):
+    """mcpstudio killed or stopped in every mode, clients that vanish, upstreams that misbehave:
+    afterwards the process table holds nothing mcpstudio started."""
+
+    def setUp(self):
+        super().setUp()
+        self.tag = "%d-%s" % (os.getpid(), os.path.basename(self.dir))
+        self.env = dict(os.environ, MCPSTUDIO_TEST_TAG=self.tag, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        self.env.pop("FAKE_ONLY", None)
+        self.addCleanup(self.kill_tagged)
+
+    def kill_tagged(self):
+        """Whatever a failed test left behind is not left for the next one."""
+        for pid, _ in tagged_processes(self.tag):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def assert_nothing_left(self, timeout=mcpstudio.KILL_GRACE + 3, what=""):
+        seen = tagged_processes(self.tag)
+        left = None if wait_until(lambda: not tagged_processes(self.tag), timeout) else tagged_processes(self.tag)
+        self.assertIsNone(left, "%s: still running %.0f s later: %s\n(running before: %s)" % (what, timeout, left, seen))
+
+    def start_mode(self, mode, pids):
+        """mcpstudio in `mode` and a tool whose call starts a child and a grandchild (their pids in `pids`)."""
+        sleeper = self.pid_sleeper()
+        if mode == "template":
+            return McpProcess("--name", "s", PY, sleeper, "{out}", env=self.env), "s", {"out": pids}
+        if mode == "config":
+            path = os.path.join(self.dir, "tools.json")
+            with open(path, "w") as f:
+                json.dump({"tools": [{"name": "s", "command": "%s %s {out}" % (PY, sleeper)}]}, f)
+            return McpProcess("serve", "--config", path, env=self.env), "s", {"out": pids}
+        if mode == "script":
+            folder = os.path.join(self.dir, "scripts")
+            os.makedirs(folder, exist_ok=True)
+            script = os.path.join(folder, "s")
+            with open(script, "w") as f:
+                f.write("#!%s\nimport json, os, runpy, sys\n" % PY)
+                f.write("if sys.argv[1:] == ['--help']:\n    print('{}')\n")
+                f.write("    sys.stderr.write(json.dumps({'out': {'required': True, 'value_type': 'string'}}))\n")
+                f.write("    sys.exit(0)\nsys.argv = [%r, os.environ['MCPD_OPT_out']]\nrunpy.run_path(%r)\n"
+                        % (sleeper, sleeper))
+            os.chmod(script, 0o755)
+            return McpProcess("--root-directory", folder, env=self.env), "s", {"out": pids}
+        fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"up": {"command": PY, "args": [fake, "--name", "up", "--pidfile", pids]}}}, f)
+        return McpProcess("serve", "--config", path, env=self.env), "up__sleep", {"seconds": 60}
+
+    def start_call(self, mode):
+        """A running mcpstudio in `mode` with a call in progress: (server, [child, grandchild])."""
+        pids = os.path.join(self.dir, "pids-%s-%d" % (mode, len(os.listdir(self.dir))))
+        server, tool, arguments = self.start_mode(mode, pids)
+        server.initialize()
+        if mode == "aggregator":
+            self.assertIn("up__sleep", [t["name"] for t in server.request("tools/list")["result"]["tools"]])
+        server.send({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
+                     "params": {"name": tool, "arguments": arguments}})
+        self.assertTrue(wait_until(lambda: os.path.exists(pids) and os.path.getsize(pids)), server.context())
+        with open(pids) as f:
+            procs = [int(word) for word in f.read().split()[:2]]
+        self.assertTrue(wait_until(lambda: set(procs) <= {pid for pid, _ in tagged_processes(self.tag)}))
+        time.sleep(0.3)  # the call is well under way
+        return server, procs
+
+    def signal_every_mode(self, signum, modes):
+        for mode in modes:
+            with self.subTest(mode=mode, signal=signum):
+                server, procs = self.start_call(mode)
+                with server:
+                    server.proc.send_signal(signum)
+                    server.proc.wait(WAIT)
+                    try:
+                        self.assert_nothing_left(what="%s mode, %s" % (mode, signal.Signals(signum).name))
+                    finally:
+                        self.kill_tagged()  # each mode is judged on its own
+
+    def test_sigterm_in_every_mode(self):
+        # SIGTERM while a call runs: mcpstudio, the command, its child and the watchdog are all gone.
+        self.signal_every_mode(signal.SIGTERM, ("template", "config", "script", "aggregator"))
+
+    def test_sigkill_in_aggregator_mode(self):
+        # SIGKILL (nothing runs in mcpstudio after it): the watchdog stops the upstreams and their children.
+        self.signal_every_mode(signal.SIGKILL, ("aggregator",))
+
+    def test_sigkill_in_other_modes(self):
+        # SIGKILL in template, config and script mode: the running command and its child are stopped too.
+        self.signal_every_mode(signal.SIGKILL, ("template", "config", "script"))
+
+    def test_client_vanishing_mid_call(self):
+        # The client dies (both pipes close) while calls run: mcpstudio stops them and exits 0.
+        for mode in ("template", "aggregator"):
+            with self.subTest(mode=mode):
+                server, procs = self.start_call(mode)
+                with server:
+                    server.proc.stdin.close()
+                    server.proc.stdout.close()
+                    self.assertEqual(server.proc.wait(WAIT), 0)
+                    self.assert_nothing_left(what="%s mode, client gone" % mode)
+
+    def test_http_client_vanishing_mid_call(self):
+        # Over HTTP, a 2026-07-28 call whose connection drops is cancelled: its processes stop,
+        # the server goes on serving.
+        import socket
+        sleeper, pids = self.pid_sleeper(), os.path.join(self.dir, "pids")
+        with HttpServerProcess("--name", "s", PY, sleeper, "{out}", env=self.env) as server:
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                               "params": {"name": "s", "arguments": {"out": pids}, "_meta": MODERN_META}}).encode()
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=WAIT)
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+                         b"Mcp-Method: tools/call\r\nMcp-Name: s\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            procs = self.read_pids(pids)
+            sock.close()
+            self.assertTrue(wait_until(lambda: not any(alive(p) for p in procs), mcpstudio.KILL_GRACE + 5),
+                            "the vanished client's command still runs")
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                                          session=server.initialize_session())
+            self.assertEqual((status, json.loads(text)["result"]), (200, {}))
+            server.proc.send_signal(signal.SIGTERM)
+            server.proc.wait(WAIT)
+        self.assert_nothing_left(what="after the HTTP server stopped")
+
+
+    def serve_upstreams(self, servers):
+        path = os.path.join(self.dir, "upstreams.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": servers}, f)
+        return FramedPeer("serve", "--config", path, env=self.env)
+
+    def faulty(self, *args, **keys):
+        script = os.path.join(self.dir, "faulty_mcp.py")
+        if not os.path.exists(script):
+            self.script("faulty_mcp.py", FAULTY_SERVER, executable=False)
+        return dict({"command": PY, "args": [script] + list(args)}, **keys)
+
+    # UPSTREAM_JUNK lines that make the reader lose the answer in the same chunk (issue 11 names
+    # the deep ones; the unhashable ids and token and the non-string methods are new): an
+    # exception in Upstream.received/received_message. Upstream is relagg's: expected failure.
+    JUNK_LOSING_THE_ANSWER = (7, 11, 12, 13, 14, 15, 16)
+
+    def junk_calls(self, indexes):
+        """Call `work` on one upstream per UPSTREAM_JUNK index, at once: {index: text of the answer}."""
+        servers = {"j%d" % i: self.faulty("--junk", str(i), toolTimeout=3) for i in indexes}
+        with self.serve_upstreams(servers) as server:
+            server.initialize()
+            names = [t["name"] for t in server.request("tools/list", timeout=30)["result"]["tools"]]
+            self.assertEqual(sorted(n for n in names if not n.startswith("mcpstudio__")),
+                             sorted("j%d__work" % i for i in indexes))
+            for i in indexes:
+                server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "j%d__work" % i}})
+            texts = {i: text_of(server.wait_response(i)["result"]) for i in indexes}
+            self.assertEqual(server.request("ping")["result"], {})
+            self.assertEqual(server.close(), 0)
+            server.stdout_closed.wait(WAIT)
+            self.assertEqual(server.violations, [])
+        return texts
+
+    def test_upstream_junk_before_an_answer(self):
+        # Lines that are not JSON, not UTF-8, not objects, responses with ids of every wrong type,
+        # malformed results and errors, odd notifications, requests to us: skipped, the answer arrives.
+        indexes = [i for i in range(len(UPSTREAM_JUNK)) if i not in self.JUNK_LOSING_THE_ANSWER]
+        self.assertEqual(self.junk_calls(indexes), {i: "worked" for i in indexes})
+
+    def test_upstream_junk_that_loses_the_answer(self):
+        # A progress token or id that is a list or object, a method that is not a string, nesting
+        # deeper than json's recursion limit: skipped too, the answer in the same chunk arrives.
+        indexes = self.JUNK_LOSING_THE_ANSWER
+        self.assertEqual(self.junk_calls(indexes), {i: "worked" for i in indexes})
+
+    def test_upstream_killed_hung_flooding_and_wrong_ids(self):
+        # Upstreams that die mid-call, hang, flood notifications or answer with wrong ids: each
+        # call gets one clear answer in time, the client sees only protocol, nothing is left.
+        fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        pids = os.path.join(self.dir, "pids")
+        servers = {"killed": {"command": PY, "args": [fake, "--name", "killed", "--pidfile", pids]},
+                   "hung": self.faulty("--hang-calls", toolTimeout=1),
+                   "flood": self.faulty("--flood", "20000"),
+                   "wrong": self.faulty("--wrong-ids"),
+                   "onlywrong": self.faulty("--only-wrong-ids", toolTimeout=1)}
+        with self.serve_upstreams(servers) as server:
+            server.initialize()
+            server.request("logging/setLevel", {"level": "debug"})
+            names = [t["name"] for t in server.request("tools/list", timeout=30)["result"]["tools"]]
+            for name in ("killed__sleep", "hung__work", "flood__work", "wrong__work", "onlywrong__work"):
+                self.assertIn(name, names)
+            # Killed mid-call: the call fails at once, naming the server; the next call restarts it.
+            server.send({"jsonrpc": "2.0", "id": "k", "method": "tools/call",
+                         "params": {"name": "killed__sleep", "arguments": {"seconds": 60}}})
+            time.sleep(0.5)
+            with open(pids) as f:
+                upstream, grandchild = [int(p) for p in f.read().split()[:2]]
+            os.kill(upstream, signal.SIGKILL)
+            result = server.wait_response("k", timeout=5)["result"]
+            self.assertTrue(result["isError"])
+            self.assertIn("server `killed`", text_of(result))
+            self.assertTrue(wait_until(lambda: not alive(grandchild), mcpstudio.KILL_GRACE + 3), "its child was left")
+            self.assertEqual(text_of(server.call("killed__echo", {"text": "again"})), "killed: again")
+            # Hung, and answering only wrong ids: a timeout error within the server's toolTimeout.
+            for name in ("hung__work", "onlywrong__work"):
+                started = time.monotonic()
+                result = server.call(name, {}, timeout=10)
+                self.assertTrue(result["isError"], result)
+                self.assertIn("within 1 s", text_of(result))
+                self.assertLess(time.monotonic() - started, 5)
+            # Wrong ids before the right one, and a flood of 20,000 notifications: the right answer.
+            self.assertEqual(text_of(server.call("wrong__work", {})), "worked")
+            started = time.monotonic()
+            self.assertEqual(text_of(server.call("flood__work", {}, timeout=30)), "worked")
+            flood_seconds = time.monotonic() - started
+            self.assertEqual(server.request("ping")["result"], {})
+            # Nothing of the flood reaches the client as a progress for a token it never gave.
+            self.assertFalse([n for n in server.notifications_of("notifications/progress")
+                              if str(n["params"].get("progressToken", "")).startswith("nobody")])
+            self.assertEqual(server.close(), 0)
+            server.stdout_closed.wait(WAIT)
+            self.assertEqual(server.violations, [])
+            self.assertEqual(sorted(json.loads(k) for k, n in server.answers.items() if n != 1), [])
+        self.assert_nothing_left(what="after the aggregator exited")
+        self.assertLess(flood_seconds, 20)
+
+
+def _reliability_module():
+    """benchmarks/reliability.py, the load driver the long mode runs."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("reliability", os.path.join(HERE, "benchmarks", "reliability.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class LoadTests(ScratchDir):
+    """The load of issue 11 in a short mode (the long one: `python3 benchmarks/reliability.py`):
+    sequential and concurrent calls through template mode and the aggregator, each answered
+    exactly once with its own id and its own text; memory stays put."""
+
+    SEQUENTIAL, CONCURRENT = 500, 200
+
+    def test_template_mode_and_aggregator(self):
+        # run_load raises LoadError on a call answered twice, never, with another id or text.
+        reliability = _reliability_module()
+        for label, argv, tool, env in reliability.modes(self.dir, PY):
+            with self.subTest(mode=label):
+                figures = reliability.run_load(argv, tool, self.SEQUENTIAL, self.CONCURRENT, env)
+                self.assertEqual((figures["sequential"], figures["concurrent"]), (self.SEQUENTIAL, self.CONCURRENT))
+                self.assertGreater(figures["sequential_calls_per_s"], 0)
+                self.assertLessEqual(figures["concurrent_p50_ms"], figures["concurrent_p99_ms"])
+                if sys.platform.startswith("linux"):  # a leak of a reply or a task per call shows here
+                    self.assertLess(figures["rss_end_mib"] - figures["rss_start_mib"], 64, figures)
+
+    def test_the_checker_catches_wrong_answers(self):
+        # The checker itself, table-driven: each wrong reply fails the run with a message saying why.
+        reliability = _reliability_module()
+        good = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "m-1\n"}]}}
+        other = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "m-2\n"}]}}
+        failed = dict(good, result=dict(good["result"], isError=True))
+        cases = [({1: good}, [], [], None), ({1: good}, [1], [], "more than once"),
+                 ({1: other}, [], [], "m-2"), ({1: failed}, [], [], "isError"),
+                 ({1: good}, [], [b"Welcome\n"], "not JSON-RPC")]
+        for replies, twice, garbage, fragment in cases:
+            with self.subTest(fragment=fragment):
+                client = reliability.Client.__new__(reliability.Client)
+                client.replies = {key: (reply, 0.0) for key, reply in replies.items()}
+                client.twice, client.garbage = twice, garbage
+                if fragment is None:
+                    reliability.check(client, [1])
+                    continue
+                with self.assertRaises(reliability.LoadError) as caught:
+                    reliability.check(client, [1])
+                self.assertIn(fragment, str(caught.exception))
 
 
 if __name__ == "__main__":

@@ -1,22 +1,29 @@
 #!/usr/bin/env python3
-"""Benchmark mcpstudio against a minimal asyncio server and the official SDK.
+"""Benchmark mcpstudio side by side with reference servers, in one run.
 
-    python3 benchmarks/bench.py [--runs N] [--quick] [--sdk-python PATH] [--json]
+    python3 benchmarks/bench.py [--runs N] [--quick] [--sdk-python PATH] [--studio-mcp DIR] [--json]
 
-Each server offers one tool, `echo`, that runs a command: mcpstudio run as a
-script (so compiled at every start, as a client launches it); "floor", the
-~50-line asyncio server below with no validation or templates; and "sdk", the
-official MCP Python SDK, when --sdk-python (or MCPSTUDIO_SDK_PYTHON) names a
-Python that can import it. Figures, as median and p90 over many runs, taken
-in turns so machine noise falls on every server alike: cold start (spawn to
-the tools/list reply), per-call latency of `echo hello`, 16 concurrent calls
-of `sleep 0.2`, and peak RSS over a cold start and 50 calls. Then script
-discovery (200 scripts) and the aggregator: cold start with 5 upstream
-servers (tools cache cold and warm) against starting those 5 directly, the
-latency a forwarded call adds over calling the upstream directly, and the
-throughput of 1,000 concurrent forwarded calls (every one answered); and an
-in-process tool over stdio and over --http: latency, and calls per second
-with 16 concurrent callers. POSIX only.
+Each server offers one tool that runs a command. mcpstudio three ways:
+"script" (`python3 mcpstudio.py`, compiled at every start, as most client
+configs run it), "module" (`python3 -m mcpstudio` with cached bytecode, like
+the installed command) and "zipapp" (built by `mcpstudio.py zipapp`, bytecode
+inside). References: "floor", the ~50-line asyncio server in floor_server.py
+with no validation or templates; "sdk", the official MCP Python SDK
+(sdk_server.py), when --sdk-python (or MCPSTUDIO_SDK_PYTHON) names a Python
+that can import it; "studio-mcp", the Node original of template mode, when
+--studio-mcp (or MCPSTUDIO_STUDIO_MCP) names a copy of
+shared/peers/studio-mcp after `npm install --omit=dev`.
+
+Figures, as median and p90 over many runs, taken in turns so machine noise
+falls on every server alike: cold start (spawn to the tools/list reply),
+per-call latency of `echo hello`, 16 concurrent calls of `sleep 0.2`, and
+peak RSS over a cold start and 50 calls; then the targets as ratios. Then
+script discovery (200 scripts) and the aggregator: cold start with 5
+upstream servers (upstream_server.py; tools cache cold and warm) against
+starting those 5 directly, the latency a forwarded call adds over calling
+the upstream directly, and the throughput of 1,000 concurrent forwarded
+calls (every one answered); and an in-process tool over stdio and over
+--http: latency, and calls per second with 16 concurrent callers. POSIX only.
 """
 
 from __future__ import annotations
@@ -36,8 +43,8 @@ import sys
 import tempfile
 import time
 
-MCPSTUDIO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                         "mcpstudio.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
+MCPSTUDIO = os.path.join(os.path.dirname(HERE), "mcpstudio.py")
 PROTOCOL_VERSION = "2025-06-18"
 TIMEOUT = 30.0          # seconds any single wait may take
 WARM_UP = 5             # unmeasured calls before the per-call figure
@@ -48,105 +55,8 @@ DISCOVERY_SCRIPTS = 200  # scripts in the script-mode discovery figure
 UPSTREAMS = 5           # upstream servers in the aggregator cold-start figure
 FLOOD = 1000            # concurrent forwarded calls in the throughput figure
 
-UPSTREAM_SERVER = r'''
-"""An upstream for the aggregator figures: a stdio MCP server whose echo tool runs in-process."""
-import json, sys
-TOOL = {"name": "echo", "description": "Echo.", "inputSchema": {"type": "object",
-        "properties": {"message": {"type": "string"}}, "required": ["message"]}}
-for line in sys.stdin:
-    request = json.loads(line)
-    method, params = request.get("method"), request.get("params") or {}
-    if "id" not in request:
-        continue
-    if method == "initialize":
-        result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "upstream", "version": "0"}}
-    elif method == "tools/list":
-        result = {"tools": [TOOL]}
-    elif method == "tools/call":
-        result = {"content": [{"type": "text", "text": params["arguments"]["message"]}]}
-    else:
-        result = {}
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}) + "\n")
-    sys.stdout.flush()
-'''
 
-FLOOR_SERVER = r'''
-"""Floor: about the least an asyncio stdio MCP server needs to run a command."""
-import asyncio, json, sys
 
-COMMAND = sys.argv[1]
-TOOL = {"name": "echo", "description": "Run a command.",
-        "inputSchema": {"type": "object", "required": ["message"],
-                        "properties": {"message": {"type": "string"}}}}
-
-async def call(arguments):
-    proc = await asyncio.create_subprocess_exec(
-        COMMAND, arguments["message"], stdout=asyncio.subprocess.PIPE)
-    out, _ = await proc.communicate()
-    return {"content": [{"type": "text", "text": out.decode()}],
-            "isError": proc.returncode != 0}
-
-async def answer(request, write):
-    method, params = request.get("method"), request.get("params") or {}
-    reply = {"jsonrpc": "2.0", "id": request["id"]}
-    if method == "initialize":
-        reply["result"] = {"protocolVersion": params["protocolVersion"],
-                           "capabilities": {"tools": {}},
-                           "serverInfo": {"name": "floor", "version": "0"}}
-    elif method == "tools/list":
-        reply["result"] = {"tools": [TOOL]}
-    elif method == "tools/call":
-        reply["result"] = await call(params["arguments"])
-    else:
-        reply["error"] = {"code": -32601, "message": "no such method"}
-    write(reply)
-
-async def main():
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    out = sys.stdout.buffer
-
-    def write(message):
-        out.write(json.dumps(message).encode() + b"\n")
-        out.flush()
-
-    tasks = set()
-    while True:
-        line = await reader.readline()
-        if not line:
-            break
-        request = json.loads(line)
-        if "id" in request:
-            task = asyncio.ensure_future(answer(request, write))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-    if tasks:
-        await asyncio.wait(tasks)
-
-asyncio.run(main())
-'''
-
-SDK_SERVER = r'''
-"""The same tool on the official MCP Python SDK."""
-import asyncio, sys
-try:
-    from mcp.server.mcpserver import MCPServer as Server   # mcp 2.x
-except ImportError:
-    from mcp.server.fastmcp import FastMCP as Server       # mcp 1.x
-COMMAND = sys.argv[1]
-app = Server("sdk-bench")
-
-@app.tool(name="echo")
-async def echo(message: str) -> str:
-    proc = await asyncio.create_subprocess_exec(
-        COMMAND, message, stdout=asyncio.subprocess.PIPE)
-    out, _ = await proc.communicate()
-    return out.decode()
-
-app.run()
-'''
 
 SDK_PROBE = ("try:\n from mcp.server.mcpserver import MCPServer\n"
              "except ImportError:\n from mcp.server.fastmcp import FastMCP\n"
@@ -177,6 +87,7 @@ class Peer:
         self.buffer = b""
         self.last_id = 0
         self.maxrss = None
+        self.tool = "echo"
 
     def __enter__(self):
         return self
@@ -240,9 +151,9 @@ class Peer:
             tools += page["tools"]
         return tools
 
-    def call(self, message: str, count: int = 1, tool: str = "echo") -> list:
+    def call(self, message: str, count: int = 1, tool: str = None) -> list:
         """Send `count` calls of the tool at once; wait for all; return their texts."""
-        params = {"name": tool, "arguments": {"message": message}}
+        params = {"name": tool or self.tool, "arguments": {"message": message}}
         ids = [self.send("tools/call", params) for _ in range(count)]
         results = self.receive(ids)
         if any(result.get("isError") for result in results.values()):
@@ -275,51 +186,85 @@ class Peer:
 
 
 class ServerSpec:
-    """How to start one server, its tool running `echo` or `sleep`."""
+    """How to start one server: `prefix` + [command] (+ the template, for mcpstudio)."""
 
-    def __init__(self, name: str, python: str, script: str, stderr):
-        self.name, self.python, self.script, self.stderr = name, python, script, stderr
+    def __init__(self, name: str, prefix: list, stderr, template: bool = False, env=None):
+        self.name, self.prefix, self.stderr, self.template, self.env = name, prefix, stderr, template, env
 
     def argv(self, command: str) -> list:
-        if self.name != "mcpstudio":
-            return [self.python, self.script, command]
-        rename = [] if command == "echo" else ["--name", "echo"]
-        return [self.python, self.script] + rename + [command, "{message}"]
+        if not self.template:
+            return self.prefix + [command]
+        rename = [] if command == "echo" or self.name == "studio-mcp" else ["--name", "echo"]
+        return self.prefix + rename + [command, "{message}"]
 
     def start(self, command: str = "echo") -> Peer:
-        return Peer(self.name, self.argv(command), self.stderr)
+        peer = Peer(self.name, self.argv(command), self.stderr, self.env)
+        if self.name == "studio-mcp":
+            peer.tool = command  # studio-mcp names its tool after the command
+        return peer
+
+
+def build_zipapp(python: str, tmp: str, stderr) -> str:
+    """The one-file app, built by mcpstudio's own documented command."""
+    out = os.path.join(tmp, "mcpstudio.pyz")
+    subprocess.run([python, MCPSTUDIO, "zipapp", out], stdout=subprocess.DEVNULL, stderr=stderr,
+                   check=True, timeout=TIMEOUT)
+    if not os.path.isfile(out):
+        raise OSError("no %s built (a mcpstudio.py without the zipapp command?)" % out)
+    return out
 
 
 def make_specs(args, tmp: str) -> tuple:
-    """Write the floor and SDK servers into `tmp`; return (specs, notes)."""
-    def script(name, text):
-        with open(os.path.join(tmp, name + ".py"), "w") as f:
-            f.write(text)
-        return f.name
+    """The servers to compare; return (specs, notes).
 
-    def spec(name, python, path):
-        return ServerSpec(name, python, path, open(os.path.join(tmp, name + ".log"), "ab"))
+    mcpstudio three ways: as a script (compiled at every start, as most client
+    configs run it), as a module with cached bytecode (`python3 -m mcpstudio`,
+    like the installed command), and as the zipapp. Then the asyncio floor,
+    the official SDK server and studio-mcp (Node) where they can run.
+    """
+    def stderr_of(name):
+        return open(os.path.join(tmp, name + ".log"), "ab")
 
     python = args.python or sys.executable
     version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
-                             stdout=subprocess.PIPE, universal_newlines=True,
-                             check=True, timeout=TIMEOUT).stdout.strip()
-    specs = [spec("mcpstudio", python, MCPSTUDIO),
-             spec("floor", python, script("floor_server", FLOOR_SERVER))]
+                             stdout=subprocess.PIPE, text=True, check=True, timeout=TIMEOUT).stdout.strip()
+    module_env = dict(os.environ, PYTHONPATH=os.path.dirname(MCPSTUDIO))
+    subprocess.run([python, "-c", "import mcpstudio"], env=module_env, check=True, timeout=TIMEOUT)  # caches bytecode
+    specs = [ServerSpec("script", [python, MCPSTUDIO], stderr_of("script"), template=True),
+             ServerSpec("module", [python, "-m", "mcpstudio"], stderr_of("module"), template=True, env=module_env)]
     notes = ["mcpstudio and floor on %s (Python %s)" % (python, version)]
+    try:
+        specs.append(ServerSpec("zipapp", [python, build_zipapp(python, tmp, specs[0].stderr)],
+                                stderr_of("zipapp"), template=True))
+    except (OSError, subprocess.SubprocessError) as error:
+        notes.append("zipapp skipped: `mcpstudio.py zipapp` failed: %s" % error)
+    specs.append(ServerSpec("floor", [python, os.path.join(HERE, "floor_server.py")], stderr_of("floor")))
     sdk_python = args.sdk_python or os.environ.get("MCPSTUDIO_SDK_PYTHON")
     if not sdk_python:
-        return specs, notes + ["sdk skipped: give --sdk-python PATH or MCPSTUDIO_SDK_PYTHON"]
-    try:
-        probe = subprocess.run([sdk_python, "-c", SDK_PROBE], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, universal_newlines=True,
-                               timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return specs, notes + ["sdk skipped: %s" % error]
-    if probe.returncode:
-        return specs, notes + ["sdk skipped: %s cannot import the mcp SDK" % sdk_python]
-    specs.append(spec("sdk", sdk_python, script("sdk_server", SDK_SERVER)))
-    return specs, notes + ["sdk on %s (%s)" % (sdk_python, probe.stdout.strip())]
+        notes.append("sdk skipped: give --sdk-python PATH or MCPSTUDIO_SDK_PYTHON")
+    else:
+        try:
+            probe = subprocess.run([sdk_python, "-c", SDK_PROBE], stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            probe = None
+            notes.append("sdk skipped: %s" % error)
+        if probe is not None and probe.returncode:
+            notes.append("sdk skipped: %s cannot import the mcp SDK" % sdk_python)
+        elif probe is not None:
+            specs.append(ServerSpec("sdk", [sdk_python, os.path.join(HERE, "sdk_server.py")], stderr_of("sdk")))
+            notes.append("sdk on %s (%s)" % (sdk_python, probe.stdout.strip()))
+    studio = args.studio_mcp or os.environ.get("MCPSTUDIO_STUDIO_MCP")
+    node = shutil.which("node")
+    if not studio or not node:
+        notes.append("studio-mcp skipped: give --studio-mcp DIR (a copy of shared/peers/studio-mcp "
+                     "after `npm install --omit=dev`) and have node on PATH")
+    else:
+        node_version = subprocess.run([node, "--version"], stdout=subprocess.PIPE, text=True, timeout=TIMEOUT).stdout.strip()
+        specs.append(ServerSpec("studio-mcp", [node, os.path.join(studio, "dist", "index.js")],
+                                stderr_of("studio-mcp"), template=True))
+        notes.append("studio-mcp on node %s (%s)" % (node_version, studio))
+    return specs, notes
 
 
 # --------------------------------------------------------------------------
@@ -356,7 +301,7 @@ def cold_start(specs: list, runs: int) -> dict:
         with spec.start() as peer:
             tools = peer.handshake()
             elapsed = time.perf_counter() - peer.started
-        if [tool["name"] for tool in tools] != ["echo"]:
+        if [tool["name"] for tool in tools] != [peer.tool]:
             raise BenchError("%s lists %s" % (spec.name, tools))
         return elapsed
     return in_turns(specs, runs, measure)
@@ -376,7 +321,7 @@ def per_call(specs: list, calls: int) -> dict:
     with warm_peers(specs, "echo") as peers:
         for peer in peers:
             for _ in range(WARM_UP):
-                if peer.call("hello") != ["hello\n"]:
+                if [text.strip() for text in peer.call("hello")] != ["hello"]:  # studio-mcp trims the newline
                     raise BenchError("%s: `echo hello` did not give hello" % peer.name)
         return in_turns(peers, calls, timed_call("hello"))
 
@@ -406,11 +351,24 @@ def peak_memory(specs: list, runs: int) -> dict:
 # Report
 # --------------------------------------------------------------------------
 
-FIGURES = [  # key, label, unit, scale, target: ("x", ratio) or ("+", difference)
-    ("cold_start_ms", "cold start", "ms", 1e3, ("x", 1.5)),
-    ("per_call_ms", "per call", "ms", 1e3, ("+", 0.5)),
-    ("burst_ms", "%d x sleep %s s" % (BURST, SLEEP), "ms", 1e3, None),
-    ("peak_rss_mib", "peak RSS", "MiB", 1.0 / (1 << 20), ("x", 1.5)),
+FIGURES = [  # key, label, unit, scale
+    ("cold_start_ms", "cold start", "ms", 1e3),
+    ("per_call_ms", "per call", "ms", 1e3),
+    ("burst_ms", "%d x sleep %s s" % (BURST, SLEEP), "ms", 1e3),
+    ("peak_rss_mib", "peak RSS", "MiB", 1.0 / (1 << 20)),
+]
+
+TARGETS = [  # key, mcpstudio column, reference column, ("x", ratio) or ("+", difference): issue 10's goals
+    ("cold_start_ms", "script", "sdk", ("x", 0.25)),
+    ("cold_start_ms", "script", "studio-mcp", ("x", 0.7)),
+    ("peak_rss_mib", "script", "sdk", ("x", 0.6)),
+    ("peak_rss_mib", "script", "studio-mcp", ("x", 0.6)),
+    ("cold_start_ms", "module", "floor", ("x", 1.25)),
+    ("cold_start_ms", "zipapp", "floor", ("x", 1.25)),
+    ("peak_rss_mib", "module", "floor", ("x", 1.2)),
+    ("peak_rss_mib", "zipapp", "floor", ("x", 1.2)),
+    ("per_call_ms", "script", "floor", ("+", 0.5)),
+    ("per_call_ms", "module", "floor", ("+", 0.5)),
 ]
 
 
@@ -481,9 +439,7 @@ def print_discovery(samples: dict) -> dict:
 def aggregator(args, tmp: str, stderr) -> dict:
     """The aggregator's figures, each beside what a client gets from the upstreams directly."""
     python = args.python or sys.executable
-    upstream = os.path.join(tmp, "upstream.py")
-    with open(upstream, "w") as f:
-        f.write(UPSTREAM_SERVER)
+    upstream = os.path.join(HERE, "upstream_server.py")
     servers = {"up%d" % i: {"command": python, "args": [upstream]} for i in range(UPSTREAMS)}
     config = os.path.join(tmp, "aggregator.json")
     with open(config, "w") as f:
@@ -676,31 +632,29 @@ def summary(samples: list, scale: float) -> dict:
 
 
 def print_table(results: dict, names: list) -> list:
-    """Print the figures side by side, then the targets; return the targets."""
+    """Print the figures side by side, then each target as a ratio; return the targets."""
     head = "%-28s" % "figure" + "".join("%11s" % name for name in names)
-    print(head + "   mcpstudio/floor\n" + "-" * (len(head) + 18))
-    for key, label, unit, _, _ in FIGURES:
+    print(head + "\n" + "-" * len(head))
+    for key, label, unit, _ in FIGURES:
         for stat in ("median", "p90"):
-            row = [results[name][key][stat] for name in names]
             title = "%s (%s)" % (label, unit) if stat == "median" else ""
-            text = "%-21s %-6s" % (title, stat) + "".join("%11.2f" % value for value in row)
-            text += "   %.2fx" % (row[0] / row[1])
-            if key == "per_call_ms":
-                text += " (%+.2f ms)" % (row[0] - row[1])
-            print(text)
+            print("%-21s %-6s" % (title, stat) + "".join("%11.2f" % results[name][key][stat] for name in names))
     print()
     targets = []
-    for key, label, unit, _, target in FIGURES:
-        if target is None:
+    for key, mine_name, other_name, (kind, amount) in TARGETS:
+        if mine_name not in results or other_name not in results:
             continue
-        mine, floor = results["mcpstudio"][key]["median"], results["floor"][key]["median"]
-        kind, amount = target
-        limit = floor * amount if kind == "x" else floor + amount
-        rule = "<= %gx floor" % amount if kind == "x" else "<= floor + %g %s" % (amount, unit)
-        targets.append({"figure": key, "rule": rule, "value": mine,
-                        "limit": round(limit, 4), "pass": mine <= limit})
-        print("target: %-11s %-18s %8.2f %-3s (limit %.2f)  %s"
-              % (label, rule, mine, unit, limit, "PASS" if mine <= limit else "FAIL"))
+        label, unit = next((f[1], f[2]) for f in FIGURES if f[0] == key)
+        mine, other = results[mine_name][key]["median"], results[other_name][key]["median"]
+        if kind == "x":
+            value, rule, ok = mine / other, "<= %gx %s" % (amount, other_name), mine <= other * amount
+            shown = "%.2fx" % value
+        else:
+            value, rule, ok = mine - other, "<= %s + %g %s" % (other_name, amount, unit), mine - other <= amount
+            shown = "%+.2f %s" % (value, unit)
+        targets.append({"figure": key, "server": mine_name, "reference": other_name, "rule": rule,
+                        "value": round(value, 4), "pass": ok})
+        print("target: %-10s %-7s %-24s %10s   %s" % (label, mine_name, rule, shown, "PASS" if ok else "FAIL"))
     return targets
 
 
@@ -713,6 +667,8 @@ def parse_args(argv=None):
     parser.add_argument("--python", help="Python for mcpstudio and floor (default: this one)")
     parser.add_argument("--sdk-python", help="a Python that can import the mcp SDK "
                         "(default: $MCPSTUDIO_SDK_PYTHON; none: no sdk column)")
+    parser.add_argument("--studio-mcp", help="a folder holding studio-mcp with its node_modules "
+                        "(default: $MCPSTUDIO_STUDIO_MCP; none: no studio-mcp column)")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
     args = parser.parse_args(argv)
     args.runs = args.runs or (5 if args.quick else 20)
