@@ -6986,15 +6986,16 @@ class HttpServer:
                     self._admit(task)
                     body = await asyncio.wait_for(self._read_body(reader, head[3]), self.header_timeout)
                 except asyncio.TimeoutError:
-                    await self._reply(writer, 408, {"error": "the request took too long to arrive"}, close=True)
+                    await self._reply(writer, 408, self._error_body(HttpError(408, "the request took too long to arrive")),
+                                      close=True)
                     return
                 except asyncio.IncompleteReadError:
                     return
-                except asyncio.LimitOverrunError:
-                    await self._reply(writer, 431, {"error": "header too long"}, close=True)
-                    return
-                except HttpError as exc:  # refused before its body was read: the connection closes
+                except (HttpError, asyncio.LimitOverrunError) as exc:  # refused before its body was read
+                    if not isinstance(exc, HttpError):
+                        exc = HttpError(431, "a request line or header line over %d bytes" % HTTP_MAX_HEADER)
                     await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=True)
+                    await self._linger(reader, writer)
                     return
                 method, target, version, headers = head
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
@@ -7014,6 +7015,24 @@ class HttpServer:
                 writer.close()
             except OSError:
                 pass
+
+    @staticmethod
+    async def _linger(reader, writer, seconds=2.0):
+        """Close after an early answer without losing it (RFC 9112 9.6): stop writing, then read
+        and drop what the client still sends, for a short while. Closing with its body unread
+        would make the kernel reset the connection, and the client would never see the answer."""
+        loop = asyncio.get_running_loop()
+        deadline, dropped = loop.time() + seconds, 0
+        try:
+            if writer.can_write_eof():
+                writer.write_eof()
+            while dropped <= HTTP_MAX_BODY:
+                chunk = await asyncio.wait_for(reader.read(65536), max(0.0, deadline - loop.time()))
+                if not chunk:
+                    return
+                dropped += len(chunk)
+        except (asyncio.TimeoutError, ConnectionError, OSError):
+            pass
 
     def _admit(self, task):
         """A request of a pending connection passed the checks: it leaves the pending share."""

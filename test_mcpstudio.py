@@ -7176,6 +7176,43 @@ class FuzzTests(ScratchDir):
             self.assertEqual(server.stdout_lines, [])
 
 
+    def test_http_early_refusal_survives_the_body(self):
+        # Found by the fuzz, under load: a request refused from its headers (a NUL in a header
+        # value, an oversized header, a foreign Origin) whose body the client is still sending.
+        # The server answers, then reads and drops the rest before it closes, so the client's
+        # writes succeed and it reads a JSON-RPC error; closing at once made the kernel reset
+        # the connection (BrokenPipeError in the client) and the answer was lost.
+        import socket
+        body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}' + b" " * 100000
+        head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n"
+        cases = [("NUL in a header", b"Mcp-Name: \x00deep\x00\r\n", 400),
+                 ("oversized header", b"Mcp-Name: " + b"n" * 40000 + b"\r\n", 431),
+                 ("foreign Origin", b"Origin: http://evil.example\r\n", 403)]
+        with HttpServerProcess("echo", "{message}") as server:
+            for name, header, status in cases:
+                with self.subTest(case=name):
+                    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+                        sock.sendall(head + header + b"Content-Length: %d\r\n\r\n" % len(body))
+                        time.sleep(0.3)  # the server has answered and stopped writing by now
+                        try:
+                            for piece in (body[:1000], body[1000:]):  # http.client writes a body apart, too
+                                sock.sendall(piece)
+                                time.sleep(0.1)
+                        except OSError as exc:
+                            self.fail("the server reset the connection while the body was sent: %r" % exc)
+                        reply = b""
+                        while True:
+                            chunk = sock.recv(65536)
+                            if not chunk:
+                                break
+                            reply += chunk
+                    self.assertTrue(reply.startswith(b"HTTP/1.1 %d " % status), reply[:300])
+                    self.assertIn(b"Connection: close", reply)
+                    answer = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+                    self.assertIsNone(jsonrpc_problem(answer), answer)
+                    self.assertIn("error", answer)
+            self.assertIsNone(server.proc.poll(), server.context())
+
     def test_http_lone_surrogates_and_missing_method(self):
         # Found by the fuzz: a lone surrogate in a reply closed the HTTP connection without an
         # answer, and a message with an id but no method was "accepted" (202) unanswered.
