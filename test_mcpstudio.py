@@ -31,8 +31,14 @@ from mcpstudio import Template, TemplateError, ToolError, safe_name, validate
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULE = os.path.join(HERE, "mcpstudio.py")
 PY = sys.executable
+# How the tests start a server: `python3 -m mcpstudio`, as an installed user does, from the
+# bytecode cached when this file imported the module (the script form compiles 9,000 lines at
+# every start: CPU that six suites side by side on two cores cannot spare). The script form,
+# `python3 mcpstudio.py`, is what the tests that name MODULE run.
+SERVER = [PY, "-c", "import runpy, sys; sys.path.insert(0, %r); sys.argv[0] = %r; "
+                    "runpy.run_module('mcpstudio', run_name='__main__', alter_sys=True)" % (HERE, MODULE)]
 WAIT = 15.0  # the longest any single wait in these tests may take
-# A tools/list waits this long for MCP servers with nothing cached (2 s by default): CI runs three
+# A tools/list waits this long for MCP servers with nothing cached (2 s by default): CI runs six
 # suites at once on two cores, where a Python server can take longer than 2 s to start. The tests
 # of the short wait itself set it back to 2.
 os.environ.setdefault("MCPSTUDIO_LIST_WAIT", "8")
@@ -66,7 +72,7 @@ class McpProcess:
     """A running mcpstudio, spoken to as an MCP client would over stdio."""
 
     def __init__(self, *args, cmd=None, env=None, cwd=None, stderr=subprocess.PIPE):
-        self.argv = cmd or [PY, MODULE] + list(args)
+        self.argv = cmd or SERVER + list(args)
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=stderr, env=env, cwd=cwd)
         self.lock = threading.Condition()
@@ -75,9 +81,11 @@ class McpProcess:
         self.stdout_lines = []   # every raw line the server wrote to stdout
         self.stderr = []
         self.next_id = 100
-        threading.Thread(target=self._read_stdout, daemon=True).start()
+        self.readers = [threading.Thread(target=self._read_stdout, daemon=True)]
         if self.proc.stderr is not None:
-            threading.Thread(target=self._read_stderr, daemon=True).start()
+            self.readers.append(threading.Thread(target=self._read_stderr, daemon=True))
+        for reader in self.readers:
+            reader.start()
 
     def _read_stdout(self):
         for line in self.proc.stdout:
@@ -101,6 +109,12 @@ class McpProcess:
     def _read_stderr(self):
         for line in self.proc.stderr:
             self.stderr.append(line.decode("utf-8", "replace"))
+
+    def stderr_when(self, predicate, timeout=WAIT) -> str:
+        """stderr so far, once `predicate(text)` holds or `timeout` passed: its reader thread may
+        lag behind stdout's on a busy machine, though the server wrote the line first."""
+        wait_until(lambda: predicate("".join(self.stderr)), timeout)
+        return "".join(self.stderr)
 
     def context(self) -> str:
         """What to print when a test fails: the command, exit code and output."""
@@ -153,7 +167,10 @@ class McpProcess:
             self.proc.stdin.close()
         except OSError:
             pass
-        return self.proc.wait(timeout)
+        code = self.proc.wait(timeout)
+        for reader in self.readers:  # everything it wrote is read
+            reader.join(timeout)
+        return code
 
     def __enter__(self):
         return self
@@ -885,6 +902,7 @@ class ScriptNameTests(ScratchDir):
                 for line in server.stdout_lines:
                     line.decode("utf-8")
                     self.assertNotIn(b"\\ud", line.lower())
+            server.stderr_when(lambda text: "not valid UTF-8" in text)
             warnings = [line for line in server.stderr if "not valid UTF-8" in line]
             self.assertEqual(len(warnings), 1, server.stderr)
             self.assertIn("caf\\xe9", warnings[0])
@@ -1773,7 +1791,7 @@ class ScriptModeTests(ScratchDir):
             self.assertEqual(tools["good"]["title"], "Good one (good)")
             self.assertEqual(tools["good"]["description"], "works")
             self.assertEqual(tools["math__add"]["title"], "math/add")
-            stderr_text = "".join(server.stderr)
+            stderr_text = server.stderr_when(lambda text: text.count(" left out") >= 7)
             for name, fragment in (("broken", "exited with code 1"), ("slow", "timed out"),
                                    ("badjson", "invalid metadata"), ("badopts", "invalid options"),
                                    ("nodefault", "no default_value"), ("wrongdefault", "integer"),
@@ -2023,7 +2041,7 @@ class ScriptModeTests(ScratchDir):
         with self.serve() as server:
             server.initialize()
             self.assertEqual(self.tool_names(server), ["one", "two"])
-            self.assertTrue(any("broken" in line and "left out" in line for line in server.stderr))
+            self.assertIn("left out", server.stderr_when(lambda text: "left out" in text))
         self.assertEqual(len(self.helps()), 3, "a restart re-ran --help")
         time.sleep(0.01)
         self.make("two", {"description": "changed"})
@@ -2077,7 +2095,7 @@ class ScriptModeTests(ScratchDir):
             self.assertEqual(resource["uri"], "mcpd://my%20script/state")
             read = server.request("resources/read", {"uri": resource["uri"]})["result"]["contents"][0]
             self.assertEqual(json.loads(read["text"]), {"ok": True})
-            stderr = "".join(server.stderr)
+            stderr = server.stderr_when(lambda text: "badsize left out" in text and "badname left out" in text)
             self.assertIn("badsize left out", stderr)
             self.assertIn("badname left out", stderr)
 
@@ -3338,7 +3356,7 @@ class CliAsMcpConfigsTests(ScratchDir):
                              ["claude", "--dangerously-skip-permissions", "prompt path t.md"])
             self.assertEqual(json.loads(text_of(server.call("run_prompt", {"prompt": "say \"hi\"; exit"}))),
                              ["claude", "--dangerously-skip-permissions", 'say "hi"; exit'])
-            stderr = "".join(server.stderr)
+            stderr = server.stderr_when(lambda text: text.count("only a shell") >= 2)
         for text in (stderr, self.check(config)):
             warnings = [line for line in text.splitlines() if "only a shell" in line]
             self.assertEqual(len(warnings), 2, text)
@@ -4496,7 +4514,8 @@ class AggregatorTests(AggregatorCase):
             self.assertTrue(server.request("tools/call", {"name": "b__crash", "arguments": {}})["error"])
             info = server.call("mcpstudio__namespaces_list", {})["structuredContent"]
             self.assertEqual((info["active"], info["chosenBy"]), ("work", "--namespace work"))
-            self.assertIn("namespace work (--namespace work); servers: a, b", "".join(server.stderr))
+            self.assertIn("namespace work (--namespace work); servers: a, b",
+                          server.stderr_when(lambda text: "servers: a, b" in text))
             self.assertEqual([s["id"] for s in server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]],
                              ["a", "b"])
         for args, extra, fragment in (
