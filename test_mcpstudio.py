@@ -625,12 +625,15 @@ class OrphanTests(ScratchDir):
 
     def test_marked_processes(self):
         # The watchdog finds a process by its environment marker, from /proc (Linux) and from `ps`
-        # (the macOS way, run here too); another marker, or a prefix of it, finds nothing.
+        # (the macOS way, run here too); another marker, or a prefix of it, finds nothing. Popen
+        # returns while exec is still setting up the new environment (its pipe closes first), so
+        # on a busy machine the marker shows a moment later: polled.
         child = subprocess.Popen(["sleep", "30"], env=dict(os.environ, MCPSTUDIO_WATCHDOG="t-%s" % self.tag))
         self.addCleanup(child.wait)
         self.addCleanup(child.kill)
         for use_proc in (True, False):
             with self.subTest(use_proc=use_proc):
+                wait_until(lambda use_proc=use_proc: mcpstudio._marked_processes("t-%s" % self.tag, use_proc), 5)
                 self.assertEqual(mcpstudio._marked_processes("t-%s" % self.tag, use_proc), [child.pid])
                 self.assertEqual(mcpstudio._marked_processes("t-%s-other" % self.tag, use_proc), [])
                 self.assertEqual(mcpstudio._marked_processes("t-%s" % self.tag[:-1], use_proc), [])
