@@ -8531,16 +8531,21 @@ def namespace_command(words: list) -> int:
     return 0
 
 
+# What `python3 OUT.pyz` runs (the shape of CPython's zipapp.MAIN_TEMPLATE).
+_ZIPAPP_MAIN = "# -*- coding: utf-8 -*-\nimport sys\nimport mcpstudio\nsys.exit(mcpstudio.main())\n"
+
+
 def zipapp_command(words: list) -> int:
     """`zipapp OUT.pyz`: this module as one runnable file, with bytecode for this interpreter.
 
-    The module goes in twice: as `__main__` (what `python3 OUT.pyz` runs; its
-    `if __name__ == "__main__"` calls main) and as `mcpstudio` (what the
-    watchdog imports), each as .py and .pyc. zipimport takes a .pyc beside its
-    .py in the archive's root (never __pycache__) when its magic number is this
-    Python's; the .pyc is an unchecked-hash one, so no timestamp in the archive
-    has to match. Another Python version finds a foreign magic number and
-    compiles the source instead.
+    The module goes in once, as `mcpstudio`, both .py and .pyc; `__main__.py`
+    is the three lines CPython's own zipapp writes: import the module, call its
+    entry point. zipimport takes a .pyc beside its .py in the archive's root
+    (never __pycache__) when its magic number is this Python's; the .pyc is an
+    unchecked-hash one, so no timestamp in the archive has to match, and it is
+    stored, not deflated, so a start does not inflate 700 KB first. Another
+    Python version finds a foreign magic number and compiles the (deflated)
+    source instead.
     """
     found, rest = _take_options(words, "zipapp", anywhere=True)
     if found.get("help"):
@@ -8562,9 +8567,9 @@ def zipapp_command(words: list) -> int:
         with open(temporary, "wb") as f:
             f.write(b"#!/usr/bin/env python3\n")
             with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as archive:
-                for name in ("__main__", "mcpstudio"):
-                    archive.write(source, name + ".py")
-                    archive.write(compiled, name + ".pyc")
+                archive.writestr("__main__.py", _ZIPAPP_MAIN)
+                archive.write(source, "mcpstudio.py")
+                archive.write(compiled, "mcpstudio.pyc", compress_type=zipfile.ZIP_STORED)
         os.chmod(temporary, 0o755)
         os.replace(temporary, out)
     print("wrote %s (bytecode for Python %d.%d, source for the others); run it with: python3 %s --help"

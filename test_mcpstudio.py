@@ -5896,7 +5896,13 @@ class ToolingTests(ToolingCase):
         probe = ("import sys, zipimport; print(zipimport.zipimporter(sys.argv[1]).get_filename('__main__')); "
                  "sys.path.insert(0, sys.argv[1]); import mcpstudio; print(mcpstudio.__file__)")
         used = subprocess.run([PY, "-c", probe, pyz], capture_output=True, text=True, timeout=WAIT).stdout.split()
-        self.assertEqual(used, [os.path.join(pyz, "__main__.pyc"), os.path.join(pyz, "mcpstudio.pyc")])
+        self.assertEqual(used, [os.path.join(pyz, "__main__.py"), os.path.join(pyz, "mcpstudio.pyc")])
+        import zipfile
+        with zipfile.ZipFile(pyz) as archive:  # the module once; its bytecode stored, read without inflating
+            kinds = {info.filename: info.compress_type for info in archive.infolist()}
+            self.assertEqual(kinds, {"__main__.py": zipfile.ZIP_DEFLATED, "mcpstudio.py": zipfile.ZIP_DEFLATED,
+                                     "mcpstudio.pyc": zipfile.ZIP_STORED})
+            self.assertIn(b"sys.exit(mcpstudio.main())", archive.read("__main__.py"))
         with McpProcess(cmd=[PY, pyz, "echo", "{message}"]) as server:
             server.initialize()
             self.assertEqual(text_of(server.call("echo", {"message": "zipped"})), "zipped\n")
