@@ -8531,15 +8531,16 @@ def namespace_command(words: list) -> int:
     return 0
 
 
-# What `python3 OUT.pyz` runs (the shape of CPython's zipapp.MAIN_TEMPLATE).
-_ZIPAPP_MAIN = "# -*- coding: utf-8 -*-\nimport sys\nimport mcpstudio\nsys.exit(mcpstudio.main())\n"
+# What `python3 OUT.pyz` runs: one line that imports the module and calls its entry point, as
+# CPython's zipapp.MAIN_TEMPLATE does and as the watchdog's `python -c` line does.
+_ZIPAPP_MAIN = "import sys, mcpstudio; sys.exit(mcpstudio.main())\n"
 
 
 def zipapp_command(words: list) -> int:
     """`zipapp OUT.pyz`: this module as one runnable file, with bytecode for this interpreter.
 
     The module goes in once, as `mcpstudio`, both .py and .pyc; `__main__.py`
-    is the three lines CPython's own zipapp writes: import the module, call its
+    is one line, as CPython's own zipapp writes: import the module, call its
     entry point. zipimport takes a .pyc beside its .py in the archive's root
     (never __pycache__) when its magic number is this Python's; the .pyc is an
     unchecked-hash one, so no timestamp in the archive has to match, and it is
