@@ -827,29 +827,25 @@ class _CodeCheck:
          text_operand) = _INTERPRETERS[program]
         given = []
 
+        def option(name, i, spelled, code, programs, modules):
+            """One option of `program`: code in it, a program file it runs, a module it loads."""
+            words = "%s %s" % (program, spelled)
+            if name in code:
+                self._code(i, "`%s`" % words)
+                given.append(name)
+            elif name in programs:
+                self._choice(i, "the program `%s` runs" % words)
+                given.append(name)
+                if self._stdin_value(i, name):  # awk -f -, sed -f /dev/stdin
+                    self._reads_stdin(words)
+            elif name in modules:
+                self._choice(i, "the module `%s` loads" % words)
+
         def letter(char, i):
-            if char in code:
-                self._code(i, "`%s -%s`" % (program, char))
-                given.append(char)
-            elif char in programs:
-                self._choice(i, "the program `%s -%s` runs" % (program, char))
-                given.append(char)
-                if self._stdin_value(i, char):  # awk -f -, sed -f /dev/stdin
-                    self._reads_stdin("%s -%s" % (program, char))
-            elif char in modules:
-                self._choice(i, "the module `%s -%s` loads" % (program, char))
+            option(char, i, "-" + char, code, programs, modules)
 
         def long_option(name, i):
-            if name in long_code:
-                self._code(i, "`%s %s`" % (program, name))
-                given.append(name)
-            elif name in long_programs:
-                self._choice(i, "the program `%s %s` runs" % (program, name))
-                given.append(name)
-                if self._stdin_value(i, name):
-                    self._reads_stdin("%s %s" % (program, name))
-            elif name in long_modules:
-                self._choice(i, "the module `%s %s` loads" % (program, name))
+            option(name, i, name, long_code, long_programs, long_modules)
         index = self._options(index, code + programs + modules + takes,
                               long_code + long_programs + long_modules + long_takes, letter, long_option,
                               _JQ_PAIRS if program == "jq" else (), program)
@@ -6811,6 +6807,15 @@ class HttpError(Exception):
         self.data = data
 
 
+async def _read_line(reader) -> bytes:
+    """One CRLF-ended line of a request's head or chunk framing; one longer than the reader's
+    limit (HTTP_MAX_HEADER) is a 431."""
+    try:
+        return await reader.readuntil(b"\r\n")
+    except asyncio.LimitOverrunError:
+        raise HttpError(431, "a request line or header line over %d bytes" % HTTP_MAX_HEADER)
+
+
 class _Exchange:
     """Where one request's messages go: its response, and the notifications that belong to it."""
 
@@ -6991,9 +6996,7 @@ class HttpServer:
                     return
                 except asyncio.IncompleteReadError:
                     return
-                except (HttpError, asyncio.LimitOverrunError) as exc:  # refused before its body was read
-                    if not isinstance(exc, HttpError):
-                        exc = HttpError(431, "a request line or header line over %d bytes" % HTTP_MAX_HEADER)
+                except HttpError as exc:  # refused before its body was read
                     await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=True)
                     await self._linger(reader, writer)
                     return
@@ -7002,7 +7005,7 @@ class HttpServer:
                 keep = await self._answer(method, headers, body, keep, version, reader, writer)
                 if not keep:
                     return
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError,
+        except (ConnectionError, asyncio.IncompleteReadError, OSError,
                 asyncio.TimeoutError):
             pass
         except asyncio.CancelledError:
@@ -7045,14 +7048,14 @@ class HttpServer:
 
     async def _read_head(self, reader, first: bytes = b""):
         """(method, target, version, headers) of a request, read strictly (RFC 9112)."""
-        line = first + await reader.readuntil(b"\r\n")
+        line = first + await _read_line(reader)
         found = _REQUEST_LINE.fullmatch(line)
         if found is None:
             raise HttpError(400, "malformed request line (expected: METHOD /mcp HTTP/1.1)")
         method, target, version = (part.decode("latin-1") for part in found.groups())
         headers, size = {}, len(line)
         while True:
-            line = await reader.readuntil(b"\r\n")
+            line = await _read_line(reader)
             size += len(line)
             if size > HTTP_MAX_HEADER or len(headers) > 100:
                 raise HttpError(431, "headers larger than %d bytes" % HTTP_MAX_HEADER)
@@ -7089,13 +7092,13 @@ class HttpServer:
         if "transfer-encoding" in headers:
             body, trailer = bytearray(), 0
             while True:
-                found = _CHUNK_SIZE.fullmatch(await reader.readuntil(b"\r\n"))
+                found = _CHUNK_SIZE.fullmatch(await _read_line(reader))
                 if found is None:
                     raise HttpError(400, "malformed chunk size (hex digits, then CRLF)")
                 length = int(found.group(1), 16)
                 if length == 0:
                     while True:
-                        line = await reader.readuntil(b"\r\n")
+                        line = await _read_line(reader)
                         trailer += len(line)
                         if line == b"\r\n":
                             return bytes(body)

@@ -3647,6 +3647,13 @@ class SeedRulesTests(ScratchDir):
         return subprocess.run([PY, MODULE] + list(args), capture_output=True, text=True, timeout=WAIT,
                               stdin=subprocess.DEVNULL, env=env)
 
+    def check_tool(self, name, command):
+        """`check --config` of a config holding one tool with this command."""
+        path = os.path.join(self.dir, name + ".json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "t", "command": command}]}, f)
+        return self.run_cli("check", "--config", path)
+
     def test_empty_or_blank_command_refused(self):
         # `mcpstudio ""` and `mcpstudio "   "` fail at startup (exit 2) saying why, as does a config tool
         # whose command is blank; none serves a tool.
@@ -3655,10 +3662,7 @@ class SeedRulesTests(ScratchDir):
             self.assertEqual(proc.returncode, 2, words)
             self.assertIn("the command is empty or blank", proc.stderr)
             self.assertEqual(proc.stdout, "")
-        path = os.path.join(self.dir, "blank.json")
-        with open(path, "w") as f:
-            json.dump({"tools": [{"name": "t", "command": "   "}]}, f)
-        proc = self.run_cli("check", "--config", path)
+        proc = self.check_tool("blank", "   ")
         self.assertEqual(proc.returncode, 1)
         self.assertIn("tools[0].command: bad template: the command template has no command", proc.stderr)
 
@@ -3675,10 +3679,7 @@ class SeedRulesTests(ScratchDir):
         proc = self.run_cli("echo", "{a{b}}")
         self.assertEqual(proc.returncode, 2)
         self.assertIn("`{b}` stands inside another field (`{a{b}}`)", proc.stderr)
-        path = os.path.join(self.dir, "nested.json")
-        with open(path, "w") as f:
-            json.dump({"tools": [{"name": "t", "command": "echo {a{b}}"}]}, f)
-        proc = self.run_cli("check", "--config", path)
+        proc = self.check_tool("nested", "echo {a{b}}")
         self.assertEqual(proc.returncode, 1)
         self.assertIn("tools[0].command: bad template: `{b}` stands inside another field", proc.stderr)
 
