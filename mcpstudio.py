@@ -6807,6 +6807,9 @@ class HttpError(Exception):
         self.data = data
 
 
+# Reading one request strictly (RFC 9112), from an asyncio StreamReader whose limit is
+# HTTP_MAX_HEADER. Each refusal is an HttpError carrying the status to answer with.
+
 async def _read_line(reader) -> bytes:
     """One CRLF-ended line of a request's head or chunk framing; one longer than the reader's
     limit (HTTP_MAX_HEADER) is a 431."""
@@ -6814,6 +6817,98 @@ async def _read_line(reader) -> bytes:
         return await reader.readuntil(b"\r\n")
     except asyncio.LimitOverrunError:
         raise HttpError(431, "a request line or header line over %d bytes" % HTTP_MAX_HEADER)
+
+
+async def _read_head(reader, first: bytes = b""):
+    """(method, target, version, headers) of a request, read strictly (RFC 9112)."""
+    line = first + await _read_line(reader)
+    found = _REQUEST_LINE.fullmatch(line)
+    if found is None:
+        raise HttpError(400, "malformed request line (expected: METHOD /mcp HTTP/1.1)")
+    method, target, version = (part.decode("latin-1") for part in found.groups())
+    headers, size = {}, len(line)
+    while True:
+        line = await _read_line(reader)
+        size += len(line)
+        if size > HTTP_MAX_HEADER or len(headers) > 100:
+            raise HttpError(431, "headers larger than %d bytes" % HTTP_MAX_HEADER)
+        if line == b"\r\n":
+            return method, target, version, headers
+        found = _HEADER_LINE.fullmatch(line)
+        if found is None:
+            raise HttpError(400, "malformed header line (a name, a colon right after it, and a value "
+                                 "without control characters; no folded lines)")
+        name, value = found.group(1).decode("latin-1").lower(), found.group(2).decode("latin-1")
+        if name in headers and name in _ONCE:
+            raise HttpError(400, "the %s header is given twice" % name.title())
+        headers[name] = (headers[name] + ", " + value) if name in headers else value
+
+
+def _framing(version: str, headers: dict):
+    """Refuse a body whose framing is ambiguous or unsupported with a 400, 413 or 501, before
+    any of it is read (request-smuggling guards, RFC 9112 6.1-6.3). Pure: no I/O."""
+    coding = headers.get("transfer-encoding")
+    if coding is not None:
+        if "content-length" in headers:
+            raise HttpError(400, "a request may not carry both Transfer-Encoding and Content-Length")
+        if version != "HTTP/1.1":
+            raise HttpError(400, "Transfer-Encoding needs HTTP/1.1")
+        if coding.strip().lower() != "chunked":
+            raise HttpError(501, "Transfer-Encoding %s is not supported (use chunked or Content-Length)"
+                            % coding)
+    length = headers.get("content-length")
+    if length is not None and not re.fullmatch(r"[0-9]+", length):
+        raise HttpError(400, "malformed Content-Length %r (digits only)" % _clip(length, 40))
+    if length is not None and len(length) > 15:  # a number, just far too large
+        raise HttpError(413, "Content-Length %s is over the limit of %d bytes" % (_clip(length, 40), HTTP_MAX_BODY))
+
+
+async def _read_body(reader, headers: dict) -> bytes:
+    """The body whose framing `_framing` accepted: chunked (trailers read and dropped), Content-Length, or none."""
+    if "transfer-encoding" in headers:
+        body, trailer = bytearray(), 0
+        while True:
+            found = _CHUNK_SIZE.fullmatch(await _read_line(reader))
+            if found is None:
+                raise HttpError(400, "malformed chunk size (hex digits, then CRLF)")
+            length = int(found.group(1), 16)
+            if length == 0:
+                while True:
+                    line = await _read_line(reader)
+                    trailer += len(line)
+                    if line == b"\r\n":
+                        return bytes(body)
+                    if trailer > HTTP_MAX_HEADER or _HEADER_LINE.fullmatch(line) is None:
+                        raise HttpError(400, "malformed or oversized trailer")
+            if len(body) + length > HTTP_MAX_BODY:
+                raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
+            body += await reader.readexactly(length)
+            if await reader.readexactly(2) != b"\r\n":
+                raise HttpError(400, "chunk data must end with CRLF")
+    if "content-length" in headers:
+        length = int(headers["content-length"])
+        if length > HTTP_MAX_BODY:
+            raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
+        return await reader.readexactly(length)
+    return b""
+
+
+async def _linger(reader, writer, seconds=2.0):
+    """Close after an early answer without losing it (RFC 9112 9.6): stop writing, then read
+    and drop what the client still sends, for a short while. Closing with its body unread
+    would make the kernel reset the connection, and the client would never see the answer."""
+    loop = asyncio.get_running_loop()
+    deadline, dropped = loop.time() + seconds, 0
+    try:
+        if writer.can_write_eof():
+            writer.write_eof()
+        while dropped <= HTTP_MAX_BODY:
+            chunk = await asyncio.wait_for(reader.read(65536), max(0.0, deadline - loop.time()))
+            if not chunk:
+                return
+            dropped += len(chunk)
+    except (asyncio.TimeoutError, ConnectionError, OSError):
+        pass
 
 
 class _Exchange:
@@ -6986,10 +7081,10 @@ class HttpServer:
                 else:
                     first = b""
                 try:  # the request line and headers, from the first byte (or the connect): 30 s
-                    head = await asyncio.wait_for(self._read_head(reader, first), self.header_timeout)
+                    head = await asyncio.wait_for(_read_head(reader, first), self.header_timeout)
                     self._check(*head)
                     self._admit(task)
-                    body = await asyncio.wait_for(self._read_body(reader, head[3]), self.header_timeout)
+                    body = await asyncio.wait_for(_read_body(reader, head[3]), self.header_timeout)
                 except asyncio.TimeoutError:
                     await self._reply(writer, 408, self._error_body(HttpError(408, "the request took too long to arrive")),
                                       close=True)
@@ -6998,7 +7093,7 @@ class HttpServer:
                     return
                 except HttpError as exc:  # refused before its body was read
                     await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=True)
-                    await self._linger(reader, writer)
+                    await _linger(reader, writer)
                     return
                 method, target, version, headers = head
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
@@ -7019,24 +7114,6 @@ class HttpServer:
             except OSError:
                 pass
 
-    @staticmethod
-    async def _linger(reader, writer, seconds=2.0):
-        """Close after an early answer without losing it (RFC 9112 9.6): stop writing, then read
-        and drop what the client still sends, for a short while. Closing with its body unread
-        would make the kernel reset the connection, and the client would never see the answer."""
-        loop = asyncio.get_running_loop()
-        deadline, dropped = loop.time() + seconds, 0
-        try:
-            if writer.can_write_eof():
-                writer.write_eof()
-            while dropped <= HTTP_MAX_BODY:
-                chunk = await asyncio.wait_for(reader.read(65536), max(0.0, deadline - loop.time()))
-                if not chunk:
-                    return
-                dropped += len(chunk)
-        except (asyncio.TimeoutError, ConnectionError, OSError):
-            pass
-
     def _admit(self, task):
         """A request of a pending connection passed the checks: it leaves the pending share."""
         if task in self.trusted:
@@ -7045,76 +7122,6 @@ class HttpServer:
         if len(self.trusted) >= self.max_connections - self.max_pending:
             raise HttpError(503, "too many connections; try again later")
         self.trusted.add(task)
-
-    async def _read_head(self, reader, first: bytes = b""):
-        """(method, target, version, headers) of a request, read strictly (RFC 9112)."""
-        line = first + await _read_line(reader)
-        found = _REQUEST_LINE.fullmatch(line)
-        if found is None:
-            raise HttpError(400, "malformed request line (expected: METHOD /mcp HTTP/1.1)")
-        method, target, version = (part.decode("latin-1") for part in found.groups())
-        headers, size = {}, len(line)
-        while True:
-            line = await _read_line(reader)
-            size += len(line)
-            if size > HTTP_MAX_HEADER or len(headers) > 100:
-                raise HttpError(431, "headers larger than %d bytes" % HTTP_MAX_HEADER)
-            if line == b"\r\n":
-                return method, target, version, headers
-            found = _HEADER_LINE.fullmatch(line)
-            if found is None:
-                raise HttpError(400, "malformed header line (a name, a colon right after it, and a value "
-                                     "without control characters; no folded lines)")
-            name, value = found.group(1).decode("latin-1").lower(), found.group(2).decode("latin-1")
-            if name in headers and name in _ONCE:
-                raise HttpError(400, "the %s header is given twice" % name.title())
-            headers[name] = (headers[name] + ", " + value) if name in headers else value
-
-    @staticmethod
-    def _framing(version, headers):
-        """How the body is delimited, or a 400/501 (request smuggling guards, RFC 9112 6.1-6.3)."""
-        coding = headers.get("transfer-encoding")
-        if coding is not None:
-            if "content-length" in headers:
-                raise HttpError(400, "a request may not carry both Transfer-Encoding and Content-Length")
-            if version != "HTTP/1.1":
-                raise HttpError(400, "Transfer-Encoding needs HTTP/1.1")
-            if coding.strip().lower() != "chunked":
-                raise HttpError(501, "Transfer-Encoding %s is not supported (use chunked or Content-Length)"
-                                % coding)
-        length = headers.get("content-length")
-        if length is not None and not re.fullmatch(r"[0-9]+", length):
-            raise HttpError(400, "malformed Content-Length %r (digits only)" % _clip(length, 40))
-        if length is not None and len(length) > 15:  # a number, just far too large
-            raise HttpError(413, "Content-Length %s is over the limit of %d bytes" % (_clip(length, 40), HTTP_MAX_BODY))
-
-    async def _read_body(self, reader, headers) -> bytes:
-        if "transfer-encoding" in headers:
-            body, trailer = bytearray(), 0
-            while True:
-                found = _CHUNK_SIZE.fullmatch(await _read_line(reader))
-                if found is None:
-                    raise HttpError(400, "malformed chunk size (hex digits, then CRLF)")
-                length = int(found.group(1), 16)
-                if length == 0:
-                    while True:
-                        line = await _read_line(reader)
-                        trailer += len(line)
-                        if line == b"\r\n":
-                            return bytes(body)
-                        if trailer > HTTP_MAX_HEADER or _HEADER_LINE.fullmatch(line) is None:
-                            raise HttpError(400, "malformed or oversized trailer")
-                if len(body) + length > HTTP_MAX_BODY:
-                    raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
-                body += await reader.readexactly(length)
-                if await reader.readexactly(2) != b"\r\n":
-                    raise HttpError(400, "chunk data must end with CRLF")
-        if "content-length" in headers:
-            length = int(headers["content-length"])
-            if length > HTTP_MAX_BODY:
-                raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
-            return await reader.readexactly(length)
-        return b""
 
     # -- writing ------------------------------------------------------------------------
 
@@ -7144,7 +7151,7 @@ class HttpServer:
 
     def _check(self, method, target, version, headers):
         """Before any body is read: the endpoint, Host and Origin (DNS rebinding), the token."""
-        self._framing(version, headers)
+        _framing(version, headers)
         if "host" not in headers:
             raise HttpError(400, "a Host header is required")
         host = _host_name(headers["host"])

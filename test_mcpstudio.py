@@ -2603,6 +2603,78 @@ class HttpQueueTests(unittest.TestCase):
         self.assertEqual((last["id"], final), (7, True))
 
 
+class HttpRequestReadingTests(unittest.TestCase):
+    """Reading one HTTP/1.1 request strictly (RFC 9112), in-process: bytes in a StreamReader,
+    the request or the status it is refused with out. No socket, no server."""
+
+    def read(self, data: bytes):
+        """(method, target, version, headers, body), or (status, message) of the HttpError."""
+        async def run():
+            reader = asyncio.StreamReader(limit=mcpstudio.HTTP_MAX_HEADER)
+            reader.feed_data(data)
+            reader.feed_eof()
+            try:
+                method, target, version, headers = await mcpstudio._read_head(reader)
+                mcpstudio._framing(version, headers)
+                return method, target, version, headers, await mcpstudio._read_body(reader, headers)
+            except mcpstudio.HttpError as exc:
+                return exc.status, str(exc)
+            except asyncio.IncompleteReadError:
+                return "incomplete", ""
+        return asyncio.run(run())
+
+    def test_table(self):
+        head = b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+        chunked = head + b"Transfer-Encoding: chunked\r\n\r\n"
+        host = {"host": "localhost"}
+        too_big = mcpstudio.HTTP_MAX_BODY + 1
+        rows = [  # (what, bytes, the request or (status, a part of the message))
+            ("Content-Length", head + b"Content-Length: 2\r\n\r\n{}",
+             ("POST", "/mcp", "HTTP/1.1", dict(host, **{"content-length": "2"}), b"{}")),
+            ("no body", b"GET /mcp?x=1 HTTP/1.0\r\nHOST:  localhost \r\n\r\n", ("GET", "/mcp?x=1", "HTTP/1.0", host, b"")),
+            ("a repeatable header is joined", head + b"Accept: a\r\nAccept: b\r\n\r\n",
+             ("POST", "/mcp", "HTTP/1.1", dict(host, accept="a, b"), b"")),
+            ("two Hosts", head + b"Host: evil.example\r\n\r\n", (400, "Host header is given twice")),
+            ("two Content-Lengths", head + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
+             (400, "Content-Length header is given twice")),
+            ("two spaces in the request line", b"POST  /mcp HTTP/1.1\r\n\r\n", (400, "malformed request line")),
+            ("HTTP/2.0", b"POST /mcp HTTP/2.0\r\n\r\n", (400, "malformed request line")),
+            ("a bare LF", b"POST /mcp HTTP/1.1\n\r\n", (400, "malformed request line")),
+            ("space before the colon", head + b"Content-Length : 2\r\n\r\n{}", (400, "malformed header line")),
+            ("a folded line", head + b"X-A: 1\r\n  2\r\n\r\n", (400, "malformed header line")),
+            ("a NUL in a value", head + b"X-A: a\x00b\r\n\r\n", (400, "malformed header line")),
+            ("a line over the limit", head + b"X-A: " + b"a" * mcpstudio.HTTP_MAX_HEADER + b"\r\n\r\n",
+             (431, "over %d bytes" % mcpstudio.HTTP_MAX_HEADER)),
+            ("101 headers", head + b"".join(b"X-%d: 1\r\n" % i for i in range(101)) + b"\r\n", (431, "headers larger")),
+            ("Transfer-Encoding and Content-Length", head + b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+             (400, "both Transfer-Encoding and Content-Length")),
+            ("Transfer-Encoding on HTTP/1.0", b"POST /mcp HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+             (400, "needs HTTP/1.1")),
+            ("Transfer-Encoding gzip", head + b"Transfer-Encoding: gzip\r\n\r\n", (501, "gzip is not supported")),
+            ("Content-Length +2", head + b"Content-Length: +2\r\n\r\n{}", (400, "malformed Content-Length")),
+            ("Content-Length 0x2", head + b"Content-Length: 0x2\r\n\r\n{}", (400, "malformed Content-Length")),
+            ("Content-Length of 16 digits", head + b"Content-Length: 1000000000000000\r\n\r\n", (413, "over the limit")),
+            ("Content-Length over the body limit", head + b"Content-Length: %d\r\n\r\n" % too_big, (413, "at most")),
+            ("a body cut short", head + b"Content-Length: 5\r\n\r\n{}", ("incomplete", "")),
+            ("chunked", chunked + b"3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\n\r\n",
+             ("POST", "/mcp", "HTTP/1.1", dict(host, **{"transfer-encoding": "chunked"}), b"abcde")),
+            ("chunked with a trailer", chunked + b"1\r\na\r\n0\r\nX-T: 1\r\n\r\n",
+             ("POST", "/mcp", "HTTP/1.1", dict(host, **{"transfer-encoding": "chunked"}), b"a")),
+            ("a malformed trailer", chunked + b"0\r\nnot a header\r\n\r\n", (400, "malformed or oversized trailer")),
+            ("a chunk size that is not hex", chunked + b"xyz\r\n", (400, "malformed chunk size")),
+            ("a chunk without its CRLF", chunked + b"3\r\nabcX\r\n0\r\n\r\n", (400, "must end with CRLF")),
+            ("chunks over the body limit", chunked + b"%x\r\n" % too_big, (413, "at most")),
+        ]
+        for what, data, expected in rows:
+            with self.subTest(what):
+                got = self.read(data)
+                if isinstance(expected[0], int) or expected[0] == "incomplete":
+                    self.assertEqual(got[0], expected[0], got)
+                    self.assertIn(expected[1], got[1])
+                else:
+                    self.assertEqual(got, expected)
+
+
 class HttpHardeningTests(ScratchDir):
     """Issue 14.4-5 and 10: the connection cap, deadlines and strict RFC 9112 parsing."""
 
