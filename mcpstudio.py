@@ -1092,8 +1092,9 @@ def _clip(text: str, limit: int) -> str:
 # process group, no controlling terminal), so a timeout, a cancellation or
 # shutdown can stop it together with everything it started. Windows: a new
 # process group, CTRL_BREAK_EVENT, then `taskkill /T /F`; leftovers of a
-# command that already exited cannot be found there. Only Linux is tested in
-# CI; macOS takes the POSIX path.
+# command that already exited cannot be found there. A bare program name is
+# looked up as a batch file too (npx -> npx.cmd), which exec_problem's batch
+# rule then guards. Only Linux is tested in CI; macOS takes the POSIX path.
 
 def separator_problem(separator: str) -> str | None:
     """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
@@ -1123,9 +1124,20 @@ if _POSIX:
     def _is_executable(path: str) -> bool:
         return os.access(path, os.X_OK)
 
-    def _writable_now(fd: int) -> bool:
-        """Whether a write of up to PIPE_BUF bytes to `fd` would complete without blocking."""
+    def _resolve_program(argv: list, env) -> list:
+        return argv  # execvp searches the child's PATH itself
+
+    _END_OF_INPUT = "Ctrl+D"
+
+    def _text_stdout():
+        pass  # print() writes the locale's encoding, UTF-8 on any system a client runs on
+
+    def _writable_now(fd: int, size: int) -> bool:
+        """Whether a write of `size` bytes to `fd` would complete whole without blocking: at most
+        PIPE_BUF (4096 on Linux, 512 on macOS, where a socket reads as writable with 2 KiB free)."""
         import select
+        if size > getattr(select, "PIPE_BUF", 512):
+            return False
         try:
             return bool(select.select([], [fd], [], 0)[1])
         except (OSError, ValueError):
@@ -1233,9 +1245,11 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
     def _signal_group(pid: int, hard: bool) -> bool:
+        # taskkill by its full path: CreateProcess would look in the current folder first
+        taskkill = os.path.join(os.environ.get("SystemRoot", r"C:\Windows"), "System32", "taskkill.exe")
         try:
             if hard:
-                subprocess.run(["taskkill", "/T", "/F", "/PID", str(pid)],
+                subprocess.run([taskkill, "/T", "/F", "/PID", str(pid)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             else:
                 os.kill(pid, signal.CTRL_BREAK_EVENT)
@@ -1247,10 +1261,23 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
         return False  # Windows cannot poll a group; taskkill /T at stop time is all there is
 
     def _is_executable(path: str) -> bool:
+        """An extension in PATHEXT that CreateProcess can start (not .js or .vbs, which need a host)."""
         extensions = os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
-        return os.path.splitext(path)[1].lower() in extensions
+        extension = os.path.splitext(path)[1].lower()
+        return extension in extensions and extension in (".com", ".exe", ".bat", ".cmd")
 
-    def _writable_now(fd: int) -> bool:
+    def _resolve_program(argv: list, env) -> list:
+        return resolve_batch_file(argv, env)  # CreateProcess would not find npx.cmd
+
+    _END_OF_INPUT = "Ctrl+Z then Enter"
+
+    def _text_stdout():
+        """Redirected to a file or pipe, print() writes the ANSI code page and fails on the first
+        character outside it (an emoji in a tool's description): write UTF-8 instead."""
+        if sys.stdout is not None and hasattr(sys.stdout, "reconfigure"):
+            sys.stdout.reconfigure(encoding="utf-8", errors="replace")
+
+    def _writable_now(fd: int, size: int) -> bool:
         return False  # select() cannot poll pipes on Windows: every write goes through the thread
 
     def _on_stop_signals(loop, stop, reload=None):
@@ -1406,13 +1433,23 @@ class ProcessResult:
         return self.status == "exited" and self.returncode == 0
 
 
-def exec_problem(argv, env=None, cwd=None) -> str | None:
+def exec_problem(argv, env=None, cwd=None, batch=None) -> str | None:
     """Why `argv`, `env` or `cwd` cannot reach a new process (a NUL byte, a lone surrogate), or None.
 
     The one check for every value bound for a command line, environment or
-    working folder, whatever its source (template, script, config, upstream)."""
+    working folder, whatever its source (template, script, config, upstream).
+    `batch` (default: on Windows) adds the batch-file rule: Windows runs a .bat
+    or .cmd program through cmd.exe, which reads its command line as shell code
+    that Python's quoting does not escape (the BatBadBut problem), so a word
+    holding a character cmd.exe acts on is refused."""
     for index, word in enumerate(argv):
         problem = _os_text_problem(word)
+        if problem is None and index and (not _POSIX if batch is None else batch) \
+                and os.path.splitext(argv[0])[1].lower() in (".bat", ".cmd"):
+            special = sorted(set(word) & _CMD_SPECIAL)
+            if special:
+                problem = ("holds %s, which cmd.exe would act on: Windows runs %s, a batch file, through cmd.exe"
+                           % (" ".join(repr(c) for c in special), os.path.basename(argv[0])))
         if problem is not None:
             return "%s %s" % ("the command" if index == 0 else "word %d of the command line" % index, problem)
     for key, value in (env or {}).items():
@@ -1423,6 +1460,30 @@ def exec_problem(argv, env=None, cwd=None) -> str | None:
             return "the environment variable %s %s" % (json.dumps(key), problem)
     problem = _os_text_problem(cwd) if cwd is not None else None
     return None if problem is None else "the working folder %s" % problem
+
+
+_CMD_SPECIAL = frozenset('"%^&|<>()!\r\n')  # what cmd.exe acts on in a batch file's command line
+
+
+def resolve_batch_file(argv: list, env=None) -> list:
+    """`argv` with a bare program name resolved to the batch file a shell would run: npx -> C:\\...\\npx.cmd.
+
+    Windows' CreateProcess appends only .exe to a name without an extension and
+    never reads PATHEXT, so `npx`, `npm` or `code` (.cmd shims) would not start.
+    The child's PATH and PATHEXT are searched in order; a name found first as an
+    .exe or .com, or with a folder or an extension of its own, is left to
+    CreateProcess. Used on Windows only (see _resolve_program)."""
+    name = argv[0] if argv else ""
+    if not name or os.path.dirname(name) or os.path.splitext(name)[1]:
+        return argv
+    variables = {key.upper(): value for key, value in (os.environ if env is None else env).items()}
+    extensions = [e for e in variables.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";") if e]
+    for folder in variables.get("PATH", "").split(os.pathsep):
+        for extension in extensions:
+            candidate = os.path.join(folder, name + extension)
+            if folder and os.path.isfile(candidate):
+                return [candidate] + list(argv[1:]) if extension in (".bat", ".cmd") else argv
+    return argv
 
 
 def _os_text_problem(value) -> str | None:
@@ -1469,7 +1530,7 @@ class ProcessRunner:
             self.marker = "%d-%s" % (os.getpid(), os.urandom(8).hex())
             try:
                 self.watchdog = _start_watchdog(self.grace, self.marker)
-            except OSError as exc:
+            except Exception as exc:  # OSError, or a Python without ctypes: run on without it
                 self.log.warning("cannot start the watchdog (children may outlive a killed mcpstudio): %s", exc)
         env = dict(os.environ if env is None else env)
         env[WATCHDOG_ENV] = self.marker
@@ -1507,6 +1568,7 @@ class ProcessRunner:
                   output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None) -> ProcessResult:
         """Run `argv` to completion under the runner's limits; return a ProcessResult."""
         loop = asyncio.get_running_loop()
+        argv = _resolve_program(argv, env)
         problem = exec_problem(argv, env, cwd)
         if problem is not None:
             return ProcessResult(argv, "error", error=problem)
@@ -1524,7 +1586,7 @@ class ProcessRunner:
                 return ProcessResult(argv, "error", error="the folder %s does not exist" % cwd)
             import shutil
             found = shutil.which(argv[0]) if os.path.basename(argv[0]) == argv[0] else argv[0]
-            if found and os.path.isfile(found):
+            if _POSIX and found and os.path.isfile(found):
                 return ProcessResult(argv, "error", error="the interpreter on its #! line was not found")
             return ProcessResult(argv, "not-found", error=str(exc))
         except PermissionError as exc:
@@ -1571,6 +1633,7 @@ class ProcessRunner:
         """Start a long-running child (an MCP server) with all three pipes; end it with end_server().
 
         Raises ValueError (a clear sentence) for a value no process can receive, OSError if it cannot start."""
+        argv = _resolve_program(argv, env)
         problem = exec_problem(argv, env, cwd)
         if problem is not None:
             raise ValueError(problem)
@@ -1987,9 +2050,9 @@ class StdioTransport:
             if self.gone:
                 return
             # The fast path: nothing queued, a small message, and room in the pipe. A write
-            # of at most PIPE_BUF (4096) bytes to a pipe with room is whole and never blocks,
-            # so the loop writes it itself and saves the hand-off to the writer thread.
-            if self._unsent == 0 and len(data) <= 4096 and _writable_now(self.out_fd):
+            # of at most PIPE_BUF bytes to a pipe with room is whole and never blocks, so
+            # the loop writes it itself and saves the hand-off to the writer thread.
+            if self._unsent == 0 and _writable_now(self.out_fd, len(data)):
                 try:
                     os.write(self.out_fd, data)
                     return
@@ -7486,8 +7549,12 @@ class StdioClient:
         self.responses = {}
         self.closed = False
         self.next_id = 0
+        problem = exec_problem(_resolve_program(argv, None))
+        if problem is not None:
+            raise UsageError("cannot start %s: %s" % (_argv_text(argv), problem))
         try:
-            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, **_SPAWN_OPTIONS)
+            self.process = subprocess.Popen(_resolve_program(argv, None), stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, **_SPAWN_OPTIONS)
         except OSError as exc:
             raise UsageError("cannot start %s: %s" % (_argv_text(argv), exc.strerror or exc))
         self.reader = threading.Thread(target=self._read, name="mcpstudio-client", daemon=True)
@@ -7542,11 +7609,14 @@ class StdioClient:
         if params is not None:
             message["params"] = params
         self._send(message)
+        deadline = time.monotonic() + self.timeout if wait else None
         with self.lock:
-            if not self.lock.wait_for(lambda: request_id in self.responses or self.closed,
-                                      self.timeout if wait else None):
-                raise McpError(INTERNAL_ERROR, "%s: no answer within %g s from %s" % (method, self.timeout,
-                                                                                    _argv_text(self.argv)))
+            # Waits in slices: on Windows before 3.14, Ctrl+C cannot interrupt one long wait on a lock.
+            while not (request_id in self.responses or self.closed):
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise McpError(INTERNAL_ERROR, "%s: no answer within %g s from %s" % (method, self.timeout,
+                                                                                        _argv_text(self.argv)))
+                self.lock.wait(0.25 if deadline is None else min(0.25, max(0.0, deadline - time.monotonic())))
             reply = self.responses.pop(request_id, None)
         if reply is None:
             code = self.process.wait()
@@ -8960,12 +9030,13 @@ def _terminal_hint(argv: list, server) -> str:
             "  see its tools:   %s inspect %s\n"
             "  call one:        %s call TOOL key=value ... %s\n"
             "  add to a client: %s install --client claude-code %s\n"
-            "  Ctrl+D or Ctrl+C stops.\n" % (server.title, _prog(), words, _prog(), words, _prog(), words))
+            "  %s or Ctrl+C stops.\n" % (server.title, _prog(), words, _prog(), words, _prog(), words, _END_OF_INPUT))
 
 
 def main(argv: list | None = None) -> int:
     """Run mcpstudio with `argv` (default: sys.argv[1:]); return the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    _text_stdout()
     try:
         options, words = parse_command_line(argv)
         ended = argv[:len(argv) - len(words)][-1:] == ["--"]  # `-- check` runs a command named check

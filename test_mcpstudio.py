@@ -751,6 +751,24 @@ def rss_kib(pid: int) -> int:
 class StdioStreamTests(ScratchDir):
     """The stdio transport end to end: framing faults, a client that stops reading, a client gone."""
 
+    @unittest.skipUnless(os.name == "posix", "select() polls pipes on POSIX only")
+    def test_the_fast_path_writes_only_what_cannot_block(self):
+        # The loop writes a reply itself only when the write is whole and cannot block: at most
+        # PIPE_BUF bytes (4096 on Linux, 512 on macOS) into a pipe with room; else the writer thread.
+        import select
+        r, w = os.pipe()
+        try:
+            self.assertTrue(mcpstudio._writable_now(w, select.PIPE_BUF))
+            self.assertFalse(mcpstudio._writable_now(w, select.PIPE_BUF + 1))
+            os.set_blocking(w, False)
+            with self.assertRaises(BlockingIOError):
+                while True:
+                    os.write(w, b"x" * 65536)
+            self.assertFalse(mcpstudio._writable_now(w, 1))
+        finally:
+            os.close(r)
+            os.close(w)
+
     def test_negative_content_length(self):
         # `Content-Length: -3` is answered with a parse error and the requests after it are answered.
         with McpProcess("echo", "{message}") as server:
@@ -856,6 +874,56 @@ class ExecValueTests(ScratchDir):
                     self.assertIsNone(problem)
                 else:
                     self.assertTrue(problem and problem.startswith(expected), problem)
+
+    def test_batch_file_rule(self):
+        # Windows runs a .bat/.cmd program through cmd.exe, whose parsing Python's quoting does not
+        # escape (BatBadBut): a word holding what cmd.exe acts on is refused. Off on POSIX by default.
+        rows = [  # argv, and the start of the sentence (None: fine)
+            (["C:\\node\\npx.cmd", "-y", "@scope/server", "a b", "x=1"], None),
+            (["tool.BAT", 'x" & calc & "'], "word 1 of the command line holds '\"' '&', which cmd.exe would act on"),
+            (["tool.cmd", "ok", "%PATH%"], "word 2 of the command line holds '%'"),
+            (["tool.cmd", "a|b", "c>d", "(e)", "f^g", "h!", "i\nj"], "word 1 of the command line holds '|'"),
+            (["tool.exe", 'x" & calc & "'], None),  # CreateProcess, no cmd.exe: list2cmdline quoting holds
+            (["cmd.cmdx", "a&b"], None),
+        ]
+        for argv, expected in rows:
+            with self.subTest(argv=argv):
+                problem = mcpstudio.exec_problem(argv, batch=True)
+                if expected is None:
+                    self.assertIsNone(problem)
+                else:
+                    self.assertTrue(problem and problem.startswith(expected), problem)
+                    self.assertIn("through cmd.exe", problem)
+                self.assertIsNone(mcpstudio.exec_problem(argv, batch=False))
+        if os.name == "posix":
+            self.assertIsNone(mcpstudio.exec_problem(["tool.cmd", "a&b"]))  # POSIX runs no cmd.exe
+
+    def test_resolve_batch_file(self):
+        # CreateProcess appends only .exe to a bare name: on Windows `npx` is found as npx.cmd by PATH
+        # and PATHEXT (the child's, any spelling of the names); an .exe found first is left alone.
+        first, second = os.path.join(self.dir, "a"), os.path.join(self.dir, "b")
+        for folder, names in ((first, ["npx.cmd", "git.exe", "both.exe", "both.cmd"]), (second, ["npx.exe", "only.bat", "plain"])):
+            os.mkdir(folder)
+            for name in names:
+                open(os.path.join(folder, name), "w").close()
+        path = os.pathsep.join(["", os.path.join(self.dir, "missing"), first, second])
+        env = {"Path": path, "PathExt": ".COM;.EXE;.BAT;.CMD;"}
+        rows = [  # argv, env, the argv CreateProcess gets
+            (["npx", "-y", "pkg"], env, [os.path.join(first, "npx.cmd"), "-y", "pkg"]),
+            (["only"], env, [os.path.join(second, "only.bat")]),
+            (["git", "log"], env, ["git", "log"]),          # an .exe: CreateProcess finds it itself
+            (["both"], env, ["both"]),                      # .EXE comes before .CMD in PATHEXT
+            (["both"], {"PATH": path, "PATHEXT": ".CMD;.EXE"}, [os.path.join(first, "both.cmd")]),
+            (["npx.cmd"], env, ["npx.cmd"]),                # an extension of its own
+            ([os.path.join(first, "npx")], env, [os.path.join(first, "npx")]),  # a folder of its own
+            (["plain"], env, ["plain"]),                    # no extension at all: not a batch file
+            (["nowhere"], env, ["nowhere"]),                # not found: CreateProcess says so
+            (["npx"], {"PATH": ""}, ["npx"]),
+            ([], env, []),
+        ]
+        for argv, variables, expected in rows:
+            with self.subTest(argv=argv, env=variables):
+                self.assertEqual(mcpstudio.resolve_batch_file(argv, variables), expected)
 
     def test_upstream_with_nul(self):
         # An upstream whose args hold a NUL fails to start with a clear reason (it does not stay
@@ -5432,6 +5500,30 @@ class EditedJsonTextTests(unittest.TestCase):
     def test_an_empty_file_becomes_plain_json(self):
         # A missing or empty file is written as indented JSON.
         self.assertEqual(mcpstudio.edited_json_text("", {"a": 1}, "x.json"), '{\n  "a": 1\n}\n')
+
+
+class StdioClientTests(unittest.TestCase):
+    """The CLI's small client (`inspect`, `call`): every wait ends, with the reason."""
+
+    def test_a_server_that_never_answers(self):
+        started = time.monotonic()
+        with mcpstudio.StdioClient([PY, "-c", "import sys; sys.stdin.read()"], timeout=0.6) as client:
+            with self.assertRaises(mcpstudio.McpError) as raised:
+                client.request("ping")
+        self.assertIn("ping: no answer within 0.6 s from", str(raised.exception))
+        self.assertLess(time.monotonic() - started, 10)
+
+    def test_a_server_that_exits_while_waited_for_without_a_limit(self):
+        # wait=False (a `call` waits as long as its server lives) still ends when the server does.
+        with mcpstudio.StdioClient([PY, "-c", "import sys, time; time.sleep(0.5); sys.exit(3)"]) as client:
+            with self.assertRaises(mcpstudio.McpError) as raised:
+                client.request("tools/call", {"name": "x"}, wait=False)
+        self.assertIn("the server exited (code 3) before answering", str(raised.exception))
+
+    def test_a_value_no_process_can_receive(self):
+        with self.assertRaises(mcpstudio.UsageError) as raised:
+            mcpstudio.StdioClient([PY, "a\0b"])
+        self.assertIn("word 1 of the command line holds a NUL character", str(raised.exception))
 
 
 class ToolingCase(ScratchDir):
