@@ -1267,14 +1267,14 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
         return extension in extensions and extension in (".com", ".exe", ".bat", ".cmd")
 
     def _resolve_program(argv: list, env) -> list:
-        return resolve_batch_file(argv, env)  # CreateProcess would not find npx.cmd
+        return find_program(argv, env)  # CreateProcess would not find npx.cmd
 
     _END_OF_INPUT = "Ctrl+Z then Enter"
 
     def _text_stdout():
         """Redirected to a file or pipe, print() writes the ANSI code page and fails on the first
         character outside it (an emoji in a tool's description): write UTF-8 instead."""
-        if sys.stdout is not None and hasattr(sys.stdout, "reconfigure"):
+        if sys.stdout is not None and hasattr(sys.stdout, "reconfigure") and not os.environ.get("PYTHONIOENCODING"):
             sys.stdout.reconfigure(encoding="utf-8", errors="replace")
 
     def _writable_now(fd: int, size: int) -> bool:
@@ -1438,18 +1438,12 @@ def exec_problem(argv, env=None, cwd=None, batch=None) -> str | None:
 
     The one check for every value bound for a command line, environment or
     working folder, whatever its source (template, script, config, upstream).
-    `batch` (default: on Windows) adds the batch-file rule: Windows runs a .bat
-    or .cmd program through cmd.exe, which reads its command line as shell code
-    that Python's quoting does not escape (the BatBadBut problem), so a word
-    holding a character cmd.exe acts on is refused."""
+    `batch` (default: on Windows) adds the batch-file rule (batch_problem) for
+    the words after a .bat or .cmd program."""
     for index, word in enumerate(argv):
         problem = _os_text_problem(word)
-        if problem is None and index and (not _POSIX if batch is None else batch) \
-                and os.path.splitext(argv[0])[1].lower() in (".bat", ".cmd"):
-            special = sorted(set(word) & _CMD_SPECIAL)
-            if special:
-                problem = ("holds %s, which cmd.exe would act on: Windows runs %s, a batch file, through cmd.exe"
-                           % (" ".join(repr(c) for c in special), os.path.basename(argv[0])))
+        if problem is None and index:
+            problem = batch_problem(argv[0], word, batch)
         if problem is not None:
             return "%s %s" % ("the command" if index == 0 else "word %d of the command line" % index, problem)
     for key, value in (env or {}).items():
@@ -1463,26 +1457,60 @@ def exec_problem(argv, env=None, cwd=None, batch=None) -> str | None:
 
 
 _CMD_SPECIAL = frozenset('"%^&|<>()!\r\n')  # what cmd.exe acts on in a batch file's command line
+_CMD_SPLIT_OPTION = re.compile(r"[,;=\x0b\x0c]-|[,;\x0b\x0c][,;=\x0b\x0c]*/")  # cmd.exe splits %1..%9 at , ; = too
 
 
-def resolve_batch_file(argv: list, env=None) -> list:
-    """`argv` with a bare program name resolved to the batch file a shell would run: npx -> C:\\...\\npx.cmd.
+def batch_problem(program, value, batch=None) -> str | None:
+    """Why `value` may not reach the batch file `program` (as an argument or a variable), or None.
 
-    Windows' CreateProcess appends only .exe to a name without an extension and
-    never reads PATHEXT, so `npx`, `npm` or `code` (.cmd shims) would not start.
-    The child's PATH and PATHEXT are searched in order; a name found first as an
-    .exe or .com, or with a folder or an extension of its own, is left to
-    CreateProcess. Used on Windows only (see _resolve_program)."""
+    Windows runs a .bat or .cmd program through cmd.exe, which reads its command
+    line, and expands its %variables%, as shell code that Python's quoting does
+    not escape (the BatBadBut problem). So a value bound for one may not hold a
+    character cmd.exe acts on, nor end in a backslash (a batch file's "%~1"
+    would end in \"), nor start an option after a , ; or = (cmd.exe splits
+    %1..%9 there too: `x,-rf` would add -rf; `--root=/data` is fine). `batch`
+    (default: on Windows) turns the rule on; elsewhere no cmd.exe is involved."""
+    if not (not _POSIX if batch is None else batch):
+        return None
+    if os.path.splitext(os.fsdecode(program).rstrip(". "))[1].lower() not in (".bat", ".cmd"):
+        return None  # Windows ignores a name's trailing dots and spaces: run.cmd. is run.cmd
+    value = os.fsdecode(value)
+    special = sorted(set(value) & _CMD_SPECIAL)
+    if special:
+        what = " ".join(repr(c) for c in special)
+    elif value.endswith("\\"):
+        what = "a backslash at its end"
+    elif _CMD_SPLIT_OPTION.search(value) and " " not in value and "\t" not in value:  # quoted if it has a blank
+        what = "a , ; or = before an option's - or /"
+    else:
+        return None
+    return "holds %s, which cmd.exe would act on: Windows runs %s, a batch file, through cmd.exe" % (
+        what, os.path.basename(os.fsdecode(program)))
+
+
+def find_program(argv: list, env=None) -> list:
+    """`argv` with a bare program name replaced by the file a shell would run: npx -> C:\\...\\npx.cmd.
+
+    Windows' CreateProcess appends only .exe to a name without an extension,
+    never reads PATHEXT, and looks in the current folder before PATH: `npx`,
+    `npm` or `code` (.cmd shims) would not start, and a git.exe in a cloned
+    project would run before the one on PATH. So the child's PATH (its
+    absolute folders, in order) is searched for the name with each PATHEXT
+    extension CreateProcess can start. A name with a folder or an extension of
+    its own, or found nowhere, is left to CreateProcess. Used on Windows only
+    (see _resolve_program)."""
     name = argv[0] if argv else ""
     if not name or os.path.dirname(name) or os.path.splitext(name)[1]:
         return argv
     variables = {key.upper(): value for key, value in (os.environ if env is None else env).items()}
-    extensions = [e for e in variables.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";") if e]
+    extensions = [e for e in variables.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
+                  if e in (".com", ".exe", ".bat", ".cmd")]
     for folder in variables.get("PATH", "").split(os.pathsep):
-        for extension in extensions:
+        folder = folder.strip().strip('"')
+        for extension in extensions if os.path.isabs(folder) else ():
             candidate = os.path.join(folder, name + extension)
-            if folder and os.path.isfile(candidate):
-                return [candidate] + list(argv[1:]) if extension in (".bat", ".cmd") else argv
+            if os.path.isfile(candidate):
+                return [candidate] + list(argv[1:])
     return argv
 
 
@@ -3092,6 +3120,10 @@ class ScriptDirectory:
         problems = validate(values, tool.schema)
         if problems:
             return tool_error(_argument_help(name, problems, tool.schema))
+        for key, value in values.items():  # a batch script expands %MCPD_OPT_x% as shell code
+            problem = batch_problem(tool.path, _option_env(value))
+            if problem is not None:
+                return tool_error("`%s` %s; pass it another way, or use a script that is not a batch file" % (key, problem))
         env = dict(self.settings.env or os.environ)
         for key, value in values.items():
             env["MCPD_OPT_" + key] = _option_env(value)
@@ -7549,12 +7581,12 @@ class StdioClient:
         self.responses = {}
         self.closed = False
         self.next_id = 0
-        problem = exec_problem(_resolve_program(argv, None))
+        program = _resolve_program(argv, None)
+        problem = exec_problem(program)
         if problem is not None:
             raise UsageError("cannot start %s: %s" % (_argv_text(argv), problem))
         try:
-            self.process = subprocess.Popen(_resolve_program(argv, None), stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, **_SPAWN_OPTIONS)
+            self.process = subprocess.Popen(program, stdin=subprocess.PIPE, stdout=subprocess.PIPE, **_SPAWN_OPTIONS)
         except OSError as exc:
             raise UsageError("cannot start %s: %s" % (_argv_text(argv), exc.strerror or exc))
         self.reader = threading.Thread(target=self._read, name="mcpstudio-client", daemon=True)

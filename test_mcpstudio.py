@@ -879,12 +879,20 @@ class ExecValueTests(ScratchDir):
         # Windows runs a .bat/.cmd program through cmd.exe, whose parsing Python's quoting does not
         # escape (BatBadBut): a word holding what cmd.exe acts on is refused. Off on POSIX by default.
         rows = [  # argv, and the start of the sentence (None: fine)
-            (["C:\\node\\npx.cmd", "-y", "@scope/server", "a b", "x=1"], None),
+            (["C:\\node\\npx.cmd", "-y", "@scope/server", "a b", "x=1", "--port=3000", "--root=/data", "a b,-c"], None),
             (["tool.BAT", 'x" & calc & "'], "word 1 of the command line holds '\"' '&', which cmd.exe would act on"),
             (["tool.cmd", "ok", "%PATH%"], "word 2 of the command line holds '%'"),
             (["tool.cmd", "a|b", "c>d", "(e)", "f^g", "h!", "i\nj"], "word 1 of the command line holds '|'"),
+            (["tool.cmd", "https://example.com/sse?a=1&b=2"], "word 1 of the command line holds '&'"),
+            (["tool.cmd", "x,-rf"], "word 1 of the command line holds a , ; or = before an option's - or /"),
+            (["tool.cmd", "x=-rf"], "word 1 of the command line holds a , ; or = before"),
+            (["tool.cmd", "x;=/s"], "word 1 of the command line holds a , ; or = before"),
+            (["tool.cmd", "C:\\dir\\"], "word 1 of the command line holds a backslash at its end"),
+            (["run.cmd.", "a&b"], "word 1 of the command line holds '&'"),  # Windows drops the trailing dot
+            ([b"tool.cmd", b"a&b"], "word 1 of the command line holds '&'"),
             (["tool.exe", 'x" & calc & "'], None),  # CreateProcess, no cmd.exe: list2cmdline quoting holds
             (["cmd.cmdx", "a&b"], None),
+            (["tool.cmd"], None),
         ]
         for argv, expected in rows:
             with self.subTest(argv=argv):
@@ -893,37 +901,50 @@ class ExecValueTests(ScratchDir):
                     self.assertIsNone(problem)
                 else:
                     self.assertTrue(problem and problem.startswith(expected), problem)
-                    self.assertIn("through cmd.exe", problem)
+                    self.assertIn("a batch file, through cmd.exe", problem)
                 self.assertIsNone(mcpstudio.exec_problem(argv, batch=False))
+        # A script-mode batch script gets its values as variables, which it expands as %MCPD_OPT_x%.
+        self.assertIn("holds '&'", mcpstudio.batch_problem("C:\\scripts\\t.bat", "a & calc", batch=True))
         if os.name == "posix":
             self.assertIsNone(mcpstudio.exec_problem(["tool.cmd", "a&b"]))  # POSIX runs no cmd.exe
 
-    def test_resolve_batch_file(self):
-        # CreateProcess appends only .exe to a bare name: on Windows `npx` is found as npx.cmd by PATH
-        # and PATHEXT (the child's, any spelling of the names); an .exe found first is left alone.
+    def test_find_program(self):
+        # CreateProcess appends only .exe to a bare name and looks in the current folder first: on
+        # Windows `npx` is found as npx.cmd on the child's PATH with its PATHEXT (any spelling of the
+        # names), and `git` as the git.exe on PATH, not one in the current folder.
         first, second = os.path.join(self.dir, "a"), os.path.join(self.dir, "b")
-        for folder, names in ((first, ["npx.cmd", "git.exe", "both.exe", "both.cmd"]), (second, ["npx.exe", "only.bat", "plain"])):
+        for folder, names in ((first, ["npx.cmd", "git.exe", "both.exe", "both.cmd", "tool.com", "page.js"]),
+                              (second, ["npx.exe", "only.bat", "plain"])):
             os.mkdir(folder)
             for name in names:
                 open(os.path.join(folder, name), "w").close()
-        path = os.pathsep.join(["", os.path.join(self.dir, "missing"), first, second])
-        env = {"Path": path, "PathExt": ".COM;.EXE;.BAT;.CMD;"}
+        os.mkdir(os.path.join(second, "dir.cmd"))
+        path = os.pathsep.join(["", "relative", os.path.join(self.dir, "missing"), '"%s"' % first, second])
+        env = {"Path": path, "PathExt": ".COM;.EXE;.BAT;.CMD;.JS;"}
         rows = [  # argv, env, the argv CreateProcess gets
             (["npx", "-y", "pkg"], env, [os.path.join(first, "npx.cmd"), "-y", "pkg"]),
             (["only"], env, [os.path.join(second, "only.bat")]),
-            (["git", "log"], env, ["git", "log"]),          # an .exe: CreateProcess finds it itself
-            (["both"], env, ["both"]),                      # .EXE comes before .CMD in PATHEXT
+            (["git", "log"], env, [os.path.join(first, "git.exe"), "log"]),
+            (["tool"], env, [os.path.join(first, "tool.com")]),
+            (["both"], env, [os.path.join(first, "both.exe")]),   # .EXE comes before .CMD in PATHEXT
             (["both"], {"PATH": path, "PATHEXT": ".CMD;.EXE"}, [os.path.join(first, "both.cmd")]),
-            (["npx.cmd"], env, ["npx.cmd"]),                # an extension of its own
+            (["page"], env, ["page"]),                            # .js needs a host: CreateProcess cannot start it
+            (["dir"], env, ["dir"]),                              # a folder named dir.cmd is no program
+            (["npx.cmd"], env, ["npx.cmd"]),                      # an extension of its own
             ([os.path.join(first, "npx")], env, [os.path.join(first, "npx")]),  # a folder of its own
-            (["plain"], env, ["plain"]),                    # no extension at all: not a batch file
-            (["nowhere"], env, ["nowhere"]),                # not found: CreateProcess says so
-            (["npx"], {"PATH": ""}, ["npx"]),
+            (["plain"], env, ["plain"]),                          # no extension at all: not startable
+            (["nowhere"], env, ["nowhere"]),                      # not found: CreateProcess says so
+            (["npx"], {"PATH": "relative" + os.pathsep + "a"}, ["npx"]),  # relative folders are not searched
             ([], env, []),
         ]
-        for argv, variables, expected in rows:
-            with self.subTest(argv=argv, env=variables):
-                self.assertEqual(mcpstudio.resolve_batch_file(argv, variables), expected)
+        old = os.getcwd()
+        os.chdir(self.dir)  # so that `relative` and `a` would be found if relative folders were searched
+        try:
+            for argv, variables, expected in rows:
+                with self.subTest(argv=argv, env=variables):
+                    self.assertEqual(mcpstudio.find_program(argv, variables), expected)
+        finally:
+            os.chdir(old)
 
     def test_upstream_with_nul(self):
         # An upstream whose args hold a NUL fails to start with a clear reason (it does not stay
@@ -5519,6 +5540,25 @@ class StdioClientTests(unittest.TestCase):
             with self.assertRaises(mcpstudio.McpError) as raised:
                 client.request("tools/call", {"name": "x"}, wait=False)
         self.assertIn("the server exited (code 3) before answering", str(raised.exception))
+
+    def test_ctrl_c_ends_a_wait_without_a_limit(self):
+        # `call` waits for as long as its server lives; Ctrl+C must end that wait at once. (Windows
+        # before 3.14 cannot interrupt one long lock wait, so the client waits in slices; here a
+        # simulated Ctrl+C, which does not wake a blocked wait either, shows the slices at work.)
+        import _thread
+        child = ("import os, sys, threading, time; threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)),"
+                 " daemon=True).start(); time.sleep(4)")  # never answers; exits on EOF, or after 4 s
+        with mcpstudio.StdioClient([PY, "-c", child]) as client:
+            timer = threading.Timer(0.3, _thread.interrupt_main)
+            started = time.monotonic()
+            timer.start()
+            try:
+                with self.assertRaises(KeyboardInterrupt):
+                    client.request("tools/call", {"name": "x"}, wait=False)
+                waited = time.monotonic() - started
+            finally:
+                timer.cancel()
+        self.assertLess(waited, 2.0)
 
     def test_a_value_no_process_can_receive(self):
         with self.assertRaises(mcpstudio.UsageError) as raised:
