@@ -8040,6 +8040,10 @@ def client_entry(client: str, words: list) -> tuple:
         entry = {"type": "stdio", **entry}
     if client == "claude-code":
         entry["env"] = {}
+    if client == "claude-desktop" and _POSIX and os.environ.get("PATH"):
+        # Started from the Dock or Finder, Claude Desktop passes launchd's PATH (/usr/bin:/bin:/usr/sbin:
+        # /sbin): the commands mcpstudio runs would not find Homebrew's or nvm's. They get this shell's.
+        entry["env"] = {"PATH": os.environ["PATH"]}
     return entry, None
 
 

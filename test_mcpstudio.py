@@ -5742,7 +5742,9 @@ class ToolingTests(ToolingCase):
         # Each client gets its own shape: absolute interpreter and module, paths made absolute.
         self.greeter(os.path.join(self.dir, "scripts"))  # install checks the mode: the folder and config exist
         self.write_json(os.path.join(self.dir, "t.json"), {"tools": [{"name": "t", "command": "echo t"}]})
-        expect = {"claude-code": ("mcpServers", {"type": "stdio", "env": {}}), "claude-desktop": ("mcpServers", {}),
+        # Claude Desktop on macOS starts servers with launchd's PATH: the entry carries this shell's.
+        desktop = {"env": {"PATH": self.env["PATH"]}} if os.name == "posix" else {}
+        expect = {"claude-code": ("mcpServers", {"type": "stdio", "env": {}}), "claude-desktop": ("mcpServers", desktop),
                   "cursor": ("mcpServers", {}), "vscode": ("servers", {"type": "stdio"})}
         for client, (key, extra) in expect.items():
             with self.subTest(client=client):
