@@ -1470,7 +1470,8 @@ def batch_problem(program, value, batch=None) -> str | None:
     would end in \"), nor start an option after a , ; or = (cmd.exe splits
     %1..%9 there too: `x,-rf` would add -rf; `--root=/data` is fine). `batch`
     (default: on Windows) turns the rule on; elsewhere no cmd.exe is involved."""
-    if not (not _POSIX if batch is None else batch):
+    enabled = (not _POSIX) if batch is None else batch
+    if not enabled:
         return None
     if os.path.splitext(os.fsdecode(program).rstrip(". "))[1].lower() not in (".bat", ".cmd"):
         return None  # Windows ignores a name's trailing dots and spaces: run.cmd. is run.cmd
@@ -1481,7 +1482,7 @@ def batch_problem(program, value, batch=None) -> str | None:
     elif value.endswith("\\"):
         what = "a backslash at its end"
     elif _CMD_SPLIT_OPTION.search(value) and " " not in value and "\t" not in value:  # quoted if it has a blank
-        what = "a , ; or = before an option's - or /"
+        what = "a , ; or = before an option's - (or a , or ; before a /)"
     else:
         return None
     return "holds %s, which cmd.exe would act on: Windows runs %s, a batch file, through cmd.exe" % (
@@ -1489,28 +1490,35 @@ def batch_problem(program, value, batch=None) -> str | None:
 
 
 def find_program(argv: list, env=None) -> list:
-    """`argv` with a bare program name replaced by the file a shell would run: npx -> C:\\...\\npx.cmd.
+    """`argv` with a program named without a folder replaced by the file a shell would run:
+    npx -> C:\\...\\npx.cmd, git -> C:\\...\\git.exe.
 
     Windows' CreateProcess appends only .exe to a name without an extension,
     never reads PATHEXT, and looks in the current folder before PATH: `npx`,
     `npm` or `code` (.cmd shims) would not start, and a git.exe in a cloned
     project would run before the one on PATH. So the child's PATH (its
-    absolute folders, in order) is searched for the name with each PATHEXT
-    extension CreateProcess can start. A name with a folder or an extension of
-    its own, or found nowhere, is left to CreateProcess. Used on Windows only
-    (see _resolve_program)."""
-    name = argv[0] if argv else ""
-    if not name or os.path.dirname(name) or os.path.splitext(name)[1]:
+    absolute folders, in order) is searched: for the name as given when it has
+    an extension CreateProcess can start, else with each such extension of
+    PATHEXT. A name with a folder, or found nowhere on PATH, is left to
+    CreateProcess. Used on Windows only (see _resolve_program)."""
+    name = argv[0] if argv else None
+    if not isinstance(name, str) or not name or os.path.dirname(name):
         return argv
+    startable = (".com", ".exe", ".bat", ".cmd")
     variables = {key.upper(): value for key, value in (os.environ if env is None else env).items()}
-    extensions = [e for e in variables.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
-                  if e in (".com", ".exe", ".bat", ".cmd")]
+    if os.path.splitext(name)[1]:
+        names = [name] if os.path.splitext(name)[1].lower() in startable else []
+    else:
+        extensions = variables.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
+        names = [name + extension for extension in extensions if extension in startable]
     for folder in variables.get("PATH", "").split(os.pathsep):
         folder = folder.strip().strip('"')
-        for extension in extensions if os.path.isabs(folder) else ():
-            candidate = os.path.join(folder, name + extension)
-            if os.path.isfile(candidate):
-                return [candidate] + list(argv[1:])
+        if not os.path.isabs(folder):
+            continue  # a relative folder would be looked up from the child's folder, not ours
+        for candidate in names:
+            path = os.path.join(folder, candidate)
+            if os.path.isfile(path):
+                return [path] + list(argv[1:])
     return argv
 
 
@@ -1558,7 +1566,7 @@ class ProcessRunner:
             self.marker = "%d-%s" % (os.getpid(), os.urandom(8).hex())
             try:
                 self.watchdog = _start_watchdog(self.grace, self.marker)
-            except Exception as exc:  # OSError, or a Python without ctypes: run on without it
+            except (OSError, ImportError) as exc:  # refused, or a Python without ctypes: run on without it
                 self.log.warning("cannot start the watchdog (children may outlive a killed mcpstudio): %s", exc)
         env = dict(os.environ if env is None else env)
         env[WATCHDOG_ENV] = self.marker
@@ -6925,8 +6933,10 @@ async def _read_head(reader, first: bytes = b""):
     while True:
         line = await _read_line(reader)
         size += len(line)
-        if size > HTTP_MAX_HEADER or len(headers) > 100:
+        if size > HTTP_MAX_HEADER:
             raise HttpError(431, "headers larger than %d bytes" % HTTP_MAX_HEADER)
+        if len(headers) > 100:
+            raise HttpError(431, "more than 100 header fields")
         if line == b"\r\n":
             return method, target, version, headers
         found = _HEADER_LINE.fullmatch(line)
@@ -7641,7 +7651,7 @@ class StdioClient:
         if params is not None:
             message["params"] = params
         self._send(message)
-        deadline = time.monotonic() + self.timeout if wait else None
+        deadline = (time.monotonic() + self.timeout) if wait else None
         with self.lock:
             # Waits in slices: on Windows before 3.14, Ctrl+C cannot interrupt one long wait on a lock.
             while not (request_id in self.responses or self.closed):

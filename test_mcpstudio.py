@@ -879,12 +879,12 @@ class ExecValueTests(ScratchDir):
         # Windows runs a .bat/.cmd program through cmd.exe, whose parsing Python's quoting does not
         # escape (BatBadBut): a word holding what cmd.exe acts on is refused. Off on POSIX by default.
         rows = [  # argv, and the start of the sentence (None: fine)
-            (["C:\\node\\npx.cmd", "-y", "@scope/server", "a b", "x=1", "--port=3000", "--root=/data", "a b,-c"], None),
+            (["C:\\node\\npx.cmd", "-y", "@scope/server", "a b", "x=1", "--port=3000", "--root=/data", "a b,-c", "x=/s"], None),
             (["tool.BAT", 'x" & calc & "'], "word 1 of the command line holds '\"' '&', which cmd.exe would act on"),
             (["tool.cmd", "ok", "%PATH%"], "word 2 of the command line holds '%'"),
             (["tool.cmd", "a|b", "c>d", "(e)", "f^g", "h!", "i\nj"], "word 1 of the command line holds '|'"),
             (["tool.cmd", "https://example.com/sse?a=1&b=2"], "word 1 of the command line holds '&'"),
-            (["tool.cmd", "x,-rf"], "word 1 of the command line holds a , ; or = before an option's - or /"),
+            (["tool.cmd", "x,-rf"], "word 1 of the command line holds a , ; or = before an option's -"),
             (["tool.cmd", "x=-rf"], "word 1 of the command line holds a , ; or = before"),
             (["tool.cmd", "x;=/s"], "word 1 of the command line holds a , ; or = before"),
             (["tool.cmd", "C:\\dir\\"], "word 1 of the command line holds a backslash at its end"),
@@ -930,7 +930,10 @@ class ExecValueTests(ScratchDir):
             (["both"], {"PATH": path, "PATHEXT": ".CMD;.EXE"}, [os.path.join(first, "both.cmd")]),
             (["page"], env, ["page"]),                            # .js needs a host: CreateProcess cannot start it
             (["dir"], env, ["dir"]),                              # a folder named dir.cmd is no program
-            (["npx.cmd"], env, ["npx.cmd"]),                      # an extension of its own
+            (["npx.cmd"], env, [os.path.join(first, "npx.cmd")]),  # an extension of its own: that file on PATH
+            (["git.EXE"], env, ["git.EXE"] if os.path.normcase("A") == "A" else [os.path.join(first, "git.EXE")]),
+            (["page.js"], env, ["page.js"]),                      # not startable: left to CreateProcess
+            ([b"npx"], env, [b"npx"]),                            # not text: exec_problem says so
             ([os.path.join(first, "npx")], env, [os.path.join(first, "npx")]),  # a folder of its own
             (["plain"], env, ["plain"]),                          # no extension at all: not startable
             (["nowhere"], env, ["nowhere"]),                      # not found: CreateProcess says so
@@ -2734,7 +2737,7 @@ class HttpRequestReadingTests(unittest.TestCase):
             ("a NUL in a value", head + b"X-A: a\x00b\r\n\r\n", (400, "malformed header line")),
             ("a line over the limit", head + b"X-A: " + b"a" * mcpstudio.HTTP_MAX_HEADER + b"\r\n\r\n",
              (431, "over %d bytes" % mcpstudio.HTTP_MAX_HEADER)),
-            ("101 headers", head + b"".join(b"X-%d: 1\r\n" % i for i in range(101)) + b"\r\n", (431, "headers larger")),
+            ("101 headers", head + b"".join(b"X-%d: 1\r\n" % i for i in range(101)) + b"\r\n", (431, "more than 100 header fields")),
             ("Transfer-Encoding and Content-Length", head + b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
              (400, "both Transfer-Encoding and Content-Length")),
             ("Transfer-Encoding on HTTP/1.0", b"POST /mcp HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -5548,12 +5551,15 @@ class StdioClientTests(unittest.TestCase):
         import _thread
         child = ("import os, sys, threading, time; threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)),"
                  " daemon=True).start(); time.sleep(4)")  # never answers; exits on EOF, or after 4 s
+        # interrupt_main raises KeyboardInterrupt only under Python's own SIGINT handler, which a
+        # shell's `python3 -m unittest &` does not install: install it for this test.
+        self.addCleanup(signal.signal, signal.SIGINT, signal.signal(signal.SIGINT, signal.default_int_handler))
         with mcpstudio.StdioClient([PY, "-c", child]) as client:
             timer = threading.Timer(0.3, _thread.interrupt_main)
-            started = time.monotonic()
-            timer.start()
             try:
                 with self.assertRaises(KeyboardInterrupt):
+                    started = time.monotonic()
+                    timer.start()
                     client.request("tools/call", {"name": "x"}, wait=False)
                 waited = time.monotonic() - started
             finally:
