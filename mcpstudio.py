@@ -1612,11 +1612,10 @@ class ProcessRunner:
             await self.room.wait()  # the client is not reading what we wrote: start nothing new
         started = time.monotonic()
         try:
-            transport, child = await loop.subprocess_exec(
-                lambda: _ChildProtocol(output_limit, on_stderr_line), *argv,
+            transport, child, cancelled = await self._spawn(
+                lambda: _ChildProtocol(output_limit, on_stderr_line), argv,
                 stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd,
-                **_SPAWN_OPTIONS)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
         except FileNotFoundError as exc:
             if cwd is not None and not os.path.isdir(cwd):
                 return ProcessResult(argv, "error", error="the folder %s does not exist" % cwd)
@@ -1635,6 +1634,8 @@ class ProcessRunner:
         self.log.debug("started pid %d: %s", pid, _argv_text(argv))
         status = "exited"
         try:
+            if cancelled:  # while its pipes were being connected: stopped like any cancelled call
+                raise asyncio.CancelledError()
             if stdin_bytes is not None:
                 pipe = transport.get_pipe_transport(0)
                 pipe.write(stdin_bytes)
@@ -1673,12 +1674,40 @@ class ProcessRunner:
         problem = exec_problem(argv, env, cwd)
         if problem is not None:
             raise ValueError(problem)
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.subprocess_exec(
-            protocol_factory, *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd, **_SPAWN_OPTIONS)
-        self._track(transport.get_pid())
+        transport, protocol, cancelled = await self._spawn(
+            protocol_factory, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
+        pid = transport.get_pid()
+        self._track(pid)
+        if cancelled:  # while its pipes were being connected: its group goes, not only the process
+            _signal_group(pid, hard=False)
+            transport.close()
+            asyncio.get_running_loop().call_later(self.grace, self._kill_leftovers, pid)
+            raise asyncio.CancelledError()
         return transport, protocol
+
+    async def _spawn(self, protocol_factory, argv, **options) -> tuple:
+        """loop.subprocess_exec, run to its end even if the caller is cancelled meanwhile; return
+        (transport, protocol, cancelled).
+
+        The process exists before its pipes are connected. Cancelled in between,
+        asyncio would kill that process alone and forget it, leaving whatever it
+        had started in its group running; so the caller gets the process and
+        stops its group. If it did not start, a cancel is raised as such."""
+        loop = asyncio.get_running_loop()
+        spawning = asyncio.ensure_future(loop.subprocess_exec(protocol_factory, *argv, **options, **_SPAWN_OPTIONS))
+        cancelled = False
+        while not spawning.done():
+            try:
+                await asyncio.shield(spawning)
+            except asyncio.CancelledError:
+                cancelled = True
+            except Exception:
+                break  # it failed to start: spawning.result() raises why
+        if cancelled and (spawning.cancelled() or spawning.exception() is not None):
+            raise asyncio.CancelledError()
+        transport, protocol = spawning.result()
+        return transport, protocol, cancelled
 
     async def end_server(self, transport, exited, wait: float):
         """Close the child's stdin and give it `wait` seconds to exit; then stop its group.

@@ -1387,13 +1387,55 @@ class ProtocolTests(ScratchDir):
             child, grandchild = self.read_pids(pids)
             server.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                          "params": {"requestId": 42, "reason": "user pressed stop"}})
-            self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), 5))
+            self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), 5),
+                            "alive: child %s, grandchild %s; stderr: %s" % (alive(child), alive(grandchild),
+                                                                           "".join(server.stderr)[-2000:]))
             self.assertEqual(server.request("ping")["result"], {})  # still serving
             time.sleep(0.2)
             self.assertNotIn(42, server.responses)
             # Cancelling an unknown id is ignored.
             server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 999}})
             self.assertEqual(server.request("ping")["result"], {})
+
+    def test_a_cancel_while_the_pipes_connect_stops_the_group(self):
+        # The process exists before asyncio has connected its pipes; a cancel in between used to
+        # make asyncio kill that process alone, leaving what it had started running (a flake of
+        # test_cancellation under load, 3 runs in 48). In-process: the loop's pipe connection is
+        # held until the grandchild exists and the cancel has landed, which opens that window.
+        sleeper = self.pid_sleeper()
+
+        async def scenario(start_server):
+            loop = asyncio.get_running_loop()
+            held, connect = asyncio.Event(), loop.connect_read_pipe
+
+            async def connect_read_pipe(*args, **kwargs):
+                await held.wait()
+                return await connect(*args, **kwargs)
+            loop.connect_read_pipe = connect_read_pipe
+            runner = mcpstudio.ProcessRunner(mcpstudio.Log())
+            runner.grace = 0.5
+            pids = os.path.join(self.dir, "pids-%s" % start_server)
+            if start_server:
+                task = asyncio.ensure_future(runner.start_server([PY, sleeper, pids], asyncio.SubprocessProtocol))
+            else:
+                task = asyncio.ensure_future(runner.run([PY, sleeper, pids]))
+            deadline = time.monotonic() + WAIT
+            while not os.path.exists(pids) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            child, grandchild = self.read_pids(pids)
+            task.cancel()
+            await asyncio.sleep(0.1)
+            held.set()
+            await asyncio.wait([task], timeout=WAIT)
+            self.assertTrue(task.cancelled())
+            gone = await loop.run_in_executor(None, wait_until, lambda: not alive(child) and not alive(grandchild), WAIT)
+            await runner.stop_all()
+            runner.close_watchdog()
+            return gone, alive(child), alive(grandchild)
+        for start_server in (False, True):
+            with self.subTest(start_server=start_server):
+                gone, child, grandchild = asyncio.run(scenario(start_server))
+                self.assertTrue(gone, "alive: child %s, grandchild %s" % (child, grandchild))
 
     def test_progress(self):
         # With a progressToken, a running command sends increasing progress notifications.
