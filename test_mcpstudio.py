@@ -2124,8 +2124,12 @@ class ScriptModeTests(ScratchDir):
 
             def changes():
                 return len(server.notifications_of("notifications/tools/list_changed"))
-            self.assertTrue(wait_until(lambda: changes() >= 1, 5), server.context())
-            self.assertEqual(len(server.notifications_of("notifications/resources/list_changed")), 1)
+
+            def resource_changes():
+                return len(server.notifications_of("notifications/resources/list_changed"))
+            # two lines: the reader may have taken the first and not yet the second
+            self.assertTrue(wait_until(lambda: changes() >= 1 and resource_changes() >= 1, 5), server.context())
+            self.assertEqual(resource_changes(), 1)
             self.assertEqual(self.tool_names(server), ["first", "second"])
             os.remove(os.path.join(self.root, "first"))
             self.assertTrue(wait_until(lambda: changes() >= 2, 5))
