@@ -8073,17 +8073,42 @@ def client_entry(client: str, words: list) -> tuple:
             entry["headers"] = {"Authorization": "Bearer %s" % token}
         note = "the client connects to a running server; start it with: %s" % _argv_text(_self_command() + words)
         return entry, note
-    argv = _self_command() + _absolute_mode(words)
-    entry = {"command": argv[0], "args": argv[1:]}
+    argv, env = cached_command()
+    entry = {"command": argv[0], "args": argv[1:] + _absolute_mode(words), "env": env}
     if client in ("claude-code", "vscode"):
         entry = {"type": "stdio", **entry}
-    if client == "claude-code":
-        entry["env"] = {}
     if client == "claude-desktop" and _POSIX and os.environ.get("PATH"):
         # Started from the Dock or Finder, Claude Desktop passes launchd's PATH (/usr/bin:/bin:/usr/sbin:
         # /sbin): the commands mcpstudio runs would not find Homebrew's or nvm's. They get this shell's.
-        entry["env"] = {"PATH": os.environ["PATH"]}
+        env["PATH"] = os.environ["PATH"]
     return entry, None
+
+
+def cached_command() -> tuple:
+    """(argv, env) that start this module from cached bytecode: `python3 -m mcpstudio` with its
+    folder on PYTHONPATH, and PYTHONPYCACHEPREFIX in the user's cache folder where the module's own
+    folder cannot hold a __pycache__. Import recompiles a changed mcpstudio.py, as always. A zipapp,
+    or a file whose name is no module name, runs as it is."""
+    argv = _self_command()
+    folder, name = os.path.split(argv[1])
+    module, extension = os.path.splitext(name)
+    if extension != ".py" or not module.isidentifier():
+        return argv, {}
+    env = {"PYTHONPATH": folder}
+    cache = os.path.join(folder, "__pycache__")
+    if not os.access(cache if os.path.isdir(cache) else folder, os.W_OK):
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(user_cache_dir(), "bytecode")
+    # -P (3.11+): the client's working folder is not put first on sys.path, so a project's own
+    # json.py or secrets.py cannot stand in for the standard library's.
+    return [argv[0]] + (["-P"] if sys.version_info >= (3, 11) else []) + ["-m", module], env
+
+
+def _drop_entry_env():
+    """Take out of our environment what cached_command's entry added, so no command we run inherits it."""
+    if os.environ.get("PYTHONPATH") == os.path.dirname(os.path.abspath(__file__)):
+        del os.environ["PYTHONPATH"]
+    if os.environ.get("PYTHONPYCACHEPREFIX") == os.path.join(user_cache_dir(), "bytecode"):
+        del os.environ["PYTHONPYCACHEPREFIX"]
 
 
 def _toml_string(text: str) -> str:
@@ -8101,6 +8126,9 @@ def _toml_table(name: str, entry: dict) -> str:
     else:
         lines.append("command = %s" % _toml_string(entry["command"]))
         lines.append("args = [%s]" % ", ".join(_toml_string(a) for a in entry["args"]))
+        if entry.get("env"):
+            lines.append("env = { %s }" % ", ".join(
+                "%s = %s" % (_toml_key(k), _toml_string(v)) for k, v in entry["env"].items()))
     return "\n".join(lines) + "\n"
 
 
@@ -9112,6 +9140,7 @@ def main(argv: list | None = None) -> int:
     """Run mcpstudio with `argv` (default: sys.argv[1:]); return the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
     _text_stdout()
+    _drop_entry_env()
     try:
         options, words = parse_command_line(argv)
         ended = argv[:len(argv) - len(words)][-1:] == ["--"]  # `-- check` runs a command named check

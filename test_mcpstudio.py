@@ -3981,12 +3981,16 @@ class ExampleTests(unittest.TestCase):
                     for line in f:
                         if line.startswith("claude mcp add "):
                             words = shlex.split(line)
-                            servers[words[3]] = {"command": words[5], "args": words[6:]}
+                            end = words.index("--")
+                            env = dict(w.split("=", 1) for w in words[words.index("--env") + 1:end])
+                            servers[words[3]] = {"command": words[end + 1], "args": words[end + 2:], "env": env}
             for key, entry in servers.items():
-                args = [a.replace("${workspaceFolder}", HERE).replace("/path/to/mcpstudio/", HERE + "/")
-                        for a in entry["args"]]
-                self.assertTrue(args[0].endswith("mcpstudio.py"), (name, key))
-                found.append((name, key, args[1:]))
+                # Every entry starts the module from cached bytecode: python3 -m mcpstudio, its folder on PYTHONPATH.
+                self.assertEqual(entry["args"][:2], ["-m", "mcpstudio"], (name, key))
+                where = entry["env"]["PYTHONPATH"].replace("${workspaceFolder}", HERE)
+                self.assertEqual(where.replace("/path/to/mcpstudio", HERE), HERE, (name, key))
+                found.append((name, key, [a.replace("${workspaceFolder}", HERE).replace("/path/to/mcpstudio/", HERE + "/")
+                                          for a in entry["args"][2:]]))
         return found
 
     def test_every_example_serves_its_tool(self):
@@ -5618,6 +5622,9 @@ class StdioClientTests(unittest.TestCase):
         self.assertIn("word 1 of the command line holds a NUL character", str(raised.exception))
 
 
+ENTRY_ARGS = (["-P"] if sys.version_info >= (3, 11) else []) + ["-m", "mcpstudio"]  # what install writes before MODE ARGS
+
+
 class ToolingCase(ScratchDir):
     """A scratch HOME (so client and mcpstudio configs land in it) and a way to run mcpstudio's commands."""
 
@@ -5875,7 +5882,7 @@ class ToolingTests(ToolingCase):
         self.assertIn('[mcp_servers.keep]\ncommand = "k"\n', text)
         if sys.version_info >= (3, 11):
             import tomllib
-            self.assertEqual(tomllib.loads(text)["mcp_servers"]["echo"]["args"], [MODULE, "echo", "{m}"])
+            self.assertEqual(tomllib.loads(text)["mcp_servers"]["echo"]["args"], ENTRY_ARGS + ["echo", "{m}"])
 
     def test_installed_entry_runs_from_another_folder(self):
         # The printed entry, started as a client would (in its own folder), serves the tool; the
@@ -5885,7 +5892,7 @@ class ToolingTests(ToolingCase):
                                                  (["echo", "{message}"], "echo", {"message": "m"}, "m\n")):
             entry = json.loads(self.cli("install", "--client", "claude-desktop", *words).stdout)["mcpServers"]
             entry = list(entry.values())[0]
-            with McpProcess(cmd=[entry["command"]] + entry["args"], cwd=self.home) as server:
+            with McpProcess(cmd=[entry["command"]] + entry["args"], cwd=self.home, env=dict(self.env, **entry["env"])) as server:
                 server.initialize()
                 self.assertEqual(text_of(server.call(tool, arguments)), expected, server.context())
                 self.assertEqual(server.close(), 0)
@@ -6013,7 +6020,7 @@ class ToolingTests(ToolingCase):
             text = f.read()
         self.assertIn("// my servers", text)
         self.assertIn('"old": {"command": "x"}, // keep', text)
-        self.assertEqual(json.loads(mcpstudio.strip_json_comments(text))["servers"]["echo"]["args"], [MODULE, "echo", "{m}"])
+        self.assertEqual(json.loads(mcpstudio.strip_json_comments(text))["servers"]["echo"]["args"], ENTRY_ARGS + ["echo", "{m}"])
 
     # --- rough edges -------------------------------------------------------
 
@@ -6112,7 +6119,7 @@ class ToolingTests(ToolingCase):
         self.assertIn("repo", outputs[0])
         self.assertEqual(len(outputs[1].splitlines()), 3, outputs[1])
         entry = self.read_json(os.path.join(self.home, ".claude.json"))["mcpServers"]["git"]
-        with McpProcess(cmd=[entry["command"]] + entry["args"], cwd=self.home) as server:
+        with McpProcess(cmd=[entry["command"]] + entry["args"], cwd=self.home, env=dict(self.env, **entry["env"])) as server:
             server.initialize()
             result = server.call("git", {"repo": HERE, "limit": "1"})
             self.assertEqual(len(text_of(result).splitlines()), 1, result)
@@ -6344,6 +6351,84 @@ class ToolingConfigFormatTests(ToolingCase):
             status = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][0]
             self.assertEqual(status["tools"], 1, status)
             self.assertEqual(server.close(), 0)
+
+
+class CachedEntryTests(ToolingCase):
+    """Issue 21: the entry install writes (and the README's snippets) starts from cached bytecode."""
+
+    def copy_module(self, folder) -> str:
+        os.makedirs(folder)
+        shutil.copy(MODULE, folder)
+        return os.path.join(folder, "mcpstudio.py")
+
+    def entry(self, module, *words, env=None):
+        proc = subprocess.run([PY, module, "install", "--client", "claude-desktop"] + list(words), capture_output=True,
+                              text=True, timeout=WAIT, env=env or self.env, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return list(json.loads(proc.stdout)["mcpServers"].values())[0]
+
+    def serve(self, entry, env=None):
+        """The entry started as a client starts it: its command, args and env, in another folder."""
+        env = dict(env or self.env, **entry["env"])
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        return McpProcess(cmd=[entry["command"]] + entry["args"], cwd=self.home, env=env)
+
+    def version(self, entry, env=None) -> str:
+        with self.serve(entry, env) as server:
+            return server.initialize()["result"]["serverInfo"]["version"]
+
+    def edit_version(self, module, version):
+        with open(module) as f:
+            text = f.read()
+        with open(module, "w") as f:
+            f.write(re.sub(r'__version__ = "[^"]*"', '__version__ = "%s"' % version, text, count=1))
+
+    def test_entry_runs_cached_bytecode_and_picks_up_an_edit(self):
+        # The entry is python3 [-P] -m mcpstudio with the module's folder on PYTHONPATH; its first start
+        # leaves bytecode beside the module, and an edited module runs at once (import checks the source).
+        module = self.copy_module(os.path.join(self.dir, "dl"))
+        entry = self.entry(module, "printenv", "{name}")
+        self.assertEqual(entry["args"], ENTRY_ARGS + ["printenv", "{name}"])
+        self.assertEqual(entry["env"]["PYTHONPATH"], os.path.dirname(module))
+        self.assertNotIn("PYTHONPYCACHEPREFIX", entry["env"])
+        with self.serve(entry) as server:
+            self.assertEqual(server.initialize()["result"]["serverInfo"]["version"], mcpstudio.__version__)
+            # What the entry added to the environment reaches no command the tool runs.
+            self.assertTrue(server.call("printenv", {"name": "PYTHONPATH"})["isError"])
+            self.assertEqual(text_of(server.call("printenv", {"name": "HOME"})).strip(), self.home)
+        cached = os.listdir(os.path.join(os.path.dirname(module), "__pycache__"))
+        self.assertTrue([n for n in cached if n.startswith("mcpstudio.") and n.endswith(".pyc")], cached)
+        self.edit_version(module, "9.9.9-edited")
+        self.assertEqual(self.version(entry), "9.9.9-edited")
+
+    def test_entry_for_a_read_only_folder_caches_in_the_user_cache(self):
+        # Where the module's folder cannot hold __pycache__, the entry adds PYTHONPYCACHEPREFIX in the
+        # user's cache folder; the bytecode lands there, and an edit is picked up there too.
+        module = self.copy_module(os.path.join(self.dir, "ro"))
+        cache = os.path.join(self.home, "cache")
+        env = dict(self.env, XDG_CACHE_HOME=cache)
+        from unittest import mock
+        with mock.patch.dict(os.environ, env, clear=True), mock.patch.object(mcpstudio.os, "access", return_value=False):
+            argv, entry_env = mcpstudio.cached_command()
+        self.assertEqual(entry_env["PYTHONPYCACHEPREFIX"], os.path.join(cache, "mcpstudio", "bytecode"))
+        entry = {"command": argv[0], "args": argv[1:] + ["printenv", "{name}"],
+                 "env": dict(entry_env, PYTHONPATH=os.path.dirname(module))}
+        with self.serve(entry, env) as server:
+            server.initialize()
+            self.assertTrue(server.call("printenv", {"name": "PYTHONPYCACHEPREFIX"})["isError"])
+        found = [name for _, _, names in os.walk(entry_env["PYTHONPYCACHEPREFIX"]) for name in names]
+        self.assertTrue([n for n in found if n.startswith("mcpstudio.") and n.endswith(".pyc")], found)
+        self.edit_version(module, "9.9.9-prefix")
+        self.assertEqual(self.version(entry, env), "9.9.9-prefix")
+
+    def test_a_zipapp_or_a_renamed_copy_runs_as_it_is(self):
+        # Only a file named like a module can be started with -m; any other copy keeps the script form.
+        module = self.copy_module(os.path.join(self.dir, "odd"))
+        renamed = os.path.join(os.path.dirname(module), "mcp-studio.py")
+        os.rename(module, renamed)
+        entry = self.entry(renamed, "echo", "{m}")
+        self.assertEqual(entry["args"], [renamed, "echo", "{m}"])
+        self.assertNotIn("PYTHONPATH", entry["env"])
 
 
 CLAUDE = os.environ.get("MCPSTUDIO_CLAUDE", "")
