@@ -5141,6 +5141,9 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
         if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
             raise loader.error(_join(where, "args[%d]" % index), "expected a string")
         spec.args.append(loader.expand(str(arg), _join(where, "args[%d]" % index)))
+    problem = None if spec.url else exec_problem([spec.command] + spec.args, cwd=entry.get("cwd"), batch=False)
+    if problem is not None:  # reported by check and status too, not only when the server is started
+        raise loader.error(where, problem)
     if "cwd" in entry:
         spec.cwd = loader.folder_path(loader.get(entry, "cwd", str, where), _join(where, "cwd"))
     spec.env = loader.environment(entry, where, "env")

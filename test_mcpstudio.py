@@ -950,8 +950,8 @@ class ExecValueTests(ScratchDir):
             os.chdir(old)
 
     def test_upstream_with_nul(self):
-        # An upstream whose args hold a NUL fails to start with a clear reason (it does not stay
-        # "starting"), the other server works, and servers_restart says why instead of -32603.
+        # An upstream whose args hold a NUL is misconfigured from the start with a clear reason (it never
+        # stays "starting"), the other server works, and servers_restart says why instead of -32603.
         fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
         config = os.path.join(self.dir, "agg.json")
         with open(config, "w") as f:
@@ -966,12 +966,37 @@ class ExecValueTests(ScratchDir):
             def bad():
                 servers = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]
                 return [s for s in servers if s["id"] == "bad"][0]
-            self.assertTrue(wait_until(lambda: bad()["status"] == "failed", 5), bad())
+            self.assertEqual(bad()["status"], "misconfigured")
             self.assertIn(reason, json.dumps(bad()))
             reply = server.request("tools/call", {"name": "mcpstudio__servers_restart", "arguments": {"server_id": "bad"}})
             self.assertIn(reason, json.dumps(reply), reply)
             self.assertNotIn("strerror", json.dumps(reply))
             self.assertEqual(text_of(server.call("good__echo", {"text": "y"})), "good: y")
+
+    def test_check_and_status_name_an_upstream_with_nul(self):
+        # Issue 21: check and status report an upstream whose command, args, cwd or env hold a NUL, name
+        # it and where, and exit non-zero; the clean server beside them is listed as usual.
+        config = os.path.join(self.dir, "agg.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"args": {"command": "echo", "args": ["x\u0000y"]},
+                                      "cwd": {"command": "echo", "cwd": "/tmp/\u0000"},
+                                      "env": {"command": "echo", "env": {"K": "v\u0000"}},
+                                      "command": {"command": "e\u0000cho"},
+                                      "fine": {"command": "echo"}}}, f)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        expected = {"args": "mcpServers.args: word 1 of the command line holds a NUL",
+                    "cwd": "mcpServers.cwd: the working folder holds a NUL",
+                    "env": "mcpServers.env.env.K: a value cannot hold a NUL",
+                    "command": "mcpServers.command: the command holds a NUL"}
+        for subcommand in ("check", "status"):
+            with self.subTest(subcommand=subcommand):
+                proc = subprocess.run([PY, MODULE, subcommand, "--config", config], capture_output=True, text=True,
+                                      timeout=WAIT, env=env, stdin=subprocess.DEVNULL)
+                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.split()}
+                for server, reason in expected.items():
+                    self.assertIn("error: %s: %s" % (config, reason), rows[server])
+                self.assertIn("not cached yet", rows["fine"])
 
 
 @unittest.skipUnless(os.name == "posix", "file names as bytes")
