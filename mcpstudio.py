@@ -8279,21 +8279,31 @@ def edited_json_text(text: str, new: dict, path: str) -> str:
 
 def write_file_atomically(path: str, text: str, backup: bool = True) -> str | None:
     """Replace `path` with `text` via a temporary file and rename (mode 0600 for a new file, else
-    the old mode); keep the old file as `path.bak` first. Returns the backup's path, if one was made."""
+    the old mode); keep the old file as `path.bak` first. Returns the backup's path, if one was made.
+
+    A symlink (a dotfiles manager's) stays one: its target is what is replaced. A target that is
+    read-only, or in a folder that is, is refused with a McpStudioError before anything changes."""
     import shutil
     import tempfile
-    folder = os.path.dirname(os.path.abspath(path))
+    link, path = path, os.path.realpath(path)
+    shown = path if link == path else "%s (the target of the link %s)" % (path, link)
+    folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
-    saved = None
     try:
         mode = os.stat(path).st_mode & 0o777
-        if backup:
-            saved = path + ".bak"
-            shutil.copy2(path, saved)
     except FileNotFoundError:
-        mode = 0o600
-    fd, temporary = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
+        mode, backup = 0o600, False
+    if not mode & 0o222:
+        raise McpStudioError("%s is read-only; nothing was changed (make it writable, or edit the file "
+                             "it is made from)" % shown)
     try:
+        fd, temporary = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
+    except OSError as exc:  # a read-only folder or store
+        raise McpStudioError("cannot write %s: %s; nothing was changed" % (shown, exc.strerror or exc)) from None
+    saved = link + ".bak" if backup else None  # beside the name the user gave, as always
+    try:
+        if saved:
+            shutil.copy2(path, saved)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()
@@ -9190,7 +9200,7 @@ def main(argv: list | None = None) -> int:
     except TemplateError as exc:
         sys.stderr.write("mcpstudio: error: bad template: %s\n" % exc)
         return 2
-    except (ConfigError, McpError) as exc:
+    except McpStudioError as exc:  # a bad config, an MCP error, a file that cannot be written
         sys.stderr.write("mcpstudio: error: %s\n" % exc)
         return 1
     except KeyboardInterrupt:  # inspect or call stopped by the user; their child is stopped already

@@ -5826,21 +5826,26 @@ class ToolingTests(ToolingCase):
         # Each client gets its own shape: absolute interpreter and module, paths made absolute.
         self.greeter(os.path.join(self.dir, "scripts"))  # install checks the mode: the folder and config exist
         self.write_json(os.path.join(self.dir, "t.json"), {"tools": [{"name": "t", "command": "echo t"}]})
-        # Claude Desktop on macOS starts servers with launchd's PATH: the entry carries this shell's.
-        desktop = {"env": {"PATH": self.env["PATH"]}} if os.name == "posix" else {}
-        expect = {"claude-code": ("mcpServers", {"type": "stdio", "env": {}}), "claude-desktop": ("mcpServers", desktop),
-                  "cursor": ("mcpServers", {}), "vscode": ("servers", {"type": "stdio"})}
+        # The module runs from cached bytecode (python3 -m mcpstudio, its folder on PYTHONPATH). Claude Desktop
+        # on macOS starts servers with launchd's PATH: the entry carries this shell's.
+        env = {"PYTHONPATH": HERE}
+        desktop = dict(env, PATH=self.env["PATH"]) if os.name == "posix" else env
+        expect = {"claude-code": ("mcpServers", {"type": "stdio", "env": env}),
+                  "claude-desktop": ("mcpServers", {"env": desktop}),
+                  "cursor": ("mcpServers", {"env": env}), "vscode": ("servers", {"type": "stdio", "env": env})}
         for client, (key, extra) in expect.items():
             with self.subTest(client=client):
                 proc = self.cli("install", "--client", client, "--root-directory", "scripts")
                 entry = json.loads(proc.stdout)[key]["scripts"]
-                self.assertEqual(entry, dict(extra, command=os.path.abspath(PY), args=[
-                    MODULE, "--root-directory", os.path.join(self.dir, "scripts")]))
+                self.assertEqual(entry, dict(extra, command=os.path.abspath(PY), args=ENTRY_ARGS + [
+                    "--root-directory", os.path.join(self.dir, "scripts")]))
                 self.assertIn(mcpstudio.client_config_path(client).replace(os.path.expanduser("~"), self.home),
                               proc.stderr)
         proc = self.cli("install", "--client", "codex", "--as", "my tool", "--config=t.json", "serve")
         self.assertEqual(proc.stdout, '[mcp_servers."my tool"]\ncommand = %s\nargs = [%s, "--config=%s", "serve"]\n'
-                         % (json.dumps(os.path.abspath(PY)), json.dumps(MODULE), os.path.join(self.dir, "t.json")))
+                         'env = { PYTHONPATH = %s }\n'
+                         % (json.dumps(os.path.abspath(PY)), ", ".join(map(json.dumps, ENTRY_ARGS)),
+                            os.path.join(self.dir, "t.json"), json.dumps(HERE)))
         # HTTP mode: the URL (and the token as a header); Claude Desktop cannot take one.
         proc = self.cli("install", "--client", "claude-code", "--http", "0.0.0.0:8123", "--http-token", "s3",
                         "echo", "{x}")
@@ -6454,6 +6459,60 @@ class CachedEntryTests(ToolingCase):
         entry = self.entry(renamed, "echo", "{m}")
         self.assertEqual(entry["args"], [renamed, "echo", "{m}"])
         self.assertNotIn("PYTHONPATH", entry["env"])
+
+
+@unittest.skipUnless(hasattr(os, "symlink") and os.name == "posix", "symlinks")
+class SymlinkedConfigTests(ToolingCase):
+    """Issue 21: every editing command writes through a symlinked config (a dotfiles manager's)."""
+
+    def linked(self, name, text):
+        """`name` in HOME as a link to a file of the same name in HOME/dotfiles holding `text`."""
+        target = self.write_json(os.path.join(self.home, "dotfiles", os.path.basename(name)), None, text)
+        os.chmod(target, 0o640)
+        link = os.path.join(self.home, name)
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(target, link)
+        return link, target
+
+    def test_each_editing_command_keeps_the_link(self):
+        link, target = self.linked(os.path.join(".config", "mcpstudio", "config.json"), '{"mcpServers": {}}')
+        source = self.write_json(os.path.join(self.dir, "desktop.json"), {"mcpServers": {"imported": {"command": "x"}}})
+        steps = [(("add", "one", "--", "echo", "hi"), lambda d: "one" in d["mcpServers"]),
+                 (("namespace", "add", "ns", "one"), lambda d: d["namespaces"]["ns"]["servers"] == ["one"]),
+                 (("namespace", "default", "ns"), lambda d: d["defaultNamespace"] == "ns"),
+                 (("import", source, "--write"), lambda d: "imported" in d["mcpServers"]),
+                 (("remove", "one"), lambda d: "one" not in d["mcpServers"])]
+        for words, holds in steps:
+            with self.subTest(command=words[:2]):
+                self.cli(*words)
+                self.assertTrue(os.path.islink(link), words)
+                self.assertEqual(os.readlink(link), target)
+                data = self.read_json(target)
+                self.assertTrue(holds(data), data)
+                self.assertEqual(os.stat(target).st_mode & 0o777, 0o640)  # its mode kept
+                self.assertTrue(os.path.exists(link + ".bak"))  # the backup beside the name given
+        # install --write into a client's config that is a link (Claude Code's ~/.claude.json).
+        claude, claude_target = self.linked(".claude.json", '{"mcpServers": {}}')
+        self.cli("install", "--client", "claude-code", "--write", "echo", "{message}")
+        self.assertTrue(os.path.islink(claude))
+        self.assertIn("echo", self.read_json(claude_target)["mcpServers"])
+
+    def test_a_read_only_target_is_refused_and_left_alone(self):
+        link, target = self.linked(os.path.join(".config", "mcpstudio", "config.json"), '{"mcpServers": {}}')
+        os.chmod(target, 0o444)
+        for words in (("add", "one", "--", "echo", "hi"), ("namespace", "add", "ns")):
+            with self.subTest(command=words[0]):
+                proc = self.cli(*words, code=1)
+                self.assertIn("%s (the target of the link %s) is read-only; nothing was changed" % (target, link),
+                              proc.stderr)
+                with open(target) as f:
+                    self.assertEqual(f.read(), '{"mcpServers": {}}')
+                self.assertTrue(os.path.islink(link))
+                self.assertEqual(sorted(os.listdir(os.path.dirname(target))), ["config.json"])  # no temporary left
+        claude, claude_target = self.linked(".claude.json", "{}")
+        os.chmod(claude_target, 0o444)
+        proc = self.cli("install", "--client", "claude-code", "--write", "echo", "{message}", code=1)
+        self.assertIn("%s (the target of the link %s) is read-only" % (claude_target, claude), proc.stderr)
 
 
 CLAUDE = os.environ.get("MCPSTUDIO_CLAUDE", "")
