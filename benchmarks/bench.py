@@ -228,11 +228,26 @@ def make_specs(args, tmp: str) -> tuple:
     python = args.python or sys.executable
     version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
                              stdout=subprocess.PIPE, text=True, check=True, timeout=TIMEOUT).stdout.strip()
-    module_env = dict(os.environ, PYTHONPATH=os.path.dirname(MCPSTUDIO))
+    bytecode_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    module_env = dict(bytecode_env, PYTHONPATH=os.path.dirname(MCPSTUDIO))
     subprocess.run([python, "-c", "import mcpstudio"], env=module_env, check=True, timeout=TIMEOUT)  # caches bytecode
     specs = [ServerSpec("script", [python, MCPSTUDIO], stderr_of("script"), template=True),
              ServerSpec("module", [python, "-m", "mcpstudio"], stderr_of("module"), template=True, env=module_env)]
     notes = ["mcpstudio and floor on %s (Python %s)" % (python, version)]
+    # "install": exactly the command, args and env that `install --client claude-desktop` prints, for a
+    # copy of the module in a writable folder (a download), bytecode allowed, its first start unmeasured.
+    copy = os.path.join(tmp, "download", "mcpstudio.py")
+    os.makedirs(os.path.dirname(copy))
+    shutil.copy(MCPSTUDIO, copy)
+    printed = subprocess.run([python, copy, "install", "--client", "claude-desktop", "echo", "{message}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True, timeout=TIMEOUT)
+    entry = json.loads(printed.stdout)["mcpServers"]["echo"]
+    if entry["args"][-2:] != ["echo", "{message}"]:
+        raise BenchError("unexpected install entry: %s" % entry)
+    specs.append(ServerSpec("install", [entry["command"]] + entry["args"][:-2], stderr_of("install"), template=True,
+                            env=dict(bytecode_env, **entry.get("env", {}))))
+    notes.append("install: %s, env %s" % (" ".join(map(shlex.quote, [entry["command"]] + entry["args"])),
+                                          sorted(entry.get("env", {}))))
     try:
         specs.append(ServerSpec("zipapp", [python, build_zipapp(python, tmp, specs[0].stderr)],
                                 stderr_of("zipapp"), template=True))
@@ -358,11 +373,13 @@ FIGURES = [  # key, label, unit, scale
     ("peak_rss_mib", "peak RSS", "MiB", 1.0 / (1 << 20)),
 ]
 
-TARGETS = [  # key, mcpstudio column, reference column, ("x", ratio) or ("+", difference): issue 10's goals
-    ("cold_start_ms", "script", "sdk", ("x", 0.25)),
-    ("cold_start_ms", "script", "studio-mcp", ("x", 0.7)),
-    ("peak_rss_mib", "script", "sdk", ("x", 0.6)),
-    ("peak_rss_mib", "script", "studio-mcp", ("x", 0.6)),
+TARGETS = [  # key, mcpstudio column, reference column, ("x", ratio) or ("+", difference): issues 10 and 21
+    ("cold_start_ms", "script", "sdk", ("x", 0.3)),
+    ("cold_start_ms", "script", "studio-mcp", ("x", 0.8)),
+    ("peak_rss_mib", "script", "sdk", ("x", 0.75)),         # both: at most 0.75x the lighter of the two
+    ("peak_rss_mib", "script", "studio-mcp", ("x", 0.75)),
+    ("cold_start_ms", "install", "floor", ("x", 1.25)),
+    ("peak_rss_mib", "install", "floor", ("x", 1.2)),
     ("cold_start_ms", "module", "floor", ("x", 1.25)),
     ("cold_start_ms", "zipapp", "floor", ("x", 1.25)),
     ("peak_rss_mib", "module", "floor", ("x", 1.2)),
@@ -635,14 +652,15 @@ def print_table(results: dict, names: list) -> list:
     """Print the figures side by side, then each target as a ratio; return the targets."""
     head = "%-28s" % "figure" + "".join("%11s" % name for name in names)
     print(head + "\n" + "-" * len(head))
-    for key, label, unit, _ in FIGURES:
+    figures = [figure for figure in FIGURES if figure[0] in results[names[0]]]
+    for key, label, unit, _ in figures:
         for stat in ("median", "p90"):
             title = "%s (%s)" % (label, unit) if stat == "median" else ""
             print("%-21s %-6s" % (title, stat) + "".join("%11.2f" % results[name][key][stat] for name in names))
     print()
     targets = []
     for key, mine_name, other_name, (kind, amount) in TARGETS:
-        if mine_name not in results or other_name not in results:
+        if mine_name not in results or other_name not in results or key not in results[mine_name]:
             continue
         label, unit = next((f[1], f[2]) for f in FIGURES if f[0] == key)
         mine, other = results[mine_name][key]["median"], results[other_name][key]["median"]
@@ -670,6 +688,8 @@ def parse_args(argv=None):
     parser.add_argument("--studio-mcp", help="a folder holding studio-mcp with its node_modules "
                         "(default: $MCPSTUDIO_STUDIO_MCP; none: no studio-mcp column)")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    parser.add_argument("--starts-only", action="store_true", help="only cold start and peak memory "
+                        "(no calls, discovery, aggregator or HTTP figures)")
     args = parser.parse_args(argv)
     args.runs = args.runs or (5 if args.quick else 20)
     if args.runs < 2:
@@ -695,13 +715,13 @@ def main(argv=None) -> int:
             print("server:   %-10s %s" % (spec.name, " ".join(map(shlex.quote, spec.argv("echo")))))
         print()
         try:
-            raw = {"cold_start_ms": cold_start(specs, args.runs),
-                   "per_call_ms": per_call(specs, args.calls),
-                   "burst_ms": concurrency(specs, args.bursts),
-                   "peak_rss_mib": peak_memory(specs, args.runs)}
-            found = discovery(args, tmp, specs[0].stderr)
-            aggregated = aggregator(args, tmp, specs[0].stderr)
-            served = http_figures(args, tmp, specs[0].stderr)
+            raw = {"cold_start_ms": cold_start(specs, args.runs), "peak_rss_mib": peak_memory(specs, args.runs)}
+            found = aggregated = served = None
+            if not args.starts_only:
+                raw.update(per_call_ms=per_call(specs, args.calls), burst_ms=concurrency(specs, args.bursts))
+                found = discovery(args, tmp, specs[0].stderr)
+                aggregated = aggregator(args, tmp, specs[0].stderr)
+                served = http_figures(args, tmp, specs[0].stderr)
         except BenchError as error:
             print("bench: error: %s" % error, file=sys.stderr)
             for spec in specs:
@@ -719,9 +739,11 @@ def main(argv=None) -> int:
     results = {name: {key: summary(raw[key][name], scales[key]) for key in raw}
                for name in names}
     targets = print_table(results, names)
-    discovered = print_discovery(found)
-    upstreams = print_aggregator(aggregated)
-    over_http = print_http(served)
+    discovered = upstreams = over_http = None
+    if not args.starts_only:
+        discovered = print_discovery(found)
+        upstreams = print_aggregator(aggregated)
+        over_http = print_http(served)
     if args.json:
         print(json.dumps({"command": command, "machine": platform.platform(),
                           "python": platform.python_version(), "notes": notes,
