@@ -3299,6 +3299,11 @@ class Catalog:
         return any(getattr(s, "prompts", False) for s in self.sources)
 
     @property
+    def has_completions(self) -> bool:
+        """Whether any source completes prompt and resource-template arguments (upstreams may)."""
+        return any(getattr(s, "completions", False) for s in self.sources)
+
+    @property
     def refusal(self):
         """An McpError every request is answered with (a config that cannot serve), or None."""
         return next((s.refusal for s in self.sources if getattr(s, "refusal", None)), None)
@@ -3405,6 +3410,23 @@ class Catalog:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % public)
         return await route[0].get_prompt(route[1], arguments, ctx)
 
+    async def complete(self, ref: dict, params: dict, ctx):
+        """`completion/complete` from the source that owns `ref`: a prompt by its public name, a
+        resource template (or resource) by its URI."""
+        if ref.get("type") == "ref/prompt":
+            if ref.get("name") not in self._prompts:
+                await self.prompts()
+            route = self._prompts.get(ref.get("name"))
+            owners = [(route[0], dict(ref, name=route[1]))] if route else []
+        else:
+            owners = [(s, ref) for s in self.sources if getattr(s, "completions", False)]
+        for source, own_ref in owners:
+            result = await source.complete(own_ref, params, ctx)
+            if result is not None:
+                return result
+        raise McpError(INVALID_PARAMS, "Invalid params: no prompt or resource template %s to complete"
+                       % json.dumps(ref.get("name", ref.get("uri"))))
+
     async def close(self):
         """Close every source (stops what they started)."""
         for source in self.sources:
@@ -3452,6 +3474,8 @@ class Server:
             })
         if catalog.has_prompts:
             self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
+        if catalog.has_completions:
+            self.methods["completion/complete"] = self.complete
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
 
@@ -3534,6 +3558,8 @@ class Server:
             capabilities["resources"] = {"listChanged": self.catalog.dynamic}
         if self.catalog.has_prompts:
             capabilities["prompts"] = {"listChanged": self.catalog.dynamic}
+        if self.catalog.has_completions:
+            capabilities["completions"] = {}
         return capabilities
 
     def initialize(self, params, ctx):
@@ -3599,6 +3625,15 @@ class Server:
         """`prompts/get`."""
         name, arguments = _name_and_arguments(params, "prompts/get")
         return await self.catalog.get_prompt(name, arguments, ctx)
+
+    async def complete(self, params, ctx):
+        """`completion/complete`: routed by its reference to the server that owns the prompt or template."""
+        ref = params.get("ref")
+        if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource") or \
+                not isinstance(params.get("argument"), dict):
+            raise McpError(INVALID_PARAMS, "Invalid params: completion/complete needs `ref` (ref/prompt or "
+                           "ref/resource) and an `argument` object")
+        return await self.catalog.complete(ref, params, ctx)
 
     def set_level(self, params, ctx):
         """`logging/setLevel`: the least severe level sent to this client."""
@@ -6368,6 +6403,7 @@ class Aggregator:
     dynamic = True
     resources = True
     prompts = True
+    completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
 
     def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
                  separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
@@ -6685,6 +6721,23 @@ class Aggregator:
         if route is None:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
         return await self._upstream(route[0]).forward("prompts/get", {"name": route[1], "arguments": arguments}, ctx)
+
+    async def complete(self, ref: dict, params: dict, ctx):
+        """Forward `completion/complete` to the upstream that owns the prompt or resource (template) `ref`
+        names, under its own name; None when no upstream does."""
+        if ref["type"] == "ref/prompt":
+            route = self._prompt_routes.get(ref.get("name"))
+            upstream, ref = (self._upstream(route[0]), dict(ref, name=route[1])) if route else (None, ref)
+        else:
+            uri = ref.get("uri")
+            upstream = next((u for u in self._active() for t in ((u.known() or {}).get("resourceTemplates") or ())
+                             if t.get("uriTemplate") == uri), None)
+            if upstream is None and uri in self._uris:
+                upstream = self._upstream(self._uris[uri])
+        if upstream is None:
+            return None
+        forwarded = {key: params[key] for key in ("argument", "context") if key in params}
+        return await upstream.forward("completion/complete", dict(forwarded, ref=ref), ctx)
 
     async def close(self):
         """Stop every upstream (stdin closed, SIGTERM, SIGKILL) and the file watch."""

@@ -5500,6 +5500,14 @@ class RealUpstreamTests(ScratchDir):
                         resources = await session.list_resources()
                         first = await session.read_resource(resources.resources[0].uri)
                         prompts = await session.list_prompts()
+                        # completion/complete goes to the upstream that owns the prompt or template (issue 18)
+                        from mcp.types import PromptReference, ResourceTemplateReference
+                        department = await session.complete(
+                            PromptReference(type="ref/prompt", name="everything__completable-prompt"),
+                            {"name": "department", "value": "E"})
+                        resource_id = await session.complete(
+                            ResourceTemplateReference(type="ref/resource", uri="demo://resource/dynamic/text/{resourceId}"),
+                            {"name": "resourceId", "value": "1"})
                         servers = await session.call_tool("mcpstudio__servers_list", {})
                         print(json.dumps({
                             "capabilities": sorted(k for k, v in init.capabilities.model_dump().items() if v is not None),
@@ -5508,13 +5516,15 @@ class RealUpstreamTests(ScratchDir):
                             "now": json.loads(now.content[0].text), "slow": slow.is_error, "steps": steps,
                             "resource": str(first.contents[0].uri), "prompts": [p.name for p in prompts.prompts],
                             "servers": [(s["id"], s["status"]) for s in servers.structured_content["servers"]],
+                            "completed": [department.completion.values, resource_id.completion.values],
                         }))
             anyio.run(main)
             """
         for run in ("cold", "cached"):  # the second run lists from the cache, starting nothing
             with self.subTest(run=run):
                 out = self.run_client(code, CONFIG=config, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
-                self.assertEqual(out["capabilities"], ["logging", "prompts", "resources", "tools"])
+                self.assertEqual(out["capabilities"], ["completions", "logging", "prompts", "resources", "tools"])
+                self.assertEqual(out["completed"], [["Engineering"], ["1"]])
                 self.assertIn("everything__echo", out["tools"])
                 self.assertIn("time__get_current_time", out["tools"])
                 self.assertIn("mcpstudio__servers_list", out["tools"])
