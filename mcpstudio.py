@@ -2247,6 +2247,8 @@ class Session:
         self.on_notification = on_notification
         self.log = log
         self.inflight = {}  # request id -> (task, CallContext)
+        self.pending = {}   # id of a request we sent the client -> the future of its answer
+        self.client_capabilities = {}  # what the client declared in `initialize`
         self.log_level = "info"
         self.closed = False
 
@@ -2327,7 +2329,10 @@ class Session:
         method = message.get("method")
         if method is None:
             if "result" in message or "error" in message:
-                return None  # a response to a request of ours: none are outstanding
+                future = self.pending.get(request_id)
+                if future is not None and not future.done():
+                    future.set_result(message)
+                return None  # a response to a request of ours (or to one given up on: dropped)
             return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: no `method`"))
         if not isinstance(method, str):
             return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: `method` must be a string"))
@@ -2387,6 +2392,28 @@ class Session:
     def notify(self, method: str, params: dict, related=None):
         """Send a notification; `related` is the id of the request it belongs to, if any."""
         self.transport.send({"jsonrpc": "2.0", "method": method, "params": params}, related=related)
+
+    async def request(self, method: str, params: dict, timeout: float):
+        """Ask the client (an upstream's sampling, elicitation or roots request): its result, or its error
+        as McpError. Given up on (a timeout, a cancel), the client is told with notifications/cancelled."""
+        request_id = "mcpstudio-%s" % os.urandom(6).hex()
+        future = self.pending[request_id] = asyncio.get_running_loop().create_future()
+        self.transport.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        try:
+            reply = await asyncio.wait_for(future, timeout)
+        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+            timed_out = isinstance(exc, asyncio.TimeoutError)
+            self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timed out after %g s"
+                                                    % timeout if timed_out else "the server cancelled it"})
+            if timed_out:
+                raise McpError(INTERNAL_ERROR, "the client did not answer %s within %g s" % (method, timeout))
+            raise
+        finally:
+            self.pending.pop(request_id, None)
+        error = reply.get("error")
+        if isinstance(error, dict):
+            raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message", "")), error.get("data"))
+        return reply.get("result")
 
     def log_to_client(self, level: str, text: str, logger: str = "mcpstudio"):
         """Send `notifications/message` when `level` reaches the client's chosen level."""
@@ -3312,11 +3339,12 @@ class Catalog:
         """What SIGHUP should call (a source that re-reads its config), or None to stop on it."""
         return next((s.reload_signal for s in self.sources if hasattr(s, "reload_signal")), None)
 
-    def session_started(self):
-        """`initialize` was answered: sources may begin what waits for a client (eager starts)."""
+    def session_started(self, session=None):
+        """`initialize` was answered (by `session`, in the handshake era): sources may begin what waits
+        for a client (eager starts)."""
         for source in self.sources:
             if hasattr(source, "session_started"):
-                source.session_started()
+                source.session_started(session)
 
     def start(self, events):
         """Begin each source's background work; changes are reported to `events`."""
@@ -3515,6 +3543,10 @@ class Server:
             held, self._held_logs = self._held_logs, []
             for level, text, logger in held:
                 session.log_to_client(level, text, logger)
+        elif method == "notifications/roots/list_changed":
+            for source in self.catalog.sources:
+                if hasattr(source, "client_notification"):
+                    source.client_notification(method, params, session)
 
     def forget(self, session):
         """A session ended (an HTTP session deleted or expired)."""
@@ -3577,7 +3609,9 @@ class Server:
         }
         if self.instructions:
             result["instructions"] = self.instructions
-        self.catalog.session_started()
+        capabilities = params.get("capabilities")
+        ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.catalog.session_started(ctx.session)
         return result
 
     def ping(self, params, ctx):
@@ -5725,6 +5759,7 @@ class McpClient(RpcClient):
     def __init__(self, name: str, on_message, note):
         super().__init__(name, on_message, note)
         self.capabilities, self.server_info, self.protocol_version = {}, {}, None
+        self.offered = {}  # the client capabilities it declares: those of the client mcpstudio serves
 
     @property
     def modern(self) -> bool:
@@ -5733,7 +5768,7 @@ class McpClient(RpcClient):
 
     @modern.setter
     def modern(self, value: bool):
-        self.meta = {META_VERSION: MODERN_VERSIONS[0], META_CAPABILITIES: {},
+        self.meta = {META_VERSION: MODERN_VERSIONS[0], META_CAPABILITIES: self.offered,
                      "io.modelcontextprotocol/clientInfo": {"name": "mcpstudio", "version": __version__}} \
             if value else None
 
@@ -5742,7 +5777,7 @@ class McpClient(RpcClient):
         self.modern = False
         try:
             result = await self.request("initialize", {
-                "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": self.offered,
                 "clientInfo": {"name": "mcpstudio", "version": __version__}})
         except UpstreamError as exc:
             if exc.code in (SERVER_NOT_RUNNING, SERVER_TIMEOUT):
@@ -5888,6 +5923,7 @@ class Upstream:
         self.log = hub.log
         self.state = "stopped"   # stopped, starting, running, failed, crashed, stopped-by-user, ...
         self.client = McpClient(spec.id, self._server_message, self.note)
+        self._asking = {}  # id of a request the server sent us -> the task asking mcpstudio's client
         self.cache = ListingCache(os.path.join(hub.cache_dir, "server-%s.json" % spec.launch), hub.log)
         self.transport = self.protocol = self.pid = None
         self.progress = {}       # our progress token -> the client's CallContext
@@ -5943,6 +5979,8 @@ class Upstream:
             return self.listing
         if self.cached is None:
             self.cached = self.cache.read() or {}
+        if self.cached.get("offered", []) != sorted(self.hub.offered()):
+            return None  # listed for a client that offered other features (sampling, roots...): list again
         return self.cached or None
 
     def usable(self) -> bool:
@@ -6077,6 +6115,7 @@ class Upstream:
         await self._shake_hands(started)
 
     async def _handshake(self):
+        self.client.offered = self.hub.offered()
         await self.client.open()
         await self.refresh()
 
@@ -6128,6 +6167,7 @@ class Upstream:
         """List what the server offers, keep it, cache it, and tell the hub when it changed."""
         before = self.known()
         listing = self.listing = await self.client.listing(self.spec.startup_timeout)
+        listing["offered"] = sorted(self.client.offered)  # a server may list other tools to another client
         self.cache.write(listing, self.spec.key)
         if before is None or any(before.get(k) != listing[k] for k in ("tools", "resources", "resourceTemplates", "prompts")):
             self.hub.changed()
@@ -6234,13 +6274,18 @@ class Upstream:
         """A request or notification from the server."""
         method = message["method"]
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        if "id" in message:  # a request to us: we offer no client features
-            reply = {"jsonrpc": "2.0", "id": message["id"]}
-            if method == "ping":
-                reply["result"] = {}
-            else:
-                reply["error"] = {"code": METHOD_NOT_FOUND, "message": "mcpstudio does not offer %s" % method}
-            self.send(reply)
+        if "id" in message and method == "ping":
+            self.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+        elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
+            request_id = message["id"]
+            if isinstance(request_id, (str, int)) and request_id not in self._asking:
+                self._asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params))
+        elif method == "notifications/cancelled":
+            asking = self._asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
+            if asking is not None:
+                asking.cancel()
+        elif method == "notifications/elicitation/complete" and self.hub.downstream is not None:
+            self.hub.downstream.notify(method, params)
         elif method == "notifications/progress":
             token = params.get("progressToken")
             ctx = self.progress.get(token) if isinstance(token, (str, int)) else None  # a list cannot be a key
@@ -6254,6 +6299,23 @@ class Upstream:
                 self._relisting = asyncio.ensure_future(self._refresh_quietly())
             else:
                 self._relist_again = True  # one listing in flight, one pending: a burst costs two
+
+    async def _ask_client(self, request_id, method: str, params: dict):
+        """Put a request of the server's to mcpstudio's client; send the answer back under the server's id."""
+        reply = {"jsonrpc": "2.0", "id": request_id}
+        client = self.hub.downstream
+        try:
+            if client is None or client.closed:
+                raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s (%s)" % (method, self.hub.no_client))
+            reply["result"] = await client.request(method, params, self.spec.tool_timeout)
+        except McpError as exc:
+            reply["error"] = exc.to_json()
+        except asyncio.CancelledError:
+            return  # the server cancelled it: no answer
+        finally:
+            self._asking.pop(request_id, None)
+        if self.state in ("starting", "running"):
+            self.send(reply)
 
     async def _refresh_quietly(self):
         while True:
@@ -6428,6 +6490,8 @@ class Aggregator:
         self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
         self._uris = {}         # resource uri -> Upstream
         self._prompt_routes = {}
+        self.downstream = None      # the Session of the client served (stdio, or a single --http session)
+        self.no_client = ""     # why upstreams are offered no client capabilities, once that is decided
         self._watcher = None
         self._reading = None    # the task reading listings from disk
         self._reloading = None
@@ -6472,9 +6536,26 @@ class Aggregator:
         if self.watch_interval and self.config_path:
             self._watcher = asyncio.ensure_future(self._watch())
 
-    def session_started(self):
-        """A client finished `initialize`: start eager and uncached servers."""
+    def session_started(self, session=None):
+        """A client finished `initialize`: start eager and uncached servers, offering each what it offers."""
+        if session is not None and self.downstream is None and not self.no_client:
+            self.downstream = session
+        elif session is not None and session is not self.downstream:  # a second HTTP session: whose would it be?
+            self.downstream = None
+            self.no_client = "several clients share these servers (over --http): sampling, elicitation and roots " \
+                             "are offered only to the servers of a single client"
         asyncio.ensure_future(self._start_early())
+
+    def offered(self) -> dict:
+        """The client capabilities an upstream is told of: exactly those of mcpstudio's own client."""
+        return dict(self.downstream.client_capabilities) if self.downstream is not None else {}
+
+    def client_notification(self, method: str, params: dict, session):
+        """The client's roots changed: tell every running server that was offered them."""
+        if session is self.downstream:
+            for upstream in self.upstreams.values():
+                if upstream.state == "running" and "roots" in upstream.client.offered:
+                    upstream.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def _start_early(self):
         """Start the eager servers, and those with nothing cached (the client lists tools next)."""

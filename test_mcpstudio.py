@@ -5540,6 +5540,71 @@ class RealUpstreamTests(ScratchDir):
                 self.assertEqual(out["servers"], [["everything", "running"], ["time", "running"]])
 
 
+    def test_client_features_pass_through(self):
+        # Issue 18: the client's sampling, elicitation and roots reach server-everything through mcpstudio over
+        # stdio: it lists all 17 tools (as to the client directly), and each round trip returns what the client
+        # answered. A client that offers none of them is seen as offering none: the 13 tools it lists then.
+        config = os.path.join(self.dir, "everything.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"everything": {"command": EVERYTHING, "args": ["stdio"]}}}, f)
+        code = """
+            import anyio, json, os, sys
+            from mcp import ClientSession, StdioServerParameters, stdio_client, types
+
+            async def sampling(context, params):
+                return types.CreateMessageResult(role="assistant", model="test-model", stopReason="endTurn",
+                                                 content=types.TextContent(type="text", text="sampled-by-the-client"))
+
+            async def elicitation(context, params):
+                return types.ElicitResult(action="accept", content={"name": "Ada Lovelace", "check": True,
+                                          "color": "blue", "email": "ada@example.com", "integer": 7, "number": 1.5})
+
+            async def roots(context):
+                return types.ListRootsResult(roots=[types.Root(uri="file:///srv/client-root", name="client-root")])
+
+            async def main():
+                params = StdioServerParameters(command=os.environ["SERVER_PY"], env=dict(os.environ),
+                                               args=[os.environ["MCPSTUDIO"], "serve", "--config", os.environ["CONFIG"]])
+                offer = sys.argv[1:] == ["offer"]
+                callbacks = dict(sampling_callback=sampling, elicitation_callback=elicitation,
+                                 list_roots_callback=roots) if offer else {}
+                async with stdio_client(params) as (read, write):
+                    async with ClientSession(read, write, **callbacks) as session:
+                        await session.initialize()
+                        names = [t.name for t in (await session.list_tools()).tools if t.name.startswith("everything__")]
+                        out = {"tools": names}
+                        if offer:
+                            for name, arguments in (("trigger-sampling-request", {"prompt": "hi", "maxTokens": 5}),
+                                                    ("trigger-elicitation-request", {}), ("get-roots-list", {})):
+                                result = await session.call_tool("everything__" + name, arguments)
+                                out[name] = [result.is_error, " ".join(c.text for c in result.content if c.type == "text")]
+                        print(json.dumps(out))
+            anyio.run(main)
+            """
+        cache = os.path.join(self.dir, "cache")
+        for offer in ("offer", "offer", "none"):  # the second run lists from the cache; the third offers nothing
+            with self.subTest(offer=offer):
+                proc = subprocess.run([SDK_PYTHON, "-c", textwrap.dedent(code), offer], capture_output=True, text=True,
+                                      timeout=90, env=dict(os.environ, MCPSTUDIO=MODULE, SERVER_PY=PY, CONFIG=config,
+                                                           XDG_CACHE_HOME=cache))
+                self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+                out = json.loads(proc.stdout.strip().splitlines()[-1])
+                features = {"everything__trigger-sampling-request", "everything__trigger-elicitation-request",
+                            "everything__get-roots-list"}
+                if offer == "none":
+                    self.assertEqual(len(out["tools"]), 13, out["tools"])
+                    self.assertFalse(features & set(out["tools"]), out["tools"])
+                    continue
+                self.assertEqual(len(out["tools"]), 17, out["tools"])
+                self.assertLessEqual(features, set(out["tools"]))
+                self.assertEqual(out["trigger-sampling-request"][0], False)
+                self.assertIn("sampled-by-the-client", out["trigger-sampling-request"][1])
+                self.assertIn("test-model", out["trigger-sampling-request"][1])
+                self.assertEqual(out["trigger-elicitation-request"][0], False)
+                self.assertIn("Ada Lovelace", out["trigger-elicitation-request"][1])
+                self.assertIn("file:///srv/client-root", out["get-roots-list"][1])
+
+
 @unittest.skipUnless(INSPECTOR and os.path.exists(INSPECTOR), "the MCP Inspector CLI is not installed (set MCPSTUDIO_INSPECTOR)")
 class InspectorInteropTests(unittest.TestCase):
     def inspector(self, *args):
