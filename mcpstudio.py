@@ -6305,8 +6305,10 @@ class Upstream:
         reply = {"jsonrpc": "2.0", "id": request_id}
         client = self.hub.downstream
         try:
-            if client is None or client.closed:
-                raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s (%s)" % (method, self.hub.no_client))
+            needs = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+            if client is None or client.closed or (method in needs and needs[method] not in client.client_capabilities):
+                raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s%s" % (
+                    method, " (%s)" % self.hub.no_client if self.hub.no_client else ""))
             reply["result"] = await client.request(method, params, self.spec.tool_timeout)
         except McpError as exc:
             reply["error"] = exc.to_json()

@@ -4147,6 +4147,7 @@ def fake_server(args):
         {"name": "sleep", "description": "Sleep, reporting progress",
          "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
         {"name": "crash", "description": "Exit in the middle of the call", "inputSchema": {"type": "object"}},
+        {"name": "ask", "description": "Ask the client (roots/list by default)", "inputSchema": {"type": "object"}},
         {"name": "env", "description": "Read a variable",
          "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
         {"name": "dotted.name/x", "description": "A name clients reject", "inputSchema": {"type": "object"}},
@@ -4163,6 +4164,7 @@ def fake_server(args):
         TOOLS = [t for t in TOOLS if t["name"] in ONLY.split(",")]
     stalled = []
     cancelled = set()
+    answers = {}  # id of a request this server sent its client -> the answer
 
     def send(message):
         with lock:
@@ -4192,6 +4194,16 @@ def fake_server(args):
                           "params": {"progressToken": token, "progress": step, "total": 1000, "message": "step %d" % step}})
                 time.sleep(0.05)
             return {"content": [{"type": "text", "text": "slept"}]}
+        if name == "ask":  # a request to the client (roots/list by default); unanswered by `cancel_after`: cancelled
+            ask_id = "ask-%s" % request_id
+            send({"jsonrpc": "2.0", "id": ask_id, "method": arguments.get("method", "roots/list"), "params": {}})
+            started = time.time()
+            while ask_id not in answers and time.time() - started < float(arguments.get("cancel_after", 10)):
+                time.sleep(0.02)
+            if ask_id not in answers:
+                send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": ask_id}})
+                return {"content": [{"type": "text", "text": "gave up"}]}
+            return {"content": [{"type": "text", "text": json.dumps(answers[ask_id])}]}
         if name == "crash":
             sys.stderr.write("fake: crashing on purpose\n")
             sys.stderr.flush()
@@ -4294,7 +4306,10 @@ def fake_server(args):
         if not line.strip():
             continue
         message = json.loads(line)
-        if message.get("method") == "tools/call" and message["params"]["name"] == "sleep":
+        if "method" not in message:  # an answer to a request of ours
+            answers[message.get("id")] = message
+            continue
+        if message.get("method") == "tools/call" and message["params"]["name"] in ("sleep", "ask"):
             threading.Thread(target=handle, args=(message,), daemon=True).start()
         else:
             handle(message)
@@ -5122,6 +5137,55 @@ class AggregatorReliabilityTests(AggregatorCase):
             self.assertEqual(len(self.started()), 1)  # started once
             status = json.loads(text_of(server.call("mcpstudio__servers_list", {})))["servers"][0]
             self.assertEqual(status["status"], "running")
+
+
+class ClientFeatureTests(AggregatorCase):
+    """Issue 18: an upstream's requests to the client go to mcpstudio's client and back, cancels too."""
+
+    def serve(self, capabilities):
+        config = os.path.join(self.dir, "agg.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"fake": {"command": PY, "args": [self.fake, "--name", "fake"]}}}, f)
+        server = McpProcess("serve", "--config", config, env=self.env)
+        server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                                      "clientInfo": {"name": "test", "version": "0"}})
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return server
+
+    def asked(self, server, count=1):
+        """The `count`th request mcpstudio sent the client (a message with a method and an id)."""
+        def requests():
+            return [m for m in list(server.notifications) if "id" in m]
+        self.assertTrue(wait_until(lambda: len(requests()) >= count), server.context())
+        return requests()[count - 1]
+
+    def test_a_request_reaches_the_client_and_its_answer_the_server(self):
+        with self.serve({"roots": {"listChanged": True}}) as server:
+            server.send({"jsonrpc": "2.0", "id": "c1", "method": "tools/call", "params": {"name": "fake__ask", "arguments": {}}})
+            asked = self.asked(server)
+            self.assertEqual(asked["method"], "roots/list")
+            self.assertFalse(asked["id"].startswith("ask-"))  # mcpstudio's own id, mapped back to the server's
+            server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": "file:///client/root"}]}})
+            answer = json.loads(text_of(server.wait_response("c1")["result"]))
+            self.assertTrue(answer.pop("id").startswith("ask-"))
+            self.assertEqual(answer, {"jsonrpc": "2.0", "result": {"roots": [{"uri": "file:///client/root"}]}})
+            # The server gives up on a second question: the client is told, and a late answer goes nowhere.
+            server.send({"jsonrpc": "2.0", "id": "c2", "method": "tools/call",
+                         "params": {"name": "fake__ask", "arguments": {"cancel_after": 0.3}}})
+            asked = self.asked(server, 2)
+            self.assertTrue(wait_until(lambda: [n for n in server.notifications_of("notifications/cancelled")
+                                                if n["params"]["requestId"] == asked["id"]]), server.context())
+            self.assertEqual(text_of(server.wait_response("c2")["result"]), "gave up")
+            server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": []}})
+            self.assertEqual(text_of(server.call("fake__echo", {"text": "still fine"})), "fake: still fine")
+
+    def test_a_client_without_the_capability_is_not_asked(self):
+        # The server's request gets -32601 with the reason, as from a client that offers no roots.
+        with self.serve({}) as server:
+            answer = json.loads(text_of(server.call("fake__ask", {})))
+            self.assertEqual(answer["error"]["code"], -32601)
+            self.assertIn("roots/list", answer["error"]["message"])
+            self.assertEqual([m for m in server.notifications if "id" in m], [])
 
 
 class UpstreamFramingTests(unittest.TestCase):
