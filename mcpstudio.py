@@ -3675,6 +3675,9 @@ class Server:
         if level not in LOG_LEVELS:
             raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
         ctx.session.log_level = level
+        for source in self.catalog.sources:
+            if hasattr(source, "set_level"):
+                source.set_level(level, ctx.session)
         return {}
 
 
@@ -6117,6 +6120,8 @@ class Upstream:
     async def _handshake(self):
         self.client.offered = self.hub.offered()
         await self.client.open()
+        if self.hub.log_level and "logging" in self.client.capabilities and not self.client.modern:
+            await self.set_level(self.hub.log_level)
         await self.refresh()
 
     async def _shake_hands(self, started):
@@ -6299,6 +6304,13 @@ class Upstream:
                 self._relisting = asyncio.ensure_future(self._refresh_quietly())
             else:
                 self._relist_again = True  # one listing in flight, one pending: a burst costs two
+
+    async def set_level(self, level: str):
+        """Pass the client's `logging/setLevel` on (a server that refuses it is noted, not failed)."""
+        try:
+            await self.request("logging/setLevel", {"level": level}, self.spec.tool_timeout)
+        except UpstreamError as exc:
+            self.note("logging/setLevel %s failed: %s" % (level, exc.message))
 
     async def _ask_client(self, request_id, method: str, params: dict):
         """Put a request of the server's to mcpstudio's client; send the answer back under the server's id."""
@@ -6494,6 +6506,7 @@ class Aggregator:
         self._prompt_routes = {}
         self.downstream = None      # the Session of the client served (stdio, or a single --http session)
         self.no_client = ""     # why upstreams are offered no client capabilities, once that is decided
+        self.log_level = None   # the level the client set with logging/setLevel, passed on to every server
         self._watcher = None
         self._reading = None    # the task reading listings from disk
         self._reloading = None
@@ -6547,6 +6560,14 @@ class Aggregator:
             self.no_client = "several clients share these servers (over --http): sampling, elicitation and roots " \
                              "are offered only to the servers of a single client"
         asyncio.ensure_future(self._start_early())
+
+    def set_level(self, level: str, session):
+        """The client chose a log level: every running server is told, and each server started later."""
+        if session is self.downstream:
+            self.log_level = level
+            for upstream in self.upstreams.values():
+                if upstream.state == "running" and "logging" in upstream.client.capabilities and not upstream.client.modern:
+                    asyncio.ensure_future(upstream.set_level(level))
 
     def offered(self) -> dict:
         """The client capabilities an upstream is told of: exactly those of mcpstudio's own client."""

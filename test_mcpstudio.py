@@ -4257,6 +4257,10 @@ def fake_server(args):
                 del result["capabilities"]["tools"]
         elif method == "ping":
             result = {}
+        elif method == "logging/setLevel":
+            with open(opt("--level-file", os.devnull), "a") as f:
+                f.write(params.get("level", "?") + "\n")
+            result = {}
         elif method == "tools/list" and "--no-tools" in args:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no tools here"}})
             return
@@ -5178,6 +5182,25 @@ class ClientFeatureTests(AggregatorCase):
             self.assertEqual(text_of(server.wait_response("c2")["result"]), "gave up")
             server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": []}})
             self.assertEqual(text_of(server.call("fake__echo", {"text": "still fine"})), "fake: still fine")
+
+    def test_log_level_reaches_every_server(self):
+        # logging/setLevel is passed on to a running server, and to one started after it was set.
+        levels = [os.path.join(self.dir, "levels-%s" % name) for name in ("a", "b")]
+        config = os.path.join(self.dir, "agg.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {name: {"command": PY, "args": [self.fake, "--name", name, "--level-file", path]}
+                                      for name, path in zip(("a", "b"), levels)}}, f)
+        with McpProcess("serve", "--config", config, env=self.env) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("a__echo", {"text": "x"})), "a: x")
+            server.call("mcpstudio__servers_stop", {"server_id": "b"})
+            self.assertEqual(server.request("logging/setLevel", {"level": "debug"})["result"], {})
+            self.assertTrue(wait_until(lambda: os.path.exists(levels[0])))
+            server.call("mcpstudio__servers_start", {"server_id": "b"})
+            self.assertEqual(text_of(server.call("b__echo", {"text": "y"})), "b: y")
+            for path in levels:
+                with open(path) as f:
+                    self.assertEqual(f.read(), "debug\n")
 
     def test_a_client_without_the_capability_is_not_asked(self):
         # The server's request gets -32601 with the reason, as from a client that offers no roots.
