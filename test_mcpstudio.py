@@ -4147,13 +4147,14 @@ def fake_server(args):
         {"name": "sleep", "description": "Sleep, reporting progress",
          "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
         {"name": "crash", "description": "Exit in the middle of the call", "inputSchema": {"type": "object"}},
-        {"name": "ask", "description": "Ask the client (roots/list by default)", "inputSchema": {"type": "object"}},
         {"name": "env", "description": "Read a variable",
          "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
         {"name": "dotted.name/x", "description": "A name clients reject", "inputSchema": {"type": "object"}},
     ] + [{"name": "t%04d" % i, "description": "tool %d" % i, "inputSchema": {"type": "object"}} for i in range(COUNT)]
     if "--task-support" in args:  # tools of the tasks era say how they run as a task
         TOOLS[0] = dict(TOOLS[0], execution={"taskSupport": "optional"})
+    if "--ask" in args:
+        TOOLS.append({"name": "ask", "description": "Ask the client (roots/list by default)", "inputSchema": {"type": "object"}})
     if opt("--extra-tool"):  # a tool listed without an inputSchema, under the given name
         TOOLS.append({"name": opt("--extra-tool"), "description": "No schema"})
     for extra in (opt("--more-tools") or "").split(","):  # more tools, answering "NAME called"
@@ -4415,7 +4416,7 @@ class AggregatorTests(AggregatorCase):
                 "tools": [{"name": "hello", "command": "echo hello {who}"}]}
         with self.serve(data) as server:
             init = server.initialize()["result"]
-            self.assertEqual(set(init["capabilities"]), {"tools", "resources", "prompts", "logging"})
+            self.assertEqual(set(init["capabilities"]), {"tools", "resources", "prompts", "logging", "completions"})
             result = server.request("tools/list")["result"]
             tools = {t["name"]: t for t in result["tools"]}
             names = [t["name"] for t in result["tools"]]
@@ -5149,7 +5150,7 @@ class ClientFeatureTests(AggregatorCase):
     def serve(self, capabilities):
         config = os.path.join(self.dir, "agg.json")
         with open(config, "w") as f:
-            json.dump({"mcpServers": {"fake": {"command": PY, "args": [self.fake, "--name", "fake"]}}}, f)
+            json.dump({"mcpServers": {"fake": {"command": PY, "args": [self.fake, "--name", "fake", "--ask"]}}}, f)
         server = McpProcess("serve", "--config", config, env=self.env)
         server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities,
                                       "clientInfo": {"name": "test", "version": "0"}})
