@@ -3326,6 +3326,11 @@ class Catalog:
         return any(getattr(s, "prompts", False) for s in self.sources)
 
     @property
+    def subscribable(self) -> bool:
+        """Whether a source passes resource subscriptions on (upstreams that support them)."""
+        return any(getattr(s, "subscribable", False) for s in self.sources)
+
+    @property
     def has_completions(self) -> bool:
         """Whether any source completes prompt and resource-template arguments (upstreams may)."""
         return any(getattr(s, "completions", False) for s in self.sources)
@@ -3504,6 +3509,9 @@ class Server:
             self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
         if catalog.has_completions:
             self.methods["completion/complete"] = self.complete
+        if catalog.subscribable:
+            self.methods.update({method: (lambda params, ctx, method=method: self.subscribe(params, ctx, method))
+                                 for method in ("resources/subscribe", "resources/unsubscribe")})
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
 
@@ -3574,6 +3582,11 @@ class Server:
                 if wanted.get(key) and relevant:
                     ctx.notify(method, meta)
 
+    def source_notification(self, method: str, params: dict):
+        """A notification from a source for every client (a subscribed resource was updated)."""
+        for session in self.sessions:
+            session.notify(method, params)
+
     def source_log(self, level: str, text: str, logger: str = "mcpstudio"):
         """A log line from a source, forwarded to clients that asked for that level."""
         for session in self.sessions:
@@ -3588,6 +3601,8 @@ class Server:
         capabilities = {"tools": {"listChanged": self.catalog.dynamic}, "logging": {}}
         if self.catalog.has_resources:
             capabilities["resources"] = {"listChanged": self.catalog.dynamic}
+            if self.catalog.subscribable:
+                capabilities["resources"]["subscribe"] = True
         if self.catalog.has_prompts:
             capabilities["prompts"] = {"listChanged": self.catalog.dynamic}
         if self.catalog.has_completions:
@@ -3660,6 +3675,17 @@ class Server:
         name, arguments = _name_and_arguments(params, "prompts/get")
         return await self.catalog.get_prompt(name, arguments, ctx)
 
+    async def subscribe(self, params, ctx, method: str):
+        """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI."""
+        if not isinstance(params.get("uri"), str):
+            raise McpError(INVALID_PARAMS, "Invalid params: %s needs a string `uri`" % method)
+        for source in self.catalog.sources:
+            if getattr(source, "subscribable", False):
+                result = await source.subscribe(method, params["uri"], ctx)
+                if result is not None:
+                    return result
+        raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % params["uri"], {"uri": params["uri"]})
+
     async def complete(self, params, ctx):
         """`completion/complete`: routed by its reference to the server that owns the prompt or template."""
         ref = params.get("ref")
@@ -3707,7 +3733,8 @@ def _page(key: str, items: list, params: dict) -> dict:
 # --------------------------------------------------------------------------
 def modern_methods(server) -> dict:
     """The methods of the era: no handshake, ping or setLevel; discovery and subscriptions."""
-    methods = {m: h for m, h in server.methods.items() if m not in ("initialize", "ping", "logging/setLevel")}
+    methods = {m: h for m, h in server.methods.items()
+               if m not in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")}
     methods["server/discover"] = lambda params, ctx: discover(server, params, ctx)
     if server.catalog.dynamic:
         methods["subscriptions/listen"] = lambda params, ctx: listen(server, params, ctx)
@@ -6289,6 +6316,8 @@ class Upstream:
             asking = self._asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
             if asking is not None:
                 asking.cancel()
+        elif method == "notifications/resources/updated":
+            self.hub.updated(params)
         elif method == "notifications/elicitation/complete" and self.hub.downstream is not None:
             self.hub.downstream.notify(method, params)
         elif method == "notifications/progress":
@@ -6480,6 +6509,7 @@ class Aggregator:
     resources = True
     prompts = True
     completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
+    subscribable = True  # and take resource subscriptions (one that cannot: -32601)
 
     def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
                  separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
@@ -6825,6 +6855,19 @@ class Aggregator:
         if route is None:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
         return await self._upstream(route[0]).forward("prompts/get", {"name": route[1], "arguments": arguments}, ctx)
+
+    async def subscribe(self, method: str, uri: str, ctx):
+        """Pass `resources/subscribe` or `unsubscribe` to the server that lists `uri`; None if none does."""
+        if uri not in self._uris:
+            await self.list_resources()
+        if uri not in self._uris:
+            return None
+        return await self._upstream(self._uris[uri]).forward(method, {"uri": uri}, ctx)
+
+    def updated(self, params: dict):
+        """A server's `notifications/resources/updated`: the client's subscription, passed on."""
+        if self.events is not None:
+            self.events.source_notification("notifications/resources/updated", params)
 
     async def complete(self, ref: dict, params: dict, ctx):
         """Forward `completion/complete` to the upstream that owns the prompt or resource (template) `ref`

@@ -4258,6 +4258,11 @@ def fake_server(args):
                 del result["capabilities"]["tools"]
         elif method == "ping":
             result = {}
+        elif method in ("resources/subscribe", "resources/unsubscribe"):  # updated at once, so the test sees it
+            result = {}
+            if method == "resources/subscribe":
+                threading.Timer(0.1, send, ({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                                             "params": {"uri": params.get("uri")}},)).start()
         elif method == "logging/setLevel":
             with open(opt("--level-file", os.devnull), "a") as f:
                 f.write(params.get("level", "?") + "\n")
@@ -5202,6 +5207,20 @@ class ClientFeatureTests(AggregatorCase):
             for path in levels:
                 with open(path) as f:
                     self.assertEqual(f.read(), "debug\n")
+
+    def test_resource_subscriptions_pass_through(self):
+        # resources/subscribe goes to the server that lists the URI, and its resources/updated comes back.
+        with self.serve({}) as server:
+            reply = server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                  "clientInfo": {"name": "t", "version": "0"}})
+            self.assertTrue(reply["result"]["capabilities"]["resources"]["subscribe"])
+            uris = [r["uri"] for r in server.request("resources/list")["result"]["resources"]]
+            self.assertIn("fake://fake/info", uris)
+            self.assertEqual(server.request("resources/subscribe", {"uri": "fake://fake/info"})["result"], {})
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/resources/updated")), server.context())
+            self.assertEqual(server.notifications_of("notifications/resources/updated")[0]["params"], {"uri": "fake://fake/info"})
+            self.assertEqual(server.request("resources/unsubscribe", {"uri": "fake://fake/info"})["result"], {})
+            self.assertEqual(server.request("resources/subscribe", {"uri": "fake://nobody/x"})["error"]["code"], -32002)
 
     def test_a_client_without_the_capability_is_not_asked(self):
         # The server's request gets -32601 with the reason, as from a client that offers no roots.
