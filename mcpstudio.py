@@ -2393,12 +2393,13 @@ class Session:
         """Send a notification; `related` is the id of the request it belongs to, if any."""
         self.transport.send({"jsonrpc": "2.0", "method": method, "params": params}, related=related)
 
-    async def request(self, method: str, params: dict, timeout: float):
-        """Ask the client (an upstream's sampling, elicitation or roots request): its result, or its error
-        as McpError. Given up on (a timeout, a cancel), the client is told with notifications/cancelled."""
+    async def request(self, method: str, params: dict, timeout: float, related=None):
+        """Ask the client (an upstream's sampling, elicitation or roots request), on the stream of the
+        request `related` names, if any: its result, or its error as McpError. Given up on (a timeout,
+        a cancel), the client is told with notifications/cancelled."""
         request_id = "mcpstudio-%s" % os.urandom(6).hex()
         future = self.pending[request_id] = asyncio.get_running_loop().create_future()
-        self.transport.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        self.transport.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, related=related)
         try:
             reply = await asyncio.wait_for(future, timeout)
         except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
@@ -5954,6 +5955,7 @@ class Upstream:
         self.state = "stopped"   # stopped, starting, running, failed, crashed, stopped-by-user, ...
         self.client = McpClient(spec.id, self._server_message, self.note)
         self._asking = {}  # id of a request the server sent us -> the task asking mcpstudio's client
+        self._calls = []   # CallContexts of the requests forwarded to it, in flight
         self.cache = ListingCache(os.path.join(hub.cache_dir, "server-%s.json" % spec.launch), hub.log)
         self.transport = self.protocol = self.pid = None
         self.progress = {}       # our progress token -> the client's CallContext
@@ -6311,7 +6313,9 @@ class Upstream:
         elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
             request_id = message["id"]
             if isinstance(request_id, (str, int)) and request_id not in self._asking:
-                self._asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params))
+                # It belongs to a call in flight (the latest: the server cannot say which), else to the client.
+                cause = self._calls[-1] if self._calls else None
+                self._asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause))
         elif method == "notifications/cancelled":
             asking = self._asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
             if asking is not None:
@@ -6341,16 +6345,17 @@ class Upstream:
         except UpstreamError as exc:
             self.note("logging/setLevel %s failed: %s" % (level, exc.message))
 
-    async def _ask_client(self, request_id, method: str, params: dict):
-        """Put a request of the server's to mcpstudio's client; send the answer back under the server's id."""
+    async def _ask_client(self, request_id, method: str, params: dict, cause=None):
+        """Put a request of the server's to the client of the call that caused it (`cause`, a CallContext),
+        else to mcpstudio's client; send the answer back under the server's id."""
         reply = {"jsonrpc": "2.0", "id": request_id}
-        client = self.hub.downstream
+        client = cause.session if cause is not None and cause.session is not None else self.hub.downstream
         try:
             needs = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
             if client is None or client.closed or (method in needs and needs[method] not in client.client_capabilities):
-                raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s%s" % (
-                    method, " (%s)" % self.hub.no_client if self.hub.no_client else ""))
-            reply["result"] = await client.request(method, params, self.spec.tool_timeout)
+                raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
+            reply["result"] = await client.request(method, params, self.spec.tool_timeout,
+                                                   cause.request_id if cause is not None else None)
         except McpError as exc:
             reply["error"] = exc.to_json()
         except asyncio.CancelledError:
@@ -6391,9 +6396,11 @@ class Upstream:
             meta = dict(params.get("_meta") or {}, progressToken=token)
             params = dict(params, _meta=meta)
             self.progress[token] = ctx
+        self._calls.append(ctx)
         try:
             return await self.request(method, params, self.spec.tool_timeout)
         finally:
+            self._calls.remove(ctx)
             if token is not None:
                 self.progress.pop(token, None)
 
@@ -6534,8 +6541,7 @@ class Aggregator:
         self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
         self._uris = {}         # resource uri -> Upstream
         self._prompt_routes = {}
-        self.downstream = None      # the Session of the client served (stdio, or a single --http session)
-        self.no_client = ""     # why upstreams are offered no client capabilities, once that is decided
+        self.downstream = None  # the Session of the client served (stdio; over --http the first one)
         self.log_level = None   # the level the client set with logging/setLevel, passed on to every server
         self._watcher = None
         self._reading = None    # the task reading listings from disk
@@ -6583,12 +6589,10 @@ class Aggregator:
 
     def session_started(self, session=None):
         """A client finished `initialize`: start eager and uncached servers, offering each what it offers."""
-        if session is not None and self.downstream is None and not self.no_client:
+        if session is not None and (self.downstream is None or self.downstream.closed):
+            # Over --http several clients may share the servers: they are offered what the first one offers,
+            # and each server's request goes to the client whose call caused it (refused if that one lacks it).
             self.downstream = session
-        elif session is not None and session is not self.downstream:  # a second HTTP session: whose would it be?
-            self.downstream = None
-            self.no_client = "several clients share these servers (over --http): sampling, elicitation and roots " \
-                             "are offered only to the servers of a single client"
         asyncio.ensure_future(self._start_early())
 
     def set_level(self, level: str, session):
