@@ -7305,23 +7305,35 @@ class ConformanceThroughTests(ScratchDir):
         with open(config, "w") as f:
             json.dump({"mcpServers": {"ref": {"url": "http://localhost:%d/mcp" % port, "prefix": ""}}}, f)
         env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        report = []  # the tables, printed and (for .ci/run) written to $MCPSTUDIO_REPORT_DIR
+        self.addCleanup(self.report, report)
         with HttpServerProcess("serve", "--config", config, env=env) as through:
             for version in ("2025-11-25", "2026-07-28"):
                 direct = self.results("http://localhost:%d/mcp" % port, version)
                 proxied = self.results("http://127.0.0.1:%d/mcp" % through.port, version)
                 lost = []
-                print("\n%s: %d scenarios pass directly, %d through mcpstudio" % (
+                report.append("%s: %d scenarios pass directly, %d through mcpstudio (checks passed/run)" % (
                     version, sum(1 for p, f in direct.values() if not f), sum(1 for p, f in proxied.values() if not f)))
                 for scenario in sorted(direct):
                     passed, failed = direct[scenario]
                     mine = proxied.get(scenario, (0, 1))
-                    print("  %-55s direct %3d/%-3d through %3d/%-3d" % (scenario, passed, passed + failed, mine[0], sum(mine)))
+                    report.append("  %-55s direct %3d/%-3d through %3d/%-3d" % (
+                        scenario, passed, passed + failed, mine[0], sum(mine)))
                     reason = KNOWN_LOSSES.get((version, scenario)) or next(
                         (why for (v, prefix), why in KNOWN_LOSS_PREFIXES.items() if v == version and scenario.startswith(prefix)), None)
                     if not failed and mine[1] and reason is None:
                         lost.append(scenario)
                 with self.subTest(version=version):
                     self.assertEqual(lost, [], "scenarios that pass directly but fail through mcpstudio")
+
+    @staticmethod
+    def report(lines):
+        text = "\n".join(lines) + "\n"
+        sys.stdout.write("\n" + text)
+        folder = os.environ.get("MCPSTUDIO_REPORT_DIR")
+        if folder:
+            with open(os.path.join(folder, "conformance-through.txt"), "w") as f:
+                f.write(text)
 
     @staticmethod
     def listening(port) -> bool:
