@@ -3444,6 +3444,15 @@ class Catalog:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % public)
         return await route[0].get_prompt(route[1], arguments, ctx)
 
+    async def subscribe(self, method: str, uri: str, ctx):
+        """`resources/subscribe` or `unsubscribe` passed to the source that holds `uri`; -32002 if none does."""
+        for source in self.sources:
+            if getattr(source, "subscribable", False):
+                result = await source.subscribe(method, uri, ctx)
+                if result is not None:
+                    return result
+        raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % uri, {"uri": uri})
+
     async def complete(self, ref: dict, params: dict, ctx):
         """`completion/complete` from the source that owns `ref`: a prompt by its public name, a
         resource template (or resource) by its URI."""
@@ -3680,12 +3689,7 @@ class Server:
         """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI."""
         if not isinstance(params.get("uri"), str):
             raise McpError(INVALID_PARAMS, "Invalid params: %s needs a string `uri`" % method)
-        for source in self.catalog.sources:
-            if getattr(source, "subscribable", False):
-                result = await source.subscribe(method, params["uri"], ctx)
-                if result is not None:
-                    return result
-        raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % params["uri"], {"uri": params["uri"]})
+        return await self.catalog.subscribe(method, params["uri"], ctx)
 
     async def complete(self, params, ctx):
         """`completion/complete`: routed by its reference to the server that owns the prompt or template."""
