@@ -1086,6 +1086,439 @@ def _clip(text: str, limit: int) -> str:
 
 
 # --------------------------------------------------------------------------
+# Frontmatter: the YAML subset of a SKILL.md header, parsed without a library
+# --------------------------------------------------------------------------
+# A skill's entry carries its frontmatter "rendered verbatim as JSON": what a
+# YAML 1.2 parser (core schema) gives. This reads the subset authors write and
+# refuses the rest with a line and a reason, so a wrong value is never served:
+#
+#   block    ::= mapping | sequence          (by indentation; tabs never indent)
+#   mapping  ::= ( key ":" value )+          key: plain or quoted, text only, unique
+#   sequence ::= ( "-" value )+              "- k: v" starts a mapping in the item
+#   value    ::= plain | 'single' | "double" | ( "|" | ">" ) [+-][1-9] lines
+#              | "[" flow, ... "]" | "{" key: flow, ... "}" | block | (nothing: null)
+#   comments ::= "#" at a line's start or after a blank
+# Plain scalars may continue on more-indented lines (folded with spaces) and
+# resolve as the core schema says: null, ~, true/false (three spellings), ints
+# (0o, 0x), floats. Anchors, aliases, tags, `?` keys, .inf and .nan are refused.
+
+class FrontmatterError(McpStudioError):
+    """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
+
+    def __init__(self, message: str, line: int | None = None):
+        self.line = line
+        super().__init__("line %d: %s" % (line, message) if line else message)
+
+
+_YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
+                 "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
+                 "L": "\u2028", "P": "\u2029", "x": 2, "u": 4, "U": 8}
+
+
+def split_frontmatter(text: str) -> tuple:
+    """(frontmatter lines, the file line number of the first) of a SKILL.md that opens with `---`."""
+    lines = text[1:].split("\n") if text.startswith("\ufeff") else text.split("\n")
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    if lines[0] != "---":
+        raise FrontmatterError("SKILL.md must begin with a `---` line, then YAML frontmatter, then `---`", 1)
+    for end in range(1, len(lines)):
+        if lines[end].rstrip(" \t") == "---":
+            return lines[1:end], 2
+    raise FrontmatterError("the frontmatter has no closing `---` line", 1)
+
+
+def parse_frontmatter(text: str) -> dict:
+    """A SKILL.md's frontmatter as JSON-ready values; FrontmatterError outside the subset."""
+    lines, first = split_frontmatter(text)
+    value = _Yaml(lines, first).document()
+    if not isinstance(value, dict):
+        raise FrontmatterError("the frontmatter must be `key: value` lines", first)
+    return value
+
+
+def yaml_scalar(text: str):
+    """A plain scalar by the core schema: null, booleans, ints, floats, else the text itself."""
+    if text in ("", "~", "null", "Null", "NULL"):
+        return None
+    if text in ("true", "True", "TRUE", "false", "False", "FALSE"):
+        return text[0] in "tT"
+    if re.fullmatch(r"[-+]?[0-9]+", text):
+        return int(text)
+    if re.fullmatch(r"0o[0-7]+|0x[0-9a-fA-F]+", text):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    if re.fullmatch(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?", text):
+        value = float(text)
+        if value - value:  # inf - inf is nan: too large for a float
+            raise ValueError("%s is too large for a JSON number; quote it to mean the text" % text)
+        return value
+    if re.fullmatch(r"[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)", text):
+        raise ValueError("%s has no JSON value; quote it to mean the text" % text)
+    return text
+
+
+class _Yaml:
+    """One frontmatter's lines, read top to bottom (see the grammar above)."""
+
+    def __init__(self, lines: list, first: int):
+        self.lines = list(lines)
+        self.first = first
+        self.i = 0
+
+    def error(self, message: str, index: int | None = None):
+        return FrontmatterError(message, self.first + (self.i if index is None else index))
+
+    def indent(self, index: int) -> int:
+        line = self.lines[index]
+        n = len(line) - len(line.lstrip(" "))
+        if line[n:n + 1] == "\t":
+            raise self.error("a tab in the indentation; indent with spaces", index)
+        return n
+
+    def skip(self):
+        """Past blank and comment lines."""
+        while self.i < len(self.lines) and self.lines[self.i].strip(" \t")[:1] in ("", "#"):
+            self.i += 1
+
+    def document(self):
+        self.skip()
+        if self.i == len(self.lines):
+            return None
+        value = self.block(self.indent(self.i))
+        self.skip()
+        if self.i < len(self.lines):
+            raise self.error("this line does not belong to the block above it (check its indentation)")
+        return value
+
+    def block(self, n: int):
+        """The mapping or sequence whose lines start at column `n`."""
+        text = self.lines[self.i][n:]
+        if text[:2] in ("- ", "-\t") or text == "-":
+            return self.sequence(n)
+        return self.mapping(n)
+
+    def mapping(self, n: int) -> dict:
+        result = {}
+        while True:
+            self.skip()
+            if self.i == len(self.lines) or self.indent(self.i) < n:
+                return result
+            if self.indent(self.i) > n:
+                raise self.error("unexpected indentation (a key lines up with the keys above it)")
+            key, col = self.key(n)
+            if key in result:
+                raise self.error("the key `%s` appears twice" % key)
+            result[key] = self.value(col, n, True)
+
+    def sequence(self, n: int) -> list:
+        result = []
+        while True:
+            self.skip()
+            if self.i == len(self.lines) or self.indent(self.i) < n:
+                return result
+            line = self.lines[self.i]
+            if self.indent(self.i) > n:
+                raise self.error("unexpected indentation (an item lines up with the items above it)")
+            if line[n:n + 2] not in ("- ", "-\t", "-"):
+                return result  # `key:` then items at the key's own indentation, then the next key
+            rest = line[n + 1:]
+            col = n + 1 + len(rest) - len(rest.lstrip(" "))
+            text = line[col:]
+            if text.strip(" \t")[:1] not in ("", "#") and (text[:2] in ("- ", "-\t") or text == "-"
+                                                          or self.is_key(text)):
+                self.lines[self.i] = " " * col + text  # `- k: v` / `- - x`: a block starting at the item's text
+                result.append(self.block(col))
+            else:
+                result.append(self.value(col, n, False))
+
+    def is_key(self, text: str) -> bool:
+        if text[:1] in "\"'":
+            try:
+                end = self.quoted(text, 0)[1]
+            except FrontmatterError:
+                return False
+            after = text[end:].lstrip(" \t")
+        else:
+            match = re.search(r":(?=[ \t]|$)", text)
+            if match is None or re.search(r"[ \t]#", text[:match.start()]) or text[:1] in "[{#":
+                return False
+            after = text[match.start():]
+        return after[:1] == ":" and after[1:2] in ("", " ", "\t")
+
+    def key(self, n: int) -> tuple:
+        """The key of the mapping line at column `n`, and the column after its `:`."""
+        line = self.lines[self.i]
+        text = line[n:]
+        if text[:1] == "?" and text[1:2] in ("", " "):
+            raise self.error("`?` keys are not supported; write `key: value`")
+        if not self.is_key(text):
+            raise self.error("expected `key: value`%s" % (
+                " (a `-` item where keys are expected)" if text[:1] == "-" else ""))
+        if text[:1] in "\"'":
+            key, end = self.quoted(text, 0)
+            return key, n + text.index(":", end) + 1
+        colon = re.search(r":(?=[ \t]|$)", text).start()
+        raw = text[:colon].rstrip(" \t")
+        self.plain_start(raw)
+        try:
+            key = yaml_scalar(raw)
+        except ValueError as exc:
+            raise self.error(str(exc))
+        if not isinstance(key, str):
+            raise self.error("the key `%s` is a %s in YAML; keys must be text: quote it" % (
+                raw, "null" if key is None else type(key).__name__))
+        return key, n + colon + 1
+
+    def plain_start(self, text: str):
+        if not text:
+            raise self.error("an empty key or value where text was expected")
+        if text[0] in "&*!%@`|>#" or (text[0] in "?:-" and text[1:2] in ("", " ", "\t")):
+            what = {"&": "anchors", "*": "aliases", "!": "tags", "%": "directives"}.get(text[0])
+            raise self.error("%s are not supported in frontmatter" % what if what else
+                             "`%s` cannot start a plain value; quote the value" % text[0])
+
+    def value(self, col: int, n: int, in_mapping: bool):
+        """The value that starts at column `col` of the current line, under a key or dash at column `n`."""
+        line = self.lines[self.i]
+        text = line[col:].lstrip(" \t")
+        col = len(line) - len(text)
+        if text[:1] in ("", "#"):  # the value is on the lines below, or null
+            self.i += 1
+            self.skip()
+            if self.i < len(self.lines):
+                below = self.indent(self.i)
+                rest = self.lines[self.i][below:]
+                dash = rest[:2] in ("- ", "-\t") or rest == "-"
+                if below > n and not dash and not self.is_key(rest):
+                    return self.inline(below, n)
+                if below > n or (below == n and in_mapping and dash):
+                    return self.block(below)
+            return None
+        return self.inline(col, n)
+
+    def inline(self, col: int, n: int):
+        """A scalar or flow value starting at column `col` of the current line."""
+        text = self.lines[self.i][col:]
+        if text[0] in "|>":
+            return self.block_scalar(text, n)
+        if text[0] in "[{\"'":
+            return self.flow_value(col, n)
+        if text[:2] in ("- ", "-\t") or text == "-":
+            raise self.error("a `-` list cannot start on the key's line; put its items on the lines below")
+        return self.plain(text, n)
+
+    def plain(self, text: str, n: int):
+        """A plain scalar, continued on more-indented lines."""
+        self.plain_start(text)
+        parts, ended, start = [], False, self.i
+        while True:
+            cut = re.search(r"[ \t]#", text)
+            if cut is not None:
+                text, ended = text[:cut.start()], True
+            if re.search(r":[ \t]|:$", text):
+                raise self.error("`: ` inside a plain value; quote the value")
+            parts.append(text.strip(" \t"))
+            self.i += 1
+            if ended:
+                break
+            blanks = 0
+            while self.i + blanks < len(self.lines) and not self.lines[self.i + blanks].strip(" \t"):
+                blanks += 1
+            at = self.i + blanks
+            if at == len(self.lines) or self.lines[at].strip(" \t")[:1] == "#" or self.indent(at) <= n:
+                break
+            parts.append("\n" * blanks or " ")
+            self.i = at
+            text = self.lines[at]
+        raw = "".join(parts)
+        try:
+            return yaml_scalar(raw) if len(parts) == 1 else raw
+        except ValueError as exc:
+            raise self.error(str(exc), start)
+
+    def block_scalar(self, header: str, n: int) -> str:
+        """A `|` (literal) or `>` (folded) scalar: its indicators, then the lines below."""
+        match = re.fullmatch(r"([|>])([-+]?)([1-9]?)([-+]?)([ \t]+#.*)?[ \t]*", header)
+        if match is None or (match.group(2) and match.group(4)):
+            raise self.error("after `%s` only a chomping indicator (- or +), an indentation digit and a "
+                             "comment may follow" % header[0])
+        folded, chomp = match.group(1) == ">", match.group(2) or match.group(4)
+        indent = n + int(match.group(3)) if match.group(3) else None
+        rows, lead = [], 0  # text of each line, None for an empty one; the longest leading empty line
+        self.i += 1
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            spaces = len(line) - len(line.lstrip(" "))
+            if not line.strip(" ") and (indent is None or spaces <= indent):
+                rows.append(None)
+                lead = max(lead, spaces) if indent is None else lead
+            else:
+                if indent is None:
+                    if spaces <= n:
+                        break
+                    if lead > spaces:
+                        raise self.error("a leading empty line is longer than the first line's indentation; "
+                                         "give the indentation after `%s` (e.g. %s2)" % (header[0], header[0]))
+                    indent = spaces
+                if spaces < indent:
+                    break
+                rows.append(line[indent:])
+            self.i += 1
+        while rows and rows[-1] is None:  # trailing empty lines are kept only by `+`
+            rows.pop()
+            self.i -= 1
+        trailing = 0
+        while self.i + trailing < len(self.lines) and not self.lines[self.i + trailing].strip(" "):
+            trailing += 1
+        if not rows:
+            return "\n" * trailing if chomp == "+" else ""
+        out, previous, empties = [], None, 0
+        for row in rows:
+            if row is None:
+                if previous is None:
+                    out.append("\n")
+                else:
+                    empties += 1
+                continue
+            if previous is not None:
+                if folded and previous[:1] not in (" ", "\t") and row[:1] not in (" ", "\t"):
+                    out.append("\n" * empties or " ")
+                else:
+                    out.append("\n" * (empties + 1))
+            out.append(row)
+            previous, empties = row, 0
+        tail = {"-": "", "+": "\n" * (trailing + 1)}.get(chomp, "\n")
+        return "".join(out) + tail
+
+    def flow_value(self, col: int, n: int):
+        """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
+        text = "\n".join([self.lines[self.i][col:]] + self.lines[self.i + 1:])
+        if text[0] in "\"'":
+            value, end = self.quoted(text, 0)
+        else:
+            value, end = self.flow(text, 0)
+        self.i += text.count("\n", 0, end)
+        rest = text[end:].split("\n", 1)[0]
+        if rest.strip(" \t")[:1] not in ("", "#") or rest[:1] == "#":
+            raise self.error("unexpected text after the value: %s" % rest.strip())
+        self.i += 1
+        return value
+
+    def quoted(self, text: str, j: int) -> tuple:
+        """A 'single' or "double" quoted scalar starting at text[j]: (value, index after it)."""
+        quote, out, blanks = text[j], [], ""
+        j += 1
+        while True:
+            if j >= len(text):
+                raise self.error("a %s-quoted value has no closing %s" % (
+                    "double" if quote == '"' else "single", quote))
+            c = text[j]
+            if c == quote:
+                if quote == "'" and text[j + 1:j + 2] == "'":
+                    out.append(blanks + "'")
+                    blanks, j = "", j + 2
+                    continue
+                out.append(blanks)
+                return "".join(out), j + 1
+            if c in " \t":
+                blanks += c
+                j += 1
+            elif c == "\n":  # a line break folds to a space, each empty line to a newline
+                blanks, j = "", j + 1
+                breaks = 0
+                while True:
+                    while j < len(text) and text[j] in " \t":
+                        j += 1
+                    if text[j:j + 1] != "\n":
+                        break
+                    breaks, j = breaks + 1, j + 1
+                out.append("\n" * breaks or " ")
+            elif c == "\\" and quote == '"':
+                out.append(blanks)
+                blanks = ""
+                e = text[j + 1:j + 2]
+                if e == "\n":  # an escaped line break joins the lines
+                    j += 2
+                    while j < len(text) and text[j] in " \t":
+                        j += 1
+                    continue
+                code = _YAML_ESCAPES.get(e)
+                if code is None:
+                    raise self.error("unknown escape \\%s in a double-quoted value" % e)
+                if isinstance(code, int):
+                    digits = text[j + 2:j + 2 + code]
+                    if not re.fullmatch(r"[0-9a-fA-F]{%d}" % code, digits) or int(digits, 16) > 0x10FFFF:
+                        raise self.error("\\%s needs %d hex digits of a code point" % (e, code))
+                    j += code
+                    code = chr(int(digits, 16))
+                out.append(code)
+                j += 2
+            else:
+                out.append(blanks + c)
+                blanks, j = "", j + 1
+
+    def flow(self, text: str, j: int) -> tuple:
+        """A [ ] or { } collection starting at text[j]: (value, index after it)."""
+        closing = "]" if text[j] == "[" else "}"
+        result = [] if closing == "]" else {}
+        j += 1
+        while True:
+            j = self.flow_space(text, j)
+            if text[j:j + 1] == closing:
+                return result, j + 1
+            value, j = self.flow_node(text, j)
+            j = self.flow_space(text, j)
+            if text[j:j + 1] == ":":
+                if closing == "]":
+                    raise self.error("a `key: value` pair inside [ ]; write it as {key: value}")
+                if not isinstance(value, str):
+                    raise self.error("a key inside { } must be text; quote it")
+                j = self.flow_space(text, j + 1)
+                key, (value, j) = value, ((None, j) if text[j:j + 1] in (",", "}") else self.flow_node(text, j))
+                j = self.flow_space(text, j)
+            elif closing == "}":
+                if not isinstance(value, str):
+                    raise self.error("a key inside { } must be text; quote it")
+                key, value = value, None
+            if closing == "}":
+                if key in result:
+                    raise self.error("the key `%s` appears twice" % key)
+                result[key] = value
+            else:
+                result.append(value)
+            if text[j:j + 1] == ",":
+                j += 1
+            elif text[j:j + 1] != closing:
+                raise self.error("expected `,` or `%s` in a flow collection, not %s" % (
+                    closing, repr(text[j]) if j < len(text) else "the end of the frontmatter"))
+
+    def flow_space(self, text: str, j: int) -> int:
+        while j < len(text):
+            if text[j] in " \t\n":
+                j += 1
+            elif text[j] == "#" and (j == 0 or text[j - 1] in " \t\n"):
+                j = text.find("\n", j) if "\n" in text[j:] else len(text)
+            else:
+                break
+        return j
+
+    def flow_node(self, text: str, j: int) -> tuple:
+        if j >= len(text) or text[j] in ",]}":
+            raise self.error("an empty entry in a flow collection")
+        if text[j] in "[{":
+            return self.flow(text, j)
+        if text[j] in "\"'":
+            return self.quoted(text, j)
+        match = re.match(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+", text[j:])
+        raw = match.group() if match else ""
+        self.plain_start(raw.strip())
+        try:
+            value = yaml_scalar(" ".join(part.strip(" \t") for part in raw.strip(" \t\n").split("\n")))
+        except ValueError as exc:
+            raise self.error(str(exc))
+        return value, j + len(raw)
+
+
+# --------------------------------------------------------------------------
 # Processes: the one way a child process starts
 # --------------------------------------------------------------------------
 # The one platform check. POSIX: each child leads a new session (its own

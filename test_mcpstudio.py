@@ -3279,6 +3279,134 @@ class ConfigTests(ScratchDir):
         self.assertIn("***", content)
 
 
+# Frontmatter forms and what a YAML 1.2 parser (core schema) gives for each, checked against the
+# `yaml` npm package (the one the conformance suite parses SKILL.md with) when Node is at hand.
+FRONTMATTER_TABLE = [
+    ("a: plain text here", {"a": "plain text here"}),
+    ("a: 'single ''q'' x'", {"a": "single 'q' x"}),
+    ('a: "dq \\t \\n \\\\ \\" \\x41 \\u00e9 \\U0001F600 \\/ \\_ \\N \\L \\P \\0 \\e \\ "',
+     {"a": "dq \t \n \\ \" A \u00e9 \U0001F600 / \xa0 \x85 \u2028 \u2029 \x00 \x1b  "}),
+    ("a: |\n  line1\n  line2\n\n  line4\nb: 1", {"a": "line1\nline2\n\nline4\n", "b": 1}),
+    ("a: |-\n  line1\n  line2\n\nb: 1", {"a": "line1\nline2", "b": 1}),
+    ("a: |+\n  line1\n  line2\n\n\nb: 1", {"a": "line1\nline2\n\n\n", "b": 1}),
+    ("a: >\n  one\n  two\n\n  three\n    more\n  back\nb: x", {"a": "one two\nthree\n  more\nback\n", "b": "x"}),
+    ("a: >-\n  Use when the user asks\n  about PDFs.\nb: MIT", {"a": "Use when the user asks about PDFs.", "b": "MIT"}),
+    ("a: |2\n    indented\n  base", {"a": "  indented\nbase\n"}),
+    ("a: |  # comment\n  t", {"a": "t\n"}),
+    ("a: >\n\n  lead\n  x", {"a": "\nlead x\n"}),
+    ("a: |\nb: 1", {"a": "", "b": 1}),
+    ("a:\n  - x\n  - y", {"a": ["x", "y"]}),
+    ("a:\n- x\n- y\nb: 2", {"a": ["x", "y"], "b": 2}),
+    ("a: [x, 'y', \"z\", 1, true, null, [n], {k: v}]", {"a": ["x", "y", "z", 1, True, None, ["n"], {"k": "v"}]}),
+    ("a: {k: v, 'q': 1, e: , f}", {"a": {"k": "v", "q": 1, "e": None, "f": None}}),
+    ("a: [a,\n  b, # c\n  c,]", {"a": ["a", "b", "c"]}),
+    ("m:\n  k1: v1\n  k2:\n    deep: 1\n  k3: [1,2]", {"m": {"k1": "v1", "k2": {"deep": 1}, "k3": [1, 2]}}),
+    ("# c\na: b # trailing\n# another\nc: d#e", {"a": "b", "c": "d#e"}),
+    ("a: 1\nb: -2\nc: +3\nd: 0o17\ne: 0x1F\nf: 1.5\ng: 1e3\nh: .5\ni: -1.25E-2\nj: 1.\nk: 0123",
+     {"a": 1, "b": -2, "c": 3, "d": 15, "e": 31, "f": 1.5, "g": 1000.0, "h": 0.5, "i": -0.0125, "j": 1.0, "k": 123}),
+    ("a: true\nb: True\nc: FALSE\nd: yes\ne: off\nf: null\ng: ~\nh:\ni: NULL\nj: 2024-01-01\nk: 1_000",
+     {"a": True, "b": True, "c": False, "d": "yes", "e": "off", "f": None, "g": None, "h": None, "i": None,
+      "j": "2024-01-01", "k": "1_000"}),
+    ("description: This is a long\n  description over\n\n  lines\nname: x",
+     {"description": "This is a long description over\nlines", "name": "x"}),
+    ('d: "multi\n  line\n\n  quoted"', {"d": "multi line\nquoted"}),
+    ('a: "esc \\\n   aped"', {"a": "esc aped"}),
+    ("allowed-tools: Bash(git:*) Read\nurl: http://example.com/a#b", {"allowed-tools": "Bash(git:*) Read",
+                                                                    "url": "http://example.com/a#b"}),
+    ("l:\n  - a: 1\n    b: 2\n  - - n1\n    - n2\n  -\n    d: 4\n  - plain\n  -",
+     {"l": [{"a": 1, "b": 2}, ["n1", "n2"], {"d": 4}, "plain", None]}),
+    ("a:\n  - |\n    block in seq\n  - >-\n    folded\n    item", {"a": ["block in seq\n", "folded item"]}),
+    ("'quoted key': 1\n\"k:x\": 2\na  : 3\n-a: -x", {"quoted key": 1, "k:x": 2, "a": 3, "-a": "-x"}),
+    ("a:\n  b\n  c", {"a": "b c"}),
+    ("a: [ ]\nb: {}\nc: ''\nd: \"\"\ne: '  kept  '\nf:    spaced    ", {"a": [], "b": {}, "c": "", "d": "", "e": "  kept  ",
+                                                                     "f": "spaced"}),
+    ("a: b:c\nb: [b:c, d]\nc: {b: [1, {c: d}]}", {"a": "b:c", "b": ["b:c", "d"], "c": {"b": [1, {"c": "d"}]}}),
+    ("  a: 1\n  b: 2", {"a": 1, "b": 2}),
+    ("a:\n  b:\n  c: 1", {"a": {"b": None, "c": 1}}),
+]
+
+# Frontmatter outside the subset (or outside YAML): refused with the line (the file's) and a reason.
+FRONTMATTER_REFUSED = [
+    ("a: .inf", 2, "no JSON value"),
+    ("a: 1e400", 2, "too large"),
+    ("a: 1\nb: &x 1", 3, "anchors"),
+    ("a: *x", 2, "aliases"),
+    ("a: !!str 1", 2, "tags"),
+    ("? a\n: b", 2, "`?` keys"),
+    ("a: [a: b]", 2, "{key: value}"),
+    ("1: a", 2, "keys must be text"),
+    ("a: b: c", 2, "quote the value"),
+    ("a: b\na: c", 3, "appears twice"),
+    ("a:\n\tb: c", 3, "tab"),
+    ("a: \"x\" trailing", 2, "unexpected text"),
+    ("a: - b", 2, "lines below"),
+    ("a: '", 2, "no closing"),
+    ("a: [1, 2", 2, "`,` or `]`"),
+    ('a: "\\q"', 2, "unknown escape"),
+    ("a: 1\n  b: 2", 3, "quote the value"),
+    ("a:\n  b: 1\n c: 2", 4, "unexpected indentation"),
+    ("a: >\n   \n  x", 4, "leading empty line"),
+    ("a: @x", 2, "cannot start"),
+    ("k: v\n...", 3, "key: value"),
+    ("- a\n- b", 2, "`key: value` lines"),
+]
+
+
+class FrontmatterTests(unittest.TestCase):
+    """The SKILL.md frontmatter parser: the YAML subset, in-process tables."""
+
+    @staticmethod
+    def parse(yaml_text):
+        return mcpstudio.parse_frontmatter("---\n%s\n---\nbody\n" % yaml_text)
+
+    def test_table(self):
+        # Each form a frontmatter may use gives what a YAML 1.2 parser gives.
+        for text, expected in FRONTMATTER_TABLE:
+            with self.subTest(text=text):
+                self.assertEqual(json.dumps(self.parse(text), sort_keys=True), json.dumps(expected, sort_keys=True))
+
+    def test_refused(self):
+        # Anything outside the subset is refused with the file's line and a reason: never a wrong value.
+        for text, line, reason in FRONTMATTER_REFUSED:
+            with self.subTest(text=text):
+                with self.assertRaises(mcpstudio.FrontmatterError) as caught:
+                    self.parse(text)
+                self.assertEqual(caught.exception.line, line, str(caught.exception))
+                self.assertIn(reason, str(caught.exception))
+
+    def test_delimiters(self):
+        # The frontmatter sits between a first `---` line and the next one (CRLF and a BOM allowed).
+        self.assertEqual(mcpstudio.parse_frontmatter("\ufeff---\r\nname: x\r\n---  \r\nbody"), {"name": "x"})
+        for text, reason in (("name: x\n", "must begin"), ("---\nname: x\n", "no closing"),
+                             ("---\n---\n", "`key: value` lines")):
+            with self.subTest(text=text), self.assertRaisesRegex(mcpstudio.FrontmatterError, reason):
+                mcpstudio.parse_frontmatter(text)
+
+    def test_same_as_the_yaml_package(self):
+        # The table agrees with the `yaml` npm package (YAML 1.2, what the conformance suite uses), and that
+        # package refuses or gives no JSON for what the parser refuses (but anchors, tags, `?` keys, `[a: b]`,
+        # non-text keys, `...` and 1e400: valid YAML, outside the subset on purpose).
+        node = os.environ.get("MCPSTUDIO_NODE22", "")
+        modules = os.path.join(os.path.dirname(CONFORMANCE), "..", "..", "..")
+        if not (node and os.path.isdir(os.path.join(modules, "yaml"))):
+            self.skipTest("needs MCPSTUDIO_NODE22 and MCPSTUDIO_CONFORMANCE (its node_modules has `yaml`)")
+        script = ("const {parse} = require('yaml'); let t = ''; process.stdin.on('data', d => t += d);"
+                  "process.stdin.on('end', () => console.log(JSON.stringify(JSON.parse(t).map(d => {"
+                  "try { return {ok: parse(d)} } catch (e) { return {error: e.message} } }))))")
+        texts = [text for text, _ in FRONTMATTER_TABLE] + [text for text, _, _ in FRONTMATTER_REFUSED]
+        out = subprocess.run([node, "-e", script], input=json.dumps(texts), capture_output=True, text=True,
+                             timeout=60, env=dict(os.environ, NODE_PATH=os.path.abspath(modules)))
+        answers = json.loads(out.stdout)
+        for (text, expected), answer in zip(FRONTMATTER_TABLE, answers):
+            with self.subTest(text=text):
+                self.assertEqual(answer.get("ok"), json.loads(json.dumps(expected)))
+        valid_but_outside = {"a: .inf", "a: 1e400", "a: 1\nb: &x 1", "a: !!str 1", "? a\n: b", "a: [a: b]", "1: a",
+                             "k: v\n...", "- a\n- b"}
+        for (text, _, _), answer in zip(FRONTMATTER_REFUSED, answers[len(FRONTMATTER_TABLE):]):
+            with self.subTest(text=text):
+                self.assertEqual("error" in answer, text not in valid_but_outside, answer)
+
+
 class McpdSamplesTests(ScratchDir):
     """mcpd's own sample scripts, as written for mcpd, give the results mcpd gives (issue 13)."""
 
