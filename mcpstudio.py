@@ -3701,6 +3701,308 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) 
 
 
 # --------------------------------------------------------------------------
+# Sources: folders of Agent Skills (the io.modelcontextprotocol/skills extension)
+# --------------------------------------------------------------------------
+# A skill is any folder under a root that holds a SKILL.md (dot-folders are
+# skipped); its path under the root is its skill path, whose last segment must
+# be the frontmatter's `name`. Every file of a skill, a nested skill's included,
+# is the resource skill://<skill-path>/<file-path>. A listing walks the folders
+# again and hashes only files whose stat changed since the last look, so a
+# digest always matches what a read returns now. Only files a listing would
+# name are ever read: no dot-files, no symlink out of the root.
+
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+SKILL_MAX_FILES = 512           # the extension's limits per skill
+SKILL_MAX_BYTES = 16 << 20
+SKILLS_TTL_MS = 60000           # how long a client may keep a listing (edits are seen at once here)
+DIRECTORY_MIME = "inode/directory"
+_SKILL_NAME = r"(?!.*--)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?"  # the Agent Skills naming rules
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _uri_path(path: str) -> str:
+    """A `/`-separated path as URI path segments (percent-encoded where it must be)."""
+    from urllib.parse import quote
+    return quote(path, safe="/!$&'()*+,;=:@~")
+
+
+def _file_mime(name: str) -> str:
+    if name.endswith(".md"):
+        return "text/markdown"
+    import mimetypes
+    return mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
+
+
+def skill_file_content(uri: str, data: bytes) -> dict:
+    """One file as `resources/read` contents: text when it is UTF-8 text, else a base64 blob."""
+    mime = _file_mime(uri.rsplit("/", 1)[-1])
+    text = None if b"\0" in data or mime.startswith(("image/", "audio/", "video/", "font/")) else _as_text(data, False)
+    if text is not None:
+        return {"uri": uri, "mimeType": "text/plain" if mime == "application/octet-stream" else mime, "text": text}
+    import base64
+    return {"uri": uri, "mimeType": mime, "blob": base64.b64encode(data).decode("ascii")}
+
+
+class SkillFolders:
+    """Agent Skills under root folders: `skills/list`, `skills/get`, their files as resources, each skill a prompt."""
+
+    dynamic = False
+    resources = True
+    skills = True
+
+    def __init__(self, roots, log: Log, prompts: bool = True):
+        self.roots = [os.path.realpath(root) for root in roots]
+        self.log = log
+        self.prompts = prompts
+        self.events = None
+        self.found = {}       # skill path -> (root, folder, frontmatter, files), of the last look
+        self.problems = {}    # SKILL.md path -> why that skill is not served, of the last look
+        self._headers = {}    # SKILL.md path -> (stat key, frontmatter or a FrontmatterError)
+        self._digests = {}    # file path -> (stat key, digest, size)
+        self._lock = threading.Lock()
+
+    def start(self):
+        """Look once in the background, so that bad skills are named on stderr at start."""
+        self._looking = asyncio.ensure_future(self._in_thread(self.look))
+
+    async def close(self):
+        pass
+
+    async def list_tools(self) -> list:
+        return []
+
+    @staticmethod
+    async def _in_thread(function, *args):
+        return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+
+    # -- the folders ------------------------------------------------------------
+
+    def look(self) -> dict:
+        """Walk every root: the skills it serves (self.found) and the skills it refuses (self.problems)."""
+        with self._lock:  # one look at a time: the start's and a first listing's may overlap
+            return self._look()
+
+    def _look(self) -> dict:
+        found, problems = {}, {}
+        for root in self.roots:
+            base = os.path.dirname(root) if os.path.isfile(os.path.join(root, "SKILL.md")) else root
+            for folder, dirs, files in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                if "SKILL.md" not in files:
+                    continue
+                path = "/".join(os.path.relpath(folder, base).split(os.sep))
+                skill_md = os.path.join(folder, "SKILL.md")
+                if path in found:
+                    problems[skill_md] = ("the skill path %s is served from %s already; rename one of the folders"
+                                          % (path, found[path][1]))
+                    continue
+                checked = self.check(path, root, folder)
+                if isinstance(checked, str):
+                    problems[skill_md] = checked
+                else:
+                    found[path] = checked
+        for skill_md, problem in problems.items():
+            if self.problems.get(skill_md) != problem:
+                self.log.error("skills: %s: %s; this skill is not served", skill_md, problem)
+        self.found, self.problems = found, problems
+        return found
+
+    def check(self, path: str, root: str, folder: str):
+        """(root, folder, frontmatter, files) of a skill that keeps the rules, else why it does not."""
+        skill_md = os.path.join(folder, "SKILL.md")
+        try:
+            st = os.stat(skill_md)
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+            cached = self._headers.get(skill_md)
+            if cached is None or cached[0] != key:
+                with open(skill_md, "rb") as f:
+                    text = f.read().decode("utf-8")
+                try:
+                    cached = (key, parse_frontmatter(text))
+                except FrontmatterError as exc:
+                    cached = (key, exc)
+                self._headers[skill_md] = cached
+        except (OSError, UnicodeDecodeError) as exc:
+            return "cannot read it (%s); make it a readable UTF-8 file" % exc
+        header = cached[1]
+        if isinstance(header, FrontmatterError):
+            return "frontmatter %s; write it in the YAML subset the README's Skills section shows" % header
+        name, description = header.get("name"), header.get("description")
+        last = path.rsplit("/", 1)[-1]
+        if not isinstance(name, str) or not re.fullmatch(_SKILL_NAME, name):
+            return ("`name` %s breaks the Agent Skills naming rules (1-64 lowercase letters, digits and single "
+                    "hyphens, none at either end); give the skill and its folder such a name" % json.dumps(name))
+        if name != last:
+            return "`name` %s differs from its folder `%s`; make them the same" % (json.dumps(name), last)
+        if not isinstance(description, str) or not 0 < len(description) <= 1024:
+            return "`description` must be text of 1 to 1024 characters; say what the skill does and when to use it"
+        files = self.files(folder, root)
+        size = sum(st.st_size for _, st in files.values())
+        if len(files) > SKILL_MAX_FILES or size > SKILL_MAX_BYTES:
+            return ("%d files of %d bytes in all, past the limits of %d files and %d bytes a skill may have; "
+                    "split it or move the large files out" % (len(files), size, SKILL_MAX_FILES, SKILL_MAX_BYTES))
+        return root, folder, header, files
+
+    def files(self, folder: str, root: str) -> dict:
+        """file path under `folder` -> (real path, stat), sorted: SKILL.md first, no dot-files,
+        no folder behind a symlink, no file whose symlink leaves the root."""
+        import stat
+        out = {}
+        for here, dirs, names in os.walk(folder):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            rel = os.path.relpath(here, folder)
+            for name in names:
+                path = os.path.join(here, name)
+                try:
+                    real = os.path.realpath(path)
+                    st = os.stat(real)
+                except OSError:
+                    continue
+                if not name.startswith(".") and stat.S_ISREG(st.st_mode) and _inside(real, root):
+                    out[name if rel == "." else "/".join(rel.split(os.sep) + [name])] = (real, st)
+        return dict(sorted(out.items(), key=lambda item: (item[0] != "SKILL.md", item[0])))
+
+    def digest(self, real: str, st) -> tuple:
+        """("sha256:<hex>", size) of a file, hashed again when its stat changed."""
+        key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+        cached = self._digests.get(real)
+        if cached is None or cached[0] != key:
+            import hashlib
+            with open(real, "rb") as f:
+                data = f.read()
+            cached = self._digests[real] = (key, "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
+        return cached[1:]
+
+    def entry(self, path: str) -> dict:
+        """The extension's Skill entry of a found skill: frontmatter verbatim, every file with digest and size."""
+        _, _, frontmatter, files = self.found[path]
+        prefix = "skill://%s/" % _uri_path(path)
+        resources = []
+        for rel, (real, st) in files.items():
+            digest, size = self.digest(real, st)
+            resources.append({"uri": prefix + _uri_path(rel), "digest": digest, "size": size})
+        return {"uri": prefix + "SKILL.md", "frontmatter": frontmatter, "resources": resources}
+
+    def target(self, uri: str, again: bool = True) -> tuple:
+        """(skill path, file path) that a skill:// URI names; -32602 for anything a listing would not name."""
+        from urllib.parse import unquote
+        segments = [unquote(s) for s in uri[len("skill://"):].split("/")] if uri.startswith("skill://") else [""]
+        if "?" in uri or "#" in uri or any(not s or s.startswith(".") or set(s) & set("/\\\0") for s in segments):
+            raise McpError(INVALID_PARAMS, "Invalid params: %s is not a skill file or folder this server serves "
+                           "(no empty, `.` or `..` segments, dot-files or encoded separators)" % uri, {"uri": uri})
+        for cut in range(len(segments), 0, -1):
+            path = "/".join(segments[:cut])
+            if path in self.found:
+                skill = self.found[path]
+                checked = self.check(path, skill[0], skill[1])  # the skill as it is now
+                if isinstance(checked, str):
+                    break
+                self.found[path] = checked
+                return path, "/".join(segments[cut:])
+        if again:
+            self.look()
+            return self.target(uri, False)
+        raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+
+    # -- the source contract --------------------------------------------------
+
+    async def list_skills(self) -> list:
+        """Every skill's entry (`skills/list`), in skill path order."""
+        def listing():
+            return [self.entry(path) for path in sorted(self.look())]
+        return await self._in_thread(listing)
+
+    async def get_skill(self, uri: str):
+        """The entry of the skill whose SKILL.md is `uri` (`skills/get`); None for a URI not under skill://."""
+        if not uri.startswith("skill://"):
+            return None
+        path, rel = await self._in_thread(self.target, uri)
+        if rel != "SKILL.md":
+            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s (a skill's URI is its "
+                           "SKILL.md's)" % uri, {"uri": uri})
+        return await self._in_thread(self.entry, path)
+
+    async def list_resources(self) -> list:
+        """Every served file once (a nested skill's files belong to the enclosing skill too)."""
+        def listing():
+            out = {}
+            for path, (_, _, frontmatter, files) in sorted(self.look().items()):
+                for rel, (_, st) in files.items():
+                    uri = "skill://%s/%s" % (_uri_path(path), _uri_path(rel))
+                    if rel == "SKILL.md":
+                        out[uri] = {"uri": uri, "name": frontmatter["name"], "description": frontmatter["description"],
+                                    "mimeType": "text/markdown", "size": st.st_size}
+                    elif uri not in out:
+                        out[uri] = {"uri": uri, "name": "%s/%s" % (path, rel), "mimeType": _file_mime(rel),
+                                    "size": st.st_size}
+            return list(out.values())
+        return await self._in_thread(listing)
+
+    async def list_resource_templates(self) -> list:
+        return []
+
+    async def read_resource(self, uri: str, ctx):
+        """A served file's bytes as contents; None for a URI not under skill://, -32602 for any other."""
+        if not uri.startswith("skill://"):
+            return None
+
+        def read():
+            path, rel = self.target(uri)
+            files = self.found[path][3]
+            if rel not in files:
+                raise McpError(INVALID_PARAMS, "Invalid params: %s is not a file of the skill %s" % (uri, path),
+                               {"uri": uri})
+            with open(files[rel][0], "rb") as f:
+                content = skill_file_content(uri, f.read())
+            if rel == "SKILL.md":
+                frontmatter = self.found[path][2]
+                content.update(name=frontmatter["name"], description=frontmatter["description"])
+            return {"contents": [content]}
+        return await self._in_thread(read)
+
+    async def read_directory(self, uri: str):
+        """A skill folder's direct children (`resources/directory/read`); None for a URI not under skill://."""
+        if not uri.startswith("skill://"):
+            return None
+
+        def children():
+            path, rel = self.target(uri)
+            files, out = self.found[path][3], {}
+            prefix = rel + "/" if rel else ""
+            for name, (_, st) in files.items():
+                if name.startswith(prefix):
+                    child = name[len(prefix):].split("/", 1)
+                    child_uri = "%s/%s" % (uri, _uri_path(child[0]))
+                    out[child_uri] = ({"uri": child_uri, "name": child[0], "mimeType": DIRECTORY_MIME} if len(child) > 1
+                                      else {"uri": child_uri, "name": child[0], "mimeType": _file_mime(name),
+                                            "size": st.st_size})
+            if not out:
+                raise McpError(INVALID_PARAMS, "Invalid params: %s is not a directory resource" % uri, {"uri": uri})
+            return list(out.values())
+        return await self._in_thread(children)
+
+    async def list_prompts(self) -> list:
+        """Each skill as a prompt (for clients without the extension: Claude Code shows them as slash commands)."""
+        found = await self._in_thread(self.look)
+        return [{"name": path, "title": found[path][2]["name"], "description": found[path][2]["description"]}
+                for path in sorted(found)]
+
+    async def get_prompt(self, name: str, arguments: dict, ctx) -> dict:
+        """The skill's SKILL.md, and where its files are."""
+        uri = "skill://%s/SKILL.md" % _uri_path(name)
+        text = (await self.read_resource(uri, ctx))["contents"][0].get("text", "")
+        files = "\n".join("- " + r["uri"] for r in (await self.get_skill(uri))["resources"])
+        text += ("\n\n---\nThis is the skill `%s`, served by mcpstudio as %s. Its files are MCP resources of this "
+                 "server (read them with resources/read); relative paths above resolve against skill://%s/:\n%s\n"
+                 % (name.rsplit("/", 1)[-1], uri, _uri_path(name), files))
+        return {"description": self.found[name][2]["description"],
+                "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
+
+
+# --------------------------------------------------------------------------
 # Catalog: public names, routing table, pagination
 # --------------------------------------------------------------------------
 
@@ -3730,6 +4032,11 @@ class Catalog:
     def has_prompts(self) -> bool:
         """Whether any source serves prompts."""
         return any(getattr(s, "prompts", False) for s in self.sources)
+
+    @property
+    def has_skills(self) -> bool:
+        """Whether any source serves Agent Skills (the skills extension)."""
+        return any(getattr(s, "skills", False) for s in self.sources)
 
     @property
     def refusal(self):
@@ -3820,6 +4127,23 @@ class Catalog:
                 return result
         raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % uri, {"uri": uri})
 
+    async def skills(self) -> list:
+        """Every source's skill entries, in source order."""
+        listing = []
+        for source in self.sources:
+            if getattr(source, "skills", False):
+                listing.extend(await source.list_skills())
+        return listing
+
+    async def skill_answer(self, method: str, uri: str):
+        """`get_skill` or `read_directory` of the first skills source that serves `uri`; -32602 when none does."""
+        for source in self.sources:
+            if getattr(source, "skills", False):
+                result = await getattr(source, method)(uri)
+                if result is not None:
+                    return result
+        raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+
     async def prompts(self) -> list:
         """Every source's prompts under public names."""
         listing, routes = [], {}
@@ -3885,6 +4209,9 @@ class Server:
             })
         if catalog.has_prompts:
             self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
+        if catalog.has_skills:
+            self.methods.update({"skills/list": self.skills_list, "skills/get": self.skills_get,
+                                 "resources/directory/read": self.directory_read})
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
 
@@ -3967,6 +4294,8 @@ class Server:
             capabilities["resources"] = {"listChanged": self.catalog.dynamic}
         if self.catalog.has_prompts:
             capabilities["prompts"] = {"listChanged": self.catalog.dynamic}
+        if self.catalog.has_skills:
+            capabilities["extensions"] = {SKILLS_EXTENSION: {"directoryRead": True}}
         return capabilities
 
     def initialize(self, params, ctx):
@@ -4015,10 +4344,7 @@ class Server:
 
     async def resources_read(self, params, ctx):
         """`resources/read`."""
-        uri = params.get("uri")
-        if not isinstance(uri, str):
-            raise McpError(INVALID_PARAMS, "Invalid params: resources/read needs a string `uri`")
-        return await self.catalog.read_resource(uri, ctx)
+        return await self.catalog.read_resource(_uri_param(params, "resources/read"), ctx)
 
     async def resource_templates_list(self, params, ctx):
         """`resources/templates/list`, paginated."""
@@ -4032,6 +4358,20 @@ class Server:
         """`prompts/get`."""
         name, arguments = _name_and_arguments(params, "prompts/get")
         return await self.catalog.get_prompt(name, arguments, ctx)
+
+    async def skills_list(self, params, ctx):
+        """`skills/list`, paginated (an entry is never split)."""
+        return dict(_page("skills", await self.catalog.skills(), params), ttlMs=SKILLS_TTL_MS, cacheScope="public")
+
+    async def skills_get(self, params, ctx):
+        """`skills/get`: one skill's entry by the URI of its SKILL.md."""
+        skill = await self.catalog.skill_answer("get_skill", _uri_param(params, "skills/get"))
+        return {"skill": skill, "ttlMs": SKILLS_TTL_MS, "cacheScope": "public"}
+
+    async def directory_read(self, params, ctx):
+        """`resources/directory/read`: a skill folder's direct children, paginated."""
+        children = await self.catalog.skill_answer("read_directory", _uri_param(params, "resources/directory/read"))
+        return _page("resources", children, params)
 
     def set_level(self, params, ctx):
         """`logging/setLevel`: the least severe level sent to this client."""
@@ -4053,6 +4393,13 @@ def _name_and_arguments(params: dict, method: str) -> tuple:
     if not isinstance(arguments, dict):
         raise McpError(INVALID_PARAMS, "Invalid params: `arguments` must be an object")
     return name, arguments
+
+
+def _uri_param(params: dict, method: str) -> str:
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise McpError(INVALID_PARAMS, "Invalid params: %s needs a string `uri`" % method)
+    return uri
 
 
 def _page(key: str, items: list, params: dict) -> dict:
@@ -4190,7 +4537,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 # _EXPANDED, never in command templates or tool arguments.
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
-             "resources", "scripts", "command", "timeout", "separator", "$schema")
+             "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "$schema")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -4353,10 +4700,11 @@ class ConfigLoader:
     # -- the file -----------------------------------------------------------------
 
     def load(self, runner: ProcessRunner, log: Log, base: RunSettings, separator: str | None = None,
-             script_options: dict | None = None) -> tuple:
+             script_options: dict | None = None, skill_prompts: bool = True) -> tuple:
         """Return (sources, info): info has the file's name, description and instructions.
 
-        `script_options` (help_timeout, rescan) apply to the file's script folders.
+        `script_options` (help_timeout, rescan) apply to the file's script folders;
+        `skill_prompts` False keeps its skills from being offered as prompts too.
         """
         data = _given(self.read())
         self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
@@ -4403,6 +4751,14 @@ class ConfigLoader:
                     raise self.error(_join(where, key), "expected a list of glob strings")
             sources.append(ScriptDirectory(root, runner, settings, log, separator=separator,
                                            **globs, **(script_options or {})))
+        roots = self.get(data, "skills", list, "", [])
+        for index, root in enumerate(roots):
+            if not isinstance(root, str):
+                raise self.error("skills[%d]" % index, "expected a folder path (text)")
+        if roots:
+            prompts = self.get(data, "skillPrompts", bool, "", True) and skill_prompts
+            sources.append(SkillFolders([self.folder_path(root, "skills[%d]" % i) for i, root in enumerate(roots)],
+                                        log, prompts=prompts))
         info["separator"] = separator
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
@@ -5225,8 +5581,9 @@ def _example_value(name: str, prop: dict):
 def check_config(path: str, log: Log, options: dict) -> int:
     """`check --config FILE`: print what the file serves and the argv an example call runs."""
     server, _ = _build_server(options, [], log, config=path)
-    print("%s: ok" % os.path.abspath(path))
-    sources, hub = [], None
+    if path is not None:
+        print("%s: ok" % os.path.abspath(path))
+    sources, hub, refused = [], None, 0
     for source in server.catalog.sources:
         if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
             hub = source
@@ -5236,6 +5593,16 @@ def check_config(path: str, log: Log, options: dict) -> int:
     for source in sources:
         if isinstance(source, ScriptDirectory):
             print("\nscripts: %s (discovered when served)" % source.root)
+            continue
+        if isinstance(source, SkillFolders):
+            found = source.look()
+            print("\nskills in %s:" % ", ".join(source.roots))
+            for path, (_, _, frontmatter, files) in sorted(found.items()):
+                print("  %-32s %3d files %9d bytes  %s" % (path, len(files), sum(st.st_size for _, st in files.values()),
+                                                         _clip(frontmatter["description"].replace("\n", " "), 60)))
+            for skill_md, problem in sorted(source.problems.items()):
+                print("  not served: %s: %s" % (skill_md, problem))
+            refused += len(source.problems)
             continue
         if source.tools:
             print("\ntools:")
@@ -5269,8 +5636,8 @@ def check_config(path: str, log: Log, options: dict) -> int:
             print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
     if hub is not None:
         print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
-        return print_status(hub.config_path, hub.plan, options["namespace"], log=log)
-    return 0
+        return print_status(hub.config_path, hub.plan, options["namespace"], log=log) or min(refused, 1)
+    return min(refused, 1)
 
 
 # --------------------------------------------------------------------------
@@ -8450,7 +8817,7 @@ def _servers_key(client: str) -> str:
     return "servers" if client == "vscode" else "mcpServers"
 
 
-_PATH_OPTIONS = ("--config", "--root-directory", "--cwd", "--log")
+_PATH_OPTIONS = ("--config", "--root-directory", "--skills", "--cwd", "--log")
 
 
 def _absolute_mode(words: list) -> list:
@@ -8487,6 +8854,8 @@ def _entry_name(words: list) -> str:
     options, rest = _mode_options(words)
     name = (options["name"] or (os.path.basename(rest[0]) if rest else None)
             or (os.path.basename(os.path.normpath(options["root_directory"])) if options["root_directory"] else None)
+            or (os.path.basename(os.path.normpath(options["skills"][0])) if options["skills"] and not options["config"]
+                else None)
             or os.path.splitext(os.path.basename(options["config"] or default_config_path()))[0])
     return _UNSAFE_NAME_CHARS.sub("_", name) or "mcpstudio"
 
@@ -9221,6 +9590,10 @@ OPTIONS = [_Option(*o) for o in (
     (("--exclude",), "exclude", "GLOB", "append", "script mode: skip scripts whose path matches (repeatable)"),
     (("--separator",), "separator", "SEP", "value",
      "joins folder and script names in tool names (default: __, so math/add is math__add)"),
+    (("--skills",), "skills", "DIR", "append",
+     "serve the Agent Skills (folders with a SKILL.md) under DIR (repeatable; alone or beside a mode)"),
+    (("--no-skill-prompts",), "no_skill_prompts", None, "flag",
+     "do not also offer each skill as a prompt (for clients without the skills extension)"),
     (("--help-timeout",), "help_timeout", "SECONDS", "value",
      "script mode: how long a script's --help or --state may take (default: %g)" % HELP_TIMEOUT),
     (("--rescan",), "rescan", "SECONDS", "value",
@@ -9245,6 +9618,7 @@ _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
 USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
          "       mcpstudio [OPTIONS] --root-directory DIR\n"
+         "       mcpstudio [OPTIONS] --skills DIR\n"
          "       mcpstudio [OPTIONS] serve|check [--config FILE] [--namespace NAME]\n"
          "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
          "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
@@ -9451,7 +9825,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         def load():
             loader = ConfigLoader(config)
             found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"],
-                                      script_options)
+                                      script_options, skill_prompts=not options["no_skill_prompts"])
             log.add_secrets(loader.secrets)
             return loader, found, info
         loader, found, info = load()
@@ -9495,6 +9869,14 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         sources.append(ScriptDirectory(root, runner, settings, log, include=options["include"],
                                        exclude=options["exclude"], separator=separator, **script_options))
         titles.append(os.path.basename(os.path.realpath(root)) + "/")
+    if options["skills"]:
+        for root in options["skills"]:
+            if not os.path.isdir(os.path.expanduser(root)):
+                raise UsageError("--skills %s: no such folder (looked for %s; client configs need absolute paths)"
+                                 % (root, os.path.abspath(os.path.expanduser(root))))
+        sources.append(SkillFolders([os.path.expanduser(root) for root in options["skills"]], log,
+                                    prompts=not options["no_skill_prompts"]))
+        titles.append("skills")
     catalog = Catalog(sources, max_name)
     return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions), runner
 
@@ -9567,12 +9949,12 @@ def main(argv: list | None = None) -> int:
             print("mcpstudio %s" % __version__)
             return 0
         config = options["config"]
-        if config is None and command is not None:
+        if config is None and command is not None and not (command == "check" and options["skills"]):
             config = default_config_path()
             if not os.path.exists(config):
                 raise UsageError("%s needs --config FILE (or a config at %s; create one with "
                                  "mcpstudio init NAME --command CMD)" % (command, config))
-        if not words and not options["root_directory"] and config is None:
+        if not words and not options["root_directory"] and not options["skills"] and config is None:
             raise UsageError("no command given; e.g. mcpstudio echo \"{message}\" (see --help)")
         secrets = [pair.partition("=")[2] for pair in options["env"] if looks_secret(pair.partition("=")[0])]
         level = (options["log_level"] or "info").lower()

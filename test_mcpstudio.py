@@ -3407,6 +3407,272 @@ class FrontmatterTests(unittest.TestCase):
                 self.assertEqual("error" in answer, text not in valid_but_outside, answer)
 
 
+def write_skill(root, path, frontmatter_text, body="Body.\n", files=None):
+    """A skill folder at root/path: SKILL.md from the frontmatter text, plus {file path: bytes}."""
+    folder = os.path.join(root, *path.split("/"))
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "SKILL.md"), "w", newline="") as f:
+        f.write("---\n%s\n---\n%s" % (frontmatter_text, body) if frontmatter_text is not None else body)
+    for name, data in (files or {}).items():
+        target = os.path.join(folder, *name.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as f:
+            f.write(data)
+    return folder
+
+
+def skill_tree(root) -> dict:
+    """Good skills (nested, binary files, every frontmatter form) and bad ones; {skill path: frontmatter}."""
+    good = {}
+    fm = ("name: forms\ndescription: >-\n  Every form\n  of frontmatter.\nlicense: 'Apache-2.0'\n"
+          "allowed-tools: Bash(git:*) Read\ncompatibility: \"Python \\u2265 3.8\"\n"
+          "metadata:\n  author: me # a comment\n  version: \"1.0\"\n  build: 7\n  ratio: 1.5\n  beta: true\n"
+          "  none: ~\n  tags: [a, 'b c', {k: v}]\n  steps:\n    - one\n    - two: 2\n  notes: |\n    keep\n     this\n"
+          "  folded: >+\n    kept\n\n  plain: this is\n    folded")
+    write_skill(root, "forms", fm, files={"references/GUIDE.md": b"# Guide\n", "scripts/run.sh": b"#!/bin/sh\necho hi\n",
+                                          "assets/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00binary\xff",
+                                          "assets/data.bin": bytes(range(256)), ".secret": b"not served",
+                                          ".git/config": b"not served", "crlf.txt": b"a\r\nb\r\n"})
+    good["forms"] = {  # as the yaml npm package (YAML 1.2) gives it
+        "name": "forms", "description": "Every form of frontmatter.", "license": "Apache-2.0",
+        "allowed-tools": "Bash(git:*) Read", "compatibility": "Python \u2265 3.8",
+        "metadata": {"author": "me", "version": "1.0", "build": 7, "ratio": 1.5, "beta": True, "none": None,
+                     "tags": ["a", "b c", {"k": "v"}], "steps": ["one", {"two": 2}], "notes": "keep\n this\n",
+                     "folded": "kept\n\n", "plain": "this is folded"}}
+    write_skill(root, "acme/billing/refunds", "name: refunds\ndescription: Process refunds",
+                files={"examples/email.md": "Grüße\n".encode()})
+    good["acme/billing/refunds"] = {"name": "refunds", "description": "Process refunds"}
+    write_skill(root, "outer", "name: outer\ndescription: Outer skill", files={"notes.md": b"outer notes\n"})
+    write_skill(root, "outer/inner", "name: inner\ndescription: Nested skill", files={"x.txt": b"inner file\n"})
+    good["outer"] = {"name": "outer", "description": "Outer skill"}
+    good["outer/inner"] = {"name": "inner", "description": "Nested skill"}
+    # The bad ones: each refused alone, named with its rule.
+    write_skill(root, "no-frontmatter", None, body="# Just text\n")
+    write_skill(root, "Bad_Name", "name: Bad_Name\ndescription: x")
+    write_skill(root, "other-folder", "name: not-the-folder\ndescription: x")
+    write_skill(root, "anchors", "name: anchors\ndescription: &d x\nother: *d")
+    write_skill(root, "no-description", "name: no-description")
+    write_skill(root, "too-many", "name: too-many\ndescription: x",
+                files={"f%03d.txt" % i: b"x" for i in range(mcpstudio.SKILL_MAX_FILES)})
+    write_skill(root, ".hidden-skill", "name: hidden-skill\ndescription: x")
+    return good
+
+
+BAD_SKILLS = {"no-frontmatter": "must begin with a `---` line", "Bad_Name": "naming rules",
+              "other-folder": "differs from its folder", "anchors": "anchors are not supported",
+              "no-description": "`description`", "too-many": "past the limits"}
+
+
+class SkillsTests(ScratchDir):
+    """Agent Skills served from folders (--skills DIR): the extension, resources, prompts, check."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.dir, "skills")
+        self.good = skill_tree(self.root)
+        outside = os.path.join(self.dir, "outside.txt")
+        with open(outside, "w") as f:
+            f.write("secret outside the root\n")
+        os.symlink(outside, os.path.join(self.root, "forms", "link-out.txt"))
+        os.symlink(os.path.join(self.root, "forms", "references", "GUIDE.md"),
+                   os.path.join(self.root, "outer", "link-in.md"))
+        os.mkfifo(os.path.join(self.dir, "fifo"))  # a read of it would hang: refusals must not open it
+        os.symlink(os.path.join(self.dir, "fifo"), os.path.join(self.root, "forms", "fifo-out"))
+
+    def read_bytes(self, server, uri) -> tuple:
+        reply = server.request("resources/read", {"uri": uri})
+        self.assertIn("result", reply, (uri, reply))
+        content = reply["result"]["contents"][0]
+        import base64
+        data = content["text"].encode("utf-8") if "text" in content else base64.b64decode(content["blob"])
+        return data, content
+
+    def test_entries_match_the_files(self):
+        # Every good skill is listed with its frontmatter verbatim and every file once, each digest and
+        # size those of the bytes a read gives back; each bad skill is left out with one stderr line.
+        import hashlib
+        with McpProcess("--skills", self.root) as server:
+            reply = server.initialize()
+            self.assertEqual(reply["result"]["capabilities"]["extensions"],
+                             {"io.modelcontextprotocol/skills": {"directoryRead": True}})
+            self.assertIn("resources", reply["result"]["capabilities"])
+            listing = server.request("skills/list", {})["result"]
+            self.assertEqual((listing["ttlMs"], listing["cacheScope"]), (mcpstudio.SKILLS_TTL_MS, "public"))
+            entries = {e["uri"][len("skill://"):-len("/SKILL.md")]: e for e in listing["skills"]}
+            self.assertEqual(sorted(entries), sorted(self.good))
+            for path, entry in entries.items():
+                self.assertEqual(entry["frontmatter"], self.good[path])
+                folder = os.path.join(self.root, *path.split("/"))
+                on_disk = sorted("/".join(os.path.relpath(os.path.join(d, n), folder).split(os.sep))
+                                 for d, dirs, names in os.walk(folder) if "/." not in d.replace(os.sep, "/")
+                                 for n in names if not n.startswith(".") and n not in ("link-out.txt", "fifo-out"))
+                listed = [r["uri"][len("skill://%s/" % path):] for r in entry["resources"]]
+                self.assertEqual(listed[0], "SKILL.md")
+                self.assertEqual(sorted(listed), on_disk)
+                for resource in entry["resources"]:
+                    data, content = self.read_bytes(server, resource["uri"])
+                    self.assertEqual(resource["digest"], "sha256:" + hashlib.sha256(data).hexdigest())
+                    self.assertEqual(resource["size"], len(data))
+                    with open(os.path.join(folder, *resource["uri"][len("skill://%s/" % path):].split("/")), "rb") as f:
+                        self.assertEqual(f.read(), data)
+                self.assertEqual(server.request("skills/get", {"uri": entry["uri"]})["result"]["skill"], entry)
+            self.assertIn("skill://outer/inner/x.txt", [r["uri"] for r in entries["outer"]["resources"]])
+            self.assertIn("skill://forms/link-out.txt", str(server.request(
+                "resources/read", {"uri": "skill://forms/link-out.txt"})))  # named in the refusal only
+            _, png = self.read_bytes(server, "skill://forms/assets/logo.png")
+            self.assertEqual((png["mimeType"], "blob" in png), ("image/png", True))
+            _, md = self.read_bytes(server, "skill://forms/SKILL.md")
+            self.assertEqual((md["mimeType"], md["name"], md["description"]),
+                             ("text/markdown", "forms", "Every form of frontmatter."))
+            stderr = server.stderr_when(lambda text: all(name in text for name in BAD_SKILLS))
+        for name, rule in BAD_SKILLS.items():
+            lines = [line for line in stderr.splitlines() if os.path.join(self.root, name, "SKILL.md") in line]
+            self.assertEqual(len(lines), 1, stderr)
+            self.assertIn(rule, lines[0])
+            self.assertIn("not served", lines[0])
+
+    def test_traversal_is_refused_and_reads_nothing(self):
+        # `..`, percent-encoded traversal, absolute paths, dot-files, symlinks out of the root and unlisted
+        # files are -32602; the FIFO behind a symlink would hang a read, so nothing was opened.
+        refused = ["skill://forms/../outer/SKILL.md", "skill://forms/%2e%2e/outer/notes.md",
+                   "skill://forms/..%2Fouter%2Fnotes.md", "skill://forms/references%2F..%2F..%2Fouter/notes.md",
+                   "skill:///etc/passwd", "skill://forms//etc/passwd", "skill://forms/.secret",
+                   "skill://forms/.git/config", "skill://forms/link-out.txt", "skill://forms/fifo-out",
+                   "skill://forms/missing.md", "skill://Bad_Name/SKILL.md", "skill://forms/references/",
+                   "skill://%2e%2e/outside.txt", "skill://forms/SKILL.md?x=1"]
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            for uri in refused:
+                for method in ("resources/read", "skills/get", "resources/directory/read"):
+                    with self.subTest(uri=uri, method=method):
+                        reply = server.request(method, {"uri": uri}, timeout=5)
+                        self.assertEqual(reply.get("error", {}).get("code"), -32602, reply)
+            data, _ = self.read_bytes(server, "skill://outer/link-in.md")  # a symlink inside the root is served
+            self.assertEqual(data, b"# Guide\n")
+
+    def test_edits_are_seen(self):
+        # A file edited while serving gets a fresh digest and size at once; an added file is listed, and a
+        # skill whose SKILL.md goes bad stops being served.
+        import hashlib
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            uri = "skill://outer/notes.md"
+            before = server.request("skills/get", {"uri": "skill://outer/SKILL.md"})["result"]["skill"]
+            with open(os.path.join(self.root, "outer", "notes.md"), "wb") as f:
+                f.write(b"edited, and longer than before\n")
+            with open(os.path.join(self.root, "outer", "new.md"), "wb") as f:
+                f.write(b"new\n")
+            after = server.request("skills/get", {"uri": "skill://outer/SKILL.md"})["result"]["skill"]
+            digests = {r["uri"]: (r["digest"], r["size"]) for r in after["resources"]}
+            data, _ = self.read_bytes(server, uri)
+            self.assertEqual(digests[uri], ("sha256:" + hashlib.sha256(data).hexdigest(), len(data)))
+            self.assertNotEqual(digests[uri], {r["uri"]: (r["digest"], r["size"]) for r in before["resources"]}[uri])
+            self.assertIn("skill://outer/new.md", digests)
+            write_skill(self.root, "outer", "name: outer\ndescription: [unclosed")
+            reply = server.request("skills/get", {"uri": "skill://outer/SKILL.md"})
+            self.assertEqual(reply["error"]["code"], -32602, reply)
+            self.assertNotIn("skill://outer/SKILL.md", [e["uri"] for e in server.request("skills/list")["result"]["skills"]])
+
+    def test_directory_read(self):
+        # resources/directory/read lists direct children (folders as inode/directory); a file is -32602.
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            root = server.request("resources/directory/read", {"uri": "skill://forms"})["result"]["resources"]
+            kinds = {r["name"]: r["mimeType"] for r in root}
+            self.assertEqual(kinds["references"], "inode/directory")
+            self.assertEqual(kinds["SKILL.md"], "text/markdown")
+            self.assertNotIn(".secret", kinds)
+            self.assertNotIn(".git", kinds)
+            assets = server.request("resources/directory/read", {"uri": "skill://forms/assets"})["result"]["resources"]
+            self.assertEqual(sorted(r["uri"] for r in assets), ["skill://forms/assets/data.bin",
+                                                                "skill://forms/assets/logo.png"])
+            nested = server.request("resources/directory/read", {"uri": "skill://outer"})["result"]["resources"]
+            self.assertIn({"uri": "skill://outer/inner", "name": "inner", "mimeType": "inode/directory"}, nested)
+            reply = server.request("resources/directory/read", {"uri": "skill://forms/SKILL.md"})
+            self.assertEqual(reply["error"]["code"], -32602)
+
+    def test_clients_without_the_extension(self):
+        # Every file is an ordinary resource in both eras, and each skill a prompt whose text is its SKILL.md
+        # and says where its files are; --no-skill-prompts leaves the prompts out.
+        with HttpServerProcess("--skills", self.root) as server:
+            session = server.initialize_session()
+            old = HttpServerProcess.messages(server.post({"jsonrpc": "2.0", "id": 2, "method": "resources/list"},
+                                                         session=session)[2])[0]["result"]["resources"]
+            new = HttpServerProcess.messages(server.modern("resources/list")[2])[0]["result"]
+            self.assertEqual(new["resultType"], "complete")
+            self.assertEqual(old, new["resources"])
+            uris = [r["uri"] for r in old]
+            self.assertEqual(len(uris), len(set(uris)))  # a nested skill's files once
+            for uri in ("skill://forms/assets/data.bin", "skill://outer/inner/SKILL.md", "skill://outer/notes.md"):
+                self.assertIn(uri, uris)
+            modern = HttpServerProcess.messages(server.modern("skills/list")[2])[0]["result"]
+            self.assertEqual(len(modern["skills"]), len(self.good))
+            prompts = HttpServerProcess.messages(server.post({"jsonrpc": "2.0", "id": 3, "method": "prompts/list"},
+                                                             session=session)[2])[0]["result"]["prompts"]
+            self.assertEqual(sorted(p["title"] for p in prompts), sorted(f["name"] for f in self.good.values()))
+            name = next(p["name"] for p in prompts if p["title"] == "refunds")
+            got = HttpServerProcess.messages(server.post({"jsonrpc": "2.0", "id": 4, "method": "prompts/get", "params": {
+                "name": name}}, session=session)[2])[0]["result"]
+            text = got["messages"][0]["content"]["text"]
+            with open(os.path.join(self.root, "acme", "billing", "refunds", "SKILL.md")) as f:
+                self.assertTrue(text.startswith(f.read()))
+            self.assertIn("skill://acme/billing/refunds/examples/email.md", text)
+        with McpProcess("--no-skill-prompts", "--skills", self.root) as server:
+            self.assertNotIn("prompts", server.initialize()["result"]["capabilities"])
+
+    def test_config_and_check(self):
+        # The config key `skills` (relative to the file) serves the same skills; `check` lists each bad skill
+        # and exits 1, and a folder of good skills checks clean.
+        config = os.path.join(self.dir, "c.json")
+        with open(config, "w") as f:
+            json.dump({"skills": ["skills"], "skillPrompts": False}, f)
+        with McpProcess("serve", "--config", config) as server:
+            capabilities = server.initialize()["result"]["capabilities"]
+            self.assertIn("extensions", capabilities)
+            self.assertNotIn("prompts", capabilities)
+            self.assertEqual(len(server.request("skills/list")["result"]["skills"]), len(self.good))
+        out = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        for name in BAD_SKILLS:
+            self.assertIn("not served: %s" % os.path.join(self.root, name, "SKILL.md"), out.stdout)
+        for path in self.good:
+            self.assertIn(path, out.stdout)
+        out = subprocess.run(SERVER + ["check", "--skills", os.path.join(HERE, "examples", "skills")],
+                             capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual((out.returncode, out.stderr), (0, ""), out.stdout)
+        self.assertIn("acme/billing/refunds", out.stdout)
+        out = subprocess.run(SERVER + ["--skills", os.path.join(self.dir, "nope")], capture_output=True, text=True,
+                             timeout=WAIT)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("--skills", out.stderr)
+
+
+class SkillsConformanceTests(ScratchDir):
+    """The official suite's skills scenarios against `serve --config examples/configs/skills.json --http`."""
+
+    def test_skills_scenarios(self):
+        # Every check of sep-2640-skills-enumeration, -manifest and -directory is SUCCESS (no failure,
+        # warning or skip), at the 2026-07-28 revision the extension is written against.
+        if not (NODE22 and CONFORMANCE):
+            self.skipTest("needs MCPSTUDIO_NODE22 and MCPSTUDIO_CONFORMANCE")
+        config = os.path.join(HERE, "examples", "configs", "skills.json")
+        with HttpServerProcess("serve", "--config", config) as server:
+            url = "http://127.0.0.1:%d/mcp" % server.port
+            for scenario in ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory"):
+                with self.subTest(scenario=scenario):
+                    out = os.path.join(self.dir, scenario)
+                    proc = subprocess.run([NODE22, CONFORMANCE, "server", "--url", url, "--scenario", scenario,
+                                           "--spec-version", "2026-07-28", "--force", "-o", out],
+                                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+                    found = [os.path.join(root, name) for root, _, names in os.walk(out)
+                             for name in names if name == "checks.json"]
+                    self.assertEqual(len(found), 1, proc.stdout[-2000:] + proc.stderr[-2000:])
+                    with open(found[0]) as f:
+                        checks = json.load(f)
+                    self.assertEqual([(c["id"], c["status"]) for c in checks if c["status"] != "SUCCESS"], [])
+                    self.assertGreaterEqual(len(checks), 6)
+
+
 class McpdSamplesTests(ScratchDir):
     """mcpd's own sample scripts, as written for mcpd, give the results mcpd gives (issue 13)."""
 
@@ -4135,7 +4401,7 @@ class ExampleTests(unittest.TestCase):
                     self.assertTrue(all(t["inputSchema"]["type"] == "object" for t in tools))
 
     def test_example_configs_pass_check(self):
-        # Every config in examples/configs is valid and `check` shows its tools.
+        # Every config in examples/configs is valid and `check` shows its tools (skills.json: its skills).
         folder = os.path.join(HERE, "examples", "configs")
         names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
         self.assertGreaterEqual(len(names), 3)
@@ -4144,7 +4410,7 @@ class ExampleTests(unittest.TestCase):
                 proc = subprocess.run([PY, MODULE, "check", "--config", os.path.join(folder, name)],
                                       capture_output=True, text=True, timeout=WAIT)
                 self.assertEqual(proc.returncode, 0, proc.stderr)
-                self.assertIn("tools:", proc.stdout)
+                self.assertIn("skills in " if name == "skills.json" else "tools:", proc.stdout)
 
     def test_pipe_example_runs(self):
         # The "shell": true example counts matches through a pipe, and a hostile pattern stays text.
