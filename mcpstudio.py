@@ -3746,6 +3746,16 @@ def skill_file_content(uri: str, data: bytes) -> dict:
     return {"uri": uri, "mimeType": mime, "blob": base64.b64encode(data).decode("ascii")}
 
 
+def skill_uri_segments(uri: str) -> list:
+    """The decoded path segments of a skill:// URI; -32602 for traversal, dot-files or encoded separators."""
+    from urllib.parse import unquote
+    segments = [unquote(s) for s in uri[len("skill://"):].split("/")] if uri.startswith("skill://") else [""]
+    if "?" in uri or "#" in uri or any(not s or s.startswith(".") or set(s) & set("/\\\0") for s in segments):
+        raise McpError(INVALID_PARAMS, "Invalid params: %s is not a skill file or folder this server serves "
+                       "(no empty, `.` or `..` segments, dot-files or encoded separators)" % uri, {"uri": uri})
+    return segments
+
+
 class SkillFolders:
     """Agent Skills under root folders: `skills/list`, `skills/get`, their files as resources, each skill a prompt."""
 
@@ -3888,11 +3898,7 @@ class SkillFolders:
 
     def target(self, uri: str, again: bool = True) -> tuple:
         """(skill path, file path) that a skill:// URI names; -32602 for anything a listing would not name."""
-        from urllib.parse import unquote
-        segments = [unquote(s) for s in uri[len("skill://"):].split("/")] if uri.startswith("skill://") else [""]
-        if "?" in uri or "#" in uri or any(not s or s.startswith(".") or set(s) & set("/\\\0") for s in segments):
-            raise McpError(INVALID_PARAMS, "Invalid params: %s is not a skill file or folder this server serves "
-                           "(no empty, `.` or `..` segments, dot-files or encoded separators)" % uri, {"uri": uri})
+        segments = skill_uri_segments(uri)
         for cut in range(len(segments), 0, -1):
             path = "/".join(segments[:cut])
             if path in self.found:
@@ -4131,14 +4137,14 @@ class Catalog:
         """Every source's skill entries, in source order."""
         listing = []
         for source in self.sources:
-            if getattr(source, "skills", False):
+            if hasattr(source, "list_skills"):  # an aggregator may learn of its servers' skills by listing
                 listing.extend(await source.list_skills())
         return listing
 
     async def skill_answer(self, method: str, uri: str):
         """`get_skill` or `read_directory` of the first skills source that serves `uri`; -32602 when none does."""
         for source in self.sources:
-            if getattr(source, "skills", False):
+            if hasattr(source, "list_skills"):
                 result = await getattr(source, method)(uri)
                 if result is not None:
                     return result
@@ -4209,7 +4215,7 @@ class Server:
             })
         if catalog.has_prompts:
             self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
-        if catalog.has_skills:
+        if any(hasattr(s, "list_skills") for s in catalog.sources):  # an aggregator's upstreams may add skills
             self.methods.update({"skills/list": self.skills_list, "skills/get": self.skills_get,
                                  "resources/directory/read": self.directory_read})
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
@@ -6551,6 +6557,7 @@ class McpClient(RpcClient):
                         raise
                     self.note("%s failed: %s" % (method, exc.message))  # the rest still works
         listing["serverInfo"] = self.server_info
+        listing["skills"] = (self.capabilities.get("extensions") or {}).get(SKILLS_EXTENSION)  # asked when a client asks
         return listing
 
     async def list_all(self, method: str, key: str, timeout) -> list:
@@ -7166,6 +7173,11 @@ class Aggregator:
     resources = True
     prompts = True
 
+    @property
+    def skills(self) -> bool:
+        """Skills of its own, or a server whose last listing declared the skills extension."""
+        return any(getattr(s, "skills", False) for s in self.local) or bool(self._skill_servers())
+
     def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
                  separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
                  watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None):
@@ -7189,6 +7201,7 @@ class Aggregator:
         self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
         self._uris = {}         # resource uri -> Upstream
         self._prompt_routes = {}
+        self._skill_paths = {}  # server id -> the skill paths its last skills/list served here
         self._watcher = None
         self._reading = None    # the task reading listings from disk
         self._reloading = None
@@ -7428,7 +7441,10 @@ class Aggregator:
             if source.resources:
                 listing.extend(await getattr(source, local_method)())
         for upstream in self._active():
-            for item in ((upstream.known() or {}).get(key) or ()):
+            known = upstream.known() or {}
+            for item in (known.get(key) or ()):
+                if key == "resources" and isinstance(known.get("skills"), dict) and item["uri"][:8] == "skill://":
+                    item = dict(item, uri="skill://%s/%s" % (upstream.spec.id, item["uri"][8:]))  # as skills/list
                 if route_key is not None:
                     if item.get(route_key) in routes:
                         continue  # the first server to list a URI owns it
@@ -7441,6 +7457,11 @@ class Aggregator:
 
     async def read_resource(self, uri: str, ctx):
         """Route a read to the upstream that lists `uri` or a matching template."""
+        route = await self._skill_route(uri)
+        if route is not None:  # a server's skill file: its bytes, under the URI the client asked for
+            result = await route[0].forward("resources/read", {"uri": route[1]}, ctx)
+            return dict(result, contents=[dict(c, uri=uri) if isinstance(c, dict) else c
+                                          for c in result.get("contents") or ()])
         for source in self.local:
             if source.resources:
                 result = await source.read_resource(uri, ctx)
@@ -7461,6 +7482,100 @@ class Aggregator:
         if upstream is None:
             return None
         return await upstream.forward("resources/read", {"uri": uri}, ctx)
+
+    # -- skills: asked of a server when a client asks, under skill://<server id>/... ---------
+
+    def _skill_servers(self) -> list:
+        return [u for u in self._active() if isinstance((u.known() or {}).get("skills"), dict)]
+
+    def _skill_entry(self, upstream, entry):
+        """A server's skill entry under skill://<id>/..., or None when left out (filters) or malformed."""
+        if not isinstance(entry, dict) or not isinstance(entry.get("uri"), str) or not entry["uri"].startswith(
+                "skill://") or not isinstance(entry.get("frontmatter"), dict):
+            return None
+        if self.left_out(upstream, str(entry["frontmatter"].get("name"))) is not None:
+            return None
+
+        def moved(uri):
+            return "skill://%s/%s" % (upstream.spec.id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
+        entry = dict(entry, uri=moved(entry["uri"]))
+        if isinstance(entry.get("resources"), list):
+            entry["resources"] = [dict(r, uri=moved(r.get("uri"))) if isinstance(r, dict) else r
+                                  for r in entry["resources"]]
+        return entry
+
+    async def _pages(self, upstream, method: str, params: dict, key: str) -> list:
+        items, cursor = [], None
+        for _ in range(1000):
+            result = await upstream.forward(method, dict(params, cursor=cursor) if cursor else params, None)
+            items.extend(result.get(key) or ())
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+        return items
+
+    async def list_skills(self) -> list:
+        """The config's own skills, then each server's (asked now, never ahead), under skill://<id>/."""
+        await self._discover()
+        entries = []
+        for source in self.local:
+            if getattr(source, "skills", False):
+                entries.extend(await source.list_skills())
+        for upstream in self._skill_servers():
+            try:
+                found = await self._pages(upstream, "skills/list", {}, "skills")
+            except McpError as exc:
+                self.log.warning("%s: skills/list failed: %s", upstream.spec.id, exc.message)
+                continue
+            served = [e for e in (self._skill_entry(upstream, e) for e in found) if e is not None]
+            self._skill_paths[upstream.spec.id] = {e["uri"][8:-len("/SKILL.md")] for e in served}
+            entries.extend(served)
+        return entries
+
+    async def _skill_route(self, uri: str):
+        """(server, its own URI) for skill://<id>/..., None for a URI of no server; -32602 outside its skills."""
+        segments = skill_uri_segments(uri) if uri.startswith("skill://") else ()
+        upstream = self.upstreams.get(segments[0]) if len(segments) > 1 else None
+        if upstream is not None and upstream not in self._skill_servers():
+            await self._discover()  # a server not listed yet
+        if upstream is None or upstream not in self._skill_servers():
+            return None
+        if upstream.spec.id not in self._skill_paths:
+            await self.list_skills()
+        paths = self._skill_paths.get(upstream.spec.id, ())
+        if not any("/".join(segments[:cut]) in paths for cut in range(2, len(segments) + 1)):
+            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+        return upstream, "skill://" + uri[8:].partition("/")[2]
+
+    async def get_skill(self, uri: str):
+        """`skills/get`: the server's entry under its prefix, else the config's own skills'."""
+        route = await self._skill_route(uri)
+        if route is None:
+            return await self._local_skills("get_skill", uri)
+        entry = self._skill_entry(route[0], (await route[0].forward("skills/get", {"uri": route[1]}, None)).get("skill"))
+        if entry is None or entry["uri"] != uri:
+            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+        return entry
+
+    async def read_directory(self, uri: str):
+        """`resources/directory/read` of a server's skill folder (all pages), else of the config's own."""
+        route = await self._skill_route(uri)
+        if route is None:
+            return await self._local_skills("read_directory", uri)
+        upstream, inner = route
+        if not upstream.known()["skills"].get("directoryRead"):
+            raise McpError(INVALID_PARAMS, "Invalid params: the server `%s` does not read directories" % upstream.spec.id)
+        children = await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
+        return [dict(c, uri="skill://%s/%s" % (upstream.spec.id, c["uri"][8:])) for c in children
+                if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
+
+    async def _local_skills(self, method: str, uri: str):
+        for source in self.local:
+            if getattr(source, "skills", False):
+                result = await getattr(source, method)(uri)
+                if result is not None:
+                    return result
+        return None
 
     async def list_prompts(self) -> list:
         """Every upstream's prompts."""

@@ -3673,6 +3673,81 @@ class SkillsConformanceTests(ScratchDir):
                     self.assertGreaterEqual(len(checks), 6)
 
 
+class SkillsAggregatorTests(ScratchDir):
+    """An upstream mcpstudio's skills read through a second one: prefixed, routed, bytes and digests unchanged."""
+
+    def setUp(self):
+        super().setUp()
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        self.root = os.path.join(self.dir, "skills")
+        self.good = skill_tree(self.root)
+        self.log = os.path.join(self.dir, "upstream.log")
+
+    def config(self, **extra) -> str:
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump(dict({"mcpServers": {"team": {"command": PY, "args": [MODULE, "--skills", self.root,
+                                                                            "--log", self.log]}}}, **extra), f)
+        return path
+
+    def upstream_asked(self, method) -> bool:
+        with open(self.log) as f:
+            return '"method":"%s"' % method in f.read().replace(" ", "")
+
+    def test_skills_pass_through_unchanged(self):
+        # Entries keep their frontmatter, digests and sizes under skill://team/...; reads, skills/get and
+        # directory reads reach the upstream and give the same bytes; nothing is asked before the client asks.
+        import base64
+        import hashlib
+        with McpProcess("--skills", self.root) as direct:
+            direct.initialize()
+            mine = {e["uri"]: e for e in direct.request("skills/list")["result"]["skills"]}
+        with McpProcess("serve", "--config", self.config(), env=self.env) as server:
+            server.initialize()
+            server.request("tools/list")  # starts the upstream and lists it (its tools, resources, prompts)
+            self.assertTrue(wait_until(lambda: os.path.exists(self.log) and self.upstream_asked("tools/list")))
+            self.assertFalse(self.upstream_asked("skills/list") or self.upstream_asked("resources/read"))
+            listed = server.request("skills/list")["result"]["skills"]
+            self.assertEqual(len(listed), len(mine))
+            for entry in listed:
+                self.assertTrue(entry["uri"].startswith("skill://team/"), entry["uri"])
+                original = mine["skill://" + entry["uri"][len("skill://team/"):]]
+                self.assertEqual(entry["frontmatter"], original["frontmatter"])
+                self.assertEqual([(r["uri"], r["digest"], r["size"]) for r in entry["resources"]],
+                                 [("skill://team/" + r["uri"][8:], r["digest"], r["size"]) for r in original["resources"]])
+                self.assertEqual(server.request("skills/get", {"uri": entry["uri"]})["result"]["skill"], entry)
+                for resource in entry["resources"]:
+                    content = server.request("resources/read", {"uri": resource["uri"]})["result"]["contents"][0]
+                    self.assertEqual(content["uri"], resource["uri"])
+                    data = content["text"].encode() if "text" in content else base64.b64decode(content["blob"])
+                    self.assertEqual(("sha256:" + hashlib.sha256(data).hexdigest(), len(data)),
+                                     (resource["digest"], resource["size"]))
+            children = server.request("resources/directory/read", {"uri": "skill://team/forms"})["result"]["resources"]
+            self.assertIn({"uri": "skill://team/forms/references", "name": "references", "mimeType": "inode/directory"},
+                          children)
+            uris = [r["uri"] for r in server.request("resources/list")["result"]["resources"]]
+            self.assertIn("skill://team/forms/assets/logo.png", uris)
+            for uri in ("skill://team/forms/../outer/SKILL.md", "skill://team/forms/%2e%2e/outer/SKILL.md",
+                        "skill://team/no-such/SKILL.md", "skill://team/forms/.secret"):
+                with self.subTest(uri=uri):
+                    self.assertEqual(server.request("resources/read", {"uri": uri})["error"]["code"], -32602)
+        with McpProcess("serve", "--config", self.config(), env=self.env) as server:  # the listing is cached now
+            capabilities = server.initialize()["result"]["capabilities"]
+            self.assertEqual(capabilities["extensions"], {"io.modelcontextprotocol/skills": {"directoryRead": True}})
+
+    def test_namespaces_filter_skills(self):
+        # A namespace's deny pattern leaves a skill out of the listing, and its files cannot be read.
+        config = self.config(namespaces={"work": {"servers": ["team"], "tools": {"deny": ["team__refunds"]}}})
+        with McpProcess("serve", "--config", config, env=self.env) as server:
+            server.initialize()
+            uris = [e["uri"] for e in server.request("skills/list")["result"]["skills"]]
+            self.assertIn("skill://team/forms/SKILL.md", uris)
+            self.assertNotIn("skill://team/acme/billing/refunds/SKILL.md", uris)
+            for method in ("resources/read", "skills/get"):
+                reply = server.request(method, {"uri": "skill://team/acme/billing/refunds/SKILL.md"})
+                self.assertEqual(reply["error"]["code"], -32602, reply)
+
+
 class McpdSamplesTests(ScratchDir):
     """mcpd's own sample scripts, as written for mcpd, give the results mcpd gives (issue 13)."""
 
