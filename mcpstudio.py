@@ -3860,19 +3860,31 @@ class SkillFolders:
         """file path under `folder` -> (real path, stat), sorted: SKILL.md first, no dot-files,
         no folder behind a symlink, no file whose symlink leaves the root."""
         import stat
-        out = {}
-        for here, dirs, names in os.walk(folder):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
-            rel = os.path.relpath(here, folder)
-            for name in names:
-                path = os.path.join(here, name)
+        out, pending = {}, [(folder, "")]
+        while pending:
+            here, prefix = pending.pop()
+            try:
+                entries = list(os.scandir(here))
+            except OSError:
+                continue
+            for entry in entries:
                 try:
-                    real = os.path.realpath(path)
-                    st = os.stat(real)
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_symlink():
+                        real = os.path.realpath(entry.path)
+                        st = os.stat(real)
+                        if not _inside(real, root):
+                            continue
+                    elif entry.is_dir():
+                        pending.append((entry.path, prefix + entry.name + "/"))
+                        continue
+                    else:
+                        real, st = entry.path, entry.stat()
                 except OSError:
                     continue
-                if not name.startswith(".") and stat.S_ISREG(st.st_mode) and _inside(real, root):
-                    out[name if rel == "." else "/".join(rel.split(os.sep) + [name])] = (real, st)
+                if stat.S_ISREG(st.st_mode):
+                    out[prefix + entry.name] = (real, st)
         return dict(sorted(out.items(), key=lambda item: (item[0] != "SKILL.md", item[0])))
 
     def digest(self, real: str, st) -> tuple:
@@ -4123,7 +4135,7 @@ class Catalog:
 
     async def read_resource(self, uri: str, ctx):
         """Ask the source that holds `uri` to read it; -32002 when none does."""
-        if uri not in self._resources:
+        if uri not in self._resources and not uri.startswith("skill://"):  # a skill's file: its source knows
             await self.resources()
         source = self._resources.get(uri)
         candidates = [source] if source is not None else [s for s in self.sources if s.resources]
@@ -4219,6 +4231,7 @@ class Server:
             self.methods.update({"skills/list": self.skills_list, "skills/get": self.skills_get,
                                  "resources/directory/read": self.directory_read})
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
+        self._snapshots = {}  # listing key -> what its last first page was cut from
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
 
     @property
@@ -4346,7 +4359,14 @@ class Server:
 
     async def resources_list(self, params, ctx):
         """`resources/list`, paginated."""
-        return _page("resources", await self.catalog.resources(), params)
+        return await self._listing("resources", self.catalog.resources, params)
+
+    async def _listing(self, key: str, build, params: dict) -> dict:
+        """A listing whose first page builds it and whose next pages page through that same snapshot
+        (thousands of skill files are not looked up again for each page)."""
+        if params.get("cursor") is None or key not in self._snapshots:
+            self._snapshots[key] = await build()
+        return _page(key, self._snapshots[key], params)
 
     async def resources_read(self, params, ctx):
         """`resources/read`."""
@@ -4367,7 +4387,7 @@ class Server:
 
     async def skills_list(self, params, ctx):
         """`skills/list`, paginated (an entry is never split)."""
-        return dict(_page("skills", await self.catalog.skills(), params), ttlMs=SKILLS_TTL_MS, cacheScope="public")
+        return dict(await self._listing("skills", self.catalog.skills, params), ttlMs=SKILLS_TTL_MS, cacheScope="public")
 
     async def skills_get(self, params, ctx):
         """`skills/get`: one skill's entry by the URI of its SKILL.md."""
@@ -8751,11 +8771,21 @@ def _print_listing(listing: dict):
         ok_codes = (tool.get("_meta") or {}).get(OK_EXIT_META)
         if ok_codes:
             print("      exit codes accepted: %s" % ",".join(str(c) for c in ok_codes))
+    skills = listing.get("skills") or []
+    if skills:
+        print("\nskills (%d):" % len(skills))
+    for skill in skills:
+        files = skill["resources"] if isinstance(skill.get("resources"), list) else []
+        print("  %s  (%d files, %d bytes)" % (skill["uri"][:-len("/SKILL.md")], len(files),
+                                              sum(f.get("size", 0) for f in files)))
+        print("      %s" % _clip(" ".join(str(skill["frontmatter"].get("description")).split()), 200))
     for key, title, uri_key in (("resources", "resources", "uri"), ("resourceTemplates", "resource templates",
                                                                    "uriTemplate")):
-        if listing[key]:
-            print("\n%s (%d):" % (title, len(listing[key])))
-        for item in listing[key]:
+        items = [i for i in listing[key] if not (skills and str(i.get(uri_key)).startswith("skill://"))]
+        if items:
+            print("\n%s (%d%s):" % (title, len(items), ", besides the skills' files" if len(items) < len(listing[key])
+                                                       else ""))
+        for item in items:
             print("  %-36s %-20s %s" % (item.get(uri_key), item.get("mimeType", ""), item.get("name", "")))
     if listing["prompts"]:
         print("\nprompts (%d):" % len(listing["prompts"]))
@@ -8785,6 +8815,8 @@ def inspect_command(words: list) -> int:
             listing["resourceTemplates"] = client.list_all("resources/templates/list", "resourceTemplates")
         if "prompts" in capabilities:
             listing["prompts"] = client.list_all("prompts/list", "prompts")
+        if SKILLS_EXTENSION in (capabilities.get("extensions") or {}):
+            listing["skills"] = client.list_all("skills/list", "skills")
     if found.get("--json"):
         print(json.dumps(listing, indent=2))
     else:

@@ -3647,6 +3647,32 @@ class SkillsTests(ScratchDir):
         self.assertIn("--skills", out.stderr)
 
 
+class SkillsToolingTests(ScratchDir):
+    """`inspect` shows the skills and `install` writes an entry that serves them."""
+
+    def test_inspect_and_install(self):
+        # inspect lists each skill with its files, bytes and description (the skill files are not repeated among
+        # the resources); install --client claude-code gives --skills an absolute path, and that entry serves.
+        examples = os.path.join(HERE, "examples", "skills")
+        out = subprocess.run(SERVER + ["inspect", "--skills", examples], capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("skills (3):", out.stdout)
+        self.assertIn("skill://acme/billing/refunds  (2 files, ", out.stdout)
+        self.assertNotIn("\nresources (", out.stdout)
+        data = json.loads(subprocess.run(SERVER + ["inspect", "--json", "--skills", examples], capture_output=True,
+                                         text=True, timeout=WAIT).stdout)
+        self.assertEqual(len(data["skills"]), 3)
+        relative = os.path.relpath(examples)
+        out = subprocess.run(SERVER + ["install", "--client", "claude-code", "--skills", relative],
+                             capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        entry = next(iter(json.loads(out.stdout)["mcpServers"].values()))
+        self.assertIn(os.path.abspath(examples), entry["args"])
+        with McpProcess(cmd=[entry["command"]] + entry["args"], cwd=self.dir) as server:
+            server.initialize()
+            self.assertEqual(len(server.request("skills/list")["result"]["skills"]), 3)
+
+
 class SkillsConformanceTests(ScratchDir):
     """The official suite's skills scenarios against `serve --config examples/configs/skills.json --http`."""
 
