@@ -3673,6 +3673,37 @@ class SkillsToolingTests(ScratchDir):
             self.assertEqual(len(server.request("skills/list")["result"]["skills"]), 3)
 
 
+class SkillsInspectorTests(ScratchDir):
+    """The MCP Inspector CLI's SEP-2640 verifier (`--verify`) over mcpstudio's skills, direct and aggregated."""
+
+    def test_inspector_verifies_every_skill(self):
+        # Every good skill of the tree (every frontmatter form, nested, binary files) passes the Inspector's
+        # conformance, frontmatter and digest checks, from mcpstudio itself and through an aggregator.
+        if not INSPECTOR:
+            self.skipTest("needs MCPSTUDIO_INSPECTOR")
+        root = os.path.join(self.dir, "skills")
+        good = skill_tree(root)
+        config = os.path.join(self.dir, "agg.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"team": {"command": PY, "args": [MODULE, "--skills", root]}}}, f)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        with McpProcess("serve", "--config", config, env=env) as server:  # lists the server once: it is cached
+            server.initialize()
+            server.request("tools/list")
+            self.assertTrue(wait_until(lambda: any(n.startswith("server-") for _, _, names in
+                                                   os.walk(env["XDG_CACHE_HOME"]) for n in names)))
+        for mode in (["--skills", root], ["serve", "--config", config]):
+            with self.subTest(mode=mode[0]):
+                out = subprocess.run([INSPECTOR, "--cli", "-e", "XDG_CACHE_HOME=" + env["XDG_CACHE_HOME"], "--method",
+                                      "skills/list", "--verify", "--"] + SERVER + mode,
+                                     capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+                self.assertEqual(out.returncode, 0, out.stdout[-2000:] + out.stderr[-2000:])
+                reports = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+                self.assertEqual(len(reports), len(good), out.stdout[-2000:])
+                self.assertTrue(all(r["outcome"] == "verified" and not r["conformance"] and not r["frontmatter"]
+                                    for r in reports), out.stdout[-2000:])
+
+
 class SkillsConformanceTests(ScratchDir):
     """The official suite's skills scenarios against `serve --config examples/configs/skills.json --http`."""
 
