@@ -12,8 +12,9 @@ The shell is never involved: a template is parsed once into words, and every
 call renders those words into an argv list that is executed directly.
 
 The module reads top to bottom; each section uses only what stands above it:
-errors, schema validation, naming, templates, processes, the JSON-RPC session
-and stdio transport, tool sources, the catalog, the MCP server, the tools for
+errors, schema validation, naming, templates, SKILL.md frontmatter, processes,
+the JSON-RPC session and stdio transport, tool sources (Agent Skills folders
+among them), the catalog, the MCP server, the tools for
 people (inspect, call, install, import, config edits, zipapp), and the
 command line (`main`).
 """
@@ -77,6 +78,9 @@ __all__ = [
     "ListingCache",
     "ManagerTools",
     "StdioClient",
+    "FrontmatterError",
+    "parse_frontmatter",
+    "SkillFolders",
     "main",
 ]
 
