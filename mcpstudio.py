@@ -12,8 +12,9 @@ The shell is never involved: a template is parsed once into words, and every
 call renders those words into an argv list that is executed directly.
 
 The module reads top to bottom; each section uses only what stands above it:
-errors, schema validation, naming, templates, processes, the JSON-RPC session
-and stdio transport, tool sources, the catalog, the MCP server, the tools for
+errors, schema validation, naming, templates, SKILL.md frontmatter, processes,
+the JSON-RPC session and stdio transport, tool sources (Agent Skills folders
+among them), the catalog, the MCP server, the tools for
 people (inspect, call, install, import, config edits, zipapp), and the
 command line (`main`).
 """
@@ -77,6 +78,9 @@ __all__ = [
     "ListingCache",
     "ManagerTools",
     "StdioClient",
+    "FrontmatterError",
+    "parse_frontmatter",
+    "SkillFolders",
     "main",
 ]
 
@@ -1083,6 +1087,439 @@ def _field_text(field: Field) -> str:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------
+# Frontmatter: the YAML subset of a SKILL.md header, parsed without a library
+# --------------------------------------------------------------------------
+# A skill's entry carries its frontmatter "rendered verbatim as JSON": what a
+# YAML 1.2 parser (core schema) gives. This reads the subset authors write and
+# refuses the rest with a line and a reason, so a wrong value is never served:
+#
+#   block    ::= mapping | sequence          (by indentation; tabs never indent)
+#   mapping  ::= ( key ":" value )+          key: plain or quoted, text only, unique
+#   sequence ::= ( "-" value )+              "- k: v" starts a mapping in the item
+#   value    ::= plain | 'single' | "double" | ( "|" | ">" ) [+-][1-9] lines
+#              | "[" flow, ... "]" | "{" key: flow, ... "}" | block | (nothing: null)
+#   comments ::= "#" at a line's start or after a blank
+# Plain scalars may continue on more-indented lines (folded with spaces) and
+# resolve as the core schema says: null, ~, true/false (three spellings), ints
+# (0o, 0x), floats. Anchors, aliases, tags, `?` keys, .inf and .nan are refused.
+
+class FrontmatterError(McpStudioError):
+    """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
+
+    def __init__(self, message: str, line: int | None = None):
+        self.line = line
+        super().__init__("line %d: %s" % (line, message) if line else message)
+
+
+_YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
+                 "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
+                 "L": "\u2028", "P": "\u2029", "x": 2, "u": 4, "U": 8}
+
+
+def split_frontmatter(text: str) -> tuple:
+    """(frontmatter lines, the file line number of the first) of a SKILL.md that opens with `---`."""
+    lines = text[1:].split("\n") if text.startswith("\ufeff") else text.split("\n")
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    if lines[0] != "---":
+        raise FrontmatterError("SKILL.md must begin with a `---` line, then YAML frontmatter, then `---`", 1)
+    for end in range(1, len(lines)):
+        if lines[end].rstrip(" \t") == "---":
+            return lines[1:end], 2
+    raise FrontmatterError("the frontmatter has no closing `---` line", 1)
+
+
+def parse_frontmatter(text: str) -> dict:
+    """A SKILL.md's frontmatter as JSON-ready values; FrontmatterError outside the subset."""
+    lines, first = split_frontmatter(text)
+    value = _Yaml(lines, first).document()
+    if not isinstance(value, dict):
+        raise FrontmatterError("the frontmatter must be `key: value` lines", first)
+    return value
+
+
+def yaml_scalar(text: str):
+    """A plain scalar by the core schema: null, booleans, ints, floats, else the text itself."""
+    if text in ("", "~", "null", "Null", "NULL"):
+        return None
+    if text in ("true", "True", "TRUE", "false", "False", "FALSE"):
+        return text[0] in "tT"
+    if re.fullmatch(r"[-+]?[0-9]+", text):
+        return int(text)
+    if re.fullmatch(r"0o[0-7]+|0x[0-9a-fA-F]+", text):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    if re.fullmatch(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?", text):
+        value = float(text)
+        if value - value:  # inf - inf is nan: too large for a float
+            raise ValueError("%s is too large for a JSON number; quote it to mean the text" % text)
+        return value
+    if re.fullmatch(r"[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)", text):
+        raise ValueError("%s has no JSON value; quote it to mean the text" % text)
+    return text
+
+
+class _Yaml:
+    """One frontmatter's lines, read top to bottom (see the grammar above)."""
+
+    def __init__(self, lines: list, first: int):
+        self.lines = list(lines)
+        self.first = first
+        self.i = 0
+
+    def error(self, message: str, index: int | None = None):
+        return FrontmatterError(message, self.first + (self.i if index is None else index))
+
+    def indent(self, index: int) -> int:
+        line = self.lines[index]
+        n = len(line) - len(line.lstrip(" "))
+        if line[n:n + 1] == "\t":
+            raise self.error("a tab in the indentation; indent with spaces", index)
+        return n
+
+    def skip(self):
+        """Past blank and comment lines."""
+        while self.i < len(self.lines) and self.lines[self.i].strip(" \t")[:1] in ("", "#"):
+            self.i += 1
+
+    def document(self):
+        self.skip()
+        if self.i == len(self.lines):
+            return None
+        value = self.block(self.indent(self.i))
+        self.skip()
+        if self.i < len(self.lines):
+            raise self.error("this line does not belong to the block above it (check its indentation)")
+        return value
+
+    def block(self, n: int):
+        """The mapping or sequence whose lines start at column `n`."""
+        text = self.lines[self.i][n:]
+        if text[:2] in ("- ", "-\t") or text == "-":
+            return self.sequence(n)
+        return self.mapping(n)
+
+    def mapping(self, n: int) -> dict:
+        result = {}
+        while True:
+            self.skip()
+            if self.i == len(self.lines) or self.indent(self.i) < n:
+                return result
+            if self.indent(self.i) > n:
+                raise self.error("unexpected indentation (a key lines up with the keys above it)")
+            key, col = self.key(n)
+            if key in result:
+                raise self.error("the key `%s` appears twice" % key)
+            result[key] = self.value(col, n, True)
+
+    def sequence(self, n: int) -> list:
+        result = []
+        while True:
+            self.skip()
+            if self.i == len(self.lines) or self.indent(self.i) < n:
+                return result
+            line = self.lines[self.i]
+            if self.indent(self.i) > n:
+                raise self.error("unexpected indentation (an item lines up with the items above it)")
+            if line[n:n + 2] not in ("- ", "-\t", "-"):
+                return result  # `key:` then items at the key's own indentation, then the next key
+            rest = line[n + 1:]
+            col = n + 1 + len(rest) - len(rest.lstrip(" "))
+            text = line[col:]
+            if text.strip(" \t")[:1] not in ("", "#") and (text[:2] in ("- ", "-\t") or text == "-"
+                                                          or self.is_key(text)):
+                self.lines[self.i] = " " * col + text  # `- k: v` / `- - x`: a block starting at the item's text
+                result.append(self.block(col))
+            else:
+                result.append(self.value(col, n, False))
+
+    def is_key(self, text: str) -> bool:
+        if text[:1] in "\"'":
+            try:
+                end = self.quoted(text, 0)[1]
+            except FrontmatterError:
+                return False
+            after = text[end:].lstrip(" \t")
+        else:
+            match = re.search(r":(?=[ \t]|$)", text)
+            if match is None or re.search(r"[ \t]#", text[:match.start()]) or text[:1] in "[{#":
+                return False
+            after = text[match.start():]
+        return after[:1] == ":" and after[1:2] in ("", " ", "\t")
+
+    def key(self, n: int) -> tuple:
+        """The key of the mapping line at column `n`, and the column after its `:`."""
+        line = self.lines[self.i]
+        text = line[n:]
+        if text[:1] == "?" and text[1:2] in ("", " "):
+            raise self.error("`?` keys are not supported; write `key: value`")
+        if not self.is_key(text):
+            raise self.error("expected `key: value`%s" % (
+                " (a `-` item where keys are expected)" if text[:1] == "-" else ""))
+        if text[:1] in "\"'":
+            key, end = self.quoted(text, 0)
+            return key, n + text.index(":", end) + 1
+        colon = re.search(r":(?=[ \t]|$)", text).start()
+        raw = text[:colon].rstrip(" \t")
+        self.plain_start(raw)
+        try:
+            key = yaml_scalar(raw)
+        except ValueError as exc:
+            raise self.error(str(exc))
+        if not isinstance(key, str):
+            raise self.error("the key `%s` is a %s in YAML; keys must be text: quote it" % (
+                raw, "null" if key is None else type(key).__name__))
+        return key, n + colon + 1
+
+    def plain_start(self, text: str):
+        if not text:
+            raise self.error("an empty key or value where text was expected")
+        if text[0] in "&*!%@`|>#" or (text[0] in "?:-" and text[1:2] in ("", " ", "\t")):
+            what = {"&": "anchors", "*": "aliases", "!": "tags", "%": "directives"}.get(text[0])
+            raise self.error("%s are not supported in frontmatter" % what if what else
+                             "`%s` cannot start a plain value; quote the value" % text[0])
+
+    def value(self, col: int, n: int, in_mapping: bool):
+        """The value that starts at column `col` of the current line, under a key or dash at column `n`."""
+        line = self.lines[self.i]
+        text = line[col:].lstrip(" \t")
+        col = len(line) - len(text)
+        if text[:1] in ("", "#"):  # the value is on the lines below, or null
+            self.i += 1
+            self.skip()
+            if self.i < len(self.lines):
+                below = self.indent(self.i)
+                rest = self.lines[self.i][below:]
+                dash = rest[:2] in ("- ", "-\t") or rest == "-"
+                if below > n and not dash and not self.is_key(rest):
+                    return self.inline(below, n)
+                if below > n or (below == n and in_mapping and dash):
+                    return self.block(below)
+            return None
+        return self.inline(col, n)
+
+    def inline(self, col: int, n: int):
+        """A scalar or flow value starting at column `col` of the current line."""
+        text = self.lines[self.i][col:]
+        if text[0] in "|>":
+            return self.block_scalar(text, n)
+        if text[0] in "[{\"'":
+            return self.flow_value(col, n)
+        if text[:2] in ("- ", "-\t") or text == "-":
+            raise self.error("a `-` list cannot start on the key's line; put its items on the lines below")
+        return self.plain(text, n)
+
+    def plain(self, text: str, n: int):
+        """A plain scalar, continued on more-indented lines."""
+        self.plain_start(text)
+        parts, ended, start = [], False, self.i
+        while True:
+            cut = re.search(r"[ \t]#", text)
+            if cut is not None:
+                text, ended = text[:cut.start()], True
+            if re.search(r":[ \t]|:$", text):
+                raise self.error("`: ` inside a plain value; quote the value")
+            parts.append(text.strip(" \t"))
+            self.i += 1
+            if ended:
+                break
+            blanks = 0
+            while self.i + blanks < len(self.lines) and not self.lines[self.i + blanks].strip(" \t"):
+                blanks += 1
+            at = self.i + blanks
+            if at == len(self.lines) or self.lines[at].strip(" \t")[:1] == "#" or self.indent(at) <= n:
+                break
+            parts.append("\n" * blanks or " ")
+            self.i = at
+            text = self.lines[at]
+        raw = "".join(parts)
+        try:
+            return yaml_scalar(raw) if len(parts) == 1 else raw
+        except ValueError as exc:
+            raise self.error(str(exc), start)
+
+    def block_scalar(self, header: str, n: int) -> str:
+        """A `|` (literal) or `>` (folded) scalar: its indicators, then the lines below."""
+        match = re.fullmatch(r"([|>])([-+]?)([1-9]?)([-+]?)([ \t]+#.*)?[ \t]*", header)
+        if match is None or (match.group(2) and match.group(4)):
+            raise self.error("after `%s` only a chomping indicator (- or +), an indentation digit and a "
+                             "comment may follow" % header[0])
+        folded, chomp = match.group(1) == ">", match.group(2) or match.group(4)
+        indent = n + int(match.group(3)) if match.group(3) else None
+        rows, lead = [], 0  # text of each line, None for an empty one; the longest leading empty line
+        self.i += 1
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            spaces = len(line) - len(line.lstrip(" "))
+            if not line.strip(" ") and (indent is None or spaces <= indent):
+                rows.append(None)
+                lead = max(lead, spaces) if indent is None else lead
+            else:
+                if indent is None:
+                    if spaces <= n:
+                        break
+                    if lead > spaces:
+                        raise self.error("a leading empty line is longer than the first line's indentation; "
+                                         "give the indentation after `%s` (e.g. %s2)" % (header[0], header[0]))
+                    indent = spaces
+                if spaces < indent:
+                    break
+                rows.append(line[indent:])
+            self.i += 1
+        while rows and rows[-1] is None:  # trailing empty lines are kept only by `+`
+            rows.pop()
+            self.i -= 1
+        trailing = 0
+        while self.i + trailing < len(self.lines) and not self.lines[self.i + trailing].strip(" "):
+            trailing += 1
+        if not rows:
+            return "\n" * trailing if chomp == "+" else ""
+        out, previous, empties = [], None, 0
+        for row in rows:
+            if row is None:
+                if previous is None:
+                    out.append("\n")
+                else:
+                    empties += 1
+                continue
+            if previous is not None:
+                if folded and previous[:1] not in (" ", "\t") and row[:1] not in (" ", "\t"):
+                    out.append("\n" * empties or " ")
+                else:
+                    out.append("\n" * (empties + 1))
+            out.append(row)
+            previous, empties = row, 0
+        tail = {"-": "", "+": "\n" * (trailing + 1)}.get(chomp, "\n")
+        return "".join(out) + tail
+
+    def flow_value(self, col: int, n: int):
+        """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
+        text = "\n".join([self.lines[self.i][col:]] + self.lines[self.i + 1:])
+        if text[0] in "\"'":
+            value, end = self.quoted(text, 0)
+        else:
+            value, end = self.flow(text, 0)
+        self.i += text.count("\n", 0, end)
+        rest = text[end:].split("\n", 1)[0]
+        if rest.strip(" \t")[:1] not in ("", "#") or rest[:1] == "#":
+            raise self.error("unexpected text after the value: %s" % rest.strip())
+        self.i += 1
+        return value
+
+    def quoted(self, text: str, j: int) -> tuple:
+        """A 'single' or "double" quoted scalar starting at text[j]: (value, index after it)."""
+        quote, out, blanks = text[j], [], ""
+        j += 1
+        while True:
+            if j >= len(text):
+                raise self.error("a %s-quoted value has no closing %s" % (
+                    "double" if quote == '"' else "single", quote))
+            c = text[j]
+            if c == quote:
+                if quote == "'" and text[j + 1:j + 2] == "'":
+                    out.append(blanks + "'")
+                    blanks, j = "", j + 2
+                    continue
+                out.append(blanks)
+                return "".join(out), j + 1
+            if c in " \t":
+                blanks += c
+                j += 1
+            elif c == "\n":  # a line break folds to a space, each empty line to a newline
+                blanks, j = "", j + 1
+                breaks = 0
+                while True:
+                    while j < len(text) and text[j] in " \t":
+                        j += 1
+                    if text[j:j + 1] != "\n":
+                        break
+                    breaks, j = breaks + 1, j + 1
+                out.append("\n" * breaks or " ")
+            elif c == "\\" and quote == '"':
+                out.append(blanks)
+                blanks = ""
+                e = text[j + 1:j + 2]
+                if e == "\n":  # an escaped line break joins the lines
+                    j += 2
+                    while j < len(text) and text[j] in " \t":
+                        j += 1
+                    continue
+                code = _YAML_ESCAPES.get(e)
+                if code is None:
+                    raise self.error("unknown escape \\%s in a double-quoted value" % e)
+                if isinstance(code, int):
+                    digits = text[j + 2:j + 2 + code]
+                    if not re.fullmatch(r"[0-9a-fA-F]{%d}" % code, digits) or int(digits, 16) > 0x10FFFF:
+                        raise self.error("\\%s needs %d hex digits of a code point" % (e, code))
+                    j += code
+                    code = chr(int(digits, 16))
+                out.append(code)
+                j += 2
+            else:
+                out.append(blanks + c)
+                blanks, j = "", j + 1
+
+    def flow(self, text: str, j: int) -> tuple:
+        """A [ ] or { } collection starting at text[j]: (value, index after it)."""
+        closing = "]" if text[j] == "[" else "}"
+        result = [] if closing == "]" else {}
+        j += 1
+        while True:
+            j = self.flow_space(text, j)
+            if text[j:j + 1] == closing:
+                return result, j + 1
+            value, j = self.flow_node(text, j)
+            j = self.flow_space(text, j)
+            if text[j:j + 1] == ":":
+                if closing == "]":
+                    raise self.error("a `key: value` pair inside [ ]; write it as {key: value}")
+                if not isinstance(value, str):
+                    raise self.error("a key inside { } must be text; quote it")
+                j = self.flow_space(text, j + 1)
+                key, (value, j) = value, ((None, j) if text[j:j + 1] in (",", "}") else self.flow_node(text, j))
+                j = self.flow_space(text, j)
+            elif closing == "}":
+                if not isinstance(value, str):
+                    raise self.error("a key inside { } must be text; quote it")
+                key, value = value, None
+            if closing == "}":
+                if key in result:
+                    raise self.error("the key `%s` appears twice" % key)
+                result[key] = value
+            else:
+                result.append(value)
+            if text[j:j + 1] == ",":
+                j += 1
+            elif text[j:j + 1] != closing:
+                raise self.error("expected `,` or `%s` in a flow collection, not %s" % (
+                    closing, repr(text[j]) if j < len(text) else "the end of the frontmatter"))
+
+    def flow_space(self, text: str, j: int) -> int:
+        while j < len(text):
+            if text[j] in " \t\n":
+                j += 1
+            elif text[j] == "#" and (j == 0 or text[j - 1] in " \t\n"):
+                j = text.find("\n", j) if "\n" in text[j:] else len(text)
+            else:
+                break
+        return j
+
+    def flow_node(self, text: str, j: int) -> tuple:
+        if j >= len(text) or text[j] in ",]}":
+            raise self.error("an empty entry in a flow collection")
+        if text[j] in "[{":
+            return self.flow(text, j)
+        if text[j] in "\"'":
+            return self.quoted(text, j)
+        match = re.match(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+", text[j:])
+        raw = match.group() if match else ""
+        self.plain_start(raw.strip())
+        try:
+            value = yaml_scalar(" ".join(part.strip(" \t") for part in raw.strip(" \t\n").split("\n")))
+        except ValueError as exc:
+            raise self.error(str(exc))
+        return value, j + len(raw)
 
 
 # --------------------------------------------------------------------------
@@ -3296,6 +3733,326 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) 
 
 
 # --------------------------------------------------------------------------
+# Sources: folders of Agent Skills (the io.modelcontextprotocol/skills extension)
+# --------------------------------------------------------------------------
+# A skill is any folder under a root that holds a SKILL.md (dot-folders are
+# skipped); its path under the root is its skill path, whose last segment must
+# be the frontmatter's `name`. Every file of a skill, a nested skill's included,
+# is the resource skill://<skill-path>/<file-path>. A listing walks the folders
+# again and hashes only files whose stat changed since the last look, so a
+# digest always matches what a read returns now. Only files a listing would
+# name are ever read: no dot-files, no symlink out of the root.
+
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+SKILL_MAX_FILES = 512           # the extension's limits per skill
+SKILL_MAX_BYTES = 16 << 20
+SKILLS_TTL_MS = 60000           # how long a client may keep a listing (edits are seen at once here)
+DIRECTORY_MIME = "inode/directory"
+_SKILL_NAME = r"(?!.*--)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?"  # the Agent Skills naming rules
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _uri_path(path: str) -> str:
+    """A `/`-separated path as URI path segments (percent-encoded where it must be)."""
+    from urllib.parse import quote
+    return quote(path, safe="/!$&'()*+,;=:@~")
+
+
+def _file_mime(name: str) -> str:
+    if name.endswith(".md"):
+        return "text/markdown"
+    import mimetypes
+    return mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
+
+
+def skill_file_content(uri: str, data: bytes) -> dict:
+    """One file as `resources/read` contents: text when it is UTF-8 text, else a base64 blob."""
+    mime = _file_mime(uri.rsplit("/", 1)[-1])
+    text = None if b"\0" in data or mime.startswith(("image/", "audio/", "video/", "font/")) else _as_text(data, False)
+    if text is not None:
+        return {"uri": uri, "mimeType": "text/plain" if mime == "application/octet-stream" else mime, "text": text}
+    import base64
+    return {"uri": uri, "mimeType": mime, "blob": base64.b64encode(data).decode("ascii")}
+
+
+def skill_uri_segments(uri: str) -> list:
+    """The decoded path segments of a skill:// URI; -32602 for traversal, dot-files or encoded separators."""
+    from urllib.parse import unquote
+    segments = [unquote(s) for s in uri[len("skill://"):].split("/")] if uri.startswith("skill://") else [""]
+    if "?" in uri or "#" in uri or any(not s or s.startswith(".") or set(s) & set("/\\\0") for s in segments):
+        raise McpError(INVALID_PARAMS, "Invalid params: %s is not a skill file or folder this server serves "
+                       "(no empty, `.` or `..` segments, dot-files or encoded separators)" % uri, {"uri": uri})
+    return segments
+
+
+class SkillFolders:
+    """Agent Skills under root folders: `skills/list`, `skills/get`, their files as resources, each skill a prompt."""
+
+    dynamic = False
+    resources = True
+    skills = True
+
+    def __init__(self, roots, log: Log, prompts: bool = True):
+        self.roots = [os.path.realpath(root) for root in roots]
+        self.log = log
+        self.prompts = prompts
+        self.events = None
+        self.found = {}       # skill path -> (root, folder, frontmatter, files), of the last look
+        self.problems = {}    # SKILL.md path -> why that skill is not served, of the last look
+        self._headers = {}    # SKILL.md path -> (stat key, frontmatter or a FrontmatterError)
+        self._digests = {}    # file path -> (stat key, digest, size)
+        self._lock = threading.Lock()
+
+    def start(self):
+        """Look once in the background, so that bad skills are named on stderr at start."""
+        self._looking = asyncio.ensure_future(self._in_thread(self.look))
+
+    async def close(self):
+        pass
+
+    async def list_tools(self) -> list:
+        return []
+
+    @staticmethod
+    async def _in_thread(function, *args):
+        return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+
+    # -- the folders ------------------------------------------------------------
+
+    def look(self) -> dict:
+        """Walk every root: the skills it serves (self.found) and the skills it refuses (self.problems)."""
+        with self._lock:  # one look at a time: the start's and a first listing's may overlap
+            return self._look()
+
+    def _look(self) -> dict:
+        found, problems = {}, {}
+        for root in self.roots:
+            base = os.path.dirname(root) if os.path.isfile(os.path.join(root, "SKILL.md")) else root
+            for folder, dirs, files in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                if "SKILL.md" not in files:
+                    continue
+                path = "/".join(os.path.relpath(folder, base).split(os.sep))
+                skill_md = os.path.join(folder, "SKILL.md")
+                if path in found:
+                    problems[skill_md] = ("the skill path %s is served from %s already; rename one of the folders"
+                                          % (path, found[path][1]))
+                    continue
+                checked = self.check(path, root, folder)
+                if isinstance(checked, str):
+                    problems[skill_md] = checked
+                else:
+                    found[path] = checked
+        for skill_md, problem in problems.items():
+            if self.problems.get(skill_md) != problem:
+                self.log.error("skills: %s: %s; this skill is not served", skill_md, problem)
+        self.found, self.problems = found, problems
+        return found
+
+    def check(self, path: str, root: str, folder: str):
+        """(root, folder, frontmatter, files) of a skill that keeps the rules, else why it does not."""
+        skill_md = os.path.join(folder, "SKILL.md")
+        try:
+            st = os.stat(skill_md)
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+            cached = self._headers.get(skill_md)
+            if cached is None or cached[0] != key:
+                with open(skill_md, "rb") as f:
+                    text = f.read().decode("utf-8")
+                try:
+                    cached = (key, parse_frontmatter(text))
+                except FrontmatterError as exc:
+                    cached = (key, exc)
+                self._headers[skill_md] = cached
+        except (OSError, UnicodeDecodeError) as exc:
+            return "cannot read it (%s); make it a readable UTF-8 file" % exc
+        header = cached[1]
+        if isinstance(header, FrontmatterError):
+            return "frontmatter %s; write it in the YAML subset the README's Skills section shows" % header
+        name, description = header.get("name"), header.get("description")
+        last = path.rsplit("/", 1)[-1]
+        if not isinstance(name, str) or not re.fullmatch(_SKILL_NAME, name):
+            return ("`name` %s breaks the Agent Skills naming rules (1-64 lowercase letters, digits and single "
+                    "hyphens, none at either end); give the skill and its folder such a name" % json.dumps(name))
+        if name != last:
+            return "`name` %s differs from its folder `%s`; make them the same" % (json.dumps(name), last)
+        if not isinstance(description, str) or not 0 < len(description) <= 1024:
+            return "`description` must be text of 1 to 1024 characters; say what the skill does and when to use it"
+        files = self.files(folder, root)
+        size = sum(st.st_size for _, st in files.values())
+        if len(files) > SKILL_MAX_FILES or size > SKILL_MAX_BYTES:
+            return ("%d files of %d bytes in all, past the limits of %d files and %d bytes a skill may have; "
+                    "split it or move the large files out" % (len(files), size, SKILL_MAX_FILES, SKILL_MAX_BYTES))
+        return root, folder, header, files
+
+    def files(self, folder: str, root: str) -> dict:
+        """file path under `folder` -> (real path, stat), sorted: SKILL.md first, no dot-files,
+        no folder behind a symlink, no file whose symlink leaves the root."""
+        import stat
+        out, pending = {}, [(folder, "")]
+        while pending:
+            here, prefix = pending.pop()
+            try:
+                entries = list(os.scandir(here))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_symlink():
+                        real = os.path.realpath(entry.path)
+                        st = os.stat(real)
+                        if not _inside(real, root):
+                            continue
+                    elif entry.is_dir():
+                        pending.append((entry.path, prefix + entry.name + "/"))
+                        continue
+                    else:
+                        real, st = entry.path, entry.stat()
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    out[prefix + entry.name] = (real, st)
+        return dict(sorted(out.items(), key=lambda item: (item[0] != "SKILL.md", item[0])))
+
+    def digest(self, real: str, st) -> tuple:
+        """("sha256:<hex>", size) of a file, hashed again when its stat changed."""
+        key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+        cached = self._digests.get(real)
+        if cached is None or cached[0] != key:
+            import hashlib
+            with open(real, "rb") as f:
+                data = f.read()
+            cached = self._digests[real] = (key, "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
+        return cached[1:]
+
+    def entry(self, path: str) -> dict:
+        """The extension's Skill entry of a found skill: frontmatter verbatim, every file with digest and size."""
+        _, _, frontmatter, files = self.found[path]
+        prefix = "skill://%s/" % _uri_path(path)
+        resources = []
+        for rel, (real, st) in files.items():
+            digest, size = self.digest(real, st)
+            resources.append({"uri": prefix + _uri_path(rel), "digest": digest, "size": size})
+        return {"uri": prefix + "SKILL.md", "frontmatter": frontmatter, "resources": resources}
+
+    def target(self, uri: str, again: bool = True) -> tuple:
+        """(skill path, file path) that a skill:// URI names; -32602 for anything a listing would not name."""
+        segments = skill_uri_segments(uri)
+        for cut in range(len(segments), 0, -1):
+            path = "/".join(segments[:cut])
+            if path in self.found:
+                skill = self.found[path]
+                checked = self.check(path, skill[0], skill[1])  # the skill as it is now
+                if isinstance(checked, str):
+                    break
+                self.found[path] = checked
+                return path, "/".join(segments[cut:])
+        if again:
+            self.look()
+            return self.target(uri, False)
+        raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+
+    # -- the source contract --------------------------------------------------
+
+    async def list_skills(self) -> list:
+        """Every skill's entry (`skills/list`), in skill path order."""
+        def listing():
+            return [self.entry(path) for path in sorted(self.look())]
+        return await self._in_thread(listing)
+
+    async def get_skill(self, uri: str):
+        """The entry of the skill whose SKILL.md is `uri` (`skills/get`); None for a URI not under skill://."""
+        if not uri.startswith("skill://"):
+            return None
+        path, rel = await self._in_thread(self.target, uri)
+        if rel != "SKILL.md":
+            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s (a skill's URI is its "
+                           "SKILL.md's)" % uri, {"uri": uri})
+        return await self._in_thread(self.entry, path)
+
+    async def list_resources(self) -> list:
+        """Every served file once (a nested skill's files belong to the enclosing skill too)."""
+        def listing():
+            out = {}
+            for path, (_, _, frontmatter, files) in sorted(self.look().items()):
+                for rel, (_, st) in files.items():
+                    uri = "skill://%s/%s" % (_uri_path(path), _uri_path(rel))
+                    if rel == "SKILL.md":
+                        out[uri] = {"uri": uri, "name": frontmatter["name"], "description": frontmatter["description"],
+                                    "mimeType": "text/markdown", "size": st.st_size}
+                    elif uri not in out:
+                        out[uri] = {"uri": uri, "name": "%s/%s" % (path, rel), "mimeType": _file_mime(rel),
+                                    "size": st.st_size}
+            return list(out.values())
+        return await self._in_thread(listing)
+
+    async def list_resource_templates(self) -> list:
+        return []
+
+    async def read_resource(self, uri: str, ctx):
+        """A served file's bytes as contents; None for a URI not under skill://, -32602 for any other."""
+        if not uri.startswith("skill://"):
+            return None
+
+        def read():
+            path, rel = self.target(uri)
+            files = self.found[path][3]
+            if rel not in files:
+                raise McpError(INVALID_PARAMS, "Invalid params: %s is not a file of the skill %s" % (uri, path),
+                               {"uri": uri})
+            with open(files[rel][0], "rb") as f:
+                content = skill_file_content(uri, f.read())
+            if rel == "SKILL.md":
+                frontmatter = self.found[path][2]
+                content.update(name=frontmatter["name"], description=frontmatter["description"])
+            return {"contents": [content]}
+        return await self._in_thread(read)
+
+    async def read_directory(self, uri: str):
+        """A skill folder's direct children (`resources/directory/read`); None for a URI not under skill://."""
+        if not uri.startswith("skill://"):
+            return None
+
+        def children():
+            path, rel = self.target(uri)
+            files, out = self.found[path][3], {}
+            prefix = rel + "/" if rel else ""
+            for name, (_, st) in files.items():
+                if name.startswith(prefix):
+                    child = name[len(prefix):].split("/", 1)
+                    child_uri = "%s/%s" % (uri, _uri_path(child[0]))
+                    out[child_uri] = ({"uri": child_uri, "name": child[0], "mimeType": DIRECTORY_MIME} if len(child) > 1
+                                      else {"uri": child_uri, "name": child[0], "mimeType": _file_mime(name),
+                                            "size": st.st_size})
+            if not out:
+                raise McpError(INVALID_PARAMS, "Invalid params: %s is not a directory resource" % uri, {"uri": uri})
+            return list(out.values())
+        return await self._in_thread(children)
+
+    async def list_prompts(self) -> list:
+        """Each skill as a prompt (for clients without the extension: Claude Code shows them as slash commands)."""
+        found = await self._in_thread(self.look)
+        return [{"name": path, "title": found[path][2]["name"], "description": found[path][2]["description"]}
+                for path in sorted(found)]
+
+    async def get_prompt(self, name: str, arguments: dict, ctx) -> dict:
+        """The skill's SKILL.md, and where its files are."""
+        uri = "skill://%s/SKILL.md" % _uri_path(name)
+        text = (await self.read_resource(uri, ctx))["contents"][0].get("text", "")
+        files = "\n".join("- " + r["uri"] for r in (await self.get_skill(uri))["resources"])
+        text += ("\n\n---\nThis is the skill `%s`, served by mcpstudio as %s. Its files are MCP resources of this "
+                 "server (read them with resources/read); relative paths above resolve against skill://%s/:\n%s\n"
+                 % (name.rsplit("/", 1)[-1], uri, _uri_path(name), files))
+        return {"description": self.found[name][2]["description"],
+                "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
+
+
+# --------------------------------------------------------------------------
 # Catalog: public names, routing table, pagination
 # --------------------------------------------------------------------------
 
@@ -3335,6 +4092,11 @@ class Catalog:
     def has_completions(self) -> bool:
         """Whether any source completes prompt and resource-template arguments (upstreams may)."""
         return any(getattr(s, "completions", False) for s in self.sources)
+
+    @property
+    def has_skills(self) -> bool:
+        """Whether any source serves Agent Skills (the skills extension)."""
+        return any(getattr(s, "skills", False) for s in self.sources)
 
     @property
     def refusal(self):
@@ -3416,7 +4178,7 @@ class Catalog:
 
     async def read_resource(self, uri: str, ctx):
         """Ask the source that holds `uri` to read it; -32002 when none does."""
-        if uri not in self._resources:
+        if uri not in self._resources and not uri.startswith("skill://"):  # a skill's file: its source knows
             await self.resources()
         source = self._resources.get(uri)
         candidates = [source] if source is not None else [s for s in self.sources if s.resources]
@@ -3425,6 +4187,23 @@ class Catalog:
             if result is not None:
                 return result
         raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % uri, {"uri": uri})
+
+    async def skills(self) -> list:
+        """Every source's skill entries, in source order."""
+        listing = []
+        for source in self.sources:
+            if hasattr(source, "list_skills"):  # an aggregator may learn of its servers' skills by listing
+                listing.extend(await source.list_skills())
+        return listing
+
+    async def skill_answer(self, method: str, uri: str):
+        """`get_skill` or `read_directory` of the first skills source that serves `uri`; -32602 when none does."""
+        for source in self.sources:
+            if hasattr(source, "list_skills"):
+                result = await getattr(source, method)(uri)
+                if result is not None:
+                    return result
+        raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
 
     async def prompts(self) -> list:
         """Every source's prompts under public names."""
@@ -3522,7 +4301,11 @@ class Server:
         if catalog.subscribable:
             self.methods.update({method: (lambda params, ctx, method=method: self.subscribe(params, ctx, method))
                                  for method in ("resources/subscribe", "resources/unsubscribe")})
+        if any(hasattr(s, "list_skills") for s in catalog.sources):  # an aggregator's upstreams may add skills
+            self.methods.update({"skills/list": self.skills_list, "skills/get": self.skills_get,
+                                 "resources/directory/read": self.directory_read})
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
+        self._snapshots = {}  # listing key -> what its last first page was cut from
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
 
     @property
@@ -3617,6 +4400,8 @@ class Server:
             capabilities["prompts"] = {"listChanged": self.catalog.dynamic}
         if self.catalog.has_completions:
             capabilities["completions"] = {}
+        if self.catalog.has_skills:
+            capabilities["extensions"] = {SKILLS_EXTENSION: {"directoryRead": True}}
         return capabilities
 
     def initialize(self, params, ctx):
@@ -3663,14 +4448,18 @@ class Server:
 
     async def resources_list(self, params, ctx):
         """`resources/list`, paginated."""
-        return _page("resources", await self.catalog.resources(), params)
+        return await self._listing("resources", self.catalog.resources, params)
+
+    async def _listing(self, key: str, build, params: dict) -> dict:
+        """A listing whose first page builds it and whose next pages page through that same snapshot
+        (thousands of skill files are not looked up again for each page)."""
+        if params.get("cursor") is None or key not in self._snapshots:
+            self._snapshots[key] = await build()
+        return _page(key, self._snapshots[key], params)
 
     async def resources_read(self, params, ctx):
         """`resources/read`."""
-        uri = params.get("uri")
-        if not isinstance(uri, str):
-            raise McpError(INVALID_PARAMS, "Invalid params: resources/read needs a string `uri`")
-        return await self.catalog.read_resource(uri, ctx)
+        return await self.catalog.read_resource(_uri_param(params, "resources/read"), ctx)
 
     async def resource_templates_list(self, params, ctx):
         """`resources/templates/list`, paginated."""
@@ -3699,6 +4488,19 @@ class Server:
             raise McpError(INVALID_PARAMS, "Invalid params: completion/complete needs `ref` (ref/prompt or "
                            "ref/resource) and an `argument` object")
         return await self.catalog.complete(ref, params, ctx)
+    async def skills_list(self, params, ctx):
+        """`skills/list`, paginated (an entry is never split)."""
+        return dict(await self._listing("skills", self.catalog.skills, params), ttlMs=SKILLS_TTL_MS, cacheScope="public")
+
+    async def skills_get(self, params, ctx):
+        """`skills/get`: one skill's entry by the URI of its SKILL.md."""
+        skill = await self.catalog.skill_answer("get_skill", _uri_param(params, "skills/get"))
+        return {"skill": skill, "ttlMs": SKILLS_TTL_MS, "cacheScope": "public"}
+
+    async def directory_read(self, params, ctx):
+        """`resources/directory/read`: a skill folder's direct children, paginated."""
+        children = await self.catalog.skill_answer("read_directory", _uri_param(params, "resources/directory/read"))
+        return _page("resources", children, params)
 
     def set_level(self, params, ctx):
         """`logging/setLevel`: the least severe level sent to this client."""
@@ -3723,6 +4525,13 @@ def _name_and_arguments(params: dict, method: str) -> tuple:
     if not isinstance(arguments, dict):
         raise McpError(INVALID_PARAMS, "Invalid params: `arguments` must be an object")
     return name, arguments
+
+
+def _uri_param(params: dict, method: str) -> str:
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise McpError(INVALID_PARAMS, "Invalid params: %s needs a string `uri`" % method)
+    return uri
 
 
 def _page(key: str, items: list, params: dict) -> dict:
@@ -3861,7 +4670,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 # _EXPANDED, never in command templates or tool arguments.
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
-             "resources", "scripts", "command", "timeout", "separator", "$schema")
+             "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "$schema")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -4024,10 +4833,11 @@ class ConfigLoader:
     # -- the file -----------------------------------------------------------------
 
     def load(self, runner: ProcessRunner, log: Log, base: RunSettings, separator: str | None = None,
-             script_options: dict | None = None) -> tuple:
+             script_options: dict | None = None, skill_prompts: bool = True) -> tuple:
         """Return (sources, info): info has the file's name, description and instructions.
 
-        `script_options` (help_timeout, rescan) apply to the file's script folders.
+        `script_options` (help_timeout, rescan) apply to the file's script folders;
+        `skill_prompts` False keeps its skills from being offered as prompts too.
         """
         data = _given(self.read())
         self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
@@ -4074,6 +4884,14 @@ class ConfigLoader:
                     raise self.error(_join(where, key), "expected a list of glob strings")
             sources.append(ScriptDirectory(root, runner, settings, log, separator=separator,
                                            **globs, **(script_options or {})))
+        roots = self.get(data, "skills", list, "", [])
+        for index, root in enumerate(roots):
+            if not isinstance(root, str):
+                raise self.error("skills[%d]" % index, "expected a folder path (text)")
+        if roots:
+            prompts = self.get(data, "skillPrompts", bool, "", True) and skill_prompts
+            sources.append(SkillFolders([self.folder_path(root, "skills[%d]" % i) for i, root in enumerate(roots)],
+                                        log, prompts=prompts))
         info["separator"] = separator
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
@@ -4896,8 +5714,9 @@ def _example_value(name: str, prop: dict):
 def check_config(path: str, log: Log, options: dict) -> int:
     """`check --config FILE`: print what the file serves and the argv an example call runs."""
     server, _ = _build_server(options, [], log, config=path)
-    print("%s: ok" % os.path.abspath(path))
-    sources, hub = [], None
+    if path is not None:
+        print("%s: ok" % os.path.abspath(path))
+    sources, hub, refused = [], None, 0
     for source in server.catalog.sources:
         if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
             hub = source
@@ -4907,6 +5726,16 @@ def check_config(path: str, log: Log, options: dict) -> int:
     for source in sources:
         if isinstance(source, ScriptDirectory):
             print("\nscripts: %s (discovered when served)" % source.root)
+            continue
+        if isinstance(source, SkillFolders):
+            found = source.look()
+            print("\nskills in %s:" % ", ".join(source.roots))
+            for path, (_, _, frontmatter, files) in sorted(found.items()):
+                print("  %-32s %3d files %9d bytes  %s" % (path, len(files), sum(st.st_size for _, st in files.values()),
+                                                         _clip(frontmatter["description"].replace("\n", " "), 60)))
+            for skill_md, problem in sorted(source.problems.items()):
+                print("  not served: %s: %s" % (skill_md, problem))
+            refused += len(source.problems)
             continue
         if source.tools:
             print("\ntools:")
@@ -4940,8 +5769,8 @@ def check_config(path: str, log: Log, options: dict) -> int:
             print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
     if hub is not None:
         print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
-        return print_status(hub.config_path, hub.plan, options["namespace"], log=log)
-    return 0
+        return print_status(hub.config_path, hub.plan, options["namespace"], log=log) or min(refused, 1)
+    return min(refused, 1)
 
 
 # --------------------------------------------------------------------------
@@ -5859,6 +6688,7 @@ class McpClient(RpcClient):
                         raise
                     self.note("%s failed: %s" % (method, exc.message))  # the rest still works
         listing["serverInfo"] = self.server_info
+        listing["skills"] = (self.capabilities.get("extensions") or {}).get(SKILLS_EXTENSION)  # asked when a client asks
         return listing
 
     async def list_all(self, method: str, key: str, timeout) -> list:
@@ -6522,6 +7352,11 @@ class Aggregator:
     completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
     subscribable = True  # and take resource subscriptions (one that cannot: -32601)
 
+    @property
+    def skills(self) -> bool:
+        """Skills of its own, or a server whose last listing declared the skills extension."""
+        return any(getattr(s, "skills", False) for s in self.local) or bool(self._skill_servers())
+
     def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
                  separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
                  watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None):
@@ -6547,6 +7382,7 @@ class Aggregator:
         self._prompt_routes = {}
         self.downstream = None  # the Session of the client served (stdio; over --http the first one)
         self.log_level = None   # the level the client set with logging/setLevel, passed on to every server
+        self._skill_paths = {}  # server id -> the skill paths its last skills/list served here
         self._watcher = None
         self._reading = None    # the task reading listings from disk
         self._reloading = None
@@ -6809,7 +7645,10 @@ class Aggregator:
             if source.resources:
                 listing.extend(await getattr(source, local_method)())
         for upstream in self._active():
-            for item in ((upstream.known() or {}).get(key) or ()):
+            known = upstream.known() or {}
+            for item in (known.get(key) or ()):
+                if key == "resources" and isinstance(known.get("skills"), dict) and item["uri"][:8] == "skill://":
+                    item = dict(item, uri="skill://%s/%s" % (upstream.spec.id, item["uri"][8:]))  # as skills/list
                 if route_key is not None:
                     if item.get(route_key) in routes:
                         continue  # the first server to list a URI owns it
@@ -6822,6 +7661,11 @@ class Aggregator:
 
     async def read_resource(self, uri: str, ctx):
         """Route a read to the upstream that lists `uri` or a matching template."""
+        route = await self._skill_route(uri)
+        if route is not None:  # a server's skill file: its bytes, under the URI the client asked for
+            result = await route[0].forward("resources/read", {"uri": route[1]}, ctx)
+            return dict(result, contents=[dict(c, uri=uri) if isinstance(c, dict) else c
+                                          for c in result.get("contents") or ()])
         for source in self.local:
             if source.resources:
                 result = await source.read_resource(uri, ctx)
@@ -6842,6 +7686,100 @@ class Aggregator:
         if upstream is None:
             return None
         return await upstream.forward("resources/read", {"uri": uri}, ctx)
+
+    # -- skills: asked of a server when a client asks, under skill://<server id>/... ---------
+
+    def _skill_servers(self) -> list:
+        return [u for u in self._active() if isinstance((u.known() or {}).get("skills"), dict)]
+
+    def _skill_entry(self, upstream, entry):
+        """A server's skill entry under skill://<id>/..., or None when left out (filters) or malformed."""
+        if not isinstance(entry, dict) or not isinstance(entry.get("uri"), str) or not entry["uri"].startswith(
+                "skill://") or not isinstance(entry.get("frontmatter"), dict):
+            return None
+        if self.left_out(upstream, str(entry["frontmatter"].get("name"))) is not None:
+            return None
+
+        def moved(uri):
+            return "skill://%s/%s" % (upstream.spec.id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
+        entry = dict(entry, uri=moved(entry["uri"]))
+        if isinstance(entry.get("resources"), list):
+            entry["resources"] = [dict(r, uri=moved(r.get("uri"))) if isinstance(r, dict) else r
+                                  for r in entry["resources"]]
+        return entry
+
+    async def _pages(self, upstream, method: str, params: dict, key: str) -> list:
+        items, cursor = [], None
+        for _ in range(1000):
+            result = await upstream.forward(method, dict(params, cursor=cursor) if cursor else params, None)
+            items.extend(result.get(key) or ())
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+        return items
+
+    async def list_skills(self) -> list:
+        """The config's own skills, then each server's (asked now, never ahead), under skill://<id>/."""
+        await self._discover()
+        entries = []
+        for source in self.local:
+            if getattr(source, "skills", False):
+                entries.extend(await source.list_skills())
+        for upstream in self._skill_servers():
+            try:
+                found = await self._pages(upstream, "skills/list", {}, "skills")
+            except McpError as exc:
+                self.log.warning("%s: skills/list failed: %s", upstream.spec.id, exc.message)
+                continue
+            served = [e for e in (self._skill_entry(upstream, e) for e in found) if e is not None]
+            self._skill_paths[upstream.spec.id] = {e["uri"][8:-len("/SKILL.md")] for e in served}
+            entries.extend(served)
+        return entries
+
+    async def _skill_route(self, uri: str):
+        """(server, its own URI) for skill://<id>/..., None for a URI of no server; -32602 outside its skills."""
+        segments = skill_uri_segments(uri) if uri.startswith("skill://") else ()
+        upstream = self.upstreams.get(segments[0]) if len(segments) > 1 else None
+        if upstream is not None and upstream not in self._skill_servers():
+            await self._discover()  # a server not listed yet
+        if upstream is None or upstream not in self._skill_servers():
+            return None
+        if upstream.spec.id not in self._skill_paths:
+            await self.list_skills()
+        paths = self._skill_paths.get(upstream.spec.id, ())
+        if not any("/".join(segments[:cut]) in paths for cut in range(2, len(segments) + 1)):
+            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+        return upstream, "skill://" + uri[8:].partition("/")[2]
+
+    async def get_skill(self, uri: str):
+        """`skills/get`: the server's entry under its prefix, else the config's own skills'."""
+        route = await self._skill_route(uri)
+        if route is None:
+            return await self._local_skills("get_skill", uri)
+        entry = self._skill_entry(route[0], (await route[0].forward("skills/get", {"uri": route[1]}, None)).get("skill"))
+        if entry is None or entry["uri"] != uri:
+            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+        return entry
+
+    async def read_directory(self, uri: str):
+        """`resources/directory/read` of a server's skill folder (all pages), else of the config's own."""
+        route = await self._skill_route(uri)
+        if route is None:
+            return await self._local_skills("read_directory", uri)
+        upstream, inner = route
+        if not upstream.known()["skills"].get("directoryRead"):
+            raise McpError(INVALID_PARAMS, "Invalid params: the server `%s` does not read directories" % upstream.spec.id)
+        children = await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
+        return [dict(c, uri="skill://%s/%s" % (upstream.spec.id, c["uri"][8:])) for c in children
+                if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
+
+    async def _local_skills(self, method: str, uri: str):
+        for source in self.local:
+            if getattr(source, "skills", False):
+                result = await getattr(source, method)(uri)
+                if result is not None:
+                    return result
+        return None
 
     async def list_prompts(self) -> list:
         """Every upstream's prompts."""
@@ -8047,11 +8985,21 @@ def _print_listing(listing: dict):
         ok_codes = (tool.get("_meta") or {}).get(OK_EXIT_META)
         if ok_codes:
             print("      exit codes accepted: %s" % ",".join(str(c) for c in ok_codes))
+    skills = listing.get("skills") or []
+    if skills:
+        print("\nskills (%d):" % len(skills))
+    for skill in skills:
+        files = skill["resources"] if isinstance(skill.get("resources"), list) else []
+        print("  %s  (%d files, %d bytes)" % (skill["uri"][:-len("/SKILL.md")], len(files),
+                                              sum(f.get("size", 0) for f in files)))
+        print("      %s" % _clip(" ".join(str(skill["frontmatter"].get("description")).split()), 200))
     for key, title, uri_key in (("resources", "resources", "uri"), ("resourceTemplates", "resource templates",
                                                                    "uriTemplate")):
-        if listing[key]:
-            print("\n%s (%d):" % (title, len(listing[key])))
-        for item in listing[key]:
+        items = [i for i in listing[key] if not (skills and str(i.get(uri_key)).startswith("skill://"))]
+        if items:
+            print("\n%s (%d%s):" % (title, len(items), ", besides the skills' files" if len(items) < len(listing[key])
+                                                       else ""))
+        for item in items:
             print("  %-36s %-20s %s" % (item.get(uri_key), item.get("mimeType", ""), item.get("name", "")))
     if listing["prompts"]:
         print("\nprompts (%d):" % len(listing["prompts"]))
@@ -8081,6 +9029,8 @@ def inspect_command(words: list) -> int:
             listing["resourceTemplates"] = client.list_all("resources/templates/list", "resourceTemplates")
         if "prompts" in capabilities:
             listing["prompts"] = client.list_all("prompts/list", "prompts")
+        if SKILLS_EXTENSION in (capabilities.get("extensions") or {}):
+            listing["skills"] = client.list_all("skills/list", "skills")
     if found.get("--json"):
         print(json.dumps(listing, indent=2))
     else:
@@ -8228,7 +9178,7 @@ def _servers_key(client: str) -> str:
     return "servers" if client == "vscode" else "mcpServers"
 
 
-_PATH_OPTIONS = ("--config", "--root-directory", "--cwd", "--log")
+_PATH_OPTIONS = ("--config", "--root-directory", "--skills", "--cwd", "--log")
 
 
 def _absolute_mode(words: list) -> list:
@@ -8265,6 +9215,8 @@ def _entry_name(words: list) -> str:
     options, rest = _mode_options(words)
     name = (options["name"] or (os.path.basename(rest[0]) if rest else None)
             or (os.path.basename(os.path.normpath(options["root_directory"])) if options["root_directory"] else None)
+            or (os.path.basename(os.path.normpath(options["skills"][0])) if options["skills"] and not options["config"]
+                else None)
             or os.path.splitext(os.path.basename(options["config"] or default_config_path()))[0])
     return _UNSAFE_NAME_CHARS.sub("_", name) or "mcpstudio"
 
@@ -9037,6 +9989,10 @@ OPTIONS = [_Option(*o) for o in (
     (("--exclude",), "exclude", "GLOB", "append", "script mode: skip scripts whose path matches (repeatable)"),
     (("--separator",), "separator", "SEP", "value",
      "joins folder and script names in tool names (default: __, so math/add is math__add)"),
+    (("--skills",), "skills", "DIR", "append",
+     "serve the Agent Skills (folders with a SKILL.md) under DIR (repeatable; alone or beside a mode)"),
+    (("--no-skill-prompts",), "no_skill_prompts", None, "flag",
+     "do not also offer each skill as a prompt (for clients without the skills extension)"),
     (("--help-timeout",), "help_timeout", "SECONDS", "value",
      "script mode: how long a script's --help or --state may take (default: %g)" % HELP_TIMEOUT),
     (("--rescan",), "rescan", "SECONDS", "value",
@@ -9061,6 +10017,7 @@ _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
 USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
          "       mcpstudio [OPTIONS] --root-directory DIR\n"
+         "       mcpstudio [OPTIONS] --skills DIR\n"
          "       mcpstudio [OPTIONS] serve|check [--config FILE] [--namespace NAME]\n"
          "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
          "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
@@ -9267,7 +10224,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         def load():
             loader = ConfigLoader(config)
             found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"],
-                                      script_options)
+                                      script_options, skill_prompts=not options["no_skill_prompts"])
             log.add_secrets(loader.secrets)
             return loader, found, info
         loader, found, info = load()
@@ -9311,6 +10268,14 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         sources.append(ScriptDirectory(root, runner, settings, log, include=options["include"],
                                        exclude=options["exclude"], separator=separator, **script_options))
         titles.append(os.path.basename(os.path.realpath(root)) + "/")
+    if options["skills"]:
+        for root in options["skills"]:
+            if not os.path.isdir(os.path.expanduser(root)):
+                raise UsageError("--skills %s: no such folder (looked for %s; client configs need absolute paths)"
+                                 % (root, os.path.abspath(os.path.expanduser(root))))
+        sources.append(SkillFolders([os.path.expanduser(root) for root in options["skills"]], log,
+                                    prompts=not options["no_skill_prompts"]))
+        titles.append("skills")
     catalog = Catalog(sources, max_name)
     return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions), runner
 
@@ -9384,12 +10349,12 @@ def main(argv: list | None = None) -> int:
             print("mcpstudio %s" % __version__)
             return 0
         config = options["config"]
-        if config is None and command is not None:
+        if config is None and command is not None and not (command == "check" and options["skills"]):
             config = default_config_path()
             if not os.path.exists(config):
                 raise UsageError("%s needs --config FILE (or a config at %s; create one with "
                                  "mcpstudio init NAME --command CMD)" % (command, config))
-        if not words and not options["root_directory"] and config is None:
+        if not words and not options["root_directory"] and not options["skills"] and config is None:
             raise UsageError("no command given; e.g. mcpstudio echo \"{message}\" (see --help)")
         secrets = [pair.partition("=")[2] for pair in options["env"] if looks_secret(pair.partition("=")[0])]
         level = (options["log_level"] or "info").lower()

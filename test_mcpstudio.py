@@ -3304,6 +3304,533 @@ class ConfigTests(ScratchDir):
         self.assertIn("***", content)
 
 
+# Frontmatter forms and what a YAML 1.2 parser (core schema) gives for each, checked against the
+# `yaml` npm package (the one the conformance suite parses SKILL.md with) when Node is at hand.
+FRONTMATTER_TABLE = [
+    ("a: plain text here", {"a": "plain text here"}),
+    ("a: 'single ''q'' x'", {"a": "single 'q' x"}),
+    ('a: "dq \\t \\n \\\\ \\" \\x41 \\u00e9 \\U0001F600 \\/ \\_ \\N \\L \\P \\0 \\e \\ "',
+     {"a": "dq \t \n \\ \" A \u00e9 \U0001F600 / \xa0 \x85 \u2028 \u2029 \x00 \x1b  "}),
+    ("a: |\n  line1\n  line2\n\n  line4\nb: 1", {"a": "line1\nline2\n\nline4\n", "b": 1}),
+    ("a: |-\n  line1\n  line2\n\nb: 1", {"a": "line1\nline2", "b": 1}),
+    ("a: |+\n  line1\n  line2\n\n\nb: 1", {"a": "line1\nline2\n\n\n", "b": 1}),
+    ("a: >\n  one\n  two\n\n  three\n    more\n  back\nb: x", {"a": "one two\nthree\n  more\nback\n", "b": "x"}),
+    ("a: >-\n  Use when the user asks\n  about PDFs.\nb: MIT", {"a": "Use when the user asks about PDFs.", "b": "MIT"}),
+    ("a: |2\n    indented\n  base", {"a": "  indented\nbase\n"}),
+    ("a: |  # comment\n  t", {"a": "t\n"}),
+    ("a: >\n\n  lead\n  x", {"a": "\nlead x\n"}),
+    ("a: |\nb: 1", {"a": "", "b": 1}),
+    ("a:\n  - x\n  - y", {"a": ["x", "y"]}),
+    ("a:\n- x\n- y\nb: 2", {"a": ["x", "y"], "b": 2}),
+    ("a: [x, 'y', \"z\", 1, true, null, [n], {k: v}]", {"a": ["x", "y", "z", 1, True, None, ["n"], {"k": "v"}]}),
+    ("a: {k: v, 'q': 1, e: , f}", {"a": {"k": "v", "q": 1, "e": None, "f": None}}),
+    ("a: [a,\n  b, # c\n  c,]", {"a": ["a", "b", "c"]}),
+    ("m:\n  k1: v1\n  k2:\n    deep: 1\n  k3: [1,2]", {"m": {"k1": "v1", "k2": {"deep": 1}, "k3": [1, 2]}}),
+    ("# c\na: b # trailing\n# another\nc: d#e", {"a": "b", "c": "d#e"}),
+    ("a: 1\nb: -2\nc: +3\nd: 0o17\ne: 0x1F\nf: 1.5\ng: 1e3\nh: .5\ni: -1.25E-2\nj: 1.\nk: 0123",
+     {"a": 1, "b": -2, "c": 3, "d": 15, "e": 31, "f": 1.5, "g": 1000.0, "h": 0.5, "i": -0.0125, "j": 1.0, "k": 123}),
+    ("a: true\nb: True\nc: FALSE\nd: yes\ne: off\nf: null\ng: ~\nh:\ni: NULL\nj: 2024-01-01\nk: 1_000",
+     {"a": True, "b": True, "c": False, "d": "yes", "e": "off", "f": None, "g": None, "h": None, "i": None,
+      "j": "2024-01-01", "k": "1_000"}),
+    ("description: This is a long\n  description over\n\n  lines\nname: x",
+     {"description": "This is a long description over\nlines", "name": "x"}),
+    ('d: "multi\n  line\n\n  quoted"', {"d": "multi line\nquoted"}),
+    ('a: "esc \\\n   aped"', {"a": "esc aped"}),
+    ("allowed-tools: Bash(git:*) Read\nurl: http://example.com/a#b", {"allowed-tools": "Bash(git:*) Read",
+                                                                    "url": "http://example.com/a#b"}),
+    ("l:\n  - a: 1\n    b: 2\n  - - n1\n    - n2\n  -\n    d: 4\n  - plain\n  -",
+     {"l": [{"a": 1, "b": 2}, ["n1", "n2"], {"d": 4}, "plain", None]}),
+    ("a:\n  - |\n    block in seq\n  - >-\n    folded\n    item", {"a": ["block in seq\n", "folded item"]}),
+    ("'quoted key': 1\n\"k:x\": 2\na  : 3\n-a: -x", {"quoted key": 1, "k:x": 2, "a": 3, "-a": "-x"}),
+    ("a:\n  b\n  c", {"a": "b c"}),
+    ("a: [ ]\nb: {}\nc: ''\nd: \"\"\ne: '  kept  '\nf:    spaced    ", {"a": [], "b": {}, "c": "", "d": "", "e": "  kept  ",
+                                                                     "f": "spaced"}),
+    ("a: b:c\nb: [b:c, d]\nc: {b: [1, {c: d}]}", {"a": "b:c", "b": ["b:c", "d"], "c": {"b": [1, {"c": "d"}]}}),
+    ("  a: 1\n  b: 2", {"a": 1, "b": 2}),
+    ("a:\n  b:\n  c: 1", {"a": {"b": None, "c": 1}}),
+]
+
+# Frontmatter outside the subset (or outside YAML): refused with the line (the file's) and a reason.
+FRONTMATTER_REFUSED = [
+    ("a: .inf", 2, "no JSON value"),
+    ("a: 1e400", 2, "too large"),
+    ("a: 1\nb: &x 1", 3, "anchors"),
+    ("a: *x", 2, "aliases"),
+    ("a: !!str 1", 2, "tags"),
+    ("? a\n: b", 2, "`?` keys"),
+    ("a: [a: b]", 2, "{key: value}"),
+    ("1: a", 2, "keys must be text"),
+    ("a: b: c", 2, "quote the value"),
+    ("a: b\na: c", 3, "appears twice"),
+    ("a:\n\tb: c", 3, "tab"),
+    ("a: \"x\" trailing", 2, "unexpected text"),
+    ("a: - b", 2, "lines below"),
+    ("a: '", 2, "no closing"),
+    ("a: [1, 2", 2, "`,` or `]`"),
+    ('a: "\\q"', 2, "unknown escape"),
+    ("a: 1\n  b: 2", 3, "quote the value"),
+    ("a:\n  b: 1\n c: 2", 4, "unexpected indentation"),
+    ("a: >\n   \n  x", 4, "leading empty line"),
+    ("a: @x", 2, "cannot start"),
+    ("k: v\n...", 3, "key: value"),
+    ("- a\n- b", 2, "`key: value` lines"),
+]
+
+
+class FrontmatterTests(unittest.TestCase):
+    """The SKILL.md frontmatter parser: the YAML subset, in-process tables."""
+
+    @staticmethod
+    def parse(yaml_text):
+        return mcpstudio.parse_frontmatter("---\n%s\n---\nbody\n" % yaml_text)
+
+    def test_table(self):
+        # Each form a frontmatter may use gives what a YAML 1.2 parser gives.
+        for text, expected in FRONTMATTER_TABLE:
+            with self.subTest(text=text):
+                self.assertEqual(json.dumps(self.parse(text), sort_keys=True), json.dumps(expected, sort_keys=True))
+
+    def test_refused(self):
+        # Anything outside the subset is refused with the file's line and a reason: never a wrong value.
+        for text, line, reason in FRONTMATTER_REFUSED:
+            with self.subTest(text=text):
+                with self.assertRaises(mcpstudio.FrontmatterError) as caught:
+                    self.parse(text)
+                self.assertEqual(caught.exception.line, line, str(caught.exception))
+                self.assertIn(reason, str(caught.exception))
+
+    def test_delimiters(self):
+        # The frontmatter sits between a first `---` line and the next one (CRLF and a BOM allowed).
+        self.assertEqual(mcpstudio.parse_frontmatter("\ufeff---\r\nname: x\r\n---  \r\nbody"), {"name": "x"})
+        for text, reason in (("name: x\n", "must begin"), ("---\nname: x\n", "no closing"),
+                             ("---\n---\n", "`key: value` lines")):
+            with self.subTest(text=text), self.assertRaisesRegex(mcpstudio.FrontmatterError, reason):
+                mcpstudio.parse_frontmatter(text)
+
+    def test_same_as_the_yaml_package(self):
+        # The table agrees with the `yaml` npm package (YAML 1.2, what the conformance suite uses), and that
+        # package refuses or gives no JSON for what the parser refuses (but anchors, tags, `?` keys, `[a: b]`,
+        # non-text keys, `...` and 1e400: valid YAML, outside the subset on purpose).
+        node = os.environ.get("MCPSTUDIO_NODE22", "")
+        modules = os.path.join(os.path.dirname(CONFORMANCE), "..", "..", "..")
+        if not (node and os.path.isdir(os.path.join(modules, "yaml"))):
+            self.skipTest("needs MCPSTUDIO_NODE22 and MCPSTUDIO_CONFORMANCE (its node_modules has `yaml`)")
+        script = ("const {parse} = require('yaml'); let t = ''; process.stdin.on('data', d => t += d);"
+                  "process.stdin.on('end', () => console.log(JSON.stringify(JSON.parse(t).map(d => {"
+                  "try { return {ok: parse(d)} } catch (e) { return {error: e.message} } }))))")
+        texts = [text for text, _ in FRONTMATTER_TABLE] + [text for text, _, _ in FRONTMATTER_REFUSED]
+        out = subprocess.run([node, "-e", script], input=json.dumps(texts), capture_output=True, text=True,
+                             timeout=60, env=dict(os.environ, NODE_PATH=os.path.abspath(modules)))
+        answers = json.loads(out.stdout)
+        for (text, expected), answer in zip(FRONTMATTER_TABLE, answers):
+            with self.subTest(text=text):
+                self.assertEqual(answer.get("ok"), json.loads(json.dumps(expected)))
+        valid_but_outside = {"a: .inf", "a: 1e400", "a: 1\nb: &x 1", "a: !!str 1", "? a\n: b", "a: [a: b]", "1: a",
+                             "k: v\n...", "- a\n- b"}
+        for (text, _, _), answer in zip(FRONTMATTER_REFUSED, answers[len(FRONTMATTER_TABLE):]):
+            with self.subTest(text=text):
+                self.assertEqual("error" in answer, text not in valid_but_outside, answer)
+
+
+def write_skill(root, path, frontmatter_text, body="Body.\n", files=None):
+    """A skill folder at root/path: SKILL.md from the frontmatter text, plus {file path: bytes}."""
+    folder = os.path.join(root, *path.split("/"))
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "SKILL.md"), "w", newline="") as f:
+        f.write("---\n%s\n---\n%s" % (frontmatter_text, body) if frontmatter_text is not None else body)
+    for name, data in (files or {}).items():
+        target = os.path.join(folder, *name.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as f:
+            f.write(data)
+    return folder
+
+
+def skill_tree(root) -> dict:
+    """Good skills (nested, binary files, every frontmatter form) and bad ones; {skill path: frontmatter}."""
+    good = {}
+    fm = ("name: forms\ndescription: >-\n  Every form\n  of frontmatter.\nlicense: 'Apache-2.0'\n"
+          "allowed-tools: Bash(git:*) Read\ncompatibility: \"Python \\u2265 3.8\"\n"
+          "metadata:\n  author: me # a comment\n  version: \"1.0\"\n  build: 7\n  ratio: 1.5\n  beta: true\n"
+          "  none: ~\n  tags: [a, 'b c', {k: v}]\n  steps:\n    - one\n    - two: 2\n  notes: |\n    keep\n     this\n"
+          "  folded: >+\n    kept\n\n  plain: this is\n    folded")
+    write_skill(root, "forms", fm, files={"references/GUIDE.md": b"# Guide\n", "scripts/run.sh": b"#!/bin/sh\necho hi\n",
+                                          "assets/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00binary\xff",
+                                          "assets/data.bin": bytes(range(256)), ".secret": b"not served",
+                                          ".git/config": b"not served", "crlf.txt": b"a\r\nb\r\n"})
+    good["forms"] = {  # as the yaml npm package (YAML 1.2) gives it
+        "name": "forms", "description": "Every form of frontmatter.", "license": "Apache-2.0",
+        "allowed-tools": "Bash(git:*) Read", "compatibility": "Python \u2265 3.8",
+        "metadata": {"author": "me", "version": "1.0", "build": 7, "ratio": 1.5, "beta": True, "none": None,
+                     "tags": ["a", "b c", {"k": "v"}], "steps": ["one", {"two": 2}], "notes": "keep\n this\n",
+                     "folded": "kept\n\n", "plain": "this is folded"}}
+    write_skill(root, "acme/billing/refunds", "name: refunds\ndescription: Process refunds",
+                files={"examples/email.md": "Grüße\n".encode()})
+    good["acme/billing/refunds"] = {"name": "refunds", "description": "Process refunds"}
+    write_skill(root, "outer", "name: outer\ndescription: Outer skill", files={"notes.md": b"outer notes\n"})
+    write_skill(root, "outer/inner", "name: inner\ndescription: Nested skill", files={"x.txt": b"inner file\n"})
+    good["outer"] = {"name": "outer", "description": "Outer skill"}
+    good["outer/inner"] = {"name": "inner", "description": "Nested skill"}
+    # The bad ones: each refused alone, named with its rule.
+    write_skill(root, "no-frontmatter", None, body="# Just text\n")
+    write_skill(root, "Bad_Name", "name: Bad_Name\ndescription: x")
+    write_skill(root, "other-folder", "name: not-the-folder\ndescription: x")
+    write_skill(root, "anchors", "name: anchors\ndescription: &d x\nother: *d")
+    write_skill(root, "no-description", "name: no-description")
+    write_skill(root, "too-many", "name: too-many\ndescription: x",
+                files={"f%03d.txt" % i: b"x" for i in range(mcpstudio.SKILL_MAX_FILES)})
+    write_skill(root, ".hidden-skill", "name: hidden-skill\ndescription: x")
+    return good
+
+
+BAD_SKILLS = {"no-frontmatter": "must begin with a `---` line", "Bad_Name": "naming rules",
+              "other-folder": "differs from its folder", "anchors": "anchors are not supported",
+              "no-description": "`description`", "too-many": "past the limits"}
+
+
+class SkillsTests(ScratchDir):
+    """Agent Skills served from folders (--skills DIR): the extension, resources, prompts, check."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.dir, "skills")
+        self.good = skill_tree(self.root)
+        outside = os.path.join(self.dir, "outside.txt")
+        with open(outside, "w") as f:
+            f.write("secret outside the root\n")
+        os.symlink(outside, os.path.join(self.root, "forms", "link-out.txt"))
+        os.symlink(os.path.join(self.root, "forms", "references", "GUIDE.md"),
+                   os.path.join(self.root, "outer", "link-in.md"))
+        os.mkfifo(os.path.join(self.dir, "fifo"))  # a read of it would hang: refusals must not open it
+        os.symlink(os.path.join(self.dir, "fifo"), os.path.join(self.root, "forms", "fifo-out"))
+
+    def read_bytes(self, server, uri) -> tuple:
+        reply = server.request("resources/read", {"uri": uri})
+        self.assertIn("result", reply, (uri, reply))
+        content = reply["result"]["contents"][0]
+        import base64
+        data = content["text"].encode("utf-8") if "text" in content else base64.b64decode(content["blob"])
+        return data, content
+
+    def test_entries_match_the_files(self):
+        # Every good skill is listed with its frontmatter verbatim and every file once, each digest and
+        # size those of the bytes a read gives back; each bad skill is left out with one stderr line.
+        import hashlib
+        with McpProcess("--skills", self.root) as server:
+            reply = server.initialize()
+            self.assertEqual(reply["result"]["capabilities"]["extensions"],
+                             {"io.modelcontextprotocol/skills": {"directoryRead": True}})
+            self.assertIn("resources", reply["result"]["capabilities"])
+            listing = server.request("skills/list", {})["result"]
+            self.assertEqual((listing["ttlMs"], listing["cacheScope"]), (mcpstudio.SKILLS_TTL_MS, "public"))
+            entries = {e["uri"][len("skill://"):-len("/SKILL.md")]: e for e in listing["skills"]}
+            self.assertEqual(sorted(entries), sorted(self.good))
+            for path, entry in entries.items():
+                self.assertEqual(entry["frontmatter"], self.good[path])
+                folder = os.path.join(self.root, *path.split("/"))
+                on_disk = sorted("/".join(os.path.relpath(os.path.join(d, n), folder).split(os.sep))
+                                 for d, dirs, names in os.walk(folder) if "/." not in d.replace(os.sep, "/")
+                                 for n in names if not n.startswith(".") and n not in ("link-out.txt", "fifo-out"))
+                listed = [r["uri"][len("skill://%s/" % path):] for r in entry["resources"]]
+                self.assertEqual(listed[0], "SKILL.md")
+                self.assertEqual(sorted(listed), on_disk)
+                for resource in entry["resources"]:
+                    data, content = self.read_bytes(server, resource["uri"])
+                    self.assertEqual(resource["digest"], "sha256:" + hashlib.sha256(data).hexdigest())
+                    self.assertEqual(resource["size"], len(data))
+                    with open(os.path.join(folder, *resource["uri"][len("skill://%s/" % path):].split("/")), "rb") as f:
+                        self.assertEqual(f.read(), data)
+                self.assertEqual(server.request("skills/get", {"uri": entry["uri"]})["result"]["skill"], entry)
+            self.assertIn("skill://outer/inner/x.txt", [r["uri"] for r in entries["outer"]["resources"]])
+            self.assertIn("skill://forms/link-out.txt", str(server.request(
+                "resources/read", {"uri": "skill://forms/link-out.txt"})))  # named in the refusal only
+            _, png = self.read_bytes(server, "skill://forms/assets/logo.png")
+            self.assertEqual((png["mimeType"], "blob" in png), ("image/png", True))
+            _, md = self.read_bytes(server, "skill://forms/SKILL.md")
+            self.assertEqual((md["mimeType"], md["name"], md["description"]),
+                             ("text/markdown", "forms", "Every form of frontmatter."))
+            stderr = server.stderr_when(lambda text: all(name in text for name in BAD_SKILLS))
+        for name, rule in BAD_SKILLS.items():
+            lines = [line for line in stderr.splitlines() if os.path.join(self.root, name, "SKILL.md") in line]
+            self.assertEqual(len(lines), 1, stderr)
+            self.assertIn(rule, lines[0])
+            self.assertIn("not served", lines[0])
+
+    def test_traversal_is_refused_and_reads_nothing(self):
+        # `..`, percent-encoded traversal, absolute paths, dot-files, symlinks out of the root and unlisted
+        # files are -32602; the FIFO behind a symlink would hang a read, so nothing was opened.
+        refused = ["skill://forms/../outer/SKILL.md", "skill://forms/%2e%2e/outer/notes.md",
+                   "skill://forms/..%2Fouter%2Fnotes.md", "skill://forms/references%2F..%2F..%2Fouter/notes.md",
+                   "skill:///etc/passwd", "skill://forms//etc/passwd", "skill://forms/.secret",
+                   "skill://forms/.git/config", "skill://forms/link-out.txt", "skill://forms/fifo-out",
+                   "skill://forms/missing.md", "skill://Bad_Name/SKILL.md", "skill://forms/references/",
+                   "skill://%2e%2e/outside.txt", "skill://forms/SKILL.md?x=1"]
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            for uri in refused:
+                for method in ("resources/read", "skills/get", "resources/directory/read"):
+                    with self.subTest(uri=uri, method=method):
+                        reply = server.request(method, {"uri": uri}, timeout=5)
+                        self.assertEqual(reply.get("error", {}).get("code"), -32602, reply)
+            data, _ = self.read_bytes(server, "skill://outer/link-in.md")  # a symlink inside the root is served
+            self.assertEqual(data, b"# Guide\n")
+
+    def test_edits_are_seen(self):
+        # A file edited while serving gets a fresh digest and size at once; an added file is listed, and a
+        # skill whose SKILL.md goes bad stops being served.
+        import hashlib
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            uri = "skill://outer/notes.md"
+            before = server.request("skills/get", {"uri": "skill://outer/SKILL.md"})["result"]["skill"]
+            with open(os.path.join(self.root, "outer", "notes.md"), "wb") as f:
+                f.write(b"edited, and longer than before\n")
+            with open(os.path.join(self.root, "outer", "new.md"), "wb") as f:
+                f.write(b"new\n")
+            after = server.request("skills/get", {"uri": "skill://outer/SKILL.md"})["result"]["skill"]
+            digests = {r["uri"]: (r["digest"], r["size"]) for r in after["resources"]}
+            data, _ = self.read_bytes(server, uri)
+            self.assertEqual(digests[uri], ("sha256:" + hashlib.sha256(data).hexdigest(), len(data)))
+            self.assertNotEqual(digests[uri], {r["uri"]: (r["digest"], r["size"]) for r in before["resources"]}[uri])
+            self.assertIn("skill://outer/new.md", digests)
+            write_skill(self.root, "outer", "name: outer\ndescription: [unclosed")
+            reply = server.request("skills/get", {"uri": "skill://outer/SKILL.md"})
+            self.assertEqual(reply["error"]["code"], -32602, reply)
+            self.assertNotIn("skill://outer/SKILL.md", [e["uri"] for e in server.request("skills/list")["result"]["skills"]])
+
+    def test_directory_read(self):
+        # resources/directory/read lists direct children (folders as inode/directory); a file is -32602.
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            root = server.request("resources/directory/read", {"uri": "skill://forms"})["result"]["resources"]
+            kinds = {r["name"]: r["mimeType"] for r in root}
+            self.assertEqual(kinds["references"], "inode/directory")
+            self.assertEqual(kinds["SKILL.md"], "text/markdown")
+            self.assertNotIn(".secret", kinds)
+            self.assertNotIn(".git", kinds)
+            assets = server.request("resources/directory/read", {"uri": "skill://forms/assets"})["result"]["resources"]
+            self.assertEqual(sorted(r["uri"] for r in assets), ["skill://forms/assets/data.bin",
+                                                                "skill://forms/assets/logo.png"])
+            nested = server.request("resources/directory/read", {"uri": "skill://outer"})["result"]["resources"]
+            self.assertIn({"uri": "skill://outer/inner", "name": "inner", "mimeType": "inode/directory"}, nested)
+            reply = server.request("resources/directory/read", {"uri": "skill://forms/SKILL.md"})
+            self.assertEqual(reply["error"]["code"], -32602)
+
+    def test_clients_without_the_extension(self):
+        # Every file is an ordinary resource in both eras, and each skill a prompt whose text is its SKILL.md
+        # and says where its files are; --no-skill-prompts leaves the prompts out.
+        with HttpServerProcess("--skills", self.root) as server:
+            session = server.initialize_session()
+            old = HttpServerProcess.messages(server.post({"jsonrpc": "2.0", "id": 2, "method": "resources/list"},
+                                                         session=session)[2])[0]["result"]["resources"]
+            new = HttpServerProcess.messages(server.modern("resources/list")[2])[0]["result"]
+            self.assertEqual(new["resultType"], "complete")
+            self.assertEqual(old, new["resources"])
+            uris = [r["uri"] for r in old]
+            self.assertEqual(len(uris), len(set(uris)))  # a nested skill's files once
+            for uri in ("skill://forms/assets/data.bin", "skill://outer/inner/SKILL.md", "skill://outer/notes.md"):
+                self.assertIn(uri, uris)
+            modern = HttpServerProcess.messages(server.modern("skills/list")[2])[0]["result"]
+            self.assertEqual(len(modern["skills"]), len(self.good))
+            prompts = HttpServerProcess.messages(server.post({"jsonrpc": "2.0", "id": 3, "method": "prompts/list"},
+                                                             session=session)[2])[0]["result"]["prompts"]
+            self.assertEqual(sorted(p["title"] for p in prompts), sorted(f["name"] for f in self.good.values()))
+            name = next(p["name"] for p in prompts if p["title"] == "refunds")
+            got = HttpServerProcess.messages(server.post({"jsonrpc": "2.0", "id": 4, "method": "prompts/get", "params": {
+                "name": name}}, session=session)[2])[0]["result"]
+            text = got["messages"][0]["content"]["text"]
+            with open(os.path.join(self.root, "acme", "billing", "refunds", "SKILL.md")) as f:
+                self.assertTrue(text.startswith(f.read()))
+            self.assertIn("skill://acme/billing/refunds/examples/email.md", text)
+        with McpProcess("--no-skill-prompts", "--skills", self.root) as server:
+            self.assertNotIn("prompts", server.initialize()["result"]["capabilities"])
+
+    def test_config_and_check(self):
+        # The config key `skills` (relative to the file) serves the same skills; `check` lists each bad skill
+        # and exits 1, and a folder of good skills checks clean.
+        config = os.path.join(self.dir, "c.json")
+        with open(config, "w") as f:
+            json.dump({"skills": ["skills"], "skillPrompts": False}, f)
+        with McpProcess("serve", "--config", config) as server:
+            capabilities = server.initialize()["result"]["capabilities"]
+            self.assertIn("extensions", capabilities)
+            self.assertNotIn("prompts", capabilities)
+            self.assertEqual(len(server.request("skills/list")["result"]["skills"]), len(self.good))
+        out = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        for name in BAD_SKILLS:
+            self.assertIn("not served: %s" % os.path.join(self.root, name, "SKILL.md"), out.stdout)
+        for path in self.good:
+            self.assertIn(path, out.stdout)
+        out = subprocess.run(SERVER + ["check", "--skills", os.path.join(HERE, "examples", "skills")],
+                             capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual((out.returncode, out.stderr), (0, ""), out.stdout)
+        self.assertIn("acme/billing/refunds", out.stdout)
+        out = subprocess.run(SERVER + ["--skills", os.path.join(self.dir, "nope")], capture_output=True, text=True,
+                             timeout=WAIT)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("--skills", out.stderr)
+
+
+class SkillsToolingTests(ScratchDir):
+    """`inspect` shows the skills and `install` writes an entry that serves them."""
+
+    def test_inspect_and_install(self):
+        # inspect lists each skill with its files, bytes and description (the skill files are not repeated among
+        # the resources); install --client claude-code gives --skills an absolute path, and that entry serves.
+        examples = os.path.join(HERE, "examples", "skills")
+        out = subprocess.run(SERVER + ["inspect", "--skills", examples], capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("skills (3):", out.stdout)
+        self.assertIn("skill://acme/billing/refunds  (2 files, ", out.stdout)
+        self.assertNotIn("\nresources (", out.stdout)
+        data = json.loads(subprocess.run(SERVER + ["inspect", "--json", "--skills", examples], capture_output=True,
+                                         text=True, timeout=WAIT).stdout)
+        self.assertEqual(len(data["skills"]), 3)
+        relative = os.path.relpath(examples)
+        out = subprocess.run(SERVER + ["install", "--client", "claude-code", "--skills", relative],
+                             capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        entry = next(iter(json.loads(out.stdout)["mcpServers"].values()))
+        self.assertIn(os.path.abspath(examples), entry["args"])
+        with McpProcess(cmd=[entry["command"]] + entry["args"], cwd=self.dir,
+                        env=dict(os.environ, **entry.get("env", {}))) as server:
+            server.initialize()
+            self.assertEqual(len(server.request("skills/list")["result"]["skills"]), 3)
+
+
+class SkillsInspectorTests(ScratchDir):
+    """The MCP Inspector CLI's SEP-2640 verifier (`--verify`) over mcpstudio's skills, direct and aggregated."""
+
+    def test_inspector_verifies_every_skill(self):
+        # Every good skill of the tree (every frontmatter form, nested, binary files) passes the Inspector's
+        # conformance, frontmatter and digest checks, from mcpstudio itself and through an aggregator.
+        if not INSPECTOR:
+            self.skipTest("needs MCPSTUDIO_INSPECTOR")
+        root = os.path.join(self.dir, "skills")
+        good = skill_tree(root)
+        config = os.path.join(self.dir, "agg.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"team": {"command": PY, "args": [MODULE, "--skills", root]}}}, f)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        with McpProcess("serve", "--config", config, env=env) as server:  # lists the server once: it is cached
+            server.initialize()
+            server.request("tools/list")
+            self.assertTrue(wait_until(lambda: any(n.startswith("server-") for _, _, names in
+                                                   os.walk(env["XDG_CACHE_HOME"]) for n in names)))
+        for mode in (["--skills", root], ["serve", "--config", config]):
+            with self.subTest(mode=mode[0]):
+                out = subprocess.run([INSPECTOR, "--cli", "-e", "XDG_CACHE_HOME=" + env["XDG_CACHE_HOME"], "--method",
+                                      "skills/list", "--verify", "--"] + SERVER + mode,
+                                     capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+                self.assertEqual(out.returncode, 0, out.stdout[-2000:] + out.stderr[-2000:])
+                reports = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+                self.assertEqual(len(reports), len(good), out.stdout[-2000:])
+                self.assertTrue(all(r["outcome"] == "verified" and not r["conformance"] and not r["frontmatter"]
+                                    for r in reports), out.stdout[-2000:])
+
+
+class SkillsConformanceTests(ScratchDir):
+    """The official suite's skills scenarios against `serve --config examples/configs/skills.json --http`."""
+
+    def test_skills_scenarios(self):
+        # Every check of sep-2640-skills-enumeration, -manifest and -directory is SUCCESS (no failure,
+        # warning or skip), at the 2026-07-28 revision the extension is written against.
+        if not (NODE22 and CONFORMANCE):
+            self.skipTest("needs MCPSTUDIO_NODE22 and MCPSTUDIO_CONFORMANCE")
+        config = os.path.join(HERE, "examples", "configs", "skills.json")
+        with HttpServerProcess("serve", "--config", config) as server:
+            url = "http://127.0.0.1:%d/mcp" % server.port
+            for scenario in ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory"):
+                with self.subTest(scenario=scenario):
+                    out = os.path.join(self.dir, scenario)
+                    proc = subprocess.run([NODE22, CONFORMANCE, "server", "--url", url, "--scenario", scenario,
+                                           "--spec-version", "2026-07-28", "--force", "-o", out],
+                                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+                    found = [os.path.join(root, name) for root, _, names in os.walk(out)
+                             for name in names if name == "checks.json"]
+                    self.assertEqual(len(found), 1, proc.stdout[-2000:] + proc.stderr[-2000:])
+                    with open(found[0]) as f:
+                        checks = json.load(f)
+                    self.assertEqual([(c["id"], c["status"]) for c in checks if c["status"] != "SUCCESS"], [])
+                    self.assertGreaterEqual(len(checks), 6)
+
+
+class SkillsAggregatorTests(ScratchDir):
+    """An upstream mcpstudio's skills read through a second one: prefixed, routed, bytes and digests unchanged."""
+
+    def setUp(self):
+        super().setUp()
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        self.root = os.path.join(self.dir, "skills")
+        self.good = skill_tree(self.root)
+        self.log = os.path.join(self.dir, "upstream.log")
+
+    def config(self, **extra) -> str:
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump(dict({"mcpServers": {"team": {"command": PY, "args": [MODULE, "--skills", self.root,
+                                                                            "--log", self.log]}}}, **extra), f)
+        return path
+
+    def upstream_asked(self, method) -> bool:
+        with open(self.log) as f:
+            return '"method":"%s"' % method in f.read().replace(" ", "")
+
+    def test_skills_pass_through_unchanged(self):
+        # Entries keep their frontmatter, digests and sizes under skill://team/...; reads, skills/get and
+        # directory reads reach the upstream and give the same bytes; nothing is asked before the client asks.
+        import base64
+        import hashlib
+        with McpProcess("--skills", self.root) as direct:
+            direct.initialize()
+            mine = {e["uri"]: e for e in direct.request("skills/list")["result"]["skills"]}
+        with McpProcess("serve", "--config", self.config(), env=self.env) as server:
+            server.initialize()
+            server.request("tools/list")  # starts the upstream and lists it (its tools, resources, prompts)
+            self.assertTrue(wait_until(lambda: os.path.exists(self.log) and self.upstream_asked("tools/list")))
+            self.assertFalse(self.upstream_asked("skills/list") or self.upstream_asked("resources/read"))
+            listed = server.request("skills/list")["result"]["skills"]
+            self.assertEqual(len(listed), len(mine))
+            for entry in listed:
+                self.assertTrue(entry["uri"].startswith("skill://team/"), entry["uri"])
+                original = mine["skill://" + entry["uri"][len("skill://team/"):]]
+                self.assertEqual(entry["frontmatter"], original["frontmatter"])
+                self.assertEqual([(r["uri"], r["digest"], r["size"]) for r in entry["resources"]],
+                                 [("skill://team/" + r["uri"][8:], r["digest"], r["size"]) for r in original["resources"]])
+                self.assertEqual(server.request("skills/get", {"uri": entry["uri"]})["result"]["skill"], entry)
+                for resource in entry["resources"]:
+                    content = server.request("resources/read", {"uri": resource["uri"]})["result"]["contents"][0]
+                    self.assertEqual(content["uri"], resource["uri"])
+                    data = content["text"].encode() if "text" in content else base64.b64decode(content["blob"])
+                    self.assertEqual(("sha256:" + hashlib.sha256(data).hexdigest(), len(data)),
+                                     (resource["digest"], resource["size"]))
+            children = server.request("resources/directory/read", {"uri": "skill://team/forms"})["result"]["resources"]
+            self.assertIn({"uri": "skill://team/forms/references", "name": "references", "mimeType": "inode/directory"},
+                          children)
+            uris = [r["uri"] for r in server.request("resources/list")["result"]["resources"]]
+            self.assertIn("skill://team/forms/assets/logo.png", uris)
+            for uri in ("skill://team/forms/../outer/SKILL.md", "skill://team/forms/%2e%2e/outer/SKILL.md",
+                        "skill://team/no-such/SKILL.md", "skill://team/forms/.secret"):
+                with self.subTest(uri=uri):
+                    self.assertEqual(server.request("resources/read", {"uri": uri})["error"]["code"], -32602)
+        with McpProcess("serve", "--config", self.config(), env=self.env) as server:  # the listing is cached now
+            capabilities = server.initialize()["result"]["capabilities"]
+            self.assertEqual(capabilities["extensions"], {"io.modelcontextprotocol/skills": {"directoryRead": True}})
+
+    def test_namespaces_filter_skills(self):
+        # A namespace's deny pattern leaves a skill out of the listing, and its files cannot be read.
+        config = self.config(namespaces={"work": {"servers": ["team"], "tools": {"deny": ["team__refunds"]}}})
+        with McpProcess("serve", "--config", config, env=self.env) as server:
+            server.initialize()
+            uris = [e["uri"] for e in server.request("skills/list")["result"]["skills"]]
+            self.assertIn("skill://team/forms/SKILL.md", uris)
+            self.assertNotIn("skill://team/acme/billing/refunds/SKILL.md", uris)
+            for method in ("resources/read", "skills/get"):
+                reply = server.request(method, {"uri": "skill://team/acme/billing/refunds/SKILL.md"})
+                self.assertEqual(reply["error"]["code"], -32602, reply)
+
+
 class McpdSamplesTests(ScratchDir):
     """mcpd's own sample scripts, as written for mcpd, give the results mcpd gives (issue 13)."""
 
@@ -4036,7 +4563,7 @@ class ExampleTests(unittest.TestCase):
                     self.assertTrue(all(t["inputSchema"]["type"] == "object" for t in tools))
 
     def test_example_configs_pass_check(self):
-        # Every config in examples/configs is valid and `check` shows its tools.
+        # Every config in examples/configs is valid and `check` shows its tools (skills.json: its skills).
         folder = os.path.join(HERE, "examples", "configs")
         names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
         self.assertGreaterEqual(len(names), 3)
@@ -4045,7 +4572,7 @@ class ExampleTests(unittest.TestCase):
                 proc = subprocess.run([PY, MODULE, "check", "--config", os.path.join(folder, name)],
                                       capture_output=True, text=True, timeout=WAIT)
                 self.assertEqual(proc.returncode, 0, proc.stderr)
-                self.assertIn("tools:", proc.stdout)
+                self.assertIn("skills in " if name == "skills.json" else "tools:", proc.stdout)
 
     def test_pipe_example_runs(self):
         # The "shell": true example counts matches through a pipe, and a hostile pattern stays text.
