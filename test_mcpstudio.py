@@ -3712,7 +3712,7 @@ class SkillsInspectorTests(ScratchDir):
         good = skill_tree(root)
         config = os.path.join(self.dir, "agg.json")
         with open(config, "w") as f:
-            json.dump({"mcpServers": {"team": {"command": PY, "args": [MODULE, "--skills", root]}}}, f)
+            json.dump({"mcpServers": {"team": {"command": PY, "args": SERVER[1:] + ["--skills", root]}}}, f)
         env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
         with McpProcess("serve", "--config", config, env=env) as server:  # lists the server once: it is cached
             server.initialize()
@@ -3770,7 +3770,7 @@ class SkillsAggregatorTests(ScratchDir):
     def config(self, **extra) -> str:
         path = os.path.join(self.dir, "agg.json")
         with open(path, "w") as f:
-            json.dump(dict({"mcpServers": {"team": {"command": PY, "args": [MODULE, "--skills", self.root,
+            json.dump(dict({"mcpServers": {"team": {"command": PY, "args": SERVER[1:] + ["--skills", self.root,
                                                                             "--log", self.log]}}}, **extra), f)
         return path
 
