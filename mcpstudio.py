@@ -6258,6 +6258,9 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             self.upstream.gone(self)
 
 
+HTTP_RESUME_WAIT_MS = 10000  # the longest an upstream's `retry` may make us wait to resume its stream
+
+
 class _HttpChannel:
     """An upstream server reached by URL, spoken to with http.client in worker threads.
 
@@ -6348,22 +6351,41 @@ class _HttpChannel:
             self.loop.call_soon_threadsafe(self.upstream.lost, self, reason)
 
     @staticmethod
-    def _events(response):
-        """(event, data) of an SSE body, as they arrive."""
+    def _events(response, seen=None):
+        """(event, data) of an SSE body, as they arrive; `seen` (a dict) keeps the stream's last
+        event `id` and `retry` (milliseconds), what resuming it takes (SEP-1699)."""
         event, data = "message", []
         while True:
             line = response.readline()
             if not line:
                 return
             line = line.decode("utf-8", "replace").rstrip("\r\n")
+            field, _, value = line.partition(":")
+            value = value[1:] if value[:1] == " " else value
             if not line:
                 if data:
                     yield event, "\n".join(data)
                 event, data = "message", []
-            elif line.startswith("data:"):
-                data.append(line[5:][1:] if line[5:6] == " " else line[5:])
-            elif line.startswith("event:"):
-                event = line[6:].strip()
+            elif field == "data":
+                data.append(value)
+            elif field == "event":
+                event = value.strip()
+            elif field == "id" and seen is not None and "\0" not in value:
+                seen["id"] = value
+            elif field == "retry" and seen is not None and value.isdigit():
+                seen["retry"] = int(value)
+
+    def _answered(self, response, request_id, seen) -> bool:
+        """Deliver what a POST's SSE stream carries; whether the answer to `request_id` was among it."""
+        for _, data in self._events(response, seen):
+            try:
+                message = json.loads(data)
+            except (ValueError, RecursionError):
+                continue
+            self._deliver(message)
+            if isinstance(message, dict) and "method" not in message and message.get("id") == request_id:
+                return True  # the stream has nothing more for us (a resumed GET stream may stay open)
+        return False
 
     # -- the transport's operations -------------------------------------------------------
 
@@ -6439,11 +6461,30 @@ class _HttpChannel:
                 self._fail("its session ended (HTTP 404)")
                 return
             if "text/event-stream" in kind:
-                for _, data in self._events(response):
-                    try:
-                        self._deliver(json.loads(data))
-                    except (ValueError, RecursionError):
-                        pass
+                seen, tried = {}, False
+                answered = self._answered(response, request_id, seen)
+                # A server may close the stream before it answers (SEP-1699): resume it with a GET that
+                # names the last event seen, after the `retry` it asked for, while each try brings events.
+                while not answered and request_id is not None and "id" in seen and request_id not in self.aborted:
+                    last, tried = seen.pop("id"), True
+                    time.sleep(min(seen.get("retry", 1000), HTTP_RESUME_WAIT_MS) / 1000)
+                    connection.close()
+                    connection, target = self._connection(self.post_url, self.spec.startup_timeout)
+                    headers = self._headers({})
+                    headers.update({"Accept": "text/event-stream", "Last-Event-ID": last})
+                    del headers["Content-Type"]
+                    connection.request("GET", target, headers=headers)
+                    connection.sock.settimeout(None)
+                    self.connections[request_id] = connection.sock
+                    response = connection.getresponse()
+                    if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
+                        break
+                    answered = self._answered(response, request_id, seen)
+                if not answered and request_id is not None and request_id not in self.aborted:
+                    self._deliver({"jsonrpc": "2.0", "id": request_id, "error": {
+                        "code": INTERNAL_ERROR, "message": "the server closed its event stream before it answered "
+                        + ("(resuming it with Last-Event-ID brought no answer)" if tried
+                           else "(and gave no event id to resume it with)")}})
                 return
             body = response.read()
             try:
