@@ -7497,7 +7497,27 @@ class HttpTests(ScratchDir):
             self.assertEqual(reply["result"]["structuredContent"], {"operation": "add", "result": 5.0})
 
 
-class LegacySseServer:
+class ThreadedHttpServer:
+    """An HTTP server in threads of this test process (the peers below); with `cert`, over TLS."""
+
+    def serve(self, handler, cert=None):
+        import http.server
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        if cert:
+            import ssl
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert[0], cert[1])
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class LegacySseServer(ThreadedHttpServer):
     """A server of the older HTTP+SSE transport (2024-11-05): GET /sse, then POST to its endpoint.
 
     Runs in threads of this test process; with `cert`, over TLS."""
@@ -7549,23 +7569,14 @@ class LegacySseServer:
                 outbox.put({"jsonrpc": "2.0", "id": request_id, "result": result})
 
         self.headers = []
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        if cert:
-            import ssl
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(cert[0], cert[1])
-            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serve(Handler, cert)
 
     def close(self):
         self.outbox.put(None)
-        self.server.shutdown()
-        self.server.server_close()
+        super().close()
 
 
-class PollingHttpServer:
+class PollingHttpServer(ThreadedHttpServer):
     """A Streamable HTTP server (2025-11-25) that answers `tools/call` of `slow` as SEP-1699 polling
     does: the POST's SSE stream carries a priming event (an id, `retry`, empty data) and closes; the
     answer comes on a GET that names that id in Last-Event-ID. `silent` closes without an id. Runs in
@@ -7627,17 +7638,10 @@ class PollingHttpServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
 
-class ConnectProxy:
+class ConnectProxy(ThreadedHttpServer):
     """An HTTPS proxy (CONNECT tunnels only) that counts the tunnels it opened."""
 
     def __init__(self):
@@ -7669,14 +7673,7 @@ class ConnectProxy:
                             return
                         (upstream if sock is self.connection else self.connection).sendall(data)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
 
 def process_cpu(pid):
