@@ -4476,9 +4476,7 @@ class Server:
 
     async def subscribe(self, params, ctx, method: str):
         """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI."""
-        if not isinstance(params.get("uri"), str):
-            raise McpError(INVALID_PARAMS, "Invalid params: %s needs a string `uri`" % method)
-        return await self.catalog.subscribe(method, params["uri"], ctx)
+        return await self.catalog.subscribe(method, _uri_param(params, method), ctx)
 
     async def complete(self, params, ctx):
         """`completion/complete`: routed by its reference to the server that owns the prompt or template."""
