@@ -4073,30 +4073,10 @@ class Catalog:
         """Whether any source's tool set can change while serving (list_changed)."""
         return any(s.dynamic for s in self.sources)
 
-    @property
-    def has_resources(self) -> bool:
-        """Whether any source serves resources."""
-        return any(s.resources for s in self.sources)
-
-    @property
-    def has_prompts(self) -> bool:
-        """Whether any source serves prompts."""
-        return any(getattr(s, "prompts", False) for s in self.sources)
-
-    @property
-    def subscribable(self) -> bool:
-        """Whether a source passes resource subscriptions on (upstreams that support them)."""
-        return any(getattr(s, "subscribable", False) for s in self.sources)
-
-    @property
-    def has_completions(self) -> bool:
-        """Whether any source completes prompt and resource-template arguments (upstreams may)."""
-        return any(getattr(s, "completions", False) for s in self.sources)
-
-    @property
-    def has_skills(self) -> bool:
-        """Whether any source serves Agent Skills (the skills extension)."""
-        return any(getattr(s, "skills", False) for s in self.sources)
+    def serves(self, feature: str) -> bool:
+        """Whether any source has `feature`: "resources", "prompts", "completions" (upstreams may complete
+        arguments), "subscribable" (passes resource subscriptions on) or "skills" (the skills extension)."""
+        return any(getattr(s, feature, False) for s in self.sources)
 
     @property
     def refusal(self):
@@ -4288,17 +4268,17 @@ class Server:
             "tools/call": self.tools_call,
             "logging/setLevel": self.set_level,
         }
-        if catalog.has_resources:
+        if catalog.serves("resources"):
             self.methods.update({
                 "resources/list": self.resources_list,
                 "resources/read": self.resources_read,
                 "resources/templates/list": self.resource_templates_list,
             })
-        if catalog.has_prompts:
+        if catalog.serves("prompts"):
             self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
-        if catalog.has_completions:
+        if catalog.serves("completions"):
             self.methods["completion/complete"] = self.complete
-        if catalog.subscribable:
+        if catalog.serves("subscribable"):
             self.methods.update({method: (lambda params, ctx, method=method: self.subscribe(params, ctx, method))
                                  for method in ("resources/subscribe", "resources/unsubscribe")})
         if any(hasattr(s, "list_skills") for s in catalog.sources):  # an aggregator's upstreams may add skills
@@ -4392,15 +4372,15 @@ class Server:
     def capabilities(self) -> dict:
         """The capabilities this server declares, from the kinds of its sources."""
         capabilities = {"tools": {"listChanged": self.catalog.dynamic}, "logging": {}}
-        if self.catalog.has_resources:
+        if self.catalog.serves("resources"):
             capabilities["resources"] = {"listChanged": self.catalog.dynamic}
-            if self.catalog.subscribable:
+            if self.catalog.serves("subscribable"):
                 capabilities["resources"]["subscribe"] = True
-        if self.catalog.has_prompts:
+        if self.catalog.serves("prompts"):
             capabilities["prompts"] = {"listChanged": self.catalog.dynamic}
-        if self.catalog.has_completions:
+        if self.catalog.serves("completions"):
             capabilities["completions"] = {}
-        if self.catalog.has_skills:
+        if self.catalog.serves("skills"):
             capabilities["extensions"] = {SKILLS_EXTENSION: {"directoryRead": True}}
         return capabilities
 
@@ -4618,8 +4598,8 @@ async def listen(server, params, ctx):
     """`subscriptions/listen` (2026-07-28): list changes for as long as the client listens."""
     wanted = params.get("notifications")
     wanted = wanted if isinstance(wanted, dict) else {}
-    offered = {"toolsListChanged": True, "resourcesListChanged": server.catalog.has_resources,
-               "promptsListChanged": server.catalog.has_prompts}
+    offered = {"toolsListChanged": True, "resourcesListChanged": server.catalog.serves("resources"),
+               "promptsListChanged": server.catalog.serves("prompts")}
     granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
     ctx.notify("notifications/subscriptions/acknowledged",
                {"_meta": {META_SUBSCRIPTION: ctx.request_id}, "notifications": granted})
