@@ -122,6 +122,7 @@ INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002      # handshake era; 2026-07-28 uses -32602
 HEADER_MISMATCH = -32020         # 2026-07-28 over HTTP: a header disagrees with the body
 UNSUPPORTED_VERSION = -32022     # 2026-07-28: `_meta` names a version this server does not serve
+MISSING_CAPABILITY = -32021      # 2026-07-28: the request needs a client capability it did not declare
 TOOL_DENIED = -32006             # mcp-studio's code: the tool exists, but its server or namespace denies it
 
 
@@ -2617,7 +2618,8 @@ class CallContext:
     is sent for it (no progress, no log lines).
     """
 
-    __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level")
+    __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
+                 "capabilities", "task")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2627,9 +2629,20 @@ class CallContext:
         self._progress = None
         self.modern = False  # a 2026-07-28 request: its own log level, from its `_meta`
         self.level = None
+        self.capabilities = {}  # a 2026-07-28 request's own client capabilities (from its `_meta`)
+        self.task = None        # the id of the task this call runs as
+
+    def declared(self, capability: str) -> bool:
+        """Whether the client declared `capability` (a capability's or an extension's name) for this request:
+        in its `_meta` (2026-07-28), or in `initialize` (the handshake era)."""
+        declared = self.capabilities if self.modern else self.session.client_capabilities
+        extensions = declared.get("extensions")
+        return capability in declared or (isinstance(extensions, dict) and capability in extensions)
 
     def notify(self, method: str, params: dict):
-        """A notification that belongs to this request (on HTTP: its own response stream)."""
+        """A notification that belongs to this request (on HTTP: its own response stream, while it lasts)."""
+        if self.task is not None:
+            params = dict(params, _meta={RELATED_TASK: {"taskId": self.task}})
         self.session.notify(method, params, self.request_id)
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None):
@@ -2988,6 +3001,13 @@ def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,)) -> di
     return {"content": content, "isError": failure is not None}
 
 
+def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
+    """A task whose command could not be started at all fails with a JSON-RPC error (the server cannot
+    run the tool), where a plain call answers a tool error; a command that ran and failed is a result."""
+    if ctx.task is not None and result.status in ("not-found", "denied", "error"):
+        raise McpError(INTERNAL_ERROR, describe_failure(result, timeout))
+
+
 def tool_error(message: str) -> dict:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
@@ -2996,13 +3016,14 @@ class RunSettings:
     """How a source's commands run: environment, folder, limits, concurrency."""
 
     def __init__(self, env=None, cwd=None, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT,
-                 max_concurrency=DEFAULT_MAX_CONCURRENCY, allow_dash_values=False):
+                 max_concurrency=DEFAULT_MAX_CONCURRENCY, allow_dash_values=False, task_support="optional"):
         self.env = env
         self.cwd = cwd
         self.timeout = timeout
         self.max_output = max_output
         self.max_concurrency = max_concurrency
         self.allow_dash_values = allow_dash_values
+        self.task_support = task_support  # `execution.taskSupport` of the tools that run with these settings
         self._gate = [None]  # the semaphore, shared with derived settings
 
     @property
@@ -3032,7 +3053,7 @@ class CommandTool:
     def __init__(self, name: str, template: Template, runner: ProcessRunner, settings: RunSettings,
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
                  schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
-                 within=None, output_format: str = "text", ok_exit=(0,)):
+                 within=None, output_format: str = "text", ok_exit=(0,), asked=None):
         self.name = name
         self.template = template
         self.runner = runner
@@ -3047,6 +3068,16 @@ class CommandTool:
         self.within = within or {}  # argument -> the folder its path must stay in
         self.output_format = output_format
         self.ok_exit = tuple(ok_exit)
+        self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
+
+    def question(self, arguments: dict):
+        """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
+        missing = [key for key in self.asked if key not in arguments]
+        if not missing:
+            return None
+        properties = {key: dict(self.schema["properties"][key], title=key) for key in missing}
+        return {"mode": "form", "message": "; ".join("%s: %s" % (key, self.asked[key]) for key in missing),
+                "requestedSchema": {"type": "object", "properties": properties, "required": missing}}
 
     def definition(self) -> dict:
         """The MCP Tool object clients list: name, description, inputSchema, annotations."""
@@ -3057,6 +3088,8 @@ class CommandTool:
             tool["annotations"] = self.annotations
         if self.ok_exit != (0,):
             tool["_meta"] = {OK_EXIT_META: list(self.ok_exit)}
+        if self.settings.task_support != "forbidden":
+            tool["execution"] = {"taskSupport": self.settings.task_support}
         return tool
 
     def argv(self, arguments: dict) -> list:
@@ -3110,6 +3143,7 @@ class CommandTool:
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
                     result.seconds))
+        _unstarted_in_task(result, ctx, settings.timeout)
         outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
         if self.output_format == "json" and not outcome["isError"]:
             return json_result(self.name, result, outcome)
@@ -3196,6 +3230,10 @@ class TemplateTools:
     async def call_tool(self, name: str, arguments: dict, ctx: CallContext) -> dict:
         """Call the tool named `name`; unknown names are -32602."""
         return await self.tools[name].call(arguments, ctx)
+
+    def question(self, name: str, arguments: dict):
+        """What to ask the user before calling `name` with `arguments` (see CommandTool.question), or None."""
+        return self.tools[name].question(arguments)
 
     async def list_resources(self) -> list:
         """The resources with fixed URIs."""
@@ -3364,13 +3402,16 @@ class ScriptTool:
         self.meta = meta
         self.schema, self.defaults = script_schema(options)
         self.state = meta.get("state") is True
+        if meta.get("taskSupport", "optional") not in TASK_SUPPORT:
+            raise ValueError("`taskSupport` in its --help metadata must be one of %s" % ", ".join(TASK_SUPPORT))
 
     @property
     def state_uri(self) -> str:
         from urllib.parse import quote
         return "mcpd://%s/state" % quote(self.rel, safe="/")
 
-    def definition(self) -> dict:
+    def definition(self, task_support: str = "optional") -> dict:
+        """The MCP Tool; `task_support` unless the script's --help says otherwise."""
         title = self.meta.get("title")
         tool = {
             "name": self.name,
@@ -3378,6 +3419,9 @@ class ScriptTool:
             "description": str(self.meta.get("description") or "Run the script %s." % self.rel),
             "inputSchema": self.schema,
         }
+        task_support = self.meta.get("taskSupport", task_support)
+        if task_support != "forbidden":
+            tool["execution"] = {"taskSupport": task_support}
         return tool
 
 
@@ -3610,7 +3654,7 @@ class ScriptDirectory:
         """The scripts' tools, from the last scan (the first call waits for it)."""
         if self._ready.done():
             await self._safe_rescan()  # cheap: a walk, and --help only for what changed
-        return [tool.definition() for tool in (await self._current()).values()]
+        return [tool.definition(self.settings.task_support) for tool in (await self._current()).values()]
 
     async def call_tool(self, name: str, arguments: dict, ctx: CallContext) -> dict:
         """Run the script behind `name` with its options in env, argv and stdin."""
@@ -3658,6 +3702,7 @@ class ScriptDirectory:
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
+        _unstarted_in_task(result, ctx, self.settings.timeout)
         return script_result(tool, result, kept, self.settings.timeout)
 
     async def list_resources(self) -> list:
@@ -4064,6 +4109,7 @@ class Catalog:
         self.max_name_length = max_name_length
         self.events = None
         self._routes = {}     # public name -> (source, original name), from the last listing
+        self._support = {}    # public name -> its `execution.taskSupport`
         self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
         self._resources = {}  # uri -> source
         self._prompts = {}    # public prompt name -> (source, original name)
@@ -4115,6 +4161,7 @@ class Catalog:
         for source in self.sources:
             self._publish(source, await source.list_tools(), routes, tools)
         self._routes = routes
+        self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
         return tools
 
     def denial(self, public: str):
@@ -4126,16 +4173,19 @@ class Catalog:
         return None
 
     async def route(self, public: str):
-        """(source, original name) for a public tool name, or None; a unique tool also answers to its `-`/`_` respelling."""
+        """(source, original name, task support) for a public tool name, or None; a unique tool also
+        answers to its `-`/`_` respelling."""
         if public not in self._routes or self.stale:
             await self.tools()
-        if public in self._routes:
-            return self._routes[public]
-        if self.denial(public):  # a denied name never reaches its `-`/`_` twin
-            return None
-        # `git_status` (the name template mode once gave) reaches `git-status`, if that is the only match
-        loose = [name for name in self._routes if name.replace("-", "_") == public.replace("-", "_")]
-        return self._routes[loose[0]] if len(loose) == 1 else None
+        if public not in self._routes:
+            if self.denial(public):  # a denied name never reaches its `-`/`_` twin
+                return None
+            # `git_status` (the name template mode once gave) reaches `git-status`, if that is the only match
+            loose = [name for name in self._routes if name.replace("-", "_") == public.replace("-", "_")]
+            if len(loose) != 1:
+                return None
+            public = loose[0]
+        return self._routes[public] + (self._support.get(public, "forbidden"),)
 
     async def resources(self) -> list:
         """Every source's resources, in source order."""
@@ -4247,6 +4297,154 @@ def paginate(items: list, cursor, page_size: int = PAGE_SIZE):
 
 
 # --------------------------------------------------------------------------
+# Tasks: tool calls that outlive their request (both eras)
+# --------------------------------------------------------------------------
+# 2025-11-25 (experimental): the client asks with `task` on tools/call and gets
+# `{"task": Task}`; tasks/get, tasks/result (waits for the end), tasks/list and
+# tasks/cancel follow. 2026-07-28 (the io.modelcontextprotocol/tasks extension):
+# the server decides; an optional tool still running after TASK_AFTER answers
+# with a flat CreateTaskResult, tasks/get inlines the result or error, and
+# tasks/cancel acknowledges. A task belongs to the handshake-era session that
+# made it; 2026-07-28 requests have no session, so theirs are shared by every
+# such request (behind the same --http token) and found only by their id, 128
+# random bits. Output is bounded as for any call (--max-output).
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+TASK_SUPPORT = ("forbidden", "optional", "required")  # a tool's `execution.taskSupport`
+TASK_TTL_MS = 3600000          # how long a task is kept after its creation (a client may ask for less)
+TASK_MAX_TTL_MS = 86400000     # the most a client may ask for
+TASK_KEEP = 60.0               # seconds a result stays readable after it arrives, even past its ttl
+TASK_POLL_MS = 1000            # the pollInterval suggested to clients
+TASK_LIMIT = 100               # tasks kept at once; the oldest ended one makes room
+TASK_AFTER = 0.5               # 2026-07-28: seconds an optional tool's call runs before it becomes a task
+ASK_TIMEOUT = 600.0            # seconds a client may take to ask the user for a tool's `ask` parameters
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+class Task:
+    """One tool call run as a task: its status, then its result or error."""
+
+    def __init__(self, owner, ttl: int, modern: bool):
+        import secrets
+        self.id = secrets.token_hex(16)
+        self.owner = owner      # the handshake-era Session that made it; None: 2026-07-28
+        self.modern = modern
+        self.status = "working"
+        self.message = None
+        self.created = self.updated = time.time()
+        self.ttl = ttl
+        self.expires = None     # when it may be forgotten (set when it ends)
+        self.result = self.error = self.job = None
+        self.ended = asyncio.Event()
+
+    def end(self, status: str, result=None, error=None):
+        """The terminal status (a cancelled task stays cancelled, whatever its job does next)."""
+        if self.status in TERMINAL:
+            return
+        self.status, self.result, self.error = status, result, error
+        if error is not None:
+            self.message = error.message
+        elif status == "failed":  # 2025-11-25: a tool error fails the task; its text says why
+            self.message = next((c.get("text") for c in result.get("content") or () if c.get("type") == "text"), None)
+        self.updated = time.time()
+        self.expires = max(self.created + self.ttl / 1000.0, self.updated + TASK_KEEP)
+        self.ended.set()
+
+    def wire(self) -> dict:
+        """The Task object of its era (`ttl`, `pollInterval`; or `ttlMs`, `pollIntervalMs`)."""
+        task = {"taskId": self.id, "status": self.status, "createdAt": _iso(self.created),
+                "lastUpdatedAt": _iso(self.updated)}
+        if self.message:
+            task["statusMessage"] = self.message
+        task["ttlMs" if self.modern else "ttl"] = self.ttl
+        if self.status not in TERMINAL:
+            task["pollIntervalMs" if self.modern else "pollInterval"] = TASK_POLL_MS
+        return task
+
+
+class TaskStore:
+    """The server's tasks: started from tools/call, read by tasks/*, forgotten after their ttl."""
+
+    def __init__(self, limit: int = TASK_LIMIT):
+        self.tasks = collections.OrderedDict()  # id -> Task, oldest first
+        self.limit = limit
+
+    def _sweep(self):
+        now = time.time()
+        for task in [t for t in self.tasks.values() if t.expires is not None and t.expires <= now]:
+            del self.tasks[task.id]
+
+    def start(self, call, ctx: CallContext, ttl: int, on_end=None) -> Task:
+        """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
+        self._sweep()
+        if len(self.tasks) >= self.limit:
+            ended = next((t for t in self.tasks.values() if t.status in TERMINAL), None)
+            if ended is None:
+                call.close()
+                raise McpError(INTERNAL_ERROR, "%d tasks are running, the most this server keeps: wait for one "
+                               "to end, or cancel one (tasks/cancel)" % self.limit)
+            del self.tasks[ended.id]
+        task = Task(None if ctx.modern else ctx.session, ttl, ctx.modern)
+        ctx.task = task.id
+        self.tasks[task.id] = task
+        task.job = asyncio.ensure_future(self._run(task, call, on_end))
+        task.job.add_done_callback(lambda job: call.close())  # a task cancelled before it began never ran it
+        return task
+
+    async def _run(self, task: Task, call, on_end):
+        try:
+            result = await call
+        except McpError as exc:
+            task.end("failed", error=exc)
+        except asyncio.CancelledError:
+            task.end("cancelled")
+        except Exception as exc:  # the boundary, as in Session._complete
+            task.end("failed", error=McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+        else:
+            task.end("failed" if result.get("isError") and not task.modern else "completed", result)
+        if on_end is not None:
+            on_end(task)
+
+    def get(self, task_id, ctx: CallContext) -> Task:
+        """The caller's task `task_id`; -32602 when there is none (unknown, expired, someone else's)."""
+        self._sweep()
+        task = self.tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is None or task.owner is not (None if ctx.modern else ctx.session) or task.modern != ctx.modern:
+            raise McpError(INVALID_PARAMS, "Unknown task: %s (tasks are kept for their ttl, and only for the "
+                           "session that made them)" % json.dumps(task_id))
+        return task
+
+    def cancel(self, task: Task):
+        """Stop the task's command (its process group) and mark it cancelled at once."""
+        task.job.cancel()
+        task.end("cancelled")
+        task.message = "cancelled by the client"
+
+    def owned(self, ctx: CallContext) -> list:
+        self._sweep()
+        return [t for t in self.tasks.values() if t.owner is ctx.session and not t.modern]
+
+    def forget(self, owner):
+        """A session ended: its tasks stop and go."""
+        for task in [t for t in self.tasks.values() if t.owner is owner and owner is not None]:
+            task.job.cancel()
+            del self.tasks[task.id]
+
+    async def close(self):
+        """Stop every running task (the server is stopping)."""
+        jobs = [t.job for t in self.tasks.values() if not t.job.done()]
+        for job in jobs:
+            job.cancel()
+        if jobs:
+            await asyncio.wait(jobs, timeout=KILL_GRACE + 2)
+
+
+# --------------------------------------------------------------------------
 # Server: the MCP methods
 # --------------------------------------------------------------------------
 
@@ -4267,7 +4465,12 @@ class Server:
             "tools/list": self.tools_list,
             "tools/call": self.tools_call,
             "logging/setLevel": self.set_level,
+            "tasks/get": self.tasks_get,
+            "tasks/result": self.tasks_result,
+            "tasks/list": self.tasks_list,
+            "tasks/cancel": self.tasks_cancel,
         }
+        self.tasks = TaskStore()
         if catalog.serves("resources"):
             self.methods.update({
                 "resources/list": self.resources_list,
@@ -4330,9 +4533,10 @@ class Server:
                     source.client_notification(method, params, session)
 
     def forget(self, session):
-        """A session ended (an HTTP session deleted or expired)."""
+        """A session ended (an HTTP session deleted or expired): its tasks stop too."""
         if session in self.sessions:
             self.sessions.remove(session)
+        self.tasks.forget(session)
 
     # -- events from sources --------------------------------------------------
 
@@ -4369,9 +4573,13 @@ class Server:
 
     # -- methods ------------------------------------------------------------------
 
-    def capabilities(self) -> dict:
-        """The capabilities this server declares, from the kinds of its sources."""
+    def capabilities(self, modern: bool = False) -> dict:
+        """The capabilities this server declares, from the kinds of its sources (and the era: tasks are
+        a capability in 2025-11-25, an extension in 2026-07-28)."""
         capabilities = {"tools": {"listChanged": self.catalog.dynamic}, "logging": {}}
+        extensions = {TASKS_EXTENSION: {}} if modern else {}
+        if not modern:
+            capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         if self.catalog.serves("resources"):
             capabilities["resources"] = {"listChanged": self.catalog.dynamic}
             if self.catalog.serves("subscribable"):
@@ -4381,7 +4589,9 @@ class Server:
         if self.catalog.serves("completions"):
             capabilities["completions"] = {}
         if self.catalog.serves("skills"):
-            capabilities["extensions"] = {SKILLS_EXTENSION: {"directoryRead": True}}
+            extensions[SKILLS_EXTENSION] = {"directoryRead": True}
+        if extensions:
+            capabilities["extensions"] = extensions
         return capabilities
 
     def initialize(self, params, ctx):
@@ -4423,8 +4633,132 @@ class Server:
                 raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
             listed = ", ".join(known[:20]) + (" and %d more" % (len(known) - 20) if len(known) > 20 else "")
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
-        source, original = route
-        return await source.call_tool(original, arguments, ctx)
+        source, original, support = route
+        form = source.question(original, arguments) if hasattr(source, "question") else None
+        if form is not None:
+            if not ctx.declared("elicitation"):
+                return tool_error("Not run: %s is asked of the user when left out, and this client cannot ask "
+                                  "(it declared no elicitation capability); give it in the arguments."
+                                  % ", ".join(form["requestedSchema"]["required"]))
+            answer = await self._ask(form, params, ctx)
+            if answer.get("resultType") == "input_required":
+                return answer
+            if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
+                return tool_error("Not run: the user was asked for %s and answered %s."
+                                  % (", ".join(form["requestedSchema"]["required"]), json.dumps(answer.get("action"))))
+            arguments = dict(arguments, **{key: value for key, value in answer["content"].items()
+                                           if key in form["requestedSchema"]["properties"]})
+        call = source.call_tool(original, arguments, ctx)
+        if ctx.modern:
+            return await self._modern_call(name, call, support, ctx)
+        asked = params.get("task")
+        if asked is None and support == "required":
+            call.close()
+            raise McpError(METHOD_NOT_FOUND, "Tool %s runs only as a task: call it with `task` in the params" % name)
+        if asked is None:
+            return await call
+        ttl = asked.get("ttl", TASK_TTL_MS) if isinstance(asked, dict) else None
+        problem = ("`task` must be an object" if not isinstance(asked, dict) else
+                   "`task.ttl` must be a positive whole number of milliseconds"
+                   if type(ttl) not in (int, float) or ttl != int(ttl) or ttl <= 0 else
+                   "tool %s does not run as a task: call it without `task`" % name if support == "forbidden" else None)
+        if problem:
+            call.close()
+            raise McpError(METHOD_NOT_FOUND if support == "forbidden" else INVALID_PARAMS, "Invalid params: " + problem)
+        task = self.tasks.start(call, ctx, min(int(ttl), TASK_MAX_TTL_MS), self._status_changed)
+        self.log.debug("tool %s runs as task %s", name, task.id)
+        return {"task": task.wire()}
+
+    async def _ask(self, form: dict, params: dict, ctx: CallContext) -> dict:
+        """The user's answer to `form` (an elicitation/create): asked of the client (handshake era), or taken
+        from the retried request's `inputResponses` (2026-07-28), or else an InputRequiredResult to retry with."""
+        if not ctx.modern:
+            return await ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id)
+        responses = params.get("inputResponses")
+        if responses is not None and not isinstance(responses, dict):
+            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses` must be an object")
+        answer = (responses or {}).get("arguments")
+        if answer is None:
+            return {"resultType": "input_required",
+                    "inputRequests": {"arguments": {"method": "elicitation/create", "params": form}}}
+        if not isinstance(answer, dict):
+            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses.arguments` must be an elicitation result")
+        return answer
+
+    async def _modern_call(self, name: str, call, support: str, ctx: CallContext):
+        """2026-07-28: a task when the tool requires one, or an optional one runs past TASK_AFTER (and
+        the request declared the extension); otherwise the plain result."""
+        if support == "forbidden" or (support == "optional" and not ctx.declared(TASKS_EXTENSION)):
+            return await call
+        if not ctx.declared(TASKS_EXTENSION):
+            call.close()
+            raise McpError(MISSING_CAPABILITY, "Tool %s runs only as a task: declare the %s extension in the "
+                           "request's client capabilities" % (name, TASKS_EXTENSION),
+                           {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+        task = self.tasks.start(call, ctx, TASK_TTL_MS)
+        if support == "optional":
+            try:
+                await asyncio.wait([task.job], timeout=TASK_AFTER)
+            except asyncio.CancelledError:  # the client left before it had a task id
+                self.tasks.cancel(task)
+                raise
+            if task.job.done():  # quick: the plain answer, and no task to remember
+                del self.tasks.tasks[task.id]
+                if task.error is not None:
+                    raise task.error
+                return task.result
+        return dict(task.wire(), resultType="task")
+
+    def _status_changed(self, task: Task):
+        """2025-11-25: tell the session that made a task that it ended (notifications/tasks/status)."""
+        if not task.owner.closed:
+            task.owner.notify("notifications/tasks/status", task.wire())
+
+    def _task(self, params, ctx) -> Task:
+        """The task a tasks/* request names; in 2026-07-28 only for a request that declared the extension."""
+        if ctx.modern and not ctx.declared(TASKS_EXTENSION):
+            raise McpError(MISSING_CAPABILITY, "tasks/* needs the %s extension in the request's client "
+                           "capabilities" % TASKS_EXTENSION, {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+        return self.tasks.get(params.get("taskId"), ctx)
+
+    def tasks_get(self, params, ctx):
+        """`tasks/get`: the task; in 2026-07-28 with its result or error inlined once it has one."""
+        task = self._task(params, ctx)
+        reply = task.wire()
+        if ctx.modern and task.result is not None:
+            reply["result"] = task.result
+        elif ctx.modern and task.error is not None:
+            reply["error"] = task.error.to_json()
+        return reply
+
+    async def tasks_result(self, params, ctx):
+        """`tasks/result` (2025-11-25): wait for the end; what the call itself would have answered."""
+        task = self._task(params, ctx)
+        await task.ended.wait()
+        if task.error is not None:
+            raise task.error
+        if task.result is None:
+            raise McpError(INTERNAL_ERROR, "Task %s was cancelled, so it has no result" % task.id)
+        return dict(task.result, _meta=dict(task.result.get("_meta") or {}, **{RELATED_TASK: {"taskId": task.id}}))
+
+    def tasks_list(self, params, ctx):
+        """`tasks/list` (2025-11-25): this session's tasks, oldest first, paginated."""
+        return _page("tasks", [task.wire() for task in self.tasks.owned(ctx)], params)
+
+    def tasks_cancel(self, params, ctx):
+        """`tasks/cancel`: stop it. 2025-11-25 answers the cancelled task (an ended one is -32602);
+        2026-07-28 acknowledges, whatever its state."""
+        task = self._task(params, ctx)
+        if task.status in TERMINAL and not ctx.modern:
+            raise McpError(INVALID_PARAMS, "Cannot cancel task %s: it already ended (%s)" % (task.id, task.status))
+        if task.status not in TERMINAL:
+            self.tasks.cancel(task)
+        return {} if ctx.modern else task.wire()
+
+    def tasks_update(self, params, ctx):
+        """`tasks/update` (2026-07-28): input for a task; none of these tasks asks for any, so an ack."""
+        self._task(params, ctx)
+        return {}
 
     async def resources_list(self, params, ctx):
         """`resources/list`, paginated."""
@@ -4523,11 +4857,15 @@ def _page(key: str, items: list, params: dict) -> dict:
 # --------------------------------------------------------------------------
 # The 2026-07-28 era: per-request `_meta`, discovery, subscriptions
 # --------------------------------------------------------------------------
+_NOT_MODERN = ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+               "tasks/result", "tasks/list")
+
+
 def modern_methods(server) -> dict:
     """The methods of the era: no handshake, ping or setLevel; discovery and subscriptions."""
-    methods = {m: h for m, h in server.methods.items()
-               if m not in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")}
+    methods = {m: h for m, h in server.methods.items() if m not in _NOT_MODERN}
     methods["server/discover"] = lambda params, ctx: discover(server, params, ctx)
+    methods["tasks/update"] = server.tasks_update
     if server.catalog.dynamic:
         methods["subscriptions/listen"] = lambda params, ctx: listen(server, params, ctx)
     return methods
@@ -4547,12 +4885,13 @@ def dispatch_modern(server, method: str, params: dict, ctx: CallContext, meta):
     if level is not None and level not in LOG_LEVELS:
         raise McpError(INVALID_PARAMS, "Invalid params: `%s` must be one of %s" % (META_LOG_LEVEL, ", ".join(LOG_LEVELS)))
     ctx.level = level
+    ctx.capabilities = meta[META_CAPABILITIES]
     refusal = server.catalog.refusal
     if refusal is not None:
         raise refusal
     handler = server.modern_methods.get(method)
     if handler is None:
-        gone = method in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")
+        gone = method in _NOT_MODERN
         raise McpError(METHOD_NOT_FOUND, "Method not found: %s%s" % (
             method, " (not part of protocol %s)" % MODERN_VERSIONS[0] if gone else ""))
     result = handler(params, ctx)
@@ -4576,7 +4915,8 @@ _CACHEABLE = frozenset(("server/discover", "tools/list", "prompts/list", "resour
 
 
 def _complete(server, method: str, result: dict) -> dict:
-    result = dict(result, resultType="complete")
+    result = dict(result)
+    result.setdefault("resultType", "complete")  # a CreateTaskResult says "task"
     result["_meta"] = dict(result.get("_meta") or (), **{META_SERVER_INFO: server.server_info()})
     if method in _CACHEABLE:
         result.setdefault("ttlMs", 0 if server.catalog.dynamic else 300000)
@@ -4587,7 +4927,7 @@ def _complete(server, method: str, result: dict) -> dict:
 def discover(server, params, ctx):
     """`server/discover` (2026-07-28): versions, capabilities and identity, cacheable."""
     result = {"supportedVersions": list(MODERN_VERSIONS + PROTOCOL_VERSIONS),
-              "capabilities": server.capabilities()}
+              "capabilities": server.capabilities(modern=True)}
     if server.instructions:
         result["instructions"] = server.instructions
     server.catalog.session_started()
@@ -4631,6 +4971,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
     reason = await stopping
     # On EOF the client has said all it will; let what it asked finish briefly.
     await session.cancel_all(grace=EOF_DRAIN if reason == "stdin closed" else 0)
+    await server.tasks.close()
     await server.catalog.close()  # servers first: closing their stdin lets them exit cleanly
     await runner.stop_all()
     runner.close_watchdog()
@@ -4648,16 +4989,17 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 # _EXPANDED, never in command templates or tool arguments.
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
-             "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "$schema")
+             "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
+             "$schema")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
                      "mcp_oauth_credentials_store", "mcp_oauth_callback_port")
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
-              "output_format", "ok_exit_codes")
+              "output_format", "ok_exit_codes", "taskSupport")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
-_PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items")
+_PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
                   "working_directory", "environment", "within")
 _SCRIPTS_KEYS = ("path", "include", "exclude")
@@ -4833,7 +5175,8 @@ class ConfigLoader:
         timeout = self.timeout(data, "")
         settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
                                max_output=base.max_output, max_concurrency=base.max_concurrency,
-                               allow_dash_values=base.allow_dash_values)
+                               allow_dash_values=base.allow_dash_values,
+                               task_support=self.task_support(data, "", base.task_support))
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
             tool = self.tool(spec, "tools[%d]" % index, runner, settings)
@@ -4929,9 +5272,9 @@ class ConfigLoader:
                                  "as a file or in the template, and pass values as arguments"
                                  % (field.name, template.stdin_code))
         if "parameters" in spec:
-            schema, defaults = self.parameters(spec["parameters"], _join(where, "parameters"))
+            schema, defaults, asked = self.parameters(spec["parameters"], _join(where, "parameters"))
         else:
-            schema, defaults = template.input_schema(), {}
+            schema, defaults, asked = template.input_schema(), {}, {}
         for part, used in ((key, template), ("stdin", stdin)):
             if used is not None:
                 self.bind(used, schema["properties"], _join(where, part),
@@ -4954,7 +5297,7 @@ class ConfigLoader:
                            description=self.get(spec, "description", str, where),
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
-                           output_format=output_format, ok_exit=ok_exit)
+                           output_format=output_format, ok_exit=ok_exit, asked=asked)
 
     def within(self, spec: dict, where: str, properties: dict) -> dict:
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -4982,9 +5325,19 @@ class ConfigLoader:
             raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
         return value
 
+    def task_support(self, obj: dict, where: str, default: str) -> str:
+        """obj["taskSupport"]: how its tools run as MCP tasks."""
+        value = self.get(obj, "taskSupport", str, where, default)
+        if value not in TASK_SUPPORT:
+            raise self.error(_join(where, "taskSupport"), "expected %s, not %s"
+                             % (", ".join(json.dumps(v) for v in TASK_SUPPORT), json.dumps(value)))
+        return value
+
     def run_overrides(self, spec: dict, where: str, settings: RunSettings) -> dict:
-        """A tool's or resource's own timeout, working_directory and environment."""
+        """A tool's or resource's own timeout, working_directory, environment (and a tool's taskSupport)."""
         overrides = {}
+        if "taskSupport" in spec:
+            overrides["task_support"] = self.task_support(spec, where, settings.task_support)
         if "timeout" in spec:
             overrides["timeout"] = self.timeout(spec, where)
         if "working_directory" in spec:
@@ -5003,10 +5356,11 @@ class ConfigLoader:
             raise self.error(where, "bad template: %s" % exc)
 
     def parameters(self, params, where: str) -> tuple:
-        """CLI-as-MCP parameters to (schema, defaults); `required` defaults to true unless a default is given."""
+        """CLI-as-MCP parameters to (schema, defaults, asked); `required` defaults to true unless a default is
+        given; `asked` holds the parameters the user is asked for when a call leaves them out (`ask`)."""
         if not isinstance(params, dict):
             raise self.error(where, "expected an object of parameters, not %s" % _type_name(params))
-        properties, required, defaults = {}, [], {}
+        properties, required, defaults, asked = {}, [], {}, {}
         for name, spec in params.items():
             here = _join(where, name)
             if not re.fullmatch(_FIELD_NAME, name):
@@ -5043,13 +5397,19 @@ class ConfigLoader:
                 if problems:
                     raise self.error(_join(here, "default"), problems[0])
                 prop["default"] = defaults[name] = spec["default"]
-            if self.get(spec, "required", bool, here, "default" not in spec):
+            ask = self.get(spec, "ask", (bool, str), here, False)
+            if ask is not False and ("default" in spec or spec.get("required") is True):
+                raise self.error(_join(here, "ask"), "a parameter the user is asked for has no default and is not "
+                                 "required of the model (it may leave it out): drop `default` or `required`")
+            if ask is not False:
+                asked[name] = ask if isinstance(ask, str) else prop.get("description", name)
+            elif self.get(spec, "required", bool, here, "default" not in spec):
                 required.append(name)
             properties[name] = prop
         schema = {"type": "object", "properties": properties, "additionalProperties": False}
         if required:
             schema["required"] = required
-        return schema, defaults
+        return schema, defaults, asked
 
     def bind(self, template: CommandTemplate, properties: dict, where: str, declared_by: str = "parameter"):
         """Point the template's fields and blocks at declared parameters; refuse undeclared ones.
@@ -5734,9 +6094,11 @@ def check_config(path: str, log: Log, options: dict) -> int:
                 argv = _argv_text(tool.argv(example))
             except ToolError as exc:
                 argv = "(example refused: %s)" % exc
-            print("  %s  %s" % (tool.name, tool.description))
+            support = "" if tool.settings.task_support == "optional" else "  (tasks: %s)" % tool.settings.task_support
+            print("  %s  %s%s" % (tool.name, tool.description, support))
             for key, prop in props.items():
-                detail = ("required" if key in required else
+                detail = ("required" if key in required else "asked of the user: %s" % tool.asked[key]
+                          if key in tool.asked else
                           "default %s" % json.dumps(prop["default"]) if "default" in prop else "optional")
                 print("      %-16s %-8s %s" % (key, prop.get("type", "any"), detail))
             print("      example: %s" % argv)
@@ -7240,6 +7602,42 @@ class Upstream:
                 return await self._forward(method, params, ctx)
         return await self._forward(method, params, ctx)
 
+    def runs_tasks(self, name: str) -> bool:
+        """Whether this running server runs its tool `name` as a task of its own (2025-11-25 tasks)."""
+        requests = self.client.capabilities.get("tasks")
+        requests = requests.get("requests") if isinstance(requests, dict) else None
+        if self.client.modern or not (isinstance(requests, dict) and isinstance(requests.get("tools"), dict)
+                                      and "call" in requests["tools"]):
+            return False
+        tool = next((t for t in (self.known() or {}).get("tools", ()) if t.get("name") == name), {})
+        execution = tool.get("execution")
+        return isinstance(execution, dict) and execution.get("taskSupport") in ("optional", "required")
+
+    async def call_as_task(self, name: str, arguments: dict, ctx):
+        """A call (made in one of mcpstudio's own tasks) that the server runs as its task: created, polled
+        to its end, its result fetched; cancelled, the server's task is cancelled too."""
+        created = await self.forward("tools/call", {"name": name, "arguments": arguments, "task": {}}, ctx)
+        task_id = created.get("task", {}).get("taskId") if isinstance(created.get("task"), dict) else None
+        if not isinstance(task_id, str):
+            raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % self.spec.key)
+        try:
+            while True:
+                task = await self.request("tasks/get", {"taskId": task_id}, self.spec.tool_timeout)
+                if task.get("status") in TERMINAL:
+                    break
+                interval = task.get("pollInterval")
+                await asyncio.sleep(min(max(interval / 1000.0, 0.1), 5.0) if type(interval) in (int, float) else 1.0)
+            result = await self.request("tasks/result", {"taskId": task_id}, self.spec.tool_timeout)
+        except asyncio.CancelledError:
+            if self.state == "running":
+                self.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % task_id, "method": "tasks/cancel",
+                           "params": {"taskId": task_id}})
+            raise
+        meta = result.get("_meta")
+        if isinstance(meta, dict) and RELATED_TASK in meta:  # the server's task id stays behind mcpstudio
+            result["_meta"] = {k: v for k, v in meta.items() if k != RELATED_TASK}
+        return result
+
     async def _forward(self, method, params, ctx):
         if self.state != "running":  # it stopped while the call waited in the queue
             await self.ready(ctx)
@@ -7549,13 +7947,10 @@ class Aggregator:
         """An upstream's tool or prompt under its public name, described as `[server] ...`."""
         described = "[%s] %s" % (upstream.spec.key, item.get("description") or "")
         item = dict(item, name=name, description=described.rstrip())
-        execution = item.get("execution")
-        if isinstance(execution, dict) and "taskSupport" in execution:  # tasks are not supported here
-            execution = {k: v for k, v in execution.items() if k != "taskSupport"}
-            if execution:
-                item["execution"] = execution
-            else:
-                del item["execution"]
+        if "inputSchema" in item:  # a tool: any call may run as a task of mcpstudio's (see Upstream.call_as_task)
+            execution = item.get("execution") if isinstance(item.get("execution"), dict) else {}
+            item["execution"] = dict(execution, taskSupport="required" if execution.get("taskSupport") == "required"
+                                     else "optional")
         return item
 
     async def list_tools(self) -> list:
@@ -7609,6 +8004,13 @@ class Aggregator:
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
         return self._denied.get(name)
 
+    def question(self, name: str, arguments: dict):
+        """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
+        route = self._tools.get(name)
+        if route is not None and route[0] == "local" and hasattr(route[1], "question"):
+            return route[1].question(route[2], arguments)
+        return None
+
     async def call_tool(self, name: str, arguments: dict, ctx) -> dict:
         """Forward a call to its upstream (starting it if needed) or run a manager tool."""
         route = self._tools.get(name)
@@ -7622,6 +8024,10 @@ class Aggregator:
         try:
             upstream = self._upstream(route[1])
             self._check_permitted(upstream, name, original)
+            if ctx is not None and ctx.task is not None:  # a task of mcpstudio's: the server's own, where it has them
+                await upstream.ready(ctx)
+                if upstream.runs_tasks(original):
+                    return await upstream.call_as_task(original, arguments, ctx)
             return await upstream.forward("tools/call", {"name": original, "arguments": arguments}, ctx)
         except UpstreamError as exc:
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
@@ -8317,6 +8723,10 @@ def _good_id(message: dict) -> bool:
     return request_id is None or (isinstance(request_id, (str, int)) and not isinstance(request_id, bool))
 
 
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "tasks/get": "taskId",
+          "tasks/update": "taskId", "tasks/cancel": "taskId"}  # 2026-07-28: what the Mcp-Name header repeats
+
+
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
@@ -8597,11 +9007,9 @@ class HttpServer:
                             data={"supported": list(MODERN_VERSIONS), "requested": meta[META_VERSION]})
         if _header_value(headers.get("mcp-method", "")) != method:
             refuse(400, HEADER_MISMATCH, "the Mcp-Method header must equal the request's method (%s)" % method)
-        if method in ("tools/call", "prompts/get", "resources/read"):
-            name = params.get("uri" if method == "resources/read" else "name")
-            if _header_value(headers.get("mcp-name", "")) != name:
-                refuse(400, HEADER_MISMATCH, "the Mcp-Name header must equal the request's %s (%s)"
-                       % ("uri" if method == "resources/read" else "name", name))
+        key = _NAMED.get(method)
+        if key is not None and _header_value(headers.get("mcp-name", "")) != params.get(key):
+            refuse(400, HEADER_MISMATCH, "the Mcp-Name header must equal the request's %s (%s)" % (key, params.get(key)))
         if method not in self.server.modern_methods:
             refuse(404, METHOD_NOT_FOUND, "Method not found: %s" % method)
         session, transport = self._session_pair()
@@ -8761,6 +9169,7 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host: str, port: i
     _on_stop_signals(loop, stop, server.catalog.reload_signal())
     await stopping
     await http.close()
+    await server.tasks.close()
     await server.catalog.close()
     await runner.stop_all()
     runner.close_watchdog()
@@ -9993,6 +10402,8 @@ OPTIONS = [_Option(*o) for o in (
      "commands running at once; more calls wait (default: %d)" % DEFAULT_MAX_CONCURRENCY),
     (("--max-name-length",), "max_name_length", "N", "value",
      "longest tool name given to clients (default: %d)" % DEFAULT_MAX_NAME_LENGTH),
+    (("--task-support",), "task_support", "MODE", "value",
+     "run calls as MCP tasks: optional (the default), required or forbidden"),
     (("--ok-exit",), "ok_exit", "CODES", "value",
      "exit codes that mean success, e.g. 0,1 for grep (1: no match; default: 0)"),
     (("--stdin",), "stdin", "TEXT", "value",
@@ -10222,7 +10633,9 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         max_output=_positive(options["max_output"], "--max-output", int) if options["max_output"] else DEFAULT_MAX_OUTPUT,
         max_concurrency=(_positive(options["max_concurrency"], "--max-concurrency", int)
                          if options["max_concurrency"] else DEFAULT_MAX_CONCURRENCY),
-        allow_dash_values=bool(options["allow_dash_values"]))
+        allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional")
+    if settings.task_support not in TASK_SUPPORT:
+        raise UsageError("--task-support %s: expected one of %s" % (settings.task_support, ", ".join(TASK_SUPPORT)))
     max_name = (_positive(options["max_name_length"], "--max-name-length", int)
                 if options["max_name_length"] else DEFAULT_MAX_NAME_LENGTH)
     if max_name < 16:

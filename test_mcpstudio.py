@@ -1119,7 +1119,8 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(init["serverInfo"]["name"], "mcpstudio")
             self.assertEqual(init["serverInfo"]["version"], mcpstudio.__version__)
             self.assertIn("title", init["serverInfo"])
-            self.assertEqual(init["capabilities"], {"tools": {"listChanged": False}, "logging": {}})
+            self.assertEqual(init["capabilities"], {"tools": {"listChanged": False}, "logging": {}, "tasks": {
+            "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}})
             tools = server.request("tools/list")["result"]["tools"]
             self.assertEqual(len(tools), 1)
             self.assertEqual(tools[0]["name"], "echo")
@@ -4266,7 +4267,7 @@ class McpStudioConfigTests(ScratchDir):
             tools = {t["name"]: t for t in server.request("tools/list")["result"]["tools"]}
             self.assertEqual(sorted(tools), ["files__dotted_name_x", "files__echo", "files__env", "notes__echo"],
                              server.context())
-            self.assertNotIn("execution", tools["files__echo"])  # tasks are not supported: not forwarded
+            self.assertEqual(tools["files__echo"]["execution"], {"taskSupport": "optional"})  # as mcpstudio's task
             self.assertEqual(text_of(server.call("notes__echo", {"text": "hi"})), "notes: hi")
             self.assertEqual(text_of(server.call("files__env", {"name": "FAKE_X"})), "from-env")
             for name, why in (("files__crash", "deniedTools of server `files`"),
@@ -4950,7 +4951,7 @@ class AggregatorTests(AggregatorCase):
                 "tools": [{"name": "hello", "command": "echo hello {who}"}]}
         with self.serve(data) as server:
             init = server.initialize()["result"]
-            self.assertEqual(set(init["capabilities"]), {"tools", "resources", "prompts", "logging", "completions"})
+            self.assertEqual(set(init["capabilities"]), {"tools", "resources", "prompts", "logging", "completions", "tasks"})
             result = server.request("tools/list")["result"]
             tools = {t["name"]: t for t in result["tools"]}
             names = [t["name"] for t in result["tools"]]
@@ -6166,7 +6167,7 @@ class RealUpstreamTests(ScratchDir):
         for run in ("cold", "cached"):  # the second run lists from the cache, starting nothing
             with self.subTest(run=run):
                 out = self.run_client(code, CONFIG=config, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
-                self.assertEqual(out["capabilities"], ["completions", "logging", "prompts", "resources", "tools"])
+                self.assertEqual(out["capabilities"], ["completions", "logging", "prompts", "resources", "tasks", "tools"])
                 self.assertEqual(out["completed"], [["Engineering"], ["1"]])
                 self.assertIn("everything__echo", out["tools"])
                 self.assertIn("time__get_current_time", out["tools"])
@@ -8992,6 +8993,544 @@ class LoadTests(ScratchDir):
                 with self.assertRaises(reliability.LoadError) as caught:
                     reliability.check(client, [1])
                 self.assertIn(fragment, str(caught.exception))
+
+
+# --------------------------------------------------------------------------
+# Tasks: tool calls that outlive their request (2025-11-25 and 2026-07-28)
+# --------------------------------------------------------------------------
+
+TASKS_META = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {
+    "extensions": {"io.modelcontextprotocol/tasks": {}}}})
+TASKS_CONFIG = os.path.join(HERE, "examples", "configs", "tasks.json")
+
+
+class TaskStoreTests(unittest.TestCase):
+    """The store in-process: bounded, private, forgotten after the ttl."""
+
+    def run_async(self, coroutine):
+        loop = asyncio.new_event_loop()
+        try:
+            return loop.run_until_complete(coroutine)
+        finally:
+            loop.close()
+
+    def test_bounded_and_forgotten(self):
+        async def scenario():
+            store = mcpstudio.TaskStore(limit=2)
+            session = object()
+            ctx = mcpstudio.CallContext(session, 1)
+            hold = asyncio.get_running_loop().create_future()
+
+            async def call(result):
+                await hold
+                return result
+            first = store.start(call({"content": [], "isError": False}), ctx, 60000)
+            second = store.start(call({"content": [{"type": "text", "text": "no"}], "isError": True}), ctx, 1)
+            self.assertEqual(ctx.task, second.id)
+            self.assertRegex(first.id, r"^[0-9a-f]{32}$")
+            with self.assertRaisesRegex(mcpstudio.McpError, "2 tasks are running"):  # full, none ended
+                store.start(call({}), ctx, 1)
+            hold.set_result(None)
+            await asyncio.wait([first.job, second.job])
+            self.assertEqual((first.status, second.status, second.message), ("completed", "failed", "no"))
+            other = mcpstudio.CallContext(object(), 2)
+            with self.assertRaisesRegex(mcpstudio.McpError, "Unknown task") as caught:  # another session's
+                store.get(first.id, other)
+            self.assertEqual(caught.exception.code, -32602)
+            third = store.start(call({}), ctx, 1)  # the oldest ended task makes room
+            self.assertEqual(list(store.tasks), [second.id, third.id])
+            second.expires = time.time() - 1  # past its ttl (and the grace after its end)
+            with self.assertRaises(mcpstudio.McpError):
+                store.get(second.id, ctx)
+            self.assertEqual([t.id for t in store.owned(ctx)], [third.id])
+            store.forget(session)  # the session ended: its tasks stop and go
+            await asyncio.sleep(0)
+            self.assertEqual(list(store.tasks), [])
+            self.assertTrue(third.job.cancelled() or third.job.done())
+        self.run_async(scenario())
+
+    def test_wire_shapes_of_both_eras(self):
+        task = mcpstudio.Task(None, 5000, modern=False)
+        legacy = task.wire()
+        self.assertEqual(set(legacy), {"taskId", "status", "createdAt", "lastUpdatedAt", "ttl", "pollInterval"})
+        self.assertRegex(legacy["createdAt"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        modern = mcpstudio.Task(None, 5000, modern=True)
+        modern.end("failed", error=mcpstudio.McpError(-32603, "broken"))
+        self.assertEqual({k: v for k, v in modern.wire().items() if k not in ("taskId", "createdAt", "lastUpdatedAt")},
+                         {"status": "failed", "statusMessage": "broken", "ttlMs": 5000})
+        modern.end("completed", {"content": []})  # a terminal status never changes
+        self.assertEqual(modern.status, "failed")
+
+
+class TaskTests(ScratchDir):
+    """Command tools as tasks, spoken to as clients of both eras would."""
+
+    def task_call(self, server, name, arguments, task=None):
+        return server.request("tools/call", {"name": name, "arguments": arguments, "task": task or {}})
+
+    def test_handshake_era_lifecycle(self):
+        # Declared, listed, created, polled, listed, waited for (tasks/result), announced, and the
+        # same result a plain call gives, marked with its task.
+        with McpProcess("sh", "-c", 'sleep "$1"; echo "slept $1"', "sh", "{seconds}") as server:
+            capabilities = server.initialize()["result"]["capabilities"]
+            self.assertEqual(capabilities["tasks"], {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+            self.assertEqual(server.request("tools/list")["result"]["tools"][0]["execution"], {"taskSupport": "optional"})
+            created = server.request("tools/call", {"name": "sh", "arguments": {"seconds": "1"}, "task": {"ttl": 90000},
+                                                    "_meta": {"progressToken": "tp"}})["result"]
+            task = created["task"]
+            self.assertEqual((task["status"], task["ttl"], task["pollInterval"]), ("working", 90000, 1000))
+            self.assertEqual(server.request("tasks/get", {"taskId": task["taskId"]})["result"]["status"], "working")
+            listed = server.request("tasks/list")["result"]["tasks"]
+            self.assertEqual([t["taskId"] for t in listed], [task["taskId"]])
+            result = server.request("tasks/result", {"taskId": task["taskId"]})["result"]
+            self.assertEqual(text_of(result), "slept 1\n")
+            self.assertEqual(result["_meta"]["io.modelcontextprotocol/related-task"], {"taskId": task["taskId"]})
+            done = server.request("tasks/get", {"taskId": task["taskId"]})["result"]
+            self.assertEqual(done["status"], "completed")
+            self.assertNotIn("pollInterval", done)
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tasks/status")))
+            note = server.notifications_of("notifications/tasks/status")[0]["params"]
+            self.assertEqual((note["taskId"], note["status"]), (task["taskId"], "completed"))
+            progress = [n["params"] for n in server.notifications_of("notifications/progress")]  # while it ran
+            self.assertTrue(progress)
+            self.assertTrue(all(p["progressToken"] == "tp" and p["_meta"] == {
+                "io.modelcontextprotocol/related-task": {"taskId": task["taskId"]}} for p in progress), progress)
+            plain = server.call("sh", {"seconds": "0"})  # no `task`: a plain call, as before
+            self.assertEqual(text_of(plain), "slept 0\n")
+            capped = self.task_call(server, "sh", {"seconds": "0"}, {"ttl": 10 ** 12})["result"]["task"]
+            self.assertEqual(capped["ttl"], mcpstudio.TASK_MAX_TTL_MS)
+            for bad in ({"ttl": -1}, {"ttl": "1"}, {"ttl": 1.5}, []):
+                reply = server.request("tools/call", {"name": "sh", "arguments": {"seconds": "0"}, "task": bad})
+                self.assertEqual(reply["error"]["code"], -32602, reply)
+            for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+                reply = server.request(method, {"taskId": "0" * 32})
+                self.assertEqual(reply["error"]["code"], -32602, reply)
+                self.assertIn("Unknown task", reply["error"]["message"])
+            self.assertEqual(server.request("tasks/list", {"cursor": "nope"})["error"]["code"], -32602)
+
+    @unittest.skipUnless(sys.platform.startswith("linux"), "walks /proc")
+    def test_cancel_stops_the_process_group(self):
+        # tasks/cancel answers the cancelled task at once, and the command and its child are gone;
+        # a second cancel is -32602 (already ended), and tasks/result says there is no result.
+        sleeper, out = self.pid_sleeper(), os.path.join(self.dir, "pids")
+        with McpProcess(PY, sleeper, out) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            task = self.task_call(server, name, {})["result"]["task"]
+            pids = self.read_pids(out)
+            cancelled = server.request("tasks/cancel", {"taskId": task["taskId"]})["result"]
+            self.assertEqual(cancelled["status"], "cancelled")
+            self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in pids)), pids)
+            again = server.request("tasks/cancel", {"taskId": task["taskId"]})
+            self.assertEqual(again["error"]["code"], -32602)
+            self.assertIn("already ended", again["error"]["message"])
+            self.assertIn("cancelled", server.request("tasks/result", {"taskId": task["taskId"]})["error"]["message"])
+
+    def test_stdin_closed_stops_running_tasks(self):
+        sleeper, out = self.pid_sleeper(), os.path.join(self.dir, "pids")
+        server = McpProcess(PY, sleeper, out)
+        with server:
+            server.initialize()
+            self.task_call(server, server.request("tools/list")["result"]["tools"][0]["name"], {})
+            pids = self.read_pids(out)
+            self.assertEqual(server.close(), 0)
+        self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in pids)), pids)
+
+    def test_required_and_forbidden(self):
+        with McpProcess("--task-support", "required", "echo", "{message}") as server:
+            server.initialize()
+            self.assertEqual(server.request("tools/list")["result"]["tools"][0]["execution"], {"taskSupport": "required"})
+            plain = server.request("tools/call", {"name": "echo", "arguments": {"message": "hi"}})
+            self.assertEqual(plain["error"]["code"], -32601)
+            self.assertIn("runs only as a task", plain["error"]["message"])
+            task = self.task_call(server, "echo", {"message": "hi"})["result"]["task"]
+            self.assertEqual(text_of(server.request("tasks/result", {"taskId": task["taskId"]})["result"]), "hi\n")
+        with McpProcess("--task-support", "forbidden", "echo", "{message}") as server:
+            server.initialize()
+            self.assertNotIn("execution", server.request("tools/list")["result"]["tools"][0])
+            reply = self.task_call(server, "echo", {"message": "hi"})
+            self.assertEqual(reply["error"]["code"], -32601)
+            self.assertIn("does not run as a task", reply["error"]["message"])
+        proc = subprocess.run(SERVER + ["--task-support", "sometimes", "echo", "{m}"], capture_output=True, text=True,
+                              timeout=WAIT, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--task-support sometimes: expected one of forbidden, optional, required", proc.stderr)
+
+    def test_tool_errors_and_commands_that_cannot_start(self):
+        # 2025-11-25: a command that fails makes a failed task whose result is the tool error; one
+        # that cannot start at all fails with a JSON-RPC error (-32603), which tasks/result answers.
+        with McpProcess("serve", "--config", TASKS_CONFIG) as server:
+            server.initialize()
+            tools = {t["name"]: t.get("execution") for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools, {"greet": None, "slow_compute": {"taskSupport": "optional"},
+                                     "failing_job": {"taskSupport": "required"},
+                                     "test_tool_with_task": {"taskSupport": "required"},
+                                     "confirm_delete": {"taskSupport": "optional"},
+                                     "protocol_error_job": {"taskSupport": "required"}})
+            failing = self.task_call(server, "failing_job", {})["result"]["task"]["taskId"]
+            result = server.request("tasks/result", {"taskId": failing})["result"]
+            self.assertTrue(result["isError"])
+            self.assertIn("failing_job failed on purpose", text_of(result))
+            task = server.request("tasks/get", {"taskId": failing})["result"]
+            self.assertEqual(task["status"], "failed")
+            self.assertIn("exited with code 3", task["statusMessage"])
+            broken = self.task_call(server, "protocol_error_job", {})["result"]["task"]["taskId"]
+            error = server.request("tasks/result", {"taskId": broken})["error"]
+            self.assertEqual(error["code"], -32603)
+            self.assertIn("Command not found", error["message"])
+            self.assertEqual(server.request("tasks/get", {"taskId": broken})["result"]["status"], "failed")
+
+    def test_2026_era_over_http(self):
+        # The server decides: a quick call answers plainly, a slow one with a flat CreateTaskResult;
+        # tasks/get inlines the result; no extension, no task (and -32021 for a required tool).
+        with HttpServerProcess("serve", "--config", TASKS_CONFIG) as server:
+            def call(name, arguments, meta=TASKS_META, request_id=1):
+                status, _, text = server.modern("tools/call", {"name": name, "arguments": arguments, "_meta": meta},
+                                                request_id)
+                return status, server.messages(text)[-1]
+            capabilities = server.messages(server.modern("server/discover")[2])[-1]["result"]["capabilities"]
+            self.assertIn("io.modelcontextprotocol/tasks", capabilities["extensions"])
+            self.assertNotIn("tasks", capabilities)
+            _, quick = call("slow_compute", {"seconds": 0})
+            self.assertEqual(quick["result"]["resultType"], "complete")
+            self.assertIn("computed after 0 s", text_of(quick["result"]))
+            _, slow = call("slow_compute", {"seconds": 1.5, "label": "x"})
+            created = slow["result"]
+            self.assertEqual(created["resultType"], "task")
+            self.assertEqual((created["status"], created["ttlMs"], created["pollIntervalMs"]),
+                             ("working", mcpstudio.TASK_TTL_MS, 1000))
+            self.assertFalse({"task", "ttl", "pollInterval", "result"} & set(created))
+
+            def get(task_id, meta=TASKS_META):
+                status, _, text = server.modern("tasks/get", {"taskId": task_id, "_meta": meta},
+                                                headers={"Mcp-Name": task_id})
+                return server.messages(text)[-1]
+            self.assertEqual(get(created["taskId"])["result"]["status"], "working")
+            self.assertTrue(wait_until(lambda: get(created["taskId"])["result"]["status"] == "completed"))
+            done = get(created["taskId"])["result"]
+            self.assertEqual(text_of(done["result"]), "computed after 1.5 s (x)\n")
+            self.assertNotIn("io.modelcontextprotocol/related-task", done["result"].get("_meta", {}))
+            self.assertEqual(get(created["taskId"], MODERN_META)["error"]["code"], -32021)  # no extension
+            _, plain = call("slow_compute", {"seconds": 1}, MODERN_META)  # no extension: waited for
+            self.assertEqual(plain["result"]["resultType"], "complete")
+            status, refused = call("failing_job", {}, MODERN_META)
+            self.assertEqual(refused["error"]["code"], -32021)
+            self.assertEqual(refused["error"]["data"],
+                             {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}})
+            _, failing = call("failing_job", {})
+            self.assertTrue(wait_until(lambda: get(failing["result"]["taskId"])["result"]["status"] == "completed"))
+            self.assertTrue(get(failing["result"]["taskId"])["result"]["result"]["isError"])
+            _, broken = call("protocol_error_job", {})
+            self.assertTrue(wait_until(lambda: get(broken["result"]["taskId"])["result"]["status"] == "failed"))
+            self.assertEqual(get(broken["result"]["taskId"])["result"]["error"]["code"], -32603)
+            _, long = call("slow_compute", {"seconds": 60})
+            status, _, text = server.modern("tasks/cancel", {"taskId": long["result"]["taskId"], "_meta": TASKS_META},
+                                            headers={"Mcp-Name": long["result"]["taskId"]})
+            self.assertEqual({k: v for k, v in server.messages(text)[-1]["result"].items() if k != "_meta"},
+                             {"resultType": "complete"})
+            self.assertEqual(get(long["result"]["taskId"])["result"]["status"], "cancelled")
+            for method in ("tasks/result", "tasks/list"):
+                status, _, text = server.modern(method, {"taskId": created["taskId"], "_meta": TASKS_META})
+                self.assertEqual(server.messages(text)[-1]["error"]["code"], -32601)
+            status, _, text = server.modern("tasks/get", {"taskId": created["taskId"], "_meta": TASKS_META},
+                                            headers={"Mcp-Name": "another"})
+            self.assertEqual((status, server.messages(text)[-1]["error"]["code"]), (400, -32020))
+
+    def test_a_task_outlives_its_http_request_and_stays_in_its_session(self):
+        # 2025-11-25 over HTTP: the client that made a task leaves, comes back on a new connection
+        # with the same session and reads the result; another session never sees it; a deleted
+        # session's running tasks stop.
+        sleeper, out = self.pid_sleeper(), os.path.join(self.dir, "pids")
+        config = os.path.join(self.dir, "tasks.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "slow", "command": "sh -c 'sleep 1; echo finished'"},
+                                 {"name": "sleeper", "command_template": "%s %s %s" % (PY, sleeper, out)}]}, f)
+        with HttpServerProcess("serve", "--config", config) as server:
+            session, other = server.initialize_session(), server.initialize_session()
+
+            def post(method, params, sid=session):
+                status, _, text = server.post({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}, session=sid)
+                return server.messages(text)[-1]
+            task = post("tools/call", {"name": "slow", "arguments": {}, "task": {}})["result"]["task"]
+            self.assertEqual(post("tasks/get", {"taskId": task["taskId"]}, other)["error"]["code"], -32602)
+            self.assertEqual(post("tasks/list", {}, other)["result"]["tasks"], [])
+            time.sleep(1.5)  # no connection open while it runs
+            self.assertEqual(text_of(post("tasks/result", {"taskId": task["taskId"]})["result"]), "finished\n")
+            post("tools/call", {"name": "sleeper", "arguments": {}, "task": {}})
+            pids = self.read_pids(out)
+            status, _, _ = server.post(None, session=session, method="DELETE")
+            self.assertEqual(status, 200)
+            self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in pids)), pids)
+
+    def test_scripts_and_config_say_how_their_tools_run(self):
+        folder = os.path.join(self.dir, "scripts")
+        os.makedirs(folder)
+        for name, meta in (("quick", {"taskSupport": "forbidden"}), ("build", {}), ("odd", {"taskSupport": "maybe"})):
+            self.script(os.path.join("scripts", name), """\
+                #!/bin/sh
+                if [ "$1" = --help ]; then echo '%s'; exit 0; fi
+                echo ran
+                """ % json.dumps(meta))
+        with McpProcess("--root-directory", folder) as server:
+            server.initialize()
+            tools = {t["name"]: t.get("execution") for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools, {"quick": None, "build": {"taskSupport": "optional"}})
+            self.assertIn("`taskSupport` in its --help metadata must be one of forbidden, optional, required",
+                          server.stderr_when(lambda text: "odd" in text))
+            task = self.task_call(server, "build", {})["result"]["task"]
+            self.assertEqual(text_of(server.request("tasks/result", {"taskId": task["taskId"]})["result"]), "ran\n")
+        config = os.path.join(self.dir, "c.json")
+        for data, where in (({"taskSupport": "yes", "tools": []}, "taskSupport"),
+                            ({"tools": [{"name": "t", "command": "true", "taskSupport": "Optional"}]}, "tools[0].taskSupport")):
+            with open(config, "w") as f:
+                json.dump(data, f)
+            proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT,
+                                  stdin=subprocess.DEVNULL)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("c.json: %s: expected \"forbidden\", \"optional\", \"required\"" % where, proc.stderr)
+        with open(config, "w") as f:
+            json.dump({"taskSupport": "required", "tools": [{"name": "a", "command": "true"},
+                                                            {"name": "b", "command": "true", "taskSupport": "forbidden"}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            tools = {t["name"]: t.get("execution") for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools, {"a": {"taskSupport": "required"}, "b": None})
+
+
+class AskTests(ScratchDir):
+    """A config parameter with `ask`: the user is asked for it (MCP elicitation) when a call leaves it out."""
+
+    def config(self) -> str:
+        path = os.path.join(self.dir, "ask.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "deploy", "command_template": "echo deploying {version} to {target}",
+                                  "parameters": {"version": {"type": "string"},
+                                                 "target": {"type": "string", "enum": ["staging", "production"],
+                                                            "ask": "Deploy where?"}}}]}, f)
+        return path
+
+    def test_asked_in_the_handshake_era(self):
+        with McpProcess("serve", "--config", self.config()) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            schema = server.request("tools/list")["result"]["tools"][0]["inputSchema"]
+            self.assertEqual(schema["required"], ["version"])  # the model may leave `target` out
+            for answer, expected in (({"action": "accept", "content": {"target": "staging", "other": 1}},
+                                      "deploying 1.2 to staging\n"),
+                                     ({"action": "decline"}, 'Not run: the user was asked for target and answered "decline".')):
+                with self.subTest(answer=answer):
+                    server.next_id += 1
+                    call_id = server.next_id
+                    server.send({"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
+                                 "params": {"name": "deploy", "arguments": {"version": "1.2"}}})
+                    self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")))
+                    with server.lock:
+                        asked = server.notifications.pop()
+                    self.assertEqual(asked["params"]["message"], "target: Deploy where?")
+                    self.assertEqual(asked["params"]["requestedSchema"], {
+                        "type": "object", "required": ["target"],
+                        "properties": {"target": {"type": "string", "enum": ["staging", "production"], "title": "target"}}})
+                    server.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+                    self.assertEqual(text_of(server.wait_response(call_id)["result"]), expected)
+            given = server.call("deploy", {"version": "1.3", "target": "production"})  # given: nothing asked
+            self.assertEqual(text_of(given), "deploying 1.3 to production\n")
+        with McpProcess("serve", "--config", self.config()) as server:
+            server.initialize()  # no elicitation capability: the call says what to give
+            result = server.call("deploy", {"version": "1.2"})
+            self.assertTrue(result["isError"])
+            self.assertIn("target is asked of the user when left out, and this client cannot ask", text_of(result))
+
+    def test_asked_through_an_input_required_result(self):
+        # 2026-07-28 (SEP-2322): the call answers input_required; the client retries with the answer.
+        with HttpServerProcess("serve", "--config", self.config()) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+
+            def call(extra):
+                params = dict({"name": "deploy", "arguments": {"version": "2.0"}, "_meta": meta}, **extra)
+                return server.messages(server.modern("tools/call", params)[2])[-1]
+            first = call({})["result"]
+            self.assertEqual(first["resultType"], "input_required")
+            request = first["inputRequests"]["arguments"]
+            self.assertEqual((request["method"], request["params"]["requestedSchema"]["required"]),
+                             ("elicitation/create", ["target"]))
+            done = call({"inputResponses": {"arguments": {"action": "accept", "content": {"target": "staging"}}}})
+            self.assertEqual(text_of(done["result"]), "deploying 2.0 to staging\n")
+            self.assertEqual(call({"inputResponses": []})["error"]["code"], -32602)
+
+    def test_config_mistakes(self):
+        path = os.path.join(self.dir, "bad.json")
+        for parameter, message in (({"ask": "Which?", "default": "a"}, "parameters.p.ask: a parameter the user is asked"),
+                                   ({"ask": 3}, "parameters.p.ask: expected")):
+            with self.subTest(parameter=parameter):
+                with open(path, "w") as f:
+                    json.dump({"tools": [{"name": "t", "command_template": "echo {p}", "parameters": {"p": parameter}}]}, f)
+                proc = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True,
+                                      timeout=WAIT, stdin=subprocess.DEVNULL)
+                self.assertEqual(proc.returncode, 1)
+                self.assertIn(message, proc.stderr)
+
+
+class AggregatorTaskTests(AggregatorCase):
+    """Tasks through the aggregator: an upstream that runs tasks runs its own; one that does not is called
+    plainly inside mcpstudio's task; either way the client sees mcpstudio's task ids only."""
+
+    def test_an_upstreams_tasks_pass_through(self):
+        log = os.path.join(self.dir, "upstream.log")
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"jobs": {"command": PY, "args": SERVER[1:] + [
+                "serve", "--config", TASKS_CONFIG, "--log", log]}}}, f)
+
+        def upstream_saw(method):
+            with open(log) as f:
+                return [json.loads(line.split(" ", 3)[3]) for line in f
+                        if " WIRE -> " in line and '"method":"%s"' % method in line.replace(" ", "")]
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            tools = {t["name"]: t.get("execution") for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual((tools["jobs__slow_compute"], tools["jobs__failing_job"], tools["jobs__greet"]),
+                             ({"taskSupport": "optional"}, {"taskSupport": "required"}, {"taskSupport": "optional"}))
+            mine = server.request("tools/call", {"name": "jobs__slow_compute", "arguments": {"seconds": 1, "label": "a"},
+                                                 "task": {}})["result"]["task"]["taskId"]
+            result = server.request("tasks/result", {"taskId": mine})["result"]
+            self.assertEqual(text_of(result), "computed after 1 s (a)\n")
+            self.assertEqual(result["_meta"]["io.modelcontextprotocol/related-task"], {"taskId": mine})
+            theirs = [m["params"]["taskId"] for m in upstream_saw("tasks/result")]
+            self.assertEqual(len(theirs), 1)
+            self.assertNotEqual(theirs[0], mine)  # routed: the upstream's id never reaches the client
+            self.assertTrue(upstream_saw("tasks/get"))
+            plain = server.request("tools/call", {"name": "jobs__failing_job", "arguments": {}})
+            self.assertEqual(plain["error"]["code"], -32601)
+            failing = server.request("tools/call", {"name": "jobs__failing_job", "arguments": {}, "task": {}})
+            failing = server.request("tasks/result", {"taskId": failing["result"]["task"]["taskId"]})["result"]
+            self.assertTrue(failing["isError"])
+            greet = server.request("tools/call", {"name": "jobs__greet", "arguments": {"name": "Ann"}, "task": {}})
+            greeted = server.request("tasks/result", {"taskId": greet["result"]["task"]["taskId"]})["result"]
+            self.assertEqual(text_of(greeted), "Hello, Ann!")  # the upstream forbids tasks: called plainly
+            self.assertFalse([m for m in upstream_saw("tools/call") if m["params"]["name"] == "greet" and "task" in m["params"]])
+            long = server.request("tools/call", {"name": "jobs__slow_compute", "task": {},
+                                                 "arguments": {"seconds": 60, "label": "cancel-through"}})
+            long = long["result"]["task"]["taskId"]
+            if sys.platform.startswith("linux"):
+                self.assertTrue(wait_until(lambda: processes_with("cancel-through")))
+            self.assertEqual(server.request("tasks/cancel", {"taskId": long})["result"]["status"], "cancelled")
+            self.assertTrue(wait_until(lambda: upstream_saw("tasks/cancel")))
+            if sys.platform.startswith("linux"):
+                self.assertTrue(wait_until(lambda: not processes_with("cancel-through")))
+
+
+# Checks of the suite's tasks-* scenarios that need a task to ask for input while it runs (the
+# `confirm_delete` and `multi_input` fixtures park their task in input_required): a command cannot
+# ask anything once it runs, so no command tool serves those fixtures.
+TASKS_KNOWN = {
+    "sep-2663-tasks-get-status-input-required": "needs a task that asks for input while it runs",
+    "tasks-mrtr-tasks-update-resumes": "needs a task that asks for input while it runs",
+    "tasks-mrtr-partial-fulfillment": "needs a task that asks for input (twice) while it runs",
+}
+
+
+@unittest.skipUnless(CONFORMANCE and os.path.exists(CONFORMANCE) and NODE22 and os.path.exists(NODE22),
+                     "the MCP conformance suite is not installed (set MCPSTUDIO_CONFORMANCE and MCPSTUDIO_NODE22)")
+class TasksConformanceTests(ScratchDir):
+    """The suite's tasks-* scenarios (2026-07-28) against examples/configs/tasks.json over HTTP."""
+
+    def test_tasks_scenarios(self):
+        scenarios = ["tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields",
+                     "tasks-request-state-removal", "tasks-mrtr-input", "tasks-request-headers",
+                     "tasks-dispatch-and-envelope", "tasks-status-notifications", "tasks-required-task-error",
+                     "tasks-mrtr-composition"]
+        listed = subprocess.run([NODE22, CONFORMANCE, "list"], capture_output=True, text=True, timeout=60,
+                                stdin=subprocess.DEVNULL).stdout
+        self.assertEqual(sorted(re.findall(r"- (tasks-[a-z-]+)", listed)), sorted(scenarios))  # none added unseen
+        passed = []
+        with HttpServerProcess("serve", "--config", TASKS_CONFIG) as server:
+            url = "http://127.0.0.1:%d/mcp" % server.port
+            for scenario in scenarios:
+                with self.subTest(scenario=scenario):
+                    out = os.path.join(self.dir, scenario)
+                    proc = subprocess.run([NODE22, CONFORMANCE, "server", "--url", url, "--scenario", scenario,
+                                           "-o", out], capture_output=True, text=True, timeout=180,
+                                          stdin=subprocess.DEVNULL)
+                    found = [os.path.join(root, name) for root, _, names in os.walk(out)
+                             for name in names if name == "checks.json"]
+                    self.assertEqual(len(found), 1, proc.stdout[-2000:] + proc.stderr[-2000:])
+                    with open(found[0]) as f:
+                        checks = json.load(f)
+                    failed = [(c["id"], c.get("errorMessage")) for c in checks
+                              if c["status"] == "FAILURE" and c["id"] not in TASKS_KNOWN]
+                    self.assertEqual(failed, [])
+                    passed.extend(c["id"] for c in checks if c["status"] == "SUCCESS")
+        self.assertGreaterEqual(len(passed), 40)
+
+
+# The official TypeScript SDK's client (experimental tasks, the 2025-11-25 flavour) against one
+# mcpstudio: a task streamed to its result, then get, result, list, and a cancel.
+TS_TASKS_CLIENT = """
+const sdk = process.env.SDK_DIR + '/dist/esm/';
+const { Client } = await import(sdk + 'client/index.js');
+const { StdioClientTransport } = await import(sdk + 'client/stdio.js');
+const { StreamableHTTPClientTransport } = await import(sdk + 'client/streamableHttp.js');
+const { CallToolResultSchema } = await import(sdk + 'types.js');
+const target = JSON.parse(process.env.TARGET);
+const client = new Client({ name: 'tasks-test', version: '1.0.0' });
+await client.connect(target.url ? new StreamableHTTPClientTransport(new URL(target.url))
+                                : new StdioClientTransport({ command: target.command, args: target.args }));
+const tasks = client.experimental.tasks;
+const out = { tools: (await client.listTools()).tools.map(t => [t.name, t.execution?.taskSupport ?? null]) };
+out.stream = [];
+for await (const m of tasks.callToolStream({ name: 'slow_compute', arguments: { seconds: 1, label: 'ts' } },
+                                           CallToolResultSchema, { task: { ttl: 60000 } })) {
+  out.stream.push(m.type === 'result' ? ['result', m.result.content[0].text]
+                  : m.type === 'error' ? ['error', m.error.message] : [m.type, m.task.status, m.task.taskId]);
+}
+const id = out.stream[0][2];
+out.get = (await tasks.getTask(id)).status;
+out.result = (await tasks.getTaskResult(id, CallToolResultSchema)).content[0].text;
+const stream = tasks.callToolStream({ name: 'slow_compute', arguments: { seconds: 60, label: 'cancel-me' } },
+                                    CallToolResultSchema, { task: { ttl: 60000 } });
+const long = (await stream.next()).value.task.taskId;
+await stream.return();
+out.list = (await tasks.listTasks()).tasks.map(t => [t.taskId === id ? 'first' : t.taskId === long ? 'long' : t.taskId, t.status]);
+out.cancel = (await tasks.cancelTask(long)).status;
+out.after = (await tasks.getTask(long)).status;
+console.log(JSON.stringify(out));
+await client.close();
+"""
+
+
+@unittest.skipUnless(INSPECTOR and os.path.exists(INSPECTOR), "the MCP Inspector (and the TypeScript SDK beside it) is "
+                                                               "not installed (set MCPSTUDIO_INSPECTOR)")
+class TypeScriptTasksTests(ScratchDir):
+    """The TypeScript SDK client's experimental tasks over stdio and HTTP; a cancel leaves no process."""
+
+    def drive(self, target) -> dict:
+        sdk = os.path.join(os.path.dirname(os.path.dirname(INSPECTOR)), "@modelcontextprotocol", "sdk")
+        proc = subprocess.run(["node", "--input-type=module", "-e", TS_TASKS_CLIENT], capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL,
+                              env=dict(os.environ, SDK_DIR=sdk, TARGET=json.dumps(target)))
+        self.assertEqual(proc.returncode, 0, proc.stdout[-2000:] + proc.stderr[-3000:])
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    def check(self, out):
+        self.assertIn(["slow_compute", "optional"], out["tools"])
+        self.assertIn(["failing_job", "required"], out["tools"])
+        kinds = [event[0] for event in out["stream"]]
+        self.assertEqual((kinds[0], kinds[-1]), ("taskCreated", "result"), out["stream"])
+        self.assertIn(["taskStatus", "completed", out["stream"][0][2]], out["stream"])
+        self.assertEqual(out["stream"][-1][1], "computed after 1 s (ts)\n")
+        self.assertEqual((out["get"], out["result"]), ("completed", "computed after 1 s (ts)\n"))
+        self.assertEqual(out["list"], [["first", "completed"], ["long", "working"]])
+        self.assertEqual((out["cancel"], out["after"]), ("cancelled", "cancelled"))
+        if sys.platform.startswith("linux"):
+            self.assertTrue(wait_until(lambda: not processes_with("cancel-me")), processes_with("cancel-me"))
+
+    def test_over_stdio(self):
+        self.check(self.drive({"command": SERVER[0], "args": SERVER[1:] + ["serve", "--config", TASKS_CONFIG]}))
+
+    def test_over_http(self):
+        with HttpServerProcess("serve", "--config", TASKS_CONFIG) as server:
+            self.check(self.drive({"url": "http://127.0.0.1:%d/mcp" % server.port}))
 
 
 def load_tests(loader, tests, pattern):
