@@ -2619,7 +2619,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task")
+                 "capabilities", "task", "inputs")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2631,6 +2631,7 @@ class CallContext:
         self.level = None
         self.capabilities = {}  # a 2026-07-28 request's own client capabilities (from its `_meta`)
         self.task = None        # the id of the task this call runs as
+        self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
 
     def declared(self, capability: str) -> bool:
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
@@ -4886,6 +4887,7 @@ def dispatch_modern(server, method: str, params: dict, ctx: CallContext, meta):
         raise McpError(INVALID_PARAMS, "Invalid params: `%s` must be one of %s" % (META_LOG_LEVEL, ", ".join(LOG_LEVELS)))
     ctx.level = level
     ctx.capabilities = meta[META_CAPABILITIES]
+    ctx.inputs = {key: params[key] for key in ("inputResponses", "requestState") if key in params}
     refusal = server.catalog.refusal
     if refusal is not None:
         raise refusal
@@ -6921,7 +6923,7 @@ class RpcClient:
                 self.name, channel.reason if channel is not None else "is not running"), {"server": self.name}))
         else:
             if self.meta is not None:  # 2026-07-28: every request says its version and capabilities
-                params = dict(params, _meta=dict(params.get("_meta") or (), **self.meta))
+                params = dict(params, _meta=dict(self.meta, **(params.get("_meta") or {})))
             self.pending[request_id] = future
             self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         return self._await(request_id, future, method, timeout)
@@ -7566,11 +7568,16 @@ class Upstream:
         reply = {"jsonrpc": "2.0", "id": request_id}
         client = cause.session if cause is not None and cause.session is not None else self.hub.downstream
         try:
-            needs = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
-            if client is None or client.closed or (method in needs and needs[method] not in client.client_capabilities):
+            if cause is not None and cause.modern:  # no requests to such a client: an input_required result
+                if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
+                    raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
+                reply["result"] = await self.hub.bridge.ask(cause, method, params)
+            elif client is None or client.closed or (method in CLIENT_FEATURES
+                                                     and CLIENT_FEATURES[method] not in client.client_capabilities):
                 raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
-            reply["result"] = await client.request(method, params, self.spec.tool_timeout,
-                                                   cause.request_id if cause is not None else None)
+            else:
+                reply["result"] = await client.request(method, params, self.spec.tool_timeout,
+                                                       cause.request_id if cause is not None else None)
         except McpError as exc:
             reply["error"] = exc.to_json()
         except asyncio.CancelledError:
@@ -7647,6 +7654,8 @@ class Upstream:
             meta = dict(params.get("_meta") or {}, progressToken=token)
             params = dict(params, _meta=meta)
             self.progress[token] = ctx
+        if ctx is not None and ctx.modern and self.client.modern:  # the client's own, per request
+            params = dict(params, _meta=dict(params.get("_meta") or {}, **{META_CAPABILITIES: ctx.capabilities}))
         self._calls.append(ctx)
         try:
             return await self.request(method, params, self.spec.tool_timeout)
@@ -7654,6 +7663,102 @@ class Upstream:
             self._calls.remove(ctx)
             if token is not None:
                 self.progress.pop(token, None)
+
+
+# --------------------------------------------------------------------------
+# Input on the way: multi round-trip requests across the eras (SEP-2322)
+# --------------------------------------------------------------------------
+CLIENT_FEATURES = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+INPUT_ROUNDS = 10  # input_required rounds answered for a handshake-era client before mcpstudio gives up
+
+
+class _Parked:
+    """A call to a handshake-era server, waiting on the 2026-07-28 client's answers."""
+
+    def __init__(self, method: str, name):
+        self.method, self.name = method, name  # what the retry must repeat
+        self.call = None      # the forwarded request, running on its own
+        self.asks = {}        # input key -> (method, params, future of the client's answer)
+        self.changed = asyncio.Event()
+        self.expiry = None
+
+
+class InputBridge:
+    """A handshake-era server's requests (elicitation, sampling, roots) during a 2026-07-28 client's call,
+    turned into that era's input_required results.
+
+    Such a client takes no requests. Its call goes on in the background; the client gets
+    `resultType: "input_required"` with the server's requests as `inputRequests` and a `requestState`
+    that names the waiting call. Its retry (same method and name, the answers in `inputResponses`, that
+    `requestState`) answers the server, and waits for the result or the next question. A call nobody
+    comes back for is cancelled after ASK_TIMEOUT."""
+
+    def __init__(self):
+        self.parked = {}  # requestState -> _Parked
+        self.calls = {}   # the CallContext a call was forwarded with -> its _Parked
+
+    async def exchange(self, forward, method: str, name, ctx):
+        """`forward(ctx)` as a multi round-trip request of `ctx`'s client."""
+        state = ctx.inputs.get("requestState")
+        if state is None:
+            entry = _Parked(method, name)
+            entry.call = asyncio.ensure_future(forward(ctx))  # outlives this request, if it must
+            self.calls[ctx] = entry
+            entry.call.add_done_callback(lambda _: self.calls.pop(ctx, None))
+        else:
+            entry = self.parked.pop(state, None) if isinstance(state, str) else None
+            if entry is None or (entry.method, entry.name) != (method, name):
+                raise McpError(INVALID_PARAMS, "Invalid params: unknown `requestState` (it belongs to another "
+                               "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
+            entry.expiry.cancel()
+            answers = ctx.inputs.get("inputResponses")
+            for key, (_, _, future) in entry.asks.items():
+                if isinstance(answers, dict) and key in answers and not future.done():
+                    future.set_result(answers[key])
+        try:
+            while not entry.call.done():
+                entry.asks = {key: ask for key, ask in entry.asks.items() if not ask[2].done()}
+                if entry.asks:
+                    return self._park(entry)
+                entry.changed.clear()
+                waiter = asyncio.ensure_future(entry.changed.wait())
+                await asyncio.wait([entry.call, waiter], return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+        except asyncio.CancelledError:  # the client gave up on it
+            entry.call.cancel()
+            raise
+        return entry.call.result()
+
+    def _park(self, entry: _Parked) -> dict:
+        import secrets
+        state = secrets.token_urlsafe(16)
+        self.parked[state] = entry
+        entry.expiry = asyncio.get_running_loop().call_later(ASK_TIMEOUT, self._expire, state)
+        return {"resultType": "input_required", "requestState": state,
+                "inputRequests": {key: {"method": method, "params": params}
+                                  for key, (method, params, _) in entry.asks.items()}}
+
+    def _expire(self, state: str):
+        entry = self.parked.pop(state, None)
+        if entry is not None:
+            entry.call.cancel()
+
+    async def ask(self, ctx, method: str, params: dict):
+        """A server's request during `ctx`'s call: its answer, once the client's retry brings it."""
+        entry = self.calls.get(ctx)
+        if entry is None:
+            raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s outside a call" % method)
+        key = "%s-%d" % (CLIENT_FEATURES[method], len(entry.asks) + 1)
+        while key in entry.asks:
+            key += "'"
+        future = asyncio.get_running_loop().create_future()
+        entry.asks[key] = (method, params, future)
+        entry.changed.set()
+        return await future
+
+    def close(self):
+        for state in list(self.parked):
+            self._expire(state)
 
 
 MANAGER_TOOLS = (
@@ -7806,6 +7911,7 @@ class Aggregator:
         self._stamp = self._config_stamp()
         self._specs = self._apply_plan(plan)
         self.manager = ManagerTools(self)
+        self.bridge = InputBridge()
 
     def manager_name(self, tool: str) -> str:
         """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
@@ -8028,7 +8134,7 @@ class Aggregator:
                 await upstream.ready(ctx)
                 if upstream.runs_tasks(original):
                     return await upstream.call_as_task(original, arguments, ctx)
-            return await upstream.forward("tools/call", {"name": original, "arguments": arguments}, ctx)
+            return await self._exchange(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
         except UpstreamError as exc:
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE):
@@ -8225,7 +8331,50 @@ class Aggregator:
         route = self._prompt_routes.get(name)
         if route is None:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
-        return await self._upstream(route[0]).forward("prompts/get", {"name": route[1], "arguments": arguments}, ctx)
+        return await self._exchange(self._upstream(route[0]), "prompts/get", {"name": route[1], "arguments": arguments},
+                                    ctx)
+
+    async def _exchange(self, upstream, method: str, params: dict, ctx):
+        """Forward a request that may need the user's input on the way (SEP-2322), whatever the eras:
+        a 2026-07-28 client and server pass `inputResponses`, `requestState` and the input_required
+        result through untouched; a handshake-era client is asked what a 2026-07-28 server's result
+        asks for, and the server is asked again with the answers; a handshake-era server's requests
+        during a 2026-07-28 client's call become input_required results (InputBridge)."""
+        await upstream.ready(ctx)
+        modern = ctx is not None and ctx.modern
+        if not upstream.client.modern:
+            if modern and ctx.task is None:
+                return await self.bridge.exchange(lambda first: upstream.forward(method, params, first), method,
+                                                  params["name"], ctx)
+            return await upstream.forward(method, params, ctx)
+        if modern:
+            return await upstream.forward(method, dict(params, **ctx.inputs), ctx)
+        for _ in range(INPUT_ROUNDS):
+            result = await upstream.forward(method, params, ctx)
+            if result.get("resultType") != "input_required":
+                return result
+            params = {key: value for key, value in params.items() if key not in ("inputResponses", "requestState")}
+            params["inputResponses"] = await self._answers(upstream, result, ctx)
+            if "requestState" in result:
+                params["requestState"] = result["requestState"]
+        raise McpError(INTERNAL_ERROR, "server `%s` still wanted input after %d rounds; gave up" % (
+            upstream.spec.id, INPUT_ROUNDS))
+
+    async def _answers(self, upstream, result: dict, ctx) -> dict:
+        """A handshake-era client's answers to a 2026-07-28 server's `inputRequests`, asked one by one."""
+        requests = result.get("inputRequests")
+        if not isinstance(requests, dict) or not requests:
+            raise McpError(INTERNAL_ERROR, "server `%s` answered input_required without inputRequests" % upstream.spec.id)
+        answers = {}
+        for key, request in requests.items():
+            method = request.get("method") if isinstance(request, dict) else None
+            session = ctx.session if ctx is not None else None
+            if method not in CLIENT_FEATURES or session is None or CLIENT_FEATURES[method] not in session.client_capabilities:
+                raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
+                               % (upstream.spec.id, json.dumps(method)))
+            params = request.get("params") if isinstance(request.get("params"), dict) else {}
+            answers[key] = await session.request(method, params, upstream.spec.tool_timeout, related=ctx.request_id)
+        return answers
 
     async def subscribe(self, method: str, uri: str, ctx):
         """Pass `resources/subscribe` or `unsubscribe` to the server that lists `uri`; None if none does."""
@@ -8261,6 +8410,7 @@ class Aggregator:
         """Stop every upstream (stdin closed, SIGTERM, SIGKILL) and the file watch."""
         if self._watcher is not None:
             self._watcher.cancel()
+        self.bridge.close()
         # A server still starting for its first listing: let it finish, briefly, so that its tools are
         # cached for the next run (a client that gives up on a slow server would otherwise never see them).
         first = [u for u in self.upstreams.values() if u.state == "starting" and u.known() is None]

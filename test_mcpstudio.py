@@ -4685,6 +4685,7 @@ def fake_server(args):
         TOOLS[0] = dict(TOOLS[0], execution={"taskSupport": "optional"})
     if "--ask" in args:
         TOOLS.append({"name": "ask", "description": "Ask the client (roots/list by default)", "inputSchema": {"type": "object"}})
+        TOOLS.append({"name": "mrtr", "description": "Ask two rounds of questions (SEP-2322)", "inputSchema": {"type": "object"}})
     if opt("--extra-tool"):  # a tool listed without an inputSchema, under the given name
         TOOLS.append({"name": opt("--extra-tool"), "description": "No schema"})
     for extra in (opt("--more-tools") or "").split(","):  # more tools, answering "NAME called"
@@ -4735,6 +4736,22 @@ def fake_server(args):
                 send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": ask_id}})
                 return {"content": [{"type": "text", "text": "gave up"}]}
             return {"content": [{"type": "text", "text": json.dumps(answers[ask_id])}]}
+        if name == "mrtr":  # SEP-2322, as a 2026-07-28 server does it: two rounds of questions, then the answer
+            responses, state = params.get("inputResponses") or {}, params.get("requestState")
+            capabilities = sorted((params.get("_meta") or {}).get("io.modelcontextprotocol/clientCapabilities") or {})
+            if state is None:
+                return {"resultType": "input_required", "requestState": "round-2", "inputRequests": {"who": {
+                    "method": "elicitation/create", "params": {"message": "Your name?", "requestedSchema": {
+                        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}}}
+            if state == "round-2" and "who" in responses:
+                who = responses["who"]["content"]["name"]
+                return {"resultType": "input_required", "requestState": "round-3:" + who,
+                        "inputRequests": {"where": {"method": "roots/list", "params": {}}}}
+            if state.startswith("round-3:") and "where" in responses:
+                roots = [r["uri"] for r in responses["where"]["roots"]]
+                return {"content": [{"type": "text", "text": "hello %s at %s (client: %s)" % (
+                    state[len("round-3:"):], ",".join(roots), ",".join(capabilities))}]}
+            return {"content": [{"type": "text", "text": "bad retry: %s" % json.dumps(params)}], "isError": True}
         if name == "crash":
             sys.stderr.write("fake: crashing on purpose\n")
             sys.stderr.flush()
@@ -7907,8 +7924,10 @@ KNOWN_LOSSES = {
     ("2026-07-28", "server-stateless"): "mcpstudio speaks to the upstream in the handshake era, where the "
                                         "reference server lists no SEP-2575 diagnostic tools",
 }
-KNOWN_LOSS_PREFIXES = {("2026-07-28", "input-required-result-"): "input-required results are not passed "
-                       "through, nor translated from a handshake-era upstream's requests"}
+KNOWN_LOSS_PREFIXES = {("2026-07-28", "input-required-result-"): "the reference server offers its SEP-2322 "
+                       "tools only to 2026-07-28 requests, and mcpstudio speaks to a server that knows both eras in "
+                       "the handshake era, so it never lists them (input-required results themselves pass through: "
+                       "InputRequiredTests)"}
 
 
 @unittest.skipUnless(CONFORMANCE and os.path.exists(CONFORMANCE) and NODE22 and os.path.exists(NODE22)
@@ -9369,6 +9388,87 @@ class AskTests(ScratchDir):
                                       timeout=WAIT, stdin=subprocess.DEVNULL)
                 self.assertEqual(proc.returncode, 1)
                 self.assertIn(message, proc.stderr)
+
+
+class InputRequiredTests(AggregatorCase):
+    """Issue 18: multi round-trip requests (SEP-2322) through the aggregator, in every pairing of eras."""
+
+    ELICIT_AND_ROOTS = {"elicitation": {}, "roots": {}}
+
+    def config(self, *args) -> str:
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"up": {"command": PY, "args": [self.fake, "--name", "up", "--ask"] + list(args)}}}, f)
+        return path
+
+    def call(self, server, name, extra=None, capabilities=None, request_id=1):
+        params = dict({"name": name, "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/clientCapabilities": capabilities or {}}}, **(extra or {}))
+        status, _, text = server.modern("tools/call", params, request_id)
+        return status, server.messages(text)[-1]
+
+    def test_modern_client_and_server_pass_it_through(self):
+        # The server's input_required results reach the client untouched, its retries (with the server's own
+        # requestState) reach the server, and the server sees the capabilities of each request.
+        with HttpServerProcess("serve", "--config", self.config("--modern-only"), env=self.env) as server:
+            _, first = self.call(server, "up__mrtr", capabilities=self.ELICIT_AND_ROOTS)
+            self.assertEqual(first["result"]["resultType"], "input_required")
+            self.assertEqual(first["result"]["requestState"], "round-2")
+            self.assertEqual(first["result"]["inputRequests"]["who"]["method"], "elicitation/create")
+            _, second = self.call(server, "up__mrtr", {"requestState": "round-2", "inputResponses": {
+                "who": {"action": "accept", "content": {"name": "Ada"}}}}, self.ELICIT_AND_ROOTS)
+            self.assertEqual((second["result"]["requestState"], list(second["result"]["inputRequests"])),
+                             ("round-3:Ada", ["where"]))
+            _, done = self.call(server, "up__mrtr", {"requestState": "round-3:Ada", "inputResponses": {
+                "where": {"roots": [{"uri": "file:///work"}]}}}, self.ELICIT_AND_ROOTS)
+            self.assertEqual(done["result"]["resultType"], "complete")
+            self.assertEqual(text_of(done["result"]), "hello Ada at file:///work (client: elicitation,roots)")
+
+    def test_handshake_client_is_asked_for_a_modern_servers_input(self):
+        # mcpstudio asks the client each round's questions (elicitation, then roots) and retries the server.
+        with McpProcess("serve", "--config", self.config("--modern-only"), env=self.env) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": self.ELICIT_AND_ROOTS,
+                                          "clientInfo": {"name": "test", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.send({"jsonrpc": "2.0", "id": "c1", "method": "tools/call", "params": {"name": "up__mrtr", "arguments": {}}})
+            for count, method, answer in ((1, "elicitation/create", {"action": "accept", "content": {"name": "Bo"}}),
+                                          (2, "roots/list", {"roots": [{"uri": "file:///b"}, {"uri": "file:///c"}]})):
+                self.assertTrue(wait_until(lambda n=count: len([m for m in list(server.notifications) if "id" in m]) >= n),
+                                server.context())
+                asked = [m for m in list(server.notifications) if "id" in m][count - 1]
+                self.assertEqual(asked["method"], method)
+                server.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+            result = server.wait_response("c1")["result"]
+            self.assertEqual(text_of(result), "hello Bo at file:///b,file:///c (client: elicitation,roots)")
+        with McpProcess("serve", "--config", self.config("--modern-only"), env=self.env) as server:
+            server.initialize()  # a client that offers no elicitation: the call says so
+            reply = server.request("tools/call", {"name": "up__mrtr", "arguments": {}})
+            self.assertEqual(reply["error"]["code"], -32600)
+            self.assertIn('server `up` needs "elicitation/create" from the client, which it does not offer',
+                          reply["error"]["message"])
+
+    def test_a_handshake_servers_request_becomes_input_required(self):
+        # The server's elicitation/create during a 2026-07-28 client's call: the client gets input_required
+        # with mcpstudio's requestState; its retry answers the server, whose call then completes.
+        with HttpServerProcess("serve", "--config", self.config(), env=self.env) as server:
+            arguments = {"arguments": {"method": "elicitation/create", "cancel_after": 30}}
+            _, first = self.call(server, "up__ask", arguments, self.ELICIT_AND_ROOTS)
+            result = first["result"]
+            self.assertEqual(result["resultType"], "input_required", first)
+            self.assertEqual(result["inputRequests"], {"elicitation-1": {"method": "elicitation/create", "params": {}}})
+            answer = {"action": "accept", "content": {"colour": "green"}}
+            _, wrong = self.call(server, "up__ask", dict(arguments, requestState="made-up",
+                                                         inputResponses={"elicitation-1": answer}), self.ELICIT_AND_ROOTS)
+            self.assertEqual(wrong["error"]["code"], -32602)
+            self.assertIn("unknown `requestState`", wrong["error"]["message"])
+            _, done = self.call(server, "up__ask", dict(arguments, requestState=result["requestState"],
+                                                        inputResponses={"elicitation-1": answer}), self.ELICIT_AND_ROOTS)
+            self.assertEqual(json.loads(text_of(done["result"]))["result"], answer)
+            _, again = self.call(server, "up__ask", dict(arguments, requestState=result["requestState"],
+                                                         inputResponses={"elicitation-1": answer}), self.ELICIT_AND_ROOTS)
+            self.assertEqual(again["error"]["code"], -32602)  # a requestState is good for one retry
+            _, refused = self.call(server, "up__ask", {"arguments": {"method": "elicitation/create"}})  # not declared
+            self.assertEqual(json.loads(text_of(refused["result"]))["error"]["code"], -32601)
 
 
 class AggregatorTaskTests(AggregatorCase):
