@@ -4728,7 +4728,8 @@ def fake_server(args):
             return {"content": [{"type": "text", "text": "slept"}]}
         if name == "ask":  # a request to the client (roots/list by default); unanswered by `cancel_after`: cancelled
             ask_id = "ask-%s" % request_id
-            send({"jsonrpc": "2.0", "id": ask_id, "method": arguments.get("method", "roots/list"), "params": {}})
+            send({"jsonrpc": "2.0", "id": ask_id, "method": arguments.get("method", "roots/list"),
+                  "params": arguments.get("params", {})})
             started = time.time()
             while ask_id not in answers and time.time() - started < float(arguments.get("cancel_after", 10)):
                 time.sleep(0.02)
@@ -9469,6 +9470,69 @@ class InputRequiredTests(AggregatorCase):
             self.assertEqual(again["error"]["code"], -32602)  # a requestState is good for one retry
             _, refused = self.call(server, "up__ask", {"arguments": {"method": "elicitation/create"}})  # not declared
             self.assertEqual(json.loads(text_of(refused["result"]))["error"]["code"], -32601)
+
+
+@unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
+class SdkMixedEraTests(AggregatorCase):
+    """Issue 18 with a real client: the official Python SDK in one era, an upstream in the other."""
+
+    run_client = PythonSdkInteropTests.run_client
+    CALLBACKS = """
+        import anyio, json, os, sys
+        import mcp
+        from mcp import ClientSession, StdioServerParameters, stdio_client, types
+
+        asked = []
+
+        async def elicitation(context, params):
+            asked.append("elicitation")
+            return types.ElicitResult(action="accept", content={"name": "Grace"})
+
+        async def roots(context):
+            asked.append("roots")
+            return types.ListRootsResult(roots=[types.Root(uri="file:///sdk/root", name="root")])
+
+        params = StdioServerParameters(command=os.environ["SERVER_PY"], env=dict(os.environ),
+                                       args=[os.environ["MCPSTUDIO"], "serve", "--config", os.environ["CONFIG"]])
+        """
+
+    def config(self, *args) -> str:
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"up": {"command": PY, "args": [self.fake, "--name", "up", "--ask"] + list(args)}}}, f)
+        return path
+
+    def test_2026_client_in_front_of_a_handshake_server(self):
+        # mcp.Client negotiates 2026-07-28; the upstream's elicitation/create comes back to it as an
+        # input_required result, which the SDK answers with its callback and retries.
+        out = self.run_client(self.CALLBACKS + """
+        async def main():
+            async with mcp.Client(params, elicitation_callback=elicitation, list_roots_callback=roots) as client:
+                result = await client.call_tool("up__ask", {"method": "elicitation/create", "cancel_after": 30, "params": {
+                    "message": "Your name?", "requestedSchema": {"type": "object", "properties": {
+                        "name": {"type": "string"}}, "required": ["name"]}}})
+                print(json.dumps({"version": client.protocol_version, "asked": asked,
+                                  "text": result.content[0].text}))
+        anyio.run(main)
+        """, CONFIG=self.config(), XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        self.assertEqual((out["version"], out["asked"]), ("2026-07-28", ["elicitation"]))
+        self.assertEqual(json.loads(out["text"])["result"], {"action": "accept", "content": {"name": "Grace"}})
+
+    def test_handshake_client_in_front_of_a_2026_server(self):
+        # ClientSession speaks 2025-11-25; the 2026-07-28 upstream's two rounds of input_required are asked of
+        # it as elicitation/create and roots/list, and the upstream sees its capabilities.
+        out = self.run_client(self.CALLBACKS + """
+        async def main():
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write, elicitation_callback=elicitation,
+                                         list_roots_callback=roots) as session:
+                    await session.initialize()
+                    result = await session.call_tool("up__mrtr", {})
+                    print(json.dumps({"asked": asked, "text": result.content[0].text}))
+        anyio.run(main)
+        """, CONFIG=self.config("--modern-only"), XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        self.assertEqual(out["asked"], ["elicitation", "roots"])
+        self.assertEqual(out["text"], "hello Grace at file:///sdk/root (client: elicitation,roots)")
 
 
 class AggregatorTaskTests(AggregatorCase):
