@@ -4746,12 +4746,15 @@ def fake_server(args):
                         "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}}}
             if state == "round-2" and "who" in responses:
                 who = responses["who"]["content"]["name"]
-                return {"resultType": "input_required", "requestState": "round-3:" + who,
-                        "inputRequests": {"where": {"method": "roots/list", "params": {}}}}
-            if state.startswith("round-3:") and "where" in responses:
+                return {"resultType": "input_required", "requestState": "round-3:" + who, "inputRequests": {
+                    "where": {"method": "roots/list", "params": {}},
+                    "think": {"method": "sampling/createMessage", "params": {"maxTokens": 5, "messages": [
+                        {"role": "user", "content": {"type": "text", "text": "Say something"}}]}}}}
+            if state.startswith("round-3:") and "where" in responses and "think" in responses:
                 roots = [r["uri"] for r in responses["where"]["roots"]]
-                return {"content": [{"type": "text", "text": "hello %s at %s (client: %s)" % (
-                    state[len("round-3:"):], ",".join(roots), ",".join(capabilities))}]}
+                return {"content": [{"type": "text", "text": "hello %s at %s, who says %s (client: %s)" % (
+                    state[len("round-3:"):], ",".join(roots), responses["think"]["content"]["text"],
+                    ",".join(capabilities))}]}
             return {"content": [{"type": "text", "text": "bad retry: %s" % json.dumps(params)}], "isError": True}
         if name == "crash":
             sys.stderr.write("fake: crashing on purpose\n")
@@ -4788,7 +4791,8 @@ def fake_server(args):
             if method == "server/discover":
                 send({"jsonrpc": "2.0", "id": request_id, "result": {
                     "resultType": "complete", "supportedVersions": ["2026-07-28"], "ttlMs": 0, "cacheScope": "public",
-                    "capabilities": {"tools": {}}, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": NAME, "version": "2"}}}})
+                    "capabilities": {"tools": {}, "prompts": {}, "completions": {}},
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": NAME, "version": "2"}}}})
                 return
         if method == "notifications/cancelled":
             cancelled.add(params.get("requestId"))
@@ -4801,7 +4805,8 @@ def fake_server(args):
             stalled.append(True)
         if method == "initialize":
             result = {"protocolVersion": params.get("protocolVersion"), "serverInfo": {"name": NAME, "version": "1.0"},
-                      "capabilities": {"tools": {"listChanged": True}, "resources": {}, "prompts": {}, "logging": {}}}
+                      "capabilities": {"tools": {"listChanged": True}, "resources": {}, "prompts": {}, "logging": {},
+                                       "completions": {}}}
             if "--no-tools" in args:
                 del result["capabilities"]["tools"]
         elif method == "ping":
@@ -4852,6 +4857,10 @@ def fake_server(args):
         elif method == "prompts/list":
             result = {"prompts": [{"name": "greet", "description": "Say hello",
                                    "arguments": [{"name": "who", "required": True}]}]}
+        elif method == "completion/complete":  # the argument's value, completed, and the era it was asked in
+            era = "2026" if "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {}) else "handshake"
+            result = {"completion": {"values": ["%s-%s-%s" % ((params.get("argument") or {}).get("value"), NAME, era)],
+                                     "hasMore": False}}
         elif method == "prompts/get":
             who = (params.get("arguments") or {}).get("who", "?")
             result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s" % (who, NAME)}}]}
@@ -9395,6 +9404,7 @@ class InputRequiredTests(AggregatorCase):
     """Issue 18: multi round-trip requests (SEP-2322) through the aggregator, in every pairing of eras."""
 
     ELICIT_AND_ROOTS = {"elicitation": {}, "roots": {}}
+    EVERYTHING = {"elicitation": {}, "roots": {}, "sampling": {}}
 
     def config(self, *args) -> str:
         path = os.path.join(self.dir, "agg.json")
@@ -9418,29 +9428,33 @@ class InputRequiredTests(AggregatorCase):
             self.assertEqual(first["result"]["inputRequests"]["who"]["method"], "elicitation/create")
             _, second = self.call(server, "up__mrtr", {"requestState": "round-2", "inputResponses": {
                 "who": {"action": "accept", "content": {"name": "Ada"}}}}, self.ELICIT_AND_ROOTS)
-            self.assertEqual((second["result"]["requestState"], list(second["result"]["inputRequests"])),
-                             ("round-3:Ada", ["where"]))
+            self.assertEqual((second["result"]["requestState"], sorted(second["result"]["inputRequests"])),
+                             ("round-3:Ada", ["think", "where"]))
             _, done = self.call(server, "up__mrtr", {"requestState": "round-3:Ada", "inputResponses": {
-                "where": {"roots": [{"uri": "file:///work"}]}}}, self.ELICIT_AND_ROOTS)
+                "where": {"roots": [{"uri": "file:///work"}]},
+                "think": {"role": "assistant", "model": "m", "content": {"type": "text", "text": "hi"}}}},
+                self.ELICIT_AND_ROOTS)
             self.assertEqual(done["result"]["resultType"], "complete")
-            self.assertEqual(text_of(done["result"]), "hello Ada at file:///work (client: elicitation,roots)")
+            self.assertEqual(text_of(done["result"]), "hello Ada at file:///work, who says hi (client: elicitation,roots)")
 
     def test_handshake_client_is_asked_for_a_modern_servers_input(self):
         # mcpstudio asks the client each round's questions (elicitation, then roots) and retries the server.
         with McpProcess("serve", "--config", self.config("--modern-only"), env=self.env) as server:
-            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": self.ELICIT_AND_ROOTS,
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": self.EVERYTHING,
                                           "clientInfo": {"name": "test", "version": "0"}})
             server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             server.send({"jsonrpc": "2.0", "id": "c1", "method": "tools/call", "params": {"name": "up__mrtr", "arguments": {}}})
             for count, method, answer in ((1, "elicitation/create", {"action": "accept", "content": {"name": "Bo"}}),
-                                          (2, "roots/list", {"roots": [{"uri": "file:///b"}, {"uri": "file:///c"}]})):
+                                          (2, "roots/list", {"roots": [{"uri": "file:///b"}, {"uri": "file:///c"}]}),
+                                          (3, "sampling/createMessage", {"role": "assistant", "model": "m", "content": {
+                                              "type": "text", "text": "yo"}})):
                 self.assertTrue(wait_until(lambda n=count: len([m for m in list(server.notifications) if "id" in m]) >= n),
                                 server.context())
                 asked = [m for m in list(server.notifications) if "id" in m][count - 1]
                 self.assertEqual(asked["method"], method)
                 server.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
             result = server.wait_response("c1")["result"]
-            self.assertEqual(text_of(result), "hello Bo at file:///b,file:///c (client: elicitation,roots)")
+            self.assertEqual(text_of(result), "hello Bo at file:///b,file:///c, who says yo (client: elicitation,roots,sampling)")
         with McpProcess("serve", "--config", self.config("--modern-only"), env=self.env) as server:
             server.initialize()  # a client that offers no elicitation: the call says so
             reply = server.request("tools/call", {"name": "up__mrtr", "arguments": {}})
@@ -9492,6 +9506,13 @@ class SdkMixedEraTests(AggregatorCase):
             asked.append("roots")
             return types.ListRootsResult(roots=[types.Root(uri="file:///sdk/root", name="root")])
 
+        async def sampling(context, params):
+            asked.append("sampling")
+            return types.CreateMessageResult(role="assistant", model="test-model", stopReason="endTurn",
+                                             content=types.TextContent(type="text", text="sampled"))
+
+        callbacks = dict(elicitation_callback=elicitation, list_roots_callback=roots, sampling_callback=sampling)
+        greet = types.PromptReference(type="ref/prompt", name="up__greet")
         params = StdioServerParameters(command=os.environ["SERVER_PY"], env=dict(os.environ),
                                        args=[os.environ["MCPSTUDIO"], "serve", "--config", os.environ["CONFIG"]])
         """
@@ -9503,20 +9524,31 @@ class SdkMixedEraTests(AggregatorCase):
         return path
 
     def test_2026_client_in_front_of_a_handshake_server(self):
-        # mcp.Client negotiates 2026-07-28; the upstream's elicitation/create comes back to it as an
-        # input_required result, which the SDK answers with its callback and retries.
+        # mcp.Client negotiates 2026-07-28; the upstream's elicitation/create, sampling/createMessage and
+        # roots/list come back to it as input_required results, which the SDK answers with its callbacks and
+        # retries; its completion reaches the upstream.
         out = self.run_client(self.CALLBACKS + """
         async def main():
-            async with mcp.Client(params, elicitation_callback=elicitation, list_roots_callback=roots) as client:
-                result = await client.call_tool("up__ask", {"method": "elicitation/create", "cancel_after": 30, "params": {
-                    "message": "Your name?", "requestedSchema": {"type": "object", "properties": {
-                        "name": {"type": "string"}}, "required": ["name"]}}})
-                print(json.dumps({"version": client.protocol_version, "asked": asked,
-                                  "text": result.content[0].text}))
+            texts = []
+            async with mcp.Client(params, **callbacks) as client:
+                for method, params_ in (("elicitation/create", {"message": "Your name?", "requestedSchema": {
+                                            "type": "object", "properties": {"name": {"type": "string"}}}}),
+                                        ("sampling/createMessage", {"maxTokens": 5, "messages": [
+                                            {"role": "user", "content": {"type": "text", "text": "hi"}}]}),
+                                        ("roots/list", {})):
+                    result = await client.call_tool("up__ask", {"method": method, "params": params_, "cancel_after": 30})
+                    texts.append(json.loads(result.content[0].text)["result"])
+                completed = await client.complete(greet, {"name": "who", "value": "Gr"})
+                print(json.dumps({"version": client.protocol_version, "asked": asked, "answers": texts,
+                                  "completed": completed.completion.values}))
         anyio.run(main)
         """, CONFIG=self.config(), XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
-        self.assertEqual((out["version"], out["asked"]), ("2026-07-28", ["elicitation"]))
-        self.assertEqual(json.loads(out["text"])["result"], {"action": "accept", "content": {"name": "Grace"}})
+        self.assertEqual((out["version"], out["asked"]), ("2026-07-28", ["elicitation", "sampling", "roots"]))
+        elicited, sampled, rooted = out["answers"]
+        self.assertEqual(elicited, {"action": "accept", "content": {"name": "Grace"}})
+        self.assertEqual(sampled["content"], {"type": "text", "text": "sampled"})
+        self.assertEqual(rooted["roots"][0]["uri"], "file:///sdk/root")
+        self.assertEqual(out["completed"], ["Gr-up-handshake"])
 
     def test_handshake_client_in_front_of_a_2026_server(self):
         # ClientSession speaks 2025-11-25; the 2026-07-28 upstream's two rounds of input_required are asked of
@@ -9524,15 +9556,17 @@ class SdkMixedEraTests(AggregatorCase):
         out = self.run_client(self.CALLBACKS + """
         async def main():
             async with stdio_client(params) as (read, write):
-                async with ClientSession(read, write, elicitation_callback=elicitation,
-                                         list_roots_callback=roots) as session:
+                async with ClientSession(read, write, **callbacks) as session:
                     await session.initialize()
                     result = await session.call_tool("up__mrtr", {})
-                    print(json.dumps({"asked": asked, "text": result.content[0].text}))
+                    completed = await session.complete(greet, {"name": "who", "value": "Gr"})
+                    print(json.dumps({"asked": asked, "text": result.content[0].text,
+                                      "completed": completed.completion.values}))
         anyio.run(main)
         """, CONFIG=self.config("--modern-only"), XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
-        self.assertEqual(out["asked"], ["elicitation", "roots"])
-        self.assertEqual(out["text"], "hello Grace at file:///sdk/root (client: elicitation,roots)")
+        self.assertEqual(out["asked"], ["elicitation", "roots", "sampling"])
+        self.assertEqual(out["text"], "hello Grace at file:///sdk/root, who says sampled (client: elicitation,roots,sampling)")
+        self.assertEqual(out["completed"], ["Gr-up-2026"])
 
 
 class AggregatorTaskTests(AggregatorCase):
