@@ -2700,6 +2700,7 @@ class Session:
         self.inflight = {}  # request id -> (task, CallContext)
         self.pending = {}   # id of a request we sent the client -> the future of its answer
         self.client_capabilities = {}  # what the client declared in `initialize`
+        self.protocol_version = None   # what `initialize` agreed
         self.log_level = "info"
         self.closed = False
 
@@ -4612,6 +4613,7 @@ class Server:
             result["instructions"] = self.instructions
         capabilities = params.get("capabilities")
         ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        ctx.session.protocol_version = version
         self.catalog.session_started(ctx.session)
         return result
 
@@ -6808,6 +6810,8 @@ class _HttpChannel:
                 # A server may close the stream before it answers (SEP-1699): resume it with a GET that
                 # names the last event seen, after the `retry` it asked for, while each try brings events.
                 while not answered and request_id is not None and "id" in seen and request_id not in self.aborted:
+                    if not tried:
+                        self.loop.call_soon_threadsafe(self.upstream.stream_paused, request_id)
                     last, tried = seen.pop("id"), True
                     time.sleep(min(seen.get("retry", 1000), HTTP_RESUME_WAIT_MS) / 1000)
                     connection.close()
@@ -6899,6 +6903,7 @@ class RpcClient:
         self.note = note              # a line for the server's log
         self.channel = None
         self.pending = {}             # our request id -> future
+        self.causes = {}              # our request id -> the CallContext of the client's request it serves
         self.next_id = 0
         self.meta = None              # added to every request's _meta (a 2026-07-28 server), or None
 
@@ -6912,10 +6917,13 @@ class RpcClient:
         if self.channel is not None:
             self.channel.send(message)
 
-    def request(self, method: str, params: dict, timeout=None):
-        """Send a request; the returned awaitable resolves to its result or raises UpstreamError."""
+    def request(self, method: str, params: dict, timeout=None, cause=None):
+        """Send a request (made for `cause`, a client's CallContext); the returned awaitable resolves to its
+        result or raises UpstreamError."""
         loop = asyncio.get_running_loop()
         request_id = self.new_id()
+        if cause is not None:
+            self.causes[request_id] = cause
         future = loop.create_future()
         channel = self.channel
         if channel is None or channel.reason is not None:  # it ended before we asked
@@ -6945,6 +6953,7 @@ class RpcClient:
             if timer is not None:
                 timer.cancel()
             self.pending.pop(request_id, None)
+            self.causes.pop(request_id, None)
 
     def _time_out(self, request_id, future, method, timeout):
         if not future.done():
@@ -7214,9 +7223,17 @@ class Upstream:
         """The requests in flight to this server (its RpcClient's)."""
         return self.client.pending
 
-    def request(self, method: str, params: dict, timeout=None):
+    def request(self, method: str, params: dict, timeout=None, cause=None):
         """Send one request to the server and await its result (see RpcClient.request)."""
-        return self.client.request(method, params, timeout)
+        return self.client.request(method, params, timeout, cause)
+
+    def stream_paused(self, request_id):
+        """The server closed the event stream of our request `request_id` before it answered, to be resumed
+        (SEP-1699): the client's own stream of the call is closed too, for it to resume (over --http)."""
+        cause = self.client.causes.get(request_id)
+        pause = getattr(cause.session.transport, "pause", None) if cause is not None and cause.session else None
+        if pause is not None:
+            pause(cause.request_id)
 
     def send(self, message: dict):
         """Write one message to the server as it is."""
@@ -7658,7 +7675,7 @@ class Upstream:
             params = dict(params, _meta=dict(params.get("_meta") or {}, **{META_CAPABILITIES: ctx.capabilities}))
         self._calls.append(ctx)
         try:
-            return await self.request(method, params, self.spec.tool_timeout)
+            return await self.request(method, params, self.spec.tool_timeout, ctx)
         finally:
             self._calls.remove(ctx)
             if token is not None:
@@ -8638,6 +8655,8 @@ HTTP_MAX_PENDING = 32             # of those, connections whose first request ha
 HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
 HTTP_MAX_SESSIONS = 1000
 HTTP_MAX_QUEUED = 1000            # notifications waiting on one SSE stream; more are dropped (replies never)
+HTTP_REPLAY = 100                 # events of a stream kept to replay after Last-Event-ID (SEP-1699)
+HTTP_RETRY_MS = 1000              # the `retry` a handshake-era client is told to wait before it resumes a stream
 HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
 _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 501: "Not Implemented",
            404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
@@ -8770,11 +8789,28 @@ async def _linger(reader, writer, seconds=2.0):
 
 
 class _Exchange:
-    """Where one request's messages go: its response, and the notifications that belong to it."""
+    """Where one request's messages go: its response, and the notifications that belong to it.
 
-    def __init__(self, streaming: bool):
+    A handshake-era session's event stream has an id (`stream_id`): each event is `id: <stream>_<n>`,
+    the last HTTP_REPLAY are kept, and a client that lost the stream resumes it with a GET whose
+    Last-Event-ID names the last event it read (SEP-1699)."""
+
+    def __init__(self, streaming: bool, stream_id=None):
         self.streaming = streaming
         self.queue = asyncio.Queue()
+        self.stream_id = stream_id
+        self.sent = collections.deque(maxlen=HTTP_REPLAY)  # (n, event bytes)
+        self.count = 0
+
+    def event(self, data: bytes) -> bytes:
+        """One SSE event (`data` one line), with its id when the stream has one."""
+        event = b"event: message\ndata: " + data + b"\n\n"
+        if self.stream_id is None:
+            return event
+        self.count += 1
+        event = b"id: %s_%d\n" % (self.stream_id.encode(), self.count) + event
+        self.sent.append((self.count, event))
+        return event
 
     def put(self, message, final: bool):
         self.queue.put_nowait((message, final))
@@ -8789,6 +8825,12 @@ class _HttpTransport:
         exchange = self.exchanges.pop(request_id, None)
         if exchange is not None:
             exchange.put(None, True)
+
+    def pause(self, request_id):
+        """Close the request's event stream for now, to be resumed with Last-Event-ID (SEP-1699 polling)."""
+        exchange = self.exchanges.get(request_id)
+        if exchange is not None and exchange.stream_id is not None:
+            exchange.put(None, False)
 
     framing = NEWLINE
 
@@ -8827,6 +8869,18 @@ class _HttpSession:
     def __init__(self, session_id, session, transport):
         self.id, self.session, self.transport = session_id, session, transport
         self.used = time.monotonic()
+        self.streams = {}   # stream id -> the _Exchange of a POST stream not yet delivered to its end
+        self.opened = 0
+
+    def exchange(self, streaming: bool) -> _Exchange:
+        """A request's exchange; a streaming one gets an id, to be resumed by (SEP-1699)."""
+        if not streaming:
+            return _Exchange(False)
+        self.opened += 1
+        exchange = self.streams["r%d" % self.opened] = _Exchange(True, "r%d" % self.opened)
+        if len(self.streams) > HTTP_REPLAY:  # bounded: the oldest stream nobody came back for is forgotten
+            del self.streams[next(iter(self.streams))]
+        return exchange
 
 
 def _loopback(host: str) -> bool:
@@ -9109,10 +9163,10 @@ class HttpServer:
         if request_id in entry.transport.exchanges or request_id in entry.session.inflight:
             raise HttpError(400, "Invalid request: id %s is already in use by a request in progress"
                             % json.dumps(request_id), INVALID_REQUEST, request_id)
-        exchange = _Exchange(sse)
+        exchange = entry.exchange(sse)
         entry.transport.exchanges[request_id] = exchange
         entry.session.receive(body, NEWLINE)
-        return await self._deliver(exchange, writer, reader, extra, keep, version, None)
+        return await self._deliver(exchange, writer, reader, extra, keep, version, None, entry)
 
     def _session_pair(self):
         """A Session of the Server over a transport that routes to HTTP exchanges."""
@@ -9168,12 +9222,27 @@ class HttpServer:
         session.receive(json.dumps(message).encode(), NEWLINE)
         return await self._deliver(exchange, writer, reader, [], keep, version, session)
 
-    async def _deliver(self, exchange, writer, reader, extra, keep, version, session) -> bool:
+    async def _deliver(self, exchange, writer, reader, extra, keep, version, session, entry=None, after=None) -> bool:
         """Write the exchange's messages as JSON or SSE. A client that goes away cancels a
-        2026-07-28 request (`session` is its own); a cancelled request's stream just ends."""
+        2026-07-28 request (`session` is its own); a cancelled request's stream just ends. A handshake-era
+        session's stream (`entry`) starts at once, with a priming event for a 2025-11-25 client; one that
+        goes away is kept to be resumed, and `after` (an event number) resumes it: what came after is sent
+        again first."""
         started = finished = False
         chunked = version == "HTTP/1.1"
         try:
+            if exchange.stream_id is not None:
+                self._sse_head(writer, extra, chunked, keep)
+                started = True
+                if after is not None:
+                    replay = b"".join(event for n, event in exchange.sent if n > after)
+                elif (entry.session.protocol_version or "") >= "2025-11-25":
+                    replay = b"id: %s_0\nretry: %d\ndata: \n\n" % (exchange.stream_id.encode(), HTTP_RETRY_MS)
+                else:
+                    replay = b""
+                if replay:
+                    writer.write(b"%x\r\n%s\r\n" % (len(replay), replay) if chunked else replay)
+                await self._drain(writer)
             while True:
                 getter = asyncio.ensure_future(exchange.queue.get())
                 while not getter.done():
@@ -9182,6 +9251,11 @@ class HttpServer:
                         getter.cancel()
                         return False
                 message, final = getter.result()
+                if message is None and not final:  # paused (see _HttpTransport.pause): resumed by a GET
+                    if chunked:
+                        writer.write(b"0\r\n\r\n")
+                    await self._drain(writer)
+                    return keep and chunked
                 if message is None:  # cancelled: no response may be sent, the stream just ends
                     finished = True
                     if not exchange.streaming:
@@ -9200,15 +9274,9 @@ class HttpServer:
                         return keep
                     continue
                 if not started:
-                    head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache",
-                            "X-Accel-Buffering: no"]
-                    head.append("Transfer-Encoding: chunked" if chunked else "Connection: close")
-                    head.extend("%s: %s" % pair for pair in extra)
-                    if chunked and not keep:
-                        head.append("Connection: close")
-                    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+                    self._sse_head(writer, extra, chunked, keep)
                     started = True
-                event = b"event: message\ndata: " + encode_message(message)[:-1] + b"\n\n"
+                event = exchange.event(encode_message(message)[:-1])
                 writer.write(b"%x\r\n%s\r\n" % (len(event), event) if chunked else event)
                 if final:
                     if chunked:
@@ -9220,6 +9288,17 @@ class HttpServer:
         finally:
             if not finished and session is not None:  # the client left (or we stop): cancel its call
                 await session.cancel_all()
+            if finished and entry is not None:  # delivered to its end: nothing left to resume
+                entry.streams.pop(exchange.stream_id, None)
+
+    @staticmethod
+    def _sse_head(writer, extra, chunked, keep):
+        head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache", "X-Accel-Buffering: no"]
+        head.append("Transfer-Encoding: chunked" if chunked else "Connection: close")
+        head.extend("%s: %s" % pair for pair in extra)
+        if chunked and not keep:
+            head.append("Connection: close")
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
 
     async def _get(self, headers, reader, writer) -> bool:
         if "mcp-session-id" not in headers:
@@ -9228,6 +9307,10 @@ class HttpServer:
         entry = self._session(headers)
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise HttpError(406, "a GET stream needs Accept: text/event-stream")
+        stream, _, after = headers.get("last-event-id", "").strip().rpartition("_")
+        if stream in entry.streams and after.isdigit():  # a POST stream the client lost: the rest of it, here
+            return await self._deliver(entry.streams[stream], writer, reader, [], False, "HTTP/1.0", None, entry,
+                                       int(after))
         if entry.transport.stream is not None:
             entry.transport.stream.put_nowait(None)  # a newer GET stream replaces the old one
         queue = entry.transport.stream = asyncio.Queue()

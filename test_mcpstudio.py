@@ -7721,6 +7721,81 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class HttpResumeTests(ScratchDir):
+    """Issue 18, SEP-1699: a handshake-era client that loses a call's event stream resumes it with a GET
+    whose Last-Event-ID names the last event it read; nothing is lost or sent twice."""
+
+    def open_stream(self, server, session, headers, body=None, method="POST"):
+        import http.client
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=WAIT)
+        sent = dict({"Accept": "application/json, text/event-stream", "Mcp-Session-Id": session,
+                     "MCP-Protocol-Version": "2025-11-25"}, **headers)
+        if body is not None:
+            sent["Content-Type"] = "application/json"
+        connection.request(method, "/mcp", body=json.dumps(body).encode() if body is not None else None, headers=sent)
+        response = connection.getresponse()
+        self.assertEqual(response.status, 200)
+        self.assertEqual(response.getheader("Content-Type"), "text/event-stream")
+        return connection, response
+
+    @staticmethod
+    def next_event(response) -> dict:
+        """The fields of the next SSE event (id, retry, data)."""
+        event = {}
+        while True:
+            line = response.readline().decode().rstrip("\r\n")
+            if not line:
+                if event:
+                    return event
+                continue
+            key, _, value = line.partition(":")
+            event[key] = value.lstrip(" ")
+
+    def test_a_lost_stream_is_resumed(self):
+        with HttpServerProcess("sleep", "{seconds}") as server:
+            session = server.initialize_session()
+            call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                    "params": {"name": "sleep", "arguments": {"seconds": "2.5"}, "_meta": {"progressToken": "p"}}}
+            connection, response = self.open_stream(server, session, {}, call)
+            priming = self.next_event(response)  # at once, before any message: the id to resume from
+            self.assertEqual(priming, {"id": "r1_0", "retry": "1000", "data": ""})
+            first = self.next_event(response)
+            self.assertEqual(first["id"], "r1_1")
+            self.assertEqual(json.loads(first["data"])["method"], "notifications/progress")
+            connection.close()  # the stream is lost mid-call
+            time.sleep(1.2)  # progress went on meanwhile, to nobody
+            connection, response = self.open_stream(server, session, {"Last-Event-ID": "r1_1"}, method="GET")
+            seen = []
+            while True:
+                event = self.next_event(response)
+                seen.append((event["id"], json.loads(event["data"])))
+                if "id" in seen[-1][1]:
+                    break
+            connection.close()
+            numbers = [int(i.split("_")[1]) for i, _ in seen]
+            self.assertEqual(numbers, list(range(2, 2 + len(numbers))))  # the rest, in order, none twice
+            self.assertGreaterEqual(len(seen), 2)  # at least one progress missed while away, then the answer
+            self.assertEqual(seen[-1][1]["id"], 5)
+            self.assertEqual(text_of(seen[-1][1]["result"]), "(no output)")
+            self.assertFalse(seen[-1][1]["result"]["isError"])
+            # The stream was delivered to its end: its id now opens an ordinary GET stream (nothing replayed).
+            connection, response = self.open_stream(server, session, {"Last-Event-ID": "r1_3"}, method="GET")
+            connection.close()
+
+    def test_no_priming_event_for_older_clients(self):
+        # A priming event (empty data) is a 2025-11-25 feature: older clients get the stream as before.
+        with HttpServerProcess("echo", "{message}") as server:
+            status, headers, _ = server.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+            session = headers["mcp-session-id"]
+            server.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session)
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "echo", "arguments": {"message": "hi"}}}, session=session)
+            self.assertEqual(status, 200)
+            self.assertTrue(text.startswith("id: r1_1\nevent: message\ndata: {"), text)
+            self.assertEqual(text_of(server.messages(text)[0]["result"]), "hi\n")
+
+
 class HttpUpstreamTests(ScratchDir):
     def setUp(self):
         super().setUp()
@@ -7751,6 +7826,29 @@ class HttpUpstreamTests(ScratchDir):
             failure = json.dumps(reply)
             self.assertIn("closed its event stream before it answered", failure)
             self.assertIn("no event id", failure)
+            self.assertEqual(len(polling.resumes), 1)
+
+    def test_a_paused_upstream_stream_pauses_the_clients(self):
+        # SEP-1699 polling passes through: the upstream closes its stream of the call, so mcpstudio closes
+        # its --http client's stream of it too (after the priming event); the client's GET with that event's
+        # id gets the answer once mcpstudio has resumed the upstream's.
+        polling = PollingHttpServer()
+        self.addCleanup(polling.close)
+        config = os.path.join(self.dir, "agg.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"poll": {"url": "http://127.0.0.1:%d/mcp" % polling.port, "toolTimeout": 60}}}, f)
+        with HttpServerProcess("serve", "--config", config, env=self.env) as server:
+            session = server.initialize_session()
+            resume = HttpResumeTests.open_stream
+            connection, response = resume(self, server, session, {}, {
+                "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "poll__slow", "arguments": {}}})
+            self.assertEqual(HttpResumeTests.next_event(response)["id"], "r1_0")
+            self.assertEqual(response.read(), b"")  # closed, unanswered
+            connection.close()
+            connection, response = resume(self, server, session, {"Last-Event-ID": "r1_0"}, method="GET")
+            answer = json.loads(HttpResumeTests.next_event(response)["data"])
+            connection.close()
+            self.assertEqual((answer["id"], text_of(answer["result"])), (3, "resumed"))
             self.assertEqual(len(polling.resumes), 1)
 
     def test_streamable_http_and_legacy_sse_upstreams(self):
@@ -7928,9 +8026,6 @@ CES = os.environ.get("MCPSTUDIO_CES", "")  # shared/peers/conformance-everything
 # Scenarios the reference server passes directly that still fail through mcpstudio, each with the reason
 # (issue 18 is open for them). Any other scenario that passes directly must pass through mcpstudio too.
 KNOWN_LOSSES = {
-    ("2025-11-25", "server-sse-polling"): "the reference server keeps a result only while a stream is connected, "
-                                          "and mcpstudio resumes after the 5 s `retry` it asks for (clients must "
-                                          "respect it), 4.9 s after the result was sent",
     ("2026-07-28", "server-stateless"): "mcpstudio speaks to the upstream in the handshake era, where the "
                                         "reference server lists no SEP-2575 diagnostic tools",
 }
