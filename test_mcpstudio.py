@@ -156,7 +156,10 @@ class McpProcess:
         params = {"name": name, "arguments": arguments}
         if meta:
             params["_meta"] = meta
-        return self.request("tools/call", params, timeout, request_id)["result"]
+        reply = self.request("tools/call", params, timeout, request_id)
+        if "result" not in reply:
+            raise AssertionError("tools/call %s answered no result: %s%s" % (name, json.dumps(reply), self.context()))
+        return reply["result"]
 
     def notifications_of(self, method):
         with self.lock:
@@ -9174,6 +9177,11 @@ class TaskStoreTests(unittest.TestCase):
         self.run_async(scenario())
 
     def test_wire_shapes_of_both_eras(self):
+        async def scenario():  # a Task is made inside the server's event loop
+            self.wire_shapes()
+        self.run_async(scenario())
+
+    def wire_shapes(self):
         task = mcpstudio.Task(None, 5000, modern=False)
         legacy = task.wire()
         self.assertEqual(set(legacy), {"taskId", "status", "createdAt", "lastUpdatedAt", "ttl", "pollInterval"})
