@@ -4562,9 +4562,13 @@ class Server:
                     ctx.notify(method, meta)
 
     def source_notification(self, method: str, params: dict):
-        """A notification from a source for every client (a subscribed resource was updated)."""
+        """A notification from a source for every client (a subscribed resource was updated); a 2026-07-28
+        client hears of the resources its subscriptions/listen names."""
         for session in self.sessions:
             session.notify(method, params)
+        for ctx, granted in list(self.subscriptions):
+            if params.get("uri") in granted.get("resourceSubscriptions", ()):
+                ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
 
     def source_log(self, level: str, text: str, logger: str = "mcpstudio"):
         """A log line from a source, forwarded to clients that asked for that level."""
@@ -4945,6 +4949,16 @@ async def listen(server, params, ctx):
     offered = {"toolsListChanged": True, "resourcesListChanged": server.catalog.serves("resources"),
                "promptsListChanged": server.catalog.serves("prompts")}
     granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
+    uris = wanted.get("resourceSubscriptions")
+    if isinstance(uris, list) and server.catalog.serves("subscribable"):  # each one its server takes
+        granted["resourceSubscriptions"] = []
+        for uri in dict.fromkeys(u for u in uris if isinstance(u, str)):
+            try:
+                await server.catalog.subscribe("resources/subscribe", uri, ctx)
+            except McpError as exc:  # an UpstreamError too
+                server.log.debug("subscriptions/listen: %s not subscribed: %s", uri, exc.message)
+            else:
+                granted["resourceSubscriptions"].append(uri)
     ctx.notify("notifications/subscriptions/acknowledged",
                {"_meta": {META_SUBSCRIPTION: ctx.request_id}, "notifications": granted})
     entry = (ctx, granted)
@@ -4953,6 +4967,16 @@ async def listen(server, params, ctx):
         await asyncio.get_running_loop().create_future()  # until the client cancels it
     finally:
         server.subscriptions.remove(entry)
+        for uri in granted.get("resourceSubscriptions", ()):
+            asyncio.ensure_future(_quietly(server.catalog.subscribe("resources/unsubscribe", uri, ctx)))
+
+
+async def _quietly(call):
+    """Await `call`, an unsubscribe nobody waits for: its failure only matters to the log."""
+    try:
+        await call
+    except McpError:
+        pass
 
 
 async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: int, out_fd: int) -> int:
@@ -7199,6 +7223,8 @@ class Upstream:
         self.list_deadline = None  # until when listings wait for its first start
         self._stopping = None    # the task stopping it
         self._health = None
+        self._listen = None      # a 2026-07-28 server's subscriptions/listen, while it runs
+        self.watched = set()     # resource URIs the client subscribed to (a 2026-07-28 server hears of them at listen)
         self._gate = None
         self._relisting = None   # the listing a list_changed started
         self._relist_again = False  # another list_changed came while it ran
@@ -7412,6 +7438,38 @@ class Upstream:
             len(self.listing["tools"]), (time.monotonic() - started) * 1000))
         if spec.health_interval:
             self._health = asyncio.ensure_future(self._check_health())
+        self.listen()
+
+    def listen(self):
+        """A 2026-07-28 server has no unsolicited notifications: mcpstudio asks for its list changes and the
+        updates of the resources the client subscribed to with `subscriptions/listen` (again when those
+        change). Its notifications then go where a handshake-era server's do (_server_message)."""
+        if self._listen is not None:
+            self._listen.cancel()
+            self._listen = None
+        capabilities = self.client.capabilities
+        wanted = {"%sListChanged" % kind: True for kind in ("tools", "resources", "prompts")
+                  if isinstance(capabilities.get(kind), dict) and capabilities[kind].get("listChanged")}
+        resources = capabilities.get("resources")
+        if self.watched and isinstance(resources, dict) and resources.get("subscribe"):
+            wanted["resourceSubscriptions"] = sorted(self.watched)
+        if self.client.modern and self.state == "running" and wanted:
+            self._listen = asyncio.ensure_future(self._listening(wanted))
+
+    async def _listening(self, wanted: dict):
+        try:
+            await self.request("subscriptions/listen", {"notifications": wanted})
+            self.note("subscriptions/listen ended: list changes are not heard until it restarts")
+        except UpstreamError as exc:
+            self.note("subscriptions/listen failed: %s" % exc.message)
+        except asyncio.CancelledError:
+            pass
+
+    async def watch(self, uri: str, on: bool) -> dict:
+        """resources/subscribe (`on`) or unsubscribe for a 2026-07-28 server: its listen is opened again."""
+        (self.watched.add if on else self.watched.discard)(uri)
+        self.listen()
+        return {}
 
     def _end_orphan(self, spawn):
         if not spawn.cancelled() and spawn.exception() is None:
@@ -7445,7 +7503,7 @@ class Upstream:
         try:
             while self.state == "running":
                 await asyncio.sleep(self.spec.health_interval)
-                if self.state != "running" or self.pending:
+                if self.state != "running" or len(self.pending) > (self._listen is not None and not self._listen.done()):
                     continue
                 try:
                     await self.request("server/discover" if self.client.modern else "ping", {},
@@ -7493,6 +7551,9 @@ class Upstream:
         if self._health is not None:
             self._health.cancel()
             self._health = None
+        if self._listen is not None:
+            self._listen.cancel()
+            self._listen = None
         transport, protocol = self.transport, self.protocol
         if isinstance(protocol, _HttpChannel):
             protocol.close()
@@ -8399,7 +8460,11 @@ class Aggregator:
             await self.list_resources()
         if uri not in self._uris:
             return None
-        return await self._upstream(self._uris[uri]).forward(method, {"uri": uri}, ctx)
+        upstream = self._upstream(self._uris[uri])
+        await upstream.ready(ctx)
+        if upstream.client.modern:  # no resources/subscribe there: its subscriptions/listen names the URI
+            return await upstream.watch(uri, method == "resources/subscribe")
+        return await upstream.forward(method, {"uri": uri}, ctx)
 
     def updated(self, params: dict):
         """A server's `notifications/resources/updated`: the client's subscription, passed on."""

@@ -4699,6 +4699,7 @@ def fake_server(args):
         TOOLS = [t for t in TOOLS if t["name"] in ONLY.split(",")]
     stalled = []
     cancelled = set()
+    listening = []  # 2026-07-28: (id, notifications) of each subscriptions/listen, in order
     answers = {}  # id of a request this server sent its client -> the answer
 
     def send(message):
@@ -4765,9 +4766,13 @@ def fake_server(args):
             os._exit(7)
         if name == "env":
             return {"content": [{"type": "text", "text": os.environ.get(arguments.get("name", ""), "<unset>")}]}
-        if name == "burst":  # list_changed this many times at once
+        if name == "burst":  # list_changed this many times at once (in 2026-07-28, on the listen stream only)
             for _ in range(int(arguments.get("count", 1))):
-                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                if MODERN and listening:
+                    send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {
+                        "_meta": {"io.modelcontextprotocol/subscriptionId": listening[-1][0]}}})
+                elif not MODERN:
+                    send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         if name == "flood":  # this many 1 KB log lines, as fast as they go; then `done` in --flood-file
             def flood():
                 for i in range(int(arguments.get("lines", 1))):
@@ -4791,10 +4796,22 @@ def fake_server(args):
             if meta.get("io.modelcontextprotocol/protocolVersion") != "2026-07-28":
                 send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": "_meta missing"}})
                 return
+            if method == "subscriptions/listen":  # acknowledged, then open until cancelled; updates at once
+                wanted = params.get("notifications") or {}
+                listening.append((request_id, wanted))
+                with open(opt("--listen-file", os.devnull), "a") as f:
+                    f.write(json.dumps(wanted, sort_keys=True) + "\n")
+                send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
+                    "_meta": {"io.modelcontextprotocol/subscriptionId": request_id}, "notifications": wanted}})
+                for uri in wanted.get("resourceSubscriptions") or ():
+                    send({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {
+                        "uri": uri, "_meta": {"io.modelcontextprotocol/subscriptionId": request_id}}})
+                return
             if method == "server/discover":
                 send({"jsonrpc": "2.0", "id": request_id, "result": {
                     "resultType": "complete", "supportedVersions": ["2026-07-28"], "ttlMs": 0, "cacheScope": "public",
-                    "capabilities": {"tools": {}, "prompts": {}, "completions": {}},
+                    "capabilities": {"tools": {"listChanged": True}, "prompts": {}, "completions": {},
+                                     "resources": {"subscribe": True, "listChanged": True}},
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": NAME, "version": "2"}}}})
                 return
         if method == "notifications/cancelled":
@@ -7909,12 +7926,31 @@ class HttpUpstreamTests(ScratchDir):
                 self.assertEqual(status["status"], "running")  # one cancelled call leaves the server be
 
     def test_modern_only_upstream(self):
+        # A 2026-07-28 server: addressed per request; its list changes and the updates of the resources the
+        # client subscribed to are asked for with subscriptions/listen (opened again as subscriptions change).
         fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
-        with self.aggregator({"new": {"command": PY, "args": [fake, "--name", "new", "--modern-only"]}}) as server:
+        listens = os.path.join(self.dir, "listens")
+        args = [fake, "--name", "new", "--modern-only", "--listen-file", listens, "--more-tools", "burst"]
+        with self.aggregator({"new": {"command": PY, "args": args}}) as server:
             server.initialize()
             self.assertEqual(text_of(server.call("new__echo", {"text": "x"})), "new: x")
             status = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][0]
             self.assertEqual(status["protocol"], "2026-07-28")
+
+            def listened():
+                with open(listens) as f:
+                    return [json.loads(line) for line in f]
+            self.assertTrue(wait_until(lambda: os.path.exists(listens) and listened()))
+            self.assertEqual(listened()[0], {"toolsListChanged": True, "resourcesListChanged": True})
+            server.call("new__burst", {})  # a list change, heard on the listen stream
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed")))
+            self.assertEqual(server.request("resources/subscribe", {"uri": "fake://new/info"})["result"], {})
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/resources/updated")))
+            self.assertEqual(server.notifications_of("notifications/resources/updated")[0]["params"]["uri"],
+                             "fake://new/info")
+            self.assertEqual(listened()[-1]["resourceSubscriptions"], ["fake://new/info"])
+            server.request("resources/unsubscribe", {"uri": "fake://new/info"})
+            self.assertTrue(wait_until(lambda: "resourceSubscriptions" not in listened()[-1]))
 
     @unittest.skipUnless(shutil.which("openssl"), "openssl is needed to make a test certificate")
     def test_tls_through_an_https_proxy(self):
@@ -9564,6 +9600,30 @@ class InputRequiredTests(AggregatorCase):
             self.assertEqual(reply["error"]["code"], -32600)
             self.assertIn('server `up` needs "elicitation/create" from the client, which it does not offer',
                           reply["error"]["message"])
+
+    def test_a_2026_client_listens_for_resource_updates(self):
+        # subscriptions/listen with resourceSubscriptions: mcpstudio subscribes at the server that lists the
+        # URI, acknowledges it, and passes the server's notifications/resources/updated on, tagged.
+        import http.client
+        with HttpServerProcess("serve", "--config", self.config(), env=self.env) as server:
+            server.modern("resources/list")
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=WAIT)
+            body = {"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen", "params": {
+                "_meta": MODERN_META, "notifications": {"toolsListChanged": True,
+                                                        "resourceSubscriptions": ["fake://up/info", "nope://x"]}}}
+            connection.request("POST", "/mcp", body=json.dumps(body).encode(), headers={
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"})
+            response = connection.getresponse()
+            events = [json.loads(HttpResumeTests.next_event(response)["data"]) for _ in range(2)]
+            connection.close()
+            ack, updated = events
+            self.assertEqual(ack["method"], "notifications/subscriptions/acknowledged")
+            self.assertEqual(ack["params"]["notifications"], {"toolsListChanged": True,
+                                                              "resourceSubscriptions": ["fake://up/info"]})
+            self.assertEqual(updated["method"], "notifications/resources/updated")
+            self.assertEqual(updated["params"], {"uri": "fake://up/info",
+                                                 "_meta": {"io.modelcontextprotocol/subscriptionId": "sub-1"}})
 
     def test_a_handshake_servers_request_becomes_input_required(self):
         # The server's elicitation/create during a 2026-07-28 client's call: the client gets input_required
