@@ -6691,7 +6691,9 @@ class _HttpChannel:
         if message is not None:
             headers["Content-Type"] = "application/json"
             up = self.upstream
-            if up.client.modern:
+            meta = (message.get("params") or {}).get("_meta")
+            modern = up.client.modern or (isinstance(meta, dict) and META_VERSION in meta)  # this request's era
+            if modern:
                 method = message.get("method")
                 headers["MCP-Protocol-Version"] = MODERN_VERSIONS[0]
                 if method:
@@ -6706,7 +6708,7 @@ class _HttpChannel:
                             "=?base64?%s?=" % base64.b64encode(name.encode()).decode()
             elif up.client.protocol_version:
                 headers["MCP-Protocol-Version"] = up.client.protocol_version
-            if self.session_id:
+            if self.session_id and not modern:  # a 2026-07-28 request belongs to no session
                 headers["Mcp-Session-Id"] = self.session_id
         return headers
 
@@ -6824,7 +6826,8 @@ class _HttpChannel:
             if response.status == 202:
                 response.read()
                 return
-            if response.status == 404 and self.session_id and message.get("method") != "initialize":
+            if response.status == 404 and self.session_id and message.get("method") != "initialize" \
+                    and META_VERSION not in ((message.get("params") or {}).get("_meta") or {}):
                 response.read()
                 self._fail("its session ended (HTTP 404)")
                 return
@@ -6857,10 +6860,7 @@ class _HttpChannel:
                            else "(and gave no event id to resume it with)")}})
                 return
             body = response.read()
-            try:
-                reply = json.loads(body)
-            except (ValueError, RecursionError):
-                reply = None
+            reply = self._json_body(body)
             if not (isinstance(reply, dict) and ("result" in reply or "error" in reply)):
                 reply = {"jsonrpc": "2.0", "id": request_id, "error": {
                     "code": METHOD_NOT_FOUND if response.status in (404, 405) else INTERNAL_ERROR,
@@ -6875,6 +6875,25 @@ class _HttpChannel:
                 self.aborted.discard(request_id)
             if connection is not None:
                 connection.close()
+
+    def _json_body(self, body: bytes):
+        """The reply in a JSON body; a body of several messages, one a line (some servers send their
+        notifications so), has the others delivered first."""
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError):
+            pass
+        reply = None
+        for line in body.splitlines():
+            try:
+                message = json.loads(line)
+            except (ValueError, RecursionError):
+                return None
+            if isinstance(message, dict) and ("result" in message or "error" in message):
+                reply = message
+            elif isinstance(message, dict):
+                self._deliver(message)
+        return reply
 
     def abort(self, request_id):
         """Close the connection a request waits on (how 2026-07-28 cancels over HTTP)."""
@@ -7040,6 +7059,8 @@ class McpClient(RpcClient):
         super().__init__(name, on_message, note)
         self.capabilities, self.server_info, self.protocol_version = {}, {}, None
         self.offered = {}  # the client capabilities it declares: those of the client mcpstudio serves
+        self.dual = False  # initialized, it answers 2026-07-28 requests too (see `probe`)
+        self.modern_only = set()  # names of the tools and prompts it lists only to 2026-07-28 requests
 
     @property
     def modern(self) -> bool:
@@ -7048,9 +7069,22 @@ class McpClient(RpcClient):
 
     @modern.setter
     def modern(self, value: bool):
-        self.meta = {META_VERSION: MODERN_VERSIONS[0], META_CAPABILITIES: self.offered,
-                     "io.modelcontextprotocol/clientInfo": {"name": "mcpstudio", "version": __version__}} \
-            if value else None
+        self.meta = self.modern_meta(self.offered) if value else None
+
+    @staticmethod
+    def modern_meta(capabilities: dict) -> dict:
+        """The `_meta` that makes a request a 2026-07-28 one, declaring `capabilities`."""
+        return {META_VERSION: MODERN_VERSIONS[0], META_CAPABILITIES: capabilities,
+                "io.modelcontextprotocol/clientInfo": {"name": "mcpstudio", "version": __version__}}
+
+    async def probe(self, timeout):
+        """After a handshake: whether the server also serves 2026-07-28 requests (`server/discover`), so that
+        those of a 2026-07-28 client reach it in their own era (and what it offers only there is listed)."""
+        try:
+            result = await self.request("server/discover", {"_meta": self.modern_meta(self.offered)}, timeout)
+        except UpstreamError:
+            return
+        self.dual = MODERN_VERSIONS[0] in (result.get("supportedVersions") or ())
 
     async def open(self):
         """initialize and initialized; or, refused, server/discover (the 2026-07-28 era has no handshake)."""
@@ -7103,15 +7137,28 @@ class McpClient(RpcClient):
                     if key == "tools" and exc.code != METHOD_NOT_FOUND:
                         raise
                     self.note("%s failed: %s" % (method, exc.message))  # the rest still works
+            if self.dual and key in ("tools", "prompts"):  # and what it offers only to 2026-07-28 requests
+                try:
+                    modern = await self.list_all(method, key, timeout, self.modern_meta(self.offered))
+                except UpstreamError as exc:
+                    self.note("%s (2026-07-28) failed: %s" % (method, exc.message))
+                    modern = []
+                known = {item["name"] for item in listing[key]}
+                extra = [item for item in modern if item["name"] not in known]
+                self.modern_only.update(item["name"] for item in extra)
+                listing[key] += extra
         listing["serverInfo"] = self.server_info
         listing["skills"] = (self.capabilities.get("extensions") or {}).get(SKILLS_EXTENSION)  # asked when a client asks
         return listing
 
-    async def list_all(self, method: str, key: str, timeout) -> list:
-        """Every page of a listing (`tools/list` and the like), up to 1,000 pages."""
+    async def list_all(self, method: str, key: str, timeout, meta=None) -> list:
+        """Every page of a listing (`tools/list` and the like), up to 1,000 pages (with `meta`: 2026-07-28)."""
         items, cursor = [], None
         for _ in range(1000):
-            result = await self.request(method, {"cursor": cursor} if cursor else {}, timeout)
+            params = {"cursor": cursor} if cursor else {}
+            if meta is not None:
+                params["_meta"] = meta
+            result = await self.request(method, params, timeout)
             page = result.get(key)
             if not isinstance(page, list):
                 raise UpstreamError(INTERNAL_ERROR, "server `%s`: its %s answer has no `%s` list" % (self.name, method, key))
@@ -7408,7 +7455,10 @@ class Upstream:
 
     async def _handshake(self):
         self.client.offered = self.hub.offered()
+        self.client.dual, self.client.modern_only = False, set()
         await self.client.open()
+        if not self.client.modern:
+            await self.client.probe(min(self.spec.startup_timeout, PROBE_TIMEOUT))
         if self.hub.log_level and "logging" in self.client.capabilities and not self.client.modern:
             await self.set_level(self.hub.log_level)
         await self.refresh()
@@ -7687,6 +7737,15 @@ class Upstream:
                 return await self._forward(method, params, ctx)
         return await self._forward(method, params, ctx)
 
+    def mirrors(self, ctx, name) -> bool:
+        """Whether a request (of `ctx`, for the tool or prompt `name`) goes to this server that speaks both
+        eras as a 2026-07-28 one: a 2026-07-28 client's, and any for what it offers only in that era."""
+        return self.client.dual and ((ctx is not None and ctx.modern) or name in self.client.modern_only)
+
+    def modern_for(self, ctx, name) -> bool:
+        """Whether this request reaches the server in the 2026-07-28 era."""
+        return self.client.modern or self.mirrors(ctx, name)
+
     def runs_tasks(self, name: str) -> bool:
         """Whether this running server runs its tool `name` as a task of its own (2025-11-25 tasks)."""
         requests = self.client.capabilities.get("tasks")
@@ -7732,8 +7791,16 @@ class Upstream:
             meta = dict(params.get("_meta") or {}, progressToken=token)
             params = dict(params, _meta=meta)
             self.progress[token] = ctx
-        if ctx is not None and ctx.modern and self.client.modern:  # the client's own, per request
-            params = dict(params, _meta=dict(params.get("_meta") or {}, **{META_CAPABILITIES: ctx.capabilities}))
+        if self.mirrors(ctx, params.get("name")):  # a 2026-07-28 request to a server that speaks both eras
+            capabilities = ctx.capabilities if ctx is not None and ctx.modern else self.client.offered
+            params = dict(params, _meta=dict(params.get("_meta") or {}, **self.client.modern_meta(capabilities)))
+        if ctx is not None and ctx.modern and (self.client.modern or self.client.dual):  # the client's own
+            capabilities = ctx.capabilities
+            if ctx.task is not None and isinstance(capabilities.get("extensions"), dict):
+                # the call runs in mcpstudio's task: the server must answer it, not make a task of its own
+                extensions = {k: v for k, v in capabilities["extensions"].items() if k != TASKS_EXTENSION}
+                capabilities = dict(capabilities, extensions=extensions)
+            params = dict(params, _meta=dict(params.get("_meta") or {}, **{META_CAPABILITIES: capabilities}))
         self._calls.append(ctx)
         try:
             return await self.request(method, params, self.spec.tool_timeout, ctx)
@@ -8420,7 +8487,7 @@ class Aggregator:
         during a 2026-07-28 client's call become input_required results (InputBridge)."""
         await upstream.ready(ctx)
         modern = ctx is not None and ctx.modern
-        if not upstream.client.modern:
+        if not upstream.modern_for(ctx, params.get("name")):
             if modern and ctx.task is None:
                 return await self.bridge.exchange(lambda first: upstream.forward(method, params, first), method,
                                                   params["name"], ctx)
@@ -8720,6 +8787,7 @@ HTTP_MAX_PENDING = 32             # of those, connections whose first request ha
 HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
 HTTP_MAX_SESSIONS = 1000
 HTTP_MAX_QUEUED = 1000            # notifications waiting on one SSE stream; more are dropped (replies never)
+PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
 HTTP_REPLAY = 100                 # events of a stream kept to replay after Last-Event-ID (SEP-1699)
 HTTP_RETRY_MS = 1000              # the `retry` a handshake-era client is told to wait before it resumes a stream
 HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
@@ -9332,9 +9400,11 @@ class HttpServer:
                         writer.write(b"0\r\n\r\n")
                     await self._drain(writer)
                     return keep and chunked
-                if not exchange.streaming:
+                # 2026-07-28: a request refused for a client capability it did not declare is HTTP 400
+                refused = session is not None and final and (message.get("error") or {}).get("code") == MISSING_CAPABILITY
+                if not exchange.streaming or (refused and not started):
                     if final:
-                        await self._reply(writer, 200, message, extra, close=not keep)
+                        await self._reply(writer, 400 if refused else 200, message, extra, close=not keep)
                         finished = True
                         return keep
                     continue

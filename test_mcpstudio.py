@@ -4784,11 +4784,20 @@ def fake_server(args):
         return {"content": [{"type": "text", "text": "%s called" % name}]}
 
     MODERN = "--modern-only" in args  # a server of the 2026-07-28 era: no initialize, _meta on every request
+    DUAL = "--dual" in args  # both eras: initialize, and any request with the 2026-07-28 _meta; `mrtr` only there
 
     def handle(message):
         method, request_id = message.get("method"), message.get("id")
         params = message.get("params") or {}
-        if MODERN and request_id is not None:
+        modern_message = "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {})
+        if opt("--era-file") and method in ("tools/call", "tools/list"):  # which era each request came in
+            with open(opt("--era-file"), "a") as f:
+                f.write("%s %s %s\n" % (method, params.get("name", "-"), "2026" if modern_message else "handshake"))
+        if DUAL and modern_message and method == "tools/list":
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": TOOLS + [
+                {"name": "mrtr", "description": "Ask two rounds of questions (SEP-2322)", "inputSchema": {"type": "object"}}]}})
+            return
+        if (MODERN or (DUAL and modern_message)) and request_id is not None:
             meta = params.get("_meta") or {}
             if method == "initialize":
                 send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no initialize here"}})
@@ -4809,7 +4818,8 @@ def fake_server(args):
                 return
             if method == "server/discover":
                 send({"jsonrpc": "2.0", "id": request_id, "result": {
-                    "resultType": "complete", "supportedVersions": ["2026-07-28"], "ttlMs": 0, "cacheScope": "public",
+                    "resultType": "complete", "supportedVersions": ["2026-07-28"] + (["2025-11-25"] if DUAL else []),
+                    "ttlMs": 0, "cacheScope": "public",
                     "capabilities": {"tools": {"listChanged": True}, "prompts": {}, "completions": {},
                                      "resources": {"subscribe": True, "listChanged": True}},
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": NAME, "version": "2"}}}})
@@ -8062,16 +8072,7 @@ class ConformanceTests(ScratchDir):
 
 
 CES = os.environ.get("MCPSTUDIO_CES", "")  # shared/peers/conformance-everything-server after `npm ci` (its node_modules)
-# Scenarios the reference server passes directly that still fail through mcpstudio, each with the reason
-# (issue 18 is open for them). Any other scenario that passes directly must pass through mcpstudio too.
-KNOWN_LOSSES = {
-    ("2026-07-28", "server-stateless"): "mcpstudio speaks to the upstream in the handshake era, where the "
-                                        "reference server lists no SEP-2575 diagnostic tools",
-}
-KNOWN_LOSS_PREFIXES = {("2026-07-28", "input-required-result-"): "the reference server offers its SEP-2322 "
-                       "tools only to 2026-07-28 requests, and mcpstudio speaks to a server that knows both eras in "
-                       "the handshake era, so it never lists them (input-required results themselves pass through: "
-                       "InputRequiredTests)"}
+# Every scenario that passes directly must pass through mcpstudio too.
 
 
 @unittest.skipUnless(CONFORMANCE and os.path.exists(CONFORMANCE) and NODE22 and os.path.exists(NODE22)
@@ -8119,9 +8120,7 @@ class ConformanceThroughTests(ScratchDir):
                     mine = proxied.get(scenario, (0, 1))
                     report.append("  %-55s direct %3d/%-3d through %3d/%-3d" % (
                         scenario, passed, passed + failed, mine[0], sum(mine)))
-                    reason = KNOWN_LOSSES.get((version, scenario)) or next(
-                        (why for (v, prefix), why in KNOWN_LOSS_PREFIXES.items() if v == version and scenario.startswith(prefix)), None)
-                    if not failed and mine[1] and reason is None:
+                    if not failed and mine[1]:
                         lost.append(scenario)
                 with self.subTest(version=version):
                     self.assertEqual(lost, [], "scenarios that pass directly but fail through mcpstudio")
@@ -8567,7 +8566,8 @@ class FuzzTests(ScratchDir):
             self.assertIsNone(key, where)  # a request is never just "accepted"
             return
         if kind.startswith("text/event-stream"):
-            messages = [json.loads(line[5:]) for line in body.decode().splitlines() if line.startswith("data:")]
+            messages = [json.loads(line[5:]) for line in body.decode().splitlines()
+                        if line.startswith("data:") and line[5:].strip()]  # a priming event's data is empty
         else:
             messages = [json.loads(body.decode("utf-8"))]
         for message in messages:
@@ -9546,9 +9546,12 @@ class InputRequiredTests(AggregatorCase):
     EVERYTHING = {"elicitation": {}, "roots": {}, "sampling": {}}
 
     def config(self, *args) -> str:
+        """A config of the fake server `up`: with `ask` and `mrtr` unless it speaks both eras (`--dual`:
+        then `mrtr` is one of the tools it offers only in 2026-07-28)."""
         path = os.path.join(self.dir, "agg.json")
+        ask = [] if "--dual" in args else ["--ask"]
         with open(path, "w") as f:
-            json.dump({"mcpServers": {"up": {"command": PY, "args": [self.fake, "--name", "up", "--ask"] + list(args)}}}, f)
+            json.dump({"mcpServers": {"up": {"command": PY, "args": [self.fake, "--name", "up"] + ask + list(args)}}}, f)
         return path
 
     def call(self, server, name, extra=None, capabilities=None, request_id=1):
@@ -9600,6 +9603,41 @@ class InputRequiredTests(AggregatorCase):
             self.assertEqual(reply["error"]["code"], -32600)
             self.assertIn('server `up` needs "elicitation/create" from the client, which it does not offer',
                           reply["error"]["message"])
+
+    def test_a_server_of_both_eras_is_spoken_to_in_the_clients(self):
+        # A server that answers server/discover after its handshake is addressed per request: a 2026-07-28
+        # client's calls reach it in that era (with that client's capabilities), a handshake-era client's in
+        # the handshake era, and a tool it offers only in 2026-07-28 is listed and called in that era (its
+        # input_required rounds asked of a handshake-era client).
+        eras = os.path.join(self.dir, "eras")
+
+        def seen():
+            with open(eras) as f:
+                return [line.split() for line in f if line.startswith("tools/call")]
+        with HttpServerProcess("serve", "--config", self.config("--dual", "--era-file", eras), env=self.env) as server:
+            _, echoed = self.call(server, "up__echo", {"arguments": {"text": "new"}}, self.ELICIT_AND_ROOTS)
+            self.assertEqual(text_of(echoed["result"]), "up: new")
+            _, first = self.call(server, "up__mrtr", capabilities=self.ELICIT_AND_ROOTS)
+            self.assertEqual(first["result"]["requestState"], "round-2")  # the server's own, untouched
+            self.assertEqual(seen(), [["tools/call", "echo", "2026"], ["tools/call", "mrtr", "2026"]])
+        os.remove(eras)
+        with McpProcess("serve", "--config", self.config("--dual", "--era-file", eras), env=self.env) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": self.EVERYTHING,
+                                          "clientInfo": {"name": "test", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            names = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("up__mrtr", names)  # listed only in 2026-07-28, listed here all the same
+            self.assertEqual(text_of(server.call("up__echo", {"text": "old"})), "up: old")
+            server.send({"jsonrpc": "2.0", "id": "c1", "method": "tools/call", "params": {"name": "up__mrtr", "arguments": {}}})
+            for count, answer in ((1, {"action": "accept", "content": {"name": "Cy"}}), (2, {"roots": []}),
+                                  (3, {"role": "assistant", "model": "m", "content": {"type": "text", "text": "ok"}})):
+                self.assertTrue(wait_until(lambda n=count: len([m for m in list(server.notifications) if "id" in m]) >= n),
+                                server.context())
+                asked = [m for m in list(server.notifications) if "id" in m][count - 1]
+                server.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+            self.assertIn("hello Cy", text_of(server.wait_response("c1")["result"]))
+            self.assertEqual(seen(), [["tools/call", "echo", "handshake"], ["tools/call", "mrtr", "2026"],
+                                      ["tools/call", "mrtr", "2026"], ["tools/call", "mrtr", "2026"]])
 
     def test_a_2026_client_listens_for_resource_updates(self):
         # subscriptions/listen with resourceSubscriptions: mcpstudio subscribes at the server that lists the
