@@ -2643,7 +2643,7 @@ class CallContext:
     def notify(self, method: str, params: dict):
         """A notification that belongs to this request (on HTTP: its own response stream, while it lasts)."""
         if self.task is not None:
-            params = dict(params, _meta={RELATED_TASK: {"taskId": self.task}})
+            params = dict(params, _meta=dict(params.get("_meta") or {}, **{RELATED_TASK: {"taskId": self.task}}))
         self.session.notify(method, params, self.request_id)
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None):
@@ -4352,7 +4352,8 @@ class Task:
         if error is not None:
             self.message = error.message
         elif status == "failed":  # 2025-11-25: a tool error fails the task; its text says why
-            self.message = next((c.get("text") for c in result.get("content") or () if c.get("type") == "text"), None)
+            content = result.get("content") if isinstance(result.get("content"), list) else []
+            self.message = next((c.get("text") for c in content if isinstance(c, dict) and c.get("type") == "text"), None)
         self.updated = time.time()
         self.expires = max(self.created + self.ttl / 1000.0, self.updated + TASK_KEEP)
         self.ended.set()
@@ -4648,6 +4649,7 @@ class Server:
                                   "(it declared no elicitation capability); give it in the arguments."
                                   % ", ".join(form["requestedSchema"]["required"]))
             answer = await self._ask(form, params, ctx)
+            answer = answer if isinstance(answer, dict) else {}
             if answer.get("resultType") == "input_required":
                 return answer
             if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
@@ -4665,9 +4667,9 @@ class Server:
         if asked is None:
             return await call
         ttl = asked.get("ttl", TASK_TTL_MS) if isinstance(asked, dict) else None
+        whole = type(ttl) is int or (type(ttl) is float and ttl.is_integer())  # not NaN, not infinite
         problem = ("`task` must be an object" if not isinstance(asked, dict) else
-                   "`task.ttl` must be a positive whole number of milliseconds"
-                   if type(ttl) not in (int, float) or ttl != int(ttl) or ttl <= 0 else
+                   "`task.ttl` must be a positive whole number of milliseconds" if not whole or ttl <= 0 else
                    "tool %s does not run as a task: call it without `task`" % name if support == "forbidden" else None)
         if problem:
             call.close()
@@ -4710,9 +4712,11 @@ class Server:
                 self.tasks.cancel(task)
                 raise
             if task.job.done():  # quick: the plain answer, and no task to remember
-                del self.tasks.tasks[task.id]
+                self.tasks.tasks.pop(task.id, None)
                 if task.error is not None:
                     raise task.error
+                if task.result is None:
+                    raise McpError(INTERNAL_ERROR, "the call was cancelled (the server is stopping)")
                 return task.result
         return dict(task.wire(), resultType="task")
 
@@ -6699,8 +6703,8 @@ class _HttpChannel:
                 if method:
                     headers["Mcp-Method"] = method
                     params = message.get("params") or {}
-                    name = params.get("uri" if method == "resources/read" else "name")
-                    if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
+                    name = params.get(_NAMED.get(method, "name"))
+                    if method in _NAMED and isinstance(name, str):
                         plain = name.isascii() and name.isprintable() and name == name.strip() \
                             and not name.startswith("=?")
                         import base64
@@ -6885,6 +6889,8 @@ class _HttpChannel:
             pass
         reply = None
         for line in body.splitlines():
+            if not line.strip():
+                continue
             try:
                 message = json.loads(line)
             except (ValueError, RecursionError):
@@ -7305,7 +7311,7 @@ class Upstream:
         (SEP-1699): the client's own stream of the call is closed too, for it to resume (over --http)."""
         cause = self.client.causes.get(request_id)
         pause = getattr(cause.session.transport, "pause", None) if cause is not None and cause.session else None
-        if pause is not None:
+        if pause is not None and (cause.session.protocol_version or "") >= "2025-11-25":  # older: no event ids
             pause(cause.request_id)
 
     def send(self, message: dict):
@@ -7746,11 +7752,11 @@ class Upstream:
         """Whether this request reaches the server in the 2026-07-28 era."""
         return self.client.modern or self.mirrors(ctx, name)
 
-    def runs_tasks(self, name: str) -> bool:
+    def runs_tasks(self, name: str, ctx=None) -> bool:
         """Whether this running server runs its tool `name` as a task of its own (2025-11-25 tasks)."""
         requests = self.client.capabilities.get("tasks")
         requests = requests.get("requests") if isinstance(requests, dict) else None
-        if self.client.modern or not (isinstance(requests, dict) and isinstance(requests.get("tools"), dict)
+        if self.modern_for(ctx, name) or not (isinstance(requests, dict) and isinstance(requests.get("tools"), dict)
                                       and "call" in requests["tools"]):
             return False
         tool = next((t for t in (self.known() or {}).get("tools", ()) if t.get("name") == name), {})
@@ -7761,26 +7767,59 @@ class Upstream:
         """A call (made in one of mcpstudio's own tasks) that the server runs as its task: created, polled
         to its end, its result fetched; cancelled, the server's task is cancelled too."""
         created = await self.forward("tools/call", {"name": name, "arguments": arguments, "task": {}}, ctx)
-        task_id = created.get("task", {}).get("taskId") if isinstance(created.get("task"), dict) else None
+        if "task" not in created:  # it answered at once
+            return created
+        task_id = created["task"].get("taskId") if isinstance(created["task"], dict) else None
         if not isinstance(task_id, str):
             raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % self.spec.key)
+        self._calls.append(ctx)  # what the server asks while its task runs belongs to this call
         try:
             while True:
-                task = await self.request("tasks/get", {"taskId": task_id}, self.spec.tool_timeout)
-                if task.get("status") in TERMINAL:
+                task = await self.request("tasks/get", {"taskId": task_id}, self.spec.tool_timeout, ctx)
+                if task.get("status") in TERMINAL + ("input_required",):  # its questions come with tasks/result
                     break
                 interval = task.get("pollInterval")
                 await asyncio.sleep(min(max(interval / 1000.0, 0.1), 5.0) if type(interval) in (int, float) else 1.0)
-            result = await self.request("tasks/result", {"taskId": task_id}, self.spec.tool_timeout)
+            result = await self.request("tasks/result", {"taskId": task_id}, self.spec.tool_timeout, ctx)
         except asyncio.CancelledError:
             if self.state == "running":
                 self.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % task_id, "method": "tasks/cancel",
                            "params": {"taskId": task_id}})
             raise
+        finally:
+            self._calls.remove(ctx)
         meta = result.get("_meta")
         if isinstance(meta, dict) and RELATED_TASK in meta:  # the server's task id stays behind mcpstudio
             result["_meta"] = {k: v for k, v in meta.items() if k != RELATED_TASK}
         return result
+
+    async def _modern_task(self, task_id: str, meta: dict, ctx):
+        """A 2026-07-28 server made a task of a call (the client declared the tasks extension): polled here,
+        inside mcpstudio's own call or task, to its result; cancelled, the server's task is cancelled too."""
+        ask = {"taskId": task_id, "_meta": dict(self.client.meta or {}, **{k: v for k, v in meta.items()
+                                                                         if k != "progressToken"})}
+        try:
+            while True:
+                task = await self.request("tasks/get", ask, self.spec.tool_timeout, ctx)
+                status = task.get("status")
+                if status == "completed" and isinstance(task.get("result"), dict):
+                    return task["result"]
+                if status in ("failed", "cancelled", "input_required"):
+                    error = task.get("error") if isinstance(task.get("error"), dict) else {}
+                    if status == "input_required":
+                        self.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % task_id, "method": "tasks/cancel",
+                                   "params": ask})
+                    raise UpstreamError(error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
+                                        "[%s] %s" % (self.spec.id, error.get("message") or task.get("statusMessage") or (
+                                            "its task asked for input, which mcpstudio cannot pass on inside a task"
+                                            if status == "input_required" else "its task %s" % status)))
+                interval = task.get("pollIntervalMs")
+                await asyncio.sleep(min(max(interval / 1000.0, 0.1), 5.0) if type(interval) in (int, float) else 1.0)
+        except asyncio.CancelledError:
+            if self.state == "running":
+                self.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % task_id, "method": "tasks/cancel",
+                           "params": ask})
+            raise
 
     async def _forward(self, method, params, ctx):
         if self.state != "running":  # it stopped while the call waited in the queue
@@ -7795,15 +7834,17 @@ class Upstream:
             capabilities = ctx.capabilities if ctx is not None and ctx.modern else self.client.offered
             params = dict(params, _meta=dict(params.get("_meta") or {}, **self.client.modern_meta(capabilities)))
         if ctx is not None and ctx.modern and (self.client.modern or self.client.dual):  # the client's own
-            capabilities = ctx.capabilities
-            if ctx.task is not None and isinstance(capabilities.get("extensions"), dict):
-                # the call runs in mcpstudio's task: the server must answer it, not make a task of its own
-                extensions = {k: v for k, v in capabilities["extensions"].items() if k != TASKS_EXTENSION}
-                capabilities = dict(capabilities, extensions=extensions)
-            params = dict(params, _meta=dict(params.get("_meta") or {}, **{META_CAPABILITIES: capabilities}))
+            params = dict(params, _meta=dict(params.get("_meta") or {}, **{META_CAPABILITIES: ctx.capabilities}))
+        if self.modern_for(ctx, params.get("name")):  # no logging/setLevel in 2026-07-28: the level goes along
+            level = ctx.level if ctx is not None and ctx.modern else self.hub.log_level
+            if level:
+                params = dict(params, _meta=dict(params.get("_meta") or {}, **{META_LOG_LEVEL: level}))
         self._calls.append(ctx)
         try:
-            return await self.request(method, params, self.spec.tool_timeout, ctx)
+            result = await self.request(method, params, self.spec.tool_timeout, ctx)
+            if result.get("resultType") == "task" and isinstance(result.get("taskId"), str):
+                return await self._modern_task(result["taskId"], params.get("_meta") or {}, ctx)  # its own task
+            return result
         finally:
             self._calls.remove(ctx)
             if token is not None:
@@ -7851,10 +7892,11 @@ class InputBridge:
             self.calls[ctx] = entry
             entry.call.add_done_callback(lambda _: self.calls.pop(ctx, None))
         else:
-            entry = self.parked.pop(state, None) if isinstance(state, str) else None
+            entry = self.parked.get(state) if isinstance(state, str) else None
             if entry is None or (entry.method, entry.name) != (method, name):
                 raise McpError(INVALID_PARAMS, "Invalid params: unknown `requestState` (it belongs to another "
                                "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
+            del self.parked[state]
             entry.expiry.cancel()
             answers = ctx.inputs.get("inputResponses")
             for key, (_, _, future) in entry.asks.items():
@@ -8277,7 +8319,7 @@ class Aggregator:
             self._check_permitted(upstream, name, original)
             if ctx is not None and ctx.task is not None:  # a task of mcpstudio's: the server's own, where it has them
                 await upstream.ready(ctx)
-                if upstream.runs_tasks(original):
+                if upstream.runs_tasks(original, ctx):
                     return await upstream.call_as_task(original, arguments, ctx)
             return await self._exchange(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
         except UpstreamError as exc:
@@ -8531,7 +8573,7 @@ class Aggregator:
         await upstream.ready(ctx)
         if upstream.client.modern:  # no resources/subscribe there: its subscriptions/listen names the URI
             return await upstream.watch(uri, method == "resources/subscribe")
-        return await upstream.forward(method, {"uri": uri}, ctx)
+        return await upstream.forward(method, {"uri": uri}, None if upstream.client.dual else ctx)  # handshake era
 
     def updated(self, params: dict):
         """A server's `notifications/resources/updated`: the client's subscription, passed on."""
@@ -8789,6 +8831,7 @@ HTTP_MAX_SESSIONS = 1000
 HTTP_MAX_QUEUED = 1000            # notifications waiting on one SSE stream; more are dropped (replies never)
 PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
 HTTP_REPLAY = 100                 # events of a stream kept to replay after Last-Event-ID (SEP-1699)
+HTTP_RESUMABLE = 16               # a session's streams kept to be resumed before the response reached the client
 HTTP_RETRY_MS = 1000              # the `retry` a handshake-era client is told to wait before it resumes a stream
 HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
 _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 501: "Not Implemented",
@@ -8934,12 +8977,15 @@ class _Exchange:
         self.stream_id = stream_id
         self.sent = collections.deque(maxlen=HTTP_REPLAY)  # (n, event bytes)
         self.count = 0
+        self.getter = None   # the reader's wait for the next message: one reader at a time
+        self.ended = False   # its last event (the response) was sent
 
-    def event(self, data: bytes) -> bytes:
+    def event(self, data: bytes, final: bool = False) -> bytes:
         """One SSE event (`data` one line), with its id when the stream has one."""
         event = b"event: message\ndata: " + data + b"\n\n"
         if self.stream_id is None:
             return event
+        self.ended = final
         self.count += 1
         event = b"id: %s_%d\n" % (self.stream_id.encode(), self.count) + event
         self.sent.append((self.count, event))
@@ -9011,7 +9057,7 @@ class _HttpSession:
             return _Exchange(False)
         self.opened += 1
         exchange = self.streams["r%d" % self.opened] = _Exchange(True, "r%d" % self.opened)
-        if len(self.streams) > HTTP_REPLAY:  # bounded: the oldest stream nobody came back for is forgotten
+        if len(self.streams) > HTTP_RESUMABLE:  # bounded: the oldest stream nobody came back for is forgotten
             del self.streams[next(iter(self.streams))]
         return exchange
 
@@ -9365,10 +9411,17 @@ class HttpServer:
         chunked = version == "HTTP/1.1"
         try:
             if exchange.stream_id is not None:
+                if after is not None and exchange.getter is not None:
+                    exchange.getter.cancel()  # a reader on a connection the client gave up: this one takes over
                 self._sse_head(writer, extra, chunked, keep)
                 started = True
                 if after is not None:
                     replay = b"".join(event for n, event in exchange.sent if n > after)
+                    if exchange.ended:  # the response was among them: nothing more will come
+                        writer.write(replay)
+                        finished = True
+                        await self._drain(writer)
+                        return False
                 elif (entry.session.protocol_version or "") >= "2025-11-25":
                     replay = b"id: %s_0\nretry: %d\ndata: \n\n" % (exchange.stream_id.encode(), HTTP_RETRY_MS)
                 else:
@@ -9377,12 +9430,14 @@ class HttpServer:
                     writer.write(b"%x\r\n%s\r\n" % (len(replay), replay) if chunked else replay)
                 await self._drain(writer)
             while True:
-                getter = asyncio.ensure_future(exchange.queue.get())
+                getter = exchange.getter = asyncio.ensure_future(exchange.queue.get())
                 while not getter.done():
                     await asyncio.wait([getter], timeout=0.25)
                     if not getter.done() and (reader.at_eof() or writer.transport.is_closing()):
                         getter.cancel()
                         return False
+                if getter.cancelled():  # another reader took the stream over (a resume)
+                    return False
                 message, final = getter.result()
                 if message is None and not final:  # paused (see _HttpTransport.pause): resumed by a GET
                     if chunked:
@@ -9411,7 +9466,7 @@ class HttpServer:
                 if not started:
                     self._sse_head(writer, extra, chunked, keep)
                     started = True
-                event = exchange.event(encode_message(message)[:-1])
+                event = exchange.event(encode_message(message)[:-1], final)
                 writer.write(b"%x\r\n%s\r\n" % (len(event), event) if chunked else event)
                 if final:
                     if chunked:

@@ -4799,6 +4799,9 @@ def fake_server(args):
             return
         if (MODERN or (DUAL and modern_message)) and request_id is not None:
             meta = params.get("_meta") or {}
+            if "io.modelcontextprotocol/logLevel" in meta:  # 2026-07-28: the log level comes with each request
+                with open(opt("--level-file", os.devnull), "a") as f:
+                    f.write(meta["io.modelcontextprotocol/logLevel"] + "\n")
             if method == "initialize":
                 send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no initialize here"}})
                 return
@@ -7940,10 +7943,15 @@ class HttpUpstreamTests(ScratchDir):
         # client subscribed to are asked for with subscriptions/listen (opened again as subscriptions change).
         fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
         listens = os.path.join(self.dir, "listens")
-        args = [fake, "--name", "new", "--modern-only", "--listen-file", listens, "--more-tools", "burst"]
+        levels = os.path.join(self.dir, "levels")
+        args = [fake, "--name", "new", "--modern-only", "--listen-file", listens, "--more-tools", "burst",
+                "--level-file", levels]
         with self.aggregator({"new": {"command": PY, "args": args}}) as server:
             server.initialize()
+            server.request("logging/setLevel", {"level": "debug"})  # reaches it with each request instead
             self.assertEqual(text_of(server.call("new__echo", {"text": "x"})), "new: x")
+            with open(levels) as f:
+                self.assertEqual(f.read().split(), ["debug"])
             status = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][0]
             self.assertEqual(status["protocol"], "2026-07-28")
 
@@ -9817,6 +9825,26 @@ class AggregatorTaskTests(AggregatorCase):
             self.assertTrue(wait_until(lambda: upstream_saw("tasks/cancel")))
             if sys.platform.startswith("linux"):
                 self.assertTrue(wait_until(lambda: not processes_with("cancel-through")))
+
+
+    def test_a_2026_upstreams_own_task_is_polled_inside_mcpstudios(self):
+        # A 2026-07-28 client that declares the tasks extension, an upstream (another mcpstudio, which speaks
+        # both eras) whose tool requires a task: the call reaches it in 2026-07-28 with the extension, it answers
+        # with a task of its own, mcpstudio polls that one and completes its own task with the result.
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"jobs": {"command": PY, "args": SERVER[1:] + ["serve", "--config", TASKS_CONFIG]}}}, f)
+        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+            def ask(method, params):
+                headers = {"Mcp-Name": params["taskId"]} if "taskId" in params else None
+                return server.messages(server.modern(method, dict(params, _meta=TASKS_META), headers=headers)[2])[-1]
+            created = ask("tools/call", {"name": "jobs__failing_job", "arguments": {}})["result"]
+            self.assertEqual(created["resultType"], "task")
+            self.assertTrue(wait_until(lambda: ask("tasks/get", {"taskId": created["taskId"]})["result"]["status"]
+                                       == "completed", 15))
+            done = ask("tasks/get", {"taskId": created["taskId"]})["result"]
+            self.assertTrue(done["result"]["isError"])
+            self.assertIn("failing_job failed on purpose", text_of(done["result"]))
 
 
 # Checks of the suite's tasks-* scenarios that need a task to ask for input while it runs (the
