@@ -4381,6 +4381,15 @@ class TaskStore:
         now = time.time()
         for task in [t for t in self.tasks.values() if t.expires is not None and t.expires <= now]:
             del self.tasks[task.id]
+        for task in [t for t in self.tasks.values() if t.expires is None and t.created + t.ttl / 1000.0 <= now]:
+            task.job.cancel()  # still running at the end of its ttl: nobody may read it any more
+            task.end("cancelled")
+            task.message = "its ttl of %d ms ran out" % task.ttl
+
+    def full(self) -> bool:
+        """Whether a new task would find no room (every kept task still running)."""
+        self._sweep()
+        return len(self.tasks) >= self.limit and all(t.status not in TERMINAL for t in self.tasks.values())
 
     def start(self, call, ctx: CallContext, ttl: int, on_end=None) -> Task:
         """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
@@ -4697,7 +4706,7 @@ class Server:
     async def _modern_call(self, name: str, call, support: str, ctx: CallContext):
         """2026-07-28: a task when the tool requires one, or an optional one runs past TASK_AFTER (and
         the request declared the extension); otherwise the plain result."""
-        if support == "forbidden" or (support == "optional" and not ctx.declared(TASKS_EXTENSION)):
+        if support == "forbidden" or (support == "optional" and (not ctx.declared(TASKS_EXTENSION) or self.tasks.full())):
             return await call
         if not ctx.declared(TASKS_EXTENSION):
             call.close()
@@ -4954,20 +4963,20 @@ async def listen(server, params, ctx):
                "promptsListChanged": server.catalog.serves("prompts")}
     granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
     uris = wanted.get("resourceSubscriptions")
-    if isinstance(uris, list) and server.catalog.serves("subscribable"):  # each one its server takes
-        granted["resourceSubscriptions"] = []
-        for uri in dict.fromkeys(u for u in uris if isinstance(u, str)):
-            try:
-                await server.catalog.subscribe("resources/subscribe", uri, ctx)
-            except McpError as exc:  # an UpstreamError too
-                server.log.debug("subscriptions/listen: %s not subscribed: %s", uri, exc.message)
-            else:
-                granted["resourceSubscriptions"].append(uri)
-    ctx.notify("notifications/subscriptions/acknowledged",
-               {"_meta": {META_SUBSCRIPTION: ctx.request_id}, "notifications": granted})
     entry = (ctx, granted)
     server.subscriptions.append(entry)
     try:
+        if isinstance(uris, list) and server.catalog.serves("subscribable"):  # each one its server takes
+            granted["resourceSubscriptions"] = []
+            for uri in dict.fromkeys(u for u in uris if isinstance(u, str)):
+                try:
+                    await server.catalog.subscribe("resources/subscribe", uri, ctx)
+                except McpError as exc:  # an UpstreamError too
+                    server.log.debug("subscriptions/listen: %s not subscribed: %s", uri, exc.message)
+                else:
+                    granted["resourceSubscriptions"].append(uri)
+        ctx.notify("notifications/subscriptions/acknowledged",
+                   {"_meta": {META_SUBSCRIPTION: ctx.request_id}, "notifications": granted})
         await asyncio.get_running_loop().create_future()  # until the client cancels it
     finally:
         server.subscriptions.remove(entry)
@@ -7514,10 +7523,15 @@ class Upstream:
 
     async def _listening(self, wanted: dict):
         try:
-            await self.request("subscriptions/listen", {"notifications": wanted})
-            self.note("subscriptions/listen ended: list changes are not heard until it restarts")
-        except UpstreamError as exc:
-            self.note("subscriptions/listen failed: %s" % exc.message)
+            while self.state == "running":
+                try:
+                    await self.request("subscriptions/listen", {"notifications": wanted})
+                    self.note("subscriptions/listen ended: opening it again")
+                except UpstreamError as exc:
+                    self.note("subscriptions/listen failed: %s" % exc.message)
+                    if exc.code in (METHOD_NOT_FOUND, INVALID_PARAMS, SERVER_NOT_RUNNING):
+                        return
+                await asyncio.sleep(LISTEN_AGAIN)
         except asyncio.CancelledError:
             pass
 
@@ -8829,6 +8843,7 @@ HTTP_MAX_PENDING = 32             # of those, connections whose first request ha
 HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
 HTTP_MAX_SESSIONS = 1000
 HTTP_MAX_QUEUED = 1000            # notifications waiting on one SSE stream; more are dropped (replies never)
+LISTEN_AGAIN = 2.0                # seconds before a 2026-07-28 server's ended subscriptions/listen is opened again
 PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
 HTTP_REPLAY = 100                 # events of a stream kept to replay after Last-Event-ID (SEP-1699)
 HTTP_RESUMABLE = 16               # a session's streams kept to be resumed before the response reached the client

@@ -9196,7 +9196,7 @@ class TaskStoreTests(unittest.TestCase):
                 await hold
                 return result
             first = store.start(call({"content": [], "isError": False}), ctx, 60000)
-            second = store.start(call({"content": [{"type": "text", "text": "no"}], "isError": True}), ctx, 1)
+            second = store.start(call({"content": [{"type": "text", "text": "no"}], "isError": True}), ctx, 60000)
             self.assertEqual(ctx.task, second.id)
             self.assertRegex(first.id, r"^[0-9a-f]{32}$")
             with self.assertRaisesRegex(mcpstudio.McpError, "2 tasks are running"):  # full, none ended
@@ -9208,12 +9208,22 @@ class TaskStoreTests(unittest.TestCase):
             with self.assertRaisesRegex(mcpstudio.McpError, "Unknown task") as caught:  # another session's
                 store.get(first.id, other)
             self.assertEqual(caught.exception.code, -32602)
-            third = store.start(call({}), ctx, 1)  # the oldest ended task makes room
+            third = store.start(call({}), ctx, 60000)  # the oldest ended task makes room
             self.assertEqual(list(store.tasks), [second.id, third.id])
             second.expires = time.time() - 1  # past its ttl (and the grace after its end)
             with self.assertRaises(mcpstudio.McpError):
                 store.get(second.id, ctx)
             self.assertEqual([t.id for t in store.owned(ctx)], [third.id])
+            waiting = asyncio.get_running_loop().create_future()
+
+            async def forever():
+                await waiting
+            fourth = store.start(forever(), ctx, 60000)
+            fourth.created -= 61  # still running at the end of its ttl: stopped at the next look
+            store.owned(ctx)
+            self.assertEqual((fourth.status, fourth.message), ("cancelled", "its ttl of 60000 ms ran out"))
+            await asyncio.sleep(0)
+            self.assertTrue(fourth.job.cancelled())
             store.forget(session)  # the session ended: its tasks stop and go
             await asyncio.sleep(0)
             self.assertEqual(list(store.tasks), [])
