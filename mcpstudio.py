@@ -5442,6 +5442,8 @@ class ConfigLoader:
             if ask is not False and ("default" in spec or spec.get("required") is True):
                 raise self.error(_join(here, "ask"), "a parameter the user is asked for has no default and is not "
                                  "required of the model (it may leave it out): drop `default` or `required`")
+            if ask is not False and prop.get("type") == "array":
+                raise self.error(_join(here, "ask"), "a form asks for a string, number or boolean, not an array")
             if ask is not False:
                 asked[name] = ask if isinstance(ask, str) else prop.get("description", name)
             elif self.get(spec, "required", bool, here, "default" not in spec):

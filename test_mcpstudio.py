@@ -9547,7 +9547,8 @@ class AskTests(ScratchDir):
     def test_config_mistakes(self):
         path = os.path.join(self.dir, "bad.json")
         for parameter, message in (({"ask": "Which?", "default": "a"}, "parameters.p.ask: a parameter the user is asked"),
-                                   ({"ask": 3}, "parameters.p.ask: expected")):
+                                   ({"ask": 3}, "parameters.p.ask: expected"),
+                                   ({"ask": True, "type": "array"}, "parameters.p.ask: a form asks for a string")):
             with self.subTest(parameter=parameter):
                 with open(path, "w") as f:
                     json.dump({"tools": [{"name": "t", "command_template": "echo {p}", "parameters": {"p": parameter}}]}, f)
