@@ -6727,9 +6727,9 @@ class _HttpChannel:
                 headers["Mcp-Session-Id"] = self.session_id
         return headers
 
-    def _deliver(self, message):
+    def _deliver(self, message, related=None):
         if isinstance(message, dict) and not self.closed:
-            self.loop.call_soon_threadsafe(self.upstream.client.received_message, message)
+            self.loop.call_soon_threadsafe(self.upstream.client.received_message, message, related)
 
     def _fail(self, reason: str):
         if not self.closed:
@@ -6767,7 +6767,7 @@ class _HttpChannel:
                 message = json.loads(data)
             except (ValueError, RecursionError):
                 continue
-            self._deliver(message)
+            self._deliver(message, request_id)  # on this request's stream: it belongs to this request
             if isinstance(message, dict) and "method" not in message and message.get("id") == request_id:
                 return True  # the stream has nothing more for us (a resumed GET stream may stay open)
         return False
@@ -7050,11 +7050,12 @@ class RpcClient:
             return
         self.received_message(message)
 
-    def received_message(self, message: dict):
-        """One message: a notification or request goes on; a reply settles its request."""
+    def received_message(self, message: dict, related=None):
+        """One message: a notification or request goes on (with the CallContext of our request `related`,
+        when it came on that request's stream); a reply settles its request."""
         if message.get("method") is not None:
             if isinstance(message["method"], str):
-                self.on_message(message)
+                self.on_message(message, self.causes.get(related))
             return
         request_id = message.get("id")
         future = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None  # [1] is no key
@@ -7671,8 +7672,9 @@ class Upstream:
 
     # -- messages -------------------------------------------------------------------
 
-    def _server_message(self, message: dict):
-        """A request or notification from the server."""
+    def _server_message(self, message: dict, cause=None):
+        """A request or notification from the server (`cause`: the CallContext of the call whose stream
+        it came on, over HTTP)."""
         method = message["method"]
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         if "id" in message and method == "ping":
@@ -7680,8 +7682,9 @@ class Upstream:
         elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
             request_id = message["id"]
             if isinstance(request_id, (str, int)) and request_id not in self._asking:
-                # It belongs to a call in flight (the latest: the server cannot say which), else to the client.
-                cause = self._calls[-1] if self._calls else None
+                # It belongs to the call whose stream it came on; else (stdio cannot say) to the latest call
+                # in flight, else to the client.
+                cause = cause or (self._calls[-1] if self._calls else None)
                 self._asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause))
         elif method == "notifications/cancelled":
             asking = self._asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
