@@ -1146,8 +1146,9 @@ class ProtocolTests(ScratchDir):
         # A malformed server/discover and any unknown method are answered at once, before and
         # after initialize; ping works; id 0 is a real id.
         with McpProcess("echo", "{message}") as server:
+            server.request("ping", request_id="up")  # started (a slow machine may take seconds to import)
             started = time.monotonic()
-            reply = server.request("server/discover", {}, timeout=2, request_id=0)
+            reply = server.request("server/discover", {}, request_id=0)
             self.assertLess(time.monotonic() - started, 1.5)
             self.assertEqual(reply["error"]["code"], -32602)
             self.assertEqual(server.request("nothing/here")["error"]["code"], -32601)
@@ -2180,7 +2181,7 @@ class ScriptModeTests(ScratchDir):
             self.assertEqual(ack, {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub"},
                                    "notifications": {"toolsListChanged": True}})  # no prompts here
             self.make("second", {})
-            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), 5))
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), 10))
             change = server.notifications_of("notifications/tools/list_changed")[0]["params"]
             self.assertEqual(change, {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub"}})
             self.assertEqual(server.notifications_of("notifications/resources/list_changed"), [])  # not asked for
