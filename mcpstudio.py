@@ -7844,20 +7844,20 @@ class Upstream:
         if self.state != "running":  # it stopped while the call waited in the queue
             await self.ready(ctx)
         token = None
+        meta = dict(params.get("_meta") or {})
         if ctx is not None and ctx.progress_token is not None:
-            token = "mcpstudio-%d" % self.client.new_id()
-            meta = dict(params.get("_meta") or {}, progressToken=token)
-            params = dict(params, _meta=meta)
+            token = meta["progressToken"] = "mcpstudio-%d" % self.client.new_id()
             self.progress[token] = ctx
-        if self.mirrors(ctx, params.get("name")):  # a 2026-07-28 request to a server that speaks both eras
-            capabilities = ctx.capabilities if ctx is not None and ctx.modern else self.client.offered
-            params = dict(params, _meta=dict(params.get("_meta") or {}, **self.client.modern_meta(capabilities)))
-        if ctx is not None and ctx.modern and (self.client.modern or self.client.dual):  # the client's own
-            params = dict(params, _meta=dict(params.get("_meta") or {}, **{META_CAPABILITIES: ctx.capabilities}))
-        if self.modern_for(ctx, params.get("name")):  # no logging/setLevel in 2026-07-28: the level goes along
+        if self.modern_for(ctx, params.get("name")):  # a 2026-07-28 request
+            if self.mirrors(ctx, params.get("name")):  # to a server that speaks both eras: made one here
+                meta.update(self.client.modern_meta(self.client.offered))
+            if ctx is not None and ctx.modern:  # the client's own capabilities
+                meta[META_CAPABILITIES] = ctx.capabilities
             level = ctx.level if ctx is not None and ctx.modern else self.hub.log_level
-            if level:
-                params = dict(params, _meta=dict(params.get("_meta") or {}, **{META_LOG_LEVEL: level}))
+            if level:  # no logging/setLevel in 2026-07-28: the level goes with each request
+                meta[META_LOG_LEVEL] = level
+        if meta:
+            params = dict(params, _meta=meta)
         self._calls.append(ctx)
         try:
             result = await self.request(method, params, self.spec.tool_timeout, ctx)
