@@ -7797,13 +7797,10 @@ class Upstream:
                 task = await self.request("tasks/get", {"taskId": task_id}, self.spec.tool_timeout, ctx)
                 if task.get("status") in TERMINAL + ("input_required",):  # its questions come with tasks/result
                     break
-                interval = task.get("pollInterval")
-                await asyncio.sleep(min(max(interval / 1000.0, 0.1), 5.0) if type(interval) in (int, float) else 1.0)
+                await _poll_wait(task.get("pollInterval"))
             result = await self.request("tasks/result", {"taskId": task_id}, self.spec.tool_timeout, ctx)
         except asyncio.CancelledError:
-            if self.state == "running":
-                self.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % task_id, "method": "tasks/cancel",
-                           "params": {"taskId": task_id}})
+            self._cancel_task({"taskId": task_id})
             raise
         finally:
             self._calls.remove(ctx)
@@ -7826,19 +7823,21 @@ class Upstream:
                 if status in ("failed", "cancelled", "input_required"):
                     error = task.get("error") if isinstance(task.get("error"), dict) else {}
                     if status == "input_required":
-                        self.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % task_id, "method": "tasks/cancel",
-                                   "params": ask})
+                        self._cancel_task(ask)
                     raise UpstreamError(error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
                                         "[%s] %s" % (self.spec.id, error.get("message") or task.get("statusMessage") or (
                                             "its task asked for input, which mcpstudio cannot pass on inside a task"
                                             if status == "input_required" else "its task %s" % status)))
-                interval = task.get("pollIntervalMs")
-                await asyncio.sleep(min(max(interval / 1000.0, 0.1), 5.0) if type(interval) in (int, float) else 1.0)
+                await _poll_wait(task.get("pollIntervalMs"))
         except asyncio.CancelledError:
-            if self.state == "running":
-                self.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % task_id, "method": "tasks/cancel",
-                           "params": ask})
+            self._cancel_task(ask)
             raise
+
+    def _cancel_task(self, params: dict):
+        """Cancel the server's own task `params["taskId"]` (a call of ours made it), answer unawaited."""
+        if self.state == "running":
+            self.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % params["taskId"], "method": "tasks/cancel",
+                       "params": params})
 
     async def _forward(self, method, params, ctx):
         if self.state != "running":  # it stopped while the call waited in the queue
@@ -7868,6 +7867,11 @@ class Upstream:
             self._calls.remove(ctx)
             if token is not None:
                 self.progress.pop(token, None)
+
+
+async def _poll_wait(interval_ms):
+    """Wait the poll interval a server suggested for its task (0.1 to 5 s; 1 s when it gave none)."""
+    await asyncio.sleep(min(max(interval_ms / 1000.0, 0.1), 5.0) if type(interval_ms) in (int, float) else 1.0)
 
 
 # --------------------------------------------------------------------------
