@@ -7633,11 +7633,15 @@ class Upstream:
             if self.protocol is protocol:
                 self.protocol = None
             return
-        if transport is None:
+        if transport is None or protocol is None:
             return
         await self.hub.runner.end_server(transport, protocol.exited, STDIN_CLOSE_WAIT)
+        # A restart may have begun meanwhile (a crash's _end still waits out the old group's grace while the
+        # next call starts the server again): clear only what this _end stopped, never the new start's.
         if self.transport is transport:
-            self.transport = self.protocol = self.pid = None
+            self.transport = self.pid = None
+        if self.protocol is protocol:
+            self.protocol = None
 
     async def stop(self, reason: str, final_state: str = "stopped"):
         """Stop the server and its group; runs to the end even if the caller is cancelled."""
