@@ -4179,6 +4179,10 @@ class Catalog:
         answers to its `-`/`_` respelling."""
         if public not in self._routes or self.stale:
             await self.tools()
+        if public not in self._routes:  # a server still starting may own it: a call waits, as a listing would not
+            for source in self.sources:
+                if hasattr(source, "await_owner") and await source.await_owner(public):
+                    await self.tools()
         if public not in self._routes:
             if self.denial(public):  # a denied name never reaches its `-`/`_` twin
                 return None
@@ -8354,6 +8358,16 @@ class Aggregator:
                             SERVER_ANSWER_TOO_LARGE):
                 return tool_error(exc.message)
             raise
+
+    async def await_owner(self, name: str) -> bool:
+        """Wait for the servers that were still starting when the tools were listed (past LIST_WAIT) and
+        may own tool `name` (their prefix fits); True if there were any, so the caller lists again."""
+        starting = [u for u in self._active() if u.state == "starting" and u.known() is None
+                    and (not u.spec.prefix or name.startswith(u.spec.prefix + self.separator))]
+        if starting:
+            self.log.info("%s: waiting for %s to list its tools", name, ", ".join(u.spec.id for u in starting))
+            await asyncio.wait([u.start() for u in starting])  # each bounded by its startupTimeout
+        return bool(starting)
 
     def _check_permitted(self, upstream, name: str, original: str):
         """The current plan's filters and permissions, again: a reload may deny what the last listing had."""

@@ -1397,13 +1397,13 @@ class ProtocolTests(ScratchDir):
         # --timeout stops the process group and says the call timed out.
         sleeper = self.pid_sleeper()
         pids = os.path.join(self.dir, "pids")
-        with McpProcess("--timeout", "1", "--name", "s", PY, sleeper, "{out}") as server:
+        with McpProcess("--timeout", "3", "--name", "s", PY, sleeper, "{out}") as server:  # 3: two Pythons start
             server.initialize()
             started = time.monotonic()
             result = server.call("s", {"out": pids})
-            self.assertLess(time.monotonic() - started, 1 + mcpstudio.KILL_GRACE + 2)
+            self.assertLess(time.monotonic() - started, 3 + mcpstudio.KILL_GRACE + 2)
             self.assertTrue(result["isError"])
-            self.assertIn("timed out after 1 s", text_of(result))
+            self.assertIn("timed out after 3 s", text_of(result))
             for pid in self.read_pids(pids):
                 self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the timeout" % pid)
 
@@ -2225,7 +2225,11 @@ class ScriptModeTests(ScratchDir):
 
     def test_timeouts_are_not_cached_across_restarts(self):
         # A --help that timed out is asked again after a restart (it may have been a slow moment).
-        self.make("slow", {}, help_sleep=1.5)
+        path = os.path.join(self.root, "slow")  # a shell script: it logs at once, however loaded the machine
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\nif [ \"$1\" = --help ]; then echo slow >>'%s'; sleep 1.5; echo '{}'; exit 0; fi\n"
+                    "echo ok\n" % self.help_log)
+        os.chmod(path, 0o755)
         with self.serve("--help-timeout", "0.5") as server:
             server.initialize()
             self.assertEqual(self.tool_names(server), [])
@@ -5585,6 +5589,18 @@ class AggregatorReliabilityTests(AggregatorCase):
                 lambda: len(server.notifications_of("notifications/tools/list_changed")) > before))
             self.assertIn("slow__echo", self.tool_names(server))
             self.assertEqual(text_of(server.call("slow__echo", {"text": "up"})), "slow: up")
+
+    def test_a_call_waits_for_the_slow_server_that_owns_it(self):
+        # A client that calls a tool it knows (from a cache, or its user) before the slow server has listed
+        # it: the call waits for that server, not "Unknown tool".
+        data = {"mcpServers": {"a": self.upstream("a"), "slow": self.upstream("slow", "--slow-start", "4")}}
+        with self.serve(data, env=dict(self.env, MCPSTUDIO_LIST_WAIT="1")) as server:
+            server.initialize()
+            self.assertNotIn("slow__echo", self.tool_names(server))
+            self.assertEqual(text_of(server.call("slow__echo", {"text": "up"})), "slow: up")
+            reply = server.request("tools/call", {"name": "slow__nope", "arguments": {}})
+            self.assertEqual(reply["error"]["code"], -32602)
+            self.assertIn("Unknown tool: slow__nope", reply["error"]["message"])
 
     def test_a_first_listing_is_cached_even_if_the_client_leaves(self):
         # The client closes stdin while a slow server still starts: it is cached before mcpstudio exits,
