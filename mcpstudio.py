@@ -5091,11 +5091,12 @@ def strip_json_comments(text: str) -> str:
 class ConfigLoader:
     """Reads one config file into sources; every error names the file and the place."""
 
-    def __init__(self, path: str, environ=None):
-        self.path = os.path.abspath(os.path.expanduser(path))
-        self.folder = os.path.dirname(self.path)
+    def __init__(self, path: str, environ=None, data=None):
+        self.path = os.path.abspath(os.path.expanduser(path)) if data is None else path
+        self.folder = os.path.dirname(self.path) if data is None else os.getcwd()
         self.environ = os.environ if environ is None else environ
         self.secrets = []  # expanded environment values, masked in logs
+        self.data = data  # a config made on the command line (--url), `path` its name in messages
 
     def error(self, where: str, message: str) -> ConfigError:
         """A ConfigError that names the file and the key path `where`."""
@@ -5103,6 +5104,8 @@ class ConfigLoader:
 
     def read(self) -> dict:
         """The file as a dict (JSON with comments and trailing commas allowed)."""
+        if self.data is not None:
+            return json.loads(json.dumps(self.data))
         try:
             with open(self.path, encoding="utf-8-sig") as f:
                 text = f.read()
@@ -6247,6 +6250,7 @@ class UpstreamSpec:
         self.error = None
         self.secrets = []
         self.notes = []  # what of the entry is accepted but not used, said once at startup
+        self.oauth = {}  # a URL server's `oauth` settings (see OAuthClient); None: never sign in
 
     def public_name(self, name: str, separator: str) -> str:
         """The name a client sees for the server's tool or prompt `name`."""
@@ -6262,7 +6266,7 @@ class UpstreamSpec:
         """A fingerprint of everything that, changed by a reload, restarts the server."""
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
-                            self.denied_tools)
+                            self.denied_tools, self.oauth)
 
     def display(self) -> str:
         """The server as a person reads it: its URL, or its command line."""
@@ -6486,10 +6490,46 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
     spec.denied_tools = loader.get(entry, "deniedTools", list, where, [])
     if not all(isinstance(name, str) for name in spec.denied_tools):
         raise loader.error(_join(where, "deniedTools"), "expected a list of tool names (strings)")
-    oauth = [key for key in _OAUTH_KEYS if key in entry]
-    if oauth:
-        spec.notes.append("%s: OAuth is not supported, so `%s` is not used; give the token with "
-                          "bearer_token_env_var or headers" % (where, oauth[0]))
+    _read_oauth(loader, spec, entry, where)
+
+
+def _read_oauth(loader, spec: UpstreamSpec, entry: dict, where: str):
+    """The `oauth` block of a URL server (and other clients' names for its parts); `false` turns sign-in off."""
+    given = [key for key in _OAUTH_KEYS if key in entry]
+    if spec.url is None:
+        if given:
+            spec.notes.append("%s: `%s` is not used: only a server with a `url` signs in" % (where, given[0]))
+        return
+    block = entry.get("oauth", {})
+    if block is False or entry.get("oauthEnabled") is False:
+        spec.oauth = None
+        return
+    if not isinstance(block, dict):
+        raise loader.error(_join(where, "oauth"), "expected an object (clientId, clientSecret, scopes, callbackPort, "
+                                                  "clientMetadataUrl, browser) or false, not %s" % _type_name(block))
+    for key in block:
+        if key not in OAUTH_KEYS:
+            import difflib
+            close = difflib.get_close_matches(key, OAUTH_KEYS, 1, 0.6)
+            raise loader.error(_join(where, "oauth.%s" % key), "unknown key%s; known: %s" % (
+                " (did you mean `%s`?)" % close[0] if close else "", ", ".join(OAUTH_KEYS)))
+    settings = {}
+    for key, kinds in (("clientId", str), ("clientSecret", str), ("scopes", (str, list)), ("callbackPort", int),
+                       ("clientMetadataUrl", str), ("browser", bool)):
+        value = loader.get(block, key, kinds, _join(where, "oauth"))
+        if value is not None:
+            settings[key] = loader.expand(value, _join(where, "oauth.%s" % key)) if isinstance(value, str) else value
+    for key, target in (("oauth_client_id", "clientId"), ("oauthClientId", "clientId"), ("oauthScopes", "scopes"),
+                        ("scopes", "scopes")):
+        if key in entry and target not in settings:
+            settings[target] = entry[key]
+    if isinstance(settings.get("scopes"), list) and not all(isinstance(x, str) for x in settings["scopes"]):
+        raise loader.error(_join(where, "oauth.scopes"), "expected a list of scope names or one string of them")
+    if not 0 <= settings.get("callbackPort", 0) < 65536:
+        raise loader.error(_join(where, "oauth.callbackPort"), "expected a port number (1-65535)")
+    if settings.get("clientSecret"):
+        spec.secrets.append(settings["clientSecret"])
+    spec.oauth = settings
 
 
 def _read_http_extras(loader, spec: UpstreamSpec, entry: dict, where: str):
@@ -6648,6 +6688,504 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
 HTTP_RESUME_WAIT_MS = 10000  # the longest an upstream's `retry` may make us wait to resume its stream
 
 
+# --------------------------------------------------------------------------
+# OAuth 2.1 for URL upstreams, as the MCP authorization specification says
+# --------------------------------------------------------------------------
+# A server that answers 401 with `WWW-Authenticate: Bearer ...` is signed in
+# to: its protected resource metadata (RFC 9728) names the authorization
+# server, whose metadata (RFC 8414 / OpenID discovery) gives the endpoints;
+# the client is pre-registered (the config's `oauth` block), a Client ID
+# Metadata Document, or registered on the spot (RFC 7591); the browser is sent
+# to the authorization endpoint (PKCE S256, `state`, `resource` of RFC 8707)
+# and comes back to a loopback callback; the code is exchanged for tokens,
+# kept per server in a file only the user can read, and refreshed. A 403
+# `insufficient_scope` signs in again with the scopes joined (step-up). Pure
+# parts (the challenge parser, the discovery URLs, the resource check, PKCE)
+# have no I/O.
+
+OAUTH_CALLBACK_WAIT = 300.0    # seconds a sign-in waits for the browser to come back
+OAUTH_HTTP_TIMEOUT = 30.0      # seconds for one request to an authorization server
+OAUTH_STEP_UPS = 2             # sign-ins one request may cause (401, then 403 insufficient_scope)
+OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is refreshed
+OAUTH_KEYS = ("clientId", "clientSecret", "scopes", "callbackPort", "clientMetadataUrl", "browser")
+
+
+class OAuthError(McpStudioError):
+    """A sign-in that failed or may not start here; its message says what to do."""
+
+
+def www_authenticate(header: str) -> dict:
+    """The parameters of the `Bearer` challenge in a WWW-Authenticate value (RFC 6750 §3), {} if none.
+
+    >>> www_authenticate('Bearer error="insufficient_scope", scope="a b"')["scope"]
+    'a b'
+    """
+    match = re.search(r"(?:^|[\s,])Bearer(?:\s+|$)", header or "", re.I)
+    if not match:
+        return {}
+    params, rest = {}, header[match.end():]
+    pattern = re.compile(r'\s*([A-Za-z0-9_.-]+)\s*=\s*("((?:[^"\\]|\\.)*)"|[^\s,]*)\s*,?')
+    while rest.strip():
+        found = pattern.match(rest)
+        if not found:
+            break  # the next scheme (`Basic realm=...`), or junk
+        value = found.group(3) if found.group(3) is not None else found.group(2)
+        params.setdefault(found.group(1).lower(), re.sub(r"\\(.)", r"\1", value))
+        rest = rest[found.end():]
+    return params
+
+
+def _origin(url: str) -> str:
+    import urllib.parse
+    parts = urllib.parse.urlsplit(url)
+    return "%s://%s" % (parts.scheme.lower(), parts.netloc.lower())
+
+
+def protected_resource_urls(server_url: str, from_header=None) -> list:
+    """Where a server's protected resource metadata may be (RFC 9728 §3.1), in the order to try."""
+    import urllib.parse
+    path = urllib.parse.urlsplit(server_url).path.rstrip("/")
+    urls = [from_header] if from_header else []
+    if path:
+        urls.append(_origin(server_url) + "/.well-known/oauth-protected-resource" + path)
+    urls.append(_origin(server_url) + "/.well-known/oauth-protected-resource")
+    return urls
+
+
+def authorization_server_urls(issuer: str) -> list:
+    """Where an authorization server's metadata may be: RFC 8414, then OpenID discovery both ways."""
+    import urllib.parse
+    path = urllib.parse.urlsplit(issuer).path.rstrip("/")
+    base = _origin(issuer)
+    if not path:
+        return [base + "/.well-known/oauth-authorization-server", base + "/.well-known/openid-configuration"]
+    return [base + "/.well-known/oauth-authorization-server" + path, base + "/.well-known/openid-configuration" + path,
+            base + path + "/.well-known/openid-configuration"]
+
+
+def resource_covers(resource: str, server_url: str) -> bool:
+    """Whether metadata for `resource` may speak for `server_url`: the same origin, and its path or a parent."""
+    import urllib.parse
+    if _origin(resource) != _origin(server_url):
+        return False
+    mine = urllib.parse.urlsplit(server_url).path.rstrip("/")
+    theirs = urllib.parse.urlsplit(resource).path.rstrip("/")
+    return mine == theirs or mine.startswith(theirs + "/")
+
+
+def loopback_host(host) -> bool:
+    """localhost, 127.x.x.x or ::1: where plain http and redirects are safe."""
+    host = (host or "").strip("[]").lower()
+    return host in ("localhost", "::1") or host.endswith(".localhost") or bool(re.fullmatch(r"127(\.\d+){3}", host))
+
+
+def pkce_pair() -> tuple:
+    """(code_verifier, S256 code_challenge) of RFC 7636."""
+    import base64
+    import hashlib
+    import secrets
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    return verifier, challenge
+
+
+def oauth_folder() -> str:
+    """Where sign-ins are kept: the mcpstudio config folder's `oauth`."""
+    return os.path.join(os.path.dirname(default_config_path()), "oauth")
+
+
+class TokenStore:
+    """One server's sign-in on disk: its client registration and tokens, in a file only the user can read."""
+
+    def __init__(self, url: str, folder=None):
+        import hashlib
+        import urllib.parse
+        self.url = url
+        host = re.sub(r"[^A-Za-z0-9.-]", "_", urllib.parse.urlsplit(url).hostname or "server")
+        self.path = os.path.join(folder or oauth_folder(),
+                                 "%s-%s.json" % (host, hashlib.sha256(url.encode()).hexdigest()[:12]))
+
+    def load(self) -> dict:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) and data.get("url") == self.url else {}
+
+    def save(self, data: dict):
+        """Write atomically, mode 0600 in a 0700 folder (on Windows the user's profile folder guards it)."""
+        folder = os.path.dirname(self.path)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        temporary = "%s.%d.tmp" % (self.path, os.getpid())
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(dict(data, url=self.url), f, indent=2)
+        os.replace(temporary, self.path)
+
+    def delete(self) -> bool:
+        try:
+            os.remove(self.path)
+            return True
+        except FileNotFoundError:
+            return False
+
+
+class _Callback:
+    """The loopback redirect target of one sign-in: http://127.0.0.1:PORT/callback, one answer."""
+
+    def __init__(self, port: int = 0):
+        import http.server
+        import urllib.parse
+        found = {}
+        done = threading.Event()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                parts = urllib.parse.urlsplit(self.path)
+                if parts.path != "/callback" or done.is_set():
+                    self.send_error(404)
+                    return
+                found.update((k, v[0]) for k, v in urllib.parse.parse_qs(parts.query).items())
+                body = (b"<!doctype html><title>mcpstudio</title><p>%s You can close this tab."
+                        % (b"Signed in." if "code" in found else b"The sign-in did not finish."))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                done.set()
+
+            def log_message(self, *args):  # never to stdout or stderr: the query holds the code
+                pass
+        try:
+            self.server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+        except OSError as exc:
+            raise OAuthError("cannot listen on 127.0.0.1:%d for the sign-in's redirect: %s%s" % (
+                port, exc.strerror or exc, " (oauth.callbackPort is taken; free it or choose another)" if port else ""))
+        self.found, self.done = found, done
+        self.uri = "http://127.0.0.1:%d/callback" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+
+    def wait(self, timeout: float) -> dict:
+        try:
+            if not self.done.wait(timeout):
+                raise OAuthError("the browser did not come back within %.0f s" % timeout)
+            return dict(self.found)
+        finally:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+class OAuthClient:
+    """Signs in to one protected MCP server and keeps its access token fresh.
+
+    `settings` is the config's `oauth` block: clientId/clientSecret for a
+    pre-registered client, scopes, callbackPort, clientMetadataUrl (a Client ID
+    Metadata Document), browser (let `serve` open the browser). `interactive`:
+    this process may send the user to the browser; otherwise a sign-in fails
+    with the `mcpstudio login` command to run.
+    """
+
+    def __init__(self, url: str, name=None, settings=None, interactive=False, say=None, store=None, config=None):
+        self.url = url.split("#")[0]
+        self.name = name or self.url
+        self.settings = settings or {}
+        self.interactive = interactive or bool(self.settings.get("browser"))
+        self.say = say or (lambda text: sys.stderr.write("mcpstudio: %s\n" % text))
+        self.config = config  # the config file, for the login command's --config
+        self.store = store or TokenStore(self.url)
+        self.state = self.store.load()
+        self.lock = threading.RLock()
+
+    # -- what requests carry -------------------------------------------------------------
+
+    def header(self):
+        """`Authorization` for the next request: the access token (refreshed when due), or None."""
+        with self.lock:
+            tokens = self.state.get("tokens") or {}
+            if not tokens.get("access_token"):
+                return None
+            expires = tokens.get("expires_at")
+            if isinstance(expires, (int, float)) and time.time() > expires - OAUTH_REFRESH_EARLY \
+                    and tokens.get("refresh_token"):
+                try:
+                    self.refresh()
+                except OAuthError as exc:
+                    self.say("%s: the token expired and refreshing it failed (%s)" % (self.name, exc))
+                    return None
+            return "Bearer " + self.state["tokens"]["access_token"]
+
+    def login_command(self) -> str:
+        if not self.config:  # --url: no config names it
+            return "mcpstudio login %s" % self.url
+        return "mcpstudio login %s --config %s" % (self.name, self.config)
+
+    def challenge(self, status: int, header: str, tries: int, sent=None):
+        """A 401 or 403 came back (the `tries`-th for this request, which carried `sent`): refresh or
+        sign in again so that a retry may pass; raise OAuthError when nothing will help."""
+        params = www_authenticate(header)
+        if status == 403 and params.get("error") != "insufficient_scope":
+            raise OAuthError("server %s refused the request (HTTP 403%s)" % (
+                self.name, ": " + params["error_description"] if params.get("error_description") else ""))
+        with self.lock:
+            tokens = self.state.get("tokens") or {}
+            current = "Bearer " + tokens["access_token"] if tokens.get("access_token") else None
+            if status == 401 and current and sent != current:
+                return  # signed in meanwhile (another request's challenge): retry with the new token
+            if status == 401 and tokens.get("refresh_token") and tries == 1:
+                try:
+                    self.refresh()
+                    return
+                except OAuthError as exc:
+                    self.say("%s: refreshing the token failed (%s); signing in again" % (self.name, exc))
+            scopes = params.get("scope", "").split()
+            if status == 403:  # step-up: what was granted, and what this request needs (SEP-2350)
+                held = (tokens.get("scope") or " ".join(self.state.get("scopes") or [])).split()
+                scopes = held + [s for s in scopes if s not in held]
+            self.sign_in(params, scopes)
+
+    # -- the flow ----------------------------------------------------------------------------
+
+    def _fetch(self, url: str, data=None, headers=None, expect=(200,)):
+        """One request to a metadata, registration or token endpoint: (status, JSON body or None)."""
+        import urllib.error
+        import urllib.request
+        request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
+        try:
+            with urllib.request.urlopen(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
+                status, body = response.status, response.read(1 << 20)
+        except urllib.error.HTTPError as exc:
+            status, body = exc.code, exc.read(1 << 20)
+        except (OSError, ValueError) as exc:
+            raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        return status, parsed if isinstance(parsed, dict) else None
+
+    def _metadata(self, urls: list):
+        """The first of `urls` that answers a JSON object: (url, document), or (None, None)."""
+        for url in urls:
+            status, document = self._fetch(url)
+            if status == 200 and document is not None:
+                return url, document
+        return None, None
+
+    def discover(self, params: dict) -> tuple:
+        """(resource metadata or None, issuer, authorization server metadata, whether it is a real document)."""
+        _, resource = self._metadata(protected_resource_urls(self.url, params.get("resource_metadata")))
+        if resource is not None:
+            named = resource.get("resource")
+            if not isinstance(named, str) or not resource_covers(named, self.url):
+                raise OAuthError("server %s: its protected resource metadata is for %r, not for %s; refusing to "
+                                 "sign in (a token for it could be used elsewhere)" % (self.name, named, self.url))
+            servers = resource.get("authorization_servers")
+            if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
+                raise OAuthError("server %s: its protected resource metadata names no authorization_servers"
+                                 % self.name)
+            issuer = servers[0]
+        else:  # the 2025-03-26 revision: the server's origin is the authorization server
+            issuer = _origin(self.url)
+        _, metadata = self._metadata(authorization_server_urls(issuer))
+        if metadata is not None:
+            if metadata.get("issuer") != issuer:
+                raise OAuthError("authorization server %s: its metadata names the issuer %r; refusing it (RFC 8414 "
+                                 "§3.3)" % (issuer, metadata.get("issuer")))
+            return resource, issuer, metadata, True
+        if resource is not None:
+            raise OAuthError("authorization server %s publishes no metadata (looked at %s)"
+                             % (issuer, ", ".join(authorization_server_urls(issuer))))
+        base = _origin(self.url)
+        return None, issuer, {"issuer": issuer, "authorization_endpoint": base + "/authorize",
+                              "token_endpoint": base + "/token", "registration_endpoint": base + "/register"}, False
+
+    def _check_endpoint(self, metadata: dict, key: str):
+        import urllib.parse
+        url = metadata.get(key)
+        if not isinstance(url, str):
+            raise OAuthError("authorization server %s: its metadata has no %s" % (metadata.get("issuer"), key))
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "https" and not (parts.scheme == "http" and loopback_host(parts.hostname)):
+            raise OAuthError("authorization server %s: its %s %s is not https (plain http is accepted only on "
+                             "this machine)" % (metadata.get("issuer"), key, url))
+        return url
+
+    def _client(self, metadata: dict, issuer: str, redirect_uri: str) -> dict:
+        """The client identity, in the spec's order: pre-registered, metadata document, registered here."""
+        if self.settings.get("clientId"):
+            client = {"client_id": self.settings["clientId"]}
+            if self.settings.get("clientSecret"):
+                client["client_secret"] = self.settings["clientSecret"]
+            return client
+        if metadata.get("client_id_metadata_document_supported") and self.settings.get("clientMetadataUrl"):
+            return {"client_id": self.settings["clientMetadataUrl"], "token_endpoint_auth_method": "none"}
+        kept = self.state.get("client") or {}
+        if kept.get("client_id") and self.state.get("issuer") == issuer and redirect_uri in (kept.get("redirect_uris") or ()):
+            return kept
+        if not metadata.get("registration_endpoint"):
+            raise OAuthError("authorization server %s offers no dynamic client registration: register mcpstudio "
+                             "there (redirect URI %s) and put its id in the server's config as \"oauth\": "
+                             "{\"clientId\": ...}" % (issuer, redirect_uri))
+        supported = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+        method = next((m for m in ("none", "client_secret_basic", "client_secret_post") if m in supported), "none")
+        grants = ["authorization_code"]
+        if "refresh_token" in (metadata.get("grant_types_supported") or ["authorization_code", "refresh_token"]):
+            grants.append("refresh_token")
+        status, client = self._fetch(self._check_endpoint(metadata, "registration_endpoint"), json.dumps({
+            "client_name": "mcpstudio", "redirect_uris": [redirect_uri], "grant_types": grants,
+            "response_types": ["code"], "token_endpoint_auth_method": method, "application_type": "native",
+        }).encode(), {"Content-Type": "application/json"})
+        if status not in (200, 201) or not client or not isinstance(client.get("client_id"), str):
+            raise OAuthError("authorization server %s refused to register mcpstudio (HTTP %d%s)" % (
+                issuer, status, ": %s" % client.get("error_description") or client.get("error") if client else ""))
+        client.setdefault("token_endpoint_auth_method", method)
+        client.setdefault("redirect_uris", [redirect_uri])
+        return client
+
+    def _token_request(self, metadata: dict, client: dict, form: dict) -> dict:
+        """POST to the token endpoint, authenticating as the client was registered to; the new tokens."""
+        import base64
+        import urllib.parse
+        secret = client.get("client_secret")
+        method = client.get("token_endpoint_auth_method")
+        if method is None:
+            supported = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+            method = "none" if not secret else next(
+                (m for m in ("client_secret_basic", "client_secret_post") if m in supported), "client_secret_basic")
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        form = dict(form, client_id=client["client_id"])
+        if secret and method == "client_secret_basic":
+            pair = "%s:%s" % (urllib.parse.quote(client["client_id"], safe=""), urllib.parse.quote(secret, safe=""))
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        elif secret and method == "client_secret_post":
+            form["client_secret"] = secret
+        status, tokens = self._fetch(self._check_endpoint(metadata, "token_endpoint"),
+                                     urllib.parse.urlencode(form).encode(), headers)
+        if status != 200 or not tokens or not isinstance(tokens.get("access_token"), str):
+            raise OAuthError("the token endpoint of %s answered HTTP %d%s" % (
+                metadata.get("issuer"), status, ": %s" % (tokens.get("error_description") or tokens.get("error"))
+                if tokens else ""))
+        if isinstance(tokens.get("expires_in"), (int, float)):
+            tokens["expires_at"] = int(time.time() + tokens["expires_in"])
+        return tokens
+
+    def refresh(self):
+        """Trade the refresh token for a new access token (no browser)."""
+        tokens, metadata = self.state.get("tokens") or {}, self.state.get("metadata") or {}
+        if not tokens.get("refresh_token") or not metadata.get("token_endpoint"):
+            raise OAuthError("there is no refresh token")
+        form = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
+                "resource": self.state.get("resource") or self.url}
+        fresh = self._token_request(metadata, self.state.get("client") or {}, form)
+        fresh.setdefault("refresh_token", tokens["refresh_token"])  # servers that do not rotate it
+        fresh.setdefault("scope", tokens.get("scope"))
+        self.state["tokens"] = fresh
+        self.store.save(self.state)
+
+    def sign_in(self, params: dict, scopes=()):
+        """The whole authorization code flow, from discovery to saved tokens."""
+        import urllib.parse
+        if not self.interactive:
+            raise OAuthError("server %s needs a sign-in: run `%s` (or set \"oauth\": {\"browser\": true} on the "
+                             "server to let mcpstudio open the browser itself)" % (self.name, self.login_command()))
+        resource, issuer, metadata, real = self.discover(params)
+        if self.state.get("issuer") not in (None, issuer):  # the server moved to another authorization server
+            self.say("%s: its authorization server is now %s; registering there" % (self.name, issuer))
+            self.state = {}
+        if real and "S256" not in (metadata.get("code_challenge_methods_supported") or ()):
+            raise OAuthError("authorization server %s does not offer PKCE with S256 (its metadata's "
+                             "code_challenge_methods_supported), which MCP requires; refusing to sign in" % issuer)
+        authorize = self._check_endpoint(metadata, "authorization_endpoint")
+        audience = (resource or {}).get("resource") or self.url  # RFC 8707: exactly as the metadata publishes it
+        wanted = self.settings.get("scopes")
+        wanted = wanted.split() if isinstance(wanted, str) else list(wanted or scopes or
+                                                                     (resource or {}).get("scopes_supported") or [])
+        supported = metadata.get("scopes_supported") or []
+        if wanted and "offline_access" in supported and "offline_access" not in wanted and \
+                "refresh_token" in (metadata.get("grant_types_supported") or ["refresh_token"]):
+            wanted.append("offline_access")  # SEP-2207: a refresh token spares the next sign-in
+        callback = _Callback(int(self.settings.get("callbackPort") or 0) or self._kept_port(issuer))
+        try:
+            client = self._client(metadata, issuer, callback.uri)
+            verifier, challenge = pkce_pair()
+            import secrets
+            state = secrets.token_urlsafe(24)
+            query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": callback.uri,
+                     "code_challenge": challenge, "code_challenge_method": "S256", "state": state,
+                     "resource": audience}
+            if wanted:
+                query["scope"] = " ".join(wanted)
+            url = authorize + ("&" if "?" in authorize else "?") + urllib.parse.urlencode(query)
+            self.say("%s: sign in with your browser; if none opens, visit %s" % (self.name, url))
+            self._open_browser(url)
+            answer = callback.wait(OAUTH_CALLBACK_WAIT)
+        except BaseException:
+            callback.server.server_close()
+            raise
+        if answer.get("state") != state:
+            raise OAuthError("the sign-in's redirect carried the wrong state; ignored it (was it another tab?)")
+        if answer.get("error"):
+            raise OAuthError("the authorization server said %s%s" % (
+                answer["error"], ": " + answer["error_description"] if answer.get("error_description") else ""))
+        advertised = metadata.get("authorization_response_iss_parameter_supported") is True
+        if "iss" in answer and answer["iss"] != metadata.get("issuer", issuer):  # RFC 9207: exact comparison
+            raise OAuthError("the sign-in's redirect came from issuer %r, not %r; refusing it (RFC 9207)"
+                             % (answer["iss"], metadata.get("issuer", issuer)))
+        if advertised and "iss" not in answer:
+            raise OAuthError("the sign-in's redirect lacks the `iss` its authorization server promises; refusing "
+                             "it (RFC 9207)")
+        if not answer.get("code"):
+            raise OAuthError("the sign-in's redirect carried no code")
+        tokens = self._token_request(metadata, client, {
+            "grant_type": "authorization_code", "code": answer["code"], "redirect_uri": callback.uri,
+            "code_verifier": verifier, "resource": audience})
+        tokens.setdefault("scope", " ".join(wanted))
+        self.state = {"issuer": issuer, "client": client, "tokens": tokens, "scopes": wanted, "resource": audience,
+                      "metadata": {key: metadata[key] for key in ("issuer", "token_endpoint",
+                                                                  "token_endpoint_auth_methods_supported")
+                                   if key in metadata}}
+        self.store.save(self.state)
+        self.say("%s: signed in (%s)" % (self.name, "scopes: " + tokens["scope"] if tokens["scope"] else "no scopes"))
+
+    def _kept_port(self, issuer: str) -> int:
+        """The port of the redirect URI registered earlier with this issuer (0: any)."""
+        import urllib.parse
+        kept = self.state.get("client") or {}
+        if self.state.get("issuer") != issuer:
+            return 0
+        for uri in kept.get("redirect_uris") or ():
+            port = urllib.parse.urlsplit(uri).port
+            if port:
+                return port
+        return 0
+
+    def _open_browser(self, url: str):
+        """webbrowser honours $BROWSER; it runs in a thread, as some browsers' commands wait until closed."""
+        def run():
+            import webbrowser
+            try:
+                webbrowser.open(url)
+            except Exception as exc:  # the thread's boundary: the printed URL still works
+                self.say("%s: could not open a browser (%s)" % (self.name, exc))
+        threading.Thread(target=run, daemon=True).start()
+
+    def summary(self) -> str:
+        """The sign-in's state for `status`, without the token."""
+        tokens = self.state.get("tokens") or {}
+        if not tokens.get("access_token"):
+            return "not signed in"
+        expires = tokens.get("expires_at")
+        if isinstance(expires, (int, float)):
+            left = expires - time.time()
+            when = ("expired" if left <= 0 else "expires in %d min" % max(1, left // 60)) + \
+                   (", refreshable" if tokens.get("refresh_token") else "")
+        else:
+            when = "no expiry given"
+        return "signed in (%s; scopes: %s)" % (when, tokens.get("scope") or "none")
+
+
 class _HttpChannel:
     """An upstream server reached by URL, spoken to with http.client in worker threads.
 
@@ -6670,8 +7208,14 @@ class _HttpChannel:
         self.connections = {}         # request id -> the socket its reply comes on, to abort
         self.aborted = set()          # request ids cancelled by closing their connection
         self.sending = threading.Lock()  # messages leave in the order they were sent
-        self.stream = None            # the HTTP+SSE transport's GET socket
+        self.stream = None            # the GET socket: the HTTP+SSE transport's, or the standalone stream's
         self.closed = False
+        self.oauth = None             # signs in when the server answers 401 (not with an Authorization of the config)
+        if self.spec.oauth is not None and not any(key.lower() == "authorization" for key in self.spec.headers):
+            hub = upstream.hub
+            self.oauth = OAuthClient(self.spec.url, self.spec.key, self.spec.oauth, interactive=sys.stderr.isatty(),
+                                     say=lambda text: hub.log.info("[%s] %s", self.spec.id, text),
+                                     config=getattr(hub, "config_path", None))
 
     # -- connections --------------------------------------------------------------------
 
@@ -6704,9 +7248,13 @@ class _HttpChannel:
             connection = http.client.HTTPConnection(host, port, timeout=timeout)
         return connection, target
 
-    def _headers(self, message=None) -> dict:
+    def _headers(self, message=None, url=None) -> dict:
         headers = {"Accept": "application/json, text/event-stream"}
         headers.update(self.spec.headers)
+        if self.oauth is not None and _origin(url or self.post_url) == _origin(self.spec.url):  # only where it was issued
+            bearer = self.oauth.header()
+            if bearer:
+                headers["Authorization"] = bearer
         if message is not None:
             headers["Content-Type"] = "application/json"
             up = self.upstream
@@ -6796,8 +7344,7 @@ class _HttpChannel:
             self.loop.call_soon_threadsafe(set_it)
         try:
             connection, target = self._connection(self.spec.url, self.spec.startup_timeout)
-            headers = dict(self.spec.headers, Accept="text/event-stream")
-            connection.request("GET", target, headers=headers)
+            connection.request("GET", target, headers=dict(self._headers(url=self.spec.url), Accept="text/event-stream"))
             self.stream = connection.sock  # kept: http.client lets go of it when the reply has no length
             response = connection.getresponse()
             if response.status != 200:
@@ -6817,6 +7364,42 @@ class _HttpChannel:
             settle(error=OSError(str(exc)))
             self._fail("its event stream ended: %s" % exc)
 
+    def _standalone(self):
+        """The session's GET stream: what the server sends outside any request (its own requests, such as an
+        elicitation of a tool that names no request, and notifications); resumed with Last-Event-ID when it
+        ends, while it brings events; a server without one (405) is left alone."""
+        import http.client
+        seen, quiet = {}, 0
+        while not self.closed and quiet < 3:
+            events = 0
+            try:
+                headers = self._headers({})
+                del headers["Content-Type"]
+                headers["Accept"] = "text/event-stream"
+                if "id" in seen:
+                    headers["Last-Event-ID"] = seen["id"]
+                connection, target = self._connection(self.post_url, self.spec.startup_timeout)
+                connection.request("GET", target, headers=headers)
+                self.stream = connection.sock
+                response = connection.getresponse()
+                if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
+                    response.read()
+                    connection.close()
+                    return
+                self.stream.settimeout(None)  # quiet for as long as the server likes
+                for _, data in self._events(response, seen):
+                    events += 1
+                    try:
+                        self._deliver(json.loads(data))
+                    except (ValueError, RecursionError):
+                        pass
+                connection.close()
+            except (OSError, http.client.HTTPException):
+                pass
+            quiet = 0 if events else quiet + 1
+            if not self.closed:
+                time.sleep(min(seen.get("retry", 1000), HTTP_RESUME_WAIT_MS) / 1000)
+
     def send(self, message: dict):
         if not self.closed:
             threading.Thread(target=self._post, args=(message,), daemon=True).start()
@@ -6827,17 +7410,31 @@ class _HttpChannel:
         connection = None
         try:
             with self.sending:  # in order: `initialized` before `tools/list`, a request before its cancel
-                connection, target = self._connection(self.post_url, self.spec.startup_timeout)
-                connection.request("POST", target, body=json.dumps(message).encode(), headers=self._headers(message))
-                if request_id is not None:
-                    connection.sock.settimeout(None)  # the request's own timer (toolTimeout) ends the wait
-                    self.connections[request_id] = connection.sock
-                    if request_id in self.aborted:
-                        self.abort(request_id)
+                tries = 0
+                while True:
+                    headers = self._headers(message)
+                    connection, target = self._connection(self.post_url, self.spec.startup_timeout)
+                    connection.request("POST", target, body=json.dumps(message).encode(), headers=headers)
+                    if request_id is not None:
+                        connection.sock.settimeout(None)  # the request's own timer (toolTimeout) ends the wait
+                        self.connections[request_id] = connection.sock
+                        if request_id in self.aborted:
+                            self.abort(request_id)
                     response = connection.getresponse()
-                else:
-                    response = connection.getresponse()  # a notification: accepted before the next leaves
+                    if response.status not in (401, 403) or self.oauth is None or tries >= OAUTH_STEP_UPS:
+                        break
+                    challenge = response.getheader("WWW-Authenticate") or ""
+                    if not www_authenticate(challenge) and response.status == 403:
+                        break  # a refusal, not a challenge
                     response.read()
+                    connection.close()
+                    tries += 1
+                    self.oauth.challenge(response.status, challenge, tries, headers.get("Authorization"))
+                if request_id is None:  # a notification: accepted before the next leaves
+                    response.read()
+                    if message.get("method") == "notifications/initialized" and self.spec.transport == "http" \
+                            and self.session_id:
+                        threading.Thread(target=self._standalone, daemon=True).start()
                     return
             if message.get("method") == "initialize" and response.getheader("Mcp-Session-Id"):
                 self.session_id = response.getheader("Mcp-Session-Id").strip()
@@ -6880,11 +7477,18 @@ class _HttpChannel:
                 return
             body = response.read()
             reply = self._json_body(body)
+            if isinstance(reply, dict) and "error" in reply and reply.get("id") is None:
+                reply = dict(reply, id=request_id)  # an HTTP error's reply: it answers the request it came back on
             if not (isinstance(reply, dict) and ("result" in reply or "error" in reply)):
                 reply = {"jsonrpc": "2.0", "id": request_id, "error": {
                     "code": METHOD_NOT_FOUND if response.status in (404, 405) else INTERNAL_ERROR,
                     "message": "HTTP %d %s" % (response.status, _clip(body.decode("utf-8", "replace"), 200))}}
             self._deliver(reply)
+        except OAuthError as exc:  # this request fails, saying how to sign in; the server stays up
+            if request_id is not None:
+                self._deliver({"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": str(exc)}})
+            else:
+                self.upstream.note("%s was not sent: %s" % (message.get("method"), exc))
         except (OSError, http.client.HTTPException) as exc:
             if request_id is not None and request_id not in self.aborted:  # not cancelled on purpose
                 self._fail("the connection failed: %s" % (exc or type(exc).__name__))
@@ -6933,6 +7537,9 @@ class _HttpChannel:
         self.closed = True
         if self.session_id and self.spec.transport != "sse":
             message_headers = dict(self.spec.headers, **{"Mcp-Session-Id": self.session_id})
+            token = (self.oauth.state.get("tokens") or {}).get("access_token") if self.oauth else None
+            if token:
+                message_headers["Authorization"] = "Bearer " + token
 
             def delete():
                 try:
@@ -9655,9 +10262,10 @@ CLIENT_TIMEOUT = 60.0   # seconds `inspect` and `call` wait for the handshake an
 class StdioClient:
     """A small synchronous MCP client of a child process, for `inspect` and `call`."""
 
-    def __init__(self, argv: list, timeout: float = CLIENT_TIMEOUT):
+    def __init__(self, argv: list, timeout: float = CLIENT_TIMEOUT, ask=None):
         self.argv = argv
         self.timeout = timeout
+        self.ask = ask  # answers elicitation/create (params -> result); None: the capability is not declared
         self.lock = threading.Condition()
         self.responses = {}
         self.closed = False
@@ -9667,7 +10275,10 @@ class StdioClient:
         if problem is not None:
             raise UsageError("cannot start %s: %s" % (_argv_text(argv), problem))
         try:
-            self.process = subprocess.Popen(program, stdin=subprocess.PIPE, stdout=subprocess.PIPE, **_SPAWN_OPTIONS)
+            env = dict(os.environ)
+            env.setdefault("MCPSTUDIO_LIST_WAIT", "60")  # one listing, as complete as the servers make it
+            self.process = subprocess.Popen(program, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                            **_SPAWN_OPTIONS)
         except OSError as exc:
             raise UsageError("cannot start %s: %s" % (_argv_text(argv), exc.strerror or exc))
         self.reader = threading.Thread(target=self._read, name="mcpstudio-client", daemon=True)
@@ -9683,10 +10294,12 @@ class StdioClient:
             if not isinstance(message, dict):
                 continue
             method = message.get("method")
-            if method is not None and "id" in message:  # the server asks us: we serve only ping
+            if method is not None and "id" in message:  # the server asks us: ping, and elicitation when we may ask
                 reply = {"jsonrpc": "2.0", "id": message["id"]}
                 if method == "ping":
                     reply["result"] = {}
+                elif method == "elicitation/create" and self.ask is not None:
+                    reply["result"] = self.ask(message.get("params") or {})
                 else:
                     reply["error"] = {"code": METHOD_NOT_FOUND, "message": "mcpstudio's CLI client has no %s" % method}
                 self._send(reply)
@@ -9746,7 +10359,8 @@ class StdioClient:
 
     def initialize(self) -> dict:
         """The handshake; return the server's initialize result."""
-        result = self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+        capabilities = {"elicitation": {"form": {}}} if self.ask is not None else {}
+        result = self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": capabilities,
                                              "clientInfo": {"name": "mcpstudio-cli", "version": __version__}})
         self.notify("notifications/initialized")
         return result
@@ -9981,15 +10595,17 @@ def call_command(words: list) -> int:
         print(SUBCOMMAND_HELP["call"])
         return 0
     tool, words = words[0], words[1:]
-    pairs, given, raw = [], None, False
+    pairs, given, raw, assume_yes = [], None, False, False
     while words:
         match = _ARGUMENT_WORD.fullmatch(words[0])
         if match:
             pairs.append(match.groups())
-        elif words[0] in ("--json", "--raw") or words[0].startswith("--json="):
+        elif words[0] in ("--json", "--raw", "--yes") or words[0].startswith("--json="):
             name, eq, inline = words[0].partition("=")
             if name == "--raw":
                 raw = True
+            elif name == "--yes":
+                assume_yes = True
             else:
                 if not eq:
                     if len(words) < 2:
@@ -10005,7 +10621,9 @@ def call_command(words: list) -> int:
         else:
             break
         words = words[1:]
-    with StdioClient(_mode_argv(words, "call")) as client:
+    terminal = sys.stdin.isatty() and sys.stderr.isatty()
+    ask = (lambda params: elicitation_answer(params, assume_yes)) if assume_yes or terminal else None
+    with StdioClient(_mode_argv(words, "call"), ask=ask) as client:
         client.initialize()
         tools = client.list_all("tools/list", "tools")
         schema = next((t.get("inputSchema") for t in tools if t.get("name") == tool), None)
@@ -10025,6 +10643,46 @@ def call_command(words: list) -> int:
         if structured is not None and json.dumps(structured) not in [_json_or_text(t) for t in texts]:
             print(json.dumps(structured, indent=2))
     return 1 if result.get("isError") else 0
+
+
+def elicitation_answer(params: dict, assume_yes: bool, ask=input) -> dict:
+    """`call`'s answer to a server's question (a form): with `assume_yes`, accept its defaults; else ask
+    each field on the terminal, an empty line keeping the default. A URL-mode question is declined."""
+    schema = params.get("requestedSchema") if isinstance(params.get("requestedSchema"), dict) else {}
+    fields = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    if params.get("mode") == "url" or not isinstance(fields, dict):
+        sys.stderr.write("mcpstudio: the server asks you to open %s; declined (call cannot follow it)\n"
+                         % params.get("url"))
+        return {"action": "decline"}
+    sys.stderr.write("mcpstudio: the server asks: %s\n" % (params.get("message") or "(no message)"))
+    content = {}
+    for key, field in fields.items():
+        field = field if isinstance(field, dict) else {}
+        if assume_yes:
+            if "default" in field:
+                content[key] = field["default"]
+            continue
+        choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
+                                        if isinstance(option, dict)]
+        hint = " (%s)" % "/".join(str(c) for c in choices) if choices else " (%s)" % field.get("type", "text")
+        default = " [%s]" % json.dumps(field["default"]) if "default" in field else ""
+        try:
+            text = ask("  %s%s%s: " % (field.get("title") or key, hint, default))
+        except EOFError:
+            return {"action": "cancel"}
+        if not text:
+            if "default" in field:
+                content[key] = field["default"]
+            continue
+        kind = field.get("type")
+        if kind in ("integer", "number", "boolean"):
+            try:
+                text = {"integer": int, "number": float}[kind](text) if kind != "boolean" else \
+                    text.strip().lower() in ("y", "yes", "true", "1")
+            except ValueError:
+                pass  # the server's validation says what it wanted
+        content[key] = text
+    return {"action": "accept", "content": content}
 
 
 def _json_or_text(text: str) -> str:
@@ -10877,6 +11535,8 @@ OPTIONS = [_Option(*o) for o in (
      "let values start an argument with '-' (off: refused as option injection)"),
     (("--config",), "config", "FILE", "value",
      "serve the tools, resources and script folders of a JSON config file (see `serve`)"),
+    (("--url",), "url", "URL", "value",
+     "serve the MCP server at URL over stdio, signing in with OAuth when it asks (a bridge, as mcp-remote)"),
     (("--root-directory",), "root_directory", "DIR", "value",
      "serve every executable script under DIR as a tool (script mode)"),
     (("--include",), "include", "GLOB", "append",
@@ -10931,24 +11591,29 @@ SUBCOMMAND_HELP = {
     "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
             "Write a commented starter config (NAME.json) for the program CMD.",
     "inspect": "usage: mcpstudio inspect [--json] [MODE ARGS...]\n"
-               "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n\n"
+               "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n"
+               "       mcpstudio inspect [--json] --url URL\n\n"
                "Start the mode as a client would and show the tools (with their parameters), resources\n"
                "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
-               "arguments (a template, --root-directory DIR, serve --config FILE; none: the default\n"
-               "config); after -- comes any MCP server's command.\n\n"
+               "arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the\n"
+               "default config); after -- comes any MCP server's command.\n\n"
                "examples:\n"
                "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
                "  mcpstudio inspect --json serve --config tools.json\n"
                "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything",
-    "call": "usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [MODE ARGS...]\n"
-            "       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...\n\n"
+    "call": "usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [--yes] [MODE ARGS...]\n"
+            "       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...\n"
+            "       mcpstudio call TOOL [KEY=VALUE ...] --url URL\n\n"
             "Call one tool through the real server, as a client would, and print its text (and\n"
             "structured content); exit 1 when the result is an error. KEY=VALUE values are text for\n"
             "string parameters and JSON otherwise (n=3, flag=true); an array parameter takes\n"
             "KEY=VALUE more than once. --json gives all arguments as one JSON object; --raw prints\n"
-            "the whole result as JSON.\n\n"
+            "the whole result as JSON. When the server asks a question (elicitation), call asks it\n"
+            "on the terminal; --yes accepts the question's defaults instead (no terminal needed).\n"
+            "--url reaches a remote server, signing in with OAuth in the browser when it asks.\n\n"
             "examples:\n"
             "  mcpstudio call echo message=hello echo '{message}'\n"
+            "  mcpstudio call search query=mcp --url https://mcp.example.com/mcp\n"
             "  mcpstudio call git limit=3 git log '[--oneline]' -n '{limit}'\n"
             "  mcpstudio call get-sum --json '{\"a\": 1, \"b\": 2}' -- npx -y @modelcontextprotocol/server-everything",
     "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
@@ -11077,6 +11742,13 @@ def _exit_codes(text) -> tuple:
     return codes
 
 
+def url_config(url: str) -> dict:
+    """The config `--url URL` serves: that one server, its tools unprefixed, signing in with the browser."""
+    import urllib.parse
+    return {"mcpServers": {urllib.parse.urlsplit(url).netloc: {"url": url, "prefix": "", "startupTimeout": OAUTH_CALLBACK_WAIT + 30,
+                                 "oauth": {"browser": True}}}}
+
+
 def _build_server(options: dict, words: list, log: Log, config: str | None = None):
     """The command line's sources (a template, a script folder, a config file) behind one Server."""
     env = None
@@ -11116,17 +11788,24 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
     runner = ProcessRunner(log)
     sources, titles, instructions = [], [], None
-    if config is not None:
+    if options["url"] is not None:
+        if config is not None:
+            raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
+                             % options["url"])
+        if not re.match(r"https?://[^/?#]+", options["url"]):
+            raise UsageError("--url needs an http:// or https:// URL, not %r" % options["url"])
+        options["no_manager_tools"] = True
+    if config is not None or options["url"] is not None:
 
         def load():
-            loader = ConfigLoader(config)
+            loader = ConfigLoader(config) if config is not None else ConfigLoader("--url", data=url_config(options["url"]))
             found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"],
                                       script_options, skill_prompts=not options["no_skill_prompts"])
             log.add_secrets(loader.secrets)
             return loader, found, info
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
-            found = [aggregator_for(found, info, load, loader.path, runner, log, options, script_options)]
+            found = [aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)]
         elif options["namespace"]:
             raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
                              % (options["namespace"], loader.path))
@@ -11251,7 +11930,8 @@ def main(argv: list | None = None) -> int:
             if not os.path.exists(config):
                 raise UsageError("%s needs --config FILE (or a config at %s; create one with "
                                  "mcpstudio init NAME --command CMD)" % (command, config))
-        if not words and not options["root_directory"] and not options["skills"] and config is None:
+        if not words and not options["root_directory"] and not options["skills"] and config is None \
+                and options["url"] is None:
             raise UsageError("no command given; e.g. mcpstudio echo \"{message}\" (see --help)")
         secrets = [pair.partition("=")[2] for pair in options["env"] if looks_secret(pair.partition("=")[0])]
         level = (options["log_level"] or "info").lower()

@@ -8162,12 +8162,12 @@ class ConformanceThroughTests(ScratchDir):
                     self.assertEqual(lost, [], "scenarios that pass directly but fail through mcpstudio")
 
     @staticmethod
-    def report(lines):
+    def report(lines, name="conformance-through.txt"):
         text = "\n".join(lines) + "\n"
         sys.stdout.write("\n" + text)
         folder = os.environ.get("MCPSTUDIO_REPORT_DIR")
         if folder:
-            with open(os.path.join(folder, "conformance-through.txt"), "w") as f:
+            with open(os.path.join(folder, name), "w") as f:
                 f.write(text)
 
     @staticmethod
@@ -8178,6 +8178,67 @@ class ConformanceThroughTests(ScratchDir):
             return True
         except OSError:
             return False
+
+
+@unittest.skipUnless(NODE22 and CONFORMANCE, "needs the conformance suite (MCPSTUDIO_CONFORMANCE, MCPSTUDIO_NODE22)")
+class ConformanceClientTests(ScratchDir):
+    """Issue 19: the suite's client scenarios with mcpstudio as the client (this file's conformance_client adapter).
+
+    Every scenario a revision requires must pass but those KNOWN lists with the reason; the extension
+    scenarios (client credentials, DPoP, enterprise-managed and workload identity) are run and reported."""
+
+    KNOWN = {}  # (version, scenario) -> why it is not expected to pass
+
+    def scenarios(self, version: str) -> tuple:
+        """(required client scenarios, extension client scenarios) of `version`."""
+        out = subprocess.run([NODE22, CONFORMANCE, "list", "--client", "--requirements", version],
+                             capture_output=True, text=True, timeout=60).stdout
+        required, extension, part = [], [], None
+        for line in out.splitlines():
+            if line.startswith("Client scenarios"):
+                part = required
+            elif line.strip().startswith("extension"):
+                part = extension
+            elif not line.startswith("  ") or line.strip().startswith(("added-after", "pending")):
+                part = None if line.strip() else part
+            if part is not None and re.match(r"^\s+- (\S+)(?: \[client\])?$", line):
+                part.append(re.match(r"^\s+- (\S+)", line).group(1))
+        return required, extension
+
+    def run_scenario(self, version: str, scenario: str) -> tuple:
+        """(passed, failed, first failures) of one scenario, mcpstudio the client."""
+        out = os.path.join(self.dir, "%s-%s" % (version, scenario.replace("/", "_")))
+        command = "%s %s --conformance-client" % (sys.executable, os.path.abspath(__file__))
+        proc = subprocess.run([NODE22, CONFORMANCE, "client", "--command", command, "--scenario", scenario,
+                               "--spec-version", version, "-o", out, "--timeout", "60000"],
+                              capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+        text = proc.stdout + proc.stderr  # where it prints depends on its version
+        match = re.search(r"Passed: (\d+)/(\d+), (\d+) failed", text)
+        if not match:
+            return 0, 1, [text[-1000:]]
+        failures = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in text.splitlines() if "FAILURE" in line][:3]
+        return int(match.group(1)), int(match.group(3)), failures
+
+    def test_client_scenarios(self):
+        import concurrent.futures
+        report, unexpected = [], []
+        self.addCleanup(ConformanceThroughTests.report, report, "conformance-client.txt")
+        for version in ("2025-11-25", "2026-07-28"):
+            required, extension = self.scenarios(version)
+            self.assertGreater(len(required), 10, "the suite listed no client scenarios for %s" % version)
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:  # two at a time: each starts 3 Pythons
+                results = dict(zip(required + extension, pool.map(lambda s: self.run_scenario(version, s),
+                                                                  required + extension)))
+            passing = sum(1 for s in required if not results[s][1])
+            report.append("%s: %d of %d required client scenarios pass with mcpstudio as the client"
+                          % (version, passing, len(required)))
+            for scenario in required + extension:
+                passed, failed, failures = results[scenario]
+                report.append("  %-45s %3d/%-3d %s" % (scenario, passed, passed + failed,
+                                                       "(extension)" if scenario in extension else ""))
+                if failed and scenario in required and (version, scenario) not in self.KNOWN:
+                    unexpected.append("%s %s: %s" % (version, scenario, failures))
+        self.assertEqual(unexpected, [], "required client scenarios that failed")
 
 
 # --------------------------------------------------------------------------
@@ -10009,5 +10070,76 @@ def load_tests(loader, tests, pattern):
     return unittest.TestSuite(case for index, case in enumerate(tests) if index % n == k - 1)
 
 
+# --------------------------------------------------------------------------
+# The conformance suite's client scenarios (issue 19): this file is the adapter
+# --------------------------------------------------------------------------
+# `conformance client --command "python3 test_mcpstudio.py --conformance-client"` runs
+# the adapter with the scenario's URL last; it maps the scenario to `mcpstudio inspect`
+# and `mcpstudio call` as a user would type them, with $BROWSER set to `--test-browser`,
+# which follows the authorization server's redirect to mcpstudio's loopback callback.
+
+CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the suite's Client ID Metadata Document
+
+
+def follow_sign_in(url: str) -> int:
+    """A browser for tests: open the authorization URL, follow its redirect to the callback."""
+    import urllib.error
+    import urllib.request
+
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+    try:
+        urllib.request.build_opener(Stay).open(url, timeout=10).read()
+        return 1  # no redirect: nothing to follow
+    except urllib.error.HTTPError as exc:
+        location = exc.headers.get("Location")
+        if not location:
+            return 1
+    urllib.request.urlopen(location, timeout=10).read()
+    return 0
+
+
+def conformance_client(url: str) -> int:
+    """One client scenario: the mcpstudio commands a user would run against `url`."""
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    here = os.path.dirname(os.path.abspath(__file__))
+    work = tempfile.mkdtemp(prefix="mcpstudio-conformance-")
+    env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(work, "config"), XDG_CACHE_HOME=os.path.join(work, "cache"),
+               BROWSER="%s %s --test-browser %%s" % (sys.executable, os.path.abspath(__file__)))
+    mcpstudio = [sys.executable, os.path.join(here, "mcpstudio.py")]
+    mode = ["--url", url] + (["--log", os.environ["MCPSTUDIO_ADAPTER_LOG"]] if os.environ.get("MCPSTUDIO_ADAPTER_LOG") else [])
+    oauth = {"browser": True, "clientMetadataUrl": CIMD_URL}
+    if context.get("client_id"):  # pre-registered credentials, as a user writes them in the config
+        oauth.update(clientId=context["client_id"], clientSecret=context.get("client_secret", ""))
+    if scenario.startswith("auth/"):
+        config = os.path.join(work, "servers.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"remote": {"url": url, "prefix": "", "oauth": oauth}}}, f)
+        mode = ["serve", "--config", config, "--no-manager-tools"]
+
+    def run(*words):
+        return subprocess.run(mcpstudio + list(words), env=env, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, text=True).stdout
+
+    if scenario.startswith("auth/"):
+        return subprocess.run(mcpstudio + ["call", "test-tool"] + mode, env=env, stdin=subprocess.DEVNULL).returncode
+    listing = json.loads(run("inspect", "--json", *mode) or "{}")
+    tools = [tool["name"] for tool in listing.get("tools", [])]
+    if scenario in ("json-schema-ref-no-deref", "request-metadata") or not tools:
+        return 0 if listing else 1
+    if scenario == "json-schema-2020-12-preservation":
+        focal = next(t for t in listing["tools"] if t["name"] == "json_schema_2020_12_tool")
+        return subprocess.run(mcpstudio + ["call", "json_schema_echo", "--json", json.dumps({"schema": focal["inputSchema"]})]
+                              + mode, env=env, stdin=subprocess.DEVNULL).returncode
+    return subprocess.run(mcpstudio + ["call", tools[0], "a=2", "b=3", "--yes"] + mode, env=env,
+                          stdin=subprocess.DEVNULL).returncode
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--test-browser"]:
+    sys.exit(follow_sign_in(sys.argv[2]))
+if __name__ == "__main__" and sys.argv[1:2] == ["--conformance-client"]:
+    sys.exit(conformance_client(sys.argv[-1]))
 if __name__ == "__main__":
     unittest.main()
