@@ -6180,6 +6180,7 @@ SERVER_START_FAILED = -32001
 SERVER_NOT_RUNNING = -32003
 SERVER_TIMEOUT = -32004       # the seed's "-32002 timeout", moved off the spec's code
 SERVER_ANSWER_TOO_LARGE = -32005
+SERVER_SIGN_IN = -32007       # a URL server wants a sign-in that this process may not start (the message says how)
 
 START_TIMEOUT = 30.0          # seconds a server may take to start and list its tools
 TOOL_TIMEOUT = 60.0           # seconds a forwarded request may take
@@ -7149,6 +7150,26 @@ class OAuthClient:
         self.store.save(self.state)
         self.say("%s: signed in (%s)" % (self.name, "scopes: " + tokens["scope"] if tokens["scope"] else "no scopes"))
 
+    def login(self):
+        """Sign in afresh (the `login` command): ask the server unsigned, then answer its challenge."""
+        import urllib.error
+        import urllib.request
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "mcpstudio", "version": __version__}}}).encode()
+        request = urllib.request.Request(self.url, data=body, headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        try:
+            with urllib.request.urlopen(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
+                status, header = response.status, response.headers.get("WWW-Authenticate", "")
+        except urllib.error.HTTPError as exc:
+            status, header = exc.code, exc.headers.get("WWW-Authenticate", "")
+        except (OSError, ValueError) as exc:
+            raise OAuthError("cannot reach %s: %s" % (self.url, getattr(exc, "reason", None) or exc))
+        if status != 401:
+            raise OAuthError("%s answered HTTP %d without asking for a sign-in: it needs none" % (self.url, status))
+        self.sign_in(www_authenticate(header), www_authenticate(header).get("scope", "").split())
+
     def _kept_port(self, issuer: str) -> int:
         """The port of the redirect URI registered earlier with this issuer (0: any)."""
         import urllib.parse
@@ -7184,6 +7205,15 @@ class OAuthClient:
         else:
             when = "no expiry given"
         return "signed in (%s; scopes: %s)" % (when, tokens.get("scope") or "none")
+
+
+def _encode_header(text: str) -> str:
+    """A value for an Mcp-Name or Mcp-Param header: as it is when it is plain printable ASCII, else
+    `=?base64?...?=` of its UTF-8 (SEP-2243)."""
+    if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
+        return text
+    import base64
+    return "=?base64?%s?=" % base64.b64encode(text.encode()).decode()
 
 
 class _HttpChannel:
@@ -7268,15 +7298,31 @@ class _HttpChannel:
                     params = message.get("params") or {}
                     name = params.get(_NAMED.get(method, "name"))
                     if method in _NAMED and isinstance(name, str):
-                        plain = name.isascii() and name.isprintable() and name == name.strip() \
-                            and not name.startswith("=?")
-                        import base64
-                        headers["Mcp-Name"] = name if plain else \
-                            "=?base64?%s?=" % base64.b64encode(name.encode()).decode()
+                        headers["Mcp-Name"] = _encode_header(name)
+                    if method == "tools/call":
+                        headers.update(self._param_headers(name, params.get("arguments")))
             elif up.client.protocol_version:
                 headers["MCP-Protocol-Version"] = up.client.protocol_version
             if self.session_id and not modern:  # a 2026-07-28 request belongs to no session
                 headers["Mcp-Session-Id"] = self.session_id
+        return headers
+
+    def _param_headers(self, name, arguments) -> dict:
+        """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
+        tools = (self.upstream.listing or {}).get("tools") or ()
+        tool = next((t for t in tools if t.get("name") == name), None)
+        properties = ((tool or {}).get("inputSchema") or {}).get("properties")
+        if not isinstance(properties, dict) or not isinstance(arguments, dict):
+            return {}
+        headers = {}
+        for key, schema in properties.items():
+            header = schema.get("x-mcp-header") if isinstance(schema, dict) else None
+            value = arguments.get(key)
+            if not isinstance(header, str) or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", header) \
+                    or value is None or isinstance(value, (dict, list)):
+                continue
+            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            headers["Mcp-Param-" + header] = _encode_header(text)
         return headers
 
     def _deliver(self, message, related=None):
@@ -7486,7 +7532,7 @@ class _HttpChannel:
             self._deliver(reply)
         except OAuthError as exc:  # this request fails, saying how to sign in; the server stays up
             if request_id is not None:
-                self._deliver({"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": str(exc)}})
+                self._deliver({"jsonrpc": "2.0", "id": request_id, "error": {"code": SERVER_SIGN_IN, "message": str(exc)}})
             else:
                 self.upstream.note("%s was not sent: %s" % (message.get("method"), exc))
         except (OSError, http.client.HTTPException) as exc:
@@ -7715,8 +7761,19 @@ class McpClient(RpcClient):
             return
         self.dual = MODERN_VERSIONS[0] in (result.get("supportedVersions") or ())
 
-    async def open(self):
-        """initialize and initialized; or, refused, server/discover (the 2026-07-28 era has no handshake)."""
+    async def open(self, discover_first=False):
+        """initialize and initialized; or, refused, server/discover (the 2026-07-28 era has no handshake).
+
+        `discover_first` (URL servers) asks server/discover first, as the SDKs' dual-era clients do: a server
+        that serves 2026-07-28 is then spoken to in that era only, and never sees an `initialize`."""
+        if discover_first:
+            try:
+                await self._discover(None, PROBE_TIMEOUT)
+                return
+            except UpstreamError as exc:
+                if exc.code in (SERVER_NOT_RUNNING, SERVER_SIGN_IN):
+                    raise UpstreamError(exc.code, exc.message[exc.message.find("] ") + 2:] if exc.message.startswith("[")
+                                        else exc.message, exc.data)
         self.modern = False
         try:
             result = await self.request("initialize", {
@@ -7734,18 +7791,24 @@ class McpClient(RpcClient):
         self.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    async def _discover(self, refusal):
+    async def _discover(self, refusal, timeout=None):
         self.modern = True
         try:
-            result = await self.request("server/discover", {})
+            try:
+                result = await self.request("server/discover", {}, timeout)
+            except UpstreamError as exc:  # -32022 lists what it serves: again, if ours is among them
+                supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+                if exc.code != UNSUPPORTED_VERSION or MODERN_VERSIONS[0] not in (supported or ()):
+                    raise
+                result = await self.request("server/discover", {}, timeout)
         except UpstreamError as exc:
             self.modern = False
             raise UpstreamError(exc.code, "it refused initialize (%s) and server/discover (%s)"
-                                % (refusal.message, exc.message))
+                                % (refusal.message if refusal else "not tried", exc.message))
         if MODERN_VERSIONS[0] not in (result.get("supportedVersions") or ()):
             self.modern = False
             raise UpstreamError(INTERNAL_ERROR, "it refused initialize (%s) and supports none of %s"
-                                % (refusal.message, ", ".join(MODERN_VERSIONS)))
+                                % (refusal.message if refusal else "not tried", ", ".join(MODERN_VERSIONS)))
         self.protocol_version = MODERN_VERSIONS[0]
         self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
         info = (result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo")
@@ -8085,7 +8148,7 @@ class Upstream:
     async def _handshake(self):
         self.client.offered = self.hub.offered()
         self.client.dual, self.client.modern_only = False, set()
-        await self.client.open()
+        await self.client.open(discover_first=self.spec.url is not None and self.spec.transport == "http")
         if not self.client.modern:
             await self.client.probe(min(self.spec.startup_timeout, PROBE_TIMEOUT))
         if self.hub.log_level and "logging" in self.client.capabilities and not self.client.modern:
@@ -8962,19 +9025,25 @@ class Aggregator:
             return await self._exchange(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
         except UpstreamError as exc:
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
-                            SERVER_ANSWER_TOO_LARGE):
+                            SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
                 return tool_error(exc.message)
             raise
 
     async def await_owner(self, name: str) -> bool:
-        """Wait for the servers that were still starting when the tools were listed (past LIST_WAIT) and
-        may own tool `name` (their prefix fits); True if there were any, so the caller lists again."""
-        starting = [u for u in self._active() if u.state == "starting" and u.known() is None
-                    and (not u.spec.prefix or name.startswith(u.spec.prefix + self.separator))]
-        if starting:
-            self.log.info("%s: waiting for %s to list its tools", name, ", ".join(u.spec.id for u in starting))
-            await asyncio.wait([u.start() for u in starting])  # each bounded by its startupTimeout
-        return bool(starting)
+        """Wait for the servers that may own tool `name` (their prefix fits) but have never listed their tools:
+        still starting when the tools were listed (past LIST_WAIT), or failed, which are started again (the
+        user may have signed in meanwhile). True if one of them runs now, so the caller lists again; a
+        failure is raised with its reason rather than "Unknown tool"."""
+        owners = [u for u in self._active() if u.state in ("starting", "failed") and u.known() is None
+                  and not u.user_stopped and (not u.spec.prefix or name.startswith(u.spec.prefix + self.separator))]
+        if not owners:
+            return False
+        self.log.info("%s: waiting for %s to list its tools", name, ", ".join(u.spec.id for u in owners))
+        await asyncio.wait([u.start(wait_backoff=False) for u in owners])  # each bounded by its startupTimeout
+        if any(u.state == "running" for u in owners):
+            return True
+        raise McpError(INVALID_PARAMS, "Unknown tool: %s: server `%s` has not listed its tools: %s" % (
+            name, owners[0].spec.id, owners[0].last_error or "it failed to start"))
 
     def _check_permitted(self, upstream, name: str, original: str):
         """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
@@ -9444,6 +9513,11 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
         print()
         for row in rows:
             print(("%-*s  %-*s  %s" % (width[0], row[0], width[1], row[1], row[2])).rstrip())
+    signed = [spec for spec in plan.specs if spec.url and spec.oauth is not None and not spec.error]
+    if signed:
+        print("\nsign-in (OAuth; `mcpstudio login NAME` signs in):")
+        for spec in signed:
+            print("  %-*s  %s" % (max(len(s.key) for s in signed), spec.key, OAuthClient(spec.url).summary()))
     if plan.namespaces:
         print("\nnamespaces:")
         for name, ns in plan.namespaces.items():
@@ -10658,9 +10732,11 @@ def elicitation_answer(params: dict, assume_yes: bool, ask=input) -> dict:
     content = {}
     for key, field in fields.items():
         field = field if isinstance(field, dict) else {}
-        if assume_yes:
+        if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
             if "default" in field:
                 content[key] = field["default"]
+            elif field.get("type") == "boolean":
+                content[key] = True
             continue
         choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
                                         if isinstance(option, dict)]
@@ -11310,6 +11386,54 @@ def remove_command(words: list) -> int:
     return 0
 
 
+def _sign_in_for(words: list, command: str) -> OAuthClient:
+    """The OAuthClient of `login`/`logout NAME|URL [--config FILE]`: a URL server of the config by name, or a URL."""
+    found, path, rest = _config_option(words, command)
+    if found.get("help"):
+        return None
+    if len(rest) != 1:
+        raise UsageError("%s takes one server: the NAME of a URL server in the config, or its URL" % command)
+    target = rest[0]
+    specs = []
+    if os.path.exists(path) or found.get("--config"):
+        log = Log()
+        _, info = ConfigLoader(path).load(ProcessRunner(log), log, RunSettings())
+        specs = [spec for spec in (info["upstream"].specs if info["upstream"] else ()) if spec.url]
+    spec = next((s for s in specs if target in (s.key, s.id, s.url)), None)
+    if spec is not None:
+        if spec.oauth is None:
+            raise UsageError("%s: server %s has \"oauth\": false in %s" % (command, target, path))
+        return OAuthClient(spec.url, spec.key, spec.oauth, interactive=True, config=path)
+    if re.match(r"https?://[^/?#]+", target):
+        return OAuthClient(target, interactive=True)
+    raise UsageError("%s: %s is not a URL server of %s (those are: %s); give its URL instead" % (
+        command, target, path, ", ".join(s.key for s in specs) or "none"))
+
+
+def login_command(words: list) -> int:
+    """`login NAME|URL [--config FILE]`: sign in to a remote server now, in the browser."""
+    oauth = _sign_in_for(words, "login")
+    if oauth is None:
+        print(SUBCOMMAND_HELP["login"])
+        return 0
+    oauth.login()
+    print("signed in to %s: %s (kept in %s)" % (oauth.name, oauth.summary(), oauth.store.path))
+    return 0
+
+
+def logout_command(words: list) -> int:
+    """`logout NAME|URL [--config FILE]`: forget a server's tokens and client registration."""
+    oauth = _sign_in_for(words, "logout")
+    if oauth is None:
+        print(SUBCOMMAND_HELP["logout"])
+        return 0
+    if oauth.store.delete():
+        print("signed out of %s (deleted %s)" % (oauth.name, oauth.store.path))
+    else:
+        print("%s: not signed in (no %s)" % (oauth.name, oauth.store.path))
+    return 0
+
+
 def _namespace_members(data: dict, create: str | None = None) -> dict:
     """name -> (its list of server names, its entry) for each namespace of a config, in every form the
     server reads: {"NS": {"servers": [...]}}, mcp-studio's {"NS": {"serverIds": [...]}}, {"NS": [...]},
@@ -11576,6 +11700,7 @@ USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
          "       mcpstudio [OPTIONS] serve|check [--config FILE] [--namespace NAME]\n"
          "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
          "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
+         "       mcpstudio login|logout NAME|URL [--config FILE]\n"
          "       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)")
 
 # Each subcommand's own --help.
@@ -11616,6 +11741,14 @@ SUBCOMMAND_HELP = {
             "  mcpstudio call search query=mcp --url https://mcp.example.com/mcp\n"
             "  mcpstudio call git limit=3 git log '[--oneline]' -n '{limit}'\n"
             "  mcpstudio call get-sum --json '{\"a\": 1, \"b\": 2}' -- npx -y @modelcontextprotocol/server-everything",
+    "login": "usage: mcpstudio login NAME|URL [--config FILE]\n\n"
+             "Sign in to a remote MCP server with OAuth now, in the browser ($BROWSER names another\n"
+             "program): NAME is a URL server of the config (its \"oauth\" block applies), or give the URL.\n"
+             "The tokens are kept, readable by you only, in the oauth folder beside the default config\n"
+             "($XDG_CONFIG_HOME/mcpstudio/oauth), and refreshed when they expire; `serve` uses them.\n"
+             "`status` shows each server's sign-in.",
+    "logout": "usage: mcpstudio logout NAME|URL [--config FILE]\n\n"
+              "Forget a server's tokens and client registration (the next use signs in again).",
     "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
                "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
                "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"
@@ -11876,11 +12009,12 @@ def _claim_stdout() -> int:
 
 
 SUBCOMMANDS = ("serve", "check", "init", "status", "inspect", "call", "install", "import", "add", "remove", "list",
-               "namespace", "zipapp")
+               "namespace", "zipapp", "login", "logout")
 # Subcommands that read their own words (the others take mcpstudio's options).
 _OWN_WORDS = {"init": init_config, "inspect": inspect_command, "call": call_command, "install": install_command,
               "import": import_command, "add": add_command, "remove": remove_command, "list": list_command,
-              "namespace": namespace_command, "zipapp": zipapp_command}
+              "namespace": namespace_command, "zipapp": zipapp_command, "login": login_command,
+              "logout": logout_command}
 
 
 def _prog() -> str:
