@@ -6201,6 +6201,7 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
+                "protocolVersion",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
@@ -6252,6 +6253,7 @@ class UpstreamSpec:
         self.secrets = []
         self.notes = []  # what of the entry is accepted but not used, said once at startup
         self.oauth = {}  # a URL server's `oauth` settings (see OAuthClient); None: never sign in
+        self.protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
 
     def public_name(self, name: str, separator: str) -> str:
         """The name a client sees for the server's tool or prompt `name`."""
@@ -6260,7 +6262,7 @@ class UpstreamSpec:
     @property
     def launch(self) -> str:
         """What starts the server: a change here means a restart (and another cache entry)."""
-        return _fingerprint(self.command, self.args, self.cwd, self.env, self.url, self.headers)
+        return _fingerprint(self.command, self.args, self.cwd, self.env, self.url, self.headers, self.protocol)
 
     @property
     def settings(self) -> str:
@@ -6484,6 +6486,11 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
             setattr(spec, attr, float(value))
         elif key == "toolTimeout" and base_timeout:
             spec.tool_timeout = base_timeout
+    spec.protocol = loader.get(entry, "protocolVersion", str, where)
+    if spec.protocol is not None and spec.protocol not in MODERN_VERSIONS + PROTOCOL_VERSIONS:
+        raise loader.error(_join(where, "protocolVersion"), "expected one of %s (or leave it out: mcpstudio then "
+                           "tries initialize, and server/discover when refused), not %s"
+                           % (", ".join(MODERN_VERSIONS + PROTOCOL_VERSIONS), json.dumps(spec.protocol)))
     spec.max_concurrency = loader.get(entry, "maxConcurrency", int, where, 0)
     if spec.max_concurrency < 0:
         raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
@@ -7761,26 +7768,21 @@ class McpClient(RpcClient):
             return
         self.dual = MODERN_VERSIONS[0] in (result.get("supportedVersions") or ())
 
-    async def open(self, discover_first=False):
+    async def open(self, version=None):
         """initialize and initialized; or, refused, server/discover (the 2026-07-28 era has no handshake).
 
-        `discover_first` (URL servers) asks server/discover first, as the SDKs' dual-era clients do: a server
-        that serves 2026-07-28 is then spoken to in that era only, and never sees an `initialize`."""
-        if discover_first:
-            try:
-                await self._discover(None, PROBE_TIMEOUT)
-                return
-            except UpstreamError as exc:
-                if exc.code in (SERVER_NOT_RUNNING, SERVER_SIGN_IN):
-                    raise UpstreamError(exc.code, exc.message[exc.message.find("] ") + 2:] if exc.message.startswith("[")
-                                        else exc.message, exc.data)
+        `version` (the config's `protocolVersion`) pins the era: 2026-07-28 asks server/discover only, so the
+        server never sees an `initialize`; a handshake version is the only one offered, with no fallback."""
+        if version in MODERN_VERSIONS:
+            await self._discover(None)
+            return
         self.modern = False
         try:
             result = await self.request("initialize", {
-                "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": self.offered,
+                "protocolVersion": version or LATEST_PROTOCOL_VERSION, "capabilities": self.offered,
                 "clientInfo": {"name": "mcpstudio", "version": __version__}})
         except UpstreamError as exc:
-            if exc.code in (SERVER_NOT_RUNNING, SERVER_TIMEOUT):
+            if exc.code in (SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_SIGN_IN) or version:
                 raise
             await self._discover(exc)
             return
@@ -8148,8 +8150,8 @@ class Upstream:
     async def _handshake(self):
         self.client.offered = self.hub.offered()
         self.client.dual, self.client.modern_only = False, set()
-        await self.client.open(discover_first=self.spec.url is not None and self.spec.transport == "http")
-        if not self.client.modern:
+        await self.client.open(self.spec.protocol)
+        if not self.client.modern and not self.spec.protocol:
             await self.client.probe(min(self.spec.startup_timeout, PROBE_TIMEOUT))
         if self.hub.log_level and "logging" in self.client.capabilities and not self.client.modern:
             await self.set_level(self.hub.log_level)
@@ -11661,6 +11663,8 @@ OPTIONS = [_Option(*o) for o in (
      "serve the tools, resources and script folders of a JSON config file (see `serve`)"),
     (("--url",), "url", "URL", "value",
      "serve the MCP server at URL over stdio, signing in with OAuth when it asks (a bridge, as mcp-remote)"),
+    (("--protocol-version",), "protocol_version", "VERSION", "value",
+     "with --url: speak this MCP revision (2026-07-28, 2025-11-25, ...) instead of trying initialize first"),
     (("--root-directory",), "root_directory", "DIR", "value",
      "serve every executable script under DIR as a tool (script mode)"),
     (("--include",), "include", "GLOB", "append",
@@ -11875,11 +11879,13 @@ def _exit_codes(text) -> tuple:
     return codes
 
 
-def url_config(url: str) -> dict:
+def url_config(url: str, version=None) -> dict:
     """The config `--url URL` serves: that one server, its tools unprefixed, signing in with the browser."""
     import urllib.parse
-    return {"mcpServers": {urllib.parse.urlsplit(url).netloc: {"url": url, "prefix": "", "startupTimeout": OAUTH_CALLBACK_WAIT + 30,
-                                 "oauth": {"browser": True}}}}
+    entry = {"url": url, "prefix": "", "startupTimeout": OAUTH_CALLBACK_WAIT + 30, "oauth": {"browser": True}}
+    if version:
+        entry["protocolVersion"] = version
+    return {"mcpServers": {urllib.parse.urlsplit(url).netloc: entry}}
 
 
 def _build_server(options: dict, words: list, log: Log, config: str | None = None):
@@ -11928,10 +11934,12 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         if not re.match(r"https?://[^/?#]+", options["url"]):
             raise UsageError("--url needs an http:// or https:// URL, not %r" % options["url"])
         options["no_manager_tools"] = True
+    elif options["protocol_version"] is not None:
+        raise UsageError("--protocol-version goes with --url (a config's server takes \"protocolVersion\")")
     if config is not None or options["url"] is not None:
 
         def load():
-            loader = ConfigLoader(config) if config is not None else ConfigLoader("--url", data=url_config(options["url"]))
+            loader = ConfigLoader(config) if config is not None else ConfigLoader("--url", data=url_config(options["url"], options["protocol_version"]))
             found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"],
                                       script_options, skill_prompts=not options["no_skill_prompts"])
             log.add_secrets(loader.secrets)

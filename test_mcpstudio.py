@@ -11,7 +11,9 @@ installs them and points MCPSTUDIO_SDK_PYTHON / MCPSTUDIO_INSPECTOR at them.
 """
 
 import collections
+import contextlib
 import asyncio
+import io
 import json
 import os
 import re
@@ -8440,6 +8442,38 @@ class OAuthPartsTests(unittest.TestCase):
         self.assertEqual(challenge, base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("="))
         self.assertNotEqual(mcpstudio.pkce_pair()[0], verifier)
 
+    def test_elicitation_answer(self):
+        schema = {"type": "object", "required": ["ok", "env"], "properties": {
+            "ok": {"type": "boolean"}, "env": {"type": "string", "enum": ["dev", "prod"], "default": "dev"},
+            "count": {"type": "integer"}, "note": {"type": "string"}}}
+        form = {"message": "Deploy?", "requestedSchema": schema}
+        for assume_yes, typed, expected in (
+                (True, [], {"action": "accept", "content": {"ok": True, "env": "dev"}}),
+                (False, ["y", "", "3", "hello"], {"action": "accept", "content": {"ok": True, "env": "dev", "count": 3,
+                                                                                 "note": "hello"}}),
+                (False, ["no", "prod", "x", ""], {"action": "accept", "content": {"ok": False, "env": "prod",
+                                                                                  "count": "x"}}),
+                (False, EOFError, {"action": "cancel"})):
+            answers = iter(typed if isinstance(typed, list) else ())
+
+            def ask(prompt, answers=answers, typed=typed):
+                if typed is EOFError:
+                    raise EOFError
+                return next(answers)
+            with self.subTest(assume_yes=assume_yes, typed=typed), contextlib.redirect_stderr(io.StringIO()) as said:
+                self.assertEqual(mcpstudio.elicitation_answer(form, assume_yes, ask), expected)
+                self.assertEqual(said.getvalue(), "mcpstudio: the server asks: Deploy?\n")
+        with contextlib.redirect_stderr(io.StringIO()) as said:
+            self.assertEqual(mcpstudio.elicitation_answer({"mode": "url", "url": "https://x"}, True), {"action": "decline"})
+        self.assertIn("asks you to open https://x; declined", said.getvalue())
+
+    def test_encode_header(self):
+        for value, expected in (("us-west1", "us-west1"), ("us west 1", "us west 1"), (" padded", "=?base64?IHBhZGRlZA==?="),
+                                ("Hello, \u4e16\u754c", "=?base64?SGVsbG8sIOS4lueVjA==?="), ("a\nb", "=?base64?YQpi?="),
+                                ("=?base64?x?=", "=?base64?PT9iYXNlNjQ/eD89?=")):
+            with self.subTest(value=value):
+                self.assertEqual(mcpstudio._encode_header(value), expected)
+
     def test_oauth_config_block(self):
         folder = tempfile.mkdtemp(prefix="mcpstudio-test-")
         self.addCleanup(shutil.rmtree, folder, True)
@@ -8460,6 +8494,13 @@ class OAuthPartsTests(unittest.TestCase):
         self.assertTrue(read({"command": "true", "oauth": {}}).notes)  # said, not used: a stdio server
         self.assertRegex(read({"url": "https://h.example/mcp", "oauth": {"clientID": "x"}}).error,
                          r"mcpServers.s.oauth.clientID: unknown key \(did you mean `clientId`\?\)")
+        self.assertEqual(read({"url": "https://h.example/mcp", "protocolVersion": "2026-07-28"}).protocol, "2026-07-28")
+        self.assertRegex(read({"url": "https://h.example/mcp", "protocolVersion": "2027-01-01"}).error,
+                         r"protocolVersion: expected one of 2026-07-28, 2025-11-25, .* not \"2027-01-01\"")
+        usage = subprocess.run(SERVER + ["--protocol-version", "2026-07-28", "echo", "{x}"], capture_output=True,
+                               text=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertEqual(usage.returncode, 2)
+        self.assertIn("--protocol-version goes with --url", usage.stderr)
 
 
 @unittest.skipUnless(NODE22 and CONFORMANCE and os.environ.get("MCPSTUDIO_CONFORMANCE_CLIENTS"),
@@ -8516,7 +8557,7 @@ class ConformanceClientTests(ScratchDir):
             required, extension = self.scenarios(version)
             self.assertGreater(len(required), 10, "the suite listed no client scenarios for %s" % version)
             with concurrent.futures.ThreadPoolExecutor(2) as pool:  # two at a time: each starts 3 Pythons
-                results = dict(zip(required + extension, pool.map(lambda s: self.run_scenario(version, s),
+                results = dict(zip(required + extension, pool.map(self.run_scenario, [version] * len(required + extension),
                                                                   required + extension)))
             for scenario in [s for s in required if results[s][1]]:  # once more, alone: a loaded machine's timeout
                 again = self.run_scenario(version, scenario)
@@ -10403,14 +10444,18 @@ def conformance_client(url: str) -> int:
     env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(work, "config"), XDG_CACHE_HOME=os.path.join(work, "cache"),
                BROWSER="%s %s --test-browser %%s" % (sys.executable, os.path.abspath(__file__)))
     mcpstudio = [sys.executable, os.path.join(here, "mcpstudio.py")]
-    mode = ["--url", url] + (["--log", os.environ["MCPSTUDIO_ADAPTER_LOG"]] if os.environ.get("MCPSTUDIO_ADAPTER_LOG") else [])
-    oauth = {"browser": True, "clientMetadataUrl": CIMD_URL}
-    if context.get("client_id"):  # pre-registered credentials, as a user writes them in the config
-        oauth.update(clientId=context["client_id"], clientSecret=context.get("client_secret", ""))
-    if scenario.startswith("auth/"):
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")  # the revision the scenario is run at
+    mode = ["--url", url] + (["--protocol-version", version] if version else [])
+    if scenario in ("auth/basic-cimd", "auth/pre-registration"):  # the config's `oauth` block: its own client id
+        oauth = {"browser": True, "clientMetadataUrl": CIMD_URL}
+        if context.get("client_id"):
+            oauth.update(clientId=context["client_id"], clientSecret=context.get("client_secret", ""))
         config = os.path.join(work, "servers.json")
+        entry = {"url": url, "prefix": "", "oauth": oauth}
+        if version:
+            entry["protocolVersion"] = version
         with open(config, "w") as f:
-            json.dump({"mcpServers": {"remote": {"url": url, "prefix": "", "oauth": oauth}}}, f)
+            json.dump({"mcpServers": {"remote": entry}}, f)
         mode = ["serve", "--config", config, "--no-manager-tools"]
 
     def run(*words):
