@@ -7288,7 +7288,8 @@ class _HttpChannel:
     def _headers(self, message=None, url=None) -> dict:
         headers = {"Accept": "application/json, text/event-stream"}
         headers.update(self.spec.headers)
-        if self.oauth is not None and _origin(url or self.post_url) == _origin(self.spec.url):  # only where it was issued
+        url = url or self.post_url
+        if self.oauth is not None and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
             bearer = self.oauth.header()
             if bearer:
                 headers["Authorization"] = bearer
@@ -8819,8 +8820,11 @@ class Aggregator:
         self.refusal = None
         members = plan.namespaces[self.namespace]["servers"] if self.namespace else None
         chosen = [spec for spec in plan.specs if members is None or spec.id in members]
-        self.log.info("%s: namespace %s (%s); servers: %s", os.path.basename(self.config_path or "config"),
-                      self.namespace or "(all)", self.chosen_by, ", ".join(spec.id for spec in chosen) or "none")
+        if self.config_path is None and len(chosen) == 1 and chosen[0].url:  # --url
+            self.log.debug("serving %s", self.log.mask(chosen[0].url))
+        else:
+            self.log.info("%s: namespace %s (%s); servers: %s", os.path.basename(self.config_path or "config"),
+                          self.namespace or "(all)", self.chosen_by, ", ".join(spec.id for spec in chosen) or "none")
         for spec in chosen:
             self.log.add_secrets(spec.secrets)
             if spec.error:
@@ -9529,6 +9533,520 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
         return 1
     failed = [r for r in (checks or ()) if r[3]]
     return 1 if failed or any(s.error for s in plan.specs) else 0
+
+
+# --------------------------------------------------------------------------
+# tui: the config's MCP servers in the terminal
+# --------------------------------------------------------------------------
+# Two classes. `Board` is the model, without curses: the config's servers, the
+# ones it started (the same Aggregator and Upstream code as `serve`, on an
+# asyncio loop in a thread) and its edits (the same code as the CLI commands,
+# so each keeps its .bak and writes through a symlink). `TuiScreen` draws it
+# with curses and turns keys into the Board's actions; it never waits on a
+# server, so a slow start never freezes the screen. curses is imported by
+# `tui` only: serving never loads it.
+
+TUI_TICK_MS = 100  # the screen is redrawn this often while no key is pressed
+TUI_KEYS = (
+    ("Up/Down j/k", "move (in details: between tools)"), ("/", "filter the servers by name"),
+    ("Enter", "details: command or URL, env names, tools and their permissions"),
+    ("t", "test: start the server as serve would and list its tools; again: stop it"),
+    ("l", "the server's log: its stderr and mcpstudio's lines about it"), ("f", "in the log: follow new lines"),
+    ("c", "in details: call the selected tool, with a form made from its input schema"),
+    ("p", "in details: allow or deny the selected tool in the namespace shown"),
+    ("e", "enable or disable the server"), ("a", "add a server: a name, then a command or a URL"),
+    ("d", "remove the server (asks first)"),
+    ("n", "namespaces: create one, assign the server, make one the default, choose the one shown"),
+    ("r", "read the config again"), ("?", "this help"), ("Esc", "back"),
+    ("q", "quit; stops every server the TUI started"))
+
+
+class _TuiLog(Log):
+    """mcpstudio's own lines, kept for the log panel: the terminal belongs to curses."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = collections.deque(maxlen=500)
+
+    def _write(self, level: str, message: str, to_stderr: bool):
+        self.lines.append("%s mcpstudio: %s%s" % (time.strftime("%H:%M:%S"), "" if level == "info" else level + ": ",
+                                                  self.mask(message)))
+
+
+class Board:
+    """What the TUI shows and does, without curses (see the section comment)."""
+
+    def __init__(self, path: str, namespace=None):
+        self.path, self.shown = path, namespace  # `shown`: the namespace whose permissions show and toggle
+        self.log = _TuiLog()
+        self.runner = ProcessRunner(self.log)
+        self.plan = None
+        self.said = ""  # what the last action did or why it was refused, for the status line
+        self.results = {}  # (server id, tool) -> the last call's text, or None while it runs
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="mcpstudio-tui", daemon=True).start()
+        self.hub = self.run(self._open())
+
+    def run(self, coroutine, timeout=30):
+        """Run on the loop and wait: for quick things only (reading the config, stopping)."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def submit(self, coroutine):
+        """Run on the loop without waiting (a start, a call); its outcome shows on the screen."""
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        return future
+
+    def _read(self):
+        """The config again: the whole plan for the screen, and every server (no namespace) for the hub."""
+        loader = ConfigLoader(self.path)
+        _, info = loader.load(self.runner, self.log, RunSettings())
+        self.log.add_secrets(loader.secrets)
+        self.plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
+        if self.shown is None or self.shown not in self.plan.namespaces:
+            self.shown = select_namespace(self.plan.namespaces, None, self.plan.default, self.plan.default_key)[0]
+        return [], UpstreamPlan(self.plan.specs, {}, None, self.plan.default_key, self.plan.permissions), None
+
+    async def _open(self):
+        _, plan, _ = self._read()
+        hub = Aggregator([], plan, self.runner, self.log, watch_interval=0, config_path=self.path,
+                         reload=self._read, manager_tools=False)
+        hub.start()
+        return hub
+
+    # -- what the screen shows ---------------------------------------------------------------
+
+    def listing(self, upstream):
+        """The server's tools: live, else from the listing cache (whatever client it was listed for)."""
+        if upstream is None:
+            return None
+        return upstream.listing or upstream.cache.read() or None
+
+    def rows(self, text_filter: str = "") -> list:
+        """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
+        rows = []
+        for spec in self.plan.specs:
+            if text_filter and text_filter.lower() not in spec.key.lower():
+                continue
+            upstream = self.hub.upstreams.get(spec.id)
+            listing = self.listing(upstream)
+            state = upstream.state if upstream else "disabled" if spec.disabled else "error"
+            state = {"misconfigured": "error", "stopped-by-user": "stopped", "crashed": "failed"}.get(state, state)
+            error = spec.error or (upstream.last_error if upstream else None) or ""
+            rows.append({"name": spec.key, "id": spec.id, "transport": "url" if spec.url else "command",
+                         "enabled": not spec.disabled, "state": state,
+                         "tools": len(listing["tools"]) if listing else None, "error": " ".join(error.split()),
+                         "namespaces": [ns for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]]})
+        return rows
+
+    def details(self, server_id: str) -> dict:
+        """A server's command or URL (secrets masked), env names, tools and each tool's permission per namespace."""
+        spec = next(s for s in self.plan.specs if s.id == server_id)
+        upstream = self.hub.upstreams.get(server_id)
+        listing = self.listing(upstream) or {}
+        tools = []
+        for tool in listing.get("tools", ()):
+            allowed = {ns: self.plan.denial(ns, spec, tool["name"]) is None for ns in self.plan.namespaces}
+            tools.append({"name": tool["name"], "description": " ".join((tool.get("description") or "").split()),
+                          "schema": tool.get("inputSchema") or {}, "allowed": allowed})
+        return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
+                "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
+
+    def lines(self, server_id: str) -> list:
+        """The log panel: the server's stderr and lifecycle lines, and mcpstudio's lines naming it."""
+        upstream = self.hub.upstreams.get(server_id)
+        own = list(upstream.lines) if upstream else []
+        mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
+        return [self.log.mask(line) for line in sorted(own + mentions, key=lambda line: line[:8])]
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def toggle(self, server_id: str):
+        """`t`: start the server (listing its tools and caching them), or stop it."""
+        upstream = self.hub.upstreams.get(server_id)
+        if upstream is None:
+            self.said = "%s is not usable: %s" % (server_id, "disabled" if self._spec(server_id).disabled
+                                                  else self._spec(server_id).error)
+            return None
+        if upstream.state in ("running", "starting"):
+            self.said = "stopping %s" % server_id
+            return self.submit(upstream.stop("stopped from the TUI"))
+        self.said = "starting %s" % server_id
+
+        async def start():
+            try:
+                await upstream.ready(wait_backoff=False)
+                self.said = "%s is running: %d tools" % (server_id, len(upstream.listing["tools"]))
+            except UpstreamError as exc:
+                self.said = exc.message
+        return self.submit(start())
+
+    def call(self, server_id: str, tool: str, arguments: dict):
+        """`c`: call a tool of the server (starting it if needed); the result shows in details."""
+        upstream = self.hub.upstreams.get(server_id)
+        if upstream is None:
+            self.said = "%s is not usable" % server_id
+            return None
+        self.results[(server_id, tool)] = None
+
+        async def call():
+            import io
+            try:
+                result = await upstream.forward("tools/call", {"name": tool, "arguments": arguments}, None)
+                out = io.StringIO()
+                _print_content(result.get("content"), out)
+                if result.get("structuredContent") is not None and not out.getvalue():
+                    out.write(json.dumps(result["structuredContent"], indent=2))
+                text = ("error: " if result.get("isError") else "") + out.getvalue().strip()
+            except UpstreamError as exc:
+                text = "error: %s" % exc.message
+            self.results[(server_id, tool)] = text
+            self.said = "%s of %s answered" % (tool, server_id)
+        return self.submit(call())
+
+    def edit(self, words: list) -> bool:
+        """A config edit through the CLI command of the same name (its checks, .bak, symlink, message);
+        then the config is read again. False (and `said` why) when the command refused it."""
+        import contextlib
+        import io
+        out = io.StringIO()
+        at = words.index("--") if "--" in words else len(words)  # the options end where a server's command starts
+        try:
+            with contextlib.redirect_stdout(out):
+                _OWN_WORDS[words[0]](words[1:at] + ["--config", self.path] + words[at:])
+        except (McpStudioError, OSError) as exc:
+            self.said = "refused: %s" % exc
+            return False
+        self.reload()
+        if not self.said.startswith("the config"):
+            said = out.getvalue().strip()
+            for where in (" in %s", " from %s", " (%s)"):
+                said = said.replace(where % self.path, "")
+            self.said = said
+        return True
+
+    def reload(self):
+        """Read the config again; servers whose entry did not change keep running."""
+        try:
+            self.run(self.hub.reload())
+        except (ConfigError, UsageError) as exc:
+            self.said = "the config is not usable now: %s" % exc
+
+    def _spec(self, server_id: str):
+        return next(s for s in self.plan.specs if s.id == server_id)
+
+    async def _stop_all(self):
+        await asyncio.gather(*(u.stop("the TUI quit") for u in self.hub.upstreams.values()), return_exceptions=True)
+        await self.runner.stop_all()
+
+    def close(self):
+        """Stop every server the TUI started, and the loop."""
+        try:
+            self.run(self._stop_all(), timeout=KILL_GRACE * 4 + 10)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.runner.close_watchdog()
+
+
+class TuiScreen:
+    """The curses side of the TUI: draws the Board, reads keys (see TUI_KEYS)."""
+
+    def __init__(self, curses, window, board: Board):
+        self.curses, self.window, self.board = curses, window, board
+        self.view, self.selected, self.tool, self.scroll, self.follow = "list", 0, 0, 0, True
+        self.text_filter = ""
+        self.colors = {}
+        if curses.has_colors():
+            try:
+                curses.use_default_colors()  # the terminal's own colours, not white on black
+            except curses.error:
+                pass
+        if curses.has_colors() and not os.environ.get("NO_COLOR"):  # https://no-color.org
+            for index, (state, color) in enumerate((("running", curses.COLOR_GREEN), ("failed", curses.COLOR_RED),
+                                                    ("starting", curses.COLOR_YELLOW), ("error", curses.COLOR_RED),
+                                                    ("stopping", curses.COLOR_YELLOW)), 1):
+                curses.init_pair(index, color, -1)
+                self.colors[state] = curses.color_pair(index)
+        try:
+            curses.curs_set(0)
+        except curses.error:  # a terminal without an invisible cursor
+            pass
+        window.timeout(TUI_TICK_MS)
+        window.keypad(True)
+
+    # -- drawing ------------------------------------------------------------------------------
+
+    def put(self, y: int, x: int, text: str, attr=0):
+        """Text clipped to the window (curses raises on the last cell and beyond)."""
+        height, width = self.window.getmaxyx()
+        if 0 <= y < height and x < width:
+            try:
+                self.window.addnstr(y, x, text, max(0, width - x - (1 if y == height - 1 else 0)), attr)
+            except self.curses.error:
+                pass
+
+    def draw(self):
+        self.window.erase()
+        height, width = self.window.getmaxyx()
+        title = "mcpstudio tui  %s  namespace: %s" % (self.board.path, self.board.shown or "(all)")
+        self.put(0, 0, title[:width], self.curses.A_BOLD)
+        getattr(self, "draw_" + self.view)(height, width)
+        hint = {"list": "t:test Enter:details l:log e:on/off a:add d:remove n:namespace ?:help q:quit",
+                "details": "c:call p:allow/deny t:test l:log Esc:back ?:help q:quit",
+                "logs": "f:follow Up/Down:scroll Esc:back q:quit", "help": "Esc:back q:quit"}[self.view]
+        self.put(height - 2, 0, self.board.said[:width - 1])
+        self.put(height - 1, 0, hint, self.curses.A_REVERSE)
+        self.window.refresh()
+
+    def rows(self):
+        return self.board.rows(self.text_filter)
+
+    def current(self):
+        rows = self.rows()
+        self.selected = min(self.selected, max(0, len(rows) - 1))
+        return rows[self.selected] if rows else None
+
+    def draw_list(self, height, width):
+        rows = self.rows()
+        self.put(1, 0, "%-18s %-7s %-3s %-9s %5s  %-14s %s" % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES",
+                                                            "LAST ERROR"), self.curses.A_UNDERLINE)
+        if self.text_filter:
+            self.put(1, width - 20, ("/" + self.text_filter)[:19])
+        if not rows:
+            self.put(3, 2, "no servers%s; a adds one" % (" match /" + self.text_filter if self.text_filter else ""))
+        self.current()
+        top = max(0, self.selected - (height - 6))
+        for index, row in enumerate(rows[top:top + height - 4]):
+            line = "%-18s %-7s %-3s %-9s %5s  %-14s %s" % (
+                _clip(row["name"], 18), row["transport"], "yes" if row["enabled"] else "no", row["state"],
+                "-" if row["tools"] is None else row["tools"], _clip(",".join(row["namespaces"]) or "-", 14),
+                row["error"])
+            attr = self.curses.A_REVERSE if index + top == self.selected else 0
+            self.put(2 + index, 0, line.ljust(width)[:width], attr)
+            if attr == 0 and row["state"] in self.colors:
+                self.put(2 + index, 31, "%-9s" % row["state"], self.colors[row["state"]])
+
+    def draw_details(self, height, width):
+        row = self.current()
+        if row is None:
+            self.view = "list"
+            return
+        details = self.board.details(row["id"])
+        spec = details["spec"]
+        lines = [("%s  (%s, %s)" % (row["name"], row["state"], "enabled" if row["enabled"] else "disabled"), self.curses.A_BOLD),
+                 ("%s %s" % ("url:" if spec.url else "command:", details["launch"]), 0)]
+        if details["env"]:
+            lines.append(("env: %s" % ", ".join("%s=***" % key for key in details["env"]), 0))
+        if details["headers"]:
+            lines.append(("headers: %s" % ", ".join("%s: ***" % key for key in details["headers"]), 0))
+        if row["error"]:
+            import textwrap
+            lines.extend((text, self.colors.get("failed", 0))
+                         for text in textwrap.wrap("last error: %s" % row["error"], max(20, width - 1))[:6])
+        tools = details["tools"]
+        self.tool = min(self.tool, max(0, len(tools) - 1))
+        lines.append(("tools (%d)%s:" % (len(tools), "" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
+        shown = self.board.shown
+        for index, tool in enumerate(tools):
+            permission = ("allowed" if tool["allowed"].get(shown) else "denied") if shown else "-"
+            marks = " ".join("%s:%s" % (ns, "+" if ok else "-") for ns, ok in tool["allowed"].items())
+            text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
+            lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
+        if tools:
+            result = self.board.results.get((row["id"], tools[self.tool]["name"]), "")
+            if result is None:
+                lines.append(("calling %s ..." % tools[self.tool]["name"], 0))
+            elif result:
+                lines.append(("result of %s:" % tools[self.tool]["name"], self.curses.A_UNDERLINE))
+                lines.extend((text, 0) for text in result.splitlines()[:8])
+        selected = next((i for i, (_, attr) in enumerate(lines) if attr == self.curses.A_REVERSE), 0)
+        top = max(0, selected - (height - 5))
+        for index, (text, attr) in enumerate(lines[top:top + height - 3]):
+            self.put(1 + index, 0, text, attr)
+
+    def draw_logs(self, height, width):
+        row = self.current()
+        lines = self.board.lines(row["id"]) if row else []
+        room = height - 3
+        if self.follow:
+            self.scroll = max(0, len(lines) - room)
+        self.scroll = max(0, min(self.scroll, max(0, len(lines) - room)))
+        self.put(1, 0, "log of %s%s" % (row["name"] if row else "?", "  (following)" if self.follow else ""),
+                 self.curses.A_UNDERLINE)
+        for index, line in enumerate(lines[self.scroll:self.scroll + room - 1]):
+            self.put(2 + index, 0, line)
+        if not lines:
+            self.put(2, 2, "nothing yet: t starts the server")
+
+    def draw_help(self, height, width):
+        for index, (key, what) in enumerate(TUI_KEYS):
+            self.put(1 + index, 0, "  %-12s %s" % (key, what))
+
+    # -- input --------------------------------------------------------------------------------
+
+    def ask(self, prompt: str, initial: str = "") -> str | None:
+        """A line typed on the status line (Enter: done, Esc: None); the screen stays live meanwhile."""
+        text = initial
+        while True:
+            self.draw()
+            height, width = self.window.getmaxyx()
+            self.put(height - 2, 0, (prompt + text + "_").ljust(width - 1)[-(width - 1):], self.curses.A_BOLD)
+            self.window.refresh()
+            key = self.window.getch()
+            if key in (10, 13, self.curses.KEY_ENTER):
+                return text
+            if key == 27:
+                return None
+            if key in (8, 127, self.curses.KEY_BACKSPACE):
+                text = text[:-1]
+            elif 32 <= key < 0x110000 and key not in range(256, 512):
+                text += chr(key)
+
+    def form(self, tool: dict) -> dict | None:
+        """The arguments of a call, asked one field at a time from the tool's input schema."""
+        pairs = []
+        for key, kind, detail, _ in _schema_summary(tool["schema"]):
+            text = self.ask("%s (%s, %s): " % (key, kind, detail))
+            if text is None:
+                return None
+            if text:
+                pairs.append((key, text))
+        return _call_arguments(pairs, tool["schema"])
+
+    def key(self, key: int) -> bool:
+        """Handle one key; False to quit."""
+        char = chr(key) if 0 <= key < 256 else ""
+        board, row = self.board, self.current()
+        if char == "q":
+            return False
+        if key == 27:
+            self.view = "list"
+        elif char == "?":
+            self.view = "help"
+        elif key in (self.curses.KEY_DOWN, ord("j")) or key in (self.curses.KEY_UP, ord("k")):
+            step = 1 if key in (self.curses.KEY_DOWN, ord("j")) else -1
+            if self.view == "details":
+                self.tool = max(0, self.tool + step)
+            elif self.view == "logs":
+                self.follow, self.scroll = False, max(0, self.scroll + step)
+            else:
+                self.selected = max(0, self.selected + step)
+        elif char == "/" and self.view == "list":
+            text = self.ask("filter: ", self.text_filter)
+            self.text_filter = self.text_filter if text is None else text
+        elif key in (10, 13, self.curses.KEY_ENTER) and row:
+            self.view, self.tool = "details", 0
+        elif char == "l" and row:
+            self.view, self.follow = "logs", True
+        elif char == "f" and self.view == "logs":
+            self.follow = not self.follow
+        elif char == "t" and row:
+            board.toggle(row["id"])
+        elif char == "e" and row:
+            board.edit(["disable" if row["enabled"] else "enable", row["name"]])
+        elif char == "a":
+            self.add()
+        elif char == "d" and row:
+            if (self.ask("remove %s from the config? (y/n) " % row["name"]) or "").lower().startswith("y"):
+                board.edit(["remove", row["name"]])
+            else:
+                board.said = "kept %s" % row["name"]
+        elif char == "n" and row:
+            self.namespaces(row)
+        elif char == "r":
+            board.reload()
+            board.said = board.said if board.said.startswith("the config") else "read %s again" % board.path
+        elif char in ("c", "p") and row and self.view == "details":
+            tools = board.details(row["id"])["tools"]
+            if not tools:
+                board.said = "no tools listed yet: t starts the server"
+            elif char == "c":
+                arguments = self.form(tools[self.tool])
+                if arguments is not None:
+                    board.call(row["id"], tools[self.tool]["name"], arguments)
+            elif not board.shown:
+                board.said = "no namespace shown: n creates one or chooses which"
+            else:
+                allowed = tools[self.tool]["allowed"].get(board.shown)
+                board.edit(["namespace", "deny" if allowed else "allow", board.shown, row["name"], tools[self.tool]["name"]])
+        return True
+
+    def add(self):
+        name = self.ask("add server, name: ")
+        if not name:
+            return
+        if any(row["name"] == name for row in self.board.rows()):
+            self.board.said = "refused: a server %s exists (d removes it first)" % name
+            return
+        target = self.ask("%s: command (with its arguments) or URL: " % name)
+        if not target:
+            return
+        import shlex
+        try:
+            words = ["--url", target] if re.match(r"https?://", target) else ["--"] + shlex.split(target)
+        except ValueError as exc:
+            self.board.said = "refused: %s" % exc
+            return
+        self.board.edit(["add", name] + words)
+
+    def namespaces(self, row):
+        choice = self.ask("namespace: c create, a assign %s, d make default, s show: " % row["name"])
+        if not choice or choice[0] not in "cads":
+            return
+        name = self.ask({"c": "new namespace (with %s): " % row["name"], "a": "assign %s to namespace: " % row["name"],
+                         "d": "make this namespace the default: ", "s": "show namespace: "}[choice[0]])
+        if not name:
+            return
+        if choice[0] == "s":
+            if name in self.board.plan.namespaces:
+                self.board.shown = name
+                self.board.said = "showing namespace %s" % name
+            else:
+                self.board.said = "no namespace %s (there are: %s)" % (name, ", ".join(self.board.plan.namespaces) or "none")
+            return
+        action = {"c": "add", "a": "assign", "d": "default"}[choice[0]]
+        self.board.edit(["namespace", action, name] + ([row["name"]] if action != "default" else []))
+
+    def run(self):
+        while True:
+            self.draw()
+            key = self.window.getch()
+            if key == -1 or key == self.curses.KEY_RESIZE:
+                continue
+            if not self.key(key):
+                return
+
+
+def tui_command(words: list) -> int:
+    """`tui [--config FILE] [--namespace NAME]`: the TUI, on a terminal only."""
+    found, path, rest = _config_option(words, "tui", values=("--namespace",))
+    if found.get("help"):
+        print(SUBCOMMAND_HELP["tui"])
+        return 0
+    if rest:
+        raise UsageError("tui takes --config FILE and --namespace NAME only, not %r" % " ".join(rest))
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        sys.stderr.write("mcpstudio: error: tui needs a terminal (stdin and stdout); use `mcpstudio status` or "
+                         "`mcpstudio list` instead\n")
+        return 2
+    try:
+        import curses
+    except ImportError:
+        sys.stderr.write("mcpstudio: error: tui needs Python's curses module (on Windows: pip install windows-curses);"
+                         " use `mcpstudio status` or `mcpstudio list` instead\n")
+        return 2
+    if not os.path.exists(path):
+        raise UsageError("tui: no config at %s (give --config FILE, or add a server: mcpstudio add NAME -- COMMAND)"
+                         % path)
+    os.environ.setdefault("ESCDELAY", "25")  # Esc is a key here: ncurses waits a second by default to tell it
+    board = Board(path, found.get("--namespace"))
+    try:
+        curses.wrapper(lambda window: TuiScreen(curses, window, board).run())
+    except KeyboardInterrupt:  # Ctrl+C: curses.wrapper has restored the terminal
+        pass
+    finally:
+        board.close()
+    return 0
 
 
 # --------------------------------------------------------------------------
@@ -11436,6 +11954,36 @@ def logout_command(words: list) -> int:
     return 0
 
 
+def enable_command(words: list, enabled: bool = True) -> int:
+    """`enable NAME` / `disable NAME` [--config FILE]: whether serve starts the server (`disabled` in its entry)."""
+    command = "enable" if enabled else "disable"
+    found, path, rest = _config_option(words, command)
+    if found.get("help"):
+        print(SUBCOMMAND_HELP[command])
+        return 0
+    if len(rest) != 1:
+        raise UsageError("%s takes one server NAME, e.g. mcpstudio %s time" % (command, command))
+    name = rest[0]
+    data, text = _read_json_file(path, command)
+    group = next((g for g in ("mcpServers", "servers") if name in (data.get(g) or {})), None)
+    if group is None or not isinstance(data[group][name], dict):
+        names = [k for g in ("mcpServers", "servers") for k in (data.get(g) or {})]
+        raise ConfigError("%s: %s has no server %s (it has: %s)" % (command, path, name, ", ".join(names) or "none"))
+    entry = data[group][name]
+    for key in ("enabled", "disabled"):  # mcp-studio's `enabled` and the clients' `disabled`: one answer
+        entry.pop(key, None)
+    if not enabled:
+        entry["disabled"] = True
+    write_file_atomically(path, edited_json_text(text, data, path))
+    print("%sd %s in %s" % (command, name, path))
+    return 0
+
+
+def disable_command(words: list) -> int:
+    """`disable NAME [--config FILE]`."""
+    return enable_command(words, enabled=False)
+
+
 def _namespace_members(data: dict, create: str | None = None) -> dict:
     """name -> (its list of server names, its entry) for each namespace of a config, in every form the
     server reads: {"NS": {"servers": [...]}}, mcp-studio's {"NS": {"serverIds": [...]}}, {"NS": [...]},
@@ -11518,11 +12066,14 @@ def namespace_command(words: list) -> int:
     action, rest = rest[0], rest[1:]
     more, rest = _take_options(rest, "namespace", values=("--config",))
     path = more.get("--config") or path
-    if action not in ("add", "remove", "assign", "default") or not rest:
-        raise UsageError("namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS")
+    if action not in ("add", "remove", "assign", "default", "allow", "deny") or not rest:
+        raise UsageError("namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS | "
+                         "allow|deny NS SERVER TOOL")
+    if action in ("allow", "deny") and len(rest) != 3:
+        raise UsageError("namespace %s NS SERVER TOOL: a tool of a server, in a namespace" % action)
     data, text = _read_json_file(path, "namespace")
     namespaces = data.setdefault("namespaces", {})
-    name, servers = rest[0], rest[1:]
+    name, servers = rest[0], rest[1:2] if action in ("allow", "deny") else rest[1:]
     members = _namespace_members(data, create=name if action == "assign" else None)
     known = [k for g in ("mcpServers", "servers") for k in (data.get(g) or {})]
     for server in servers:
@@ -11556,6 +12107,14 @@ def namespace_command(words: list) -> int:
         listed = members[name][0]
         listed.extend(s for s in servers if s not in listed and _server_id(s) not in listed)
         said = "namespace %s: %s" % (name, ", ".join(listed))
+    elif action in ("allow", "deny"):  # one toolPermissions entry for the namespace, server and tool
+        server, tool = rest[1], rest[2]
+        same = (server, _server_id(server))
+        _drop_permissions(data, lambda item: _permission_value(item, "namespace", "namespaceId") == name
+                          and _permission_value(item, "server", "serverId") in same and item.get("toolName") == tool)
+        data.setdefault("toolPermissions", []).append({"namespace": name, "server": server, "toolName": tool,
+                                                       "enabled": action == "allow"})
+        said = "namespace %s: %s tool %s of %s" % (name, "allowed" if action == "allow" else "denied", tool, server)
     else:
         data[_default_key(data)] = name
         said = "default namespace: %s" % name
@@ -11705,6 +12264,7 @@ USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
          "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
          "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
          "       mcpstudio login|logout NAME|URL [--config FILE]\n"
+         "       mcpstudio tui [--config FILE] [--namespace NAME]\n"
          "       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)")
 
 # Each subcommand's own --help.
@@ -11775,8 +12335,16 @@ SUBCOMMAND_HELP = {
     "list": "usage: mcpstudio list [--config FILE] [--json]\n\nThe config's MCP servers, how each starts, and "
             "their namespaces (`status` adds tool counts).",
     "namespace": "usage: mcpstudio namespace add NS [SERVER...] [--config FILE]\n"
-                 "       mcpstudio namespace remove NS | assign NS SERVER... | default NS\n\n"
-                 "Group the config's servers: a client serves one namespace (--namespace NS, else the default).",
+                 "       mcpstudio namespace remove NS | assign NS SERVER... | default NS\n"
+                 "       mcpstudio namespace allow|deny NS SERVER TOOL\n\n"
+                 "Group the config's servers: a client serves one namespace (--namespace NS, else the default);\n"
+                 "allow and deny set one tool's permission in a namespace (toolPermissions).",
+    "enable": "usage: mcpstudio enable NAME [--config FILE]\n\nLet serve start the server again (drops `disabled`).",
+    "disable": "usage: mcpstudio disable NAME [--config FILE]\n\nKeep the server in the config, unstarted "
+               "(`disabled: true`).",
+    "tui": "usage: mcpstudio tui [--config FILE] [--namespace NAME]\n\n"
+           "See and manage the config's MCP servers in the terminal: start one to test it, read its\n"
+           "log, call its tools, enable, add, remove, group into namespaces. ? shows every key.",
     "zipapp": "usage: mcpstudio zipapp OUT.pyz\n\n"
               "Build the one-file app: run it with any Python 3.8+ (python3 OUT.pyz ...). It carries\n"
               "bytecode for the Python that built it and the source for the others.",
@@ -12017,12 +12585,12 @@ def _claim_stdout() -> int:
 
 
 SUBCOMMANDS = ("serve", "check", "init", "status", "inspect", "call", "install", "import", "add", "remove", "list",
-               "namespace", "zipapp", "login", "logout")
+               "namespace", "zipapp", "login", "logout", "enable", "disable", "tui")
 # Subcommands that read their own words (the others take mcpstudio's options).
 _OWN_WORDS = {"init": init_config, "inspect": inspect_command, "call": call_command, "install": install_command,
               "import": import_command, "add": add_command, "remove": remove_command, "list": list_command,
               "namespace": namespace_command, "zipapp": zipapp_command, "login": login_command,
-              "logout": logout_command}
+              "logout": logout_command, "enable": enable_command, "disable": disable_command, "tui": tui_command}
 
 
 def _prog() -> str:

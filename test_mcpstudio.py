@@ -6818,10 +6818,22 @@ class ToolingTests(ToolingCase):
         self.cli("remove", "time")
         listed = json.loads(self.cli("list", "--json").stdout)
         self.assertEqual([(s["name"], s["namespaces"]) for s in listed["servers"]], [("web", ["dev"])])
+        self.cli("disable", "web")  # issue 24: the TUI's e, p go through these
+        self.assertEqual(self.read_json(self.config)["mcpServers"]["web"]["disabled"], True)
+        self.cli("enable", "web")
+        self.assertNotIn("disabled", self.read_json(self.config)["mcpServers"]["web"])
+        self.assertIn("no server nope", self.cli("enable", "nope", code=1).stderr)
+        self.cli("namespace", "deny", "dev", "web", "search")
+        self.cli("namespace", "allow", "dev", "web", "search")  # replaces the entry, not a second one
+        self.assertEqual(self.read_json(self.config)["toolPermissions"],
+                         [{"namespace": "dev", "server": "web", "toolName": "search", "enabled": True}])
+        self.assertIn("no server nope", self.cli("namespace", "deny", "dev", "nope", "x", code=1).stderr)
+        self.assertIn("NS SERVER TOOL", self.cli("namespace", "deny", "dev", "web", code=2).stderr)
         self.cli("namespace", "remove", "dev")
         data = self.read_json(self.config)
         self.assertNotIn("namespaces", data)
         self.assertNotIn("defaultNamespace", data)
+        self.assertNotIn("toolPermissions", data)
         self.assertIn("after --", self.cli("add", "x", "uvx", code=2).stderr)
 
     def test_editing_a_commented_config_keeps_its_comments(self):
@@ -8183,6 +8195,259 @@ class ConformanceThroughTests(ScratchDir):
             return True
         except OSError:
             return False
+
+
+def _pyte():
+    """pyte, the terminal emulator the TUI tests read the screen with (test-only; $MCPSTUDIO_PYTE_PATH: a
+    folder it was installed in, as .ci/run does for the Pythons that lack it)."""
+    if os.environ.get("MCPSTUDIO_PYTE_PATH") and os.environ["MCPSTUDIO_PYTE_PATH"] not in sys.path:
+        sys.path.append(os.environ["MCPSTUDIO_PYTE_PATH"])
+    try:
+        import pyte
+        return pyte
+    except ImportError:
+        return None
+
+
+PYTE = _pyte()
+
+
+class TuiSession:
+    """`mcpstudio tui` in a pseudo-terminal, as a person sees it: its screen kept by pyte."""
+
+    def __init__(self, *args, env=None, rows=24, cols=80):
+        import pty
+        self.screen = PYTE.Screen(cols, rows)
+        self.stream = PYTE.ByteStream(self.screen)
+        self.master, slave = pty.openpty()
+        self.size(slave, rows, cols)
+        self.lock = threading.Lock()
+        def own_terminal():  # a session whose controlling terminal is the pty: Ctrl+C there is SIGINT, as for a person
+            import fcntl
+            import termios
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        self.proc = subprocess.Popen(SERVER + ["tui"] + list(args), stdin=slave, stdout=slave, stderr=slave,
+                                     env=dict(env or os.environ, TERM="xterm"), preexec_fn=own_terminal)
+        os.close(slave)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    @staticmethod
+    def size(fd, rows, cols):
+        import fcntl
+        import struct
+        import termios
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    def _read(self):
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            with self.lock:
+                self.stream.feed(data)
+
+    def text(self) -> str:
+        with self.lock:
+            return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def wait_for(self, *fragments, timeout=WAIT) -> str:
+        """The screen once it shows every fragment; fails the test with the screen if it never does."""
+        if not wait_until(lambda: all(f in self.text() for f in fragments), timeout, 0.05):
+            raise AssertionError("the screen never showed %r:\n%s" % (fragments, self.text()))
+        return self.text()
+
+    def row(self, name: str) -> str:
+        return next((line for line in self.text().splitlines() if line.startswith(name + " ")), "")
+
+    def press(self, keys: str):
+        os.write(self.master, keys.encode())
+
+    def resize(self, rows, cols):
+        self.size(self.master, rows, cols)
+        with self.lock:
+            self.screen.resize(rows, cols)
+        os.kill(self.proc.pid, signal.SIGWINCH)
+
+    def color_of(self, text: str) -> str:
+        """The foreground colour of the first cell of `text` on the screen."""
+        with self.lock:
+            for y, line in enumerate(self.screen.display):
+                x = line.find(text)
+                if x >= 0:
+                    return self.screen.buffer[y][x].fg
+        raise AssertionError("%r is not on the screen" % text)
+
+    def colors(self) -> set:
+        """The foreground colours of every character on the screen."""
+        with self.lock:
+            return {cell.fg for line in self.screen.buffer.values() for cell in line.values() if cell.data.strip()}
+
+    def close(self, keys="q") -> int:
+        if self.proc.poll() is None:
+            self.press(keys)
+        try:
+            return self.proc.wait(20)
+        finally:
+            if self.proc.poll() is None:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            os.close(self.master)
+
+
+@unittest.skipUnless(PYTE is not None and hasattr(os, "openpty") and sys.platform != "win32",
+                     "needs pyte (pip install pyte; .ci/run installs it) and a POSIX pseudo-terminal")
+class TuiTests(AggregatorCase):
+    """Issue 24: `mcpstudio tui` driven in a pseudo-terminal, its screen read as a person would."""
+
+    def upstream(self, name, *args):
+        return {"command": PY, "args": [self.fake, "--name", name, "--pidfile", self.pids] + list(args)}
+
+    def config(self, servers) -> str:
+        path = os.path.join(self.dir, "servers.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": servers}, f)
+        return path
+
+    def read(self, path) -> dict:
+        with open(path) as f:
+            return json.load(f)
+
+    def tui(self, path, **keys):
+        session = TuiSession("--config", path, env=self.env, **keys)
+        self.addCleanup(lambda: session.proc.poll() is None and session.close())
+        return session
+
+    def all_gone(self):
+        pids = []
+        if os.path.exists(self.pids):
+            with open(self.pids) as f:
+                pids = [int(p) for line in f for p in line.split()[:2]]
+        return wait_until(lambda: not any(alive(p) for p in pids), 10)
+
+    def test_test_details_call_log_and_quit(self):
+        path = self.config({"good": self.upstream("good"), "broken": self.upstream("broken", "--crash-at-start"),
+                            "slow": self.upstream("slow", "--slow-start", "4")})
+        tui = self.tui(path)
+        tui.wait_for("SERVER", "good", "broken", "slow", "t:test")
+        self.assertRegex(tui.row("good"), r"^good\s+command yes stopped\s+-")
+        tui.press("t")
+        tui.wait_for("good is running: 5 tools")
+        self.assertRegex(tui.row("good"), r"^good\s+command yes running\s+5")
+        tui.press("\r")
+        tui.wait_for("tools (5):", "echo", "Echo text back", "command: %s" % PY)
+        tui.press("c")
+        tui.wait_for("text (string")
+        tui.press("hi there\r")
+        tui.wait_for("result of echo:", "good: hi there")
+        tui.press("\x1bl")
+        tui.wait_for("log of good", "(following)", "mcpstudio: running: good")
+        tui.press("f")
+        self.assertTrue(wait_until(lambda: "(following)" not in tui.text()))
+        tui.press("\x1bjt")  # broken: it fails at start, and says why
+        tui.wait_for("exited with code 3")
+        self.assertRegex(tui.row("broken"), r"^broken\s+command yes failed")
+        tui.press("\r")
+        tui.wait_for("last error:", "missing API key")
+        tui.press("\x1bjt")  # slow: the screen stays live while it starts
+        tui.wait_for("starting slow")
+        self.assertTrue(wait_until(lambda: "starting" in tui.row("slow")), tui.text())
+        tui.press("?")
+        tui.wait_for("this help", "quit; stops every server the TUI started", timeout=2)  # answered within 2 s
+        tui.press("\x1b")
+        tui.wait_for("slow is running: 5 tools")
+        self.assertEqual(tui.color_of("running"), "green")  # good's row, not selected
+        self.assertEqual(tui.close(), 0)
+        self.assertTrue(self.all_gone(), "a server the TUI started outlived it")
+
+    def test_edits_go_through_the_config(self):
+        target = self.config({"good": self.upstream("good"), "other": self.upstream("other")})
+        path = os.path.join(self.dir, "link.json")  # edits write through a symlinked config
+        os.symlink(target, path)
+        tui = self.tui(path)
+        tui.wait_for("good", "other")
+        tui.press("e")
+        tui.wait_for("disabled good")
+        self.assertTrue(self.read(target)["mcpServers"]["good"]["disabled"])
+        self.assertTrue(os.path.exists(path + ".bak"))  # the edit kept the file before it
+        self.assertRegex(tui.row("good"), r"^good\s+command no\s+disabled")
+        tui.press("e")
+        tui.wait_for("enabled good")
+        self.assertNotIn("disabled", self.read(target)["mcpServers"]["good"])
+        tui.press("a" + "other\r")  # a duplicate name is refused in the form, with the reason
+        tui.wait_for("refused: a server other exists")
+        tui.press("a" + "extra\r" + "%s -c pass\r" % PY)
+        tui.wait_for("added extra")
+        self.assertEqual(self.read(target)["mcpServers"]["extra"], {"command": PY, "args": ["-c", "pass"]})
+        tui.press("jjd" + "y\r")
+        tui.wait_for("removed extra")
+        self.assertNotIn("extra", self.read(target)["mcpServers"])
+        tui.press("kk" + "n" + "c\r" + "work\r")
+        tui.wait_for("added namespace work")
+        tui.press("n" + "d\r" + "work\r")
+        tui.wait_for("default namespace: work", "namespace: work")
+        self.assertEqual((self.read(target)["namespaces"], self.read(target)["defaultNamespace"]),
+                         ({"work": {"servers": ["good"]}}, "work"))
+        tui.press("t")
+        tui.wait_for("good is running")
+        tui.press("\r")
+        tui.wait_for("tools (5):")
+        self.assertRegex(tui.text(), r"echo\s+allowed\s+work:\+")
+        tui.press("p")
+        tui.wait_for("denied tool echo of good")
+        self.assertRegex(tui.text(), r"echo\s+denied\s+work:-")
+        self.assertEqual(self.read(target)["toolPermissions"],
+                         [{"namespace": "work", "server": "good", "toolName": "echo", "enabled": False}])
+        self.assertTrue(os.path.islink(path))
+        self.assertEqual(tui.close("\x03"), 0)  # Ctrl+C quits cleanly too
+        self.assertTrue(self.all_gone())
+
+    def test_it_fits_and_follows_a_resize_and_honours_no_color(self):
+        path = self.config({"good": self.upstream("good"), "other": self.upstream("other")})
+        tui = self.tui(path, rows=30, cols=120)
+        tui.wait_for("good")
+        tui.press("jt")
+        tui.press("k")  # its row unselected: the state in colour
+        tui.wait_for("other is running")
+        self.assertTrue(wait_until(lambda: tui.color_of("running") == "green"))
+        tui.resize(24, 80)
+        self.assertTrue(wait_until(lambda: tui.text().splitlines()[-1].startswith("t:test Enter:details")),
+                        tui.text())
+        self.assertTrue(all(len(line) <= 80 for line in tui.text().splitlines()))
+        self.assertEqual(tui.close(), 0)
+        tui = TuiSession("--config", path, env=dict(self.env, NO_COLOR="1"))
+        self.addCleanup(lambda: tui.proc.poll() is None and tui.close())
+        tui.wait_for("good")
+        tui.press("jt")
+        tui.wait_for("other is running")
+        tui.press("k")
+        time.sleep(0.5)
+        self.assertEqual(tui.colors(), {"default"})
+        self.assertEqual(tui.close(), 0)
+        self.assertTrue(self.all_gone())
+
+
+class TuiWithoutTerminalTests(ScratchDir):
+    """Issue 24: what `tui` does where it cannot run, and that serving never loads curses."""
+
+    def test_without_a_terminal_it_says_what_to_use(self):
+        proc = subprocess.run(SERVER + ["tui", "--config", os.path.join(self.dir, "none.json")], capture_output=True,
+                              text=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(proc.stdout, "")
+        self.assertEqual(proc.stderr.count("\n"), 1)
+        self.assertIn("tui needs a terminal", proc.stderr)
+        self.assertIn("mcpstudio status", proc.stderr)
+
+    def test_serving_never_imports_curses(self):
+        proc = subprocess.run([PY, "-X", "importtime", os.path.join(HERE, "mcpstudio.py"), "echo", "{message}"],
+                              capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertRegex(proc.stderr, r"(?m)^import time: .*\| +json$")  # importtime ran, and lists every import
+        self.assertNotIn("curses", proc.stderr)
 
 
 class OAuthServer(ThreadedHttpServer):
