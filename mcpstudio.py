@@ -6515,6 +6515,7 @@ def _read_oauth(loader, spec: UpstreamSpec, entry: dict, where: str):
     if not isinstance(block, dict):
         raise loader.error(_join(where, "oauth"), "expected an object (clientId, clientSecret, scopes, callbackPort, "
                                                   "clientMetadataUrl, browser) or false, not %s" % _type_name(block))
+    block = {_OAUTH_ALIASES.get(key, key): value for key, value in block.items()}  # client_id: mcp-studio's spelling
     for key in block:
         if key not in OAUTH_KEYS:
             import difflib
@@ -6716,6 +6717,8 @@ OAUTH_HTTP_TIMEOUT = 30.0      # seconds for one request to an authorization ser
 OAUTH_STEP_UPS = 2             # sign-ins one request may cause (401, then 403 insufficient_scope)
 OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is refreshed
 OAUTH_KEYS = ("clientId", "clientSecret", "scopes", "callbackPort", "clientMetadataUrl", "browser")
+_OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
+                  "client_metadata_url": "clientMetadataUrl"}
 
 
 class OAuthError(McpStudioError):

@@ -4363,7 +4363,7 @@ class McpStudioConfigTests(ScratchDir):
     def test_older_shapes_read(self):
         # In-process: mcp-studio's earlier shapes: namespaces as a list of {"id", "serverIds"},
         # defaultNamespaceId, permissions with namespaceId/serverId, autostart, and OAuth keys
-        # (accepted, with a note that OAuth is not supported).
+        # (read into the server's sign-in settings, snake_case too).
         import mcpstudio
         data = self.config()
         data["namespaces"] = [{"id": "work", "name": "Work", "serverIds": ["files", "notes"]},
@@ -4384,7 +4384,7 @@ class McpStudioConfigTests(ScratchDir):
         self.assertIsNone(plan.denial("work", specs["notes"], "sleep"))
         self.assertIn("deniedTools", plan.denial(None, specs["files"], "crash"))
         self.assertTrue(specs["notes"].eager)
-        self.assertIn("OAuth is not supported", " ".join(specs["remote"].notes))
+        self.assertEqual(specs["remote"].oauth, {"clientId": "abc"})
 
     def test_mistakes_are_named(self):
         # A misspelled key, an unset bearer variable, headers on a stdio server, a permission for an
