@@ -6884,8 +6884,11 @@ class _Callback:
                 raise OAuthError("the browser did not come back within %.0f s" % timeout)
             return dict(self.found)
         finally:
-            self.server.shutdown()
-            self.server.server_close()
+            self.close()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class OAuthClient:
@@ -7133,7 +7136,7 @@ class OAuthClient:
             self._open_browser(url)
             answer = callback.wait(OAUTH_CALLBACK_WAIT)
         except BaseException:
-            callback.server.server_close()
+            callback.close()
             raise
         if answer.get("state") != state:
             raise OAuthError("the sign-in's redirect carried the wrong state; ignored it (was it another tab?)")
@@ -7254,7 +7257,7 @@ class _HttpChannel:
         if self.spec.oauth is not None and not any(key.lower() == "authorization" for key in self.spec.headers):
             hub = upstream.hub
             self.oauth = OAuthClient(self.spec.url, self.spec.key, self.spec.oauth, interactive=sys.stderr.isatty(),
-                                     say=lambda text: hub.log.info("[%s] %s", self.spec.id, text),
+                                     say=lambda text: hub.log.info("%s", text),
                                      config=getattr(hub, "config_path", None))
 
     # -- connections --------------------------------------------------------------------
@@ -9776,6 +9779,7 @@ class TuiScreen:
             pass
         window.timeout(TUI_TICK_MS)
         window.keypad(True)
+        curses.raw()  # Ctrl+C arrives as a key, whatever SIGINT's disposition (a background job ignores it)
 
     # -- drawing ------------------------------------------------------------------------------
 
@@ -9920,7 +9924,7 @@ class TuiScreen:
         """Handle one key; False to quit."""
         char = chr(key) if 0 <= key < 256 else ""
         board, row = self.board, self.current()
-        if char == "q":
+        if char in ("q", "\x03"):  # q, Ctrl+C
             return False
         if key == 27:
             self.view = "list"
@@ -10014,9 +10018,9 @@ class TuiScreen:
         while True:
             self.draw()
             key = self.window.getch()
-            if key == -1 or key == self.curses.KEY_RESIZE:
-                continue
-            if not self.key(key):
+            if key == self.curses.KEY_RESIZE:  # repaint it all: the terminal may have moved what was on it
+                self.window.clear()
+            elif key != -1 and not self.key(key):
                 return
 
 
