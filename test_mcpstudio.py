@@ -8212,13 +8212,40 @@ def _pyte():
 PYTE = _pyte()
 
 
+_XTERM_STREAM = []
+
+
+def _xterm_screen():
+    """pyte's Screen with xterm's SU and SD (CSI n S, CSI n T: scroll the margins), which pyte 0.8 lacks
+    and ncurses uses to move rows; and the ByteStream that dispatches them (kept in _XTERM_STREAM)."""
+    class Screen(PYTE.Screen):
+        def _scroll(self, count, up):
+            y, x = self.cursor.y, self.cursor.x
+            top, bottom = (self.margins.top, self.margins.bottom) if self.margins else (0, self.lines - 1)
+            self.cursor.y = bottom if up else top
+            for _ in range(count or 1):
+                self.index() if up else self.reverse_index()
+            self.cursor.y, self.cursor.x = y, x
+
+        def scroll_up(self, count=1, *args, **kwargs):
+            self._scroll(count, True)
+
+        def scroll_down(self, count=1, *args, **kwargs):
+            self._scroll(count, False)
+
+    class Stream(PYTE.ByteStream):
+        csi = dict(PYTE.ByteStream.csi, S="scroll_up", T="scroll_down")
+    _XTERM_STREAM[:] = [Stream]
+    return Screen
+
+
 class TuiSession:
     """`mcpstudio tui` in a pseudo-terminal, as a person sees it: its screen kept by pyte."""
 
-    def __init__(self, *args, env=None, rows=24, cols=80):
+    def __init__(self, *args, env=None, rows=24, cols=80, command=None):
         import pty
-        self.screen = PYTE.Screen(cols, rows)
-        self.stream = PYTE.ByteStream(self.screen)
+        self.screen = _xterm_screen()(cols, rows)
+        self.stream = _XTERM_STREAM[0](self.screen)
         self.master, slave = pty.openpty()
         self.size(slave, rows, cols)
         self.lock = threading.Lock()
@@ -8227,7 +8254,7 @@ class TuiSession:
             import termios
             os.setsid()
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-        self.proc = subprocess.Popen(SERVER + ["tui"] + list(args), stdin=slave, stdout=slave, stderr=slave,
+        self.proc = subprocess.Popen(command or SERVER + ["tui"] + list(args), stdin=slave, stdout=slave, stderr=slave,
                                      env=dict(env or os.environ, TERM="xterm"), preexec_fn=own_terminal)
         os.close(slave)
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -8322,6 +8349,10 @@ class TuiTests(AggregatorCase):
         self.addCleanup(lambda: session.proc.poll() is None and session.close())
         return session
 
+    def pid_of(self, name):
+        with open(self.pids) as f:
+            return [int(line.split()[0]) for line in f if line.split()[2:] == [name]][-1]
+
     def all_gone(self):
         pids = []
         if os.path.exists(self.pids):
@@ -8330,7 +8361,8 @@ class TuiTests(AggregatorCase):
         return wait_until(lambda: not any(alive(p) for p in pids), 10)
 
     def test_test_details_call_log_and_quit(self):
-        path = self.config({"good": self.upstream("good"), "broken": self.upstream("broken", "--crash-at-start"),
+        good = dict(self.upstream("good"), env={"API_TOKEN": "s3cret-value"})
+        path = self.config({"good": good, "broken": self.upstream("broken", "--crash-at-start"),
                             "slow": self.upstream("slow", "--slow-start", "4")})
         tui = self.tui(path)
         tui.wait_for("SERVER", "good", "broken", "slow", "t:test")
@@ -8339,7 +8371,8 @@ class TuiTests(AggregatorCase):
         tui.wait_for("good is running: 5 tools")
         self.assertRegex(tui.row("good"), r"^good\s+command yes running\s+5")
         tui.press("\r")
-        tui.wait_for("tools (5):", "echo", "Echo text back", "command: %s" % PY)
+        tui.wait_for("tools (5):", "echo", "Echo text back", "command: %s" % PY, "env: API_TOKEN=***")
+        self.assertNotIn("s3cret", tui.text())
         tui.press("c")
         tui.wait_for("text (string")
         tui.press("hi there\r")
@@ -8361,6 +8394,13 @@ class TuiTests(AggregatorCase):
         tui.press("\x1b")
         tui.wait_for("slow is running: 5 tools")
         self.assertEqual(tui.color_of("running"), "green")  # good's row, not selected
+        tui.press("/sl\r")  # the filter leaves one row
+        self.assertTrue(wait_until(lambda: tui.row("slow") and not tui.row("good")), tui.text())
+        tui.press("t")  # t again stops it
+        tui.wait_for("stopping slow")
+        self.assertTrue(wait_until(lambda: "stopped" in tui.row("slow")), tui.text())
+        slow_pid = self.pid_of("slow")
+        self.assertTrue(wait_until(lambda: not alive(slow_pid)))
         self.assertEqual(tui.close(), 0)
         self.assertTrue(self.all_gone(), "a server the TUI started outlived it")
 
@@ -8388,10 +8428,13 @@ class TuiTests(AggregatorCase):
         self.assertNotIn("extra", self.read(target)["mcpServers"])
         tui.press("kk" + "n" + "c\r" + "work\r")
         tui.wait_for("added namespace work")
+        tui.press("j" + "n" + "a\r" + "work\r")  # other joins it
+        tui.wait_for("namespace work: good, other")
+        tui.press("k")
         tui.press("n" + "d\r" + "work\r")
         tui.wait_for("default namespace: work", "namespace: work")
         self.assertEqual((self.read(target)["namespaces"], self.read(target)["defaultNamespace"]),
-                         ({"work": {"servers": ["good"]}}, "work"))
+                         ({"work": {"servers": ["good", "other"]}}, "work"))
         tui.press("t")
         tui.wait_for("good is running")
         tui.press("\r")
@@ -8429,6 +8472,23 @@ class TuiTests(AggregatorCase):
         self.assertEqual(tui.colors(), {"default"})
         self.assertEqual(tui.close(), 0)
         self.assertTrue(self.all_gone())
+
+
+@unittest.skipUnless(PYTE is not None and hasattr(os, "openpty") and sys.platform != "win32",
+                     "needs pyte and a POSIX pseudo-terminal")
+class TuiWithoutCursesTests(ScratchDir):
+    def test_without_curses_it_says_what_to_use(self):
+        # As on Windows without windows-curses: a terminal, but no curses module.
+        path = os.path.join(self.dir, "servers.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {}}, f)
+        tui = TuiSession(cols=200, command=[PY, "-c", "import sys; sys.modules['curses'] = None; sys.path.insert(0, %r); "
+                                            "import mcpstudio; sys.exit(mcpstudio.main(['tui', '--config', %r]))"
+                                  % (HERE, path)])
+        self.assertEqual(tui.proc.wait(30), 2)
+        tui.wait_for("tui needs Python's curses module (on Windows: pip install windows-curses)",
+                     "mcpstudio status")
+        tui.close()
 
 
 class TuiWithoutTerminalTests(ScratchDir):
