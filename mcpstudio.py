@@ -8472,7 +8472,18 @@ class Upstream:
     async def call_as_task(self, name: str, arguments: dict, ctx):
         """A call (made in one of mcpstudio's own tasks) that the server runs as its task: created, polled
         to its end, its result fetched; cancelled, the server's task is cancelled too."""
-        created = await self.forward("tools/call", {"name": name, "arguments": arguments, "task": {}}, ctx)
+        creating = asyncio.ensure_future(self.forward("tools/call", {"name": name, "arguments": arguments,
+                                                                    "task": {}}, ctx))
+        try:
+            created = await asyncio.shield(creating)
+        except asyncio.CancelledError:  # before the server named its task: cancel that task once it does
+
+            def cancel_it(future):
+                made = None if future.cancelled() or future.exception() else future.result().get("task")
+                if isinstance(made, dict) and isinstance(made.get("taskId"), str):
+                    self._cancel_task({"taskId": made["taskId"]})
+            creating.add_done_callback(cancel_it)
+            raise
         if "task" not in created:  # it answered at once
             return created
         task_id = created["task"].get("taskId") if isinstance(created["task"], dict) else None
@@ -9899,15 +9910,18 @@ class TuiScreen:
             height, width = self.window.getmaxyx()
             self.put(height - 2, 0, (prompt + text + "_").ljust(width - 1)[-(width - 1):], self.curses.A_BOLD)
             self.window.refresh()
-            key = self.window.getch()
-            if key in (10, 13, self.curses.KEY_ENTER):
+            try:
+                key = self.window.get_wch()  # a character (any script) or a special key's number
+            except self.curses.error:  # no key within the tick
+                continue
+            if key in ("\n", "\r", self.curses.KEY_ENTER):
                 return text
-            if key == 27:
+            if key in ("\x1b", "\x03"):
                 return None
-            if key in (8, 127, self.curses.KEY_BACKSPACE):
+            if key in ("\x08", "\x7f", self.curses.KEY_BACKSPACE):
                 text = text[:-1]
-            elif 32 <= key < 0x110000 and key not in range(256, 512):
-                text += chr(key)
+            elif isinstance(key, str) and key.isprintable():
+                text += key
 
     def form(self, tool: dict) -> dict | None:
         """The arguments of a call, asked one field at a time from the tool's input schema."""

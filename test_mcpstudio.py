@@ -8375,8 +8375,8 @@ class TuiTests(AggregatorCase):
         self.assertNotIn("s3cret", tui.text())
         tui.press("c")
         tui.wait_for("text (string")
-        tui.press("hi there\r")
-        tui.wait_for("result of echo:", "good: hi there")
+        tui.press("hi th\x7fhere, caf\u00e9\r")  # a backspace, and a character beyond ASCII
+        tui.wait_for("result of echo:", "good: hi there, caf\u00e9")
         tui.press("\x1bl")
         tui.wait_for("log of good", "(following)", "mcpstudio: running: good")
         tui.press("f")
