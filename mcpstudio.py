@@ -2700,6 +2700,7 @@ class Session:
         self.inflight = {}  # request id -> (task, CallContext)
         self.pending = {}   # id of a request we sent the client -> the future of its answer
         self.client_capabilities = {}  # what the client declared in `initialize`
+        self.client_info = {}
         self.protocol_version = None   # what `initialize` agreed
         self.log_level = "info"
         self.closed = False
@@ -4113,6 +4114,7 @@ class Catalog:
         self._routes = {}     # public name -> (source, original name), from the last listing
         self._support = {}    # public name -> its `execution.taskSupport`
         self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
+        self.listing = None   # the last listing's tools
         self._resources = {}  # uri -> source
         self._prompts = {}    # public prompt name -> (source, original name)
 
@@ -4162,7 +4164,7 @@ class Catalog:
         self.stale = False
         for source in self.sources:
             self._publish(source, await source.list_tools(), routes, tools)
-        self._routes = routes
+        self._routes, self.listing = routes, tools
         self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
         return tools
 
@@ -4464,6 +4466,284 @@ class TaskStore:
 # Server: the MCP methods
 # --------------------------------------------------------------------------
 
+# --------------------------------------------------------------------------
+# Tool search: two tools instead of hundreds
+# --------------------------------------------------------------------------
+# `toolSearch` lists `mcpstudio__search_tools` and `mcpstudio__call_tool` (plus
+# `toolSearchPin` globs and what the session found) instead of every tool.
+# ToolIndex ranks (pure: BM25 over weighted fields, with a family of words for
+# each common action and thing, and prefixes, bridging a person's words to an
+# author's); ToolSearch is the surface a Server hands `tools/list` and the two
+# tools to. A search sees only the catalog's listing: what permissions and
+# allow/deny leave out is never found.
+
+TOOL_SEARCH_MODES = ("on", "off", "auto")
+TOOL_SEARCH_THRESHOLD = 40  # auto: search when more would be listed (Cursor passes its agent the first 40)
+FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; the least recently found go first
+SEARCH_LIMIT, SEARCH_MAX = 5, 20
+SEARCH_FIELDS = (("name", 4.0), ("title", 2.0), ("server", 1.5), ("description", 1.0), ("parameters", 0.5))
+SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
+STOP_WORDS = frozenset(
+    "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
+    "you your can could would should please want need some any all every do does how what which who whose where "
+    "there their them then than so just also using use via about new".split())
+WORD_FAMILIES = (
+    "get fetch read retrieve show view load obtain see display look inspect detail",
+    "list enumerate browse index overview",
+    "create add make new insert post open start begin generate",
+    "delete remove drop destroy erase trash purge discard",
+    "update edit modify change set patch alter rename adjust",
+    "search find query lookup locate grep filter seek discover",
+    "send post message notify reply dm chat tell",
+    "run execute exec invoke launch trigger perform call",
+    "navigate goto go visit url browse page load",
+    "click press tap hit select",
+    "type fill enter input write",
+    "screenshot snapshot capture image picture photo",
+    "issue ticket bug task",
+    "pr pull merge mr request",
+    "repository repo project codebase",
+    "file document doc text content",
+    "folder directory dir path",
+    "user member person people account profile who",
+    "comment note remark annotation",
+    "channel room conversation thread",
+    "pod container deployment workload",
+    "log output trace console",
+    "error exception crash failure problem event",
+    "contact lead customer person people",
+    "company organization org business account",
+    "deal opportunity sale pipeline",
+    "scrape crawl extract download harvest",
+    "table database db sql schema query",
+    "memory remember knowledge graph entity observation recall",
+    "think reason plan thought step reflect",
+    "move rename relocate",
+    "save store write persist keep",
+    "branch ref",
+    "commit change revision history",
+    "web internet online site website",
+    "map route direction place location address geocode",
+    "element node selector dom",
+    "tab window page",
+    "performance speed profile trace",
+    "network request traffic http",
+    "key value cache redis",
+    "cluster namespace node kubectl kubernetes k8s",
+    "release tag version",
+    "review approve",
+    "close resolve finish complete",
+    "upload attach",
+    "size length count many",
+    "summary summarize overview",
+)
+
+
+def search_words(text: str) -> list:
+    """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", text))
+    return [_stem(word) for word in re.findall(r"[a-z0-9]+", spaced.lower()) if word not in STOP_WORDS]
+
+
+def _stem(word: str) -> str:
+    """A light stem: plurals, -ing and -ed (`issues`, `listing`, `created` -> `issue`, `list`, `creat`)."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2] if word[-3] != "e" else word[:-1]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-2] if word.endswith(("ches", "shes", "xes", "sses")) else word[:-1]
+    return word
+
+
+def _families() -> dict:
+    families = {}
+    for line in WORD_FAMILIES:
+        words = {_stem(word) for word in line.split()}
+        for word in words:
+            families.setdefault(word, set()).update(words - {word})
+    return families
+
+
+class ToolIndex:
+    """BM25 over tool definitions' weighted fields (pure). A query word also finds the words of its
+    families (another verb for the action, another noun for the thing) and words it begins, each
+    for less: the best of a word's matches in a tool counts once."""
+
+    K1, B = 1.2, 0.75
+    families = None
+
+    def __init__(self, tools: list):
+        import math
+        if ToolIndex.families is None:
+            ToolIndex.families = _families()
+        self.names = [tool["name"] for tool in tools]
+        self.postings = {}  # word -> [(tool number, weighted count)]
+        lengths = []
+        for number, tool in enumerate(tools):
+            counts, length = {}, 0.0
+            for field, weight in SEARCH_FIELDS:
+                for word in search_words(self._field(tool, field)):
+                    counts[word] = counts.get(word, 0.0) + weight
+                    length += weight
+            lengths.append(length)
+            for word, count in counts.items():
+                self.postings.setdefault(word, []).append((number, count))
+        average = sum(lengths) / len(lengths) if lengths else 1.0
+        self.norms = [self.K1 * (1 - self.B + self.B * length / (average or 1.0)) for length in lengths]
+        self.idf = {word: math.log(1 + (len(tools) - len(found) + 0.5) / (len(found) + 0.5))
+                    for word, found in self.postings.items()}
+        self.by_prefix = {}
+        for word in self.postings:
+            if len(word) >= 4:
+                self.by_prefix.setdefault(word[:4], []).append(word)
+
+    @staticmethod
+    def _field(tool: dict, field: str) -> str:
+        description = tool.get("description") or ""
+        if field == "server":
+            return description[1:description.find("]")] if description.startswith("[") else ""
+        if field == "description":
+            return description[description.find("]") + 1:] if description.startswith("[") else description
+        if field == "parameters":
+            schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+            properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+            return " ".join("%s %s" % (key, value.get("description", "") if isinstance(value, dict) else "")
+                            for key, value in properties.items())
+        value = tool.get(field)
+        return value if isinstance(value, str) else ""
+
+    def expand(self, word: str) -> dict:
+        """The index's words a query word finds, each with the share of a match it is worth."""
+        found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
+        for other in self.by_prefix.get(word[:4], ()) if len(word) >= 4 else ():
+            if other != word and (other.startswith(word) or word.startswith(other)):
+                found[other] = max(found.get(other, 0.0), PREFIX_WEIGHT)
+        if word in self.postings:
+            found[word] = 1.0
+        return found
+
+    def search(self, query: str, limit: int) -> list:
+        """The names of the best `limit` tools for `query`, best first (none when no word matches)."""
+        totals = {}
+        for word in dict.fromkeys(search_words(query)):
+            best = {}
+            for other, share in self.expand(word).items():
+                idf = self.idf[other] * share
+                for number, count in self.postings[other]:
+                    score = idf * count * (self.K1 + 1) / (count + self.norms[number])
+                    if score > best.get(number, 0.0):
+                        best[number] = score
+            for number, score in best.items():
+                totals[number] = totals.get(number, 0.0) + score
+        ranked = sorted(totals, key=lambda number: (-totals[number], number))
+        return [self.names[number] for number in ranked[:limit]]
+
+
+SEARCH_DESCRIPTION = (
+    "Search this server's tools (%d of them are not listed) and get the best matches with their full "
+    "definitions. Describe the task in a few words: the action and the thing, and the service if you "
+    "know it (e.g. \"github create issue\", \"take a screenshot of the page\", \"slack post message\"). "
+    "Found tools are added to your tool list and can be called directly by name, or through %s.")
+CALL_DESCRIPTION = ("Call a tool by its name (as %s gave it) with its arguments, exactly as calling it "
+                    "directly would.")
+
+
+class ToolSearch:
+    """`toolSearch` for one Server: what a client's tools/list shows, the two tools, and per session the
+    tools its searches found (at most FOUND_LIMIT, the least recently found dropped first)."""
+
+    def __init__(self, server, mode: str, threshold: int, pins, separator: str = "__"):
+        import weakref
+        self.server, self.mode, self.threshold, self.pins = server, mode, threshold, list(pins)
+        self.search_name = MANAGER_PREFIX + separator + "search_tools"
+        self.call_name = MANAGER_PREFIX + separator + "call_tool"
+        self.found = weakref.WeakKeyDictionary()  # Session -> OrderedDict of found names
+        self._index, self._key = None, None
+
+    def applies(self, count: int, params: dict, ctx) -> bool:
+        """Whether this client gets the search surface: `on`, or `auto` past the threshold for a client
+        other than Claude Code (which defers and searches tools itself)."""
+        if self.mode != "auto" or count <= self.threshold:
+            return self.mode == "on"
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        client = meta.get("io.modelcontextprotocol/clientInfo") if ctx.modern else getattr(ctx.session, "client_info", None)
+        name = str(client.get("name", "")) if isinstance(client, dict) else ""
+        return not re.search(r"claude[ -_]?code", name, re.I)
+
+    def handles(self, name: str) -> bool:
+        return self.mode != "off" and name in (self.search_name, self.call_name)
+
+    def listing(self, tools: list, params: dict, ctx) -> list:
+        """The client's tools/list: the two tools, the pinned ones and this session's found ones."""
+        if not self.applies(len(tools), params, ctx):
+            return tools
+        found = self.found.get(ctx.session, ()) if not ctx.modern else ()
+        shown = [tool for tool in tools if tool["name"] in found or _match(tool["name"], self.pins)]
+        return self.definitions(len(tools) - len(shown)) + shown
+
+    def definitions(self, hidden: int) -> list:
+        return [
+            {"name": self.search_name, "description": SEARCH_DESCRIPTION % (hidden, self.call_name),
+             "inputSchema": {"type": "object", "required": ["query"], "properties": {
+                 "query": {"type": "string", "description": "the task in a few words"},
+                 "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX,
+                           "description": "how many tools (default %d)" % SEARCH_LIMIT}}},
+             "annotations": {"readOnlyHint": True}},
+            {"name": self.call_name, "description": CALL_DESCRIPTION % self.search_name,
+             "inputSchema": {"type": "object", "required": ["name"], "properties": {
+                 "name": {"type": "string"}, "arguments": {"type": "object"}}}}]
+
+    def index(self, tools: list) -> ToolIndex:
+        """The index of `tools`, built again only when a name or description changed."""
+        key = [(tool["name"], tool.get("description")) for tool in tools]
+        if key != self._key:
+            self._index, self._key = ToolIndex(tools), key
+        return self._index
+
+    async def call(self, name: str, params: dict, arguments: dict, ctx) -> dict:
+        if name == self.call_name:
+            target = arguments.get("name")
+            if not isinstance(target, str) or self.handles(target) or not isinstance(arguments.get("arguments", {}), dict):
+                return tool_error("%s needs `name`, a tool's name (not %s's own), and `arguments`, an object"
+                                  % (name, MANAGER_PREFIX))
+            try:
+                return await self.server.tools_call(dict(params, name=target, arguments=arguments.get("arguments", {})), ctx)
+            except McpError as exc:
+                if exc.code not in (INVALID_PARAMS, TOOL_DENIED):
+                    raise
+                return tool_error("%s; find tools with %s" % (exc.message, self.search_name))
+        query, limit = arguments.get("query"), arguments.get("limit", SEARCH_LIMIT)
+        if not isinstance(query, str) or not query.strip() or type(limit) is not int or not 1 <= limit <= SEARCH_MAX:
+            return tool_error("%s needs `query`, a few words, and `limit` from 1 to %d (default %d)"
+                              % (name, SEARCH_MAX, SEARCH_LIMIT))
+        catalog = self.server.catalog
+        tools = catalog.listing if catalog.listing is not None and not catalog.stale else await catalog.tools()
+        named = {tool["name"]: tool for tool in tools}
+        hits = [named[found] for found in self.index(tools).search(query, limit)]
+        self.remember(hits, ctx)
+        lines = ["%s: %s" % (tool["name"], (tool.get("description") or "").split("\n")[0][:160]) for tool in hits]
+        text = ("Found %d tools; call them by name (or through %s):\n%s" % (len(hits), self.call_name, "\n".join(lines))
+                if hits else "No tool matches %s; try other words for the action or the thing." % json.dumps(query))
+        return {"content": [{"type": "text", "text": text}], "structuredContent": {"tools": hits}}
+
+    def remember(self, hits: list, ctx):
+        """Add the hits to the session's found tools; list_changed when that changed its tools/list."""
+        if ctx.modern or not hits:
+            return
+        found = self.found.setdefault(ctx.session, collections.OrderedDict())
+        new = [tool["name"] for tool in hits if tool["name"] not in found]
+        for tool in hits:
+            found[tool["name"]] = True
+            found.move_to_end(tool["name"])
+        while len(found) > FOUND_LIMIT:
+            found.popitem(last=False)
+        if new:
+            ctx.session.notify("notifications/tools/list_changed", {})
+
+
 class Server:
     """The MCP methods over a Catalog, for one client session."""
 
@@ -4474,6 +4754,7 @@ class Server:
         self.instructions = instructions
         self.session = None
         self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
+        self.search = None  # a ToolSearch (`toolSearch`)
         self._held_logs = []  # log notifications from before the client was ready
         self.methods = {
             "initialize": self.initialize,
@@ -4632,6 +4913,7 @@ class Server:
         capabilities = params.get("capabilities")
         ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
         ctx.session.protocol_version = version
+        ctx.session.client_info = client
         self.catalog.session_started(ctx.session)
         return result
 
@@ -4640,12 +4922,15 @@ class Server:
         return {}
 
     async def tools_list(self, params, ctx):
-        """`tools/list`, paginated."""
-        return _page("tools", await self.catalog.tools(), params)
+        """`tools/list`, paginated (with `toolSearch`: what this client is shown)."""
+        tools = await self.catalog.tools()
+        return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
         """`tools/call`: route by public name, run with this request's CallContext."""
         name, arguments = _name_and_arguments(params, "tools/call")
+        if self.search is not None and self.search.handles(name):
+            return await self.search.call(name, params, arguments, ctx)
         route = await self.catalog.route(name)
         if route is None:
             known = [t["name"] for t in await self.catalog.tools()]
@@ -5035,7 +5320,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "$schema")
+             "$schema", "toolSearch", "toolSearchThreshold", "toolSearchPin")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -5145,6 +5430,14 @@ class ConfigLoader:
                 close = difflib.get_close_matches(key, allowed, 1, 0.6)
                 hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
                 raise self.error("%s.%s" % (where, key) if where else key, "unknown key%s" % hint)
+
+    def search_mode(self, obj: dict, where: str):
+        """`toolSearch` of the file or of a namespace: on, off, auto, or None where it is not set."""
+        mode = self.get(obj, "toolSearch", str, where)
+        if mode is not None and mode not in TOOL_SEARCH_MODES:
+            raise self.error(_join(where, "toolSearch"), "expected %s, not %s" % (
+                ", ".join(TOOL_SEARCH_MODES), json.dumps(mode)))
+        return mode
 
     def get(self, obj: dict, key: str, kind, where: str, default=None):
         """obj[key] checked against `kind` (a type or tuple of types)."""
@@ -5262,6 +5555,12 @@ class ConfigLoader:
             sources.append(SkillFolders([self.folder_path(root, "skills[%d]" % i) for i, root in enumerate(roots)],
                                         log, prompts=prompts))
         info["separator"] = separator
+        threshold = self.get(data, "toolSearchThreshold", int, "", TOOL_SEARCH_THRESHOLD)
+        pins = self.get(data, "toolSearchPin", list, "", [])
+        if threshold < 0 or not all(isinstance(pin, str) for pin in pins):
+            raise self.error("toolSearchThreshold" if threshold < 0 else "toolSearchPin",
+                             "expected a number of tools (0 or more)" if threshold < 0 else "expected a list of glob strings")
+        info["tool_search"] = {"mode": self.search_mode(data, ""), "threshold": threshold, "pins": pins}
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
             info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
@@ -6206,7 +6505,7 @@ _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disa
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
 _OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
-_NAMESPACE_KEYS = ("servers", "tools", "description",
+_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
 _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
@@ -6369,6 +6668,7 @@ def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
         namespaces[name] = {"servers": ids, "allow": allow, "deny": deny,
                             "description": loader.get(entry, "description", str, where, ""),
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
+                            "tool_search": loader.search_mode(entry, where),
                             "server_defaults": defaults}
     permissions = {}
     for index, entry in enumerate(loader.get(data, "toolPermissions", list, "", [])):
@@ -12270,6 +12570,9 @@ OPTIONS = [_Option(*o) for o in (
      "hide the mcpstudio__servers_list, ... tools that manage the config's MCP servers"),
     (("--eager",), "eager", None, "flag", "start every configured MCP server right after initialize"),
     (("--check",), "check", None, "flag", "status: start each server, list its tools and stop it"),
+    (("--tool-search",), "tool_search", "MODE", "value",
+     "with MCP servers: list two tools that search and call the others: on, off or auto (the default: past "
+     "toolSearchThreshold tools, except for Claude Code)"),
     (("--stdio",), "stdio", None, "flag", "serve on stdin/stdout (the default; accepted for other tools' configs)"),
     (("--http",), "http", "[HOST:]PORT", "value",
      "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1)"),
@@ -12515,7 +12818,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     if options["help_timeout"]:
         script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
     runner = ProcessRunner(log)
-    sources, titles, instructions = [], [], None
+    sources, titles, instructions, search = [], [], None, None
     if options["url"] is not None:
         if config is not None:
             raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
@@ -12536,6 +12839,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
             found = [aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)]
+            search = _search_settings(options, info, found[0])
         elif options["namespace"]:
             raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
                              % (options["namespace"], loader.path))
@@ -12583,7 +12887,20 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
                                     prompts=not options["no_skill_prompts"]))
         titles.append("skills")
     catalog = Catalog(sources, max_name)
-    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions), runner
+    server = Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions)
+    if search is not None:
+        server.search = ToolSearch(server, *search)
+    return server, runner
+
+
+def _search_settings(options: dict, info: dict, hub) -> tuple:
+    """(mode, threshold, pins, separator) of `toolSearch`: --tool-search, else the namespace's, else the file's."""
+    mode = options.get("tool_search")
+    if mode is not None and mode not in TOOL_SEARCH_MODES:
+        raise UsageError("--tool-search %s: expected one of %s" % (mode, ", ".join(TOOL_SEARCH_MODES)))
+    namespace = hub.plan.namespaces.get(hub.namespace) if hub.namespace else None
+    mode = mode or (namespace or {}).get("tool_search") or info["tool_search"]["mode"] or "auto"
+    return mode, info["tool_search"]["threshold"], info["tool_search"]["pins"], info["separator"]
 
 
 def default_config_path() -> str:

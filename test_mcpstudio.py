@@ -5305,7 +5305,7 @@ class AggregatorTests(AggregatorCase):
             self.assertEqual(error["data"], {"server": "a"})
 
     def test_huge_tool_list(self):
-        data = {"mcpServers": {"big": self.upstream("big", "--tools", "2000")}}
+        data = {"mcpServers": {"big": self.upstream("big", "--tools", "2000")}, "toolSearch": "off"}
         with self.serve(data, "--no-manager-tools") as server:
             server.initialize()
             names = self.tool_names(server)  # paged both upstream (50) and to the client (100)
