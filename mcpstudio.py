@@ -4481,25 +4481,31 @@ TOOL_SEARCH_MODES = ("on", "off", "auto")
 TOOL_SEARCH_THRESHOLD = 40  # auto: search when more would be listed (Cursor passes its agent the first 40)
 FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; the least recently found go first
 SEARCH_LIMIT, SEARCH_MAX = 5, 20
-SEARCH_FIELDS = (("name", 4.0), ("title", 2.0), ("server", 1.5), ("description", 1.0), ("parameters", 0.5))
+# (field, its weight, its group): a word's counts in the label (name, title) and in the body saturate apart,
+# so that a long description never drowns what the name says
+SEARCH_FIELDS = (("name", 1.0, 0), ("title", 1.0, 0), ("server", 0.5, 1), ("description", 1.0, 1),
+                 ("parameters", 0.4, 1))
+LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
 STOP_WORDS = frozenset(
     "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
-    "you your can could would should please want need some any all every do does how what which who whose where "
-    "there their them then than so just also using use via about new".split())
+    "you your can could would should please want need some any all every do does did how what which who whose where am "
+    "there their them then than so just also using use via about new everything something anything".split())
 WORD_FAMILIES = (
     "get fetch read retrieve show view load obtain see display look inspect detail",
-    "list enumerate browse index overview",
+    "list enumerate browse index overview show find",
     "create add make new insert post open start begin generate",
-    "delete remove drop destroy erase trash purge discard",
+    "delete remove drop destroy erase trash purge discard forget",
     "update edit modify change set patch alter rename adjust",
-    "search find query lookup locate grep filter seek discover",
-    "send post message notify reply dm chat tell",
+    "search find query lookup locate grep filter seek discover google",
+    "send post message notify reply dm chat tell ping announce",
+    "history recent said conversation timeline catch",
     "run execute exec invoke launch trigger perform call",
     "navigate goto go visit url browse page load",
     "click press tap hit select",
-    "type fill enter input write",
+    "type fill enter input write put",
     "screenshot snapshot capture image picture photo",
+    "record recording video screencast",
     "issue ticket bug task",
     "pr pull merge mr request",
     "repository repo project codebase",
@@ -4508,15 +4514,22 @@ WORD_FAMILIES = (
     "user member person people account profile who",
     "comment note remark annotation",
     "channel room conversation thread",
-    "pod container deployment workload",
+    "pod container deployment workload job",
     "log output trace console",
-    "error exception crash failure problem event",
+    "error exception crash failure problem event blow broken",
+    "analyze diagnose debug investigate cause root why explain troubleshoot",
+    "status check ci build pass green red fail",
+    "scale replica resize grow increase more",
+    "documentation docs doc manual guide reference wiki",
+    "switch checkout",
+    "whoami identity authenticated self login signed current",
+    "distance far travel drive duration",
     "contact lead customer person people",
     "company organization org business account",
     "deal opportunity sale pipeline",
     "scrape crawl extract download harvest",
-    "table database db sql schema query",
-    "memory remember knowledge graph entity observation recall",
+    "table database db sql schema query row select column",
+    "memory remember knowledge graph entity observation recall fact know note",
     "think reason plan thought step reflect",
     "move rename relocate",
     "save store write persist keep",
@@ -4524,6 +4537,7 @@ WORD_FAMILIES = (
     "commit change revision history",
     "web internet online site website",
     "map route direction place location address geocode",
+    "place venue restaurant cafe shop spot business",
     "element node selector dom",
     "tab window page",
     "performance speed profile trace",
@@ -4536,6 +4550,24 @@ WORD_FAMILIES = (
     "upload attach",
     "size length count many",
     "summary summarize overview",
+    "copy duplicate clone fork",
+    "approve accept lgtm review",
+    "dismiss cancel reject decline close",
+    "back previous return undo revert rollback",
+    "coordinate latitude longitude geocode",
+    "draw paint illustrate art image generate",
+    "diff difference changed modified",
+    "slow performance speed latency fast",
+    "yaml manifest configuration apply",
+    "content text body markdown",
+    "shell command terminal bash exec",
+    "secret credential token password",
+    "nearby near local around",
+    "article blog post",
+    "paper research arxiv study",
+    "alert monitor watch track",
+    "phone mobile device viewport emulate",
+    "library package framework sdk module",
 )
 
 
@@ -4546,16 +4578,22 @@ def search_words(text: str) -> list:
 
 
 def _stem(word: str) -> str:
-    """A light stem: plurals, -ing and -ed (`issues`, `listing`, `created` -> `issue`, `list`, `creat`)."""
+    """A light stem: plurals, -ing, -ed and a last e (`issues`, `mapping`, `created`, `create` -> `issu`,
+    `map`, `creat`, `creat`)."""
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
-    if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
-    if len(word) > 4 and word.endswith("ed"):
-        return word[:-2] if word[-3] != "e" else word[:-1]
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-2] if word.endswith(("ches", "shes", "xes", "sses")) else word[:-1]
-    return word
+        word = word[:-2] if word.endswith(("ches", "shes", "xes", "sses")) else word[:-1]
+    elif len(word) > 6 and word.endswith("ing") or len(word) > 4 and word.endswith("ed"):
+        word = word[:-3] if word.endswith("ing") else word[:-2]
+        if word[-1] == word[-2] and word[-1] not in "aeiouls":
+            word = word[:-1]
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
+
+
+def _shared(word: str, other: str) -> int:
+    """How many first letters two words share."""
+    return next((at for at, (one, two) in enumerate(zip(word, other)) if one != two), min(len(word), len(other)))
 
 
 def _families() -> dict:
@@ -4568,7 +4606,7 @@ def _families() -> dict:
 
 
 class ToolIndex:
-    """BM25 over tool definitions' weighted fields (pure). A query word also finds the words of its
+    """BM25F over tool definitions' weighted fields (pure). A query word also finds the words of its
     families (another verb for the action, another noun for the thing) and words it begins, each
     for less: the best of a word's matches in a tool counts once."""
 
@@ -4580,19 +4618,19 @@ class ToolIndex:
         if ToolIndex.families is None:
             ToolIndex.families = _families()
         self.names = [tool["name"] for tool in tools]
-        self.postings = {}  # word -> [(tool number, weighted count)]
-        lengths = []
-        for number, tool in enumerate(tools):
-            counts, length = {}, 0.0
-            for field, weight in SEARCH_FIELDS:
-                for word in search_words(self._field(tool, field)):
-                    counts[word] = counts.get(word, 0.0) + weight
-                    length += weight
-            lengths.append(length)
-            for word, count in counts.items():
-                self.postings.setdefault(word, []).append((number, count))
-        average = sum(lengths) / len(lengths) if lengths else 1.0
-        self.norms = [self.K1 * (1 - self.B + self.B * length / (average or 1.0)) for length in lengths]
+        fields = [[search_words(self._field(tool, field[0])) for field in SEARCH_FIELDS] for tool in tools]
+        averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
+                    for column in range(len(SEARCH_FIELDS))]
+        self.postings = {}  # word -> [(tool number, its score before idf)]
+        for number, words in enumerate(fields):
+            counts = {}  # word -> [in the label, in the body]: weighted, normalized by the field's length
+            for column, (_, weight, group) in enumerate(SEARCH_FIELDS):
+                share = weight / (1 - self.B + self.B * len(words[column]) / averages[column])
+                for word in words[column]:
+                    counts.setdefault(word, [0.0, 0.0])[group] += share
+            for word, (label, body) in counts.items():
+                score = LABEL_WEIGHT * label * (self.K1 + 1) / (label + self.K1) + body * (self.K1 + 1) / (body + self.K1)
+                self.postings.setdefault(word, []).append((number, score))
         self.idf = {word: math.log(1 + (len(tools) - len(found) + 0.5) / (len(found) + 0.5))
                     for word, found in self.postings.items()}
         self.by_prefix = {}
@@ -4619,7 +4657,7 @@ class ToolIndex:
         """The index's words a query word finds, each with the share of a match it is worth."""
         found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
         for other in self.by_prefix.get(word[:4], ()) if len(word) >= 4 else ():
-            if other != word and (other.startswith(word) or word.startswith(other)):
+            if other != word and (other.startswith(word) or _shared(word, other) >= max(5, 0.7 * len(other))):
                 found[other] = max(found.get(other, 0.0), PREFIX_WEIGHT)
         if word in self.postings:
             found[word] = 1.0
@@ -4632,8 +4670,8 @@ class ToolIndex:
             best = {}
             for other, share in self.expand(word).items():
                 idf = self.idf[other] * share
-                for number, count in self.postings[other]:
-                    score = idf * count * (self.K1 + 1) / (count + self.norms[number])
+                for number, score in self.postings[other]:
+                    score *= idf
                     if score > best.get(number, 0.0):
                         best[number] = score
             for number, score in best.items():
