@@ -94,6 +94,7 @@ META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 
 DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
 DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
@@ -4481,10 +4482,9 @@ TOOL_SEARCH_MODES = ("on", "off", "auto")
 TOOL_SEARCH_THRESHOLD = 40  # auto: search when more would be listed (Cursor passes its agent the first 40)
 FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; the least recently found go first
 SEARCH_LIMIT, SEARCH_MAX = 5, 20
-# (field, its weight, its group): a word's counts in the label (name, title) and in the body saturate apart,
+# (weight, group) of each field: a word's counts in the label (name, title) and in the body saturate apart,
 # so that a long description never drowns what the name says
-SEARCH_FIELDS = (("name", 1.0, 0), ("title", 1.0, 0), ("server", 0.5, 1), ("description", 1.0, 1),
-                 ("parameters", 0.4, 1))
+SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
 LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
 STOP_WORDS = frozenset(
@@ -4501,7 +4501,7 @@ WORD_FAMILIES = (
     "send post message notify reply dm chat tell ping announce",
     "history recent said conversation timeline catch",
     "run execute exec invoke launch trigger perform call",
-    "navigate goto go visit url browse page load",
+    "navigate goto go visit url browse load",
     "click press tap hit select",
     "type fill enter input write put",
     "screenshot snapshot capture image picture photo",
@@ -4559,7 +4559,7 @@ WORD_FAMILIES = (
     "diff difference changed modified",
     "slow performance speed latency fast",
     "yaml manifest configuration apply",
-    "content text body markdown",
+    "content text body markdown contain",
     "shell command terminal bash exec",
     "secret credential token password",
     "nearby near local around",
@@ -4580,20 +4580,12 @@ def search_words(text: str) -> list:
 def _stem(word: str) -> str:
     """A light stem: plurals, -ing, -ed and a last e (`issues`, `mapping`, `created`, `create` -> `issu`,
     `map`, `creat`, `creat`)."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-2] if word.endswith(("ches", "shes", "xes", "sses")) else word[:-1]
-    elif len(word) > 6 and word.endswith("ing") or len(word) > 4 and word.endswith("ed"):
-        word = word[:-3] if word.endswith("ing") else word[:-2]
-        if word[-1] == word[-2] and word[-1] not in "aeiouls":
-            word = word[:-1]
-    return word[:-1] if len(word) > 3 and word.endswith("e") else word
-
-
-def _shared(word: str, other: str) -> int:
-    """How many first letters two words share."""
-    return next((at for at, (one, two) in enumerate(zip(word, other)) if one != two), min(len(word), len(other)))
+    word = re.sub(r"(?<=\w\w)ies$", "y", word)
+    word = re.sub(r"(?<=\w\w)(?:(?<=ch|sh|ss|.x)es|(?<![siu])s)$", "", word)
+    stem = re.sub(r"(?<=\w\w\w\w)ing$|(?<=\w\w\w)ed$", "", word)
+    if stem != word:
+        stem = re.sub(r"([^aeiouls])\1$", r"\1", stem)
+    return re.sub(r"(?<=\w\w\w)e$", "", stem)
 
 
 def _families() -> dict:
@@ -4607,8 +4599,8 @@ def _families() -> dict:
 
 class ToolIndex:
     """BM25F over tool definitions' weighted fields (pure). A query word also finds the words of its
-    families (another verb for the action, another noun for the thing) and words it begins, each
-    for less: the best of a word's matches in a tool counts once."""
+    families (another verb for the action, another noun for the thing) and the longer words it
+    begins, each for less: the best of a word's matches in a tool counts once."""
 
     K1, B = 1.2, 0.75
     families = None
@@ -4618,13 +4610,13 @@ class ToolIndex:
         if ToolIndex.families is None:
             ToolIndex.families = _families()
         self.names = [tool["name"] for tool in tools]
-        fields = [[search_words(self._field(tool, field[0])) for field in SEARCH_FIELDS] for tool in tools]
+        fields = [[search_words(text) for text in self._fields(tool)] for tool in tools]
         averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
                     for column in range(len(SEARCH_FIELDS))]
         self.postings = {}  # word -> [(tool number, its score before idf)]
         for number, words in enumerate(fields):
             counts = {}  # word -> [in the label, in the body]: weighted, normalized by the field's length
-            for column, (_, weight, group) in enumerate(SEARCH_FIELDS):
+            for column, (weight, group) in enumerate(SEARCH_FIELDS):
                 share = weight / (1 - self.B + self.B * len(words[column]) / averages[column])
                 for word in words[column]:
                     counts.setdefault(word, [0.0, 0.0])[group] += share
@@ -4635,30 +4627,24 @@ class ToolIndex:
                     for word, found in self.postings.items()}
         self.by_prefix = {}
         for word in self.postings:
-            if len(word) >= 4:
-                self.by_prefix.setdefault(word[:4], []).append(word)
+            self.by_prefix.setdefault(word[:4], []).append(word)
 
     @staticmethod
-    def _field(tool: dict, field: str) -> str:
-        description = tool.get("description") or ""
-        if field == "server":
-            return description[1:description.find("]")] if description.startswith("[") else ""
-        if field == "description":
-            return description[description.find("]") + 1:] if description.startswith("[") else description
-        if field == "parameters":
-            schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
-            properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-            return " ".join("%s %s" % (key, value.get("description", "") if isinstance(value, dict) else "")
-                            for key, value in properties.items())
-        value = tool.get(field)
-        return value if isinstance(value, str) else ""
+    def _fields(tool: dict) -> tuple:
+        """name, title, server, description and parameters: the texts of SEARCH_FIELDS."""
+        description = str(tool.get("description") or "")
+        server, _, rest = description[1:].partition("] ") if description.startswith("[") else ("", "", description)
+        properties = (tool.get("inputSchema") or {}).get("properties")
+        parameters = " ".join("%s %s" % (key, value.get("description", "")) for key, value in properties.items()
+                              if isinstance(value, dict)) if isinstance(properties, dict) else ""
+        return tool["name"], str(tool.get("title") or ""), server, rest, parameters
 
     def expand(self, word: str) -> dict:
         """The index's words a query word finds, each with the share of a match it is worth."""
         found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
-        for other in self.by_prefix.get(word[:4], ()) if len(word) >= 4 else ():
-            if other != word and (other.startswith(word) or _shared(word, other) >= max(5, 0.7 * len(other))):
-                found[other] = max(found.get(other, 0.0), PREFIX_WEIGHT)
+        for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 else ():
+            if other.startswith(word):
+                found.setdefault(other, PREFIX_WEIGHT)
         if word in self.postings:
             found[word] = 1.0
         return found
@@ -4671,9 +4657,7 @@ class ToolIndex:
             for other, share in self.expand(word).items():
                 idf = self.idf[other] * share
                 for number, score in self.postings[other]:
-                    score *= idf
-                    if score > best.get(number, 0.0):
-                        best[number] = score
+                    best[number] = max(best.get(number, 0.0), score * idf)
             for number, score in best.items():
                 totals[number] = totals.get(number, 0.0) + score
         ranked = sorted(totals, key=lambda number: (-totals[number], number))
@@ -4684,9 +4668,7 @@ SEARCH_DESCRIPTION = (
     "Search this server's tools (%d of them are not listed) and get the best matches with their full "
     "definitions. Describe the task in a few words: the action and the thing, and the service if you "
     "know it (e.g. \"github create issue\", \"take a screenshot of the page\", \"slack post message\"). "
-    "Found tools are added to your tool list and can be called directly by name, or through %s.")
-CALL_DESCRIPTION = ("Call a tool by its name (as %s gave it) with its arguments, exactly as calling it "
-                    "directly would.")
+    "Found tools are added to your tool list: call them directly by name, or through %s.")
 
 
 class ToolSearch:
@@ -4695,7 +4677,7 @@ class ToolSearch:
 
     def __init__(self, server, mode: str, threshold: int, pins, separator: str = "__"):
         import weakref
-        self.server, self.mode, self.threshold, self.pins = server, mode, threshold, list(pins)
+        self.server, self.mode, self.threshold, self.pins = server, mode, threshold, pins
         self.search_name = MANAGER_PREFIX + separator + "search_tools"
         self.call_name = MANAGER_PREFIX + separator + "call_tool"
         self.found = weakref.WeakKeyDictionary()  # Session -> OrderedDict of found names
@@ -4706,10 +4688,8 @@ class ToolSearch:
         other than Claude Code (which defers and searches tools itself)."""
         if self.mode != "auto" or count <= self.threshold:
             return self.mode == "on"
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-        client = meta.get("io.modelcontextprotocol/clientInfo") if ctx.modern else getattr(ctx.session, "client_info", None)
-        name = str(client.get("name", "")) if isinstance(client, dict) else ""
-        return not re.search(r"claude[ -_]?code", name, re.I)
+        client = (params.get("_meta") or {}).get(META_CLIENT_INFO) if ctx.modern else ctx.session.client_info
+        return not re.search(r"claude.?code", str((client or {}).get("name")), re.I)
 
     def handles(self, name: str) -> bool:
         return self.mode != "off" and name in (self.search_name, self.call_name)
@@ -4720,66 +4700,52 @@ class ToolSearch:
             return tools
         found = self.found.get(ctx.session, ()) if not ctx.modern else ()
         shown = [tool for tool in tools if tool["name"] in found or _match(tool["name"], self.pins)]
-        return self.definitions(len(tools) - len(shown)) + shown
-
-    def definitions(self, hidden: int) -> list:
-        return [
-            {"name": self.search_name, "description": SEARCH_DESCRIPTION % (hidden, self.call_name),
-             "inputSchema": {"type": "object", "required": ["query"], "properties": {
-                 "query": {"type": "string", "description": "the task in a few words"},
-                 "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX,
-                           "description": "how many tools (default %d)" % SEARCH_LIMIT}}},
-             "annotations": {"readOnlyHint": True}},
-            {"name": self.call_name, "description": CALL_DESCRIPTION % self.search_name,
-             "inputSchema": {"type": "object", "required": ["name"], "properties": {
-                 "name": {"type": "string"}, "arguments": {"type": "object"}}}}]
-
-    def index(self, tools: list) -> ToolIndex:
-        """The index of `tools`, built again only when a name or description changed."""
-        key = [(tool["name"], tool.get("description")) for tool in tools]
-        if key != self._key:
-            self._index, self._key = ToolIndex(tools), key
-        return self._index
+        return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (len(tools) - len(shown), self.call_name),
+                 "inputSchema": {"type": "object", "required": ["query"], "properties": {
+                     "query": {"type": "string", "description": "the task in a few words"},
+                     "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX, "default": SEARCH_LIMIT}}},
+                 "annotations": {"readOnlyHint": True}},
+                {"name": self.call_name, "description": "Call a tool %s found by its name, as a direct call would."
+                 % self.search_name, "inputSchema": {"type": "object", "required": ["name"], "properties": {
+                     "name": {"type": "string"}, "arguments": {"type": "object"}}}}] + shown
 
     async def call(self, name: str, params: dict, arguments: dict, ctx) -> dict:
-        if name == self.call_name:
-            target = arguments.get("name")
-            if not isinstance(target, str) or self.handles(target) or not isinstance(arguments.get("arguments", {}), dict):
-                return tool_error("%s needs `name`, a tool's name (not %s's own), and `arguments`, an object"
-                                  % (name, MANAGER_PREFIX))
+        """Run mcpstudio__search_tools or mcpstudio__call_tool (whose call takes the path of a direct one)."""
+        target, given = arguments.get("name"), arguments.get("arguments", {})
+        if name == self.call_name and isinstance(target, str) and not self.handles(target) and isinstance(given, dict):
             try:
-                return await self.server.tools_call(dict(params, name=target, arguments=arguments.get("arguments", {})), ctx)
+                return await self.server.tools_call(dict(params, name=target, arguments=given), ctx)
             except McpError as exc:
                 if exc.code not in (INVALID_PARAMS, TOOL_DENIED):
                     raise
                 return tool_error("%s; find tools with %s" % (exc.message, self.search_name))
         query, limit = arguments.get("query"), arguments.get("limit", SEARCH_LIMIT)
-        if not isinstance(query, str) or not query.strip() or type(limit) is not int or not 1 <= limit <= SEARCH_MAX:
-            return tool_error("%s needs `query`, a few words, and `limit` from 1 to %d (default %d)"
-                              % (name, SEARCH_MAX, SEARCH_LIMIT))
+        if name == self.call_name or not isinstance(query, str) or type(limit) is not int or not 0 < limit <= SEARCH_MAX:
+            return tool_error("%s needs %s" % (name, "`name`, another tool's name, and `arguments`, an object"
+                              if name == self.call_name else "`query`, a few words, and `limit` from 1 to %d" % SEARCH_MAX))
         catalog = self.server.catalog
         tools = catalog.listing if catalog.listing is not None and not catalog.stale else await catalog.tools()
+        key = [(tool["name"], tool.get("description")) for tool in tools]
+        if key != self._key:  # the index is built again only when a name or description changed
+            self._index, self._key = ToolIndex(tools), key
         named = {tool["name"]: tool for tool in tools}
-        hits = [named[found] for found in self.index(tools).search(query, limit)]
-        self.remember(hits, ctx)
-        lines = ["%s: %s" % (tool["name"], (tool.get("description") or "").split("\n")[0][:160]) for tool in hits]
-        text = ("Found %d tools; call them by name (or through %s):\n%s" % (len(hits), self.call_name, "\n".join(lines))
-                if hits else "No tool matches %s; try other words for the action or the thing." % json.dumps(query))
+        hits = [named[found] for found in self._index.search(query, limit)]
+        if hits and not ctx.modern:
+            self.remember([tool["name"] for tool in hits], ctx.session)
+        lines = "".join("\n%s: %s" % (tool["name"], str(tool.get("description")).split("\n")[0][:160]) for tool in hits)
+        text = "Found %d tools; call them by name (or through %s):%s" % (len(hits), self.call_name, lines)
         return {"content": [{"type": "text", "text": text}], "structuredContent": {"tools": hits}}
 
-    def remember(self, hits: list, ctx):
-        """Add the hits to the session's found tools; list_changed when that changed its tools/list."""
-        if ctx.modern or not hits:
-            return
-        found = self.found.setdefault(ctx.session, collections.OrderedDict())
-        new = [tool["name"] for tool in hits if tool["name"] not in found]
-        for tool in hits:
-            found[tool["name"]] = True
-            found.move_to_end(tool["name"])
+    def remember(self, names: list, session):
+        """Add found tools to the session's; list_changed when its tools/list gained one."""
+        found = self.found.setdefault(session, collections.OrderedDict())
+        new = [name for name in names if name not in found]
+        for name in names:
+            found[name] = found.pop(name, True)
         while len(found) > FOUND_LIMIT:
             found.popitem(last=False)
         if new:
-            ctx.session.notify("notifications/tools/list_changed", {})
+            session.notify("notifications/tools/list_changed", {})
 
 
 class Server:
@@ -5593,12 +5559,11 @@ class ConfigLoader:
             sources.append(SkillFolders([self.folder_path(root, "skills[%d]" % i) for i, root in enumerate(roots)],
                                         log, prompts=prompts))
         info["separator"] = separator
-        threshold = self.get(data, "toolSearchThreshold", int, "", TOOL_SEARCH_THRESHOLD)
         pins = self.get(data, "toolSearchPin", list, "", [])
-        if threshold < 0 or not all(isinstance(pin, str) for pin in pins):
-            raise self.error("toolSearchThreshold" if threshold < 0 else "toolSearchPin",
-                             "expected a number of tools (0 or more)" if threshold < 0 else "expected a list of glob strings")
-        info["tool_search"] = {"mode": self.search_mode(data, ""), "threshold": threshold, "pins": pins}
+        if not all(isinstance(pin, str) for pin in pins):
+            raise self.error("toolSearchPin", "expected a list of glob strings (\"time__*\")")
+        info["tool_search"] = (self.search_mode(data, ""), self.get(data, "toolSearchThreshold", int, "",
+                                                                     TOOL_SEARCH_THRESHOLD), pins)
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
             info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
@@ -12933,12 +12898,11 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
 
 def _search_settings(options: dict, info: dict, hub) -> tuple:
     """(mode, threshold, pins, separator) of `toolSearch`: --tool-search, else the namespace's, else the file's."""
-    mode = options.get("tool_search")
-    if mode is not None and mode not in TOOL_SEARCH_MODES:
+    mode = (options["tool_search"] or (hub.plan.namespaces.get(hub.namespace) or {}).get("tool_search")
+            or info["tool_search"][0] or "auto")
+    if mode not in TOOL_SEARCH_MODES:
         raise UsageError("--tool-search %s: expected one of %s" % (mode, ", ".join(TOOL_SEARCH_MODES)))
-    namespace = hub.plan.namespaces.get(hub.namespace) if hub.namespace else None
-    mode = mode or (namespace or {}).get("tool_search") or info["tool_search"]["mode"] or "auto"
-    return mode, info["tool_search"]["threshold"], info["tool_search"]["pins"], info["separator"]
+    return (mode,) + info["tool_search"][1:] + (info["separator"],)
 
 
 def default_config_path() -> str:
