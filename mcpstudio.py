@@ -9803,17 +9803,19 @@ def status_command(path: str, log: Log, options: dict) -> int:
                 await runner.stop_all()
                 runner.close_watchdog()
         checks = asyncio.run(check())
-    return print_status(loader.path, plan, options["namespace"], checks, log=log)
+    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"])
 
 
-def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None):
-    """The table of `status`: servers, cached tool counts (or --check results), namespaces."""
+def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None,
+                 search=(None, TOOL_SEARCH_THRESHOLD)):
+    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search."""
     cache_dir = cache_dir or user_cache_dir()
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
     rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
     results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
+    counts = {spec.id: tools for spec, _, tools, _ in (checks or ()) if tools}
     for spec in plan.specs:
         if spec.disabled:
             state = "disabled"
@@ -9827,7 +9829,8 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
         else:
             entry = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log).read()
             try:
-                state = "%d (cached %s)" % (len(entry["tools"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
+                counts[spec.id] = len(entry["tools"])
+                state = "%d (cached %s)" % (counts[spec.id], time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
@@ -9848,11 +9851,22 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
         print("\nnamespaces:")
         for name, ns in plan.namespaces.items():
             mark = "*" if name == namespace else " "
-            print(" %s %-16s %s" % (mark, name, ", ".join(ns["servers"]) or "(no servers)"))
+            print(" %s %-16s %s  (%s)" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
+                                          _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
+    else:
+        print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
     if error:
         return 1
     failed = [r for r in (checks or ()) if r[3]]
     return 1 if failed or any(s.error for s in plan.specs) else 0
+
+
+def _search_summary(counts: dict, servers, mode, threshold) -> str:
+    """`N tools, tool search MODE` of some servers, from their known tool counts."""
+    count = sum(counts.get(server, 0) for server in servers)
+    mode = mode or "auto"
+    return "%d tools, tool search %s" % (count, mode if mode != "auto" else "auto (%s past %d)" % (
+        "on" if count > threshold else "off", threshold))
 
 
 # --------------------------------------------------------------------------

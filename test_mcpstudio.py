@@ -9122,6 +9122,17 @@ class ToolSearchTests(AggregatorCase):
             self.assertEqual(text_of(called), "slack/slack_get_users called with {}")
             self.assertEqual(server.notifications_of("notifications/tools/list_changed"), [])
 
+    def test_status_counts_tools_and_says_whether_search_is_on(self):
+        data = {"namespaces": {"web": {"servers": ["playwright"], "toolSearch": "off"},
+                               "all": {"servers": ["github", "slack", "playwright"]}}, "defaultNamespace": "all"}
+        with self.serve(data) as server:  # lists, so the servers' tools are cached
+            server.initialize()
+            self.assertEqual(len(self.names(server)), 2)
+        out = subprocess.run(SERVER + ["status", "--config", os.path.join(self.dir, "search.json")], capture_output=True,
+                             text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertIn("web              playwright  (25 tools, tool search off)", out.stdout)
+        self.assertIn("all              github, slack, playwright  (59 tools, tool search auto (on past 40))", out.stdout)
+
     def test_config_mistakes_name_the_key(self):
         for data, key in (({"toolSearch": "sometimes"}, "toolSearch"), ({"toolSearchPin": [1]}, "toolSearchPin"),
                           ({"toolSearchThreshold": "many"}, "toolSearchThreshold")):
