@@ -4573,8 +4573,8 @@ WORD_FAMILIES = (
 
 def search_words(text: str) -> list:
     """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", text))
-    return [_stem(word) for word in re.findall(r"[a-z0-9]+", spaced.lower()) if word not in STOP_WORDS]
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text).lower()
+    return [_stem(word) for word in re.findall(r"[a-z0-9]+", spaced) if word not in STOP_WORDS]
 
 
 def _stem(word: str) -> str:
@@ -4603,13 +4603,10 @@ class ToolIndex:
     begins, each for less: the best of a word's matches in a tool counts once."""
 
     K1, B = 1.2, 0.75
-    families = None
 
     def __init__(self, tools: list):
         import math
-        if ToolIndex.families is None:
-            ToolIndex.families = _families()
-        self.names = [tool["name"] for tool in tools]
+        self.families, self.tools = _families(), tools
         fields = [[search_words(text) for text in self._fields(tool)] for tool in tools]
         averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
                     for column in range(len(SEARCH_FIELDS))]
@@ -4650,7 +4647,7 @@ class ToolIndex:
         return found
 
     def search(self, query: str, limit: int) -> list:
-        """The names of the best `limit` tools for `query`, best first (none when no word matches)."""
+        """The best `limit` tools for `query`, best first (none when no word matches)."""
         totals = {}
         for word in dict.fromkeys(search_words(query)):
             best = {}
@@ -4661,7 +4658,7 @@ class ToolIndex:
             for number, score in best.items():
                 totals[number] = totals.get(number, 0.0) + score
         ranked = sorted(totals, key=lambda number: (-totals[number], number))
-        return [self.names[number] for number in ranked[:limit]]
+        return [self.tools[number] for number in ranked[:limit]]
 
 
 SEARCH_DESCRIPTION = (
@@ -4721,15 +4718,14 @@ class ToolSearch:
                 return tool_error("%s; find tools with %s" % (exc.message, self.search_name))
         query, limit = arguments.get("query"), arguments.get("limit", SEARCH_LIMIT)
         if name == self.call_name or not isinstance(query, str) or type(limit) is not int or not 0 < limit <= SEARCH_MAX:
-            return tool_error("%s needs %s" % (name, "`name`, another tool's name, and `arguments`, an object"
-                              if name == self.call_name else "`query`, a few words, and `limit` from 1 to %d" % SEARCH_MAX))
+            return tool_error("%s takes `query` (a few words) and `limit` (1 to %d); %s takes `name` (another tool's) "
+                              "and `arguments` (an object)" % (self.search_name, SEARCH_MAX, self.call_name))
         catalog = self.server.catalog
         tools = catalog.listing if catalog.listing is not None and not catalog.stale else await catalog.tools()
         key = [(tool["name"], tool.get("description")) for tool in tools]
         if key != self._key:  # the index is built again only when a name or description changed
             self._index, self._key = ToolIndex(tools), key
-        named = {tool["name"]: tool for tool in tools}
-        hits = [named[found] for found in self._index.search(query, limit)]
+        hits = self._index.search(query, limit)
         if hits and not ctx.modern:
             self.remember([tool["name"] for tool in hits], ctx.session)
         lines = "".join("\n%s: %s" % (tool["name"], str(tool.get("description")).split("\n")[0][:160]) for tool in hits)
@@ -5435,14 +5431,6 @@ class ConfigLoader:
                 hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
                 raise self.error("%s.%s" % (where, key) if where else key, "unknown key%s" % hint)
 
-    def search_mode(self, obj: dict, where: str):
-        """`toolSearch` of the file or of a namespace: on, off, auto, or None where it is not set."""
-        mode = self.get(obj, "toolSearch", str, where)
-        if mode is not None and mode not in TOOL_SEARCH_MODES:
-            raise self.error(_join(where, "toolSearch"), "expected %s, not %s" % (
-                ", ".join(TOOL_SEARCH_MODES), json.dumps(mode)))
-        return mode
-
     def get(self, obj: dict, key: str, kind, where: str, default=None):
         """obj[key] checked against `kind` (a type or tuple of types)."""
         if key not in obj:
@@ -5521,7 +5509,7 @@ class ConfigLoader:
         settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
                                max_output=base.max_output, max_concurrency=base.max_concurrency,
                                allow_dash_values=base.allow_dash_values,
-                               task_support=self.task_support(data, "", base.task_support))
+                               task_support=self.choice(data, "taskSupport", TASK_SUPPORT, "", base.task_support))
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
             tool = self.tool(spec, "tools[%d]" % index, runner, settings)
@@ -5562,8 +5550,8 @@ class ConfigLoader:
         pins = self.get(data, "toolSearchPin", list, "", [])
         if not all(isinstance(pin, str) for pin in pins):
             raise self.error("toolSearchPin", "expected a list of glob strings (\"time__*\")")
-        info["tool_search"] = (self.search_mode(data, ""), self.get(data, "toolSearchThreshold", int, "",
-                                                                     TOOL_SEARCH_THRESHOLD), pins)
+        info["tool_search"] = (self.choice(data, "toolSearch", TOOL_SEARCH_MODES, ""),
+                               self.get(data, "toolSearchThreshold", int, "", TOOL_SEARCH_THRESHOLD), pins)
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
             info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
@@ -5675,19 +5663,19 @@ class ConfigLoader:
             raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
         return value
 
-    def task_support(self, obj: dict, where: str, default: str) -> str:
-        """obj["taskSupport"]: how its tools run as MCP tasks."""
-        value = self.get(obj, "taskSupport", str, where, default)
-        if value not in TASK_SUPPORT:
-            raise self.error(_join(where, "taskSupport"), "expected %s, not %s"
-                             % (", ".join(json.dumps(v) for v in TASK_SUPPORT), json.dumps(value)))
+    def choice(self, obj: dict, key: str, choices, where: str, default=None):
+        """obj[key], one of `choices` (taskSupport: how its tools run as MCP tasks; toolSearch)."""
+        value = self.get(obj, key, str, where, default)
+        if value != default and value not in choices:
+            raise self.error(_join(where, key), "expected %s, not %s"
+                             % (", ".join(json.dumps(v) for v in choices), json.dumps(value)))
         return value
 
     def run_overrides(self, spec: dict, where: str, settings: RunSettings) -> dict:
         """A tool's or resource's own timeout, working_directory, environment (and a tool's taskSupport)."""
         overrides = {}
         if "taskSupport" in spec:
-            overrides["task_support"] = self.task_support(spec, where, settings.task_support)
+            overrides["task_support"] = self.choice(spec, "taskSupport", TASK_SUPPORT, where, settings.task_support)
         if "timeout" in spec:
             overrides["timeout"] = self.timeout(spec, where)
         if "working_directory" in spec:
@@ -6671,7 +6659,7 @@ def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
         namespaces[name] = {"servers": ids, "allow": allow, "deny": deny,
                             "description": loader.get(entry, "description", str, where, ""),
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
-                            "tool_search": loader.search_mode(entry, where),
+                            "tool_search": loader.choice(entry, "toolSearch", TOOL_SEARCH_MODES, where),
                             "server_defaults": defaults}
     permissions = {}
     for index, entry in enumerate(loader.get(data, "toolPermissions", list, "", [])):
@@ -12855,8 +12843,14 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
             return loader, found, info
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
-            found = [aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)]
-            search = _search_settings(options, info, found[0])
+            hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)
+            found = [hub]
+            # toolSearch: --tool-search, else the namespace's, else the file's
+            mode = (options["tool_search"] or (hub.plan.namespaces.get(hub.namespace) or {}).get("tool_search")
+                    or info["tool_search"][0] or "auto")
+            if mode not in TOOL_SEARCH_MODES:
+                raise UsageError("--tool-search %s: expected one of %s" % (mode, ", ".join(TOOL_SEARCH_MODES)))
+            search = (mode,) + info["tool_search"][1:] + (info["separator"],)
         elif options["namespace"]:
             raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
                              % (options["namespace"], loader.path))
@@ -12908,15 +12902,6 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     if search is not None:
         server.search = ToolSearch(server, *search)
     return server, runner
-
-
-def _search_settings(options: dict, info: dict, hub) -> tuple:
-    """(mode, threshold, pins, separator) of `toolSearch`: --tool-search, else the namespace's, else the file's."""
-    mode = (options["tool_search"] or (hub.plan.namespaces.get(hub.namespace) or {}).get("tool_search")
-            or info["tool_search"][0] or "auto")
-    if mode not in TOOL_SEARCH_MODES:
-        raise UsageError("--tool-search %s: expected one of %s" % (mode, ", ".join(TOOL_SEARCH_MODES)))
-    return (mode,) + info["tool_search"][1:] + (info["separator"],)
 
 
 def default_config_path() -> str:

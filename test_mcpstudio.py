@@ -8959,7 +8959,7 @@ class ToolIndexTests(unittest.TestCase):
                 ("tell the team channel the deploy is done", "chat__post_message"),
                 ("find a customer by email", "crm__searchObjects"),
                 ("screenshots", "browser__take_screenshot")):               # plural, and the title
-            self.assertEqual(index.search(query, 3)[:1], [first], query)
+            self.assertEqual([tool["name"] for tool in index.search(query, 3)][:1], [first], query)
 
     def test_limits_and_no_match(self):
         index = mcpstudio.ToolIndex(self.TOOLS)
@@ -8967,6 +8967,7 @@ class ToolIndexTests(unittest.TestCase):
         self.assertEqual(index.search("the a of", 5), [])
         self.assertEqual(len(index.search("file page message issue", 2)), 2)
         self.assertEqual(mcpstudio.ToolIndex([]).search("anything", 5), [])
+        self.assertIs(index.search("delete", 1)[0], self.TOOLS[2])  # the definition itself
 
     def test_found_tools_per_session(self):
         """list_changed only when a session's list gained a tool; at most FOUND_LIMIT, the least recently found go."""
@@ -8998,7 +8999,7 @@ class ToolIndexTests(unittest.TestCase):
         with open(os.path.join(HERE, "benchmarks", "toolsearch", "intents.json")) as f:
             intents = json.load(f)
         index = mcpstudio.ToolIndex(tools)
-        found = sum(1 for intent in intents if set(index.search(intent["q"], 5)) & set(intent["tools"]))
+        found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
         self.assertGreaterEqual(found / len(intents), 0.9)
 
 

@@ -145,7 +145,7 @@ def main(argv=None) -> int:
         with open(os.path.join(DATA, label + ".json")) as f:
             intents = json.load(f)
         queries = [intent["q"] for intent in intents]
-        rankers = [("mcpstudio", [index.search(query, 10) for query in queries])]
+        rankers = [("mcpstudio", [[tool["name"] for tool in index.search(query, 10)] for query in queries])]
         if os.path.exists(args.fastmcp):
             rankers.append(("fastmcp BM25", fastmcp_rankings(args.fastmcp, tools, queries)))
         for name, rankings in rankers:
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
                                                     found["r@5"], found["r@10"], found["mrr"]))
             if args.misses and name == "mcpstudio" and label == "intents":
                 for query in found["missed@5"]:
-                    print("    missed at 5: %s -> %s" % (query, index.search(query, 3)))
+                    print("    missed at 5: %s -> %s" % (query, [tool["name"] for tool in index.search(query, 3)]))
     if args.no_serving:
         return 0
     figures = serving(corpus, args.runs)
