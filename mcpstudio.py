@@ -11439,7 +11439,7 @@ def _print_listing(listing: dict):
 
 def inspect_command(words: list) -> int:
     """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
-    found, words = _take_options(words, "inspect", flags=("--json",))
+    found, words = _take_options(words, "inspect", flags=("--json",), values=("--search",))
     if found.get("help"):
         print(SUBCOMMAND_HELP["inspect"])
         return 0
@@ -11451,6 +11451,10 @@ def inspect_command(words: list) -> int:
                    "tools": [], "resources": [], "resourceTemplates": [], "prompts": []}
         if "tools" in capabilities:
             listing["tools"] = client.list_all("tools/list", "tools")
+        if "--search" in found:  # the tools a search finds, as `mcpstudio__search_tools` answers them
+            result = client.request("tools/call", {"name": MANAGER_PREFIX + "__search_tools", "arguments": {
+                "query": found["--search"], "limit": SEARCH_MAX}})
+            listing["tools"] = result["structuredContent"]["tools"]
         if "resources" in capabilities:
             listing["resources"] = client.list_all("resources/list", "resources")
             listing["resourceTemplates"] = client.list_all("resources/templates/list", "resourceTemplates")
@@ -12608,13 +12612,15 @@ SUBCOMMAND_HELP = {
               "each server of the active namespace, lists its tools and stops it.",
     "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
             "Write a commented starter config (NAME.json) for the program CMD.",
-    "inspect": "usage: mcpstudio inspect [--json] [MODE ARGS...]\n"
+    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY] [MODE ARGS...]\n"
                "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n"
                "       mcpstudio inspect [--json] --url URL\n\n"
                "Start the mode as a client would and show the tools (with their parameters), resources\n"
                "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
                "arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the\n"
-               "default config); after -- comes any MCP server's command.\n\n"
+               "default config); after -- comes any MCP server's command. A config with MCP servers shows\n"
+               "what a client in tool search mode sees (toolSearch); --search QUERY shows the tools a\n"
+               "search finds, best first.\n\n"
                "examples:\n"
                "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
                "  mcpstudio inspect --json serve --config tools.json\n"

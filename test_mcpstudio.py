@@ -9134,6 +9134,20 @@ class ToolSearchTests(AggregatorCase):
         self.assertIn("web              playwright  (25 tools, tool search off)", out.stdout)
         self.assertIn("all              github, slack, playwright  (59 tools, tool search auto (on past 40))", out.stdout)
 
+    def test_inspect_shows_what_a_search_mode_client_sees_and_searches(self):
+        with self.serve({}):
+            pass  # writes search.json
+        serve = ["serve", "--config", os.path.join(self.dir, "search.json")]
+        seen = subprocess.run(SERVER + ["inspect", "--json"] + serve, capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual([t["name"] for t in json.loads(seen.stdout)["tools"]], ["mcpstudio__search_tools",
+                                                                                "mcpstudio__call_tool"])
+        found = subprocess.run(SERVER + ["inspect", "--json", "--search", "reply in a slack thread"] + serve,
+                               capture_output=True,
+                               text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        tools = json.loads(found.stdout)["tools"]
+        self.assertEqual(tools[0]["name"], "slack__slack_reply_to_thread")
+        self.assertIn("thread_ts", tools[0]["inputSchema"]["properties"])
+
     def test_config_mistakes_name_the_key(self):
         for data, key in (({"toolSearch": "sometimes"}, "toolSearch"), ({"toolSearchPin": [1]}, "toolSearchPin"),
                           ({"toolSearchThreshold": "many"}, "toolSearchThreshold")):
