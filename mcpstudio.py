@@ -4489,10 +4489,10 @@ LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
 STOP_WORDS = frozenset(
     "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
-    "you your can could would should please want need some any all every do does did how what which who whose where am "
+    "you your can could would should please want need some any all every do does did how what which whose where am "
     "there their them then than so just also using use via about new everything something anything".split())
 WORD_FAMILIES = (
-    "get fetch read retrieve show view load obtain see display look inspect detail",
+    "get fetch read retrieve show view load obtain see display look inspect detail describe open",
     "list enumerate browse index overview show find",
     "create add make new insert post open start begin generate",
     "delete remove drop destroy erase trash purge discard forget",
@@ -4522,7 +4522,7 @@ WORD_FAMILIES = (
     "scale replica resize grow increase more",
     "documentation docs doc manual guide reference wiki",
     "switch checkout",
-    "whoami identity authenticated self login signed current",
+    "whoami identity authenticated self login signed current who",
     "distance far travel drive duration",
     "contact lead customer person people",
     "company organization org business account",
@@ -4550,13 +4550,20 @@ WORD_FAMILIES = (
     "upload attach",
     "size length count many",
     "summary summarize overview",
+    "elevation altitude height high sea",
+    "connect link relate relation associate association",
+    "photo image media picture",
+    "say said comment review feedback",
+    "title role job profile",
+    "record object entry item",
+    "agent autonomous independently own",
     "copy duplicate clone fork",
     "approve accept lgtm review",
     "dismiss cancel reject decline close",
     "back previous return undo revert rollback",
     "coordinate latitude longitude geocode",
     "draw paint illustrate art image generate",
-    "diff difference changed modified",
+    "diff difference different compare changed modified",
     "slow performance speed latency fast",
     "yaml manifest configuration apply",
     "content text body markdown contain",
@@ -4574,7 +4581,7 @@ WORD_FAMILIES = (
 def search_words(text: str) -> list:
     """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text).lower()
-    return [_stem(word) for word in re.findall(r"[a-z0-9]+", spaced) if word not in STOP_WORDS]
+    return [_stem(word) for word in re.findall(r"[a-z0-9]{2,}", spaced) if word not in STOP_WORDS]
 
 
 def _stem(word: str) -> str:
