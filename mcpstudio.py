@@ -1107,6 +1107,10 @@ def _clip(text: str, limit: int) -> str:
 # resolve as the core schema says: null, ~, true/false (three spellings), ints
 # (0o, 0x), floats. Anchors, aliases, tags, `?` keys, .inf and .nan are refused.
 
+FRONTMATTER_MAX_CHARS = 64 << 10  # a frontmatter's size and nesting (a skill past them is refused)
+FRONTMATTER_MAX_DEPTH = 32
+
+
 class FrontmatterError(McpStudioError):
     """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
 
@@ -1120,6 +1124,9 @@ _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\
                  "L": "\u2028", "P": "\u2029", "x": 2, "u": 4, "U": 8}
 
 
+_FLOW_PLAIN = re.compile(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+")
+
+
 def split_frontmatter(text: str) -> tuple:
     """(frontmatter lines, the file line number of the first) of a SKILL.md that opens with `---`."""
     lines = text[1:].split("\n") if text.startswith("\ufeff") else text.split("\n")
@@ -1128,6 +1135,9 @@ def split_frontmatter(text: str) -> tuple:
         raise FrontmatterError("SKILL.md must begin with a `---` line, then YAML frontmatter, then `---`", 1)
     for end in range(1, len(lines)):
         if lines[end].rstrip(" \t") == "---":
+            if sum(map(len, lines[1:end])) > FRONTMATTER_MAX_CHARS:
+                raise FrontmatterError("the frontmatter is longer than %d characters; move text to the body"
+                                       % FRONTMATTER_MAX_CHARS, 2)
             return lines[1:end], 2
     raise FrontmatterError("the frontmatter has no closing `---` line", 1)
 
@@ -1168,6 +1178,17 @@ class _Yaml:
         self.lines = list(lines)
         self.first = first
         self.i = 0
+        self.depth = 0
+        self.text = "\n".join(self.lines)  # what a flow value reads, at self.starts[line] + column
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line) + 1)
+
+    def nest(self, step: int):
+        """Into (1) or out of (-1) a collection: FRONTMATTER_MAX_DEPTH levels at most."""
+        self.depth += step
+        if self.depth > FRONTMATTER_MAX_DEPTH:
+            raise self.error("nested deeper than %d levels" % FRONTMATTER_MAX_DEPTH)
 
     def error(self, message: str, index: int | None = None):
         return FrontmatterError(message, self.first + (self.i if index is None else index))
@@ -1197,9 +1218,10 @@ class _Yaml:
     def block(self, n: int):
         """The mapping or sequence whose lines start at column `n`."""
         text = self.lines[self.i][n:]
-        if text[:2] in ("- ", "-\t") or text == "-":
-            return self.sequence(n)
-        return self.mapping(n)
+        self.nest(1)
+        value = self.sequence(n) if text[:2] in ("- ", "-\t") or text == "-" else self.mapping(n)
+        self.nest(-1)
+        return value
 
     def mapping(self, n: int) -> dict:
         result = {}
@@ -1396,13 +1418,13 @@ class _Yaml:
 
     def flow_value(self, col: int, n: int):
         """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
-        text = "\n".join([self.lines[self.i][col:]] + self.lines[self.i + 1:])
-        if text[0] in "\"'":
-            value, end = self.quoted(text, 0)
+        text, start = self.text, self.starts[self.i] + col
+        if text[start] in "\"'":
+            value, end = self.quoted(text, start)
         else:
-            value, end = self.flow(text, 0)
-        self.i += text.count("\n", 0, end)
-        rest = text[end:].split("\n", 1)[0]
+            value, end = self.flow(text, start)
+        self.i += text.count("\n", start, end)
+        rest = text[end:self.starts[self.i + 1] - 1]
         if rest.strip(" \t")[:1] not in ("", "#") or rest[:1] == "#":
             raise self.error("unexpected text after the value: %s" % rest.strip())
         self.i += 1
@@ -1466,9 +1488,11 @@ class _Yaml:
         closing = "]" if text[j] == "[" else "}"
         result = [] if closing == "]" else {}
         j += 1
+        self.nest(1)
         while True:
             j = self.flow_space(text, j)
             if text[j:j + 1] == closing:
+                self.nest(-1)
                 return result, j + 1
             value, j = self.flow_node(text, j)
             j = self.flow_space(text, j)
@@ -1501,7 +1525,7 @@ class _Yaml:
             if text[j] in " \t\n":
                 j += 1
             elif text[j] == "#" and (j == 0 or text[j - 1] in " \t\n"):
-                j = text.find("\n", j) if "\n" in text[j:] else len(text)
+                j = text.find("\n", j) % (len(text) + 1)  # -1 (no line break): the end
             else:
                 break
         return j
@@ -1513,7 +1537,7 @@ class _Yaml:
             return self.flow(text, j)
         if text[j] in "\"'":
             return self.quoted(text, j)
-        match = re.match(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+", text[j:])
+        match = _FLOW_PLAIN.match(text, j)
         raw = match.group() if match else ""
         self.plain_start(raw.strip())
         try:
@@ -3802,6 +3826,34 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _read_inside(path: str, root: str, scanned) -> bytes:
+    """The bytes (SKILL_MAX_BYTES at most) of the regular file `scanned` (a stat) at `path`, whose real path
+    is inside `root`. POSIX: opened one path component at a time, following no symlink, so that a file or
+    folder swapped for a symlink after the scan fails to open; a FIFO is opened without waiting for a writer."""
+    import stat
+    real = os.path.realpath(path)
+    if not _inside(real, root):
+        raise OSError("its real path %s is outside %s" % (real, root))
+    if _POSIX:
+        fd = os.open(root, os.O_RDONLY)
+        for part in os.path.relpath(real, root).split(os.sep):
+            try:
+                fd_next = os.open(part, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+            finally:
+                os.close(fd)
+            fd = fd_next
+    else:
+        fd = os.open(real, os.O_RDONLY | os.O_BINARY)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (scanned.st_dev, scanned.st_ino):
+            raise OSError("not a regular file, or not the file scanned (it changed meanwhile)")
+        data = f.read(SKILL_MAX_BYTES + 1)
+    if len(data) > SKILL_MAX_BYTES:
+        raise OSError("larger than %d bytes" % SKILL_MAX_BYTES)
+    return data
+
+
 def _uri_path(path: str) -> str:
     """A `/`-separated path as URI path segments (percent-encoded where it must be)."""
     from urllib.parse import quote
@@ -3907,12 +3959,12 @@ class SkillFolders:
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
             cached = self._headers.get(skill_md)
             if cached is None or cached[0] != key:
-                with open(skill_md, "rb") as f:
-                    text = f.read().decode("utf-8")
+                text = _read_inside(skill_md, root, st).decode("utf-8")
                 try:
                     cached = (key, parse_frontmatter(text))
-                except FrontmatterError as exc:
-                    cached = (key, exc)
+                except Exception as exc:  # any parser failure refuses this skill alone
+                    cached = (key, exc if isinstance(exc, FrontmatterError) else FrontmatterError(
+                        "cannot be read (%s: %s)" % (type(exc).__name__, exc)))
                 self._headers[skill_md] = cached
         except (OSError, UnicodeDecodeError) as exc:
             return "cannot read it (%s); make it a readable UTF-8 file" % exc
@@ -3966,24 +4018,23 @@ class SkillFolders:
                     out[prefix + entry.name] = (real, st)
         return dict(sorted(out.items(), key=lambda item: (item[0] != "SKILL.md", item[0])))
 
-    def digest(self, real: str, st) -> tuple:
+    def digest(self, real: str, st, root: str) -> tuple:
         """("sha256:<hex>", size) of a file, hashed again when its stat changed."""
         key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
         cached = self._digests.get(real)
         if cached is None or cached[0] != key:
             import hashlib
-            with open(real, "rb") as f:
-                data = f.read()
+            data = _read_inside(real, root, st)
             cached = self._digests[real] = (key, "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
         return cached[1:]
 
     def entry(self, path: str) -> dict:
         """The extension's Skill entry of a found skill: frontmatter verbatim, every file with digest and size."""
-        _, _, frontmatter, files = self.found[path]
+        root, _, frontmatter, files = self.found[path]
         prefix = "skill://%s/" % _uri_path(path)
         resources = []
         for rel, (real, st) in files.items():
-            digest, size = self.digest(real, st)
+            digest, size = self.digest(real, st, root)
             resources.append({"uri": prefix + _uri_path(rel), "digest": digest, "size": size})
         return {"uri": prefix + "SKILL.md", "frontmatter": frontmatter, "resources": resources}
 
@@ -4052,8 +4103,10 @@ class SkillFolders:
             if rel not in files:
                 raise McpError(INVALID_PARAMS, "Invalid params: %s is not a file of the skill %s" % (uri, path),
                                {"uri": uri})
-            with open(files[rel][0], "rb") as f:
-                content = skill_file_content(uri, f.read())
+            try:
+                content = skill_file_content(uri, _read_inside(files[rel][0], self.found[path][0], files[rel][1]))
+            except OSError as exc:
+                raise McpError(INVALID_PARAMS, "Invalid params: cannot read %s (%s)" % (uri, exc), {"uri": uri})
             if rel == "SKILL.md":
                 frontmatter = self.found[path][2]
                 content.update(name=frontmatter["name"], description=frontmatter["description"])

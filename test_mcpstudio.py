@@ -8912,6 +8912,125 @@ _DEEP = "\x00deep\x00"      # a placeholder the fuzzer swaps for raw, deeply nes
 _BAD_UTF8 = "\x00utf8\x00"  # a placeholder swapped for bytes that are not UTF-8
 
 
+class FrontmatterLimitsTests(unittest.TestCase):
+    """Issue 31 items 1 and 10: the frontmatter parser bounds nesting and size, and is linear."""
+
+    def test_refused_past_the_limits(self):
+        deep_keys = "\n".join(" " * level + "k%d:" % level for level in range(100)) + " x"
+        for text, reason in (("k: " + "[" * 5000 + "]" * 5000, "nested deeper than 32 levels"),
+                             ("k: " + "{a: " * 40 + "b" + "}" * 40, "nested deeper than 32 levels"),
+                             (deep_keys, "nested deeper than 32 levels"),
+                             ("k:\n" + "- " * 40 + "x", "nested deeper than 32 levels"),
+                             ("k: '%s'" % ("x" * (64 << 10)), "longer than 65536 characters")):
+            with self.subTest(text=text[:30]):
+                with self.assertRaises(mcpstudio.FrontmatterError) as caught:
+                    mcpstudio.parse_frontmatter("---\nname: x\n%s\n---\nbody\n" % text)
+                self.assertIn(reason, str(caught.exception))
+        nested = "k: " + "[" * 31 + "]" * 31  # at the limit: parsed
+        self.assertEqual(mcpstudio.parse_frontmatter("---\n%s\n---\n" % nested)["k"], json.loads(nested[3:]))
+
+    def test_linear_in_the_number_of_flow_values(self):
+        # 430 kB of flow values took 18 s (quadratic: 40,000 of these lines took 12 s); the parser itself
+        # (past the size cap) now takes a fraction of a second.
+        lines = ["k%d: [a]" % row for row in range(40000)] + ["big: [%s]" % ", ".join(["value"] * 80000)]
+        started = time.monotonic()
+        value = mcpstudio._Yaml(lines, 2).document()
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertEqual((len(value), len(value["big"]), value["k39999"]), (40001, 80000, ["a"]))
+
+
+class SkillsHardeningTests(ScratchDir):
+    """Issue 31 items 1-3 and 9: a bad, special or swapped file refuses one skill and never blocks the server."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.dir, "skills")
+        write_skill(self.root, "good", "name: good\ndescription: A good skill", files={"ref.md": b"inside\n"})
+        self.secret = os.path.join(self.dir, "secret.md")
+        with open(self.secret, "w") as f:
+            f.write("SECRET outside the root\n")
+
+    def served(self, server) -> list:
+        listing = server.request("skills/list", {}, timeout=10)["result"]["skills"]
+        return sorted(entry["frontmatter"]["name"] for entry in listing)
+
+    def test_a_deep_frontmatter_refuses_that_skill_alone(self):
+        write_skill(self.root, "deep", "name: deep\ndescription: x\nk: " + "[" * 5000 + "]" * 5000)
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            for _ in range(2):  # and again: nothing is left broken
+                self.assertEqual(self.served(server), ["good"])
+                self.assertEqual([p["name"] for p in server.request("prompts/list", {})["result"]["prompts"]], ["good"])
+                self.assertIn("skill://good/ref.md", str(server.request("resources/list", {})["result"]))
+                self.assertIn("result", server.request("resources/read", {"uri": "skill://good/SKILL.md"}))
+            stderr = server.stderr_when(lambda text: "deep" in text)
+        self.assertRegex(stderr, r"skills: .*deep.SKILL\.md: frontmatter line \d+: nested deeper than 32 levels.*not served")
+
+    def test_special_files_are_refused_and_never_block(self):
+        for name, target in (("fifo", None), ("outside", os.path.join(self.dir, "elsewhere", "outside")),
+                             ("zero", "/dev/zero")):
+            os.makedirs(os.path.join(self.root, name))
+            if target is None:
+                os.mkfifo(os.path.join(self.root, name, "SKILL.md"))
+                continue
+            if name == "outside":  # a good SKILL.md, but outside the root
+                write_skill(os.path.dirname(target), "outside", "name: outside\ndescription: Not served")
+                target = os.path.join(target, "SKILL.md")
+            os.symlink(target, os.path.join(self.root, name, "SKILL.md"))
+        server = McpProcess("--skills", self.root)
+        with server:
+            server.initialize()
+            self.assertEqual(self.served(server), ["good"])
+            self.assertEqual([p["name"] for p in server.request("prompts/list", {})["result"]["prompts"]], ["good"])
+            reply = server.request("resources/read", {"uri": "skill://outside/SKILL.md"})
+            self.assertNotIn("Not served", json.dumps(reply))
+            stderr = server.stderr_when(lambda text: all(os.path.join(self.root, name, "SKILL.md") in text
+                                                         for name in ("fifo", "outside", "zero")))
+            started = time.monotonic()
+            self.assertEqual(server.close(), 0)  # stdin closed: it exits, nothing holds it
+            self.assertLess(time.monotonic() - started, 10)
+        self.assertIn("not a regular file", stderr)
+        self.assertIn("outside %s" % os.path.realpath(self.root), stderr)
+
+    def test_a_swapped_file_or_folder_is_never_read_through_a_link(self):
+        folder = os.path.join(self.root, "good")
+        os.makedirs(os.path.join(folder, "sub"))
+        with open(os.path.join(folder, "sub", "doc.md"), "w") as f:
+            f.write("inside too\n")
+        outside = os.path.join(self.dir, "outside-sub")
+        os.makedirs(outside)
+        os.symlink(self.secret, os.path.join(outside, "doc.md"))
+        stop = threading.Event()
+
+        def swap():  # ref.md and sub/ become symlinks out of the root and back, as fast as they can
+            while not stop.is_set():
+                for name, link_to in (("ref.md", self.secret), ("sub", outside)):
+                    path = os.path.join(folder, name)
+                    os.rename(path, path + ".real")
+                    os.symlink(link_to, path)
+                    os.remove(path)
+                    os.rename(path + ".real", path)
+        import hashlib
+        with open(self.secret, "rb") as f:
+            secret_digest = "sha256:" + hashlib.sha256(f.read()).hexdigest()
+        swapper = threading.Thread(target=swap, daemon=True)
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            swapper.start()
+            self.addCleanup(swapper.join, 10)
+            self.addCleanup(stop.set)
+            served = 0
+            for attempt in range(600):
+                uri = "skill://good/ref.md" if attempt % 2 else "skill://good/sub/doc.md"
+                reply = server.request("resources/read" if attempt % 10 else "skills/get",
+                                       {"uri": uri if attempt % 10 else "skill://good/SKILL.md"})
+                self.assertNotIn("SECRET", json.dumps(reply))
+                self.assertNotIn(secret_digest, json.dumps(reply))
+                served += "result" in reply
+            stop.set()
+            self.assertGreater(served, 0)
+
+
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
 
