@@ -6775,7 +6775,11 @@ _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "cal
 
 
 class OAuthError(McpStudioError):
-    """A sign-in that failed or may not start here; its message says what to do."""
+    """A sign-in that failed or may not start here; its message says what to do (without the control
+    characters, such as terminal escapes, a server's text may carry)."""
+
+    def __init__(self, message: str):
+        super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
 
 
 def www_authenticate(header: str) -> dict:
@@ -6837,6 +6841,13 @@ def resource_covers(resource: str, server_url: str) -> bool:
     return mine == theirs or mine.startswith(theirs + "/")
 
 
+def secure_url(url: str) -> bool:
+    """https, or plain http to this machine: what a sign-in fetches or sends the browser to (RFC 8414, 9728)."""
+    import urllib.parse
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname))
+
+
 def loopback_host(host) -> bool:
     """localhost, 127.x.x.x or ::1: where plain http and redirects are safe."""
     host = (host or "").strip("[]").lower()
@@ -6870,22 +6881,31 @@ class TokenStore:
                                  "%s-%s.json" % (host, hashlib.sha256(url.encode()).hexdigest()[:12]))
 
     def load(self) -> dict:
+        """The kept sign-in, {} without one (a symlink in the file's place is not followed)."""
         try:
-            with open(self.path, encoding="utf-8") as f:
+            with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
                 data = json.load(f)
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) and data.get("url") == self.url else {}
 
     def save(self, data: dict):
-        """Write atomically, mode 0600 in a 0700 folder (on Windows the user's profile folder guards it)."""
+        """Write atomically through a new file of an unpredictable name, mode 0600 in a folder made 0700
+        (on Windows the user's profile folder guards it); the temporary file never outlives a failure."""
+        import secrets
         folder = os.path.dirname(self.path)
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        temporary = "%s.%d.tmp" % (self.path, os.getpid())
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(dict(data, url=self.url), f, indent=2)
-        os.replace(temporary, self.path)
+        if _POSIX:
+            os.chmod(folder, 0o700)
+        temporary = "%s.%s.tmp" % (self.path, secrets.token_hex(8))
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(dict(data, url=self.url), f, indent=2)
+            os.replace(temporary, self.path)
+        except BaseException:
+            os.remove(temporary)
+            raise
 
     def delete(self) -> bool:
         try:
@@ -6896,21 +6916,26 @@ class TokenStore:
 
 
 class _Callback:
-    """The loopback redirect target of one sign-in: http://127.0.0.1:PORT/callback, one answer."""
+    """The loopback redirect target of one sign-in: http://127.0.0.1:PORT/callback, one answer, the one that
+    carries `state` (another, such as a forged redirect, is ignored). Requests are served each in a thread,
+    with a socket timeout: an idle connection stalls nothing."""
 
-    def __init__(self, port: int = 0):
+    def __init__(self, state: str, port: int = 0):
         import http.server
         import urllib.parse
         found = {}
         done = threading.Event()
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            timeout = 10
+
             def do_GET(self):
                 parts = urllib.parse.urlsplit(self.path)
-                if parts.path != "/callback" or done.is_set():
+                query = {k: v[0] for k, v in urllib.parse.parse_qs(parts.query).items()}
+                if parts.path != "/callback" or done.is_set() or query.get("state") != state:
                     self.send_error(404)
                     return
-                found.update((k, v[0]) for k, v in urllib.parse.parse_qs(parts.query).items())
+                found.update(query)
                 body = (b"<!doctype html><title>mcpstudio</title><p>%s You can close this tab."
                         % (b"Signed in." if "code" in found else b"The sign-in did not finish."))
                 self.send_response(200)
@@ -6923,7 +6948,8 @@ class _Callback:
             def log_message(self, *args):  # never to stdout or stderr: the query holds the code
                 pass
         try:
-            self.server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+            self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+            self.server.daemon_threads = True
         except OSError as exc:
             raise OAuthError("cannot listen on 127.0.0.1:%d for the sign-in's redirect: %s%s" % (
                 port, exc.strerror or exc, " (oauth.callbackPort is taken; free it or choose another)" if port else ""))
@@ -7014,13 +7040,21 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _fetch(self, url: str, data=None, headers=None, expect=(200,)):
-        """One request to a metadata, registration or token endpoint: (status, JSON body or None)."""
+    def _fetch(self, url: str, data=None, headers=None):
+        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None).
+        A redirect is not followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
         import urllib.request
+        if not secure_url(url):
+            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
+                             "this machine)" % (self.name, url))
+
+        class Stay(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args):
+                return None
         request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
         try:
-            with urllib.request.urlopen(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
+            with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
                 status, body = response.status, response.read(1 << 20)
         except urllib.error.HTTPError as exc:
             status, body = exc.code, exc.read(1 << 20)
@@ -7069,12 +7103,10 @@ class OAuthClient:
                               "token_endpoint": base + "/token", "registration_endpoint": base + "/register"}, False
 
     def _check_endpoint(self, metadata: dict, key: str):
-        import urllib.parse
         url = metadata.get(key)
         if not isinstance(url, str):
             raise OAuthError("authorization server %s: its metadata has no %s" % (metadata.get("issuer"), key))
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme != "https" and not (parts.scheme == "http" and loopback_host(parts.hostname)):
+        if not secure_url(url):
             raise OAuthError("authorization server %s: its %s %s is not https (plain http is accepted only on "
                              "this machine)" % (metadata.get("issuer"), key, url))
         return url
@@ -7112,7 +7144,18 @@ class OAuthClient:
         return client
 
     def _token_request(self, metadata: dict, client: dict, form: dict) -> dict:
-        """POST to the token endpoint, authenticating as the client was registered to; the new tokens."""
+        """POST to the token endpoint; the new tokens."""
+        status, tokens = self._client_post(metadata, client, form, "token_endpoint")
+        if status != 200 or not tokens or not isinstance(tokens.get("access_token"), str):
+            raise OAuthError("the token endpoint of %s answered HTTP %d%s" % (
+                metadata.get("issuer"), status, ": %s" % (tokens.get("error_description") or tokens.get("error"))
+                if tokens else ""))
+        if isinstance(tokens.get("expires_in"), (int, float)):
+            tokens["expires_at"] = int(time.time() + tokens["expires_in"])
+        return tokens
+
+    def _client_post(self, metadata: dict, client: dict, form: dict, key: str) -> tuple:
+        """POST a form to the endpoint `key`, authenticating as the client was registered to: (status, JSON)."""
         import base64
         import urllib.parse
         secret = client.get("client_secret")
@@ -7128,16 +7171,23 @@ class OAuthClient:
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         elif secret and method == "client_secret_post":
             form["client_secret"] = secret
-        status, tokens = self._fetch(self._check_endpoint(metadata, "token_endpoint"),
-                                     urllib.parse.urlencode(form).encode(), headers)
-        if status != 200 or not tokens or not isinstance(tokens.get("access_token"), str):
-            raise OAuthError("the token endpoint of %s answered HTTP %d%s" % (
-                metadata.get("issuer"), status, ": %s" % (tokens.get("error_description") or tokens.get("error"))
-                if tokens else ""))
-        if isinstance(tokens.get("expires_in"), (int, float)):
-            tokens["expires_at"] = int(time.time() + tokens["expires_in"])
-        return tokens
+        return self._fetch(self._check_endpoint(metadata, key), urllib.parse.urlencode(form).encode(), headers)
 
+    def revoke(self):
+        """Revoke the refresh token (else the access token) where the server offers RFC 7009 revocation;
+        why it could not, or None."""
+        tokens, metadata = self.state.get("tokens") or {}, self.state.get("metadata") or {}
+        kind = "refresh_token" if tokens.get("refresh_token") else "access_token"
+        if not tokens.get(kind):
+            return None
+        if not metadata.get("revocation_endpoint"):
+            return "its authorization server offers no revocation (RFC 7009): the token stays valid until it expires"
+        try:
+            status = self._client_post(metadata, self.state.get("client") or {},
+                                       {"token": tokens[kind], "token_type_hint": kind}, "revocation_endpoint")[0]
+        except OAuthError as exc:
+            return str(exc)
+        return None if status == 200 else "its revocation endpoint answered HTTP %d" % status
     def refresh(self):
         """Trade the refresh token for a new access token (no browser)."""
         tokens, metadata = self.state.get("tokens") or {}, self.state.get("metadata") or {}
@@ -7173,12 +7223,12 @@ class OAuthClient:
         if wanted and "offline_access" in supported and "offline_access" not in wanted and \
                 "refresh_token" in (metadata.get("grant_types_supported") or ["refresh_token"]):
             wanted.append("offline_access")  # SEP-2207: a refresh token spares the next sign-in
-        callback = _Callback(int(self.settings.get("callbackPort") or 0) or self._kept_port(issuer))
+        import secrets
+        state = secrets.token_urlsafe(24)
+        callback = _Callback(state, int(self.settings.get("callbackPort") or 0) or self._kept_port(issuer))
         try:
             client = self._client(metadata, issuer, callback.uri)
             verifier, challenge = pkce_pair()
-            import secrets
-            state = secrets.token_urlsafe(24)
             query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": callback.uri,
                      "code_challenge": challenge, "code_challenge_method": "S256", "state": state,
                      "resource": audience}
@@ -7191,8 +7241,6 @@ class OAuthClient:
         except BaseException:
             callback.close()
             raise
-        if answer.get("state") != state:
-            raise OAuthError("the sign-in's redirect carried the wrong state; ignored it (was it another tab?)")
         if answer.get("error"):
             raise OAuthError("the authorization server said %s%s" % (
                 answer["error"], ": " + answer["error_description"] if answer.get("error_description") else ""))
@@ -7210,7 +7258,7 @@ class OAuthClient:
             "code_verifier": verifier, "resource": audience})
         tokens.setdefault("scope", " ".join(wanted))
         self.state = {"issuer": issuer, "client": client, "tokens": tokens, "scopes": wanted, "resource": audience,
-                      "metadata": {key: metadata[key] for key in ("issuer", "token_endpoint",
+                      "metadata": {key: metadata[key] for key in ("issuer", "token_endpoint", "revocation_endpoint",
                                                                   "token_endpoint_auth_methods_supported")
                                    if key in metadata}}
         self.store.save(self.state)
@@ -12021,8 +12069,10 @@ def logout_command(words: list) -> int:
     if oauth is None:
         print(SUBCOMMAND_HELP["logout"])
         return 0
+    problem = oauth.revoke()
     if oauth.store.delete():
-        print("signed out of %s (deleted %s)" % (oauth.name, oauth.store.path))
+        print("signed out of %s (deleted %s; %s)" % (oauth.name, oauth.store.path, "the token is revoked" if problem
+                                                    is None else "could not revoke the token: " + problem))
     else:
         print("%s: not signed in (no %s)" % (oauth.name, oauth.store.path))
     return 0

@@ -8515,7 +8515,10 @@ class OAuthServer(ThreadedHttpServer):
 
     /mcp wants a Bearer token (401 with resource_metadata and scope otherwise); the authorization server
     registers clients, redirects /authorize at once with code, state and iss, checks PKCE at /token and
-    grants refresh tokens. `expires_in` sets the tokens' life; `grants` and `registered` record what came."""
+    grants refresh tokens. `expires_in` sets the tokens' life; `grants` and `registered` record what came.
+    Issue 31: `resource_metadata` and `issuers` change what the challenge and the resource metadata name,
+    `token_reply` (status, body, headers) replaces the token endpoint's answer, `revocation` offers RFC 7009
+    revocation (`revoked` holds the tokens revoked); `seen` holds (method, path, headers) of every request."""
 
     def __init__(self, expires_in=3600):
         import base64
@@ -8524,6 +8527,8 @@ class OAuthServer(ThreadedHttpServer):
         import urllib.parse
         owner, codes, tokens = self, {}, {}
         self.expires_in, self.grants, self.registered, self.authorized = expires_in, [], [], []
+        self.resource_metadata = self.issuers = self.token_reply = None
+        self.revocation, self.revoked, self.seen = True, [], []
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args):
@@ -8542,10 +8547,11 @@ class OAuthServer(ThreadedHttpServer):
 
             def do_GET(self):
                 base = "http://127.0.0.1:%d" % owner.port
+                owner.seen.append(("GET", self.path, dict(self.headers)))
                 parts = urllib.parse.urlsplit(self.path)
                 query = dict(urllib.parse.parse_qsl(parts.query))
                 if parts.path == "/.well-known/oauth-protected-resource/mcp":
-                    self.reply(200, {"resource": base + "/mcp", "authorization_servers": [base],
+                    self.reply(200, {"resource": base + "/mcp", "authorization_servers": owner.issuers or [base],
                                      "scopes_supported": ["files:read"]})
                 elif parts.path == "/.well-known/oauth-authorization-server":
                     self.reply(200, {"issuer": base, "authorization_endpoint": base + "/authorize",
@@ -8553,7 +8559,8 @@ class OAuthServer(ThreadedHttpServer):
                                      "code_challenge_methods_supported": ["S256"], "response_types_supported": ["code"],
                                      "grant_types_supported": ["authorization_code", "refresh_token"],
                                      "token_endpoint_auth_methods_supported": ["none"],
-                                     "authorization_response_iss_parameter_supported": True})
+                                     "authorization_response_iss_parameter_supported": True,
+                                     **({"revocation_endpoint": base + "/revoke"} if owner.revocation else {})})
                 elif parts.path == "/authorize":
                     owner.authorized.append(query)
                     code = "code-%d" % len(owner.authorized)
@@ -8567,7 +8574,13 @@ class OAuthServer(ThreadedHttpServer):
             def do_POST(self):
                 base = "http://127.0.0.1:%d" % owner.port
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.path == "/register":
+                owner.seen.append(("POST", self.path, dict(self.headers)))
+                if self.path == "/token" and owner.token_reply:
+                    self.reply(*owner.token_reply)
+                elif self.path == "/revoke":
+                    owner.revoked.append(dict(urllib.parse.parse_qsl(raw.decode()))["token"])
+                    self.reply(200)
+                elif self.path == "/register":
                     owner.registered.append(json.loads(raw))
                     self.reply(201, dict(json.loads(raw), client_id="client-%d" % len(owner.registered)))
                 elif self.path == "/token":
@@ -8590,8 +8603,9 @@ class OAuthServer(ThreadedHttpServer):
                     token = (self.headers.get("Authorization") or "")[len("Bearer "):]
                     kind, until = tokens.get(token, (None, 0))
                     if kind != "access" or until < time.time():
-                        self.reply(401, {"error": "invalid_token"}, [("WWW-Authenticate", 'Bearer resource_metadata="%s'
-                                   '/.well-known/oauth-protected-resource/mcp", scope="files:read"' % base)])
+                        self.reply(401, {"error": "invalid_token"}, [("WWW-Authenticate", 'Bearer resource_metadata="%s", '
+                                   'scope="files:read"' % (owner.resource_metadata or
+                                                           base + "/.well-known/oauth-protected-resource/mcp"))])
                         return
                     message = json.loads(raw)
                     if "id" not in message:
@@ -8618,8 +8632,8 @@ class OAuthServer(ThreadedHttpServer):
         self.url = "http://127.0.0.1:%d/mcp" % self.port
 
 
-class OAuthTests(ScratchDir):
-    """Issue 19: sign-in to a protected URL server (login, logout, status, serve, refresh), end to end."""
+class OAuthCase(ScratchDir):
+    """An OAuthServer, a config naming it as `files`, and the CLI run as a user would, its browser the test's."""
 
     def setUp(self):
         super().setUp()
@@ -8639,6 +8653,10 @@ class OAuthTests(ScratchDir):
     def token_files(self):
         folder = os.path.join(self.dir, "config", "mcpstudio", "oauth")
         return [os.path.join(folder, name) for name in os.listdir(folder)] if os.path.isdir(folder) else []
+
+
+class OAuthTests(OAuthCase):
+    """Issue 19: sign-in to a protected URL server (login, logout, status, serve, refresh), end to end."""
 
     def test_login_status_serve_logout(self):
         login = self.run_cli("login", "files", "--config", self.config)
@@ -9029,6 +9047,109 @@ class SkillsHardeningTests(ScratchDir):
                 served += "result" in reply
             stop.set()
             self.assertGreater(served, 0)
+
+
+class OAuthHardeningTests(OAuthCase):
+    """Issue 31 items 4-7 and 14: what a sign-in fetches, follows, waits for, keeps, prints and revokes."""
+
+    def test_every_sign_in_url_is_https_or_loopback(self):
+        for where, bad in (("resource_metadata", "http://example.invalid/.well-known/oauth-protected-resource"),
+                           ("resource_metadata", "file:///etc/passwd"), ("resource_metadata", "data:,{}"),
+                           ("issuers", "http://example.invalid")):
+            with self.subTest(where=where, url=bad):
+                self.server.resource_metadata = bad if where == "resource_metadata" else None
+                self.server.issuers = [bad] if where == "issuers" else None
+                login = self.run_cli("login", "files", "--config", self.config)
+                self.assertEqual(login.returncode, 1, login.stdout + login.stderr)
+                self.assertRegex(login.stderr, r"refusing to fetch %s\S* for the sign-in: it must be https"
+                                 % re.escape(bad))
+        self.assertEqual(self.server.authorized, [], "the browser was sent")
+
+    def test_no_redirect_is_followed_with_the_client_secret(self):
+        elsewhere = OAuthServer()
+        self.addCleanup(elsewhere.close)
+        self.server.token_reply = (302, None, [("Location", "http://127.0.0.1:%d/token" % elsewhere.port)])
+        with open(self.config, "w") as f:
+            json.dump({"mcpServers": {"files": {"url": self.server.url, "oauth": {
+                "clientId": "pre-registered", "clientSecret": "s3cret"}}}}, f)
+        login = self.run_cli("login", "files", "--config", self.config)
+        self.assertEqual(login.returncode, 1)
+        self.assertIn("the token endpoint of http://127.0.0.1:%d answered HTTP 302" % self.server.port, login.stderr)
+        self.assertTrue(any(headers.get("Authorization", "").startswith("Basic ")
+                            for _, path, headers in self.server.seen if path == "/token"))  # sent where it belongs
+        self.assertEqual(elsewhere.seen, [])
+
+    def test_a_servers_text_is_printed_without_control_characters(self):
+        self.server.token_reply = (400, {"error": "invalid_grant",
+                                         "error_description": "no\x1b]0;owned\x07\x1b[2J\x9b31m way\r\nnow"}, [])
+        login = self.run_cli("login", "files", "--config", self.config)
+        self.assertEqual(login.returncode, 1)
+        self.assertIn("answered HTTP 400: no]0;owned[2J31m waynow", login.stderr)
+        self.assertNotRegex(login.stderr, "[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # line breaks only between lines
+
+    def test_logout_revokes_the_refresh_token_or_says_it_could_not(self):
+        self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
+        logout = self.run_cli("logout", "files", "--config", self.config)
+        self.assertIn("signed out of files (deleted %s; the token is revoked)" % self.token_path(), logout.stdout)
+        self.assertEqual(self.server.revoked, ["rt-1"])
+        self.server.revocation = False
+        self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
+        logout = self.run_cli("logout", "files", "--config", self.config)
+        self.assertIn("could not revoke the token: its authorization server offers no revocation (RFC 7009)",
+                      logout.stdout)
+        self.assertEqual((self.server.revoked, self.token_files()), (["rt-1"], []))
+
+    def token_path(self):
+        return mcpstudio.TokenStore(self.server.url, os.path.join(self.dir, "config", "mcpstudio", "oauth")).path
+
+    def test_an_idle_connection_or_a_forged_redirect_does_not_stop_the_sign_in(self):
+        self.env["MCPSTUDIO_TEST_BROWSER_ATTACK"] = "1"
+        login = self.run_cli("login", "files", "--config", self.config)
+        self.assertEqual(login.returncode, 0, login.stderr)
+        self.assertIn("signed in to files: signed in", login.stdout)
+        self.assertEqual(self.server.grants, ["authorization_code"])
+
+
+class OAuthListenerAndStoreTests(ScratchDir):
+    """Issue 31 items 5 and 6, in-process: the redirect listener's timeout, and the token file's safety."""
+
+    def test_the_wait_ends_at_its_timeout_despite_an_idle_connection(self):
+        import socket
+        callback = mcpstudio._Callback("the-state")
+        port = int(callback.uri.split(":")[2].split("/")[0])
+        idle = socket.create_connection(("127.0.0.1", port))
+        self.addCleanup(idle.close)
+        started = time.monotonic()
+        with self.assertRaisesRegex(mcpstudio.OAuthError, "did not come back within 1 s"):
+            callback.wait(1)
+        self.assertLess(time.monotonic() - started, 10)
+
+    @unittest.skipUnless(os.name == "posix", "file modes and symlinks")
+    def test_the_token_file(self):
+        folder = os.path.join(self.dir, "oauth")
+        os.makedirs(folder)
+        os.chmod(folder, 0o777)
+        store = mcpstudio.TokenStore("https://example.com/mcp", folder)
+        victim = os.path.join(self.dir, "victim")
+        with open(victim, "w") as f:
+            f.write("untouched")
+        os.symlink(victim, "%s.%d.tmp" % (store.path, os.getpid()))  # the old, predictable name
+        store.save({"tokens": {"access_token": "at"}})
+        self.assertEqual(os.stat(folder).st_mode & 0o777, 0o700)
+        self.assertEqual(os.stat(store.path).st_mode & 0o777, 0o600)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "untouched")
+        self.assertEqual(store.load()["tokens"], {"access_token": "at"})
+        planted = os.path.join(self.dir, "planted.json")  # someone else's tokens, linked in the file's place
+        os.rename(store.path, planted)
+        os.symlink(planted, store.path)
+        self.assertEqual(store.load(), {})
+        os.remove(store.path)
+        os.mkdir(store.path)  # a save that fails leaves no temporary file behind
+        with self.assertRaises(OSError):
+            store.save({"tokens": {}})
+        self.assertEqual(sorted(os.listdir(folder)), sorted([os.path.basename(store.path),
+                                                             os.path.basename(store.path) + ".%d.tmp" % os.getpid()]))
 
 
 class ProtocolFuzzer:
@@ -10861,9 +10982,19 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the suite's 
 
 
 def follow_sign_in(url: str) -> int:
-    """A browser for tests: open the authorization URL, follow its redirect to the callback."""
+    """A browser for tests: open the authorization URL, follow its redirect to the callback. With
+    MCPSTUDIO_TEST_BROWSER_ATTACK set, first an idle connection to the callback and a forged redirect."""
+    import socket
     import urllib.error
+    import urllib.parse
     import urllib.request
+    if os.environ.get("MCPSTUDIO_TEST_BROWSER_ATTACK"):
+        callback = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))["redirect_uri"]
+        idle = socket.create_connection((urllib.parse.urlsplit(callback).hostname, urllib.parse.urlsplit(callback).port))
+        try:
+            urllib.request.urlopen(callback + "?code=forged&state=forged", timeout=20).read()
+        except urllib.error.HTTPError:
+            pass  # refused: the real redirect still counts
 
     class Stay(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kwargs):
@@ -10876,6 +11007,8 @@ def follow_sign_in(url: str) -> int:
         if not location:
             return 1
     urllib.request.urlopen(location, timeout=10).read()
+    if os.environ.get("MCPSTUDIO_TEST_BROWSER_ATTACK"):
+        idle.close()
     return 0
 
 
