@@ -7330,6 +7330,38 @@ def _encode_header(text: str) -> str:
     return "=?base64?%s?=" % base64.b64encode(text.encode()).decode()
 
 
+def header_problem(tool: dict):
+    """Why a tool's `x-mcp-header` declarations break SEP-2243's rules (then no client may list it), or None."""
+    schema, seen = tool.get("inputSchema"), set()
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    for key, prop in properties.items() if isinstance(properties, dict) else ():
+        if not isinstance(prop, dict) or "x-mcp-header" not in prop:
+            continue
+        header = prop["x-mcp-header"]
+        if not isinstance(header, str) or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", header):
+            return ("the x-mcp-header %s of `%s` is not a header name (ASCII letters, digits and !#$%%&'*+.^_`|~-; "
+                    "no space, colon or control character)" % (json.dumps(header), key))
+        if prop.get("type", "string") not in ("string", "integer", "boolean"):
+            return "`%s` has an x-mcp-header, but only string, integer and boolean parameters may" % key
+        if header.lower() in seen:
+            return "the x-mcp-header %s appears twice (header names ignore case)" % json.dumps(header)
+        seen.add(header.lower())
+    return None
+
+
+def header_checked(tools: list, server: str, log) -> list:
+    """The tools whose x-mcp-header declarations keep SEP-2243's rules; a warning names each other one."""
+    kept = []
+    for tool in tools:
+        problem = header_problem(tool)
+        if problem:
+            log.warning("server `%s`: tool `%s` is left out: %s (SEP-2243); the server must fix its schema",
+                        server, tool["name"], problem)
+        else:
+            kept.append(tool)
+    return kept
+
+
 class _HttpChannel:
     """An upstream server reached by URL, spoken to with http.client in worker threads.
 
@@ -7513,8 +7545,12 @@ class _HttpChannel:
             self.stream.settimeout(None)  # a stream: quiet for as long as the server likes
             for event, data in self._events(response):
                 if event == "endpoint":
-                    self.post_url = urllib.parse.urljoin(self.spec.url, data.strip())
-                    settle(endpoint=self.post_url)
+                    endpoint = urllib.parse.urljoin(self.spec.url, data.strip())
+                    if _origin(endpoint) != _origin(self.spec.url):  # the config's headers would go there
+                        raise OSError("its endpoint event names another origin (%s); refusing to send there"
+                                      % _origin(endpoint))
+                    self.post_url = endpoint
+                    settle(endpoint=endpoint)
                 elif event == "message":
                     try:
                         self._deliver(json.loads(data))
@@ -8350,6 +8386,7 @@ class Upstream:
         """List what the server offers, keep it, cache it, and tell the hub when it changed."""
         before = self.known()
         listing = self.listing = await self.client.listing(self.spec.startup_timeout)
+        listing["tools"] = header_checked(listing["tools"], self.spec.id, self.log)
         listing["offered"] = sorted(self.client.offered)  # a server may list other tools to another client
         self.cache.write(listing, self.spec.key)
         if before is None or any(before.get(k) != listing[k] for k in ("tools", "resources", "resourceTemplates", "prompts")):

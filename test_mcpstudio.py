@@ -7632,7 +7632,7 @@ class LegacySseServer(ThreadedHttpServer):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                self.wfile.write(b"event: endpoint\ndata: /messages?session=1\n\n")
+                self.wfile.write(b"event: endpoint\ndata: %s\n\n" % owner.endpoint.encode())
                 self.wfile.flush()
                 while True:
                     message = outbox.get()
@@ -7661,7 +7661,7 @@ class LegacySseServer(ThreadedHttpServer):
                     result = {"content": [{"type": "text", "text": body["params"]["arguments"]["text"].upper()}]}
                 outbox.put({"jsonrpc": "2.0", "id": request_id, "result": result})
 
-        self.headers = []
+        self.headers, self.endpoint = [], "/messages?session=1"
         self.serve(Handler, cert)
 
     def close(self):
@@ -9150,6 +9150,135 @@ class OAuthListenerAndStoreTests(ScratchDir):
             store.save({"tokens": {}})
         self.assertEqual(sorted(os.listdir(folder)), sorted([os.path.basename(store.path),
                                                              os.path.basename(store.path) + ".%d.tmp" % os.getpid()]))
+
+
+class ToolsHttpServer(ThreadedHttpServer):
+    """A Streamable HTTP server (2025-11-25, no sessions) that lists `tools` and answers every call; `called`
+    holds the names called."""
+
+    def __init__(self, tools):
+        import http.server
+        owner, self.called = self, []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if "id" not in message:
+                    self.send_response(202)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                result = {"tools": tools}
+                if message["method"] == "initialize":
+                    result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                              "serverInfo": {"name": "headers", "version": "1"}}
+                elif message["method"] == "tools/call":
+                    owner.called.append(message["params"]["name"])
+                    result = {"content": [{"type": "text", "text": "called"}]}
+                data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.serve(Handler)
+        self.url = "http://127.0.0.1:%d/mcp" % self.port
+
+
+def header_tool(name, *properties):
+    """A tool whose input schema has `properties`: (name, type, x-mcp-header or None) each."""
+    return {"name": name, "inputSchema": {"type": "object", "properties": {
+        key: dict({"type": kind}, **({} if header is None else {"x-mcp-header": header}))
+        for key, kind, header in properties}}}
+
+
+HEADER_TOOLS = [  # (tool, the rule it breaks, or None)
+    (header_tool("valid", ("region", "string", "Region"), ("n", "integer", "N"), ("on", "boolean", "On"),
+                 ("free", "number", None)), None),
+    (header_tool("empty", ("value", "string", "")), "is not a header name"),
+    (header_tool("on_object", ("data", "object", "Data")), "only string, integer and boolean parameters"),
+    (header_tool("on_array", ("items", "array", "Items")), "only string, integer and boolean parameters"),
+    (header_tool("on_null", ("nil", "null", "Nil")), "only string, integer and boolean parameters"),
+    (header_tool("on_number", ("score", "number", "Score")), "only string, integer and boolean parameters"),
+    (header_tool("twice", ("a", "string", "Region"), ("b", "string", "Region")), "appears twice"),
+    (header_tool("twice_any_case", ("a", "string", "MyField"), ("b", "string", "myfield")), "appears twice"),
+    (header_tool("space", ("value", "string", "My Region")), "is not a header name"),
+    (header_tool("colon", ("value", "string", "Region:Primary")), "is not a header name"),
+    (header_tool("non_ascii", ("value", "string", "R\u00e9gion")), "is not a header name"),
+    (header_tool("control", ("value", "string", "Region\t1")), "is not a header name"),
+    (header_tool("not_text", ("value", "string", 7)), "is not a header name"),
+]
+
+
+class UpstreamHardeningTests(ScratchDir):
+    """Issue 31 items 8 and 15: what mcpstudio, as a client of URL servers, refuses to trust."""
+
+    def setUp(self):
+        super().setUp()
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+            self.env.pop(name, None)
+
+    def config(self, servers) -> str:
+        path = os.path.join(self.dir, "servers.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": servers}, f)
+        return path
+
+    def test_header_rules(self):
+        for tool, rule in HEADER_TOOLS:
+            with self.subTest(tool=tool["name"]):
+                problem = mcpstudio.header_problem(tool)
+                self.assertEqual(problem is None, rule is None, problem)
+                self.assertIn(rule or "", problem or "")
+
+    def test_tools_with_invalid_x_mcp_headers_are_left_out_everywhere(self):
+        web = ToolsHttpServer([tool for tool, _ in HEADER_TOOLS])
+        self.addCleanup(web.close)
+        invalid = [tool["name"] for tool, rule in HEADER_TOOLS if rule]
+        with McpProcess("serve", "--config", self.config({"web": {"url": web.url}}), env=self.env) as server:
+            server.initialize()
+            names = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("web__valid", names)
+            self.assertFalse([name for name in names if name[len("web__"):] in invalid], names)
+            reply = server.request("tools/call", {"name": "web__empty", "arguments": {"value": "x"}})
+            self.assertIn("web__empty", json.dumps(reply))
+            stderr = server.stderr_when(lambda text: all("tool `%s` is left out" % name in text for name in invalid))
+        for tool, rule in HEADER_TOOLS[1:]:
+            self.assertRegex(stderr, r"server `web`: tool `%s` is left out: [^\n]*%s" % (tool["name"], re.escape(rule)))
+        fresh = dict(self.env, XDG_CACHE_HOME=os.path.join(self.dir, "fresh"))  # warned when listed, not from a cache
+        listed = subprocess.run(SERVER + ["inspect", "--json", "--url", web.url], env=fresh, capture_output=True,
+                                text=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertEqual([t["name"] for t in json.loads(listed.stdout)["tools"]], ["valid"])
+        self.assertIn("tool `on_number` is left out", listed.stderr)
+        called = subprocess.run(SERVER + ["call", "on_number", "score=1", "--url", web.url], env=self.env,
+                                capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(called.returncode, 0)
+        self.assertIn("Unknown tool: on_number (this server has: valid)", called.stderr)
+        self.assertEqual(subprocess.run(SERVER + ["call", "valid", "region=eu", "--url", web.url], env=self.env,
+                                        capture_output=True, timeout=60, stdin=subprocess.DEVNULL).returncode, 0)
+        self.assertEqual(web.called, ["valid"])
+
+    def test_a_legacy_sse_endpoint_of_another_origin_is_refused(self):
+        other = LegacySseServer()
+        self.addCleanup(other.close)
+        old = LegacySseServer()
+        self.addCleanup(old.close)
+        old.endpoint = "http://localhost:%d/messages?session=1" % other.port
+        path = self.config({"old": {"type": "sse", "url": "http://127.0.0.1:%d/sse" % old.port,
+                                    "headers": {"X-Api-Key": "key-1234"}}})
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            reply = server.request("tools/call", {"name": "old__shout", "arguments": {"text": "x"}})
+            self.assertIn("another origin", json.dumps(reply))
+            stderr = server.stderr_when(lambda text: "another origin" in text)
+        self.assertIn("its endpoint event names another origin (http://localhost:%d); refusing to send there"
+                      % other.port, stderr)
+        self.assertEqual((other.headers, old.headers), ([], []))
 
 
 class ProtocolFuzzer:
@@ -11048,7 +11177,7 @@ def conformance_client(url: str) -> int:
                                   env=env, stdin=subprocess.DEVNULL).returncode for call in context["toolCalls"])
     if scenario in ("json-schema-ref-no-deref", "request-metadata") or not tools:
         return 0 if listing else 1
-    if scenario == "sep-2322-client-request-state":  # each tool in turn, answering its questions yes
+    if scenario in ("sep-2322-client-request-state", "http-invalid-tool-headers"):  # each tool, answering yes
         return max(subprocess.run(mcpstudio + ["call", name, "--yes"] + mode, env=env,
                                   stdin=subprocess.DEVNULL).returncode for name in tools)
     if scenario == "json-schema-2020-12-preservation":
