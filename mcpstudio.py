@@ -7465,8 +7465,7 @@ class _HttpChannel:
         for key, schema in properties.items():
             header = schema.get("x-mcp-header") if isinstance(schema, dict) else None
             value = arguments.get(key)
-            if not isinstance(header, str) or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", header) \
-                    or value is None or isinstance(value, (dict, list)):
+            if header is None or value is None or isinstance(value, (dict, list)):  # the listing kept valid ones
                 continue
             text = ("true" if value else "false") if isinstance(value, bool) else str(value)
             headers["Mcp-Param-" + header] = _encode_header(text)
