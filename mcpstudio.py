@@ -4034,7 +4034,10 @@ class SkillFolders:
         prefix = "skill://%s/" % _uri_path(path)
         resources = []
         for rel, (real, st) in files.items():
-            digest, size = self.digest(real, st, root)
+            try:
+                digest, size = self.digest(real, st, root)
+            except OSError:
+                continue  # changed since the scan, or swapped for a symlink: the next listing has it as it is
             resources.append({"uri": prefix + _uri_path(rel), "digest": digest, "size": size})
         return {"uri": prefix + "SKILL.md", "frontmatter": frontmatter, "resources": resources}
 

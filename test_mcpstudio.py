@@ -9044,6 +9044,7 @@ class SkillsHardeningTests(ScratchDir):
                                        {"uri": uri if attempt % 10 else "skill://good/SKILL.md"})
                 self.assertNotIn("SECRET", json.dumps(reply))
                 self.assertNotIn(secret_digest, json.dumps(reply))
+                self.assertNotEqual(reply.get("error", {}).get("code"), -32603, reply)  # refused, never broken
                 served += "result" in reply
             stop.set()
             self.assertGreater(served, 0)
