@@ -4547,91 +4547,91 @@ STOP_WORDS = frozenset(
     "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
     "you your can could would should please want need some any all every do does did how what which whose where am "
     "there their them then than so just also using use via about new everything something anything".split())
-WORD_FAMILIES = (
-    "get fetch read retrieve show view load obtain see display look inspect detail describe open",
-    "list enumerate browse index overview show find",
-    "create add make new insert post open start begin generate",
-    "delete remove drop destroy erase trash purge discard forget",
-    "update edit modify change set patch alter rename adjust",
-    "search find query lookup locate grep filter seek discover google",
-    "send post message notify reply dm chat tell ping announce",
-    "history recent said conversation timeline catch",
-    "run execute exec invoke launch trigger perform call",
-    "navigate goto go visit url browse load",
-    "click press tap hit select",
-    "type fill enter input write put",
-    "screenshot snapshot capture image picture photo",
-    "record recording video screencast",
-    "issue ticket bug task",
-    "pr pull merge mr request",
-    "repository repo project codebase",
-    "file document doc text content",
-    "folder directory dir path",
-    "user member person people account profile who",
-    "comment note remark annotation",
-    "channel room conversation thread",
-    "pod container deployment workload job",
-    "log output trace console",
-    "error exception crash failure problem event blow broken",
-    "analyze diagnose debug investigate cause root why explain troubleshoot",
-    "status check ci build pass green red fail",
-    "scale replica resize grow increase more",
-    "documentation docs doc manual guide reference wiki",
-    "switch checkout",
-    "whoami identity authenticated self login signed current who",
-    "distance far travel drive duration",
-    "contact lead customer person people",
-    "company organization org business account",
-    "deal opportunity sale pipeline",
-    "scrape crawl extract download harvest",
-    "table database db sql schema query row select column",
-    "memory remember knowledge graph entity observation recall fact know note",
-    "think reason plan thought step reflect",
-    "move rename relocate",
-    "save store write persist keep",
-    "branch ref",
-    "commit change revision history",
-    "web internet online site website",
-    "map route direction place location address geocode",
-    "place venue restaurant cafe shop spot business",
-    "element node selector dom",
-    "tab window page",
-    "performance speed profile trace",
-    "network request traffic http",
-    "key value cache redis",
-    "cluster namespace node kubectl kubernetes k8s",
-    "release tag version",
-    "review approve",
-    "close resolve finish complete",
-    "upload attach",
-    "size length count many",
-    "summary summarize overview",
-    "elevation altitude height high sea",
-    "connect link relate relation associate association",
-    "photo image media picture",
-    "say said comment review feedback",
-    "title role job profile",
-    "record object entry item",
-    "agent autonomous independently own",
-    "copy duplicate clone fork",
-    "approve accept lgtm review",
-    "dismiss cancel reject decline close",
-    "back previous return undo revert rollback",
-    "coordinate latitude longitude geocode",
-    "draw paint illustrate art image generate",
-    "diff difference different compare changed modified",
-    "slow performance speed latency fast",
-    "yaml manifest configuration apply",
-    "content text body markdown contain",
-    "shell command terminal bash exec",
-    "secret credential token password",
-    "nearby near local around",
-    "article blog post",
-    "paper research arxiv study",
-    "alert monitor watch track",
-    "phone mobile device viewport emulate",
-    "library package framework sdk module",
-)
+WORD_FAMILIES = """
+get fetch read retrieve show view load obtain see display look inspect detail describe open
+list enumerate browse index overview show find
+create add make new insert post open start begin generate
+delete remove drop destroy erase trash purge discard forget
+update edit modify change set patch alter rename adjust
+search find query lookup locate grep filter seek discover google
+send post message notify reply dm chat tell ping announce
+history recent said conversation timeline catch
+run execute exec invoke launch trigger perform call
+navigate goto go visit url browse load
+click press tap hit select
+type fill enter input write put
+screenshot snapshot capture image picture photo
+record recording video screencast
+issue ticket bug task
+pr pull merge mr request
+repository repo project codebase
+file document doc text content
+folder directory dir path
+user member person people account profile who
+comment note remark annotation
+channel room conversation thread
+pod container deployment workload job
+log output trace console
+error exception crash failure problem event blow broken
+analyze diagnose debug investigate cause root why explain troubleshoot
+status check ci build pass green red fail
+scale replica resize grow increase more
+documentation docs doc manual guide reference wiki
+switch checkout
+whoami identity authenticated self login signed current who
+distance far travel drive duration
+contact lead customer person people
+company organization org business account
+deal opportunity sale pipeline
+scrape crawl extract download harvest
+table database db sql schema query row select column
+memory remember knowledge graph entity observation recall fact know note
+think reason plan thought step reflect
+move rename relocate
+save store write persist keep
+branch ref
+commit change revision history
+web internet online site website
+map route direction place location address geocode
+place venue restaurant cafe shop spot business
+element node selector dom
+tab window page
+performance speed profile trace
+network request traffic http
+key value cache redis
+cluster namespace node kubectl kubernetes k8s
+release tag version
+review approve
+close resolve finish complete
+upload attach
+size length count many
+summary summarize overview
+elevation altitude height high sea
+connect link relate relation associate association
+photo image media picture
+say said comment review feedback
+title role job profile
+record object entry item
+agent autonomous independently own
+copy duplicate clone fork
+approve accept lgtm review
+dismiss cancel reject decline close
+back previous return undo revert rollback
+coordinate latitude longitude geocode
+draw paint illustrate art image generate
+diff difference different compare changed modified
+slow performance speed latency fast
+yaml manifest configuration apply
+content text body markdown contain
+shell command terminal bash exec
+secret credential token password
+nearby near local around
+article blog post
+paper research arxiv study
+alert monitor watch track
+phone mobile device viewport emulate
+library package framework sdk module
+"""  # one family a line: words for the same action or thing
 
 
 def search_words(text: str) -> list:
@@ -4653,7 +4653,7 @@ def _stem(word: str) -> str:
 
 def _families() -> dict:
     families = {}
-    for line in WORD_FAMILIES:
+    for line in WORD_FAMILIES.strip().split("\n"):
         words = {_stem(word) for word in line.split()}
         for word in words:
             families.setdefault(word, set()).update(words - {word})
@@ -10064,7 +10064,7 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
     rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
     results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
-    counts = {spec.id: tools for spec, _, tools, _ in (checks or ()) if tools}
+    counts = {}
     for spec in plan.specs:
         if spec.disabled:
             state = "disabled"
@@ -10074,6 +10074,7 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
             state = "skipped: not in namespace %s" % namespace
         elif checks is not None:
             seconds, tools, problem = results[spec.id]
+            counts[spec.id] = tools or 0
             state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
         else:
             entry = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log).read()
@@ -10113,8 +10114,7 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
 def _search_summary(counts: dict, servers, mode, threshold) -> str:
     """`N tools, tool search MODE` of some servers, from their known tool counts."""
     count = sum(counts.get(server, 0) for server in servers)
-    mode = mode or "auto"
-    return "%d tools, tool search %s" % (count, mode if mode != "auto" else "auto (%s past %d)" % (
+    return "%d tools, tool search %s" % (count, mode if mode in ("on", "off") else "auto (%s past %d)" % (
         "on" if count > threshold else "off", threshold))
 
 
