@@ -122,6 +122,8 @@ def serving(corpus: dict, runs: int) -> dict:
             client = Client(config(folder, servers, "on"))
             figures[label + " search-mode tools"], figures[label + " search-mode bytes"] = client.listing()
             query = {"name": "mcpstudio__search_tools", "arguments": {"query": "take a screenshot of the page"}}
+            first = {"name": "mcpstudio__search_tools", "arguments": {"query": "create a github issue"}}
+            figures[label + " first search ms"] = timed(1, client.request, "tools/call", first)  # builds the index
             figures[label + " ping ms"] = timed(runs, client.request, "ping", {})
             figures[label + " search ms"] = timed(runs, client.request, "tools/call", query)
             client.close()
@@ -159,13 +161,15 @@ def main(argv=None) -> int:
         return 0
     figures = serving(corpus, args.runs)
     for label in ("corpus", "synthetic"):
-        print("\n%s: %d tools behind one mcpstudio (medians of %d runs)" % (label, figures[label + " tools"], args.runs))
+        print("\n%s: %d tools behind one mcpstudio (medians of %d runs; the full listing of 10,000: of 3)" % (
+            label, figures[label + " tools"], args.runs))
         print("  tools/list, every page:  full %d bytes, %.1f ms; search mode %d tools, %d bytes (%.2f %%)" % (
             figures[label + " full bytes"], figures[label + " full ms"], figures[label + " search-mode tools"],
             figures[label + " search-mode bytes"], 100.0 * figures[label + " search-mode bytes"] / figures[label + " full bytes"]))
         print("  a search round trip %.2f ms; a ping's %.2f ms: the search adds %.2f ms" % (
             figures[label + " search ms"], figures[label + " ping ms"],
             figures[label + " search ms"] - figures[label + " ping ms"]))
+        print("  the first search of a tool set (it builds the index): %.1f ms" % figures[label + " first search ms"])
     return 0
 
 
