@@ -9081,7 +9081,8 @@ class ToolSearchTests(AggregatorCase):
             for query in ("github", "slack", "browser page", "pull request", "file", "click", "issue comment"):
                 self.search(server, query, 20)
             listed = self.names(server)
-            self.assertEqual(len(listed), 2 + 1 + mcpstudio.FOUND_LIMIT - ("slack__slack_post_message" in listed[3:]))
+            self.assertIn("slack__slack_post_message", listed)  # pinned, and maybe found too
+            self.assertIn(len(listed) - 2, (mcpstudio.FOUND_LIMIT, mcpstudio.FOUND_LIMIT + 1))
 
     def test_denied_tools_are_never_found_or_called(self):
         data = {"toolSearch": "on", "namespaces": {"work": {"servers": ["github", "slack", "playwright"],
