@@ -4634,10 +4634,12 @@ library package framework sdk module
 """  # one family a line: words for the same action or thing
 
 
-def search_words(text: str) -> list:
-    """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed."""
+def search_words(text: str, stems: dict) -> list:
+    """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
+    (`stems`: the stems of the words seen so far)."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text).lower()
-    return [_stem(word) for word in re.findall(r"[a-z0-9]{2,}", spaced) if word not in STOP_WORDS]
+    return [stems.get(word) or stems.setdefault(word, _stem(word)) for word in re.findall(r"[a-z0-9]{2,}", spaced)
+            if word not in STOP_WORDS]
 
 
 def _stem(word: str) -> str:
@@ -4670,7 +4672,8 @@ class ToolIndex:
     def __init__(self, tools: list):
         import math
         self.families, self.tools = _families(), tools
-        fields = [[search_words(text) for text in self._fields(tool)] for tool in tools]
+        stems = {}
+        fields = [[search_words(text, stems) for text in self._fields(tool)] for tool in tools]
         averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
                     for column in range(len(SEARCH_FIELDS))]
         self.postings = {}  # word -> [(tool number, its score before idf)]
@@ -4712,7 +4715,7 @@ class ToolIndex:
     def search(self, query: str, limit: int) -> list:
         """The best `limit` tools for `query`, best first (none when no word matches)."""
         totals = {}
-        for word in dict.fromkeys(search_words(query)):
+        for word in dict.fromkeys(search_words(query, {})):
             best = {}
             for other, share in self.expand(word).items():
                 idf = self.idf[other] * share
@@ -4763,7 +4766,7 @@ class ToolSearch:
         return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (len(tools) - len(shown), self.call_name),
                  "inputSchema": {"type": "object", "required": ["query"], "properties": {
                      "query": {"type": "string", "description": "the task in a few words"},
-                     "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX, "default": SEARCH_LIMIT}}},
+                     "limit": {"type": "integer", "maximum": SEARCH_MAX, "default": SEARCH_LIMIT}}},
                  "annotations": {"readOnlyHint": True}},
                 {"name": self.call_name, "description": "Call a tool %s found by its name, as a direct call would."
                  % self.search_name, "inputSchema": {"type": "object", "required": ["name"], "properties": {
@@ -4776,9 +4779,7 @@ class ToolSearch:
             try:
                 return await self.server.tools_call(dict(params, name=target, arguments=given), ctx)
             except McpError as exc:
-                if exc.code not in (INVALID_PARAMS, TOOL_DENIED):
-                    raise
-                return tool_error("%s; find tools with %s" % (exc.message, self.search_name))
+                return tool_error(exc.message)
         query, limit = arguments.get("query"), arguments.get("limit", SEARCH_LIMIT)
         if name == self.call_name or not isinstance(query, str) or type(limit) is not int or not 0 < limit <= SEARCH_MAX:
             return tool_error("%s takes `query` (a few words) and `limit` (1 to %d); %s takes `name` (another tool's) "

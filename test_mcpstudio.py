@@ -8962,7 +8962,7 @@ class ToolIndexTests(unittest.TestCase):
                 ("mapping created pages", ["map", "creat", "pag"]),
                 ("status analysis string", ["status", "analysis", "string"]),
                 ("boxes branches", ["box", "branch"])):
-            self.assertEqual(mcpstudio.search_words(text), words, text)
+            self.assertEqual(mcpstudio.search_words(text, {}), words, text)
 
     def test_ranking(self):
         index = mcpstudio.ToolIndex(self.TOOLS)
