@@ -2619,7 +2619,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs")
+                 "capabilities", "task", "inputs", "ran")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2632,6 +2632,7 @@ class CallContext:
         self.capabilities = {}  # a 2026-07-28 request's own client capabilities (from its `_meta`)
         self.task = None        # the id of the task this call runs as
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
+        self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
 
     def declared(self, capability: str) -> bool:
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
@@ -2701,6 +2702,8 @@ class Session:
         self.pending = {}   # id of a request we sent the client -> the future of its answer
         self.client_capabilities = {}  # what the client declared in `initialize`
         self.protocol_version = None   # what `initialize` agreed
+        self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
+        self.caller, self.label = None, "stdio"
         self.log_level = "info"
         self.closed = False
 
@@ -3055,8 +3058,9 @@ class CommandTool:
     def __init__(self, name: str, template: Template, runner: ProcessRunner, settings: RunSettings,
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
                  schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
-                 within=None, output_format: str = "text", ok_exit=(0,), asked=None):
+                 within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None):
         self.name = name
+        self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
         self.template = template
         self.runner = runner
         self.settings = settings
@@ -3113,21 +3117,34 @@ class CommandTool:
                 out[key] = [confine_path(key, v, folder) if isinstance(v, str) else v for v in value]
         return out
 
-    async def call(self, arguments: dict, ctx: CallContext) -> dict:
-        """Validate `arguments`, run the command, and return an MCP CallToolResult."""
+    def prepare(self, arguments: dict) -> tuple:
+        """(argv, stdin bytes or None) that a call with `arguments` runs; ToolError for arguments that do not fit."""
         arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
         if self.defaults:
             arguments = dict(self.defaults, **arguments)
         problems = validate(arguments, self.schema)
         if problems:
-            return tool_error(_argument_help(self.name, problems, self.schema))
+            raise ToolError(_argument_help(self.name, problems, self.schema))
+        if self.within:
+            arguments = self.confined(arguments)
+        return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
+
+    def command_line(self, arguments: dict):
+        """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
+        this tool's own rules; None when the arguments do not fit (the call says why)."""
         try:
-            if self.within:
-                arguments = self.confined(arguments)
-            argv = self.argv(arguments)
+            argv, stdin = self.prepare(arguments)
+        except ToolError:
+            return None
+        return {"argv": argv, "stdin": stdin, "cwd": self.settings.cwd, "env": self.settings.env,
+                "rules": [("tool:" + self.name, self.rules)]}
+
+    async def call(self, arguments: dict, ctx: CallContext) -> dict:
+        """Validate `arguments`, run the command, and return an MCP CallToolResult."""
+        try:
+            argv, stdin = self.prepare(arguments)
         except ToolError as exc:
             return tool_error(str(exc))
-        stdin = self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
@@ -3136,8 +3153,8 @@ class CommandTool:
             heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.name))  # not `bash` of bash -c
         try:
             async with settings.slots:
-                result = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
-                                               timeout=settings.timeout, output_limit=settings.max_output)
+                result = ctx.ran = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
+                                                         timeout=settings.timeout, output_limit=settings.max_output)
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
@@ -3236,6 +3253,10 @@ class TemplateTools:
     def question(self, name: str, arguments: dict):
         """What to ask the user before calling `name` with `arguments` (see CommandTool.question), or None."""
         return self.tools[name].question(arguments)
+
+    def command_line(self, name: str, arguments: dict):
+        """What calling `name` with `arguments` runs (see CommandTool.command_line)."""
+        return self.tools[name].command_line(arguments)
 
     async def list_resources(self) -> list:
         """The resources with fixed URIs."""
@@ -3698,7 +3719,7 @@ class ScriptDirectory:
             heartbeat = asyncio.ensure_future(ctx.heartbeat(tool.rel))
         try:
             async with self.settings.slots:
-                result = await self.runner.run(
+                result = ctx.ran = await self.runner.run(
                     [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env, cwd=self.settings.cwd,
                     timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line)
         finally:
@@ -4115,6 +4136,7 @@ class Catalog:
         self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
         self._resources = {}  # uri -> source
         self._prompts = {}    # public prompt name -> (source, original name)
+        self.annotations = {}  # public name -> the tool's annotations (read-only tools may be cached)
 
     @property
     def dynamic(self) -> bool:
@@ -4164,6 +4186,7 @@ class Catalog:
             self._publish(source, await source.list_tools(), routes, tools)
         self._routes = routes
         self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
+        self.annotations = {tool["name"]: tool.get("annotations") or {} for tool in tools}
         return tools
 
     def denial(self, public: str):
@@ -4461,14 +4484,272 @@ class TaskStore:
 
 
 # --------------------------------------------------------------------------
+# Guard rails: audit log, rate limits, result cache, call metrics
+# --------------------------------------------------------------------------
+# One step in front of every tool call (Server.tools_call), whatever its source
+# (templates, scripts, config tools, an aggregator's servers): rate limit,
+# confirmation, cache, run, audit line, counters, in that order. Only the audit
+# writer does I/O; the rest are small pure parts with table tests.
+AUDIT_MAX_BYTES = 10 << 20      # an audit file's size before it is rotated
+AUDIT_KEEP = 5                  # rotated audit files kept (FILE.1 ... FILE.5)
+CACHE_ENTRIES = 1000            # results the cache keeps at once
+CACHE_BYTES = 32 << 20          # bytes of results it keeps at once
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+CACHED_META = "mcpstudio/cached"
+
+
+class AuditLog:
+    """One JSON line per call, appended with one os.write on an O_APPEND descriptor (whole lines even
+    under a SIGKILL), rotated by size into a bounded number of files, mode 0600."""
+
+    def __init__(self, path: str, max_bytes: int = AUDIT_MAX_BYTES, keep: int = AUDIT_KEEP, required: bool = False):
+        self.path, self.max_bytes, self.keep, self.required = path, max_bytes, keep, required
+        self.fd = None
+
+    def open(self):
+        """The descriptor, opened on first use (OSError when the file cannot be written)."""
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+        return self.fd
+
+    def ready(self, log: Log) -> bool:
+        """Whether the file can be opened for appending (said on stderr if not)."""
+        try:
+            return self.open() is not None
+        except OSError as exc:
+            log.error("audit log %s: cannot open it: %s", self.path, exc)
+            return False
+
+    def write(self, entry: dict, log: Log) -> bool:
+        """Append `entry` (masked by `log`); False, said on stderr, when it could not be written."""
+        line = (log.mask(json.dumps(entry, ensure_ascii=False, default=str)) + "\n").encode("utf-8", "replace")
+        try:
+            if os.fstat(self.open()).st_size + len(line) > self.max_bytes:
+                os.close(self.fd)
+                self.fd = None
+                for number in range(self.keep, 0, -1):
+                    older = "%s.%d" % (self.path, number - 1) if number > 1 else self.path
+                    if os.path.exists(older):
+                        os.replace(older, "%s.%d" % (self.path, number))
+            os.write(self.open(), line)
+            return True
+        except OSError as exc:
+            log.error("audit log %s: cannot write: %s", self.path, exc)
+            return False
+
+
+def take_token(buckets: dict, limits: list, now: float) -> tuple:
+    """Token buckets (a burst of `calls`, then `calls` per `seconds`): one token from each of `limits`
+    [(key, calls, seconds)] at `now`, or none. (0.0, None) when taken, else (seconds to wait, the limit)."""
+    levels = []
+    for key, calls, seconds in limits:
+        tokens, stamp = buckets.get(key, (calls, now))
+        levels.append((key, min(calls, tokens + (now - stamp) * calls / seconds), calls, seconds))
+    waits = [((1 - tokens) * seconds / calls, (calls, seconds)) for _, tokens, calls, seconds in levels if tokens < 1]
+    if waits:
+        return max(waits)
+    for key, tokens, _, _ in levels:
+        buckets.pop(key, None)
+        buckets[key] = (tokens - 1, now)
+    while len(buckets) > CACHE_ENTRIES * 10:  # the least recently used caller's bucket goes
+        del buckets[next(iter(buckets))]
+    return 0.0, None
+
+
+class ResultCache:
+    """Successful results by key until they expire; bounded in entries and bytes, oldest out first."""
+
+    def __init__(self, max_entries: int = CACHE_ENTRIES, max_bytes: int = CACHE_BYTES):
+        self.entries = collections.OrderedDict()  # key -> (expires, result, size)
+        self.max_entries, self.max_bytes, self.size = max_entries, max_bytes, 0
+
+    def get(self, key: str, now: float):
+        """(result, expires) of a live entry, or None."""
+        entry = self.entries.get(key)
+        if entry is not None and entry[0] <= now:
+            self.size -= self.entries.pop(key)[2]
+            entry = None
+        return entry and entry[:2]
+
+    def put(self, key: str, result: dict, expires: float, size: int):
+        """Keep `result`; the oldest entries make room (one larger than the whole cache is not kept)."""
+        if key in self.entries:
+            self.size -= self.entries.pop(key)[2]
+        if size <= self.max_bytes:
+            self.entries[key] = (expires, result, size)
+            self.size += size
+        while len(self.entries) > self.max_entries or self.size > self.max_bytes:
+            self.size -= self.entries.popitem(last=False)[1][2]
+
+
+class CallMetrics:
+    """Per tool since start: calls, errors, rate-limited, cached, and latencies (a histogram and the last
+    1,000 for percentiles)."""
+
+    def __init__(self):
+        self.tools = {}
+
+    def count(self, tool: str, outcome: str, seconds: float):
+        """One call of `tool` that ended as `outcome` (ok, error, rateLimited, cached, refused)."""
+        row = self.tools.setdefault(tool, {"calls": 0, "ok": 0, "error": 0, "rateLimited": 0, "cached": 0,
+                                           "refused": 0, "sum": 0.0, "buckets": [0] * len(LATENCY_BUCKETS),
+                                           "recent": collections.deque(maxlen=1000)})
+        row["calls"] += 1
+        row[outcome] += 1
+        row["sum"] += seconds
+        row["recent"].append(seconds)
+        for index, bound in enumerate(LATENCY_BUCKETS):
+            row["buckets"][index] += seconds <= bound
+
+    def summary(self) -> dict:
+        """Per tool: the counts and the 50th, 90th and 99th latency percentiles in milliseconds."""
+        out = {}
+        for tool, row in sorted(self.tools.items()):
+            recent = sorted(row["recent"])
+            out[tool] = {key: row[key] for key in ("calls", "error", "rateLimited", "cached", "refused")}
+            for percent in (50, 90, 99):
+                out[tool]["p%dMs" % percent] = round(recent[min(len(recent) - 1, len(recent) * percent // 100)] * 1000, 1)
+        return out
+
+    def prometheus(self, gauges: dict) -> str:
+        """The Prometheus text format: the counters and latency histogram per tool, then `gauges`
+        {metric name: [(labels dict, value)]}."""
+        lines = []
+
+        def family(name, kind, samples):
+            lines.append("# TYPE mcpstudio_%s %s" % (name, kind))
+            for suffix, labels, value in samples:
+                text = ",".join('%s="%s"' % (key, str(label).replace("\\", "\\\\").replace('"', '\\"'))
+                                for key, label in labels.items())
+                lines.append("mcpstudio_%s%s{%s} %s" % (name, suffix, text, value))
+        for name, key in (("calls", "calls"), ("errors", "error"), ("rate_limited", "rateLimited"),
+                          ("cached", "cached"), ("refused", "refused")):
+            family(name + "_total", "counter", [("", {"tool": tool}, row[key]) for tool, row in self.tools.items()])
+        samples = []
+        for tool, row in self.tools.items():
+            samples.extend(("_bucket", {"tool": tool, "le": repr(bound)}, count)
+                           for bound, count in zip(LATENCY_BUCKETS, row["buckets"]))
+            samples += [("_bucket", {"tool": tool, "le": "+Inf"}, row["calls"]), ("_sum", {"tool": tool}, row["sum"]),
+                        ("_count", {"tool": tool}, row["calls"])]
+        family("call_seconds", "histogram", samples)
+        for name, values in gauges.items():
+            family(name, "gauge", [("", labels, value) for labels, value in values])
+        return "\n".join(lines) + "\n"
+
+
+class Guard:
+    """The one policy step every tool call passes: rate limit, confirmation, cache, run, audit, counters.
+
+    `rules` are the file's (and the flags'): "rateLimit" (calls, seconds, scope), "cache" (ttl, shared),
+    "confirm" (true or "destructive"); a source's `command_line` adds its server's and tool's."""
+
+    def __init__(self, log: Log, rules: dict | None = None, audit: AuditLog | None = None):
+        self.log, self.rules, self.audit = log, rules or {}, audit
+        self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
+
+    async def call(self, public: str, source, original: str, arguments: dict, ctx: CallContext, annotations: dict, ask):
+        """Call `original` of `source` (listed as `public`) under the rules that apply to it."""
+        started = time.monotonic()
+        plan = (source.command_line(original, arguments) if hasattr(source, "command_line") else None) or {}
+        levels = [("file", self.rules)] + plan.get("rules", [])
+        chosen = {key: rules[key] for _, rules in levels for key in rules}
+        who = ctx.session.caller or "session-%x" % id(ctx.session)
+        entry = {key: plan[key] for key in ("server", "argv") if key in plan}
+        limits = [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),) + rules["rateLimit"][:2]
+                  for level, rules in levels if "rateLimit" in rules]
+        wait, limit = take_token(self.buckets, limits, started)
+        confirm = chosen.get("confirm") is True or (chosen.get("confirm") == "destructive" and annotations.get("destructiveHint"))
+        result = error = None
+        try:
+            if wait:
+                entry["rateLimited"] = True
+                result = tool_error("Not run: %s allows %d calls per %g s; retry in %.1f s." % (public, limit[0], limit[1], wait))
+                result["_meta"] = {"mcpstudio/retryAfter": round(wait, 1)}
+            elif self.audit is not None and self.audit.required and not self.audit.ready(self.log):
+                entry["refused"] = "the audit log cannot be written"
+                result = tool_error("Not run: the audit log %s cannot be written, and the config requires it "
+                                    "(\"audit\": {\"required\": true})." % self.audit.path)
+            elif confirm:
+                result = await self._confirm(public, plan, arguments, ctx, ask, entry)
+            if result is not None:
+                return result
+            cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
+            key = cache and json.dumps([public, "" if cache[1] else who, plan.get("argv") or arguments, plan.get("stdin"),
+                                        plan.get("cwd"), plan.get("env")], sort_keys=True, default=str)
+            hit = key and self.cache.get(key, started)
+            if hit:
+                entry["cached"] = True
+                result, expires = hit
+                result = dict(result, _meta=dict(result.get("_meta") or {}, **{CACHED_META: True}))
+            else:
+                result = await source.call_tool(original, arguments, ctx)
+                expires = started + cache[0] if cache else 0
+                if key and not result.get("isError"):
+                    self.cache.put(key, result, expires, len(json.dumps(result, default=str)))
+            if key and ctx.modern and not result.get("isError"):
+                result = dict(result, ttlMs=max(0, int((expires - time.monotonic()) * 1000)),
+                              cacheScope="public" if cache[1] else "private")
+            return result
+        except BaseException as exc:
+            error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            raise
+        finally:
+            if result is None or result.get("resultType") != "input_required":
+                self._finish(public, arguments, ctx, entry, started, result, error)
+
+    async def _confirm(self, public, plan, arguments, ctx, ask, entry):
+        """None when the person said yes to running this call; else the result that says why it did not run."""
+        what = ("run `%s`" % _argv_text(plan["argv"]) if "argv" in plan else "call %s with %s" % (
+            "tool %s of server %s" % (plan["tool"], plan["server"]) if "server" in plan else public,
+            json.dumps(arguments, ensure_ascii=False)))
+        if not ctx.declared("elicitation"):
+            entry["refused"] = "confirmation required; the client cannot ask"
+            return tool_error("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
+                              "(it declared no elicitation capability). To run it without asking, set \"confirm\": "
+                              "false on this tool in the config." % (public, what))
+        answer = await ask({"mode": "form", "message": "Allow %s to %s?" % (public, what), "requestedSchema": {
+            "type": "object", "properties": {"run": {"type": "boolean", "title": "Run it"}}, "required": ["run"]}})
+        if isinstance(answer, dict) and answer.get("resultType") == "input_required":
+            return answer
+        entry["confirmed"] = isinstance(answer, dict) and answer.get("action") == "accept" and \
+            isinstance(answer.get("content"), dict) and answer["content"].get("run") is True
+        if not entry["confirmed"]:
+            entry["refused"] = "not confirmed"
+            return tool_error("Not run: the user did not confirm that %s may %s." % (public, what))
+        return None
+
+    def _finish(self, public, arguments, ctx, entry, started, result, error):
+        """Count the call and write its audit line."""
+        seconds = time.monotonic() - started
+        failed = error is not None or bool((result or {}).get("isError"))
+        self.metrics.count(public, "rateLimited" if entry.get("rateLimited") else "refused" if entry.get("refused")
+                           else "cached" if entry.get("cached") else "error" if failed else "ok", seconds)
+        if self.audit is None:
+            return
+        ran = ctx.ran
+        client = ctx.session.client_info
+        entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller,
+                     client="%s %s" % (client.get("name", "?"), client.get("version", "?")), tool=public,
+                     arguments={key: "***" if looks_secret(key) else value for key, value in arguments.items()},
+                     exitCode=ran.returncode if ran is not None else None, error=error, isError=failed,
+                     ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
+        self.audit.write(entry, self.log)
+
+
+# --------------------------------------------------------------------------
 # Server: the MCP methods
 # --------------------------------------------------------------------------
 
 class Server:
     """The MCP methods over a Catalog, for one client session."""
 
-    def __init__(self, catalog: Catalog, log: Log, title: str = "mcpstudio", instructions: str | None = None):
+    def __init__(self, catalog: Catalog, log: Log, title: str = "mcpstudio", instructions: str | None = None,
+                 guard: Guard | None = None):
         self.catalog = catalog
+        self.guard = guard or Guard(log)
+        for source in catalog.sources:
+            if hasattr(source, "metrics"):  # an aggregator's servers_list shows them
+                source.metrics = self.guard.metrics
         self.log = log
         self.title = title
         self.instructions = instructions
@@ -4631,6 +4912,7 @@ class Server:
             result["instructions"] = self.instructions
         capabilities = params.get("capabilities")
         ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        ctx.session.client_info = client
         ctx.session.protocol_version = version
         self.catalog.session_started(ctx.session)
         return result
@@ -4661,7 +4943,7 @@ class Server:
                 return tool_error("Not run: %s is asked of the user when left out, and this client cannot ask "
                                   "(it declared no elicitation capability); give it in the arguments."
                                   % ", ".join(form["requestedSchema"]["required"]))
-            answer = await self._ask(form, params, ctx)
+            answer = await self._ask(form, params, ctx, "arguments")
             answer = answer if isinstance(answer, dict) else {}
             if answer.get("resultType") == "input_required":
                 return answer
@@ -4670,7 +4952,8 @@ class Server:
                                   % (", ".join(form["requestedSchema"]["required"]), json.dumps(answer.get("action"))))
             arguments = dict(arguments, **{key: value for key, value in answer["content"].items()
                                            if key in form["requestedSchema"]["properties"]})
-        call = source.call_tool(original, arguments, ctx)
+        call = self.guard.call(name, source, original, arguments, ctx, self.catalog.annotations.get(name, {}),
+                               lambda form: self._ask(form, params, ctx, "confirm"))
         if ctx.modern:
             return await self._modern_call(name, call, support, ctx)
         asked = params.get("task")
@@ -4691,7 +4974,7 @@ class Server:
         self.log.debug("tool %s runs as task %s", name, task.id)
         return {"task": task.wire()}
 
-    async def _ask(self, form: dict, params: dict, ctx: CallContext) -> dict:
+    async def _ask(self, form: dict, params: dict, ctx: CallContext, key: str) -> dict:
         """The user's answer to `form` (an elicitation/create): asked of the client (handshake era), or taken
         from the retried request's `inputResponses` (2026-07-28), or else an InputRequiredResult to retry with."""
         if not ctx.modern:
@@ -4699,12 +4982,12 @@ class Server:
         responses = params.get("inputResponses")
         if responses is not None and not isinstance(responses, dict):
             raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses` must be an object")
-        answer = (responses or {}).get("arguments")
+        answer = (responses or {}).get(key)
         if answer is None:
             return {"resultType": "input_required",
-                    "inputRequests": {"arguments": {"method": "elicitation/create", "params": form}}}
+                    "inputRequests": {key: {"method": "elicitation/create", "params": form}}}
         if not isinstance(answer, dict):
-            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses.arguments` must be an elicitation result")
+            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses.%s` must be an elicitation result" % key)
         return answer
 
     async def _modern_call(self, name: str, call, support: str, ctx: CallContext):
@@ -5035,14 +5318,14 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "$schema")
+             "$schema", "audit", "rateLimit", "cache", "confirm")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
                      "mcp_oauth_credentials_store", "mcp_oauth_callback_port")
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
-              "output_format", "ok_exit_codes", "taskSupport")
+              "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
@@ -5262,6 +5545,17 @@ class ConfigLoader:
             sources.append(SkillFolders([self.folder_path(root, "skills[%d]" % i) for i, root in enumerate(roots)],
                                         log, prompts=prompts))
         info["separator"] = separator
+        info["rules"] = read_rules(self, data, "")
+        audit = self.get(data, "audit", dict, "")
+        if audit is not None:
+            self.keys(audit, ("file", "maxBytes", "keep", "required"), "audit")
+            sizes = [self.get(audit, key, int, "audit", default) for key, default in (("maxBytes", AUDIT_MAX_BYTES), ("keep", AUDIT_KEEP))]
+            if not isinstance(audit.get("file"), str) or sizes[0] < 1024 or sizes[1] < 1:
+                raise self.error("audit", "expected {\"file\": PATH} with a `maxBytes` of at least 1024 and a `keep` of "
+                                 "at least 1 (rotated files kept)")
+            audit = AuditLog(os.path.join(self.folder, os.path.expanduser(self.expand(audit["file"], "audit.file"))),
+                             *sizes, self.get(audit, "required", bool, "audit", False))
+        info["audit"] = audit
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
             info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
@@ -5337,6 +5631,10 @@ class ConfigLoader:
         if output_format not in _OUTPUT_FORMATS:
             raise self.error(_join(where, "output_format"), "expected \"text\" or \"json\", not %s"
                              % json.dumps(output_format))
+        rules = read_rules(self, spec, where)
+        if "cache" in rules and not annotations.get("readOnlyHint"):
+            raise self.error(_join(where, "cache"), "only a read-only tool's results may be cached: add "
+                             "\"annotations\": {\"readOnlyHint\": true} if it changes nothing, or remove `cache`")
         ok_exit = self.get(spec, "ok_exit_codes", list, where, [0])
         if not ok_exit or not all(type(code) is int and 0 <= code <= 255 for code in ok_exit):
             raise self.error(_join(where, "ok_exit_codes"), "expected a list of exit codes 0-255 that mean "
@@ -5345,7 +5643,7 @@ class ConfigLoader:
                            description=self.get(spec, "description", str, where),
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
-                           output_format=output_format, ok_exit=ok_exit, asked=asked)
+                           output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules)
 
     def within(self, spec: dict, where: str, properties: dict) -> dict:
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -5516,6 +5814,32 @@ class ConfigLoader:
                                settings.derive(**overrides), pattern, params,
                                description=self.get(spec, "description", str, where),
                                title=self.get(spec, "title", str, where), mime_type=mime, within=within)
+
+
+def read_rules(loader, obj: dict, where: str) -> dict:
+    """A tool's, server's or file's guard rules, checked: rateLimit (calls, seconds, scope), cache (ttl, shared),
+    confirm (true, false or "destructive")."""
+    rules = {}
+    for key, fields in (("rateLimit", ("calls", "seconds", "scope")), ("cache", ("ttl", "shared"))):
+        value = loader.get(obj, key, dict, where)
+        if value is None:
+            continue
+        here = _join(where, key)
+        loader.keys(value, fields, here)
+        numbers = [loader.get(value, name, (int, float), here, 0) for name in fields[:-1]]
+        if not all(number > 0 for number in numbers) or (key == "rateLimit" and numbers[0] != int(numbers[0])):
+            raise loader.error(here, "expected %s" % ('{"calls": 10, "seconds": 60}: a burst of `calls`, then `calls` '
+                               'per `seconds`' if key == "rateLimit" else '{"ttl": SECONDS}, a positive number'))
+        last = loader.get(value, fields[-1], str if key == "rateLimit" else bool, here, "session" if key == "rateLimit" else False)
+        if last not in ("session", "global", True, False):
+            raise loader.error(_join(here, "scope"), "expected \"session\" (each client its own) or \"global\"")
+        rules[key] = tuple(numbers) + (last,)
+    if "confirm" in obj:
+        if obj["confirm"] not in (True, False, "destructive"):
+            raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each "
+                               "tool annotated destructiveHint)")
+        rules["confirm"] = obj["confirm"]
+    return rules
 
 
 def _given(obj):
@@ -6201,7 +6525,7 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion",
+                "protocolVersion", "rateLimit", "cache", "confirm",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
@@ -6254,6 +6578,7 @@ class UpstreamSpec:
         self.notes = []  # what of the entry is accepted but not used, said once at startup
         self.oauth = {}  # a URL server's `oauth` settings (see OAuthClient); None: never sign in
         self.protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
+        self.rules = {}       # its rateLimit, cache and confirm (see Guard)
 
     def public_name(self, name: str, separator: str) -> str:
         """The name a client sees for the server's tool or prompt `name`."""
@@ -6426,6 +6751,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
             if close:
                 raise loader.error(_join(where, key), "unknown key (did you mean `%s`?)" % close[0])
     spec.disabled = loader.get(entry, "disabled", bool, where, False) or not loader.get(entry, "enabled", bool, where, True)
+    spec.rules = read_rules(loader, entry, where)
     spec.eager = loader.get(entry, "eager", bool, where, False) or loader.get(entry, "autostart", bool, where, False)
     spec.prefix = loader.get(entry, "prefix", str, where, spec.id)
     if "prefix" in entry and not re.fullmatch(r"[A-Za-z0-9_-]{0,32}", spec.prefix):
@@ -8739,7 +9065,8 @@ class ManagerTools:
         hub = self.hub
         try:
             if tool == "servers_list":
-                result = {"servers": [self.status(u) for u in hub.upstreams.values()]}
+                result = {"servers": [self.status(u) for u in hub.upstreams.values()],
+                          "tools": hub.metrics.summary() if hub.metrics else {}}
             elif tool == "namespaces_list":
                 result = {"active": hub.namespace, "chosenBy": hub.chosen_by, "namespaces": [
                     {"name": name, "servers": ns["servers"], "active": name == hub.namespace,
@@ -8820,6 +9147,7 @@ class Aggregator:
         self._specs = self._apply_plan(plan)
         self.manager = ManagerTools(self)
         self.bridge = InputBridge()
+        self.metrics = None     # the Guard's CallMetrics, set by the Server (servers_list shows them)
 
     def manager_name(self, tool: str) -> str:
         """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
@@ -9020,6 +9348,17 @@ class Aggregator:
     def denied(self, name: str):
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
         return self._denied.get(name)
+
+    def command_line(self, name: str, arguments: dict):
+        """What a call of `name` runs: a local tool's command line, or the server and tool it goes to (with
+        the server's rules)."""
+        route = self._tools.get(name)
+        if route is None or route[0] == "manager":
+            return None
+        if route[0] == "local":
+            return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
+        spec = self.upstreams[route[1]].spec if route[1] in self.upstreams else None
+        return {"server": route[1], "tool": route[2], "rules": [("server:" + route[1], spec.rules if spec else {})]}
 
     def question(self, name: str, arguments: dict):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
@@ -12275,6 +12614,9 @@ OPTIONS = [_Option(*o) for o in (
      "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1)"),
     (("--http-token",), "http_token", "TOKEN", "value",
      "require Authorization: Bearer TOKEN (default: $MCPSTUDIO_HTTP_TOKEN; required off loopback)"),
+    (("--audit",), "audit", "FILE", "value", "append one JSON line per tool call to FILE (secrets masked)"),
+    (("--rate-limit",), "rate_limit", "CALLS/SECONDS", "value",
+     "each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)"),
 )]
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
@@ -12515,7 +12857,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     if options["help_timeout"]:
         script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
     runner = ProcessRunner(log)
-    sources, titles, instructions = [], [], None
+    sources, titles, instructions, rules, audit = [], [], None, {}, None
     if options["url"] is not None:
         if config is not None:
             raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
@@ -12540,6 +12882,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
             raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
                              % (options["namespace"], loader.path))
         sources.extend(found)
+        rules, audit = info["rules"], info["audit"]
         titles.append(info["name"] or os.path.basename(loader.path))
         instructions = info["instructions"] or info["description"]
     if words:
@@ -12582,8 +12925,15 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         sources.append(SkillFolders([os.path.expanduser(root) for root in options["skills"]], log,
                                     prompts=not options["no_skill_prompts"]))
         titles.append("skills")
+    if options["rate_limit"]:
+        calls, slash, seconds = options["rate_limit"].partition("/")
+        rules = dict(rules, rateLimit=(_positive(calls, "--rate-limit CALLS", int), _positive(seconds or "x", "--rate-limit "
+                                                                                              "CALLS/SECONDS"), "session"))
+    if options["audit"]:
+        audit = AuditLog(os.path.abspath(os.path.expanduser(options["audit"])))
     catalog = Catalog(sources, max_name)
-    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions), runner
+    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions,
+                  guard=Guard(log, rules, audit)), runner
 
 
 def default_config_path() -> str:
