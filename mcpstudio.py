@@ -4520,9 +4520,12 @@ class AuditLog:
             log.error("audit log %s: cannot open it: %s", self.path, exc)
             return False
 
-    def write(self, entry: dict, log: Log) -> bool:
-        """Append `entry` (masked by `log`); False, said on stderr, when it could not be written."""
-        line = (log.mask(json.dumps(entry, ensure_ascii=False, default=str)) + "\n").encode("utf-8", "replace")
+    def write(self, entry: dict, log: Log, secrets=()) -> bool:
+        """Append `entry` (masked by `log`, and `secrets` too); False, said on stderr, when it could not be written."""
+        line = log.mask(json.dumps(entry, ensure_ascii=False, default=str))
+        for secret in secrets:
+            line = line.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "***")
+        line = (line + "\n").encode("utf-8", "replace")
         try:
             if os.fstat(self.open()).st_size + len(line) > self.max_bytes:
                 os.close(self.fd)
@@ -4560,13 +4563,13 @@ class ResultCache:
     """Successful results by key until they expire; bounded in entries and bytes, oldest out first."""
 
     def __init__(self, max_entries: int = CACHE_ENTRIES, max_bytes: int = CACHE_BYTES):
-        self.entries = collections.OrderedDict()  # key -> (expires, result, size)
+        self.entries = collections.OrderedDict()  # key -> (result, expires, size)
         self.max_entries, self.max_bytes, self.size = max_entries, max_bytes, 0
 
     def get(self, key: str, now: float):
         """(result, expires) of a live entry, or None."""
         entry = self.entries.get(key)
-        if entry is not None and entry[0] <= now:
+        if entry is not None and entry[1] <= now:
             self.size -= self.entries.pop(key)[2]
             entry = None
         return entry and entry[:2]
@@ -4576,7 +4579,7 @@ class ResultCache:
         if key in self.entries:
             self.size -= self.entries.pop(key)[2]
         if size <= self.max_bytes:
-            self.entries[key] = (expires, result, size)
+            self.entries[key] = (result, expires, size)
             self.size += size
         while len(self.entries) > self.max_entries or self.size > self.max_bytes:
             self.size -= self.entries.popitem(last=False)[1][2]
@@ -4658,13 +4661,14 @@ class Guard:
         limits = [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),) + rules["rateLimit"][:2]
                   for level, rules in levels if "rateLimit" in rules]
         wait, limit = take_token(self.buckets, limits, started)
+        wait = wait and round(wait + 0.05, 1)  # rounded up: a client that waits this long gets in
         confirm = chosen.get("confirm") is True or (chosen.get("confirm") == "destructive" and annotations.get("destructiveHint"))
         result = error = None
         try:
             if wait:
                 entry["rateLimited"] = True
                 result = tool_error("Not run: %s allows %d calls per %g s; retry in %.1f s." % (public, limit[0], limit[1], wait))
-                result["_meta"] = {"mcpstudio/retryAfter": round(wait, 1)}
+                result["_meta"] = {"mcpstudio/retryAfter": wait}
             elif self.audit is not None and self.audit.required and not self.audit.ready(self.log):
                 entry["refused"] = "the audit log cannot be written"
                 result = tool_error("Not run: the audit log %s cannot be written, and the config requires it "
@@ -4733,7 +4737,8 @@ class Guard:
                      arguments={key: "***" if looks_secret(key) else value for key, value in arguments.items()},
                      exitCode=ran.returncode if ran is not None else None, error=error, isError=failed,
                      ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
-        self.audit.write(entry, self.log)
+        self.audit.write(entry, self.log, [value for key, value in arguments.items()
+                                           if looks_secret(key) and isinstance(value, str) and len(value) > 3])
 
 
 # --------------------------------------------------------------------------

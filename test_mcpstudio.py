@@ -8912,6 +8912,214 @@ _DEEP = "\x00deep\x00"      # a placeholder the fuzzer swaps for raw, deeply nes
 _BAD_UTF8 = "\x00utf8\x00"  # a placeholder swapped for bytes that are not UTF-8
 
 
+class GuardRuleTests(unittest.TestCase):
+    """The guard rails' pure parts: token buckets, the result cache, the rules a config gives."""
+
+    def test_token_buckets(self):
+        # A burst of `calls`, then `calls` per `seconds`; several limits take a token from each, or from none.
+        buckets = {}
+        limits = [("tool", 2, 10.0)]
+        for now, expected in ((0.0, 0.0), (0.0, 0.0), (0.0, 5.0), (4.0, 1.0), (5.0, 0.0), (5.0, 5.0)):
+            self.assertAlmostEqual(mcpstudio.take_token(buckets, limits, now)[0], expected, 9, (now, buckets))
+        self.assertEqual(mcpstudio.take_token(buckets, limits, 6.0)[1], (2, 10.0))  # the limit that refused
+        both = [("file", 1, 60.0), ("other", 5, 1.0)]
+        self.assertEqual(mcpstudio.take_token(buckets, both, 0.0), (0.0, None))
+        self.assertEqual(mcpstudio.take_token(buckets, both, 1.0)[0], 59.0)
+        self.assertEqual(buckets["other"], (4.0, 0.0))  # refused by `file`: nothing taken from `other`
+
+    def test_result_cache_bounds(self):
+        # Bounded in entries and bytes (oldest out first); expired entries are gone; an entry too large is not kept.
+        cache = mcpstudio.ResultCache(max_entries=2, max_bytes=100)
+        cache.put("a", {"n": 1}, 10.0, 40)
+        cache.put("b", {"n": 2}, 10.0, 40)
+        cache.put("c", {"n": 3}, 10.0, 40)
+        self.assertEqual((cache.get("a", 0.0), cache.get("c", 0.0), cache.size), (None, ({"n": 3}, 10.0), 80))
+        cache.put("d", {"n": 4}, 10.0, 50)
+        self.assertEqual((list(cache.entries), cache.size), (["c", "d"], 90))
+        cache.put("e", {}, 10.0, 101)
+        self.assertEqual((cache.get("e", 0.0), cache.get("d", 10.0), cache.size), (None, None, 40))
+
+    def test_rules_table(self):
+        # What a tool, server or file may say, and the errors that name the key.
+        loader = mcpstudio.ConfigLoader("guard.json", data={})
+        for given, expected in (
+                ({"rateLimit": {"calls": 3, "seconds": 1.5}}, {"rateLimit": (3, 1.5, "session")}),
+                ({"rateLimit": {"calls": 1, "seconds": 9, "scope": "global"}, "confirm": "destructive"},
+                 {"rateLimit": (1, 9, "global"), "confirm": "destructive"}),
+                ({"cache": {"ttl": 60, "shared": True}, "confirm": False}, {"cache": (60, True), "confirm": False}),
+                ({"rateLimit": {"calls": 0, "seconds": 1}}, "tools[0].rateLimit: expected {\"calls\": 10"),
+                ({"rateLimit": {"calls": 2.5, "seconds": 1}}, "tools[0].rateLimit: expected"),
+                ({"rateLimit": {"calls": 2, "seconds": 1, "scope": "user"}}, "tools[0].rateLimit.scope: expected"),
+                ({"rateLimit": {"calls": 2, "second": 1}}, "tools[0].rateLimit.second: unknown key (did you mean `seconds`?)"),
+                ({"cache": {"ttl": -1}}, "tools[0].cache: expected {\"ttl\": SECONDS}"),
+                ({"confirm": "always"}, "tools[0].confirm: expected true, false or \"destructive\"")):
+            with self.subTest(given=given):
+                if isinstance(expected, dict):
+                    self.assertEqual(mcpstudio.read_rules(loader, given, "tools[0]"), expected)
+                else:
+                    with self.assertRaises(mcpstudio.ConfigError) as caught:
+                        mcpstudio.read_rules(loader, given, "tools[0]")
+                    self.assertIn(expected, str(caught.exception))
+
+
+GUARD_COUNTER = """\
+    import sys
+    with open(sys.argv[1], "a") as f:
+        f.write(sys.argv[2] + "\\n")
+    print("ran " + sys.argv[2])
+    sys.exit(int(sys.argv[3]) if sys.argv[3:] and sys.argv[3].isdigit() else 0)
+    """
+
+
+class GuardTests(ScratchDir):
+    """Audit log, rate limits, confirmation and the result cache, driven as a client would."""
+
+    def setUp(self):
+        super().setUp()
+        self.counter = self.script("counter.py", GUARD_COUNTER, executable=False)
+        self.runs = os.path.join(self.dir, "runs")
+        self.audit = os.path.join(self.dir, "audit.jsonl")
+
+    def tool(self, name, extra="", **keys):
+        return dict({"name": name, "command": "%s %s %s {word}%s" % (PY, self.counter, self.runs, extra)}, **keys)
+
+    def serve(self, tools, env=None, **top):
+        path = os.path.join(self.dir, "guard.json")
+        with open(path, "w") as f:
+            json.dump(dict({"audit": {"file": self.audit}, "tools": tools}, **top), f)
+        return McpProcess("serve", "--config", path, env=env)
+
+    def ran(self) -> list:
+        if not os.path.exists(self.runs):
+            return []
+        with open(self.runs) as f:
+            return f.read().split()
+
+    def audit_lines(self, path=None) -> list:
+        with open(path or self.audit, encoding="utf-8") as f:
+            return [json.loads(line) for line in f]  # every line whole JSON
+
+    def test_audit_cache_rate_limit_and_confirmation(self):
+        # One line per call that ran, was cached, rate-limited, confirmed, refused or failed; secrets masked.
+        read_only = {"readOnlyHint": True}
+        tools = [self.tool("look", annotations=read_only, cache={"ttl": 600}),
+                 self.tool("fail", " 3", annotations=read_only, cache={"ttl": 600}),
+                 self.tool("burst", rateLimit={"calls": 2, "seconds": 1}),
+                 self.tool("wipe", annotations={"destructiveHint": True}),
+                 self.tool("keyed", " {api_key}", environment={"GUARD_API_TOKEN": "${GUARD_API_TOKEN}"})]
+        env = dict(os.environ, GUARD_API_TOKEN="s3cr3t-value-42")
+        with self.serve(tools, env=env, confirm="destructive") as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "guard-test", "version": "7"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            first, second = server.call("look", {"word": "a"}), server.call("look", {"word": "a"})
+            self.assertEqual((text_of(first), text_of(second), self.ran()), ("ran a\n", "ran a\n", ["a"]))
+            self.assertEqual(second["_meta"]["mcpstudio/cached"], True)  # the second call ran nothing
+            self.assertNotIn("_meta", first)
+            for _ in range(2):  # an error is never cached
+                self.assertTrue(server.call("fail", {"word": "f"})["isError"])
+            self.assertEqual(self.ran().count("f"), 2)
+            results = [server.call("burst", {"word": "b"}) for _ in range(3)]
+            self.assertEqual([r["isError"] for r in results], [False, False, True])
+            self.assertRegex(text_of(results[2]), r"^Not run: burst allows 2 calls per 1 s; retry in (0\.\d|1\.0) s\.$")
+            time.sleep(results[2]["_meta"]["mcpstudio/retryAfter"])  # the time the server said to wait
+            self.assertFalse(server.call("burst", {"word": "b"})["isError"])
+            self.assertEqual(self.ran().count("b"), 3)
+            for answer, word in (({"action": "accept", "content": {"run": False}}, "no"),
+                                 ({"action": "decline"}, "no"), ({"action": "accept", "content": {"run": True}}, "yes")):
+                server.next_id += 1
+                call_id = server.next_id
+                server.send({"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
+                             "params": {"name": "wipe", "arguments": {"word": word}}})
+                self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
+                with server.lock:
+                    asked = server.notifications.pop()
+                self.assertIn("Allow wipe to run `%s %s %s %s`?" % (PY, self.counter, self.runs, word),
+                              asked["params"]["message"])
+                server.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+                result = server.wait_response(call_id)["result"]
+                self.assertEqual(result["isError"], word == "no", result)
+            self.assertEqual(self.ran().count("no") + self.ran().count("yes"), 1)  # only after a yes
+            # a value the config took from a secret-named variable, passed back in by the model
+            keyed = server.call("keyed", {"word": "s3cr3t-value-42", "api_key": "hunter2-secret"})
+            self.assertEqual(text_of(keyed), "ran s3cr3t-value-42\n")  # counter.py prints its first word
+        with self.serve(tools, confirm="destructive", env=env) as server:
+            server.initialize()  # no elicitation: it says confirmation is required and how to switch it off
+            refused = server.call("wipe", {"word": "never"})
+            self.assertIn('needs the user\'s confirmation', text_of(refused))
+            self.assertIn('set "confirm": false on this tool', text_of(refused))
+        self.assertNotIn("never", self.ran())
+        with open(self.audit, encoding="utf-8") as f:
+            text = f.read()
+        self.assertNotIn("s3cr3t-value-42", text)
+        self.assertNotIn("hunter2-secret", text)
+        if mcpstudio._POSIX:
+            self.assertEqual(os.stat(self.audit).st_mode & 0o777, 0o600)
+        lines = self.audit_lines()
+        by_tool = collections.defaultdict(list)
+        for line in lines:
+            by_tool[line["tool"]].append(line)
+        look = by_tool["look"]
+        self.assertEqual([line.get("cached") for line in look], [None, True])
+        self.assertEqual((look[0]["exitCode"], look[0]["client"], look[0]["session"]), (0, "guard-test 7", "stdio"))
+        self.assertEqual(look[0]["argv"], [PY, self.counter, self.runs, "a"])
+        self.assertEqual([(line["exitCode"], line["isError"]) for line in by_tool["fail"]], [(3, True), (3, True)])
+        self.assertEqual([line.get("rateLimited") for line in by_tool["burst"]], [None, None, True, None])
+        self.assertEqual([(line.get("confirmed"), line.get("refused")) for line in by_tool["wipe"]], [
+            (False, "not confirmed"), (False, "not confirmed"), (True, None),
+            (None, "confirmation required; the client cannot ask")])
+        self.assertEqual(by_tool["keyed"][0]["arguments"], {"word": "***", "api_key": "***"})
+        self.assertEqual(by_tool["keyed"][0]["argv"][-2:], ["***", "***"])
+        self.assertTrue(all(line["ms"] >= 0 and line["bytes"] > 0 and line["time"] for line in lines))
+
+    def test_cache_needs_a_read_only_tool(self):
+        # A tool-level cache on a tool not annotated read-only is refused at startup, naming the key.
+        with self.serve([self.tool("write", cache={"ttl": 5})]) as server:
+            self.assertEqual(server.close(), 1)
+        self.assertIn("tools[0].cache: only a read-only tool's results may be cached", "".join(server.stderr))
+
+    def test_audit_intact_under_load_rotation_and_sigkill(self):
+        # 1,000 concurrent calls: 1,000 whole lines. Rotation keeps `keep` files. A SIGKILL mid-stream leaves
+        # only whole lines.
+        tools = [self.tool("many", rateLimit={"calls": 40, "seconds": 3600})]
+        with self.serve(tools) as server:
+            server.initialize()
+            for number in range(1000):
+                server.send({"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                             "params": {"name": "many", "arguments": {"word": "w%d" % number}}})
+            for number in range(1000):
+                server.wait_response(number, timeout=WAIT * 4)
+        lines = self.audit_lines()
+        self.assertEqual(len(lines), 1000)
+        self.assertEqual(sum(1 for line in lines if line.get("rateLimited")), 960)
+        os.remove(self.audit)
+        with self.serve(tools, audit={"file": self.audit, "maxBytes": 2048, "keep": 2}) as server:
+            server.initialize()
+            for number in range(100):
+                server.send({"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                             "params": {"name": "many", "arguments": {"word": "x"}}})
+            self.assertTrue(wait_until(lambda: os.path.exists(self.audit + ".2") and os.path.getsize(self.audit) > 1024))
+            server.proc.kill()
+            server.proc.wait(WAIT)
+        kept = [name for name in os.listdir(self.dir) if name.startswith("audit")]
+        self.assertLessEqual(set(kept), {"audit.jsonl", "audit.jsonl.1", "audit.jsonl.2"})  # killed mid-rotation: .1 may be missing
+        for path in [os.path.join(self.dir, name) for name in kept]:
+            self.assertTrue(all(line["tool"] == "many" for line in self.audit_lines(path)))
+            self.assertLessEqual(os.path.getsize(path), 2048)
+
+    def test_audit_failure(self):
+        # An audit file that cannot be written: said on stderr, the call still runs; with "required", refused.
+        folder = os.path.join(self.dir, "gone")
+        for required, expected in ((False, "ran q\n"), (True, "Not run: the audit log %s cannot be written"
+                                                                % os.path.join(folder, "a.jsonl"))):
+            with self.serve([self.tool("q")], audit={"file": os.path.join(folder, "a.jsonl"), "required": required}) as server:
+                server.initialize()
+                self.assertTrue(text_of(server.call("q", {"word": "q"})).startswith(expected))
+                self.assertIn("audit log %s: cannot" % os.path.join(folder, "a.jsonl"),
+                              server.stderr_when(lambda text: "audit log" in text))
+        self.assertEqual(self.ran(), ["q"])
+
+
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
 
