@@ -4649,6 +4649,7 @@ class Guard:
     def __init__(self, log: Log, rules: dict | None = None, audit: AuditLog | None = None):
         self.log, self.rules, self.audit = log, rules or {}, audit
         self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
+        self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
 
     async def call(self, public: str, source, original: str, arguments: dict, ctx: CallContext, annotations: dict, ask):
         """Call `original` of `source` (listed as `public`) under the rules that apply to it."""
@@ -10445,7 +10446,7 @@ HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
 _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 501: "Not Implemented",
            404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
-           500: "Internal Server Error", 503: "Service Unavailable"}
+           429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 _STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
 # RFC 9112 framing, read strictly: one space between the parts of the request line,
 # a token before each colon (no space), no control characters in a value, and no
@@ -10723,7 +10724,9 @@ class HttpServer:
 
     def __init__(self, server, log: Log, host: str, port: int, token=None):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
+        import hashlib
         self.local = _loopback(host)
+        self.caller = "token-" + hashlib.sha256(token.encode()).hexdigest()[:8] if token else "http"  # never the token
         self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
         self.connections = set()
         self.listener = None
@@ -10800,7 +10803,10 @@ class HttpServer:
                     return
                 method, target, version, headers = head
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-                keep = await self._answer(method, headers, body, keep, version, reader, writer)
+                if target.split("?", 1)[0] != HTTP_PATH:
+                    await self._report(target.split("?", 1)[0], writer)
+                else:
+                    keep = await self._answer(method, headers, body, keep, version, reader, writer)
                 if not keep:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, OSError,
@@ -10825,6 +10831,22 @@ class HttpServer:
         if len(self.trusted) >= self.max_connections - self.max_pending:
             raise HttpError(503, "too many connections; try again later")
         self.trusted.add(task)
+
+    async def _report(self, path: str, writer):
+        """GET /health: each MCP server's state (503 when this server cannot serve); /metrics: Prometheus text."""
+        states = {key: upstream.state for source in self.server.catalog.sources
+                  for key, upstream in getattr(source, "upstreams", {}).items()}
+        if path == "/health":
+            refusal = self.server.catalog.refusal
+            await self._reply(writer, 503 if refusal else 200, {"status": refusal.message if refusal else "ok",
+                                                                "servers": states})
+            return
+        data = self.server.guard.metrics.prometheus({
+            "server_up": [({"server": key}, int(state == "running")) for key, state in states.items()],
+            "sessions": [({}, len(self.sessions))], "tasks": [({}, len(self.server.tasks.tasks))]}).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %d\r\n\r\n%s"
+                     % (len(data), data))
+        await self._drain(writer)
 
     # -- writing ------------------------------------------------------------------------
 
@@ -10873,7 +10895,7 @@ class HttpServer:
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if target.split("?", 1)[0] != HTTP_PATH:
+        if target.split("?", 1)[0] not in (HTTP_PATH, "/health", "/metrics"):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
         if method == "POST":
             length = headers.get("content-length", "0")
@@ -10910,6 +10932,11 @@ class HttpServer:
         return entry
 
     async def _post(self, headers, body, reader, writer, keep, version) -> bool:
+        limit = self.server.guard.http_limit
+        wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + self.caller,) + limit], time.monotonic())[0]
+        if wait:
+            raise HttpError(429, "this endpoint takes %d requests per %g s; retry in %d s" % (limit + (int(wait) + 1,)),
+                            headers=[("Retry-After", str(int(wait) + 1))])
         if headers.get("content-type", "application/json").split(";")[0].strip().lower() != "application/json":
             raise HttpError(415, "send the JSON-RPC message as Content-Type: application/json")
         accept = headers.get("accept", "*/*").lower()
@@ -10958,7 +10985,9 @@ class HttpServer:
     def _session_pair(self):
         """A Session of the Server over a transport that routes to HTTP exchanges."""
         transport = _HttpTransport(self.log)
-        return Session(transport, self.server.dispatch, self.log, self.server.notification), transport
+        session = Session(transport, self.server.dispatch, self.log, self.server.notification)
+        session.caller = session.label = self.caller
+        return session, transport
 
     def _new_session(self) -> _HttpSession:
         while len(self.sessions) >= HTTP_MAX_SESSIONS:  # the least recently used one makes room
@@ -10966,6 +10995,7 @@ class HttpServer:
         session, transport = self._session_pair()
         import secrets
         entry = _HttpSession(secrets.token_hex(16), session, transport)
+        session.label = "http-" + entry.id[:8]
         self.sessions[entry.id] = entry
         return entry
 
@@ -12622,6 +12652,8 @@ OPTIONS = [_Option(*o) for o in (
     (("--audit",), "audit", "FILE", "value", "append one JSON line per tool call to FILE (secrets masked)"),
     (("--rate-limit",), "rate_limit", "CALLS/SECONDS", "value",
      "each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)"),
+    (("--http-rate-limit",), "http_rate_limit", "CALLS/SECONDS", "value",
+     "--http: requests to /mcp beyond CALLS at once, then CALLS per SECONDS, get 429 and Retry-After"),
 )]
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
@@ -12930,15 +12962,21 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         sources.append(SkillFolders([os.path.expanduser(root) for root in options["skills"]], log,
                                     prompts=not options["no_skill_prompts"]))
         titles.append("skills")
-    if options["rate_limit"]:
-        calls, slash, seconds = options["rate_limit"].partition("/")
-        rules = dict(rules, rateLimit=(_positive(calls, "--rate-limit CALLS", int), _positive(seconds or "x", "--rate-limit "
-                                                                                              "CALLS/SECONDS"), "session"))
+    limits = {}
+    for option in ("rate_limit", "http_rate_limit"):
+        if options[option]:
+            calls, _, seconds = options[option].partition("/")
+            flag = "--" + option.replace("_", "-")
+            limits[option] = (_positive(calls, flag + " CALLS", int), _positive(seconds or "?", flag + " CALLS/SECONDS"))
+    if "rate_limit" in limits:
+        rules = dict(rules, rateLimit=limits["rate_limit"] + ("session",))
     if options["audit"]:
         audit = AuditLog(os.path.abspath(os.path.expanduser(options["audit"])))
+    guard = Guard(log, rules, audit)
+    guard.http_limit = limits.get("http_rate_limit")
     catalog = Catalog(sources, max_name)
     return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions,
-                  guard=Guard(log, rules, audit)), runner
+                  guard=guard), runner
 
 
 def default_config_path() -> str:

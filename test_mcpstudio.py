@@ -9120,6 +9120,97 @@ class GuardTests(ScratchDir):
         self.assertEqual(self.ran(), ["q"])
 
 
+def _prometheus_parser():
+    """prometheus_client's text parser (test-only; installed, or in $MCPSTUDIO_PYTE_PATH as .ci/run puts it)."""
+    if os.environ.get("MCPSTUDIO_PYTE_PATH") and os.environ["MCPSTUDIO_PYTE_PATH"] not in sys.path:
+        sys.path.append(os.environ["MCPSTUDIO_PYTE_PATH"])
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+        return text_string_to_metric_families
+    except ImportError:
+        return None
+
+
+class GuardHttpTests(AggregatorCase):
+    """/health, /metrics and the endpoint-wide rate limit of --http."""
+
+    def get(self, server, path, token=None):
+        import urllib.error
+        import urllib.request
+        request = urllib.request.Request("http://127.0.0.1:%d%s" % (server.port, path),
+                                         headers={"Authorization": "Bearer " + token} if token else {})
+        try:
+            with urllib.request.urlopen(request, timeout=WAIT) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def call(self, server, session, number, arguments):
+        status, _, text = server.post({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": {
+            "name": "echo", "arguments": arguments}}, session=session)
+        return status, server.messages(text)[-1]
+
+    @unittest.skipIf(_prometheus_parser() is None, "prometheus_client is not installed (.ci/run installs it)")
+    def test_metrics_parse_with_the_counts_made(self):
+        # Three calls that ran, one refused for its arguments: the counts, the histogram, the sessions gauge.
+        token = "metrics-token-1234"
+        with HttpServerProcess("--http-token", token, "echo", "{message}") as server:
+            self.assertEqual(self.get(server, "/metrics")[0], 401)  # behind the same token rule as /mcp
+            status, headers, text = server.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                headers={"Authorization": "Bearer " + token})
+            session = headers["mcp-session-id"]
+            auth = {"Authorization": "Bearer " + token}
+            for number, arguments in ((2, {"message": "a"}), (3, {"message": "b"}), (4, {"message": "c"}), (5, {})):
+                status, _, text = server.post({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": {
+                    "name": "echo", "arguments": arguments}}, session=session, headers=auth)
+                self.assertEqual(server.messages(text)[-1]["result"]["isError"], number == 5, text)
+            status, text = self.get(server, "/metrics", token)
+            self.assertEqual(status, 200)
+            samples = {}
+            for family in _prometheus_parser()(text):
+                for sample in family.samples:
+                    samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+            tool = (("tool", "echo"),)
+            self.assertEqual((samples[("mcpstudio_calls_total", tool)], samples[("mcpstudio_errors_total", tool)],
+                              samples[("mcpstudio_cached_total", tool)], samples[("mcpstudio_call_seconds_count", tool)],
+                              samples[("mcpstudio_call_seconds_bucket", (("le", "+Inf"), ("tool", "echo")))],
+                              samples[("mcpstudio_sessions", ())]), (4, 1, 0, 4, 4, 1))
+
+    def test_health_shows_a_dead_server(self):
+        # 200 with each server's state, turning to show the one that died; 503 when the config cannot serve.
+        data = {"mcpServers": {"up": {"command": PY, "args": [self.fake, "--name", "up", "--pidfile", self.pids],
+                                      "eager": True}}}
+        path = os.path.join(self.dir, "health.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+            session = server.initialize_session()
+            self.assertTrue(wait_until(lambda: json.loads(self.get(server, "/health")[1])["servers"] == {"up": "running"}))
+            self.assertEqual(self.get(server, "/health")[0], 200)
+            server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "up__crash", "arguments": {}}}, session=session)
+            self.assertTrue(wait_until(lambda: json.loads(self.get(server, "/health")[1])["servers"]["up"] != "running"),
+                            self.get(server, "/health"))
+            self.assertEqual(self.get(server, "/health")[0], 200)  # this server still serves
+        with open(path, "w") as f:
+            json.dump(dict(data, namespaces={"a": {"servers": ["up"]}}, defaultNamespace="nope"), f)
+        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+            status, text = self.get(server, "/health")
+            self.assertEqual(status, 503)
+            self.assertIn("nope", json.loads(text)["status"])
+
+    def test_endpoint_rate_limit(self):
+        # --http-rate-limit 3/60: the fourth request gets 429 with Retry-After; nothing of it runs.
+        with HttpServerProcess("--http-rate-limit", "3/60", "echo", "{message}") as server:
+            session = server.initialize_session()  # two requests: initialize, initialized
+            self.assertEqual(server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)[0], 200)
+            status, headers, text = server.post({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 429)
+            self.assertTrue(15 <= int(headers["retry-after"]) <= 20, headers)  # one request per 20 s after the burst
+            self.assertIn("this endpoint takes 3 requests per 60 s; retry in", json.loads(text)["error"]["message"])
+
+
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
 
