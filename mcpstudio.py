@@ -4653,60 +4653,52 @@ class Guard:
 
     async def call(self, public: str, source, original: str, arguments: dict, ctx: CallContext, annotations: dict, ask):
         """Call `original` of `source` (listed as `public`) under the rules that apply to it."""
-        started = time.monotonic()
         plan = (source.command_line(original, arguments) if hasattr(source, "command_line") else None) or {}
         levels = [("file", self.rules)] + plan.get("rules", [])
         chosen = {key: rules[key] for _, rules in levels for key in rules}
         who = ctx.session.caller or "session-%x" % id(ctx.session)
         entry = {key: plan[key] for key in ("server", "argv") if key in plan}
-        limits = [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),) + rules["rateLimit"][:2]
-                  for level, rules in levels if "rateLimit" in rules]
-        wait, limit = take_token(self.buckets, limits, started)
-        wait = wait and round(wait + 0.05, 1)  # rounded up: a client that waits this long gets in
-        confirm = chosen.get("confirm") is True or (chosen.get("confirm") == "destructive" and annotations.get("destructiveHint"))
-        result = error = None
-        try:
+        wait, limit = take_token(self.buckets, [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),)
+                                                + rules["rateLimit"][:2] for level, rules in levels if "rateLimit" in rules],
+                                 time.monotonic())
+        cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
+        key = cache and json.dumps([public, "" if cache[1] else who, plan.get("argv") or arguments, plan.get("stdin"),
+                                    plan.get("cwd"), plan.get("env")], default=str)
+
+        async def run():
             if wait:
                 entry["rateLimited"] = True
-                result = tool_error("Not run: %s allows %d calls per %g s; retry in %.1f s." % (public, limit[0], limit[1], wait))
-                result["_meta"] = {"mcpstudio/retryAfter": wait}
-            elif self.audit is not None and self.audit.required and not self.audit.ready(self.log):
+                wait_text = round(wait + 0.05, 1)  # rounded up: a client that waits this long gets in
+                return dict(tool_error("Not run: %s allows %d calls per %g s; retry in %.1f s." % (
+                    (public,) + limit + (wait_text,))), _meta={"mcpstudio/retryAfter": wait_text})
+            if self.audit is not None and self.audit.required and not self.audit.ready(self.log):
                 entry["refused"] = "the audit log cannot be written"
-                result = tool_error("Not run: the audit log %s cannot be written, and the config requires it "
-                                    "(\"audit\": {\"required\": true})." % self.audit.path)
-            elif confirm:
-                result = await self._confirm(public, plan, arguments, ctx, ask, entry)
-            if result is not None:
-                return result
-            cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
-            key = cache and json.dumps([public, "" if cache[1] else who, plan.get("argv") or arguments, plan.get("stdin"),
-                                        plan.get("cwd"), plan.get("env")], sort_keys=True, default=str)
-            hit = key and self.cache.get(key, started)
+                return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
+                                  "(\"audit\": {\"required\": true})." % self.audit.path)
+            confirm = chosen.get("confirm")
+            refusal = (confirm is True or (confirm == "destructive" and annotations.get("destructiveHint"))) and \
+                await self._confirm(public, plan, arguments, ctx, ask, entry)
+            if refusal:
+                return refusal
+            hit = key and self.cache.get(key, time.monotonic())
             if hit:
                 entry["cached"] = True
-                result, expires = hit
-                result = dict(result, _meta=dict(result.get("_meta") or {}, **{CACHED_META: True}))
-            else:
-                result = await source.call_tool(original, arguments, ctx)
-                expires = started + cache[0] if cache else 0
-                if key and not result.get("isError"):
-                    self.cache.put(key, result, expires, len(json.dumps(result, default=str)))
-            if key and ctx.modern and not result.get("isError"):
-                result = dict(result, ttlMs=max(0, int((expires - time.monotonic()) * 1000)),
-                              cacheScope="public" if cache[1] else "private")
+                return dict(hit[0], _meta=dict(hit[0].get("_meta") or {}, **{CACHED_META: True}))
+            result = await source.call_tool(original, arguments, ctx)
+            if key and not result.get("isError"):
+                self.cache.put(key, result, time.monotonic() + cache[0], len(json.dumps(result, default=str)))
             return result
-        except BaseException as exc:
-            error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-            raise
-        finally:
-            if result is None or result.get("resultType") != "input_required":
-                self._finish(public, arguments, ctx, entry, started, result, error)
+        result = await self.record(public, arguments, ctx, entry, run())
+        if key in self.cache.entries and ctx.modern:  # SEP-2549's hints, as this cache keeps it
+            result = dict(result, ttlMs=int((self.cache.entries[key][1] - time.monotonic()) * 1000),
+                          cacheScope="public" if cache[1] else "private")
+        return result
 
     async def _confirm(self, public, plan, arguments, ctx, ask, entry):
         """None when the person said yes to running this call; else the result that says why it did not run."""
-        what = ("run `%s`" % _argv_text(plan["argv"]) if "argv" in plan else "call %s with %s" % (
+        what = "run `%s`" % _argv_text(plan["argv"]) if "argv" in plan else "call %s with %s" % (
             "tool %s of server %s" % (plan["tool"], plan["server"]) if "server" in plan else public,
-            json.dumps(arguments, ensure_ascii=False)))
+            json.dumps(arguments, ensure_ascii=False))
         if not ctx.declared("elicitation"):
             entry["refused"] = "confirmation required; the client cannot ask"
             return tool_error("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
@@ -4714,32 +4706,37 @@ class Guard:
                               "false on this tool in the config." % (public, what))
         answer = await ask({"mode": "form", "message": "Allow %s to %s?" % (public, what), "requestedSchema": {
             "type": "object", "properties": {"run": {"type": "boolean", "title": "Run it"}}, "required": ["run"]}})
-        if isinstance(answer, dict) and answer.get("resultType") == "input_required":
+        if answer.get("resultType") == "input_required":
             return answer
-        entry["confirmed"] = isinstance(answer, dict) and answer.get("action") == "accept" and \
-            isinstance(answer.get("content"), dict) and answer["content"].get("run") is True
+        entry["confirmed"] = answer.get("action") == "accept" and (answer.get("content") or {}).get("run") is True
         if not entry["confirmed"]:
             entry["refused"] = "not confirmed"
             return tool_error("Not run: the user did not confirm that %s may %s." % (public, what))
         return None
 
-    def _finish(self, public, arguments, ctx, entry, started, result, error):
-        """Count the call and write its audit line."""
-        seconds = time.monotonic() - started
-        failed = error is not None or bool((result or {}).get("isError"))
-        self.metrics.count(public, "rateLimited" if entry.get("rateLimited") else "refused" if entry.get("refused")
-                           else "cached" if entry.get("cached") else "error" if failed else "ok", seconds)
-        if self.audit is None:
-            return
-        ran = ctx.ran
-        client = ctx.session.client_info
-        entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller,
-                     client="%s %s" % (client.get("name", "?"), client.get("version", "?")), tool=public,
-                     arguments={key: "***" if looks_secret(key) else value for key, value in arguments.items()},
-                     exitCode=ran.returncode if ran is not None else None, error=error, isError=failed,
-                     ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
-        self.audit.write(entry, self.log, [value for key, value in arguments.items()
-                                           if looks_secret(key) and isinstance(value, str) and len(value) > 3])
+    async def record(self, name: str, arguments: dict, ctx: CallContext, entry: dict, call):
+        """Await `call` (a tool call, resource read or prompt get), then count it and write its audit line."""
+        started, result, error = time.monotonic(), None, None
+        try:
+            result = await call
+            return result
+        except BaseException as exc:
+            error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            raise
+        finally:
+            seconds = time.monotonic() - started
+            failed = error is not None or bool((result or {}).get("isError"))
+            self.metrics.count(name, "rateLimited" if entry.get("rateLimited") else "refused" if entry.get("refused")
+                               else "cached" if entry.get("cached") else "error" if failed else "ok", seconds)
+            if self.audit is not None and (result or {}).get("resultType") != "input_required":
+                client = ctx.session.client_info
+                entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
+                             client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
+                             arguments={key: "***" if looks_secret(key) else value for key, value in arguments.items()},
+                             exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
+                             ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
+                self.audit.write(entry, self.log, [value for key, value in arguments.items()
+                                                   if looks_secret(key) and isinstance(value, str) and len(value) > 3])
 
 
 # --------------------------------------------------------------------------
@@ -5086,7 +5083,8 @@ class Server:
 
     async def resources_read(self, params, ctx):
         """`resources/read`."""
-        return await self.catalog.read_resource(_uri_param(params, "resources/read"), ctx)
+        uri = _uri_param(params, "resources/read")
+        return await self.guard.record(uri, {}, ctx, {"method": "resources/read"}, self.catalog.read_resource(uri, ctx))
 
     async def resource_templates_list(self, params, ctx):
         """`resources/templates/list`, paginated."""
@@ -5099,7 +5097,8 @@ class Server:
     async def prompts_get(self, params, ctx):
         """`prompts/get`."""
         name, arguments = _name_and_arguments(params, "prompts/get")
-        return await self.catalog.get_prompt(name, arguments, ctx)
+        return await self.guard.record(name, arguments, ctx, {"method": "prompts/get"},
+                                       self.catalog.get_prompt(name, arguments, ctx))
 
     async def subscribe(self, params, ctx, method: str):
         """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI."""

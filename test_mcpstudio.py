@@ -9210,6 +9210,38 @@ class GuardHttpTests(AggregatorCase):
             self.assertTrue(15 <= int(headers["retry-after"]) <= 20, headers)  # one request per 20 s after the burst
             self.assertIn("this endpoint takes 3 requests per 60 s; retry in", json.loads(text)["error"]["message"])
 
+    def test_aggregated_calls_audited_cached_and_counted(self):
+        # A forwarded call is audited with its server; a server's cache answers the second call (and a
+        # 2026-07-28 result carries ttlMs/cacheScope); servers_list counts per tool.
+        audit = os.path.join(self.dir, "audit.jsonl")
+        data = {"audit": {"file": audit}, "mcpServers": {"up": {
+            "command": PY, "args": [self.fake, "--name", "up", "--pidfile", self.pids], "cache": {"ttl": 60}}}}
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            server.request("logging/setLevel", {"level": "info"})
+            first, second = server.call("up__echo", {"text": "x"}), server.call("up__echo", {"text": "x"})
+            self.assertEqual((text_of(first), text_of(second)), ("up: x", "up: x"))
+            self.assertTrue(second["_meta"]["mcpstudio/cached"])
+            self.assertEqual(len([n for n in server.notifications_of("notifications/message")
+                                  if n["params"].get("data") == "echoing x"]), 1)  # the server saw one call
+            modern = server.call("up__echo", {"text": "x"}, meta=MODERN_META)
+            self.assertEqual(modern["cacheScope"], "private")
+            self.assertTrue(0 < modern["ttlMs"] <= 60000, modern)
+            self.assertTrue(server.call("up__crash", {})["isError"])
+            counts = server.call("mcpstudio__servers_list", {})["structuredContent"]["tools"]
+            self.assertEqual({tool: (row["calls"], row["cached"], row["error"]) for tool, row in counts.items()},
+                             {"up__echo": (3, 2, 0), "up__crash": (1, 0, 1)})
+            self.assertTrue(all(row["p50Ms"] <= row["p99Ms"] for row in counts.values()))
+        with open(audit, encoding="utf-8") as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([(line["tool"], line.get("server"), line.get("cached")) for line in lines],
+                         [("up__echo", "up", None), ("up__echo", "up", True), ("up__echo", "up", True),
+                          ("up__crash", "up", None), ("mcpstudio__servers_list", None, None)])
+        self.assertEqual(lines[3]["isError"], True)
+
 
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
