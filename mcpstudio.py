@@ -4136,7 +4136,7 @@ class Catalog:
         self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
         self._resources = {}  # uri -> source
         self._prompts = {}    # public prompt name -> (source, original name)
-        self.annotations = {}  # public name -> the tool's annotations (read-only tools may be cached)
+        self.listed = {}      # public name -> its Tool (the guard reads its annotations and secret parameters)
 
     @property
     def dynamic(self) -> bool:
@@ -4186,7 +4186,7 @@ class Catalog:
             self._publish(source, await source.list_tools(), routes, tools)
         self._routes = routes
         self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
-        self.annotations = {tool["name"]: tool.get("annotations") or {} for tool in tools}
+        self.listed = {tool["name"]: tool for tool in tools}
         return tools
 
     def denial(self, public: str):
@@ -4622,8 +4622,7 @@ class CallMetrics:
         def family(name, kind, samples):
             lines.append("# TYPE mcpstudio_%s %s" % (name, kind))
             for suffix, labels, value in samples:
-                text = ",".join('%s="%s"' % (key, str(label).replace("\\", "\\\\").replace('"', '\\"'))
-                                for key, label in labels.items())
+                text = ",".join("%s=%s" % (key, json.dumps(str(label), ensure_ascii=False)) for key, label in labels.items())
                 lines.append("mcpstudio_%s%s{%s} %s" % (name, suffix, text, value))
         for name, key in (("calls", "calls"), ("errors", "error"), ("rate_limited", "rateLimited"),
                           ("cached", "cached"), ("refused", "refused")):
@@ -4651,8 +4650,11 @@ class Guard:
         self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
         self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
 
-    async def call(self, public: str, source, original: str, arguments: dict, ctx: CallContext, annotations: dict, ask):
-        """Call `original` of `source` (listed as `public`) under the rules that apply to it."""
+    async def call(self, public: str, source, original: str, arguments: dict, ctx: CallContext, tool: dict, ask):
+        """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
+        annotations = tool.get("annotations") or {}
+        hidden = [key for key, prop in ((tool.get("inputSchema") or {}).get("properties") or {}).items()
+                  if isinstance(prop, dict) and prop.get("writeOnly")]
         plan = (source.command_line(original, arguments) if hasattr(source, "command_line") else None) or {}
         levels = [("file", self.rules)] + plan.get("rules", [])
         chosen = {key: rules[key] for _, rules in levels for key in rules}
@@ -4688,7 +4690,7 @@ class Guard:
             if key and not result.get("isError"):
                 self.cache.put(key, result, time.monotonic() + cache[0], len(json.dumps(result, default=str)))
             return result
-        result = await self.record(public, arguments, ctx, entry, run())
+        result = await self.record(public, arguments, ctx, entry, run(), hidden)
         if key in self.cache.entries and ctx.modern:  # SEP-2549's hints, as this cache keeps it
             result = dict(result, ttlMs=int((self.cache.entries[key][1] - time.monotonic()) * 1000),
                           cacheScope="public" if cache[1] else "private")
@@ -4714,8 +4716,9 @@ class Guard:
             return tool_error("Not run: the user did not confirm that %s may %s." % (public, what))
         return None
 
-    async def record(self, name: str, arguments: dict, ctx: CallContext, entry: dict, call):
-        """Await `call` (a tool call, resource read or prompt get), then count it and write its audit line."""
+    async def record(self, name: str, arguments: dict, ctx: CallContext, entry: dict, call, hidden=()):
+        """Await `call` (a tool call, resource read or prompt get), then count it and write its audit line, the
+        values of `hidden` arguments and of secret-looking names masked."""
         started, result, error = time.monotonic(), None, None
         try:
             result = await call
@@ -4732,11 +4735,12 @@ class Guard:
                 client = ctx.session.client_info
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
-                             arguments={key: "***" if looks_secret(key) else value for key, value in arguments.items()},
+                             arguments={key: "***" if looks_secret(key) or key in hidden else value
+                                        for key, value in arguments.items()},
                              exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
                              ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
-                self.audit.write(entry, self.log, [value for key, value in arguments.items()
-                                                   if looks_secret(key) and isinstance(value, str) and len(value) > 3])
+                self.audit.write(entry, self.log, [value for key, value in arguments.items() if (
+                    looks_secret(key) or key in hidden) and isinstance(value, str) and len(value) > 3])
 
 
 # --------------------------------------------------------------------------
@@ -4955,7 +4959,7 @@ class Server:
                                   % (", ".join(form["requestedSchema"]["required"]), json.dumps(answer.get("action"))))
             arguments = dict(arguments, **{key: value for key, value in answer["content"].items()
                                            if key in form["requestedSchema"]["properties"]})
-        call = self.guard.call(name, source, original, arguments, ctx, self.catalog.annotations.get(name, {}),
+        call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed.get(name, {}),
                                lambda form: self._ask(form, params, ctx, "confirm"))
         if ctx.modern:
             return await self._modern_call(name, call, support, ctx)
@@ -5332,7 +5336,7 @@ _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "pa
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
               "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
-_PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask")
+_PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
                   "working_directory", "environment", "within")
 _SCRIPTS_KEYS = ("path", "include", "exclude")
@@ -5743,6 +5747,8 @@ class ConfigLoader:
                 prop["enum"] = values
             if "description" in spec:
                 prop["description"] = self.get(spec, "description", str, here)
+            if self.get(spec, "secret", bool, here, False):
+                prop["writeOnly"] = True  # JSON Schema's mark of a password: masked in the audit log
             if "default" in spec:
                 problems = validate(spec["default"], prop, "the default")
                 if problems:
@@ -5825,24 +5831,21 @@ def read_rules(loader, obj: dict, where: str) -> dict:
     """A tool's, server's or file's guard rules, checked: rateLimit (calls, seconds, scope), cache (ttl, shared),
     confirm (true, false or "destructive")."""
     rules = {}
-    for key, fields in (("rateLimit", ("calls", "seconds", "scope")), ("cache", ("ttl", "shared"))):
+    for key, fields, last, example in (
+            ("rateLimit", ("calls", "seconds", "scope"), ("session", "global"),
+             '{"calls": 10, "seconds": 60}, and `scope` "session" (the default: each client its own) or "global"'),
+            ("cache", ("ttl", "shared"), (False, True), '{"ttl": SECONDS}, and `shared` true or false')):
         value = loader.get(obj, key, dict, where)
-        if value is None:
-            continue
-        here = _join(where, key)
-        loader.keys(value, fields, here)
-        numbers = [loader.get(value, name, (int, float), here, 0) for name in fields[:-1]]
-        if not all(number > 0 for number in numbers) or (key == "rateLimit" and numbers[0] != int(numbers[0])):
-            raise loader.error(here, "expected %s" % ('{"calls": 10, "seconds": 60}: a burst of `calls`, then `calls` '
-                               'per `seconds`' if key == "rateLimit" else '{"ttl": SECONDS}, a positive number'))
-        last = loader.get(value, fields[-1], str if key == "rateLimit" else bool, here, "session" if key == "rateLimit" else False)
-        if last not in ("session", "global", True, False):
-            raise loader.error(_join(here, "scope"), "expected \"session\" (each client its own) or \"global\"")
-        rules[key] = tuple(numbers) + (last,)
+        if value is not None:
+            loader.keys(value, fields, _join(where, key))
+            rules[key] = tuple(value.get(name, 0) for name in fields[:-1]) + (value.get(fields[-1], last[0]),)
+            if not all(type(number) in (int, float) and number > 0 for number in rules[key][:-1]) or \
+                    rules[key][-1] not in last or rules[key][0] % 1:
+                raise loader.error(_join(where, key), "expected %s" % example)
+    if obj.get("confirm", False) not in (True, False, "destructive"):
+        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool "
+                           "annotated destructiveHint)")
     if "confirm" in obj:
-        if obj["confirm"] not in (True, False, "destructive"):
-            raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each "
-                               "tool annotated destructiveHint)")
         rules["confirm"] = obj["confirm"]
     return rules
 
@@ -9357,13 +9360,11 @@ class Aggregator:
     def command_line(self, name: str, arguments: dict):
         """What a call of `name` runs: a local tool's command line, or the server and tool it goes to (with
         the server's rules)."""
-        route = self._tools.get(name)
-        if route is None or route[0] == "manager":
-            return None
+        route = self._tools.get(name, ("manager",))
         if route[0] == "local":
             return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
-        spec = self.upstreams[route[1]].spec if route[1] in self.upstreams else None
-        return {"server": route[1], "tool": route[2], "rules": [("server:" + route[1], spec.rules if spec else {})]}
+        upstream = route[0] == "upstream" and self.upstreams.get(route[1])
+        return upstream and {"server": route[1], "tool": route[2], "rules": [("server:" + route[1], upstream.spec.rules)]}
 
     def question(self, name: str, arguments: dict):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
@@ -12963,16 +12964,15 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         titles.append("skills")
     limits = {}
     for option in ("rate_limit", "http_rate_limit"):
+        calls, _, seconds = (options[option] or "").partition("/")
         if options[option]:
-            calls, _, seconds = options[option].partition("/")
             flag = "--" + option.replace("_", "-")
-            limits[option] = (_positive(calls, flag + " CALLS", int), _positive(seconds or "?", flag + " CALLS/SECONDS"))
-    if "rate_limit" in limits:
-        rules = dict(rules, rateLimit=limits["rate_limit"] + ("session",))
+            limits[option] = (_positive(calls, flag + " CALLS", int), _positive(seconds or "?", flag + " CALLS/SECONDS"),
+                              "session")
     if options["audit"]:
         audit = AuditLog(os.path.abspath(os.path.expanduser(options["audit"])))
-    guard = Guard(log, rules, audit)
-    guard.http_limit = limits.get("http_rate_limit")
+    guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
+    guard.http_limit = limits.get("http_rate_limit", ())[:2]
     catalog = Catalog(sources, max_name)
     return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions,
                   guard=guard), runner

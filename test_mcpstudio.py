@@ -8949,7 +8949,7 @@ class GuardRuleTests(unittest.TestCase):
                 ({"cache": {"ttl": 60, "shared": True}, "confirm": False}, {"cache": (60, True), "confirm": False}),
                 ({"rateLimit": {"calls": 0, "seconds": 1}}, "tools[0].rateLimit: expected {\"calls\": 10"),
                 ({"rateLimit": {"calls": 2.5, "seconds": 1}}, "tools[0].rateLimit: expected"),
-                ({"rateLimit": {"calls": 2, "seconds": 1, "scope": "user"}}, "tools[0].rateLimit.scope: expected"),
+                ({"rateLimit": {"calls": 2, "seconds": 1, "scope": "user"}}, 'tools[0].rateLimit: expected {"calls": 10, "seconds": 60}, and `scope` "session"'),
                 ({"rateLimit": {"calls": 2, "second": 1}}, "tools[0].rateLimit.second: unknown key (did you mean `seconds`?)"),
                 ({"cache": {"ttl": -1}}, "tools[0].cache: expected {\"ttl\": SECONDS}"),
                 ({"confirm": "always"}, "tools[0].confirm: expected true, false or \"destructive\"")):
@@ -9006,7 +9006,9 @@ class GuardTests(ScratchDir):
                  self.tool("fail", " 3", annotations=read_only, cache={"ttl": 600}),
                  self.tool("burst", rateLimit={"calls": 2, "seconds": 1}),
                  self.tool("wipe", annotations={"destructiveHint": True}),
-                 self.tool("keyed", " {api_key}", environment={"GUARD_API_TOKEN": "${GUARD_API_TOKEN}"})]
+                 self.tool("keyed", " {api_key}", environment={"GUARD_API_TOKEN": "${GUARD_API_TOKEN}"}),
+                 {"name": "pin", "command_template": "%s %s %s {word} {code}" % (PY, self.counter, self.runs),
+                  "parameters": {"word": {"type": "string"}, "code": {"type": "string", "secret": True}}}]
         env = dict(os.environ, GUARD_API_TOKEN="s3cr3t-value-42")
         with self.serve(tools, env=env, confirm="destructive") as server:
             server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
@@ -9043,6 +9045,7 @@ class GuardTests(ScratchDir):
             # a value the config took from a secret-named variable, passed back in by the model
             keyed = server.call("keyed", {"word": "s3cr3t-value-42", "api_key": "hunter2-secret"})
             self.assertEqual(text_of(keyed), "ran s3cr3t-value-42\n")  # counter.py prints its first word
+            self.assertEqual(text_of(server.call("pin", {"word": "p", "code": "pin-7355608"})), "ran p\n")
         with self.serve(tools, confirm="destructive", env=env) as server:
             server.initialize()  # no elicitation: it says confirmation is required and how to switch it off
             refused = server.call("wipe", {"word": "never"})
@@ -9053,6 +9056,7 @@ class GuardTests(ScratchDir):
             text = f.read()
         self.assertNotIn("s3cr3t-value-42", text)
         self.assertNotIn("hunter2-secret", text)
+        self.assertNotIn("pin-7355608", text)  # a parameter the config marks "secret"
         if mcpstudio._POSIX:
             self.assertEqual(os.stat(self.audit).st_mode & 0o777, 0o600)
         lines = self.audit_lines()
@@ -9070,6 +9074,8 @@ class GuardTests(ScratchDir):
             (None, "confirmation required; the client cannot ask")])
         self.assertEqual(by_tool["keyed"][0]["arguments"], {"word": "***", "api_key": "***"})
         self.assertEqual(by_tool["keyed"][0]["argv"][-2:], ["***", "***"])
+        self.assertEqual((by_tool["pin"][0]["arguments"], by_tool["pin"][0]["argv"][-2:]), ({"word": "p", "code": "***"},
+                                                                                          ["p", "***"]))
         self.assertTrue(all(line["ms"] >= 0 and line["bytes"] > 0 and line["time"] for line in lines))
 
     def test_cache_needs_a_read_only_tool(self):
