@@ -9248,6 +9248,32 @@ class GuardHttpTests(AggregatorCase):
                           ("up__crash", "up", None), ("mcpstudio__servers_list", None, None)])
         self.assertEqual(lines[3]["isError"], True)
 
+    def test_confirmation_through_input_required(self):
+        # 2026-07-28: the call answers input_required (key `confirm`) with the command line; the retry with a
+        # yes runs it, one with a no does not.
+        marker = os.path.join(self.dir, "ran")
+        path = os.path.join(self.dir, "confirm.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "touch", "command": "%s %s %s" % (PY, self.script("touch.py", """\
+                import sys
+                open(sys.argv[1], "a").close()
+                """, executable=False), marker), "confirm": True}]}, f)
+        with HttpServerProcess("serve", "--config", path) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+
+            def call(extra):
+                params = dict({"name": "touch", "arguments": {}, "_meta": meta}, **extra)
+                return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+            first = call({})
+            self.assertEqual(first["resultType"], "input_required")
+            self.assertIn("Allow touch to run `%s " % PY, first["inputRequests"]["confirm"]["params"]["message"])
+            no = call({"inputResponses": {"confirm": {"action": "accept", "content": {"run": False}}}})
+            self.assertTrue(no["isError"])
+            self.assertFalse(os.path.exists(marker))
+            yes = call({"inputResponses": {"confirm": {"action": "accept", "content": {"run": True}}}})
+            self.assertFalse(yes["isError"], yes)
+            self.assertTrue(os.path.exists(marker))
+
 
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
