@@ -4590,28 +4590,23 @@ class CallMetrics:
     1,000 for percentiles)."""
 
     def __init__(self):
-        self.tools = {}
+        self.counts = collections.defaultdict(collections.Counter)  # tool -> calls, outcomes, latency buckets, sum
+        self.recent = collections.defaultdict(lambda: collections.deque(maxlen=1000))
 
     def count(self, tool: str, outcome: str, seconds: float):
         """One call of `tool` that ended as `outcome` (ok, error, rateLimited, cached, refused)."""
-        row = self.tools.setdefault(tool, {"calls": 0, "ok": 0, "error": 0, "rateLimited": 0, "cached": 0,
-                                           "refused": 0, "sum": 0.0, "buckets": [0] * len(LATENCY_BUCKETS),
-                                           "recent": collections.deque(maxlen=1000)})
-        row["calls"] += 1
-        row[outcome] += 1
-        row["sum"] += seconds
-        row["recent"].append(seconds)
-        for index, bound in enumerate(LATENCY_BUCKETS):
-            row["buckets"][index] += seconds <= bound
+        self.counts[tool].update(["calls", outcome, "+Inf"] + [bound for bound in LATENCY_BUCKETS if seconds <= bound])
+        self.counts[tool]["sum"] += seconds
+        self.recent[tool].append(seconds)
 
     def summary(self) -> dict:
         """Per tool: the counts and the 50th, 90th and 99th latency percentiles in milliseconds."""
         out = {}
-        for tool, row in sorted(self.tools.items()):
-            recent = sorted(row["recent"])
-            out[tool] = {key: row[key] for key in ("calls", "error", "rateLimited", "cached", "refused")}
-            for percent in (50, 90, 99):
-                out[tool]["p%dMs" % percent] = round(recent[min(len(recent) - 1, len(recent) * percent // 100)] * 1000, 1)
+        for tool, counts in sorted(self.counts.items()):
+            recent = sorted(self.recent[tool])
+            out[tool] = dict({key: counts[key] for key in ("calls", "error", "rateLimited", "cached", "refused")}, **{
+                "p%dMs" % percent: round(recent[len(recent) * percent // 100] * 1000, 1)
+                for percent in (50, 90, 99)})
         return out
 
     def prometheus(self, gauges: dict) -> str:
@@ -4626,13 +4621,11 @@ class CallMetrics:
                 lines.append("mcpstudio_%s%s{%s} %s" % (name, suffix, text, value))
         for name, key in (("calls", "calls"), ("errors", "error"), ("rate_limited", "rateLimited"),
                           ("cached", "cached"), ("refused", "refused")):
-            family(name + "_total", "counter", [("", {"tool": tool}, row[key]) for tool, row in self.tools.items()])
+            family(name + "_total", "counter", [("", {"tool": tool}, counts[key]) for tool, counts in self.counts.items()])
         samples = []
-        for tool, row in self.tools.items():
-            samples.extend(("_bucket", {"tool": tool, "le": repr(bound)}, count)
-                           for bound, count in zip(LATENCY_BUCKETS, row["buckets"]))
-            samples += [("_bucket", {"tool": tool, "le": "+Inf"}, row["calls"]), ("_sum", {"tool": tool}, row["sum"]),
-                        ("_count", {"tool": tool}, row["calls"])]
+        for tool, counts in self.counts.items():
+            samples += [("_bucket", {"tool": tool, "le": bound}, counts[bound]) for bound in LATENCY_BUCKETS + ("+Inf",)]
+            samples += [("_sum", {"tool": tool}, counts["sum"]), ("_count", {"tool": tool}, counts["calls"])]
         family("call_seconds", "histogram", samples)
         for name, values in gauges.items():
             family(name, "gauge", [("", labels, value) for labels, value in values])
