@@ -4684,7 +4684,7 @@ class Guard:
                 self.cache.put(key, result, time.monotonic() + cache[0], len(json.dumps(result, default=str)))
             return result
         result = await self.record(public, arguments, ctx, entry, run(), hidden)
-        if key in self.cache.entries and ctx.modern:  # SEP-2549's hints, as this cache keeps it
+        if key in self.cache.entries and ctx.modern and "content" in result and not result.get("isError"):  # SEP-2549
             result = dict(result, ttlMs=int((self.cache.entries[key][1] - time.monotonic()) * 1000),
                           cacheScope="public" if cache[1] else "private")
         return result
