@@ -4642,6 +4642,7 @@ class Guard:
         self.log, self.rules, self.audit = log, rules or {}, audit
         self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
         self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
+        self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
 
     async def call(self, public: str, source, original: str, arguments: dict, ctx: CallContext, tool: dict, ask):
         """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
@@ -5320,7 +5321,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "$schema", "audit", "rateLimit", "cache", "confirm")
+             "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -5558,6 +5559,10 @@ class ConfigLoader:
             audit = AuditLog(os.path.join(self.folder, os.path.expanduser(self.expand(audit["file"], "audit.file"))),
                              *sizes, self.get(audit, "required", bool, "audit", False))
         info["audit"] = audit
+        info["open"] = self.get(data, "openEndpoints", list, "", [])
+        if not set(info["open"]) <= {"/health", "/metrics"}:
+            raise self.error("openEndpoints", "expected a list of \"/health\" and \"/metrics\" (served without the "
+                             "--http-token), not %s" % json.dumps(info["open"]))
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
             info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
@@ -10997,7 +11002,7 @@ class HttpServer:
             origin_host = _origin_host(origin)
             if not origin_host or not (_loopback(origin_host) if self.local else origin_host == host):
                 raise HttpError(403, "Origin %s is not allowed (DNS rebinding protection)" % _clip(origin, 80))
-        if self.token is not None:
+        if self.token is not None and target.split("?", 1)[0] not in self.server.guard.open:
             import hmac
             given = headers.get("authorization", "")
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
@@ -13002,7 +13007,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     if options["help_timeout"]:
         script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
     runner = ProcessRunner(log)
-    sources, titles, instructions, rules, audit = [], [], None, {}, None
+    sources, titles, instructions, rules, audit, opened = [], [], None, {}, None, ()
     if options["url"] is not None:
         if config is not None:
             raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
@@ -13027,7 +13032,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
             raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
                              % (options["namespace"], loader.path))
         sources.extend(found)
-        rules, audit = info["rules"], info["audit"]
+        rules, audit, opened = info["rules"], info["audit"], info["open"]
         titles.append(info["name"] or os.path.basename(loader.path))
         instructions = info["instructions"] or info["description"]
     if words:
@@ -13080,7 +13085,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     if options["audit"]:
         audit = AuditLog(os.path.abspath(os.path.expanduser(options["audit"])))
     guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
-    guard.http_limit = limits.get("http_rate_limit", ())[:2]
+    guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
     catalog = Catalog(sources, max_name)
     return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions,
                   guard=guard), runner

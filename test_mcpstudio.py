@@ -9159,6 +9159,7 @@ class GuardHttpTests(AggregatorCase):
     @unittest.skipIf(_prometheus_parser() is None, "prometheus_client is not installed (.ci/run installs it)")
     def test_metrics_parse_with_the_counts_made(self):
         # Three calls that ran, one refused for its arguments: the counts, the histogram, the sessions gauge.
+        # Both behind the token, unless the config's openEndpoints opens one.
         token = "metrics-token-1234"
         with HttpServerProcess("--http-token", token, "echo", "{message}") as server:
             self.assertEqual(self.get(server, "/metrics")[0], 401)  # behind the same token rule as /mcp
@@ -9182,6 +9183,13 @@ class GuardHttpTests(AggregatorCase):
                               samples[("mcpstudio_cached_total", tool)], samples[("mcpstudio_call_seconds_count", tool)],
                               samples[("mcpstudio_call_seconds_bucket", (("le", "+Inf"), ("tool", "echo")))],
                               samples[("mcpstudio_sessions", ())]), (4, 1, 0, 4, 4, 1))
+        path = os.path.join(self.dir, "open.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "echo", "command": "echo {message}"}], "openEndpoints": ["/health"]}, f)
+        with HttpServerProcess("--http-token", token, "serve", "--config", path) as server:
+            self.assertEqual(self.get(server, "/health"), (200, '{"status": "ok", "servers": {}}'))  # opened
+            self.assertEqual(self.get(server, "/metrics")[0], 401)
+            self.assertEqual(server.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})[0], 401)
 
     def test_health_shows_a_dead_server(self):
         # 200 with each server's state, turning to show the one that died; 503 when the config cannot serve.
