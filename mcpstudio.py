@@ -4653,7 +4653,7 @@ class Guard:
         levels = [("file", self.rules)] + plan.get("rules", [])
         chosen = {key: rules[key] for _, rules in levels for key in rules}
         who = ctx.session.caller or "session-%x" % id(ctx.session)
-        entry = {key: plan[key] for key in ("server", "argv") if key in plan}
+        entry = {key: plan[key] for key in ("namespace", "server", "argv") if key in plan}
         wait, limit = take_token(self.buckets, [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),)
                                                 + rules["rateLimit"][:2] for level, rules in levels if "rateLimit" in rules],
                                  time.monotonic())
@@ -9651,7 +9651,8 @@ class Aggregator:
         if route[0] == "local":
             return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
         upstream = route[0] == "upstream" and self.upstreams.get(route[1])
-        return upstream and {"server": route[1], "tool": route[2], "rules": [("server:" + route[1], upstream.spec.rules)]}
+        return upstream and {"server": route[1], "tool": route[2], "namespace": self.namespace.name,
+                             "rules": [("server:" + route[1], upstream.spec.rules)]}
 
     def question(self, name: str, arguments: dict):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""

@@ -9229,7 +9229,8 @@ class GuardHttpTests(AggregatorCase):
         # 2026-07-28 result carries ttlMs/cacheScope); servers_list counts per tool.
         audit = os.path.join(self.dir, "audit.jsonl")
         data = {"audit": {"file": audit}, "mcpServers": {"up": {
-            "command": PY, "args": [self.fake, "--name", "up", "--pidfile", self.pids], "cache": {"ttl": 60}}}}
+            "command": PY, "args": [self.fake, "--name", "up", "--pidfile", self.pids], "cache": {"ttl": 60}}},
+            "namespaces": {"work": {"servers": ["up"]}}, "defaultNamespace": "work"}
         path = os.path.join(self.dir, "agg.json")
         with open(path, "w") as f:
             json.dump(data, f)
@@ -9254,7 +9255,7 @@ class GuardHttpTests(AggregatorCase):
         self.assertEqual([(line["tool"], line.get("server"), line.get("cached")) for line in lines],
                          [("up__echo", "up", None), ("up__echo", "up", True), ("up__echo", "up", True),
                           ("up__crash", "up", None), ("mcpstudio__servers_list", None, None)])
-        self.assertEqual(lines[3]["isError"], True)
+        self.assertEqual((lines[3]["isError"], lines[0]["namespace"]), (True, "work"))
 
     def test_confirmation_through_input_required(self):
         # 2026-07-28: the call answers input_required (key `confirm`) with the command line; the retry with a
