@@ -5604,21 +5604,7 @@ class ConfigLoader:
             sources.append(SkillFolders([self.folder_path(root, "skills[%d]" % i) for i, root in enumerate(roots)],
                                         log, prompts=prompts))
         info["separator"] = separator
-        info["rules"] = read_rules(self, data, "")
-        audit = self.get(data, "audit", dict, "")
-        if audit is not None:
-            self.keys(audit, ("file", "maxBytes", "keep", "required"), "audit")
-            sizes = [self.get(audit, key, int, "audit", default) for key, default in (("maxBytes", AUDIT_MAX_BYTES), ("keep", AUDIT_KEEP))]
-            if not isinstance(audit.get("file"), str) or sizes[0] < 1024 or sizes[1] < 1:
-                raise self.error("audit", "expected {\"file\": PATH} with a `maxBytes` of at least 1024 and a `keep` of "
-                                 "at least 1 (rotated files kept)")
-            audit = AuditLog(os.path.join(self.folder, os.path.expanduser(self.expand(audit["file"], "audit.file"))),
-                             *sizes, self.get(audit, "required", bool, "audit", False))
-        info["audit"] = audit
-        info["open"] = self.get(data, "openEndpoints", list, "", [])
-        if not set(info["open"]) <= {"/health", "/metrics"}:
-            raise self.error("openEndpoints", "expected a list of \"/health\" and \"/metrics\" (served without the "
-                             "--http-token), not %s" % json.dumps(info["open"]))
+        info["guard"] = read_guard(self, data)
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
             info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
@@ -5902,6 +5888,24 @@ def read_rules(loader, obj: dict, where: str) -> dict:
     if "confirm" in obj:
         rules["confirm"] = obj["confirm"]
     return rules
+
+
+def read_guard(loader, data: dict) -> tuple:
+    """A config file's guard rails: (its rules, its AuditLog or None, the HTTP paths it opens)."""
+    audit = loader.get(data, "audit", dict, "")
+    if audit is not None:
+        loader.keys(audit, ("file", "maxBytes", "keep", "required"), "audit")
+        sizes = [loader.get(audit, key, int, "audit", default) for key, default in (("maxBytes", AUDIT_MAX_BYTES), ("keep", AUDIT_KEEP))]
+        if not isinstance(audit.get("file"), str) or sizes[0] < 1024 or sizes[1] < 1:
+            raise loader.error("audit", "expected {\"file\": PATH} with a `maxBytes` of at least 1024 and a `keep` of "
+                               "at least 1 (rotated files kept)")
+        audit = AuditLog(os.path.join(loader.folder, os.path.expanduser(loader.expand(audit["file"], "audit.file"))),
+                         *sizes, loader.get(audit, "required", bool, "audit", False))
+    opened = loader.get(data, "openEndpoints", list, "", [])
+    if not all(path in ("/health", "/metrics") for path in opened):
+        raise loader.error("openEndpoints", "expected a list of \"/health\" and \"/metrics\" (served without the "
+                           "--http-token), not %s" % json.dumps(opened))
+    return read_rules(loader, data, ""), audit, opened
 
 
 def _given(obj):
@@ -13175,7 +13179,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
             raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
                              % (options["namespace"], loader.path))
         sources.extend(found)
-        rules, audit, opened = info["rules"], info["audit"], info["open"]
+        rules, audit, opened = info["guard"]
         titles.append(info["name"] or os.path.basename(loader.path))
         instructions = info["instructions"] or info["description"]
     if words:
