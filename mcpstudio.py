@@ -4565,7 +4565,7 @@ class AuditLog:
     def open(self):
         """The descriptor, opened on first use (OSError when the file cannot be written)."""
         if self.fd is None:
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | (0 if _POSIX else os.O_BINARY), 0o600)
         return self.fd
 
     def ready(self, log: Log) -> bool:
