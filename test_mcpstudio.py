@@ -9143,6 +9143,32 @@ class GuardTests(ScratchDir):
                               server.stderr_when(lambda text: "audit log" in text))
         self.assertEqual(self.ran(), ["q"])
 
+    def test_template_and_script_modes(self):
+        # --audit and --rate-limit in template mode and in script mode: the same step, the same lines.
+        with McpProcess("--audit", self.audit, "--rate-limit", "1/60", "echo", "{message}") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("echo", {"message": "x"})), "x\n")
+            self.assertIn("retry in 60.0 s", text_of(server.call("echo", {"message": "y"})))
+        folder = os.path.join(self.dir, "scripts")
+        os.mkdir(folder)
+        self.script(os.path.join("scripts", "say"), """\
+            #!%s
+            import json, sys
+            if sys.argv[1:] == ["--help"]:
+                print(json.dumps({"description": "Say a word"}))
+                sys.stderr.write(json.dumps({"word": {"type": "string", "required": True}}))
+                sys.exit(0)
+            print("said " + json.load(sys.stdin)["word"])
+            sys.exit(4)
+            """ % PY)
+        with McpProcess("--audit", self.audit, "--root-directory", folder) as server:
+            server.initialize()
+            self.assertTrue(server.call("say", {"word": "s"})["isError"])  # mcpd's exit 4: not found
+        lines = self.audit_lines()
+        self.assertEqual([(line["tool"], line.get("argv"), line.get("rateLimited")) for line in lines[:2]],
+                         [("echo", ["echo", "x"], None), ("echo", ["echo", "y"], True)])
+        self.assertEqual((lines[2]["tool"], lines[2]["exitCode"], lines[2]["arguments"]), ("say", 4, {"word": "s"}))
+
 
 def _prometheus_parser():
     """prometheus_client's text parser (test-only; installed, or in $MCPSTUDIO_PYTE_PATH as .ci/run puts it)."""
