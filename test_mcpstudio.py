@@ -2512,7 +2512,7 @@ class CodePositionTests(ScratchDir):
     ]
     ALLOWED = [  # the same programs with values as data
         "python3 script.py {x}", "python3 -c 'import sys; print(sys.argv[1])' {x}", "sh -c 'echo \"$1\"' sh {v}",
-        "env X={v} printenv X", "env -u HOME ls {v}", "timeout {t} ls {v}", "nice -n {n} ls {v}",
+        "env x={v} printenv x", "env -u HOME ls {v}", "timeout {t} ls {v}", "nice -n {n} ls {v}",
         "xargs -I{} ls {v}", "sudo -u {u} ls", "jq --arg v {v} '.[$v]'", "jq -r . {file}",
         "jq --argjson n {n} '.[$n]'", "awk -v a={v} '{print a}'", "awk -F {sep} '{print $1}' {file}",
         "sed -n 1p {file}", "node app.js {v}", "ruby x.rb {v}", "perl x.pl {v}", "bash -c 'echo \"$0\"' {v}",
