@@ -560,32 +560,27 @@ class Template:
 # refused, since the option might take the next word and the command move.
 _WRAPPERS = {
     "env": ("uCSa", ("--unset", "--chdir", "--split-string", "--argv0"),
-            ("--ignore-environment", "--null", "--debug", "--block-signal", "--default-signal", "--ignore-signal",
-             "--list-signal-handling"), 0, "S"),
+            ("--ignore-environment", "--null", "--debug"), 0, "S"),
     "timeout": ("sk", ("--signal", "--kill-after"), ("--preserve-status", "--foreground", "--verbose"), 1, ""),
     "nice": ("n", ("--adjustment",), (), 0, ""),
-    "nohup": ("", (), (), 0, ""), "setsid": ("", (), ("--ctty", "--fork", "--wait"), 0, ""),
+    "nohup": ("", (), (), 0, ""), "setsid": ("", (), ("--wait",), 0, ""),
     "builtin": ("", (), (), 0, ""), "command": ("", (), (), 0, ""), "busybox": ("", (), (), 0, ""),
     "exec": ("a", (), (), 0, ""),
-    "time": ("fo", ("--format", "--output"), ("--append", "--verbose", "--portability", "--quiet"), 0, ""),
+    "time": ("fo", ("--format", "--output"), ("--append", "--verbose"), 0, ""),
     "stdbuf": ("ioe", ("--input", "--output", "--error"), (), 0, ""),
     "sudo": ("ugChDprtTU", ("--user", "--group", "--close-from", "--host", "--chdir", "--prompt", "--role",
                             "--type", "--command-timeout", "--other-user", "--chroot"),
-             ("--shell", "--login", "--askpass", "--background", "--bell", "--edit", "--set-home", "--list",
-              "--non-interactive", "--preserve-env", "--preserve-groups", "--stdin", "--remove-timestamp",
-              "--reset-timestamp", "--validate"), 0, "si"),
+             ("--shell", "--login", "--set-home", "--non-interactive", "--preserve-env", "--stdin"), 0, "si"),
     "doas": ("uC", (), (), 0, "s"),
     "xargs": ("adEILnPs", ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars",
                            "--process-slot-var"),
-              ("--null", "--eof", "--replace", "--max-lines", "--open-tty", "--interactive", "--verbose",
-               "--show-limits", "--exit", "--no-run-if-empty"), 0, ""),
+              ("--null", "--verbose", "--exit", "--no-run-if-empty"), 0, ""),
     "chroot": ("", ("--userspec", "--groups"), ("--skip-chdir",), 1, ""),
-    "ionice": ("cnp", ("--class", "--classdata", "--pid", "--pgid", "--uid"), ("--ignore",), 0, ""),
+    "ionice": ("cnp", ("--class", "--classdata", "--pid"), (), 0, ""),
     "flock": ("cwE", ("--command", "--timeout", "--wait", "--conflict-exit-code"),
-              ("--shared", "--exclusive", "--unlock", "--nonblock", "--close", "--no-fork", "--verbose"), 1, "c"),
-    "script": ("cEIOBTm", ("--command", "--echo", "--log-in", "--log-out", "--log-io", "--log-timing",
-                           "--logging-format", "--output-limit"),
-               ("--append", "--flush", "--force", "--quiet", "--timing", "--return"), 1, "c"),
+              ("--shared", "--exclusive", "--nonblock", "--close"), 1, "c"),
+    "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--append", "--flush", "--quiet",
+                                                                         "--return"), 1, "c"),
 }
 # Programs that join all their arguments into one shell command (ssh: after the
 # host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
@@ -623,7 +618,8 @@ _INTERPRETERS = {
 # Other programs: options whose word is a command or code they run, or a file
 # they run, read options from or write (`+` is the vi family's +COMMAND).
 _RUNS = {
-    "git": ("--upload-pack", "--receive-pack", "--exec", "--extcmd", "--config", "--template", "--output"),
+    "git": ("--upload-pack", "--receive-pack", "--exec", "--extcmd", "--config", "--template", "--output",
+            "--open-files-in-pager"),
     "find": ("-fprint", "-fprint0", "-fprintf", "-fls"),
     "tar": ("--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
             "--new-volume-script", "-F", "--rsh-command", "--rmt-command"),
@@ -695,9 +691,7 @@ class _CodeCheck:
     def _refuse(self, index: int, text: str):
         if self.problem is None and index < len(self.words) and _has_field(self.words[index]):
             word = self.words[index]
-            piece = next(p for p in word if not isinstance(p, str))
-            name = piece.name if isinstance(piece, Field) else piece.fields[0].name
-            self.problem = text % {"name": name, "word": "".join(_piece_text(p) for p in word)}
+            self.problem = text % {"name": _first_field(word), "word": "".join(_piece_text(p) for p in word)}
 
     def _code(self, index: int, program: str, note: str = ""):
         self._refuse(index, "`%(name)s` stands inside code that " + program.replace("%", "%%") + " runs"
@@ -813,7 +807,8 @@ class _CodeCheck:
             program = _program(lead)
             if program.endswith("sh") and program not in _SHELLS + _JOINERS and any(
                     re.fullmatch(r"-[a-z]*c[a-z]*", _lead_text(w)) for w in words[index + 1:]):
-                program = "sh"  # an unknown shell given -c: rbash, a shell under another name
+                self._shell(program, index + 1)  # an unknown shell given -c, such as oksh
+                return
             if program in _WRAPPERS:
                 index = self._wrapper(program, index + 1)
                 continue
@@ -852,15 +847,13 @@ class _CodeCheck:
                     if name in ("--config-env", "--exec-path"):
                         self._code(i, "`git %s`" % name)
                 sub = self._options(index + 1, "cC", ("--git-dir", "--work-tree", "--namespace", "--config-env"),
-                                    git_letter, git_long, program="git", long_flags=("--exec-path", "--bare",
-                                                                         "--no-pager", "--paginate",
-                                                                         "--no-replace-objects", "--literal-pathspecs",
-                                                                         "--no-optional-locks", "--no-lazy-fetch"))
+                                    git_letter, git_long, program="git",
+                                    long_flags=("--exec-path", "--bare", "--no-pager", "--no-optional-locks"))
                 name = " ".join(_lead_text(w) for w in words[sub:sub + 2])
                 if name in ("submodule foreach", "bisect run"):
                     self._rest_is_code(sub + 2, "`git %s`" % name)
-                self._runs(sub, "git", _RUNS["git"] + (("-x",) if name.split(" ")[0] in ("rebase", "difftool")
-                                                         else ()))
+                self._runs(sub, "git", _RUNS["git"] + {"rebase": ("-x",), "difftool": ("-x",), "grep": ("-O",)}.get(
+                    name.split(" ")[0], ()))
             elif program == "sqlite":  # its operands after the database are SQL, where .shell runs a command
                 while index + 1 < len(words) and _lead_text(words[index + 1]).startswith("-"):
                     index += 1
@@ -1059,12 +1052,12 @@ def check_code_fields(words: list, source, shell_tokens=None) -> str:
     names, text = [], ""
     for kind, value, quote, raw in shell_tokens or ():
         if kind in "fg":
-            names.append(value.name if kind == "f" else value.fields[0].name)
-            if quote != "'" and re.search(r"\$\{(?![\w#]*:?[-=+?])[^}]*$", text):
-                raise TemplateError("`%s` stands inside ${...} (`%s%s`), where bash, the sh of macOS, reads an "
-                                    "offset, a length or a subscript as arithmetic, so a value could run any command "
+            names.append(_first_field([value]))
+            if quote != "'" and re.search(r"\$\{(?![\w#]*:?[-=+?])[^}]*$|\(\((?:(?!\)\)).)*$", text, re.S):
+                raise TemplateError("`%s` stands inside ${...} or ((...)) (`%s`), where bash, the sh of macOS, reads "
+                                    "an offset, a length, a subscript or arithmetic, so a value could run any command "
                                     "(a[$(cmd)] runs cmd). Pass it as its own word, or as ${name:-{%s}}"
-                                    % (names[-1], text[text.rindex("${"):], raw, names[-1]), None, None)
+                                    % (names[-1], text[-30:] + raw, names[-1]), None, None)
         text += raw
     stdin_code = ""
     for command, fed in commands:
@@ -1084,7 +1077,7 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
     """Render parsed words (lists of pieces) to argv; see Template.render.
 
     The guard judges a word as rendered (`{a}-{b}` with `a` empty is `-{b}`)
-    and also refuses a leading `+` where the vi family reads +COMMAND. A `--`
+    and also refuses a leading `+` or `@` where a program on the line reads them. A `--`
     frees the words after it only when a field's word follows it directly
     (`env -- git log {rev}`: that `--` was env's); `honour_double_dash=False`
     keeps the guard on after it. `ends` holds the indexes of words after
@@ -1092,7 +1085,8 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
     """
     argv = []
     after_double_dash = False
-    signs = ("-", "+") if any(_program(_lead_text(word)) == "vi" for word in words) else ("-",)
+    signs = ("-",) + tuple({"vi": "+", "curl": "@", "javac": "@", "java": "@", "gcc": "@", "clang": "@"}.get(
+        _program(_lead_text(word)), "-") for word in words)  # vim +COMMAND, curl -d @FILE, gcc @ARGFILE
     for index, pieces in enumerate(words):
         if index - 1 in ends:
             after_double_dash = False  # a new command of a shell script: its own options
@@ -1107,10 +1101,12 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
         if (lead not in (None, "flag", "array") and word.startswith(signs) and not after_double_dash
                 and not allow_dash_values and not _NUMBER.fullmatch(word)
                 and not _written_lead(pieces, arguments).startswith(signs)):
-            value = _clip(word, 40)
-            raise ToolError("`%s` starts with '%s' (%r), so the command would read it as an option, not as a value. "
-                            "Pass a value that does not start with '-' or '+' (a path can be written ./%s)."
-                            % (next(_field_names(pieces)), word[0], value, value))
+            value, fields = _clip(word, 40), Group(pieces).fields  # the first value given is the one to blame
+            raise ToolError("`%s` starts with '%s' (%r), so the command would read it as an option (or a file to "
+                            "read options or data from), not as a value. Pass a value that does not start with it (a "
+                            "path can be written ./%s)."
+                            % (next((f.name for f in fields if arguments.get(f.key)), fields[0].name), word[0], value,
+                               value))
         if pieces == ["--"] and honour_double_dash and index + 1 < len(words) and _has_field(words[index + 1]):
             after_double_dash = True
         argv.append(word)
@@ -1129,12 +1125,9 @@ def _written_lead(pieces: list, arguments: dict) -> str:
     return text
 
 
-def _field_names(pieces: list):
-    for piece in pieces:
-        if isinstance(piece, Field):
-            yield piece.key
-        elif isinstance(piece, Group):
-            yield from (field.key for field in piece.fields)
+def _first_field(word: list) -> str:
+    piece = next(p for p in word if not isinstance(p, str))
+    return piece.name if isinstance(piece, Field) else piece.fields[0].name
 
 
 def _text(value) -> str:
