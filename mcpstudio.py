@@ -603,9 +603,12 @@ _INTERPRETERS = {
     "node": ("ep", "", "r", "C", ("--eval", "--print"), (), ("--require", "--import", "--loader",
                                                               "--experimental-loader"),
              ("--conditions", "--title", "--input-type"), False),
-    "ruby": ("e", "", "r", "ICE", (), (), (), ("--encoding",), False),
-    "perl": ("eE", "", "Mm", "I", (), (), (), (), False),
-    "php": ("rBRE", "fF", "", "dcztS", (), (), (), (), False),
+    "ruby": ("e", "", "rI", "CE", (), (), (), ("--encoding",), False),
+    "perl": ("eE", "", "MmI", "", (), (), (), (), False),
+    "php": ("rBREd", "fF", "cz", "tS", (), (), (), (), False),
+    "r": ("e", "f", "", "", (), ("--file",), (), (), False),
+    "julia": ("eE", "", "L", "", ("--eval", "--print"), (), ("--load",), (), False),
+    "expect": ("c", "f", "", "", (), (), (), (), False),
     "lua": ("e", "", "l", "", (), (), (), (), False),
     "osascript": ("e", "", "", "", (), (), (), (), False),
     "awk": ("e", "fE", "il", "vFW", ("--source",), ("--file", "--exec"), ("--include", "--load"),
@@ -618,8 +621,8 @@ _INTERPRETERS = {
 # Other programs: options whose word is a command or code they run, or a file
 # they run, read options from or write (`+` is the vi family's +COMMAND).
 _RUNS = {
-    "git": ("--upload-pack", "--receive-pack", "--exec", "--extcmd", "--config", "--template", "--output",
-            "--open-files-in-pager"),
+    "git": ("--config-env", "--exec-path", "--upload-pack", "--receive-pack", "--exec", "--extcmd", "--config",
+            "--template", "--output", "--open-files-in-pager"),
     "find": ("-fprint", "-fprint0", "-fprintf", "-fls"),
     "tar": ("--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
             "--new-volume-script", "-F", "--rsh-command", "--rmt-command"),
@@ -629,15 +632,15 @@ _RUNS = {
              "--append-output"),
     "rsync": ("-e", "--rsh", "--rsync-path"),
     "scp": ("-o", "-F", "-S"), "sftp": ("-o", "-F", "-S"),
-    "gdb": ("-ex", "--ex", "--eval-command", "-iex", "--init-eval-command", "-x", "--command", "-ix",
+    "gdb": ("-ex", "--eval-command", "-iex", "--init-eval-command", "-x", "--command", "-ix",
             "--init-command"),
     "vi": ("+", "-c", "--cmd", "-S", "-u", "-U", "-i", "-w", "-W"),
     "sqlite": ("-cmd", "-init"),
+    "printf": ("-v",), "test": ("-v",), "[": ("-v",),  # bash evaluates a[$(cmd)] in the name they take
 }
 _PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
                   "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "gsed": "sed", "pwsh": "powershell",
-                  "ipython": "python", "gmake": "make", "vim": "vi", "nvim": "vi", "view": "vi", "ex": "vi",
-                  "rvim": "vi", "rview": "vi", "gvim": "vi", "vimdiff": "vi", "evim": "vi", "nvi": "vi",
+                  "ipython": "python", "gmake": "make", "rscript": "r",
                   "source": "source", ".": "source"}
 _JQ_PAIRS = ("--arg", "--argjson", "--slurpfile", "--rawfile")  # jq options that take two words
 _SHELL_RESERVED = ("!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time")
@@ -651,6 +654,8 @@ def _program(text: str) -> str:
         return _PROGRAM_NAMES[name]
     if name in _WRAPPERS or name in _INTERPRETERS or name in _SHELLS:
         return name
+    if re.fullmatch(r"[nrge]?(vim?|view)|vimdiff|ex", name):
+        return "vi"
     name = re.sub(r"[0-9.]+$", "", name)
     return _PROGRAM_NAMES.get(name, name)
 
@@ -812,8 +817,7 @@ class _CodeCheck:
             if program in _WRAPPERS:
                 index = self._wrapper(program, index + 1)
                 continue
-            if program in _JOINERS + _BUILTINS + _EVALUATORS or (
-                    program == "printf" and index + 1 < len(words) and _lead_text(words[index + 1]).startswith("-v")):
+            if program in _JOINERS + _BUILTINS + _EVALUATORS:
                 start = index + 1
                 if program == "ssh":
                     def ssh_letter(letter, i):
@@ -825,9 +829,9 @@ class _CodeCheck:
                 self._rest_is_code(start, "`%s`" % program, " (it evaluates names and arithmetic: a[$(cmd)] "
                                    "runs cmd)" if program in _EVALUATORS else " (it joins its arguments into "
                                    "one shell command)")
-            elif program in ("[[", "[", "test") and any(_lead_text(w) == "-v" or program == "[[" and _lead_text(
-                    w) in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge") for w in words[index + 1:]):
-                self._rest_is_code(index + 1, "`%s`" % program, " as arithmetic (a[$(cmd)] runs cmd)")
+            elif program == "[[" and any(_lead_text(w) in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v")
+                                          for w in words[index + 1:]):
+                self._rest_is_code(index + 1, "`[[ ... -eq ... ]]`", " as arithmetic (a[$(cmd)] runs cmd)")
             elif program == "source":
                 self._choice(index + 1, "the script `source` runs")
             elif program in _SHELLS:
@@ -842,17 +846,13 @@ class _CodeCheck:
                 def git_letter(letter, i):
                     if letter == "c":
                         self._code(i, "`git -c` (a config value such as core.sshCommand)")
-
-                def git_long(name, i):
-                    if name in ("--config-env", "--exec-path"):
-                        self._code(i, "`git %s`" % name)
                 sub = self._options(index + 1, "cC", ("--git-dir", "--work-tree", "--namespace", "--config-env"),
-                                    git_letter, git_long, program="git",
+                                    git_letter, program="git",
                                     long_flags=("--exec-path", "--bare", "--no-pager", "--no-optional-locks"))
                 name = " ".join(_lead_text(w) for w in words[sub:sub + 2])
                 if name in ("submodule foreach", "bisect run"):
                     self._rest_is_code(sub + 2, "`git %s`" % name)
-                self._runs(sub, "git", _RUNS["git"] + {"rebase": ("-x",), "difftool": ("-x",), "grep": ("-O",)}.get(
+                self._runs(index + 1, "git", _RUNS["git"] + {"rebase": ("-x",), "difftool": ("-x",), "grep": ("-O",)}.get(
                     name.split(" ")[0], ()))
             elif program == "sqlite":  # its operands after the database are SQL, where .shell runs a command
                 while index + 1 < len(words) and _lead_text(words[index + 1]).startswith("-"):
