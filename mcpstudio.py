@@ -601,7 +601,7 @@ _SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh", "f
 _INTERPRETERS = {
     "python": ("c", "m", "", "WX", (), (), (), ("--check-hash-based-pycs",), False),
     "node": ("ep", "", "r", "C", ("--eval", "--print"), (), ("--require", "--import", "--loader",
-                                                              "--experimental-loader"),
+                                                              "--experimental-loader", "--env-file"),
              ("--conditions", "--title", "--input-type"), False),
     "ruby": ("e", "", "rI", "CE", (), (), (), ("--encoding",), False),
     "perl": ("eE", "", "MmI", "", (), (), (), (), False),
@@ -615,7 +615,7 @@ _INTERPRETERS = {
             ("--assign", "--field-separator"), True),
     "sed": ("e", "f", "", "l", ("--expression",), ("--file",), (), ("--line-length",), True),
     "jq": ("", "f", "L", "", (), ("--from-file",), (), ("--indent",), True),
-    "make": ("E", "f", "", "CIoW", ("--eval",), ("--file", "--makefile"), (), ("--directory", "--include-dir",
+    "make": ("E", "fC", "", "IoW", ("--eval",), ("--file", "--makefile", "--directory"), (), ("--include-dir",
              "--old-file", "--assume-old", "--what-if", "--new-file", "--assume-new"), None),
 }
 # Other programs: options whose word is a command or code they run, or a file
@@ -627,11 +627,12 @@ _RUNS = {
     "tar": ("--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
             "--new-volume-script", "-F", "--rsh-command", "--rmt-command"),
     "zip": ("-TT", "--unzip-command"),
-    "curl": ("-K", "--config", "-o", "--output"),
+    "curl": ("-K", "--config", "-o", "--output", "--output-dir", "-T", "--upload-file"),
     "wget": ("-O", "--output-document", "-e", "--execute", "--config", "-o", "--output-file", "-a",
              "--append-output"),
     "rsync": ("-e", "--rsh", "--rsync-path"),
-    "scp": ("-o", "-F", "-S"), "sftp": ("-o", "-F", "-S"),
+    "scp": ("-o", "-F", "-S"), "sftp": ("-o", "-F", "-S", "-b"),
+    "psql": ("-c", "--command", "-f", "--file"), "mysql": ("-e", "--execute"),  # \! runs a command
     "gdb": ("-ex", "--eval-command", "-iex", "--init-eval-command", "-x", "--command", "-ix",
             "--init-command"),
     "vi": ("+", "-c", "--cmd", "-S", "-u", "-U", "-i", "-w", "-W"),
@@ -654,7 +655,7 @@ def _program(text: str) -> str:
         return _PROGRAM_NAMES[name]
     if name in _WRAPPERS or name in _INTERPRETERS or name in _SHELLS:
         return name
-    if re.fullmatch(r"[nrge]?(vim?|view)|vimdiff|ex", name):
+    if re.fullmatch(r"[nrge]?(vim?|view)|vimdiff|ex|ed", name):
         return "vi"
     name = re.sub(r"[0-9.]+$", "", name)
     return _PROGRAM_NAMES.get(name, name)
@@ -832,9 +833,7 @@ class _CodeCheck:
             elif program == "[[" and any(_lead_text(w) in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v")
                                           for w in words[index + 1:]):
                 self._rest_is_code(index + 1, "`[[ ... -eq ... ]]`", " as arithmetic (a[$(cmd)] runs cmd)")
-            elif program == "source":
-                self._choice(index + 1, "the script `source` runs")
-            elif program in _SHELLS:
+            elif program in _SHELLS + ("source",):
                 self._shell(program, index + 1)
             elif program in _INTERPRETERS:
                 self._interpreter(program, index + 1)
@@ -852,7 +851,8 @@ class _CodeCheck:
                 name = " ".join(_lead_text(w) for w in words[sub:sub + 2])
                 if name in ("submodule foreach", "bisect run"):
                     self._rest_is_code(sub + 2, "`git %s`" % name)
-                self._runs(index + 1, "git", _RUNS["git"] + {"rebase": ("-x",), "difftool": ("-x",), "grep": ("-O",)}.get(
+                self._runs(index + 1, "git", _RUNS["git"] + {"rebase": ("-x",), "difftool": ("-x",), "grep": ("-O",),
+                                                 "format-patch": ("-o",)}.get(
                     name.split(" ")[0], ()))
             elif program == "sqlite":  # its operands after the database are SQL, where .shell runs a command
                 while index + 1 < len(words) and _lead_text(words[index + 1]).startswith("-"):
@@ -862,11 +862,13 @@ class _CodeCheck:
                     self._reads_stdin("sqlite3")
                 self._rest_is_code(index + 2, "`sqlite3`", " as SQL and dot-commands (.shell runs a command)")
             elif program in _RUNS:
-                ex_mode = program == "vi" and (re.split(r"[\\/]", lead)[-1] == "ex"
+                ex_mode = program == "vi" and (re.split(r"[\\/]", lead)[-1] in ("ex", "ed")
                                                or any(_lead_text(w)[:2] in ("-e", "-E") for w in words))
                 self._runs(index + 1, lead, _RUNS[program] + (("-s",) if program == "vi" and not ex_mode else ()))
                 if ex_mode:
                     self._reads_stdin(lead)  # ex mode reads its commands from stdin
+                if not self.guessing:
+                    self._guess(index + 1)  # gdb --args CMD
             elif not self.guessing:
                 self._guess(index + 1)
             return
@@ -915,10 +917,9 @@ class _CodeCheck:
             if fish and char in "cC":
                 self._code(i, "`fish -%s`" % char)
 
-        def long_option(name, i):
-            if name in ("--command", "--init-command"):
-                flags.append("c")
-                self._code(i, "`%s %s`" % (program, name))
+        def long_option(name, i):  # --command, --init-command, --rcfile, --init-file; any other with a field
+            flags.extend("c" if "command" in name else "")
+            self._code(i, "`%s %s`" % (program, name))
         index = self._options(index, "cCdo" if fish else "oO", ("--rcfile", "--init-file", "--command",
                                                                "--init-command"), letter, long_option,
                               program=program)
@@ -1098,9 +1099,8 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
         if not present:
             continue  # nothing in the word was given: the word goes
         word = "".join(parts)
-        if (lead not in (None, "flag", "array") and word.startswith(signs) and not after_double_dash
-                and not allow_dash_values and not _NUMBER.fullmatch(word)
-                and not _written_lead(pieces, arguments).startswith(signs)):
+        if (isinstance(lead, Field) and word.startswith(signs) and not after_double_dash
+                and not allow_dash_values and not _NUMBER.fullmatch(word)):
             value, fields = _clip(word, 40), Group(pieces).fields  # the first value given is the one to blame
             raise ToolError("`%s` starts with '%s' (%r), so the command would read it as an option (or a file to "
                             "read options or data from), not as a value. Pass a value that does not start with it (a "
@@ -1111,18 +1111,6 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
             after_double_dash = True
         argv.append(word)
     return argv
-
-
-def _written_lead(pieces: list, arguments: dict) -> str:
-    """The literal text a word starts with as rendered, up to its first value (a given group's text counts)."""
-    text = ""
-    for piece in pieces:
-        if isinstance(piece, Group) and piece.given(arguments):
-            return text + _written_lead(piece.pieces, arguments)
-        if not isinstance(piece, str):
-            return text
-        text += piece
-    return text
 
 
 def _first_field(word: list) -> str:
@@ -1161,7 +1149,7 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
     """Append the rendering of `pieces` to `parts`.
 
     Returns (lead, present): `lead` is what begins the text ("text", a flag or
-    array marker, or the string Field whose value comes first; None if
+    array marker, or the string Field that comes first, given or not; None if
     nothing), `present` whether any literal text or given value was there
     (False also when a `{field}` written with braces was not given: its
     whole word goes, rather than leaving half an argument).
@@ -1187,12 +1175,11 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
                 if value:
                     parts.append(",".join(_text(v) for v in value))
                     lead, present = lead or "array", True
-            elif value is not None:
-                value = _text(value)
-                parts.append(value)
-                present = True
-                if lead is None and value:
-                    lead = piece
+            else:
+                lead = lead or piece  # a field leads even when empty or left out: `{a}-{b}` is led by `a`
+                if value is not None:
+                    parts.append(_text(value))
+                    present = True
     return lead, present
 
 
