@@ -8980,13 +8980,28 @@ class CorePromiseTests(ScratchDir):
         (8, {"command": "zip -TT {x} a.zip file"}, "`zip -TT`"),
         (8, {"command": "wget -O {x} https://example.com/"}, "`wget -O`"),
         (8, {"command": "curl -K {x} https://example.com/"}, "`curl -K`"),
+        (8, {"command": "bash --rcfile {x} -i"}, "`bash --rcfile`"),
+        (8, {"shell": True, "command": "source <(echo {x})"}, "`source` reads the program"),
+        (8, {"shell": True, "command": "echo {x} | ed -s file"}, "`ed` reads the program"),
+        (8, {"command": "gdb --args sh -c {x}"}, "`sh -c`"),
+        (8, {"command": "psql -c {x}"}, "`psql -c`"),
+        (8, {"command": "mysql -e {x}"}, "`mysql -e`"),
+        (8, {"command": "sftp -b {x} host"}, "`sftp -b`"),
+        (8, {"command": "curl -T {x} https://example.com/"}, "`curl -T`"),
+        (8, {"command": "git format-patch -o {x} HEAD~1"}, "`git -o`"),
+        (8, {"command": "make -C {x}"}, "`make -C`"),
+        (8, {"command": "node --env-file={x} app.js"}, "`node --env-file`"),
+        (8, {"command": "Rscript -e {x}"}, "`r -e`"),
+        (8, {"command": "php -d {x} a.php"}, "`php -d`"),
         (10, {"command": "env TAR_OPTIONS={x} tar -cf a.tar file"}, "`TAR_OPTIONS=`"),
         (10, {"shell": True, "command": "echo a; http_proxy={x} curl https://example.com/"}, "`http_proxy=`"),
     ]
     STILL_LOADS = [  # the same programs with values as data
         "ex -s {file}", "view -es {file}", "git log {rev}", "git cherry-pick -x {commit}", "git log -c {path}",
         "make {target}", "sqlite3 {db} 'select 1'", "env --ignore-environment ls {x}", "env --chdir=x ls {x}",
-        "env x={v} printenv x", "flock LOCKFILE ls {x}", "grep -rn read {x}", "curl -o out.html {url}",
+        "env x={v} printenv x", "flock LOCKFILE ls {x}", "grep -rn read {x}", "gdb -batch -ex run --args ./p {x}",
+        "bash --norc x.sh {x}", "make -j 4 {target}", "tar -xf {archive} -C out", "psql -d {db} -c 'select 1'",
+        "curl -o out.html {url}",
     ]
 
     def check(self, tool):
