@@ -579,6 +579,7 @@ _WRAPPERS = {
     "ionice": ("cnp", ("--class", "--classdata", "--pid"), (), 0, ""),
     "flock": ("cwE", ("--command", "--timeout", "--wait", "--conflict-exit-code"),
               ("--shared", "--exclusive", "--nonblock", "--close"), 1, "c"),
+    "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
     "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--append", "--flush", "--quiet",
                                                                          "--return"), 1, "c"),
 }
@@ -637,6 +638,7 @@ _RUNS = {
             "--init-command"),
     "vi": ("+", "-c", "--cmd", "-S", "-u", "-U", "-i", "-w", "-W"),
     "sqlite": ("-cmd", "-init"),
+    "emacs": ("--eval", "-l", "--load", "-f", "--funcall", "--script"),
     "printf": ("-v",), "test": ("-v",), "[": ("-v",),  # bash evaluates a[$(cmd)] in the name they take
 }
 _PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
@@ -894,7 +896,7 @@ class _CodeCheck:
                     self._code(i, "`%s -%s`" % (program, char))
 
         def long_option(name, i):
-            if name in ("--split-string", "--shell", "--login", "--command"):
+            if name in ("--split-string", "--shell", "--login", "--command", "--call"):
                 joined.append(name)
                 self._code(i, "`%s %s`" % (program, name))
         index = self._options(index, takes, long_takes, letter, long_option, program=program, long_flags=long_flags)

@@ -8993,6 +8993,8 @@ class CorePromiseTests(ScratchDir):
         (8, {"command": "node --env-file={x} app.js"}, "`node --env-file`"),
         (8, {"command": "Rscript -e {x}"}, "`r -e`"),
         (8, {"command": "php -d {x} a.php"}, "`php -d`"),
+        (8, {"command": "npx -c {x}"}, "`npx -c`"),
+        (8, {"command": "emacs --batch --eval {x}"}, "`emacs --eval`"),
         (10, {"command": "env TAR_OPTIONS={x} tar -cf a.tar file"}, "`TAR_OPTIONS=`"),
         (10, {"shell": True, "command": "echo a; http_proxy={x} curl https://example.com/"}, "`http_proxy=`"),
     ]
