@@ -563,10 +563,10 @@ _WRAPPERS = {
             ("--ignore-environment", "--null", "--debug"), 0, "S"),
     "timeout": ("sk", ("--signal", "--kill-after"), ("--preserve-status", "--foreground", "--verbose"), 1, ""),
     "nice": ("n", ("--adjustment",), (), 0, ""),
-    "nohup": ("", (), (), 0, ""), "setsid": ("", (), ("--wait",), 0, ""),
+    "nohup": ("", (), (), 0, ""), "setsid": ("", (), (), 0, ""),
     "builtin": ("", (), (), 0, ""), "command": ("", (), (), 0, ""), "busybox": ("", (), (), 0, ""),
     "exec": ("a", (), (), 0, ""),
-    "time": ("fo", ("--format", "--output"), ("--append", "--verbose"), 0, ""),
+    "time": ("fo", ("--format", "--output"), (), 0, ""),
     "stdbuf": ("ioe", ("--input", "--output", "--error"), (), 0, ""),
     "sudo": ("ugChDprtTU", ("--user", "--group", "--close-from", "--host", "--chdir", "--prompt", "--role",
                             "--type", "--command-timeout", "--other-user", "--chroot"),
@@ -575,13 +575,12 @@ _WRAPPERS = {
     "xargs": ("adEILnPs", ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars",
                            "--process-slot-var"),
               ("--null", "--verbose", "--exit", "--no-run-if-empty"), 0, ""),
-    "chroot": ("", ("--userspec", "--groups"), ("--skip-chdir",), 1, ""),
+    "chroot": ("", ("--userspec", "--groups"), (), 1, ""),
     "ionice": ("cnp", ("--class", "--classdata", "--pid"), (), 0, ""),
     "flock": ("cwE", ("--command", "--timeout", "--wait", "--conflict-exit-code"),
               ("--shared", "--exclusive", "--nonblock", "--close"), 1, "c"),
     "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
-    "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--append", "--flush", "--quiet",
-                                                                         "--return"), 1, "c"),
+    "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--quiet",), 1, "c"),
 }
 # Programs that join all their arguments into one shell command (ssh: after the
 # host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
@@ -628,14 +627,12 @@ _RUNS = {
     "tar": ("--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
             "--new-volume-script", "-F", "--rsh-command", "--rmt-command"),
     "zip": ("-TT", "--unzip-command"),
-    "curl": ("-K", "--config", "-o", "--output", "--output-dir", "-T", "--upload-file"),
-    "wget": ("-O", "--output-document", "-e", "--execute", "--config", "-o", "--output-file", "-a",
-             "--append-output"),
+    "curl": ("-K", "--config", "-o", "--output", "-T", "--upload-file"),
+    "wget": ("-O", "--output-document", "-e", "--execute", "--config", "-o", "-a"),
     "rsync": ("-e", "--rsh", "--rsync-path"),
     "scp": ("-o", "-F", "-S"), "sftp": ("-o", "-F", "-S", "-b"),
     "psql": ("-c", "--command", "-f", "--file"), "mysql": ("-e", "--execute"),  # \! runs a command
-    "gdb": ("-ex", "--eval-command", "-iex", "--init-eval-command", "-x", "--command", "-ix",
-            "--init-command"),
+    "gdb": ("-ex", "--eval-command", "-iex", "-x", "--command", "-ix"),
     "vi": ("+", "-c", "--cmd", "-S", "-u", "-U", "-i", "-w", "-W"),
     "sqlite": ("-cmd", "-init"),
     "emacs": ("--eval", "-l", "--load", "-f", "--funcall", "--script"),
@@ -783,14 +780,16 @@ class _CodeCheck:
 
     def _runs(self, index: int, program: str, spellings):
         """Refuse a field as the word of an option in `spellings` (`tar --to-command=CMD`, `wget -O FILE`),
-        anywhere on the line, attached or as the next word."""
+        anywhere on the line: attached, bundled (`curl -sSLo FILE`), abbreviated or as the next word."""
         for i in range(index, len(self.words)):
             text = _lead_text(self.words[i])
             name = text.split("=", 1)[0]
             for option in spellings:
-                if name == option or (option.startswith("--") and len(name) > 3 and option.startswith(name)) \
-                        or (len(option) < 3 and name.startswith(option)):
-                    at = i if "=" in text or len(name) > len(option) or _has_field(self.words[i]) else i + 1
+                bundled = len(option) == 2 and name[:1] == "-" != name[1:2] and option[1] in name
+                if name == option or bundled or name[:1] == option == "+" or (
+                        option.startswith("--") and len(name) > 3 and option.startswith(name)):
+                    tail = name[name.index(option[-1]) + 1:] if bundled else name[len(option):]
+                    at = i if "=" in text or tail or _has_field(self.words[i]) else i + 1
                     self._refuse(at, "`%(name)s` is the word of `" + program + " " + option + "`, which names a "
                                  "command or code it runs, or a file it runs, reads options from or writes (the "
                                  "word `%(word)s`), so a value could run any command or overwrite any file. Write "
@@ -853,9 +852,9 @@ class _CodeCheck:
                 name = " ".join(_lead_text(w) for w in words[sub:sub + 2])
                 if name in ("submodule foreach", "bisect run"):
                     self._rest_is_code(sub + 2, "`git %s`" % name)
-                self._runs(index + 1, "git", _RUNS["git"] + {"rebase": ("-x",), "difftool": ("-x",), "grep": ("-O",),
-                                                 "format-patch": ("-o",)}.get(
-                    name.split(" ")[0], ()))
+                name = name.split(" ")[0]
+                extra = {"rebase": ("-x",), "difftool": ("-x",), "grep": ("-O",), "format-patch": ("-o",)}
+                self._runs(index + 1, "git " + name, _RUNS["git"] + extra.get(name, ()))
             elif program == "sqlite":  # its operands after the database are SQL, where .shell runs a command
                 while index + 1 < len(words) and _lead_text(words[index + 1]).startswith("-"):
                     index += 1
@@ -864,8 +863,8 @@ class _CodeCheck:
                     self._reads_stdin("sqlite3")
                 self._rest_is_code(index + 2, "`sqlite3`", " as SQL and dot-commands (.shell runs a command)")
             elif program in _RUNS:
-                ex_mode = program == "vi" and (re.split(r"[\\/]", lead)[-1] in ("ex", "ed")
-                                               or any(_lead_text(w)[:2] in ("-e", "-E") for w in words))
+                ex_mode = program == "vi" and (lead.endswith(("ex", "ed")) or any(_lead_text(w)[:2] in ("-e", "-E")
+                                                                                   for w in words))
                 self._runs(index + 1, lead, _RUNS[program] + (("-s",) if program == "vi" and not ex_mode else ()))
                 if ex_mode:
                     self._reads_stdin(lead)  # ex mode reads its commands from stdin
