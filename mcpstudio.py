@@ -764,7 +764,7 @@ class _CodeCheck:
             text = text.split("=", 1)[1]
         elif option and text.startswith("-") and len(text) > 1 and option.lstrip("-") in text[1:]:
             text = text[1:].split(option.lstrip("-"), 1)[1] or text  # -f- ; a bare -f has its value next
-        return bool(_STDIN_NAME.fullmatch(posixpath.normpath(re.sub("/+", "/", text)) if "/" in text else text))
+        return bool(_STDIN_NAME.fullmatch(posixpath.normpath(re.sub("/+", "/", text))))  # /dev/./stdin, /dev/fd//0
 
     def _reads_stdin(self, program: str):
         self.stdin_code = self.stdin_code or "`%s` reads the program it runs from stdin" % program
@@ -1034,7 +1034,7 @@ def _shell_commands(tokens) -> list:
             word, skip = [], False
             if value in "\n|&;()":
                 end_command(words, fed)
-                words, fed = [], value == "|" and previous != "|"
+                words, fed = [], value == "|" != previous or previous + value == "|&"  # not ||; bash's |&
             continue
         word.append("" if kind == "q" else value)
     if word and not skip:

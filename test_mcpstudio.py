@@ -8953,6 +8953,7 @@ class CorePromiseTests(ScratchDir):
         (2, {"shell": True, "command": "sh <<EOF\necho {x}\nEOF"}, "`sh` reads the program"),
         (2, {"shell": True, "command": "echo {x} | xargs touch"}, "`xargs` turns stdin into arguments"),
         (2, {"shell": True, "command": "sh < {x}"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "echo {x} |& bash"}, "`bash` reads the program"),
         (3, {"command": "env --split={x}"}, "`env --split-string`"),
         (3, {"command": "env --sp={x}"}, "`env --split-string`"),
         (3, {"command": "sed -n --expr={x} file"}, "`sed --expression`"),
