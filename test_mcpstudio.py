@@ -9094,6 +9094,30 @@ class CorePromiseTests(ScratchDir):
             self.assertNotIn("starts with", text_of(server.call("wrapper", {"b": "nothing-here"})))
         self.assertFalse(os.path.exists(marker))
 
+    def test_pure_parts_table(self):
+        # getopt_long's unique prefixes; the guard on words as rendered; which variables steer.
+        known = ("--unset", "--chdir", "--split-string", "--signal")
+        for name, expected in (("--sp", "--split-string"), ("--split-string", "--split-string"), ("--s", "--s"),
+                               ("--u", "--unset"), ("--frob", "--frob"), ("--", "--")):
+            self.assertEqual(mcpstudio._long_option(name, known), expected, name)
+        rows = [  # template, arguments, refused
+            ("x {a}-{b}", {"a": "", "b": "-o"}, True), ("x {a}-{b}", {"a": "v", "b": "-o"}, False),
+            ("x [a]-{b}", {"b": "-o"}, True), ("x [--voice={v}]", {"v": "-a"}, False), ("x -e{p}", {"p": "-a"}, False),
+            ("env -- x {b}", {"b": "-o"}, True), ("x -- {b}", {"b": "-o"}, False), ("x -- a {b}", {"b": "-o"}, True),
+            ("vim {f}", {"f": "+!id"}, True), ("vim -- {f}", {"f": "+!id"}, False), ("cat {f}", {"f": "+x"}, False),
+            ("curl -d {d} u", {"d": "@/etc/passwd"}, True), ("curl -d @{d} u", {"d": "f"}, False),
+        ]
+        for text, arguments, refused in rows:
+            with self.subTest(template=text, arguments=arguments):
+                if refused:
+                    with self.assertRaises(ToolError):
+                        mcpstudio.CommandTemplate(text).render(arguments)
+                else:
+                    mcpstudio.CommandTemplate(text).render(arguments)
+        for name, steers in (("x", False), ("max_count", False), ("X", True), ("PS4", True), ("ftp_proxy", True),
+                             ("npm_config_userconfig", True), ("module_path", True), ("a-b", True)):
+            self.assertEqual(mcpstudio._steers(name), steers, name)
+
     @unittest.skipUnless(shutil.which("git"), "git is not installed")
     def test_git_example_runs_no_configured_program(self):
         # Hole 9: a downloaded folder's .git/config names core.fsmonitor; examples/configs/git.json's
