@@ -635,7 +635,7 @@ _RUNS = {
     "gdb": ("-ex", "--eval-command", "-iex", "-x", "--command", "-ix"),
     "vi": ("+", "-c", "--cmd", "-S", "-u", "-U", "-i", "-w", "-W"),
     "sqlite": ("-cmd", "-init"),
-    "emacs": ("--eval", "-l", "--load", "-f", "--funcall", "--script"),
+    "emacs": ("--eval", "-l", "--load", "--script"),
     "printf": ("-v",), "test": ("-v",), "[": ("-v",),  # bash evaluates a[$(cmd)] in the name they take
 }
 _PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
@@ -812,7 +812,7 @@ class _CodeCheck:
                 self._choice(index, "the command to run")
                 return
             program = _program(lead)
-            if program.endswith("sh") and program not in _SHELLS + _JOINERS and any(
+            if program.endswith("sh") and program != "ssh" and any(
                     re.fullmatch(r"-[a-z]*c[a-z]*", _lead_text(w)) for w in words[index + 1:]):
                 self._shell(program, index + 1)  # an unknown shell given -c, such as oksh
                 return
@@ -879,7 +879,8 @@ class _CodeCheck:
         `kubectl exec p -- sed CODE`, `flock LOCK awk CODE`): each later word is walked as if a
         command began there, and a field in a code position after it is refused too."""
         for i in range(index, len(self.words)):
-            if not _has_field(self.words[i]) and _program(_lead_text(self.words[i])) not in _BUILTINS + _EVALUATORS:
+            if not _has_field(self.words[i]) and _program(_lead_text(self.words[i])) not in _BUILTINS + _EVALUATORS + (
+                    "printf", "test", "["):  # bash's own words: `go test -v {pkg}` is no `test -v`
                 inner = _CodeCheck(self.words[i:], guessing=True)
                 self.problem = self.problem or inner.problem
                 self.stdin_code = self.stdin_code or inner.stdin_code  # `docker exec -i c sh`

@@ -9022,7 +9022,7 @@ class CorePromiseTests(ScratchDir):
     STILL_LOADS = [  # the same programs with values as data
         "ex -s {file}", "view -es {file}", "git log {rev}", "git cherry-pick -x {commit}", "git log -c {path}",
         "make {target}", "sqlite3 {db} 'select 1'", "env --ignore-environment ls {x}", "env --chdir=x ls {x}",
-        "env x={v} printenv x", "flock LOCKFILE ls {x}", "grep -rn read {x}", "gdb -batch -ex run --args ./p {x}",
+        "env x={v} printenv x", "flock LOCKFILE ls {x}", "grep -rn read {x}", "gdb -batch -ex run --args ./p {x}", "go test -v {x}",
         "bash --norc x.sh {x}", "make -j 4 {target}", "tar -xf {archive} -C out", "psql -d {db} -c 'select 1'",
         "curl -o out.html {url}", "curl -fsSL {url}", "wget -qO- {url}", "rsync -avz {src} {dst}",
     ]
