@@ -97,6 +97,8 @@ META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
 DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
 DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
+DEFAULT_MAX_TEXT = 20000        # characters of output in a result; more is kept whole and linked (README: Output)
+ERROR_MAX_TEXT = 10000          # ... in an error result: Claude Code cuts those past about 11,000
 DEFAULT_MAX_CONCURRENCY = 32    # commands running at once
 DEFAULT_MAX_NAME_LENGTH = 48    # leaves room for a client prefix such as mcp__<server>__
 OK_EXIT_META = "mcpstudio/okExitCodes"  # a tool's `_meta` key: exit codes that count as success
@@ -104,6 +106,9 @@ KILL_GRACE = 2.0                # seconds between SIGTERM and SIGKILL
 EOF_DRAIN = 2.0                 # seconds in-flight calls may finish after stdin closes
 PIPE_LINGER = 0.1               # seconds to drain pipes after the command itself exited
 PROGRESS_INTERVAL = 1.0         # seconds between progress notifications
+FEED_INTERVAL = 0.25            # seconds between two notifications of a running command's output lines
+FEED_LINES = 3                  # ... the latest lines each carries
+FEED_LINE = 200                 # ... characters of each line
 PAGE_SIZE = 100                 # items per tools/list page
 MAX_MESSAGE = 256 << 20         # bytes of one incoming message; a larger one is skipped
 MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; then reading pauses
@@ -1801,8 +1806,9 @@ class _Capture:
 class _ChildProtocol(asyncio.SubprocessProtocol):
     """Collects a child's output and tells when it exited and when its pipes closed."""
 
-    def __init__(self, limit: int, on_stderr_line=None):
+    def __init__(self, limit: int, on_stderr_line=None, on_output=None):
         loop = asyncio.get_running_loop()
+        self.on_output = on_output  # (fd, bytes) as they come: an OutputFeed's add
         self.stdout = _Capture(limit)
         self.stderr = _Capture(limit)
         self.exited = loop.create_future()
@@ -1812,6 +1818,8 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         self._partial = bytearray()  # a stderr line not ended yet (appended to: linear, however long)
 
     def pipe_data_received(self, fd, data):
+        if self.on_output is not None:
+            self.on_output(fd, data)
         if fd == 1:
             self.stdout.add(data)
         else:
@@ -2039,7 +2047,7 @@ class ProcessRunner:
             self.watchdog = None
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
-                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None) -> ProcessResult:
+                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None) -> ProcessResult:
         """Run `argv` to completion under the runner's limits; return a ProcessResult."""
         loop = asyncio.get_running_loop()
         argv = _resolve_program(argv, env)
@@ -2051,7 +2059,7 @@ class ProcessRunner:
         started = time.monotonic()
         try:
             transport, child, cancelled = await self._spawn(
-                lambda: _ChildProtocol(output_limit, on_stderr_line), argv,
+                lambda: _ChildProtocol(output_limit, on_stderr_line, on_output), argv,
                 stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
         except FileNotFoundError as exc:
@@ -2619,7 +2627,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs")
+                 "capabilities", "task", "inputs", "running")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2632,6 +2640,7 @@ class CallContext:
         self.capabilities = {}  # a 2026-07-28 request's own client capabilities (from its `_meta`)
         self.task = None        # the id of the task this call runs as
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
+        self.running = None     # the Task itself (its status message shows the command's last line)
 
     def declared(self, capability: str) -> bool:
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
@@ -2681,6 +2690,51 @@ class CallContext:
             await asyncio.sleep(PROGRESS_INTERVAL)
             elapsed = time.monotonic() - started
             self.progress(round(elapsed, 1), message="%s running for %.0f s" % (label, elapsed))
+
+
+class OutputFeed:
+    """What a running command shows its caller: a heartbeat, and its output lines as they come (as
+    progress messages, `info` log lines and its task's status message), the latest FEED_LINES lines
+    at most every FEED_INTERVAL."""
+
+    def __init__(self, ctx: CallContext, label: str, logger: str, streams=(1, 2)):
+        self.ctx = ctx
+        self.logger = logger
+        self.streams = streams if ctx.progress_token is not None or ctx.running is not None or ctx.wants("info") else ()
+        self.partial = {}  # fd -> the end of a line not ended yet
+        self.lines = collections.deque(maxlen=FEED_LINES)
+        self.started = time.monotonic()
+        self.sent = self.started - FEED_INTERVAL
+        self.timer = None
+        self.heartbeat = asyncio.ensure_future(ctx.heartbeat(label)) if ctx.progress_token is not None else None
+
+    def add(self, fd: int, data: bytes):
+        """Bytes the command wrote to `fd`; a line they end is passed on now, or when the interval is up."""
+        if fd not in self.streams:
+            return
+        pieces = (self.partial.get(fd, b"") + data).split(b"\n")
+        self.partial[fd] = pieces.pop()[-FEED_LINE:]
+        for piece in pieces[-FEED_LINES:]:
+            self.lines.append(_clip(piece.rstrip(b"\r").decode("utf-8", "replace"), FEED_LINE))
+        if pieces and self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(max(self.sent + FEED_INTERVAL - time.monotonic(), 0),
+                                                               self.send)
+
+    def send(self):
+        self.timer = None
+        self.sent = time.monotonic()
+        text = "\n".join(self.lines)
+        self.lines.clear()
+        self.ctx.progress(round(self.sent - self.started, 3), message=text)
+        self.ctx.log("info", text, self.logger)
+        if self.ctx.running is not None:
+            self.ctx.running.message = text.rpartition("\n")[2]
+
+    def close(self):
+        """The call ends: nothing more is sent for it."""
+        for job in (self.heartbeat, self.timer):
+            if job is not None:
+                job.cancel()
 
 
 class Session:
@@ -2951,6 +3005,146 @@ def output_content(data: bytes, uri: str, cut: int = 0) -> dict:
             "resource": {"uri": uri, "mimeType": "application/octet-stream", "blob": encoded}}
 
 
+OUTPUT_URI = "mcpstudio://output/"
+OUTPUT_KEEP_COUNT = 100         # whole outputs kept to be read back; the oldest go first
+OUTPUT_KEEP_BYTES = 64 << 20    # ... and their bytes together (one larger output is kept alone)
+OUTPUT_KEEP_SECONDS = 3600.0
+
+
+def fit_text(text: str, budget: int, uri: str) -> str:
+    """`text` if it holds at most `budget` characters, else its head and tail (cut at line ends
+    where it can) around one line that says what was left out and how to read it."""
+    if len(text) <= budget:
+        return text
+    half = budget // 2
+    head_end = text.rfind("\n", 0, half) + 1 or half
+    tail_start = text.find("\n", len(text) - half) + 1 or len(text) - half
+    head, middle = text[:head_end], text[head_end:tail_start]
+    first = head.count("\n") + 1
+    last = first + middle.count("\n") - middle.endswith("\n")
+    start = len(head.encode("utf-8"))
+    size = len(middle.encode("utf-8"))
+    return ("%s%s[... %d lines (%d bytes) left out here: read them with resources/read %s?lines=%d-%d "
+            "(or ?bytes=%d-%d); the whole output is %s ...]\n%s" % (
+                head, "" if head.endswith("\n") else "\n", last - first + 1, size, uri, first, last,
+                start, start + size - 1, uri, text[tail_start:]))
+
+
+def output_slice(data: bytes, query: str) -> bytes:
+    """The part of a kept output that its URI's query names: `lines=FROM-TO` (numbered from 1) or
+    `bytes=FROM-TO` (offsets from 0), both ends included, either one left out for the start or end."""
+    if not query:
+        return data
+    match = re.fullmatch(r"(lines|bytes)=([0-9]*)-([0-9]*)", query)
+    if match is None:
+        raise ValueError("expected ?lines=FROM-TO or ?bytes=FROM-TO (numbers; either may be left out), not ?%s" % query)
+    unit, first, last = match.groups()
+    if unit == "bytes":
+        return data[int(first or 0):int(last) + 1 if last else len(data)]
+    starts = [0] + [found.end() for found in re.finditer(b"\n", data)]
+    index = max(int(first or 1), 1) - 1
+    begin = starts[index] if index < len(starts) else len(data)
+    return data[begin:starts[int(last)] if last and int(last) < len(starts) else len(data)]
+
+
+class OutputStore:
+    """Whole outputs of calls whose results showed only a part: a resource source of
+    mcpstudio://output/<id>, bounded in count and bytes, each kept OUTPUT_KEEP_SECONDS.
+
+    An output is read only by the session that made it; 2026-07-28 requests are stateless, so
+    there the unguessable id is what grants it (as for tasks)."""
+
+    resources = True
+    dynamic = False
+
+    def __init__(self, count: int = OUTPUT_KEEP_COUNT, size: int = OUTPUT_KEEP_BYTES):
+        self.kept = collections.OrderedDict()  # id -> (owner, expires, bytes), oldest first
+        self.count = count
+        self.size = size
+        self.events = None
+
+    def start(self):
+        pass
+
+    async def close(self):
+        self.kept.clear()
+
+    async def list_tools(self) -> list:
+        return []
+
+    async def list_resources(self) -> list:
+        return []  # every output is private to its session: none is listed
+
+    async def list_resource_templates(self) -> list:
+        return []  # a result's note names its output's URI and how to read a part of it
+
+    def keep(self, data: bytes, owner) -> str:
+        """Keep `data` for `owner` (oldest outputs forgotten past the bounds); return its URI."""
+        import secrets
+        now = time.monotonic()
+        key = secrets.token_hex(16)
+        self.kept[key] = (owner, now + OUTPUT_KEEP_SECONDS, data)
+        total = sum(len(entry[2]) for entry in self.kept.values())
+        while len(self.kept) > 1 and (len(self.kept) > self.count or total > self.size
+                                      or next(iter(self.kept.values()))[1] <= now):
+            total -= len(self.kept.popitem(last=False)[1][2])
+        return OUTPUT_URI + key
+
+    async def read_resource(self, uri: str, ctx):
+        """A kept output, or the part of it that the URI's query names; None for other URIs."""
+        if not uri.startswith(OUTPUT_URI):
+            return None
+        key, _, query = uri[len(OUTPUT_URI):].partition("?")
+        entry = self.kept.get(key)
+        if entry is None or entry[0] is not _output_owner(ctx) or entry[1] <= time.monotonic():
+            raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept %d s, the last %d at most, "
+                           "for the session that made them; call the tool again)"
+                           % (uri, OUTPUT_KEEP_SECONDS, self.count), {"uri": uri})
+        try:
+            data = output_slice(entry[2], query)
+        except ValueError as exc:
+            raise McpError(INVALID_PARAMS, "Invalid params: %s: %s" % (uri, exc)) from None
+        text = _as_text(data, False)
+        if text is not None:
+            return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}
+        import base64
+        return {"contents": [{"uri": uri, "mimeType": "application/octet-stream",
+                              "blob": base64.b64encode(data).decode("ascii")}]}
+
+
+def _output_owner(ctx):
+    return None if ctx.modern else ctx.session
+
+
+class OutputBudget:
+    """One call's room for output text: a stream past it shows its head and tail, and is kept
+    whole in the OutputStore with a `resource_link` to it."""
+
+    def __init__(self, store: OutputStore, ctx, chars: int):
+        self.store = store
+        self.owner = _output_owner(ctx)
+        self.chars = chars
+        self.links = []
+        self.linking = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # older: no resource_link
+
+    def failed(self):
+        """An error result: Claude Code cuts those past about 11,000 characters, so it stays below."""
+        self.chars = min(self.chars, ERROR_MAX_TEXT)
+
+    def fit(self, data: bytes, text: str, share: float = 1.0) -> str:
+        """`text` (decoded from `data`) within `share` of the room left."""
+        limit = int(self.chars * share)
+        if len(text) > limit:
+            uri = self.store.keep(data, self.owner)
+            text = fit_text(text, limit, uri)
+            if self.linking:
+                self.links.append({"type": "resource_link", "uri": uri, "name": uri[len(OUTPUT_URI):],
+                                   "mimeType": "text/plain", "size": len(data),
+                                   "description": "the whole output (%d bytes) of which the result shows a part" % len(data)})
+        self.chars = max(self.chars - len(text), 0)
+        return text
+
+
 def _signal_name(number: int) -> str:
     try:
         return "%s (%d)" % (signal.Signals(number).name, number)
@@ -2981,26 +3175,32 @@ def describe_failure(result: ProcessResult, timeout, subject: str | None = None,
     return None
 
 
-def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,)) -> dict:
-    """A CallToolResult for a finished command: its output, and why it failed if it did."""
+def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,), budget: OutputBudget | None = None) -> dict:
+    """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
     broken = cut_binary(result.stdout, result.stdout_cut)
     failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
     if failure:
         content.append({"type": "text", "text": failure})
+        if budget is not None:
+            budget.failed()
+    stderr = result.stderr.decode("utf-8", "replace")
+    if budget is not None:
+        stderr = budget.fit(result.stderr, stderr, 0.25)
     if (result.stdout and not broken) or not (failure or result.stderr):
         block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
+        elif block["type"] == "text" and budget is not None:
+            block["text"] = budget.fit(result.stdout, block["text"])
         content.append(block)
     if result.stdout_cut:
         content.append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
     if result.stderr:
-        text = result.stderr.decode("utf-8", "replace")
         if result.stderr_cut:
-            text += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
-        content.append({"type": "text", "text": "[stderr]\n" + text})
-    return {"content": content, "isError": failure is not None}
+            stderr += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
+        content.append({"type": "text", "text": "[stderr]\n" + stderr})
+    return {"content": content + (budget.links if budget is not None else []), "isError": failure is not None}
 
 
 def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
@@ -3018,11 +3218,14 @@ class RunSettings:
     """How a source's commands run: environment, folder, limits, concurrency."""
 
     def __init__(self, env=None, cwd=None, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT,
-                 max_concurrency=DEFAULT_MAX_CONCURRENCY, allow_dash_values=False, task_support="optional"):
+                 max_concurrency=DEFAULT_MAX_CONCURRENCY, allow_dash_values=False, task_support="optional",
+                 max_text=DEFAULT_MAX_TEXT, outputs=None):
         self.env = env
         self.cwd = cwd
         self.timeout = timeout
         self.max_output = max_output
+        self.max_text = max_text
+        self.outputs = outputs  # the OutputStore that keeps what a result leaves out (None: nothing is left out)
         self.max_concurrency = max_concurrency
         self.allow_dash_values = allow_dash_values
         self.task_support = task_support  # `execution.taskSupport` of the tools that run with these settings
@@ -3034,6 +3237,10 @@ class RunSettings:
         if self._gate[0] is None:
             self._gate[0] = asyncio.Semaphore(self.max_concurrency)
         return self._gate[0]
+
+    def budget(self, ctx: CallContext):
+        """This call's OutputBudget, or None without a store."""
+        return OutputBudget(self.outputs, ctx, self.max_text) if self.outputs is not None else None
 
     def derive(self, **overrides) -> RunSettings:
         """A copy with some settings changed, sharing the same concurrency cap."""
@@ -3131,25 +3338,24 @@ class CommandTool:
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
-        heartbeat = None
-        if ctx.progress_token is not None:  # also while the call waits for a slot
-            heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.name))  # not `bash` of bash -c
+        feed = OutputFeed(ctx, "`%s`" % self.name, self.name)  # its heartbeat also while the call waits for a slot
         try:
             async with settings.slots:
                 result = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
-                                               timeout=settings.timeout, output_limit=settings.max_output)
+                                               timeout=settings.timeout, output_limit=settings.max_output,
+                                               on_output=feed.add)
         finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
+            feed.close()
         if ctx.wants("debug"):
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
                     result.seconds))
         _unstarted_in_task(result, ctx, settings.timeout)
-        outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
-        if self.output_format == "json" and not outcome["isError"]:
-            return json_result(self.name, result, outcome)
-        return outcome
+        if self.output_format == "json":
+            outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
+            return outcome if outcome["isError"] else json_result(self.name, result, outcome)
+        return command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit,
+                              settings.budget(ctx))
 
 
 def json_result(name: str, result: ProcessResult, outcome: dict) -> dict:
@@ -3693,19 +3899,17 @@ class ScriptDirectory:
                 if level != "error":
                     return
             kept.append(line)
-        heartbeat = None
-        if ctx.progress_token is not None:
-            heartbeat = asyncio.ensure_future(ctx.heartbeat(tool.rel))
+        feed = OutputFeed(ctx, tool.rel, name, streams=(1,))  # stderr lines are log lines already
         try:
             async with self.settings.slots:
                 result = await self.runner.run(
                     [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env, cwd=self.settings.cwd,
-                    timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line)
+                    timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line,
+                    on_output=feed.add)
         finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
+            feed.close()
         _unstarted_in_task(result, ctx, self.settings.timeout)
-        return script_result(tool, result, kept, self.settings.timeout)
+        return script_result(tool, result, kept, self.settings.timeout, self.settings.budget(ctx))
 
     async def list_resources(self) -> list:
         """The `--state` resources of scripts that declare one."""
@@ -3745,25 +3949,32 @@ class ScriptDirectory:
                 task.cancel()
 
 
-def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) -> dict:
-    """A CallToolResult for a script run, following the mcpd exit-code table."""
+def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout, budget: OutputBudget | None = None) -> dict:
+    """A CallToolResult for a script run, following the mcpd exit-code table; its text output within `budget`."""
     block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
     if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
         return {"content": [block], "isError": True}  # the block says why
+    data = None
+    if block["type"] == "text" and result.ok:
+        try:
+            data = json.loads(block["text"])
+        except ValueError:
+            pass
+    if budget is not None and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
+        if not result.ok:
+            budget.failed()
+        block = dict(block, text=budget.fit(result.stdout, block["text"]))
+    links = budget.links if budget is not None else []
     if result.ok:
         reply = {"content": [block], "isError": False}
         other = [line for line in kept if not line.startswith("ERROR")]
         if other:
             reply["content"].append({"type": "text", "text": "[stderr]\n" + "\n".join(other)})
-        if block["type"] == "text":
-            try:
-                data = json.loads(block["text"])
-            except ValueError:
-                data = None
-            if isinstance(data, dict):
-                reply["structuredContent"] = data
+        if isinstance(data, dict):
+            reply["structuredContent"] = data
         if result.stdout_cut:
             reply["content"].append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
+        reply["content"] += links
         return reply
     code = result.returncode
     if result.status == "exited" and code and code > 0:
@@ -3776,7 +3987,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) 
         content.append(block)
     if kept:
         content.append({"type": "text", "text": "[stderr]\n" + "\n".join(kept)})
-    return {"content": content, "isError": True}
+    return {"content": content + links, "isError": True}
 
 
 # --------------------------------------------------------------------------
@@ -4214,7 +4425,7 @@ class Catalog:
 
     async def read_resource(self, uri: str, ctx):
         """Ask the source that holds `uri` to read it; -32002 when none does."""
-        if uri not in self._resources and not uri.startswith("skill://"):  # a skill's file: its source knows
+        if uri not in self._resources and not uri.startswith(("skill://", OUTPUT_URI)):  # their sources know
             await self.resources()
         source = self._resources.get(uri)
         candidates = [source] if source is not None else [s for s in self.sources if s.resources]
@@ -4406,7 +4617,7 @@ class TaskStore:
                                "to end, or cancel one (tasks/cancel)" % self.limit)
             del self.tasks[ended.id]
         task = Task(None if ctx.modern else ctx.session, ttl, ctx.modern)
-        ctx.task = task.id
+        ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
         task.job.add_done_callback(lambda job: call.close())  # a task cancelled before it began never ran it
@@ -5035,14 +5246,14 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "$schema")
+             "max_text", "$schema")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
                      "mcp_oauth_credentials_store", "mcp_oauth_callback_port")
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
-              "output_format", "ok_exit_codes", "taskSupport")
+              "output_format", "ok_exit_codes", "taskSupport", "max_text")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
@@ -5224,7 +5435,8 @@ class ConfigLoader:
         settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
                                max_output=base.max_output, max_concurrency=base.max_concurrency,
                                allow_dash_values=base.allow_dash_values,
-                               task_support=self.task_support(data, "", base.task_support))
+                               task_support=self.task_support(data, "", base.task_support),
+                               max_text=self.max_text(data, "") or base.max_text, outputs=base.outputs)
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
             tool = self.tool(spec, "tools[%d]" % index, runner, settings)
@@ -5373,6 +5585,13 @@ class ConfigLoader:
             raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
         return value
 
+    def max_text(self, obj: dict, where: str):
+        """obj["max_text"]: the characters of output a result shows, or None when it is not given."""
+        value = self.get(obj, "max_text", int, where)
+        if value is not None and value < 100:
+            raise self.error(_join(where, "max_text"), "expected a whole number of characters, 100 or more")
+        return value
+
     def task_support(self, obj: dict, where: str, default: str) -> str:
         """obj["taskSupport"]: how its tools run as MCP tasks."""
         value = self.get(obj, "taskSupport", str, where, default)
@@ -5388,6 +5607,8 @@ class ConfigLoader:
             overrides["task_support"] = self.task_support(spec, where, settings.task_support)
         if "timeout" in spec:
             overrides["timeout"] = self.timeout(spec, where)
+        if "max_text" in spec:
+            overrides["max_text"] = self.max_text(spec, where)
         if "working_directory" in spec:
             overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
                                                 _join(where, "working_directory"))
@@ -6109,7 +6330,7 @@ def check_config(path: str, log: Log, options: dict) -> int:
         if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
             hub = source
             sources.extend(source.local)
-        else:
+        elif not isinstance(source, OutputStore):
             sources.append(source)
     for source in sources:
         if isinstance(source, ScriptDirectory):
@@ -12227,6 +12448,9 @@ OPTIONS = [_Option(*o) for o in (
     (("--timeout",), "timeout", "SECONDS", "value", "stop a call after this long (default: %g)" % DEFAULT_TIMEOUT),
     (("--max-output",), "max_output", "BYTES", "value",
      "keep at most this much of stdout and of stderr (default: %d)" % DEFAULT_MAX_OUTPUT),
+    (("--max-text",), "max_text", "CHARS", "value",
+     "characters of output a result shows; past it the head and tail, the whole kept as a resource "
+     "(default: %d)" % DEFAULT_MAX_TEXT),
     (("--max-concurrency",), "max_concurrency", "N", "value",
      "commands running at once; more calls wait (default: %d)" % DEFAULT_MAX_CONCURRENCY),
     (("--max-name-length",), "max_name_length", "N", "value",
@@ -12498,7 +12722,9 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         max_output=_positive(options["max_output"], "--max-output", int) if options["max_output"] else DEFAULT_MAX_OUTPUT,
         max_concurrency=(_positive(options["max_concurrency"], "--max-concurrency", int)
                          if options["max_concurrency"] else DEFAULT_MAX_CONCURRENCY),
-        allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional")
+        allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional",
+        max_text=_positive(options["max_text"], "--max-text", int) if options["max_text"] else DEFAULT_MAX_TEXT,
+        outputs=OutputStore())
     if settings.task_support not in TASK_SUPPORT:
         raise UsageError("--task-support %s: expected one of %s" % (settings.task_support, ", ".join(TASK_SUPPORT)))
     max_name = (_positive(options["max_name_length"], "--max-name-length", int)
@@ -12582,7 +12808,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         sources.append(SkillFolders([os.path.expanduser(root) for root in options["skills"]], log,
                                     prompts=not options["no_skill_prompts"]))
         titles.append("skills")
-    catalog = Catalog(sources, max_name)
+    catalog = Catalog([settings.outputs] + sources, max_name)
     return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions), runner
 
 

@@ -1125,7 +1125,7 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(init["serverInfo"]["version"], mcpstudio.__version__)
             self.assertIn("title", init["serverInfo"])
             self.assertEqual(init["capabilities"], {"tools": {"listChanged": False}, "logging": {}, "tasks": {
-            "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}})
+            "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}, "resources": {"listChanged": False}})
             tools = server.request("tools/list")["result"]["tools"]
             self.assertEqual(len(tools), 1)
             self.assertEqual(tools[0]["name"], "echo")
@@ -1155,7 +1155,7 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(reply["error"]["code"], -32602)
             self.assertEqual(server.request("nothing/here")["error"]["code"], -32601)
             server.initialize()
-            self.assertEqual(server.request("resources/list")["error"]["code"], -32601)
+            self.assertEqual(server.request("prompts/list")["error"]["code"], -32601)
             self.assertEqual(server.request("ping", request_id="p")["result"], {})
 
     def test_protocol_2026_07_28(self):
@@ -1534,8 +1534,9 @@ class ProtocolTests(ScratchDir):
             server.initialize()
             result = server.call("big", {}, timeout=30)
             self.assertFalse(result["isError"])
-            self.assertEqual(len(result["content"][0]["text"]), 4000000)
-            self.assertEqual(result["content"][1]["text"], "[stderr]\n" + "e" * 4000000)
+            kept = [server.request("resources/read", {"uri": c["uri"]})["result"]["contents"][0]["text"]
+                    for c in result["content"] if c["type"] == "resource_link"]
+            self.assertEqual(kept, ["e" * 4000000, "o" * 4000000])
 
     def test_max_output(self):
         # --max-output keeps the first bytes and says how much was cut; a cut through a
@@ -2118,7 +2119,7 @@ class ScriptModeTests(ScratchDir):
         with self.serve("--max-output", "2000000") as server:
             server.initialize()
             result = server.call("big", {}, timeout=30)
-            self.assertEqual(len(result["content"][0]["text"]), 1000000)
+            self.assertEqual(result["content"][-1]["size"], 1000000)
 
     def test_state_resources(self):
         # "state": true gives mcpd://<path>/state; --state output is JSON as is, text as a JSON string;
@@ -8910,6 +8911,117 @@ class ConformanceClientTests(ScratchDir):
 FUZZ_SEED = int(os.environ.get("MCPSTUDIO_FUZZ_SEED") or 11)
 _DEEP = "\x00deep\x00"      # a placeholder the fuzzer swaps for raw, deeply nested JSON text
 _BAD_UTF8 = "\x00utf8\x00"  # a placeholder swapped for bytes that are not UTF-8
+
+
+# --------------------------------------------------------------------------
+# A command's life: output within a budget, kept whole as a resource
+# --------------------------------------------------------------------------
+
+class OutputFitTests(unittest.TestCase):
+    def test_fit_text_table(self):
+        # Under the budget a text is untouched; past it, whole lines of head and tail around an exact note.
+        uri = "mcpstudio://output/k"
+        text = "".join("line %d\n" % n for n in range(1, 101))
+        self.assertEqual(mcpstudio.fit_text(text, len(text), uri), text)
+        fitted = mcpstudio.fit_text(text, 80, uri)
+        head, note, tail = fitted.partition("[...")
+        self.assertEqual(head, "line 1\nline 2\nline 3\nline 4\nline 5\n")
+        self.assertTrue(tail.endswith("line 99\nline 100\n"))
+        middle = text[len(head):len(text) - len(tail.split("\n", 1)[1])]
+        self.assertIn(" %d lines (%d bytes) left out" % (middle.count("\n"), len(middle)), note + tail)
+        self.assertIn("%s?lines=6-%d" % (uri, 5 + middle.count("\n")), tail)
+        one_line = mcpstudio.fit_text("x" * 1000, 100, uri)  # no line end to cut at: cut inside the line
+        self.assertTrue(one_line.startswith("x" * 50 + "\n[... 1 lines (900 bytes)"))
+        self.assertTrue(one_line.endswith("]\n" + "x" * 50))
+
+    def test_output_slice_table(self):
+        # ?lines= numbers lines from 1, ?bytes= offsets from 0; both ends included, either may be left out.
+        data = b"a\nbb\nccc\nd"
+        for query, expected in (("", data), ("lines=2-3", b"bb\nccc\n"), ("lines=3-", b"ccc\nd"),
+                                ("lines=-1", b"a\n"), ("lines=4-9", b"d"), ("lines=9-", b""), ("lines=0-1", b"a\n"),
+                                ("bytes=0-1", b"a\n"), ("bytes=5-", b"ccc\nd"), ("bytes=-2", b"a\nb"),
+                                ("bytes=99-", b"")):
+            self.assertEqual(mcpstudio.output_slice(data, query), expected, query)
+        for query in ("lines=a-b", "x=1", "lines=1-2&bytes=1-2"):
+            with self.assertRaises(ValueError):
+                mcpstudio.output_slice(data, query)
+
+
+class OutputBudgetTests(ScratchDir):
+    def test_five_megabytes(self):
+        # 5 MB of output: head, tail and the exact count of what was left out; the link reads it all back.
+        writer = self.script("five.py", """\
+            import sys
+            out = sys.stdout.buffer
+            for n in range(100000):
+                out.write(b"%06d %s\\n" % (n, b"y" * 42))
+            """)
+        with open(os.path.join(self.dir, "whole"), "wb") as f:
+            for n in range(100000):
+                f.write(b"%06d %s\n" % (n, b"y" * 42))
+        with open(os.path.join(self.dir, "whole"), "rb") as f:
+            whole = f.read()
+        self.assertEqual(len(whole), 5000000)
+        with McpProcess("--max-output", "6000000", PY, writer) as server:
+            server.initialize()
+            result = server.call(os.path.basename(PY), {})
+            text, link = result["content"][0]["text"], result["content"][-1]
+            self.assertFalse(result["isError"])
+            self.assertLess(len(text), mcpstudio.DEFAULT_MAX_TEXT + 400)
+            self.assertTrue(text.startswith("000000 "))
+            self.assertTrue(text.endswith("099999 " + "y" * 42 + "\n"))
+            head, note = text.split("[... ", 1)
+            shown = head.count("\n") + note.split("]\n", 1)[1].count("\n")
+            left = re.match(r"(\d+) lines \((\d+) bytes\) left out", note)
+            self.assertEqual(int(left.group(1)), 100000 - shown)
+            self.assertEqual(int(left.group(2)), (100000 - shown) * 50)
+            self.assertEqual(link["type"], "resource_link")
+            self.assertEqual(link["size"], 5000000)
+            self.assertIn(link["uri"], note)
+            contents = server.request("resources/read", {"uri": link["uri"]})["result"]["contents"]
+            self.assertEqual(contents[0]["text"].encode(), whole)
+            part = re.search(r"\?lines=(\d+)-(\d+)", note)
+            read = server.request("resources/read", {"uri": link["uri"] + part.group()})["result"]["contents"]
+            self.assertEqual(read[0]["text"].encode(), whole[len(head.encode()):len(whole) - len(note.split("]\n", 1)[1])])
+            read = server.request("resources/read", {"uri": link["uri"] + "?bytes=100-149"})["result"]["contents"]
+            self.assertEqual(read[0]["text"], "000002 " + "y" * 42 + "\n")
+
+    def test_private_and_bounded(self):
+        # A kept output is read only by the session that made it; a budget comes from the flag, the
+        # file or the tool; an error result keeps under Claude Code's cut of about 11,000 characters.
+        writer = self.script("many.py", """\
+            import sys
+            sys.stdout.write("".join("row %d\\n" % n for n in range(int(sys.argv[1]))))
+            sys.exit(int(sys.argv[2]))
+            """)
+        config = os.path.join(self.dir, "c.json")
+        with open(config, "w") as f:
+            json.dump({"max_text": 3000, "tools": [
+                {"name": "rows", "command": "%s %s {n} {code}" % (PY, writer)},
+                {"name": "few", "command": "%s %s {n} {code}" % (PY, writer), "max_text": 500}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            rows = server.call("rows", {"n": "5000", "code": "0"})["content"][0]["text"]
+            self.assertLess(len(rows), 3000 + 400)
+            self.assertLess(len(server.call("few", {"n": "5000", "code": "0"})["content"][0]["text"]), 500 + 400)
+            failed = server.call("rows", {"n": "50000", "code": "3"})
+            self.assertTrue(failed["isError"])
+            self.assertLess(len(text_of(failed)), 3000 + 400)
+            uri = failed["content"][-1]["uri"]
+            self.assertEqual(server.request("resources/read", {"uri": uri + "?lines=50000-"})["result"]["contents"][0]["text"],
+                             "row 49999\n")
+            other = server.request("resources/read", {"uri": uri, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}})
+            self.assertIn("Output not found", other["error"]["message"])
+            bad = server.request("resources/read", {"uri": uri + "?lines=x"})
+            self.assertIn("?lines=FROM-TO", bad["error"]["message"])
+        with McpProcess("--max-text", "20000", PY, writer, "{n}", "{code}") as server:
+            server.initialize()
+            failed = server.call(os.path.basename(PY), {"n": "50000", "code": "3"})
+            self.assertLess(len(text_of(failed)), mcpstudio.ERROR_MAX_TEXT + 600)
+            self.assertEqual(server.call(os.path.basename(PY), {"n": "3", "code": "0"})["content"],
+                             [{"type": "text", "text": "row 0\nrow 1\nrow 2\n"}])
 
 
 class ProtocolFuzzer:
