@@ -2713,7 +2713,7 @@ class OutputFeed:
         if fd not in self.streams:
             return
         pieces = (self.partial.get(fd, b"") + data).split(b"\n")
-        self.partial[fd] = pieces.pop()[-FEED_LINE:]
+        self.partial[fd] = pieces.pop()[:FEED_LINE]
         for piece in pieces[-FEED_LINES:]:
             self.lines.append(_clip(piece.rstrip(b"\r").decode("utf-8", "replace"), FEED_LINE))
         if pieces and self.timer is None:

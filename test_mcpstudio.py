@@ -9024,6 +9024,96 @@ class OutputBudgetTests(ScratchDir):
                              [{"type": "text", "text": "row 0\nrow 1\nrow 2\n"}])
 
 
+@unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
+class OutputFeedSdkTests(ScratchDir):
+    """A running command's lines reach the official Python SDK client as they come, in both eras."""
+
+    run_client = PythonSdkInteropTests.run_client
+    CLIENT = """
+        import anyio, json, os, time
+        import mcp
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(command=os.environ["SERVER_PY"], env=dict(os.environ),
+                                       args=[os.environ["MCPSTUDIO"], "--name", "tick", os.environ["SERVER_PY"],
+                                             os.environ["TICK"]])
+        seen = []
+
+        async def on_progress(progress, total, message):
+            if message and message.startswith("tick"):
+                seen.append((time.time(), message))
+
+        def report(result, version):
+            first_written = float(seen[0][1].split()[2])
+            print(json.dumps({"version": version, "messages": [m for _, m in seen], "text": result.content[0].text,
+                              "latency": seen[0][0] - first_written}))
+        """
+
+    def tick(self) -> str:
+        return self.script("tick.py", """\
+            import sys, time
+            for n in range(3):
+                print("tick %d %.6f" % (n, time.time()), flush=True)
+                time.sleep(1)
+            """)
+
+    def check(self, out, version):
+        # Each line came as a progress message while the command ran, the first within 0.5 s.
+        self.assertEqual(out["version"], version)
+        self.assertEqual([m.split()[:2] for m in out["messages"]], [["tick", "0"], ["tick", "1"], ["tick", "2"]])
+        self.assertEqual(out["text"].splitlines(), out["messages"])
+        self.assertLess(out["latency"], 0.5)
+
+    def test_handshake_era(self):
+        out = self.run_client(self.CLIENT + """
+        async def main():
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    init = await session.initialize()
+                    report(await session.call_tool("tick", {}, progress_callback=on_progress), init.protocol_version)
+        anyio.run(main)
+        """, TICK=self.tick())
+        self.check(out, "2025-11-25")
+
+    def test_2026_era(self):
+        out = self.run_client(self.CLIENT + """
+        async def main():
+            async with mcp.Client(params) as client:
+                report(await client.call_tool("tick", {}, progress_callback=on_progress), client.protocol_version)
+        anyio.run(main)
+        """, TICK=self.tick())
+        self.check(out, "2026-07-28")
+
+
+class OutputFeedTests(ScratchDir):
+    def test_log_lines_rate_and_task_status(self):
+        # At `info`, lines come as log notifications, at most one per FEED_INTERVAL however fast they are
+        # written, each with the latest FEED_LINES lines clipped; a task's statusMessage shows the last line.
+        fast = self.script("fast.py", """\
+            import sys, time
+            for n in range(2000):
+                print("line %d %s" % (n, "z" * 500), flush=True)
+            print("waiting", flush=True)
+            time.sleep(float(sys.argv[1]))
+            """)
+        with McpProcess("--name", "fast", PY, fast, "{seconds}") as server:
+            server.initialize()
+            server.request("logging/setLevel", {"level": "info"})
+            started = time.monotonic()
+            server.call("fast", {"seconds": "0"})
+            elapsed = time.monotonic() - started
+            logs = [n["params"] for n in server.notifications_of("notifications/message") if n["params"]["logger"] == "fast"]
+            self.assertLessEqual(len(logs), elapsed / mcpstudio.FEED_INTERVAL + 2)
+            self.assertTrue(all(len(line) <= mcpstudio.FEED_LINE for entry in logs for line in entry["data"].split("\n")))
+            self.assertTrue(all(entry["data"].count("\n") < mcpstudio.FEED_LINES for entry in logs))
+            self.assertTrue(all(re.match(r"line \d+ z+\.\.\.$|waiting$", line) for entry in logs
+                                for line in entry["data"].split("\n")), logs[:3])
+            task = server.request("tools/call", {"name": "fast", "arguments": {"seconds": "30"}, "task": {"ttl": 60000}})
+            task_id = task["result"]["task"]["taskId"]
+            self.assertTrue(wait_until(lambda: server.request("tasks/get", {"taskId": task_id})["result"].get(
+                "statusMessage") == "waiting"), server.context())
+            server.request("tasks/cancel", {"taskId": task_id})
+
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
 
