@@ -3057,10 +3057,8 @@ class OutputStore:
     resources = True
     dynamic = False
 
-    def __init__(self, count: int = OUTPUT_KEEP_COUNT, size: int = OUTPUT_KEEP_BYTES):
+    def __init__(self):
         self.kept = collections.OrderedDict()  # id -> (owner, expires, bytes), oldest first
-        self.count = count
-        self.size = size
         self.events = None
 
     def start(self):
@@ -3085,7 +3083,7 @@ class OutputStore:
         key = secrets.token_hex(16)
         self.kept[key] = (owner, now + OUTPUT_KEEP_SECONDS, data)
         total = sum(len(entry[2]) for entry in self.kept.values())
-        while len(self.kept) > 1 and (len(self.kept) > self.count or total > self.size
+        while len(self.kept) > 1 and (len(self.kept) > OUTPUT_KEEP_COUNT or total > OUTPUT_KEEP_BYTES
                                       or next(iter(self.kept.values()))[1] <= now):
             total -= len(self.kept.popitem(last=False)[1][2])
         return OUTPUT_URI + key
@@ -3099,7 +3097,7 @@ class OutputStore:
         if entry is None or entry[0] is not _output_owner(ctx) or entry[1] <= time.monotonic():
             raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept %d s, the last %d at most, "
                            "for the session that made them; call the tool again)"
-                           % (uri, OUTPUT_KEEP_SECONDS, self.count), {"uri": uri})
+                           % (uri, OUTPUT_KEEP_SECONDS, OUTPUT_KEEP_COUNT), {"uri": uri})
         try:
             data = output_slice(entry[2], query)
         except ValueError as exc:
