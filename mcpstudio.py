@@ -2700,7 +2700,8 @@ class OutputFeed:
     def __init__(self, ctx: CallContext, label: str, logger: str, streams=(1, 2)):
         self.ctx = ctx
         self.logger = logger
-        self.streams = streams if ctx.progress_token is not None or ctx.running is not None or ctx.wants("info") else ()
+        self.logs = (ctx.modern or ctx.session.level_chosen) and ctx.wants("info")  # 2026-07-28: a level in `_meta`
+        self.streams = streams if ctx.progress_token is not None or ctx.running is not None or self.logs else ()
         self.partial = {}  # fd -> the end of a line not ended yet
         self.lines = collections.deque(maxlen=FEED_LINES)
         self.started = time.monotonic()
@@ -2726,7 +2727,8 @@ class OutputFeed:
         text = "\n".join(self.lines)
         self.lines.clear()
         self.ctx.progress(round(self.sent - self.started, 3), message=text)
-        self.ctx.log("info", text, self.logger)
+        if self.logs:
+            self.ctx.log("info", text, self.logger)
         if self.ctx.running is not None:
             self.ctx.running.message = text.rpartition("\n")[2]
 
@@ -2756,6 +2758,7 @@ class Session:
         self.client_capabilities = {}  # what the client declared in `initialize`
         self.protocol_version = None   # what `initialize` agreed
         self.log_level = "info"
+        self.level_chosen = False  # whether the client sent logging/setLevel (then a command's lines are logged too)
         self.closed = False
 
     # -- incoming ---------------------------------------------------------------
@@ -5052,7 +5055,7 @@ class Server:
         level = params.get("level")
         if level not in LOG_LEVELS:
             raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
-        ctx.session.log_level = level
+        ctx.session.log_level, ctx.session.level_chosen = level, True
         for source in self.catalog.sources:
             if hasattr(source, "set_level"):
                 source.set_level(level, ctx.session)
