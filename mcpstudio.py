@@ -2705,7 +2705,7 @@ class OutputFeed:
         self.partial = {}  # fd -> the end of a line not ended yet
         self.lines = collections.deque(maxlen=FEED_LINES)
         self.started = time.monotonic()
-        self.sent = self.started - FEED_INTERVAL
+        self.sent = 0.0
         self.timer = None
         self.heartbeat = asyncio.ensure_future(ctx.heartbeat(label)) if ctx.progress_token is not None else None
 
@@ -2718,8 +2718,7 @@ class OutputFeed:
         for piece in pieces[-FEED_LINES:]:
             self.lines.append(_clip(piece.rstrip(b"\r").decode("utf-8", "replace"), FEED_LINE))
         if pieces and self.timer is None:
-            self.timer = asyncio.get_running_loop().call_later(max(self.sent + FEED_INTERVAL - time.monotonic(), 0),
-                                                               self.send)
+            self.timer = asyncio.get_running_loop().call_later(self.sent + FEED_INTERVAL - time.monotonic(), self.send)
 
     def send(self):
         self.timer = None
@@ -3025,25 +3024,21 @@ def fit_text(text: str, budget: int, uri: str) -> str:
     head, middle = text[:head_end], text[head_end:tail_start]
     first = head.count("\n") + 1
     last = first + middle.count("\n") - middle.endswith("\n")
-    start = len(head.encode("utf-8"))
-    size = len(middle.encode("utf-8"))
-    return ("%s%s[... %d lines (%d bytes) left out here: read them with resources/read %s?lines=%d-%d "
-            "(or ?bytes=%d-%d); the whole output is %s ...]\n%s" % (
-                head, "" if head.endswith("\n") else "\n", last - first + 1, size, uri, first, last,
-                start, start + size - 1, uri, text[tail_start:]))
+    return ("%s%s[... %d lines (%d bytes) left out here: read them with resources/read %s?lines=%d-%d; "
+            "the whole output is %s ...]\n%s" % (
+                head, "" if head.endswith("\n") else "\n", last - first + 1, len(middle.encode("utf-8")), uri,
+                first, last, uri, text[tail_start:]))
 
 
 def output_slice(data: bytes, query: str) -> bytes:
-    """The part of a kept output that its URI's query names: `lines=FROM-TO` (numbered from 1) or
-    `bytes=FROM-TO` (offsets from 0), both ends included, either one left out for the start or end."""
+    """The lines of a kept output that its URI's query names: `lines=FROM-TO` (numbered from 1, both
+    included, either one left out for the start or the end)."""
     if not query:
         return data
-    match = re.fullmatch(r"(lines|bytes)=([0-9]*)-([0-9]*)", query)
+    match = re.fullmatch(r"lines=([0-9]*)-([0-9]*)", query)
     if match is None:
-        raise ValueError("expected ?lines=FROM-TO or ?bytes=FROM-TO (numbers; either may be left out), not ?%s" % query)
-    unit, first, last = match.groups()
-    if unit == "bytes":
-        return data[int(first or 0):int(last) + 1 if last else len(data)]
+        raise ValueError("expected ?lines=FROM-TO (line numbers from 1; either may be left out), not ?%s" % query)
+    first, last = match.groups()
     starts = [0] + [found.end() for found in re.finditer(b"\n", data)]
     index = max(int(first or 1), 1) - 1
     begin = starts[index] if index < len(starts) else len(data)
@@ -3062,13 +3057,12 @@ class OutputStore:
 
     def __init__(self):
         self.kept = collections.OrderedDict()  # id -> (owner, expires, bytes), oldest first
-        self.events = None
 
     def start(self):
         pass
 
     async def close(self):
-        self.kept.clear()
+        pass
 
     async def list_tools(self) -> list:
         return []
@@ -3081,9 +3075,8 @@ class OutputStore:
 
     def keep(self, data: bytes, owner) -> str:
         """Keep `data` for `owner` (oldest outputs forgotten past the bounds); return its URI."""
-        import secrets
         now = time.monotonic()
-        key = secrets.token_hex(16)
+        key = os.urandom(16).hex()
         self.kept[key] = (owner, now + OUTPUT_KEEP_SECONDS, data)
         total = sum(len(entry[2]) for entry in self.kept.values())
         while len(self.kept) > 1 and (len(self.kept) > OUTPUT_KEEP_COUNT or total > OUTPUT_KEEP_BYTES
@@ -3092,29 +3085,19 @@ class OutputStore:
         return OUTPUT_URI + key
 
     async def read_resource(self, uri: str, ctx):
-        """A kept output, or the part of it that the URI's query names; None for other URIs."""
+        """A kept output (only text is kept), or the lines the URI's query names; None for other URIs."""
         if not uri.startswith(OUTPUT_URI):
             return None
         key, _, query = uri[len(OUTPUT_URI):].partition("?")
         entry = self.kept.get(key)
-        if entry is None or entry[0] is not _output_owner(ctx) or entry[1] <= time.monotonic():
-            raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept %d s, the last %d at most, "
-                           "for the session that made them; call the tool again)"
-                           % (uri, OUTPUT_KEEP_SECONDS, OUTPUT_KEEP_COUNT), {"uri": uri})
+        if entry is None or entry[0] is not (None if ctx.modern else ctx.session) or entry[1] <= time.monotonic():
+            raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept an hour, the last 100 at most, "
+                           "for the session that made them; call the tool again)" % uri)
         try:
             data = output_slice(entry[2], query)
         except ValueError as exc:
             raise McpError(INVALID_PARAMS, "Invalid params: %s: %s" % (uri, exc)) from None
-        text = _as_text(data, False)
-        if text is not None:
-            return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}
-        import base64
-        return {"contents": [{"uri": uri, "mimeType": "application/octet-stream",
-                              "blob": base64.b64encode(data).decode("ascii")}]}
-
-
-def _output_owner(ctx):
-    return None if ctx.modern else ctx.session
+        return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": data.decode("utf-8", "replace")}]}
 
 
 class OutputBudget:
@@ -3123,14 +3106,9 @@ class OutputBudget:
 
     def __init__(self, store: OutputStore, ctx, chars: int):
         self.store = store
-        self.owner = _output_owner(ctx)
+        self.owner = None if ctx.modern else ctx.session  # 2026-07-28 has no sessions
         self.chars = chars
         self.links = []
-        self.linking = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # older: no resource_link
-
-    def failed(self):
-        """An error result: Claude Code cuts those past about 11,000 characters, so it stays below."""
-        self.chars = min(self.chars, ERROR_MAX_TEXT)
 
     def fit(self, data: bytes, text: str, share: float = 1.0) -> str:
         """`text` (decoded from `data`) within `share` of the room left."""
@@ -3138,12 +3116,43 @@ class OutputBudget:
         if len(text) > limit:
             uri = self.store.keep(data, self.owner)
             text = fit_text(text, limit, uri)
-            if self.linking:
-                self.links.append({"type": "resource_link", "uri": uri, "name": uri[len(OUTPUT_URI):],
-                                   "mimeType": "text/plain", "size": len(data),
-                                   "description": "the whole output (%d bytes) of which the result shows a part" % len(data)})
+            self.links.append({"type": "resource_link", "uri": uri, "name": "output", "mimeType": "text/plain",
+                               "size": len(data), "description": "the whole output, of which the result shows a part"})
         self.chars = max(self.chars - len(text), 0)
         return text
+
+
+def write_file_argument(key: str, value: str, folder: str, limit: int) -> str:
+    """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
+    its own in `folder` (no two files meet, whatever their names); its path."""
+    import base64
+    match = re.fullmatch(r"data:[^,;]*(?:;(?!name=)[^,;]*)*(?:;name=([^,;]*))?[^,]*;base64,(.*)", value, re.S)
+    try:
+        data = base64.b64decode(match.group(2), validate=True)
+    except (AttributeError, ValueError):  # not a data: URI; not base64
+        raise ToolError("`%s` is a file: give it as a data: URI (data:image/png;name=a.png;base64,iVBOR...), not %s"
+                        % (key, json.dumps(_clip(value, 40)))) from None
+    if len(data) > limit:
+        raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, len(data), limit))
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).lstrip(".")
+    path = os.path.join(folder, key, name or key)
+    os.mkdir(os.path.dirname(path))
+    with open(path, "xb") as f:
+        f.write(data)
+    return path
+
+
+def file_content(name: str, data: bytes, uri: str, budget: OutputBudget) -> dict:
+    """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
+    import base64
+    mime = _image_type(data) or _file_mime(name)
+    encoded = base64.b64encode(data).decode("ascii")
+    text = _as_text(data, False)
+    if mime.startswith(("image/", "audio/")):
+        return {"type": mime.split("/")[0], "data": encoded, "mimeType": mime}
+    if text is not None:
+        return {"type": "text", "text": budget.fit(data, text)}
+    return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": encoded}}
 
 
 def _signal_name(number: int) -> str:
@@ -3176,7 +3185,7 @@ def describe_failure(result: ProcessResult, timeout, subject: str | None = None,
     return None
 
 
-def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,), budget: OutputBudget | None = None) -> dict:
+def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,), budget=None) -> dict:
     """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
     broken = cut_binary(result.stdout, result.stdout_cut)
@@ -3184,7 +3193,7 @@ def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,), budge
     if failure:
         content.append({"type": "text", "text": failure})
         if budget is not None:
-            budget.failed()
+            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
     stderr = result.stderr.decode("utf-8", "replace")
     if budget is not None:
         stderr = budget.fit(result.stderr, stderr, 0.25)
@@ -3241,7 +3250,7 @@ class RunSettings:
 
     def budget(self, ctx: CallContext):
         """This call's OutputBudget, or None without a store."""
-        return OutputBudget(self.outputs, ctx, self.max_text) if self.outputs is not None else None
+        return OutputBudget(self.outputs, ctx, self.max_text) if self.outputs else None
 
     def derive(self, **overrides) -> RunSettings:
         """A copy with some settings changed, sharing the same concurrency cap."""
@@ -3263,7 +3272,7 @@ class CommandTool:
     def __init__(self, name: str, template: Template, runner: ProcessRunner, settings: RunSettings,
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
                  schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
-                 within=None, output_format: str = "text", ok_exit=(0,), asked=None):
+                 within=None, output_format: str = "text", ok_exit=(0,), asked=None, files=(), output_folder=None):
         self.name = name
         self.template = template
         self.runner = runner
@@ -3279,6 +3288,8 @@ class CommandTool:
         self.output_format = output_format
         self.ok_exit = tuple(ok_exit)
         self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
+        self.files = files  # parameters given as files (data: URIs), passed to the command as paths
+        self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
 
     def question(self, arguments: dict):
         """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
@@ -3329,6 +3340,37 @@ class CommandTool:
         problems = validate(arguments, self.schema)
         if problems:
             return tool_error(_argument_help(self.name, problems, self.schema))
+        if self.files or self.output_folder:
+            import shutil
+            import tempfile
+            folder = tempfile.mkdtemp(prefix="mcpstudio-")  # private (0700); gone after the call
+            try:
+                return await self.files_call(arguments, ctx, folder)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        return await self.run(arguments, ctx)
+
+    async def files_call(self, arguments: dict, ctx: CallContext, folder: str) -> dict:
+        """A call with files in or out, in `folder`: files written before the run, files read after it."""
+        try:
+            arguments = dict(arguments, **{key: write_file_argument(key, arguments[key], folder, self.settings.max_output)
+                                           for key in self.files if key in arguments})
+        except ToolError as exc:
+            return tool_error(str(exc))
+        if self.output_folder:
+            out = arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
+            os.mkdir(out)
+        result = await self.run(arguments, ctx)
+        budget = self.settings.budget(ctx)
+        for name in sorted(os.listdir(out) if self.output_folder else []):
+            path = os.path.join(out, name)
+            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) <= self.settings.max_output:
+                with open(path, "rb") as f:
+                    result["content"].append(file_content(name, f.read(), "mcpstudio://%s/%s" % (self.name, name), budget))
+        return result
+
+    async def run(self, arguments: dict, ctx: CallContext) -> dict:
+        """Render validated `arguments` to argv, run it, and return the CallToolResult."""
         try:
             if self.within:
                 arguments = self.confined(arguments)
@@ -3950,7 +3992,7 @@ class ScriptDirectory:
                 task.cancel()
 
 
-def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout, budget: OutputBudget | None = None) -> dict:
+def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout, budget=None) -> dict:
     """A CallToolResult for a script run, following the mcpd exit-code table; its text output within `budget`."""
     block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
     if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
@@ -3963,7 +4005,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout, 
             pass
     if budget is not None and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
         if not result.ok:
-            budget.failed()
+            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
         block = dict(block, text=budget.fit(result.stdout, block["text"]))
     links = budget.links if budget is not None else []
     if result.ok:
@@ -5254,14 +5296,14 @@ _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "
                      "mcp_oauth_credentials_store", "mcp_oauth_callback_port")
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
-              "output_format", "ok_exit_codes", "taskSupport", "max_text")
+              "output_format", "ok_exit_codes", "taskSupport", "max_text", "output_folder")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
                   "working_directory", "environment", "within")
 _SCRIPTS_KEYS = ("path", "include", "exclude")
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
-_PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array")
+_PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array", "file")
 _ENV_REFERENCE = re.compile(
     r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
 
@@ -5437,7 +5479,7 @@ class ConfigLoader:
                                max_output=base.max_output, max_concurrency=base.max_concurrency,
                                allow_dash_values=base.allow_dash_values,
                                task_support=self.task_support(data, "", base.task_support),
-                               max_text=self.max_text(data, "") or base.max_text, outputs=base.outputs)
+                               max_text=self.get(data, "max_text", int, "", base.max_text), outputs=base.outputs)
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
             tool = self.tool(spec, "tools[%d]" % index, runner, settings)
@@ -5536,10 +5578,16 @@ class ConfigLoader:
             schema, defaults, asked = self.parameters(spec["parameters"], _join(where, "parameters"))
         else:
             schema, defaults, asked = template.input_schema(), {}, {}
+        output_folder = self.get(spec, "output_folder", str, where)
+        if output_folder:  # a field of the template, not a parameter
+            schema["properties"][output_folder] = {"type": "string"}
         for part, used in ((key, template), ("stdin", stdin)):
             if used is not None:
                 self.bind(used, schema["properties"], _join(where, part),
                           "parameter" if "parameters" in spec else "field")
+        if output_folder:
+            del schema["properties"][output_folder]
+            schema["required"] = [name for name in schema.get("required", []) if name != output_folder]
         within = self.within(spec, where, schema["properties"])
         overrides = self.run_overrides(spec, where, settings)
         if "allow_dash_values" in spec:
@@ -5558,7 +5606,8 @@ class ConfigLoader:
                            description=self.get(spec, "description", str, where),
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
-                           output_format=output_format, ok_exit=ok_exit, asked=asked)
+                           output_format=output_format, ok_exit=ok_exit, asked=asked, output_folder=output_folder,
+                           files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
 
     def within(self, spec: dict, where: str, properties: dict) -> dict:
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -5586,13 +5635,6 @@ class ConfigLoader:
             raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
         return value
 
-    def max_text(self, obj: dict, where: str):
-        """obj["max_text"]: the characters of output a result shows, or None when it is not given."""
-        value = self.get(obj, "max_text", int, where)
-        if value is not None and value < 100:
-            raise self.error(_join(where, "max_text"), "expected a whole number of characters, 100 or more")
-        return value
-
     def task_support(self, obj: dict, where: str, default: str) -> str:
         """obj["taskSupport"]: how its tools run as MCP tasks."""
         value = self.get(obj, "taskSupport", str, where, default)
@@ -5609,7 +5651,7 @@ class ConfigLoader:
         if "timeout" in spec:
             overrides["timeout"] = self.timeout(spec, where)
         if "max_text" in spec:
-            overrides["max_text"] = self.max_text(spec, where)
+            overrides["max_text"] = self.get(spec, "max_text", int, where)
         if "working_directory" in spec:
             overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
                                                 _join(where, "working_directory"))
@@ -5677,6 +5719,9 @@ class ConfigLoader:
                 asked[name] = ask if isinstance(ask, str) else prop.get("description", name)
             elif self.get(spec, "required", bool, here, "default" not in spec):
                 required.append(name)
+            if kind == "file":  # the client gives the file itself; the command gets its path
+                prop.update(type="string", description="%s: a file, as data:<type>;name=<file name>;base64,<data>"
+                            % prop.get("description", name))
             properties[name] = prop
         schema = {"type": "object", "properties": properties, "additionalProperties": False}
         if required:

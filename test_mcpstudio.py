@@ -13,6 +13,8 @@ installs them and points MCPSTUDIO_SDK_PYTHON / MCPSTUDIO_INSPECTOR at them.
 import collections
 import contextlib
 import asyncio
+import base64
+import hashlib
 import io
 import json
 import os
@@ -2078,6 +2080,8 @@ class ScriptModeTests(ScratchDir):
             self.assertEqual([c["text"] for c in result["content"]], ["done\n", "[stderr]\nplain line"])
             logs = [(n["params"]["level"], n["params"]["data"]) for n in server.notifications_of("notifications/message")
                     if n["params"].get("logger") == "chatty"]
+            self.assertIn(("info", "done"), logs)  # stdout lines too, as they come (OutputFeed), from another pipe
+            logs.remove(("info", "done"))
             self.assertEqual(logs, [("debug", "t"), ("debug", "d"), ("info", "i"), ("warning", "w"),
                                     ("warning", "w2"), ("error", "e")])
 
@@ -8935,14 +8939,13 @@ class OutputFitTests(unittest.TestCase):
         self.assertTrue(one_line.endswith("]\n" + "x" * 50))
 
     def test_output_slice_table(self):
-        # ?lines= numbers lines from 1, ?bytes= offsets from 0; both ends included, either may be left out.
+        # ?lines= numbers lines from 1; both ends included, either may be left out.
         data = b"a\nbb\nccc\nd"
         for query, expected in (("", data), ("lines=2-3", b"bb\nccc\n"), ("lines=3-", b"ccc\nd"),
                                 ("lines=-1", b"a\n"), ("lines=4-9", b"d"), ("lines=9-", b""), ("lines=0-1", b"a\n"),
-                                ("bytes=0-1", b"a\n"), ("bytes=5-", b"ccc\nd"), ("bytes=-2", b"a\nb"),
-                                ("bytes=99-", b"")):
+                                ("lines=-", data), ("lines=3-2", b"")):
             self.assertEqual(mcpstudio.output_slice(data, query), expected, query)
-        for query in ("lines=a-b", "x=1", "lines=1-2&bytes=1-2"):
+        for query in ("lines=a-b", "x=1", "bytes=0-1", "lines=1-2&x=1"):
             with self.assertRaises(ValueError):
                 mcpstudio.output_slice(data, query)
 
@@ -8983,8 +8986,8 @@ class OutputBudgetTests(ScratchDir):
             part = re.search(r"\?lines=(\d+)-(\d+)", note)
             read = server.request("resources/read", {"uri": link["uri"] + part.group()})["result"]["contents"]
             self.assertEqual(read[0]["text"].encode(), whole[len(head.encode()):len(whole) - len(note.split("]\n", 1)[1])])
-            read = server.request("resources/read", {"uri": link["uri"] + "?bytes=100-149"})["result"]["contents"]
-            self.assertEqual(read[0]["text"], "000002 " + "y" * 42 + "\n")
+            read = server.request("resources/read", {"uri": link["uri"] + "?lines=3-4"})["result"]["contents"]
+            self.assertEqual(read[0]["text"], "000002 " + "y" * 42 + "\n000003 " + "y" * 42 + "\n")
 
     def test_private_and_bounded(self):
         # A kept output is read only by the session that made it; a budget comes from the flag, the
@@ -9115,6 +9118,69 @@ class OutputFeedTests(ScratchDir):
             self.assertTrue(wait_until(lambda: server.request("tasks/get", {"taskId": task_id})["result"].get(
                 "statusMessage") == "waiting"), server.context())
             server.request("tasks/cancel", {"taskId": task_id})
+
+class FileArgumentTests(ScratchDir):
+    def test_write_file_argument_table(self):
+        # A data: URI becomes a file in the folder, named by its `;name=` (made safe) or the parameter.
+        png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+        encoded = base64.b64encode(png).decode()
+        for value, name in (("data:image/png;name=cat.png;base64," + encoded, "cat.png"),
+                            ("data:image/png;base64," + encoded, "picture"),
+                            ("data:;name=../../etc/passwd;base64," + encoded, "passwd"),
+                            ("data:image/png;name=..;base64," + encoded, "picture"),
+                            ("data:application/octet-stream;name=a%20b$c;base64," + encoded, "a_20b_c")):
+            folder = tempfile.mkdtemp(dir=self.dir)
+            path = mcpstudio.write_file_argument("picture", value, folder, 1000)
+            self.assertEqual(path, os.path.join(folder, "picture", name), value[:40])
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), png)
+        for value, problem in (("nope", "data: URI"), ("data:image/png;base64,@@@", "data: URI"),
+                               ("data:text/plain,hello", "data: URI"), ("data:;base64," + encoded, "more than the 100")):
+            with self.assertRaisesRegex(mcpstudio.ToolError, problem):
+                mcpstudio.write_file_argument("picture", value, self.dir, 100)
+
+    def test_files_in_and_out(self):
+        # A PNG given as a data URI reaches the command as a file with the same bytes, in a private folder
+        # removed after the call; a PNG the command writes into its output folder comes back as image content.
+        png = b"\x89PNG\r\n\x1a\n" + os.urandom(300)
+        digest = self.script("digest.py", """\
+            import hashlib, os, sys
+            folder = os.path.dirname(os.path.dirname(sys.argv[1]))
+            print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest(), sys.argv[1], oct(os.stat(folder).st_mode & 0o777))
+            """)
+        draw = self.script("draw.py", """\
+            import os, sys
+            with open(os.path.join(sys.argv[1], "plot.png"), "wb") as f:
+                f.write(bytes.fromhex(sys.argv[2]))
+            with open(os.path.join(sys.argv[1], "notes.txt"), "w") as f:
+                f.write("drawn\\n")
+            """)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [
+                {"name": "digest", "command_template": "%s %s {image}" % (PY, digest),
+                 "parameters": {"image": {"type": "file", "description": "A picture"}}},
+                {"name": "draw", "command": "%s %s {out} {hex}" % (PY, draw), "output_folder": "out"}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            tools = {t["name"]: t["inputSchema"] for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools["digest"]["properties"]["image"]["type"], "string")
+            self.assertIn("data:", tools["digest"]["properties"]["image"]["description"])
+            self.assertEqual(list(tools["draw"]["properties"]), ["hex"])
+            result = server.call("digest", {"image": "data:image/png;name=in.png;base64," + base64.b64encode(png).decode()})
+            sha, path, mode = result["content"][0]["text"].split()
+            self.assertEqual(sha, hashlib.sha256(png).hexdigest())
+            self.assertEqual((os.path.basename(path), mode), ("in.png", "0o700"))
+            self.assertFalse(os.path.exists(os.path.dirname(os.path.dirname(path))))
+            bad = server.call("digest", {"image": "/etc/passwd"})
+            self.assertTrue(bad["isError"])
+            self.assertIn("`image` is a file", text_of(bad))
+            result = server.call("draw", {"hex": png.hex()})
+            self.assertFalse(result["isError"], result)
+            self.assertIn({"type": "image", "data": base64.b64encode(png).decode(), "mimeType": "image/png"},
+                          result["content"])
+            self.assertIn({"type": "text", "text": "drawn\n"}, result["content"])
+
 
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
