@@ -559,51 +559,93 @@ class Template:
 # interpreter named later on its line (`docker exec c sh -c CODE`) is checked.
 
 # Wrappers: name -> (short options that take a word, long options that take a
-# word, operands before the command, option letters after which the rest of
-# the line is one shell command).
+# word, its other long options, operands before the command (options may
+# follow them too), option letters after which the rest of the line is one
+# shell command). A long option not listed stops the walk: a field after it is
+# refused, since the option might take the next word and the command move.
 _WRAPPERS = {
-    "env": ("uCS", ("--unset", "--chdir", "--split-string"), 0, "S"),
-    "timeout": ("sk", ("--signal", "--kill-after"), 1, ""),
-    "nice": ("n", ("--adjustment",), 0, ""),
-    "nohup": ("", (), 0, ""), "setsid": ("", (), 0, ""), "builtin": ("", (), 0, ""),
-    "command": ("", (), 0, ""), "busybox": ("", (), 0, ""), "exec": ("a", (), 0, ""),
-    "time": ("fo", ("--format", "--output"), 0, ""),
-    "stdbuf": ("ioe", ("--input", "--output", "--error"), 0, ""),
+    "env": ("uCSa", ("--unset", "--chdir", "--split-string", "--argv0"),
+            ("--ignore-environment", "--null", "--debug"), 0, "S"),
+    "timeout": ("sk", ("--signal", "--kill-after"), ("--preserve-status", "--foreground", "--verbose"), 1, ""),
+    "nice": ("n", ("--adjustment",), (), 0, ""),
+    "nohup": ("", (), (), 0, ""), "setsid": ("", (), (), 0, ""),
+    "builtin": ("", (), (), 0, ""), "command": ("", (), (), 0, ""), "busybox": ("", (), (), 0, ""),
+    "exec": ("a", (), (), 0, ""),
+    "time": ("fo", ("--format", "--output"), (), 0, ""),
+    "stdbuf": ("ioe", ("--input", "--output", "--error"), (), 0, ""),
     "sudo": ("ugChDprtTU", ("--user", "--group", "--close-from", "--host", "--chdir", "--prompt", "--role",
-                            "--type", "--command-timeout", "--other-user", "--chroot"), 0, "si"),
-    "doas": ("uC", (), 0, "s"),
+                            "--type", "--command-timeout", "--other-user", "--chroot"),
+             ("--shell", "--login", "--set-home", "--non-interactive", "--preserve-env", "--stdin"), 0, "si"),
+    "doas": ("uC", (), (), 0, "s"),
     "xargs": ("adEILnPs", ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars",
-                           "--process-slot-var"), 0, ""),
-    "chroot": ("", ("--userspec", "--groups"), 1, ""),
-    "ionice": ("cnp", ("--class", "--classdata", "--pid"), 0, ""),
+                           "--process-slot-var"),
+              ("--null", "--verbose", "--exit", "--no-run-if-empty"), 0, ""),
+    "chroot": ("", ("--userspec", "--groups"), (), 1, ""),
+    "ionice": ("cnp", ("--class", "--classdata", "--pid"), (), 0, ""),
+    "flock": ("cwE", ("--command", "--timeout", "--wait", "--conflict-exit-code"),
+              ("--shared", "--exclusive", "--nonblock", "--close"), 1, "c"),
+    "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
+    "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--quiet",), 1, "c"),
 }
 # Programs that join all their arguments into one shell command (ssh: after the
 # host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
-_JOINERS = ("eval", "watch", "parallel", "su", "runuser", "cmd", "powershell", "ssh")
-_EVALUATORS = ("let", "declare", "typeset", "local", "export", "readonly")
+# bash's trap, alias, bind -x, complete -C, fc and enable -f run their words too; bash (the
+# `sh` of macOS) evaluates a[$(cmd)] wherever it takes a variable name (read, printf -v).
+_JOINERS = ("watch", "parallel", "su", "runuser", "cmd", "powershell", "ssh")
+_BUILTINS = ("eval", "trap", "alias", "bind", "complete", "compgen", "fc", "enable", "hash")
+_EVALUATORS = ("let", "declare", "typeset", "local", "export", "readonly", "read", "mapfile", "readarray",
+               "getopts", "unset")
 _SSH_TAKES = "BbcDEeFIiJLlmOopQRSWw"
-_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh", "fish")
+_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh", "fish", "rbash", "tcsh", "csh",
+           "nu", "xonsh", "elvish")
 # Interpreters: name -> (letters whose word is code, letters whose word is the
 # program (no script operand follows), letters whose word is a module it
 # loads, other letters that take a word, then the same for long options, and
-# whether the first operand is program text rather than a script file).
+# whether the first operand is program text rather than a script file, or
+# None when operands are data but for NAME=value definitions, as in make).
 _INTERPRETERS = {
     "python": ("c", "m", "", "WX", (), (), (), ("--check-hash-based-pycs",), False),
     "node": ("ep", "", "r", "C", ("--eval", "--print"), (), ("--require", "--import", "--loader",
-                                                              "--experimental-loader"),
+                                                              "--experimental-loader", "--env-file"),
              ("--conditions", "--title", "--input-type"), False),
-    "ruby": ("e", "", "r", "ICE", (), (), (), ("--encoding",), False),
-    "perl": ("eE", "", "Mm", "I", (), (), (), (), False),
-    "php": ("rBRE", "fF", "", "dcztS", (), (), (), (), False),
+    "ruby": ("e", "", "rI", "CE", (), (), (), ("--encoding",), False),
+    "perl": ("eE", "", "MmI", "", (), (), (), (), False),
+    "php": ("rBREd", "fF", "cz", "tS", (), (), (), (), False),
+    "r": ("e", "f", "", "", (), ("--file",), (), (), False),
+    "julia": ("eE", "", "L", "", ("--eval", "--print"), (), ("--load",), (), False),
+    "expect": ("c", "f", "", "", (), (), (), (), False),
     "lua": ("e", "", "l", "", (), (), (), (), False),
     "osascript": ("e", "", "", "", (), (), (), (), False),
-    "awk": ("e", "fE", "il", "vF", ("--source",), ("--file", "--exec"), ("--include", "--load"),
+    "awk": ("e", "fE", "il", "vFW", ("--source",), ("--file", "--exec"), ("--include", "--load"),
             ("--assign", "--field-separator"), True),
     "sed": ("e", "f", "", "l", ("--expression",), ("--file",), (), ("--line-length",), True),
     "jq": ("", "f", "L", "", (), ("--from-file",), (), ("--indent",), True),
+    "make": ("E", "fC", "", "IoW", ("--eval",), ("--file", "--makefile", "--directory"), (), ("--include-dir",
+             "--old-file", "--assume-old", "--what-if", "--new-file", "--assume-new"), None),
+}
+# Other programs: options whose word is a command or code they run, or a file
+# they run, read options from or write (`+` is the vi family's +COMMAND).
+_RUNS = {
+    "git": ("--config-env", "--exec-path", "--upload-pack", "--receive-pack", "--exec", "--extcmd", "--config",
+            "--template", "--output", "--open-files-in-pager"),
+    "find": ("-fprint", "-fprint0", "-fprintf", "-fls"),
+    "tar": ("--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
+            "--new-volume-script", "-F", "--rsh-command", "--rmt-command"),
+    "zip": ("-TT", "--unzip-command"),
+    "curl": ("-K", "--config", "-o", "--output", "-T", "--upload-file"),
+    "wget": ("-O", "--output-document", "-e", "--execute", "--config", "-o", "-a"),
+    "rsync": ("-e", "--rsh", "--rsync-path"),
+    "scp": ("-o", "-F", "-S"), "sftp": ("-o", "-F", "-S", "-b"),
+    "psql": ("-c", "--command", "-f", "--file"), "mysql": ("-e", "--execute"),  # \! runs a command
+    "gdb": ("-ex", "--eval-command", "-iex", "-x", "--command", "-ix"),
+    "vi": ("+", "-c", "--cmd", "-S", "-u", "-U", "-i", "-w", "-W"),
+    "sqlite": ("-cmd", "-init"),
+    "emacs": ("--eval", "-l", "--load", "--script"),
+    "printf": ("-v",), "test": ("-v",), "[": ("-v",),  # bash evaluates a[$(cmd)] in the name they take
 }
 _PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
                   "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "gsed": "sed", "pwsh": "powershell",
+                  "ipython": "python", "gmake": "make", "rscript": "r",
                   "source": "source", ".": "source"}
 _JQ_PAIRS = ("--arg", "--argjson", "--slurpfile", "--rawfile")  # jq options that take two words
 _SHELL_RESERVED = ("!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time")
@@ -617,6 +659,8 @@ def _program(text: str) -> str:
         return _PROGRAM_NAMES[name]
     if name in _WRAPPERS or name in _INTERPRETERS or name in _SHELLS:
         return name
+    if re.fullmatch(r"[nrge]?(vim?|view)|vimdiff|ex|ed", name):
+        return "vi"
     name = re.sub(r"[0-9.]+$", "", name)
     return _PROGRAM_NAMES.get(name, name)
 
@@ -635,7 +679,13 @@ def _has_field(word: list) -> bool:
     return any(not isinstance(p, str) for p in word)
 
 
-_STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")  # a program file that is really stdin
+_STDIN_NAME = re.compile(r"-|/dev/stdin|/dev/fd/0|/proc/[^/]+/fd/0")  # a program file that is really stdin
+
+
+def _long_option(name: str, known) -> str:
+    """`name` as getopt_long reads it: the known option it spells out or is the only one to begin, else itself."""
+    matches = [option for option in known if option.startswith(name)]
+    return name if name in known or len(matches) != 1 else matches[0]
 
 
 class _CodeCheck:
@@ -651,9 +701,7 @@ class _CodeCheck:
     def _refuse(self, index: int, text: str):
         if self.problem is None and index < len(self.words) and _has_field(self.words[index]):
             word = self.words[index]
-            piece = next(p for p in word if not isinstance(p, str))
-            name = piece.name if isinstance(piece, Field) else piece.fields[0].name
-            self.problem = text % {"name": name, "word": "".join(_piece_text(p) for p in word)}
+            self.problem = text % {"name": _first_field(word), "word": "".join(_piece_text(p) for p in word)}
 
     def _code(self, index: int, program: str, note: str = ""):
         self._refuse(index, "`%(name)s` stands inside code that " + program.replace("%", "%%") + " runs"
@@ -669,10 +717,12 @@ class _CodeCheck:
                      "arguments or through stdin")
 
     def _options(self, index: int, takes: str, long_takes=(), on_letter=None, on_long=None, pairs=(),
-                 program: str = "") -> int:
+                 program: str = "", long_flags=None) -> int:
         """Skip `program`'s options from `index` and return the index of the first operand.
-        `on_letter(letter, index of its word)` and `on_long(name, index of its word)` see each one.
-        A field that would supply option letters or an option's name (`-{x}`, `--{x}`) is refused."""
+        `on_letter(letter, index of its word)` and `on_long(name, index of its word)` see each one;
+        a long option may be abbreviated (--sp is --split-string). A field that would supply option
+        letters or an option's name (`-{x}`, `--{x}`) is refused, and so is any field after a long
+        option not in `long_takes` or `long_flags` (when given) that may take the next word."""
         words = self.words
         while index < len(words) and self.problem is None:
             text, field = _lead_text(words[index]), _has_field(words[index])
@@ -684,7 +734,13 @@ class _CodeCheck:
                 self._among_options(index, program)
                 return len(words)
             if text.startswith("--"):
-                name = text.split("=", 1)[0]
+                name = _long_option(text.split("=", 1)[0], long_takes + pairs + (long_flags or ()))
+                if long_flags is not None and "=" not in text and name not in long_takes + long_flags:
+                    for i in range(index + 1, len(words)):
+                        self._refuse(i, "`%(name)s` follows `" + name + "`, an option of `" + program + "` that "
+                                     "mcpstudio does not know, so which word it takes, and which is the command, "
+                                     "is unknown (the word `%(word)s`). Write it as " + name + "=VALUE, or leave it out")
+                    return len(words)
                 size = 1 if "=" in text else 3 if name in pairs else 2 if name in long_takes else 1
                 if on_long is not None:
                     on_long(name, index if size == 1 else index + size - 1)
@@ -707,12 +763,13 @@ class _CodeCheck:
         """Whether the value of `option` (in word `index`, attached or the whole word) names stdin."""
         if index >= len(self.words) or _has_field(self.words[index]):
             return False
+        import posixpath
         text = _lead_text(self.words[index])
         if text.startswith("--") and "=" in text:
             text = text.split("=", 1)[1]
         elif option and text.startswith("-") and len(text) > 1 and option.lstrip("-") in text[1:]:
             text = text[1:].split(option.lstrip("-"), 1)[1] or text  # -f- ; a bare -f has its value next
-        return text in _STDIN_NAMES
+        return bool(_STDIN_NAME.fullmatch(posixpath.normpath(re.sub("/+", "/", text))))  # /dev/./stdin, /dev/fd//0
 
     def _reads_stdin(self, program: str):
         self.stdin_code = self.stdin_code or "`%s` reads the program it runs from stdin" % program
@@ -726,17 +783,48 @@ class _CodeCheck:
         for i in range(index, len(self.words)):
             self._code(i, program, note)
 
+    def _runs(self, index: int, program: str, spellings):
+        """Refuse a field as the word of an option in `spellings` (`tar --to-command=CMD`, `wget -O FILE`),
+        anywhere on the line: attached, bundled (`curl -sSLo FILE`), abbreviated or as the next word."""
+        for i in range(index, len(self.words)):
+            text = _lead_text(self.words[i])
+            name = text.split("=", 1)[0]
+            for option in spellings:
+                bundled = len(option) == 2 and name[:1] == "-" != name[1:2] and option[1] in name
+                if name == option or bundled or name[:1] == option == "+" or (
+                        option.startswith("--") and len(name) > 3 and option.startswith(name)):
+                    tail = name[name.index(option[-1]) + 1:] if bundled else name[len(option):]
+                    at = i if "=" in text or tail or _has_field(self.words[i]) else i + 1
+                    self._refuse(at, "`%(name)s` is the word of `" + program + " " + option + "`, which names a "
+                                 "command or code it runs, or a file it runs, reads options from or writes (the "
+                                 "word `%(word)s`), so a value could run any command or overwrite any file. Write "
+                                 "it out in the template; pass values as arguments or through stdin")
+
     def _walk(self, index: int):
         words = self.words
         while index < len(words) and self.problem is None:
-            if _has_field(words[index]) and not _lead_text(words[index]).startswith("-"):
+            lead = _lead_text(words[index])
+            assignment = _ASSIGNMENT.match(lead)
+            if assignment:  # NAME=value before the command (env, sudo, a shell script)
+                if _steers(assignment.group()[:-1]):
+                    self._refuse(index, "`%(name)s` is the value of `" + assignment.group() + "` (the word "
+                                 "`%(word)s`), a variable programs or the shell act on (PATH, PROMPT_COMMAND, "
+                                 "LD_PRELOAD, TAR_OPTIONS), so a value could choose what runs. Use a lowercase "
+                                 "name, or pass the value as an argument")
+                index += 1
+                continue
+            if _has_field(words[index]) and not lead.startswith("-"):
                 self._choice(index, "the command to run")
                 return
-            program = _program(_lead_text(words[index]))
+            program = _program(lead)
+            if program.endswith("sh") and program != "ssh" and any(
+                    re.fullmatch(r"-[a-z]*c[a-z]*", _lead_text(w)) for w in words[index + 1:]):
+                self._shell(program, index + 1)  # an unknown shell given -c, such as oksh
+                return
             if program in _WRAPPERS:
                 index = self._wrapper(program, index + 1)
                 continue
-            if program in _JOINERS or program in _EVALUATORS:
+            if program in _JOINERS + _BUILTINS + _EVALUATORS:
                 start = index + 1
                 if program == "ssh":
                     def ssh_letter(letter, i):
@@ -748,12 +836,10 @@ class _CodeCheck:
                 self._rest_is_code(start, "`%s`" % program, " (it evaluates names and arithmetic: a[$(cmd)] "
                                    "runs cmd)" if program in _EVALUATORS else " (it joins its arguments into "
                                    "one shell command)")
-            elif program == "[[" and any(_lead_text(w) in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge")
+            elif program == "[[" and any(_lead_text(w) in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v")
                                           for w in words[index + 1:]):
                 self._rest_is_code(index + 1, "`[[ ... -eq ... ]]`", " as arithmetic (a[$(cmd)] runs cmd)")
-            elif program == "source":
-                self._choice(index + 1, "the script `source` runs")
-            elif program in _SHELLS:
+            elif program in _SHELLS + ("source",):
                 self._shell(program, index + 1)
             elif program in _INTERPRETERS:
                 self._interpreter(program, index + 1)
@@ -765,25 +851,47 @@ class _CodeCheck:
                 def git_letter(letter, i):
                     if letter == "c":
                         self._code(i, "`git -c` (a config value such as core.sshCommand)")
-                self._options(index + 1, "cC", (), git_letter, program="git")
+                sub = self._options(index + 1, "cC", ("--git-dir", "--work-tree", "--namespace", "--config-env"),
+                                    git_letter, program="git",
+                                    long_flags=("--exec-path", "--bare", "--no-pager", "--no-optional-locks"))
+                name = " ".join(_lead_text(w) for w in words[sub:sub + 2])
+                if name in ("submodule foreach", "bisect run"):
+                    self._rest_is_code(sub + 2, "`git %s`" % name)
+                name = name.split(" ")[0]
+                extra = {"rebase": ("-x",), "difftool": ("-x",), "grep": ("-O",), "format-patch": ("-o",)}
+                self._runs(index + 1, "git " + name, _RUNS["git"] + extra.get(name, ()))
+            elif program == "sqlite":  # its operands after the database are SQL, where .shell runs a command
+                while index + 1 < len(words) and _lead_text(words[index + 1]).startswith("-"):
+                    index += 1
+                self._runs(index, "sqlite3", _RUNS["sqlite"])
+                if index + 2 >= len(words):
+                    self._reads_stdin("sqlite3")
+                self._rest_is_code(index + 2, "`sqlite3`", " as SQL and dot-commands (.shell runs a command)")
+            elif program in _RUNS:
+                ex_mode = program == "vi" and (lead.endswith(("ex", "ed")) or any(_lead_text(w)[:2] in ("-e", "-E")
+                                                                                   for w in words))
+                self._runs(index + 1, lead, _RUNS[program] + (("-s",) if program == "vi" and not ex_mode else ()))
+                if ex_mode:
+                    self._reads_stdin(lead)  # ex mode reads its commands from stdin
+                if not self.guessing:
+                    self._guess(index + 1)  # gdb --args CMD
             elif not self.guessing:
                 self._guess(index + 1)
             return
 
     def _guess(self, index: int):
-        """A program not known here may still run a shell or an interpreter it is given
-        (`docker exec c sh -c CODE`, `kubectl exec p -- python3 -c CODE`): a field in the
-        code position after such a word is refused too."""
+        """A program not known here may still run what it is given (`docker exec c sh -c CODE`,
+        `kubectl exec p -- sed CODE`, `flock LOCK awk CODE`): each later word is walked as if a
+        command began there, and a field in a code position after it is refused too."""
         for i in range(index, len(self.words)):
-            name = _program(_lead_text(self.words[i]))
-            if not _has_field(self.words[i]) and (name in _SHELLS or (name in _INTERPRETERS
-                                                                      and not _INTERPRETERS[name][-1])):
+            if not _has_field(self.words[i]) and _program(_lead_text(self.words[i])) not in _BUILTINS + _EVALUATORS + (
+                    "printf", "test", "["):  # bash's own words: `go test -v {pkg}` is no `test -v`
                 inner = _CodeCheck(self.words[i:], guessing=True)
                 self.problem = self.problem or inner.problem
                 self.stdin_code = self.stdin_code or inner.stdin_code  # `docker exec -i c sh`
 
     def _wrapper(self, program: str, index: int) -> int:
-        takes, long_takes, operands, shell_letters = _WRAPPERS[program]
+        takes, long_takes, long_flags, operands, shell_letters = _WRAPPERS[program]
         joined = []
 
         def letter(char, i):
@@ -793,18 +901,18 @@ class _CodeCheck:
                     self._code(i, "`%s -%s`" % (program, char))
 
         def long_option(name, i):
-            if name in ("--split-string", "--shell", "--login"):
+            if name in ("--split-string", "--shell", "--login", "--command", "--call"):
                 joined.append(name)
                 self._code(i, "`%s %s`" % (program, name))
-        index = self._options(index, takes, long_takes, letter, long_option, program=program) + operands
+        index = self._options(index, takes, long_takes, letter, long_option, program=program, long_flags=long_flags)
+        if operands:  # flock LOCKFILE -c CMD: options after the operand too
+            index = self._options(index + operands, takes, long_takes, letter, long_option, program=program,
+                                  long_flags=long_flags)
         if program == "xargs" and not self.stdin_code:
             self.stdin_code = "`xargs` turns stdin into arguments (options, or code with -I)"
         if joined:
             self._rest_is_code(index, "`%s %s`" % (program, joined[0]), " as one shell command")
             return len(self.words)
-        while program in ("env", "sudo") and index < len(self.words) and \
-                _ASSIGNMENT.match(_lead_text(self.words[index])):
-            index += 1  # NAME=value words
         return index
 
     def _shell(self, program: str, index: int):
@@ -816,10 +924,9 @@ class _CodeCheck:
             if fish and char in "cC":
                 self._code(i, "`fish -%s`" % char)
 
-        def long_option(name, i):
-            if name in ("--command", "--init-command"):
-                flags.append("c")
-                self._code(i, "`%s %s`" % (program, name))
+        def long_option(name, i):  # --command, --init-command, --rcfile, --init-file; any other with a field
+            flags.extend("c" if "command" in name else "")
+            self._code(i, "`%s %s`" % (program, name))
         index = self._options(index, "cCdo" if fish else "oO", ("--rcfile", "--init-file", "--command",
                                                                "--init-command"), letter, long_option,
                               program=program)
@@ -859,6 +966,11 @@ class _CodeCheck:
         index = self._options(index, code + programs + modules + takes,
                               long_code + long_programs + long_modules + long_takes, letter, long_option,
                               _JQ_PAIRS if program == "jq" else (), program)
+        if text_operand is None:  # make NAME=value: make expands it ($(shell cmd) runs cmd)
+            for i in range(index, len(self.words)):
+                if "=" in _lead_text(self.words[i]):
+                    self._code(i, "`%s NAME=VALUE`" % program)
+            return
         if given:
             return  # the code came with an option: the operands are data
         if index >= len(self.words) or self._stdin_value(index, ""):
@@ -880,6 +992,7 @@ class _CodeCheck:
 
     def _find(self, index: int):
         words = self.words
+        self._runs(index, "find", _RUNS["find"])
         for i in range(index, len(words)):
             if _lead_text(words[i]) in ("-exec", "-execdir", "-ok", "-okdir") and not _has_field(words[i]):
                 end = i + 1
@@ -889,23 +1002,25 @@ class _CodeCheck:
 
 
 def _shell_commands(tokens) -> list:
-    """The simple commands of a `"shell": true` script, each a list of words: tokens
-    split into words at unquoted blanks and into commands at | & ; ( ) and newlines,
-    without redirections, leading NAME=value words and reserved words."""
+    """The simple commands of a `"shell": true` script, each (words, fed): tokens split
+    into words at unquoted blanks and into commands at | & ; ( ) and newlines, without
+    redirections and reserved words; `fed` when a pipe or a `<` redirection gives its stdin."""
     commands, words, word = [], [], []
-    skip = ops = False  # the word is a redirection; it holds only its operator so far
+    skip = ops = fed = False  # the word is a redirection; it holds only its operator so far
+    last = ""
 
-    def end_command(words):
-        while words and (_ASSIGNMENT.match(_lead_text(words[0]))
-                         or (_lead_text(words[0]) in _SHELL_RESERVED and not _has_field(words[0]))):
+    def end_command(words, fed):
+        while words and _lead_text(words[0]) in _SHELL_RESERVED and not _has_field(words[0]):
             words.pop(0)
         if words and _lead_text(words[0]) in ("for", "case", "select", "function"):
             return  # their words are names and patterns; the commands come after ; or )
         if words:
-            commands.append(words)
+            commands.append((words, fed))
     for kind, value, quote, raw in tokens:
         plain = kind == "t" and quote is None and raw == value
+        previous, last = last, raw
         if plain and value in "<>" and not ops:
+            fed = fed or value == "<"
             if word and not _has_field(word) and "".join(word).isdigit():
                 word = []  # the 2 of 2>
             if word and not skip:
@@ -924,13 +1039,13 @@ def _shell_commands(tokens) -> list:
                 words.append(word)
             word, skip = [], False
             if value in "\n|&;()":
-                end_command(words)
-                words = []
+                end_command(words, fed)
+                words, fed = [], value == "|" != previous or previous + value == "|&"  # not ||; bash's |&
             continue
         word.append("" if kind == "q" else value)
     if word and not skip:
         words.append(word)
-    end_command(words)
+    end_command(words, fed)
     return commands
 
 
@@ -941,12 +1056,26 @@ def check_code_fields(words: list, source, shell_tokens=None) -> str:
     command by command instead. Returns why a stdin template's fields would be
     code or options (`sh` reads its program there, `xargs` makes arguments), or "".
     """
-    commands = _shell_commands(shell_tokens) if shell_tokens is not None else [words]
+    commands = _shell_commands(shell_tokens) if shell_tokens is not None else [(words, False)]
+    names, text = [], ""
+    for kind, value, quote, raw in shell_tokens or ():
+        if kind in "fg":
+            names.append(_first_field([value]))
+            if quote != "'" and re.search(r"\$\{(?![\w#]*:?[-=+?])[^}]*$|\(\((?:(?!\)\)).)*$", text, re.S):
+                raise TemplateError("`%s` stands inside ${...} or ((...)) (`%s`), where bash, the sh of macOS, reads "
+                                    "an offset, a length, a subscript or arithmetic, so a value could run any command "
+                                    "(a[$(cmd)] runs cmd). Pass it as its own word, or as ${name:-{%s}}"
+                                    % (names[-1], text[-30:] + raw, names[-1]), None, None)
+        text += raw
     stdin_code = ""
-    for command in commands:
+    for command, fed in commands:
         check = _CodeCheck(command)
         if check.problem:
             raise TemplateError(check.problem, None, None)
+        if fed and check.stdin_code and names:
+            raise TemplateError("`%s` is in a script that pipes or redirects into a program where %s, so a value "
+                                "could become that code or those options. Pass values to that program as its own "
+                                "arguments" % (names[0], check.stdin_code), None, None)
         stdin_code = stdin_code or check.stdin_code
     return stdin_code
 
@@ -955,12 +1084,17 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
                  honour_double_dash: bool = True, ends=()) -> list:
     """Render parsed words (lists of pieces) to argv; see Template.render.
 
-    `honour_double_dash=False` keeps the dash guard on after a `--` word;
-    `ends` holds the indexes of words after which a shell script's command
-    ends, and with it what a `--` before it said.
+    The guard judges a word as rendered (`{a}-{b}` with `a` empty is `-{b}`)
+    and also refuses a leading `+` or `@` where a program on the line reads them. A `--`
+    frees the words after it only when a field's word follows it directly
+    (`env -- git log {rev}`: that `--` was env's); `honour_double_dash=False`
+    keeps the guard on after it. `ends` holds the indexes of words after
+    which a shell script's command ends, and with it what a `--` said.
     """
     argv = []
     after_double_dash = False
+    signs = ("-",) + tuple({"vi": "+", "curl": "@", "javac": "@", "java": "@", "gcc": "@", "clang": "@"}.get(
+        _program(_lead_text(word)), "-") for word in words)  # vim +COMMAND, curl -d @FILE, gcc @ARGFILE
     for index, pieces in enumerate(words):
         if index - 1 in ends:
             after_double_dash = False  # a new command of a shell script: its own options
@@ -972,16 +1106,23 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
         if not present:
             continue  # nothing in the word was given: the word goes
         word = "".join(parts)
-        if (isinstance(lead, Field) and word.startswith("-") and not after_double_dash
+        if (isinstance(lead, Field) and word.startswith(signs) and not after_double_dash
                 and not allow_dash_values and not _NUMBER.fullmatch(word)):
-            value = _clip(arguments[lead.key], 40)
-            raise ToolError("`%s` starts with '-' (%r), so the command would read it as an option, not as "
-                            "a value. Pass a value that does not start with '-' (a path can be written ./%s)."
-                            % (lead.key, value, value))
-        if pieces == ["--"] and honour_double_dash:
+            value, fields = _clip(word, 40), Group(pieces).fields  # the first value given is the one to blame
+            raise ToolError("`%s` starts with '%s' (%r), so the command would read it as an option (or a file to "
+                            "read options or data from), not as a value. Pass a value that does not start with it (a "
+                            "path can be written ./%s)."
+                            % (next((f.name for f in fields if arguments.get(f.key)), fields[0].name), word[0], value,
+                               value))
+        if pieces == ["--"] and honour_double_dash and index + 1 < len(words) and _has_field(words[index + 1]):
             after_double_dash = True
         argv.append(word)
     return argv
+
+
+def _first_field(word: list) -> str:
+    piece = next(p for p in word if not isinstance(p, str))
+    return piece.name if isinstance(piece, Field) else piece.fields[0].name
 
 
 def _text(value) -> str:
@@ -1015,7 +1156,7 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
     """Append the rendering of `pieces` to `parts`.
 
     Returns (lead, present): `lead` is what begins the text ("text", a flag or
-    array marker, or the string Field whose value comes first; None if
+    array marker, or the string Field that comes first, given or not; None if
     nothing), `present` whether any literal text or given value was there
     (False also when a `{field}` written with braces was not given: its
     whole word goes, rather than leaving half an argument).
@@ -1041,12 +1182,11 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
                 if value:
                     parts.append(",".join(_text(v) for v in value))
                     lead, present = lead or "array", True
-            elif value is not None:
-                value = _text(value)
-                parts.append(value)
-                present = True
-                if lead is None and value:
-                    lead = piece
+            else:
+                lead = lead or piece  # a field leads even when empty or left out: `{a}-{b}` is led by `a`
+                if value is not None:
+                    parts.append(_text(value))
+                    present = True
     return lead, present
 
 
@@ -3631,32 +3771,24 @@ def _cache_entry_ok(entry) -> bool:
                  or (isinstance(entry.get("meta"), dict) and isinstance(entry.get("options"), dict))))
 
 
-# An option is also passed under its own name ($name, os.environ["a"]), as
-# mcpd does, unless that name is not a portable variable name, or names a
-# variable that decides which program runs, where it looks for code, or how a
-# shell reads its input, or that the operator set (--env, a config's
-# environment). Such an option arrives only as MCPD_OPT_<name> (and in the
-# stdin JSON): a tool argument never changes which program runs.
-_OPTION_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PROTECTED_VARIABLES = frozenset((
-    "PATH", "HOME", "SHELL", "IFS", "ENV", "BASH_ENV", "CDPATH", "PS4", "SHELLOPTS", "BASHOPTS",
-    "GLOBIGNORE", "PROMPT_COMMAND", "ZDOTDIR", "USER", "LOGNAME", "PWD", "OLDPWD", "TMPDIR", "TEMP",
-    "TMP", "TERM", "LANG", "LANGUAGE", "TZ", "EDITOR", "VISUAL", "PAGER", "BROWSER", "CLASSPATH",
-    "NODE_OPTIONS", "NODE_PATH", "PERLLIB", "GCONV_PATH", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS",
-    "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS", "PATHEXT", "COMSPEC", "SYSTEMROOT",
-    "WINDIR", "PSMODULEPATH", "APPDATA", "LOCALAPPDATA", "USERPROFILE",
-    "path", "cdpath", "fpath", "manpath", "module_path", "mailpath"))  # zsh ties these to PATH, ...
-_PROTECTED_PREFIXES = ("LD_", "DYLD_", "PYTHON", "PERL5", "PERL_", "RUBY", "GEM_", "BUNDLE_", "NODE_", "NPM_",
-                       "LC_", "GIT_", "SSH_", "MALLOC_", "BASH_FUNC_", "MCPD_", "MCPSTUDIO_", "XDG_")
+# A value goes into an environment variable under its own name only where
+# no program acts on that name. Programs read upper-case variables (PATH,
+# LD_PRELOAD, TAR_OPTIONS, MAKEFLAGS, PROMPT_COMMAND ...); the few lower-case
+# ones they read are below (proxies; npm_config_*; zsh ties path, fpath ... to
+# PATH, FPATH). Windows ignores case, so there a script option is never set
+# under its own name; it arrives as MCPD_OPT_<name> and in the stdin JSON.
+_QUIET_VARIABLE = re.compile(r"[a-z_][a-z0-9_]*")
+_STEERING_VARIABLE = re.compile(r"(cd|f|man|module_|mail)?path|\w*_proxy|npm_config_\w*|yarn_\w*|pnpm_\w*")
+
+
+def _steers(name: str) -> bool:
+    """Whether a program or the shell acts on the environment variable `name` (see above)."""
+    return not _QUIET_VARIABLE.fullmatch(name) or bool(_STEERING_VARIABLE.fullmatch(name))
 
 
 def option_variable(name: str) -> bool:
     """Whether a script option is also set as a variable of its own name (see above)."""
-    if not _OPTION_VARIABLE.fullmatch(name):
-        return False
-    if os.name == "nt":
-        name = name.upper()  # Windows variable names ignore case: `path` is PATH there
-    return name not in _PROTECTED_VARIABLES and not name.startswith(_PROTECTED_PREFIXES)
+    return os.name != "nt" and not _steers(name)
 
 
 def _option_env(value) -> str:

@@ -2517,7 +2517,7 @@ class CodePositionTests(ScratchDir):
     ]
     ALLOWED = [  # the same programs with values as data
         "python3 script.py {x}", "python3 -c 'import sys; print(sys.argv[1])' {x}", "sh -c 'echo \"$1\"' sh {v}",
-        "env X={v} printenv X", "env -u HOME ls {v}", "timeout {t} ls {v}", "nice -n {n} ls {v}",
+        "env x={v} printenv x", "env -u HOME ls {v}", "timeout {t} ls {v}", "nice -n {n} ls {v}",
         "xargs -I{} ls {v}", "sudo -u {u} ls", "jq --arg v {v} '.[$v]'", "jq -r . {file}",
         "jq --argjson n {n} '.[$n]'", "awk -v a={v} '{print a}'", "awk -F {sep} '{print $1}' {file}",
         "sed -n 1p {file}", "node app.js {v}", "ruby x.rb {v}", "perl x.pl {v}", "bash -c 'echo \"$0\"' {v}",
@@ -9198,6 +9198,258 @@ class FileArgumentTests(ScratchDir):
             self.assertIn({"type": "image", "data": base64.b64encode(png).decode(), "mimeType": "image/png"},
                           result["content"])
             self.assertIn({"type": "text", "text": "drawn\n"}, result["content"])
+
+
+class CorePromiseTests(ScratchDir):
+    """Issue 33: ten ways a model's value became code, an option, a file or a command; each is refused
+    when the config loads or when the call comes, and nothing runs (a marker file never appears)."""
+
+    # (hole, tool, fragment of the reason): each loads no tool; the field is always `x`
+    AT_START = [
+        (1, {"shell": True, "command": "trap {x} EXIT; echo hi"}, "`trap`"),
+        (1, {"shell": True, "command": "alias {x}\nls"}, "`alias`"),
+        (1, {"shell": True, "command": "echo a; PROMPT_COMMAND={x}"}, "`PROMPT_COMMAND=`"),
+        (1, {"shell": True, "command": "echo a; fc -s {x}"}, "`fc`"),
+        (1, {"shell": True, "command": "bind -x {x}"}, "`bind`"),
+        (1, {"shell": True, "command": "complete -C {x} ls"}, "`complete`"),
+        (1, {"shell": True, "command": "echo ${v:{x}}"}, "arithmetic"),
+        (1, {"shell": True, "command": "for ((i={x}; i<3; i++)); do echo $i; done"}, "arithmetic"),
+        (1, {"shell": True, "command": "echo a; printf -v {x} %s 1"}, "`printf -v`"),
+        (1, {"shell": True, "command": "echo a; test -v {x}"}, "`test -v`"),
+        (1, {"shell": True, "command": "echo a; read {x}"}, "`read`"),
+        (1, {"shell": True, "command": "echo a; mapfile -C {x} lines"}, "`mapfile`"),
+        (2, {"shell": True, "command": "echo {x} | sh"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "printf '%s\\n' {x} | sh -s"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "sh <<EOF\necho {x}\nEOF"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "echo {x} | xargs touch"}, "`xargs` turns stdin into arguments"),
+        (2, {"shell": True, "command": "sh < {x}"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "echo {x} |& bash"}, "`bash` reads the program"),
+        (3, {"command": "env --split={x}"}, "`env --split-string`"),
+        (3, {"command": "env --sp={x}"}, "`env --split-string`"),
+        (3, {"command": "sed -n --expr={x} file"}, "`sed --expression`"),
+        (3, {"command": "timeout --sig KILL 5 awk {x}"}, "`awk` runs as its program"),
+        (3, {"command": "awk -W interactive {x}"}, "`awk` runs as its program"),
+        (3, {"command": "env --frobnicate ls {x}"}, "an option of `env` that mcpstudio does not know"),
+        (4, {"command": "flock LOCKFILE awk {x}"}, "`awk` runs as its program"),
+        (4, {"command": "flock LOCKFILE sed -n {x} file"}, "`sed` runs as its program"),
+        (4, {"command": "docker exec c awk {x}"}, "`awk` runs as its program"),
+        (4, {"command": "kubectl exec p -- sed {x}"}, "`sed` runs as its program"),
+        (7, {"command": "rbash -c {x}"}, "`rbash -c`"),
+        (7, {"command": "oksh -c {x}"}, "`oksh -c`"),
+        (7, {"command": "sqlite3 db {x}"}, "`sqlite3` runs as SQL"),
+        (7, {"command": "sqlite3 db", "stdin": "{x}"}, "`sqlite3` reads the program"),
+        (7, {"command": "make -f -", "stdin": "{x}"}, "`make -f` reads the program"),
+        (7, {"command": "make CFLAGS={x}"}, "`make NAME=VALUE`"),
+        (7, {"command": "sh /dev/fd//0", "stdin": "{x}"}, "`sh` reads the program"),
+        (7, {"command": "sh /dev/./stdin", "stdin": "{x}"}, "`sh` reads the program"),
+        (7, {"command": "ex -s file", "stdin": "{x}"}, "`ex` reads the program"),
+        (7, {"command": "vim +{x} file"}, "`vim +`"),
+        (7, {"command": "view -c {x} file"}, "`view -c`"),
+        (7, {"command": "tcsh -c {x}"}, "`tcsh -c`"),
+        (7, {"command": "csh -c {x}"}, "`csh -c`"),
+        (7, {"command": "nu -c {x}"}, "`nu -c`"),
+        (7, {"command": "xonsh -c {x}"}, "`xonsh -c`"),
+        (7, {"command": "elvish -c {x}"}, "`elvish -c`"),
+        (7, {"command": "ipython -c {x}"}, "`python -c`"),
+        (7, {"command": "gdb -batch -ex {x}"}, "`gdb -ex`"),
+        (7, {"command": "script -q -c {x} /dev/null"}, "`script -c`"),
+        (7, {"command": "flock -c {x} LOCKFILE"}, "`flock -c`"),
+        (7, {"command": "flock LOCKFILE -c {x}"}, "`flock -c`"),
+        (8, {"command": "git clone --upload-pack={x} repo"}, "`git clone --upload-pack`"),
+        (8, {"command": "git push --receive-pack {x} origin"}, "`git push --receive-pack`"),
+        (8, {"command": "git submodule foreach {x}"}, "`git submodule foreach`"),
+        (8, {"command": "git bisect run {x}"}, "`git bisect run`"),
+        (8, {"command": "git rebase -x {x} main"}, "`git rebase -x`"),
+        (8, {"command": "git difftool -x {x}"}, "`git difftool -x`"),
+        (8, {"command": "git --config-env={x} log"}, "--config-env`"),
+        (8, {"command": "find . -fprint {x}"}, "`find -fprint`"),
+        (8, {"command": "find . -name a -fprintf {x} %p"}, "`find -fprintf`"),
+        (8, {"command": "find . -fls {x}"}, "`find -fls`"),
+        (8, {"command": "tar --to-command={x} -xf a.tar"}, "`tar --to-command`"),
+        (8, {"command": "zip -TT {x} a.zip file"}, "`zip -TT`"),
+        (8, {"command": "wget -O {x} https://example.com/"}, "`wget -O`"),
+        (8, {"command": "curl -sSLo {x} https://example.com/"}, "`curl -o`"),
+        (8, {"command": "rsync -avze {x} a host:b"}, "`rsync -e`"),
+        (8, {"command": "curl -K {x} https://example.com/"}, "`curl -K`"),
+        (8, {"command": "bash --rcfile {x} -i"}, "`bash --rcfile`"),
+        (8, {"shell": True, "command": "source <(echo {x})"}, "`source` reads the program"),
+        (8, {"shell": True, "command": "echo {x} | ed -s file"}, "`ed` reads the program"),
+        (8, {"command": "gdb --args sh -c {x}"}, "`sh -c`"),
+        (8, {"command": "psql -c {x}"}, "`psql -c`"),
+        (8, {"command": "mysql -e {x}"}, "`mysql -e`"),
+        (8, {"command": "sftp -b {x} host"}, "`sftp -b`"),
+        (8, {"command": "curl -T {x} https://example.com/"}, "`curl -T`"),
+        (8, {"command": "git format-patch -o {x} HEAD~1"}, "`git format-patch -o`"),
+        (8, {"command": "make -C {x}"}, "`make -C`"),
+        (8, {"command": "node --env-file={x} app.js"}, "`node --env-file`"),
+        (8, {"command": "Rscript -e {x}"}, "`r -e`"),
+        (8, {"command": "php -d {x} a.php"}, "`php -d`"),
+        (8, {"command": "npx -c {x}"}, "`npx -c`"),
+        (8, {"command": "emacs --batch --eval {x}"}, "`emacs --eval`"),
+        (10, {"command": "env TAR_OPTIONS={x} tar -cf a.tar file"}, "`TAR_OPTIONS=`"),
+        (10, {"shell": True, "command": "echo a; http_proxy={x} curl https://example.com/"}, "`http_proxy=`"),
+    ]
+    STILL_LOADS = [  # the same programs with values as data
+        "ex -s {file}", "view -es {file}", "git log {rev}", "git cherry-pick -x {commit}", "git log -c {path}",
+        "make {target}", "sqlite3 {db} 'select 1'", "env --ignore-environment ls {x}", "env --chdir=x ls {x}",
+        "env x={v} printenv x", "flock LOCKFILE ls {x}", "grep -rn read {x}", "gdb -batch -ex run --args ./p {x}", "go test -v {x}",
+        "bash --norc x.sh {x}", "make -j 4 {target}", "tar -xf {archive} -C out", "psql -d {db} -c 'select 1'",
+        "curl -o out.html {url}", "curl -fsSL {url}", "wget -qO- {url}", "rsync -avz {src} {dst}",
+    ]
+
+    def check(self, tool):
+        path = os.path.join(self.dir, "c.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [dict(tool, name="t")]}, f)
+        return subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              stdin=subprocess.DEVNULL, cwd=self.dir)
+
+    def test_refused_when_the_config_loads(self):
+        # Every form, in-process: the message names the field and the reason; the data forms still load.
+        for hole, tool, reason in self.AT_START:
+            with self.subTest(hole=hole, tool=tool):
+                with self.assertRaises(TemplateError) as cm:
+                    template = mcpstudio.CommandTemplate(tool["command"])
+                    template.check_code(shell=tool.get("shell", False))
+                    if "stdin" in tool and template.stdin_code:
+                        raise TemplateError(template.stdin_code)
+                self.assertIn(reason, str(cm.exception))
+                if "stdin" not in tool:
+                    self.assertIn("`x`", str(cm.exception))
+        for text in self.STILL_LOADS:
+            with self.subTest(template=text):
+                mcpstudio.CommandTemplate(text).check_code(shell=False)
+        # One of each hole through the program: `check` stops with exit 1 naming the tool, field and reason.
+        seen = set()
+        for hole, tool, reason in self.AT_START:
+            if hole in seen:
+                continue
+            seen.add(hole)
+            with self.subTest(hole=hole, spawned=tool):
+                out = self.check(tool)
+                self.assertEqual(out.returncode, 1, out.stderr)
+                self.assertIn("tools[0].%s" % ("stdin" if "stdin" in tool else "command"), out.stderr)
+                self.assertIn(reason, out.stderr)
+                if "stdin" not in tool:
+                    self.assertIn("`x`", out.stderr)
+        self.assertEqual(seen, {1, 2, 3, 4, 7, 8, 10})
+
+    def test_refused_when_called(self):
+        # Holes 5, 6 and 7 (`ex -s {file}`): the dash guard judges each word as rendered, a wrapper's `--`
+        # frees nothing, and a vi-family file may not start with `+`; each value would write the marker.
+        marker = os.path.join(self.dir, "MARKER")
+        tools = [
+            {"name": "joined", "command": "sort {a}-{b}", "parameters": {"a": {"type": "string"}, "b": {"type": "string"}}},
+            {"name": "optional", "command": "sort [a]-{b}"},
+            {"name": "wrapper", "command": "env -- sort {b}"},
+            {"name": "wrapper_shell", "shell": True, "command": "nice -- sort {b} | cat"},
+            {"name": "vi", "command": "ex -s {b}"},
+            {"name": "curl", "command": "curl -s -d {b} http://127.0.0.1:9/"},
+        ]
+        path = os.path.join(self.dir, "tools.json")
+        with open(path, "w") as f:
+            json.dump({"tools": tools}, f)
+        attacks = [("joined", {"a": "", "b": "-output=MARKER"}, "'-'"), ("optional", {"b": "-output=MARKER"}, "'-'"),
+                   ("wrapper", {"b": "--output=MARKER"}, "'-'"), ("wrapper_shell", {"b": "--output=MARKER"}, "'-'"),
+                   ("vi", {"b": "+!touch MARKER"}, "'+'"), ("curl", {"b": "@" + marker}, "'@'")]
+        with McpProcess("serve", "--config", path, cwd=self.dir) as server:
+            server.initialize()
+            for tool, arguments, sign in attacks:
+                with self.subTest(tool=tool):
+                    result = server.call(tool, arguments)
+                    self.assertTrue(result["isError"], text_of(result))
+                    self.assertIn("`b` starts with %s" % sign, text_of(result))
+            # The same words with harmless values run.
+            self.assertNotIn("starts with", text_of(server.call("joined", {"a": "v", "b": "x"})))
+            self.assertNotIn("starts with", text_of(server.call("wrapper", {"b": "nothing-here"})))
+        self.assertFalse(os.path.exists(marker))
+
+    def test_pure_parts_table(self):
+        # getopt_long's unique prefixes; the guard on words as rendered; which variables steer.
+        known = ("--unset", "--chdir", "--split-string", "--signal")
+        for name, expected in (("--sp", "--split-string"), ("--split-string", "--split-string"), ("--s", "--s"),
+                               ("--u", "--unset"), ("--frob", "--frob"), ("--", "--")):
+            self.assertEqual(mcpstudio._long_option(name, known), expected, name)
+        rows = [  # template, arguments, refused
+            ("x {a}-{b}", {"a": "", "b": "-o"}, True), ("x {a}-{b}", {"a": "v", "b": "-o"}, False),
+            ("x [a]-{b}", {"b": "-o"}, True), ("x [--voice={v}]", {"v": "-a"}, False), ("x -e{p}", {"p": "-a"}, False),
+            ("env -- x {b}", {"b": "-o"}, True), ("x -- {b}", {"b": "-o"}, False), ("x -- a {b}", {"b": "-o"}, True),
+            ("vim {f}", {"f": "+!id"}, True), ("vim -- {f}", {"f": "+!id"}, False), ("cat {f}", {"f": "+x"}, False),
+            ("curl -d {d} u", {"d": "@/etc/passwd"}, True), ("curl -d @{d} u", {"d": "f"}, False),
+        ]
+        for text, arguments, refused in rows:
+            with self.subTest(template=text, arguments=arguments):
+                if refused:
+                    with self.assertRaises(ToolError):
+                        mcpstudio.CommandTemplate(text).render(arguments)
+                else:
+                    mcpstudio.CommandTemplate(text).render(arguments)
+        for name, steers in (("x", False), ("max_count", False), ("X", True), ("PS4", True), ("ftp_proxy", True),
+                             ("npm_config_userconfig", True), ("module_path", True), ("a-b", True)):
+            self.assertEqual(mcpstudio._steers(name), steers, name)
+
+    @unittest.skipUnless(shutil.which("git"), "git is not installed")
+    def test_git_example_runs_no_configured_program(self):
+        # Hole 9: a downloaded folder's .git/config names core.fsmonitor; examples/configs/git.json's
+        # read-only git_status does not run it (git without the -c settings does, shown first).
+        marker = os.path.join(self.dir, "MARKER")
+        repo = os.path.join(self.dir, "project")
+        subprocess.run(["git", "init", "-q", repo], check=True, timeout=WAIT)
+        subprocess.run(["git", "-C", repo, "config", "core.fsmonitor", "touch %s; false" % marker], check=True,
+                       timeout=WAIT)
+        subprocess.run(["git", "-C", repo, "status", "--short"], capture_output=True, timeout=WAIT)
+        self.assertTrue(os.path.exists(marker), "the attack needs a git that runs core.fsmonitor")
+        os.remove(marker)
+        with McpProcess("serve", "--config", os.path.join(HERE, "examples", "configs", "git.json")) as server:
+            server.initialize()
+            result = server.call("git_status", {"repo": repo})
+            self.assertFalse(result["isError"], text_of(result))
+            self.assertIn("##", text_of(result))
+        self.assertFalse(os.path.exists(marker))
+
+    @unittest.skipUnless(shutil.which("tar") and os.name == "posix", "needs tar and POSIX")
+    def test_script_options_that_steer_a_program_are_not_set_by_name(self):
+        # Hole 10: a script declares options named like variables programs act on; its plain `tar`
+        # would run TAR_OPTIONS's checkpoint action. Only lower-case names outside the known list
+        # (proxies, npm_config_*, zsh's path) are set under their own names; all arrive as MCPD_OPT_.
+        root = os.path.join(self.dir, "scripts")
+        os.makedirs(root)
+        marker = os.path.join(self.dir, "MARKER")
+        names = ["TAR_OPTIONS", "ZIPOPT", "VIMINIT", "LUA_INIT", "MAKEFLAGS", "CC", "GOFLAGS", "KUBECONFIG",
+                 "http_proxy", "npm_config_script_shell", "fpath", "who"]
+        script = os.path.join(root, "probe")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent("""\
+                #!%s
+                import json, os, subprocess, sys
+                if sys.argv[1:] == ["--help"]:
+                    print("{}")
+                    print(json.dumps({n: {"required": True, "value_type": "string"} for n in %r}), file=sys.stderr)
+                    sys.exit(0)
+                open("file", "w").close()
+                subprocess.run(["tar", "-cf", "a.tar", "file"])
+                print(json.dumps({"own": {n: os.environ.get(n) for n in %r},
+                                  "opt": {n: os.environ.get("MCPD_OPT_" + n) for n in %r}}))
+                """ % (PY, names, names, names)))
+        os.chmod(script, 0o755)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        for name in names:
+            env.pop(name, None)
+        arguments = {n: "/tmp/evil-" + n for n in names}
+        arguments["TAR_OPTIONS"] = "--checkpoint=1 --checkpoint-action=exec=touch\\ " + marker.replace(" ", "\\ ")
+        with McpProcess("--root-directory", root, env=env, cwd=self.dir) as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: server.request("tools/list")["result"]["tools"]), server.context())
+            result = server.call("probe", arguments)
+            self.assertFalse(result["isError"], result)
+            data = result["structuredContent"]
+        self.assertEqual(data["opt"], arguments)
+        self.assertEqual(data["own"], {n: "/tmp/evil-who" if n == "who" else None for n in names})
+        self.assertFalse(os.path.exists(marker))
+        for name, expected in (("who", True), ("max_count", True), ("TAR_OPTIONS", False), ("CC", False),
+                               ("https_proxy", False), ("no_proxy", False), ("npm_config_x", False), ("cdpath", False),
+                               ("Name", False)):
+            self.assertEqual(mcpstudio.option_variable(name), expected, name)
 
 
 class FrontmatterLimitsTests(unittest.TestCase):
