@@ -8855,15 +8855,12 @@ class Namespace:
 
     def check_permitted(self, spec: UpstreamSpec, name: str, original: str):
         """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
-        namespace = self.plan.namespaces.get(self.name) if self.name else None
-        public = spec.public_name(original, self.separator)
-        if not _passes(original, spec.allow, spec.deny) or (
-                namespace and not _passes(public, namespace["allow"], namespace["deny"])):
+        why = self.left_out(spec, original)
+        if why == "":
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (the configuration was reloaded; list the tools "
                            "again)" % name)
-        denial = self.plan.denial(self.name, spec, original)
-        if denial:
-            raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
+        if why:
+            raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, why), {"tool": name})
 
 
 class ManagerTools:
@@ -8951,6 +8948,11 @@ class ManagerTools:
                 "structuredContent": result}
 
 
+def skill_uri(server_id: str, uri):
+    """A server's skill:// URI as the aggregator serves it, under skill://<server id>/; any other value as it is."""
+    return "skill://%s/%s" % (server_id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
+
+
 class UpstreamSkills:
     """Skills of the servers that declare the skills extension, asked of a server when a client asks (never ahead),
     under skill://<server id>/...; the config's own skills beside them."""
@@ -8970,12 +8972,9 @@ class UpstreamSkills:
             return None
         if self.hub.namespace.left_out(upstream.spec, str(entry["frontmatter"].get("name"))) is not None:
             return None
-
-        def moved(uri):
-            return "skill://%s/%s" % (upstream.spec.id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
-        entry = dict(entry, uri=moved(entry["uri"]))
+        entry = dict(entry, uri=skill_uri(upstream.spec.id, entry["uri"]))
         if isinstance(entry.get("resources"), list):
-            entry["resources"] = [dict(r, uri=moved(r.get("uri"))) if isinstance(r, dict) else r
+            entry["resources"] = [dict(r, uri=skill_uri(upstream.spec.id, r.get("uri"))) if isinstance(r, dict) else r
                                   for r in entry["resources"]]
         return entry
 
@@ -9041,7 +9040,7 @@ class UpstreamSkills:
         if not upstream.known()["skills"].get("directoryRead"):
             raise McpError(INVALID_PARAMS, "Invalid params: the server `%s` does not read directories" % upstream.spec.id)
         children = await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
-        return [dict(c, uri="skill://%s/%s" % (upstream.spec.id, c["uri"][8:])) for c in children
+        return [dict(c, uri=skill_uri(upstream.spec.id, c["uri"])) for c in children
                 if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
 
     async def _local(self, method: str, uri: str):
@@ -9383,7 +9382,7 @@ class Aggregator:
             known = upstream.known() or {}
             for item in (known.get(key) or ()):
                 if key == "resources" and isinstance(known.get("skills"), dict) and item["uri"][:8] == "skill://":
-                    item = dict(item, uri="skill://%s/%s" % (upstream.spec.id, item["uri"][8:]))  # as skills/list
+                    item = dict(item, uri=skill_uri(upstream.spec.id, item["uri"]))  # as skills/list
                 if route_key is not None:
                     if item.get(route_key) in routes:
                         continue  # the first server to list a URI owns it
