@@ -1,22 +1,27 @@
 #!/usr/bin/env python3
 """mcpstudio: turn the commands you already have into MCP tools.
 
-One standard-library module that serves the Model Context Protocol over stdio.
-A command template becomes one tool whose JSON schema comes from its fields:
+One standard-library module that serves the Model Context Protocol over stdio
+(or Streamable HTTP with --http). A command template becomes one tool whose
+JSON schema comes from its fields; a config file adds tools, script folders,
+Agent Skills and other MCP servers behind this one:
 
     python3 mcpstudio.py echo "{message}"
     python3 mcpstudio.py git log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"
+    python3 mcpstudio.py serve --config tools.json
     python3 mcpstudio.py --help
 
 The shell is never involved: a template is parsed once into words, and every
 call renders those words into an argv list that is executed directly.
 
 The module reads top to bottom; each section uses only what stands above it:
-errors, schema validation, naming, templates, SKILL.md frontmatter, processes,
-the JSON-RPC session and stdio transport, tool sources (Agent Skills folders
-among them), the catalog, the MCP server, the tools for
-people (inspect, call, install, import, config edits, zipapp), and the
-command line (`main`).
+Compatibility, Errors, Schema validation, Naming, Templates, Frontmatter (of
+SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport,
+Sources (template tools, script folders, Agent Skills), Catalog, Tasks,
+Server, the 2026-07-28 era, Configuration, Aggregator (other MCP servers),
+OAuth 2.1 for URL upstreams, Input on the way, tui, Streamable HTTP, Tools for
+people (inspect, call, install, import, config edits, zipapp), and the Command
+line (`main`).
 """
 
 # --------------------------------------------------------------------------
@@ -123,7 +128,14 @@ RESOURCE_NOT_FOUND = -32002      # handshake era; 2026-07-28 uses -32602
 HEADER_MISMATCH = -32020         # 2026-07-28 over HTTP: a header disagrees with the body
 UNSUPPORTED_VERSION = -32022     # 2026-07-28: `_meta` names a version this server does not serve
 MISSING_CAPABILITY = -32021      # 2026-07-28: the request needs a client capability it did not declare
-TOOL_DENIED = -32006             # mcp-studio's code: the tool exists, but its server or namespace denies it
+# -32000 to -32007: the aggregator's own codes for a routed request (-32002 stays the spec's "resource not found")
+SERVER_NOT_FOUND = -32000
+SERVER_START_FAILED = -32001
+SERVER_NOT_RUNNING = -32003
+SERVER_TIMEOUT = -32004
+SERVER_ANSWER_TOO_LARGE = -32005
+TOOL_DENIED = -32006             # the tool exists, but its server or namespace denies it
+SERVER_SIGN_IN = -32007          # a URL server wants a sign-in that this process may not start (the message says how)
 
 
 # --------------------------------------------------------------------------
@@ -176,6 +188,31 @@ class ToolError(McpStudioError):
 
 class ConfigError(McpStudioError):
     """A mistake in a config file; the message names the file and where in it."""
+
+
+class FrontmatterError(McpStudioError):
+    """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
+
+    def __init__(self, message: str, line: int | None = None):
+        self.line = line
+        super().__init__("line %d: %s" % (line, message) if line else message)
+
+
+class UpstreamError(McpError):
+    """A routed request that could not be carried out; tools/call turns it into an isError result."""
+
+
+class OAuthError(McpStudioError):
+    """A sign-in that failed or may not start here; its message says what to do."""
+
+
+class HttpError(McpStudioError):
+    """A request the HTTP server refuses: the status to answer with, and the JSON-RPC error when there is one."""
+
+    def __init__(self, status: int, message: str, code=None, request_id=None, headers=(), data=None):
+        super().__init__(message)
+        self.status, self.code, self.request_id, self.headers = status, code, request_id, list(headers)
+        self.data = data
 
 
 # --------------------------------------------------------------------------
@@ -1106,14 +1143,6 @@ def _clip(text: str, limit: int) -> str:
 # Plain scalars may continue on more-indented lines (folded with spaces) and
 # resolve as the core schema says: null, ~, true/false (three spellings), ints
 # (0o, 0x), floats. Anchors, aliases, tags, `?` keys, .inf and .nan are refused.
-
-class FrontmatterError(McpStudioError):
-    """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
-
-    def __init__(self, message: str, line: int | None = None):
-        self.line = line
-        super().__init__("line %d: %s" % (line, message) if line else message)
-
 
 _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
                  "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
@@ -6175,13 +6204,6 @@ def check_config(path: str, log: Log, options: dict) -> int:
 # listings from an on-disk cache so a listing starts nothing, and adds the
 # manager tools. Namespaces choose which servers one process serves.
 
-SERVER_NOT_FOUND = -32000     # the seed's codes; -32002 is the spec's "resource not found"
-SERVER_START_FAILED = -32001
-SERVER_NOT_RUNNING = -32003
-SERVER_TIMEOUT = -32004       # the seed's "-32002 timeout", moved off the spec's code
-SERVER_ANSWER_TOO_LARGE = -32005
-SERVER_SIGN_IN = -32007       # a URL server wants a sign-in that this process may not start (the message says how)
-
 START_TIMEOUT = 30.0          # seconds a server may take to start and list its tools
 TOOL_TIMEOUT = 60.0           # seconds a forwarded request may take
 LIST_WAIT = 2.0               # seconds a listing waits, in all, for servers with nothing cached yet
@@ -6210,10 +6232,6 @@ _NAMESPACE_KEYS = ("servers", "tools", "description",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
 _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
-
-
-class UpstreamError(McpError):
-    """A routed request that could not be carried out; tools/call turns it into an isError result."""
 
 
 def _list_wait() -> float:
@@ -6719,10 +6737,6 @@ OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is re
 OAUTH_KEYS = ("clientId", "clientSecret", "scopes", "callbackPort", "clientMetadataUrl", "browser")
 _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
                   "client_metadata_url": "clientMetadataUrl"}
-
-
-class OAuthError(McpStudioError):
-    """A sign-in that failed or may not start here; its message says what to do."""
 
 
 def www_authenticate(header: str) -> dict:
@@ -10226,13 +10240,6 @@ _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})(?:[ \t]*;[^\x00-\x08\x0a-\x1f\x7
 _AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
 _ONCE = ("host", "content-length", "transfer-encoding", "origin", "authorization", "mcp-session-id",
          "mcp-protocol-version", "content-type")
-
-
-class HttpError(Exception):
-    def __init__(self, status: int, message: str, code=None, request_id=None, headers=(), data=None):
-        super().__init__(message)
-        self.status, self.code, self.request_id, self.headers = status, code, request_id, list(headers)
-        self.data = data
 
 
 # Reading one request strictly (RFC 9112), from an asyncio StreamReader whose limit is

@@ -8923,6 +8923,15 @@ class HouseTests(unittest.TestCase):
                 if isinstance(n, ast.ClassDef) and n.end_lineno - n.lineno + 1 > 450}
         self.assertEqual(long, {})
 
+    def test_docstring_names_every_section(self):
+        # The module docstring is its table of contents: each banner's title (to a colon or comma) is in it.
+        with open(MODULE, encoding="utf-8") as f:
+            text = f.read()
+        titles = re.findall(r"^# -{20,}\n# ([^:,\n]+).*\n# -{20,}$", text, re.M)
+        self.assertGreater(len(titles), 20)
+        docstring = " ".join(mcpstudio.__doc__.lower().split())
+        self.assertEqual([t for t in titles if t.lower().rstrip(".") not in docstring], [])
+
     def test_plan_changes_table(self):
         from types import SimpleNamespace
 
