@@ -364,6 +364,14 @@ def match_spellings(arguments: dict, keys) -> dict:
     return out
 
 
+def separator_problem(separator: str) -> str | None:
+    """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
+        return None
+    return "use 1 to 8 of the characters A-Z a-z 0-9 _ -, which every client accepts in tool names"
+
+
+
 # --------------------------------------------------------------------------
 # Templates: parse once, describe as a JSON schema, render to argv
 # --------------------------------------------------------------------------
@@ -1562,13 +1570,9 @@ class _Yaml:
 # command that already exited cannot be found there. A bare program name is
 # looked up as a batch file too (npx -> npx.cmd), which exec_problem's batch
 # rule then guards. Only Linux is tested in CI; macOS takes the POSIX path.
-
-def separator_problem(separator: str) -> str | None:
-    """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
-    if re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
-        return None
-    return "use 1 to 8 of the characters A-Z a-z 0-9 _ -, which every client accepts in tool names"
-
+# Outside this block code asks only `_POSIX` (the batch rule's default, the
+# #! hint, Claude Desktop's PATH); client_config_path takes the platform of
+# the client's machine as an argument, to be tested for each.
 
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
@@ -1595,6 +1599,12 @@ if _POSIX:
         return argv  # execvp searches the child's PATH itself
 
     _END_OF_INPUT = "Ctrl+D"
+
+    def _cache_base() -> str:
+        return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
+
+    def _env_key(name: str) -> str:
+        return name
 
     def _text_stdout():
         pass  # print() writes the locale's encoding, UTF-8 on any system a client runs on
@@ -1737,6 +1747,12 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
         return find_program(argv, env)  # CreateProcess would not find npx.cmd
 
     _END_OF_INPUT = "Ctrl+Z then Enter"
+
+    def _cache_base() -> str:
+        return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
+
+    def _env_key(name: str) -> str:
+        return name.upper()  # Windows variable names ignore case: `path` is PATH there
 
     def _text_stdout():
         """Redirected to a file or pipe, print() writes the ANSI code page and fails on the first
@@ -3309,15 +3325,7 @@ CACHE_FORMAT = 1
 
 def user_cache_dir() -> str:
     """$XDG_CACHE_HOME/mcpstudio, else the platform's user cache folder."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
-        if sys.platform == "darwin":
-            base = os.path.expanduser("~/Library/Caches")
-        elif os.name == "nt":
-            base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
-        else:
-            base = os.path.expanduser("~/.cache")
-    return os.path.join(base, "mcpstudio")
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or _cache_base(), "mcpstudio")
 
 
 def script_schema(options) -> tuple:
@@ -3410,8 +3418,7 @@ def option_variable(name: str) -> bool:
     """Whether a script option is also set as a variable of its own name (see above)."""
     if not _OPTION_VARIABLE.fullmatch(name):
         return False
-    if os.name == "nt":
-        name = name.upper()  # Windows variable names ignore case: `path` is PATH there
+    name = _env_key(name)
     return name not in _PROTECTED_VARIABLES and not name.startswith(_PROTECTED_PREFIXES)
 
 

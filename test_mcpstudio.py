@@ -8932,6 +8932,18 @@ class HouseTests(unittest.TestCase):
         docstring = " ".join(mcpstudio.__doc__.lower().split())
         self.assertEqual([t for t in titles if t.lower().rstrip(".") not in docstring], [])
 
+    def test_platform_parts(self):
+        # The cache folder and the variable rule ask the one platform block (Linux here).
+        from unittest import mock
+        with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": "/x/cache"}):
+            self.assertEqual(mcpstudio.user_cache_dir(), os.path.join("/x/cache", "mcpstudio"))
+        with mock.patch.dict(os.environ, {"HOME": "/home/u"}):
+            os.environ.pop("XDG_CACHE_HOME", None)
+            self.assertEqual(mcpstudio.user_cache_dir(), "/home/u/.cache/mcpstudio")
+        for name, expected in (("limit", True), ("PATH", False), ("path", False), ("LD_PRELOAD", False), ("9x", False)):
+            with self.subTest(name=name):
+                self.assertEqual(mcpstudio.option_variable(name), expected)
+
     def test_plan_changes_table(self):
         from types import SimpleNamespace
 
