@@ -2417,12 +2417,16 @@ class StdioFraming:
     of the stream, `end()` return a list of `(item, framing)`: `item` is one
     message's bytes, or an McpError (PARSE_ERROR) to answer with id null. A
     message over `limit` bytes is reported and skipped without being kept,
-    and the stream stays in step. Buffering is linear: bytes are appended to
-    one buffer and taken from its front, and a line is scanned only once.
+    and the stream stays in step; `skipped(head, tail)`, when given, gets the
+    first and last 1000 bytes of each line so skipped. Buffering is linear:
+    bytes are appended to one buffer and taken from its front, and a line is
+    scanned only once.
     """
 
-    def __init__(self, limit: int | None = None):
+    def __init__(self, limit: int | None = None, skipped=None):
         self.limit = MAX_MESSAGE if limit is None else limit
+        self.skipped = skipped
+        self._ends = (b"", b"")  # the head and tail so far of the line being skipped
         self._buf = bytearray()
         self._scan = 0           # the newline search resumes here
         self._header = None      # in a header block: the Content-Length (int), or the error it gave
@@ -2454,8 +2458,10 @@ class StdioFraming:
                 nl = buf.find(b"\n", self._scan)
                 if nl < 0:
                     if self._skip_line:
+                        self._skipping(buf)
                         buf.clear()
                     elif len(buf) > self.limit:
+                        self._skipping(buf)
                         buf.clear()
                         self._skip_line = True
                         out.append((self._too_large(), NEWLINE))
@@ -2463,12 +2469,22 @@ class StdioFraming:
                     return out
                 self._scan = 0
                 if self._skip_line or nl > self.limit:
+                    self._skipping(buf[:nl])
                     del buf[:nl + 1]
                     if not self._skip_line:
                         out.append((self._too_large(), NEWLINE))
                     self._skip_line = False
+                    if self.skipped is not None:
+                        self.skipped(*self._ends)
+                    self._ends = (b"", b"")
                 else:
                     self._line(self._take(nl, 1), out)
+
+    def _skipping(self, data):
+        """Keep the first and last 1000 bytes of the line being skipped (for `skipped`)."""
+        if self.skipped is not None:
+            head, tail = self._ends
+            self._ends = (head or bytes(data[:1000]), bytes((tail + data[-1000:])[-1000:]))
 
     def _take(self, size: int, extra: int) -> bytes:
         """The first `size` bytes of the buffer, removed with `extra` more (one copy, no rebuild)."""
@@ -6632,8 +6648,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         self.transport = None
         self.reason = None  # why it ended, once it has
         self.open_pipes = {1, 2}
-        self._out = bytearray()   # the start of the current stdout line (a bytearray: appending is linear)
-        self._skipping = None     # the head of a stdout line over MAX_MESSAGE, skipped up to its newline
+        self._out = StdioFraming(MAX_MESSAGE, self._oversized)
         self._err = bytearray()
         self._gone = False
 
@@ -6648,36 +6663,12 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             for line in lines:
                 self.upstream.server_log.stderr_line(bytes(line).rstrip(b"\r").decode("utf-8", "replace"))
             return
-        start = 0
-        while True:  # each chunk is looked at once: linear however long the line
-            end = data.find(b"\n", start)
-            piece = data[start:] if end < 0 else data[start:end]
-            if self._skipping is not None:
-                if end >= 0:
-                    self._oversized(self._skipping, piece[-1000:])
-            elif len(self._out) + len(piece) > MAX_MESSAGE:
-                head = bytes((self._out + piece[:1000])[:1000])
-                self._out = bytearray()
-                if end < 0:
-                    self._skipping = head
-                else:
-                    self._oversized(head, piece[-1000:])
-            elif end < 0:
-                self._out += piece
-            elif self._out:
-                self._out += piece
-                line, self._out = bytes(self._out), bytearray()
-                if line.strip():
-                    self.upstream.client.received(line)
-            elif piece.strip():
-                self.upstream.client.received(piece)
-            if end < 0:
-                return
-            start = end + 1
+        for item, _ in self._out.feed(data):
+            if not isinstance(item, McpError):  # a line over MAX_MESSAGE: _oversized
+                self.upstream.client.received(item)
 
     def _oversized(self, head: bytes, tail: bytes):
         """A line over MAX_MESSAGE was skipped: fail the request it answers (its id starts or ends it)."""
-        self._skipping = None
         found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,', head) or \
             re.search(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$', tail)
         client = self.upstream.client

@@ -5869,12 +5869,12 @@ class UpstreamFramingTests(unittest.TestCase):
                 self.failed[request_id] = text
 
         client = Client()
-        upstream = types.SimpleNamespace(client=client, received=client.received, note=notes.append,
-                                         stderr_line=notes.append)
+        upstream = types.SimpleNamespace(client=client, server_log=types.SimpleNamespace(
+            note=notes.append, stderr_line=notes.append))
 
         async def go():
-            protocol = mcpstudio._UpstreamProtocol(upstream)
             with mock.patch.object(mcpstudio, "MAX_MESSAGE", limit):
+                protocol = mcpstudio._UpstreamProtocol(upstream)
                 for fd, chunk in chunks:
                     protocol.pipe_data_received(fd, chunk)
         asyncio.run(go())
