@@ -2744,6 +2744,16 @@ class CallContext:
             self.progress(round(elapsed, 1), message="%s running for %.0f s" % (label, elapsed))
 
 
+def wire_error(exc: BaseException, log=None) -> McpError:
+    """The one rule at each boundary (a request, a task): an McpError is answered as it is; anything else is a
+    bug, logged and answered as an internal error."""
+    if isinstance(exc, McpError):
+        return exc
+    if log is not None:
+        log.error("internal error: %r", exc)
+    return McpError(INTERNAL_ERROR, "Internal error: %s" % exc)
+
+
 class Session:
     """One JSON-RPC peer over a transport: parses, dispatches, answers, cancels.
 
@@ -2867,11 +2877,8 @@ class Session:
         ctx = CallContext(self, request_id, token)
         try:
             result = self.dispatcher(method, params, ctx)
-        except McpError as exc:
-            return _error_response(request_id, exc)
         except Exception as exc:  # the boundary: nothing escapes as a crash
-            self.log.error("internal error in %s: %r", method, exc)
-            return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            return _error_response(request_id, wire_error(exc, self.log))
         if asyncio.iscoroutine(result):
             return request_id, result, ctx
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
@@ -2879,15 +2886,11 @@ class Session:
     async def _complete(self, request_id, coroutine):
         """Run a request's coroutine to a response dict."""
         try:
-            result = await coroutine
-            return {"jsonrpc": "2.0", "id": request_id, "result": result}
-        except McpError as exc:
-            return _error_response(request_id, exc)
+            return {"jsonrpc": "2.0", "id": request_id, "result": await coroutine}
         except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
-            self.log.error("internal error: %r", exc)
-            return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            return _error_response(request_id, wire_error(exc, self.log))
 
     def _notification(self, method, params):
         if method == "notifications/cancelled":
@@ -4467,12 +4470,10 @@ class TaskStore:
     async def _run(self, task: Task, call, on_end):
         try:
             result = await call
-        except McpError as exc:
-            task.end("failed", error=exc)
         except asyncio.CancelledError:
             task.end("cancelled")
         except Exception as exc:  # the boundary, as in Session._complete
-            task.end("failed", error=McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            task.end("failed", error=wire_error(exc))
         else:
             task.end("failed" if result.get("isError") and not task.modern else "completed", result)
         if on_end is not None:
