@@ -7435,6 +7435,28 @@ class _HttpChannel:
             settle(error=OSError(str(exc)))
             self._fail("its event stream ended: %s" % exc)
 
+    def _event_stream(self, last_event_id=None, request_id=None):
+        """GET the session's event stream: the standalone one, or the stream of request `request_id` resumed
+        after `last_event_id` (SEP-1699). (connection, response); the response is None when the server
+        offers no stream there."""
+        headers = dict(self._headers({}), Accept="text/event-stream")
+        del headers["Content-Type"]
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        connection, target = self._connection(self.post_url, self.spec.startup_timeout)
+        connection.request("GET", target, headers=headers)
+        sock = connection.sock  # kept: http.client lets go of it when the reply has no length
+        if request_id is None:
+            self.stream = sock
+        else:
+            sock.settimeout(None)  # the request's own timer (toolTimeout) ends the wait
+            self.connections[request_id] = sock
+        response = connection.getresponse()
+        if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
+            return connection, None
+        sock.settimeout(None)  # a stream: quiet for as long as the server likes
+        return connection, response
+
     def _standalone(self):
         """The session's GET stream: what the server sends outside any request (its own requests, such as an
         elicitation of a tool that names no request, and notifications); resumed with Last-Event-ID when it
@@ -7444,20 +7466,10 @@ class _HttpChannel:
         while not self.closed and quiet < 3:
             events = 0
             try:
-                headers = self._headers({})
-                del headers["Content-Type"]
-                headers["Accept"] = "text/event-stream"
-                if "id" in seen:
-                    headers["Last-Event-ID"] = seen["id"]
-                connection, target = self._connection(self.post_url, self.spec.startup_timeout)
-                connection.request("GET", target, headers=headers)
-                self.stream = connection.sock
-                response = connection.getresponse()
-                if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
-                    response.read()
+                connection, response = self._event_stream(seen.get("id"))
+                if response is None:
                     connection.close()
                     return
-                self.stream.settimeout(None)  # quiet for as long as the server likes
                 for _, data in self._events(response, seen):
                     events += 1
                     try:
@@ -7529,15 +7541,8 @@ class _HttpChannel:
                     last, tried = seen.pop("id"), True
                     time.sleep(min(seen.get("retry", 1000), HTTP_RESUME_WAIT_MS) / 1000)
                     connection.close()
-                    connection, target = self._connection(self.post_url, self.spec.startup_timeout)
-                    headers = self._headers({})
-                    headers.update({"Accept": "text/event-stream", "Last-Event-ID": last})
-                    del headers["Content-Type"]
-                    connection.request("GET", target, headers=headers)
-                    connection.sock.settimeout(None)
-                    self.connections[request_id] = connection.sock
-                    response = connection.getresponse()
-                    if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
+                    connection, response = self._event_stream(last, request_id)
+                    if response is None:
                         break
                     answered = self._answered(response, request_id, seen)
                 if not answered and request_id is not None and request_id not in self.aborted:
