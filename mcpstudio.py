@@ -203,7 +203,11 @@ class UpstreamError(McpError):
 
 
 class OAuthError(McpStudioError):
-    """A sign-in that failed or may not start here; its message says what to do."""
+    """A sign-in that failed or may not start here; its message says what to do (without the control
+    characters, such as terminal escapes, a server's text may carry)."""
+
+    def __init__(self, message: str):
+        super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
 
 
 class HttpError(McpStudioError):
@@ -1152,9 +1156,15 @@ def _clip(text: str, limit: int) -> str:
 # resolve as the core schema says: null, ~, true/false (three spellings), ints
 # (0o, 0x), floats. Anchors, aliases, tags, `?` keys, .inf and .nan are refused.
 
+FRONTMATTER_MAX_CHARS = 64 << 10  # a frontmatter's size and nesting (a skill past them is refused)
+FRONTMATTER_MAX_DEPTH = 32
+
 _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
                  "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
                  "L": "\u2028", "P": "\u2029", "x": 2, "u": 4, "U": 8}
+
+
+_FLOW_PLAIN = re.compile(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+")
 
 
 def split_frontmatter(text: str) -> tuple:
@@ -1165,6 +1175,9 @@ def split_frontmatter(text: str) -> tuple:
         raise FrontmatterError("SKILL.md must begin with a `---` line, then YAML frontmatter, then `---`", 1)
     for end in range(1, len(lines)):
         if lines[end].rstrip(" \t") == "---":
+            if sum(map(len, lines[1:end])) > FRONTMATTER_MAX_CHARS:
+                raise FrontmatterError("the frontmatter is longer than %d characters; move text to the body"
+                                       % FRONTMATTER_MAX_CHARS, 2)
             return lines[1:end], 2
     raise FrontmatterError("the frontmatter has no closing `---` line", 1)
 
@@ -1205,6 +1218,17 @@ class _Yaml:
         self.lines = list(lines)
         self.first = first
         self.i = 0
+        self.depth = 0
+        self.text = "\n".join(self.lines)  # what a flow value reads, at self.starts[line] + column
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line) + 1)
+
+    def nest(self, step: int):
+        """Into (1) or out of (-1) a collection: FRONTMATTER_MAX_DEPTH levels at most."""
+        self.depth += step
+        if self.depth > FRONTMATTER_MAX_DEPTH:
+            raise self.error("nested deeper than %d levels" % FRONTMATTER_MAX_DEPTH)
 
     def error(self, message: str, index: int | None = None):
         return FrontmatterError(message, self.first + (self.i if index is None else index))
@@ -1234,9 +1258,10 @@ class _Yaml:
     def block(self, n: int):
         """The mapping or sequence whose lines start at column `n`."""
         text = self.lines[self.i][n:]
-        if text[:2] in ("- ", "-\t") or text == "-":
-            return self.sequence(n)
-        return self.mapping(n)
+        self.nest(1)
+        value = self.sequence(n) if text[:2] in ("- ", "-\t") or text == "-" else self.mapping(n)
+        self.nest(-1)
+        return value
 
     def mapping(self, n: int) -> dict:
         result = {}
@@ -1433,13 +1458,13 @@ class _Yaml:
 
     def flow_value(self, col: int, n: int):
         """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
-        text = "\n".join([self.lines[self.i][col:]] + self.lines[self.i + 1:])
-        if text[0] in "\"'":
-            value, end = self.quoted(text, 0)
+        text, start = self.text, self.starts[self.i] + col
+        if text[start] in "\"'":
+            value, end = self.quoted(text, start)
         else:
-            value, end = self.flow(text, 0)
-        self.i += text.count("\n", 0, end)
-        rest = text[end:].split("\n", 1)[0]
+            value, end = self.flow(text, start)
+        self.i += text.count("\n", start, end)
+        rest = text[end:self.starts[self.i + 1] - 1]
         if rest.strip(" \t")[:1] not in ("", "#") or rest[:1] == "#":
             raise self.error("unexpected text after the value: %s" % rest.strip())
         self.i += 1
@@ -1503,9 +1528,11 @@ class _Yaml:
         closing = "]" if text[j] == "[" else "}"
         result = [] if closing == "]" else {}
         j += 1
+        self.nest(1)
         while True:
             j = self.flow_space(text, j)
             if text[j:j + 1] == closing:
+                self.nest(-1)
                 return result, j + 1
             value, j = self.flow_node(text, j)
             j = self.flow_space(text, j)
@@ -1538,7 +1565,7 @@ class _Yaml:
             if text[j] in " \t\n":
                 j += 1
             elif text[j] == "#" and (j == 0 or text[j - 1] in " \t\n"):
-                j = text.find("\n", j) if "\n" in text[j:] else len(text)
+                j = text.find("\n", j) % (len(text) + 1)  # -1 (no line break): the end
             else:
                 break
         return j
@@ -1550,7 +1577,7 @@ class _Yaml:
             return self.flow(text, j)
         if text[j] in "\"'":
             return self.quoted(text, j)
-        match = re.match(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+", text[j:])
+        match = _FLOW_PLAIN.match(text, j)
         raw = match.group() if match else ""
         self.plain_start(raw.strip())
         try:
@@ -3857,6 +3884,34 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _read_inside(path: str, root: str, scanned) -> bytes:
+    """The bytes (SKILL_MAX_BYTES at most) of the regular file `scanned` (a stat) at `path`, whose real path
+    is inside `root`. POSIX: opened one path component at a time, following no symlink, so that a file or
+    folder swapped for a symlink after the scan fails to open; a FIFO is opened without waiting for a writer."""
+    import stat
+    real = os.path.realpath(path)
+    if not _inside(real, root):
+        raise OSError("its real path %s is outside %s" % (real, root))
+    if _POSIX:
+        fd = os.open(root, os.O_RDONLY)
+        for part in os.path.relpath(real, root).split(os.sep):
+            try:
+                fd_next = os.open(part, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+            finally:
+                os.close(fd)
+            fd = fd_next
+    else:
+        fd = os.open(real, os.O_RDONLY | os.O_BINARY)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (scanned.st_dev, scanned.st_ino):
+            raise OSError("not a regular file, or not the file scanned (it changed meanwhile)")
+        data = f.read(SKILL_MAX_BYTES + 1)
+    if len(data) > SKILL_MAX_BYTES:
+        raise OSError("larger than %d bytes" % SKILL_MAX_BYTES)
+    return data
+
+
 def _uri_path(path: str) -> str:
     """A `/`-separated path as URI path segments (percent-encoded where it must be)."""
     from urllib.parse import quote
@@ -3962,12 +4017,12 @@ class SkillFolders:
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
             cached = self._headers.get(skill_md)
             if cached is None or cached[0] != key:
-                with open(skill_md, "rb") as f:
-                    text = f.read().decode("utf-8")
+                text = _read_inside(skill_md, root, st).decode("utf-8")
                 try:
                     cached = (key, parse_frontmatter(text))
-                except FrontmatterError as exc:
-                    cached = (key, exc)
+                except Exception as exc:  # any parser failure refuses this skill alone
+                    cached = (key, exc if isinstance(exc, FrontmatterError) else FrontmatterError(
+                        "cannot be read (%s: %s)" % (type(exc).__name__, exc)))
                 self._headers[skill_md] = cached
         except (OSError, UnicodeDecodeError) as exc:
             return "cannot read it (%s); make it a readable UTF-8 file" % exc
@@ -4021,24 +4076,26 @@ class SkillFolders:
                     out[prefix + entry.name] = (real, st)
         return dict(sorted(out.items(), key=lambda item: (item[0] != "SKILL.md", item[0])))
 
-    def digest(self, real: str, st) -> tuple:
+    def digest(self, real: str, st, root: str) -> tuple:
         """("sha256:<hex>", size) of a file, hashed again when its stat changed."""
         key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
         cached = self._digests.get(real)
         if cached is None or cached[0] != key:
             import hashlib
-            with open(real, "rb") as f:
-                data = f.read()
+            data = _read_inside(real, root, st)
             cached = self._digests[real] = (key, "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
         return cached[1:]
 
     def entry(self, path: str) -> dict:
         """The extension's Skill entry of a found skill: frontmatter verbatim, every file with digest and size."""
-        _, _, frontmatter, files = self.found[path]
+        root, _, frontmatter, files = self.found[path]
         prefix = "skill://%s/" % _uri_path(path)
         resources = []
         for rel, (real, st) in files.items():
-            digest, size = self.digest(real, st)
+            try:
+                digest, size = self.digest(real, st, root)
+            except OSError:
+                continue  # changed since the scan, or swapped for a symlink: the next listing has it as it is
             resources.append({"uri": prefix + _uri_path(rel), "digest": digest, "size": size})
         return {"uri": prefix + "SKILL.md", "frontmatter": frontmatter, "resources": resources}
 
@@ -4107,8 +4164,10 @@ class SkillFolders:
             if rel not in files:
                 raise McpError(INVALID_PARAMS, "Invalid params: %s is not a file of the skill %s" % (uri, path),
                                {"uri": uri})
-            with open(files[rel][0], "rb") as f:
-                content = skill_file_content(uri, f.read())
+            try:
+                content = skill_file_content(uri, _read_inside(files[rel][0], self.found[path][0], files[rel][1]))
+            except OSError as exc:
+                raise McpError(INVALID_PARAMS, "Invalid params: cannot read %s (%s)" % (uri, exc), {"uri": uri})
             if rel == "SKILL.md":
                 frontmatter = self.found[path][2]
                 content.update(name=frontmatter["name"], description=frontmatter["description"])
@@ -6797,6 +6856,13 @@ def resource_covers(resource: str, server_url: str) -> bool:
     return mine == theirs or mine.startswith(theirs + "/")
 
 
+def secure_url(url: str) -> bool:
+    """https, or plain http to this machine: what a sign-in fetches or sends the browser to (RFC 8414, 9728)."""
+    import urllib.parse
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname))
+
+
 def loopback_host(host) -> bool:
     """localhost, 127.x.x.x or ::1: where plain http and redirects are safe."""
     host = (host or "").strip("[]").lower()
@@ -6830,22 +6896,31 @@ class TokenStore:
                                  "%s-%s.json" % (host, hashlib.sha256(url.encode()).hexdigest()[:12]))
 
     def load(self) -> dict:
+        """The kept sign-in, {} without one (a symlink in the file's place is not followed)."""
         try:
-            with open(self.path, encoding="utf-8") as f:
+            with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
                 data = json.load(f)
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) and data.get("url") == self.url else {}
 
     def save(self, data: dict):
-        """Write atomically, mode 0600 in a 0700 folder (on Windows the user's profile folder guards it)."""
+        """Write atomically through a new file of an unpredictable name, mode 0600 in a folder made 0700
+        (on Windows the user's profile folder guards it); the temporary file never outlives a failure."""
+        import secrets
         folder = os.path.dirname(self.path)
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        temporary = "%s.%d.tmp" % (self.path, os.getpid())
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(dict(data, url=self.url), f, indent=2)
-        os.replace(temporary, self.path)
+        if _POSIX:
+            os.chmod(folder, 0o700)
+        temporary = "%s.%s.tmp" % (self.path, secrets.token_hex(8))
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(dict(data, url=self.url), f, indent=2)
+            os.replace(temporary, self.path)
+        except BaseException:
+            os.remove(temporary)
+            raise
 
     def delete(self) -> bool:
         try:
@@ -6856,21 +6931,26 @@ class TokenStore:
 
 
 class _Callback:
-    """The loopback redirect target of one sign-in: http://127.0.0.1:PORT/callback, one answer."""
+    """The loopback redirect target of one sign-in: http://127.0.0.1:PORT/callback, one answer, the one that
+    carries `state` (another, such as a forged redirect, is ignored). Requests are served each in a thread,
+    with a socket timeout: an idle connection stalls nothing."""
 
-    def __init__(self, port: int = 0):
+    def __init__(self, state: str, port: int = 0):
         import http.server
         import urllib.parse
         found = {}
         done = threading.Event()
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            timeout = 10
+
             def do_GET(self):
                 parts = urllib.parse.urlsplit(self.path)
-                if parts.path != "/callback" or done.is_set():
+                query = {k: v[0] for k, v in urllib.parse.parse_qs(parts.query).items()}
+                if parts.path != "/callback" or done.is_set() or query.get("state") != state:
                     self.send_error(404)
                     return
-                found.update((k, v[0]) for k, v in urllib.parse.parse_qs(parts.query).items())
+                found.update(query)
                 body = (b"<!doctype html><title>mcpstudio</title><p>%s You can close this tab."
                         % (b"Signed in." if "code" in found else b"The sign-in did not finish."))
                 self.send_response(200)
@@ -6883,7 +6963,8 @@ class _Callback:
             def log_message(self, *args):  # never to stdout or stderr: the query holds the code
                 pass
         try:
-            self.server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+            self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+            self.server.daemon_threads = True
         except OSError as exc:
             raise OAuthError("cannot listen on 127.0.0.1:%d for the sign-in's redirect: %s%s" % (
                 port, exc.strerror or exc, " (oauth.callbackPort is taken; free it or choose another)" if port else ""))
@@ -6974,13 +7055,21 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _fetch(self, url: str, data=None, headers=None, expect=(200,)):
-        """One request to a metadata, registration or token endpoint: (status, JSON body or None)."""
+    def _fetch(self, url: str, data=None, headers=None):
+        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None).
+        A redirect is not followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
         import urllib.request
+        if not secure_url(url):
+            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
+                             "this machine)" % (self.name, url))
+
+        class Stay(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args):
+                return None
         request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
         try:
-            with urllib.request.urlopen(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
+            with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
                 status, body = response.status, response.read(1 << 20)
         except urllib.error.HTTPError as exc:
             status, body = exc.code, exc.read(1 << 20)
@@ -7029,12 +7118,10 @@ class OAuthClient:
                               "token_endpoint": base + "/token", "registration_endpoint": base + "/register"}, False
 
     def _check_endpoint(self, metadata: dict, key: str):
-        import urllib.parse
         url = metadata.get(key)
         if not isinstance(url, str):
             raise OAuthError("authorization server %s: its metadata has no %s" % (metadata.get("issuer"), key))
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme != "https" and not (parts.scheme == "http" and loopback_host(parts.hostname)):
+        if not secure_url(url):
             raise OAuthError("authorization server %s: its %s %s is not https (plain http is accepted only on "
                              "this machine)" % (metadata.get("issuer"), key, url))
         return url
@@ -7072,7 +7159,18 @@ class OAuthClient:
         return client
 
     def _token_request(self, metadata: dict, client: dict, form: dict) -> dict:
-        """POST to the token endpoint, authenticating as the client was registered to; the new tokens."""
+        """POST to the token endpoint; the new tokens."""
+        status, tokens = self._client_post(metadata, client, form, "token_endpoint")
+        if status != 200 or not tokens or not isinstance(tokens.get("access_token"), str):
+            raise OAuthError("the token endpoint of %s answered HTTP %d%s" % (
+                metadata.get("issuer"), status, ": %s" % (tokens.get("error_description") or tokens.get("error"))
+                if tokens else ""))
+        if isinstance(tokens.get("expires_in"), (int, float)):
+            tokens["expires_at"] = int(time.time() + tokens["expires_in"])
+        return tokens
+
+    def _client_post(self, metadata: dict, client: dict, form: dict, key: str) -> tuple:
+        """POST a form to the endpoint `key`, authenticating as the client was registered to: (status, JSON)."""
         import base64
         import urllib.parse
         secret = client.get("client_secret")
@@ -7088,16 +7186,23 @@ class OAuthClient:
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         elif secret and method == "client_secret_post":
             form["client_secret"] = secret
-        status, tokens = self._fetch(self._check_endpoint(metadata, "token_endpoint"),
-                                     urllib.parse.urlencode(form).encode(), headers)
-        if status != 200 or not tokens or not isinstance(tokens.get("access_token"), str):
-            raise OAuthError("the token endpoint of %s answered HTTP %d%s" % (
-                metadata.get("issuer"), status, ": %s" % (tokens.get("error_description") or tokens.get("error"))
-                if tokens else ""))
-        if isinstance(tokens.get("expires_in"), (int, float)):
-            tokens["expires_at"] = int(time.time() + tokens["expires_in"])
-        return tokens
+        return self._fetch(self._check_endpoint(metadata, key), urllib.parse.urlencode(form).encode(), headers)
 
+    def revoke(self):
+        """Revoke the refresh token (else the access token) where the server offers RFC 7009 revocation;
+        why it could not, or None."""
+        tokens, metadata = self.state.get("tokens") or {}, self.state.get("metadata") or {}
+        kind = "refresh_token" if tokens.get("refresh_token") else "access_token"
+        if not tokens.get(kind):
+            return None
+        if not metadata.get("revocation_endpoint"):
+            return "its authorization server offers no revocation (RFC 7009): the token stays valid until it expires"
+        try:
+            status = self._client_post(metadata, self.state.get("client") or {},
+                                       {"token": tokens[kind], "token_type_hint": kind}, "revocation_endpoint")[0]
+        except OAuthError as exc:
+            return str(exc)
+        return None if status == 200 else "its revocation endpoint answered HTTP %d" % status
     def refresh(self):
         """Trade the refresh token for a new access token (no browser)."""
         tokens, metadata = self.state.get("tokens") or {}, self.state.get("metadata") or {}
@@ -7133,12 +7238,12 @@ class OAuthClient:
         if wanted and "offline_access" in supported and "offline_access" not in wanted and \
                 "refresh_token" in (metadata.get("grant_types_supported") or ["refresh_token"]):
             wanted.append("offline_access")  # SEP-2207: a refresh token spares the next sign-in
-        callback = _Callback(int(self.settings.get("callbackPort") or 0) or self._kept_port(issuer))
+        import secrets
+        state = secrets.token_urlsafe(24)
+        callback = _Callback(state, int(self.settings.get("callbackPort") or 0) or self._kept_port(issuer))
         try:
             client = self._client(metadata, issuer, callback.uri)
             verifier, challenge = pkce_pair()
-            import secrets
-            state = secrets.token_urlsafe(24)
             query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": callback.uri,
                      "code_challenge": challenge, "code_challenge_method": "S256", "state": state,
                      "resource": audience}
@@ -7151,8 +7256,6 @@ class OAuthClient:
         except BaseException:
             callback.close()
             raise
-        if answer.get("state") != state:
-            raise OAuthError("the sign-in's redirect carried the wrong state; ignored it (was it another tab?)")
         if answer.get("error"):
             raise OAuthError("the authorization server said %s%s" % (
                 answer["error"], ": " + answer["error_description"] if answer.get("error_description") else ""))
@@ -7170,7 +7273,7 @@ class OAuthClient:
             "code_verifier": verifier, "resource": audience})
         tokens.setdefault("scope", " ".join(wanted))
         self.state = {"issuer": issuer, "client": client, "tokens": tokens, "scopes": wanted, "resource": audience,
-                      "metadata": {key: metadata[key] for key in ("issuer", "token_endpoint",
+                      "metadata": {key: metadata[key] for key in ("issuer", "token_endpoint", "revocation_endpoint",
                                                                   "token_endpoint_auth_methods_supported")
                                    if key in metadata}}
         self.store.save(self.state)
@@ -7240,6 +7343,38 @@ def _encode_header(text: str) -> str:
         return text
     import base64
     return "=?base64?%s?=" % base64.b64encode(text.encode()).decode()
+
+
+def header_problem(tool: dict):
+    """Why a tool's `x-mcp-header` declarations break SEP-2243's rules (then no client may list it), or None."""
+    schema, seen = tool.get("inputSchema"), set()
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    for key, prop in properties.items() if isinstance(properties, dict) else ():
+        if not isinstance(prop, dict) or "x-mcp-header" not in prop:
+            continue
+        header = prop["x-mcp-header"]
+        if not isinstance(header, str) or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", header):
+            return ("the x-mcp-header %s of `%s` is not a header name (ASCII letters, digits and !#$%%&'*+.^_`|~-; "
+                    "no space, colon or control character)" % (json.dumps(header), key))
+        if prop.get("type", "string") not in ("string", "integer", "boolean"):
+            return "`%s` has an x-mcp-header, but only string, integer and boolean parameters may" % key
+        if header.lower() in seen:
+            return "the x-mcp-header %s appears twice (header names ignore case)" % json.dumps(header)
+        seen.add(header.lower())
+    return None
+
+
+def header_checked(tools: list, server: str, log) -> list:
+    """The tools whose x-mcp-header declarations keep SEP-2243's rules; a warning names each other one."""
+    kept = []
+    for tool in tools:
+        problem = header_problem(tool)
+        if problem:
+            log.warning("server `%s`: tool `%s` is left out: %s (SEP-2243); the server must fix its schema",
+                        server, tool["name"], problem)
+        else:
+            kept.append(tool)
+    return kept
 
 
 class _HttpChannel:
@@ -7343,8 +7478,7 @@ class _HttpChannel:
         for key, schema in properties.items():
             header = schema.get("x-mcp-header") if isinstance(schema, dict) else None
             value = arguments.get(key)
-            if not isinstance(header, str) or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", header) \
-                    or value is None or isinstance(value, (dict, list)):
+            if header is None or value is None or isinstance(value, (dict, list)):  # the listing kept valid ones
                 continue
             text = ("true" if value else "false") if isinstance(value, bool) else str(value)
             headers["Mcp-Param-" + header] = _encode_header(text)
@@ -7423,8 +7557,12 @@ class _HttpChannel:
             self.stream.settimeout(None)  # a stream: quiet for as long as the server likes
             for event, data in self._events(response):
                 if event == "endpoint":
-                    self.post_url = urllib.parse.urljoin(self.spec.url, data.strip())
-                    settle(endpoint=self.post_url)
+                    endpoint = urllib.parse.urljoin(self.spec.url, data.strip())
+                    if _origin(endpoint) != _origin(self.spec.url):  # the config's headers would go there
+                        raise OSError("its endpoint event names another origin (%s); refusing to send there"
+                                      % _origin(endpoint))
+                    self.post_url = endpoint
+                    settle(endpoint=endpoint)
                 elif event == "message":
                     try:
                         self._deliver(json.loads(data))
@@ -8477,6 +8615,7 @@ class Upstream:
         """List what the server offers, keep it, cache it, and tell the hub when it changed."""
         before = self.known()
         listing = self.listing = await self.client.listing(self.spec.startup_timeout)
+        listing["tools"] = header_checked(listing["tools"], self.spec.id, self.log)
         listing["offered"] = sorted(self.client.offered)  # a server may list other tools to another client
         self.cache.write(listing, self.spec.key)
         if before is None or any(before.get(k) != listing[k] for k in ("tools", "resources", "resourceTemplates", "prompts")):
@@ -12092,8 +12231,10 @@ def logout_command(words: list) -> int:
     if oauth is None:
         print(SUBCOMMAND_HELP["logout"])
         return 0
+    problem = oauth.revoke()
     if oauth.store.delete():
-        print("signed out of %s (deleted %s)" % (oauth.name, oauth.store.path))
+        print("signed out of %s (deleted %s; %s)" % (oauth.name, oauth.store.path, "the token is revoked" if problem
+                                                    is None else "could not revoke the token: " + problem))
     else:
         print("%s: not signed in (no %s)" % (oauth.name, oauth.store.path))
     return 0
