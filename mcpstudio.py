@@ -7055,14 +7055,11 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _fetch(self, url: str, data=None, headers=None):
-        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None).
-        A redirect is not followed (it would carry the client's credentials elsewhere)."""
+    def _request(self, url: str, data=None, headers=None, limit=1 << 20) -> tuple:
+        """One HTTP request: (status, response headers, up to `limit` bytes of body). A redirect is not
+        followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
         import urllib.request
-        if not secure_url(url):
-            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
-                             "this machine)" % (self.name, url))
 
         class Stay(urllib.request.HTTPRedirectHandler):
             def redirect_request(self, *args):
@@ -7070,11 +7067,18 @@ class OAuthClient:
         request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
         try:
             with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-                status, body = response.status, response.read(1 << 20)
+                return response.status, response.headers, response.read(limit)
         except urllib.error.HTTPError as exc:
-            status, body = exc.code, exc.read(1 << 20)
+            return exc.code, exc.headers, exc.read(limit)
         except (OSError, ValueError) as exc:
             raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+
+    def _fetch(self, url: str, data=None, headers=None):
+        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None)."""
+        if not secure_url(url):
+            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
+                             "this machine)" % (self.name, url))
+        status, _, body = self._request(url, data, headers)
         try:
             parsed = json.loads(body)
         except ValueError:
@@ -7281,20 +7285,12 @@ class OAuthClient:
 
     def login(self):
         """Sign in afresh (the `login` command): ask the server unsigned, then answer its challenge."""
-        import urllib.error
-        import urllib.request
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
             "clientInfo": {"name": "mcpstudio", "version": __version__}}}).encode()
-        request = urllib.request.Request(self.url, data=body, headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
-        try:
-            with urllib.request.urlopen(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-                status, header = response.status, response.headers.get("WWW-Authenticate", "")
-        except urllib.error.HTTPError as exc:
-            status, header = exc.code, exc.headers.get("WWW-Authenticate", "")
-        except (OSError, ValueError) as exc:
-            raise OAuthError("cannot reach %s: %s" % (self.url, getattr(exc, "reason", None) or exc))
+        status, headers, _ = self._request(self.url, body, {
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, limit=0)
+        header = headers.get("WWW-Authenticate", "")
         if status != 401:
             raise OAuthError("%s answered HTTP %d without asking for a sign-in: it needs none" % (self.url, status))
         self.sign_in(www_authenticate(header), www_authenticate(header).get("scope", "").split())
