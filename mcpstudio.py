@@ -10031,6 +10031,44 @@ class Board:
             self.runner.close_watchdog()
 
 
+def ask_fields(schema: dict, ask) -> dict | None:
+    """The properties of an object schema (a tool's input, a server's form) asked one at a time, on the terminal
+    or the TUI's status line: `ask(prompt)` gives a line, or None to give up (then None). An empty line keeps
+    the field's default, if it has one; an answer is read as its field's type says (_typed)."""
+    fields = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    content = {}
+    for key, field in fields.items():
+        field = field if isinstance(field, dict) else {}
+        choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
+                                        if isinstance(option, dict)]
+        hint = "/".join(str(c) for c in choices) if choices else field.get("type", "text")
+        default = " [%s]" % json.dumps(field["default"]) if "default" in field else ""
+        text = ask("  %s (%s%s)%s: " % (field.get("title") or key, hint, ", required" if key in required else "", default))
+        if text is None:
+            return None
+        if text:
+            content[key] = _typed(text, field)
+        elif "default" in field:
+            content[key] = field["default"]
+    return content
+
+
+def _typed(text: str, field: dict):
+    """An answer as its schema field reads it: text for a string, yes or no for a boolean, else JSON (left as
+    text when it is not: the server's validation says what it wanted); an array takes a single value too."""
+    kind = field.get("type")
+    if kind == "boolean":
+        return text.strip().lower() in ("y", "yes", "true", "1")
+    if kind in ("string", None):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    return [value] if kind == "array" and not isinstance(value, list) else value
+
+
 class TuiScreen:
     """The curses side of the TUI: draws the Board, reads keys (see TUI_KEYS)."""
 
@@ -10189,17 +10227,6 @@ class TuiScreen:
             elif isinstance(key, str) and key.isprintable():
                 text += key
 
-    def form(self, tool: dict) -> dict | None:
-        """The arguments of a call, asked one field at a time from the tool's input schema."""
-        pairs = []
-        for key, kind, detail, _ in _schema_summary(tool["schema"]):
-            text = self.ask("%s (%s, %s): " % (key, kind, detail))
-            if text is None:
-                return None
-            if text:
-                pairs.append((key, text))
-        return _call_arguments(pairs, tool["schema"])
-
     def key(self, key: int) -> bool:
         """Handle one key; False to quit."""
         char = chr(key) if 0 <= key < 256 else ""
@@ -10248,7 +10275,7 @@ class TuiScreen:
             if not tools:
                 board.said = "no tools listed yet: t starts the server"
             elif char == "c":
-                arguments = self.form(tools[self.tool])
+                arguments = ask_fields(tools[self.tool]["schema"], self.ask)
                 if arguments is not None:
                     board.call(row["id"], tools[self.tool]["name"], arguments)
             elif not board.shown:
@@ -11529,36 +11556,18 @@ def elicitation_answer(params: dict, assume_yes: bool, ask=input) -> dict:
                          % params.get("url"))
         return {"action": "decline"}
     sys.stderr.write("mcpstudio: the server asks: %s\n" % (params.get("message") or "(no message)"))
-    content = {}
-    for key, field in fields.items():
-        field = field if isinstance(field, dict) else {}
-        if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
-            if "default" in field:
-                content[key] = field["default"]
-            elif field.get("type") == "boolean":
-                content[key] = True
-            continue
-        choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
-                                        if isinstance(option, dict)]
-        hint = " (%s)" % "/".join(str(c) for c in choices) if choices else " (%s)" % field.get("type", "text")
-        default = " [%s]" % json.dumps(field["default"]) if "default" in field else ""
+    if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
+        content = {key: field["default"] if "default" in field else True for key, field in fields.items()
+                   if isinstance(field, dict) and ("default" in field or field.get("type") == "boolean")}
+        return {"action": "accept", "content": content}
+
+    def line(prompt):
         try:
-            text = ask("  %s%s%s: " % (field.get("title") or key, hint, default))
+            return ask(prompt)
         except EOFError:
-            return {"action": "cancel"}
-        if not text:
-            if "default" in field:
-                content[key] = field["default"]
-            continue
-        kind = field.get("type")
-        if kind in ("integer", "number", "boolean"):
-            try:
-                text = {"integer": int, "number": float}[kind](text) if kind != "boolean" else \
-                    text.strip().lower() in ("y", "yes", "true", "1")
-            except ValueError:
-                pass  # the server's validation says what it wanted
-        content[key] = text
-    return {"action": "accept", "content": content}
+            return None
+    content = ask_fields(schema, line)
+    return {"action": "cancel"} if content is None else {"action": "accept", "content": content}
 
 
 def _json_or_text(text: str) -> str:

@@ -9314,6 +9314,27 @@ class HouseTests(unittest.TestCase):
             with self.subTest(name=name):
                 self.assertEqual(mcpstudio.option_variable(name), expected)
 
+    def test_ask_fields_table(self):
+        # One way to ask a schema's fields (call's questions, the TUI's form): typed, defaults, giving up.
+        schema = {"type": "object", "required": ["n"], "properties": {
+            "n": {"type": "integer"}, "tags": {"type": "array"}, "ok": {"type": "boolean"},
+            "mode": {"type": "string", "enum": ["a", "b"], "default": "a"}, "note": {}}}
+        rows = [
+            (["3", "x", "yes", "", "free"], {"n": 3, "tags": ["x"], "ok": True, "mode": "a", "note": "free"}),
+            (["three", '["x", "y"]', "no", "b", ""], {"n": "three", "tags": ["x", "y"], "ok": False, "mode": "b"}),
+            (["3", None], None),
+        ]
+        for typed, expected in rows:
+            with self.subTest(typed=typed):
+                answers, prompts = iter(typed), []
+
+                def ask(prompt, answers=answers, prompts=prompts):
+                    prompts.append(prompt)
+                    return next(answers)
+                self.assertEqual(mcpstudio.ask_fields(schema, ask), expected)
+                self.assertEqual(prompts[0], "  n (integer, required): ")
+        self.assertEqual(prompts[1], "  tags (array): ")
+
     def test_plan_changes_table(self):
         from types import SimpleNamespace
 
