@@ -11327,11 +11327,12 @@ def _mode_argv(words: list, command: str) -> list:
     return _self_command() + words
 
 
-def _take_options(words: list, command: str, flags=(), values=(), anywhere=False) -> tuple:
+def _take_options(words: list, command: str, flags=(), values=(), anywhere=False, repeated=()) -> tuple:
     """A subcommand's options (`--x`, `--x V`, `--x=V`) and its other words.
 
     Options lead, and the rest starts at the first other word; with `anywhere`,
-    options may stand between the other words too.
+    options may stand between the other words too. An option of `repeated`
+    may be given again: its values make a list.
     """
     found, i, others = {}, 0, []
     while i < len(words):
@@ -11340,13 +11341,16 @@ def _take_options(words: list, command: str, flags=(), values=(), anywhere=False
             found["help"] = True
         elif name in flags and not eq:
             found[name] = True
-        elif name in values:
+        elif name in values or name in repeated:
             if not eq:
                 i += 1
                 if i >= len(words):
                     raise UsageError("%s: %s needs a value" % (command, name))
                 inline = words[i]
-            found[name] = inline
+            if name in repeated:
+                found.setdefault(name, []).append(inline)
+            else:
+                found[name] = inline
         elif anywhere and not words[i].startswith("-"):
             others.append(words[i])
         else:
@@ -12106,32 +12110,22 @@ def add_command(words: list) -> int:
             print(SUBCOMMAND_HELP["add"])
             return 0
         raise UsageError("add needs a NAME and -- COMMAND ARGS..., e.g. mcpstudio add time -- uvx mcp-server-time")
-    name, words = words[0], words[1:]
-    env, headers, found, i = {}, {}, {}, 0
-    while i < len(words) and words[i] != "--":
-        option, eq, value = words[i].partition("=")
-        if option in ("-h", "--help", "--disabled") and not eq:
-            found[option] = True
-        elif option in ("--config", "--cwd", "--url", "--env", "--header"):
-            if not eq:
-                i += 1
-                if i >= len(words):
-                    raise UsageError("add: %s needs a value" % option)
-                value = words[i]
-            if option in ("--env", "--header"):
-                key, eq, value = value.partition("=")
-                if not eq or not key:
-                    raise UsageError("add: %s needs KEY=VALUE, not %r" % (option, words[i]))
-                (env if option == "--env" else headers)[key] = value
-            else:
-                found[option] = value
-        else:
-            raise UsageError("add: unexpected %r; the server's command goes after --" % words[i])
-        i += 1
-    if found.get("-h") or found.get("--help"):
+    name = words[0]
+    found, rest = _take_options(words[1:], "add", flags=("--disabled",), values=("--config", "--cwd", "--url"),
+                                repeated=("--env", "--header"))
+    if rest and rest[0] != "--":
+        raise UsageError("add: unexpected %r; the server's command goes after --" % rest[0])
+    if found.get("help"):
         print(SUBCOMMAND_HELP["add"])
         return 0
-    command = words[i + 1:]
+    env, headers = {}, {}
+    for option, pairs in (("--env", env), ("--header", headers)):
+        for text in found.get(option, ()):
+            key, eq, value = text.partition("=")
+            if not eq or not key:
+                raise UsageError("add: %s needs KEY=VALUE, not %r" % (option, text))
+            pairs[key] = value
+    command = rest[1:]
     if not command and not found.get("--url"):
         raise UsageError("add %s: give the server's command after --, or --url URL" % name)
     entry = {"url": found["--url"]} if found.get("--url") else {"command": command[0], "args": command[1:]}
@@ -12355,8 +12349,6 @@ def namespace_command(words: list) -> int:
         print(SUBCOMMAND_HELP["namespace"])
         return 0
     action, rest = rest[0], rest[1:]
-    more, rest = _take_options(rest, "namespace", values=("--config",))
-    path = more.get("--config") or path
     if action not in ("add", "remove", "assign", "default", "allow", "deny") or not rest:
         raise UsageError("namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS | "
                          "allow|deny NS SERVER TOOL")
