@@ -7746,15 +7746,10 @@ class _HttpChannel:
             return
         self.closed = True
         if self.session_id and self.spec.transport != "sse":
-            message_headers = dict(self.spec.headers, **{"Mcp-Session-Id": self.session_id})
-            token = (self.oauth.state.get("tokens") or {}).get("access_token") if self.oauth else None
-            if token:
-                message_headers["Authorization"] = "Bearer " + token
-
             def delete():
                 try:
                     connection, target = self._connection(self.post_url, 5)
-                    connection.request("DELETE", target, headers=message_headers)
+                    connection.request("DELETE", target, headers=self._headers({}))
                     connection.getresponse().read()
                     connection.close()
                 except Exception:  # best effort: the server may be gone
