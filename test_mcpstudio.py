@@ -8101,7 +8101,8 @@ NOT_APPLICABLE = {
     "sep-2549-resources-templates-list-caching-hints": "the echo server has no resources",
 }
 SCENARIOS = [("2025-11-25", s) for s in ("server-initialize", "ping", "tools-list", "dns-rebinding-protection",
-                                         "server-session-lifecycle", "server-sse-multiple-streams")] + \
+                                         "server-session-lifecycle", "server-sse-multiple-streams",
+                                         "logging-set-level")] + \
             [("2026-07-28", s) for s in ("server-stateless", "caching", "http-header-validation", "tools-list",
                                          "dns-rebinding-protection", "server-sse-multiple-streams")]
 
