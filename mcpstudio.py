@@ -4380,8 +4380,11 @@ class Catalog:
         return tools
 
     async def tool(self, public: str):
-        """The listed tool `public` (its schema), or None."""
-        return self._listed.get(public) if await self.route(public) else None
+        """The listed tool `public` (its schema), or None (the call itself then says why)."""
+        try:
+            return self._listed.get(public) if await self.route(public) else None
+        except McpError:
+            return None
 
     def denial(self, public: str):
         """Why a source's permission leaves out the tool `public` (None: none does)."""
