@@ -1,22 +1,27 @@
 #!/usr/bin/env python3
 """mcpstudio: turn the commands you already have into MCP tools.
 
-One standard-library module that serves the Model Context Protocol over stdio.
-A command template becomes one tool whose JSON schema comes from its fields:
+One standard-library module that serves the Model Context Protocol over stdio
+(or Streamable HTTP with --http). A command template becomes one tool whose
+JSON schema comes from its fields; a config file adds tools, script folders,
+Agent Skills and other MCP servers behind this one:
 
     python3 mcpstudio.py echo "{message}"
     python3 mcpstudio.py git log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"
+    python3 mcpstudio.py serve --config tools.json
     python3 mcpstudio.py --help
 
 The shell is never involved: a template is parsed once into words, and every
 call renders those words into an argv list that is executed directly.
 
 The module reads top to bottom; each section uses only what stands above it:
-errors, schema validation, naming, templates, SKILL.md frontmatter, processes,
-the JSON-RPC session and stdio transport, tool sources (Agent Skills folders
-among them), the catalog, the MCP server, the tools for
-people (inspect, call, install, import, config edits, zipapp), and the
-command line (`main`).
+Compatibility, Errors, Schema validation, Naming, Templates, Frontmatter (of
+SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport,
+Sources (template tools, script folders, Agent Skills), Catalog, Tasks, Guard
+rails (in front of every call), Server, the 2026-07-28 era, Configuration,
+Aggregator (other MCP servers), OAuth 2.1 for URL upstreams, Input on the way,
+tui, Streamable HTTP, Tools for people (inspect, call, install, import, config
+edits, zipapp), and the Command line (`main`).
 """
 
 # --------------------------------------------------------------------------
@@ -128,7 +133,14 @@ RESOURCE_NOT_FOUND = -32002      # handshake era; 2026-07-28 uses -32602
 HEADER_MISMATCH = -32020         # 2026-07-28 over HTTP: a header disagrees with the body
 UNSUPPORTED_VERSION = -32022     # 2026-07-28: `_meta` names a version this server does not serve
 MISSING_CAPABILITY = -32021      # 2026-07-28: the request needs a client capability it did not declare
-TOOL_DENIED = -32006             # mcp-studio's code: the tool exists, but its server or namespace denies it
+# -32000 to -32007: the aggregator's own codes for a routed request (-32002 stays the spec's "resource not found")
+SERVER_NOT_FOUND = -32000
+SERVER_START_FAILED = -32001
+SERVER_NOT_RUNNING = -32003
+SERVER_TIMEOUT = -32004
+SERVER_ANSWER_TOO_LARGE = -32005
+TOOL_DENIED = -32006             # the tool exists, but its server or namespace denies it
+SERVER_SIGN_IN = -32007          # a URL server wants a sign-in that this process may not start (the message says how)
 
 
 # --------------------------------------------------------------------------
@@ -181,6 +193,35 @@ class ToolError(McpStudioError):
 
 class ConfigError(McpStudioError):
     """A mistake in a config file; the message names the file and where in it."""
+
+
+class FrontmatterError(McpStudioError):
+    """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
+
+    def __init__(self, message: str, line: int | None = None):
+        self.line = line
+        super().__init__("line %d: %s" % (line, message) if line else message)
+
+
+class UpstreamError(McpError):
+    """A routed request that could not be carried out; tools/call turns it into an isError result."""
+
+
+class OAuthError(McpStudioError):
+    """A sign-in that failed or may not start here; its message says what to do (without the control
+    characters, such as terminal escapes, a server's text may carry)."""
+
+    def __init__(self, message: str):
+        super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
+
+
+class HttpError(McpStudioError):
+    """A request the HTTP server refuses: the status to answer with, and the JSON-RPC error when there is one."""
+
+    def __init__(self, status: int, message: str, code=None, request_id=None, headers=(), data=None):
+        super().__init__(message)
+        self.status, self.code, self.request_id, self.headers = status, code, request_id, list(headers)
+        self.data = data
 
 
 # --------------------------------------------------------------------------
@@ -330,6 +371,14 @@ def match_spellings(arguments: dict, keys) -> dict:
         key = name if name in keys else loose.get(name.replace("-", "_"), name)
         out[key if key not in arguments or key == name else name] = value
     return out
+
+
+def separator_problem(separator: str) -> str | None:
+    """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
+        return None
+    return "use 1 to 8 of the characters A-Z a-z 0-9 _ -, which every client accepts in tool names"
+
 
 
 # --------------------------------------------------------------------------
@@ -1255,15 +1304,6 @@ def _clip(text: str, limit: int) -> str:
 FRONTMATTER_MAX_CHARS = 64 << 10  # a frontmatter's size and nesting (a skill past them is refused)
 FRONTMATTER_MAX_DEPTH = 32
 
-
-class FrontmatterError(McpStudioError):
-    """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
-
-    def __init__(self, message: str, line: int | None = None):
-        self.line = line
-        super().__init__("line %d: %s" % (line, message) if line else message)
-
-
 _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
                  "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
                  "L": "\u2028", "P": "\u2029", "x": 2, "u": 4, "U": 8}
@@ -1702,13 +1742,9 @@ class _Yaml:
 # command that already exited cannot be found there. A bare program name is
 # looked up as a batch file too (npx -> npx.cmd), which exec_problem's batch
 # rule then guards. Only Linux is tested in CI; macOS takes the POSIX path.
-
-def separator_problem(separator: str) -> str | None:
-    """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
-    if re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
-        return None
-    return "use 1 to 8 of the characters A-Z a-z 0-9 _ -, which every client accepts in tool names"
-
+# Outside this block code asks only `_POSIX` (the batch rule's default, the
+# #! hint, Claude Desktop's PATH, script options as variables); client_config_path takes the platform of
+# the client's machine as an argument, to be tested for each.
 
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
@@ -1735,6 +1771,9 @@ if _POSIX:
         return argv  # execvp searches the child's PATH itself
 
     _END_OF_INPUT = "Ctrl+D"
+
+    def _cache_base() -> str:
+        return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
 
     def _text_stdout():
         pass  # print() writes the locale's encoding, UTF-8 on any system a client runs on
@@ -1877,6 +1916,9 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
         return find_program(argv, env)  # CreateProcess would not find npx.cmd
 
     _END_OF_INPUT = "Ctrl+Z then Enter"
+
+    def _cache_base() -> str:
+        return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
 
     def _text_stdout():
         """Redirected to a file or pipe, print() writes the ANSI code page and fails on the first
@@ -2544,12 +2586,16 @@ class StdioFraming:
     of the stream, `end()` return a list of `(item, framing)`: `item` is one
     message's bytes, or an McpError (PARSE_ERROR) to answer with id null. A
     message over `limit` bytes is reported and skipped without being kept,
-    and the stream stays in step. Buffering is linear: bytes are appended to
-    one buffer and taken from its front, and a line is scanned only once.
+    and the stream stays in step; `skipped(head, tail)`, when given, gets the
+    first and last 1000 bytes of each line so skipped. Buffering is linear:
+    bytes are appended to one buffer and taken from its front, and a line is
+    scanned only once.
     """
 
-    def __init__(self, limit: int | None = None):
+    def __init__(self, limit: int | None = None, skipped=None):
         self.limit = MAX_MESSAGE if limit is None else limit
+        self.skipped = skipped
+        self._ends = (b"", b"")  # the head and tail so far of the line being skipped
         self._buf = bytearray()
         self._scan = 0           # the newline search resumes here
         self._header = None      # in a header block: the Content-Length (int), or the error it gave
@@ -2581,8 +2627,10 @@ class StdioFraming:
                 nl = buf.find(b"\n", self._scan)
                 if nl < 0:
                     if self._skip_line:
+                        self._skipping(buf)
                         buf.clear()
                     elif len(buf) > self.limit:
+                        self._skipping(buf)
                         buf.clear()
                         self._skip_line = True
                         out.append((self._too_large(), NEWLINE))
@@ -2590,12 +2638,22 @@ class StdioFraming:
                     return out
                 self._scan = 0
                 if self._skip_line or nl > self.limit:
+                    self._skipping(buf[:nl])
                     del buf[:nl + 1]
                     if not self._skip_line:
                         out.append((self._too_large(), NEWLINE))
                     self._skip_line = False
+                    if self.skipped is not None:
+                        self.skipped(*self._ends)
+                    self._ends = (b"", b"")
                 else:
                     self._line(self._take(nl, 1), out)
+
+    def _skipping(self, data):
+        """Keep the first and last 1000 bytes of the line being skipped (for `skipped`)."""
+        if self.skipped is not None:
+            head, tail = self._ends
+            self._ends = (head or bytes(data[:1000]), bytes((tail + data[-1000:])[-1000:]))
 
     def _take(self, size: int, extra: int) -> bytes:
         """The first `size` bytes of the buffer, removed with `extra` more (one copy, no rebuild)."""
@@ -2903,6 +2961,16 @@ class OutputFeed:
                 job.cancel()
 
 
+def wire_error(exc: BaseException, log=None) -> McpError:
+    """The one rule at each boundary (a request, a task): an McpError is answered as it is; anything else is a
+    bug, logged and answered as an internal error."""
+    if isinstance(exc, McpError):
+        return exc
+    if log is not None:
+        log.error("internal error: %r", exc)
+    return McpError(INTERNAL_ERROR, "Internal error: %s" % exc)
+
+
 class Session:
     """One JSON-RPC peer over a transport: parses, dispatches, answers, cancels.
 
@@ -3029,11 +3097,8 @@ class Session:
         ctx = CallContext(self, request_id, token)
         try:
             result = self.dispatcher(method, params, ctx)
-        except McpError as exc:
-            return _error_response(request_id, exc)
         except Exception as exc:  # the boundary: nothing escapes as a crash
-            self.log.error("internal error in %s: %r", method, exc)
-            return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            return _error_response(request_id, wire_error(exc, self.log))
         if asyncio.iscoroutine(result):
             return request_id, result, ctx
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
@@ -3041,15 +3106,11 @@ class Session:
     async def _complete(self, request_id, coroutine):
         """Run a request's coroutine to a response dict."""
         try:
-            result = await coroutine
-            return {"jsonrpc": "2.0", "id": request_id, "result": result}
-        except McpError as exc:
-            return _error_response(request_id, exc)
+            return {"jsonrpc": "2.0", "id": request_id, "result": await coroutine}
         except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
-            self.log.error("internal error: %r", exc)
-            return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            return _error_response(request_id, wire_error(exc, self.log))
 
     def _notification(self, method, params):
         if method == "notifications/cancelled":
@@ -3723,15 +3784,7 @@ CACHE_FORMAT = 1
 
 def user_cache_dir() -> str:
     """$XDG_CACHE_HOME/mcpstudio, else the platform's user cache folder."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
-        if sys.platform == "darwin":
-            base = os.path.expanduser("~/Library/Caches")
-        elif os.name == "nt":
-            base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
-        else:
-            base = os.path.expanduser("~/.cache")
-    return os.path.join(base, "mcpstudio")
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or _cache_base(), "mcpstudio")
 
 
 def script_schema(options) -> tuple:
@@ -3818,7 +3871,7 @@ def _steers(name: str) -> bool:
 
 def option_variable(name: str) -> bool:
     """Whether a script option is also set as a variable of its own name (see above)."""
-    return os.name != "nt" and not _steers(name)
+    return _POSIX and not _steers(name)
 
 
 def _option_env(value) -> str:
@@ -4898,12 +4951,10 @@ class TaskStore:
     async def _run(self, task: Task, call, on_end):
         try:
             result = await call
-        except McpError as exc:
-            task.end("failed", error=exc)
         except asyncio.CancelledError:
             task.end("cancelled")
         except Exception as exc:  # the boundary, as in Session._complete
-            task.end("failed", error=McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            task.end("failed", error=wire_error(exc))
         else:
             task.end("failed" if result.get("isError") and not task.modern else "completed", result)
         if on_end is not None:
@@ -6984,13 +7035,6 @@ def check_config(path: str, log: Log, options: dict) -> int:
 # listings from an on-disk cache so a listing starts nothing, and adds the
 # manager tools. Namespaces choose which servers one process serves.
 
-SERVER_NOT_FOUND = -32000     # the seed's codes; -32002 is the spec's "resource not found"
-SERVER_START_FAILED = -32001
-SERVER_NOT_RUNNING = -32003
-SERVER_TIMEOUT = -32004       # the seed's "-32002 timeout", moved off the spec's code
-SERVER_ANSWER_TOO_LARGE = -32005
-SERVER_SIGN_IN = -32007       # a URL server wants a sign-in that this process may not start (the message says how)
-
 START_TIMEOUT = 30.0          # seconds a server may take to start and list its tools
 TOOL_TIMEOUT = 60.0           # seconds a forwarded request may take
 LIST_WAIT = 2.0               # seconds a listing waits, in all, for servers with nothing cached yet
@@ -7019,10 +7063,6 @@ _NAMESPACE_KEYS = ("servers", "tools", "description",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
 _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
-
-
-class UpstreamError(McpError):
-    """A routed request that could not be carried out; tools/call turns it into an isError result."""
 
 
 def _list_wait() -> float:
@@ -7418,8 +7458,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         self.transport = None
         self.reason = None  # why it ended, once it has
         self.open_pipes = {1, 2}
-        self._out = bytearray()   # the start of the current stdout line (a bytearray: appending is linear)
-        self._skipping = None     # the head of a stdout line over MAX_MESSAGE, skipped up to its newline
+        self._out = StdioFraming(MAX_MESSAGE, self._oversized)
         self._err = bytearray()
         self._gone = False
 
@@ -7434,36 +7473,12 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             for line in lines:
                 self.upstream.server_log.stderr_line(bytes(line).rstrip(b"\r").decode("utf-8", "replace"))
             return
-        start = 0
-        while True:  # each chunk is looked at once: linear however long the line
-            end = data.find(b"\n", start)
-            piece = data[start:] if end < 0 else data[start:end]
-            if self._skipping is not None:
-                if end >= 0:
-                    self._oversized(self._skipping, piece[-1000:])
-            elif len(self._out) + len(piece) > MAX_MESSAGE:
-                head = bytes((self._out + piece[:1000])[:1000])
-                self._out = bytearray()
-                if end < 0:
-                    self._skipping = head
-                else:
-                    self._oversized(head, piece[-1000:])
-            elif end < 0:
-                self._out += piece
-            elif self._out:
-                self._out += piece
-                line, self._out = bytes(self._out), bytearray()
-                if line.strip():
-                    self.upstream.client.received(line)
-            elif piece.strip():
-                self.upstream.client.received(piece)
-            if end < 0:
-                return
-            start = end + 1
+        for item, _ in self._out.feed(data):
+            if not isinstance(item, McpError):  # a line over MAX_MESSAGE: _oversized
+                self.upstream.client.received(item)
 
     def _oversized(self, head: bytes, tail: bytes):
         """A line over MAX_MESSAGE was skipped: fail the request it answers (its id starts or ends it)."""
-        self._skipping = None
         found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,', head) or \
             re.search(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$', tail)
         client = self.upstream.client
@@ -7530,14 +7545,6 @@ OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is re
 OAUTH_KEYS = ("clientId", "clientSecret", "scopes", "callbackPort", "clientMetadataUrl", "browser")
 _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
                   "client_metadata_url": "clientMetadataUrl"}
-
-
-class OAuthError(McpStudioError):
-    """A sign-in that failed or may not start here; its message says what to do (without the control
-    characters, such as terminal escapes, a server's text may carry)."""
-
-    def __init__(self, message: str):
-        super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
 
 
 def www_authenticate(header: str) -> dict:
@@ -7798,14 +7805,11 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _fetch(self, url: str, data=None, headers=None):
-        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None).
-        A redirect is not followed (it would carry the client's credentials elsewhere)."""
+    def _request(self, url: str, data=None, headers=None, limit=1 << 20) -> tuple:
+        """One HTTP request: (status, response headers, up to `limit` bytes of body). A redirect is not
+        followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
         import urllib.request
-        if not secure_url(url):
-            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
-                             "this machine)" % (self.name, url))
 
         class Stay(urllib.request.HTTPRedirectHandler):
             def redirect_request(self, *args):
@@ -7813,11 +7817,18 @@ class OAuthClient:
         request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
         try:
             with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-                status, body = response.status, response.read(1 << 20)
+                return response.status, response.headers, response.read(limit)
         except urllib.error.HTTPError as exc:
-            status, body = exc.code, exc.read(1 << 20)
+            return exc.code, exc.headers, exc.read(limit)
         except (OSError, ValueError) as exc:
             raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+
+    def _fetch(self, url: str, data=None, headers=None):
+        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None)."""
+        if not secure_url(url):
+            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
+                             "this machine)" % (self.name, url))
+        status, _, body = self._request(url, data, headers)
         try:
             parsed = json.loads(body)
         except ValueError:
@@ -8024,20 +8035,12 @@ class OAuthClient:
 
     def login(self):
         """Sign in afresh (the `login` command): ask the server unsigned, then answer its challenge."""
-        import urllib.error
-        import urllib.request
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
             "clientInfo": {"name": "mcpstudio", "version": __version__}}}).encode()
-        request = urllib.request.Request(self.url, data=body, headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
-        try:
-            with urllib.request.urlopen(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-                status, header = response.status, response.headers.get("WWW-Authenticate", "")
-        except urllib.error.HTTPError as exc:
-            status, header = exc.code, exc.headers.get("WWW-Authenticate", "")
-        except (OSError, ValueError) as exc:
-            raise OAuthError("cannot reach %s: %s" % (self.url, getattr(exc, "reason", None) or exc))
+        status, headers, _ = self._request(self.url, body, {
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, limit=0)
+        header = headers.get("WWW-Authenticate", "")
         if status != 401:
             raise OAuthError("%s answered HTTP %d without asking for a sign-in: it needs none" % (self.url, status))
         self.sign_in(www_authenticate(header), www_authenticate(header).get("scope", "").split())
@@ -8330,6 +8333,28 @@ class _HttpChannel:
             settle(error=OSError(str(exc)))
             self._fail("its event stream ended: %s" % exc)
 
+    def _event_stream(self, last_event_id=None, request_id=None):
+        """GET the session's event stream: the standalone one, or the stream of request `request_id` resumed
+        after `last_event_id` (SEP-1699). (connection, response); the response is None when the server
+        offers no stream there."""
+        headers = dict(self._headers({}), Accept="text/event-stream")
+        del headers["Content-Type"]
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        connection, target = self._connection(self.post_url, self.spec.startup_timeout)
+        connection.request("GET", target, headers=headers)
+        sock = connection.sock  # kept: http.client lets go of it when the reply has no length
+        if request_id is None:
+            self.stream = sock
+        else:
+            sock.settimeout(None)  # the request's own timer (toolTimeout) ends the wait
+            self.connections[request_id] = sock
+        response = connection.getresponse()
+        if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
+            return connection, None
+        sock.settimeout(None)  # a stream: quiet for as long as the server likes
+        return connection, response
+
     def _standalone(self):
         """The session's GET stream: what the server sends outside any request (its own requests, such as an
         elicitation of a tool that names no request, and notifications); resumed with Last-Event-ID when it
@@ -8339,20 +8364,10 @@ class _HttpChannel:
         while not self.closed and quiet < 3:
             events = 0
             try:
-                headers = self._headers({})
-                del headers["Content-Type"]
-                headers["Accept"] = "text/event-stream"
-                if "id" in seen:
-                    headers["Last-Event-ID"] = seen["id"]
-                connection, target = self._connection(self.post_url, self.spec.startup_timeout)
-                connection.request("GET", target, headers=headers)
-                self.stream = connection.sock
-                response = connection.getresponse()
-                if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
-                    response.read()
+                connection, response = self._event_stream(seen.get("id"))
+                if response is None:
                     connection.close()
                     return
-                self.stream.settimeout(None)  # quiet for as long as the server likes
                 for _, data in self._events(response, seen):
                     events += 1
                     try:
@@ -8424,15 +8439,8 @@ class _HttpChannel:
                     last, tried = seen.pop("id"), True
                     time.sleep(min(seen.get("retry", 1000), HTTP_RESUME_WAIT_MS) / 1000)
                     connection.close()
-                    connection, target = self._connection(self.post_url, self.spec.startup_timeout)
-                    headers = self._headers({})
-                    headers.update({"Accept": "text/event-stream", "Last-Event-ID": last})
-                    del headers["Content-Type"]
-                    connection.request("GET", target, headers=headers)
-                    connection.sock.settimeout(None)
-                    self.connections[request_id] = connection.sock
-                    response = connection.getresponse()
-                    if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
+                    connection, response = self._event_stream(last, request_id)
+                    if response is None:
                         break
                     answered = self._answered(response, request_id, seen)
                 if not answered and request_id is not None and request_id not in self.aborted:
@@ -8502,15 +8510,10 @@ class _HttpChannel:
             return
         self.closed = True
         if self.session_id and self.spec.transport != "sse":
-            message_headers = dict(self.spec.headers, **{"Mcp-Session-Id": self.session_id})
-            token = (self.oauth.state.get("tokens") or {}).get("access_token") if self.oauth else None
-            if token:
-                message_headers["Authorization"] = "Bearer " + token
-
             def delete():
                 try:
                     connection, target = self._connection(self.post_url, 5)
-                    connection.request("DELETE", target, headers=message_headers)
+                    connection.request("DELETE", target, headers=self._headers({}))
                     connection.getresponse().read()
                     connection.close()
                 except Exception:  # best effort: the server may be gone
@@ -9764,15 +9767,12 @@ class Namespace:
 
     def check_permitted(self, spec: UpstreamSpec, name: str, original: str):
         """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
-        namespace = self.plan.namespaces.get(self.name) if self.name else None
-        public = spec.public_name(original, self.separator)
-        if not _passes(original, spec.allow, spec.deny) or (
-                namespace and not _passes(public, namespace["allow"], namespace["deny"])):
+        why = self.left_out(spec, original)
+        if why == "":
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (the configuration was reloaded; list the tools "
                            "again)" % name)
-        denial = self.plan.denial(self.name, spec, original)
-        if denial:
-            raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
+        if why:
+            raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, why), {"tool": name})
 
 
 class ManagerTools:
@@ -9861,6 +9861,11 @@ class ManagerTools:
                 "structuredContent": result}
 
 
+def skill_uri(server_id: str, uri):
+    """A server's skill:// URI as the aggregator serves it, under skill://<server id>/; any other value as it is."""
+    return "skill://%s/%s" % (server_id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
+
+
 class UpstreamSkills:
     """Skills of the servers that declare the skills extension, asked of a server when a client asks (never ahead),
     under skill://<server id>/...; the config's own skills beside them."""
@@ -9880,12 +9885,9 @@ class UpstreamSkills:
             return None
         if self.hub.namespace.left_out(upstream.spec, str(entry["frontmatter"].get("name"))) is not None:
             return None
-
-        def moved(uri):
-            return "skill://%s/%s" % (upstream.spec.id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
-        entry = dict(entry, uri=moved(entry["uri"]))
+        entry = dict(entry, uri=skill_uri(upstream.spec.id, entry["uri"]))
         if isinstance(entry.get("resources"), list):
-            entry["resources"] = [dict(r, uri=moved(r.get("uri"))) if isinstance(r, dict) else r
+            entry["resources"] = [dict(r, uri=skill_uri(upstream.spec.id, r.get("uri"))) if isinstance(r, dict) else r
                                   for r in entry["resources"]]
         return entry
 
@@ -9951,7 +9953,7 @@ class UpstreamSkills:
         if not upstream.known()["skills"].get("directoryRead"):
             raise McpError(INVALID_PARAMS, "Invalid params: the server `%s` does not read directories" % upstream.spec.id)
         children = await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
-        return [dict(c, uri="skill://%s/%s" % (upstream.spec.id, c["uri"][8:])) for c in children
+        return [dict(c, uri=skill_uri(upstream.spec.id, c["uri"])) for c in children
                 if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
 
     async def _local(self, method: str, uri: str):
@@ -10304,7 +10306,7 @@ class Aggregator:
             known = upstream.known() or {}
             for item in (known.get(key) or ()):
                 if key == "resources" and isinstance(known.get("skills"), dict) and item["uri"][:8] == "skill://":
-                    item = dict(item, uri="skill://%s/%s" % (upstream.spec.id, item["uri"][8:]))  # as skills/list
+                    item = dict(item, uri=skill_uri(upstream.spec.id, item["uri"]))  # as skills/list
                 if route_key is not None:
                     if item.get(route_key) in routes:
                         continue  # the first server to list a URI owns it
@@ -10800,6 +10802,44 @@ class Board:
             self.runner.close_watchdog()
 
 
+def ask_fields(schema: dict, ask) -> dict | None:
+    """The properties of an object schema (a tool's input, a server's form) asked one at a time, on the terminal
+    or the TUI's status line: `ask(prompt)` gives a line, or None to give up (then None). An empty line keeps
+    the field's default, if it has one; an answer is read as its field's type says (_typed)."""
+    fields = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    content = {}
+    for key, field in fields.items():
+        field = field if isinstance(field, dict) else {}
+        choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
+                                        if isinstance(option, dict)]
+        hint = "/".join(str(c) for c in choices) if choices else field.get("type", "text")
+        default = " [%s]" % json.dumps(field["default"]) if "default" in field else ""
+        text = ask("  %s (%s%s)%s: " % (field.get("title") or key, hint, ", required" if key in required else "", default))
+        if text is None:
+            return None
+        if text:
+            content[key] = _typed(text, field)
+        elif "default" in field:
+            content[key] = field["default"]
+    return content
+
+
+def _typed(text: str, field: dict):
+    """An answer as its schema field reads it: text for a string, yes or no for a boolean, else JSON (left as
+    text when it is not: the server's validation says what it wanted); an array takes a single value too."""
+    kind = field.get("type")
+    if kind == "boolean":
+        return text.strip().lower() in ("y", "yes", "true", "1")
+    if kind in ("string", None):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    return [value] if kind == "array" and not isinstance(value, list) else value
+
+
 class TuiScreen:
     """The curses side of the TUI: draws the Board, reads keys (see TUI_KEYS)."""
 
@@ -10958,17 +10998,6 @@ class TuiScreen:
             elif isinstance(key, str) and key.isprintable():
                 text += key
 
-    def form(self, tool: dict) -> dict | None:
-        """The arguments of a call, asked one field at a time from the tool's input schema."""
-        pairs = []
-        for key, kind, detail, _ in _schema_summary(tool["schema"]):
-            text = self.ask("%s (%s, %s): " % (key, kind, detail))
-            if text is None:
-                return None
-            if text:
-                pairs.append((key, text))
-        return _call_arguments(pairs, tool["schema"])
-
     def key(self, key: int) -> bool:
         """Handle one key; False to quit."""
         char = chr(key) if 0 <= key < 256 else ""
@@ -11017,7 +11046,7 @@ class TuiScreen:
             if not tools:
                 board.said = "no tools listed yet: t starts the server"
             elif char == "c":
-                arguments = self.form(tools[self.tool])
+                arguments = ask_fields(tools[self.tool]["schema"], self.ask)
                 if arguments is not None:
                     board.call(row["id"], tools[self.tool]["name"], arguments)
             elif not board.shown:
@@ -11148,13 +11177,6 @@ _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})(?:[ \t]*;[^\x00-\x08\x0a-\x1f\x7
 _AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
 _ONCE = ("host", "content-length", "transfer-encoding", "origin", "authorization", "mcp-session-id",
          "mcp-protocol-version", "content-type")
-
-
-class HttpError(Exception):
-    def __init__(self, status: int, message: str, code=None, request_id=None, headers=(), data=None):
-        super().__init__(message)
-        self.status, self.code, self.request_id, self.headers = status, code, request_id, list(headers)
-        self.data = data
 
 
 # Reading one request strictly (RFC 9112), from an asyncio StreamReader whose limit is
@@ -12110,11 +12132,12 @@ def _mode_argv(words: list, command: str) -> list:
     return _self_command() + words
 
 
-def _take_options(words: list, command: str, flags=(), values=(), anywhere=False) -> tuple:
+def _take_options(words: list, command: str, flags=(), values=(), anywhere=False, repeated=()) -> tuple:
     """A subcommand's options (`--x`, `--x V`, `--x=V`) and its other words.
 
     Options lead, and the rest starts at the first other word; with `anywhere`,
-    options may stand between the other words too.
+    options may stand between the other words too. An option of `repeated`
+    may be given again: its values make a list.
     """
     found, i, others = {}, 0, []
     while i < len(words):
@@ -12123,13 +12146,16 @@ def _take_options(words: list, command: str, flags=(), values=(), anywhere=False
             found["help"] = True
         elif name in flags and not eq:
             found[name] = True
-        elif name in values:
+        elif name in values or name in repeated:
             if not eq:
                 i += 1
                 if i >= len(words):
                     raise UsageError("%s: %s needs a value" % (command, name))
                 inline = words[i]
-            found[name] = inline
+            if name in repeated:
+                found.setdefault(name, []).append(inline)
+            else:
+                found[name] = inline
         elif anywhere and not words[i].startswith("-"):
             others.append(words[i])
         else:
@@ -12339,36 +12365,18 @@ def elicitation_answer(params: dict, assume_yes: bool, ask=input) -> dict:
                          % params.get("url"))
         return {"action": "decline"}
     sys.stderr.write("mcpstudio: the server asks: %s\n" % (params.get("message") or "(no message)"))
-    content = {}
-    for key, field in fields.items():
-        field = field if isinstance(field, dict) else {}
-        if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
-            if "default" in field:
-                content[key] = field["default"]
-            elif field.get("type") == "boolean":
-                content[key] = True
-            continue
-        choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
-                                        if isinstance(option, dict)]
-        hint = " (%s)" % "/".join(str(c) for c in choices) if choices else " (%s)" % field.get("type", "text")
-        default = " [%s]" % json.dumps(field["default"]) if "default" in field else ""
+    if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
+        content = {key: field["default"] if "default" in field else True for key, field in fields.items()
+                   if isinstance(field, dict) and ("default" in field or field.get("type") == "boolean")}
+        return {"action": "accept", "content": content}
+
+    def line(prompt):
         try:
-            text = ask("  %s%s%s: " % (field.get("title") or key, hint, default))
+            return ask(prompt)
         except EOFError:
-            return {"action": "cancel"}
-        if not text:
-            if "default" in field:
-                content[key] = field["default"]
-            continue
-        kind = field.get("type")
-        if kind in ("integer", "number", "boolean"):
-            try:
-                text = {"integer": int, "number": float}[kind](text) if kind != "boolean" else \
-                    text.strip().lower() in ("y", "yes", "true", "1")
-            except ValueError:
-                pass  # the server's validation says what it wanted
-        content[key] = text
-    return {"action": "accept", "content": content}
+            return None
+    content = ask_fields(schema, line)
+    return {"action": "cancel"} if content is None else {"action": "accept", "content": content}
 
 
 def _json_or_text(text: str) -> str:
@@ -12907,32 +12915,22 @@ def add_command(words: list) -> int:
             print(SUBCOMMAND_HELP["add"])
             return 0
         raise UsageError("add needs a NAME and -- COMMAND ARGS..., e.g. mcpstudio add time -- uvx mcp-server-time")
-    name, words = words[0], words[1:]
-    env, headers, found, i = {}, {}, {}, 0
-    while i < len(words) and words[i] != "--":
-        option, eq, value = words[i].partition("=")
-        if option in ("-h", "--help", "--disabled") and not eq:
-            found[option] = True
-        elif option in ("--config", "--cwd", "--url", "--env", "--header"):
-            if not eq:
-                i += 1
-                if i >= len(words):
-                    raise UsageError("add: %s needs a value" % option)
-                value = words[i]
-            if option in ("--env", "--header"):
-                key, eq, value = value.partition("=")
-                if not eq or not key:
-                    raise UsageError("add: %s needs KEY=VALUE, not %r" % (option, words[i]))
-                (env if option == "--env" else headers)[key] = value
-            else:
-                found[option] = value
-        else:
-            raise UsageError("add: unexpected %r; the server's command goes after --" % words[i])
-        i += 1
-    if found.get("-h") or found.get("--help"):
+    name = words[0]
+    found, rest = _take_options(words[1:], "add", flags=("--disabled",), values=("--config", "--cwd", "--url"),
+                                repeated=("--env", "--header"))
+    if rest and rest[0] != "--":
+        raise UsageError("add: unexpected %r; the server's command goes after --" % rest[0])
+    if found.get("help"):
         print(SUBCOMMAND_HELP["add"])
         return 0
-    command = words[i + 1:]
+    env, headers = {}, {}
+    for option, pairs in (("--env", env), ("--header", headers)):
+        for text in found.get(option, ()):
+            key, eq, value = text.partition("=")
+            if not eq or not key:
+                raise UsageError("add: %s needs KEY=VALUE, not %r" % (option, text))
+            pairs[key] = value
+    command = rest[1:]
     if not command and not found.get("--url"):
         raise UsageError("add %s: give the server's command after --, or --url URL" % name)
     entry = {"url": found["--url"]} if found.get("--url") else {"command": command[0], "args": command[1:]}
@@ -13156,8 +13154,6 @@ def namespace_command(words: list) -> int:
         print(SUBCOMMAND_HELP["namespace"])
         return 0
     action, rest = rest[0], rest[1:]
-    more, rest = _take_options(rest, "namespace", values=("--config",))
-    path = more.get("--config") or path
     if action not in ("add", "remove", "assign", "default", "allow", "deny") or not rest:
         raise UsageError("namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS | "
                          "allow|deny NS SERVER TOOL")

@@ -5878,12 +5878,12 @@ class UpstreamFramingTests(unittest.TestCase):
                 self.failed[request_id] = text
 
         client = Client()
-        upstream = types.SimpleNamespace(client=client, received=client.received, note=notes.append,
-                                         stderr_line=notes.append)
+        upstream = types.SimpleNamespace(client=client, server_log=types.SimpleNamespace(
+            note=notes.append, stderr_line=notes.append))
 
         async def go():
-            protocol = mcpstudio._UpstreamProtocol(upstream)
             with mock.patch.object(mcpstudio, "MAX_MESSAGE", limit):
+                protocol = mcpstudio._UpstreamProtocol(upstream)
                 for fd, chunk in chunks:
                     protocol.pipe_data_received(fd, chunk)
         asyncio.run(go())
@@ -10222,6 +10222,48 @@ class HouseTests(unittest.TestCase):
         long = {n.name: n.end_lineno - n.lineno + 1 for n in tree.body
                 if isinstance(n, ast.ClassDef) and n.end_lineno - n.lineno + 1 > 450}
         self.assertEqual(long, {})
+
+    def test_docstring_names_every_section(self):
+        # The module docstring is its table of contents: each banner's title (to a colon or comma) is in it.
+        with open(MODULE, encoding="utf-8") as f:
+            text = f.read()
+        titles = re.findall(r"^# -{20,}\n# ([^:,\n]+).*\n# -{20,}$", text, re.M)
+        self.assertGreater(len(titles), 20)
+        docstring = " ".join(mcpstudio.__doc__.lower().split())
+        self.assertEqual([t for t in titles if t.lower().rstrip(".") not in docstring], [])
+
+    def test_platform_parts(self):
+        # The cache folder and the variable rule ask the one platform block (Linux here).
+        from unittest import mock
+        with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": "/x/cache"}):
+            self.assertEqual(mcpstudio.user_cache_dir(), os.path.join("/x/cache", "mcpstudio"))
+        with mock.patch.dict(os.environ, {"HOME": "/home/u"}):
+            os.environ.pop("XDG_CACHE_HOME", None)
+            self.assertEqual(mcpstudio.user_cache_dir(), "/home/u/.cache/mcpstudio")
+        for name, expected in (("limit", True), ("PATH", False), ("path", False), ("LD_PRELOAD", False), ("9x", False)):
+            with self.subTest(name=name):
+                self.assertEqual(mcpstudio.option_variable(name), expected)
+
+    def test_ask_fields_table(self):
+        # One way to ask a schema's fields (call's questions, the TUI's form): typed, defaults, giving up.
+        schema = {"type": "object", "required": ["n"], "properties": {
+            "n": {"type": "integer"}, "tags": {"type": "array"}, "ok": {"type": "boolean"},
+            "mode": {"type": "string", "enum": ["a", "b"], "default": "a"}, "note": {}}}
+        rows = [
+            (["3", "x", "yes", "", "free"], {"n": 3, "tags": ["x"], "ok": True, "mode": "a", "note": "free"}),
+            (["three", '["x", "y"]', "no", "b", ""], {"n": "three", "tags": ["x", "y"], "ok": False, "mode": "b"}),
+            (["3", None], None),
+        ]
+        for typed, expected in rows:
+            with self.subTest(typed=typed):
+                answers, prompts = iter(typed), []
+
+                def ask(prompt, answers=answers, prompts=prompts):
+                    prompts.append(prompt)
+                    return next(answers)
+                self.assertEqual(mcpstudio.ask_fields(schema, ask), expected)
+                self.assertEqual(prompts[0], "  n (integer, required): ")
+        self.assertEqual(prompts[1], "  tags (array): ")
 
     def test_plan_changes_table(self):
         from types import SimpleNamespace
