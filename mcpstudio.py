@@ -156,6 +156,10 @@ class UsageError(McpStudioError):
     """A mistake on the command line: printed as `mcpstudio: error: ...`, exit 2."""
 
 
+class HelpRequested(Exception):
+    """-h or --help among a subcommand's options: main prints that subcommand's help (args[0]), exit 0."""
+
+
 class TemplateError(McpStudioError):
     """A mistake in a command template, found when it is parsed (the author's mistake).
 
@@ -11423,9 +11427,6 @@ class TuiScreen:
 def tui_command(words: list) -> int:
     """`tui [--config FILE] [--namespace NAME]`: the TUI, on a terminal only."""
     found, path, rest = _config_option(words, "tui", values=("--namespace",))
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["tui"])
-        return 0
     if rest:
         raise UsageError("tui takes --config FILE and --namespace NAME only, not %r" % " ".join(rest))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -12461,8 +12462,8 @@ def _take_options(words: list, command: str, flags=(), values=(), anywhere=False
     while i < len(words):
         name, eq, inline = words[i].partition("=")
         if name in ("-h", "--help"):
-            found["help"] = True
-        elif name in flags and not eq:
+            raise HelpRequested(command)
+        if name in flags and not eq:
             found[name] = True
         elif name in values or name in repeated:
             if not eq:
@@ -12548,9 +12549,6 @@ def _print_listing(listing: dict):
 def inspect_command(words: list) -> int:
     """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
     found, words = _take_options(words, "inspect", flags=("--json",), values=("--search",))
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["inspect"])
-        return 0
     with StdioClient(_mode_argv(words, "inspect")) as client:
         hello = client.initialize()
         capabilities = hello.get("capabilities") or {}
@@ -12621,11 +12619,8 @@ def _print_content(content: list, out):
 
 def call_command(words: list) -> int:
     """`call TOOL [key=value ...] [--json ARGS] [MODE ARGS...]`: one tools/call, as a client makes it."""
-    if not words or words[0] in ("-h", "--help"):
-        if not words:
-            raise UsageError("call needs a TOOL, e.g. mcpstudio call echo message=hi echo \"{message}\"")
-        print(SUBCOMMAND_HELP["call"])
-        return 0
+    if not words:
+        raise UsageError("call needs a TOOL, e.g. mcpstudio call echo message=hi echo \"{message}\"")
     tool, words = words[0], words[1:]
     pairs, given, raw, assume_yes = [], None, False, False
     while words:
@@ -13060,9 +13055,6 @@ def _check_mode(words: list):
 def install_command(words: list) -> int:
     """`install --client NAME [--as SERVER] [--write] [MODE ARGS...]`: the client's entry for this mode."""
     found, words = _take_options(words, "install", flags=("--write",), values=("--client", "--as", "--file"))
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["install"])
-        return 0
     client = found.get("--client")
     if client not in CLIENTS:
         raise UsageError("install needs --client %s%s" % ("|".join(CLIENTS), ", not %r" % client if client else ""))
@@ -13182,9 +13174,6 @@ def _client_servers(client: str | None, path: str) -> dict:
 def import_command(words: list) -> int:
     """`import FILE|--from CLIENT [--config FILE] [--write]`: a client's servers into mcpstudio's config."""
     found, words = _take_options(words, "import", flags=("--write",), values=("--from", "--config"), anywhere=True)
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["import"])
-        return 0
     client = found.get("--from")
     if client is not None and client not in CLIENTS[:4]:
         raise UsageError("import --from takes %s, not %r" % ("|".join(CLIENTS[:4]), client))
@@ -13232,19 +13221,13 @@ def _config_option(words: list, command: str, flags=(), values=()) -> tuple:
 
 def add_command(words: list) -> int:
     """`add NAME [--config FILE] [--env K=V]... [--cwd DIR] [--disabled] -- COMMAND ARGS...` (or --url URL)."""
-    if not words or words[0] in ("-h", "--help"):
-        if words:
-            print(SUBCOMMAND_HELP["add"])
-            return 0
+    if not words:
         raise UsageError("add needs a NAME and -- COMMAND ARGS..., e.g. mcpstudio add time -- uvx mcp-server-time")
     name = words[0]
     found, rest = _take_options(words[1:], "add", flags=("--disabled",), values=("--config", "--cwd", "--url"),
                                 repeated=("--env", "--header"))
     if rest and rest[0] != "--":
         raise UsageError("add: unexpected %r; the server's command goes after --" % rest[0])
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["add"])
-        return 0
     env, headers = {}, {}
     for option, pairs in (("--env", env), ("--header", headers)):
         for text in found.get(option, ()):
@@ -13291,9 +13274,6 @@ def _same_id(data: dict, name: str, besides=()) -> str | None:
 def remove_command(words: list) -> int:
     """`remove NAME [--config FILE]`: drop a server, and every mention of it in namespaces and permissions."""
     found, path, rest = _config_option(words, "remove")
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["remove"])
-        return 0
     if len(rest) != 1:
         raise UsageError("remove takes one server NAME, e.g. mcpstudio remove time")
     name = rest[0]
@@ -13319,8 +13299,6 @@ def remove_command(words: list) -> int:
 def _sign_in_for(words: list, command: str) -> OAuthClient:
     """The OAuthClient of `login`/`logout NAME|URL [--config FILE]`: a URL server of the config by name, or a URL."""
     found, path, rest = _config_option(words, command)
-    if found.get("help"):
-        return None
     if len(rest) != 1:
         raise UsageError("%s takes one server: the NAME of a URL server in the config, or its URL" % command)
     target = rest[0]
@@ -13343,9 +13321,6 @@ def _sign_in_for(words: list, command: str) -> OAuthClient:
 def login_command(words: list) -> int:
     """`login NAME|URL [--config FILE]`: sign in to a remote server now, in the browser."""
     oauth = _sign_in_for(words, "login")
-    if oauth is None:
-        print(SUBCOMMAND_HELP["login"])
-        return 0
     oauth.login()
     print("signed in to %s: %s (kept in %s)" % (oauth.name, oauth.summary(), oauth.store.path))
     return 0
@@ -13354,9 +13329,6 @@ def login_command(words: list) -> int:
 def logout_command(words: list) -> int:
     """`logout NAME|URL [--config FILE]`: forget a server's tokens and client registration."""
     oauth = _sign_in_for(words, "logout")
-    if oauth is None:
-        print(SUBCOMMAND_HELP["logout"])
-        return 0
     problem = oauth.revoke()
     if oauth.store.delete():
         print("signed out of %s (deleted %s; %s)" % (oauth.name, oauth.store.path, "the token is revoked" if problem
@@ -13370,9 +13342,6 @@ def enable_command(words: list, enabled: bool = True) -> int:
     """`enable NAME` / `disable NAME` [--config FILE]: whether serve starts the server (`disabled` in its entry)."""
     command = "enable" if enabled else "disable"
     found, path, rest = _config_option(words, command)
-    if found.get("help"):
-        print(SUBCOMMAND_HELP[command])
-        return 0
     if len(rest) != 1:
         raise UsageError("%s takes one server NAME, e.g. mcpstudio %s time" % (command, command))
     name = rest[0]
@@ -13441,9 +13410,6 @@ def _default_key(data: dict) -> str:
 def list_command(words: list) -> int:
     """`list [--config FILE] [--json]`: the config's servers, how each starts, and their namespaces."""
     found, path, rest = _config_option(words, "list", flags=("--json",))
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["list"])
-        return 0
     if rest:
         raise UsageError("list takes only --config FILE and --json, not %r" % rest[0])
     data, _ = _read_json_file(path, "list")
@@ -13470,11 +13436,8 @@ def list_command(words: list) -> int:
 def namespace_command(words: list) -> int:
     """`namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS` [--config FILE]."""
     found, path, rest = _config_option(words, "namespace")
-    if found.get("help") or not rest or rest[0] in ("-h", "--help"):
-        if not rest and not found.get("help"):
-            raise UsageError("namespace needs add, remove, assign or default (see namespace --help)")
-        print(SUBCOMMAND_HELP["namespace"])
-        return 0
+    if not rest:
+        raise UsageError("namespace needs add, remove, assign or default (see namespace --help)")
     action, rest = rest[0], rest[1:]
     if action not in ("add", "remove", "assign", "default", "allow", "deny") or not rest:
         raise UsageError("namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS | "
@@ -13551,9 +13514,6 @@ def zipapp_command(words: list) -> int:
     source instead.
     """
     found, rest = _take_options(words, "zipapp", anywhere=True)
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["zipapp"])
-        return 0
     if len(rest) != 1:
         raise UsageError("zipapp takes one OUT.pyz, e.g. mcpstudio zipapp mcpstudio.pyz")
     import py_compile
@@ -14101,6 +14061,9 @@ def main(argv: list | None = None) -> int:
         if command == "status":
             return status_command(config, log, options)
         server, runner = _build_server(options, words, log, config)
+    except HelpRequested as exc:
+        print(SUBCOMMAND_HELP[exc.args[0]])
+        return 0
     except UsageError as exc:
         sys.stderr.write("mcpstudio: error: %s\n%s\n" % (exc, USAGE))
         return 2

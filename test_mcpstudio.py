@@ -6597,6 +6597,12 @@ class ToolingTests(ToolingCase):
                 proc = self.cli(command, "--help")
                 self.assertTrue(proc.stdout.startswith("usage: mcpstudio %s" % command), proc.stdout)
         self.assertIn("inspect|call|install", self.cli("--help").stdout)
+        # -h among a subcommand's later words prints its help too, and changes nothing
+        for words in (("namespace", "add", "-h"), ("init", "x", "--help"), ("install", "--write", "-h")):
+            with self.subTest(words=words):
+                proc = self.cli(*words)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertTrue(proc.stdout.startswith("usage: mcpstudio %s" % words[0]), proc.stdout)
 
     @unittest.skipUnless(hasattr(os, "openpty"), "needs a pseudo-terminal")
     def test_stdio_mode_in_a_terminal_says_what_it_waits_for(self):
