@@ -7202,34 +7202,20 @@ STARTER_CONFIG = """\
 
 def init_config(args: list) -> int:
     """`init NAME --command CMD [--description D] [-o FILE] [--force]`: write a starter config."""
-    values = {"name": None, "command": None, "description": None, "output": None, "force": False}
-    names = {"--command": "command", "--description": "description", "-o": "output", "--output": "output"}
-    i = 0
-    while i < len(args):
-        arg, eq, inline = args[i].partition("=")
-        if arg == "--force":
-            values["force"] = True
-        elif arg in names:
-            if not eq:
-                i += 1
-                if i >= len(args):
-                    raise UsageError("init: %s needs a value" % arg)
-                inline = args[i]
-            values[names[arg]] = inline
-        elif arg.startswith("-") or values["name"] is not None:
-            raise UsageError("init: unexpected %r; usage: mcpstudio init NAME --command CMD "
-                             "[--description TEXT] [-o FILE] [--force]" % args[i])
-        else:
-            values["name"] = arg
-        i += 1
-    if not values["name"] or not values["command"]:
+    found, rest = _take_options(args, "init", flags=("--force",), anywhere=True,
+                                values=("--command", "--description", "-o", "--output"))
+    unexpected = [word for word in rest if word.startswith("-")] or rest[1:]
+    if unexpected:
+        raise UsageError("init: unexpected %r; usage: mcpstudio init NAME --command CMD "
+                         "[--description TEXT] [-o FILE] [--force]" % unexpected[0])
+    command = found.get("--command")
+    if not rest or not command:
         raise UsageError("init needs a NAME and --command CMD, e.g. mcpstudio init git --command git")
-    name = _UNSAFE_NAME_CHARS.sub("_", values["name"])
-    output = values["output"] or name + ".json"
-    if os.path.exists(output) and not values["force"]:
+    name = _UNSAFE_NAME_CHARS.sub("_", rest[0])
+    output = found.get("-o") or found.get("--output") or name + ".json"
+    if os.path.exists(output) and not found.get("--force"):
         sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
         return 1
-    command = values["command"]
     import shlex
     try:
         words = shlex.split(command)
@@ -7239,13 +7225,13 @@ def init_config(args: list) -> int:
         raise UsageError("init: --command is empty")
     quoted = _argv_text(words)
     text = STARTER_CONFIG % {
-        "name_comment": re.sub(r"\s", " ", values["name"]), "name_json": json.dumps(values["name"]),
+        "name_comment": re.sub(r"\s", " ", rest[0]), "name_json": json.dumps(rest[0]),
         "file": _argv_text([output]),
         "help_description_json": json.dumps("Show how to use %s." % command),
         "run_description_json": json.dumps("Run %s with arguments." % command),
         "args_description_json": json.dumps("Arguments for %s" % command),
         "version_name_json": json.dumps("%s version" % command),
-        "description_json": json.dumps(values["description"] or "Tools for %s." % command),
+        "description_json": json.dumps(found.get("--description") or "Tools for %s." % command),
         "help_json": json.dumps(name + "_help"), "run_json": json.dumps(name + "_run"),
         "help_command_json": json.dumps("%s --help" % quoted),
         "run_command_json": json.dumps("%s {args}{#if help} --help{/if}" % quoted),
@@ -7253,8 +7239,7 @@ def init_config(args: list) -> int:
         "version_command_json": json.dumps("%s --version" % quoted)}
     with open(output, "w", encoding="utf-8") as f:
         f.write(text)
-    prog = "mcpstudio" if not sys.argv[0].endswith(".py") else "python3 " + _argv_text([sys.argv[0]])
-    print("wrote %s; check it with: %s check --config %s" % (output, prog, _argv_text([output])))
+    print("wrote %s; check it with: %s check --config %s" % (output, _prog(), _argv_text([output])))
     return 0
 
 
