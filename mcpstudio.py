@@ -4046,9 +4046,7 @@ class ScriptDirectory:
         path instead, so a name never moves from one script to another."""
         wanted = {rel: safe_name(self.separator.join(os.path.splitext(p)[0] or p for p in rel.split("/")), 1000)
                   for rel in rels}
-        counts = {}
-        for name in wanted.values():
-            counts[name] = counts.get(name, 0) + 1
+        counts = collections.Counter(wanted.values())
         import hashlib
         return {rel: name if counts[name] == 1 else
                 "%s_%s" % (name, hashlib.sha256(rel.encode("utf-8", "surrogatepass")).hexdigest()[:6])
