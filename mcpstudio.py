@@ -11000,9 +11000,8 @@ class Board:
 
     def details(self, server_id: str) -> dict:
         """A server's command or URL (secrets masked), env names, tools and each tool's permission per namespace."""
-        spec = next(s for s in self.plan.specs if s.id == server_id)
-        upstream = self.hub.upstreams.get(server_id)
-        listing = self.listing(upstream) or {}
+        spec = self._spec(server_id)
+        listing = self.listing(self.hub.upstreams.get(server_id)) or {}
         tools = []
         for tool in listing.get("tools", ()):
             allowed = {ns: self.plan.denial(ns, spec, tool["name"]) is None for ns in self.plan.namespaces}
@@ -11024,8 +11023,8 @@ class Board:
         """`t`: start the server (listing its tools and caching them), or stop it."""
         upstream = self.hub.upstreams.get(server_id)
         if upstream is None:
-            self.said = "%s is not usable: %s" % (server_id, "disabled" if self._spec(server_id).disabled
-                                                  else self._spec(server_id).error)
+            spec = self._spec(server_id)
+            self.said = "%s is not usable: %s" % (server_id, "disabled" if spec.disabled else spec.error)
             return None
         if upstream.state in ("running", "starting"):
             self.said = "stopping %s" % server_id
