@@ -11839,10 +11839,7 @@ class HttpServer:
                     keep = await self._answer(method, headers, body, keep, version, reader, writer)
                 if not keep:
                     return
-        except (ConnectionError, asyncio.IncompleteReadError, OSError,
-                asyncio.TimeoutError):
-            pass
-        except asyncio.CancelledError:
+        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, asyncio.CancelledError):
             pass
         finally:
             self.connections.discard(task)
@@ -11931,13 +11928,11 @@ class HttpServer:
             await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=not keep)
             return keep
 
-    def _session(self, headers, required=True):
+    def _session(self, headers):
         session_id = headers.get("mcp-session-id")
         if session_id is None:
-            if required:
-                raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
-                                     "(or 2026-07-28 `_meta` on the request)")
-            return None
+            raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
+                                 "(or 2026-07-28 `_meta` on the request)")
         entry = self.sessions.get(session_id.strip())
         if entry is None:
             raise HttpError(404, "no session %s (it ended or expired); initialize again" % session_id.strip())
