@@ -12976,7 +12976,7 @@ def edited_json_text(text: str, new: dict, path: str) -> str:
     return result
 
 
-def write_file_atomically(path: str, text: str, backup: bool = True) -> str | None:
+def write_file_atomically(path: str, text: str) -> str | None:
     """Replace `path` with `text` via a temporary file and rename (mode 0600 for a new file, else
     the old mode); keep the old file as `path.bak` first. Returns the backup's path, if one was made.
 
@@ -12989,7 +12989,7 @@ def write_file_atomically(path: str, text: str, backup: bool = True) -> str | No
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     try:
-        mode = os.stat(path).st_mode & 0o777
+        mode, backup = os.stat(path).st_mode & 0o777, True
     except FileNotFoundError:
         mode, backup = 0o600, False
     if not mode & 0o222:
