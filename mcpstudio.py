@@ -167,7 +167,7 @@ class TemplateError(McpStudioError):
     so the message can point at the place.
     """
 
-    def __init__(self, message: str, word: int | None = None, template: list | None = None):
+    def __init__(self, message, word=None, template=None):
         self.word = word
         self.template = template
         if word is not None and template is not None:
@@ -178,13 +178,13 @@ class TemplateError(McpStudioError):
 class McpError(McpStudioError):
     """A JSON-RPC error to send back: only the server's dispatcher turns it into one."""
 
-    def __init__(self, code: int, message: str, data=None):
+    def __init__(self, code, message, data=None):
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
 
-    def to_json(self) -> dict:
+    def to_json(self):
         """The JSON-RPC `error` object: code, message and data when there is any."""
         error = {"code": self.code, "message": self.message}
         if self.data is not None:
@@ -203,7 +203,7 @@ class ConfigError(McpStudioError):
 class FrontmatterError(McpStudioError):
     """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
 
-    def __init__(self, message: str, line: int | None = None):
+    def __init__(self, message, line=None):
         self.line = line
         super().__init__("line %d: %s" % (line, message) if line else message)
 
@@ -216,14 +216,14 @@ class OAuthError(McpStudioError):
     """A sign-in that failed or may not start here; its message says what to do (without the control
     characters, such as terminal escapes, a server's text may carry)."""
 
-    def __init__(self, message: str):
+    def __init__(self, message):
         super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
 
 
 class HttpError(McpStudioError):
     """A request the HTTP server refuses: the status to answer with, and the JSON-RPC error when there is one."""
 
-    def __init__(self, status: int, message: str, code=None, request_id=None, headers=(), data=None):
+    def __init__(self, status, message, code=None, request_id=None, headers=(), data=None):
         super().__init__(message)
         self.status, self.code, self.request_id, self.headers = status, code, request_id, list(headers)
         self.data = data
@@ -244,7 +244,7 @@ _JSON_TYPES = {
 }
 
 
-def _type_name(value) -> str:
+def _type_name(value):
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -262,7 +262,7 @@ def _type_name(value) -> str:
     return type(value).__name__
 
 
-def _is_type(value, name: str) -> bool:
+def _is_type(value, name):
     if isinstance(value, bool) and name in ("integer", "number"):
         return False
     if name == "integer" and isinstance(value, float):
@@ -270,7 +270,7 @@ def _is_type(value, name: str) -> bool:
     return isinstance(value, _JSON_TYPES.get(name, ()))
 
 
-def validate(value, schema: dict, where: str = "") -> list:
+def validate(value, schema, where=""):
     """Check `value` against `schema`; return a list of messages (empty when valid).
 
     Supports type (or a list of types), enum, const, properties, required,
@@ -341,7 +341,7 @@ def validate(value, schema: dict, where: str = "") -> list:
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def safe_name(name: str, max_length: int = DEFAULT_MAX_NAME_LENGTH, taken=()) -> str:
+def safe_name(name, max_length=DEFAULT_MAX_NAME_LENGTH, taken=()):
     """Return `name` as a tool name strict clients accept: `^[A-Za-z0-9_-]{1,max_length}$`.
 
     Other characters become `_`. A name that is too long, or already in
@@ -362,7 +362,7 @@ def safe_name(name: str, max_length: int = DEFAULT_MAX_NAME_LENGTH, taken=()) ->
         salt += 1
 
 
-def match_spellings(arguments: dict, keys) -> dict:
+def match_spellings(arguments, keys):
     """Rename arguments to the known key they spell with `-` and `_` swapped.
 
     `my-var` reaches a `my_var` property and `max_count` a `max-count` option;
@@ -378,7 +378,7 @@ def match_spellings(arguments: dict, keys) -> dict:
     return out
 
 
-def separator_problem(separator: str) -> str | None:
+def separator_problem(separator):
     """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
     if re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
         return None
@@ -404,7 +404,7 @@ _NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 _OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.)?$" % _FIELD_NAME)  # `{a` just before a field: {a{b}}
 
 
-def _refuse_nested(text: str, at: int, match, error):
+def _refuse_nested(text, at, match, error):
     """`{a{b}}` is a field inside a field, which the syntax does not have: an error, not a field `b`."""
     outer = _OPEN_FIELD.search(text, 0, at) if match.group().startswith("{") else None
     if outer:
@@ -434,7 +434,7 @@ class Field:
     def __repr__(self):
         return "Field(%r, %r, required=%r)" % (self.name, self.kind, self.required)
 
-    def schema(self) -> dict:
+    def schema(self):
         """This field's JSON schema property (type, description, items for arrays)."""
         if self.kind == "array":
             prop = {"type": "array", "items": {"type": "string"}}
@@ -472,7 +472,7 @@ class Template:
     when they are not given.
     """
 
-    def __init__(self, words: list):
+    def __init__(self, words):
         if not words or not words[0].strip():
             raise TemplateError("the %s: give a command, e.g. echo \"{message}\""
                                 % ("command is empty or blank" if words else "template is empty"))
@@ -485,7 +485,7 @@ class Template:
             raise TemplateError("the command (the first word) must be literal text, never a field", 0, self.source)
         self.stdin_code = check_code_fields(self.words, self.source)  # why stdin would be code here, or ""
 
-    def _parse_word(self, word: str, index: int, in_group: bool = False) -> list:
+    def _parse_word(self, word, index, in_group=False):
         pieces, text, i = [], [], 0
         while i < len(word):
             char = word[i]
@@ -520,12 +520,12 @@ class Template:
             pieces.append("".join(text))
         return pieces
 
-    def _bad_description(self, text: str, at: int, index: int) -> TemplateError:
+    def _bad_description(self, text, at, index) -> TemplateError:
         name = _FIELD_START.match(text, at).group(1)
         return TemplateError("the field `%s` is not closed, or its description contains { } [ or ], "
                              "which a description may not" % name, index, self.source)
 
-    def _field(self, match, index: int, optional: bool = False) -> Field:
+    def _field(self, match, index, optional=False) -> Field:
         group = match.groupdict()
         if group["flag"]:
             flag = group["flag"]
@@ -555,7 +555,7 @@ class Template:
 
     # -- what a client sees --------------------------------------------------
 
-    def input_schema(self) -> dict:
+    def input_schema(self):
         """The JSON schema of the arguments, one property per field."""
         properties = {key: f.schema() for key, f in self.fields.items()}
         for key, field in self.fields.items():  # booleans and arrays say what they do when nobody did
@@ -577,7 +577,7 @@ class Template:
             schema["required"] = required
         return schema
 
-    def display(self) -> str:
+    def display(self):
         """The template as a person reads it, without field descriptions."""
         out = []
         for pieces in self.words:
@@ -585,7 +585,7 @@ class Template:
             out.append(word if word and not re.search(r"\s", word) else json.dumps(word))
         return " ".join(out)
 
-    def command_name(self) -> str:
+    def command_name(self):
         """The base name of the command word: `/usr/bin/git-lfs` gives `git-lfs`."""
         first = "".join(p for p in self.words[0] if isinstance(p, str))
         base = re.split(r"[\\/]", first)[-1]
@@ -594,7 +594,7 @@ class Template:
 
     # -- calls ------------------------------------------------------------------
 
-    def render(self, arguments: dict, allow_dash_values: bool = False, honour_double_dash: bool = True) -> list:
+    def render(self, arguments, allow_dash_values=False, honour_double_dash=True):
         """Render validated `arguments` to an argv list (no shell, no re-substitution).
 
         Raises ToolError when a scalar value would begin an argument with `-`
@@ -706,7 +706,7 @@ _SHELL_RESERVED = ("!", "{", "}", "if", "then", "else", "elif", "fi", "do", "don
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
-def _program(text: str) -> str:
+def _program(text):
     """`/usr/bin/python3.11` -> python; `gawk` -> awk; `C:\\bin\\node.exe` -> node."""
     name = re.sub(r"\.exe$", "", re.split(r"[\\/]", text)[-1].lower())
     if name in _PROGRAM_NAMES:
@@ -719,7 +719,7 @@ def _program(text: str) -> str:
     return _PROGRAM_NAMES.get(name, name)
 
 
-def _lead_text(word: list) -> str:
+def _lead_text(word):
     """The literal text a word starts with, up to its first field."""
     text = []
     for piece in word:
@@ -729,14 +729,14 @@ def _lead_text(word: list) -> str:
     return "".join(text)
 
 
-def _has_field(word: list) -> bool:
+def _has_field(word):
     return any(not isinstance(p, str) for p in word)
 
 
 _STDIN_NAME = re.compile(r"-|/dev/stdin|/dev/fd/0|/proc/[^/]+/fd/0")  # a program file that is really stdin
 
 
-def _long_option(name: str, known) -> str:
+def _long_option(name, known):
     """`name` as getopt_long reads it: the known option it spells out or is the only one to begin, else itself."""
     matches = [option for option in known if option.startswith(name)]
     return name if name in known or len(matches) != 1 else matches[0]
@@ -747,31 +747,31 @@ class _CodeCheck:
     `stdin_code` says how a program uses stdin when it makes it code or arguments
     (`sh` and `python3 -` read their program there, `xargs` turns it into arguments), else ""."""
 
-    def __init__(self, words: list, guessing: bool = False):
+    def __init__(self, words, guessing=False):
         self.words, self.problem, self.stdin_code = words, None, ""
         self.guessing = guessing  # only code positions count (a guess may be wrong about the rest)
         self._walk(0)
 
-    def _refuse(self, index: int, text: str):
+    def _refuse(self, index, text):
         if self.problem is None and index < len(self.words) and _has_field(self.words[index]):
             word = self.words[index]
             self.problem = text % {"name": _first_field(word), "word": "".join(_piece_text(p) for p in word)}
 
-    def _code(self, index: int, program: str, note: str = ""):
+    def _code(self, index, program, note=""):
         self._refuse(index, "`%(name)s` stands inside code that " + program.replace("%", "%%") + " runs"
                      + note.replace("%", "%%") + " (the word `%(word)s`), so a value would be code: it could "
                      "run any command or read any secret. Pass the value as its own argument "
                      "(sh -c 'echo \"$1\"' sh {%(name)s}; jq --arg v {%(name)s} '.[$v]') or through stdin")
 
-    def _choice(self, index: int, what: str):
+    def _choice(self, index, what):
         if self.guessing:
             return
         self._refuse(index, "`%(name)s` stands for " + what.replace("%", "%%") + " (the word `%(word)s`), so "
                      "a value would choose what runs. Write it out in the template; pass values as "
                      "arguments or through stdin")
 
-    def _options(self, index: int, takes: str, long_takes=(), on_letter=None, on_long=None, pairs=(),
-                 program: str = "", long_flags=None) -> int:
+    def _options(self, index, takes, long_takes=(), on_letter=None, on_long=None, pairs=(),
+                 program="", long_flags=None):
         """Skip `program`'s options from `index` and return the index of the first operand.
         `on_letter(letter, index of its word)` and `on_long(name, index of its word)` see each one;
         a long option may be abbreviated (--sp is --split-string). A field that would supply option
@@ -813,7 +813,7 @@ class _CodeCheck:
             index = following
         return index
 
-    def _stdin_value(self, index: int, option: str) -> bool:
+    def _stdin_value(self, index, option):
         """Whether the value of `option` (in word `index`, attached or the whole word) names stdin."""
         if index >= len(self.words) or _has_field(self.words[index]):
             return False
@@ -825,19 +825,19 @@ class _CodeCheck:
             text = text[1:].split(option.lstrip("-"), 1)[1] or text  # -f- ; a bare -f has its value next
         return bool(_STDIN_NAME.fullmatch(posixpath.normpath(re.sub("/+", "/", text))))  # /dev/./stdin, /dev/fd//0
 
-    def _reads_stdin(self, program: str):
+    def _reads_stdin(self, program):
         self.stdin_code = self.stdin_code or "`%s` reads the program it runs from stdin" % program
 
-    def _among_options(self, index: int, program: str):
+    def _among_options(self, index, program):
         self._refuse(index, "`%(name)s` stands among the options of `" + program.replace("%", "%%") + "` (the "
                      "word `%(word)s`), so a value could add any option, such as one that runs code. Write "
                      "the options out; a value may follow an option that takes one (-n{n}, --name={v})")
 
-    def _rest_is_code(self, index: int, program: str, note: str = ""):
+    def _rest_is_code(self, index, program, note=""):
         for i in range(index, len(self.words)):
             self._code(i, program, note)
 
-    def _runs(self, index: int, program: str, spellings):
+    def _runs(self, index, program, spellings):
         """Refuse a field as the word of an option in `spellings` (`tar --to-command=CMD`, `wget -O FILE`),
         anywhere on the line: attached, bundled (`curl -sSLo FILE`), abbreviated or as the next word."""
         for i in range(index, len(self.words)):
@@ -854,7 +854,7 @@ class _CodeCheck:
                                  "word `%(word)s`), so a value could run any command or overwrite any file. Write "
                                  "it out in the template; pass values as arguments or through stdin")
 
-    def _walk(self, index: int):
+    def _walk(self, index):
         words = self.words
         while index < len(words) and self.problem is None:
             lead = _lead_text(words[index])
@@ -933,7 +933,7 @@ class _CodeCheck:
                 self._guess(index + 1)
             return
 
-    def _guess(self, index: int):
+    def _guess(self, index):
         """A program not known here may still run what it is given (`docker exec c sh -c CODE`,
         `kubectl exec p -- sed CODE`, `flock LOCK awk CODE`): each later word is walked as if a
         command began there, and a field in a code position after it is refused too."""
@@ -944,7 +944,7 @@ class _CodeCheck:
                 self.problem = self.problem or inner.problem
                 self.stdin_code = self.stdin_code or inner.stdin_code  # `docker exec -i c sh`
 
-    def _wrapper(self, program: str, index: int) -> int:
+    def _wrapper(self, program, index):
         takes, long_takes, long_flags, operands, shell_letters = _WRAPPERS[program]
         joined = []
 
@@ -969,7 +969,7 @@ class _CodeCheck:
             return len(self.words)
         return index
 
-    def _shell(self, program: str, index: int):
+    def _shell(self, program, index):
         flags = []
         fish = program == "fish"
 
@@ -993,7 +993,7 @@ class _CodeCheck:
         else:
             self._choice(index, "the script `%s` runs" % program)
 
-    def _interpreter(self, program: str, index: int):
+    def _interpreter(self, program, index):
         (code, programs, modules, takes, long_code, long_programs, long_modules, long_takes,
          text_operand) = _INTERPRETERS[program]
         given = []
@@ -1035,7 +1035,7 @@ class _CodeCheck:
         else:
             self._choice(index, "the script `%s` runs" % program)
 
-    def _deno(self, index: int):
+    def _deno(self, index):
         if index < len(self.words) and _lead_text(self.words[index]) in ("eval", "run", "x"):
             sub = _lead_text(self.words[index])
             index = self._options(index + 1, "", program="deno")
@@ -1044,7 +1044,7 @@ class _CodeCheck:
             else:
                 self._choice(index, "the program `deno %s` runs" % sub)
 
-    def _find(self, index: int):
+    def _find(self, index):
         words = self.words
         self._runs(index, "find", _RUNS["find"])
         for i in range(index, len(words)):
@@ -1055,7 +1055,7 @@ class _CodeCheck:
                 self.problem = self.problem or _CodeCheck(words[i + 1:end]).problem
 
 
-def _shell_commands(tokens) -> list:
+def _shell_commands(tokens):
     """The simple commands of a `"shell": true` script, each (words, fed): tokens split
     into words at unquoted blanks and into commands at | & ; ( ) and newlines, without
     redirections and reserved words; `fed` when a pipe or a `<` redirection gives its stdin."""
@@ -1103,7 +1103,7 @@ def _shell_commands(tokens) -> list:
     return commands
 
 
-def check_code_fields(words: list, source, shell_tokens=None) -> str:
+def check_code_fields(words, source, shell_tokens=None):
     """Refuse a field where its value would be code, or would choose the program.
 
     `words` is one command; `shell_tokens` (a "shell": true script) is walked
@@ -1134,8 +1134,8 @@ def check_code_fields(words: list, source, shell_tokens=None) -> str:
     return stdin_code
 
 
-def render_words(words: list, arguments: dict, allow_dash_values: bool, command: str,
-                 honour_double_dash: bool = True, ends=()) -> list:
+def render_words(words, arguments, allow_dash_values, command,
+                 honour_double_dash=True, ends=()):
     """Render parsed words (lists of pieces) to argv; see Template.render.
 
     The guard judges a word as rendered (`{a}-{b}` with `a` empty is `-{b}`)
@@ -1174,12 +1174,12 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
     return argv
 
 
-def _first_field(word: list) -> str:
+def _first_field(word):
     piece = next(p for p in word if not isinstance(p, str))
     return piece.name if isinstance(piece, Field) else piece.fields[0].name
 
 
-def _text(value) -> str:
+def _text(value):
     """A value as command-line text: JSON spelling for booleans and null."""
     if isinstance(value, str):
         return value
@@ -1193,12 +1193,12 @@ class Group:
 
     __slots__ = ("pieces", "fields")
 
-    def __init__(self, pieces: list):
+    def __init__(self, pieces):
         self.pieces = pieces
         self.fields = [p for p in pieces if isinstance(p, Field)] + [
             f for p in pieces if isinstance(p, Group) for f in p.fields]
 
-    def given(self, arguments: dict) -> bool:
+    def given(self, arguments):
         for field in self.fields:
             value = arguments.get(field.key)
             if value is None or value is False or (field.kind == "array" and not value):
@@ -1206,7 +1206,7 @@ class Group:
         return True
 
 
-def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
+def _render_pieces(pieces, arguments, parts):
     """Append the rendering of `pieces` to `parts`.
 
     Returns (lead, present): `lead` is what begins the text ("text", a flag or
@@ -1244,7 +1244,7 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
     return lead, present
 
 
-def _closing_bracket(word: str, start: int) -> int:
+def _closing_bracket(word, start):
     """Index of the `]` that closes the `[` at `start` (0 if none)."""
     depth, i = 0, start
     while i < len(word):
@@ -1262,7 +1262,7 @@ def _closing_bracket(word: str, start: int) -> int:
     return 0
 
 
-def _piece_text(piece, in_group: bool = False) -> str:
+def _piece_text(piece, in_group=False):
     if isinstance(piece, str):  # re-escape literal text that would read as a field
         if piece.endswith("\\"):
             piece += "\\"  # a field follows: keep the backslash from escaping it
@@ -1274,18 +1274,18 @@ def _piece_text(piece, in_group: bool = False) -> str:
     return _field_text(piece)
 
 
-def _article(kind: str) -> str:
+def _article(kind):
     return "an" if kind[0] in "aeiou" else "a"
 
 
-def _field_text(field: Field) -> str:
+def _field_text(field: Field):
     if field.kind == "boolean":
         return "[%s]" % field.flag
     dots = "..." if field.kind == "array" else ""
     return ("{%s%s}" if field.required else "[%s%s]") % (field.name, dots)
 
 
-def _clip(text: str, limit: int) -> str:
+def _clip(text, limit):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -1317,7 +1317,7 @@ _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\
 _FLOW_PLAIN = re.compile(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+")
 
 
-def split_frontmatter(text: str) -> tuple:
+def split_frontmatter(text):
     """(frontmatter lines, the file line number of the first) of a SKILL.md that opens with `---`."""
     lines = text[1:].split("\n") if text.startswith("\ufeff") else text.split("\n")
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
@@ -1332,7 +1332,7 @@ def split_frontmatter(text: str) -> tuple:
     raise FrontmatterError("the frontmatter has no closing `---` line", 1)
 
 
-def parse_frontmatter(text: str) -> dict:
+def parse_frontmatter(text):
     """A SKILL.md's frontmatter as JSON-ready values; FrontmatterError outside the subset."""
     lines, first = split_frontmatter(text)
     value = _Yaml(lines, first).document()
@@ -1341,7 +1341,7 @@ def parse_frontmatter(text: str) -> dict:
     return value
 
 
-def yaml_scalar(text: str):
+def yaml_scalar(text):
     """A plain scalar by the core schema: null, booleans, ints, floats, else the text itself."""
     if text in ("", "~", "null", "Null", "NULL"):
         return None
@@ -1364,7 +1364,7 @@ def yaml_scalar(text: str):
 class _Yaml:
     """One frontmatter's lines, read top to bottom (see the grammar above)."""
 
-    def __init__(self, lines: list, first: int):
+    def __init__(self, lines, first):
         self.lines = list(lines)
         self.first = first
         self.i = 0
@@ -1374,16 +1374,16 @@ class _Yaml:
         for line in self.lines:
             self.starts.append(self.starts[-1] + len(line) + 1)
 
-    def nest(self, step: int):
+    def nest(self, step):
         """Into (1) or out of (-1) a collection: FRONTMATTER_MAX_DEPTH levels at most."""
         self.depth += step
         if self.depth > FRONTMATTER_MAX_DEPTH:
             raise self.error("nested deeper than %d levels" % FRONTMATTER_MAX_DEPTH)
 
-    def error(self, message: str, index: int | None = None):
+    def error(self, message, index=None):
         return FrontmatterError(message, self.first + (self.i if index is None else index))
 
-    def indent(self, index: int) -> int:
+    def indent(self, index):
         line = self.lines[index]
         n = len(line) - len(line.lstrip(" "))
         if line[n:n + 1] == "\t":
@@ -1405,7 +1405,7 @@ class _Yaml:
             raise self.error("this line does not belong to the block above it (check its indentation)")
         return value
 
-    def block(self, n: int):
+    def block(self, n):
         """The mapping or sequence whose lines start at column `n`."""
         text = self.lines[self.i][n:]
         self.nest(1)
@@ -1413,7 +1413,7 @@ class _Yaml:
         self.nest(-1)
         return value
 
-    def mapping(self, n: int) -> dict:
+    def mapping(self, n):
         result = {}
         while True:
             self.skip()
@@ -1426,7 +1426,7 @@ class _Yaml:
                 raise self.error("the key `%s` appears twice" % key)
             result[key] = self.value(col, n, True)
 
-    def sequence(self, n: int) -> list:
+    def sequence(self, n):
         result = []
         while True:
             self.skip()
@@ -1447,7 +1447,7 @@ class _Yaml:
             else:
                 result.append(self.value(col, n, False))
 
-    def is_key(self, text: str) -> bool:
+    def is_key(self, text):
         if text[:1] in "\"'":
             try:
                 end = self.quoted(text, 0)[1]
@@ -1461,7 +1461,7 @@ class _Yaml:
             after = text[match.start():]
         return after[:1] == ":" and after[1:2] in ("", " ", "\t")
 
-    def key(self, n: int) -> tuple:
+    def key(self, n):
         """The key of the mapping line at column `n`, and the column after its `:`."""
         line = self.lines[self.i]
         text = line[n:]
@@ -1485,7 +1485,7 @@ class _Yaml:
                 raw, "null" if key is None else type(key).__name__))
         return key, n + colon + 1
 
-    def plain_start(self, text: str):
+    def plain_start(self, text):
         if not text:
             raise self.error("an empty key or value where text was expected")
         if text[0] in "&*!%@`|>#" or (text[0] in "?:-" and text[1:2] in ("", " ", "\t")):
@@ -1493,7 +1493,7 @@ class _Yaml:
             raise self.error("%s are not supported in frontmatter" % what if what else
                              "`%s` cannot start a plain value; quote the value" % text[0])
 
-    def value(self, col: int, n: int, in_mapping: bool):
+    def value(self, col, n, in_mapping):
         """The value that starts at column `col` of the current line, under a key or dash at column `n`."""
         line = self.lines[self.i]
         text = line[col:].lstrip(" \t")
@@ -1512,7 +1512,7 @@ class _Yaml:
             return None
         return self.inline(col, n)
 
-    def inline(self, col: int, n: int):
+    def inline(self, col, n):
         """A scalar or flow value starting at column `col` of the current line."""
         text = self.lines[self.i][col:]
         if text[0] in "|>":
@@ -1523,7 +1523,7 @@ class _Yaml:
             raise self.error("a `-` list cannot start on the key's line; put its items on the lines below")
         return self.plain(text, n)
 
-    def plain(self, text: str, n: int):
+    def plain(self, text, n):
         """A plain scalar, continued on more-indented lines."""
         self.plain_start(text)
         parts, ended, start = [], False, self.i
@@ -1552,7 +1552,7 @@ class _Yaml:
         except ValueError as exc:
             raise self.error(str(exc), start)
 
-    def block_scalar(self, header: str, n: int) -> str:
+    def block_scalar(self, header, n):
         """A `|` (literal) or `>` (folded) scalar: its indicators, then the lines below."""
         match = re.fullmatch(r"([|>])([-+]?)([1-9]?)([-+]?)([ \t]+#.*)?[ \t]*", header)
         if match is None or (match.group(2) and match.group(4)):
@@ -1606,7 +1606,7 @@ class _Yaml:
         tail = {"-": "", "+": "\n" * (trailing + 1)}.get(chomp, "\n")
         return "".join(out) + tail
 
-    def flow_value(self, col: int, n: int):
+    def flow_value(self, col, n):
         """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
         text, start = self.text, self.starts[self.i] + col
         if text[start] in "\"'":
@@ -1620,7 +1620,7 @@ class _Yaml:
         self.i += 1
         return value
 
-    def quoted(self, text: str, j: int) -> tuple:
+    def quoted(self, text, j):
         """A 'single' or "double" quoted scalar starting at text[j]: (value, index after it)."""
         quote, out, blanks = text[j], [], ""
         j += 1
@@ -1673,7 +1673,7 @@ class _Yaml:
                 out.append(blanks + c)
                 blanks, j = "", j + 1
 
-    def flow(self, text: str, j: int) -> tuple:
+    def flow(self, text, j):
         """A [ ] or { } collection starting at text[j]: (value, index after it)."""
         closing = "]" if text[j] == "[" else "}"
         result = [] if closing == "]" else {}
@@ -1710,7 +1710,7 @@ class _Yaml:
                 raise self.error("expected `,` or `%s` in a flow collection, not %s" % (
                     closing, repr(text[j]) if j < len(text) else "the end of the frontmatter"))
 
-    def flow_space(self, text: str, j: int) -> int:
+    def flow_space(self, text, j):
         while j < len(text):
             if text[j] in " \t\n":
                 j += 1
@@ -1720,7 +1720,7 @@ class _Yaml:
                 break
         return j
 
-    def flow_node(self, text: str, j: int) -> tuple:
+    def flow_node(self, text, j):
         if j >= len(text) or text[j] in ",]}":
             raise self.error("an empty entry in a flow collection")
         if text[j] in "[{":
@@ -3788,12 +3788,12 @@ SCRIPT_DEPTH = 8            # folders below the root that are searched
 HELP_CONCURRENCY = 8        # --help runs at once during discovery
 CACHE_FORMAT = 1
 
-def user_cache_dir() -> str:
+def user_cache_dir():
     """$XDG_CACHE_HOME/mcpstudio, else the platform's user cache folder."""
     return os.path.join(os.environ.get("XDG_CACHE_HOME") or _cache_base(), "mcpstudio")
 
 
-def script_schema(options) -> tuple:
+def script_schema(options):
     """Translate mcpd options to (JSON schema, defaults); ValueError names the problem.
 
     Accepts the spec's keys (`required`, `value_type`, `default_value`,
@@ -3853,7 +3853,7 @@ def script_schema(options) -> tuple:
     return schema, defaults
 
 
-def _cache_entry_ok(entry) -> bool:
+def _cache_entry_ok(entry):
     """A discovery cache entry has the shape this version writes (anything else is asked again)."""
     return (isinstance(entry, dict) and isinstance(entry.get("size"), int) and isinstance(entry.get("mtime"), int)
             and (isinstance(entry.get("error"), str)
@@ -3870,17 +3870,17 @@ _QUIET_VARIABLE = re.compile(r"[a-z_][a-z0-9_]*")
 _STEERING_VARIABLE = re.compile(r"(cd|f|man|module_|mail)?path|\w*_proxy|npm_config_\w*|yarn_\w*|pnpm_\w*")
 
 
-def _steers(name: str) -> bool:
+def _steers(name):
     """Whether a program or the shell acts on the environment variable `name` (see above)."""
     return not _QUIET_VARIABLE.fullmatch(name) or bool(_STEERING_VARIABLE.fullmatch(name))
 
 
-def option_variable(name: str) -> bool:
+def option_variable(name):
     """Whether a script option is also set as a variable of its own name (see above)."""
     return _POSIX and not _steers(name)
 
 
-def _option_env(value) -> str:
+def _option_env(value):
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -3891,7 +3891,7 @@ def _option_env(value) -> str:
 class ScriptTool:
     """One discovered script: its schema, and how to call it."""
 
-    def __init__(self, rel: str, path: str, name: str, meta: dict, options: dict):
+    def __init__(self, rel, path, name, meta, options):
         self.rel = rel
         self.path = path
         self.name = name
@@ -3902,11 +3902,11 @@ class ScriptTool:
             raise ValueError("`taskSupport` in its --help metadata must be one of %s" % ", ".join(TASK_SUPPORT))
 
     @property
-    def state_uri(self) -> str:
+    def state_uri(self):
         from urllib.parse import quote
         return "mcpd://%s/state" % quote(self.rel, safe="/")
 
-    def definition(self, task_support: str = "optional") -> dict:
+    def definition(self, task_support="optional"):
         """The MCP Tool; `task_support` unless the script's --help says otherwise."""
         title = self.meta.get("title")
         tool = {
@@ -3927,9 +3927,9 @@ class ScriptDirectory:
     dynamic = True
     resources = True  # declared from the kind of source, never from what was found
 
-    def __init__(self, root: str, runner: ProcessRunner, settings: RunSettings, log: Log, *,
-                 include=(), exclude=(), separator: str = "__", cache_dir: str | None = None,
-                 rescan: float = RESCAN_INTERVAL, help_timeout: float = HELP_TIMEOUT):
+    def __init__(self, root, runner: ProcessRunner, settings: RunSettings, log: Log, *,
+                 include=(), exclude=(), separator="__", cache_dir=None,
+                 rescan=RESCAN_INTERVAL, help_timeout=HELP_TIMEOUT):
         self.root = os.path.realpath(root)
         self.runner = runner
         self.settings = settings
@@ -3967,13 +3967,13 @@ class ScriptDirectory:
             await asyncio.sleep(self.rescan_interval)
             await self._safe_rescan()
 
-    async def _safe_rescan(self, first: bool = False):
+    async def _safe_rescan(self, first=False):
         try:
             await self.rescan(first)
         except Exception as exc:  # a failed look never stops the server
             self.log.error("scripts in %s: discovery failed: %r", self.root, exc)
 
-    def _walk(self) -> dict:
+    def _walk(self):
         """rel path -> (real path, size, mtime) for every candidate script."""
         from fnmatch import fnmatchcase
         found = {}
@@ -4008,7 +4008,7 @@ class ScriptDirectory:
                 found[rel] = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
         return found
 
-    async def rescan(self, first: bool = False) -> bool:
+    async def rescan(self, first=False):
         """Look for added, changed and removed scripts; True (and an event) if the set changed."""
         async with self._lock:
             found = await asyncio.get_running_loop().run_in_executor(None, self._walk)  # big trees: off the loop
@@ -4036,11 +4036,11 @@ class ScriptDirectory:
             self.events.source_changed(self)
         return changed
 
-    def _fresh(self, info) -> bool:
+    def _fresh(self, info):
         entry = self._known.get(info[0])
         return entry is not None and entry.get("size") == info[1] and entry.get("mtime") == info[2]
 
-    def _names(self, rels) -> dict:
+    def _names(self, rels):
         """rel path -> tool name. The path's parts joined by the separator, extensions
         dropped; scripts that would share a name (a.sh, a.py) all get a hash of their
         path instead, so a name never moves from one script to another."""
@@ -4052,7 +4052,7 @@ class ScriptDirectory:
                 "%s_%s" % (name, hashlib.sha256(rel.encode("utf-8", "surrogatepass")).hexdigest()[:6])
                 for rel, name in wanted.items()}
 
-    def _build(self, found: dict) -> dict:
+    def _build(self, found):
         tools = {}
         old = {t.rel: t for t in self.tools.values()}
         names = self._names(found)
@@ -4085,7 +4085,7 @@ class ScriptDirectory:
             tools[tool.name] = tool
         return tools
 
-    async def _describe(self, info) -> dict:
+    async def _describe(self, info):
         """Run `script --help` and keep what it says (or what went wrong)."""
         path, size, mtime = info
         entry = {"size": size, "mtime": mtime}
@@ -4117,7 +4117,7 @@ class ScriptDirectory:
         entry["meta"], entry["options"] = meta, options
         return entry
 
-    def _load_cache(self) -> dict:
+    def _load_cache(self):
         try:
             with open(self.cache_path, encoding="utf-8") as f:
                 data = json.load(f)
@@ -4138,19 +4138,19 @@ class ScriptDirectory:
         except OSError as exc:
             self.log.debug("cannot write the discovery cache %s: %s", self.cache_path, exc)
 
-    async def _current(self) -> dict:
+    async def _current(self):
         await asyncio.wait([self._ready])
         return self.tools
 
     # -- the source contract ------------------------------------------------------
 
-    async def list_tools(self) -> list:
+    async def list_tools(self):
         """The scripts' tools, from the last scan (the first call waits for it)."""
         if self._ready.done():
             await self._safe_rescan()  # cheap: a walk, and --help only for what changed
         return [tool.definition(self.settings.task_support) for tool in (await self._current()).values()]
 
-    async def call_tool(self, name: str, arguments: dict, ctx: CallContext) -> dict:
+    async def call_tool(self, name, arguments, ctx: CallContext):
         """Run the script behind `name` with its options in env, argv and stdin."""
         tool = (await self._current()).get(name)
         if tool is None:
@@ -4197,17 +4197,17 @@ class ScriptDirectory:
         _unstarted_in_task(result, ctx, self.settings.timeout)
         return script_result(tool, result, kept, self.settings.timeout, self.settings.budget(ctx))
 
-    async def list_resources(self) -> list:
+    async def list_resources(self):
         """The `--state` resources of scripts that declare one."""
         return [{"uri": t.state_uri, "name": "%s state" % t.rel, "mimeType": "application/json",
                  "description": "Current state of the script %s (its --state output)." % t.rel}
                 for t in (await self._current()).values() if t.state]
 
-    async def list_resource_templates(self) -> list:
+    async def list_resource_templates(self):
         """No templates: each script's state resource has a fixed URI."""
         return []
 
-    async def read_resource(self, uri: str, ctx: CallContext):
+    async def read_resource(self, uri, ctx: CallContext):
         """Run the script's `--state` and return its output."""
         from urllib.parse import unquote
         tool = next((t for t in (await self._current()).values()
@@ -4235,7 +4235,7 @@ class ScriptDirectory:
                 task.cancel()
 
 
-def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout, budget=None) -> dict:
+def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget=None):
     """A CallToolResult for a script run, following the mcpd exit-code table; its text output within `budget`."""
     block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
     if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
@@ -4295,11 +4295,11 @@ DIRECTORY_MIME = "inode/directory"
 _SKILL_NAME = r"(?!.*--)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?"  # the Agent Skills naming rules
 
 
-def _inside(path: str, root: str) -> bool:
+def _inside(path, root):
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _read_inside(path: str, root: str, scanned) -> bytes:
+def _read_inside(path, root, scanned):
     """The bytes (SKILL_MAX_BYTES at most) of the regular file `scanned` (a stat) at `path`, whose real path
     is inside `root`. POSIX: opened one path component at a time, following no symlink, so that a file or
     folder swapped for a symlink after the scan fails to open; a FIFO is opened without waiting for a writer."""
@@ -4327,20 +4327,20 @@ def _read_inside(path: str, root: str, scanned) -> bytes:
     return data
 
 
-def _uri_path(path: str) -> str:
+def _uri_path(path):
     """A `/`-separated path as URI path segments (percent-encoded where it must be)."""
     from urllib.parse import quote
     return quote(path, safe="/!$&'()*+,;=:@~")
 
 
-def _file_mime(name: str) -> str:
+def _file_mime(name):
     if name.endswith(".md"):
         return "text/markdown"
     import mimetypes
     return mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
 
 
-def skill_file_content(uri: str, data: bytes) -> dict:
+def skill_file_content(uri, data):
     """One file as `resources/read` contents: text when it is UTF-8 text, else a base64 blob."""
     mime = _file_mime(uri.rsplit("/", 1)[-1])
     text = None if b"\0" in data or mime.startswith(("image/", "audio/", "video/", "font/")) else _as_text(data, False)
@@ -4350,7 +4350,7 @@ def skill_file_content(uri: str, data: bytes) -> dict:
     return {"uri": uri, "mimeType": mime, "blob": base64.b64encode(data).decode("ascii")}
 
 
-def skill_uri_segments(uri: str) -> list:
+def skill_uri_segments(uri):
     """The decoded path segments of a skill:// URI; -32602 for traversal, dot-files or encoded separators."""
     from urllib.parse import unquote
     segments = [unquote(s) for s in uri[len("skill://"):].split("/")] if uri.startswith("skill://") else [""]
@@ -4367,7 +4367,7 @@ class SkillFolders:
     resources = True
     skills = True
 
-    def __init__(self, roots, log: Log, prompts: bool = True):
+    def __init__(self, roots, log: Log, prompts=True):
         self.roots = [os.path.realpath(root) for root in roots]
         self.log = log
         self.prompts = prompts
@@ -4385,7 +4385,7 @@ class SkillFolders:
     async def close(self):
         pass
 
-    async def list_tools(self) -> list:
+    async def list_tools(self):
         return []
 
     @staticmethod
@@ -4394,12 +4394,12 @@ class SkillFolders:
 
     # -- the folders ------------------------------------------------------------
 
-    def look(self) -> dict:
+    def look(self):
         """Walk every root: the skills it serves (self.found) and the skills it refuses (self.problems)."""
         with self._lock:  # one look at a time: the start's and a first listing's may overlap
             return self._look()
 
-    def _look(self) -> dict:
+    def _look(self):
         found, problems = {}, {}
         for root in self.roots:
             base = os.path.dirname(root) if os.path.isfile(os.path.join(root, "SKILL.md")) else root
@@ -4424,7 +4424,7 @@ class SkillFolders:
         self.found, self.problems = found, problems
         return found
 
-    def check(self, path: str, root: str, folder: str):
+    def check(self, path, root, folder):
         """(root, folder, frontmatter, files) of a skill that keeps the rules, else why it does not."""
         skill_md = os.path.join(folder, "SKILL.md")
         try:
@@ -4460,7 +4460,7 @@ class SkillFolders:
                     "split it or move the large files out" % (len(files), size, SKILL_MAX_FILES, SKILL_MAX_BYTES))
         return root, folder, header, files
 
-    def files(self, folder: str, root: str) -> dict:
+    def files(self, folder, root):
         """file path under `folder` -> (real path, stat), sorted: SKILL.md first, no dot-files,
         no folder behind a symlink, no file whose symlink leaves the root."""
         import stat
@@ -4491,7 +4491,7 @@ class SkillFolders:
                     out[prefix + entry.name] = (real, st)
         return dict(sorted(out.items(), key=lambda item: (item[0] != "SKILL.md", item[0])))
 
-    def digest(self, real: str, st, root: str) -> tuple:
+    def digest(self, real, st, root):
         """("sha256:<hex>", size) of a file, hashed again when its stat changed."""
         key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
         cached = self._digests.get(real)
@@ -4501,7 +4501,7 @@ class SkillFolders:
             cached = self._digests[real] = (key, "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
         return cached[1:]
 
-    def entry(self, path: str) -> dict:
+    def entry(self, path):
         """The extension's Skill entry of a found skill: frontmatter verbatim, every file with digest and size."""
         root, _, frontmatter, files = self.found[path]
         prefix = "skill://%s/" % _uri_path(path)
@@ -4514,7 +4514,7 @@ class SkillFolders:
             resources.append({"uri": prefix + _uri_path(rel), "digest": digest, "size": size})
         return {"uri": prefix + "SKILL.md", "frontmatter": frontmatter, "resources": resources}
 
-    def target(self, uri: str, again: bool = True) -> tuple:
+    def target(self, uri, again=True):
         """(skill path, file path) that a skill:// URI names; -32602 for anything a listing would not name."""
         segments = skill_uri_segments(uri)
         for cut in range(len(segments), 0, -1):
@@ -4533,13 +4533,13 @@ class SkillFolders:
 
     # -- the source contract --------------------------------------------------
 
-    async def list_skills(self) -> list:
+    async def list_skills(self):
         """Every skill's entry (`skills/list`), in skill path order."""
         def listing():
             return [self.entry(path) for path in sorted(self.look())]
         return await self._in_thread(listing)
 
-    async def get_skill(self, uri: str):
+    async def get_skill(self, uri):
         """The entry of the skill whose SKILL.md is `uri` (`skills/get`); None for a URI not under skill://."""
         if not uri.startswith("skill://"):
             return None
@@ -4549,7 +4549,7 @@ class SkillFolders:
                            "SKILL.md's)" % uri, {"uri": uri})
         return await self._in_thread(self.entry, path)
 
-    async def list_resources(self) -> list:
+    async def list_resources(self):
         """Every served file once (a nested skill's files belong to the enclosing skill too)."""
         def listing():
             out = {}
@@ -4565,10 +4565,10 @@ class SkillFolders:
             return list(out.values())
         return await self._in_thread(listing)
 
-    async def list_resource_templates(self) -> list:
+    async def list_resource_templates(self):
         return []
 
-    async def read_resource(self, uri: str, ctx):
+    async def read_resource(self, uri, ctx):
         """A served file's bytes as contents; None for a URI not under skill://, -32602 for any other."""
         if not uri.startswith("skill://"):
             return None
@@ -4589,7 +4589,7 @@ class SkillFolders:
             return {"contents": [content]}
         return await self._in_thread(read)
 
-    async def read_directory(self, uri: str):
+    async def read_directory(self, uri):
         """A skill folder's direct children (`resources/directory/read`); None for a URI not under skill://."""
         if not uri.startswith("skill://"):
             return None
@@ -4610,13 +4610,13 @@ class SkillFolders:
             return list(out.values())
         return await self._in_thread(children)
 
-    async def list_prompts(self) -> list:
+    async def list_prompts(self):
         """Each skill as a prompt (for clients without the extension: Claude Code shows them as slash commands)."""
         found = await self._in_thread(self.look)
         return [{"name": path, "title": found[path][2]["name"], "description": found[path][2]["description"]}
                 for path in sorted(found)]
 
-    async def get_prompt(self, name: str, arguments: dict, ctx) -> dict:
+    async def get_prompt(self, name, arguments, ctx):
         """The skill's SKILL.md, and where its files are."""
         uri = "skill://%s/SKILL.md" % _uri_path(name)
         text = (await self.read_resource(uri, ctx))["contents"][0].get("text", "")
@@ -4868,14 +4868,14 @@ ASK_TIMEOUT = 600.0            # seconds a client may take to ask the user for a
 TERMINAL = ("completed", "failed", "cancelled")
 
 
-def _iso(seconds: float) -> str:
+def _iso(seconds):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 class Task:
     """One tool call run as a task: its status, then its result or error."""
 
-    def __init__(self, owner, ttl: int, modern: bool):
+    def __init__(self, owner, ttl, modern):
         import secrets
         self.id = secrets.token_hex(16)
         self.owner = owner      # the handshake-era Session that made it; None: 2026-07-28
@@ -4888,7 +4888,7 @@ class Task:
         self.result = self.error = self.job = None
         self.ended = asyncio.Event()
 
-    def end(self, status: str, result=None, error=None):
+    def end(self, status, result=None, error=None):
         """The terminal status (a cancelled task stays cancelled, whatever its job does next)."""
         if self.status in TERMINAL:
             return
@@ -4902,7 +4902,7 @@ class Task:
         self.expires = max(self.created + self.ttl / 1000.0, self.updated + TASK_KEEP)
         self.ended.set()
 
-    def wire(self) -> dict:
+    def wire(self):
         """The Task object of its era (`ttl`, `pollInterval`; or `ttlMs`, `pollIntervalMs`)."""
         task = {"taskId": self.id, "status": self.status, "createdAt": _iso(self.created),
                 "lastUpdatedAt": _iso(self.updated)}
@@ -4917,7 +4917,7 @@ class Task:
 class TaskStore:
     """The server's tasks: started from tools/call, read by tasks/*, forgotten after their ttl."""
 
-    def __init__(self, limit: int = TASK_LIMIT):
+    def __init__(self, limit=TASK_LIMIT):
         self.tasks = collections.OrderedDict()  # id -> Task, oldest first
         self.limit = limit
 
@@ -4930,12 +4930,12 @@ class TaskStore:
             task.end("cancelled")
             task.message = "its ttl of %d ms ran out" % task.ttl
 
-    def full(self) -> bool:
+    def full(self):
         """Whether a new task would find no room (every kept task still running)."""
         self._sweep()
         return len(self.tasks) >= self.limit and all(t.status not in TERMINAL for t in self.tasks.values())
 
-    def start(self, call, ctx: CallContext, ttl: int, on_end=None) -> Task:
+    def start(self, call, ctx: CallContext, ttl, on_end=None) -> Task:
         """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
         self._sweep()
         if len(self.tasks) >= self.limit:
@@ -4979,7 +4979,7 @@ class TaskStore:
         task.end("cancelled")
         task.message = "cancelled by the client"
 
-    def owned(self, ctx: CallContext) -> list:
+    def owned(self, ctx: CallContext):
         self._sweep()
         return [t for t in self.tasks.values() if t.owner is ctx.session and not t.modern]
 
@@ -6147,7 +6147,7 @@ _ENV_REFERENCE = re.compile(
     r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
 
 
-def strip_json_comments(text: str) -> str:
+def strip_json_comments(text):
     """Blank out // and /* */ comments and trailing commas, keeping every line and column."""
     def outside_strings(text, handle):
         out, i, n = [], 0, len(text)
@@ -6184,18 +6184,18 @@ def strip_json_comments(text: str) -> str:
 class ConfigLoader:
     """Reads one config file into sources; every error names the file and the place."""
 
-    def __init__(self, path: str, environ=None, data=None):
+    def __init__(self, path, environ=None, data=None):
         self.path = os.path.abspath(os.path.expanduser(path)) if data is None else path
         self.folder = os.path.dirname(self.path) if data is None else os.getcwd()
         self.environ = os.environ if environ is None else environ
         self.secrets = []  # expanded environment values, masked in logs
         self.data = data  # a config made on the command line (--url), `path` its name in messages
 
-    def error(self, where: str, message: str) -> ConfigError:
+    def error(self, where, message) -> ConfigError:
         """A ConfigError that names the file and the key path `where`."""
         return ConfigError("%s: %s: %s" % (self.path, where, message) if where else "%s: %s" % (self.path, message))
 
-    def read(self) -> dict:
+    def read(self):
         """The file as a dict (JSON with comments and trailing commas allowed)."""
         if self.data is not None:
             return json.loads(json.dumps(self.data))
@@ -6228,7 +6228,7 @@ class ConfigLoader:
 
     # -- checks ---------------------------------------------------------------
 
-    def keys(self, obj, allowed, where: str):
+    def keys(self, obj, allowed, where):
         """Refuse keys outside `allowed`, with a did-you-mean hint."""
         if not isinstance(obj, dict):
             raise self.error(where, "expected an object, not %s" % _type_name(obj))
@@ -6239,7 +6239,7 @@ class ConfigLoader:
                 hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
                 raise self.error("%s.%s" % (where, key) if where else key, "unknown key%s" % hint)
 
-    def get(self, obj: dict, key: str, kind, where: str, default=None):
+    def get(self, obj, key, kind, where, default=None):
         """obj[key] checked against `kind` (a type or tuple of types)."""
         if key not in obj:
             return default
@@ -6251,7 +6251,7 @@ class ConfigLoader:
             raise self.error(_join(where, key), "expected %s, not %s" % (expected, json.dumps(value)[:60]))
         return value
 
-    def expand(self, value: str, where: str) -> str:
+    def expand(self, value, where):
         """Expand ${VAR}, ${VAR:-default}, ${ENV:VAR}, ${env:VAR}; $$ is a dollar."""
         def substitute(match):
             if match.group() == "$$":
@@ -6267,14 +6267,14 @@ class ConfigLoader:
             raise self.error(where, "${%s} is not set; set it, or give a default: ${%s:-value}" % (name, name))
         return _ENV_REFERENCE.sub(substitute, value)
 
-    def folder_path(self, value: str, where: str) -> str:
+    def folder_path(self, value, where):
         """A folder path from the config, relative to the config file's folder."""
         path = os.path.join(self.folder, os.path.expanduser(self.expand(value, where)))
         if not os.path.isdir(path):
             raise self.error(where, "no such folder: %s" % path)
         return os.path.normpath(path)
 
-    def environment(self, obj: dict, where: str, key: str = "environment") -> dict:
+    def environment(self, obj, where, key="environment"):
         """obj[key] as variables: names checked, values strings with ${VAR} expanded."""
         env = self.get(obj, key, dict, where, {})
         out, field = {}, key
@@ -6293,8 +6293,8 @@ class ConfigLoader:
 
     # -- the file -----------------------------------------------------------------
 
-    def load(self, runner: ProcessRunner, log: Log, base: RunSettings, separator: str | None = None,
-             script_options: dict | None = None, skill_prompts: bool = True) -> tuple:
+    def load(self, runner: ProcessRunner, log: Log, base: RunSettings, separator=None,
+             script_options=None, skill_prompts=True):
         """Return (sources, info): info has the file's name, description and instructions.
 
         `script_options` (help_timeout, rescan) apply to the file's script folders;
@@ -6383,7 +6383,7 @@ class ConfigLoader:
                             "the command sh -c '...'.", self.path, index, resource.uri,
                             ", ".join("`%s`" % f for f in found), resource.template.command_name())
 
-    def tool(self, spec, where: str, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
+    def tool(self, spec, where, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
         """One `tools` entry as a CommandTool."""
         spec = _given(spec)
         if isinstance(spec, dict) and "name" not in spec:
@@ -6455,7 +6455,7 @@ class ConfigLoader:
                            output_folder=output_folder,
                            files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
 
-    def within(self, spec: dict, where: str, properties: dict) -> dict:
+    def within(self, spec, where, properties):
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
         Returns {key: real folder path}."""
         out = {}
@@ -6474,14 +6474,14 @@ class ConfigLoader:
             out[key] = os.path.realpath(self.folder_path(folder, here))
         return out
 
-    def timeout(self, obj: dict, where: str):
+    def timeout(self, obj, where):
         """obj["timeout"] as positive seconds, or None when it is not given."""
         value = self.get(obj, "timeout", (int, float), where)
         if value is not None and value <= 0:
             raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
         return value
 
-    def choice(self, obj: dict, key: str, choices, where: str, default=None):
+    def choice(self, obj, key, choices, where, default=None):
         """obj[key], one of `choices` (taskSupport: how its tools run as MCP tasks; toolSearch)."""
         value = self.get(obj, key, str, where, default)
         if value != default and value not in choices:
@@ -6489,7 +6489,7 @@ class ConfigLoader:
                              % (", ".join(json.dumps(v) for v in choices), json.dumps(value)))
         return value
 
-    def run_overrides(self, spec: dict, where: str, settings: RunSettings) -> dict:
+    def run_overrides(self, spec, where, settings: RunSettings):
         """A tool's or resource's own timeout, working_directory, environment (and a tool's taskSupport)."""
         overrides = {}
         if "taskSupport" in spec:
@@ -6506,14 +6506,14 @@ class ConfigLoader:
             overrides["env"] = dict(settings.env or os.environ, **env)
         return overrides
 
-    def template(self, source: str, where: str, text: bool = False) -> CommandTemplate:
+    def template(self, source, where, text=False) -> CommandTemplate:
         """Parse one command template, errors naming `where`."""
         try:
             return CommandTemplate(source, text=text)
         except TemplateError as exc:
             raise self.error(where, "bad template: %s" % exc)
 
-    def parameters(self, params, where: str) -> tuple:
+    def parameters(self, params, where):
         """CLI-as-MCP parameters to (schema, defaults, asked); `required` defaults to true unless a default is
         given; `asked` holds the parameters the user is asked for when a call leaves them out (`ask`)."""
         if not isinstance(params, dict):
@@ -6576,7 +6576,7 @@ class ConfigLoader:
             schema["required"] = required
         return schema, defaults, asked
 
-    def bind(self, template: CommandTemplate, properties: dict, where: str, declared_by: str = "parameter"):
+    def bind(self, template: CommandTemplate, properties, where, declared_by="parameter"):
         """Point the template's fields and blocks at declared parameters; refuse undeclared ones.
 
         `declared_by="field"`: the schema came from the template's own fields
@@ -6604,7 +6604,7 @@ class ConfigLoader:
         for block in template.blocks:
             block.key = declared(block.name)
 
-    def resource(self, spec, where: str, runner: ProcessRunner, settings: RunSettings):
+    def resource(self, spec, where, runner: ProcessRunner, settings: RunSettings):
         """One `resources` entry as a CommandResource."""
         spec = _given(spec)
         self.keys(spec, _RESOURCE_KEYS, where)
@@ -6633,7 +6633,7 @@ class ConfigLoader:
                                title=self.get(spec, "title", str, where), mime_type=mime, within=within)
 
 
-def read_rules(loader, obj: dict, where: str) -> dict:
+def read_rules(loader, obj, where):
     """A tool's, server's or file's guard rules, checked: rateLimit (calls, seconds, scope), cache (ttl, shared),
     confirm (true, false or "destructive")."""
     rules = {}
@@ -6691,16 +6691,16 @@ def _given(obj):
     return obj
 
 
-def _as_tuple(kind) -> tuple:
+def _as_tuple(kind):
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return kinds + ((float,) if int in kinds else ())
 
 
-def _join(where: str, key: str) -> str:
+def _join(where, key):
     return "%s.%s" % (where, key) if where else key
 
 
-def uri_value(key: str, value: str) -> str:
+def uri_value(key, value):
     """Check one decoded value of a resource template: no way out of the place it names.
 
     `..`, a separator (only an encoded one, %2F or %5C, can be there), an
@@ -6717,7 +6717,7 @@ def uri_value(key: str, value: str) -> str:
     return value
 
 
-def confine_path(key: str, value: str, folder: str) -> str:
+def confine_path(key, value, folder):
     """The real path of `value` (relative to `folder`, symlinks followed), which must be inside
     `folder`; a ToolError that says so otherwise. The command receives this absolute path."""
     if "\0" in value:
@@ -6733,7 +6733,7 @@ def confine_path(key: str, value: str, folder: str) -> str:
     return real
 
 
-def _uri_pattern(uri: str) -> tuple:
+def _uri_pattern(uri):
     """A regex matching the URIs of a URI template, and its parameter names."""
     params, parts, last = [], [], 0
     for match in re.finditer(r"\{(%s)\}" % _FIELD_NAME, uri):
@@ -6755,7 +6755,7 @@ class CommandResource:
         self.within = within or {}  # parameter -> the folder its path must stay in
         self.description, self.title, self.mime_type = description, title, mime_type
 
-    def definition(self) -> dict:
+    def definition(self):
         """The MCP Resource (or ResourceTemplate) object clients list."""
         entry = {"uriTemplate" if self.pattern else "uri": self.uri, "name": self.name, "mimeType": self.mime_type}
         if self.title:
@@ -6764,7 +6764,7 @@ class CommandResource:
             entry["description"] = self.description
         return entry
 
-    def match(self, uri: str):
+    def match(self, uri):
         """The parameter values for `uri`, or None if it is not this resource's."""
         if self.pattern is None:
             return {} if uri == self.uri else None
@@ -6774,7 +6774,7 @@ class CommandResource:
         from urllib.parse import unquote
         return {key: unquote(value) for key, value in found.groupdict().items()}
 
-    async def read(self, uri: str, values: dict) -> dict:
+    async def read(self, uri, values):
         """Run the command with the URI's values; return MCP contents."""
         try:
             values = {key: (confine_path(key, value, self.within[key]) if key in self.within
@@ -6808,13 +6808,13 @@ class Block:
 
     __slots__ = ("name", "key", "then", "otherwise")
 
-    def __init__(self, name: str):
+    def __init__(self, name):
         self.name = name
         self.key = name.replace("-", "_")
         self.then = []
         self.otherwise = None
 
-    def branch(self, arguments: dict) -> list:
+    def branch(self, arguments):
         value = arguments.get(self.key)
         given = value is not None and value is not False and value != "" and value != []
         return self.then if given else (self.otherwise or [])
@@ -6848,7 +6848,7 @@ class CommandTemplate(Template):
     what a `"shell": true` script keeps.
     """
 
-    def __init__(self, source: str, text: bool = False):
+    def __init__(self, source, text=False):
         self.source = [source]
         self.text_mode = text
         self.fields = {}
@@ -6869,7 +6869,7 @@ class CommandTemplate(Template):
         for mask in range(1 << len(keys)):
             yield {key: True for bit, key in enumerate(keys) if mask >> bit & 1}
 
-    def check_code(self, shell: bool):
+    def check_code(self, shell):
         """Refuse a field where a value would be code (see _CodeCheck), in every way the
         blocks can go; `shell` walks each command of a "shell": true script."""
         try:
@@ -6882,11 +6882,11 @@ class CommandTemplate(Template):
         except TemplateError as exc:
             raise self._error(str(exc))
 
-    def _error(self, message: str, at: int | None = None) -> TemplateError:
+    def _error(self, message, at=None) -> TemplateError:
         where = " at column %d" % (at + 1) if at is not None else ""
         return TemplateError("%s%s of %r" % (message, where, self.source[0]))
 
-    def _parse(self, source: str) -> list:
+    def _parse(self, source):
         root, stack, quote, subst, i = [], [], None, [], 0
         current = root
         while i < len(source):
@@ -6989,7 +6989,7 @@ class CommandTemplate(Template):
             if node[0] == "s":
                 return
 
-    def _tokens(self, nodes: list, arguments: dict | None = None):
+    def _tokens(self, nodes, arguments=None):
         """The tokens in order; blocks are entered by `arguments` (all of them when None)."""
         for node in nodes:
             if isinstance(node, Block):
@@ -7001,7 +7001,7 @@ class CommandTemplate(Template):
             else:
                 yield node
 
-    def _token_words(self, arguments: dict | None) -> list:
+    def _token_words(self, arguments):
         """The chosen tokens split at spaces: a list of (word tokens, following spaces)."""
         words, word, spaces = [], [], ""
         for token in self._tokens(self.nodes, arguments):
@@ -7019,7 +7019,7 @@ class CommandTemplate(Template):
             words.append((word, spaces))
         return words
 
-    def words_for(self, arguments: dict | None) -> list:
+    def words_for(self, arguments):
         """Split the chosen tokens into words of pieces (str, Field, Group)."""
         words = []
         for tokens, _ in self._token_words(arguments):
@@ -7047,8 +7047,8 @@ class CommandTemplate(Template):
             elif kind == "g":
                 yield from value.fields
 
-    def render(self, arguments: dict, allow_dash_values: bool = False, honour_double_dash: bool = True,
-               shell: bool = False) -> list:
+    def render(self, arguments, allow_dash_values=False, honour_double_dash=True,
+               shell=False):
         """See Template.render; `shell` reads the words as a "shell": true script, where a `--`
         ends the options of its own command only (up to `|`, `&`, `;`, `(`, `)` or a newline)."""
         ends = set()
@@ -7060,7 +7060,7 @@ class CommandTemplate(Template):
         return render_words(self.words_for(arguments), arguments, allow_dash_values, self.command_name(),
                             honour_double_dash, ends)
 
-    def render_text(self, arguments: dict) -> str:
+    def render_text(self, arguments):
         """The template as one string (stdin templates): values pasted in as text."""
         parts = []
         for kind, value, _, _ in self._tokens(self.nodes, arguments):
@@ -7071,7 +7071,7 @@ class CommandTemplate(Template):
                 parts.append(value)
         return "".join(parts)
 
-    def render_shell(self, arguments: dict) -> tuple:
+    def render_shell(self, arguments):
         """(script, values) for `sh -c script mcpstudio values...`.
 
         The script is the template's own source text, word by word (a word
@@ -7110,7 +7110,7 @@ class CommandTemplate(Template):
             script.append(spaces)
         return "".join(script), values
 
-    def shell_syntax(self) -> list:
+    def shell_syntax(self):
         """What in the template only a shell would act on (`|`, `&&`, `>`, `*`, `$(`, `$VAR`, ...).
 
         Without `"shell": true` no shell runs, so these reach the command as
@@ -7145,11 +7145,11 @@ class CommandTemplate(Template):
         return found
 
     @staticmethod
-    def words_for_tokens(tokens) -> list:
+    def words_for_tokens(tokens):
         """The tokens' values, quote marks dropped (what a word's text is made of)."""
         return [("" if kind == "q" else value) for kind, value, _, _ in tokens]
 
-    def display(self) -> str:
+    def display(self):
         """The template as a person reads it, without field descriptions."""
         return self.source[0]
 
@@ -7198,7 +7198,7 @@ STARTER_CONFIG = """\
 """
 
 
-def init_config(args: list) -> int:
+def init_config(args):
     """`init NAME --command CMD [--description D] [-o FILE] [--force]`: write a starter config."""
     found, rest = _take_options(args, "init", flags=("--force",), anywhere=True,
                                 values=("--command", "--description", "-o", "--output"))
@@ -7241,7 +7241,7 @@ def init_config(args: list) -> int:
     return 0
 
 
-def _example_value(name: str, prop: dict):
+def _example_value(name, prop):
     """A value that shows what the parameter does in the rendered command."""
     if prop.get("enum"):
         return prop["enum"][0]
@@ -7249,7 +7249,7 @@ def _example_value(name: str, prop: dict):
     return {"integer": 1, "number": 1.5, "boolean": True, "array": ["<%s>" % name]}.get(kind, "<%s>" % name)
 
 
-def check_config(path: str, log: Log, options: dict) -> int:
+def check_config(path, log: Log, options):
     """`check --config FILE`: print what the file serves and the argv an example call runs."""
     server, _ = _build_server(options, [], log, config=path)
     if path is not None:
@@ -7838,7 +7838,7 @@ _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "cal
                   "client_metadata_url": "clientMetadataUrl"}
 
 
-def www_authenticate(header: str) -> dict:
+def www_authenticate(header):
     """The parameters of the `Bearer` challenge in a WWW-Authenticate value (RFC 6750 §3), {} if none.
 
     >>> www_authenticate('Bearer error="insufficient_scope", scope="a b"')["scope"]
@@ -7859,13 +7859,13 @@ def www_authenticate(header: str) -> dict:
     return params
 
 
-def _origin(url: str) -> str:
+def _origin(url):
     import urllib.parse
     parts = urllib.parse.urlsplit(url)
     return "%s://%s" % (parts.scheme.lower(), parts.netloc.lower())
 
 
-def protected_resource_urls(server_url: str, from_header=None) -> list:
+def protected_resource_urls(server_url, from_header=None):
     """Where a server's protected resource metadata may be (RFC 9728 §3.1), in the order to try."""
     import urllib.parse
     path = urllib.parse.urlsplit(server_url).path.rstrip("/")
@@ -7876,7 +7876,7 @@ def protected_resource_urls(server_url: str, from_header=None) -> list:
     return urls
 
 
-def authorization_server_urls(issuer: str) -> list:
+def authorization_server_urls(issuer):
     """Where an authorization server's metadata may be: RFC 8414, then OpenID discovery both ways."""
     import urllib.parse
     path = urllib.parse.urlsplit(issuer).path.rstrip("/")
@@ -7887,7 +7887,7 @@ def authorization_server_urls(issuer: str) -> list:
             base + path + "/.well-known/openid-configuration"]
 
 
-def resource_covers(resource: str, server_url: str) -> bool:
+def resource_covers(resource, server_url):
     """Whether metadata for `resource` may speak for `server_url`: the same origin, and its path or a parent."""
     import urllib.parse
     if _origin(resource) != _origin(server_url):
@@ -7897,20 +7897,20 @@ def resource_covers(resource: str, server_url: str) -> bool:
     return mine == theirs or mine.startswith(theirs + "/")
 
 
-def secure_url(url: str) -> bool:
+def secure_url(url):
     """https, or plain http to this machine: what a sign-in fetches or sends the browser to (RFC 8414, 9728)."""
     import urllib.parse
     parts = urllib.parse.urlsplit(url)
     return parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname))
 
 
-def loopback_host(host) -> bool:
+def loopback_host(host):
     """localhost, 127.x.x.x or ::1: where plain http and redirects are safe."""
     host = (host or "").strip("[]").lower()
     return host in ("localhost", "::1") or host.endswith(".localhost") or bool(re.fullmatch(r"127(\.\d+){3}", host))
 
 
-def pkce_pair() -> tuple:
+def pkce_pair():
     """(code_verifier, S256 code_challenge) of RFC 7636."""
     import base64
     import hashlib
@@ -7920,7 +7920,7 @@ def pkce_pair() -> tuple:
     return verifier, challenge
 
 
-def oauth_folder() -> str:
+def oauth_folder():
     """Where sign-ins are kept: the mcpstudio config folder's `oauth`."""
     return os.path.join(os.path.dirname(default_config_path()), "oauth")
 
@@ -7928,7 +7928,7 @@ def oauth_folder() -> str:
 class TokenStore:
     """One server's sign-in on disk: its client registration and tokens, in a file only the user can read."""
 
-    def __init__(self, url: str, folder=None):
+    def __init__(self, url, folder=None):
         import hashlib
         import urllib.parse
         self.url = url
@@ -7936,7 +7936,7 @@ class TokenStore:
         self.path = os.path.join(folder or oauth_folder(),
                                  "%s-%s.json" % (host, hashlib.sha256(url.encode()).hexdigest()[:12]))
 
-    def load(self) -> dict:
+    def load(self):
         """The kept sign-in, {} without one (a symlink in the file's place is not followed)."""
         try:
             with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
@@ -7945,7 +7945,7 @@ class TokenStore:
             return {}
         return data if isinstance(data, dict) and data.get("url") == self.url else {}
 
-    def save(self, data: dict):
+    def save(self, data):
         """Write atomically through a new file of an unpredictable name, mode 0600 in a folder made 0700
         (on Windows the user's profile folder guards it); the temporary file never outlives a failure."""
         import secrets
@@ -7963,7 +7963,7 @@ class TokenStore:
             os.remove(temporary)
             raise
 
-    def delete(self) -> bool:
+    def delete(self):
         try:
             os.remove(self.path)
             return True
@@ -7976,7 +7976,7 @@ class _Callback:
     carries `state` (another, such as a forged redirect, is ignored). Requests are served each in a thread,
     with a socket timeout: an idle connection stalls nothing."""
 
-    def __init__(self, state: str, port: int = 0):
+    def __init__(self, state, port=0):
         import http.server
         import urllib.parse
         found = {}
@@ -8013,7 +8013,7 @@ class _Callback:
         self.uri = "http://127.0.0.1:%d/callback" % self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
 
-    def wait(self, timeout: float) -> dict:
+    def wait(self, timeout):
         try:
             if not self.done.wait(timeout):
                 raise OAuthError("the browser did not come back within %.0f s" % timeout)
@@ -8036,7 +8036,7 @@ class OAuthClient:
     with the `mcpstudio login` command to run.
     """
 
-    def __init__(self, url: str, name=None, settings=None, interactive=False, say=None, store=None, config=None):
+    def __init__(self, url, name=None, settings=None, interactive=False, say=None, store=None, config=None):
         self.url = url.split("#")[0]
         self.name = name or self.url
         self.settings = settings or {}
@@ -8065,12 +8065,12 @@ class OAuthClient:
                     return None
             return "Bearer " + self.state["tokens"]["access_token"]
 
-    def login_command(self) -> str:
+    def login_command(self):
         if not self.config:  # --url: no config names it
             return "mcpstudio login %s" % self.url
         return "mcpstudio login %s --config %s" % (self.name, self.config)
 
-    def challenge(self, status: int, header: str, tries: int, sent=None):
+    def challenge(self, status, header, tries, sent=None):
         """A 401 or 403 came back (the `tries`-th for this request, which carried `sent`): refresh or
         sign in again so that a retry may pass; raise OAuthError when nothing will help."""
         params = www_authenticate(header)
@@ -8096,7 +8096,7 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _request(self, url: str, data=None, headers=None, limit=1 << 20) -> tuple:
+    def _request(self, url, data=None, headers=None, limit=1 << 20):
         """One HTTP request: (status, response headers, up to `limit` bytes of body). A redirect is not
         followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
@@ -8114,7 +8114,7 @@ class OAuthClient:
         except (OSError, ValueError) as exc:
             raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
 
-    def _fetch(self, url: str, data=None, headers=None):
+    def _fetch(self, url, data=None, headers=None):
         """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None)."""
         if not secure_url(url):
             raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
@@ -8126,7 +8126,7 @@ class OAuthClient:
             parsed = None
         return status, parsed if isinstance(parsed, dict) else None
 
-    def _metadata(self, urls: list):
+    def _metadata(self, urls):
         """The first of `urls` that answers a JSON object: (url, document), or (None, None)."""
         for url in urls:
             status, document = self._fetch(url)
@@ -8134,7 +8134,7 @@ class OAuthClient:
                 return url, document
         return None, None
 
-    def discover(self, params: dict) -> tuple:
+    def discover(self, params):
         """(resource metadata or None, issuer, authorization server metadata, whether it is a real document)."""
         _, resource = self._metadata(protected_resource_urls(self.url, params.get("resource_metadata")))
         if resource is not None:
@@ -8162,7 +8162,7 @@ class OAuthClient:
         return None, issuer, {"issuer": issuer, "authorization_endpoint": base + "/authorize",
                               "token_endpoint": base + "/token", "registration_endpoint": base + "/register"}, False
 
-    def _check_endpoint(self, metadata: dict, key: str):
+    def _check_endpoint(self, metadata, key):
         url = metadata.get(key)
         if not isinstance(url, str):
             raise OAuthError("authorization server %s: its metadata has no %s" % (metadata.get("issuer"), key))
@@ -8171,7 +8171,7 @@ class OAuthClient:
                              "this machine)" % (metadata.get("issuer"), key, url))
         return url
 
-    def _client(self, metadata: dict, issuer: str, redirect_uri: str) -> dict:
+    def _client(self, metadata, issuer, redirect_uri):
         """The client identity, in the spec's order: pre-registered, metadata document, registered here."""
         if self.settings.get("clientId"):
             client = {"client_id": self.settings["clientId"]}
@@ -8203,7 +8203,7 @@ class OAuthClient:
         client.setdefault("redirect_uris", [redirect_uri])
         return client
 
-    def _token_request(self, metadata: dict, client: dict, form: dict) -> dict:
+    def _token_request(self, metadata, client, form):
         """POST to the token endpoint; the new tokens."""
         status, tokens = self._client_post(metadata, client, form, "token_endpoint")
         if status != 200 or not tokens or not isinstance(tokens.get("access_token"), str):
@@ -8214,7 +8214,7 @@ class OAuthClient:
             tokens["expires_at"] = int(time.time() + tokens["expires_in"])
         return tokens
 
-    def _client_post(self, metadata: dict, client: dict, form: dict, key: str) -> tuple:
+    def _client_post(self, metadata, client, form, key):
         """POST a form to the endpoint `key`, authenticating as the client was registered to: (status, JSON)."""
         import base64
         import urllib.parse
@@ -8261,7 +8261,7 @@ class OAuthClient:
         self.state["tokens"] = fresh
         self.store.save(self.state)
 
-    def sign_in(self, params: dict, scopes=()):
+    def sign_in(self, params, scopes=()):
         """The whole authorization code flow, from discovery to saved tokens."""
         import urllib.parse
         if not self.interactive:
@@ -8336,7 +8336,7 @@ class OAuthClient:
             raise OAuthError("%s answered HTTP %d without asking for a sign-in: it needs none" % (self.url, status))
         self.sign_in(www_authenticate(header), www_authenticate(header).get("scope", "").split())
 
-    def _kept_port(self, issuer: str) -> int:
+    def _kept_port(self, issuer):
         """The port of the redirect URI registered earlier with this issuer (0: any)."""
         import urllib.parse
         kept = self.state.get("client") or {}
@@ -8348,7 +8348,7 @@ class OAuthClient:
                 return port
         return 0
 
-    def _open_browser(self, url: str):
+    def _open_browser(self, url):
         """webbrowser honours $BROWSER; it runs in a thread, as some browsers' commands wait until closed."""
         def run():
             import webbrowser
@@ -8358,7 +8358,7 @@ class OAuthClient:
                 self.say("%s: could not open a browser (%s)" % (self.name, exc))
         threading.Thread(target=run, daemon=True).start()
 
-    def summary(self) -> str:
+    def summary(self):
         """The sign-in's state for `status`, without the token."""
         tokens = self.state.get("tokens") or {}
         if not tokens.get("access_token"):
@@ -8373,7 +8373,7 @@ class OAuthClient:
         return "signed in (%s; scopes: %s)" % (when, tokens.get("scope") or "none")
 
 
-def _encode_header(text: str) -> str:
+def _encode_header(text):
     """A value for an Mcp-Name or Mcp-Param header: as it is when it is plain printable ASCII, else
     `=?base64?...?=` of its UTF-8 (SEP-2243)."""
     if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
@@ -8382,7 +8382,7 @@ def _encode_header(text: str) -> str:
     return "=?base64?%s?=" % base64.b64encode(text.encode()).decode()
 
 
-def header_problem(tool: dict):
+def header_problem(tool):
     """Why a tool's `x-mcp-header` declarations break SEP-2243's rules (then no client may list it), or None."""
     schema, seen = tool.get("inputSchema"), set()
     properties = schema.get("properties") if isinstance(schema, dict) else None
@@ -8401,7 +8401,7 @@ def header_problem(tool: dict):
     return None
 
 
-def param_texts(tool, arguments) -> dict:
+def param_texts(tool, arguments):
     """SEP-2243: each `x-mcp-header` name of `tool`'s schema -> the text its argument goes as (None: the argument is
     absent, null or structured, and no header goes); the listing kept only valid declarations."""
     properties = ((tool or {}).get("inputSchema") or {}).get("properties")
@@ -8414,7 +8414,7 @@ def param_texts(tool, arguments) -> dict:
     return texts
 
 
-def param_mismatch(tool, arguments, headers: dict):
+def param_mismatch(tool, arguments, headers):
     """Why a 2026-07-28 tools/call's `Mcp-Param-*` headers (`headers`: lower-case names) disagree with its arguments
     (SEP-2243: each argument `tool` marks with `x-mcp-header` goes as its header, no other), or None."""
     for header, text in param_texts(tool, arguments).items():
@@ -8425,7 +8425,7 @@ def param_mismatch(tool, arguments, headers: dict):
     return None
 
 
-def header_checked(tools: list, server: str, log) -> list:
+def header_checked(tools, server, log):
     """The tools whose x-mcp-header declarations keep SEP-2243's rules; a warning names each other one."""
     kept = []
     for tool in tools:
@@ -8469,7 +8469,7 @@ class _HttpChannel:
 
     # -- connections --------------------------------------------------------------------
 
-    def _connection(self, url: str, timeout):
+    def _connection(self, url, timeout):
         import http.client
         import urllib.parse
         import urllib.request
@@ -8498,7 +8498,7 @@ class _HttpChannel:
             connection = http.client.HTTPConnection(host, port, timeout=timeout)
         return connection, target
 
-    def _headers(self, message=None, url=None) -> dict:
+    def _headers(self, message=None, url=None):
         headers = {"Accept": "application/json, text/event-stream"}
         headers.update(self.spec.headers)
         url = url or self.post_url
@@ -8528,7 +8528,7 @@ class _HttpChannel:
                 headers["Mcp-Session-Id"] = self.session_id
         return headers
 
-    def _param_headers(self, name, arguments) -> dict:
+    def _param_headers(self, name, arguments):
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
         tools = (self.upstream.listing or {}).get("tools") or ()
         tool = next((t for t in tools if t.get("name") == name), None)
@@ -8539,7 +8539,7 @@ class _HttpChannel:
         if isinstance(message, dict) and not self.closed:
             self.loop.call_soon_threadsafe(self.upstream.client.received_message, message, related)
 
-    def _fail(self, reason: str):
+    def _fail(self, reason):
         if not self.closed:
             self.loop.call_soon_threadsafe(self.upstream.lost, self, reason)
 
@@ -8568,7 +8568,7 @@ class _HttpChannel:
             elif field == "retry" and seen is not None and value.isdigit():
                 seen["retry"] = int(value)
 
-    def _answered(self, response, request_id, seen) -> bool:
+    def _answered(self, response, request_id, seen):
         """Deliver what a POST's SSE stream carries; whether the answer to `request_id` was among it."""
         for _, data in self._events(response, seen):
             try:
@@ -8672,11 +8672,11 @@ class _HttpChannel:
             if not self.closed:
                 time.sleep(min(seen.get("retry", 1000), HTTP_RESUME_WAIT_MS) / 1000)
 
-    def send(self, message: dict):
+    def send(self, message):
         if not self.closed:
             threading.Thread(target=self._post, args=(message,), daemon=True).start()
 
-    def _post(self, message: dict):
+    def _post(self, message):
         import http.client
         request_id = message.get("id") if "method" in message else None
         connection = None
@@ -8764,7 +8764,7 @@ class _HttpChannel:
             if connection is not None:
                 connection.close()
 
-    def _json_body(self, body: bytes):
+    def _json_body(self, body):
         """The reply in a JSON body; a body of several messages, one a line (some servers send their
         notifications so), has the others delivered first."""
         try:
@@ -10927,7 +10927,7 @@ class _TuiLog(Log):
         super().__init__()
         self.lines = collections.deque(maxlen=500)
 
-    def _write(self, level: str, message: str, to_stderr: bool):
+    def _write(self, level, message, to_stderr):
         self.lines.append("%s mcpstudio: %s%s" % (time.strftime("%H:%M:%S"), "" if level == "info" else level + ": ",
                                                   self.mask(message)))
 
@@ -10935,7 +10935,7 @@ class _TuiLog(Log):
 class Board:
     """What the TUI shows and does, without curses (see the section comment)."""
 
-    def __init__(self, path: str, namespace=None):
+    def __init__(self, path, namespace=None):
         self.path, self.shown = path, namespace  # `shown`: the namespace whose permissions show and toggle
         self.log = _TuiLog()
         self.runner = ProcessRunner(self.log)
@@ -10981,7 +10981,7 @@ class Board:
             return None
         return upstream.listing or upstream.cache.read() or None
 
-    def rows(self, text_filter: str = "") -> list:
+    def rows(self, text_filter=""):
         """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
         rows = []
         for spec in self.plan.specs:
@@ -10998,7 +10998,7 @@ class Board:
                          "namespaces": [ns for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]]})
         return rows
 
-    def details(self, server_id: str) -> dict:
+    def details(self, server_id):
         """A server's command or URL (secrets masked), env names, tools and each tool's permission per namespace."""
         spec = self._spec(server_id)
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
@@ -11010,7 +11010,7 @@ class Board:
         return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
                 "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
 
-    def lines(self, server_id: str) -> list:
+    def lines(self, server_id):
         """The log panel: the server's stderr and lifecycle lines, and mcpstudio's lines naming it."""
         upstream = self.hub.upstreams.get(server_id)
         own = list(upstream.server_log.lines) if upstream else []
@@ -11019,7 +11019,7 @@ class Board:
 
     # -- actions ------------------------------------------------------------------------------
 
-    def toggle(self, server_id: str):
+    def toggle(self, server_id):
         """`t`: start the server (listing its tools and caching them), or stop it."""
         upstream = self.hub.upstreams.get(server_id)
         if upstream is None:
@@ -11039,7 +11039,7 @@ class Board:
                 self.said = exc.message
         return self.submit(start())
 
-    def call(self, server_id: str, tool: str, arguments: dict):
+    def call(self, server_id, tool, arguments):
         """`c`: call a tool of the server (starting it if needed); the result shows in details."""
         upstream = self.hub.upstreams.get(server_id)
         if upstream is None:
@@ -11062,7 +11062,7 @@ class Board:
             self.said = "%s of %s answered" % (tool, server_id)
         return self.submit(call())
 
-    def edit(self, words: list) -> bool:
+    def edit(self, words):
         """A config edit through the CLI command of the same name (its checks, .bak, symlink, message);
         then the config is read again. False (and `said` why) when the command refused it."""
         import contextlib
@@ -11090,7 +11090,7 @@ class Board:
         except (ConfigError, UsageError) as exc:
             self.said = "the config is not usable now: %s" % exc
 
-    def _spec(self, server_id: str):
+    def _spec(self, server_id):
         return next(s for s in self.plan.specs if s.id == server_id)
 
     async def _stop_all(self):
@@ -11106,7 +11106,7 @@ class Board:
             self.runner.close_watchdog()
 
 
-def ask_fields(schema: dict, ask) -> dict | None:
+def ask_fields(schema, ask):
     """The properties of an object schema (a tool's input, a server's form) asked one at a time, on the terminal
     or the TUI's status line: `ask(prompt)` gives a line, or None to give up (then None). An empty line keeps
     the field's default, if it has one; an answer is read as its field's type says (_typed)."""
@@ -11129,7 +11129,7 @@ def ask_fields(schema: dict, ask) -> dict | None:
     return content
 
 
-def _typed(text: str, field: dict):
+def _typed(text, field):
     """An answer as its schema field reads it: text for a string, yes or no for a boolean, else JSON (left as
     text when it is not: the server's validation says what it wanted); an array takes a single value too."""
     kind = field.get("type")
@@ -11173,7 +11173,7 @@ class TuiScreen:
 
     # -- drawing ------------------------------------------------------------------------------
 
-    def put(self, y: int, x: int, text: str, attr=0):
+    def put(self, y, x, text, attr=0):
         """Text clipped to the window (curses raises on the last cell and beyond)."""
         height, width = self.window.getmaxyx()
         if 0 <= y < height and x < width:
@@ -11281,7 +11281,7 @@ class TuiScreen:
 
     # -- input --------------------------------------------------------------------------------
 
-    def ask(self, prompt: str, initial: str = "") -> str | None:
+    def ask(self, prompt, initial=""):
         """A line typed on the status line (Enter: done, Esc: None); the screen stays live meanwhile."""
         text = initial
         while True:
@@ -11302,7 +11302,7 @@ class TuiScreen:
             elif isinstance(key, str) and key.isprintable():
                 text += key
 
-    def key(self, key: int) -> bool:
+    def key(self, key):
         """Handle one key; False to quit."""
         char = chr(key) if 0 <= key < 256 else ""
         board, row = self.board, self.current()
@@ -11406,7 +11406,7 @@ class TuiScreen:
                 return
 
 
-def tui_command(words: list) -> int:
+def tui_command(words):
     """`tui [--config FILE] [--namespace NAME]`: the TUI, on a terminal only."""
     found, path, rest = _config_option(words, "tui", values=("--namespace",))
     if rest:
@@ -11483,7 +11483,7 @@ _ONCE = ("host", "content-length", "transfer-encoding", "origin", "authorization
 # Reading one request strictly (RFC 9112), from an asyncio StreamReader whose limit is
 # HTTP_MAX_HEADER. Each refusal is an HttpError carrying the status to answer with.
 
-async def _read_line(reader) -> bytes:
+async def _read_line(reader):
     """One CRLF-ended line of a request's head or chunk framing; one longer than the reader's
     limit (HTTP_MAX_HEADER) is a 431."""
     try:
@@ -11492,7 +11492,7 @@ async def _read_line(reader) -> bytes:
         raise HttpError(431, "a request line or header line over %d bytes" % HTTP_MAX_HEADER)
 
 
-async def _read_head(reader, first: bytes = b""):
+async def _read_head(reader, first=b""):
     """(method, target, version, headers) of a request, read strictly (RFC 9112)."""
     line = first + await _read_line(reader)
     found = _REQUEST_LINE.fullmatch(line)
@@ -11519,7 +11519,7 @@ async def _read_head(reader, first: bytes = b""):
         headers[name] = (headers[name] + ", " + value) if name in headers else value
 
 
-def _framing(version: str, headers: dict):
+def _framing(version, headers):
     """Refuse a body whose framing is ambiguous or unsupported with a 400, 413 or 501, before
     any of it is read (request-smuggling guards, RFC 9112 6.1-6.3). Pure: no I/O."""
     coding = headers.get("transfer-encoding")
@@ -11538,7 +11538,7 @@ def _framing(version: str, headers: dict):
         raise HttpError(413, "Content-Length %s is over the limit of %d bytes" % (_clip(length, 40), HTTP_MAX_BODY))
 
 
-async def _read_body(reader, headers: dict) -> bytes:
+async def _read_body(reader, headers):
     """The body whose framing `_framing` accepted: chunked (trailers read and dropped), Content-Length, or none."""
     if "transfer-encoding" in headers:
         body, trailer = bytearray(), 0
@@ -11593,7 +11593,7 @@ class _Exchange:
     the last HTTP_REPLAY are kept, and a client that lost the stream resumes it with a GET whose
     Last-Event-ID names the last event it read (SEP-1699)."""
 
-    def __init__(self, streaming: bool, stream_id=None):
+    def __init__(self, streaming, stream_id=None):
         self.streaming = streaming
         self.queue = asyncio.Queue()
         self.stream_id = stream_id
@@ -11602,7 +11602,7 @@ class _Exchange:
         self.getter = None   # the reader's wait for the next message: one reader at a time
         self.ended = False   # its last event (the response) was sent
 
-    def event(self, data: bytes, final: bool = False) -> bytes:
+    def event(self, data, final=False):
         """One SSE event (`data` one line), with its id when the stream has one."""
         event = b"event: message\ndata: " + data + b"\n\n"
         if self.stream_id is None:
@@ -11613,7 +11613,7 @@ class _Exchange:
         self.sent.append((self.count, event))
         return event
 
-    def put(self, message, final: bool):
+    def put(self, message, final):
         self.queue.put_nowait((message, final))
 
 
@@ -11673,7 +11673,7 @@ class _HttpSession:
         self.streams = {}   # stream id -> the _Exchange of a POST stream not yet delivered to its end
         self.opened = 0
 
-    def exchange(self, streaming: bool) -> _Exchange:
+    def exchange(self, streaming) -> _Exchange:
         """A request's exchange; a streaming one gets an id, to be resumed by (SEP-1699)."""
         if not streaming:
             return _Exchange(False)
@@ -11684,7 +11684,7 @@ class _HttpSession:
         return exchange
 
 
-def _loopback(host: str) -> bool:
+def _loopback(host):
     """True only for `localhost` and loopback addresses (127.0.0.0/8, ::1); never for names."""
     host = host.strip().strip("[]").lower()
     if host == "localhost":
@@ -11696,14 +11696,14 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _host_name(value: str) -> str:
+def _host_name(value):
     """`example.com:8080` -> example.com; `[::1]:80` -> [::1]; "" when it is not host[:port]
     (userinfo such as `localhost@evil.example`, a path, a second host)."""
     found = _AUTHORITY.fullmatch(value.strip())
     return found.group(1).lower() if found else ""
 
 
-def _origin_host(value: str) -> str:
+def _origin_host(value):
     """The host of an Origin header (`scheme://host[:port]`, nothing more), else ""."""
     scheme, sep, rest = value.strip().partition("://")
     if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
@@ -11711,7 +11711,7 @@ def _origin_host(value: str) -> str:
     return _host_name(rest)
 
 
-def _header_value(value: str) -> str:
+def _header_value(value):
     """Trim; decode the =?base64?...?= form 2026-07-28 clients use for non-ASCII values."""
     value = value.strip()
     if value.startswith("=?base64?") and value.endswith("?="):
@@ -11723,7 +11723,7 @@ def _header_value(value: str) -> str:
     return value
 
 
-def _good_id(message: dict) -> bool:
+def _good_id(message):
     request_id = message.get("id")
     return request_id is None or (isinstance(request_id, (str, int)) and not isinstance(request_id, bool))
 
@@ -11732,7 +11732,7 @@ _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", 
           "tasks/update": "taskId", "tasks/cancel": "taskId"}  # 2026-07-28: what the Mcp-Name header repeats
 
 
-def operations_report(path: str, server, sessions: int) -> bytes:
+def operations_report(path, server, sessions):
     """The HTTP response to GET /health (each MCP server's state; 503 when the server cannot serve) or
     GET /metrics (the Prometheus text format)."""
     states = {key: upstream.state for source in server.catalog.sources
@@ -11751,7 +11751,7 @@ def operations_report(path: str, server, sessions: int) -> bytes:
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
-    def __init__(self, server, log: Log, host: str, port: int, token=None):
+    def __init__(self, server, log: Log, host, port, token=None):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
         import hashlib
         self.local = _loopback(host)
@@ -11877,7 +11877,7 @@ class HttpServer:
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
         await self._drain(writer)
 
-    def _error_body(self, exc: HttpError) -> dict:
+    def _error_body(self, exc: HttpError):
         error = {"code": exc.code if exc.code is not None else INVALID_REQUEST, "message": str(exc)}
         if exc.data is not None:
             error["data"] = exc.data
@@ -11915,7 +11915,7 @@ class HttpServer:
 
     # -- requests ---------------------------------------------------------------------------
 
-    async def _answer(self, method, headers, body, keep, version, reader, writer) -> bool:
+    async def _answer(self, method, headers, body, keep, version, reader, writer):
         try:
             if method == "POST":
                 return await self._post(headers, body, reader, writer, keep, version)
@@ -11940,7 +11940,7 @@ class HttpServer:
         self.sessions.move_to_end(entry.id)
         return entry
 
-    async def _post(self, headers, body, reader, writer, keep, version) -> bool:
+    async def _post(self, headers, body, reader, writer, keep, version):
         limit = self.server.guard.http_limit
         wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + self.caller,) + limit], time.monotonic())[0]
         if wait:
@@ -12052,7 +12052,7 @@ class HttpServer:
         session.receive(json.dumps(message).encode(), NEWLINE)
         return await self._deliver(exchange, writer, reader, [], keep, version, session)
 
-    async def _deliver(self, exchange, writer, reader, extra, keep, version, session, entry=None, after=None) -> bool:
+    async def _deliver(self, exchange, writer, reader, extra, keep, version, session, entry=None, after=None):
         """Write the exchange's messages as JSON or SSE. A client that goes away cancels a
         2026-07-28 request (`session` is its own); a cancelled request's stream just ends. A handshake-era
         session's stream (`entry`) starts at once, with a priming event for a 2025-11-25 client; one that
@@ -12141,7 +12141,7 @@ class HttpServer:
             head.append("Connection: close")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
 
-    async def _get(self, headers, reader, writer) -> bool:
+    async def _get(self, headers, reader, writer):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "GET streams belong to a handshake-era session (Mcp-Session-Id); "
                                  "2026-07-28 clients use subscriptions/listen", headers=[("Allow", "POST")])
@@ -12174,7 +12174,7 @@ class HttpServer:
             if entry.transport.stream is queue:
                 entry.transport.stream = None
 
-    async def _delete(self, headers, writer, keep) -> bool:
+    async def _delete(self, headers, writer, keep):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "DELETE ends a handshake-era session (Mcp-Session-Id)", headers=[("Allow", "POST")])
         entry = self._session(headers)
@@ -12183,7 +12183,7 @@ class HttpServer:
         return keep
 
 
-def parse_http_address(value: str) -> tuple:
+def parse_http_address(value):
     """`8931`, `127.0.0.1:8931`, `0.0.0.0:8931` or `[::1]:8931` -> (host, port)."""
     host, _, port = value.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
@@ -12196,7 +12196,7 @@ def parse_http_address(value: str) -> tuple:
     return host, number
 
 
-def run_http(server, runner: ProcessRunner, log: Log, options: dict) -> int:
+def run_http(server, runner: ProcessRunner, log: Log, options):
     """`--http [HOST:]PORT`: check the address and the token, then serve until stopped."""
     try:
         host, port = parse_http_address(options["http"])
@@ -12225,7 +12225,7 @@ def run_http(server, runner: ProcessRunner, log: Log, options: dict) -> int:
         log.close()
 
 
-async def serve_http(server, runner: ProcessRunner, log: Log, host: str, port: int, token=None) -> int:
+async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token=None):
     """Serve `server` at http://host:port/mcp until SIGTERM or SIGINT."""
     loop = asyncio.get_running_loop()
     http = HttpServer(server, log, host, port, token)
@@ -12264,7 +12264,7 @@ CLIENT_TIMEOUT = 60.0   # seconds `inspect` and `call` wait for the handshake an
 class StdioClient:
     """A small synchronous MCP client of a child process, for `inspect` and `call`."""
 
-    def __init__(self, argv: list, timeout: float = CLIENT_TIMEOUT, ask=None):
+    def __init__(self, argv, timeout=CLIENT_TIMEOUT, ask=None):
         self.argv = argv
         self.timeout = timeout
         self.ask = ask  # answers elicitation/create (params -> result); None: the capability is not declared
@@ -12318,14 +12318,14 @@ class StdioClient:
             self.closed = True
             self.lock.notify_all()
 
-    def _send(self, message: dict):
+    def _send(self, message):
         try:
             self.process.stdin.write(json.dumps(message).encode() + b"\n")
             self.process.stdin.flush()
         except (OSError, ValueError):
             pass  # it exited; the waiting request says so
 
-    def request(self, method: str, params: dict | None = None, wait: bool = True) -> dict:
+    def request(self, method, params=None, wait=True):
         """Send one request; return its result or raise McpError (the server's error, or why none came).
 
         The answer is waited for CLIENT_TIMEOUT, or with `wait=False` for as long as the server lives.
@@ -12355,11 +12355,11 @@ class StdioClient:
             raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message")), error.get("data"))
         return reply.get("result") or {}
 
-    def notify(self, method: str, params: dict | None = None):
+    def notify(self, method, params=None):
         """Send a notification to the server."""
         self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})})
 
-    def initialize(self) -> dict:
+    def initialize(self):
         """The handshake; return the server's initialize result."""
         capabilities = {"elicitation": {"form": {}}} if self.ask is not None else {}
         result = self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": capabilities,
@@ -12367,7 +12367,7 @@ class StdioClient:
         self.notify("notifications/initialized")
         return result
 
-    def list_all(self, method: str, key: str) -> list:
+    def list_all(self, method, key):
         """Every page of a list method."""
         items, cursor = [], None
         while True:
@@ -12404,7 +12404,7 @@ class StdioClient:
         self.close()
 
 
-def _self_command() -> list:
+def _self_command():
     """The argv that runs this very module: the interpreter and mcpstudio.py (or the zipapp)."""
     path = os.path.abspath(__file__)
     folder = os.path.dirname(path)
@@ -12413,7 +12413,7 @@ def _self_command() -> list:
     return [os.path.abspath(sys.executable), path]
 
 
-def _mode_argv(words: list, command: str) -> list:
+def _mode_argv(words, command):
     """The child `inspect` and `call` talk to: mcpstudio in MODE ARGS, or the command after `--`."""
     if words[:1] == ["--"]:
         if len(words) < 2:
@@ -12428,7 +12428,7 @@ def _mode_argv(words: list, command: str) -> list:
     return _self_command() + words
 
 
-def _take_options(words: list, command: str, flags=(), values=(), anywhere=False, repeated=()) -> tuple:
+def _take_options(words, command, flags=(), values=(), anywhere=False, repeated=()):
     """A subcommand's options (`--x`, `--x V`, `--x=V`) and its other words.
 
     Options lead, and the rest starts at the first other word; with `anywhere`,
@@ -12460,7 +12460,7 @@ def _take_options(words: list, command: str, flags=(), values=(), anywhere=False
     return found, others + words[i:]
 
 
-def _schema_summary(schema: dict) -> list:
+def _schema_summary(schema):
     """(name, type, detail, description) per property of an input schema."""
     props = (schema or {}).get("properties") or {}
     required = (schema or {}).get("required") or []
@@ -12477,7 +12477,7 @@ def _schema_summary(schema: dict) -> list:
     return rows
 
 
-def _print_listing(listing: dict):
+def _print_listing(listing):
     """The readable table of `inspect`."""
     info = listing["serverInfo"]
     print("server: %s %s (protocol %s)" % (info.get("title") or info.get("name", "?"), info.get("version", ""),
@@ -12523,7 +12523,7 @@ def _print_listing(listing: dict):
                                             "optional", argument.get("description", "")))
 
 
-def inspect_command(words: list) -> int:
+def inspect_command(words):
     """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
     found, words = _take_options(words, "inspect", flags=("--json",), values=("--search",))
     with StdioClient(_mode_argv(words, "inspect")) as client:
@@ -12555,7 +12555,7 @@ def inspect_command(words: list) -> int:
 _ARGUMENT_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.S)
 
 
-def _call_arguments(pairs: list, schema: dict) -> dict:
+def _call_arguments(pairs, schema):
     """key=value words as the tool's schema types them: strings stay text, other types read as JSON."""
     props = (schema or {}).get("properties") or {}
     arguments = {}
@@ -12576,7 +12576,7 @@ def _call_arguments(pairs: list, schema: dict) -> dict:
     return arguments
 
 
-def _print_content(content: list, out):
+def _print_content(content, out):
     for block in content or []:
         kind = block.get("type")
         if kind == "text":
@@ -12594,7 +12594,7 @@ def _print_content(content: list, out):
             out.write("[%s: %s, %d bytes of base64]\n" % (kind, block.get("mimeType"), len(block.get("data", ""))))
 
 
-def call_command(words: list) -> int:
+def call_command(words):
     """`call TOOL [key=value ...] [--json ARGS] [MODE ARGS...]`: one tools/call, as a client makes it."""
     if not words:
         raise UsageError("call needs a TOOL, e.g. mcpstudio call echo message=hi echo \"{message}\"")
@@ -12649,7 +12649,7 @@ def call_command(words: list) -> int:
     return 1 if result.get("isError") else 0
 
 
-def elicitation_answer(params: dict, assume_yes: bool, ask=input) -> dict:
+def elicitation_answer(params, assume_yes, ask=input):
     """`call`'s answer to a server's question (a form): with `assume_yes`, accept its defaults; else ask
     each field on the terminal, an empty line keeping the default. A URL-mode question is declined."""
     schema = params.get("requestedSchema") if isinstance(params.get("requestedSchema"), dict) else {}
@@ -12673,7 +12673,7 @@ def elicitation_answer(params: dict, assume_yes: bool, ask=input) -> dict:
     return {"action": "cancel"} if content is None else {"action": "accept", "content": content}
 
 
-def _json_or_text(text: str) -> str:
+def _json_or_text(text):
     """`text` re-serialized if it is JSON (to compare with structured content), else itself."""
     try:
         return json.dumps(json.loads(text))
@@ -12687,7 +12687,7 @@ def _json_or_text(text: str) -> str:
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "codex")
 
 
-def _app_folder(platform: str) -> str:
+def _app_folder(platform):
     """Where desktop apps keep settings: Application Support, %APPDATA%, or $XDG_CONFIG_HOME."""
     if platform == "darwin":
         return os.path.join(os.path.expanduser("~"), "Library", "Application Support")
@@ -12696,7 +12696,7 @@ def _app_folder(platform: str) -> str:
     return os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
 
 
-def client_config_path(client: str, platform: str | None = None) -> str:
+def client_config_path(client, platform=None):
     """The user-level file `client` reads its MCP servers from, on `platform` (default: this one)."""
     platform = platform or sys.platform
     home = os.path.expanduser("~")
@@ -12713,14 +12713,14 @@ def client_config_path(client: str, platform: str | None = None) -> str:
     raise UsageError("unknown client %r; use one of %s" % (client, ", ".join(CLIENTS)))
 
 
-def _servers_key(client: str) -> str:
+def _servers_key(client):
     return "servers" if client == "vscode" else "mcpServers"
 
 
 _PATH_OPTIONS = ("--config", "--root-directory", "--skills", "--cwd", "--log")
 
 
-def _absolute_mode(words: list) -> list:
+def _absolute_mode(words):
     """MODE ARGS with the paths its options name made absolute (clients start servers in their own folder)."""
     words = list(words)
     options, rest = parse_command_line(words)
@@ -12741,7 +12741,7 @@ def _absolute_mode(words: list) -> list:
     return words
 
 
-def _mode_options(words: list) -> tuple:
+def _mode_options(words):
     """(options, template words) of MODE ARGS, reading on past `serve` or `check`."""
     options, rest = parse_command_line(list(words))
     if rest and rest[0] in ("serve", "check"):
@@ -12749,7 +12749,7 @@ def _mode_options(words: list) -> tuple:
     return options, rest
 
 
-def _entry_name(words: list) -> str:
+def _entry_name(words):
     """A server name for the client's list: --name, the command, the script folder or the config's file name."""
     options, rest = _mode_options(words)
     name = (options["name"] or (os.path.basename(rest[0]) if rest else None)
@@ -12760,7 +12760,7 @@ def _entry_name(words: list) -> str:
     return _UNSAFE_NAME_CHARS.sub("_", name) or "mcpstudio"
 
 
-def client_entry(client: str, words: list) -> tuple:
+def client_entry(client, words):
     """(entry dict, note or None): what `client` needs to run mcpstudio with MODE ARGS `words`."""
     options, _ = _mode_options(words)
     if options["http"] is not None:
@@ -12786,7 +12786,7 @@ def client_entry(client: str, words: list) -> tuple:
     return entry, None
 
 
-def cached_command() -> tuple:
+def cached_command():
     """(argv, env) that start this module from cached bytecode: `python3 -m mcpstudio` with its
     folder on PYTHONPATH, and PYTHONPYCACHEPREFIX in the user's cache folder where the module's own
     folder cannot hold a __pycache__. Import recompiles a changed mcpstudio.py, as always. A zipapp,
@@ -12813,11 +12813,11 @@ def _drop_entry_env():
         del os.environ["PYTHONPYCACHEPREFIX"]
 
 
-def _toml_string(text: str) -> str:
+def _toml_string(text):
     return json.dumps(text)  # a JSON string with \uXXXX escapes is a TOML basic string
 
 
-def _toml_table(name: str, entry: dict) -> str:
+def _toml_table(name, entry):
     """A Codex [mcp_servers.NAME] table for `entry`."""
     lines = ["[mcp_servers.%s]" % _toml_key(name)]
     if "url" in entry:
@@ -12834,11 +12834,11 @@ def _toml_table(name: str, entry: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _toml_key(name: str) -> str:
+def _toml_key(name):
     return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _toml_string(name)
 
 
-def _merge_toml_table(text: str, name: str, table: str) -> tuple:
+def _merge_toml_table(text, name, table):
     """(new text, replaced?): `text` with the [mcp_servers.NAME] table (and its subtables) replaced or added."""
     header = re.compile(r"^\s*\[\[?\s*(mcp_servers\.%s)?" % re.escape(_toml_key(name)))
     lines = text.splitlines(True)
@@ -12861,7 +12861,7 @@ def _merge_toml_table(text: str, name: str, table: str) -> tuple:
     return "".join(out), replaced
 
 
-def _read_json_file(path: str, what: str) -> tuple:
+def _read_json_file(path, what):
     """(data, text) of a JSON or JSONC file; ({}, "") when it does not exist."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -12881,7 +12881,7 @@ def _read_json_file(path: str, what: str) -> tuple:
 _SPACE = re.compile(r"\s*")
 
 
-def _members(stripped: str, brace: int) -> tuple:
+def _members(stripped, brace):
     """([(key, key_start, value_start, value_end)], closing brace) of the object at `brace` of comment-free text."""
     decoder, members = json.JSONDecoder(), []
     i = _SPACE.match(stripped, brace + 1).end()
@@ -12896,19 +12896,19 @@ def _members(stripped: str, brace: int) -> tuple:
     return members, i
 
 
-def _indent_at(text: str, index: int) -> str:
+def _indent_at(text, index):
     line = text[text.rfind("\n", 0, index) + 1:index]
     return line[:len(line) - len(line.lstrip())]
 
 
-def _json_at(value, indent: str | None) -> str:
+def _json_at(value, indent):
     """`value` as JSON indented to sit at `indent`, or on one line when `indent` is None."""
     if indent is None:
         return json.dumps(value, ensure_ascii=False)
     return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + indent)
 
 
-def _next_edit(text: str, stripped: str, brace: int, old: dict, new: dict):
+def _next_edit(text, stripped, brace, old, new):
     """One (start, end, replacement) that brings the object at `brace` closer to `new`, or None."""
     members, close = _members(stripped, brace)
     keys = [m[0] for m in members]
@@ -12947,13 +12947,13 @@ def _next_edit(text: str, stripped: str, brace: int, old: dict, new: dict):
     return None
 
 
-def _comments(text: str) -> str:
+def _comments(text):
     """The comments of a JSONC text, without their spacing (to tell whether an edit dropped one)."""
     blanked = strip_json_comments(text)
     return "".join(c for c, kept in zip(text, blanked) if c != kept and not c.isspace() and c != ",")
 
 
-def edited_json_text(text: str, new: dict, path: str) -> str:
+def edited_json_text(text, new, path):
     """`text` (JSON or JSONC) changed to hold `new`, object member by member, so the comments, order and
     layout of everything unchanged stay as they were; plain JSON when `text` is empty."""
     if not text.strip():
@@ -12976,7 +12976,7 @@ def edited_json_text(text: str, new: dict, path: str) -> str:
     return result
 
 
-def write_file_atomically(path: str, text: str) -> str | None:
+def write_file_atomically(path, text):
     """Replace `path` with `text` via a temporary file and rename (mode 0600 for a new file, else
     the old mode); keep the old file as `path.bak` first. Returns the backup's path, if one was made.
 
@@ -13018,7 +13018,7 @@ def write_file_atomically(path: str, text: str) -> str | None:
     return saved
 
 
-def _check_mode(words: list):
+def _check_mode(words):
     """Build (and start nothing of) the server MODE ARGS `words` run, so install refuses an entry the
     server would refuse: a bad template raises TemplateError, a bad config ConfigError, as they would."""
     options, rest = parse_command_line(list(words))
@@ -13029,7 +13029,7 @@ def _check_mode(words: list):
     _build_server(options, rest, Log(), config)
 
 
-def install_command(words: list) -> int:
+def install_command(words):
     """`install --client NAME [--as SERVER] [--write] [MODE ARGS...]`: the client's entry for this mode."""
     found, words = _take_options(words, "install", flags=("--write",), values=("--client", "--as", "--file"))
     client = found.get("--client")
@@ -13108,7 +13108,7 @@ def _env_references(value):
     return value
 
 
-def imported_server(entry) -> tuple:
+def imported_server(entry):
     """(entry for mcpstudio's config, None) or (None, why it is skipped), for one client server entry."""
     if not isinstance(entry, dict):
         return None, "not an object"
@@ -13126,7 +13126,7 @@ def imported_server(entry) -> tuple:
     return kept, None
 
 
-def _client_servers(client: str | None, path: str) -> dict:
+def _client_servers(client, path):
     """The servers a client's config file lists (Claude Code: the user's, this folder's in ~/.claude.json,
     and its .mcp.json)."""
     data, _ = _read_json_file(path, "import")
@@ -13148,7 +13148,7 @@ def _client_servers(client: str | None, path: str) -> dict:
     return servers
 
 
-def import_command(words: list) -> int:
+def import_command(words):
     """`import FILE|--from CLIENT [--config FILE] [--write]`: a client's servers into mcpstudio's config."""
     found, words = _take_options(words, "import", flags=("--write",), values=("--from", "--config"), anywhere=True)
     client = found.get("--from")
@@ -13190,13 +13190,13 @@ def import_command(words: list) -> int:
     return 0
 
 
-def _config_option(words: list, command: str, flags=(), values=()) -> tuple:
+def _config_option(words, command, flags=(), values=()):
     """(options, config path, rest) for the config-editing subcommands."""
     found, rest = _take_options(words, command, flags=flags, values=("--config",) + tuple(values), anywhere=True)
     return found, found.get("--config") or default_config_path(), rest
 
 
-def add_command(words: list) -> int:
+def add_command(words):
     """`add NAME [--config FILE] [--env K=V]... [--cwd DIR] [--disabled] -- COMMAND ARGS...` (or --url URL)."""
     if not words:
         raise UsageError("add needs a NAME and -- COMMAND ARGS..., e.g. mcpstudio add time -- uvx mcp-server-time")
@@ -13241,14 +13241,14 @@ def add_command(words: list) -> int:
     return 0
 
 
-def _same_id(data: dict, name: str, besides=()) -> str | None:
+def _same_id(data, name, besides=()):
     """The config's server (not in `besides`) whose id is the id of `name`: the server would refuse both."""
     wanted = _server_id(name)
     return next((key for group in ("mcpServers", "servers") for key in (data.get(group) or {})
                  if key not in besides and _server_id(key) == wanted), None)
 
 
-def remove_command(words: list) -> int:
+def remove_command(words):
     """`remove NAME [--config FILE]`: drop a server, and every mention of it in namespaces and permissions."""
     found, path, rest = _config_option(words, "remove")
     if len(rest) != 1:
@@ -13273,7 +13273,7 @@ def remove_command(words: list) -> int:
     return 0
 
 
-def _sign_in_for(words: list, command: str) -> OAuthClient:
+def _sign_in_for(words, command) -> OAuthClient:
     """The OAuthClient of `login`/`logout NAME|URL [--config FILE]`: a URL server of the config by name, or a URL."""
     found, path, rest = _config_option(words, command)
     if len(rest) != 1:
@@ -13295,7 +13295,7 @@ def _sign_in_for(words: list, command: str) -> OAuthClient:
         command, target, path, ", ".join(s.key for s in specs) or "none"))
 
 
-def login_command(words: list) -> int:
+def login_command(words):
     """`login NAME|URL [--config FILE]`: sign in to a remote server now, in the browser."""
     oauth = _sign_in_for(words, "login")
     oauth.login()
@@ -13303,7 +13303,7 @@ def login_command(words: list) -> int:
     return 0
 
 
-def logout_command(words: list) -> int:
+def logout_command(words):
     """`logout NAME|URL [--config FILE]`: forget a server's tokens and client registration."""
     oauth = _sign_in_for(words, "logout")
     problem = oauth.revoke()
@@ -13315,7 +13315,7 @@ def logout_command(words: list) -> int:
     return 0
 
 
-def enable_command(words: list, enabled: bool = True) -> int:
+def enable_command(words, enabled=True):
     """`enable NAME` / `disable NAME` [--config FILE]: whether serve starts the server (`disabled` in its entry)."""
     command = "enable" if enabled else "disable"
     found, path, rest = _config_option(words, command)
@@ -13337,12 +13337,12 @@ def enable_command(words: list, enabled: bool = True) -> int:
     return 0
 
 
-def disable_command(words: list) -> int:
+def disable_command(words):
     """`disable NAME [--config FILE]`."""
     return enable_command(words, enabled=False)
 
 
-def _namespace_members(data: dict, create: str | None = None) -> dict:
+def _namespace_members(data, create=None):
     """name -> (its list of server names, its entry) for each namespace of a config, in every form the
     server reads: {"NS": {"servers": [...]}}, mcp-studio's {"NS": {"serverIds": [...]}}, {"NS": [...]},
     and mcp-studio's list [{"id": "NS", "serverIds": [...]}]. The lists are the config's own, so
@@ -13365,12 +13365,12 @@ def _namespace_members(data: dict, create: str | None = None) -> dict:
     return out
 
 
-def _permission_value(item, key: str, old: str):
+def _permission_value(item, key, old):
     """A toolPermissions entry's `key`, or mcp-studio's older name for it (as the server reads it)."""
     return (item.get(key) if key in item else item.get(old)) if isinstance(item, dict) else None
 
 
-def _drop_permissions(data: dict, matches):
+def _drop_permissions(data, matches):
     """Remove the toolPermissions entries `matches` accepts (and the key, once empty)."""
     permissions = data.get("toolPermissions")
     if isinstance(permissions, list):
@@ -13379,12 +13379,12 @@ def _drop_permissions(data: dict, matches):
             del data["toolPermissions"]
 
 
-def _default_key(data: dict) -> str:
+def _default_key(data):
     """The key the config's default namespace is under (as the server reads it)."""
     return "defaultNamespace" if "defaultNamespace" in data or "defaultNamespaceId" not in data else "defaultNamespaceId"
 
 
-def list_command(words: list) -> int:
+def list_command(words):
     """`list [--config FILE] [--json]`: the config's servers, how each starts, and their namespaces."""
     found, path, rest = _config_option(words, "list", flags=("--json",))
     if rest:
@@ -13410,7 +13410,7 @@ def list_command(words: list) -> int:
     return 0
 
 
-def namespace_command(words: list) -> int:
+def namespace_command(words):
     """`namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS` [--config FILE]."""
     found, path, rest = _config_option(words, "namespace")
     if not rest:
@@ -13478,7 +13478,7 @@ def namespace_command(words: list) -> int:
 _ZIPAPP_MAIN = "import sys, mcpstudio; sys.exit(mcpstudio.main())\n"
 
 
-def zipapp_command(words: list) -> int:
+def zipapp_command(words):
     """`zipapp OUT.pyz`: this module as one runnable file, with bytecode for this interpreter.
 
     The module goes in once, as `mcpstudio`, both .py and .pyc; `__main__.py`
@@ -13528,7 +13528,7 @@ class _Option:
         self.names, self.dest, self.metavar, self.kind, self.help = names, dest, metavar, kind, help
 
 
-def _positive(text: str, option: str, kind=float):
+def _positive(text, option, kind=float):
     try:
         value = kind(text)
     except ValueError:
@@ -13711,7 +13711,7 @@ SUBCOMMAND_HELP = {
 }
 
 
-def help_text() -> str:
+def help_text():
     lines = [
         USAGE, "",
         "Serve one command template as an MCP tool over stdio, every script in a",
@@ -13757,7 +13757,7 @@ def help_text() -> str:
     return "\n".join(lines)
 
 
-def parse_command_line(argv: list, options: dict | None = None) -> tuple:
+def parse_command_line(argv, options=None):
     """Split argv into (options dict, template words). Options stop at the command."""
     if options is None:
         options = {o.dest: ([] if o.kind == "append" else None) for o in OPTIONS}
@@ -13794,7 +13794,7 @@ def parse_command_line(argv: list, options: dict | None = None) -> tuple:
     return options, argv[i:]
 
 
-def _exit_codes(text) -> tuple:
+def _exit_codes(text):
     """`--ok-exit 0,1` as (0, 1); (0,) when not given."""
     if text is None:
         return (0,)
@@ -13807,7 +13807,7 @@ def _exit_codes(text) -> tuple:
     return codes
 
 
-def url_config(url: str, version=None) -> dict:
+def url_config(url, version=None):
     """The config `--url URL` serves: that one server, its tools unprefixed, signing in with the browser."""
     import urllib.parse
     entry = {"url": url, "prefix": "", "startupTimeout": OAUTH_CALLBACK_WAIT + 30, "oauth": {"browser": True}}
@@ -13816,7 +13816,7 @@ def url_config(url: str, version=None) -> dict:
     return {"mcpServers": {urllib.parse.urlsplit(url).netloc: entry}}
 
 
-def _build_server(options: dict, words: list, log: Log, config: str | None = None):
+def _build_server(options, words, log: Log, config=None):
     """The command line's sources (a template, a script folder, a config file) behind one Server."""
     env = None
     if options["env"]:
@@ -13949,13 +13949,13 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     return server, runner
 
 
-def default_config_path() -> str:
+def default_config_path():
     """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
     return os.path.join(base, "mcpstudio", "config.json")
 
 
-def _claim_stdout() -> int:
+def _claim_stdout():
     """Keep the protocol stream on a private descriptor and point fd 1 at stderr.
 
     A stray print() or a child that inherits fd 1 then writes to stderr and
@@ -13977,12 +13977,12 @@ _OWN_WORDS = {"init": init_config, "inspect": inspect_command, "call": call_comm
               "logout": logout_command, "enable": enable_command, "disable": disable_command, "tui": tui_command}
 
 
-def _prog() -> str:
+def _prog():
     """How the user ran us, for the commands we suggest."""
     return "mcpstudio" if not sys.argv[0].endswith((".py", ".pyz")) else "python3 " + _argv_text([sys.argv[0]])
 
 
-def _terminal_hint(argv: list, server) -> str:
+def _terminal_hint(argv, server):
     """What stdio mode says on stderr when a person, not a client, started it in a terminal."""
     words = _argv_text(argv)
     return ("mcpstudio: serving %s over stdio: waiting for an MCP client's JSON-RPC messages on stdin.\n"
@@ -13992,7 +13992,7 @@ def _terminal_hint(argv: list, server) -> str:
             "  %s or Ctrl+C stops.\n" % (server.title, _prog(), words, _prog(), words, _prog(), words, _END_OF_INPUT))
 
 
-def main(argv: list | None = None) -> int:
+def main(argv=None):
     """Run mcpstudio with `argv` (default: sys.argv[1:]); return the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
     _text_stdout()
