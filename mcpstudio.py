@@ -13086,17 +13086,6 @@ def install_command(words):
 _VSCODE_ONLY = re.compile(r"\$\{(workspaceFolder\w*|userHome|cwd|file\w*|relativeFile\w*|input:[^}]*|command:[^}]*)\}")
 
 
-def _strings_of(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings_of(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings_of(item)
-
-
 def _env_references(value):
     """VS Code's ${env:NAME} as mcpstudio's ${NAME}, everywhere in an entry."""
     if isinstance(value, str):
@@ -13115,11 +13104,10 @@ def imported_server(entry):
     if "envFile" in entry:
         return None, "it reads variables from envFile %s; put them in `env` (as ${VAR}) and import again" % (
             json.dumps(entry["envFile"]))
-    for text in _strings_of(entry):
-        found = _VSCODE_ONLY.search(text)
-        if found:
-            return None, ("it uses VS Code's %s, which only VS Code can fill in; replace it with a path or "
-                          "${VAR} and import again" % found.group(0))
+    found = _VSCODE_ONLY.search(json.dumps(entry, ensure_ascii=False))  # in any string of the entry
+    if found:
+        return None, ("it uses VS Code's %s, which only VS Code can fill in; replace it with a path or "
+                      "${VAR} and import again" % found.group(0))
     if "command" not in entry and "url" not in entry:
         return None, "it has neither `command` nor `url`"
     kept = {key: _env_references(entry[key]) for key in _SERVER_KEYS if key in entry}
