@@ -13236,6 +13236,16 @@ def _same_id(data, name, besides=()):
                  if key not in besides and _server_id(key) == wanted), None)
 
 
+def _server_group(data, name, command, path):
+    """The group ("mcpServers" or "servers") that holds the config's server `name`; else a ConfigError naming
+    the servers it has."""
+    for group in ("mcpServers", "servers"):
+        if name in (data.get(group) or {}):
+            return group
+    known = [key for group in ("mcpServers", "servers") for key in (data.get(group) or {})]
+    raise ConfigError("%s: %s has no server %s (it has: %s)" % (command, path, name, ", ".join(known) or "none"))
+
+
 def remove_command(words):
     """`remove NAME [--config FILE]`: drop a server, and every mention of it in namespaces and permissions."""
     found, path, rest = _config_option(words, "remove")
@@ -13243,11 +13253,7 @@ def remove_command(words):
         raise UsageError("remove takes one server NAME, e.g. mcpstudio remove time")
     name = rest[0]
     data, text = _read_json_file(path, "remove")
-    group = next((g for g in ("mcpServers", "servers") if name in (data.get(g) or {})), None)
-    if group is None:
-        names = [k for g in ("mcpServers", "servers") for k in (data.get(g) or {})]
-        raise ConfigError("remove: %s has no server %s (it has: %s)" % (path, name, ", ".join(names) or "none"))
-    del data[group][name]
+    del data[_server_group(data, name, "remove", path)][name]
     same = (name, _server_id(name))  # a namespace or permission may name the server by key or by id
     for members, entry in _namespace_members(data).values():
         members[:] = [m for m in members if m not in same]
@@ -13311,11 +13317,9 @@ def enable_command(words, enabled=True):
         raise UsageError("%s takes one server NAME, e.g. mcpstudio %s time" % (command, command))
     name = rest[0]
     data, text = _read_json_file(path, command)
-    group = next((g for g in ("mcpServers", "servers") if name in (data.get(g) or {})), None)
-    if group is None or not isinstance(data[group][name], dict):
-        names = [k for g in ("mcpServers", "servers") for k in (data.get(g) or {})]
-        raise ConfigError("%s: %s has no server %s (it has: %s)" % (command, path, name, ", ".join(names) or "none"))
-    entry = data[group][name]
+    entry = data[_server_group(data, name, command, path)][name]
+    if not isinstance(entry, dict):
+        raise ConfigError("%s: the entry of server %s in %s is not an object; fix it by hand" % (command, name, path))
     for key in ("enabled", "disabled"):  # mcp-studio's `enabled` and the clients' `disabled`: one answer
         entry.pop(key, None)
     if not enabled:
@@ -13413,10 +13417,8 @@ def namespace_command(words):
     namespaces = data.setdefault("namespaces", {})
     name, servers = rest[0], rest[1:2] if action in ("allow", "deny") else rest[1:]
     members = _namespace_members(data, create=name if action == "assign" else None)
-    known = [k for g in ("mcpServers", "servers") for k in (data.get(g) or {})]
     for server in servers:
-        if server not in known:
-            raise ConfigError("namespace: %s has no server %s (it has: %s)" % (path, server, ", ".join(known) or "none"))
+        _server_group(data, server, "namespace", path)
     if action == "add":
         if name in members:
             raise ConfigError("namespace: %s already has a namespace %s; use namespace assign" % (path, name))
