@@ -245,21 +245,10 @@ _JSON_TYPES = {
 
 
 def _type_name(value):
-    if value is None:
-        return "null"
+    """The JSON Schema type of `value` (a bool is a boolean, not an integer), else its Python type's name."""
     if isinstance(value, bool):
         return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next((name for name, kinds in _JSON_TYPES.items() if isinstance(value, kinds)), type(value).__name__)
 
 
 def _is_type(value, name):
