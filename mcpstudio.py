@@ -1339,7 +1339,7 @@ def yaml_scalar(text):
     if re.fullmatch(r"[-+]?[0-9]+", text):
         return int(text)
     if re.fullmatch(r"0o[0-7]+|0x[0-9a-fA-F]+", text):
-        return int(text[2:], 8 if text[1] == "o" else 16)
+        return int(text, 0)
     if re.fullmatch(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?", text):
         value = float(text)
         if value - value:  # inf - inf is nan: too large for a float
@@ -1348,6 +1348,11 @@ def yaml_scalar(text):
     if re.fullmatch(r"[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)", text):
         raise ValueError("%s has no JSON value; quote it to mean the text" % text)
     return text
+
+
+def _item(text):
+    """Whether a line's text (from its indentation on) starts a `-` sequence item."""
+    return text[:2] in ("- ", "-\t") or text == "-"
 
 
 class _Yaml:
@@ -1398,7 +1403,7 @@ class _Yaml:
         """The mapping or sequence whose lines start at column `n`."""
         text = self.lines[self.i][n:]
         self.nest(1)
-        value = self.sequence(n) if text[:2] in ("- ", "-\t") or text == "-" else self.mapping(n)
+        value = self.sequence(n) if _item(text) else self.mapping(n)
         self.nest(-1)
         return value
 
@@ -1429,8 +1434,7 @@ class _Yaml:
             rest = line[n + 1:]
             col = n + 1 + len(rest) - len(rest.lstrip(" "))
             text = line[col:]
-            if text.strip(" \t")[:1] not in ("", "#") and (text[:2] in ("- ", "-\t") or text == "-"
-                                                          or self.is_key(text)):
+            if text.strip(" \t")[:1] not in ("", "#") and (_item(text) or self.is_key(text)):
                 self.lines[self.i] = " " * col + text  # `- k: v` / `- - x`: a block starting at the item's text
                 result.append(self.block(col))
             else:
@@ -1493,7 +1497,7 @@ class _Yaml:
             if self.i < len(self.lines):
                 below = self.indent(self.i)
                 rest = self.lines[self.i][below:]
-                dash = rest[:2] in ("- ", "-\t") or rest == "-"
+                dash = _item(rest)
                 if below > n and not dash and not self.is_key(rest):
                     return self.inline(below, n)
                 if below > n or (below == n and in_mapping and dash):
@@ -1508,7 +1512,7 @@ class _Yaml:
             return self.block_scalar(text, n)
         if text[0] in "[{\"'":
             return self.flow_value(col, n)
-        if text[:2] in ("- ", "-\t") or text == "-":
+        if _item(text):
             raise self.error("a `-` list cannot start on the key's line; put its items on the lines below")
         return self.plain(text, n)
 
