@@ -6230,7 +6230,7 @@ class ConfigLoader:
                 import difflib
                 close = difflib.get_close_matches(key, allowed, 1, 0.6)
                 hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
-                raise self.error("%s.%s" % (where, key) if where else key, "unknown key%s" % hint)
+                raise self.error(_join(where, key), "unknown key%s" % hint)
 
     def get(self, obj, key, kind, where, default=None):
         """obj[key] checked against `kind` (a type or tuple of types)."""
@@ -6297,7 +6297,6 @@ class ConfigLoader:
         self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
         self.get(data, "schemaVersion", int, "")
         info = {key: self.get(data, key, str, "") for key in ("name", "description", "instructions", "command")}
-        info["separator"] = None
         env = base.env
         file_env = self.environment(data, "")
         if file_env:
@@ -6340,14 +6339,14 @@ class ConfigLoader:
                     raise self.error(_join(where, key), "expected a list of glob strings")
             sources.append(ScriptDirectory(root, runner, settings, log, separator=separator,
                                            **globs, **(script_options or {})))
-        roots = self.get(data, "skills", list, "", [])
-        for index, root in enumerate(roots):
+        folders = []
+        for index, root in enumerate(self.get(data, "skills", list, "", [])):
             if not isinstance(root, str):
                 raise self.error("skills[%d]" % index, "expected a folder path (text)")
-        if roots:
+            folders.append(self.folder_path(root, "skills[%d]" % index))
+        if folders:
             prompts = self.get(data, "skillPrompts", bool, "", True) and skill_prompts
-            sources.append(SkillFolders([self.folder_path(root, "skills[%d]" % i) for i, root in enumerate(roots)],
-                                        log, prompts=prompts))
+            sources.append(SkillFolders(folders, log, prompts=prompts))
         info["separator"] = separator
         info["guard"] = read_guard(self, data)
         info["tool_search"] = read_tool_search(self, data)
@@ -6528,10 +6527,9 @@ class ConfigLoader:
                                  % (", ".join(_PARAMETER_TYPES), json.dumps(kind), hint))
             prop = {"type": kind}
             if kind == "array":
-                items = self.get(spec, "items", dict, here, {"type": "string"})
-                prop["items"] = items
-            if kind == "array" and prop["items"].get("type", "string") not in _PARAMETER_TYPES[:4]:
-                raise self.error(_join(here, "items.type"), "expected one of string, integer, number, boolean")
+                prop["items"] = self.get(spec, "items", dict, here, {"type": "string"})
+                if prop["items"].get("type", "string") not in _PARAMETER_TYPES[:4]:
+                    raise self.error(_join(here, "items.type"), "expected one of string, integer, number, boolean")
             if "enum" in spec:
                 values = self.get(spec, "enum", list, here)
                 if not values:
@@ -6551,12 +6549,12 @@ class ConfigLoader:
                     raise self.error(_join(here, "default"), problems[0])
                 prop["default"] = defaults[name] = spec["default"]
             ask = self.get(spec, "ask", (bool, str), here, False)
-            if ask is not False and ("default" in spec or spec.get("required") is True):
-                raise self.error(_join(here, "ask"), "a parameter the user is asked for has no default and is not "
-                                 "required of the model (it may leave it out): drop `default` or `required`")
-            if ask is not False and prop.get("type") == "array":
-                raise self.error(_join(here, "ask"), "a form asks for a string, number or boolean, not an array")
             if ask is not False:
+                if "default" in spec or spec.get("required") is True:
+                    raise self.error(_join(here, "ask"), "a parameter the user is asked for has no default and is "
+                                     "not required of the model (it may leave it out): drop `default` or `required`")
+                if kind == "array":
+                    raise self.error(_join(here, "ask"), "a form asks for a string, number or boolean, not an array")
                 asked[name] = ask if isinstance(ask, str) else prop.get("description", name)
             elif self.get(spec, "required", bool, here, "default" not in spec):
                 required.append(name)
