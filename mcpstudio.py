@@ -7213,19 +7213,15 @@ def init_config(args):
     if not words:
         raise UsageError("init: --command is empty")
     quoted = _argv_text(words)
-    text = STARTER_CONFIG % {
-        "name_comment": re.sub(r"\s", " ", rest[0]), "name_json": json.dumps(rest[0]),
-        "file": _argv_text([output]),
-        "help_description_json": json.dumps("Show how to use %s." % command),
-        "run_description_json": json.dumps("Run %s with arguments." % command),
-        "args_description_json": json.dumps("Arguments for %s" % command),
-        "version_name_json": json.dumps("%s version" % command),
-        "description_json": json.dumps(found.get("--description") or "Tools for %s." % command),
-        "help_json": json.dumps(name + "_help"), "run_json": json.dumps(name + "_run"),
-        "help_command_json": json.dumps("%s --help" % quoted),
-        "run_command_json": json.dumps("%s {args}{#if help} --help{/if}" % quoted),
-        "uri_json": json.dumps("%s://version" % name.replace("_", "-")),
-        "version_command_json": json.dumps("%s --version" % quoted)}
+    values = {  # each goes into the starter as JSON, under its key + "_json"
+        "name": rest[0], "help_description": "Show how to use %s." % command,
+        "run_description": "Run %s with arguments." % command, "args_description": "Arguments for %s" % command,
+        "version_name": "%s version" % command, "description": found.get("--description") or "Tools for %s." % command,
+        "help": name + "_help", "run": name + "_run", "help_command": "%s --help" % quoted,
+        "run_command": "%s {args}{#if help} --help{/if}" % quoted, "uri": "%s://version" % name.replace("_", "-"),
+        "version_command": "%s --version" % quoted}
+    text = STARTER_CONFIG % dict({key + "_json": json.dumps(value) for key, value in values.items()},
+                                 name_comment=re.sub(r"\s", " ", rest[0]), file=_argv_text([output]))
     with open(output, "w", encoding="utf-8") as f:
         f.write(text)
     print("wrote %s; check it with: %s check --config %s" % (output, _prog(), _argv_text([output])))
