@@ -13498,11 +13498,7 @@ def zipapp_command(words):
 # Command line
 # --------------------------------------------------------------------------
 
-class _Option:
-    __slots__ = ("names", "dest", "metavar", "kind", "help")
-
-    def __init__(self, names, dest, metavar, kind, help):
-        self.names, self.dest, self.metavar, self.kind, self.help = names, dest, metavar, kind, help
+_Option = collections.namedtuple("_Option", ("names", "dest", "metavar", "kind", "help"))
 
 
 def _positive(text, option, kind=float):
