@@ -2227,6 +2227,34 @@ def looks_secret(name: str) -> bool:
     return bool(_SECRET_NAME.search(name)) and name.upper() not in ("PWD", "OLDPWD")
 
 
+_URL_TEXT = re.compile(r"\b[A-Za-z][\w+.-]*://[^\s'\"]+")
+_OPTION_TEXT = re.compile(r"(?<![^\s'\"])(--?[A-Za-z][\w.-]*(?:=|\s+)|[A-Za-z_][\w.-]*=)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+
+
+def _masked_url(match) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+    try:
+        parts = urlsplit(match.group(0))
+    except ValueError:
+        return "***"
+    user, at, host = parts.netloc.rpartition("@")
+    netloc = (user.partition(":")[0] + ":***" if ":" in user else "***") + at + host if at else host
+    query, fragment = (re.sub(r"(^|[&;])([^&;=]*)=?[^&;]*", r"\1\2=***", text) if text else text
+                       for text in (parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def _masked_option(match) -> str:
+    name, value = match.groups()
+    return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") else match.group(0)
+
+
+def mask_secrets(text: str) -> str:
+    """`text` (a command line, a URL, a log line) as people may paste it: URL passwords, query values and
+    the value of secret-looking options (`--api-key V`, `--token=V`, `API_KEY=V`) replaced by ***."""
+    return _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, text))
+
+
 class Log:
     """Debug and diagnostic lines for people: to stderr, and to `--log FILE`.
 
@@ -6272,10 +6300,8 @@ class UpstreamSpec:
                             self.denied_tools, self.oauth)
 
     def display(self) -> str:
-        """The server as a person reads it: its URL, or its command line."""
-        if self.url:
-            return self.url
-        return _argv_text([self.command or "?"] + self.args)
+        """The server as a person reads it, secrets masked: its URL, or its command line."""
+        return mask_secrets(self.url or _argv_text([self.command or "?"] + self.args))
 
 
 class UpstreamPlan:
@@ -6306,6 +6332,15 @@ class UpstreamPlan:
             return ("namespace `%s` denies the tools of server `%s` unless toolPermissions enables them, and "
                     "none enables `%s`" % (namespace, spec.key, tool))
         return None
+
+    def left_out(self, namespace, spec, original: str, separator: str):
+        """Why `serve` leaves `spec`'s tool `original` out of `namespace`: "" for the server's or the namespace's
+        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
+        entry = self.namespaces.get(namespace) if namespace else None
+        if not _passes(original, spec.allow, spec.deny) or (
+                entry and not _passes(spec.public_name(original, separator), entry["allow"], entry["deny"])):
+            return ""
+        return self.denial(namespace, spec, original)
 
 
 def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
@@ -8281,7 +8316,11 @@ class Upstream:
         """The process exited: fail what waits on it at once; the next call restarts it."""
         code = protocol.transport.get_returncode() if protocol.transport is not None else None
         reason = "exited with code %s" % code if code is None or code >= 0 else "was killed by %s" % _signal_name(-code)
-        self.lost(protocol, reason + self._stderr_tail())
+        tail = [self.hub.log.mask(line.strip()) for line in self.recent if line.strip()]
+        if tail:  # the why first, where a screen's edge cuts it: most often the server's last stderr line says it
+            reason = "%s (it %s%s)" % (tail[-1], reason, "; its stderr before: %s" % " | ".join(tail[:-1])[-800:]
+                                         if tail[1:] else "")
+        self.lost(protocol, reason)
 
     def lost(self, protocol, reason: str):
         """The process exited or the connection failed: fail every waiting request at once."""
@@ -8706,6 +8745,13 @@ class ManagerTools:
         return listed
 
     @staticmethod
+    def shown(up, text: str) -> str:
+        """`text` about `up` as a client may read it: secrets masked, and none of the server's env values."""
+        for value in sorted(up.spec.env.values(), key=len, reverse=True):
+            text = text.replace(value, "***") if len(value) >= 4 else text
+        return mask_secrets(up.hub.log.mask(text))
+
+    @staticmethod
     def status(up) -> dict:
         """What servers_list says of one server."""
         known = up.known()
@@ -8714,9 +8760,8 @@ class ManagerTools:
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
             "tools": len([t for t in known["tools"] if up.hub.left_out(up, t["name"]) is None]) if known else None,
             "toolsFrom": ("server" if up.listing is not None else "cache") if known else None,
-            "lastError": up.hub.log.mask(up.last_error) if up.last_error else None, "restarts": up.restarts,
-            "command": up.hub.log.mask(up.spec.display()),
-            "env": {key: "***" if looks_secret(key) else up.hub.log.mask(value) for key, value in up.spec.env.items()},
+            "lastError": ManagerTools.shown(up, up.last_error) if up.last_error else None, "restarts": up.restarts,
+            "command": ManagerTools.shown(up, up.spec.display()), "env": {key: "***" for key in up.spec.env},
             "headers": {key: "***" for key in up.spec.headers},
             "transport": "stdio" if up.spec.url is None else up.spec.transport,
             "protocol": up.client.protocol_version if up.state == "running" else None,
@@ -8751,7 +8796,7 @@ class ManagerTools:
                 count = arguments.get("lines", 50)
                 if not isinstance(count, int) or isinstance(count, bool) or count < 1:
                     return tool_error("`lines` must be a positive whole number")
-                lines = [hub.log.mask(line) for line in list(upstream.lines)[-count:]]
+                lines = [self.shown(upstream, line) for line in list(upstream.lines)[-count:]]
                 result = {"server": upstream.spec.id, "lines": lines}
             else:
                 upstream = self._server(arguments)
@@ -9008,14 +9053,8 @@ class Aggregator:
         return tools
 
     def left_out(self, upstream, original: str):
-        """Why the listing leaves out `upstream`'s tool `original`: "" for the server's or the namespace's
-        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
-        name = upstream.spec.public_name(original, self.separator)
-        namespace = self.plan.namespaces.get(self.namespace) if self.namespace else None
-        if not _passes(original, upstream.spec.allow, upstream.spec.deny) or (
-                namespace and not _passes(name, namespace["allow"], namespace["deny"])):
-            return ""
-        return self.plan.denial(self.namespace, upstream.spec, original)
+        """Why the listing leaves out `upstream`'s tool `original` (see UpstreamPlan.left_out)."""
+        return self.plan.left_out(self.namespace, upstream.spec, original, self.separator)
 
     def denied(self, name: str):
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
@@ -9528,7 +9567,7 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
-        rows.append((spec.id, state, log.mask(command) if log else command))
+        rows.append((spec.id, mask_secrets(state), log.mask(command) if log else command))
     if len(rows) == 1:
         print("\nno servers configured")
     else:
@@ -9652,7 +9691,7 @@ class Board:
             error = spec.error or (upstream.last_error if upstream else None) or ""
             rows.append({"name": spec.key, "id": spec.id, "transport": "url" if spec.url else "command",
                          "enabled": not spec.disabled, "state": state,
-                         "tools": len(listing["tools"]) if listing else None, "error": " ".join(error.split()),
+                         "tools": len(listing["tools"]) if listing else None, "error": mask_secrets(" ".join(error.split())),
                          "namespaces": [ns for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]]})
         return rows
 
@@ -9663,9 +9702,11 @@ class Board:
         listing = self.listing(upstream) or {}
         tools = []
         for tool in listing.get("tools", ()):
-            allowed = {ns: self.plan.denial(ns, spec, tool["name"]) is None for ns in self.plan.namespaces}
+            allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
+                       for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
             tools.append({"name": tool["name"], "description": " ".join((tool.get("description") or "").split()),
-                          "schema": tool.get("inputSchema") or {}, "allowed": allowed})
+                          "schema": tool.get("inputSchema") or {}, "allowed": allowed,
+                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None})
         return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
                 "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
 
@@ -9674,7 +9715,7 @@ class Board:
         upstream = self.hub.upstreams.get(server_id)
         own = list(upstream.lines) if upstream else []
         mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
-        return [self.log.mask(line) for line in sorted(own + mentions, key=lambda line: line[:8])]
+        return [mask_secrets(self.log.mask(line)) for line in sorted(own + mentions, key=lambda line: line[:8])]
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -9866,7 +9907,8 @@ class TuiScreen:
         lines.append(("tools (%d)%s:" % (len(tools), "" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
         shown = self.board.shown
         for index, tool in enumerate(tools):
-            permission = ("allowed" if tool["allowed"].get(shown) else "denied") if shown else "-"
+            permission = "hidden" if not tool["served"] else "-" if shown not in tool["allowed"] else (
+                "allowed" if tool["allowed"][shown] else "denied")
             marks = " ".join("%s:%s" % (ns, "+" if ok else "-") for ns, ok in tool["allowed"].items())
             text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
             lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))

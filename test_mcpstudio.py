@@ -5209,8 +5209,7 @@ class AggregatorTests(AggregatorCase):
             result = server.call("a__crash", {})
             self.assertLess(time.monotonic() - started, 3)  # failed at once, no hang
             self.assertTrue(result["isError"])
-            self.assertIn("server `a` exited with code 7", text_of(result))
-            self.assertIn("crashing on purpose", text_of(result))
+            self.assertIn("server `a` fake: crashing on purpose (it exited with code 7)", text_of(result))
             self.assertTrue(wait_until(lambda: not alive(first[1])), "the crashed server's child was left")
             self.assertEqual(text_of(server.call("a__echo", {"text": "2"})), "a: 2")  # restarted
             self.assertEqual(len(self.started()), 2)
@@ -5503,7 +5502,7 @@ class AggregatorTests(AggregatorCase):
         proc = run("--check")
         self.assertEqual(proc.returncode, 1, proc.stdout)
         self.assertRegex(proc.stdout, r"\na +ok, 5 tools, started in \d+ ms")
-        self.assertRegex(proc.stdout, r"\nbad +failed: .*exited with code 3.*missing API key")
+        self.assertRegex(proc.stdout, r"\nbad +failed: .*: fake: cannot start: missing API key \(it exited with code 3\)")
         proc = run()
         self.assertRegex(proc.stdout, r"\na +5 \(cached \d{4}-\d\d-\d\d \d\d:\d\d\)")
         self.assert_all_gone()
@@ -8382,8 +8381,8 @@ class TuiTests(AggregatorCase):
         tui.press("f")
         self.assertTrue(wait_until(lambda: "(following)" not in tui.text()))
         tui.press("\x1bjt")  # broken: it fails at start, and says why
-        tui.wait_for("exited with code 3")
-        self.assertRegex(tui.row("broken"), r"^broken\s+command yes failed")
+        tui.wait_for("server `broken` failed to start: fake: cannot start")
+        self.assertRegex(tui.row("broken"), r"^broken\s+command yes failed .* fake: cannot star")
         tui.press("\r")
         tui.wait_for("last error:", "missing API key")
         tui.press("\x1bjt")  # slow: the screen stays live while it starts
@@ -8910,6 +8909,94 @@ class ConformanceClientTests(ScratchDir):
 FUZZ_SEED = int(os.environ.get("MCPSTUDIO_FUZZ_SEED") or 11)
 _DEEP = "\x00deep\x00"      # a placeholder the fuzzer swaps for raw, deeply nested JSON text
 _BAD_UTF8 = "\x00utf8\x00"  # a placeholder swapped for bytes that are not UTF-8
+
+
+class MaskSecretsTests(unittest.TestCase):
+    """Issue 31 (13, 16): the one masking of what people paste and models read (status, TUI, manager tools)."""
+
+    def test_table(self):
+        cases = [  # text -> as shown
+            ("npx srv --api-key sk-123 --port 80", "npx srv --api-key *** --port 80"),
+            ("srv --token=abc x", "srv --token=*** x"),
+            ("API_KEY=zz run", "API_KEY=*** run"),
+            ("srv --api-key 'a b' --verbose", "srv --api-key *** --verbose"),
+            ("srv --token --verbose", "srv --token --verbose"),  # an option is no value
+            ("https://u:p@h.com/p?token=1&b=2#access_token=9", "https://u:***@h.com/p?token=***&b=***#access_token=***"),
+            ("https://tok@h/x", "https://***@h/x"),
+            ("connect to https://h/x?k then", "connect to https://h/x?k=*** then"),
+            ("python -m srv --verbose --port 80 a=b", "python -m srv --verbose --port 80 a=b"),
+            ("the token expired", "the token expired"),
+        ]
+        for text, shown in cases:
+            with self.subTest(text=text):
+                self.assertEqual(mcpstudio.mask_secrets(text), shown)
+
+
+class ShownSecretsTests(AggregatorCase):
+    """Issue 31 (13, 16): keys in args, URL passwords and query values, env values: never in status or to a model."""
+
+    SECRETS = ("sk-live-abcdef", "pw123", "tok999", "dbpass-77")
+
+    def config(self) -> str:
+        path = os.path.join(self.dir, "servers.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {
+                "a": {"command": PY, "args": [self.fake, "--name", "a", "--pidfile", self.pids, "--api-key",
+                                              "sk-live-abcdef", "--upstream=https://me:pw123@example.invalid/?t=tok999"],
+                      "env": {"DATABASE_URL": "postgres://u:dbpass-77@db/x"}},
+                "web": {"url": "https://me:pw123@example.invalid/mcp?token=tok999", "disabled": True}}}, f)
+        return path
+
+    def test_status_and_manager_tools(self):
+        path = self.config()
+        proc = subprocess.run(SERVER + ["status", "--config", path], env=self.env, capture_output=True, text=True,
+                              timeout=60)
+        self.assertIn("--api-key *** '--upstream=https://me:***@example.invalid/?t=***'", proc.stdout)
+        self.assertIn("https://me:***@example.invalid/mcp?token=***", proc.stdout)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("a__env", {"name": "DATABASE_URL"})), "postgres://u:dbpass-77@db/x")
+            listed = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]
+            self.assertEqual(listed[0]["env"], {"DATABASE_URL": "***"})  # no env value, secret-named or not
+            everything = json.dumps(listed) + json.dumps(server.call("mcpstudio__server_logs", {"server_id": "a"}))
+            self.assertIn("--api-key ***", everything)
+            for secret in self.SECRETS:
+                self.assertNotIn(secret, everything + proc.stdout)
+
+
+@unittest.skipUnless(PYTE is not None and hasattr(os, "openpty") and sys.platform != "win32",
+                     "needs pyte (pip install pyte; .ci/run installs it) and a POSIX pseudo-terminal")
+class TuiShowsWhatServeServes(AggregatorCase):
+    """Issue 31: the TUI's details are what `serve` serves, masked; a failed server's row starts with why."""
+
+    upstream, tui = TuiTests.upstream, TuiTests.tui
+
+    def test_details_and_last_error(self):
+        path = os.path.join(self.dir, "servers.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {
+                "good": dict(self.upstream("good", "--api-key", "sk-live-abcdef"), tools={"deny": ["crash"]}),
+                "broken": self.upstream("broken", "--crash-at-start"),
+                "web": {"url": "https://me:pw123@example.invalid/mcp?token=tok999", "disabled": True}},
+                "namespaces": {"mine": {"servers": ["good"]}, "theirs": {"servers": ["web"]}},
+                "defaultNamespace": "mine"}, f)
+        tui = self.tui(path)
+        tui.wait_for("good", "broken", "web")
+        tui.press("jt")
+        tui.wait_for("server `broken` failed to start")
+        self.assertRegex(tui.row("broken"), r"failed +- +- +fake: cannot sta")  # why, first, at 80 columns
+        tui.press("kt")
+        tui.wait_for("good is running: 5 tools")
+        tui.press("\r")
+        tui.resize(24, 200)
+        screen = tui.wait_for("tools (5):", "--api-key ***")
+        lines = {line.split()[0]: line for line in screen.splitlines() if line.startswith("  ")}
+        self.assertRegex(lines["echo"], r"echo +allowed +mine:\+ +Echo")  # no mark for theirs: good is not in it
+        self.assertRegex(lines["crash"], r"crash +hidden ")  # its tools.deny: serve does not list it
+        tui.press("\x1bjj\r")
+        tui.wait_for("url: https://me:***@example.invalid/mcp?token=***")
+        self.assertFalse([secret for secret in ShownSecretsTests.SECRETS if secret in tui.text()])
+        self.assertEqual(tui.close(), 0)
 
 
 class ProtocolFuzzer:
