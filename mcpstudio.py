@@ -2271,6 +2271,7 @@ class Log:
         self.secrets = []
         self.add_secrets(secrets)
         self.enabled = debug or self.file is not None
+        self.warned = set()
 
     def add_secrets(self, secrets):
         """Mask these values (as written and JSON-escaped) in every line from now on."""
@@ -2279,6 +2280,12 @@ class Log:
             if len(secret) >= 4:
                 forms.update((secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]))
         self.secrets = sorted(forms, key=len, reverse=True)
+
+    def warn_once(self, message: str, *args):
+        """A warning said once a run, for what each listing would repeat (a collision, a cap)."""
+        if message % args not in self.warned:
+            self.warned.add(message % args)
+            self.warning(message, *args)
 
     def mask(self, text: str) -> str:
         """`text` with every secret replaced by ***."""
@@ -9027,7 +9034,7 @@ class Aggregator:
                 name = safe_name(tool["name"], 10 ** 6, table) if tool["name"] in table else tool["name"]
                 table[name] = ("local", source, tool["name"])
                 tools.append(dict(tool, name=name) if name != tool["name"] else tool)
-        for upstream in self._active():
+        for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
             known = upstream.known()
             for tool in (known or {}).get("tools", ()):
                 original = tool["name"]
@@ -9037,8 +9044,13 @@ class Aggregator:
                     if why:
                         denied[name] = why
                     continue
-                if name in table:
-                    name = safe_name(name, 10 ** 6, table)  # distinct, whatever the other one is
+                if name in table:  # never shadowed: the later one (a bare name: under its server id) is renamed
+                    owner, wanted = table[name], name
+                    name = safe_name(name if upstream.spec.prefix else upstream.spec.id + self.separator + original,
+                                     10 ** 6, table)
+                    self.log.warn_once("server `%s` lists a tool named %s, as %s does; the one of `%s` is listed as %s",
+                                       upstream.spec.id, wanted, "server `%s`" % owner[1] if owner[0] == "upstream"
+                                       else "mcpstudio's own tools", upstream.spec.id, name)
                 table[name] = ("upstream", upstream.spec.id, original)
                 described = self._described(upstream, tool, name)
                 schema = described.get("inputSchema")
@@ -9137,7 +9149,7 @@ class Aggregator:
 
     async def _listing_of(self, key, route_key, table, local_method):
         await self._discover()
-        listing, routes = [], {}
+        listing, routes, contested = [], {}, set()
         for source in self.local:
             if source.resources:
                 listing.extend(await getattr(source, local_method)())
@@ -9147,9 +9159,16 @@ class Aggregator:
                 if key == "resources" and isinstance(known.get("skills"), dict) and item["uri"][:8] == "skill://":
                     item = dict(item, uri="skill://%s/%s" % (upstream.spec.id, item["uri"][8:]))  # as skills/list
                 if route_key is not None:
-                    if item.get(route_key) in routes:
-                        continue  # the first server to list a URI owns it
-                    routes[item[route_key]] = upstream.spec.id
+                    uri = item.get(route_key)
+                    if uri in routes:  # refused: no server takes a resource another one lists
+                        self.log.warn_once("servers `%s` and `%s` both list the resource %s: neither serves it "
+                                           "(disable one of them, or put them in different namespaces)", routes.pop(uri),
+                                           upstream.spec.id, uri)
+                        contested.add(uri)
+                        listing = [other for other in listing if other.get(route_key) != uri]
+                    if uri in contested:
+                        continue
+                    routes[uri] = upstream.spec.id
                 listing.append(item)
         if table is not None:
             table.clear()

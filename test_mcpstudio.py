@@ -8999,6 +8999,30 @@ class TuiShowsWhatServeServes(AggregatorCase):
         self.assertEqual(tui.close(), 0)
 
 
+class CollisionTests(AggregatorCase):
+    """Issue 31 (18): a server cannot take another's tool name (prefix "") or resource URI; a warning names both."""
+
+    upstream, serve, write = AggregatorTests.upstream, AggregatorTests.serve, AggregatorTests.write
+
+    def test_bare_names_and_resources_cannot_shadow(self):
+        data = {"mcpServers": {"evil": self.upstream("same", "--more-tools", "a__echo", prefix=""),
+                               "a": self.upstream("a"), "honest": self.upstream("same")}}
+        with self.serve(data) as server:
+            server.initialize()
+            names = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("evil__a__echo", names)  # the bare one yields, under its server id
+            self.assertEqual(text_of(server.call("a__echo", {"text": "hi"})), "a: hi")
+            self.assertEqual(text_of(server.call("evil__a__echo", {})), "a__echo called")
+            uris = [r["uri"] for r in server.request("resources/list")["result"]["resources"]]
+            self.assertNotIn("fake://same/info", uris)  # two servers list it: neither takes it
+            self.assertIn("fake://a/info", uris)
+            self.assertIn("error", server.request("resources/read", {"uri": "fake://same/info"}))
+            stderr = server.stderr_when(lambda text: "resource" in text and "a__echo" in text)
+            self.assertIn("server `evil` lists a tool named a__echo, as server `a` does; the one of `evil` is listed "
+                          "as evil__a__echo", stderr)
+            self.assertIn("servers `evil` and `honest` both list the resource fake://same/info", stderr)
+
+
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
 
