@@ -4433,14 +4433,16 @@ class TaskStore:
     def start(self, call, ctx: CallContext, ttl: int, on_end=None) -> Task:
         """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
         self._sweep()
-        if len(self.tasks) >= self.limit:
-            ended = next((t for t in self.tasks.values() if t.status in TERMINAL), None)
+        owner = None if ctx.modern else ctx.session
+        if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
+            ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner is owner), None)
             if ended is None:
                 call.close()
-                raise McpError(INTERNAL_ERROR, "%d tasks are running, the most this server keeps: wait for one "
-                               "to end, or cancel one (tasks/cancel)" % self.limit)
+                raise McpError(INTERNAL_ERROR, "%d tasks are running or keep results unread, the most this server "
+                               "keeps, and none of yours has ended: wait for one to end, or cancel one (tasks/cancel)"
+                               % self.limit)
             del self.tasks[ended.id]
-        task = Task(None if ctx.modern else ctx.session, ttl, ctx.modern)
+        task = Task(owner, ttl, ctx.modern)
         ctx.task = task.id
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
@@ -10152,6 +10154,7 @@ HTTP_MAX_CONNECTIONS = 512
 HTTP_MAX_PENDING = 32             # of those, connections whose first request has not passed the checks yet
 HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
 HTTP_MAX_SESSIONS = 1000
+HTTP_CLIENT_SESSIONS = 100        # of those, one client address's (every local process is 127.0.0.1)
 HTTP_MAX_QUEUED = 1000            # notifications waiting on one SSE stream; more are dropped (replies never)
 LISTEN_AGAIN = 2.0                # seconds before a 2026-07-28 server's ended subscriptions/listen is opened again
 PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
@@ -10370,8 +10373,8 @@ class _HttpTransport:
 
 
 class _HttpSession:
-    def __init__(self, session_id, session, transport):
-        self.id, self.session, self.transport = session_id, session, transport
+    def __init__(self, session_id, session, transport, client: str):
+        self.id, self.session, self.transport, self.client = session_id, session, transport, client
         self.used = time.monotonic()
         self.streams = {}   # stream id -> the _Exchange of a POST stream not yet delivered to its end
         self.opened = 0
@@ -10654,7 +10657,7 @@ class HttpServer:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
         if method == "initialize" and "id" in message:
-            entry = self._new_session()
+            entry = self._new_session(str((writer.get_extra_info("peername") or ("?",))[0]))
             extra = [("Mcp-Session-Id", entry.id)]
         else:
             entry = self._session(headers)
@@ -10677,12 +10680,22 @@ class HttpServer:
         transport = _HttpTransport(self.log)
         return Session(transport, self.server.dispatch, self.log, self.server.notification), transport
 
-    def _new_session(self) -> _HttpSession:
-        while len(self.sessions) >= HTTP_MAX_SESSIONS:  # the least recently used one makes room
-            self._end(next(iter(self.sessions)))
+    def _new_session(self, client: str) -> _HttpSession:
+        """A session for `client` (its address); at a limit, the least recently used idle session makes room: the
+        client's own when it has HTTP_CLIENT_SESSIONS, else anyone's. One with a request, task or stream stays."""
+        mine = [e for e in self.sessions.values() if e.client == client]
+        crowd = mine if len(mine) >= HTTP_CLIENT_SESSIONS else self.sessions.values()
+        if len(mine) >= HTTP_CLIENT_SESSIONS or len(self.sessions) >= HTTP_MAX_SESSIONS:
+            busy = {t.owner for t in self.server.tasks.tasks.values() if t.status not in TERMINAL}
+            idle = next((e for e in crowd if not e.session.inflight and e.session not in busy
+                         and e.transport.stream is None), None)
+            if idle is None:
+                raise HttpError(503, "too many sessions (%d from %s), each busy: end one (DELETE) or try again later"
+                                % (len(mine), client))
+            self._end(idle.id)
         session, transport = self._session_pair()
         import secrets
-        entry = _HttpSession(secrets.token_hex(16), session, transport)
+        entry = _HttpSession(secrets.token_hex(16), session, transport, client)
         self.sessions[entry.id] = entry
         return entry
 

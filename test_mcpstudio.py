@@ -9023,6 +9023,33 @@ class CollisionTests(AggregatorCase):
             self.assertIn("servers `evil` and `honest` both list the resource fake://same/info", stderr)
 
 
+class HttpSessionLimitTests(ScratchDir):
+    """Issue 31 (11): a burst of sessions or tasks from one client ends no busy session and no unread result."""
+
+    def test_bursts_of_tasks_and_sessions(self):
+        config = os.path.join(self.dir, "tasks.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "quick", "command": "echo done"}, {"name": "wait", "command": "sleep 60"}]}, f)
+        with HttpServerProcess("serve", "--config", config) as server:
+            victim, attacker = server.initialize_session(), server.initialize_session()
+
+            def post(method, params, sid):
+                status, _, text = server.post({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}, session=sid)
+                return server.messages(text)[-1]
+            done = post("tools/call", {"name": "quick", "arguments": {}, "task": {}}, victim)["result"]["task"]["taskId"]
+            self.assertTrue(wait_until(lambda: post("tasks/get", {"taskId": done}, victim)["result"]["status"] == "completed"))
+            running = post("tools/call", {"name": "wait", "arguments": {}, "task": {}}, victim)["result"]["task"]["taskId"]
+            refused = [post("tools/call", {"name": "wait", "arguments": {}, "task": {}}, attacker).get("error")
+                       for _ in range(100)]
+            self.assertEqual(post("tasks/get", {"taskId": done}, victim).get("result", {}).get("status"), "completed")
+            for _ in range(1000):  # the attacker's sessions make room for each other, not from the busy one
+                self.assertEqual(server.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}})[0], 200)
+            self.assertEqual(text_of(post("tasks/result", {"taskId": done}, victim)["result"]), "done\n")
+            self.assertEqual(post("tasks/get", {"taskId": running}, victim).get("result", {}).get("status"), "working")
+            self.assertIn("none of yours has ended", json.dumps(refused[-1]))  # the attacker is told why
+
+
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
 
