@@ -10160,10 +10160,12 @@ LISTEN_AGAIN = 2.0                # seconds before a 2026-07-28 server's ended s
 PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
 HTTP_REPLAY = 100                 # events of a stream kept to replay after Last-Event-ID (SEP-1699)
 HTTP_RESUMABLE = 16               # a session's streams kept to be resumed before the response reached the client
+HTTP_REPLAY_BYTES = 4 << 20       # what a session's streams keep to be read or resumed; the oldest streams go first
+HTTP_REPLAY_TOTAL = 64 << 20      # the same, every session together
 HTTP_RETRY_MS = 1000              # the `retry` a handshake-era client is told to wait before it resumes a stream
 HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
 _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 501: "Not Implemented",
-           404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
+           404: "Not Found", 410: "Gone", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
            500: "Internal Server Error", 503: "Service Unavailable"}
 _STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
@@ -10307,6 +10309,7 @@ class _Exchange:
         self.count = 0
         self.getter = None   # the reader's wait for the next message: one reader at a time
         self.ended = False   # its last event (the response) was sent
+        self.kept, self.born = 0, time.monotonic()  # bytes of the messages it got (see HttpServer._bound_replay)
 
     def event(self, data: bytes, final: bool = False) -> bytes:
         """One SSE event (`data` one line), with its id when the stream has one."""
@@ -10346,6 +10349,13 @@ class _HttpTransport:
         self.exchanges = {}      # request id -> _Exchange
         self.stream = None       # the GET stream's queue (handshake era)
         self.dropped = 0         # notifications dropped for a client that does not read (HTTP_MAX_QUEUED)
+        self.bound = None        # HttpServer's check of what resumable streams keep
+
+    def _keep(self, exchange, message, final: bool):
+        exchange.put(message, final)
+        if exchange.stream_id is not None:  # kept until read, then to be resumed: counted against the limits
+            exchange.kept += len(json.dumps(message))
+            self.bound()
 
     def send(self, message, framing=None, related=None):
         if self.log.file is not None:
@@ -10353,7 +10363,7 @@ class _HttpTransport:
         if isinstance(message, dict) and "method" not in message:
             exchange = self.exchanges.pop(message.get("id"), None)
             if exchange is not None:
-                exchange.put(message, True)
+                self._keep(exchange, message, True)
             return
         exchange = self.exchanges.get(related) if related is not None else None
         queue = exchange.queue if exchange is not None and exchange.streaming else \
@@ -10367,7 +10377,7 @@ class _HttpTransport:
                                  self.dropped)
             return
         if exchange is not None:
-            exchange.put(message, False)
+            self._keep(exchange, message, False)
         else:
             queue.put_nowait(message)
 
@@ -10377,6 +10387,7 @@ class _HttpSession:
         self.id, self.session, self.transport, self.client = session_id, session, transport, client
         self.used = time.monotonic()
         self.streams = {}   # stream id -> the _Exchange of a POST stream not yet delivered to its end
+        self.forgotten = collections.deque(maxlen=HTTP_RESUMABLE * 4)  # ids of streams dropped before their end
         self.opened = 0
 
     def exchange(self, streaming: bool) -> _Exchange:
@@ -10386,8 +10397,13 @@ class _HttpSession:
         self.opened += 1
         exchange = self.streams["r%d" % self.opened] = _Exchange(True, "r%d" % self.opened)
         if len(self.streams) > HTTP_RESUMABLE:  # bounded: the oldest stream nobody came back for is forgotten
-            del self.streams[next(iter(self.streams))]
+            self.forget(next(iter(self.streams)))
         return exchange
+
+    def forget(self, stream_id: str):
+        """Drop a stream before its end: a client resuming it is told it is gone."""
+        self.forgotten.append(stream_id)
+        del self.streams[stream_id]
 
 
 def _loopback(host: str) -> bool:
@@ -10696,8 +10712,21 @@ class HttpServer:
         session, transport = self._session_pair()
         import secrets
         entry = _HttpSession(secrets.token_hex(16), session, transport, client)
+        transport.bound = lambda: self._bound_replay(entry)
         self.sessions[entry.id] = entry
         return entry
+
+    def _bound_replay(self, entry):
+        """What streams keep to be read or resumed stays within HTTP_REPLAY_BYTES a session and
+        HTTP_REPLAY_TOTAL in all: the oldest streams are forgotten first (a resume of one gets 410)."""
+        for limit, entries in ((HTTP_REPLAY_BYTES, [entry]), (HTTP_REPLAY_TOTAL, list(self.sessions.values()))):
+            streams = sorted(((e, key) for e in entries for key in e.streams), key=lambda pair: pair[0].streams[pair[1]].born)
+            held = sum(e.streams[key].kept for e, key in streams)
+            for owner, key in streams:
+                if held <= limit:
+                    break
+                held -= owner.streams[key].kept
+                owner.forget(key)
 
     def _end(self, session_id):
         entry = self.sessions.pop(session_id, None)
@@ -10836,6 +10865,11 @@ class HttpServer:
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise HttpError(406, "a GET stream needs Accept: text/event-stream")
         stream, _, after = headers.get("last-event-id", "").strip().rpartition("_")
+        kept = entry.streams[stream].sent if stream in entry.streams else ()
+        if stream in entry.forgotten or (kept and after.isdigit() and int(after) < kept[0][0] - 1):
+            raise HttpError(410, "the stream %s can no longer be resumed: what it kept was dropped (a session's streams "
+                                 "keep %d MiB at most, every session's %d MiB); send the request again"
+                                 % (stream, HTTP_REPLAY_BYTES >> 20, HTTP_REPLAY_TOTAL >> 20))
         if stream in entry.streams and after.isdigit():  # a POST stream the client lost: the rest of it, here
             return await self._deliver(entry.streams[stream], writer, reader, [], False, "HTTP/1.0", None, entry,
                                        int(after))

@@ -9050,6 +9050,35 @@ class HttpSessionLimitTests(ScratchDir):
             self.assertIn("none of yours has ended", json.dumps(refused[-1]))  # the attacker is told why
 
 
+class ResumableStreamLimitTests(ScratchDir):
+    """Issue 31 (17): streams left for Last-Event-ID keep at most HTTP_REPLAY_BYTES a session; a late client gets 410."""
+
+    open_stream, next_event = HttpResumeTests.open_stream, staticmethod(HttpResumeTests.next_event)
+
+    def test_abandoned_streams_are_bounded(self):
+        log = os.path.join(self.dir, "wire.log")
+        with HttpServerProcess("--log", log, "--max-output", "3000000", "seq", "1", "{count}") as server:
+            session = server.initialize_session()
+            for number in range(1, 6):  # 5 calls of ~1.3 MB each, every stream dropped before its answer
+                call = {"jsonrpc": "2.0", "id": 100 + number, "method": "tools/call",
+                        "params": {"name": "seq", "arguments": {"count": "200000"}}}
+                connection, response = self.open_stream(server, session, {}, call)
+                self.assertEqual(self.next_event(response)["id"], "r%d_0" % number)
+                connection.close()
+
+            def answered(number):
+                with open(log, encoding="utf-8", errors="replace") as f:
+                    return '"id":%d,"result"' % (100 + number) in f.read()
+            self.assertTrue(wait_until(lambda: all(answered(n) for n in range(1, 6)), WAIT * 2))
+            status, _, text = server.post(None, session=session, method="GET",
+                                          headers={"Accept": "text/event-stream", "Last-Event-ID": "r1_0"})
+            self.assertEqual(status, 410, text[:200])  # the oldest went: 5 x 1.3 MB is past 4 MiB
+            self.assertIn("can no longer be resumed", text)
+            connection, response = self.open_stream(server, session, {"Last-Event-ID": "r5_0"}, method="GET")
+            self.assertEqual(json.loads(self.next_event(response)["data"])["id"], 105)  # the newest is kept whole
+            connection.close()
+
+
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
 
