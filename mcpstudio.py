@@ -8460,6 +8460,9 @@ class Upstream:
                 if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
                 reply["result"] = await self.hub.bridge.ask(cause, method, params)
+            elif cause is None and method in CLIENT_FEATURES and method != "roots/list":  # the person would not know who asks
+                self.log.warning("server `%s` sent %s outside any call: refused", self.spec.id, method)
+                raise McpError(INVALID_REQUEST, "mcpstudio passes %s on only during a call of this server's" % method)
             elif client is None or client.closed or (method in CLIENT_FEATURES
                                                      and CLIENT_FEATURES[method] not in client.client_capabilities):
                 raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
@@ -10954,7 +10957,8 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host: str, port: i
     server.catalog.start(server)
     shown = "[%s]" % host if ":" in host else host
     log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
-             " (bearer token required)" if token else "")
+             " (bearer token required)" if token else " with no token: any process or user on this machine may call "
+             "every tool (set $%s to require one)" % HTTP_TOKEN_VARIABLE)
     stopping = loop.create_future()
 
     def stop(reason):
