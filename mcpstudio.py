@@ -6232,6 +6232,9 @@ LOG_LINES = 500               # lines of each server's stderr and lifecycle kept
 BACKOFF_FIRST = 1.0           # seconds before restarting a server that failed twice in a row; doubles
 BACKOFF_MAX = 30.0
 BACKOFF_WAIT = 2.0            # a call waits out a backoff this short; a longer one fails at once
+UPSTREAM_MAX_ITEMS = 2000     # tools (prompts, resources, templates) kept of one server's listing: the rest left out
+UPSTREAM_MAX_ITEM = 64 << 10  # bytes of one listed item (its description and schemas): a larger one is left out
+UPSTREAM_NOTICES = 50         # notifications a second a server may send (bursts as large): the rest are dropped
 UPSTREAM_CACHE_FORMAT = 1
 UPSTREAM_CACHE_MAX = 64 << 20  # bytes of one cached listing; a larger file is ignored
 MANAGER_PREFIX = "mcpstudio"
@@ -7907,11 +7910,19 @@ class McpClient(RpcClient):
             page = result.get(key)
             if not isinstance(page, list):
                 raise UpstreamError(INTERNAL_ERROR, "server `%s`: its %s answer has no `%s` list" % (self.name, method, key))
-            items.extend(item for item in page if isinstance(item, dict) and isinstance(item.get("name", item.get("uri")), str))
+            for item in page:
+                name = item.get("name", item.get("uri")) if isinstance(item, dict) else None
+                if isinstance(name, str) and len(json.dumps(item)) > UPSTREAM_MAX_ITEM:
+                    self.note("lists %s of more than %d KiB (description and schemas): left out"
+                              % (json.dumps(name[:80]), UPSTREAM_MAX_ITEM >> 10), True)
+                elif isinstance(name, str):
+                    items.append(item)
             cursor = result.get("nextCursor")
-            if not cursor:
+            if cursor and len(items) >= UPSTREAM_MAX_ITEMS:
+                self.note("lists more than %d %s: the rest are left out" % (UPSTREAM_MAX_ITEMS, key), True)
+            if not cursor or len(items) >= UPSTREAM_MAX_ITEMS:
                 break
-        return items
+        return items[:UPSTREAM_MAX_ITEMS]
 
 
 class ListingCache:
@@ -7987,6 +7998,37 @@ class ListingCache:
             self.log.debug("cannot write the tools cache %s: %s", self.path, exc)
 
 
+class RateLimit:
+    """At most `rate` events a second, in bursts of `rate` at most (a token bucket)."""
+
+    def __init__(self, rate: float, now: float):
+        self.rate, self.tokens, self.at = rate, rate, now
+
+    def allow(self, now: float) -> bool:
+        self.tokens, self.at = min(self.rate, self.tokens + (now - self.at) * self.rate), now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+class TaskPolling:
+    """How a server's task is polled: at the interval it suggests (0.1 to 5 s; 1 s when none), never faster
+    than a backoff from 0.1 s up to 5 s, and for TASK_MAX_TTL_MS at most (the longest of mcpstudio's own)."""
+
+    def __init__(self, server_id: str, now: float):
+        self.server_id, self.polls, self.until = server_id, 0, now + TASK_MAX_TTL_MS / 1000.0
+
+    def interval(self, suggested_ms, now: float) -> float:
+        """Seconds to wait before the next poll; past the lifetime, an error naming the server."""
+        if now > self.until:
+            raise UpstreamError(SERVER_TIMEOUT, "server `%s`: its task ran past %d hours: mcpstudio gave it up"
+                                % (self.server_id, TASK_MAX_TTL_MS // 3600000))
+        self.polls += 1
+        suggested = min(max(suggested_ms / 1000.0, 0.1), 5.0) if type(suggested_ms) in (int, float) else 1.0
+        return max(suggested, min(5.0, 0.1 * 1.25 ** self.polls))
+
+
 class Upstream:
     """One upstream server: an MCP client over its stdio (or HTTP), started on demand and supervised."""
 
@@ -7997,6 +8039,7 @@ class Upstream:
         self.state = "stopped"   # stopped, starting, running, failed, crashed, stopped-by-user, ...
         self.client = McpClient(spec.id, self._server_message, self.note)
         self._asking = {}  # id of a request the server sent us -> the task asking mcpstudio's client
+        self.notices = RateLimit(UPSTREAM_NOTICES, time.monotonic())
         self._calls = []   # CallContexts of the requests forwarded to it, in flight
         self.cache = ListingCache(os.path.join(hub.cache_dir, "server-%s.json" % spec.launch), hub.log)
         self.transport = self.protocol = self.pid = None
@@ -8073,10 +8116,13 @@ class Upstream:
 
     # -- lifecycle ----------------------------------------------------------------
 
-    def note(self, text: str):
-        """A lifecycle line: to the server's log ring and to mcpstudio's debug log."""
+    def note(self, text: str, warn: bool = False):
+        """A lifecycle line: to the server's log ring, and to mcpstudio's debug log (or a warning, said once)."""
         self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
-        self.log.debug("[%s] %s", self.spec.id, text)
+        if warn:
+            self.log.warn_once("server `%s` %s", self.spec.id, text)
+        else:
+            self.log.debug("[%s] %s", self.spec.id, text)
 
     def stderr_line(self, text: str):
         """One line of the server's stderr: kept for server_logs and error messages."""
@@ -8421,6 +8467,9 @@ class Upstream:
                 # in flight, else to the client.
                 cause = cause or (self._calls[-1] if self._calls else None)
                 self._asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause))
+        elif method in DROPPABLE and not self.notices.allow(time.monotonic()):
+            self.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the rest are dropped",
+                               self.spec.id, UPSTREAM_NOTICES)
         elif method == "notifications/cancelled":
             asking = self._asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
             if asking is not None:
@@ -8541,14 +8590,15 @@ class Upstream:
         if not isinstance(task_id, str):
             raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % self.spec.key)
         self._calls.append(ctx)  # what the server asks while its task runs belongs to this call
+        polling = TaskPolling(self.spec.id, time.monotonic())
         try:
             while True:
                 task = await self.request("tasks/get", {"taskId": task_id}, self.spec.tool_timeout, ctx)
                 if task.get("status") in TERMINAL + ("input_required",):  # its questions come with tasks/result
                     break
-                await _poll_wait(task.get("pollInterval"))
+                await asyncio.sleep(polling.interval(task.get("pollInterval"), time.monotonic()))
             result = await self.request("tasks/result", {"taskId": task_id}, self.spec.tool_timeout, ctx)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, UpstreamError):
             self._cancel_task({"taskId": task_id})
             raise
         finally:
@@ -8563,6 +8613,7 @@ class Upstream:
         inside mcpstudio's own call or task, to its result; cancelled, the server's task is cancelled too."""
         ask = {"taskId": task_id, "_meta": dict(self.client.meta or {}, **{k: v for k, v in meta.items()
                                                                          if k != "progressToken"})}
+        polling = TaskPolling(self.spec.id, time.monotonic())
         try:
             while True:
                 task = await self.request("tasks/get", ask, self.spec.tool_timeout, ctx)
@@ -8577,8 +8628,8 @@ class Upstream:
                                         "[%s] %s" % (self.spec.id, error.get("message") or task.get("statusMessage") or (
                                             "its task asked for input, which mcpstudio cannot pass on inside a task"
                                             if status == "input_required" else "its task %s" % status)))
-                await _poll_wait(task.get("pollIntervalMs"))
-        except asyncio.CancelledError:
+                await asyncio.sleep(polling.interval(task.get("pollIntervalMs"), time.monotonic()))
+        except (asyncio.CancelledError, UpstreamError):
             self._cancel_task(ask)
             raise
 
@@ -8617,10 +8668,6 @@ class Upstream:
             if token is not None:
                 self.progress.pop(token, None)
 
-
-async def _poll_wait(interval_ms):
-    """Wait the poll interval a server suggested for its task (0.1 to 5 s; 1 s when it gave none)."""
-    await asyncio.sleep(min(max(interval_ms / 1000.0, 0.1), 5.0) if type(interval_ms) in (int, float) else 1.0)
 
 
 # --------------------------------------------------------------------------

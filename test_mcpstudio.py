@@ -4698,6 +4698,8 @@ def fake_server(args):
         TOOLS.append({"name": "mrtr", "description": "Ask two rounds of questions (SEP-2322)", "inputSchema": {"type": "object"}})
     if opt("--extra-tool"):  # a tool listed without an inputSchema, under the given name
         TOOLS.append({"name": opt("--extra-tool"), "description": "No schema"})
+    if "--huge-description" in args:
+        TOOLS.append({"name": "huge", "description": "x" * 100000, "inputSchema": {"type": "object"}})
     for extra in (opt("--more-tools") or "").split(","):  # more tools, answering "NAME called"
         if extra:
             TOOLS.append({"name": extra, "description": "extra", "inputSchema": {"type": "object"}})
@@ -4773,6 +4775,11 @@ def fake_server(args):
             os._exit(7)
         if name == "env":
             return {"content": [{"type": "text", "text": os.environ.get(arguments.get("name", ""), "<unset>")}]}
+        if name == "flood":  # this many log lines at once, then the answer
+            for number in range(int(arguments.get("count", 1))):
+                send({"jsonrpc": "2.0", "method": "notifications/message",
+                      "params": {"level": "error", "logger": "flood", "data": "line %d" % number}})
+            return {"content": [{"type": "text", "text": "flooded"}]}
         if name == "burst":  # list_changed this many times at once (in 2026-07-28, on the listen stream only)
             for _ in range(int(arguments.get("count", 1))):
                 if MODERN and listening:
@@ -4849,6 +4856,16 @@ def fake_server(args):
                                        "completions": {}}}
             if "--no-tools" in args:
                 del result["capabilities"]["tools"]
+            if "--endless-task" in args:  # a call made a task runs for ever, polled as often as it can be
+                result["capabilities"]["tasks"] = {"requests": {"tools": {"call": {}}}}
+        elif method in ("tools/call", "tasks/get", "tasks/cancel") and "--endless-task" in args and (
+                "task" in params or method != "tools/call"):
+            with open(opt("--poll-file", os.devnull), "a") as f:
+                f.write("%s %f\n" % (method, time.time()))
+            task = {"taskId": "endless", "status": "cancelled" if method == "tasks/cancel" else "working",
+                    "pollInterval": 0, "ttl": 600000, "createdAt": "2026-01-01T00:00:00Z",
+                    "lastUpdatedAt": "2026-01-01T00:00:00Z"}
+            result = {"task": task} if method == "tools/call" else task
         elif method == "ping":
             result = {}
         elif method in ("resources/subscribe", "resources/unsubscribe"):  # updated at once, so the test sees it
@@ -9120,6 +9137,61 @@ class LoopbackTokenTests(ScratchDir):
             self.assertEqual(server.post(initialize)[0], 401)
             self.assertEqual(server.post(initialize, headers={"Authorization": "Bearer t0ken-of-a-test"})[0], 200)
             self.assertNotIn("no token", "".join(server.stderr))
+
+
+class UpstreamCapTests(AggregatorCase):
+    """Issue 31 (20): what an upstream lists or sends is capped (item size, tool count, notification rate, task
+    polling), each with a warning that names the server."""
+
+    upstream, serve, write, tool_names = (AggregatorTests.upstream, AggregatorTests.serve, AggregatorTests.write,
+                                          AggregatorTests.tool_names)
+
+    def test_pure_parts(self):
+        limit = mcpstudio.RateLimit(3, 100.0)
+        self.assertEqual([limit.allow(100.0) for _ in range(4)], [True, True, True, False])  # a burst of 3
+        self.assertEqual([limit.allow(100.5), limit.allow(100.5)], [True, False])  # 1.5 more a half second
+        polling = mcpstudio.TaskPolling("a", 0.0)
+        waits = [polling.interval(0, 1.0) for _ in range(30)]
+        self.assertEqual(waits[0], 0.125)  # a server asking for none still gets a growing wait
+        self.assertEqual(waits[-1], 5.0)
+        self.assertEqual(mcpstudio.TaskPolling("a", 0.0).interval(3000, 1.0), 3.0)
+        self.assertEqual(mcpstudio.TaskPolling("a", 0.0).interval(None, 1.0), 1.0)
+        with self.assertRaisesRegex(mcpstudio.UpstreamError, "server `a`: its task ran past 24 hours"):
+            polling.interval(0, 86401.0)
+
+    def test_listing_caps_and_a_flood(self):
+        data = {"mcpServers": {"a": self.upstream("a", "--tools", "2100"),
+                               "b": self.upstream("b", "--more-tools", "flood", "--huge-description")}}
+        with self.serve(data) as server:
+            server.initialize()
+            names = self.tool_names(server)
+            self.assertEqual(len([n for n in names if n.startswith("a__")]), 2000)
+            self.assertNotIn("b__huge", names)
+            self.assertEqual(text_of(server.call("b__flood", {"count": 1000})), "flooded")
+            forwarded = [n for n in server.notifications if n["method"] == "notifications/message"
+                         and n["params"]["logger"] == "b"]
+            self.assertLess(len(forwarded), 200)  # 50 at once, 50 a second after
+            stderr = server.stderr_when(lambda text: text.count("warning: server `") >= 3)
+            self.assertIn("server `a` lists more than 2000 tools: the rest are left out", stderr)
+            self.assertIn('server `b` lists "huge" of more than 64 KiB (description and schemas): left out', stderr)
+            self.assertIn("server `b` sends more than 50 log or progress notifications a second", stderr)
+
+    def test_an_endless_task_is_polled_ever_more_slowly(self):
+        polls = os.path.join(self.dir, "polls")
+        data = {"mcpServers": {"a": self.upstream("a", "--task-support", "--endless-task", "--poll-file", polls)}}
+        with self.serve(data) as server:
+            server.initialize()
+            task = server.request("tools/call", {"name": "a__echo", "arguments": {"text": "x"}, "task": {}})
+            task = task["result"]["task"]["taskId"]
+
+            def polled(method="tasks/get"):
+                with open(polls) as f:
+                    return [float(line.split()[1]) for line in f if line.startswith(method)]
+            self.assertTrue(wait_until(lambda: os.path.exists(polls) and len(polled()) >= 10, WAIT * 2))
+            gaps = [later - earlier for earlier, later in zip(polled(), polled()[1:])]
+            self.assertGreater(gaps[8], 0.5)  # the 10th poll waits 0.1 x 1.25^9 s: not every 0.1 s
+            server.request("tasks/cancel", {"taskId": task})
+            self.assertTrue(wait_until(lambda: polled("tasks/cancel")))  # the server's task is cancelled too
 
 
 class ProtocolFuzzer:
