@@ -9194,6 +9194,59 @@ class UpstreamCapTests(AggregatorCase):
             self.assertTrue(wait_until(lambda: polled("tasks/cancel")))  # the server's task is cancelled too
 
 
+class HouseTests(unittest.TestCase):
+    """The module's shape (issue 32) and the pure parts split out of Upstream and Aggregator."""
+
+    def test_no_class_over_450_lines(self):
+        import ast
+        with open(MODULE, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        long = {n.name: n.end_lineno - n.lineno + 1 for n in tree.body
+                if isinstance(n, ast.ClassDef) and n.end_lineno - n.lineno + 1 > 450}
+        self.assertEqual(long, {})
+
+    def test_plan_changes_table(self):
+        from types import SimpleNamespace
+
+        def spec(launch="a", error=None, disabled=False, settings=1):
+            return SimpleNamespace(launch=launch, error=error, disabled=disabled, settings=settings)
+        empty = {"added": [], "removed": [], "restarted": [], "updated": [], "unchanged": []}
+        rows = [
+            ({}, {}, {}),
+            ({}, {"x": spec()}, {"added": ["x"]}),
+            ({"x": spec()}, {}, {"removed": ["x"]}),
+            ({"x": spec()}, {"x": spec()}, {"unchanged": ["x"]}),
+            ({"x": spec()}, {"x": spec(settings=2)}, {"updated": ["x"]}),
+            ({"x": spec()}, {"x": spec(launch="b")}, {"restarted": ["x"]}),
+            ({"x": spec()}, {"x": spec(error="bad")}, {"restarted": ["x"]}),
+            ({"x": spec()}, {"x": spec(disabled=True, settings=2)}, {"restarted": ["x"]}),
+            ({"x": spec(), "y": spec()}, {"y": spec(), "z": spec()}, {"removed": ["x"], "unchanged": ["y"], "added": ["z"]}),
+        ]
+        for old, new, expected in rows:
+            with self.subTest(old=sorted(old), new=sorted(new)):
+                self.assertEqual(mcpstudio.plan_changes(old, new), dict(empty, **expected))
+
+    def test_restart_backoff_table(self):
+        # (failures before, the event, failures after, whether a start waits)
+        rows = [
+            (0, "failed", 1, False),   # the first failure: the next start goes at once
+            (1, "failed", 2, True),
+            (4, "crashed after 5 s", 5, True),
+            (4, "crashed after 120 s", 1, False),  # it ran a minute: the count starts again
+        ]
+        for before, event, after, waits in rows:
+            with self.subTest(before=before, event=event):
+                backoff = mcpstudio.RestartBackoff()
+                backoff.failures = before
+                if event == "failed":
+                    backoff.failed()
+                else:
+                    backoff.crashed(float(event.split()[2]))
+                self.assertEqual(backoff.failures, after)
+                self.assertEqual(backoff.delay() > 0, waits)
+                self.assertLessEqual(backoff.delay(), mcpstudio.BACKOFF_MAX)
+
+
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
 
