@@ -8026,12 +8026,9 @@ class ServerLog:
 
     def why(self, reason: str) -> str:
         """`reason` (exited with code 3) after the last stderr line, which most often says why, where a screen's
-        edge would cut it; the earlier lines follow."""
-        tail = [self.log.mask(line.strip()) for line in self.recent if line.strip()]
-        if not tail:
-            return reason
-        return "%s (it %s%s)" % (tail[-1], reason, "; its stderr before: %s" % " | ".join(tail[:-1])[-800:]
-                                 if tail[1:] else "")
+        edge would cut it; then the last lines."""
+        last = next((line.strip() for line in reversed(self.recent) if line.strip()), "")
+        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail()) if last else reason
 
 
 class RestartBackoff:
@@ -8249,8 +8246,8 @@ class TaskPolling:
     def interval(self, suggested_ms, now: float) -> float:
         """Seconds to wait before the next poll; past the lifetime, an error naming the server."""
         if now > self.until:
-            raise UpstreamError(SERVER_TIMEOUT, "server `%s`: its task ran past %d hours: mcpstudio gave it up"
-                                % (self.server_id, TASK_MAX_TTL_MS // 3600000))
+            raise UpstreamError(SERVER_TIMEOUT, "server `%s`: its task ran past 24 hours, the longest a task may run: "
+                                "mcpstudio gave it up" % self.server_id)
         self.polls += 1
         suggested = min(max(suggested_ms / 1000.0, 0.1), 5.0) if type(suggested_ms) in (int, float) else 1.0
         return max(suggested, min(5.0, 0.1 * 1.25 ** self.polls))
@@ -8982,9 +8979,7 @@ class ManagerTools:
     @staticmethod
     def shown(up, text: str) -> str:
         """`text` about `up` as a client may read it: secrets masked, and none of the server's env values."""
-        for value in sorted(up.spec.env.values(), key=len, reverse=True):
-            text = text.replace(value, "***") if len(value) >= 4 else text
-        return mask_secrets(up.log.mask(text))
+        return mask_secrets(up.log.mask(Log(secrets=up.spec.env.values()).mask(text)))
 
     def status(self, up) -> dict:
         """What servers_list says of one server."""
@@ -9397,9 +9392,9 @@ class Aggregator:
                     owner, wanted = table[name], name
                     name = safe_name(name if upstream.spec.prefix else upstream.spec.id + self.separator + original,
                                      10 ** 6, table)
-                    self.log.warn_once("server `%s` lists a tool named %s, as %s does; the one of `%s` is listed as %s",
-                                       upstream.spec.id, wanted, "server `%s`" % owner[1] if owner[0] == "upstream"
-                                       else "mcpstudio's own tools", upstream.spec.id, name)
+                    self.log.warn_once("server `%s` lists a tool named %s, as `%s` does; the one of `%s` is listed as %s",
+                                       upstream.spec.id, wanted, owner[1] if owner[0] == "upstream" else "mcpstudio",
+                                       upstream.spec.id, name)
                 table[name] = ("upstream", upstream.spec.id, original)
                 described = _described(upstream.spec.key, tool, name)
                 schema = described.get("inputSchema")
@@ -10841,7 +10836,7 @@ class HttpServer:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
         if method == "initialize" and "id" in message:
-            entry = self._new_session(str((writer.get_extra_info("peername") or ("?",))[0]))
+            entry = self._new_session((writer.get_extra_info("peername") or "?")[0])
             extra = [("Mcp-Session-Id", entry.id)]
         else:
             entry = self._session(headers)
@@ -10868,14 +10863,15 @@ class HttpServer:
         """A session for `client` (its address); at a limit, the least recently used idle session makes room: the
         client's own when it has HTTP_CLIENT_SESSIONS, else anyone's. One with a request, task or stream stays."""
         mine = [e for e in self.sessions.values() if e.client == client]
-        crowd = mine if len(mine) >= HTTP_CLIENT_SESSIONS else self.sessions.values()
-        if len(mine) >= HTTP_CLIENT_SESSIONS or len(self.sessions) >= HTTP_MAX_SESSIONS:
+        crowd = mine if len(mine) >= HTTP_CLIENT_SESSIONS else self.sessions.values() if len(
+            self.sessions) >= HTTP_MAX_SESSIONS else ()
+        if crowd:
             busy = {t.owner for t in self.server.tasks.tasks.values() if t.status not in TERMINAL}
             idle = next((e for e in crowd if not e.session.inflight and e.session not in busy
                          and e.transport.stream is None), None)
             if idle is None:
-                raise HttpError(503, "too many sessions (%d from %s), each busy: end one (DELETE) or try again later"
-                                % (len(mine), client))
+                raise HttpError(503, "too many sessions from %s, each busy: end one (DELETE) or try again later"
+                                % client)
             self._end(idle.id)
         session, transport = self._session_pair()
         import secrets
@@ -10887,13 +10883,13 @@ class HttpServer:
     def _bound_replay(self, entry):
         """What streams keep to be read or resumed stays within HTTP_REPLAY_BYTES a session and
         HTTP_REPLAY_TOTAL in all: the oldest streams are forgotten first (a resume of one gets 410)."""
-        for limit, entries in ((HTTP_REPLAY_BYTES, [entry]), (HTTP_REPLAY_TOTAL, list(self.sessions.values()))):
-            streams = sorted(((e, key) for e in entries for key in e.streams), key=lambda pair: pair[0].streams[pair[1]].born)
-            held = sum(e.streams[key].kept for e, key in streams)
-            for owner, key in streams:
+        for limit, entries in ((HTTP_REPLAY_BYTES, [entry]), (HTTP_REPLAY_TOTAL, self.sessions.values())):
+            streams = sorted((x.born, x.kept, id(e), key, e) for e in entries for key, x in e.streams.items())
+            held = sum(stream[1] for stream in streams)
+            for _, kept, _, key, owner in streams:
                 if held <= limit:
                     break
-                held -= owner.streams[key].kept
+                held -= kept
                 owner.forget(key)
 
     def _end(self, session_id):
@@ -11033,8 +11029,7 @@ class HttpServer:
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise HttpError(406, "a GET stream needs Accept: text/event-stream")
         stream, _, after = headers.get("last-event-id", "").strip().rpartition("_")
-        kept = entry.streams[stream].sent if stream in entry.streams else ()
-        if stream in entry.forgotten or (kept and after.isdigit() and int(after) < kept[0][0] - 1):
+        if stream in entry.forgotten:
             raise HttpError(410, "the stream %s can no longer be resumed: what it kept was dropped (a session's streams "
                                  "keep %d MiB at most, every session's %d MiB); send the request again"
                                  % (stream, HTTP_REPLAY_BYTES >> 20, HTTP_REPLAY_TOTAL >> 20))

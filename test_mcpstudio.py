@@ -9040,7 +9040,7 @@ class CollisionTests(AggregatorCase):
             self.assertIn("fake://a/info", uris)
             self.assertIn("error", server.request("resources/read", {"uri": "fake://same/info"}))
             stderr = server.stderr_when(lambda text: "resource" in text and "a__echo" in text)
-            self.assertIn("server `evil` lists a tool named a__echo, as server `a` does; the one of `evil` is listed "
+            self.assertIn("server `evil` lists a tool named a__echo, as `a` does; the one of `evil` is listed "
                           "as evil__a__echo", stderr)
             self.assertIn("servers `evil` and `honest` both list the resource fake://same/info", stderr)
 
