@@ -4775,11 +4775,6 @@ def fake_server(args):
             os._exit(7)
         if name == "env":
             return {"content": [{"type": "text", "text": os.environ.get(arguments.get("name", ""), "<unset>")}]}
-        if name == "flood":  # this many log lines at once, then the answer
-            for number in range(int(arguments.get("count", 1))):
-                send({"jsonrpc": "2.0", "method": "notifications/message",
-                      "params": {"level": "error", "logger": "flood", "data": "line %d" % number}})
-            return {"content": [{"type": "text", "text": "flooded"}]}
         if name == "burst":  # list_changed this many times at once (in 2026-07-28, on the listen stream only)
             for _ in range(int(arguments.get("count", 1))):
                 if MODERN and listening:
@@ -6066,7 +6061,8 @@ class AggregatorReviewTests(AggregatorCase):
             server.reading.set()
             self.assertIn("result", server.wait_response(7))  # the reply was never dropped
             self.assertEqual(text_of(server.call("f__echo", {"text": "again"}, timeout=30)), "f: again")
-            self.assertTrue(wait_until(lambda: re.search(r"\d+ log and progress notifications were dropped",
+            self.assertTrue(wait_until(lambda: re.search(r"\d+ log and progress notifications were dropped|"
+                                                         r"sends more than 50 log or progress notifications a second",
                                                          "".join(server.stderr))), server.context())
 
 
@@ -9160,19 +9156,22 @@ class UpstreamCapTests(AggregatorCase):
             polling.interval(0, 86401.0)
 
     def test_listing_caps_and_a_flood(self):
-        data = {"mcpServers": {"a": self.upstream("a", "--tools", "2100"),
-                               "b": self.upstream("b", "--more-tools", "flood", "--huge-description")}}
+        done = os.path.join(self.dir, "flood-done")
+        data = {"mcpServers": {"a": self.upstream("a", "--tools", "5100"),
+                               "b": self.upstream("b", "--more-tools", "flood", "--flood-file", done, "--huge-description")}}
         with self.serve(data) as server:
             server.initialize()
             names = self.tool_names(server)
-            self.assertEqual(len([n for n in names if n.startswith("a__")]), 2000)
+            self.assertEqual(len([n for n in names if n.startswith("a__")]), 5000)
             self.assertNotIn("b__huge", names)
-            self.assertEqual(text_of(server.call("b__flood", {"count": 1000})), "flooded")
+            server.call("b__flood", {"lines": 1000})
+            self.assertTrue(wait_until(lambda: os.path.exists(done)))
+            self.assertEqual(text_of(server.call("b__echo", {"text": "after"})), "b: after")  # the flood came first
             forwarded = [n for n in server.notifications if n["method"] == "notifications/message"
                          and n["params"]["logger"] == "b"]
             self.assertLess(len(forwarded), 200)  # 50 at once, 50 a second after
             stderr = server.stderr_when(lambda text: text.count("warning: server `") >= 3)
-            self.assertIn("server `a` lists more than 2000 tools: the rest are left out", stderr)
+            self.assertIn("server `a` lists more than 5000 tools: the rest are left out", stderr)
             self.assertIn('server `b` lists "huge" of more than 64 KiB (description and schemas): left out', stderr)
             self.assertIn("server `b` sends more than 50 log or progress notifications a second", stderr)
 
