@@ -554,51 +554,93 @@ class Template:
 # interpreter named later on its line (`docker exec c sh -c CODE`) is checked.
 
 # Wrappers: name -> (short options that take a word, long options that take a
-# word, operands before the command, option letters after which the rest of
-# the line is one shell command).
+# word, its other long options, operands before the command (options may
+# follow them too), option letters after which the rest of the line is one
+# shell command). A long option not listed stops the walk: a field after it is
+# refused, since the option might take the next word and the command move.
 _WRAPPERS = {
-    "env": ("uCS", ("--unset", "--chdir", "--split-string"), 0, "S"),
-    "timeout": ("sk", ("--signal", "--kill-after"), 1, ""),
-    "nice": ("n", ("--adjustment",), 0, ""),
-    "nohup": ("", (), 0, ""), "setsid": ("", (), 0, ""), "builtin": ("", (), 0, ""),
-    "command": ("", (), 0, ""), "busybox": ("", (), 0, ""), "exec": ("a", (), 0, ""),
-    "time": ("fo", ("--format", "--output"), 0, ""),
-    "stdbuf": ("ioe", ("--input", "--output", "--error"), 0, ""),
+    "env": ("uCSa", ("--unset", "--chdir", "--split-string", "--argv0"),
+            ("--ignore-environment", "--null", "--debug"), 0, "S"),
+    "timeout": ("sk", ("--signal", "--kill-after"), ("--preserve-status", "--foreground", "--verbose"), 1, ""),
+    "nice": ("n", ("--adjustment",), (), 0, ""),
+    "nohup": ("", (), (), 0, ""), "setsid": ("", (), (), 0, ""),
+    "builtin": ("", (), (), 0, ""), "command": ("", (), (), 0, ""), "busybox": ("", (), (), 0, ""),
+    "exec": ("a", (), (), 0, ""),
+    "time": ("fo", ("--format", "--output"), (), 0, ""),
+    "stdbuf": ("ioe", ("--input", "--output", "--error"), (), 0, ""),
     "sudo": ("ugChDprtTU", ("--user", "--group", "--close-from", "--host", "--chdir", "--prompt", "--role",
-                            "--type", "--command-timeout", "--other-user", "--chroot"), 0, "si"),
-    "doas": ("uC", (), 0, "s"),
+                            "--type", "--command-timeout", "--other-user", "--chroot"),
+             ("--shell", "--login", "--set-home", "--non-interactive", "--preserve-env", "--stdin"), 0, "si"),
+    "doas": ("uC", (), (), 0, "s"),
     "xargs": ("adEILnPs", ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars",
-                           "--process-slot-var"), 0, ""),
-    "chroot": ("", ("--userspec", "--groups"), 1, ""),
-    "ionice": ("cnp", ("--class", "--classdata", "--pid"), 0, ""),
+                           "--process-slot-var"),
+              ("--null", "--verbose", "--exit", "--no-run-if-empty"), 0, ""),
+    "chroot": ("", ("--userspec", "--groups"), (), 1, ""),
+    "ionice": ("cnp", ("--class", "--classdata", "--pid"), (), 0, ""),
+    "flock": ("cwE", ("--command", "--timeout", "--wait", "--conflict-exit-code"),
+              ("--shared", "--exclusive", "--nonblock", "--close"), 1, "c"),
+    "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
+    "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--quiet",), 1, "c"),
 }
 # Programs that join all their arguments into one shell command (ssh: after the
 # host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
-_JOINERS = ("eval", "watch", "parallel", "su", "runuser", "cmd", "powershell", "ssh")
-_EVALUATORS = ("let", "declare", "typeset", "local", "export", "readonly")
+# bash's trap, alias, bind -x, complete -C, fc and enable -f run their words too; bash (the
+# `sh` of macOS) evaluates a[$(cmd)] wherever it takes a variable name (read, printf -v).
+_JOINERS = ("watch", "parallel", "su", "runuser", "cmd", "powershell", "ssh")
+_BUILTINS = ("eval", "trap", "alias", "bind", "complete", "compgen", "fc", "enable", "hash")
+_EVALUATORS = ("let", "declare", "typeset", "local", "export", "readonly", "read", "mapfile", "readarray",
+               "getopts", "unset")
 _SSH_TAKES = "BbcDEeFIiJLlmOopQRSWw"
-_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh", "fish")
+_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh", "fish", "rbash", "tcsh", "csh",
+           "nu", "xonsh", "elvish")
 # Interpreters: name -> (letters whose word is code, letters whose word is the
 # program (no script operand follows), letters whose word is a module it
 # loads, other letters that take a word, then the same for long options, and
-# whether the first operand is program text rather than a script file).
+# whether the first operand is program text rather than a script file, or
+# None when operands are data but for NAME=value definitions, as in make).
 _INTERPRETERS = {
     "python": ("c", "m", "", "WX", (), (), (), ("--check-hash-based-pycs",), False),
     "node": ("ep", "", "r", "C", ("--eval", "--print"), (), ("--require", "--import", "--loader",
-                                                              "--experimental-loader"),
+                                                              "--experimental-loader", "--env-file"),
              ("--conditions", "--title", "--input-type"), False),
-    "ruby": ("e", "", "r", "ICE", (), (), (), ("--encoding",), False),
-    "perl": ("eE", "", "Mm", "I", (), (), (), (), False),
-    "php": ("rBRE", "fF", "", "dcztS", (), (), (), (), False),
+    "ruby": ("e", "", "rI", "CE", (), (), (), ("--encoding",), False),
+    "perl": ("eE", "", "MmI", "", (), (), (), (), False),
+    "php": ("rBREd", "fF", "cz", "tS", (), (), (), (), False),
+    "r": ("e", "f", "", "", (), ("--file",), (), (), False),
+    "julia": ("eE", "", "L", "", ("--eval", "--print"), (), ("--load",), (), False),
+    "expect": ("c", "f", "", "", (), (), (), (), False),
     "lua": ("e", "", "l", "", (), (), (), (), False),
     "osascript": ("e", "", "", "", (), (), (), (), False),
-    "awk": ("e", "fE", "il", "vF", ("--source",), ("--file", "--exec"), ("--include", "--load"),
+    "awk": ("e", "fE", "il", "vFW", ("--source",), ("--file", "--exec"), ("--include", "--load"),
             ("--assign", "--field-separator"), True),
     "sed": ("e", "f", "", "l", ("--expression",), ("--file",), (), ("--line-length",), True),
     "jq": ("", "f", "L", "", (), ("--from-file",), (), ("--indent",), True),
+    "make": ("E", "fC", "", "IoW", ("--eval",), ("--file", "--makefile", "--directory"), (), ("--include-dir",
+             "--old-file", "--assume-old", "--what-if", "--new-file", "--assume-new"), None),
+}
+# Other programs: options whose word is a command or code they run, or a file
+# they run, read options from or write (`+` is the vi family's +COMMAND).
+_RUNS = {
+    "git": ("--config-env", "--exec-path", "--upload-pack", "--receive-pack", "--exec", "--extcmd", "--config",
+            "--template", "--output", "--open-files-in-pager"),
+    "find": ("-fprint", "-fprint0", "-fprintf", "-fls"),
+    "tar": ("--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
+            "--new-volume-script", "-F", "--rsh-command", "--rmt-command"),
+    "zip": ("-TT", "--unzip-command"),
+    "curl": ("-K", "--config", "-o", "--output", "-T", "--upload-file"),
+    "wget": ("-O", "--output-document", "-e", "--execute", "--config", "-o", "-a"),
+    "rsync": ("-e", "--rsh", "--rsync-path"),
+    "scp": ("-o", "-F", "-S"), "sftp": ("-o", "-F", "-S", "-b"),
+    "psql": ("-c", "--command", "-f", "--file"), "mysql": ("-e", "--execute"),  # \! runs a command
+    "gdb": ("-ex", "--eval-command", "-iex", "-x", "--command", "-ix"),
+    "vi": ("+", "-c", "--cmd", "-S", "-u", "-U", "-i", "-w", "-W"),
+    "sqlite": ("-cmd", "-init"),
+    "emacs": ("--eval", "-l", "--load", "--script"),
+    "printf": ("-v",), "test": ("-v",), "[": ("-v",),  # bash evaluates a[$(cmd)] in the name they take
 }
 _PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
                   "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "gsed": "sed", "pwsh": "powershell",
+                  "ipython": "python", "gmake": "make", "rscript": "r",
                   "source": "source", ".": "source"}
 _JQ_PAIRS = ("--arg", "--argjson", "--slurpfile", "--rawfile")  # jq options that take two words
 _SHELL_RESERVED = ("!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time")
@@ -612,6 +654,8 @@ def _program(text: str) -> str:
         return _PROGRAM_NAMES[name]
     if name in _WRAPPERS or name in _INTERPRETERS or name in _SHELLS:
         return name
+    if re.fullmatch(r"[nrge]?(vim?|view)|vimdiff|ex|ed", name):
+        return "vi"
     name = re.sub(r"[0-9.]+$", "", name)
     return _PROGRAM_NAMES.get(name, name)
 
@@ -630,7 +674,13 @@ def _has_field(word: list) -> bool:
     return any(not isinstance(p, str) for p in word)
 
 
-_STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")  # a program file that is really stdin
+_STDIN_NAME = re.compile(r"-|/dev/stdin|/dev/fd/0|/proc/[^/]+/fd/0")  # a program file that is really stdin
+
+
+def _long_option(name: str, known) -> str:
+    """`name` as getopt_long reads it: the known option it spells out or is the only one to begin, else itself."""
+    matches = [option for option in known if option.startswith(name)]
+    return name if name in known or len(matches) != 1 else matches[0]
 
 
 class _CodeCheck:
@@ -646,9 +696,7 @@ class _CodeCheck:
     def _refuse(self, index: int, text: str):
         if self.problem is None and index < len(self.words) and _has_field(self.words[index]):
             word = self.words[index]
-            piece = next(p for p in word if not isinstance(p, str))
-            name = piece.name if isinstance(piece, Field) else piece.fields[0].name
-            self.problem = text % {"name": name, "word": "".join(_piece_text(p) for p in word)}
+            self.problem = text % {"name": _first_field(word), "word": "".join(_piece_text(p) for p in word)}
 
     def _code(self, index: int, program: str, note: str = ""):
         self._refuse(index, "`%(name)s` stands inside code that " + program.replace("%", "%%") + " runs"
@@ -664,10 +712,12 @@ class _CodeCheck:
                      "arguments or through stdin")
 
     def _options(self, index: int, takes: str, long_takes=(), on_letter=None, on_long=None, pairs=(),
-                 program: str = "") -> int:
+                 program: str = "", long_flags=None) -> int:
         """Skip `program`'s options from `index` and return the index of the first operand.
-        `on_letter(letter, index of its word)` and `on_long(name, index of its word)` see each one.
-        A field that would supply option letters or an option's name (`-{x}`, `--{x}`) is refused."""
+        `on_letter(letter, index of its word)` and `on_long(name, index of its word)` see each one;
+        a long option may be abbreviated (--sp is --split-string). A field that would supply option
+        letters or an option's name (`-{x}`, `--{x}`) is refused, and so is any field after a long
+        option not in `long_takes` or `long_flags` (when given) that may take the next word."""
         words = self.words
         while index < len(words) and self.problem is None:
             text, field = _lead_text(words[index]), _has_field(words[index])
@@ -679,7 +729,13 @@ class _CodeCheck:
                 self._among_options(index, program)
                 return len(words)
             if text.startswith("--"):
-                name = text.split("=", 1)[0]
+                name = _long_option(text.split("=", 1)[0], long_takes + pairs + (long_flags or ()))
+                if long_flags is not None and "=" not in text and name not in long_takes + long_flags:
+                    for i in range(index + 1, len(words)):
+                        self._refuse(i, "`%(name)s` follows `" + name + "`, an option of `" + program + "` that "
+                                     "mcpstudio does not know, so which word it takes, and which is the command, "
+                                     "is unknown (the word `%(word)s`). Write it as " + name + "=VALUE, or leave it out")
+                    return len(words)
                 size = 1 if "=" in text else 3 if name in pairs else 2 if name in long_takes else 1
                 if on_long is not None:
                     on_long(name, index if size == 1 else index + size - 1)
@@ -702,12 +758,13 @@ class _CodeCheck:
         """Whether the value of `option` (in word `index`, attached or the whole word) names stdin."""
         if index >= len(self.words) or _has_field(self.words[index]):
             return False
+        import posixpath
         text = _lead_text(self.words[index])
         if text.startswith("--") and "=" in text:
             text = text.split("=", 1)[1]
         elif option and text.startswith("-") and len(text) > 1 and option.lstrip("-") in text[1:]:
             text = text[1:].split(option.lstrip("-"), 1)[1] or text  # -f- ; a bare -f has its value next
-        return text in _STDIN_NAMES
+        return bool(_STDIN_NAME.fullmatch(posixpath.normpath(re.sub("/+", "/", text))))  # /dev/./stdin, /dev/fd//0
 
     def _reads_stdin(self, program: str):
         self.stdin_code = self.stdin_code or "`%s` reads the program it runs from stdin" % program
@@ -721,17 +778,48 @@ class _CodeCheck:
         for i in range(index, len(self.words)):
             self._code(i, program, note)
 
+    def _runs(self, index: int, program: str, spellings):
+        """Refuse a field as the word of an option in `spellings` (`tar --to-command=CMD`, `wget -O FILE`),
+        anywhere on the line: attached, bundled (`curl -sSLo FILE`), abbreviated or as the next word."""
+        for i in range(index, len(self.words)):
+            text = _lead_text(self.words[i])
+            name = text.split("=", 1)[0]
+            for option in spellings:
+                bundled = len(option) == 2 and name[:1] == "-" != name[1:2] and option[1] in name
+                if name == option or bundled or name[:1] == option == "+" or (
+                        option.startswith("--") and len(name) > 3 and option.startswith(name)):
+                    tail = name[name.index(option[-1]) + 1:] if bundled else name[len(option):]
+                    at = i if "=" in text or tail or _has_field(self.words[i]) else i + 1
+                    self._refuse(at, "`%(name)s` is the word of `" + program + " " + option + "`, which names a "
+                                 "command or code it runs, or a file it runs, reads options from or writes (the "
+                                 "word `%(word)s`), so a value could run any command or overwrite any file. Write "
+                                 "it out in the template; pass values as arguments or through stdin")
+
     def _walk(self, index: int):
         words = self.words
         while index < len(words) and self.problem is None:
-            if _has_field(words[index]) and not _lead_text(words[index]).startswith("-"):
+            lead = _lead_text(words[index])
+            assignment = _ASSIGNMENT.match(lead)
+            if assignment:  # NAME=value before the command (env, sudo, a shell script)
+                if _steers(assignment.group()[:-1]):
+                    self._refuse(index, "`%(name)s` is the value of `" + assignment.group() + "` (the word "
+                                 "`%(word)s`), a variable programs or the shell act on (PATH, PROMPT_COMMAND, "
+                                 "LD_PRELOAD, TAR_OPTIONS), so a value could choose what runs. Use a lowercase "
+                                 "name, or pass the value as an argument")
+                index += 1
+                continue
+            if _has_field(words[index]) and not lead.startswith("-"):
                 self._choice(index, "the command to run")
                 return
-            program = _program(_lead_text(words[index]))
+            program = _program(lead)
+            if program.endswith("sh") and program != "ssh" and any(
+                    re.fullmatch(r"-[a-z]*c[a-z]*", _lead_text(w)) for w in words[index + 1:]):
+                self._shell(program, index + 1)  # an unknown shell given -c, such as oksh
+                return
             if program in _WRAPPERS:
                 index = self._wrapper(program, index + 1)
                 continue
-            if program in _JOINERS or program in _EVALUATORS:
+            if program in _JOINERS + _BUILTINS + _EVALUATORS:
                 start = index + 1
                 if program == "ssh":
                     def ssh_letter(letter, i):
@@ -743,12 +831,10 @@ class _CodeCheck:
                 self._rest_is_code(start, "`%s`" % program, " (it evaluates names and arithmetic: a[$(cmd)] "
                                    "runs cmd)" if program in _EVALUATORS else " (it joins its arguments into "
                                    "one shell command)")
-            elif program == "[[" and any(_lead_text(w) in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge")
+            elif program == "[[" and any(_lead_text(w) in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v")
                                           for w in words[index + 1:]):
                 self._rest_is_code(index + 1, "`[[ ... -eq ... ]]`", " as arithmetic (a[$(cmd)] runs cmd)")
-            elif program == "source":
-                self._choice(index + 1, "the script `source` runs")
-            elif program in _SHELLS:
+            elif program in _SHELLS + ("source",):
                 self._shell(program, index + 1)
             elif program in _INTERPRETERS:
                 self._interpreter(program, index + 1)
@@ -760,25 +846,47 @@ class _CodeCheck:
                 def git_letter(letter, i):
                     if letter == "c":
                         self._code(i, "`git -c` (a config value such as core.sshCommand)")
-                self._options(index + 1, "cC", (), git_letter, program="git")
+                sub = self._options(index + 1, "cC", ("--git-dir", "--work-tree", "--namespace", "--config-env"),
+                                    git_letter, program="git",
+                                    long_flags=("--exec-path", "--bare", "--no-pager", "--no-optional-locks"))
+                name = " ".join(_lead_text(w) for w in words[sub:sub + 2])
+                if name in ("submodule foreach", "bisect run"):
+                    self._rest_is_code(sub + 2, "`git %s`" % name)
+                name = name.split(" ")[0]
+                extra = {"rebase": ("-x",), "difftool": ("-x",), "grep": ("-O",), "format-patch": ("-o",)}
+                self._runs(index + 1, "git " + name, _RUNS["git"] + extra.get(name, ()))
+            elif program == "sqlite":  # its operands after the database are SQL, where .shell runs a command
+                while index + 1 < len(words) and _lead_text(words[index + 1]).startswith("-"):
+                    index += 1
+                self._runs(index, "sqlite3", _RUNS["sqlite"])
+                if index + 2 >= len(words):
+                    self._reads_stdin("sqlite3")
+                self._rest_is_code(index + 2, "`sqlite3`", " as SQL and dot-commands (.shell runs a command)")
+            elif program in _RUNS:
+                ex_mode = program == "vi" and (lead.endswith(("ex", "ed")) or any(_lead_text(w)[:2] in ("-e", "-E")
+                                                                                   for w in words))
+                self._runs(index + 1, lead, _RUNS[program] + (("-s",) if program == "vi" and not ex_mode else ()))
+                if ex_mode:
+                    self._reads_stdin(lead)  # ex mode reads its commands from stdin
+                if not self.guessing:
+                    self._guess(index + 1)  # gdb --args CMD
             elif not self.guessing:
                 self._guess(index + 1)
             return
 
     def _guess(self, index: int):
-        """A program not known here may still run a shell or an interpreter it is given
-        (`docker exec c sh -c CODE`, `kubectl exec p -- python3 -c CODE`): a field in the
-        code position after such a word is refused too."""
+        """A program not known here may still run what it is given (`docker exec c sh -c CODE`,
+        `kubectl exec p -- sed CODE`, `flock LOCK awk CODE`): each later word is walked as if a
+        command began there, and a field in a code position after it is refused too."""
         for i in range(index, len(self.words)):
-            name = _program(_lead_text(self.words[i]))
-            if not _has_field(self.words[i]) and (name in _SHELLS or (name in _INTERPRETERS
-                                                                      and not _INTERPRETERS[name][-1])):
+            if not _has_field(self.words[i]) and _program(_lead_text(self.words[i])) not in _BUILTINS + _EVALUATORS + (
+                    "printf", "test", "["):  # bash's own words: `go test -v {pkg}` is no `test -v`
                 inner = _CodeCheck(self.words[i:], guessing=True)
                 self.problem = self.problem or inner.problem
                 self.stdin_code = self.stdin_code or inner.stdin_code  # `docker exec -i c sh`
 
     def _wrapper(self, program: str, index: int) -> int:
-        takes, long_takes, operands, shell_letters = _WRAPPERS[program]
+        takes, long_takes, long_flags, operands, shell_letters = _WRAPPERS[program]
         joined = []
 
         def letter(char, i):
@@ -788,18 +896,18 @@ class _CodeCheck:
                     self._code(i, "`%s -%s`" % (program, char))
 
         def long_option(name, i):
-            if name in ("--split-string", "--shell", "--login"):
+            if name in ("--split-string", "--shell", "--login", "--command", "--call"):
                 joined.append(name)
                 self._code(i, "`%s %s`" % (program, name))
-        index = self._options(index, takes, long_takes, letter, long_option, program=program) + operands
+        index = self._options(index, takes, long_takes, letter, long_option, program=program, long_flags=long_flags)
+        if operands:  # flock LOCKFILE -c CMD: options after the operand too
+            index = self._options(index + operands, takes, long_takes, letter, long_option, program=program,
+                                  long_flags=long_flags)
         if program == "xargs" and not self.stdin_code:
             self.stdin_code = "`xargs` turns stdin into arguments (options, or code with -I)"
         if joined:
             self._rest_is_code(index, "`%s %s`" % (program, joined[0]), " as one shell command")
             return len(self.words)
-        while program in ("env", "sudo") and index < len(self.words) and \
-                _ASSIGNMENT.match(_lead_text(self.words[index])):
-            index += 1  # NAME=value words
         return index
 
     def _shell(self, program: str, index: int):
@@ -811,10 +919,9 @@ class _CodeCheck:
             if fish and char in "cC":
                 self._code(i, "`fish -%s`" % char)
 
-        def long_option(name, i):
-            if name in ("--command", "--init-command"):
-                flags.append("c")
-                self._code(i, "`%s %s`" % (program, name))
+        def long_option(name, i):  # --command, --init-command, --rcfile, --init-file; any other with a field
+            flags.extend("c" if "command" in name else "")
+            self._code(i, "`%s %s`" % (program, name))
         index = self._options(index, "cCdo" if fish else "oO", ("--rcfile", "--init-file", "--command",
                                                                "--init-command"), letter, long_option,
                               program=program)
@@ -854,6 +961,11 @@ class _CodeCheck:
         index = self._options(index, code + programs + modules + takes,
                               long_code + long_programs + long_modules + long_takes, letter, long_option,
                               _JQ_PAIRS if program == "jq" else (), program)
+        if text_operand is None:  # make NAME=value: make expands it ($(shell cmd) runs cmd)
+            for i in range(index, len(self.words)):
+                if "=" in _lead_text(self.words[i]):
+                    self._code(i, "`%s NAME=VALUE`" % program)
+            return
         if given:
             return  # the code came with an option: the operands are data
         if index >= len(self.words) or self._stdin_value(index, ""):
@@ -875,6 +987,7 @@ class _CodeCheck:
 
     def _find(self, index: int):
         words = self.words
+        self._runs(index, "find", _RUNS["find"])
         for i in range(index, len(words)):
             if _lead_text(words[i]) in ("-exec", "-execdir", "-ok", "-okdir") and not _has_field(words[i]):
                 end = i + 1
@@ -884,23 +997,25 @@ class _CodeCheck:
 
 
 def _shell_commands(tokens) -> list:
-    """The simple commands of a `"shell": true` script, each a list of words: tokens
-    split into words at unquoted blanks and into commands at | & ; ( ) and newlines,
-    without redirections, leading NAME=value words and reserved words."""
+    """The simple commands of a `"shell": true` script, each (words, fed): tokens split
+    into words at unquoted blanks and into commands at | & ; ( ) and newlines, without
+    redirections and reserved words; `fed` when a pipe or a `<` redirection gives its stdin."""
     commands, words, word = [], [], []
-    skip = ops = False  # the word is a redirection; it holds only its operator so far
+    skip = ops = fed = False  # the word is a redirection; it holds only its operator so far
+    last = ""
 
-    def end_command(words):
-        while words and (_ASSIGNMENT.match(_lead_text(words[0]))
-                         or (_lead_text(words[0]) in _SHELL_RESERVED and not _has_field(words[0]))):
+    def end_command(words, fed):
+        while words and _lead_text(words[0]) in _SHELL_RESERVED and not _has_field(words[0]):
             words.pop(0)
         if words and _lead_text(words[0]) in ("for", "case", "select", "function"):
             return  # their words are names and patterns; the commands come after ; or )
         if words:
-            commands.append(words)
+            commands.append((words, fed))
     for kind, value, quote, raw in tokens:
         plain = kind == "t" and quote is None and raw == value
+        previous, last = last, raw
         if plain and value in "<>" and not ops:
+            fed = fed or value == "<"
             if word and not _has_field(word) and "".join(word).isdigit():
                 word = []  # the 2 of 2>
             if word and not skip:
@@ -919,13 +1034,13 @@ def _shell_commands(tokens) -> list:
                 words.append(word)
             word, skip = [], False
             if value in "\n|&;()":
-                end_command(words)
-                words = []
+                end_command(words, fed)
+                words, fed = [], value == "|" != previous or previous + value == "|&"  # not ||; bash's |&
             continue
         word.append("" if kind == "q" else value)
     if word and not skip:
         words.append(word)
-    end_command(words)
+    end_command(words, fed)
     return commands
 
 
@@ -936,12 +1051,26 @@ def check_code_fields(words: list, source, shell_tokens=None) -> str:
     command by command instead. Returns why a stdin template's fields would be
     code or options (`sh` reads its program there, `xargs` makes arguments), or "".
     """
-    commands = _shell_commands(shell_tokens) if shell_tokens is not None else [words]
+    commands = _shell_commands(shell_tokens) if shell_tokens is not None else [(words, False)]
+    names, text = [], ""
+    for kind, value, quote, raw in shell_tokens or ():
+        if kind in "fg":
+            names.append(_first_field([value]))
+            if quote != "'" and re.search(r"\$\{(?![\w#]*:?[-=+?])[^}]*$|\(\((?:(?!\)\)).)*$", text, re.S):
+                raise TemplateError("`%s` stands inside ${...} or ((...)) (`%s`), where bash, the sh of macOS, reads "
+                                    "an offset, a length, a subscript or arithmetic, so a value could run any command "
+                                    "(a[$(cmd)] runs cmd). Pass it as its own word, or as ${name:-{%s}}"
+                                    % (names[-1], text[-30:] + raw, names[-1]), None, None)
+        text += raw
     stdin_code = ""
-    for command in commands:
+    for command, fed in commands:
         check = _CodeCheck(command)
         if check.problem:
             raise TemplateError(check.problem, None, None)
+        if fed and check.stdin_code and names:
+            raise TemplateError("`%s` is in a script that pipes or redirects into a program where %s, so a value "
+                                "could become that code or those options. Pass values to that program as its own "
+                                "arguments" % (names[0], check.stdin_code), None, None)
         stdin_code = stdin_code or check.stdin_code
     return stdin_code
 
@@ -950,12 +1079,17 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
                  honour_double_dash: bool = True, ends=()) -> list:
     """Render parsed words (lists of pieces) to argv; see Template.render.
 
-    `honour_double_dash=False` keeps the dash guard on after a `--` word;
-    `ends` holds the indexes of words after which a shell script's command
-    ends, and with it what a `--` before it said.
+    The guard judges a word as rendered (`{a}-{b}` with `a` empty is `-{b}`)
+    and also refuses a leading `+` or `@` where a program on the line reads them. A `--`
+    frees the words after it only when a field's word follows it directly
+    (`env -- git log {rev}`: that `--` was env's); `honour_double_dash=False`
+    keeps the guard on after it. `ends` holds the indexes of words after
+    which a shell script's command ends, and with it what a `--` said.
     """
     argv = []
     after_double_dash = False
+    signs = ("-",) + tuple({"vi": "+", "curl": "@", "javac": "@", "java": "@", "gcc": "@", "clang": "@"}.get(
+        _program(_lead_text(word)), "-") for word in words)  # vim +COMMAND, curl -d @FILE, gcc @ARGFILE
     for index, pieces in enumerate(words):
         if index - 1 in ends:
             after_double_dash = False  # a new command of a shell script: its own options
@@ -967,16 +1101,23 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
         if not present:
             continue  # nothing in the word was given: the word goes
         word = "".join(parts)
-        if (isinstance(lead, Field) and word.startswith("-") and not after_double_dash
+        if (isinstance(lead, Field) and word.startswith(signs) and not after_double_dash
                 and not allow_dash_values and not _NUMBER.fullmatch(word)):
-            value = _clip(arguments[lead.key], 40)
-            raise ToolError("`%s` starts with '-' (%r), so the command would read it as an option, not as "
-                            "a value. Pass a value that does not start with '-' (a path can be written ./%s)."
-                            % (lead.key, value, value))
-        if pieces == ["--"] and honour_double_dash:
+            value, fields = _clip(word, 40), Group(pieces).fields  # the first value given is the one to blame
+            raise ToolError("`%s` starts with '%s' (%r), so the command would read it as an option (or a file to "
+                            "read options or data from), not as a value. Pass a value that does not start with it (a "
+                            "path can be written ./%s)."
+                            % (next((f.name for f in fields if arguments.get(f.key)), fields[0].name), word[0], value,
+                               value))
+        if pieces == ["--"] and honour_double_dash and index + 1 < len(words) and _has_field(words[index + 1]):
             after_double_dash = True
         argv.append(word)
     return argv
+
+
+def _first_field(word: list) -> str:
+    piece = next(p for p in word if not isinstance(p, str))
+    return piece.name if isinstance(piece, Field) else piece.fields[0].name
 
 
 def _text(value) -> str:
@@ -1010,7 +1151,7 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
     """Append the rendering of `pieces` to `parts`.
 
     Returns (lead, present): `lead` is what begins the text ("text", a flag or
-    array marker, or the string Field whose value comes first; None if
+    array marker, or the string Field that comes first, given or not; None if
     nothing), `present` whether any literal text or given value was there
     (False also when a `{field}` written with braces was not given: its
     whole word goes, rather than leaving half an argument).
@@ -1036,12 +1177,11 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
                 if value:
                     parts.append(",".join(_text(v) for v in value))
                     lead, present = lead or "array", True
-            elif value is not None:
-                value = _text(value)
-                parts.append(value)
-                present = True
-                if lead is None and value:
-                    lead = piece
+            else:
+                lead = lead or piece  # a field leads even when empty or left out: `{a}-{b}` is led by `a`
+                if value is not None:
+                    parts.append(_text(value))
+                    present = True
     return lead, present
 
 
@@ -1107,6 +1247,10 @@ def _clip(text: str, limit: int) -> str:
 # resolve as the core schema says: null, ~, true/false (three spellings), ints
 # (0o, 0x), floats. Anchors, aliases, tags, `?` keys, .inf and .nan are refused.
 
+FRONTMATTER_MAX_CHARS = 64 << 10  # a frontmatter's size and nesting (a skill past them is refused)
+FRONTMATTER_MAX_DEPTH = 32
+
+
 class FrontmatterError(McpStudioError):
     """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
 
@@ -1120,6 +1264,9 @@ _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\
                  "L": "\u2028", "P": "\u2029", "x": 2, "u": 4, "U": 8}
 
 
+_FLOW_PLAIN = re.compile(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+")
+
+
 def split_frontmatter(text: str) -> tuple:
     """(frontmatter lines, the file line number of the first) of a SKILL.md that opens with `---`."""
     lines = text[1:].split("\n") if text.startswith("\ufeff") else text.split("\n")
@@ -1128,6 +1275,9 @@ def split_frontmatter(text: str) -> tuple:
         raise FrontmatterError("SKILL.md must begin with a `---` line, then YAML frontmatter, then `---`", 1)
     for end in range(1, len(lines)):
         if lines[end].rstrip(" \t") == "---":
+            if sum(map(len, lines[1:end])) > FRONTMATTER_MAX_CHARS:
+                raise FrontmatterError("the frontmatter is longer than %d characters; move text to the body"
+                                       % FRONTMATTER_MAX_CHARS, 2)
             return lines[1:end], 2
     raise FrontmatterError("the frontmatter has no closing `---` line", 1)
 
@@ -1168,6 +1318,17 @@ class _Yaml:
         self.lines = list(lines)
         self.first = first
         self.i = 0
+        self.depth = 0
+        self.text = "\n".join(self.lines)  # what a flow value reads, at self.starts[line] + column
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line) + 1)
+
+    def nest(self, step: int):
+        """Into (1) or out of (-1) a collection: FRONTMATTER_MAX_DEPTH levels at most."""
+        self.depth += step
+        if self.depth > FRONTMATTER_MAX_DEPTH:
+            raise self.error("nested deeper than %d levels" % FRONTMATTER_MAX_DEPTH)
 
     def error(self, message: str, index: int | None = None):
         return FrontmatterError(message, self.first + (self.i if index is None else index))
@@ -1197,9 +1358,10 @@ class _Yaml:
     def block(self, n: int):
         """The mapping or sequence whose lines start at column `n`."""
         text = self.lines[self.i][n:]
-        if text[:2] in ("- ", "-\t") or text == "-":
-            return self.sequence(n)
-        return self.mapping(n)
+        self.nest(1)
+        value = self.sequence(n) if text[:2] in ("- ", "-\t") or text == "-" else self.mapping(n)
+        self.nest(-1)
+        return value
 
     def mapping(self, n: int) -> dict:
         result = {}
@@ -1396,13 +1558,13 @@ class _Yaml:
 
     def flow_value(self, col: int, n: int):
         """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
-        text = "\n".join([self.lines[self.i][col:]] + self.lines[self.i + 1:])
-        if text[0] in "\"'":
-            value, end = self.quoted(text, 0)
+        text, start = self.text, self.starts[self.i] + col
+        if text[start] in "\"'":
+            value, end = self.quoted(text, start)
         else:
-            value, end = self.flow(text, 0)
-        self.i += text.count("\n", 0, end)
-        rest = text[end:].split("\n", 1)[0]
+            value, end = self.flow(text, start)
+        self.i += text.count("\n", start, end)
+        rest = text[end:self.starts[self.i + 1] - 1]
         if rest.strip(" \t")[:1] not in ("", "#") or rest[:1] == "#":
             raise self.error("unexpected text after the value: %s" % rest.strip())
         self.i += 1
@@ -1466,9 +1628,11 @@ class _Yaml:
         closing = "]" if text[j] == "[" else "}"
         result = [] if closing == "]" else {}
         j += 1
+        self.nest(1)
         while True:
             j = self.flow_space(text, j)
             if text[j:j + 1] == closing:
+                self.nest(-1)
                 return result, j + 1
             value, j = self.flow_node(text, j)
             j = self.flow_space(text, j)
@@ -1501,7 +1665,7 @@ class _Yaml:
             if text[j] in " \t\n":
                 j += 1
             elif text[j] == "#" and (j == 0 or text[j - 1] in " \t\n"):
-                j = text.find("\n", j) if "\n" in text[j:] else len(text)
+                j = text.find("\n", j) % (len(text) + 1)  # -1 (no line break): the end
             else:
                 break
         return j
@@ -1513,7 +1677,7 @@ class _Yaml:
             return self.flow(text, j)
         if text[j] in "\"'":
             return self.quoted(text, j)
-        match = re.match(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+", text[j:])
+        match = _FLOW_PLAIN.match(text, j)
         raw = match.group() if match else ""
         self.plain_start(raw.strip())
         try:
@@ -2654,7 +2818,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs")
+                 "capabilities", "task", "inputs", "ran")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2667,6 +2831,7 @@ class CallContext:
         self.capabilities = {}  # a 2026-07-28 request's own client capabilities (from its `_meta`)
         self.task = None        # the id of the task this call runs as
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
+        self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
 
     def declared(self, capability: str) -> bool:
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
@@ -2736,6 +2901,8 @@ class Session:
         self.pending = {}   # id of a request we sent the client -> the future of its answer
         self.client_capabilities = {}  # what the client declared in `initialize`
         self.protocol_version = None   # what `initialize` agreed
+        self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
+        self.caller, self.label = None, "stdio"
         self.log_level = "info"
         self.closed = False
 
@@ -3090,8 +3257,9 @@ class CommandTool:
     def __init__(self, name: str, template: Template, runner: ProcessRunner, settings: RunSettings,
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
                  schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
-                 within=None, output_format: str = "text", ok_exit=(0,), asked=None):
+                 within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None):
         self.name = name
+        self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
         self.template = template
         self.runner = runner
         self.settings = settings
@@ -3148,21 +3316,34 @@ class CommandTool:
                 out[key] = [confine_path(key, v, folder) if isinstance(v, str) else v for v in value]
         return out
 
-    async def call(self, arguments: dict, ctx: CallContext) -> dict:
-        """Validate `arguments`, run the command, and return an MCP CallToolResult."""
+    def prepare(self, arguments: dict) -> tuple:
+        """(argv, stdin bytes or None) that a call with `arguments` runs; ToolError for arguments that do not fit."""
         arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
         if self.defaults:
             arguments = dict(self.defaults, **arguments)
         problems = validate(arguments, self.schema)
         if problems:
-            return tool_error(_argument_help(self.name, problems, self.schema))
+            raise ToolError(_argument_help(self.name, problems, self.schema))
+        if self.within:
+            arguments = self.confined(arguments)
+        return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
+
+    def command_line(self, arguments: dict):
+        """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
+        this tool's own rules; None when the arguments do not fit (the call says why)."""
         try:
-            if self.within:
-                arguments = self.confined(arguments)
-            argv = self.argv(arguments)
+            argv, stdin = self.prepare(arguments)
+        except ToolError:
+            return None
+        return {"argv": argv, "stdin": stdin, "cwd": self.settings.cwd, "env": self.settings.env,
+                "rules": [("tool:" + self.name, self.rules)]}
+
+    async def call(self, arguments: dict, ctx: CallContext) -> dict:
+        """Validate `arguments`, run the command, and return an MCP CallToolResult."""
+        try:
+            argv, stdin = self.prepare(arguments)
         except ToolError as exc:
             return tool_error(str(exc))
-        stdin = self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
@@ -3171,8 +3352,8 @@ class CommandTool:
             heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.name))  # not `bash` of bash -c
         try:
             async with settings.slots:
-                result = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
-                                               timeout=settings.timeout, output_limit=settings.max_output)
+                result = ctx.ran = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
+                                                         timeout=settings.timeout, output_limit=settings.max_output)
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
@@ -3271,6 +3452,10 @@ class TemplateTools:
     def question(self, name: str, arguments: dict):
         """What to ask the user before calling `name` with `arguments` (see CommandTool.question), or None."""
         return self.tools[name].question(arguments)
+
+    def command_line(self, name: str, arguments: dict):
+        """What calling `name` with `arguments` runs (see CommandTool.command_line)."""
+        return self.tools[name].command_line(arguments)
 
     async def list_resources(self) -> list:
         """The resources with fixed URIs."""
@@ -3393,32 +3578,24 @@ def _cache_entry_ok(entry) -> bool:
                  or (isinstance(entry.get("meta"), dict) and isinstance(entry.get("options"), dict))))
 
 
-# An option is also passed under its own name ($name, os.environ["a"]), as
-# mcpd does, unless that name is not a portable variable name, or names a
-# variable that decides which program runs, where it looks for code, or how a
-# shell reads its input, or that the operator set (--env, a config's
-# environment). Such an option arrives only as MCPD_OPT_<name> (and in the
-# stdin JSON): a tool argument never changes which program runs.
-_OPTION_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PROTECTED_VARIABLES = frozenset((
-    "PATH", "HOME", "SHELL", "IFS", "ENV", "BASH_ENV", "CDPATH", "PS4", "SHELLOPTS", "BASHOPTS",
-    "GLOBIGNORE", "PROMPT_COMMAND", "ZDOTDIR", "USER", "LOGNAME", "PWD", "OLDPWD", "TMPDIR", "TEMP",
-    "TMP", "TERM", "LANG", "LANGUAGE", "TZ", "EDITOR", "VISUAL", "PAGER", "BROWSER", "CLASSPATH",
-    "NODE_OPTIONS", "NODE_PATH", "PERLLIB", "GCONV_PATH", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS",
-    "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS", "PATHEXT", "COMSPEC", "SYSTEMROOT",
-    "WINDIR", "PSMODULEPATH", "APPDATA", "LOCALAPPDATA", "USERPROFILE",
-    "path", "cdpath", "fpath", "manpath", "module_path", "mailpath"))  # zsh ties these to PATH, ...
-_PROTECTED_PREFIXES = ("LD_", "DYLD_", "PYTHON", "PERL5", "PERL_", "RUBY", "GEM_", "BUNDLE_", "NODE_", "NPM_",
-                       "LC_", "GIT_", "SSH_", "MALLOC_", "BASH_FUNC_", "MCPD_", "MCPSTUDIO_", "XDG_")
+# A value goes into an environment variable under its own name only where
+# no program acts on that name. Programs read upper-case variables (PATH,
+# LD_PRELOAD, TAR_OPTIONS, MAKEFLAGS, PROMPT_COMMAND ...); the few lower-case
+# ones they read are below (proxies; npm_config_*; zsh ties path, fpath ... to
+# PATH, FPATH). Windows ignores case, so there a script option is never set
+# under its own name; it arrives as MCPD_OPT_<name> and in the stdin JSON.
+_QUIET_VARIABLE = re.compile(r"[a-z_][a-z0-9_]*")
+_STEERING_VARIABLE = re.compile(r"(cd|f|man|module_|mail)?path|\w*_proxy|npm_config_\w*|yarn_\w*|pnpm_\w*")
+
+
+def _steers(name: str) -> bool:
+    """Whether a program or the shell acts on the environment variable `name` (see above)."""
+    return not _QUIET_VARIABLE.fullmatch(name) or bool(_STEERING_VARIABLE.fullmatch(name))
 
 
 def option_variable(name: str) -> bool:
     """Whether a script option is also set as a variable of its own name (see above)."""
-    if not _OPTION_VARIABLE.fullmatch(name):
-        return False
-    if os.name == "nt":
-        name = name.upper()  # Windows variable names ignore case: `path` is PATH there
-    return name not in _PROTECTED_VARIABLES and not name.startswith(_PROTECTED_PREFIXES)
+    return os.name != "nt" and not _steers(name)
 
 
 def _option_env(value) -> str:
@@ -3733,7 +3910,7 @@ class ScriptDirectory:
             heartbeat = asyncio.ensure_future(ctx.heartbeat(tool.rel))
         try:
             async with self.settings.slots:
-                result = await self.runner.run(
+                result = ctx.ran = await self.runner.run(
                     [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env, cwd=self.settings.cwd,
                     timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line)
         finally:
@@ -3835,6 +4012,34 @@ _SKILL_NAME = r"(?!.*--)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?"  # the Agent Skills 
 
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _read_inside(path: str, root: str, scanned) -> bytes:
+    """The bytes (SKILL_MAX_BYTES at most) of the regular file `scanned` (a stat) at `path`, whose real path
+    is inside `root`. POSIX: opened one path component at a time, following no symlink, so that a file or
+    folder swapped for a symlink after the scan fails to open; a FIFO is opened without waiting for a writer."""
+    import stat
+    real = os.path.realpath(path)
+    if not _inside(real, root):
+        raise OSError("its real path %s is outside %s" % (real, root))
+    if _POSIX:
+        fd = os.open(root, os.O_RDONLY)
+        for part in os.path.relpath(real, root).split(os.sep):
+            try:
+                fd_next = os.open(part, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+            finally:
+                os.close(fd)
+            fd = fd_next
+    else:
+        fd = os.open(real, os.O_RDONLY | os.O_BINARY)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (scanned.st_dev, scanned.st_ino):
+            raise OSError("not a regular file, or not the file scanned (it changed meanwhile)")
+        data = f.read(SKILL_MAX_BYTES + 1)
+    if len(data) > SKILL_MAX_BYTES:
+        raise OSError("larger than %d bytes" % SKILL_MAX_BYTES)
+    return data
 
 
 def _uri_path(path: str) -> str:
@@ -3942,12 +4147,12 @@ class SkillFolders:
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
             cached = self._headers.get(skill_md)
             if cached is None or cached[0] != key:
-                with open(skill_md, "rb") as f:
-                    text = f.read().decode("utf-8")
+                text = _read_inside(skill_md, root, st).decode("utf-8")
                 try:
                     cached = (key, parse_frontmatter(text))
-                except FrontmatterError as exc:
-                    cached = (key, exc)
+                except Exception as exc:  # any parser failure refuses this skill alone
+                    cached = (key, exc if isinstance(exc, FrontmatterError) else FrontmatterError(
+                        "cannot be read (%s: %s)" % (type(exc).__name__, exc)))
                 self._headers[skill_md] = cached
         except (OSError, UnicodeDecodeError) as exc:
             return "cannot read it (%s); make it a readable UTF-8 file" % exc
@@ -4001,24 +4206,26 @@ class SkillFolders:
                     out[prefix + entry.name] = (real, st)
         return dict(sorted(out.items(), key=lambda item: (item[0] != "SKILL.md", item[0])))
 
-    def digest(self, real: str, st) -> tuple:
+    def digest(self, real: str, st, root: str) -> tuple:
         """("sha256:<hex>", size) of a file, hashed again when its stat changed."""
         key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
         cached = self._digests.get(real)
         if cached is None or cached[0] != key:
             import hashlib
-            with open(real, "rb") as f:
-                data = f.read()
+            data = _read_inside(real, root, st)
             cached = self._digests[real] = (key, "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
         return cached[1:]
 
     def entry(self, path: str) -> dict:
         """The extension's Skill entry of a found skill: frontmatter verbatim, every file with digest and size."""
-        _, _, frontmatter, files = self.found[path]
+        root, _, frontmatter, files = self.found[path]
         prefix = "skill://%s/" % _uri_path(path)
         resources = []
         for rel, (real, st) in files.items():
-            digest, size = self.digest(real, st)
+            try:
+                digest, size = self.digest(real, st, root)
+            except OSError:
+                continue  # changed since the scan, or swapped for a symlink: the next listing has it as it is
             resources.append({"uri": prefix + _uri_path(rel), "digest": digest, "size": size})
         return {"uri": prefix + "SKILL.md", "frontmatter": frontmatter, "resources": resources}
 
@@ -4087,8 +4294,10 @@ class SkillFolders:
             if rel not in files:
                 raise McpError(INVALID_PARAMS, "Invalid params: %s is not a file of the skill %s" % (uri, path),
                                {"uri": uri})
-            with open(files[rel][0], "rb") as f:
-                content = skill_file_content(uri, f.read())
+            try:
+                content = skill_file_content(uri, _read_inside(files[rel][0], self.found[path][0], files[rel][1]))
+            except OSError as exc:
+                raise McpError(INVALID_PARAMS, "Invalid params: cannot read %s (%s)" % (uri, exc), {"uri": uri})
             if rel == "SKILL.md":
                 frontmatter = self.found[path][2]
                 content.update(name=frontmatter["name"], description=frontmatter["description"])
@@ -4150,6 +4359,7 @@ class Catalog:
         self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
         self._resources = {}  # uri -> source
         self._prompts = {}    # public prompt name -> (source, original name)
+        self.listed = {}      # public name -> its Tool (the guard reads its annotations and secret parameters)
 
     @property
     def dynamic(self) -> bool:
@@ -4199,6 +4409,7 @@ class Catalog:
             self._publish(source, await source.list_tools(), routes, tools)
         self._routes = routes
         self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
+        self.listed = {tool["name"]: tool for tool in tools}
         return tools
 
     def denial(self, public: str):
@@ -4498,14 +4709,273 @@ class TaskStore:
 
 
 # --------------------------------------------------------------------------
+# Guard rails: audit log, rate limits, result cache, call metrics
+# --------------------------------------------------------------------------
+# One step in front of every tool call (Server.tools_call), whatever its source
+# (templates, scripts, config tools, an aggregator's servers): rate limit,
+# confirmation, cache, run, audit line, counters, in that order. Only the audit
+# writer does I/O; the rest are small pure parts with table tests.
+AUDIT_MAX_BYTES = 10 << 20      # an audit file's size before it is rotated
+AUDIT_KEEP = 5                  # rotated audit files kept (FILE.1 ... FILE.5)
+CACHE_ENTRIES = 1000            # results the cache keeps at once
+CACHE_BYTES = 32 << 20          # bytes of results it keeps at once
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+CACHED_META = "mcpstudio/cached"
+
+
+class AuditLog:
+    """One JSON line per call, appended with one os.write on an O_APPEND descriptor (whole lines even
+    under a SIGKILL), rotated by size into a bounded number of files, mode 0600."""
+
+    def __init__(self, path: str, max_bytes: int = AUDIT_MAX_BYTES, keep: int = AUDIT_KEEP, required: bool = False):
+        self.path, self.max_bytes, self.keep, self.required = path, max_bytes, keep, required
+        self.fd = None
+
+    def open(self):
+        """The descriptor, opened on first use (OSError when the file cannot be written)."""
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | (0 if _POSIX else os.O_BINARY), 0o600)
+        return self.fd
+
+    def ready(self, log: Log) -> bool:
+        """Whether the file can be opened for appending (said on stderr if not)."""
+        try:
+            return self.open() is not None
+        except OSError as exc:
+            log.error("audit log %s: cannot open it: %s", self.path, exc)
+            return False
+
+    def write(self, entry: dict, log: Log, secrets=()) -> bool:
+        """Append `entry` (masked by `log`, and `secrets` too); False, said on stderr, when it could not be written."""
+        line = log.mask(json.dumps(entry, ensure_ascii=False, default=str))
+        for secret in secrets:
+            line = line.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "***")
+        line = (line + "\n").encode("utf-8", "replace")
+        try:
+            if os.fstat(self.open()).st_size + len(line) > self.max_bytes:
+                os.close(self.fd)
+                self.fd = None
+                for number in range(self.keep, 0, -1):
+                    older = "%s.%d" % (self.path, number - 1) if number > 1 else self.path
+                    if os.path.exists(older):
+                        os.replace(older, "%s.%d" % (self.path, number))
+            os.write(self.open(), line)
+            return True
+        except OSError as exc:
+            log.error("audit log %s: cannot write: %s", self.path, exc)
+            return False
+
+
+def take_token(buckets: dict, limits: list, now: float) -> tuple:
+    """Token buckets (a burst of `calls`, then `calls` per `seconds`): one token from each of `limits`
+    [(key, calls, seconds)] at `now`, or none. (0.0, None) when taken, else (seconds to wait, the limit)."""
+    levels = []
+    for key, calls, seconds in limits:
+        tokens, stamp = buckets.get(key, (calls, now))
+        levels.append((key, min(calls, tokens + (now - stamp) * calls / seconds), calls, seconds))
+    waits = [((1 - tokens) * seconds / calls, (calls, seconds)) for _, tokens, calls, seconds in levels if tokens < 1]
+    if waits:
+        return max(waits)
+    for key, tokens, _, _ in levels:
+        buckets.pop(key, None)
+        buckets[key] = (tokens - 1, now)
+    while len(buckets) > CACHE_ENTRIES * 10:  # the least recently used caller's bucket goes
+        del buckets[next(iter(buckets))]
+    return 0.0, None
+
+
+class ResultCache:
+    """Successful results by key until they expire; bounded in entries and bytes, oldest out first."""
+
+    def __init__(self, max_entries: int = CACHE_ENTRIES, max_bytes: int = CACHE_BYTES):
+        self.entries = collections.OrderedDict()  # key -> (result, expires, size)
+        self.max_entries, self.max_bytes, self.size = max_entries, max_bytes, 0
+
+    def get(self, key: str, now: float):
+        """(result, expires) of a live entry, or None."""
+        entry = self.entries.get(key)
+        if entry is not None and entry[1] <= now:
+            self.size -= self.entries.pop(key)[2]
+            entry = None
+        return entry and entry[:2]
+
+    def put(self, key: str, result: dict, expires: float, size: int):
+        """Keep `result`; the oldest entries make room (one larger than the whole cache is not kept)."""
+        if key in self.entries:
+            self.size -= self.entries.pop(key)[2]
+        if size <= self.max_bytes:
+            self.entries[key] = (result, expires, size)
+            self.size += size
+        while len(self.entries) > self.max_entries or self.size > self.max_bytes:
+            self.size -= self.entries.popitem(last=False)[1][2]
+
+
+class CallMetrics:
+    """Per tool since start: calls, errors, rate-limited, cached, and latencies (a histogram and the last
+    1,000 for percentiles)."""
+
+    def __init__(self):
+        self.counts = collections.defaultdict(collections.Counter)  # tool -> calls, outcomes, latency buckets, sum
+        self.recent = collections.defaultdict(lambda: collections.deque(maxlen=1000))
+
+    def count(self, tool: str, outcome: str, seconds: float):
+        """One call of `tool` that ended as `outcome` (ok, error, rateLimited, cached, refused)."""
+        self.counts[tool].update(["calls", outcome, "+Inf"] + [bound for bound in LATENCY_BUCKETS if seconds <= bound])
+        self.counts[tool]["sum"] += seconds
+        self.recent[tool].append(seconds)
+
+    def summary(self) -> dict:
+        """Per tool: the counts and the 50th, 90th and 99th latency percentiles in milliseconds."""
+        out = {}
+        for tool, counts in sorted(self.counts.items()):
+            recent = sorted(self.recent[tool])
+            out[tool] = dict({key: counts[key] for key in ("calls", "error", "rateLimited", "cached", "refused")}, **{
+                "p%dMs" % percent: round(recent[len(recent) * percent // 100] * 1000, 1)
+                for percent in (50, 90, 99)})
+        return out
+
+    def prometheus(self, gauges: dict) -> str:
+        """The Prometheus text format: the counters and latency histogram per tool, then `gauges`
+        {metric name: [(labels dict, value)]}."""
+        lines = []
+
+        def family(name, kind, samples):
+            lines.append("# TYPE mcpstudio_%s %s" % (name, kind))
+            for suffix, labels, value in samples:
+                text = ",".join("%s=%s" % (key, json.dumps(str(label), ensure_ascii=False)) for key, label in labels.items())
+                lines.append("mcpstudio_%s%s{%s} %s" % (name, suffix, text, value))
+        for name, key in (("calls", "calls"), ("errors", "error"), ("rate_limited", "rateLimited"),
+                          ("cached", "cached"), ("refused", "refused")):
+            family(name + "_total", "counter", [("", {"tool": tool}, counts[key]) for tool, counts in self.counts.items()])
+        samples = []
+        for tool, counts in self.counts.items():
+            samples += [("_bucket", {"tool": tool, "le": bound}, counts[bound]) for bound in LATENCY_BUCKETS + ("+Inf",)]
+            samples += [("_sum", {"tool": tool}, counts["sum"]), ("_count", {"tool": tool}, counts["calls"])]
+        family("call_seconds", "histogram", samples)
+        for name, values in gauges.items():
+            family(name, "gauge", [("", labels, value) for labels, value in values])
+        return "\n".join(lines) + "\n"
+
+
+class Guard:
+    """The one policy step every tool call passes: rate limit, confirmation, cache, run, audit, counters.
+
+    `rules` are the file's (and the flags'): "rateLimit" (calls, seconds, scope), "cache" (ttl, shared),
+    "confirm" (true or "destructive"); a source's `command_line` adds its server's and tool's."""
+
+    def __init__(self, log: Log, rules: dict | None = None, audit: AuditLog | None = None):
+        self.log, self.rules, self.audit = log, rules or {}, audit
+        self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
+        self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
+        self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
+
+    async def call(self, public: str, source, original: str, arguments: dict, ctx: CallContext, tool: dict, ask):
+        """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
+        annotations = tool.get("annotations") or {}
+        hidden = [key for key, prop in ((tool.get("inputSchema") or {}).get("properties") or {}).items()
+                  if isinstance(prop, dict) and prop.get("writeOnly")]
+        plan = (source.command_line(original, arguments) if hasattr(source, "command_line") else None) or {}
+        levels = [("file", self.rules)] + plan.get("rules", [])
+        chosen = {key: rules[key] for _, rules in levels for key in rules}
+        who = ctx.session.caller or "session-%x" % id(ctx.session)
+        entry = {key: plan[key] for key in ("namespace", "server", "argv") if key in plan}
+        wait, limit = take_token(self.buckets, [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),)
+                                                + rules["rateLimit"][:2] for level, rules in levels if "rateLimit" in rules],
+                                 time.monotonic())
+        cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
+        key = cache and json.dumps([public, "" if cache[1] else who, plan.get("argv") or arguments, plan.get("stdin"),
+                                    plan.get("cwd"), plan.get("env")], default=str)
+
+        async def run():
+            if wait:
+                entry["rateLimited"] = True
+                wait_text = round(wait + 0.05, 1)  # rounded up: a client that waits this long gets in
+                return dict(tool_error("Not run: %s allows %d calls per %g s; retry in %.1f s." % (
+                    (public,) + limit + (wait_text,))), _meta={"mcpstudio/retryAfter": wait_text})
+            if self.audit is not None and self.audit.required and not self.audit.ready(self.log):
+                entry["refused"] = "the audit log cannot be written"
+                return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
+                                  "(\"audit\": {\"required\": true})." % self.audit.path)
+            confirm = chosen.get("confirm")
+            refusal = (confirm is True or (confirm == "destructive" and annotations.get("destructiveHint"))) and \
+                await self._confirm(public, plan, arguments, ctx, ask, entry)
+            if refusal:
+                return refusal
+            hit = key and self.cache.get(key, time.monotonic())
+            if hit:
+                entry["cached"] = True
+                return dict(hit[0], _meta=dict(hit[0].get("_meta") or {}, **{CACHED_META: True}))
+            result = await source.call_tool(original, arguments, ctx)
+            if key and not result.get("isError"):
+                self.cache.put(key, result, time.monotonic() + cache[0], len(json.dumps(result, default=str)))
+            return result
+        result = await self.record(public, arguments, ctx, entry, run(), hidden)
+        if key in self.cache.entries and ctx.modern and "content" in result and not result.get("isError"):  # SEP-2549
+            result = dict(result, ttlMs=int((self.cache.entries[key][1] - time.monotonic()) * 1000),
+                          cacheScope="public" if cache[1] else "private")
+        return result
+
+    async def _confirm(self, public, plan, arguments, ctx, ask, entry):
+        """None when the person said yes to running this call; else the result that says why it did not run."""
+        what = "run `%s`" % _argv_text(plan["argv"]) if "argv" in plan else "call %s with %s" % (
+            "tool %s of server %s" % (plan["tool"], plan["server"]) if "server" in plan else public,
+            json.dumps(arguments, ensure_ascii=False))
+        if not ctx.declared("elicitation"):
+            entry["refused"] = "confirmation required; the client cannot ask"
+            return tool_error("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
+                              "(it declared no elicitation capability). To run it without asking, set \"confirm\": "
+                              "false on this tool in the config." % (public, what))
+        answer = await ask({"mode": "form", "message": "Allow %s to %s?" % (public, what), "requestedSchema": {
+            "type": "object", "properties": {"run": {"type": "boolean", "title": "Run it"}}, "required": ["run"]}})
+        if answer.get("resultType") == "input_required":
+            return answer
+        entry["confirmed"] = answer.get("action") == "accept" and (answer.get("content") or {}).get("run") is True
+        if not entry["confirmed"]:
+            entry["refused"] = "not confirmed"
+            return tool_error("Not run: the user did not confirm that %s may %s." % (public, what))
+        return None
+
+    async def record(self, name: str, arguments: dict, ctx: CallContext, entry: dict, call, hidden=()):
+        """Await `call` (a tool call, resource read or prompt get), then count it and write its audit line, the
+        values of `hidden` arguments and of secret-looking names masked."""
+        started, result, error = time.monotonic(), None, None
+        try:
+            result = await call
+            return result
+        except BaseException as exc:
+            error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            raise
+        finally:
+            seconds = time.monotonic() - started
+            failed = error is not None or bool((result or {}).get("isError"))
+            self.metrics.count(name, "rateLimited" if entry.get("rateLimited") else "refused" if entry.get("refused")
+                               else "cached" if entry.get("cached") else "error" if failed else "ok", seconds)
+            if self.audit is not None and (result or {}).get("resultType") != "input_required":
+                client = ctx.session.client_info
+                entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
+                             client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
+                             arguments={key: "***" if looks_secret(key) or key in hidden else value
+                                        for key, value in arguments.items()},
+                             exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
+                             ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
+                self.audit.write(entry, self.log, [value for key, value in arguments.items() if (
+                    looks_secret(key) or key in hidden) and isinstance(value, str) and len(value) > 3])
+
+
+# --------------------------------------------------------------------------
 # Server: the MCP methods
 # --------------------------------------------------------------------------
 
 class Server:
     """The MCP methods over a Catalog, for one client session."""
 
-    def __init__(self, catalog: Catalog, log: Log, title: str = "mcpstudio", instructions: str | None = None):
+    def __init__(self, catalog: Catalog, log: Log, title: str = "mcpstudio", instructions: str | None = None,
+                 guard: Guard | None = None):
         self.catalog = catalog
+        self.guard = guard or Guard(log)
+        for source in catalog.sources:
+            if hasattr(source, "metrics"):  # an aggregator's servers_list shows them
+                source.metrics = self.guard.metrics
         self.log = log
         self.title = title
         self.instructions = instructions
@@ -4668,6 +5138,7 @@ class Server:
             result["instructions"] = self.instructions
         capabilities = params.get("capabilities")
         ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        ctx.session.client_info = client
         ctx.session.protocol_version = version
         self.catalog.session_started(ctx.session)
         return result
@@ -4698,7 +5169,7 @@ class Server:
                 return tool_error("Not run: %s is asked of the user when left out, and this client cannot ask "
                                   "(it declared no elicitation capability); give it in the arguments."
                                   % ", ".join(form["requestedSchema"]["required"]))
-            answer = await self._ask(form, params, ctx)
+            answer = await self._ask(form, params, ctx, "arguments")
             answer = answer if isinstance(answer, dict) else {}
             if answer.get("resultType") == "input_required":
                 return answer
@@ -4707,7 +5178,8 @@ class Server:
                                   % (", ".join(form["requestedSchema"]["required"]), json.dumps(answer.get("action"))))
             arguments = dict(arguments, **{key: value for key, value in answer["content"].items()
                                            if key in form["requestedSchema"]["properties"]})
-        call = source.call_tool(original, arguments, ctx)
+        call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed.get(name, {}),
+                               lambda form: self._ask(form, params, ctx, "confirm"))
         if ctx.modern:
             return await self._modern_call(name, call, support, ctx)
         asked = params.get("task")
@@ -4728,7 +5200,7 @@ class Server:
         self.log.debug("tool %s runs as task %s", name, task.id)
         return {"task": task.wire()}
 
-    async def _ask(self, form: dict, params: dict, ctx: CallContext) -> dict:
+    async def _ask(self, form: dict, params: dict, ctx: CallContext, key: str) -> dict:
         """The user's answer to `form` (an elicitation/create): asked of the client (handshake era), or taken
         from the retried request's `inputResponses` (2026-07-28), or else an InputRequiredResult to retry with."""
         if not ctx.modern:
@@ -4736,12 +5208,12 @@ class Server:
         responses = params.get("inputResponses")
         if responses is not None and not isinstance(responses, dict):
             raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses` must be an object")
-        answer = (responses or {}).get("arguments")
+        answer = (responses or {}).get(key)
         if answer is None:
             return {"resultType": "input_required",
-                    "inputRequests": {"arguments": {"method": "elicitation/create", "params": form}}}
+                    "inputRequests": {key: {"method": "elicitation/create", "params": form}}}
         if not isinstance(answer, dict):
-            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses.arguments` must be an elicitation result")
+            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses.%s` must be an elicitation result" % key)
         return answer
 
     async def _modern_call(self, name: str, call, support: str, ctx: CallContext):
@@ -4834,7 +5306,8 @@ class Server:
 
     async def resources_read(self, params, ctx):
         """`resources/read`."""
-        return await self.catalog.read_resource(_uri_param(params, "resources/read"), ctx)
+        uri = _uri_param(params, "resources/read")
+        return await self.guard.record(uri, {}, ctx, {"method": "resources/read"}, self.catalog.read_resource(uri, ctx))
 
     async def resource_templates_list(self, params, ctx):
         """`resources/templates/list`, paginated."""
@@ -4847,7 +5320,8 @@ class Server:
     async def prompts_get(self, params, ctx):
         """`prompts/get`."""
         name, arguments = _name_and_arguments(params, "prompts/get")
-        return await self.catalog.get_prompt(name, arguments, ctx)
+        return await self.guard.record(name, arguments, ctx, {"method": "prompts/get"},
+                                       self.catalog.get_prompt(name, arguments, ctx))
 
     async def subscribe(self, params, ctx, method: str):
         """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI."""
@@ -5072,16 +5546,16 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "$schema")
+             "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
                      "mcp_oauth_credentials_store", "mcp_oauth_callback_port")
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
-              "output_format", "ok_exit_codes", "taskSupport")
+              "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
-_PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask")
+_PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
                   "working_directory", "environment", "within")
 _SCRIPTS_KEYS = ("path", "include", "exclude")
@@ -5299,6 +5773,7 @@ class ConfigLoader:
             sources.append(SkillFolders([self.folder_path(root, "skills[%d]" % i) for i, root in enumerate(roots)],
                                         log, prompts=prompts))
         info["separator"] = separator
+        info["guard"] = read_guard(self, data)
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
             info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
@@ -5374,6 +5849,10 @@ class ConfigLoader:
         if output_format not in _OUTPUT_FORMATS:
             raise self.error(_join(where, "output_format"), "expected \"text\" or \"json\", not %s"
                              % json.dumps(output_format))
+        rules = read_rules(self, spec, where)
+        if "cache" in rules and not annotations.get("readOnlyHint"):
+            raise self.error(_join(where, "cache"), "only a read-only tool's results may be cached: add "
+                             "\"annotations\": {\"readOnlyHint\": true} if it changes nothing, or remove `cache`")
         ok_exit = self.get(spec, "ok_exit_codes", list, where, [0])
         if not ok_exit or not all(type(code) is int and 0 <= code <= 255 for code in ok_exit):
             raise self.error(_join(where, "ok_exit_codes"), "expected a list of exit codes 0-255 that mean "
@@ -5382,7 +5861,7 @@ class ConfigLoader:
                            description=self.get(spec, "description", str, where),
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
-                           output_format=output_format, ok_exit=ok_exit, asked=asked)
+                           output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules)
 
     def within(self, spec: dict, where: str, properties: dict) -> dict:
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -5477,6 +5956,8 @@ class ConfigLoader:
                 prop["enum"] = values
             if "description" in spec:
                 prop["description"] = self.get(spec, "description", str, here)
+            if self.get(spec, "secret", bool, here, False):
+                prop["writeOnly"] = True  # JSON Schema's mark of a password: masked in the audit log
             if "default" in spec:
                 problems = validate(spec["default"], prop, "the default")
                 if problems:
@@ -5553,6 +6034,47 @@ class ConfigLoader:
                                settings.derive(**overrides), pattern, params,
                                description=self.get(spec, "description", str, where),
                                title=self.get(spec, "title", str, where), mime_type=mime, within=within)
+
+
+def read_rules(loader, obj: dict, where: str) -> dict:
+    """A tool's, server's or file's guard rules, checked: rateLimit (calls, seconds, scope), cache (ttl, shared),
+    confirm (true, false or "destructive")."""
+    rules = {}
+    for key, fields, last, example in (
+            ("rateLimit", ("calls", "seconds", "scope"), ("session", "global"),
+             '{"calls": 10, "seconds": 60}, and `scope` "session" (the default: each client its own) or "global"'),
+            ("cache", ("ttl", "shared"), (False, True), '{"ttl": SECONDS}, and `shared` true or false')):
+        value = loader.get(obj, key, dict, where)
+        if value is not None:
+            loader.keys(value, fields, _join(where, key))
+            rules[key] = tuple(value.get(name, 0) for name in fields[:-1]) + (value.get(fields[-1], last[0]),)
+            if not all(type(number) in (int, float) and number > 0 for number in rules[key][:-1]) or \
+                    rules[key][-1] not in last or rules[key][0] % 1:
+                raise loader.error(_join(where, key), "expected %s" % example)
+    if obj.get("confirm", False) not in (True, False, "destructive"):
+        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool "
+                           "annotated destructiveHint)")
+    if "confirm" in obj:
+        rules["confirm"] = obj["confirm"]
+    return rules
+
+
+def read_guard(loader, data: dict) -> tuple:
+    """A config file's guard rails: (its rules, its AuditLog or None, the HTTP paths it opens)."""
+    audit = loader.get(data, "audit", dict, "")
+    if audit is not None:
+        loader.keys(audit, ("file", "maxBytes", "keep", "required"), "audit")
+        sizes = [loader.get(audit, key, int, "audit", default) for key, default in (("maxBytes", AUDIT_MAX_BYTES), ("keep", AUDIT_KEEP))]
+        if not isinstance(audit.get("file"), str) or sizes[0] < 1024 or sizes[1] < 1:
+            raise loader.error("audit", "expected {\"file\": PATH} with a `maxBytes` of at least 1024 and a `keep` of "
+                               "at least 1 (rotated files kept)")
+        audit = AuditLog(os.path.join(loader.folder, os.path.expanduser(loader.expand(audit["file"], "audit.file"))),
+                         *sizes, loader.get(audit, "required", bool, "audit", False))
+    opened = loader.get(data, "openEndpoints", list, "", [])
+    if not all(path in ("/health", "/metrics") for path in opened):
+        raise loader.error("openEndpoints", "expected a list of \"/health\" and \"/metrics\" (served without the "
+                           "--http-token), not %s" % json.dumps(opened))
+    return read_rules(loader, data, ""), audit, opened
 
 
 def _given(obj):
@@ -6241,7 +6763,7 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion",
+                "protocolVersion", "rateLimit", "cache", "confirm",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
@@ -6294,6 +6816,7 @@ class UpstreamSpec:
         self.notes = []  # what of the entry is accepted but not used, said once at startup
         self.oauth = {}  # a URL server's `oauth` settings (see OAuthClient); None: never sign in
         self.protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
+        self.rules = {}       # its rateLimit, cache and confirm (see Guard)
 
     def public_name(self, name: str, separator: str) -> str:
         """The name a client sees for the server's tool or prompt `name`."""
@@ -6473,6 +6996,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
             if close:
                 raise loader.error(_join(where, key), "unknown key (did you mean `%s`?)" % close[0])
     spec.disabled = loader.get(entry, "disabled", bool, where, False) or not loader.get(entry, "enabled", bool, where, True)
+    spec.rules = read_rules(loader, entry, where)
     spec.eager = loader.get(entry, "eager", bool, where, False) or loader.get(entry, "autostart", bool, where, False)
     spec.prefix = loader.get(entry, "prefix", str, where, spec.id)
     if "prefix" in entry and not re.fullmatch(r"[A-Za-z0-9_-]{0,32}", spec.prefix):
@@ -6769,7 +7293,11 @@ _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "cal
 
 
 class OAuthError(McpStudioError):
-    """A sign-in that failed or may not start here; its message says what to do."""
+    """A sign-in that failed or may not start here; its message says what to do (without the control
+    characters, such as terminal escapes, a server's text may carry)."""
+
+    def __init__(self, message: str):
+        super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
 
 
 def www_authenticate(header: str) -> dict:
@@ -6831,6 +7359,13 @@ def resource_covers(resource: str, server_url: str) -> bool:
     return mine == theirs or mine.startswith(theirs + "/")
 
 
+def secure_url(url: str) -> bool:
+    """https, or plain http to this machine: what a sign-in fetches or sends the browser to (RFC 8414, 9728)."""
+    import urllib.parse
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname))
+
+
 def loopback_host(host) -> bool:
     """localhost, 127.x.x.x or ::1: where plain http and redirects are safe."""
     host = (host or "").strip("[]").lower()
@@ -6864,22 +7399,31 @@ class TokenStore:
                                  "%s-%s.json" % (host, hashlib.sha256(url.encode()).hexdigest()[:12]))
 
     def load(self) -> dict:
+        """The kept sign-in, {} without one (a symlink in the file's place is not followed)."""
         try:
-            with open(self.path, encoding="utf-8") as f:
+            with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
                 data = json.load(f)
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) and data.get("url") == self.url else {}
 
     def save(self, data: dict):
-        """Write atomically, mode 0600 in a 0700 folder (on Windows the user's profile folder guards it)."""
+        """Write atomically through a new file of an unpredictable name, mode 0600 in a folder made 0700
+        (on Windows the user's profile folder guards it); the temporary file never outlives a failure."""
+        import secrets
         folder = os.path.dirname(self.path)
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        temporary = "%s.%d.tmp" % (self.path, os.getpid())
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(dict(data, url=self.url), f, indent=2)
-        os.replace(temporary, self.path)
+        if _POSIX:
+            os.chmod(folder, 0o700)
+        temporary = "%s.%s.tmp" % (self.path, secrets.token_hex(8))
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(dict(data, url=self.url), f, indent=2)
+            os.replace(temporary, self.path)
+        except BaseException:
+            os.remove(temporary)
+            raise
 
     def delete(self) -> bool:
         try:
@@ -6890,21 +7434,26 @@ class TokenStore:
 
 
 class _Callback:
-    """The loopback redirect target of one sign-in: http://127.0.0.1:PORT/callback, one answer."""
+    """The loopback redirect target of one sign-in: http://127.0.0.1:PORT/callback, one answer, the one that
+    carries `state` (another, such as a forged redirect, is ignored). Requests are served each in a thread,
+    with a socket timeout: an idle connection stalls nothing."""
 
-    def __init__(self, port: int = 0):
+    def __init__(self, state: str, port: int = 0):
         import http.server
         import urllib.parse
         found = {}
         done = threading.Event()
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            timeout = 10
+
             def do_GET(self):
                 parts = urllib.parse.urlsplit(self.path)
-                if parts.path != "/callback" or done.is_set():
+                query = {k: v[0] for k, v in urllib.parse.parse_qs(parts.query).items()}
+                if parts.path != "/callback" or done.is_set() or query.get("state") != state:
                     self.send_error(404)
                     return
-                found.update((k, v[0]) for k, v in urllib.parse.parse_qs(parts.query).items())
+                found.update(query)
                 body = (b"<!doctype html><title>mcpstudio</title><p>%s You can close this tab."
                         % (b"Signed in." if "code" in found else b"The sign-in did not finish."))
                 self.send_response(200)
@@ -6917,7 +7466,8 @@ class _Callback:
             def log_message(self, *args):  # never to stdout or stderr: the query holds the code
                 pass
         try:
-            self.server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+            self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+            self.server.daemon_threads = True
         except OSError as exc:
             raise OAuthError("cannot listen on 127.0.0.1:%d for the sign-in's redirect: %s%s" % (
                 port, exc.strerror or exc, " (oauth.callbackPort is taken; free it or choose another)" if port else ""))
@@ -7008,13 +7558,21 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _fetch(self, url: str, data=None, headers=None, expect=(200,)):
-        """One request to a metadata, registration or token endpoint: (status, JSON body or None)."""
+    def _fetch(self, url: str, data=None, headers=None):
+        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None).
+        A redirect is not followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
         import urllib.request
+        if not secure_url(url):
+            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
+                             "this machine)" % (self.name, url))
+
+        class Stay(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args):
+                return None
         request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
         try:
-            with urllib.request.urlopen(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
+            with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
                 status, body = response.status, response.read(1 << 20)
         except urllib.error.HTTPError as exc:
             status, body = exc.code, exc.read(1 << 20)
@@ -7063,12 +7621,10 @@ class OAuthClient:
                               "token_endpoint": base + "/token", "registration_endpoint": base + "/register"}, False
 
     def _check_endpoint(self, metadata: dict, key: str):
-        import urllib.parse
         url = metadata.get(key)
         if not isinstance(url, str):
             raise OAuthError("authorization server %s: its metadata has no %s" % (metadata.get("issuer"), key))
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme != "https" and not (parts.scheme == "http" and loopback_host(parts.hostname)):
+        if not secure_url(url):
             raise OAuthError("authorization server %s: its %s %s is not https (plain http is accepted only on "
                              "this machine)" % (metadata.get("issuer"), key, url))
         return url
@@ -7106,7 +7662,18 @@ class OAuthClient:
         return client
 
     def _token_request(self, metadata: dict, client: dict, form: dict) -> dict:
-        """POST to the token endpoint, authenticating as the client was registered to; the new tokens."""
+        """POST to the token endpoint; the new tokens."""
+        status, tokens = self._client_post(metadata, client, form, "token_endpoint")
+        if status != 200 or not tokens or not isinstance(tokens.get("access_token"), str):
+            raise OAuthError("the token endpoint of %s answered HTTP %d%s" % (
+                metadata.get("issuer"), status, ": %s" % (tokens.get("error_description") or tokens.get("error"))
+                if tokens else ""))
+        if isinstance(tokens.get("expires_in"), (int, float)):
+            tokens["expires_at"] = int(time.time() + tokens["expires_in"])
+        return tokens
+
+    def _client_post(self, metadata: dict, client: dict, form: dict, key: str) -> tuple:
+        """POST a form to the endpoint `key`, authenticating as the client was registered to: (status, JSON)."""
         import base64
         import urllib.parse
         secret = client.get("client_secret")
@@ -7122,16 +7689,23 @@ class OAuthClient:
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         elif secret and method == "client_secret_post":
             form["client_secret"] = secret
-        status, tokens = self._fetch(self._check_endpoint(metadata, "token_endpoint"),
-                                     urllib.parse.urlencode(form).encode(), headers)
-        if status != 200 or not tokens or not isinstance(tokens.get("access_token"), str):
-            raise OAuthError("the token endpoint of %s answered HTTP %d%s" % (
-                metadata.get("issuer"), status, ": %s" % (tokens.get("error_description") or tokens.get("error"))
-                if tokens else ""))
-        if isinstance(tokens.get("expires_in"), (int, float)):
-            tokens["expires_at"] = int(time.time() + tokens["expires_in"])
-        return tokens
+        return self._fetch(self._check_endpoint(metadata, key), urllib.parse.urlencode(form).encode(), headers)
 
+    def revoke(self):
+        """Revoke the refresh token (else the access token) where the server offers RFC 7009 revocation;
+        why it could not, or None."""
+        tokens, metadata = self.state.get("tokens") or {}, self.state.get("metadata") or {}
+        kind = "refresh_token" if tokens.get("refresh_token") else "access_token"
+        if not tokens.get(kind):
+            return None
+        if not metadata.get("revocation_endpoint"):
+            return "its authorization server offers no revocation (RFC 7009): the token stays valid until it expires"
+        try:
+            status = self._client_post(metadata, self.state.get("client") or {},
+                                       {"token": tokens[kind], "token_type_hint": kind}, "revocation_endpoint")[0]
+        except OAuthError as exc:
+            return str(exc)
+        return None if status == 200 else "its revocation endpoint answered HTTP %d" % status
     def refresh(self):
         """Trade the refresh token for a new access token (no browser)."""
         tokens, metadata = self.state.get("tokens") or {}, self.state.get("metadata") or {}
@@ -7167,12 +7741,12 @@ class OAuthClient:
         if wanted and "offline_access" in supported and "offline_access" not in wanted and \
                 "refresh_token" in (metadata.get("grant_types_supported") or ["refresh_token"]):
             wanted.append("offline_access")  # SEP-2207: a refresh token spares the next sign-in
-        callback = _Callback(int(self.settings.get("callbackPort") or 0) or self._kept_port(issuer))
+        import secrets
+        state = secrets.token_urlsafe(24)
+        callback = _Callback(state, int(self.settings.get("callbackPort") or 0) or self._kept_port(issuer))
         try:
             client = self._client(metadata, issuer, callback.uri)
             verifier, challenge = pkce_pair()
-            import secrets
-            state = secrets.token_urlsafe(24)
             query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": callback.uri,
                      "code_challenge": challenge, "code_challenge_method": "S256", "state": state,
                      "resource": audience}
@@ -7185,8 +7759,6 @@ class OAuthClient:
         except BaseException:
             callback.close()
             raise
-        if answer.get("state") != state:
-            raise OAuthError("the sign-in's redirect carried the wrong state; ignored it (was it another tab?)")
         if answer.get("error"):
             raise OAuthError("the authorization server said %s%s" % (
                 answer["error"], ": " + answer["error_description"] if answer.get("error_description") else ""))
@@ -7204,7 +7776,7 @@ class OAuthClient:
             "code_verifier": verifier, "resource": audience})
         tokens.setdefault("scope", " ".join(wanted))
         self.state = {"issuer": issuer, "client": client, "tokens": tokens, "scopes": wanted, "resource": audience,
-                      "metadata": {key: metadata[key] for key in ("issuer", "token_endpoint",
+                      "metadata": {key: metadata[key] for key in ("issuer", "token_endpoint", "revocation_endpoint",
                                                                   "token_endpoint_auth_methods_supported")
                                    if key in metadata}}
         self.store.save(self.state)
@@ -7274,6 +7846,38 @@ def _encode_header(text: str) -> str:
         return text
     import base64
     return "=?base64?%s?=" % base64.b64encode(text.encode()).decode()
+
+
+def header_problem(tool: dict):
+    """Why a tool's `x-mcp-header` declarations break SEP-2243's rules (then no client may list it), or None."""
+    schema, seen = tool.get("inputSchema"), set()
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    for key, prop in properties.items() if isinstance(properties, dict) else ():
+        if not isinstance(prop, dict) or "x-mcp-header" not in prop:
+            continue
+        header = prop["x-mcp-header"]
+        if not isinstance(header, str) or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", header):
+            return ("the x-mcp-header %s of `%s` is not a header name (ASCII letters, digits and !#$%%&'*+.^_`|~-; "
+                    "no space, colon or control character)" % (json.dumps(header), key))
+        if prop.get("type", "string") not in ("string", "integer", "boolean"):
+            return "`%s` has an x-mcp-header, but only string, integer and boolean parameters may" % key
+        if header.lower() in seen:
+            return "the x-mcp-header %s appears twice (header names ignore case)" % json.dumps(header)
+        seen.add(header.lower())
+    return None
+
+
+def header_checked(tools: list, server: str, log) -> list:
+    """The tools whose x-mcp-header declarations keep SEP-2243's rules; a warning names each other one."""
+    kept = []
+    for tool in tools:
+        problem = header_problem(tool)
+        if problem:
+            log.warning("server `%s`: tool `%s` is left out: %s (SEP-2243); the server must fix its schema",
+                        server, tool["name"], problem)
+        else:
+            kept.append(tool)
+    return kept
 
 
 class _HttpChannel:
@@ -7377,8 +7981,7 @@ class _HttpChannel:
         for key, schema in properties.items():
             header = schema.get("x-mcp-header") if isinstance(schema, dict) else None
             value = arguments.get(key)
-            if not isinstance(header, str) or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", header) \
-                    or value is None or isinstance(value, (dict, list)):
+            if header is None or value is None or isinstance(value, (dict, list)):  # the listing kept valid ones
                 continue
             text = ("true" if value else "false") if isinstance(value, bool) else str(value)
             headers["Mcp-Param-" + header] = _encode_header(text)
@@ -7457,8 +8060,12 @@ class _HttpChannel:
             self.stream.settimeout(None)  # a stream: quiet for as long as the server likes
             for event, data in self._events(response):
                 if event == "endpoint":
-                    self.post_url = urllib.parse.urljoin(self.spec.url, data.strip())
-                    settle(endpoint=self.post_url)
+                    endpoint = urllib.parse.urljoin(self.spec.url, data.strip())
+                    if _origin(endpoint) != _origin(self.spec.url):  # the config's headers would go there
+                        raise OSError("its endpoint event names another origin (%s); refusing to send there"
+                                      % _origin(endpoint))
+                    self.post_url = endpoint
+                    settle(endpoint=endpoint)
                 elif event == "message":
                     try:
                         self._deliver(json.loads(data))
@@ -8147,7 +8754,7 @@ class BackChannel:
         self.asking = {}    # id of a request the server sent us -> the task asking mcpstudio's client
         self.calls = []     # CallContexts of the requests forwarded to it, in flight
         self.progress = {}  # our progress token -> the client's CallContext
-        self.notices = RateLimit(UPSTREAM_NOTICES, time.monotonic())
+        self.notices = {}   # the token bucket of its log and progress notifications (UPSTREAM_NOTICES a second)
 
     def message(self, message: dict, cause=None):
         """A request or notification from the server (`cause`: the CallContext of the call whose stream
@@ -8163,7 +8770,7 @@ class BackChannel:
                 # in flight, else to the client.
                 cause = cause or (self.calls[-1] if self.calls else None)
                 self.asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause))
-        elif method in DROPPABLE and not self.notices.allow(time.monotonic()):
+        elif method in DROPPABLE and take_token(self.notices, [("", UPSTREAM_NOTICES, 1.0)], time.monotonic())[1]:
             self.upstream.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the "
                                         "rest are dropped", self.upstream.spec.id, UPSTREAM_NOTICES)
         elif method == "notifications/cancelled":
@@ -8220,20 +8827,6 @@ class BackChannel:
         pause = getattr(cause.session.transport, "pause", None) if cause is not None and cause.session else None
         if pause is not None and (cause.session.protocol_version or "") >= "2025-11-25":  # older: no event ids
             pause(cause.request_id)
-
-
-class RateLimit:
-    """At most `rate` events a second, in bursts of `rate` at most (a token bucket)."""
-
-    def __init__(self, rate: float, now: float):
-        self.rate, self.tokens, self.at = rate, rate, now
-
-    def allow(self, now: float) -> bool:
-        self.tokens, self.at = min(self.rate, self.tokens + (now - self.at) * self.rate), now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
 
 
 class TaskPolling:
@@ -8558,6 +9151,7 @@ class Upstream:
         """List what the server offers, keep it, cache it, and tell the hub when it changed."""
         before = self.known()
         listing = self.listing = await self.client.listing(self.spec.startup_timeout)
+        listing["tools"] = header_checked(listing["tools"], self.spec.id, self.log)
         listing["offered"] = sorted(self.client.offered)  # a server may list other tools to another client
         self.cache.write(listing, self.spec.key)
         if before is None or any(before.get(k) != listing[k] for k in ("tools", "resources", "resourceTemplates", "prompts")):
@@ -9013,7 +9607,8 @@ class ManagerTools:
         hub = self.hub
         try:
             if tool == "servers_list":
-                result = {"servers": [self.status(u) for u in hub.upstreams.values()]}
+                result = {"servers": [self.status(u) for u in hub.upstreams.values()],
+                          "tools": hub.metrics.summary() if hub.metrics else {}}
             elif tool == "namespaces_list":
                 namespace = hub.namespace
                 result = {"active": namespace.name, "chosenBy": namespace.chosen_by, "namespaces": [
@@ -9268,6 +9863,7 @@ class Aggregator:
         self.bridge = InputBridge()
         self.downstream = Downstream(self, self.bridge)
         self.upstream_skills = UpstreamSkills(self)
+        self.metrics = None     # the Guard's CallMetrics, set by the Server (servers_list shows them)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
         return Upstream(spec, self.runner, self.log, self.downstream, self.cache_dir, config_path=self.config_path,
@@ -9411,6 +10007,16 @@ class Aggregator:
     def denied(self, name: str):
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
         return self._denied.get(name)
+
+    def command_line(self, name: str, arguments: dict):
+        """What a call of `name` runs: a local tool's command line, or the server and tool it goes to (with
+        the server's rules)."""
+        route = self._tools.get(name, ("manager",))
+        if route[0] == "local":
+            return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
+        upstream = route[0] == "upstream" and self.upstreams.get(route[1])
+        return upstream and {"server": route[1], "tool": route[2], "namespace": self.namespace.name,
+                             "rules": [("server:" + route[1], upstream.spec.rules)]}
 
     def question(self, name: str, arguments: dict):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
@@ -10330,7 +10936,7 @@ HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
 _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 501: "Not Implemented",
            404: "Not Found", 410: "Gone", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
-           500: "Internal Server Error", 503: "Service Unavailable"}
+           429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 _STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
 # RFC 9112 framing, read strictly: one space between the parts of the request line,
 # a token before each colon (no space), no control characters in a value, and no
@@ -10617,12 +11223,30 @@ _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", 
           "tasks/update": "taskId", "tasks/cancel": "taskId"}  # 2026-07-28: what the Mcp-Name header repeats
 
 
+def operations_report(path: str, server, sessions: int) -> bytes:
+    """The HTTP response to GET /health (each MCP server's state; 503 when the server cannot serve) or
+    GET /metrics (the Prometheus text format)."""
+    states = {key: upstream.state for source in server.catalog.sources
+              for key, upstream in getattr(source, "upstreams", {}).items()}
+    refusal = server.catalog.refusal
+    status, kind, data = (503 if refusal else 200), "application/json", json.dumps({
+        "status": refusal.message if refusal else "ok", "servers": states}).encode()
+    if path == "/metrics":
+        status, kind, data = 200, "text/plain; version=0.0.4", server.guard.metrics.prometheus({
+            "server_up": [({"server": key}, int(state == "running")) for key, state in states.items()],
+            "sessions": [({}, sessions)], "tasks": [({}, len(server.tasks.tasks))]}).encode()
+    return b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s" % (
+        status, _STATUS[status].encode(), kind.encode(), len(data), data)
+
+
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
     def __init__(self, server, log: Log, host: str, port: int, token=None):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
+        import hashlib
         self.local = _loopback(host)
+        self.caller = "token-" + hashlib.sha256(token.encode()).hexdigest()[:8] if token else "http"  # never the token
         self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
         self.connections = set()
         self.listener = None
@@ -10699,7 +11323,11 @@ class HttpServer:
                     return
                 method, target, version, headers = head
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-                keep = await self._answer(method, headers, body, keep, version, reader, writer)
+                if target.split("?", 1)[0] != HTTP_PATH:
+                    writer.write(operations_report(target.split("?", 1)[0], self.server, len(self.sessions)))
+                    await self._drain(writer)
+                else:
+                    keep = await self._answer(method, headers, body, keep, version, reader, writer)
                 if not keep:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, OSError,
@@ -10766,13 +11394,13 @@ class HttpServer:
             origin_host = _origin_host(origin)
             if not origin_host or not (_loopback(origin_host) if self.local else origin_host == host):
                 raise HttpError(403, "Origin %s is not allowed (DNS rebinding protection)" % _clip(origin, 80))
-        if self.token is not None:
+        if self.token is not None and target.split("?", 1)[0] not in self.server.guard.open:
             import hmac
             given = headers.get("authorization", "")
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if target.split("?", 1)[0] != HTTP_PATH:
+        if target.split("?", 1)[0] not in (HTTP_PATH, "/health", "/metrics"):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
         if method == "POST":
             length = headers.get("content-length", "0")
@@ -10809,6 +11437,11 @@ class HttpServer:
         return entry
 
     async def _post(self, headers, body, reader, writer, keep, version) -> bool:
+        limit = self.server.guard.http_limit
+        wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + self.caller,) + limit], time.monotonic())[0]
+        if wait:
+            raise HttpError(429, "this endpoint takes %d requests per %g s; retry in %d s" % (limit + (int(wait) + 1,)),
+                            headers=[("Retry-After", str(int(wait) + 1))])
         if headers.get("content-type", "application/json").split(";")[0].strip().lower() != "application/json":
             raise HttpError(415, "send the JSON-RPC message as Content-Type: application/json")
         accept = headers.get("accept", "*/*").lower()
@@ -10857,7 +11490,9 @@ class HttpServer:
     def _session_pair(self):
         """A Session of the Server over a transport that routes to HTTP exchanges."""
         transport = _HttpTransport(self.log)
-        return Session(transport, self.server.dispatch, self.log, self.server.notification), transport
+        session = Session(transport, self.server.dispatch, self.log, self.server.notification)
+        session.caller = session.label = self.caller
+        return session, transport
 
     def _new_session(self, client: str) -> _HttpSession:
         """A session for `client` (its address); at a limit, the least recently used idle session makes room: the
@@ -10876,6 +11511,7 @@ class HttpServer:
         session, transport = self._session_pair()
         import secrets
         entry = _HttpSession(secrets.token_hex(16), session, transport, client)
+        session.label = "http-" + entry.id[:8]
         transport.bound = lambda: self._bound_replay(entry)
         self.sessions[entry.id] = entry
         return entry
@@ -12240,8 +12876,10 @@ def logout_command(words: list) -> int:
     if oauth is None:
         print(SUBCOMMAND_HELP["logout"])
         return 0
+    problem = oauth.revoke()
     if oauth.store.delete():
-        print("signed out of %s (deleted %s)" % (oauth.name, oauth.store.path))
+        print("signed out of %s (deleted %s; %s)" % (oauth.name, oauth.store.path, "the token is revoked" if problem
+                                                    is None else "could not revoke the token: " + problem))
     else:
         print("%s: not signed in (no %s)" % (oauth.name, oauth.store.path))
     return 0
@@ -12547,6 +13185,11 @@ OPTIONS = [_Option(*o) for o in (
      "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1)"),
     (("--http-token",), "http_token", "TOKEN", "value",
      "require Authorization: Bearer TOKEN (default: $MCPSTUDIO_HTTP_TOKEN; required off loopback)"),
+    (("--audit",), "audit", "FILE", "value", "append one JSON line per tool call to FILE (secrets masked)"),
+    (("--rate-limit",), "rate_limit", "CALLS/SECONDS", "value",
+     "each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)"),
+    (("--http-rate-limit",), "http_rate_limit", "CALLS/SECONDS", "value",
+     "--http: requests to /mcp beyond CALLS at once, then CALLS per SECONDS, get 429 and Retry-After"),
 )]
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
@@ -12787,7 +13430,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     if options["help_timeout"]:
         script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
     runner = ProcessRunner(log)
-    sources, titles, instructions = [], [], None
+    sources, titles, instructions, rules, audit, opened = [], [], None, {}, None, ()
     if options["url"] is not None:
         if config is not None:
             raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
@@ -12812,6 +13455,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
             raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
                              % (options["namespace"], loader.path))
         sources.extend(found)
+        rules, audit, opened = info["guard"]
         titles.append(info["name"] or os.path.basename(loader.path))
         instructions = info["instructions"] or info["description"]
     if words:
@@ -12854,8 +13498,20 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         sources.append(SkillFolders([os.path.expanduser(root) for root in options["skills"]], log,
                                     prompts=not options["no_skill_prompts"]))
         titles.append("skills")
+    limits = {}
+    for option in ("rate_limit", "http_rate_limit"):
+        calls, _, seconds = (options[option] or "").partition("/")
+        if options[option]:
+            flag = "--" + option.replace("_", "-")
+            limits[option] = (_positive(calls, flag + " CALLS", int), _positive(seconds or "?", flag + " CALLS/SECONDS"),
+                              "session")
+    if options["audit"]:
+        audit = AuditLog(os.path.abspath(os.path.expanduser(options["audit"])))
+    guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
+    guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
     catalog = Catalog(sources, max_name)
-    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions), runner
+    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions,
+                  guard=guard), runner
 
 
 def default_config_path() -> str:

@@ -2512,7 +2512,7 @@ class CodePositionTests(ScratchDir):
     ]
     ALLOWED = [  # the same programs with values as data
         "python3 script.py {x}", "python3 -c 'import sys; print(sys.argv[1])' {x}", "sh -c 'echo \"$1\"' sh {v}",
-        "env X={v} printenv X", "env -u HOME ls {v}", "timeout {t} ls {v}", "nice -n {n} ls {v}",
+        "env x={v} printenv x", "env -u HOME ls {v}", "timeout {t} ls {v}", "nice -n {n} ls {v}",
         "xargs -I{} ls {v}", "sudo -u {u} ls", "jq --arg v {v} '.[$v]'", "jq -r . {file}",
         "jq --argjson n {n} '.[$n]'", "awk -v a={v} '{print a}'", "awk -F {sep} '{print $1}' {file}",
         "sed -n 1p {file}", "node app.js {v}", "ruby x.rb {v}", "perl x.pl {v}", "bash -c 'echo \"$0\"' {v}",
@@ -7649,7 +7649,7 @@ class LegacySseServer(ThreadedHttpServer):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                self.wfile.write(b"event: endpoint\ndata: /messages?session=1\n\n")
+                self.wfile.write(b"event: endpoint\ndata: %s\n\n" % owner.endpoint.encode())
                 self.wfile.flush()
                 while True:
                     message = outbox.get()
@@ -7678,7 +7678,7 @@ class LegacySseServer(ThreadedHttpServer):
                     result = {"content": [{"type": "text", "text": body["params"]["arguments"]["text"].upper()}]}
                 outbox.put({"jsonrpc": "2.0", "id": request_id, "result": result})
 
-        self.headers = []
+        self.headers, self.endpoint = [], "/messages?session=1"
         self.serve(Handler, cert)
 
     def close(self):
@@ -8532,7 +8532,10 @@ class OAuthServer(ThreadedHttpServer):
 
     /mcp wants a Bearer token (401 with resource_metadata and scope otherwise); the authorization server
     registers clients, redirects /authorize at once with code, state and iss, checks PKCE at /token and
-    grants refresh tokens. `expires_in` sets the tokens' life; `grants` and `registered` record what came."""
+    grants refresh tokens. `expires_in` sets the tokens' life; `grants` and `registered` record what came.
+    Issue 31: `resource_metadata` and `issuers` change what the challenge and the resource metadata name,
+    `token_reply` (status, body, headers) replaces the token endpoint's answer, `revocation` offers RFC 7009
+    revocation (`revoked` holds the tokens revoked); `seen` holds (method, path, headers) of every request."""
 
     def __init__(self, expires_in=3600):
         import base64
@@ -8541,6 +8544,8 @@ class OAuthServer(ThreadedHttpServer):
         import urllib.parse
         owner, codes, tokens = self, {}, {}
         self.expires_in, self.grants, self.registered, self.authorized = expires_in, [], [], []
+        self.resource_metadata = self.issuers = self.token_reply = None
+        self.revocation, self.revoked, self.seen = True, [], []
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args):
@@ -8559,10 +8564,11 @@ class OAuthServer(ThreadedHttpServer):
 
             def do_GET(self):
                 base = "http://127.0.0.1:%d" % owner.port
+                owner.seen.append(("GET", self.path, dict(self.headers)))
                 parts = urllib.parse.urlsplit(self.path)
                 query = dict(urllib.parse.parse_qsl(parts.query))
                 if parts.path == "/.well-known/oauth-protected-resource/mcp":
-                    self.reply(200, {"resource": base + "/mcp", "authorization_servers": [base],
+                    self.reply(200, {"resource": base + "/mcp", "authorization_servers": owner.issuers or [base],
                                      "scopes_supported": ["files:read"]})
                 elif parts.path == "/.well-known/oauth-authorization-server":
                     self.reply(200, {"issuer": base, "authorization_endpoint": base + "/authorize",
@@ -8570,7 +8576,8 @@ class OAuthServer(ThreadedHttpServer):
                                      "code_challenge_methods_supported": ["S256"], "response_types_supported": ["code"],
                                      "grant_types_supported": ["authorization_code", "refresh_token"],
                                      "token_endpoint_auth_methods_supported": ["none"],
-                                     "authorization_response_iss_parameter_supported": True})
+                                     "authorization_response_iss_parameter_supported": True,
+                                     **({"revocation_endpoint": base + "/revoke"} if owner.revocation else {})})
                 elif parts.path == "/authorize":
                     owner.authorized.append(query)
                     code = "code-%d" % len(owner.authorized)
@@ -8584,7 +8591,13 @@ class OAuthServer(ThreadedHttpServer):
             def do_POST(self):
                 base = "http://127.0.0.1:%d" % owner.port
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.path == "/register":
+                owner.seen.append(("POST", self.path, dict(self.headers)))
+                if self.path == "/token" and owner.token_reply:
+                    self.reply(*owner.token_reply)
+                elif self.path == "/revoke":
+                    owner.revoked.append(dict(urllib.parse.parse_qsl(raw.decode()))["token"])
+                    self.reply(200)
+                elif self.path == "/register":
                     owner.registered.append(json.loads(raw))
                     self.reply(201, dict(json.loads(raw), client_id="client-%d" % len(owner.registered)))
                 elif self.path == "/token":
@@ -8607,8 +8620,9 @@ class OAuthServer(ThreadedHttpServer):
                     token = (self.headers.get("Authorization") or "")[len("Bearer "):]
                     kind, until = tokens.get(token, (None, 0))
                     if kind != "access" or until < time.time():
-                        self.reply(401, {"error": "invalid_token"}, [("WWW-Authenticate", 'Bearer resource_metadata="%s'
-                                   '/.well-known/oauth-protected-resource/mcp", scope="files:read"' % base)])
+                        self.reply(401, {"error": "invalid_token"}, [("WWW-Authenticate", 'Bearer resource_metadata="%s", '
+                                   'scope="files:read"' % (owner.resource_metadata or
+                                                           base + "/.well-known/oauth-protected-resource/mcp"))])
                         return
                     message = json.loads(raw)
                     if "id" not in message:
@@ -8635,8 +8649,8 @@ class OAuthServer(ThreadedHttpServer):
         self.url = "http://127.0.0.1:%d/mcp" % self.port
 
 
-class OAuthTests(ScratchDir):
-    """Issue 19: sign-in to a protected URL server (login, logout, status, serve, refresh), end to end."""
+class OAuthCase(ScratchDir):
+    """An OAuthServer, a config naming it as `files`, and the CLI run as a user would, its browser the test's."""
 
     def setUp(self):
         super().setUp()
@@ -8656,6 +8670,10 @@ class OAuthTests(ScratchDir):
     def token_files(self):
         folder = os.path.join(self.dir, "config", "mcpstudio", "oauth")
         return [os.path.join(folder, name) for name in os.listdir(folder)] if os.path.isdir(folder) else []
+
+
+class OAuthTests(OAuthCase):
+    """Issue 19: sign-in to a protected URL server (login, logout, status, serve, refresh), end to end."""
 
     def test_login_status_serve_logout(self):
         login = self.run_cli("login", "files", "--config", self.config)
@@ -9137,15 +9155,12 @@ class LoopbackTokenTests(ScratchDir):
 
 class UpstreamCapTests(AggregatorCase):
     """Issue 31 (20): what an upstream lists or sends is capped (item size, tool count, notification rate, task
-    polling), each with a warning that names the server."""
+    polling), each with a warning that names the server. (The rate's token bucket is GuardRuleTests'.)"""
 
     upstream, serve, write, tool_names = (AggregatorTests.upstream, AggregatorTests.serve, AggregatorTests.write,
                                           AggregatorTests.tool_names)
 
-    def test_pure_parts(self):
-        limit = mcpstudio.RateLimit(3, 100.0)
-        self.assertEqual([limit.allow(100.0) for _ in range(4)], [True, True, True, False])  # a burst of 3
-        self.assertEqual([limit.allow(100.5), limit.allow(100.5)], [True, False])  # 1.5 more a half second
+    def test_task_polling(self):
         polling = mcpstudio.TaskPolling("a", 0.0)
         waits = [polling.interval(0, 1.0) for _ in range(30)]
         self.assertEqual(waits[0], 0.125)  # a server asking for none still gets a growing wait
@@ -9191,6 +9206,1008 @@ class UpstreamCapTests(AggregatorCase):
             self.assertGreater(gaps[8], 0.5)  # the 10th poll waits 0.1 x 1.25^9 s: not every 0.1 s
             server.request("tasks/cancel", {"taskId": task})
             self.assertTrue(wait_until(lambda: polled("tasks/cancel")))  # the server's task is cancelled too
+
+
+class GuardRuleTests(unittest.TestCase):
+    """The guard rails' pure parts: token buckets, the result cache, the rules a config gives."""
+
+    def test_token_buckets(self):
+        # A burst of `calls`, then `calls` per `seconds`; several limits take a token from each, or from none.
+        buckets = {}
+        limits = [("tool", 2, 10.0)]
+        for now, expected in ((0.0, 0.0), (0.0, 0.0), (0.0, 5.0), (4.0, 1.0), (5.0, 0.0), (5.0, 5.0)):
+            self.assertAlmostEqual(mcpstudio.take_token(buckets, limits, now)[0], expected, 9, (now, buckets))
+        self.assertEqual(mcpstudio.take_token(buckets, limits, 6.0)[1], (2, 10.0))  # the limit that refused
+        both = [("file", 1, 60.0), ("other", 5, 1.0)]
+        self.assertEqual(mcpstudio.take_token(buckets, both, 0.0), (0.0, None))
+        self.assertEqual(mcpstudio.take_token(buckets, both, 1.0)[0], 59.0)
+        self.assertEqual(buckets["other"], (4.0, 0.0))  # refused by `file`: nothing taken from `other`
+
+    def test_result_cache_bounds(self):
+        # Bounded in entries and bytes (oldest out first); expired entries are gone; an entry too large is not kept.
+        cache = mcpstudio.ResultCache(max_entries=2, max_bytes=100)
+        cache.put("a", {"n": 1}, 10.0, 40)
+        cache.put("b", {"n": 2}, 10.0, 40)
+        cache.put("c", {"n": 3}, 10.0, 40)
+        self.assertEqual((cache.get("a", 0.0), cache.get("c", 0.0), cache.size), (None, ({"n": 3}, 10.0), 80))
+        cache.put("d", {"n": 4}, 10.0, 50)
+        self.assertEqual((list(cache.entries), cache.size), (["c", "d"], 90))
+        cache.put("e", {}, 10.0, 101)
+        self.assertEqual((cache.get("e", 0.0), cache.get("d", 10.0), cache.size), (None, None, 40))
+
+    def test_rules_table(self):
+        # What a tool, server or file may say, and the errors that name the key.
+        loader = mcpstudio.ConfigLoader("guard.json", data={})
+        for given, expected in (
+                ({"rateLimit": {"calls": 3, "seconds": 1.5}}, {"rateLimit": (3, 1.5, "session")}),
+                ({"rateLimit": {"calls": 1, "seconds": 9, "scope": "global"}, "confirm": "destructive"},
+                 {"rateLimit": (1, 9, "global"), "confirm": "destructive"}),
+                ({"cache": {"ttl": 60, "shared": True}, "confirm": False}, {"cache": (60, True), "confirm": False}),
+                ({"rateLimit": {"calls": 0, "seconds": 1}}, "tools[0].rateLimit: expected {\"calls\": 10"),
+                ({"rateLimit": {"calls": 2.5, "seconds": 1}}, "tools[0].rateLimit: expected"),
+                ({"rateLimit": {"calls": 2, "seconds": 1, "scope": "user"}}, 'tools[0].rateLimit: expected {"calls": 10, "seconds": 60}, and `scope` "session"'),
+                ({"rateLimit": {"calls": 2, "second": 1}}, "tools[0].rateLimit.second: unknown key (did you mean `seconds`?)"),
+                ({"cache": {"ttl": -1}}, "tools[0].cache: expected {\"ttl\": SECONDS}"),
+                ({"confirm": "always"}, "tools[0].confirm: expected true, false or \"destructive\"")):
+            with self.subTest(given=given):
+                if isinstance(expected, dict):
+                    self.assertEqual(mcpstudio.read_rules(loader, given, "tools[0]"), expected)
+                else:
+                    with self.assertRaises(mcpstudio.ConfigError) as caught:
+                        mcpstudio.read_rules(loader, given, "tools[0]")
+                    self.assertIn(expected, str(caught.exception))
+
+
+GUARD_COUNTER = """\
+    import sys
+    with open(sys.argv[1], "a") as f:
+        f.write(sys.argv[2] + "\\n")
+    print("ran " + sys.argv[2])
+    sys.exit(int(sys.argv[3]) if sys.argv[3:] and sys.argv[3].isdigit() else 0)
+    """
+
+
+class GuardTests(ScratchDir):
+    """Audit log, rate limits, confirmation and the result cache, driven as a client would."""
+
+    def setUp(self):
+        super().setUp()
+        self.counter = self.script("counter.py", GUARD_COUNTER, executable=False)
+        self.runs = os.path.join(self.dir, "runs")
+        self.audit = os.path.join(self.dir, "audit.jsonl")
+
+    def tool(self, name, extra="", **keys):
+        return dict({"name": name, "command": "%s %s %s {word}%s" % (PY, self.counter, self.runs, extra)}, **keys)
+
+    def serve(self, tools, env=None, **top):
+        path = os.path.join(self.dir, "guard.json")
+        with open(path, "w") as f:
+            json.dump(dict({"audit": {"file": self.audit}, "tools": tools}, **top), f)
+        return McpProcess("serve", "--config", path, env=env)
+
+    def ran(self) -> list:
+        if not os.path.exists(self.runs):
+            return []
+        with open(self.runs) as f:
+            return f.read().split()
+
+    def audit_lines(self, path=None) -> list:
+        with open(path or self.audit, encoding="utf-8") as f:
+            return [json.loads(line) for line in f]  # every line whole JSON
+
+    def test_audit_cache_rate_limit_and_confirmation(self):
+        # One line per call that ran, was cached, rate-limited, confirmed, refused or failed; secrets masked.
+        read_only = {"readOnlyHint": True}
+        tools = [self.tool("look", annotations=read_only, cache={"ttl": 600}),
+                 self.tool("fail", " 3", annotations=read_only, cache={"ttl": 600}),
+                 self.tool("burst", rateLimit={"calls": 2, "seconds": 1}),
+                 self.tool("wipe", annotations={"destructiveHint": True}),
+                 self.tool("keyed", " {api_key}", environment={"GUARD_API_TOKEN": "${GUARD_API_TOKEN}"}),
+                 {"name": "pin", "command_template": "%s %s %s {word} {code}" % (PY, self.counter, self.runs),
+                  "parameters": {"word": {"type": "string"}, "code": {"type": "string", "secret": True}}}]
+        env = dict(os.environ, GUARD_API_TOKEN="s3cr3t-value-42")
+        with self.serve(tools, env=env, confirm="destructive") as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "guard-test", "version": "7"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            first, second = server.call("look", {"word": "a"}), server.call("look", {"word": "a"})
+            self.assertEqual((text_of(first), text_of(second), self.ran()), ("ran a\n", "ran a\n", ["a"]))
+            self.assertEqual(second["_meta"]["mcpstudio/cached"], True)  # the second call ran nothing
+            self.assertNotIn("_meta", first)
+            for _ in range(2):  # an error is never cached
+                self.assertTrue(server.call("fail", {"word": "f"})["isError"])
+            self.assertEqual(self.ran().count("f"), 2)
+            results = [server.call("burst", {"word": "b"}) for _ in range(3)]
+            self.assertEqual([r["isError"] for r in results], [False, False, True])
+            self.assertRegex(text_of(results[2]), r"^Not run: burst allows 2 calls per 1 s; retry in (0\.\d|1\.0) s\.$")
+            time.sleep(results[2]["_meta"]["mcpstudio/retryAfter"])  # the time the server said to wait
+            self.assertFalse(server.call("burst", {"word": "b"})["isError"])
+            self.assertEqual(self.ran().count("b"), 3)
+            for answer, word in (({"action": "accept", "content": {"run": False}}, "no"),
+                                 ({"action": "decline"}, "no"), ({"action": "accept", "content": {"run": True}}, "yes")):
+                server.next_id += 1
+                call_id = server.next_id
+                server.send({"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
+                             "params": {"name": "wipe", "arguments": {"word": word}}})
+                self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
+                with server.lock:
+                    asked = server.notifications.pop()
+                self.assertIn("Allow wipe to run `%s %s %s %s`?" % (PY, self.counter, self.runs, word),
+                              asked["params"]["message"])
+                server.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+                result = server.wait_response(call_id)["result"]
+                self.assertEqual(result["isError"], word == "no", result)
+            self.assertEqual(self.ran().count("no") + self.ran().count("yes"), 1)  # only after a yes
+            # a value the config took from a secret-named variable, passed back in by the model
+            keyed = server.call("keyed", {"word": "s3cr3t-value-42", "api_key": "hunter2-secret"})
+            self.assertEqual(text_of(keyed), "ran s3cr3t-value-42\n")  # counter.py prints its first word
+            self.assertEqual(text_of(server.call("pin", {"word": "p", "code": "pin-7355608"})), "ran p\n")
+        with self.serve(tools, confirm="destructive", env=env) as server:
+            server.initialize()  # no elicitation: it says confirmation is required and how to switch it off
+            refused = server.call("wipe", {"word": "never"})
+            self.assertIn('needs the user\'s confirmation', text_of(refused))
+            self.assertIn('set "confirm": false on this tool', text_of(refused))
+        self.assertNotIn("never", self.ran())
+        with open(self.audit, encoding="utf-8") as f:
+            text = f.read()
+        self.assertNotIn("s3cr3t-value-42", text)
+        self.assertNotIn("hunter2-secret", text)
+        self.assertNotIn("pin-7355608", text)  # a parameter the config marks "secret"
+        if mcpstudio._POSIX:
+            self.assertEqual(os.stat(self.audit).st_mode & 0o777, 0o600)
+        lines = self.audit_lines()
+        by_tool = collections.defaultdict(list)
+        for line in lines:
+            by_tool[line["tool"]].append(line)
+        look = by_tool["look"]
+        self.assertEqual([line.get("cached") for line in look], [None, True])
+        self.assertEqual((look[0]["exitCode"], look[0]["client"], look[0]["session"]), (0, "guard-test 7", "stdio"))
+        self.assertEqual(look[0]["argv"], [PY, self.counter, self.runs, "a"])
+        self.assertEqual([(line["exitCode"], line["isError"]) for line in by_tool["fail"]], [(3, True), (3, True)])
+        self.assertEqual([line.get("rateLimited") for line in by_tool["burst"]], [None, None, True, None])
+        self.assertEqual([(line.get("confirmed"), line.get("refused")) for line in by_tool["wipe"]], [
+            (False, "not confirmed"), (False, "not confirmed"), (True, None),
+            (None, "confirmation required; the client cannot ask")])
+        self.assertEqual(by_tool["keyed"][0]["arguments"], {"word": "***", "api_key": "***"})
+        self.assertEqual(by_tool["keyed"][0]["argv"][-2:], ["***", "***"])
+        self.assertEqual((by_tool["pin"][0]["arguments"], by_tool["pin"][0]["argv"][-2:]), ({"word": "p", "code": "***"},
+                                                                                          ["p", "***"]))
+        self.assertTrue(all(line["ms"] >= 0 and line["bytes"] > 0 and line["time"] for line in lines))
+
+    def test_cache_needs_a_read_only_tool(self):
+        # A tool-level cache on a tool not annotated read-only is refused at startup, naming the key.
+        with self.serve([self.tool("write", cache={"ttl": 5})]) as server:
+            self.assertEqual(server.close(), 1)
+        self.assertIn("tools[0].cache: only a read-only tool's results may be cached", "".join(server.stderr))
+
+    def test_audit_intact_under_load_rotation_and_sigkill(self):
+        # 1,000 concurrent calls: 1,000 whole lines. Rotation keeps `keep` files. A SIGKILL mid-stream leaves
+        # only whole lines.
+        tools = [self.tool("many", rateLimit={"calls": 40, "seconds": 3600})]
+        with self.serve(tools) as server:
+            server.initialize()
+            for number in range(1000):
+                server.send({"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                             "params": {"name": "many", "arguments": {"word": "w%d" % number}}})
+            for number in range(1000):
+                server.wait_response(number, timeout=WAIT * 4)
+        lines = self.audit_lines()
+        self.assertEqual(len(lines), 1000)
+        self.assertEqual(sum(1 for line in lines if line.get("rateLimited")), 960)
+        os.remove(self.audit)
+        with self.serve(tools, audit={"file": self.audit, "maxBytes": 2048, "keep": 2}) as server:
+            server.initialize()
+            for number in range(100):
+                server.send({"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                             "params": {"name": "many", "arguments": {"word": "x"}}})
+            self.assertTrue(wait_until(lambda: os.path.exists(self.audit + ".2") and os.path.getsize(self.audit) > 1024))
+            server.proc.kill()
+            server.proc.wait(WAIT)
+        kept = [name for name in os.listdir(self.dir) if name.startswith("audit")]
+        self.assertLessEqual(set(kept), {"audit.jsonl", "audit.jsonl.1", "audit.jsonl.2"})  # killed mid-rotation: .1 may be missing
+        for path in [os.path.join(self.dir, name) for name in kept]:
+            self.assertTrue(all(line["tool"] == "many" for line in self.audit_lines(path)))
+            self.assertLessEqual(os.path.getsize(path), 2048)
+
+    def test_audit_failure(self):
+        # An audit file that cannot be written: said on stderr, the call still runs; with "required", refused.
+        folder = os.path.join(self.dir, "gone")
+        for required, expected in ((False, "ran q\n"), (True, "Not run: the audit log %s cannot be written"
+                                                                % os.path.join(folder, "a.jsonl"))):
+            with self.serve([self.tool("q")], audit={"file": os.path.join(folder, "a.jsonl"), "required": required}) as server:
+                server.initialize()
+                self.assertTrue(text_of(server.call("q", {"word": "q"})).startswith(expected))
+                self.assertIn("audit log %s: cannot" % os.path.join(folder, "a.jsonl"),
+                              server.stderr_when(lambda text: "audit log" in text))
+        self.assertEqual(self.ran(), ["q"])
+
+    def test_template_and_script_modes(self):
+        # --audit and --rate-limit in template mode and in script mode: the same step, the same lines.
+        with McpProcess("--audit", self.audit, "--rate-limit", "1/60", "echo", "{message}") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("echo", {"message": "x"})), "x\n")
+            self.assertIn("retry in 60.0 s", text_of(server.call("echo", {"message": "y"})))
+        folder = os.path.join(self.dir, "scripts")
+        os.mkdir(folder)
+        self.script(os.path.join("scripts", "say"), """\
+            #!%s
+            import json, sys
+            if sys.argv[1:] == ["--help"]:
+                print(json.dumps({"description": "Say a word"}))
+                sys.stderr.write(json.dumps({"word": {"type": "string", "required": True}}))
+                sys.exit(0)
+            print("said " + json.load(sys.stdin)["word"])
+            sys.exit(4)
+            """ % PY)
+        with McpProcess("--audit", self.audit, "--root-directory", folder) as server:
+            server.initialize()
+            self.assertTrue(server.call("say", {"word": "s"})["isError"])  # mcpd's exit 4: not found
+        lines = self.audit_lines()
+        self.assertEqual([(line["tool"], line.get("argv"), line.get("rateLimited")) for line in lines[:2]],
+                         [("echo", ["echo", "x"], None), ("echo", ["echo", "y"], True)])
+        self.assertEqual((lines[2]["tool"], lines[2]["exitCode"], lines[2]["arguments"]), ("say", 4, {"word": "s"}))
+
+
+def _prometheus_parser():
+    """prometheus_client's text parser (test-only; installed, or in $MCPSTUDIO_PYTE_PATH as .ci/run puts it)."""
+    if os.environ.get("MCPSTUDIO_PYTE_PATH") and os.environ["MCPSTUDIO_PYTE_PATH"] not in sys.path:
+        sys.path.append(os.environ["MCPSTUDIO_PYTE_PATH"])
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+        return text_string_to_metric_families
+    except ImportError:
+        return None
+
+
+class GuardHttpTests(AggregatorCase):
+    """/health, /metrics and the endpoint-wide rate limit of --http."""
+
+    def get(self, server, path, token=None):
+        import urllib.error
+        import urllib.request
+        request = urllib.request.Request("http://127.0.0.1:%d%s" % (server.port, path),
+                                         headers={"Authorization": "Bearer " + token} if token else {})
+        try:
+            with urllib.request.urlopen(request, timeout=WAIT) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def call(self, server, session, number, arguments):
+        status, _, text = server.post({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": {
+            "name": "echo", "arguments": arguments}}, session=session)
+        return status, server.messages(text)[-1]
+
+    @unittest.skipIf(_prometheus_parser() is None, "prometheus_client is not installed (.ci/run installs it)")
+    def test_metrics_parse_with_the_counts_made(self):
+        # Three calls that ran, one refused for its arguments: the counts, the histogram, the sessions gauge.
+        # Both behind the token, unless the config's openEndpoints opens one.
+        token = "metrics-token-1234"
+        with HttpServerProcess("--http-token", token, "echo", "{message}") as server:
+            self.assertEqual(self.get(server, "/metrics")[0], 401)  # behind the same token rule as /mcp
+            status, headers, text = server.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                headers={"Authorization": "Bearer " + token})
+            session = headers["mcp-session-id"]
+            auth = {"Authorization": "Bearer " + token}
+            for number, arguments in ((2, {"message": "a"}), (3, {"message": "b"}), (4, {"message": "c"}), (5, {})):
+                status, _, text = server.post({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": {
+                    "name": "echo", "arguments": arguments}}, session=session, headers=auth)
+                self.assertEqual(server.messages(text)[-1]["result"]["isError"], number == 5, text)
+            status, text = self.get(server, "/metrics", token)
+            self.assertEqual(status, 200)
+            samples = {}
+            for family in _prometheus_parser()(text):
+                for sample in family.samples:
+                    samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+            tool = (("tool", "echo"),)
+            self.assertEqual((samples[("mcpstudio_calls_total", tool)], samples[("mcpstudio_errors_total", tool)],
+                              samples[("mcpstudio_cached_total", tool)], samples[("mcpstudio_call_seconds_count", tool)],
+                              samples[("mcpstudio_call_seconds_bucket", (("le", "+Inf"), ("tool", "echo")))],
+                              samples[("mcpstudio_sessions", ())]), (4, 1, 0, 4, 4, 1))
+        path = os.path.join(self.dir, "open.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "echo", "command": "echo {message}"}], "openEndpoints": ["/health"]}, f)
+        with HttpServerProcess("--http-token", token, "serve", "--config", path) as server:
+            self.assertEqual(self.get(server, "/health"), (200, '{"status": "ok", "servers": {}}'))  # opened
+            self.assertEqual(self.get(server, "/metrics")[0], 401)
+            self.assertEqual(server.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})[0], 401)
+
+    def test_health_shows_a_dead_server(self):
+        # 200 with each server's state, turning to show the one that died; 503 when the config cannot serve.
+        data = {"mcpServers": {"up": {"command": PY, "args": [self.fake, "--name", "up", "--pidfile", self.pids],
+                                      "eager": True}}}
+        path = os.path.join(self.dir, "health.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+            session = server.initialize_session()
+            self.assertTrue(wait_until(lambda: json.loads(self.get(server, "/health")[1])["servers"] == {"up": "running"}))
+            self.assertEqual(self.get(server, "/health")[0], 200)
+            server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "up__crash", "arguments": {}}}, session=session)
+            self.assertTrue(wait_until(lambda: json.loads(self.get(server, "/health")[1])["servers"]["up"] != "running"),
+                            self.get(server, "/health"))
+            self.assertEqual(self.get(server, "/health")[0], 200)  # this server still serves
+        with open(path, "w") as f:
+            json.dump(dict(data, namespaces={"a": {"servers": ["up"]}}, defaultNamespace="nope"), f)
+        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+            status, text = self.get(server, "/health")
+            self.assertEqual(status, 503)
+            self.assertIn("nope", json.loads(text)["status"])
+
+    def test_endpoint_rate_limit(self):
+        # --http-rate-limit 3/60: the fourth request gets 429 with Retry-After; nothing of it runs.
+        with HttpServerProcess("--http-rate-limit", "3/60", "echo", "{message}") as server:
+            session = server.initialize_session()  # two requests: initialize, initialized
+            self.assertEqual(server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)[0], 200)
+            status, headers, text = server.post({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 429)
+            self.assertTrue(15 <= int(headers["retry-after"]) <= 20, headers)  # one request per 20 s after the burst
+            self.assertIn("this endpoint takes 3 requests per 60 s; retry in", json.loads(text)["error"]["message"])
+
+    def test_aggregated_calls_audited_cached_and_counted(self):
+        # A forwarded call is audited with its server; a server's cache answers the second call (and a
+        # 2026-07-28 result carries ttlMs/cacheScope); servers_list counts per tool.
+        audit = os.path.join(self.dir, "audit.jsonl")
+        data = {"audit": {"file": audit}, "mcpServers": {"up": {
+            "command": PY, "args": [self.fake, "--name", "up", "--pidfile", self.pids], "cache": {"ttl": 60}}},
+            "namespaces": {"work": {"servers": ["up"]}}, "defaultNamespace": "work"}
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            server.request("logging/setLevel", {"level": "info"})
+            first, second = server.call("up__echo", {"text": "x"}), server.call("up__echo", {"text": "x"})
+            self.assertEqual((text_of(first), text_of(second)), ("up: x", "up: x"))
+            self.assertTrue(second["_meta"]["mcpstudio/cached"])
+            self.assertEqual(len([n for n in server.notifications_of("notifications/message")
+                                  if n["params"].get("data") == "echoing x"]), 1)  # the server saw one call
+            modern = server.call("up__echo", {"text": "x"}, meta=MODERN_META)
+            self.assertEqual(modern["cacheScope"], "private")
+            self.assertTrue(0 < modern["ttlMs"] <= 60000, modern)
+            self.assertTrue(server.call("up__crash", {})["isError"])
+            counts = server.call("mcpstudio__servers_list", {})["structuredContent"]["tools"]
+            self.assertEqual({tool: (row["calls"], row["cached"], row["error"]) for tool, row in counts.items()},
+                             {"up__echo": (3, 2, 0), "up__crash": (1, 0, 1)})
+            self.assertTrue(all(row["p50Ms"] <= row["p99Ms"] for row in counts.values()))
+        with open(audit, encoding="utf-8") as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([(line["tool"], line.get("server"), line.get("cached")) for line in lines],
+                         [("up__echo", "up", None), ("up__echo", "up", True), ("up__echo", "up", True),
+                          ("up__crash", "up", None), ("mcpstudio__servers_list", None, None)])
+        self.assertEqual((lines[3]["isError"], lines[0]["namespace"]), (True, "work"))
+
+    def test_confirmation_through_input_required(self):
+        # 2026-07-28: the call answers input_required (key `confirm`) with the command line; the retry with a
+        # yes runs it, one with a no does not.
+        marker = os.path.join(self.dir, "ran")
+        path = os.path.join(self.dir, "confirm.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "touch", "command": "%s %s %s" % (PY, self.script("touch.py", """\
+                import sys
+                open(sys.argv[1], "a").close()
+                """, executable=False), marker), "confirm": True}]}, f)
+        with HttpServerProcess("serve", "--config", path) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+
+            def call(extra):
+                params = dict({"name": "touch", "arguments": {}, "_meta": meta}, **extra)
+                return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+            first = call({})
+            self.assertEqual(first["resultType"], "input_required")
+            self.assertIn("Allow touch to run `%s " % PY, first["inputRequests"]["confirm"]["params"]["message"])
+            no = call({"inputResponses": {"confirm": {"action": "accept", "content": {"run": False}}}})
+            self.assertTrue(no["isError"])
+            self.assertFalse(os.path.exists(marker))
+            yes = call({"inputResponses": {"confirm": {"action": "accept", "content": {"run": True}}}})
+            self.assertFalse(yes["isError"], yes)
+            self.assertTrue(os.path.exists(marker))
+
+
+class CorePromiseTests(ScratchDir):
+    """Issue 33: ten ways a model's value became code, an option, a file or a command; each is refused
+    when the config loads or when the call comes, and nothing runs (a marker file never appears)."""
+
+    # (hole, tool, fragment of the reason): each loads no tool; the field is always `x`
+    AT_START = [
+        (1, {"shell": True, "command": "trap {x} EXIT; echo hi"}, "`trap`"),
+        (1, {"shell": True, "command": "alias {x}\nls"}, "`alias`"),
+        (1, {"shell": True, "command": "echo a; PROMPT_COMMAND={x}"}, "`PROMPT_COMMAND=`"),
+        (1, {"shell": True, "command": "echo a; fc -s {x}"}, "`fc`"),
+        (1, {"shell": True, "command": "bind -x {x}"}, "`bind`"),
+        (1, {"shell": True, "command": "complete -C {x} ls"}, "`complete`"),
+        (1, {"shell": True, "command": "echo ${v:{x}}"}, "arithmetic"),
+        (1, {"shell": True, "command": "for ((i={x}; i<3; i++)); do echo $i; done"}, "arithmetic"),
+        (1, {"shell": True, "command": "echo a; printf -v {x} %s 1"}, "`printf -v`"),
+        (1, {"shell": True, "command": "echo a; test -v {x}"}, "`test -v`"),
+        (1, {"shell": True, "command": "echo a; read {x}"}, "`read`"),
+        (1, {"shell": True, "command": "echo a; mapfile -C {x} lines"}, "`mapfile`"),
+        (2, {"shell": True, "command": "echo {x} | sh"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "printf '%s\\n' {x} | sh -s"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "sh <<EOF\necho {x}\nEOF"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "echo {x} | xargs touch"}, "`xargs` turns stdin into arguments"),
+        (2, {"shell": True, "command": "sh < {x}"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "echo {x} |& bash"}, "`bash` reads the program"),
+        (3, {"command": "env --split={x}"}, "`env --split-string`"),
+        (3, {"command": "env --sp={x}"}, "`env --split-string`"),
+        (3, {"command": "sed -n --expr={x} file"}, "`sed --expression`"),
+        (3, {"command": "timeout --sig KILL 5 awk {x}"}, "`awk` runs as its program"),
+        (3, {"command": "awk -W interactive {x}"}, "`awk` runs as its program"),
+        (3, {"command": "env --frobnicate ls {x}"}, "an option of `env` that mcpstudio does not know"),
+        (4, {"command": "flock LOCKFILE awk {x}"}, "`awk` runs as its program"),
+        (4, {"command": "flock LOCKFILE sed -n {x} file"}, "`sed` runs as its program"),
+        (4, {"command": "docker exec c awk {x}"}, "`awk` runs as its program"),
+        (4, {"command": "kubectl exec p -- sed {x}"}, "`sed` runs as its program"),
+        (7, {"command": "rbash -c {x}"}, "`rbash -c`"),
+        (7, {"command": "oksh -c {x}"}, "`oksh -c`"),
+        (7, {"command": "sqlite3 db {x}"}, "`sqlite3` runs as SQL"),
+        (7, {"command": "sqlite3 db", "stdin": "{x}"}, "`sqlite3` reads the program"),
+        (7, {"command": "make -f -", "stdin": "{x}"}, "`make -f` reads the program"),
+        (7, {"command": "make CFLAGS={x}"}, "`make NAME=VALUE`"),
+        (7, {"command": "sh /dev/fd//0", "stdin": "{x}"}, "`sh` reads the program"),
+        (7, {"command": "sh /dev/./stdin", "stdin": "{x}"}, "`sh` reads the program"),
+        (7, {"command": "ex -s file", "stdin": "{x}"}, "`ex` reads the program"),
+        (7, {"command": "vim +{x} file"}, "`vim +`"),
+        (7, {"command": "view -c {x} file"}, "`view -c`"),
+        (7, {"command": "tcsh -c {x}"}, "`tcsh -c`"),
+        (7, {"command": "csh -c {x}"}, "`csh -c`"),
+        (7, {"command": "nu -c {x}"}, "`nu -c`"),
+        (7, {"command": "xonsh -c {x}"}, "`xonsh -c`"),
+        (7, {"command": "elvish -c {x}"}, "`elvish -c`"),
+        (7, {"command": "ipython -c {x}"}, "`python -c`"),
+        (7, {"command": "gdb -batch -ex {x}"}, "`gdb -ex`"),
+        (7, {"command": "script -q -c {x} /dev/null"}, "`script -c`"),
+        (7, {"command": "flock -c {x} LOCKFILE"}, "`flock -c`"),
+        (7, {"command": "flock LOCKFILE -c {x}"}, "`flock -c`"),
+        (8, {"command": "git clone --upload-pack={x} repo"}, "`git clone --upload-pack`"),
+        (8, {"command": "git push --receive-pack {x} origin"}, "`git push --receive-pack`"),
+        (8, {"command": "git submodule foreach {x}"}, "`git submodule foreach`"),
+        (8, {"command": "git bisect run {x}"}, "`git bisect run`"),
+        (8, {"command": "git rebase -x {x} main"}, "`git rebase -x`"),
+        (8, {"command": "git difftool -x {x}"}, "`git difftool -x`"),
+        (8, {"command": "git --config-env={x} log"}, "--config-env`"),
+        (8, {"command": "find . -fprint {x}"}, "`find -fprint`"),
+        (8, {"command": "find . -name a -fprintf {x} %p"}, "`find -fprintf`"),
+        (8, {"command": "find . -fls {x}"}, "`find -fls`"),
+        (8, {"command": "tar --to-command={x} -xf a.tar"}, "`tar --to-command`"),
+        (8, {"command": "zip -TT {x} a.zip file"}, "`zip -TT`"),
+        (8, {"command": "wget -O {x} https://example.com/"}, "`wget -O`"),
+        (8, {"command": "curl -sSLo {x} https://example.com/"}, "`curl -o`"),
+        (8, {"command": "rsync -avze {x} a host:b"}, "`rsync -e`"),
+        (8, {"command": "curl -K {x} https://example.com/"}, "`curl -K`"),
+        (8, {"command": "bash --rcfile {x} -i"}, "`bash --rcfile`"),
+        (8, {"shell": True, "command": "source <(echo {x})"}, "`source` reads the program"),
+        (8, {"shell": True, "command": "echo {x} | ed -s file"}, "`ed` reads the program"),
+        (8, {"command": "gdb --args sh -c {x}"}, "`sh -c`"),
+        (8, {"command": "psql -c {x}"}, "`psql -c`"),
+        (8, {"command": "mysql -e {x}"}, "`mysql -e`"),
+        (8, {"command": "sftp -b {x} host"}, "`sftp -b`"),
+        (8, {"command": "curl -T {x} https://example.com/"}, "`curl -T`"),
+        (8, {"command": "git format-patch -o {x} HEAD~1"}, "`git format-patch -o`"),
+        (8, {"command": "make -C {x}"}, "`make -C`"),
+        (8, {"command": "node --env-file={x} app.js"}, "`node --env-file`"),
+        (8, {"command": "Rscript -e {x}"}, "`r -e`"),
+        (8, {"command": "php -d {x} a.php"}, "`php -d`"),
+        (8, {"command": "npx -c {x}"}, "`npx -c`"),
+        (8, {"command": "emacs --batch --eval {x}"}, "`emacs --eval`"),
+        (10, {"command": "env TAR_OPTIONS={x} tar -cf a.tar file"}, "`TAR_OPTIONS=`"),
+        (10, {"shell": True, "command": "echo a; http_proxy={x} curl https://example.com/"}, "`http_proxy=`"),
+    ]
+    STILL_LOADS = [  # the same programs with values as data
+        "ex -s {file}", "view -es {file}", "git log {rev}", "git cherry-pick -x {commit}", "git log -c {path}",
+        "make {target}", "sqlite3 {db} 'select 1'", "env --ignore-environment ls {x}", "env --chdir=x ls {x}",
+        "env x={v} printenv x", "flock LOCKFILE ls {x}", "grep -rn read {x}", "gdb -batch -ex run --args ./p {x}", "go test -v {x}",
+        "bash --norc x.sh {x}", "make -j 4 {target}", "tar -xf {archive} -C out", "psql -d {db} -c 'select 1'",
+        "curl -o out.html {url}", "curl -fsSL {url}", "wget -qO- {url}", "rsync -avz {src} {dst}",
+    ]
+
+    def check(self, tool):
+        path = os.path.join(self.dir, "c.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [dict(tool, name="t")]}, f)
+        return subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              stdin=subprocess.DEVNULL, cwd=self.dir)
+
+    def test_refused_when_the_config_loads(self):
+        # Every form, in-process: the message names the field and the reason; the data forms still load.
+        for hole, tool, reason in self.AT_START:
+            with self.subTest(hole=hole, tool=tool):
+                with self.assertRaises(TemplateError) as cm:
+                    template = mcpstudio.CommandTemplate(tool["command"])
+                    template.check_code(shell=tool.get("shell", False))
+                    if "stdin" in tool and template.stdin_code:
+                        raise TemplateError(template.stdin_code)
+                self.assertIn(reason, str(cm.exception))
+                if "stdin" not in tool:
+                    self.assertIn("`x`", str(cm.exception))
+        for text in self.STILL_LOADS:
+            with self.subTest(template=text):
+                mcpstudio.CommandTemplate(text).check_code(shell=False)
+        # One of each hole through the program: `check` stops with exit 1 naming the tool, field and reason.
+        seen = set()
+        for hole, tool, reason in self.AT_START:
+            if hole in seen:
+                continue
+            seen.add(hole)
+            with self.subTest(hole=hole, spawned=tool):
+                out = self.check(tool)
+                self.assertEqual(out.returncode, 1, out.stderr)
+                self.assertIn("tools[0].%s" % ("stdin" if "stdin" in tool else "command"), out.stderr)
+                self.assertIn(reason, out.stderr)
+                if "stdin" not in tool:
+                    self.assertIn("`x`", out.stderr)
+        self.assertEqual(seen, {1, 2, 3, 4, 7, 8, 10})
+
+    def test_refused_when_called(self):
+        # Holes 5, 6 and 7 (`ex -s {file}`): the dash guard judges each word as rendered, a wrapper's `--`
+        # frees nothing, and a vi-family file may not start with `+`; each value would write the marker.
+        marker = os.path.join(self.dir, "MARKER")
+        tools = [
+            {"name": "joined", "command": "sort {a}-{b}", "parameters": {"a": {"type": "string"}, "b": {"type": "string"}}},
+            {"name": "optional", "command": "sort [a]-{b}"},
+            {"name": "wrapper", "command": "env -- sort {b}"},
+            {"name": "wrapper_shell", "shell": True, "command": "nice -- sort {b} | cat"},
+            {"name": "vi", "command": "ex -s {b}"},
+            {"name": "curl", "command": "curl -s -d {b} http://127.0.0.1:9/"},
+        ]
+        path = os.path.join(self.dir, "tools.json")
+        with open(path, "w") as f:
+            json.dump({"tools": tools}, f)
+        attacks = [("joined", {"a": "", "b": "-output=MARKER"}, "'-'"), ("optional", {"b": "-output=MARKER"}, "'-'"),
+                   ("wrapper", {"b": "--output=MARKER"}, "'-'"), ("wrapper_shell", {"b": "--output=MARKER"}, "'-'"),
+                   ("vi", {"b": "+!touch MARKER"}, "'+'"), ("curl", {"b": "@" + marker}, "'@'")]
+        with McpProcess("serve", "--config", path, cwd=self.dir) as server:
+            server.initialize()
+            for tool, arguments, sign in attacks:
+                with self.subTest(tool=tool):
+                    result = server.call(tool, arguments)
+                    self.assertTrue(result["isError"], text_of(result))
+                    self.assertIn("`b` starts with %s" % sign, text_of(result))
+            # The same words with harmless values run.
+            self.assertNotIn("starts with", text_of(server.call("joined", {"a": "v", "b": "x"})))
+            self.assertNotIn("starts with", text_of(server.call("wrapper", {"b": "nothing-here"})))
+        self.assertFalse(os.path.exists(marker))
+
+    def test_pure_parts_table(self):
+        # getopt_long's unique prefixes; the guard on words as rendered; which variables steer.
+        known = ("--unset", "--chdir", "--split-string", "--signal")
+        for name, expected in (("--sp", "--split-string"), ("--split-string", "--split-string"), ("--s", "--s"),
+                               ("--u", "--unset"), ("--frob", "--frob"), ("--", "--")):
+            self.assertEqual(mcpstudio._long_option(name, known), expected, name)
+        rows = [  # template, arguments, refused
+            ("x {a}-{b}", {"a": "", "b": "-o"}, True), ("x {a}-{b}", {"a": "v", "b": "-o"}, False),
+            ("x [a]-{b}", {"b": "-o"}, True), ("x [--voice={v}]", {"v": "-a"}, False), ("x -e{p}", {"p": "-a"}, False),
+            ("env -- x {b}", {"b": "-o"}, True), ("x -- {b}", {"b": "-o"}, False), ("x -- a {b}", {"b": "-o"}, True),
+            ("vim {f}", {"f": "+!id"}, True), ("vim -- {f}", {"f": "+!id"}, False), ("cat {f}", {"f": "+x"}, False),
+            ("curl -d {d} u", {"d": "@/etc/passwd"}, True), ("curl -d @{d} u", {"d": "f"}, False),
+        ]
+        for text, arguments, refused in rows:
+            with self.subTest(template=text, arguments=arguments):
+                if refused:
+                    with self.assertRaises(ToolError):
+                        mcpstudio.CommandTemplate(text).render(arguments)
+                else:
+                    mcpstudio.CommandTemplate(text).render(arguments)
+        for name, steers in (("x", False), ("max_count", False), ("X", True), ("PS4", True), ("ftp_proxy", True),
+                             ("npm_config_userconfig", True), ("module_path", True), ("a-b", True)):
+            self.assertEqual(mcpstudio._steers(name), steers, name)
+
+    @unittest.skipUnless(shutil.which("git"), "git is not installed")
+    def test_git_example_runs_no_configured_program(self):
+        # Hole 9: a downloaded folder's .git/config names core.fsmonitor; examples/configs/git.json's
+        # read-only git_status does not run it (git without the -c settings does, shown first).
+        marker = os.path.join(self.dir, "MARKER")
+        repo = os.path.join(self.dir, "project")
+        subprocess.run(["git", "init", "-q", repo], check=True, timeout=WAIT)
+        subprocess.run(["git", "-C", repo, "config", "core.fsmonitor", "touch %s; false" % marker], check=True,
+                       timeout=WAIT)
+        subprocess.run(["git", "-C", repo, "status", "--short"], capture_output=True, timeout=WAIT)
+        self.assertTrue(os.path.exists(marker), "the attack needs a git that runs core.fsmonitor")
+        os.remove(marker)
+        with McpProcess("serve", "--config", os.path.join(HERE, "examples", "configs", "git.json")) as server:
+            server.initialize()
+            result = server.call("git_status", {"repo": repo})
+            self.assertFalse(result["isError"], text_of(result))
+            self.assertIn("##", text_of(result))
+        self.assertFalse(os.path.exists(marker))
+
+    @unittest.skipUnless(shutil.which("tar") and os.name == "posix", "needs tar and POSIX")
+    def test_script_options_that_steer_a_program_are_not_set_by_name(self):
+        # Hole 10: a script declares options named like variables programs act on; its plain `tar`
+        # would run TAR_OPTIONS's checkpoint action. Only lower-case names outside the known list
+        # (proxies, npm_config_*, zsh's path) are set under their own names; all arrive as MCPD_OPT_.
+        root = os.path.join(self.dir, "scripts")
+        os.makedirs(root)
+        marker = os.path.join(self.dir, "MARKER")
+        names = ["TAR_OPTIONS", "ZIPOPT", "VIMINIT", "LUA_INIT", "MAKEFLAGS", "CC", "GOFLAGS", "KUBECONFIG",
+                 "http_proxy", "npm_config_script_shell", "fpath", "who"]
+        script = os.path.join(root, "probe")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent("""\
+                #!%s
+                import json, os, subprocess, sys
+                if sys.argv[1:] == ["--help"]:
+                    print("{}")
+                    print(json.dumps({n: {"required": True, "value_type": "string"} for n in %r}), file=sys.stderr)
+                    sys.exit(0)
+                open("file", "w").close()
+                subprocess.run(["tar", "-cf", "a.tar", "file"])
+                print(json.dumps({"own": {n: os.environ.get(n) for n in %r},
+                                  "opt": {n: os.environ.get("MCPD_OPT_" + n) for n in %r}}))
+                """ % (PY, names, names, names)))
+        os.chmod(script, 0o755)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        for name in names:
+            env.pop(name, None)
+        arguments = {n: "/tmp/evil-" + n for n in names}
+        arguments["TAR_OPTIONS"] = "--checkpoint=1 --checkpoint-action=exec=touch\\ " + marker.replace(" ", "\\ ")
+        with McpProcess("--root-directory", root, env=env, cwd=self.dir) as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: server.request("tools/list")["result"]["tools"]), server.context())
+            result = server.call("probe", arguments)
+            self.assertFalse(result["isError"], result)
+            data = result["structuredContent"]
+        self.assertEqual(data["opt"], arguments)
+        self.assertEqual(data["own"], {n: "/tmp/evil-who" if n == "who" else None for n in names})
+        self.assertFalse(os.path.exists(marker))
+        for name, expected in (("who", True), ("max_count", True), ("TAR_OPTIONS", False), ("CC", False),
+                               ("https_proxy", False), ("no_proxy", False), ("npm_config_x", False), ("cdpath", False),
+                               ("Name", False)):
+            self.assertEqual(mcpstudio.option_variable(name), expected, name)
+
+
+class FrontmatterLimitsTests(unittest.TestCase):
+    """Issue 31 items 1 and 10: the frontmatter parser bounds nesting and size, and is linear."""
+
+    def test_refused_past_the_limits(self):
+        deep_keys = "\n".join(" " * level + "k%d:" % level for level in range(100)) + " x"
+        for text, reason in (("k: " + "[" * 5000 + "]" * 5000, "nested deeper than 32 levels"),
+                             ("k: " + "{a: " * 40 + "b" + "}" * 40, "nested deeper than 32 levels"),
+                             (deep_keys, "nested deeper than 32 levels"),
+                             ("k:\n" + "- " * 40 + "x", "nested deeper than 32 levels"),
+                             ("k: '%s'" % ("x" * (64 << 10)), "longer than 65536 characters")):
+            with self.subTest(text=text[:30]):
+                with self.assertRaises(mcpstudio.FrontmatterError) as caught:
+                    mcpstudio.parse_frontmatter("---\nname: x\n%s\n---\nbody\n" % text)
+                self.assertIn(reason, str(caught.exception))
+        nested = "k: " + "[" * 31 + "]" * 31  # at the limit: parsed
+        self.assertEqual(mcpstudio.parse_frontmatter("---\n%s\n---\n" % nested)["k"], json.loads(nested[3:]))
+
+    def test_linear_in_the_number_of_flow_values(self):
+        # 430 kB of flow values took 18 s (quadratic: 40,000 of these lines took 12 s); the parser itself
+        # (past the size cap) now takes a fraction of a second.
+        lines = ["k%d: [a]" % row for row in range(40000)] + ["big: [%s]" % ", ".join(["value"] * 80000)]
+        started = time.monotonic()
+        value = mcpstudio._Yaml(lines, 2).document()
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertEqual((len(value), len(value["big"]), value["k39999"]), (40001, 80000, ["a"]))
+
+
+class SkillsHardeningTests(ScratchDir):
+    """Issue 31 items 1-3 and 9: a bad, special or swapped file refuses one skill and never blocks the server."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.dir, "skills")
+        write_skill(self.root, "good", "name: good\ndescription: A good skill", files={"ref.md": b"inside\n"})
+        self.secret = os.path.join(self.dir, "secret.md")
+        with open(self.secret, "w") as f:
+            f.write("SECRET outside the root\n")
+
+    def served(self, server) -> list:
+        listing = server.request("skills/list", {}, timeout=10)["result"]["skills"]
+        return sorted(entry["frontmatter"]["name"] for entry in listing)
+
+    def test_a_deep_frontmatter_refuses_that_skill_alone(self):
+        write_skill(self.root, "deep", "name: deep\ndescription: x\nk: " + "[" * 5000 + "]" * 5000)
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            for _ in range(2):  # and again: nothing is left broken
+                self.assertEqual(self.served(server), ["good"])
+                self.assertEqual([p["name"] for p in server.request("prompts/list", {})["result"]["prompts"]], ["good"])
+                self.assertIn("skill://good/ref.md", str(server.request("resources/list", {})["result"]))
+                self.assertIn("result", server.request("resources/read", {"uri": "skill://good/SKILL.md"}))
+            stderr = server.stderr_when(lambda text: "deep" in text)
+        self.assertRegex(stderr, r"skills: .*deep.SKILL\.md: frontmatter line \d+: nested deeper than 32 levels.*not served")
+
+    def test_special_files_are_refused_and_never_block(self):
+        for name, target in (("fifo", None), ("outside", os.path.join(self.dir, "elsewhere", "outside")),
+                             ("zero", "/dev/zero")):
+            os.makedirs(os.path.join(self.root, name))
+            if target is None:
+                os.mkfifo(os.path.join(self.root, name, "SKILL.md"))
+                continue
+            if name == "outside":  # a good SKILL.md, but outside the root
+                write_skill(os.path.dirname(target), "outside", "name: outside\ndescription: Not served")
+                target = os.path.join(target, "SKILL.md")
+            os.symlink(target, os.path.join(self.root, name, "SKILL.md"))
+        server = McpProcess("--skills", self.root)
+        with server:
+            server.initialize()
+            self.assertEqual(self.served(server), ["good"])
+            self.assertEqual([p["name"] for p in server.request("prompts/list", {})["result"]["prompts"]], ["good"])
+            reply = server.request("resources/read", {"uri": "skill://outside/SKILL.md"})
+            self.assertNotIn("Not served", json.dumps(reply))
+            stderr = server.stderr_when(lambda text: all(os.path.join(self.root, name, "SKILL.md") in text
+                                                         for name in ("fifo", "outside", "zero")))
+            started = time.monotonic()
+            self.assertEqual(server.close(), 0)  # stdin closed: it exits, nothing holds it
+            self.assertLess(time.monotonic() - started, 10)
+        self.assertIn("not a regular file", stderr)
+        self.assertIn("outside %s" % os.path.realpath(self.root), stderr)
+
+    def test_a_swapped_file_or_folder_is_never_read_through_a_link(self):
+        folder = os.path.join(self.root, "good")
+        os.makedirs(os.path.join(folder, "sub"))
+        with open(os.path.join(folder, "sub", "doc.md"), "w") as f:
+            f.write("inside too\n")
+        outside = os.path.join(self.dir, "outside-sub")
+        os.makedirs(outside)
+        os.symlink(self.secret, os.path.join(outside, "doc.md"))
+        stop = threading.Event()
+
+        def swap():  # ref.md and sub/ become symlinks out of the root and back, as fast as they can
+            while not stop.is_set():
+                for name, link_to in (("ref.md", self.secret), ("sub", outside)):
+                    path = os.path.join(folder, name)
+                    os.rename(path, path + ".real")
+                    os.symlink(link_to, path)
+                    os.remove(path)
+                    os.rename(path + ".real", path)
+        import hashlib
+        with open(self.secret, "rb") as f:
+            secret_digest = "sha256:" + hashlib.sha256(f.read()).hexdigest()
+        swapper = threading.Thread(target=swap, daemon=True)
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            swapper.start()
+            self.addCleanup(swapper.join, 10)
+            self.addCleanup(stop.set)
+            served = 0
+            for attempt in range(600):
+                uri = "skill://good/ref.md" if attempt % 2 else "skill://good/sub/doc.md"
+                reply = server.request("resources/read" if attempt % 10 else "skills/get",
+                                       {"uri": uri if attempt % 10 else "skill://good/SKILL.md"})
+                self.assertNotIn("SECRET", json.dumps(reply))
+                self.assertNotIn(secret_digest, json.dumps(reply))
+                self.assertNotEqual(reply.get("error", {}).get("code"), -32603, reply)  # refused, never broken
+                served += "result" in reply
+            stop.set()
+            self.assertGreater(served, 0)
+
+
+class OAuthHardeningTests(OAuthCase):
+    """Issue 31 items 4-7 and 14: what a sign-in fetches, follows, waits for, keeps, prints and revokes."""
+
+    def test_every_sign_in_url_is_https_or_loopback(self):
+        for where, bad in (("resource_metadata", "http://example.invalid/.well-known/oauth-protected-resource"),
+                           ("resource_metadata", "file:///etc/passwd"), ("resource_metadata", "data:,{}"),
+                           ("issuers", "http://example.invalid")):
+            with self.subTest(where=where, url=bad):
+                self.server.resource_metadata = bad if where == "resource_metadata" else None
+                self.server.issuers = [bad] if where == "issuers" else None
+                login = self.run_cli("login", "files", "--config", self.config)
+                self.assertEqual(login.returncode, 1, login.stdout + login.stderr)
+                self.assertRegex(login.stderr, r"refusing to fetch %s\S* for the sign-in: it must be https"
+                                 % re.escape(bad))
+        self.assertEqual(self.server.authorized, [], "the browser was sent")
+
+    def test_no_redirect_is_followed_with_the_client_secret(self):
+        elsewhere = OAuthServer()
+        self.addCleanup(elsewhere.close)
+        self.server.token_reply = (302, None, [("Location", "http://127.0.0.1:%d/token" % elsewhere.port)])
+        with open(self.config, "w") as f:
+            json.dump({"mcpServers": {"files": {"url": self.server.url, "oauth": {
+                "clientId": "pre-registered", "clientSecret": "s3cret"}}}}, f)
+        login = self.run_cli("login", "files", "--config", self.config)
+        self.assertEqual(login.returncode, 1)
+        self.assertIn("the token endpoint of http://127.0.0.1:%d answered HTTP 302" % self.server.port, login.stderr)
+        self.assertTrue(any(headers.get("Authorization", "").startswith("Basic ")
+                            for _, path, headers in self.server.seen if path == "/token"))  # sent where it belongs
+        self.assertEqual(elsewhere.seen, [])
+
+    def test_a_servers_text_is_printed_without_control_characters(self):
+        self.server.token_reply = (400, {"error": "invalid_grant",
+                                         "error_description": "no\x1b]0;owned\x07\x1b[2J\x9b31m way\r\nnow"}, [])
+        login = self.run_cli("login", "files", "--config", self.config)
+        self.assertEqual(login.returncode, 1)
+        self.assertIn("answered HTTP 400: no]0;owned[2J31m waynow", login.stderr)
+        self.assertNotRegex(login.stderr, "[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # line breaks only between lines
+
+    def test_logout_revokes_the_refresh_token_or_says_it_could_not(self):
+        self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
+        logout = self.run_cli("logout", "files", "--config", self.config)
+        self.assertIn("signed out of files (deleted %s; the token is revoked)" % self.token_path(), logout.stdout)
+        self.assertEqual(self.server.revoked, ["rt-1"])
+        self.server.revocation = False
+        self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
+        logout = self.run_cli("logout", "files", "--config", self.config)
+        self.assertIn("could not revoke the token: its authorization server offers no revocation (RFC 7009)",
+                      logout.stdout)
+        self.assertEqual((self.server.revoked, self.token_files()), (["rt-1"], []))
+
+    def token_path(self):
+        return mcpstudio.TokenStore(self.server.url, os.path.join(self.dir, "config", "mcpstudio", "oauth")).path
+
+    def test_an_idle_connection_or_a_forged_redirect_does_not_stop_the_sign_in(self):
+        self.env["MCPSTUDIO_TEST_BROWSER_ATTACK"] = "1"
+        login = self.run_cli("login", "files", "--config", self.config)
+        self.assertEqual(login.returncode, 0, login.stderr)
+        self.assertIn("signed in to files: signed in", login.stdout)
+        self.assertEqual(self.server.grants, ["authorization_code"])
+
+
+class OAuthListenerAndStoreTests(ScratchDir):
+    """Issue 31 items 5 and 6, in-process: the redirect listener's timeout, and the token file's safety."""
+
+    def test_the_wait_ends_at_its_timeout_despite_an_idle_connection(self):
+        import socket
+        callback = mcpstudio._Callback("the-state")
+        port = int(callback.uri.split(":")[2].split("/")[0])
+        idle = socket.create_connection(("127.0.0.1", port))
+        self.addCleanup(idle.close)
+        started = time.monotonic()
+        with self.assertRaisesRegex(mcpstudio.OAuthError, "did not come back within 1 s"):
+            callback.wait(1)
+        self.assertLess(time.monotonic() - started, 10)
+
+    @unittest.skipUnless(os.name == "posix", "file modes and symlinks")
+    def test_the_token_file(self):
+        folder = os.path.join(self.dir, "oauth")
+        os.makedirs(folder)
+        os.chmod(folder, 0o777)
+        store = mcpstudio.TokenStore("https://example.com/mcp", folder)
+        victim = os.path.join(self.dir, "victim")
+        with open(victim, "w") as f:
+            f.write("untouched")
+        os.symlink(victim, "%s.%d.tmp" % (store.path, os.getpid()))  # the old, predictable name
+        store.save({"tokens": {"access_token": "at"}})
+        self.assertEqual(os.stat(folder).st_mode & 0o777, 0o700)
+        self.assertEqual(os.stat(store.path).st_mode & 0o777, 0o600)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "untouched")
+        self.assertEqual(store.load()["tokens"], {"access_token": "at"})
+        planted = os.path.join(self.dir, "planted.json")  # someone else's tokens, linked in the file's place
+        os.rename(store.path, planted)
+        os.symlink(planted, store.path)
+        self.assertEqual(store.load(), {})
+        os.remove(store.path)
+        os.mkdir(store.path)  # a save that fails leaves no temporary file behind
+        with self.assertRaises(OSError):
+            store.save({"tokens": {}})
+        self.assertEqual(sorted(os.listdir(folder)), sorted([os.path.basename(store.path),
+                                                             os.path.basename(store.path) + ".%d.tmp" % os.getpid()]))
+
+
+class ToolsHttpServer(ThreadedHttpServer):
+    """A Streamable HTTP server (2025-11-25, no sessions) that lists `tools` and answers every call; `called`
+    holds the names called."""
+
+    def __init__(self, tools):
+        import http.server
+        owner, self.called = self, []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if "id" not in message:
+                    self.send_response(202)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                result = {"tools": tools}
+                if message["method"] == "initialize":
+                    result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                              "serverInfo": {"name": "headers", "version": "1"}}
+                elif message["method"] == "tools/call":
+                    owner.called.append(message["params"]["name"])
+                    result = {"content": [{"type": "text", "text": "called"}]}
+                data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.serve(Handler)
+        self.url = "http://127.0.0.1:%d/mcp" % self.port
+
+
+def header_tool(name, *properties):
+    """A tool whose input schema has `properties`: (name, type, x-mcp-header or None) each."""
+    return {"name": name, "inputSchema": {"type": "object", "properties": {
+        key: dict({"type": kind}, **({} if header is None else {"x-mcp-header": header}))
+        for key, kind, header in properties}}}
+
+
+HEADER_TOOLS = [  # (tool, the rule it breaks, or None)
+    (header_tool("valid", ("region", "string", "Region"), ("n", "integer", "N"), ("on", "boolean", "On"),
+                 ("free", "number", None)), None),
+    (header_tool("empty", ("value", "string", "")), "is not a header name"),
+    (header_tool("on_object", ("data", "object", "Data")), "only string, integer and boolean parameters"),
+    (header_tool("on_array", ("items", "array", "Items")), "only string, integer and boolean parameters"),
+    (header_tool("on_null", ("nil", "null", "Nil")), "only string, integer and boolean parameters"),
+    (header_tool("on_number", ("score", "number", "Score")), "only string, integer and boolean parameters"),
+    (header_tool("twice", ("a", "string", "Region"), ("b", "string", "Region")), "appears twice"),
+    (header_tool("twice_any_case", ("a", "string", "MyField"), ("b", "string", "myfield")), "appears twice"),
+    (header_tool("space", ("value", "string", "My Region")), "is not a header name"),
+    (header_tool("colon", ("value", "string", "Region:Primary")), "is not a header name"),
+    (header_tool("non_ascii", ("value", "string", "R\u00e9gion")), "is not a header name"),
+    (header_tool("control", ("value", "string", "Region\t1")), "is not a header name"),
+    (header_tool("not_text", ("value", "string", 7)), "is not a header name"),
+]
+
+
+class UpstreamHardeningTests(ScratchDir):
+    """Issue 31 items 8 and 15: what mcpstudio, as a client of URL servers, refuses to trust."""
+
+    def setUp(self):
+        super().setUp()
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+            self.env.pop(name, None)
+
+    def config(self, servers) -> str:
+        path = os.path.join(self.dir, "servers.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": servers}, f)
+        return path
+
+    def test_header_rules(self):
+        for tool, rule in HEADER_TOOLS:
+            with self.subTest(tool=tool["name"]):
+                problem = mcpstudio.header_problem(tool)
+                self.assertEqual(problem is None, rule is None, problem)
+                self.assertIn(rule or "", problem or "")
+
+    def test_tools_with_invalid_x_mcp_headers_are_left_out_everywhere(self):
+        web = ToolsHttpServer([tool for tool, _ in HEADER_TOOLS])
+        self.addCleanup(web.close)
+        invalid = [tool["name"] for tool, rule in HEADER_TOOLS if rule]
+        with McpProcess("serve", "--config", self.config({"web": {"url": web.url}}), env=self.env) as server:
+            server.initialize()
+            names = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("web__valid", names)
+            self.assertFalse([name for name in names if name[len("web__"):] in invalid], names)
+            reply = server.request("tools/call", {"name": "web__empty", "arguments": {"value": "x"}})
+            self.assertIn("web__empty", json.dumps(reply))
+            stderr = server.stderr_when(lambda text: all("tool `%s` is left out" % name in text for name in invalid))
+        for tool, rule in HEADER_TOOLS[1:]:
+            self.assertRegex(stderr, r"server `web`: tool `%s` is left out: [^\n]*%s" % (tool["name"], re.escape(rule)))
+        fresh = dict(self.env, XDG_CACHE_HOME=os.path.join(self.dir, "fresh"))  # warned when listed, not from a cache
+        listed = subprocess.run(SERVER + ["inspect", "--json", "--url", web.url], env=fresh, capture_output=True,
+                                text=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertEqual([t["name"] for t in json.loads(listed.stdout)["tools"]], ["valid"])
+        self.assertIn("tool `on_number` is left out", listed.stderr)
+        called = subprocess.run(SERVER + ["call", "on_number", "score=1", "--url", web.url], env=self.env,
+                                capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(called.returncode, 0)
+        self.assertIn("Unknown tool: on_number (this server has: valid)", called.stderr)
+        self.assertEqual(subprocess.run(SERVER + ["call", "valid", "region=eu", "--url", web.url], env=self.env,
+                                        capture_output=True, timeout=60, stdin=subprocess.DEVNULL).returncode, 0)
+        self.assertEqual(web.called, ["valid"])
+
+    def test_a_legacy_sse_endpoint_of_another_origin_is_refused(self):
+        other = LegacySseServer()
+        self.addCleanup(other.close)
+        old = LegacySseServer()
+        self.addCleanup(old.close)
+        old.endpoint = "http://localhost:%d/messages?session=1" % other.port
+        path = self.config({"old": {"type": "sse", "url": "http://127.0.0.1:%d/sse" % old.port,
+                                    "headers": {"X-Api-Key": "key-1234"}}})
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            reply = server.request("tools/call", {"name": "old__shout", "arguments": {"text": "x"}})
+            self.assertIn("another origin", json.dumps(reply))
+            stderr = server.stderr_when(lambda text: "another origin" in text)
+        self.assertIn("its endpoint event names another origin (http://localhost:%d); refusing to send there"
+                      % other.port, stderr)
+        self.assertEqual((other.headers, old.headers), ([], []))
 
 
 class HouseTests(unittest.TestCase):
@@ -11076,9 +12093,19 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the suite's 
 
 
 def follow_sign_in(url: str) -> int:
-    """A browser for tests: open the authorization URL, follow its redirect to the callback."""
+    """A browser for tests: open the authorization URL, follow its redirect to the callback. With
+    MCPSTUDIO_TEST_BROWSER_ATTACK set, first an idle connection to the callback and a forged redirect."""
+    import socket
     import urllib.error
+    import urllib.parse
     import urllib.request
+    if os.environ.get("MCPSTUDIO_TEST_BROWSER_ATTACK"):
+        callback = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))["redirect_uri"]
+        idle = socket.create_connection((urllib.parse.urlsplit(callback).hostname, urllib.parse.urlsplit(callback).port))
+        try:
+            urllib.request.urlopen(callback + "?code=forged&state=forged", timeout=20).read()
+        except urllib.error.HTTPError:
+            pass  # refused: the real redirect still counts
 
     class Stay(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kwargs):
@@ -11091,6 +12118,8 @@ def follow_sign_in(url: str) -> int:
         if not location:
             return 1
     urllib.request.urlopen(location, timeout=10).read()
+    if os.environ.get("MCPSTUDIO_TEST_BROWSER_ATTACK"):
+        idle.close()
     return 0
 
 
@@ -11130,7 +12159,7 @@ def conformance_client(url: str) -> int:
                                   env=env, stdin=subprocess.DEVNULL).returncode for call in context["toolCalls"])
     if scenario in ("json-schema-ref-no-deref", "request-metadata") or not tools:
         return 0 if listing else 1
-    if scenario == "sep-2322-client-request-state":  # each tool in turn, answering its questions yes
+    if scenario in ("sep-2322-client-request-state", "http-invalid-tool-headers"):  # each tool, answering yes
         return max(subprocess.run(mcpstudio + ["call", name, "--yes"] + mode, env=env,
                                   stdin=subprocess.DEVNULL).returncode for name in tools)
     if scenario == "json-schema-2020-12-preservation":
