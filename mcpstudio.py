@@ -2395,7 +2395,7 @@ _URL_TEXT = re.compile(r"\b[A-Za-z][\w+.-]*://[^\s'\"]+")
 _OPTION_TEXT = re.compile(r"(?<![^\s'\"])(--?[A-Za-z][\w.-]*(?:=|\s+)|[A-Za-z_][\w.-]*=)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 
 
-def _masked_url(match) -> str:
+def _masked_url(match):
     from urllib.parse import urlsplit, urlunsplit
     try:
         parts = urlsplit(match.group(0))
@@ -2403,12 +2403,11 @@ def _masked_url(match) -> str:
         return "***"
     user, at, host = parts.netloc.rpartition("@")
     netloc = (user.partition(":")[0] + ":***" if ":" in user else "***") + at + host if at else host
-    query, fragment = (re.sub(r"(^|[&;])([^&;=]*)=?[^&;]*", r"\1\2=***", text) if text else text
-                       for text in (parts.query, parts.fragment))
+    query, fragment = (re.sub(r"([^&;=]+)(=[^&;]*)?", r"\1=***", text) for text in (parts.query, parts.fragment))
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
-def _masked_option(match) -> str:
+def _masked_option(match):
     name, value = match.groups()
     return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") else match.group(0)
 
@@ -7169,6 +7168,16 @@ def _passes(name: str, allow, deny) -> bool:
     return (not allow or _match(name, allow)) and not _match(name, deny)
 
 
+def shared_uris(listings) -> dict:
+    """{uri: [server ids]} for each resource URI that more than one server lists (`listings`: [(server id,
+    resources)]); skill:// URIs are served under each server's id, so they are never shared."""
+    owners = {}
+    for server_id, items in listings:
+        for uri in {item.get("uri") for item in items if isinstance(item.get("uri"), str)}:
+            owners.setdefault(uri, []).append(server_id)
+    return {uri: ids for uri, ids in owners.items() if len(ids) > 1 and not uri.startswith("skill://")}
+
+
 class _UpstreamProtocol(asyncio.SubprocessProtocol):
     """Lines from a server's stdout (messages) and stderr (for its log), and its exit."""
 
@@ -8518,14 +8527,15 @@ class McpClient(RpcClient):
             for item in page:
                 name = item.get("name", item.get("uri")) if isinstance(item, dict) else None
                 if isinstance(name, str) and len(json.dumps(item)) > UPSTREAM_MAX_ITEM:
-                    self.note("lists %s of more than %d KiB (description and schemas): left out"
-                              % (json.dumps(name[:80]), UPSTREAM_MAX_ITEM >> 10), True)
+                    self.note("lists %s of more than 64 KiB (description and schemas): left out" % json.dumps(name[:80]),
+                              True)
                 elif isinstance(name, str):
                     items.append(item)
             cursor = result.get("nextCursor")
-            if cursor and len(items) >= UPSTREAM_MAX_ITEMS:
+            if not cursor:
+                break
+            if len(items) >= UPSTREAM_MAX_ITEMS:
                 self.note("lists more than %d %s: the rest are left out" % (UPSTREAM_MAX_ITEMS, key), True)
-            if not cursor or len(items) >= UPSTREAM_MAX_ITEMS:
                 break
         return items[:UPSTREAM_MAX_ITEMS]
 
@@ -8802,7 +8812,7 @@ class BackChannel:
                 if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
                 reply["result"] = await self.downstream.bridge.ask(cause, method, params)
-            elif cause is None and method in CLIENT_FEATURES and method != "roots/list":  # the person would not know who asks
+            elif cause is None and method in ("sampling/createMessage", "elicitation/create"):  # whom would a person answer?
                 self.upstream.log.warning("server `%s` sent %s outside any call: refused", self.upstream.spec.id, method)
                 raise McpError(INVALID_REQUEST, "mcpstudio passes %s on only during a call of this server's" % method)
             elif client is None or client.closed or (method in CLIENT_FEATURES
@@ -8829,21 +8839,15 @@ class BackChannel:
             pause(cause.request_id)
 
 
-class TaskPolling:
-    """How a server's task is polled: at the interval it suggests (0.1 to 5 s; 1 s when none), never faster
-    than a backoff from 0.1 s up to 5 s, and for TASK_MAX_TTL_MS at most (the longest of mcpstudio's own)."""
-
-    def __init__(self, server_id: str, now: float):
-        self.server_id, self.polls, self.until = server_id, 0, now + TASK_MAX_TTL_MS / 1000.0
-
-    def interval(self, suggested_ms, now: float) -> float:
-        """Seconds to wait before the next poll; past the lifetime, an error naming the server."""
-        if now > self.until:
-            raise UpstreamError(SERVER_TIMEOUT, "server `%s`: its task ran past 24 hours, the longest a task may run: "
-                                "mcpstudio gave it up" % self.server_id)
-        self.polls += 1
-        suggested = min(max(suggested_ms / 1000.0, 0.1), 5.0) if type(suggested_ms) in (int, float) else 1.0
-        return max(suggested, min(5.0, 0.1 * 1.25 ** self.polls))
+def poll_interval(suggested_ms, waited: float, server_id: str) -> float:
+    """Seconds before a server's task is polled again, `waited` seconds after it was made: the interval the server
+    suggests (0.1 to 5 s; 1 s when none), but no less than a backoff from 0.1 s to 5 s within 20 s; past
+    TASK_MAX_TTL_MS (the longest of mcpstudio's own tasks), an error naming the server: the task is given up."""
+    if waited > TASK_MAX_TTL_MS / 1000.0:
+        raise UpstreamError(SERVER_TIMEOUT, "server `%s`: its task ran past 24 hours, the longest a task may run: "
+                            "mcpstudio gave it up" % server_id)
+    suggested = min(max(suggested_ms / 1000.0, 0.1), 5.0) if type(suggested_ms) in (int, float) else 1.0
+    return max(suggested, min(5.0, 0.1 + waited / 4))
 
 
 class ServerTasks:
@@ -8887,13 +8891,13 @@ class ServerTasks:
         if not isinstance(task_id, str):
             raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % upstream.spec.key)
         upstream.back.calls.append(ctx)  # what the server asks while its task runs belongs to this call
-        polling = TaskPolling(upstream.spec.id, time.monotonic())
+        started = time.monotonic()
         try:
             while True:
                 task = await upstream.client.request("tasks/get", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
                 if task.get("status") in TERMINAL + ("input_required",):  # its questions come with tasks/result
                     break
-                await asyncio.sleep(polling.interval(task.get("pollInterval"), time.monotonic()))
+                await asyncio.sleep(poll_interval(task.get("pollInterval"), time.monotonic() - started, upstream.spec.id))
             result = await upstream.client.request("tasks/result", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
         except (asyncio.CancelledError, UpstreamError):
             self.cancel({"taskId": task_id})
@@ -8911,7 +8915,7 @@ class ServerTasks:
         upstream = self.upstream
         ask = {"taskId": task_id, "_meta": dict(upstream.client.meta or {}, **{k: v for k, v in meta.items()
                                                                              if k != "progressToken"})}
-        polling = TaskPolling(upstream.spec.id, time.monotonic())
+        started = time.monotonic()
         try:
             while True:
                 task = await upstream.client.request("tasks/get", ask, upstream.spec.tool_timeout, ctx)
@@ -8926,7 +8930,8 @@ class ServerTasks:
                                         "[%s] %s" % (upstream.spec.id, error.get("message") or task.get("statusMessage") or (
                                             "its task asked for input, which mcpstudio cannot pass on inside a task"
                                             if status == "input_required" else "its task %s" % status)))
-                await asyncio.sleep(polling.interval(task.get("pollIntervalMs"), time.monotonic()))
+                await asyncio.sleep(poll_interval(task.get("pollIntervalMs"), time.monotonic() - started,
+                                                  upstream.spec.id))
         except (asyncio.CancelledError, UpstreamError):
             self.cancel(ask)
             raise
@@ -9510,6 +9515,16 @@ class Namespace:
         """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
         return MANAGER_PREFIX + self.separator + tool
 
+    def rename(self, spec: UpstreamSpec, original: str, table: dict) -> str:
+        """A name for `spec`'s tool `original`, whose public name another tool of `table` took: under the server's
+        id when its prefix is "" (prefixed names are claimed first), else made distinct; a warning names both."""
+        wanted = spec.public_name(original, self.separator)
+        name = safe_name(wanted if spec.prefix else spec.id + self.separator + original, 10 ** 6, table)
+        owner = table[wanted]
+        self.log.warn_once("server `%s` lists a tool named %s, as `%s` does; the one of `%s` is listed as %s", spec.id,
+                           wanted, owner[1] if owner[0] == "upstream" else "mcpstudio", spec.id, name)
+        return name
+
     def apply(self, plan: UpstreamPlan) -> dict:
         """Choose the namespace of `plan` (logged); its servers' specs by id, or none when it cannot be chosen."""
         self.plan = plan
@@ -9584,7 +9599,7 @@ class ManagerTools:
             "tools": len([t for t in known["tools"] if self.hub.namespace.left_out(up.spec, t["name"]) is None]) if known else None,
             "toolsFrom": ("server" if up.listing is not None else "cache") if known else None,
             "lastError": self.shown(up, up.last_error) if up.last_error else None, "restarts": up.restarts,
-            "command": self.shown(up, up.spec.display()), "env": {key: "***" for key in up.spec.env},
+            "command": self.shown(up, up.spec.display()), "env": dict.fromkeys(up.spec.env, "***"),
             "headers": {key: "***" for key in up.spec.headers},
             "transport": "stdio" if up.spec.url is None else up.spec.transport,
             "protocol": up.client.protocol_version if up.state == "running" else None,
@@ -9984,13 +9999,8 @@ class Aggregator:
                     if why:
                         denied[name] = why
                     continue
-                if name in table:  # never shadowed: the later one (a bare name: under its server id) is renamed
-                    owner, wanted = table[name], name
-                    name = safe_name(name if upstream.spec.prefix else upstream.spec.id + self.separator + original,
-                                     10 ** 6, table)
-                    self.log.warn_once("server `%s` lists a tool named %s, as `%s` does; the one of `%s` is listed as %s",
-                                       upstream.spec.id, wanted, owner[1] if owner[0] == "upstream" else "mcpstudio",
-                                       upstream.spec.id, name)
+                if name in table:  # never shadowed: the later one is renamed
+                    name = self.namespace.rename(upstream.spec, original, table)
                 table[name] = ("upstream", upstream.spec.id, original)
                 described = _described(upstream.spec.key, tool, name)
                 schema = described.get("inputSchema")
@@ -10083,26 +10093,23 @@ class Aggregator:
 
     async def _listing_of(self, key, route_key, table, local_method):
         await self._discover()
-        listing, routes, contested = [], {}, set()
+        listing, routes = [], {}
         for source in self.local:
             if source.resources:
                 listing.extend(await getattr(source, local_method)())
+        shared = shared_uris([(u.spec.id, (u.known() or {}).get(key) or ()) for u in self._active()] if route_key else ())
+        for uri, servers in shared.items():  # refused: no server takes a resource another one lists
+            self.log.warn_once("servers %s list the resource %s: none of them serves it (disable all but one, or put "
+                               "them in different namespaces)", " and ".join("`%s`" % s for s in servers), uri)
         for upstream in self._active():
             known = upstream.known() or {}
             for item in (known.get(key) or ()):
                 if key == "resources" and isinstance(known.get("skills"), dict) and item["uri"][:8] == "skill://":
                     item = dict(item, uri="skill://%s/%s" % (upstream.spec.id, item["uri"][8:]))  # as skills/list
                 if route_key is not None:
-                    uri = item.get(route_key)
-                    if uri in routes:  # refused: no server takes a resource another one lists
-                        self.log.warn_once("servers `%s` and `%s` both list the resource %s: neither serves it "
-                                           "(disable one of them, or put them in different namespaces)", routes.pop(uri),
-                                           upstream.spec.id, uri)
-                        contested.add(uri)
-                        listing = [other for other in listing if other.get(route_key) != uri]
-                    if uri in contested:
-                        continue
-                    routes[uri] = upstream.spec.id
+                    if item.get(route_key) in routes or item.get(route_key) in shared:
+                        continue  # a server that lists a URI twice: the first
+                    routes[item[route_key]] = upstream.spec.id
                 listing.append(item)
         if table is not None:
             table.clear()
@@ -11120,7 +11127,7 @@ class _HttpTransport:
         self.dropped = 0         # notifications dropped for a client that does not read (HTTP_MAX_QUEUED)
         self.bound = None        # HttpServer's check of what resumable streams keep
 
-    def _keep(self, exchange, message, final: bool):
+    def _keep(self, exchange, message, final):
         exchange.put(message, final)
         if exchange.stream_id is not None:  # kept until read, then to be resumed: counted against the limits
             exchange.kept += len(json.dumps(message))
@@ -11173,6 +11180,33 @@ class _HttpSession:
         """Drop a stream before its end: a client resuming it is told it is gone."""
         self.forgotten.append(stream_id)
         del self.streams[stream_id]
+
+
+def session_to_end(sessions: dict, client: str, busy: set):
+    """The session to end before `client` opens another, or None while under HTTP_MAX_SESSIONS and
+    HTTP_CLIENT_SESSIONS: the least recently used idle one (the client's own at its limit). One with a request,
+    a task (its session in `busy`) or a GET stream never ends: when all are busy, 503."""
+    mine = [e for e in sessions.values() if e.client == client]
+    crowd = mine if len(mine) >= HTTP_CLIENT_SESSIONS else sessions.values() if len(sessions) >= HTTP_MAX_SESSIONS else ()
+    for entry in crowd:
+        if not entry.session.inflight and entry.session not in busy and entry.transport.stream is None:
+            return entry
+    if crowd:
+        raise HttpError(503, "too many sessions from %s, each busy: end one (DELETE) or try again later" % client)
+    return None
+
+
+def bound_replay(entry, sessions):
+    """What streams keep to be read or resumed stays within HTTP_REPLAY_BYTES for `entry`'s and
+    HTTP_REPLAY_TOTAL for all `sessions`: the oldest streams are forgotten first (a resume of one gets 410)."""
+    for limit, entries in ((HTTP_REPLAY_BYTES, [entry]), (HTTP_REPLAY_TOTAL, sessions.values())):
+        streams = sorted((x.born, x.kept, id(e), key, e) for e in entries for key, x in e.streams.items())
+        held = sum(stream[1] for stream in streams)
+        for _, kept, _, key, owner in streams:
+            if held <= limit:
+                break
+            held -= kept
+            owner.forget(key)
 
 
 def _loopback(host: str) -> bool:
@@ -11495,38 +11529,18 @@ class HttpServer:
         return session, transport
 
     def _new_session(self, client: str) -> _HttpSession:
-        """A session for `client` (its address); at a limit, the least recently used idle session makes room: the
-        client's own when it has HTTP_CLIENT_SESSIONS, else anyone's. One with a request, task or stream stays."""
-        mine = [e for e in self.sessions.values() if e.client == client]
-        crowd = mine if len(mine) >= HTTP_CLIENT_SESSIONS else self.sessions.values() if len(
-            self.sessions) >= HTTP_MAX_SESSIONS else ()
-        if crowd:
-            busy = {t.owner for t in self.server.tasks.tasks.values() if t.status not in TERMINAL}
-            idle = next((e for e in crowd if not e.session.inflight and e.session not in busy
-                         and e.transport.stream is None), None)
-            if idle is None:
-                raise HttpError(503, "too many sessions from %s, each busy: end one (DELETE) or try again later"
-                                % client)
+        """A session for `client` (its address), once a limit's idle session made room (see session_to_end)."""
+        idle = session_to_end(self.sessions, client, {t.owner for t in self.server.tasks.tasks.values()
+                                                      if t.status not in TERMINAL})
+        if idle is not None:
             self._end(idle.id)
         session, transport = self._session_pair()
         import secrets
         entry = _HttpSession(secrets.token_hex(16), session, transport, client)
         session.label = "http-" + entry.id[:8]
-        transport.bound = lambda: self._bound_replay(entry)
+        transport.bound = lambda: bound_replay(entry, self.sessions)
         self.sessions[entry.id] = entry
         return entry
-
-    def _bound_replay(self, entry):
-        """What streams keep to be read or resumed stays within HTTP_REPLAY_BYTES a session and
-        HTTP_REPLAY_TOTAL in all: the oldest streams are forgotten first (a resume of one gets 410)."""
-        for limit, entries in ((HTTP_REPLAY_BYTES, [entry]), (HTTP_REPLAY_TOTAL, self.sessions.values())):
-            streams = sorted((x.born, x.kept, id(e), key, e) for e in entries for key, x in e.streams.items())
-            held = sum(stream[1] for stream in streams)
-            for _, kept, _, key, owner in streams:
-                if held <= limit:
-                    break
-                held -= kept
-                owner.forget(key)
 
     def _end(self, session_id):
         entry = self.sessions.pop(session_id, None)
@@ -11667,8 +11681,7 @@ class HttpServer:
         stream, _, after = headers.get("last-event-id", "").strip().rpartition("_")
         if stream in entry.forgotten:
             raise HttpError(410, "the stream %s can no longer be resumed: what it kept was dropped (a session's streams "
-                                 "keep %d MiB at most, every session's %d MiB); send the request again"
-                                 % (stream, HTTP_REPLAY_BYTES >> 20, HTTP_REPLAY_TOTAL >> 20))
+                                 "keep 4 MiB at most, every session's 64 MiB); send the request again" % stream)
         if stream in entry.streams and after.isdigit():  # a POST stream the client lost: the rest of it, here
             return await self._deliver(entry.streams[stream], writer, reader, [], False, "HTTP/1.0", None, entry,
                                        int(after))
@@ -11754,7 +11767,7 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host: str, port: i
     shown = "[%s]" % host if ":" in host else host
     log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
              " (bearer token required)" if token else " with no token: any process or user on this machine may call "
-             "every tool (set $%s to require one)" % HTTP_TOKEN_VARIABLE)
+             "every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
     stopping = loop.create_future()
 
     def stop(reason):

@@ -9056,7 +9056,7 @@ class CollisionTests(AggregatorCase):
             stderr = server.stderr_when(lambda text: "resource" in text and "a__echo" in text)
             self.assertIn("server `evil` lists a tool named a__echo, as `a` does; the one of `evil` is listed "
                           "as evil__a__echo", stderr)
-            self.assertIn("servers `evil` and `honest` both list the resource fake://same/info", stderr)
+            self.assertIn("servers `evil` and `honest` list the resource fake://same/info: none of them serves it", stderr)
 
 
 class HttpSessionLimitTests(ScratchDir):
@@ -9160,15 +9160,15 @@ class UpstreamCapTests(AggregatorCase):
     upstream, serve, write, tool_names = (AggregatorTests.upstream, AggregatorTests.serve, AggregatorTests.write,
                                           AggregatorTests.tool_names)
 
-    def test_task_polling(self):
-        polling = mcpstudio.TaskPolling("a", 0.0)
-        waits = [polling.interval(0, 1.0) for _ in range(30)]
-        self.assertEqual(waits[0], 0.125)  # a server asking for none still gets a growing wait
-        self.assertEqual(waits[-1], 5.0)
-        self.assertEqual(mcpstudio.TaskPolling("a", 0.0).interval(3000, 1.0), 3.0)
-        self.assertEqual(mcpstudio.TaskPolling("a", 0.0).interval(None, 1.0), 1.0)
+    def test_poll_interval(self):
+        cases = [  # (suggested ms, seconds waited) -> seconds to the next poll
+            (0, 0.0, 0.1), (0, 2.0, 0.6), (0, 60.0, 5.0), (None, 0.0, 1.0), (3000, 1.0, 3.0), (60000, 0.0, 5.0),
+            ("x", 30.0, 5.0)]
+        for suggested, waited, interval in cases:
+            with self.subTest(suggested=suggested, waited=waited):
+                self.assertEqual(mcpstudio.poll_interval(suggested, waited, "a"), interval)
         with self.assertRaisesRegex(mcpstudio.UpstreamError, "server `a`: its task ran past 24 hours"):
-            polling.interval(0, 86401.0)
+            mcpstudio.poll_interval(0, 86401.0, "a")
 
     def test_listing_caps_and_a_flood(self):
         done = os.path.join(self.dir, "flood-done")
@@ -9203,7 +9203,7 @@ class UpstreamCapTests(AggregatorCase):
                     return [float(line.split()[1]) for line in f if line.startswith(method)]
             self.assertTrue(wait_until(lambda: os.path.exists(polls) and len(polled()) >= 10, WAIT * 2))
             gaps = [later - earlier for earlier, later in zip(polled(), polled()[1:])]
-            self.assertGreater(gaps[8], 0.5)  # the 10th poll waits 0.1 x 1.25^9 s: not every 0.1 s
+            self.assertGreater(gaps[8], 0.5)  # 2 s on, the wait is 0.6 s: not every 0.1 s
             server.request("tasks/cancel", {"taskId": task})
             self.assertTrue(wait_until(lambda: polled("tasks/cancel")))  # the server's task is cancelled too
 
