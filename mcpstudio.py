@@ -1,22 +1,27 @@
 #!/usr/bin/env python3
 """mcpstudio: turn the commands you already have into MCP tools.
 
-One standard-library module that serves the Model Context Protocol over stdio.
-A command template becomes one tool whose JSON schema comes from its fields:
+One standard-library module that serves the Model Context Protocol over stdio
+(or Streamable HTTP with --http). A command template becomes one tool whose
+JSON schema comes from its fields; a config file adds tools, script folders,
+Agent Skills and other MCP servers behind this one:
 
     python3 mcpstudio.py echo "{message}"
     python3 mcpstudio.py git log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"
+    python3 mcpstudio.py serve --config tools.json
     python3 mcpstudio.py --help
 
 The shell is never involved: a template is parsed once into words, and every
 call renders those words into an argv list that is executed directly.
 
 The module reads top to bottom; each section uses only what stands above it:
-errors, schema validation, naming, templates, SKILL.md frontmatter, processes,
-the JSON-RPC session and stdio transport, tool sources (Agent Skills folders
-among them), the catalog, the MCP server, the tools for
-people (inspect, call, install, import, config edits, zipapp), and the
-command line (`main`).
+Compatibility, Errors, Schema validation, Naming, Templates, Frontmatter (of
+SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport,
+Sources (template tools, script folders, Agent Skills), Catalog, Tasks, Guard
+rails (in front of every call), Server, the 2026-07-28 era, Configuration,
+Aggregator (other MCP servers), OAuth 2.1 for URL upstreams, Input on the way,
+tui, Streamable HTTP, Tools for people (inspect, call, install, import, config
+edits, zipapp), and the Command line (`main`).
 """
 
 # --------------------------------------------------------------------------
@@ -97,6 +102,8 @@ META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
 DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
 DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
+DEFAULT_MAX_TEXT = 20000        # characters of output in a result; more is kept whole and linked (README: Output)
+ERROR_MAX_TEXT = 10000          # ... in an error result: Claude Code cuts those past about 11,000
 DEFAULT_MAX_CONCURRENCY = 32    # commands running at once
 DEFAULT_MAX_NAME_LENGTH = 48    # leaves room for a client prefix such as mcp__<server>__
 OK_EXIT_META = "mcpstudio/okExitCodes"  # a tool's `_meta` key: exit codes that count as success
@@ -104,6 +111,9 @@ KILL_GRACE = 2.0                # seconds between SIGTERM and SIGKILL
 EOF_DRAIN = 2.0                 # seconds in-flight calls may finish after stdin closes
 PIPE_LINGER = 0.1               # seconds to drain pipes after the command itself exited
 PROGRESS_INTERVAL = 1.0         # seconds between progress notifications
+FEED_INTERVAL = 0.25            # seconds between two notifications of a running command's output lines
+FEED_LINES = 3                  # ... the latest lines each carries
+FEED_LINE = 200                 # ... characters of each line
 PAGE_SIZE = 100                 # items per tools/list page
 MAX_MESSAGE = 256 << 20         # bytes of one incoming message; a larger one is skipped
 MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; then reading pauses
@@ -123,7 +133,14 @@ RESOURCE_NOT_FOUND = -32002      # handshake era; 2026-07-28 uses -32602
 HEADER_MISMATCH = -32020         # 2026-07-28 over HTTP: a header disagrees with the body
 UNSUPPORTED_VERSION = -32022     # 2026-07-28: `_meta` names a version this server does not serve
 MISSING_CAPABILITY = -32021      # 2026-07-28: the request needs a client capability it did not declare
-TOOL_DENIED = -32006             # mcp-studio's code: the tool exists, but its server or namespace denies it
+# -32000 to -32007: the aggregator's own codes for a routed request (-32002 stays the spec's "resource not found")
+SERVER_NOT_FOUND = -32000
+SERVER_START_FAILED = -32001
+SERVER_NOT_RUNNING = -32003
+SERVER_TIMEOUT = -32004
+SERVER_ANSWER_TOO_LARGE = -32005
+TOOL_DENIED = -32006             # the tool exists, but its server or namespace denies it
+SERVER_SIGN_IN = -32007          # a URL server wants a sign-in that this process may not start (the message says how)
 
 
 # --------------------------------------------------------------------------
@@ -176,6 +193,35 @@ class ToolError(McpStudioError):
 
 class ConfigError(McpStudioError):
     """A mistake in a config file; the message names the file and where in it."""
+
+
+class FrontmatterError(McpStudioError):
+    """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
+
+    def __init__(self, message: str, line: int | None = None):
+        self.line = line
+        super().__init__("line %d: %s" % (line, message) if line else message)
+
+
+class UpstreamError(McpError):
+    """A routed request that could not be carried out; tools/call turns it into an isError result."""
+
+
+class OAuthError(McpStudioError):
+    """A sign-in that failed or may not start here; its message says what to do (without the control
+    characters, such as terminal escapes, a server's text may carry)."""
+
+    def __init__(self, message: str):
+        super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
+
+
+class HttpError(McpStudioError):
+    """A request the HTTP server refuses: the status to answer with, and the JSON-RPC error when there is one."""
+
+    def __init__(self, status: int, message: str, code=None, request_id=None, headers=(), data=None):
+        super().__init__(message)
+        self.status, self.code, self.request_id, self.headers = status, code, request_id, list(headers)
+        self.data = data
 
 
 # --------------------------------------------------------------------------
@@ -325,6 +371,14 @@ def match_spellings(arguments: dict, keys) -> dict:
         key = name if name in keys else loose.get(name.replace("-", "_"), name)
         out[key if key not in arguments or key == name else name] = value
     return out
+
+
+def separator_problem(separator: str) -> str | None:
+    """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
+        return None
+    return "use 1 to 8 of the characters A-Z a-z 0-9 _ -, which every client accepts in tool names"
+
 
 
 # --------------------------------------------------------------------------
@@ -1250,15 +1304,6 @@ def _clip(text: str, limit: int) -> str:
 FRONTMATTER_MAX_CHARS = 64 << 10  # a frontmatter's size and nesting (a skill past them is refused)
 FRONTMATTER_MAX_DEPTH = 32
 
-
-class FrontmatterError(McpStudioError):
-    """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
-
-    def __init__(self, message: str, line: int | None = None):
-        self.line = line
-        super().__init__("line %d: %s" % (line, message) if line else message)
-
-
 _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
                  "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
                  "L": "\u2028", "P": "\u2029", "x": 2, "u": 4, "U": 8}
@@ -1697,13 +1742,9 @@ class _Yaml:
 # command that already exited cannot be found there. A bare program name is
 # looked up as a batch file too (npx -> npx.cmd), which exec_problem's batch
 # rule then guards. Only Linux is tested in CI; macOS takes the POSIX path.
-
-def separator_problem(separator: str) -> str | None:
-    """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
-    if re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
-        return None
-    return "use 1 to 8 of the characters A-Z a-z 0-9 _ -, which every client accepts in tool names"
-
+# Outside this block code asks only `_POSIX` (the batch rule's default, the
+# #! hint, Claude Desktop's PATH, script options as variables); client_config_path takes the platform of
+# the client's machine as an argument, to be tested for each.
 
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
@@ -1730,6 +1771,9 @@ if _POSIX:
         return argv  # execvp searches the child's PATH itself
 
     _END_OF_INPUT = "Ctrl+D"
+
+    def _cache_base() -> str:
+        return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
 
     def _text_stdout():
         pass  # print() writes the locale's encoding, UTF-8 on any system a client runs on
@@ -1873,6 +1917,9 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
 
     _END_OF_INPUT = "Ctrl+Z then Enter"
 
+    def _cache_base() -> str:
+        return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
+
     def _text_stdout():
         """Redirected to a file or pipe, print() writes the ANSI code page and fails on the first
         character outside it (an emoji in a tool's description): write UTF-8 instead."""
@@ -1965,8 +2012,9 @@ class _Capture:
 class _ChildProtocol(asyncio.SubprocessProtocol):
     """Collects a child's output and tells when it exited and when its pipes closed."""
 
-    def __init__(self, limit: int, on_stderr_line=None):
+    def __init__(self, limit: int, on_stderr_line=None, on_output=None):
         loop = asyncio.get_running_loop()
+        self.on_output = on_output  # (fd, bytes) as they come: an OutputFeed's add
         self.stdout = _Capture(limit)
         self.stderr = _Capture(limit)
         self.exited = loop.create_future()
@@ -1976,6 +2024,8 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         self._partial = bytearray()  # a stderr line not ended yet (appended to: linear, however long)
 
     def pipe_data_received(self, fd, data):
+        if self.on_output is not None:
+            self.on_output(fd, data)
         if fd == 1:
             self.stdout.add(data)
         else:
@@ -2203,7 +2253,7 @@ class ProcessRunner:
             self.watchdog = None
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
-                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None) -> ProcessResult:
+                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None) -> ProcessResult:
         """Run `argv` to completion under the runner's limits; return a ProcessResult."""
         loop = asyncio.get_running_loop()
         argv = _resolve_program(argv, env)
@@ -2215,7 +2265,7 @@ class ProcessRunner:
         started = time.monotonic()
         try:
             transport, child, cancelled = await self._spawn(
-                lambda: _ChildProtocol(output_limit, on_stderr_line), argv,
+                lambda: _ChildProtocol(output_limit, on_stderr_line, on_output), argv,
                 stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
         except FileNotFoundError as exc:
@@ -2570,12 +2620,16 @@ class StdioFraming:
     of the stream, `end()` return a list of `(item, framing)`: `item` is one
     message's bytes, or an McpError (PARSE_ERROR) to answer with id null. A
     message over `limit` bytes is reported and skipped without being kept,
-    and the stream stays in step. Buffering is linear: bytes are appended to
-    one buffer and taken from its front, and a line is scanned only once.
+    and the stream stays in step; `skipped(head, tail)`, when given, gets the
+    first and last 1000 bytes of each line so skipped. Buffering is linear:
+    bytes are appended to one buffer and taken from its front, and a line is
+    scanned only once.
     """
 
-    def __init__(self, limit: int | None = None):
+    def __init__(self, limit: int | None = None, skipped=None):
         self.limit = MAX_MESSAGE if limit is None else limit
+        self.skipped = skipped
+        self._ends = (b"", b"")  # the head and tail so far of the line being skipped
         self._buf = bytearray()
         self._scan = 0           # the newline search resumes here
         self._header = None      # in a header block: the Content-Length (int), or the error it gave
@@ -2607,8 +2661,10 @@ class StdioFraming:
                 nl = buf.find(b"\n", self._scan)
                 if nl < 0:
                     if self._skip_line:
+                        self._skipping(buf)
                         buf.clear()
                     elif len(buf) > self.limit:
+                        self._skipping(buf)
                         buf.clear()
                         self._skip_line = True
                         out.append((self._too_large(), NEWLINE))
@@ -2616,12 +2672,22 @@ class StdioFraming:
                     return out
                 self._scan = 0
                 if self._skip_line or nl > self.limit:
+                    self._skipping(buf[:nl])
                     del buf[:nl + 1]
                     if not self._skip_line:
                         out.append((self._too_large(), NEWLINE))
                     self._skip_line = False
+                    if self.skipped is not None:
+                        self.skipped(*self._ends)
+                    self._ends = (b"", b"")
                 else:
                     self._line(self._take(nl, 1), out)
+
+    def _skipping(self, data):
+        """Keep the first and last 1000 bytes of the line being skipped (for `skipped`)."""
+        if self.skipped is not None:
+            head, tail = self._ends
+            self._ends = (head or bytes(data[:1000]), bytes((tail + data[-1000:])[-1000:]))
 
     def _take(self, size: int, extra: int) -> bytes:
         """The first `size` bytes of the buffer, removed with `extra` more (one copy, no rebuild)."""
@@ -2817,7 +2883,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs", "ran")
+                 "capabilities", "task", "inputs", "ran", "running")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2831,6 +2897,7 @@ class CallContext:
         self.task = None        # the id of the task this call runs as
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
+        self.running = None     # the Task itself (its status message shows the command's last line)
 
     def declared(self, capability: str) -> bool:
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
@@ -2882,6 +2949,62 @@ class CallContext:
             self.progress(round(elapsed, 1), message="%s running for %.0f s" % (label, elapsed))
 
 
+class OutputFeed:
+    """What a running command shows its caller: a heartbeat, and its output lines as they come (as
+    progress messages, `info` log lines and its task's status message), the latest FEED_LINES lines
+    at most every FEED_INTERVAL."""
+
+    def __init__(self, ctx: CallContext, label: str, logger: str, streams=(1, 2)):
+        self.ctx = ctx
+        self.logger = logger
+        self.logs = (ctx.modern or ctx.session.level_chosen) and ctx.wants("info")  # 2026-07-28: a level in `_meta`
+        self.streams = streams if ctx.progress_token is not None or ctx.running is not None or self.logs else ()
+        self.partial = {}  # fd -> the end of a line not ended yet
+        self.lines = collections.deque(maxlen=FEED_LINES)
+        self.started = time.monotonic()
+        self.sent = 0.0
+        self.timer = None
+        self.heartbeat = asyncio.ensure_future(ctx.heartbeat(label)) if ctx.progress_token is not None else None
+
+    def add(self, fd: int, data: bytes):
+        """Bytes the command wrote to `fd`; a line they end is passed on now, or when the interval is up."""
+        if fd not in self.streams:
+            return
+        pieces = (self.partial.get(fd, b"") + data).split(b"\n")
+        self.partial[fd] = pieces.pop()[:FEED_LINE]
+        for piece in pieces[-FEED_LINES:]:
+            self.lines.append(_clip(piece.rstrip(b"\r").decode("utf-8", "replace"), FEED_LINE))
+        if pieces and self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(self.sent + FEED_INTERVAL - time.monotonic(), self.send)
+
+    def send(self):
+        self.timer = None
+        self.sent = time.monotonic()
+        text = "\n".join(self.lines)
+        self.lines.clear()
+        self.ctx.progress(round(self.sent - self.started, 3), message=text)
+        if self.logs:
+            self.ctx.log("info", text, self.logger)
+        if self.ctx.running is not None:
+            self.ctx.running.message = text.rpartition("\n")[2]
+
+    def close(self):
+        """The call ends: nothing more is sent for it."""
+        for job in (self.heartbeat, self.timer):
+            if job is not None:
+                job.cancel()
+
+
+def wire_error(exc: BaseException, log=None) -> McpError:
+    """The one rule at each boundary (a request, a task): an McpError is answered as it is; anything else is a
+    bug, logged and answered as an internal error."""
+    if isinstance(exc, McpError):
+        return exc
+    if log is not None:
+        log.error("internal error: %r", exc)
+    return McpError(INTERNAL_ERROR, "Internal error: %s" % exc)
+
+
 class Session:
     """One JSON-RPC peer over a transport: parses, dispatches, answers, cancels.
 
@@ -2903,6 +3026,7 @@ class Session:
         self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
         self.caller, self.label = None, "stdio"
         self.log_level = "info"
+        self.level_chosen = False  # whether the client sent logging/setLevel (then a command's lines are logged too)
         self.closed = False
 
     # -- incoming ---------------------------------------------------------------
@@ -3007,11 +3131,8 @@ class Session:
         ctx = CallContext(self, request_id, token)
         try:
             result = self.dispatcher(method, params, ctx)
-        except McpError as exc:
-            return _error_response(request_id, exc)
         except Exception as exc:  # the boundary: nothing escapes as a crash
-            self.log.error("internal error in %s: %r", method, exc)
-            return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            return _error_response(request_id, wire_error(exc, self.log))
         if asyncio.iscoroutine(result):
             return request_id, result, ctx
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
@@ -3019,15 +3140,11 @@ class Session:
     async def _complete(self, request_id, coroutine):
         """Run a request's coroutine to a response dict."""
         try:
-            result = await coroutine
-            return {"jsonrpc": "2.0", "id": request_id, "result": result}
-        except McpError as exc:
-            return _error_response(request_id, exc)
+            return {"jsonrpc": "2.0", "id": request_id, "result": await coroutine}
         except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
-            self.log.error("internal error: %r", exc)
-            return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            return _error_response(request_id, wire_error(exc, self.log))
 
     def _notification(self, method, params):
         if method == "notifications/cancelled":
@@ -3152,6 +3269,154 @@ def output_content(data: bytes, uri: str, cut: int = 0) -> dict:
             "resource": {"uri": uri, "mimeType": "application/octet-stream", "blob": encoded}}
 
 
+OUTPUT_URI = "mcpstudio://output/"
+OUTPUT_KEEP_COUNT = 100         # whole outputs kept to be read back; the oldest go first
+OUTPUT_KEEP_BYTES = 64 << 20    # ... and their bytes together (one larger output is kept alone)
+OUTPUT_KEEP_SECONDS = 3600.0
+
+
+def fit_text(text: str, budget: int, uri: str) -> str:
+    """`text` if it holds at most `budget` characters, else its head and tail (cut at line ends
+    where it can) around one line that says what was left out and how to read it."""
+    if len(text) <= budget:
+        return text
+    half = budget // 2
+    head_end = text.rfind("\n", 0, half) + 1 or half
+    tail_start = text.find("\n", len(text) - half) + 1 or len(text) - half
+    head, middle = text[:head_end], text[head_end:tail_start]
+    first = head.count("\n") + 1
+    last = first + middle.count("\n") - middle.endswith("\n")
+    return ("%s%s[... %d lines (%d bytes) left out here: read them with resources/read %s?lines=%d-%d; "
+            "the whole output is %s ...]\n%s" % (
+                head, "" if head.endswith("\n") else "\n", last - first + 1, len(middle.encode("utf-8")), uri,
+                first, last, uri, text[tail_start:]))
+
+
+def output_slice(data: bytes, query: str) -> bytes:
+    """The lines of a kept output that its URI's query names: `lines=FROM-TO` (numbered from 1, both
+    included, either one left out for the start or the end)."""
+    if not query:
+        return data
+    match = re.fullmatch(r"lines=([0-9]*)-([0-9]*)", query)
+    if match is None:
+        raise ValueError("expected ?lines=FROM-TO (line numbers from 1; either may be left out), not ?%s" % query)
+    first, last = match.groups()
+    starts = [0] + [found.end() for found in re.finditer(b"\n", data)]
+    index = max(int(first or 1), 1) - 1
+    begin = starts[index] if index < len(starts) else len(data)
+    return data[begin:starts[int(last)] if last and int(last) < len(starts) else len(data)]
+
+
+class OutputStore:
+    """Whole outputs of calls whose results showed only a part: a resource source of
+    mcpstudio://output/<id>, bounded in count and bytes, each kept OUTPUT_KEEP_SECONDS.
+
+    An output is read only by the session that made it; 2026-07-28 requests are stateless, so
+    there the unguessable id is what grants it (as for tasks)."""
+
+    resources = True
+    dynamic = False
+
+    def __init__(self):
+        self.kept = collections.OrderedDict()  # id -> (owner, expires, bytes), oldest first
+
+    def start(self):
+        pass
+
+    async def close(self):
+        pass
+
+    async def list_tools(self) -> list:
+        return []
+
+    async def list_resources(self) -> list:
+        return []  # every output is private to its session: none is listed
+
+    async def list_resource_templates(self) -> list:
+        return []  # a result's note names its output's URI and how to read a part of it
+
+    def keep(self, data: bytes, owner) -> str:
+        """Keep `data` for `owner` (oldest outputs forgotten past the bounds); return its URI."""
+        now = time.monotonic()
+        key = os.urandom(16).hex()
+        self.kept[key] = (owner, now + OUTPUT_KEEP_SECONDS, data)
+        total = sum(len(entry[2]) for entry in self.kept.values())
+        while len(self.kept) > 1 and (len(self.kept) > OUTPUT_KEEP_COUNT or total > OUTPUT_KEEP_BYTES
+                                      or next(iter(self.kept.values()))[1] <= now):
+            total -= len(self.kept.popitem(last=False)[1][2])
+        return OUTPUT_URI + key
+
+    async def read_resource(self, uri: str, ctx):
+        """A kept output (only text is kept), or the lines the URI's query names; None for other URIs."""
+        if not uri.startswith(OUTPUT_URI):
+            return None
+        key, _, query = uri[len(OUTPUT_URI):].partition("?")
+        entry = self.kept.get(key)
+        if entry is None or entry[0] is not (None if ctx.modern else ctx.session) or entry[1] <= time.monotonic():
+            raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept an hour, the last 100 at most, "
+                           "for the session that made them; call the tool again)" % uri)
+        try:
+            data = output_slice(entry[2], query)
+        except ValueError as exc:
+            raise McpError(INVALID_PARAMS, "Invalid params: %s: %s" % (uri, exc)) from None
+        return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": data.decode("utf-8", "replace")}]}
+
+
+class OutputBudget:
+    """One call's room for output text: a stream past it shows its head and tail, and is kept
+    whole in the OutputStore with a `resource_link` to it."""
+
+    def __init__(self, store: OutputStore, ctx, chars: int):
+        self.store = store
+        self.owner = None if ctx.modern else ctx.session  # 2026-07-28 has no sessions
+        self.chars = chars
+        self.links = []
+
+    def fit(self, data: bytes, text: str, share: float = 1.0) -> str:
+        """`text` (decoded from `data`) within `share` of the room left."""
+        limit = int(self.chars * share)
+        if len(text) > limit:
+            uri = self.store.keep(data, self.owner)
+            text = fit_text(text, limit, uri)
+            self.links.append({"type": "resource_link", "uri": uri, "name": "output", "mimeType": "text/plain",
+                               "size": len(data), "description": "the whole output, of which the result shows a part"})
+        self.chars = max(self.chars - len(text), 0)
+        return text
+
+
+def write_file_argument(key: str, value: str, folder: str, limit: int) -> str:
+    """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
+    its own in `folder` (no two files meet, whatever their names); its path."""
+    import base64
+    match = re.fullmatch(r"data:[^,;]*(?:;(?!name=)[^,;]*)*(?:;name=([^,;]*))?[^,]*;base64,(.*)", value, re.S)
+    try:
+        data = base64.b64decode(match.group(2), validate=True)
+    except (AttributeError, ValueError):  # not a data: URI; not base64
+        raise ToolError("`%s` is a file: give it as a data: URI (data:image/png;name=a.png;base64,iVBOR...), not %s"
+                        % (key, json.dumps(_clip(value, 40)))) from None
+    if len(data) > limit:
+        raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, len(data), limit))
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).lstrip(".")
+    path = os.path.join(folder, key, name or key)
+    os.mkdir(os.path.dirname(path))
+    with open(path, "xb") as f:
+        f.write(data)
+    return path
+
+
+def file_content(name: str, data: bytes, uri: str, budget: OutputBudget) -> dict:
+    """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
+    import base64
+    mime = _image_type(data) or _file_mime(name)
+    encoded = base64.b64encode(data).decode("ascii")
+    text = _as_text(data, False)
+    if mime.startswith(("image/", "audio/")):
+        return {"type": mime.split("/")[0], "data": encoded, "mimeType": mime}
+    if text is not None:
+        return {"type": "text", "text": budget.fit(data, text)}
+    return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": encoded}}
+
+
 def _signal_name(number: int) -> str:
     try:
         return "%s (%d)" % (signal.Signals(number).name, number)
@@ -3182,26 +3447,32 @@ def describe_failure(result: ProcessResult, timeout, subject: str | None = None,
     return None
 
 
-def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,)) -> dict:
-    """A CallToolResult for a finished command: its output, and why it failed if it did."""
+def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,), budget=None) -> dict:
+    """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
     broken = cut_binary(result.stdout, result.stdout_cut)
     failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
     if failure:
         content.append({"type": "text", "text": failure})
+        if budget is not None:
+            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
+    stderr = result.stderr.decode("utf-8", "replace")
+    if budget is not None:
+        stderr = budget.fit(result.stderr, stderr, 0.25)
     if (result.stdout and not broken) or not (failure or result.stderr):
         block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
+        elif block["type"] == "text" and budget is not None:
+            block["text"] = budget.fit(result.stdout, block["text"])
         content.append(block)
     if result.stdout_cut:
         content.append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
     if result.stderr:
-        text = result.stderr.decode("utf-8", "replace")
         if result.stderr_cut:
-            text += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
-        content.append({"type": "text", "text": "[stderr]\n" + text})
-    return {"content": content, "isError": failure is not None}
+            stderr += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
+        content.append({"type": "text", "text": "[stderr]\n" + stderr})
+    return {"content": content + (budget.links if budget is not None else []), "isError": failure is not None}
 
 
 def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
@@ -3219,11 +3490,14 @@ class RunSettings:
     """How a source's commands run: environment, folder, limits, concurrency."""
 
     def __init__(self, env=None, cwd=None, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT,
-                 max_concurrency=DEFAULT_MAX_CONCURRENCY, allow_dash_values=False, task_support="optional"):
+                 max_concurrency=DEFAULT_MAX_CONCURRENCY, allow_dash_values=False, task_support="optional",
+                 max_text=DEFAULT_MAX_TEXT, outputs=None):
         self.env = env
         self.cwd = cwd
         self.timeout = timeout
         self.max_output = max_output
+        self.max_text = max_text
+        self.outputs = outputs  # the OutputStore that keeps what a result leaves out (None: nothing is left out)
         self.max_concurrency = max_concurrency
         self.allow_dash_values = allow_dash_values
         self.task_support = task_support  # `execution.taskSupport` of the tools that run with these settings
@@ -3235,6 +3509,10 @@ class RunSettings:
         if self._gate[0] is None:
             self._gate[0] = asyncio.Semaphore(self.max_concurrency)
         return self._gate[0]
+
+    def budget(self, ctx: CallContext):
+        """This call's OutputBudget, or None without a store."""
+        return OutputBudget(self.outputs, ctx, self.max_text) if self.outputs else None
 
     def derive(self, **overrides) -> RunSettings:
         """A copy with some settings changed, sharing the same concurrency cap."""
@@ -3256,7 +3534,8 @@ class CommandTool:
     def __init__(self, name: str, template: Template, runner: ProcessRunner, settings: RunSettings,
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
                  schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
-                 within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None):
+                 within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None, files=(),
+                 output_folder=None):
         self.name = name
         self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
         self.template = template
@@ -3273,6 +3552,8 @@ class CommandTool:
         self.output_format = output_format
         self.ok_exit = tuple(ok_exit)
         self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
+        self.files = files  # parameters given as files (data: URIs), passed to the command as paths
+        self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
 
     def question(self, arguments: dict):
         """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
@@ -3315,14 +3596,18 @@ class CommandTool:
                 out[key] = [confine_path(key, v, folder) if isinstance(v, str) else v for v in value]
         return out
 
-    def prepare(self, arguments: dict) -> tuple:
-        """(argv, stdin bytes or None) that a call with `arguments` runs; ToolError for arguments that do not fit."""
+    def checked(self, arguments: dict) -> dict:
+        """`arguments` with spellings matched and defaults added, validated; ToolError for arguments that do not fit."""
         arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
         if self.defaults:
             arguments = dict(self.defaults, **arguments)
         problems = validate(arguments, self.schema)
         if problems:
             raise ToolError(_argument_help(self.name, problems, self.schema))
+        return arguments
+
+    def prepare(self, arguments: dict) -> tuple:
+        """(argv, stdin bytes or None) that checked `arguments` run; ToolError for a value that may not go there."""
         if self.within:
             arguments = self.confined(arguments)
         return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
@@ -3331,7 +3616,7 @@ class CommandTool:
         """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
         this tool's own rules; None when the arguments do not fit (the call says why)."""
         try:
-            argv, stdin = self.prepare(arguments)
+            argv, stdin = self.prepare(self.checked(arguments))
         except ToolError:
             return None
         return {"argv": argv, "stdin": stdin, "cwd": self.settings.cwd, "env": self.settings.env,
@@ -3340,31 +3625,65 @@ class CommandTool:
     async def call(self, arguments: dict, ctx: CallContext) -> dict:
         """Validate `arguments`, run the command, and return an MCP CallToolResult."""
         try:
+            arguments = self.checked(arguments)
+        except ToolError as exc:
+            return tool_error(str(exc))
+        if self.files or self.output_folder:
+            import shutil
+            import tempfile
+            folder = tempfile.mkdtemp(prefix="mcpstudio-")  # private (0700); gone after the call
+            try:
+                return await self.files_call(arguments, ctx, folder)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        return await self.run(arguments, ctx)
+
+    async def files_call(self, arguments: dict, ctx: CallContext, folder: str) -> dict:
+        """A call with files in or out, in `folder`: files written before the run, files read after it."""
+        try:
+            arguments = dict(arguments, **{key: write_file_argument(key, arguments[key], folder, self.settings.max_output)
+                                           for key in self.files if key in arguments})
+        except ToolError as exc:
+            return tool_error(str(exc))
+        if self.output_folder:
+            out = arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
+            os.mkdir(out)
+        result = await self.run(arguments, ctx)
+        budget = self.settings.budget(ctx)
+        for name in sorted(os.listdir(out) if self.output_folder else []):
+            path = os.path.join(out, name)
+            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) <= self.settings.max_output:
+                with open(path, "rb") as f:
+                    result["content"].append(file_content(name, f.read(), "mcpstudio://%s/%s" % (self.name, name), budget))
+        return result
+
+    async def run(self, arguments: dict, ctx: CallContext) -> dict:
+        """Render checked `arguments` to argv, run it, and return the CallToolResult."""
+        try:
             argv, stdin = self.prepare(arguments)
         except ToolError as exc:
             return tool_error(str(exc))
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
-        heartbeat = None
-        if ctx.progress_token is not None:  # also while the call waits for a slot
-            heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.name))  # not `bash` of bash -c
+        feed = OutputFeed(ctx, "`%s`" % self.name, self.name)  # its heartbeat also while the call waits for a slot
         try:
             async with settings.slots:
                 result = ctx.ran = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
-                                                         timeout=settings.timeout, output_limit=settings.max_output)
+                                                         timeout=settings.timeout, output_limit=settings.max_output,
+                                                         on_output=feed.add)
         finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
+            feed.close()
         if ctx.wants("debug"):
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
                     result.seconds))
         _unstarted_in_task(result, ctx, settings.timeout)
-        outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
-        if self.output_format == "json" and not outcome["isError"]:
-            return json_result(self.name, result, outcome)
-        return outcome
+        if self.output_format == "json":
+            outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
+            return outcome if outcome["isError"] else json_result(self.name, result, outcome)
+        return command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit,
+                              settings.budget(ctx))
 
 
 def json_result(name: str, result: ProcessResult, outcome: dict) -> dict:
@@ -3499,15 +3818,7 @@ CACHE_FORMAT = 1
 
 def user_cache_dir() -> str:
     """$XDG_CACHE_HOME/mcpstudio, else the platform's user cache folder."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
-        if sys.platform == "darwin":
-            base = os.path.expanduser("~/Library/Caches")
-        elif os.name == "nt":
-            base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
-        else:
-            base = os.path.expanduser("~/.cache")
-    return os.path.join(base, "mcpstudio")
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or _cache_base(), "mcpstudio")
 
 
 def script_schema(options) -> tuple:
@@ -3594,7 +3905,7 @@ def _steers(name: str) -> bool:
 
 def option_variable(name: str) -> bool:
     """Whether a script option is also set as a variable of its own name (see above)."""
-    return os.name != "nt" and not _steers(name)
+    return _POSIX and not _steers(name)
 
 
 def _option_env(value) -> str:
@@ -3904,19 +4215,17 @@ class ScriptDirectory:
                 if level != "error":
                     return
             kept.append(line)
-        heartbeat = None
-        if ctx.progress_token is not None:
-            heartbeat = asyncio.ensure_future(ctx.heartbeat(tool.rel))
+        feed = OutputFeed(ctx, tool.rel, name, streams=(1,))  # stderr lines are log lines already
         try:
             async with self.settings.slots:
                 result = ctx.ran = await self.runner.run(
                     [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env, cwd=self.settings.cwd,
-                    timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line)
+                    timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line,
+                    on_output=feed.add)
         finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
+            feed.close()
         _unstarted_in_task(result, ctx, self.settings.timeout)
-        return script_result(tool, result, kept, self.settings.timeout)
+        return script_result(tool, result, kept, self.settings.timeout, self.settings.budget(ctx))
 
     async def list_resources(self) -> list:
         """The `--state` resources of scripts that declare one."""
@@ -3956,25 +4265,32 @@ class ScriptDirectory:
                 task.cancel()
 
 
-def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) -> dict:
-    """A CallToolResult for a script run, following the mcpd exit-code table."""
+def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout, budget=None) -> dict:
+    """A CallToolResult for a script run, following the mcpd exit-code table; its text output within `budget`."""
     block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
     if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
         return {"content": [block], "isError": True}  # the block says why
+    data = None
+    if block["type"] == "text" and result.ok:
+        try:
+            data = json.loads(block["text"])
+        except ValueError:
+            pass
+    if budget is not None and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
+        if not result.ok:
+            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
+        block = dict(block, text=budget.fit(result.stdout, block["text"]))
+    links = budget.links if budget is not None else []
     if result.ok:
         reply = {"content": [block], "isError": False}
         other = [line for line in kept if not line.startswith("ERROR")]
         if other:
             reply["content"].append({"type": "text", "text": "[stderr]\n" + "\n".join(other)})
-        if block["type"] == "text":
-            try:
-                data = json.loads(block["text"])
-            except ValueError:
-                data = None
-            if isinstance(data, dict):
-                reply["structuredContent"] = data
+        if isinstance(data, dict):
+            reply["structuredContent"] = data
         if result.stdout_cut:
             reply["content"].append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
+        reply["content"] += links
         return reply
     code = result.returncode
     if result.status == "exited" and code and code > 0:
@@ -3987,7 +4303,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) 
         content.append(block)
     if kept:
         content.append({"type": "text", "text": "[stderr]\n" + "\n".join(kept)})
-    return {"content": content, "isError": True}
+    return {"content": content + links, "isError": True}
 
 
 # --------------------------------------------------------------------------
@@ -4354,6 +4670,7 @@ class Catalog:
         self.max_name_length = max_name_length
         self.events = None
         self._routes = {}     # public name -> (source, original name), from the last listing
+        self._listed = {}     # public name -> the tool, from the last listing
         self._support = {}    # public name -> its `execution.taskSupport`
         self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
         self._resources = {}  # uri -> source
@@ -4407,9 +4724,17 @@ class Catalog:
         for source in self.sources:
             self._publish(source, await source.list_tools(), routes, tools)
         self._routes = routes
+        self._listed = {tool["name"]: tool for tool in tools}
         self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
         self.listed = {tool["name"]: tool for tool in tools}
         return tools
+
+    async def tool(self, public: str):
+        """The listed tool `public` (its schema), or None (the call itself then says why)."""
+        try:
+            return self._listed.get(public) if await self.route(public) else None
+        except McpError:
+            return None
 
     def denial(self, public: str):
         """Why a source's permission leaves out the tool `public` (None: none does)."""
@@ -4459,7 +4784,7 @@ class Catalog:
 
     async def read_resource(self, uri: str, ctx):
         """Ask the source that holds `uri` to read it; -32002 when none does."""
-        if uri not in self._resources and not uri.startswith("skill://"):  # a skill's file: its source knows
+        if uri not in self._resources and not uri.startswith(("skill://", OUTPUT_URI)):  # their sources know
             await self.resources()
         source = self._resources.get(uri)
         candidates = [source] if source is not None else [s for s in self.sources if s.resources]
@@ -4653,7 +4978,7 @@ class TaskStore:
                                % self.limit)
             del self.tasks[ended.id]
         task = Task(owner, ttl, ctx.modern)
-        ctx.task = task.id
+        ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
         task.job.add_done_callback(lambda job: call.close())  # a task cancelled before it began never ran it
@@ -4662,12 +4987,10 @@ class TaskStore:
     async def _run(self, task: Task, call, on_end):
         try:
             result = await call
-        except McpError as exc:
-            task.end("failed", error=exc)
         except asyncio.CancelledError:
             task.end("cancelled")
         except Exception as exc:  # the boundary, as in Session._complete
-            task.end("failed", error=McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            task.end("failed", error=wire_error(exc))
         else:
             task.end("failed" if result.get("isError") and not task.modern else "completed", result)
         if on_end is not None:
@@ -5353,7 +5676,7 @@ class Server:
         level = params.get("level")
         if level not in LOG_LEVELS:
             raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
-        ctx.session.log_level = level
+        ctx.session.log_level, ctx.session.level_chosen = level, True
         for source in self.catalog.sources:
             if hasattr(source, "set_level"):
                 source.set_level(level, ctx.session)
@@ -5545,21 +5868,22 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints")
+             "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
                      "mcp_oauth_credentials_store", "mcp_oauth_callback_port")
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
-              "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm")
+              "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm", "max_text",
+              "output_folder")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
                   "working_directory", "environment", "within")
 _SCRIPTS_KEYS = ("path", "include", "exclude")
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
-_PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array")
+_PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array", "file")
 _ENV_REFERENCE = re.compile(
     r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
 
@@ -5734,7 +6058,8 @@ class ConfigLoader:
         settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
                                max_output=base.max_output, max_concurrency=base.max_concurrency,
                                allow_dash_values=base.allow_dash_values,
-                               task_support=self.task_support(data, "", base.task_support))
+                               task_support=self.task_support(data, "", base.task_support),
+                               max_text=self.get(data, "max_text", int, "", base.max_text), outputs=base.outputs)
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
             tool = self.tool(spec, "tools[%d]" % index, runner, settings)
@@ -5834,10 +6159,16 @@ class ConfigLoader:
             schema, defaults, asked = self.parameters(spec["parameters"], _join(where, "parameters"))
         else:
             schema, defaults, asked = template.input_schema(), {}, {}
+        output_folder = self.get(spec, "output_folder", str, where)
+        if output_folder:  # a field of the template, not a parameter
+            schema["properties"][output_folder] = {"type": "string"}
         for part, used in ((key, template), ("stdin", stdin)):
             if used is not None:
                 self.bind(used, schema["properties"], _join(where, part),
                           "parameter" if "parameters" in spec else "field")
+        if output_folder:
+            del schema["properties"][output_folder]
+            schema["required"] = [name for name in schema.get("required", []) if name != output_folder]
         within = self.within(spec, where, schema["properties"])
         overrides = self.run_overrides(spec, where, settings)
         if "allow_dash_values" in spec:
@@ -5860,7 +6191,9 @@ class ConfigLoader:
                            description=self.get(spec, "description", str, where),
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
-                           output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules)
+                           output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
+                           output_folder=output_folder,
+                           files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
 
     def within(self, spec: dict, where: str, properties: dict) -> dict:
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -5903,6 +6236,8 @@ class ConfigLoader:
             overrides["task_support"] = self.task_support(spec, where, settings.task_support)
         if "timeout" in spec:
             overrides["timeout"] = self.timeout(spec, where)
+        if "max_text" in spec:
+            overrides["max_text"] = self.get(spec, "max_text", int, where)
         if "working_directory" in spec:
             overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
                                                 _join(where, "working_directory"))
@@ -5972,6 +6307,9 @@ class ConfigLoader:
                 asked[name] = ask if isinstance(ask, str) else prop.get("description", name)
             elif self.get(spec, "required", bool, here, "default" not in spec):
                 required.append(name)
+            if kind == "file":  # the client gives the file itself; the command gets its path
+                prop.update(type="string", description="%s: a file, as data:<type>;name=<file name>;base64,<data>"
+                            % prop.get("description", name))
             properties[name] = prop
         schema = {"type": "object", "properties": properties, "additionalProperties": False}
         if required:
@@ -6667,7 +7005,7 @@ def check_config(path: str, log: Log, options: dict) -> int:
         if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
             hub = source
             sources.extend(source.local)
-        else:
+        elif not isinstance(source, OutputStore):
             sources.append(source)
     for source in sources:
         if isinstance(source, ScriptDirectory):
@@ -6733,13 +7071,6 @@ def check_config(path: str, log: Log, options: dict) -> int:
 # listings from an on-disk cache so a listing starts nothing, and adds the
 # manager tools. Namespaces choose which servers one process serves.
 
-SERVER_NOT_FOUND = -32000     # the seed's codes; -32002 is the spec's "resource not found"
-SERVER_START_FAILED = -32001
-SERVER_NOT_RUNNING = -32003
-SERVER_TIMEOUT = -32004       # the seed's "-32002 timeout", moved off the spec's code
-SERVER_ANSWER_TOO_LARGE = -32005
-SERVER_SIGN_IN = -32007       # a URL server wants a sign-in that this process may not start (the message says how)
-
 START_TIMEOUT = 30.0          # seconds a server may take to start and list its tools
 TOOL_TIMEOUT = 60.0           # seconds a forwarded request may take
 LIST_WAIT = 2.0               # seconds a listing waits, in all, for servers with nothing cached yet
@@ -6771,10 +7102,6 @@ _NAMESPACE_KEYS = ("servers", "tools", "description",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
 _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
-
-
-class UpstreamError(McpError):
-    """A routed request that could not be carried out; tools/call turns it into an isError result."""
 
 
 def _list_wait() -> float:
@@ -7187,8 +7514,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         self.transport = None
         self.reason = None  # why it ended, once it has
         self.open_pipes = {1, 2}
-        self._out = bytearray()   # the start of the current stdout line (a bytearray: appending is linear)
-        self._skipping = None     # the head of a stdout line over MAX_MESSAGE, skipped up to its newline
+        self._out = StdioFraming(MAX_MESSAGE, self._oversized)
         self._err = bytearray()
         self._gone = False
 
@@ -7203,36 +7529,12 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             for line in lines:
                 self.upstream.server_log.stderr_line(bytes(line).rstrip(b"\r").decode("utf-8", "replace"))
             return
-        start = 0
-        while True:  # each chunk is looked at once: linear however long the line
-            end = data.find(b"\n", start)
-            piece = data[start:] if end < 0 else data[start:end]
-            if self._skipping is not None:
-                if end >= 0:
-                    self._oversized(self._skipping, piece[-1000:])
-            elif len(self._out) + len(piece) > MAX_MESSAGE:
-                head = bytes((self._out + piece[:1000])[:1000])
-                self._out = bytearray()
-                if end < 0:
-                    self._skipping = head
-                else:
-                    self._oversized(head, piece[-1000:])
-            elif end < 0:
-                self._out += piece
-            elif self._out:
-                self._out += piece
-                line, self._out = bytes(self._out), bytearray()
-                if line.strip():
-                    self.upstream.client.received(line)
-            elif piece.strip():
-                self.upstream.client.received(piece)
-            if end < 0:
-                return
-            start = end + 1
+        for item, _ in self._out.feed(data):
+            if not isinstance(item, McpError):  # a line over MAX_MESSAGE: _oversized
+                self.upstream.client.received(item)
 
     def _oversized(self, head: bytes, tail: bytes):
         """A line over MAX_MESSAGE was skipped: fail the request it answers (its id starts or ends it)."""
-        self._skipping = None
         found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,', head) or \
             re.search(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$', tail)
         client = self.upstream.client
@@ -7299,14 +7601,6 @@ OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is re
 OAUTH_KEYS = ("clientId", "clientSecret", "scopes", "callbackPort", "clientMetadataUrl", "browser")
 _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
                   "client_metadata_url": "clientMetadataUrl"}
-
-
-class OAuthError(McpStudioError):
-    """A sign-in that failed or may not start here; its message says what to do (without the control
-    characters, such as terminal escapes, a server's text may carry)."""
-
-    def __init__(self, message: str):
-        super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
 
 
 def www_authenticate(header: str) -> dict:
@@ -7567,14 +7861,11 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _fetch(self, url: str, data=None, headers=None):
-        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None).
-        A redirect is not followed (it would carry the client's credentials elsewhere)."""
+    def _request(self, url: str, data=None, headers=None, limit=1 << 20) -> tuple:
+        """One HTTP request: (status, response headers, up to `limit` bytes of body). A redirect is not
+        followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
         import urllib.request
-        if not secure_url(url):
-            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
-                             "this machine)" % (self.name, url))
 
         class Stay(urllib.request.HTTPRedirectHandler):
             def redirect_request(self, *args):
@@ -7582,11 +7873,18 @@ class OAuthClient:
         request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
         try:
             with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-                status, body = response.status, response.read(1 << 20)
+                return response.status, response.headers, response.read(limit)
         except urllib.error.HTTPError as exc:
-            status, body = exc.code, exc.read(1 << 20)
+            return exc.code, exc.headers, exc.read(limit)
         except (OSError, ValueError) as exc:
             raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+
+    def _fetch(self, url: str, data=None, headers=None):
+        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None)."""
+        if not secure_url(url):
+            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
+                             "this machine)" % (self.name, url))
+        status, _, body = self._request(url, data, headers)
         try:
             parsed = json.loads(body)
         except ValueError:
@@ -7793,20 +8091,12 @@ class OAuthClient:
 
     def login(self):
         """Sign in afresh (the `login` command): ask the server unsigned, then answer its challenge."""
-        import urllib.error
-        import urllib.request
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
             "clientInfo": {"name": "mcpstudio", "version": __version__}}}).encode()
-        request = urllib.request.Request(self.url, data=body, headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
-        try:
-            with urllib.request.urlopen(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-                status, header = response.status, response.headers.get("WWW-Authenticate", "")
-        except urllib.error.HTTPError as exc:
-            status, header = exc.code, exc.headers.get("WWW-Authenticate", "")
-        except (OSError, ValueError) as exc:
-            raise OAuthError("cannot reach %s: %s" % (self.url, getattr(exc, "reason", None) or exc))
+        status, headers, _ = self._request(self.url, body, {
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, limit=0)
+        header = headers.get("WWW-Authenticate", "")
         if status != 401:
             raise OAuthError("%s answered HTTP %d without asking for a sign-in: it needs none" % (self.url, status))
         self.sign_in(www_authenticate(header), www_authenticate(header).get("scope", "").split())
@@ -7873,6 +8163,30 @@ def header_problem(tool: dict):
         if header.lower() in seen:
             return "the x-mcp-header %s appears twice (header names ignore case)" % json.dumps(header)
         seen.add(header.lower())
+    return None
+
+
+def param_texts(tool, arguments) -> dict:
+    """SEP-2243: each `x-mcp-header` name of `tool`'s schema -> the text its argument goes as (None: the argument is
+    absent, null or structured, and no header goes); the listing kept only valid declarations."""
+    properties = ((tool or {}).get("inputSchema") or {}).get("properties")
+    texts = {}
+    for key, schema in properties.items() if isinstance(properties, dict) else ():
+        value = arguments.get(key) if isinstance(arguments, dict) else None
+        if isinstance(schema, dict) and "x-mcp-header" in schema:
+            texts[schema["x-mcp-header"]] = None if value is None or isinstance(value, (dict, list)) else \
+                ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return texts
+
+
+def param_mismatch(tool, arguments, headers: dict):
+    """Why a 2026-07-28 tools/call's `Mcp-Param-*` headers (`headers`: lower-case names) disagree with its arguments
+    (SEP-2243: each argument `tool` marks with `x-mcp-header` goes as its header, no other), or None."""
+    for header, text in param_texts(tool, arguments).items():
+        sent = headers.get("mcp-param-" + header.lower())
+        if (sent is None) != (text is None) or (sent is not None and _header_value(sent) != text):
+            return ("the Mcp-Param-%s header must %s" % (header, "be left out: the argument is absent or null"
+                    if text is None else "carry the argument's value (=?base64?...?= for one that is not plain ASCII)"))
     return None
 
 
@@ -7983,18 +8297,8 @@ class _HttpChannel:
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
         tools = (self.upstream.listing or {}).get("tools") or ()
         tool = next((t for t in tools if t.get("name") == name), None)
-        properties = ((tool or {}).get("inputSchema") or {}).get("properties")
-        if not isinstance(properties, dict) or not isinstance(arguments, dict):
-            return {}
-        headers = {}
-        for key, schema in properties.items():
-            header = schema.get("x-mcp-header") if isinstance(schema, dict) else None
-            value = arguments.get(key)
-            if header is None or value is None or isinstance(value, (dict, list)):  # the listing kept valid ones
-                continue
-            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-            headers["Mcp-Param-" + header] = _encode_header(text)
-        return headers
+        return {"Mcp-Param-" + header: _encode_header(text)
+                for header, text in param_texts(tool, arguments).items() if text is not None}
 
     def _deliver(self, message, related=None):
         if isinstance(message, dict) and not self.closed:
@@ -8085,6 +8389,28 @@ class _HttpChannel:
             settle(error=OSError(str(exc)))
             self._fail("its event stream ended: %s" % exc)
 
+    def _event_stream(self, last_event_id=None, request_id=None):
+        """GET the session's event stream: the standalone one, or the stream of request `request_id` resumed
+        after `last_event_id` (SEP-1699). (connection, response); the response is None when the server
+        offers no stream there."""
+        headers = dict(self._headers({}), Accept="text/event-stream")
+        del headers["Content-Type"]
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        connection, target = self._connection(self.post_url, self.spec.startup_timeout)
+        connection.request("GET", target, headers=headers)
+        sock = connection.sock  # kept: http.client lets go of it when the reply has no length
+        if request_id is None:
+            self.stream = sock
+        else:
+            sock.settimeout(None)  # the request's own timer (toolTimeout) ends the wait
+            self.connections[request_id] = sock
+        response = connection.getresponse()
+        if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
+            return connection, None
+        sock.settimeout(None)  # a stream: quiet for as long as the server likes
+        return connection, response
+
     def _standalone(self):
         """The session's GET stream: what the server sends outside any request (its own requests, such as an
         elicitation of a tool that names no request, and notifications); resumed with Last-Event-ID when it
@@ -8094,20 +8420,10 @@ class _HttpChannel:
         while not self.closed and quiet < 3:
             events = 0
             try:
-                headers = self._headers({})
-                del headers["Content-Type"]
-                headers["Accept"] = "text/event-stream"
-                if "id" in seen:
-                    headers["Last-Event-ID"] = seen["id"]
-                connection, target = self._connection(self.post_url, self.spec.startup_timeout)
-                connection.request("GET", target, headers=headers)
-                self.stream = connection.sock
-                response = connection.getresponse()
-                if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
-                    response.read()
+                connection, response = self._event_stream(seen.get("id"))
+                if response is None:
                     connection.close()
                     return
-                self.stream.settimeout(None)  # quiet for as long as the server likes
                 for _, data in self._events(response, seen):
                     events += 1
                     try:
@@ -8179,15 +8495,8 @@ class _HttpChannel:
                     last, tried = seen.pop("id"), True
                     time.sleep(min(seen.get("retry", 1000), HTTP_RESUME_WAIT_MS) / 1000)
                     connection.close()
-                    connection, target = self._connection(self.post_url, self.spec.startup_timeout)
-                    headers = self._headers({})
-                    headers.update({"Accept": "text/event-stream", "Last-Event-ID": last})
-                    del headers["Content-Type"]
-                    connection.request("GET", target, headers=headers)
-                    connection.sock.settimeout(None)
-                    self.connections[request_id] = connection.sock
-                    response = connection.getresponse()
-                    if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
+                    connection, response = self._event_stream(last, request_id)
+                    if response is None:
                         break
                     answered = self._answered(response, request_id, seen)
                 if not answered and request_id is not None and request_id not in self.aborted:
@@ -8257,15 +8566,10 @@ class _HttpChannel:
             return
         self.closed = True
         if self.session_id and self.spec.transport != "sse":
-            message_headers = dict(self.spec.headers, **{"Mcp-Session-Id": self.session_id})
-            token = (self.oauth.state.get("tokens") or {}).get("access_token") if self.oauth else None
-            if token:
-                message_headers["Authorization"] = "Bearer " + token
-
             def delete():
                 try:
                     connection, target = self._connection(self.post_url, 5)
-                    connection.request("DELETE", target, headers=message_headers)
+                    connection.request("DELETE", target, headers=self._headers({}))
                     connection.getresponse().read()
                     connection.close()
                 except Exception:  # best effort: the server may be gone
@@ -9557,15 +9861,12 @@ class Namespace:
 
     def check_permitted(self, spec: UpstreamSpec, name: str, original: str):
         """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
-        namespace = self.plan.namespaces.get(self.name) if self.name else None
-        public = spec.public_name(original, self.separator)
-        if not _passes(original, spec.allow, spec.deny) or (
-                namespace and not _passes(public, namespace["allow"], namespace["deny"])):
+        why = self.left_out(spec, original)
+        if why == "":
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (the configuration was reloaded; list the tools "
                            "again)" % name)
-        denial = self.plan.denial(self.name, spec, original)
-        if denial:
-            raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
+        if why:
+            raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, why), {"tool": name})
 
 
 class ManagerTools:
@@ -9658,6 +9959,11 @@ class ManagerTools:
                 "structuredContent": result}
 
 
+def skill_uri(server_id: str, uri):
+    """A server's skill:// URI as the aggregator serves it, under skill://<server id>/; any other value as it is."""
+    return "skill://%s/%s" % (server_id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
+
+
 class UpstreamSkills:
     """Skills of the servers that declare the skills extension, asked of a server when a client asks (never ahead),
     under skill://<server id>/...; the config's own skills beside them."""
@@ -9677,12 +9983,9 @@ class UpstreamSkills:
             return None
         if self.hub.namespace.left_out(upstream.spec, str(entry["frontmatter"].get("name"))) is not None:
             return None
-
-        def moved(uri):
-            return "skill://%s/%s" % (upstream.spec.id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
-        entry = dict(entry, uri=moved(entry["uri"]))
+        entry = dict(entry, uri=skill_uri(upstream.spec.id, entry["uri"]))
         if isinstance(entry.get("resources"), list):
-            entry["resources"] = [dict(r, uri=moved(r.get("uri"))) if isinstance(r, dict) else r
+            entry["resources"] = [dict(r, uri=skill_uri(upstream.spec.id, r.get("uri"))) if isinstance(r, dict) else r
                                   for r in entry["resources"]]
         return entry
 
@@ -9748,7 +10051,7 @@ class UpstreamSkills:
         if not upstream.known()["skills"].get("directoryRead"):
             raise McpError(INVALID_PARAMS, "Invalid params: the server `%s` does not read directories" % upstream.spec.id)
         children = await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
-        return [dict(c, uri="skill://%s/%s" % (upstream.spec.id, c["uri"][8:])) for c in children
+        return [dict(c, uri=skill_uri(upstream.spec.id, c["uri"])) for c in children
                 if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
 
     async def _local(self, method: str, uri: str):
@@ -10105,7 +10408,7 @@ class Aggregator:
             known = upstream.known() or {}
             for item in (known.get(key) or ()):
                 if key == "resources" and isinstance(known.get("skills"), dict) and item["uri"][:8] == "skill://":
-                    item = dict(item, uri="skill://%s/%s" % (upstream.spec.id, item["uri"][8:]))  # as skills/list
+                    item = dict(item, uri=skill_uri(upstream.spec.id, item["uri"]))  # as skills/list
                 if route_key is not None:
                     if item.get(route_key) in routes or item.get(route_key) in shared:
                         continue  # a server that lists a URI twice: the first
@@ -10603,6 +10906,44 @@ class Board:
             self.runner.close_watchdog()
 
 
+def ask_fields(schema: dict, ask) -> dict | None:
+    """The properties of an object schema (a tool's input, a server's form) asked one at a time, on the terminal
+    or the TUI's status line: `ask(prompt)` gives a line, or None to give up (then None). An empty line keeps
+    the field's default, if it has one; an answer is read as its field's type says (_typed)."""
+    fields = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    content = {}
+    for key, field in fields.items():
+        field = field if isinstance(field, dict) else {}
+        choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
+                                        if isinstance(option, dict)]
+        hint = "/".join(str(c) for c in choices) if choices else field.get("type", "text")
+        default = " [%s]" % json.dumps(field["default"]) if "default" in field else ""
+        text = ask("  %s (%s%s)%s: " % (field.get("title") or key, hint, ", required" if key in required else "", default))
+        if text is None:
+            return None
+        if text:
+            content[key] = _typed(text, field)
+        elif "default" in field:
+            content[key] = field["default"]
+    return content
+
+
+def _typed(text: str, field: dict):
+    """An answer as its schema field reads it: text for a string, yes or no for a boolean, else JSON (left as
+    text when it is not: the server's validation says what it wanted); an array takes a single value too."""
+    kind = field.get("type")
+    if kind == "boolean":
+        return text.strip().lower() in ("y", "yes", "true", "1")
+    if kind in ("string", None):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    return [value] if kind == "array" and not isinstance(value, list) else value
+
+
 class TuiScreen:
     """The curses side of the TUI: draws the Board, reads keys (see TUI_KEYS)."""
 
@@ -10762,17 +11103,6 @@ class TuiScreen:
             elif isinstance(key, str) and key.isprintable():
                 text += key
 
-    def form(self, tool: dict) -> dict | None:
-        """The arguments of a call, asked one field at a time from the tool's input schema."""
-        pairs = []
-        for key, kind, detail, _ in _schema_summary(tool["schema"]):
-            text = self.ask("%s (%s, %s): " % (key, kind, detail))
-            if text is None:
-                return None
-            if text:
-                pairs.append((key, text))
-        return _call_arguments(pairs, tool["schema"])
-
     def key(self, key: int) -> bool:
         """Handle one key; False to quit."""
         char = chr(key) if 0 <= key < 256 else ""
@@ -10821,7 +11151,7 @@ class TuiScreen:
             if not tools:
                 board.said = "no tools listed yet: t starts the server"
             elif char == "c":
-                arguments = self.form(tools[self.tool])
+                arguments = ask_fields(tools[self.tool]["schema"], self.ask)
                 if arguments is not None:
                     board.call(row["id"], tools[self.tool]["name"], arguments)
             elif not board.shown:
@@ -10955,13 +11285,6 @@ _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})(?:[ \t]*;[^\x00-\x08\x0a-\x1f\x7
 _AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
 _ONCE = ("host", "content-length", "transfer-encoding", "origin", "authorization", "mcp-session-id",
          "mcp-protocol-version", "content-type")
-
-
-class HttpError(Exception):
-    def __init__(self, status: int, message: str, code=None, request_id=None, headers=(), data=None):
-        super().__init__(message)
-        self.status, self.code, self.request_id, self.headers = status, code, request_id, list(headers)
-        self.data = data
 
 
 # Reading one request strictly (RFC 9112), from an asyncio StreamReader whose limit is
@@ -11242,7 +11565,7 @@ def _header_value(value: str) -> str:
     if value.startswith("=?base64?") and value.endswith("?="):
         import base64
         try:
-            return base64.b64decode(value[9:-2]).decode("utf-8")
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             return value
     return value
@@ -11576,6 +11899,10 @@ class HttpServer:
             refuse(400, HEADER_MISMATCH, "the Mcp-Name header must equal the request's %s (%s)" % (key, params.get(key)))
         if method not in self.server.modern_methods:
             refuse(404, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        if method == "tools/call":
+            problem = param_mismatch(await self.server.catalog.tool(params["name"]), params.get("arguments"), headers)
+            if problem:
+                refuse(400, HEADER_MISMATCH, "%s (tool `%s`)" % (problem, params["name"]))
         session, transport = self._session_pair()
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
@@ -11962,11 +12289,12 @@ def _mode_argv(words: list, command: str) -> list:
     return _self_command() + words
 
 
-def _take_options(words: list, command: str, flags=(), values=(), anywhere=False) -> tuple:
+def _take_options(words: list, command: str, flags=(), values=(), anywhere=False, repeated=()) -> tuple:
     """A subcommand's options (`--x`, `--x V`, `--x=V`) and its other words.
 
     Options lead, and the rest starts at the first other word; with `anywhere`,
-    options may stand between the other words too.
+    options may stand between the other words too. An option of `repeated`
+    may be given again: its values make a list.
     """
     found, i, others = {}, 0, []
     while i < len(words):
@@ -11975,13 +12303,16 @@ def _take_options(words: list, command: str, flags=(), values=(), anywhere=False
             found["help"] = True
         elif name in flags and not eq:
             found[name] = True
-        elif name in values:
+        elif name in values or name in repeated:
             if not eq:
                 i += 1
                 if i >= len(words):
                     raise UsageError("%s: %s needs a value" % (command, name))
                 inline = words[i]
-            found[name] = inline
+            if name in repeated:
+                found.setdefault(name, []).append(inline)
+            else:
+                found[name] = inline
         elif anywhere and not words[i].startswith("-"):
             others.append(words[i])
         else:
@@ -12191,36 +12522,18 @@ def elicitation_answer(params: dict, assume_yes: bool, ask=input) -> dict:
                          % params.get("url"))
         return {"action": "decline"}
     sys.stderr.write("mcpstudio: the server asks: %s\n" % (params.get("message") or "(no message)"))
-    content = {}
-    for key, field in fields.items():
-        field = field if isinstance(field, dict) else {}
-        if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
-            if "default" in field:
-                content[key] = field["default"]
-            elif field.get("type") == "boolean":
-                content[key] = True
-            continue
-        choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
-                                        if isinstance(option, dict)]
-        hint = " (%s)" % "/".join(str(c) for c in choices) if choices else " (%s)" % field.get("type", "text")
-        default = " [%s]" % json.dumps(field["default"]) if "default" in field else ""
+    if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
+        content = {key: field["default"] if "default" in field else True for key, field in fields.items()
+                   if isinstance(field, dict) and ("default" in field or field.get("type") == "boolean")}
+        return {"action": "accept", "content": content}
+
+    def line(prompt):
         try:
-            text = ask("  %s%s%s: " % (field.get("title") or key, hint, default))
+            return ask(prompt)
         except EOFError:
-            return {"action": "cancel"}
-        if not text:
-            if "default" in field:
-                content[key] = field["default"]
-            continue
-        kind = field.get("type")
-        if kind in ("integer", "number", "boolean"):
-            try:
-                text = {"integer": int, "number": float}[kind](text) if kind != "boolean" else \
-                    text.strip().lower() in ("y", "yes", "true", "1")
-            except ValueError:
-                pass  # the server's validation says what it wanted
-        content[key] = text
-    return {"action": "accept", "content": content}
+            return None
+    content = ask_fields(schema, line)
+    return {"action": "cancel"} if content is None else {"action": "accept", "content": content}
 
 
 def _json_or_text(text: str) -> str:
@@ -12759,32 +13072,22 @@ def add_command(words: list) -> int:
             print(SUBCOMMAND_HELP["add"])
             return 0
         raise UsageError("add needs a NAME and -- COMMAND ARGS..., e.g. mcpstudio add time -- uvx mcp-server-time")
-    name, words = words[0], words[1:]
-    env, headers, found, i = {}, {}, {}, 0
-    while i < len(words) and words[i] != "--":
-        option, eq, value = words[i].partition("=")
-        if option in ("-h", "--help", "--disabled") and not eq:
-            found[option] = True
-        elif option in ("--config", "--cwd", "--url", "--env", "--header"):
-            if not eq:
-                i += 1
-                if i >= len(words):
-                    raise UsageError("add: %s needs a value" % option)
-                value = words[i]
-            if option in ("--env", "--header"):
-                key, eq, value = value.partition("=")
-                if not eq or not key:
-                    raise UsageError("add: %s needs KEY=VALUE, not %r" % (option, words[i]))
-                (env if option == "--env" else headers)[key] = value
-            else:
-                found[option] = value
-        else:
-            raise UsageError("add: unexpected %r; the server's command goes after --" % words[i])
-        i += 1
-    if found.get("-h") or found.get("--help"):
+    name = words[0]
+    found, rest = _take_options(words[1:], "add", flags=("--disabled",), values=("--config", "--cwd", "--url"),
+                                repeated=("--env", "--header"))
+    if rest and rest[0] != "--":
+        raise UsageError("add: unexpected %r; the server's command goes after --" % rest[0])
+    if found.get("help"):
         print(SUBCOMMAND_HELP["add"])
         return 0
-    command = words[i + 1:]
+    env, headers = {}, {}
+    for option, pairs in (("--env", env), ("--header", headers)):
+        for text in found.get(option, ()):
+            key, eq, value = text.partition("=")
+            if not eq or not key:
+                raise UsageError("add: %s needs KEY=VALUE, not %r" % (option, text))
+            pairs[key] = value
+    command = rest[1:]
     if not command and not found.get("--url"):
         raise UsageError("add %s: give the server's command after --, or --url URL" % name)
     entry = {"url": found["--url"]} if found.get("--url") else {"command": command[0], "args": command[1:]}
@@ -13008,8 +13311,6 @@ def namespace_command(words: list) -> int:
         print(SUBCOMMAND_HELP["namespace"])
         return 0
     action, rest = rest[0], rest[1:]
-    more, rest = _take_options(rest, "namespace", values=("--config",))
-    path = more.get("--config") or path
     if action not in ("add", "remove", "assign", "default", "allow", "deny") or not rest:
         raise UsageError("namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS | "
                          "allow|deny NS SERVER TOOL")
@@ -13150,6 +13451,9 @@ OPTIONS = [_Option(*o) for o in (
     (("--timeout",), "timeout", "SECONDS", "value", "stop a call after this long (default: %g)" % DEFAULT_TIMEOUT),
     (("--max-output",), "max_output", "BYTES", "value",
      "keep at most this much of stdout and of stderr (default: %d)" % DEFAULT_MAX_OUTPUT),
+    (("--max-text",), "max_text", "CHARS", "value",
+     "characters of output a result shows; past it the head and tail, the whole kept as a resource "
+     "(default: %d)" % DEFAULT_MAX_TEXT),
     (("--max-concurrency",), "max_concurrency", "N", "value",
      "commands running at once; more calls wait (default: %d)" % DEFAULT_MAX_CONCURRENCY),
     (("--max-name-length",), "max_name_length", "N", "value",
@@ -13426,7 +13730,9 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         max_output=_positive(options["max_output"], "--max-output", int) if options["max_output"] else DEFAULT_MAX_OUTPUT,
         max_concurrency=(_positive(options["max_concurrency"], "--max-concurrency", int)
                          if options["max_concurrency"] else DEFAULT_MAX_CONCURRENCY),
-        allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional")
+        allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional",
+        max_text=_positive(options["max_text"], "--max-text", int) if options["max_text"] else DEFAULT_MAX_TEXT,
+        outputs=OutputStore())
     if settings.task_support not in TASK_SUPPORT:
         raise UsageError("--task-support %s: expected one of %s" % (settings.task_support, ", ".join(TASK_SUPPORT)))
     max_name = (_positive(options["max_name_length"], "--max-name-length", int)
@@ -13522,7 +13828,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         audit = AuditLog(os.path.abspath(os.path.expanduser(options["audit"])))
     guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
     guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
-    catalog = Catalog(sources, max_name)
+    catalog = Catalog([settings.outputs] + sources, max_name)
     return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions,
                   guard=guard), runner
 
