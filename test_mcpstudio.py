@@ -9102,8 +9102,10 @@ class ResumableStreamLimitTests(ScratchDir):
     open_stream, next_event = HttpResumeTests.open_stream, staticmethod(HttpResumeTests.next_event)
 
     def test_abandoned_streams_are_bounded(self):
-        log = os.path.join(self.dir, "wire.log")
-        with HttpServerProcess("--log", log, "--max-output", "3000000", "seq", "1", "{count}") as server:
+        log, config = os.path.join(self.dir, "wire.log"), os.path.join(self.dir, "seq.json")
+        with open(config, "w") as f:  # results of 1.3 MB, whole (no cut to a part and a resource link)
+            json.dump({"max_text": 3000000, "tools": [{"name": "seq", "command": "seq 1 {count}"}]}, f)
+        with HttpServerProcess("--log", log, "--max-output", "3000000", "serve", "--config", config) as server:
             session = server.initialize_session()
             for number in range(1, 6):  # 5 calls of ~1.3 MB each, every stream dropped before its answer
                 call = {"jsonrpc": "2.0", "id": 100 + number, "method": "tools/call",
