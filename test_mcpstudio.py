@@ -9186,7 +9186,7 @@ class UpstreamCapTests(AggregatorCase):
         done = os.path.join(self.dir, "flood-done")
         data = {"mcpServers": {"a": self.upstream("a", "--tools", "5100"),
                                "b": self.upstream("b", "--more-tools", "flood", "--flood-file", done, "--huge-description")}}
-        with self.serve(data) as server:
+        with self.serve(data, "--tool-search", "off") as server:  # every tool listed, not a search
             server.initialize()
             names = self.tool_names(server)
             self.assertEqual(len([n for n in names if n.startswith("a__")]), 5000)
