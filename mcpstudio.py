@@ -156,8 +156,9 @@ class UsageError(McpStudioError):
     """A mistake on the command line: printed as `mcpstudio: error: ...`, exit 2."""
 
 
-class HelpRequested(Exception):
-    """-h or --help among a subcommand's options: main prints that subcommand's help (args[0]), exit 0."""
+class HelpRequested(McpStudioError):
+    """-h or --help among a subcommand's options: main prints that subcommand's help (args[0]), exit 0
+    (the TUI's edits, which run the same commands, refuse it)."""
 
 
 class TemplateError(McpStudioError):
