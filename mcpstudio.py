@@ -11969,8 +11969,9 @@ class HttpServer:
                     return
                 method, target, version, headers = head
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-                if target.split("?", 1)[0] != HTTP_PATH:
-                    writer.write(operations_report(target.split("?", 1)[0], self.server, len(self.sessions)))
+                path = target.split("?", 1)[0]
+                if path != HTTP_PATH:
+                    writer.write(operations_report(path, self.server, len(self.sessions)))
                     await self._drain(writer)
                 else:
                     keep = await self._answer(method, headers, body, keep, version, reader, writer)
@@ -12037,13 +12038,14 @@ class HttpServer:
             origin_host = _origin_host(origin)
             if not origin_host or not (_loopback(origin_host) if self.local else origin_host == host):
                 raise HttpError(403, "Origin %s is not allowed (DNS rebinding protection)" % _clip(origin, 80))
-        if self.token is not None and target.split("?", 1)[0] not in self.server.guard.open:
+        path = target.split("?", 1)[0]
+        if self.token is not None and path not in self.server.guard.open:
             import hmac
             given = headers.get("authorization", "")
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if target.split("?", 1)[0] not in (HTTP_PATH, "/health", "/metrics"):
+        if path not in (HTTP_PATH, "/health", "/metrics"):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
         if method == "POST":
             length = headers.get("content-length", "0")
