@@ -13650,7 +13650,7 @@ def zipapp_command(words):
         os.chmod(temporary, 0o755)
         os.replace(temporary, out)
     print("wrote %s (bytecode for Python %d.%d, source for the others); run it with: python3 %s --help"
-          % (out, sys.version_info[0], sys.version_info[1], _argv_text([out])))
+          % (out, *sys.version_info[:2], _argv_text([out])))
     return 0
 
 
