@@ -8375,10 +8375,10 @@ class OAuthClient:
             "clientInfo": {"name": "mcpstudio", "version": __version__}}}).encode()
         status, headers, _ = self._request(self.url, body, {
             "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, limit=0)
-        header = headers.get("WWW-Authenticate", "")
         if status != 401:
             raise OAuthError("%s answered HTTP %d without asking for a sign-in: it needs none" % (self.url, status))
-        self.sign_in(www_authenticate(header), www_authenticate(header).get("scope", "").split())
+        params = www_authenticate(headers.get("WWW-Authenticate", ""))
+        self.sign_in(params, params.get("scope", "").split())
 
     def _kept_port(self, issuer):
         """The port of the redirect URI registered earlier with this issuer (0: any)."""
