@@ -8521,25 +8521,21 @@ class _HttpChannel:
         secure = parts.scheme == "https"
         host, port = parts.hostname, parts.port or (443 if secure else 80)
         target = (parts.path or "/") + ("?" + parts.query if parts.query else "")
-        context = None
-        if secure:
-            import ssl
-            context = ssl.create_default_context()
         proxy = None if urllib.request.proxy_bypass_environment(host) else \
             urllib.request.getproxies_environment().get("https" if secure else "http")
+        address = (host, port)
         if proxy:
             proxy = urllib.parse.urlsplit(proxy if "://" in proxy else "http://" + proxy)
-            if secure:  # a CONNECT tunnel, TLS inside it
-                connection = http.client.HTTPSConnection(proxy.hostname, proxy.port or 8080, timeout=timeout,
-                                                         context=context)
+            address = (proxy.hostname, proxy.port or 8080)
+        if secure:
+            import ssl
+            connection = http.client.HTTPSConnection(*address, timeout=timeout, context=ssl.create_default_context())
+            if proxy:  # a CONNECT tunnel, TLS inside it
                 connection.set_tunnel(host, port)
-            else:  # a plain proxy takes the whole URL
-                connection = http.client.HTTPConnection(proxy.hostname, proxy.port or 8080, timeout=timeout)
-                target = url
-        elif secure:
-            connection = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
         else:
-            connection = http.client.HTTPConnection(host, port, timeout=timeout)
+            connection = http.client.HTTPConnection(*address, timeout=timeout)
+            if proxy:  # a plain proxy takes the whole URL
+                target = url
         return connection, target
 
     def _headers(self, message=None, url=None):
