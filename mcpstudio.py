@@ -12797,7 +12797,7 @@ def elicitation_answer(params, assume_yes, ask=input):
     each field on the terminal, an empty line keeping the default. A URL-mode question is declined."""
     schema = params.get("requestedSchema") if isinstance(params.get("requestedSchema"), dict) else {}
     fields = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    if params.get("mode") == "url" or not isinstance(fields, dict):
+    if params.get("mode") == "url":
         sys.stderr.write("mcpstudio: the server asks you to open %s; declined (call cannot follow it)\n"
                          % params.get("url"))
         return {"action": "decline"}
