@@ -102,6 +102,8 @@ META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
 DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
 DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
+DEFAULT_MAX_TEXT = 20000        # characters of output in a result; more is kept whole and linked (README: Output)
+ERROR_MAX_TEXT = 10000          # ... in an error result: Claude Code cuts those past about 11,000
 DEFAULT_MAX_CONCURRENCY = 32    # commands running at once
 DEFAULT_MAX_NAME_LENGTH = 48    # leaves room for a client prefix such as mcp__<server>__
 OK_EXIT_META = "mcpstudio/okExitCodes"  # a tool's `_meta` key: exit codes that count as success
@@ -109,6 +111,9 @@ KILL_GRACE = 2.0                # seconds between SIGTERM and SIGKILL
 EOF_DRAIN = 2.0                 # seconds in-flight calls may finish after stdin closes
 PIPE_LINGER = 0.1               # seconds to drain pipes after the command itself exited
 PROGRESS_INTERVAL = 1.0         # seconds between progress notifications
+FEED_INTERVAL = 0.25            # seconds between two notifications of a running command's output lines
+FEED_LINES = 3                  # ... the latest lines each carries
+FEED_LINE = 200                 # ... characters of each line
 PAGE_SIZE = 100                 # items per tools/list page
 MAX_MESSAGE = 256 << 20         # bytes of one incoming message; a larger one is skipped
 MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; then reading pauses
@@ -2012,8 +2017,9 @@ class _Capture:
 class _ChildProtocol(asyncio.SubprocessProtocol):
     """Collects a child's output and tells when it exited and when its pipes closed."""
 
-    def __init__(self, limit: int, on_stderr_line=None):
+    def __init__(self, limit: int, on_stderr_line=None, on_output=None):
         loop = asyncio.get_running_loop()
+        self.on_output = on_output  # (fd, bytes) as they come: an OutputFeed's add
         self.stdout = _Capture(limit)
         self.stderr = _Capture(limit)
         self.exited = loop.create_future()
@@ -2023,6 +2029,8 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         self._partial = bytearray()  # a stderr line not ended yet (appended to: linear, however long)
 
     def pipe_data_received(self, fd, data):
+        if self.on_output is not None:
+            self.on_output(fd, data)
         if fd == 1:
             self.stdout.add(data)
         else:
@@ -2250,7 +2258,7 @@ class ProcessRunner:
             self.watchdog = None
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
-                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None) -> ProcessResult:
+                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None) -> ProcessResult:
         """Run `argv` to completion under the runner's limits; return a ProcessResult."""
         loop = asyncio.get_running_loop()
         argv = _resolve_program(argv, env)
@@ -2262,7 +2270,7 @@ class ProcessRunner:
         started = time.monotonic()
         try:
             transport, child, cancelled = await self._spawn(
-                lambda: _ChildProtocol(output_limit, on_stderr_line), argv,
+                lambda: _ChildProtocol(output_limit, on_stderr_line, on_output), argv,
                 stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
         except FileNotFoundError as exc:
@@ -2846,7 +2854,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs", "ran")
+                 "capabilities", "task", "inputs", "ran", "running")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2860,6 +2868,7 @@ class CallContext:
         self.task = None        # the id of the task this call runs as
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
+        self.running = None     # the Task itself (its status message shows the command's last line)
 
     def declared(self, capability: str) -> bool:
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
@@ -2911,6 +2920,52 @@ class CallContext:
             self.progress(round(elapsed, 1), message="%s running for %.0f s" % (label, elapsed))
 
 
+class OutputFeed:
+    """What a running command shows its caller: a heartbeat, and its output lines as they come (as
+    progress messages, `info` log lines and its task's status message), the latest FEED_LINES lines
+    at most every FEED_INTERVAL."""
+
+    def __init__(self, ctx: CallContext, label: str, logger: str, streams=(1, 2)):
+        self.ctx = ctx
+        self.logger = logger
+        self.logs = (ctx.modern or ctx.session.level_chosen) and ctx.wants("info")  # 2026-07-28: a level in `_meta`
+        self.streams = streams if ctx.progress_token is not None or ctx.running is not None or self.logs else ()
+        self.partial = {}  # fd -> the end of a line not ended yet
+        self.lines = collections.deque(maxlen=FEED_LINES)
+        self.started = time.monotonic()
+        self.sent = 0.0
+        self.timer = None
+        self.heartbeat = asyncio.ensure_future(ctx.heartbeat(label)) if ctx.progress_token is not None else None
+
+    def add(self, fd: int, data: bytes):
+        """Bytes the command wrote to `fd`; a line they end is passed on now, or when the interval is up."""
+        if fd not in self.streams:
+            return
+        pieces = (self.partial.get(fd, b"") + data).split(b"\n")
+        self.partial[fd] = pieces.pop()[:FEED_LINE]
+        for piece in pieces[-FEED_LINES:]:
+            self.lines.append(_clip(piece.rstrip(b"\r").decode("utf-8", "replace"), FEED_LINE))
+        if pieces and self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(self.sent + FEED_INTERVAL - time.monotonic(), self.send)
+
+    def send(self):
+        self.timer = None
+        self.sent = time.monotonic()
+        text = "\n".join(self.lines)
+        self.lines.clear()
+        self.ctx.progress(round(self.sent - self.started, 3), message=text)
+        if self.logs:
+            self.ctx.log("info", text, self.logger)
+        if self.ctx.running is not None:
+            self.ctx.running.message = text.rpartition("\n")[2]
+
+    def close(self):
+        """The call ends: nothing more is sent for it."""
+        for job in (self.heartbeat, self.timer):
+            if job is not None:
+                job.cancel()
+
+
 def wire_error(exc: BaseException, log=None) -> McpError:
     """The one rule at each boundary (a request, a task): an McpError is answered as it is; anything else is a
     bug, logged and answered as an internal error."""
@@ -2942,6 +2997,7 @@ class Session:
         self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
         self.caller, self.label = None, "stdio"
         self.log_level = "info"
+        self.level_chosen = False  # whether the client sent logging/setLevel (then a command's lines are logged too)
         self.closed = False
 
     # -- incoming ---------------------------------------------------------------
@@ -3184,6 +3240,154 @@ def output_content(data: bytes, uri: str, cut: int = 0) -> dict:
             "resource": {"uri": uri, "mimeType": "application/octet-stream", "blob": encoded}}
 
 
+OUTPUT_URI = "mcpstudio://output/"
+OUTPUT_KEEP_COUNT = 100         # whole outputs kept to be read back; the oldest go first
+OUTPUT_KEEP_BYTES = 64 << 20    # ... and their bytes together (one larger output is kept alone)
+OUTPUT_KEEP_SECONDS = 3600.0
+
+
+def fit_text(text: str, budget: int, uri: str) -> str:
+    """`text` if it holds at most `budget` characters, else its head and tail (cut at line ends
+    where it can) around one line that says what was left out and how to read it."""
+    if len(text) <= budget:
+        return text
+    half = budget // 2
+    head_end = text.rfind("\n", 0, half) + 1 or half
+    tail_start = text.find("\n", len(text) - half) + 1 or len(text) - half
+    head, middle = text[:head_end], text[head_end:tail_start]
+    first = head.count("\n") + 1
+    last = first + middle.count("\n") - middle.endswith("\n")
+    return ("%s%s[... %d lines (%d bytes) left out here: read them with resources/read %s?lines=%d-%d; "
+            "the whole output is %s ...]\n%s" % (
+                head, "" if head.endswith("\n") else "\n", last - first + 1, len(middle.encode("utf-8")), uri,
+                first, last, uri, text[tail_start:]))
+
+
+def output_slice(data: bytes, query: str) -> bytes:
+    """The lines of a kept output that its URI's query names: `lines=FROM-TO` (numbered from 1, both
+    included, either one left out for the start or the end)."""
+    if not query:
+        return data
+    match = re.fullmatch(r"lines=([0-9]*)-([0-9]*)", query)
+    if match is None:
+        raise ValueError("expected ?lines=FROM-TO (line numbers from 1; either may be left out), not ?%s" % query)
+    first, last = match.groups()
+    starts = [0] + [found.end() for found in re.finditer(b"\n", data)]
+    index = max(int(first or 1), 1) - 1
+    begin = starts[index] if index < len(starts) else len(data)
+    return data[begin:starts[int(last)] if last and int(last) < len(starts) else len(data)]
+
+
+class OutputStore:
+    """Whole outputs of calls whose results showed only a part: a resource source of
+    mcpstudio://output/<id>, bounded in count and bytes, each kept OUTPUT_KEEP_SECONDS.
+
+    An output is read only by the session that made it; 2026-07-28 requests are stateless, so
+    there the unguessable id is what grants it (as for tasks)."""
+
+    resources = True
+    dynamic = False
+
+    def __init__(self):
+        self.kept = collections.OrderedDict()  # id -> (owner, expires, bytes), oldest first
+
+    def start(self):
+        pass
+
+    async def close(self):
+        pass
+
+    async def list_tools(self) -> list:
+        return []
+
+    async def list_resources(self) -> list:
+        return []  # every output is private to its session: none is listed
+
+    async def list_resource_templates(self) -> list:
+        return []  # a result's note names its output's URI and how to read a part of it
+
+    def keep(self, data: bytes, owner) -> str:
+        """Keep `data` for `owner` (oldest outputs forgotten past the bounds); return its URI."""
+        now = time.monotonic()
+        key = os.urandom(16).hex()
+        self.kept[key] = (owner, now + OUTPUT_KEEP_SECONDS, data)
+        total = sum(len(entry[2]) for entry in self.kept.values())
+        while len(self.kept) > 1 and (len(self.kept) > OUTPUT_KEEP_COUNT or total > OUTPUT_KEEP_BYTES
+                                      or next(iter(self.kept.values()))[1] <= now):
+            total -= len(self.kept.popitem(last=False)[1][2])
+        return OUTPUT_URI + key
+
+    async def read_resource(self, uri: str, ctx):
+        """A kept output (only text is kept), or the lines the URI's query names; None for other URIs."""
+        if not uri.startswith(OUTPUT_URI):
+            return None
+        key, _, query = uri[len(OUTPUT_URI):].partition("?")
+        entry = self.kept.get(key)
+        if entry is None or entry[0] is not (None if ctx.modern else ctx.session) or entry[1] <= time.monotonic():
+            raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept an hour, the last 100 at most, "
+                           "for the session that made them; call the tool again)" % uri)
+        try:
+            data = output_slice(entry[2], query)
+        except ValueError as exc:
+            raise McpError(INVALID_PARAMS, "Invalid params: %s: %s" % (uri, exc)) from None
+        return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": data.decode("utf-8", "replace")}]}
+
+
+class OutputBudget:
+    """One call's room for output text: a stream past it shows its head and tail, and is kept
+    whole in the OutputStore with a `resource_link` to it."""
+
+    def __init__(self, store: OutputStore, ctx, chars: int):
+        self.store = store
+        self.owner = None if ctx.modern else ctx.session  # 2026-07-28 has no sessions
+        self.chars = chars
+        self.links = []
+
+    def fit(self, data: bytes, text: str, share: float = 1.0) -> str:
+        """`text` (decoded from `data`) within `share` of the room left."""
+        limit = int(self.chars * share)
+        if len(text) > limit:
+            uri = self.store.keep(data, self.owner)
+            text = fit_text(text, limit, uri)
+            self.links.append({"type": "resource_link", "uri": uri, "name": "output", "mimeType": "text/plain",
+                               "size": len(data), "description": "the whole output, of which the result shows a part"})
+        self.chars = max(self.chars - len(text), 0)
+        return text
+
+
+def write_file_argument(key: str, value: str, folder: str, limit: int) -> str:
+    """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
+    its own in `folder` (no two files meet, whatever their names); its path."""
+    import base64
+    match = re.fullmatch(r"data:[^,;]*(?:;(?!name=)[^,;]*)*(?:;name=([^,;]*))?[^,]*;base64,(.*)", value, re.S)
+    try:
+        data = base64.b64decode(match.group(2), validate=True)
+    except (AttributeError, ValueError):  # not a data: URI; not base64
+        raise ToolError("`%s` is a file: give it as a data: URI (data:image/png;name=a.png;base64,iVBOR...), not %s"
+                        % (key, json.dumps(_clip(value, 40)))) from None
+    if len(data) > limit:
+        raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, len(data), limit))
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).lstrip(".")
+    path = os.path.join(folder, key, name or key)
+    os.mkdir(os.path.dirname(path))
+    with open(path, "xb") as f:
+        f.write(data)
+    return path
+
+
+def file_content(name: str, data: bytes, uri: str, budget: OutputBudget) -> dict:
+    """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
+    import base64
+    mime = _image_type(data) or _file_mime(name)
+    encoded = base64.b64encode(data).decode("ascii")
+    text = _as_text(data, False)
+    if mime.startswith(("image/", "audio/")):
+        return {"type": mime.split("/")[0], "data": encoded, "mimeType": mime}
+    if text is not None:
+        return {"type": "text", "text": budget.fit(data, text)}
+    return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": encoded}}
+
+
 def _signal_name(number: int) -> str:
     try:
         return "%s (%d)" % (signal.Signals(number).name, number)
@@ -3214,26 +3418,32 @@ def describe_failure(result: ProcessResult, timeout, subject: str | None = None,
     return None
 
 
-def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,)) -> dict:
-    """A CallToolResult for a finished command: its output, and why it failed if it did."""
+def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,), budget=None) -> dict:
+    """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
     broken = cut_binary(result.stdout, result.stdout_cut)
     failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
     if failure:
         content.append({"type": "text", "text": failure})
+        if budget is not None:
+            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
+    stderr = result.stderr.decode("utf-8", "replace")
+    if budget is not None:
+        stderr = budget.fit(result.stderr, stderr, 0.25)
     if (result.stdout and not broken) or not (failure or result.stderr):
         block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
+        elif block["type"] == "text" and budget is not None:
+            block["text"] = budget.fit(result.stdout, block["text"])
         content.append(block)
     if result.stdout_cut:
         content.append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
     if result.stderr:
-        text = result.stderr.decode("utf-8", "replace")
         if result.stderr_cut:
-            text += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
-        content.append({"type": "text", "text": "[stderr]\n" + text})
-    return {"content": content, "isError": failure is not None}
+            stderr += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
+        content.append({"type": "text", "text": "[stderr]\n" + stderr})
+    return {"content": content + (budget.links if budget is not None else []), "isError": failure is not None}
 
 
 def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
@@ -3251,11 +3461,14 @@ class RunSettings:
     """How a source's commands run: environment, folder, limits, concurrency."""
 
     def __init__(self, env=None, cwd=None, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT,
-                 max_concurrency=DEFAULT_MAX_CONCURRENCY, allow_dash_values=False, task_support="optional"):
+                 max_concurrency=DEFAULT_MAX_CONCURRENCY, allow_dash_values=False, task_support="optional",
+                 max_text=DEFAULT_MAX_TEXT, outputs=None):
         self.env = env
         self.cwd = cwd
         self.timeout = timeout
         self.max_output = max_output
+        self.max_text = max_text
+        self.outputs = outputs  # the OutputStore that keeps what a result leaves out (None: nothing is left out)
         self.max_concurrency = max_concurrency
         self.allow_dash_values = allow_dash_values
         self.task_support = task_support  # `execution.taskSupport` of the tools that run with these settings
@@ -3267,6 +3480,10 @@ class RunSettings:
         if self._gate[0] is None:
             self._gate[0] = asyncio.Semaphore(self.max_concurrency)
         return self._gate[0]
+
+    def budget(self, ctx: CallContext):
+        """This call's OutputBudget, or None without a store."""
+        return OutputBudget(self.outputs, ctx, self.max_text) if self.outputs else None
 
     def derive(self, **overrides) -> RunSettings:
         """A copy with some settings changed, sharing the same concurrency cap."""
@@ -3288,7 +3505,8 @@ class CommandTool:
     def __init__(self, name: str, template: Template, runner: ProcessRunner, settings: RunSettings,
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
                  schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
-                 within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None):
+                 within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None, files=(),
+                 output_folder=None):
         self.name = name
         self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
         self.template = template
@@ -3305,6 +3523,8 @@ class CommandTool:
         self.output_format = output_format
         self.ok_exit = tuple(ok_exit)
         self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
+        self.files = files  # parameters given as files (data: URIs), passed to the command as paths
+        self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
 
     def question(self, arguments: dict):
         """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
@@ -3347,14 +3567,18 @@ class CommandTool:
                 out[key] = [confine_path(key, v, folder) if isinstance(v, str) else v for v in value]
         return out
 
-    def prepare(self, arguments: dict) -> tuple:
-        """(argv, stdin bytes or None) that a call with `arguments` runs; ToolError for arguments that do not fit."""
+    def checked(self, arguments: dict) -> dict:
+        """`arguments` with spellings matched and defaults added, validated; ToolError for arguments that do not fit."""
         arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
         if self.defaults:
             arguments = dict(self.defaults, **arguments)
         problems = validate(arguments, self.schema)
         if problems:
             raise ToolError(_argument_help(self.name, problems, self.schema))
+        return arguments
+
+    def prepare(self, arguments: dict) -> tuple:
+        """(argv, stdin bytes or None) that checked `arguments` run; ToolError for a value that may not go there."""
         if self.within:
             arguments = self.confined(arguments)
         return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
@@ -3363,7 +3587,7 @@ class CommandTool:
         """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
         this tool's own rules; None when the arguments do not fit (the call says why)."""
         try:
-            argv, stdin = self.prepare(arguments)
+            argv, stdin = self.prepare(self.checked(arguments))
         except ToolError:
             return None
         return {"argv": argv, "stdin": stdin, "cwd": self.settings.cwd, "env": self.settings.env,
@@ -3372,31 +3596,65 @@ class CommandTool:
     async def call(self, arguments: dict, ctx: CallContext) -> dict:
         """Validate `arguments`, run the command, and return an MCP CallToolResult."""
         try:
+            arguments = self.checked(arguments)
+        except ToolError as exc:
+            return tool_error(str(exc))
+        if self.files or self.output_folder:
+            import shutil
+            import tempfile
+            folder = tempfile.mkdtemp(prefix="mcpstudio-")  # private (0700); gone after the call
+            try:
+                return await self.files_call(arguments, ctx, folder)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        return await self.run(arguments, ctx)
+
+    async def files_call(self, arguments: dict, ctx: CallContext, folder: str) -> dict:
+        """A call with files in or out, in `folder`: files written before the run, files read after it."""
+        try:
+            arguments = dict(arguments, **{key: write_file_argument(key, arguments[key], folder, self.settings.max_output)
+                                           for key in self.files if key in arguments})
+        except ToolError as exc:
+            return tool_error(str(exc))
+        if self.output_folder:
+            out = arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
+            os.mkdir(out)
+        result = await self.run(arguments, ctx)
+        budget = self.settings.budget(ctx)
+        for name in sorted(os.listdir(out) if self.output_folder else []):
+            path = os.path.join(out, name)
+            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) <= self.settings.max_output:
+                with open(path, "rb") as f:
+                    result["content"].append(file_content(name, f.read(), "mcpstudio://%s/%s" % (self.name, name), budget))
+        return result
+
+    async def run(self, arguments: dict, ctx: CallContext) -> dict:
+        """Render checked `arguments` to argv, run it, and return the CallToolResult."""
+        try:
             argv, stdin = self.prepare(arguments)
         except ToolError as exc:
             return tool_error(str(exc))
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
-        heartbeat = None
-        if ctx.progress_token is not None:  # also while the call waits for a slot
-            heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.name))  # not `bash` of bash -c
+        feed = OutputFeed(ctx, "`%s`" % self.name, self.name)  # its heartbeat also while the call waits for a slot
         try:
             async with settings.slots:
                 result = ctx.ran = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
-                                                         timeout=settings.timeout, output_limit=settings.max_output)
+                                                         timeout=settings.timeout, output_limit=settings.max_output,
+                                                         on_output=feed.add)
         finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
+            feed.close()
         if ctx.wants("debug"):
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
                     result.seconds))
         _unstarted_in_task(result, ctx, settings.timeout)
-        outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
-        if self.output_format == "json" and not outcome["isError"]:
-            return json_result(self.name, result, outcome)
-        return outcome
+        if self.output_format == "json":
+            outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
+            return outcome if outcome["isError"] else json_result(self.name, result, outcome)
+        return command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit,
+                              settings.budget(ctx))
 
 
 def json_result(name: str, result: ProcessResult, outcome: dict) -> dict:
@@ -3928,19 +4186,17 @@ class ScriptDirectory:
                 if level != "error":
                     return
             kept.append(line)
-        heartbeat = None
-        if ctx.progress_token is not None:
-            heartbeat = asyncio.ensure_future(ctx.heartbeat(tool.rel))
+        feed = OutputFeed(ctx, tool.rel, name, streams=(1,))  # stderr lines are log lines already
         try:
             async with self.settings.slots:
                 result = ctx.ran = await self.runner.run(
                     [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env, cwd=self.settings.cwd,
-                    timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line)
+                    timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line,
+                    on_output=feed.add)
         finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
+            feed.close()
         _unstarted_in_task(result, ctx, self.settings.timeout)
-        return script_result(tool, result, kept, self.settings.timeout)
+        return script_result(tool, result, kept, self.settings.timeout, self.settings.budget(ctx))
 
     async def list_resources(self) -> list:
         """The `--state` resources of scripts that declare one."""
@@ -3980,25 +4236,32 @@ class ScriptDirectory:
                 task.cancel()
 
 
-def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) -> dict:
-    """A CallToolResult for a script run, following the mcpd exit-code table."""
+def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout, budget=None) -> dict:
+    """A CallToolResult for a script run, following the mcpd exit-code table; its text output within `budget`."""
     block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
     if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
         return {"content": [block], "isError": True}  # the block says why
+    data = None
+    if block["type"] == "text" and result.ok:
+        try:
+            data = json.loads(block["text"])
+        except ValueError:
+            pass
+    if budget is not None and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
+        if not result.ok:
+            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
+        block = dict(block, text=budget.fit(result.stdout, block["text"]))
+    links = budget.links if budget is not None else []
     if result.ok:
         reply = {"content": [block], "isError": False}
         other = [line for line in kept if not line.startswith("ERROR")]
         if other:
             reply["content"].append({"type": "text", "text": "[stderr]\n" + "\n".join(other)})
-        if block["type"] == "text":
-            try:
-                data = json.loads(block["text"])
-            except ValueError:
-                data = None
-            if isinstance(data, dict):
-                reply["structuredContent"] = data
+        if isinstance(data, dict):
+            reply["structuredContent"] = data
         if result.stdout_cut:
             reply["content"].append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
+        reply["content"] += links
         return reply
     code = result.returncode
     if result.status == "exited" and code and code > 0:
@@ -4011,7 +4274,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) 
         content.append(block)
     if kept:
         content.append({"type": "text", "text": "[stderr]\n" + "\n".join(kept)})
-    return {"content": content, "isError": True}
+    return {"content": content + links, "isError": True}
 
 
 # --------------------------------------------------------------------------
@@ -4378,6 +4641,7 @@ class Catalog:
         self.max_name_length = max_name_length
         self.events = None
         self._routes = {}     # public name -> (source, original name), from the last listing
+        self._listed = {}     # public name -> the tool, from the last listing
         self._support = {}    # public name -> its `execution.taskSupport`
         self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
         self._resources = {}  # uri -> source
@@ -4431,9 +4695,17 @@ class Catalog:
         for source in self.sources:
             self._publish(source, await source.list_tools(), routes, tools)
         self._routes = routes
+        self._listed = {tool["name"]: tool for tool in tools}
         self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
         self.listed = {tool["name"]: tool for tool in tools}
         return tools
+
+    async def tool(self, public: str):
+        """The listed tool `public` (its schema), or None (the call itself then says why)."""
+        try:
+            return self._listed.get(public) if await self.route(public) else None
+        except McpError:
+            return None
 
     def denial(self, public: str):
         """Why a source's permission leaves out the tool `public` (None: none does)."""
@@ -4483,7 +4755,7 @@ class Catalog:
 
     async def read_resource(self, uri: str, ctx):
         """Ask the source that holds `uri` to read it; -32002 when none does."""
-        if uri not in self._resources and not uri.startswith("skill://"):  # a skill's file: its source knows
+        if uri not in self._resources and not uri.startswith(("skill://", OUTPUT_URI)):  # their sources know
             await self.resources()
         source = self._resources.get(uri)
         candidates = [source] if source is not None else [s for s in self.sources if s.resources]
@@ -4675,7 +4947,7 @@ class TaskStore:
                                "to end, or cancel one (tasks/cancel)" % self.limit)
             del self.tasks[ended.id]
         task = Task(None if ctx.modern else ctx.session, ttl, ctx.modern)
-        ctx.task = task.id
+        ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
         task.job.add_done_callback(lambda job: call.close())  # a task cancelled before it began never ran it
@@ -5373,7 +5645,7 @@ class Server:
         level = params.get("level")
         if level not in LOG_LEVELS:
             raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
-        ctx.session.log_level = level
+        ctx.session.log_level, ctx.session.level_chosen = level, True
         for source in self.catalog.sources:
             if hasattr(source, "set_level"):
                 source.set_level(level, ctx.session)
@@ -5565,21 +5837,22 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints")
+             "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
                      "mcp_oauth_credentials_store", "mcp_oauth_callback_port")
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
-              "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm")
+              "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm", "max_text",
+              "output_folder")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
                   "working_directory", "environment", "within")
 _SCRIPTS_KEYS = ("path", "include", "exclude")
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
-_PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array")
+_PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array", "file")
 _ENV_REFERENCE = re.compile(
     r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
 
@@ -5754,7 +6027,8 @@ class ConfigLoader:
         settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
                                max_output=base.max_output, max_concurrency=base.max_concurrency,
                                allow_dash_values=base.allow_dash_values,
-                               task_support=self.task_support(data, "", base.task_support))
+                               task_support=self.task_support(data, "", base.task_support),
+                               max_text=self.get(data, "max_text", int, "", base.max_text), outputs=base.outputs)
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
             tool = self.tool(spec, "tools[%d]" % index, runner, settings)
@@ -5854,10 +6128,16 @@ class ConfigLoader:
             schema, defaults, asked = self.parameters(spec["parameters"], _join(where, "parameters"))
         else:
             schema, defaults, asked = template.input_schema(), {}, {}
+        output_folder = self.get(spec, "output_folder", str, where)
+        if output_folder:  # a field of the template, not a parameter
+            schema["properties"][output_folder] = {"type": "string"}
         for part, used in ((key, template), ("stdin", stdin)):
             if used is not None:
                 self.bind(used, schema["properties"], _join(where, part),
                           "parameter" if "parameters" in spec else "field")
+        if output_folder:
+            del schema["properties"][output_folder]
+            schema["required"] = [name for name in schema.get("required", []) if name != output_folder]
         within = self.within(spec, where, schema["properties"])
         overrides = self.run_overrides(spec, where, settings)
         if "allow_dash_values" in spec:
@@ -5880,7 +6160,9 @@ class ConfigLoader:
                            description=self.get(spec, "description", str, where),
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
-                           output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules)
+                           output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
+                           output_folder=output_folder,
+                           files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
 
     def within(self, spec: dict, where: str, properties: dict) -> dict:
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -5923,6 +6205,8 @@ class ConfigLoader:
             overrides["task_support"] = self.task_support(spec, where, settings.task_support)
         if "timeout" in spec:
             overrides["timeout"] = self.timeout(spec, where)
+        if "max_text" in spec:
+            overrides["max_text"] = self.get(spec, "max_text", int, where)
         if "working_directory" in spec:
             overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
                                                 _join(where, "working_directory"))
@@ -5992,6 +6276,9 @@ class ConfigLoader:
                 asked[name] = ask if isinstance(ask, str) else prop.get("description", name)
             elif self.get(spec, "required", bool, here, "default" not in spec):
                 required.append(name)
+            if kind == "file":  # the client gives the file itself; the command gets its path
+                prop.update(type="string", description="%s: a file, as data:<type>;name=<file name>;base64,<data>"
+                            % prop.get("description", name))
             properties[name] = prop
         schema = {"type": "object", "properties": properties, "additionalProperties": False}
         if required:
@@ -6687,7 +6974,7 @@ def check_config(path: str, log: Log, options: dict) -> int:
         if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
             hub = source
             sources.extend(source.local)
-        else:
+        elif not isinstance(source, OutputStore):
             sources.append(source)
     for source in sources:
         if isinstance(source, ScriptDirectory):
@@ -7828,6 +8115,30 @@ def header_problem(tool: dict):
     return None
 
 
+def param_texts(tool, arguments) -> dict:
+    """SEP-2243: each `x-mcp-header` name of `tool`'s schema -> the text its argument goes as (None: the argument is
+    absent, null or structured, and no header goes); the listing kept only valid declarations."""
+    properties = ((tool or {}).get("inputSchema") or {}).get("properties")
+    texts = {}
+    for key, schema in properties.items() if isinstance(properties, dict) else ():
+        value = arguments.get(key) if isinstance(arguments, dict) else None
+        if isinstance(schema, dict) and "x-mcp-header" in schema:
+            texts[schema["x-mcp-header"]] = None if value is None or isinstance(value, (dict, list)) else \
+                ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return texts
+
+
+def param_mismatch(tool, arguments, headers: dict):
+    """Why a 2026-07-28 tools/call's `Mcp-Param-*` headers (`headers`: lower-case names) disagree with its arguments
+    (SEP-2243: each argument `tool` marks with `x-mcp-header` goes as its header, no other), or None."""
+    for header, text in param_texts(tool, arguments).items():
+        sent = headers.get("mcp-param-" + header.lower())
+        if (sent is None) != (text is None) or (sent is not None and _header_value(sent) != text):
+            return ("the Mcp-Param-%s header must %s" % (header, "be left out: the argument is absent or null"
+                    if text is None else "carry the argument's value (=?base64?...?= for one that is not plain ASCII)"))
+    return None
+
+
 def header_checked(tools: list, server: str, log) -> list:
     """The tools whose x-mcp-header declarations keep SEP-2243's rules; a warning names each other one."""
     kept = []
@@ -7935,18 +8246,8 @@ class _HttpChannel:
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
         tools = (self.upstream.listing or {}).get("tools") or ()
         tool = next((t for t in tools if t.get("name") == name), None)
-        properties = ((tool or {}).get("inputSchema") or {}).get("properties")
-        if not isinstance(properties, dict) or not isinstance(arguments, dict):
-            return {}
-        headers = {}
-        for key, schema in properties.items():
-            header = schema.get("x-mcp-header") if isinstance(schema, dict) else None
-            value = arguments.get(key)
-            if header is None or value is None or isinstance(value, (dict, list)):  # the listing kept valid ones
-                continue
-            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-            headers["Mcp-Param-" + header] = _encode_header(text)
-        return headers
+        return {"Mcp-Param-" + header: _encode_header(text)
+                for header, text in param_texts(tool, arguments).items() if text is not None}
 
     def _deliver(self, message, related=None):
         if isinstance(message, dict) and not self.closed:
@@ -11120,7 +11421,7 @@ def _header_value(value: str) -> str:
     if value.startswith("=?base64?") and value.endswith("?="):
         import base64
         try:
-            return base64.b64decode(value[9:-2]).decode("utf-8")
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             return value
     return value
@@ -11450,6 +11751,10 @@ class HttpServer:
             refuse(400, HEADER_MISMATCH, "the Mcp-Name header must equal the request's %s (%s)" % (key, params.get(key)))
         if method not in self.server.modern_methods:
             refuse(404, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        if method == "tools/call":
+            problem = param_mismatch(await self.server.catalog.tool(params["name"]), params.get("arguments"), headers)
+            if problem:
+                refuse(400, HEADER_MISMATCH, "%s (tool `%s`)" % (problem, params["name"]))
         session, transport = self._session_pair()
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
@@ -12994,6 +13299,9 @@ OPTIONS = [_Option(*o) for o in (
     (("--timeout",), "timeout", "SECONDS", "value", "stop a call after this long (default: %g)" % DEFAULT_TIMEOUT),
     (("--max-output",), "max_output", "BYTES", "value",
      "keep at most this much of stdout and of stderr (default: %d)" % DEFAULT_MAX_OUTPUT),
+    (("--max-text",), "max_text", "CHARS", "value",
+     "characters of output a result shows; past it the head and tail, the whole kept as a resource "
+     "(default: %d)" % DEFAULT_MAX_TEXT),
     (("--max-concurrency",), "max_concurrency", "N", "value",
      "commands running at once; more calls wait (default: %d)" % DEFAULT_MAX_CONCURRENCY),
     (("--max-name-length",), "max_name_length", "N", "value",
@@ -13270,7 +13578,9 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         max_output=_positive(options["max_output"], "--max-output", int) if options["max_output"] else DEFAULT_MAX_OUTPUT,
         max_concurrency=(_positive(options["max_concurrency"], "--max-concurrency", int)
                          if options["max_concurrency"] else DEFAULT_MAX_CONCURRENCY),
-        allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional")
+        allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional",
+        max_text=_positive(options["max_text"], "--max-text", int) if options["max_text"] else DEFAULT_MAX_TEXT,
+        outputs=OutputStore())
     if settings.task_support not in TASK_SUPPORT:
         raise UsageError("--task-support %s: expected one of %s" % (settings.task_support, ", ".join(TASK_SUPPORT)))
     max_name = (_positive(options["max_name_length"], "--max-name-length", int)
@@ -13366,7 +13676,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         audit = AuditLog(os.path.abspath(os.path.expanduser(options["audit"])))
     guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
     guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
-    catalog = Catalog(sources, max_name)
+    catalog = Catalog([settings.outputs] + sources, max_name)
     return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions,
                   guard=guard), runner
 
