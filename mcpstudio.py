@@ -5231,7 +5231,8 @@ class Guard:
                 entry["cached"] = True
                 return dict(hit[0], _meta=dict(hit[0].get("_meta") or {}, **{CACHED_META: True}))
             result = await source.call_tool(original, arguments, ctx)
-            if key and not result.get("isError"):
+            kept = any(str(item.get("uri")).startswith(OUTPUT_URI) for item in result.get("content", ()))
+            if key and not result.get("isError") and not kept:  # a kept output is read only by its session
                 self.cache.put(key, result, time.monotonic() + cache[0], len(json.dumps(result, default=str)))
             return result
         result = await self.record(public, arguments, ctx, entry, run(), hidden)

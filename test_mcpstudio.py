@@ -10922,6 +10922,28 @@ class ParamHeaderServerTests(ScratchDir):
         self.assertGreaterEqual(len(checks), 8)
 
 
+class ReviewTests(ScratchDir):
+    """Where two features of the round meet."""
+
+    def test_a_cached_result_never_links_another_sessions_output(self):
+        # A result cut to its budget links an output only its session may read: it is not cached, so a
+        # second HTTP session (same caller, shared cache) gets its own output, which it can read.
+        path = os.path.join(self.dir, "cache.json")
+        with open(path, "w") as f:
+            json.dump({"max_text": 200, "tools": [{"name": "big", "command": "seq 1 500", "cache": {
+                "ttl": 300, "shared": True}, "annotations": {"readOnlyHint": True}}]}, f)
+        with HttpServerProcess("serve", "--config", path) as server:
+            for session in (server.initialize_session(), server.initialize_session()):
+                status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                    "name": "big", "arguments": {}}}, session=session)
+                result = server.messages(text)[-1]["result"]
+                self.assertNotIn("mcpstudio/cached", result.get("_meta") or {})
+                link = [item["uri"] for item in result["content"] if item["type"] == "resource_link"][0]
+                status, _, text = server.post({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {
+                    "uri": link}}, session=session)
+                self.assertTrue(server.messages(text)[-1]["result"]["contents"][0]["text"].endswith("499\n500\n"))
+
+
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
 
