@@ -12684,8 +12684,15 @@ def inspect_command(words):
         if "tools" in capabilities:
             listing["tools"] = client.list_all("tools/list", "tools")
         if "--search" in found:  # the tools a search finds, as `mcpstudio__search_tools` answers them
-            result = client.request("tools/call", {"name": MANAGER_PREFIX + "__search_tools", "arguments": {
-                "query": found["--search"], "limit": SEARCH_MAX}})
+            try:
+                result = client.request("tools/call", {"name": MANAGER_PREFIX + "__search_tools", "arguments": {
+                    "query": found["--search"], "limit": SEARCH_MAX}})
+            except McpError as exc:
+                if not exc.message.startswith("Unknown tool"):
+                    raise
+                raise McpStudioError("inspect --search: this server has no tool search (mcpstudio serves one for a config "
+                                 "with MCP servers whose toolSearch is not \"off\"); inspect without --search lists "
+                                 "every tool") from None
             listing["tools"] = result["structuredContent"]["tools"]
         if "resources" in capabilities:
             listing["resources"] = client.list_all("resources/list", "resources")

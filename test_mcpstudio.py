@@ -10943,6 +10943,14 @@ class ReviewTests(ScratchDir):
                     "uri": link}}, session=session)
                 self.assertTrue(server.messages(text)[-1]["result"]["contents"][0]["text"].endswith("499\n500\n"))
 
+    def test_inspect_search_without_tool_search_says_why(self):
+        # A server with no tool search (a config without MCP servers): the user learns where it applies,
+        # rather than "Unknown tool: mcpstudio__search_tools".
+        out = subprocess.run(SERVER + ["inspect", "--search", "say", "echo", "{message}"], capture_output=True,
+                             text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("this server has no tool search (mcpstudio serves one for a config with MCP servers", out.stderr)
+
 
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
