@@ -3620,8 +3620,13 @@ class CommandTool:
     def command_line(self, arguments: dict):
         """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
         this tool's own rules; None when the arguments do not fit (the call says why)."""
+        import hashlib
         try:
-            argv, stdin = self.prepare(self.checked(arguments))
+            checked = self.checked(arguments)
+            shown = {key: "<file %s>" % hashlib.sha256(checked[key].encode()).hexdigest()[:16]
+                     for key in self.files if key in checked}  # a file's path is made when it runs
+            argv, stdin = self.prepare(dict(checked, **shown, **(
+                {self.output_folder: "<output folder>"} if self.output_folder else {})))
         except ToolError:
             return None
         return {"argv": argv, "stdin": stdin, "cwd": self.settings.cwd, "env": self.settings.env,

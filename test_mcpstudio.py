@@ -10951,6 +10951,32 @@ class ReviewTests(ScratchDir):
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertIn("this server has no tool search (mcpstudio serves one for a config with MCP servers", out.stderr)
 
+    def test_a_file_tools_confirmation_and_audit_name_what_runs(self):
+        # A file parameter's value is a data: URI, the command gets a path made when it runs: the question and
+        # the audit show the file by its digest (not the base64), and two files are two cache entries.
+        audit = os.path.join(self.dir, "audit.jsonl")
+        path = os.path.join(self.dir, "files.json")
+        with open(path, "w") as f:
+            json.dump({"audit": {"file": audit}, "confirm": True, "tools": [
+                {"name": "show", "command_template": "cat -- {file}", "parameters": {"file": {"type": "file"}},
+                 "annotations": {"readOnlyHint": True}, "cache": {"ttl": 300}}]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            for call_id, text in ((2, "one\n"), (3, "two\n")):
+                server.send({"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": {"name": "show",
+                             "arguments": {"file": "data:text/plain;base64," + base64.b64encode(text.encode()).decode()}}})
+                self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
+                with server.lock:
+                    asked = server.notifications.pop()
+                self.assertRegex(asked["params"]["message"], r"^Allow show to run `cat -- '<file [0-9a-f]{16}>'`\?$")
+                server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"run": True}}})
+                self.assertEqual(text_of(server.wait_response(call_id)["result"]), text)
+        with open(audit, encoding="utf-8") as f:
+            argvs = [json.loads(line)["argv"] for line in f]
+        self.assertEqual(len({argv[2] for argv in argvs}), 2, argvs)
+
 
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
