@@ -5279,7 +5279,7 @@ class Guard:
         finally:
             seconds = time.monotonic() - started
             failed = error is not None or bool((result or {}).get("isError"))
-            self.metrics.count(name, "rateLimited" if entry.get("rateLimited") else "refused" if entry.get("refused")
+            self.metrics.count(entry.get("method", name), "rateLimited" if entry.get("rateLimited") else "refused" if entry.get("refused")
                                else "cached" if entry.get("cached") else "error" if failed else "ok", seconds)
             if self.audit is not None and (result or {}).get("resultType") != "input_required":
                 client = ctx.session.client_info

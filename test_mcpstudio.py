@@ -10977,6 +10977,20 @@ class ReviewTests(ScratchDir):
             argvs = [json.loads(line)["argv"] for line in f]
         self.assertEqual(len({argv[2] for argv in argvs}), 2, argvs)
 
+    def test_metrics_stay_bounded_whatever_uris_a_client_reads(self):
+        # Each resources/read had a series per URI (21 lines each in /metrics, kept forever): a client reading
+        # made-up URIs grew the server's memory and /metrics without bound. Now one series for the method.
+        import urllib.request
+        with HttpServerProcess("echo", "{message}") as server:
+            session = server.initialize_session()
+            for number in range(5):
+                server.post({"jsonrpc": "2.0", "id": number + 2, "method": "resources/read", "params": {
+                    "uri": "x://made-up-%d" % number}}, session=session)
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % server.port, timeout=WAIT) as response:
+                text = response.read().decode()
+        self.assertNotIn("made-up", text)
+        self.assertIn('mcpstudio_errors_total{tool="resources/read"} 5', text)
+
 
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
