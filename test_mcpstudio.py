@@ -13,6 +13,7 @@ installs them and points MCPSTUDIO_SDK_PYTHON / MCPSTUDIO_INSPECTOR at them.
 import collections
 import contextlib
 import asyncio
+import atexit
 import base64
 import hashlib
 import io
@@ -12858,6 +12859,7 @@ def conformance_client(url: str) -> int:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     here = os.path.dirname(os.path.abspath(__file__))
     work = tempfile.mkdtemp(prefix="mcpstudio-conformance-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # one folder a scenario was left in /tmp
     env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(work, "config"), XDG_CACHE_HOME=os.path.join(work, "cache"),
                BROWSER="%s %s --test-browser %%s" % (sys.executable, os.path.abspath(__file__)))
     mcpstudio = [sys.executable, os.path.join(here, "mcpstudio.py")]
