@@ -10720,14 +10720,60 @@ class TypeScriptTasksTests(ScratchDir):
             self.check(self.drive({"url": "http://127.0.0.1:%d/mcp" % server.port}))
 
 
+class TimedSuite(unittest.TestSuite):
+    """The suite with MCPSTUDIO_DURATIONS=N set: it ends by printing its N slowest tests, and
+    its N slowest classes with their setUpClass/tearDownClass, to stderr (.ci/run sets it)."""
+
+    def __init__(self, tests, count):
+        super().__init__(tests)
+        self.count = count
+        self.test_seconds = {}
+        self.class_seconds = collections.Counter()
+
+    def run(self, result, debug=False):
+        start_test, stop_test = result.startTest, result.stopTest
+        last_stop = [time.monotonic()]
+
+        def started(test):
+            # the time since the previous test stopped is class fixtures: the next class's
+            self.class_seconds[test.__class__.__name__] += time.monotonic() - last_stop[0]
+            self.test_seconds[test.id()] = time.monotonic()
+            start_test(test)
+
+        def stopped(test):
+            stop_test(test)
+            last_stop[0] = time.monotonic()
+            seconds = last_stop[0] - self.test_seconds[test.id()]
+            self.test_seconds[test.id()] = seconds
+            self.class_seconds[test.__class__.__name__] += seconds
+
+        result.startTest, result.stopTest = started, stopped
+        try:
+            return super().run(result, debug)
+        finally:
+            result.startTest, result.stopTest = start_test, stop_test
+            self.report(sys.stderr)
+
+    def report(self, stream):
+        slowest = sorted(self.test_seconds.items(), key=lambda item: -item[1])[:self.count]
+        stream.write("\nslowest %d tests (seconds, setUp/tearDown included):\n" % len(slowest))
+        stream.writelines("%8.2f s  %s\n" % (seconds, name) for name, seconds in slowest)
+        classes = self.class_seconds.most_common(self.count)
+        stream.write("slowest %d classes (seconds, setUpClass/tearDownClass included):\n" % len(classes))
+        stream.writelines("%8.2f s  class %s\n" % (seconds, name) for name, seconds in classes)
+        stream.write("total %.1f s over %d tests\n" % (sum(self.class_seconds.values()), len(self.test_seconds)))
+
+
 def load_tests(loader, tests, pattern):
     """unittest's hook: with MCPSTUDIO_SHARD=K/N set, only every Nth test class from the Kth runs
-    (.ci/run splits its two longest suites in two, each run with the same `python3 -m unittest -v`)."""
+    (.ci/run splits its two longest suites in two, each run with the same `python3 -m unittest -v`);
+    with MCPSTUDIO_DURATIONS=N set, the slowest N tests are printed at the end (TimedSuite)."""
     shard = os.environ.get("MCPSTUDIO_SHARD")
-    if not shard:
-        return tests
-    k, n = (int(part) for part in shard.split("/"))
-    return unittest.TestSuite(case for index, case in enumerate(tests) if index % n == k - 1)
+    if shard:
+        k, n = (int(part) for part in shard.split("/"))
+        tests = unittest.TestSuite(case for index, case in enumerate(tests) if index % n == k - 1)
+    count = int(os.environ.get("MCPSTUDIO_DURATIONS") or 0)
+    return TimedSuite(tests, count) if count else tests
 
 
 # --------------------------------------------------------------------------
