@@ -10720,32 +10720,44 @@ class TypeScriptTasksTests(ScratchDir):
             self.check(self.drive({"url": "http://127.0.0.1:%d/mcp" % server.port}))
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process and every child it (and they) reaped: what a test cost the machine."""
+    import resource
+    return sum(usage.ru_utime + usage.ru_stime
+               for usage in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 class TimedSuite(unittest.TestSuite):
     """The suite with MCPSTUDIO_DURATIONS=N set: it ends by printing its N slowest tests, and
-    its N slowest classes with their setUpClass/tearDownClass, to stderr (.ci/run sets it)."""
+    its N slowest classes with their setUpClass/tearDownClass, to stderr (.ci/run sets it).
+    Each shows wall seconds and CPU seconds (servers included): a test slow in wall time but not
+    in CPU waits on something; one heavy in CPU slows every suite beside it."""
 
     def __init__(self, tests, count):
         super().__init__(tests)
         self.count = count
-        self.test_seconds = {}
-        self.class_seconds = collections.Counter()
+        self.tests = {}  # id: [wall, cpu]
+        self.classes = collections.defaultdict(lambda: [0.0, 0.0])
 
     def run(self, result, debug=False):
         start_test, stop_test = result.startTest, result.stopTest
-        last_stop = [time.monotonic()]
+        marks = {"stopped": (time.monotonic(), cpu_seconds())}
+
+        def add(totals, since):
+            totals[0] += time.monotonic() - since[0]
+            totals[1] += cpu_seconds() - since[1]
 
         def started(test):
-            # the time since the previous test stopped is class fixtures: the next class's
-            self.class_seconds[test.__class__.__name__] += time.monotonic() - last_stop[0]
-            self.test_seconds[test.id()] = time.monotonic()
+            add(self.classes[test.__class__.__name__], marks["stopped"])  # the next class's fixtures
+            marks["started"] = (time.monotonic(), cpu_seconds())
             start_test(test)
 
         def stopped(test):
             stop_test(test)
-            last_stop[0] = time.monotonic()
-            seconds = last_stop[0] - self.test_seconds[test.id()]
-            self.test_seconds[test.id()] = seconds
-            self.class_seconds[test.__class__.__name__] += seconds
+            self.tests[test.id()] = [0.0, 0.0]
+            add(self.tests[test.id()], marks["started"])
+            add(self.classes[test.__class__.__name__], marks["started"])
+            marks["stopped"] = (time.monotonic(), cpu_seconds())
 
         result.startTest, result.stopTest = started, stopped
         try:
@@ -10755,13 +10767,13 @@ class TimedSuite(unittest.TestSuite):
             self.report(sys.stderr)
 
     def report(self, stream):
-        slowest = sorted(self.test_seconds.items(), key=lambda item: -item[1])[:self.count]
-        stream.write("\nslowest %d tests (seconds, setUp/tearDown included):\n" % len(slowest))
-        stream.writelines("%8.2f s  %s\n" % (seconds, name) for name, seconds in slowest)
-        classes = self.class_seconds.most_common(self.count)
-        stream.write("slowest %d classes (seconds, setUpClass/tearDownClass included):\n" % len(classes))
-        stream.writelines("%8.2f s  class %s\n" % (seconds, name) for name, seconds in classes)
-        stream.write("total %.1f s over %d tests\n" % (sum(self.class_seconds.values()), len(self.test_seconds)))
+        for kind, times in (("tests", self.tests), ("classes", self.classes)):
+            slowest = sorted(times.items(), key=lambda item: -item[1][0])[:self.count]
+            stream.write("\nslowest %d %s (wall s, CPU s; set-up and tear-down included):\n" % (len(slowest), kind))
+            stream.writelines("%8.2f s %8.2f cpu  %s%s\n" % (wall, cpu, "class " if kind == "classes" else "", name)
+                              for name, (wall, cpu) in slowest)
+        wall, cpu = (sum(column) for column in zip(*self.classes.values()))
+        stream.write("total %.1f s, %.1f CPU s over %d tests\n" % (wall, cpu, len(self.tests)))
 
 
 def load_tests(loader, tests, pattern):
