@@ -1107,6 +1107,10 @@ def _clip(text: str, limit: int) -> str:
 # resolve as the core schema says: null, ~, true/false (three spellings), ints
 # (0o, 0x), floats. Anchors, aliases, tags, `?` keys, .inf and .nan are refused.
 
+FRONTMATTER_MAX_CHARS = 64 << 10  # a frontmatter's size and nesting (a skill past them is refused)
+FRONTMATTER_MAX_DEPTH = 32
+
+
 class FrontmatterError(McpStudioError):
     """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
 
@@ -1120,6 +1124,9 @@ _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\
                  "L": "\u2028", "P": "\u2029", "x": 2, "u": 4, "U": 8}
 
 
+_FLOW_PLAIN = re.compile(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+")
+
+
 def split_frontmatter(text: str) -> tuple:
     """(frontmatter lines, the file line number of the first) of a SKILL.md that opens with `---`."""
     lines = text[1:].split("\n") if text.startswith("\ufeff") else text.split("\n")
@@ -1128,6 +1135,9 @@ def split_frontmatter(text: str) -> tuple:
         raise FrontmatterError("SKILL.md must begin with a `---` line, then YAML frontmatter, then `---`", 1)
     for end in range(1, len(lines)):
         if lines[end].rstrip(" \t") == "---":
+            if sum(map(len, lines[1:end])) > FRONTMATTER_MAX_CHARS:
+                raise FrontmatterError("the frontmatter is longer than %d characters; move text to the body"
+                                       % FRONTMATTER_MAX_CHARS, 2)
             return lines[1:end], 2
     raise FrontmatterError("the frontmatter has no closing `---` line", 1)
 
@@ -1168,6 +1178,17 @@ class _Yaml:
         self.lines = list(lines)
         self.first = first
         self.i = 0
+        self.depth = 0
+        self.text = "\n".join(self.lines)  # what a flow value reads, at self.starts[line] + column
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line) + 1)
+
+    def nest(self, step: int):
+        """Into (1) or out of (-1) a collection: FRONTMATTER_MAX_DEPTH levels at most."""
+        self.depth += step
+        if self.depth > FRONTMATTER_MAX_DEPTH:
+            raise self.error("nested deeper than %d levels" % FRONTMATTER_MAX_DEPTH)
 
     def error(self, message: str, index: int | None = None):
         return FrontmatterError(message, self.first + (self.i if index is None else index))
@@ -1197,9 +1218,10 @@ class _Yaml:
     def block(self, n: int):
         """The mapping or sequence whose lines start at column `n`."""
         text = self.lines[self.i][n:]
-        if text[:2] in ("- ", "-\t") or text == "-":
-            return self.sequence(n)
-        return self.mapping(n)
+        self.nest(1)
+        value = self.sequence(n) if text[:2] in ("- ", "-\t") or text == "-" else self.mapping(n)
+        self.nest(-1)
+        return value
 
     def mapping(self, n: int) -> dict:
         result = {}
@@ -1396,13 +1418,13 @@ class _Yaml:
 
     def flow_value(self, col: int, n: int):
         """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
-        text = "\n".join([self.lines[self.i][col:]] + self.lines[self.i + 1:])
-        if text[0] in "\"'":
-            value, end = self.quoted(text, 0)
+        text, start = self.text, self.starts[self.i] + col
+        if text[start] in "\"'":
+            value, end = self.quoted(text, start)
         else:
-            value, end = self.flow(text, 0)
-        self.i += text.count("\n", 0, end)
-        rest = text[end:].split("\n", 1)[0]
+            value, end = self.flow(text, start)
+        self.i += text.count("\n", start, end)
+        rest = text[end:self.starts[self.i + 1] - 1]
         if rest.strip(" \t")[:1] not in ("", "#") or rest[:1] == "#":
             raise self.error("unexpected text after the value: %s" % rest.strip())
         self.i += 1
@@ -1466,9 +1488,11 @@ class _Yaml:
         closing = "]" if text[j] == "[" else "}"
         result = [] if closing == "]" else {}
         j += 1
+        self.nest(1)
         while True:
             j = self.flow_space(text, j)
             if text[j:j + 1] == closing:
+                self.nest(-1)
                 return result, j + 1
             value, j = self.flow_node(text, j)
             j = self.flow_space(text, j)
@@ -1501,7 +1525,7 @@ class _Yaml:
             if text[j] in " \t\n":
                 j += 1
             elif text[j] == "#" and (j == 0 or text[j - 1] in " \t\n"):
-                j = text.find("\n", j) if "\n" in text[j:] else len(text)
+                j = text.find("\n", j) % (len(text) + 1)  # -1 (no line break): the end
             else:
                 break
         return j
@@ -1513,7 +1537,7 @@ class _Yaml:
             return self.flow(text, j)
         if text[j] in "\"'":
             return self.quoted(text, j)
-        match = re.match(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+", text[j:])
+        match = _FLOW_PLAIN.match(text, j)
         raw = match.group() if match else ""
         self.plain_start(raw.strip())
         try:
@@ -3815,6 +3839,34 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _read_inside(path: str, root: str, scanned) -> bytes:
+    """The bytes (SKILL_MAX_BYTES at most) of the regular file `scanned` (a stat) at `path`, whose real path
+    is inside `root`. POSIX: opened one path component at a time, following no symlink, so that a file or
+    folder swapped for a symlink after the scan fails to open; a FIFO is opened without waiting for a writer."""
+    import stat
+    real = os.path.realpath(path)
+    if not _inside(real, root):
+        raise OSError("its real path %s is outside %s" % (real, root))
+    if _POSIX:
+        fd = os.open(root, os.O_RDONLY)
+        for part in os.path.relpath(real, root).split(os.sep):
+            try:
+                fd_next = os.open(part, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+            finally:
+                os.close(fd)
+            fd = fd_next
+    else:
+        fd = os.open(real, os.O_RDONLY | os.O_BINARY)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (scanned.st_dev, scanned.st_ino):
+            raise OSError("not a regular file, or not the file scanned (it changed meanwhile)")
+        data = f.read(SKILL_MAX_BYTES + 1)
+    if len(data) > SKILL_MAX_BYTES:
+        raise OSError("larger than %d bytes" % SKILL_MAX_BYTES)
+    return data
+
+
 def _uri_path(path: str) -> str:
     """A `/`-separated path as URI path segments (percent-encoded where it must be)."""
     from urllib.parse import quote
@@ -3920,12 +3972,12 @@ class SkillFolders:
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
             cached = self._headers.get(skill_md)
             if cached is None or cached[0] != key:
-                with open(skill_md, "rb") as f:
-                    text = f.read().decode("utf-8")
+                text = _read_inside(skill_md, root, st).decode("utf-8")
                 try:
                     cached = (key, parse_frontmatter(text))
-                except FrontmatterError as exc:
-                    cached = (key, exc)
+                except Exception as exc:  # any parser failure refuses this skill alone
+                    cached = (key, exc if isinstance(exc, FrontmatterError) else FrontmatterError(
+                        "cannot be read (%s: %s)" % (type(exc).__name__, exc)))
                 self._headers[skill_md] = cached
         except (OSError, UnicodeDecodeError) as exc:
             return "cannot read it (%s); make it a readable UTF-8 file" % exc
@@ -3979,24 +4031,26 @@ class SkillFolders:
                     out[prefix + entry.name] = (real, st)
         return dict(sorted(out.items(), key=lambda item: (item[0] != "SKILL.md", item[0])))
 
-    def digest(self, real: str, st) -> tuple:
+    def digest(self, real: str, st, root: str) -> tuple:
         """("sha256:<hex>", size) of a file, hashed again when its stat changed."""
         key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
         cached = self._digests.get(real)
         if cached is None or cached[0] != key:
             import hashlib
-            with open(real, "rb") as f:
-                data = f.read()
+            data = _read_inside(real, root, st)
             cached = self._digests[real] = (key, "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
         return cached[1:]
 
     def entry(self, path: str) -> dict:
         """The extension's Skill entry of a found skill: frontmatter verbatim, every file with digest and size."""
-        _, _, frontmatter, files = self.found[path]
+        root, _, frontmatter, files = self.found[path]
         prefix = "skill://%s/" % _uri_path(path)
         resources = []
         for rel, (real, st) in files.items():
-            digest, size = self.digest(real, st)
+            try:
+                digest, size = self.digest(real, st, root)
+            except OSError:
+                continue  # changed since the scan, or swapped for a symlink: the next listing has it as it is
             resources.append({"uri": prefix + _uri_path(rel), "digest": digest, "size": size})
         return {"uri": prefix + "SKILL.md", "frontmatter": frontmatter, "resources": resources}
 
@@ -4065,8 +4119,10 @@ class SkillFolders:
             if rel not in files:
                 raise McpError(INVALID_PARAMS, "Invalid params: %s is not a file of the skill %s" % (uri, path),
                                {"uri": uri})
-            with open(files[rel][0], "rb") as f:
-                content = skill_file_content(uri, f.read())
+            try:
+                content = skill_file_content(uri, _read_inside(files[rel][0], self.found[path][0], files[rel][1]))
+            except OSError as exc:
+                raise McpError(INVALID_PARAMS, "Invalid params: cannot read %s (%s)" % (uri, exc), {"uri": uri})
             if rel == "SKILL.md":
                 frontmatter = self.found[path][2]
                 content.update(name=frontmatter["name"], description=frontmatter["description"])
@@ -6172,7 +6228,7 @@ def check_config(path: str, log: Log, options: dict) -> int:
             print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
     if hub is not None:
         print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
-        return print_status(hub.config_path, hub.plan, options["namespace"], log=log) or min(refused, 1)
+        return print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log) or min(refused, 1)
     return min(refused, 1)
 
 
@@ -6634,7 +6690,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             *lines, rest = self._err.split(b"\n")
             self._err = bytearray(rest[-65536:])
             for line in lines:
-                self.upstream.stderr_line(bytes(line).rstrip(b"\r").decode("utf-8", "replace"))
+                self.upstream.server_log.stderr_line(bytes(line).rstrip(b"\r").decode("utf-8", "replace"))
             return
         start = 0
         while True:  # each chunk is looked at once: linear however long the line
@@ -6669,7 +6725,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,', head) or \
             re.search(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$', tail)
         client = self.upstream.client
-        self.upstream.note("skipped a message over %d bytes on stdout%s" % (
+        self.upstream.server_log.note("skipped a message over %d bytes on stdout%s" % (
             MAX_MESSAGE, " (the answer to request %s)" % found.group(1).decode() if found else ""))
         if found:
             client.fail(int(found.group(1)), SERVER_ANSWER_TOO_LARGE, "server `%s` answered with a message over "
@@ -6703,7 +6759,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         if not self._gone:
             self._gone = True
             if self._err:
-                self.upstream.stderr_line(self._err.decode("utf-8", "replace"))
+                self.upstream.server_log.stderr_line(self._err.decode("utf-8", "replace"))
             self.upstream.gone(self)
 
 
@@ -6735,7 +6791,11 @@ _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "cal
 
 
 class OAuthError(McpStudioError):
-    """A sign-in that failed or may not start here; its message says what to do."""
+    """A sign-in that failed or may not start here; its message says what to do (without the control
+    characters, such as terminal escapes, a server's text may carry)."""
+
+    def __init__(self, message: str):
+        super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
 
 
 def www_authenticate(header: str) -> dict:
@@ -6797,6 +6857,13 @@ def resource_covers(resource: str, server_url: str) -> bool:
     return mine == theirs or mine.startswith(theirs + "/")
 
 
+def secure_url(url: str) -> bool:
+    """https, or plain http to this machine: what a sign-in fetches or sends the browser to (RFC 8414, 9728)."""
+    import urllib.parse
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname))
+
+
 def loopback_host(host) -> bool:
     """localhost, 127.x.x.x or ::1: where plain http and redirects are safe."""
     host = (host or "").strip("[]").lower()
@@ -6830,22 +6897,31 @@ class TokenStore:
                                  "%s-%s.json" % (host, hashlib.sha256(url.encode()).hexdigest()[:12]))
 
     def load(self) -> dict:
+        """The kept sign-in, {} without one (a symlink in the file's place is not followed)."""
         try:
-            with open(self.path, encoding="utf-8") as f:
+            with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
                 data = json.load(f)
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) and data.get("url") == self.url else {}
 
     def save(self, data: dict):
-        """Write atomically, mode 0600 in a 0700 folder (on Windows the user's profile folder guards it)."""
+        """Write atomically through a new file of an unpredictable name, mode 0600 in a folder made 0700
+        (on Windows the user's profile folder guards it); the temporary file never outlives a failure."""
+        import secrets
         folder = os.path.dirname(self.path)
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        temporary = "%s.%d.tmp" % (self.path, os.getpid())
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(dict(data, url=self.url), f, indent=2)
-        os.replace(temporary, self.path)
+        if _POSIX:
+            os.chmod(folder, 0o700)
+        temporary = "%s.%s.tmp" % (self.path, secrets.token_hex(8))
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(dict(data, url=self.url), f, indent=2)
+            os.replace(temporary, self.path)
+        except BaseException:
+            os.remove(temporary)
+            raise
 
     def delete(self) -> bool:
         try:
@@ -6856,21 +6932,26 @@ class TokenStore:
 
 
 class _Callback:
-    """The loopback redirect target of one sign-in: http://127.0.0.1:PORT/callback, one answer."""
+    """The loopback redirect target of one sign-in: http://127.0.0.1:PORT/callback, one answer, the one that
+    carries `state` (another, such as a forged redirect, is ignored). Requests are served each in a thread,
+    with a socket timeout: an idle connection stalls nothing."""
 
-    def __init__(self, port: int = 0):
+    def __init__(self, state: str, port: int = 0):
         import http.server
         import urllib.parse
         found = {}
         done = threading.Event()
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            timeout = 10
+
             def do_GET(self):
                 parts = urllib.parse.urlsplit(self.path)
-                if parts.path != "/callback" or done.is_set():
+                query = {k: v[0] for k, v in urllib.parse.parse_qs(parts.query).items()}
+                if parts.path != "/callback" or done.is_set() or query.get("state") != state:
                     self.send_error(404)
                     return
-                found.update((k, v[0]) for k, v in urllib.parse.parse_qs(parts.query).items())
+                found.update(query)
                 body = (b"<!doctype html><title>mcpstudio</title><p>%s You can close this tab."
                         % (b"Signed in." if "code" in found else b"The sign-in did not finish."))
                 self.send_response(200)
@@ -6883,7 +6964,8 @@ class _Callback:
             def log_message(self, *args):  # never to stdout or stderr: the query holds the code
                 pass
         try:
-            self.server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+            self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+            self.server.daemon_threads = True
         except OSError as exc:
             raise OAuthError("cannot listen on 127.0.0.1:%d for the sign-in's redirect: %s%s" % (
                 port, exc.strerror or exc, " (oauth.callbackPort is taken; free it or choose another)" if port else ""))
@@ -6974,13 +7056,21 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _fetch(self, url: str, data=None, headers=None, expect=(200,)):
-        """One request to a metadata, registration or token endpoint: (status, JSON body or None)."""
+    def _fetch(self, url: str, data=None, headers=None):
+        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None).
+        A redirect is not followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
         import urllib.request
+        if not secure_url(url):
+            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
+                             "this machine)" % (self.name, url))
+
+        class Stay(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args):
+                return None
         request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
         try:
-            with urllib.request.urlopen(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
+            with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
                 status, body = response.status, response.read(1 << 20)
         except urllib.error.HTTPError as exc:
             status, body = exc.code, exc.read(1 << 20)
@@ -7029,12 +7119,10 @@ class OAuthClient:
                               "token_endpoint": base + "/token", "registration_endpoint": base + "/register"}, False
 
     def _check_endpoint(self, metadata: dict, key: str):
-        import urllib.parse
         url = metadata.get(key)
         if not isinstance(url, str):
             raise OAuthError("authorization server %s: its metadata has no %s" % (metadata.get("issuer"), key))
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme != "https" and not (parts.scheme == "http" and loopback_host(parts.hostname)):
+        if not secure_url(url):
             raise OAuthError("authorization server %s: its %s %s is not https (plain http is accepted only on "
                              "this machine)" % (metadata.get("issuer"), key, url))
         return url
@@ -7072,7 +7160,18 @@ class OAuthClient:
         return client
 
     def _token_request(self, metadata: dict, client: dict, form: dict) -> dict:
-        """POST to the token endpoint, authenticating as the client was registered to; the new tokens."""
+        """POST to the token endpoint; the new tokens."""
+        status, tokens = self._client_post(metadata, client, form, "token_endpoint")
+        if status != 200 or not tokens or not isinstance(tokens.get("access_token"), str):
+            raise OAuthError("the token endpoint of %s answered HTTP %d%s" % (
+                metadata.get("issuer"), status, ": %s" % (tokens.get("error_description") or tokens.get("error"))
+                if tokens else ""))
+        if isinstance(tokens.get("expires_in"), (int, float)):
+            tokens["expires_at"] = int(time.time() + tokens["expires_in"])
+        return tokens
+
+    def _client_post(self, metadata: dict, client: dict, form: dict, key: str) -> tuple:
+        """POST a form to the endpoint `key`, authenticating as the client was registered to: (status, JSON)."""
         import base64
         import urllib.parse
         secret = client.get("client_secret")
@@ -7088,16 +7187,23 @@ class OAuthClient:
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         elif secret and method == "client_secret_post":
             form["client_secret"] = secret
-        status, tokens = self._fetch(self._check_endpoint(metadata, "token_endpoint"),
-                                     urllib.parse.urlencode(form).encode(), headers)
-        if status != 200 or not tokens or not isinstance(tokens.get("access_token"), str):
-            raise OAuthError("the token endpoint of %s answered HTTP %d%s" % (
-                metadata.get("issuer"), status, ": %s" % (tokens.get("error_description") or tokens.get("error"))
-                if tokens else ""))
-        if isinstance(tokens.get("expires_in"), (int, float)):
-            tokens["expires_at"] = int(time.time() + tokens["expires_in"])
-        return tokens
+        return self._fetch(self._check_endpoint(metadata, key), urllib.parse.urlencode(form).encode(), headers)
 
+    def revoke(self):
+        """Revoke the refresh token (else the access token) where the server offers RFC 7009 revocation;
+        why it could not, or None."""
+        tokens, metadata = self.state.get("tokens") or {}, self.state.get("metadata") or {}
+        kind = "refresh_token" if tokens.get("refresh_token") else "access_token"
+        if not tokens.get(kind):
+            return None
+        if not metadata.get("revocation_endpoint"):
+            return "its authorization server offers no revocation (RFC 7009): the token stays valid until it expires"
+        try:
+            status = self._client_post(metadata, self.state.get("client") or {},
+                                       {"token": tokens[kind], "token_type_hint": kind}, "revocation_endpoint")[0]
+        except OAuthError as exc:
+            return str(exc)
+        return None if status == 200 else "its revocation endpoint answered HTTP %d" % status
     def refresh(self):
         """Trade the refresh token for a new access token (no browser)."""
         tokens, metadata = self.state.get("tokens") or {}, self.state.get("metadata") or {}
@@ -7133,12 +7239,12 @@ class OAuthClient:
         if wanted and "offline_access" in supported and "offline_access" not in wanted and \
                 "refresh_token" in (metadata.get("grant_types_supported") or ["refresh_token"]):
             wanted.append("offline_access")  # SEP-2207: a refresh token spares the next sign-in
-        callback = _Callback(int(self.settings.get("callbackPort") or 0) or self._kept_port(issuer))
+        import secrets
+        state = secrets.token_urlsafe(24)
+        callback = _Callback(state, int(self.settings.get("callbackPort") or 0) or self._kept_port(issuer))
         try:
             client = self._client(metadata, issuer, callback.uri)
             verifier, challenge = pkce_pair()
-            import secrets
-            state = secrets.token_urlsafe(24)
             query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": callback.uri,
                      "code_challenge": challenge, "code_challenge_method": "S256", "state": state,
                      "resource": audience}
@@ -7151,8 +7257,6 @@ class OAuthClient:
         except BaseException:
             callback.close()
             raise
-        if answer.get("state") != state:
-            raise OAuthError("the sign-in's redirect carried the wrong state; ignored it (was it another tab?)")
         if answer.get("error"):
             raise OAuthError("the authorization server said %s%s" % (
                 answer["error"], ": " + answer["error_description"] if answer.get("error_description") else ""))
@@ -7170,7 +7274,7 @@ class OAuthClient:
             "code_verifier": verifier, "resource": audience})
         tokens.setdefault("scope", " ".join(wanted))
         self.state = {"issuer": issuer, "client": client, "tokens": tokens, "scopes": wanted, "resource": audience,
-                      "metadata": {key: metadata[key] for key in ("issuer", "token_endpoint",
+                      "metadata": {key: metadata[key] for key in ("issuer", "token_endpoint", "revocation_endpoint",
                                                                   "token_endpoint_auth_methods_supported")
                                    if key in metadata}}
         self.store.save(self.state)
@@ -7242,6 +7346,38 @@ def _encode_header(text: str) -> str:
     return "=?base64?%s?=" % base64.b64encode(text.encode()).decode()
 
 
+def header_problem(tool: dict):
+    """Why a tool's `x-mcp-header` declarations break SEP-2243's rules (then no client may list it), or None."""
+    schema, seen = tool.get("inputSchema"), set()
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    for key, prop in properties.items() if isinstance(properties, dict) else ():
+        if not isinstance(prop, dict) or "x-mcp-header" not in prop:
+            continue
+        header = prop["x-mcp-header"]
+        if not isinstance(header, str) or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", header):
+            return ("the x-mcp-header %s of `%s` is not a header name (ASCII letters, digits and !#$%%&'*+.^_`|~-; "
+                    "no space, colon or control character)" % (json.dumps(header), key))
+        if prop.get("type", "string") not in ("string", "integer", "boolean"):
+            return "`%s` has an x-mcp-header, but only string, integer and boolean parameters may" % key
+        if header.lower() in seen:
+            return "the x-mcp-header %s appears twice (header names ignore case)" % json.dumps(header)
+        seen.add(header.lower())
+    return None
+
+
+def header_checked(tools: list, server: str, log) -> list:
+    """The tools whose x-mcp-header declarations keep SEP-2243's rules; a warning names each other one."""
+    kept = []
+    for tool in tools:
+        problem = header_problem(tool)
+        if problem:
+            log.warning("server `%s`: tool `%s` is left out: %s (SEP-2243); the server must fix its schema",
+                        server, tool["name"], problem)
+        else:
+            kept.append(tool)
+    return kept
+
+
 class _HttpChannel:
     """An upstream server reached by URL, spoken to with http.client in worker threads.
 
@@ -7268,10 +7404,8 @@ class _HttpChannel:
         self.closed = False
         self.oauth = None             # signs in when the server answers 401 (not with an Authorization of the config)
         if self.spec.oauth is not None and not any(key.lower() == "authorization" for key in self.spec.headers):
-            hub = upstream.hub
             self.oauth = OAuthClient(self.spec.url, self.spec.key, self.spec.oauth, interactive=sys.stderr.isatty(),
-                                     say=lambda text: hub.log.info("%s", text),
-                                     config=getattr(hub, "config_path", None))
+                                     say=lambda text: upstream.log.info("%s", text), config=upstream.config_path)
 
     # -- connections --------------------------------------------------------------------
 
@@ -7345,8 +7479,7 @@ class _HttpChannel:
         for key, schema in properties.items():
             header = schema.get("x-mcp-header") if isinstance(schema, dict) else None
             value = arguments.get(key)
-            if not isinstance(header, str) or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", header) \
-                    or value is None or isinstance(value, (dict, list)):
+            if header is None or value is None or isinstance(value, (dict, list)):  # the listing kept valid ones
                 continue
             text = ("true" if value else "false") if isinstance(value, bool) else str(value)
             headers["Mcp-Param-" + header] = _encode_header(text)
@@ -7421,12 +7554,16 @@ class _HttpChannel:
             self.stream = connection.sock  # kept: http.client lets go of it when the reply has no length
             response = connection.getresponse()
             if response.status != 200:
-                raise OSError("GET %s answered HTTP %d" % (self.upstream.hub.log.mask(self.spec.url), response.status))
+                raise OSError("GET %s answered HTTP %d" % (self.upstream.log.mask(self.spec.url), response.status))
             self.stream.settimeout(None)  # a stream: quiet for as long as the server likes
             for event, data in self._events(response):
                 if event == "endpoint":
-                    self.post_url = urllib.parse.urljoin(self.spec.url, data.strip())
-                    settle(endpoint=self.post_url)
+                    endpoint = urllib.parse.urljoin(self.spec.url, data.strip())
+                    if _origin(endpoint) != _origin(self.spec.url):  # the config's headers would go there
+                        raise OSError("its endpoint event names another origin (%s); refusing to send there"
+                                      % _origin(endpoint))
+                    self.post_url = endpoint
+                    settle(endpoint=endpoint)
                 elif event == "message":
                     try:
                         self._deliver(json.loads(data))
@@ -7527,7 +7664,7 @@ class _HttpChannel:
                 # names the last event seen, after the `retry` it asked for, while each try brings events.
                 while not answered and request_id is not None and "id" in seen and request_id not in self.aborted:
                     if not tried:
-                        self.loop.call_soon_threadsafe(self.upstream.stream_paused, request_id)
+                        self.loop.call_soon_threadsafe(self.upstream.back.stream_paused, request_id)
                     last, tried = seen.pop("id"), True
                     time.sleep(min(seen.get("retry", 1000), HTTP_RESUME_WAIT_MS) / 1000)
                     connection.close()
@@ -7561,7 +7698,7 @@ class _HttpChannel:
             if request_id is not None:
                 self._deliver({"jsonrpc": "2.0", "id": request_id, "error": {"code": SERVER_SIGN_IN, "message": str(exc)}})
             else:
-                self.upstream.note("%s was not sent: %s" % (message.get("method"), exc))
+                self.upstream.server_log.note("%s was not sent: %s" % (message.get("method"), exc))
         except (OSError, http.client.HTTPException) as exc:
             if request_id is not None and request_id not in self.aborted:  # not cancelled on purpose
                 self._fail("the connection failed: %s" % (exc or type(exc).__name__))
@@ -7956,37 +8093,341 @@ class ListingCache:
             self.log.debug("cannot write the tools cache %s: %s", self.path, exc)
 
 
+class ServerLog:
+    """One upstream's own log: lifecycle notes and stderr lines, kept for `server_logs` and error messages."""
+
+    def __init__(self, server_id: str, log: Log):
+        self.server_id, self.log = server_id, log
+        self.lines = collections.deque(maxlen=LOG_LINES)
+        self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
+
+    def note(self, text: str):
+        """A lifecycle line: to the server's log ring and to mcpstudio's debug log."""
+        self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
+        self.log.debug("[%s] %s", self.server_id, text)
+
+    def stderr_line(self, text: str):
+        """One line of the server's stderr: kept for server_logs and error messages."""
+        self.lines.append("%s stderr: %s" % (time.strftime("%H:%M:%S"), text))
+        self.recent.append(text)
+        if self.log.enabled:
+            self.log.debug("[%s] %s", self.server_id, text)
+
+    def tail(self) -> str:
+        """The current run's last stderr lines, masked, for an error message (or '')."""
+        tail = [self.log.mask(line) for line in self.recent if line.strip()]
+        return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
+
+
+class RestartBackoff:
+    """A server's failed starts and crashes in a row, and how long the next start waits for them."""
+
+    def __init__(self):
+        self.failures = 0  # in a row: the backoff grows with them
+        self.failed_at = 0.0
+
+    def failed(self):
+        """A start failed, or the server stopped answering: one more in a row."""
+        self.failures += 1
+        self.failed_at = time.monotonic()
+
+    def crashed(self, uptime: float):
+        """The running server ended after `uptime` seconds: after a minute's run the count starts again."""
+        self.failures = 1 if uptime > 60 else self.failures + 1
+        self.failed_at = time.monotonic()
+
+    def delay(self) -> float:
+        """Seconds to wait before the next start may begin: none after a first failure, then growing."""
+        if self.failures < 2:
+            return 0.0
+        delay = min(BACKOFF_FIRST * 2 ** (self.failures - 2), BACKOFF_MAX)
+        return max(0.0, self.failed_at + delay - time.monotonic())
+
+
+class Downstream:
+    """The client side of an aggregator, as its upstreams see it: the client served (stdio; over --http the first
+    one), what it offers, the log level it set, and where the servers' changes and log lines go."""
+
+    def __init__(self, source, bridge):
+        self.source = source    # the Aggregator: the catalog knows the source by it and hands it its events
+        self.bridge = bridge    # an InputBridge: a handshake-era server's questions to a 2026-07-28 client
+        self.session = None
+        self.log_level = None   # the level the client set with logging/setLevel, passed on to every server
+
+    def offered(self) -> dict:
+        """The client capabilities an upstream is told of: exactly those of mcpstudio's own client."""
+        return dict(self.session.client_capabilities) if self.session is not None else {}
+
+    def changed(self):
+        """The tool set changed (a server listed, a reload): tell the catalog."""
+        if self.source.events is not None:
+            self.source.events.source_changed(self.source)
+
+    def forward_log(self, level, data, logger):
+        """A log line from an upstream, forwarded with the server id as logger."""
+        if self.source.events is not None:
+            self.source.events.source_log(level, data, logger)
+
+    def updated(self, params: dict):
+        """A server's `notifications/resources/updated`: the client's subscription, passed on."""
+        if self.source.events is not None:
+            self.source.events.source_notification("notifications/resources/updated", params)
+
+
+class ListenStream:
+    """A 2026-07-28 server's `subscriptions/listen`. Such a server has no unsolicited notifications: mcpstudio
+    asks for its list changes and the updates of the resources the client subscribed to (again when those
+    change). Its notifications then go where a handshake-era server's do (BackChannel)."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.task = None       # the listen request, while the server runs
+        self.watched = set()   # resource URIs the client subscribed to (the server hears of them at listen)
+
+    def open(self):
+        """Listen (again) while the server runs, for what it can tell of."""
+        self.close()
+        capabilities = self.upstream.client.capabilities
+        wanted = {"%sListChanged" % kind: True for kind in ("tools", "resources", "prompts")
+                  if isinstance(capabilities.get(kind), dict) and capabilities[kind].get("listChanged")}
+        resources = capabilities.get("resources")
+        if self.watched and isinstance(resources, dict) and resources.get("subscribe"):
+            wanted["resourceSubscriptions"] = sorted(self.watched)
+        if self.upstream.client.modern and self.upstream.state == "running" and wanted:
+            self.task = asyncio.ensure_future(self._listening(wanted))
+
+    async def _listening(self, wanted: dict):
+        try:
+            while self.upstream.state == "running":
+                try:
+                    await self.upstream.client.request("subscriptions/listen", {"notifications": wanted})
+                    self.upstream.server_log.note("subscriptions/listen ended: opening it again")
+                except UpstreamError as exc:
+                    self.upstream.server_log.note("subscriptions/listen failed: %s" % exc.message)
+                    if exc.code in (METHOD_NOT_FOUND, INVALID_PARAMS, SERVER_NOT_RUNNING):
+                        return
+                await asyncio.sleep(LISTEN_AGAIN)
+        except asyncio.CancelledError:
+            pass
+
+    async def watch(self, uri: str, on: bool) -> dict:
+        """resources/subscribe (`on`) or unsubscribe for a 2026-07-28 server: its listen is opened again."""
+        (self.watched.add if on else self.watched.discard)(uri)
+        self.open()
+        return {}
+
+    def close(self):
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+    def waiting(self) -> bool:
+        """Whether the listen request is in flight (it stays pending while the server runs)."""
+        return self.task is not None and not self.task.done()
+
+
+class BackChannel:
+    """What a server sends of its own accord: its requests (sampling, elicitation, roots) put to the client of the
+    call that caused them, and its progress, log lines and changes passed on."""
+
+    def __init__(self, upstream, downstream):
+        self.upstream, self.downstream = upstream, downstream
+        self.asking = {}    # id of a request the server sent us -> the task asking mcpstudio's client
+        self.calls = []     # CallContexts of the requests forwarded to it, in flight
+        self.progress = {}  # our progress token -> the client's CallContext
+
+    def message(self, message: dict, cause=None):
+        """A request or notification from the server (`cause`: the CallContext of the call whose stream
+        it came on, over HTTP)."""
+        method = message["method"]
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if "id" in message and method == "ping":
+            self.upstream.client.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+        elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
+            request_id = message["id"]
+            if isinstance(request_id, (str, int)) and request_id not in self.asking:
+                # It belongs to the call whose stream it came on; else (stdio cannot say) to the latest call
+                # in flight, else to the client.
+                cause = cause or (self.calls[-1] if self.calls else None)
+                self.asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause))
+        elif method == "notifications/cancelled":
+            asking = self.asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
+            if asking is not None:
+                asking.cancel()
+        elif method == "notifications/resources/updated":
+            self.downstream.updated(params)
+        elif method == "notifications/elicitation/complete" and self.downstream.session is not None:
+            self.downstream.session.notify(method, params)
+        elif method == "notifications/progress":
+            token = params.get("progressToken")
+            ctx = self.progress.get(token) if isinstance(token, (str, int)) else None  # a list cannot be a key
+            if ctx is not None and isinstance(params.get("progress"), (int, float)):
+                ctx.progress(params["progress"], params.get("total"), params.get("message"))
+        elif method == "notifications/message":
+            level = params.get("level") if params.get("level") in LOG_LEVELS else "info"
+            self.downstream.forward_log(level, params.get("data"), self.upstream.spec.id)  # the server id as logger
+        elif method.endswith("/list_changed") and self.upstream.state == "running":
+            self.upstream.relist()
+
+    async def _ask_client(self, request_id, method: str, params: dict, cause=None):
+        """Put a request of the server's to the client of the call that caused it (`cause`, a CallContext),
+        else to mcpstudio's client; send the answer back under the server's id."""
+        reply = {"jsonrpc": "2.0", "id": request_id}
+        client = cause.session if cause is not None and cause.session is not None else self.downstream.session
+        try:
+            if cause is not None and cause.modern:  # no requests to such a client: an input_required result
+                if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
+                    raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
+                reply["result"] = await self.downstream.bridge.ask(cause, method, params)
+            elif client is None or client.closed or (method in CLIENT_FEATURES
+                                                     and CLIENT_FEATURES[method] not in client.client_capabilities):
+                raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
+            else:
+                reply["result"] = await client.request(method, params, self.upstream.spec.tool_timeout,
+                                                       cause.request_id if cause is not None else None)
+        except McpError as exc:
+            reply["error"] = exc.to_json()
+        except asyncio.CancelledError:
+            return  # the server cancelled it: no answer
+        finally:
+            self.asking.pop(request_id, None)
+        if self.upstream.state in ("starting", "running"):
+            self.upstream.client.send(reply)
+
+    def stream_paused(self, request_id):
+        """The server closed the event stream of our request `request_id` before it answered, to be resumed
+        (SEP-1699): the client's own stream of the call is closed too, for it to resume (over --http)."""
+        cause = self.upstream.client.causes.get(request_id)
+        pause = getattr(cause.session.transport, "pause", None) if cause is not None and cause.session else None
+        if pause is not None and (cause.session.protocol_version or "") >= "2025-11-25":  # older: no event ids
+            pause(cause.request_id)
+
+
+async def _poll_wait(interval_ms):
+    """Wait the poll interval a server suggested for its task (0.1 to 5 s; 1 s when it gave none)."""
+    await asyncio.sleep(min(max(interval_ms / 1000.0, 0.1), 5.0) if type(interval_ms) in (int, float) else 1.0)
+
+
+class ServerTasks:
+    """A server's own tasks, polled inside mcpstudio's call or task to their results: 2025-11-25 task-augmented
+    calls and the 2026-07-28 tasks extension."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+
+    def runs(self, name: str, ctx=None) -> bool:
+        """Whether this running server runs its tool `name` as a task of its own (2025-11-25 tasks)."""
+        upstream = self.upstream
+        requests = upstream.client.capabilities.get("tasks")
+        requests = requests.get("requests") if isinstance(requests, dict) else None
+        if upstream.modern_for(ctx, name) or not (isinstance(requests, dict) and isinstance(requests.get("tools"), dict)
+                                                  and "call" in requests["tools"]):
+            return False
+        tool = next((t for t in (upstream.known() or {}).get("tools", ()) if t.get("name") == name), {})
+        execution = tool.get("execution")
+        return isinstance(execution, dict) and execution.get("taskSupport") in ("optional", "required")
+
+    async def call(self, name: str, arguments: dict, ctx):
+        """A call (made in one of mcpstudio's own tasks) that the server runs as its task: created, polled
+        to its end, its result fetched; cancelled, the server's task is cancelled too."""
+        upstream = self.upstream
+        creating = asyncio.ensure_future(upstream.forward("tools/call", {"name": name, "arguments": arguments,
+                                                                         "task": {}}, ctx))
+        try:
+            created = await asyncio.shield(creating)
+        except asyncio.CancelledError:  # before the server named its task: cancel that task once it does
+
+            def cancel_it(future):
+                made = None if future.cancelled() or future.exception() else future.result().get("task")
+                if isinstance(made, dict) and isinstance(made.get("taskId"), str):
+                    self.cancel({"taskId": made["taskId"]})
+            creating.add_done_callback(cancel_it)
+            raise
+        if "task" not in created:  # it answered at once
+            return created
+        task_id = created["task"].get("taskId") if isinstance(created["task"], dict) else None
+        if not isinstance(task_id, str):
+            raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % upstream.spec.key)
+        upstream.back.calls.append(ctx)  # what the server asks while its task runs belongs to this call
+        try:
+            while True:
+                task = await upstream.client.request("tasks/get", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
+                if task.get("status") in TERMINAL + ("input_required",):  # its questions come with tasks/result
+                    break
+                await _poll_wait(task.get("pollInterval"))
+            result = await upstream.client.request("tasks/result", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
+        except asyncio.CancelledError:
+            self.cancel({"taskId": task_id})
+            raise
+        finally:
+            upstream.back.calls.remove(ctx)
+        meta = result.get("_meta")
+        if isinstance(meta, dict) and RELATED_TASK in meta:  # the server's task id stays behind mcpstudio
+            result["_meta"] = {k: v for k, v in meta.items() if k != RELATED_TASK}
+        return result
+
+    async def follow(self, task_id: str, meta: dict, ctx):
+        """A 2026-07-28 server made a task of a call (the client declared the tasks extension): polled here,
+        inside mcpstudio's own call or task, to its result; cancelled, the server's task is cancelled too."""
+        upstream = self.upstream
+        ask = {"taskId": task_id, "_meta": dict(upstream.client.meta or {}, **{k: v for k, v in meta.items()
+                                                                             if k != "progressToken"})}
+        try:
+            while True:
+                task = await upstream.client.request("tasks/get", ask, upstream.spec.tool_timeout, ctx)
+                status = task.get("status")
+                if status == "completed" and isinstance(task.get("result"), dict):
+                    return task["result"]
+                if status in ("failed", "cancelled", "input_required"):
+                    error = task.get("error") if isinstance(task.get("error"), dict) else {}
+                    if status == "input_required":
+                        self.cancel(ask)
+                    raise UpstreamError(error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
+                                        "[%s] %s" % (upstream.spec.id, error.get("message") or task.get("statusMessage") or (
+                                            "its task asked for input, which mcpstudio cannot pass on inside a task"
+                                            if status == "input_required" else "its task %s" % status)))
+                await _poll_wait(task.get("pollIntervalMs"))
+        except asyncio.CancelledError:
+            self.cancel(ask)
+            raise
+
+    def cancel(self, params: dict):
+        """Cancel the server's own task `params["taskId"]` (a call of ours made it), answer unawaited."""
+        if self.upstream.state == "running":
+            self.upstream.client.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % params["taskId"],
+                                       "method": "tasks/cancel", "params": params})
+
+
 class Upstream:
     """One upstream server: an MCP client over its stdio (or HTTP), started on demand and supervised."""
 
-    def __init__(self, spec: UpstreamSpec, hub):
+    def __init__(self, spec: UpstreamSpec, runner: ProcessRunner, log: Log, downstream, cache_dir: str, *,
+                 config_path=None, start_tool="servers_start"):
         self.spec = spec
-        self.hub = hub
-        self.log = hub.log
+        self.runner, self.log = runner, log
+        self.downstream = downstream    # the client side: what it offers, its log level, where changes go
+        self.config_path = config_path  # the config file, whose folder keeps the server's sign-in (OAuth)
+        self.start_tool = start_tool    # the manager tool that starts it again, named in errors
         self.state = "stopped"   # stopped, starting, running, failed, crashed, stopped-by-user, ...
-        self.client = McpClient(spec.id, self._server_message, self.note)
-        self._asking = {}  # id of a request the server sent us -> the task asking mcpstudio's client
-        self._calls = []   # CallContexts of the requests forwarded to it, in flight
-        self.cache = ListingCache(os.path.join(hub.cache_dir, "server-%s.json" % spec.launch), hub.log)
-        self.transport = self.protocol = self.pid = None
-        self.progress = {}       # our progress token -> the client's CallContext
+        self.server_log = ServerLog(spec.id, log)
+        self.backoff = RestartBackoff()
+        self.back = BackChannel(self, downstream)
+        self.client = McpClient(spec.id, self.back.message, self.server_log.note)
+        self.tasks = ServerTasks(self)
+        self.listen_stream = ListenStream(self)
+        self.cache = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log)
+        self.transport = self.pid = None
         self.started_at = None
         self.last_error = spec.error
-        self.failures = 0        # failed starts and crashes in a row: the backoff grows with them
-        self.failed_at = 0.0
         self.restarts = 0
-        self.lines = collections.deque(maxlen=LOG_LINES)
-        self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
         self.listing = None      # what the running server listed: tools, resources, templates, prompts
         self.cached = None       # the same from the on-disk cache (None: not read, {}: none)
         self.user_stopped = False
         self._starting = None    # the task starting it
         self.list_deadline = None  # until when listings wait for its first start
         self._stopping = None    # the task stopping it
-        self._health = None
-        self._listen = None      # a 2026-07-28 server's subscriptions/listen, while it runs
-        self.watched = set()     # resource URIs the client subscribed to (a 2026-07-28 server hears of them at listen)
-        self._gate = None
+        self._health = None      # the task pinging it (healthCheckInterval)
+        self._gate = None        # the Semaphore of maxConcurrency, made at its first call
         self._relisting = None   # the listing a list_changed started
         self._relist_again = False  # another list_changed came while it ran
         if spec.disabled:
@@ -7994,45 +8435,13 @@ class Upstream:
         elif spec.error:
             self.state = "misconfigured"
 
-    # -- its channel and what it offers ------------------------------------------------
-
-    @property
-    def protocol(self):
-        """The channel to the server (`_UpstreamProtocol` or `_HttpChannel`), or None."""
-        return self.client.channel
-
-    @protocol.setter
-    def protocol(self, channel):
-        self.client.channel = channel
-
-    @property
-    def pending(self) -> dict:
-        """The requests in flight to this server (its RpcClient's)."""
-        return self.client.pending
-
-    def request(self, method: str, params: dict, timeout=None, cause=None):
-        """Send one request to the server and await its result (see RpcClient.request)."""
-        return self.client.request(method, params, timeout, cause)
-
-    def stream_paused(self, request_id):
-        """The server closed the event stream of our request `request_id` before it answered, to be resumed
-        (SEP-1699): the client's own stream of the call is closed too, for it to resume (over --http)."""
-        cause = self.client.causes.get(request_id)
-        pause = getattr(cause.session.transport, "pause", None) if cause is not None and cause.session else None
-        if pause is not None and (cause.session.protocol_version or "") >= "2025-11-25":  # older: no event ids
-            pause(cause.request_id)
-
-    def send(self, message: dict):
-        """Write one message to the server as it is."""
-        self.client.send(message)
-
     def known(self):
         """The latest listing: the running server's, else the cache's, else None."""
         if self.listing is not None:
             return self.listing
         if self.cached is None:
             self.cached = self.cache.read() or {}
-        if self.cached.get("offered", []) != sorted(self.hub.offered()):
+        if self.cached.get("offered", []) != sorted(self.downstream.offered()):
             return None  # listed for a client that offered other features (sampling, roots...): list again
         return self.cached or None
 
@@ -8042,18 +8451,6 @@ class Upstream:
 
     # -- lifecycle ----------------------------------------------------------------
 
-    def note(self, text: str):
-        """A lifecycle line: to the server's log ring and to mcpstudio's debug log."""
-        self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
-        self.log.debug("[%s] %s", self.spec.id, text)
-
-    def stderr_line(self, text: str):
-        """One line of the server's stderr: kept for server_logs and error messages."""
-        self.lines.append("%s stderr: %s" % (time.strftime("%H:%M:%S"), text))
-        self.recent.append(text)
-        if self.log.enabled:
-            self.log.debug("[%s] %s", self.spec.id, text)
-
     def _unavailable(self) -> UpstreamError | None:
         if self.state == "disabled":
             return UpstreamError(SERVER_NOT_RUNNING, "server `%s` is disabled in the config (`disabled: true`)"
@@ -8062,7 +8459,7 @@ class Upstream:
             return UpstreamError(SERVER_START_FAILED, "server `%s` cannot start: %s" % (self.spec.id, self.spec.error))
         if self.user_stopped:
             return UpstreamError(SERVER_NOT_RUNNING, "server `%s` was stopped with servers_stop; start it with "
-                                 "%s" % (self.spec.id, self.hub.manager_name("servers_start")))
+                                 "%s" % (self.spec.id, self.start_tool))
         return None
 
     async def ready(self, ctx=None, wait_backoff=True):
@@ -8101,13 +8498,6 @@ class Upstream:
             self._starting.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved
         return self._starting
 
-    def backoff(self) -> float:
-        """Seconds to wait before the next start may begin: none after a first failure, then growing."""
-        if self.failures < 2:
-            return 0.0
-        delay = min(BACKOFF_FIRST * 2 ** (self.failures - 2), BACKOFF_MAX)
-        return max(0.0, self.failed_at + delay - time.monotonic())
-
     async def _start(self, wait_backoff):
         spec = self.spec
         if self._stopping is not None and not self._stopping.done():
@@ -8115,35 +8505,35 @@ class Upstream:
         problem = self._unavailable()
         if problem is not None:
             raise problem
-        delay = self.backoff() if wait_backoff else 0.0
+        delay = self.backoff.delay() if wait_backoff else 0.0
         if delay > BACKOFF_WAIT:
             raise UpstreamError(SERVER_START_FAILED, "server `%s` failed %.0f s ago (%s); the next try is in %.0f s"
-                                % (spec.id, time.monotonic() - self.failed_at, self.last_error, delay))
+                                % (spec.id, time.monotonic() - self.backoff.failed_at, self.last_error, delay))
         if self.state == "crashed":
             self.restarts += 1
         self.state = "starting"
         if delay:
-            self.note("failed %d times in a row: restarting after a backoff of %.1f s" % (self.failures, delay))
+            self.server_log.note("failed %d times in a row: restarting after a backoff of %.1f s" % (self.backoff.failures, delay))
             await asyncio.sleep(delay)
         if spec.url is not None:
             await self._connect()
             return
         env = dict(os.environ)
         env.update(spec.env)
-        protocol = self.protocol = _UpstreamProtocol(self)
-        self.recent.clear()
+        protocol = self.client.channel = _UpstreamProtocol(self)
+        self.server_log.recent.clear()
         argv = [spec.command] + spec.args
-        self.note("starting: %s" % spec.display())
+        self.server_log.note("starting: %s" % spec.display())
         started = time.monotonic()
-        spawn = asyncio.ensure_future(self.hub.runner.start_server(argv, lambda: protocol, env=env, cwd=spec.cwd))
+        spawn = asyncio.ensure_future(self.runner.start_server(argv, lambda: protocol, env=env, cwd=spec.cwd))
         try:
             self.transport, _ = await asyncio.shield(spawn)  # a cancel mid-spawn must not lose the child
         except asyncio.CancelledError:
-            self.protocol = None
+            self.client.channel = None
             spawn.add_done_callback(self._end_orphan)
             raise
         except (OSError, ValueError) as exc:
-            self.protocol = None
+            self.client.channel = None
             hint = ""
             if isinstance(exc, FileNotFoundError) and " " in spec.command.strip():
                 hint = " (put the arguments in `args`: \"command\": %s, \"args\": [...])" % json.dumps(spec.command.split()[0])
@@ -8151,30 +8541,30 @@ class Upstream:
                 hint = " (is `%s` installed and on PATH? client configs often need an absolute path)" % spec.command
             raise self._failed("cannot run %s: %s%s" % (spec.command, getattr(exc, "strerror", None) or exc, hint))
         self.pid = self.transport.get_pid()
-        self.note("started pid %d" % self.pid)
+        self.server_log.note("started pid %d" % self.pid)
         await self._shake_hands(started)
 
     async def _connect(self):
         """Start talking to a server reached by URL (Streamable HTTP, or the older HTTP+SSE)."""
         started = time.monotonic()
-        self.note("connecting: %s (%s)" % (self.hub.log.mask(self.spec.url), self.spec.transport))
-        channel = self.protocol = _HttpChannel(self)
+        self.server_log.note("connecting: %s (%s)" % (self.log.mask(self.spec.url), self.spec.transport))
+        channel = self.client.channel = _HttpChannel(self)
         try:
             await asyncio.wait_for(channel.open(), self.spec.startup_timeout)
         except (asyncio.TimeoutError, OSError, ValueError) as exc:
             channel.close()
-            self.protocol = None
-            raise self._failed("cannot connect to %s: %s" % (self.hub.log.mask(self.spec.url), exc or "timed out"))
+            self.client.channel = None
+            raise self._failed("cannot connect to %s: %s" % (self.log.mask(self.spec.url), exc or "timed out"))
         await self._shake_hands(started)
 
     async def _handshake(self):
-        self.client.offered = self.hub.offered()
+        self.client.offered = self.downstream.offered()
         self.client.dual, self.client.modern_only = False, set()
         await self.client.open(self.spec.protocol)
         if not self.client.modern and not self.spec.protocol:
             await self.client.probe(min(self.spec.startup_timeout, PROBE_TIMEOUT))
-        if self.hub.log_level and "logging" in self.client.capabilities and not self.client.modern:
-            await self.set_level(self.hub.log_level)
+        if self.downstream.log_level and "logging" in self.client.capabilities and not self.client.modern:
+            await self.set_level(self.downstream.log_level)
         await self.refresh()
 
     async def _shake_hands(self, started):
@@ -8183,7 +8573,7 @@ class Upstream:
             await asyncio.wait_for(self._handshake(), spec.startup_timeout)
         except asyncio.TimeoutError:
             error = self._failed("it did not answer initialize and tools/list within %g s%s"
-                                 % (spec.startup_timeout, self._stderr_tail()))
+                                 % (spec.startup_timeout, self.server_log.tail()))
             await self._end()
             raise error
         except UpstreamError as exc:
@@ -8196,95 +8586,71 @@ class Upstream:
             self.state = "stopped"
             raise
         self.state, self.started_at, self.last_error = "running", time.time(), None
-        self.note("running: %s %s, protocol %s, %d tools, started in %.0f ms" % (
+        self.server_log.note("running: %s %s, protocol %s, %d tools, started in %.0f ms" % (
             self.client.server_info.get("name", "?"), self.client.server_info.get("version", ""),
             self.client.protocol_version,
             len(self.listing["tools"]), (time.monotonic() - started) * 1000))
         if spec.health_interval:
             self._health = asyncio.ensure_future(self._check_health())
-        self.listen()
-
-    def listen(self):
-        """A 2026-07-28 server has no unsolicited notifications: mcpstudio asks for its list changes and the
-        updates of the resources the client subscribed to with `subscriptions/listen` (again when those
-        change). Its notifications then go where a handshake-era server's do (_server_message)."""
-        if self._listen is not None:
-            self._listen.cancel()
-            self._listen = None
-        capabilities = self.client.capabilities
-        wanted = {"%sListChanged" % kind: True for kind in ("tools", "resources", "prompts")
-                  if isinstance(capabilities.get(kind), dict) and capabilities[kind].get("listChanged")}
-        resources = capabilities.get("resources")
-        if self.watched and isinstance(resources, dict) and resources.get("subscribe"):
-            wanted["resourceSubscriptions"] = sorted(self.watched)
-        if self.client.modern and self.state == "running" and wanted:
-            self._listen = asyncio.ensure_future(self._listening(wanted))
-
-    async def _listening(self, wanted: dict):
-        try:
-            while self.state == "running":
-                try:
-                    await self.request("subscriptions/listen", {"notifications": wanted})
-                    self.note("subscriptions/listen ended: opening it again")
-                except UpstreamError as exc:
-                    self.note("subscriptions/listen failed: %s" % exc.message)
-                    if exc.code in (METHOD_NOT_FOUND, INVALID_PARAMS, SERVER_NOT_RUNNING):
-                        return
-                await asyncio.sleep(LISTEN_AGAIN)
-        except asyncio.CancelledError:
-            pass
-
-    async def watch(self, uri: str, on: bool) -> dict:
-        """resources/subscribe (`on`) or unsubscribe for a 2026-07-28 server: its listen is opened again."""
-        (self.watched.add if on else self.watched.discard)(uri)
-        self.listen()
-        return {}
+        self.listen_stream.open()
 
     def _end_orphan(self, spawn):
         if not spawn.cancelled() and spawn.exception() is None:
             transport, protocol = spawn.result()
-            asyncio.ensure_future(self.hub.runner.end_server(transport, protocol.exited, 0))
+            asyncio.ensure_future(self.runner.end_server(transport, protocol.exited, 0))
 
     def _failed(self, reason: str) -> UpstreamError:
         self.state, self.last_error = "failed", reason
-        self.failures += 1
-        self.failed_at = time.monotonic()
-        self.note("failed to start: %s" % reason)
+        self.backoff.failed()
+        self.server_log.note("failed to start: %s" % reason)
         self.log.warning("server `%s` failed to start: %s", self.spec.id, reason)
         return UpstreamError(SERVER_START_FAILED, "server `%s` failed to start: %s" % (self.spec.id, reason),
                              {"server": self.spec.id})
-
-    def _stderr_tail(self) -> str:
-        tail = [self.hub.log.mask(line) for line in self.recent if line.strip()]
-        return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
 
     async def refresh(self):
         """List what the server offers, keep it, cache it, and tell the hub when it changed."""
         before = self.known()
         listing = self.listing = await self.client.listing(self.spec.startup_timeout)
+        listing["tools"] = header_checked(listing["tools"], self.spec.id, self.log)
         listing["offered"] = sorted(self.client.offered)  # a server may list other tools to another client
         self.cache.write(listing, self.spec.key)
         if before is None or any(before.get(k) != listing[k] for k in ("tools", "resources", "resourceTemplates", "prompts")):
-            self.hub.changed()
+            self.downstream.changed()
+
+    def relist(self):
+        """A list_changed: list again (one listing in flight, one pending: a burst costs two)."""
+        if self._relisting is None or self._relisting.done():
+            self._relisting = asyncio.ensure_future(self._refresh_quietly())
+        else:
+            self._relist_again = True
+
+    async def _refresh_quietly(self):
+        while True:
+            self._relist_again = False
+            try:
+                await self.refresh()
+            except UpstreamError as exc:
+                self.server_log.note("could not list again after list_changed: %s" % exc.message)
+            if not self._relist_again or self.state != "running":
+                return
 
     async def _check_health(self):
         """Ping an idle running server now and then; one that does not answer is restarted."""
         try:
             while self.state == "running":
                 await asyncio.sleep(self.spec.health_interval)
-                if self.state != "running" or len(self.pending) > (self._listen is not None and not self._listen.done()):
+                if self.state != "running" or len(self.client.pending) > self.listen_stream.waiting():
                     continue
                 try:
-                    await self.request("server/discover" if self.client.modern else "ping", {},
+                    await self.client.request("server/discover" if self.client.modern else "ping", {},
                                        timeout=min(HEALTH_TIMEOUT, self.spec.health_interval))
                 except UpstreamError as exc:
                     if exc.code == SERVER_TIMEOUT:
                         self.log.warning("server `%s` did not answer a ping; restarting it", self.spec.id)
-                        self.note("no answer to ping within %g s: restarting" % min(HEALTH_TIMEOUT, self.spec.health_interval))
+                        self.server_log.note("no answer to ping within %g s: restarting" % min(HEALTH_TIMEOUT, self.spec.health_interval))
                         self._health = None
                         await self.stop("it stopped answering pings", final_state="crashed")
-                        self.failures += 1
-                        self.failed_at = time.monotonic()
+                        self.backoff.failed()
                         self.start(wait_backoff=False)
                         return
         except asyncio.CancelledError:
@@ -8294,23 +8660,21 @@ class Upstream:
         """The process exited: fail what waits on it at once; the next call restarts it."""
         code = protocol.transport.get_returncode() if protocol.transport is not None else None
         reason = "exited with code %s" % code if code is None or code >= 0 else "was killed by %s" % _signal_name(-code)
-        self.lost(protocol, reason + self._stderr_tail())
+        self.lost(protocol, reason + self.server_log.tail())
 
     def lost(self, protocol, reason: str):
         """The process exited or the connection failed: fail every waiting request at once."""
         if protocol.reason is not None:
             return
         protocol.reason = reason
-        if protocol is not self.protocol:
+        if protocol is not self.client.channel:
             return
         after = "; it restarts on the next call" if self.state == "running" else ""
         self.client.fail_all(SERVER_NOT_RUNNING, "server `%s` %s%s" % (self.spec.id, reason, after))
         if self.state == "running":
             self.state, self.last_error = "crashed", reason
-            uptime = time.time() - (self.started_at or time.time())
-            self.failures = 1 if uptime > 60 else self.failures + 1
-            self.failed_at = time.monotonic()
-            self.note("crashed: %s" % reason)
+            self.backoff.crashed(time.time() - (self.started_at or time.time()))
+            self.server_log.note("crashed: %s" % reason)
             self.log.warning("server `%s` %s; it %s on the next call", self.spec.id, reason,
                              "restarts" if self.spec.url is None else "reconnects")
             asyncio.ensure_future(self._end())  # what it started goes with it
@@ -8320,24 +8684,22 @@ class Upstream:
         if self._health is not None:
             self._health.cancel()
             self._health = None
-        if self._listen is not None:
-            self._listen.cancel()
-            self._listen = None
-        transport, protocol = self.transport, self.protocol
+        self.listen_stream.close()
+        transport, protocol = self.transport, self.client.channel
         if isinstance(protocol, _HttpChannel):
             protocol.close()
-            if self.protocol is protocol:
-                self.protocol = None
+            if self.client.channel is protocol:
+                self.client.channel = None
             return
         if transport is None or protocol is None:
             return
-        await self.hub.runner.end_server(transport, protocol.exited, STDIN_CLOSE_WAIT)
+        await self.runner.end_server(transport, protocol.exited, STDIN_CLOSE_WAIT)
         # A restart may have begun meanwhile (a crash's _end still waits out the old group's grace while the
         # next call starts the server again): clear only what this _end stopped, never the new start's.
         if self.transport is transport:
             self.transport = self.pid = None
-        if self.protocol is protocol:
-            self.protocol = None
+        if self.client.channel is protocol:
+            self.client.channel = None
 
     async def stop(self, reason: str, final_state: str = "stopped"):
         """Stop the server and its group; runs to the end even if the caller is cancelled."""
@@ -8364,91 +8726,24 @@ class Upstream:
             self.state = final_state
         self.client.fail_all(SERVER_NOT_RUNNING, "server `%s` was stopped (%s)" % (self.spec.id, reason))
         if self.transport is not None:
-            self.note("stopping (%s)" % reason)
+            self.server_log.note("stopping (%s)" % reason)
             await self._end()
-            self.note("stopped")
+            self.server_log.note("stopped")
         self.started_at = None
         return was
 
-    # -- messages -------------------------------------------------------------------
-
-    def _server_message(self, message: dict, cause=None):
-        """A request or notification from the server (`cause`: the CallContext of the call whose stream
-        it came on, over HTTP)."""
-        method = message["method"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        if "id" in message and method == "ping":
-            self.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
-        elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
-            request_id = message["id"]
-            if isinstance(request_id, (str, int)) and request_id not in self._asking:
-                # It belongs to the call whose stream it came on; else (stdio cannot say) to the latest call
-                # in flight, else to the client.
-                cause = cause or (self._calls[-1] if self._calls else None)
-                self._asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause))
-        elif method == "notifications/cancelled":
-            asking = self._asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
-            if asking is not None:
-                asking.cancel()
-        elif method == "notifications/resources/updated":
-            self.hub.updated(params)
-        elif method == "notifications/elicitation/complete" and self.hub.downstream is not None:
-            self.hub.downstream.notify(method, params)
-        elif method == "notifications/progress":
-            token = params.get("progressToken")
-            ctx = self.progress.get(token) if isinstance(token, (str, int)) else None  # a list cannot be a key
-            if ctx is not None and isinstance(params.get("progress"), (int, float)):
-                ctx.progress(params["progress"], params.get("total"), params.get("message"))
-        elif method == "notifications/message":
-            level = params.get("level") if params.get("level") in LOG_LEVELS else "info"
-            self.hub.forward_log(level, params.get("data"), self.spec.id)  # the server id as logger
-        elif method.endswith("/list_changed") and self.state == "running":
-            if self._relisting is None or self._relisting.done():
-                self._relisting = asyncio.ensure_future(self._refresh_quietly())
-            else:
-                self._relist_again = True  # one listing in flight, one pending: a burst costs two
+    def update(self, spec: UpstreamSpec):
+        """A reload changed only settings that need no restart: calls from now on queue by the new limit."""
+        if spec.max_concurrency != self.spec.max_concurrency:
+            self._gate = None
+        self.spec = spec
 
     async def set_level(self, level: str):
         """Pass the client's `logging/setLevel` on (a server that refuses it is noted, not failed)."""
         try:
-            await self.request("logging/setLevel", {"level": level}, self.spec.tool_timeout)
+            await self.client.request("logging/setLevel", {"level": level}, self.spec.tool_timeout)
         except UpstreamError as exc:
-            self.note("logging/setLevel %s failed: %s" % (level, exc.message))
-
-    async def _ask_client(self, request_id, method: str, params: dict, cause=None):
-        """Put a request of the server's to the client of the call that caused it (`cause`, a CallContext),
-        else to mcpstudio's client; send the answer back under the server's id."""
-        reply = {"jsonrpc": "2.0", "id": request_id}
-        client = cause.session if cause is not None and cause.session is not None else self.hub.downstream
-        try:
-            if cause is not None and cause.modern:  # no requests to such a client: an input_required result
-                if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
-                    raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
-                reply["result"] = await self.hub.bridge.ask(cause, method, params)
-            elif client is None or client.closed or (method in CLIENT_FEATURES
-                                                     and CLIENT_FEATURES[method] not in client.client_capabilities):
-                raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
-            else:
-                reply["result"] = await client.request(method, params, self.spec.tool_timeout,
-                                                       cause.request_id if cause is not None else None)
-        except McpError as exc:
-            reply["error"] = exc.to_json()
-        except asyncio.CancelledError:
-            return  # the server cancelled it: no answer
-        finally:
-            self._asking.pop(request_id, None)
-        if self.state in ("starting", "running"):
-            self.send(reply)
-
-    async def _refresh_quietly(self):
-        while True:
-            self._relist_again = False
-            try:
-                await self.refresh()
-            except UpstreamError as exc:
-                self.note("could not list again after list_changed: %s" % exc.message)
-            if not self._relist_again or self.state != "running":
-                return
+            self.server_log.note("logging/setLevel %s failed: %s" % (level, exc.message))
 
     # -- forwarding -----------------------------------------------------------------
 
@@ -8471,85 +8766,6 @@ class Upstream:
         """Whether this request reaches the server in the 2026-07-28 era."""
         return self.client.modern or self.mirrors(ctx, name)
 
-    def runs_tasks(self, name: str, ctx=None) -> bool:
-        """Whether this running server runs its tool `name` as a task of its own (2025-11-25 tasks)."""
-        requests = self.client.capabilities.get("tasks")
-        requests = requests.get("requests") if isinstance(requests, dict) else None
-        if self.modern_for(ctx, name) or not (isinstance(requests, dict) and isinstance(requests.get("tools"), dict)
-                                      and "call" in requests["tools"]):
-            return False
-        tool = next((t for t in (self.known() or {}).get("tools", ()) if t.get("name") == name), {})
-        execution = tool.get("execution")
-        return isinstance(execution, dict) and execution.get("taskSupport") in ("optional", "required")
-
-    async def call_as_task(self, name: str, arguments: dict, ctx):
-        """A call (made in one of mcpstudio's own tasks) that the server runs as its task: created, polled
-        to its end, its result fetched; cancelled, the server's task is cancelled too."""
-        creating = asyncio.ensure_future(self.forward("tools/call", {"name": name, "arguments": arguments,
-                                                                    "task": {}}, ctx))
-        try:
-            created = await asyncio.shield(creating)
-        except asyncio.CancelledError:  # before the server named its task: cancel that task once it does
-
-            def cancel_it(future):
-                made = None if future.cancelled() or future.exception() else future.result().get("task")
-                if isinstance(made, dict) and isinstance(made.get("taskId"), str):
-                    self._cancel_task({"taskId": made["taskId"]})
-            creating.add_done_callback(cancel_it)
-            raise
-        if "task" not in created:  # it answered at once
-            return created
-        task_id = created["task"].get("taskId") if isinstance(created["task"], dict) else None
-        if not isinstance(task_id, str):
-            raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % self.spec.key)
-        self._calls.append(ctx)  # what the server asks while its task runs belongs to this call
-        try:
-            while True:
-                task = await self.request("tasks/get", {"taskId": task_id}, self.spec.tool_timeout, ctx)
-                if task.get("status") in TERMINAL + ("input_required",):  # its questions come with tasks/result
-                    break
-                await _poll_wait(task.get("pollInterval"))
-            result = await self.request("tasks/result", {"taskId": task_id}, self.spec.tool_timeout, ctx)
-        except asyncio.CancelledError:
-            self._cancel_task({"taskId": task_id})
-            raise
-        finally:
-            self._calls.remove(ctx)
-        meta = result.get("_meta")
-        if isinstance(meta, dict) and RELATED_TASK in meta:  # the server's task id stays behind mcpstudio
-            result["_meta"] = {k: v for k, v in meta.items() if k != RELATED_TASK}
-        return result
-
-    async def _modern_task(self, task_id: str, meta: dict, ctx):
-        """A 2026-07-28 server made a task of a call (the client declared the tasks extension): polled here,
-        inside mcpstudio's own call or task, to its result; cancelled, the server's task is cancelled too."""
-        ask = {"taskId": task_id, "_meta": dict(self.client.meta or {}, **{k: v for k, v in meta.items()
-                                                                         if k != "progressToken"})}
-        try:
-            while True:
-                task = await self.request("tasks/get", ask, self.spec.tool_timeout, ctx)
-                status = task.get("status")
-                if status == "completed" and isinstance(task.get("result"), dict):
-                    return task["result"]
-                if status in ("failed", "cancelled", "input_required"):
-                    error = task.get("error") if isinstance(task.get("error"), dict) else {}
-                    if status == "input_required":
-                        self._cancel_task(ask)
-                    raise UpstreamError(error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
-                                        "[%s] %s" % (self.spec.id, error.get("message") or task.get("statusMessage") or (
-                                            "its task asked for input, which mcpstudio cannot pass on inside a task"
-                                            if status == "input_required" else "its task %s" % status)))
-                await _poll_wait(task.get("pollIntervalMs"))
-        except asyncio.CancelledError:
-            self._cancel_task(ask)
-            raise
-
-    def _cancel_task(self, params: dict):
-        """Cancel the server's own task `params["taskId"]` (a call of ours made it), answer unawaited."""
-        if self.state == "running":
-            self.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % params["taskId"], "method": "tasks/cancel",
-                       "params": params})
-
     async def _forward(self, method, params, ctx):
         if self.state != "running":  # it stopped while the call waited in the queue
             await self.ready(ctx)
@@ -8557,32 +8773,27 @@ class Upstream:
         meta = dict(params.get("_meta") or {})
         if ctx is not None and ctx.progress_token is not None:
             token = meta["progressToken"] = "mcpstudio-%d" % self.client.new_id()
-            self.progress[token] = ctx
+            self.back.progress[token] = ctx
         if self.modern_for(ctx, params.get("name")):  # a 2026-07-28 request
             if self.mirrors(ctx, params.get("name")):  # to a server that speaks both eras: made one here
                 meta.update(self.client.modern_meta(self.client.offered))
             if ctx is not None and ctx.modern:  # the client's own capabilities
                 meta[META_CAPABILITIES] = ctx.capabilities
-            level = ctx.level if ctx is not None and ctx.modern else self.hub.log_level
+            level = ctx.level if ctx is not None and ctx.modern else self.downstream.log_level
             if level:  # no logging/setLevel in 2026-07-28: the level goes with each request
                 meta[META_LOG_LEVEL] = level
         if meta:
             params = dict(params, _meta=meta)
-        self._calls.append(ctx)
+        self.back.calls.append(ctx)
         try:
-            result = await self.request(method, params, self.spec.tool_timeout, ctx)
+            result = await self.client.request(method, params, self.spec.tool_timeout, ctx)
             if result.get("resultType") == "task" and isinstance(result.get("taskId"), str):
-                return await self._modern_task(result["taskId"], params.get("_meta") or {}, ctx)  # its own task
+                return await self.tasks.follow(result["taskId"], params.get("_meta") or {}, ctx)  # its own task
             return result
         finally:
-            self._calls.remove(ctx)
+            self.back.calls.remove(ctx)
             if token is not None:
-                self.progress.pop(token, None)
-
-
-async def _poll_wait(interval_ms):
-    """Wait the poll interval a server suggested for its task (0.1 to 5 s; 1 s when it gave none)."""
-    await asyncio.sleep(min(max(interval_ms / 1000.0, 0.1), 5.0) if type(interval_ms) in (int, float) else 1.0)
+                self.back.progress.pop(token, None)
 
 
 # --------------------------------------------------------------------------
@@ -8681,6 +8892,48 @@ class InputBridge:
         for state in list(self.parked):
             self._expire(state)
 
+    async def forward(self, upstream, method: str, params: dict, ctx):
+        """Forward a request that may need the user's input on the way (SEP-2322), whatever the eras:
+        a 2026-07-28 client and server pass `inputResponses`, `requestState` and the input_required
+        result through untouched; a handshake-era client is asked what a 2026-07-28 server's result
+        asks for, and the server is asked again with the answers; a handshake-era server's requests
+        during a 2026-07-28 client's call become input_required results (exchange)."""
+        await upstream.ready(ctx)
+        modern = ctx is not None and ctx.modern
+        if not upstream.modern_for(ctx, params.get("name")):
+            if modern and ctx.task is None:
+                return await self.exchange(lambda first: upstream.forward(method, params, first), method,
+                                                  params["name"], ctx)
+            return await upstream.forward(method, params, ctx)
+        if modern:
+            return await upstream.forward(method, dict(params, **ctx.inputs), ctx)
+        for _ in range(INPUT_ROUNDS):
+            result = await upstream.forward(method, params, ctx)
+            if result.get("resultType") != "input_required":
+                return result
+            params = {key: value for key, value in params.items() if key not in ("inputResponses", "requestState")}
+            params["inputResponses"] = await self._answers(upstream, result, ctx)
+            if "requestState" in result:
+                params["requestState"] = result["requestState"]
+        raise McpError(INTERNAL_ERROR, "server `%s` still wanted input after %d rounds; gave up" % (
+            upstream.spec.id, INPUT_ROUNDS))
+
+    async def _answers(self, upstream, result: dict, ctx) -> dict:
+        """A handshake-era client's answers to a 2026-07-28 server's `inputRequests`, asked one by one."""
+        requests = result.get("inputRequests")
+        if not isinstance(requests, dict) or not requests:
+            raise McpError(INTERNAL_ERROR, "server `%s` answered input_required without inputRequests" % upstream.spec.id)
+        answers = {}
+        for key, request in requests.items():
+            method = request.get("method") if isinstance(request, dict) else None
+            session = ctx.session if ctx is not None else None
+            if method not in CLIENT_FEATURES or session is None or CLIENT_FEATURES[method] not in session.client_capabilities:
+                raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
+                               % (upstream.spec.id, json.dumps(method)))
+            params = request.get("params") if isinstance(request.get("params"), dict) else {}
+            answers[key] = await session.request(method, params, upstream.spec.tool_timeout, related=ctx.request_id)
+        return answers
+
 
 MANAGER_TOOLS = (
     ("servers_list", "List the configured MCP servers: id, status, pid, uptime, tool count and last error.",
@@ -8701,6 +8954,71 @@ MANAGER_TOOLS = (
 )
 
 
+class Namespace:
+    """Which of a config's servers are served, and under which names: the namespace chosen (on the command line,
+    by the config's default, or none), its filters and permissions, and the manager tools' names."""
+
+    def __init__(self, requested, separator: str, config_path, log: Log):
+        self.requested = requested  # --namespace
+        self.separator = separator
+        self.config_path, self.log = config_path, log
+        self.plan = None
+        self.name = self.chosen_by = None
+        self.refusal = None  # what every request gets when no namespace can be chosen
+
+    def manager_name(self, tool: str) -> str:
+        """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
+        return MANAGER_PREFIX + self.separator + tool
+
+    def apply(self, plan: UpstreamPlan) -> dict:
+        """Choose the namespace of `plan` (logged); its servers' specs by id, or none when it cannot be chosen."""
+        self.plan = plan
+        self.name, self.chosen_by, error = select_namespace(plan.namespaces, self.requested, plan.default,
+                                                            plan.default_key)
+        if error:
+            self.refusal = McpError(INVALID_PARAMS, "mcpstudio cannot serve this config: %s" % error,
+                                    {"namespaces": sorted(plan.namespaces), "config": self.config_path})
+            self.log.error("%s: %s", self.config_path, error)
+            return {}
+        self.refusal = None
+        members = plan.namespaces[self.name]["servers"] if self.name else None
+        chosen = [spec for spec in plan.specs if members is None or spec.id in members]
+        if self.config_path is None and len(chosen) == 1 and chosen[0].url:  # --url
+            self.log.debug("serving %s", self.log.mask(chosen[0].url))
+        else:
+            self.log.info("%s: namespace %s (%s); servers: %s", os.path.basename(self.config_path or "config"),
+                          self.name or "(all)", self.chosen_by, ", ".join(spec.id for spec in chosen) or "none")
+        for spec in chosen:
+            self.log.add_secrets(spec.secrets)
+            if spec.error:
+                self.log.warning("%s: server `%s` is not usable: %s", self.config_path, spec.id, spec.error)
+            for note in spec.notes:
+                self.log.warning("%s: %s", self.config_path, note)
+        return {spec.id: spec for spec in chosen}
+
+    def left_out(self, spec: UpstreamSpec, original: str):
+        """Why the listing leaves out a server's tool `original`: "" for the server's or the namespace's
+        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
+        name = spec.public_name(original, self.separator)
+        namespace = self.plan.namespaces.get(self.name) if self.name else None
+        if not _passes(original, spec.allow, spec.deny) or (
+                namespace and not _passes(name, namespace["allow"], namespace["deny"])):
+            return ""
+        return self.plan.denial(self.name, spec, original)
+
+    def check_permitted(self, spec: UpstreamSpec, name: str, original: str):
+        """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
+        namespace = self.plan.namespaces.get(self.name) if self.name else None
+        public = spec.public_name(original, self.separator)
+        if not _passes(original, spec.allow, spec.deny) or (
+                namespace and not _passes(public, namespace["allow"], namespace["deny"])):
+            raise McpError(INVALID_PARAMS, "Unknown tool: %s (the configuration was reloaded; list the tools "
+                           "again)" % name)
+        denial = self.plan.denial(self.name, spec, original)
+        if denial:
+            raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
+
+
 class ManagerTools:
     """The aggregator's own tools (`mcpstudio__servers_list`, ...): its servers, their logs, reloads, namespaces."""
 
@@ -8714,22 +9032,21 @@ class ManagerTools:
             schema = {"type": "object", "properties": properties}
             if required:
                 schema["required"] = list(required)
-            listed.append((tool, {"name": self.hub.manager_name(tool), "description": "[mcpstudio] " + description,
+            listed.append((tool, {"name": self.hub.namespace.manager_name(tool), "description": "[mcpstudio] " + description,
                                   "inputSchema": schema, "annotations": {"readOnlyHint": read_only}}))
         return listed
 
-    @staticmethod
-    def status(up) -> dict:
+    def status(self, up) -> dict:
         """What servers_list says of one server."""
         known = up.known()
         return {
             "id": up.spec.id, "name": up.spec.key, "status": up.state, "pid": up.pid,
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
-            "tools": len([t for t in known["tools"] if up.hub.left_out(up, t["name"]) is None]) if known else None,
+            "tools": len([t for t in known["tools"] if self.hub.namespace.left_out(up.spec, t["name"]) is None]) if known else None,
             "toolsFrom": ("server" if up.listing is not None else "cache") if known else None,
-            "lastError": up.hub.log.mask(up.last_error) if up.last_error else None, "restarts": up.restarts,
-            "command": up.hub.log.mask(up.spec.display()),
-            "env": {key: "***" if looks_secret(key) else up.hub.log.mask(value) for key, value in up.spec.env.items()},
+            "lastError": up.log.mask(up.last_error) if up.last_error else None, "restarts": up.restarts,
+            "command": up.log.mask(up.spec.display()),
+            "env": {key: "***" if looks_secret(key) else up.log.mask(value) for key, value in up.spec.env.items()},
             "headers": {key: "***" for key in up.spec.headers},
             "transport": "stdio" if up.spec.url is None else up.spec.transport,
             "protocol": up.client.protocol_version if up.state == "running" else None,
@@ -8743,7 +9060,7 @@ class ManagerTools:
             upstream = next((u for u in hub.upstreams.values() if u.spec.key == server_id), None)
         if upstream is None:
             raise UpstreamError(SERVER_NOT_FOUND, "no server %s%s; servers: %s" % (
-                json.dumps(server_id), " in namespace %s" % hub.namespace if hub.namespace else "",
+                json.dumps(server_id), " in namespace %s" % hub.namespace.name if hub.namespace.name else "",
                 ", ".join(hub.upstreams) or "none"))
         return upstream
 
@@ -8754,9 +9071,10 @@ class ManagerTools:
             if tool == "servers_list":
                 result = {"servers": [self.status(u) for u in hub.upstreams.values()]}
             elif tool == "namespaces_list":
-                result = {"active": hub.namespace, "chosenBy": hub.chosen_by, "namespaces": [
-                    {"name": name, "servers": ns["servers"], "active": name == hub.namespace,
-                     "description": ns["description"]} for name, ns in hub.plan.namespaces.items()]}
+                namespace = hub.namespace
+                result = {"active": namespace.name, "chosenBy": namespace.chosen_by, "namespaces": [
+                    {"name": name, "servers": ns["servers"], "active": name == namespace.name,
+                     "description": ns["description"]} for name, ns in namespace.plan.namespaces.items()]}
             elif tool == "config_reload":
                 result = await hub.reload()
             elif tool == "server_logs":
@@ -8764,7 +9082,7 @@ class ManagerTools:
                 count = arguments.get("lines", 50)
                 if not isinstance(count, int) or isinstance(count, bool) or count < 1:
                     return tool_error("`lines` must be a positive whole number")
-                lines = [hub.log.mask(line) for line in list(upstream.lines)[-count:]]
+                lines = [hub.log.mask(line) for line in list(upstream.server_log.lines)[-count:]]
                 result = {"server": upstream.spec.id, "lines": lines}
             else:
                 upstream = self._server(arguments)
@@ -8786,6 +9104,180 @@ class ManagerTools:
                 "structuredContent": result}
 
 
+class UpstreamSkills:
+    """Skills of the servers that declare the skills extension, asked of a server when a client asks (never ahead),
+    under skill://<server id>/...; the config's own skills beside them."""
+
+    def __init__(self, hub):
+        self.hub = hub
+        self._paths = {}  # server id -> the skill paths its last skills/list served here
+
+    def servers(self) -> list:
+        """The servers whose last listing declared the skills extension."""
+        return [u for u in self.hub._active() if isinstance((u.known() or {}).get("skills"), dict)]
+
+    def _entry(self, upstream, entry):
+        """A server's skill entry under skill://<id>/..., or None when left out (filters) or malformed."""
+        if not isinstance(entry, dict) or not isinstance(entry.get("uri"), str) or not entry["uri"].startswith(
+                "skill://") or not isinstance(entry.get("frontmatter"), dict):
+            return None
+        if self.hub.namespace.left_out(upstream.spec, str(entry["frontmatter"].get("name"))) is not None:
+            return None
+
+        def moved(uri):
+            return "skill://%s/%s" % (upstream.spec.id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
+        entry = dict(entry, uri=moved(entry["uri"]))
+        if isinstance(entry.get("resources"), list):
+            entry["resources"] = [dict(r, uri=moved(r.get("uri"))) if isinstance(r, dict) else r
+                                  for r in entry["resources"]]
+        return entry
+
+    async def _pages(self, upstream, method: str, params: dict, key: str) -> list:
+        items, cursor = [], None
+        for _ in range(1000):
+            result = await upstream.forward(method, dict(params, cursor=cursor) if cursor else params, None)
+            items.extend(result.get(key) or ())
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+        return items
+
+    async def list(self) -> list:
+        """The config's own skills, then each server's (asked now, never ahead), under skill://<id>/."""
+        await self.hub._discover()
+        entries = []
+        for source in self.hub.local:
+            if getattr(source, "skills", False):
+                entries.extend(await source.list_skills())
+        for upstream in self.servers():
+            try:
+                found = await self._pages(upstream, "skills/list", {}, "skills")
+            except McpError as exc:
+                self.hub.log.warning("%s: skills/list failed: %s", upstream.spec.id, exc.message)
+                continue
+            served = [e for e in (self._entry(upstream, e) for e in found) if e is not None]
+            self._paths[upstream.spec.id] = {e["uri"][8:-len("/SKILL.md")] for e in served}
+            entries.extend(served)
+        return entries
+
+    async def route(self, uri: str):
+        """(server, its own URI) for skill://<id>/..., None for a URI of no server; -32602 outside its skills."""
+        segments = skill_uri_segments(uri) if uri.startswith("skill://") else ()
+        upstream = self.hub.upstreams.get(segments[0]) if len(segments) > 1 else None
+        if upstream is not None and upstream not in self.servers():
+            await self.hub._discover()  # a server not listed yet
+        if upstream is None or upstream not in self.servers():
+            return None
+        if upstream.spec.id not in self._paths:
+            await self.list()
+        paths = self._paths.get(upstream.spec.id, ())
+        if not any("/".join(segments[:cut]) in paths for cut in range(2, len(segments) + 1)):
+            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+        return upstream, "skill://" + uri[8:].partition("/")[2]
+
+    async def get(self, uri: str):
+        """`skills/get`: the server's entry under its prefix, else the config's own skills'."""
+        route = await self.route(uri)
+        if route is None:
+            return await self._local("get_skill", uri)
+        entry = self._entry(route[0], (await route[0].forward("skills/get", {"uri": route[1]}, None)).get("skill"))
+        if entry is None or entry["uri"] != uri:
+            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+        return entry
+
+    async def read_directory(self, uri: str):
+        """`resources/directory/read` of a server's skill folder (all pages), else of the config's own."""
+        route = await self.route(uri)
+        if route is None:
+            return await self._local("read_directory", uri)
+        upstream, inner = route
+        if not upstream.known()["skills"].get("directoryRead"):
+            raise McpError(INVALID_PARAMS, "Invalid params: the server `%s` does not read directories" % upstream.spec.id)
+        children = await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
+        return [dict(c, uri="skill://%s/%s" % (upstream.spec.id, c["uri"][8:])) for c in children
+                if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
+
+    async def _local(self, method: str, uri: str):
+        for source in self.hub.local:
+            if getattr(source, "skills", False):
+                result = await getattr(source, method)(uri)
+                if result is not None:
+                    return result
+        return None
+
+
+class ConfigWatch:
+    """Reads the config file again when its stamp (mtime, size, inode) changes, every `interval` seconds."""
+
+    def __init__(self, path, interval: float, log: Log, reload):
+        self.path, self.interval, self.log = path, interval, log
+        self.reload = reload  # a coroutine function that reads the file again
+        self.stamp = self.read_stamp()
+        self._task = None
+
+    def read_stamp(self):
+        try:
+            st = os.stat(self.path)
+            return (st.st_mtime_ns, st.st_size, st.st_ino)
+        except (OSError, TypeError):
+            return None
+
+    def start(self):
+        if self.interval and self.path:
+            self._task = asyncio.ensure_future(self._watch())
+
+    async def _watch(self):
+        while True:
+            await asyncio.sleep(self.interval)
+            stamp = self.read_stamp()
+            if stamp is not None and stamp != self.stamp:
+                self.stamp = stamp
+                self.log.info("%s changed: reading it again", self.path)
+                try:
+                    await self.reread()
+                except Exception as exc:  # whatever went wrong, the next change is still read
+                    self.log.error("%s: reading it again failed (%s: %s); the previous configuration stays in use",
+                                   self.path, type(exc).__name__, exc)
+
+    async def reread(self):
+        """Read the file again; a bad one is logged and changes nothing."""
+        try:
+            await self.reload()
+        except ConfigError as exc:
+            self.log.error("%s; the previous configuration stays in use", exc)
+
+    def close(self):
+        if self._task is not None:
+            self._task.cancel()
+
+
+def _described(server_key: str, item: dict, name: str) -> dict:
+    """A server's tool or prompt under its public name, described as `[server] ...`."""
+    described = "[%s] %s" % (server_key, item.get("description") or "")
+    item = dict(item, name=name, description=described.rstrip())
+    if "inputSchema" in item:  # a tool: any call may run as a task of mcpstudio's (see ServerTasks.call)
+        execution = item.get("execution") if isinstance(item.get("execution"), dict) else {}
+        item["execution"] = dict(execution, taskSupport="required" if execution.get("taskSupport") == "required"
+                                 else "optional")
+    return item
+
+
+def plan_changes(old: dict, new: dict) -> dict:
+    """What a reload does to each server (`old`, `new`: id -> UpstreamSpec): one whose command, URL, error or
+    `disabled` changed is restarted; one whose other settings changed is updated in place."""
+    report = {"added": [], "removed": [sid for sid in old if sid not in new], "restarted": [], "updated": [],
+              "unchanged": []}
+    for sid, spec in new.items():
+        before = old.get(sid)
+        if before is None:
+            report["added"].append(sid)
+        elif (before.launch, before.error, before.disabled) != (spec.launch, spec.error, spec.disabled):
+            report["restarted"].append(sid)
+        else:
+            report["updated" if before.settings != spec.settings else "unchanged"].append(sid)
+    return report
+
+
 class Aggregator:
     """The config's own sources plus upstream servers, as one source (see the section comment)."""
 
@@ -8798,70 +9290,44 @@ class Aggregator:
     @property
     def skills(self) -> bool:
         """Skills of its own, or a server whose last listing declared the skills extension."""
-        return any(getattr(s, "skills", False) for s in self.local) or bool(self._skill_servers())
+        return any(getattr(s, "skills", False) for s in self.local) or bool(self.upstream_skills.servers())
+
+    @property
+    def refusal(self):
+        """What every request gets when the config's namespace cannot be chosen (see Namespace)."""
+        return self.namespace.refusal
 
     def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
                  separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
                  watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None):
         self.runner, self.log = runner, log
         self.separator = separator
+        self.namespace = Namespace(namespace, separator, config_path, log)
         self.manager_tools = manager_tools
         self.eager = eager
-        self.requested = namespace
         self.reload_config = reload
         self.config_path = config_path
-        self.watch_interval = watch_interval
         self.cache_dir = cache_dir or user_cache_dir()
         self.events = None
         self.local = list(local)
         self.local_key = local_key  # the config's own part, to tell whether a reload changed it
         self.upstreams = {}     # id -> Upstream, of the active namespace, in config order
-        self.refusal = None
-        self.namespace = self.chosen_by = None
-        self.plan = None
         self._tools = {}        # listed name -> ("local", source, name) / ("upstream", Upstream, name) / ("manager", name)
         self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
         self._uris = {}         # resource uri -> Upstream
         self._prompt_routes = {}
-        self.downstream = None  # the Session of the client served (stdio; over --http the first one)
-        self.log_level = None   # the level the client set with logging/setLevel, passed on to every server
-        self._skill_paths = {}  # server id -> the skill paths its last skills/list served here
-        self._watcher = None
         self._reading = None    # the task reading listings from disk
         self._reloading = None
-        self._stamp = self._config_stamp()
-        self._specs = self._apply_plan(plan)
+        self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
+        self._specs = self.namespace.apply(plan)
         self.manager = ManagerTools(self)
         self.bridge = InputBridge()
+        self.downstream = Downstream(self, self.bridge)
+        self.upstream_skills = UpstreamSkills(self)
 
-    def manager_name(self, tool: str) -> str:
-        """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
-        return MANAGER_PREFIX + self.separator + tool
-
-    def _apply_plan(self, plan: UpstreamPlan):
-        self.plan = plan
-        self.namespace, self.chosen_by, error = select_namespace(plan.namespaces, self.requested, plan.default,
-                                                                  plan.default_key)
-        if error:
-            self.refusal = McpError(INVALID_PARAMS, "mcpstudio cannot serve this config: %s" % error,
-                                    {"namespaces": sorted(plan.namespaces), "config": self.config_path})
-            self.log.error("%s: %s", self.config_path, error)
-            return {}
-        self.refusal = None
-        members = plan.namespaces[self.namespace]["servers"] if self.namespace else None
-        chosen = [spec for spec in plan.specs if members is None or spec.id in members]
-        if self.config_path is None and len(chosen) == 1 and chosen[0].url:  # --url
-            self.log.debug("serving %s", self.log.mask(chosen[0].url))
-        else:
-            self.log.info("%s: namespace %s (%s); servers: %s", os.path.basename(self.config_path or "config"),
-                          self.namespace or "(all)", self.chosen_by, ", ".join(spec.id for spec in chosen) or "none")
-        for spec in chosen:
-            self.log.add_secrets(spec.secrets)
-            if spec.error:
-                self.log.warning("%s: server `%s` is not usable: %s", self.config_path, spec.id, spec.error)
-            for note in spec.notes:
-                self.log.warning("%s: %s", self.config_path, note)
-        return {spec.id: spec for spec in chosen}
+    def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
+        return Upstream(spec, self.runner, self.log, self.downstream, self.cache_dir, config_path=self.config_path,
+                        start_tool=self.namespace.manager_name("servers_start"))
 
     # -- the source contract ---------------------------------------------------------
 
@@ -8870,36 +9336,31 @@ class Aggregator:
         for source in self.local:
             source.events = self.events
             source.start()
-        self.upstreams = {sid: Upstream(spec, self) for sid, spec in self._specs.items()}
-        if self.watch_interval and self.config_path:
-            self._watcher = asyncio.ensure_future(self._watch())
+        self.upstreams = {sid: self._new_upstream(spec) for sid, spec in self._specs.items()}
+        self.watch.start()
 
     def session_started(self, session=None):
         """A client finished `initialize`: start eager and uncached servers, offering each what it offers."""
-        if session is not None and (self.downstream is None or self.downstream.closed):
+        if session is not None and (self.downstream.session is None or self.downstream.session.closed):
             # Over --http several clients may share the servers: they are offered what the first one offers,
             # and each server's request goes to the client whose call caused it (refused if that one lacks it).
-            self.downstream = session
+            self.downstream.session = session
         asyncio.ensure_future(self._start_early())
 
     def set_level(self, level: str, session):
         """The client chose a log level: every running server is told, and each server started later."""
-        if session is self.downstream:
-            self.log_level = level
+        if session is self.downstream.session:
+            self.downstream.log_level = level
             for upstream in self.upstreams.values():
                 if upstream.state == "running" and "logging" in upstream.client.capabilities and not upstream.client.modern:
                     asyncio.ensure_future(upstream.set_level(level))
 
-    def offered(self) -> dict:
-        """The client capabilities an upstream is told of: exactly those of mcpstudio's own client."""
-        return dict(self.downstream.client_capabilities) if self.downstream is not None else {}
-
     def client_notification(self, method: str, params: dict, session):
         """The client's roots changed: tell every running server that was offered them."""
-        if session is self.downstream:
+        if session is self.downstream.session:
             for upstream in self.upstreams.values():
                 if upstream.state == "running" and "roots" in upstream.client.offered:
-                    upstream.send({"jsonrpc": "2.0", "method": method, "params": params})
+                    upstream.client.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def _start_early(self):
         """Start the eager servers, and those with nothing cached (the client lists tools next)."""
@@ -8927,25 +9388,13 @@ class Aggregator:
                 upstream.cached = entry or {}
 
     def changed(self):
-        """The tool set changed (a server listed, a reload): tell the catalog."""
-        if self.events is not None:
-            self.events.source_changed(self)
-
-    def forward_log(self, level, data, logger):
-        """A log line from an upstream, forwarded with the server id as logger."""
-        if self.events is not None:
-            self.events.source_log(level, data, logger)
+        """The tool set changed (a reload): tell the catalog."""
+        self.downstream.changed()
 
     def reload_signal(self):
         """What SIGHUP calls: re-read the config file."""
         self.log.info("SIGHUP: reading %s again", self.config_path)
-        asyncio.ensure_future(self._reload_logged())
-
-    async def _reload_logged(self):
-        try:
-            await self.reload()
-        except ConfigError as exc:
-            self.log.error("%s; the previous configuration stays in use", exc)
+        asyncio.ensure_future(self.watch.reread())
 
     def _active(self):
         return [u for u in self.upstreams.values() if u.usable()]
@@ -8973,16 +9422,6 @@ class Aggregator:
             self.log.info("still starting: %s; the listing goes on without them (their tools follow with "
                           "list_changed)", ", ".join(slow))
 
-    def _described(self, upstream, item: dict, name: str) -> dict:
-        """An upstream's tool or prompt under its public name, described as `[server] ...`."""
-        described = "[%s] %s" % (upstream.spec.key, item.get("description") or "")
-        item = dict(item, name=name, description=described.rstrip())
-        if "inputSchema" in item:  # a tool: any call may run as a task of mcpstudio's (see Upstream.call_as_task)
-            execution = item.get("execution") if isinstance(item.get("execution"), dict) else {}
-            item["execution"] = dict(execution, taskSupport="required" if execution.get("taskSupport") == "required"
-                                     else "optional")
-        return item
-
     async def list_tools(self) -> list:
         """Every upstream's tools (cached or live) plus the manager tools."""
         await self._discover()
@@ -9000,7 +9439,7 @@ class Aggregator:
             for tool in (known or {}).get("tools", ()):
                 original = tool["name"]
                 name = upstream.spec.public_name(original, self.separator)
-                why = self.left_out(upstream, original)
+                why = self.namespace.left_out(upstream.spec, original)
                 if why is not None:
                     if why:
                         denied[name] = why
@@ -9008,7 +9447,7 @@ class Aggregator:
                 if name in table:
                     name = safe_name(name, 10 ** 6, table)  # distinct, whatever the other one is
                 table[name] = ("upstream", upstream.spec.id, original)
-                described = self._described(upstream, tool, name)
+                described = _described(upstream.spec.key, tool, name)
                 schema = described.get("inputSchema")
                 if not isinstance(schema, dict):  # clients reject a whole listing with one tool lacking it
                     described["inputSchema"] = {"type": "object"}
@@ -9019,16 +9458,6 @@ class Aggregator:
         self._tools = table
         self._denied = {name: why for name, why in denied.items() if name not in table}
         return tools
-
-    def left_out(self, upstream, original: str):
-        """Why the listing leaves out `upstream`'s tool `original`: "" for the server's or the namespace's
-        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
-        name = upstream.spec.public_name(original, self.separator)
-        namespace = self.plan.namespaces.get(self.namespace) if self.namespace else None
-        if not _passes(original, upstream.spec.allow, upstream.spec.deny) or (
-                namespace and not _passes(name, namespace["allow"], namespace["deny"])):
-            return ""
-        return self.plan.denial(self.namespace, upstream.spec, original)
 
     def denied(self, name: str):
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
@@ -9053,12 +9482,12 @@ class Aggregator:
         original = route[2]
         try:
             upstream = self._upstream(route[1])
-            self._check_permitted(upstream, name, original)
+            self.namespace.check_permitted(upstream.spec, name, original)
             if ctx is not None and ctx.task is not None:  # a task of mcpstudio's: the server's own, where it has them
                 await upstream.ready(ctx)
-                if upstream.runs_tasks(original, ctx):
-                    return await upstream.call_as_task(original, arguments, ctx)
-            return await self._exchange(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
+                if upstream.tasks.runs(original, ctx):
+                    return await upstream.tasks.call(original, arguments, ctx)
+            return await self.bridge.forward(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
         except UpstreamError as exc:
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
@@ -9080,18 +9509,6 @@ class Aggregator:
             return True
         raise McpError(INVALID_PARAMS, "Unknown tool: %s: server `%s` has not listed its tools: %s" % (
             name, owners[0].spec.id, owners[0].last_error or "it failed to start"))
-
-    def _check_permitted(self, upstream, name: str, original: str):
-        """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
-        namespace = self.plan.namespaces.get(self.namespace) if self.namespace else None
-        public = upstream.spec.public_name(original, self.separator)
-        if not _passes(original, upstream.spec.allow, upstream.spec.deny) or (
-                namespace and not _passes(public, namespace["allow"], namespace["deny"])):
-            raise McpError(INVALID_PARAMS, "Unknown tool: %s (the configuration was reloaded; list the tools "
-                           "again)" % name)
-        denial = self.plan.denial(self.namespace, upstream.spec, original)
-        if denial:
-            raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
 
     def _upstream(self, server_id: str) -> Upstream:
         """The server routes name by id: a reload may have replaced or removed it since the listing."""
@@ -9132,7 +9549,7 @@ class Aggregator:
 
     async def read_resource(self, uri: str, ctx):
         """Route a read to the upstream that lists `uri` or a matching template."""
-        route = await self._skill_route(uri)
+        route = await self.upstream_skills.route(uri)
         if route is not None:  # a server's skill file: its bytes, under the URI the client asked for
             result = await route[0].forward("resources/read", {"uri": route[1]}, ctx)
             return dict(result, contents=[dict(c, uri=uri) if isinstance(c, dict) else c
@@ -9158,99 +9575,14 @@ class Aggregator:
             return None
         return await upstream.forward("resources/read", {"uri": uri}, ctx)
 
-    # -- skills: asked of a server when a client asks, under skill://<server id>/... ---------
-
-    def _skill_servers(self) -> list:
-        return [u for u in self._active() if isinstance((u.known() or {}).get("skills"), dict)]
-
-    def _skill_entry(self, upstream, entry):
-        """A server's skill entry under skill://<id>/..., or None when left out (filters) or malformed."""
-        if not isinstance(entry, dict) or not isinstance(entry.get("uri"), str) or not entry["uri"].startswith(
-                "skill://") or not isinstance(entry.get("frontmatter"), dict):
-            return None
-        if self.left_out(upstream, str(entry["frontmatter"].get("name"))) is not None:
-            return None
-
-        def moved(uri):
-            return "skill://%s/%s" % (upstream.spec.id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
-        entry = dict(entry, uri=moved(entry["uri"]))
-        if isinstance(entry.get("resources"), list):
-            entry["resources"] = [dict(r, uri=moved(r.get("uri"))) if isinstance(r, dict) else r
-                                  for r in entry["resources"]]
-        return entry
-
-    async def _pages(self, upstream, method: str, params: dict, key: str) -> list:
-        items, cursor = [], None
-        for _ in range(1000):
-            result = await upstream.forward(method, dict(params, cursor=cursor) if cursor else params, None)
-            items.extend(result.get(key) or ())
-            cursor = result.get("nextCursor")
-            if not cursor:
-                break
-        return items
-
     async def list_skills(self) -> list:
-        """The config's own skills, then each server's (asked now, never ahead), under skill://<id>/."""
-        await self._discover()
-        entries = []
-        for source in self.local:
-            if getattr(source, "skills", False):
-                entries.extend(await source.list_skills())
-        for upstream in self._skill_servers():
-            try:
-                found = await self._pages(upstream, "skills/list", {}, "skills")
-            except McpError as exc:
-                self.log.warning("%s: skills/list failed: %s", upstream.spec.id, exc.message)
-                continue
-            served = [e for e in (self._skill_entry(upstream, e) for e in found) if e is not None]
-            self._skill_paths[upstream.spec.id] = {e["uri"][8:-len("/SKILL.md")] for e in served}
-            entries.extend(served)
-        return entries
-
-    async def _skill_route(self, uri: str):
-        """(server, its own URI) for skill://<id>/..., None for a URI of no server; -32602 outside its skills."""
-        segments = skill_uri_segments(uri) if uri.startswith("skill://") else ()
-        upstream = self.upstreams.get(segments[0]) if len(segments) > 1 else None
-        if upstream is not None and upstream not in self._skill_servers():
-            await self._discover()  # a server not listed yet
-        if upstream is None or upstream not in self._skill_servers():
-            return None
-        if upstream.spec.id not in self._skill_paths:
-            await self.list_skills()
-        paths = self._skill_paths.get(upstream.spec.id, ())
-        if not any("/".join(segments[:cut]) in paths for cut in range(2, len(segments) + 1)):
-            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
-        return upstream, "skill://" + uri[8:].partition("/")[2]
+        return await self.upstream_skills.list()
 
     async def get_skill(self, uri: str):
-        """`skills/get`: the server's entry under its prefix, else the config's own skills'."""
-        route = await self._skill_route(uri)
-        if route is None:
-            return await self._local_skills("get_skill", uri)
-        entry = self._skill_entry(route[0], (await route[0].forward("skills/get", {"uri": route[1]}, None)).get("skill"))
-        if entry is None or entry["uri"] != uri:
-            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
-        return entry
+        return await self.upstream_skills.get(uri)
 
     async def read_directory(self, uri: str):
-        """`resources/directory/read` of a server's skill folder (all pages), else of the config's own."""
-        route = await self._skill_route(uri)
-        if route is None:
-            return await self._local_skills("read_directory", uri)
-        upstream, inner = route
-        if not upstream.known()["skills"].get("directoryRead"):
-            raise McpError(INVALID_PARAMS, "Invalid params: the server `%s` does not read directories" % upstream.spec.id)
-        children = await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
-        return [dict(c, uri="skill://%s/%s" % (upstream.spec.id, c["uri"][8:])) for c in children
-                if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
-
-    async def _local_skills(self, method: str, uri: str):
-        for source in self.local:
-            if getattr(source, "skills", False):
-                result = await getattr(source, method)(uri)
-                if result is not None:
-                    return result
-        return None
+        return await self.upstream_skills.read_directory(uri)
 
     async def list_prompts(self) -> list:
         """Every upstream's prompts."""
@@ -9262,7 +9594,7 @@ class Aggregator:
                 if name in table:
                     name = safe_name(name, 10 ** 6, table)
                 table[name] = (upstream.spec.id, prompt["name"])
-                listing.append(self._described(upstream, prompt, name))
+                listing.append(_described(upstream.spec.key, prompt, name))
         self._prompt_routes = table
         return listing
 
@@ -9271,50 +9603,8 @@ class Aggregator:
         route = self._prompt_routes.get(name)
         if route is None:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
-        return await self._exchange(self._upstream(route[0]), "prompts/get", {"name": route[1], "arguments": arguments},
+        return await self.bridge.forward(self._upstream(route[0]), "prompts/get", {"name": route[1], "arguments": arguments},
                                     ctx)
-
-    async def _exchange(self, upstream, method: str, params: dict, ctx):
-        """Forward a request that may need the user's input on the way (SEP-2322), whatever the eras:
-        a 2026-07-28 client and server pass `inputResponses`, `requestState` and the input_required
-        result through untouched; a handshake-era client is asked what a 2026-07-28 server's result
-        asks for, and the server is asked again with the answers; a handshake-era server's requests
-        during a 2026-07-28 client's call become input_required results (InputBridge)."""
-        await upstream.ready(ctx)
-        modern = ctx is not None and ctx.modern
-        if not upstream.modern_for(ctx, params.get("name")):
-            if modern and ctx.task is None:
-                return await self.bridge.exchange(lambda first: upstream.forward(method, params, first), method,
-                                                  params["name"], ctx)
-            return await upstream.forward(method, params, ctx)
-        if modern:
-            return await upstream.forward(method, dict(params, **ctx.inputs), ctx)
-        for _ in range(INPUT_ROUNDS):
-            result = await upstream.forward(method, params, ctx)
-            if result.get("resultType") != "input_required":
-                return result
-            params = {key: value for key, value in params.items() if key not in ("inputResponses", "requestState")}
-            params["inputResponses"] = await self._answers(upstream, result, ctx)
-            if "requestState" in result:
-                params["requestState"] = result["requestState"]
-        raise McpError(INTERNAL_ERROR, "server `%s` still wanted input after %d rounds; gave up" % (
-            upstream.spec.id, INPUT_ROUNDS))
-
-    async def _answers(self, upstream, result: dict, ctx) -> dict:
-        """A handshake-era client's answers to a 2026-07-28 server's `inputRequests`, asked one by one."""
-        requests = result.get("inputRequests")
-        if not isinstance(requests, dict) or not requests:
-            raise McpError(INTERNAL_ERROR, "server `%s` answered input_required without inputRequests" % upstream.spec.id)
-        answers = {}
-        for key, request in requests.items():
-            method = request.get("method") if isinstance(request, dict) else None
-            session = ctx.session if ctx is not None else None
-            if method not in CLIENT_FEATURES or session is None or CLIENT_FEATURES[method] not in session.client_capabilities:
-                raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
-                               % (upstream.spec.id, json.dumps(method)))
-            params = request.get("params") if isinstance(request.get("params"), dict) else {}
-            answers[key] = await session.request(method, params, upstream.spec.tool_timeout, related=ctx.request_id)
-        return answers
 
     async def subscribe(self, method: str, uri: str, ctx):
         """Pass `resources/subscribe` or `unsubscribe` to the server that lists `uri`; None if none does."""
@@ -9325,13 +9615,8 @@ class Aggregator:
         upstream = self._upstream(self._uris[uri])
         await upstream.ready(ctx)
         if upstream.client.modern:  # no resources/subscribe there: its subscriptions/listen names the URI
-            return await upstream.watch(uri, method == "resources/subscribe")
+            return await upstream.listen_stream.watch(uri, method == "resources/subscribe")
         return await upstream.forward(method, {"uri": uri}, None if upstream.client.dual else ctx)  # handshake era
-
-    def updated(self, params: dict):
-        """A server's `notifications/resources/updated`: the client's subscription, passed on."""
-        if self.events is not None:
-            self.events.source_notification("notifications/resources/updated", params)
 
     async def complete(self, ref: dict, params: dict, ctx):
         """Forward `completion/complete` to the upstream that owns the prompt or resource (template) `ref`
@@ -9352,8 +9637,7 @@ class Aggregator:
 
     async def close(self):
         """Stop every upstream (stdin closed, SIGTERM, SIGKILL) and the file watch."""
-        if self._watcher is not None:
-            self._watcher.cancel()
+        self.watch.close()
         self.bridge.close()
         # A server still starting for its first listing: let it finish, briefly, so that its tools are
         # cached for the next run (a client that gives up on a slow server would otherwise never see them).
@@ -9369,26 +9653,6 @@ class Aggregator:
 
     # -- reload ---------------------------------------------------------------------------
 
-    def _config_stamp(self):
-        try:
-            st = os.stat(self.config_path)
-            return (st.st_mtime_ns, st.st_size, st.st_ino)
-        except (OSError, TypeError):
-            return None
-
-    async def _watch(self):
-        while True:
-            await asyncio.sleep(self.watch_interval)
-            stamp = self._config_stamp()
-            if stamp is not None and stamp != self._stamp:
-                self._stamp = stamp
-                self.log.info("%s changed: reading it again", self.config_path)
-                try:
-                    await self._reload_logged()
-                except Exception as exc:  # whatever went wrong, the next change is still read
-                    self.log.error("%s: reading it again failed (%s: %s); the previous configuration stays in use",
-                                   self.config_path, type(exc).__name__, exc)
-
     async def reload(self) -> dict:
         """Read the config again; restart only what changed. A bad file changes nothing."""
         if self.reload_config is None:
@@ -9399,56 +9663,46 @@ class Aggregator:
         return await asyncio.shield(self._reloading)
 
     async def _reload(self) -> dict:
-        self._stamp = self._config_stamp()
+        self.watch.stamp = self.watch.read_stamp()
         local, plan, local_key = self.reload_config()
-        error = select_namespace(plan.namespaces, self.requested, plan.default, plan.default_key)[2]
-        if error and self.refusal is None:
+        error = select_namespace(plan.namespaces, self.namespace.requested, plan.default, plan.default_key)[2]
+        if error and self.namespace.refusal is None:
             raise ConfigError("%s: %s; the configuration in use stays as it was" % (self.config_path, error))
-        report = {"added": [], "removed": [], "restarted": [], "updated": [], "unchanged": []}
-        if local_key != self.local_key:
+        local_changed = local_key != self.local_key
+        if local_changed:
             for source in self.local:
                 await source.close()
             self.local, self.local_key = list(local), local_key
             for source in self.local:
                 source.events = self.events
                 source.start()
+        specs = self.namespace.apply(plan)
+        old, new = self.upstreams, {}
+        report = plan_changes({sid: upstream.spec for sid, upstream in old.items()}, specs)
+        if local_changed:
             report["localToolsReloaded"] = True
-        specs = self._apply_plan(plan)
-        old = self.upstreams
-        new = {}
         for sid, spec in specs.items():
             upstream = old.get(sid)
             if upstream is None:
-                new[sid] = Upstream(spec, self)
-                report["added"].append(sid)
-            elif upstream.spec.launch != spec.launch or upstream.spec.error != spec.error \
-                    or upstream.spec.disabled != spec.disabled:
+                new[sid] = self._new_upstream(spec)
+            elif sid in report["restarted"]:
                 running = upstream.state == "running"
                 await upstream.stop("its configuration changed")
-                new[sid] = Upstream(spec, self)
+                new[sid] = self._new_upstream(spec)
                 new[sid].user_stopped = upstream.user_stopped  # servers_stop holds across reloads
                 if upstream.user_stopped and new[sid].usable():
                     new[sid].state = "stopped-by-user"
                 if running and new[sid].usable() and not upstream.user_stopped:
                     new[sid].start(wait_backoff=False)
-                report["restarted"].append(sid)
             else:
-                if upstream.spec.settings != spec.settings:
-                    report["updated"].append(sid)
-                if upstream.spec.max_concurrency != spec.max_concurrency:
-                    upstream._gate = None  # calls from now on queue by the new limit
-                upstream.spec = spec
+                upstream.update(spec)
                 new[sid] = upstream
-                if sid not in report["updated"]:
-                    report["unchanged"].append(sid)
-        for sid, upstream in old.items():
-            if sid not in new:
-                await upstream.stop("it was removed from the config")
-                report["removed"].append(sid)
+        for sid in report["removed"]:
+            await old[sid].stop("it was removed from the config")
         self.upstreams = new
-        report["namespace"] = self.namespace
-        if self.refusal is not None:
-            report["error"] = self.refusal.message
+        report["namespace"] = self.namespace.name
+        if self.namespace.refusal is not None:
+            report["error"] = self.namespace.refusal.message
         self.log.debug("config reloaded: %s", json.dumps(report))
         self.changed()
         return report
@@ -9685,7 +9939,7 @@ class Board:
     def lines(self, server_id: str) -> list:
         """The log panel: the server's stderr and lifecycle lines, and mcpstudio's lines naming it."""
         upstream = self.hub.upstreams.get(server_id)
-        own = list(upstream.lines) if upstream else []
+        own = list(upstream.server_log.lines) if upstream else []
         mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
         return [self.log.mask(line) for line in sorted(own + mentions, key=lambda line: line[:8])]
 
@@ -11981,8 +12235,10 @@ def logout_command(words: list) -> int:
     if oauth is None:
         print(SUBCOMMAND_HELP["logout"])
         return 0
+    problem = oauth.revoke()
     if oauth.store.delete():
-        print("signed out of %s (deleted %s)" % (oauth.name, oauth.store.path))
+        print("signed out of %s (deleted %s; %s)" % (oauth.name, oauth.store.path, "the token is revoked" if problem
+                                                    is None else "could not revoke the token: " + problem))
     else:
         print("%s: not signed in (no %s)" % (oauth.name, oauth.store.path))
     return 0

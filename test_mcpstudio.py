@@ -7643,7 +7643,7 @@ class LegacySseServer(ThreadedHttpServer):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                self.wfile.write(b"event: endpoint\ndata: /messages?session=1\n\n")
+                self.wfile.write(b"event: endpoint\ndata: %s\n\n" % owner.endpoint.encode())
                 self.wfile.flush()
                 while True:
                     message = outbox.get()
@@ -7672,7 +7672,7 @@ class LegacySseServer(ThreadedHttpServer):
                     result = {"content": [{"type": "text", "text": body["params"]["arguments"]["text"].upper()}]}
                 outbox.put({"jsonrpc": "2.0", "id": request_id, "result": result})
 
-        self.headers = []
+        self.headers, self.endpoint = [], "/messages?session=1"
         self.serve(Handler, cert)
 
     def close(self):
@@ -8526,7 +8526,10 @@ class OAuthServer(ThreadedHttpServer):
 
     /mcp wants a Bearer token (401 with resource_metadata and scope otherwise); the authorization server
     registers clients, redirects /authorize at once with code, state and iss, checks PKCE at /token and
-    grants refresh tokens. `expires_in` sets the tokens' life; `grants` and `registered` record what came."""
+    grants refresh tokens. `expires_in` sets the tokens' life; `grants` and `registered` record what came.
+    Issue 31: `resource_metadata` and `issuers` change what the challenge and the resource metadata name,
+    `token_reply` (status, body, headers) replaces the token endpoint's answer, `revocation` offers RFC 7009
+    revocation (`revoked` holds the tokens revoked); `seen` holds (method, path, headers) of every request."""
 
     def __init__(self, expires_in=3600):
         import base64
@@ -8535,6 +8538,8 @@ class OAuthServer(ThreadedHttpServer):
         import urllib.parse
         owner, codes, tokens = self, {}, {}
         self.expires_in, self.grants, self.registered, self.authorized = expires_in, [], [], []
+        self.resource_metadata = self.issuers = self.token_reply = None
+        self.revocation, self.revoked, self.seen = True, [], []
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args):
@@ -8553,10 +8558,11 @@ class OAuthServer(ThreadedHttpServer):
 
             def do_GET(self):
                 base = "http://127.0.0.1:%d" % owner.port
+                owner.seen.append(("GET", self.path, dict(self.headers)))
                 parts = urllib.parse.urlsplit(self.path)
                 query = dict(urllib.parse.parse_qsl(parts.query))
                 if parts.path == "/.well-known/oauth-protected-resource/mcp":
-                    self.reply(200, {"resource": base + "/mcp", "authorization_servers": [base],
+                    self.reply(200, {"resource": base + "/mcp", "authorization_servers": owner.issuers or [base],
                                      "scopes_supported": ["files:read"]})
                 elif parts.path == "/.well-known/oauth-authorization-server":
                     self.reply(200, {"issuer": base, "authorization_endpoint": base + "/authorize",
@@ -8564,7 +8570,8 @@ class OAuthServer(ThreadedHttpServer):
                                      "code_challenge_methods_supported": ["S256"], "response_types_supported": ["code"],
                                      "grant_types_supported": ["authorization_code", "refresh_token"],
                                      "token_endpoint_auth_methods_supported": ["none"],
-                                     "authorization_response_iss_parameter_supported": True})
+                                     "authorization_response_iss_parameter_supported": True,
+                                     **({"revocation_endpoint": base + "/revoke"} if owner.revocation else {})})
                 elif parts.path == "/authorize":
                     owner.authorized.append(query)
                     code = "code-%d" % len(owner.authorized)
@@ -8578,7 +8585,13 @@ class OAuthServer(ThreadedHttpServer):
             def do_POST(self):
                 base = "http://127.0.0.1:%d" % owner.port
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.path == "/register":
+                owner.seen.append(("POST", self.path, dict(self.headers)))
+                if self.path == "/token" and owner.token_reply:
+                    self.reply(*owner.token_reply)
+                elif self.path == "/revoke":
+                    owner.revoked.append(dict(urllib.parse.parse_qsl(raw.decode()))["token"])
+                    self.reply(200)
+                elif self.path == "/register":
                     owner.registered.append(json.loads(raw))
                     self.reply(201, dict(json.loads(raw), client_id="client-%d" % len(owner.registered)))
                 elif self.path == "/token":
@@ -8601,8 +8614,9 @@ class OAuthServer(ThreadedHttpServer):
                     token = (self.headers.get("Authorization") or "")[len("Bearer "):]
                     kind, until = tokens.get(token, (None, 0))
                     if kind != "access" or until < time.time():
-                        self.reply(401, {"error": "invalid_token"}, [("WWW-Authenticate", 'Bearer resource_metadata="%s'
-                                   '/.well-known/oauth-protected-resource/mcp", scope="files:read"' % base)])
+                        self.reply(401, {"error": "invalid_token"}, [("WWW-Authenticate", 'Bearer resource_metadata="%s", '
+                                   'scope="files:read"' % (owner.resource_metadata or
+                                                           base + "/.well-known/oauth-protected-resource/mcp"))])
                         return
                     message = json.loads(raw)
                     if "id" not in message:
@@ -8629,8 +8643,8 @@ class OAuthServer(ThreadedHttpServer):
         self.url = "http://127.0.0.1:%d/mcp" % self.port
 
 
-class OAuthTests(ScratchDir):
-    """Issue 19: sign-in to a protected URL server (login, logout, status, serve, refresh), end to end."""
+class OAuthCase(ScratchDir):
+    """An OAuthServer, a config naming it as `files`, and the CLI run as a user would, its browser the test's."""
 
     def setUp(self):
         super().setUp()
@@ -8650,6 +8664,10 @@ class OAuthTests(ScratchDir):
     def token_files(self):
         folder = os.path.join(self.dir, "config", "mcpstudio", "oauth")
         return [os.path.join(folder, name) for name in os.listdir(folder)] if os.path.isdir(folder) else []
+
+
+class OAuthTests(OAuthCase):
+    """Issue 19: sign-in to a protected URL server (login, logout, status, serve, refresh), end to end."""
 
     def test_login_status_serve_logout(self):
         login = self.run_cli("login", "files", "--config", self.config)
@@ -8921,6 +8939,411 @@ class ConformanceClientTests(ScratchDir):
 FUZZ_SEED = int(os.environ.get("MCPSTUDIO_FUZZ_SEED") or 11)
 _DEEP = "\x00deep\x00"      # a placeholder the fuzzer swaps for raw, deeply nested JSON text
 _BAD_UTF8 = "\x00utf8\x00"  # a placeholder swapped for bytes that are not UTF-8
+
+
+class FrontmatterLimitsTests(unittest.TestCase):
+    """Issue 31 items 1 and 10: the frontmatter parser bounds nesting and size, and is linear."""
+
+    def test_refused_past_the_limits(self):
+        deep_keys = "\n".join(" " * level + "k%d:" % level for level in range(100)) + " x"
+        for text, reason in (("k: " + "[" * 5000 + "]" * 5000, "nested deeper than 32 levels"),
+                             ("k: " + "{a: " * 40 + "b" + "}" * 40, "nested deeper than 32 levels"),
+                             (deep_keys, "nested deeper than 32 levels"),
+                             ("k:\n" + "- " * 40 + "x", "nested deeper than 32 levels"),
+                             ("k: '%s'" % ("x" * (64 << 10)), "longer than 65536 characters")):
+            with self.subTest(text=text[:30]):
+                with self.assertRaises(mcpstudio.FrontmatterError) as caught:
+                    mcpstudio.parse_frontmatter("---\nname: x\n%s\n---\nbody\n" % text)
+                self.assertIn(reason, str(caught.exception))
+        nested = "k: " + "[" * 31 + "]" * 31  # at the limit: parsed
+        self.assertEqual(mcpstudio.parse_frontmatter("---\n%s\n---\n" % nested)["k"], json.loads(nested[3:]))
+
+    def test_linear_in_the_number_of_flow_values(self):
+        # 430 kB of flow values took 18 s (quadratic: 40,000 of these lines took 12 s); the parser itself
+        # (past the size cap) now takes a fraction of a second.
+        lines = ["k%d: [a]" % row for row in range(40000)] + ["big: [%s]" % ", ".join(["value"] * 80000)]
+        started = time.monotonic()
+        value = mcpstudio._Yaml(lines, 2).document()
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertEqual((len(value), len(value["big"]), value["k39999"]), (40001, 80000, ["a"]))
+
+
+class SkillsHardeningTests(ScratchDir):
+    """Issue 31 items 1-3 and 9: a bad, special or swapped file refuses one skill and never blocks the server."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.dir, "skills")
+        write_skill(self.root, "good", "name: good\ndescription: A good skill", files={"ref.md": b"inside\n"})
+        self.secret = os.path.join(self.dir, "secret.md")
+        with open(self.secret, "w") as f:
+            f.write("SECRET outside the root\n")
+
+    def served(self, server) -> list:
+        listing = server.request("skills/list", {}, timeout=10)["result"]["skills"]
+        return sorted(entry["frontmatter"]["name"] for entry in listing)
+
+    def test_a_deep_frontmatter_refuses_that_skill_alone(self):
+        write_skill(self.root, "deep", "name: deep\ndescription: x\nk: " + "[" * 5000 + "]" * 5000)
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            for _ in range(2):  # and again: nothing is left broken
+                self.assertEqual(self.served(server), ["good"])
+                self.assertEqual([p["name"] for p in server.request("prompts/list", {})["result"]["prompts"]], ["good"])
+                self.assertIn("skill://good/ref.md", str(server.request("resources/list", {})["result"]))
+                self.assertIn("result", server.request("resources/read", {"uri": "skill://good/SKILL.md"}))
+            stderr = server.stderr_when(lambda text: "deep" in text)
+        self.assertRegex(stderr, r"skills: .*deep.SKILL\.md: frontmatter line \d+: nested deeper than 32 levels.*not served")
+
+    def test_special_files_are_refused_and_never_block(self):
+        for name, target in (("fifo", None), ("outside", os.path.join(self.dir, "elsewhere", "outside")),
+                             ("zero", "/dev/zero")):
+            os.makedirs(os.path.join(self.root, name))
+            if target is None:
+                os.mkfifo(os.path.join(self.root, name, "SKILL.md"))
+                continue
+            if name == "outside":  # a good SKILL.md, but outside the root
+                write_skill(os.path.dirname(target), "outside", "name: outside\ndescription: Not served")
+                target = os.path.join(target, "SKILL.md")
+            os.symlink(target, os.path.join(self.root, name, "SKILL.md"))
+        server = McpProcess("--skills", self.root)
+        with server:
+            server.initialize()
+            self.assertEqual(self.served(server), ["good"])
+            self.assertEqual([p["name"] for p in server.request("prompts/list", {})["result"]["prompts"]], ["good"])
+            reply = server.request("resources/read", {"uri": "skill://outside/SKILL.md"})
+            self.assertNotIn("Not served", json.dumps(reply))
+            stderr = server.stderr_when(lambda text: all(os.path.join(self.root, name, "SKILL.md") in text
+                                                         for name in ("fifo", "outside", "zero")))
+            started = time.monotonic()
+            self.assertEqual(server.close(), 0)  # stdin closed: it exits, nothing holds it
+            self.assertLess(time.monotonic() - started, 10)
+        self.assertIn("not a regular file", stderr)
+        self.assertIn("outside %s" % os.path.realpath(self.root), stderr)
+
+    def test_a_swapped_file_or_folder_is_never_read_through_a_link(self):
+        folder = os.path.join(self.root, "good")
+        os.makedirs(os.path.join(folder, "sub"))
+        with open(os.path.join(folder, "sub", "doc.md"), "w") as f:
+            f.write("inside too\n")
+        outside = os.path.join(self.dir, "outside-sub")
+        os.makedirs(outside)
+        os.symlink(self.secret, os.path.join(outside, "doc.md"))
+        stop = threading.Event()
+
+        def swap():  # ref.md and sub/ become symlinks out of the root and back, as fast as they can
+            while not stop.is_set():
+                for name, link_to in (("ref.md", self.secret), ("sub", outside)):
+                    path = os.path.join(folder, name)
+                    os.rename(path, path + ".real")
+                    os.symlink(link_to, path)
+                    os.remove(path)
+                    os.rename(path + ".real", path)
+        import hashlib
+        with open(self.secret, "rb") as f:
+            secret_digest = "sha256:" + hashlib.sha256(f.read()).hexdigest()
+        swapper = threading.Thread(target=swap, daemon=True)
+        with McpProcess("--skills", self.root) as server:
+            server.initialize()
+            swapper.start()
+            self.addCleanup(swapper.join, 10)
+            self.addCleanup(stop.set)
+            served = 0
+            for attempt in range(600):
+                uri = "skill://good/ref.md" if attempt % 2 else "skill://good/sub/doc.md"
+                reply = server.request("resources/read" if attempt % 10 else "skills/get",
+                                       {"uri": uri if attempt % 10 else "skill://good/SKILL.md"})
+                self.assertNotIn("SECRET", json.dumps(reply))
+                self.assertNotIn(secret_digest, json.dumps(reply))
+                self.assertNotEqual(reply.get("error", {}).get("code"), -32603, reply)  # refused, never broken
+                served += "result" in reply
+            stop.set()
+            self.assertGreater(served, 0)
+
+
+class OAuthHardeningTests(OAuthCase):
+    """Issue 31 items 4-7 and 14: what a sign-in fetches, follows, waits for, keeps, prints and revokes."""
+
+    def test_every_sign_in_url_is_https_or_loopback(self):
+        for where, bad in (("resource_metadata", "http://example.invalid/.well-known/oauth-protected-resource"),
+                           ("resource_metadata", "file:///etc/passwd"), ("resource_metadata", "data:,{}"),
+                           ("issuers", "http://example.invalid")):
+            with self.subTest(where=where, url=bad):
+                self.server.resource_metadata = bad if where == "resource_metadata" else None
+                self.server.issuers = [bad] if where == "issuers" else None
+                login = self.run_cli("login", "files", "--config", self.config)
+                self.assertEqual(login.returncode, 1, login.stdout + login.stderr)
+                self.assertRegex(login.stderr, r"refusing to fetch %s\S* for the sign-in: it must be https"
+                                 % re.escape(bad))
+        self.assertEqual(self.server.authorized, [], "the browser was sent")
+
+    def test_no_redirect_is_followed_with_the_client_secret(self):
+        elsewhere = OAuthServer()
+        self.addCleanup(elsewhere.close)
+        self.server.token_reply = (302, None, [("Location", "http://127.0.0.1:%d/token" % elsewhere.port)])
+        with open(self.config, "w") as f:
+            json.dump({"mcpServers": {"files": {"url": self.server.url, "oauth": {
+                "clientId": "pre-registered", "clientSecret": "s3cret"}}}}, f)
+        login = self.run_cli("login", "files", "--config", self.config)
+        self.assertEqual(login.returncode, 1)
+        self.assertIn("the token endpoint of http://127.0.0.1:%d answered HTTP 302" % self.server.port, login.stderr)
+        self.assertTrue(any(headers.get("Authorization", "").startswith("Basic ")
+                            for _, path, headers in self.server.seen if path == "/token"))  # sent where it belongs
+        self.assertEqual(elsewhere.seen, [])
+
+    def test_a_servers_text_is_printed_without_control_characters(self):
+        self.server.token_reply = (400, {"error": "invalid_grant",
+                                         "error_description": "no\x1b]0;owned\x07\x1b[2J\x9b31m way\r\nnow"}, [])
+        login = self.run_cli("login", "files", "--config", self.config)
+        self.assertEqual(login.returncode, 1)
+        self.assertIn("answered HTTP 400: no]0;owned[2J31m waynow", login.stderr)
+        self.assertNotRegex(login.stderr, "[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # line breaks only between lines
+
+    def test_logout_revokes_the_refresh_token_or_says_it_could_not(self):
+        self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
+        logout = self.run_cli("logout", "files", "--config", self.config)
+        self.assertIn("signed out of files (deleted %s; the token is revoked)" % self.token_path(), logout.stdout)
+        self.assertEqual(self.server.revoked, ["rt-1"])
+        self.server.revocation = False
+        self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
+        logout = self.run_cli("logout", "files", "--config", self.config)
+        self.assertIn("could not revoke the token: its authorization server offers no revocation (RFC 7009)",
+                      logout.stdout)
+        self.assertEqual((self.server.revoked, self.token_files()), (["rt-1"], []))
+
+    def token_path(self):
+        return mcpstudio.TokenStore(self.server.url, os.path.join(self.dir, "config", "mcpstudio", "oauth")).path
+
+    def test_an_idle_connection_or_a_forged_redirect_does_not_stop_the_sign_in(self):
+        self.env["MCPSTUDIO_TEST_BROWSER_ATTACK"] = "1"
+        login = self.run_cli("login", "files", "--config", self.config)
+        self.assertEqual(login.returncode, 0, login.stderr)
+        self.assertIn("signed in to files: signed in", login.stdout)
+        self.assertEqual(self.server.grants, ["authorization_code"])
+
+
+class OAuthListenerAndStoreTests(ScratchDir):
+    """Issue 31 items 5 and 6, in-process: the redirect listener's timeout, and the token file's safety."""
+
+    def test_the_wait_ends_at_its_timeout_despite_an_idle_connection(self):
+        import socket
+        callback = mcpstudio._Callback("the-state")
+        port = int(callback.uri.split(":")[2].split("/")[0])
+        idle = socket.create_connection(("127.0.0.1", port))
+        self.addCleanup(idle.close)
+        started = time.monotonic()
+        with self.assertRaisesRegex(mcpstudio.OAuthError, "did not come back within 1 s"):
+            callback.wait(1)
+        self.assertLess(time.monotonic() - started, 10)
+
+    @unittest.skipUnless(os.name == "posix", "file modes and symlinks")
+    def test_the_token_file(self):
+        folder = os.path.join(self.dir, "oauth")
+        os.makedirs(folder)
+        os.chmod(folder, 0o777)
+        store = mcpstudio.TokenStore("https://example.com/mcp", folder)
+        victim = os.path.join(self.dir, "victim")
+        with open(victim, "w") as f:
+            f.write("untouched")
+        os.symlink(victim, "%s.%d.tmp" % (store.path, os.getpid()))  # the old, predictable name
+        store.save({"tokens": {"access_token": "at"}})
+        self.assertEqual(os.stat(folder).st_mode & 0o777, 0o700)
+        self.assertEqual(os.stat(store.path).st_mode & 0o777, 0o600)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "untouched")
+        self.assertEqual(store.load()["tokens"], {"access_token": "at"})
+        planted = os.path.join(self.dir, "planted.json")  # someone else's tokens, linked in the file's place
+        os.rename(store.path, planted)
+        os.symlink(planted, store.path)
+        self.assertEqual(store.load(), {})
+        os.remove(store.path)
+        os.mkdir(store.path)  # a save that fails leaves no temporary file behind
+        with self.assertRaises(OSError):
+            store.save({"tokens": {}})
+        self.assertEqual(sorted(os.listdir(folder)), sorted([os.path.basename(store.path),
+                                                             os.path.basename(store.path) + ".%d.tmp" % os.getpid()]))
+
+
+class ToolsHttpServer(ThreadedHttpServer):
+    """A Streamable HTTP server (2025-11-25, no sessions) that lists `tools` and answers every call; `called`
+    holds the names called."""
+
+    def __init__(self, tools):
+        import http.server
+        owner, self.called = self, []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if "id" not in message:
+                    self.send_response(202)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                result = {"tools": tools}
+                if message["method"] == "initialize":
+                    result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                              "serverInfo": {"name": "headers", "version": "1"}}
+                elif message["method"] == "tools/call":
+                    owner.called.append(message["params"]["name"])
+                    result = {"content": [{"type": "text", "text": "called"}]}
+                data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.serve(Handler)
+        self.url = "http://127.0.0.1:%d/mcp" % self.port
+
+
+def header_tool(name, *properties):
+    """A tool whose input schema has `properties`: (name, type, x-mcp-header or None) each."""
+    return {"name": name, "inputSchema": {"type": "object", "properties": {
+        key: dict({"type": kind}, **({} if header is None else {"x-mcp-header": header}))
+        for key, kind, header in properties}}}
+
+
+HEADER_TOOLS = [  # (tool, the rule it breaks, or None)
+    (header_tool("valid", ("region", "string", "Region"), ("n", "integer", "N"), ("on", "boolean", "On"),
+                 ("free", "number", None)), None),
+    (header_tool("empty", ("value", "string", "")), "is not a header name"),
+    (header_tool("on_object", ("data", "object", "Data")), "only string, integer and boolean parameters"),
+    (header_tool("on_array", ("items", "array", "Items")), "only string, integer and boolean parameters"),
+    (header_tool("on_null", ("nil", "null", "Nil")), "only string, integer and boolean parameters"),
+    (header_tool("on_number", ("score", "number", "Score")), "only string, integer and boolean parameters"),
+    (header_tool("twice", ("a", "string", "Region"), ("b", "string", "Region")), "appears twice"),
+    (header_tool("twice_any_case", ("a", "string", "MyField"), ("b", "string", "myfield")), "appears twice"),
+    (header_tool("space", ("value", "string", "My Region")), "is not a header name"),
+    (header_tool("colon", ("value", "string", "Region:Primary")), "is not a header name"),
+    (header_tool("non_ascii", ("value", "string", "R\u00e9gion")), "is not a header name"),
+    (header_tool("control", ("value", "string", "Region\t1")), "is not a header name"),
+    (header_tool("not_text", ("value", "string", 7)), "is not a header name"),
+]
+
+
+class UpstreamHardeningTests(ScratchDir):
+    """Issue 31 items 8 and 15: what mcpstudio, as a client of URL servers, refuses to trust."""
+
+    def setUp(self):
+        super().setUp()
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+            self.env.pop(name, None)
+
+    def config(self, servers) -> str:
+        path = os.path.join(self.dir, "servers.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": servers}, f)
+        return path
+
+    def test_header_rules(self):
+        for tool, rule in HEADER_TOOLS:
+            with self.subTest(tool=tool["name"]):
+                problem = mcpstudio.header_problem(tool)
+                self.assertEqual(problem is None, rule is None, problem)
+                self.assertIn(rule or "", problem or "")
+
+    def test_tools_with_invalid_x_mcp_headers_are_left_out_everywhere(self):
+        web = ToolsHttpServer([tool for tool, _ in HEADER_TOOLS])
+        self.addCleanup(web.close)
+        invalid = [tool["name"] for tool, rule in HEADER_TOOLS if rule]
+        with McpProcess("serve", "--config", self.config({"web": {"url": web.url}}), env=self.env) as server:
+            server.initialize()
+            names = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+            self.assertIn("web__valid", names)
+            self.assertFalse([name for name in names if name[len("web__"):] in invalid], names)
+            reply = server.request("tools/call", {"name": "web__empty", "arguments": {"value": "x"}})
+            self.assertIn("web__empty", json.dumps(reply))
+            stderr = server.stderr_when(lambda text: all("tool `%s` is left out" % name in text for name in invalid))
+        for tool, rule in HEADER_TOOLS[1:]:
+            self.assertRegex(stderr, r"server `web`: tool `%s` is left out: [^\n]*%s" % (tool["name"], re.escape(rule)))
+        fresh = dict(self.env, XDG_CACHE_HOME=os.path.join(self.dir, "fresh"))  # warned when listed, not from a cache
+        listed = subprocess.run(SERVER + ["inspect", "--json", "--url", web.url], env=fresh, capture_output=True,
+                                text=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertEqual([t["name"] for t in json.loads(listed.stdout)["tools"]], ["valid"])
+        self.assertIn("tool `on_number` is left out", listed.stderr)
+        called = subprocess.run(SERVER + ["call", "on_number", "score=1", "--url", web.url], env=self.env,
+                                capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(called.returncode, 0)
+        self.assertIn("Unknown tool: on_number (this server has: valid)", called.stderr)
+        self.assertEqual(subprocess.run(SERVER + ["call", "valid", "region=eu", "--url", web.url], env=self.env,
+                                        capture_output=True, timeout=60, stdin=subprocess.DEVNULL).returncode, 0)
+        self.assertEqual(web.called, ["valid"])
+
+    def test_a_legacy_sse_endpoint_of_another_origin_is_refused(self):
+        other = LegacySseServer()
+        self.addCleanup(other.close)
+        old = LegacySseServer()
+        self.addCleanup(old.close)
+        old.endpoint = "http://localhost:%d/messages?session=1" % other.port
+        path = self.config({"old": {"type": "sse", "url": "http://127.0.0.1:%d/sse" % old.port,
+                                    "headers": {"X-Api-Key": "key-1234"}}})
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            reply = server.request("tools/call", {"name": "old__shout", "arguments": {"text": "x"}})
+            self.assertIn("another origin", json.dumps(reply))
+            stderr = server.stderr_when(lambda text: "another origin" in text)
+        self.assertIn("its endpoint event names another origin (http://localhost:%d); refusing to send there"
+                      % other.port, stderr)
+        self.assertEqual((other.headers, old.headers), ([], []))
+
+
+class HouseTests(unittest.TestCase):
+    """The module's shape (issue 32) and the pure parts split out of Upstream and Aggregator."""
+
+    def test_no_class_over_450_lines(self):
+        import ast
+        with open(MODULE, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        long = {n.name: n.end_lineno - n.lineno + 1 for n in tree.body
+                if isinstance(n, ast.ClassDef) and n.end_lineno - n.lineno + 1 > 450}
+        self.assertEqual(long, {})
+
+    def test_plan_changes_table(self):
+        from types import SimpleNamespace
+
+        def spec(launch="a", error=None, disabled=False, settings=1):
+            return SimpleNamespace(launch=launch, error=error, disabled=disabled, settings=settings)
+        empty = {"added": [], "removed": [], "restarted": [], "updated": [], "unchanged": []}
+        rows = [
+            ({}, {}, {}),
+            ({}, {"x": spec()}, {"added": ["x"]}),
+            ({"x": spec()}, {}, {"removed": ["x"]}),
+            ({"x": spec()}, {"x": spec()}, {"unchanged": ["x"]}),
+            ({"x": spec()}, {"x": spec(settings=2)}, {"updated": ["x"]}),
+            ({"x": spec()}, {"x": spec(launch="b")}, {"restarted": ["x"]}),
+            ({"x": spec()}, {"x": spec(error="bad")}, {"restarted": ["x"]}),
+            ({"x": spec()}, {"x": spec(disabled=True, settings=2)}, {"restarted": ["x"]}),
+            ({"x": spec(), "y": spec()}, {"y": spec(), "z": spec()}, {"removed": ["x"], "unchanged": ["y"], "added": ["z"]}),
+        ]
+        for old, new, expected in rows:
+            with self.subTest(old=sorted(old), new=sorted(new)):
+                self.assertEqual(mcpstudio.plan_changes(old, new), dict(empty, **expected))
+
+    def test_restart_backoff_table(self):
+        # (failures before, the event, failures after, whether a start waits)
+        rows = [
+            (0, "failed", 1, False),   # the first failure: the next start goes at once
+            (1, "failed", 2, True),
+            (4, "crashed after 5 s", 5, True),
+            (4, "crashed after 120 s", 1, False),  # it ran a minute: the count starts again
+        ]
+        for before, event, after, waits in rows:
+            with self.subTest(before=before, event=event):
+                backoff = mcpstudio.RestartBackoff()
+                backoff.failures = before
+                if event == "failed":
+                    backoff.failed()
+                else:
+                    backoff.crashed(float(event.split()[2]))
+                self.assertEqual(backoff.failures, after)
+                self.assertEqual(backoff.delay() > 0, waits)
+                self.assertLessEqual(backoff.delay(), mcpstudio.BACKOFF_MAX)
 
 
 class ProtocolFuzzer:
@@ -10811,9 +11234,19 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the suite's 
 
 
 def follow_sign_in(url: str) -> int:
-    """A browser for tests: open the authorization URL, follow its redirect to the callback."""
+    """A browser for tests: open the authorization URL, follow its redirect to the callback. With
+    MCPSTUDIO_TEST_BROWSER_ATTACK set, first an idle connection to the callback and a forged redirect."""
+    import socket
     import urllib.error
+    import urllib.parse
     import urllib.request
+    if os.environ.get("MCPSTUDIO_TEST_BROWSER_ATTACK"):
+        callback = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))["redirect_uri"]
+        idle = socket.create_connection((urllib.parse.urlsplit(callback).hostname, urllib.parse.urlsplit(callback).port))
+        try:
+            urllib.request.urlopen(callback + "?code=forged&state=forged", timeout=20).read()
+        except urllib.error.HTTPError:
+            pass  # refused: the real redirect still counts
 
     class Stay(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kwargs):
@@ -10826,6 +11259,8 @@ def follow_sign_in(url: str) -> int:
         if not location:
             return 1
     urllib.request.urlopen(location, timeout=10).read()
+    if os.environ.get("MCPSTUDIO_TEST_BROWSER_ATTACK"):
+        idle.close()
     return 0
 
 
@@ -10865,7 +11300,7 @@ def conformance_client(url: str) -> int:
                                   env=env, stdin=subprocess.DEVNULL).returncode for call in context["toolCalls"])
     if scenario in ("json-schema-ref-no-deref", "request-metadata") or not tools:
         return 0 if listing else 1
-    if scenario == "sep-2322-client-request-state":  # each tool in turn, answering its questions yes
+    if scenario in ("sep-2322-client-request-state", "http-invalid-tool-headers"):  # each tool, answering yes
         return max(subprocess.run(mcpstudio + ["call", name, "--yes"] + mode, env=env,
                                   stdin=subprocess.DEVNULL).returncode for name in tools)
     if scenario == "json-schema-2020-12-preservation":
