@@ -4677,7 +4677,7 @@ def fake_server(args):
     if "--crash-at-start" in args or os.environ.get("FAKE_CRASH_AT_START"):
         sys.stderr.write("fake: cannot start: missing API key\n")
         sys.exit(3)
-    if opt("--slow-start"):
+    if opt("--slow-start") and not os.environ.get("FAKE_QUICK_START"):  # (set by cache_tools)
         time.sleep(float(opt("--slow-start")))
     if opt("--pidfile"):
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -5009,8 +5009,10 @@ class AggregatorTests(AggregatorCase):
                 return names
 
     def cache_tools(self, data, expected):
-        """Run once so the tools are cached; then forget which servers started."""
-        with self.serve(data) as server:
+        """Run once so the tools are cached; then forget which servers started. A --slow-start
+        server starts at once here (FAKE_QUICK_START reaches it through mcpstudio's environment,
+        which the cache's key leaves out): the test waits on its slow start once, not twice."""
+        with self.serve(data, env=dict(self.env, FAKE_QUICK_START="1")) as server:
             server.initialize()  # a slow server's tools arrive after the first listing: list until they do
             self.assertTrue(wait_until(lambda: expected in self.tool_names(server), interval=0.3))
         self.assert_all_gone()
@@ -7404,6 +7406,13 @@ class HttpServerProcess(McpProcess):
         text = response.read().decode()
         connection.close()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, text
+
+    def __exit__(self, *exc):
+        # Served over HTTP, it does not read stdin: SIGTERM stops it (coverage saves on SIGTERM), where
+        # McpProcess's stdin EOF would wait 3 s first.
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        return super().__exit__(*exc)
 
     @staticmethod
     def messages(text):
