@@ -11221,16 +11221,47 @@ class TimedSuite(unittest.TestSuite):
         stream.write("total %.1f s, %.1f CPU s over %d tests\n" % (wall, cpu, len(self.tests)))
 
 
+class SharedSuite(unittest.TestSuite):
+    """The suite with MCPSTUDIO_SHARD_DIR set: runs of one Python started side by side with the same
+    folder share out the test classes, each class running in the first run to claim it (an
+    os.mkdir in the folder, atomic). A run that finishes a class claims the next one left, so no
+    run idles while another holds a long queue (.ci/run runs each Python's suite so). The longest
+    classes go first, that no run starts one when the others are done."""
+
+    FIRST = ("ConformanceClientTests", "AggregatorTests", "AggregatorReliabilityTests", "FaultTests",
+             "ToolingTests", "FuzzTests", "TaskTests", "ProtocolTests", "LifecycleTests", "HttpTests")
+    _cleanup = False  # TestSuite.run would drop its tests by the index of this suite's own iteration
+
+    def __init__(self, tests, folder):
+        super().__init__(sorted(tests, key=self.rank))
+        self.folder = folder
+
+    def rank(self, suite) -> int:
+        name = next((test.__class__.__name__ for test in suite), "")
+        return self.FIRST.index(name) if name in self.FIRST else len(self.FIRST)
+
+    def countTestCases(self) -> int:  # (all of them, claiming none)
+        return sum(suite.countTestCases() for suite in self._tests)
+
+    def __iter__(self):
+        for suite in self._tests:
+            name = next((test.__class__.__name__ for test in suite), None)
+            try:
+                os.mkdir(os.path.join(self.folder, name))
+            except (FileExistsError, TypeError):
+                continue  # another run has it (or the class has no tests)
+            yield suite
+
+
 def load_tests(loader, tests, pattern):
-    """unittest's hook: with MCPSTUDIO_SHARD=K/N set, only every Nth test class from the Kth runs
-    (.ci/run splits its two longest suites in two, each run with the same `python3 -m unittest -v`);
-    with MCPSTUDIO_DURATIONS=N set, the slowest N tests are printed at the end (TimedSuite)."""
-    shard = os.environ.get("MCPSTUDIO_SHARD")
-    if shard:
-        k, n = (int(part) for part in shard.split("/"))
-        tests = unittest.TestSuite(case for index, case in enumerate(tests) if index % n == k - 1)
+    """unittest's hook: with MCPSTUDIO_SHARD_DIR set, the runs given that folder share out the test
+    classes (SharedSuite); with MCPSTUDIO_DURATIONS=N, the slowest N tests are printed at the end
+    (TimedSuite)."""
+    folder = os.environ.get("MCPSTUDIO_SHARD_DIR")
+    if folder:
+        tests = SharedSuite(tests, folder)
     count = int(os.environ.get("MCPSTUDIO_DURATIONS") or 0)
-    return TimedSuite(tests, count) if count else tests
+    return TimedSuite([tests], count) if count else tests
 
 
 # --------------------------------------------------------------------------
