@@ -11228,8 +11228,10 @@ class SharedSuite(unittest.TestSuite):
     run idles while another holds a long queue (.ci/run runs each Python's suite so). The longest
     classes go first, that no run starts one when the others are done."""
 
-    FIRST = ("ConformanceClientTests", "AggregatorTests", "AggregatorReliabilityTests", "FaultTests",
-             "ToolingTests", "FuzzTests", "TaskTests", "ProtocolTests", "LifecycleTests", "HttpTests")
+    FIRST = ("ConformanceClientTests", "ConformanceTests", "RealUpstreamTests", "TasksConformanceTests",
+             "ClaudeCodeInteropTests", "ToolingTests", "AggregatorTests", "ConfigTests", "AggregatorReliabilityTests",
+             "FaultTests", "ScriptModeTests", "ExampleTests", "ProtocolTests", "OAuthTests", "LoadTests",
+             "HttpTests", "FuzzTests")  # by a CI run's time, the interop classes first (slow in two suites)
     _cleanup = False  # TestSuite.run would drop its tests by the index of this suite's own iteration
 
     def __init__(self, tests, folder):
