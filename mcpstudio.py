@@ -1,22 +1,27 @@
 #!/usr/bin/env python3
 """mcpstudio: turn the commands you already have into MCP tools.
 
-One standard-library module that serves the Model Context Protocol over stdio.
-A command template becomes one tool whose JSON schema comes from its fields:
+One standard-library module that serves the Model Context Protocol over stdio
+(or Streamable HTTP with --http). A command template becomes one tool whose
+JSON schema comes from its fields; a config file adds tools, script folders,
+Agent Skills and other MCP servers behind this one:
 
     python3 mcpstudio.py echo "{message}"
     python3 mcpstudio.py git log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"
+    python3 mcpstudio.py serve --config tools.json
     python3 mcpstudio.py --help
 
 The shell is never involved: a template is parsed once into words, and every
 call renders those words into an argv list that is executed directly.
 
 The module reads top to bottom; each section uses only what stands above it:
-errors, schema validation, naming, templates, SKILL.md frontmatter, processes,
-the JSON-RPC session and stdio transport, tool sources (Agent Skills folders
-among them), the catalog, the MCP server, the tools for
-people (inspect, call, install, import, config edits, zipapp), and the
-command line (`main`).
+Compatibility, Errors, Schema validation, Naming, Templates, Frontmatter (of
+SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport,
+Sources (template tools, script folders, Agent Skills), Catalog, Tasks, Guard
+rails (in front of every call), Server, the 2026-07-28 era, Configuration,
+Aggregator (other MCP servers), OAuth 2.1 for URL upstreams, Input on the way,
+tui, Streamable HTTP, Tools for people (inspect, call, install, import, config
+edits, zipapp), and the Command line (`main`).
 """
 
 # --------------------------------------------------------------------------
@@ -97,6 +102,8 @@ META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
 DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
 DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
+DEFAULT_MAX_TEXT = 20000        # characters of output in a result; more is kept whole and linked (README: Output)
+ERROR_MAX_TEXT = 10000          # ... in an error result: Claude Code cuts those past about 11,000
 DEFAULT_MAX_CONCURRENCY = 32    # commands running at once
 DEFAULT_MAX_NAME_LENGTH = 48    # leaves room for a client prefix such as mcp__<server>__
 OK_EXIT_META = "mcpstudio/okExitCodes"  # a tool's `_meta` key: exit codes that count as success
@@ -104,6 +111,9 @@ KILL_GRACE = 2.0                # seconds between SIGTERM and SIGKILL
 EOF_DRAIN = 2.0                 # seconds in-flight calls may finish after stdin closes
 PIPE_LINGER = 0.1               # seconds to drain pipes after the command itself exited
 PROGRESS_INTERVAL = 1.0         # seconds between progress notifications
+FEED_INTERVAL = 0.25            # seconds between two notifications of a running command's output lines
+FEED_LINES = 3                  # ... the latest lines each carries
+FEED_LINE = 200                 # ... characters of each line
 PAGE_SIZE = 100                 # items per tools/list page
 MAX_MESSAGE = 256 << 20         # bytes of one incoming message; a larger one is skipped
 MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; then reading pauses
@@ -123,7 +133,14 @@ RESOURCE_NOT_FOUND = -32002      # handshake era; 2026-07-28 uses -32602
 HEADER_MISMATCH = -32020         # 2026-07-28 over HTTP: a header disagrees with the body
 UNSUPPORTED_VERSION = -32022     # 2026-07-28: `_meta` names a version this server does not serve
 MISSING_CAPABILITY = -32021      # 2026-07-28: the request needs a client capability it did not declare
-TOOL_DENIED = -32006             # mcp-studio's code: the tool exists, but its server or namespace denies it
+# -32000 to -32007: the aggregator's own codes for a routed request (-32002 stays the spec's "resource not found")
+SERVER_NOT_FOUND = -32000
+SERVER_START_FAILED = -32001
+SERVER_NOT_RUNNING = -32003
+SERVER_TIMEOUT = -32004
+SERVER_ANSWER_TOO_LARGE = -32005
+TOOL_DENIED = -32006             # the tool exists, but its server or namespace denies it
+SERVER_SIGN_IN = -32007          # a URL server wants a sign-in that this process may not start (the message says how)
 
 
 # --------------------------------------------------------------------------
@@ -176,6 +193,35 @@ class ToolError(McpStudioError):
 
 class ConfigError(McpStudioError):
     """A mistake in a config file; the message names the file and where in it."""
+
+
+class FrontmatterError(McpStudioError):
+    """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
+
+    def __init__(self, message: str, line: int | None = None):
+        self.line = line
+        super().__init__("line %d: %s" % (line, message) if line else message)
+
+
+class UpstreamError(McpError):
+    """A routed request that could not be carried out; tools/call turns it into an isError result."""
+
+
+class OAuthError(McpStudioError):
+    """A sign-in that failed or may not start here; its message says what to do (without the control
+    characters, such as terminal escapes, a server's text may carry)."""
+
+    def __init__(self, message: str):
+        super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
+
+
+class HttpError(McpStudioError):
+    """A request the HTTP server refuses: the status to answer with, and the JSON-RPC error when there is one."""
+
+    def __init__(self, status: int, message: str, code=None, request_id=None, headers=(), data=None):
+        super().__init__(message)
+        self.status, self.code, self.request_id, self.headers = status, code, request_id, list(headers)
+        self.data = data
 
 
 # --------------------------------------------------------------------------
@@ -325,6 +371,14 @@ def match_spellings(arguments: dict, keys) -> dict:
         key = name if name in keys else loose.get(name.replace("-", "_"), name)
         out[key if key not in arguments or key == name else name] = value
     return out
+
+
+def separator_problem(separator: str) -> str | None:
+    """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
+        return None
+    return "use 1 to 8 of the characters A-Z a-z 0-9 _ -, which every client accepts in tool names"
+
 
 
 # --------------------------------------------------------------------------
@@ -554,51 +608,93 @@ class Template:
 # interpreter named later on its line (`docker exec c sh -c CODE`) is checked.
 
 # Wrappers: name -> (short options that take a word, long options that take a
-# word, operands before the command, option letters after which the rest of
-# the line is one shell command).
+# word, its other long options, operands before the command (options may
+# follow them too), option letters after which the rest of the line is one
+# shell command). A long option not listed stops the walk: a field after it is
+# refused, since the option might take the next word and the command move.
 _WRAPPERS = {
-    "env": ("uCS", ("--unset", "--chdir", "--split-string"), 0, "S"),
-    "timeout": ("sk", ("--signal", "--kill-after"), 1, ""),
-    "nice": ("n", ("--adjustment",), 0, ""),
-    "nohup": ("", (), 0, ""), "setsid": ("", (), 0, ""), "builtin": ("", (), 0, ""),
-    "command": ("", (), 0, ""), "busybox": ("", (), 0, ""), "exec": ("a", (), 0, ""),
-    "time": ("fo", ("--format", "--output"), 0, ""),
-    "stdbuf": ("ioe", ("--input", "--output", "--error"), 0, ""),
+    "env": ("uCSa", ("--unset", "--chdir", "--split-string", "--argv0"),
+            ("--ignore-environment", "--null", "--debug"), 0, "S"),
+    "timeout": ("sk", ("--signal", "--kill-after"), ("--preserve-status", "--foreground", "--verbose"), 1, ""),
+    "nice": ("n", ("--adjustment",), (), 0, ""),
+    "nohup": ("", (), (), 0, ""), "setsid": ("", (), (), 0, ""),
+    "builtin": ("", (), (), 0, ""), "command": ("", (), (), 0, ""), "busybox": ("", (), (), 0, ""),
+    "exec": ("a", (), (), 0, ""),
+    "time": ("fo", ("--format", "--output"), (), 0, ""),
+    "stdbuf": ("ioe", ("--input", "--output", "--error"), (), 0, ""),
     "sudo": ("ugChDprtTU", ("--user", "--group", "--close-from", "--host", "--chdir", "--prompt", "--role",
-                            "--type", "--command-timeout", "--other-user", "--chroot"), 0, "si"),
-    "doas": ("uC", (), 0, "s"),
+                            "--type", "--command-timeout", "--other-user", "--chroot"),
+             ("--shell", "--login", "--set-home", "--non-interactive", "--preserve-env", "--stdin"), 0, "si"),
+    "doas": ("uC", (), (), 0, "s"),
     "xargs": ("adEILnPs", ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars",
-                           "--process-slot-var"), 0, ""),
-    "chroot": ("", ("--userspec", "--groups"), 1, ""),
-    "ionice": ("cnp", ("--class", "--classdata", "--pid"), 0, ""),
+                           "--process-slot-var"),
+              ("--null", "--verbose", "--exit", "--no-run-if-empty"), 0, ""),
+    "chroot": ("", ("--userspec", "--groups"), (), 1, ""),
+    "ionice": ("cnp", ("--class", "--classdata", "--pid"), (), 0, ""),
+    "flock": ("cwE", ("--command", "--timeout", "--wait", "--conflict-exit-code"),
+              ("--shared", "--exclusive", "--nonblock", "--close"), 1, "c"),
+    "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
+    "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--quiet",), 1, "c"),
 }
 # Programs that join all their arguments into one shell command (ssh: after the
 # host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
-_JOINERS = ("eval", "watch", "parallel", "su", "runuser", "cmd", "powershell", "ssh")
-_EVALUATORS = ("let", "declare", "typeset", "local", "export", "readonly")
+# bash's trap, alias, bind -x, complete -C, fc and enable -f run their words too; bash (the
+# `sh` of macOS) evaluates a[$(cmd)] wherever it takes a variable name (read, printf -v).
+_JOINERS = ("watch", "parallel", "su", "runuser", "cmd", "powershell", "ssh")
+_BUILTINS = ("eval", "trap", "alias", "bind", "complete", "compgen", "fc", "enable", "hash")
+_EVALUATORS = ("let", "declare", "typeset", "local", "export", "readonly", "read", "mapfile", "readarray",
+               "getopts", "unset")
 _SSH_TAKES = "BbcDEeFIiJLlmOopQRSWw"
-_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh", "fish")
+_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh", "fish", "rbash", "tcsh", "csh",
+           "nu", "xonsh", "elvish")
 # Interpreters: name -> (letters whose word is code, letters whose word is the
 # program (no script operand follows), letters whose word is a module it
 # loads, other letters that take a word, then the same for long options, and
-# whether the first operand is program text rather than a script file).
+# whether the first operand is program text rather than a script file, or
+# None when operands are data but for NAME=value definitions, as in make).
 _INTERPRETERS = {
     "python": ("c", "m", "", "WX", (), (), (), ("--check-hash-based-pycs",), False),
     "node": ("ep", "", "r", "C", ("--eval", "--print"), (), ("--require", "--import", "--loader",
-                                                              "--experimental-loader"),
+                                                              "--experimental-loader", "--env-file"),
              ("--conditions", "--title", "--input-type"), False),
-    "ruby": ("e", "", "r", "ICE", (), (), (), ("--encoding",), False),
-    "perl": ("eE", "", "Mm", "I", (), (), (), (), False),
-    "php": ("rBRE", "fF", "", "dcztS", (), (), (), (), False),
+    "ruby": ("e", "", "rI", "CE", (), (), (), ("--encoding",), False),
+    "perl": ("eE", "", "MmI", "", (), (), (), (), False),
+    "php": ("rBREd", "fF", "cz", "tS", (), (), (), (), False),
+    "r": ("e", "f", "", "", (), ("--file",), (), (), False),
+    "julia": ("eE", "", "L", "", ("--eval", "--print"), (), ("--load",), (), False),
+    "expect": ("c", "f", "", "", (), (), (), (), False),
     "lua": ("e", "", "l", "", (), (), (), (), False),
     "osascript": ("e", "", "", "", (), (), (), (), False),
-    "awk": ("e", "fE", "il", "vF", ("--source",), ("--file", "--exec"), ("--include", "--load"),
+    "awk": ("e", "fE", "il", "vFW", ("--source",), ("--file", "--exec"), ("--include", "--load"),
             ("--assign", "--field-separator"), True),
     "sed": ("e", "f", "", "l", ("--expression",), ("--file",), (), ("--line-length",), True),
     "jq": ("", "f", "L", "", (), ("--from-file",), (), ("--indent",), True),
+    "make": ("E", "fC", "", "IoW", ("--eval",), ("--file", "--makefile", "--directory"), (), ("--include-dir",
+             "--old-file", "--assume-old", "--what-if", "--new-file", "--assume-new"), None),
+}
+# Other programs: options whose word is a command or code they run, or a file
+# they run, read options from or write (`+` is the vi family's +COMMAND).
+_RUNS = {
+    "git": ("--config-env", "--exec-path", "--upload-pack", "--receive-pack", "--exec", "--extcmd", "--config",
+            "--template", "--output", "--open-files-in-pager"),
+    "find": ("-fprint", "-fprint0", "-fprintf", "-fls"),
+    "tar": ("--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
+            "--new-volume-script", "-F", "--rsh-command", "--rmt-command"),
+    "zip": ("-TT", "--unzip-command"),
+    "curl": ("-K", "--config", "-o", "--output", "-T", "--upload-file"),
+    "wget": ("-O", "--output-document", "-e", "--execute", "--config", "-o", "-a"),
+    "rsync": ("-e", "--rsh", "--rsync-path"),
+    "scp": ("-o", "-F", "-S"), "sftp": ("-o", "-F", "-S", "-b"),
+    "psql": ("-c", "--command", "-f", "--file"), "mysql": ("-e", "--execute"),  # \! runs a command
+    "gdb": ("-ex", "--eval-command", "-iex", "-x", "--command", "-ix"),
+    "vi": ("+", "-c", "--cmd", "-S", "-u", "-U", "-i", "-w", "-W"),
+    "sqlite": ("-cmd", "-init"),
+    "emacs": ("--eval", "-l", "--load", "--script"),
+    "printf": ("-v",), "test": ("-v",), "[": ("-v",),  # bash evaluates a[$(cmd)] in the name they take
 }
 _PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
                   "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "gsed": "sed", "pwsh": "powershell",
+                  "ipython": "python", "gmake": "make", "rscript": "r",
                   "source": "source", ".": "source"}
 _JQ_PAIRS = ("--arg", "--argjson", "--slurpfile", "--rawfile")  # jq options that take two words
 _SHELL_RESERVED = ("!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time")
@@ -612,6 +708,8 @@ def _program(text: str) -> str:
         return _PROGRAM_NAMES[name]
     if name in _WRAPPERS or name in _INTERPRETERS or name in _SHELLS:
         return name
+    if re.fullmatch(r"[nrge]?(vim?|view)|vimdiff|ex|ed", name):
+        return "vi"
     name = re.sub(r"[0-9.]+$", "", name)
     return _PROGRAM_NAMES.get(name, name)
 
@@ -630,7 +728,13 @@ def _has_field(word: list) -> bool:
     return any(not isinstance(p, str) for p in word)
 
 
-_STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")  # a program file that is really stdin
+_STDIN_NAME = re.compile(r"-|/dev/stdin|/dev/fd/0|/proc/[^/]+/fd/0")  # a program file that is really stdin
+
+
+def _long_option(name: str, known) -> str:
+    """`name` as getopt_long reads it: the known option it spells out or is the only one to begin, else itself."""
+    matches = [option for option in known if option.startswith(name)]
+    return name if name in known or len(matches) != 1 else matches[0]
 
 
 class _CodeCheck:
@@ -646,9 +750,7 @@ class _CodeCheck:
     def _refuse(self, index: int, text: str):
         if self.problem is None and index < len(self.words) and _has_field(self.words[index]):
             word = self.words[index]
-            piece = next(p for p in word if not isinstance(p, str))
-            name = piece.name if isinstance(piece, Field) else piece.fields[0].name
-            self.problem = text % {"name": name, "word": "".join(_piece_text(p) for p in word)}
+            self.problem = text % {"name": _first_field(word), "word": "".join(_piece_text(p) for p in word)}
 
     def _code(self, index: int, program: str, note: str = ""):
         self._refuse(index, "`%(name)s` stands inside code that " + program.replace("%", "%%") + " runs"
@@ -664,10 +766,12 @@ class _CodeCheck:
                      "arguments or through stdin")
 
     def _options(self, index: int, takes: str, long_takes=(), on_letter=None, on_long=None, pairs=(),
-                 program: str = "") -> int:
+                 program: str = "", long_flags=None) -> int:
         """Skip `program`'s options from `index` and return the index of the first operand.
-        `on_letter(letter, index of its word)` and `on_long(name, index of its word)` see each one.
-        A field that would supply option letters or an option's name (`-{x}`, `--{x}`) is refused."""
+        `on_letter(letter, index of its word)` and `on_long(name, index of its word)` see each one;
+        a long option may be abbreviated (--sp is --split-string). A field that would supply option
+        letters or an option's name (`-{x}`, `--{x}`) is refused, and so is any field after a long
+        option not in `long_takes` or `long_flags` (when given) that may take the next word."""
         words = self.words
         while index < len(words) and self.problem is None:
             text, field = _lead_text(words[index]), _has_field(words[index])
@@ -679,7 +783,13 @@ class _CodeCheck:
                 self._among_options(index, program)
                 return len(words)
             if text.startswith("--"):
-                name = text.split("=", 1)[0]
+                name = _long_option(text.split("=", 1)[0], long_takes + pairs + (long_flags or ()))
+                if long_flags is not None and "=" not in text and name not in long_takes + long_flags:
+                    for i in range(index + 1, len(words)):
+                        self._refuse(i, "`%(name)s` follows `" + name + "`, an option of `" + program + "` that "
+                                     "mcpstudio does not know, so which word it takes, and which is the command, "
+                                     "is unknown (the word `%(word)s`). Write it as " + name + "=VALUE, or leave it out")
+                    return len(words)
                 size = 1 if "=" in text else 3 if name in pairs else 2 if name in long_takes else 1
                 if on_long is not None:
                     on_long(name, index if size == 1 else index + size - 1)
@@ -702,12 +812,13 @@ class _CodeCheck:
         """Whether the value of `option` (in word `index`, attached or the whole word) names stdin."""
         if index >= len(self.words) or _has_field(self.words[index]):
             return False
+        import posixpath
         text = _lead_text(self.words[index])
         if text.startswith("--") and "=" in text:
             text = text.split("=", 1)[1]
         elif option and text.startswith("-") and len(text) > 1 and option.lstrip("-") in text[1:]:
             text = text[1:].split(option.lstrip("-"), 1)[1] or text  # -f- ; a bare -f has its value next
-        return text in _STDIN_NAMES
+        return bool(_STDIN_NAME.fullmatch(posixpath.normpath(re.sub("/+", "/", text))))  # /dev/./stdin, /dev/fd//0
 
     def _reads_stdin(self, program: str):
         self.stdin_code = self.stdin_code or "`%s` reads the program it runs from stdin" % program
@@ -721,17 +832,48 @@ class _CodeCheck:
         for i in range(index, len(self.words)):
             self._code(i, program, note)
 
+    def _runs(self, index: int, program: str, spellings):
+        """Refuse a field as the word of an option in `spellings` (`tar --to-command=CMD`, `wget -O FILE`),
+        anywhere on the line: attached, bundled (`curl -sSLo FILE`), abbreviated or as the next word."""
+        for i in range(index, len(self.words)):
+            text = _lead_text(self.words[i])
+            name = text.split("=", 1)[0]
+            for option in spellings:
+                bundled = len(option) == 2 and name[:1] == "-" != name[1:2] and option[1] in name
+                if name == option or bundled or name[:1] == option == "+" or (
+                        option.startswith("--") and len(name) > 3 and option.startswith(name)):
+                    tail = name[name.index(option[-1]) + 1:] if bundled else name[len(option):]
+                    at = i if "=" in text or tail or _has_field(self.words[i]) else i + 1
+                    self._refuse(at, "`%(name)s` is the word of `" + program + " " + option + "`, which names a "
+                                 "command or code it runs, or a file it runs, reads options from or writes (the "
+                                 "word `%(word)s`), so a value could run any command or overwrite any file. Write "
+                                 "it out in the template; pass values as arguments or through stdin")
+
     def _walk(self, index: int):
         words = self.words
         while index < len(words) and self.problem is None:
-            if _has_field(words[index]) and not _lead_text(words[index]).startswith("-"):
+            lead = _lead_text(words[index])
+            assignment = _ASSIGNMENT.match(lead)
+            if assignment:  # NAME=value before the command (env, sudo, a shell script)
+                if _steers(assignment.group()[:-1]):
+                    self._refuse(index, "`%(name)s` is the value of `" + assignment.group() + "` (the word "
+                                 "`%(word)s`), a variable programs or the shell act on (PATH, PROMPT_COMMAND, "
+                                 "LD_PRELOAD, TAR_OPTIONS), so a value could choose what runs. Use a lowercase "
+                                 "name, or pass the value as an argument")
+                index += 1
+                continue
+            if _has_field(words[index]) and not lead.startswith("-"):
                 self._choice(index, "the command to run")
                 return
-            program = _program(_lead_text(words[index]))
+            program = _program(lead)
+            if program.endswith("sh") and program != "ssh" and any(
+                    re.fullmatch(r"-[a-z]*c[a-z]*", _lead_text(w)) for w in words[index + 1:]):
+                self._shell(program, index + 1)  # an unknown shell given -c, such as oksh
+                return
             if program in _WRAPPERS:
                 index = self._wrapper(program, index + 1)
                 continue
-            if program in _JOINERS or program in _EVALUATORS:
+            if program in _JOINERS + _BUILTINS + _EVALUATORS:
                 start = index + 1
                 if program == "ssh":
                     def ssh_letter(letter, i):
@@ -743,12 +885,10 @@ class _CodeCheck:
                 self._rest_is_code(start, "`%s`" % program, " (it evaluates names and arithmetic: a[$(cmd)] "
                                    "runs cmd)" if program in _EVALUATORS else " (it joins its arguments into "
                                    "one shell command)")
-            elif program == "[[" and any(_lead_text(w) in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge")
+            elif program == "[[" and any(_lead_text(w) in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v")
                                           for w in words[index + 1:]):
                 self._rest_is_code(index + 1, "`[[ ... -eq ... ]]`", " as arithmetic (a[$(cmd)] runs cmd)")
-            elif program == "source":
-                self._choice(index + 1, "the script `source` runs")
-            elif program in _SHELLS:
+            elif program in _SHELLS + ("source",):
                 self._shell(program, index + 1)
             elif program in _INTERPRETERS:
                 self._interpreter(program, index + 1)
@@ -760,25 +900,47 @@ class _CodeCheck:
                 def git_letter(letter, i):
                     if letter == "c":
                         self._code(i, "`git -c` (a config value such as core.sshCommand)")
-                self._options(index + 1, "cC", (), git_letter, program="git")
+                sub = self._options(index + 1, "cC", ("--git-dir", "--work-tree", "--namespace", "--config-env"),
+                                    git_letter, program="git",
+                                    long_flags=("--exec-path", "--bare", "--no-pager", "--no-optional-locks"))
+                name = " ".join(_lead_text(w) for w in words[sub:sub + 2])
+                if name in ("submodule foreach", "bisect run"):
+                    self._rest_is_code(sub + 2, "`git %s`" % name)
+                name = name.split(" ")[0]
+                extra = {"rebase": ("-x",), "difftool": ("-x",), "grep": ("-O",), "format-patch": ("-o",)}
+                self._runs(index + 1, "git " + name, _RUNS["git"] + extra.get(name, ()))
+            elif program == "sqlite":  # its operands after the database are SQL, where .shell runs a command
+                while index + 1 < len(words) and _lead_text(words[index + 1]).startswith("-"):
+                    index += 1
+                self._runs(index, "sqlite3", _RUNS["sqlite"])
+                if index + 2 >= len(words):
+                    self._reads_stdin("sqlite3")
+                self._rest_is_code(index + 2, "`sqlite3`", " as SQL and dot-commands (.shell runs a command)")
+            elif program in _RUNS:
+                ex_mode = program == "vi" and (lead.endswith(("ex", "ed")) or any(_lead_text(w)[:2] in ("-e", "-E")
+                                                                                   for w in words))
+                self._runs(index + 1, lead, _RUNS[program] + (("-s",) if program == "vi" and not ex_mode else ()))
+                if ex_mode:
+                    self._reads_stdin(lead)  # ex mode reads its commands from stdin
+                if not self.guessing:
+                    self._guess(index + 1)  # gdb --args CMD
             elif not self.guessing:
                 self._guess(index + 1)
             return
 
     def _guess(self, index: int):
-        """A program not known here may still run a shell or an interpreter it is given
-        (`docker exec c sh -c CODE`, `kubectl exec p -- python3 -c CODE`): a field in the
-        code position after such a word is refused too."""
+        """A program not known here may still run what it is given (`docker exec c sh -c CODE`,
+        `kubectl exec p -- sed CODE`, `flock LOCK awk CODE`): each later word is walked as if a
+        command began there, and a field in a code position after it is refused too."""
         for i in range(index, len(self.words)):
-            name = _program(_lead_text(self.words[i]))
-            if not _has_field(self.words[i]) and (name in _SHELLS or (name in _INTERPRETERS
-                                                                      and not _INTERPRETERS[name][-1])):
+            if not _has_field(self.words[i]) and _program(_lead_text(self.words[i])) not in _BUILTINS + _EVALUATORS + (
+                    "printf", "test", "["):  # bash's own words: `go test -v {pkg}` is no `test -v`
                 inner = _CodeCheck(self.words[i:], guessing=True)
                 self.problem = self.problem or inner.problem
                 self.stdin_code = self.stdin_code or inner.stdin_code  # `docker exec -i c sh`
 
     def _wrapper(self, program: str, index: int) -> int:
-        takes, long_takes, operands, shell_letters = _WRAPPERS[program]
+        takes, long_takes, long_flags, operands, shell_letters = _WRAPPERS[program]
         joined = []
 
         def letter(char, i):
@@ -788,18 +950,18 @@ class _CodeCheck:
                     self._code(i, "`%s -%s`" % (program, char))
 
         def long_option(name, i):
-            if name in ("--split-string", "--shell", "--login"):
+            if name in ("--split-string", "--shell", "--login", "--command", "--call"):
                 joined.append(name)
                 self._code(i, "`%s %s`" % (program, name))
-        index = self._options(index, takes, long_takes, letter, long_option, program=program) + operands
+        index = self._options(index, takes, long_takes, letter, long_option, program=program, long_flags=long_flags)
+        if operands:  # flock LOCKFILE -c CMD: options after the operand too
+            index = self._options(index + operands, takes, long_takes, letter, long_option, program=program,
+                                  long_flags=long_flags)
         if program == "xargs" and not self.stdin_code:
             self.stdin_code = "`xargs` turns stdin into arguments (options, or code with -I)"
         if joined:
             self._rest_is_code(index, "`%s %s`" % (program, joined[0]), " as one shell command")
             return len(self.words)
-        while program in ("env", "sudo") and index < len(self.words) and \
-                _ASSIGNMENT.match(_lead_text(self.words[index])):
-            index += 1  # NAME=value words
         return index
 
     def _shell(self, program: str, index: int):
@@ -811,10 +973,9 @@ class _CodeCheck:
             if fish and char in "cC":
                 self._code(i, "`fish -%s`" % char)
 
-        def long_option(name, i):
-            if name in ("--command", "--init-command"):
-                flags.append("c")
-                self._code(i, "`%s %s`" % (program, name))
+        def long_option(name, i):  # --command, --init-command, --rcfile, --init-file; any other with a field
+            flags.extend("c" if "command" in name else "")
+            self._code(i, "`%s %s`" % (program, name))
         index = self._options(index, "cCdo" if fish else "oO", ("--rcfile", "--init-file", "--command",
                                                                "--init-command"), letter, long_option,
                               program=program)
@@ -854,6 +1015,11 @@ class _CodeCheck:
         index = self._options(index, code + programs + modules + takes,
                               long_code + long_programs + long_modules + long_takes, letter, long_option,
                               _JQ_PAIRS if program == "jq" else (), program)
+        if text_operand is None:  # make NAME=value: make expands it ($(shell cmd) runs cmd)
+            for i in range(index, len(self.words)):
+                if "=" in _lead_text(self.words[i]):
+                    self._code(i, "`%s NAME=VALUE`" % program)
+            return
         if given:
             return  # the code came with an option: the operands are data
         if index >= len(self.words) or self._stdin_value(index, ""):
@@ -875,6 +1041,7 @@ class _CodeCheck:
 
     def _find(self, index: int):
         words = self.words
+        self._runs(index, "find", _RUNS["find"])
         for i in range(index, len(words)):
             if _lead_text(words[i]) in ("-exec", "-execdir", "-ok", "-okdir") and not _has_field(words[i]):
                 end = i + 1
@@ -884,23 +1051,25 @@ class _CodeCheck:
 
 
 def _shell_commands(tokens) -> list:
-    """The simple commands of a `"shell": true` script, each a list of words: tokens
-    split into words at unquoted blanks and into commands at | & ; ( ) and newlines,
-    without redirections, leading NAME=value words and reserved words."""
+    """The simple commands of a `"shell": true` script, each (words, fed): tokens split
+    into words at unquoted blanks and into commands at | & ; ( ) and newlines, without
+    redirections and reserved words; `fed` when a pipe or a `<` redirection gives its stdin."""
     commands, words, word = [], [], []
-    skip = ops = False  # the word is a redirection; it holds only its operator so far
+    skip = ops = fed = False  # the word is a redirection; it holds only its operator so far
+    last = ""
 
-    def end_command(words):
-        while words and (_ASSIGNMENT.match(_lead_text(words[0]))
-                         or (_lead_text(words[0]) in _SHELL_RESERVED and not _has_field(words[0]))):
+    def end_command(words, fed):
+        while words and _lead_text(words[0]) in _SHELL_RESERVED and not _has_field(words[0]):
             words.pop(0)
         if words and _lead_text(words[0]) in ("for", "case", "select", "function"):
             return  # their words are names and patterns; the commands come after ; or )
         if words:
-            commands.append(words)
+            commands.append((words, fed))
     for kind, value, quote, raw in tokens:
         plain = kind == "t" and quote is None and raw == value
+        previous, last = last, raw
         if plain and value in "<>" and not ops:
+            fed = fed or value == "<"
             if word and not _has_field(word) and "".join(word).isdigit():
                 word = []  # the 2 of 2>
             if word and not skip:
@@ -919,13 +1088,13 @@ def _shell_commands(tokens) -> list:
                 words.append(word)
             word, skip = [], False
             if value in "\n|&;()":
-                end_command(words)
-                words = []
+                end_command(words, fed)
+                words, fed = [], value == "|" != previous or previous + value == "|&"  # not ||; bash's |&
             continue
         word.append("" if kind == "q" else value)
     if word and not skip:
         words.append(word)
-    end_command(words)
+    end_command(words, fed)
     return commands
 
 
@@ -936,12 +1105,26 @@ def check_code_fields(words: list, source, shell_tokens=None) -> str:
     command by command instead. Returns why a stdin template's fields would be
     code or options (`sh` reads its program there, `xargs` makes arguments), or "".
     """
-    commands = _shell_commands(shell_tokens) if shell_tokens is not None else [words]
+    commands = _shell_commands(shell_tokens) if shell_tokens is not None else [(words, False)]
+    names, text = [], ""
+    for kind, value, quote, raw in shell_tokens or ():
+        if kind in "fg":
+            names.append(_first_field([value]))
+            if quote != "'" and re.search(r"\$\{(?![\w#]*:?[-=+?])[^}]*$|\(\((?:(?!\)\)).)*$", text, re.S):
+                raise TemplateError("`%s` stands inside ${...} or ((...)) (`%s`), where bash, the sh of macOS, reads "
+                                    "an offset, a length, a subscript or arithmetic, so a value could run any command "
+                                    "(a[$(cmd)] runs cmd). Pass it as its own word, or as ${name:-{%s}}"
+                                    % (names[-1], text[-30:] + raw, names[-1]), None, None)
+        text += raw
     stdin_code = ""
-    for command in commands:
+    for command, fed in commands:
         check = _CodeCheck(command)
         if check.problem:
             raise TemplateError(check.problem, None, None)
+        if fed and check.stdin_code and names:
+            raise TemplateError("`%s` is in a script that pipes or redirects into a program where %s, so a value "
+                                "could become that code or those options. Pass values to that program as its own "
+                                "arguments" % (names[0], check.stdin_code), None, None)
         stdin_code = stdin_code or check.stdin_code
     return stdin_code
 
@@ -950,12 +1133,17 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
                  honour_double_dash: bool = True, ends=()) -> list:
     """Render parsed words (lists of pieces) to argv; see Template.render.
 
-    `honour_double_dash=False` keeps the dash guard on after a `--` word;
-    `ends` holds the indexes of words after which a shell script's command
-    ends, and with it what a `--` before it said.
+    The guard judges a word as rendered (`{a}-{b}` with `a` empty is `-{b}`)
+    and also refuses a leading `+` or `@` where a program on the line reads them. A `--`
+    frees the words after it only when a field's word follows it directly
+    (`env -- git log {rev}`: that `--` was env's); `honour_double_dash=False`
+    keeps the guard on after it. `ends` holds the indexes of words after
+    which a shell script's command ends, and with it what a `--` said.
     """
     argv = []
     after_double_dash = False
+    signs = ("-",) + tuple({"vi": "+", "curl": "@", "javac": "@", "java": "@", "gcc": "@", "clang": "@"}.get(
+        _program(_lead_text(word)), "-") for word in words)  # vim +COMMAND, curl -d @FILE, gcc @ARGFILE
     for index, pieces in enumerate(words):
         if index - 1 in ends:
             after_double_dash = False  # a new command of a shell script: its own options
@@ -967,16 +1155,23 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
         if not present:
             continue  # nothing in the word was given: the word goes
         word = "".join(parts)
-        if (isinstance(lead, Field) and word.startswith("-") and not after_double_dash
+        if (isinstance(lead, Field) and word.startswith(signs) and not after_double_dash
                 and not allow_dash_values and not _NUMBER.fullmatch(word)):
-            value = _clip(arguments[lead.key], 40)
-            raise ToolError("`%s` starts with '-' (%r), so the command would read it as an option, not as "
-                            "a value. Pass a value that does not start with '-' (a path can be written ./%s)."
-                            % (lead.key, value, value))
-        if pieces == ["--"] and honour_double_dash:
+            value, fields = _clip(word, 40), Group(pieces).fields  # the first value given is the one to blame
+            raise ToolError("`%s` starts with '%s' (%r), so the command would read it as an option (or a file to "
+                            "read options or data from), not as a value. Pass a value that does not start with it (a "
+                            "path can be written ./%s)."
+                            % (next((f.name for f in fields if arguments.get(f.key)), fields[0].name), word[0], value,
+                               value))
+        if pieces == ["--"] and honour_double_dash and index + 1 < len(words) and _has_field(words[index + 1]):
             after_double_dash = True
         argv.append(word)
     return argv
+
+
+def _first_field(word: list) -> str:
+    piece = next(p for p in word if not isinstance(p, str))
+    return piece.name if isinstance(piece, Field) else piece.fields[0].name
 
 
 def _text(value) -> str:
@@ -1010,7 +1205,7 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
     """Append the rendering of `pieces` to `parts`.
 
     Returns (lead, present): `lead` is what begins the text ("text", a flag or
-    array marker, or the string Field whose value comes first; None if
+    array marker, or the string Field that comes first, given or not; None if
     nothing), `present` whether any literal text or given value was there
     (False also when a `{field}` written with braces was not given: its
     whole word goes, rather than leaving half an argument).
@@ -1036,12 +1231,11 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
                 if value:
                     parts.append(",".join(_text(v) for v in value))
                     lead, present = lead or "array", True
-            elif value is not None:
-                value = _text(value)
-                parts.append(value)
-                present = True
-                if lead is None and value:
-                    lead = piece
+            else:
+                lead = lead or piece  # a field leads even when empty or left out: `{a}-{b}` is led by `a`
+                if value is not None:
+                    parts.append(_text(value))
+                    present = True
     return lead, present
 
 
@@ -1109,15 +1303,6 @@ def _clip(text: str, limit: int) -> str:
 
 FRONTMATTER_MAX_CHARS = 64 << 10  # a frontmatter's size and nesting (a skill past them is refused)
 FRONTMATTER_MAX_DEPTH = 32
-
-
-class FrontmatterError(McpStudioError):
-    """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
-
-    def __init__(self, message: str, line: int | None = None):
-        self.line = line
-        super().__init__("line %d: %s" % (line, message) if line else message)
-
 
 _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
                  "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
@@ -1557,13 +1742,9 @@ class _Yaml:
 # command that already exited cannot be found there. A bare program name is
 # looked up as a batch file too (npx -> npx.cmd), which exec_problem's batch
 # rule then guards. Only Linux is tested in CI; macOS takes the POSIX path.
-
-def separator_problem(separator: str) -> str | None:
-    """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
-    if re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
-        return None
-    return "use 1 to 8 of the characters A-Z a-z 0-9 _ -, which every client accepts in tool names"
-
+# Outside this block code asks only `_POSIX` (the batch rule's default, the
+# #! hint, Claude Desktop's PATH, script options as variables); client_config_path takes the platform of
+# the client's machine as an argument, to be tested for each.
 
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
@@ -1603,6 +1784,9 @@ if _POSIX:
         return argv  # execvp searches the child's PATH itself
 
     _END_OF_INPUT = "Ctrl+D"
+
+    def _cache_base() -> str:
+        return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
 
     def _text_stdout():
         pass  # print() writes the locale's encoding, UTF-8 on any system a client runs on
@@ -1746,6 +1930,9 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
 
     _END_OF_INPUT = "Ctrl+Z then Enter"
 
+    def _cache_base() -> str:
+        return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
+
     def _text_stdout():
         """Redirected to a file or pipe, print() writes the ANSI code page and fails on the first
         character outside it (an emoji in a tool's description): write UTF-8 instead."""
@@ -1838,8 +2025,9 @@ class _Capture:
 class _ChildProtocol(asyncio.SubprocessProtocol):
     """Collects a child's output and tells when it exited and when its pipes closed."""
 
-    def __init__(self, limit: int, on_stderr_line=None):
+    def __init__(self, limit: int, on_stderr_line=None, on_output=None):
         loop = asyncio.get_running_loop()
+        self.on_output = on_output  # (fd, bytes) as they come: an OutputFeed's add
         self.stdout = _Capture(limit)
         self.stderr = _Capture(limit)
         self.exited = loop.create_future()
@@ -1849,6 +2037,8 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         self._partial = bytearray()  # a stderr line not ended yet (appended to: linear, however long)
 
     def pipe_data_received(self, fd, data):
+        if self.on_output is not None:
+            self.on_output(fd, data)
         if fd == 1:
             self.stdout.add(data)
         else:
@@ -2076,7 +2266,7 @@ class ProcessRunner:
             self.watchdog = None
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
-                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None) -> ProcessResult:
+                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None) -> ProcessResult:
         """Run `argv` to completion under the runner's limits; return a ProcessResult."""
         loop = asyncio.get_running_loop()
         argv = _resolve_program(argv, env)
@@ -2088,7 +2278,7 @@ class ProcessRunner:
         started = time.monotonic()
         try:
             transport, child, cancelled = await self._spawn(
-                lambda: _ChildProtocol(output_limit, on_stderr_line), argv,
+                lambda: _ChildProtocol(output_limit, on_stderr_line, on_output), argv,
                 stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
         except FileNotFoundError as exc:
@@ -2409,12 +2599,16 @@ class StdioFraming:
     of the stream, `end()` return a list of `(item, framing)`: `item` is one
     message's bytes, or an McpError (PARSE_ERROR) to answer with id null. A
     message over `limit` bytes is reported and skipped without being kept,
-    and the stream stays in step. Buffering is linear: bytes are appended to
-    one buffer and taken from its front, and a line is scanned only once.
+    and the stream stays in step; `skipped(head, tail)`, when given, gets the
+    first and last 1000 bytes of each line so skipped. Buffering is linear:
+    bytes are appended to one buffer and taken from its front, and a line is
+    scanned only once.
     """
 
-    def __init__(self, limit: int | None = None):
+    def __init__(self, limit: int | None = None, skipped=None):
         self.limit = MAX_MESSAGE if limit is None else limit
+        self.skipped = skipped
+        self._ends = (b"", b"")  # the head and tail so far of the line being skipped
         self._buf = bytearray()
         self._scan = 0           # the newline search resumes here
         self._header = None      # in a header block: the Content-Length (int), or the error it gave
@@ -2446,8 +2640,10 @@ class StdioFraming:
                 nl = buf.find(b"\n", self._scan)
                 if nl < 0:
                     if self._skip_line:
+                        self._skipping(buf)
                         buf.clear()
                     elif len(buf) > self.limit:
+                        self._skipping(buf)
                         buf.clear()
                         self._skip_line = True
                         out.append((self._too_large(), NEWLINE))
@@ -2455,12 +2651,22 @@ class StdioFraming:
                     return out
                 self._scan = 0
                 if self._skip_line or nl > self.limit:
+                    self._skipping(buf[:nl])
                     del buf[:nl + 1]
                     if not self._skip_line:
                         out.append((self._too_large(), NEWLINE))
                     self._skip_line = False
+                    if self.skipped is not None:
+                        self.skipped(*self._ends)
+                    self._ends = (b"", b"")
                 else:
                     self._line(self._take(nl, 1), out)
+
+    def _skipping(self, data):
+        """Keep the first and last 1000 bytes of the line being skipped (for `skipped`)."""
+        if self.skipped is not None:
+            head, tail = self._ends
+            self._ends = (head or bytes(data[:1000]), bytes((tail + data[-1000:])[-1000:]))
 
     def _take(self, size: int, extra: int) -> bytes:
         """The first `size` bytes of the buffer, removed with `extra` more (one copy, no rebuild)."""
@@ -2656,7 +2862,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs")
+                 "capabilities", "task", "inputs", "ran", "running")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2669,6 +2875,8 @@ class CallContext:
         self.capabilities = {}  # a 2026-07-28 request's own client capabilities (from its `_meta`)
         self.task = None        # the id of the task this call runs as
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
+        self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
+        self.running = None     # the Task itself (its status message shows the command's last line)
 
     def declared(self, capability: str) -> bool:
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
@@ -2720,6 +2928,62 @@ class CallContext:
             self.progress(round(elapsed, 1), message="%s running for %.0f s" % (label, elapsed))
 
 
+class OutputFeed:
+    """What a running command shows its caller: a heartbeat, and its output lines as they come (as
+    progress messages, `info` log lines and its task's status message), the latest FEED_LINES lines
+    at most every FEED_INTERVAL."""
+
+    def __init__(self, ctx: CallContext, label: str, logger: str, streams=(1, 2)):
+        self.ctx = ctx
+        self.logger = logger
+        self.logs = (ctx.modern or ctx.session.level_chosen) and ctx.wants("info")  # 2026-07-28: a level in `_meta`
+        self.streams = streams if ctx.progress_token is not None or ctx.running is not None or self.logs else ()
+        self.partial = {}  # fd -> the end of a line not ended yet
+        self.lines = collections.deque(maxlen=FEED_LINES)
+        self.started = time.monotonic()
+        self.sent = 0.0
+        self.timer = None
+        self.heartbeat = asyncio.ensure_future(ctx.heartbeat(label)) if ctx.progress_token is not None else None
+
+    def add(self, fd: int, data: bytes):
+        """Bytes the command wrote to `fd`; a line they end is passed on now, or when the interval is up."""
+        if fd not in self.streams:
+            return
+        pieces = (self.partial.get(fd, b"") + data).split(b"\n")
+        self.partial[fd] = pieces.pop()[:FEED_LINE]
+        for piece in pieces[-FEED_LINES:]:
+            self.lines.append(_clip(piece.rstrip(b"\r").decode("utf-8", "replace"), FEED_LINE))
+        if pieces and self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(self.sent + FEED_INTERVAL - time.monotonic(), self.send)
+
+    def send(self):
+        self.timer = None
+        self.sent = time.monotonic()
+        text = "\n".join(self.lines)
+        self.lines.clear()
+        self.ctx.progress(round(self.sent - self.started, 3), message=text)
+        if self.logs:
+            self.ctx.log("info", text, self.logger)
+        if self.ctx.running is not None:
+            self.ctx.running.message = text.rpartition("\n")[2]
+
+    def close(self):
+        """The call ends: nothing more is sent for it."""
+        for job in (self.heartbeat, self.timer):
+            if job is not None:
+                job.cancel()
+
+
+def wire_error(exc: BaseException, log=None) -> McpError:
+    """The one rule at each boundary (a request, a task): an McpError is answered as it is; anything else is a
+    bug, logged and answered as an internal error."""
+    if isinstance(exc, McpError):
+        return exc
+    if log is not None:
+        log.error("internal error: %r", exc)
+    return McpError(INTERNAL_ERROR, "Internal error: %s" % exc)
+
+
 class Session:
     """One JSON-RPC peer over a transport: parses, dispatches, answers, cancels.
 
@@ -2738,7 +3002,10 @@ class Session:
         self.pending = {}   # id of a request we sent the client -> the future of its answer
         self.client_capabilities = {}  # what the client declared in `initialize`
         self.protocol_version = None   # what `initialize` agreed
+        self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
+        self.caller, self.label = None, "stdio"
         self.log_level = "info"
+        self.level_chosen = False  # whether the client sent logging/setLevel (then a command's lines are logged too)
         self.closed = False
 
     # -- incoming ---------------------------------------------------------------
@@ -2843,11 +3110,8 @@ class Session:
         ctx = CallContext(self, request_id, token)
         try:
             result = self.dispatcher(method, params, ctx)
-        except McpError as exc:
-            return _error_response(request_id, exc)
         except Exception as exc:  # the boundary: nothing escapes as a crash
-            self.log.error("internal error in %s: %r", method, exc)
-            return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            return _error_response(request_id, wire_error(exc, self.log))
         if asyncio.iscoroutine(result):
             return request_id, result, ctx
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
@@ -2855,15 +3119,11 @@ class Session:
     async def _complete(self, request_id, coroutine):
         """Run a request's coroutine to a response dict."""
         try:
-            result = await coroutine
-            return {"jsonrpc": "2.0", "id": request_id, "result": result}
-        except McpError as exc:
-            return _error_response(request_id, exc)
+            return {"jsonrpc": "2.0", "id": request_id, "result": await coroutine}
         except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
-            self.log.error("internal error: %r", exc)
-            return _error_response(request_id, McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            return _error_response(request_id, wire_error(exc, self.log))
 
     def _notification(self, method, params):
         if method == "notifications/cancelled":
@@ -2988,6 +3248,154 @@ def output_content(data: bytes, uri: str, cut: int = 0) -> dict:
             "resource": {"uri": uri, "mimeType": "application/octet-stream", "blob": encoded}}
 
 
+OUTPUT_URI = "mcpstudio://output/"
+OUTPUT_KEEP_COUNT = 100         # whole outputs kept to be read back; the oldest go first
+OUTPUT_KEEP_BYTES = 64 << 20    # ... and their bytes together (one larger output is kept alone)
+OUTPUT_KEEP_SECONDS = 3600.0
+
+
+def fit_text(text: str, budget: int, uri: str) -> str:
+    """`text` if it holds at most `budget` characters, else its head and tail (cut at line ends
+    where it can) around one line that says what was left out and how to read it."""
+    if len(text) <= budget:
+        return text
+    half = budget // 2
+    head_end = text.rfind("\n", 0, half) + 1 or half
+    tail_start = text.find("\n", len(text) - half) + 1 or len(text) - half
+    head, middle = text[:head_end], text[head_end:tail_start]
+    first = head.count("\n") + 1
+    last = first + middle.count("\n") - middle.endswith("\n")
+    return ("%s%s[... %d lines (%d bytes) left out here: read them with resources/read %s?lines=%d-%d; "
+            "the whole output is %s ...]\n%s" % (
+                head, "" if head.endswith("\n") else "\n", last - first + 1, len(middle.encode("utf-8")), uri,
+                first, last, uri, text[tail_start:]))
+
+
+def output_slice(data: bytes, query: str) -> bytes:
+    """The lines of a kept output that its URI's query names: `lines=FROM-TO` (numbered from 1, both
+    included, either one left out for the start or the end)."""
+    if not query:
+        return data
+    match = re.fullmatch(r"lines=([0-9]*)-([0-9]*)", query)
+    if match is None:
+        raise ValueError("expected ?lines=FROM-TO (line numbers from 1; either may be left out), not ?%s" % query)
+    first, last = match.groups()
+    starts = [0] + [found.end() for found in re.finditer(b"\n", data)]
+    index = max(int(first or 1), 1) - 1
+    begin = starts[index] if index < len(starts) else len(data)
+    return data[begin:starts[int(last)] if last and int(last) < len(starts) else len(data)]
+
+
+class OutputStore:
+    """Whole outputs of calls whose results showed only a part: a resource source of
+    mcpstudio://output/<id>, bounded in count and bytes, each kept OUTPUT_KEEP_SECONDS.
+
+    An output is read only by the session that made it; 2026-07-28 requests are stateless, so
+    there the unguessable id is what grants it (as for tasks)."""
+
+    resources = True
+    dynamic = False
+
+    def __init__(self):
+        self.kept = collections.OrderedDict()  # id -> (owner, expires, bytes), oldest first
+
+    def start(self):
+        pass
+
+    async def close(self):
+        pass
+
+    async def list_tools(self) -> list:
+        return []
+
+    async def list_resources(self) -> list:
+        return []  # every output is private to its session: none is listed
+
+    async def list_resource_templates(self) -> list:
+        return []  # a result's note names its output's URI and how to read a part of it
+
+    def keep(self, data: bytes, owner) -> str:
+        """Keep `data` for `owner` (oldest outputs forgotten past the bounds); return its URI."""
+        now = time.monotonic()
+        key = os.urandom(16).hex()
+        self.kept[key] = (owner, now + OUTPUT_KEEP_SECONDS, data)
+        total = sum(len(entry[2]) for entry in self.kept.values())
+        while len(self.kept) > 1 and (len(self.kept) > OUTPUT_KEEP_COUNT or total > OUTPUT_KEEP_BYTES
+                                      or next(iter(self.kept.values()))[1] <= now):
+            total -= len(self.kept.popitem(last=False)[1][2])
+        return OUTPUT_URI + key
+
+    async def read_resource(self, uri: str, ctx):
+        """A kept output (only text is kept), or the lines the URI's query names; None for other URIs."""
+        if not uri.startswith(OUTPUT_URI):
+            return None
+        key, _, query = uri[len(OUTPUT_URI):].partition("?")
+        entry = self.kept.get(key)
+        if entry is None or entry[0] is not (None if ctx.modern else ctx.session) or entry[1] <= time.monotonic():
+            raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept an hour, the last 100 at most, "
+                           "for the session that made them; call the tool again)" % uri)
+        try:
+            data = output_slice(entry[2], query)
+        except ValueError as exc:
+            raise McpError(INVALID_PARAMS, "Invalid params: %s: %s" % (uri, exc)) from None
+        return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": data.decode("utf-8", "replace")}]}
+
+
+class OutputBudget:
+    """One call's room for output text: a stream past it shows its head and tail, and is kept
+    whole in the OutputStore with a `resource_link` to it."""
+
+    def __init__(self, store: OutputStore, ctx, chars: int):
+        self.store = store
+        self.owner = None if ctx.modern else ctx.session  # 2026-07-28 has no sessions
+        self.chars = chars
+        self.links = []
+
+    def fit(self, data: bytes, text: str, share: float = 1.0) -> str:
+        """`text` (decoded from `data`) within `share` of the room left."""
+        limit = int(self.chars * share)
+        if len(text) > limit:
+            uri = self.store.keep(data, self.owner)
+            text = fit_text(text, limit, uri)
+            self.links.append({"type": "resource_link", "uri": uri, "name": "output", "mimeType": "text/plain",
+                               "size": len(data), "description": "the whole output, of which the result shows a part"})
+        self.chars = max(self.chars - len(text), 0)
+        return text
+
+
+def write_file_argument(key: str, value: str, folder: str, limit: int) -> str:
+    """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
+    its own in `folder` (no two files meet, whatever their names); its path."""
+    import base64
+    match = re.fullmatch(r"data:[^,;]*(?:;(?!name=)[^,;]*)*(?:;name=([^,;]*))?[^,]*;base64,(.*)", value, re.S)
+    try:
+        data = base64.b64decode(match.group(2), validate=True)
+    except (AttributeError, ValueError):  # not a data: URI; not base64
+        raise ToolError("`%s` is a file: give it as a data: URI (data:image/png;name=a.png;base64,iVBOR...), not %s"
+                        % (key, json.dumps(_clip(value, 40)))) from None
+    if len(data) > limit:
+        raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, len(data), limit))
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).lstrip(".")
+    path = os.path.join(folder, key, name or key)
+    os.mkdir(os.path.dirname(path))
+    with open(path, "xb") as f:
+        f.write(data)
+    return path
+
+
+def file_content(name: str, data: bytes, uri: str, budget: OutputBudget) -> dict:
+    """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
+    import base64
+    mime = _image_type(data) or _file_mime(name)
+    encoded = base64.b64encode(data).decode("ascii")
+    text = _as_text(data, False)
+    if mime.startswith(("image/", "audio/")):
+        return {"type": mime.split("/")[0], "data": encoded, "mimeType": mime}
+    if text is not None:
+        return {"type": "text", "text": budget.fit(data, text)}
+    return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": encoded}}
+
+
 def _signal_name(number: int) -> str:
     try:
         return "%s (%d)" % (signal.Signals(number).name, number)
@@ -3018,26 +3426,32 @@ def describe_failure(result: ProcessResult, timeout, subject: str | None = None,
     return None
 
 
-def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,)) -> dict:
-    """A CallToolResult for a finished command: its output, and why it failed if it did."""
+def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,), budget=None) -> dict:
+    """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
     broken = cut_binary(result.stdout, result.stdout_cut)
     failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
     if failure:
         content.append({"type": "text", "text": failure})
+        if budget is not None:
+            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
+    stderr = result.stderr.decode("utf-8", "replace")
+    if budget is not None:
+        stderr = budget.fit(result.stderr, stderr, 0.25)
     if (result.stdout and not broken) or not (failure or result.stderr):
         block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
+        elif block["type"] == "text" and budget is not None:
+            block["text"] = budget.fit(result.stdout, block["text"])
         content.append(block)
     if result.stdout_cut:
         content.append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
     if result.stderr:
-        text = result.stderr.decode("utf-8", "replace")
         if result.stderr_cut:
-            text += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
-        content.append({"type": "text", "text": "[stderr]\n" + text})
-    return {"content": content, "isError": failure is not None}
+            stderr += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
+        content.append({"type": "text", "text": "[stderr]\n" + stderr})
+    return {"content": content + (budget.links if budget is not None else []), "isError": failure is not None}
 
 
 def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
@@ -3055,11 +3469,14 @@ class RunSettings:
     """How a source's commands run: environment, folder, limits, concurrency."""
 
     def __init__(self, env=None, cwd=None, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT,
-                 max_concurrency=DEFAULT_MAX_CONCURRENCY, allow_dash_values=False, task_support="optional"):
+                 max_concurrency=DEFAULT_MAX_CONCURRENCY, allow_dash_values=False, task_support="optional",
+                 max_text=DEFAULT_MAX_TEXT, outputs=None):
         self.env = env
         self.cwd = cwd
         self.timeout = timeout
         self.max_output = max_output
+        self.max_text = max_text
+        self.outputs = outputs  # the OutputStore that keeps what a result leaves out (None: nothing is left out)
         self.max_concurrency = max_concurrency
         self.allow_dash_values = allow_dash_values
         self.task_support = task_support  # `execution.taskSupport` of the tools that run with these settings
@@ -3071,6 +3488,10 @@ class RunSettings:
         if self._gate[0] is None:
             self._gate[0] = asyncio.Semaphore(self.max_concurrency)
         return self._gate[0]
+
+    def budget(self, ctx: CallContext):
+        """This call's OutputBudget, or None without a store."""
+        return OutputBudget(self.outputs, ctx, self.max_text) if self.outputs else None
 
     def derive(self, **overrides) -> RunSettings:
         """A copy with some settings changed, sharing the same concurrency cap."""
@@ -3092,8 +3513,10 @@ class CommandTool:
     def __init__(self, name: str, template: Template, runner: ProcessRunner, settings: RunSettings,
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
                  schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
-                 within=None, output_format: str = "text", ok_exit=(0,), asked=None):
+                 within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None, files=(),
+                 output_folder=None):
         self.name = name
+        self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
         self.template = template
         self.runner = runner
         self.settings = settings
@@ -3108,6 +3531,8 @@ class CommandTool:
         self.output_format = output_format
         self.ok_exit = tuple(ok_exit)
         self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
+        self.files = files  # parameters given as files (data: URIs), passed to the command as paths
+        self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
 
     def question(self, arguments: dict):
         """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
@@ -3150,43 +3575,94 @@ class CommandTool:
                 out[key] = [confine_path(key, v, folder) if isinstance(v, str) else v for v in value]
         return out
 
-    async def call(self, arguments: dict, ctx: CallContext) -> dict:
-        """Validate `arguments`, run the command, and return an MCP CallToolResult."""
+    def checked(self, arguments: dict) -> dict:
+        """`arguments` with spellings matched and defaults added, validated; ToolError for arguments that do not fit."""
         arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
         if self.defaults:
             arguments = dict(self.defaults, **arguments)
         problems = validate(arguments, self.schema)
         if problems:
-            return tool_error(_argument_help(self.name, problems, self.schema))
+            raise ToolError(_argument_help(self.name, problems, self.schema))
+        return arguments
+
+    def prepare(self, arguments: dict) -> tuple:
+        """(argv, stdin bytes or None) that checked `arguments` run; ToolError for a value that may not go there."""
+        if self.within:
+            arguments = self.confined(arguments)
+        return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
+
+    def command_line(self, arguments: dict):
+        """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
+        this tool's own rules; None when the arguments do not fit (the call says why)."""
         try:
-            if self.within:
-                arguments = self.confined(arguments)
-            argv = self.argv(arguments)
+            argv, stdin = self.prepare(self.checked(arguments))
+        except ToolError:
+            return None
+        return {"argv": argv, "stdin": stdin, "cwd": self.settings.cwd, "env": self.settings.env,
+                "rules": [("tool:" + self.name, self.rules)]}
+
+    async def call(self, arguments: dict, ctx: CallContext) -> dict:
+        """Validate `arguments`, run the command, and return an MCP CallToolResult."""
+        try:
+            arguments = self.checked(arguments)
         except ToolError as exc:
             return tool_error(str(exc))
-        stdin = self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
+        if self.files or self.output_folder:
+            import shutil
+            import tempfile
+            folder = tempfile.mkdtemp(prefix="mcpstudio-")  # private (0700); gone after the call
+            try:
+                return await self.files_call(arguments, ctx, folder)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        return await self.run(arguments, ctx)
+
+    async def files_call(self, arguments: dict, ctx: CallContext, folder: str) -> dict:
+        """A call with files in or out, in `folder`: files written before the run, files read after it."""
+        try:
+            arguments = dict(arguments, **{key: write_file_argument(key, arguments[key], folder, self.settings.max_output)
+                                           for key in self.files if key in arguments})
+        except ToolError as exc:
+            return tool_error(str(exc))
+        if self.output_folder:
+            out = arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
+            os.mkdir(out)
+        result = await self.run(arguments, ctx)
+        budget = self.settings.budget(ctx)
+        for name in sorted(os.listdir(out) if self.output_folder else []):
+            path = os.path.join(out, name)
+            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) <= self.settings.max_output:
+                with open(path, "rb") as f:
+                    result["content"].append(file_content(name, f.read(), "mcpstudio://%s/%s" % (self.name, name), budget))
+        return result
+
+    async def run(self, arguments: dict, ctx: CallContext) -> dict:
+        """Render checked `arguments` to argv, run it, and return the CallToolResult."""
+        try:
+            argv, stdin = self.prepare(arguments)
+        except ToolError as exc:
+            return tool_error(str(exc))
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
-        heartbeat = None
-        if ctx.progress_token is not None:  # also while the call waits for a slot
-            heartbeat = asyncio.ensure_future(ctx.heartbeat("`%s`" % self.name))  # not `bash` of bash -c
+        feed = OutputFeed(ctx, "`%s`" % self.name, self.name)  # its heartbeat also while the call waits for a slot
         try:
             async with settings.slots:
-                result = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
-                                               timeout=settings.timeout, output_limit=settings.max_output)
+                result = ctx.ran = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
+                                                         timeout=settings.timeout, output_limit=settings.max_output,
+                                                         on_output=feed.add)
         finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
+            feed.close()
         if ctx.wants("debug"):
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
                     result.seconds))
         _unstarted_in_task(result, ctx, settings.timeout)
-        outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
-        if self.output_format == "json" and not outcome["isError"]:
-            return json_result(self.name, result, outcome)
-        return outcome
+        if self.output_format == "json":
+            outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
+            return outcome if outcome["isError"] else json_result(self.name, result, outcome)
+        return command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit,
+                              settings.budget(ctx))
 
 
 def json_result(name: str, result: ProcessResult, outcome: dict) -> dict:
@@ -3274,6 +3750,10 @@ class TemplateTools:
         """What to ask the user before calling `name` with `arguments` (see CommandTool.question), or None."""
         return self.tools[name].question(arguments)
 
+    def command_line(self, name: str, arguments: dict):
+        """What calling `name` with `arguments` runs (see CommandTool.command_line)."""
+        return self.tools[name].command_line(arguments)
+
     async def list_resources(self) -> list:
         """The resources with fixed URIs."""
         return [r.definition() for r in self.command_resources if r.pattern is None]
@@ -3317,15 +3797,7 @@ CACHE_FORMAT = 1
 
 def user_cache_dir() -> str:
     """$XDG_CACHE_HOME/mcpstudio, else the platform's user cache folder."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
-        if sys.platform == "darwin":
-            base = os.path.expanduser("~/Library/Caches")
-        elif os.name == "nt":
-            base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
-        else:
-            base = os.path.expanduser("~/.cache")
-    return os.path.join(base, "mcpstudio")
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or _cache_base(), "mcpstudio")
 
 
 def script_schema(options) -> tuple:
@@ -3395,32 +3867,24 @@ def _cache_entry_ok(entry) -> bool:
                  or (isinstance(entry.get("meta"), dict) and isinstance(entry.get("options"), dict))))
 
 
-# An option is also passed under its own name ($name, os.environ["a"]), as
-# mcpd does, unless that name is not a portable variable name, or names a
-# variable that decides which program runs, where it looks for code, or how a
-# shell reads its input, or that the operator set (--env, a config's
-# environment). Such an option arrives only as MCPD_OPT_<name> (and in the
-# stdin JSON): a tool argument never changes which program runs.
-_OPTION_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PROTECTED_VARIABLES = frozenset((
-    "PATH", "HOME", "SHELL", "IFS", "ENV", "BASH_ENV", "CDPATH", "PS4", "SHELLOPTS", "BASHOPTS",
-    "GLOBIGNORE", "PROMPT_COMMAND", "ZDOTDIR", "USER", "LOGNAME", "PWD", "OLDPWD", "TMPDIR", "TEMP",
-    "TMP", "TERM", "LANG", "LANGUAGE", "TZ", "EDITOR", "VISUAL", "PAGER", "BROWSER", "CLASSPATH",
-    "NODE_OPTIONS", "NODE_PATH", "PERLLIB", "GCONV_PATH", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS",
-    "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS", "PATHEXT", "COMSPEC", "SYSTEMROOT",
-    "WINDIR", "PSMODULEPATH", "APPDATA", "LOCALAPPDATA", "USERPROFILE",
-    "path", "cdpath", "fpath", "manpath", "module_path", "mailpath"))  # zsh ties these to PATH, ...
-_PROTECTED_PREFIXES = ("LD_", "DYLD_", "PYTHON", "PERL5", "PERL_", "RUBY", "GEM_", "BUNDLE_", "NODE_", "NPM_",
-                       "LC_", "GIT_", "SSH_", "MALLOC_", "BASH_FUNC_", "MCPD_", "MCPSTUDIO_", "XDG_")
+# A value goes into an environment variable under its own name only where
+# no program acts on that name. Programs read upper-case variables (PATH,
+# LD_PRELOAD, TAR_OPTIONS, MAKEFLAGS, PROMPT_COMMAND ...); the few lower-case
+# ones they read are below (proxies; npm_config_*; zsh ties path, fpath ... to
+# PATH, FPATH). Windows ignores case, so there a script option is never set
+# under its own name; it arrives as MCPD_OPT_<name> and in the stdin JSON.
+_QUIET_VARIABLE = re.compile(r"[a-z_][a-z0-9_]*")
+_STEERING_VARIABLE = re.compile(r"(cd|f|man|module_|mail)?path|\w*_proxy|npm_config_\w*|yarn_\w*|pnpm_\w*")
+
+
+def _steers(name: str) -> bool:
+    """Whether a program or the shell acts on the environment variable `name` (see above)."""
+    return not _QUIET_VARIABLE.fullmatch(name) or bool(_STEERING_VARIABLE.fullmatch(name))
 
 
 def option_variable(name: str) -> bool:
     """Whether a script option is also set as a variable of its own name (see above)."""
-    if not _OPTION_VARIABLE.fullmatch(name):
-        return False
-    if os.name == "nt":
-        name = name.upper()  # Windows variable names ignore case: `path` is PATH there
-    return name not in _PROTECTED_VARIABLES and not name.startswith(_PROTECTED_PREFIXES)
+    return _POSIX and not _steers(name)
 
 
 def _option_env(value) -> str:
@@ -3730,19 +4194,17 @@ class ScriptDirectory:
                 if level != "error":
                     return
             kept.append(line)
-        heartbeat = None
-        if ctx.progress_token is not None:
-            heartbeat = asyncio.ensure_future(ctx.heartbeat(tool.rel))
+        feed = OutputFeed(ctx, tool.rel, name, streams=(1,))  # stderr lines are log lines already
         try:
             async with self.settings.slots:
-                result = await self.runner.run(
+                result = ctx.ran = await self.runner.run(
                     [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env, cwd=self.settings.cwd,
-                    timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line)
+                    timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line,
+                    on_output=feed.add)
         finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
+            feed.close()
         _unstarted_in_task(result, ctx, self.settings.timeout)
-        return script_result(tool, result, kept, self.settings.timeout)
+        return script_result(tool, result, kept, self.settings.timeout, self.settings.budget(ctx))
 
     async def list_resources(self) -> list:
         """The `--state` resources of scripts that declare one."""
@@ -3782,25 +4244,32 @@ class ScriptDirectory:
                 task.cancel()
 
 
-def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) -> dict:
-    """A CallToolResult for a script run, following the mcpd exit-code table."""
+def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout, budget=None) -> dict:
+    """A CallToolResult for a script run, following the mcpd exit-code table; its text output within `budget`."""
     block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
     if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
         return {"content": [block], "isError": True}  # the block says why
+    data = None
+    if block["type"] == "text" and result.ok:
+        try:
+            data = json.loads(block["text"])
+        except ValueError:
+            pass
+    if budget is not None and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
+        if not result.ok:
+            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
+        block = dict(block, text=budget.fit(result.stdout, block["text"]))
+    links = budget.links if budget is not None else []
     if result.ok:
         reply = {"content": [block], "isError": False}
         other = [line for line in kept if not line.startswith("ERROR")]
         if other:
             reply["content"].append({"type": "text", "text": "[stderr]\n" + "\n".join(other)})
-        if block["type"] == "text":
-            try:
-                data = json.loads(block["text"])
-            except ValueError:
-                data = None
-            if isinstance(data, dict):
-                reply["structuredContent"] = data
+        if isinstance(data, dict):
+            reply["structuredContent"] = data
         if result.stdout_cut:
             reply["content"].append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
+        reply["content"] += links
         return reply
     code = result.returncode
     if result.status == "exited" and code and code > 0:
@@ -3813,7 +4282,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout) 
         content.append(block)
     if kept:
         content.append({"type": "text", "text": "[stderr]\n" + "\n".join(kept)})
-    return {"content": content, "isError": True}
+    return {"content": content + links, "isError": True}
 
 
 # --------------------------------------------------------------------------
@@ -4184,6 +4653,7 @@ class Catalog:
         self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
         self._resources = {}  # uri -> source
         self._prompts = {}    # public prompt name -> (source, original name)
+        self.listed = {}      # public name -> its Tool (the guard reads its annotations and secret parameters)
 
     @property
     def dynamic(self) -> bool:
@@ -4233,6 +4703,7 @@ class Catalog:
             self._publish(source, await source.list_tools(), routes, tools)
         self._routes = routes
         self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
+        self.listed = {tool["name"]: tool for tool in tools}
         return tools
 
     def denial(self, public: str):
@@ -4283,7 +4754,7 @@ class Catalog:
 
     async def read_resource(self, uri: str, ctx):
         """Ask the source that holds `uri` to read it; -32002 when none does."""
-        if uri not in self._resources and not uri.startswith("skill://"):  # a skill's file: its source knows
+        if uri not in self._resources and not uri.startswith(("skill://", OUTPUT_URI)):  # their sources know
             await self.resources()
         source = self._resources.get(uri)
         candidates = [source] if source is not None else [s for s in self.sources if s.resources]
@@ -4475,7 +4946,7 @@ class TaskStore:
                                "to end, or cancel one (tasks/cancel)" % self.limit)
             del self.tasks[ended.id]
         task = Task(None if ctx.modern else ctx.session, ttl, ctx.modern)
-        ctx.task = task.id
+        ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
         task.job.add_done_callback(lambda job: call.close())  # a task cancelled before it began never ran it
@@ -4484,12 +4955,10 @@ class TaskStore:
     async def _run(self, task: Task, call, on_end):
         try:
             result = await call
-        except McpError as exc:
-            task.end("failed", error=exc)
         except asyncio.CancelledError:
             task.end("cancelled")
         except Exception as exc:  # the boundary, as in Session._complete
-            task.end("failed", error=McpError(INTERNAL_ERROR, "Internal error: %s" % exc))
+            task.end("failed", error=wire_error(exc))
         else:
             task.end("failed" if result.get("isError") and not task.modern else "completed", result)
         if on_end is not None:
@@ -4530,14 +4999,273 @@ class TaskStore:
 
 
 # --------------------------------------------------------------------------
+# Guard rails: audit log, rate limits, result cache, call metrics
+# --------------------------------------------------------------------------
+# One step in front of every tool call (Server.tools_call), whatever its source
+# (templates, scripts, config tools, an aggregator's servers): rate limit,
+# confirmation, cache, run, audit line, counters, in that order. Only the audit
+# writer does I/O; the rest are small pure parts with table tests.
+AUDIT_MAX_BYTES = 10 << 20      # an audit file's size before it is rotated
+AUDIT_KEEP = 5                  # rotated audit files kept (FILE.1 ... FILE.5)
+CACHE_ENTRIES = 1000            # results the cache keeps at once
+CACHE_BYTES = 32 << 20          # bytes of results it keeps at once
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+CACHED_META = "mcpstudio/cached"
+
+
+class AuditLog:
+    """One JSON line per call, appended with one os.write on an O_APPEND descriptor (whole lines even
+    under a SIGKILL), rotated by size into a bounded number of files, mode 0600."""
+
+    def __init__(self, path: str, max_bytes: int = AUDIT_MAX_BYTES, keep: int = AUDIT_KEEP, required: bool = False):
+        self.path, self.max_bytes, self.keep, self.required = path, max_bytes, keep, required
+        self.fd = None
+
+    def open(self):
+        """The descriptor, opened on first use (OSError when the file cannot be written)."""
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | (0 if _POSIX else os.O_BINARY), 0o600)
+        return self.fd
+
+    def ready(self, log: Log) -> bool:
+        """Whether the file can be opened for appending (said on stderr if not)."""
+        try:
+            return self.open() is not None
+        except OSError as exc:
+            log.error("audit log %s: cannot open it: %s", self.path, exc)
+            return False
+
+    def write(self, entry: dict, log: Log, secrets=()) -> bool:
+        """Append `entry` (masked by `log`, and `secrets` too); False, said on stderr, when it could not be written."""
+        line = log.mask(json.dumps(entry, ensure_ascii=False, default=str))
+        for secret in secrets:
+            line = line.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "***")
+        line = (line + "\n").encode("utf-8", "replace")
+        try:
+            if os.fstat(self.open()).st_size + len(line) > self.max_bytes:
+                os.close(self.fd)
+                self.fd = None
+                for number in range(self.keep, 0, -1):
+                    older = "%s.%d" % (self.path, number - 1) if number > 1 else self.path
+                    if os.path.exists(older):
+                        os.replace(older, "%s.%d" % (self.path, number))
+            os.write(self.open(), line)
+            return True
+        except OSError as exc:
+            log.error("audit log %s: cannot write: %s", self.path, exc)
+            return False
+
+
+def take_token(buckets: dict, limits: list, now: float) -> tuple:
+    """Token buckets (a burst of `calls`, then `calls` per `seconds`): one token from each of `limits`
+    [(key, calls, seconds)] at `now`, or none. (0.0, None) when taken, else (seconds to wait, the limit)."""
+    levels = []
+    for key, calls, seconds in limits:
+        tokens, stamp = buckets.get(key, (calls, now))
+        levels.append((key, min(calls, tokens + (now - stamp) * calls / seconds), calls, seconds))
+    waits = [((1 - tokens) * seconds / calls, (calls, seconds)) for _, tokens, calls, seconds in levels if tokens < 1]
+    if waits:
+        return max(waits)
+    for key, tokens, _, _ in levels:
+        buckets.pop(key, None)
+        buckets[key] = (tokens - 1, now)
+    while len(buckets) > CACHE_ENTRIES * 10:  # the least recently used caller's bucket goes
+        del buckets[next(iter(buckets))]
+    return 0.0, None
+
+
+class ResultCache:
+    """Successful results by key until they expire; bounded in entries and bytes, oldest out first."""
+
+    def __init__(self, max_entries: int = CACHE_ENTRIES, max_bytes: int = CACHE_BYTES):
+        self.entries = collections.OrderedDict()  # key -> (result, expires, size)
+        self.max_entries, self.max_bytes, self.size = max_entries, max_bytes, 0
+
+    def get(self, key: str, now: float):
+        """(result, expires) of a live entry, or None."""
+        entry = self.entries.get(key)
+        if entry is not None and entry[1] <= now:
+            self.size -= self.entries.pop(key)[2]
+            entry = None
+        return entry and entry[:2]
+
+    def put(self, key: str, result: dict, expires: float, size: int):
+        """Keep `result`; the oldest entries make room (one larger than the whole cache is not kept)."""
+        if key in self.entries:
+            self.size -= self.entries.pop(key)[2]
+        if size <= self.max_bytes:
+            self.entries[key] = (result, expires, size)
+            self.size += size
+        while len(self.entries) > self.max_entries or self.size > self.max_bytes:
+            self.size -= self.entries.popitem(last=False)[1][2]
+
+
+class CallMetrics:
+    """Per tool since start: calls, errors, rate-limited, cached, and latencies (a histogram and the last
+    1,000 for percentiles)."""
+
+    def __init__(self):
+        self.counts = collections.defaultdict(collections.Counter)  # tool -> calls, outcomes, latency buckets, sum
+        self.recent = collections.defaultdict(lambda: collections.deque(maxlen=1000))
+
+    def count(self, tool: str, outcome: str, seconds: float):
+        """One call of `tool` that ended as `outcome` (ok, error, rateLimited, cached, refused)."""
+        self.counts[tool].update(["calls", outcome, "+Inf"] + [bound for bound in LATENCY_BUCKETS if seconds <= bound])
+        self.counts[tool]["sum"] += seconds
+        self.recent[tool].append(seconds)
+
+    def summary(self) -> dict:
+        """Per tool: the counts and the 50th, 90th and 99th latency percentiles in milliseconds."""
+        out = {}
+        for tool, counts in sorted(self.counts.items()):
+            recent = sorted(self.recent[tool])
+            out[tool] = dict({key: counts[key] for key in ("calls", "error", "rateLimited", "cached", "refused")}, **{
+                "p%dMs" % percent: round(recent[len(recent) * percent // 100] * 1000, 1)
+                for percent in (50, 90, 99)})
+        return out
+
+    def prometheus(self, gauges: dict) -> str:
+        """The Prometheus text format: the counters and latency histogram per tool, then `gauges`
+        {metric name: [(labels dict, value)]}."""
+        lines = []
+
+        def family(name, kind, samples):
+            lines.append("# TYPE mcpstudio_%s %s" % (name, kind))
+            for suffix, labels, value in samples:
+                text = ",".join("%s=%s" % (key, json.dumps(str(label), ensure_ascii=False)) for key, label in labels.items())
+                lines.append("mcpstudio_%s%s{%s} %s" % (name, suffix, text, value))
+        for name, key in (("calls", "calls"), ("errors", "error"), ("rate_limited", "rateLimited"),
+                          ("cached", "cached"), ("refused", "refused")):
+            family(name + "_total", "counter", [("", {"tool": tool}, counts[key]) for tool, counts in self.counts.items()])
+        samples = []
+        for tool, counts in self.counts.items():
+            samples += [("_bucket", {"tool": tool, "le": bound}, counts[bound]) for bound in LATENCY_BUCKETS + ("+Inf",)]
+            samples += [("_sum", {"tool": tool}, counts["sum"]), ("_count", {"tool": tool}, counts["calls"])]
+        family("call_seconds", "histogram", samples)
+        for name, values in gauges.items():
+            family(name, "gauge", [("", labels, value) for labels, value in values])
+        return "\n".join(lines) + "\n"
+
+
+class Guard:
+    """The one policy step every tool call passes: rate limit, confirmation, cache, run, audit, counters.
+
+    `rules` are the file's (and the flags'): "rateLimit" (calls, seconds, scope), "cache" (ttl, shared),
+    "confirm" (true or "destructive"); a source's `command_line` adds its server's and tool's."""
+
+    def __init__(self, log: Log, rules: dict | None = None, audit: AuditLog | None = None):
+        self.log, self.rules, self.audit = log, rules or {}, audit
+        self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
+        self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
+        self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
+
+    async def call(self, public: str, source, original: str, arguments: dict, ctx: CallContext, tool: dict, ask):
+        """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
+        annotations = tool.get("annotations") or {}
+        hidden = [key for key, prop in ((tool.get("inputSchema") or {}).get("properties") or {}).items()
+                  if isinstance(prop, dict) and prop.get("writeOnly")]
+        plan = (source.command_line(original, arguments) if hasattr(source, "command_line") else None) or {}
+        levels = [("file", self.rules)] + plan.get("rules", [])
+        chosen = {key: rules[key] for _, rules in levels for key in rules}
+        who = ctx.session.caller or "session-%x" % id(ctx.session)
+        entry = {key: plan[key] for key in ("namespace", "server", "argv") if key in plan}
+        wait, limit = take_token(self.buckets, [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),)
+                                                + rules["rateLimit"][:2] for level, rules in levels if "rateLimit" in rules],
+                                 time.monotonic())
+        cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
+        key = cache and json.dumps([public, "" if cache[1] else who, plan.get("argv") or arguments, plan.get("stdin"),
+                                    plan.get("cwd"), plan.get("env")], default=str)
+
+        async def run():
+            if wait:
+                entry["rateLimited"] = True
+                wait_text = round(wait + 0.05, 1)  # rounded up: a client that waits this long gets in
+                return dict(tool_error("Not run: %s allows %d calls per %g s; retry in %.1f s." % (
+                    (public,) + limit + (wait_text,))), _meta={"mcpstudio/retryAfter": wait_text})
+            if self.audit is not None and self.audit.required and not self.audit.ready(self.log):
+                entry["refused"] = "the audit log cannot be written"
+                return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
+                                  "(\"audit\": {\"required\": true})." % self.audit.path)
+            confirm = chosen.get("confirm")
+            refusal = (confirm is True or (confirm == "destructive" and annotations.get("destructiveHint"))) and \
+                await self._confirm(public, plan, arguments, ctx, ask, entry)
+            if refusal:
+                return refusal
+            hit = key and self.cache.get(key, time.monotonic())
+            if hit:
+                entry["cached"] = True
+                return dict(hit[0], _meta=dict(hit[0].get("_meta") or {}, **{CACHED_META: True}))
+            result = await source.call_tool(original, arguments, ctx)
+            if key and not result.get("isError"):
+                self.cache.put(key, result, time.monotonic() + cache[0], len(json.dumps(result, default=str)))
+            return result
+        result = await self.record(public, arguments, ctx, entry, run(), hidden)
+        if key in self.cache.entries and ctx.modern and "content" in result and not result.get("isError"):  # SEP-2549
+            result = dict(result, ttlMs=int((self.cache.entries[key][1] - time.monotonic()) * 1000),
+                          cacheScope="public" if cache[1] else "private")
+        return result
+
+    async def _confirm(self, public, plan, arguments, ctx, ask, entry):
+        """None when the person said yes to running this call; else the result that says why it did not run."""
+        what = "run `%s`" % _argv_text(plan["argv"]) if "argv" in plan else "call %s with %s" % (
+            "tool %s of server %s" % (plan["tool"], plan["server"]) if "server" in plan else public,
+            json.dumps(arguments, ensure_ascii=False))
+        if not ctx.declared("elicitation"):
+            entry["refused"] = "confirmation required; the client cannot ask"
+            return tool_error("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
+                              "(it declared no elicitation capability). To run it without asking, set \"confirm\": "
+                              "false on this tool in the config." % (public, what))
+        answer = await ask({"mode": "form", "message": "Allow %s to %s?" % (public, what), "requestedSchema": {
+            "type": "object", "properties": {"run": {"type": "boolean", "title": "Run it"}}, "required": ["run"]}})
+        if answer.get("resultType") == "input_required":
+            return answer
+        entry["confirmed"] = answer.get("action") == "accept" and (answer.get("content") or {}).get("run") is True
+        if not entry["confirmed"]:
+            entry["refused"] = "not confirmed"
+            return tool_error("Not run: the user did not confirm that %s may %s." % (public, what))
+        return None
+
+    async def record(self, name: str, arguments: dict, ctx: CallContext, entry: dict, call, hidden=()):
+        """Await `call` (a tool call, resource read or prompt get), then count it and write its audit line, the
+        values of `hidden` arguments and of secret-looking names masked."""
+        started, result, error = time.monotonic(), None, None
+        try:
+            result = await call
+            return result
+        except BaseException as exc:
+            error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            raise
+        finally:
+            seconds = time.monotonic() - started
+            failed = error is not None or bool((result or {}).get("isError"))
+            self.metrics.count(name, "rateLimited" if entry.get("rateLimited") else "refused" if entry.get("refused")
+                               else "cached" if entry.get("cached") else "error" if failed else "ok", seconds)
+            if self.audit is not None and (result or {}).get("resultType") != "input_required":
+                client = ctx.session.client_info
+                entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
+                             client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
+                             arguments={key: "***" if looks_secret(key) or key in hidden else value
+                                        for key, value in arguments.items()},
+                             exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
+                             ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
+                self.audit.write(entry, self.log, [value for key, value in arguments.items() if (
+                    looks_secret(key) or key in hidden) and isinstance(value, str) and len(value) > 3])
+
+
+# --------------------------------------------------------------------------
 # Server: the MCP methods
 # --------------------------------------------------------------------------
 
 class Server:
     """The MCP methods over a Catalog, for one client session."""
 
-    def __init__(self, catalog: Catalog, log: Log, title: str = "mcpstudio", instructions: str | None = None):
+    def __init__(self, catalog: Catalog, log: Log, title: str = "mcpstudio", instructions: str | None = None,
+                 guard: Guard | None = None):
         self.catalog = catalog
+        self.guard = guard or Guard(log)
+        for source in catalog.sources:
+            if hasattr(source, "metrics"):  # an aggregator's servers_list shows them
+                source.metrics = self.guard.metrics
         self.log = log
         self.title = title
         self.instructions = instructions
@@ -4700,6 +5428,7 @@ class Server:
             result["instructions"] = self.instructions
         capabilities = params.get("capabilities")
         ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        ctx.session.client_info = client
         ctx.session.protocol_version = version
         self.catalog.session_started(ctx.session)
         return result
@@ -4730,7 +5459,7 @@ class Server:
                 return tool_error("Not run: %s is asked of the user when left out, and this client cannot ask "
                                   "(it declared no elicitation capability); give it in the arguments."
                                   % ", ".join(form["requestedSchema"]["required"]))
-            answer = await self._ask(form, params, ctx)
+            answer = await self._ask(form, params, ctx, "arguments")
             answer = answer if isinstance(answer, dict) else {}
             if answer.get("resultType") == "input_required":
                 return answer
@@ -4739,7 +5468,8 @@ class Server:
                                   % (", ".join(form["requestedSchema"]["required"]), json.dumps(answer.get("action"))))
             arguments = dict(arguments, **{key: value for key, value in answer["content"].items()
                                            if key in form["requestedSchema"]["properties"]})
-        call = source.call_tool(original, arguments, ctx)
+        call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed.get(name, {}),
+                               lambda form: self._ask(form, params, ctx, "confirm"))
         if ctx.modern:
             return await self._modern_call(name, call, support, ctx)
         asked = params.get("task")
@@ -4760,7 +5490,7 @@ class Server:
         self.log.debug("tool %s runs as task %s", name, task.id)
         return {"task": task.wire()}
 
-    async def _ask(self, form: dict, params: dict, ctx: CallContext) -> dict:
+    async def _ask(self, form: dict, params: dict, ctx: CallContext, key: str) -> dict:
         """The user's answer to `form` (an elicitation/create): asked of the client (handshake era), or taken
         from the retried request's `inputResponses` (2026-07-28), or else an InputRequiredResult to retry with."""
         if not ctx.modern:
@@ -4768,12 +5498,12 @@ class Server:
         responses = params.get("inputResponses")
         if responses is not None and not isinstance(responses, dict):
             raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses` must be an object")
-        answer = (responses or {}).get("arguments")
+        answer = (responses or {}).get(key)
         if answer is None:
             return {"resultType": "input_required",
-                    "inputRequests": {"arguments": {"method": "elicitation/create", "params": form}}}
+                    "inputRequests": {key: {"method": "elicitation/create", "params": form}}}
         if not isinstance(answer, dict):
-            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses.arguments` must be an elicitation result")
+            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses.%s` must be an elicitation result" % key)
         return answer
 
     async def _modern_call(self, name: str, call, support: str, ctx: CallContext):
@@ -4866,7 +5596,8 @@ class Server:
 
     async def resources_read(self, params, ctx):
         """`resources/read`."""
-        return await self.catalog.read_resource(_uri_param(params, "resources/read"), ctx)
+        uri = _uri_param(params, "resources/read")
+        return await self.guard.record(uri, {}, ctx, {"method": "resources/read"}, self.catalog.read_resource(uri, ctx))
 
     async def resource_templates_list(self, params, ctx):
         """`resources/templates/list`, paginated."""
@@ -4879,7 +5610,8 @@ class Server:
     async def prompts_get(self, params, ctx):
         """`prompts/get`."""
         name, arguments = _name_and_arguments(params, "prompts/get")
-        return await self.catalog.get_prompt(name, arguments, ctx)
+        return await self.guard.record(name, arguments, ctx, {"method": "prompts/get"},
+                                       self.catalog.get_prompt(name, arguments, ctx))
 
     async def subscribe(self, params, ctx, method: str):
         """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI."""
@@ -4912,7 +5644,7 @@ class Server:
         level = params.get("level")
         if level not in LOG_LEVELS:
             raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
-        ctx.session.log_level = level
+        ctx.session.log_level, ctx.session.level_chosen = level, True
         for source in self.catalog.sources:
             if hasattr(source, "set_level"):
                 source.set_level(level, ctx.session)
@@ -5104,21 +5836,22 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "$schema")
+             "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
                      "mcp_oauth_credentials_store", "mcp_oauth_callback_port")
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
-              "output_format", "ok_exit_codes", "taskSupport")
+              "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm", "max_text",
+              "output_folder")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
-_PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask")
+_PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
                   "working_directory", "environment", "within")
 _SCRIPTS_KEYS = ("path", "include", "exclude")
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
-_PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array")
+_PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array", "file")
 _ENV_REFERENCE = re.compile(
     r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
 
@@ -5293,7 +6026,8 @@ class ConfigLoader:
         settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
                                max_output=base.max_output, max_concurrency=base.max_concurrency,
                                allow_dash_values=base.allow_dash_values,
-                               task_support=self.task_support(data, "", base.task_support))
+                               task_support=self.task_support(data, "", base.task_support),
+                               max_text=self.get(data, "max_text", int, "", base.max_text), outputs=base.outputs)
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
             tool = self.tool(spec, "tools[%d]" % index, runner, settings)
@@ -5331,6 +6065,7 @@ class ConfigLoader:
             sources.append(SkillFolders([self.folder_path(root, "skills[%d]" % i) for i, root in enumerate(roots)],
                                         log, prompts=prompts))
         info["separator"] = separator
+        info["guard"] = read_guard(self, data)
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
             info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
@@ -5392,10 +6127,16 @@ class ConfigLoader:
             schema, defaults, asked = self.parameters(spec["parameters"], _join(where, "parameters"))
         else:
             schema, defaults, asked = template.input_schema(), {}, {}
+        output_folder = self.get(spec, "output_folder", str, where)
+        if output_folder:  # a field of the template, not a parameter
+            schema["properties"][output_folder] = {"type": "string"}
         for part, used in ((key, template), ("stdin", stdin)):
             if used is not None:
                 self.bind(used, schema["properties"], _join(where, part),
                           "parameter" if "parameters" in spec else "field")
+        if output_folder:
+            del schema["properties"][output_folder]
+            schema["required"] = [name for name in schema.get("required", []) if name != output_folder]
         within = self.within(spec, where, schema["properties"])
         overrides = self.run_overrides(spec, where, settings)
         if "allow_dash_values" in spec:
@@ -5406,6 +6147,10 @@ class ConfigLoader:
         if output_format not in _OUTPUT_FORMATS:
             raise self.error(_join(where, "output_format"), "expected \"text\" or \"json\", not %s"
                              % json.dumps(output_format))
+        rules = read_rules(self, spec, where)
+        if "cache" in rules and not annotations.get("readOnlyHint"):
+            raise self.error(_join(where, "cache"), "only a read-only tool's results may be cached: add "
+                             "\"annotations\": {\"readOnlyHint\": true} if it changes nothing, or remove `cache`")
         ok_exit = self.get(spec, "ok_exit_codes", list, where, [0])
         if not ok_exit or not all(type(code) is int and 0 <= code <= 255 for code in ok_exit):
             raise self.error(_join(where, "ok_exit_codes"), "expected a list of exit codes 0-255 that mean "
@@ -5414,7 +6159,9 @@ class ConfigLoader:
                            description=self.get(spec, "description", str, where),
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
-                           output_format=output_format, ok_exit=ok_exit, asked=asked)
+                           output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
+                           output_folder=output_folder,
+                           files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
 
     def within(self, spec: dict, where: str, properties: dict) -> dict:
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -5457,6 +6204,8 @@ class ConfigLoader:
             overrides["task_support"] = self.task_support(spec, where, settings.task_support)
         if "timeout" in spec:
             overrides["timeout"] = self.timeout(spec, where)
+        if "max_text" in spec:
+            overrides["max_text"] = self.get(spec, "max_text", int, where)
         if "working_directory" in spec:
             overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
                                                 _join(where, "working_directory"))
@@ -5509,6 +6258,8 @@ class ConfigLoader:
                 prop["enum"] = values
             if "description" in spec:
                 prop["description"] = self.get(spec, "description", str, here)
+            if self.get(spec, "secret", bool, here, False):
+                prop["writeOnly"] = True  # JSON Schema's mark of a password: masked in the audit log
             if "default" in spec:
                 problems = validate(spec["default"], prop, "the default")
                 if problems:
@@ -5524,6 +6275,9 @@ class ConfigLoader:
                 asked[name] = ask if isinstance(ask, str) else prop.get("description", name)
             elif self.get(spec, "required", bool, here, "default" not in spec):
                 required.append(name)
+            if kind == "file":  # the client gives the file itself; the command gets its path
+                prop.update(type="string", description="%s: a file, as data:<type>;name=<file name>;base64,<data>"
+                            % prop.get("description", name))
             properties[name] = prop
         schema = {"type": "object", "properties": properties, "additionalProperties": False}
         if required:
@@ -5585,6 +6339,47 @@ class ConfigLoader:
                                settings.derive(**overrides), pattern, params,
                                description=self.get(spec, "description", str, where),
                                title=self.get(spec, "title", str, where), mime_type=mime, within=within)
+
+
+def read_rules(loader, obj: dict, where: str) -> dict:
+    """A tool's, server's or file's guard rules, checked: rateLimit (calls, seconds, scope), cache (ttl, shared),
+    confirm (true, false or "destructive")."""
+    rules = {}
+    for key, fields, last, example in (
+            ("rateLimit", ("calls", "seconds", "scope"), ("session", "global"),
+             '{"calls": 10, "seconds": 60}, and `scope` "session" (the default: each client its own) or "global"'),
+            ("cache", ("ttl", "shared"), (False, True), '{"ttl": SECONDS}, and `shared` true or false')):
+        value = loader.get(obj, key, dict, where)
+        if value is not None:
+            loader.keys(value, fields, _join(where, key))
+            rules[key] = tuple(value.get(name, 0) for name in fields[:-1]) + (value.get(fields[-1], last[0]),)
+            if not all(type(number) in (int, float) and number > 0 for number in rules[key][:-1]) or \
+                    rules[key][-1] not in last or rules[key][0] % 1:
+                raise loader.error(_join(where, key), "expected %s" % example)
+    if obj.get("confirm", False) not in (True, False, "destructive"):
+        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool "
+                           "annotated destructiveHint)")
+    if "confirm" in obj:
+        rules["confirm"] = obj["confirm"]
+    return rules
+
+
+def read_guard(loader, data: dict) -> tuple:
+    """A config file's guard rails: (its rules, its AuditLog or None, the HTTP paths it opens)."""
+    audit = loader.get(data, "audit", dict, "")
+    if audit is not None:
+        loader.keys(audit, ("file", "maxBytes", "keep", "required"), "audit")
+        sizes = [loader.get(audit, key, int, "audit", default) for key, default in (("maxBytes", AUDIT_MAX_BYTES), ("keep", AUDIT_KEEP))]
+        if not isinstance(audit.get("file"), str) or sizes[0] < 1024 or sizes[1] < 1:
+            raise loader.error("audit", "expected {\"file\": PATH} with a `maxBytes` of at least 1024 and a `keep` of "
+                               "at least 1 (rotated files kept)")
+        audit = AuditLog(os.path.join(loader.folder, os.path.expanduser(loader.expand(audit["file"], "audit.file"))),
+                         *sizes, loader.get(audit, "required", bool, "audit", False))
+    opened = loader.get(data, "openEndpoints", list, "", [])
+    if not all(path in ("/health", "/metrics") for path in opened):
+        raise loader.error("openEndpoints", "expected a list of \"/health\" and \"/metrics\" (served without the "
+                           "--http-token), not %s" % json.dumps(opened))
+    return read_rules(loader, data, ""), audit, opened
 
 
 def _given(obj):
@@ -6178,7 +6973,7 @@ def check_config(path: str, log: Log, options: dict) -> int:
         if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
             hub = source
             sources.extend(source.local)
-        else:
+        elif not isinstance(source, OutputStore):
             sources.append(source)
     for source in sources:
         if isinstance(source, ScriptDirectory):
@@ -6244,13 +7039,6 @@ def check_config(path: str, log: Log, options: dict) -> int:
 # listings from an on-disk cache so a listing starts nothing, and adds the
 # manager tools. Namespaces choose which servers one process serves.
 
-SERVER_NOT_FOUND = -32000     # the seed's codes; -32002 is the spec's "resource not found"
-SERVER_START_FAILED = -32001
-SERVER_NOT_RUNNING = -32003
-SERVER_TIMEOUT = -32004       # the seed's "-32002 timeout", moved off the spec's code
-SERVER_ANSWER_TOO_LARGE = -32005
-SERVER_SIGN_IN = -32007       # a URL server wants a sign-in that this process may not start (the message says how)
-
 START_TIMEOUT = 30.0          # seconds a server may take to start and list its tools
 TOOL_TIMEOUT = 60.0           # seconds a forwarded request may take
 LIST_WAIT = 2.0               # seconds a listing waits, in all, for servers with nothing cached yet
@@ -6270,7 +7058,7 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion",
+                "protocolVersion", "rateLimit", "cache", "confirm",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
@@ -6279,10 +7067,6 @@ _NAMESPACE_KEYS = ("servers", "tools", "description",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
 _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
-
-
-class UpstreamError(McpError):
-    """A routed request that could not be carried out; tools/call turns it into an isError result."""
 
 
 def _list_wait() -> float:
@@ -6323,6 +7107,7 @@ class UpstreamSpec:
         self.notes = []  # what of the entry is accepted but not used, said once at startup
         self.oauth = {}  # a URL server's `oauth` settings (see OAuthClient); None: never sign in
         self.protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
+        self.rules = {}       # its rateLimit, cache and confirm (see Guard)
 
     def public_name(self, name: str, separator: str) -> str:
         """The name a client sees for the server's tool or prompt `name`."""
@@ -6495,6 +7280,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
             if close:
                 raise loader.error(_join(where, key), "unknown key (did you mean `%s`?)" % close[0])
     spec.disabled = loader.get(entry, "disabled", bool, where, False) or not loader.get(entry, "enabled", bool, where, True)
+    spec.rules = read_rules(loader, entry, where)
     spec.eager = loader.get(entry, "eager", bool, where, False) or loader.get(entry, "autostart", bool, where, False)
     spec.prefix = loader.get(entry, "prefix", str, where, spec.id)
     if "prefix" in entry and not re.fullmatch(r"[A-Za-z0-9_-]{0,32}", spec.prefix):
@@ -6676,8 +7462,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         self.transport = None
         self.reason = None  # why it ended, once it has
         self.open_pipes = {1, 2}
-        self._out = bytearray()   # the start of the current stdout line (a bytearray: appending is linear)
-        self._skipping = None     # the head of a stdout line over MAX_MESSAGE, skipped up to its newline
+        self._out = StdioFraming(MAX_MESSAGE, self._oversized)
         self._err = bytearray()
         self._gone = False
 
@@ -6692,36 +7477,12 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             for line in lines:
                 self.upstream.server_log.stderr_line(bytes(line).rstrip(b"\r").decode("utf-8", "replace"))
             return
-        start = 0
-        while True:  # each chunk is looked at once: linear however long the line
-            end = data.find(b"\n", start)
-            piece = data[start:] if end < 0 else data[start:end]
-            if self._skipping is not None:
-                if end >= 0:
-                    self._oversized(self._skipping, piece[-1000:])
-            elif len(self._out) + len(piece) > MAX_MESSAGE:
-                head = bytes((self._out + piece[:1000])[:1000])
-                self._out = bytearray()
-                if end < 0:
-                    self._skipping = head
-                else:
-                    self._oversized(head, piece[-1000:])
-            elif end < 0:
-                self._out += piece
-            elif self._out:
-                self._out += piece
-                line, self._out = bytes(self._out), bytearray()
-                if line.strip():
-                    self.upstream.client.received(line)
-            elif piece.strip():
-                self.upstream.client.received(piece)
-            if end < 0:
-                return
-            start = end + 1
+        for item, _ in self._out.feed(data):
+            if not isinstance(item, McpError):  # a line over MAX_MESSAGE: _oversized
+                self.upstream.client.received(item)
 
     def _oversized(self, head: bytes, tail: bytes):
         """A line over MAX_MESSAGE was skipped: fail the request it answers (its id starts or ends it)."""
-        self._skipping = None
         found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,', head) or \
             re.search(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$', tail)
         client = self.upstream.client
@@ -6788,14 +7549,6 @@ OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is re
 OAUTH_KEYS = ("clientId", "clientSecret", "scopes", "callbackPort", "clientMetadataUrl", "browser")
 _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
                   "client_metadata_url": "clientMetadataUrl"}
-
-
-class OAuthError(McpStudioError):
-    """A sign-in that failed or may not start here; its message says what to do (without the control
-    characters, such as terminal escapes, a server's text may carry)."""
-
-    def __init__(self, message: str):
-        super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
 
 
 def www_authenticate(header: str) -> dict:
@@ -7056,14 +7809,11 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _fetch(self, url: str, data=None, headers=None):
-        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None).
-        A redirect is not followed (it would carry the client's credentials elsewhere)."""
+    def _request(self, url: str, data=None, headers=None, limit=1 << 20) -> tuple:
+        """One HTTP request: (status, response headers, up to `limit` bytes of body). A redirect is not
+        followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
         import urllib.request
-        if not secure_url(url):
-            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
-                             "this machine)" % (self.name, url))
 
         class Stay(urllib.request.HTTPRedirectHandler):
             def redirect_request(self, *args):
@@ -7071,11 +7821,18 @@ class OAuthClient:
         request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
         try:
             with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-                status, body = response.status, response.read(1 << 20)
+                return response.status, response.headers, response.read(limit)
         except urllib.error.HTTPError as exc:
-            status, body = exc.code, exc.read(1 << 20)
+            return exc.code, exc.headers, exc.read(limit)
         except (OSError, ValueError) as exc:
             raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+
+    def _fetch(self, url: str, data=None, headers=None):
+        """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None)."""
+        if not secure_url(url):
+            raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
+                             "this machine)" % (self.name, url))
+        status, _, body = self._request(url, data, headers)
         try:
             parsed = json.loads(body)
         except ValueError:
@@ -7282,20 +8039,12 @@ class OAuthClient:
 
     def login(self):
         """Sign in afresh (the `login` command): ask the server unsigned, then answer its challenge."""
-        import urllib.error
-        import urllib.request
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
             "clientInfo": {"name": "mcpstudio", "version": __version__}}}).encode()
-        request = urllib.request.Request(self.url, data=body, headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
-        try:
-            with urllib.request.urlopen(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-                status, header = response.status, response.headers.get("WWW-Authenticate", "")
-        except urllib.error.HTTPError as exc:
-            status, header = exc.code, exc.headers.get("WWW-Authenticate", "")
-        except (OSError, ValueError) as exc:
-            raise OAuthError("cannot reach %s: %s" % (self.url, getattr(exc, "reason", None) or exc))
+        status, headers, _ = self._request(self.url, body, {
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, limit=0)
+        header = headers.get("WWW-Authenticate", "")
         if status != 401:
             raise OAuthError("%s answered HTTP %d without asking for a sign-in: it needs none" % (self.url, status))
         self.sign_in(www_authenticate(header), www_authenticate(header).get("scope", "").split())
@@ -7574,6 +8323,28 @@ class _HttpChannel:
             settle(error=OSError(str(exc)))
             self._fail("its event stream ended: %s" % exc)
 
+    def _event_stream(self, last_event_id=None, request_id=None):
+        """GET the session's event stream: the standalone one, or the stream of request `request_id` resumed
+        after `last_event_id` (SEP-1699). (connection, response); the response is None when the server
+        offers no stream there."""
+        headers = dict(self._headers({}), Accept="text/event-stream")
+        del headers["Content-Type"]
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        connection, target = self._connection(self.post_url, self.spec.startup_timeout)
+        connection.request("GET", target, headers=headers)
+        sock = connection.sock  # kept: http.client lets go of it when the reply has no length
+        if request_id is None:
+            self.stream = sock
+        else:
+            sock.settimeout(None)  # the request's own timer (toolTimeout) ends the wait
+            self.connections[request_id] = sock
+        response = connection.getresponse()
+        if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
+            return connection, None
+        sock.settimeout(None)  # a stream: quiet for as long as the server likes
+        return connection, response
+
     def _standalone(self):
         """The session's GET stream: what the server sends outside any request (its own requests, such as an
         elicitation of a tool that names no request, and notifications); resumed with Last-Event-ID when it
@@ -7583,20 +8354,10 @@ class _HttpChannel:
         while not self.closed and quiet < 3:
             events = 0
             try:
-                headers = self._headers({})
-                del headers["Content-Type"]
-                headers["Accept"] = "text/event-stream"
-                if "id" in seen:
-                    headers["Last-Event-ID"] = seen["id"]
-                connection, target = self._connection(self.post_url, self.spec.startup_timeout)
-                connection.request("GET", target, headers=headers)
-                self.stream = connection.sock
-                response = connection.getresponse()
-                if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
-                    response.read()
+                connection, response = self._event_stream(seen.get("id"))
+                if response is None:
                     connection.close()
                     return
-                self.stream.settimeout(None)  # quiet for as long as the server likes
                 for _, data in self._events(response, seen):
                     events += 1
                     try:
@@ -7668,15 +8429,8 @@ class _HttpChannel:
                     last, tried = seen.pop("id"), True
                     time.sleep(min(seen.get("retry", 1000), HTTP_RESUME_WAIT_MS) / 1000)
                     connection.close()
-                    connection, target = self._connection(self.post_url, self.spec.startup_timeout)
-                    headers = self._headers({})
-                    headers.update({"Accept": "text/event-stream", "Last-Event-ID": last})
-                    del headers["Content-Type"]
-                    connection.request("GET", target, headers=headers)
-                    connection.sock.settimeout(None)
-                    self.connections[request_id] = connection.sock
-                    response = connection.getresponse()
-                    if response.status != 200 or "text/event-stream" not in (response.getheader("Content-Type") or ""):
+                    connection, response = self._event_stream(last, request_id)
+                    if response is None:
                         break
                     answered = self._answered(response, request_id, seen)
                 if not answered and request_id is not None and request_id not in self.aborted:
@@ -7746,15 +8500,10 @@ class _HttpChannel:
             return
         self.closed = True
         if self.session_id and self.spec.transport != "sse":
-            message_headers = dict(self.spec.headers, **{"Mcp-Session-Id": self.session_id})
-            token = (self.oauth.state.get("tokens") or {}).get("access_token") if self.oauth else None
-            if token:
-                message_headers["Authorization"] = "Bearer " + token
-
             def delete():
                 try:
                     connection, target = self._connection(self.post_url, 5)
-                    connection.request("DELETE", target, headers=message_headers)
+                    connection.request("DELETE", target, headers=self._headers({}))
                     connection.getresponse().read()
                     connection.close()
                 except Exception:  # best effort: the server may be gone
@@ -9008,15 +9757,12 @@ class Namespace:
 
     def check_permitted(self, spec: UpstreamSpec, name: str, original: str):
         """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
-        namespace = self.plan.namespaces.get(self.name) if self.name else None
-        public = spec.public_name(original, self.separator)
-        if not _passes(original, spec.allow, spec.deny) or (
-                namespace and not _passes(public, namespace["allow"], namespace["deny"])):
+        why = self.left_out(spec, original)
+        if why == "":
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (the configuration was reloaded; list the tools "
                            "again)" % name)
-        denial = self.plan.denial(self.name, spec, original)
-        if denial:
-            raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
+        if why:
+            raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, why), {"tool": name})
 
 
 class ManagerTools:
@@ -9069,7 +9815,8 @@ class ManagerTools:
         hub = self.hub
         try:
             if tool == "servers_list":
-                result = {"servers": [self.status(u) for u in hub.upstreams.values()]}
+                result = {"servers": [self.status(u) for u in hub.upstreams.values()],
+                          "tools": hub.metrics.summary() if hub.metrics else {}}
             elif tool == "namespaces_list":
                 namespace = hub.namespace
                 result = {"active": namespace.name, "chosenBy": namespace.chosen_by, "namespaces": [
@@ -9104,6 +9851,11 @@ class ManagerTools:
                 "structuredContent": result}
 
 
+def skill_uri(server_id: str, uri):
+    """A server's skill:// URI as the aggregator serves it, under skill://<server id>/; any other value as it is."""
+    return "skill://%s/%s" % (server_id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
+
+
 class UpstreamSkills:
     """Skills of the servers that declare the skills extension, asked of a server when a client asks (never ahead),
     under skill://<server id>/...; the config's own skills beside them."""
@@ -9123,12 +9875,9 @@ class UpstreamSkills:
             return None
         if self.hub.namespace.left_out(upstream.spec, str(entry["frontmatter"].get("name"))) is not None:
             return None
-
-        def moved(uri):
-            return "skill://%s/%s" % (upstream.spec.id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
-        entry = dict(entry, uri=moved(entry["uri"]))
+        entry = dict(entry, uri=skill_uri(upstream.spec.id, entry["uri"]))
         if isinstance(entry.get("resources"), list):
-            entry["resources"] = [dict(r, uri=moved(r.get("uri"))) if isinstance(r, dict) else r
+            entry["resources"] = [dict(r, uri=skill_uri(upstream.spec.id, r.get("uri"))) if isinstance(r, dict) else r
                                   for r in entry["resources"]]
         return entry
 
@@ -9194,7 +9943,7 @@ class UpstreamSkills:
         if not upstream.known()["skills"].get("directoryRead"):
             raise McpError(INVALID_PARAMS, "Invalid params: the server `%s` does not read directories" % upstream.spec.id)
         children = await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
-        return [dict(c, uri="skill://%s/%s" % (upstream.spec.id, c["uri"][8:])) for c in children
+        return [dict(c, uri=skill_uri(upstream.spec.id, c["uri"])) for c in children
                 if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
 
     async def _local(self, method: str, uri: str):
@@ -9324,6 +10073,7 @@ class Aggregator:
         self.bridge = InputBridge()
         self.downstream = Downstream(self, self.bridge)
         self.upstream_skills = UpstreamSkills(self)
+        self.metrics = None     # the Guard's CallMetrics, set by the Server (servers_list shows them)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
         return Upstream(spec, self.runner, self.log, self.downstream, self.cache_dir, config_path=self.config_path,
@@ -9463,6 +10213,16 @@ class Aggregator:
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
         return self._denied.get(name)
 
+    def command_line(self, name: str, arguments: dict):
+        """What a call of `name` runs: a local tool's command line, or the server and tool it goes to (with
+        the server's rules)."""
+        route = self._tools.get(name, ("manager",))
+        if route[0] == "local":
+            return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
+        upstream = route[0] == "upstream" and self.upstreams.get(route[1])
+        return upstream and {"server": route[1], "tool": route[2], "namespace": self.namespace.name,
+                             "rules": [("server:" + route[1], upstream.spec.rules)]}
+
     def question(self, name: str, arguments: dict):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
         route = self._tools.get(name)
@@ -9536,7 +10296,7 @@ class Aggregator:
             known = upstream.known() or {}
             for item in (known.get(key) or ()):
                 if key == "resources" and isinstance(known.get("skills"), dict) and item["uri"][:8] == "skill://":
-                    item = dict(item, uri="skill://%s/%s" % (upstream.spec.id, item["uri"][8:]))  # as skills/list
+                    item = dict(item, uri=skill_uri(upstream.spec.id, item["uri"]))  # as skills/list
                 if route_key is not None:
                     if item.get(route_key) in routes:
                         continue  # the first server to list a URI owns it
@@ -10032,6 +10792,44 @@ class Board:
             self.runner.close_watchdog()
 
 
+def ask_fields(schema: dict, ask) -> dict | None:
+    """The properties of an object schema (a tool's input, a server's form) asked one at a time, on the terminal
+    or the TUI's status line: `ask(prompt)` gives a line, or None to give up (then None). An empty line keeps
+    the field's default, if it has one; an answer is read as its field's type says (_typed)."""
+    fields = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    content = {}
+    for key, field in fields.items():
+        field = field if isinstance(field, dict) else {}
+        choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
+                                        if isinstance(option, dict)]
+        hint = "/".join(str(c) for c in choices) if choices else field.get("type", "text")
+        default = " [%s]" % json.dumps(field["default"]) if "default" in field else ""
+        text = ask("  %s (%s%s)%s: " % (field.get("title") or key, hint, ", required" if key in required else "", default))
+        if text is None:
+            return None
+        if text:
+            content[key] = _typed(text, field)
+        elif "default" in field:
+            content[key] = field["default"]
+    return content
+
+
+def _typed(text: str, field: dict):
+    """An answer as its schema field reads it: text for a string, yes or no for a boolean, else JSON (left as
+    text when it is not: the server's validation says what it wanted); an array takes a single value too."""
+    kind = field.get("type")
+    if kind == "boolean":
+        return text.strip().lower() in ("y", "yes", "true", "1")
+    if kind in ("string", None):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    return [value] if kind == "array" and not isinstance(value, list) else value
+
+
 class TuiScreen:
     """The curses side of the TUI: draws the Board, reads keys (see TUI_KEYS)."""
 
@@ -10190,17 +10988,6 @@ class TuiScreen:
             elif isinstance(key, str) and key.isprintable():
                 text += key
 
-    def form(self, tool: dict) -> dict | None:
-        """The arguments of a call, asked one field at a time from the tool's input schema."""
-        pairs = []
-        for key, kind, detail, _ in _schema_summary(tool["schema"]):
-            text = self.ask("%s (%s, %s): " % (key, kind, detail))
-            if text is None:
-                return None
-            if text:
-                pairs.append((key, text))
-        return _call_arguments(pairs, tool["schema"])
-
     def key(self, key: int) -> bool:
         """Handle one key; False to quit."""
         char = chr(key) if 0 <= key < 256 else ""
@@ -10249,7 +11036,7 @@ class TuiScreen:
             if not tools:
                 board.said = "no tools listed yet: t starts the server"
             elif char == "c":
-                arguments = self.form(tools[self.tool])
+                arguments = ask_fields(tools[self.tool]["schema"], self.ask)
                 if arguments is not None:
                     board.call(row["id"], tools[self.tool]["name"], arguments)
             elif not board.shown:
@@ -10368,7 +11155,7 @@ HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
 _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 501: "Not Implemented",
            404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
-           500: "Internal Server Error", 503: "Service Unavailable"}
+           429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 _STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
 # RFC 9112 framing, read strictly: one space between the parts of the request line,
 # a token before each colon (no space), no control characters in a value, and no
@@ -10380,13 +11167,6 @@ _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})(?:[ \t]*;[^\x00-\x08\x0a-\x1f\x7
 _AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
 _ONCE = ("host", "content-length", "transfer-encoding", "origin", "authorization", "mcp-session-id",
          "mcp-protocol-version", "content-type")
-
-
-class HttpError(Exception):
-    def __init__(self, status: int, message: str, code=None, request_id=None, headers=(), data=None):
-        super().__init__(message)
-        self.status, self.code, self.request_id, self.headers = status, code, request_id, list(headers)
-        self.data = data
 
 
 # Reading one request strictly (RFC 9112), from an asyncio StreamReader whose limit is
@@ -10641,12 +11421,30 @@ _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", 
           "tasks/update": "taskId", "tasks/cancel": "taskId"}  # 2026-07-28: what the Mcp-Name header repeats
 
 
+def operations_report(path: str, server, sessions: int) -> bytes:
+    """The HTTP response to GET /health (each MCP server's state; 503 when the server cannot serve) or
+    GET /metrics (the Prometheus text format)."""
+    states = {key: upstream.state for source in server.catalog.sources
+              for key, upstream in getattr(source, "upstreams", {}).items()}
+    refusal = server.catalog.refusal
+    status, kind, data = (503 if refusal else 200), "application/json", json.dumps({
+        "status": refusal.message if refusal else "ok", "servers": states}).encode()
+    if path == "/metrics":
+        status, kind, data = 200, "text/plain; version=0.0.4", server.guard.metrics.prometheus({
+            "server_up": [({"server": key}, int(state == "running")) for key, state in states.items()],
+            "sessions": [({}, sessions)], "tasks": [({}, len(server.tasks.tasks))]}).encode()
+    return b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s" % (
+        status, _STATUS[status].encode(), kind.encode(), len(data), data)
+
+
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
     def __init__(self, server, log: Log, host: str, port: int, token=None):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
+        import hashlib
         self.local = _loopback(host)
+        self.caller = "token-" + hashlib.sha256(token.encode()).hexdigest()[:8] if token else "http"  # never the token
         self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
         self.connections = set()
         self.listener = None
@@ -10723,7 +11521,11 @@ class HttpServer:
                     return
                 method, target, version, headers = head
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-                keep = await self._answer(method, headers, body, keep, version, reader, writer)
+                if target.split("?", 1)[0] != HTTP_PATH:
+                    writer.write(operations_report(target.split("?", 1)[0], self.server, len(self.sessions)))
+                    await self._drain(writer)
+                else:
+                    keep = await self._answer(method, headers, body, keep, version, reader, writer)
                 if not keep:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, OSError,
@@ -10790,13 +11592,13 @@ class HttpServer:
             origin_host = _origin_host(origin)
             if not origin_host or not (_loopback(origin_host) if self.local else origin_host == host):
                 raise HttpError(403, "Origin %s is not allowed (DNS rebinding protection)" % _clip(origin, 80))
-        if self.token is not None:
+        if self.token is not None and target.split("?", 1)[0] not in self.server.guard.open:
             import hmac
             given = headers.get("authorization", "")
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if target.split("?", 1)[0] != HTTP_PATH:
+        if target.split("?", 1)[0] not in (HTTP_PATH, "/health", "/metrics"):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
         if method == "POST":
             length = headers.get("content-length", "0")
@@ -10833,6 +11635,11 @@ class HttpServer:
         return entry
 
     async def _post(self, headers, body, reader, writer, keep, version) -> bool:
+        limit = self.server.guard.http_limit
+        wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + self.caller,) + limit], time.monotonic())[0]
+        if wait:
+            raise HttpError(429, "this endpoint takes %d requests per %g s; retry in %d s" % (limit + (int(wait) + 1,)),
+                            headers=[("Retry-After", str(int(wait) + 1))])
         if headers.get("content-type", "application/json").split(";")[0].strip().lower() != "application/json":
             raise HttpError(415, "send the JSON-RPC message as Content-Type: application/json")
         accept = headers.get("accept", "*/*").lower()
@@ -10881,7 +11688,9 @@ class HttpServer:
     def _session_pair(self):
         """A Session of the Server over a transport that routes to HTTP exchanges."""
         transport = _HttpTransport(self.log)
-        return Session(transport, self.server.dispatch, self.log, self.server.notification), transport
+        session = Session(transport, self.server.dispatch, self.log, self.server.notification)
+        session.caller = session.label = self.caller
+        return session, transport
 
     def _new_session(self) -> _HttpSession:
         while len(self.sessions) >= HTTP_MAX_SESSIONS:  # the least recently used one makes room
@@ -10889,6 +11698,7 @@ class HttpServer:
         session, transport = self._session_pair()
         import secrets
         entry = _HttpSession(secrets.token_hex(16), session, transport)
+        session.label = "http-" + entry.id[:8]
         self.sessions[entry.id] = entry
         return entry
 
@@ -11308,11 +12118,12 @@ def _mode_argv(words: list, command: str) -> list:
     return _self_command() + words
 
 
-def _take_options(words: list, command: str, flags=(), values=(), anywhere=False) -> tuple:
+def _take_options(words: list, command: str, flags=(), values=(), anywhere=False, repeated=()) -> tuple:
     """A subcommand's options (`--x`, `--x V`, `--x=V`) and its other words.
 
     Options lead, and the rest starts at the first other word; with `anywhere`,
-    options may stand between the other words too.
+    options may stand between the other words too. An option of `repeated`
+    may be given again: its values make a list.
     """
     found, i, others = {}, 0, []
     while i < len(words):
@@ -11321,13 +12132,16 @@ def _take_options(words: list, command: str, flags=(), values=(), anywhere=False
             found["help"] = True
         elif name in flags and not eq:
             found[name] = True
-        elif name in values:
+        elif name in values or name in repeated:
             if not eq:
                 i += 1
                 if i >= len(words):
                     raise UsageError("%s: %s needs a value" % (command, name))
                 inline = words[i]
-            found[name] = inline
+            if name in repeated:
+                found.setdefault(name, []).append(inline)
+            else:
+                found[name] = inline
         elif anywhere and not words[i].startswith("-"):
             others.append(words[i])
         else:
@@ -11537,36 +12351,18 @@ def elicitation_answer(params: dict, assume_yes: bool, ask=input) -> dict:
                          % params.get("url"))
         return {"action": "decline"}
     sys.stderr.write("mcpstudio: the server asks: %s\n" % (params.get("message") or "(no message)"))
-    content = {}
-    for key, field in fields.items():
-        field = field if isinstance(field, dict) else {}
-        if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
-            if "default" in field:
-                content[key] = field["default"]
-            elif field.get("type") == "boolean":
-                content[key] = True
-            continue
-        choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
-                                        if isinstance(option, dict)]
-        hint = " (%s)" % "/".join(str(c) for c in choices) if choices else " (%s)" % field.get("type", "text")
-        default = " [%s]" % json.dumps(field["default"]) if "default" in field else ""
+    if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
+        content = {key: field["default"] if "default" in field else True for key, field in fields.items()
+                   if isinstance(field, dict) and ("default" in field or field.get("type") == "boolean")}
+        return {"action": "accept", "content": content}
+
+    def line(prompt):
         try:
-            text = ask("  %s%s%s: " % (field.get("title") or key, hint, default))
+            return ask(prompt)
         except EOFError:
-            return {"action": "cancel"}
-        if not text:
-            if "default" in field:
-                content[key] = field["default"]
-            continue
-        kind = field.get("type")
-        if kind in ("integer", "number", "boolean"):
-            try:
-                text = {"integer": int, "number": float}[kind](text) if kind != "boolean" else \
-                    text.strip().lower() in ("y", "yes", "true", "1")
-            except ValueError:
-                pass  # the server's validation says what it wanted
-        content[key] = text
-    return {"action": "accept", "content": content}
+            return None
+    content = ask_fields(schema, line)
+    return {"action": "cancel"} if content is None else {"action": "accept", "content": content}
 
 
 def _json_or_text(text: str) -> str:
@@ -12105,32 +12901,22 @@ def add_command(words: list) -> int:
             print(SUBCOMMAND_HELP["add"])
             return 0
         raise UsageError("add needs a NAME and -- COMMAND ARGS..., e.g. mcpstudio add time -- uvx mcp-server-time")
-    name, words = words[0], words[1:]
-    env, headers, found, i = {}, {}, {}, 0
-    while i < len(words) and words[i] != "--":
-        option, eq, value = words[i].partition("=")
-        if option in ("-h", "--help", "--disabled") and not eq:
-            found[option] = True
-        elif option in ("--config", "--cwd", "--url", "--env", "--header"):
-            if not eq:
-                i += 1
-                if i >= len(words):
-                    raise UsageError("add: %s needs a value" % option)
-                value = words[i]
-            if option in ("--env", "--header"):
-                key, eq, value = value.partition("=")
-                if not eq or not key:
-                    raise UsageError("add: %s needs KEY=VALUE, not %r" % (option, words[i]))
-                (env if option == "--env" else headers)[key] = value
-            else:
-                found[option] = value
-        else:
-            raise UsageError("add: unexpected %r; the server's command goes after --" % words[i])
-        i += 1
-    if found.get("-h") or found.get("--help"):
+    name = words[0]
+    found, rest = _take_options(words[1:], "add", flags=("--disabled",), values=("--config", "--cwd", "--url"),
+                                repeated=("--env", "--header"))
+    if rest and rest[0] != "--":
+        raise UsageError("add: unexpected %r; the server's command goes after --" % rest[0])
+    if found.get("help"):
         print(SUBCOMMAND_HELP["add"])
         return 0
-    command = words[i + 1:]
+    env, headers = {}, {}
+    for option, pairs in (("--env", env), ("--header", headers)):
+        for text in found.get(option, ()):
+            key, eq, value = text.partition("=")
+            if not eq or not key:
+                raise UsageError("add: %s needs KEY=VALUE, not %r" % (option, text))
+            pairs[key] = value
+    command = rest[1:]
     if not command and not found.get("--url"):
         raise UsageError("add %s: give the server's command after --, or --url URL" % name)
     entry = {"url": found["--url"]} if found.get("--url") else {"command": command[0], "args": command[1:]}
@@ -12354,8 +13140,6 @@ def namespace_command(words: list) -> int:
         print(SUBCOMMAND_HELP["namespace"])
         return 0
     action, rest = rest[0], rest[1:]
-    more, rest = _take_options(rest, "namespace", values=("--config",))
-    path = more.get("--config") or path
     if action not in ("add", "remove", "assign", "default", "allow", "deny") or not rest:
         raise UsageError("namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS | "
                          "allow|deny NS SERVER TOOL")
@@ -12496,6 +13280,9 @@ OPTIONS = [_Option(*o) for o in (
     (("--timeout",), "timeout", "SECONDS", "value", "stop a call after this long (default: %g)" % DEFAULT_TIMEOUT),
     (("--max-output",), "max_output", "BYTES", "value",
      "keep at most this much of stdout and of stderr (default: %d)" % DEFAULT_MAX_OUTPUT),
+    (("--max-text",), "max_text", "CHARS", "value",
+     "characters of output a result shows; past it the head and tail, the whole kept as a resource "
+     "(default: %d)" % DEFAULT_MAX_TEXT),
     (("--max-concurrency",), "max_concurrency", "N", "value",
      "commands running at once; more calls wait (default: %d)" % DEFAULT_MAX_CONCURRENCY),
     (("--max-name-length",), "max_name_length", "N", "value",
@@ -12544,6 +13331,11 @@ OPTIONS = [_Option(*o) for o in (
      "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1)"),
     (("--http-token",), "http_token", "TOKEN", "value",
      "require Authorization: Bearer TOKEN (default: $MCPSTUDIO_HTTP_TOKEN; required off loopback)"),
+    (("--audit",), "audit", "FILE", "value", "append one JSON line per tool call to FILE (secrets masked)"),
+    (("--rate-limit",), "rate_limit", "CALLS/SECONDS", "value",
+     "each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)"),
+    (("--http-rate-limit",), "http_rate_limit", "CALLS/SECONDS", "value",
+     "--http: requests to /mcp beyond CALLS at once, then CALLS per SECONDS, get 429 and Retry-After"),
 )]
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
@@ -12767,7 +13559,9 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         max_output=_positive(options["max_output"], "--max-output", int) if options["max_output"] else DEFAULT_MAX_OUTPUT,
         max_concurrency=(_positive(options["max_concurrency"], "--max-concurrency", int)
                          if options["max_concurrency"] else DEFAULT_MAX_CONCURRENCY),
-        allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional")
+        allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional",
+        max_text=_positive(options["max_text"], "--max-text", int) if options["max_text"] else DEFAULT_MAX_TEXT,
+        outputs=OutputStore())
     if settings.task_support not in TASK_SUPPORT:
         raise UsageError("--task-support %s: expected one of %s" % (settings.task_support, ", ".join(TASK_SUPPORT)))
     max_name = (_positive(options["max_name_length"], "--max-name-length", int)
@@ -12784,7 +13578,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     if options["help_timeout"]:
         script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
     runner = ProcessRunner(log)
-    sources, titles, instructions = [], [], None
+    sources, titles, instructions, rules, audit, opened = [], [], None, {}, None, ()
     if options["url"] is not None:
         if config is not None:
             raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
@@ -12809,6 +13603,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
             raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
                              % (options["namespace"], loader.path))
         sources.extend(found)
+        rules, audit, opened = info["guard"]
         titles.append(info["name"] or os.path.basename(loader.path))
         instructions = info["instructions"] or info["description"]
     if words:
@@ -12851,8 +13646,20 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         sources.append(SkillFolders([os.path.expanduser(root) for root in options["skills"]], log,
                                     prompts=not options["no_skill_prompts"]))
         titles.append("skills")
-    catalog = Catalog(sources, max_name)
-    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions), runner
+    limits = {}
+    for option in ("rate_limit", "http_rate_limit"):
+        calls, _, seconds = (options[option] or "").partition("/")
+        if options[option]:
+            flag = "--" + option.replace("_", "-")
+            limits[option] = (_positive(calls, flag + " CALLS", int), _positive(seconds or "?", flag + " CALLS/SECONDS"),
+                              "session")
+    if options["audit"]:
+        audit = AuditLog(os.path.abspath(os.path.expanduser(options["audit"])))
+    guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
+    guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
+    catalog = Catalog([settings.outputs] + sources, max_name)
+    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions,
+                  guard=guard), runner
 
 
 def default_config_path() -> str:

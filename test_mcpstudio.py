@@ -13,6 +13,8 @@ installs them and points MCPSTUDIO_SDK_PYTHON / MCPSTUDIO_INSPECTOR at them.
 import collections
 import contextlib
 import asyncio
+import base64
+import hashlib
 import io
 import json
 import os
@@ -1136,7 +1138,7 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(init["serverInfo"]["version"], mcpstudio.__version__)
             self.assertIn("title", init["serverInfo"])
             self.assertEqual(init["capabilities"], {"tools": {"listChanged": False}, "logging": {}, "tasks": {
-            "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}})
+            "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}, "resources": {"listChanged": False}})
             tools = server.request("tools/list")["result"]["tools"]
             self.assertEqual(len(tools), 1)
             self.assertEqual(tools[0]["name"], "echo")
@@ -1166,7 +1168,7 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(reply["error"]["code"], -32602)
             self.assertEqual(server.request("nothing/here")["error"]["code"], -32601)
             server.initialize()
-            self.assertEqual(server.request("resources/list")["error"]["code"], -32601)
+            self.assertEqual(server.request("prompts/list")["error"]["code"], -32601)
             self.assertEqual(server.request("ping", request_id="p")["result"], {})
 
     def test_protocol_2026_07_28(self):
@@ -1545,8 +1547,9 @@ class ProtocolTests(ScratchDir):
             server.initialize()
             result = server.call("big", {}, timeout=30)
             self.assertFalse(result["isError"])
-            self.assertEqual(len(result["content"][0]["text"]), 4000000)
-            self.assertEqual(result["content"][1]["text"], "[stderr]\n" + "e" * 4000000)
+            kept = [server.request("resources/read", {"uri": c["uri"]})["result"]["contents"][0]["text"]
+                    for c in result["content"] if c["type"] == "resource_link"]
+            self.assertEqual(kept, ["e" * 4000000, "o" * 4000000])
 
     def test_max_output(self):
         # --max-output keeps the first bytes and says how much was cut; a cut through a
@@ -2088,6 +2091,8 @@ class ScriptModeTests(ScratchDir):
             self.assertEqual([c["text"] for c in result["content"]], ["done\n", "[stderr]\nplain line"])
             logs = [(n["params"]["level"], n["params"]["data"]) for n in server.notifications_of("notifications/message")
                     if n["params"].get("logger") == "chatty"]
+            self.assertIn(("info", "done"), logs)  # stdout lines too, as they come (OutputFeed), from another pipe
+            logs.remove(("info", "done"))
             self.assertEqual(logs, [("debug", "t"), ("debug", "d"), ("info", "i"), ("warning", "w"),
                                     ("warning", "w2"), ("error", "e")])
 
@@ -2129,7 +2134,7 @@ class ScriptModeTests(ScratchDir):
         with self.serve("--max-output", "2000000") as server:
             server.initialize()
             result = server.call("big", {}, timeout=30)
-            self.assertEqual(len(result["content"][0]["text"]), 1000000)
+            self.assertEqual(result["content"][-1]["size"], 1000000)
 
     def test_state_resources(self):
         # "state": true gives mcpd://<path>/state; --state output is JSON as is, text as a JSON string;
@@ -2523,7 +2528,7 @@ class CodePositionTests(ScratchDir):
     ]
     ALLOWED = [  # the same programs with values as data
         "python3 script.py {x}", "python3 -c 'import sys; print(sys.argv[1])' {x}", "sh -c 'echo \"$1\"' sh {v}",
-        "env X={v} printenv X", "env -u HOME ls {v}", "timeout {t} ls {v}", "nice -n {n} ls {v}",
+        "env x={v} printenv x", "env -u HOME ls {v}", "timeout {t} ls {v}", "nice -n {n} ls {v}",
         "xargs -I{} ls {v}", "sudo -u {u} ls", "jq --arg v {v} '.[$v]'", "jq -r . {file}",
         "jq --argjson n {n} '.[$n]'", "awk -v a={v} '{print a}'", "awk -F {sep} '{print $1}' {file}",
         "sed -n 1p {file}", "node app.js {v}", "ruby x.rb {v}", "perl x.pl {v}", "bash -c 'echo \"$0\"' {v}",
@@ -5884,12 +5889,12 @@ class UpstreamFramingTests(unittest.TestCase):
                 self.failed[request_id] = text
 
         client = Client()
-        upstream = types.SimpleNamespace(client=client, received=client.received, note=notes.append,
-                                         stderr_line=notes.append)
+        upstream = types.SimpleNamespace(client=client, server_log=types.SimpleNamespace(
+            note=notes.append, stderr_line=notes.append))
 
         async def go():
-            protocol = mcpstudio._UpstreamProtocol(upstream)
             with mock.patch.object(mcpstudio, "MAX_MESSAGE", limit):
+                protocol = mcpstudio._UpstreamProtocol(upstream)
                 for fd, chunk in chunks:
                     protocol.pipe_data_received(fd, chunk)
         asyncio.run(go())
@@ -8952,6 +8957,926 @@ _DEEP = "\x00deep\x00"      # a placeholder the fuzzer swaps for raw, deeply nes
 _BAD_UTF8 = "\x00utf8\x00"  # a placeholder swapped for bytes that are not UTF-8
 
 
+class GuardRuleTests(unittest.TestCase):
+    """The guard rails' pure parts: token buckets, the result cache, the rules a config gives."""
+
+    def test_token_buckets(self):
+        # A burst of `calls`, then `calls` per `seconds`; several limits take a token from each, or from none.
+        buckets = {}
+        limits = [("tool", 2, 10.0)]
+        for now, expected in ((0.0, 0.0), (0.0, 0.0), (0.0, 5.0), (4.0, 1.0), (5.0, 0.0), (5.0, 5.0)):
+            self.assertAlmostEqual(mcpstudio.take_token(buckets, limits, now)[0], expected, 9, (now, buckets))
+        self.assertEqual(mcpstudio.take_token(buckets, limits, 6.0)[1], (2, 10.0))  # the limit that refused
+        both = [("file", 1, 60.0), ("other", 5, 1.0)]
+        self.assertEqual(mcpstudio.take_token(buckets, both, 0.0), (0.0, None))
+        self.assertEqual(mcpstudio.take_token(buckets, both, 1.0)[0], 59.0)
+        self.assertEqual(buckets["other"], (4.0, 0.0))  # refused by `file`: nothing taken from `other`
+
+    def test_result_cache_bounds(self):
+        # Bounded in entries and bytes (oldest out first); expired entries are gone; an entry too large is not kept.
+        cache = mcpstudio.ResultCache(max_entries=2, max_bytes=100)
+        cache.put("a", {"n": 1}, 10.0, 40)
+        cache.put("b", {"n": 2}, 10.0, 40)
+        cache.put("c", {"n": 3}, 10.0, 40)
+        self.assertEqual((cache.get("a", 0.0), cache.get("c", 0.0), cache.size), (None, ({"n": 3}, 10.0), 80))
+        cache.put("d", {"n": 4}, 10.0, 50)
+        self.assertEqual((list(cache.entries), cache.size), (["c", "d"], 90))
+        cache.put("e", {}, 10.0, 101)
+        self.assertEqual((cache.get("e", 0.0), cache.get("d", 10.0), cache.size), (None, None, 40))
+
+    def test_rules_table(self):
+        # What a tool, server or file may say, and the errors that name the key.
+        loader = mcpstudio.ConfigLoader("guard.json", data={})
+        for given, expected in (
+                ({"rateLimit": {"calls": 3, "seconds": 1.5}}, {"rateLimit": (3, 1.5, "session")}),
+                ({"rateLimit": {"calls": 1, "seconds": 9, "scope": "global"}, "confirm": "destructive"},
+                 {"rateLimit": (1, 9, "global"), "confirm": "destructive"}),
+                ({"cache": {"ttl": 60, "shared": True}, "confirm": False}, {"cache": (60, True), "confirm": False}),
+                ({"rateLimit": {"calls": 0, "seconds": 1}}, "tools[0].rateLimit: expected {\"calls\": 10"),
+                ({"rateLimit": {"calls": 2.5, "seconds": 1}}, "tools[0].rateLimit: expected"),
+                ({"rateLimit": {"calls": 2, "seconds": 1, "scope": "user"}}, 'tools[0].rateLimit: expected {"calls": 10, "seconds": 60}, and `scope` "session"'),
+                ({"rateLimit": {"calls": 2, "second": 1}}, "tools[0].rateLimit.second: unknown key (did you mean `seconds`?)"),
+                ({"cache": {"ttl": -1}}, "tools[0].cache: expected {\"ttl\": SECONDS}"),
+                ({"confirm": "always"}, "tools[0].confirm: expected true, false or \"destructive\"")):
+            with self.subTest(given=given):
+                if isinstance(expected, dict):
+                    self.assertEqual(mcpstudio.read_rules(loader, given, "tools[0]"), expected)
+                else:
+                    with self.assertRaises(mcpstudio.ConfigError) as caught:
+                        mcpstudio.read_rules(loader, given, "tools[0]")
+                    self.assertIn(expected, str(caught.exception))
+
+
+GUARD_COUNTER = """\
+    import sys
+    with open(sys.argv[1], "a") as f:
+        f.write(sys.argv[2] + "\\n")
+    print("ran " + sys.argv[2])
+    sys.exit(int(sys.argv[3]) if sys.argv[3:] and sys.argv[3].isdigit() else 0)
+    """
+
+
+class GuardTests(ScratchDir):
+    """Audit log, rate limits, confirmation and the result cache, driven as a client would."""
+
+    def setUp(self):
+        super().setUp()
+        self.counter = self.script("counter.py", GUARD_COUNTER, executable=False)
+        self.runs = os.path.join(self.dir, "runs")
+        self.audit = os.path.join(self.dir, "audit.jsonl")
+
+    def tool(self, name, extra="", **keys):
+        return dict({"name": name, "command": "%s %s %s {word}%s" % (PY, self.counter, self.runs, extra)}, **keys)
+
+    def serve(self, tools, env=None, **top):
+        path = os.path.join(self.dir, "guard.json")
+        with open(path, "w") as f:
+            json.dump(dict({"audit": {"file": self.audit}, "tools": tools}, **top), f)
+        return McpProcess("serve", "--config", path, env=env)
+
+    def ran(self) -> list:
+        if not os.path.exists(self.runs):
+            return []
+        with open(self.runs) as f:
+            return f.read().split()
+
+    def audit_lines(self, path=None) -> list:
+        with open(path or self.audit, encoding="utf-8") as f:
+            return [json.loads(line) for line in f]  # every line whole JSON
+
+    def test_audit_cache_rate_limit_and_confirmation(self):
+        # One line per call that ran, was cached, rate-limited, confirmed, refused or failed; secrets masked.
+        read_only = {"readOnlyHint": True}
+        tools = [self.tool("look", annotations=read_only, cache={"ttl": 600}),
+                 self.tool("fail", " 3", annotations=read_only, cache={"ttl": 600}),
+                 self.tool("burst", rateLimit={"calls": 2, "seconds": 1}),
+                 self.tool("wipe", annotations={"destructiveHint": True}),
+                 self.tool("keyed", " {api_key}", environment={"GUARD_API_TOKEN": "${GUARD_API_TOKEN}"}),
+                 {"name": "pin", "command_template": "%s %s %s {word} {code}" % (PY, self.counter, self.runs),
+                  "parameters": {"word": {"type": "string"}, "code": {"type": "string", "secret": True}}}]
+        env = dict(os.environ, GUARD_API_TOKEN="s3cr3t-value-42")
+        with self.serve(tools, env=env, confirm="destructive") as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "guard-test", "version": "7"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            first, second = server.call("look", {"word": "a"}), server.call("look", {"word": "a"})
+            self.assertEqual((text_of(first), text_of(second), self.ran()), ("ran a\n", "ran a\n", ["a"]))
+            self.assertEqual(second["_meta"]["mcpstudio/cached"], True)  # the second call ran nothing
+            self.assertNotIn("_meta", first)
+            for _ in range(2):  # an error is never cached
+                self.assertTrue(server.call("fail", {"word": "f"})["isError"])
+            self.assertEqual(self.ran().count("f"), 2)
+            results = [server.call("burst", {"word": "b"}) for _ in range(3)]
+            self.assertEqual([r["isError"] for r in results], [False, False, True])
+            self.assertRegex(text_of(results[2]), r"^Not run: burst allows 2 calls per 1 s; retry in (0\.\d|1\.0) s\.$")
+            time.sleep(results[2]["_meta"]["mcpstudio/retryAfter"])  # the time the server said to wait
+            self.assertFalse(server.call("burst", {"word": "b"})["isError"])
+            self.assertEqual(self.ran().count("b"), 3)
+            for answer, word in (({"action": "accept", "content": {"run": False}}, "no"),
+                                 ({"action": "decline"}, "no"), ({"action": "accept", "content": {"run": True}}, "yes")):
+                server.next_id += 1
+                call_id = server.next_id
+                server.send({"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
+                             "params": {"name": "wipe", "arguments": {"word": word}}})
+                self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
+                with server.lock:
+                    asked = server.notifications.pop()
+                self.assertIn("Allow wipe to run `%s %s %s %s`?" % (PY, self.counter, self.runs, word),
+                              asked["params"]["message"])
+                server.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+                result = server.wait_response(call_id)["result"]
+                self.assertEqual(result["isError"], word == "no", result)
+            self.assertEqual(self.ran().count("no") + self.ran().count("yes"), 1)  # only after a yes
+            # a value the config took from a secret-named variable, passed back in by the model
+            keyed = server.call("keyed", {"word": "s3cr3t-value-42", "api_key": "hunter2-secret"})
+            self.assertEqual(text_of(keyed), "ran s3cr3t-value-42\n")  # counter.py prints its first word
+            self.assertEqual(text_of(server.call("pin", {"word": "p", "code": "pin-7355608"})), "ran p\n")
+        with self.serve(tools, confirm="destructive", env=env) as server:
+            server.initialize()  # no elicitation: it says confirmation is required and how to switch it off
+            refused = server.call("wipe", {"word": "never"})
+            self.assertIn('needs the user\'s confirmation', text_of(refused))
+            self.assertIn('set "confirm": false on this tool', text_of(refused))
+        self.assertNotIn("never", self.ran())
+        with open(self.audit, encoding="utf-8") as f:
+            text = f.read()
+        self.assertNotIn("s3cr3t-value-42", text)
+        self.assertNotIn("hunter2-secret", text)
+        self.assertNotIn("pin-7355608", text)  # a parameter the config marks "secret"
+        if mcpstudio._POSIX:
+            self.assertEqual(os.stat(self.audit).st_mode & 0o777, 0o600)
+        lines = self.audit_lines()
+        by_tool = collections.defaultdict(list)
+        for line in lines:
+            by_tool[line["tool"]].append(line)
+        look = by_tool["look"]
+        self.assertEqual([line.get("cached") for line in look], [None, True])
+        self.assertEqual((look[0]["exitCode"], look[0]["client"], look[0]["session"]), (0, "guard-test 7", "stdio"))
+        self.assertEqual(look[0]["argv"], [PY, self.counter, self.runs, "a"])
+        self.assertEqual([(line["exitCode"], line["isError"]) for line in by_tool["fail"]], [(3, True), (3, True)])
+        self.assertEqual([line.get("rateLimited") for line in by_tool["burst"]], [None, None, True, None])
+        self.assertEqual([(line.get("confirmed"), line.get("refused")) for line in by_tool["wipe"]], [
+            (False, "not confirmed"), (False, "not confirmed"), (True, None),
+            (None, "confirmation required; the client cannot ask")])
+        self.assertEqual(by_tool["keyed"][0]["arguments"], {"word": "***", "api_key": "***"})
+        self.assertEqual(by_tool["keyed"][0]["argv"][-2:], ["***", "***"])
+        self.assertEqual((by_tool["pin"][0]["arguments"], by_tool["pin"][0]["argv"][-2:]), ({"word": "p", "code": "***"},
+                                                                                          ["p", "***"]))
+        self.assertTrue(all(line["ms"] >= 0 and line["bytes"] > 0 and line["time"] for line in lines))
+
+    def test_cache_needs_a_read_only_tool(self):
+        # A tool-level cache on a tool not annotated read-only is refused at startup, naming the key.
+        with self.serve([self.tool("write", cache={"ttl": 5})]) as server:
+            self.assertEqual(server.close(), 1)
+        self.assertIn("tools[0].cache: only a read-only tool's results may be cached", "".join(server.stderr))
+
+    def test_audit_intact_under_load_rotation_and_sigkill(self):
+        # 1,000 concurrent calls: 1,000 whole lines. Rotation keeps `keep` files. A SIGKILL mid-stream leaves
+        # only whole lines.
+        tools = [self.tool("many", rateLimit={"calls": 40, "seconds": 3600})]
+        with self.serve(tools) as server:
+            server.initialize()
+            for number in range(1000):
+                server.send({"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                             "params": {"name": "many", "arguments": {"word": "w%d" % number}}})
+            for number in range(1000):
+                server.wait_response(number, timeout=WAIT * 4)
+        lines = self.audit_lines()
+        self.assertEqual(len(lines), 1000)
+        self.assertEqual(sum(1 for line in lines if line.get("rateLimited")), 960)
+        os.remove(self.audit)
+        with self.serve(tools, audit={"file": self.audit, "maxBytes": 2048, "keep": 2}) as server:
+            server.initialize()
+            for number in range(100):
+                server.send({"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                             "params": {"name": "many", "arguments": {"word": "x"}}})
+            def rotated_twice():  # the live file is briefly absent while it is rotated
+                try:
+                    return os.path.exists(self.audit + ".2") and os.path.getsize(self.audit) > 1024
+                except FileNotFoundError:
+                    return False
+            self.assertTrue(wait_until(rotated_twice))
+            server.proc.kill()
+            server.proc.wait(WAIT)
+        kept = [name for name in os.listdir(self.dir) if name.startswith("audit")]
+        self.assertLessEqual(set(kept), {"audit.jsonl", "audit.jsonl.1", "audit.jsonl.2"})  # killed mid-rotation: .1 may be missing
+        for path in [os.path.join(self.dir, name) for name in kept]:
+            self.assertTrue(all(line["tool"] == "many" for line in self.audit_lines(path)))
+            self.assertLessEqual(os.path.getsize(path), 2048)
+
+    def test_audit_failure(self):
+        # An audit file that cannot be written: said on stderr, the call still runs; with "required", refused.
+        folder = os.path.join(self.dir, "gone")
+        for required, expected in ((False, "ran q\n"), (True, "Not run: the audit log %s cannot be written"
+                                                                % os.path.join(folder, "a.jsonl"))):
+            with self.serve([self.tool("q")], audit={"file": os.path.join(folder, "a.jsonl"), "required": required}) as server:
+                server.initialize()
+                self.assertTrue(text_of(server.call("q", {"word": "q"})).startswith(expected))
+                self.assertIn("audit log %s: cannot" % os.path.join(folder, "a.jsonl"),
+                              server.stderr_when(lambda text: "audit log" in text))
+        self.assertEqual(self.ran(), ["q"])
+
+    def test_template_and_script_modes(self):
+        # --audit and --rate-limit in template mode and in script mode: the same step, the same lines.
+        with McpProcess("--audit", self.audit, "--rate-limit", "1/60", "echo", "{message}") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("echo", {"message": "x"})), "x\n")
+            self.assertIn("retry in 60.0 s", text_of(server.call("echo", {"message": "y"})))
+        folder = os.path.join(self.dir, "scripts")
+        os.mkdir(folder)
+        self.script(os.path.join("scripts", "say"), """\
+            #!%s
+            import json, sys
+            if sys.argv[1:] == ["--help"]:
+                print(json.dumps({"description": "Say a word"}))
+                sys.stderr.write(json.dumps({"word": {"type": "string", "required": True}}))
+                sys.exit(0)
+            print("said " + json.load(sys.stdin)["word"])
+            sys.exit(4)
+            """ % PY)
+        with McpProcess("--audit", self.audit, "--root-directory", folder) as server:
+            server.initialize()
+            self.assertTrue(server.call("say", {"word": "s"})["isError"])  # mcpd's exit 4: not found
+        lines = self.audit_lines()
+        self.assertEqual([(line["tool"], line.get("argv"), line.get("rateLimited")) for line in lines[:2]],
+                         [("echo", ["echo", "x"], None), ("echo", ["echo", "y"], True)])
+        self.assertEqual((lines[2]["tool"], lines[2]["exitCode"], lines[2]["arguments"]), ("say", 4, {"word": "s"}))
+
+
+def _prometheus_parser():
+    """prometheus_client's text parser (test-only; installed, or in $MCPSTUDIO_PYTE_PATH as .ci/run puts it)."""
+    if os.environ.get("MCPSTUDIO_PYTE_PATH") and os.environ["MCPSTUDIO_PYTE_PATH"] not in sys.path:
+        sys.path.append(os.environ["MCPSTUDIO_PYTE_PATH"])
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+        return text_string_to_metric_families
+    except ImportError:
+        return None
+
+
+class GuardHttpTests(AggregatorCase):
+    """/health, /metrics and the endpoint-wide rate limit of --http."""
+
+    def get(self, server, path, token=None):
+        import urllib.error
+        import urllib.request
+        request = urllib.request.Request("http://127.0.0.1:%d%s" % (server.port, path),
+                                         headers={"Authorization": "Bearer " + token} if token else {})
+        try:
+            with urllib.request.urlopen(request, timeout=WAIT) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def call(self, server, session, number, arguments):
+        status, _, text = server.post({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": {
+            "name": "echo", "arguments": arguments}}, session=session)
+        return status, server.messages(text)[-1]
+
+    @unittest.skipIf(_prometheus_parser() is None, "prometheus_client is not installed (.ci/run installs it)")
+    def test_metrics_parse_with_the_counts_made(self):
+        # Three calls that ran, one refused for its arguments: the counts, the histogram, the sessions gauge.
+        # Both behind the token, unless the config's openEndpoints opens one.
+        token = "metrics-token-1234"
+        with HttpServerProcess("--http-token", token, "echo", "{message}") as server:
+            self.assertEqual(self.get(server, "/metrics")[0], 401)  # behind the same token rule as /mcp
+            status, headers, text = server.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                headers={"Authorization": "Bearer " + token})
+            session = headers["mcp-session-id"]
+            auth = {"Authorization": "Bearer " + token}
+            for number, arguments in ((2, {"message": "a"}), (3, {"message": "b"}), (4, {"message": "c"}), (5, {})):
+                status, _, text = server.post({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": {
+                    "name": "echo", "arguments": arguments}}, session=session, headers=auth)
+                self.assertEqual(server.messages(text)[-1]["result"]["isError"], number == 5, text)
+            status, text = self.get(server, "/metrics", token)
+            self.assertEqual(status, 200)
+            samples = {}
+            for family in _prometheus_parser()(text):
+                for sample in family.samples:
+                    samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+            tool = (("tool", "echo"),)
+            self.assertEqual((samples[("mcpstudio_calls_total", tool)], samples[("mcpstudio_errors_total", tool)],
+                              samples[("mcpstudio_cached_total", tool)], samples[("mcpstudio_call_seconds_count", tool)],
+                              samples[("mcpstudio_call_seconds_bucket", (("le", "+Inf"), ("tool", "echo")))],
+                              samples[("mcpstudio_sessions", ())]), (4, 1, 0, 4, 4, 1))
+        path = os.path.join(self.dir, "open.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "echo", "command": "echo {message}"}], "openEndpoints": ["/health"]}, f)
+        with HttpServerProcess("--http-token", token, "serve", "--config", path) as server:
+            self.assertEqual(self.get(server, "/health"), (200, '{"status": "ok", "servers": {}}'))  # opened
+            self.assertEqual(self.get(server, "/metrics")[0], 401)
+            self.assertEqual(server.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})[0], 401)
+
+    def test_health_shows_a_dead_server(self):
+        # 200 with each server's state, turning to show the one that died; 503 when the config cannot serve.
+        data = {"mcpServers": {"up": {"command": PY, "args": [self.fake, "--name", "up", "--pidfile", self.pids],
+                                      "eager": True}}}
+        path = os.path.join(self.dir, "health.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+            session = server.initialize_session()
+            self.assertTrue(wait_until(lambda: json.loads(self.get(server, "/health")[1])["servers"] == {"up": "running"}))
+            self.assertEqual(self.get(server, "/health")[0], 200)
+            server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "up__crash", "arguments": {}}}, session=session)
+            self.assertTrue(wait_until(lambda: json.loads(self.get(server, "/health")[1])["servers"]["up"] != "running"),
+                            self.get(server, "/health"))
+            self.assertEqual(self.get(server, "/health")[0], 200)  # this server still serves
+        with open(path, "w") as f:
+            json.dump(dict(data, namespaces={"a": {"servers": ["up"]}}, defaultNamespace="nope"), f)
+        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+            status, text = self.get(server, "/health")
+            self.assertEqual(status, 503)
+            self.assertIn("nope", json.loads(text)["status"])
+
+    def test_endpoint_rate_limit(self):
+        # --http-rate-limit 3/60: the fourth request gets 429 with Retry-After; nothing of it runs.
+        with HttpServerProcess("--http-rate-limit", "3/60", "echo", "{message}") as server:
+            session = server.initialize_session()  # two requests: initialize, initialized
+            self.assertEqual(server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)[0], 200)
+            status, headers, text = server.post({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 429)
+            self.assertTrue(15 <= int(headers["retry-after"]) <= 20, headers)  # one request per 20 s after the burst
+            self.assertIn("this endpoint takes 3 requests per 60 s; retry in", json.loads(text)["error"]["message"])
+
+    def test_aggregated_calls_audited_cached_and_counted(self):
+        # A forwarded call is audited with its server; a server's cache answers the second call (and a
+        # 2026-07-28 result carries ttlMs/cacheScope); servers_list counts per tool.
+        audit = os.path.join(self.dir, "audit.jsonl")
+        data = {"audit": {"file": audit}, "mcpServers": {"up": {
+            "command": PY, "args": [self.fake, "--name", "up", "--pidfile", self.pids], "cache": {"ttl": 60}}},
+            "namespaces": {"work": {"servers": ["up"]}}, "defaultNamespace": "work"}
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            server.request("logging/setLevel", {"level": "info"})
+            first, second = server.call("up__echo", {"text": "x"}), server.call("up__echo", {"text": "x"})
+            self.assertEqual((text_of(first), text_of(second)), ("up: x", "up: x"))
+            self.assertTrue(second["_meta"]["mcpstudio/cached"])
+            self.assertEqual(len([n for n in server.notifications_of("notifications/message")
+                                  if n["params"].get("data") == "echoing x"]), 1)  # the server saw one call
+            modern = server.call("up__echo", {"text": "x"}, meta=MODERN_META)
+            self.assertEqual(modern["cacheScope"], "private")
+            self.assertTrue(0 < modern["ttlMs"] <= 60000, modern)
+            self.assertTrue(server.call("up__crash", {})["isError"])
+            counts = server.call("mcpstudio__servers_list", {})["structuredContent"]["tools"]
+            self.assertEqual({tool: (row["calls"], row["cached"], row["error"]) for tool, row in counts.items()},
+                             {"up__echo": (3, 2, 0), "up__crash": (1, 0, 1)})
+            self.assertTrue(all(row["p50Ms"] <= row["p99Ms"] for row in counts.values()))
+        with open(audit, encoding="utf-8") as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([(line["tool"], line.get("server"), line.get("cached")) for line in lines],
+                         [("up__echo", "up", None), ("up__echo", "up", True), ("up__echo", "up", True),
+                          ("up__crash", "up", None), ("mcpstudio__servers_list", None, None)])
+        self.assertEqual((lines[3]["isError"], lines[0]["namespace"]), (True, "work"))
+
+    def test_confirmation_through_input_required(self):
+        # 2026-07-28: the call answers input_required (key `confirm`) with the command line; the retry with a
+        # yes runs it, one with a no does not.
+        marker = os.path.join(self.dir, "ran")
+        path = os.path.join(self.dir, "confirm.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "touch", "command": "%s %s %s" % (PY, self.script("touch.py", """\
+                import sys
+                open(sys.argv[1], "a").close()
+                """, executable=False), marker), "confirm": True}]}, f)
+        with HttpServerProcess("serve", "--config", path) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+
+            def call(extra):
+                params = dict({"name": "touch", "arguments": {}, "_meta": meta}, **extra)
+                return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+            first = call({})
+            self.assertEqual(first["resultType"], "input_required")
+            self.assertIn("Allow touch to run `%s " % PY, first["inputRequests"]["confirm"]["params"]["message"])
+            no = call({"inputResponses": {"confirm": {"action": "accept", "content": {"run": False}}}})
+            self.assertTrue(no["isError"])
+            self.assertFalse(os.path.exists(marker))
+            yes = call({"inputResponses": {"confirm": {"action": "accept", "content": {"run": True}}}})
+            self.assertFalse(yes["isError"], yes)
+            self.assertTrue(os.path.exists(marker))
+
+
+# --------------------------------------------------------------------------
+# A command's life: output within a budget, kept whole as a resource
+# --------------------------------------------------------------------------
+
+class OutputFitTests(unittest.TestCase):
+    def test_fit_text_table(self):
+        # Under the budget a text is untouched; past it, whole lines of head and tail around an exact note.
+        uri = "mcpstudio://output/k"
+        text = "".join("line %d\n" % n for n in range(1, 101))
+        self.assertEqual(mcpstudio.fit_text(text, len(text), uri), text)
+        fitted = mcpstudio.fit_text(text, 80, uri)
+        head, note, tail = fitted.partition("[...")
+        self.assertEqual(head, "line 1\nline 2\nline 3\nline 4\nline 5\n")
+        self.assertTrue(tail.endswith("line 99\nline 100\n"))
+        middle = text[len(head):len(text) - len(tail.split("\n", 1)[1])]
+        self.assertIn(" %d lines (%d bytes) left out" % (middle.count("\n"), len(middle)), note + tail)
+        self.assertIn("%s?lines=6-%d" % (uri, 5 + middle.count("\n")), tail)
+        one_line = mcpstudio.fit_text("x" * 1000, 100, uri)  # no line end to cut at: cut inside the line
+        self.assertTrue(one_line.startswith("x" * 50 + "\n[... 1 lines (900 bytes)"))
+        self.assertTrue(one_line.endswith("]\n" + "x" * 50))
+
+    def test_output_slice_table(self):
+        # ?lines= numbers lines from 1; both ends included, either may be left out.
+        data = b"a\nbb\nccc\nd"
+        for query, expected in (("", data), ("lines=2-3", b"bb\nccc\n"), ("lines=3-", b"ccc\nd"),
+                                ("lines=-1", b"a\n"), ("lines=4-9", b"d"), ("lines=9-", b""), ("lines=0-1", b"a\n"),
+                                ("lines=-", data), ("lines=3-2", b"")):
+            self.assertEqual(mcpstudio.output_slice(data, query), expected, query)
+        for query in ("lines=a-b", "x=1", "bytes=0-1", "lines=1-2&x=1"):
+            with self.assertRaises(ValueError):
+                mcpstudio.output_slice(data, query)
+
+
+class OutputBudgetTests(ScratchDir):
+    def test_five_megabytes(self):
+        # 5 MB of output: head, tail and the exact count of what was left out; the link reads it all back.
+        writer = self.script("five.py", """\
+            import sys
+            out = sys.stdout.buffer
+            for n in range(100000):
+                out.write(b"%06d %s\\n" % (n, b"y" * 42))
+            """)
+        with open(os.path.join(self.dir, "whole"), "wb") as f:
+            for n in range(100000):
+                f.write(b"%06d %s\n" % (n, b"y" * 42))
+        with open(os.path.join(self.dir, "whole"), "rb") as f:
+            whole = f.read()
+        self.assertEqual(len(whole), 5000000)
+        with McpProcess("--max-output", "6000000", PY, writer) as server:
+            server.initialize()
+            result = server.call(os.path.basename(PY), {})
+            text, link = result["content"][0]["text"], result["content"][-1]
+            self.assertFalse(result["isError"])
+            self.assertLess(len(text), mcpstudio.DEFAULT_MAX_TEXT + 400)
+            self.assertTrue(text.startswith("000000 "))
+            self.assertTrue(text.endswith("099999 " + "y" * 42 + "\n"))
+            head, note = text.split("[... ", 1)
+            shown = head.count("\n") + note.split("]\n", 1)[1].count("\n")
+            left = re.match(r"(\d+) lines \((\d+) bytes\) left out", note)
+            self.assertEqual(int(left.group(1)), 100000 - shown)
+            self.assertEqual(int(left.group(2)), (100000 - shown) * 50)
+            self.assertEqual(link["type"], "resource_link")
+            self.assertEqual(link["size"], 5000000)
+            self.assertIn(link["uri"], note)
+            contents = server.request("resources/read", {"uri": link["uri"]})["result"]["contents"]
+            self.assertEqual(contents[0]["text"].encode(), whole)
+            part = re.search(r"\?lines=(\d+)-(\d+)", note)
+            read = server.request("resources/read", {"uri": link["uri"] + part.group()})["result"]["contents"]
+            self.assertEqual(read[0]["text"].encode(), whole[len(head.encode()):len(whole) - len(note.split("]\n", 1)[1])])
+            read = server.request("resources/read", {"uri": link["uri"] + "?lines=3-4"})["result"]["contents"]
+            self.assertEqual(read[0]["text"], "000002 " + "y" * 42 + "\n000003 " + "y" * 42 + "\n")
+
+    def test_private_and_bounded(self):
+        # A kept output is read only by the session that made it; a budget comes from the flag, the
+        # file or the tool; an error result keeps under Claude Code's cut of about 11,000 characters.
+        writer = self.script("many.py", """\
+            import sys
+            sys.stdout.write("".join("row %d\\n" % n for n in range(int(sys.argv[1]))))
+            sys.exit(int(sys.argv[2]))
+            """)
+        config = os.path.join(self.dir, "c.json")
+        with open(config, "w") as f:
+            json.dump({"max_text": 3000, "tools": [
+                {"name": "rows", "command": "%s %s {n} {code}" % (PY, writer)},
+                {"name": "few", "command": "%s %s {n} {code}" % (PY, writer), "max_text": 500}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            rows = server.call("rows", {"n": "5000", "code": "0"})["content"][0]["text"]
+            self.assertLess(len(rows), 3000 + 400)
+            self.assertLess(len(server.call("few", {"n": "5000", "code": "0"})["content"][0]["text"]), 500 + 400)
+            failed = server.call("rows", {"n": "50000", "code": "3"})
+            self.assertTrue(failed["isError"])
+            self.assertLess(len(text_of(failed)), 3000 + 400)
+            uri = failed["content"][-1]["uri"]
+            self.assertEqual(server.request("resources/read", {"uri": uri + "?lines=50000-"})["result"]["contents"][0]["text"],
+                             "row 49999\n")
+            other = server.request("resources/read", {"uri": uri, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}})
+            self.assertIn("Output not found", other["error"]["message"])
+            bad = server.request("resources/read", {"uri": uri + "?lines=x"})
+            self.assertIn("?lines=FROM-TO", bad["error"]["message"])
+        with McpProcess("--max-text", "20000", PY, writer, "{n}", "{code}") as server:
+            server.initialize()
+            failed = server.call(os.path.basename(PY), {"n": "50000", "code": "3"})
+            self.assertLess(len(text_of(failed)), mcpstudio.ERROR_MAX_TEXT + 600)
+            self.assertEqual(server.call(os.path.basename(PY), {"n": "3", "code": "0"})["content"],
+                             [{"type": "text", "text": "row 0\nrow 1\nrow 2\n"}])
+
+
+@unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
+class OutputFeedSdkTests(ScratchDir):
+    """A running command's lines reach the official Python SDK client as they come, in both eras."""
+
+    run_client = PythonSdkInteropTests.run_client
+    CLIENT = """
+        import anyio, json, os, time
+        import mcp
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(command=os.environ["SERVER_PY"], env=dict(os.environ),
+                                       args=[os.environ["MCPSTUDIO"], "--name", "tick", os.environ["SERVER_PY"],
+                                             os.environ["TICK"]])
+        seen = []
+
+        async def on_progress(progress, total, message):
+            if message and message.startswith("tick"):
+                seen.append((time.time(), message))
+
+        def report(result, version):
+            first_written = float(seen[0][1].split()[2])
+            print(json.dumps({"version": version, "messages": [m for _, m in seen], "text": result.content[0].text,
+                              "latency": seen[0][0] - first_written}))
+        """
+
+    def tick(self) -> str:
+        return self.script("tick.py", """\
+            import sys, time
+            for n in range(3):
+                print("tick %d %.6f" % (n, time.time()), flush=True)
+                time.sleep(1)
+            """)
+
+    def check(self, out, version):
+        # Each line came as a progress message while the command ran, the first within 0.5 s.
+        self.assertEqual(out["version"], version)
+        self.assertEqual([m.split()[:2] for m in out["messages"]], [["tick", "0"], ["tick", "1"], ["tick", "2"]])
+        self.assertEqual(out["text"].splitlines(), out["messages"])
+        self.assertLess(out["latency"], 0.5)
+
+    def test_handshake_era(self):
+        out = self.run_client(self.CLIENT + """
+        async def main():
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    init = await session.initialize()
+                    report(await session.call_tool("tick", {}, progress_callback=on_progress), init.protocol_version)
+        anyio.run(main)
+        """, TICK=self.tick())
+        self.check(out, "2025-11-25")
+
+    def test_2026_era(self):
+        out = self.run_client(self.CLIENT + """
+        async def main():
+            async with mcp.Client(params) as client:
+                report(await client.call_tool("tick", {}, progress_callback=on_progress), client.protocol_version)
+        anyio.run(main)
+        """, TICK=self.tick())
+        self.check(out, "2026-07-28")
+
+
+class OutputFeedTests(ScratchDir):
+    def test_log_lines_rate_and_task_status(self):
+        # At `info`, lines come as log notifications, at most one per FEED_INTERVAL however fast they are
+        # written, each with the latest FEED_LINES lines clipped; a task's statusMessage shows the last line.
+        fast = self.script("fast.py", """\
+            import sys, time
+            for n in range(2000):
+                print("line %d %s" % (n, "z" * 500), flush=True)
+            print("waiting", flush=True)
+            time.sleep(float(sys.argv[1]))
+            """)
+        with McpProcess("--name", "fast", PY, fast, "{seconds}") as server:
+            server.initialize()
+            server.call("fast", {"seconds": "0"})  # the client set no level: no log lines
+            self.assertEqual(server.notifications_of("notifications/message"), [])
+            server.request("logging/setLevel", {"level": "info"})
+            started = time.monotonic()
+            server.call("fast", {"seconds": "0"})
+            elapsed = time.monotonic() - started
+            logs = [n["params"] for n in server.notifications_of("notifications/message") if n["params"]["logger"] == "fast"]
+            self.assertLessEqual(len(logs), elapsed / mcpstudio.FEED_INTERVAL + 2)
+            self.assertTrue(all(len(line) <= mcpstudio.FEED_LINE for entry in logs for line in entry["data"].split("\n")))
+            self.assertTrue(all(entry["data"].count("\n") < mcpstudio.FEED_LINES for entry in logs))
+            self.assertTrue(all(re.match(r"line \d+ z+(\.\.\.)?$|waiting$", line) for entry in logs
+                                for line in entry["data"].split("\n")), logs[:3])
+            task = server.request("tools/call", {"name": "fast", "arguments": {"seconds": "30"}, "task": {"ttl": 60000}})
+            task_id = task["result"]["task"]["taskId"]
+            self.assertTrue(wait_until(lambda: server.request("tasks/get", {"taskId": task_id})["result"].get(
+                "statusMessage") == "waiting"), server.context())
+            server.request("tasks/cancel", {"taskId": task_id})
+
+class FileArgumentTests(ScratchDir):
+    def test_write_file_argument_table(self):
+        # A data: URI becomes a file in the folder, named by its `;name=` (made safe) or the parameter.
+        png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+        encoded = base64.b64encode(png).decode()
+        for value, name in (("data:image/png;name=cat.png;base64," + encoded, "cat.png"),
+                            ("data:image/png;base64," + encoded, "picture"),
+                            ("data:;name=../../etc/passwd;base64," + encoded, "passwd"),
+                            ("data:image/png;name=..;base64," + encoded, "picture"),
+                            ("data:application/octet-stream;name=a%20b$c;base64," + encoded, "a_20b_c")):
+            folder = tempfile.mkdtemp(dir=self.dir)
+            path = mcpstudio.write_file_argument("picture", value, folder, 1000)
+            self.assertEqual(path, os.path.join(folder, "picture", name), value[:40])
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), png)
+        for value, problem in (("nope", "data: URI"), ("data:image/png;base64,@@@", "data: URI"),
+                               ("data:text/plain,hello", "data: URI"), ("data:;base64," + encoded, "more than the 100")):
+            with self.assertRaisesRegex(mcpstudio.ToolError, problem):
+                mcpstudio.write_file_argument("picture", value, self.dir, 100)
+
+    def test_files_in_and_out(self):
+        # A PNG given as a data URI reaches the command as a file with the same bytes, in a private folder
+        # removed after the call; a PNG the command writes into its output folder comes back as image content.
+        png = b"\x89PNG\r\n\x1a\n" + os.urandom(300)
+        digest = self.script("digest.py", """\
+            import hashlib, os, sys
+            folder = os.path.dirname(os.path.dirname(sys.argv[1]))
+            print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest(), sys.argv[1], oct(os.stat(folder).st_mode & 0o777))
+            """)
+        draw = self.script("draw.py", """\
+            import os, sys
+            with open(os.path.join(sys.argv[1], "plot.png"), "wb") as f:
+                f.write(bytes.fromhex(sys.argv[2]))
+            with open(os.path.join(sys.argv[1], "notes.txt"), "w") as f:
+                f.write("drawn\\n")
+            """)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [
+                {"name": "digest", "command_template": "%s %s {image}" % (PY, digest),
+                 "parameters": {"image": {"type": "file", "description": "A picture"}}},
+                {"name": "draw", "command": "%s %s {out} {hex}" % (PY, draw), "output_folder": "out"}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            tools = {t["name"]: t["inputSchema"] for t in server.request("tools/list")["result"]["tools"]}
+            self.assertEqual(tools["digest"]["properties"]["image"]["type"], "string")
+            self.assertIn("data:", tools["digest"]["properties"]["image"]["description"])
+            self.assertEqual(list(tools["draw"]["properties"]), ["hex"])
+            result = server.call("digest", {"image": "data:image/png;name=in.png;base64," + base64.b64encode(png).decode()})
+            sha, path, mode = result["content"][0]["text"].split()
+            self.assertEqual(sha, hashlib.sha256(png).hexdigest())
+            self.assertEqual((os.path.basename(path), mode), ("in.png", "0o700"))
+            self.assertFalse(os.path.exists(os.path.dirname(os.path.dirname(path))))
+            bad = server.call("digest", {"image": "/etc/passwd"})
+            self.assertTrue(bad["isError"])
+            self.assertIn("`image` is a file", text_of(bad))
+            result = server.call("draw", {"hex": png.hex()})
+            self.assertFalse(result["isError"], result)
+            self.assertIn({"type": "image", "data": base64.b64encode(png).decode(), "mimeType": "image/png"},
+                          result["content"])
+            self.assertIn({"type": "text", "text": "drawn\n"}, result["content"])
+
+
+class CorePromiseTests(ScratchDir):
+    """Issue 33: ten ways a model's value became code, an option, a file or a command; each is refused
+    when the config loads or when the call comes, and nothing runs (a marker file never appears)."""
+
+    # (hole, tool, fragment of the reason): each loads no tool; the field is always `x`
+    AT_START = [
+        (1, {"shell": True, "command": "trap {x} EXIT; echo hi"}, "`trap`"),
+        (1, {"shell": True, "command": "alias {x}\nls"}, "`alias`"),
+        (1, {"shell": True, "command": "echo a; PROMPT_COMMAND={x}"}, "`PROMPT_COMMAND=`"),
+        (1, {"shell": True, "command": "echo a; fc -s {x}"}, "`fc`"),
+        (1, {"shell": True, "command": "bind -x {x}"}, "`bind`"),
+        (1, {"shell": True, "command": "complete -C {x} ls"}, "`complete`"),
+        (1, {"shell": True, "command": "echo ${v:{x}}"}, "arithmetic"),
+        (1, {"shell": True, "command": "for ((i={x}; i<3; i++)); do echo $i; done"}, "arithmetic"),
+        (1, {"shell": True, "command": "echo a; printf -v {x} %s 1"}, "`printf -v`"),
+        (1, {"shell": True, "command": "echo a; test -v {x}"}, "`test -v`"),
+        (1, {"shell": True, "command": "echo a; read {x}"}, "`read`"),
+        (1, {"shell": True, "command": "echo a; mapfile -C {x} lines"}, "`mapfile`"),
+        (2, {"shell": True, "command": "echo {x} | sh"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "printf '%s\\n' {x} | sh -s"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "sh <<EOF\necho {x}\nEOF"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "echo {x} | xargs touch"}, "`xargs` turns stdin into arguments"),
+        (2, {"shell": True, "command": "sh < {x}"}, "`sh` reads the program"),
+        (2, {"shell": True, "command": "echo {x} |& bash"}, "`bash` reads the program"),
+        (3, {"command": "env --split={x}"}, "`env --split-string`"),
+        (3, {"command": "env --sp={x}"}, "`env --split-string`"),
+        (3, {"command": "sed -n --expr={x} file"}, "`sed --expression`"),
+        (3, {"command": "timeout --sig KILL 5 awk {x}"}, "`awk` runs as its program"),
+        (3, {"command": "awk -W interactive {x}"}, "`awk` runs as its program"),
+        (3, {"command": "env --frobnicate ls {x}"}, "an option of `env` that mcpstudio does not know"),
+        (4, {"command": "flock LOCKFILE awk {x}"}, "`awk` runs as its program"),
+        (4, {"command": "flock LOCKFILE sed -n {x} file"}, "`sed` runs as its program"),
+        (4, {"command": "docker exec c awk {x}"}, "`awk` runs as its program"),
+        (4, {"command": "kubectl exec p -- sed {x}"}, "`sed` runs as its program"),
+        (7, {"command": "rbash -c {x}"}, "`rbash -c`"),
+        (7, {"command": "oksh -c {x}"}, "`oksh -c`"),
+        (7, {"command": "sqlite3 db {x}"}, "`sqlite3` runs as SQL"),
+        (7, {"command": "sqlite3 db", "stdin": "{x}"}, "`sqlite3` reads the program"),
+        (7, {"command": "make -f -", "stdin": "{x}"}, "`make -f` reads the program"),
+        (7, {"command": "make CFLAGS={x}"}, "`make NAME=VALUE`"),
+        (7, {"command": "sh /dev/fd//0", "stdin": "{x}"}, "`sh` reads the program"),
+        (7, {"command": "sh /dev/./stdin", "stdin": "{x}"}, "`sh` reads the program"),
+        (7, {"command": "ex -s file", "stdin": "{x}"}, "`ex` reads the program"),
+        (7, {"command": "vim +{x} file"}, "`vim +`"),
+        (7, {"command": "view -c {x} file"}, "`view -c`"),
+        (7, {"command": "tcsh -c {x}"}, "`tcsh -c`"),
+        (7, {"command": "csh -c {x}"}, "`csh -c`"),
+        (7, {"command": "nu -c {x}"}, "`nu -c`"),
+        (7, {"command": "xonsh -c {x}"}, "`xonsh -c`"),
+        (7, {"command": "elvish -c {x}"}, "`elvish -c`"),
+        (7, {"command": "ipython -c {x}"}, "`python -c`"),
+        (7, {"command": "gdb -batch -ex {x}"}, "`gdb -ex`"),
+        (7, {"command": "script -q -c {x} /dev/null"}, "`script -c`"),
+        (7, {"command": "flock -c {x} LOCKFILE"}, "`flock -c`"),
+        (7, {"command": "flock LOCKFILE -c {x}"}, "`flock -c`"),
+        (8, {"command": "git clone --upload-pack={x} repo"}, "`git clone --upload-pack`"),
+        (8, {"command": "git push --receive-pack {x} origin"}, "`git push --receive-pack`"),
+        (8, {"command": "git submodule foreach {x}"}, "`git submodule foreach`"),
+        (8, {"command": "git bisect run {x}"}, "`git bisect run`"),
+        (8, {"command": "git rebase -x {x} main"}, "`git rebase -x`"),
+        (8, {"command": "git difftool -x {x}"}, "`git difftool -x`"),
+        (8, {"command": "git --config-env={x} log"}, "--config-env`"),
+        (8, {"command": "find . -fprint {x}"}, "`find -fprint`"),
+        (8, {"command": "find . -name a -fprintf {x} %p"}, "`find -fprintf`"),
+        (8, {"command": "find . -fls {x}"}, "`find -fls`"),
+        (8, {"command": "tar --to-command={x} -xf a.tar"}, "`tar --to-command`"),
+        (8, {"command": "zip -TT {x} a.zip file"}, "`zip -TT`"),
+        (8, {"command": "wget -O {x} https://example.com/"}, "`wget -O`"),
+        (8, {"command": "curl -sSLo {x} https://example.com/"}, "`curl -o`"),
+        (8, {"command": "rsync -avze {x} a host:b"}, "`rsync -e`"),
+        (8, {"command": "curl -K {x} https://example.com/"}, "`curl -K`"),
+        (8, {"command": "bash --rcfile {x} -i"}, "`bash --rcfile`"),
+        (8, {"shell": True, "command": "source <(echo {x})"}, "`source` reads the program"),
+        (8, {"shell": True, "command": "echo {x} | ed -s file"}, "`ed` reads the program"),
+        (8, {"command": "gdb --args sh -c {x}"}, "`sh -c`"),
+        (8, {"command": "psql -c {x}"}, "`psql -c`"),
+        (8, {"command": "mysql -e {x}"}, "`mysql -e`"),
+        (8, {"command": "sftp -b {x} host"}, "`sftp -b`"),
+        (8, {"command": "curl -T {x} https://example.com/"}, "`curl -T`"),
+        (8, {"command": "git format-patch -o {x} HEAD~1"}, "`git format-patch -o`"),
+        (8, {"command": "make -C {x}"}, "`make -C`"),
+        (8, {"command": "node --env-file={x} app.js"}, "`node --env-file`"),
+        (8, {"command": "Rscript -e {x}"}, "`r -e`"),
+        (8, {"command": "php -d {x} a.php"}, "`php -d`"),
+        (8, {"command": "npx -c {x}"}, "`npx -c`"),
+        (8, {"command": "emacs --batch --eval {x}"}, "`emacs --eval`"),
+        (10, {"command": "env TAR_OPTIONS={x} tar -cf a.tar file"}, "`TAR_OPTIONS=`"),
+        (10, {"shell": True, "command": "echo a; http_proxy={x} curl https://example.com/"}, "`http_proxy=`"),
+    ]
+    STILL_LOADS = [  # the same programs with values as data
+        "ex -s {file}", "view -es {file}", "git log {rev}", "git cherry-pick -x {commit}", "git log -c {path}",
+        "make {target}", "sqlite3 {db} 'select 1'", "env --ignore-environment ls {x}", "env --chdir=x ls {x}",
+        "env x={v} printenv x", "flock LOCKFILE ls {x}", "grep -rn read {x}", "gdb -batch -ex run --args ./p {x}", "go test -v {x}",
+        "bash --norc x.sh {x}", "make -j 4 {target}", "tar -xf {archive} -C out", "psql -d {db} -c 'select 1'",
+        "curl -o out.html {url}", "curl -fsSL {url}", "wget -qO- {url}", "rsync -avz {src} {dst}",
+    ]
+
+    def check(self, tool):
+        path = os.path.join(self.dir, "c.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [dict(tool, name="t")]}, f)
+        return subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              stdin=subprocess.DEVNULL, cwd=self.dir)
+
+    def test_refused_when_the_config_loads(self):
+        # Every form, in-process: the message names the field and the reason; the data forms still load.
+        for hole, tool, reason in self.AT_START:
+            with self.subTest(hole=hole, tool=tool):
+                with self.assertRaises(TemplateError) as cm:
+                    template = mcpstudio.CommandTemplate(tool["command"])
+                    template.check_code(shell=tool.get("shell", False))
+                    if "stdin" in tool and template.stdin_code:
+                        raise TemplateError(template.stdin_code)
+                self.assertIn(reason, str(cm.exception))
+                if "stdin" not in tool:
+                    self.assertIn("`x`", str(cm.exception))
+        for text in self.STILL_LOADS:
+            with self.subTest(template=text):
+                mcpstudio.CommandTemplate(text).check_code(shell=False)
+        # One of each hole through the program: `check` stops with exit 1 naming the tool, field and reason.
+        seen = set()
+        for hole, tool, reason in self.AT_START:
+            if hole in seen:
+                continue
+            seen.add(hole)
+            with self.subTest(hole=hole, spawned=tool):
+                out = self.check(tool)
+                self.assertEqual(out.returncode, 1, out.stderr)
+                self.assertIn("tools[0].%s" % ("stdin" if "stdin" in tool else "command"), out.stderr)
+                self.assertIn(reason, out.stderr)
+                if "stdin" not in tool:
+                    self.assertIn("`x`", out.stderr)
+        self.assertEqual(seen, {1, 2, 3, 4, 7, 8, 10})
+
+    def test_refused_when_called(self):
+        # Holes 5, 6 and 7 (`ex -s {file}`): the dash guard judges each word as rendered, a wrapper's `--`
+        # frees nothing, and a vi-family file may not start with `+`; each value would write the marker.
+        marker = os.path.join(self.dir, "MARKER")
+        tools = [
+            {"name": "joined", "command": "sort {a}-{b}", "parameters": {"a": {"type": "string"}, "b": {"type": "string"}}},
+            {"name": "optional", "command": "sort [a]-{b}"},
+            {"name": "wrapper", "command": "env -- sort {b}"},
+            {"name": "wrapper_shell", "shell": True, "command": "nice -- sort {b} | cat"},
+            {"name": "vi", "command": "ex -s {b}"},
+            {"name": "curl", "command": "curl -s -d {b} http://127.0.0.1:9/"},
+        ]
+        path = os.path.join(self.dir, "tools.json")
+        with open(path, "w") as f:
+            json.dump({"tools": tools}, f)
+        attacks = [("joined", {"a": "", "b": "-output=MARKER"}, "'-'"), ("optional", {"b": "-output=MARKER"}, "'-'"),
+                   ("wrapper", {"b": "--output=MARKER"}, "'-'"), ("wrapper_shell", {"b": "--output=MARKER"}, "'-'"),
+                   ("vi", {"b": "+!touch MARKER"}, "'+'"), ("curl", {"b": "@" + marker}, "'@'")]
+        with McpProcess("serve", "--config", path, cwd=self.dir) as server:
+            server.initialize()
+            for tool, arguments, sign in attacks:
+                with self.subTest(tool=tool):
+                    result = server.call(tool, arguments)
+                    self.assertTrue(result["isError"], text_of(result))
+                    self.assertIn("`b` starts with %s" % sign, text_of(result))
+            # The same words with harmless values run.
+            self.assertNotIn("starts with", text_of(server.call("joined", {"a": "v", "b": "x"})))
+            self.assertNotIn("starts with", text_of(server.call("wrapper", {"b": "nothing-here"})))
+        self.assertFalse(os.path.exists(marker))
+
+    def test_pure_parts_table(self):
+        # getopt_long's unique prefixes; the guard on words as rendered; which variables steer.
+        known = ("--unset", "--chdir", "--split-string", "--signal")
+        for name, expected in (("--sp", "--split-string"), ("--split-string", "--split-string"), ("--s", "--s"),
+                               ("--u", "--unset"), ("--frob", "--frob"), ("--", "--")):
+            self.assertEqual(mcpstudio._long_option(name, known), expected, name)
+        rows = [  # template, arguments, refused
+            ("x {a}-{b}", {"a": "", "b": "-o"}, True), ("x {a}-{b}", {"a": "v", "b": "-o"}, False),
+            ("x [a]-{b}", {"b": "-o"}, True), ("x [--voice={v}]", {"v": "-a"}, False), ("x -e{p}", {"p": "-a"}, False),
+            ("env -- x {b}", {"b": "-o"}, True), ("x -- {b}", {"b": "-o"}, False), ("x -- a {b}", {"b": "-o"}, True),
+            ("vim {f}", {"f": "+!id"}, True), ("vim -- {f}", {"f": "+!id"}, False), ("cat {f}", {"f": "+x"}, False),
+            ("curl -d {d} u", {"d": "@/etc/passwd"}, True), ("curl -d @{d} u", {"d": "f"}, False),
+        ]
+        for text, arguments, refused in rows:
+            with self.subTest(template=text, arguments=arguments):
+                if refused:
+                    with self.assertRaises(ToolError):
+                        mcpstudio.CommandTemplate(text).render(arguments)
+                else:
+                    mcpstudio.CommandTemplate(text).render(arguments)
+        for name, steers in (("x", False), ("max_count", False), ("X", True), ("PS4", True), ("ftp_proxy", True),
+                             ("npm_config_userconfig", True), ("module_path", True), ("a-b", True)):
+            self.assertEqual(mcpstudio._steers(name), steers, name)
+
+    @unittest.skipUnless(shutil.which("git"), "git is not installed")
+    def test_git_example_runs_no_configured_program(self):
+        # Hole 9: a downloaded folder's .git/config names core.fsmonitor; examples/configs/git.json's
+        # read-only git_status does not run it (git without the -c settings does, shown first).
+        marker = os.path.join(self.dir, "MARKER")
+        repo = os.path.join(self.dir, "project")
+        subprocess.run(["git", "init", "-q", repo], check=True, timeout=WAIT)
+        subprocess.run(["git", "-C", repo, "config", "core.fsmonitor", "touch %s; false" % marker], check=True,
+                       timeout=WAIT)
+        subprocess.run(["git", "-C", repo, "status", "--short"], capture_output=True, timeout=WAIT)
+        self.assertTrue(os.path.exists(marker), "the attack needs a git that runs core.fsmonitor")
+        os.remove(marker)
+        with McpProcess("serve", "--config", os.path.join(HERE, "examples", "configs", "git.json")) as server:
+            server.initialize()
+            result = server.call("git_status", {"repo": repo})
+            self.assertFalse(result["isError"], text_of(result))
+            self.assertIn("##", text_of(result))
+        self.assertFalse(os.path.exists(marker))
+
+    @unittest.skipUnless(shutil.which("tar") and os.name == "posix", "needs tar and POSIX")
+    def test_script_options_that_steer_a_program_are_not_set_by_name(self):
+        # Hole 10: a script declares options named like variables programs act on; its plain `tar`
+        # would run TAR_OPTIONS's checkpoint action. Only lower-case names outside the known list
+        # (proxies, npm_config_*, zsh's path) are set under their own names; all arrive as MCPD_OPT_.
+        root = os.path.join(self.dir, "scripts")
+        os.makedirs(root)
+        marker = os.path.join(self.dir, "MARKER")
+        names = ["TAR_OPTIONS", "ZIPOPT", "VIMINIT", "LUA_INIT", "MAKEFLAGS", "CC", "GOFLAGS", "KUBECONFIG",
+                 "http_proxy", "npm_config_script_shell", "fpath", "who"]
+        script = os.path.join(root, "probe")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent("""\
+                #!%s
+                import json, os, subprocess, sys
+                if sys.argv[1:] == ["--help"]:
+                    print("{}")
+                    print(json.dumps({n: {"required": True, "value_type": "string"} for n in %r}), file=sys.stderr)
+                    sys.exit(0)
+                open("file", "w").close()
+                subprocess.run(["tar", "-cf", "a.tar", "file"])
+                print(json.dumps({"own": {n: os.environ.get(n) for n in %r},
+                                  "opt": {n: os.environ.get("MCPD_OPT_" + n) for n in %r}}))
+                """ % (PY, names, names, names)))
+        os.chmod(script, 0o755)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        for name in names:
+            env.pop(name, None)
+        arguments = {n: "/tmp/evil-" + n for n in names}
+        arguments["TAR_OPTIONS"] = "--checkpoint=1 --checkpoint-action=exec=touch\\ " + marker.replace(" ", "\\ ")
+        with McpProcess("--root-directory", root, env=env, cwd=self.dir) as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: server.request("tools/list")["result"]["tools"]), server.context())
+            result = server.call("probe", arguments)
+            self.assertFalse(result["isError"], result)
+            data = result["structuredContent"]
+        self.assertEqual(data["opt"], arguments)
+        self.assertEqual(data["own"], {n: "/tmp/evil-who" if n == "who" else None for n in names})
+        self.assertFalse(os.path.exists(marker))
+        for name, expected in (("who", True), ("max_count", True), ("TAR_OPTIONS", False), ("CC", False),
+                               ("https_proxy", False), ("no_proxy", False), ("npm_config_x", False), ("cdpath", False),
+                               ("Name", False)):
+            self.assertEqual(mcpstudio.option_variable(name), expected, name)
+
+
 class FrontmatterLimitsTests(unittest.TestCase):
     """Issue 31 items 1 and 10: the frontmatter parser bounds nesting and size, and is linear."""
 
@@ -9314,6 +10239,48 @@ class HouseTests(unittest.TestCase):
         long = {n.name: n.end_lineno - n.lineno + 1 for n in tree.body
                 if isinstance(n, ast.ClassDef) and n.end_lineno - n.lineno + 1 > 450}
         self.assertEqual(long, {})
+
+    def test_docstring_names_every_section(self):
+        # The module docstring is its table of contents: each banner's title (to a colon or comma) is in it.
+        with open(MODULE, encoding="utf-8") as f:
+            text = f.read()
+        titles = re.findall(r"^# -{20,}\n# ([^:,\n]+).*\n# -{20,}$", text, re.M)
+        self.assertGreater(len(titles), 20)
+        docstring = " ".join(mcpstudio.__doc__.lower().split())
+        self.assertEqual([t for t in titles if t.lower().rstrip(".") not in docstring], [])
+
+    def test_platform_parts(self):
+        # The cache folder and the variable rule ask the one platform block (Linux here).
+        from unittest import mock
+        with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": "/x/cache"}):
+            self.assertEqual(mcpstudio.user_cache_dir(), os.path.join("/x/cache", "mcpstudio"))
+        with mock.patch.dict(os.environ, {"HOME": "/home/u"}):
+            os.environ.pop("XDG_CACHE_HOME", None)
+            self.assertEqual(mcpstudio.user_cache_dir(), "/home/u/.cache/mcpstudio")
+        for name, expected in (("limit", True), ("PATH", False), ("path", False), ("LD_PRELOAD", False), ("9x", False)):
+            with self.subTest(name=name):
+                self.assertEqual(mcpstudio.option_variable(name), expected)
+
+    def test_ask_fields_table(self):
+        # One way to ask a schema's fields (call's questions, the TUI's form): typed, defaults, giving up.
+        schema = {"type": "object", "required": ["n"], "properties": {
+            "n": {"type": "integer"}, "tags": {"type": "array"}, "ok": {"type": "boolean"},
+            "mode": {"type": "string", "enum": ["a", "b"], "default": "a"}, "note": {}}}
+        rows = [
+            (["3", "x", "yes", "", "free"], {"n": 3, "tags": ["x"], "ok": True, "mode": "a", "note": "free"}),
+            (["three", '["x", "y"]', "no", "b", ""], {"n": "three", "tags": ["x", "y"], "ok": False, "mode": "b"}),
+            (["3", None], None),
+        ]
+        for typed, expected in rows:
+            with self.subTest(typed=typed):
+                answers, prompts = iter(typed), []
+
+                def ask(prompt, answers=answers, prompts=prompts):
+                    prompts.append(prompt)
+                    return next(answers)
+                self.assertEqual(mcpstudio.ask_fields(schema, ask), expected)
+                self.assertEqual(prompts[0], "  n (integer, required): ")
+        self.assertEqual(prompts[1], "  tags (array): ")
 
     def test_plan_changes_table(self):
         from types import SimpleNamespace
