@@ -8903,7 +8903,8 @@ class ConformanceClientTests(ScratchDir):
     def run_scenario(self, version: str, scenario: str) -> tuple:
         """(passed, failed, first failures) of one scenario, mcpstudio the client."""
         out = os.path.join(self.dir, "%s-%s" % (version, scenario.replace("/", "_")))
-        command = "%s %s --conformance-client" % (sys.executable, os.path.abspath(__file__))
+        adapter = self.script("adapter.py", ADAPTER, executable=False)
+        command = "%s %s --conformance-client" % (sys.executable, adapter)
         proc = subprocess.run([NODE22, CONFORMANCE, "client", "--command", command, "--scenario", scenario,
                                "--spec-version", version, "-o", out, "--timeout", "60000"],
                               capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
@@ -8919,30 +8920,35 @@ class ConformanceClientTests(ScratchDir):
                         failures += [line.rstrip() for line in f if line.startswith("mcpstudio")][-5:]
         return int(match.group(1)), int(match.group(3)), failures
 
-    def test_client_scenarios(self):
+    def test_client_scenarios_2025_11_25(self):
+        self.check_client_scenarios("2025-11-25")
+
+    def test_client_scenarios_2026_07_28(self):  # (a test each: two CI shards take one each)
+        self.check_client_scenarios("2026-07-28")
+
+    def check_client_scenarios(self, version):
         import concurrent.futures
         report, unexpected = [], []
-        self.addCleanup(ConformanceThroughTests.report, report, "conformance-client.txt")
-        for version in ("2025-11-25", "2026-07-28"):
-            required, extension = self.scenarios(version)
-            self.assertGreater(len(required), 10, "the suite listed no client scenarios for %s" % version)
-            with concurrent.futures.ThreadPoolExecutor(2) as pool:  # two at a time: each starts 3 Pythons
-                results = dict(zip(required + extension, pool.map(self.run_scenario, [version] * len(required + extension),
-                                                                  required + extension)))
-            for scenario in [s for s in required if results[s][1]]:  # once more, alone: a loaded machine's timeout
-                again = self.run_scenario(version, scenario)
-                report.append("%s: %s failed (%s), then %s alone" % (
-                    version, scenario, results[scenario][2][:1], "passed" if not again[1] else "failed again"))
-                results[scenario] = again
-            passing = sum(1 for s in required if not results[s][1])
-            report.append("%s: %d of %d required client scenarios pass with mcpstudio as the client"
-                          % (version, passing, len(required)))
-            for scenario in required + extension:
-                passed, failed, failures = results[scenario]
-                report.append("  %-45s %3d/%-3d %s" % (scenario, passed, passed + failed,
-                                                       "(extension)" if scenario in extension else ""))
-                if failed and scenario in required and (version, scenario) not in self.KNOWN:
-                    unexpected.append("%s %s: %s" % (version, scenario, failures))
+        self.addCleanup(ConformanceThroughTests.report, report, "conformance-client-%s.txt" % version)
+        required, extension = self.scenarios(version)
+        self.assertGreater(len(required), 10, "the suite listed no client scenarios for %s" % version)
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:  # two at a time: each starts 3 Pythons
+            results = dict(zip(required + extension, pool.map(self.run_scenario, [version] * len(required + extension),
+                                                              required + extension)))
+        for scenario in [s for s in required if results[s][1]]:  # once more, alone: a loaded machine's timeout
+            again = self.run_scenario(version, scenario)
+            report.append("%s: %s failed (%s), then %s alone" % (
+                version, scenario, results[scenario][2][:1], "passed" if not again[1] else "failed again"))
+            results[scenario] = again
+        passing = sum(1 for s in required if not results[s][1])
+        report.append("%s: %d of %d required client scenarios pass with mcpstudio as the client"
+                      % (version, passing, len(required)))
+        for scenario in required + extension:
+            passed, failed, failures = results[scenario]
+            report.append("  %-45s %3d/%-3d %s" % (scenario, passed, passed + failed,
+                                                   "(extension)" if scenario in extension else ""))
+            if failed and scenario in required and (version, scenario) not in self.KNOWN:
+                unexpected.append("%s %s: %s" % (version, scenario, failures))
         self.assertEqual(unexpected, [], "required client scenarios that failed")
 
 
@@ -12190,36 +12196,36 @@ class TimedSuite(unittest.TestSuite):
 
 class SharedSuite(unittest.TestSuite):
     """The suite with MCPSTUDIO_SHARD_DIR set: runs of one Python started side by side with the same
-    folder share out the test classes, each class running in the first run to claim it (an
-    os.mkdir in the folder, atomic). A run that finishes a class claims the next one left, so no
-    run idles while another holds a long queue (.ci/run runs each Python's suite so). The longest
-    classes go first, that no run starts one when the others are done."""
+    folder share out the tests, each test running in the first run to claim it (an os.mkdir in the
+    folder, atomic). A run that finishes a test claims the next one left, so no run idles while
+    another holds a long queue (.ci/run runs each Python's suite so). The longest classes go first,
+    that no run starts one when the others are done."""
 
     FIRST = ("ConformanceClientTests", "ConformanceTests", "RealUpstreamTests", "TasksConformanceTests",
-             "ClaudeCodeInteropTests", "ToolingTests", "AggregatorTests", "ConfigTests", "AggregatorReliabilityTests",
-             "FaultTests", "ScriptModeTests", "ExampleTests", "ProtocolTests", "OAuthTests", "LoadTests",
-             "HttpTests", "FuzzTests")  # by a CI run's time, the interop classes first (slow in two suites)
+             "ClaudeCodeInteropTests", "ConformanceThroughTests", "ToolingTests", "AggregatorTests", "ConfigTests",
+             "AggregatorReliabilityTests", "FaultTests", "ScriptModeTests", "ExampleTests", "ProtocolTests",
+             "OAuthTests", "LoadTests", "HttpTests", "FuzzTests")  # by a CI run's time, the interop classes first
     _cleanup = False  # TestSuite.run would drop its tests by the index of this suite's own iteration
 
     def __init__(self, tests, folder):
-        super().__init__(sorted(tests, key=self.rank))
+        flat = [test for suite in tests for test in suite]
+        super().__init__(sorted(flat, key=self.rank))  # (sorted keeps the file's order within a rank)
         self.folder = folder
 
-    def rank(self, suite) -> int:
-        name = next((test.__class__.__name__ for test in suite), "")
+    def rank(self, test) -> int:
+        name = test.__class__.__name__
         return self.FIRST.index(name) if name in self.FIRST else len(self.FIRST)
 
     def countTestCases(self) -> int:  # (all of them, claiming none)
-        return sum(suite.countTestCases() for suite in self._tests)
+        return len(self._tests)
 
     def __iter__(self):
-        for suite in self._tests:
-            name = next((test.__class__.__name__ for test in suite), None)
+        for test in self._tests:
             try:
-                os.mkdir(os.path.join(self.folder, name))
-            except (FileExistsError, TypeError):
-                continue  # another run has it (or the class has no tests)
-            yield suite
+                os.mkdir(os.path.join(self.folder, test.id()))
+            except FileExistsError:
+                continue  # another run has it
+            yield test
 
 
 def load_tests(loader, tests, pattern):
@@ -12242,6 +12248,11 @@ def load_tests(loader, tests, pattern):
 # which follows the authorization server's redirect to mcpstudio's loopback callback.
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the suite's Client ID Metadata Document
+# The adapter as ConformanceClientTests runs it: this file imported from its cached bytecode (run as
+# a script, its 11,000 lines would be compiled again for each of the ~60 scenarios and sign-ins).
+ADAPTER = ("import sys; sys.path.insert(0, %r); sys.mcpstudio_test_child = True; import test_mcpstudio as t; "
+           "sys.exit(t.follow_sign_in(sys.argv[2]) if sys.argv[1] == '--test-browser' "
+           "else t.conformance_client(sys.argv[-1]))\n" % HERE)
 
 
 def follow_sign_in(url: str) -> int:
@@ -12279,11 +12290,10 @@ def conformance_client(url: str) -> int:
     """One client scenario: the mcpstudio commands a user would run against `url`."""
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    here = os.path.dirname(os.path.abspath(__file__))
     work = tempfile.mkdtemp(prefix="mcpstudio-conformance-")
     env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(work, "config"), XDG_CACHE_HOME=os.path.join(work, "cache"),
-               BROWSER="%s %s --test-browser %%s" % (sys.executable, os.path.abspath(__file__)))
-    mcpstudio = [sys.executable, os.path.join(here, "mcpstudio.py")]
+               BROWSER="%s %s --test-browser %%s" % (sys.executable, os.path.abspath(sys.argv[0])))
+    mcpstudio = SERVER  # as the installed command runs: from cached bytecode
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")  # the revision the scenario is run at
     mode = ["--url", url] + (["--protocol-version", version] if version else [])
     if scenario in ("auth/basic-cimd", "auth/pre-registration"):  # the config's `oauth` block: its own client id
