@@ -18,7 +18,7 @@ The module reads top to bottom; each section uses only what stands above it:
 Compatibility, Errors, Schema validation, Naming, Templates, Frontmatter (of
 SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport,
 Sources (template tools, script folders, Agent Skills), Catalog, Tasks, Guard
-rails (in front of every call), Server, the 2026-07-28 era, Configuration,
+rails (in front of every call), Tool search, Server, the 2026-07-28 era, Configuration,
 Aggregator (other MCP servers), OAuth 2.1 for URL upstreams, Input on the way,
 tui, Streamable HTTP, Tools for people (inspect, call, install, import, config
 edits, zipapp), and the Command line (`main`).
@@ -99,6 +99,7 @@ META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 
 DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
 DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
@@ -2454,6 +2455,33 @@ def looks_secret(name: str) -> bool:
     return bool(_SECRET_NAME.search(name)) and name.upper() not in ("PWD", "OLDPWD")
 
 
+_URL_TEXT = re.compile(r"\b[A-Za-z][\w+.-]*://[^\s'\"]+")
+_OPTION_TEXT = re.compile(r"(?<![^\s'\"])(--?[A-Za-z][\w.-]*(?:=|\s+)|[A-Za-z_][\w.-]*=)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+
+
+def _masked_url(match):
+    from urllib.parse import urlsplit, urlunsplit
+    try:
+        parts = urlsplit(match.group(0))
+    except ValueError:
+        return "***"
+    user, at, host = parts.netloc.rpartition("@")
+    netloc = (user.partition(":")[0] + ":***" if ":" in user else "***") + at + host if at else host
+    query, fragment = (re.sub(r"([^&;=]+)(=[^&;]*)?", r"\1=***", text) for text in (parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def _masked_option(match):
+    name, value = match.groups()
+    return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") else match.group(0)
+
+
+def mask_secrets(text: str) -> str:
+    """`text` (a command line, a URL, a log line) as people may paste it: URL passwords, query values and
+    the value of secret-looking options (`--api-key V`, `--token=V`, `API_KEY=V`) replaced by ***."""
+    return _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, text))
+
+
 class Log:
     """Debug and diagnostic lines for people: to stderr, and to `--log FILE`.
 
@@ -2470,6 +2498,7 @@ class Log:
         self.secrets = []
         self.add_secrets(secrets)
         self.enabled = debug or self.file is not None
+        self.warned = set()
 
     def add_secrets(self, secrets):
         """Mask these values (as written and JSON-escaped) in every line from now on."""
@@ -2478,6 +2507,12 @@ class Log:
             if len(secret) >= 4:
                 forms.update((secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]))
         self.secrets = sorted(forms, key=len, reverse=True)
+
+    def warn_once(self, message: str, *args):
+        """A warning said once a run, for what each listing would repeat (a collision, a cap)."""
+        if message % args not in self.warned:
+            self.warned.add(message % args)
+            self.warning(message, *args)
 
     def mask(self, text: str) -> str:
         """`text` with every secret replaced by ***."""
@@ -3001,6 +3036,7 @@ class Session:
         self.inflight = {}  # request id -> (task, CallContext)
         self.pending = {}   # id of a request we sent the client -> the future of its answer
         self.client_capabilities = {}  # what the client declared in `initialize`
+        self.client_info = {}
         self.protocol_version = None   # what `initialize` agreed
         self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
         self.caller, self.label = None, "stdio"
@@ -4649,8 +4685,9 @@ class Catalog:
         self.max_name_length = max_name_length
         self.events = None
         self._routes = {}     # public name -> (source, original name), from the last listing
+        self._listed = {}     # public name -> the tool, from the last listing
         self._support = {}    # public name -> its `execution.taskSupport`
-        self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
+        self.stale = True     # no listing yet, or a source changed (a reload, a server's list_changed): list again
         self._resources = {}  # uri -> source
         self._prompts = {}    # public prompt name -> (source, original name)
         self.listed = {}      # public name -> its Tool (the guard reads its annotations and secret parameters)
@@ -4701,10 +4738,18 @@ class Catalog:
         self.stale = False
         for source in self.sources:
             self._publish(source, await source.list_tools(), routes, tools)
-        self._routes = routes
+        self._routes, self.listing = routes, tools
+        self._listed = {tool["name"]: tool for tool in tools}
         self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
         self.listed = {tool["name"]: tool for tool in tools}
         return tools
+
+    async def tool(self, public: str):
+        """The listed tool `public` (its schema), or None (the call itself then says why)."""
+        try:
+            return self._listed.get(public) if await self.route(public) else None
+        except McpError:
+            return None
 
     def denial(self, public: str):
         """Why a source's permission leaves out the tool `public` (None: none does)."""
@@ -4938,14 +4983,16 @@ class TaskStore:
     def start(self, call, ctx: CallContext, ttl: int, on_end=None) -> Task:
         """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
         self._sweep()
-        if len(self.tasks) >= self.limit:
-            ended = next((t for t in self.tasks.values() if t.status in TERMINAL), None)
+        owner = None if ctx.modern else ctx.session
+        if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
+            ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner is owner), None)
             if ended is None:
                 call.close()
-                raise McpError(INTERNAL_ERROR, "%d tasks are running, the most this server keeps: wait for one "
-                               "to end, or cancel one (tasks/cancel)" % self.limit)
+                raise McpError(INTERNAL_ERROR, "%d tasks are running or keep results unread, the most this server "
+                               "keeps, and none of yours has ended: wait for one to end, or cancel one (tasks/cancel)"
+                               % self.limit)
             del self.tasks[ended.id]
-        task = Task(None if ctx.modern else ctx.session, ttl, ctx.modern)
+        task = Task(owner, ttl, ctx.modern)
         ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
@@ -5256,6 +5303,291 @@ class Guard:
 # Server: the MCP methods
 # --------------------------------------------------------------------------
 
+# --------------------------------------------------------------------------
+# Tool search: two tools instead of hundreds
+# --------------------------------------------------------------------------
+# `toolSearch` lists `mcpstudio__search_tools` and `mcpstudio__call_tool` (plus
+# `toolSearchPin` globs and what the session found) instead of every tool.
+# ToolIndex ranks (pure: BM25 over weighted fields, with a family of words for
+# each common action and thing, and prefixes, bridging a person's words to an
+# author's); ToolSearch is the surface a Server hands `tools/list` and the two
+# tools to. A search sees only the catalog's listing: what permissions and
+# allow/deny leave out is never found.
+
+TOOL_SEARCH_MODES = ("on", "off", "auto")
+TOOL_SEARCH_THRESHOLD = 40  # auto: search when more would be listed (Cursor passes its agent the first 40)
+FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; the least recently found go first
+SEARCH_LIMIT, SEARCH_MAX = 5, 20
+# (weight, group) of each field: a word's counts in the label (name, title) and in the body saturate apart,
+# so that a long description never drowns what the name says
+SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
+LABEL_WEIGHT = 1.5
+SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
+STOP_WORDS = frozenset(
+    "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
+    "you your can could would should please want need some any all every do does did how what which whose where am "
+    "there their them then than so just also using use via about new everything something anything".split())
+WORD_FAMILIES = """
+get fetch read retrieve show view load obtain see display look inspect detail describe open
+list enumerate browse index overview show find
+create add make new insert post open start begin generate
+delete remove drop destroy erase trash purge discard forget
+update edit modify change set patch alter rename adjust
+search find query lookup locate grep filter seek discover google
+send post message notify reply dm chat tell ping announce
+history recent said conversation timeline catch
+run execute exec invoke launch trigger perform call
+navigate goto go visit url browse load
+click press tap hit select
+type fill enter input write put
+screenshot snapshot capture image picture photo
+record recording video screencast
+issue ticket bug task
+pr pull merge mr request
+repository repo project codebase
+file document doc text content
+folder directory dir path
+user member person people account profile who
+comment note remark annotation
+channel room conversation thread
+pod container deployment workload job
+log output trace console
+error exception crash failure problem event blow broken
+analyze diagnose debug investigate cause root why explain troubleshoot
+status check ci build pass green red fail
+scale replica resize grow increase more
+documentation docs doc manual guide reference wiki
+switch checkout
+whoami identity authenticated self login signed current who
+distance far travel drive duration
+contact lead customer person people
+company organization org business account
+deal opportunity sale pipeline
+scrape crawl extract download harvest
+table database db sql schema query row select column
+memory remember knowledge graph entity observation recall fact know note
+think reason plan thought step reflect
+move rename relocate
+save store write persist keep
+branch ref
+commit change revision history
+web internet online site website
+map route direction place location address geocode
+place venue restaurant cafe shop spot business
+element node selector dom
+tab window page
+performance speed profile trace
+network request traffic http
+key value cache redis
+cluster namespace node kubectl kubernetes k8s
+release tag version
+review approve
+close resolve finish complete
+upload attach
+size length count many
+summary summarize overview
+elevation altitude height high sea
+connect link relate relation associate association
+photo image media picture
+say said comment review feedback
+title role job profile
+record object entry item
+agent autonomous independently own
+copy duplicate clone fork
+approve accept lgtm review
+dismiss cancel reject decline close
+back previous return undo revert rollback
+coordinate latitude longitude geocode
+draw paint illustrate art image generate
+diff difference different compare changed modified
+slow performance speed latency fast
+yaml manifest configuration apply
+content text body markdown contain
+shell command terminal bash exec
+secret credential token password
+nearby near local around
+article blog post
+paper research arxiv study
+alert monitor watch track
+phone mobile device viewport emulate
+library package framework sdk module
+"""  # one family a line: words for the same action or thing
+
+
+def search_words(text: str, stems: dict) -> list:
+    """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
+    (`stems`: the stems of the words seen so far)."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text).lower()
+    return [stems.get(word) or stems.setdefault(word, _stem(word)) for word in re.findall(r"[a-z0-9]{2,}", spaced)
+            if word not in STOP_WORDS]
+
+
+def _stem(word: str) -> str:
+    """A light stem: plurals, -ing, -ed and a last e (`issues`, `mapping`, `created`, `create` -> `issu`,
+    `map`, `creat`, `creat`)."""
+    word = re.sub(r"(?<=\w\w)ies$", "y", word)
+    word = re.sub(r"(?<=\w\w)(?:(?<=ch|sh|ss|.x)es|(?<![siu])s)$", "", word)
+    stem = re.sub(r"(?<=\w\w\w\w)ing$|(?<=\w\w\w)ed$", "", word)
+    if stem != word:
+        stem = re.sub(r"([^aeiouls])\1$", r"\1", stem)
+    return re.sub(r"(?<=\w\w\w)e$", "", stem)
+
+
+def _families() -> dict:
+    families = {}
+    for line in WORD_FAMILIES.strip().split("\n"):
+        words = {_stem(word) for word in line.split()}
+        for word in words:
+            families.setdefault(word, set()).update(words - {word})
+    return families
+
+
+class ToolIndex:
+    """BM25F over tool definitions' weighted fields (pure). A query word also finds the words of its
+    families (another verb for the action, another noun for the thing) and the longer words it
+    begins, each for less: the best of a word's matches in a tool counts once."""
+
+    K1, B = 1.2, 0.75
+
+    def __init__(self, tools: list):
+        import math
+        self.families, self.tools = _families(), tools
+        stems = {}
+        fields = [[search_words(text, stems) for text in self._fields(tool)] for tool in tools]
+        averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
+                    for column in range(len(SEARCH_FIELDS))]
+        self.postings = {}  # word -> [(tool number, its score before idf)]
+        for number, words in enumerate(fields):
+            counts = {}  # word -> [in the label, in the body]: weighted, normalized by the field's length
+            for column, (weight, group) in enumerate(SEARCH_FIELDS):
+                share = weight / (1 - self.B + self.B * len(words[column]) / averages[column])
+                for word in words[column]:
+                    counts.setdefault(word, [0.0, 0.0])[group] += share
+            for word, (label, body) in counts.items():
+                score = LABEL_WEIGHT * label * (self.K1 + 1) / (label + self.K1) + body * (self.K1 + 1) / (body + self.K1)
+                self.postings.setdefault(word, []).append((number, score))
+        self.idf = {word: math.log(1 + (len(tools) - len(found) + 0.5) / (len(found) + 0.5))
+                    for word, found in self.postings.items()}
+        self.by_prefix = {}
+        for word in self.postings:
+            self.by_prefix.setdefault(word[:4], []).append(word)
+
+    @staticmethod
+    def _fields(tool: dict) -> tuple:
+        """name, title, server, description and parameters: the texts of SEARCH_FIELDS."""
+        description = str(tool.get("description") or "")
+        server, _, rest = description[1:].partition("] ") if description.startswith("[") else ("", "", description)
+        properties = (tool.get("inputSchema") or {}).get("properties")
+        parameters = " ".join("%s %s" % (key, value.get("description", "")) for key, value in properties.items()
+                              if isinstance(value, dict)) if isinstance(properties, dict) else ""
+        return tool["name"], str(tool.get("title") or ""), server, rest, parameters
+
+    def expand(self, word: str) -> dict:
+        """The index's words a query word finds, each with the share of a match it is worth."""
+        found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
+        for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 else ():
+            if other.startswith(word):
+                found.setdefault(other, PREFIX_WEIGHT)
+        if word in self.postings:
+            found[word] = 1.0
+        return found
+
+    def search(self, query: str, limit: int) -> list:
+        """The best `limit` tools for `query`, best first (none when no word matches)."""
+        totals = {}
+        for word in dict.fromkeys(search_words(query, {})):
+            best = {}
+            for other, share in self.expand(word).items():
+                idf = self.idf[other] * share
+                for number, score in self.postings[other]:
+                    best[number] = max(best.get(number, 0.0), score * idf)
+            for number, score in best.items():
+                totals[number] = totals.get(number, 0.0) + score
+        ranked = sorted(totals, key=lambda number: (-totals[number], number))
+        return [self.tools[number] for number in ranked[:limit]]
+
+
+SEARCH_DESCRIPTION = (
+    "Search this server's tools (%d of them are not listed) and get the best matches with their full "
+    "definitions. Describe the task in a few words: the action and the thing, and the service if you "
+    "know it (e.g. \"github create issue\", \"take a screenshot of the page\", \"slack post message\"). "
+    "Found tools are added to your tool list: call them directly by name, or through %s.")
+
+
+class ToolSearch:
+    """`toolSearch` for one Server: what a client's tools/list shows, the two tools, and per session the
+    tools its searches found (at most FOUND_LIMIT, the least recently found dropped first)."""
+
+    def __init__(self, server, mode: str, threshold: int, pins, separator: str = "__"):
+        import weakref
+        self.server, self.mode, self.threshold, self.pins = server, mode, threshold, pins
+        self.search_name = MANAGER_PREFIX + separator + "search_tools"
+        self.call_name = MANAGER_PREFIX + separator + "call_tool"
+        self.found = weakref.WeakKeyDictionary()  # Session -> OrderedDict of found names
+        self._index = self._key = None
+
+    def applies(self, count: int, params: dict, ctx) -> bool:
+        """Whether this client gets the search surface: `on`, or `auto` past the threshold for a client
+        other than Claude Code (which defers and searches tools itself)."""
+        if self.mode != "auto" or count <= self.threshold:
+            return self.mode == "on"
+        client = (params.get("_meta") or {}).get(META_CLIENT_INFO) if ctx.modern else ctx.session.client_info
+        return not re.search(r"claude.?code", str((client or {}).get("name")), re.I)
+
+    def handles(self, name: str) -> bool:
+        return self.mode != "off" and name in (self.search_name, self.call_name)
+
+    def listing(self, tools: list, params: dict, ctx) -> list:
+        """The client's tools/list: the two tools, the pinned ones and this session's found ones."""
+        if not self.applies(len(tools), params, ctx):
+            return tools
+        found = self.found.get(ctx.session, ())
+        shown = [tool for tool in tools if tool["name"] in found or _match(tool["name"], self.pins)]
+        return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (len(tools) - len(shown), self.call_name),
+                 "inputSchema": {"type": "object", "required": ["query"], "properties": {
+                     "query": {"type": "string", "description": "the task in a few words"},
+                     "limit": {"type": "integer", "maximum": SEARCH_MAX, "default": SEARCH_LIMIT}}},
+                 "annotations": {"readOnlyHint": True}},
+                {"name": self.call_name, "description": "Call a tool %s found by its name, as a direct call would."
+                 % self.search_name, "inputSchema": {"type": "object", "required": ["name"], "properties": {
+                     "name": {"type": "string"}, "arguments": {"type": "object"}}}}] + shown
+
+    async def call(self, name: str, params: dict, arguments: dict, ctx) -> dict:
+        """Run mcpstudio__search_tools or mcpstudio__call_tool (whose call takes the path of a direct one)."""
+        target, given = arguments.get("name"), arguments.get("arguments", {})
+        if name == self.call_name and isinstance(target, str) and not self.handles(target) and isinstance(given, dict):
+            try:
+                return await self.server.tools_call(dict(params, name=target, arguments=given), ctx)
+            except McpError as exc:
+                return tool_error(exc.message)
+        query, limit = arguments.get("query"), arguments.get("limit", SEARCH_LIMIT)
+        if name == self.call_name or not isinstance(query, str) or type(limit) is not int or not 0 < limit <= SEARCH_MAX:
+            return tool_error("%s takes `query` (a few words) and `limit` (1 to %d); %s takes `name` (another tool's) "
+                              "and `arguments` (an object)" % (self.search_name, SEARCH_MAX, self.call_name))
+        catalog = self.server.catalog
+        tools = await catalog.tools() if catalog.stale else catalog.listing  # the last listing's tools
+        key = [(tool["name"], tool.get("description")) for tool in tools]
+        if key != self._key:  # the index is built again only when a name or description changed
+            self._index, self._key = ToolIndex(tools), key
+        hits = self._index.search(query, limit)
+        if hits and not ctx.modern:
+            self.remember([tool["name"] for tool in hits], ctx.session)
+        lines = "".join("\n%s: %s" % (tool["name"], str(tool.get("description")).split("\n")[0][:160]) for tool in hits)
+        text = "Found %d tools; call them by name (or through %s):%s" % (len(hits), self.call_name, lines)
+        return {"content": [{"type": "text", "text": text}], "structuredContent": {"tools": hits}}
+
+    def remember(self, names: list, session):
+        """Add found tools to the session's; list_changed when its tools/list gained one."""
+        found = self.found.setdefault(session, collections.OrderedDict())
+        grew = not found.keys() >= set(names)
+        for name in names:
+            found[name] = found.pop(name, True)
+        while len(found) > FOUND_LIMIT:
+            found.popitem(last=False)
+        if grew:
+            session.notify("notifications/tools/list_changed", {})
+
+
 class Server:
     """The MCP methods over a Catalog, for one client session."""
 
@@ -5271,6 +5603,7 @@ class Server:
         self.instructions = instructions
         self.session = None
         self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
+        self.search = None  # a ToolSearch (`toolSearch`)
         self._held_logs = []  # log notifications from before the client was ready
         self.methods = {
             "initialize": self.initialize,
@@ -5430,6 +5763,7 @@ class Server:
         ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
         ctx.session.client_info = client
         ctx.session.protocol_version = version
+        ctx.session.client_info = client
         self.catalog.session_started(ctx.session)
         return result
 
@@ -5438,12 +5772,15 @@ class Server:
         return {}
 
     async def tools_list(self, params, ctx):
-        """`tools/list`, paginated."""
-        return _page("tools", await self.catalog.tools(), params)
+        """`tools/list`, paginated (with `toolSearch`: what this client is shown)."""
+        tools = await self.catalog.tools()
+        return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
         """`tools/call`: route by public name, run with this request's CallContext."""
         name, arguments = _name_and_arguments(params, "tools/call")
+        if self.search is not None and self.search.handles(name):
+            return await self.search.call(name, params, arguments, ctx)
         route = await self.catalog.route(name)
         if route is None:
             known = [t["name"] for t in await self.catalog.tools()]
@@ -5836,7 +6173,8 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints")
+             "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints", "toolSearch",
+             "toolSearchThreshold", "toolSearchPin")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -6026,7 +6364,7 @@ class ConfigLoader:
         settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
                                max_output=base.max_output, max_concurrency=base.max_concurrency,
                                allow_dash_values=base.allow_dash_values,
-                               task_support=self.task_support(data, "", base.task_support),
+                               task_support=self.choice(data, "taskSupport", TASK_SUPPORT, "", base.task_support),
                                max_text=self.get(data, "max_text", int, "", base.max_text), outputs=base.outputs)
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
@@ -6066,6 +6404,7 @@ class ConfigLoader:
                                         log, prompts=prompts))
         info["separator"] = separator
         info["guard"] = read_guard(self, data)
+        info["tool_search"] = read_tool_search(self, data)
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
             info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
@@ -6189,19 +6528,19 @@ class ConfigLoader:
             raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
         return value
 
-    def task_support(self, obj: dict, where: str, default: str) -> str:
-        """obj["taskSupport"]: how its tools run as MCP tasks."""
-        value = self.get(obj, "taskSupport", str, where, default)
-        if value not in TASK_SUPPORT:
-            raise self.error(_join(where, "taskSupport"), "expected %s, not %s"
-                             % (", ".join(json.dumps(v) for v in TASK_SUPPORT), json.dumps(value)))
+    def choice(self, obj: dict, key: str, choices, where: str, default=None):
+        """obj[key], one of `choices` (taskSupport: how its tools run as MCP tasks; toolSearch)."""
+        value = self.get(obj, key, str, where, default)
+        if value != default and value not in choices:
+            raise self.error(_join(where, key), "expected %s, not %s"
+                             % (", ".join(json.dumps(v) for v in choices), json.dumps(value)))
         return value
 
     def run_overrides(self, spec: dict, where: str, settings: RunSettings) -> dict:
         """A tool's or resource's own timeout, working_directory, environment (and a tool's taskSupport)."""
         overrides = {}
         if "taskSupport" in spec:
-            overrides["task_support"] = self.task_support(spec, where, settings.task_support)
+            overrides["task_support"] = self.choice(spec, "taskSupport", TASK_SUPPORT, where, settings.task_support)
         if "timeout" in spec:
             overrides["timeout"] = self.timeout(spec, where)
         if "max_text" in spec:
@@ -6362,6 +6701,15 @@ def read_rules(loader, obj: dict, where: str) -> dict:
     if "confirm" in obj:
         rules["confirm"] = obj["confirm"]
     return rules
+
+
+def read_tool_search(loader, data: dict) -> tuple:
+    """(toolSearch, toolSearchThreshold, toolSearchPin) of a config file."""
+    pins = loader.get(data, "toolSearchPin", list, "", [])
+    if not all(isinstance(pin, str) for pin in pins):
+        raise loader.error("toolSearchPin", "expected a list of glob strings (\"time__*\")")
+    return (loader.choice(data, "toolSearch", TOOL_SEARCH_MODES, ""),
+            loader.get(data, "toolSearchThreshold", int, "", TOOL_SEARCH_THRESHOLD), pins)
 
 
 def read_guard(loader, data: dict) -> tuple:
@@ -7052,6 +7400,9 @@ LOG_LINES = 500               # lines of each server's stderr and lifecycle kept
 BACKOFF_FIRST = 1.0           # seconds before restarting a server that failed twice in a row; doubles
 BACKOFF_MAX = 30.0
 BACKOFF_WAIT = 2.0            # a call waits out a backoff this short; a longer one fails at once
+UPSTREAM_MAX_ITEMS = 5000     # tools (prompts, resources, templates) kept of one server's listing: the rest left out
+UPSTREAM_MAX_ITEM = 64 << 10  # bytes of one listed item (its description and schemas): a larger one is left out
+UPSTREAM_NOTICES = 50         # notifications a second a server may send (bursts as large): the rest are dropped
 UPSTREAM_CACHE_FORMAT = 1
 UPSTREAM_CACHE_MAX = 64 << 20  # bytes of one cached listing; a larger file is ignored
 MANAGER_PREFIX = "mcpstudio"
@@ -7063,7 +7414,7 @@ _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disa
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
 _OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
-_NAMESPACE_KEYS = ("servers", "tools", "description",
+_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
 _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
@@ -7126,10 +7477,8 @@ class UpstreamSpec:
                             self.denied_tools, self.oauth)
 
     def display(self) -> str:
-        """The server as a person reads it: its URL, or its command line."""
-        if self.url:
-            return self.url
-        return _argv_text([self.command or "?"] + self.args)
+        """The server as a person reads it, secrets masked: its URL, or its command line."""
+        return mask_secrets(self.url or _argv_text([self.command or "?"] + self.args))
 
 
 class UpstreamPlan:
@@ -7160,6 +7509,15 @@ class UpstreamPlan:
             return ("namespace `%s` denies the tools of server `%s` unless toolPermissions enables them, and "
                     "none enables `%s`" % (namespace, spec.key, tool))
         return None
+
+    def left_out(self, namespace, spec, original: str, separator: str):
+        """Why `serve` leaves `spec`'s tool `original` out of `namespace`: "" for the server's or the namespace's
+        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
+        entry = self.namespaces.get(namespace) if namespace else None
+        if not _passes(original, spec.allow, spec.deny) or (
+                entry and not _passes(spec.public_name(original, separator), entry["allow"], entry["deny"])):
+            return ""
+        return self.denial(namespace, spec, original)
 
 
 def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
@@ -7223,6 +7581,7 @@ def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
         namespaces[name] = {"servers": ids, "allow": allow, "deny": deny,
                             "description": loader.get(entry, "description", str, where, ""),
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
+                            "tool_search": loader.choice(entry, "toolSearch", TOOL_SEARCH_MODES, where),
                             "server_defaults": defaults}
     permissions = {}
     for index, entry in enumerate(loader.get(data, "toolPermissions", list, "", [])):
@@ -7451,6 +7810,16 @@ def _match(name: str, patterns) -> bool:
 
 def _passes(name: str, allow, deny) -> bool:
     return (not allow or _match(name, allow)) and not _match(name, deny)
+
+
+def shared_uris(listings) -> dict:
+    """{uri: [server ids]} for each resource URI that more than one server lists (`listings`: [(server id,
+    resources)]); skill:// URIs are served under each server's id, so they are never shared."""
+    owners = {}
+    for server_id, items in listings:
+        for uri in {item.get("uri") for item in items if isinstance(item.get("uri"), str)}:
+            owners.setdefault(uri, []).append(server_id)
+    return {uri: ids for uri, ids in owners.items() if len(ids) > 1 and not uri.startswith("skill://")}
 
 
 class _UpstreamProtocol(asyncio.SubprocessProtocol):
@@ -8114,6 +8483,30 @@ def header_problem(tool: dict):
     return None
 
 
+def param_texts(tool, arguments) -> dict:
+    """SEP-2243: each `x-mcp-header` name of `tool`'s schema -> the text its argument goes as (None: the argument is
+    absent, null or structured, and no header goes); the listing kept only valid declarations."""
+    properties = ((tool or {}).get("inputSchema") or {}).get("properties")
+    texts = {}
+    for key, schema in properties.items() if isinstance(properties, dict) else ():
+        value = arguments.get(key) if isinstance(arguments, dict) else None
+        if isinstance(schema, dict) and "x-mcp-header" in schema:
+            texts[schema["x-mcp-header"]] = None if value is None or isinstance(value, (dict, list)) else \
+                ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return texts
+
+
+def param_mismatch(tool, arguments, headers: dict):
+    """Why a 2026-07-28 tools/call's `Mcp-Param-*` headers (`headers`: lower-case names) disagree with its arguments
+    (SEP-2243: each argument `tool` marks with `x-mcp-header` goes as its header, no other), or None."""
+    for header, text in param_texts(tool, arguments).items():
+        sent = headers.get("mcp-param-" + header.lower())
+        if (sent is None) != (text is None) or (sent is not None and _header_value(sent) != text):
+            return ("the Mcp-Param-%s header must %s" % (header, "be left out: the argument is absent or null"
+                    if text is None else "carry the argument's value (=?base64?...?= for one that is not plain ASCII)"))
+    return None
+
+
 def header_checked(tools: list, server: str, log) -> list:
     """The tools whose x-mcp-header declarations keep SEP-2243's rules; a warning names each other one."""
     kept = []
@@ -8221,18 +8614,8 @@ class _HttpChannel:
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
         tools = (self.upstream.listing or {}).get("tools") or ()
         tool = next((t for t in tools if t.get("name") == name), None)
-        properties = ((tool or {}).get("inputSchema") or {}).get("properties")
-        if not isinstance(properties, dict) or not isinstance(arguments, dict):
-            return {}
-        headers = {}
-        for key, schema in properties.items():
-            header = schema.get("x-mcp-header") if isinstance(schema, dict) else None
-            value = arguments.get(key)
-            if header is None or value is None or isinstance(value, (dict, list)):  # the listing kept valid ones
-                continue
-            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-            headers["Mcp-Param-" + header] = _encode_header(text)
-        return headers
+        return {"Mcp-Param-" + header: _encode_header(text)
+                for header, text in param_texts(tool, arguments).items() if text is not None}
 
     def _deliver(self, message, related=None):
         if isinstance(message, dict) and not self.closed:
@@ -8762,11 +9145,20 @@ class McpClient(RpcClient):
             page = result.get(key)
             if not isinstance(page, list):
                 raise UpstreamError(INTERNAL_ERROR, "server `%s`: its %s answer has no `%s` list" % (self.name, method, key))
-            items.extend(item for item in page if isinstance(item, dict) and isinstance(item.get("name", item.get("uri")), str))
+            for item in page:
+                name = item.get("name", item.get("uri")) if isinstance(item, dict) else None
+                if isinstance(name, str) and len(json.dumps(item)) > UPSTREAM_MAX_ITEM:
+                    self.note("lists %s of more than 64 KiB (description and schemas): left out" % json.dumps(name[:80]),
+                              True)
+                elif isinstance(name, str):
+                    items.append(item)
             cursor = result.get("nextCursor")
             if not cursor:
                 break
-        return items
+            if len(items) >= UPSTREAM_MAX_ITEMS:
+                self.note("lists more than %d %s: the rest are left out" % (UPSTREAM_MAX_ITEMS, key), True)
+                break
+        return items[:UPSTREAM_MAX_ITEMS]
 
 
 class ListingCache:
@@ -8850,10 +9242,13 @@ class ServerLog:
         self.lines = collections.deque(maxlen=LOG_LINES)
         self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
 
-    def note(self, text: str):
-        """A lifecycle line: to the server's log ring and to mcpstudio's debug log."""
+    def note(self, text: str, warn: bool = False):
+        """A lifecycle line: to the server's log ring, and to mcpstudio's debug log (or a warning, said once)."""
         self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
-        self.log.debug("[%s] %s", self.server_id, text)
+        if warn:
+            self.log.warn_once("server `%s` %s", self.server_id, text)
+        else:
+            self.log.debug("[%s] %s", self.server_id, text)
 
     def stderr_line(self, text: str):
         """One line of the server's stderr: kept for server_logs and error messages."""
@@ -8866,6 +9261,12 @@ class ServerLog:
         """The current run's last stderr lines, masked, for an error message (or '')."""
         tail = [self.log.mask(line) for line in self.recent if line.strip()]
         return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
+
+    def why(self, reason: str) -> str:
+        """`reason` (exited with code 3) after the last stderr line, which most often says why, where a screen's
+        edge would cut it; then the last lines."""
+        last = next((line.strip() for line in reversed(self.recent) if line.strip()), "")
+        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail()) if last else reason
 
 
 class RestartBackoff:
@@ -8984,6 +9385,7 @@ class BackChannel:
         self.asking = {}    # id of a request the server sent us -> the task asking mcpstudio's client
         self.calls = []     # CallContexts of the requests forwarded to it, in flight
         self.progress = {}  # our progress token -> the client's CallContext
+        self.notices = {}   # the token bucket of its log and progress notifications (UPSTREAM_NOTICES a second)
 
     def message(self, message: dict, cause=None):
         """A request or notification from the server (`cause`: the CallContext of the call whose stream
@@ -8999,6 +9401,9 @@ class BackChannel:
                 # in flight, else to the client.
                 cause = cause or (self.calls[-1] if self.calls else None)
                 self.asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause))
+        elif method in DROPPABLE and take_token(self.notices, [("", UPSTREAM_NOTICES, 1.0)], time.monotonic())[1]:
+            self.upstream.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the "
+                                        "rest are dropped", self.upstream.spec.id, UPSTREAM_NOTICES)
         elif method == "notifications/cancelled":
             asking = self.asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
             if asking is not None:
@@ -9028,6 +9433,9 @@ class BackChannel:
                 if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
                 reply["result"] = await self.downstream.bridge.ask(cause, method, params)
+            elif cause is None and method in ("sampling/createMessage", "elicitation/create"):  # whom would a person answer?
+                self.upstream.log.warning("server `%s` sent %s outside any call: refused", self.upstream.spec.id, method)
+                raise McpError(INVALID_REQUEST, "mcpstudio passes %s on only during a call of this server's" % method)
             elif client is None or client.closed or (method in CLIENT_FEATURES
                                                      and CLIENT_FEATURES[method] not in client.client_capabilities):
                 raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
@@ -9052,9 +9460,15 @@ class BackChannel:
             pause(cause.request_id)
 
 
-async def _poll_wait(interval_ms):
-    """Wait the poll interval a server suggested for its task (0.1 to 5 s; 1 s when it gave none)."""
-    await asyncio.sleep(min(max(interval_ms / 1000.0, 0.1), 5.0) if type(interval_ms) in (int, float) else 1.0)
+def poll_interval(suggested_ms, waited: float, server_id: str) -> float:
+    """Seconds before a server's task is polled again, `waited` seconds after it was made: the interval the server
+    suggests (0.1 to 5 s; 1 s when none), but no less than a backoff from 0.1 s to 5 s within 20 s; past
+    TASK_MAX_TTL_MS (the longest of mcpstudio's own tasks), an error naming the server: the task is given up."""
+    if waited > TASK_MAX_TTL_MS / 1000.0:
+        raise UpstreamError(SERVER_TIMEOUT, "server `%s`: its task ran past 24 hours, the longest a task may run: "
+                            "mcpstudio gave it up" % server_id)
+    suggested = min(max(suggested_ms / 1000.0, 0.1), 5.0) if type(suggested_ms) in (int, float) else 1.0
+    return max(suggested, min(5.0, 0.1 + waited / 4))
 
 
 class ServerTasks:
@@ -9098,14 +9512,15 @@ class ServerTasks:
         if not isinstance(task_id, str):
             raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % upstream.spec.key)
         upstream.back.calls.append(ctx)  # what the server asks while its task runs belongs to this call
+        started = time.monotonic()
         try:
             while True:
                 task = await upstream.client.request("tasks/get", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
                 if task.get("status") in TERMINAL + ("input_required",):  # its questions come with tasks/result
                     break
-                await _poll_wait(task.get("pollInterval"))
+                await asyncio.sleep(poll_interval(task.get("pollInterval"), time.monotonic() - started, upstream.spec.id))
             result = await upstream.client.request("tasks/result", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, UpstreamError):
             self.cancel({"taskId": task_id})
             raise
         finally:
@@ -9121,6 +9536,7 @@ class ServerTasks:
         upstream = self.upstream
         ask = {"taskId": task_id, "_meta": dict(upstream.client.meta or {}, **{k: v for k, v in meta.items()
                                                                              if k != "progressToken"})}
+        started = time.monotonic()
         try:
             while True:
                 task = await upstream.client.request("tasks/get", ask, upstream.spec.tool_timeout, ctx)
@@ -9135,8 +9551,9 @@ class ServerTasks:
                                         "[%s] %s" % (upstream.spec.id, error.get("message") or task.get("statusMessage") or (
                                             "its task asked for input, which mcpstudio cannot pass on inside a task"
                                             if status == "input_required" else "its task %s" % status)))
-                await _poll_wait(task.get("pollIntervalMs"))
-        except asyncio.CancelledError:
+                await asyncio.sleep(poll_interval(task.get("pollIntervalMs"), time.monotonic() - started,
+                                                  upstream.spec.id))
+        except (asyncio.CancelledError, UpstreamError):
             self.cancel(ask)
             raise
 
@@ -9409,7 +9826,7 @@ class Upstream:
         """The process exited: fail what waits on it at once; the next call restarts it."""
         code = protocol.transport.get_returncode() if protocol.transport is not None else None
         reason = "exited with code %s" % code if code is None or code >= 0 else "was killed by %s" % _signal_name(-code)
-        self.lost(protocol, reason + self.server_log.tail())
+        self.lost(protocol, self.server_log.why(reason))
 
     def lost(self, protocol, reason: str):
         """The process exited or the connection failed: fail every waiting request at once."""
@@ -9719,6 +10136,16 @@ class Namespace:
         """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
         return MANAGER_PREFIX + self.separator + tool
 
+    def rename(self, spec: UpstreamSpec, original: str, table: dict) -> str:
+        """A name for `spec`'s tool `original`, whose public name another tool of `table` took: under the server's
+        id when its prefix is "" (prefixed names are claimed first), else made distinct; a warning names both."""
+        wanted = spec.public_name(original, self.separator)
+        name = safe_name(wanted if spec.prefix else spec.id + self.separator + original, 10 ** 6, table)
+        owner = table[wanted]
+        self.log.warn_once("server `%s` lists a tool named %s, as `%s` does; the one of `%s` is listed as %s", spec.id,
+                           wanted, owner[1] if owner[0] == "upstream" else "mcpstudio", spec.id, name)
+        return name
+
     def apply(self, plan: UpstreamPlan) -> dict:
         """Choose the namespace of `plan` (logged); its servers' specs by id, or none when it cannot be chosen."""
         self.plan = plan
@@ -9746,14 +10173,8 @@ class Namespace:
         return {spec.id: spec for spec in chosen}
 
     def left_out(self, spec: UpstreamSpec, original: str):
-        """Why the listing leaves out a server's tool `original`: "" for the server's or the namespace's
-        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
-        name = spec.public_name(original, self.separator)
-        namespace = self.plan.namespaces.get(self.name) if self.name else None
-        if not _passes(original, spec.allow, spec.deny) or (
-                namespace and not _passes(name, namespace["allow"], namespace["deny"])):
-            return ""
-        return self.plan.denial(self.name, spec, original)
+        """Why the listing leaves out a server's tool `original` (see UpstreamPlan.left_out)."""
+        return self.plan.left_out(self.name, spec, original, self.separator)
 
     def check_permitted(self, spec: UpstreamSpec, name: str, original: str):
         """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
@@ -9782,6 +10203,11 @@ class ManagerTools:
                                   "inputSchema": schema, "annotations": {"readOnlyHint": read_only}}))
         return listed
 
+    @staticmethod
+    def shown(up, text: str) -> str:
+        """`text` about `up` as a client may read it: secrets masked, and none of the server's env values."""
+        return mask_secrets(up.log.mask(Log(secrets=up.spec.env.values()).mask(text)))
+
     def status(self, up) -> dict:
         """What servers_list says of one server."""
         known = up.known()
@@ -9790,9 +10216,8 @@ class ManagerTools:
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
             "tools": len([t for t in known["tools"] if self.hub.namespace.left_out(up.spec, t["name"]) is None]) if known else None,
             "toolsFrom": ("server" if up.listing is not None else "cache") if known else None,
-            "lastError": up.log.mask(up.last_error) if up.last_error else None, "restarts": up.restarts,
-            "command": up.log.mask(up.spec.display()),
-            "env": {key: "***" if looks_secret(key) else up.log.mask(value) for key, value in up.spec.env.items()},
+            "lastError": self.shown(up, up.last_error) if up.last_error else None, "restarts": up.restarts,
+            "command": self.shown(up, up.spec.display()), "env": dict.fromkeys(up.spec.env, "***"),
             "headers": {key: "***" for key in up.spec.headers},
             "transport": "stdio" if up.spec.url is None else up.spec.transport,
             "protocol": up.client.protocol_version if up.state == "running" else None,
@@ -9829,7 +10254,7 @@ class ManagerTools:
                 count = arguments.get("lines", 50)
                 if not isinstance(count, int) or isinstance(count, bool) or count < 1:
                     return tool_error("`lines` must be a positive whole number")
-                lines = [hub.log.mask(line) for line in list(upstream.server_log.lines)[-count:]]
+                lines = [self.shown(upstream, line) for line in list(upstream.server_log.lines)[-count:]]
                 result = {"server": upstream.spec.id, "lines": lines}
             else:
                 upstream = self._server(arguments)
@@ -10184,7 +10609,7 @@ class Aggregator:
                 name = safe_name(tool["name"], 10 ** 6, table) if tool["name"] in table else tool["name"]
                 table[name] = ("local", source, tool["name"])
                 tools.append(dict(tool, name=name) if name != tool["name"] else tool)
-        for upstream in self._active():
+        for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
             known = upstream.known()
             for tool in (known or {}).get("tools", ()):
                 original = tool["name"]
@@ -10194,8 +10619,8 @@ class Aggregator:
                     if why:
                         denied[name] = why
                     continue
-                if name in table:
-                    name = safe_name(name, 10 ** 6, table)  # distinct, whatever the other one is
+                if name in table:  # never shadowed: the later one is renamed
+                    name = self.namespace.rename(upstream.spec, original, table)
                 table[name] = ("upstream", upstream.spec.id, original)
                 described = _described(upstream.spec.key, tool, name)
                 schema = described.get("inputSchema")
@@ -10292,14 +10717,18 @@ class Aggregator:
         for source in self.local:
             if source.resources:
                 listing.extend(await getattr(source, local_method)())
+        shared = shared_uris([(u.spec.id, (u.known() or {}).get(key) or ()) for u in self._active()] if route_key else ())
+        for uri, servers in shared.items():  # refused: no server takes a resource another one lists
+            self.log.warn_once("servers %s list the resource %s: none of them serves it (disable all but one, or put "
+                               "them in different namespaces)", " and ".join("`%s`" % s for s in servers), uri)
         for upstream in self._active():
             known = upstream.known() or {}
             for item in (known.get(key) or ()):
                 if key == "resources" and isinstance(known.get("skills"), dict) and item["uri"][:8] == "skill://":
                     item = dict(item, uri=skill_uri(upstream.spec.id, item["uri"]))  # as skills/list
                 if route_key is not None:
-                    if item.get(route_key) in routes:
-                        continue  # the first server to list a URI owns it
+                    if item.get(route_key) in routes or item.get(route_key) in shared:
+                        continue  # a server that lists a URI twice: the first
                     routes[item[route_key]] = upstream.spec.id
                 listing.append(item)
         if table is not None:
@@ -10527,17 +10956,19 @@ def status_command(path: str, log: Log, options: dict) -> int:
                 await runner.stop_all()
                 runner.close_watchdog()
         checks = asyncio.run(check())
-    return print_status(loader.path, plan, options["namespace"], checks, log=log)
+    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"])
 
 
-def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None):
-    """The table of `status`: servers, cached tool counts (or --check results), namespaces."""
+def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None,
+                 search=(None, TOOL_SEARCH_THRESHOLD)):
+    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search."""
     cache_dir = cache_dir or user_cache_dir()
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
     rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
     results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
+    counts = {}
     for spec in plan.specs:
         if spec.disabled:
             state = "disabled"
@@ -10547,15 +10978,17 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
             state = "skipped: not in namespace %s" % namespace
         elif checks is not None:
             seconds, tools, problem = results[spec.id]
+            counts[spec.id] = tools or 0
             state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
         else:
             entry = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log).read()
             try:
-                state = "%d (cached %s)" % (len(entry["tools"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
+                counts[spec.id] = len(entry["tools"])
+                state = "%d (cached %s)" % (counts[spec.id], time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
-        rows.append((spec.id, state, log.mask(command) if log else command))
+        rows.append((spec.id, mask_secrets(state), log.mask(command) if log else command))
     if len(rows) == 1:
         print("\nno servers configured")
     else:
@@ -10572,11 +11005,21 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
         print("\nnamespaces:")
         for name, ns in plan.namespaces.items():
             mark = "*" if name == namespace else " "
-            print(" %s %-16s %s" % (mark, name, ", ".join(ns["servers"]) or "(no servers)"))
+            print(" %s %-16s %s  (%s)" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
+                                          _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
+    else:
+        print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
     if error:
         return 1
     failed = [r for r in (checks or ()) if r[3]]
     return 1 if failed or any(s.error for s in plan.specs) else 0
+
+
+def _search_summary(counts: dict, servers, mode, threshold) -> str:
+    """`N tools, tool search MODE` of some servers, from their known tool counts."""
+    count = sum(counts.get(server, 0) for server in servers)
+    return "%d tools, tool search %s" % (count, mode if mode in ("on", "off") else "auto (%s past %d)" % (
+        "on" if count > threshold else "off", threshold))
 
 
 # --------------------------------------------------------------------------
@@ -10679,7 +11122,7 @@ class Board:
             error = spec.error or (upstream.last_error if upstream else None) or ""
             rows.append({"name": spec.key, "id": spec.id, "transport": "url" if spec.url else "command",
                          "enabled": not spec.disabled, "state": state,
-                         "tools": len(listing["tools"]) if listing else None, "error": " ".join(error.split()),
+                         "tools": len(listing["tools"]) if listing else None, "error": mask_secrets(" ".join(error.split())),
                          "namespaces": [ns for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]]})
         return rows
 
@@ -10690,9 +11133,11 @@ class Board:
         listing = self.listing(upstream) or {}
         tools = []
         for tool in listing.get("tools", ()):
-            allowed = {ns: self.plan.denial(ns, spec, tool["name"]) is None for ns in self.plan.namespaces}
+            allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
+                       for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
             tools.append({"name": tool["name"], "description": " ".join((tool.get("description") or "").split()),
-                          "schema": tool.get("inputSchema") or {}, "allowed": allowed})
+                          "schema": tool.get("inputSchema") or {}, "allowed": allowed,
+                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None})
         return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
                 "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
 
@@ -10701,7 +11146,7 @@ class Board:
         upstream = self.hub.upstreams.get(server_id)
         own = list(upstream.server_log.lines) if upstream else []
         mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
-        return [self.log.mask(line) for line in sorted(own + mentions, key=lambda line: line[:8])]
+        return [mask_secrets(self.log.mask(line)) for line in sorted(own + mentions, key=lambda line: line[:8])]
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -10931,7 +11376,8 @@ class TuiScreen:
         lines.append(("tools (%d)%s:" % (len(tools), "" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
         shown = self.board.shown
         for index, tool in enumerate(tools):
-            permission = ("allowed" if tool["allowed"].get(shown) else "denied") if shown else "-"
+            permission = "hidden" if not tool["served"] else "-" if shown not in tool["allowed"] else (
+                "allowed" if tool["allowed"][shown] else "denied")
             marks = " ".join("%s:%s" % (ns, "+" if ok else "-") for ns, ok in tool["allowed"].items())
             text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
             lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
@@ -11145,15 +11591,18 @@ HTTP_MAX_CONNECTIONS = 512
 HTTP_MAX_PENDING = 32             # of those, connections whose first request has not passed the checks yet
 HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
 HTTP_MAX_SESSIONS = 1000
+HTTP_CLIENT_SESSIONS = 100        # of those, one client address's (every local process is 127.0.0.1)
 HTTP_MAX_QUEUED = 1000            # notifications waiting on one SSE stream; more are dropped (replies never)
 LISTEN_AGAIN = 2.0                # seconds before a 2026-07-28 server's ended subscriptions/listen is opened again
 PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
 HTTP_REPLAY = 100                 # events of a stream kept to replay after Last-Event-ID (SEP-1699)
 HTTP_RESUMABLE = 16               # a session's streams kept to be resumed before the response reached the client
+HTTP_REPLAY_BYTES = 4 << 20       # what a session's streams keep to be read or resumed; the oldest streams go first
+HTTP_REPLAY_TOTAL = 64 << 20      # the same, every session together
 HTTP_RETRY_MS = 1000              # the `retry` a handshake-era client is told to wait before it resumes a stream
 HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
 _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 501: "Not Implemented",
-           404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
+           404: "Not Found", 410: "Gone", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 _STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
@@ -11290,6 +11739,7 @@ class _Exchange:
         self.count = 0
         self.getter = None   # the reader's wait for the next message: one reader at a time
         self.ended = False   # its last event (the response) was sent
+        self.kept, self.born = 0, time.monotonic()  # bytes of the messages it got (see HttpServer._bound_replay)
 
     def event(self, data: bytes, final: bool = False) -> bytes:
         """One SSE event (`data` one line), with its id when the stream has one."""
@@ -11329,6 +11779,13 @@ class _HttpTransport:
         self.exchanges = {}      # request id -> _Exchange
         self.stream = None       # the GET stream's queue (handshake era)
         self.dropped = 0         # notifications dropped for a client that does not read (HTTP_MAX_QUEUED)
+        self.bound = None        # HttpServer's check of what resumable streams keep
+
+    def _keep(self, exchange, message, final):
+        exchange.put(message, final)
+        if exchange.stream_id is not None:  # kept until read, then to be resumed: counted against the limits
+            exchange.kept += len(json.dumps(message))
+            self.bound()
 
     def send(self, message, framing=None, related=None):
         if self.log.file is not None:
@@ -11336,7 +11793,7 @@ class _HttpTransport:
         if isinstance(message, dict) and "method" not in message:
             exchange = self.exchanges.pop(message.get("id"), None)
             if exchange is not None:
-                exchange.put(message, True)
+                self._keep(exchange, message, True)
             return
         exchange = self.exchanges.get(related) if related is not None else None
         queue = exchange.queue if exchange is not None and exchange.streaming else \
@@ -11350,16 +11807,17 @@ class _HttpTransport:
                                  self.dropped)
             return
         if exchange is not None:
-            exchange.put(message, False)
+            self._keep(exchange, message, False)
         else:
             queue.put_nowait(message)
 
 
 class _HttpSession:
-    def __init__(self, session_id, session, transport):
-        self.id, self.session, self.transport = session_id, session, transport
+    def __init__(self, session_id, session, transport, client: str):
+        self.id, self.session, self.transport, self.client = session_id, session, transport, client
         self.used = time.monotonic()
         self.streams = {}   # stream id -> the _Exchange of a POST stream not yet delivered to its end
+        self.forgotten = collections.deque(maxlen=HTTP_RESUMABLE * 4)  # ids of streams dropped before their end
         self.opened = 0
 
     def exchange(self, streaming: bool) -> _Exchange:
@@ -11369,8 +11827,40 @@ class _HttpSession:
         self.opened += 1
         exchange = self.streams["r%d" % self.opened] = _Exchange(True, "r%d" % self.opened)
         if len(self.streams) > HTTP_RESUMABLE:  # bounded: the oldest stream nobody came back for is forgotten
-            del self.streams[next(iter(self.streams))]
+            self.forget(next(iter(self.streams)))
         return exchange
+
+    def forget(self, stream_id: str):
+        """Drop a stream before its end: a client resuming it is told it is gone."""
+        self.forgotten.append(stream_id)
+        del self.streams[stream_id]
+
+
+def session_to_end(sessions: dict, client: str, busy: set):
+    """The session to end before `client` opens another, or None while under HTTP_MAX_SESSIONS and
+    HTTP_CLIENT_SESSIONS: the least recently used idle one (the client's own at its limit). One with a request,
+    a task (its session in `busy`) or a GET stream never ends: when all are busy, 503."""
+    mine = [e for e in sessions.values() if e.client == client]
+    crowd = mine if len(mine) >= HTTP_CLIENT_SESSIONS else sessions.values() if len(sessions) >= HTTP_MAX_SESSIONS else ()
+    for entry in crowd:
+        if not entry.session.inflight and entry.session not in busy and entry.transport.stream is None:
+            return entry
+    if crowd:
+        raise HttpError(503, "too many sessions from %s, each busy: end one (DELETE) or try again later" % client)
+    return None
+
+
+def bound_replay(entry, sessions):
+    """What streams keep to be read or resumed stays within HTTP_REPLAY_BYTES for `entry`'s and
+    HTTP_REPLAY_TOTAL for all `sessions`: the oldest streams are forgotten first (a resume of one gets 410)."""
+    for limit, entries in ((HTTP_REPLAY_BYTES, [entry]), (HTTP_REPLAY_TOTAL, sessions.values())):
+        streams = sorted((x.born, x.kept, id(e), key, e) for e in entries for key, x in e.streams.items())
+        held = sum(stream[1] for stream in streams)
+        for _, kept, _, key, owner in streams:
+            if held <= limit:
+                break
+            held -= kept
+            owner.forget(key)
 
 
 def _loopback(host: str) -> bool:
@@ -11406,7 +11896,7 @@ def _header_value(value: str) -> str:
     if value.startswith("=?base64?") and value.endswith("?="):
         import base64
         try:
-            return base64.b64decode(value[9:-2]).decode("utf-8")
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             return value
     return value
@@ -11667,7 +12157,7 @@ class HttpServer:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
         if method == "initialize" and "id" in message:
-            entry = self._new_session()
+            entry = self._new_session((writer.get_extra_info("peername") or "?")[0])
             extra = [("Mcp-Session-Id", entry.id)]
         else:
             entry = self._session(headers)
@@ -11692,13 +12182,17 @@ class HttpServer:
         session.caller = session.label = self.caller
         return session, transport
 
-    def _new_session(self) -> _HttpSession:
-        while len(self.sessions) >= HTTP_MAX_SESSIONS:  # the least recently used one makes room
-            self._end(next(iter(self.sessions)))
+    def _new_session(self, client: str) -> _HttpSession:
+        """A session for `client` (its address), once a limit's idle session made room (see session_to_end)."""
+        idle = session_to_end(self.sessions, client, {t.owner for t in self.server.tasks.tasks.values()
+                                                      if t.status not in TERMINAL})
+        if idle is not None:
+            self._end(idle.id)
         session, transport = self._session_pair()
         import secrets
-        entry = _HttpSession(secrets.token_hex(16), session, transport)
+        entry = _HttpSession(secrets.token_hex(16), session, transport, client)
         session.label = "http-" + entry.id[:8]
+        transport.bound = lambda: bound_replay(entry, self.sessions)
         self.sessions[entry.id] = entry
         return entry
 
@@ -11736,6 +12230,10 @@ class HttpServer:
             refuse(400, HEADER_MISMATCH, "the Mcp-Name header must equal the request's %s (%s)" % (key, params.get(key)))
         if method not in self.server.modern_methods:
             refuse(404, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        if method == "tools/call":
+            problem = param_mismatch(await self.server.catalog.tool(params["name"]), params.get("arguments"), headers)
+            if problem:
+                refuse(400, HEADER_MISMATCH, "%s (tool `%s`)" % (problem, params["name"]))
         session, transport = self._session_pair()
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
@@ -11839,6 +12337,9 @@ class HttpServer:
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise HttpError(406, "a GET stream needs Accept: text/event-stream")
         stream, _, after = headers.get("last-event-id", "").strip().rpartition("_")
+        if stream in entry.forgotten:
+            raise HttpError(410, "the stream %s can no longer be resumed: what it kept was dropped (a session's streams "
+                                 "keep 4 MiB at most, every session's 64 MiB); send the request again" % stream)
         if stream in entry.streams and after.isdigit():  # a POST stream the client lost: the rest of it, here
             return await self._deliver(entry.streams[stream], writer, reader, [], False, "HTTP/1.0", None, entry,
                                        int(after))
@@ -11923,7 +12424,8 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host: str, port: i
     server.catalog.start(server)
     shown = "[%s]" % host if ":" in host else host
     log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
-             " (bearer token required)" if token else "")
+             " (bearer token required)" if token else " with no token: any process or user on this machine may call "
+             "every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
     stopping = loop.create_future()
 
     def stop(reason):
@@ -12215,7 +12717,7 @@ def _print_listing(listing: dict):
 
 def inspect_command(words: list) -> int:
     """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
-    found, words = _take_options(words, "inspect", flags=("--json",))
+    found, words = _take_options(words, "inspect", flags=("--json",), values=("--search",))
     if found.get("help"):
         print(SUBCOMMAND_HELP["inspect"])
         return 0
@@ -12227,6 +12729,10 @@ def inspect_command(words: list) -> int:
                    "tools": [], "resources": [], "resourceTemplates": [], "prompts": []}
         if "tools" in capabilities:
             listing["tools"] = client.list_all("tools/list", "tools")
+        if "--search" in found:  # the tools a search finds, as `mcpstudio__search_tools` answers them
+            result = client.request("tools/call", {"name": MANAGER_PREFIX + "__search_tools", "arguments": {
+                "query": found["--search"], "limit": SEARCH_MAX}})
+            listing["tools"] = result["structuredContent"]["tools"]
         if "resources" in capabilities:
             listing["resources"] = client.list_all("resources/list", "resources")
             listing["resourceTemplates"] = client.list_all("resources/templates/list", "resourceTemplates")
@@ -13326,6 +13832,9 @@ OPTIONS = [_Option(*o) for o in (
      "hide the mcpstudio__servers_list, ... tools that manage the config's MCP servers"),
     (("--eager",), "eager", None, "flag", "start every configured MCP server right after initialize"),
     (("--check",), "check", None, "flag", "status: start each server, list its tools and stop it"),
+    (("--tool-search",), "tool_search", "MODE", "value",
+     "with MCP servers: list two tools that search and call the others: on, off or auto (the default: past "
+     "toolSearchThreshold tools, except for Claude Code)"),
     (("--stdio",), "stdio", None, "flag", "serve on stdin/stdout (the default; accepted for other tools' configs)"),
     (("--http",), "http", "[HOST:]PORT", "value",
      "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1)"),
@@ -13361,13 +13870,15 @@ SUBCOMMAND_HELP = {
               "each server of the active namespace, lists its tools and stops it.",
     "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
             "Write a commented starter config (NAME.json) for the program CMD.",
-    "inspect": "usage: mcpstudio inspect [--json] [MODE ARGS...]\n"
+    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY] [MODE ARGS...]\n"
                "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n"
                "       mcpstudio inspect [--json] --url URL\n\n"
                "Start the mode as a client would and show the tools (with their parameters), resources\n"
                "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
                "arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the\n"
-               "default config); after -- comes any MCP server's command.\n\n"
+               "default config); after -- comes any MCP server's command. A config with MCP servers shows\n"
+               "what a client in tool search mode sees (toolSearch); --search QUERY shows the tools a\n"
+               "search finds, best first.\n\n"
                "examples:\n"
                "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
                "  mcpstudio inspect --json serve --config tools.json\n"
@@ -13578,7 +14089,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     if options["help_timeout"]:
         script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
     runner = ProcessRunner(log)
-    sources, titles, instructions, rules, audit, opened = [], [], None, {}, None, ()
+    sources, titles, instructions, rules, audit, opened, search = [], [], None, {}, None, (), None
     if options["url"] is not None:
         if config is not None:
             raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
@@ -13598,7 +14109,14 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
             return loader, found, info
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
-            found = [aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)]
+            hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)
+            found = [hub]
+            # toolSearch: --tool-search, else the namespace's, else the file's
+            mode = (options["tool_search"] or (hub.namespace.plan.namespaces.get(hub.namespace.name) or {}).get("tool_search")
+                    or info["tool_search"][0] or "auto")
+            if mode not in TOOL_SEARCH_MODES:
+                raise UsageError("--tool-search %s: expected one of %s" % (mode, ", ".join(TOOL_SEARCH_MODES)))
+            search = (mode,) + info["tool_search"][1:] + (info["separator"],)
         elif options["namespace"]:
             raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
                              % (options["namespace"], loader.path))
@@ -13658,8 +14176,10 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
     guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
     catalog = Catalog([settings.outputs] + sources, max_name)
-    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions,
-                  guard=guard), runner
+    server = Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions, guard=guard)
+    if search is not None:
+        server.search = ToolSearch(server, *search)
+    return server, runner
 
 
 def default_config_path() -> str:
