@@ -1762,11 +1762,24 @@ if _POSIX:
             return False
 
     def _group_alive(pid: int) -> bool:
+        """Whether a process of group `pid` still runs. An orphan is a zombie until init reaps it, and
+        an init slow to reap (a container's) would hold every stop for the whole grace period: on Linux
+        a group of zombies only is gone."""
         try:
             os.killpg(pid, 0)
-            return True
         except (ProcessLookupError, PermissionError):
             return False
+        if not os.path.isdir("/proc/self"):
+            return True
+        for name in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    state, _, group = f.read().rpartition(b")")[2].split()[:3]
+            except (OSError, ValueError):
+                continue  # not a process, or gone meanwhile
+            if group == b"%d" % pid and state != b"Z":
+                return True
+        return False
 
     def _is_executable(path: str) -> bool:
         return os.access(path, os.X_OK)
