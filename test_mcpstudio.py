@@ -9601,7 +9601,7 @@ class GuardTests(ScratchDir):
         read_only = {"readOnlyHint": True}
         tools = [self.tool("look", annotations=read_only, cache={"ttl": 600}),
                  self.tool("fail", " 3", annotations=read_only, cache={"ttl": 600}),
-                 self.tool("burst", rateLimit={"calls": 2, "seconds": 1}),
+                 self.tool("burst", rateLimit={"calls": 2, "seconds": 10}),  # refused if the 3 calls take < 5 s
                  self.tool("wipe", annotations={"destructiveHint": True}),
                  self.tool("keyed", " {api_key}", environment={"GUARD_API_TOKEN": "${GUARD_API_TOKEN}"}),
                  {"name": "pin", "command_template": "%s %s %s {word} {code}" % (PY, self.counter, self.runs),
@@ -9620,7 +9620,7 @@ class GuardTests(ScratchDir):
             self.assertEqual(self.ran().count("f"), 2)
             results = [server.call("burst", {"word": "b"}) for _ in range(3)]
             self.assertEqual([r["isError"] for r in results], [False, False, True])
-            self.assertRegex(text_of(results[2]), r"^Not run: burst allows 2 calls per 1 s; retry in (0\.\d|1\.0) s\.$")
+            self.assertRegex(text_of(results[2]), r"^Not run: burst allows 2 calls per 10 s; retry in ([0-4]\.\d|5\.0) s\.$")
             time.sleep(results[2]["_meta"]["mcpstudio/retryAfter"])  # the time the server said to wait
             self.assertFalse(server.call("burst", {"word": "b"})["isError"])
             self.assertEqual(self.ran().count("b"), 3)
@@ -9732,7 +9732,7 @@ class GuardTests(ScratchDir):
         with McpProcess("--audit", self.audit, "--rate-limit", "1/60", "echo", "{message}") as server:
             server.initialize()
             self.assertEqual(text_of(server.call("echo", {"message": "x"})), "x\n")
-            self.assertIn("retry in 60.0 s", text_of(server.call("echo", {"message": "y"})))
+            self.assertRegex(text_of(server.call("echo", {"message": "y"})), r"retry in (59\.\d|60\.0) s")
         folder = os.path.join(self.dir, "scripts")
         os.mkdir(folder)
         self.script(os.path.join("scripts", "say"), """\
@@ -10450,9 +10450,9 @@ class FrontmatterLimitsTests(unittest.TestCase):
         # 430 kB of flow values took 18 s (quadratic: 40,000 of these lines took 12 s); the parser itself
         # (past the size cap) now takes a fraction of a second.
         lines = ["k%d: [a]" % row for row in range(40000)] + ["big: [%s]" % ", ".join(["value"] * 80000)]
-        started = time.monotonic()
+        started = time.process_time()  # CPU seconds: a loaded machine stretches wall time, not these
         value = mcpstudio._Yaml(lines, 2).document()
-        self.assertLess(time.monotonic() - started, 5)
+        self.assertLess(time.process_time() - started, 5)
         self.assertEqual((len(value), len(value["big"]), value["k39999"]), (40001, 80000, ["a"]))
 
 
