@@ -114,6 +114,8 @@ PROGRESS_INTERVAL = 1.0         # seconds between progress notifications
 FEED_INTERVAL = 0.25            # seconds between two notifications of a running command's output lines
 FEED_LINES = 3                  # ... the latest lines each carries
 FEED_LINE = 200                 # ... characters of each line
+PROMPT_QUIET = 0.3              # seconds an interactive command's unfinished last line stays alone before it is a question
+PROMPT_ROUNDS = 50              # ... questions answered before its stdin ends
 PAGE_SIZE = 100                 # items per tools/list page
 MAX_MESSAGE = 256 << 20         # bytes of one incoming message; a larger one is skipped
 MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; then reading pauses
@@ -2253,8 +2255,9 @@ class ProcessRunner:
             self.watchdog = None
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
-                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None) -> ProcessResult:
-        """Run `argv` to completion under the runner's limits; return a ProcessResult."""
+                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None, asker=None) -> ProcessResult:
+        """Run `argv` to completion under the runner's limits; return a ProcessResult. An `asker` (PromptWatch)
+        is handed the stdin pipe, after `stdin_bytes`."""
         loop = asyncio.get_running_loop()
         argv = _resolve_program(argv, env)
         problem = exec_problem(argv, env, cwd)
@@ -2266,7 +2269,7 @@ class ProcessRunner:
         try:
             transport, child, cancelled = await self._spawn(
                 lambda: _ChildProtocol(output_limit, on_stderr_line, on_output), argv,
-                stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
+                stdin=subprocess.PIPE if stdin_bytes is not None or asker else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
         except FileNotFoundError as exc:
             if cwd is not None and not os.path.isdir(cwd):
@@ -2288,10 +2291,13 @@ class ProcessRunner:
         try:
             if cancelled:  # while its pipes were being connected: stopped like any cancelled call
                 raise asyncio.CancelledError()
-            if stdin_bytes is not None:
+            if stdin_bytes is not None or asker:
                 pipe = transport.get_pipe_transport(0)
-                pipe.write(stdin_bytes)
-                pipe.write_eof()
+                pipe.write(stdin_bytes or b"")
+                if asker:
+                    asker.start(pid, pipe)
+                else:
+                    pipe.write_eof()
             if not child.exited.done():
                 await asyncio.wait([child.exited], timeout=timeout)  # leaves the future alone on timeout
             if not child.exited.done():
@@ -2849,7 +2855,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs", "ran", "running")
+                 "capabilities", "task", "inputs", "ran", "running", "prompts")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2864,6 +2870,7 @@ class CallContext:
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
         self.running = None     # the Task itself (its status message shows the command's last line)
+        self.prompts = None     # 2026-07-28: the InputBridge that asks a command's questions as input_required rounds
 
     def declared(self, capability: str) -> bool:
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
@@ -2959,6 +2966,118 @@ class OutputFeed:
         for job in (self.heartbeat, self.timer):
             if job is not None:
                 job.cancel()
+
+
+_SECRET_PROMPT = re.compile(r"pass(word|phrase|code)|token|\b(pin|otp)\b|secret|api.?key", re.I)
+_YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
+_MENU_ITEM = re.compile(r"\s*(\d+)\s*[.):]\s+(\S.*)")
+
+
+def prompt_form(tail: str) -> tuple:
+    """(prompt, schema) for the question a command's output `tail` ends with (its unfinished last line): a yes/no
+    prompt asks a boolean, one after numbered lines an enum of them, others a string; a secret's schema is None."""
+    lines = tail.split("\n")
+    prompt, choices = lines.pop().strip(), []
+    for line in reversed(lines):
+        item = _MENU_ITEM.fullmatch(line.rstrip())
+        if item is None and (choices or line.strip()):
+            break
+        choices[:0] = ["%s) %s" % item.groups()] if item else []
+    return prompt, (None if _SECRET_PROMPT.search(prompt) else {"type": "boolean"} if _YES_NO.search(prompt)
+                    else {"type": "string", "enum": choices} if choices else {"type": "string"})
+
+
+def prompt_reply(prompt: str, schema: dict, value) -> str:
+    """The line a command gets for the answer `value` to `prompt` (asked with `schema`)."""
+    if schema["type"] == "boolean":
+        words = ("yes", "no") if "yes" in _YES_NO.search(prompt).group().lower() else ("y", "n")
+        return words[0] if value is True else words[1]
+    return str(value).partition(")")[0] if "enum" in schema else str(value)
+
+
+def _reading(pid: int) -> bool:
+    """Whether a process of `pid`'s group sleeps reading a pipe (Linux tells; elsewhere taken as so)."""
+    if not os.path.exists("/proc/%d/wchan" % pid):
+        return True
+    for entry in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
+                state, _, group = stat.read().rpartition(")")[2].split()[:3]
+                where = wchan.read()
+        except (OSError, ValueError):
+            continue
+        if group == str(pid) and state == "S" and ("pipe_read" in where or where == "0"):  # "0": the kernel hides it
+            return True
+    return False
+
+
+class PromptWatch:
+    """An interactive command's stdin. A question it stops to ask (its output ends without a newline, nothing
+    more comes for PROMPT_QUIET s, and where Linux tells, it sleeps reading) is answered by the tool's `answers`,
+    else asked of the user as an elicitation form (2026-07-28: an input_required round, the command kept alive);
+    a secret, or a client that cannot ask, stops the call with the prompt quoted. A command reading with
+    nothing asked gets the end of its input, as from the null device."""
+
+    def __init__(self, tool, ctx: CallContext, feed: OutputFeed):
+        self.tool, self.ctx, self.feed = tool, ctx, feed
+        self.tail = b""
+        self.said = 0.0
+        self.problem = None  # why the call was stopped
+        self.job = None
+
+    def add(self, fd: int, data: bytes):
+        self.feed.add(fd, data)
+        self.tail = (self.tail + data)[-4000:]
+        self.said = time.monotonic()
+
+    def start(self, pid: int, pipe):
+        self.job = asyncio.ensure_future(self.watch(pid, pipe))
+
+    def close(self):
+        if self.job is not None:
+            self.job.cancel()
+
+    async def watch(self, pid: int, pipe):
+        for _ in range(PROMPT_ROUNDS):
+            while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid):
+                await asyncio.sleep(PROMPT_QUIET)
+            prompt, schema = prompt_form(self.tail.decode("utf-8", "replace"))
+            reply = await self.answer(prompt, schema) if prompt else None
+            self.tail, self.said = b"", time.monotonic()
+            if reply is None:
+                break
+            pipe.write(reply.encode("utf-8") + b"\n")
+        if self.problem is None:
+            pipe.write_eof()
+        else:
+            _signal_group(pid, hard=False)
+
+    async def answer(self, prompt: str, schema):
+        """The line that answers `prompt`; None with `problem` set when it may not or cannot be asked."""
+        ctx, said = self.ctx, "Stopped: `%s` asked %s" % (self.tool.name, json.dumps(prompt))
+        for rule in self.tool.answers:
+            if re.search(rule["prompt"], prompt):
+                return rule["answer"]
+        if schema is None:
+            self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
+                            "its environment (\"environment\" in the config), or a file or option it reads; or as a "
+                            "scripted answer (\"answers\" on this tool)." % said)
+        elif not ctx.declared("elicitation") or (ctx.modern and ctx.prompts is None):
+            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability%s). Make the "
+                            "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
+                            "tool), or set \"interactive\": false." % (said, "; or the call runs as a task" * ctx.modern))
+        else:
+            form = {"mode": "form", "message": prompt, "requestedSchema": {
+                "type": "object", "properties": {"answer": dict(schema, title=prompt)}, "required": ["answer"]}}
+            try:
+                answer = await (ctx.prompts.ask(ctx, "elicitation/create", form) if ctx.modern else
+                                ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
+            except McpError as exc:
+                answer = {"action": exc.message}
+            if answer.get("action") == "accept" and "answer" in (answer.get("content") or {}):
+                return prompt_reply(prompt, schema, answer["content"]["answer"])
+            self.problem = "%s, and the user's answer was %s." % (said, json.dumps(answer.get("action")))
+        return None
 
 
 def wire_error(exc: BaseException, log=None) -> McpError:
@@ -3501,7 +3620,7 @@ class CommandTool:
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
                  schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
                  within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None, files=(),
-                 output_folder=None):
+                 output_folder=None, interactive=None, answers=()):
         self.name = name
         self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
         self.template = template
@@ -3520,6 +3639,8 @@ class CommandTool:
         self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
         self.files = files  # parameters given as files (data: URIs), passed to the command as paths
         self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
+        self.interactive = stdin is None if interactive is None else interactive  # its questions are answered (PromptWatch)
+        self.answers = answers  # [{"prompt": regex, "answer": text}]: questions answered without asking
 
     def question(self, arguments: dict):
         """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
@@ -3633,13 +3754,18 @@ class CommandTool:
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
         feed = OutputFeed(ctx, "`%s`" % self.name, self.name)  # its heartbeat also while the call waits for a slot
+        watch = PromptWatch(self, ctx, feed) if self.interactive else None
         try:
             async with settings.slots:
                 result = ctx.ran = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
                                                          timeout=settings.timeout, output_limit=settings.max_output,
-                                                         on_output=feed.add)
+                                                         on_output=watch.add if watch else feed.add, asker=watch)
         finally:
             feed.close()
+            if watch:
+                watch.close()
+        if watch and watch.problem:
+            return tool_error(watch.problem)
         if ctx.wants("debug"):
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
@@ -5271,6 +5397,7 @@ class Server:
             "tasks/cancel": self.tasks_cancel,
         }
         self.tasks = TaskStore()
+        self.prompts = InputBridge()  # 2026-07-28: commands kept alive while their questions go back as input_required
         if catalog.serves("resources"):
             self.methods.update({
                 "resources/list": self.resources_list,
@@ -5431,6 +5558,8 @@ class Server:
     async def tools_call(self, params, ctx):
         """`tools/call`: route by public name, run with this request's CallContext."""
         name, arguments = _name_and_arguments(params, "tools/call")
+        if ctx.modern and str(ctx.inputs.get("requestState")) in self.prompts.parked:  # a command's question answered
+            return await self.prompts.exchange(None, "tools/call", name, ctx)
         route = await self.catalog.route(name)
         if route is None:
             known = [t["name"] for t in await self.catalog.tools()]
@@ -5457,6 +5586,9 @@ class Server:
                                            if key in form["requestedSchema"]["properties"]})
         call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed.get(name, {}),
                                lambda form: self._ask(form, params, ctx, "confirm"))
+        if ctx.modern and support != "required" and isinstance(source, TemplateTools) and source.tools[original].interactive:
+            ctx.prompts = self.prompts
+            return await self.prompts.exchange(lambda first: call, "tools/call", name, ctx)
         if ctx.modern:
             return await self._modern_call(name, call, support, ctx)
         asked = params.get("task")
@@ -5831,7 +5963,7 @@ _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
               "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm", "max_text",
-              "output_folder")
+              "output_folder", "interactive", "answers")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
@@ -6147,8 +6279,8 @@ class ConfigLoader:
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
                            output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
-                           output_folder=output_folder,
-                           files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
+                           output_folder=output_folder, interactive=self.get(spec, "interactive", bool, where),
+                           answers=read_answers(self, spec, where), files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
 
     def within(self, spec: dict, where: str, properties: dict) -> dict:
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -6326,6 +6458,21 @@ class ConfigLoader:
                                settings.derive(**overrides), pattern, params,
                                description=self.get(spec, "description", str, where),
                                title=self.get(spec, "title", str, where), mime_type=mime, within=within)
+
+
+def read_answers(loader, spec: dict, where: str) -> list:
+    """A tool's `answers`: [{"prompt": regex, "answer": text}], questions of its command answered without asking."""
+    answers = loader.get(spec, "answers", list, where, [])
+    for index, rule in enumerate(answers):
+        here = "%s[%d]" % (_join(where, "answers"), index)
+        if not isinstance(rule, dict) or sorted(rule) != ["answer", "prompt"] or not all(
+                isinstance(value, str) for value in rule.values()):
+            raise loader.error(here, "expected {\"prompt\": \"a regular expression\", \"answer\": \"text\"}")
+        try:
+            re.compile(rule["prompt"])
+        except re.error as exc:
+            raise loader.error(_join(here, "prompt"), "bad regular expression: %s" % exc)
+    return answers
 
 
 def read_rules(loader, obj: dict, where: str) -> dict:
