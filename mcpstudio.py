@@ -5586,7 +5586,8 @@ class Server:
                                            if key in form["requestedSchema"]["properties"]})
         call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed.get(name, {}),
                                lambda form: self._ask(form, params, ctx, "confirm"))
-        if ctx.modern and support != "required" and isinstance(source, TemplateTools) and source.tools[original].interactive:
+        if (ctx.modern and support != "required" and ctx.declared("elicitation") and isinstance(source, TemplateTools)
+                and source.tools[original].interactive):  # its questions asked in rounds; it does not become a task
             ctx.prompts = self.prompts
             return await self.prompts.exchange(lambda first: call, "tools/call", name, ctx)
         if ctx.modern:
