@@ -4762,6 +4762,7 @@ class Catalog:
         self.max_name_length = max_name_length
         self.events = None
         self._routes = {}     # public name -> (source, original name), from the last listing
+        self._listed = {}     # public name -> the tool, from the last listing
         self._support = {}    # public name -> its `execution.taskSupport`
         self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
         self._resources = {}  # uri -> source
@@ -4815,9 +4816,17 @@ class Catalog:
         for source in self.sources:
             self._publish(source, await source.list_tools(), routes, tools)
         self._routes = routes
+        self._listed = {tool["name"]: tool for tool in tools}
         self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
         self.listed = {tool["name"]: tool for tool in tools}
         return tools
+
+    async def tool(self, public: str):
+        """The listed tool `public` (its schema), or None (the call itself then says why)."""
+        try:
+            return self._listed.get(public) if await self.route(public) else None
+        except McpError:
+            return None
 
     def denial(self, public: str):
         """Why a source's permission leaves out the tool `public` (None: none does)."""
@@ -8249,6 +8258,30 @@ def header_problem(tool: dict):
     return None
 
 
+def param_texts(tool, arguments) -> dict:
+    """SEP-2243: each `x-mcp-header` name of `tool`'s schema -> the text its argument goes as (None: the argument is
+    absent, null or structured, and no header goes); the listing kept only valid declarations."""
+    properties = ((tool or {}).get("inputSchema") or {}).get("properties")
+    texts = {}
+    for key, schema in properties.items() if isinstance(properties, dict) else ():
+        value = arguments.get(key) if isinstance(arguments, dict) else None
+        if isinstance(schema, dict) and "x-mcp-header" in schema:
+            texts[schema["x-mcp-header"]] = None if value is None or isinstance(value, (dict, list)) else \
+                ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return texts
+
+
+def param_mismatch(tool, arguments, headers: dict):
+    """Why a 2026-07-28 tools/call's `Mcp-Param-*` headers (`headers`: lower-case names) disagree with its arguments
+    (SEP-2243: each argument `tool` marks with `x-mcp-header` goes as its header, no other), or None."""
+    for header, text in param_texts(tool, arguments).items():
+        sent = headers.get("mcp-param-" + header.lower())
+        if (sent is None) != (text is None) or (sent is not None and _header_value(sent) != text):
+            return ("the Mcp-Param-%s header must %s" % (header, "be left out: the argument is absent or null"
+                    if text is None else "carry the argument's value (=?base64?...?= for one that is not plain ASCII)"))
+    return None
+
+
 def header_checked(tools: list, server: str, log) -> list:
     """The tools whose x-mcp-header declarations keep SEP-2243's rules; a warning names each other one."""
     kept = []
@@ -8356,18 +8389,8 @@ class _HttpChannel:
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
         tools = (self.upstream.listing or {}).get("tools") or ()
         tool = next((t for t in tools if t.get("name") == name), None)
-        properties = ((tool or {}).get("inputSchema") or {}).get("properties")
-        if not isinstance(properties, dict) or not isinstance(arguments, dict):
-            return {}
-        headers = {}
-        for key, schema in properties.items():
-            header = schema.get("x-mcp-header") if isinstance(schema, dict) else None
-            value = arguments.get(key)
-            if header is None or value is None or isinstance(value, (dict, list)):  # the listing kept valid ones
-                continue
-            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-            headers["Mcp-Param-" + header] = _encode_header(text)
-        return headers
+        return {"Mcp-Param-" + header: _encode_header(text)
+                for header, text in param_texts(tool, arguments).items() if text is not None}
 
     def _deliver(self, message, related=None):
         if isinstance(message, dict) and not self.closed:
@@ -11541,7 +11564,7 @@ def _header_value(value: str) -> str:
     if value.startswith("=?base64?") and value.endswith("?="):
         import base64
         try:
-            return base64.b64decode(value[9:-2]).decode("utf-8")
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             return value
     return value
@@ -11871,6 +11894,10 @@ class HttpServer:
             refuse(400, HEADER_MISMATCH, "the Mcp-Name header must equal the request's %s (%s)" % (key, params.get(key)))
         if method not in self.server.modern_methods:
             refuse(404, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        if method == "tools/call":
+            problem = param_mismatch(await self.server.catalog.tool(params["name"]), params.get("arguments"), headers)
+            if problem:
+                refuse(400, HEADER_MISMATCH, "%s (tool `%s`)" % (problem, params["name"]))
         session, transport = self._session_pair()
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
