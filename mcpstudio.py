@@ -2295,7 +2295,7 @@ class ProcessRunner:
                 pipe = transport.get_pipe_transport(0)
                 pipe.write(stdin_bytes or b"")
                 if asker:
-                    asker.start(pid, pipe)
+                    asker.job = asyncio.ensure_future(asker.watch(pid, pipe))
                 else:
                     pipe.write_eof()
             if not child.exited.done():
@@ -2938,6 +2938,7 @@ class OutputFeed:
         self.sent = 0.0
         self.timer = None
         self.heartbeat = asyncio.ensure_future(ctx.heartbeat(label)) if ctx.progress_token is not None else None
+        self.job = None  # a PromptWatch's
 
     def add(self, fd: int, data: bytes):
         """Bytes the command wrote to `fd`; a line they end is passed on now, or when the interval is up."""
@@ -2963,26 +2964,23 @@ class OutputFeed:
 
     def close(self):
         """The call ends: nothing more is sent for it."""
-        for job in (self.heartbeat, self.timer):
+        for job in (self.heartbeat, self.timer, self.job):
             if job is not None:
                 job.cancel()
 
 
 _SECRET_PROMPT = re.compile(r"pass(word|phrase|code)|token|\b(pin|otp)\b|secret|api.?key", re.I)
 _YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
-_MENU_ITEM = re.compile(r"\s*(\d+)\s*[.):]\s+(\S.*)")
+_MENU = re.compile(r"^[ \t]*(\d+)[.):][ \t]+(\S.*)", re.M)
 
 
-def prompt_form(tail: str) -> tuple:
+def prompt_form(tail: str):
     """(prompt, schema) for the question a command's output `tail` ends with (its unfinished last line): a yes/no
-    prompt asks a boolean, one after numbered lines an enum of them, others a string; a secret's schema is None."""
-    lines = tail.split("\n")
-    prompt, choices = lines.pop().strip(), []
-    for line in reversed(lines):
-        item = _MENU_ITEM.fullmatch(line.rstrip())
-        if item is None and (choices or line.strip()):
-            break
-        choices[:0] = ["%s) %s" % item.groups()] if item else []
+    prompt asks a boolean, one right after numbered lines an enum of them, others a string; a secret's schema is None."""
+    before, _, prompt = tail.rpartition("\n")
+    menu = re.search(r"(%s\n\s*)+\Z" % _MENU.pattern, before + "\n", re.M)  # the numbered lines that end `before`
+    choices = ["%s) %s" % item for item in _MENU.findall(menu.group())] if menu else []
+    prompt = prompt.strip()
     return prompt, (None if _SECRET_PROMPT.search(prompt) else {"type": "boolean"} if _YES_NO.search(prompt)
                     else {"type": "string", "enum": choices} if choices else {"type": "string"})
 
@@ -2990,54 +2988,39 @@ def prompt_form(tail: str) -> tuple:
 def prompt_reply(prompt: str, schema: dict, value) -> str:
     """The line a command gets for the answer `value` to `prompt` (asked with `schema`)."""
     if schema["type"] == "boolean":
-        words = ("yes", "no") if "yes" in _YES_NO.search(prompt).group().lower() else ("y", "n")
-        return words[0] if value is True else words[1]
+        return ("yes" if value else "no") if _YES_NO.search(prompt).group(1) else ("y" if value else "n")
     return str(value).partition(")")[0] if "enum" in schema else str(value)
 
 
-def _reading(pid: int) -> bool:
+def _reading(pid):
     """Whether a process of `pid`'s group sleeps reading a pipe (Linux tells; elsewhere taken as so)."""
     if not os.path.exists("/proc/%d/wchan" % pid):
         return True
     for entry in os.listdir("/proc"):
         try:
             with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
-                state, _, group = stat.read().rpartition(")")[2].split()[:3]
-                where = wchan.read()
-        except (OSError, ValueError):
-            continue
-        if group == str(pid) and state == "S" and ("pipe_read" in where or where == "0"):  # "0": the kernel hides it
-            return True
+                if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in ("0", "pipe_read", "anon_pipe_read"):
+                    return True  # sleeping (S), in the group; "0": a kernel that hides where processes sleep
+        except OSError:
+            pass
     return False
 
 
-class PromptWatch:
-    """An interactive command's stdin. A question it stops to ask (its output ends without a newline, nothing
-    more comes for PROMPT_QUIET s, and where Linux tells, it sleeps reading) is answered by the tool's `answers`,
-    else asked of the user as an elicitation form (2026-07-28: an input_required round, the command kept alive);
-    a secret, or a client that cannot ask, stops the call with the prompt quoted. A command reading with
-    nothing asked gets the end of its input, as from the null device."""
+class PromptWatch(OutputFeed):
+    """An interactive command's output feed, and its stdin. A question it stops to ask (its output ends without a
+    newline, nothing more comes for PROMPT_QUIET s, and where Linux tells, it sleeps reading) is answered by the
+    tool's `answers`, else asked of the user as an elicitation form (2026-07-28: an input_required round, the
+    command kept alive); a secret, or a client that cannot ask, stops the call with the prompt quoted. A command
+    reading with nothing asked gets the end of its input, as from the null device."""
 
-    def __init__(self, tool, ctx: CallContext, feed: OutputFeed):
-        self.tool, self.ctx, self.feed = tool, ctx, feed
-        self.tail = b""
-        self.said = 0.0
-        self.problem = None  # why the call was stopped
-        self.job = None
+    tail, said, answers = b"", 0.0, ()  # answers: the tool's, as (pattern, text)
+    problem = None  # why the call was stopped
 
-    def add(self, fd: int, data: bytes):
-        self.feed.add(fd, data)
-        self.tail = (self.tail + data)[-4000:]
-        self.said = time.monotonic()
+    def add(self, fd, data):
+        super().add(fd, data)
+        self.tail, self.said = (self.tail + data)[-4000:], time.monotonic()
 
-    def start(self, pid: int, pipe):
-        self.job = asyncio.ensure_future(self.watch(pid, pipe))
-
-    def close(self):
-        if self.job is not None:
-            self.job.cancel()
-
-    async def watch(self, pid: int, pipe):
+    async def watch(self, pid, pipe):
         for _ in range(PROMPT_ROUNDS):
             while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid):
                 await asyncio.sleep(PROMPT_QUIET)
@@ -3046,26 +3029,26 @@ class PromptWatch:
             self.tail, self.said = b"", time.monotonic()
             if reply is None:
                 break
-            pipe.write(reply.encode("utf-8") + b"\n")
+            pipe.write(reply.encode() + b"\n")
         if self.problem is None:
             pipe.write_eof()
         else:
             _signal_group(pid, hard=False)
 
-    async def answer(self, prompt: str, schema):
+    async def answer(self, prompt, schema):
         """The line that answers `prompt`; None with `problem` set when it may not or cannot be asked."""
-        ctx, said = self.ctx, "Stopped: `%s` asked %s" % (self.tool.name, json.dumps(prompt))
-        for rule in self.tool.answers:
-            if re.search(rule["prompt"], prompt):
-                return rule["answer"]
+        ctx, said = self.ctx, "Stopped: `%s` asked %s" % (self.logger, json.dumps(prompt))
+        for pattern, reply in self.answers:
+            if pattern.search(prompt):
+                return reply
         if schema is None:
             self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
                             "its environment (\"environment\" in the config), or a file or option it reads; or as a "
                             "scripted answer (\"answers\" on this tool)." % said)
-        elif not ctx.declared("elicitation") or (ctx.modern and ctx.prompts is None):
-            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability%s). Make the "
+        elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
+            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability). Make the "
                             "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
-                            "tool), or set \"interactive\": false." % (said, "; or the call runs as a task" * ctx.modern))
+                            "tool), or set \"interactive\": false." % said)
         else:
             form = {"mode": "form", "message": prompt, "requestedSchema": {
                 "type": "object", "properties": {"answer": dict(schema, title=prompt)}, "required": ["answer"]}}
@@ -3620,7 +3603,7 @@ class CommandTool:
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
                  schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
                  within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None, files=(),
-                 output_folder=None, interactive=None, answers=()):
+                 output_folder=None, interactive=True, answers=()):
         self.name = name
         self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
         self.template = template
@@ -3639,8 +3622,8 @@ class CommandTool:
         self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
         self.files = files  # parameters given as files (data: URIs), passed to the command as paths
         self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
-        self.interactive = stdin is None if interactive is None else interactive  # its questions are answered (PromptWatch)
-        self.answers = answers  # [{"prompt": regex, "answer": text}]: questions answered without asking
+        self.interactive = interactive  # its questions are answered (PromptWatch)
+        self.answers = answers  # [(compiled prompt pattern, answer)]: questions answered without asking
 
     def question(self, arguments: dict):
         """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
@@ -3753,19 +3736,18 @@ class CommandTool:
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
-        feed = OutputFeed(ctx, "`%s`" % self.name, self.name)  # its heartbeat also while the call waits for a slot
-        watch = PromptWatch(self, ctx, feed) if self.interactive else None
+        # its heartbeat also while the call waits for a slot
+        feed = (PromptWatch if self.interactive else OutputFeed)(ctx, "`%s`" % self.name, self.name)
+        feed.answers = self.answers
         try:
             async with settings.slots:
                 result = ctx.ran = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
                                                          timeout=settings.timeout, output_limit=settings.max_output,
-                                                         on_output=watch.add if watch else feed.add, asker=watch)
+                                                         on_output=feed.add, asker=self.interactive and feed)
         finally:
             feed.close()
-            if watch:
-                watch.close()
-        if watch and watch.problem:
-            return tool_error(watch.problem)
+        if self.interactive and feed.problem:
+            return tool_error(feed.problem)
         if ctx.wants("debug"):
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
@@ -5567,8 +5549,6 @@ class Server:
     async def tools_call(self, params, ctx):
         """`tools/call`: route by public name, run with this request's CallContext."""
         name, arguments = _name_and_arguments(params, "tools/call")
-        if ctx.modern and str(ctx.inputs.get("requestState")) in self.prompts.parked:  # a command's question answered
-            return await self.prompts.exchange(None, "tools/call", name, ctx)
         route = await self.catalog.route(name)
         if route is None:
             known = [t["name"] for t in await self.catalog.tools()]
@@ -5578,6 +5558,10 @@ class Server:
             listed = ", ".join(known[:20]) + (" and %d more" % (len(known) - 20) if len(known) > 20 else "")
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
         source, original, support = route
+        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and isinstance(source, TemplateTools)
+                and source.tools[original].interactive):  # its questions asked in rounds (a retry resumes it)
+            ctx.prompts = self.prompts
+            return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
         form = source.question(original, arguments) if hasattr(source, "question") else None
         if form is not None:
             if not ctx.declared("elicitation"):
@@ -5595,10 +5579,6 @@ class Server:
                                            if key in form["requestedSchema"]["properties"]})
         call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed.get(name, {}),
                                lambda form: self._ask(form, params, ctx, "confirm"))
-        if (ctx.modern and support != "required" and ctx.declared("elicitation") and isinstance(source, TemplateTools)
-                and source.tools[original].interactive):  # its questions asked in rounds; it does not become a task
-            ctx.prompts = self.prompts
-            return await self.prompts.exchange(lambda first: call, "tools/call", name, ctx)
         if ctx.modern:
             return await self._modern_call(name, call, support, ctx)
         asked = params.get("task")
@@ -6289,7 +6269,7 @@ class ConfigLoader:
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
                            output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
-                           output_folder=output_folder, interactive=self.get(spec, "interactive", bool, where),
+                           output_folder=output_folder, interactive=self.get(spec, "interactive", bool, where, stdin is None),
                            answers=read_answers(self, spec, where), files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
 
     def within(self, spec: dict, where: str, properties: dict) -> dict:
@@ -6470,19 +6450,13 @@ class ConfigLoader:
                                title=self.get(spec, "title", str, where), mime_type=mime, within=within)
 
 
-def read_answers(loader, spec: dict, where: str) -> list:
-    """A tool's `answers`: [{"prompt": regex, "answer": text}], questions of its command answered without asking."""
-    answers = loader.get(spec, "answers", list, where, [])
-    for index, rule in enumerate(answers):
-        here = "%s[%d]" % (_join(where, "answers"), index)
-        if not isinstance(rule, dict) or sorted(rule) != ["answer", "prompt"] or not all(
-                isinstance(value, str) for value in rule.values()):
-            raise loader.error(here, "expected {\"prompt\": \"a regular expression\", \"answer\": \"text\"}")
-        try:
-            re.compile(rule["prompt"])
-        except re.error as exc:
-            raise loader.error(_join(here, "prompt"), "bad regular expression: %s" % exc)
-    return answers
+def read_answers(loader, spec, where) -> list:
+    """A tool's `answers` ([{"prompt": regex, "answer": text}]: questions answered without asking) as (pattern, text)."""
+    try:
+        return [(re.compile(rule["prompt"]), rule["answer"] + "") for rule in loader.get(spec, "answers", list, where, [])]
+    except (TypeError, KeyError, re.error) as exc:
+        raise loader.error(_join(where, "answers"), "expected a list of {\"prompt\": \"a regular expression\", "
+                           "\"answer\": \"text\"} (%s)" % exc)
 
 
 def read_rules(loader, obj: dict, where: str) -> dict:

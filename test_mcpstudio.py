@@ -10433,8 +10433,8 @@ class CommandPromptTests(ScratchDir):
                                                                 "Really? [y/N] second n"])
 
     def test_config_mistakes(self):
-        for answers, message in (([{"prompt": "x"}], "tools[0].answers[0]: expected {\"prompt\""),
-                                 ([{"prompt": "(", "answer": "y"}], "tools[0].answers[0].prompt: bad regular expression")):
+        for answers, message in (([{"prompt": "x"}], "tools[0].answers: expected a list of {\"prompt\""),
+                                 ([{"prompt": "(", "answer": "y"}], "tools[0].answers: expected a list of {\"prompt\": \"a regular expression\", \"answer\": \"text\"} (missing )")):
             with McpProcess("serve", "--config", self.config(answers=answers)) as server:
                 self.assertNotEqual(server.proc.wait(WAIT), 0)
                 self.assertIn(message, server.stderr_when(lambda text, expected=message: expected in text))
