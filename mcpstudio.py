@@ -2938,10 +2938,12 @@ class OutputFeed:
         self.sent = 0.0
         self.timer = None
         self.heartbeat = asyncio.ensure_future(ctx.heartbeat(label)) if ctx.progress_token is not None else None
-        self.job = None  # a PromptWatch's
+        self.job = self.problem = None  # a PromptWatch's job, and why it stopped the call
+        self.tail, self.said = b"", 0.0  # the output's end, and when it came (a PromptWatch's question is there)
 
     def add(self, fd: int, data: bytes):
         """Bytes the command wrote to `fd`; a line they end is passed on now, or when the interval is up."""
+        self.tail, self.said = (self.tail + data)[-4000:], time.monotonic()
         if fd not in self.streams:
             return
         pieces = (self.partial.get(fd, b"") + data).split(b"\n")
@@ -3013,12 +3015,7 @@ class PromptWatch(OutputFeed):
     command kept alive); a secret, or a client that cannot ask, stops the call with the prompt quoted. A command
     reading with nothing asked gets the end of its input, as from the null device."""
 
-    tail, said, answers = b"", 0.0, ()  # answers: the tool's, as (pattern, text)
-    problem = None  # why the call was stopped
-
-    def add(self, fd, data):
-        super().add(fd, data)
-        self.tail, self.said = (self.tail + data)[-4000:], time.monotonic()
+    answers = ()  # the tool's, as (pattern, text)
 
     async def watch(self, pid, pipe):
         for _ in range(PROMPT_ROUNDS):
@@ -3037,7 +3034,7 @@ class PromptWatch(OutputFeed):
 
     async def answer(self, prompt, schema):
         """The line that answers `prompt`; None with `problem` set when it may not or cannot be asked."""
-        ctx, said = self.ctx, "Stopped: `%s` asked %s" % (self.logger, json.dumps(prompt))
+        ctx, said = self.ctx, "Stopped: `%s` asked \"%s\"" % (self.logger, prompt)
         for pattern, reply in self.answers:
             if pattern.search(prompt):
                 return reply
@@ -3057,7 +3054,7 @@ class PromptWatch(OutputFeed):
                                 ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
             except McpError as exc:
                 answer = {"action": exc.message}
-            if answer.get("action") == "accept" and "answer" in (answer.get("content") or {}):
+            if "answer" in (answer.get("content") or {}):  # given with "accept" only
                 return prompt_reply(prompt, schema, answer["content"]["answer"])
             self.problem = "%s, and the user's answer was %s." % (said, json.dumps(answer.get("action")))
         return None
@@ -3746,7 +3743,7 @@ class CommandTool:
                                                          on_output=feed.add, asker=self.interactive and feed)
         finally:
             feed.close()
-        if self.interactive and feed.problem:
+        if feed.problem:
             return tool_error(feed.problem)
         if ctx.wants("debug"):
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
