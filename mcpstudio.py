@@ -2855,7 +2855,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs", "ran", "running", "prompts")
+                 "capabilities", "task", "inputs", "ran", "running")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2870,7 +2870,6 @@ class CallContext:
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
         self.running = None     # the Task itself (its status message shows the command's last line)
-        self.prompts = None     # 2026-07-28: the InputBridge that asks a command's questions as input_required rounds
 
     def declared(self, capability: str) -> bool:
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
@@ -2973,25 +2972,20 @@ class OutputFeed:
 
 _SECRET_PROMPT = re.compile(r"pass(word|phrase|code)|token|\b(pin|otp)\b|secret|api.?key", re.I)
 _YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
-_MENU = re.compile(r"^[ \t]*(\d+)[.):][ \t]+(\S.*)", re.M)
 
 
 def prompt_form(tail: str):
     """(prompt, schema) for the question a command's output `tail` ends with (its unfinished last line): a yes/no
-    prompt asks a boolean, one right after numbered lines an enum of them, others a string; a secret's schema is None."""
-    before, _, prompt = tail.rpartition("\n")
-    menu = re.search(r"(%s\n\s*)+\Z" % _MENU.pattern, before + "\n", re.M)  # the numbered lines that end `before`
-    choices = ["%s) %s" % item for item in _MENU.findall(menu.group())] if menu else []
-    prompt = prompt.strip()
-    return prompt, (None if _SECRET_PROMPT.search(prompt) else {"type": "boolean"} if _YES_NO.search(prompt)
-                    else {"type": "string", "enum": choices} if choices else {"type": "string"})
+    prompt asks a boolean, others a string; a secret's schema is None (never asked)."""
+    prompt = tail.rpartition("\n")[2].strip()
+    return prompt, None if _SECRET_PROMPT.search(prompt) else {"type": "boolean" if _YES_NO.search(prompt) else "string"}
 
 
 def prompt_reply(prompt: str, schema: dict, value) -> str:
     """The line a command gets for the answer `value` to `prompt` (asked with `schema`)."""
     if schema["type"] == "boolean":
         return ("yes" if value else "no") if _YES_NO.search(prompt).group(1) else ("y" if value else "n")
-    return str(value).partition(")")[0] if "enum" in schema else str(value)
+    return str(value)
 
 
 def _reading(pid):
@@ -3011,8 +3005,8 @@ def _reading(pid):
 class PromptWatch(OutputFeed):
     """An interactive command's output feed, and its stdin. A question it stops to ask (its output ends without a
     newline, nothing more comes for PROMPT_QUIET s, and where Linux tells, it sleeps reading) is answered by the
-    tool's `answers`, else asked of the user as an elicitation form (2026-07-28: an input_required round, the
-    command kept alive); a secret, or a client that cannot ask, stops the call with the prompt quoted. A command
+    tool's `answers`, else asked of the user as an elicitation form; a secret, or a client that cannot ask (and
+    2026-07-28 requests: their rounds do not keep a command waiting), stops the call with the prompt quoted. A command
     reading with nothing asked gets the end of its input, as from the null device."""
 
     answers = ()  # the tool's, as (pattern, text)
@@ -3021,8 +3015,9 @@ class PromptWatch(OutputFeed):
         for _ in range(PROMPT_ROUNDS):
             while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid):
                 await asyncio.sleep(PROMPT_QUIET)
-            prompt, schema = prompt_form(self.tail.decode("utf-8", "replace"))
-            reply = await self.answer(prompt, schema) if prompt else None
+            text = self.tail.decode("utf-8", "replace")
+            prompt, schema = prompt_form(text)
+            reply = await self.answer(text.strip(), prompt, schema) if prompt else None
             self.tail, self.said = b"", time.monotonic()
             if reply is None:
                 break
@@ -3032,8 +3027,9 @@ class PromptWatch(OutputFeed):
         else:
             _signal_group(pid, hard=False)
 
-    async def answer(self, prompt, schema):
-        """The line that answers `prompt`; None with `problem` set when it may not or cannot be asked."""
+    async def answer(self, text, prompt, schema):
+        """The line that answers `prompt` (`text`: the output since the last answer, the form's message, where a
+        menu shows); None with `problem` set when it may not or cannot be asked."""
         ctx, said = self.ctx, "Stopped: `%s` asked \"%s\"" % (self.logger, prompt)
         for pattern, reply in self.answers:
             if pattern.search(prompt):
@@ -3042,16 +3038,16 @@ class PromptWatch(OutputFeed):
             self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
                             "its environment (\"environment\" in the config), or a file or option it reads; or as a "
                             "scripted answer (\"answers\" on this tool)." % said)
-        elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
-            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability). Make the "
+        elif ctx.modern or not ctx.declared("elicitation"):
+            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability, or its request "
+                            "is of the 2026-07-28 era, whose rounds do not keep a command waiting). Make the "
                             "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
                             "tool), or set \"interactive\": false." % said)
         else:
-            form = {"mode": "form", "message": prompt, "requestedSchema": {
+            form = {"mode": "form", "message": "\n".join(text.splitlines()[-12:]), "requestedSchema": {
                 "type": "object", "properties": {"answer": dict(schema, title=prompt)}, "required": ["answer"]}}
             try:
-                answer = await (ctx.prompts.ask(ctx, "elicitation/create", form) if ctx.modern else
-                                ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
+                answer = await ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id)
             except McpError as exc:
                 answer = {"action": exc.message}
             if "answer" in (answer.get("content") or {}):  # given with "accept" only
@@ -5385,7 +5381,6 @@ class Server:
             "tasks/cancel": self.tasks_cancel,
         }
         self.tasks = TaskStore()
-        self.prompts = InputBridge()  # 2026-07-28: commands kept alive while their questions go back as input_required
         if catalog.serves("resources"):
             self.methods.update({
                 "resources/list": self.resources_list,
@@ -5555,10 +5550,6 @@ class Server:
             listed = ", ".join(known[:20]) + (" and %d more" % (len(known) - 20) if len(known) > 20 else "")
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
         source, original, support = route
-        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and isinstance(source, TemplateTools)
-                and source.tools[original].interactive):  # its questions asked in rounds (a retry resumes it)
-            ctx.prompts = self.prompts
-            return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
         form = source.question(original, arguments) if hasattr(source, "question") else None
         if form is not None:
             if not ctx.declared("elicitation"):

@@ -10313,12 +10313,11 @@ class HouseTests(unittest.TestCase):
 
 class PromptFormTests(unittest.TestCase):
     def test_prompt_table(self):
-        # (command output's tail) -> (prompt, schema): yes/no a boolean, a numbered menu an enum, a secret None.
+        # (command output's tail) -> (prompt, schema): yes/no a boolean, a secret None, anything else a string.
         for tail, prompt, schema in (
                 ("Delete 3 files? [y/N] ", "Delete 3 files? [y/N]", {"type": "boolean"}),
                 ("Proceed (yes/no)? ", "Proceed (yes/no)?", {"type": "boolean"}),
-                ("Pick one:\n1) apple\n  2. pear\n\nChoice: ", "Choice:",
-                 {"type": "string", "enum": ["1) apple", "2) pear"]}),
+                ("Pick one:\n1) apple\n  2. pear\n\nChoice: ", "Choice:", {"type": "string"}),
                 ("10 files\nName: ", "Name:", {"type": "string"}),
                 ("Password: ", "Password:", None), ("Enter passphrase for key: ", "Enter passphrase for key:", None),
                 ("GitHub token: ", "GitHub token:", None), ("SIM PIN? ", "SIM PIN?", None),
@@ -10328,7 +10327,6 @@ class PromptFormTests(unittest.TestCase):
         for prompt, schema, value, line in (("Go? [y/N]", {"type": "boolean"}, True, "y"),
                                             ("Go? [Y/n]", {"type": "boolean"}, False, "n"),
                                             ("Go (yes/no)?", {"type": "boolean"}, True, "yes"),
-                                            ("Choice:", {"type": "string", "enum": ["2) pear"]}, "2) pear", "2"),
                                             ("Name:", {"type": "string"}, "Ada Lovelace", "Ada Lovelace")):
             self.assertEqual(mcpstudio.prompt_reply(prompt, schema, value), line)
 
@@ -10376,14 +10374,16 @@ class CommandPromptTests(ScratchDir):
             server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                          "params": {"name": "asking", "arguments": {"kind": "yes"}}})
             form = self.answer_next(server, {"action": "accept", "content": {"answer": True}})
-            self.assertEqual((form["message"], form["requestedSchema"]["properties"]["answer"]["type"]),
-                             ("Really delete them? [y/N]", "boolean"))
+            answer = form["requestedSchema"]["properties"]["answer"]
+            self.assertEqual((form["message"], answer["title"], answer["type"]),
+                             ("about to delete 3 files\nReally delete them? [y/N]", "Really delete them? [y/N]", "boolean"))
             result = server.wait_response(7)["result"]
             self.assertEqual(text_of(result), "about to delete 3 files\nReally delete them? [y/N] answer y\ndone\n")
             server.send({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
                          "params": {"name": "asking", "arguments": {"kind": "menu"}}})
-            form = self.answer_next(server, {"action": "accept", "content": {"answer": "2) large"}}, 1)
-            self.assertEqual(form["requestedSchema"]["properties"]["answer"]["enum"], ["1) small", "2) large"])
+            form = self.answer_next(server, {"action": "accept", "content": {"answer": "2"}}, 1)
+            self.assertEqual(form["message"], "about to delete 3 files\n1) small\n2) large\nSize:")  # the menu shows
+            self.assertEqual(form["requestedSchema"]["properties"]["answer"]["type"], "string")
             self.assertIn("size 2\n", text_of(server.wait_response(8)["result"]))
             started = time.monotonic()  # a secret: never in a form, the call ends at once
             secret = server.call("asking", {"kind": "secret"})
@@ -10413,24 +10413,16 @@ class CommandPromptTests(ScratchDir):
             server.initialize()  # stdin is the null device: input() ends at once
             self.assertIn("EOFError", text_of(server.call("asking", {"kind": "yes"})))
 
-    def test_input_required_rounds(self):
-        # 2026-07-28: each question is an input_required result; the command waits between the rounds.
+    def test_2026_request_gets_the_prompt_at_once(self):
+        # 2026-07-28: its rounds do not keep a command waiting, so the prompt is quoted at once, even with elicitation.
         with HttpServerProcess("serve", "--config", self.config()) as server:
             meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
-
-            def call(extra):
-                params = dict({"name": "asking", "arguments": {"kind": "twice"}, "_meta": meta}, **extra)
-                return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
-            result, answers = call({}), []
-            for answer in (True, False):
-                self.assertEqual(result["resultType"], "input_required", result)
-                (key, request), = result["inputRequests"].items()
-                answers.append(request["params"]["message"])
-                result = call({"requestState": result["requestState"],
-                               "inputResponses": {key: {"action": "accept", "content": {"answer": answer}}}})
-            self.assertEqual(answers, ["Really delete them? [y/N]", "Really? [y/N]"])
-            self.assertEqual(text_of(result).splitlines()[-2:], ["Really delete them? [y/N] answer y",
-                                                                "Really? [y/N] second n"])
+            started = time.monotonic()
+            reply = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
+                                                                 "_meta": meta})[2])[-1]["result"]
+            self.assertLess(time.monotonic() - started, 20)
+            self.assertTrue(reply["isError"])
+            self.assertIn('`asking` asked "Really delete them? [y/N]", and this client cannot answer', text_of(reply))
 
     def test_config_mistakes(self):
         for answers, message in (([{"prompt": "x"}], "tools[0].answers: expected a list of {\"prompt\""),
