@@ -3012,6 +3012,7 @@ class PromptWatch(OutputFeed):
     answers = ()  # the tool's, as (pattern, text)
 
     async def watch(self, pid, pipe):
+        self.said = time.monotonic()  # what it wrote before reading may still be on the way
         for _ in range(PROMPT_ROUNDS):
             while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid):
                 await asyncio.sleep(PROMPT_QUIET)
