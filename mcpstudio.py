@@ -18,7 +18,7 @@ The module reads top to bottom; each section uses only what stands above it:
 Compatibility, Errors, Schema validation, Naming, Templates, Frontmatter (of
 SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport,
 Sources (template tools, script folders, Agent Skills), Catalog, Tasks, Guard
-rails (in front of every call), Server, the 2026-07-28 era, Configuration,
+rails (in front of every call), Tool search, Server, the 2026-07-28 era, Configuration,
 Aggregator (other MCP servers), OAuth 2.1 for URL upstreams, Input on the way,
 tui, Streamable HTTP, Tools for people (inspect, call, install, import, config
 edits, zipapp), and the Command line (`main`).
@@ -99,6 +99,7 @@ META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 
 DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
 DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
@@ -3084,6 +3085,7 @@ class Session:
         self.inflight = {}  # request id -> (task, CallContext)
         self.pending = {}   # id of a request we sent the client -> the future of its answer
         self.client_capabilities = {}  # what the client declared in `initialize`
+        self.client_info = {}
         self.protocol_version = None   # what `initialize` agreed
         self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
         self.caller, self.label = None, "stdio"
@@ -4740,7 +4742,7 @@ class Catalog:
         self._routes = {}     # public name -> (source, original name), from the last listing
         self._listed = {}     # public name -> the tool, from the last listing
         self._support = {}    # public name -> its `execution.taskSupport`
-        self.stale = False    # a source changed (a reload, a server's list_changed): list again before routing
+        self.stale = True     # no listing yet, or a source changed (a reload, a server's list_changed): list again
         self._resources = {}  # uri -> source
         self._prompts = {}    # public prompt name -> (source, original name)
         self.listed = {}      # public name -> its Tool (the guard reads its annotations and secret parameters)
@@ -4791,7 +4793,7 @@ class Catalog:
         self.stale = False
         for source in self.sources:
             self._publish(source, await source.list_tools(), routes, tools)
-        self._routes = routes
+        self._routes, self.listing = routes, tools
         self._listed = {tool["name"]: tool for tool in tools}
         self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
         self.listed = {tool["name"]: tool for tool in tools}
@@ -5354,6 +5356,291 @@ class Guard:
 # Server: the MCP methods
 # --------------------------------------------------------------------------
 
+# --------------------------------------------------------------------------
+# Tool search: two tools instead of hundreds
+# --------------------------------------------------------------------------
+# `toolSearch` lists `mcpstudio__search_tools` and `mcpstudio__call_tool` (plus
+# `toolSearchPin` globs and what the session found) instead of every tool.
+# ToolIndex ranks (pure: BM25 over weighted fields, with a family of words for
+# each common action and thing, and prefixes, bridging a person's words to an
+# author's); ToolSearch is the surface a Server hands `tools/list` and the two
+# tools to. A search sees only the catalog's listing: what permissions and
+# allow/deny leave out is never found.
+
+TOOL_SEARCH_MODES = ("on", "off", "auto")
+TOOL_SEARCH_THRESHOLD = 40  # auto: search when more would be listed (Cursor passes its agent the first 40)
+FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; the least recently found go first
+SEARCH_LIMIT, SEARCH_MAX = 5, 20
+# (weight, group) of each field: a word's counts in the label (name, title) and in the body saturate apart,
+# so that a long description never drowns what the name says
+SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
+LABEL_WEIGHT = 1.5
+SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
+STOP_WORDS = frozenset(
+    "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
+    "you your can could would should please want need some any all every do does did how what which whose where am "
+    "there their them then than so just also using use via about new everything something anything".split())
+WORD_FAMILIES = """
+get fetch read retrieve show view load obtain see display look inspect detail describe open
+list enumerate browse index overview show find
+create add make new insert post open start begin generate
+delete remove drop destroy erase trash purge discard forget
+update edit modify change set patch alter rename adjust
+search find query lookup locate grep filter seek discover google
+send post message notify reply dm chat tell ping announce
+history recent said conversation timeline catch
+run execute exec invoke launch trigger perform call
+navigate goto go visit url browse load
+click press tap hit select
+type fill enter input write put
+screenshot snapshot capture image picture photo
+record recording video screencast
+issue ticket bug task
+pr pull merge mr request
+repository repo project codebase
+file document doc text content
+folder directory dir path
+user member person people account profile who
+comment note remark annotation
+channel room conversation thread
+pod container deployment workload job
+log output trace console
+error exception crash failure problem event blow broken
+analyze diagnose debug investigate cause root why explain troubleshoot
+status check ci build pass green red fail
+scale replica resize grow increase more
+documentation docs doc manual guide reference wiki
+switch checkout
+whoami identity authenticated self login signed current who
+distance far travel drive duration
+contact lead customer person people
+company organization org business account
+deal opportunity sale pipeline
+scrape crawl extract download harvest
+table database db sql schema query row select column
+memory remember knowledge graph entity observation recall fact know note
+think reason plan thought step reflect
+move rename relocate
+save store write persist keep
+branch ref
+commit change revision history
+web internet online site website
+map route direction place location address geocode
+place venue restaurant cafe shop spot business
+element node selector dom
+tab window page
+performance speed profile trace
+network request traffic http
+key value cache redis
+cluster namespace node kubectl kubernetes k8s
+release tag version
+review approve
+close resolve finish complete
+upload attach
+size length count many
+summary summarize overview
+elevation altitude height high sea
+connect link relate relation associate association
+photo image media picture
+say said comment review feedback
+title role job profile
+record object entry item
+agent autonomous independently own
+copy duplicate clone fork
+approve accept lgtm review
+dismiss cancel reject decline close
+back previous return undo revert rollback
+coordinate latitude longitude geocode
+draw paint illustrate art image generate
+diff difference different compare changed modified
+slow performance speed latency fast
+yaml manifest configuration apply
+content text body markdown contain
+shell command terminal bash exec
+secret credential token password
+nearby near local around
+article blog post
+paper research arxiv study
+alert monitor watch track
+phone mobile device viewport emulate
+library package framework sdk module
+"""  # one family a line: words for the same action or thing
+
+
+def search_words(text: str, stems: dict) -> list:
+    """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
+    (`stems`: the stems of the words seen so far)."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text).lower()
+    return [stems.get(word) or stems.setdefault(word, _stem(word)) for word in re.findall(r"[a-z0-9]{2,}", spaced)
+            if word not in STOP_WORDS]
+
+
+def _stem(word: str) -> str:
+    """A light stem: plurals, -ing, -ed and a last e (`issues`, `mapping`, `created`, `create` -> `issu`,
+    `map`, `creat`, `creat`)."""
+    word = re.sub(r"(?<=\w\w)ies$", "y", word)
+    word = re.sub(r"(?<=\w\w)(?:(?<=ch|sh|ss|.x)es|(?<![siu])s)$", "", word)
+    stem = re.sub(r"(?<=\w\w\w\w)ing$|(?<=\w\w\w)ed$", "", word)
+    if stem != word:
+        stem = re.sub(r"([^aeiouls])\1$", r"\1", stem)
+    return re.sub(r"(?<=\w\w\w)e$", "", stem)
+
+
+def _families() -> dict:
+    families = {}
+    for line in WORD_FAMILIES.strip().split("\n"):
+        words = {_stem(word) for word in line.split()}
+        for word in words:
+            families.setdefault(word, set()).update(words - {word})
+    return families
+
+
+class ToolIndex:
+    """BM25F over tool definitions' weighted fields (pure). A query word also finds the words of its
+    families (another verb for the action, another noun for the thing) and the longer words it
+    begins, each for less: the best of a word's matches in a tool counts once."""
+
+    K1, B = 1.2, 0.75
+
+    def __init__(self, tools: list):
+        import math
+        self.families, self.tools = _families(), tools
+        stems = {}
+        fields = [[search_words(text, stems) for text in self._fields(tool)] for tool in tools]
+        averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
+                    for column in range(len(SEARCH_FIELDS))]
+        self.postings = {}  # word -> [(tool number, its score before idf)]
+        for number, words in enumerate(fields):
+            counts = {}  # word -> [in the label, in the body]: weighted, normalized by the field's length
+            for column, (weight, group) in enumerate(SEARCH_FIELDS):
+                share = weight / (1 - self.B + self.B * len(words[column]) / averages[column])
+                for word in words[column]:
+                    counts.setdefault(word, [0.0, 0.0])[group] += share
+            for word, (label, body) in counts.items():
+                score = LABEL_WEIGHT * label * (self.K1 + 1) / (label + self.K1) + body * (self.K1 + 1) / (body + self.K1)
+                self.postings.setdefault(word, []).append((number, score))
+        self.idf = {word: math.log(1 + (len(tools) - len(found) + 0.5) / (len(found) + 0.5))
+                    for word, found in self.postings.items()}
+        self.by_prefix = {}
+        for word in self.postings:
+            self.by_prefix.setdefault(word[:4], []).append(word)
+
+    @staticmethod
+    def _fields(tool: dict) -> tuple:
+        """name, title, server, description and parameters: the texts of SEARCH_FIELDS."""
+        description = str(tool.get("description") or "")
+        server, _, rest = description[1:].partition("] ") if description.startswith("[") else ("", "", description)
+        properties = (tool.get("inputSchema") or {}).get("properties")
+        parameters = " ".join("%s %s" % (key, value.get("description", "")) for key, value in properties.items()
+                              if isinstance(value, dict)) if isinstance(properties, dict) else ""
+        return tool["name"], str(tool.get("title") or ""), server, rest, parameters
+
+    def expand(self, word: str) -> dict:
+        """The index's words a query word finds, each with the share of a match it is worth."""
+        found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
+        for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 else ():
+            if other.startswith(word):
+                found.setdefault(other, PREFIX_WEIGHT)
+        if word in self.postings:
+            found[word] = 1.0
+        return found
+
+    def search(self, query: str, limit: int) -> list:
+        """The best `limit` tools for `query`, best first (none when no word matches)."""
+        totals = {}
+        for word in dict.fromkeys(search_words(query, {})):
+            best = {}
+            for other, share in self.expand(word).items():
+                idf = self.idf[other] * share
+                for number, score in self.postings[other]:
+                    best[number] = max(best.get(number, 0.0), score * idf)
+            for number, score in best.items():
+                totals[number] = totals.get(number, 0.0) + score
+        ranked = sorted(totals, key=lambda number: (-totals[number], number))
+        return [self.tools[number] for number in ranked[:limit]]
+
+
+SEARCH_DESCRIPTION = (
+    "Search this server's tools (%d of them are not listed) and get the best matches with their full "
+    "definitions. Describe the task in a few words: the action and the thing, and the service if you "
+    "know it (e.g. \"github create issue\", \"take a screenshot of the page\", \"slack post message\"). "
+    "Found tools are added to your tool list: call them directly by name, or through %s.")
+
+
+class ToolSearch:
+    """`toolSearch` for one Server: what a client's tools/list shows, the two tools, and per session the
+    tools its searches found (at most FOUND_LIMIT, the least recently found dropped first)."""
+
+    def __init__(self, server, mode: str, threshold: int, pins, separator: str = "__"):
+        import weakref
+        self.server, self.mode, self.threshold, self.pins = server, mode, threshold, pins
+        self.search_name = MANAGER_PREFIX + separator + "search_tools"
+        self.call_name = MANAGER_PREFIX + separator + "call_tool"
+        self.found = weakref.WeakKeyDictionary()  # Session -> OrderedDict of found names
+        self._index = self._key = None
+
+    def applies(self, count: int, params: dict, ctx) -> bool:
+        """Whether this client gets the search surface: `on`, or `auto` past the threshold for a client
+        other than Claude Code (which defers and searches tools itself)."""
+        if self.mode != "auto" or count <= self.threshold:
+            return self.mode == "on"
+        client = (params.get("_meta") or {}).get(META_CLIENT_INFO) if ctx.modern else ctx.session.client_info
+        return not re.search(r"claude.?code", str((client or {}).get("name")), re.I)
+
+    def handles(self, name: str) -> bool:
+        return self.mode != "off" and name in (self.search_name, self.call_name)
+
+    def listing(self, tools: list, params: dict, ctx) -> list:
+        """The client's tools/list: the two tools, the pinned ones and this session's found ones."""
+        if not self.applies(len(tools), params, ctx):
+            return tools
+        found = self.found.get(ctx.session, ())
+        shown = [tool for tool in tools if tool["name"] in found or _match(tool["name"], self.pins)]
+        return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (len(tools) - len(shown), self.call_name),
+                 "inputSchema": {"type": "object", "required": ["query"], "properties": {
+                     "query": {"type": "string", "description": "the task in a few words"},
+                     "limit": {"type": "integer", "maximum": SEARCH_MAX, "default": SEARCH_LIMIT}}},
+                 "annotations": {"readOnlyHint": True}},
+                {"name": self.call_name, "description": "Call a tool %s found by its name, as a direct call would."
+                 % self.search_name, "inputSchema": {"type": "object", "required": ["name"], "properties": {
+                     "name": {"type": "string"}, "arguments": {"type": "object"}}}}] + shown
+
+    async def call(self, name: str, params: dict, arguments: dict, ctx) -> dict:
+        """Run mcpstudio__search_tools or mcpstudio__call_tool (whose call takes the path of a direct one)."""
+        target, given = arguments.get("name"), arguments.get("arguments", {})
+        if name == self.call_name and isinstance(target, str) and not self.handles(target) and isinstance(given, dict):
+            try:
+                return await self.server.tools_call(dict(params, name=target, arguments=given), ctx)
+            except McpError as exc:
+                return tool_error(exc.message)
+        query, limit = arguments.get("query"), arguments.get("limit", SEARCH_LIMIT)
+        if name == self.call_name or not isinstance(query, str) or type(limit) is not int or not 0 < limit <= SEARCH_MAX:
+            return tool_error("%s takes `query` (a few words) and `limit` (1 to %d); %s takes `name` (another tool's) "
+                              "and `arguments` (an object)" % (self.search_name, SEARCH_MAX, self.call_name))
+        catalog = self.server.catalog
+        tools = await catalog.tools() if catalog.stale else catalog.listing  # the last listing's tools
+        key = [(tool["name"], tool.get("description")) for tool in tools]
+        if key != self._key:  # the index is built again only when a name or description changed
+            self._index, self._key = ToolIndex(tools), key
+        hits = self._index.search(query, limit)
+        if hits and not ctx.modern:
+            self.remember([tool["name"] for tool in hits], ctx.session)
+        lines = "".join("\n%s: %s" % (tool["name"], str(tool.get("description")).split("\n")[0][:160]) for tool in hits)
+        text = "Found %d tools; call them by name (or through %s):%s" % (len(hits), self.call_name, lines)
+        return {"content": [{"type": "text", "text": text}], "structuredContent": {"tools": hits}}
+
+    def remember(self, names: list, session):
+        """Add found tools to the session's; list_changed when its tools/list gained one."""
+        found = self.found.setdefault(session, collections.OrderedDict())
+        grew = not found.keys() >= set(names)
+        for name in names:
+            found[name] = found.pop(name, True)
+        while len(found) > FOUND_LIMIT:
+            found.popitem(last=False)
+        if grew:
+            session.notify("notifications/tools/list_changed", {})
+
+
 class Server:
     """The MCP methods over a Catalog, for one client session."""
 
@@ -5369,6 +5656,7 @@ class Server:
         self.instructions = instructions
         self.session = None
         self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
+        self.search = None  # a ToolSearch (`toolSearch`)
         self._held_logs = []  # log notifications from before the client was ready
         self.methods = {
             "initialize": self.initialize,
@@ -5528,6 +5816,7 @@ class Server:
         ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
         ctx.session.client_info = client
         ctx.session.protocol_version = version
+        ctx.session.client_info = client
         self.catalog.session_started(ctx.session)
         return result
 
@@ -5536,12 +5825,15 @@ class Server:
         return {}
 
     async def tools_list(self, params, ctx):
-        """`tools/list`, paginated."""
-        return _page("tools", await self.catalog.tools(), params)
+        """`tools/list`, paginated (with `toolSearch`: what this client is shown)."""
+        tools = await self.catalog.tools()
+        return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
         """`tools/call`: route by public name, run with this request's CallContext."""
         name, arguments = _name_and_arguments(params, "tools/call")
+        if self.search is not None and self.search.handles(name):
+            return await self.search.call(name, params, arguments, ctx)
         route = await self.catalog.route(name)
         if route is None:
             known = [t["name"] for t in await self.catalog.tools()]
@@ -5934,7 +6226,8 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: in
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints")
+             "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints", "toolSearch",
+             "toolSearchThreshold", "toolSearchPin")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -6124,7 +6417,7 @@ class ConfigLoader:
         settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
                                max_output=base.max_output, max_concurrency=base.max_concurrency,
                                allow_dash_values=base.allow_dash_values,
-                               task_support=self.task_support(data, "", base.task_support),
+                               task_support=self.choice(data, "taskSupport", TASK_SUPPORT, "", base.task_support),
                                max_text=self.get(data, "max_text", int, "", base.max_text), outputs=base.outputs)
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
@@ -6164,6 +6457,7 @@ class ConfigLoader:
                                         log, prompts=prompts))
         info["separator"] = separator
         info["guard"] = read_guard(self, data)
+        info["tool_search"] = read_tool_search(self, data)
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
             info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
@@ -6287,19 +6581,19 @@ class ConfigLoader:
             raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
         return value
 
-    def task_support(self, obj: dict, where: str, default: str) -> str:
-        """obj["taskSupport"]: how its tools run as MCP tasks."""
-        value = self.get(obj, "taskSupport", str, where, default)
-        if value not in TASK_SUPPORT:
-            raise self.error(_join(where, "taskSupport"), "expected %s, not %s"
-                             % (", ".join(json.dumps(v) for v in TASK_SUPPORT), json.dumps(value)))
+    def choice(self, obj: dict, key: str, choices, where: str, default=None):
+        """obj[key], one of `choices` (taskSupport: how its tools run as MCP tasks; toolSearch)."""
+        value = self.get(obj, key, str, where, default)
+        if value != default and value not in choices:
+            raise self.error(_join(where, key), "expected %s, not %s"
+                             % (", ".join(json.dumps(v) for v in choices), json.dumps(value)))
         return value
 
     def run_overrides(self, spec: dict, where: str, settings: RunSettings) -> dict:
         """A tool's or resource's own timeout, working_directory, environment (and a tool's taskSupport)."""
         overrides = {}
         if "taskSupport" in spec:
-            overrides["task_support"] = self.task_support(spec, where, settings.task_support)
+            overrides["task_support"] = self.choice(spec, "taskSupport", TASK_SUPPORT, where, settings.task_support)
         if "timeout" in spec:
             overrides["timeout"] = self.timeout(spec, where)
         if "max_text" in spec:
@@ -6469,6 +6763,15 @@ def read_rules(loader, obj: dict, where: str) -> dict:
     if "confirm" in obj:
         rules["confirm"] = obj["confirm"]
     return rules
+
+
+def read_tool_search(loader, data: dict) -> tuple:
+    """(toolSearch, toolSearchThreshold, toolSearchPin) of a config file."""
+    pins = loader.get(data, "toolSearchPin", list, "", [])
+    if not all(isinstance(pin, str) for pin in pins):
+        raise loader.error("toolSearchPin", "expected a list of glob strings (\"time__*\")")
+    return (loader.choice(data, "toolSearch", TOOL_SEARCH_MODES, ""),
+            loader.get(data, "toolSearchThreshold", int, "", TOOL_SEARCH_THRESHOLD), pins)
 
 
 def read_guard(loader, data: dict) -> tuple:
@@ -7170,7 +7473,7 @@ _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disa
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
 _OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
-_NAMESPACE_KEYS = ("servers", "tools", "description",
+_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
 _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
@@ -7330,6 +7633,7 @@ def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
         namespaces[name] = {"servers": ids, "allow": allow, "deny": deny,
                             "description": loader.get(entry, "description", str, where, ""),
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
+                            "tool_search": loader.choice(entry, "toolSearch", TOOL_SEARCH_MODES, where),
                             "server_defaults": defaults}
     permissions = {}
     for index, entry in enumerate(loader.get(data, "toolPermissions", list, "", [])):
@@ -10648,17 +10952,19 @@ def status_command(path: str, log: Log, options: dict) -> int:
                 await runner.stop_all()
                 runner.close_watchdog()
         checks = asyncio.run(check())
-    return print_status(loader.path, plan, options["namespace"], checks, log=log)
+    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"])
 
 
-def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None):
-    """The table of `status`: servers, cached tool counts (or --check results), namespaces."""
+def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None,
+                 search=(None, TOOL_SEARCH_THRESHOLD)):
+    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search."""
     cache_dir = cache_dir or user_cache_dir()
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
     rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
     results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
+    counts = {}
     for spec in plan.specs:
         if spec.disabled:
             state = "disabled"
@@ -10668,11 +10974,13 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
             state = "skipped: not in namespace %s" % namespace
         elif checks is not None:
             seconds, tools, problem = results[spec.id]
+            counts[spec.id] = tools or 0
             state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
         else:
             entry = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log).read()
             try:
-                state = "%d (cached %s)" % (len(entry["tools"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
+                counts[spec.id] = len(entry["tools"])
+                state = "%d (cached %s)" % (counts[spec.id], time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
@@ -10693,11 +11001,21 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
         print("\nnamespaces:")
         for name, ns in plan.namespaces.items():
             mark = "*" if name == namespace else " "
-            print(" %s %-16s %s" % (mark, name, ", ".join(ns["servers"]) or "(no servers)"))
+            print(" %s %-16s %s  (%s)" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
+                                          _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
+    else:
+        print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
     if error:
         return 1
     failed = [r for r in (checks or ()) if r[3]]
     return 1 if failed or any(s.error for s in plan.specs) else 0
+
+
+def _search_summary(counts: dict, servers, mode, threshold) -> str:
+    """`N tools, tool search MODE` of some servers, from their known tool counts."""
+    count = sum(counts.get(server, 0) for server in servers)
+    return "%d tools, tool search %s" % (count, mode if mode in ("on", "off") else "auto (%s past %d)" % (
+        "on" if count > threshold else "off", threshold))
 
 
 # --------------------------------------------------------------------------
@@ -12340,7 +12658,7 @@ def _print_listing(listing: dict):
 
 def inspect_command(words: list) -> int:
     """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
-    found, words = _take_options(words, "inspect", flags=("--json",))
+    found, words = _take_options(words, "inspect", flags=("--json",), values=("--search",))
     if found.get("help"):
         print(SUBCOMMAND_HELP["inspect"])
         return 0
@@ -12352,6 +12670,10 @@ def inspect_command(words: list) -> int:
                    "tools": [], "resources": [], "resourceTemplates": [], "prompts": []}
         if "tools" in capabilities:
             listing["tools"] = client.list_all("tools/list", "tools")
+        if "--search" in found:  # the tools a search finds, as `mcpstudio__search_tools` answers them
+            result = client.request("tools/call", {"name": MANAGER_PREFIX + "__search_tools", "arguments": {
+                "query": found["--search"], "limit": SEARCH_MAX}})
+            listing["tools"] = result["structuredContent"]["tools"]
         if "resources" in capabilities:
             listing["resources"] = client.list_all("resources/list", "resources")
             listing["resourceTemplates"] = client.list_all("resources/templates/list", "resourceTemplates")
@@ -13451,6 +13773,9 @@ OPTIONS = [_Option(*o) for o in (
      "hide the mcpstudio__servers_list, ... tools that manage the config's MCP servers"),
     (("--eager",), "eager", None, "flag", "start every configured MCP server right after initialize"),
     (("--check",), "check", None, "flag", "status: start each server, list its tools and stop it"),
+    (("--tool-search",), "tool_search", "MODE", "value",
+     "with MCP servers: list two tools that search and call the others: on, off or auto (the default: past "
+     "toolSearchThreshold tools, except for Claude Code)"),
     (("--stdio",), "stdio", None, "flag", "serve on stdin/stdout (the default; accepted for other tools' configs)"),
     (("--http",), "http", "[HOST:]PORT", "value",
      "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1)"),
@@ -13486,13 +13811,15 @@ SUBCOMMAND_HELP = {
               "each server of the active namespace, lists its tools and stops it.",
     "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
             "Write a commented starter config (NAME.json) for the program CMD.",
-    "inspect": "usage: mcpstudio inspect [--json] [MODE ARGS...]\n"
+    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY] [MODE ARGS...]\n"
                "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n"
                "       mcpstudio inspect [--json] --url URL\n\n"
                "Start the mode as a client would and show the tools (with their parameters), resources\n"
                "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
                "arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the\n"
-               "default config); after -- comes any MCP server's command.\n\n"
+               "default config); after -- comes any MCP server's command. A config with MCP servers shows\n"
+               "what a client in tool search mode sees (toolSearch); --search QUERY shows the tools a\n"
+               "search finds, best first.\n\n"
                "examples:\n"
                "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
                "  mcpstudio inspect --json serve --config tools.json\n"
@@ -13703,7 +14030,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     if options["help_timeout"]:
         script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
     runner = ProcessRunner(log)
-    sources, titles, instructions, rules, audit, opened = [], [], None, {}, None, ()
+    sources, titles, instructions, rules, audit, opened, search = [], [], None, {}, None, (), None
     if options["url"] is not None:
         if config is not None:
             raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
@@ -13723,7 +14050,14 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
             return loader, found, info
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
-            found = [aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)]
+            hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)
+            found = [hub]
+            # toolSearch: --tool-search, else the namespace's, else the file's
+            mode = (options["tool_search"] or (hub.namespace.plan.namespaces.get(hub.namespace.name) or {}).get("tool_search")
+                    or info["tool_search"][0] or "auto")
+            if mode not in TOOL_SEARCH_MODES:
+                raise UsageError("--tool-search %s: expected one of %s" % (mode, ", ".join(TOOL_SEARCH_MODES)))
+            search = (mode,) + info["tool_search"][1:] + (info["separator"],)
         elif options["namespace"]:
             raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
                              % (options["namespace"], loader.path))
@@ -13783,8 +14117,10 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
     guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
     catalog = Catalog([settings.outputs] + sources, max_name)
-    return Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions,
-                  guard=guard), runner
+    server = Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions, guard=guard)
+    if search is not None:
+        server.search = ToolSearch(server, *search)
+    return server, runner
 
 
 def default_config_path() -> str:

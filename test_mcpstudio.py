@@ -800,7 +800,7 @@ class StdioStreamTests(ScratchDir):
         big = os.path.join(self.dir, "big.txt")
         with open(big, "w") as f:
             f.write("x" * 900000)
-        proc = subprocess.Popen(SERVER + ["head", "-c", "900000", "{path}"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen(SERVER + ["--max-text", "1000000", "head", "-c", "900000", "{path}"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.addCleanup(proc.wait, WAIT)
         self.addCleanup(proc.kill)
@@ -5314,7 +5314,7 @@ class AggregatorTests(AggregatorCase):
             self.assertEqual(error["data"], {"server": "a"})
 
     def test_huge_tool_list(self):
-        data = {"mcpServers": {"big": self.upstream("big", "--tools", "2000")}}
+        data = {"mcpServers": {"big": self.upstream("big", "--tools", "2000")}, "toolSearch": "off"}
         with self.serve(data, "--no-manager-tools") as server:
             server.initialize()
             names = self.tool_names(server)  # paged both upstream (50) and to the client (100)
@@ -8938,6 +8938,260 @@ class ConformanceClientTests(ScratchDir):
 FUZZ_SEED = int(os.environ.get("MCPSTUDIO_FUZZ_SEED") or 11)
 _DEEP = "\x00deep\x00"      # a placeholder the fuzzer swaps for raw, deeply nested JSON text
 _BAD_UTF8 = "\x00utf8\x00"  # a placeholder swapped for bytes that are not UTF-8
+
+
+TOOLSEARCH_CORPUS = os.path.join(HERE, "benchmarks", "toolsearch", "corpus.json")
+TOOLSEARCH_UPSTREAM = os.path.join(HERE, "benchmarks", "toolsearch_upstream.py")
+
+
+class ToolIndexTests(unittest.TestCase):
+    """The ranker, in-process: words, stems, and what a query finds among a few definitions."""
+
+    TOOLS = [
+        {"name": "github__create_issue", "description": "[github] Create a new issue in a GitHub repository",
+         "inputSchema": {"type": "object", "properties": {"title": {"type": "string", "description": "Issue title"}}}},
+        {"name": "github__list_pull_requests", "description": "[github] List and filter repository pull requests"},
+        {"name": "files__delete_file", "description": "[files] Delete a file from the disk",
+         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+        {"name": "files__read_text_file", "description": "[files] Read the complete contents of a file as text"},
+        {"name": "browser__take_screenshot", "title": "Screenshot",
+         "description": "[browser] Take a screenshot of the current page. " + "Long words about options. " * 40},
+        {"name": "browser__navigate", "description": "[browser] Navigate to a URL"},
+        {"name": "chat__post_message", "description": "[chat] Post a message to a channel",
+         "inputSchema": {"type": "object", "properties": {"channel_id": {"type": "string"}, "text": {}}}},
+        {"name": "crm__searchObjects", "description": "[crm] Search contacts, companies and deals"},
+    ]
+
+    def test_words(self):
+        for text, words in (
+                ("createPullRequest", ["creat", "pull", "request"]),
+                ("browser_take_screenshot", ["browser", "tak", "screenshot"]),
+                ("API-get-block-children", ["api", "get", "block", "children"]),
+                ("HTTPServer listing", ["http", "server", "list"]),
+                ("Find the issues in my repositories", ["find", "issu", "repository"]),
+                ("mapping created pages", ["map", "creat", "pag"]),
+                ("status analysis string", ["status", "analysis", "string"]),
+                ("boxes branches", ["box", "branch"])):
+            self.assertEqual(mcpstudio.search_words(text, {}), words, text)
+
+    def test_ranking(self):
+        index = mcpstudio.ToolIndex(self.TOOLS)
+        for query, first in (
+                ("create a github issue", "github__create_issue"),     # the author's words
+                ("open a bug ticket", "github__create_issue"),          # other words for the action and the thing
+                ("show the PRs waiting for review", "github__list_pull_requests"),
+                ("remove a file", "files__delete_file"),
+                ("what does notes.txt contain", "files__read_text_file"),
+                ("grab a picture of the page", "browser__take_screenshot"),  # a long description does not drown it
+                ("go to example.com", "browser__navigate"),
+                ("tell the team channel the deploy is done", "chat__post_message"),
+                ("find a customer by email", "crm__searchObjects"),
+                ("screenshots", "browser__take_screenshot")):               # plural, and the title
+            self.assertEqual([tool["name"] for tool in index.search(query, 3)][:1], [first], query)
+
+    def test_limits_and_no_match(self):
+        index = mcpstudio.ToolIndex(self.TOOLS)
+        self.assertEqual(index.search("zzz qqq", 5), [])
+        self.assertEqual(index.search("the a of", 5), [])
+        self.assertEqual(len(index.search("file page message issue", 2)), 2)
+        self.assertEqual(mcpstudio.ToolIndex([]).search("anything", 5), [])
+        self.assertIs(index.search("delete", 1)[0], self.TOOLS[2])  # the definition itself
+
+    def test_found_tools_per_session(self):
+        """list_changed only when a session's list gained a tool; at most FOUND_LIMIT, the least recently found go."""
+        class Session:
+            def __init__(self):
+                self.sent = []
+
+            def notify(self, method, params):
+                self.sent.append(method)
+        search = mcpstudio.ToolSearch(None, "on", 40, [])
+        one, two = Session(), Session()
+        for names, session, notified in ((["a", "b"], one, 1), (["b", "a"], one, 1), (["a"], two, 1),
+                                         (["t%d" % n for n in range(mcpstudio.FOUND_LIMIT)], one, 2), (["a"], one, 3)):
+            search.remember(names, session)
+            self.assertEqual(len(session.sent), notified)
+        self.assertEqual(list(search.found[one])[:2], ["t1", "t2"])  # "b", then "a" and "t0" made room
+        self.assertEqual(list(search.found[one])[-1], "a")
+        self.assertEqual(len(search.found[one]), mcpstudio.FOUND_LIMIT)
+        self.assertEqual(list(search.found[two]), ["a"])
+        del two
+        self.assertEqual(len(search.found), 1)  # a session that ended is forgotten
+
+    def test_recorded_corpus(self):
+        """Over the 289 recorded tools: the benchmark's tuning intents are found in the first five, mostly."""
+        with open(TOOLSEARCH_CORPUS) as f:
+            corpus = json.load(f)
+        tools = [dict(tool, name="%s__%s" % (server, tool["name"]), description="[%s] %s" % (server, tool.get("description")))
+                 for server, entry in corpus.items() for tool in entry["tools"]]
+        with open(os.path.join(HERE, "benchmarks", "toolsearch", "intents.json")) as f:
+            intents = json.load(f)
+        index = mcpstudio.ToolIndex(tools)
+        found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
+        self.assertGreaterEqual(found / len(intents), 0.9)
+
+
+class ToolSearchTests(AggregatorCase):
+    """The aggregator in search mode over upstreams that serve recorded real tools (GitHub, Slack, Playwright)."""
+
+    def recorded(self, name, **keys):
+        return dict({"command": PY, "args": [TOOLSEARCH_UPSTREAM, TOOLSEARCH_CORPUS, name]}, **keys)
+
+    def serve(self, data, *args):
+        path = os.path.join(self.dir, "search.json")
+        with open(path, "w") as f:
+            json.dump(dict({"mcpServers": {name: self.recorded(name) for name in ("github", "slack", "playwright")}},
+                           **data), f)
+        return McpProcess("serve", "--config", path, *args, env=self.env)
+
+    def names(self, server, params=None):
+        return [tool["name"] for tool in server.request("tools/list", params or {})["result"]["tools"]]
+
+    def search(self, server, query, limit=5, meta=None):
+        result = server.call("mcpstudio__search_tools", {"query": query, "limit": limit}, meta=meta)
+        self.assertNotIn("isError", result)
+        return result
+
+    def test_two_tools_then_found_tools_join_the_list(self):
+        with self.serve({"toolSearch": "on"}) as server:
+            server.initialize()
+            self.assertEqual(self.names(server), ["mcpstudio__search_tools", "mcpstudio__call_tool"])
+            before = len(server.notifications_of("notifications/tools/list_changed"))  # servers' first listings may
+            result = self.search(server, "create a github issue about a bug", 3)
+            found = result["structuredContent"]["tools"]
+            self.assertEqual(found[0]["name"], "github__create_issue")
+            self.assertEqual(len(found), 3)
+            self.assertEqual(found[0]["inputSchema"]["required"], ["owner", "repo", "title"])  # the full definition
+            self.assertTrue(found[0]["description"].startswith("[github] Create a new issue"))
+            self.assertIn("github__create_issue: [github] Create a new issue", text_of(result))
+            self.assertTrue(wait_until(lambda: len(server.notifications_of("notifications/tools/list_changed")) > before))
+            listed = self.names(server)
+            self.assertEqual(listed[:2], ["mcpstudio__search_tools", "mcpstudio__call_tool"])
+            self.assertEqual(sorted(listed[2:]), sorted(tool["name"] for tool in found))
+            # a found tool, called by its own name and through call_tool, reaches its server
+            self.assertEqual(text_of(server.call("github__create_issue", {"owner": "o", "repo": "r", "title": "t"})),
+                             'github/create_issue called with {"owner": "o", "repo": "r", "title": "t"}')
+            # a direct call works for a tool never listed in this session, and call_tool for any permitted tool
+            self.assertEqual(text_of(server.call("slack__slack_post_message", {"text": "hi"})),
+                             'slack/slack_post_message called with {"text": "hi"}')
+            called = server.call("mcpstudio__call_tool", {"name": "playwright__browser_navigate",
+                                                          "arguments": {"url": "https://example.com"}})
+            self.assertEqual(text_of(called), 'playwright/browser_navigate called with {"url": "https://example.com"}')
+            unknown = server.call("mcpstudio__call_tool", {"name": "github__no_such_tool", "arguments": {}})
+            self.assertTrue(unknown["isError"])
+            self.assertIn("Unknown tool: github__no_such_tool", text_of(unknown))
+            bad = server.call("mcpstudio__call_tool", {"name": "mcpstudio__call_tool", "arguments": {}})
+            self.assertTrue(bad["isError"])
+            self.assertTrue(server.call("mcpstudio__search_tools", {"query": "x", "limit": 21})["isError"])
+
+    def test_found_tools_are_bounded_per_session(self):
+        with self.serve({"toolSearch": "on", "toolSearchPin": ["slack__slack_post_*"]}) as server:
+            server.initialize()
+            self.assertEqual(self.names(server)[2:], ["slack__slack_post_message"])  # pinned
+            for query in ("github", "slack", "browser page", "pull request", "file", "click", "issue comment"):
+                self.search(server, query, 20)
+            listed = self.names(server)
+            self.assertIn("slack__slack_post_message", listed)  # pinned, and maybe found too
+            self.assertIn(len(listed) - 2, (mcpstudio.FOUND_LIMIT, mcpstudio.FOUND_LIMIT + 1))
+
+    def test_denied_tools_are_never_found_or_called(self):
+        data = {"toolSearch": "on", "namespaces": {"work": {"servers": ["github", "slack", "playwright"],
+                                                            "tools": {"deny": ["github__create_issue"]}}},
+                "defaultNamespace": "work",
+                "toolPermissions": [{"namespace": "work", "server": "slack", "toolName": "slack_post_message",
+                                     "enabled": False}]}
+        with self.serve(data) as server:
+            server.initialize()
+            found = [t["name"] for t in self.search(server, "create github issue", 20)["structuredContent"]["tools"]]
+            self.assertNotIn("github__create_issue", found)
+            self.assertIn("github__update_issue", found)
+            found = [t["name"] for t in self.search(server, "slack post message", 20)["structuredContent"]["tools"]]
+            self.assertNotIn("slack__slack_post_message", found)
+            self.assertIn("slack__slack_reply_to_thread", found)
+            for name in ("github__create_issue", "slack__slack_post_message"):
+                refused = server.call("mcpstudio__call_tool", {"name": name, "arguments": {}})
+                self.assertTrue(refused["isError"])
+                self.assertNotIn("called with", text_of(refused))
+                self.assertIn("error", server.request("tools/call", {"name": name, "arguments": {}}))
+            self.assertIn("Tool denied", text_of(server.call("mcpstudio__call_tool", {"name": "slack__slack_post_message"})))
+
+    def test_auto_on_each_side_of_the_threshold(self):
+        # github lists 26 tools, slack 8, playwright 25; the manager tools are hidden
+        for threshold, client, searching in ((58, "test", True), (59, "test", False), (10, "claude-code", False),
+                                             (10, "Claude Code", False), (10, "cursor", True)):
+            with self.serve({"toolSearchThreshold": threshold}, "--no-manager-tools") as server:
+                server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                              "clientInfo": {"name": client, "version": "1"}})
+                server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                listed = self.names(server)
+                self.assertEqual(len(listed), 2 if searching else 59, (threshold, client))
+                self.assertEqual("mcpstudio__search_tools" in listed, searching)
+
+    def test_flag_and_namespace_choose_the_mode(self):
+        data = {"toolSearch": "on", "namespaces": {"web": {"servers": ["playwright"], "toolSearch": "off"},
+                                                   "all": {"servers": ["github", "slack", "playwright"]}}}
+        for args, count in ((("--namespace", "all"), 2), (("--namespace", "web"), 25 + 7),
+                            (("--namespace", "all", "--tool-search", "off"), 59 + 7),
+                            (("--namespace", "web", "--tool-search", "on"), 2)):
+            with self.serve(data, *args) as server:
+                server.initialize()
+                self.assertEqual(len(self.names(server)), count, args)
+
+    def test_modern_era_uses_the_definitions_of_the_result(self):
+        with self.serve({"toolSearch": "on"}) as server:
+            listed = self.names(server, {"_meta": MODERN_META})
+            self.assertEqual(listed, ["mcpstudio__search_tools", "mcpstudio__call_tool"])
+            found = self.search(server, "slack reply in a thread", 2, meta=MODERN_META)["structuredContent"]["tools"]
+            self.assertEqual(found[0]["name"], "slack__slack_reply_to_thread")
+            self.assertIn("thread_ts", found[0]["inputSchema"]["properties"])
+            self.assertEqual(self.names(server, {"_meta": MODERN_META}), listed)  # no session: nothing is kept
+            called = server.call("slack__slack_reply_to_thread", {"text": "ok"}, meta=MODERN_META)
+            self.assertEqual(text_of(called), 'slack/slack_reply_to_thread called with {"text": "ok"}')
+            called = server.call("mcpstudio__call_tool", {"name": "slack__slack_get_users", "arguments": {}},
+                                 meta=MODERN_META)
+            self.assertEqual(text_of(called), "slack/slack_get_users called with {}")
+            self.assertEqual(server.notifications_of("notifications/tools/list_changed"), [])
+
+    def test_status_counts_tools_and_says_whether_search_is_on(self):
+        data = {"namespaces": {"web": {"servers": ["playwright"], "toolSearch": "off"},
+                               "all": {"servers": ["github", "slack", "playwright"]}}, "defaultNamespace": "all"}
+        with self.serve(data) as server:  # lists, so the servers' tools are cached
+            server.initialize()
+            self.assertEqual(len(self.names(server)), 2)
+        out = subprocess.run(SERVER + ["status", "--config", os.path.join(self.dir, "search.json")], capture_output=True,
+                             text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertIn("web              playwright  (25 tools, tool search off)", out.stdout)
+        self.assertIn("all              github, slack, playwright  (59 tools, tool search auto (on past 40))", out.stdout)
+
+    def test_inspect_shows_what_a_search_mode_client_sees_and_searches(self):
+        with self.serve({}):
+            pass  # writes search.json
+        serve = ["serve", "--config", os.path.join(self.dir, "search.json")]
+        seen = subprocess.run(SERVER + ["inspect", "--json"] + serve, capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertEqual([t["name"] for t in json.loads(seen.stdout)["tools"]], ["mcpstudio__search_tools",
+                                                                                "mcpstudio__call_tool"])
+        found = subprocess.run(SERVER + ["inspect", "--json", "--search", "reply in a slack thread"] + serve,
+                               capture_output=True,
+                               text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        tools = json.loads(found.stdout)["tools"]
+        self.assertEqual(tools[0]["name"], "slack__slack_reply_to_thread")
+        self.assertIn("thread_ts", tools[0]["inputSchema"]["properties"])
+
+    def test_config_mistakes_name_the_key(self):
+        for data, key in (({"toolSearch": "sometimes"}, "toolSearch"), ({"toolSearchPin": [1]}, "toolSearchPin"),
+                          ({"toolSearchThreshold": "many"}, "toolSearchThreshold")):
+            path = os.path.join(self.dir, "bad.json")
+            with open(path, "w") as f:
+                json.dump(dict(data, mcpServers={"github": self.recorded("github")}), f)
+            out = subprocess.run(SERVER + ["serve", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                 stdin=subprocess.DEVNULL, env=self.env)
+            self.assertNotEqual(out.returncode, 0)
+            self.assertIn("bad.json: %s" % key, out.stderr)
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"github": self.recorded("github")}}, f)
+        out = subprocess.run(SERVER + ["serve", "--tool-search", "maybe", "--config", path], capture_output=True,
+                             text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertIn("--tool-search maybe: expected one of on, off, auto", out.stderr)
 
 
 class GuardRuleTests(unittest.TestCase):

@@ -1,0 +1,180 @@
+"""Tool search figures: ranking quality beside FastMCP's BM25SearchTransform, and what search mode
+costs and saves on a real listing.
+
+    python3 benchmarks/toolsearch.py [--runs N] [--fastmcp PYTHON]
+
+Ranking: every intent of benchmarks/toolsearch/intents.json (the set the ranker was tuned on) and of
+heldout.json (written before tuning, never tuned on) is searched among the 289 recorded tools of
+corpus.json, named and described as mcpstudio lists them (`server__tool`, "[server] ..."); an intent
+is found at k when one of its right tools is among the first k. FastMCP's ranker runs over the same
+definitions in its own environment (default /work/tools/fastmcp/bin/python, or $MCPSTUDIO_FASTMCP_PYTHON;
+skipped when absent).
+
+Serving: mcpstudio serves the corpus through one fixture upstream per recorded server
+(toolsearch_upstream.py); the bytes of every page of tools/list with and without search, the round
+trip of tools/list, of a search and of a ping (medians of --runs), and the same search over 10,000
+synthetic tools.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import mcpstudio  # noqa: E402
+
+DATA = os.path.join(HERE, "toolsearch")
+UPSTREAM = os.path.join(HERE, "toolsearch_upstream.py")
+
+
+def definitions(corpus: dict) -> list:
+    """The corpus's tools as mcpstudio lists them."""
+    return [dict(tool, name="%s__%s" % (server, tool["name"]), description=("[%s] %s" % (
+        server, tool.get("description") or "")).rstrip()) for server, entry in corpus.items() for tool in entry["tools"]]
+
+
+def scores(rankings: list, intents: list) -> dict:
+    ranks = [next((number for number, name in enumerate(ranked, 1) if name in intent["tools"]), None)
+             for ranked, intent in zip(rankings, intents)]
+    found = {"r@%d" % k: sum(1 for rank in ranks if rank and rank <= k) / len(ranks) for k in (1, 5, 10)}
+    found["mrr"] = sum(1.0 / rank for rank in ranks if rank) / len(ranks)
+    found["missed@5"] = [intent["q"] for rank, intent in zip(ranks, intents) if not rank or rank > 5]
+    return found
+
+
+def fastmcp_rankings(python: str, tools: list, queries: list) -> list:
+    job = json.dumps({"tools": tools, "queries": queries, "limit": 10})
+    out = subprocess.run([python, os.path.join(HERE, "toolsearch_fastmcp.py")], input=job.encode(),
+                         stdout=subprocess.PIPE, check=True).stdout
+    return json.loads(out)
+
+
+class Client:
+    """mcpstudio serve over stdio, spoken to as a client would."""
+
+    def __init__(self, config: str, client_name: str = "benchmark"):
+        self.process = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(HERE), "mcpstudio.py"),
+                                         "serve", "--config", config, "--no-manager-tools"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.next_id = 0
+        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": client_name, "version": "0"}})
+        self.process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+
+    def request(self, method: str, params: dict) -> tuple:
+        """(result, bytes of the answer line)."""
+        self.next_id += 1
+        self.process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
+                                              "params": params}) + "\n").encode())
+        self.process.stdin.flush()
+        for line in self.process.stdout:
+            message = json.loads(line)
+            if message.get("id") == self.next_id:
+                return message["result"], len(line)
+        raise RuntimeError("mcpstudio exited")
+
+    def listing(self) -> tuple:
+        """(tool count, bytes) of every page of tools/list."""
+        count, size, cursor = 0, 0, None
+        while True:
+            result, length = self.request("tools/list", {"cursor": cursor} if cursor else {})
+            count, size, cursor = count + len(result["tools"]), size + length, result.get("nextCursor")
+            if not cursor:
+                return count, size
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def timed(runs: int, action, *args) -> float:
+    """The median milliseconds of `action(*args)`."""
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action(*args)
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def config(folder: str, servers: list, mode: str) -> str:
+    path = os.path.join(folder, "%s-%d.json" % (mode, len(servers)))
+    with open(path, "w") as f:
+        json.dump({"toolSearch": mode, "mcpServers": {server: {"command": sys.executable, "args": [
+            UPSTREAM, os.path.join(DATA, "corpus.json"), server], "eager": True} for server in servers}}, f)
+    return path
+
+
+def serving(corpus: dict, runs: int) -> dict:
+    figures = {}
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["XDG_CACHE_HOME"] = folder
+        for label, servers in (("corpus", list(corpus)), ("synthetic", ["synthetic:10000"])):
+            full = Client(config(folder, servers, "off"))
+            figures[label + " tools"], figures[label + " full bytes"] = full.listing()
+            figures[label + " full ms"] = timed(runs if label == "corpus" else 3, full.listing)  # 10,000: seconds each
+            full.close()
+            client = Client(config(folder, servers, "on"))
+            figures[label + " search-mode tools"], figures[label + " search-mode bytes"] = client.listing()
+            query = {"name": "mcpstudio__search_tools", "arguments": {"query": "take a screenshot of the page"}}
+            first = {"name": "mcpstudio__search_tools", "arguments": {"query": "create a github issue"}}
+            figures[label + " first search ms"] = timed(1, client.request, "tools/call", first)  # builds the index
+            pings, searches = [], []
+            for _ in range(runs):  # in turns, so that a busy moment of the machine weighs on both alike
+                pings.append(timed(1, client.request, "ping", {}))
+                searches.append(timed(1, client.request, "tools/call", query))
+            figures[label + " ping ms"], figures[label + " search ms"] = statistics.median(pings), statistics.median(searches)
+            client.close()
+    return figures
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--fastmcp", default=os.environ.get("MCPSTUDIO_FASTMCP_PYTHON", "/work/tools/fastmcp/bin/python"))
+    parser.add_argument("--misses", action="store_true", help="print the tuning set's intents missed at 5")
+    parser.add_argument("--no-serving", action="store_true", help="ranking figures only")
+    args = parser.parse_args(argv)
+    with open(os.path.join(DATA, "corpus.json")) as f:
+        corpus = json.load(f)
+    tools = definitions(corpus)
+    index = mcpstudio.ToolIndex(tools)
+    print("corpus: %d tools from %d servers" % (len(tools), len(corpus)))
+    print("%-28s %6s %6s %6s %6s" % ("ranker / intent set", "r@1", "r@5", "r@10", "MRR"))
+    for label in ("intents", "heldout"):
+        with open(os.path.join(DATA, label + ".json")) as f:
+            intents = json.load(f)
+        queries = [intent["q"] for intent in intents]
+        rankers = [("mcpstudio", [[tool["name"] for tool in index.search(query, 10)] for query in queries])]
+        if os.path.exists(args.fastmcp):
+            rankers.append(("fastmcp BM25", fastmcp_rankings(args.fastmcp, tools, queries)))
+        for name, rankings in rankers:
+            found = scores(rankings, intents)
+            print("%-28s %6.3f %6.3f %6.3f %6.3f" % ("%s / %s (%d)" % (name, label, len(intents)), found["r@1"],
+                                                    found["r@5"], found["r@10"], found["mrr"]))
+            if args.misses and name == "mcpstudio" and label == "intents":
+                for query in found["missed@5"]:
+                    print("    missed at 5: %s -> %s" % (query, [tool["name"] for tool in index.search(query, 3)]))
+    if args.no_serving:
+        return 0
+    figures = serving(corpus, args.runs)
+    for label in ("corpus", "synthetic"):
+        print("\n%s: %d tools behind one mcpstudio (medians of %d runs; the full listing of 10,000: of 3)" % (
+            label, figures[label + " tools"], args.runs))
+        print("  tools/list, every page:  full %d bytes, %.1f ms; search mode %d tools, %d bytes (%.2f %%)" % (
+            figures[label + " full bytes"], figures[label + " full ms"], figures[label + " search-mode tools"],
+            figures[label + " search-mode bytes"], 100.0 * figures[label + " search-mode bytes"] / figures[label + " full bytes"]))
+        print("  a search round trip %.2f ms; a ping's %.2f ms: the search adds %.2f ms" % (
+            figures[label + " search ms"], figures[label + " ping ms"],
+            figures[label + " search ms"] - figures[label + " ping ms"]))
+        print("  the first search of a tool set (it builds the index): %.1f ms" % figures[label + " first search ms"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
