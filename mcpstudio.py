@@ -2996,7 +2996,8 @@ def _reading(pid):
     for entry in os.listdir("/proc"):
         try:
             with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
-                if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in ("0", "pipe_read", "anon_pipe_read"):
+                if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in (
+                        "0", "pipe_read", "anon_pipe_read", "unix_stream_read_generic"):  # Python 3.8: a socket pair
                     return True  # sleeping (S), in the group; "0": a kernel that hides where processes sleep
         except OSError:
             pass
