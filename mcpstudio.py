@@ -2989,11 +2989,12 @@ def prompt_reply(prompt: str, schema: dict, value) -> str:
     return str(value)
 
 
-def _reading(pid):
-    """Whether a process of `pid`'s group sleeps reading a pipe (Linux tells; elsewhere taken as so)."""
+def _reading(pid, group):
+    """Whether `pid` (with `group`: a process of its group) sleeps reading a pipe (Linux tells; elsewhere taken as
+    so). A whole group is looked through (some ms) only when the output ends in what may be a question."""
     if not os.path.exists("/proc/%d/wchan" % pid):
         return True
-    for entry in os.listdir("/proc"):
+    for entry in os.listdir("/proc") if group else [pid]:
         try:
             with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
                 if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in (
@@ -3016,7 +3017,7 @@ class PromptWatch(OutputFeed):
     async def watch(self, pid, pipe):
         self.said = time.monotonic()  # what it wrote before reading may still be on the way
         for _ in range(PROMPT_ROUNDS):
-            while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid):
+            while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n"):
                 await asyncio.sleep(PROMPT_QUIET)
             text = self.tail.decode("utf-8", "replace")
             prompt, schema = prompt_form(text)
@@ -3047,7 +3048,7 @@ class PromptWatch(OutputFeed):
                             "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
                             "tool), or set \"interactive\": false." % said)
         else:
-            form = {"mode": "form", "message": "\n".join(text.splitlines()[-12:]), "requestedSchema": {
+            form = {"mode": "form", "message": text[-1000:], "requestedSchema": {
                 "type": "object", "properties": {"answer": dict(schema, title=prompt)}, "required": ["answer"]}}
             try:
                 answer = await ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id)

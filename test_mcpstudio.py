@@ -10663,6 +10663,13 @@ class CommandPromptTests(ScratchDir):
             server.initialize()
             self.assertEqual(text_of(server.call("asking", {"kind": "twice"})).splitlines()[-2:],
                              ["Really delete them? [y/N] answer yes", "Really? [y/N] second no"])
+        # quiet first, then a question asked by a grandchild (the shell waits for it): still seen, and answered
+        script = os.path.join(self.dir, "asking.py")
+        wrapped = self.config(answers=answers, command="sh -c 'sleep 0.5; \"$0\" \"$1\" yes; echo after' %s %s" % (PY, script))
+        with McpProcess("serve", "--config", wrapped) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("asking", {})).splitlines()[-3:],
+                             ["Really delete them? [y/N] answer yes", "done", "after"])
         with McpProcess("serve", "--config", self.config(interactive=False)) as server:
             server.initialize()  # stdin is the null device: input() ends at once
             self.assertIn("EOFError", text_of(server.call("asking", {"kind": "yes"})))
