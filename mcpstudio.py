@@ -2991,9 +2991,9 @@ def prompt_reply(prompt: str, schema: dict, value) -> str:
 
 def _reading(pid, group):
     """Whether `pid` (with `group`: a process of its group) sleeps reading a pipe (Linux tells; elsewhere taken as
-    so). A whole group is looked through (some ms) only when the output ends in what may be a question."""
-    if not os.path.exists("/proc/%d/wchan" % pid):
-        return True
+    so while it runs). A whole group is looked through (some ms) only when the output ends in what may be a question."""
+    if not os.path.isdir("/proc/self"):
+        return _group_alive(pid)
     for entry in os.listdir("/proc") if group else [pid]:
         try:
             with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
