@@ -2448,6 +2448,33 @@ def looks_secret(name: str) -> bool:
     return bool(_SECRET_NAME.search(name)) and name.upper() not in ("PWD", "OLDPWD")
 
 
+_URL_TEXT = re.compile(r"\b[A-Za-z][\w+.-]*://[^\s'\"]+")
+_OPTION_TEXT = re.compile(r"(?<![^\s'\"])(--?[A-Za-z][\w.-]*(?:=|\s+)|[A-Za-z_][\w.-]*=)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+
+
+def _masked_url(match):
+    from urllib.parse import urlsplit, urlunsplit
+    try:
+        parts = urlsplit(match.group(0))
+    except ValueError:
+        return "***"
+    user, at, host = parts.netloc.rpartition("@")
+    netloc = (user.partition(":")[0] + ":***" if ":" in user else "***") + at + host if at else host
+    query, fragment = (re.sub(r"([^&;=]+)(=[^&;]*)?", r"\1=***", text) for text in (parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def _masked_option(match):
+    name, value = match.groups()
+    return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") else match.group(0)
+
+
+def mask_secrets(text: str) -> str:
+    """`text` (a command line, a URL, a log line) as people may paste it: URL passwords, query values and
+    the value of secret-looking options (`--api-key V`, `--token=V`, `API_KEY=V`) replaced by ***."""
+    return _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, text))
+
+
 class Log:
     """Debug and diagnostic lines for people: to stderr, and to `--log FILE`.
 
@@ -2464,6 +2491,7 @@ class Log:
         self.secrets = []
         self.add_secrets(secrets)
         self.enabled = debug or self.file is not None
+        self.warned = set()
 
     def add_secrets(self, secrets):
         """Mask these values (as written and JSON-escaped) in every line from now on."""
@@ -2472,6 +2500,12 @@ class Log:
             if len(secret) >= 4:
                 forms.update((secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]))
         self.secrets = sorted(forms, key=len, reverse=True)
+
+    def warn_once(self, message: str, *args):
+        """A warning said once a run, for what each listing would repeat (a collision, a cap)."""
+        if message % args not in self.warned:
+            self.warned.add(message % args)
+            self.warning(message, *args)
 
     def mask(self, text: str) -> str:
         """`text` with every secret replaced by ***."""
@@ -5040,14 +5074,16 @@ class TaskStore:
     def start(self, call, ctx: CallContext, ttl: int, on_end=None) -> Task:
         """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
         self._sweep()
-        if len(self.tasks) >= self.limit:
-            ended = next((t for t in self.tasks.values() if t.status in TERMINAL), None)
+        owner = None if ctx.modern else ctx.session
+        if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
+            ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner is owner), None)
             if ended is None:
                 call.close()
-                raise McpError(INTERNAL_ERROR, "%d tasks are running, the most this server keeps: wait for one "
-                               "to end, or cancel one (tasks/cancel)" % self.limit)
+                raise McpError(INTERNAL_ERROR, "%d tasks are running or keep results unread, the most this server "
+                               "keeps, and none of yours has ended: wait for one to end, or cancel one (tasks/cancel)"
+                               % self.limit)
             del self.tasks[ended.id]
-        task = Task(None if ctx.modern else ctx.session, ttl, ctx.modern)
+        task = Task(owner, ttl, ctx.modern)
         ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
@@ -7464,6 +7500,9 @@ LOG_LINES = 500               # lines of each server's stderr and lifecycle kept
 BACKOFF_FIRST = 1.0           # seconds before restarting a server that failed twice in a row; doubles
 BACKOFF_MAX = 30.0
 BACKOFF_WAIT = 2.0            # a call waits out a backoff this short; a longer one fails at once
+UPSTREAM_MAX_ITEMS = 5000     # tools (prompts, resources, templates) kept of one server's listing: the rest left out
+UPSTREAM_MAX_ITEM = 64 << 10  # bytes of one listed item (its description and schemas): a larger one is left out
+UPSTREAM_NOTICES = 50         # notifications a second a server may send (bursts as large): the rest are dropped
 UPSTREAM_CACHE_FORMAT = 1
 UPSTREAM_CACHE_MAX = 64 << 20  # bytes of one cached listing; a larger file is ignored
 MANAGER_PREFIX = "mcpstudio"
@@ -7538,10 +7577,8 @@ class UpstreamSpec:
                             self.denied_tools, self.oauth)
 
     def display(self) -> str:
-        """The server as a person reads it: its URL, or its command line."""
-        if self.url:
-            return self.url
-        return _argv_text([self.command or "?"] + self.args)
+        """The server as a person reads it, secrets masked: its URL, or its command line."""
+        return mask_secrets(self.url or _argv_text([self.command or "?"] + self.args))
 
 
 class UpstreamPlan:
@@ -7572,6 +7609,15 @@ class UpstreamPlan:
             return ("namespace `%s` denies the tools of server `%s` unless toolPermissions enables them, and "
                     "none enables `%s`" % (namespace, spec.key, tool))
         return None
+
+    def left_out(self, namespace, spec, original: str, separator: str):
+        """Why `serve` leaves `spec`'s tool `original` out of `namespace`: "" for the server's or the namespace's
+        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
+        entry = self.namespaces.get(namespace) if namespace else None
+        if not _passes(original, spec.allow, spec.deny) or (
+                entry and not _passes(spec.public_name(original, separator), entry["allow"], entry["deny"])):
+            return ""
+        return self.denial(namespace, spec, original)
 
 
 def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
@@ -7864,6 +7910,16 @@ def _match(name: str, patterns) -> bool:
 
 def _passes(name: str, allow, deny) -> bool:
     return (not allow or _match(name, allow)) and not _match(name, deny)
+
+
+def shared_uris(listings) -> dict:
+    """{uri: [server ids]} for each resource URI that more than one server lists (`listings`: [(server id,
+    resources)]); skill:// URIs are served under each server's id, so they are never shared."""
+    owners = {}
+    for server_id, items in listings:
+        for uri in {item.get("uri") for item in items if isinstance(item.get("uri"), str)}:
+            owners.setdefault(uri, []).append(server_id)
+    return {uri: ids for uri, ids in owners.items() if len(ids) > 1 and not uri.startswith("skill://")}
 
 
 class _UpstreamProtocol(asyncio.SubprocessProtocol):
@@ -9189,11 +9245,20 @@ class McpClient(RpcClient):
             page = result.get(key)
             if not isinstance(page, list):
                 raise UpstreamError(INTERNAL_ERROR, "server `%s`: its %s answer has no `%s` list" % (self.name, method, key))
-            items.extend(item for item in page if isinstance(item, dict) and isinstance(item.get("name", item.get("uri")), str))
+            for item in page:
+                name = item.get("name", item.get("uri")) if isinstance(item, dict) else None
+                if isinstance(name, str) and len(json.dumps(item)) > UPSTREAM_MAX_ITEM:
+                    self.note("lists %s of more than 64 KiB (description and schemas): left out" % json.dumps(name[:80]),
+                              True)
+                elif isinstance(name, str):
+                    items.append(item)
             cursor = result.get("nextCursor")
             if not cursor:
                 break
-        return items
+            if len(items) >= UPSTREAM_MAX_ITEMS:
+                self.note("lists more than %d %s: the rest are left out" % (UPSTREAM_MAX_ITEMS, key), True)
+                break
+        return items[:UPSTREAM_MAX_ITEMS]
 
 
 class ListingCache:
@@ -9277,10 +9342,13 @@ class ServerLog:
         self.lines = collections.deque(maxlen=LOG_LINES)
         self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
 
-    def note(self, text: str):
-        """A lifecycle line: to the server's log ring and to mcpstudio's debug log."""
+    def note(self, text: str, warn: bool = False):
+        """A lifecycle line: to the server's log ring, and to mcpstudio's debug log (or a warning, said once)."""
         self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
-        self.log.debug("[%s] %s", self.server_id, text)
+        if warn:
+            self.log.warn_once("server `%s` %s", self.server_id, text)
+        else:
+            self.log.debug("[%s] %s", self.server_id, text)
 
     def stderr_line(self, text: str):
         """One line of the server's stderr: kept for server_logs and error messages."""
@@ -9293,6 +9361,12 @@ class ServerLog:
         """The current run's last stderr lines, masked, for an error message (or '')."""
         tail = [self.log.mask(line) for line in self.recent if line.strip()]
         return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
+
+    def why(self, reason: str) -> str:
+        """`reason` (exited with code 3) after the last stderr line, which most often says why, where a screen's
+        edge would cut it; then the last lines."""
+        last = next((line.strip() for line in reversed(self.recent) if line.strip()), "")
+        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail()) if last else reason
 
 
 class RestartBackoff:
@@ -9411,6 +9485,7 @@ class BackChannel:
         self.asking = {}    # id of a request the server sent us -> the task asking mcpstudio's client
         self.calls = []     # CallContexts of the requests forwarded to it, in flight
         self.progress = {}  # our progress token -> the client's CallContext
+        self.notices = {}   # the token bucket of its log and progress notifications (UPSTREAM_NOTICES a second)
 
     def message(self, message: dict, cause=None):
         """A request or notification from the server (`cause`: the CallContext of the call whose stream
@@ -9426,6 +9501,9 @@ class BackChannel:
                 # in flight, else to the client.
                 cause = cause or (self.calls[-1] if self.calls else None)
                 self.asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause))
+        elif method in DROPPABLE and take_token(self.notices, [("", UPSTREAM_NOTICES, 1.0)], time.monotonic())[1]:
+            self.upstream.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the "
+                                        "rest are dropped", self.upstream.spec.id, UPSTREAM_NOTICES)
         elif method == "notifications/cancelled":
             asking = self.asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
             if asking is not None:
@@ -9455,6 +9533,9 @@ class BackChannel:
                 if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
                 reply["result"] = await self.downstream.bridge.ask(cause, method, params)
+            elif cause is None and method in ("sampling/createMessage", "elicitation/create"):  # whom would a person answer?
+                self.upstream.log.warning("server `%s` sent %s outside any call: refused", self.upstream.spec.id, method)
+                raise McpError(INVALID_REQUEST, "mcpstudio passes %s on only during a call of this server's" % method)
             elif client is None or client.closed or (method in CLIENT_FEATURES
                                                      and CLIENT_FEATURES[method] not in client.client_capabilities):
                 raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
@@ -9479,9 +9560,15 @@ class BackChannel:
             pause(cause.request_id)
 
 
-async def _poll_wait(interval_ms):
-    """Wait the poll interval a server suggested for its task (0.1 to 5 s; 1 s when it gave none)."""
-    await asyncio.sleep(min(max(interval_ms / 1000.0, 0.1), 5.0) if type(interval_ms) in (int, float) else 1.0)
+def poll_interval(suggested_ms, waited: float, server_id: str) -> float:
+    """Seconds before a server's task is polled again, `waited` seconds after it was made: the interval the server
+    suggests (0.1 to 5 s; 1 s when none), but no less than a backoff from 0.1 s to 5 s within 20 s; past
+    TASK_MAX_TTL_MS (the longest of mcpstudio's own tasks), an error naming the server: the task is given up."""
+    if waited > TASK_MAX_TTL_MS / 1000.0:
+        raise UpstreamError(SERVER_TIMEOUT, "server `%s`: its task ran past 24 hours, the longest a task may run: "
+                            "mcpstudio gave it up" % server_id)
+    suggested = min(max(suggested_ms / 1000.0, 0.1), 5.0) if type(suggested_ms) in (int, float) else 1.0
+    return max(suggested, min(5.0, 0.1 + waited / 4))
 
 
 class ServerTasks:
@@ -9525,14 +9612,15 @@ class ServerTasks:
         if not isinstance(task_id, str):
             raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % upstream.spec.key)
         upstream.back.calls.append(ctx)  # what the server asks while its task runs belongs to this call
+        started = time.monotonic()
         try:
             while True:
                 task = await upstream.client.request("tasks/get", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
                 if task.get("status") in TERMINAL + ("input_required",):  # its questions come with tasks/result
                     break
-                await _poll_wait(task.get("pollInterval"))
+                await asyncio.sleep(poll_interval(task.get("pollInterval"), time.monotonic() - started, upstream.spec.id))
             result = await upstream.client.request("tasks/result", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, UpstreamError):
             self.cancel({"taskId": task_id})
             raise
         finally:
@@ -9548,6 +9636,7 @@ class ServerTasks:
         upstream = self.upstream
         ask = {"taskId": task_id, "_meta": dict(upstream.client.meta or {}, **{k: v for k, v in meta.items()
                                                                              if k != "progressToken"})}
+        started = time.monotonic()
         try:
             while True:
                 task = await upstream.client.request("tasks/get", ask, upstream.spec.tool_timeout, ctx)
@@ -9562,8 +9651,9 @@ class ServerTasks:
                                         "[%s] %s" % (upstream.spec.id, error.get("message") or task.get("statusMessage") or (
                                             "its task asked for input, which mcpstudio cannot pass on inside a task"
                                             if status == "input_required" else "its task %s" % status)))
-                await _poll_wait(task.get("pollIntervalMs"))
-        except asyncio.CancelledError:
+                await asyncio.sleep(poll_interval(task.get("pollIntervalMs"), time.monotonic() - started,
+                                                  upstream.spec.id))
+        except (asyncio.CancelledError, UpstreamError):
             self.cancel(ask)
             raise
 
@@ -9836,7 +9926,7 @@ class Upstream:
         """The process exited: fail what waits on it at once; the next call restarts it."""
         code = protocol.transport.get_returncode() if protocol.transport is not None else None
         reason = "exited with code %s" % code if code is None or code >= 0 else "was killed by %s" % _signal_name(-code)
-        self.lost(protocol, reason + self.server_log.tail())
+        self.lost(protocol, self.server_log.why(reason))
 
     def lost(self, protocol, reason: str):
         """The process exited or the connection failed: fail every waiting request at once."""
@@ -10146,6 +10236,16 @@ class Namespace:
         """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
         return MANAGER_PREFIX + self.separator + tool
 
+    def rename(self, spec: UpstreamSpec, original: str, table: dict) -> str:
+        """A name for `spec`'s tool `original`, whose public name another tool of `table` took: under the server's
+        id when its prefix is "" (prefixed names are claimed first), else made distinct; a warning names both."""
+        wanted = spec.public_name(original, self.separator)
+        name = safe_name(wanted if spec.prefix else spec.id + self.separator + original, 10 ** 6, table)
+        owner = table[wanted]
+        self.log.warn_once("server `%s` lists a tool named %s, as `%s` does; the one of `%s` is listed as %s", spec.id,
+                           wanted, owner[1] if owner[0] == "upstream" else "mcpstudio", spec.id, name)
+        return name
+
     def apply(self, plan: UpstreamPlan) -> dict:
         """Choose the namespace of `plan` (logged); its servers' specs by id, or none when it cannot be chosen."""
         self.plan = plan
@@ -10173,14 +10273,8 @@ class Namespace:
         return {spec.id: spec for spec in chosen}
 
     def left_out(self, spec: UpstreamSpec, original: str):
-        """Why the listing leaves out a server's tool `original`: "" for the server's or the namespace's
-        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
-        name = spec.public_name(original, self.separator)
-        namespace = self.plan.namespaces.get(self.name) if self.name else None
-        if not _passes(original, spec.allow, spec.deny) or (
-                namespace and not _passes(name, namespace["allow"], namespace["deny"])):
-            return ""
-        return self.plan.denial(self.name, spec, original)
+        """Why the listing leaves out a server's tool `original` (see UpstreamPlan.left_out)."""
+        return self.plan.left_out(self.name, spec, original, self.separator)
 
     def check_permitted(self, spec: UpstreamSpec, name: str, original: str):
         """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
@@ -10209,6 +10303,11 @@ class ManagerTools:
                                   "inputSchema": schema, "annotations": {"readOnlyHint": read_only}}))
         return listed
 
+    @staticmethod
+    def shown(up, text: str) -> str:
+        """`text` about `up` as a client may read it: secrets masked, and none of the server's env values."""
+        return mask_secrets(up.log.mask(Log(secrets=up.spec.env.values()).mask(text)))
+
     def status(self, up) -> dict:
         """What servers_list says of one server."""
         known = up.known()
@@ -10217,9 +10316,8 @@ class ManagerTools:
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
             "tools": len([t for t in known["tools"] if self.hub.namespace.left_out(up.spec, t["name"]) is None]) if known else None,
             "toolsFrom": ("server" if up.listing is not None else "cache") if known else None,
-            "lastError": up.log.mask(up.last_error) if up.last_error else None, "restarts": up.restarts,
-            "command": up.log.mask(up.spec.display()),
-            "env": {key: "***" if looks_secret(key) else up.log.mask(value) for key, value in up.spec.env.items()},
+            "lastError": self.shown(up, up.last_error) if up.last_error else None, "restarts": up.restarts,
+            "command": self.shown(up, up.spec.display()), "env": dict.fromkeys(up.spec.env, "***"),
             "headers": {key: "***" for key in up.spec.headers},
             "transport": "stdio" if up.spec.url is None else up.spec.transport,
             "protocol": up.client.protocol_version if up.state == "running" else None,
@@ -10256,7 +10354,7 @@ class ManagerTools:
                 count = arguments.get("lines", 50)
                 if not isinstance(count, int) or isinstance(count, bool) or count < 1:
                     return tool_error("`lines` must be a positive whole number")
-                lines = [hub.log.mask(line) for line in list(upstream.server_log.lines)[-count:]]
+                lines = [self.shown(upstream, line) for line in list(upstream.server_log.lines)[-count:]]
                 result = {"server": upstream.spec.id, "lines": lines}
             else:
                 upstream = self._server(arguments)
@@ -10611,7 +10709,7 @@ class Aggregator:
                 name = safe_name(tool["name"], 10 ** 6, table) if tool["name"] in table else tool["name"]
                 table[name] = ("local", source, tool["name"])
                 tools.append(dict(tool, name=name) if name != tool["name"] else tool)
-        for upstream in self._active():
+        for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
             known = upstream.known()
             for tool in (known or {}).get("tools", ()):
                 original = tool["name"]
@@ -10621,8 +10719,8 @@ class Aggregator:
                     if why:
                         denied[name] = why
                     continue
-                if name in table:
-                    name = safe_name(name, 10 ** 6, table)  # distinct, whatever the other one is
+                if name in table:  # never shadowed: the later one is renamed
+                    name = self.namespace.rename(upstream.spec, original, table)
                 table[name] = ("upstream", upstream.spec.id, original)
                 described = _described(upstream.spec.key, tool, name)
                 schema = described.get("inputSchema")
@@ -10719,14 +10817,18 @@ class Aggregator:
         for source in self.local:
             if source.resources:
                 listing.extend(await getattr(source, local_method)())
+        shared = shared_uris([(u.spec.id, (u.known() or {}).get(key) or ()) for u in self._active()] if route_key else ())
+        for uri, servers in shared.items():  # refused: no server takes a resource another one lists
+            self.log.warn_once("servers %s list the resource %s: none of them serves it (disable all but one, or put "
+                               "them in different namespaces)", " and ".join("`%s`" % s for s in servers), uri)
         for upstream in self._active():
             known = upstream.known() or {}
             for item in (known.get(key) or ()):
                 if key == "resources" and isinstance(known.get("skills"), dict) and item["uri"][:8] == "skill://":
                     item = dict(item, uri=skill_uri(upstream.spec.id, item["uri"]))  # as skills/list
                 if route_key is not None:
-                    if item.get(route_key) in routes:
-                        continue  # the first server to list a URI owns it
+                    if item.get(route_key) in routes or item.get(route_key) in shared:
+                        continue  # a server that lists a URI twice: the first
                     routes[item[route_key]] = upstream.spec.id
                 listing.append(item)
         if table is not None:
@@ -10986,7 +11088,7 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
-        rows.append((spec.id, state, log.mask(command) if log else command))
+        rows.append((spec.id, mask_secrets(state), log.mask(command) if log else command))
     if len(rows) == 1:
         print("\nno servers configured")
     else:
@@ -11120,7 +11222,7 @@ class Board:
             error = spec.error or (upstream.last_error if upstream else None) or ""
             rows.append({"name": spec.key, "id": spec.id, "transport": "url" if spec.url else "command",
                          "enabled": not spec.disabled, "state": state,
-                         "tools": len(listing["tools"]) if listing else None, "error": " ".join(error.split()),
+                         "tools": len(listing["tools"]) if listing else None, "error": mask_secrets(" ".join(error.split())),
                          "namespaces": [ns for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]]})
         return rows
 
@@ -11131,9 +11233,11 @@ class Board:
         listing = self.listing(upstream) or {}
         tools = []
         for tool in listing.get("tools", ()):
-            allowed = {ns: self.plan.denial(ns, spec, tool["name"]) is None for ns in self.plan.namespaces}
+            allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
+                       for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
             tools.append({"name": tool["name"], "description": " ".join((tool.get("description") or "").split()),
-                          "schema": tool.get("inputSchema") or {}, "allowed": allowed})
+                          "schema": tool.get("inputSchema") or {}, "allowed": allowed,
+                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None})
         return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
                 "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
 
@@ -11142,7 +11246,7 @@ class Board:
         upstream = self.hub.upstreams.get(server_id)
         own = list(upstream.server_log.lines) if upstream else []
         mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
-        return [self.log.mask(line) for line in sorted(own + mentions, key=lambda line: line[:8])]
+        return [mask_secrets(self.log.mask(line)) for line in sorted(own + mentions, key=lambda line: line[:8])]
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -11372,7 +11476,8 @@ class TuiScreen:
         lines.append(("tools (%d)%s:" % (len(tools), "" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
         shown = self.board.shown
         for index, tool in enumerate(tools):
-            permission = ("allowed" if tool["allowed"].get(shown) else "denied") if shown else "-"
+            permission = "hidden" if not tool["served"] else "-" if shown not in tool["allowed"] else (
+                "allowed" if tool["allowed"][shown] else "denied")
             marks = " ".join("%s:%s" % (ns, "+" if ok else "-") for ns, ok in tool["allowed"].items())
             text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
             lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
@@ -11586,15 +11691,18 @@ HTTP_MAX_CONNECTIONS = 512
 HTTP_MAX_PENDING = 32             # of those, connections whose first request has not passed the checks yet
 HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
 HTTP_MAX_SESSIONS = 1000
+HTTP_CLIENT_SESSIONS = 100        # of those, one client address's (every local process is 127.0.0.1)
 HTTP_MAX_QUEUED = 1000            # notifications waiting on one SSE stream; more are dropped (replies never)
 LISTEN_AGAIN = 2.0                # seconds before a 2026-07-28 server's ended subscriptions/listen is opened again
 PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
 HTTP_REPLAY = 100                 # events of a stream kept to replay after Last-Event-ID (SEP-1699)
 HTTP_RESUMABLE = 16               # a session's streams kept to be resumed before the response reached the client
+HTTP_REPLAY_BYTES = 4 << 20       # what a session's streams keep to be read or resumed; the oldest streams go first
+HTTP_REPLAY_TOTAL = 64 << 20      # the same, every session together
 HTTP_RETRY_MS = 1000              # the `retry` a handshake-era client is told to wait before it resumes a stream
 HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
 _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 501: "Not Implemented",
-           404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
+           404: "Not Found", 410: "Gone", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 _STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
@@ -11731,6 +11839,7 @@ class _Exchange:
         self.count = 0
         self.getter = None   # the reader's wait for the next message: one reader at a time
         self.ended = False   # its last event (the response) was sent
+        self.kept, self.born = 0, time.monotonic()  # bytes of the messages it got (see HttpServer._bound_replay)
 
     def event(self, data: bytes, final: bool = False) -> bytes:
         """One SSE event (`data` one line), with its id when the stream has one."""
@@ -11770,6 +11879,13 @@ class _HttpTransport:
         self.exchanges = {}      # request id -> _Exchange
         self.stream = None       # the GET stream's queue (handshake era)
         self.dropped = 0         # notifications dropped for a client that does not read (HTTP_MAX_QUEUED)
+        self.bound = None        # HttpServer's check of what resumable streams keep
+
+    def _keep(self, exchange, message, final):
+        exchange.put(message, final)
+        if exchange.stream_id is not None:  # kept until read, then to be resumed: counted against the limits
+            exchange.kept += len(json.dumps(message))
+            self.bound()
 
     def send(self, message, framing=None, related=None):
         if self.log.file is not None:
@@ -11777,7 +11893,7 @@ class _HttpTransport:
         if isinstance(message, dict) and "method" not in message:
             exchange = self.exchanges.pop(message.get("id"), None)
             if exchange is not None:
-                exchange.put(message, True)
+                self._keep(exchange, message, True)
             return
         exchange = self.exchanges.get(related) if related is not None else None
         queue = exchange.queue if exchange is not None and exchange.streaming else \
@@ -11791,16 +11907,17 @@ class _HttpTransport:
                                  self.dropped)
             return
         if exchange is not None:
-            exchange.put(message, False)
+            self._keep(exchange, message, False)
         else:
             queue.put_nowait(message)
 
 
 class _HttpSession:
-    def __init__(self, session_id, session, transport):
-        self.id, self.session, self.transport = session_id, session, transport
+    def __init__(self, session_id, session, transport, client: str):
+        self.id, self.session, self.transport, self.client = session_id, session, transport, client
         self.used = time.monotonic()
         self.streams = {}   # stream id -> the _Exchange of a POST stream not yet delivered to its end
+        self.forgotten = collections.deque(maxlen=HTTP_RESUMABLE * 4)  # ids of streams dropped before their end
         self.opened = 0
 
     def exchange(self, streaming: bool) -> _Exchange:
@@ -11810,8 +11927,40 @@ class _HttpSession:
         self.opened += 1
         exchange = self.streams["r%d" % self.opened] = _Exchange(True, "r%d" % self.opened)
         if len(self.streams) > HTTP_RESUMABLE:  # bounded: the oldest stream nobody came back for is forgotten
-            del self.streams[next(iter(self.streams))]
+            self.forget(next(iter(self.streams)))
         return exchange
+
+    def forget(self, stream_id: str):
+        """Drop a stream before its end: a client resuming it is told it is gone."""
+        self.forgotten.append(stream_id)
+        del self.streams[stream_id]
+
+
+def session_to_end(sessions: dict, client: str, busy: set):
+    """The session to end before `client` opens another, or None while under HTTP_MAX_SESSIONS and
+    HTTP_CLIENT_SESSIONS: the least recently used idle one (the client's own at its limit). One with a request,
+    a task (its session in `busy`) or a GET stream never ends: when all are busy, 503."""
+    mine = [e for e in sessions.values() if e.client == client]
+    crowd = mine if len(mine) >= HTTP_CLIENT_SESSIONS else sessions.values() if len(sessions) >= HTTP_MAX_SESSIONS else ()
+    for entry in crowd:
+        if not entry.session.inflight and entry.session not in busy and entry.transport.stream is None:
+            return entry
+    if crowd:
+        raise HttpError(503, "too many sessions from %s, each busy: end one (DELETE) or try again later" % client)
+    return None
+
+
+def bound_replay(entry, sessions):
+    """What streams keep to be read or resumed stays within HTTP_REPLAY_BYTES for `entry`'s and
+    HTTP_REPLAY_TOTAL for all `sessions`: the oldest streams are forgotten first (a resume of one gets 410)."""
+    for limit, entries in ((HTTP_REPLAY_BYTES, [entry]), (HTTP_REPLAY_TOTAL, sessions.values())):
+        streams = sorted((x.born, x.kept, id(e), key, e) for e in entries for key, x in e.streams.items())
+        held = sum(stream[1] for stream in streams)
+        for _, kept, _, key, owner in streams:
+            if held <= limit:
+                break
+            held -= kept
+            owner.forget(key)
 
 
 def _loopback(host: str) -> bool:
@@ -12108,7 +12257,7 @@ class HttpServer:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
         if method == "initialize" and "id" in message:
-            entry = self._new_session()
+            entry = self._new_session((writer.get_extra_info("peername") or "?")[0])
             extra = [("Mcp-Session-Id", entry.id)]
         else:
             entry = self._session(headers)
@@ -12133,13 +12282,17 @@ class HttpServer:
         session.caller = session.label = self.caller
         return session, transport
 
-    def _new_session(self) -> _HttpSession:
-        while len(self.sessions) >= HTTP_MAX_SESSIONS:  # the least recently used one makes room
-            self._end(next(iter(self.sessions)))
+    def _new_session(self, client: str) -> _HttpSession:
+        """A session for `client` (its address), once a limit's idle session made room (see session_to_end)."""
+        idle = session_to_end(self.sessions, client, {t.owner for t in self.server.tasks.tasks.values()
+                                                      if t.status not in TERMINAL})
+        if idle is not None:
+            self._end(idle.id)
         session, transport = self._session_pair()
         import secrets
-        entry = _HttpSession(secrets.token_hex(16), session, transport)
+        entry = _HttpSession(secrets.token_hex(16), session, transport, client)
         session.label = "http-" + entry.id[:8]
+        transport.bound = lambda: bound_replay(entry, self.sessions)
         self.sessions[entry.id] = entry
         return entry
 
@@ -12284,6 +12437,9 @@ class HttpServer:
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise HttpError(406, "a GET stream needs Accept: text/event-stream")
         stream, _, after = headers.get("last-event-id", "").strip().rpartition("_")
+        if stream in entry.forgotten:
+            raise HttpError(410, "the stream %s can no longer be resumed: what it kept was dropped (a session's streams "
+                                 "keep 4 MiB at most, every session's 64 MiB); send the request again" % stream)
         if stream in entry.streams and after.isdigit():  # a POST stream the client lost: the rest of it, here
             return await self._deliver(entry.streams[stream], writer, reader, [], False, "HTTP/1.0", None, entry,
                                        int(after))
@@ -12368,7 +12524,8 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host: str, port: i
     server.catalog.start(server)
     shown = "[%s]" % host if ":" in host else host
     log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
-             " (bearer token required)" if token else "")
+             " (bearer token required)" if token else " with no token: any process or user on this machine may call "
+             "every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
     stopping = loop.create_future()
 
     def stop(reason):
