@@ -3003,6 +3003,7 @@ class OutputFeed:
         for job in (self.heartbeat, self.timer, self.job):
             if job is not None:
                 job.cancel()
+        self.job = None  # its frames (the pipe, the output) go with it, not with the next garbage collection
 
 
 _SECRET_PROMPT = re.compile(r"pass(word|phrase|code)|token|\b(pin|otp)\b|secret|api.?key", re.I)
