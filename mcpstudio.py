@@ -242,6 +242,11 @@ _JSON_TYPES = {
 }
 
 
+def _object(value) -> dict:
+    """`value` when it is a JSON object, else an empty one: what a reader of untrusted JSON walks on."""
+    return value if isinstance(value, dict) else {}
+
+
 def _type_name(value) -> str:
     if value is None:
         return "null"
@@ -3216,7 +3221,7 @@ class Session:
             return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: `method` must be a string"))
         params = message.get("params")
         if "id" not in message:
-            self._notification(method, params if isinstance(params, dict) else {})
+            self._notification(method, _object(params))
             return None
         if request_id is None:
             return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: `id` must not be null"))
@@ -5841,7 +5846,7 @@ class Server:
         requested = params.get("protocolVersion")
         version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
         client = params.get("clientInfo")
-        client = client if isinstance(client, dict) else {}
+        client = _object(client)
         self.log.debug("initialize from %s %s, protocol %s (answering %s)",
                        client.get("name", "?"), client.get("version", "?"), requested, version)
         result = {
@@ -5852,7 +5857,7 @@ class Server:
         if self.instructions:
             result["instructions"] = self.instructions
         capabilities = params.get("capabilities")
-        ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        ctx.session.client_capabilities = _object(capabilities)
         ctx.session.client_info = client
         ctx.session.protocol_version = version
         ctx.session.client_info = client
@@ -5889,7 +5894,7 @@ class Server:
                                   "(it declared no elicitation capability); give it in the arguments."
                                   % ", ".join(form["requestedSchema"]["required"]))
             answer = await self._ask(form, params, ctx, "arguments")
-            answer = answer if isinstance(answer, dict) else {}
+            answer = _object(answer)
             if answer.get("resultType") == "input_required":
                 return answer
             if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
@@ -6192,7 +6197,7 @@ def discover(server, params, ctx):
 async def listen(server, params, ctx):
     """`subscriptions/listen` (2026-07-28): list changes for as long as the client listens."""
     wanted = params.get("notifications")
-    wanted = wanted if isinstance(wanted, dict) else {}
+    wanted = _object(wanted)
     offered = {"toolsListChanged": True, "resourcesListChanged": server.catalog.serves("resources"),
                "promptsListChanged": server.catalog.serves("prompts")}
     granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
@@ -9115,13 +9120,13 @@ class RpcClient:
         future = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None  # [1] is no key
         if future is not None and not future.done():
             if "error" in message:
-                error = message["error"] if isinstance(message["error"], dict) else {}
+                error = _object(message["error"])
                 future.set_exception(UpstreamError(
                     error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
                     "[%s] %s" % (self.name, error.get("message", "error")), error.get("data")))
             else:
                 result = message.get("result")
-                future.set_result(result if isinstance(result, dict) else {})
+                future.set_result(_object(result))
 
 
 class McpClient(RpcClient):
@@ -9179,8 +9184,8 @@ class McpClient(RpcClient):
         self.protocol_version = result.get("protocolVersion")
         if self.protocol_version not in PROTOCOL_VERSIONS:
             self.note("it answered protocol %r, which mcpstudio does not know; going on" % self.protocol_version)
-        self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
-        self.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
+        self.capabilities = _object(result.get("capabilities"))
+        self.server_info = _object(result.get("serverInfo"))
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     async def _discover(self, refusal, timeout=None):
@@ -9202,9 +9207,9 @@ class McpClient(RpcClient):
             raise UpstreamError(INTERNAL_ERROR, "it refused initialize (%s) and supports none of %s"
                                 % (refusal.message if refusal else "not tried", ", ".join(MODERN_VERSIONS)))
         self.protocol_version = MODERN_VERSIONS[0]
-        self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+        self.capabilities = _object(result.get("capabilities"))
         info = (result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
+        self.server_info = _object(info)
 
     async def listing(self, timeout) -> dict:
         """Its tools, resources, resource templates and prompts (what it has the capability for)."""
@@ -9492,7 +9497,7 @@ class BackChannel:
         """A request or notification from the server (`cause`: the CallContext of the call whose stream
         it came on, over HTTP)."""
         method = message["method"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = _object(message.get("params"))
         if "id" in message and method == "ping":
             self.upstream.client.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
@@ -9645,7 +9650,7 @@ class ServerTasks:
                 if status == "completed" and isinstance(task.get("result"), dict):
                     return task["result"]
                 if status in ("failed", "cancelled", "input_required"):
-                    error = task.get("error") if isinstance(task.get("error"), dict) else {}
+                    error = _object(task.get("error"))
                     if status == "input_required":
                         self.cancel(ask)
                     raise UpstreamError(error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
@@ -10197,7 +10202,7 @@ class InputBridge:
             if method not in CLIENT_FEATURES or session is None or CLIENT_FEATURES[method] not in session.client_capabilities:
                 raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
                                % (upstream.spec.id, json.dumps(method)))
-            params = request.get("params") if isinstance(request.get("params"), dict) else {}
+            params = _object(request.get("params"))
             answers[key] = await session.request(method, params, upstream.spec.tool_timeout, related=ctx.request_id)
         return answers
 
@@ -10531,7 +10536,7 @@ def _described(server_key: str, item: dict, name: str) -> dict:
     described = "[%s] %s" % (server_key, item.get("description") or "")
     item = dict(item, name=name, description=described.rstrip())
     if "inputSchema" in item:  # a tool: any call may run as a task of mcpstudio's (see ServerTasks.call)
-        execution = item.get("execution") if isinstance(item.get("execution"), dict) else {}
+        execution = _object(item.get("execution"))
         item["execution"] = dict(execution, taskSupport="required" if execution.get("taskSupport") == "required"
                                  else "optional")
     return item
@@ -11342,11 +11347,11 @@ def ask_fields(schema: dict, ask) -> dict | None:
     """The properties of an object schema (a tool's input, a server's form) asked one at a time, on the terminal
     or the TUI's status line: `ask(prompt)` gives a line, or None to give up (then None). An empty line keeps
     the field's default, if it has one; an answer is read as its field's type says (_typed)."""
-    fields = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    fields = _object(schema.get("properties"))
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
     content = {}
     for key, field in fields.items():
-        field = field if isinstance(field, dict) else {}
+        field = _object(field)
         choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
                                         if isinstance(option, dict)]
         hint = "/".join(str(c) for c in choices) if choices else field.get("type", "text")
@@ -12245,7 +12250,7 @@ class HttpServer:
         if not _good_id(message):
             raise HttpError(400, "Invalid request: `id` must be a string or an integer", INVALID_REQUEST)
         method, request_id = message.get("method"), message.get("id")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = _object(message.get("params"))
         meta = params.get("_meta")
         modern = (method == "server/discover" or (isinstance(meta, dict) and META_VERSION in meta)
                   or (headers.get("mcp-protocol-version", "").strip() in MODERN_VERSIONS and "mcp-session-id" not in headers))
@@ -12951,8 +12956,8 @@ def call_command(words: list) -> int:
 def elicitation_answer(params: dict, assume_yes: bool, ask=input) -> dict:
     """`call`'s answer to a server's question (a form): with `assume_yes`, accept its defaults; else ask
     each field on the terminal, an empty line keeping the default. A URL-mode question is declined."""
-    schema = params.get("requestedSchema") if isinstance(params.get("requestedSchema"), dict) else {}
-    fields = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    schema = _object(params.get("requestedSchema"))
+    fields = _object(schema.get("properties"))
     if params.get("mode") == "url" or not isinstance(fields, dict):
         sys.stderr.write("mcpstudio: the server asks you to open %s; declined (call cannot follow it)\n"
                          % params.get("url"))
@@ -13446,7 +13451,7 @@ def _client_servers(client: str | None, path: str) -> dict:
             servers.update(project["mcpServers"])
     if client == "claude-code" and os.path.isfile(".mcp.json"):  # the project's shared servers
         shared = _read_json_file(".mcp.json", "import")[0].get("mcpServers")
-        servers.update(shared if isinstance(shared, dict) else {})
+        servers.update(_object(shared))
     return servers
 
 
@@ -13465,7 +13470,7 @@ def import_command(words: list) -> int:
     target = found.get("--config") or default_config_path()
     servers = _client_servers(client, source)
     data, text = _read_json_file(target, "import")
-    existing = data.get("mcpServers") if isinstance(data.get("mcpServers"), dict) else {}
+    existing = _object(data.get("mcpServers"))
     added = {}
     for name, entry in servers.items():
         kept, why = imported_server(entry)
@@ -13723,7 +13728,7 @@ def list_command(words: list) -> int:
     rows = []
     for group in ("mcpServers", "servers"):
         for name, entry in (data.get(group) or {}).items():
-            entry = entry if isinstance(entry, dict) else {}
+            entry = _object(entry)
             member_of = [ns for ns, (members, _) in namespaces.items() if name in members or _server_id(name) in members]
             rows.append({"name": name, "runs": entry.get("url") or _argv_text(
                 [str(entry.get("command", "?"))] + [str(a) for a in entry.get("args", [])]),
