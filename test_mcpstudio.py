@@ -10876,6 +10876,138 @@ class HouseTests(unittest.TestCase):
                 self.assertLessEqual(backoff.delay(), mcpstudio.BACKOFF_MAX)
 
 
+# --------------------------------------------------------------------------
+# Commands that ask: a prompt answered through the client, a secret never asked
+# --------------------------------------------------------------------------
+
+class PromptFormTests(unittest.TestCase):
+    def test_prompt_table(self):
+        # (command output's tail) -> (prompt, schema): yes/no a boolean, a secret None, anything else a string.
+        for tail, prompt, schema in (
+                ("Delete 3 files? [y/N] ", "Delete 3 files? [y/N]", {"type": "boolean"}),
+                ("Proceed (yes/no)? ", "Proceed (yes/no)?", {"type": "boolean"}),
+                ("Pick one:\n1) apple\n  2. pear\n\nChoice: ", "Choice:", {"type": "string"}),
+                ("10 files\nName: ", "Name:", {"type": "string"}),
+                ("Password: ", "Password:", None), ("Enter passphrase for key: ", "Enter passphrase for key:", None),
+                ("GitHub token: ", "GitHub token:", None), ("SIM PIN? ", "SIM PIN?", None),
+                ("Pinned version: ", "Pinned version:", {"type": "string"}),
+                ("done\n", "", {"type": "string"})):
+            self.assertEqual(mcpstudio.prompt_form(tail), (prompt, schema), tail)
+        for prompt, schema, value, line in (("Go? [y/N]", {"type": "boolean"}, True, "y"),
+                                            ("Go? [Y/n]", {"type": "boolean"}, False, "n"),
+                                            ("Go (yes/no)?", {"type": "boolean"}, True, "yes"),
+                                            ("Name:", {"type": "string"}, "Ada Lovelace", "Ada Lovelace")):
+            self.assertEqual(mcpstudio.prompt_reply(prompt, schema, value), line)
+
+
+ASKING_SCRIPT = """\
+import sys
+print("about to delete 3 files")
+kind = sys.argv[1]
+if kind == "secret":
+    import getpass
+    sys.stdout.write("Password: ")
+    sys.stdout.flush()
+    sys.stdin.readline()
+    print("never")
+elif kind == "menu":
+    print("1) small\\n2) large")
+    print("size " + input("Size: "))
+else:
+    print("answer " + input("Really delete them? [y/N] "))
+    print("second " + input("Really? [y/N] ") if kind == "twice" else "done")
+"""
+
+
+class CommandPromptTests(ScratchDir):
+    def config(self, **extra):
+        path = os.path.join(self.dir, "asking.json")
+        script = self.script("asking.py", ASKING_SCRIPT, executable=False)
+        with open(path, "w") as f:
+            json.dump({"timeout": 60, "tools": [dict({"name": "asking", "command": "%s %s {kind}" % (PY, script)},
+                                                     **extra)]}, f)
+        return path
+
+    def answer_next(self, server, answer, seen=0):
+        self.assertTrue(wait_until(lambda: len(server.notifications_of("elicitation/create")) > seen),
+                        server.context())
+        asked = server.notifications_of("elicitation/create")[seen]
+        server.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+        return asked["params"]
+
+    def test_yes_through_elicitation(self):
+        with McpProcess("serve", "--config", self.config()) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                         "params": {"name": "asking", "arguments": {"kind": "yes"}}})
+            form = self.answer_next(server, {"action": "accept", "content": {"answer": True}})
+            answer = form["requestedSchema"]["properties"]["answer"]
+            self.assertEqual((form["message"], answer["title"], answer["type"]),
+                             ("about to delete 3 files\nReally delete them? [y/N]", "Really delete them? [y/N]", "boolean"))
+            result = server.wait_response(7)["result"]
+            self.assertEqual(text_of(result), "about to delete 3 files\nReally delete them? [y/N] answer y\ndone\n")
+            server.send({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                         "params": {"name": "asking", "arguments": {"kind": "menu"}}})
+            form = self.answer_next(server, {"action": "accept", "content": {"answer": "2"}}, 1)
+            self.assertEqual(form["message"], "about to delete 3 files\n1) small\n2) large\nSize:")  # the menu shows
+            self.assertEqual(form["requestedSchema"]["properties"]["answer"]["type"], "string")
+            self.assertIn("size 2\n", text_of(server.wait_response(8)["result"]))
+            started = time.monotonic()  # a secret: never in a form, the call ends at once
+            secret = server.call("asking", {"kind": "secret"})
+            self.assertLess(time.monotonic() - started, 20)
+            self.assertTrue(secret["isError"])
+            self.assertIn('`asking` asked "Password:", a secret, which is never asked in a form', text_of(secret))
+            self.assertIn("\"environment\"", text_of(secret))
+            self.assertEqual(len(server.notifications_of("elicitation/create")), 2)
+
+    def test_client_that_cannot_answer(self):
+        with McpProcess("serve", "--config", self.config()) as server:
+            server.initialize()
+            started = time.monotonic()
+            result = server.call("asking", {"kind": "yes"})
+            self.assertLess(time.monotonic() - started, 20)  # the tool's timeout is 60 s
+            self.assertTrue(result["isError"])
+            self.assertIn('Stopped: `asking` asked "Really delete them? [y/N]", and this client cannot answer',
+                          text_of(result))
+
+    def test_scripted_answers_and_off(self):
+        answers = [{"prompt": r"^Really delete", "answer": "yes"}, {"prompt": "^Really\\?", "answer": "no"}]
+        with McpProcess("serve", "--config", self.config(answers=answers)) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("asking", {"kind": "twice"})).splitlines()[-2:],
+                             ["Really delete them? [y/N] answer yes", "Really? [y/N] second no"])
+        # quiet first, then a question asked by a grandchild (the shell waits for it): still seen, and answered
+        script = os.path.join(self.dir, "asking.py")
+        wrapped = self.config(answers=answers, command="sh -c 'sleep 0.5; \"$0\" \"$1\" yes; echo after' %s %s" % (PY, script))
+        with McpProcess("serve", "--config", wrapped) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("asking", {})).splitlines()[-3:],
+                             ["Really delete them? [y/N] answer yes", "done", "after"])
+        with McpProcess("serve", "--config", self.config(interactive=False)) as server:
+            server.initialize()  # stdin is the null device: input() ends at once
+            self.assertIn("EOFError", text_of(server.call("asking", {"kind": "yes"})))
+
+    def test_2026_request_gets_the_prompt_at_once(self):
+        # 2026-07-28: its rounds do not keep a command waiting, so the prompt is quoted at once, even with elicitation.
+        with HttpServerProcess("serve", "--config", self.config()) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+            started = time.monotonic()
+            reply = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
+                                                                 "_meta": meta})[2])[-1]["result"]
+            self.assertLess(time.monotonic() - started, 20)
+            self.assertTrue(reply["isError"])
+            self.assertIn('`asking` asked "Really delete them? [y/N]", and this client cannot answer', text_of(reply))
+
+    def test_config_mistakes(self):
+        for answers, message in (([{"prompt": "x"}], "tools[0].answers: expected a list of {\"prompt\""),
+                                 ([{"prompt": "(", "answer": "y"}], "tools[0].answers: expected a list of {\"prompt\": \"a regular expression\", \"answer\": \"text\"} (missing )")):
+            with McpProcess("serve", "--config", self.config(answers=answers)) as server:
+                self.assertNotEqual(server.proc.wait(WAIT), 0)
+                self.assertIn(message, server.stderr_when(lambda text, expected=message: expected in text))
+
+
 DEPLOY = header_tool("deploy", ("region", "string", "Region"), ("replicas", "integer", "Replicas"),
                      ("dry", "boolean", "Dry"), ("note", "string", None))
 PARAM_MISMATCH_TABLE = [  # (arguments, Mcp-Param-* headers sent, what the reason says, or None)
