@@ -14087,7 +14087,7 @@ def url_config(url, version=None):
     entry = {"url": url, "prefix": "", "startupTimeout": OAUTH_CALLBACK_WAIT + 30, "oauth": {"browser": True}}
     if version:
         entry["protocolVersion"] = version
-    return {"mcpServers": {urllib.parse.urlsplit(url).netloc: entry}}
+    return {"mcpServers": {urllib.parse.urlsplit(url).netloc.rpartition("@")[2]: entry}}  # never a password
 
 
 def _build_server(options, words, log: Log, config=None):

@@ -11153,6 +11153,14 @@ class ReviewTests(ScratchDir):
         self.assertNotIn("made-up", text)
         self.assertIn('mcpstudio_errors_total{tool="resources/read"} 5', text)
 
+    def test_a_urls_password_never_names_its_server(self):
+        # --url's server was named by the URL's netloc, user and password included: every line about it
+        # (here: it failed to start) and its status showed the password.
+        out = subprocess.run(SERVER + ["inspect", "--url", "http://someone:pw-7355608@127.0.0.1:9/mcp"],
+                             capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+        self.assertIn("server `127_0_0_1_9` failed to start", out.stderr)
+        self.assertNotIn("7355608", out.stdout + out.stderr)
+
 
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
