@@ -3488,6 +3488,7 @@ class OutputBudget:
         self.owner = None if ctx.modern else ctx.session  # 2026-07-28 has no sessions
         self.chars = chars
         self.links = []
+        self.linked = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # the first with resource_link
 
     def fit(self, data: bytes, text: str, share: float = 1.0) -> str:
         """`text` (decoded from `data`) within `share` of the room left."""
@@ -3495,8 +3496,9 @@ class OutputBudget:
         if len(text) > limit:
             uri = self.store.keep(data, self.owner)
             text = fit_text(text, limit, uri)
-            self.links.append({"type": "resource_link", "uri": uri, "name": "output", "mimeType": "text/plain",
-                               "size": len(data), "description": "the whole output, of which the result shows a part"})
+            if self.linked:
+                self.links.append({"type": "resource_link", "uri": uri, "name": "output", "mimeType": "text/plain",
+                                   "size": len(data), "description": "the whole output, of which the result shows a part"})
         self.chars = max(self.chars - len(text), 0)
         return text
 
@@ -5354,9 +5356,9 @@ class Guard:
                 entry["cached"] = True
                 return dict(hit[0], _meta=dict(hit[0].get("_meta") or {}, **{CACHED_META: True}))
             result = await source.call_tool(original, arguments, ctx)
-            kept = any(str(item.get("uri")).startswith(OUTPUT_URI) for item in result.get("content", ()))
-            if key and not result.get("isError") and not kept:  # a kept output is read only by its session
-                self.cache.put(key, result, time.monotonic() + cache[0], len(json.dumps(result, default=str)))
+            text = key and not result.get("isError") and json.dumps(result, default=str)
+            if text and OUTPUT_URI not in text:  # a kept output is read only by its session
+                self.cache.put(key, result, time.monotonic() + cache[0], len(text))
             return result
         result = await self.record(public, arguments, ctx, entry, run(), hidden)
         if key in self.cache.entries and ctx.modern and "content" in result and not result.get("isError"):  # SEP-2549

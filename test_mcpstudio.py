@@ -11161,6 +11161,20 @@ class ReviewTests(ScratchDir):
         self.assertIn("server `127_0_0_1_9` failed to start", out.stderr)
         self.assertNotIn("7355608", out.stdout + out.stderr)
 
+    def test_a_2024_client_gets_no_resource_link(self):
+        # resource_link content came with 2025-06-18: an older client gets the line that names the output, which
+        # it can read, and no content item of a type its schema lacks (as the README says).
+        for version, types in (("2024-11-05", ["text"]), ("2025-06-18", ["text", "resource_link"])):
+            with McpProcess("--max-text", "100", "seq", "1", "{count}") as server:
+                server.request("initialize", {"protocolVersion": version, "capabilities": {},
+                                              "clientInfo": {"name": "t", "version": "0"}})
+                server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                result = server.call("seq", {"count": "300"})
+                self.assertEqual([item["type"] for item in result["content"]], types)
+                uri = re.search(r"the whole output is (\S+)", text_of(result)).group(1)
+                read = server.request("resources/read", {"uri": uri + "?lines=300-"})
+                self.assertEqual(read["result"]["contents"][0]["text"], "300\n")
+
 
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
