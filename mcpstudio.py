@@ -5723,8 +5723,10 @@ class Server:
         return {}
 
     async def tools_list(self, params, ctx):
-        """`tools/list`, paginated (with `toolSearch`: what this client is shown)."""
-        tools = await self.catalog.tools()
+        """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
+        listing the first page built until a source changes."""
+        fresh = params.get("cursor") is None or self.catalog.stale
+        tools = await self.catalog.tools() if fresh else self.catalog.listing
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
