@@ -5266,6 +5266,7 @@ class Guard:
 # allow/deny leave out is never found.
 
 TOOL_SEARCH_MODES = ("on", "off", "auto")
+CLIENT_CAPS = (("Cursor", 40), ("Windsurf", 50), ("VS Code", 128))  # the most tools each passes on (the TUI shows them)
 TOOL_SEARCH_THRESHOLD = 40  # auto: search when more would be listed (Cursor passes its agent the first 40)
 FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; the least recently found go first
 SEARCH_LIMIT, SEARCH_MAX = 5, 20
@@ -10996,6 +10997,17 @@ class Board:
             return None
         return upstream.listing or upstream.cache.read() or None
 
+    def count(self) -> str:
+        """How many tools the shown namespace lists (of servers whose tools are known) against clients' caps."""
+        view = Namespace(self.shown, "__", self.path, self.log)
+        view.plan, view.name = self.plan, self.shown
+        members = self.plan.namespaces[self.shown]["servers"] if self.shown else None
+        count = sum(1 for spec in self.plan.specs if not spec.disabled and (members is None or spec.id in members)
+                    for tool in (self.listing(self.hub.upstreams.get(spec.id)) or {}).get("tools", ())
+                    if view.left_out(spec, tool["name"]) is None)
+        over = ["%s %d" % (client, cap) for client, cap in CLIENT_CAPS if count > cap]
+        return "%d tools, %s" % (count, "over " + ", ".join(over) if over else "under %s's %d" % CLIENT_CAPS[0])
+
     def rows(self, text_filter: str = "") -> list:
         """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
         rows = []
@@ -11201,7 +11213,7 @@ class TuiScreen:
     def draw(self):
         self.window.erase()
         height, width = self.window.getmaxyx()
-        title = "mcpstudio tui  %s  namespace: %s" % (self.board.path, self.board.shown or "(all)")
+        title = "mcpstudio  namespace: %s  %s  %s" % (self.board.shown or "(all)", self.board.count(), self.board.path)
         self.put(0, 0, title[:width], self.curses.A_BOLD)
         getattr(self, "draw_" + self.view)(height, width)
         hint = {"list": "t:test Enter:details l:log e:on/off a:add d:remove n:namespace ?:help q:quit",

@@ -8483,6 +8483,22 @@ class TuiTests(AggregatorCase):
         self.assertEqual(tui.close(), 0)
         self.assertTrue(self.all_gone())
 
+    def test_header_counts_the_namespaces_tools_against_client_caps(self):
+        path = os.path.join(self.dir, "servers.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"good": self.upstream("good"), "big": self.upstream("big", "--tools", "45"),
+                                      "outside": self.upstream("outside")},
+                       "namespaces": {"work": {"servers": ["good", "big"]}}, "defaultNamespace": "work"}, f)
+        tui = self.tui(path)
+        tui.wait_for("namespace: work  0 tools, under Cursor's 40")
+        tui.press("t")
+        tui.wait_for("good is running", "work  5 tools, under Cursor's 40")
+        tui.press("jjt")  # outside is not in the namespace: its tools do not count
+        tui.wait_for("outside is running")
+        tui.press("kt")
+        tui.wait_for("big is running", "55 tools, over Cursor 40, Windsurf 50  ")
+        self.assertEqual(tui.close(), 0)
+
 
 @unittest.skipUnless(PYTE is not None and hasattr(os, "openpty") and sys.platform != "win32",
                      "needs pyte and a POSIX pseudo-terminal")
