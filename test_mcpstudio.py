@@ -800,7 +800,7 @@ class StdioStreamTests(ScratchDir):
         big = os.path.join(self.dir, "big.txt")
         with open(big, "w") as f:
             f.write("x" * 900000)
-        proc = subprocess.Popen(SERVER + ["head", "-c", "900000", "{path}"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen(SERVER + ["--max-text", "1000000", "head", "-c", "900000", "{path}"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.addCleanup(proc.wait, WAIT)
         self.addCleanup(proc.kill)
