@@ -5556,6 +5556,7 @@ class Server:
         self.session = None
         self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
         self.search = None  # a ToolSearch (`toolSearch`)
+        self.views = []  # (Server, Aggregator) of each /mcp/<namespace> served: told of changes too
         self._held_logs = []  # log notifications from before the client was ready
         self.methods = {
             "initialize": self.initialize,
@@ -5641,6 +5642,8 @@ class Server:
     def source_changed(self, source):
         """A source's tools or resources changed: tell clients that listen."""
         self.catalog.stale = True  # calls route by the new tool set, not the last listing's
+        for view, hub in self.views:
+            view.source_changed(hub)
         for session in self.sessions:
             if self.catalog.dynamic:
                 session.notify("notifications/tools/list_changed", {})
@@ -5726,8 +5729,7 @@ class Server:
     async def tools_list(self, params, ctx):
         """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
         listing the first page built until a source changes."""
-        fresh = params.get("cursor") is None or self.catalog.stale
-        tools = await self.catalog.tools() if fresh else self.catalog.listing
+        tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
@@ -11001,11 +11003,10 @@ class Board:
         """How many tools the shown namespace lists (of servers whose tools are known) against clients' caps."""
         view = Namespace(self.shown, "__", self.path, self.log)
         view.plan, view.name = self.plan, self.shown
-        members = self.plan.namespaces[self.shown]["servers"] if self.shown else None
-        count = sum(1 for spec in self.plan.specs if not spec.disabled and (members is None or spec.id in members)
-                    for tool in (self.listing(self.hub.upstreams.get(spec.id)) or {}).get("tools", ())
-                    if view.left_out(spec, tool["name"]) is None)
-        over = ["%s %d" % (client, cap) for client, cap in CLIENT_CAPS if count > cap]
+        count = sum(view.left_out(spec, tool["name"]) is None for spec in self.plan.specs
+                    if self.shown is None or spec.id in self.plan.namespaces[self.shown]["servers"]
+                    for tool in (self.listing(self.hub.upstreams.get(spec.id)) or {}).get("tools", ()))
+        over = ["%s %d" % pair for pair in CLIENT_CAPS if count > pair[1]]
         return "%d tools, %s" % (count, "over " + ", ".join(over) if over else "under %s's %d" % CLIENT_CAPS[0])
 
     def rows(self, text_filter: str = "") -> list:
@@ -11798,6 +11799,29 @@ class HttpServer:
         self.header_timeout, self.idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
         self.pending = collections.OrderedDict()  # task -> None, oldest first
         self.trusted = set()
+        self.views, self.shared = {}, {}  # namespace -> its HttpServer; server id -> the Upstream every URL uses
+
+    def _view(self, path: str):
+        """The HttpServer of /mcp/<namespace>: the namespace's own Server (its filters, permissions and
+        toolSearch), built at its first request over the same running servers; None for another path."""
+        hub = next((s for s in self.server.catalog.sources if isinstance(s, Aggregator)), None)
+        if hub is None or not path.startswith(HTTP_PATH + "/"):
+            return None
+        name = path[len(HTTP_PATH) + 1:]
+        if name not in hub.namespace.plan.namespaces:
+            raise HttpError(404, "no namespace %r: the config's namespaces are %s" % (
+                name, ", ".join(sorted(hub.namespace.plan.namespaces)) or "none"))
+        if name not in self.views:
+            server = self.server.namespaced(name)
+            view = next(s for s in server.catalog.sources if isinstance(s, Aggregator))
+            view.downstream, view.bridge, view.watch.interval = hub.downstream, hub.bridge, 0  # /mcp reloads
+            server.catalog.start(server)
+            for key, upstream in view.upstreams.items():  # each server runs once, whichever URL started it
+                view.upstreams[key] = self.shared.setdefault(key, hub.upstreams.get(key, upstream))
+            http = self.views[name] = HttpServer(server, self.log, self.host, self.port, self.token)
+            http._sweeper = asyncio.ensure_future(http._sweep())
+            self.server.views.append((server, view))
+        return self.views[name]
 
     async def start(self):
         """Listen on the configured address (port 0 picks a free one)."""
@@ -11822,6 +11846,9 @@ class HttpServer:
             self.listener.close()
         for entry in list(self.sessions.values()):
             await entry.session.cancel_all()
+        for view in self.views.values():
+            await view.close()
+            await view.server.catalog.close()
         for task in list(self.connections):
             task.cancel()
         if self.connections:
@@ -11863,11 +11890,13 @@ class HttpServer:
                     return
                 method, target, version, headers = head
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-                if target.split("?", 1)[0] != HTTP_PATH:
-                    writer.write(operations_report(target.split("?", 1)[0], self.server, len(self.sessions)))
+                path = target.split("?", 1)[0]
+                http = self if path == HTTP_PATH else self._view(path)
+                if http is None:
+                    writer.write(operations_report(path, self.server, len(self.sessions)))
                     await self._drain(writer)
                 else:
-                    keep = await self._answer(method, headers, body, keep, version, reader, writer)
+                    keep = await http._answer(method, headers, body, keep, version, reader, writer)
                 if not keep:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, OSError,
@@ -11922,6 +11951,7 @@ class HttpServer:
     def _check(self, method, target, version, headers):
         """Before any body is read: the endpoint, Host and Origin (DNS rebinding), the token."""
         _framing(version, headers)
+        path = target.split("?", 1)[0]
         if "host" not in headers:
             raise HttpError(400, "a Host header is required")
         host = _host_name(headers["host"])
@@ -11934,13 +11964,13 @@ class HttpServer:
             origin_host = _origin_host(origin)
             if not origin_host or not (_loopback(origin_host) if self.local else origin_host == host):
                 raise HttpError(403, "Origin %s is not allowed (DNS rebinding protection)" % _clip(origin, 80))
-        if self.token is not None and target.split("?", 1)[0] not in self.server.guard.open:
+        if self.token is not None and path not in self.server.guard.open:
             import hmac
             given = headers.get("authorization", "")
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if target.split("?", 1)[0] not in (HTTP_PATH, "/health", "/metrics"):
+        if path not in (HTTP_PATH, "/health", "/metrics") and not self._view(path):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
         if method == "POST":
             length = headers.get("content-length", "0")
@@ -13893,7 +13923,7 @@ def url_config(url: str, version=None) -> dict:
     return {"mcpServers": {urllib.parse.urlsplit(url).netloc: entry}}
 
 
-def _build_server(options: dict, words: list, log: Log, config: str | None = None):
+def _build_server(options: dict, words: list, log: Log, config: str | None = None, runner=None):
     """The command line's sources (a template, a script folder, a config file) behind one Server."""
     env = None
     if options["env"]:
@@ -13932,7 +13962,7 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
         script_options["rescan"] = 0.0 if options["rescan"] in ("0", "0.0") else _positive(options["rescan"], "--rescan")
     if options["help_timeout"]:
         script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
-    runner = ProcessRunner(log)
+    runner = runner or ProcessRunner(log)
     sources, titles, instructions, rules, audit, opened, search = [], [], None, {}, None, (), None
     if options["url"] is not None:
         if config is not None:
@@ -14134,6 +14164,7 @@ def main(argv: list | None = None) -> int:
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
     if options["http"] is not None:
+        server.namespaced = lambda name: _build_server(dict(options, namespace=name), words, log, config, runner)[0]
         return run_http(server, runner, log, options)
     if os.isatty(0):
         sys.stderr.write(_terminal_hint(argv, server))

@@ -7377,7 +7377,7 @@ class HttpServerProcess(McpProcess):
 
     def __init__(self, *args, env=None, bind="127.0.0.1:0"):
         super().__init__("--http", bind, *args, env=env)
-        self.port = None
+        self.port, self.path = None, "/mcp"
         deadline = time.monotonic() + WAIT
         while self.port is None and time.monotonic() < deadline:
             for line in list(self.stderr):
@@ -7397,7 +7397,7 @@ class HttpServerProcess(McpProcess):
             sent["Mcp-Session-Id"] = session
         sent.update(headers or {})
         body = raw if raw is not None else (json.dumps(message).encode() if message is not None else None)
-        connection.request(method, "/mcp", body=body, headers=sent)
+        connection.request(method, self.path, body=body, headers=sent)
         response = connection.getresponse()
         text = response.read().decode()
         connection.close()
@@ -10650,6 +10650,55 @@ class ParamHeaderServerTests(ScratchDir):
             checks = json.load(f)
         self.assertEqual([(c["id"], c.get("errorMessage")) for c in checks if c["status"] != "SUCCESS"], [])
         self.assertGreaterEqual(len(checks), 8)
+
+
+class NamespaceUrlTests(AggregatorCase):
+    """Issue 28: /mcp/<namespace> on --http serves the namespace's tool set over the same running servers."""
+
+    def tools(self, http, path):
+        http.path = path
+        status, _, text = http.modern("tools/list")
+        self.assertEqual(status, 200, text)
+        return [tool["name"] for tool in http.messages(text)[0]["result"]["tools"]]
+
+    def call(self, http, path, name, arguments):
+        http.path = path
+        status, _, text = http.modern("tools/call", {"name": name, "arguments": arguments})
+        self.assertEqual(status, 200, text)
+        answer = http.messages(text)[0]
+        return text_of(answer["result"]) if "result" in answer else answer["error"]["message"]
+
+    def test_each_namespace_url_lists_and_calls_its_own_tools(self):
+        fake = [self.fake, "--pidfile", self.pids, "--only", "echo,env", "--name"]
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"alpha": {"command": PY, "args": fake + ["alpha"]},
+                                      "beta": {"command": PY, "args": fake + ["beta"]}},
+                       "namespaces": {"work": {"servers": ["alpha"], "tools": {"deny": ["alpha__env"]}},
+                                      "play": {"servers": ["alpha", "beta"], "toolSearch": "on"}},
+                       "defaultNamespace": "work"}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            self.assertEqual(self.tools(http, "/mcp"), ["alpha__echo"])
+            self.assertEqual(self.tools(http, "/mcp/work"), ["alpha__echo"])
+            self.assertEqual(self.tools(http, "/mcp/play"), ["mcpstudio__search_tools", "mcpstudio__call_tool"])
+            self.assertEqual(self.call(http, "/mcp", "alpha__echo", {"text": "one"}), "alpha: one")
+            self.assertEqual(self.call(http, "/mcp/play", "mcpstudio__call_tool",
+                                       {"name": "alpha__echo", "arguments": {"text": "two"}}), "alpha: two")
+            denied = self.call(http, "/mcp", "beta__echo", {"text": "x"})  # beta is not in the default namespace
+            self.assertIn("Unknown tool: beta__echo", denied)
+            self.assertEqual(self.call(http, "/mcp/play", "beta__echo", {"text": "three"}), "beta: three")
+            http.path = "/mcp/nope"
+            status, _, text = http.modern("tools/list")
+            self.assertEqual(status, 404)
+            self.assertIn("no namespace 'nope': the config's namespaces are play, work", text)
+            http.path = "/mcp/play"  # a handshake-era session of the namespace's URL
+            session = http.initialize_session()
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
+            self.assertEqual([t["name"] for t in http.messages(text)[0]["result"]["tools"]][:1], ["mcpstudio__search_tools"])
+            with open(self.pids) as f:  # alpha served both URLs from one process
+                pids = [line.split() for line in f]
+            self.assertEqual(sorted(line[2] for line in pids), ["alpha", "beta"])
+        self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), 10))
 
 
 class ProtocolFuzzer:
