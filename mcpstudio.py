@@ -5266,7 +5266,7 @@ class Guard:
 # allow/deny leave out is never found.
 
 TOOL_SEARCH_MODES = ("on", "off", "auto")
-CLIENT_CAPS = (("Cursor", 40), ("Windsurf", 50), ("VS Code", 128))  # the most tools each passes on (the TUI shows them)
+CLIENT_CAPS = (("Cursor", 40), ("Windsurf", 50), ("VS Code", 128))  # the most tools each passes on, the smallest first
 TOOL_SEARCH_THRESHOLD = 40  # auto: search when more would be listed (Cursor passes its agent the first 40)
 FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; the least recently found go first
 SEARCH_LIMIT, SEARCH_MAX = 5, 20
@@ -5556,7 +5556,7 @@ class Server:
         self.session = None
         self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
         self.search = None  # a ToolSearch (`toolSearch`)
-        self.views = []  # (Server, Aggregator) of each /mcp/<namespace> served: told of changes too
+        self.views = []  # the Aggregator of each /mcp/<namespace> served: its Server is told of changes too
         self._held_logs = []  # log notifications from before the client was ready
         self.methods = {
             "initialize": self.initialize,
@@ -5642,8 +5642,8 @@ class Server:
     def source_changed(self, source):
         """A source's tools or resources changed: tell clients that listen."""
         self.catalog.stale = True  # calls route by the new tool set, not the last listing's
-        for view, hub in self.views:
-            view.source_changed(hub)
+        for hub in self.views:
+            hub.events.source_changed(hub)
         for session in self.sessions:
             if self.catalog.dynamic:
                 session.notify("notifications/tools/list_changed", {})
@@ -11007,7 +11007,7 @@ class Board:
                     if self.shown is None or spec.id in self.plan.namespaces[self.shown]["servers"]
                     for tool in (self.listing(self.hub.upstreams.get(spec.id)) or {}).get("tools", ()))
         over = ["%s %d" % pair for pair in CLIENT_CAPS if count > pair[1]]
-        return "%d tools, %s" % (count, "over " + ", ".join(over) if over else "under %s's %d" % CLIENT_CAPS[0])
+        return "%d tools, %s" % (count, "over " + ", ".join(over) if over else "under Cursor's 40")
 
     def rows(self, text_filter: str = "") -> list:
         """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
@@ -11805,14 +11805,17 @@ class HttpServer:
         """The HttpServer of /mcp/<namespace>: the namespace's own Server (its filters, permissions and
         toolSearch), built at its first request over the same running servers; None for another path."""
         hub = next((s for s in self.server.catalog.sources if isinstance(s, Aggregator)), None)
-        if hub is None or not path.startswith(HTTP_PATH + "/"):
+        prefix, _, name = path.rpartition("/")
+        if hub is None or prefix != HTTP_PATH:
             return None
-        name = path[len(HTTP_PATH) + 1:]
         if name not in hub.namespace.plan.namespaces:
             raise HttpError(404, "no namespace %r: the config's namespaces are %s" % (
                 name, ", ".join(sorted(hub.namespace.plan.namespaces)) or "none"))
         if name not in self.views:
-            server = self.server.namespaced(name)
+            try:
+                server = self.server.namespaced(name)
+            except McpStudioError as exc:  # the config no longer reads as it did at the start
+                raise HttpError(500, str(exc))
             view = next(s for s in server.catalog.sources if isinstance(s, Aggregator))
             view.downstream, view.bridge, view.watch.interval = hub.downstream, hub.bridge, 0  # /mcp reloads
             server.catalog.start(server)
@@ -11820,7 +11823,7 @@ class HttpServer:
                 view.upstreams[key] = self.shared.setdefault(key, hub.upstreams.get(key, upstream))
             http = self.views[name] = HttpServer(server, self.log, self.host, self.port, self.token)
             http._sweeper = asyncio.ensure_future(http._sweep())
-            self.server.views.append((server, view))
+            self.server.views.append(view)
         return self.views[name]
 
     async def start(self):

@@ -10675,7 +10675,8 @@ class NamespaceUrlTests(AggregatorCase):
             json.dump({"mcpServers": {"alpha": {"command": PY, "args": fake + ["alpha"]},
                                       "beta": {"command": PY, "args": fake + ["beta"]}},
                        "namespaces": {"work": {"servers": ["alpha"], "tools": {"deny": ["alpha__env"]}},
-                                      "play": {"servers": ["alpha", "beta"], "toolSearch": "on"}},
+                                      "play": {"servers": ["alpha", "beta"], "toolSearch": "on"},
+                                      "spare": ["beta"]},
                        "defaultNamespace": "work"}, f)
         with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
             self.assertEqual(self.tools(http, "/mcp"), ["alpha__echo"])
@@ -10690,7 +10691,7 @@ class NamespaceUrlTests(AggregatorCase):
             http.path = "/mcp/nope"
             status, _, text = http.modern("tools/list")
             self.assertEqual(status, 404)
-            self.assertIn("no namespace 'nope': the config's namespaces are play, work", text)
+            self.assertIn("no namespace 'nope': the config's namespaces are play, spare, work", text)
             http.path = "/mcp/play"  # a handshake-era session of the namespace's URL
             session = http.initialize_session()
             status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
@@ -10698,6 +10699,12 @@ class NamespaceUrlTests(AggregatorCase):
             with open(self.pids) as f:  # alpha served both URLs from one process
                 pids = [line.split() for line in f]
             self.assertEqual(sorted(line[2] for line in pids), ["alpha", "beta"])
+            with open(path, "w") as f:  # a namespace first asked for after the config broke: a 500 that says why
+                f.write("{")
+            http.path = "/mcp/spare"
+            status, _, text = http.modern("tools/list")
+            self.assertEqual(status, 500, text)
+            self.assertIn("ns.json", text)
         self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), 10))
 
 
