@@ -10707,6 +10707,31 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertIn("ns.json", text)
         self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), 10))
 
+    def test_a_namespace_urls_session_hears_its_servers_list_changes(self):
+        from http.client import HTTPConnection
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {name: {"command": PY, "args": [self.fake, "--name", name]} for name in ("alpha", "beta")},
+                       "namespaces": {"work": ["alpha"], "play": ["beta"]}, "defaultNamespace": "work"}, f)
+        with HttpServerProcess("--config", path, env=self.env) as http:  # beta's five tools, cached
+            self.assertEqual(self.call(http, "/mcp/play", "beta__echo", {"text": "one"}), "beta: one")
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=dict(self.env, FAKE_ONLY="echo")) as http:
+            http.path = "/mcp/play"
+            session = http.initialize_session()
+            self.assertIn("beta__sleep", self.tools(http, "/mcp/play"))  # from the cache
+            connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+            connection.request("GET", "/mcp/play", headers={"Accept": "text/event-stream", "Mcp-Session-Id": session})
+            stream = connection.getresponse()
+            self.assertEqual(stream.status, 200)
+            self.assertEqual(self.call(http, "/mcp/play", "beta__echo", {"text": "two"}), "beta: two")  # beta starts
+            line, deadline = b"", time.monotonic() + WAIT
+            while b"notifications/tools/list_changed" not in line:  # its live tools differ from the cache's
+                self.assertLess(time.monotonic(), deadline, "no list_changed on the session's stream")
+                line = stream.readline()
+                self.assertTrue(line, "the stream ended without list_changed")
+            connection.close()
+            self.assertEqual(self.tools(http, "/mcp/play"), ["beta__echo"])
+
 
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
