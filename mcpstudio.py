@@ -115,6 +115,8 @@ PROGRESS_INTERVAL = 1.0         # seconds between progress notifications
 FEED_INTERVAL = 0.25            # seconds between two notifications of a running command's output lines
 FEED_LINES = 3                  # ... the latest lines each carries
 FEED_LINE = 200                 # ... characters of each line
+PROMPT_QUIET = 0.3              # seconds an interactive command's unfinished last line stays alone before it is a question
+PROMPT_ROUNDS = 50              # ... questions answered before its stdin ends
 PAGE_SIZE = 100                 # items per tools/list page
 MAX_MESSAGE = 256 << 20         # bytes of one incoming message; a larger one is skipped
 MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; then reading pauses
@@ -156,6 +158,11 @@ class UsageError(McpStudioError):
     """A mistake on the command line: printed as `mcpstudio: error: ...`, exit 2."""
 
 
+class HelpRequested(McpStudioError):
+    """-h or --help among a subcommand's options: main prints that subcommand's help (args[0]), exit 0
+    (the TUI's edits, which run the same commands, refuse it)."""
+
+
 class TemplateError(McpStudioError):
     """A mistake in a command template, found when it is parsed (the author's mistake).
 
@@ -163,7 +170,7 @@ class TemplateError(McpStudioError):
     so the message can point at the place.
     """
 
-    def __init__(self, message: str, word: int | None = None, template: list | None = None):
+    def __init__(self, message, word=None, template=None):
         self.word = word
         self.template = template
         if word is not None and template is not None:
@@ -174,13 +181,13 @@ class TemplateError(McpStudioError):
 class McpError(McpStudioError):
     """A JSON-RPC error to send back: only the server's dispatcher turns it into one."""
 
-    def __init__(self, code: int, message: str, data=None):
+    def __init__(self, code, message, data=None):
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
 
-    def to_json(self) -> dict:
+    def to_json(self):
         """The JSON-RPC `error` object: code, message and data when there is any."""
         error = {"code": self.code, "message": self.message}
         if self.data is not None:
@@ -199,7 +206,7 @@ class ConfigError(McpStudioError):
 class FrontmatterError(McpStudioError):
     """YAML outside the subset a frontmatter may use; `line` counts from the file's first line."""
 
-    def __init__(self, message: str, line: int | None = None):
+    def __init__(self, message, line=None):
         self.line = line
         super().__init__("line %d: %s" % (line, message) if line else message)
 
@@ -212,14 +219,14 @@ class OAuthError(McpStudioError):
     """A sign-in that failed or may not start here; its message says what to do (without the control
     characters, such as terminal escapes, a server's text may carry)."""
 
-    def __init__(self, message: str):
+    def __init__(self, message):
         super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
 
 
 class HttpError(McpStudioError):
     """A request the HTTP server refuses: the status to answer with, and the JSON-RPC error when there is one."""
 
-    def __init__(self, status: int, message: str, code=None, request_id=None, headers=(), data=None):
+    def __init__(self, status, message, code=None, request_id=None, headers=(), data=None):
         super().__init__(message)
         self.status, self.code, self.request_id, self.headers = status, code, request_id, list(headers)
         self.data = data
@@ -240,25 +247,19 @@ _JSON_TYPES = {
 }
 
 
-def _type_name(value) -> str:
-    if value is None:
-        return "null"
+def _object(value):
+    """`value` when it is a JSON object, else an empty one: what a reader of untrusted JSON walks on."""
+    return value if isinstance(value, dict) else {}
+
+
+def _type_name(value):
+    """The JSON Schema type of `value` (a bool is a boolean, not an integer), else its Python type's name."""
     if isinstance(value, bool):
         return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next((name for name, kinds in _JSON_TYPES.items() if isinstance(value, kinds)), type(value).__name__)
 
 
-def _is_type(value, name: str) -> bool:
+def _is_type(value, name):
     if isinstance(value, bool) and name in ("integer", "number"):
         return False
     if name == "integer" and isinstance(value, float):
@@ -266,7 +267,7 @@ def _is_type(value, name: str) -> bool:
     return isinstance(value, _JSON_TYPES.get(name, ()))
 
 
-def validate(value, schema: dict, where: str = "") -> list:
+def validate(value, schema, where=""):
     """Check `value` against `schema`; return a list of messages (empty when valid).
 
     Supports type (or a list of types), enum, const, properties, required,
@@ -337,7 +338,7 @@ def validate(value, schema: dict, where: str = "") -> list:
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def safe_name(name: str, max_length: int = DEFAULT_MAX_NAME_LENGTH, taken=()) -> str:
+def safe_name(name, max_length=DEFAULT_MAX_NAME_LENGTH, taken=()):
     """Return `name` as a tool name strict clients accept: `^[A-Za-z0-9_-]{1,max_length}$`.
 
     Other characters become `_`. A name that is too long, or already in
@@ -358,7 +359,7 @@ def safe_name(name: str, max_length: int = DEFAULT_MAX_NAME_LENGTH, taken=()) ->
         salt += 1
 
 
-def match_spellings(arguments: dict, keys) -> dict:
+def match_spellings(arguments, keys):
     """Rename arguments to the known key they spell with `-` and `_` swapped.
 
     `my-var` reaches a `my_var` property and `max_count` a `max-count` option;
@@ -374,7 +375,7 @@ def match_spellings(arguments: dict, keys) -> dict:
     return out
 
 
-def separator_problem(separator: str) -> str | None:
+def separator_problem(separator):
     """Why `separator` cannot join names (server or folder, then tool), or None: one rule for every mode."""
     if re.fullmatch(r"[A-Za-z0-9_-]{1,8}", separator):
         return None
@@ -400,7 +401,7 @@ _NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 _OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.)?$" % _FIELD_NAME)  # `{a` just before a field: {a{b}}
 
 
-def _refuse_nested(text: str, at: int, match, error):
+def _refuse_nested(text, at, match, error):
     """`{a{b}}` is a field inside a field, which the syntax does not have: an error, not a field `b`."""
     outer = _OPEN_FIELD.search(text, 0, at) if match.group().startswith("{") else None
     if outer:
@@ -430,7 +431,7 @@ class Field:
     def __repr__(self):
         return "Field(%r, %r, required=%r)" % (self.name, self.kind, self.required)
 
-    def schema(self) -> dict:
+    def schema(self):
         """This field's JSON schema property (type, description, items for arrays)."""
         if self.kind == "array":
             prop = {"type": "array", "items": {"type": "string"}}
@@ -468,7 +469,7 @@ class Template:
     when they are not given.
     """
 
-    def __init__(self, words: list):
+    def __init__(self, words):
         if not words or not words[0].strip():
             raise TemplateError("the %s: give a command, e.g. echo \"{message}\""
                                 % ("command is empty or blank" if words else "template is empty"))
@@ -481,7 +482,7 @@ class Template:
             raise TemplateError("the command (the first word) must be literal text, never a field", 0, self.source)
         self.stdin_code = check_code_fields(self.words, self.source)  # why stdin would be code here, or ""
 
-    def _parse_word(self, word: str, index: int, in_group: bool = False) -> list:
+    def _parse_word(self, word, index, in_group=False):
         pieces, text, i = [], [], 0
         while i < len(word):
             char = word[i]
@@ -516,12 +517,12 @@ class Template:
             pieces.append("".join(text))
         return pieces
 
-    def _bad_description(self, text: str, at: int, index: int) -> TemplateError:
+    def _bad_description(self, text, at, index) -> TemplateError:
         name = _FIELD_START.match(text, at).group(1)
         return TemplateError("the field `%s` is not closed, or its description contains { } [ or ], "
                              "which a description may not" % name, index, self.source)
 
-    def _field(self, match, index: int, optional: bool = False) -> Field:
+    def _field(self, match, index, optional=False) -> Field:
         group = match.groupdict()
         if group["flag"]:
             flag = group["flag"]
@@ -551,7 +552,7 @@ class Template:
 
     # -- what a client sees --------------------------------------------------
 
-    def input_schema(self) -> dict:
+    def input_schema(self):
         """The JSON schema of the arguments, one property per field."""
         properties = {key: f.schema() for key, f in self.fields.items()}
         for key, field in self.fields.items():  # booleans and arrays say what they do when nobody did
@@ -573,7 +574,7 @@ class Template:
             schema["required"] = required
         return schema
 
-    def display(self) -> str:
+    def display(self):
         """The template as a person reads it, without field descriptions."""
         out = []
         for pieces in self.words:
@@ -581,7 +582,7 @@ class Template:
             out.append(word if word and not re.search(r"\s", word) else json.dumps(word))
         return " ".join(out)
 
-    def command_name(self) -> str:
+    def command_name(self):
         """The base name of the command word: `/usr/bin/git-lfs` gives `git-lfs`."""
         first = "".join(p for p in self.words[0] if isinstance(p, str))
         base = re.split(r"[\\/]", first)[-1]
@@ -590,7 +591,7 @@ class Template:
 
     # -- calls ------------------------------------------------------------------
 
-    def render(self, arguments: dict, allow_dash_values: bool = False, honour_double_dash: bool = True) -> list:
+    def render(self, arguments, allow_dash_values=False, honour_double_dash=True):
         """Render validated `arguments` to an argv list (no shell, no re-substitution).
 
         Raises ToolError when a scalar value would begin an argument with `-`
@@ -702,7 +703,7 @@ _SHELL_RESERVED = ("!", "{", "}", "if", "then", "else", "elif", "fi", "do", "don
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
-def _program(text: str) -> str:
+def _program(text):
     """`/usr/bin/python3.11` -> python; `gawk` -> awk; `C:\\bin\\node.exe` -> node."""
     name = re.sub(r"\.exe$", "", re.split(r"[\\/]", text)[-1].lower())
     if name in _PROGRAM_NAMES:
@@ -715,7 +716,7 @@ def _program(text: str) -> str:
     return _PROGRAM_NAMES.get(name, name)
 
 
-def _lead_text(word: list) -> str:
+def _lead_text(word):
     """The literal text a word starts with, up to its first field."""
     text = []
     for piece in word:
@@ -725,14 +726,14 @@ def _lead_text(word: list) -> str:
     return "".join(text)
 
 
-def _has_field(word: list) -> bool:
+def _has_field(word):
     return any(not isinstance(p, str) for p in word)
 
 
 _STDIN_NAME = re.compile(r"-|/dev/stdin|/dev/fd/0|/proc/[^/]+/fd/0")  # a program file that is really stdin
 
 
-def _long_option(name: str, known) -> str:
+def _long_option(name, known):
     """`name` as getopt_long reads it: the known option it spells out or is the only one to begin, else itself."""
     matches = [option for option in known if option.startswith(name)]
     return name if name in known or len(matches) != 1 else matches[0]
@@ -743,31 +744,31 @@ class _CodeCheck:
     `stdin_code` says how a program uses stdin when it makes it code or arguments
     (`sh` and `python3 -` read their program there, `xargs` turns it into arguments), else ""."""
 
-    def __init__(self, words: list, guessing: bool = False):
+    def __init__(self, words, guessing=False):
         self.words, self.problem, self.stdin_code = words, None, ""
         self.guessing = guessing  # only code positions count (a guess may be wrong about the rest)
         self._walk(0)
 
-    def _refuse(self, index: int, text: str):
+    def _refuse(self, index, text):
         if self.problem is None and index < len(self.words) and _has_field(self.words[index]):
             word = self.words[index]
             self.problem = text % {"name": _first_field(word), "word": "".join(_piece_text(p) for p in word)}
 
-    def _code(self, index: int, program: str, note: str = ""):
+    def _code(self, index, program, note=""):
         self._refuse(index, "`%(name)s` stands inside code that " + program.replace("%", "%%") + " runs"
                      + note.replace("%", "%%") + " (the word `%(word)s`), so a value would be code: it could "
                      "run any command or read any secret. Pass the value as its own argument "
                      "(sh -c 'echo \"$1\"' sh {%(name)s}; jq --arg v {%(name)s} '.[$v]') or through stdin")
 
-    def _choice(self, index: int, what: str):
+    def _choice(self, index, what):
         if self.guessing:
             return
         self._refuse(index, "`%(name)s` stands for " + what.replace("%", "%%") + " (the word `%(word)s`), so "
                      "a value would choose what runs. Write it out in the template; pass values as "
                      "arguments or through stdin")
 
-    def _options(self, index: int, takes: str, long_takes=(), on_letter=None, on_long=None, pairs=(),
-                 program: str = "", long_flags=None) -> int:
+    def _options(self, index, takes, long_takes=(), on_letter=None, on_long=None, pairs=(),
+                 program="", long_flags=None):
         """Skip `program`'s options from `index` and return the index of the first operand.
         `on_letter(letter, index of its word)` and `on_long(name, index of its word)` see each one;
         a long option may be abbreviated (--sp is --split-string). A field that would supply option
@@ -809,7 +810,7 @@ class _CodeCheck:
             index = following
         return index
 
-    def _stdin_value(self, index: int, option: str) -> bool:
+    def _stdin_value(self, index, option):
         """Whether the value of `option` (in word `index`, attached or the whole word) names stdin."""
         if index >= len(self.words) or _has_field(self.words[index]):
             return False
@@ -821,19 +822,19 @@ class _CodeCheck:
             text = text[1:].split(option.lstrip("-"), 1)[1] or text  # -f- ; a bare -f has its value next
         return bool(_STDIN_NAME.fullmatch(posixpath.normpath(re.sub("/+", "/", text))))  # /dev/./stdin, /dev/fd//0
 
-    def _reads_stdin(self, program: str):
+    def _reads_stdin(self, program):
         self.stdin_code = self.stdin_code or "`%s` reads the program it runs from stdin" % program
 
-    def _among_options(self, index: int, program: str):
+    def _among_options(self, index, program):
         self._refuse(index, "`%(name)s` stands among the options of `" + program.replace("%", "%%") + "` (the "
                      "word `%(word)s`), so a value could add any option, such as one that runs code. Write "
                      "the options out; a value may follow an option that takes one (-n{n}, --name={v})")
 
-    def _rest_is_code(self, index: int, program: str, note: str = ""):
+    def _rest_is_code(self, index, program, note=""):
         for i in range(index, len(self.words)):
             self._code(i, program, note)
 
-    def _runs(self, index: int, program: str, spellings):
+    def _runs(self, index, program, spellings):
         """Refuse a field as the word of an option in `spellings` (`tar --to-command=CMD`, `wget -O FILE`),
         anywhere on the line: attached, bundled (`curl -sSLo FILE`), abbreviated or as the next word."""
         for i in range(index, len(self.words)):
@@ -850,7 +851,7 @@ class _CodeCheck:
                                  "word `%(word)s`), so a value could run any command or overwrite any file. Write "
                                  "it out in the template; pass values as arguments or through stdin")
 
-    def _walk(self, index: int):
+    def _walk(self, index):
         words = self.words
         while index < len(words) and self.problem is None:
             lead = _lead_text(words[index])
@@ -929,7 +930,7 @@ class _CodeCheck:
                 self._guess(index + 1)
             return
 
-    def _guess(self, index: int):
+    def _guess(self, index):
         """A program not known here may still run what it is given (`docker exec c sh -c CODE`,
         `kubectl exec p -- sed CODE`, `flock LOCK awk CODE`): each later word is walked as if a
         command began there, and a field in a code position after it is refused too."""
@@ -940,7 +941,7 @@ class _CodeCheck:
                 self.problem = self.problem or inner.problem
                 self.stdin_code = self.stdin_code or inner.stdin_code  # `docker exec -i c sh`
 
-    def _wrapper(self, program: str, index: int) -> int:
+    def _wrapper(self, program, index):
         takes, long_takes, long_flags, operands, shell_letters = _WRAPPERS[program]
         joined = []
 
@@ -965,7 +966,7 @@ class _CodeCheck:
             return len(self.words)
         return index
 
-    def _shell(self, program: str, index: int):
+    def _shell(self, program, index):
         flags = []
         fish = program == "fish"
 
@@ -989,7 +990,7 @@ class _CodeCheck:
         else:
             self._choice(index, "the script `%s` runs" % program)
 
-    def _interpreter(self, program: str, index: int):
+    def _interpreter(self, program, index):
         (code, programs, modules, takes, long_code, long_programs, long_modules, long_takes,
          text_operand) = _INTERPRETERS[program]
         given = []
@@ -1031,7 +1032,7 @@ class _CodeCheck:
         else:
             self._choice(index, "the script `%s` runs" % program)
 
-    def _deno(self, index: int):
+    def _deno(self, index):
         if index < len(self.words) and _lead_text(self.words[index]) in ("eval", "run", "x"):
             sub = _lead_text(self.words[index])
             index = self._options(index + 1, "", program="deno")
@@ -1040,7 +1041,7 @@ class _CodeCheck:
             else:
                 self._choice(index, "the program `deno %s` runs" % sub)
 
-    def _find(self, index: int):
+    def _find(self, index):
         words = self.words
         self._runs(index, "find", _RUNS["find"])
         for i in range(index, len(words)):
@@ -1051,7 +1052,7 @@ class _CodeCheck:
                 self.problem = self.problem or _CodeCheck(words[i + 1:end]).problem
 
 
-def _shell_commands(tokens) -> list:
+def _shell_commands(tokens):
     """The simple commands of a `"shell": true` script, each (words, fed): tokens split
     into words at unquoted blanks and into commands at | & ; ( ) and newlines, without
     redirections and reserved words; `fed` when a pipe or a `<` redirection gives its stdin."""
@@ -1099,7 +1100,7 @@ def _shell_commands(tokens) -> list:
     return commands
 
 
-def check_code_fields(words: list, source, shell_tokens=None) -> str:
+def check_code_fields(words, source, shell_tokens=None):
     """Refuse a field where its value would be code, or would choose the program.
 
     `words` is one command; `shell_tokens` (a "shell": true script) is walked
@@ -1130,8 +1131,8 @@ def check_code_fields(words: list, source, shell_tokens=None) -> str:
     return stdin_code
 
 
-def render_words(words: list, arguments: dict, allow_dash_values: bool, command: str,
-                 honour_double_dash: bool = True, ends=()) -> list:
+def render_words(words, arguments, allow_dash_values, command,
+                 honour_double_dash=True, ends=()):
     """Render parsed words (lists of pieces) to argv; see Template.render.
 
     The guard judges a word as rendered (`{a}-{b}` with `a` empty is `-{b}`)
@@ -1170,12 +1171,12 @@ def render_words(words: list, arguments: dict, allow_dash_values: bool, command:
     return argv
 
 
-def _first_field(word: list) -> str:
+def _first_field(word):
     piece = next(p for p in word if not isinstance(p, str))
     return piece.name if isinstance(piece, Field) else piece.fields[0].name
 
 
-def _text(value) -> str:
+def _text(value):
     """A value as command-line text: JSON spelling for booleans and null."""
     if isinstance(value, str):
         return value
@@ -1189,12 +1190,12 @@ class Group:
 
     __slots__ = ("pieces", "fields")
 
-    def __init__(self, pieces: list):
+    def __init__(self, pieces):
         self.pieces = pieces
         self.fields = [p for p in pieces if isinstance(p, Field)] + [
             f for p in pieces if isinstance(p, Group) for f in p.fields]
 
-    def given(self, arguments: dict) -> bool:
+    def given(self, arguments):
         for field in self.fields:
             value = arguments.get(field.key)
             if value is None or value is False or (field.kind == "array" and not value):
@@ -1202,7 +1203,7 @@ class Group:
         return True
 
 
-def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
+def _render_pieces(pieces, arguments, parts):
     """Append the rendering of `pieces` to `parts`.
 
     Returns (lead, present): `lead` is what begins the text ("text", a flag or
@@ -1240,7 +1241,7 @@ def _render_pieces(pieces: list, arguments: dict, parts: list) -> tuple:
     return lead, present
 
 
-def _closing_bracket(word: str, start: int) -> int:
+def _closing_bracket(word, start):
     """Index of the `]` that closes the `[` at `start` (0 if none)."""
     depth, i = 0, start
     while i < len(word):
@@ -1258,7 +1259,7 @@ def _closing_bracket(word: str, start: int) -> int:
     return 0
 
 
-def _piece_text(piece, in_group: bool = False) -> str:
+def _piece_text(piece, in_group=False):
     if isinstance(piece, str):  # re-escape literal text that would read as a field
         if piece.endswith("\\"):
             piece += "\\"  # a field follows: keep the backslash from escaping it
@@ -1270,18 +1271,18 @@ def _piece_text(piece, in_group: bool = False) -> str:
     return _field_text(piece)
 
 
-def _article(kind: str) -> str:
+def _article(kind):
     return "an" if kind[0] in "aeiou" else "a"
 
 
-def _field_text(field: Field) -> str:
+def _field_text(field: Field):
     if field.kind == "boolean":
         return "[%s]" % field.flag
     dots = "..." if field.kind == "array" else ""
     return ("{%s%s}" if field.required else "[%s%s]") % (field.name, dots)
 
 
-def _clip(text: str, limit: int) -> str:
+def _clip(text, limit):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -1313,7 +1314,7 @@ _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\
 _FLOW_PLAIN = re.compile(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+")
 
 
-def split_frontmatter(text: str) -> tuple:
+def split_frontmatter(text):
     """(frontmatter lines, the file line number of the first) of a SKILL.md that opens with `---`."""
     lines = text[1:].split("\n") if text.startswith("\ufeff") else text.split("\n")
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
@@ -1328,7 +1329,7 @@ def split_frontmatter(text: str) -> tuple:
     raise FrontmatterError("the frontmatter has no closing `---` line", 1)
 
 
-def parse_frontmatter(text: str) -> dict:
+def parse_frontmatter(text):
     """A SKILL.md's frontmatter as JSON-ready values; FrontmatterError outside the subset."""
     lines, first = split_frontmatter(text)
     value = _Yaml(lines, first).document()
@@ -1337,7 +1338,7 @@ def parse_frontmatter(text: str) -> dict:
     return value
 
 
-def yaml_scalar(text: str):
+def yaml_scalar(text):
     """A plain scalar by the core schema: null, booleans, ints, floats, else the text itself."""
     if text in ("", "~", "null", "Null", "NULL"):
         return None
@@ -1346,7 +1347,7 @@ def yaml_scalar(text: str):
     if re.fullmatch(r"[-+]?[0-9]+", text):
         return int(text)
     if re.fullmatch(r"0o[0-7]+|0x[0-9a-fA-F]+", text):
-        return int(text[2:], 8 if text[1] == "o" else 16)
+        return int(text, 0)
     if re.fullmatch(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?", text):
         value = float(text)
         if value - value:  # inf - inf is nan: too large for a float
@@ -1357,10 +1358,15 @@ def yaml_scalar(text: str):
     return text
 
 
+def _item(text):
+    """Whether a line's text (from its indentation on) starts a `-` sequence item."""
+    return text[:2] in ("- ", "-\t") or text == "-"
+
+
 class _Yaml:
     """One frontmatter's lines, read top to bottom (see the grammar above)."""
 
-    def __init__(self, lines: list, first: int):
+    def __init__(self, lines, first):
         self.lines = list(lines)
         self.first = first
         self.i = 0
@@ -1370,16 +1376,16 @@ class _Yaml:
         for line in self.lines:
             self.starts.append(self.starts[-1] + len(line) + 1)
 
-    def nest(self, step: int):
+    def nest(self, step):
         """Into (1) or out of (-1) a collection: FRONTMATTER_MAX_DEPTH levels at most."""
         self.depth += step
         if self.depth > FRONTMATTER_MAX_DEPTH:
             raise self.error("nested deeper than %d levels" % FRONTMATTER_MAX_DEPTH)
 
-    def error(self, message: str, index: int | None = None):
+    def error(self, message, index=None):
         return FrontmatterError(message, self.first + (self.i if index is None else index))
 
-    def indent(self, index: int) -> int:
+    def indent(self, index):
         line = self.lines[index]
         n = len(line) - len(line.lstrip(" "))
         if line[n:n + 1] == "\t":
@@ -1401,15 +1407,15 @@ class _Yaml:
             raise self.error("this line does not belong to the block above it (check its indentation)")
         return value
 
-    def block(self, n: int):
+    def block(self, n):
         """The mapping or sequence whose lines start at column `n`."""
         text = self.lines[self.i][n:]
         self.nest(1)
-        value = self.sequence(n) if text[:2] in ("- ", "-\t") or text == "-" else self.mapping(n)
+        value = self.sequence(n) if _item(text) else self.mapping(n)
         self.nest(-1)
         return value
 
-    def mapping(self, n: int) -> dict:
+    def mapping(self, n):
         result = {}
         while True:
             self.skip()
@@ -1422,7 +1428,7 @@ class _Yaml:
                 raise self.error("the key `%s` appears twice" % key)
             result[key] = self.value(col, n, True)
 
-    def sequence(self, n: int) -> list:
+    def sequence(self, n):
         result = []
         while True:
             self.skip()
@@ -1436,14 +1442,13 @@ class _Yaml:
             rest = line[n + 1:]
             col = n + 1 + len(rest) - len(rest.lstrip(" "))
             text = line[col:]
-            if text.strip(" \t")[:1] not in ("", "#") and (text[:2] in ("- ", "-\t") or text == "-"
-                                                          or self.is_key(text)):
+            if text.strip(" \t")[:1] not in ("", "#") and (_item(text) or self.is_key(text)):
                 self.lines[self.i] = " " * col + text  # `- k: v` / `- - x`: a block starting at the item's text
                 result.append(self.block(col))
             else:
                 result.append(self.value(col, n, False))
 
-    def is_key(self, text: str) -> bool:
+    def is_key(self, text):
         if text[:1] in "\"'":
             try:
                 end = self.quoted(text, 0)[1]
@@ -1457,7 +1462,7 @@ class _Yaml:
             after = text[match.start():]
         return after[:1] == ":" and after[1:2] in ("", " ", "\t")
 
-    def key(self, n: int) -> tuple:
+    def key(self, n):
         """The key of the mapping line at column `n`, and the column after its `:`."""
         line = self.lines[self.i]
         text = line[n:]
@@ -1481,7 +1486,7 @@ class _Yaml:
                 raw, "null" if key is None else type(key).__name__))
         return key, n + colon + 1
 
-    def plain_start(self, text: str):
+    def plain_start(self, text):
         if not text:
             raise self.error("an empty key or value where text was expected")
         if text[0] in "&*!%@`|>#" or (text[0] in "?:-" and text[1:2] in ("", " ", "\t")):
@@ -1489,7 +1494,7 @@ class _Yaml:
             raise self.error("%s are not supported in frontmatter" % what if what else
                              "`%s` cannot start a plain value; quote the value" % text[0])
 
-    def value(self, col: int, n: int, in_mapping: bool):
+    def value(self, col, n, in_mapping):
         """The value that starts at column `col` of the current line, under a key or dash at column `n`."""
         line = self.lines[self.i]
         text = line[col:].lstrip(" \t")
@@ -1500,7 +1505,7 @@ class _Yaml:
             if self.i < len(self.lines):
                 below = self.indent(self.i)
                 rest = self.lines[self.i][below:]
-                dash = rest[:2] in ("- ", "-\t") or rest == "-"
+                dash = _item(rest)
                 if below > n and not dash and not self.is_key(rest):
                     return self.inline(below, n)
                 if below > n or (below == n and in_mapping and dash):
@@ -1508,18 +1513,18 @@ class _Yaml:
             return None
         return self.inline(col, n)
 
-    def inline(self, col: int, n: int):
+    def inline(self, col, n):
         """A scalar or flow value starting at column `col` of the current line."""
         text = self.lines[self.i][col:]
         if text[0] in "|>":
             return self.block_scalar(text, n)
         if text[0] in "[{\"'":
             return self.flow_value(col, n)
-        if text[:2] in ("- ", "-\t") or text == "-":
+        if _item(text):
             raise self.error("a `-` list cannot start on the key's line; put its items on the lines below")
         return self.plain(text, n)
 
-    def plain(self, text: str, n: int):
+    def plain(self, text, n):
         """A plain scalar, continued on more-indented lines."""
         self.plain_start(text)
         parts, ended, start = [], False, self.i
@@ -1548,7 +1553,7 @@ class _Yaml:
         except ValueError as exc:
             raise self.error(str(exc), start)
 
-    def block_scalar(self, header: str, n: int) -> str:
+    def block_scalar(self, header, n):
         """A `|` (literal) or `>` (folded) scalar: its indicators, then the lines below."""
         match = re.fullmatch(r"([|>])([-+]?)([1-9]?)([-+]?)([ \t]+#.*)?[ \t]*", header)
         if match is None or (match.group(2) and match.group(4)):
@@ -1602,7 +1607,7 @@ class _Yaml:
         tail = {"-": "", "+": "\n" * (trailing + 1)}.get(chomp, "\n")
         return "".join(out) + tail
 
-    def flow_value(self, col: int, n: int):
+    def flow_value(self, col, n):
         """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
         text, start = self.text, self.starts[self.i] + col
         if text[start] in "\"'":
@@ -1616,7 +1621,7 @@ class _Yaml:
         self.i += 1
         return value
 
-    def quoted(self, text: str, j: int) -> tuple:
+    def quoted(self, text, j):
         """A 'single' or "double" quoted scalar starting at text[j]: (value, index after it)."""
         quote, out, blanks = text[j], [], ""
         j += 1
@@ -1669,7 +1674,7 @@ class _Yaml:
                 out.append(blanks + c)
                 blanks, j = "", j + 1
 
-    def flow(self, text: str, j: int) -> tuple:
+    def flow(self, text, j):
         """A [ ] or { } collection starting at text[j]: (value, index after it)."""
         closing = "]" if text[j] == "[" else "}"
         result = [] if closing == "]" else {}
@@ -1706,7 +1711,7 @@ class _Yaml:
                 raise self.error("expected `,` or `%s` in a flow collection, not %s" % (
                     closing, repr(text[j]) if j < len(text) else "the end of the frontmatter"))
 
-    def flow_space(self, text: str, j: int) -> int:
+    def flow_space(self, text, j):
         while j < len(text):
             if text[j] in " \t\n":
                 j += 1
@@ -1716,7 +1721,7 @@ class _Yaml:
                 break
         return j
 
-    def flow_node(self, text: str, j: int) -> tuple:
+    def flow_node(self, text, j):
         if j >= len(text) or text[j] in ",]}":
             raise self.error("an empty entry in a flow collection")
         if text[j] in "[{":
@@ -1759,11 +1764,24 @@ if _POSIX:
             return False
 
     def _group_alive(pid: int) -> bool:
+        """Whether a process of group `pid` still runs. An orphan is a zombie until init reaps it, and
+        an init slow to reap (a container's) would hold every stop for the whole grace period: on Linux
+        a group of zombies only is gone."""
         try:
             os.killpg(pid, 0)
-            return True
         except (ProcessLookupError, PermissionError):
             return False
+        if not os.path.isdir("/proc/self"):
+            return True
+        for name in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    state, _, group = f.read().rpartition(b")")[2].split()[:3]
+            except (OSError, ValueError):
+                continue  # not a process, or gone meanwhile
+            if group == b"%d" % pid and state != b"Z":
+                return True
+        return False
 
     def _is_executable(path: str) -> bool:
         return os.access(path, os.X_OK)
@@ -2254,8 +2272,9 @@ class ProcessRunner:
             self.watchdog = None
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
-                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None) -> ProcessResult:
-        """Run `argv` to completion under the runner's limits; return a ProcessResult."""
+                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None, asker=None) -> ProcessResult:
+        """Run `argv` to completion under the runner's limits; return a ProcessResult. An `asker` (PromptWatch)
+        is handed the stdin pipe, after `stdin_bytes`."""
         loop = asyncio.get_running_loop()
         argv = _resolve_program(argv, env)
         problem = exec_problem(argv, env, cwd)
@@ -2267,7 +2286,7 @@ class ProcessRunner:
         try:
             transport, child, cancelled = await self._spawn(
                 lambda: _ChildProtocol(output_limit, on_stderr_line, on_output), argv,
-                stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
+                stdin=subprocess.PIPE if stdin_bytes is not None or asker else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
         except FileNotFoundError as exc:
             if cwd is not None and not os.path.isdir(cwd):
@@ -2289,10 +2308,13 @@ class ProcessRunner:
         try:
             if cancelled:  # while its pipes were being connected: stopped like any cancelled call
                 raise asyncio.CancelledError()
-            if stdin_bytes is not None:
+            if stdin_bytes is not None or asker:
                 pipe = transport.get_pipe_transport(0)
-                pipe.write(stdin_bytes)
-                pipe.write_eof()
+                pipe.write(stdin_bytes or b"")
+                if asker:
+                    asker.job = asyncio.ensure_future(asker.watch(pid, pipe))
+                else:
+                    pipe.write_eof()
             if not child.exited.done():
                 await asyncio.wait([child.exited], timeout=timeout)  # leaves the future alone on timeout
             if not child.exited.done():
@@ -2442,6 +2464,33 @@ def looks_secret(name: str) -> bool:
     return bool(_SECRET_NAME.search(name)) and name.upper() not in ("PWD", "OLDPWD")
 
 
+_URL_TEXT = re.compile(r"\b[A-Za-z][\w+.-]*://[^\s'\"]+")
+_OPTION_TEXT = re.compile(r"(?<![^\s'\"])(--?[A-Za-z][\w.-]*(?:=|\s+)|[A-Za-z_][\w.-]*=)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+
+
+def _masked_url(match):
+    from urllib.parse import urlsplit, urlunsplit
+    try:
+        parts = urlsplit(match.group(0))
+    except ValueError:
+        return "***"
+    user, at, host = parts.netloc.rpartition("@")
+    netloc = (user.partition(":")[0] + ":***" if ":" in user else "***") + at + host if at else host
+    query, fragment = (re.sub(r"([^&;=]+)(=[^&;]*)?", r"\1=***", text) for text in (parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def _masked_option(match):
+    name, value = match.groups()
+    return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") else match.group(0)
+
+
+def mask_secrets(text: str) -> str:
+    """`text` (a command line, a URL, a log line) as people may paste it: URL passwords, query values and
+    the value of secret-looking options (`--api-key V`, `--token=V`, `API_KEY=V`) replaced by ***."""
+    return _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, text))
+
+
 class Log:
     """Debug and diagnostic lines for people: to stderr, and to `--log FILE`.
 
@@ -2458,6 +2507,7 @@ class Log:
         self.secrets = []
         self.add_secrets(secrets)
         self.enabled = debug or self.file is not None
+        self.warned = set()
 
     def add_secrets(self, secrets):
         """Mask these values (as written and JSON-escaped) in every line from now on."""
@@ -2466,6 +2516,12 @@ class Log:
             if len(secret) >= 4:
                 forms.update((secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]))
         self.secrets = sorted(forms, key=len, reverse=True)
+
+    def warn_once(self, message: str, *args):
+        """A warning said once a run, for what each listing would repeat (a collision, a cap)."""
+        if message % args not in self.warned:
+            self.warned.add(message % args)
+            self.warning(message, *args)
 
     def mask(self, text: str) -> str:
         """`text` with every secret replaced by ***."""
@@ -2932,9 +2988,12 @@ class OutputFeed:
         self.sent = 0.0
         self.timer = None
         self.heartbeat = asyncio.ensure_future(ctx.heartbeat(label)) if ctx.progress_token is not None else None
+        self.job = self.problem = None  # a PromptWatch's job, and why it stopped the call
+        self.tail, self.said = b"", 0.0  # the output's end, and when it came (a PromptWatch's question is there)
 
     def add(self, fd: int, data: bytes):
         """Bytes the command wrote to `fd`; a line they end is passed on now, or when the interval is up."""
+        self.tail, self.said = (self.tail + data)[-4000:], time.monotonic()
         if fd not in self.streams:
             return
         pieces = (self.partial.get(fd, b"") + data).split(b"\n")
@@ -2957,9 +3016,99 @@ class OutputFeed:
 
     def close(self):
         """The call ends: nothing more is sent for it."""
-        for job in (self.heartbeat, self.timer):
+        for job in (self.heartbeat, self.timer, self.job):
             if job is not None:
                 job.cancel()
+        self.job = None  # its frames (the pipe, the output) go with it, not with the next garbage collection
+
+
+_SECRET_PROMPT = re.compile(r"pass(word|phrase|code)|token|\b(pin|otp)\b|secret|api.?key", re.I)
+_YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
+
+
+def prompt_form(tail: str):
+    """(prompt, schema) for the question a command's output `tail` ends with (its unfinished last line): a yes/no
+    prompt asks a boolean, others a string; a secret's schema is None (never asked)."""
+    prompt = tail.rpartition("\n")[2].strip()
+    return prompt, None if _SECRET_PROMPT.search(prompt) else {"type": "boolean" if _YES_NO.search(prompt) else "string"}
+
+
+def prompt_reply(prompt: str, schema: dict, value) -> str:
+    """The line a command gets for the answer `value` to `prompt` (asked with `schema`)."""
+    if schema["type"] == "boolean":
+        return ("yes" if value else "no") if _YES_NO.search(prompt).group(1) else ("y" if value else "n")
+    return str(value)
+
+
+def _reading(pid, group):
+    """Whether `pid` (with `group`: a process of its group) sleeps reading a pipe (Linux tells; elsewhere taken as
+    so while it runs). A whole group is looked through (some ms) only when the output ends in what may be a question."""
+    if not os.path.isdir("/proc/self"):
+        return _group_alive(pid)
+    for entry in os.listdir("/proc") if group else [pid]:
+        try:
+            with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
+                if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in (
+                        "0", "pipe_read", "anon_pipe_read", "unix_stream_read_generic"):  # Python 3.8: a socket pair
+                    return True  # sleeping (S), in the group; "0": a kernel that hides where processes sleep
+        except OSError:
+            pass
+    return False
+
+
+class PromptWatch(OutputFeed):
+    """An interactive command's output feed, and its stdin. A question it stops to ask (its output ends without a
+    newline, nothing more comes for PROMPT_QUIET s, and where Linux tells, it sleeps reading) is answered by the
+    tool's `answers`, else asked of the user as an elicitation form; a secret, or a client that cannot ask (and
+    2026-07-28 requests: their rounds do not keep a command waiting), stops the call with the prompt quoted. A command
+    reading with nothing asked gets the end of its input, as from the null device."""
+
+    answers = ()  # the tool's, as (pattern, text)
+
+    async def watch(self, pid, pipe):
+        self.said = time.monotonic()  # what it wrote before reading may still be on the way
+        for _ in range(PROMPT_ROUNDS):
+            while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n"):
+                await asyncio.sleep(PROMPT_QUIET)
+            text = self.tail.decode("utf-8", "replace")
+            prompt, schema = prompt_form(text)
+            reply = await self.answer(text.strip(), prompt, schema) if prompt else None
+            self.tail, self.said = b"", time.monotonic()
+            if reply is None:
+                break
+            pipe.write(reply.encode() + b"\n")
+        if self.problem is None:
+            pipe.write_eof()
+        else:
+            _signal_group(pid, hard=False)
+
+    async def answer(self, text, prompt, schema):
+        """The line that answers `prompt` (`text`: the output since the last answer, the form's message, where a
+        menu shows); None with `problem` set when it may not or cannot be asked."""
+        ctx, said = self.ctx, "Stopped: `%s` asked \"%s\"" % (self.logger, prompt)
+        for pattern, reply in self.answers:
+            if pattern.search(prompt):
+                return reply
+        if schema is None:
+            self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
+                            "its environment (\"environment\" in the config), or a file or option it reads; or as a "
+                            "scripted answer (\"answers\" on this tool)." % said)
+        elif ctx.modern or not ctx.declared("elicitation"):
+            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability, or its request "
+                            "is of the 2026-07-28 era, whose rounds do not keep a command waiting). Make the "
+                            "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
+                            "tool), or set \"interactive\": false." % said)
+        else:
+            form = {"mode": "form", "message": text[-1000:], "requestedSchema": {
+                "type": "object", "properties": {"answer": dict(schema, title=prompt)}, "required": ["answer"]}}
+            try:
+                answer = await ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id)
+            except McpError as exc:
+                answer = {"action": exc.message}
+            if "answer" in (answer.get("content") or {}):  # given with "accept" only
+                return prompt_reply(prompt, schema, answer["content"]["answer"])
+            self.problem = "%s, and the user's answer was %s." % (said, json.dumps(answer.get("action")))
+        return None
 
 
 def wire_error(exc: BaseException, log=None) -> McpError:
@@ -3083,7 +3232,7 @@ class Session:
             return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: `method` must be a string"))
         params = message.get("params")
         if "id" not in message:
-            self._notification(method, params if isinstance(params, dict) else {})
+            self._notification(method, _object(params))
             return None
         if request_id is None:
             return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: `id` must not be null"))
@@ -3503,7 +3652,7 @@ class CommandTool:
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
                  schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
                  within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None, files=(),
-                 output_folder=None):
+                 output_folder=None, interactive=True, answers=()):
         self.name = name
         self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
         self.template = template
@@ -3522,6 +3671,8 @@ class CommandTool:
         self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
         self.files = files  # parameters given as files (data: URIs), passed to the command as paths
         self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
+        self.interactive = interactive  # its questions are answered (PromptWatch)
+        self.answers = answers  # [(compiled prompt pattern, answer)]: questions answered without asking
 
     def question(self, arguments: dict):
         """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
@@ -3634,14 +3785,18 @@ class CommandTool:
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
-        feed = OutputFeed(ctx, "`%s`" % self.name, self.name)  # its heartbeat also while the call waits for a slot
+        # its heartbeat also while the call waits for a slot
+        feed = (PromptWatch if self.interactive else OutputFeed)(ctx, "`%s`" % self.name, self.name)
+        feed.answers = self.answers
         try:
             async with settings.slots:
                 result = ctx.ran = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
                                                          timeout=settings.timeout, output_limit=settings.max_output,
-                                                         on_output=feed.add)
+                                                         on_output=feed.add, asker=self.interactive and feed)
         finally:
             feed.close()
+        if feed.problem:
+            return tool_error(feed.problem)
         if ctx.wants("debug"):
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
@@ -3784,12 +3939,12 @@ SCRIPT_DEPTH = 8            # folders below the root that are searched
 HELP_CONCURRENCY = 8        # --help runs at once during discovery
 CACHE_FORMAT = 1
 
-def user_cache_dir() -> str:
+def user_cache_dir():
     """$XDG_CACHE_HOME/mcpstudio, else the platform's user cache folder."""
     return os.path.join(os.environ.get("XDG_CACHE_HOME") or _cache_base(), "mcpstudio")
 
 
-def script_schema(options) -> tuple:
+def script_schema(options):
     """Translate mcpd options to (JSON schema, defaults); ValueError names the problem.
 
     Accepts the spec's keys (`required`, `value_type`, `default_value`,
@@ -3849,7 +4004,7 @@ def script_schema(options) -> tuple:
     return schema, defaults
 
 
-def _cache_entry_ok(entry) -> bool:
+def _cache_entry_ok(entry):
     """A discovery cache entry has the shape this version writes (anything else is asked again)."""
     return (isinstance(entry, dict) and isinstance(entry.get("size"), int) and isinstance(entry.get("mtime"), int)
             and (isinstance(entry.get("error"), str)
@@ -3866,17 +4021,17 @@ _QUIET_VARIABLE = re.compile(r"[a-z_][a-z0-9_]*")
 _STEERING_VARIABLE = re.compile(r"(cd|f|man|module_|mail)?path|\w*_proxy|npm_config_\w*|yarn_\w*|pnpm_\w*")
 
 
-def _steers(name: str) -> bool:
+def _steers(name):
     """Whether a program or the shell acts on the environment variable `name` (see above)."""
     return not _QUIET_VARIABLE.fullmatch(name) or bool(_STEERING_VARIABLE.fullmatch(name))
 
 
-def option_variable(name: str) -> bool:
+def option_variable(name):
     """Whether a script option is also set as a variable of its own name (see above)."""
     return _POSIX and not _steers(name)
 
 
-def _option_env(value) -> str:
+def _option_env(value):
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -3887,7 +4042,7 @@ def _option_env(value) -> str:
 class ScriptTool:
     """One discovered script: its schema, and how to call it."""
 
-    def __init__(self, rel: str, path: str, name: str, meta: dict, options: dict):
+    def __init__(self, rel, path, name, meta, options):
         self.rel = rel
         self.path = path
         self.name = name
@@ -3898,11 +4053,11 @@ class ScriptTool:
             raise ValueError("`taskSupport` in its --help metadata must be one of %s" % ", ".join(TASK_SUPPORT))
 
     @property
-    def state_uri(self) -> str:
+    def state_uri(self):
         from urllib.parse import quote
         return "mcpd://%s/state" % quote(self.rel, safe="/")
 
-    def definition(self, task_support: str = "optional") -> dict:
+    def definition(self, task_support="optional"):
         """The MCP Tool; `task_support` unless the script's --help says otherwise."""
         title = self.meta.get("title")
         tool = {
@@ -3923,9 +4078,9 @@ class ScriptDirectory:
     dynamic = True
     resources = True  # declared from the kind of source, never from what was found
 
-    def __init__(self, root: str, runner: ProcessRunner, settings: RunSettings, log: Log, *,
-                 include=(), exclude=(), separator: str = "__", cache_dir: str | None = None,
-                 rescan: float = RESCAN_INTERVAL, help_timeout: float = HELP_TIMEOUT):
+    def __init__(self, root, runner: ProcessRunner, settings: RunSettings, log: Log, *,
+                 include=(), exclude=(), separator="__", cache_dir=None,
+                 rescan=RESCAN_INTERVAL, help_timeout=HELP_TIMEOUT):
         self.root = os.path.realpath(root)
         self.runner = runner
         self.settings = settings
@@ -3963,13 +4118,13 @@ class ScriptDirectory:
             await asyncio.sleep(self.rescan_interval)
             await self._safe_rescan()
 
-    async def _safe_rescan(self, first: bool = False):
+    async def _safe_rescan(self, first=False):
         try:
             await self.rescan(first)
         except Exception as exc:  # a failed look never stops the server
             self.log.error("scripts in %s: discovery failed: %r", self.root, exc)
 
-    def _walk(self) -> dict:
+    def _walk(self):
         """rel path -> (real path, size, mtime) for every candidate script."""
         from fnmatch import fnmatchcase
         found = {}
@@ -4004,7 +4159,7 @@ class ScriptDirectory:
                 found[rel] = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
         return found
 
-    async def rescan(self, first: bool = False) -> bool:
+    async def rescan(self, first=False):
         """Look for added, changed and removed scripts; True (and an event) if the set changed."""
         async with self._lock:
             found = await asyncio.get_running_loop().run_in_executor(None, self._walk)  # big trees: off the loop
@@ -4032,25 +4187,23 @@ class ScriptDirectory:
             self.events.source_changed(self)
         return changed
 
-    def _fresh(self, info) -> bool:
+    def _fresh(self, info):
         entry = self._known.get(info[0])
         return entry is not None and entry.get("size") == info[1] and entry.get("mtime") == info[2]
 
-    def _names(self, rels) -> dict:
+    def _names(self, rels):
         """rel path -> tool name. The path's parts joined by the separator, extensions
         dropped; scripts that would share a name (a.sh, a.py) all get a hash of their
         path instead, so a name never moves from one script to another."""
         wanted = {rel: safe_name(self.separator.join(os.path.splitext(p)[0] or p for p in rel.split("/")), 1000)
                   for rel in rels}
-        counts = {}
-        for name in wanted.values():
-            counts[name] = counts.get(name, 0) + 1
+        counts = collections.Counter(wanted.values())
         import hashlib
         return {rel: name if counts[name] == 1 else
                 "%s_%s" % (name, hashlib.sha256(rel.encode("utf-8", "surrogatepass")).hexdigest()[:6])
                 for rel, name in wanted.items()}
 
-    def _build(self, found: dict) -> dict:
+    def _build(self, found):
         tools = {}
         old = {t.rel: t for t in self.tools.values()}
         names = self._names(found)
@@ -4083,7 +4236,7 @@ class ScriptDirectory:
             tools[tool.name] = tool
         return tools
 
-    async def _describe(self, info) -> dict:
+    async def _describe(self, info):
         """Run `script --help` and keep what it says (or what went wrong)."""
         path, size, mtime = info
         entry = {"size": size, "mtime": mtime}
@@ -4115,7 +4268,7 @@ class ScriptDirectory:
         entry["meta"], entry["options"] = meta, options
         return entry
 
-    def _load_cache(self) -> dict:
+    def _load_cache(self):
         try:
             with open(self.cache_path, encoding="utf-8") as f:
                 data = json.load(f)
@@ -4136,19 +4289,19 @@ class ScriptDirectory:
         except OSError as exc:
             self.log.debug("cannot write the discovery cache %s: %s", self.cache_path, exc)
 
-    async def _current(self) -> dict:
+    async def _current(self):
         await asyncio.wait([self._ready])
         return self.tools
 
     # -- the source contract ------------------------------------------------------
 
-    async def list_tools(self) -> list:
+    async def list_tools(self):
         """The scripts' tools, from the last scan (the first call waits for it)."""
         if self._ready.done():
             await self._safe_rescan()  # cheap: a walk, and --help only for what changed
         return [tool.definition(self.settings.task_support) for tool in (await self._current()).values()]
 
-    async def call_tool(self, name: str, arguments: dict, ctx: CallContext) -> dict:
+    async def call_tool(self, name, arguments, ctx: CallContext):
         """Run the script behind `name` with its options in env, argv and stdin."""
         tool = (await self._current()).get(name)
         if tool is None:
@@ -4195,17 +4348,17 @@ class ScriptDirectory:
         _unstarted_in_task(result, ctx, self.settings.timeout)
         return script_result(tool, result, kept, self.settings.timeout, self.settings.budget(ctx))
 
-    async def list_resources(self) -> list:
+    async def list_resources(self):
         """The `--state` resources of scripts that declare one."""
         return [{"uri": t.state_uri, "name": "%s state" % t.rel, "mimeType": "application/json",
                  "description": "Current state of the script %s (its --state output)." % t.rel}
                 for t in (await self._current()).values() if t.state]
 
-    async def list_resource_templates(self) -> list:
+    async def list_resource_templates(self):
         """No templates: each script's state resource has a fixed URI."""
         return []
 
-    async def read_resource(self, uri: str, ctx: CallContext):
+    async def read_resource(self, uri, ctx: CallContext):
         """Run the script's `--state` and return its output."""
         from urllib.parse import unquote
         tool = next((t for t in (await self._current()).values()
@@ -4233,7 +4386,7 @@ class ScriptDirectory:
                 task.cancel()
 
 
-def script_result(tool: ScriptTool, result: ProcessResult, kept: list, timeout, budget=None) -> dict:
+def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget=None):
     """A CallToolResult for a script run, following the mcpd exit-code table; its text output within `budget`."""
     block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
     if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
@@ -4293,11 +4446,11 @@ DIRECTORY_MIME = "inode/directory"
 _SKILL_NAME = r"(?!.*--)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?"  # the Agent Skills naming rules
 
 
-def _inside(path: str, root: str) -> bool:
+def _inside(path, root):
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _read_inside(path: str, root: str, scanned) -> bytes:
+def _read_inside(path, root, scanned):
     """The bytes (SKILL_MAX_BYTES at most) of the regular file `scanned` (a stat) at `path`, whose real path
     is inside `root`. POSIX: opened one path component at a time, following no symlink, so that a file or
     folder swapped for a symlink after the scan fails to open; a FIFO is opened without waiting for a writer."""
@@ -4325,20 +4478,20 @@ def _read_inside(path: str, root: str, scanned) -> bytes:
     return data
 
 
-def _uri_path(path: str) -> str:
+def _uri_path(path):
     """A `/`-separated path as URI path segments (percent-encoded where it must be)."""
     from urllib.parse import quote
     return quote(path, safe="/!$&'()*+,;=:@~")
 
 
-def _file_mime(name: str) -> str:
+def _file_mime(name):
     if name.endswith(".md"):
         return "text/markdown"
     import mimetypes
     return mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
 
 
-def skill_file_content(uri: str, data: bytes) -> dict:
+def skill_file_content(uri, data):
     """One file as `resources/read` contents: text when it is UTF-8 text, else a base64 blob."""
     mime = _file_mime(uri.rsplit("/", 1)[-1])
     text = None if b"\0" in data or mime.startswith(("image/", "audio/", "video/", "font/")) else _as_text(data, False)
@@ -4348,7 +4501,7 @@ def skill_file_content(uri: str, data: bytes) -> dict:
     return {"uri": uri, "mimeType": mime, "blob": base64.b64encode(data).decode("ascii")}
 
 
-def skill_uri_segments(uri: str) -> list:
+def skill_uri_segments(uri):
     """The decoded path segments of a skill:// URI; -32602 for traversal, dot-files or encoded separators."""
     from urllib.parse import unquote
     segments = [unquote(s) for s in uri[len("skill://"):].split("/")] if uri.startswith("skill://") else [""]
@@ -4365,7 +4518,7 @@ class SkillFolders:
     resources = True
     skills = True
 
-    def __init__(self, roots, log: Log, prompts: bool = True):
+    def __init__(self, roots, log: Log, prompts=True):
         self.roots = [os.path.realpath(root) for root in roots]
         self.log = log
         self.prompts = prompts
@@ -4383,7 +4536,7 @@ class SkillFolders:
     async def close(self):
         pass
 
-    async def list_tools(self) -> list:
+    async def list_tools(self):
         return []
 
     @staticmethod
@@ -4392,12 +4545,12 @@ class SkillFolders:
 
     # -- the folders ------------------------------------------------------------
 
-    def look(self) -> dict:
+    def look(self):
         """Walk every root: the skills it serves (self.found) and the skills it refuses (self.problems)."""
         with self._lock:  # one look at a time: the start's and a first listing's may overlap
             return self._look()
 
-    def _look(self) -> dict:
+    def _look(self):
         found, problems = {}, {}
         for root in self.roots:
             base = os.path.dirname(root) if os.path.isfile(os.path.join(root, "SKILL.md")) else root
@@ -4422,7 +4575,7 @@ class SkillFolders:
         self.found, self.problems = found, problems
         return found
 
-    def check(self, path: str, root: str, folder: str):
+    def check(self, path, root, folder):
         """(root, folder, frontmatter, files) of a skill that keeps the rules, else why it does not."""
         skill_md = os.path.join(folder, "SKILL.md")
         try:
@@ -4458,7 +4611,7 @@ class SkillFolders:
                     "split it or move the large files out" % (len(files), size, SKILL_MAX_FILES, SKILL_MAX_BYTES))
         return root, folder, header, files
 
-    def files(self, folder: str, root: str) -> dict:
+    def files(self, folder, root):
         """file path under `folder` -> (real path, stat), sorted: SKILL.md first, no dot-files,
         no folder behind a symlink, no file whose symlink leaves the root."""
         import stat
@@ -4489,7 +4642,7 @@ class SkillFolders:
                     out[prefix + entry.name] = (real, st)
         return dict(sorted(out.items(), key=lambda item: (item[0] != "SKILL.md", item[0])))
 
-    def digest(self, real: str, st, root: str) -> tuple:
+    def digest(self, real, st, root):
         """("sha256:<hex>", size) of a file, hashed again when its stat changed."""
         key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
         cached = self._digests.get(real)
@@ -4499,7 +4652,7 @@ class SkillFolders:
             cached = self._digests[real] = (key, "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
         return cached[1:]
 
-    def entry(self, path: str) -> dict:
+    def entry(self, path):
         """The extension's Skill entry of a found skill: frontmatter verbatim, every file with digest and size."""
         root, _, frontmatter, files = self.found[path]
         prefix = "skill://%s/" % _uri_path(path)
@@ -4512,7 +4665,7 @@ class SkillFolders:
             resources.append({"uri": prefix + _uri_path(rel), "digest": digest, "size": size})
         return {"uri": prefix + "SKILL.md", "frontmatter": frontmatter, "resources": resources}
 
-    def target(self, uri: str, again: bool = True) -> tuple:
+    def target(self, uri, again=True):
         """(skill path, file path) that a skill:// URI names; -32602 for anything a listing would not name."""
         segments = skill_uri_segments(uri)
         for cut in range(len(segments), 0, -1):
@@ -4531,13 +4684,13 @@ class SkillFolders:
 
     # -- the source contract --------------------------------------------------
 
-    async def list_skills(self) -> list:
+    async def list_skills(self):
         """Every skill's entry (`skills/list`), in skill path order."""
         def listing():
             return [self.entry(path) for path in sorted(self.look())]
         return await self._in_thread(listing)
 
-    async def get_skill(self, uri: str):
+    async def get_skill(self, uri):
         """The entry of the skill whose SKILL.md is `uri` (`skills/get`); None for a URI not under skill://."""
         if not uri.startswith("skill://"):
             return None
@@ -4547,7 +4700,7 @@ class SkillFolders:
                            "SKILL.md's)" % uri, {"uri": uri})
         return await self._in_thread(self.entry, path)
 
-    async def list_resources(self) -> list:
+    async def list_resources(self):
         """Every served file once (a nested skill's files belong to the enclosing skill too)."""
         def listing():
             out = {}
@@ -4563,10 +4716,10 @@ class SkillFolders:
             return list(out.values())
         return await self._in_thread(listing)
 
-    async def list_resource_templates(self) -> list:
+    async def list_resource_templates(self):
         return []
 
-    async def read_resource(self, uri: str, ctx):
+    async def read_resource(self, uri, ctx):
         """A served file's bytes as contents; None for a URI not under skill://, -32602 for any other."""
         if not uri.startswith("skill://"):
             return None
@@ -4587,7 +4740,7 @@ class SkillFolders:
             return {"contents": [content]}
         return await self._in_thread(read)
 
-    async def read_directory(self, uri: str):
+    async def read_directory(self, uri):
         """A skill folder's direct children (`resources/directory/read`); None for a URI not under skill://."""
         if not uri.startswith("skill://"):
             return None
@@ -4608,13 +4761,13 @@ class SkillFolders:
             return list(out.values())
         return await self._in_thread(children)
 
-    async def list_prompts(self) -> list:
+    async def list_prompts(self):
         """Each skill as a prompt (for clients without the extension: Claude Code shows them as slash commands)."""
         found = await self._in_thread(self.look)
         return [{"name": path, "title": found[path][2]["name"], "description": found[path][2]["description"]}
                 for path in sorted(found)]
 
-    async def get_prompt(self, name: str, arguments: dict, ctx) -> dict:
+    async def get_prompt(self, name, arguments, ctx):
         """The skill's SKILL.md, and where its files are."""
         uri = "skill://%s/SKILL.md" % _uri_path(name)
         text = (await self.read_resource(uri, ctx))["contents"][0].get("text", "")
@@ -4866,14 +5019,14 @@ ASK_TIMEOUT = 600.0            # seconds a client may take to ask the user for a
 TERMINAL = ("completed", "failed", "cancelled")
 
 
-def _iso(seconds: float) -> str:
+def _iso(seconds):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 class Task:
     """One tool call run as a task: its status, then its result or error."""
 
-    def __init__(self, owner, ttl: int, modern: bool):
+    def __init__(self, owner, ttl, modern):
         import secrets
         self.id = secrets.token_hex(16)
         self.owner = owner      # the handshake-era Session that made it; None: 2026-07-28
@@ -4886,7 +5039,7 @@ class Task:
         self.result = self.error = self.job = None
         self.ended = asyncio.Event()
 
-    def end(self, status: str, result=None, error=None):
+    def end(self, status, result=None, error=None):
         """The terminal status (a cancelled task stays cancelled, whatever its job does next)."""
         if self.status in TERMINAL:
             return
@@ -4900,7 +5053,7 @@ class Task:
         self.expires = max(self.created + self.ttl / 1000.0, self.updated + TASK_KEEP)
         self.ended.set()
 
-    def wire(self) -> dict:
+    def wire(self):
         """The Task object of its era (`ttl`, `pollInterval`; or `ttlMs`, `pollIntervalMs`)."""
         task = {"taskId": self.id, "status": self.status, "createdAt": _iso(self.created),
                 "lastUpdatedAt": _iso(self.updated)}
@@ -4915,7 +5068,7 @@ class Task:
 class TaskStore:
     """The server's tasks: started from tools/call, read by tasks/*, forgotten after their ttl."""
 
-    def __init__(self, limit: int = TASK_LIMIT):
+    def __init__(self, limit=TASK_LIMIT):
         self.tasks = collections.OrderedDict()  # id -> Task, oldest first
         self.limit = limit
 
@@ -4928,22 +5081,24 @@ class TaskStore:
             task.end("cancelled")
             task.message = "its ttl of %d ms ran out" % task.ttl
 
-    def full(self) -> bool:
+    def full(self):
         """Whether a new task would find no room (every kept task still running)."""
         self._sweep()
         return len(self.tasks) >= self.limit and all(t.status not in TERMINAL for t in self.tasks.values())
 
-    def start(self, call, ctx: CallContext, ttl: int, on_end=None) -> Task:
+    def start(self, call, ctx: CallContext, ttl, on_end=None) -> Task:
         """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
         self._sweep()
-        if len(self.tasks) >= self.limit:
-            ended = next((t for t in self.tasks.values() if t.status in TERMINAL), None)
+        owner = None if ctx.modern else ctx.session
+        if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
+            ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner is owner), None)
             if ended is None:
                 call.close()
-                raise McpError(INTERNAL_ERROR, "%d tasks are running, the most this server keeps: wait for one "
-                               "to end, or cancel one (tasks/cancel)" % self.limit)
+                raise McpError(INTERNAL_ERROR, "%d tasks are running or keep results unread, the most this server "
+                               "keeps, and none of yours has ended: wait for one to end, or cancel one (tasks/cancel)"
+                               % self.limit)
             del self.tasks[ended.id]
-        task = Task(None if ctx.modern else ctx.session, ttl, ctx.modern)
+        task = Task(owner, ttl, ctx.modern)
         ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
@@ -4977,7 +5132,7 @@ class TaskStore:
         task.end("cancelled")
         task.message = "cancelled by the client"
 
-    def owned(self, ctx: CallContext) -> list:
+    def owned(self, ctx: CallContext):
         self._sweep()
         return [t for t in self.tasks.values() if t.owner is ctx.session and not t.modern]
 
@@ -5704,7 +5859,7 @@ class Server:
         requested = params.get("protocolVersion")
         version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
         client = params.get("clientInfo")
-        client = client if isinstance(client, dict) else {}
+        client = _object(client)
         self.log.debug("initialize from %s %s, protocol %s (answering %s)",
                        client.get("name", "?"), client.get("version", "?"), requested, version)
         result = {
@@ -5715,7 +5870,7 @@ class Server:
         if self.instructions:
             result["instructions"] = self.instructions
         capabilities = params.get("capabilities")
-        ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        ctx.session.client_capabilities = _object(capabilities)
         ctx.session.client_info = client
         ctx.session.protocol_version = version
         ctx.session.client_info = client
@@ -5753,7 +5908,7 @@ class Server:
                                   "(it declared no elicitation capability); give it in the arguments."
                                   % ", ".join(form["requestedSchema"]["required"]))
             answer = await self._ask(form, params, ctx, "arguments")
-            answer = answer if isinstance(answer, dict) else {}
+            answer = _object(answer)
             if answer.get("resultType") == "input_required":
                 return answer
             if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
@@ -6056,7 +6211,7 @@ def discover(server, params, ctx):
 async def listen(server, params, ctx):
     """`subscriptions/listen` (2026-07-28): list changes for as long as the client listens."""
     wanted = params.get("notifications")
-    wanted = wanted if isinstance(wanted, dict) else {}
+    wanted = _object(wanted)
     offered = {"toolsListChanged": True, "resourcesListChanged": server.catalog.serves("resources"),
                "promptsListChanged": server.catalog.serves("prompts")}
     granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
@@ -6138,7 +6293,7 @@ _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
               "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm", "max_text",
-              "output_folder")
+              "output_folder", "interactive", "answers")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
@@ -6150,7 +6305,7 @@ _ENV_REFERENCE = re.compile(
     r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
 
 
-def strip_json_comments(text: str) -> str:
+def strip_json_comments(text):
     """Blank out // and /* */ comments and trailing commas, keeping every line and column."""
     def outside_strings(text, handle):
         out, i, n = [], 0, len(text)
@@ -6187,18 +6342,18 @@ def strip_json_comments(text: str) -> str:
 class ConfigLoader:
     """Reads one config file into sources; every error names the file and the place."""
 
-    def __init__(self, path: str, environ=None, data=None):
+    def __init__(self, path, environ=None, data=None):
         self.path = os.path.abspath(os.path.expanduser(path)) if data is None else path
         self.folder = os.path.dirname(self.path) if data is None else os.getcwd()
         self.environ = os.environ if environ is None else environ
         self.secrets = []  # expanded environment values, masked in logs
         self.data = data  # a config made on the command line (--url), `path` its name in messages
 
-    def error(self, where: str, message: str) -> ConfigError:
+    def error(self, where, message) -> ConfigError:
         """A ConfigError that names the file and the key path `where`."""
         return ConfigError("%s: %s: %s" % (self.path, where, message) if where else "%s: %s" % (self.path, message))
 
-    def read(self) -> dict:
+    def read(self):
         """The file as a dict (JSON with comments and trailing commas allowed)."""
         if self.data is not None:
             return json.loads(json.dumps(self.data))
@@ -6231,7 +6386,7 @@ class ConfigLoader:
 
     # -- checks ---------------------------------------------------------------
 
-    def keys(self, obj, allowed, where: str):
+    def keys(self, obj, allowed, where):
         """Refuse keys outside `allowed`, with a did-you-mean hint."""
         if not isinstance(obj, dict):
             raise self.error(where, "expected an object, not %s" % _type_name(obj))
@@ -6240,9 +6395,9 @@ class ConfigLoader:
                 import difflib
                 close = difflib.get_close_matches(key, allowed, 1, 0.6)
                 hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
-                raise self.error("%s.%s" % (where, key) if where else key, "unknown key%s" % hint)
+                raise self.error(_join(where, key), "unknown key%s" % hint)
 
-    def get(self, obj: dict, key: str, kind, where: str, default=None):
+    def get(self, obj, key, kind, where, default=None):
         """obj[key] checked against `kind` (a type or tuple of types)."""
         if key not in obj:
             return default
@@ -6254,7 +6409,7 @@ class ConfigLoader:
             raise self.error(_join(where, key), "expected %s, not %s" % (expected, json.dumps(value)[:60]))
         return value
 
-    def expand(self, value: str, where: str) -> str:
+    def expand(self, value, where):
         """Expand ${VAR}, ${VAR:-default}, ${ENV:VAR}, ${env:VAR}; $$ is a dollar."""
         def substitute(match):
             if match.group() == "$$":
@@ -6270,14 +6425,14 @@ class ConfigLoader:
             raise self.error(where, "${%s} is not set; set it, or give a default: ${%s:-value}" % (name, name))
         return _ENV_REFERENCE.sub(substitute, value)
 
-    def folder_path(self, value: str, where: str) -> str:
+    def folder_path(self, value, where):
         """A folder path from the config, relative to the config file's folder."""
         path = os.path.join(self.folder, os.path.expanduser(self.expand(value, where)))
         if not os.path.isdir(path):
             raise self.error(where, "no such folder: %s" % path)
         return os.path.normpath(path)
 
-    def environment(self, obj: dict, where: str, key: str = "environment") -> dict:
+    def environment(self, obj, where, key="environment"):
         """obj[key] as variables: names checked, values strings with ${VAR} expanded."""
         env = self.get(obj, key, dict, where, {})
         out, field = {}, key
@@ -6296,8 +6451,8 @@ class ConfigLoader:
 
     # -- the file -----------------------------------------------------------------
 
-    def load(self, runner: ProcessRunner, log: Log, base: RunSettings, separator: str | None = None,
-             script_options: dict | None = None, skill_prompts: bool = True) -> tuple:
+    def load(self, runner: ProcessRunner, log: Log, base: RunSettings, separator=None,
+             script_options=None, skill_prompts=True):
         """Return (sources, info): info has the file's name, description and instructions.
 
         `script_options` (help_timeout, rescan) apply to the file's script folders;
@@ -6307,7 +6462,6 @@ class ConfigLoader:
         self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
         self.get(data, "schemaVersion", int, "")
         info = {key: self.get(data, key, str, "") for key in ("name", "description", "instructions", "command")}
-        info["separator"] = None
         env = base.env
         file_env = self.environment(data, "")
         if file_env:
@@ -6350,14 +6504,14 @@ class ConfigLoader:
                     raise self.error(_join(where, key), "expected a list of glob strings")
             sources.append(ScriptDirectory(root, runner, settings, log, separator=separator,
                                            **globs, **(script_options or {})))
-        roots = self.get(data, "skills", list, "", [])
-        for index, root in enumerate(roots):
+        folders = []
+        for index, root in enumerate(self.get(data, "skills", list, "", [])):
             if not isinstance(root, str):
                 raise self.error("skills[%d]" % index, "expected a folder path (text)")
-        if roots:
+            folders.append(self.folder_path(root, "skills[%d]" % index))
+        if folders:
             prompts = self.get(data, "skillPrompts", bool, "", True) and skill_prompts
-            sources.append(SkillFolders([self.folder_path(root, "skills[%d]" % i) for i, root in enumerate(roots)],
-                                        log, prompts=prompts))
+            sources.append(SkillFolders(folders, log, prompts=prompts))
         info["separator"] = separator
         info["guard"] = read_guard(self, data)
         info["tool_search"] = read_tool_search(self, data)
@@ -6386,7 +6540,7 @@ class ConfigLoader:
                             "the command sh -c '...'.", self.path, index, resource.uri,
                             ", ".join("`%s`" % f for f in found), resource.template.command_name())
 
-    def tool(self, spec, where: str, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
+    def tool(self, spec, where, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
         """One `tools` entry as a CommandTool."""
         spec = _given(spec)
         if isinstance(spec, dict) and "name" not in spec:
@@ -6455,10 +6609,10 @@ class ConfigLoader:
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
                            output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
-                           output_folder=output_folder,
-                           files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
+                           output_folder=output_folder, interactive=self.get(spec, "interactive", bool, where, stdin is None),
+                           answers=read_answers(self, spec, where), files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
 
-    def within(self, spec: dict, where: str, properties: dict) -> dict:
+    def within(self, spec, where, properties):
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
         Returns {key: real folder path}."""
         out = {}
@@ -6477,14 +6631,14 @@ class ConfigLoader:
             out[key] = os.path.realpath(self.folder_path(folder, here))
         return out
 
-    def timeout(self, obj: dict, where: str):
+    def timeout(self, obj, where):
         """obj["timeout"] as positive seconds, or None when it is not given."""
         value = self.get(obj, "timeout", (int, float), where)
         if value is not None and value <= 0:
             raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
         return value
 
-    def choice(self, obj: dict, key: str, choices, where: str, default=None):
+    def choice(self, obj, key, choices, where, default=None):
         """obj[key], one of `choices` (taskSupport: how its tools run as MCP tasks; toolSearch)."""
         value = self.get(obj, key, str, where, default)
         if value != default and value not in choices:
@@ -6492,7 +6646,7 @@ class ConfigLoader:
                              % (", ".join(json.dumps(v) for v in choices), json.dumps(value)))
         return value
 
-    def run_overrides(self, spec: dict, where: str, settings: RunSettings) -> dict:
+    def run_overrides(self, spec, where, settings: RunSettings):
         """A tool's or resource's own timeout, working_directory, environment (and a tool's taskSupport)."""
         overrides = {}
         if "taskSupport" in spec:
@@ -6509,14 +6663,14 @@ class ConfigLoader:
             overrides["env"] = dict(settings.env or os.environ, **env)
         return overrides
 
-    def template(self, source: str, where: str, text: bool = False) -> CommandTemplate:
+    def template(self, source, where, text=False) -> CommandTemplate:
         """Parse one command template, errors naming `where`."""
         try:
             return CommandTemplate(source, text=text)
         except TemplateError as exc:
             raise self.error(where, "bad template: %s" % exc)
 
-    def parameters(self, params, where: str) -> tuple:
+    def parameters(self, params, where):
         """CLI-as-MCP parameters to (schema, defaults, asked); `required` defaults to true unless a default is
         given; `asked` holds the parameters the user is asked for when a call leaves them out (`ask`)."""
         if not isinstance(params, dict):
@@ -6538,10 +6692,9 @@ class ConfigLoader:
                                  % (", ".join(_PARAMETER_TYPES), json.dumps(kind), hint))
             prop = {"type": kind}
             if kind == "array":
-                items = self.get(spec, "items", dict, here, {"type": "string"})
-                prop["items"] = items
-            if kind == "array" and prop["items"].get("type", "string") not in _PARAMETER_TYPES[:4]:
-                raise self.error(_join(here, "items.type"), "expected one of string, integer, number, boolean")
+                prop["items"] = self.get(spec, "items", dict, here, {"type": "string"})
+                if prop["items"].get("type", "string") not in _PARAMETER_TYPES[:4]:
+                    raise self.error(_join(here, "items.type"), "expected one of string, integer, number, boolean")
             if "enum" in spec:
                 values = self.get(spec, "enum", list, here)
                 if not values:
@@ -6561,12 +6714,12 @@ class ConfigLoader:
                     raise self.error(_join(here, "default"), problems[0])
                 prop["default"] = defaults[name] = spec["default"]
             ask = self.get(spec, "ask", (bool, str), here, False)
-            if ask is not False and ("default" in spec or spec.get("required") is True):
-                raise self.error(_join(here, "ask"), "a parameter the user is asked for has no default and is not "
-                                 "required of the model (it may leave it out): drop `default` or `required`")
-            if ask is not False and prop.get("type") == "array":
-                raise self.error(_join(here, "ask"), "a form asks for a string, number or boolean, not an array")
             if ask is not False:
+                if "default" in spec or spec.get("required") is True:
+                    raise self.error(_join(here, "ask"), "a parameter the user is asked for has no default and is "
+                                     "not required of the model (it may leave it out): drop `default` or `required`")
+                if kind == "array":
+                    raise self.error(_join(here, "ask"), "a form asks for a string, number or boolean, not an array")
                 asked[name] = ask if isinstance(ask, str) else prop.get("description", name)
             elif self.get(spec, "required", bool, here, "default" not in spec):
                 required.append(name)
@@ -6579,7 +6732,7 @@ class ConfigLoader:
             schema["required"] = required
         return schema, defaults, asked
 
-    def bind(self, template: CommandTemplate, properties: dict, where: str, declared_by: str = "parameter"):
+    def bind(self, template: CommandTemplate, properties, where, declared_by="parameter"):
         """Point the template's fields and blocks at declared parameters; refuse undeclared ones.
 
         `declared_by="field"`: the schema came from the template's own fields
@@ -6607,7 +6760,7 @@ class ConfigLoader:
         for block in template.blocks:
             block.key = declared(block.name)
 
-    def resource(self, spec, where: str, runner: ProcessRunner, settings: RunSettings):
+    def resource(self, spec, where, runner: ProcessRunner, settings: RunSettings):
         """One `resources` entry as a CommandResource."""
         spec = _given(spec)
         self.keys(spec, _RESOURCE_KEYS, where)
@@ -6636,7 +6789,16 @@ class ConfigLoader:
                                title=self.get(spec, "title", str, where), mime_type=mime, within=within)
 
 
-def read_rules(loader, obj: dict, where: str) -> dict:
+def read_answers(loader, spec, where):
+    """A tool's `answers` ([{"prompt": regex, "answer": text}]: questions answered without asking) as (pattern, text)."""
+    try:
+        return [(re.compile(rule["prompt"]), rule["answer"] + "") for rule in loader.get(spec, "answers", list, where, [])]
+    except (TypeError, KeyError, re.error) as exc:
+        raise loader.error(_join(where, "answers"), "expected a list of {\"prompt\": \"a regular expression\", "
+                           "\"answer\": \"text\"} (%s)" % exc)
+
+
+def read_rules(loader, obj, where):
     """A tool's, server's or file's guard rules, checked: rateLimit (calls, seconds, scope), cache (ttl, shared),
     confirm (true, false or "destructive")."""
     rules = {}
@@ -6694,16 +6856,16 @@ def _given(obj):
     return obj
 
 
-def _as_tuple(kind) -> tuple:
+def _as_tuple(kind):
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return kinds + ((float,) if int in kinds else ())
 
 
-def _join(where: str, key: str) -> str:
+def _join(where, key):
     return "%s.%s" % (where, key) if where else key
 
 
-def uri_value(key: str, value: str) -> str:
+def uri_value(key, value):
     """Check one decoded value of a resource template: no way out of the place it names.
 
     `..`, a separator (only an encoded one, %2F or %5C, can be there), an
@@ -6720,7 +6882,7 @@ def uri_value(key: str, value: str) -> str:
     return value
 
 
-def confine_path(key: str, value: str, folder: str) -> str:
+def confine_path(key, value, folder):
     """The real path of `value` (relative to `folder`, symlinks followed), which must be inside
     `folder`; a ToolError that says so otherwise. The command receives this absolute path."""
     if "\0" in value:
@@ -6736,7 +6898,7 @@ def confine_path(key: str, value: str, folder: str) -> str:
     return real
 
 
-def _uri_pattern(uri: str) -> tuple:
+def _uri_pattern(uri):
     """A regex matching the URIs of a URI template, and its parameter names."""
     params, parts, last = [], [], 0
     for match in re.finditer(r"\{(%s)\}" % _FIELD_NAME, uri):
@@ -6758,7 +6920,7 @@ class CommandResource:
         self.within = within or {}  # parameter -> the folder its path must stay in
         self.description, self.title, self.mime_type = description, title, mime_type
 
-    def definition(self) -> dict:
+    def definition(self):
         """The MCP Resource (or ResourceTemplate) object clients list."""
         entry = {"uriTemplate" if self.pattern else "uri": self.uri, "name": self.name, "mimeType": self.mime_type}
         if self.title:
@@ -6767,7 +6929,7 @@ class CommandResource:
             entry["description"] = self.description
         return entry
 
-    def match(self, uri: str):
+    def match(self, uri):
         """The parameter values for `uri`, or None if it is not this resource's."""
         if self.pattern is None:
             return {} if uri == self.uri else None
@@ -6777,7 +6939,7 @@ class CommandResource:
         from urllib.parse import unquote
         return {key: unquote(value) for key, value in found.groupdict().items()}
 
-    async def read(self, uri: str, values: dict) -> dict:
+    async def read(self, uri, values):
         """Run the command with the URI's values; return MCP contents."""
         try:
             values = {key: (confine_path(key, value, self.within[key]) if key in self.within
@@ -6811,13 +6973,13 @@ class Block:
 
     __slots__ = ("name", "key", "then", "otherwise")
 
-    def __init__(self, name: str):
+    def __init__(self, name):
         self.name = name
         self.key = name.replace("-", "_")
         self.then = []
         self.otherwise = None
 
-    def branch(self, arguments: dict) -> list:
+    def branch(self, arguments):
         value = arguments.get(self.key)
         given = value is not None and value is not False and value != "" and value != []
         return self.then if given else (self.otherwise or [])
@@ -6851,7 +7013,7 @@ class CommandTemplate(Template):
     what a `"shell": true` script keeps.
     """
 
-    def __init__(self, source: str, text: bool = False):
+    def __init__(self, source, text=False):
         self.source = [source]
         self.text_mode = text
         self.fields = {}
@@ -6872,7 +7034,7 @@ class CommandTemplate(Template):
         for mask in range(1 << len(keys)):
             yield {key: True for bit, key in enumerate(keys) if mask >> bit & 1}
 
-    def check_code(self, shell: bool):
+    def check_code(self, shell):
         """Refuse a field where a value would be code (see _CodeCheck), in every way the
         blocks can go; `shell` walks each command of a "shell": true script."""
         try:
@@ -6885,11 +7047,11 @@ class CommandTemplate(Template):
         except TemplateError as exc:
             raise self._error(str(exc))
 
-    def _error(self, message: str, at: int | None = None) -> TemplateError:
+    def _error(self, message, at=None) -> TemplateError:
         where = " at column %d" % (at + 1) if at is not None else ""
         return TemplateError("%s%s of %r" % (message, where, self.source[0]))
 
-    def _parse(self, source: str) -> list:
+    def _parse(self, source):
         root, stack, quote, subst, i = [], [], None, [], 0
         current = root
         while i < len(source):
@@ -6992,7 +7154,7 @@ class CommandTemplate(Template):
             if node[0] == "s":
                 return
 
-    def _tokens(self, nodes: list, arguments: dict | None = None):
+    def _tokens(self, nodes, arguments=None):
         """The tokens in order; blocks are entered by `arguments` (all of them when None)."""
         for node in nodes:
             if isinstance(node, Block):
@@ -7004,7 +7166,7 @@ class CommandTemplate(Template):
             else:
                 yield node
 
-    def _token_words(self, arguments: dict | None) -> list:
+    def _token_words(self, arguments):
         """The chosen tokens split at spaces: a list of (word tokens, following spaces)."""
         words, word, spaces = [], [], ""
         for token in self._tokens(self.nodes, arguments):
@@ -7022,7 +7184,7 @@ class CommandTemplate(Template):
             words.append((word, spaces))
         return words
 
-    def words_for(self, arguments: dict | None) -> list:
+    def words_for(self, arguments):
         """Split the chosen tokens into words of pieces (str, Field, Group)."""
         words = []
         for tokens, _ in self._token_words(arguments):
@@ -7050,8 +7212,8 @@ class CommandTemplate(Template):
             elif kind == "g":
                 yield from value.fields
 
-    def render(self, arguments: dict, allow_dash_values: bool = False, honour_double_dash: bool = True,
-               shell: bool = False) -> list:
+    def render(self, arguments, allow_dash_values=False, honour_double_dash=True,
+               shell=False):
         """See Template.render; `shell` reads the words as a "shell": true script, where a `--`
         ends the options of its own command only (up to `|`, `&`, `;`, `(`, `)` or a newline)."""
         ends = set()
@@ -7063,7 +7225,7 @@ class CommandTemplate(Template):
         return render_words(self.words_for(arguments), arguments, allow_dash_values, self.command_name(),
                             honour_double_dash, ends)
 
-    def render_text(self, arguments: dict) -> str:
+    def render_text(self, arguments):
         """The template as one string (stdin templates): values pasted in as text."""
         parts = []
         for kind, value, _, _ in self._tokens(self.nodes, arguments):
@@ -7074,7 +7236,7 @@ class CommandTemplate(Template):
                 parts.append(value)
         return "".join(parts)
 
-    def render_shell(self, arguments: dict) -> tuple:
+    def render_shell(self, arguments):
         """(script, values) for `sh -c script mcpstudio values...`.
 
         The script is the template's own source text, word by word (a word
@@ -7113,7 +7275,7 @@ class CommandTemplate(Template):
             script.append(spaces)
         return "".join(script), values
 
-    def shell_syntax(self) -> list:
+    def shell_syntax(self):
         """What in the template only a shell would act on (`|`, `&&`, `>`, `*`, `$(`, `$VAR`, ...).
 
         Without `"shell": true` no shell runs, so these reach the command as
@@ -7148,11 +7310,11 @@ class CommandTemplate(Template):
         return found
 
     @staticmethod
-    def words_for_tokens(tokens) -> list:
+    def words_for_tokens(tokens):
         """The tokens' values, quote marks dropped (what a word's text is made of)."""
         return [("" if kind == "q" else value) for kind, value, _, _ in tokens]
 
-    def display(self) -> str:
+    def display(self):
         """The template as a person reads it, without field descriptions."""
         return self.source[0]
 
@@ -7201,36 +7363,22 @@ STARTER_CONFIG = """\
 """
 
 
-def init_config(args: list) -> int:
+def init_config(args):
     """`init NAME --command CMD [--description D] [-o FILE] [--force]`: write a starter config."""
-    values = {"name": None, "command": None, "description": None, "output": None, "force": False}
-    names = {"--command": "command", "--description": "description", "-o": "output", "--output": "output"}
-    i = 0
-    while i < len(args):
-        arg, eq, inline = args[i].partition("=")
-        if arg == "--force":
-            values["force"] = True
-        elif arg in names:
-            if not eq:
-                i += 1
-                if i >= len(args):
-                    raise UsageError("init: %s needs a value" % arg)
-                inline = args[i]
-            values[names[arg]] = inline
-        elif arg.startswith("-") or values["name"] is not None:
-            raise UsageError("init: unexpected %r; usage: mcpstudio init NAME --command CMD "
-                             "[--description TEXT] [-o FILE] [--force]" % args[i])
-        else:
-            values["name"] = arg
-        i += 1
-    if not values["name"] or not values["command"]:
+    found, rest = _take_options(args, "init", flags=("--force",), anywhere=True,
+                                values=("--command", "--description", "-o", "--output"))
+    unexpected = [word for word in rest if word.startswith("-")] or rest[1:]
+    if unexpected:
+        raise UsageError("init: unexpected %r; usage: mcpstudio init NAME --command CMD "
+                         "[--description TEXT] [-o FILE] [--force]" % unexpected[0])
+    command = found.get("--command")
+    if not rest or not command:
         raise UsageError("init needs a NAME and --command CMD, e.g. mcpstudio init git --command git")
-    name = _UNSAFE_NAME_CHARS.sub("_", values["name"])
-    output = values["output"] or name + ".json"
-    if os.path.exists(output) and not values["force"]:
+    name = _UNSAFE_NAME_CHARS.sub("_", rest[0])
+    output = found.get("-o") or found.get("--output") or name + ".json"
+    if os.path.exists(output) and not found.get("--force"):
         sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
         return 1
-    command = values["command"]
     import shlex
     try:
         words = shlex.split(command)
@@ -7239,27 +7387,22 @@ def init_config(args: list) -> int:
     if not words:
         raise UsageError("init: --command is empty")
     quoted = _argv_text(words)
-    text = STARTER_CONFIG % {
-        "name_comment": re.sub(r"\s", " ", values["name"]), "name_json": json.dumps(values["name"]),
-        "file": _argv_text([output]),
-        "help_description_json": json.dumps("Show how to use %s." % command),
-        "run_description_json": json.dumps("Run %s with arguments." % command),
-        "args_description_json": json.dumps("Arguments for %s" % command),
-        "version_name_json": json.dumps("%s version" % command),
-        "description_json": json.dumps(values["description"] or "Tools for %s." % command),
-        "help_json": json.dumps(name + "_help"), "run_json": json.dumps(name + "_run"),
-        "help_command_json": json.dumps("%s --help" % quoted),
-        "run_command_json": json.dumps("%s {args}{#if help} --help{/if}" % quoted),
-        "uri_json": json.dumps("%s://version" % name.replace("_", "-")),
-        "version_command_json": json.dumps("%s --version" % quoted)}
+    values = {  # each goes into the starter as JSON, under its key + "_json"
+        "name": rest[0], "help_description": "Show how to use %s." % command,
+        "run_description": "Run %s with arguments." % command, "args_description": "Arguments for %s" % command,
+        "version_name": "%s version" % command, "description": found.get("--description") or "Tools for %s." % command,
+        "help": name + "_help", "run": name + "_run", "help_command": "%s --help" % quoted,
+        "run_command": "%s {args}{#if help} --help{/if}" % quoted, "uri": "%s://version" % name.replace("_", "-"),
+        "version_command": "%s --version" % quoted}
+    text = STARTER_CONFIG % dict({key + "_json": json.dumps(value) for key, value in values.items()},
+                                 name_comment=re.sub(r"\s", " ", rest[0]), file=_argv_text([output]))
     with open(output, "w", encoding="utf-8") as f:
         f.write(text)
-    prog = "mcpstudio" if not sys.argv[0].endswith(".py") else "python3 " + _argv_text([sys.argv[0]])
-    print("wrote %s; check it with: %s check --config %s" % (output, prog, _argv_text([output])))
+    print("wrote %s; check it with: %s check --config %s" % (output, _prog(), _argv_text([output])))
     return 0
 
 
-def _example_value(name: str, prop: dict):
+def _example_value(name, prop):
     """A value that shows what the parameter does in the rendered command."""
     if prop.get("enum"):
         return prop["enum"][0]
@@ -7267,7 +7410,7 @@ def _example_value(name: str, prop: dict):
     return {"integer": 1, "number": 1.5, "boolean": True, "array": ["<%s>" % name]}.get(kind, "<%s>" % name)
 
 
-def check_config(path: str, log: Log, options: dict) -> int:
+def check_config(path, log: Log, options):
     """`check --config FILE`: print what the file serves and the argv an example call runs."""
     server, _ = _build_server(options, [], log, config=path)
     if path is not None:
@@ -7356,6 +7499,9 @@ LOG_LINES = 500               # lines of each server's stderr and lifecycle kept
 BACKOFF_FIRST = 1.0           # seconds before restarting a server that failed twice in a row; doubles
 BACKOFF_MAX = 30.0
 BACKOFF_WAIT = 2.0            # a call waits out a backoff this short; a longer one fails at once
+UPSTREAM_MAX_ITEMS = 5000     # tools (prompts, resources, templates) kept of one server's listing: the rest left out
+UPSTREAM_MAX_ITEM = 64 << 10  # bytes of one listed item (its description and schemas): a larger one is left out
+UPSTREAM_NOTICES = 50         # notifications a second a server may send (bursts as large): the rest are dropped
 UPSTREAM_CACHE_FORMAT = 1
 UPSTREAM_CACHE_MAX = 64 << 20  # bytes of one cached listing; a larger file is ignored
 MANAGER_PREFIX = "mcpstudio"
@@ -7430,10 +7576,8 @@ class UpstreamSpec:
                             self.denied_tools, self.oauth)
 
     def display(self) -> str:
-        """The server as a person reads it: its URL, or its command line."""
-        if self.url:
-            return self.url
-        return _argv_text([self.command or "?"] + self.args)
+        """The server as a person reads it, secrets masked: its URL, or its command line."""
+        return mask_secrets(self.url or _argv_text([self.command or "?"] + self.args))
 
 
 class UpstreamPlan:
@@ -7464,6 +7608,15 @@ class UpstreamPlan:
             return ("namespace `%s` denies the tools of server `%s` unless toolPermissions enables them, and "
                     "none enables `%s`" % (namespace, spec.key, tool))
         return None
+
+    def left_out(self, namespace, spec, original: str, separator: str):
+        """Why `serve` leaves `spec`'s tool `original` out of `namespace`: "" for the server's or the namespace's
+        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
+        entry = self.namespaces.get(namespace) if namespace else None
+        if not _passes(original, spec.allow, spec.deny) or (
+                entry and not _passes(spec.public_name(original, separator), entry["allow"], entry["deny"])):
+            return ""
+        return self.denial(namespace, spec, original)
 
 
 def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
@@ -7758,6 +7911,16 @@ def _passes(name: str, allow, deny) -> bool:
     return (not allow or _match(name, allow)) and not _match(name, deny)
 
 
+def shared_uris(listings) -> dict:
+    """{uri: [server ids]} for each resource URI that more than one server lists (`listings`: [(server id,
+    resources)]); skill:// URIs are served under each server's id, so they are never shared."""
+    owners = {}
+    for server_id, items in listings:
+        for uri in {item.get("uri") for item in items if isinstance(item.get("uri"), str)}:
+            owners.setdefault(uri, []).append(server_id)
+    return {uri: ids for uri, ids in owners.items() if len(ids) > 1 and not uri.startswith("skill://")}
+
+
 class _UpstreamProtocol(asyncio.SubprocessProtocol):
     """Lines from a server's stdout (messages) and stderr (for its log), and its exit."""
 
@@ -7856,7 +8019,7 @@ _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "cal
                   "client_metadata_url": "clientMetadataUrl"}
 
 
-def www_authenticate(header: str) -> dict:
+def www_authenticate(header):
     """The parameters of the `Bearer` challenge in a WWW-Authenticate value (RFC 6750 §3), {} if none.
 
     >>> www_authenticate('Bearer error="insufficient_scope", scope="a b"')["scope"]
@@ -7877,13 +8040,13 @@ def www_authenticate(header: str) -> dict:
     return params
 
 
-def _origin(url: str) -> str:
+def _origin(url):
     import urllib.parse
     parts = urllib.parse.urlsplit(url)
     return "%s://%s" % (parts.scheme.lower(), parts.netloc.lower())
 
 
-def protected_resource_urls(server_url: str, from_header=None) -> list:
+def protected_resource_urls(server_url, from_header=None):
     """Where a server's protected resource metadata may be (RFC 9728 §3.1), in the order to try."""
     import urllib.parse
     path = urllib.parse.urlsplit(server_url).path.rstrip("/")
@@ -7894,7 +8057,7 @@ def protected_resource_urls(server_url: str, from_header=None) -> list:
     return urls
 
 
-def authorization_server_urls(issuer: str) -> list:
+def authorization_server_urls(issuer):
     """Where an authorization server's metadata may be: RFC 8414, then OpenID discovery both ways."""
     import urllib.parse
     path = urllib.parse.urlsplit(issuer).path.rstrip("/")
@@ -7905,7 +8068,7 @@ def authorization_server_urls(issuer: str) -> list:
             base + path + "/.well-known/openid-configuration"]
 
 
-def resource_covers(resource: str, server_url: str) -> bool:
+def resource_covers(resource, server_url):
     """Whether metadata for `resource` may speak for `server_url`: the same origin, and its path or a parent."""
     import urllib.parse
     if _origin(resource) != _origin(server_url):
@@ -7915,20 +8078,20 @@ def resource_covers(resource: str, server_url: str) -> bool:
     return mine == theirs or mine.startswith(theirs + "/")
 
 
-def secure_url(url: str) -> bool:
+def secure_url(url):
     """https, or plain http to this machine: what a sign-in fetches or sends the browser to (RFC 8414, 9728)."""
     import urllib.parse
     parts = urllib.parse.urlsplit(url)
     return parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname))
 
 
-def loopback_host(host) -> bool:
+def loopback_host(host):
     """localhost, 127.x.x.x or ::1: where plain http and redirects are safe."""
     host = (host or "").strip("[]").lower()
     return host in ("localhost", "::1") or host.endswith(".localhost") or bool(re.fullmatch(r"127(\.\d+){3}", host))
 
 
-def pkce_pair() -> tuple:
+def pkce_pair():
     """(code_verifier, S256 code_challenge) of RFC 7636."""
     import base64
     import hashlib
@@ -7938,7 +8101,7 @@ def pkce_pair() -> tuple:
     return verifier, challenge
 
 
-def oauth_folder() -> str:
+def oauth_folder():
     """Where sign-ins are kept: the mcpstudio config folder's `oauth`."""
     return os.path.join(os.path.dirname(default_config_path()), "oauth")
 
@@ -7946,7 +8109,7 @@ def oauth_folder() -> str:
 class TokenStore:
     """One server's sign-in on disk: its client registration and tokens, in a file only the user can read."""
 
-    def __init__(self, url: str, folder=None):
+    def __init__(self, url, folder=None):
         import hashlib
         import urllib.parse
         self.url = url
@@ -7954,7 +8117,7 @@ class TokenStore:
         self.path = os.path.join(folder or oauth_folder(),
                                  "%s-%s.json" % (host, hashlib.sha256(url.encode()).hexdigest()[:12]))
 
-    def load(self) -> dict:
+    def load(self):
         """The kept sign-in, {} without one (a symlink in the file's place is not followed)."""
         try:
             with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
@@ -7963,7 +8126,7 @@ class TokenStore:
             return {}
         return data if isinstance(data, dict) and data.get("url") == self.url else {}
 
-    def save(self, data: dict):
+    def save(self, data):
         """Write atomically through a new file of an unpredictable name, mode 0600 in a folder made 0700
         (on Windows the user's profile folder guards it); the temporary file never outlives a failure."""
         import secrets
@@ -7981,7 +8144,7 @@ class TokenStore:
             os.remove(temporary)
             raise
 
-    def delete(self) -> bool:
+    def delete(self):
         try:
             os.remove(self.path)
             return True
@@ -7994,7 +8157,7 @@ class _Callback:
     carries `state` (another, such as a forged redirect, is ignored). Requests are served each in a thread,
     with a socket timeout: an idle connection stalls nothing."""
 
-    def __init__(self, state: str, port: int = 0):
+    def __init__(self, state, port=0):
         import http.server
         import urllib.parse
         found = {}
@@ -8031,7 +8194,7 @@ class _Callback:
         self.uri = "http://127.0.0.1:%d/callback" % self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
 
-    def wait(self, timeout: float) -> dict:
+    def wait(self, timeout):
         try:
             if not self.done.wait(timeout):
                 raise OAuthError("the browser did not come back within %.0f s" % timeout)
@@ -8054,7 +8217,7 @@ class OAuthClient:
     with the `mcpstudio login` command to run.
     """
 
-    def __init__(self, url: str, name=None, settings=None, interactive=False, say=None, store=None, config=None):
+    def __init__(self, url, name=None, settings=None, interactive=False, say=None, store=None, config=None):
         self.url = url.split("#")[0]
         self.name = name or self.url
         self.settings = settings or {}
@@ -8083,12 +8246,12 @@ class OAuthClient:
                     return None
             return "Bearer " + self.state["tokens"]["access_token"]
 
-    def login_command(self) -> str:
+    def login_command(self):
         if not self.config:  # --url: no config names it
             return "mcpstudio login %s" % self.url
         return "mcpstudio login %s --config %s" % (self.name, self.config)
 
-    def challenge(self, status: int, header: str, tries: int, sent=None):
+    def challenge(self, status, header, tries, sent=None):
         """A 401 or 403 came back (the `tries`-th for this request, which carried `sent`): refresh or
         sign in again so that a retry may pass; raise OAuthError when nothing will help."""
         params = www_authenticate(header)
@@ -8114,7 +8277,7 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _request(self, url: str, data=None, headers=None, limit=1 << 20) -> tuple:
+    def _request(self, url, data=None, headers=None, limit=1 << 20):
         """One HTTP request: (status, response headers, up to `limit` bytes of body). A redirect is not
         followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
@@ -8132,7 +8295,7 @@ class OAuthClient:
         except (OSError, ValueError) as exc:
             raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
 
-    def _fetch(self, url: str, data=None, headers=None):
+    def _fetch(self, url, data=None, headers=None):
         """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None)."""
         if not secure_url(url):
             raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
@@ -8144,7 +8307,7 @@ class OAuthClient:
             parsed = None
         return status, parsed if isinstance(parsed, dict) else None
 
-    def _metadata(self, urls: list):
+    def _metadata(self, urls):
         """The first of `urls` that answers a JSON object: (url, document), or (None, None)."""
         for url in urls:
             status, document = self._fetch(url)
@@ -8152,7 +8315,7 @@ class OAuthClient:
                 return url, document
         return None, None
 
-    def discover(self, params: dict) -> tuple:
+    def discover(self, params):
         """(resource metadata or None, issuer, authorization server metadata, whether it is a real document)."""
         _, resource = self._metadata(protected_resource_urls(self.url, params.get("resource_metadata")))
         if resource is not None:
@@ -8180,7 +8343,7 @@ class OAuthClient:
         return None, issuer, {"issuer": issuer, "authorization_endpoint": base + "/authorize",
                               "token_endpoint": base + "/token", "registration_endpoint": base + "/register"}, False
 
-    def _check_endpoint(self, metadata: dict, key: str):
+    def _check_endpoint(self, metadata, key):
         url = metadata.get(key)
         if not isinstance(url, str):
             raise OAuthError("authorization server %s: its metadata has no %s" % (metadata.get("issuer"), key))
@@ -8189,7 +8352,7 @@ class OAuthClient:
                              "this machine)" % (metadata.get("issuer"), key, url))
         return url
 
-    def _client(self, metadata: dict, issuer: str, redirect_uri: str) -> dict:
+    def _client(self, metadata, issuer, redirect_uri):
         """The client identity, in the spec's order: pre-registered, metadata document, registered here."""
         if self.settings.get("clientId"):
             client = {"client_id": self.settings["clientId"]}
@@ -8221,7 +8384,7 @@ class OAuthClient:
         client.setdefault("redirect_uris", [redirect_uri])
         return client
 
-    def _token_request(self, metadata: dict, client: dict, form: dict) -> dict:
+    def _token_request(self, metadata, client, form):
         """POST to the token endpoint; the new tokens."""
         status, tokens = self._client_post(metadata, client, form, "token_endpoint")
         if status != 200 or not tokens or not isinstance(tokens.get("access_token"), str):
@@ -8232,7 +8395,7 @@ class OAuthClient:
             tokens["expires_at"] = int(time.time() + tokens["expires_in"])
         return tokens
 
-    def _client_post(self, metadata: dict, client: dict, form: dict, key: str) -> tuple:
+    def _client_post(self, metadata, client, form, key):
         """POST a form to the endpoint `key`, authenticating as the client was registered to: (status, JSON)."""
         import base64
         import urllib.parse
@@ -8279,7 +8442,7 @@ class OAuthClient:
         self.state["tokens"] = fresh
         self.store.save(self.state)
 
-    def sign_in(self, params: dict, scopes=()):
+    def sign_in(self, params, scopes=()):
         """The whole authorization code flow, from discovery to saved tokens."""
         import urllib.parse
         if not self.interactive:
@@ -8349,12 +8512,12 @@ class OAuthClient:
             "clientInfo": {"name": "mcpstudio", "version": __version__}}}).encode()
         status, headers, _ = self._request(self.url, body, {
             "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, limit=0)
-        header = headers.get("WWW-Authenticate", "")
         if status != 401:
             raise OAuthError("%s answered HTTP %d without asking for a sign-in: it needs none" % (self.url, status))
-        self.sign_in(www_authenticate(header), www_authenticate(header).get("scope", "").split())
+        params = www_authenticate(headers.get("WWW-Authenticate", ""))
+        self.sign_in(params, params.get("scope", "").split())
 
-    def _kept_port(self, issuer: str) -> int:
+    def _kept_port(self, issuer):
         """The port of the redirect URI registered earlier with this issuer (0: any)."""
         import urllib.parse
         kept = self.state.get("client") or {}
@@ -8366,7 +8529,7 @@ class OAuthClient:
                 return port
         return 0
 
-    def _open_browser(self, url: str):
+    def _open_browser(self, url):
         """webbrowser honours $BROWSER; it runs in a thread, as some browsers' commands wait until closed."""
         def run():
             import webbrowser
@@ -8376,7 +8539,7 @@ class OAuthClient:
                 self.say("%s: could not open a browser (%s)" % (self.name, exc))
         threading.Thread(target=run, daemon=True).start()
 
-    def summary(self) -> str:
+    def summary(self):
         """The sign-in's state for `status`, without the token."""
         tokens = self.state.get("tokens") or {}
         if not tokens.get("access_token"):
@@ -8391,7 +8554,7 @@ class OAuthClient:
         return "signed in (%s; scopes: %s)" % (when, tokens.get("scope") or "none")
 
 
-def _encode_header(text: str) -> str:
+def _encode_header(text):
     """A value for an Mcp-Name or Mcp-Param header: as it is when it is plain printable ASCII, else
     `=?base64?...?=` of its UTF-8 (SEP-2243)."""
     if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
@@ -8400,7 +8563,7 @@ def _encode_header(text: str) -> str:
     return "=?base64?%s?=" % base64.b64encode(text.encode()).decode()
 
 
-def header_problem(tool: dict):
+def header_problem(tool):
     """Why a tool's `x-mcp-header` declarations break SEP-2243's rules (then no client may list it), or None."""
     schema, seen = tool.get("inputSchema"), set()
     properties = schema.get("properties") if isinstance(schema, dict) else None
@@ -8419,7 +8582,7 @@ def header_problem(tool: dict):
     return None
 
 
-def param_texts(tool, arguments) -> dict:
+def param_texts(tool, arguments):
     """SEP-2243: each `x-mcp-header` name of `tool`'s schema -> the text its argument goes as (None: the argument is
     absent, null or structured, and no header goes); the listing kept only valid declarations."""
     properties = ((tool or {}).get("inputSchema") or {}).get("properties")
@@ -8432,7 +8595,7 @@ def param_texts(tool, arguments) -> dict:
     return texts
 
 
-def param_mismatch(tool, arguments, headers: dict):
+def param_mismatch(tool, arguments, headers):
     """Why a 2026-07-28 tools/call's `Mcp-Param-*` headers (`headers`: lower-case names) disagree with its arguments
     (SEP-2243: each argument `tool` marks with `x-mcp-header` goes as its header, no other), or None."""
     for header, text in param_texts(tool, arguments).items():
@@ -8443,7 +8606,7 @@ def param_mismatch(tool, arguments, headers: dict):
     return None
 
 
-def header_checked(tools: list, server: str, log) -> list:
+def header_checked(tools, server, log):
     """The tools whose x-mcp-header declarations keep SEP-2243's rules; a warning names each other one."""
     kept = []
     for tool in tools:
@@ -8487,7 +8650,7 @@ class _HttpChannel:
 
     # -- connections --------------------------------------------------------------------
 
-    def _connection(self, url: str, timeout):
+    def _connection(self, url, timeout):
         import http.client
         import urllib.parse
         import urllib.request
@@ -8495,28 +8658,24 @@ class _HttpChannel:
         secure = parts.scheme == "https"
         host, port = parts.hostname, parts.port or (443 if secure else 80)
         target = (parts.path or "/") + ("?" + parts.query if parts.query else "")
-        context = None
-        if secure:
-            import ssl
-            context = ssl.create_default_context()
         proxy = None if urllib.request.proxy_bypass_environment(host) else \
             urllib.request.getproxies_environment().get("https" if secure else "http")
+        address = (host, port)
         if proxy:
             proxy = urllib.parse.urlsplit(proxy if "://" in proxy else "http://" + proxy)
-            if secure:  # a CONNECT tunnel, TLS inside it
-                connection = http.client.HTTPSConnection(proxy.hostname, proxy.port or 8080, timeout=timeout,
-                                                         context=context)
+            address = (proxy.hostname, proxy.port or 8080)
+        if secure:
+            import ssl
+            connection = http.client.HTTPSConnection(*address, timeout=timeout, context=ssl.create_default_context())
+            if proxy:  # a CONNECT tunnel, TLS inside it
                 connection.set_tunnel(host, port)
-            else:  # a plain proxy takes the whole URL
-                connection = http.client.HTTPConnection(proxy.hostname, proxy.port or 8080, timeout=timeout)
-                target = url
-        elif secure:
-            connection = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
         else:
-            connection = http.client.HTTPConnection(host, port, timeout=timeout)
+            connection = http.client.HTTPConnection(*address, timeout=timeout)
+            if proxy:  # a plain proxy takes the whole URL
+                target = url
         return connection, target
 
-    def _headers(self, message=None, url=None) -> dict:
+    def _headers(self, message=None, url=None):
         headers = {"Accept": "application/json, text/event-stream"}
         headers.update(self.spec.headers)
         url = url or self.post_url
@@ -8546,7 +8705,7 @@ class _HttpChannel:
                 headers["Mcp-Session-Id"] = self.session_id
         return headers
 
-    def _param_headers(self, name, arguments) -> dict:
+    def _param_headers(self, name, arguments):
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
         tools = (self.upstream.listing or {}).get("tools") or ()
         tool = next((t for t in tools if t.get("name") == name), None)
@@ -8557,7 +8716,7 @@ class _HttpChannel:
         if isinstance(message, dict) and not self.closed:
             self.loop.call_soon_threadsafe(self.upstream.client.received_message, message, related)
 
-    def _fail(self, reason: str):
+    def _fail(self, reason):
         if not self.closed:
             self.loop.call_soon_threadsafe(self.upstream.lost, self, reason)
 
@@ -8586,7 +8745,7 @@ class _HttpChannel:
             elif field == "retry" and seen is not None and value.isdigit():
                 seen["retry"] = int(value)
 
-    def _answered(self, response, request_id, seen) -> bool:
+    def _answered(self, response, request_id, seen):
         """Deliver what a POST's SSE stream carries; whether the answer to `request_id` was among it."""
         for _, data in self._events(response, seen):
             try:
@@ -8690,11 +8849,11 @@ class _HttpChannel:
             if not self.closed:
                 time.sleep(min(seen.get("retry", 1000), HTTP_RESUME_WAIT_MS) / 1000)
 
-    def send(self, message: dict):
+    def send(self, message):
         if not self.closed:
             threading.Thread(target=self._post, args=(message,), daemon=True).start()
 
-    def _post(self, message: dict):
+    def _post(self, message):
         import http.client
         request_id = message.get("id") if "method" in message else None
         connection = None
@@ -8782,7 +8941,7 @@ class _HttpChannel:
             if connection is not None:
                 connection.close()
 
-    def _json_body(self, body: bytes):
+    def _json_body(self, body):
         """The reply in a JSON body; a body of several messages, one a line (some servers send their
         notifications so), has the others delivered first."""
         try:
@@ -8950,13 +9109,13 @@ class RpcClient:
         future = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None  # [1] is no key
         if future is not None and not future.done():
             if "error" in message:
-                error = message["error"] if isinstance(message["error"], dict) else {}
+                error = _object(message["error"])
                 future.set_exception(UpstreamError(
                     error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
                     "[%s] %s" % (self.name, error.get("message", "error")), error.get("data")))
             else:
                 result = message.get("result")
-                future.set_result(result if isinstance(result, dict) else {})
+                future.set_result(_object(result))
 
 
 class McpClient(RpcClient):
@@ -9014,8 +9173,8 @@ class McpClient(RpcClient):
         self.protocol_version = result.get("protocolVersion")
         if self.protocol_version not in PROTOCOL_VERSIONS:
             self.note("it answered protocol %r, which mcpstudio does not know; going on" % self.protocol_version)
-        self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
-        self.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
+        self.capabilities = _object(result.get("capabilities"))
+        self.server_info = _object(result.get("serverInfo"))
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     async def _discover(self, refusal, timeout=None):
@@ -9037,9 +9196,9 @@ class McpClient(RpcClient):
             raise UpstreamError(INTERNAL_ERROR, "it refused initialize (%s) and supports none of %s"
                                 % (refusal.message if refusal else "not tried", ", ".join(MODERN_VERSIONS)))
         self.protocol_version = MODERN_VERSIONS[0]
-        self.capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+        self.capabilities = _object(result.get("capabilities"))
         info = (result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
+        self.server_info = _object(info)
 
     async def listing(self, timeout) -> dict:
         """Its tools, resources, resource templates and prompts (what it has the capability for)."""
@@ -9081,11 +9240,20 @@ class McpClient(RpcClient):
             page = result.get(key)
             if not isinstance(page, list):
                 raise UpstreamError(INTERNAL_ERROR, "server `%s`: its %s answer has no `%s` list" % (self.name, method, key))
-            items.extend(item for item in page if isinstance(item, dict) and isinstance(item.get("name", item.get("uri")), str))
+            for item in page:
+                name = item.get("name", item.get("uri")) if isinstance(item, dict) else None
+                if isinstance(name, str) and len(json.dumps(item)) > UPSTREAM_MAX_ITEM:
+                    self.note("lists %s of more than 64 KiB (description and schemas): left out" % json.dumps(name[:80]),
+                              True)
+                elif isinstance(name, str):
+                    items.append(item)
             cursor = result.get("nextCursor")
             if not cursor:
                 break
-        return items
+            if len(items) >= UPSTREAM_MAX_ITEMS:
+                self.note("lists more than %d %s: the rest are left out" % (UPSTREAM_MAX_ITEMS, key), True)
+                break
+        return items[:UPSTREAM_MAX_ITEMS]
 
 
 class ListingCache:
@@ -9169,10 +9337,13 @@ class ServerLog:
         self.lines = collections.deque(maxlen=LOG_LINES)
         self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
 
-    def note(self, text: str):
-        """A lifecycle line: to the server's log ring and to mcpstudio's debug log."""
+    def note(self, text: str, warn: bool = False):
+        """A lifecycle line: to the server's log ring, and to mcpstudio's debug log (or a warning, said once)."""
         self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
-        self.log.debug("[%s] %s", self.server_id, text)
+        if warn:
+            self.log.warn_once("server `%s` %s", self.server_id, text)
+        else:
+            self.log.debug("[%s] %s", self.server_id, text)
 
     def stderr_line(self, text: str):
         """One line of the server's stderr: kept for server_logs and error messages."""
@@ -9185,6 +9356,12 @@ class ServerLog:
         """The current run's last stderr lines, masked, for an error message (or '')."""
         tail = [self.log.mask(line) for line in self.recent if line.strip()]
         return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
+
+    def why(self, reason: str) -> str:
+        """`reason` (exited with code 3) after the last stderr line, which most often says why, where a screen's
+        edge would cut it; then the last lines."""
+        last = next((line.strip() for line in reversed(self.recent) if line.strip()), "")
+        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail()) if last else reason
 
 
 class RestartBackoff:
@@ -9303,12 +9480,13 @@ class BackChannel:
         self.asking = {}    # id of a request the server sent us -> the task asking mcpstudio's client
         self.calls = []     # CallContexts of the requests forwarded to it, in flight
         self.progress = {}  # our progress token -> the client's CallContext
+        self.notices = {}   # the token bucket of its log and progress notifications (UPSTREAM_NOTICES a second)
 
     def message(self, message: dict, cause=None):
         """A request or notification from the server (`cause`: the CallContext of the call whose stream
         it came on, over HTTP)."""
         method = message["method"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = _object(message.get("params"))
         if "id" in message and method == "ping":
             self.upstream.client.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
@@ -9318,6 +9496,9 @@ class BackChannel:
                 # in flight, else to the client.
                 cause = cause or (self.calls[-1] if self.calls else None)
                 self.asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause))
+        elif method in DROPPABLE and take_token(self.notices, [("", UPSTREAM_NOTICES, 1.0)], time.monotonic())[1]:
+            self.upstream.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the "
+                                        "rest are dropped", self.upstream.spec.id, UPSTREAM_NOTICES)
         elif method == "notifications/cancelled":
             asking = self.asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
             if asking is not None:
@@ -9347,6 +9528,9 @@ class BackChannel:
                 if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
                 reply["result"] = await self.downstream.bridge.ask(cause, method, params)
+            elif cause is None and method in ("sampling/createMessage", "elicitation/create"):  # whom would a person answer?
+                self.upstream.log.warning("server `%s` sent %s outside any call: refused", self.upstream.spec.id, method)
+                raise McpError(INVALID_REQUEST, "mcpstudio passes %s on only during a call of this server's" % method)
             elif client is None or client.closed or (method in CLIENT_FEATURES
                                                      and CLIENT_FEATURES[method] not in client.client_capabilities):
                 raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
@@ -9371,9 +9555,15 @@ class BackChannel:
             pause(cause.request_id)
 
 
-async def _poll_wait(interval_ms):
-    """Wait the poll interval a server suggested for its task (0.1 to 5 s; 1 s when it gave none)."""
-    await asyncio.sleep(min(max(interval_ms / 1000.0, 0.1), 5.0) if type(interval_ms) in (int, float) else 1.0)
+def poll_interval(suggested_ms, waited: float, server_id: str) -> float:
+    """Seconds before a server's task is polled again, `waited` seconds after it was made: the interval the server
+    suggests (0.1 to 5 s; 1 s when none), but no less than a backoff from 0.1 s to 5 s within 20 s; past
+    TASK_MAX_TTL_MS (the longest of mcpstudio's own tasks), an error naming the server: the task is given up."""
+    if waited > TASK_MAX_TTL_MS / 1000.0:
+        raise UpstreamError(SERVER_TIMEOUT, "server `%s`: its task ran past 24 hours, the longest a task may run: "
+                            "mcpstudio gave it up" % server_id)
+    suggested = min(max(suggested_ms / 1000.0, 0.1), 5.0) if type(suggested_ms) in (int, float) else 1.0
+    return max(suggested, min(5.0, 0.1 + waited / 4))
 
 
 class ServerTasks:
@@ -9417,14 +9607,15 @@ class ServerTasks:
         if not isinstance(task_id, str):
             raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % upstream.spec.key)
         upstream.back.calls.append(ctx)  # what the server asks while its task runs belongs to this call
+        started = time.monotonic()
         try:
             while True:
                 task = await upstream.client.request("tasks/get", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
                 if task.get("status") in TERMINAL + ("input_required",):  # its questions come with tasks/result
                     break
-                await _poll_wait(task.get("pollInterval"))
+                await asyncio.sleep(poll_interval(task.get("pollInterval"), time.monotonic() - started, upstream.spec.id))
             result = await upstream.client.request("tasks/result", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, UpstreamError):
             self.cancel({"taskId": task_id})
             raise
         finally:
@@ -9440,6 +9631,7 @@ class ServerTasks:
         upstream = self.upstream
         ask = {"taskId": task_id, "_meta": dict(upstream.client.meta or {}, **{k: v for k, v in meta.items()
                                                                              if k != "progressToken"})}
+        started = time.monotonic()
         try:
             while True:
                 task = await upstream.client.request("tasks/get", ask, upstream.spec.tool_timeout, ctx)
@@ -9447,15 +9639,16 @@ class ServerTasks:
                 if status == "completed" and isinstance(task.get("result"), dict):
                     return task["result"]
                 if status in ("failed", "cancelled", "input_required"):
-                    error = task.get("error") if isinstance(task.get("error"), dict) else {}
+                    error = _object(task.get("error"))
                     if status == "input_required":
                         self.cancel(ask)
                     raise UpstreamError(error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
                                         "[%s] %s" % (upstream.spec.id, error.get("message") or task.get("statusMessage") or (
                                             "its task asked for input, which mcpstudio cannot pass on inside a task"
                                             if status == "input_required" else "its task %s" % status)))
-                await _poll_wait(task.get("pollIntervalMs"))
-        except asyncio.CancelledError:
+                await asyncio.sleep(poll_interval(task.get("pollIntervalMs"), time.monotonic() - started,
+                                                  upstream.spec.id))
+        except (asyncio.CancelledError, UpstreamError):
             self.cancel(ask)
             raise
 
@@ -9728,7 +9921,7 @@ class Upstream:
         """The process exited: fail what waits on it at once; the next call restarts it."""
         code = protocol.transport.get_returncode() if protocol.transport is not None else None
         reason = "exited with code %s" % code if code is None or code >= 0 else "was killed by %s" % _signal_name(-code)
-        self.lost(protocol, reason + self.server_log.tail())
+        self.lost(protocol, self.server_log.why(reason))
 
     def lost(self, protocol, reason: str):
         """The process exited or the connection failed: fail every waiting request at once."""
@@ -9998,7 +10191,7 @@ class InputBridge:
             if method not in CLIENT_FEATURES or session is None or CLIENT_FEATURES[method] not in session.client_capabilities:
                 raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
                                % (upstream.spec.id, json.dumps(method)))
-            params = request.get("params") if isinstance(request.get("params"), dict) else {}
+            params = _object(request.get("params"))
             answers[key] = await session.request(method, params, upstream.spec.tool_timeout, related=ctx.request_id)
         return answers
 
@@ -10038,6 +10231,16 @@ class Namespace:
         """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
         return MANAGER_PREFIX + self.separator + tool
 
+    def rename(self, spec: UpstreamSpec, original: str, table: dict) -> str:
+        """A name for `spec`'s tool `original`, whose public name another tool of `table` took: under the server's
+        id when its prefix is "" (prefixed names are claimed first), else made distinct; a warning names both."""
+        wanted = spec.public_name(original, self.separator)
+        name = safe_name(wanted if spec.prefix else spec.id + self.separator + original, 10 ** 6, table)
+        owner = table[wanted]
+        self.log.warn_once("server `%s` lists a tool named %s, as `%s` does; the one of `%s` is listed as %s", spec.id,
+                           wanted, owner[1] if owner[0] == "upstream" else "mcpstudio", spec.id, name)
+        return name
+
     def apply(self, plan: UpstreamPlan) -> dict:
         """Choose the namespace of `plan` (logged); its servers' specs by id, or none when it cannot be chosen."""
         self.plan = plan
@@ -10065,14 +10268,8 @@ class Namespace:
         return {spec.id: spec for spec in chosen}
 
     def left_out(self, spec: UpstreamSpec, original: str):
-        """Why the listing leaves out a server's tool `original`: "" for the server's or the namespace's
-        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
-        name = spec.public_name(original, self.separator)
-        namespace = self.plan.namespaces.get(self.name) if self.name else None
-        if not _passes(original, spec.allow, spec.deny) or (
-                namespace and not _passes(name, namespace["allow"], namespace["deny"])):
-            return ""
-        return self.plan.denial(self.name, spec, original)
+        """Why the listing leaves out a server's tool `original` (see UpstreamPlan.left_out)."""
+        return self.plan.left_out(self.name, spec, original, self.separator)
 
     def check_permitted(self, spec: UpstreamSpec, name: str, original: str):
         """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
@@ -10101,6 +10298,11 @@ class ManagerTools:
                                   "inputSchema": schema, "annotations": {"readOnlyHint": read_only}}))
         return listed
 
+    @staticmethod
+    def shown(up, text: str) -> str:
+        """`text` about `up` as a client may read it: secrets masked, and none of the server's env values."""
+        return mask_secrets(up.log.mask(Log(secrets=up.spec.env.values()).mask(text)))
+
     def status(self, up) -> dict:
         """What servers_list says of one server."""
         known = up.known()
@@ -10109,9 +10311,8 @@ class ManagerTools:
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
             "tools": len([t for t in known["tools"] if self.hub.namespace.left_out(up.spec, t["name"]) is None]) if known else None,
             "toolsFrom": ("server" if up.listing is not None else "cache") if known else None,
-            "lastError": up.log.mask(up.last_error) if up.last_error else None, "restarts": up.restarts,
-            "command": up.log.mask(up.spec.display()),
-            "env": {key: "***" if looks_secret(key) else up.log.mask(value) for key, value in up.spec.env.items()},
+            "lastError": self.shown(up, up.last_error) if up.last_error else None, "restarts": up.restarts,
+            "command": self.shown(up, up.spec.display()), "env": dict.fromkeys(up.spec.env, "***"),
             "headers": {key: "***" for key in up.spec.headers},
             "transport": "stdio" if up.spec.url is None else up.spec.transport,
             "protocol": up.client.protocol_version if up.state == "running" else None,
@@ -10148,7 +10349,7 @@ class ManagerTools:
                 count = arguments.get("lines", 50)
                 if not isinstance(count, int) or isinstance(count, bool) or count < 1:
                     return tool_error("`lines` must be a positive whole number")
-                lines = [hub.log.mask(line) for line in list(upstream.server_log.lines)[-count:]]
+                lines = [self.shown(upstream, line) for line in list(upstream.server_log.lines)[-count:]]
                 result = {"server": upstream.spec.id, "lines": lines}
             else:
                 upstream = self._server(arguments)
@@ -10324,7 +10525,7 @@ def _described(server_key: str, item: dict, name: str) -> dict:
     described = "[%s] %s" % (server_key, item.get("description") or "")
     item = dict(item, name=name, description=described.rstrip())
     if "inputSchema" in item:  # a tool: any call may run as a task of mcpstudio's (see ServerTasks.call)
-        execution = item.get("execution") if isinstance(item.get("execution"), dict) else {}
+        execution = _object(item.get("execution"))
         item["execution"] = dict(execution, taskSupport="required" if execution.get("taskSupport") == "required"
                                  else "optional")
     return item
@@ -10503,7 +10704,7 @@ class Aggregator:
                 name = safe_name(tool["name"], 10 ** 6, table) if tool["name"] in table else tool["name"]
                 table[name] = ("local", source, tool["name"])
                 tools.append(dict(tool, name=name) if name != tool["name"] else tool)
-        for upstream in self._active():
+        for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
             known = upstream.known()
             for tool in (known or {}).get("tools", ()):
                 original = tool["name"]
@@ -10513,8 +10714,8 @@ class Aggregator:
                     if why:
                         denied[name] = why
                     continue
-                if name in table:
-                    name = safe_name(name, 10 ** 6, table)  # distinct, whatever the other one is
+                if name in table:  # never shadowed: the later one is renamed
+                    name = self.namespace.rename(upstream.spec, original, table)
                 table[name] = ("upstream", upstream.spec.id, original)
                 described = _described(upstream.spec.key, tool, name)
                 schema = described.get("inputSchema")
@@ -10611,14 +10812,18 @@ class Aggregator:
         for source in self.local:
             if source.resources:
                 listing.extend(await getattr(source, local_method)())
+        shared = shared_uris([(u.spec.id, (u.known() or {}).get(key) or ()) for u in self._active()] if route_key else ())
+        for uri, servers in shared.items():  # refused: no server takes a resource another one lists
+            self.log.warn_once("servers %s list the resource %s: none of them serves it (disable all but one, or put "
+                               "them in different namespaces)", " and ".join("`%s`" % s for s in servers), uri)
         for upstream in self._active():
             known = upstream.known() or {}
             for item in (known.get(key) or ()):
                 if key == "resources" and isinstance(known.get("skills"), dict) and item["uri"][:8] == "skill://":
                     item = dict(item, uri=skill_uri(upstream.spec.id, item["uri"]))  # as skills/list
                 if route_key is not None:
-                    if item.get(route_key) in routes:
-                        continue  # the first server to list a URI owns it
+                    if item.get(route_key) in routes or item.get(route_key) in shared:
+                        continue  # a server that lists a URI twice: the first
                     routes[item[route_key]] = upstream.spec.id
                 listing.append(item)
         if table is not None:
@@ -10878,7 +11083,7 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
-        rows.append((spec.id, state, log.mask(command) if log else command))
+        rows.append((spec.id, mask_secrets(state), log.mask(command) if log else command))
     if len(rows) == 1:
         print("\nno servers configured")
     else:
@@ -10945,7 +11150,7 @@ class _TuiLog(Log):
         super().__init__()
         self.lines = collections.deque(maxlen=500)
 
-    def _write(self, level: str, message: str, to_stderr: bool):
+    def _write(self, level, message, to_stderr):
         self.lines.append("%s mcpstudio: %s%s" % (time.strftime("%H:%M:%S"), "" if level == "info" else level + ": ",
                                                   self.mask(message)))
 
@@ -10953,7 +11158,7 @@ class _TuiLog(Log):
 class Board:
     """What the TUI shows and does, without curses (see the section comment)."""
 
-    def __init__(self, path: str, namespace=None):
+    def __init__(self, path, namespace=None):
         self.path, self.shown = path, namespace  # `shown`: the namespace whose permissions show and toggle
         self.log = _TuiLog()
         self.runner = ProcessRunner(self.log)
@@ -10999,17 +11204,17 @@ class Board:
             return None
         return upstream.listing or upstream.cache.read() or None
 
-    def count(self) -> str:
+    def count(self):
         """How many tools the shown namespace lists (of servers whose tools are known) against clients' caps."""
         view = Namespace(self.shown, "__", self.path, self.log)
         view.plan, view.name = self.plan, self.shown
         count = sum(view.left_out(spec, tool["name"]) is None for spec in self.plan.specs
                     if self.shown is None or spec.id in self.plan.namespaces[self.shown]["servers"]
                     for tool in (self.listing(self.hub.upstreams.get(spec.id)) or {}).get("tools", ()))
-        over = ["%s %d" % pair for pair in CLIENT_CAPS if count > pair[1]]
-        return "%d tools, %s" % (count, "over " + ", ".join(over) if over else "under Cursor's 40")
+        return "%d tools, %s" % (count, "over " + ", ".join("%s %d" % pair for pair in CLIENT_CAPS if count > pair[1])
+                                 if count > 40 else "under Cursor's 40")
 
-    def rows(self, text_filter: str = "") -> list:
+    def rows(self, text_filter=""):
         """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
         rows = []
         for spec in self.plan.specs:
@@ -11022,38 +11227,39 @@ class Board:
             error = spec.error or (upstream.last_error if upstream else None) or ""
             rows.append({"name": spec.key, "id": spec.id, "transport": "url" if spec.url else "command",
                          "enabled": not spec.disabled, "state": state,
-                         "tools": len(listing["tools"]) if listing else None, "error": " ".join(error.split()),
+                         "tools": len(listing["tools"]) if listing else None, "error": mask_secrets(" ".join(error.split())),
                          "namespaces": [ns for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]]})
         return rows
 
-    def details(self, server_id: str) -> dict:
+    def details(self, server_id):
         """A server's command or URL (secrets masked), env names, tools and each tool's permission per namespace."""
-        spec = next(s for s in self.plan.specs if s.id == server_id)
-        upstream = self.hub.upstreams.get(server_id)
-        listing = self.listing(upstream) or {}
+        spec = self._spec(server_id)
+        listing = self.listing(self.hub.upstreams.get(server_id)) or {}
         tools = []
         for tool in listing.get("tools", ()):
-            allowed = {ns: self.plan.denial(ns, spec, tool["name"]) is None for ns in self.plan.namespaces}
+            allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
+                       for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
             tools.append({"name": tool["name"], "description": " ".join((tool.get("description") or "").split()),
-                          "schema": tool.get("inputSchema") or {}, "allowed": allowed})
+                          "schema": tool.get("inputSchema") or {}, "allowed": allowed,
+                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None})
         return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
                 "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
 
-    def lines(self, server_id: str) -> list:
+    def lines(self, server_id):
         """The log panel: the server's stderr and lifecycle lines, and mcpstudio's lines naming it."""
         upstream = self.hub.upstreams.get(server_id)
         own = list(upstream.server_log.lines) if upstream else []
         mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
-        return [self.log.mask(line) for line in sorted(own + mentions, key=lambda line: line[:8])]
+        return [mask_secrets(self.log.mask(line)) for line in sorted(own + mentions, key=lambda line: line[:8])]
 
     # -- actions ------------------------------------------------------------------------------
 
-    def toggle(self, server_id: str):
+    def toggle(self, server_id):
         """`t`: start the server (listing its tools and caching them), or stop it."""
         upstream = self.hub.upstreams.get(server_id)
         if upstream is None:
-            self.said = "%s is not usable: %s" % (server_id, "disabled" if self._spec(server_id).disabled
-                                                  else self._spec(server_id).error)
+            spec = self._spec(server_id)
+            self.said = "%s is not usable: %s" % (server_id, "disabled" if spec.disabled else spec.error)
             return None
         if upstream.state in ("running", "starting"):
             self.said = "stopping %s" % server_id
@@ -11068,7 +11274,7 @@ class Board:
                 self.said = exc.message
         return self.submit(start())
 
-    def call(self, server_id: str, tool: str, arguments: dict):
+    def call(self, server_id, tool, arguments):
         """`c`: call a tool of the server (starting it if needed); the result shows in details."""
         upstream = self.hub.upstreams.get(server_id)
         if upstream is None:
@@ -11091,7 +11297,7 @@ class Board:
             self.said = "%s of %s answered" % (tool, server_id)
         return self.submit(call())
 
-    def edit(self, words: list) -> bool:
+    def edit(self, words):
         """A config edit through the CLI command of the same name (its checks, .bak, symlink, message);
         then the config is read again. False (and `said` why) when the command refused it."""
         import contextlib
@@ -11119,7 +11325,7 @@ class Board:
         except (ConfigError, UsageError) as exc:
             self.said = "the config is not usable now: %s" % exc
 
-    def _spec(self, server_id: str):
+    def _spec(self, server_id):
         return next(s for s in self.plan.specs if s.id == server_id)
 
     async def _stop_all(self):
@@ -11135,15 +11341,15 @@ class Board:
             self.runner.close_watchdog()
 
 
-def ask_fields(schema: dict, ask) -> dict | None:
+def ask_fields(schema, ask):
     """The properties of an object schema (a tool's input, a server's form) asked one at a time, on the terminal
     or the TUI's status line: `ask(prompt)` gives a line, or None to give up (then None). An empty line keeps
     the field's default, if it has one; an answer is read as its field's type says (_typed)."""
-    fields = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    fields = _object(schema.get("properties"))
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
     content = {}
     for key, field in fields.items():
-        field = field if isinstance(field, dict) else {}
+        field = _object(field)
         choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
                                         if isinstance(option, dict)]
         hint = "/".join(str(c) for c in choices) if choices else field.get("type", "text")
@@ -11158,7 +11364,7 @@ def ask_fields(schema: dict, ask) -> dict | None:
     return content
 
 
-def _typed(text: str, field: dict):
+def _typed(text, field):
     """An answer as its schema field reads it: text for a string, yes or no for a boolean, else JSON (left as
     text when it is not: the server's validation says what it wanted); an array takes a single value too."""
     kind = field.get("type")
@@ -11202,7 +11408,7 @@ class TuiScreen:
 
     # -- drawing ------------------------------------------------------------------------------
 
-    def put(self, y: int, x: int, text: str, attr=0):
+    def put(self, y, x, text, attr=0):
         """Text clipped to the window (curses raises on the last cell and beyond)."""
         height, width = self.window.getmaxyx()
         if 0 <= y < height and x < width:
@@ -11274,7 +11480,8 @@ class TuiScreen:
         lines.append(("tools (%d)%s:" % (len(tools), "" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
         shown = self.board.shown
         for index, tool in enumerate(tools):
-            permission = ("allowed" if tool["allowed"].get(shown) else "denied") if shown else "-"
+            permission = "hidden" if not tool["served"] else "-" if shown not in tool["allowed"] else (
+                "allowed" if tool["allowed"][shown] else "denied")
             marks = " ".join("%s:%s" % (ns, "+" if ok else "-") for ns, ok in tool["allowed"].items())
             text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
             lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
@@ -11310,7 +11517,7 @@ class TuiScreen:
 
     # -- input --------------------------------------------------------------------------------
 
-    def ask(self, prompt: str, initial: str = "") -> str | None:
+    def ask(self, prompt, initial=""):
         """A line typed on the status line (Enter: done, Esc: None); the screen stays live meanwhile."""
         text = initial
         while True:
@@ -11331,7 +11538,7 @@ class TuiScreen:
             elif isinstance(key, str) and key.isprintable():
                 text += key
 
-    def key(self, key: int) -> bool:
+    def key(self, key):
         """Handle one key; False to quit."""
         char = chr(key) if 0 <= key < 256 else ""
         board, row = self.board, self.current()
@@ -11435,12 +11642,9 @@ class TuiScreen:
                 return
 
 
-def tui_command(words: list) -> int:
+def tui_command(words):
     """`tui [--config FILE] [--namespace NAME]`: the TUI, on a terminal only."""
     found, path, rest = _config_option(words, "tui", values=("--namespace",))
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["tui"])
-        return 0
     if rest:
         raise UsageError("tui takes --config FILE and --namespace NAME only, not %r" % " ".join(rest))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -11488,15 +11692,18 @@ HTTP_MAX_CONNECTIONS = 512
 HTTP_MAX_PENDING = 32             # of those, connections whose first request has not passed the checks yet
 HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
 HTTP_MAX_SESSIONS = 1000
+HTTP_CLIENT_SESSIONS = 100        # of those, one client address's (every local process is 127.0.0.1)
 HTTP_MAX_QUEUED = 1000            # notifications waiting on one SSE stream; more are dropped (replies never)
 LISTEN_AGAIN = 2.0                # seconds before a 2026-07-28 server's ended subscriptions/listen is opened again
 PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
 HTTP_REPLAY = 100                 # events of a stream kept to replay after Last-Event-ID (SEP-1699)
 HTTP_RESUMABLE = 16               # a session's streams kept to be resumed before the response reached the client
+HTTP_REPLAY_BYTES = 4 << 20       # what a session's streams keep to be read or resumed; the oldest streams go first
+HTTP_REPLAY_TOTAL = 64 << 20      # the same, every session together
 HTTP_RETRY_MS = 1000              # the `retry` a handshake-era client is told to wait before it resumes a stream
 HTTP_TOKEN_VARIABLE = "MCPSTUDIO_HTTP_TOKEN"
 _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 501: "Not Implemented",
-           404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
+           404: "Not Found", 410: "Gone", 405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout",
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 _STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
@@ -11515,7 +11722,7 @@ _ONCE = ("host", "content-length", "transfer-encoding", "origin", "authorization
 # Reading one request strictly (RFC 9112), from an asyncio StreamReader whose limit is
 # HTTP_MAX_HEADER. Each refusal is an HttpError carrying the status to answer with.
 
-async def _read_line(reader) -> bytes:
+async def _read_line(reader):
     """One CRLF-ended line of a request's head or chunk framing; one longer than the reader's
     limit (HTTP_MAX_HEADER) is a 431."""
     try:
@@ -11524,7 +11731,7 @@ async def _read_line(reader) -> bytes:
         raise HttpError(431, "a request line or header line over %d bytes" % HTTP_MAX_HEADER)
 
 
-async def _read_head(reader, first: bytes = b""):
+async def _read_head(reader, first=b""):
     """(method, target, version, headers) of a request, read strictly (RFC 9112)."""
     line = first + await _read_line(reader)
     found = _REQUEST_LINE.fullmatch(line)
@@ -11551,7 +11758,7 @@ async def _read_head(reader, first: bytes = b""):
         headers[name] = (headers[name] + ", " + value) if name in headers else value
 
 
-def _framing(version: str, headers: dict):
+def _framing(version, headers):
     """Refuse a body whose framing is ambiguous or unsupported with a 400, 413 or 501, before
     any of it is read (request-smuggling guards, RFC 9112 6.1-6.3). Pure: no I/O."""
     coding = headers.get("transfer-encoding")
@@ -11570,7 +11777,7 @@ def _framing(version: str, headers: dict):
         raise HttpError(413, "Content-Length %s is over the limit of %d bytes" % (_clip(length, 40), HTTP_MAX_BODY))
 
 
-async def _read_body(reader, headers: dict) -> bytes:
+async def _read_body(reader, headers):
     """The body whose framing `_framing` accepted: chunked (trailers read and dropped), Content-Length, or none."""
     if "transfer-encoding" in headers:
         body, trailer = bytearray(), 0
@@ -11625,7 +11832,7 @@ class _Exchange:
     the last HTTP_REPLAY are kept, and a client that lost the stream resumes it with a GET whose
     Last-Event-ID names the last event it read (SEP-1699)."""
 
-    def __init__(self, streaming: bool, stream_id=None):
+    def __init__(self, streaming, stream_id=None):
         self.streaming = streaming
         self.queue = asyncio.Queue()
         self.stream_id = stream_id
@@ -11633,8 +11840,9 @@ class _Exchange:
         self.count = 0
         self.getter = None   # the reader's wait for the next message: one reader at a time
         self.ended = False   # its last event (the response) was sent
+        self.kept, self.born = 0, time.monotonic()  # bytes of the messages it got (see HttpServer._bound_replay)
 
-    def event(self, data: bytes, final: bool = False) -> bytes:
+    def event(self, data, final=False):
         """One SSE event (`data` one line), with its id when the stream has one."""
         event = b"event: message\ndata: " + data + b"\n\n"
         if self.stream_id is None:
@@ -11645,7 +11853,7 @@ class _Exchange:
         self.sent.append((self.count, event))
         return event
 
-    def put(self, message, final: bool):
+    def put(self, message, final):
         self.queue.put_nowait((message, final))
 
 
@@ -11672,6 +11880,13 @@ class _HttpTransport:
         self.exchanges = {}      # request id -> _Exchange
         self.stream = None       # the GET stream's queue (handshake era)
         self.dropped = 0         # notifications dropped for a client that does not read (HTTP_MAX_QUEUED)
+        self.bound = None        # HttpServer's check of what resumable streams keep
+
+    def _keep(self, exchange, message, final):
+        exchange.put(message, final)
+        if exchange.stream_id is not None:  # kept until read, then to be resumed: counted against the limits
+            exchange.kept += len(json.dumps(message))
+            self.bound()
 
     def send(self, message, framing=None, related=None):
         if self.log.file is not None:
@@ -11679,7 +11894,7 @@ class _HttpTransport:
         if isinstance(message, dict) and "method" not in message:
             exchange = self.exchanges.pop(message.get("id"), None)
             if exchange is not None:
-                exchange.put(message, True)
+                self._keep(exchange, message, True)
             return
         exchange = self.exchanges.get(related) if related is not None else None
         queue = exchange.queue if exchange is not None and exchange.streaming else \
@@ -11693,30 +11908,63 @@ class _HttpTransport:
                                  self.dropped)
             return
         if exchange is not None:
-            exchange.put(message, False)
+            self._keep(exchange, message, False)
         else:
             queue.put_nowait(message)
 
 
 class _HttpSession:
-    def __init__(self, session_id, session, transport):
-        self.id, self.session, self.transport = session_id, session, transport
+    def __init__(self, session_id, session, transport, client: str):
+        self.id, self.session, self.transport, self.client = session_id, session, transport, client
         self.used = time.monotonic()
         self.streams = {}   # stream id -> the _Exchange of a POST stream not yet delivered to its end
+        self.forgotten = collections.deque(maxlen=HTTP_RESUMABLE * 4)  # ids of streams dropped before their end
         self.opened = 0
 
-    def exchange(self, streaming: bool) -> _Exchange:
+    def exchange(self, streaming) -> _Exchange:
         """A request's exchange; a streaming one gets an id, to be resumed by (SEP-1699)."""
         if not streaming:
             return _Exchange(False)
         self.opened += 1
         exchange = self.streams["r%d" % self.opened] = _Exchange(True, "r%d" % self.opened)
         if len(self.streams) > HTTP_RESUMABLE:  # bounded: the oldest stream nobody came back for is forgotten
-            del self.streams[next(iter(self.streams))]
+            self.forget(next(iter(self.streams)))
         return exchange
 
+    def forget(self, stream_id: str):
+        """Drop a stream before its end: a client resuming it is told it is gone."""
+        self.forgotten.append(stream_id)
+        del self.streams[stream_id]
 
-def _loopback(host: str) -> bool:
+
+def session_to_end(sessions: dict, client: str, busy: set):
+    """The session to end before `client` opens another, or None while under HTTP_MAX_SESSIONS and
+    HTTP_CLIENT_SESSIONS: the least recently used idle one (the client's own at its limit). One with a request,
+    a task (its session in `busy`) or a GET stream never ends: when all are busy, 503."""
+    mine = [e for e in sessions.values() if e.client == client]
+    crowd = mine if len(mine) >= HTTP_CLIENT_SESSIONS else sessions.values() if len(sessions) >= HTTP_MAX_SESSIONS else ()
+    for entry in crowd:
+        if not entry.session.inflight and entry.session not in busy and entry.transport.stream is None:
+            return entry
+    if crowd:
+        raise HttpError(503, "too many sessions from %s, each busy: end one (DELETE) or try again later" % client)
+    return None
+
+
+def bound_replay(entry, sessions):
+    """What streams keep to be read or resumed stays within HTTP_REPLAY_BYTES for `entry`'s and
+    HTTP_REPLAY_TOTAL for all `sessions`: the oldest streams are forgotten first (a resume of one gets 410)."""
+    for limit, entries in ((HTTP_REPLAY_BYTES, [entry]), (HTTP_REPLAY_TOTAL, sessions.values())):
+        streams = sorted((x.born, x.kept, id(e), key, e) for e in entries for key, x in e.streams.items())
+        held = sum(stream[1] for stream in streams)
+        for _, kept, _, key, owner in streams:
+            if held <= limit:
+                break
+            held -= kept
+            owner.forget(key)
+
+
+def _loopback(host):
     """True only for `localhost` and loopback addresses (127.0.0.0/8, ::1); never for names."""
     host = host.strip().strip("[]").lower()
     if host == "localhost":
@@ -11728,14 +11976,14 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _host_name(value: str) -> str:
+def _host_name(value):
     """`example.com:8080` -> example.com; `[::1]:80` -> [::1]; "" when it is not host[:port]
     (userinfo such as `localhost@evil.example`, a path, a second host)."""
     found = _AUTHORITY.fullmatch(value.strip())
     return found.group(1).lower() if found else ""
 
 
-def _origin_host(value: str) -> str:
+def _origin_host(value):
     """The host of an Origin header (`scheme://host[:port]`, nothing more), else ""."""
     scheme, sep, rest = value.strip().partition("://")
     if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
@@ -11743,7 +11991,7 @@ def _origin_host(value: str) -> str:
     return _host_name(rest)
 
 
-def _header_value(value: str) -> str:
+def _header_value(value):
     """Trim; decode the =?base64?...?= form 2026-07-28 clients use for non-ASCII values."""
     value = value.strip()
     if value.startswith("=?base64?") and value.endswith("?="):
@@ -11755,7 +12003,7 @@ def _header_value(value: str) -> str:
     return value
 
 
-def _good_id(message: dict) -> bool:
+def _good_id(message):
     request_id = message.get("id")
     return request_id is None or (isinstance(request_id, (str, int)) and not isinstance(request_id, bool))
 
@@ -11764,7 +12012,7 @@ _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", 
           "tasks/update": "taskId", "tasks/cancel": "taskId"}  # 2026-07-28: what the Mcp-Name header repeats
 
 
-def operations_report(path: str, server, sessions: int) -> bytes:
+def operations_report(path, server, sessions):
     """The HTTP response to GET /health (each MCP server's state; 503 when the server cannot serve) or
     GET /metrics (the Prometheus text format)."""
     states = {key: upstream.state for source in server.catalog.sources
@@ -11783,7 +12031,7 @@ def operations_report(path: str, server, sessions: int) -> bytes:
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
-    def __init__(self, server, log: Log, host: str, port: int, token=None):
+    def __init__(self, server, log: Log, host, port, token=None):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
         import hashlib
         self.local = _loopback(host)
@@ -11801,7 +12049,7 @@ class HttpServer:
         self.trusted = set()
         self.views, self.shared = {}, {}  # namespace -> its HttpServer; server id -> the Upstream every URL uses
 
-    def _view(self, path: str):
+    def _view(self, path):
         """The HttpServer of /mcp/<namespace>: the namespace's own Server (its filters, permissions and
         toolSearch), built at its first request over the same running servers; None for another path."""
         hub = next((s for s in self.server.catalog.sources if isinstance(s, Aggregator)), None)
@@ -11809,8 +12057,8 @@ class HttpServer:
         if hub is None or prefix != HTTP_PATH:
             return None
         if name not in hub.namespace.plan.namespaces:
-            raise HttpError(404, "no namespace %r: the config's namespaces are %s" % (
-                name, ", ".join(sorted(hub.namespace.plan.namespaces)) or "none"))
+            raise HttpError(404, "no namespace %r (the config's namespaces: %s)" % (
+                name, ", ".join(sorted(hub.namespace.plan.namespaces))))
         if name not in self.views:
             try:
                 server = self.server.namespaced(name)
@@ -11849,8 +12097,7 @@ class HttpServer:
             self.listener.close()
         for entry in list(self.sessions.values()):
             await entry.session.cancel_all()
-        for view in self.views.values():
-            await view.close()
+        for view in self.views.values():  # their sessions' tasks end with the loop, their processes with the runner
             await view.server.catalog.close()
         for task in list(self.connections):
             task.cancel()
@@ -11902,10 +12149,7 @@ class HttpServer:
                     keep = await http._answer(method, headers, body, keep, version, reader, writer)
                 if not keep:
                     return
-        except (ConnectionError, asyncio.IncompleteReadError, OSError,
-                asyncio.TimeoutError):
-            pass
-        except asyncio.CancelledError:
+        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, asyncio.CancelledError):
             pass
         finally:
             self.connections.discard(task)
@@ -11943,7 +12187,7 @@ class HttpServer:
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
         await self._drain(writer)
 
-    def _error_body(self, exc: HttpError) -> dict:
+    def _error_body(self, exc: HttpError):
         error = {"code": exc.code if exc.code is not None else INVALID_REQUEST, "message": str(exc)}
         if exc.data is not None:
             error["data"] = exc.data
@@ -11954,7 +12198,6 @@ class HttpServer:
     def _check(self, method, target, version, headers):
         """Before any body is read: the endpoint, Host and Origin (DNS rebinding), the token."""
         _framing(version, headers)
-        path = target.split("?", 1)[0]
         if "host" not in headers:
             raise HttpError(400, "a Host header is required")
         host = _host_name(headers["host"])
@@ -11967,6 +12210,7 @@ class HttpServer:
             origin_host = _origin_host(origin)
             if not origin_host or not (_loopback(origin_host) if self.local else origin_host == host):
                 raise HttpError(403, "Origin %s is not allowed (DNS rebinding protection)" % _clip(origin, 80))
+        path = target.split("?", 1)[0]
         if self.token is not None and path not in self.server.guard.open:
             import hmac
             given = headers.get("authorization", "")
@@ -11982,7 +12226,7 @@ class HttpServer:
 
     # -- requests ---------------------------------------------------------------------------
 
-    async def _answer(self, method, headers, body, keep, version, reader, writer) -> bool:
+    async def _answer(self, method, headers, body, keep, version, reader, writer):
         try:
             if method == "POST":
                 return await self._post(headers, body, reader, writer, keep, version)
@@ -11995,13 +12239,11 @@ class HttpServer:
             await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=not keep)
             return keep
 
-    def _session(self, headers, required=True):
+    def _session(self, headers):
         session_id = headers.get("mcp-session-id")
         if session_id is None:
-            if required:
-                raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
-                                     "(or 2026-07-28 `_meta` on the request)")
-            return None
+            raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
+                                 "(or 2026-07-28 `_meta` on the request)")
         entry = self.sessions.get(session_id.strip())
         if entry is None:
             raise HttpError(404, "no session %s (it ended or expired); initialize again" % session_id.strip())
@@ -12009,7 +12251,7 @@ class HttpServer:
         self.sessions.move_to_end(entry.id)
         return entry
 
-    async def _post(self, headers, body, reader, writer, keep, version) -> bool:
+    async def _post(self, headers, body, reader, writer, keep, version):
         limit = self.server.guard.http_limit
         wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + self.caller,) + limit], time.monotonic())[0]
         if wait:
@@ -12029,7 +12271,7 @@ class HttpServer:
         if not _good_id(message):
             raise HttpError(400, "Invalid request: `id` must be a string or an integer", INVALID_REQUEST)
         method, request_id = message.get("method"), message.get("id")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = _object(message.get("params"))
         meta = params.get("_meta")
         modern = (method == "server/discover" or (isinstance(meta, dict) and META_VERSION in meta)
                   or (headers.get("mcp-protocol-version", "").strip() in MODERN_VERSIONS and "mcp-session-id" not in headers))
@@ -12042,7 +12284,7 @@ class HttpServer:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
         if method == "initialize" and "id" in message:
-            entry = self._new_session()
+            entry = self._new_session((writer.get_extra_info("peername") or "?")[0])
             extra = [("Mcp-Session-Id", entry.id)]
         else:
             entry = self._session(headers)
@@ -12067,13 +12309,17 @@ class HttpServer:
         session.caller = session.label = self.caller
         return session, transport
 
-    def _new_session(self) -> _HttpSession:
-        while len(self.sessions) >= HTTP_MAX_SESSIONS:  # the least recently used one makes room
-            self._end(next(iter(self.sessions)))
+    def _new_session(self, client: str) -> _HttpSession:
+        """A session for `client` (its address), once a limit's idle session made room (see session_to_end)."""
+        idle = session_to_end(self.sessions, client, {t.owner for t in self.server.tasks.tasks.values()
+                                                      if t.status not in TERMINAL})
+        if idle is not None:
+            self._end(idle.id)
         session, transport = self._session_pair()
         import secrets
-        entry = _HttpSession(secrets.token_hex(16), session, transport)
+        entry = _HttpSession(secrets.token_hex(16), session, transport, client)
         session.label = "http-" + entry.id[:8]
+        transport.bound = lambda: bound_replay(entry, self.sessions)
         self.sessions[entry.id] = entry
         return entry
 
@@ -12121,7 +12367,7 @@ class HttpServer:
         session.receive(json.dumps(message).encode(), NEWLINE)
         return await self._deliver(exchange, writer, reader, [], keep, version, session)
 
-    async def _deliver(self, exchange, writer, reader, extra, keep, version, session, entry=None, after=None) -> bool:
+    async def _deliver(self, exchange, writer, reader, extra, keep, version, session, entry=None, after=None):
         """Write the exchange's messages as JSON or SSE. A client that goes away cancels a
         2026-07-28 request (`session` is its own); a cancelled request's stream just ends. A handshake-era
         session's stream (`entry`) starts at once, with a priming event for a 2025-11-25 client; one that
@@ -12210,7 +12456,7 @@ class HttpServer:
             head.append("Connection: close")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
 
-    async def _get(self, headers, reader, writer) -> bool:
+    async def _get(self, headers, reader, writer):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "GET streams belong to a handshake-era session (Mcp-Session-Id); "
                                  "2026-07-28 clients use subscriptions/listen", headers=[("Allow", "POST")])
@@ -12218,6 +12464,9 @@ class HttpServer:
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise HttpError(406, "a GET stream needs Accept: text/event-stream")
         stream, _, after = headers.get("last-event-id", "").strip().rpartition("_")
+        if stream in entry.forgotten:
+            raise HttpError(410, "the stream %s can no longer be resumed: what it kept was dropped (a session's streams "
+                                 "keep 4 MiB at most, every session's 64 MiB); send the request again" % stream)
         if stream in entry.streams and after.isdigit():  # a POST stream the client lost: the rest of it, here
             return await self._deliver(entry.streams[stream], writer, reader, [], False, "HTTP/1.0", None, entry,
                                        int(after))
@@ -12243,7 +12492,7 @@ class HttpServer:
             if entry.transport.stream is queue:
                 entry.transport.stream = None
 
-    async def _delete(self, headers, writer, keep) -> bool:
+    async def _delete(self, headers, writer, keep):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "DELETE ends a handshake-era session (Mcp-Session-Id)", headers=[("Allow", "POST")])
         entry = self._session(headers)
@@ -12252,7 +12501,7 @@ class HttpServer:
         return keep
 
 
-def parse_http_address(value: str) -> tuple:
+def parse_http_address(value):
     """`8931`, `127.0.0.1:8931`, `0.0.0.0:8931` or `[::1]:8931` -> (host, port)."""
     host, _, port = value.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
@@ -12265,7 +12514,7 @@ def parse_http_address(value: str) -> tuple:
     return host, number
 
 
-def run_http(server, runner: ProcessRunner, log: Log, options: dict) -> int:
+def run_http(server, runner: ProcessRunner, log: Log, options):
     """`--http [HOST:]PORT`: check the address and the token, then serve until stopped."""
     try:
         host, port = parse_http_address(options["http"])
@@ -12294,7 +12543,7 @@ def run_http(server, runner: ProcessRunner, log: Log, options: dict) -> int:
         log.close()
 
 
-async def serve_http(server, runner: ProcessRunner, log: Log, host: str, port: int, token=None) -> int:
+async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token=None):
     """Serve `server` at http://host:port/mcp until SIGTERM or SIGINT."""
     loop = asyncio.get_running_loop()
     http = HttpServer(server, log, host, port, token)
@@ -12302,7 +12551,8 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host: str, port: i
     server.catalog.start(server)
     shown = "[%s]" % host if ":" in host else host
     log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
-             " (bearer token required)" if token else "")
+             " (bearer token required)" if token else " with no token: any process or user on this machine may call "
+             "every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
     stopping = loop.create_future()
 
     def stop(reason):
@@ -12333,7 +12583,7 @@ CLIENT_TIMEOUT = 60.0   # seconds `inspect` and `call` wait for the handshake an
 class StdioClient:
     """A small synchronous MCP client of a child process, for `inspect` and `call`."""
 
-    def __init__(self, argv: list, timeout: float = CLIENT_TIMEOUT, ask=None):
+    def __init__(self, argv, timeout=CLIENT_TIMEOUT, ask=None):
         self.argv = argv
         self.timeout = timeout
         self.ask = ask  # answers elicitation/create (params -> result); None: the capability is not declared
@@ -12387,14 +12637,14 @@ class StdioClient:
             self.closed = True
             self.lock.notify_all()
 
-    def _send(self, message: dict):
+    def _send(self, message):
         try:
             self.process.stdin.write(json.dumps(message).encode() + b"\n")
             self.process.stdin.flush()
         except (OSError, ValueError):
             pass  # it exited; the waiting request says so
 
-    def request(self, method: str, params: dict | None = None, wait: bool = True) -> dict:
+    def request(self, method, params=None, wait=True):
         """Send one request; return its result or raise McpError (the server's error, or why none came).
 
         The answer is waited for CLIENT_TIMEOUT, or with `wait=False` for as long as the server lives.
@@ -12424,11 +12674,11 @@ class StdioClient:
             raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message")), error.get("data"))
         return reply.get("result") or {}
 
-    def notify(self, method: str, params: dict | None = None):
+    def notify(self, method, params=None):
         """Send a notification to the server."""
         self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})})
 
-    def initialize(self) -> dict:
+    def initialize(self):
         """The handshake; return the server's initialize result."""
         capabilities = {"elicitation": {"form": {}}} if self.ask is not None else {}
         result = self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": capabilities,
@@ -12436,7 +12686,7 @@ class StdioClient:
         self.notify("notifications/initialized")
         return result
 
-    def list_all(self, method: str, key: str) -> list:
+    def list_all(self, method, key):
         """Every page of a list method."""
         items, cursor = [], None
         while True:
@@ -12473,7 +12723,7 @@ class StdioClient:
         self.close()
 
 
-def _self_command() -> list:
+def _self_command():
     """The argv that runs this very module: the interpreter and mcpstudio.py (or the zipapp)."""
     path = os.path.abspath(__file__)
     folder = os.path.dirname(path)
@@ -12482,7 +12732,7 @@ def _self_command() -> list:
     return [os.path.abspath(sys.executable), path]
 
 
-def _mode_argv(words: list, command: str) -> list:
+def _mode_argv(words, command):
     """The child `inspect` and `call` talk to: mcpstudio in MODE ARGS, or the command after `--`."""
     if words[:1] == ["--"]:
         if len(words) < 2:
@@ -12497,7 +12747,7 @@ def _mode_argv(words: list, command: str) -> list:
     return _self_command() + words
 
 
-def _take_options(words: list, command: str, flags=(), values=(), anywhere=False, repeated=()) -> tuple:
+def _take_options(words, command, flags=(), values=(), anywhere=False, repeated=()):
     """A subcommand's options (`--x`, `--x V`, `--x=V`) and its other words.
 
     Options lead, and the rest starts at the first other word; with `anywhere`,
@@ -12508,8 +12758,8 @@ def _take_options(words: list, command: str, flags=(), values=(), anywhere=False
     while i < len(words):
         name, eq, inline = words[i].partition("=")
         if name in ("-h", "--help"):
-            found["help"] = True
-        elif name in flags and not eq:
+            raise HelpRequested(command)
+        if name in flags and not eq:
             found[name] = True
         elif name in values or name in repeated:
             if not eq:
@@ -12529,7 +12779,7 @@ def _take_options(words: list, command: str, flags=(), values=(), anywhere=False
     return found, others + words[i:]
 
 
-def _schema_summary(schema: dict) -> list:
+def _schema_summary(schema):
     """(name, type, detail, description) per property of an input schema."""
     props = (schema or {}).get("properties") or {}
     required = (schema or {}).get("required") or []
@@ -12546,7 +12796,7 @@ def _schema_summary(schema: dict) -> list:
     return rows
 
 
-def _print_listing(listing: dict):
+def _print_listing(listing):
     """The readable table of `inspect`."""
     info = listing["serverInfo"]
     print("server: %s %s (protocol %s)" % (info.get("title") or info.get("name", "?"), info.get("version", ""),
@@ -12592,12 +12842,9 @@ def _print_listing(listing: dict):
                                             "optional", argument.get("description", "")))
 
 
-def inspect_command(words: list) -> int:
+def inspect_command(words):
     """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
     found, words = _take_options(words, "inspect", flags=("--json",), values=("--search",))
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["inspect"])
-        return 0
     with StdioClient(_mode_argv(words, "inspect")) as client:
         hello = client.initialize()
         capabilities = hello.get("capabilities") or {}
@@ -12627,7 +12874,7 @@ def inspect_command(words: list) -> int:
 _ARGUMENT_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.S)
 
 
-def _call_arguments(pairs: list, schema: dict) -> dict:
+def _call_arguments(pairs, schema):
     """key=value words as the tool's schema types them: strings stay text, other types read as JSON."""
     props = (schema or {}).get("properties") or {}
     arguments = {}
@@ -12648,7 +12895,7 @@ def _call_arguments(pairs: list, schema: dict) -> dict:
     return arguments
 
 
-def _print_content(content: list, out):
+def _print_content(content, out):
     for block in content or []:
         kind = block.get("type")
         if kind == "text":
@@ -12666,13 +12913,10 @@ def _print_content(content: list, out):
             out.write("[%s: %s, %d bytes of base64]\n" % (kind, block.get("mimeType"), len(block.get("data", ""))))
 
 
-def call_command(words: list) -> int:
+def call_command(words):
     """`call TOOL [key=value ...] [--json ARGS] [MODE ARGS...]`: one tools/call, as a client makes it."""
-    if not words or words[0] in ("-h", "--help"):
-        if not words:
-            raise UsageError("call needs a TOOL, e.g. mcpstudio call echo message=hi echo \"{message}\"")
-        print(SUBCOMMAND_HELP["call"])
-        return 0
+    if not words:
+        raise UsageError("call needs a TOOL, e.g. mcpstudio call echo message=hi echo \"{message}\"")
     tool, words = words[0], words[1:]
     pairs, given, raw, assume_yes = [], None, False, False
     while words:
@@ -12724,12 +12968,12 @@ def call_command(words: list) -> int:
     return 1 if result.get("isError") else 0
 
 
-def elicitation_answer(params: dict, assume_yes: bool, ask=input) -> dict:
+def elicitation_answer(params, assume_yes, ask=input):
     """`call`'s answer to a server's question (a form): with `assume_yes`, accept its defaults; else ask
     each field on the terminal, an empty line keeping the default. A URL-mode question is declined."""
-    schema = params.get("requestedSchema") if isinstance(params.get("requestedSchema"), dict) else {}
-    fields = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    if params.get("mode") == "url" or not isinstance(fields, dict):
+    schema = _object(params.get("requestedSchema"))
+    fields = _object(schema.get("properties"))
+    if params.get("mode") == "url":
         sys.stderr.write("mcpstudio: the server asks you to open %s; declined (call cannot follow it)\n"
                          % params.get("url"))
         return {"action": "decline"}
@@ -12748,7 +12992,7 @@ def elicitation_answer(params: dict, assume_yes: bool, ask=input) -> dict:
     return {"action": "cancel"} if content is None else {"action": "accept", "content": content}
 
 
-def _json_or_text(text: str) -> str:
+def _json_or_text(text):
     """`text` re-serialized if it is JSON (to compare with structured content), else itself."""
     try:
         return json.dumps(json.loads(text))
@@ -12762,7 +13006,7 @@ def _json_or_text(text: str) -> str:
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "codex")
 
 
-def _app_folder(platform: str) -> str:
+def _app_folder(platform):
     """Where desktop apps keep settings: Application Support, %APPDATA%, or $XDG_CONFIG_HOME."""
     if platform == "darwin":
         return os.path.join(os.path.expanduser("~"), "Library", "Application Support")
@@ -12771,7 +13015,7 @@ def _app_folder(platform: str) -> str:
     return os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
 
 
-def client_config_path(client: str, platform: str | None = None) -> str:
+def client_config_path(client, platform=None):
     """The user-level file `client` reads its MCP servers from, on `platform` (default: this one)."""
     platform = platform or sys.platform
     home = os.path.expanduser("~")
@@ -12788,14 +13032,14 @@ def client_config_path(client: str, platform: str | None = None) -> str:
     raise UsageError("unknown client %r; use one of %s" % (client, ", ".join(CLIENTS)))
 
 
-def _servers_key(client: str) -> str:
+def _servers_key(client):
     return "servers" if client == "vscode" else "mcpServers"
 
 
 _PATH_OPTIONS = ("--config", "--root-directory", "--skills", "--cwd", "--log")
 
 
-def _absolute_mode(words: list) -> list:
+def _absolute_mode(words):
     """MODE ARGS with the paths its options name made absolute (clients start servers in their own folder)."""
     words = list(words)
     options, rest = parse_command_line(words)
@@ -12816,7 +13060,7 @@ def _absolute_mode(words: list) -> list:
     return words
 
 
-def _mode_options(words: list) -> tuple:
+def _mode_options(words):
     """(options, template words) of MODE ARGS, reading on past `serve` or `check`."""
     options, rest = parse_command_line(list(words))
     if rest and rest[0] in ("serve", "check"):
@@ -12824,7 +13068,7 @@ def _mode_options(words: list) -> tuple:
     return options, rest
 
 
-def _entry_name(words: list) -> str:
+def _entry_name(words):
     """A server name for the client's list: --name, the command, the script folder or the config's file name."""
     options, rest = _mode_options(words)
     name = (options["name"] or (os.path.basename(rest[0]) if rest else None)
@@ -12835,7 +13079,7 @@ def _entry_name(words: list) -> str:
     return _UNSAFE_NAME_CHARS.sub("_", name) or "mcpstudio"
 
 
-def client_entry(client: str, words: list) -> tuple:
+def client_entry(client, words):
     """(entry dict, note or None): what `client` needs to run mcpstudio with MODE ARGS `words`."""
     options, _ = _mode_options(words)
     if options["http"] is not None:
@@ -12861,7 +13105,7 @@ def client_entry(client: str, words: list) -> tuple:
     return entry, None
 
 
-def cached_command() -> tuple:
+def cached_command():
     """(argv, env) that start this module from cached bytecode: `python3 -m mcpstudio` with its
     folder on PYTHONPATH, and PYTHONPYCACHEPREFIX in the user's cache folder where the module's own
     folder cannot hold a __pycache__. Import recompiles a changed mcpstudio.py, as always. A zipapp,
@@ -12888,11 +13132,11 @@ def _drop_entry_env():
         del os.environ["PYTHONPYCACHEPREFIX"]
 
 
-def _toml_string(text: str) -> str:
+def _toml_string(text):
     return json.dumps(text)  # a JSON string with \uXXXX escapes is a TOML basic string
 
 
-def _toml_table(name: str, entry: dict) -> str:
+def _toml_table(name, entry):
     """A Codex [mcp_servers.NAME] table for `entry`."""
     lines = ["[mcp_servers.%s]" % _toml_key(name)]
     if "url" in entry:
@@ -12909,11 +13153,11 @@ def _toml_table(name: str, entry: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _toml_key(name: str) -> str:
+def _toml_key(name):
     return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _toml_string(name)
 
 
-def _merge_toml_table(text: str, name: str, table: str) -> tuple:
+def _merge_toml_table(text, name, table):
     """(new text, replaced?): `text` with the [mcp_servers.NAME] table (and its subtables) replaced or added."""
     header = re.compile(r"^\s*\[\[?\s*(mcp_servers\.%s)?" % re.escape(_toml_key(name)))
     lines = text.splitlines(True)
@@ -12936,7 +13180,7 @@ def _merge_toml_table(text: str, name: str, table: str) -> tuple:
     return "".join(out), replaced
 
 
-def _read_json_file(path: str, what: str) -> tuple:
+def _read_json_file(path, what):
     """(data, text) of a JSON or JSONC file; ({}, "") when it does not exist."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -12956,7 +13200,7 @@ def _read_json_file(path: str, what: str) -> tuple:
 _SPACE = re.compile(r"\s*")
 
 
-def _members(stripped: str, brace: int) -> tuple:
+def _members(stripped, brace):
     """([(key, key_start, value_start, value_end)], closing brace) of the object at `brace` of comment-free text."""
     decoder, members = json.JSONDecoder(), []
     i = _SPACE.match(stripped, brace + 1).end()
@@ -12971,19 +13215,19 @@ def _members(stripped: str, brace: int) -> tuple:
     return members, i
 
 
-def _indent_at(text: str, index: int) -> str:
+def _indent_at(text, index):
     line = text[text.rfind("\n", 0, index) + 1:index]
     return line[:len(line) - len(line.lstrip())]
 
 
-def _json_at(value, indent: str | None) -> str:
+def _json_at(value, indent):
     """`value` as JSON indented to sit at `indent`, or on one line when `indent` is None."""
     if indent is None:
         return json.dumps(value, ensure_ascii=False)
     return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + indent)
 
 
-def _next_edit(text: str, stripped: str, brace: int, old: dict, new: dict):
+def _next_edit(text, stripped, brace, old, new):
     """One (start, end, replacement) that brings the object at `brace` closer to `new`, or None."""
     members, close = _members(stripped, brace)
     keys = [m[0] for m in members]
@@ -13022,13 +13266,13 @@ def _next_edit(text: str, stripped: str, brace: int, old: dict, new: dict):
     return None
 
 
-def _comments(text: str) -> str:
+def _comments(text):
     """The comments of a JSONC text, without their spacing (to tell whether an edit dropped one)."""
     blanked = strip_json_comments(text)
     return "".join(c for c, kept in zip(text, blanked) if c != kept and not c.isspace() and c != ",")
 
 
-def edited_json_text(text: str, new: dict, path: str) -> str:
+def edited_json_text(text, new, path):
     """`text` (JSON or JSONC) changed to hold `new`, object member by member, so the comments, order and
     layout of everything unchanged stay as they were; plain JSON when `text` is empty."""
     if not text.strip():
@@ -13051,7 +13295,7 @@ def edited_json_text(text: str, new: dict, path: str) -> str:
     return result
 
 
-def write_file_atomically(path: str, text: str, backup: bool = True) -> str | None:
+def write_file_atomically(path, text):
     """Replace `path` with `text` via a temporary file and rename (mode 0600 for a new file, else
     the old mode); keep the old file as `path.bak` first. Returns the backup's path, if one was made.
 
@@ -13064,7 +13308,7 @@ def write_file_atomically(path: str, text: str, backup: bool = True) -> str | No
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     try:
-        mode = os.stat(path).st_mode & 0o777
+        mode, backup = os.stat(path).st_mode & 0o777, True
     except FileNotFoundError:
         mode, backup = 0o600, False
     if not mode & 0o222:
@@ -13093,7 +13337,7 @@ def write_file_atomically(path: str, text: str, backup: bool = True) -> str | No
     return saved
 
 
-def _check_mode(words: list):
+def _check_mode(words):
     """Build (and start nothing of) the server MODE ARGS `words` run, so install refuses an entry the
     server would refuse: a bad template raises TemplateError, a bad config ConfigError, as they would."""
     options, rest = parse_command_line(list(words))
@@ -13104,12 +13348,9 @@ def _check_mode(words: list):
     _build_server(options, rest, Log(), config)
 
 
-def install_command(words: list) -> int:
+def install_command(words):
     """`install --client NAME [--as SERVER] [--write] [MODE ARGS...]`: the client's entry for this mode."""
     found, words = _take_options(words, "install", flags=("--write",), values=("--client", "--as", "--file"))
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["install"])
-        return 0
     client = found.get("--client")
     if client not in CLIENTS:
         raise UsageError("install needs --client %s%s" % ("|".join(CLIENTS), ", not %r" % client if client else ""))
@@ -13164,17 +13405,6 @@ def install_command(words: list) -> int:
 _VSCODE_ONLY = re.compile(r"\$\{(workspaceFolder\w*|userHome|cwd|file\w*|relativeFile\w*|input:[^}]*|command:[^}]*)\}")
 
 
-def _strings_of(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings_of(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings_of(item)
-
-
 def _env_references(value):
     """VS Code's ${env:NAME} as mcpstudio's ${NAME}, everywhere in an entry."""
     if isinstance(value, str):
@@ -13186,25 +13416,24 @@ def _env_references(value):
     return value
 
 
-def imported_server(entry) -> tuple:
+def imported_server(entry):
     """(entry for mcpstudio's config, None) or (None, why it is skipped), for one client server entry."""
     if not isinstance(entry, dict):
         return None, "not an object"
     if "envFile" in entry:
         return None, "it reads variables from envFile %s; put them in `env` (as ${VAR}) and import again" % (
             json.dumps(entry["envFile"]))
-    for text in _strings_of(entry):
-        found = _VSCODE_ONLY.search(text)
-        if found:
-            return None, ("it uses VS Code's %s, which only VS Code can fill in; replace it with a path or "
-                          "${VAR} and import again" % found.group(0))
+    found = _VSCODE_ONLY.search(json.dumps(entry, ensure_ascii=False))  # in any string of the entry
+    if found:
+        return None, ("it uses VS Code's %s, which only VS Code can fill in; replace it with a path or "
+                      "${VAR} and import again" % found.group(0))
     if "command" not in entry and "url" not in entry:
         return None, "it has neither `command` nor `url`"
     kept = {key: _env_references(entry[key]) for key in _SERVER_KEYS if key in entry}
     return kept, None
 
 
-def _client_servers(client: str | None, path: str) -> dict:
+def _client_servers(client, path):
     """The servers a client's config file lists (Claude Code: the user's, this folder's in ~/.claude.json,
     and its .mcp.json)."""
     data, _ = _read_json_file(path, "import")
@@ -13222,16 +13451,13 @@ def _client_servers(client: str | None, path: str) -> dict:
             servers.update(project["mcpServers"])
     if client == "claude-code" and os.path.isfile(".mcp.json"):  # the project's shared servers
         shared = _read_json_file(".mcp.json", "import")[0].get("mcpServers")
-        servers.update(shared if isinstance(shared, dict) else {})
+        servers.update(_object(shared))
     return servers
 
 
-def import_command(words: list) -> int:
+def import_command(words):
     """`import FILE|--from CLIENT [--config FILE] [--write]`: a client's servers into mcpstudio's config."""
     found, words = _take_options(words, "import", flags=("--write",), values=("--from", "--config"), anywhere=True)
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["import"])
-        return 0
     client = found.get("--from")
     if client is not None and client not in CLIENTS[:4]:
         raise UsageError("import --from takes %s, not %r" % ("|".join(CLIENTS[:4]), client))
@@ -13241,7 +13467,7 @@ def import_command(words: list) -> int:
     target = found.get("--config") or default_config_path()
     servers = _client_servers(client, source)
     data, text = _read_json_file(target, "import")
-    existing = data.get("mcpServers") if isinstance(data.get("mcpServers"), dict) else {}
+    existing = _object(data.get("mcpServers"))
     added = {}
     for name, entry in servers.items():
         kept, why = imported_server(entry)
@@ -13271,27 +13497,21 @@ def import_command(words: list) -> int:
     return 0
 
 
-def _config_option(words: list, command: str, flags=(), values=()) -> tuple:
+def _config_option(words, command, flags=(), values=()):
     """(options, config path, rest) for the config-editing subcommands."""
     found, rest = _take_options(words, command, flags=flags, values=("--config",) + tuple(values), anywhere=True)
     return found, found.get("--config") or default_config_path(), rest
 
 
-def add_command(words: list) -> int:
+def add_command(words):
     """`add NAME [--config FILE] [--env K=V]... [--cwd DIR] [--disabled] -- COMMAND ARGS...` (or --url URL)."""
-    if not words or words[0] in ("-h", "--help"):
-        if words:
-            print(SUBCOMMAND_HELP["add"])
-            return 0
+    if not words:
         raise UsageError("add needs a NAME and -- COMMAND ARGS..., e.g. mcpstudio add time -- uvx mcp-server-time")
     name = words[0]
     found, rest = _take_options(words[1:], "add", flags=("--disabled",), values=("--config", "--cwd", "--url"),
                                 repeated=("--env", "--header"))
     if rest and rest[0] != "--":
         raise UsageError("add: unexpected %r; the server's command goes after --" % rest[0])
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["add"])
-        return 0
     env, headers = {}, {}
     for option, pairs in (("--env", env), ("--header", headers)):
         for text in found.get(option, ()):
@@ -13328,28 +13548,31 @@ def add_command(words: list) -> int:
     return 0
 
 
-def _same_id(data: dict, name: str, besides=()) -> str | None:
+def _same_id(data, name, besides=()):
     """The config's server (not in `besides`) whose id is the id of `name`: the server would refuse both."""
     wanted = _server_id(name)
     return next((key for group in ("mcpServers", "servers") for key in (data.get(group) or {})
                  if key not in besides and _server_id(key) == wanted), None)
 
 
-def remove_command(words: list) -> int:
+def _server_group(data, name, command, path):
+    """The group ("mcpServers" or "servers") that holds the config's server `name`; else a ConfigError naming
+    the servers it has."""
+    for group in ("mcpServers", "servers"):
+        if name in (data.get(group) or {}):
+            return group
+    known = [key for group in ("mcpServers", "servers") for key in (data.get(group) or {})]
+    raise ConfigError("%s: %s has no server %s (it has: %s)" % (command, path, name, ", ".join(known) or "none"))
+
+
+def remove_command(words):
     """`remove NAME [--config FILE]`: drop a server, and every mention of it in namespaces and permissions."""
     found, path, rest = _config_option(words, "remove")
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["remove"])
-        return 0
     if len(rest) != 1:
         raise UsageError("remove takes one server NAME, e.g. mcpstudio remove time")
     name = rest[0]
     data, text = _read_json_file(path, "remove")
-    group = next((g for g in ("mcpServers", "servers") if name in (data.get(g) or {})), None)
-    if group is None:
-        names = [k for g in ("mcpServers", "servers") for k in (data.get(g) or {})]
-        raise ConfigError("remove: %s has no server %s (it has: %s)" % (path, name, ", ".join(names) or "none"))
-    del data[group][name]
+    del data[_server_group(data, name, "remove", path)][name]
     same = (name, _server_id(name))  # a namespace or permission may name the server by key or by id
     for members, entry in _namespace_members(data).values():
         members[:] = [m for m in members if m not in same]
@@ -13363,11 +13586,9 @@ def remove_command(words: list) -> int:
     return 0
 
 
-def _sign_in_for(words: list, command: str) -> OAuthClient:
+def _sign_in_for(words, command) -> OAuthClient:
     """The OAuthClient of `login`/`logout NAME|URL [--config FILE]`: a URL server of the config by name, or a URL."""
     found, path, rest = _config_option(words, command)
-    if found.get("help"):
-        return None
     if len(rest) != 1:
         raise UsageError("%s takes one server: the NAME of a URL server in the config, or its URL" % command)
     target = rest[0]
@@ -13387,23 +13608,17 @@ def _sign_in_for(words: list, command: str) -> OAuthClient:
         command, target, path, ", ".join(s.key for s in specs) or "none"))
 
 
-def login_command(words: list) -> int:
+def login_command(words):
     """`login NAME|URL [--config FILE]`: sign in to a remote server now, in the browser."""
     oauth = _sign_in_for(words, "login")
-    if oauth is None:
-        print(SUBCOMMAND_HELP["login"])
-        return 0
     oauth.login()
     print("signed in to %s: %s (kept in %s)" % (oauth.name, oauth.summary(), oauth.store.path))
     return 0
 
 
-def logout_command(words: list) -> int:
+def logout_command(words):
     """`logout NAME|URL [--config FILE]`: forget a server's tokens and client registration."""
     oauth = _sign_in_for(words, "logout")
-    if oauth is None:
-        print(SUBCOMMAND_HELP["logout"])
-        return 0
     problem = oauth.revoke()
     if oauth.store.delete():
         print("signed out of %s (deleted %s; %s)" % (oauth.name, oauth.store.path, "the token is revoked" if problem
@@ -13413,22 +13628,17 @@ def logout_command(words: list) -> int:
     return 0
 
 
-def enable_command(words: list, enabled: bool = True) -> int:
+def enable_command(words, enabled=True):
     """`enable NAME` / `disable NAME` [--config FILE]: whether serve starts the server (`disabled` in its entry)."""
     command = "enable" if enabled else "disable"
     found, path, rest = _config_option(words, command)
-    if found.get("help"):
-        print(SUBCOMMAND_HELP[command])
-        return 0
     if len(rest) != 1:
         raise UsageError("%s takes one server NAME, e.g. mcpstudio %s time" % (command, command))
     name = rest[0]
     data, text = _read_json_file(path, command)
-    group = next((g for g in ("mcpServers", "servers") if name in (data.get(g) or {})), None)
-    if group is None or not isinstance(data[group][name], dict):
-        names = [k for g in ("mcpServers", "servers") for k in (data.get(g) or {})]
-        raise ConfigError("%s: %s has no server %s (it has: %s)" % (command, path, name, ", ".join(names) or "none"))
-    entry = data[group][name]
+    entry = data[_server_group(data, name, command, path)][name]
+    if not isinstance(entry, dict):
+        raise ConfigError("%s: the entry of server %s in %s is not an object; fix it by hand" % (command, name, path))
     for key in ("enabled", "disabled"):  # mcp-studio's `enabled` and the clients' `disabled`: one answer
         entry.pop(key, None)
     if not enabled:
@@ -13438,12 +13648,12 @@ def enable_command(words: list, enabled: bool = True) -> int:
     return 0
 
 
-def disable_command(words: list) -> int:
+def disable_command(words):
     """`disable NAME [--config FILE]`."""
     return enable_command(words, enabled=False)
 
 
-def _namespace_members(data: dict, create: str | None = None) -> dict:
+def _namespace_members(data, create=None):
     """name -> (its list of server names, its entry) for each namespace of a config, in every form the
     server reads: {"NS": {"servers": [...]}}, mcp-studio's {"NS": {"serverIds": [...]}}, {"NS": [...]},
     and mcp-studio's list [{"id": "NS", "serverIds": [...]}]. The lists are the config's own, so
@@ -13466,12 +13676,12 @@ def _namespace_members(data: dict, create: str | None = None) -> dict:
     return out
 
 
-def _permission_value(item, key: str, old: str):
+def _permission_value(item, key, old):
     """A toolPermissions entry's `key`, or mcp-studio's older name for it (as the server reads it)."""
     return (item.get(key) if key in item else item.get(old)) if isinstance(item, dict) else None
 
 
-def _drop_permissions(data: dict, matches):
+def _drop_permissions(data, matches):
     """Remove the toolPermissions entries `matches` accepts (and the key, once empty)."""
     permissions = data.get("toolPermissions")
     if isinstance(permissions, list):
@@ -13480,17 +13690,14 @@ def _drop_permissions(data: dict, matches):
             del data["toolPermissions"]
 
 
-def _default_key(data: dict) -> str:
+def _default_key(data):
     """The key the config's default namespace is under (as the server reads it)."""
     return "defaultNamespace" if "defaultNamespace" in data or "defaultNamespaceId" not in data else "defaultNamespaceId"
 
 
-def list_command(words: list) -> int:
+def list_command(words):
     """`list [--config FILE] [--json]`: the config's servers, how each starts, and their namespaces."""
     found, path, rest = _config_option(words, "list", flags=("--json",))
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["list"])
-        return 0
     if rest:
         raise UsageError("list takes only --config FILE and --json, not %r" % rest[0])
     data, _ = _read_json_file(path, "list")
@@ -13499,7 +13706,7 @@ def list_command(words: list) -> int:
     rows = []
     for group in ("mcpServers", "servers"):
         for name, entry in (data.get(group) or {}).items():
-            entry = entry if isinstance(entry, dict) else {}
+            entry = _object(entry)
             member_of = [ns for ns, (members, _) in namespaces.items() if name in members or _server_id(name) in members]
             rows.append({"name": name, "runs": entry.get("url") or _argv_text(
                 [str(entry.get("command", "?"))] + [str(a) for a in entry.get("args", [])]),
@@ -13514,14 +13721,11 @@ def list_command(words: list) -> int:
     return 0
 
 
-def namespace_command(words: list) -> int:
+def namespace_command(words):
     """`namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS` [--config FILE]."""
     found, path, rest = _config_option(words, "namespace")
-    if found.get("help") or not rest or rest[0] in ("-h", "--help"):
-        if not rest and not found.get("help"):
-            raise UsageError("namespace needs add, remove, assign or default (see namespace --help)")
-        print(SUBCOMMAND_HELP["namespace"])
-        return 0
+    if not rest:
+        raise UsageError("namespace needs add, remove, assign or default (see namespace --help)")
     action, rest = rest[0], rest[1:]
     if action not in ("add", "remove", "assign", "default", "allow", "deny") or not rest:
         raise UsageError("namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS | "
@@ -13532,10 +13736,8 @@ def namespace_command(words: list) -> int:
     namespaces = data.setdefault("namespaces", {})
     name, servers = rest[0], rest[1:2] if action in ("allow", "deny") else rest[1:]
     members = _namespace_members(data, create=name if action == "assign" else None)
-    known = [k for g in ("mcpServers", "servers") for k in (data.get(g) or {})]
     for server in servers:
-        if server not in known:
-            raise ConfigError("namespace: %s has no server %s (it has: %s)" % (path, server, ", ".join(known) or "none"))
+        _server_group(data, server, "namespace", path)
     if action == "add":
         if name in members:
             raise ConfigError("namespace: %s already has a namespace %s; use namespace assign" % (path, name))
@@ -13585,7 +13787,7 @@ def namespace_command(words: list) -> int:
 _ZIPAPP_MAIN = "import sys, mcpstudio; sys.exit(mcpstudio.main())\n"
 
 
-def zipapp_command(words: list) -> int:
+def zipapp_command(words):
     """`zipapp OUT.pyz`: this module as one runnable file, with bytecode for this interpreter.
 
     The module goes in once, as `mcpstudio`, both .py and .pyc; `__main__.py`
@@ -13598,9 +13800,6 @@ def zipapp_command(words: list) -> int:
     source instead.
     """
     found, rest = _take_options(words, "zipapp", anywhere=True)
-    if found.get("help"):
-        print(SUBCOMMAND_HELP["zipapp"])
-        return 0
     if len(rest) != 1:
         raise UsageError("zipapp takes one OUT.pyz, e.g. mcpstudio zipapp mcpstudio.pyz")
     import py_compile
@@ -13623,7 +13822,7 @@ def zipapp_command(words: list) -> int:
         os.chmod(temporary, 0o755)
         os.replace(temporary, out)
     print("wrote %s (bytecode for Python %d.%d, source for the others); run it with: python3 %s --help"
-          % (out, sys.version_info[0], sys.version_info[1], _argv_text([out])))
+          % (out, *sys.version_info[:2], _argv_text([out])))
     return 0
 
 
@@ -13631,14 +13830,10 @@ def zipapp_command(words: list) -> int:
 # Command line
 # --------------------------------------------------------------------------
 
-class _Option:
-    __slots__ = ("names", "dest", "metavar", "kind", "help")
-
-    def __init__(self, names, dest, metavar, kind, help):
-        self.names, self.dest, self.metavar, self.kind, self.help = names, dest, metavar, kind, help
+_Option = collections.namedtuple("_Option", ("names", "dest", "metavar", "kind", "help"))
 
 
-def _positive(text: str, option: str, kind=float):
+def _positive(text, option, kind=float):
     try:
         value = kind(text)
     except ValueError:
@@ -13821,7 +14016,7 @@ SUBCOMMAND_HELP = {
 }
 
 
-def help_text() -> str:
+def help_text():
     lines = [
         USAGE, "",
         "Serve one command template as an MCP tool over stdio, every script in a",
@@ -13867,7 +14062,7 @@ def help_text() -> str:
     return "\n".join(lines)
 
 
-def parse_command_line(argv: list, options: dict | None = None) -> tuple:
+def parse_command_line(argv, options=None):
     """Split argv into (options dict, template words). Options stop at the command."""
     if options is None:
         options = {o.dest: ([] if o.kind == "append" else None) for o in OPTIONS}
@@ -13904,7 +14099,7 @@ def parse_command_line(argv: list, options: dict | None = None) -> tuple:
     return options, argv[i:]
 
 
-def _exit_codes(text) -> tuple:
+def _exit_codes(text):
     """`--ok-exit 0,1` as (0, 1); (0,) when not given."""
     if text is None:
         return (0,)
@@ -13917,7 +14112,7 @@ def _exit_codes(text) -> tuple:
     return codes
 
 
-def url_config(url: str, version=None) -> dict:
+def url_config(url, version=None):
     """The config `--url URL` serves: that one server, its tools unprefixed, signing in with the browser."""
     import urllib.parse
     entry = {"url": url, "prefix": "", "startupTimeout": OAUTH_CALLBACK_WAIT + 30, "oauth": {"browser": True}}
@@ -13926,7 +14121,7 @@ def url_config(url: str, version=None) -> dict:
     return {"mcpServers": {urllib.parse.urlsplit(url).netloc: entry}}
 
 
-def _build_server(options: dict, words: list, log: Log, config: str | None = None, runner=None):
+def _build_server(options, words, log: Log, config=None, runner=None):
     """The command line's sources (a template, a script folder, a config file) behind one Server."""
     env = None
     if options["env"]:
@@ -14059,13 +14254,13 @@ def _build_server(options: dict, words: list, log: Log, config: str | None = Non
     return server, runner
 
 
-def default_config_path() -> str:
+def default_config_path():
     """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
     return os.path.join(base, "mcpstudio", "config.json")
 
 
-def _claim_stdout() -> int:
+def _claim_stdout():
     """Keep the protocol stream on a private descriptor and point fd 1 at stderr.
 
     A stray print() or a child that inherits fd 1 then writes to stderr and
@@ -14087,12 +14282,12 @@ _OWN_WORDS = {"init": init_config, "inspect": inspect_command, "call": call_comm
               "logout": logout_command, "enable": enable_command, "disable": disable_command, "tui": tui_command}
 
 
-def _prog() -> str:
+def _prog():
     """How the user ran us, for the commands we suggest."""
     return "mcpstudio" if not sys.argv[0].endswith((".py", ".pyz")) else "python3 " + _argv_text([sys.argv[0]])
 
 
-def _terminal_hint(argv: list, server) -> str:
+def _terminal_hint(argv, server):
     """What stdio mode says on stderr when a person, not a client, started it in a terminal."""
     words = _argv_text(argv)
     return ("mcpstudio: serving %s over stdio: waiting for an MCP client's JSON-RPC messages on stdin.\n"
@@ -14102,7 +14297,7 @@ def _terminal_hint(argv: list, server) -> str:
             "  %s or Ctrl+C stops.\n" % (server.title, _prog(), words, _prog(), words, _prog(), words, _END_OF_INPUT))
 
 
-def main(argv: list | None = None) -> int:
+def main(argv=None):
     """Run mcpstudio with `argv` (default: sys.argv[1:]); return the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
     _text_stdout()
@@ -14148,6 +14343,9 @@ def main(argv: list | None = None) -> int:
         if command == "status":
             return status_command(config, log, options)
         server, runner = _build_server(options, words, log, config)
+    except HelpRequested as exc:
+        print(SUBCOMMAND_HELP[exc.args[0]])
+        return 0
     except UsageError as exc:
         sys.stderr.write("mcpstudio: error: %s\n%s\n" % (exc, USAGE))
         return 2
