@@ -5429,6 +5429,7 @@ class Guard:
 # allow/deny leave out is never found.
 
 TOOL_SEARCH_MODES = ("on", "off", "auto")
+CLIENT_CAPS = (("Cursor", 40), ("Windsurf", 50), ("VS Code", 128))  # the most tools each passes on, the smallest first
 TOOL_SEARCH_THRESHOLD = 40  # auto: search when more would be listed (Cursor passes its agent the first 40)
 FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; the least recently found go first
 SEARCH_LIMIT, SEARCH_MAX = 5, 20
@@ -5718,6 +5719,7 @@ class Server:
         self.session = None
         self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
         self.search = None  # a ToolSearch (`toolSearch`)
+        self.views = []  # the Aggregator of each /mcp/<namespace> served: its Server is told of changes too
         self._held_logs = []  # log notifications from before the client was ready
         self.methods = {
             "initialize": self.initialize,
@@ -5803,6 +5805,8 @@ class Server:
     def source_changed(self, source):
         """A source's tools or resources changed: tell clients that listen."""
         self.catalog.stale = True  # calls route by the new tool set, not the last listing's
+        for hub in self.views:
+            hub.events.source_changed(hub)
         for session in self.sessions:
             if self.catalog.dynamic:
                 session.notify("notifications/tools/list_changed", {})
@@ -5886,8 +5890,9 @@ class Server:
         return {}
 
     async def tools_list(self, params, ctx):
-        """`tools/list`, paginated (with `toolSearch`: what this client is shown)."""
-        tools = await self.catalog.tools()
+        """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
+        listing the first page built until a source changes."""
+        tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
@@ -11207,6 +11212,16 @@ class Board:
             return None
         return upstream.listing or upstream.cache.read() or None
 
+    def count(self):
+        """How many tools the shown namespace lists (of servers whose tools are known) against clients' caps."""
+        view = Namespace(self.shown, "__", self.path, self.log)
+        view.plan, view.name = self.plan, self.shown
+        count = sum(view.left_out(spec, tool["name"]) is None for spec in self.plan.specs
+                    if self.shown is None or spec.id in self.plan.namespaces[self.shown]["servers"]
+                    for tool in (self.listing(self.hub.upstreams.get(spec.id)) or {}).get("tools", ()))
+        return "%d tools, %s" % (count, "over " + ", ".join("%s %d" % pair for pair in CLIENT_CAPS if count > pair[1])
+                                 if count > 40 else "under Cursor's 40")
+
     def rows(self, text_filter=""):
         """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
         rows = []
@@ -11413,7 +11428,7 @@ class TuiScreen:
     def draw(self):
         self.window.erase()
         height, width = self.window.getmaxyx()
-        title = "mcpstudio tui  %s  namespace: %s" % (self.board.path, self.board.shown or "(all)")
+        title = "mcpstudio  namespace: %s  %s  %s" % (self.board.shown or "(all)", self.board.count(), self.board.path)
         self.put(0, 0, title[:width], self.curses.A_BOLD)
         getattr(self, "draw_" + self.view)(height, width)
         hint = {"list": "t:test Enter:details l:log e:on/off a:add d:remove n:namespace ?:help q:quit",
@@ -12021,6 +12036,45 @@ def operations_report(path, server, sessions):
         status, _STATUS[status].encode(), kind.encode(), len(data), data)
 
 
+class NamespaceUrls:
+    """The /mcp/<namespace> URLs of an HttpServer: each namespace's own Server (its filters, permissions and
+    toolSearch), built at its first request over the same running servers."""
+
+    def __init__(self, http):
+        self.http = http
+        self.views, self.shared = {}, {}  # namespace -> its HttpServer; server id -> the Upstream every URL uses
+
+    def get(self, path):
+        """The HttpServer of `path`, /mcp/<namespace>; None for another path."""
+        http = self.http
+        hub = next((s for s in http.server.catalog.sources if isinstance(s, Aggregator)), None)
+        prefix, _, name = path.rpartition("/")
+        if hub is None or prefix != HTTP_PATH:
+            return None
+        if name not in hub.namespace.plan.namespaces:
+            raise HttpError(404, "no namespace %r (the config's namespaces: %s)" % (
+                name, ", ".join(sorted(hub.namespace.plan.namespaces))))
+        if name not in self.views:
+            try:
+                server = http.server.namespaced(name)
+            except McpStudioError as exc:  # the config no longer reads as it did at the start
+                raise HttpError(500, str(exc))
+            view = next(s for s in server.catalog.sources if isinstance(s, Aggregator))
+            view.downstream, view.bridge, view.watch.interval = hub.downstream, hub.bridge, 0  # /mcp reloads
+            server.catalog.start(server)
+            for key, upstream in view.upstreams.items():  # each server runs once, whichever URL started it
+                view.upstreams[key] = self.shared.setdefault(key, hub.upstreams.get(key, upstream))
+            served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token)
+            served._sweeper = asyncio.ensure_future(served._sweep())
+            http.server.views.append(view)
+        return self.views[name]
+
+    async def close(self):
+        """Their sessions' tasks end with the loop, their processes with the runner; their catalogs end here."""
+        for served in self.views.values():
+            await served.server.catalog.close()
+
+
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
@@ -12040,6 +12094,7 @@ class HttpServer:
         self.header_timeout, self.idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
         self.pending = collections.OrderedDict()  # task -> None, oldest first
         self.trusted = set()
+        self.namespaces = NamespaceUrls(self)
 
     async def start(self):
         """Listen on the configured address (port 0 picks a free one)."""
@@ -12064,6 +12119,7 @@ class HttpServer:
             self.listener.close()
         for entry in list(self.sessions.values()):
             await entry.session.cancel_all()
+        await self.namespaces.close()
         for task in list(self.connections):
             task.cancel()
         if self.connections:
@@ -12106,11 +12162,12 @@ class HttpServer:
                 method, target, version, headers = head
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
                 path = target.split("?", 1)[0]
-                if path != HTTP_PATH:
+                http = self if path == HTTP_PATH else self.namespaces.get(path)
+                if http is None:
                     writer.write(operations_report(path, self.server, len(self.sessions)))
                     await self._drain(writer)
                 else:
-                    keep = await self._answer(method, headers, body, keep, version, reader, writer)
+                    keep = await http._answer(method, headers, body, keep, version, reader, writer)
                 if not keep:
                     return
         except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, asyncio.CancelledError):
@@ -12181,7 +12238,7 @@ class HttpServer:
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if path not in (HTTP_PATH, "/health", "/metrics"):
+        if path not in (HTTP_PATH, "/health", "/metrics") and not self.namespaces.get(path):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
         if method == "POST":
             length = headers.get("content-length", "0")
@@ -14092,7 +14149,7 @@ def url_config(url, version=None):
     return {"mcpServers": {urllib.parse.urlsplit(url).netloc.rpartition("@")[2]: entry}}  # never a password
 
 
-def _build_server(options, words, log: Log, config=None):
+def _build_server(options, words, log: Log, config=None, runner=None):
     """The command line's sources (a template, a script folder, a config file) behind one Server."""
     env = None
     if options["env"]:
@@ -14131,7 +14188,7 @@ def _build_server(options, words, log: Log, config=None):
         script_options["rescan"] = 0.0 if options["rescan"] in ("0", "0.0") else _positive(options["rescan"], "--rescan")
     if options["help_timeout"]:
         script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
-    runner = ProcessRunner(log)
+    runner = runner or ProcessRunner(log)
     sources, titles, instructions, rules, audit, opened, search = [], [], None, {}, None, (), None
     if options["url"] is not None:
         if config is not None:
@@ -14336,6 +14393,7 @@ def main(argv=None):
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
     if options["http"] is not None:
+        server.namespaced = lambda name: _build_server(dict(options, namespace=name), words, log, config, runner)[0]
         return run_http(server, runner, log, options)
     if os.isatty(0):
         sys.stderr.write(_terminal_hint(argv, server))

@@ -7417,7 +7417,7 @@ class HttpServerProcess(McpProcess):
 
     def __init__(self, *args, env=None, bind="127.0.0.1:0"):
         super().__init__("--http", bind, *args, env=env)
-        self.port = None
+        self.port, self.path = None, "/mcp"
         deadline = time.monotonic() + WAIT
         while self.port is None and time.monotonic() < deadline:
             for line in list(self.stderr):
@@ -7437,7 +7437,7 @@ class HttpServerProcess(McpProcess):
             sent["Mcp-Session-Id"] = session
         sent.update(headers or {})
         body = raw if raw is not None else (json.dumps(message).encode() if message is not None else None)
-        connection.request(method, "/mcp", body=body, headers=sent)
+        connection.request(method, self.path, body=body, headers=sent)
         response = connection.getresponse()
         text = response.read().decode()
         connection.close()
@@ -8529,6 +8529,22 @@ class TuiTests(AggregatorCase):
         self.assertEqual(tui.colors(), {"default"})
         self.assertEqual(tui.close(), 0)
         self.assertTrue(self.all_gone())
+
+    def test_header_counts_the_namespaces_tools_against_client_caps(self):
+        path = os.path.join(self.dir, "servers.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"good": self.upstream("good"), "big": self.upstream("big", "--tools", "45"),
+                                      "outside": self.upstream("outside")},
+                       "namespaces": {"work": {"servers": ["good", "big"]}}, "defaultNamespace": "work"}, f)
+        tui = self.tui(path)
+        tui.wait_for("namespace: work  0 tools, under Cursor's 40")
+        tui.press("t")
+        tui.wait_for("good is running", "work  5 tools, under Cursor's 40")
+        tui.press("jjt")  # outside is not in the namespace: its tools do not count
+        tui.wait_for("outside is running")
+        tui.press("kt")
+        tui.wait_for("big is running", "55 tools, over Cursor 40, Windsurf 50  ")
+        self.assertEqual(tui.close(), 0)
 
 
 @unittest.skipUnless(PYTE is not None and hasattr(os, "openpty") and sys.platform != "win32",
@@ -11174,6 +11190,87 @@ class ReviewTests(ScratchDir):
                 uri = re.search(r"the whole output is (\S+)", text_of(result)).group(1)
                 read = server.request("resources/read", {"uri": uri + "?lines=300-"})
                 self.assertEqual(read["result"]["contents"][0]["text"], "300\n")
+
+
+class NamespaceUrlTests(AggregatorCase):
+    """Issue 28: /mcp/<namespace> on --http serves the namespace's tool set over the same running servers."""
+
+    def tools(self, http, path):
+        http.path = path
+        status, _, text = http.modern("tools/list")
+        self.assertEqual(status, 200, text)
+        return [tool["name"] for tool in http.messages(text)[0]["result"]["tools"]]
+
+    def call(self, http, path, name, arguments):
+        http.path = path
+        status, _, text = http.modern("tools/call", {"name": name, "arguments": arguments})
+        self.assertEqual(status, 200, text)
+        answer = http.messages(text)[0]
+        return text_of(answer["result"]) if "result" in answer else answer["error"]["message"]
+
+    def test_each_namespace_url_lists_and_calls_its_own_tools(self):
+        fake = [self.fake, "--pidfile", self.pids, "--only", "echo,env", "--name"]
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"alpha": {"command": PY, "args": fake + ["alpha"]},
+                                      "beta": {"command": PY, "args": fake + ["beta"]}},
+                       "namespaces": {"work": {"servers": ["alpha"], "tools": {"deny": ["alpha__env"]}},
+                                      "play": {"servers": ["alpha", "beta"], "toolSearch": "on"},
+                                      "spare": ["beta"]},
+                       "defaultNamespace": "work"}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            self.assertEqual(self.tools(http, "/mcp"), ["alpha__echo"])
+            self.assertEqual(self.tools(http, "/mcp/work"), ["alpha__echo"])
+            self.assertEqual(self.tools(http, "/mcp/play"), ["mcpstudio__search_tools", "mcpstudio__call_tool"])
+            self.assertEqual(self.call(http, "/mcp", "alpha__echo", {"text": "one"}), "alpha: one")
+            self.assertEqual(self.call(http, "/mcp/play", "mcpstudio__call_tool",
+                                       {"name": "alpha__echo", "arguments": {"text": "two"}}), "alpha: two")
+            denied = self.call(http, "/mcp", "beta__echo", {"text": "x"})  # beta is not in the default namespace
+            self.assertIn("Unknown tool: beta__echo", denied)
+            self.assertEqual(self.call(http, "/mcp/play", "beta__echo", {"text": "three"}), "beta: three")
+            http.path = "/mcp/nope"
+            status, _, text = http.modern("tools/list")
+            self.assertEqual(status, 404)
+            self.assertIn("no namespace 'nope' (the config's namespaces: play, spare, work)", text)
+            http.path = "/mcp/play"  # a handshake-era session of the namespace's URL
+            session = http.initialize_session()
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
+            self.assertEqual([t["name"] for t in http.messages(text)[0]["result"]["tools"]][:1], ["mcpstudio__search_tools"])
+            with open(self.pids) as f:  # alpha served both URLs from one process
+                pids = [line.split() for line in f]
+            self.assertEqual(sorted(line[2] for line in pids), ["alpha", "beta"])
+            with open(path, "w") as f:  # a namespace first asked for after the config broke: a 500 that says why
+                f.write("{")
+            http.path = "/mcp/spare"
+            status, _, text = http.modern("tools/list")
+            self.assertEqual(status, 500, text)
+            self.assertIn("ns.json", text)
+        self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), 10))
+
+    def test_a_namespace_urls_session_hears_its_servers_list_changes(self):
+        from http.client import HTTPConnection
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {name: {"command": PY, "args": [self.fake, "--name", name]} for name in ("alpha", "beta")},
+                       "namespaces": {"work": ["alpha"], "play": ["beta"]}, "defaultNamespace": "work"}, f)
+        with HttpServerProcess("--config", path, env=self.env) as http:  # beta's five tools, cached
+            self.assertEqual(self.call(http, "/mcp/play", "beta__echo", {"text": "one"}), "beta: one")
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=dict(self.env, FAKE_ONLY="echo")) as http:
+            http.path = "/mcp/play"
+            session = http.initialize_session()
+            self.assertIn("beta__sleep", self.tools(http, "/mcp/play"))  # from the cache
+            connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+            connection.request("GET", "/mcp/play", headers={"Accept": "text/event-stream", "Mcp-Session-Id": session})
+            stream = connection.getresponse()
+            self.assertEqual(stream.status, 200)
+            self.assertEqual(self.call(http, "/mcp/play", "beta__echo", {"text": "two"}), "beta: two")  # beta starts
+            line, deadline = b"", time.monotonic() + WAIT
+            while b"notifications/tools/list_changed" not in line:  # its live tools differ from the cache's
+                self.assertLess(time.monotonic(), deadline, "no list_changed on the session's stream")
+                line = stream.readline()
+                self.assertTrue(line, "the stream ended without list_changed")
+            connection.close()
+            self.assertEqual(self.tools(http, "/mcp/play"), ["beta__echo"])
 
 
 class ProtocolFuzzer:
