@@ -6483,7 +6483,7 @@ class ConfigLoader:
                                max_output=base.max_output, max_concurrency=base.max_concurrency,
                                allow_dash_values=base.allow_dash_values,
                                task_support=self.choice(data, "taskSupport", TASK_SUPPORT, "", base.task_support),
-                               max_text=self.get(data, "max_text", int, "", base.max_text), outputs=base.outputs)
+                               max_text=read_max_text(self, data, "", base.max_text), outputs=base.outputs)
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
             tool = self.tool(spec, "tools[%d]" % index, runner, settings)
@@ -6662,7 +6662,7 @@ class ConfigLoader:
         if "timeout" in spec:
             overrides["timeout"] = self.timeout(spec, where)
         if "max_text" in spec:
-            overrides["max_text"] = self.get(spec, "max_text", int, where)
+            overrides["max_text"] = read_max_text(self, spec, where)
         if "working_directory" in spec:
             overrides["cwd"] = self.folder_path(self.get(spec, "working_directory", str, where),
                                                 _join(where, "working_directory"))
@@ -6804,6 +6804,14 @@ def read_answers(loader, spec, where):
     except (TypeError, KeyError, re.error) as exc:
         raise loader.error(_join(where, "answers"), "expected a list of {\"prompt\": \"a regular expression\", "
                            "\"answer\": \"text\"} (%s)" % exc)
+
+
+def read_max_text(loader, obj, where, default=None):
+    """obj["max_text"]: how many characters of output a result shows, a positive whole number."""
+    value = loader.get(obj, "max_text", int, where, default)
+    if value is not None and value < 1:
+        raise loader.error(_join(where, "max_text"), "expected a positive whole number of characters, not %d" % value)
+    return value
 
 
 def read_rules(loader, obj, where):

@@ -11192,6 +11192,18 @@ class ReviewTests(ScratchDir):
                 self.assertEqual(read["result"]["contents"][0]["text"], "300\n")
 
 
+    def test_max_text_in_a_config_is_positive_as_the_flag_is(self):
+        # --max-text 0 was refused, "max_text": 0 (or -3) in a config took every output away without a word.
+        for data, key in (({"max_text": 0}, "max_text"), ({"tools": [{"name": "e", "command": "echo {m}", "max_text": -3}]},
+                                                          "tools[0].max_text")):
+            path = os.path.join(self.dir, "text.json")
+            with open(path, "w") as f:
+                json.dump(dict({"tools": [{"name": "e", "command": "echo {m}"}]}, **data), f)
+            out = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                 stdin=subprocess.DEVNULL)
+            self.assertEqual(out.returncode, 1, out.stderr)
+            self.assertIn("%s: %s: expected a positive whole number of characters" % (path, key), out.stderr)
+
 class NamespaceUrlTests(AggregatorCase):
     """Issue 28: /mcp/<namespace> on --http serves the namespace's tool set over the same running servers."""
 
