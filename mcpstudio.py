@@ -5329,19 +5329,23 @@ class Guard:
         chosen = {key: rules[key] for _, rules in levels for key in rules}
         who = ctx.session.caller or "session-%x" % id(ctx.session)
         entry = {key: plan[key] for key in ("namespace", "server", "argv") if key in plan}
-        wait, limit = take_token(self.buckets, [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),)
-                                                + rules["rateLimit"][:2] for level, rules in levels if "rateLimit" in rules],
-                                 time.monotonic())
+        limits = [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),) + rules["rateLimit"][:2]
+                  for level, rules in levels if "rateLimit" in rules]
         cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
         key = cache and json.dumps([public, "" if cache[1] else who, plan.get("argv") or arguments, plan.get("stdin"),
                                     plan.get("cwd"), plan.get("env")], default=str)
 
+        def limited(wait, limit):
+            entry["rateLimited"] = True
+            wait_text = round(wait + 0.05, 1)  # rounded up: a client that waits this long gets in
+            return dict(tool_error("Not run: %s allows %d calls per %g s; retry in %.1f s." % (
+                (public,) + limit + (wait_text,))), _meta={"mcpstudio/retryAfter": wait_text})
+
         async def run():
-            if wait:
-                entry["rateLimited"] = True
-                wait_text = round(wait + 0.05, 1)  # rounded up: a client that waits this long gets in
-                return dict(tool_error("Not run: %s allows %d calls per %g s; retry in %.1f s." % (
-                    (public,) + limit + (wait_text,))), _meta={"mcpstudio/retryAfter": wait_text})
+            looked = take_token({key: self.buckets[key] for key, _, _ in limits if key in self.buckets}, limits,
+                                time.monotonic())  # a look: a token is spent below, by a call that runs
+            if looked[0]:
+                return limited(*looked)
             if self.audit is not None and self.audit.required and not self.audit.ready(self.log):
                 entry["refused"] = "the audit log cannot be written"
                 return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
@@ -5351,6 +5355,9 @@ class Guard:
                 await self._confirm(public, plan, arguments, ctx, ask, entry)
             if refusal:
                 return refusal
+            taken = take_token(self.buckets, limits, time.monotonic())  # not by a 2026-07-28 round that asks
+            if taken[0]:  # another call took the last token while this one asked
+                return limited(*taken)
             hit = key and self.cache.get(key, time.monotonic())
             if hit:
                 entry["cached"] = True
@@ -5399,9 +5406,12 @@ class Guard:
         finally:
             seconds = time.monotonic() - started
             failed = error is not None or bool((result or {}).get("isError"))
-            self.metrics.count(entry.get("method", name), "rateLimited" if entry.get("rateLimited") else "refused" if entry.get("refused")
-                               else "cached" if entry.get("cached") else "error" if failed else "ok", seconds)
-            if self.audit is not None and (result or {}).get("resultType") != "input_required":
+            asked = (result or {}).get("resultType") == "input_required"  # a round that asks: its retry is the call
+            if not asked:
+                self.metrics.count(entry.get("method", name), "rateLimited" if entry.get("rateLimited") else "refused"
+                                   if entry.get("refused") else "cached" if entry.get("cached") else "error" if failed
+                                   else "ok", seconds)
+            if self.audit is not None and not asked:
                 client = ctx.session.client_info
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),

@@ -11204,6 +11204,28 @@ class ReviewTests(ScratchDir):
             self.assertEqual(out.returncode, 1, out.stderr)
             self.assertIn("%s: %s: expected a positive whole number of characters" % (path, key), out.stderr)
 
+    def test_a_confirmed_2026_call_spends_one_token(self):
+        # 2026-07-28 asks by answering input_required and running the retry: the round that asked took the rate
+        # limit's token (and counted as a call), so with 1 call per 600 s the confirmed retry was refused.
+        path = os.path.join(self.dir, "confirm.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "hello", "command": "echo hello", "confirm": True,
+                                  "rateLimit": {"calls": 1, "seconds": 600}}]}, f)
+        with HttpServerProcess("serve", "--config", path) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+
+            def call(extra):
+                params = dict({"name": "hello", "arguments": {}, "_meta": meta}, **extra)
+                return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+            self.assertEqual(call({})["resultType"], "input_required")
+            yes = call({"inputResponses": {"confirm": {"action": "accept", "content": {"run": True}}}})
+            self.assertEqual(text_of(yes), "hello\n")
+            self.assertGreater(call({})["_meta"]["mcpstudio/retryAfter"], 500)  # the one call is spent
+            import urllib.request
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % server.port, timeout=WAIT) as response:
+                metrics = response.read().decode()
+        self.assertIn('mcpstudio_calls_total{tool="hello"} 2', metrics)  # the run and the refused third
+
 class NamespaceUrlTests(AggregatorCase):
     """Issue 28: /mcp/<namespace> on --http serves the namespace's tool set over the same running servers."""
 
