@@ -2468,6 +2468,9 @@ _URL_TEXT = re.compile(r"\b[A-Za-z][\w+.-]*://[^\s'\"]+")
 _OPTION_TEXT = re.compile(r"(?<![^\s'\"])(--?[A-Za-z][\w.-]*(?:=|\s+)|[A-Za-z_][\w.-]*=)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 
 
+_HEADER_TEXT = re.compile(r"(?<![\w-])([A-Za-z][\w-]*:[ \t]*)((?:Bearer|Basic|Token)[ \t]+)?([^\s'\"]+)", re.I)
+
+
 def _masked_url(match):
     from urllib.parse import urlsplit, urlunsplit
     try:
@@ -2485,10 +2488,16 @@ def _masked_option(match):
     return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") else match.group(0)
 
 
+def _masked_header(match):
+    name, scheme, _ = match.groups()
+    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) else match.group(0)
+
+
 def mask_secrets(text: str) -> str:
     """`text` (a command line, a URL, a log line) as people may paste it: URL passwords, query values and
-    the value of secret-looking options (`--api-key V`, `--token=V`, `API_KEY=V`) replaced by ***."""
-    return _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, text))
+    the value of secret-looking options (`--api-key V`, `--token=V`, `API_KEY=V`) and headers
+    (`Authorization: Bearer V`, `X-Api-Key: V`) replaced by ***."""
+    return _HEADER_TEXT.sub(_masked_header, _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, text)))
 
 
 class Log:

@@ -11226,6 +11226,24 @@ class ReviewTests(ScratchDir):
                 metrics = response.read().decode()
         self.assertIn('mcpstudio_calls_total{tool="hello"} 2', metrics)  # the run and the refused third
 
+    def test_a_header_in_a_servers_args_is_masked(self):
+        # mcp-remote's way to pass a token, `--header "Authorization: Bearer T"`, showed T in status, the TUI and
+        # servers_list (what a model reads); `mask_secrets` masked options and URLs, not headers.
+        for text, masked in (("Authorization: Bearer abc123", "Authorization: Bearer ***"),
+                             ("--header 'Authorization: Basic dXNlcjpwYXNz' x", "--header 'Authorization: Basic ***' x"),
+                             ("X-Api-Key: k123", "X-Api-Key: ***"), ("--header X-Auth-Token:t0k", "--header X-Auth-Token:***"),
+                             ("Content-Type: application/json", "Content-Type: application/json"),
+                             ("https://h/mcp at 12:30:00", "https://h/mcp at 12:30:00")):
+            self.assertEqual(mcpstudio.mask_secrets(text), masked)
+        path = os.path.join(self.dir, "remote.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"remote": {"command": "npx", "args": [
+                "-y", "mcp-remote", "https://example.com/mcp", "--header", "Authorization: Bearer literal-7355608"]}}}, f)
+        out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             stdin=subprocess.DEVNULL)
+        self.assertIn("--header 'Authorization: Bearer ***'", out.stdout)
+        self.assertNotIn("7355608", out.stdout + out.stderr)
+
 class NamespaceUrlTests(AggregatorCase):
     """Issue 28: /mcp/<namespace> on --http serves the namespace's tool set over the same running servers."""
 
