@@ -5928,6 +5928,8 @@ class Server:
             listed = ", ".join(known[:20]) + (" and %d more" % (len(known) - 20) if len(known) > 20 else "")
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
         source, original, support = route
+        if name not in self.catalog.listed:  # its `-`/`_` respelling: the guard sees the listed tool (confirm, secrets)
+            name = next((key for key in self.catalog.listed if key.replace("-", "_") == name.replace("-", "_")), name)
         form = source.question(original, arguments) if hasattr(source, "question") else None
         if form is not None:
             if not ctx.declared("elicitation"):

@@ -11244,6 +11244,26 @@ class ReviewTests(ScratchDir):
         self.assertIn("--header 'Authorization: Bearer ***'", out.stdout)
         self.assertNotIn("7355608", out.stdout + out.stderr)
 
+    def test_a_respelled_name_is_confirmed_and_masked_as_the_listed_one(self):
+        # `remove_file` reaches the tool listed as `remove-file`, but the guard looked its listing up by the name
+        # called: no destructiveHint (so no confirmation) and no secret parameter (so the audit showed it).
+        audit = os.path.join(self.dir, "audit.jsonl")
+        path = os.path.join(self.dir, "loose.json")
+        with open(path, "w") as f:
+            json.dump({"confirm": "destructive", "audit": {"file": audit}, "tools": [{
+                "name": "remove-file", "command_template": "echo removed {path} {pin}",
+                "annotations": {"destructiveHint": True},
+                "parameters": {"path": {"type": "string"}, "pin": {"type": "string", "secret": True}}}]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.initialize()  # no elicitation: a tool that needs confirmation is not run
+            for name in ("remove-file", "remove_file"):
+                result = server.call(name, {"path": "a", "pin": "pin-7355608"})
+                self.assertIn("needs the user's confirmation", text_of(result))
+        with open(audit, encoding="utf-8") as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([line["tool"] for line in lines], ["remove-file", "remove-file"])
+        self.assertNotIn("7355608", json.dumps(lines))
+
 class NamespaceUrlTests(AggregatorCase):
     """Issue 28: /mcp/<namespace> on --http serves the namespace's tool set over the same running servers."""
 
