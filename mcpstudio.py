@@ -13965,19 +13965,20 @@ def _build_server(options, words, log: Log, config=None):
         cwd = os.path.abspath(os.path.expanduser(cwd))
         if not os.path.isdir(cwd):
             raise UsageError("--cwd %s: no such folder (looked for %s)" % (options["cwd"], cwd))
-    cli_timeout = _positive(options["timeout"], "--timeout") if options["timeout"] else None
+
+    def number(dest, default, kind=float):
+        """The option's positive number, or `default` when it is not given."""
+        return _positive(options[dest], "--" + dest.replace("_", "-"), kind) if options[dest] else default
+    cli_timeout = number("timeout", None)
     settings = RunSettings(
         env=env, cwd=cwd, timeout=cli_timeout or DEFAULT_TIMEOUT,
-        max_output=_positive(options["max_output"], "--max-output", int) if options["max_output"] else DEFAULT_MAX_OUTPUT,
-        max_concurrency=(_positive(options["max_concurrency"], "--max-concurrency", int)
-                         if options["max_concurrency"] else DEFAULT_MAX_CONCURRENCY),
+        max_output=number("max_output", DEFAULT_MAX_OUTPUT, int),
+        max_concurrency=number("max_concurrency", DEFAULT_MAX_CONCURRENCY, int),
         allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional",
-        max_text=_positive(options["max_text"], "--max-text", int) if options["max_text"] else DEFAULT_MAX_TEXT,
-        outputs=OutputStore())
+        max_text=number("max_text", DEFAULT_MAX_TEXT, int), outputs=OutputStore())
     if settings.task_support not in TASK_SUPPORT:
         raise UsageError("--task-support %s: expected one of %s" % (settings.task_support, ", ".join(TASK_SUPPORT)))
-    max_name = (_positive(options["max_name_length"], "--max-name-length", int)
-                if options["max_name_length"] else DEFAULT_MAX_NAME_LENGTH)
+    max_name = number("max_name_length", DEFAULT_MAX_NAME_LENGTH, int)
     if max_name < 16:
         raise UsageError("--max-name-length %d is too short: names need at least 16 characters "
                          "(room for a 7-character hash suffix)" % max_name)
@@ -13988,7 +13989,7 @@ def _build_server(options, words, log: Log, config=None):
     if options["rescan"] is not None:
         script_options["rescan"] = 0.0 if options["rescan"] in ("0", "0.0") else _positive(options["rescan"], "--rescan")
     if options["help_timeout"]:
-        script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
+        script_options["help_timeout"] = number("help_timeout", None)
     runner = ProcessRunner(log)
     sources, titles, instructions, rules, audit, opened, search = [], [], None, {}, None, (), None
     if options["url"] is not None:
