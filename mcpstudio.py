@@ -8780,23 +8780,23 @@ class _HttpChannel:
                         break
                     answered = self._answered(response, request_id, seen)
                 if not answered and request_id is not None and request_id not in self.aborted:
-                    self._deliver({"jsonrpc": "2.0", "id": request_id, "error": {
-                        "code": INTERNAL_ERROR, "message": "the server closed its event stream before it answered "
+                    self._deliver(_error_response(request_id, McpError(
+                        INTERNAL_ERROR, "the server closed its event stream before it answered "
                         + ("(resuming it with Last-Event-ID brought no answer)" if tried
-                           else "(and gave no event id to resume it with)")}})
+                           else "(and gave no event id to resume it with)"))))
                 return
             body = response.read()
             reply = self._json_body(body)
             if isinstance(reply, dict) and "error" in reply and reply.get("id") is None:
                 reply = dict(reply, id=request_id)  # an HTTP error's reply: it answers the request it came back on
             if not (isinstance(reply, dict) and ("result" in reply or "error" in reply)):
-                reply = {"jsonrpc": "2.0", "id": request_id, "error": {
-                    "code": METHOD_NOT_FOUND if response.status in (404, 405) else INTERNAL_ERROR,
-                    "message": "HTTP %d %s" % (response.status, _clip(body.decode("utf-8", "replace"), 200))}}
+                reply = _error_response(request_id, McpError(
+                    METHOD_NOT_FOUND if response.status in (404, 405) else INTERNAL_ERROR,
+                    "HTTP %d %s" % (response.status, _clip(body.decode("utf-8", "replace"), 200))))
             self._deliver(reply)
         except OAuthError as exc:  # this request fails, saying how to sign in; the server stays up
             if request_id is not None:
-                self._deliver({"jsonrpc": "2.0", "id": request_id, "error": {"code": SERVER_SIGN_IN, "message": str(exc)}})
+                self._deliver(_error_response(request_id, McpError(SERVER_SIGN_IN, str(exc))))
             else:
                 self.upstream.server_log.note("%s was not sent: %s" % (message.get("method"), exc))
         except (OSError, http.client.HTTPException) as exc:
