@@ -7638,17 +7638,17 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
         for key in ("http_headers", "env_http_headers", "bearer_token_env_var"):
             if key in entry:
                 raise loader.error(_join(where, key), "only a server with a `url` sends HTTP headers")
-    if spec.url is None and "command" not in entry:
-        raise loader.error(where, "a server needs a `command` (the program that starts it) or a `url`")
     if spec.url is None:
+        if "command" not in entry:
+            raise loader.error(where, "a server needs a `command` (the program that starts it) or a `url`")
         spec.command = loader.expand(loader.get(entry, "command", str, where), _join(where, "command"))
-    if spec.url is None and not spec.command.strip():
-        raise loader.error(_join(where, "command"), "is empty")
-    args = loader.get(entry, "args", list, where, [])
-    for index, arg in enumerate(args):
+        if not spec.command.strip():
+            raise loader.error(_join(where, "command"), "is empty")
+    for index, arg in enumerate(loader.get(entry, "args", list, where, [])):
+        here = _join(where, "args[%d]" % index)
         if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
-            raise loader.error(_join(where, "args[%d]" % index), "expected a string")
-        spec.args.append(loader.expand(str(arg), _join(where, "args[%d]" % index)))
+            raise loader.error(here, "expected a string")
+        spec.args.append(loader.expand(str(arg), here))
     problem = None if spec.url else exec_problem([spec.command] + spec.args, cwd=entry.get("cwd"), batch=False)
     if problem is not None:  # reported by check and status too, not only when the server is started
         raise loader.error(where, problem)
