@@ -3026,7 +3026,6 @@ class Session:
         self.inflight = {}  # request id -> (task, CallContext)
         self.pending = {}   # id of a request we sent the client -> the future of its answer
         self.client_capabilities = {}  # what the client declared in `initialize`
-        self.client_info = {}
         self.protocol_version = None   # what `initialize` agreed
         self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
         self.caller, self.label = None, "stdio"
