@@ -9769,13 +9769,13 @@ class Upstream:
                 await asyncio.sleep(self.spec.health_interval)
                 if self.state != "running" or len(self.client.pending) > self.listen_stream.waiting():
                     continue
+                timeout = min(HEALTH_TIMEOUT, self.spec.health_interval)
                 try:
-                    await self.client.request("server/discover" if self.client.modern else "ping", {},
-                                       timeout=min(HEALTH_TIMEOUT, self.spec.health_interval))
+                    await self.client.request("server/discover" if self.client.modern else "ping", {}, timeout=timeout)
                 except UpstreamError as exc:
                     if exc.code == SERVER_TIMEOUT:
                         self.log.warning("server `%s` did not answer a ping; restarting it", self.spec.id)
-                        self.server_log.note("no answer to ping within %g s: restarting" % min(HEALTH_TIMEOUT, self.spec.health_interval))
+                        self.server_log.note("no answer to ping within %g s: restarting" % timeout)
                         self._health = None
                         await self.stop("it stopped answering pings", final_state="crashed")
                         self.backoff.failed()
@@ -10712,19 +10712,14 @@ class Aggregator:
                     return result
         if uri not in self._uris:
             await self.list_resources()
-        upstream = self._upstream(self._uris[uri]) if uri in self._uris else None
-        if upstream is None:  # a URI no listing named: the server with a matching template
-            for candidate in self._active():
-                for template in ((candidate.known() or {}).get("resourceTemplates") or ()):
-                    pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
-                    if pattern is not None and pattern.fullmatch(uri):
-                        upstream = candidate
-                        break
-                if upstream is not None:
-                    break
-        if upstream is None:
-            return None
-        return await upstream.forward("resources/read", {"uri": uri}, ctx)
+        if uri in self._uris:
+            return await self._upstream(self._uris[uri]).forward("resources/read", {"uri": uri}, ctx)
+        for upstream in self._active():  # a URI no listing named: the server with a matching template
+            for template in ((upstream.known() or {}).get("resourceTemplates") or ()):
+                pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
+                if pattern is not None and pattern.fullmatch(uri):
+                    return await upstream.forward("resources/read", {"uri": uri}, ctx)
+        return None
 
     async def list_skills(self) -> list:
         return await self.upstream_skills.list()
