@@ -9301,9 +9301,8 @@ class ListenStream:
         self.close()
         capabilities = self.upstream.client.capabilities
         wanted = {"%sListChanged" % kind: True for kind in ("tools", "resources", "prompts")
-                  if isinstance(capabilities.get(kind), dict) and capabilities[kind].get("listChanged")}
-        resources = capabilities.get("resources")
-        if self.watched and isinstance(resources, dict) and resources.get("subscribe"):
+                  if _object(capabilities.get(kind)).get("listChanged")}
+        if self.watched and _object(capabilities.get("resources")).get("subscribe"):
             wanted["resourceSubscriptions"] = sorted(self.watched)
         if self.upstream.client.modern and self.upstream.state == "running" and wanted:
             self.task = asyncio.ensure_future(self._listening(wanted))
@@ -9443,14 +9442,11 @@ class ServerTasks:
     def runs(self, name: str, ctx=None) -> bool:
         """Whether this running server runs its tool `name` as a task of its own (2025-11-25 tasks)."""
         upstream = self.upstream
-        requests = upstream.client.capabilities.get("tasks")
-        requests = requests.get("requests") if isinstance(requests, dict) else None
-        if upstream.modern_for(ctx, name) or not (isinstance(requests, dict) and isinstance(requests.get("tools"), dict)
-                                                  and "call" in requests["tools"]):
+        requests = _object(_object(upstream.client.capabilities.get("tasks")).get("requests"))
+        if upstream.modern_for(ctx, name) or "call" not in _object(requests.get("tools")):
             return False
         tool = next((t for t in (upstream.known() or {}).get("tools", ()) if t.get("name") == name), {})
-        execution = tool.get("execution")
-        return isinstance(execution, dict) and execution.get("taskSupport") in ("optional", "required")
+        return _object(tool.get("execution")).get("taskSupport") in ("optional", "required")
 
     async def call(self, name: str, arguments: dict, ctx):
         """A call (made in one of mcpstudio's own tasks) that the server runs as its task: created, polled
