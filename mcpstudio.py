@@ -12007,10 +12007,7 @@ class HttpServer:
         await self._drain(writer)
 
     def _error_body(self, exc: HttpError):
-        error = {"code": exc.code if exc.code is not None else INVALID_REQUEST, "message": str(exc)}
-        if exc.data is not None:
-            error["data"] = exc.data
-        return {"jsonrpc": "2.0", "id": exc.request_id, "error": error}
+        return _error_response(exc.request_id, McpError(INVALID_REQUEST if exc.code is None else exc.code, str(exc), exc.data))
 
     # -- checks ----------------------------------------------------------------------------
 
