@@ -10253,8 +10253,7 @@ class UpstreamSkills:
 
     def _entry(self, upstream, entry):
         """A server's skill entry under skill://<id>/..., or None when left out (filters) or malformed."""
-        if not isinstance(entry, dict) or not isinstance(entry.get("uri"), str) or not entry["uri"].startswith(
-                "skill://") or not isinstance(entry.get("frontmatter"), dict):
+        if str(_object(entry).get("uri"))[:8] != "skill://" or not isinstance(entry.get("frontmatter"), dict):
             return None
         if self.hub.namespace.left_out(upstream.spec, str(entry["frontmatter"].get("name"))) is not None:
             return None
