@@ -5735,8 +5735,7 @@ class Server:
         """The handshake: echo a supported protocol version, else answer with the latest."""
         requested = params.get("protocolVersion")
         version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        client = params.get("clientInfo")
-        client = _object(client)
+        client = _object(params.get("clientInfo"))
         self.log.debug("initialize from %s %s, protocol %s (answering %s)",
                        client.get("name", "?"), client.get("version", "?"), requested, version)
         result = {
@@ -5746,9 +5745,7 @@ class Server:
         }
         if self.instructions:
             result["instructions"] = self.instructions
-        capabilities = params.get("capabilities")
-        ctx.session.client_capabilities = _object(capabilities)
-        ctx.session.client_info = client
+        ctx.session.client_capabilities = _object(params.get("capabilities"))
         ctx.session.protocol_version = version
         ctx.session.client_info = client
         self.catalog.session_started(ctx.session)
@@ -5783,8 +5780,7 @@ class Server:
                 return tool_error("Not run: %s is asked of the user when left out, and this client cannot ask "
                                   "(it declared no elicitation capability); give it in the arguments."
                                   % ", ".join(form["requestedSchema"]["required"]))
-            answer = await self._ask(form, params, ctx, "arguments")
-            answer = _object(answer)
+            answer = _object(await self._ask(form, params, ctx, "arguments"))
             if answer.get("resultType") == "input_required":
                 return answer
             if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
@@ -6086,8 +6082,7 @@ def discover(server, params, ctx):
 
 async def listen(server, params, ctx):
     """`subscriptions/listen` (2026-07-28): list changes for as long as the client listens."""
-    wanted = params.get("notifications")
-    wanted = _object(wanted)
+    wanted = _object(params.get("notifications"))
     offered = {"toolsListChanged": True, "resourcesListChanged": server.catalog.serves("resources"),
                "promptsListChanged": server.catalog.serves("prompts")}
     granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
