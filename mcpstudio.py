@@ -9498,8 +9498,6 @@ class ServerTasks:
                     return task["result"]
                 if status in ("failed", "cancelled", "input_required"):
                     error = _object(task.get("error"))
-                    if status == "input_required":
-                        self.cancel(ask)
                     raise UpstreamError(error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
                                         "[%s] %s" % (upstream.spec.id, error.get("message") or task.get("statusMessage") or (
                                             "its task asked for input, which mcpstudio cannot pass on inside a task"
