@@ -8548,14 +8548,14 @@ class _HttpChannel:
         if message is not None:
             headers["Content-Type"] = "application/json"
             up = self.upstream
-            meta = (message.get("params") or {}).get("_meta")
+            params = message.get("params") or {}
+            meta = params.get("_meta")
             modern = up.client.modern or (isinstance(meta, dict) and META_VERSION in meta)  # this request's era
             if modern:
                 method = message.get("method")
                 headers["MCP-Protocol-Version"] = MODERN_VERSIONS[0]
                 if method:
                     headers["Mcp-Method"] = method
-                    params = message.get("params") or {}
                     name = params.get(_NAMED.get(method, "name"))
                     if method in _NAMED and isinstance(name, str):
                         headers["Mcp-Name"] = _encode_header(name)
