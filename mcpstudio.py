@@ -5793,10 +5793,10 @@ class Server:
         if ctx.modern:
             return await self._modern_call(name, call, support, ctx)
         asked = params.get("task")
-        if asked is None and support == "required":
-            call.close()
-            raise McpError(METHOD_NOT_FOUND, "Tool %s runs only as a task: call it with `task` in the params" % name)
         if asked is None:
+            if support == "required":
+                call.close()
+                raise McpError(METHOD_NOT_FOUND, "Tool %s runs only as a task: call it with `task` in the params" % name)
             return await call
         ttl = asked.get("ttl", TASK_TTL_MS) if isinstance(asked, dict) else None
         whole = type(ttl) is int or (type(ttl) is float and ttl.is_integer())  # not NaN, not infinite
