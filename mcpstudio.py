@@ -8952,13 +8952,12 @@ class RpcClient:
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):  # nested too deeply is not JSON-RPC either
-            text = line[:400].decode("utf-8", "replace")
-            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(text, 200))
-            return
-        if not isinstance(message, dict):
-            self.note("skipped a message that is not an object: %s" % _clip(line[:400].decode("utf-8", "replace"), 200))
-            return
-        self.received_message(message)
+            message = None
+        if isinstance(message, dict):
+            self.received_message(message)
+        else:
+            self.note("skipped a line on stdout that is not a JSON-RPC message: %s"
+                      % _clip(line[:400].decode("utf-8", "replace"), 200))
 
     def received_message(self, message: dict, related=None):
         """One message: a notification or request goes on (with the CallContext of our request `related`,
@@ -8976,8 +8975,7 @@ class RpcClient:
                     error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
                     "[%s] %s" % (self.name, error.get("message", "error")), error.get("data")))
             else:
-                result = message.get("result")
-                future.set_result(_object(result))
+                future.set_result(_object(message.get("result")))
 
 
 class McpClient(RpcClient):
@@ -9059,8 +9057,7 @@ class McpClient(RpcClient):
                                 % (refusal.message if refusal else "not tried", ", ".join(MODERN_VERSIONS)))
         self.protocol_version = MODERN_VERSIONS[0]
         self.capabilities = _object(result.get("capabilities"))
-        info = (result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo")
-        self.server_info = _object(info)
+        self.server_info = _object((result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo"))
 
     async def listing(self, timeout) -> dict:
         """Its tools, resources, resource templates and prompts (what it has the capability for)."""
