@@ -115,6 +115,8 @@ PROGRESS_INTERVAL = 1.0         # seconds between progress notifications
 FEED_INTERVAL = 0.25            # seconds between two notifications of a running command's output lines
 FEED_LINES = 3                  # ... the latest lines each carries
 FEED_LINE = 200                 # ... characters of each line
+PROMPT_QUIET = 0.3              # seconds an interactive command's unfinished last line stays alone before it is a question
+PROMPT_ROUNDS = 50              # ... questions answered before its stdin ends
 PAGE_SIZE = 100                 # items per tools/list page
 MAX_MESSAGE = 256 << 20         # bytes of one incoming message; a larger one is skipped
 MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; then reading pauses
@@ -1762,11 +1764,24 @@ if _POSIX:
             return False
 
     def _group_alive(pid: int) -> bool:
+        """Whether a process of group `pid` still runs. An orphan is a zombie until init reaps it, and
+        an init slow to reap (a container's) would hold every stop for the whole grace period: on Linux
+        a group of zombies only is gone."""
         try:
             os.killpg(pid, 0)
-            return True
         except (ProcessLookupError, PermissionError):
             return False
+        if not os.path.isdir("/proc/self"):
+            return True
+        for name in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    state, _, group = f.read().rpartition(b")")[2].split()[:3]
+            except (OSError, ValueError):
+                continue  # not a process, or gone meanwhile
+            if group == b"%d" % pid and state != b"Z":
+                return True
+        return False
 
     def _is_executable(path: str) -> bool:
         return os.access(path, os.X_OK)
@@ -2257,8 +2272,9 @@ class ProcessRunner:
             self.watchdog = None
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
-                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None) -> ProcessResult:
-        """Run `argv` to completion under the runner's limits; return a ProcessResult."""
+                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None, asker=None) -> ProcessResult:
+        """Run `argv` to completion under the runner's limits; return a ProcessResult. An `asker` (PromptWatch)
+        is handed the stdin pipe, after `stdin_bytes`."""
         loop = asyncio.get_running_loop()
         argv = _resolve_program(argv, env)
         problem = exec_problem(argv, env, cwd)
@@ -2270,7 +2286,7 @@ class ProcessRunner:
         try:
             transport, child, cancelled = await self._spawn(
                 lambda: _ChildProtocol(output_limit, on_stderr_line, on_output), argv,
-                stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
+                stdin=subprocess.PIPE if stdin_bytes is not None or asker else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
         except FileNotFoundError as exc:
             if cwd is not None and not os.path.isdir(cwd):
@@ -2292,10 +2308,13 @@ class ProcessRunner:
         try:
             if cancelled:  # while its pipes were being connected: stopped like any cancelled call
                 raise asyncio.CancelledError()
-            if stdin_bytes is not None:
+            if stdin_bytes is not None or asker:
                 pipe = transport.get_pipe_transport(0)
-                pipe.write(stdin_bytes)
-                pipe.write_eof()
+                pipe.write(stdin_bytes or b"")
+                if asker:
+                    asker.job = asyncio.ensure_future(asker.watch(pid, pipe))
+                else:
+                    pipe.write_eof()
             if not child.exited.done():
                 await asyncio.wait([child.exited], timeout=timeout)  # leaves the future alone on timeout
             if not child.exited.done():
@@ -2969,9 +2988,12 @@ class OutputFeed:
         self.sent = 0.0
         self.timer = None
         self.heartbeat = asyncio.ensure_future(ctx.heartbeat(label)) if ctx.progress_token is not None else None
+        self.job = self.problem = None  # a PromptWatch's job, and why it stopped the call
+        self.tail, self.said = b"", 0.0  # the output's end, and when it came (a PromptWatch's question is there)
 
     def add(self, fd: int, data: bytes):
         """Bytes the command wrote to `fd`; a line they end is passed on now, or when the interval is up."""
+        self.tail, self.said = (self.tail + data)[-4000:], time.monotonic()
         if fd not in self.streams:
             return
         pieces = (self.partial.get(fd, b"") + data).split(b"\n")
@@ -2994,9 +3016,99 @@ class OutputFeed:
 
     def close(self):
         """The call ends: nothing more is sent for it."""
-        for job in (self.heartbeat, self.timer):
+        for job in (self.heartbeat, self.timer, self.job):
             if job is not None:
                 job.cancel()
+        self.job = None  # its frames (the pipe, the output) go with it, not with the next garbage collection
+
+
+_SECRET_PROMPT = re.compile(r"pass(word|phrase|code)|token|\b(pin|otp)\b|secret|api.?key", re.I)
+_YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
+
+
+def prompt_form(tail: str):
+    """(prompt, schema) for the question a command's output `tail` ends with (its unfinished last line): a yes/no
+    prompt asks a boolean, others a string; a secret's schema is None (never asked)."""
+    prompt = tail.rpartition("\n")[2].strip()
+    return prompt, None if _SECRET_PROMPT.search(prompt) else {"type": "boolean" if _YES_NO.search(prompt) else "string"}
+
+
+def prompt_reply(prompt: str, schema: dict, value) -> str:
+    """The line a command gets for the answer `value` to `prompt` (asked with `schema`)."""
+    if schema["type"] == "boolean":
+        return ("yes" if value else "no") if _YES_NO.search(prompt).group(1) else ("y" if value else "n")
+    return str(value)
+
+
+def _reading(pid, group):
+    """Whether `pid` (with `group`: a process of its group) sleeps reading a pipe (Linux tells; elsewhere taken as
+    so while it runs). A whole group is looked through (some ms) only when the output ends in what may be a question."""
+    if not os.path.isdir("/proc/self"):
+        return _group_alive(pid)
+    for entry in os.listdir("/proc") if group else [pid]:
+        try:
+            with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
+                if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in (
+                        "0", "pipe_read", "anon_pipe_read", "unix_stream_read_generic"):  # Python 3.8: a socket pair
+                    return True  # sleeping (S), in the group; "0": a kernel that hides where processes sleep
+        except OSError:
+            pass
+    return False
+
+
+class PromptWatch(OutputFeed):
+    """An interactive command's output feed, and its stdin. A question it stops to ask (its output ends without a
+    newline, nothing more comes for PROMPT_QUIET s, and where Linux tells, it sleeps reading) is answered by the
+    tool's `answers`, else asked of the user as an elicitation form; a secret, or a client that cannot ask (and
+    2026-07-28 requests: their rounds do not keep a command waiting), stops the call with the prompt quoted. A command
+    reading with nothing asked gets the end of its input, as from the null device."""
+
+    answers = ()  # the tool's, as (pattern, text)
+
+    async def watch(self, pid, pipe):
+        self.said = time.monotonic()  # what it wrote before reading may still be on the way
+        for _ in range(PROMPT_ROUNDS):
+            while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n"):
+                await asyncio.sleep(PROMPT_QUIET)
+            text = self.tail.decode("utf-8", "replace")
+            prompt, schema = prompt_form(text)
+            reply = await self.answer(text.strip(), prompt, schema) if prompt else None
+            self.tail, self.said = b"", time.monotonic()
+            if reply is None:
+                break
+            pipe.write(reply.encode() + b"\n")
+        if self.problem is None:
+            pipe.write_eof()
+        else:
+            _signal_group(pid, hard=False)
+
+    async def answer(self, text, prompt, schema):
+        """The line that answers `prompt` (`text`: the output since the last answer, the form's message, where a
+        menu shows); None with `problem` set when it may not or cannot be asked."""
+        ctx, said = self.ctx, "Stopped: `%s` asked \"%s\"" % (self.logger, prompt)
+        for pattern, reply in self.answers:
+            if pattern.search(prompt):
+                return reply
+        if schema is None:
+            self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
+                            "its environment (\"environment\" in the config), or a file or option it reads; or as a "
+                            "scripted answer (\"answers\" on this tool)." % said)
+        elif ctx.modern or not ctx.declared("elicitation"):
+            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability, or its request "
+                            "is of the 2026-07-28 era, whose rounds do not keep a command waiting). Make the "
+                            "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
+                            "tool), or set \"interactive\": false." % said)
+        else:
+            form = {"mode": "form", "message": text[-1000:], "requestedSchema": {
+                "type": "object", "properties": {"answer": dict(schema, title=prompt)}, "required": ["answer"]}}
+            try:
+                answer = await ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id)
+            except McpError as exc:
+                answer = {"action": exc.message}
+            if "answer" in (answer.get("content") or {}):  # given with "accept" only
+                return prompt_reply(prompt, schema, answer["content"]["answer"])
+            self.problem = "%s, and the user's answer was %s." % (said, json.dumps(answer.get("action")))
+        return None
 
 
 def wire_error(exc: BaseException, log=None) -> McpError:
@@ -3539,7 +3651,7 @@ class CommandTool:
                  description: str | None = None, title: str | None = None, annotations: dict | None = None,
                  schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
                  within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None, files=(),
-                 output_folder=None):
+                 output_folder=None, interactive=True, answers=()):
         self.name = name
         self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
         self.template = template
@@ -3558,6 +3670,8 @@ class CommandTool:
         self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
         self.files = files  # parameters given as files (data: URIs), passed to the command as paths
         self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
+        self.interactive = interactive  # its questions are answered (PromptWatch)
+        self.answers = answers  # [(compiled prompt pattern, answer)]: questions answered without asking
 
     def question(self, arguments: dict):
         """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
@@ -3670,14 +3784,18 @@ class CommandTool:
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
-        feed = OutputFeed(ctx, "`%s`" % self.name, self.name)  # its heartbeat also while the call waits for a slot
+        # its heartbeat also while the call waits for a slot
+        feed = (PromptWatch if self.interactive else OutputFeed)(ctx, "`%s`" % self.name, self.name)
+        feed.answers = self.answers
         try:
             async with settings.slots:
                 result = ctx.ran = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
                                                          timeout=settings.timeout, output_limit=settings.max_output,
-                                                         on_output=feed.add)
+                                                         on_output=feed.add, asker=self.interactive and feed)
         finally:
             feed.close()
+        if feed.problem:
+            return tool_error(feed.problem)
         if ctx.wants("debug"):
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
@@ -5302,6 +5420,7 @@ class Guard:
 # allow/deny leave out is never found.
 
 TOOL_SEARCH_MODES = ("on", "off", "auto")
+CLIENT_CAPS = (("Cursor", 40), ("Windsurf", 50), ("VS Code", 128))  # the most tools each passes on, the smallest first
 TOOL_SEARCH_THRESHOLD = 40  # auto: search when more would be listed (Cursor passes its agent the first 40)
 FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; the least recently found go first
 SEARCH_LIMIT, SEARCH_MAX = 5, 20
@@ -5591,6 +5710,7 @@ class Server:
         self.session = None
         self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
         self.search = None  # a ToolSearch (`toolSearch`)
+        self.views = []  # the Aggregator of each /mcp/<namespace> served: its Server is told of changes too
         self._held_logs = []  # log notifications from before the client was ready
         self.methods = {
             "initialize": self.initialize,
@@ -5676,6 +5796,8 @@ class Server:
     def source_changed(self, source):
         """A source's tools or resources changed: tell clients that listen."""
         self.catalog.stale = True  # calls route by the new tool set, not the last listing's
+        for hub in self.views:
+            hub.events.source_changed(hub)
         for session in self.sessions:
             if self.catalog.dynamic:
                 session.notify("notifications/tools/list_changed", {})
@@ -5756,8 +5878,9 @@ class Server:
         return {}
 
     async def tools_list(self, params, ctx):
-        """`tools/list`, paginated (with `toolSearch`: what this client is shown)."""
-        tools = await self.catalog.tools()
+        """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
+        listing the first page built until a source changes."""
+        tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
@@ -6164,7 +6287,7 @@ _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
               "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm", "max_text",
-              "output_folder")
+              "output_folder", "interactive", "answers")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
@@ -6480,8 +6603,8 @@ class ConfigLoader:
                            title=self.get(spec, "title", str, where), annotations=annotations,
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
                            output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
-                           output_folder=output_folder,
-                           files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
+                           output_folder=output_folder, interactive=self.get(spec, "interactive", bool, where, stdin is None),
+                           answers=read_answers(self, spec, where), files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
 
     def within(self, spec, where, properties):
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -6658,6 +6781,15 @@ class ConfigLoader:
                                settings.derive(**overrides), pattern, params,
                                description=self.get(spec, "description", str, where),
                                title=self.get(spec, "title", str, where), mime_type=mime, within=within)
+
+
+def read_answers(loader, spec, where):
+    """A tool's `answers` ([{"prompt": regex, "answer": text}]: questions answered without asking) as (pattern, text)."""
+    try:
+        return [(re.compile(rule["prompt"]), rule["answer"] + "") for rule in loader.get(spec, "answers", list, where, [])]
+    except (TypeError, KeyError, re.error) as exc:
+        raise loader.error(_join(where, "answers"), "expected a list of {\"prompt\": \"a regular expression\", "
+                           "\"answer\": \"text\"} (%s)" % exc)
 
 
 def read_rules(loader, obj, where):
@@ -11051,6 +11183,16 @@ class Board:
             return None
         return upstream.listing or upstream.cache.read() or None
 
+    def count(self):
+        """How many tools the shown namespace lists (of servers whose tools are known) against clients' caps."""
+        view = Namespace(self.shown, "__", self.path, self.log)
+        view.plan, view.name = self.plan, self.shown
+        count = sum(view.left_out(spec, tool["name"]) is None for spec in self.plan.specs
+                    if self.shown is None or spec.id in self.plan.namespaces[self.shown]["servers"]
+                    for tool in (self.listing(self.hub.upstreams.get(spec.id)) or {}).get("tools", ()))
+        return "%d tools, %s" % (count, "over " + ", ".join("%s %d" % pair for pair in CLIENT_CAPS if count > pair[1])
+                                 if count > 40 else "under Cursor's 40")
+
     def rows(self, text_filter=""):
         """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
         rows = []
@@ -11257,7 +11399,7 @@ class TuiScreen:
     def draw(self):
         self.window.erase()
         height, width = self.window.getmaxyx()
-        title = "mcpstudio tui  %s  namespace: %s" % (self.board.path, self.board.shown or "(all)")
+        title = "mcpstudio  namespace: %s  %s  %s" % (self.board.shown or "(all)", self.board.count(), self.board.path)
         self.put(0, 0, title[:width], self.curses.A_BOLD)
         getattr(self, "draw_" + self.view)(height, width)
         hint = {"list": "t:test Enter:details l:log e:on/off a:add d:remove n:namespace ?:help q:quit",
@@ -11884,6 +12026,32 @@ class HttpServer:
         self.header_timeout, self.idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
         self.pending = collections.OrderedDict()  # task -> None, oldest first
         self.trusted = set()
+        self.views, self.shared = {}, {}  # namespace -> its HttpServer; server id -> the Upstream every URL uses
+
+    def _view(self, path):
+        """The HttpServer of /mcp/<namespace>: the namespace's own Server (its filters, permissions and
+        toolSearch), built at its first request over the same running servers; None for another path."""
+        hub = next((s for s in self.server.catalog.sources if isinstance(s, Aggregator)), None)
+        prefix, _, name = path.rpartition("/")
+        if hub is None or prefix != HTTP_PATH:
+            return None
+        if name not in hub.namespace.plan.namespaces:
+            raise HttpError(404, "no namespace %r (the config's namespaces: %s)" % (
+                name, ", ".join(sorted(hub.namespace.plan.namespaces))))
+        if name not in self.views:
+            try:
+                server = self.server.namespaced(name)
+            except McpStudioError as exc:  # the config no longer reads as it did at the start
+                raise HttpError(500, str(exc))
+            view = next(s for s in server.catalog.sources if isinstance(s, Aggregator))
+            view.downstream, view.bridge, view.watch.interval = hub.downstream, hub.bridge, 0  # /mcp reloads
+            server.catalog.start(server)
+            for key, upstream in view.upstreams.items():  # each server runs once, whichever URL started it
+                view.upstreams[key] = self.shared.setdefault(key, hub.upstreams.get(key, upstream))
+            http = self.views[name] = HttpServer(server, self.log, self.host, self.port, self.token)
+            http._sweeper = asyncio.ensure_future(http._sweep())
+            self.server.views.append(view)
+        return self.views[name]
 
     async def start(self):
         """Listen on the configured address (port 0 picks a free one)."""
@@ -11908,6 +12076,8 @@ class HttpServer:
             self.listener.close()
         for entry in list(self.sessions.values()):
             await entry.session.cancel_all()
+        for view in self.views.values():  # their sessions' tasks end with the loop, their processes with the runner
+            await view.server.catalog.close()
         for task in list(self.connections):
             task.cancel()
         if self.connections:
@@ -11950,11 +12120,12 @@ class HttpServer:
                 method, target, version, headers = head
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
                 path = target.split("?", 1)[0]
-                if path != HTTP_PATH:
+                http = self if path == HTTP_PATH else self._view(path)
+                if http is None:
                     writer.write(operations_report(path, self.server, len(self.sessions)))
                     await self._drain(writer)
                 else:
-                    keep = await self._answer(method, headers, body, keep, version, reader, writer)
+                    keep = await http._answer(method, headers, body, keep, version, reader, writer)
                 if not keep:
                     return
         except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, asyncio.CancelledError):
@@ -12022,7 +12193,7 @@ class HttpServer:
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if path not in (HTTP_PATH, "/health", "/metrics"):
+        if path not in (HTTP_PATH, "/health", "/metrics") and not self._view(path):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
         if method == "POST":
             length = headers.get("content-length", "0")
@@ -13926,7 +14097,7 @@ def url_config(url, version=None):
     return {"mcpServers": {urllib.parse.urlsplit(url).netloc: entry}}
 
 
-def _build_server(options, words, log: Log, config=None):
+def _build_server(options, words, log: Log, config=None, runner=None):
     """The command line's sources (a template, a script folder, a config file) behind one Server."""
     env = None
     if options["env"]:
@@ -13966,7 +14137,7 @@ def _build_server(options, words, log: Log, config=None):
         script_options["rescan"] = 0.0 if options["rescan"] in ("0", "0.0") else _positive(options["rescan"], "--rescan")
     if options["help_timeout"]:
         script_options["help_timeout"] = number("help_timeout", None)
-    runner = ProcessRunner(log)
+    runner = runner or ProcessRunner(log)
     sources, titles, instructions, rules, audit, opened, search = [], [], None, {}, None, (), None
     if options["url"] is not None:
         if config is not None:
@@ -14171,6 +14342,7 @@ def main(argv=None):
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
     if options["http"] is not None:
+        server.namespaced = lambda name: _build_server(dict(options, namespace=name), words, log, config, runner)[0]
         return run_http(server, runner, log, options)
     if os.isatty(0):
         sys.stderr.write(_terminal_hint(argv, server))

@@ -269,6 +269,9 @@ def make_specs(args, tmp: str) -> tuple:
         elif probe is not None:
             specs.append(ServerSpec("sdk", [sdk_python, os.path.join(HERE, "sdk_server.py")], stderr_of("sdk")))
             notes.append("sdk on %s (%s)" % (sdk_python, probe.stdout.strip()))
+            if not probe.stdout.strip().endswith("Python " + version):
+                notes.append("sdk on another Python than mcpstudio: its goals hold per Python (give an "
+                             "--sdk-python of %s)" % version)
     studio = args.studio_mcp or os.environ.get("MCPSTUDIO_STUDIO_MCP")
     node = shutil.which("node")
     if not studio or not node:
@@ -373,11 +376,13 @@ FIGURES = [  # key, label, unit, scale
     ("peak_rss_mib", "peak RSS", "MiB", 1.0 / (1 << 20)),
 ]
 
-TARGETS = [  # key, mcpstudio column, reference column, ("x", ratio) or ("+", difference): issues 10 and 21
-    ("cold_start_ms", "script", "sdk", ("x", 0.3)),
-    ("cold_start_ms", "script", "studio-mcp", ("x", 0.8)),
-    ("peak_rss_mib", "script", "sdk", ("x", 0.75)),         # both: at most 0.75x the lighter of the two
-    ("peak_rss_mib", "script", "studio-mcp", ("x", 0.75)),
+TARGETS = [  # key, mcpstudio column, reference column, ("x", ratio), ("+", difference) or ("=", None): shown only
+    # issue 32: the script form (compiled at every start) must not cross the official SDK server
+    ("cold_start_ms", "script", "sdk", ("x", 0.5)),
+    ("peak_rss_mib", "script", "sdk", ("x", 1.0)),
+    ("cold_start_ms", "script", "studio-mcp", ("=", None)),
+    ("peak_rss_mib", "script", "studio-mcp", ("=", None)),
+    # issues 10 and 21: the cached forms stay near the asyncio floor
     ("cold_start_ms", "install", "floor", ("x", 1.25)),
     ("peak_rss_mib", "install", "floor", ("x", 1.2)),
     ("cold_start_ms", "module", "floor", ("x", 1.25)),
@@ -664,7 +669,10 @@ def print_table(results: dict, names: list) -> list:
             continue
         label, unit = next((f[1], f[2]) for f in FIGURES if f[0] == key)
         mine, other = results[mine_name][key]["median"], results[other_name][key]["median"]
-        if kind == "x":
+        if kind == "=":
+            value, rule, ok = mine / other, "x %s (no goal)" % other_name, None
+            shown = "%.2fx" % value
+        elif kind == "x":
             value, rule, ok = mine / other, "<= %gx %s" % (amount, other_name), mine <= other * amount
             shown = "%.2fx" % value
         else:
@@ -672,7 +680,8 @@ def print_table(results: dict, names: list) -> list:
             shown = "%+.2f %s" % (value, unit)
         targets.append({"figure": key, "server": mine_name, "reference": other_name, "rule": rule,
                         "value": round(value, 4), "pass": ok})
-        print("target: %-10s %-7s %-24s %10s   %s" % (label, mine_name, rule, shown, "PASS" if ok else "FAIL"))
+        print("%-7s %-10s %-7s %-24s %10s   %s" % ("ratio:" if ok is None else "target:", label, mine_name, rule,
+                                                  shown, "" if ok is None else "PASS" if ok else "FAIL"))
     return targets
 
 
