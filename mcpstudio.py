@@ -5609,8 +5609,7 @@ class ToolIndex:
                     best[number] = max(best.get(number, 0.0), score * idf)
             for number, score in best.items():
                 totals[number] = totals.get(number, 0.0) + score
-        ranked = sorted(totals, key=lambda number: (-totals[number], number))
-        return [self.tools[number] for number in ranked[:limit]]
+        return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
 
 
 SEARCH_DESCRIPTION = (
@@ -6074,8 +6073,8 @@ class Server:
 
     async def skills_get(self, params, ctx):
         """`skills/get`: one skill's entry by the URI of its SKILL.md."""
-        skill = await self.catalog.skill_answer("get_skill", _uri_param(params, "skills/get"))
-        return {"skill": skill, "ttlMs": SKILLS_TTL_MS, "cacheScope": "public"}
+        return {"skill": await self.catalog.skill_answer("get_skill", _uri_param(params, "skills/get")),
+                "ttlMs": SKILLS_TTL_MS, "cacheScope": "public"}
 
     async def directory_read(self, params, ctx):
         """`resources/directory/read`: a skill folder's direct children, paginated."""
@@ -7631,10 +7630,9 @@ def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
             except ConfigError as exc:
                 spec.error = str(exc)
             if spec.id in by_id:
-                other = by_id[spec.id]
                 raise loader.error(where, "its id `%s` is also the id of %s (ids are the keys with characters "
                                           "other than A-Z a-z 0-9 _ - made _); rename one of them"
-                                   % (spec.id, other.where))
+                                   % (spec.id, by_id[spec.id].where))
             by_id[spec.id] = spec
             specs.append(spec)
 
@@ -7695,8 +7693,7 @@ def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
         server = server_id(values["server"], _join(where, "server"))
         permissions[(values["namespace"], server, values["toolName"])] = enabled
     default_key = "defaultNamespace" if "defaultNamespace" in data else "defaultNamespaceId"
-    default = loader.get(data, default_key, str, "")
-    return UpstreamPlan(specs, namespaces, default, default_key, permissions)
+    return UpstreamPlan(specs, namespaces, loader.get(data, default_key, str, ""), default_key, permissions)
 
 
 def _keyed_list(loader, items, where: str) -> dict:
