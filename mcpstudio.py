@@ -9085,8 +9085,7 @@ class RpcClient:
         if isinstance(message, dict):
             self.received_message(message)
         else:
-            self.note("skipped a line on stdout that is not a JSON-RPC message: %s"
-                      % _clip(line[:400].decode("utf-8", "replace"), 200))
+            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(line[:400].decode("utf-8", "replace"), 200))
 
     def received_message(self, message: dict, related=None):
         """One message: a notification or request goes on (with the CallContext of our request `related`,
