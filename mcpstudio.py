@@ -10085,9 +10085,9 @@ class InputBridge:
                                "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
             del self.parked[state]
             entry.expiry.cancel()
-            answers = ctx.inputs.get("inputResponses")
+            answers = _object(ctx.inputs.get("inputResponses"))
             for key, (_, _, future) in entry.asks.items():
-                if isinstance(answers, dict) and key in answers and not future.done():
+                if key in answers and not future.done():
                     future.set_result(answers[key])
         try:
             while not entry.call.done():
@@ -10172,8 +10172,8 @@ class InputBridge:
             if method not in CLIENT_FEATURES or session is None or CLIENT_FEATURES[method] not in session.client_capabilities:
                 raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
                                % (upstream.spec.id, json.dumps(method)))
-            params = _object(request.get("params"))
-            answers[key] = await session.request(method, params, upstream.spec.tool_timeout, related=ctx.request_id)
+            answers[key] = await session.request(method, _object(request.get("params")), upstream.spec.tool_timeout,
+                                                 related=ctx.request_id)
         return answers
 
 
