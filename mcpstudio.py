@@ -5754,7 +5754,7 @@ class Server:
         """Answer one request: the era's method table, or -32601 for an unknown method."""
         meta = params.get("_meta")
         if ctx.modern or method == "server/discover" or (type(meta) is dict and META_VERSION in meta):
-            return self.dispatch_modern(method, params, ctx, meta)
+            return dispatch_modern(self, method, params, ctx, meta)  # (in the section below)
         refusal = self.catalog.refusal
         if refusal is not None:
             raise refusal
@@ -5766,10 +5766,6 @@ class Server:
     def server_info(self) -> dict:
         """This server's `serverInfo` (name, title, version)."""
         return {"name": "mcpstudio", "title": self.title, "version": __version__}
-
-    def dispatch_modern(self, method: str, params: dict, ctx: CallContext, meta):
-        """Answer one 2026-07-28 request (its `_meta` checked first)."""
-        return dispatch_modern(self, method, params, ctx, meta)
 
     def notification(self, method: str, params: dict, session=None):
         """Handle one notification from a client (initialized, cancelled, ...)."""
@@ -6159,9 +6155,8 @@ def dispatch_modern(server, method: str, params: dict, ctx: CallContext, meta):
         raise refusal
     handler = server.modern_methods.get(method)
     if handler is None:
-        gone = method in _NOT_MODERN
         raise McpError(METHOD_NOT_FOUND, "Method not found: %s%s" % (
-            method, " (not part of protocol %s)" % MODERN_VERSIONS[0] if gone else ""))
+            method, " (not part of protocol %s)" % MODERN_VERSIONS[0] if method in _NOT_MODERN else ""))
     result = handler(params, ctx)
     if asyncio.iscoroutine(result):
         return _modern_result(server, method, result)
