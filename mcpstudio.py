@@ -10632,10 +10632,6 @@ class Aggregator:
             if upstream.cached is None:
                 upstream.cached = entry or {}
 
-    def changed(self):
-        """The tool set changed (a reload): tell the catalog."""
-        self.downstream.changed()
-
     def reload_signal(self):
         """What SIGHUP calls: re-read the config file."""
         self.log.info("SIGHUP: reading %s again", self.config_path)
@@ -10958,7 +10954,7 @@ class Aggregator:
         if self.namespace.refusal is not None:
             report["error"] = self.namespace.refusal.message
         self.log.debug("config reloaded: %s", json.dumps(report))
-        self.changed()
+        self.downstream.changed()
         return report
 
 
