@@ -3164,7 +3164,7 @@ class Session:
             return
         if isinstance(message, list):
             if not message:
-                self.transport.send(_error_response(None, McpError(INVALID_REQUEST, "Invalid request: empty batch")), framing)
+                self.transport.send(_invalid_request(None, "empty batch"), framing)
                 return
             asyncio.ensure_future(self._batch(message, framing))
             return
@@ -3213,12 +3213,12 @@ class Session:
     def _handle(self, message):
         """Return None (nothing to send), a response dict, or (id, coroutine, ctx)."""
         if not isinstance(message, dict):
-            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: expected a JSON object"))
+            return _invalid_request(None, "expected a JSON object")
         request_id = message.get("id")
         if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, (str, int))):
-            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: `id` must be a string or an integer"))
+            return _invalid_request(None, "`id` must be a string or an integer")
         if message.get("jsonrpc") != "2.0":
-            return _error_response(request_id, McpError(INVALID_REQUEST, 'Invalid request: `jsonrpc` must be "2.0"'))
+            return _invalid_request(request_id, '`jsonrpc` must be "2.0"')
         method = message.get("method")
         if method is None:
             if "result" in message or "error" in message:
@@ -3226,18 +3226,17 @@ class Session:
                 if future is not None and not future.done():
                     future.set_result(message)
                 return None  # a response to a request of ours (or to one given up on: dropped)
-            return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: no `method`"))
+            return _invalid_request(request_id, "no `method`")
         if not isinstance(method, str):
-            return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: `method` must be a string"))
+            return _invalid_request(request_id, "`method` must be a string")
         params = message.get("params")
         if "id" not in message:
             self._notification(method, _object(params))
             return None
         if request_id is None:
-            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: `id` must not be null"))
+            return _invalid_request(None, "`id` must not be null")
         if request_id in self.inflight:
-            return _error_response(request_id, McpError(
-                INVALID_REQUEST, "Invalid request: id %s is already in use by a request in progress" % json.dumps(request_id)))
+            return _invalid_request(request_id, "id %s is already in use by a request in progress" % json.dumps(request_id))
         if params is None:
             params = {}
         if not isinstance(params, dict):
@@ -3322,6 +3321,10 @@ class Session:
 
 def _error_response(request_id, error: McpError) -> dict:
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
+
+
+def _invalid_request(request_id, problem):
+    return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: " + problem))
 
 
 # --------------------------------------------------------------------------
