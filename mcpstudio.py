@@ -11997,6 +11997,45 @@ def operations_report(path, server, sessions):
         status, _STATUS[status].encode(), kind.encode(), len(data), data)
 
 
+class NamespaceUrls:
+    """The /mcp/<namespace> URLs of an HttpServer: each namespace's own Server (its filters, permissions and
+    toolSearch), built at its first request over the same running servers."""
+
+    def __init__(self, http):
+        self.http = http
+        self.views, self.shared = {}, {}  # namespace -> its HttpServer; server id -> the Upstream every URL uses
+
+    def get(self, path):
+        """The HttpServer of `path`, /mcp/<namespace>; None for another path."""
+        http = self.http
+        hub = next((s for s in http.server.catalog.sources if isinstance(s, Aggregator)), None)
+        prefix, _, name = path.rpartition("/")
+        if hub is None or prefix != HTTP_PATH:
+            return None
+        if name not in hub.namespace.plan.namespaces:
+            raise HttpError(404, "no namespace %r (the config's namespaces: %s)" % (
+                name, ", ".join(sorted(hub.namespace.plan.namespaces))))
+        if name not in self.views:
+            try:
+                server = http.server.namespaced(name)
+            except McpStudioError as exc:  # the config no longer reads as it did at the start
+                raise HttpError(500, str(exc))
+            view = next(s for s in server.catalog.sources if isinstance(s, Aggregator))
+            view.downstream, view.bridge, view.watch.interval = hub.downstream, hub.bridge, 0  # /mcp reloads
+            server.catalog.start(server)
+            for key, upstream in view.upstreams.items():  # each server runs once, whichever URL started it
+                view.upstreams[key] = self.shared.setdefault(key, hub.upstreams.get(key, upstream))
+            served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token)
+            served._sweeper = asyncio.ensure_future(served._sweep())
+            http.server.views.append(view)
+        return self.views[name]
+
+    async def close(self):
+        """Their sessions' tasks end with the loop, their processes with the runner; their catalogs end here."""
+        for served in self.views.values():
+            await served.server.catalog.close()
+
+
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
@@ -12016,32 +12055,7 @@ class HttpServer:
         self.header_timeout, self.idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
         self.pending = collections.OrderedDict()  # task -> None, oldest first
         self.trusted = set()
-        self.views, self.shared = {}, {}  # namespace -> its HttpServer; server id -> the Upstream every URL uses
-
-    def _view(self, path):
-        """The HttpServer of /mcp/<namespace>: the namespace's own Server (its filters, permissions and
-        toolSearch), built at its first request over the same running servers; None for another path."""
-        hub = next((s for s in self.server.catalog.sources if isinstance(s, Aggregator)), None)
-        prefix, _, name = path.rpartition("/")
-        if hub is None or prefix != HTTP_PATH:
-            return None
-        if name not in hub.namespace.plan.namespaces:
-            raise HttpError(404, "no namespace %r (the config's namespaces: %s)" % (
-                name, ", ".join(sorted(hub.namespace.plan.namespaces))))
-        if name not in self.views:
-            try:
-                server = self.server.namespaced(name)
-            except McpStudioError as exc:  # the config no longer reads as it did at the start
-                raise HttpError(500, str(exc))
-            view = next(s for s in server.catalog.sources if isinstance(s, Aggregator))
-            view.downstream, view.bridge, view.watch.interval = hub.downstream, hub.bridge, 0  # /mcp reloads
-            server.catalog.start(server)
-            for key, upstream in view.upstreams.items():  # each server runs once, whichever URL started it
-                view.upstreams[key] = self.shared.setdefault(key, hub.upstreams.get(key, upstream))
-            http = self.views[name] = HttpServer(server, self.log, self.host, self.port, self.token)
-            http._sweeper = asyncio.ensure_future(http._sweep())
-            self.server.views.append(view)
-        return self.views[name]
+        self.namespaces = NamespaceUrls(self)
 
     async def start(self):
         """Listen on the configured address (port 0 picks a free one)."""
@@ -12066,8 +12080,7 @@ class HttpServer:
             self.listener.close()
         for entry in list(self.sessions.values()):
             await entry.session.cancel_all()
-        for view in self.views.values():  # their sessions' tasks end with the loop, their processes with the runner
-            await view.server.catalog.close()
+        await self.namespaces.close()
         for task in list(self.connections):
             task.cancel()
         if self.connections:
@@ -12110,7 +12123,7 @@ class HttpServer:
                 method, target, version, headers = head
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
                 path = target.split("?", 1)[0]
-                http = self if path == HTTP_PATH else self._view(path)
+                http = self if path == HTTP_PATH else self.namespaces.get(path)
                 if http is None:
                     writer.write(operations_report(path, self.server, len(self.sessions)))
                     await self._drain(writer)
@@ -12183,7 +12196,7 @@ class HttpServer:
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if path not in (HTTP_PATH, "/health", "/metrics") and not self._view(path):
+        if path not in (HTTP_PATH, "/health", "/metrics") and not self.namespaces.get(path):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
         if method == "POST":
             length = headers.get("content-length", "0")
