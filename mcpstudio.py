@@ -9775,10 +9775,10 @@ class Upstream:
         except (OSError, ValueError) as exc:
             self.client.channel = None
             hint = ""
-            if isinstance(exc, FileNotFoundError) and " " in spec.command.strip():
-                hint = " (put the arguments in `args`: \"command\": %s, \"args\": [...])" % json.dumps(spec.command.split()[0])
-            elif isinstance(exc, FileNotFoundError):
-                hint = " (is `%s` installed and on PATH? client configs often need an absolute path)" % spec.command
+            if isinstance(exc, FileNotFoundError):
+                hint = (" (put the arguments in `args`: \"command\": %s, \"args\": [...])" % json.dumps(spec.command.split()[0])
+                        if " " in spec.command.strip() else
+                        " (is `%s` installed and on PATH? client configs often need an absolute path)" % spec.command)
             raise self._failed("cannot run %s: %s%s" % (spec.command, getattr(exc, "strerror", None) or exc, hint))
         self.pid = self.transport.get_pid()
         self.server_log.note("started pid %d" % self.pid)
