@@ -3147,7 +3147,6 @@ class Session:
         self.inflight = {}  # request id -> (task, CallContext)
         self.pending = {}   # id of a request we sent the client -> the future of its answer
         self.client_capabilities = {}  # what the client declared in `initialize`
-        self.client_info = {}
         self.protocol_version = None   # what `initialize` agreed
         self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
         self.caller, self.label = None, "stdio"
@@ -3174,7 +3173,7 @@ class Session:
             return
         if isinstance(message, list):
             if not message:
-                self.transport.send(_error_response(None, McpError(INVALID_REQUEST, "Invalid request: empty batch")), framing)
+                self.transport.send(_invalid_request(None, "empty batch"), framing)
                 return
             asyncio.ensure_future(self._batch(message, framing))
             return
@@ -3223,12 +3222,12 @@ class Session:
     def _handle(self, message):
         """Return None (nothing to send), a response dict, or (id, coroutine, ctx)."""
         if not isinstance(message, dict):
-            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: expected a JSON object"))
+            return _invalid_request(None, "expected a JSON object")
         request_id = message.get("id")
         if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, (str, int))):
-            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: `id` must be a string or an integer"))
+            return _invalid_request(None, "`id` must be a string or an integer")
         if message.get("jsonrpc") != "2.0":
-            return _error_response(request_id, McpError(INVALID_REQUEST, 'Invalid request: `jsonrpc` must be "2.0"'))
+            return _invalid_request(request_id, '`jsonrpc` must be "2.0"')
         method = message.get("method")
         if method is None:
             if "result" in message or "error" in message:
@@ -3236,18 +3235,17 @@ class Session:
                 if future is not None and not future.done():
                     future.set_result(message)
                 return None  # a response to a request of ours (or to one given up on: dropped)
-            return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: no `method`"))
+            return _invalid_request(request_id, "no `method`")
         if not isinstance(method, str):
-            return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: `method` must be a string"))
+            return _invalid_request(request_id, "`method` must be a string")
         params = message.get("params")
         if "id" not in message:
             self._notification(method, _object(params))
             return None
         if request_id is None:
-            return _error_response(None, McpError(INVALID_REQUEST, "Invalid request: `id` must not be null"))
+            return _invalid_request(None, "`id` must not be null")
         if request_id in self.inflight:
-            return _error_response(request_id, McpError(
-                INVALID_REQUEST, "Invalid request: id %s is already in use by a request in progress" % json.dumps(request_id)))
+            return _invalid_request(request_id, "id %s is already in use by a request in progress" % json.dumps(request_id))
         if params is None:
             params = {}
         if not isinstance(params, dict):
@@ -3332,6 +3330,10 @@ class Session:
 
 def _error_response(request_id, error: McpError) -> dict:
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
+
+
+def _invalid_request(request_id, problem):
+    return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: " + problem))
 
 
 # --------------------------------------------------------------------------
@@ -5637,8 +5639,7 @@ class ToolIndex:
                     best[number] = max(best.get(number, 0.0), score * idf)
             for number, score in best.items():
                 totals[number] = totals.get(number, 0.0) + score
-        ranked = sorted(totals, key=lambda number: (-totals[number], number))
-        return [self.tools[number] for number in ranked[:limit]]
+        return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
 
 
 SEARCH_DESCRIPTION = (
@@ -5783,7 +5784,7 @@ class Server:
         """Answer one request: the era's method table, or -32601 for an unknown method."""
         meta = params.get("_meta")
         if ctx.modern or method == "server/discover" or (type(meta) is dict and META_VERSION in meta):
-            return self.dispatch_modern(method, params, ctx, meta)
+            return dispatch_modern(self, method, params, ctx, meta)  # (in the section below)
         refusal = self.catalog.refusal
         if refusal is not None:
             raise refusal
@@ -5795,10 +5796,6 @@ class Server:
     def server_info(self) -> dict:
         """This server's `serverInfo` (name, title, version)."""
         return {"name": "mcpstudio", "title": self.title, "version": __version__}
-
-    def dispatch_modern(self, method: str, params: dict, ctx: CallContext, meta):
-        """Answer one 2026-07-28 request (its `_meta` checked first)."""
-        return dispatch_modern(self, method, params, ctx, meta)
 
     def notification(self, method: str, params: dict, session=None):
         """Handle one notification from a client (initialized, cancelled, ...)."""
@@ -5885,8 +5882,7 @@ class Server:
         """The handshake: echo a supported protocol version, else answer with the latest."""
         requested = params.get("protocolVersion")
         version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        client = params.get("clientInfo")
-        client = _object(client)
+        client = _object(params.get("clientInfo"))
         self.log.debug("initialize from %s %s, protocol %s (answering %s)",
                        client.get("name", "?"), client.get("version", "?"), requested, version)
         result = {
@@ -5896,9 +5892,7 @@ class Server:
         }
         if self.instructions:
             result["instructions"] = self.instructions
-        capabilities = params.get("capabilities")
-        ctx.session.client_capabilities = _object(capabilities)
-        ctx.session.client_info = client
+        ctx.session.client_capabilities = _object(params.get("capabilities"))
         ctx.session.protocol_version = version
         ctx.session.client_info = client
         self.catalog.session_started(ctx.session)
@@ -5936,8 +5930,7 @@ class Server:
                 return tool_error("Not run: %s is asked of the user when left out, and this client cannot ask "
                                   "(it declared no elicitation capability); give it in the arguments."
                                   % ", ".join(form["requestedSchema"]["required"]))
-            answer = await self._ask(form, params, ctx, "arguments")
-            answer = _object(answer)
+            answer = _object(await self._ask(form, params, ctx, "arguments"))
             if answer.get("resultType") == "input_required":
                 return answer
             if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
@@ -5950,10 +5943,10 @@ class Server:
         if ctx.modern:
             return await self._modern_call(name, call, support, ctx)
         asked = params.get("task")
-        if asked is None and support == "required":
-            call.close()
-            raise McpError(METHOD_NOT_FOUND, "Tool %s runs only as a task: call it with `task` in the params" % name)
         if asked is None:
+            if support == "required":
+                call.close()
+                raise McpError(METHOD_NOT_FOUND, "Tool %s runs only as a task: call it with `task` in the params" % name)
             return await call
         ttl = asked.get("ttl", TASK_TTL_MS) if isinstance(asked, dict) else None
         whole = type(ttl) is int or (type(ttl) is float and ttl.is_integer())  # not NaN, not infinite
@@ -6108,8 +6101,8 @@ class Server:
 
     async def skills_get(self, params, ctx):
         """`skills/get`: one skill's entry by the URI of its SKILL.md."""
-        skill = await self.catalog.skill_answer("get_skill", _uri_param(params, "skills/get"))
-        return {"skill": skill, "ttlMs": SKILLS_TTL_MS, "cacheScope": "public"}
+        return {"skill": await self.catalog.skill_answer("get_skill", _uri_param(params, "skills/get")),
+                "ttlMs": SKILLS_TTL_MS, "cacheScope": "public"}
 
     async def directory_read(self, params, ctx):
         """`resources/directory/read`: a skill folder's direct children, paginated."""
@@ -6194,9 +6187,8 @@ def dispatch_modern(server, method: str, params: dict, ctx: CallContext, meta):
         raise refusal
     handler = server.modern_methods.get(method)
     if handler is None:
-        gone = method in _NOT_MODERN
         raise McpError(METHOD_NOT_FOUND, "Method not found: %s%s" % (
-            method, " (not part of protocol %s)" % MODERN_VERSIONS[0] if gone else ""))
+            method, " (not part of protocol %s)" % MODERN_VERSIONS[0] if method in _NOT_MODERN else ""))
     result = handler(params, ctx)
     if asyncio.iscoroutine(result):
         return _modern_result(server, method, result)
@@ -6239,8 +6231,7 @@ def discover(server, params, ctx):
 
 async def listen(server, params, ctx):
     """`subscriptions/listen` (2026-07-28): list changes for as long as the client listens."""
-    wanted = params.get("notifications")
-    wanted = _object(wanted)
+    wanted = _object(params.get("notifications"))
     offered = {"toolsListChanged": True, "resourcesListChanged": server.catalog.serves("resources"),
                "promptsListChanged": server.catalog.serves("prompts")}
     granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
@@ -7674,10 +7665,9 @@ def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
             except ConfigError as exc:
                 spec.error = str(exc)
             if spec.id in by_id:
-                other = by_id[spec.id]
                 raise loader.error(where, "its id `%s` is also the id of %s (ids are the keys with characters "
                                           "other than A-Z a-z 0-9 _ - made _); rename one of them"
-                                   % (spec.id, other.where))
+                                   % (spec.id, by_id[spec.id].where))
             by_id[spec.id] = spec
             specs.append(spec)
 
@@ -7738,8 +7728,7 @@ def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
         server = server_id(values["server"], _join(where, "server"))
         permissions[(values["namespace"], server, values["toolName"])] = enabled
     default_key = "defaultNamespace" if "defaultNamespace" in data else "defaultNamespaceId"
-    default = loader.get(data, default_key, str, "")
-    return UpstreamPlan(specs, namespaces, default, default_key, permissions)
+    return UpstreamPlan(specs, namespaces, loader.get(data, default_key, str, ""), default_key, permissions)
 
 
 def _keyed_list(loader, items, where: str) -> dict:
@@ -7807,17 +7796,17 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
         for key in ("http_headers", "env_http_headers", "bearer_token_env_var"):
             if key in entry:
                 raise loader.error(_join(where, key), "only a server with a `url` sends HTTP headers")
-    if spec.url is None and "command" not in entry:
-        raise loader.error(where, "a server needs a `command` (the program that starts it) or a `url`")
     if spec.url is None:
+        if "command" not in entry:
+            raise loader.error(where, "a server needs a `command` (the program that starts it) or a `url`")
         spec.command = loader.expand(loader.get(entry, "command", str, where), _join(where, "command"))
-    if spec.url is None and not spec.command.strip():
-        raise loader.error(_join(where, "command"), "is empty")
-    args = loader.get(entry, "args", list, where, [])
-    for index, arg in enumerate(args):
+        if not spec.command.strip():
+            raise loader.error(_join(where, "command"), "is empty")
+    for index, arg in enumerate(loader.get(entry, "args", list, where, [])):
+        here = _join(where, "args[%d]" % index)
         if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
-            raise loader.error(_join(where, "args[%d]" % index), "expected a string")
-        spec.args.append(loader.expand(str(arg), _join(where, "args[%d]" % index)))
+            raise loader.error(here, "expected a string")
+        spec.args.append(loader.expand(str(arg), here))
     problem = None if spec.url else exec_problem([spec.command] + spec.args, cwd=entry.get("cwd"), batch=False)
     if problem is not None:  # reported by check and status too, not only when the server is started
         raise loader.error(where, problem)
@@ -8723,14 +8712,14 @@ class _HttpChannel:
         if message is not None:
             headers["Content-Type"] = "application/json"
             up = self.upstream
-            meta = (message.get("params") or {}).get("_meta")
+            params = message.get("params") or {}
+            meta = params.get("_meta")
             modern = up.client.modern or (isinstance(meta, dict) and META_VERSION in meta)  # this request's era
             if modern:
                 method = message.get("method")
                 headers["MCP-Protocol-Version"] = MODERN_VERSIONS[0]
                 if method:
                     headers["Mcp-Method"] = method
-                    params = message.get("params") or {}
                     name = params.get(_NAMED.get(method, "name"))
                     if method in _NAMED and isinstance(name, str):
                         headers["Mcp-Name"] = _encode_header(name)
@@ -8949,23 +8938,23 @@ class _HttpChannel:
                         break
                     answered = self._answered(response, request_id, seen)
                 if not answered and request_id is not None and request_id not in self.aborted:
-                    self._deliver({"jsonrpc": "2.0", "id": request_id, "error": {
-                        "code": INTERNAL_ERROR, "message": "the server closed its event stream before it answered "
+                    self._deliver(_error_response(request_id, McpError(
+                        INTERNAL_ERROR, "the server closed its event stream before it answered "
                         + ("(resuming it with Last-Event-ID brought no answer)" if tried
-                           else "(and gave no event id to resume it with)")}})
+                           else "(and gave no event id to resume it with)"))))
                 return
             body = response.read()
             reply = self._json_body(body)
             if isinstance(reply, dict) and "error" in reply and reply.get("id") is None:
                 reply = dict(reply, id=request_id)  # an HTTP error's reply: it answers the request it came back on
             if not (isinstance(reply, dict) and ("result" in reply or "error" in reply)):
-                reply = {"jsonrpc": "2.0", "id": request_id, "error": {
-                    "code": METHOD_NOT_FOUND if response.status in (404, 405) else INTERNAL_ERROR,
-                    "message": "HTTP %d %s" % (response.status, _clip(body.decode("utf-8", "replace"), 200))}}
+                reply = _error_response(request_id, McpError(
+                    METHOD_NOT_FOUND if response.status in (404, 405) else INTERNAL_ERROR,
+                    "HTTP %d %s" % (response.status, _clip(body.decode("utf-8", "replace"), 200))))
             self._deliver(reply)
         except OAuthError as exc:  # this request fails, saying how to sign in; the server stays up
             if request_id is not None:
-                self._deliver({"jsonrpc": "2.0", "id": request_id, "error": {"code": SERVER_SIGN_IN, "message": str(exc)}})
+                self._deliver(_error_response(request_id, McpError(SERVER_SIGN_IN, str(exc))))
             else:
                 self.upstream.server_log.note("%s was not sent: %s" % (message.get("method"), exc))
         except (OSError, http.client.HTTPException) as exc:
@@ -9127,13 +9116,11 @@ class RpcClient:
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):  # nested too deeply is not JSON-RPC either
-            text = line[:400].decode("utf-8", "replace")
-            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(text, 200))
-            return
-        if not isinstance(message, dict):
-            self.note("skipped a message that is not an object: %s" % _clip(line[:400].decode("utf-8", "replace"), 200))
-            return
-        self.received_message(message)
+            message = None
+        if isinstance(message, dict):
+            self.received_message(message)
+        else:
+            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(line[:400].decode("utf-8", "replace"), 200))
 
     def received_message(self, message: dict, related=None):
         """One message: a notification or request goes on (with the CallContext of our request `related`,
@@ -9151,8 +9138,7 @@ class RpcClient:
                     error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
                     "[%s] %s" % (self.name, error.get("message", "error")), error.get("data")))
             else:
-                result = message.get("result")
-                future.set_result(_object(result))
+                future.set_result(_object(message.get("result")))
 
 
 class McpClient(RpcClient):
@@ -9234,8 +9220,7 @@ class McpClient(RpcClient):
                                 % (refusal.message if refusal else "not tried", ", ".join(MODERN_VERSIONS)))
         self.protocol_version = MODERN_VERSIONS[0]
         self.capabilities = _object(result.get("capabilities"))
-        info = (result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo")
-        self.server_info = _object(info)
+        self.server_info = _object((result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo"))
 
     async def listing(self, timeout) -> dict:
         """Its tools, resources, resource templates and prompts (what it has the capability for)."""
@@ -9471,9 +9456,8 @@ class ListenStream:
         self.close()
         capabilities = self.upstream.client.capabilities
         wanted = {"%sListChanged" % kind: True for kind in ("tools", "resources", "prompts")
-                  if isinstance(capabilities.get(kind), dict) and capabilities[kind].get("listChanged")}
-        resources = capabilities.get("resources")
-        if self.watched and isinstance(resources, dict) and resources.get("subscribe"):
+                  if _object(capabilities.get(kind)).get("listChanged")}
+        if self.watched and _object(capabilities.get("resources")).get("subscribe"):
             wanted["resourceSubscriptions"] = sorted(self.watched)
         if self.upstream.client.modern and self.upstream.state == "running" and wanted:
             self.task = asyncio.ensure_future(self._listening(wanted))
@@ -9613,14 +9597,11 @@ class ServerTasks:
     def runs(self, name: str, ctx=None) -> bool:
         """Whether this running server runs its tool `name` as a task of its own (2025-11-25 tasks)."""
         upstream = self.upstream
-        requests = upstream.client.capabilities.get("tasks")
-        requests = requests.get("requests") if isinstance(requests, dict) else None
-        if upstream.modern_for(ctx, name) or not (isinstance(requests, dict) and isinstance(requests.get("tools"), dict)
-                                                  and "call" in requests["tools"]):
+        requests = _object(_object(upstream.client.capabilities.get("tasks")).get("requests"))
+        if upstream.modern_for(ctx, name) or "call" not in _object(requests.get("tools")):
             return False
         tool = next((t for t in (upstream.known() or {}).get("tools", ()) if t.get("name") == name), {})
-        execution = tool.get("execution")
-        return isinstance(execution, dict) and execution.get("taskSupport") in ("optional", "required")
+        return _object(tool.get("execution")).get("taskSupport") in ("optional", "required")
 
     async def call(self, name: str, arguments: dict, ctx):
         """A call (made in one of mcpstudio's own tasks) that the server runs as its task: created, polled
@@ -9677,8 +9658,6 @@ class ServerTasks:
                     return task["result"]
                 if status in ("failed", "cancelled", "input_required"):
                     error = _object(task.get("error"))
-                    if status == "input_required":
-                        self.cancel(ask)
                     raise UpstreamError(error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
                                         "[%s] %s" % (upstream.spec.id, error.get("message") or task.get("statusMessage") or (
                                             "its task asked for input, which mcpstudio cannot pass on inside a task"
@@ -9833,10 +9812,10 @@ class Upstream:
         except (OSError, ValueError) as exc:
             self.client.channel = None
             hint = ""
-            if isinstance(exc, FileNotFoundError) and " " in spec.command.strip():
-                hint = " (put the arguments in `args`: \"command\": %s, \"args\": [...])" % json.dumps(spec.command.split()[0])
-            elif isinstance(exc, FileNotFoundError):
-                hint = " (is `%s` installed and on PATH? client configs often need an absolute path)" % spec.command
+            if isinstance(exc, FileNotFoundError):
+                hint = (" (put the arguments in `args`: \"command\": %s, \"args\": [...])" % json.dumps(spec.command.split()[0])
+                        if " " in spec.command.strip() else
+                        " (is `%s` installed and on PATH? client configs often need an absolute path)" % spec.command)
             raise self._failed("cannot run %s: %s%s" % (spec.command, getattr(exc, "strerror", None) or exc, hint))
         self.pid = self.transport.get_pid()
         self.server_log.note("started pid %d" % self.pid)
@@ -9939,13 +9918,13 @@ class Upstream:
                 await asyncio.sleep(self.spec.health_interval)
                 if self.state != "running" or len(self.client.pending) > self.listen_stream.waiting():
                     continue
+                timeout = min(HEALTH_TIMEOUT, self.spec.health_interval)
                 try:
-                    await self.client.request("server/discover" if self.client.modern else "ping", {},
-                                       timeout=min(HEALTH_TIMEOUT, self.spec.health_interval))
+                    await self.client.request("server/discover" if self.client.modern else "ping", {}, timeout=timeout)
                 except UpstreamError as exc:
                     if exc.code == SERVER_TIMEOUT:
                         self.log.warning("server `%s` did not answer a ping; restarting it", self.spec.id)
-                        self.server_log.note("no answer to ping within %g s: restarting" % min(HEALTH_TIMEOUT, self.spec.health_interval))
+                        self.server_log.note("no answer to ping within %g s: restarting" % timeout)
                         self._health = None
                         await self.stop("it stopped answering pings", final_state="crashed")
                         self.backoff.failed()
@@ -10141,9 +10120,9 @@ class InputBridge:
                                "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
             del self.parked[state]
             entry.expiry.cancel()
-            answers = ctx.inputs.get("inputResponses")
+            answers = _object(ctx.inputs.get("inputResponses"))
             for key, (_, _, future) in entry.asks.items():
-                if isinstance(answers, dict) and key in answers and not future.done():
+                if key in answers and not future.done():
                     future.set_result(answers[key])
         try:
             while not entry.call.done():
@@ -10228,8 +10207,8 @@ class InputBridge:
             if method not in CLIENT_FEATURES or session is None or CLIENT_FEATURES[method] not in session.client_capabilities:
                 raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
                                % (upstream.spec.id, json.dumps(method)))
-            params = _object(request.get("params"))
-            answers[key] = await session.request(method, params, upstream.spec.tool_timeout, related=ctx.request_id)
+            answers[key] = await session.request(method, _object(request.get("params")), upstream.spec.tool_timeout,
+                                                 related=ctx.request_id)
         return answers
 
 
@@ -10427,8 +10406,7 @@ class UpstreamSkills:
 
     def _entry(self, upstream, entry):
         """A server's skill entry under skill://<id>/..., or None when left out (filters) or malformed."""
-        if not isinstance(entry, dict) or not isinstance(entry.get("uri"), str) or not entry["uri"].startswith(
-                "skill://") or not isinstance(entry.get("frontmatter"), dict):
+        if str(_object(entry).get("uri"))[:8] != "skill://" or not isinstance(entry.get("frontmatter"), dict):
             return None
         if self.hub.namespace.left_out(upstream.spec, str(entry["frontmatter"].get("name"))) is not None:
             return None
@@ -10694,10 +10672,6 @@ class Aggregator:
             if upstream.cached is None:
                 upstream.cached = entry or {}
 
-    def changed(self):
-        """The tool set changed (a reload): tell the catalog."""
-        self.downstream.changed()
-
     def reload_signal(self):
         """What SIGHUP calls: re-read the config file."""
         self.log.info("SIGHUP: reading %s again", self.config_path)
@@ -10882,19 +10856,14 @@ class Aggregator:
                     return result
         if uri not in self._uris:
             await self.list_resources()
-        upstream = self._upstream(self._uris[uri]) if uri in self._uris else None
-        if upstream is None:  # a URI no listing named: the server with a matching template
-            for candidate in self._active():
-                for template in ((candidate.known() or {}).get("resourceTemplates") or ()):
-                    pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
-                    if pattern is not None and pattern.fullmatch(uri):
-                        upstream = candidate
-                        break
-                if upstream is not None:
-                    break
-        if upstream is None:
-            return None
-        return await upstream.forward("resources/read", {"uri": uri}, ctx)
+        if uri in self._uris:
+            return await self._upstream(self._uris[uri]).forward("resources/read", {"uri": uri}, ctx)
+        for upstream in self._active():  # a URI no listing named: the server with a matching template
+            for template in ((upstream.known() or {}).get("resourceTemplates") or ()):
+                pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
+                if pattern is not None and pattern.fullmatch(uri):
+                    return await upstream.forward("resources/read", {"uri": uri}, ctx)
+        return None
 
     async def list_skills(self) -> list:
         return await self.upstream_skills.list()
@@ -11025,7 +10994,7 @@ class Aggregator:
         if self.namespace.refusal is not None:
             report["error"] = self.namespace.refusal.message
         self.log.debug("config reloaded: %s", json.dumps(report))
-        self.changed()
+        self.downstream.changed()
         return report
 
 
@@ -12238,10 +12207,7 @@ class HttpServer:
         await self._drain(writer)
 
     def _error_body(self, exc: HttpError):
-        error = {"code": exc.code if exc.code is not None else INVALID_REQUEST, "message": str(exc)}
-        if exc.data is not None:
-            error["data"] = exc.data
-        return {"jsonrpc": "2.0", "id": exc.request_id, "error": error}
+        return _error_response(exc.request_id, McpError(INVALID_REQUEST if exc.code is None else exc.code, str(exc), exc.data))
 
     # -- checks ----------------------------------------------------------------------------
 
@@ -14193,19 +14159,20 @@ def _build_server(options, words, log: Log, config=None, runner=None):
         cwd = os.path.abspath(os.path.expanduser(cwd))
         if not os.path.isdir(cwd):
             raise UsageError("--cwd %s: no such folder (looked for %s)" % (options["cwd"], cwd))
-    cli_timeout = _positive(options["timeout"], "--timeout") if options["timeout"] else None
+
+    def number(dest, default, kind=float):
+        """The option's positive number, or `default` when it is not given."""
+        return _positive(options[dest], "--" + dest.replace("_", "-"), kind) if options[dest] else default
+    cli_timeout = number("timeout", None)
     settings = RunSettings(
         env=env, cwd=cwd, timeout=cli_timeout or DEFAULT_TIMEOUT,
-        max_output=_positive(options["max_output"], "--max-output", int) if options["max_output"] else DEFAULT_MAX_OUTPUT,
-        max_concurrency=(_positive(options["max_concurrency"], "--max-concurrency", int)
-                         if options["max_concurrency"] else DEFAULT_MAX_CONCURRENCY),
+        max_output=number("max_output", DEFAULT_MAX_OUTPUT, int),
+        max_concurrency=number("max_concurrency", DEFAULT_MAX_CONCURRENCY, int),
         allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional",
-        max_text=_positive(options["max_text"], "--max-text", int) if options["max_text"] else DEFAULT_MAX_TEXT,
-        outputs=OutputStore())
+        max_text=number("max_text", DEFAULT_MAX_TEXT, int), outputs=OutputStore())
     if settings.task_support not in TASK_SUPPORT:
         raise UsageError("--task-support %s: expected one of %s" % (settings.task_support, ", ".join(TASK_SUPPORT)))
-    max_name = (_positive(options["max_name_length"], "--max-name-length", int)
-                if options["max_name_length"] else DEFAULT_MAX_NAME_LENGTH)
+    max_name = number("max_name_length", DEFAULT_MAX_NAME_LENGTH, int)
     if max_name < 16:
         raise UsageError("--max-name-length %d is too short: names need at least 16 characters "
                          "(room for a 7-character hash suffix)" % max_name)
@@ -14216,7 +14183,7 @@ def _build_server(options, words, log: Log, config=None, runner=None):
     if options["rescan"] is not None:
         script_options["rescan"] = 0.0 if options["rescan"] in ("0", "0.0") else _positive(options["rescan"], "--rescan")
     if options["help_timeout"]:
-        script_options["help_timeout"] = _positive(options["help_timeout"], "--help-timeout")
+        script_options["help_timeout"] = number("help_timeout", None)
     runner = runner or ProcessRunner(log)
     sources, titles, instructions, rules, audit, opened, search = [], [], None, {}, None, (), None
     if options["url"] is not None:
