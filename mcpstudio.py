@@ -12057,6 +12057,7 @@ class NamespaceUrls:
                 server = http.server.namespaced(name)
             except McpStudioError as exc:  # the config no longer reads as it did at the start
                 raise HttpError(500, str(exc))
+            server.guard = http.server.guard  # one audit file, one rate limit per caller, one /metrics
             view = next(s for s in server.catalog.sources if isinstance(s, Aggregator))
             view.downstream, view.bridge, view.watch.interval = hub.downstream, hub.bridge, 0  # /mcp reloads
             server.catalog.start(server)

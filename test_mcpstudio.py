@@ -11319,6 +11319,18 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertIn("ns.json", text)
         self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), 10))
 
+    def test_every_url_passes_the_one_guard(self):
+        # A caller's rate limit counts its calls through every URL (one quota, not one per namespace).
+        fake = [self.fake, "--only", "echo", "--name"]
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"alpha": {"command": PY, "args": fake + ["alpha"]}},
+                       "namespaces": {"work": ["alpha"], "play": ["alpha"]}, "defaultNamespace": "work",
+                       "rateLimit": {"calls": 1, "seconds": 600}}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            self.assertEqual(self.call(http, "/mcp", "alpha__echo", {"text": "one"}), "alpha: one")
+            self.assertRegex(self.call(http, "/mcp/play", "alpha__echo", {"text": "two"}), r"^Not run: .*retry in")
+
     def test_a_namespace_urls_session_hears_its_servers_list_changes(self):
         from http.client import HTTPConnection
         path = os.path.join(self.dir, "ns.json")
