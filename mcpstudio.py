@@ -1755,7 +1755,7 @@ class _Yaml:
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
 
-    def _signal_group(pid: int, hard: bool) -> bool:
+    def _signal_group(pid, hard):
         """Signal the process group `pid` leads; False when nothing is left in it."""
         try:
             os.killpg(pid, signal.SIGKILL if hard else signal.SIGTERM)
@@ -1763,7 +1763,7 @@ if _POSIX:
         except (ProcessLookupError, PermissionError):
             return False
 
-    def _group_alive(pid: int) -> bool:
+    def _group_alive(pid):
         """Whether a process of group `pid` still runs. An orphan is a zombie until init reaps it, and
         an init slow to reap (a container's) would hold every stop for the whole grace period: on Linux
         a group of zombies only is gone."""
@@ -1783,21 +1783,21 @@ if _POSIX:
                 return True
         return False
 
-    def _is_executable(path: str) -> bool:
+    def _is_executable(path):
         return os.access(path, os.X_OK)
 
-    def _resolve_program(argv: list, env) -> list:
+    def _resolve_program(argv, env):
         return argv  # execvp searches the child's PATH itself
 
     _END_OF_INPUT = "Ctrl+D"
 
-    def _cache_base() -> str:
+    def _cache_base():
         return os.path.expanduser("~/Library/Caches" if sys.platform == "darwin" else "~/.cache")
 
     def _text_stdout():
         pass  # print() writes the locale's encoding, UTF-8 on any system a client runs on
 
-    def _writable_now(fd: int, size: int) -> bool:
+    def _writable_now(fd, size):
         """Whether a write of `size` bytes to `fd` would complete whole without blocking: at most
         PIPE_BUF (4096 on Linux, 512 on macOS, where a socket reads as writable with 2 KiB free)."""
         import select
@@ -1823,7 +1823,7 @@ if _POSIX:
     # (WATCHDOG_ENV): children spawned in the instant before we could
     # register them, and grandchildren that left their group. SIGTERM, the
     # grace period, SIGKILL.
-    def watchdog_main(grace: float, marker: str = ""):
+    def watchdog_main(grace, marker=""):
         """The watchdog process's program (see `_start_watchdog`); returns when its work is done."""
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -1834,7 +1834,7 @@ if _POSIX:
             except ValueError:
                 pass
 
-        def signal_all(signum) -> bool:
+        def signal_all(signum):
             """Send `signum` to every group and marked process; whether any still exists."""
             alive = False
             marked = _marked_processes(marker) if marker else []
@@ -1855,7 +1855,7 @@ if _POSIX:
                     break
                 time.sleep(0.05)
 
-    def _marked_processes(marker: str, use_proc: bool = True) -> list:
+    def _marked_processes(marker, use_proc=True):
         """Pids of processes whose environment holds WATCHDOG_ENV=marker: read from /proc
         (Linux), else from `ps axeww` (macOS; not tested in CI)."""
         token = ("%s=%s" % (WATCHDOG_ENV, marker)).encode()
@@ -1881,7 +1881,7 @@ if _POSIX:
                 found.append(int(pid))
         return found
 
-    def _start_watchdog(grace: float, marker: str):
+    def _start_watchdog(grace, marker):
         """Start the watchdog; return it (see `_Watchdog`), or None if it cannot run."""
         if not sys.executable:
             return None
@@ -1900,7 +1900,7 @@ if _POSIX:
         def __init__(self, process):
             self.process = process
 
-        def tell(self, sign: bytes, pid: int):
+        def tell(self, sign, pid):
             self.process.stdin.write(b"%s%d\n" % (sign, pid))
             self.process.stdin.flush()
 
@@ -1909,7 +1909,7 @@ if _POSIX:
 else:  # pragma: windows (CI runs Linux only; the README says what is tested where)
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
-    def _signal_group(pid: int, hard: bool) -> bool:
+    def _signal_group(pid, hard):
         # taskkill by its full path: CreateProcess would look in the current folder first
         taskkill = os.path.join(os.environ.get("SystemRoot", r"C:\Windows"), "System32", "taskkill.exe")
         try:
@@ -1922,21 +1922,21 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
         except OSError:
             return False
 
-    def _group_alive(pid: int) -> bool:
+    def _group_alive(pid):
         return False  # Windows cannot poll a group; taskkill /T at stop time is all there is
 
-    def _is_executable(path: str) -> bool:
+    def _is_executable(path):
         """An extension in PATHEXT that CreateProcess can start (not .js or .vbs, which need a host)."""
         extensions = os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
         extension = os.path.splitext(path)[1].lower()
         return extension in extensions and extension in (".com", ".exe", ".bat", ".cmd")
 
-    def _resolve_program(argv: list, env) -> list:
+    def _resolve_program(argv, env):
         return find_program(argv, env)  # CreateProcess would not find npx.cmd
 
     _END_OF_INPUT = "Ctrl+Z then Enter"
 
-    def _cache_base() -> str:
+    def _cache_base():
         return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
 
     def _text_stdout():
@@ -1945,7 +1945,7 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
         if sys.stdout is not None and hasattr(sys.stdout, "reconfigure") and not os.environ.get("PYTHONIOENCODING"):
             sys.stdout.reconfigure(encoding="utf-8", errors="replace")
 
-    def _writable_now(fd: int, size: int) -> bool:
+    def _writable_now(fd, size):
         return False  # select() cannot poll pipes on Windows: every write goes through the thread
 
     def _on_stop_signals(loop, stop, reload=None):
@@ -1955,7 +1955,7 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
     # it when its last handle closes, i.e. when this process ends, however it
     # ends. We join it ourselves, so every child and grandchild started from
     # then on is in it from its first instant (no window before registration).
-    def _start_watchdog(grace: float, marker: str):
+    def _start_watchdog(grace, marker):
         """Put this process in a kill-on-close Job object; return it, or None if Windows refuses."""
         import ctypes
         from ctypes import wintypes
@@ -1994,7 +1994,7 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
         def __init__(self, job):
             self.job = job
 
-        def tell(self, sign: bytes, pid: int):
+        def tell(self, sign, pid):
             pass  # children join the job by being born
 
         def close(self):
@@ -2006,13 +2006,13 @@ class _Capture:
 
     __slots__ = ("limit", "chunks", "kept", "total")
 
-    def __init__(self, limit: int):
+    def __init__(self, limit):
         self.limit = limit
         self.chunks = []
         self.kept = 0
         self.total = 0
 
-    def add(self, data: bytes):
+    def add(self, data):
         self.total += len(data)
         room = self.limit - self.kept
         if room > 0:
@@ -2020,18 +2020,18 @@ class _Capture:
             self.chunks.append(piece)
             self.kept += len(piece)
 
-    def value(self) -> bytes:
+    def value(self):
         return b"".join(self.chunks)
 
     @property
-    def cut(self) -> int:
+    def cut(self):
         return self.total - self.kept
 
 
 class _ChildProtocol(asyncio.SubprocessProtocol):
     """Collects a child's output and tells when it exited and when its pipes closed."""
 
-    def __init__(self, limit: int, on_stderr_line=None, on_output=None):
+    def __init__(self, limit, on_stderr_line=None, on_output=None):
         loop = asyncio.get_running_loop()
         self.on_output = on_output  # (fd, bytes) as they come: an OutputFeed's add
         self.stdout = _Capture(limit)
@@ -2099,12 +2099,12 @@ class ProcessResult:
         self.seconds = seconds
 
     @property
-    def ok(self) -> bool:
+    def ok(self):
         """Whether the command exited by itself with code 0."""
         return self.status == "exited" and self.returncode == 0
 
 
-def exec_problem(argv, env=None, cwd=None, batch=None) -> str | None:
+def exec_problem(argv, env=None, cwd=None, batch=None):
     """Why `argv`, `env` or `cwd` cannot reach a new process (a NUL byte, a lone surrogate), or None.
 
     The one check for every value bound for a command line, environment or
@@ -2131,7 +2131,7 @@ _CMD_SPECIAL = frozenset('"%^&|<>()!\r\n')  # what cmd.exe acts on in a batch fi
 _CMD_SPLIT_OPTION = re.compile(r"[,;=\x0b\x0c]-|[,;\x0b\x0c][,;=\x0b\x0c]*/")  # cmd.exe splits %1..%9 at , ; = too
 
 
-def batch_problem(program, value, batch=None) -> str | None:
+def batch_problem(program, value, batch=None):
     """Why `value` may not reach the batch file `program` (as an argument or a variable), or None.
 
     Windows runs a .bat or .cmd program through cmd.exe, which reads its command
@@ -2160,7 +2160,7 @@ def batch_problem(program, value, batch=None) -> str | None:
         what, os.path.basename(os.fsdecode(program)))
 
 
-def find_program(argv: list, env=None) -> list:
+def find_program(argv, env=None):
     """`argv` with a program named without a folder replaced by the file a shell would run:
     npx -> C:\\...\\npx.cmd, git -> C:\\...\\git.exe.
 
@@ -2193,7 +2193,7 @@ def find_program(argv: list, env=None) -> list:
     return argv
 
 
-def _os_text_problem(value) -> str | None:
+def _os_text_problem(value):
     if not isinstance(value, (str, bytes, os.PathLike)):
         return "is %s, not text" % _type_name(value)
     value = os.fspath(value)
@@ -2218,7 +2218,7 @@ class ProcessRunner:
     at shutdown reaches leftovers too.
     """
 
-    def __init__(self, log, grace: float = KILL_GRACE):
+    def __init__(self, log, grace=KILL_GRACE):
         self.log = log
         self.grace = grace
         self.live = {}      # pid -> transport, while the child itself runs
@@ -2228,7 +2228,7 @@ class ProcessRunner:
         self.room = None     # an asyncio.Event, clear while the client is not reading (see StdioTransport)
         self.hidden = ()     # variables no child gets (--http's bearer token), even from a configured env
 
-    def _child_env(self, env) -> dict:
+    def _child_env(self, env):
         """The environment for a new child: `env` (None: ours) plus the watchdog's marker.
 
         The watchdog starts here, lazily, so a server that never runs a command
@@ -2245,7 +2245,7 @@ class ProcessRunner:
             env.pop(name, None)
         return env
 
-    def _tell_watchdog(self, sign: bytes, pid: int):
+    def _tell_watchdog(self, sign, pid):
         if self.watchdog is not None:
             try:
                 self.watchdog.tell(sign, pid)
@@ -2253,11 +2253,11 @@ class ProcessRunner:
                 self.log.warning("the watchdog is gone; children may outlive a killed mcpstudio")
                 self.watchdog = None
 
-    def _track(self, pid: int):
+    def _track(self, pid):
         self.groups.add(pid)
         self._tell_watchdog(b"+", pid)
 
-    def _forget(self, pid: int):
+    def _forget(self, pid):
         if pid in self.groups:
             self.groups.discard(pid)
             self._tell_watchdog(b"-", pid)
@@ -2361,7 +2361,7 @@ class ProcessRunner:
             raise asyncio.CancelledError()
         return transport, protocol
 
-    async def _spawn(self, protocol_factory, argv, **options) -> tuple:
+    async def _spawn(self, protocol_factory, argv, **options):
         """loop.subprocess_exec, run to its end even if the caller is cancelled meanwhile; return
         (transport, protocol, cancelled).
 
@@ -2384,7 +2384,7 @@ class ProcessRunner:
         transport, protocol = spawning.result()
         return transport, protocol, cancelled
 
-    async def end_server(self, transport, exited, wait: float):
+    async def end_server(self, transport, exited, wait):
         """Close the child's stdin and give it `wait` seconds to exit; then stop its group.
 
         Runs to the end even if the caller is cancelled meanwhile."""
@@ -2396,7 +2396,7 @@ class ProcessRunner:
                 if ending.done():
                     raise
 
-    async def _end_server(self, transport, exited, wait: float):
+    async def _end_server(self, transport, exited, wait):
         pid = transport.get_pid()
         stdin = transport.get_pipe_transport(0)
         if stdin is not None:
@@ -2408,7 +2408,7 @@ class ProcessRunner:
         transport.close()
         self._forget(pid)
 
-    def _kill_leftovers(self, pid: int):
+    def _kill_leftovers(self, pid):
         if pid in self.groups and pid not in self.live:  # a new child may have been given the same pid
             _signal_group(pid, hard=True)
             self._forget(pid)
@@ -2446,7 +2446,7 @@ class ProcessRunner:
             self._forget(pid)
 
 
-def _argv_text(argv) -> str:
+def _argv_text(argv):
     import shlex
     return " ".join(shlex.quote(str(a)) for a in argv)
 
@@ -2459,7 +2459,7 @@ _SECRET_NAME = re.compile(r"token|secret|passw|passphrase|key|auth|credential|pr
                           r"(^|_)pat($|_)|pwd", re.I)
 
 
-def looks_secret(name: str) -> bool:
+def looks_secret(name):
     """Whether a variable of this name holds a secret (API_KEY, GITHUB_TOKEN, DB_PASSWORD), not a path."""
     return bool(_SECRET_NAME.search(name)) and name.upper() not in ("PWD", "OLDPWD")
 
@@ -2493,7 +2493,7 @@ def _masked_header(match):
     return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) else match.group(0)
 
 
-def mask_secrets(text: str) -> str:
+def mask_secrets(text):
     """`text` (a command line, a URL, a log line) as people may paste it: URL passwords, query values and
     the value of secret-looking options (`--api-key V`, `--token=V`, `API_KEY=V`) and headers
     (`Authorization: Bearer V`, `X-Api-Key: V`) replaced by ***."""
@@ -2506,7 +2506,7 @@ class Log:
     `secrets` are masked in every line written (e.g. `--env` values).
     """
 
-    def __init__(self, debug: bool = False, path: str | None = None, secrets=(), level: str = "info"):
+    def __init__(self, debug=False, path=None, secrets=(), level="info"):
         self.debug_enabled = debug or level == "debug"
         debug = self.debug_enabled
         self.quiet = {"warning": ("info",), "error": ("info", "warning")}.get(level, ())  # kept off stderr
@@ -2526,19 +2526,19 @@ class Log:
                 forms.update((secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]))
         self.secrets = sorted(forms, key=len, reverse=True)
 
-    def warn_once(self, message: str, *args):
+    def warn_once(self, message, *args):
         """A warning said once a run, for what each listing would repeat (a collision, a cap)."""
         if message % args not in self.warned:
             self.warned.add(message % args)
             self.warning(message, *args)
 
-    def mask(self, text: str) -> str:
+    def mask(self, text):
         """`text` with every secret replaced by ***."""
         for secret in self.secrets:
             text = text.replace(secret, "***")
         return text
 
-    def _write(self, level: str, message: str, to_stderr: bool):
+    def _write(self, level, message, to_stderr):
         message = self.mask(message)
         # A log that cannot be written (stderr closed, disk full) must never
         # stop the server: the line is dropped.
@@ -2554,24 +2554,24 @@ class Log:
             except (OSError, ValueError):
                 pass
 
-    def debug(self, fmt: str, *args):
+    def debug(self, fmt, *args):
         """Log a debug line (written only with --debug or --log)."""
         if self.enabled:
             self._write("debug", fmt % args if args else fmt, self.debug_enabled)
 
-    def info(self, fmt: str, *args):
+    def info(self, fmt, *args):
         """Log an info line."""
         self._write("info", fmt % args if args else fmt, "info" not in self.quiet)
 
-    def warning(self, fmt: str, *args):
+    def warning(self, fmt, *args):
         """Log a warning."""
         self._write("warning", fmt % args if args else fmt, "warning" not in self.quiet)
 
-    def error(self, fmt: str, *args):
+    def error(self, fmt, *args):
         """Log an error."""
         self._write("error", fmt % args if args else fmt, True)
 
-    def wire(self, direction: str, data: bytes):
+    def wire(self, direction, data):
         """Record one protocol message in the log file."""
         if self.file is not None:
             self._write("wire", "%s %s" % (direction, data.decode("utf-8", "replace").rstrip("\n")), False)
@@ -2595,7 +2595,7 @@ class TerminalProgress:
 
     DELAY = 0.5
 
-    def __init__(self, label: str, total: int):
+    def __init__(self, label, total):
         self.label, self.total, self.done, self.width = label, total, 0, 0
         self.started = time.monotonic()
         try:
@@ -2603,7 +2603,7 @@ class TerminalProgress:
         except (AttributeError, ValueError):
             self.enabled = False
 
-    def _show(self, text: str):
+    def _show(self, text):
         try:
             sys.stderr.write("\r%s%s\r" % (text, " " * max(0, self.width - len(text))))
             sys.stderr.flush()
@@ -2611,7 +2611,7 @@ class TerminalProgress:
             self.enabled = False
         self.width = len(text)
 
-    def step(self, item: str = ""):
+    def step(self, item=""):
         self.done += 1
         if self.enabled and time.monotonic() - self.started >= self.DELAY:
             self._show("mcpstudio: %s %d/%d%s" % (self.label, self.done, self.total, " (%s)" % item if item else ""))
@@ -2629,7 +2629,7 @@ NEWLINE = "newline"
 CONTENT_LENGTH = "content-length"
 
 
-def encode_message(message, framing: str = NEWLINE) -> bytes:
+def encode_message(message, framing=NEWLINE):
     """One JSON-RPC message as bytes on the wire, in the given framing."""
     try:
         body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -2658,7 +2658,7 @@ class StdioFraming:
     scanned only once.
     """
 
-    def __init__(self, limit: int | None = None, skipped=None):
+    def __init__(self, limit=None, skipped=None):
         self.limit = MAX_MESSAGE if limit is None else limit
         self.skipped = skipped
         self._ends = (b"", b"")  # the head and tail so far of the line being skipped
@@ -2672,7 +2672,7 @@ class StdioFraming:
     def _too_large(self) -> McpError:
         return McpError(PARSE_ERROR, "Parse error: a message larger than %d bytes was skipped" % self.limit)
 
-    def feed(self, data: bytes) -> list:
+    def feed(self, data):
         """Take more bytes; return the (item, framing) pairs they complete."""
         out = []
         buf = self._buf
@@ -2721,14 +2721,14 @@ class StdioFraming:
             head, tail = self._ends
             self._ends = (head or bytes(data[:1000]), bytes((tail + data[-1000:])[-1000:]))
 
-    def _take(self, size: int, extra: int) -> bytes:
+    def _take(self, size, extra):
         """The first `size` bytes of the buffer, removed with `extra` more (one copy, no rebuild)."""
         with memoryview(self._buf) as view:
             data = bytes(view[:size])
         del self._buf[:size + extra]
         return data
 
-    def _line(self, line: bytes, out: list):
+    def _line(self, line, out):
         if line.endswith(b"\r"):
             line = line[:-1]
         if self._header is not None:  # in a header block
@@ -2758,7 +2758,7 @@ class StdioFraming:
         elif line.strip():
             out.append((line, NEWLINE))
 
-    def end(self) -> list:
+    def end(self):
         """What the stream's end leaves: its last line if it had no newline, or an error for a cut message."""
         out = []
         if self._buf and not self._skip_line and self._body is None and not self._skip:
@@ -2786,7 +2786,7 @@ class StdioTransport:
     more is queued for it.
     """
 
-    def __init__(self, in_fd: int, out_fd: int, log: Log, limit: int = MAX_UNSENT):
+    def __init__(self, in_fd, out_fd, log: Log, limit=MAX_UNSENT):
         self.in_fd = in_fd
         self.out_fd = out_fd
         self.log = log
@@ -2836,7 +2836,7 @@ class StdioTransport:
             deliver(*item)
         eof()
 
-    def send(self, message, framing: str | None = None, related=None):
+    def send(self, message, framing=None, related=None):
         if self._full and isinstance(message, dict) and message.get("method") in DROPPABLE:
             with self._lock:  # the client is behind: a log line or progress is dropped, never a reply
                 if self._full:
@@ -2900,7 +2900,7 @@ class StdioTransport:
         if dropped:
             self.log.warning("the client was not reading: %d log and progress notifications were dropped", dropped)
 
-    def close(self, timeout: float = 2.0):
+    def close(self, timeout=2.0):
         """Flush what is queued (up to `timeout` seconds) and stop the writer."""
         self._outbox.put(None)
         if self._writer is not None:
@@ -2931,20 +2931,20 @@ class CallContext:
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
         self.running = None     # the Task itself (its status message shows the command's last line)
 
-    def declared(self, capability: str) -> bool:
+    def declared(self, capability):
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
         in its `_meta` (2026-07-28), or in `initialize` (the handshake era)."""
         declared = self.capabilities if self.modern else self.session.client_capabilities
         extensions = declared.get("extensions")
         return capability in declared or (isinstance(extensions, dict) and capability in extensions)
 
-    def notify(self, method: str, params: dict):
+    def notify(self, method, params):
         """A notification that belongs to this request (on HTTP: its own response stream, while it lasts)."""
         if self.task is not None:
             params = dict(params, _meta=dict(params.get("_meta") or {}, **{RELATED_TASK: {"taskId": self.task}}))
         self.session.notify(method, params, self.request_id)
 
-    def progress(self, progress: float, total: float | None = None, message: str | None = None):
+    def progress(self, progress, total=None, message=None):
         """Send `notifications/progress` if the client asked for it; values only increase."""
         if (self.progress_token is None or self.cancelled
                 or (self._progress is not None and progress <= self._progress)):
@@ -2957,12 +2957,12 @@ class CallContext:
             params["message"] = message
         self.notify("notifications/progress", params)
 
-    def log(self, level: str, text: str, logger: str = "mcpstudio"):
+    def log(self, level, text, logger="mcpstudio"):
         """Send a log line to the client if it asked for this level."""
         if self.wants(level):
             self.notify("notifications/message", {"level": level, "logger": logger, "data": text})
 
-    def wants(self, level: str) -> bool:
+    def wants(self, level):
         """Whether a log line at `level` would reach the client (skip building it if not).
 
         Handshake era: the session's level (`logging/setLevel`). 2026-07-28: the
@@ -2971,7 +2971,7 @@ class CallContext:
         return (not self.cancelled and threshold is not None
                 and LOG_LEVELS.index(level) >= LOG_LEVELS.index(threshold))
 
-    async def heartbeat(self, label: str):
+    async def heartbeat(self, label):
         """Report progress every PROGRESS_INTERVAL until cancelled (keeps client timeouts alive)."""
         started = time.monotonic()
         self.progress(0, message="started %s" % label)
@@ -2986,7 +2986,7 @@ class OutputFeed:
     progress messages, `info` log lines and its task's status message), the latest FEED_LINES lines
     at most every FEED_INTERVAL."""
 
-    def __init__(self, ctx: CallContext, label: str, logger: str, streams=(1, 2)):
+    def __init__(self, ctx: CallContext, label, logger, streams=(1, 2)):
         self.ctx = ctx
         self.logger = logger
         self.logs = (ctx.modern or ctx.session.level_chosen) and ctx.wants("info")  # 2026-07-28: a level in `_meta`
@@ -3000,7 +3000,7 @@ class OutputFeed:
         self.job = self.problem = None  # a PromptWatch's job, and why it stopped the call
         self.tail, self.said = b"", 0.0  # the output's end, and when it came (a PromptWatch's question is there)
 
-    def add(self, fd: int, data: bytes):
+    def add(self, fd, data):
         """Bytes the command wrote to `fd`; a line they end is passed on now, or when the interval is up."""
         self.tail, self.said = (self.tail + data)[-4000:], time.monotonic()
         if fd not in self.streams:
@@ -3035,14 +3035,14 @@ _SECRET_PROMPT = re.compile(r"pass(word|phrase|code)|token|\b(pin|otp)\b|secret|
 _YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
 
 
-def prompt_form(tail: str):
+def prompt_form(tail):
     """(prompt, schema) for the question a command's output `tail` ends with (its unfinished last line): a yes/no
     prompt asks a boolean, others a string; a secret's schema is None (never asked)."""
     prompt = tail.rpartition("\n")[2].strip()
     return prompt, None if _SECRET_PROMPT.search(prompt) else {"type": "boolean" if _YES_NO.search(prompt) else "string"}
 
 
-def prompt_reply(prompt: str, schema: dict, value) -> str:
+def prompt_reply(prompt, schema, value):
     """The line a command gets for the answer `value` to `prompt` (asked with `schema`)."""
     if schema["type"] == "boolean":
         return ("yes" if value else "no") if _YES_NO.search(prompt).group(1) else ("y" if value else "n")
@@ -3156,7 +3156,7 @@ class Session:
 
     # -- incoming ---------------------------------------------------------------
 
-    def receive(self, data, framing: str):
+    def receive(self, data, framing):
         """One framed message (or a framing error) from the transport: dispatch it."""
         if self.closed:
             return  # shutting down: what arrives now is not started
@@ -3283,11 +3283,11 @@ class Session:
 
     # -- outgoing ---------------------------------------------------------------
 
-    def notify(self, method: str, params: dict, related=None):
+    def notify(self, method, params, related=None):
         """Send a notification; `related` is the id of the request it belongs to, if any."""
         self.transport.send({"jsonrpc": "2.0", "method": method, "params": params}, related=related)
 
-    async def request(self, method: str, params: dict, timeout: float, related=None):
+    async def request(self, method, params, timeout, related=None):
         """Ask the client (an upstream's sampling, elicitation or roots request), on the stream of the
         request `related` names, if any: its result, or its error as McpError. Given up on (a timeout,
         a cancel), the client is told with notifications/cancelled."""
@@ -3310,12 +3310,12 @@ class Session:
             raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message", "")), error.get("data"))
         return reply.get("result")
 
-    def log_to_client(self, level: str, text: str, logger: str = "mcpstudio"):
+    def log_to_client(self, level, text, logger="mcpstudio"):
         """Send `notifications/message` when `level` reaches the client's chosen level."""
         if LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level):
             self.notify("notifications/message", {"level": level, "logger": logger, "data": text})
 
-    async def cancel_all(self, grace: float = 0.0):
+    async def cancel_all(self, grace=0.0):
         """Stop taking requests; give those in flight `grace` seconds, then cancel the rest."""
         self.closed = True
         tasks = [task for task, _ in self.inflight.values()]
@@ -3328,7 +3328,7 @@ class Session:
             await asyncio.wait(tasks, timeout=KILL_GRACE + 2)
 
 
-def _error_response(request_id, error: McpError) -> dict:
+def _error_response(request_id, error: McpError):
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
 
 
@@ -3348,7 +3348,7 @@ _IMAGE_TYPES = (
 )
 
 
-def _image_type(data: bytes) -> str | None:
+def _image_type(data):
     for magic, mime in _IMAGE_TYPES:
         if data.startswith(magic):
             return mime
@@ -3357,7 +3357,7 @@ def _image_type(data: bytes) -> str | None:
     return None
 
 
-def _as_text(data: bytes, cut: bool) -> str | None:
+def _as_text(data, cut):
     """`data` as text if it is UTF-8; when it was cut, a character split by the cut is dropped."""
     for end in (len(data), len(data) - 1, len(data) - 2, len(data) - 3)[: 4 if cut else 1]:
         try:
@@ -3367,7 +3367,7 @@ def _as_text(data: bytes, cut: bool) -> str | None:
     return None
 
 
-def cut_binary(data: bytes, cut: int) -> str | None:
+def cut_binary(data, cut):
     """A sentence when `data` is binary output cut short by the output limit, else None.
 
     A cut image or file is broken, so it is never served as content."""
@@ -3378,7 +3378,7 @@ def cut_binary(data: bytes, cut: int) -> str | None:
             % (_image_type(data) or "binary data", len(data), cut))
 
 
-def output_content(data: bytes, uri: str, cut: int = 0) -> dict:
+def output_content(data, uri, cut=0):
     """stdout as MCP content: text when it is UTF-8, an image, or an embedded blob.
 
     When the output was cut (`cut` bytes), a character split by the cut is
@@ -3403,7 +3403,7 @@ OUTPUT_KEEP_BYTES = 64 << 20    # ... and their bytes together (one larger outpu
 OUTPUT_KEEP_SECONDS = 3600.0
 
 
-def fit_text(text: str, budget: int, uri: str) -> str:
+def fit_text(text, budget, uri):
     """`text` if it holds at most `budget` characters, else its head and tail (cut at line ends
     where it can) around one line that says what was left out and how to read it."""
     if len(text) <= budget:
@@ -3420,7 +3420,7 @@ def fit_text(text: str, budget: int, uri: str) -> str:
                 first, last, uri, text[tail_start:]))
 
 
-def output_slice(data: bytes, query: str) -> bytes:
+def output_slice(data, query):
     """The lines of a kept output that its URI's query names: `lines=FROM-TO` (numbered from 1, both
     included, either one left out for the start or the end)."""
     if not query:
@@ -3454,16 +3454,16 @@ class OutputStore:
     async def close(self):
         pass
 
-    async def list_tools(self) -> list:
+    async def list_tools(self):
         return []
 
-    async def list_resources(self) -> list:
+    async def list_resources(self):
         return []  # every output is private to its session: none is listed
 
-    async def list_resource_templates(self) -> list:
+    async def list_resource_templates(self):
         return []  # a result's note names its output's URI and how to read a part of it
 
-    def keep(self, data: bytes, owner) -> str:
+    def keep(self, data, owner):
         """Keep `data` for `owner` (oldest outputs forgotten past the bounds); return its URI."""
         now = time.monotonic()
         key = os.urandom(16).hex()
@@ -3474,7 +3474,7 @@ class OutputStore:
             total -= len(self.kept.popitem(last=False)[1][2])
         return OUTPUT_URI + key
 
-    async def read_resource(self, uri: str, ctx):
+    async def read_resource(self, uri, ctx):
         """A kept output (only text is kept), or the lines the URI's query names; None for other URIs."""
         if not uri.startswith(OUTPUT_URI):
             return None
@@ -3494,14 +3494,14 @@ class OutputBudget:
     """One call's room for output text: a stream past it shows its head and tail, and is kept
     whole in the OutputStore with a `resource_link` to it."""
 
-    def __init__(self, store: OutputStore, ctx, chars: int):
+    def __init__(self, store: OutputStore, ctx, chars):
         self.store = store
         self.owner = None if ctx.modern else ctx.session  # 2026-07-28 has no sessions
         self.chars = chars
         self.links = []
         self.linked = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # the first with resource_link
 
-    def fit(self, data: bytes, text: str, share: float = 1.0) -> str:
+    def fit(self, data, text, share=1.0):
         """`text` (decoded from `data`) within `share` of the room left."""
         limit = int(self.chars * share)
         if len(text) > limit:
@@ -3514,7 +3514,7 @@ class OutputBudget:
         return text
 
 
-def write_file_argument(key: str, value: str, folder: str, limit: int) -> str:
+def write_file_argument(key, value, folder, limit):
     """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
     its own in `folder` (no two files meet, whatever their names); its path."""
     import base64
@@ -3534,7 +3534,7 @@ def write_file_argument(key: str, value: str, folder: str, limit: int) -> str:
     return path
 
 
-def file_content(name: str, data: bytes, uri: str, budget: OutputBudget) -> dict:
+def file_content(name, data, uri, budget: OutputBudget):
     """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
     import base64
     mime = _image_type(data) or _file_mime(name)
@@ -3547,14 +3547,14 @@ def file_content(name: str, data: bytes, uri: str, budget: OutputBudget) -> dict
     return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": encoded}}
 
 
-def _signal_name(number: int) -> str:
+def _signal_name(number):
     try:
         return "%s (%d)" % (signal.Signals(number).name, number)
     except ValueError:
         return str(number)
 
 
-def describe_failure(result: ProcessResult, timeout, subject: str | None = None, ok_exit=(0,)) -> str | None:
+def describe_failure(result: ProcessResult, timeout, subject=None, ok_exit=(0,)):
     """One sentence for a command that did not succeed, or None when it did.
 
     `subject` names the command in the sentence (default: its base name);
@@ -3577,7 +3577,7 @@ def describe_failure(result: ProcessResult, timeout, subject: str | None = None,
     return None
 
 
-def command_result(result: ProcessResult, timeout, uri: str, ok_exit=(0,), budget=None) -> dict:
+def command_result(result: ProcessResult, timeout, uri, ok_exit=(0,), budget=None):
     """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
     broken = cut_binary(result.stdout, result.stdout_cut)
@@ -3612,7 +3612,7 @@ def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
         raise McpError(INTERNAL_ERROR, describe_failure(result, timeout))
 
 
-def tool_error(message: str) -> dict:
+def tool_error(message):
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
@@ -3661,10 +3661,10 @@ class CommandTool:
     command; `shell` runs the template as `sh -c SCRIPT mcpstudio VALUES...`.
     """
 
-    def __init__(self, name: str, template: Template, runner: ProcessRunner, settings: RunSettings,
-                 description: str | None = None, title: str | None = None, annotations: dict | None = None,
-                 schema: dict | None = None, defaults: dict | None = None, stdin=None, shell: bool = False,
-                 within=None, output_format: str = "text", ok_exit=(0,), asked=None, rules=None, files=(),
+    def __init__(self, name, template: Template, runner: ProcessRunner, settings: RunSettings,
+                 description=None, title=None, annotations=None,
+                 schema=None, defaults=None, stdin=None, shell=False,
+                 within=None, output_format="text", ok_exit=(0,), asked=None, rules=None, files=(),
                  output_folder=None, interactive=True, answers=()):
         self.name = name
         self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
@@ -3687,7 +3687,7 @@ class CommandTool:
         self.interactive = interactive  # its questions are answered (PromptWatch)
         self.answers = answers  # [(compiled prompt pattern, answer)]: questions answered without asking
 
-    def question(self, arguments: dict):
+    def question(self, arguments):
         """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
         missing = [key for key in self.asked if key not in arguments]
         if not missing:
@@ -3696,7 +3696,7 @@ class CommandTool:
         return {"mode": "form", "message": "; ".join("%s: %s" % (key, self.asked[key]) for key in missing),
                 "requestedSchema": {"type": "object", "properties": properties, "required": missing}}
 
-    def definition(self) -> dict:
+    def definition(self):
         """The MCP Tool object clients list: name, description, inputSchema, annotations."""
         tool = {"name": self.name, "description": self.description, "inputSchema": self.schema}
         if self.title:
@@ -3709,7 +3709,7 @@ class CommandTool:
             tool["execution"] = {"taskSupport": self.settings.task_support}
         return tool
 
-    def argv(self, arguments: dict) -> list:
+    def argv(self, arguments):
         """The argv a call with these (validated, defaulted) arguments runs."""
         if self.shell:  # the dash guard, command by command, then the script
             self.template.render(arguments, self.settings.allow_dash_values, shell=True)
@@ -3717,7 +3717,7 @@ class CommandTool:
             return ["sh", "-c", script, "mcpstudio"] + values
         return self.template.render(arguments, self.settings.allow_dash_values)
 
-    def confined(self, arguments: dict) -> dict:
+    def confined(self, arguments):
         """Arguments with each declared path (or list of paths) resolved inside its folder."""
         out = dict(arguments)
         for key, folder in self.within.items():
@@ -3728,7 +3728,7 @@ class CommandTool:
                 out[key] = [confine_path(key, v, folder) if isinstance(v, str) else v for v in value]
         return out
 
-    def checked(self, arguments: dict) -> dict:
+    def checked(self, arguments):
         """`arguments` with spellings matched and defaults added, validated; ToolError for arguments that do not fit."""
         arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
         if self.defaults:
@@ -3738,13 +3738,13 @@ class CommandTool:
             raise ToolError(_argument_help(self.name, problems, self.schema))
         return arguments
 
-    def prepare(self, arguments: dict) -> tuple:
+    def prepare(self, arguments):
         """(argv, stdin bytes or None) that checked `arguments` run; ToolError for a value that may not go there."""
         if self.within:
             arguments = self.confined(arguments)
         return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
 
-    def command_line(self, arguments: dict):
+    def command_line(self, arguments):
         """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
         this tool's own rules; None when the arguments do not fit (the call says why)."""
         import hashlib
@@ -3759,7 +3759,7 @@ class CommandTool:
         return {"argv": argv, "stdin": stdin, "cwd": self.settings.cwd, "env": self.settings.env,
                 "rules": [("tool:" + self.name, self.rules)]}
 
-    async def call(self, arguments: dict, ctx: CallContext) -> dict:
+    async def call(self, arguments, ctx: CallContext):
         """Validate `arguments`, run the command, and return an MCP CallToolResult."""
         try:
             arguments = self.checked(arguments)
@@ -3775,7 +3775,7 @@ class CommandTool:
                 shutil.rmtree(folder, ignore_errors=True)
         return await self.run(arguments, ctx)
 
-    async def files_call(self, arguments: dict, ctx: CallContext, folder: str) -> dict:
+    async def files_call(self, arguments, ctx: CallContext, folder):
         """A call with files in or out, in `folder`: files written before the run, files read after it."""
         try:
             arguments = dict(arguments, **{key: write_file_argument(key, arguments[key], folder, self.settings.max_output)
@@ -3794,7 +3794,7 @@ class CommandTool:
                     result["content"].append(file_content(name, f.read(), "mcpstudio://%s/%s" % (self.name, name), budget))
         return result
 
-    async def run(self, arguments: dict, ctx: CallContext) -> dict:
+    async def run(self, arguments, ctx: CallContext):
         """Render checked `arguments` to argv, run it, and return the CallToolResult."""
         try:
             argv, stdin = self.prepare(arguments)
@@ -3827,7 +3827,7 @@ class CommandTool:
                               settings.budget(ctx))
 
 
-def json_result(name: str, result: ProcessResult, outcome: dict) -> dict:
+def json_result(name, result: ProcessResult, outcome):
     """`"output_format": "json"`: stdout parsed into structuredContent (an object as is, other JSON
     under "result"); stdout that is not JSON makes the call an error that says so."""
     try:
@@ -3840,7 +3840,7 @@ def json_result(name: str, result: ProcessResult, outcome: dict) -> dict:
     return outcome
 
 
-def as_text_where_strings(arguments: dict, schema: dict) -> dict:
+def as_text_where_strings(arguments, schema):
     """Numbers given for string properties become their text, and numeric text
     given for number properties becomes a number.
 
@@ -3869,7 +3869,7 @@ def as_text_where_strings(arguments: dict, schema: dict) -> dict:
     return arguments if out is None else out
 
 
-def _argument_help(tool: str, problems: list, schema: dict) -> str:
+def _argument_help(tool, problems, schema):
     properties = schema.get("properties", {})
     required = set(schema.get("required", ()))
     valid = ", ".join("%s (%s%s)" % (k, v.get("type", "any"), ", required" if k in required else "")
@@ -3900,31 +3900,31 @@ class TemplateTools:
         """Nothing to start: template tools are fixed at startup."""
         pass
 
-    async def list_tools(self) -> list:
+    async def list_tools(self):
         """The MCP Tool objects, under their original names."""
         return [tool.definition() for tool in self.tools.values()]
 
-    async def call_tool(self, name: str, arguments: dict, ctx: CallContext) -> dict:
+    async def call_tool(self, name, arguments, ctx: CallContext):
         """Call the tool named `name`; unknown names are -32602."""
         return await self.tools[name].call(arguments, ctx)
 
-    def question(self, name: str, arguments: dict):
+    def question(self, name, arguments):
         """What to ask the user before calling `name` with `arguments` (see CommandTool.question), or None."""
         return self.tools[name].question(arguments)
 
-    def command_line(self, name: str, arguments: dict):
+    def command_line(self, name, arguments):
         """What calling `name` with `arguments` runs (see CommandTool.command_line)."""
         return self.tools[name].command_line(arguments)
 
-    async def list_resources(self) -> list:
+    async def list_resources(self):
         """The resources with fixed URIs."""
         return [r.definition() for r in self.command_resources if r.pattern is None]
 
-    async def list_resource_templates(self) -> list:
+    async def list_resource_templates(self):
         """The resources whose URIs hold fields (RFC 6570 level 1)."""
         return [r.definition() for r in self.command_resources if r.pattern is not None]
 
-    async def read_resource(self, uri: str, ctx: CallContext):
+    async def read_resource(self, uri, ctx: CallContext):
         """Run the command of the resource that `uri` names; return MCP contents."""
         for resource in self.command_resources:
             values = resource.match(uri)
@@ -4804,7 +4804,7 @@ class SkillFolders:
 class Catalog:
     """Every source's tools and resources under one list of client-safe names."""
 
-    def __init__(self, sources, max_name_length: int = DEFAULT_MAX_NAME_LENGTH):
+    def __init__(self, sources, max_name_length=DEFAULT_MAX_NAME_LENGTH):
         self.sources = list(sources)
         self.max_name_length = max_name_length
         self.events = None
@@ -4817,11 +4817,11 @@ class Catalog:
         self.listed = {}      # public name -> its Tool (the guard reads its annotations and secret parameters)
 
     @property
-    def dynamic(self) -> bool:
+    def dynamic(self):
         """Whether any source's tool set can change while serving (list_changed)."""
         return any(s.dynamic for s in self.sources)
 
-    def serves(self, feature: str) -> bool:
+    def serves(self, feature):
         """Whether any source has `feature`: "resources", "prompts", "completions" (upstreams may complete
         arguments), "subscribable" (passes resource subscriptions on) or "skills" (the skills extension)."""
         return any(getattr(s, feature, False) for s in self.sources)
@@ -4849,14 +4849,14 @@ class Catalog:
             source.events = events
             source.start()
 
-    def _publish(self, source, items, routes: dict, out: list):
+    def _publish(self, source, items, routes, out):
         """Give each item a client-safe public name, distinct from those in `routes`."""
         for item in items:
             public = safe_name(item["name"], self.max_name_length, routes)
             routes[public] = (source, item["name"])
             out.append(dict(item, name=public) if public != item["name"] else item)
 
-    async def tools(self) -> list:
+    async def tools(self):
         """Every source's tools under public names (built once, rebuilt after a change)."""
         tools, routes = [], {}
         self.stale = False
@@ -4868,14 +4868,14 @@ class Catalog:
         self.listed = {tool["name"]: tool for tool in tools}
         return tools
 
-    async def tool(self, public: str):
+    async def tool(self, public):
         """The listed tool `public` (its schema), or None (the call itself then says why)."""
         try:
             return self._listed.get(public) if await self.route(public) else None
         except McpError:
             return None
 
-    def denial(self, public: str):
+    def denial(self, public):
         """Why a source's permission leaves out the tool `public` (None: none does)."""
         for source in self.sources:
             why = source.denied(public) if hasattr(source, "denied") else None
@@ -4883,7 +4883,7 @@ class Catalog:
                 return why
         return None
 
-    async def route(self, public: str):
+    async def route(self, public):
         """(source, original name, task support) for a public tool name, or None; a unique tool also
         answers to its `-`/`_` respelling."""
         if public not in self._routes or self.stale:
@@ -4902,7 +4902,7 @@ class Catalog:
             public = loose[0]
         return self._routes[public] + (self._support.get(public, "forbidden"),)
 
-    async def resources(self) -> list:
+    async def resources(self):
         """Every source's resources, in source order."""
         listing, owners = [], {}
         for source in self.sources:
@@ -4913,7 +4913,7 @@ class Catalog:
         self._resources = owners
         return listing
 
-    async def resource_templates(self) -> list:
+    async def resource_templates(self):
         """Every source's resource templates, in source order."""
         listing = []
         for source in self.sources:
@@ -4921,7 +4921,7 @@ class Catalog:
                 listing.extend(await source.list_resource_templates())
         return listing
 
-    async def read_resource(self, uri: str, ctx):
+    async def read_resource(self, uri, ctx):
         """Ask the source that holds `uri` to read it; -32002 when none does."""
         if uri not in self._resources and not uri.startswith(("skill://", OUTPUT_URI)):  # their sources know
             await self.resources()
@@ -4933,7 +4933,7 @@ class Catalog:
                 return result
         raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % uri, {"uri": uri})
 
-    async def skills(self) -> list:
+    async def skills(self):
         """Every source's skill entries, in source order."""
         listing = []
         for source in self.sources:
@@ -4941,7 +4941,7 @@ class Catalog:
                 listing.extend(await source.list_skills())
         return listing
 
-    async def skill_answer(self, method: str, uri: str):
+    async def skill_answer(self, method, uri):
         """`get_skill` or `read_directory` of the first skills source that serves `uri`; -32602 when none does."""
         for source in self.sources:
             if hasattr(source, "list_skills"):
@@ -4950,7 +4950,7 @@ class Catalog:
                     return result
         raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
 
-    async def prompts(self) -> list:
+    async def prompts(self):
         """Every source's prompts under public names."""
         listing, routes = [], {}
         for source in self.sources:
@@ -4959,7 +4959,7 @@ class Catalog:
         self._prompts = routes
         return listing
 
-    async def get_prompt(self, public: str, arguments: dict, ctx):
+    async def get_prompt(self, public, arguments, ctx):
         """Get a prompt by its public name from the source that holds it."""
         if public not in self._prompts:
             await self.prompts()
@@ -4968,7 +4968,7 @@ class Catalog:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % public)
         return await route[0].get_prompt(route[1], arguments, ctx)
 
-    async def subscribe(self, method: str, uri: str, ctx):
+    async def subscribe(self, method, uri, ctx):
         """`resources/subscribe` or `unsubscribe` passed to the source that holds `uri`; -32002 if none does."""
         for source in self.sources:
             if getattr(source, "subscribable", False):
@@ -4977,7 +4977,7 @@ class Catalog:
                     return result
         raise McpError(RESOURCE_NOT_FOUND, "Resource not found: %s" % uri, {"uri": uri})
 
-    async def complete(self, ref: dict, params: dict, ctx):
+    async def complete(self, ref, params, ctx):
         """`completion/complete` from the source that owns `ref`: a prompt by its public name, a
         resource template (or resource) by its URI."""
         if ref.get("type") == "ref/prompt":
@@ -5000,7 +5000,7 @@ class Catalog:
             await source.close()
 
 
-def paginate(items: list, cursor, page_size: int = PAGE_SIZE):
+def paginate(items, cursor, page_size=PAGE_SIZE):
     """Return (page, next_cursor) for an opaque cursor; a bad cursor is -32602."""
     start = 0
     if cursor is not None:
@@ -5188,7 +5188,7 @@ class AuditLog:
     """One JSON line per call, appended with one os.write on an O_APPEND descriptor (whole lines even
     under a SIGKILL), rotated by size into a bounded number of files, mode 0600."""
 
-    def __init__(self, path: str, max_bytes: int = AUDIT_MAX_BYTES, keep: int = AUDIT_KEEP, required: bool = False):
+    def __init__(self, path, max_bytes=AUDIT_MAX_BYTES, keep=AUDIT_KEEP, required=False):
         self.path, self.max_bytes, self.keep, self.required = path, max_bytes, keep, required
         self.fd = None
 
@@ -5198,7 +5198,7 @@ class AuditLog:
             self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | (0 if _POSIX else os.O_BINARY), 0o600)
         return self.fd
 
-    def ready(self, log: Log) -> bool:
+    def ready(self, log: Log):
         """Whether the file can be opened for appending (said on stderr if not)."""
         try:
             return self.open() is not None
@@ -5206,7 +5206,7 @@ class AuditLog:
             log.error("audit log %s: cannot open it: %s", self.path, exc)
             return False
 
-    def write(self, entry: dict, log: Log, secrets=()) -> bool:
+    def write(self, entry, log: Log, secrets=()):
         """Append `entry` (masked by `log`, and `secrets` too); False, said on stderr, when it could not be written."""
         line = log.mask(json.dumps(entry, ensure_ascii=False, default=str))
         for secret in secrets:
@@ -5227,7 +5227,7 @@ class AuditLog:
             return False
 
 
-def take_token(buckets: dict, limits: list, now: float) -> tuple:
+def take_token(buckets, limits, now):
     """Token buckets (a burst of `calls`, then `calls` per `seconds`): one token from each of `limits`
     [(key, calls, seconds)] at `now`, or none. (0.0, None) when taken, else (seconds to wait, the limit)."""
     levels = []
@@ -5248,11 +5248,11 @@ def take_token(buckets: dict, limits: list, now: float) -> tuple:
 class ResultCache:
     """Successful results by key until they expire; bounded in entries and bytes, oldest out first."""
 
-    def __init__(self, max_entries: int = CACHE_ENTRIES, max_bytes: int = CACHE_BYTES):
+    def __init__(self, max_entries=CACHE_ENTRIES, max_bytes=CACHE_BYTES):
         self.entries = collections.OrderedDict()  # key -> (result, expires, size)
         self.max_entries, self.max_bytes, self.size = max_entries, max_bytes, 0
 
-    def get(self, key: str, now: float):
+    def get(self, key, now):
         """(result, expires) of a live entry, or None."""
         entry = self.entries.get(key)
         if entry is not None and entry[1] <= now:
@@ -5260,7 +5260,7 @@ class ResultCache:
             entry = None
         return entry and entry[:2]
 
-    def put(self, key: str, result: dict, expires: float, size: int):
+    def put(self, key, result, expires, size):
         """Keep `result`; the oldest entries make room (one larger than the whole cache is not kept)."""
         if key in self.entries:
             self.size -= self.entries.pop(key)[2]
@@ -5279,13 +5279,13 @@ class CallMetrics:
         self.counts = collections.defaultdict(collections.Counter)  # tool -> calls, outcomes, latency buckets, sum
         self.recent = collections.defaultdict(lambda: collections.deque(maxlen=1000))
 
-    def count(self, tool: str, outcome: str, seconds: float):
+    def count(self, tool, outcome, seconds):
         """One call of `tool` that ended as `outcome` (ok, error, rateLimited, cached, refused)."""
         self.counts[tool].update(["calls", outcome, "+Inf"] + [bound for bound in LATENCY_BUCKETS if seconds <= bound])
         self.counts[tool]["sum"] += seconds
         self.recent[tool].append(seconds)
 
-    def summary(self) -> dict:
+    def summary(self):
         """Per tool: the counts and the 50th, 90th and 99th latency percentiles in milliseconds."""
         out = {}
         for tool, counts in sorted(self.counts.items()):
@@ -5295,7 +5295,7 @@ class CallMetrics:
                 for percent in (50, 90, 99)})
         return out
 
-    def prometheus(self, gauges: dict) -> str:
+    def prometheus(self, gauges):
         """The Prometheus text format: the counters and latency histogram per tool, then `gauges`
         {metric name: [(labels dict, value)]}."""
         lines = []
@@ -5324,13 +5324,13 @@ class Guard:
     `rules` are the file's (and the flags'): "rateLimit" (calls, seconds, scope), "cache" (ttl, shared),
     "confirm" (true or "destructive"); a source's `command_line` adds its server's and tool's."""
 
-    def __init__(self, log: Log, rules: dict | None = None, audit: AuditLog | None = None):
+    def __init__(self, log: Log, rules=None, audit: AuditLog | None = None):
         self.log, self.rules, self.audit = log, rules or {}, audit
         self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
         self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
         self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
 
-    async def call(self, public: str, source, original: str, arguments: dict, ctx: CallContext, tool: dict, ask):
+    async def call(self, public, source, original, arguments, ctx: CallContext, tool, ask):
         """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
         annotations = tool.get("annotations") or {}
         hidden = [key for key, prop in ((tool.get("inputSchema") or {}).get("properties") or {}).items()
@@ -5404,7 +5404,7 @@ class Guard:
             return tool_error("Not run: the user did not confirm that %s may %s." % (public, what))
         return None
 
-    async def record(self, name: str, arguments: dict, ctx: CallContext, entry: dict, call, hidden=()):
+    async def record(self, name, arguments, ctx: CallContext, entry, call, hidden=()):
         """Await `call` (a tool call, resource read or prompt get), then count it and write its audit line, the
         values of `hidden` arguments and of secret-looking names masked."""
         started, result, error = time.monotonic(), None, None
@@ -5550,7 +5550,7 @@ library package framework sdk module
 """  # one family a line: words for the same action or thing
 
 
-def search_words(text: str, stems: dict) -> list:
+def search_words(text, stems):
     """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
     (`stems`: the stems of the words seen so far)."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text).lower()
@@ -5558,7 +5558,7 @@ def search_words(text: str, stems: dict) -> list:
             if word not in STOP_WORDS]
 
 
-def _stem(word: str) -> str:
+def _stem(word):
     """A light stem: plurals, -ing, -ed and a last e (`issues`, `mapping`, `created`, `create` -> `issu`,
     `map`, `creat`, `creat`)."""
     word = re.sub(r"(?<=\w\w)ies$", "y", word)
@@ -5569,7 +5569,7 @@ def _stem(word: str) -> str:
     return re.sub(r"(?<=\w\w\w)e$", "", stem)
 
 
-def _families() -> dict:
+def _families():
     families = {}
     for line in WORD_FAMILIES.strip().split("\n"):
         words = {_stem(word) for word in line.split()}
@@ -5585,7 +5585,7 @@ class ToolIndex:
 
     K1, B = 1.2, 0.75
 
-    def __init__(self, tools: list):
+    def __init__(self, tools):
         import math
         self.families, self.tools = _families(), tools
         stems = {}
@@ -5609,7 +5609,7 @@ class ToolIndex:
             self.by_prefix.setdefault(word[:4], []).append(word)
 
     @staticmethod
-    def _fields(tool: dict) -> tuple:
+    def _fields(tool):
         """name, title, server, description and parameters: the texts of SEARCH_FIELDS."""
         description = str(tool.get("description") or "")
         server, _, rest = description[1:].partition("] ") if description.startswith("[") else ("", "", description)
@@ -5618,7 +5618,7 @@ class ToolIndex:
                               if isinstance(value, dict)) if isinstance(properties, dict) else ""
         return tool["name"], str(tool.get("title") or ""), server, rest, parameters
 
-    def expand(self, word: str) -> dict:
+    def expand(self, word):
         """The index's words a query word finds, each with the share of a match it is worth."""
         found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
         for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 else ():
@@ -5628,7 +5628,7 @@ class ToolIndex:
             found[word] = 1.0
         return found
 
-    def search(self, query: str, limit: int) -> list:
+    def search(self, query, limit):
         """The best `limit` tools for `query`, best first (none when no word matches)."""
         totals = {}
         for word in dict.fromkeys(search_words(query, {})):
@@ -5653,7 +5653,7 @@ class ToolSearch:
     """`toolSearch` for one Server: what a client's tools/list shows, the two tools, and per session the
     tools its searches found (at most FOUND_LIMIT, the least recently found dropped first)."""
 
-    def __init__(self, server, mode: str, threshold: int, pins, separator: str = "__"):
+    def __init__(self, server, mode, threshold, pins, separator="__"):
         import weakref
         self.server, self.mode, self.threshold, self.pins = server, mode, threshold, pins
         self.search_name = MANAGER_PREFIX + separator + "search_tools"
@@ -5661,7 +5661,7 @@ class ToolSearch:
         self.found = weakref.WeakKeyDictionary()  # Session -> OrderedDict of found names
         self._index = self._key = None
 
-    def applies(self, count: int, params: dict, ctx) -> bool:
+    def applies(self, count, params, ctx):
         """Whether this client gets the search surface: `on`, or `auto` past the threshold for a client
         other than Claude Code (which defers and searches tools itself)."""
         if self.mode != "auto" or count <= self.threshold:
@@ -5669,10 +5669,10 @@ class ToolSearch:
         client = (params.get("_meta") or {}).get(META_CLIENT_INFO) if ctx.modern else ctx.session.client_info
         return not re.search(r"claude.?code", str((client or {}).get("name")), re.I)
 
-    def handles(self, name: str) -> bool:
+    def handles(self, name):
         return self.mode != "off" and name in (self.search_name, self.call_name)
 
-    def listing(self, tools: list, params: dict, ctx) -> list:
+    def listing(self, tools, params, ctx):
         """The client's tools/list: the two tools, the pinned ones and this session's found ones."""
         if not self.applies(len(tools), params, ctx):
             return tools
@@ -5687,7 +5687,7 @@ class ToolSearch:
                  % self.search_name, "inputSchema": {"type": "object", "required": ["name"], "properties": {
                      "name": {"type": "string"}, "arguments": {"type": "object"}}}}] + shown
 
-    async def call(self, name: str, params: dict, arguments: dict, ctx) -> dict:
+    async def call(self, name, params, arguments, ctx):
         """Run mcpstudio__search_tools or mcpstudio__call_tool (whose call takes the path of a direct one)."""
         target, given = arguments.get("name"), arguments.get("arguments", {})
         if name == self.call_name and isinstance(target, str) and not self.handles(target) and isinstance(given, dict):
@@ -5711,7 +5711,7 @@ class ToolSearch:
         text = "Found %d tools; call them by name (or through %s):%s" % (len(hits), self.call_name, lines)
         return {"content": [{"type": "text", "text": text}], "structuredContent": {"tools": hits}}
 
-    def remember(self, names: list, session):
+    def remember(self, names, session):
         """Add found tools to the session's; list_changed when its tools/list gained one."""
         found = self.found.setdefault(session, collections.OrderedDict())
         grew = not found.keys() >= set(names)
@@ -5726,7 +5726,7 @@ class ToolSearch:
 class Server:
     """The MCP methods over a Catalog, for one client session."""
 
-    def __init__(self, catalog: Catalog, log: Log, title: str = "mcpstudio", instructions: str | None = None,
+    def __init__(self, catalog: Catalog, log: Log, title="mcpstudio", instructions=None,
                  guard: Guard | None = None):
         self.catalog = catalog
         self.guard = guard or Guard(log)
@@ -5774,13 +5774,13 @@ class Server:
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
 
     @property
-    def modern_methods(self) -> dict:
+    def modern_methods(self):
         """The 2026-07-28 method table, built on the first request of that era."""
         if self._modern_methods is None:
             self._modern_methods = modern_methods(self)
         return self._modern_methods
 
-    def dispatch(self, method: str, params: dict, ctx: CallContext):
+    def dispatch(self, method, params, ctx: CallContext):
         """Answer one request: the era's method table, or -32601 for an unknown method."""
         meta = params.get("_meta")
         if ctx.modern or method == "server/discover" or (type(meta) is dict and META_VERSION in meta):
@@ -5793,11 +5793,11 @@ class Server:
             raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
         return handler(params, ctx)
 
-    def server_info(self) -> dict:
+    def server_info(self):
         """This server's `serverInfo` (name, title, version)."""
         return {"name": "mcpstudio", "title": self.title, "version": __version__}
 
-    def notification(self, method: str, params: dict, session=None):
+    def notification(self, method, params, session=None):
         """Handle one notification from a client (initialized, cancelled, ...)."""
         session = session or self.session
         if method == "notifications/initialized" and session is not None and session not in self.sessions:
@@ -5839,7 +5839,7 @@ class Server:
                 if wanted.get(key) and relevant:
                     ctx.notify(method, meta)
 
-    def source_notification(self, method: str, params: dict):
+    def source_notification(self, method, params):
         """A notification from a source for every client (a subscribed resource was updated); a 2026-07-28
         client hears of the resources its subscriptions/listen names."""
         for session in self.sessions:
@@ -5848,7 +5848,7 @@ class Server:
             if params.get("uri") in granted.get("resourceSubscriptions", ()):
                 ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
 
-    def source_log(self, level: str, text: str, logger: str = "mcpstudio"):
+    def source_log(self, level, text, logger="mcpstudio"):
         """A log line from a source, forwarded to clients that asked for that level."""
         for session in self.sessions:
             session.log_to_client(level, text, logger)
@@ -5857,7 +5857,7 @@ class Server:
 
     # -- methods ------------------------------------------------------------------
 
-    def capabilities(self, modern: bool = False) -> dict:
+    def capabilities(self, modern=False):
         """The capabilities this server declares, from the kinds of its sources (and the era: tasks are
         a capability in 2025-11-25, an extension in 2026-07-28)."""
         capabilities = {"tools": {"listChanged": self.catalog.dynamic}, "logging": {}}
@@ -5960,7 +5960,7 @@ class Server:
         self.log.debug("tool %s runs as task %s", name, task.id)
         return {"task": task.wire()}
 
-    async def _ask(self, form: dict, params: dict, ctx: CallContext, key: str) -> dict:
+    async def _ask(self, form, params, ctx: CallContext, key):
         """The user's answer to `form` (an elicitation/create): asked of the client (handshake era), or taken
         from the retried request's `inputResponses` (2026-07-28), or else an InputRequiredResult to retry with."""
         if not ctx.modern:
@@ -5976,7 +5976,7 @@ class Server:
             raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses.%s` must be an elicitation result" % key)
         return answer
 
-    async def _modern_call(self, name: str, call, support: str, ctx: CallContext):
+    async def _modern_call(self, name, call, support, ctx: CallContext):
         """2026-07-28: a task when the tool requires one, or an optional one runs past TASK_AFTER (and
         the request declared the extension); otherwise the plain result."""
         if support == "forbidden" or (support == "optional" and (not ctx.declared(TASKS_EXTENSION) or self.tasks.full())):
@@ -6057,7 +6057,7 @@ class Server:
         """`resources/list`, paginated."""
         return await self._listing("resources", self.catalog.resources, params)
 
-    async def _listing(self, key: str, build, params: dict) -> dict:
+    async def _listing(self, key, build, params):
         """A listing whose first page builds it and whose next pages page through that same snapshot
         (thousands of skill files are not looked up again for each page)."""
         if params.get("cursor") is None or key not in self._snapshots:
@@ -6083,7 +6083,7 @@ class Server:
         return await self.guard.record(name, arguments, ctx, {"method": "prompts/get"},
                                        self.catalog.get_prompt(name, arguments, ctx))
 
-    async def subscribe(self, params, ctx, method: str):
+    async def subscribe(self, params, ctx, method):
         """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI."""
         return await self.catalog.subscribe(method, _uri_param(params, method), ctx)
 
@@ -6121,7 +6121,7 @@ class Server:
         return {}
 
 
-def _name_and_arguments(params: dict, method: str) -> tuple:
+def _name_and_arguments(params, method):
     """`name` and `arguments` of tools/call and prompts/get, checked (-32602 if malformed)."""
     name = params.get("name")
     if not isinstance(name, str):
@@ -6134,14 +6134,14 @@ def _name_and_arguments(params: dict, method: str) -> tuple:
     return name, arguments
 
 
-def _uri_param(params: dict, method: str) -> str:
+def _uri_param(params, method):
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise McpError(INVALID_PARAMS, "Invalid params: %s needs a string `uri`" % method)
     return uri
 
 
-def _page(key: str, items: list, params: dict) -> dict:
+def _page(key, items, params):
     page, next_cursor = paginate(items, params.get("cursor"))
     result = {key: page}
     if next_cursor:
@@ -6156,7 +6156,7 @@ _NOT_MODERN = ("initialize", "ping", "logging/setLevel", "resources/subscribe", 
                "tasks/result", "tasks/list")
 
 
-def modern_methods(server) -> dict:
+def modern_methods(server):
     """The methods of the era: no handshake, ping or setLevel; discovery and subscriptions."""
     methods = {m: h for m, h in server.methods.items() if m not in _NOT_MODERN}
     methods["server/discover"] = lambda params, ctx: discover(server, params, ctx)
@@ -6166,7 +6166,7 @@ def modern_methods(server) -> dict:
     return methods
 
 
-def dispatch_modern(server, method: str, params: dict, ctx: CallContext, meta):
+def dispatch_modern(server, method, params, ctx: CallContext, meta):
     """A 2026-07-28 request: checked `_meta`, then served statelessly; results marked complete."""
     ctx.modern = True
     if (not isinstance(meta, dict) or not isinstance(meta.get(META_VERSION), str)
@@ -6209,7 +6209,7 @@ _CACHEABLE = frozenset(("server/discover", "tools/list", "prompts/list", "resour
                         "resources/templates/list", "resources/read"))
 
 
-def _complete(server, method: str, result: dict) -> dict:
+def _complete(server, method, result):
     result = dict(result)
     result.setdefault("resultType", "complete")  # a CreateTaskResult says "task"
     result["_meta"] = dict(result.get("_meta") or (), **{META_SERVER_INFO: server.server_info()})
@@ -6265,7 +6265,7 @@ async def _quietly(call):
         pass
 
 
-async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd: int, out_fd: int) -> int:
+async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, out_fd):
     """Serve `server` on the given descriptors until stdin closes or a signal arrives."""
     loop = asyncio.get_running_loop()
     transport = StdioTransport(in_fd, out_fd, log)
@@ -6849,7 +6849,7 @@ def read_rules(loader, obj, where):
     return rules
 
 
-def read_tool_search(loader, data: dict) -> tuple:
+def read_tool_search(loader, data):
     """(toolSearch, toolSearchThreshold, toolSearchPin) of a config file."""
     pins = loader.get(data, "toolSearchPin", list, "", [])
     if not all(isinstance(pin, str) for pin in pins):
@@ -6858,7 +6858,7 @@ def read_tool_search(loader, data: dict) -> tuple:
             loader.get(data, "toolSearchThreshold", int, "", TOOL_SEARCH_THRESHOLD), pins)
 
 
-def read_guard(loader, data: dict) -> tuple:
+def read_guard(loader, data):
     """A config file's guard rails: (its rules, its AuditLog or None, the HTTP paths it opens)."""
     audit = loader.get(data, "audit", dict, "")
     if audit is not None:
@@ -7547,7 +7547,7 @@ _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId",
 _FILTER_KEYS = ("allow", "deny")
 
 
-def _list_wait() -> float:
+def _list_wait():
     """LIST_WAIT, or the seconds $MCPSTUDIO_LIST_WAIT gives (0 to 60)."""
     try:
         return min(max(float(os.environ["MCPSTUDIO_LIST_WAIT"]), 0.0), 60.0)
@@ -7555,11 +7555,11 @@ def _list_wait() -> float:
         return LIST_WAIT
 
 
-def _server_id(key: str) -> str:
+def _server_id(key):
     return safe_name(key, 128)  # tool names are shortened where needed, ids only made safe
 
 
-def _fingerprint(*parts) -> str:
+def _fingerprint(*parts):
     import hashlib
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -7568,7 +7568,7 @@ def _fingerprint(*parts) -> str:
 class UpstreamSpec:
     """One configured server, as read from the file; `error` when the entry cannot be used."""
 
-    def __init__(self, key: str, where: str):
+    def __init__(self, key, where):
         self.key, self.id, self.where = key, _server_id(key), where
         self.command, self.args, self.cwd, self.env, self.url = None, [], None, {}, None
         self.headers = {}
@@ -7587,23 +7587,23 @@ class UpstreamSpec:
         self.protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
         self.rules = {}       # its rateLimit, cache and confirm (see Guard)
 
-    def public_name(self, name: str, separator: str) -> str:
+    def public_name(self, name, separator):
         """The name a client sees for the server's tool or prompt `name`."""
         return self.prefix + separator + name if self.prefix else name
 
     @property
-    def launch(self) -> str:
+    def launch(self):
         """What starts the server: a change here means a restart (and another cache entry)."""
         return _fingerprint(self.command, self.args, self.cwd, self.env, self.url, self.headers, self.protocol)
 
     @property
-    def settings(self) -> str:
+    def settings(self):
         """A fingerprint of everything that, changed by a reload, restarts the server."""
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
                             self.denied_tools, self.oauth)
 
-    def display(self) -> str:
+    def display(self):
         """The server as a person reads it, secrets masked: its URL, or its command line."""
         return mask_secrets(self.url or _argv_text([self.command or "?"] + self.args))
 
@@ -7615,7 +7615,7 @@ class UpstreamPlan:
         self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
         self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
 
-    def denial(self, namespace, spec, tool: str):
+    def denial(self, namespace, spec, tool):
         """Why `tool` of `spec` is denied in `namespace` (None: it is allowed).
 
         mcp-studio's rules: a server's deniedTools always win; then a
@@ -7637,7 +7637,7 @@ class UpstreamPlan:
                     "none enables `%s`" % (namespace, spec.key, tool))
         return None
 
-    def left_out(self, namespace, spec, original: str, separator: str):
+    def left_out(self, namespace, spec, original, separator):
         """Why `serve` leaves `spec`'s tool `original` out of `namespace`: "" for the server's or the namespace's
         allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
         entry = self.namespaces.get(namespace) if namespace else None
@@ -7647,7 +7647,7 @@ class UpstreamPlan:
         return self.denial(namespace, spec, original)
 
 
-def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
+def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
     """The `mcpServers`, `servers`, `namespaces` and `defaultNamespace` keys of a config.
 
     A mistake inside one server entry makes that server unusable (`spec.error`,
@@ -7731,7 +7731,7 @@ def read_upstreams(loader, data: dict, base_timeout) -> UpstreamPlan:
     return UpstreamPlan(specs, namespaces, loader.get(data, default_key, str, ""), default_key, permissions)
 
 
-def _keyed_list(loader, items, where: str) -> dict:
+def _keyed_list(loader, items, where):
     """mcp-studio's early list form ([{"id": ..., ...}]) as the object form keyed by id."""
     out = {}
     for index, item in enumerate(items):
@@ -7741,7 +7741,7 @@ def _keyed_list(loader, items, where: str) -> dict:
     return out
 
 
-def _read_filter(loader, entry: dict, where: str) -> tuple:
+def _read_filter(loader, entry, where):
     tools = loader.get(entry, "tools", dict, where, {})
     loader.keys(tools, _FILTER_KEYS, _join(where, "tools"))
     lists = []
@@ -7753,7 +7753,7 @@ def _read_filter(loader, entry: dict, where: str) -> tuple:
     return tuple(lists)
 
 
-def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
+def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
     if not isinstance(entry, dict):
         raise loader.error(where, "expected an object with `command` (and `args`, `env`, `cwd`), not %s"
                            % _type_name(entry))
@@ -7840,7 +7840,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where: str, base_timeout):
     _read_oauth(loader, spec, entry, where)
 
 
-def _read_oauth(loader, spec: UpstreamSpec, entry: dict, where: str):
+def _read_oauth(loader, spec: UpstreamSpec, entry, where):
     """The `oauth` block of a URL server (and other clients' names for its parts); `false` turns sign-in off."""
     given = [key for key in _OAUTH_KEYS if key in entry]
     if spec.url is None:
@@ -7880,7 +7880,7 @@ def _read_oauth(loader, spec: UpstreamSpec, entry: dict, where: str):
     spec.oauth = settings
 
 
-def _read_http_extras(loader, spec: UpstreamSpec, entry: dict, where: str):
+def _read_http_extras(loader, spec: UpstreamSpec, entry, where):
     """mcp-studio's http_headers, env_http_headers (header -> variable) and bearer_token_env_var."""
     headers = dict(loader.get(entry, "http_headers", dict, where, {}))
     for header, variable in loader.get(entry, "env_http_headers", dict, where, {}).items():
@@ -7906,7 +7906,7 @@ def _read_http_extras(loader, spec: UpstreamSpec, entry: dict, where: str):
         spec.secrets.append(value)
 
 
-def select_namespace(namespaces: dict, requested, default, default_key="defaultNamespace") -> tuple:
+def select_namespace(namespaces, requested, default, default_key="defaultNamespace"):
     """(name or None for every server, how it was chosen, error text or None): seed 004's rules."""
     names = ", ".join(sorted(namespaces)) or "none"
     how_to = ("choose one with --namespace NAME in this server's args, or set \"defaultNamespace\" "
@@ -7928,16 +7928,16 @@ def select_namespace(namespaces: dict, requested, default, default_key="defaultN
     return None, None, "no namespace chosen and the config has several (%s); %s" % (names, how_to)
 
 
-def _match(name: str, patterns) -> bool:
+def _match(name, patterns):
     import fnmatch
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
-def _passes(name: str, allow, deny) -> bool:
+def _passes(name, allow, deny):
     return (not allow or _match(name, allow)) and not _match(name, deny)
 
 
-def shared_uris(listings) -> dict:
+def shared_uris(listings):
     """{uri: [server ids]} for each resource URI that more than one server lists (`listings`: [(server id,
     resources)]); skill:// URIs are served under each server's id, so they are never shared."""
     owners = {}
@@ -7975,7 +7975,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             if not isinstance(item, McpError):  # a line over MAX_MESSAGE: _oversized
                 self.upstream.client.received(item)
 
-    def _oversized(self, head: bytes, tail: bytes):
+    def _oversized(self, head, tail):
         """A line over MAX_MESSAGE was skipped: fail the request it answers (its id starts or ends it)."""
         found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,', head) or \
             re.search(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$', tail)
@@ -7987,7 +7987,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
                         "%d bytes, more than mcpstudio accepts; ask for less at a time (a smaller range, page "
                         "or file)" % (client.name, MAX_MESSAGE))
 
-    def send(self, message: dict):
+    def send(self, message):
         pipe = self.transport.get_pipe_transport(0) if self.transport is not None else None
         if pipe is not None and not pipe.is_closing():
             pipe.write(encode_message(message))
@@ -9031,7 +9031,7 @@ class RpcClient:
     requests and notifications go to `on_message`.
     """
 
-    def __init__(self, name: str, on_message, note):
+    def __init__(self, name, on_message, note):
         self.name = name              # the server's id, for error messages
         self.on_message = on_message
         self.note = note              # a line for the server's log
@@ -9041,17 +9041,17 @@ class RpcClient:
         self.next_id = 0
         self.meta = None              # added to every request's _meta (a 2026-07-28 server), or None
 
-    def new_id(self) -> int:
+    def new_id(self):
         """The next request id (ours: an upstream never sees the client's ids)."""
         self.next_id += 1
         return self.next_id
 
-    def send(self, message: dict):
+    def send(self, message):
         """Write one message on the channel, when there is one."""
         if self.channel is not None:
             self.channel.send(message)
 
-    def request(self, method: str, params: dict, timeout=None, cause=None):
+    def request(self, method, params, timeout=None, cause=None):
         """Send a request (made for `cause`, a client's CallContext); the returned awaitable resolves to its
         result or raises UpstreamError."""
         loop = asyncio.get_running_loop()
@@ -9099,19 +9099,19 @@ class RpcClient:
             future.set_exception(UpstreamError(SERVER_TIMEOUT, "server `%s` did not answer %s within %g s"
                                                % (self.name, method, timeout), {"server": self.name}))
 
-    def fail(self, request_id, code: int, text: str):
+    def fail(self, request_id, code, text):
         """Fail one waiting request (its answer cannot arrive)."""
         future = self.pending.get(request_id)
         if future is not None and not future.done():
             future.set_exception(UpstreamError(code, text, {"server": self.name}))
 
-    def fail_all(self, code: int, text: str):
+    def fail_all(self, code, text):
         """Fail every waiting request at once (the server ended or was stopped)."""
         for request_id in list(self.pending):
             self.fail(request_id, code, text)
         self.pending.clear()
 
-    def received(self, line: bytes):
+    def received(self, line):
         """One line from the server: parsed and handled; junk is logged and skipped."""
         try:
             message = json.loads(line)
@@ -9122,7 +9122,7 @@ class RpcClient:
         else:
             self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(line[:400].decode("utf-8", "replace"), 200))
 
-    def received_message(self, message: dict, related=None):
+    def received_message(self, message, related=None):
         """One message: a notification or request goes on (with the CallContext of our request `related`,
         when it came on that request's stream); a reply settles its request."""
         if message.get("method") is not None:
@@ -9144,7 +9144,7 @@ class RpcClient:
 class McpClient(RpcClient):
     """MCP over an RpcClient: the handshake (or a 2026-07-28 server's discovery), and listings page by page."""
 
-    def __init__(self, name: str, on_message, note):
+    def __init__(self, name, on_message, note):
         super().__init__(name, on_message, note)
         self.capabilities, self.server_info, self.protocol_version = {}, {}, None
         self.offered = {}  # the client capabilities it declares: those of the client mcpstudio serves
@@ -9152,16 +9152,16 @@ class McpClient(RpcClient):
         self.modern_only = set()  # names of the tools and prompts it lists only to 2026-07-28 requests
 
     @property
-    def modern(self) -> bool:
+    def modern(self):
         """It speaks only 2026-07-28 (found when initialize is refused): every request carries _meta."""
         return self.meta is not None
 
     @modern.setter
-    def modern(self, value: bool):
+    def modern(self, value):
         self.meta = self.modern_meta(self.offered) if value else None
 
     @staticmethod
-    def modern_meta(capabilities: dict) -> dict:
+    def modern_meta(capabilities):
         """The `_meta` that makes a request a 2026-07-28 one, declaring `capabilities`."""
         return {META_VERSION: MODERN_VERSIONS[0], META_CAPABILITIES: capabilities,
                 "io.modelcontextprotocol/clientInfo": {"name": "mcpstudio", "version": __version__}}
@@ -9222,7 +9222,7 @@ class McpClient(RpcClient):
         self.capabilities = _object(result.get("capabilities"))
         self.server_info = _object((result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo"))
 
-    async def listing(self, timeout) -> dict:
+    async def listing(self, timeout):
         """Its tools, resources, resource templates and prompts (what it has the capability for)."""
         listing = {}
         for capability, method, key in (("tools", "tools/list", "tools"),
@@ -9251,7 +9251,7 @@ class McpClient(RpcClient):
         listing["skills"] = (self.capabilities.get("extensions") or {}).get(SKILLS_EXTENSION)  # asked when a client asks
         return listing
 
-    async def list_all(self, method: str, key: str, timeout, meta=None) -> list:
+    async def list_all(self, method, key, timeout, meta=None):
         """Every page of a listing (`tools/list` and the like), up to 1,000 pages (with `meta`: 2026-07-28)."""
         items, cursor = [], None
         for _ in range(1000):
@@ -9281,7 +9281,7 @@ class McpClient(RpcClient):
 class ListingCache:
     """One upstream's listing on disk, so that a listing starts nothing: read safely, written atomically."""
 
-    def __init__(self, path: str, log: Log):
+    def __init__(self, path, log: Log):
         self.path = path
         self.log = log
 
@@ -9322,7 +9322,7 @@ class ListingCache:
             os.close(fd)
 
     @staticmethod
-    def _shape(entry) -> str:
+    def _shape(entry):
         """What is wrong with a cache entry's shape, or ''."""
         if not isinstance(entry, dict):
             return "it holds a JSON %s, not a listing" % _type_name(entry)
@@ -9338,7 +9338,7 @@ class ListingCache:
             return "`serverInfo` is not an object"
         return ""
 
-    def write(self, listing: dict, server_key: str):
+    def write(self, listing, server_key):
         """Save a server's listing for the next start (errors are logged, never raised)."""
         entry = dict(listing, format=UPSTREAM_CACHE_FORMAT, server=server_key, saved=time.time())
         try:
@@ -9354,12 +9354,12 @@ class ListingCache:
 class ServerLog:
     """One upstream's own log: lifecycle notes and stderr lines, kept for `server_logs` and error messages."""
 
-    def __init__(self, server_id: str, log: Log):
+    def __init__(self, server_id, log: Log):
         self.server_id, self.log = server_id, log
         self.lines = collections.deque(maxlen=LOG_LINES)
         self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
 
-    def note(self, text: str, warn: bool = False):
+    def note(self, text, warn=False):
         """A lifecycle line: to the server's log ring, and to mcpstudio's debug log (or a warning, said once)."""
         self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
         if warn:
@@ -9367,19 +9367,19 @@ class ServerLog:
         else:
             self.log.debug("[%s] %s", self.server_id, text)
 
-    def stderr_line(self, text: str):
+    def stderr_line(self, text):
         """One line of the server's stderr: kept for server_logs and error messages."""
         self.lines.append("%s stderr: %s" % (time.strftime("%H:%M:%S"), text))
         self.recent.append(text)
         if self.log.enabled:
             self.log.debug("[%s] %s", self.server_id, text)
 
-    def tail(self) -> str:
+    def tail(self):
         """The current run's last stderr lines, masked, for an error message (or '')."""
         tail = [self.log.mask(line) for line in self.recent if line.strip()]
         return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
 
-    def why(self, reason: str) -> str:
+    def why(self, reason):
         """`reason` (exited with code 3) after the last stderr line, which most often says why, where a screen's
         edge would cut it; then the last lines."""
         last = next((line.strip() for line in reversed(self.recent) if line.strip()), "")
@@ -9398,12 +9398,12 @@ class RestartBackoff:
         self.failures += 1
         self.failed_at = time.monotonic()
 
-    def crashed(self, uptime: float):
+    def crashed(self, uptime):
         """The running server ended after `uptime` seconds: after a minute's run the count starts again."""
         self.failures = 1 if uptime > 60 else self.failures + 1
         self.failed_at = time.monotonic()
 
-    def delay(self) -> float:
+    def delay(self):
         """Seconds to wait before the next start may begin: none after a first failure, then growing."""
         if self.failures < 2:
             return 0.0
@@ -9421,7 +9421,7 @@ class Downstream:
         self.session = None
         self.log_level = None   # the level the client set with logging/setLevel, passed on to every server
 
-    def offered(self) -> dict:
+    def offered(self):
         """The client capabilities an upstream is told of: exactly those of mcpstudio's own client."""
         return dict(self.session.client_capabilities) if self.session is not None else {}
 
@@ -9435,7 +9435,7 @@ class Downstream:
         if self.source.events is not None:
             self.source.events.source_log(level, data, logger)
 
-    def updated(self, params: dict):
+    def updated(self, params):
         """A server's `notifications/resources/updated`: the client's subscription, passed on."""
         if self.source.events is not None:
             self.source.events.source_notification("notifications/resources/updated", params)
@@ -9462,7 +9462,7 @@ class ListenStream:
         if self.upstream.client.modern and self.upstream.state == "running" and wanted:
             self.task = asyncio.ensure_future(self._listening(wanted))
 
-    async def _listening(self, wanted: dict):
+    async def _listening(self, wanted):
         try:
             while self.upstream.state == "running":
                 try:
@@ -9476,7 +9476,7 @@ class ListenStream:
         except asyncio.CancelledError:
             pass
 
-    async def watch(self, uri: str, on: bool) -> dict:
+    async def watch(self, uri, on):
         """resources/subscribe (`on`) or unsubscribe for a 2026-07-28 server: its listen is opened again."""
         (self.watched.add if on else self.watched.discard)(uri)
         self.open()
@@ -9487,7 +9487,7 @@ class ListenStream:
             self.task.cancel()
             self.task = None
 
-    def waiting(self) -> bool:
+    def waiting(self):
         """Whether the listen request is in flight (it stays pending while the server runs)."""
         return self.task is not None and not self.task.done()
 
@@ -9503,7 +9503,7 @@ class BackChannel:
         self.progress = {}  # our progress token -> the client's CallContext
         self.notices = {}   # the token bucket of its log and progress notifications (UPSTREAM_NOTICES a second)
 
-    def message(self, message: dict, cause=None):
+    def message(self, message, cause=None):
         """A request or notification from the server (`cause`: the CallContext of the call whose stream
         it came on, over HTTP)."""
         method = message["method"]
@@ -9539,7 +9539,7 @@ class BackChannel:
         elif method.endswith("/list_changed") and self.upstream.state == "running":
             self.upstream.relist()
 
-    async def _ask_client(self, request_id, method: str, params: dict, cause=None):
+    async def _ask_client(self, request_id, method, params, cause=None):
         """Put a request of the server's to the client of the call that caused it (`cause`, a CallContext),
         else to mcpstudio's client; send the answer back under the server's id."""
         reply = {"jsonrpc": "2.0", "id": request_id}
@@ -9576,7 +9576,7 @@ class BackChannel:
             pause(cause.request_id)
 
 
-def poll_interval(suggested_ms, waited: float, server_id: str) -> float:
+def poll_interval(suggested_ms, waited, server_id):
     """Seconds before a server's task is polled again, `waited` seconds after it was made: the interval the server
     suggests (0.1 to 5 s; 1 s when none), but no less than a backoff from 0.1 s to 5 s within 20 s; past
     TASK_MAX_TTL_MS (the longest of mcpstudio's own tasks), an error naming the server: the task is given up."""
@@ -9594,7 +9594,7 @@ class ServerTasks:
     def __init__(self, upstream):
         self.upstream = upstream
 
-    def runs(self, name: str, ctx=None) -> bool:
+    def runs(self, name, ctx=None):
         """Whether this running server runs its tool `name` as a task of its own (2025-11-25 tasks)."""
         upstream = self.upstream
         requests = _object(_object(upstream.client.capabilities.get("tasks")).get("requests"))
@@ -9603,7 +9603,7 @@ class ServerTasks:
         tool = next((t for t in (upstream.known() or {}).get("tools", ()) if t.get("name") == name), {})
         return _object(tool.get("execution")).get("taskSupport") in ("optional", "required")
 
-    async def call(self, name: str, arguments: dict, ctx):
+    async def call(self, name, arguments, ctx):
         """A call (made in one of mcpstudio's own tasks) that the server runs as its task: created, polled
         to its end, its result fetched; cancelled, the server's task is cancelled too."""
         upstream = self.upstream
@@ -9643,7 +9643,7 @@ class ServerTasks:
             result["_meta"] = {k: v for k, v in meta.items() if k != RELATED_TASK}
         return result
 
-    async def follow(self, task_id: str, meta: dict, ctx):
+    async def follow(self, task_id, meta, ctx):
         """A 2026-07-28 server made a task of a call (the client declared the tasks extension): polled here,
         inside mcpstudio's own call or task, to its result; cancelled, the server's task is cancelled too."""
         upstream = self.upstream
@@ -9668,7 +9668,7 @@ class ServerTasks:
             self.cancel(ask)
             raise
 
-    def cancel(self, params: dict):
+    def cancel(self, params):
         """Cancel the server's own task `params["taskId"]` (a call of ours made it), answer unawaited."""
         if self.upstream.state == "running":
             self.upstream.client.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % params["taskId"],
@@ -9678,7 +9678,7 @@ class ServerTasks:
 class Upstream:
     """One upstream server: an MCP client over its stdio (or HTTP), started on demand and supervised."""
 
-    def __init__(self, spec: UpstreamSpec, runner: ProcessRunner, log: Log, downstream, cache_dir: str, *,
+    def __init__(self, spec: UpstreamSpec, runner: ProcessRunner, log: Log, downstream, cache_dir, *,
                  config_path=None, start_tool="servers_start"):
         self.spec = spec
         self.runner, self.log = runner, log
@@ -9722,7 +9722,7 @@ class Upstream:
             return None  # listed for a client that offered other features (sampling, roots...): list again
         return self.cached or None
 
-    def usable(self) -> bool:
+    def usable(self):
         """Whether the entry can be started at all (not disabled or misconfigured)."""
         return self.state not in ("disabled", "misconfigured")
 
@@ -9876,7 +9876,7 @@ class Upstream:
             transport, protocol = spawn.result()
             asyncio.ensure_future(self.runner.end_server(transport, protocol.exited, 0))
 
-    def _failed(self, reason: str) -> UpstreamError:
+    def _failed(self, reason) -> UpstreamError:
         self.state, self.last_error = "failed", reason
         self.backoff.failed()
         self.server_log.note("failed to start: %s" % reason)
@@ -9939,7 +9939,7 @@ class Upstream:
         reason = "exited with code %s" % code if code is None or code >= 0 else "was killed by %s" % _signal_name(-code)
         self.lost(protocol, self.server_log.why(reason))
 
-    def lost(self, protocol, reason: str):
+    def lost(self, protocol, reason):
         """The process exited or the connection failed: fail every waiting request at once."""
         if protocol.reason is not None:
             return
@@ -9978,7 +9978,7 @@ class Upstream:
         if self.client.channel is protocol:
             self.client.channel = None
 
-    async def stop(self, reason: str, final_state: str = "stopped"):
+    async def stop(self, reason, final_state="stopped"):
         """Stop the server and its group; runs to the end even if the caller is cancelled."""
         if self._stopping is None or self._stopping.done():
             self._stopping = asyncio.ensure_future(self._stop(reason, final_state))
@@ -9992,7 +9992,7 @@ class Upstream:
                 raise
         return stopping.result()
 
-    async def _stop(self, reason: str, final_state: str):
+    async def _stop(self, reason, final_state):
         was = self.state
         if self.usable():
             self.state = "stopping"
@@ -10015,7 +10015,7 @@ class Upstream:
             self._gate = None
         self.spec = spec
 
-    async def set_level(self, level: str):
+    async def set_level(self, level):
         """Pass the client's `logging/setLevel` on (a server that refuses it is noted, not failed)."""
         try:
             await self.client.request("logging/setLevel", {"level": level}, self.spec.tool_timeout)
@@ -10024,7 +10024,7 @@ class Upstream:
 
     # -- forwarding -----------------------------------------------------------------
 
-    async def forward(self, method: str, params: dict, ctx):
+    async def forward(self, method, params, ctx):
         """Send one routed request once the server runs; with the client's progress mapped back."""
         await self.ready(ctx)
         if self.spec.max_concurrency:
@@ -10034,12 +10034,12 @@ class Upstream:
                 return await self._forward(method, params, ctx)
         return await self._forward(method, params, ctx)
 
-    def mirrors(self, ctx, name) -> bool:
+    def mirrors(self, ctx, name):
         """Whether a request (of `ctx`, for the tool or prompt `name`) goes to this server that speaks both
         eras as a 2026-07-28 one: a 2026-07-28 client's, and any for what it offers only in that era."""
         return self.client.dual and ((ctx is not None and ctx.modern) or name in self.client.modern_only)
 
-    def modern_for(self, ctx, name) -> bool:
+    def modern_for(self, ctx, name):
         """Whether this request reaches the server in the 2026-07-28 era."""
         return self.client.modern or self.mirrors(ctx, name)
 
@@ -10083,7 +10083,7 @@ INPUT_ROUNDS = 10  # input_required rounds answered for a handshake-era client b
 class _Parked:
     """A call to a handshake-era server, waiting on the 2026-07-28 client's answers."""
 
-    def __init__(self, method: str, name):
+    def __init__(self, method, name):
         self.method, self.name = method, name  # what the retry must repeat
         self.call = None      # the forwarded request, running on its own
         self.asks = {}        # input key -> (method, params, future of the client's answer)
@@ -10105,7 +10105,7 @@ class InputBridge:
         self.parked = {}  # requestState -> _Parked
         self.calls = {}   # the CallContext a call was forwarded with -> its _Parked
 
-    async def exchange(self, forward, method: str, name, ctx):
+    async def exchange(self, forward, method, name, ctx):
         """`forward(ctx)` as a multi round-trip request of `ctx`'s client."""
         state = ctx.inputs.get("requestState")
         if state is None:
@@ -10138,7 +10138,7 @@ class InputBridge:
             raise
         return entry.call.result()
 
-    def _park(self, entry: _Parked) -> dict:
+    def _park(self, entry: _Parked):
         import secrets
         state = secrets.token_urlsafe(16)
         self.parked[state] = entry
@@ -10147,12 +10147,12 @@ class InputBridge:
                 "inputRequests": {key: {"method": method, "params": params}
                                   for key, (method, params, _) in entry.asks.items()}}
 
-    def _expire(self, state: str):
+    def _expire(self, state):
         entry = self.parked.pop(state, None)
         if entry is not None:
             entry.call.cancel()
 
-    async def ask(self, ctx, method: str, params: dict):
+    async def ask(self, ctx, method, params):
         """A server's request during `ctx`'s call: its answer, once the client's retry brings it."""
         entry = self.calls.get(ctx)
         if entry is None:
@@ -10169,7 +10169,7 @@ class InputBridge:
         for state in list(self.parked):
             self._expire(state)
 
-    async def forward(self, upstream, method: str, params: dict, ctx):
+    async def forward(self, upstream, method, params, ctx):
         """Forward a request that may need the user's input on the way (SEP-2322), whatever the eras:
         a 2026-07-28 client and server pass `inputResponses`, `requestState` and the input_required
         result through untouched; a handshake-era client is asked what a 2026-07-28 server's result
@@ -10195,7 +10195,7 @@ class InputBridge:
         raise McpError(INTERNAL_ERROR, "server `%s` still wanted input after %d rounds; gave up" % (
             upstream.spec.id, INPUT_ROUNDS))
 
-    async def _answers(self, upstream, result: dict, ctx) -> dict:
+    async def _answers(self, upstream, result, ctx):
         """A handshake-era client's answers to a 2026-07-28 server's `inputRequests`, asked one by one."""
         requests = result.get("inputRequests")
         if not isinstance(requests, dict) or not requests:
@@ -10235,7 +10235,7 @@ class Namespace:
     """Which of a config's servers are served, and under which names: the namespace chosen (on the command line,
     by the config's default, or none), its filters and permissions, and the manager tools' names."""
 
-    def __init__(self, requested, separator: str, config_path, log: Log):
+    def __init__(self, requested, separator, config_path, log: Log):
         self.requested = requested  # --namespace
         self.separator = separator
         self.config_path, self.log = config_path, log
@@ -10243,11 +10243,11 @@ class Namespace:
         self.name = self.chosen_by = None
         self.refusal = None  # what every request gets when no namespace can be chosen
 
-    def manager_name(self, tool: str) -> str:
+    def manager_name(self, tool):
         """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
         return MANAGER_PREFIX + self.separator + tool
 
-    def rename(self, spec: UpstreamSpec, original: str, table: dict) -> str:
+    def rename(self, spec: UpstreamSpec, original, table):
         """A name for `spec`'s tool `original`, whose public name another tool of `table` took: under the server's
         id when its prefix is "" (prefixed names are claimed first), else made distinct; a warning names both."""
         wanted = spec.public_name(original, self.separator)
@@ -10257,7 +10257,7 @@ class Namespace:
                            wanted, owner[1] if owner[0] == "upstream" else "mcpstudio", spec.id, name)
         return name
 
-    def apply(self, plan: UpstreamPlan) -> dict:
+    def apply(self, plan: UpstreamPlan):
         """Choose the namespace of `plan` (logged); its servers' specs by id, or none when it cannot be chosen."""
         self.plan = plan
         self.name, self.chosen_by, error = select_namespace(plan.namespaces, self.requested, plan.default,
@@ -10283,11 +10283,11 @@ class Namespace:
                 self.log.warning("%s: %s", self.config_path, note)
         return {spec.id: spec for spec in chosen}
 
-    def left_out(self, spec: UpstreamSpec, original: str):
+    def left_out(self, spec: UpstreamSpec, original):
         """Why the listing leaves out a server's tool `original` (see UpstreamPlan.left_out)."""
         return self.plan.left_out(self.name, spec, original, self.separator)
 
-    def check_permitted(self, spec: UpstreamSpec, name: str, original: str):
+    def check_permitted(self, spec: UpstreamSpec, name, original):
         """The current plan's filters and permissions, again: a reload may deny what the last listing had."""
         why = self.left_out(spec, original)
         if why == "":
@@ -10303,7 +10303,7 @@ class ManagerTools:
     def __init__(self, hub):
         self.hub = hub
 
-    def listed(self) -> list:
+    def listed(self):
         """(tool, its listing) of each manager tool, named with the hub's separator."""
         listed = []
         for tool, description, properties, required, read_only in MANAGER_TOOLS:
@@ -10315,11 +10315,11 @@ class ManagerTools:
         return listed
 
     @staticmethod
-    def shown(up, text: str) -> str:
+    def shown(up, text):
         """`text` about `up` as a client may read it: secrets masked, and none of the server's env values."""
         return mask_secrets(up.log.mask(Log(secrets=up.spec.env.values()).mask(text)))
 
-    def status(self, up) -> dict:
+    def status(self, up):
         """What servers_list says of one server."""
         known = up.known()
         return {
@@ -10346,7 +10346,7 @@ class ManagerTools:
                 ", ".join(hub.upstreams) or "none"))
         return upstream
 
-    async def call(self, tool: str, arguments: dict) -> dict:
+    async def call(self, tool, arguments):
         """Run one manager tool; its result is JSON text plus structuredContent."""
         hub = self.hub
         try:
@@ -10387,7 +10387,7 @@ class ManagerTools:
                 "structuredContent": result}
 
 
-def skill_uri(server_id: str, uri):
+def skill_uri(server_id, uri):
     """A server's skill:// URI as the aggregator serves it, under skill://<server id>/; any other value as it is."""
     return "skill://%s/%s" % (server_id, uri[8:]) if isinstance(uri, str) and uri[:8] == "skill://" else uri
 
@@ -10400,7 +10400,7 @@ class UpstreamSkills:
         self.hub = hub
         self._paths = {}  # server id -> the skill paths its last skills/list served here
 
-    def servers(self) -> list:
+    def servers(self):
         """The servers whose last listing declared the skills extension."""
         return [u for u in self.hub._active() if isinstance((u.known() or {}).get("skills"), dict)]
 
@@ -10416,7 +10416,7 @@ class UpstreamSkills:
                                   for r in entry["resources"]]
         return entry
 
-    async def _pages(self, upstream, method: str, params: dict, key: str) -> list:
+    async def _pages(self, upstream, method, params, key):
         items, cursor = [], None
         for _ in range(1000):
             result = await upstream.forward(method, dict(params, cursor=cursor) if cursor else params, None)
@@ -10426,7 +10426,7 @@ class UpstreamSkills:
                 break
         return items
 
-    async def list(self) -> list:
+    async def list(self):
         """The config's own skills, then each server's (asked now, never ahead), under skill://<id>/."""
         await self.hub._discover()
         entries = []
@@ -10444,7 +10444,7 @@ class UpstreamSkills:
             entries.extend(served)
         return entries
 
-    async def route(self, uri: str):
+    async def route(self, uri):
         """(server, its own URI) for skill://<id>/..., None for a URI of no server; -32602 outside its skills."""
         segments = skill_uri_segments(uri) if uri.startswith("skill://") else ()
         upstream = self.hub.upstreams.get(segments[0]) if len(segments) > 1 else None
@@ -10459,7 +10459,7 @@ class UpstreamSkills:
             raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
         return upstream, "skill://" + uri[8:].partition("/")[2]
 
-    async def get(self, uri: str):
+    async def get(self, uri):
         """`skills/get`: the server's entry under its prefix, else the config's own skills'."""
         route = await self.route(uri)
         if route is None:
@@ -10469,7 +10469,7 @@ class UpstreamSkills:
             raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
         return entry
 
-    async def read_directory(self, uri: str):
+    async def read_directory(self, uri):
         """`resources/directory/read` of a server's skill folder (all pages), else of the config's own."""
         route = await self.route(uri)
         if route is None:
@@ -10481,7 +10481,7 @@ class UpstreamSkills:
         return [dict(c, uri=skill_uri(upstream.spec.id, c["uri"])) for c in children
                 if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
 
-    async def _local(self, method: str, uri: str):
+    async def _local(self, method, uri):
         for source in self.hub.local:
             if getattr(source, "skills", False):
                 result = await getattr(source, method)(uri)
@@ -10493,7 +10493,7 @@ class UpstreamSkills:
 class ConfigWatch:
     """Reads the config file again when its stamp (mtime, size, inode) changes, every `interval` seconds."""
 
-    def __init__(self, path, interval: float, log: Log, reload):
+    def __init__(self, path, interval, log: Log, reload):
         self.path, self.interval, self.log = path, interval, log
         self.reload = reload  # a coroutine function that reads the file again
         self.stamp = self.read_stamp()
@@ -10535,7 +10535,7 @@ class ConfigWatch:
             self._task.cancel()
 
 
-def _described(server_key: str, item: dict, name: str) -> dict:
+def _described(server_key, item, name):
     """A server's tool or prompt under its public name, described as `[server] ...`."""
     described = "[%s] %s" % (server_key, item.get("description") or "")
     item = dict(item, name=name, description=described.rstrip())
@@ -10546,7 +10546,7 @@ def _described(server_key: str, item: dict, name: str) -> dict:
     return item
 
 
-def plan_changes(old: dict, new: dict) -> dict:
+def plan_changes(old, new):
     """What a reload does to each server (`old`, `new`: id -> UpstreamSpec): one whose command, URL, error or
     `disabled` changed is restarted; one whose other settings changed is updated in place."""
     report = {"added": [], "removed": [sid for sid in old if sid not in new], "restarted": [], "updated": [],
@@ -10572,7 +10572,7 @@ class Aggregator:
     subscribable = True  # and take resource subscriptions (one that cannot: -32601)
 
     @property
-    def skills(self) -> bool:
+    def skills(self):
         """Skills of its own, or a server whose last listing declared the skills extension."""
         return any(getattr(s, "skills", False) for s in self.local) or bool(self.upstream_skills.servers())
 
@@ -10632,7 +10632,7 @@ class Aggregator:
             self.downstream.session = session
         asyncio.ensure_future(self._start_early())
 
-    def set_level(self, level: str, session):
+    def set_level(self, level, session):
         """The client chose a log level: every running server is told, and each server started later."""
         if session is self.downstream.session:
             self.downstream.log_level = level
@@ -10640,7 +10640,7 @@ class Aggregator:
                 if upstream.state == "running" and "logging" in upstream.client.capabilities and not upstream.client.modern:
                     asyncio.ensure_future(upstream.set_level(level))
 
-    def client_notification(self, method: str, params: dict, session):
+    def client_notification(self, method, params, session):
         """The client's roots changed: tell every running server that was offered them."""
         if session is self.downstream.session:
             for upstream in self.upstreams.values():
@@ -10703,7 +10703,7 @@ class Aggregator:
             self.log.info("still starting: %s; the listing goes on without them (their tools follow with "
                           "list_changed)", ", ".join(slow))
 
-    async def list_tools(self) -> list:
+    async def list_tools(self):
         """Every upstream's tools (cached or live) plus the manager tools."""
         await self._discover()
         tools, table, denied = [], {}, {}
@@ -10740,11 +10740,11 @@ class Aggregator:
         self._denied = {name: why for name, why in denied.items() if name not in table}
         return tools
 
-    def denied(self, name: str):
+    def denied(self, name):
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
         return self._denied.get(name)
 
-    def command_line(self, name: str, arguments: dict):
+    def command_line(self, name, arguments):
         """What a call of `name` runs: a local tool's command line, or the server and tool it goes to (with
         the server's rules)."""
         route = self._tools.get(name, ("manager",))
@@ -10754,14 +10754,14 @@ class Aggregator:
         return upstream and {"server": route[1], "tool": route[2], "namespace": self.namespace.name,
                              "rules": [("server:" + route[1], upstream.spec.rules)]}
 
-    def question(self, name: str, arguments: dict):
+    def question(self, name, arguments):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
         route = self._tools.get(name)
         if route is not None and route[0] == "local" and hasattr(route[1], "question"):
             return route[1].question(route[2], arguments)
         return None
 
-    async def call_tool(self, name: str, arguments: dict, ctx) -> dict:
+    async def call_tool(self, name, arguments, ctx):
         """Forward a call to its upstream (starting it if needed) or run a manager tool."""
         route = self._tools.get(name)
         if route is None:
@@ -10785,7 +10785,7 @@ class Aggregator:
                 return tool_error(exc.message)
             raise
 
-    async def await_owner(self, name: str) -> bool:
+    async def await_owner(self, name):
         """Wait for the servers that may own tool `name` (their prefix fits) but have never listed their tools:
         still starting when the tools were listed (past LIST_WAIT), or failed, which are started again (the
         user may have signed in meanwhile). True if one of them runs now, so the caller lists again; a
@@ -10801,7 +10801,7 @@ class Aggregator:
         raise McpError(INVALID_PARAMS, "Unknown tool: %s: server `%s` has not listed its tools: %s" % (
             name, owners[0].spec.id, owners[0].last_error or "it failed to start"))
 
-    def _upstream(self, server_id: str) -> Upstream:
+    def _upstream(self, server_id) -> Upstream:
         """The server routes name by id: a reload may have replaced or removed it since the listing."""
         upstream = self.upstreams.get(server_id)
         if upstream is None:
@@ -10809,11 +10809,11 @@ class Aggregator:
                                 "list the tools again" % server_id, {"server": server_id})
         return upstream
 
-    async def list_resources(self) -> list:
+    async def list_resources(self):
         """Every running or cached upstream's resources."""
         return await self._listing_of("resources", "uri", self._uris, "list_resources")
 
-    async def list_resource_templates(self) -> list:
+    async def list_resource_templates(self):
         """Every running or cached upstream's resource templates."""
         return await self._listing_of("resourceTemplates", None, None, "list_resource_templates")
 
@@ -10842,7 +10842,7 @@ class Aggregator:
             table.update(routes)
         return listing
 
-    async def read_resource(self, uri: str, ctx):
+    async def read_resource(self, uri, ctx):
         """Route a read to the upstream that lists `uri` or a matching template."""
         route = await self.upstream_skills.route(uri)
         if route is not None:  # a server's skill file: its bytes, under the URI the client asked for
@@ -10865,16 +10865,16 @@ class Aggregator:
                     return await upstream.forward("resources/read", {"uri": uri}, ctx)
         return None
 
-    async def list_skills(self) -> list:
+    async def list_skills(self):
         return await self.upstream_skills.list()
 
-    async def get_skill(self, uri: str):
+    async def get_skill(self, uri):
         return await self.upstream_skills.get(uri)
 
-    async def read_directory(self, uri: str):
+    async def read_directory(self, uri):
         return await self.upstream_skills.read_directory(uri)
 
-    async def list_prompts(self) -> list:
+    async def list_prompts(self):
         """Every upstream's prompts."""
         await self._discover()
         listing, table = [], {}
@@ -10888,7 +10888,7 @@ class Aggregator:
         self._prompt_routes = table
         return listing
 
-    async def get_prompt(self, name: str, arguments: dict, ctx):
+    async def get_prompt(self, name, arguments, ctx):
         """Forward `prompts/get` to its upstream."""
         route = self._prompt_routes.get(name)
         if route is None:
@@ -10896,7 +10896,7 @@ class Aggregator:
         return await self.bridge.forward(self._upstream(route[0]), "prompts/get", {"name": route[1], "arguments": arguments},
                                     ctx)
 
-    async def subscribe(self, method: str, uri: str, ctx):
+    async def subscribe(self, method, uri, ctx):
         """Pass `resources/subscribe` or `unsubscribe` to the server that lists `uri`; None if none does."""
         if uri not in self._uris:
             await self.list_resources()
@@ -10908,7 +10908,7 @@ class Aggregator:
             return await upstream.listen_stream.watch(uri, method == "resources/subscribe")
         return await upstream.forward(method, {"uri": uri}, None if upstream.client.dual else ctx)  # handshake era
 
-    async def complete(self, ref: dict, params: dict, ctx):
+    async def complete(self, ref, params, ctx):
         """Forward `completion/complete` to the upstream that owns the prompt or resource (template) `ref`
         names, under its own name; None when no upstream does."""
         if ref["type"] == "ref/prompt":
@@ -10943,7 +10943,7 @@ class Aggregator:
 
     # -- reload ---------------------------------------------------------------------------
 
-    async def reload(self) -> dict:
+    async def reload(self):
         """Read the config again; restart only what changed. A bad file changes nothing."""
         if self.reload_config is None:
             raise ConfigError("this server was not started from a config file")
@@ -10952,7 +10952,7 @@ class Aggregator:
         self._reloading = asyncio.ensure_future(self._reload())
         return await asyncio.shield(self._reloading)
 
-    async def _reload(self) -> dict:
+    async def _reload(self):
         self.watch.stamp = self.watch.read_stamp()
         local, plan, local_key = self.reload_config()
         error = select_namespace(plan.namespaces, self.namespace.requested, plan.default, plan.default_key)[2]
@@ -11009,7 +11009,7 @@ def aggregator_for(local, info, load, path, runner, log, options, script_options
         config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL))
 
 
-async def check_upstreams(plan, runner, log, cache_dir=None, namespace=None, config_path=None) -> list:
+async def check_upstreams(plan, runner, log, cache_dir=None, namespace=None, config_path=None):
     """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tools, error) each."""
     hub = Aggregator([], plan, runner, log, namespace=namespace, watch_interval=0, cache_dir=cache_dir,
                      config_path=config_path)
@@ -11037,7 +11037,7 @@ async def check_upstreams(plan, runner, log, cache_dir=None, namespace=None, con
         await hub.close()
 
 
-def status_command(path: str, log: Log, options: dict) -> int:
+def status_command(path, log: Log, options):
     """`status [--config FILE] [--namespace NAME] [--check]`."""
     loader = ConfigLoader(path)
     _, info = loader.load(ProcessRunner(log), log, RunSettings())
@@ -11060,7 +11060,7 @@ def status_command(path: str, log: Log, options: dict) -> int:
     return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"])
 
 
-def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None,
+def print_status(path, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None,
                  search=(None, TOOL_SEARCH_THRESHOLD)):
     """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search."""
     cache_dir = cache_dir or user_cache_dir()
@@ -11116,7 +11116,7 @@ def print_status(path: str, plan: UpstreamPlan, requested, checks=None, cache_di
     return 1 if failed or any(s.error for s in plan.specs) else 0
 
 
-def _search_summary(counts: dict, servers, mode, threshold) -> str:
+def _search_summary(counts, servers, mode, threshold):
     """`N tools, tool search MODE` of some servers, from their known tool counts."""
     count = sum(counts.get(server, 0) for server in servers)
     return "%d tools, tool search %s" % (count, mode if mode in ("on", "off") else "auto (%s past %d)" % (
@@ -11920,7 +11920,7 @@ class _HttpTransport:
 
 
 class _HttpSession:
-    def __init__(self, session_id, session, transport, client: str):
+    def __init__(self, session_id, session, transport, client):
         self.id, self.session, self.transport, self.client = session_id, session, transport, client
         self.used = time.monotonic()
         self.streams = {}   # stream id -> the _Exchange of a POST stream not yet delivered to its end
@@ -11937,13 +11937,13 @@ class _HttpSession:
             self.forget(next(iter(self.streams)))
         return exchange
 
-    def forget(self, stream_id: str):
+    def forget(self, stream_id):
         """Drop a stream before its end: a client resuming it is told it is gone."""
         self.forgotten.append(stream_id)
         del self.streams[stream_id]
 
 
-def session_to_end(sessions: dict, client: str, busy: set):
+def session_to_end(sessions, client, busy: set):
     """The session to end before `client` opens another, or None while under HTTP_MAX_SESSIONS and
     HTTP_CLIENT_SESSIONS: the least recently used idle one (the client's own at its limit). One with a request,
     a task (its session in `busy`) or a GET stream never ends: when all are busy, 503."""
@@ -12326,7 +12326,7 @@ class HttpServer:
         session.caller = session.label = self.caller
         return session, transport
 
-    def _new_session(self, client: str) -> _HttpSession:
+    def _new_session(self, client) -> _HttpSession:
         """A session for `client` (its address), once a limit's idle session made room (see session_to_end)."""
         idle = session_to_end(self.sessions, client, {t.owner for t in self.server.tasks.tasks.values()
                                                       if t.status not in TERMINAL})
