@@ -2915,7 +2915,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs", "ran", "running")
+                 "capabilities", "task", "inputs", "ran", "running", "prompts")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2930,6 +2930,7 @@ class CallContext:
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
         self.running = None     # the Task itself (its status message shows the command's last line)
+        self.prompts = None     # 2026-07-28: the InputBridge that asks a command's questions as input_required rounds
 
     def declared(self, capability):
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
@@ -3068,8 +3069,8 @@ def _reading(pid, group):
 class PromptWatch(OutputFeed):
     """An interactive command's output feed, and its stdin. A question it stops to ask (its output ends without a
     newline, nothing more comes for PROMPT_QUIET s, and where Linux tells, it sleeps reading) is answered by the
-    tool's `answers`, else asked of the user as an elicitation form; a secret, or a client that cannot ask (and
-    2026-07-28 requests: their rounds do not keep a command waiting), stops the call with the prompt quoted. A command
+    tool's `answers`, else asked of the user as an elicitation form (2026-07-28: an input_required round, the
+    command kept alive); a secret, or a client that cannot ask, stops the call with the prompt quoted. A command
     reading with nothing asked gets the end of its input, as from the null device."""
 
     answers = ()  # the tool's, as (pattern, text)
@@ -3102,16 +3103,16 @@ class PromptWatch(OutputFeed):
             self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
                             "its environment (\"environment\" in the config), or a file or option it reads; or as a "
                             "scripted answer (\"answers\" on this tool)." % said)
-        elif ctx.modern or not ctx.declared("elicitation"):
-            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability, or its request "
-                            "is of the 2026-07-28 era, whose rounds do not keep a command waiting). Make the "
+        elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
+            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability). Make the "
                             "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
                             "tool), or set \"interactive\": false." % said)
         else:
             form = {"mode": "form", "message": text[-1000:], "requestedSchema": {
                 "type": "object", "properties": {"answer": dict(schema, title=prompt)}, "required": ["answer"]}}
             try:
-                answer = await ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id)
+                answer = await (ctx.prompts.ask(ctx, "elicitation/create", form) if ctx.modern else
+                                ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
             except McpError as exc:
                 answer = {"action": exc.message}
             if "answer" in (answer.get("content") or {}):  # given with "accept" only
@@ -5753,6 +5754,7 @@ class Server:
             "tasks/cancel": self.tasks_cancel,
         }
         self.tasks = TaskStore()
+        self.prompts = InputBridge()  # 2026-07-28: commands kept alive while their questions go back as input_required
         if catalog.serves("resources"):
             self.methods.update({
                 "resources/list": self.resources_list,
@@ -5924,6 +5926,10 @@ class Server:
         source, original, support = route
         if name not in self.catalog.listed:  # its `-`/`_` respelling: the guard sees the listed tool (confirm, secrets)
             name = next((key for key in self.catalog.listed if key.replace("-", "_") == name.replace("-", "_")), name)
+        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and isinstance(source, TemplateTools)
+                and source.tools[original].interactive):  # its questions asked in rounds (a retry resumes it)
+            ctx.prompts = self.prompts
+            return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
         form = source.question(original, arguments) if hasattr(source, "question") else None
         if form is not None:
             if not ctx.declared("elicitation"):

@@ -11006,16 +11006,31 @@ class CommandPromptTests(ScratchDir):
             server.initialize()  # stdin is the null device: input() ends at once
             self.assertIn("EOFError", text_of(server.call("asking", {"kind": "yes"})))
 
-    def test_2026_request_gets_the_prompt_at_once(self):
-        # 2026-07-28: its rounds do not keep a command waiting, so the prompt is quoted at once, even with elicitation.
+    def test_input_required_rounds(self):
+        # 2026-07-28: each question is an input_required result; the command waits between the rounds.
         with HttpServerProcess("serve", "--config", self.config()) as server:
             meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
-            started = time.monotonic()
-            reply = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
-                                                                 "_meta": meta})[2])[-1]["result"]
+
+            def call(extra, meta=meta):
+                params = dict({"name": "asking", "arguments": {"kind": "twice"}, "_meta": meta}, **extra)
+                return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+            result, asked = call({}), []
+            for answer in (True, False):
+                self.assertEqual(result["resultType"], "input_required", result)
+                (key, request), = result["inputRequests"].items()
+                asked.append(request["params"]["requestedSchema"]["properties"]["answer"]["title"])
+                result = call({"requestState": result["requestState"],
+                               "inputResponses": {key: {"action": "accept", "content": {"answer": answer}}}})
+            self.assertEqual(asked, ["Really delete them? [y/N]", "Really? [y/N]"])
+            self.assertEqual(text_of(result).splitlines()[-2:], ["Really delete them? [y/N] answer y",
+                                                                "Really? [y/N] second n"])
+            started = time.monotonic()  # a request that cannot answer gets the prompt quoted at once
+            reply = call({}, MODERN_META)
             self.assertLess(time.monotonic() - started, 20)
-            self.assertTrue(reply["isError"])
             self.assertIn('`asking` asked "Really delete them? [y/N]", and this client cannot answer', text_of(reply))
+            refused = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
+                                                                   "_meta": meta, "requestState": "nope"})[2])[-1]
+            self.assertIn("unknown `requestState`", refused["error"]["message"])
 
     def test_config_mistakes(self):
         for answers, message in (([{"prompt": "x"}], "tools[0].answers: expected a list of {\"prompt\""),
