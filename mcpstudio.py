@@ -3034,20 +3034,25 @@ class OutputFeed:
 
 _SECRET_PROMPT = re.compile(r"pass(word|phrase|code)|token|\b(pin|otp)\b|secret|api.?key", re.I)
 _YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
+_MENU = re.compile(r"^[ \t]*(\d+)[.):][ \t]+(\S.*)", re.M)
 
 
 def prompt_form(tail):
     """(prompt, schema) for the question a command's output `tail` ends with (its unfinished last line): a yes/no
-    prompt asks a boolean, others a string; a secret's schema is None (never asked)."""
-    prompt = tail.rpartition("\n")[2].strip()
-    return prompt, None if _SECRET_PROMPT.search(prompt) else {"type": "boolean" if _YES_NO.search(prompt) else "string"}
+    prompt asks a boolean, one right after numbered lines an enum of them, others a string; a secret's schema is None."""
+    before, _, prompt = tail.rpartition("\n")
+    menu = re.search(r"(%s\n\s*)+\Z" % _MENU.pattern, before + "\n", re.M)  # the numbered lines that end `before`
+    choices = ["%s) %s" % item for item in _MENU.findall(menu.group())] if menu else []
+    prompt = prompt.strip()
+    return prompt, (None if _SECRET_PROMPT.search(prompt) else {"type": "boolean"} if _YES_NO.search(prompt)
+                    else {"type": "string", "enum": choices} if choices else {"type": "string"})
 
 
 def prompt_reply(prompt, schema, value):
     """The line a command gets for the answer `value` to `prompt` (asked with `schema`)."""
     if schema["type"] == "boolean":
         return ("yes" if value else "no") if _YES_NO.search(prompt).group(1) else ("y" if value else "n")
-    return str(value)
+    return str(value).partition(")")[0] if "enum" in schema else str(value)
 
 
 def _reading(pid, group):

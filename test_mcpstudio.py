@@ -10899,11 +10899,15 @@ class HouseTests(unittest.TestCase):
 
 class PromptFormTests(unittest.TestCase):
     def test_prompt_table(self):
-        # (command output's tail) -> (prompt, schema): yes/no a boolean, a secret None, anything else a string.
+        # (command output's tail) -> (prompt, schema): yes/no a boolean, a numbered menu an enum, a secret None.
         for tail, prompt, schema in (
                 ("Delete 3 files? [y/N] ", "Delete 3 files? [y/N]", {"type": "boolean"}),
                 ("Proceed (yes/no)? ", "Proceed (yes/no)?", {"type": "boolean"}),
-                ("Pick one:\n1) apple\n  2. pear\n\nChoice: ", "Choice:", {"type": "string"}),
+                ("Pick one:\n1) apple\n  2. pear\n\nChoice: ", "Choice:",
+                 {"type": "string", "enum": ["1) apple", "2) pear"]}),
+                ("0) a\n10: ten\nChoice: ", "Choice:", {"type": "string", "enum": ["0) a", "10) ten"]}),
+                ("1) apple\nthat was all\nName: ", "Name:", {"type": "string"}),  # numbered, but not right before
+                ("2) apple\nDelete? [y/N] ", "Delete? [y/N]", {"type": "boolean"}),
                 ("10 files\nName: ", "Name:", {"type": "string"}),
                 ("Password: ", "Password:", None), ("Enter passphrase for key: ", "Enter passphrase for key:", None),
                 ("GitHub token: ", "GitHub token:", None), ("SIM PIN? ", "SIM PIN?", None),
@@ -10913,6 +10917,7 @@ class PromptFormTests(unittest.TestCase):
         for prompt, schema, value, line in (("Go? [y/N]", {"type": "boolean"}, True, "y"),
                                             ("Go? [Y/n]", {"type": "boolean"}, False, "n"),
                                             ("Go (yes/no)?", {"type": "boolean"}, True, "yes"),
+                                            ("Choice:", {"type": "string", "enum": ["2) pear"]}, "2) pear", "2"),
                                             ("Name:", {"type": "string"}, "Ada Lovelace", "Ada Lovelace")):
             self.assertEqual(mcpstudio.prompt_reply(prompt, schema, value), line)
 
@@ -10967,9 +10972,9 @@ class CommandPromptTests(ScratchDir):
             self.assertEqual(text_of(result), "about to delete 3 files\nReally delete them? [y/N] answer y\ndone\n")
             server.send({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
                          "params": {"name": "asking", "arguments": {"kind": "menu"}}})
-            form = self.answer_next(server, {"action": "accept", "content": {"answer": "2"}}, 1)
+            form = self.answer_next(server, {"action": "accept", "content": {"answer": "2) large"}}, 1)
             self.assertEqual(form["message"], "about to delete 3 files\n1) small\n2) large\nSize:")  # the menu shows
-            self.assertEqual(form["requestedSchema"]["properties"]["answer"]["type"], "string")
+            self.assertEqual(form["requestedSchema"]["properties"]["answer"]["enum"], ["1) small", "2) large"])
             self.assertIn("size 2\n", text_of(server.wait_response(8)["result"]))
             started = time.monotonic()  # a secret: never in a form, the call ends at once
             secret = server.call("asking", {"kind": "secret"})
