@@ -3528,7 +3528,8 @@ def write_file_argument(key, value, folder, limit):
     try:
         data = base64.b64decode(match.group(2), validate=True)
     except (AttributeError, ValueError):  # not a data: URI; not base64
-        raise ToolError("`%s` is a file: give it as a data: URI (data:image/png;name=a.png;base64,iVBOR...), not %s"
+        raise ToolError("`%s` is a file: give it as a data: URI (data:image/png;name=a.png;base64,iVBOR...) or the URI "
+                        "of a resource this server serves (mcpstudio://output/...), not %s"
                         % (key, json.dumps(_clip(value, 40)))) from None
     if len(data) > limit:
         raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, len(data), limit))
@@ -3538,6 +3539,24 @@ def write_file_argument(key, value, folder, limit):
     with open(path, "xb") as f:
         f.write(data)
     return path
+
+
+async def files_from_uris(tool, arguments, read):
+    """`tool`'s file arguments given as the URI of a resource this server serves, read by `read` (the server's
+    resources/read) and passed on as data: URIs; a ToolError names one that cannot be read."""
+    import base64
+    given = dict(arguments)
+    for key in tool.files:
+        uri = arguments.get(key)
+        if isinstance(uri, str) and re.match(r"[a-z][a-z0-9+.-]*://", uri):
+            try:
+                content = ((await read(uri)).get("contents") or [{"text": ""}])[0]
+            except McpError as exc:
+                raise ToolError("`%s`: %s cannot be read: %s" % (key, uri, exc.message)) from None
+            given[key] = "data:%s;name=%s;base64,%s" % (
+                content.get("mimeType", ""), re.sub(r"[,;]", "_", uri.partition("?")[0].rpartition("/")[2]),
+                content["blob"] if "blob" in content else base64.b64encode(content.get("text", "").encode()).decode())
+    return given
 
 
 def file_content(name, data, uri, budget: OutputBudget):
@@ -5949,6 +5968,12 @@ class Server:
                                   % (", ".join(form["requestedSchema"]["required"]), json.dumps(answer.get("action"))))
             arguments = dict(arguments, **{key: value for key, value in answer["content"].items()
                                            if key in form["requestedSchema"]["properties"]})
+        if isinstance(source, TemplateTools) and source.tools[original].files:  # a file given as a resource URI
+            try:
+                arguments = await files_from_uris(source.tools[original], arguments,
+                                                  lambda uri: self.resources_read({"uri": uri}, ctx))
+            except ToolError as exc:
+                return tool_error(str(exc))
         call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed.get(name, {}),
                                lambda form: self._ask(form, params, ctx, "confirm"))
         if ctx.modern:
@@ -6755,7 +6780,7 @@ class ConfigLoader:
             elif self.get(spec, "required", bool, here, "default" not in spec):
                 required.append(name)
             if kind == "file":  # the client gives the file itself; the command gets its path
-                prop.update(type="string", description="%s: a file, as data:<type>;name=<file name>;base64,<data>"
+                prop.update(type="string", description="%s: a file, as data:<type>;name=<file name>;base64,<data> or a resource URI"
                             % prop.get("description", name))
             properties[name] = prop
         schema = {"type": "object", "properties": properties, "additionalProperties": False}

@@ -10193,6 +10193,31 @@ class FileArgumentTests(ScratchDir):
                           result["content"])
             self.assertIn({"type": "text", "text": "drawn\n"}, result["content"])
 
+    def test_resource_uri_as_file(self):
+        # A file parameter's value may be a resource URI of this server: a kept output of the same session is read
+        # through resources/read and reaches the command as a file with the output's bytes.
+        digest = self.script("digest.py", """\
+            import hashlib, sys
+            print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest(), sys.argv[1])
+            """)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [
+                {"name": "digest", "command_template": "%s %s {log}" % (PY, digest),
+                 "parameters": {"log": {"type": "file"}}},
+                {"name": "count", "command": "seq 1 {n}", "max_text": 2000}]}, f)
+        whole = "".join("%d\n" % number for number in range(1, 5001)).encode()
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            uri, = [item["uri"] for item in server.call("count", {"n": 5000})["content"] if item["type"] == "resource_link"]
+            sha, path = text_of(server.call("digest", {"log": uri})).split()
+            self.assertEqual((sha, os.path.basename(path)), (hashlib.sha256(whole).hexdigest(), uri.rpartition("/")[2]))
+            sha, _ = text_of(server.call("digest", {"log": uri + "?lines=2-3"})).split()
+            self.assertEqual(sha, hashlib.sha256(b"2\n3\n").hexdigest())
+            missing = server.call("digest", {"log": "mcpstudio://output/" + "0" * 32})
+            self.assertTrue(missing["isError"])
+            self.assertIn("`log`: mcpstudio://output/%s cannot be read: Output not found" % ("0" * 32), text_of(missing))
+
 
 class CorePromiseTests(ScratchDir):
     """Issue 33: ten ways a model's value became code, an option, a file or a command; each is refused
