@@ -5451,8 +5451,8 @@ class Guard:
                 client = ctx.session.client_info
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
-                             arguments={key: "***" if looks_secret(key) or key in hidden else value
-                                        for key, value in arguments.items()},
+                             arguments={key: "***" if looks_secret(key) or key in hidden else _clip(value, 1000)
+                                        if isinstance(value, str) else value for key, value in arguments.items()},
                              exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
                              ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
                 self.audit.write(entry, self.log, [value for key, value in arguments.items() if (

@@ -9744,6 +9744,15 @@ class GuardTests(ScratchDir):
                               server.stderr_when(lambda text: "audit log" in text))
         self.assertEqual(self.ran(), ["q"])
 
+    def test_a_long_argument_is_clipped_in_the_audit_line(self):
+        # A file given as a data: URI (or any long value) is not copied whole into the audit log.
+        with self.serve([self.tool("look")]) as server:
+            server.initialize()
+            self.assertFalse(server.call("look", {"word": "w" * 50000})["isError"])
+        (line,) = self.audit_lines()
+        self.assertEqual(len(line["arguments"]["word"]), 1000)
+        self.assertTrue(line["arguments"]["word"].endswith("..."))
+
     def test_template_and_script_modes(self):
         # --audit and --rate-limit in template mode and in script mode: the same step, the same lines.
         with McpProcess("--audit", self.audit, "--rate-limit", "1/60", "echo", "{message}") as server:
