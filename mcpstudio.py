@@ -389,16 +389,19 @@ def separator_problem(separator):
 
 _FIELD_NAME = r"[A-Za-z_][A-Za-z0-9_-]*"
 _FIELD = re.compile(
-    r"\{\{(?P<n2>%(n)s)(?P<a2>\.\.\.)?\s*(?:\#\s*(?P<d2>[^{}]*?))?\s*\}\}"
-    r"|\{(?P<n1>%(n)s)(?P<a1>\.\.\.)?\s*(?:\#\s*(?P<d1>[^{}]*?))?\s*\}"
+    r"\{\{(?P<n2>%(n)s)(?P<a2>\.\.\.|:file)?\s*(?:\#\s*(?P<d2>[^{}]*?))?\s*\}\}"
+    r"|\{(?P<n1>%(n)s)(?P<a1>\.\.\.|:file)?\s*(?:\#\s*(?P<d1>[^{}]*?))?\s*\}"
     r"|\[(?P<flag>--?%(n)s)\s*(?:\#\s*(?P<df>[^\[\]]*?))?\s*\]"
-    r"|\[(?P<n3>%(n)s)(?P<a3>\.\.\.)?\s*(?:\#\s*(?P<d3>[^\[\]]*?))?\s*\]"
+    r"|\[(?P<n3>%(n)s)(?P<a3>\.\.\.|:file)?\s*(?:\#\s*(?P<d3>[^\[\]]*?))?\s*\]"
     % {"n": _FIELD_NAME}
 )
 _ESCAPABLE = "{}[]\\"
-_FIELD_START = re.compile(r"[{\[]\{?(%s)(?:\.\.\.)?\s*#" % _FIELD_NAME)  # a field with a description begins
+_KINDS = {"...": "array", ":file": "file"}
+_SUFFIXES = {kind: suffix for suffix, kind in _KINDS.items()}
+_FILE_VALUE = "%s: a file, as data:<type>;name=<file name>;base64,<data> or a resource URI"
+_FIELD_START = re.compile(r"[{\[]\{?(%s)(?:\.\.\.|:file)?\s*#" % _FIELD_NAME)  # a field with a description begins
 _NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-_OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.)?$" % _FIELD_NAME)  # `{a` just before a field: {a{b}}
+_OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file)?$" % _FIELD_NAME)  # `{a` just before a field: {a{b}}
 
 
 def _refuse_nested(text, at, match, error):
@@ -413,7 +416,7 @@ def _refuse_nested(text, at, match, error):
 class Field:
     """One named placeholder of a template.
 
-    `kind` is "string", "array" or "boolean"; `key` is the schema property
+    `kind` is "string", "array", "boolean" or "file" (`{name:file}`: a data: URI in, a path to the command); `key` is the schema property
     (dashes become underscores); `flag` is the text a boolean emits.
     """
 
@@ -441,8 +444,8 @@ class Field:
             prop = {"type": "boolean", "default": False}
         else:
             prop = {"type": "string"}
-        if self.description:
-            prop["description"] = self.description
+        if self.description or self.kind == "file":
+            prop["description"] = _FILE_VALUE % (self.description or self.name) if self.kind == "file" else self.description
         return prop
 
 
@@ -530,7 +533,7 @@ class Template:
         else:
             for n, required in (("1", True), ("2", True), ("3", False)):
                 if group["n" + n]:
-                    kind = "array" if group["a" + n] else "string"
+                    kind = _KINDS.get(group["a" + n], "string")
                     field = Field(group["n" + n], kind, required and not optional, group["d" + n],
                                   in_group=optional)
                     break
@@ -1267,7 +1270,7 @@ def _piece_text(piece, in_group=False):
     if isinstance(piece, Group):
         return "[%s]" % "".join(_piece_text(p, True) for p in piece.pieces)
     if in_group and piece.kind != "boolean":
-        return "{%s%s}" % (piece.name, "..." if piece.kind == "array" else "")
+        return "{%s%s}" % (piece.name, _SUFFIXES.get(piece.kind, ""))
     return _field_text(piece)
 
 
@@ -1278,8 +1281,7 @@ def _article(kind):
 def _field_text(field: Field):
     if field.kind == "boolean":
         return "[%s]" % field.flag
-    dots = "..." if field.kind == "array" else ""
-    return ("{%s%s}" if field.required else "[%s%s]") % (field.name, dots)
+    return ("{%s%s}" if field.required else "[%s%s]") % (field.name, _SUFFIXES.get(field.kind, ""))
 
 
 def _clip(text, limit):
@@ -6666,7 +6668,8 @@ class ConfigLoader:
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
                            output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
                            output_folder=output_folder, interactive=self.get(spec, "interactive", bool, where, stdin is None),
-                           answers=read_answers(self, spec, where), files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"])
+                           answers=read_answers(self, spec, where), files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"] + [
+                               key for key, field in template.fields.items() if field.kind == "file"])
 
     def within(self, spec, where, properties):
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -6780,8 +6783,7 @@ class ConfigLoader:
             elif self.get(spec, "required", bool, here, "default" not in spec):
                 required.append(name)
             if kind == "file":  # the client gives the file itself; the command gets its path
-                prop.update(type="string", description="%s: a file, as data:<type>;name=<file name>;base64,<data> or a resource URI"
-                            % prop.get("description", name))
+                prop.update(type="string", description=_FILE_VALUE % prop.get("description", name))
             properties[name] = prop
         schema = {"type": "object", "properties": properties, "additionalProperties": False}
         if required:
@@ -14275,7 +14277,8 @@ def _build_server(options, words, log: Log, config=None, runner=None):
         description = options["description"] or (
             "Run `%s` with `%s` on stdin." % (template.display(), options["stdin"]) if stdin else None)
         tool = CommandTool(name, template, runner, settings, description=description,
-                           annotations=annotations, schema=schema, stdin=stdin, ok_exit=_exit_codes(options["ok_exit"]))
+                           annotations=annotations, schema=schema, stdin=stdin, ok_exit=_exit_codes(options["ok_exit"]),
+                           files=[key for words in (template, stdin) if words for key, field in words.fields.items() if field.kind == "file"])
         sources.append(TemplateTools([tool]))
         titles.append(template.command_name())
     if options["root_directory"]:

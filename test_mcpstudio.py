@@ -335,6 +335,13 @@ class TemplateTests(unittest.TestCase):
          {}, ["grep"]),
         (["grep", r"\[abc]", "[^x]"], {},
          {}, ["grep", "[abc]", "[^x]"]),
+        (["sha256sum", "{photo:file}"], {"photo": ("string", True)},
+         {"photo": "/tmp/p.png"}, ["sha256sum", "/tmp/p.png"]),
+        (["cat", "[notes:file # the notes]"], {"notes": ("string", False)},
+         {}, ["cat"]),
+        (["echo", '{"a":file}', "{a:b}", "{x:files}", "{x...:file}", r"\{x:file}", "http://host:{port}"],
+         {"port": ("string", True)}, {"port": "80"},
+         ["echo", '{"a":file}', "{a:b}", "{x:files}", "{x...:file}", "{x:file}", "http://host:80"]),
     ]
 
     def test_table(self):
@@ -11409,6 +11416,42 @@ class NamespaceUrlTests(AggregatorCase):
                 self.assertTrue(line, "the stream ended without list_changed")
             connection.close()
             self.assertEqual(self.tools(http, "/mcp/play"), ["beta__echo"])
+
+
+class TemplateFileFieldTests(unittest.TestCase):
+    def test_parse(self):
+        # `{name:file}` is a file field: a string property that takes a data: URI, shown back as written, and a
+        # name used both as a file and as a plain string is the author's mistake.
+        template = Template(["wc", "-c", "{photo:file # the picture}", "[--all]"])
+        prop = template.input_schema()["properties"]["photo"]
+        self.assertEqual(prop["type"], "string")
+        self.assertTrue(prop["description"].startswith("the picture: a file, as data:"), prop)
+        self.assertIn("resource URI", prop["description"])
+        self.assertEqual(template.fields["photo"].kind, "file")
+        self.assertEqual(template.display(), "wc -c {photo:file} [--all]")
+        with self.assertRaises(TemplateError) as cm:
+            Template(["cp", "{x:file}", "{x}"])
+        self.assertIn("a file and as a string", str(cm.exception))
+
+    @unittest.skipUnless(shutil.which("sha256sum"), "needs sha256sum")
+    def test_png_reaches_the_command(self):
+        # A PNG given as a data URI reaches `sha256sum {photo:file}` as a file with the same bytes, and the
+        # private folder it was written to is gone after the call.
+        png = b"\x89PNG\r\n\x1a\n" + os.urandom(300)
+        with McpProcess("sha256sum", "{photo:file}") as server:
+            server.initialize()
+            prop = server.request("tools/list")["result"]["tools"][0]["inputSchema"]["properties"]["photo"]
+            self.assertIn("data:", prop["description"])
+            result = server.call("sha256sum", {"photo": "data:image/png;name=in.png;base64," + base64.b64encode(png).decode()})
+            self.assertFalse(result["isError"], result)
+            sha, path = text_of(result).split()
+            self.assertEqual(sha, hashlib.sha256(png).hexdigest())
+            self.assertEqual(os.path.basename(path), "in.png")
+            self.assertTrue(os.path.basename(os.path.dirname(os.path.dirname(path))).startswith("mcpstudio-"), path)
+            self.assertFalse(os.path.exists(os.path.dirname(os.path.dirname(path))))
+            bad = server.call("sha256sum", {"photo": "/etc/passwd"})
+            self.assertTrue(bad["isError"])
+            self.assertIn("`photo` is a file", text_of(bad))
 
 
 class ProtocolFuzzer:
