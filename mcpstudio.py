@@ -6668,8 +6668,8 @@ class ConfigLoader:
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
                            output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
                            output_folder=output_folder, interactive=self.get(spec, "interactive", bool, where, stdin is None),
-                           answers=read_answers(self, spec, where), files=[n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"] + [
-                               key for key, field in template.fields.items() if field.kind == "file"])
+                           answers=read_answers(self, spec, where), files=sorted({n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"} | {
+                               key for key, field in template.fields.items() if field.kind == "file"}))
 
     def within(self, spec, where, properties):
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.

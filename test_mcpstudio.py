@@ -11418,7 +11418,7 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertEqual(self.tools(http, "/mcp/play"), ["beta__echo"])
 
 
-class TemplateFileFieldTests(unittest.TestCase):
+class TemplateFileFieldTests(ScratchDir):
     def test_parse(self):
         # `{name:file}` is a file field: a string property that takes a data: URI, shown back as written, and a
         # name used both as a file and as a plain string is the author's mistake.
@@ -11452,6 +11452,23 @@ class TemplateFileFieldTests(unittest.TestCase):
             bad = server.call("sha256sum", {"photo": "/etc/passwd"})
             self.assertTrue(bad["isError"])
             self.assertIn("`photo` is a file", text_of(bad))
+
+    @unittest.skipUnless(shutil.which("wc"), "needs wc")
+    def test_config_template_file_field(self):
+        # In a config tool `{name:file}` is a file too, with or without a declared `"type": "file"` parameter.
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [
+                {"name": "size", "command": "wc -c {doc:file}"},
+                {"name": "declared", "command": "wc -c {doc:file}",
+                 "parameters": {"doc": {"type": "file", "description": "A document"}}}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            for tool in ("size", "declared"):
+                result = server.call(tool, {"doc": "data:text/plain;name=a.txt;base64," + base64.b64encode(b"12345").decode()})
+                self.assertFalse(result["isError"], result)
+                self.assertEqual(text_of(result).split()[0], "5")
+                self.assertEqual(os.path.basename(text_of(result).split()[1]), "a.txt")
 
 
 class ProtocolFuzzer:
