@@ -389,19 +389,19 @@ def separator_problem(separator):
 
 _FIELD_NAME = r"[A-Za-z_][A-Za-z0-9_-]*"
 _FIELD = re.compile(
-    r"\{\{(?P<n2>%(n)s)(?P<a2>\.\.\.|:file)?\s*(?:\#\s*(?P<d2>[^{}]*?))?\s*\}\}"
-    r"|\{(?P<n1>%(n)s)(?P<a1>\.\.\.|:file)?\s*(?:\#\s*(?P<d1>[^{}]*?))?\s*\}"
+    r"\{\{(?P<n2>%(n)s)(?P<a2>\.\.\.|:file|:folder)?\s*(?:\#\s*(?P<d2>[^{}]*?))?\s*\}\}"
+    r"|\{(?P<n1>%(n)s)(?P<a1>\.\.\.|:file|:folder)?\s*(?:\#\s*(?P<d1>[^{}]*?))?\s*\}"
     r"|\[(?P<flag>--?%(n)s)\s*(?:\#\s*(?P<df>[^\[\]]*?))?\s*\]"
-    r"|\[(?P<n3>%(n)s)(?P<a3>\.\.\.|:file)?\s*(?:\#\s*(?P<d3>[^\[\]]*?))?\s*\]"
+    r"|\[(?P<n3>%(n)s)(?P<a3>\.\.\.|:file|:folder)?\s*(?:\#\s*(?P<d3>[^\[\]]*?))?\s*\]"
     % {"n": _FIELD_NAME}
 )
 _ESCAPABLE = "{}[]\\"
-_KINDS = {"...": "array", ":file": "file"}
+_KINDS = {"...": "array", ":file": "file", ":folder": "folder"}  # a folder: mcpstudio's, not the caller's
 _SUFFIXES = {kind: suffix for suffix, kind in _KINDS.items()}
 _FILE_VALUE = "%s: a file, as data:<type>;name=<file name>;base64,<data> or a resource URI"
-_FIELD_START = re.compile(r"[{\[]\{?(%s)(?:\.\.\.|:file)?\s*#" % _FIELD_NAME)  # a field with a description begins
+_FIELD_START = re.compile(r"[{\[]\{?(%s)(?:\.\.\.|:file|:folder)?\s*#" % _FIELD_NAME)  # a field with a description begins
 _NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-_OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file)?$" % _FIELD_NAME)  # `{a` just before a field: {a{b}}
+_OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?$" % _FIELD_NAME)  # `{a` just before a field: {a{b}}
 
 
 def _refuse_nested(text, at, match, error):
@@ -557,9 +557,9 @@ class Template:
 
     def input_schema(self):
         """The JSON schema of the arguments, one property per field."""
-        properties = {key: f.schema() for key, f in self.fields.items()}
+        properties = {key: f.schema() for key, f in self.fields.items() if f.kind != "folder"}
         for key, field in self.fields.items():  # booleans and arrays say what they do when nobody did
-            if "description" in properties[key] or field.kind == "string":
+            if key not in properties or "description" in properties[key] or field.kind == "string":
                 continue
             if field.kind == "boolean":
                 properties[key]["description"] = "true adds `%s` to the command; false leaves it out." % field.flag
@@ -572,10 +572,14 @@ class Template:
             "properties": properties,
             "additionalProperties": False,
         }
-        required = [key for key, f in self.fields.items() if f.required]
+        required = [key for key in properties if self.fields[key].required]
         if required:
             schema["required"] = required
         return schema
+
+    def folder(self):
+        """The `{name:folder}` field, whose value is a fresh folder the command's files come back from; or None."""
+        return next((key for key, field in self.fields.items() if field.kind == "folder"), None)
 
     def display(self):
         """The template as a person reads it, without field descriptions."""
@@ -6634,7 +6638,7 @@ class ConfigLoader:
             schema, defaults, asked = self.parameters(spec["parameters"], _join(where, "parameters"))
         else:
             schema, defaults, asked = template.input_schema(), {}, {}
-        output_folder = self.get(spec, "output_folder", str, where)
+        output_folder = self.get(spec, "output_folder", str, where) or template.folder()
         if output_folder:  # a field of the template, not a parameter
             schema["properties"][output_folder] = {"type": "string"}
         for part, used in ((key, template), ("stdin", stdin)):
@@ -14278,7 +14282,8 @@ def _build_server(options, words, log: Log, config=None, runner=None):
             "Run `%s` with `%s` on stdin." % (template.display(), options["stdin"]) if stdin else None)
         tool = CommandTool(name, template, runner, settings, description=description,
                            annotations=annotations, schema=schema, stdin=stdin, ok_exit=_exit_codes(options["ok_exit"]),
-                           files=[key for words in (template, stdin) if words for key, field in words.fields.items() if field.kind == "file"])
+                           files=[key for words in (template, stdin) if words for key, field in words.fields.items() if field.kind == "file"],
+                           output_folder=template.folder())
         sources.append(TemplateTools([tool]))
         titles.append(template.command_name())
     if options["root_directory"]:

@@ -11469,6 +11469,29 @@ class TemplateFileFieldTests(ScratchDir):
             self.assertTrue(bad["isError"])
             self.assertIn("`photo` is a file", text_of(bad))
 
+    @unittest.skipUnless(shutil.which("cp"), "needs cp")
+    def test_output_folder_field(self):
+        # `{out:folder}` is no property: mcpstudio gives the command a fresh folder there, and the files the
+        # command leaves in it come back as content (a PNG as image content), in template and config mode.
+        template = Template(["cp", "pic.png", "{out:folder}"])
+        self.assertEqual((template.input_schema()["properties"], template.folder()), ({}, "out"))
+        self.assertEqual(template.display(), "cp pic.png {out:folder}")
+        png = b"\x89PNG\r\n\x1a\n" + os.urandom(200)
+        with open(os.path.join(self.dir, "pic.png"), "wb") as f:
+            f.write(png)
+        image = {"type": "image", "data": base64.b64encode(png).decode(), "mimeType": "image/png"}
+        config = os.path.join(self.dir, "draw.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "draw", "command": "cp %s {out:folder}" % os.path.join(self.dir, "pic.png")}]}, f)
+        for args in (["--cwd", self.dir, "cp", "pic.png", "{out:folder}"], ["serve", "--config", config]):
+            with McpProcess(*args) as server:
+                server.initialize()
+                tool = server.request("tools/list")["result"]["tools"][0]
+                self.assertEqual(tool["inputSchema"]["properties"], {})
+                result = server.call(tool["name"], {})
+                self.assertFalse(result["isError"], result)
+                self.assertIn(image, result["content"])
+
     @unittest.skipUnless(shutil.which("wc"), "needs wc")
     def test_config_template_file_field(self):
         # In a config tool `{name:file}` is a file too, with or without a declared `"type": "file"` parameter.
