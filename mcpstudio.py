@@ -7824,13 +7824,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
         spec.url = loader.expand(loader.get(entry, "url", str, where), _join(where, "url"))
         if not re.match(r"https?://[^/?#]+", spec.url):
             raise loader.error(_join(where, "url"), "expected an http:// or https:// URL, not %s" % json.dumps(spec.url))
-        for key, value in loader.get(entry, "headers", dict, where, {}).items():
-            here = _join(where, "headers.%s" % key)
-            if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", key) or not isinstance(value, str) or "\n" in value:
-                raise loader.error(here, "expected a header name and a one-line string value")
-            spec.headers[key] = loader.expand(value, here)
-            spec.secrets.append(spec.headers[key])  # Authorization and API keys, above all
-        _read_http_extras(loader, spec, entry, where)
+        _read_headers(loader, spec, entry, where)
     elif kind not in ("", "stdio"):
         raise loader.error(_join(where, kind_key), "expected \"stdio\" (or \"http\"/\"sse\" with a `url`), not %s"
                            % json.dumps(kind))
@@ -7922,8 +7916,9 @@ def _read_oauth(loader, spec: UpstreamSpec, entry, where):
     spec.oauth = settings
 
 
-def _read_http_extras(loader, spec: UpstreamSpec, entry, where):
-    """mcp-studio's http_headers, env_http_headers (header -> variable) and bearer_token_env_var."""
+def _read_headers(loader, spec: UpstreamSpec, entry, where):
+    """`headers` (${VAR} expanded), and mcp-studio's http_headers, env_http_headers (header -> variable) and
+    bearer_token_env_var: kept as secrets (Authorization and API keys, above all)."""
     headers = dict(loader.get(entry, "http_headers", dict, where, {}))
     for header, variable in loader.get(entry, "env_http_headers", dict, where, {}).items():
         here = _join(where, "env_http_headers.%s" % header)
@@ -7940,12 +7935,13 @@ def _read_http_extras(loader, spec: UpstreamSpec, entry, where):
             raise loader.error(here, "the variable %s is not set; set it to the token in the environment "
                                "mcpstudio starts in" % variable)
         headers["Authorization"] = "Bearer " + loader.environ[variable]
-    for key, value in headers.items():
-        here = _join(where, "http_headers.%s" % key)
-        if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", key) or not isinstance(value, str) or "\n" in value:
-            raise loader.error(here, "expected a header name and a one-line string value")
-        spec.headers[key] = value
-        spec.secrets.append(value)
+    for group, found in (("headers", loader.get(entry, "headers", dict, where, {})), ("http_headers", headers)):
+        for key, value in found.items():
+            here = _join(where, "%s.%s" % (group, key))
+            if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", key) or not isinstance(value, str) or "\n" in value:
+                raise loader.error(here, "expected a header name and a one-line string value")
+            spec.headers[key] = loader.expand(value, here) if group == "headers" else value
+            spec.secrets.append(spec.headers[key])
 
 
 def select_namespace(namespaces, requested, default, default_key="defaultNamespace"):
@@ -8376,16 +8372,16 @@ class OAuthClient:
         return status, parsed if isinstance(parsed, dict) else None
 
     def _metadata(self, urls):
-        """The first of `urls` that answers a JSON object: (url, document), or (None, None)."""
+        """The document of the first of `urls` that answers a JSON object, or None."""
         for url in urls:
             status, document = self._fetch(url)
             if status == 200 and document is not None:
-                return url, document
-        return None, None
+                return document
+        return None
 
     def discover(self, params):
         """(resource metadata or None, issuer, authorization server metadata, whether it is a real document)."""
-        _, resource = self._metadata(protected_resource_urls(self.url, params.get("resource_metadata")))
+        resource = self._metadata(protected_resource_urls(self.url, params.get("resource_metadata")))
         if resource is not None:
             named = resource.get("resource")
             if not isinstance(named, str) or not resource_covers(named, self.url):
@@ -8398,7 +8394,7 @@ class OAuthClient:
             issuer = servers[0]
         else:  # the 2025-03-26 revision: the server's origin is the authorization server
             issuer = _origin(self.url)
-        _, metadata = self._metadata(authorization_server_urls(issuer))
+        metadata = self._metadata(authorization_server_urls(issuer))
         if metadata is not None:
             if metadata.get("issuer") != issuer:
                 raise OAuthError("authorization server %s: its metadata names the issuer %r; refusing it (RFC 8414 "
@@ -9333,25 +9329,19 @@ class ListingCache:
         Only a regular file of at most UPSTREAM_CACHE_MAX bytes is read (a FIFO or a device at the
         path is not waited on), and only a listing of the expected shape is used."""
         import stat
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
         try:
-            fd = os.open(self.path, flags)
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except OSError:
             return None
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > UPSTREAM_CACHE_MAX:
-                raise ValueError("not a regular file of at most %d bytes" % UPSTREAM_CACHE_MAX)
-            chunks, size = [], 0
-            while size <= UPSTREAM_CACHE_MAX:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-            if size > UPSTREAM_CACHE_MAX:
+            with open(fd, "rb") as f:  # closes fd
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode) or info.st_size > UPSTREAM_CACHE_MAX:
+                    raise ValueError("not a regular file of at most %d bytes" % UPSTREAM_CACHE_MAX)
+                data = f.read(UPSTREAM_CACHE_MAX + 1)
+            if len(data) > UPSTREAM_CACHE_MAX:
                 raise ValueError("larger than %d bytes" % UPSTREAM_CACHE_MAX)
-            entry = json.loads(b"".join(chunks).decode("utf-8"))
+            entry = json.loads(data.decode("utf-8"))
             problem = self._shape(entry)
             if problem:
                 raise ValueError(problem)
@@ -9360,8 +9350,6 @@ class ListingCache:
             if self.log is not None:
                 self.log.warning("ignoring the tools cache %s: %s", self.path, _clip(str(exc) or type(exc).__name__, 200))
             return None
-        finally:
-            os.close(fd)
 
     @staticmethod
     def _shape(entry):
@@ -10371,7 +10359,7 @@ class ManagerTools:
             "toolsFrom": ("server" if up.listing is not None else "cache") if known else None,
             "lastError": self.shown(up, up.last_error) if up.last_error else None, "restarts": up.restarts,
             "command": self.shown(up, up.spec.display()), "env": dict.fromkeys(up.spec.env, "***"),
-            "headers": {key: "***" for key in up.spec.headers},
+            "headers": dict.fromkeys(up.spec.headers, "***"),
             "transport": "stdio" if up.spec.url is None else up.spec.transport,
             "protocol": up.client.protocol_version if up.state == "running" else None,
         }
@@ -11821,8 +11809,9 @@ def _framing(version, headers):
     length = headers.get("content-length")
     if length is not None and not re.fullmatch(r"[0-9]+", length):
         raise HttpError(400, "malformed Content-Length %r (digits only)" % _clip(length, 40))
-    if length is not None and len(length) > 15:  # a number, just far too large
-        raise HttpError(413, "Content-Length %s is over the limit of %d bytes" % (_clip(length, 40), HTTP_MAX_BODY))
+    if length is not None and (len(length) > 15 or int(length) > HTTP_MAX_BODY):  # len: too many digits for int()
+        raise HttpError(413, "Content-Length %s is over the limit: a request body may hold at most %d bytes"
+                        % (_clip(length, 40), HTTP_MAX_BODY))
 
 
 async def _read_body(reader, headers):
@@ -11848,10 +11837,7 @@ async def _read_body(reader, headers):
             if await reader.readexactly(2) != b"\r\n":
                 raise HttpError(400, "chunk data must end with CRLF")
     if "content-length" in headers:
-        length = int(headers["content-length"])
-        if length > HTTP_MAX_BODY:
-            raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
-        return await reader.readexactly(length)
+        return await reader.readexactly(int(headers["content-length"]))
     return b""
 
 
@@ -12278,10 +12264,6 @@ class HttpServer:
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
         if path not in (HTTP_PATH, "/health", "/metrics") and not self.namespaces.get(path):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
-        if method == "POST":
-            length = headers.get("content-length", "0")
-            if int(length) > HTTP_MAX_BODY:
-                raise HttpError(413, "a request body may hold at most %d bytes" % HTTP_MAX_BODY)
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -13105,6 +13087,10 @@ def _servers_key(client):
 _PATH_OPTIONS = ("--config", "--root-directory", "--skills", "--cwd", "--log")
 
 
+def _absolute(path):
+    return os.path.abspath(os.path.expanduser(path))
+
+
 def _absolute_mode(words):
     """MODE ARGS with the paths its options name made absolute (clients start servers in their own folder)."""
     words = list(words)
@@ -13118,10 +13104,10 @@ def _absolute_mode(words):
         name, eq, value = words[i].partition("=")
         if name in _PATH_OPTIONS:
             if eq:
-                words[i] = "%s=%s" % (name, os.path.abspath(os.path.expanduser(value)))
+                words[i] = "%s=%s" % (name, _absolute(value))
             elif i + 1 < end:
                 i += 1
-                words[i] = os.path.abspath(os.path.expanduser(words[i]))
+                words[i] = _absolute(words[i])
         i += 1
     return words
 
@@ -13596,7 +13582,7 @@ def add_command(words):
     if headers:
         entry["headers"] = headers
     if found.get("--cwd"):
-        entry["cwd"] = os.path.abspath(os.path.expanduser(found["--cwd"]))
+        entry["cwd"] = _absolute(found["--cwd"])
     if found.get("--disabled"):
         entry["disabled"] = True
     path = found.get("--config") or default_config_path()
@@ -14199,7 +14185,7 @@ def _build_server(options, words, log: Log, config=None, runner=None):
             env[key] = value
     cwd = options["cwd"]
     if cwd is not None:
-        cwd = os.path.abspath(os.path.expanduser(cwd))
+        cwd = _absolute(cwd)
         if not os.path.isdir(cwd):
             raise UsageError("--cwd %s: no such folder (looked for %s)" % (options["cwd"], cwd))
 
@@ -14301,7 +14287,7 @@ def _build_server(options, words, log: Log, config=None, runner=None):
         for root in options["skills"]:
             if not os.path.isdir(os.path.expanduser(root)):
                 raise UsageError("--skills %s: no such folder (looked for %s; client configs need absolute paths)"
-                                 % (root, os.path.abspath(os.path.expanduser(root))))
+                                 % (root, _absolute(root)))
         sources.append(SkillFolders([os.path.expanduser(root) for root in options["skills"]], log,
                                     prompts=not options["no_skill_prompts"]))
         titles.append("skills")
@@ -14313,7 +14299,7 @@ def _build_server(options, words, log: Log, config=None, runner=None):
             limits[option] = (_positive(calls, flag + " CALLS", int), _positive(seconds or "?", flag + " CALLS/SECONDS"),
                               "session")
     if options["audit"]:
-        audit = AuditLog(os.path.abspath(os.path.expanduser(options["audit"])))
+        audit = AuditLog(_absolute(options["audit"]))
     guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
     guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
     catalog = Catalog([settings.outputs] + sources, max_name)
