@@ -7582,6 +7582,7 @@ _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disa
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
+_SERVER_GROUPS = ("mcpServers", "servers")  # where a config keeps its MCP servers: Claude's key, and VS Code's
 _OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
 _NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
@@ -7697,7 +7698,7 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
     mistakes that touch several (ids that collide, namespaces) stop startup.
     """
     specs, by_id = [], {}
-    for group in ("mcpServers", "servers"):
+    for group in _SERVER_GROUPS:
         entries = loader.get(data, group, dict, "", {})
         for key, entry in entries.items():
             where = "%s.%s" % (group, key)
@@ -8292,12 +8293,16 @@ class OAuthClient:
         self.state = self.store.load()
         self.lock = threading.RLock()
 
+    @property
+    def tokens(self):
+        return self.state.get("tokens") or {}
+
     # -- what requests carry -------------------------------------------------------------
 
     def header(self):
         """`Authorization` for the next request: the access token (refreshed when due), or None."""
         with self.lock:
-            tokens = self.state.get("tokens") or {}
+            tokens = self.tokens
             if not tokens.get("access_token"):
                 return None
             expires = tokens.get("expires_at")
@@ -8315,7 +8320,7 @@ class OAuthClient:
             return "mcpstudio login %s" % self.url
         return "mcpstudio login %s --config %s" % (self.name, self.config)
 
-    def challenge(self, status, header, tries, sent=None):
+    def challenge(self, status, header, tries, sent):
         """A 401 or 403 came back (the `tries`-th for this request, which carried `sent`): refresh or
         sign in again so that a retry may pass; raise OAuthError when nothing will help."""
         params = www_authenticate(header)
@@ -8323,7 +8328,7 @@ class OAuthClient:
             raise OAuthError("server %s refused the request (HTTP 403%s)" % (
                 self.name, ": " + params["error_description"] if params.get("error_description") else ""))
         with self.lock:
-            tokens = self.state.get("tokens") or {}
+            tokens = self.tokens
             current = "Bearer " + tokens["access_token"] if tokens.get("access_token") else None
             if status == 401 and current and sent != current:
                 return  # signed in meanwhile (another request's challenge): retry with the new token
@@ -8481,7 +8486,7 @@ class OAuthClient:
     def revoke(self):
         """Revoke the refresh token (else the access token) where the server offers RFC 7009 revocation;
         why it could not, or None."""
-        tokens, metadata = self.state.get("tokens") or {}, self.state.get("metadata") or {}
+        tokens, metadata = self.tokens, self.state.get("metadata") or {}
         kind = "refresh_token" if tokens.get("refresh_token") else "access_token"
         if not tokens.get(kind):
             return None
@@ -8495,7 +8500,7 @@ class OAuthClient:
         return None if status == 200 else "its revocation endpoint answered HTTP %d" % status
     def refresh(self):
         """Trade the refresh token for a new access token (no browser)."""
-        tokens, metadata = self.state.get("tokens") or {}, self.state.get("metadata") or {}
+        tokens, metadata = self.tokens, self.state.get("metadata") or {}
         if not tokens.get("refresh_token") or not metadata.get("token_endpoint"):
             raise OAuthError("there is no refresh token")
         form = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
@@ -8549,11 +8554,10 @@ class OAuthClient:
         if answer.get("error"):
             raise OAuthError("the authorization server said %s%s" % (
                 answer["error"], ": " + answer["error_description"] if answer.get("error_description") else ""))
-        advertised = metadata.get("authorization_response_iss_parameter_supported") is True
-        if "iss" in answer and answer["iss"] != metadata.get("issuer", issuer):  # RFC 9207: exact comparison
+        if "iss" in answer and answer["iss"] != issuer:  # RFC 9207: exact comparison (discover checked the metadata's)
             raise OAuthError("the sign-in's redirect came from issuer %r, not %r; refusing it (RFC 9207)"
-                             % (answer["iss"], metadata.get("issuer", issuer)))
-        if advertised and "iss" not in answer:
+                             % (answer["iss"], issuer))
+        if metadata.get("authorization_response_iss_parameter_supported") is True and "iss" not in answer:
             raise OAuthError("the sign-in's redirect lacks the `iss` its authorization server promises; refusing "
                              "it (RFC 9207)")
         if not answer.get("code"):
@@ -8605,7 +8609,7 @@ class OAuthClient:
 
     def summary(self):
         """The sign-in's state for `status`, without the token."""
-        tokens = self.state.get("tokens") or {}
+        tokens = self.tokens
         if not tokens.get("access_token"):
             return "not signed in"
         expires = tokens.get("expires_at")
@@ -8951,7 +8955,6 @@ class _HttpChannel:
                     return
             if message.get("method") == "initialize" and response.getheader("Mcp-Session-Id"):
                 self.session_id = response.getheader("Mcp-Session-Id").strip()
-            kind = (response.getheader("Content-Type") or "").lower()
             if response.status == 202:
                 response.read()
                 return
@@ -8960,7 +8963,7 @@ class _HttpChannel:
                 response.read()
                 self._fail("its session ended (HTTP 404)")
                 return
-            if "text/event-stream" in kind:
+            if "text/event-stream" in (response.getheader("Content-Type") or "").lower():
                 seen, tried = {}, False
                 answered = self._answered(response, request_id, seen)
                 # A server may close the stream before it answers (SEP-1699): resume it with a GET that
@@ -9569,7 +9572,7 @@ class BackChannel:
         elif method.endswith("/list_changed") and self.upstream.state == "running":
             self.upstream.relist()
 
-    async def _ask_client(self, request_id, method, params, cause=None):
+    async def _ask_client(self, request_id, method, params, cause):
         """Put a request of the server's to the client of the call that caused it (`cause`, a CallContext),
         else to mcpstudio's client; send the answer back under the server's id."""
         reply = {"jsonrpc": "2.0", "id": request_id}
@@ -11039,10 +11042,9 @@ def aggregator_for(local, info, load, path, runner, log, options, script_options
         config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL))
 
 
-async def check_upstreams(plan, runner, log, cache_dir=None, namespace=None, config_path=None):
+async def check_upstreams(plan, runner, log, namespace, config_path):
     """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tools, error) each."""
-    hub = Aggregator([], plan, runner, log, namespace=namespace, watch_interval=0, cache_dir=cache_dir,
-                     config_path=config_path)
+    hub = Aggregator([], plan, runner, log, namespace=namespace, watch_interval=0, config_path=config_path)
     hub.start()
     gate = asyncio.Semaphore(LIST_PARALLEL)
     progress = TerminalProgress("checked", len(hub.upstreams))
@@ -11466,16 +11468,13 @@ class TuiScreen:
         self.put(height - 1, 0, hint, self.curses.A_REVERSE)
         self.window.refresh()
 
-    def rows(self):
-        return self.board.rows(self.text_filter)
-
     def current(self):
-        rows = self.rows()
+        rows = self.board.rows(self.text_filter)
         self.selected = min(self.selected, max(0, len(rows) - 1))
         return rows[self.selected] if rows else None
 
     def draw_list(self, height, width):
-        rows = self.rows()
+        rows = self.board.rows(self.text_filter)
         self.put(1, 0, "%-18s %-7s %-3s %-9s %5s  %-14s %s" % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES",
                                                             "LAST ERROR"), self.curses.A_UNDERLINE)
         if self.text_filter:
@@ -11841,12 +11840,12 @@ async def _read_body(reader, headers):
     return b""
 
 
-async def _linger(reader, writer, seconds=2.0):
+async def _linger(reader, writer):
     """Close after an early answer without losing it (RFC 9112 9.6): stop writing, then read
-    and drop what the client still sends, for a short while. Closing with its body unread
+    and drop what the client still sends, for two seconds. Closing with its body unread
     would make the kernel reset the connection, and the client would never see the answer."""
     loop = asyncio.get_running_loop()
-    deadline, dropped = loop.time() + seconds, 0
+    deadline, dropped = loop.time() + 2.0, 0
     try:
         if writer.can_write_eof():
             writer.write_eof()
@@ -12584,7 +12583,7 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
         log.close()
 
 
-async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token=None):
+async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token):
     """Serve `server` at http://host:port/mcp until SIGTERM or SIGINT."""
     loop = asyncio.get_running_loop()
     http = HttpServer(server, log, host, port, token)
@@ -13360,9 +13359,9 @@ def write_file_atomically(path, text):
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     try:
-        mode, backup = os.stat(path).st_mode & 0o777, True
+        mode, saved = os.stat(path).st_mode & 0o777, link + ".bak"  # beside the name the user gave, as always
     except FileNotFoundError:
-        mode, backup = 0o600, False
+        mode, saved = 0o600, None
     if not mode & 0o222:
         raise McpStudioError("%s is read-only; nothing was changed (make it writable, or edit the file "
                              "it is made from)" % shown)
@@ -13370,7 +13369,6 @@ def write_file_atomically(path, text):
         fd, temporary = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
     except OSError as exc:  # a read-only folder or store
         raise McpStudioError("cannot write %s: %s; nothing was changed" % (shown, exc.strerror or exc)) from None
-    saved = link + ".bak" if backup else None  # beside the name the user gave, as always
     try:
         if saved:
             shutil.copy2(path, saved)
@@ -13493,7 +13491,7 @@ def _client_servers(client, path):
         raise ConfigError("import: %s does not exist%s" % (path, " (is %s installed and set up here?)" % client
                                                              if client else ""))
     servers = {}
-    for key in ("mcpServers", "servers"):
+    for key in _SERVER_GROUPS:
         if isinstance(data.get(key), dict):
             servers.update(data[key])
     projects = data.get("projects")
@@ -13603,17 +13601,17 @@ def add_command(words):
 def _same_id(data, name, besides=()):
     """The config's server (not in `besides`) whose id is the id of `name`: the server would refuse both."""
     wanted = _server_id(name)
-    return next((key for group in ("mcpServers", "servers") for key in (data.get(group) or {})
+    return next((key for group in _SERVER_GROUPS for key in (data.get(group) or {})
                  if key not in besides and _server_id(key) == wanted), None)
 
 
 def _server_group(data, name, command, path):
     """The group ("mcpServers" or "servers") that holds the config's server `name`; else a ConfigError naming
     the servers it has."""
-    for group in ("mcpServers", "servers"):
+    for group in _SERVER_GROUPS:
         if name in (data.get(group) or {}):
             return group
-    known = [key for group in ("mcpServers", "servers") for key in (data.get(group) or {})]
+    known = [key for group in _SERVER_GROUPS for key in (data.get(group) or {})]
     raise ConfigError("%s: %s has no server %s (it has: %s)" % (command, path, name, ", ".join(known) or "none"))
 
 
@@ -13756,7 +13754,7 @@ def list_command(words):
     namespaces = _namespace_members(data)
     default = data.get(_default_key(data))
     rows = []
-    for group in ("mcpServers", "servers"):
+    for group in _SERVER_GROUPS:
         for name, entry in (data.get(group) or {}).items():
             entry = _object(entry)
             member_of = [ns for ns, (members, _) in namespaces.items() if name in members or _server_id(name) in members]
@@ -14170,7 +14168,7 @@ def _exit_codes(text):
     return codes
 
 
-def url_config(url, version=None):
+def url_config(url, version):
     """The config `--url URL` serves: that one server, its tools unprefixed, signing in with the browser."""
     import urllib.parse
     entry = {"url": url, "prefix": "", "startupTimeout": OAUTH_CALLBACK_WAIT + 30, "oauth": {"browser": True}}
