@@ -7833,7 +7833,6 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
         for key in ("http_headers", "env_http_headers", "bearer_token_env_var"):
             if key in entry:
                 raise loader.error(_join(where, key), "only a server with a `url` sends HTTP headers")
-    if spec.url is None:
         if "command" not in entry:
             raise loader.error(where, "a server needs a `command` (the program that starts it) or a `url`")
         spec.command = loader.expand(loader.get(entry, "command", str, where), _join(where, "command"))
@@ -9118,11 +9117,8 @@ class RpcClient:
         try:
             return await future
         except asyncio.CancelledError:
-            if self.channel is not None:
-                self.channel.abort(request_id)  # 2026-07-28 over HTTP: closing the stream cancels
-            if request_id in self.pending and method != "initialize":  # the spec: initialize is never cancelled
-                self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                           "params": {"requestId": request_id, "reason": "cancelled by the client"}})
+            if request_id in self.pending:
+                self._cancel(request_id, method, "cancelled by the client")
             raise
         finally:
             if timer is not None:
@@ -9130,13 +9126,18 @@ class RpcClient:
             self.pending.pop(request_id, None)
             self.causes.pop(request_id, None)
 
+    def _cancel(self, request_id, method, reason):
+        """Tell the server a request is given up: its HTTP connection is closed (how 2026-07-28 cancels over
+        HTTP; never the server's others), and notifications/cancelled says why (never for initialize: the spec)."""
+        if self.channel is not None:
+            self.channel.abort(request_id)
+        if method != "initialize":
+            self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": request_id, "reason": reason}})
+
     def _time_out(self, request_id, future, method, timeout):
         if not future.done():
-            if self.channel is not None:
-                self.channel.abort(request_id)  # its HTTP connection only, never the server's others
-            if method != "initialize":
-                self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                           "params": {"requestId": request_id, "reason": "timed out after %g s" % timeout}})
+            self._cancel(request_id, method, "timed out after %g s" % timeout)
             future.set_exception(UpstreamError(SERVER_TIMEOUT, "server `%s` did not answer %s within %g s"
                                                % (self.name, method, timeout), {"server": self.name}))
 
@@ -10370,9 +10371,7 @@ class ManagerTools:
     def _server(self, arguments) -> Upstream:
         hub = self.hub
         server_id = arguments.get("server_id")
-        upstream = hub.upstreams.get(server_id) if isinstance(server_id, str) else None
-        if upstream is None and isinstance(server_id, str):  # the config key works too
-            upstream = next((u for u in hub.upstreams.values() if u.spec.key == server_id), None)
+        upstream = next((u for u in hub.upstreams.values() if server_id in (u.spec.id, u.spec.key)), None)  # key too
         if upstream is None:
             raise UpstreamError(SERVER_NOT_FOUND, "no server %s%s; servers: %s" % (
                 json.dumps(server_id), " in namespace %s" % hub.namespace.name if hub.namespace.name else "",
@@ -13511,7 +13510,7 @@ def import_command(words):
     client = found.get("--from")
     if client is not None and client not in CLIENTS[:4]:
         raise UsageError("import --from takes %s, not %r" % ("|".join(CLIENTS[:4]), client))
-    if (client is None) == (len(words) != 1) or len(words) > 1:
+    if len(words) != (0 if client else 1):
         raise UsageError("import takes one FILE or --from CLIENT, e.g. mcpstudio import --from claude-desktop")
     source = client_config_path(client) if client else words[0]
     target = found.get("--config") or default_config_path()
