@@ -8632,9 +8632,8 @@ def _encode_header(text):
 
 def header_problem(tool):
     """Why a tool's `x-mcp-header` declarations break SEP-2243's rules (then no client may list it), or None."""
-    schema, seen = tool.get("inputSchema"), set()
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    for key, prop in properties.items() if isinstance(properties, dict) else ():
+    seen = set()
+    for key, prop in _object(_object(tool.get("inputSchema")).get("properties")).items():
         if not isinstance(prop, dict) or "x-mcp-header" not in prop:
             continue
         header = prop["x-mcp-header"]
@@ -8652,10 +8651,9 @@ def header_problem(tool):
 def param_texts(tool, arguments):
     """SEP-2243: each `x-mcp-header` name of `tool`'s schema -> the text its argument goes as (None: the argument is
     absent, null or structured, and no header goes); the listing kept only valid declarations."""
-    properties = ((tool or {}).get("inputSchema") or {}).get("properties")
     texts = {}
-    for key, schema in properties.items() if isinstance(properties, dict) else ():
-        value = arguments.get(key) if isinstance(arguments, dict) else None
+    for key, schema in _object(_object(_object(tool).get("inputSchema")).get("properties")).items():
+        value = _object(arguments).get(key)
         if isinstance(schema, dict) and "x-mcp-header" in schema:
             texts[schema["x-mcp-header"]] = None if value is None or isinstance(value, (dict, list)) else \
                 ("true" if value else "false") if isinstance(value, bool) else str(value)
@@ -8755,7 +8753,7 @@ class _HttpChannel:
             up = self.upstream
             params = message.get("params") or {}
             meta = params.get("_meta")
-            modern = up.client.modern or (isinstance(meta, dict) and META_VERSION in meta)  # this request's era
+            modern = up.client.modern or META_VERSION in _object(meta)  # this request's era
             if modern:
                 method = message.get("method")
                 headers["MCP-Protocol-Version"] = MODERN_VERSIONS[0]
@@ -8958,7 +8956,7 @@ class _HttpChannel:
                 response.read()
                 return
             if response.status == 404 and self.session_id and message.get("method") != "initialize" \
-                    and META_VERSION not in ((message.get("params") or {}).get("_meta") or {}):
+                    and META_VERSION not in _object(_object(message.get("params")).get("_meta")):
                 response.read()
                 self._fail("its session ended (HTTP 404)")
                 return
@@ -8984,10 +8982,10 @@ class _HttpChannel:
                            else "(and gave no event id to resume it with)"))))
                 return
             body = response.read()
-            reply = self._json_body(body)
-            if isinstance(reply, dict) and "error" in reply and reply.get("id") is None:
+            reply = _object(self._json_body(body))
+            if "error" in reply and reply.get("id") is None:
                 reply = dict(reply, id=request_id)  # an HTTP error's reply: it answers the request it came back on
-            if not (isinstance(reply, dict) and ("result" in reply or "error" in reply)):
+            if not ("result" in reply or "error" in reply):
                 reply = _error_response(request_id, McpError(
                     METHOD_NOT_FOUND if response.status in (404, 405) else INTERNAL_ERROR,
                     "HTTP %d %s" % (response.status, _clip(body.decode("utf-8", "replace"), 200))))
@@ -9024,7 +9022,7 @@ class _HttpChannel:
                 return None
             if isinstance(message, dict) and ("result" in message or "error" in message):
                 reply = message
-            elif isinstance(message, dict):
+            else:
                 self._deliver(message)
         return reply
 
@@ -9248,7 +9246,7 @@ class McpClient(RpcClient):
             try:
                 result = await self.request("server/discover", {}, timeout)
             except UpstreamError as exc:  # -32022 lists what it serves: again, if ours is among them
-                supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+                supported = _object(exc.data).get("supported")
                 if exc.code != UNSUPPORTED_VERSION or MODERN_VERSIONS[0] not in (supported or ()):
                     raise
                 result = await self.request("server/discover", {}, timeout)
@@ -9655,7 +9653,7 @@ class ServerTasks:
             raise
         if "task" not in created:  # it answered at once
             return created
-        task_id = created["task"].get("taskId") if isinstance(created["task"], dict) else None
+        task_id = _object(created["task"]).get("taskId")
         if not isinstance(task_id, str):
             raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % upstream.spec.key)
         upstream.back.calls.append(ctx)  # what the server asks while its task runs belongs to this call
@@ -9673,7 +9671,7 @@ class ServerTasks:
         finally:
             upstream.back.calls.remove(ctx)
         meta = result.get("_meta")
-        if isinstance(meta, dict) and RELATED_TASK in meta:  # the server's task id stays behind mcpstudio
+        if RELATED_TASK in _object(meta):  # the server's task id stays behind mcpstudio
             result["_meta"] = {k: v for k, v in meta.items() if k != RELATED_TASK}
         return result
 
@@ -10236,7 +10234,7 @@ class InputBridge:
             raise McpError(INTERNAL_ERROR, "server `%s` answered input_required without inputRequests" % upstream.spec.id)
         answers = {}
         for key, request in requests.items():
-            method = request.get("method") if isinstance(request, dict) else None
+            method = _object(request).get("method")
             session = ctx.session if ctx is not None else None
             if method not in CLIENT_FEATURES or session is None or CLIENT_FEATURES[method] not in session.client_capabilities:
                 raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
@@ -12312,7 +12310,7 @@ class HttpServer:
         method, request_id = message.get("method"), message.get("id")
         params = _object(message.get("params"))
         meta = params.get("_meta")
-        modern = (method == "server/discover" or (isinstance(meta, dict) and META_VERSION in meta)
+        modern = (method == "server/discover" or META_VERSION in _object(meta)
                   or (headers.get("mcp-protocol-version", "").strip() in MODERN_VERSIONS and "mcp-session-id" not in headers))
         sse = "text/event-stream" in accept and method in _STREAMED
         if modern:
@@ -13491,13 +13489,9 @@ def _client_servers(client, path):
                                                              if client else ""))
     servers = {}
     for key in _SERVER_GROUPS:
-        if isinstance(data.get(key), dict):
-            servers.update(data[key])
-    projects = data.get("projects")
-    if client == "claude-code" and isinstance(projects, dict):
-        project = projects.get(os.getcwd())
-        if isinstance(project, dict) and isinstance(project.get("mcpServers"), dict):
-            servers.update(project["mcpServers"])
+        servers.update(_object(data.get(key)))
+    if client == "claude-code":  # and this folder's servers
+        servers.update(_object(_object(_object(data.get("projects")).get(os.getcwd())).get("mcpServers")))
     if client == "claude-code" and os.path.isfile(".mcp.json"):  # the project's shared servers
         shared = _read_json_file(".mcp.json", "import")[0].get("mcpServers")
         servers.update(_object(shared))
@@ -13625,7 +13619,7 @@ def remove_command(words):
     same = (name, _server_id(name))  # a namespace or permission may name the server by key or by id
     for members, entry in _namespace_members(data).values():
         members[:] = [m for m in members if m not in same]
-        defaults = entry.get("serverDefaults") if isinstance(entry, dict) else None
+        defaults = _object(entry).get("serverDefaults")
         if isinstance(defaults, dict):
             for key in [k for k in defaults if k in same]:
                 del defaults[key]
@@ -13712,7 +13706,7 @@ def _namespace_members(data, create=None):
     if isinstance(found, list):
         pairs = [(item.get("id"), item) for item in found if isinstance(item, dict)]
     else:
-        pairs = list(found.items()) if isinstance(found, dict) else []
+        pairs = list(_object(found).items())
     out = {}
     for name, entry in pairs:
         if isinstance(entry, list):
@@ -13727,7 +13721,8 @@ def _namespace_members(data, create=None):
 
 def _permission_value(item, key, old):
     """A toolPermissions entry's `key`, or mcp-studio's older name for it (as the server reads it)."""
-    return (item.get(key) if key in item else item.get(old)) if isinstance(item, dict) else None
+    item = _object(item)
+    return item.get(key if key in item else old)
 
 
 def _drop_permissions(data, matches):
@@ -13799,7 +13794,7 @@ def namespace_command(words):
         raise ConfigError("namespace: %s has no namespace %s (it has: %s)" % (path, name, ", ".join(members) or "none"))
     elif action == "remove":
         if isinstance(namespaces, list):
-            namespaces[:] = [item for item in namespaces if not (isinstance(item, dict) and item.get("id") == name)]
+            namespaces[:] = [item for item in namespaces if _object(item).get("id") != name]
         else:
             del namespaces[name]
         _drop_permissions(data, lambda item: _permission_value(item, "namespace", "namespaceId") == name)
