@@ -8354,7 +8354,7 @@ class OAuthClient:
         class Stay(urllib.request.HTTPRedirectHandler):
             def redirect_request(self, *args):
                 return None
-        request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
+        request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **_object(headers)))
         try:
             with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
                 return response.status, response.headers, response.read(limit)
@@ -8524,10 +8524,10 @@ class OAuthClient:
             raise OAuthError("authorization server %s does not offer PKCE with S256 (its metadata's "
                              "code_challenge_methods_supported), which MCP requires; refusing to sign in" % issuer)
         authorize = self._check_endpoint(metadata, "authorization_endpoint")
-        audience = (resource or {}).get("resource") or self.url  # RFC 8707: exactly as the metadata publishes it
+        audience = _object(resource).get("resource") or self.url  # RFC 8707: exactly as the metadata publishes it
         wanted = self.settings.get("scopes")
         wanted = wanted.split() if isinstance(wanted, str) else list(wanted or scopes or
-                                                                     (resource or {}).get("scopes_supported") or [])
+                                                                     _object(resource).get("scopes_supported") or [])
         supported = metadata.get("scopes_supported") or []
         if wanted and "offline_access" in supported and "offline_access" not in wanted and \
                 "refresh_token" in (metadata.get("grant_types_supported") or ["refresh_token"]):
@@ -8772,7 +8772,7 @@ class _HttpChannel:
 
     def _param_headers(self, name, arguments):
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
-        tools = (self.upstream.listing or {}).get("tools") or ()
+        tools = _object(self.upstream.listing).get("tools") or ()
         tool = next((t for t in tools if t.get("name") == name), None)
         return {"Mcp-Param-" + header: _encode_header(text)
                 for header, text in param_texts(tool, arguments).items() if text is not None}
@@ -9103,7 +9103,7 @@ class RpcClient:
                 self.name, channel.reason if channel is not None else "is not running"), {"server": self.name}))
         else:
             if self.meta is not None:  # 2026-07-28: every request says its version and capabilities
-                params = dict(params, _meta=dict(self.meta, **(params.get("_meta") or {})))
+                params = dict(params, _meta=dict(self.meta, **_object(params.get("_meta"))))
             self.pending[request_id] = future
             self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         return self._await(request_id, future, method, timeout)
@@ -9260,7 +9260,7 @@ class McpClient(RpcClient):
                                 % (refusal.message if refusal else "not tried", ", ".join(MODERN_VERSIONS)))
         self.protocol_version = MODERN_VERSIONS[0]
         self.capabilities = _object(result.get("capabilities"))
-        self.server_info = _object((result.get("_meta") or {}).get(META_SERVER_INFO) or result.get("serverInfo"))
+        self.server_info = _object(_object(result.get("_meta")).get(META_SERVER_INFO) or result.get("serverInfo"))
 
     async def listing(self, timeout):
         """Its tools, resources, resource templates and prompts (what it has the capability for)."""
@@ -9288,7 +9288,7 @@ class McpClient(RpcClient):
                 self.modern_only.update(item["name"] for item in extra)
                 listing[key] += extra
         listing["serverInfo"] = self.server_info
-        listing["skills"] = (self.capabilities.get("extensions") or {}).get(SKILLS_EXTENSION)  # asked when a client asks
+        listing["skills"] = _object(self.capabilities.get("extensions")).get(SKILLS_EXTENSION)  # asked when a client asks
         return listing
 
     async def list_all(self, method, key, timeout, meta=None):
@@ -9632,7 +9632,7 @@ class ServerTasks:
         requests = _object(_object(upstream.client.capabilities.get("tasks")).get("requests"))
         if upstream.modern_for(ctx, name) or "call" not in _object(requests.get("tools")):
             return False
-        tool = next((t for t in (upstream.known() or {}).get("tools", ()) if t.get("name") == name), {})
+        tool = next((t for t in upstream.known_items("tools") if t.get("name") == name), {})
         return _object(tool.get("execution")).get("taskSupport") in ("optional", "required")
 
     async def call(self, name, arguments, ctx):
@@ -9753,6 +9753,10 @@ class Upstream:
         if self.cached.get("offered", []) != sorted(self.downstream.offered()):
             return None  # listed for a client that offered other features (sampling, roots...): list again
         return self.cached or None
+
+    def known_items(self, key):
+        """The latest listing's `key` (tools, resources, prompts...), () when none is known."""
+        return (self.known() or {}).get(key) or ()
 
     def usable(self):
         """Whether the entry can be started at all (not disabled or misconfigured)."""
@@ -10746,8 +10750,7 @@ class Aggregator:
                 table[name] = ("local", source, tool["name"])
                 tools.append(dict(tool, name=name) if name != tool["name"] else tool)
         for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
-            known = upstream.known()
-            for tool in (known or {}).get("tools", ()):
+            for tool in upstream.known_items("tools"):
                 original = tool["name"]
                 name = upstream.spec.public_name(original, self.separator)
                 why = self.namespace.left_out(upstream.spec, original)
@@ -10853,7 +10856,7 @@ class Aggregator:
         for source in self.local:
             if source.resources:
                 listing.extend(await getattr(source, local_method)())
-        shared = shared_uris([(u.spec.id, (u.known() or {}).get(key) or ()) for u in self._active()] if route_key else ())
+        shared = shared_uris([(u.spec.id, u.known_items(key)) for u in self._active()] if route_key else ())
         for uri, servers in shared.items():  # refused: no server takes a resource another one lists
             self.log.warn_once("servers %s list the resource %s: none of them serves it (disable all but one, or put "
                                "them in different namespaces)", " and ".join("`%s`" % s for s in servers), uri)
@@ -10889,7 +10892,7 @@ class Aggregator:
         if uri in self._uris:
             return await self._upstream(self._uris[uri]).forward("resources/read", {"uri": uri}, ctx)
         for upstream in self._active():  # a URI no listing named: the server with a matching template
-            for template in ((upstream.known() or {}).get("resourceTemplates") or ()):
+            for template in upstream.known_items("resourceTemplates"):
                 pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
                 if pattern is not None and pattern.fullmatch(uri):
                     return await upstream.forward("resources/read", {"uri": uri}, ctx)
@@ -10909,7 +10912,7 @@ class Aggregator:
         await self._discover()
         listing, table = [], {}
         for upstream in self._active():
-            for prompt in ((upstream.known() or {}).get("prompts") or ()):
+            for prompt in upstream.known_items("prompts"):
                 name = upstream.spec.public_name(prompt["name"], self.separator)
                 if name in table:
                     name = safe_name(name, 10 ** 6, table)
@@ -10946,7 +10949,7 @@ class Aggregator:
             upstream, ref = (self._upstream(route[0]), dict(ref, name=route[1])) if route else (None, ref)
         else:
             uri = ref.get("uri")
-            upstream = next((u for u in self._active() for t in ((u.known() or {}).get("resourceTemplates") or ())
+            upstream = next((u for u in self._active() for t in u.known_items("resourceTemplates")
                              if t.get("uriTemplate") == uri), None)
             if upstream is None and uri in self._uris:
                 upstream = self._upstream(self._uris[uri])
@@ -12459,7 +12462,7 @@ class HttpServer:
                     await self._drain(writer)
                     return keep and chunked
                 # 2026-07-28: a request refused for a client capability it did not declare is HTTP 400
-                refused = session is not None and final and (message.get("error") or {}).get("code") == MISSING_CAPABILITY
+                refused = session is not None and final and _object(message.get("error")).get("code") == MISSING_CAPABILITY
                 if not exchange.streaming or (refused and not started):
                     if final:
                         await self._reply(writer, 400 if refused else 200, message, extra, close=not keep)
@@ -12818,8 +12821,8 @@ def _take_options(words, command, flags=(), values=(), anywhere=False, repeated=
 
 def _schema_summary(schema):
     """(name, type, detail, description) per property of an input schema."""
-    props = (schema or {}).get("properties") or {}
-    required = (schema or {}).get("required") or []
+    schema = _object(schema)
+    props, required = _object(schema.get("properties")), schema.get("required") or []
     rows = []
     for key, prop in props.items():
         kind = prop.get("type", "any")
@@ -12845,13 +12848,13 @@ def _print_listing(listing):
     for tool in tools:
         hints = [word for key, word in (("readOnlyHint", "read-only"), ("destructiveHint", "destructive"),
                                         ("idempotentHint", "idempotent"), ("openWorldHint", "open-world"))
-                 if (tool.get("annotations") or {}).get(key)]
+                 if _object(tool.get("annotations")).get(key)]
         print("  %s%s" % (tool["name"], "  [%s]" % ", ".join(hints) if hints else ""))
         if tool.get("description"):
             print("      %s" % _clip(" ".join(tool["description"].split()), 200))
         for key, kind, detail, description in _schema_summary(tool.get("inputSchema")):
             print(("      %-16s %-9s %-10s %s" % (key, kind, detail, description)).rstrip())
-        ok_codes = (tool.get("_meta") or {}).get(OK_EXIT_META)
+        ok_codes = _object(tool.get("_meta")).get(OK_EXIT_META)
         if ok_codes:
             print("      exit codes accepted: %s" % ",".join(str(c) for c in ok_codes))
     skills = listing.get("skills") or []
@@ -12906,7 +12909,7 @@ def inspect_command(words):
             listing["resourceTemplates"] = client.list_all("resources/templates/list", "resourceTemplates")
         if "prompts" in capabilities:
             listing["prompts"] = client.list_all("prompts/list", "prompts")
-        if SKILLS_EXTENSION in (capabilities.get("extensions") or {}):
+        if SKILLS_EXTENSION in _object(capabilities.get("extensions")):
             listing["skills"] = client.list_all("skills/list", "skills")
     if found.get("--json"):
         print(json.dumps(listing, indent=2))
@@ -12920,10 +12923,10 @@ _ARGUMENT_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.S)
 
 def _call_arguments(pairs, schema):
     """key=value words as the tool's schema types them: strings stay text, other types read as JSON."""
-    props = (schema or {}).get("properties") or {}
+    props = _object(_object(schema).get("properties"))
     arguments = {}
     for key, text in pairs:
-        kind = (props.get(key) or {}).get("type")
+        kind = _object(props.get(key)).get("type")
         value = text
         if kind not in ("string", None):
             try:
@@ -13514,7 +13517,7 @@ def import_command(words):
     added = {}
     for name, entry in servers.items():
         kept, why = imported_server(entry)
-        if kept is not None and (name in existing or name in (data.get("servers") or {})):
+        if kept is not None and (name in existing or name in _object(data.get("servers"))):
             kept, why = None, "%s already has a server %s (remove it first to replace it)" % (target, name)
         clash = kept is not None and (_same_id(data, name) or _same_id({"mcpServers": added}, name))
         if clash:
@@ -13594,7 +13597,7 @@ def add_command(words):
 def _same_id(data, name, besides=()):
     """The config's server (not in `besides`) whose id is the id of `name`: the server would refuse both."""
     wanted = _server_id(name)
-    return next((key for group in _SERVER_GROUPS for key in (data.get(group) or {})
+    return next((key for group in _SERVER_GROUPS for key in _object(data.get(group))
                  if key not in besides and _server_id(key) == wanted), None)
 
 
@@ -13602,9 +13605,9 @@ def _server_group(data, name, command, path):
     """The group ("mcpServers" or "servers") that holds the config's server `name`; else a ConfigError naming
     the servers it has."""
     for group in _SERVER_GROUPS:
-        if name in (data.get(group) or {}):
+        if name in _object(data.get(group)):
             return group
-    known = [key for group in _SERVER_GROUPS for key in (data.get(group) or {})]
+    known = [key for group in _SERVER_GROUPS for key in _object(data.get(group))]
     raise ConfigError("%s: %s has no server %s (it has: %s)" % (command, path, name, ", ".join(known) or "none"))
 
 
@@ -13749,7 +13752,7 @@ def list_command(words):
     default = data.get(_default_key(data))
     rows = []
     for group in _SERVER_GROUPS:
-        for name, entry in (data.get(group) or {}).items():
+        for name, entry in _object(data.get(group)).items():
             entry = _object(entry)
             member_of = [ns for ns, (members, _) in namespaces.items() if name in members or _server_id(name) in members]
             rows.append({"name": name, "runs": entry.get("url") or _argv_text(
@@ -14246,7 +14249,7 @@ def _build_server(options, words, log: Log, config=None, runner=None):
             hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)
             found = [hub]
             # toolSearch: --tool-search, else the namespace's, else the file's
-            mode = (options["tool_search"] or (hub.namespace.plan.namespaces.get(hub.namespace.name) or {}).get("tool_search")
+            mode = (options["tool_search"] or _object(hub.namespace.plan.namespaces.get(hub.namespace.name)).get("tool_search")
                     or info["tool_search"][0] or "auto")
             if mode not in TOOL_SEARCH_MODES:
                 raise UsageError("--tool-search %s: expected one of %s" % (mode, ", ".join(TOOL_SEARCH_MODES)))
