@@ -7590,6 +7590,11 @@ _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId",
 _FILTER_KEYS = ("allow", "deny")
 
 
+def _say(text):
+    """A line for the person at the terminal, on stderr (stdout may be the protocol, or what they asked for)."""
+    sys.stderr.write("mcpstudio: %s\n" % text)
+
+
 def _list_wait():
     """LIST_WAIT, or the seconds $MCPSTUDIO_LIST_WAIT gives (0 to 60)."""
     try:
@@ -8286,7 +8291,7 @@ class OAuthClient:
         self.name = name or self.url
         self.settings = settings or {}
         self.interactive = interactive or bool(self.settings.get("browser"))
-        self.say = say or (lambda text: sys.stderr.write("mcpstudio: %s\n" % text))
+        self.say = say or _say
         self.config = config  # the config file, for the login command's --config
         self.store = store or TokenStore(self.url)
         self.state = self.store.load()
@@ -11683,14 +11688,14 @@ def tui_command(words):
     if rest:
         raise UsageError("tui takes --config FILE and --namespace NAME only, not %r" % " ".join(rest))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        sys.stderr.write("mcpstudio: error: tui needs a terminal (stdin and stdout); use `mcpstudio status` or "
-                         "`mcpstudio list` instead\n")
+        _say("error: tui needs a terminal (stdin and stdout); use `mcpstudio status` or "
+             "`mcpstudio list` instead")
         return 2
     try:
         import curses
     except ImportError:
-        sys.stderr.write("mcpstudio: error: tui needs Python's curses module (on Windows: pip install windows-curses);"
-                         " use `mcpstudio status` or `mcpstudio list` instead\n")
+        _say("error: tui needs Python's curses module (on Windows: pip install windows-curses);"
+             " use `mcpstudio status` or `mcpstudio list` instead")
         return 2
     if not os.path.exists(path):
         raise UsageError("tui: no config at %s (give --config FILE, or add a server: mcpstudio add NAME -- COMMAND)"
@@ -12559,14 +12564,14 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
     try:
         host, port = parse_http_address(options["http"])
     except UsageError as exc:
-        sys.stderr.write("mcpstudio: error: %s\n" % exc)
+        _say("error: %s" % exc)
         return 2
     token = options["http_token"] or os.environ.get(HTTP_TOKEN_VARIABLE) or None
     os.environ.pop(HTTP_TOKEN_VARIABLE, None)  # tools and upstream servers never inherit the token
     runner.hidden = (HTTP_TOKEN_VARIABLE,)     # nor get it from an env copied when the config was read
     if token is None and not _loopback(host):
-        sys.stderr.write("mcpstudio: error: --http %s listens beyond this machine: set a bearer token with "
-                         "--http-token or $%s (or bind 127.0.0.1)\n" % (options["http"], HTTP_TOKEN_VARIABLE))
+        _say("error: --http %s listens beyond this machine: set a bearer token with "
+             "--http-token or $%s (or bind 127.0.0.1)" % (options["http"], HTTP_TOKEN_VARIABLE))
         return 2
     if token:
         log.add_secrets([token])
@@ -12574,7 +12579,7 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
     try:
         return asyncio.run(serve_http(server, runner, log, host, port, token))
     except OSError as exc:
-        sys.stderr.write("mcpstudio: error: --http %s: %s\n" % (options["http"], exc))
+        _say("error: --http %s: %s" % (options["http"], exc))
         return 1
     except KeyboardInterrupt:
         asyncio.run(runner.stop_all())
@@ -12650,7 +12655,7 @@ class StdioClient:
             try:
                 message = json.loads(line)
             except ValueError:
-                sys.stderr.write("mcpstudio: the server wrote a line that is not JSON: %r\n" % line[:200])
+                _say("the server wrote a line that is not JSON: %r" % line[:200])
                 continue
             if not isinstance(message, dict):
                 continue
@@ -13002,7 +13007,7 @@ def call_command(words):
         try:
             result = client.request("tools/call", {"name": tool, "arguments": arguments}, wait=False)
         except McpError as exc:
-            sys.stderr.write("mcpstudio: error: %s (code %s)\n" % (exc, exc.code))
+            _say("error: %s (code %s)" % (exc, exc.code))
             return 1
     if raw:
         print(json.dumps(result, indent=2))
@@ -13021,10 +13026,10 @@ def elicitation_answer(params, assume_yes, ask=input):
     schema = _object(params.get("requestedSchema"))
     fields = _object(schema.get("properties"))
     if params.get("mode") == "url":
-        sys.stderr.write("mcpstudio: the server asks you to open %s; declined (call cannot follow it)\n"
-                         % params.get("url"))
+        _say("the server asks you to open %s; declined (call cannot follow it)"
+             % params.get("url"))
         return {"action": "decline"}
-    sys.stderr.write("mcpstudio: the server asks: %s\n" % (params.get("message") or "(no message)"))
+    _say("the server asks: %s" % (params.get("message") or "(no message)"))
     if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
         content = {key: field["default"] if "default" in field else True for key, field in fields.items()
                    if isinstance(field, dict) and ("default" in field or field.get("type") == "boolean")}
@@ -13338,11 +13343,11 @@ def edited_json_text(text, new, path):
         start, end, replacement = edit
         result = result[:start] + replacement + result[end:]
     if json.loads(strip_json_comments(result)) != new:  # cannot happen; if it does, be correct rather than pretty
-        sys.stderr.write("mcpstudio: warning: %s is rewritten as plain JSON; its comments are in the .bak\n" % path)
+        _say("warning: %s is rewritten as plain JSON; its comments are in the .bak" % path)
         return json.dumps(new, indent=2, ensure_ascii=False) + "\n"
     if _comments(result) != _comments(text):
-        sys.stderr.write("mcpstudio: warning: comments inside the entries changed in %s are gone (the .bak "
-                         "keeps them)\n" % path)
+        _say("warning: comments inside the entries changed in %s are gone (the .bak "
+             "keeps them)" % path)
     return result
 
 
@@ -13412,7 +13417,7 @@ def install_command(words):
     try:
         _check_mode(words)
     except ConfigError as exc:
-        sys.stderr.write("mcpstudio: error: %s\n" % exc)
+        _say("error: %s" % exc)
         return 2
     name = found.get("--as") or _entry_name(words)
     entry, note = client_entry(client, words)
@@ -13423,11 +13428,11 @@ def install_command(words):
         shown = json.dumps({_servers_key(client): {name: entry}}, indent=2) + "\n"
     if not found.get("--write"):
         sys.stdout.write(shown)
-        sys.stderr.write("mcpstudio: this goes in %s%s; add it with --write\n" % (path, (
+        _say("this goes in %s%s; add it with --write" % (path, (
             " (or: claude mcp add-json --scope user %s %s)" % (name, _argv_text([json.dumps(entry)]))
             if client == "claude-code" else "")))
         if note:
-            sys.stderr.write("mcpstudio: %s\n" % note)
+            _say(note)
         return 0
     if client == "codex":
         try:
@@ -13448,7 +13453,7 @@ def install_command(words):
     print("%s %s in %s%s" % ("replaced" if replaced else "added", name, path,
                              " (backup: %s)" % saved if saved else ""))
     if note:
-        sys.stderr.write("mcpstudio: %s\n" % note)
+        _say(note)
     return 0
 
 
@@ -14414,13 +14419,13 @@ def main(argv=None):
         print(SUBCOMMAND_HELP[exc.args[0]])
         return 0
     except UsageError as exc:
-        sys.stderr.write("mcpstudio: error: %s\n%s\n" % (exc, USAGE))
+        _say("error: %s\n%s" % (exc, USAGE))
         return 2
     except TemplateError as exc:
-        sys.stderr.write("mcpstudio: error: bad template: %s\n" % exc)
+        _say("error: bad template: %s" % exc)
         return 2
     except McpStudioError as exc:  # a bad config, an MCP error, a file that cannot be written
-        sys.stderr.write("mcpstudio: error: %s\n" % exc)
+        _say("error: %s" % exc)
         return 1
     except KeyboardInterrupt:  # inspect or call stopped by the user; their child is stopped already
         return 130
@@ -14428,7 +14433,7 @@ def main(argv=None):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:
-        sys.stderr.write("mcpstudio: error: %s\n" % exc)
+        _say("error: %s" % exc)
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
     if options["http"] is not None:
