@@ -9186,6 +9186,11 @@ class RpcClient:
                 future.set_result(_object(message.get("result")))
 
 
+# (capability, method, key) of each listing a server with the capability answers.
+LISTINGS = (("tools", "tools/list", "tools"), ("resources", "resources/list", "resources"),
+            ("resources", "resources/templates/list", "resourceTemplates"), ("prompts", "prompts/list", "prompts"))
+
+
 class McpClient(RpcClient):
     """MCP over an RpcClient: the handshake (or a 2026-07-28 server's discovery), and listings page by page."""
 
@@ -9270,10 +9275,7 @@ class McpClient(RpcClient):
     async def listing(self, timeout):
         """Its tools, resources, resource templates and prompts (what it has the capability for)."""
         listing = {}
-        for capability, method, key in (("tools", "tools/list", "tools"),
-                                        ("resources", "resources/list", "resources"),
-                                        ("resources", "resources/templates/list", "resourceTemplates"),
-                                        ("prompts", "prompts/list", "prompts")):
+        for capability, method, key in LISTINGS:
             listing[key] = []
             if capability in self.capabilities:
                 try:
@@ -10253,22 +10255,19 @@ class InputBridge:
         return answers
 
 
+# (name, description, its parameters besides the server_id of a tool of one server (None: of none), read-only)
 MANAGER_TOOLS = (
     ("servers_list", "List the configured MCP servers: id, status, pid, uptime, tool count and last error.",
-     {}, (), True),
-    ("servers_start", "Start a server (also one stopped with servers_stop).", {"server_id": {"type": "string"}},
-     ("server_id",), False),
-    ("servers_stop", "Stop a server; it stays stopped (its calls fail) until servers_start.",
-     {"server_id": {"type": "string"}}, ("server_id",), False),
-    ("servers_restart", "Stop and start a server.", {"server_id": {"type": "string"}}, ("server_id",), False),
+     None, True),
+    ("servers_start", "Start a server (also one stopped with servers_stop).", {}, False),
+    ("servers_stop", "Stop a server; it stays stopped (its calls fail) until servers_start.", {}, False),
+    ("servers_restart", "Stop and start a server.", {}, False),
     ("server_logs", "Recent lines of a server's stderr and of its starts, stops and crashes.",
-     {"server_id": {"type": "string"},
-      "lines": {"type": "integer", "description": "how many of the last lines (default 50)", "default": 50}},
-     ("server_id",), True),
+     {"lines": {"type": "integer", "description": "how many of the last lines (default 50)", "default": 50}}, True),
     ("config_reload", "Read the config file again: added, removed and changed servers are started or "
-                      "stopped, the others keep running.", {}, (), False),
+                      "stopped, the others keep running.", None, False),
     ("namespaces_list", "List the namespaces of the config and which one this process serves, and why.",
-     {}, (), True),
+     None, True),
 )
 
 
@@ -10347,10 +10346,11 @@ class ManagerTools:
     def listed(self):
         """(tool, its listing) of each manager tool, named with the hub's separator."""
         listed = []
-        for tool, description, properties, required, read_only in MANAGER_TOOLS:
-            schema = {"type": "object", "properties": properties}
-            if required:
-                schema["required"] = list(required)
+        for tool, description, properties, read_only in MANAGER_TOOLS:
+            schema = {"type": "object", "properties": {}}
+            if properties is not None:
+                schema = {"type": "object", "properties": dict({"server_id": {"type": "string"}}, **properties),
+                          "required": ["server_id"]}
             listed.append((tool, {"name": self.hub.namespace.manager_name(tool), "description": "[mcpstudio] " + description,
                                   "inputSchema": schema, "annotations": {"readOnlyHint": read_only}}))
         return listed
@@ -11243,9 +11243,7 @@ class Board:
 
     def listing(self, upstream):
         """The server's tools: live, else from the listing cache (whatever client it was listed for)."""
-        if upstream is None:
-            return None
-        return upstream.listing or upstream.cache.read() or None
+        return upstream and (upstream.listing or upstream.cache.read()) or None
 
     def count(self):
         """How many tools the shown namespace lists (of servers whose tools are known) against clients' caps."""
@@ -11588,7 +11586,7 @@ class TuiScreen:
             self.view = "list"
         elif char == "?":
             self.view = "help"
-        elif key in (self.curses.KEY_DOWN, ord("j")) or key in (self.curses.KEY_UP, ord("k")):
+        elif key in (self.curses.KEY_DOWN, ord("j"), self.curses.KEY_UP, ord("k")):
             step = 1 if key in (self.curses.KEY_DOWN, ord("j")) else -1
             if self.view == "details":
                 self.tool = max(0, self.tool + step)
@@ -11655,21 +11653,21 @@ class TuiScreen:
         self.board.edit(["add", name] + words)
 
     def namespaces(self, row):
-        choice = self.ask("namespace: c create, a assign %s, d make default, s show: " % row["name"])
-        if not choice or choice[0] not in "cads":
+        choice = (self.ask("namespace: c create, a assign %s, d make default, s show: " % row["name"]) or "-")[0]
+        if choice not in "cads":
             return
         name = self.ask({"c": "new namespace (with %s): " % row["name"], "a": "assign %s to namespace: " % row["name"],
-                         "d": "make this namespace the default: ", "s": "show namespace: "}[choice[0]])
+                         "d": "make this namespace the default: ", "s": "show namespace: "}[choice])
         if not name:
             return
-        if choice[0] == "s":
+        if choice == "s":
             if name in self.board.plan.namespaces:
                 self.board.shown = name
                 self.board.said = "showing namespace %s" % name
             else:
                 self.board.said = "no namespace %s (there are: %s)" % (name, ", ".join(self.board.plan.namespaces) or "none")
             return
-        action = {"c": "add", "a": "assign", "d": "default"}[choice[0]]
+        action = {"c": "add", "a": "assign", "d": "default"}[choice]
         self.board.edit(["namespace", action, name] + ([row["name"]] if action != "default" else []))
 
     def run(self):
@@ -12896,8 +12894,9 @@ def inspect_command(words):
         listing = {"serverInfo": hello.get("serverInfo") or {}, "protocolVersion": hello.get("protocolVersion"),
                    "instructions": hello.get("instructions"), "capabilities": capabilities,
                    "tools": [], "resources": [], "resourceTemplates": [], "prompts": []}
-        if "tools" in capabilities:
-            listing["tools"] = client.list_all("tools/list", "tools")
+        for capability, method, key in LISTINGS:
+            if capability in capabilities:
+                listing[key] = client.list_all(method, key)
         if "--search" in found:  # the tools a search finds, as `mcpstudio__search_tools` answers them
             try:
                 result = client.request("tools/call", {"name": MANAGER_PREFIX + "__search_tools", "arguments": {
@@ -12909,11 +12908,6 @@ def inspect_command(words):
                                  "with MCP servers whose toolSearch is not \"off\"); inspect without --search lists "
                                  "every tool") from None
             listing["tools"] = result["structuredContent"]["tools"]
-        if "resources" in capabilities:
-            listing["resources"] = client.list_all("resources/list", "resources")
-            listing["resourceTemplates"] = client.list_all("resources/templates/list", "resourceTemplates")
-        if "prompts" in capabilities:
-            listing["prompts"] = client.list_all("prompts/list", "prompts")
         if SKILLS_EXTENSION in _object(capabilities.get("extensions")):
             listing["skills"] = client.list_all("skills/list", "skills")
     if found.get("--json"):
@@ -13117,27 +13111,27 @@ def _absolute_mode(words):
 
 
 def _mode_options(words):
-    """(options, template words) of MODE ARGS, reading on past `serve` or `check`."""
+    """(options, template words, whether it serves a config) of MODE ARGS, reading on past `serve` or `check`."""
     options, rest = parse_command_line(list(words))
-    if rest and rest[0] in ("serve", "check"):
+    served = rest[:1] in (["serve"], ["check"])
+    if served:
         options, rest = parse_command_line(rest[1:], options)
-    return options, rest
+    return options, rest, served
 
 
 def _entry_name(words):
     """A server name for the client's list: --name, the command, the script folder or the config's file name."""
-    options, rest = _mode_options(words)
+    options, rest, _ = _mode_options(words)
+    folder = options["root_directory"] or (options["skills"][0] if options["skills"] and not options["config"] else None)
     name = (options["name"] or (os.path.basename(rest[0]) if rest else None)
-            or (os.path.basename(os.path.normpath(options["root_directory"])) if options["root_directory"] else None)
-            or (os.path.basename(os.path.normpath(options["skills"][0])) if options["skills"] and not options["config"]
-                else None)
+            or (os.path.basename(os.path.normpath(folder)) if folder else None)
             or os.path.splitext(os.path.basename(options["config"] or default_config_path()))[0])
     return _UNSAFE_NAME_CHARS.sub("_", name) or "mcpstudio"
 
 
 def client_entry(client, words):
     """(entry dict, note or None): what `client` needs to run mcpstudio with MODE ARGS `words`."""
-    options, _ = _mode_options(words)
+    options = _mode_options(words)[0]
     if options["http"] is not None:
         if client == "claude-desktop":
             raise UsageError("install: Claude Desktop's config file starts stdio servers only; drop --http")
@@ -13395,12 +13389,8 @@ def write_file_atomically(path, text):
 def _check_mode(words):
     """Build (and start nothing of) the server MODE ARGS `words` run, so install refuses an entry the
     server would refuse: a bad template raises TemplateError, a bad config ConfigError, as they would."""
-    options, rest = parse_command_line(list(words))
-    served = bool(rest) and rest[0] in ("serve", "check")
-    if served:
-        options, rest = parse_command_line(rest[1:], options)
-    config = options["config"] or (default_config_path() if served else None)
-    _build_server(options, rest, Log(), config)
+    options, rest, served = _mode_options(words)
+    _build_server(options, rest, Log(), options["config"] or (default_config_path() if served else None))
 
 
 def install_command(words):
