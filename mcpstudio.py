@@ -7616,23 +7616,23 @@ def _fingerprint(*parts):
 class UpstreamSpec:
     """One configured server, as read from the file; `error` when the entry cannot be used."""
 
+    # What an entry leaves out; the mutable ones are made per server in __init__.
+    command = cwd = url = error = None
+    transport = "stdio"
+    disabled = eager = False
+    startup_timeout, tool_timeout, health_interval = START_TIMEOUT, TOOL_TIMEOUT, HEALTH_INTERVAL
+    max_concurrency = 0
+    protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
+
     def __init__(self, key, where):
         self.key, self.id, self.where = key, _server_id(key), where
-        self.command, self.args, self.cwd, self.env, self.url = None, [], None, {}, None
-        self.headers = {}
-        self.transport = "stdio"
-        self.disabled = self.eager = False
-        self.startup_timeout, self.tool_timeout = START_TIMEOUT, TOOL_TIMEOUT
-        self.max_concurrency = 0
-        self.health_interval = HEALTH_INTERVAL
+        self.args, self.env, self.headers = [], {}, {}
         self.allow, self.deny = [], []
         self.denied_tools = []  # mcp-studio's deniedTools: refused in every namespace
         self.prefix = self.id   # tool and prompt names are <prefix><separator><name>; "" for bare names
-        self.error = None
         self.secrets = []
         self.notes = []  # what of the entry is accepted but not used, said once at startup
         self.oauth = {}  # a URL server's `oauth` settings (see OAuthClient); None: never sign in
-        self.protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
         self.rules = {}       # its rateLimit, cache and confirm (see Guard)
 
     def public_name(self, name, separator):
@@ -9782,15 +9782,20 @@ class Upstream:
                                  "%s" % (self.spec.id, self.start_tool))
         return None
 
+    async def _startable(self):
+        """Wait out a stop in progress (a restart or reload: start afresh once it is down); raise why the
+        server cannot start, if it cannot."""
+        if self._stopping is not None and not self._stopping.done():
+            await asyncio.wait([self._stopping])
+        problem = self._unavailable()
+        if problem is not None:
+            raise problem
+
     async def ready(self, ctx=None, wait_backoff=True):
         """Return once the server runs, starting it if needed; raise UpstreamError if it cannot."""
         if self.state == "running":
             return
-        if self._stopping is not None and not self._stopping.done():
-            await asyncio.wait([self._stopping])  # a restart or reload: start afresh once it is down
-        problem = self._unavailable()
-        if problem is not None:
-            raise problem
+        await self._startable()
         task = self.start(wait_backoff)
         if ctx is not None and ctx.progress_token is not None and not task.done():
             started = time.monotonic()
@@ -9820,11 +9825,7 @@ class Upstream:
 
     async def _start(self, wait_backoff):
         spec = self.spec
-        if self._stopping is not None and not self._stopping.done():
-            await asyncio.wait([self._stopping])
-        problem = self._unavailable()
-        if problem is not None:
-            raise problem
+        await self._startable()
         delay = self.backoff.delay() if wait_backoff else 0.0
         if delay > BACKOFF_WAIT:
             raise UpstreamError(SERVER_START_FAILED, "server `%s` failed %.0f s ago (%s); the next try is in %.0f s"
