@@ -8111,8 +8111,7 @@ def www_authenticate(header):
 
 def _origin(url):
     import urllib.parse
-    parts = urllib.parse.urlsplit(url)
-    return "%s://%s" % (parts.scheme.lower(), parts.netloc.lower())
+    return ("%s://%s" % urllib.parse.urlsplit(url)[:2]).lower()
 
 
 def protected_resource_urls(server_url, from_header=None):
@@ -8130,11 +8129,10 @@ def authorization_server_urls(issuer):
     """Where an authorization server's metadata may be: RFC 8414, then OpenID discovery both ways."""
     import urllib.parse
     path = urllib.parse.urlsplit(issuer).path.rstrip("/")
-    base = _origin(issuer)
-    if not path:
-        return [base + "/.well-known/oauth-authorization-server", base + "/.well-known/openid-configuration"]
-    return [base + "/.well-known/oauth-authorization-server" + path, base + "/.well-known/openid-configuration" + path,
-            base + path + "/.well-known/openid-configuration"]
+    base = _origin(issuer)  # without a path, the last two are one URL
+    return list(dict.fromkeys([base + "/.well-known/oauth-authorization-server" + path,
+                               base + "/.well-known/openid-configuration" + path,
+                               base + path + "/.well-known/openid-configuration"]))
 
 
 def resource_covers(resource, server_url):
@@ -8592,10 +8590,9 @@ class OAuthClient:
     def _kept_port(self, issuer):
         """The port of the redirect URI registered earlier with this issuer (0: any)."""
         import urllib.parse
-        kept = self.state.get("client") or {}
         if self.state.get("issuer") != issuer:
             return 0
-        for uri in kept.get("redirect_uris") or ():
+        for uri in _object(self.state.get("client")).get("redirect_uris") or ():
             port = urllib.parse.urlsplit(uri).port
             if port:
                 return port
@@ -9250,24 +9247,23 @@ class McpClient(RpcClient):
         self.server_info = _object(result.get("serverInfo"))
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    async def _discover(self, refusal, timeout=None):
+    async def _discover(self, refusal):
         self.modern = True
+        refused = refusal.message if refusal else "not tried"
         try:
             try:
-                result = await self.request("server/discover", {}, timeout)
+                result = await self.request("server/discover", {})
             except UpstreamError as exc:  # -32022 lists what it serves: again, if ours is among them
-                supported = _object(exc.data).get("supported")
-                if exc.code != UNSUPPORTED_VERSION or MODERN_VERSIONS[0] not in (supported or ()):
+                if exc.code != UNSUPPORTED_VERSION or MODERN_VERSIONS[0] not in (_object(exc.data).get("supported") or ()):
                     raise
-                result = await self.request("server/discover", {}, timeout)
+                result = await self.request("server/discover", {})
         except UpstreamError as exc:
             self.modern = False
-            raise UpstreamError(exc.code, "it refused initialize (%s) and server/discover (%s)"
-                                % (refusal.message if refusal else "not tried", exc.message))
+            raise UpstreamError(exc.code, "it refused initialize (%s) and server/discover (%s)" % (refused, exc.message))
         if MODERN_VERSIONS[0] not in (result.get("supportedVersions") or ()):
             self.modern = False
             raise UpstreamError(INTERNAL_ERROR, "it refused initialize (%s) and supports none of %s"
-                                % (refusal.message if refusal else "not tried", ", ".join(MODERN_VERSIONS)))
+                                % (refused, ", ".join(MODERN_VERSIONS)))
         self.protocol_version = MODERN_VERSIONS[0]
         self.capabilities = _object(result.get("capabilities"))
         self.server_info = _object(_object(result.get("_meta")).get(META_SERVER_INFO) or result.get("serverInfo"))
