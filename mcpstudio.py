@@ -8032,7 +8032,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
 
     def send(self, message):
         pipe = self.transport.get_pipe_transport(0) if self.transport is not None else None
-        if pipe is not None and not pipe.is_closing():
+        if pipe and not pipe.is_closing():
             pipe.write(encode_message(message))
 
     def abort(self, request_id):
@@ -8746,7 +8746,7 @@ class _HttpChannel:
         headers = {"Accept": "application/json, text/event-stream"}
         headers.update(self.spec.headers)
         url = url or self.post_url
-        if self.oauth is not None and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
+        if self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
             bearer = self.oauth.header()
             if bearer:
                 headers["Authorization"] = bearer
@@ -9566,7 +9566,7 @@ class BackChannel:
         elif method == "notifications/progress":
             token = params.get("progressToken")
             ctx = self.progress.get(token) if isinstance(token, (str, int)) else None  # a list cannot be a key
-            if ctx is not None and isinstance(params.get("progress"), (int, float)):
+            if ctx and isinstance(params.get("progress"), (int, float)):
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
             level = params.get("level") if params.get("level") in LOG_LEVELS else "info"
@@ -9578,9 +9578,9 @@ class BackChannel:
         """Put a request of the server's to the client of the call that caused it (`cause`, a CallContext),
         else to mcpstudio's client; send the answer back under the server's id."""
         reply = {"jsonrpc": "2.0", "id": request_id}
-        client = cause.session if cause is not None and cause.session is not None else self.downstream.session
+        client = cause and cause.session or self.downstream.session
         try:
-            if cause is not None and cause.modern:  # no requests to such a client: an input_required result
+            if cause and cause.modern:  # no requests to such a client: an input_required result
                 if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
                 reply["result"] = await self.downstream.bridge.ask(cause, method, params)
@@ -9606,7 +9606,7 @@ class BackChannel:
         """The server closed the event stream of our request `request_id` before it answered, to be resumed
         (SEP-1699): the client's own stream of the call is closed too, for it to resume (over --http)."""
         cause = self.upstream.client.causes.get(request_id)
-        pause = getattr(cause.session.transport, "pause", None) if cause is not None and cause.session else None
+        pause = getattr(cause.session.transport, "pause", None) if cause and cause.session else None
         if pause is not None and (cause.session.protocol_version or "") >= "2025-11-25":  # older: no event ids
             pause(cause.request_id)
 
@@ -9781,7 +9781,7 @@ class Upstream:
     async def _startable(self):
         """Wait out a stop in progress (a restart or reload: start afresh once it is down); raise why the
         server cannot start, if it cannot."""
-        if self._stopping is not None and not self._stopping.done():
+        if self._stopping and not self._stopping.done():
             await asyncio.wait([self._stopping])
         problem = self._unavailable()
         if problem is not None:
@@ -9793,7 +9793,7 @@ class Upstream:
             return
         await self._startable()
         task = self.start(wait_backoff)
-        if ctx is not None and ctx.progress_token is not None and not task.done():
+        if ctx and ctx.progress_token is not None and not task.done():
             started = time.monotonic()
             while not task.done():
                 elapsed = time.monotonic() - started
@@ -9814,7 +9814,7 @@ class Upstream:
             done = asyncio.get_running_loop().create_future()
             done.set_result(None)
             return done
-        if self._starting is None or self._starting.done():
+        if not self._starting or self._starting.done():
             self._starting = asyncio.ensure_future(self._start(wait_backoff))
             self._starting.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved
         return self._starting
@@ -9936,7 +9936,7 @@ class Upstream:
 
     def relist(self):
         """A list_changed: list again (one listing in flight, one pending: a burst costs two)."""
-        if self._relisting is None or self._relisting.done():
+        if not self._relisting or self._relisting.done():
             self._relisting = asyncio.ensure_future(self._refresh_quietly())
         else:
             self._relist_again = True
@@ -10020,7 +10020,7 @@ class Upstream:
 
     async def stop(self, reason, final_state="stopped"):
         """Stop the server and its group; runs to the end even if the caller is cancelled."""
-        if self._stopping is None or self._stopping.done():
+        if not self._stopping or self._stopping.done():
             self._stopping = asyncio.ensure_future(self._stop(reason, final_state))
         stopping = self._stopping
         while not stopping.done():
@@ -10036,7 +10036,7 @@ class Upstream:
         was = self.state
         if self.usable():
             self.state = "stopping"
-        if self._starting is not None and not self._starting.done():
+        if self._starting and not self._starting.done():
             self._starting.cancel()
             await asyncio.wait([self._starting])
         if self.usable():
@@ -10077,7 +10077,7 @@ class Upstream:
     def mirrors(self, ctx, name):
         """Whether a request (of `ctx`, for the tool or prompt `name`) goes to this server that speaks both
         eras as a 2026-07-28 one: a 2026-07-28 client's, and any for what it offers only in that era."""
-        return self.client.dual and ((ctx is not None and ctx.modern) or name in self.client.modern_only)
+        return self.client.dual and ((ctx and ctx.modern) or name in self.client.modern_only)
 
     def modern_for(self, ctx, name):
         """Whether this request reaches the server in the 2026-07-28 era."""
@@ -10088,15 +10088,15 @@ class Upstream:
             await self.ready(ctx)
         token = None
         meta = dict(params.get("_meta") or {})
-        if ctx is not None and ctx.progress_token is not None:
+        if ctx and ctx.progress_token is not None:
             token = meta["progressToken"] = "mcpstudio-%d" % self.client.new_id()
             self.back.progress[token] = ctx
         if self.modern_for(ctx, params.get("name")):  # a 2026-07-28 request
             if self.mirrors(ctx, params.get("name")):  # to a server that speaks both eras: made one here
                 meta.update(self.client.modern_meta(self.client.offered))
-            if ctx is not None and ctx.modern:  # the client's own capabilities
+            if ctx and ctx.modern:  # the client's own capabilities
                 meta[META_CAPABILITIES] = ctx.capabilities
-            level = ctx.level if ctx is not None and ctx.modern else self.downstream.log_level
+            level = ctx.level if ctx and ctx.modern else self.downstream.log_level
             if level:  # no logging/setLevel in 2026-07-28: the level goes with each request
                 meta[META_LOG_LEVEL] = level
         if meta:
@@ -10216,7 +10216,7 @@ class InputBridge:
         asks for, and the server is asked again with the answers; a handshake-era server's requests
         during a 2026-07-28 client's call become input_required results (exchange)."""
         await upstream.ready(ctx)
-        modern = ctx is not None and ctx.modern
+        modern = ctx and ctx.modern
         if not upstream.modern_for(ctx, params.get("name")):
             if modern and ctx.task is None:
                 return await self.exchange(lambda first: upstream.forward(method, params, first), method,
@@ -10484,9 +10484,9 @@ class UpstreamSkills:
         """(server, its own URI) for skill://<id>/..., None for a URI of no server; -32602 outside its skills."""
         segments = skill_uri_segments(uri) if uri.startswith("skill://") else ()
         upstream = self.hub.upstreams.get(segments[0]) if len(segments) > 1 else None
-        if upstream is not None and upstream not in self.servers():
+        if upstream and upstream not in self.servers():
             await self.hub._discover()  # a server not listed yet
-        if upstream is None or upstream not in self.servers():
+        if not upstream or upstream not in self.servers():
             return None
         if upstream.spec.id not in self._paths:
             await self.list()
@@ -10550,7 +10550,7 @@ class ConfigWatch:
         while True:
             await asyncio.sleep(self.interval)
             stamp = self.read_stamp()
-            if stamp is not None and stamp != self.stamp:
+            if stamp and stamp != self.stamp:
                 self.stamp = stamp
                 self.log.info("%s changed: reading it again", self.path)
                 try:
@@ -10662,7 +10662,7 @@ class Aggregator:
 
     def session_started(self, session=None):
         """A client finished `initialize`: start eager and uncached servers, offering each what it offers."""
-        if session is not None and (self.downstream.session is None or self.downstream.session.closed):
+        if session and (not self.downstream.session or self.downstream.session.closed):
             # Over --http several clients may share the servers: they are offered what the first one offers,
             # and each server's request goes to the client whose call caused it (refused if that one lacks it).
             self.downstream.session = session
@@ -10693,7 +10693,7 @@ class Aggregator:
 
     async def _read_caches(self):
         """Read the on-disk listings not read yet, in worker threads: never on the event loop."""
-        while self._reading is not None and not self._reading.done():
+        while self._reading and not self._reading.done():
             await asyncio.wait([self._reading])  # one reading at a time: each file is read once
         unread = [u for u in self.upstreams.values() if u.cached is None and u.listing is None]
         if unread:
@@ -10792,7 +10792,7 @@ class Aggregator:
     def question(self, name, arguments):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
         route = self._tools.get(name)
-        if route is not None and route[0] == "local" and hasattr(route[1], "question"):
+        if route and route[0] == "local" and hasattr(route[1], "question"):
             return route[1].question(route[2], arguments)
         return None
 
@@ -10809,7 +10809,7 @@ class Aggregator:
         try:
             upstream = self._upstream(route[1])
             self.namespace.check_permitted(upstream.spec, name, original)
-            if ctx is not None and ctx.task is not None:  # a task of mcpstudio's: the server's own, where it has them
+            if ctx and ctx.task is not None:  # a task of mcpstudio's: the server's own, where it has them
                 await upstream.ready(ctx)
                 if upstream.tasks.runs(original, ctx):
                     return await upstream.tasks.call(original, arguments, ctx)
@@ -10982,7 +10982,7 @@ class Aggregator:
         """Read the config again; restart only what changed. A bad file changes nothing."""
         if self.reload_config is None:
             raise ConfigError("this server was not started from a config file")
-        while self._reloading is not None and not self._reloading.done():
+        while self._reloading and not self._reloading.done():
             await asyncio.wait([self._reloading])
         self._reloading = asyncio.ensure_future(self._reload())
         return await asyncio.shield(self._reloading)
@@ -11225,7 +11225,7 @@ class Board:
         _, info = loader.load(self.runner, self.log, RunSettings())
         self.log.add_secrets(loader.secrets)
         self.plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
-        if self.shown is None or self.shown not in self.plan.namespaces:
+        if self.shown not in self.plan.namespaces:
             self.shown = select_namespace(self.plan.namespaces, None, self.plan.default, self.plan.default_key)[0]
         return [], UpstreamPlan(self.plan.specs, {}, None, self.plan.default_key, self.plan.permissions), None
 
