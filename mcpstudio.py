@@ -14177,7 +14177,16 @@ def url_config(url, version):
     return {"mcpServers": {urllib.parse.urlsplit(url).netloc.rpartition("@")[2]: entry}}  # never a password
 
 
-def _build_server(options, words, log: Log, config=None, runner=None):
+def _folder_option(option, given):
+    """The folder `option` names (~ expanded); a UsageError when there is none."""
+    folder = os.path.expanduser(given)
+    if not os.path.isdir(folder):
+        raise UsageError("%s %s: no such folder (looked for %s; client configs need absolute paths)"
+                         % (option, given, os.path.abspath(folder)))
+    return folder
+
+
+def _build_server(options, words, log: Log, config, runner=None):
     """The command line's sources (a template, a script folder, a config file) behind one Server."""
     env = None
     if options["env"]:
@@ -14187,11 +14196,7 @@ def _build_server(options, words, log: Log, config=None, runner=None):
             if not eq or not key:
                 raise UsageError("--env needs KEY=VALUE, not %r" % pair)
             env[key] = value
-    cwd = options["cwd"]
-    if cwd is not None:
-        cwd = _absolute(cwd)
-        if not os.path.isdir(cwd):
-            raise UsageError("--cwd %s: no such folder (looked for %s)" % (options["cwd"], cwd))
+    cwd = None if options["cwd"] is None else os.path.abspath(_folder_option("--cwd", options["cwd"]))
 
     def number(dest, default, kind=float):
         """The option's positive number, or `default` when it is not given."""
@@ -14277,10 +14282,7 @@ def _build_server(options, words, log: Log, config=None, runner=None):
         sources.append(TemplateTools([tool]))
         titles.append(template.command_name())
     if options["root_directory"]:
-        root = os.path.expanduser(options["root_directory"])
-        if not os.path.isdir(root):
-            raise UsageError("--root-directory %s: no such folder (looked for %s; client configs need "
-                             "absolute paths)" % (options["root_directory"], os.path.abspath(root)))
+        root = _folder_option("--root-directory", options["root_directory"])
         separator = options["separator"] or "__"
         if separator_problem(separator):
             raise UsageError("--separator %r: %s" % (separator, separator_problem(separator)))
@@ -14288,11 +14290,7 @@ def _build_server(options, words, log: Log, config=None, runner=None):
                                        exclude=options["exclude"], separator=separator, **script_options))
         titles.append(os.path.basename(os.path.realpath(root)) + "/")
     if options["skills"]:
-        for root in options["skills"]:
-            if not os.path.isdir(os.path.expanduser(root)):
-                raise UsageError("--skills %s: no such folder (looked for %s; client configs need absolute paths)"
-                                 % (root, _absolute(root)))
-        sources.append(SkillFolders([os.path.expanduser(root) for root in options["skills"]], log,
+        sources.append(SkillFolders([_folder_option("--skills", root) for root in options["skills"]], log,
                                     prompts=not options["no_skill_prompts"]))
         titles.append("skills")
     limits = {}
