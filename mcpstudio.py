@@ -7903,8 +7903,7 @@ def _read_oauth(loader, spec: UpstreamSpec, entry, where):
             raise loader.error(_join(where, "oauth.%s" % key), "unknown key%s; known: %s" % (
                 " (did you mean `%s`?)" % close[0] if close else "", ", ".join(OAUTH_KEYS)))
     settings = {}
-    for key, kinds in (("clientId", str), ("clientSecret", str), ("scopes", (str, list)), ("callbackPort", int),
-                       ("clientMetadataUrl", str), ("browser", bool)):
+    for key, kinds in OAUTH_KEYS.items():
         value = loader.get(block, key, kinds, _join(where, "oauth"))
         if value is not None:
             settings[key] = loader.expand(value, _join(where, "oauth.%s" % key)) if isinstance(value, str) else value
@@ -8083,7 +8082,8 @@ OAUTH_CALLBACK_WAIT = 300.0    # seconds a sign-in waits for the browser to come
 OAUTH_HTTP_TIMEOUT = 30.0      # seconds for one request to an authorization server
 OAUTH_STEP_UPS = 2             # sign-ins one request may cause (401, then 403 insufficient_scope)
 OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is refreshed
-OAUTH_KEYS = ("clientId", "clientSecret", "scopes", "callbackPort", "clientMetadataUrl", "browser")
+OAUTH_KEYS = {"clientId": str, "clientSecret": str, "scopes": (str, list), "callbackPort": int,  # a config's `oauth`,
+              "clientMetadataUrl": str, "browser": bool}                                        # what each holds
 _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
                   "client_metadata_url": "clientMetadataUrl"}
 
@@ -12960,41 +12960,29 @@ def call_command(words):
     """`call TOOL [key=value ...] [--json ARGS] [MODE ARGS...]`: one tools/call, as a client makes it."""
     if not words:
         raise UsageError("call needs a TOOL, e.g. mcpstudio call echo message=hi echo \"{message}\"")
-    tool, words = words[0], words[1:]
-    pairs, given, raw, assume_yes = [], None, False, False
-    while words:
-        match = _ARGUMENT_WORD.fullmatch(words[0])
-        if match:
-            pairs.append(match.groups())
-        elif words[0] in ("--json", "--raw", "--yes") or words[0].startswith("--json="):
-            name, eq, inline = words[0].partition("=")
-            if name == "--raw":
-                raw = True
-            elif name == "--yes":
-                assume_yes = True
-            else:
-                if not eq:
-                    if len(words) < 2:
-                        raise UsageError("call: --json needs a JSON object of arguments")
-                    inline = words[1]
-                    words = words[1:]
-                try:
-                    given = json.loads(inline)
-                except ValueError as exc:
-                    raise UsageError("call: --json %r is not JSON: %s" % (inline, exc))
-                if not isinstance(given, dict):
-                    raise UsageError("call: --json needs a JSON object, e.g. '{\"message\": \"hi\"}'")
-        else:
+    tool, words, found, pairs = words[0], words[1:], {}, []
+    while True:  # options and key=value words, in any order, until the mode's words
+        options, words = _take_options(words, "call", flags=("--raw", "--yes"), values=("--json",))
+        found.update(options)
+        match = _ARGUMENT_WORD.fullmatch(words[0]) if words else None
+        if not match:
             break
+        pairs.append(match.groups())
         words = words[1:]
+    given, raw, assume_yes = found.get("--json", "{}"), found.get("--raw"), found.get("--yes")
+    try:
+        given = json.loads(given)
+    except ValueError as exc:
+        raise UsageError("call: --json %r is not JSON: %s" % (given, exc))
+    if not isinstance(given, dict):
+        raise UsageError("call: --json needs a JSON object, e.g. '{\"message\": \"hi\"}'")
     terminal = sys.stdin.isatty() and sys.stderr.isatty()
     ask = (lambda params: elicitation_answer(params, assume_yes)) if assume_yes or terminal else None
     with StdioClient(_mode_argv(words, "call"), ask=ask) as client:
         client.initialize()
         tools = client.list_all("tools/list", "tools")
         schema = next((t.get("inputSchema") for t in tools if t.get("name") == tool), None)
-        arguments = dict(given or {})
-        arguments.update(_call_arguments(pairs, schema))
+        arguments = dict(given, **_call_arguments(pairs, schema))
         try:
             result = client.request("tools/call", {"name": tool, "arguments": arguments}, wait=False)
         except McpError as exc:
