@@ -13529,6 +13529,17 @@ def _config_option(words, command, flags=(), values=()):
     return found, found.get("--config") or default_config_path(), rest
 
 
+def _key_values(words, option):
+    """KEY=VALUE words as a dict; `option` names them in the error."""
+    pairs = {}
+    for word in words:
+        key, eq, value = word.partition("=")
+        if not eq or not key:
+            raise UsageError("%s needs KEY=VALUE, not %r" % (option, word))
+        pairs[key] = value
+    return pairs
+
+
 def add_command(words):
     """`add NAME [--config FILE] [--env K=V]... [--cwd DIR] [--disabled] -- COMMAND ARGS...` (or --url URL)."""
     if not words:
@@ -13538,13 +13549,7 @@ def add_command(words):
                                 repeated=("--env", "--header"))
     if rest and rest[0] != "--":
         raise UsageError("add: unexpected %r; the server's command goes after --" % rest[0])
-    env, headers = {}, {}
-    for option, pairs in (("--env", env), ("--header", headers)):
-        for text in found.get(option, ()):
-            key, eq, value = text.partition("=")
-            if not eq or not key:
-                raise UsageError("add: %s needs KEY=VALUE, not %r" % (option, text))
-            pairs[key] = value
+    env, headers = (_key_values(found.get(option, ()), "add: " + option) for option in ("--env", "--header"))
     command = rest[1:]
     if not command and not found.get("--url"):
         raise UsageError("add %s: give the server's command after --, or --url URL" % name)
@@ -14176,14 +14181,7 @@ def _folder_option(option, given):
 
 def _build_server(options, words, log: Log, config, runner=None):
     """The command line's sources (a template, a script folder, a config file) behind one Server."""
-    env = None
-    if options["env"]:
-        env = dict(os.environ)
-        for pair in options["env"]:
-            key, eq, value = pair.partition("=")
-            if not eq or not key:
-                raise UsageError("--env needs KEY=VALUE, not %r" % pair)
-            env[key] = value
+    env = dict(os.environ, **_key_values(options["env"], "--env")) if options["env"] else None
     cwd = None if options["cwd"] is None else os.path.abspath(_folder_option("--cwd", options["cwd"]))
 
     def number(dest, default, kind=float):
@@ -14377,7 +14375,7 @@ def main(argv=None):
         if not words and not options["root_directory"] and not options["skills"] and config is None \
                 and options["url"] is None:
             raise UsageError("no command given; e.g. mcpstudio echo \"{message}\" (see --help)")
-        secrets = [pair.partition("=")[2] for pair in options["env"] if looks_secret(pair.partition("=")[0])]
+        secrets = [value for key, value in _key_values(options["env"], "--env").items() if looks_secret(key)]
         level = (options["log_level"] or "info").lower()
         level = {"warn": "warning"}.get(level, level)
         if level not in ("debug", "info", "warning", "error"):
