@@ -7609,8 +7609,8 @@ def _server_id(key):
 
 def _fingerprint(*parts):
     import hashlib
-    text = json.dumps(parts, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(text).hexdigest()[:16]
 
 
 class UpstreamSpec:
@@ -7704,8 +7704,7 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
     """
     specs, by_id = [], {}
     for group in _SERVER_GROUPS:
-        entries = loader.get(data, group, dict, "", {})
-        for key, entry in entries.items():
+        for key, entry in loader.get(data, group, dict, "", {}).items():
             where = "%s.%s" % (group, key)
             spec = UpstreamSpec(key, where)
             try:
@@ -7743,8 +7742,8 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
             entry = {"servers": entry}
         loader.keys(entry, _NAMESPACE_KEYS, where)
         key = "serverIds" if "serverIds" in entry else "servers"
-        members = loader.get(entry, key, list, where, [])
-        ids = [server_id(member, "%s.%s[%d]" % (where, key, index)) for index, member in enumerate(members)]
+        ids = [server_id(member, "%s.%s[%d]" % (where, key, index))
+               for index, member in enumerate(loader.get(entry, key, list, where, []))]
         defaults = {}
         for member, deny in loader.get(entry, "serverDefaults", dict, where, {}).items():
             here = _join(where, "serverDefaults.%s" % member)
@@ -7763,8 +7762,7 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
         loader.keys(entry, _PERMISSION_KEYS, where)
         values = {}
         for key, old in (("namespace", "namespaceId"), ("server", "serverId"), ("toolName", None)):
-            used = key if key in entry or old is None else old
-            values[key] = loader.get(entry, used, str, where)
+            values[key] = loader.get(entry, key if key in entry or old is None else old, str, where)
             if values[key] is None:
                 raise loader.error(where, "a tool permission needs `namespace`, `server`, `toolName` and `enabled`")
         if values["namespace"] not in namespaces:
@@ -7773,8 +7771,7 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
         enabled = loader.get(entry, "enabled", bool, where)
         if enabled is None:
             raise loader.error(where, "a tool permission needs `enabled`: true or false")
-        server = server_id(values["server"], _join(where, "server"))
-        permissions[(values["namespace"], server, values["toolName"])] = enabled
+        permissions[(values["namespace"], server_id(values["server"], _join(where, "server")), values["toolName"])] = enabled
     default_key = "defaultNamespace" if "defaultNamespace" in data else "defaultNamespaceId"
     return UpstreamPlan(specs, namespaces, loader.get(data, default_key, str, ""), default_key, permissions)
 
@@ -8164,8 +8161,7 @@ def pkce_pair():
     import hashlib
     import secrets
     verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-    return verifier, challenge
+    return verifier, base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
 
 
 def oauth_folder():
@@ -8531,8 +8527,7 @@ class OAuthClient:
         wanted = self.settings.get("scopes")
         wanted = wanted.split() if isinstance(wanted, str) else list(wanted or scopes or
                                                                      _object(resource).get("scopes_supported") or [])
-        supported = metadata.get("scopes_supported") or []
-        if wanted and "offline_access" in supported and "offline_access" not in wanted and \
+        if wanted and "offline_access" in (metadata.get("scopes_supported") or ()) and "offline_access" not in wanted and \
                 "refresh_token" in (metadata.get("grant_types_supported") or ["refresh_token"]):
             wanted.append("offline_access")  # SEP-2207: a refresh token spares the next sign-in
         import secrets
@@ -8754,8 +8749,7 @@ class _HttpChannel:
             headers["Content-Type"] = "application/json"
             up = self.upstream
             params = message.get("params") or {}
-            meta = params.get("_meta")
-            modern = up.client.modern or META_VERSION in _object(meta)  # this request's era
+            modern = up.client.modern or META_VERSION in _object(params.get("_meta"))  # this request's era
             if modern:
                 method = message.get("method")
                 headers["MCP-Protocol-Version"] = MODERN_VERSIONS[0]
@@ -8774,8 +8768,7 @@ class _HttpChannel:
 
     def _param_headers(self, name, arguments):
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
-        tools = _object(self.upstream.listing).get("tools") or ()
-        tool = next((t for t in tools if t.get("name") == name), None)
+        tool = next((t for t in _object(self.upstream.listing).get("tools") or () if t.get("name") == name), None)
         return {"Mcp-Param-" + header: _encode_header(text)
                 for header, text in param_texts(tool, arguments).items() if text is not None}
 
@@ -9094,11 +9087,10 @@ class RpcClient:
     def request(self, method, params, timeout=None, cause=None):
         """Send a request (made for `cause`, a client's CallContext); the returned awaitable resolves to its
         result or raises UpstreamError."""
-        loop = asyncio.get_running_loop()
         request_id = self.new_id()
         if cause is not None:
             self.causes[request_id] = cause
-        future = loop.create_future()
+        future = asyncio.get_running_loop().create_future()
         channel = self.channel
         if channel is None or channel.reason is not None:  # it ended before we asked
             future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` %s" % (
@@ -9835,14 +9827,12 @@ class Upstream:
         if spec.url is not None:
             await self._connect()
             return
-        env = dict(os.environ)
-        env.update(spec.env)
         protocol = self.client.channel = _UpstreamProtocol(self)
         self.server_log.recent.clear()
-        argv = [spec.command] + spec.args
         self.server_log.note("starting: %s" % spec.display())
         started = time.monotonic()
-        spawn = asyncio.ensure_future(self.runner.start_server(argv, lambda: protocol, env=env, cwd=spec.cwd))
+        spawn = asyncio.ensure_future(self.runner.start_server([spec.command] + spec.args, lambda: protocol,
+                                                               env=dict(os.environ, **spec.env), cwd=spec.cwd))
         try:
             self.transport, _ = await asyncio.shield(spawn)  # a cancel mid-spawn must not lose the child
         except asyncio.CancelledError:
@@ -9976,8 +9966,8 @@ class Upstream:
     def gone(self, protocol):
         """The process exited: fail what waits on it at once; the next call restarts it."""
         code = protocol.transport.get_returncode() if protocol.transport is not None else None
-        reason = "exited with code %s" % code if code is None or code >= 0 else "was killed by %s" % _signal_name(-code)
-        self.lost(protocol, self.server_log.why(reason))
+        self.lost(protocol, self.server_log.why("exited with code %s" % code if code is None or code >= 0
+                                                else "was killed by %s" % _signal_name(-code)))
 
     def lost(self, protocol, reason):
         """The process exited or the connection failed: fail every waiting request at once."""
@@ -10401,8 +10391,8 @@ class ManagerTools:
                 count = arguments.get("lines", 50)
                 if not isinstance(count, int) or isinstance(count, bool) or count < 1:
                     return tool_error("`lines` must be a positive whole number")
-                lines = [self.shown(upstream, line) for line in list(upstream.server_log.lines)[-count:]]
-                result = {"server": upstream.spec.id, "lines": lines}
+                result = {"server": upstream.spec.id,
+                          "lines": [self.shown(upstream, line) for line in list(upstream.server_log.lines)[-count:]]}
             else:
                 upstream = self._server(arguments)
                 if tool == "servers_stop":
@@ -10513,8 +10503,8 @@ class UpstreamSkills:
         upstream, inner = route
         if not upstream.known()["skills"].get("directoryRead"):
             raise McpError(INVALID_PARAMS, "Invalid params: the server `%s` does not read directories" % upstream.spec.id)
-        children = await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
-        return [dict(c, uri=skill_uri(upstream.spec.id, c["uri"])) for c in children
+        return [dict(c, uri=skill_uri(upstream.spec.id, c["uri"]))
+                for c in await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
                 if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
 
     async def _local(self, method, uri):
@@ -10764,11 +10754,8 @@ class Aggregator:
                     name = self.namespace.rename(upstream.spec, original, table)
                 table[name] = ("upstream", upstream.spec.id, original)
                 described = _described(upstream.spec.key, tool, name)
-                schema = described.get("inputSchema")
-                if not isinstance(schema, dict):  # clients reject a whole listing with one tool lacking it
-                    described["inputSchema"] = {"type": "object"}
-                elif "type" not in schema:
-                    described["inputSchema"] = dict(schema, type="object")
+                # Clients reject a whole listing with one tool lacking an object inputSchema.
+                described["inputSchema"] = dict({"type": "object"}, **_object(described.get("inputSchema")))
                 tools.append(described)
         tools.extend(listed for _, listed in managed)
         self._tools = table
@@ -10957,8 +10944,8 @@ class Aggregator:
                 upstream = self._upstream(self._uris[uri])
         if upstream is None:
             return None
-        forwarded = {key: params[key] for key in ("argument", "context") if key in params}
-        return await upstream.forward("completion/complete", dict(forwarded, ref=ref), ctx)
+        return await upstream.forward("completion/complete", dict(
+            {key: params[key] for key in ("argument", "context") if key in params}, ref=ref), ctx)
 
     async def close(self):
         """Stop every upstream (stdin closed, SIGTERM, SIGKILL) and the file watch."""
@@ -11383,10 +11370,9 @@ def ask_fields(schema, ask):
     """The properties of an object schema (a tool's input, a server's form) asked one at a time, on the terminal
     or the TUI's status line: `ask(prompt)` gives a line, or None to give up (then None). An empty line keeps
     the field's default, if it has one; an answer is read as its field's type says (_typed)."""
-    fields = _object(schema.get("properties"))
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
     content = {}
-    for key, field in fields.items():
+    for key, field in _object(schema.get("properties")).items():
         field = _object(field)
         choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
                                         if isinstance(option, dict)]
@@ -11627,8 +11613,7 @@ class TuiScreen:
             elif not board.shown:
                 board.said = "no namespace shown: n creates one or chooses which"
             else:
-                allowed = tools[self.tool]["allowed"].get(board.shown)
-                board.edit(["namespace", "deny" if allowed else "allow", board.shown, row["name"], tools[self.tool]["name"]])
+                board.edit(["namespace", "deny" if tools[self.tool]["allowed"].get(board.shown) else "allow", board.shown, row["name"], tools[self.tool]["name"]])
         return True
 
     def add(self):
@@ -12980,11 +12965,10 @@ def call_command(words):
     ask = (lambda params: elicitation_answer(params, assume_yes)) if assume_yes or terminal else None
     with StdioClient(_mode_argv(words, "call"), ask=ask) as client:
         client.initialize()
-        tools = client.list_all("tools/list", "tools")
-        schema = next((t.get("inputSchema") for t in tools if t.get("name") == tool), None)
-        arguments = dict(given, **_call_arguments(pairs, schema))
+        schema = next((t.get("inputSchema") for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None)
         try:
-            result = client.request("tools/call", {"name": tool, "arguments": arguments}, wait=False)
+            result = client.request("tools/call", {"name": tool, "arguments": dict(given, **_call_arguments(pairs, schema))},
+                                    wait=False)
         except McpError as exc:
             _say("error: %s (code %s)" % (exc, exc.code))
             return 1
@@ -13195,9 +13179,8 @@ def _toml_key(name):
 def _merge_toml_table(text, name, table):
     """(new text, replaced?): `text` with the [mcp_servers.NAME] table (and its subtables) replaced or added."""
     header = re.compile(r"^\s*\[\[?\s*(mcp_servers\.%s)?" % re.escape(_toml_key(name)))
-    lines = text.splitlines(True)
     out, skipping, replaced = [], False, False
-    for line in lines:
+    for line in text.splitlines(True):
         if line.lstrip().startswith("["):
             match = header.match(line)
             own = match is not None and match.group(1) is not None and re.match(
@@ -13303,8 +13286,7 @@ def _next_edit(text, stripped, brace, old, new):
 
 def _comments(text):
     """The comments of a JSONC text, without their spacing (to tell whether an edit dropped one)."""
-    blanked = strip_json_comments(text)
-    return "".join(c for c, kept in zip(text, blanked) if c != kept and not c.isspace() and c != ",")
+    return "".join(c for c, kept in zip(text, strip_json_comments(text)) if c != kept and not c.isspace() and c != ",")
 
 
 def edited_json_text(text, new, path):
@@ -13315,8 +13297,7 @@ def edited_json_text(text, new, path):
     result = text
     for _ in range(10000):
         stripped = strip_json_comments(result)
-        brace = _SPACE.match(stripped).end()
-        edit = _next_edit(result, stripped, brace, json.loads(stripped), new)
+        edit = _next_edit(result, stripped, _SPACE.match(stripped).end(), json.loads(stripped), new)
         if edit is None:
             break
         start, end, replacement = edit
@@ -13459,8 +13440,7 @@ def imported_server(entry):
                       "${VAR} and import again" % found.group(0))
     if "command" not in entry and "url" not in entry:
         return None, "it has neither `command` nor `url`"
-    kept = {key: _env_references(entry[key]) for key in _SERVER_KEYS if key in entry}
-    return kept, None
+    return {key: _env_references(entry[key]) for key in _SERVER_KEYS if key in entry}, None
 
 
 def _client_servers(client, path):
@@ -13476,8 +13456,7 @@ def _client_servers(client, path):
     if client == "claude-code":  # and this folder's servers
         servers.update(_object(_object(_object(data.get("projects")).get(os.getcwd())).get("mcpServers")))
     if client == "claude-code" and os.path.isfile(".mcp.json"):  # the project's shared servers
-        shared = _read_json_file(".mcp.json", "import")[0].get("mcpServers")
-        servers.update(_object(shared))
+        servers.update(_object(_read_json_file(".mcp.json", "import")[0].get("mcpServers")))
     return servers
 
 
@@ -13489,9 +13468,8 @@ def import_command(words):
         raise UsageError("import --from takes %s, not %r" % ("|".join(CLIENTS[:4]), client))
     if len(words) != (0 if client else 1):
         raise UsageError("import takes one FILE or --from CLIENT, e.g. mcpstudio import --from claude-desktop")
-    source = client_config_path(client) if client else words[0]
     target = found.get("--config") or default_config_path()
-    servers = _client_servers(client, source)
+    servers = _client_servers(client, client_config_path(client) if client else words[0])
     data, text = _read_json_file(target, "import")
     existing = _object(data.get("mcpServers"))
     added = {}
@@ -14290,8 +14268,7 @@ def _build_server(options, words, log: Log, config, runner=None):
         audit = AuditLog(_absolute(options["audit"]))
     guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
     guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
-    catalog = Catalog([settings.outputs] + sources, max_name)
-    server = Server(catalog, log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions, guard=guard)
+    server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions, guard=guard)
     if search is not None:
         server.search = ToolSearch(server, *search)
     return server, runner
@@ -14299,8 +14276,7 @@ def _build_server(options, words, log: Log, config, runner=None):
 
 def default_config_path():
     """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
-    return os.path.join(base, "mcpstudio", "config.json")
+    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "mcpstudio", "config.json")
 
 
 def _claim_stdout():
