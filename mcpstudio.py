@@ -1792,6 +1792,14 @@ if _POSIX:
     def _is_executable(path):
         return os.access(path, os.X_OK)
 
+    def _process_alive(pid):
+        """Whether our process `pid` runs (PermissionError: the pid went to another user's process)."""
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+
     def _resolve_program(argv, env):
         return argv  # execvp searches the child's PATH itself
 
@@ -1930,6 +1938,13 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
 
     def _group_alive(pid):
         return False  # Windows cannot poll a group; taskkill /T at stop time is all there is
+
+    def _process_alive(pid):
+        """Whether OpenProcess finds `pid`: os.kill(pid, 0) would end the process here. (A process that
+        exited is found while its parent still holds a handle to it.)"""
+        import ctypes
+        handle = ctypes.windll.kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        return bool(handle and ctypes.windll.kernel32.CloseHandle(handle))  # CloseHandle: nonzero
 
     def _is_executable(path):
         """An extension in PATHEXT that CreateProcess can start (not .js or .vbs, which need a host)."""
@@ -5349,6 +5364,60 @@ class CallMetrics:
         return "\n".join(lines) + "\n"
 
 
+class RunningStats:
+    """A running `serve`'s CallMetrics for `status` and the TUI, other processes: one JSON file a serving
+    process in the user's cache folder, written atomically within a second of a call (a one-shot timer,
+    none while idle) and removed at exit. A file whose process is gone is removed by the reader that finds it."""
+
+    def __init__(self, metrics: CallMetrics, config, transport):
+        self.metrics, self.timer, self.written = metrics, None, 0.0
+        self.path = os.path.join(user_cache_dir(), "running", "serve-%d.json" % os.getpid())
+        self.head = {"pid": os.getpid(), "started": _iso(time.time()), "transport": transport,
+                     "config": config and os.path.realpath(config)}
+
+    def changed(self):
+        """A call was counted: write at once, or a second after the last write."""
+        if self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(max(0.0, self.written + 1 - time.monotonic()), self.write)
+
+    def write(self):
+        self.timer, self.written = None, time.monotonic()
+        try:
+            write_private_json(self.path, dict(self.head, tools=self.metrics.summary()))
+        except OSError:
+            pass  # status shows no counters; the call is served all the same
+
+    def close(self):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+    @staticmethod
+    def running(config, cache_dir):
+        """The snapshots of the live serving processes of `config`."""
+        import glob
+        for path in sorted(glob.glob(os.path.join(cache_dir, "running", "serve-*.json"))):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    snapshot = json.load(f)
+                if not _process_alive(snapshot["pid"]):
+                    os.unlink(path)
+                elif snapshot["config"] == os.path.realpath(config):
+                    yield snapshot
+            except (OSError, ValueError, KeyError):
+                pass  # removed meanwhile
+
+    @staticmethod
+    def table(tools):
+        """`status`'s lines for a snapshot's `tools` (CallMetrics.summary): a header, then a row a tool."""
+        width = max(len(tool) for tool in ["TOOL"] + list(tools))
+        return ["%-*s  CALLS ERRORS LIMITED CACHED REFUSED  P50 MS  P90 MS  P99 MS" % (width, "TOOL")] + [
+            "%-*s %6s %6s %7s %6s %7s %7s %7s %7s" % ((width, tool) + tuple(counts.values()))
+            for tool, counts in sorted(tools.items())]
+
+
+
 class Guard:
     """The one policy step every tool call passes: rate limit, confirmation, cache, run, audit, counters.
 
@@ -5358,6 +5427,7 @@ class Guard:
     def __init__(self, log: Log, rules=None, audit: AuditLog | None = None):
         self.log, self.rules, self.audit = log, rules or {}, audit
         self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
+        self.stats = None       # RunningStats, published by `serve`
         self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
         self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
 
@@ -5453,6 +5523,8 @@ class Guard:
                 self.metrics.count(entry.get("method", name), "rateLimited" if entry.get("rateLimited") else "refused"
                                    if entry.get("refused") else "cached" if entry.get("cached") else "error" if failed
                                    else "ok", seconds)
+                if self.stats is not None:
+                    self.stats.changed()
             if self.audit is not None and not asked:
                 client = ctx.session.client_info
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
@@ -8174,6 +8246,25 @@ def oauth_folder():
     return os.path.join(os.path.dirname(default_config_path()), "oauth")
 
 
+def write_private_json(path, data):
+    """Write atomically through a new file of an unpredictable name, mode 0600 in a folder made 0700
+    (on Windows the user's profile folder guards it); the temporary file never outlives a failure."""
+    import secrets
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if _POSIX:
+        os.chmod(folder, 0o700)
+    temporary = "%s.%s.tmp" % (path, secrets.token_hex(8))
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+        os.replace(temporary, path)
+    except BaseException:
+        os.remove(temporary)
+        raise
+
+
 class TokenStore:
     """One server's sign-in on disk: its client registration and tokens, in a file only the user can read."""
 
@@ -8195,22 +8286,7 @@ class TokenStore:
         return data if isinstance(data, dict) and data.get("url") == self.url else {}
 
     def save(self, data):
-        """Write atomically through a new file of an unpredictable name, mode 0600 in a folder made 0700
-        (on Windows the user's profile folder guards it); the temporary file never outlives a failure."""
-        import secrets
-        folder = os.path.dirname(self.path)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        if _POSIX:
-            os.chmod(folder, 0o700)
-        temporary = "%s.%s.tmp" % (self.path, secrets.token_hex(8))
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(dict(data, url=self.url), f, indent=2)
-            os.replace(temporary, self.path)
-        except BaseException:
-            os.remove(temporary)
-            raise
+        write_private_json(self.path, dict(data, url=self.url))
 
     def delete(self):
         try:
@@ -11152,6 +11228,10 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, cache_dir=Non
                                           _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
     else:
         print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
+    for snapshot in RunningStats.running(path, cache_dir):
+        print("\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:" % snapshot)
+        for line in RunningStats.table(snapshot["tools"]):
+            print("  " + line)
     if error:
         return 1
     failed = [r for r in (checks or ()) if r[3]]
@@ -11280,16 +11360,22 @@ class Board:
         return rows
 
     def details(self, server_id):
-        """A server's command or URL (secrets masked), env names, tools and each tool's permission per namespace."""
+        """A server's command or URL (secrets masked), env names, tools, each tool's permission per namespace and
+        its counters in each running `serve` of the config (RunningStats)."""
         spec = self._spec(server_id)
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
-        tools = []
+        tools, running = [], list(RunningStats.running(self.path, user_cache_dir()))
         for tool in listing.get("tools", ()):
+            public = spec.public_name(tool["name"], self.hub.separator)
             allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
                        for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
             tools.append({"name": tool["name"], "description": " ".join((tool.get("description") or "").split()),
                           "schema": tool.get("inputSchema") or {}, "allowed": allowed,
-                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None})
+                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None,
+                          "counters": ["serve pid %(pid)d: %(calls)s calls, %(error)s errors, %(rateLimited)s rate-"
+                                       "limited, %(cached)s cached, %(refused)s refused; p50 %(p50Ms)s ms, p90 %(p90Ms)s "
+                                       "ms, p99 %(p99Ms)s ms" % dict(snapshot["tools"][public], pid=snapshot["pid"])
+                                       for snapshot in running if public in snapshot["tools"]]})
         return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
                 "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
 
@@ -11534,6 +11620,7 @@ class TuiScreen:
             text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
             lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
         if tools:
+            lines.extend((text, 0) for text in tools[self.tool]["counters"])
             result = self.board.results.get((row["id"], tools[self.tool]["name"]), "")
             if result is None:
                 lines.append(("calling %s ..." % tools[self.tool]["name"], 0))
@@ -14433,6 +14520,9 @@ def main(argv=None):
         sys.stderr.write("mcpstudio: error: %s\n" % exc)
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
+    import atexit
+    stats = server.guard.stats = RunningStats(server.guard.metrics, config, "http " + options["http"] if options["http"] else "stdio")
+    atexit.register(stats.close)
     if options["http"] is not None:
         server.namespaced = lambda name: _build_server(dict(options, namespace=name), words, log, config, runner)[0]
         return run_http(server, runner, log, options)
