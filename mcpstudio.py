@@ -14521,7 +14521,7 @@ def main(argv=None):
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
     import atexit
-    stats = server.guard.stats = RunningStats(server.guard.metrics, config, "http " + options["http"] if options["http"] else "stdio")
+    stats = server.guard.stats = RunningStats(server.guard.metrics, config, "http" if options["http"] else "stdio")
     atexit.register(stats.close)
     if options["http"] is not None:
         server.namespaced = lambda name: _build_server(dict(options, namespace=name), words, log, config, runner)[0]
