@@ -5371,14 +5371,14 @@ class RunningStats:
 
     def __init__(self, metrics: CallMetrics, config, transport):
         self.metrics, self.timer, self.written = metrics, None, 0.0
-        self.path = os.path.join(user_cache_dir(), "running", "serve-%d.json" % os.getpid())
+        self.path = os.path.join(user_cache_dir(), "running-%d.json" % os.getpid())
         self.head = {"pid": os.getpid(), "started": _iso(time.time()), "transport": transport,
                      "config": config and os.path.realpath(config)}
 
     def changed(self):
         """A call was counted: write at once, or a second after the last write."""
-        if self.timer is None:
-            self.timer = asyncio.get_running_loop().call_later(max(0.0, self.written + 1 - time.monotonic()), self.write)
+        if not self.timer:
+            self.timer = asyncio.get_running_loop().call_later(self.written + 1 - time.monotonic(), self.write)
 
     def write(self):
         self.timer, self.written = None, time.monotonic()
@@ -5397,7 +5397,7 @@ class RunningStats:
     def running(config, cache_dir):
         """The snapshots of the live serving processes of `config`."""
         import glob
-        for path in sorted(glob.glob(os.path.join(cache_dir, "running", "serve-*.json"))):
+        for path in sorted(glob.glob(os.path.join(cache_dir, "running-*.json"))):
             try:
                 with open(path, encoding="utf-8") as f:
                     snapshot = json.load(f)
@@ -5405,13 +5405,13 @@ class RunningStats:
                     os.unlink(path)
                 elif snapshot["config"] == os.path.realpath(config):
                     yield snapshot
-            except (OSError, ValueError, KeyError):
+            except (OSError, ValueError):
                 pass  # removed meanwhile
 
     @staticmethod
     def table(tools):
         """`status`'s lines for a snapshot's `tools` (CallMetrics.summary): a header, then a row a tool."""
-        width = max(len(tool) for tool in ["TOOL"] + list(tools))
+        width = max(map(len, ["TOOL", *tools]))
         return ["%-*s  CALLS ERRORS LIMITED CACHED REFUSED  P50 MS  P90 MS  P99 MS" % (width, "TOOL")] + [
             "%-*s %6s %6s %7s %6s %7s %7s %7s %7s" % ((width, tool) + tuple(counts.values()))
             for tool, counts in sorted(tools.items())]
@@ -11178,10 +11178,10 @@ def status_command(path, log: Log, options):
     return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"])
 
 
-def print_status(path, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None,
-                 search=(None, TOOL_SEARCH_THRESHOLD)):
-    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search."""
-    cache_dir = cache_dir or user_cache_dir()
+def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD)):
+    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search, and
+    the counters of each running `serve` of the config."""
+    cache_dir = user_cache_dir()
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))

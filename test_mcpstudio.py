@@ -11516,7 +11516,7 @@ class RunningStatsTests(AggregatorCase):
     def setUp(self):
         super().setUp()
         self.counter = self.script("counter.py", GUARD_COUNTER, executable=False)
-        self.running = os.path.join(self.dir, "cache", "mcpstudio", "running")
+        self.cache = os.path.join(self.dir, "cache", "mcpstudio")
 
     def config(self, name="guard.json", **top):
         path = os.path.join(self.dir, name)
@@ -11533,9 +11533,12 @@ class RunningStatsTests(AggregatorCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return proc.stdout
 
+    def published_files(self) -> list:
+        return [name for name in os.listdir(self.cache) if name.startswith("running-")] if os.path.isdir(self.cache) else []
+
     def published(self, pid, calls):
         """The serving process's file, once it counts `calls` calls in all (it writes within a second)."""
-        path = os.path.join(self.running, "serve-%d.json" % pid)
+        path = os.path.join(self.cache, "running-%d.json" % pid)
 
         def counted():
             try:
@@ -11543,7 +11546,7 @@ class RunningStatsTests(AggregatorCase):
                     return sum(counts["calls"] for counts in json.load(f)["tools"].values()) == calls
             except (OSError, ValueError):
                 return False  # not written yet
-        self.assertTrue(wait_until(counted), os.listdir(self.running) if os.path.isdir(self.running) else "no folder")
+        self.assertTrue(wait_until(counted), self.published_files())
         return path
 
     def test_table(self):
@@ -11562,7 +11565,7 @@ class RunningStatsTests(AggregatorCase):
         path, other = self.config(), self.config("other.json")
         with McpProcess("serve", "--config", path, env=self.env) as server:
             server.initialize()
-            self.assertFalse(os.path.exists(self.running))  # nothing to report before a call
+            self.assertEqual(self.published_files(), [])  # nothing to report before a call
             for tool in ("look", "look", "fail"):
                 server.call(tool, {"word": "a"})
             published = self.published(server.proc.pid, 3)
@@ -11577,7 +11580,7 @@ class RunningStatsTests(AggregatorCase):
             server.call("fail", {"word": "b"})  # a call within the second after the last write is written too
             self.published(server.proc.pid, 4)
             self.assertEqual(server.close(), 0)
-        self.assertEqual(os.listdir(self.running), [])  # removed at exit
+        self.assertEqual(self.published_files(), [])  # removed at exit
         self.assertNotIn("running:", self.status(path))
 
     def test_http_serve_and_a_dead_process(self):
@@ -11589,7 +11592,7 @@ class RunningStatsTests(AggregatorCase):
             self.assertRegex(self.status(path), r"running: serve pid %d \(http\)[^\n]*\n.*\n  fail +1 +1 " % server.proc.pid)
             server.proc.kill()  # no exit handler runs: its file stays, with a pid that is gone
             server.proc.wait(WAIT)
-        stale = os.path.join(self.running, "serve-%d.json" % server.proc.pid)
+        stale = os.path.join(self.cache, "running-%d.json" % server.proc.pid)
         self.assertTrue(os.path.exists(stale))
         self.assertNotIn("running:", self.status(path))  # ignored, and removed
         self.assertFalse(os.path.exists(stale))
