@@ -4343,13 +4343,9 @@ class ScriptDirectory:
         return {}
 
     def _save_cache(self):
+        lasting = {path: entry for path, entry in self._known.items() if not entry.get("transient")}
         try:
-            os.makedirs(os.path.dirname(self.cache_path), exist_ok=True)
-            tmp = "%s.%d.tmp" % (self.cache_path, os.getpid())
-            lasting = {path: entry for path, entry in self._known.items() if not entry.get("transient")}
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"format": CACHE_FORMAT, "root": self.root, "scripts": lasting}, f)
-            os.replace(tmp, self.cache_path)
+            write_private_json(self.cache_path, {"format": CACHE_FORMAT, "root": self.root, "scripts": lasting})
         except OSError as exc:
             self.log.debug("cannot write the discovery cache %s: %s", self.cache_path, exc)
 
@@ -5366,22 +5362,24 @@ class CallMetrics:
 
 class RunningStats:
     """A running `serve`'s CallMetrics for `status` and the TUI, other processes: one JSON file a serving
-    process in the user's cache folder, written atomically within a second of a call (a one-shot timer,
-    none while idle) and removed at exit. A file whose process is gone is removed by the reader that finds it."""
+    process in the user's cache folder, written atomically a second after a call (a one-shot timer, none
+    while idle) and removed at exit. A file whose process is gone is removed by the reader that finds it."""
 
     def __init__(self, metrics: CallMetrics, config, transport):
-        self.metrics, self.timer, self.written = metrics, None, 0.0
+        import atexit
+        atexit.register(self.close)
+        self.metrics, self.timer = metrics, None
         self.path = os.path.join(user_cache_dir(), "running-%d.json" % os.getpid())
         self.head = {"pid": os.getpid(), "started": _iso(time.time()), "transport": transport,
                      "config": config and os.path.realpath(config)}
 
     def changed(self):
-        """A call was counted: write at once, or a second after the last write."""
+        """A call was counted: write a second later (once for every call of that second)."""
         if not self.timer:
-            self.timer = asyncio.get_running_loop().call_later(self.written + 1 - time.monotonic(), self.write)
+            self.timer = asyncio.get_running_loop().call_later(1, self.write)
 
     def write(self):
-        self.timer, self.written = None, time.monotonic()
+        self.timer = None
         try:
             write_private_json(self.path, dict(self.head, tools=self.metrics.summary()))
         except OSError:
@@ -5413,7 +5411,7 @@ class RunningStats:
         """`status`'s lines for a snapshot's `tools` (CallMetrics.summary): a header, then a row a tool."""
         width = max(map(len, ["TOOL", *tools]))
         return ["%-*s  CALLS ERRORS LIMITED CACHED REFUSED  P50 MS  P90 MS  P99 MS" % (width, "TOOL")] + [
-            "%-*s %6s %6s %7s %6s %7s %7s %7s %7s" % ((width, tool) + tuple(counts.values()))
+            "%-*s %6s %6s %7s %6s %7s %7s %7s %7s" % (width, tool, *counts.values())
             for tool, counts in sorted(tools.items())]
 
 
@@ -5523,7 +5521,7 @@ class Guard:
                 self.metrics.count(entry.get("method", name), "rateLimited" if entry.get("rateLimited") else "refused"
                                    if entry.get("refused") else "cached" if entry.get("cached") else "error" if failed
                                    else "ok", seconds)
-                if self.stats is not None:
+                if self.stats:
                     self.stats.changed()
             if self.audit is not None and not asked:
                 client = ctx.session.client_info
@@ -8247,8 +8245,9 @@ def oauth_folder():
 
 
 def write_private_json(path, data):
-    """Write atomically through a new file of an unpredictable name, mode 0600 in a folder made 0700
-    (on Windows the user's profile folder guards it); the temporary file never outlives a failure."""
+    """Write `data` as JSON atomically through a new file of an unpredictable name, mode 0600 in a folder made
+    0700 (on Windows the user's profile folder guards it); the temporary file never outlives a failure. Sign-ins,
+    listing and discovery caches, and RunningStats are written so."""
     import secrets
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -8258,7 +8257,7 @@ def write_private_json(path, data):
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
+            json.dump(data, f)
         os.replace(temporary, path)
     except BaseException:
         os.remove(temporary)
@@ -9460,11 +9459,7 @@ class ListingCache:
         """Save a server's listing for the next start (errors are logged, never raised)."""
         entry = dict(listing, format=UPSTREAM_CACHE_FORMAT, server=server_key, saved=time.time())
         try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            tmp = "%s.%d.tmp" % (self.path, os.getpid())
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(entry, f)
-            os.replace(tmp, self.path)
+            write_private_json(self.path, entry)
         except OSError as exc:
             self.log.debug("cannot write the tools cache %s: %s", self.path, exc)
 
@@ -11229,9 +11224,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
     else:
         print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
     for snapshot in RunningStats.running(path, cache_dir):
-        print("\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:" % snapshot)
-        for line in RunningStats.table(snapshot["tools"]):
-            print("  " + line)
+        print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
+                           % snapshot] + RunningStats.table(snapshot["tools"])))
     if error:
         return 1
     failed = [r for r in (checks or ()) if r[3]]
@@ -14520,9 +14514,7 @@ def main(argv=None):
         sys.stderr.write("mcpstudio: error: %s\n" % exc)
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
-    import atexit
-    stats = server.guard.stats = RunningStats(server.guard.metrics, config, "http" if options["http"] else "stdio")
-    atexit.register(stats.close)
+    server.guard.stats = RunningStats(server.guard.metrics, config, "http" if options["http"] else "stdio")
     if options["http"] is not None:
         server.namespaced = lambda name: _build_server(dict(options, namespace=name), words, log, config, runner)[0]
         return run_http(server, runner, log, options)

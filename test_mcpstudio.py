@@ -11608,7 +11608,8 @@ class RunningStatsTests(AggregatorCase):
             from unittest import mock
             with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):
                 board = mcpstudio.Board(path)
-                self.addCleanup(board.close)
+                self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
+                self.addCleanup(board.close)  # stops its loop (then closed, above)
                 tools = {tool["name"]: tool for tool in board.details("good")["tools"]}  # from the listing cache
             self.assertRegex(tools["echo"]["counters"][0], r"^serve pid %d: 1 calls, 0 errors, 0 rate-limited, 0 cached, "
                                                            r"0 refused; p50 [\d.]+ ms, p90 [\d.]+ ms, p99 [\d.]+ ms$" % server.proc.pid)
