@@ -4343,9 +4343,9 @@ class ScriptDirectory:
         return {}
 
     def _save_cache(self):
-        lasting = {path: entry for path, entry in self._known.items() if not entry.get("transient")}
         try:
-            write_private_json(self.cache_path, {"format": CACHE_FORMAT, "root": self.root, "scripts": lasting})
+            write_private_json(self.cache_path, {"format": CACHE_FORMAT, "root": self.root, "scripts": {
+                path: entry for path, entry in self._known.items() if not entry.get("transient")}})
         except OSError as exc:
             self.log.debug("cannot write the discovery cache %s: %s", self.cache_path, exc)
 
@@ -5392,10 +5392,10 @@ class RunningStats:
             pass
 
     @staticmethod
-    def running(config, cache_dir):
+    def running(config):
         """The snapshots of the live serving processes of `config`."""
         import glob
-        for path in sorted(glob.glob(os.path.join(cache_dir, "running-*.json"))):
+        for path in sorted(glob.glob(os.path.join(user_cache_dir(), "running-*.json"))):
             try:
                 with open(path, encoding="utf-8") as f:
                     snapshot = json.load(f)
@@ -5425,7 +5425,7 @@ class Guard:
     def __init__(self, log: Log, rules=None, audit: AuditLog | None = None):
         self.log, self.rules, self.audit = log, rules or {}, audit
         self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
-        self.stats = None       # RunningStats, published by `serve`
+        self.stats = None  # RunningStats: `serve` publishes the metrics for `status` and the TUI
         self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
         self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
 
@@ -9457,9 +9457,8 @@ class ListingCache:
 
     def write(self, listing, server_key):
         """Save a server's listing for the next start (errors are logged, never raised)."""
-        entry = dict(listing, format=UPSTREAM_CACHE_FORMAT, server=server_key, saved=time.time())
         try:
-            write_private_json(self.path, entry)
+            write_private_json(self.path, dict(listing, format=UPSTREAM_CACHE_FORMAT, server=server_key, saved=time.time()))
         except OSError as exc:
             self.log.debug("cannot write the tools cache %s: %s", self.path, exc)
 
@@ -11176,7 +11175,6 @@ def status_command(path, log: Log, options):
 def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD)):
     """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search, and
     the counters of each running `serve` of the config."""
-    cache_dir = user_cache_dir()
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
@@ -11195,14 +11193,14 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             counts[spec.id] = tools or 0
             state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
         else:
-            entry = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log).read()
+            entry = ListingCache(os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
             try:
                 counts[spec.id] = len(entry["tools"])
                 state = "%d (cached %s)" % (counts[spec.id], time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
-        rows.append((spec.id, mask_secrets(state), log.mask(command) if log else command))
+        rows.append((spec.id, mask_secrets(state), log.mask(command)))
     if len(rows) == 1:
         print("\nno servers configured")
     else:
@@ -11223,13 +11221,10 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
                                           _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
     else:
         print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
-    for snapshot in RunningStats.running(path, cache_dir):
+    for snapshot in RunningStats.running(path):
         print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
                            % snapshot] + RunningStats.table(snapshot["tools"])))
-    if error:
-        return 1
-    failed = [r for r in (checks or ()) if r[3]]
-    return 1 if failed or any(s.error for s in plan.specs) else 0
+    return 1 if error or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
 
 
 def _search_summary(counts, servers, mode, threshold):
@@ -11358,7 +11353,7 @@ class Board:
         its counters in each running `serve` of the config (RunningStats)."""
         spec = self._spec(server_id)
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
-        tools, running = [], list(RunningStats.running(self.path, user_cache_dir()))
+        tools, running = [], list(RunningStats.running(self.path))
         for tool in listing.get("tools", ()):
             public = spec.public_name(tool["name"], self.hub.separator)
             allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None

@@ -11597,8 +11597,10 @@ class RunningStatsTests(AggregatorCase):
             self.assertEqual(status, 200, body)
             self.published(server.proc.pid, 1)
             self.assertRegex(self.status(path), r"running: serve pid %d \(http\)[^\n]*\n.*\n  fail +1 +1 " % server.proc.pid)
+            self.assertTrue(mcpstudio._process_alive(server.proc.pid))
             server.proc.kill()  # no exit handler runs: its file stays, with a pid that is gone
             server.proc.wait(WAIT)
+            self.assertFalse(mcpstudio._process_alive(server.proc.pid))
         stale = os.path.join(self.cache, "running-%d.json" % server.proc.pid)
         self.assertTrue(os.path.exists(stale))
         self.assertNotIn("running:", self.status(path))  # ignored, and removed
