@@ -11606,23 +11606,41 @@ class RunningStatsTests(AggregatorCase):
         self.assertNotIn("running:", self.status(path))  # ignored, and removed
         self.assertFalse(os.path.exists(stale))
 
-    def test_board_shows_the_selected_tools_counters(self):
+    def serve_servers(self):
+        """A serve of a config with one MCP server, `good`, whose echo was called once."""
         path = os.path.join(self.dir, "servers.json")
         with open(path, "w") as f:
             json.dump({"mcpServers": {"good": {"command": PY, "args": [self.fake, "--name", "good"]}}}, f)
-        with McpProcess("serve", "--config", path, env=self.env) as server:
-            server.initialize()
-            self.assertEqual(text_of(server.call("good__echo", {"text": "hi"})), "good: hi")
-            self.published(server.proc.pid, 1)
-            from unittest import mock
-            with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):
-                board = mcpstudio.Board(path)
-                self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
-                self.addCleanup(board.close)  # stops its loop (then closed, above)
-                tools = {tool["name"]: tool for tool in board.details("good")["tools"]}  # from the listing cache
-            self.assertRegex(tools["echo"]["counters"][0], r"^serve pid %d: 1 calls, 0 errors, 0 rate-limited, 0 cached, "
-                                                           r"0 refused; p50 [\d.]+ ms, p90 [\d.]+ ms, p99 [\d.]+ ms$" % server.proc.pid)
-            self.assertEqual(tools["sleep"]["counters"], [])  # a tool not called
+        server = McpProcess("serve", "--config", path, env=self.env)
+        self.addCleanup(server.__exit__)
+        server.initialize()
+        self.assertEqual(text_of(server.call("good__echo", {"text": "hi"})), "good: hi")
+        self.published(server.proc.pid, 1)
+        return path, server
+
+    @unittest.skipUnless(PYTE is not None and hasattr(os, "openpty") and sys.platform != "win32",
+                         "needs pyte (pip install pyte; .ci/run installs it) and a POSIX pseudo-terminal")
+    def test_tui_details_show_the_selected_tools_counters(self):
+        path, server = self.serve_servers()
+        tui = TuiSession("--config", path, env=self.env)
+        self.addCleanup(lambda: tui.proc.poll() is None and tui.close())
+        tui.wait_for("SERVER", "good")
+        tui.press("\r")  # details, the first tool (echo) selected
+        tui.wait_for("tools (5):", "serve pid %d: 1 calls, 0 errors" % server.proc.pid)
+        tui.press("j")  # the next tool was not called
+        self.assertTrue(wait_until(lambda: "serve pid" not in tui.text()), tui.text())
+
+    def test_board_shows_the_selected_tools_counters(self):
+        path, server = self.serve_servers()
+        from unittest import mock
+        with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):
+            board = mcpstudio.Board(path)
+            self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
+            self.addCleanup(board.close)  # stops its loop (then closed, above)
+            tools = {tool["name"]: tool for tool in board.details("good")["tools"]}  # from the listing cache
+        self.assertRegex(tools["echo"]["counters"][0], r"^serve pid %d: 1 calls, 0 errors, 0 rate-limited, 0 cached, "
+                                                       r"0 refused; p50 [\d.]+ ms, p90 [\d.]+ ms, p99 [\d.]+ ms$" % server.proc.pid)
+        self.assertEqual(tools["sleep"]["counters"], [])  # a tool not called
 
 
 class ProtocolFuzzer:
