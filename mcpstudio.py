@@ -5590,9 +5590,9 @@ def search_words(text, stems):
 
 
 def _stem(word):
-    """A light stem: plurals, -ing, -ed and a last e (`issues`, `mapping`, `created`, `create` -> `issu`,
+    """A light stem: plurals, -ing, -ed (-ied: -y) and a last e (`issues`, `mapping`, `created`, `create` -> `issu`,
     `map`, `creat`, `creat`)."""
-    word = re.sub(r"(?<=\w\w)ies$", "y", word)
+    word = re.sub(r"(?<=\w\w)ie[sd]$", "y", word)
     word = re.sub(r"(?<=\w\w)(?:(?<=ch|sh|ss|.x)es|(?<![siu])s)$", "", word)
     stem = re.sub(r"(?<=\w\w\w\w)ing$|(?<=\w\w\w)ed$", "", word)
     if stem != word:

@@ -9326,7 +9326,8 @@ class ToolIndexTests(unittest.TestCase):
                 ("Find the issues in my repositories", ["find", "issu", "repository"]),
                 ("mapping created pages", ["map", "creat", "pag"]),
                 ("status analysis string", ["status", "analysis", "string"]),
-                ("boxes branches", ["box", "branch"])):
+                ("boxes branches", ["box", "branch"]),
+                ("replied to the copies", ["reply", "copy"])):
             self.assertEqual(mcpstudio.search_words(text, {}), words, text)
 
     def test_ranking(self):
