@@ -5578,6 +5578,37 @@ paper research arxiv study
 alert monitor watch track
 phone mobile device viewport emulate
 library package framework sdk module
+stop halt kill terminate abort end shutdown
+hover mouseover
+drag drop dragndrop
+form field input
+dialog popup modal prompt alert
+chart graph plot diagram visualize
+team group squad
+toggle enable disable turn switch
+style css theme design
+template boilerplate scaffold skeleton
+install setup
+upgrade update bump
+uninstall remove
+rollout redeploy restart
+environment env stage
+convert transform translate
+reset clear wipe
+structure outline tree hierarchy layout
+sum add total calculate math arithmetic
+zip compress archive gzip
+option setting preference config configuration
+property field attribute column
+block paragraph section
+code source snippet
+reaction emoji react
+script javascript js evaluate eval
+time date clock today now
+subscriber subscription follower
+info detail metadata
+resource asset
+batch bulk multiple many several
 """  # one family a line: words for the same action or thing
 
 

@@ -9315,6 +9315,7 @@ class ToolIndexTests(unittest.TestCase):
         {"name": "chat__post_message", "description": "[chat] Post a message to a channel",
          "inputSchema": {"type": "object", "properties": {"channel_id": {"type": "string"}, "text": {}}}},
         {"name": "crm__searchObjects", "description": "[crm] Search contacts, companies and deals"},
+        {"name": "calc__get_sum", "description": "[calc] Returns the sum of two numbers"},
     ]
 
     def test_words(self):
@@ -9342,7 +9343,8 @@ class ToolIndexTests(unittest.TestCase):
                 ("go to example.com", "browser__navigate"),
                 ("tell the team channel the deploy is done", "chat__post_message"),
                 ("find a customer by email", "crm__searchObjects"),
-                ("screenshots", "browser__take_screenshot")):               # plural, and the title
+                ("screenshots", "browser__take_screenshot"),                # plural, and the title
+                ("total of 3 and 4", "calc__get_sum")):                     # families of the corpus's own words
             self.assertEqual([tool["name"] for tool in index.search(query, 3)][:1], [first], query)
 
     def test_limits_and_no_match(self):
