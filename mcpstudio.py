@@ -5495,35 +5495,35 @@ STOP_WORDS = frozenset(
     "you your can could would should please want need some any all every do does did how what which whose where am "
     "there their them then than so just also using use via about new everything something anything".split())
 WORD_FAMILIES = """
-get fetch read retrieve show view load obtain see display look inspect detail describe open
+get fetch read retrieve show view load obtain see display look inspect detail describe open give
 list enumerate browse index overview show find
-create add make new insert post open start begin generate
-delete remove drop destroy erase trash purge discard forget
-update edit modify change set patch alter rename adjust
-search find query lookup locate grep filter seek discover google
-send post message notify reply dm chat tell ping announce
+create add make new insert post open start begin generate spin draft compose raise
+delete remove drop destroy erase trash purge discard forget nuke rid clean
+update edit modify change set patch alter rename adjust tweak
+search find query lookup locate grep filter seek discover google hunt bing
+send post message notify reply dm chat tell ping announce shoot
 history recent said conversation timeline catch
-run execute exec invoke launch trigger perform call
-navigate goto go visit url browse load
+run execute exec invoke launch trigger perform call kick fire
+navigate goto go visit url browse load head jump
 click press tap hit select
 type fill enter input write put
-screenshot snapshot capture image picture photo
+screenshot snapshot capture image picture photo screengrab screencap shot
 record recording video screencast
 issue ticket bug task
 pr pull merge mr request
 repository repo project codebase
 file document doc text content
 folder directory dir path
-user member person people account profile who
+user member person people account profile who teammate colleague coworker someone everyone folk
 comment note remark annotation
 channel room conversation thread
 pod container deployment workload job
 log output trace console
 error exception crash failure problem event blow broken
 analyze diagnose debug investigate cause root why explain troubleshoot
-status check ci build pass green red fail
+status check ci build pass green red fail health state
 scale replica resize grow increase more
-documentation docs doc manual guide reference wiki
+documentation docs doc manual guide reference wiki readme tutorial
 switch checkout
 whoami identity authenticated self login signed current who
 distance far travel drive duration
@@ -5549,10 +5549,10 @@ key value cache redis
 cluster namespace node kubectl kubernetes k8s
 release tag version
 review approve
-close resolve finish complete
+close resolve finish complete wrap
 upload attach
 size length count many
-summary summarize overview
+summary summarize overview tldr gist recap
 elevation altitude height high sea
 connect link relate relation associate association
 photo image media picture

@@ -9347,6 +9347,14 @@ class ToolIndexTests(unittest.TestCase):
                 ("total of 3 and 4", "calc__get_sum")):                     # families of the corpus's own words
             self.assertEqual([tool["name"] for tool in index.search(query, 3)][:1], [first], query)
 
+    def test_a_persons_verbs(self):
+        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
+            ("files__read_file", "Read a file"), ("files__delete_file", "Delete a file"),
+            ("ci__run_workflow", "Run a workflow"), ("ci__create_workflow", "Create a workflow"))])
+        for query, first in (("nuke old.txt", "files__delete_file"), ("give me notes.txt", "files__read_file"),
+                             ("kick off the workflow", "ci__run_workflow"), ("spin up a workflow", "ci__create_workflow")):
+            self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
+
     def test_limits_and_no_match(self):
         index = mcpstudio.ToolIndex(self.TOOLS)
         self.assertEqual(index.search("zzz qqq", 5), [])
