@@ -5615,7 +5615,7 @@ batch bulk multiple many several
 def search_words(text, stems):
     """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
     (`stems`: the stems of the words seen so far)."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text).lower()
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})", " ", text).lower()
     return [stems.get(word) or stems.setdefault(word, _stem(word)) for word in re.findall(r"[a-z0-9]{2,}", spaced)
             if word not in STOP_WORDS]
 

@@ -9328,7 +9328,8 @@ class ToolIndexTests(unittest.TestCase):
                 ("mapping created pages", ["map", "creat", "pag"]),
                 ("status analysis string", ["status", "analysis", "string"]),
                 ("boxes branches", ["box", "branch"]),
-                ("replied to the copies", ["reply", "copy"])):
+                ("replied to the copies", ["reply", "copy"]),
+                ("open PRs, their URLs", ["open", "pr", "url"])):
             self.assertEqual(mcpstudio.search_words(text, {}), words, text)
 
     def test_ranking(self):
