@@ -5490,6 +5490,7 @@ SEARCH_LIMIT, SEARCH_MAX = 5, 20
 SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
 LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
+SERVER_WEIGHT = 0.3  # the share of its server's score (all its tools' names and descriptions as one text) a found tool gets
 STOP_WORDS = frozenset(
     "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
     "you your can could would should please want need some any all every do does did how what which whose where am "
@@ -5643,15 +5644,23 @@ def _families():
 class ToolIndex:
     """BM25F over tool definitions' weighted fields (pure). A query word also finds the words of its
     families (another verb for the action, another noun for the thing) and the longer words it
-    begins, each for less: the best of a word's matches in a tool counts once."""
+    begins, each for less: the best of a word's matches in a tool counts once. A found tool's server
+    adds a share of its own score, as the context of what the tool's words leave unsaid."""
 
     K1, B = 1.2, 0.75
 
     def __init__(self, tools):
         import math
         self.families, self.tools = _families(), tools
-        stems = {}
+        stems, texts, self.server_of = {}, {}, []  # server -> (its number, its tools' names and descriptions)
         fields = [[search_words(text, stems) for text in self._fields(tool)] for tool in tools]
+        for tool in tools:
+            name, _, server, description, _ = self._fields(tool)
+            number, parts = texts.setdefault(server, (len(texts), []))
+            parts.append("%s %s" % (name, description))
+            self.server_of.append(number)
+        self.servers = len(texts) > 1 and ToolIndex([{"name": server, "description": " ".join(parts)}
+                                                     for server, (_, parts) in texts.items()])
         averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
                     for column in range(len(SEARCH_FIELDS))]
         self.postings = {}  # word -> [(tool number, its score before idf)]
@@ -5692,6 +5701,13 @@ class ToolIndex:
 
     def search(self, query, limit):
         """The best `limit` tools for `query`, best first (none when no word matches)."""
+        totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
+        for number in totals:
+            totals[number] += SERVER_WEIGHT * context.get(self.server_of[number], 0.0)
+        return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
+
+    def scores(self, query):
+        """Each matching tool's number and score."""
         totals = {}
         for word in dict.fromkeys(search_words(query, {})):
             best = {}
@@ -5701,7 +5717,7 @@ class ToolIndex:
                     best[number] = max(best.get(number, 0.0), score * idf)
             for number, score in best.items():
                 totals[number] = totals.get(number, 0.0) + score
-        return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
+        return totals
 
 
 SEARCH_DESCRIPTION = (

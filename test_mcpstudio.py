@@ -9356,6 +9356,15 @@ class ToolIndexTests(unittest.TestCase):
                              ("kick off the workflow", "ci__run_workflow"), ("spin up a workflow", "ci__create_workflow")):
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
+    def test_server_as_context(self):
+        """Of two tools alike, the one whose server's other tools speak of the query's words ranks first."""
+        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
+            ("web__query", "[web] Run a query"), ("db__query", "[db] Run a query"),
+            ("db__list_tables", "[db] List the tables of the SQL database"))])
+        names = [tool["name"] for tool in index.search("run a query on the sales database", 3)]
+        self.assertLess(names.index("db__query"), names.index("web__query"))
+        self.assertEqual([tool["name"] for tool in mcpstudio.ToolIndex(index.tools[:1]).search("query", 5)], ["web__query"])
+
     def test_limits_and_no_match(self):
         index = mcpstudio.ToolIndex(self.TOOLS)
         self.assertEqual(index.search("zzz qqq", 5), [])
