@@ -5643,9 +5643,10 @@ def _families():
 
 class ToolIndex:
     """BM25F over tool definitions' weighted fields (pure). A query word also finds the words of its
-    families (another verb for the action, another noun for the thing) and the longer words it
-    begins, each for less: the best of a word's matches in a tool counts once. A found tool's server
-    adds a share of its own score, as the context of what the tool's words leave unsaid."""
+    families (another verb for the action, another noun for the thing), the longer words it
+    begins and the words of five letters or more that begin it, each for less: the best of a word's
+    matches in a tool counts once. A found tool's server adds a share of its own score, as the
+    context of what the tool's words leave unsaid."""
 
     K1, B = 1.2, 0.75
 
@@ -5693,7 +5694,7 @@ class ToolIndex:
         """The index's words a query word finds, each with the share of a match it is worth."""
         found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
         for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 else ():
-            if other.startswith(word):
+            if other.startswith(word) or word.startswith(other) and len(other) > 4:
                 found.setdefault(other, PREFIX_WEIGHT)
         if word in self.postings:
             found[word] = 1.0

@@ -9352,7 +9352,8 @@ class ToolIndexTests(unittest.TestCase):
                 ("tell the team channel the deploy is done", "chat__post_message"),
                 ("find a customer by email", "crm__searchObjects"),
                 ("screenshots", "browser__take_screenshot"),                # plural, and the title
-                ("total of 3 and 4", "calc__get_sum")):                     # families of the corpus's own words
+                ("total of 3 and 4", "calc__get_sum"),                      # families of the corpus's own words
+                ("navigation", "browser__navigate")):                       # a longer form of the author's word
             self.assertEqual([tool["name"] for tool in index.search(query, 3)][:1], [first], query)
 
     def test_a_persons_verbs(self):
