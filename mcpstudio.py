@@ -5494,7 +5494,9 @@ SERVER_WEIGHT = 0.3  # the share of its server's score (all its tools' names and
 STOP_WORDS = frozenset(
     "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
     "you your can could would should please want need some any all every do does did how what which whose where am "
-    "there their them then than so just also using use via about everything something anything".split())
+    "there their them then than so just also using use via about everything something anything have has had was were "
+    "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
+    "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
 WORD_FAMILIES = """
 get fetch read retrieve show view load obtain see display look inspect detail describe open give
 list enumerate browse index overview show find

@@ -9336,7 +9336,8 @@ class ToolIndexTests(unittest.TestCase):
                 ("status analysis string", ["status", "analysis", "string"]),
                 ("boxes branches", ["box", "branch"]),
                 ("replied to the copies", ["reply", "copy"]),
-                ("open PRs, their URLs", ["open", "pr", "url"])):
+                ("open PRs, their URLs", ["open", "pr", "url"]),
+                ("hey, I'll have it finished when it isn't busy, thanks", ["finish", "busy"])):  # a person's filler out
             self.assertEqual(mcpstudio.search_words(text, {}), words, text)
 
     def test_ranking(self):
