@@ -5504,8 +5504,8 @@ create add make new insert post open start begin generate spin draft compose rai
 delete remove drop destroy erase trash purge discard forget nuke rid clean
 update edit modify change set patch alter rename adjust tweak
 search find query lookup locate grep filter seek discover google hunt bing
-send post message notify reply dm chat tell ping announce shoot
-history recent said conversation timeline catch
+send post message notify reply dm chat tell ping announce shoot respond answer
+history recent said conversation timeline catch earlier
 run execute exec invoke launch trigger perform call kick fire
 navigate goto go visit url browse load head jump
 click press tap hit select
@@ -5522,9 +5522,9 @@ comment note remark annotation
 channel room conversation thread
 pod container deployment workload job
 log output trace console
-error exception crash failure problem event blow broken
+error exception crash failure problem event blow broken incident outage flaky
 analyze diagnose debug investigate cause root why explain troubleshoot
-status check ci build pass green red fail health state
+status check ci build pass green red fail health state compile
 scale replica resize grow increase more
 documentation docs doc manual guide reference wiki readme tutorial
 switch checkout
@@ -5533,9 +5533,9 @@ distance far travel drive duration
 contact lead customer person people
 company organization org business account
 deal opportunity sale pipeline
-scrape crawl extract download harvest
-table database db sql schema query row select column
-memory remember knowledge graph entity observation recall fact know note
+scrape crawl extract download harvest export dump
+table database db sql schema query row select column spreadsheet sheet csv
+memory remember knowledge graph entity observation recall fact know note remind
 think reason plan thought step reflect
 move rename relocate
 save store write persist keep
@@ -5550,7 +5550,7 @@ performance speed profile trace
 network request traffic http
 key value cache redis
 cluster namespace node kubectl kubernetes k8s
-release tag version
+release tag version ship publish
 review approve
 close resolve finish complete wrap
 upload attach
@@ -5563,7 +5563,7 @@ say said comment review feedback
 title role job profile
 record object entry item
 agent autonomous independently own
-copy duplicate clone fork
+copy duplicate clone fork backup
 approve accept lgtm review
 dismiss cancel reject decline close
 back previous return undo revert rollback
@@ -5607,11 +5607,12 @@ block paragraph section
 code source snippet
 reaction emoji react
 script javascript js evaluate eval
-time date clock today now
+time date clock today now deadline due schedule
 subscriber subscription follower
 info detail metadata
 resource asset
 batch bulk multiple many several
+priority severity urgent important
 """  # one family a line: words for the same action or thing
 
 

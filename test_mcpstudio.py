@@ -9354,7 +9354,8 @@ class ToolIndexTests(unittest.TestCase):
                 ("find a customer by email", "crm__searchObjects"),
                 ("screenshots", "browser__take_screenshot"),                # plural, and the title
                 ("total of 3 and 4", "calc__get_sum"),                      # families of the corpus's own words
-                ("navigation", "browser__navigate")):                       # a longer form of the author's word
+                ("navigation", "browser__navigate"),                        # a longer form of the author's word
+                ("respond to them", "chat__post_message")):
             self.assertEqual([tool["name"] for tool in index.search(query, 3)][:1], [first], query)
 
     def test_a_persons_verbs(self):
