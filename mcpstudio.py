@@ -5625,9 +5625,9 @@ def search_words(text, stems):
 
 
 def _stem(word):
-    """A light stem: plurals, -ing, -ed (-ied: -y) and a last e (`issues`, `mapping`, `created`, `create` -> `issu`,
-    `map`, `creat`, `creat`)."""
-    word = re.sub(r"(?<=\w\w)ie[sd]$", "y", word)
+    """A light stem: plurals, -ing, -ed (-ied: -y), a last e and British -ise (`issues`, `mapping`, `created`,
+    `create`, `summarised` -> `issu`, `map`, `creat`, `creat`, `summariz`)."""
+    word = re.sub(r"(?<=\w\w)ie[sd]$", "y", re.sub(r"(?<=\w\w[iy])s(?=(?:e|ed|es|ing|ation)$)", "z", word))
     word = re.sub(r"(?<=\w\w)(?:(?<=ch|sh|ss|.x)es|(?<![siu])s)$", "", word)
     stem = re.sub(r"(?<=\w\w\w\w)ing$|(?<=\w\w\w)ed$", "", word)
     if stem != word:

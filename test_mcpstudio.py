@@ -9336,6 +9336,7 @@ class ToolIndexTests(unittest.TestCase):
                 ("status analysis string", ["status", "analysis", "string"]),
                 ("boxes branches", ["box", "branch"]),
                 ("replied to the copies", ["reply", "copy"]),
+                ("summarise, organisation, analysed; analysis", ["summariz", "organization", "analyz", "analysis"]),
                 ("open PRs, their URLs", ["open", "pr", "url"]),
                 ("hey, I'll have it finished when it isn't busy, thanks", ["finish", "busy"])):  # a person's filler out
             self.assertEqual(mcpstudio.search_words(text, {}), words, text)
