@@ -5534,7 +5534,7 @@ contact lead customer person people
 company organization org business account
 deal opportunity sale pipeline
 scrape crawl extract download harvest export dump
-table database db sql schema query row select column spreadsheet sheet csv
+table database db sql schema query row select column spreadsheet sheet csv postgres postgresql psql mysql sqlite
 memory remember knowledge graph entity observation recall fact know note remind
 think reason plan thought step reflect
 move rename relocate
@@ -5549,7 +5549,7 @@ tab window page
 performance speed profile trace
 network request traffic http
 key value cache redis
-cluster namespace node kubectl kubernetes k8s
+cluster namespace node kubectl kubernetes k8s kube
 release tag version ship publish
 review approve
 close resolve finish complete wrap

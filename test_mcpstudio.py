@@ -9384,6 +9384,9 @@ class ToolIndexTests(unittest.TestCase):
         names = [tool["name"] for tool in index.search("run a query on the sales database", 3)]
         self.assertLess(names.index("db__query"), names.index("web__query"))
         self.assertEqual([tool["name"] for tool in mcpstudio.ToolIndex(index.tools[:1]).search("query", 5)], ["web__query"])
+        index = mcpstudio.ToolIndex([{"name": "web__query", "description": "[web] Run a query"},
+                                     {"name": "postgres__query", "description": "[postgres] Run a query"}])
+        self.assertEqual(index.search("query the database", 1)[0]["name"], "postgres__query")  # a product's name, a family's word
 
     def test_limits_and_no_match(self):
         index = mcpstudio.ToolIndex(self.TOOLS)
