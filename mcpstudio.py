@@ -5685,12 +5685,12 @@ class ToolIndex:
 
     @staticmethod
     def _fields(tool):
-        """name, title, server, description and parameters (names, descriptions, enum values): the texts of SEARCH_FIELDS."""
+        """name, title, server, description and parameters: the texts of SEARCH_FIELDS."""
         description = str(tool.get("description") or "")
         server, _, rest = description[1:].partition("] ") if description.startswith("[") else ("", "", description)
         properties = (tool.get("inputSchema") or {}).get("properties")
-        parameters = " ".join("%s %s %s" % (key, value.get("description", ""), value.get("enum", ""))
-                              for key, value in properties.items() if isinstance(value, dict)) if isinstance(properties, dict) else ""
+        parameters = " ".join("%s %s" % (key, value.get("description", "")) for key, value in properties.items()
+                              if isinstance(value, dict)) if isinstance(properties, dict) else ""
         return tool["name"], str(tool.get("title") or ""), server, rest, parameters
 
     def expand(self, word):
