@@ -5500,19 +5500,19 @@ STOP_WORDS = frozenset(
 WORD_FAMILIES = """
 get fetch read retrieve show view load obtain see display look inspect detail describe open give
 list enumerate browse index overview show find
-create add make new insert post open start begin generate spin draft compose raise
+create add make new insert post open start begin generate spin draft compose raise submit register
 delete remove drop destroy erase trash purge discard forget nuke rid clean
-update edit modify change set patch alter rename adjust tweak
+update edit modify change set patch alter rename adjust tweak mark
 search find query lookup locate grep filter seek discover google hunt bing
 send post message notify reply dm chat tell ping announce shoot respond answer
 history recent said conversation timeline catch earlier
 run execute exec invoke launch trigger perform call kick fire
 navigate goto go visit url browse load head jump
-click press tap hit select
-type fill enter input write put
+click press tap hit select pick choose
+type fill enter input write put paste
 screenshot snapshot capture image picture photo screengrab screencap shot
 record recording video screencast
-issue ticket bug task
+issue ticket bug task card story
 pr pull merge mr request
 repository repo project codebase
 file document doc text content
@@ -5552,7 +5552,7 @@ key value cache redis
 cluster namespace node kubectl kubernetes k8s kube
 release tag version ship publish
 review approve
-close resolve finish complete wrap
+close resolve finish complete wrap done
 upload attach
 size length count many
 summary summarize overview tldr gist recap

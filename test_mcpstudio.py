@@ -9365,7 +9365,7 @@ class ToolIndexTests(unittest.TestCase):
             ("ci__run_workflow", "Run a workflow"), ("ci__create_workflow", "Create a workflow"))])
         for query, first in (("nuke old.txt", "files__delete_file"), ("give me notes.txt", "files__read_file"),
                              ("kick off the workflow", "ci__run_workflow"), ("spin up a workflow", "ci__create_workflow"),
-                             ("a new workflow", "ci__create_workflow")):
+                             ("a new workflow", "ci__create_workflow"), ("submit a workflow", "ci__create_workflow")):
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
     def test_server_as_context(self):
