@@ -5658,11 +5658,9 @@ class ToolIndex:
         self.families, self.tools = _families(), tools
         stems, texts, self.server_of = {}, {}, []  # server -> (its number, its tools' names and descriptions)
         fields = [[search_words(text, stems) for text in self._fields(tool)] for tool in tools]
-        for tool in tools:
-            name, _, server, description, _ = self._fields(tool)
-            number, parts = texts.setdefault(server, (len(texts), []))
-            parts.append("%s %s" % (name, description))
-            self.server_of.append(number)
+        for name, _, server, description, _ in map(self._fields, tools):
+            self.server_of.append(texts.setdefault(server, (len(texts), []))[0])
+            texts[server][1].append(name + " " + description)
         self.servers = len(texts) > 1 and ToolIndex([{"name": server, "description": " ".join(parts)}
                                                      for server, (_, parts) in texts.items()])
         averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
