@@ -5393,7 +5393,8 @@ class Guard:
                 return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
                                   "(\"audit\": {\"required\": true})." % self.audit.path)
             confirm = chosen.get("confirm")
-            refusal = (confirm is True or (confirm == "destructive" and annotations.get("destructiveHint"))) and \
+            refusal = (confirm is True or confirm == "destructive" and annotations.get("readOnlyHint") is not True and
+                       annotations.get("destructiveHint") is not False) and \
                 await self._confirm(public, plan, arguments, ctx, ask, entry)
             if refusal:
                 return refusal
@@ -6884,8 +6885,8 @@ def read_rules(loader, obj, where):
                     rules[key][-1] not in last or rules[key][0] % 1:
                 raise loader.error(_join(where, key), "expected %s" % example)
     if obj.get("confirm", False) not in (True, False, "destructive"):
-        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool "
-                           "annotated destructiveHint)")
+        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool not "
+                           "annotated readOnlyHint or destructiveHint false)")
     if "confirm" in obj:
         rules["confirm"] = obj["confirm"]
     return rules

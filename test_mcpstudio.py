@@ -9638,13 +9638,15 @@ class GuardTests(ScratchDir):
 
     def test_audit_cache_rate_limit_and_confirmation(self):
         # One line per call that ran, was cached, rate-limited, confirmed, refused or failed; secrets masked.
-        read_only = {"readOnlyHint": True}
+        read_only, additive = {"readOnlyHint": True}, {"destructiveHint": False}
         tools = [self.tool("look", annotations=read_only, cache={"ttl": 600}),
                  self.tool("fail", " 3", annotations=read_only, cache={"ttl": 600}),
-                 self.tool("burst", rateLimit={"calls": 2, "seconds": 10}),  # refused if the 3 calls take < 5 s
+                 self.tool("burst", annotations=additive, rateLimit={"calls": 2, "seconds": 10}),  # refused if < 5 s
                  self.tool("wipe", annotations={"destructiveHint": True}),
-                 self.tool("keyed", " {api_key}", environment={"GUARD_API_TOKEN": "${GUARD_API_TOKEN}"}),
+                 self.tool("keyed", " {api_key}", annotations=additive,
+                           environment={"GUARD_API_TOKEN": "${GUARD_API_TOKEN}"}),
                  {"name": "pin", "command_template": "%s %s %s {word} {code}" % (PY, self.counter, self.runs),
+                  "annotations": additive,
                   "parameters": {"word": {"type": "string"}, "code": {"type": "string", "secret": True}}}]
         env = dict(os.environ, GUARD_API_TOKEN="s3cr3t-value-42")
         with self.serve(tools, env=env, confirm="destructive") as server:
@@ -9714,6 +9716,20 @@ class GuardTests(ScratchDir):
         self.assertEqual((by_tool["pin"][0]["arguments"], by_tool["pin"][0]["argv"][-2:]), ({"word": "p", "code": "***"},
                                                                                           ["p", "***"]))
         self.assertTrue(all(line["ms"] >= 0 and line["bytes"] > 0 and line["time"] for line in lines))
+
+    def test_destructive_is_any_tool_not_read_only_nor_marked_harmless(self):
+        # The spec's destructiveHint defaults to true and means nothing on a read-only tool: "confirm":
+        # "destructive" asks for a tool with no annotations too (it ran unasked before).
+        tools = [self.tool("plain"), self.tool("wipe", annotations={"destructiveHint": True}),
+                 self.tool("look", annotations={"readOnlyHint": True, "destructiveHint": True}),
+                 self.tool("add", annotations={"destructiveHint": False}),
+                 self.tool("odd", annotations={"readOnlyHint": "yes"})]
+        with self.serve(tools, confirm="destructive") as server:
+            server.initialize()  # no elicitation: a tool that needs confirmation is not run
+            asked = {tool["name"]: "needs the user's confirmation" in text_of(server.call(tool["name"], {"word": tool["name"]}))
+                     for tool in tools}
+        self.assertEqual(asked, {"plain": True, "wipe": True, "look": False, "add": False, "odd": True})
+        self.assertEqual(sorted(self.ran()), ["add", "look"])
 
     def test_cache_needs_a_read_only_tool(self):
         # A tool-level cache on a tool not annotated read-only is refused at startup, naming the key.
