@@ -8148,16 +8148,12 @@ def resource_covers(resource, server_url):
 
 
 def secure_url(url):
-    """https, or plain http to this machine: what a sign-in fetches or sends the browser to (RFC 8414, 9728)."""
+    """https, or plain http to this machine (a loopback address, localhost or *.localhost): what a sign-in fetches
+    or sends the browser to (RFC 8414, 9728)."""
     import urllib.parse
     parts = urllib.parse.urlsplit(url)
-    return parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname))
-
-
-def loopback_host(host):
-    """localhost, 127.x.x.x or ::1: where plain http and redirects are safe."""
-    host = (host or "").strip("[]").lower()
-    return host in ("localhost", "::1") or host.endswith(".localhost") or bool(re.fullmatch(r"127(\.\d+){3}", host))
+    host = parts.hostname or ""
+    return parts.scheme == "https" or parts.scheme == "http" and (_loopback(host) or host.endswith(".localhost"))
 
 
 def pkce_pair():

@@ -8862,11 +8862,13 @@ class OAuthPartsTests(unittest.TestCase):
                 self.assertEqual(mcpstudio.resource_covers(resource, server), expected)
 
     def test_loopback_and_endpoints(self):
-        for host, expected in (("localhost", True), ("127.0.0.1", True), ("127.1.2.3", True), ("[::1]", True),
-                               ("app.localhost", True), ("example.com", False), ("127.0.0.1.evil.com", False),
-                               (None, False)):
-            with self.subTest(host=host):
-                self.assertEqual(mcpstudio.loopback_host(host), expected)
+        for url, expected in (("http://localhost:8/cb", True), ("http://127.0.0.1/", True), ("http://127.1.2.3", True),
+                              ("http://[::1]:9/", True), ("http://App.localhost/", True), ("https://example.com/", True),
+                              ("http://example.com/", False), ("http://127.0.0.1.evil.com/", False),
+                              ("http://127.999.0.1/", False), ("http://127.1/", False), ("http:///x", False),
+                              ("ftp://localhost/", False)):
+            with self.subTest(url=url):
+                self.assertEqual(mcpstudio.secure_url(url), expected)
         client = mcpstudio.OAuthClient("https://h.example/mcp", store=mcpstudio.TokenStore("x", tempfile.gettempdir()))
         self.assertEqual(client._check_endpoint({"token_endpoint": "http://localhost:9/token"}, "token_endpoint"),
                          "http://localhost:9/token")
