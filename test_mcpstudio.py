@@ -11528,6 +11528,20 @@ class TemplateFileFieldTests(ScratchDir):
                 self.assertEqual(os.path.basename(text_of(result).split()[1]), "a.txt")
 
 
+class LeftoverTests(ScratchDir):
+    """Stop 34's "noticed and left alone", each driven as a person or client would."""
+
+    def test_inspect_of_a_dead_url_fails_naming_it(self):
+        # Nothing listens on the port: inspect exited 0 with an empty list; now it fails naming the URL and why.
+        port = free_port()
+        url = "http://127.0.0.1:%d/mcp" % port
+        out = subprocess.run(SERVER + ["inspect", "--url", url], capture_output=True, text=True, timeout=WAIT,
+                             stdin=subprocess.DEVNULL)
+        self.assertNotEqual(out.returncode, 0, out.stdout)
+        self.assertIn("error: server `127_0_0_1_%d` (%s) failed to start: the connection failed" % (port, url), out.stderr)
+        self.assertNotIn("tools (0)", out.stdout)
+
+
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
 
