@@ -13027,8 +13027,11 @@ def call_command(words):
             return 1
     if raw:
         print(json.dumps(result, indent=2))
-    else:
-        _print_content(result.get("content"), sys.stderr if result.get("isError") else sys.stdout)
+    else:  # a kept output ends with its server, here with this call: how to see it all instead
+        _print_content([dict(block, text=re.sub(r"read them with resources/read \S+; the whole output is \S+", "rerun with "
+                                                "a larger --max-text (or the config's max_text) to see them", block["text"]))
+                        if "text" in block else block for block in result.get("content") or []
+                        if not str(block.get("uri")).startswith(OUTPUT_URI)], sys.stderr if result.get("isError") else sys.stdout)
         structured = result.get("structuredContent")
         texts = [b.get("text") for b in result.get("content") or [] if b.get("type") == "text"]
         if structured is not None and json.dumps(structured) not in [_json_or_text(t) for t in texts]:

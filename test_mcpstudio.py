@@ -11541,6 +11541,18 @@ class LeftoverTests(ScratchDir):
         self.assertIn("error: server `127_0_0_1_%d` (%s) failed to start: the connection failed" % (port, url), out.stderr)
         self.assertNotIn("tools (0)", out.stdout)
 
+    def test_calls_cut_output_says_how_to_see_it_all(self):
+        # The note named a kept output (and `call` a link to it) that the exited server could no longer serve.
+        lines = self.script("lines.py", "import sys\nprint('\\n'.join(map(str, range(int(sys.argv[1])))))\n", False)
+        for budget, expected in (("100", "rerun with a larger --max-text (or the config's max_text) to see them"),
+                                 ("100000", "299\n")):
+            mode = ["--max-text", budget, "--name", "lines", PY, lines, "{n}"]
+            out = subprocess.run(SERVER + ["call", "lines", "n=300"] + mode, capture_output=True, text=True, timeout=WAIT,
+                                 stdin=subprocess.DEVNULL)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn(expected, out.stdout)
+            self.assertNotIn("mcpstudio://", out.stdout)
+
 
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
