@@ -2499,11 +2499,18 @@ def _masked_header(match):
     return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) else match.group(0)
 
 
-def mask_secrets(text):
-    """`text` (a command line, a URL, a log line) as people may paste it: URL passwords, query values and
-    the value of secret-looking options (`--api-key V`, `--token=V`, `API_KEY=V`) and headers
-    (`Authorization: Bearer V`, `X-Api-Key: V`) replaced by ***."""
-    return _HEADER_TEXT.sub(_masked_header, _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, text)))
+def mask_secrets(value, secrets=()):
+    """`value` (a command line, a URL, a log line; a list or object of them, item by item) as people may see it, in
+    status, the TUI, the manager tools and the audit log: each of `secrets` (the values the config or a call marks
+    secret), URL passwords, query values and the value of secret-looking options (`--api-key V`, `--token=V`,
+    `API_KEY=V`) and headers (`Authorization: Bearer V`, `X-Api-Key: V`) replaced by ***."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "***")
+        return _HEADER_TEXT.sub(_masked_header, _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, value)))
+    if isinstance(value, dict):
+        return {key: mask_secrets(item, secrets) for key, item in value.items()}
+    return [mask_secrets(item, secrets) for item in value] if isinstance(value, list) else value
 
 
 class Log:
@@ -5237,12 +5244,11 @@ class AuditLog:
             log.error("audit log %s: cannot open it: %s", self.path, exc)
             return False
 
-    def write(self, entry, log: Log, secrets=()):
-        """Append `entry` (masked by `log`, and `secrets` too); False, said on stderr, when it could not be written."""
-        line = log.mask(json.dumps(entry, ensure_ascii=False, default=str))
-        for secret in secrets:
-            line = line.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "***")
-        line = (line + "\n").encode("utf-8", "replace")
+    def write(self, entry, log: Log, secrets):
+        """Append `entry` (masked by `log`'s secrets and `secrets` too); False, said on stderr, when it could not be
+        written."""
+        line = (json.dumps(mask_secrets(entry, log.secrets + secrets), ensure_ascii=False, default=str) + "\n").encode(
+            "utf-8", "replace")
         try:
             if os.fstat(self.open()).st_size + len(line) > self.max_bytes:
                 os.close(self.fd)
@@ -5455,15 +5461,15 @@ class Guard:
                                    if entry.get("refused") else "cached" if entry.get("cached") else "error" if failed
                                    else "ok", seconds)
             if self.audit is not None and not asked:
-                client = ctx.session.client_info
+                client, named = ctx.session.client_info, [key for key in arguments if looks_secret(key) or key in hidden]
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
-                             arguments={key: "***" if looks_secret(key) or key in hidden else _clip(value, 1000)
-                                        if isinstance(value, str) else value for key, value in arguments.items()},
+                             arguments={key: "***" if key in named else _clip(value, 1000) if isinstance(value, str)
+                                        else value for key, value in arguments.items()},
                              exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
                              ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
-                self.audit.write(entry, self.log, [value for key, value in arguments.items() if (
-                    looks_secret(key) or key in hidden) and isinstance(value, str) and len(value) > 3])
+                self.audit.write(entry, self.log, [arguments[key] for key in named if isinstance(arguments[key], str)
+                                                   and len(arguments[key]) > 3])
 
 
 # --------------------------------------------------------------------------
@@ -10361,7 +10367,7 @@ class ManagerTools:
     @staticmethod
     def shown(up, text):
         """`text` about `up` as a client may read it: secrets masked, and none of the server's env values."""
-        return mask_secrets(up.log.mask(Log(secrets=up.spec.env.values()).mask(text)))
+        return mask_secrets(text, Log(secrets=up.spec.env.values()).secrets + up.log.secrets)
 
     def status(self, up):
         """What servers_list says of one server."""
@@ -11300,7 +11306,7 @@ class Board:
         upstream = self.hub.upstreams.get(server_id)
         own = list(upstream.server_log.lines) if upstream else []
         mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
-        return [mask_secrets(self.log.mask(line)) for line in sorted(own + mentions, key=lambda line: line[:8])]
+        return [mask_secrets(line, self.log.secrets) for line in sorted(own + mentions, key=lambda line: line[:8])]
 
     # -- actions ------------------------------------------------------------------------------
 

@@ -11548,6 +11548,41 @@ class LeftoverTests(ScratchDir):
         self.assertIn("error: server `127_0_0_1_%d` (%s) failed to start: the connection failed" % (port, url), out.stderr)
         self.assertNotIn("tools (0)", out.stdout)
 
+    def test_one_secret_rule_masks_the_union(self):
+        # What status/the TUI/servers_list masked (URLs, secret-looking options and headers) and what the audit
+        # masked (values marked secret, also inside lists and objects) are masked by the one mask_secrets.
+        for value, secrets, expected in (
+                ("npx r https://u:pw@h/mcp?key=k1 --api-key a1 --token=t1 API_KEY=e1 --name n", (),
+                 "npx r https://u:***@h/mcp?key=*** --api-key *** --token=*** API_KEY=*** --name n"),
+                ("--header 'Authorization: Bearer b1'", (), "--header 'Authorization: Bearer ***'"),
+                ("ran hunter2 and hunter2", ("hunter2",), "ran *** and ***"),
+                ({"argv": ["curl", "--password=p1", "https://me:p2@h/x", "hunter2"], "arguments": {"q": ["a hunter2"]},
+                  "exitCode": 0, "error": None, "isError": False},
+                 ("hunter2",), {"argv": ["curl", "--password=***", "https://me:***@h/x", "***"],
+                                "arguments": {"q": ["a ***"]}, "exitCode": 0, "error": None, "isError": False}),
+                ("Content-Type: text/plain --verbose 12:30", ("absent",), "Content-Type: text/plain --verbose 12:30")):
+            with self.subTest(value=value):
+                self.assertEqual(mcpstudio.mask_secrets(value, secrets), expected)
+
+    def test_the_audit_line_masks_what_status_masks(self):
+        # A password in a URL argument and a literal --password=V in the command were written to the audit log in
+        # clear: the audit masked only values of secret-named or writeOnly arguments and the config's secrets.
+        show = self.script("show.py", "import sys\nprint(len(sys.argv))\n", False)
+        audit, path = os.path.join(self.dir, "audit.jsonl"), os.path.join(self.dir, "audit.json")
+        with open(path, "w") as f:
+            json.dump({"audit": {"file": audit}, "tools": [
+                {"name": "fetch", "command": "%s %s {url} {api_key} --password=literal-7355608" % (PY, show)}]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.initialize()
+            result = server.call("fetch", {"url": "https://me:pw-7355608@example.com/x", "api_key": "k"})
+            self.assertEqual(text_of(result), "4\n")
+        with open(audit, encoding="utf-8") as f:
+            text = f.read()
+        self.assertNotIn("7355608", text)
+        line = json.loads(text)
+        self.assertEqual(line["argv"][2:], ["https://me:***@example.com/x", "k", "--password=***"])
+        self.assertEqual(line["arguments"], {"url": "https://me:***@example.com/x", "api_key": "***"})
+
     def test_calls_cut_output_says_how_to_see_it_all(self):
         # The note named a kept output (and `call` a link to it) that the exited server could no longer serve.
         lines = self.script("lines.py", "import sys\nprint('\\n'.join(map(str, range(int(sys.argv[1])))))\n", False)
