@@ -5945,11 +5945,11 @@ class Server:
         """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
         listing the first page built until a source changes."""
         tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
-        failed = [up for source in self.catalog.sources for up in getattr(source, "upstreams", {}).values()
-                  if up.state == "failed"]
+        failed = "; ".join("server `%s` (%s) failed to start: %s" % (up.spec.id, up.spec.display(), up.last_error)
+                           for source in self.catalog.sources for up in getattr(source, "upstreams", {}).values()
+                           if up.state == "failed")
         if failed and not tools:  # nothing listed because servers failed to start: why, not an empty list
-            raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
-                up.spec.id, up.spec.display(), up.last_error) for up in failed))
+            raise McpError(SERVER_START_FAILED, failed)
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
