@@ -2509,7 +2509,7 @@ def mask_secrets(value, secrets=()):
             value = value.replace(secret, "***")
         return _HEADER_TEXT.sub(_masked_header, _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, value)))
     if isinstance(value, dict):
-        return {key: mask_secrets(item, secrets) for key, item in value.items()}
+        return {mask_secrets(key, secrets): mask_secrets(item, secrets) for key, item in value.items()}
     return [mask_secrets(item, secrets) for item in value] if isinstance(value, list) else value
 
 

@@ -11556,10 +11556,10 @@ class LeftoverTests(ScratchDir):
                  "npx r https://u:***@h/mcp?key=*** --api-key *** --token=*** API_KEY=*** --name n"),
                 ("--header 'Authorization: Bearer b1'", (), "--header 'Authorization: Bearer ***'"),
                 ("ran hunter2 and hunter2", ("hunter2",), "ran *** and ***"),
-                ({"argv": ["curl", "--password=p1", "https://me:p2@h/x", "hunter2"], "arguments": {"q": ["a hunter2"]},
+                ({"argv": ["curl", "--password=p1", "https://me:p2@h/x", "hunter2"], "arguments": {"q": ["a hunter2"], "hunter2": 1},
                   "exitCode": 0, "error": None, "isError": False},
                  ("hunter2",), {"argv": ["curl", "--password=***", "https://me:***@h/x", "***"],
-                                "arguments": {"q": ["a ***"]}, "exitCode": 0, "error": None, "isError": False}),
+                                "arguments": {"q": ["a ***"], "***": 1}, "exitCode": 0, "error": None, "isError": False}),
                 ("Content-Type: text/plain --verbose 12:30", ("absent",), "Content-Type: text/plain --verbose 12:30")):
             with self.subTest(value=value):
                 self.assertEqual(mcpstudio.mask_secrets(value, secrets), expected)
