@@ -9324,6 +9324,7 @@ class ToolIndexTests(unittest.TestCase):
         {"name": "chat__post_message", "description": "[chat] Post a message to a channel",
          "inputSchema": {"type": "object", "properties": {"channel_id": {"type": "string"}, "text": {}}}},
         {"name": "crm__searchObjects", "description": "[crm] Search contacts, companies and deals"},
+        {"name": "calc__get_sum", "description": "[calc] Returns the sum of two numbers"},
     ]
 
     def test_words(self):
@@ -9335,7 +9336,11 @@ class ToolIndexTests(unittest.TestCase):
                 ("Find the issues in my repositories", ["find", "issu", "repository"]),
                 ("mapping created pages", ["map", "creat", "pag"]),
                 ("status analysis string", ["status", "analysis", "string"]),
-                ("boxes branches", ["box", "branch"])):
+                ("boxes branches", ["box", "branch"]),
+                ("replied to the copies", ["reply", "copy"]),
+                ("summarise, organisation, analysed; analysis", ["summariz", "organization", "analyz", "analysis"]),
+                ("open PRs, their URLs", ["open", "pr", "url"]),
+                ("hey, I'll have it finished when it isn't busy, thanks", ["finish", "busy"])):  # a person's filler out
             self.assertEqual(mcpstudio.search_words(text, {}), words, text)
 
     def test_ranking(self):
@@ -9350,8 +9355,32 @@ class ToolIndexTests(unittest.TestCase):
                 ("go to example.com", "browser__navigate"),
                 ("tell the team channel the deploy is done", "chat__post_message"),
                 ("find a customer by email", "crm__searchObjects"),
-                ("screenshots", "browser__take_screenshot")):               # plural, and the title
+                ("screenshots", "browser__take_screenshot"),                # plural, and the title
+                ("total of 3 and 4", "calc__get_sum"),                      # families of the corpus's own words
+                ("navigation", "browser__navigate"),                        # a longer form of the author's word
+                ("respond to them", "chat__post_message")):
             self.assertEqual([tool["name"] for tool in index.search(query, 3)][:1], [first], query)
+
+    def test_a_persons_verbs(self):
+        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
+            ("files__read_file", "Read a file"), ("files__delete_file", "Delete a file"),
+            ("ci__run_workflow", "Run a workflow"), ("ci__create_workflow", "Create a workflow"))])
+        for query, first in (("nuke old.txt", "files__delete_file"), ("give me notes.txt", "files__read_file"),
+                             ("kick off the workflow", "ci__run_workflow"), ("spin up a workflow", "ci__create_workflow"),
+                             ("a new workflow", "ci__create_workflow"), ("submit a workflow", "ci__create_workflow")):
+            self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
+
+    def test_server_as_context(self):
+        """Of two tools alike, the one whose server's other tools speak of the query's words ranks first."""
+        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
+            ("web__query", "[web] Run a query"), ("db__query", "[db] Run a query"),
+            ("db__list_tables", "[db] List the tables of the SQL database"))])
+        names = [tool["name"] for tool in index.search("run a query on the sales database", 3)]
+        self.assertLess(names.index("db__query"), names.index("web__query"))
+        self.assertEqual([tool["name"] for tool in mcpstudio.ToolIndex(index.tools[:1]).search("query", 5)], ["web__query"])
+        index = mcpstudio.ToolIndex([{"name": "web__query", "description": "[web] Run a query"},
+                                     {"name": "postgres__query", "description": "[postgres] Run a query"}])
+        self.assertEqual(index.search("query the database", 1)[0]["name"], "postgres__query")  # a product's name, a family's word
 
     def test_limits_and_no_match(self):
         index = mcpstudio.ToolIndex(self.TOOLS)
