@@ -2499,11 +2499,18 @@ def _masked_header(match):
     return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) else match.group(0)
 
 
-def mask_secrets(text):
-    """`text` (a command line, a URL, a log line) as people may paste it: URL passwords, query values and
-    the value of secret-looking options (`--api-key V`, `--token=V`, `API_KEY=V`) and headers
-    (`Authorization: Bearer V`, `X-Api-Key: V`) replaced by ***."""
-    return _HEADER_TEXT.sub(_masked_header, _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, text)))
+def mask_secrets(value, secrets=()):
+    """`value` (a command line, a URL, a log line; a list or object of them, item by item) as people may see it, in
+    status, the TUI, the manager tools and the audit log: each of `secrets` (the values the config or a call marks
+    secret), URL passwords, query values and the value of secret-looking options (`--api-key V`, `--token=V`,
+    `API_KEY=V`) and headers (`Authorization: Bearer V`, `X-Api-Key: V`) replaced by ***."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "***")
+        return _HEADER_TEXT.sub(_masked_header, _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, value)))
+    if isinstance(value, dict):
+        return {mask_secrets(key, secrets): mask_secrets(item, secrets) for key, item in value.items()}
+    return [mask_secrets(item, secrets) for item in value] if isinstance(value, list) else value
 
 
 class Log:
@@ -5237,12 +5244,11 @@ class AuditLog:
             log.error("audit log %s: cannot open it: %s", self.path, exc)
             return False
 
-    def write(self, entry, log: Log, secrets=()):
-        """Append `entry` (masked by `log`, and `secrets` too); False, said on stderr, when it could not be written."""
-        line = log.mask(json.dumps(entry, ensure_ascii=False, default=str))
-        for secret in secrets:
-            line = line.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "***")
-        line = (line + "\n").encode("utf-8", "replace")
+    def write(self, entry, log: Log, secrets):
+        """Append `entry` (masked by `log`'s secrets and `secrets` too); False, said on stderr, when it could not be
+        written."""
+        line = (json.dumps(mask_secrets(entry, log.secrets + secrets), ensure_ascii=False, default=str) + "\n").encode(
+            "utf-8", "replace")
         try:
             if os.fstat(self.open()).st_size + len(line) > self.max_bytes:
                 os.close(self.fd)
@@ -5393,7 +5399,8 @@ class Guard:
                 return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
                                   "(\"audit\": {\"required\": true})." % self.audit.path)
             confirm = chosen.get("confirm")
-            refusal = (confirm is True or (confirm == "destructive" and annotations.get("destructiveHint"))) and \
+            refusal = (confirm is True or confirm == "destructive" and annotations.get("readOnlyHint") is not True and
+                       annotations.get("destructiveHint") is not False) and \
                 await self._confirm(public, plan, arguments, ctx, ask, entry)
             if refusal:
                 return refusal
@@ -5454,15 +5461,15 @@ class Guard:
                                    if entry.get("refused") else "cached" if entry.get("cached") else "error" if failed
                                    else "ok", seconds)
             if self.audit is not None and not asked:
-                client = ctx.session.client_info
+                client, named = ctx.session.client_info, [key for key in arguments if looks_secret(key) or key in hidden]
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
-                             arguments={key: "***" if looks_secret(key) or key in hidden else _clip(value, 1000)
-                                        if isinstance(value, str) else value for key, value in arguments.items()},
+                             arguments={key: "***" if key in named else _clip(value, 1000) if isinstance(value, str)
+                                        else value for key, value in arguments.items()},
                              exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
                              ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
-                self.audit.write(entry, self.log, [value for key, value in arguments.items() if (
-                    looks_secret(key) or key in hidden) and isinstance(value, str) and len(value) > 3])
+                self.audit.write(entry, self.log, [arguments[key] for key in named if isinstance(arguments[key], str)
+                                                   and len(arguments[key]) > 3])
 
 
 # --------------------------------------------------------------------------
@@ -5987,6 +5994,11 @@ class Server:
         """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
         listing the first page built until a source changes."""
         tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
+        failed = "; ".join("server `%s` (%s) failed to start: %s" % (up.spec.id, up.spec.display(), up.last_error)
+                           for source in self.catalog.sources for up in getattr(source, "upstreams", {}).values()
+                           if up.state == "failed")
+        if failed and not tools:  # nothing listed because servers failed to start: why, not an empty list
+            raise McpError(SERVER_START_FAILED, failed)
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
@@ -6933,8 +6945,8 @@ def read_rules(loader, obj, where):
                     rules[key][-1] not in last or rules[key][0] % 1:
                 raise loader.error(_join(where, key), "expected %s" % example)
     if obj.get("confirm", False) not in (True, False, "destructive"):
-        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool "
-                           "annotated destructiveHint)")
+        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool not "
+                           "annotated readOnlyHint or destructiveHint false)")
     if "confirm" in obj:
         rules["confirm"] = obj["confirm"]
     return rules
@@ -8196,16 +8208,12 @@ def resource_covers(resource, server_url):
 
 
 def secure_url(url):
-    """https, or plain http to this machine: what a sign-in fetches or sends the browser to (RFC 8414, 9728)."""
+    """https, or plain http to this machine (a loopback address, localhost or *.localhost): what a sign-in fetches
+    or sends the browser to (RFC 8414, 9728)."""
     import urllib.parse
     parts = urllib.parse.urlsplit(url)
-    return parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname))
-
-
-def loopback_host(host):
-    """localhost, 127.x.x.x or ::1: where plain http and redirects are safe."""
-    host = (host or "").strip("[]").lower()
-    return host in ("localhost", "::1") or host.endswith(".localhost") or bool(re.fullmatch(r"127(\.\d+){3}", host))
+    host = parts.hostname or ""
+    return parts.scheme == "https" or parts.scheme == "http" and (_loopback(host) or host.endswith(".localhost"))
 
 
 def pkce_pair():
@@ -10408,7 +10416,7 @@ class ManagerTools:
     @staticmethod
     def shown(up, text):
         """`text` about `up` as a client may read it: secrets masked, and none of the server's env values."""
-        return mask_secrets(up.log.mask(Log(secrets=up.spec.env.values()).mask(text)))
+        return mask_secrets(text, Log(secrets=up.spec.env.values()).secrets + up.log.secrets)
 
     def status(self, up):
         """What servers_list says of one server."""
@@ -11347,7 +11355,7 @@ class Board:
         upstream = self.hub.upstreams.get(server_id)
         own = list(upstream.server_log.lines) if upstream else []
         mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
-        return [mask_secrets(self.log.mask(line)) for line in sorted(own + mentions, key=lambda line: line[:8])]
+        return [mask_secrets(line, self.log.secrets) for line in sorted(own + mentions, key=lambda line: line[:8])]
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -13074,8 +13082,11 @@ def call_command(words):
             return 1
     if raw:
         print(json.dumps(result, indent=2))
-    else:
-        _print_content(result.get("content"), sys.stderr if result.get("isError") else sys.stdout)
+    else:  # a kept output ends with its server, here with this call: how to see it all instead
+        _print_content([dict(block, text=re.sub(r"read them with resources/read \S+; the whole output is \S+", "rerun with "
+                                                "a larger --max-text (or the config's max_text) to see them", block["text"]))
+                        if "text" in block else block for block in result.get("content") or []
+                        if not str(block.get("uri")).startswith(OUTPUT_URI)], sys.stderr if result.get("isError") else sys.stdout)
         structured = result.get("structuredContent")
         texts = [b.get("text") for b in result.get("content") or [] if b.get("type") == "text"]
         if structured is not None and json.dumps(structured) not in [_json_or_text(t) for t in texts]:
