@@ -5421,7 +5421,6 @@ class RunningStats:
             for tool, counts in sorted(tools.items())]
 
 
-
 class Guard:
     """The one policy step every tool call passes: rate limit, confirmation, cache, run, audit, counters.
 
