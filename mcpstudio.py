@@ -1792,6 +1792,14 @@ if _POSIX:
     def _is_executable(path):
         return os.access(path, os.X_OK)
 
+    def _process_alive(pid):
+        """Whether our process `pid` runs (PermissionError: the pid went to another user's process)."""
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+
     def _resolve_program(argv, env):
         return argv  # execvp searches the child's PATH itself
 
@@ -1930,6 +1938,13 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
 
     def _group_alive(pid):
         return False  # Windows cannot poll a group; taskkill /T at stop time is all there is
+
+    def _process_alive(pid):
+        """Whether OpenProcess finds `pid`: os.kill(pid, 0) would end the process here. (A process that
+        exited is found while its parent still holds a handle to it.)"""
+        import ctypes
+        handle = ctypes.windll.kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        return bool(handle and ctypes.windll.kernel32.CloseHandle(handle))  # CloseHandle: nonzero
 
     def _is_executable(path):
         """An extension in PATHEXT that CreateProcess can start (not .js or .vbs, which need a host)."""
@@ -2470,7 +2485,7 @@ def looks_secret(name):
     return bool(_SECRET_NAME.search(name)) and name.upper() not in ("PWD", "OLDPWD")
 
 
-_URL_TEXT = re.compile(r"\b[A-Za-z][\w+.-]*://[^\s'\"]+")
+_URL_TEXT = re.compile(r"(?<![\w+.-])[A-Za-z][\w+.-]*://[^\s'\"]+")  # begins a run only: linear on `a.a.a...`
 _OPTION_TEXT = re.compile(r"(?<![^\s'\"])(--?[A-Za-z][\w.-]*(?:=|\s+)|[A-Za-z_][\w.-]*=)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 
 
@@ -2499,11 +2514,18 @@ def _masked_header(match):
     return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) else match.group(0)
 
 
-def mask_secrets(text):
-    """`text` (a command line, a URL, a log line) as people may paste it: URL passwords, query values and
-    the value of secret-looking options (`--api-key V`, `--token=V`, `API_KEY=V`) and headers
-    (`Authorization: Bearer V`, `X-Api-Key: V`) replaced by ***."""
-    return _HEADER_TEXT.sub(_masked_header, _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, text)))
+def mask_secrets(value, secrets=()):
+    """`value` (a command line, a URL, a log line; a list or object of them, item by item) as people may see it, in
+    status, the TUI, the manager tools and the audit log: each of `secrets` (the values the config or a call marks
+    secret), URL passwords, query values and the value of secret-looking options (`--api-key V`, `--token=V`,
+    `API_KEY=V`) and headers (`Authorization: Bearer V`, `X-Api-Key: V`) replaced by ***."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "***")
+        return _HEADER_TEXT.sub(_masked_header, _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, value)))
+    if isinstance(value, dict):
+        return {mask_secrets(key, secrets): mask_secrets(item, secrets) for key, item in value.items()}
+    return [mask_secrets(item, secrets) for item in value] if isinstance(value, list) else value
 
 
 class Log:
@@ -4329,12 +4351,8 @@ class ScriptDirectory:
 
     def _save_cache(self):
         try:
-            os.makedirs(os.path.dirname(self.cache_path), exist_ok=True)
-            tmp = "%s.%d.tmp" % (self.cache_path, os.getpid())
-            lasting = {path: entry for path, entry in self._known.items() if not entry.get("transient")}
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"format": CACHE_FORMAT, "root": self.root, "scripts": lasting}, f)
-            os.replace(tmp, self.cache_path)
+            write_private_json(self.cache_path, {"format": CACHE_FORMAT, "root": self.root, "scripts": {
+                path: entry for path, entry in self._known.items() if not entry.get("transient")}})
         except OSError as exc:
             self.log.debug("cannot write the discovery cache %s: %s", self.cache_path, exc)
 
@@ -5237,12 +5255,11 @@ class AuditLog:
             log.error("audit log %s: cannot open it: %s", self.path, exc)
             return False
 
-    def write(self, entry, log: Log, secrets=()):
-        """Append `entry` (masked by `log`, and `secrets` too); False, said on stderr, when it could not be written."""
-        line = log.mask(json.dumps(entry, ensure_ascii=False, default=str))
-        for secret in secrets:
-            line = line.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "***")
-        line = (line + "\n").encode("utf-8", "replace")
+    def write(self, entry, log: Log, secrets):
+        """Append `entry` (masked by `log`'s secrets and `secrets` too); False, said on stderr, when it could not be
+        written."""
+        line = (json.dumps(mask_secrets(entry, log.secrets + secrets), ensure_ascii=False, default=str) + "\n").encode(
+            "utf-8", "replace")
         try:
             if os.fstat(self.open()).st_size + len(line) > self.max_bytes:
                 os.close(self.fd)
@@ -5349,6 +5366,61 @@ class CallMetrics:
         return "\n".join(lines) + "\n"
 
 
+class RunningStats:
+    """A running `serve`'s CallMetrics for `status` and the TUI, other processes: one JSON file a serving
+    process in the user's cache folder, written atomically a second after a call (a one-shot timer, none
+    while idle) and removed at exit. A file whose process is gone is removed by the reader that finds it."""
+
+    def __init__(self, metrics: CallMetrics, config, transport):
+        import atexit
+        atexit.register(self.close)
+        self.metrics, self.timer = metrics, None
+        self.path = os.path.join(user_cache_dir(), "running-%d.json" % os.getpid())
+        self.head = {"pid": os.getpid(), "started": _iso(time.time()), "transport": transport,
+                     "config": config and os.path.realpath(config)}
+
+    def changed(self):
+        """A call was counted: write a second later (once for every call of that second)."""
+        if not self.timer:
+            self.timer = asyncio.get_running_loop().call_later(1, self.write)
+
+    def write(self):
+        self.timer = None
+        try:
+            write_private_json(self.path, dict(self.head, tools=self.metrics.summary()))
+        except OSError:
+            pass  # status shows no counters; the call is served all the same
+
+    def close(self):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+    @staticmethod
+    def running(config):
+        """The snapshots of the live serving processes of `config`."""
+        import glob
+        for path in sorted(glob.glob(os.path.join(user_cache_dir(), "running-*.json"))):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    snapshot = json.load(f)
+                if not _process_alive(snapshot["pid"]):
+                    os.unlink(path)
+                elif snapshot["config"] == os.path.realpath(config):
+                    yield snapshot
+            except (OSError, ValueError):
+                pass  # removed meanwhile
+
+    @staticmethod
+    def table(tools):
+        """`status`'s lines for a snapshot's `tools` (CallMetrics.summary): a header, then a row a tool."""
+        width = max(map(len, ["TOOL", *tools]))
+        return ["%-*s  CALLS ERRORS LIMITED CACHED REFUSED  P50 MS  P90 MS  P99 MS" % (width, "TOOL")] + [
+            "%-*s %6s %6s %7s %6s %7s %7s %7s %7s" % (width, tool, *counts.values())
+            for tool, counts in sorted(tools.items())]
+
+
 class Guard:
     """The one policy step every tool call passes: rate limit, confirmation, cache, run, audit, counters.
 
@@ -5358,6 +5430,7 @@ class Guard:
     def __init__(self, log: Log, rules=None, audit: AuditLog | None = None):
         self.log, self.rules, self.audit = log, rules or {}, audit
         self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
+        self.stats = None  # RunningStats: `serve` publishes the metrics for `status` and the TUI
         self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
         self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
 
@@ -5393,8 +5466,10 @@ class Guard:
                 return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
                                   "(\"audit\": {\"required\": true})." % self.audit.path)
             confirm = chosen.get("confirm")
-            refusal = (confirm is True or (confirm == "destructive" and annotations.get("destructiveHint"))) and \
-                await self._confirm(public, plan, arguments, ctx, ask, entry)
+            refusal = (confirm is True or confirm == "destructive" and annotations.get("readOnlyHint") is not True and
+                       annotations.get("destructiveHint") is not False) and \
+                await self._confirm(public, plan, arguments, ctx, ask, entry,
+                                    [level for level, rules in levels if "confirm" in rules][-1])
             if refusal:
                 return refusal
             taken = take_token(self.buckets, limits, time.monotonic())  # not by a 2026-07-28 round that asks
@@ -5415,8 +5490,9 @@ class Guard:
                           cacheScope="public" if cache[1] else "private")
         return result
 
-    async def _confirm(self, public, plan, arguments, ctx, ask, entry):
-        """None when the person said yes to running this call; else the result that says why it did not run."""
+    async def _confirm(self, public, plan, arguments, ctx, ask, entry, level):
+        """None when the person said yes to running this call; else the result that says why it did not run
+        (`level`: where the config asks for it: "file", "server:ID" or "tool:NAME")."""
         what = "run `%s`" % _argv_text(plan["argv"]) if "argv" in plan else "call %s with %s" % (
             "tool %s of server %s" % (plan["tool"], plan["server"]) if "server" in plan else public,
             json.dumps(arguments, ensure_ascii=False))
@@ -5424,7 +5500,9 @@ class Guard:
             entry["refused"] = "confirmation required; the client cannot ask"
             return tool_error("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
                               "(it declared no elicitation capability). To run it without asking, set \"confirm\": "
-                              "false on this tool in the config." % (public, what))
+                              "false %s." % (public, what, "at the top of the config, or on this tool's entry or its "
+                                             "server's" if level == "file" else "on %s %s in the config"
+                                             % tuple(level.split(":", 1))))
         answer = await ask({"mode": "form", "message": "Allow %s to %s?" % (public, what), "requestedSchema": {
             "type": "object", "properties": {"run": {"type": "boolean", "title": "Run it"}}, "required": ["run"]}})
         if answer.get("resultType") == "input_required":
@@ -5453,16 +5531,18 @@ class Guard:
                 self.metrics.count(entry.get("method", name), "rateLimited" if entry.get("rateLimited") else "refused"
                                    if entry.get("refused") else "cached" if entry.get("cached") else "error" if failed
                                    else "ok", seconds)
+                if self.stats:
+                    self.stats.changed()
             if self.audit is not None and not asked:
-                client = ctx.session.client_info
+                client, named = ctx.session.client_info, [key for key in arguments if looks_secret(key) or key in hidden]
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
-                             arguments={key: "***" if looks_secret(key) or key in hidden else _clip(value, 1000)
-                                        if isinstance(value, str) else value for key, value in arguments.items()},
+                             arguments={key: "***" if key in named else _clip(value, 1000) if isinstance(value, str)
+                                        else value for key, value in arguments.items()},
                              exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
                              ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
-                self.audit.write(entry, self.log, [value for key, value in arguments.items() if (
-                    looks_secret(key) or key in hidden) and isinstance(value, str) and len(value) > 3])
+                self.audit.write(entry, self.log, [arguments[key] for key in named if isinstance(arguments[key], str)
+                                                   and len(arguments[key]) > 3])
 
 
 # --------------------------------------------------------------------------
@@ -5490,49 +5570,52 @@ SEARCH_LIMIT, SEARCH_MAX = 5, 20
 SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
 LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
+SERVER_WEIGHT = 0.3  # the share of its server's score (all its tools' names and descriptions as one text) a found tool gets
 STOP_WORDS = frozenset(
     "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
     "you your can could would should please want need some any all every do does did how what which whose where am "
-    "there their them then than so just also using use via about new everything something anything".split())
+    "there their them then than so just also using use via about everything something anything have has had was were "
+    "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
+    "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
 WORD_FAMILIES = """
-get fetch read retrieve show view load obtain see display look inspect detail describe open
+get fetch read retrieve show view load obtain see display look inspect detail describe open give
 list enumerate browse index overview show find
-create add make new insert post open start begin generate
-delete remove drop destroy erase trash purge discard forget
-update edit modify change set patch alter rename adjust
-search find query lookup locate grep filter seek discover google
-send post message notify reply dm chat tell ping announce
-history recent said conversation timeline catch
-run execute exec invoke launch trigger perform call
-navigate goto go visit url browse load
-click press tap hit select
-type fill enter input write put
-screenshot snapshot capture image picture photo
+create add make new insert post open start begin generate spin draft compose raise submit register
+delete remove drop destroy erase trash purge discard forget nuke rid clean
+update edit modify change set patch alter rename adjust tweak mark
+search find query lookup locate grep filter seek discover google hunt bing
+send post message notify reply dm chat tell ping announce shoot respond answer
+history recent said conversation timeline catch earlier
+run execute exec invoke launch trigger perform call kick fire
+navigate goto go visit url browse load head jump
+click press tap hit select pick choose
+type fill enter input write put paste
+screenshot snapshot capture image picture photo screengrab screencap shot
 record recording video screencast
-issue ticket bug task
+issue ticket bug task card story
 pr pull merge mr request
 repository repo project codebase
 file document doc text content
 folder directory dir path
-user member person people account profile who
+user member person people account profile who teammate colleague coworker someone everyone folk
 comment note remark annotation
 channel room conversation thread
 pod container deployment workload job
 log output trace console
-error exception crash failure problem event blow broken
+error exception crash failure problem event blow broken incident outage flaky
 analyze diagnose debug investigate cause root why explain troubleshoot
-status check ci build pass green red fail
+status check ci build pass green red fail health state compile
 scale replica resize grow increase more
-documentation docs doc manual guide reference wiki
+documentation docs doc manual guide reference wiki readme tutorial
 switch checkout
 whoami identity authenticated self login signed current who
 distance far travel drive duration
 contact lead customer person people
 company organization org business account
 deal opportunity sale pipeline
-scrape crawl extract download harvest
-table database db sql schema query row select column
-memory remember knowledge graph entity observation recall fact know note
+scrape crawl extract download harvest export dump
+table database db sql schema query row select column spreadsheet sheet csv postgres postgresql psql mysql sqlite
+memory remember knowledge graph entity observation recall fact know note remind
 think reason plan thought step reflect
 move rename relocate
 save store write persist keep
@@ -5546,13 +5629,13 @@ tab window page
 performance speed profile trace
 network request traffic http
 key value cache redis
-cluster namespace node kubectl kubernetes k8s
-release tag version
+cluster namespace node kubectl kubernetes k8s kube
+release tag version ship publish
 review approve
-close resolve finish complete
+close resolve finish complete wrap done
 upload attach
 size length count many
-summary summarize overview
+summary summarize overview tldr gist recap
 elevation altitude height high sea
 connect link relate relation associate association
 photo image media picture
@@ -5560,7 +5643,7 @@ say said comment review feedback
 title role job profile
 record object entry item
 agent autonomous independently own
-copy duplicate clone fork
+copy duplicate clone fork backup
 approve accept lgtm review
 dismiss cancel reject decline close
 back previous return undo revert rollback
@@ -5578,21 +5661,53 @@ paper research arxiv study
 alert monitor watch track
 phone mobile device viewport emulate
 library package framework sdk module
+stop halt kill terminate abort end shutdown
+hover mouseover
+drag drop dragndrop
+form field input
+dialog popup modal prompt alert
+chart graph plot diagram visualize
+team group squad
+toggle enable disable turn switch
+style css theme design
+template boilerplate scaffold skeleton
+install setup
+upgrade update bump
+uninstall remove
+rollout redeploy restart
+environment env stage
+convert transform translate
+reset clear wipe
+structure outline tree hierarchy layout
+sum add total calculate math arithmetic
+zip compress archive gzip
+option setting preference config configuration
+property field attribute column
+block paragraph section
+code source snippet
+reaction emoji react
+script javascript js evaluate eval
+time date clock today now deadline due schedule
+subscriber subscription follower
+info detail metadata
+resource asset
+batch bulk multiple many several
+priority severity urgent important
 """  # one family a line: words for the same action or thing
 
 
 def search_words(text, stems):
     """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
     (`stems`: the stems of the words seen so far)."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text).lower()
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s(?![a-z]))", " ", text).lower()
     return [stems.get(word) or stems.setdefault(word, _stem(word)) for word in re.findall(r"[a-z0-9]{2,}", spaced)
             if word not in STOP_WORDS]
 
 
 def _stem(word):
-    """A light stem: plurals, -ing, -ed and a last e (`issues`, `mapping`, `created`, `create` -> `issu`,
-    `map`, `creat`, `creat`)."""
-    word = re.sub(r"(?<=\w\w)ies$", "y", word)
+    """A light stem: plurals, -ing, -ed (-ied: -y), a last e and British -ise (`issues`, `mapping`, `created`,
+    `create`, `summarised` -> `issu`, `map`, `creat`, `creat`, `summariz`)."""
+    word = re.sub(r"(?<=\w\w)ie[sd]$", "y", re.sub(r"(?<=\w\w[iy])s(?=(?:e|ed|es|ing|ation)$)", "z", word))
     word = re.sub(r"(?<=\w\w)(?:(?<=ch|sh|ss|.x)es|(?<![siu])s)$", "", word)
     stem = re.sub(r"(?<=\w\w\w\w)ing$|(?<=\w\w\w)ed$", "", word)
     if stem != word:
@@ -5611,16 +5726,23 @@ def _families():
 
 class ToolIndex:
     """BM25F over tool definitions' weighted fields (pure). A query word also finds the words of its
-    families (another verb for the action, another noun for the thing) and the longer words it
-    begins, each for less: the best of a word's matches in a tool counts once."""
+    families (another verb for the action, another noun for the thing), the longer words it
+    begins and the words of five letters or more that begin it, each for less: the best of a word's
+    matches in a tool counts once. A found tool's server adds a share of its own score, as the
+    context of what the tool's words leave unsaid."""
 
     K1, B = 1.2, 0.75
 
     def __init__(self, tools):
         import math
         self.families, self.tools = _families(), tools
-        stems = {}
+        stems, texts, self.server_of = {}, {}, []  # server -> (its number, its tools' names and descriptions)
         fields = [[search_words(text, stems) for text in self._fields(tool)] for tool in tools]
+        for name, _, server, description, _ in map(self._fields, tools):
+            self.server_of.append(texts.setdefault(server, (len(texts), []))[0])
+            texts[server][1].append(name + " " + description)
+        self.servers = len(texts) > 1 and ToolIndex([{"name": server, "description": " ".join(parts)}
+                                                     for server, (_, parts) in texts.items()])
         averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
                     for column in range(len(SEARCH_FIELDS))]
         self.postings = {}  # word -> [(tool number, its score before idf)]
@@ -5653,7 +5775,7 @@ class ToolIndex:
         """The index's words a query word finds, each with the share of a match it is worth."""
         found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
         for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 else ():
-            if other.startswith(word):
+            if other.startswith(word) or word.startswith(other) and len(other) > 4:
                 found.setdefault(other, PREFIX_WEIGHT)
         if word in self.postings:
             found[word] = 1.0
@@ -5661,6 +5783,13 @@ class ToolIndex:
 
     def search(self, query, limit):
         """The best `limit` tools for `query`, best first (none when no word matches)."""
+        totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
+        for number in totals:
+            totals[number] += SERVER_WEIGHT * context.get(self.server_of[number], 0.0)
+        return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
+
+    def scores(self, query):
+        """Each matching tool's number and score."""
         totals = {}
         for word in dict.fromkeys(search_words(query, {})):
             best = {}
@@ -5670,7 +5799,7 @@ class ToolIndex:
                     best[number] = max(best.get(number, 0.0), score * idf)
             for number, score in best.items():
                 totals[number] = totals.get(number, 0.0) + score
-        return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
+        return totals
 
 
 SEARCH_DESCRIPTION = (
@@ -5938,6 +6067,11 @@ class Server:
         """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
         listing the first page built until a source changes."""
         tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
+        ups = [up for source in self.catalog.sources for up in getattr(source, "upstreams", {}).values()]
+        if ups and not tools and all(up.state == "failed" for up in ups):  # nothing to list, ever: say why
+            raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
+                up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
+                + "; fix it and restart mcpstudio")
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
@@ -6884,8 +7018,8 @@ def read_rules(loader, obj, where):
                     rules[key][-1] not in last or rules[key][0] % 1:
                 raise loader.error(_join(where, key), "expected %s" % example)
     if obj.get("confirm", False) not in (True, False, "destructive"):
-        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool "
-                           "annotated destructiveHint)")
+        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool not "
+                           "annotated readOnlyHint or destructiveHint false)")
     if "confirm" in obj:
         rules["confirm"] = obj["confirm"]
     return rules
@@ -8143,16 +8277,12 @@ def resource_covers(resource, server_url):
 
 
 def secure_url(url):
-    """https, or plain http to this machine: what a sign-in fetches or sends the browser to (RFC 8414, 9728)."""
+    """https, or plain http to this machine (a loopback address, localhost or *.localhost): what a sign-in fetches
+    or sends the browser to (RFC 8414, 9728)."""
     import urllib.parse
     parts = urllib.parse.urlsplit(url)
-    return parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname))
-
-
-def loopback_host(host):
-    """localhost, 127.x.x.x or ::1: where plain http and redirects are safe."""
-    host = (host or "").strip("[]").lower()
-    return host in ("localhost", "::1") or host.endswith(".localhost") or bool(re.fullmatch(r"127(\.\d+){3}", host))
+    host = parts.hostname or ""
+    return parts.scheme == "https" or parts.scheme == "http" and (_loopback(host) or host.endswith(".localhost"))
 
 
 def pkce_pair():
@@ -8167,6 +8297,26 @@ def pkce_pair():
 def oauth_folder():
     """Where sign-ins are kept: the mcpstudio config folder's `oauth`."""
     return os.path.join(os.path.dirname(default_config_path()), "oauth")
+
+
+def write_private_json(path, data):
+    """Write `data` as JSON atomically through a new file of an unpredictable name, mode 0600 in a folder made
+    0700 (on Windows the user's profile folder guards it); the temporary file never outlives a failure. Sign-ins,
+    listing and discovery caches, and RunningStats are written so."""
+    import secrets
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if _POSIX:
+        os.chmod(folder, 0o700)
+    temporary = "%s.%s.tmp" % (path, secrets.token_hex(8))
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(temporary, path)
+    except BaseException:
+        os.remove(temporary)
+        raise
 
 
 class TokenStore:
@@ -8190,22 +8340,7 @@ class TokenStore:
         return data if isinstance(data, dict) and data.get("url") == self.url else {}
 
     def save(self, data):
-        """Write atomically through a new file of an unpredictable name, mode 0600 in a folder made 0700
-        (on Windows the user's profile folder guards it); the temporary file never outlives a failure."""
-        import secrets
-        folder = os.path.dirname(self.path)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        if _POSIX:
-            os.chmod(folder, 0o700)
-        temporary = "%s.%s.tmp" % (self.path, secrets.token_hex(8))
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(dict(data, url=self.url), f, indent=2)
-            os.replace(temporary, self.path)
-        except BaseException:
-            os.remove(temporary)
-            raise
+        write_private_json(self.path, dict(data, url=self.url))
 
     def delete(self):
         try:
@@ -9367,13 +9502,8 @@ class ListingCache:
 
     def write(self, listing, server_key):
         """Save a server's listing for the next start (errors are logged, never raised)."""
-        entry = dict(listing, format=UPSTREAM_CACHE_FORMAT, server=server_key, saved=time.time())
         try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            tmp = "%s.%d.tmp" % (self.path, os.getpid())
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(entry, f)
-            os.replace(tmp, self.path)
+            write_private_json(self.path, dict(listing, format=UPSTREAM_CACHE_FORMAT, server=server_key, saved=time.time()))
         except OSError as exc:
             self.log.debug("cannot write the tools cache %s: %s", self.path, exc)
 
@@ -10345,7 +10475,7 @@ class ManagerTools:
     @staticmethod
     def shown(up, text):
         """`text` about `up` as a client may read it: secrets masked, and none of the server's env values."""
-        return mask_secrets(up.log.mask(Log(secrets=up.spec.env.values()).mask(text)))
+        return mask_secrets(text, Log(secrets=up.spec.env.values()).secrets + up.log.secrets)
 
     def status(self, up):
         """What servers_list says of one server."""
@@ -11081,10 +11211,9 @@ def status_command(path, log: Log, options):
     return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"])
 
 
-def print_status(path, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None,
-                 search=(None, TOOL_SEARCH_THRESHOLD)):
-    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search."""
-    cache_dir = cache_dir or user_cache_dir()
+def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD)):
+    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search, and
+    the counters of each running `serve` of the config."""
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
@@ -11103,14 +11232,14 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, cache_dir=Non
             counts[spec.id] = tools or 0
             state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
         else:
-            entry = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log).read()
+            entry = ListingCache(os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
             try:
                 counts[spec.id] = len(entry["tools"])
                 state = "%d (cached %s)" % (counts[spec.id], time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
-        rows.append((spec.id, mask_secrets(state), log.mask(command) if log else command))
+        rows.append((spec.id, mask_secrets(state), log.mask(command)))
     if len(rows) == 1:
         print("\nno servers configured")
     else:
@@ -11131,10 +11260,10 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, cache_dir=Non
                                           _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
     else:
         print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
-    if error:
-        return 1
-    failed = [r for r in (checks or ()) if r[3]]
-    return 1 if failed or any(s.error for s in plan.specs) else 0
+    for snapshot in RunningStats.running(path):
+        print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
+                           % snapshot] + RunningStats.table(snapshot["tools"])))
+    return 1 if error or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
 
 
 def _search_summary(counts, servers, mode, threshold):
@@ -11257,16 +11386,22 @@ class Board:
         return rows
 
     def details(self, server_id):
-        """A server's command or URL (secrets masked), env names, tools and each tool's permission per namespace."""
+        """A server's command or URL (secrets masked), env names, tools, each tool's permission per namespace and
+        its counters in each running `serve` of the config (RunningStats)."""
         spec = self._spec(server_id)
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
-        tools = []
+        tools, running = [], list(RunningStats.running(self.path))
         for tool in listing.get("tools", ()):
+            public = spec.public_name(tool["name"], self.hub.separator)
             allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
                        for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
             tools.append({"name": tool["name"], "description": " ".join((tool.get("description") or "").split()),
                           "schema": tool.get("inputSchema") or {}, "allowed": allowed,
-                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None})
+                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None,
+                          "counters": ["serve pid %(pid)d: %(calls)s calls, %(error)s errors, %(rateLimited)s rate-"
+                                       "limited, %(cached)s cached, %(refused)s refused; p50 %(p50Ms)s ms, p90 %(p90Ms)s "
+                                       "ms, p99 %(p99Ms)s ms" % dict(snapshot["tools"][public], pid=snapshot["pid"])
+                                       for snapshot in running if public in snapshot["tools"]]})
         return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
                 "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
 
@@ -11275,7 +11410,7 @@ class Board:
         upstream = self.hub.upstreams.get(server_id)
         own = list(upstream.server_log.lines) if upstream else []
         mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
-        return [mask_secrets(self.log.mask(line)) for line in sorted(own + mentions, key=lambda line: line[:8])]
+        return [mask_secrets(line, self.log.secrets) for line in sorted(own + mentions, key=lambda line: line[:8])]
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -11507,6 +11642,7 @@ class TuiScreen:
             text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
             lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
         if tools:
+            lines.extend((text, 0) for text in tools[self.tool]["counters"])
             result = self.board.results.get((row["id"], tools[self.tool]["name"]), "")
             if result is None:
                 lines.append(("calling %s ..." % tools[self.tool]["name"], 0))
@@ -12974,8 +13110,11 @@ def call_command(words):
             return 1
     if raw:
         print(json.dumps(result, indent=2))
-    else:
-        _print_content(result.get("content"), sys.stderr if result.get("isError") else sys.stdout)
+    else:  # a kept output ends with its server, here with this call: how to see it all instead
+        _print_content([dict(block, text=re.sub(r"read them with resources/read \S+; the whole output is \S+", "rerun with "
+                                                "a larger --max-text (or the config's max_text) to see them", block["text"]))
+                        if "text" in block else block for block in result.get("content") or []
+                        if not str(block.get("uri")).startswith(OUTPUT_URI)], sys.stderr if result.get("isError") else sys.stdout)
         structured = result.get("structuredContent")
         texts = [b.get("text") for b in result.get("content") or [] if b.get("type") == "text"]
         if structured is not None and json.dumps(structured) not in [_json_or_text(t) for t in texts]:
@@ -13798,7 +13937,7 @@ def namespace_command(words):
 # name and then again to run it (2 ms of a 55 ms start); 3.8 and 3.9 have no exec_module.
 _ZIPAPP_MAIN = """\
 import importlib.util, sys
-if sys.version_info < (3, 10):
+if sys.version_info < (3, 10) or not hasattr(__loader__, "archive"):  # or unpacked into a folder
     import mcpstudio as module
 else:
     spec = importlib.util.spec_from_file_location("mcpstudio", __loader__.archive + "/mcpstudio.py", loader=__loader__)
@@ -14383,6 +14522,7 @@ def main(argv=None):
         _say("error: %s" % exc)
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
+    server.guard.stats = RunningStats(server.guard.metrics, config, "http" if options["http"] else "stdio")
     if options["http"] is not None:
         server.namespaced = lambda name: _build_server(dict(options, namespace=name), words, log, config, runner)[0]
         return run_http(server, runner, log, options)
