@@ -11130,12 +11130,12 @@ class Aggregator:
             elif sid in report["restarted"]:
                 running = upstream.state == "running"
                 await upstream.stop("its configuration changed")
-                new[sid] = self._new_upstream(spec)
-                new[sid].user_stopped = upstream.user_stopped  # servers_stop holds across reloads
-                if upstream.user_stopped and new[sid].usable():
-                    new[sid].state = "stopped-by-user"
-                if running and new[sid].usable() and not upstream.user_stopped:
-                    new[sid].start(wait_backoff=False)
+                fresh = new[sid] = self._new_upstream(spec)
+                fresh.user_stopped = upstream.user_stopped  # servers_stop holds across reloads
+                if upstream.user_stopped and fresh.usable():
+                    fresh.state = "stopped-by-user"
+                if running and fresh.usable() and not upstream.user_stopped:
+                    fresh.start(wait_backoff=False)
             else:
                 upstream.update(spec)
                 new[sid] = upstream
@@ -13337,13 +13337,18 @@ def _merge_toml_table(text, name, table):
     return "".join(out), replaced
 
 
-def _read_json_file(path, what):
-    """(data, text) of a JSON or JSONC file; ({}, "") when it does not exist."""
+def _text_of(path):
+    """A file's text; "" when it does not exist."""
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read()
+            return f.read()
     except FileNotFoundError:
-        return {}, ""
+        return ""
+
+
+def _read_json_file(path, what):
+    """(data, text) of a JSON or JSONC file; ({}, "") when it does not exist."""
+    text = _text_of(path)
     stripped = strip_json_comments(text)
     try:
         data = json.loads(stripped) if stripped.strip() else {}
@@ -13517,36 +13522,27 @@ def install_command(words):
     name = found.get("--as") or _entry_name(words)
     entry, note = client_entry(client, words)
     path = found.get("--file") or client_config_path(client)
-    if client == "codex":
-        shown = _toml_table(name, entry)
-    else:
-        shown = json.dumps({_servers_key(client): {name: entry}}, indent=2) + "\n"
+    shown = _toml_table(name, entry) if client == "codex" else json.dumps(
+        {_servers_key(client): {name: entry}}, indent=2) + "\n"
     if not found.get("--write"):
         sys.stdout.write(shown)
         _say("this goes in %s%s; add it with --write" % (path, (
             " (or: claude mcp add-json --scope user %s %s)" % (name, _argv_text([json.dumps(entry)]))
             if client == "claude-code" else "")))
-        if note:
-            _say(note)
-        return 0
-    if client == "codex":
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            text = ""
-        text, replaced = _merge_toml_table(text, name, shown)
     else:
-        data, text = _read_json_file(path, "install")
-        servers = data.setdefault(_servers_key(client), {})
-        if not isinstance(servers, dict):
-            raise ConfigError("install: %s: `%s` is not an object; fix it first" % (path, _servers_key(client)))
-        replaced = name in servers
-        servers[name] = entry
-        text = edited_json_text(text, data, path)
-    saved = write_file_atomically(path, text)
-    print("%s %s in %s%s" % ("replaced" if replaced else "added", name, path,
-                             " (backup: %s)" % saved if saved else ""))
+        if client == "codex":
+            text, replaced = _merge_toml_table(_text_of(path), name, shown)
+        else:
+            data, text = _read_json_file(path, "install")
+            servers = data.setdefault(_servers_key(client), {})
+            if not isinstance(servers, dict):
+                raise ConfigError("install: %s: `%s` is not an object; fix it first" % (path, _servers_key(client)))
+            replaced = name in servers
+            servers[name] = entry
+            text = edited_json_text(text, data, path)
+        saved = write_file_atomically(path, text)
+        print("%s %s in %s%s" % ("replaced" if replaced else "added", name, path,
+                                 " (backup: %s)" % saved if saved else ""))
     if note:
         _say(note)
     return 0
@@ -14431,13 +14427,12 @@ def _claim_stdout():
     return protocol_fd
 
 
-SUBCOMMANDS = ("serve", "check", "init", "status", "inspect", "call", "install", "import", "add", "remove", "list",
-               "namespace", "zipapp", "login", "logout", "enable", "disable", "tui")
-# Subcommands that read their own words (the others take mcpstudio's options).
+# Subcommands that read their own words; serve, check and status take mcpstudio's options.
 _OWN_WORDS = {"init": init_config, "inspect": inspect_command, "call": call_command, "install": install_command,
               "import": import_command, "add": add_command, "remove": remove_command, "list": list_command,
               "namespace": namespace_command, "zipapp": zipapp_command, "login": login_command,
               "logout": logout_command, "enable": enable_command, "disable": disable_command, "tui": tui_command}
+SUBCOMMANDS = ("serve", "check", "status") + tuple(_OWN_WORDS)
 
 
 def _prog():
