@@ -11360,11 +11360,9 @@ class Board:
 
     def count(self):
         """How many tools the shown namespace lists (of servers whose tools are known) against clients' caps."""
-        view = Namespace(self.shown, "__", self.path, self.log)
-        view.plan, view.name = self.plan, self.shown
-        count = sum(view.left_out(spec, tool["name"]) is None for spec in self.plan.specs
+        count = sum(self.plan.left_out(self.shown, spec, tool["name"], self.hub.separator) is None for spec in self.plan.specs
                     if self.shown is None or spec.id in self.plan.namespaces[self.shown]["servers"]
-                    for tool in (self.listing(self.hub.upstreams.get(spec.id)) or {}).get("tools", ()))
+                    for tool in _object(self.listing(self.hub.upstreams.get(spec.id))).get("tools", ()))
         return "%d tools, %s" % (count, "over " + ", ".join("%s %d" % pair for pair in CLIENT_CAPS if count > pair[1])
                                  if count > 40 else "under Cursor's 40")
 
@@ -12835,16 +12833,12 @@ class StdioClient:
             raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message")), error.get("data"))
         return reply.get("result") or {}
 
-    def notify(self, method, params=None):
-        """Send a notification to the server."""
-        self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})})
-
     def initialize(self):
         """The handshake; return the server's initialize result."""
         capabilities = {"elicitation": {"form": {}}} if self.ask is not None else {}
         result = self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": capabilities,
                                              "clientInfo": {"name": "mcpstudio-cli", "version": __version__}})
-        self.notify("notifications/initialized")
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return result
 
     def list_all(self, method, key):
