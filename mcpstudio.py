@@ -7822,7 +7822,7 @@ class UpstreamPlan:
     def left_out(self, namespace, spec, original, separator):
         """Why `serve` leaves `spec`'s tool `original` out of `namespace`: "" for the server's or the namespace's
         allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
-        entry = self.namespaces.get(namespace) if namespace else None
+        entry = self.namespaces.get(namespace)
         if not _passes(original, spec.allow, spec.deny) or (
                 entry and not _passes(spec.public_name(original, separator), entry["allow"], entry["deny"])):
             return ""
@@ -8161,7 +8161,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
                         "or file)" % (client.name, MAX_MESSAGE))
 
     def send(self, message):
-        pipe = self.transport.get_pipe_transport(0) if self.transport is not None else None
+        pipe = self.transport and self.transport.get_pipe_transport(0)
         if pipe and not pipe.is_closing():
             pipe.write(encode_message(message))
 
@@ -9714,7 +9714,7 @@ class BackChannel:
                 raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
             else:
                 reply["result"] = await client.request(method, params, self.upstream.spec.tool_timeout,
-                                                       cause.request_id if cause is not None else None)
+                                                       cause and cause.request_id)
         except McpError as exc:
             reply["error"] = exc.to_json()
         except asyncio.CancelledError:
@@ -9771,8 +9771,8 @@ class ServerTasks:
         except asyncio.CancelledError:  # before the server named its task: cancel that task once it does
 
             def cancel_it(future):
-                made = None if future.cancelled() or future.exception() else future.result().get("task")
-                if isinstance(made, dict) and isinstance(made.get("taskId"), str):
+                made = _object(None if future.cancelled() or future.exception() else future.result().get("task"))
+                if isinstance(made.get("taskId"), str):
                     self.cancel({"taskId": made["taskId"]})
             creating.add_done_callback(cancel_it)
             raise
@@ -10095,7 +10095,7 @@ class Upstream:
 
     def gone(self, protocol):
         """The process exited: fail what waits on it at once; the next call restarts it."""
-        code = protocol.transport.get_returncode() if protocol.transport is not None else None
+        code = protocol.transport and protocol.transport.get_returncode()
         self.lost(protocol, self.server_log.why("exited with code %s" % code if code is None or code >= 0
                                                 else "was killed by %s" % _signal_name(-code)))
 
@@ -10363,7 +10363,7 @@ class InputBridge:
         answers = {}
         for key, request in requests.items():
             method = _object(request).get("method")
-            session = ctx.session if ctx is not None else None
+            session = ctx and ctx.session
             if method not in CLIENT_FEATURES or session is None or CLIENT_FEATURES[method] not in session.client_capabilities:
                 raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
                                % (upstream.spec.id, json.dumps(method)))
@@ -12967,8 +12967,8 @@ def _print_listing(listing):
         print("  %s%s" % (tool["name"], "  [%s]" % ", ".join(hints) if hints else ""))
         if tool.get("description"):
             print("      %s" % _clip(" ".join(tool["description"].split()), 200))
-        for key, kind, detail, description in _schema_summary(tool.get("inputSchema")):
-            print(("      %-16s %-9s %-10s %s" % (key, kind, detail, description)).rstrip())
+        for row in _schema_summary(tool.get("inputSchema")):
+            print(("      %-16s %-9s %-10s %s" % row).rstrip())
         ok_codes = _object(tool.get("_meta")).get(OK_EXIT_META)
         if ok_codes:
             print("      exit codes accepted: %s" % ",".join(str(c) for c in ok_codes))
@@ -13869,11 +13869,12 @@ def namespace_command(words):
     if action not in ("add", "remove", "assign", "default", "allow", "deny") or not rest:
         raise UsageError("namespace add NS [SERVER...] | remove NS | assign NS SERVER... | default NS | "
                          "allow|deny NS SERVER TOOL")
-    if action in ("allow", "deny") and len(rest) != 3:
+    permission = action in ("allow", "deny")
+    if permission and len(rest) != 3:
         raise UsageError("namespace %s NS SERVER TOOL: a tool of a server, in a namespace" % action)
     data, text = _read_json_file(path, "namespace")
     namespaces = data.setdefault("namespaces", {})
-    name, servers = rest[0], rest[1:2] if action in ("allow", "deny") else rest[1:]
+    name, servers = rest[0], rest[1:2] if permission else rest[1:]
     members = _namespace_members(data, create=name if action == "assign" else None)
     for server in servers:
         _server_group(data, server, "namespace", path)
@@ -13905,7 +13906,7 @@ def namespace_command(words):
         listed = members[name][0]
         listed.extend(s for s in servers if s not in listed and _server_id(s) not in listed)
         said = "namespace %s: %s" % (name, ", ".join(listed))
-    elif action in ("allow", "deny"):  # one toolPermissions entry for the namespace, server and tool
+    elif permission:  # one toolPermissions entry for the namespace, server and tool
         server, tool = rest[1], rest[2]
         same = (server, _server_id(server))
         _drop_permissions(data, lambda item: _permission_value(item, "namespace", "namespaceId") == name
