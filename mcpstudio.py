@@ -8123,15 +8123,16 @@ def shared_uris(listings):
 class _UpstreamProtocol(asyncio.SubprocessProtocol):
     """Lines from a server's stdout (messages) and stderr (for its log), and its exit."""
 
+    transport = None
+    reason = None  # why it ended, once it has
+    _gone = False
+
     def __init__(self, upstream):
         self.upstream = upstream
         self.exited = asyncio.get_running_loop().create_future()
-        self.transport = None
-        self.reason = None  # why it ended, once it has
         self.open_pipes = {1, 2}
         self._out = StdioFraming(MAX_MESSAGE, self._oversized)
         self._err = bytearray()
-        self._gone = False
 
     def connection_made(self, transport):
         self.transport = transport
@@ -8827,20 +8828,20 @@ class _HttpChannel:
     NO_PROXY are honoured; chunked replies are decoded by http.client.
     """
 
+    reason = None       # why it is unusable, once it is
+    session_id = None   # Mcp-Session-Id (handshake era)
+    stream = None       # the GET socket: the HTTP+SSE transport's, or the standalone stream's
+    closed = False
+    oauth = None        # signs in when the server answers 401 (not with an Authorization of the config)
+
     def __init__(self, upstream):
         self.upstream = upstream
         self.spec = upstream.spec
         self.loop = asyncio.get_running_loop()
-        self.reason = None            # why it is unusable, once it is
-        self.transport = None
-        self.session_id = None        # Mcp-Session-Id (handshake era)
         self.post_url = self.spec.url
         self.connections = {}         # request id -> the socket its reply comes on, to abort
         self.aborted = set()          # request ids cancelled by closing their connection
         self.sending = threading.Lock()  # messages leave in the order they were sent
-        self.stream = None            # the GET socket: the HTTP+SSE transport's, or the standalone stream's
-        self.closed = False
-        self.oauth = None             # signs in when the server answers 401 (not with an Authorization of the config)
         if self.spec.oauth is not None and not any(key.lower() == "authorization" for key in self.spec.headers):
             self.oauth = OAuthClient(self.spec.url, self.spec.key, self.spec.oauth, interactive=sys.stderr.isatty(),
                                      say=lambda text: upstream.log.info("%s", text), config=upstream.config_path)
@@ -9835,6 +9836,19 @@ class ServerTasks:
 class Upstream:
     """One upstream server: an MCP client over its stdio (or HTTP), started on demand and supervised."""
 
+    # Its state until a start, a listing or a call changes it.
+    transport = pid = started_at = None
+    restarts = 0
+    listing = None      # what the running server listed: tools, resources, templates, prompts
+    cached = None       # the same from the on-disk cache (None: not read, {}: none)
+    user_stopped = False
+    list_deadline = None  # until when listings wait for its first start
+    _starting = _stopping = None  # the tasks starting and stopping it
+    _health = None      # the task pinging it (healthCheckInterval)
+    _gate = None        # the Semaphore of maxConcurrency, made at its first call
+    _relisting = None   # the listing a list_changed started
+    _relist_again = False  # another list_changed came while it ran
+
     def __init__(self, spec: UpstreamSpec, runner: ProcessRunner, log: Log, downstream, cache_dir, *,
                  config_path=None, start_tool="servers_start"):
         self.spec = spec
@@ -9850,20 +9864,7 @@ class Upstream:
         self.tasks = ServerTasks(self)
         self.listen_stream = ListenStream(self)
         self.cache = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log)
-        self.transport = self.pid = None
-        self.started_at = None
         self.last_error = spec.error
-        self.restarts = 0
-        self.listing = None      # what the running server listed: tools, resources, templates, prompts
-        self.cached = None       # the same from the on-disk cache (None: not read, {}: none)
-        self.user_stopped = False
-        self._starting = None    # the task starting it
-        self.list_deadline = None  # until when listings wait for its first start
-        self._stopping = None    # the task stopping it
-        self._health = None      # the task pinging it (healthCheckInterval)
-        self._gate = None        # the Semaphore of maxConcurrency, made at its first call
-        self._relisting = None   # the listing a list_changed started
-        self._relist_again = False  # another list_changed came while it ran
         if spec.disabled:
             self.state = "disabled"
         elif spec.error:
@@ -10726,6 +10727,9 @@ class Aggregator:
     prompts = True
     completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
     subscribable = True  # and take resource subscriptions (one that cannot: -32601)
+    events = None
+    metrics = None       # the Guard's CallMetrics, set by the Server (servers_list shows them)
+    _reading = _reloading = None  # the tasks reading listings from disk and the config file
 
     @property
     def skills(self):
@@ -10748,7 +10752,6 @@ class Aggregator:
         self.reload_config = reload
         self.config_path = config_path
         self.cache_dir = cache_dir or user_cache_dir()
-        self.events = None
         self.local = list(local)
         self.local_key = local_key  # the config's own part, to tell whether a reload changed it
         self.upstreams = {}     # id -> Upstream, of the active namespace, in config order
@@ -10756,15 +10759,12 @@ class Aggregator:
         self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
         self._uris = {}         # resource uri -> Upstream
         self._prompt_routes = {}
-        self._reading = None    # the task reading listings from disk
-        self._reloading = None
         self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
         self._specs = self.namespace.apply(plan)
         self.manager = ManagerTools(self)
         self.bridge = InputBridge()
         self.downstream = Downstream(self, self.bridge)
         self.upstream_skills = UpstreamSkills(self)
-        self.metrics = None     # the Guard's CallMetrics, set by the Server (servers_list shows them)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
         return Upstream(spec, self.runner, self.log, self.downstream, self.cache_dir, config_path=self.config_path,
