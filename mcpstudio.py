@@ -9200,15 +9200,16 @@ class RpcClient:
     requests and notifications go to `on_message`.
     """
 
+    channel = None
+    next_id = 0
+    meta = None  # added to every request's _meta (a 2026-07-28 server), or None
+
     def __init__(self, name, on_message, note):
         self.name = name              # the server's id, for error messages
         self.on_message = on_message
         self.note = note              # a line for the server's log
-        self.channel = None
         self.pending = {}             # our request id -> future
         self.causes = {}              # our request id -> the CallContext of the client's request it serves
-        self.next_id = 0
-        self.meta = None              # added to every request's _meta (a 2026-07-28 server), or None
 
     def new_id(self):
         """The next request id (ours: an upstream never sees the client's ids)."""
@@ -9319,11 +9320,12 @@ LISTINGS = (("tools", "tools/list", "tools"), ("resources", "resources/list", "r
 class McpClient(RpcClient):
     """MCP over an RpcClient: the handshake (or a 2026-07-28 server's discovery), and listings page by page."""
 
+    dual = False  # initialized, it answers 2026-07-28 requests too (see `probe`)
+
     def __init__(self, name, on_message, note):
         super().__init__(name, on_message, note)
         self.capabilities, self.server_info, self.protocol_version = {}, {}, None
         self.offered = {}  # the client capabilities it declares: those of the client mcpstudio serves
-        self.dual = False  # initialized, it answers 2026-07-28 requests too (see `probe`)
         self.modern_only = set()  # names of the tools and prompts it lists only to 2026-07-28 requests
 
     @property
@@ -9547,9 +9549,8 @@ class ServerLog:
 class RestartBackoff:
     """A server's failed starts and crashes in a row, and how long the next start waits for them."""
 
-    def __init__(self):
-        self.failures = 0  # in a row: the backoff grows with them
-        self.failed_at = 0.0
+    failures = 0  # in a row: the backoff grows with them
+    failed_at = 0.0
 
     def failed(self):
         """A start failed, or the server stopped answering: one more in a row."""
@@ -9573,11 +9574,12 @@ class Downstream:
     """The client side of an aggregator, as its upstreams see it: the client served (stdio; over --http the first
     one), what it offers, the log level it set, and where the servers' changes and log lines go."""
 
+    session = None
+    log_level = None  # the level the client set with logging/setLevel, passed on to every server
+
     def __init__(self, source, bridge):
         self.source = source    # the Aggregator: the catalog knows the source by it and hands it its events
         self.bridge = bridge    # an InputBridge: a handshake-era server's questions to a 2026-07-28 client
-        self.session = None
-        self.log_level = None   # the level the client set with logging/setLevel, passed on to every server
 
     def offered(self):
         """The client capabilities an upstream is told of: exactly those of mcpstudio's own client."""
@@ -9604,9 +9606,10 @@ class ListenStream:
     asks for its list changes and the updates of the resources the client subscribed to (again when those
     change). Its notifications then go where a handshake-era server's do (BackChannel)."""
 
+    task = None  # the listen request, while the server runs
+
     def __init__(self, upstream):
         self.upstream = upstream
-        self.task = None       # the listen request, while the server runs
         self.watched = set()   # resource URIs the client subscribed to (the server hears of them at listen)
 
     def open(self):
@@ -10244,12 +10247,13 @@ INPUT_ROUNDS = 10  # input_required rounds answered for a handshake-era client b
 class _Parked:
     """A call to a handshake-era server, waiting on the 2026-07-28 client's answers."""
 
+    call = None  # the forwarded request, running on its own
+    expiry = None
+
     def __init__(self, method, name):
         self.method, self.name = method, name  # what the retry must repeat
-        self.call = None      # the forwarded request, running on its own
         self.asks = {}        # input key -> (method, params, future of the client's answer)
         self.changed = asyncio.Event()
-        self.expiry = None
 
 
 class InputBridge:
@@ -10393,13 +10397,14 @@ class Namespace:
     """Which of a config's servers are served, and under which names: the namespace chosen (on the command line,
     by the config's default, or none), its filters and permissions, and the manager tools' names."""
 
+    plan = None
+    refusal = None  # what every request gets when no namespace can be chosen
+
     def __init__(self, requested, separator, config_path, log: Log):
         self.requested = requested  # --namespace
         self.separator = separator
         self.config_path, self.log = config_path, log
-        self.plan = None
         self.name = self.chosen_by = None
-        self.refusal = None  # what every request gets when no namespace can be chosen
 
     def manager_name(self, tool):
         """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
@@ -10650,11 +10655,12 @@ class UpstreamSkills:
 class ConfigWatch:
     """Reads the config file again when its stamp (mtime, size, inode) changes, every `interval` seconds."""
 
+    _task = None
+
     def __init__(self, path, interval, log: Log, reload):
         self.path, self.interval, self.log = path, interval, log
         self.reload = reload  # a coroutine function that reads the file again
         self.stamp = self.read_stamp()
-        self._task = None
 
     def read_stamp(self):
         try:
@@ -11314,12 +11320,13 @@ class _TuiLog(Log):
 class Board:
     """What the TUI shows and does, without curses (see the section comment)."""
 
+    plan = None
+    said = ""  # what the last action did or why it was refused, for the status line
+
     def __init__(self, path, namespace=None):
         self.path, self.shown = path, namespace  # `shown`: the namespace whose permissions show and toggle
         self.log = _TuiLog()
         self.runner = ProcessRunner(self.log)
-        self.plan = None
-        self.said = ""  # what the last action did or why it was refused, for the status line
         self.results = {}  # (server id, tool) -> the last call's text, or None while it runs
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, name="mcpstudio-tui", daemon=True).start()
@@ -11539,10 +11546,11 @@ def _typed(text, field):
 class TuiScreen:
     """The curses side of the TUI: draws the Board, reads keys (see TUI_KEYS)."""
 
+    text_filter = ""
+
     def __init__(self, curses, window, board: Board):
         self.curses, self.window, self.board = curses, window, board
         self.view, self.selected, self.tool, self.scroll, self.follow = "list", 0, 0, 0, True
-        self.text_filter = ""
         self.colors = {}
         if curses.has_colors():
             try:
@@ -11984,14 +11992,15 @@ class _Exchange:
     the last HTTP_REPLAY are kept, and a client that lost the stream resumes it with a GET whose
     Last-Event-ID names the last event it read (SEP-1699)."""
 
+    count = 0
+    getter = None  # the reader's wait for the next message: one reader at a time
+    ended = False  # its last event (the response) was sent
+
     def __init__(self, streaming, stream_id=None):
         self.streaming = streaming
         self.queue = asyncio.Queue()
         self.stream_id = stream_id
         self.sent = collections.deque(maxlen=HTTP_REPLAY)  # (n, event bytes)
-        self.count = 0
-        self.getter = None   # the reader's wait for the next message: one reader at a time
-        self.ended = False   # its last event (the response) was sent
         self.kept, self.born = 0, time.monotonic()  # bytes of the messages it got (see HttpServer._bound_replay)
 
     def event(self, data, final=False):
@@ -12027,12 +12036,13 @@ class _HttpTransport:
 
     framing = NEWLINE
 
+    stream = None  # the GET stream's queue (handshake era)
+    dropped = 0  # notifications dropped for a client that does not read (HTTP_MAX_QUEUED)
+    bound = None  # HttpServer's check of what resumable streams keep
+
     def __init__(self, log):
         self.log = log
         self.exchanges = {}      # request id -> _Exchange
-        self.stream = None       # the GET stream's queue (handshake era)
-        self.dropped = 0         # notifications dropped for a client that does not read (HTTP_MAX_QUEUED)
-        self.bound = None        # HttpServer's check of what resumable streams keep
 
     def _keep(self, exchange, message, final):
         exchange.put(message, final)
@@ -12066,12 +12076,13 @@ class _HttpTransport:
 
 
 class _HttpSession:
+    opened = 0
+
     def __init__(self, session_id, session, transport, client):
         self.id, self.session, self.transport, self.client = session_id, session, transport, client
         self.used = time.monotonic()
         self.streams = {}   # stream id -> the _Exchange of a POST stream not yet delivered to its end
         self.forgotten = collections.deque(maxlen=HTTP_RESUMABLE * 4)  # ids of streams dropped before their end
-        self.opened = 0
 
     def exchange(self, streaming) -> _Exchange:
         """A request's exchange; a streaming one gets an id, to be resumed by (SEP-1699)."""
@@ -12223,6 +12234,9 @@ class NamespaceUrls:
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
+    listener = None
+    _sweeper = None
+
     def __init__(self, server, log: Log, host, port, token=None):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
         import hashlib
@@ -12230,8 +12244,6 @@ class HttpServer:
         self.caller = "token-" + hashlib.sha256(token.encode()).hexdigest()[:8] if token else "http"  # never the token
         self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
         self.connections = set()
-        self.listener = None
-        self._sweeper = None
         # Limits (attributes, so a test can make them small). A connection is pending until a
         # request of it passes the checks (Host, Origin, token); pending ones have a share of
         # their own, the oldest making room for a new one, so idle sockets never fill the cap.
@@ -12742,14 +12754,15 @@ CLIENT_TIMEOUT = 60.0   # seconds `inspect` and `call` wait for the handshake an
 class StdioClient:
     """A small synchronous MCP client of a child process, for `inspect` and `call`."""
 
+    closed = False
+    next_id = 0
+
     def __init__(self, argv, timeout=CLIENT_TIMEOUT, ask=None):
         self.argv = argv
         self.timeout = timeout
         self.ask = ask  # answers elicitation/create (params -> result); None: the capability is not declared
         self.lock = threading.Condition()
         self.responses = {}
-        self.closed = False
-        self.next_id = 0
         program = _resolve_program(argv, None)
         problem = exec_problem(program)
         if problem is not None:
