@@ -10397,14 +10397,13 @@ class Namespace:
     """Which of a config's servers are served, and under which names: the namespace chosen (on the command line,
     by the config's default, or none), its filters and permissions, and the manager tools' names."""
 
-    plan = None
+    plan = name = chosen_by = None
     refusal = None  # what every request gets when no namespace can be chosen
 
     def __init__(self, requested, separator, config_path, log: Log):
         self.requested = requested  # --namespace
         self.separator = separator
         self.config_path, self.log = config_path, log
-        self.name = self.chosen_by = None
 
     def manager_name(self, tool):
         """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
@@ -11547,10 +11546,10 @@ class TuiScreen:
     """The curses side of the TUI: draws the Board, reads keys (see TUI_KEYS)."""
 
     text_filter = ""
+    view, selected, tool, scroll, follow = "list", 0, 0, 0, True
 
     def __init__(self, curses, window, board: Board):
         self.curses, self.window, self.board = curses, window, board
-        self.view, self.selected, self.tool, self.scroll, self.follow = "list", 0, 0, 0, True
         self.colors = {}
         if curses.has_colors():
             try:
@@ -12236,6 +12235,11 @@ class HttpServer:
 
     listener = None
     _sweeper = None
+    # Limits (attributes, so a test can make them small). A connection is pending until a
+    # request of it passes the checks (Host, Origin, token); pending ones have a share of
+    # their own, the oldest making room for a new one, so idle sockets never fill the cap.
+    max_connections, max_pending = HTTP_MAX_CONNECTIONS, HTTP_MAX_PENDING
+    header_timeout, idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
 
     def __init__(self, server, log: Log, host, port, token=None):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
@@ -12244,11 +12248,6 @@ class HttpServer:
         self.caller = "token-" + hashlib.sha256(token.encode()).hexdigest()[:8] if token else "http"  # never the token
         self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
         self.connections = set()
-        # Limits (attributes, so a test can make them small). A connection is pending until a
-        # request of it passes the checks (Host, Origin, token); pending ones have a share of
-        # their own, the oldest making room for a new one, so idle sockets never fill the cap.
-        self.max_connections, self.max_pending = HTTP_MAX_CONNECTIONS, HTTP_MAX_PENDING
-        self.header_timeout, self.idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
         self.pending = collections.OrderedDict()  # task -> None, oldest first
         self.trusted = set()
         self.namespaces = NamespaceUrls(self)
