@@ -7856,7 +7856,7 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
         if not isinstance(member, str):
             raise loader.error(here, "expected a server key (a string)")
         spec = next((s for s in specs if member in (s.key, s.id)), None)
-        if spec is None:
+        if not spec:
             import difflib
             close = difflib.get_close_matches(member, [s.key for s in specs], 1, 0.6)
             raise loader.error(here, "no server %s is configured%s" % (json.dumps(member), (
@@ -9161,7 +9161,7 @@ class _HttpChannel:
         """Close the connection a request waits on (how 2026-07-28 cancels over HTTP)."""
         self.aborted.add(request_id)
         sock = self.connections.pop(request_id, None)
-        if sock is not None:
+        if sock:
             try:
                 sock.shutdown(2)
             except OSError:
@@ -9184,7 +9184,7 @@ class _HttpChannel:
             threading.Thread(target=delete, daemon=True).start()
         for request_id in list(self.connections):
             self.abort(request_id)
-        if self.stream is not None:
+        if self.stream:
             try:
                 self.stream.shutdown(2)
             except OSError:
@@ -9218,14 +9218,14 @@ class RpcClient:
 
     def send(self, message):
         """Write one message on the channel, when there is one."""
-        if self.channel is not None:
+        if self.channel:
             self.channel.send(message)
 
     def request(self, method, params, timeout=None, cause=None):
         """Send a request (made for `cause`, a client's CallContext); the returned awaitable resolves to its
         result or raises UpstreamError."""
         request_id = self.new_id()
-        if cause is not None:
+        if cause:
             self.causes[request_id] = cause
         future = asyncio.get_running_loop().create_future()
         channel = self.channel
@@ -9250,7 +9250,7 @@ class RpcClient:
                 self._cancel(request_id, method, "cancelled by the client")
             raise
         finally:
-            if timer is not None:
+            if timer:
                 timer.cancel()
             self.pending.pop(request_id, None)
             self.causes.pop(request_id, None)
@@ -9258,7 +9258,7 @@ class RpcClient:
     def _cancel(self, request_id, method, reason):
         """Tell the server a request is given up: its HTTP connection is closed (how 2026-07-28 cancels over
         HTTP; never the server's others), and notifications/cancelled says why (never for initialize: the spec)."""
-        if self.channel is not None:
+        if self.channel:
             self.channel.abort(request_id)
         if method != "initialize":
             self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -9644,7 +9644,7 @@ class ListenStream:
         return {}
 
     def close(self):
-        if self.task is not None:
+        if self.task:
             self.task.cancel()
             self.task = None
 
@@ -9683,7 +9683,7 @@ class BackChannel:
                                         "rest are dropped", self.upstream.spec.id, UPSTREAM_NOTICES)
         elif method == "notifications/cancelled":
             asking = self.asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
-            if asking is not None:
+            if asking:
                 asking.cancel()
         elif method == "notifications/resources/updated":
             self.downstream.updated(params)
@@ -10122,7 +10122,7 @@ class Upstream:
 
     async def _end(self):
         """Stop the process and its group (stdin closed, SIGTERM, grace, SIGKILL)."""
-        if self._health is not None:
+        if self._health:
             self._health.cancel()
             self._health = None
         self.listen_stream.close()
@@ -10166,7 +10166,7 @@ class Upstream:
         if self.usable():
             self.state = final_state
         self.client.fail_all(SERVER_NOT_RUNNING, "server `%s` was stopped (%s)" % (self.spec.id, reason))
-        if self.transport is not None:
+        if self.transport:
             self.server_log.note("stopping (%s)" % reason)
             await self._end()
             self.server_log.note("stopped")
@@ -10192,7 +10192,7 @@ class Upstream:
         """Send one routed request once the server runs; with the client's progress mapped back."""
         await self.ready(ctx)
         if self.spec.max_concurrency:
-            if self._gate is None:
+            if not self._gate:
                 self._gate = asyncio.Semaphore(self.spec.max_concurrency)
             async with self._gate:
                 return await self._forward(method, params, ctx)
@@ -10314,13 +10314,13 @@ class InputBridge:
 
     def _expire(self, state):
         entry = self.parked.pop(state, None)
-        if entry is not None:
+        if entry:
             entry.call.cancel()
 
     async def ask(self, ctx, method, params):
         """A server's request during `ctx`'s call: its answer, once the client's retry brings it."""
         entry = self.calls.get(ctx)
-        if entry is None:
+        if not entry:
             raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s outside a call" % method)
         key = "%s-%d" % (CLIENT_FEATURES[method], len(entry.asks) + 1)
         while key in entry.asks:
@@ -10501,7 +10501,7 @@ class ManagerTools:
         hub = self.hub
         server_id = arguments.get("server_id")
         upstream = next((u for u in hub.upstreams.values() if server_id in (u.spec.id, u.spec.key)), None)  # key too
-        if upstream is None:
+        if not upstream:
             raise UpstreamError(SERVER_NOT_FOUND, "no server %s%s; servers: %s" % (
                 json.dumps(server_id), " in namespace %s" % hub.namespace.name if hub.namespace.name else "",
                 ", ".join(hub.upstreams) or "none"))
@@ -10623,7 +10623,7 @@ class UpstreamSkills:
     async def get(self, uri):
         """`skills/get`: the server's entry under its prefix, else the config's own skills'."""
         route = await self.route(uri)
-        if route is None:
+        if not route:
             return await self._local("get_skill", uri)
         entry = self._entry(route[0], (await route[0].forward("skills/get", {"uri": route[1]}, None)).get("skill"))
         if entry is None or entry["uri"] != uri:
@@ -10633,7 +10633,7 @@ class UpstreamSkills:
     async def read_directory(self, uri):
         """`resources/directory/read` of a server's skill folder (all pages), else of the config's own."""
         route = await self.route(uri)
-        if route is None:
+        if not route:
             return await self._local("read_directory", uri)
         upstream, inner = route
         if not upstream.known()["skills"].get("directoryRead"):
@@ -10693,7 +10693,7 @@ class ConfigWatch:
             self.log.error("%s; the previous configuration stays in use", exc)
 
     def close(self):
-        if self._task is not None:
+        if self._task:
             self._task.cancel()
 
 
@@ -10921,7 +10921,7 @@ class Aggregator:
     async def call_tool(self, name, arguments, ctx):
         """Forward a call to its upstream (starting it if needed) or run a manager tool."""
         route = self._tools.get(name)
-        if route is None:
+        if not route:
             raise McpError(INVALID_PARAMS, "Unknown tool: %s" % name)
         if route[0] == "local":
             return await route[1].call_tool(route[2], arguments, ctx)
@@ -10961,7 +10961,7 @@ class Aggregator:
     def _upstream(self, server_id) -> Upstream:
         """The server routes name by id: a reload may have replaced or removed it since the listing."""
         upstream = self.upstreams.get(server_id)
-        if upstream is None:
+        if not upstream:
             raise UpstreamError(SERVER_NOT_FOUND, "server `%s` is no longer configured (the config was reloaded); "
                                 "list the tools again" % server_id, {"server": server_id})
         return upstream
@@ -11048,7 +11048,7 @@ class Aggregator:
     async def get_prompt(self, name, arguments, ctx):
         """Forward `prompts/get` to its upstream."""
         route = self._prompt_routes.get(name)
-        if route is None:
+        if not route:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
         return await self.bridge.forward(self._upstream(route[0]), "prompts/get", {"name": route[1], "arguments": arguments},
                                     ctx)
@@ -11077,7 +11077,7 @@ class Aggregator:
                              if t.get("uriTemplate") == uri), None)
             if upstream is None and uri in self._uris:
                 upstream = self._upstream(self._uris[uri])
-        if upstream is None:
+        if not upstream:
             return None
         return await upstream.forward("completion/complete", dict(
             {key: params[key] for key in ("argument", "context") if key in params}, ref=ref), ctx)
@@ -11130,7 +11130,7 @@ class Aggregator:
             report["localToolsReloaded"] = True
         for sid, spec in specs.items():
             upstream = old.get(sid)
-            if upstream is None:
+            if not upstream:
                 new[sid] = self._new_upstream(spec)
             elif sid in report["restarted"]:
                 running = upstream.state == "running"
@@ -11421,7 +11421,7 @@ class Board:
     def toggle(self, server_id):
         """`t`: start the server (listing its tools and caching them), or stop it."""
         upstream = self.hub.upstreams.get(server_id)
-        if upstream is None:
+        if not upstream:
             spec = self._spec(server_id)
             self.said = "%s is not usable: %s" % (server_id, "disabled" if spec.disabled else spec.error)
             return None
@@ -11441,7 +11441,7 @@ class Board:
     def call(self, server_id, tool, arguments):
         """`c`: call a tool of the server (starting it if needed); the result shows in details."""
         upstream = self.hub.upstreams.get(server_id)
-        if upstream is None:
+        if not upstream:
             self.said = "%s is not usable" % server_id
             return None
         self.results[(server_id, tool)] = None
@@ -12024,7 +12024,7 @@ class _HttpTransport:
     def ended(self, request_id):
         """The request was cancelled: its exchange ends without a response."""
         exchange = self.exchanges.pop(request_id, None)
-        if exchange is not None:
+        if exchange:
             exchange.put(None, True)
 
     def pause(self, request_id):
@@ -12054,7 +12054,7 @@ class _HttpTransport:
             self.log.wire("<-", encode_message(message))
         if isinstance(message, dict) and "method" not in message:
             exchange = self.exchanges.pop(message.get("id"), None)
-            if exchange is not None:
+            if exchange:
                 self._keep(exchange, message, True)
             return
         exchange = self.exchanges.get(related) if related is not None else None
@@ -12068,7 +12068,7 @@ class _HttpTransport:
                 self.log.warning("an HTTP client is not reading its event stream: %d notifications dropped so far",
                                  self.dropped)
             return
-        if exchange is not None:
+        if exchange:
             self._keep(exchange, message, False)
         else:
             queue.put_nowait(message)
@@ -12269,9 +12269,9 @@ class HttpServer:
 
     async def close(self):
         """Stop listening, the session sweeper, and every session and stream."""
-        if self._sweeper is not None:
+        if self._sweeper:
             self._sweeper.cancel()
-        if self.listener is not None:
+        if self.listener:
             self.listener.close()
         for entry in list(self.sessions.values()):
             await entry.session.cancel_all()
@@ -12319,7 +12319,7 @@ class HttpServer:
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
                 path = target.split("?", 1)[0]
                 http = self if path == HTTP_PATH else self.namespaces.get(path)
-                if http is None:
+                if not http:
                     writer.write(operations_report(path, self.server, len(self.sessions)))
                     await self._drain(writer)
                 else:
@@ -12415,7 +12415,7 @@ class HttpServer:
             raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
                                  "(or 2026-07-28 `_meta` on the request)")
         entry = self.sessions.get(session_id.strip())
-        if entry is None:
+        if not entry:
             raise HttpError(404, "no session %s (it ended or expired); initialize again" % session_id.strip())
         entry.used = time.monotonic()
         self.sessions.move_to_end(entry.id)
@@ -12483,7 +12483,7 @@ class HttpServer:
         """A session for `client` (its address), once a limit's idle session made room (see session_to_end)."""
         idle = session_to_end(self.sessions, client, {t.owner for t in self.server.tasks.tasks.values()
                                                       if t.status not in TERMINAL})
-        if idle is not None:
+        if idle:
             self._end(idle.id)
         session, transport = self._session_pair()
         import secrets
@@ -12495,7 +12495,7 @@ class HttpServer:
 
     def _end(self, session_id):
         entry = self.sessions.pop(session_id, None)
-        if entry is not None:
+        if entry:
             self.server.forget(entry.session)
             asyncio.ensure_future(entry.session.cancel_all())
             if entry.transport.stream is not None:
@@ -13748,7 +13748,7 @@ def _sign_in_for(words, command) -> OAuthClient:
         _, info = ConfigLoader(path).load(ProcessRunner(log), log, RunSettings())
         specs = [spec for spec in (info["upstream"].specs if info["upstream"] else ()) if spec.url]
     spec = next((s for s in specs if target in (s.key, s.id, s.url)), None)
-    if spec is not None:
+    if spec:
         if spec.oauth is None:
             raise UsageError("%s: server %s has \"oauth\": false in %s" % (command, target, path))
         return OAuthClient(spec.url, spec.key, spec.oauth, interactive=True, config=path)
