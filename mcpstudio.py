@@ -9066,7 +9066,7 @@ class _HttpChannel:
                         if request_id in self.aborted:
                             self.abort(request_id)
                     response = connection.getresponse()
-                    if response.status not in (401, 403) or self.oauth is None or tries >= OAUTH_STEP_UPS:
+                    if response.status not in (401, 403) or not self.oauth or tries >= OAUTH_STEP_UPS:
                         break
                     challenge = response.getheader("WWW-Authenticate") or ""
                     if not www_authenticate(challenge) and response.status == 403:
@@ -9229,9 +9229,9 @@ class RpcClient:
             self.causes[request_id] = cause
         future = asyncio.get_running_loop().create_future()
         channel = self.channel
-        if channel is None or channel.reason is not None:  # it ended before we asked
+        if not channel or channel.reason is not None:  # it ended before we asked
             future.set_exception(UpstreamError(SERVER_NOT_RUNNING, "server `%s` %s" % (
-                self.name, channel.reason if channel is not None else "is not running"), {"server": self.name}))
+                self.name, channel.reason if channel else "is not running"), {"server": self.name}))
         else:
             if self.meta is not None:  # 2026-07-28: every request says its version and capabilities
                 params = dict(params, _meta=dict(self.meta, **_object(params.get("_meta"))))
@@ -9273,7 +9273,7 @@ class RpcClient:
     def fail(self, request_id, code, text):
         """Fail one waiting request (its answer cannot arrive)."""
         future = self.pending.get(request_id)
-        if future is not None and not future.done():
+        if future and not future.done():
             future.set_exception(UpstreamError(code, text, {"server": self.name}))
 
     def fail_all(self, code, text):
@@ -9302,7 +9302,7 @@ class RpcClient:
             return
         request_id = message.get("id")
         future = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None  # [1] is no key
-        if future is not None and not future.done():
+        if future and not future.done():
             if "error" in message:
                 error = _object(message["error"])
                 future.set_exception(UpstreamError(
@@ -9482,7 +9482,7 @@ class ListingCache:
                 raise ValueError(problem)
             return entry
         except (OSError, ValueError, RecursionError) as exc:
-            if self.log is not None:
+            if self.log:
                 self.log.warning("ignoring the tools cache %s: %s", self.path, _clip(str(exc) or type(exc).__name__, 200))
             return None
 
@@ -9583,21 +9583,21 @@ class Downstream:
 
     def offered(self):
         """The client capabilities an upstream is told of: exactly those of mcpstudio's own client."""
-        return dict(self.session.client_capabilities) if self.session is not None else {}
+        return dict(self.session.client_capabilities) if self.session else {}
 
     def changed(self):
         """The tool set changed (a server listed, a reload): tell the catalog."""
-        if self.source.events is not None:
+        if self.source.events:
             self.source.events.source_changed(self.source)
 
     def forward_log(self, level, data, logger):
         """A log line from an upstream, forwarded with the server id as logger."""
-        if self.source.events is not None:
+        if self.source.events:
             self.source.events.source_log(level, data, logger)
 
     def updated(self, params):
         """A server's `notifications/resources/updated`: the client's subscription, passed on."""
-        if self.source.events is not None:
+        if self.source.events:
             self.source.events.source_notification("notifications/resources/updated", params)
 
 
@@ -9687,7 +9687,7 @@ class BackChannel:
                 asking.cancel()
         elif method == "notifications/resources/updated":
             self.downstream.updated(params)
-        elif method == "notifications/elicitation/complete" and self.downstream.session is not None:
+        elif method == "notifications/elicitation/complete" and self.downstream.session:
             self.downstream.session.notify(method, params)
         elif method == "notifications/progress":
             token = params.get("progressToken")
@@ -9710,10 +9710,10 @@ class BackChannel:
                 if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
                 reply["result"] = await self.downstream.bridge.ask(cause, method, params)
-            elif cause is None and method in ("sampling/createMessage", "elicitation/create"):  # whom would a person answer?
+            elif not cause and method in ("sampling/createMessage", "elicitation/create"):  # whom would a person answer?
                 self.upstream.log.warning("server `%s` sent %s outside any call: refused", self.upstream.spec.id, method)
                 raise McpError(INVALID_REQUEST, "mcpstudio passes %s on only during a call of this server's" % method)
-            elif client is None or client.closed or (method in CLIENT_FEATURES
+            elif not client or client.closed or (method in CLIENT_FEATURES
                                                      and CLIENT_FEATURES[method] not in client.client_capabilities):
                 raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
             else:
@@ -9910,7 +9910,7 @@ class Upstream:
         if self._stopping and not self._stopping.done():
             await asyncio.wait([self._stopping])
         problem = self._unavailable()
-        if problem is not None:
+        if problem:
             raise problem
 
     async def ready(self, ctx=None, wait_backoff=True):
@@ -10132,7 +10132,7 @@ class Upstream:
             if self.client.channel is protocol:
                 self.client.channel = None
             return
-        if transport is None or protocol is None:
+        if not transport or not protocol:
             return
         await self.runner.end_server(transport, protocol.exited, STDIN_CLOSE_WAIT)
         # A restart may have begun meanwhile (a crash's _end still waits out the old group's grace while the
@@ -10280,7 +10280,7 @@ class InputBridge:
             entry.call.add_done_callback(lambda _: self.calls.pop(ctx, None))
         else:
             entry = self.parked.get(state) if isinstance(state, str) else None
-            if entry is None or (entry.method, entry.name) != (method, name):
+            if not entry or (entry.method, entry.name) != (method, name):
                 raise McpError(INVALID_PARAMS, "Invalid params: unknown `requestState` (it belongs to another "
                                "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
             del self.parked[state]
@@ -10369,7 +10369,7 @@ class InputBridge:
         for key, request in requests.items():
             method = _object(request).get("method")
             session = ctx and ctx.session
-            if method not in CLIENT_FEATURES or session is None or CLIENT_FEATURES[method] not in session.client_capabilities:
+            if method not in CLIENT_FEATURES or not session or CLIENT_FEATURES[method] not in session.client_capabilities:
                 raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
                                % (upstream.spec.id, json.dumps(method)))
             answers[key] = await session.request(method, _object(request.get("params")), upstream.spec.tool_timeout,
@@ -11002,7 +11002,7 @@ class Aggregator:
     async def read_resource(self, uri, ctx):
         """Route a read to the upstream that lists `uri` or a matching template."""
         route = await self.upstream_skills.route(uri)
-        if route is not None:  # a server's skill file: its bytes, under the URI the client asked for
+        if route:  # a server's skill file: its bytes, under the URI the client asked for
             result = await route[0].forward("resources/read", {"uri": route[1]}, ctx)
             return dict(result, contents=[dict(c, uri=uri) if isinstance(c, dict) else c
                                           for c in result.get("contents") or ()])
@@ -11018,7 +11018,7 @@ class Aggregator:
         for upstream in self._active():  # a URI no listing named: the server with a matching template
             for template in upstream.known_items("resourceTemplates"):
                 pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
-                if pattern is not None and pattern.fullmatch(uri):
+                if pattern and pattern.fullmatch(uri):
                     return await upstream.forward("resources/read", {"uri": uri}, ctx)
         return None
 
@@ -11075,7 +11075,7 @@ class Aggregator:
             uri = ref.get("uri")
             upstream = next((u for u in self._active() for t in u.known_items("resourceTemplates")
                              if t.get("uriTemplate") == uri), None)
-            if upstream is None and uri in self._uris:
+            if not upstream and uri in self._uris:
                 upstream = self._upstream(self._uris[uri])
         if not upstream:
             return None
@@ -11102,7 +11102,7 @@ class Aggregator:
 
     async def reload(self):
         """Read the config again; restart only what changed. A bad file changes nothing."""
-        if self.reload_config is None:
+        if not self.reload_config:
             raise ConfigError("this server was not started from a config file")
         while self._reloading and not self._reloading.done():
             await asyncio.wait([self._reloading])
@@ -11148,7 +11148,7 @@ class Aggregator:
             await old[sid].stop("it was removed from the config")
         self.upstreams = new
         report["namespace"] = self.namespace.name
-        if self.namespace.refusal is not None:
+        if self.namespace.refusal:
             report["error"] = self.namespace.refusal.message
         self.log.debug("config reloaded: %s", json.dumps(report))
         self.downstream.changed()
@@ -12030,7 +12030,7 @@ class _HttpTransport:
     def pause(self, request_id):
         """Close the request's event stream for now, to be resumed with Last-Event-ID (SEP-1699 polling)."""
         exchange = self.exchanges.get(request_id)
-        if exchange is not None and exchange.stream_id is not None:
+        if exchange and exchange.stream_id is not None:
             exchange.put(None, False)
 
     framing = NEWLINE
@@ -12203,7 +12203,7 @@ class NamespaceUrls:
         http = self.http
         hub = next((s for s in http.server.catalog.sources if isinstance(s, Aggregator)), None)
         prefix, _, name = path.rpartition("/")
-        if hub is None or prefix != HTTP_PATH:
+        if not hub or prefix != HTTP_PATH:
             return None
         if name not in hub.namespace.plan.namespaces:
             raise HttpError(404, "no namespace %r (the config's namespaces: %s)" % (
@@ -12592,7 +12592,7 @@ class HttpServer:
                     await self._drain(writer)
                     return keep and chunked
                 # 2026-07-28: a request refused for a client capability it did not declare is HTTP 400
-                refused = session is not None and final and _object(message.get("error")).get("code") == MISSING_CAPABILITY
+                refused = session and final and _object(message.get("error")).get("code") == MISSING_CAPABILITY
                 if not exchange.streaming or (refused and not started):
                     if final:
                         await self._reply(writer, 400 if refused else 200, message, extra, close=not keep)
@@ -12612,9 +12612,9 @@ class HttpServer:
                     return keep and chunked
                 await self._drain(writer)
         finally:
-            if not finished and session is not None:  # the client left (or we stop): cancel its call
+            if not finished and session:  # the client left (or we stop): cancel its call
                 await session.cancel_all()
-            if finished and entry is not None:  # delivered to its end: nothing left to resume
+            if finished and entry:  # delivered to its end: nothing left to resume
                 entry.streams.pop(exchange.stream_id, None)
 
     @staticmethod
@@ -12790,7 +12790,7 @@ class StdioClient:
                 reply = {"jsonrpc": "2.0", "id": message["id"]}
                 if method == "ping":
                     reply["result"] = {}
-                elif method == "elicitation/create" and self.ask is not None:
+                elif method == "elicitation/create" and self.ask:
                     reply["result"] = self.ask(message.get("params") or {})
                 else:
                     reply["error"] = {"code": METHOD_NOT_FOUND, "message": "mcpstudio's CLI client has no %s" % method}
@@ -12847,7 +12847,7 @@ class StdioClient:
 
     def initialize(self):
         """The handshake; return the server's initialize result."""
-        capabilities = {"elicitation": {"form": {}}} if self.ask is not None else {}
+        capabilities = {"elicitation": {"form": {}}} if self.ask else {}
         result = self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": capabilities,
                                              "clientInfo": {"name": "mcpstudio-cli", "version": __version__}})
         self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -14411,7 +14411,7 @@ def _build_server(options, words, log: Log, config, runner=None):
     guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
     guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
     server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions, guard=guard)
-    if search is not None:
+    if search:
         server.search = ToolSearch(server, *search)
     return server, runner
 
@@ -14471,7 +14471,7 @@ def main(argv=None):
                 print(SUBCOMMAND_HELP[command])
                 return 0
             return _OWN_WORDS[command](words[1:])
-        if command is not None:
+        if command:
             options, words = parse_command_line(words[1:], options)
             if words:
                 hint = (" (did you mean %s --config %s?)" % (command, words[0])
