@@ -8571,8 +8571,8 @@ class OAuthClient:
             raise OAuthError("authorization server %s offers no dynamic client registration: register mcpstudio "
                              "there (redirect URI %s) and put its id in the server's config as \"oauth\": "
                              "{\"clientId\": ...}" % (issuer, redirect_uri))
-        supported = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-        method = next((m for m in ("none", "client_secret_basic", "client_secret_post") if m in supported), "none")
+        method = next((m for m in ("none", "client_secret_basic", "client_secret_post")
+                       if m in (metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"])), "none")
         grants = ["authorization_code"]
         if "refresh_token" in (metadata.get("grant_types_supported") or ["authorization_code", "refresh_token"]):
             grants.append("refresh_token")
@@ -8637,9 +8637,9 @@ class OAuthClient:
         tokens, metadata = self.tokens, self.state.get("metadata") or {}
         if not tokens.get("refresh_token") or not metadata.get("token_endpoint"):
             raise OAuthError("there is no refresh token")
-        form = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
-                "resource": self.state.get("resource") or self.url}
-        fresh = self._token_request(metadata, self.state.get("client") or {}, form)
+        fresh = self._token_request(metadata, self.state.get("client") or {}, {
+            "grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
+            "resource": self.state.get("resource") or self.url})
         fresh.setdefault("refresh_token", tokens["refresh_token"])  # servers that do not rotate it
         fresh.setdefault("scope", tokens.get("scope"))
         self.state["tokens"] = fresh
@@ -8904,9 +8904,9 @@ class _HttpChannel:
 
     def _param_headers(self, name, arguments):
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
-        tool = next((t for t in _object(self.upstream.listing).get("tools") or () if t.get("name") == name), None)
-        return {"Mcp-Param-" + header: _encode_header(text)
-                for header, text in param_texts(tool, arguments).items() if text is not None}
+        tools = _object(self.upstream.listing).get("tools") or ()
+        return {"Mcp-Param-" + header: _encode_header(text) for header, text in param_texts(
+            next((t for t in tools if t.get("name") == name), None), arguments).items() if text is not None}
 
     def _deliver(self, message, related=None):
         if isinstance(message, dict) and not self.closed:
@@ -9133,7 +9133,7 @@ class _HttpChannel:
             if request_id is not None:
                 self.connections.pop(request_id, None)
                 self.aborted.discard(request_id)
-            if connection is not None:
+            if connection:
                 connection.close()
 
     def _json_body(self, body):
@@ -9695,8 +9695,8 @@ class BackChannel:
             if ctx and isinstance(params.get("progress"), (int, float)):
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
-            level = params.get("level") if params.get("level") in LOG_LEVELS else "info"
-            self.downstream.forward_log(level, params.get("data"), self.upstream.spec.id)  # the server id as logger
+            self.downstream.forward_log(params.get("level") if params.get("level") in LOG_LEVELS else "info",
+                                        params.get("data"), self.upstream.spec.id)  # the server id as logger
         elif method.endswith("/list_changed") and self.upstream.state == "running":
             self.upstream.relist()
 
@@ -9733,7 +9733,7 @@ class BackChannel:
         (SEP-1699): the client's own stream of the call is closed too, for it to resume (over --http)."""
         cause = self.upstream.client.causes.get(request_id)
         pause = getattr(cause.session.transport, "pause", None) if cause and cause.session else None
-        if pause is not None and (cause.session.protocol_version or "") >= "2025-11-25":  # older: no event ids
+        if pause and (cause.session.protocol_version or "") >= "2025-11-25":  # older: no event ids
             pause(cause.request_id)
 
 
@@ -10233,7 +10233,7 @@ class Upstream:
             return result
         finally:
             self.back.calls.remove(ctx)
-            if token is not None:
+            if token:
                 self.back.progress.pop(token, None)
 
 
@@ -10488,7 +10488,7 @@ class ManagerTools:
         return {
             "id": up.spec.id, "name": up.spec.key, "status": up.state, "pid": up.pid,
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
-            "tools": len([t for t in known["tools"] if self.hub.namespace.left_out(up.spec, t["name"]) is None]) if known else None,
+            "tools": sum(self.hub.namespace.left_out(up.spec, t["name"]) is None for t in known["tools"]) if known else None,
             "toolsFrom": ("server" if up.listing is not None else "cache") if known else None,
             "lastError": self.shown(up, up.last_error) if up.last_error else None, "restarts": up.restarts,
             "command": self.shown(up, up.spec.display()), "env": dict.fromkeys(up.spec.env, "***"),
@@ -10600,7 +10600,7 @@ class UpstreamSkills:
             except McpError as exc:
                 self.hub.log.warning("%s: skills/list failed: %s", upstream.spec.id, exc.message)
                 continue
-            served = [e for e in (self._entry(upstream, e) for e in found) if e is not None]
+            served = [e for e in (self._entry(upstream, e) for e in found) if e]
             self._paths[upstream.spec.id] = {e["uri"][8:-len("/SKILL.md")] for e in served}
             entries.extend(served)
         return entries
@@ -10699,8 +10699,7 @@ class ConfigWatch:
 
 def _described(server_key, item, name):
     """A server's tool or prompt under its public name, described as `[server] ...`."""
-    described = "[%s] %s" % (server_key, item.get("description") or "")
-    item = dict(item, name=name, description=described.rstrip())
+    item = dict(item, name=name, description=("[%s] %s" % (server_key, item.get("description") or "")).rstrip())
     if "inputSchema" in item:  # a tool: any call may run as a task of mcpstudio's (see ServerTasks.call)
         execution = _object(item.get("execution"))
         item["execution"] = dict(execution, taskSupport="required" if execution.get("taskSupport") == "required"
@@ -10828,8 +10827,8 @@ class Aggregator:
     @staticmethod
     async def _read(upstreams):
         loop = asyncio.get_running_loop()
-        found = await asyncio.gather(*(loop.run_in_executor(None, u.cache.read) for u in upstreams))
-        for upstream, entry in zip(upstreams, found):
+        for upstream, entry in zip(upstreams, await asyncio.gather(*(loop.run_in_executor(None, u.cache.read)
+                                                                      for u in upstreams))):
             if upstream.cached is None:
                 upstream.cached = entry or {}
 
@@ -11113,7 +11112,7 @@ class Aggregator:
         self.watch.stamp = self.watch.read_stamp()
         local, plan, local_key = self.reload_config()
         error = select_namespace(plan.namespaces, self.namespace.requested, plan.default, plan.default_key)[2]
-        if error and self.namespace.refusal is None:
+        if error and not self.namespace.refusal:
             raise ConfigError("%s: %s; the configuration in use stays as it was" % (self.config_path, error))
         local_changed = local_key != self.local_key
         if local_changed:
@@ -12665,8 +12664,7 @@ class HttpServer:
     async def _delete(self, headers, writer, keep):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "DELETE ends a handshake-era session (Mcp-Session-Id)", headers=[("Allow", "POST")])
-        entry = self._session(headers)
-        self._end(entry.id)
+        self._end(self._session(headers).id)
         await self._reply(writer, 200, None, close=not keep)
         return keep
 
@@ -12837,9 +12835,8 @@ class StdioClient:
                 self.lock.wait(0.25 if deadline is None else min(0.25, max(0.0, deadline - time.monotonic())))
             reply = self.responses.pop(request_id, None)
         if reply is None:
-            code = self.process.wait()
             raise McpError(INTERNAL_ERROR, "%s: the server exited (code %s) before answering; its "
-                                           "stderr above says why" % (method, code))
+                                           "stderr above says why" % (method, self.process.wait()))
         error = reply.get("error")
         if error is not None:
             raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message")), error.get("data"))
@@ -13017,7 +13014,7 @@ def inspect_command(words):
         capabilities = hello.get("capabilities") or {}
         listing = {"serverInfo": hello.get("serverInfo") or {}, "protocolVersion": hello.get("protocolVersion"),
                    "instructions": hello.get("instructions"), "capabilities": capabilities,
-                   "tools": [], "resources": [], "resourceTemplates": [], "prompts": []}
+                   **{key: [] for _, _, key in LISTINGS}}
         for capability, method, key in LISTINGS:
             if capability in capabilities:
                 listing[key] = client.list_all(method, key)
@@ -13610,11 +13607,10 @@ def import_command(words):
     if len(words) != (0 if client else 1):
         raise UsageError("import takes one FILE or --from CLIENT, e.g. mcpstudio import --from claude-desktop")
     target = found.get("--config") or default_config_path()
-    servers = _client_servers(client, client_config_path(client) if client else words[0])
     data, text = _read_json_file(target, "import")
     existing = _object(data.get("mcpServers"))
     added = {}
-    for name, entry in servers.items():
+    for name, entry in _client_servers(client, client_config_path(client) if client else words[0]).items():
         kept, why = imported_server(entry)
         if kept is not None and (name in existing or name in _object(data.get("servers"))):
             kept, why = None, "%s already has a server %s (remove it first to replace it)" % (target, name)
@@ -14381,11 +14377,10 @@ def _build_server(options, words, log: Log, config, runner=None):
                 del schema["required"]
         description = options["description"] or (
             "Run `%s` with `%s` on stdin." % (template.display(), options["stdin"]) if stdin else None)
-        tool = CommandTool(name, template, runner, settings, description=description,
-                           annotations=annotations, schema=schema, stdin=stdin, ok_exit=_exit_codes(options["ok_exit"]),
-                           files=[key for words in (template, stdin) if words for key, field in words.fields.items() if field.kind == "file"],
-                           output_folder=template.folder())
-        sources.append(TemplateTools([tool]))
+        sources.append(TemplateTools([CommandTool(
+            name, template, runner, settings, description=description, annotations=annotations, schema=schema,
+            stdin=stdin, ok_exit=_exit_codes(options["ok_exit"]), output_folder=template.folder(),
+            files=[key for words in (template, stdin) if words for key, field in words.fields.items() if field.kind == "file"])]))
         titles.append(template.command_name())
     if options["root_directory"]:
         root = _folder_option("--root-directory", options["root_directory"])
