@@ -7743,8 +7743,8 @@ def _server_id(key):
 
 def _fingerprint(*parts):
     import hashlib
-    text = json.dumps(parts, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    return hashlib.sha256(text).hexdigest()[:16]
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 class UpstreamSpec:
@@ -8082,8 +8082,6 @@ def _read_headers(loader, spec: UpstreamSpec, entry, where):
 def select_namespace(namespaces, requested, default, default_key="defaultNamespace"):
     """(name or None for every server, how it was chosen, error text or None): seed 004's rules."""
     names = ", ".join(sorted(namespaces)) or "none"
-    how_to = ("choose one with --namespace NAME in this server's args, or set \"defaultNamespace\" "
-              "in the config")
     if requested is not None:
         if requested in namespaces:
             return requested, "--namespace %s" % requested, None
@@ -8098,7 +8096,8 @@ def select_namespace(namespaces, requested, default, default_key="defaultNamespa
         return next(iter(namespaces)), "the only namespace in the config", None
     if not namespaces:
         return None, "no namespaces in the config: every server", None
-    return None, None, "no namespace chosen and the config has several (%s); %s" % (names, how_to)
+    return None, None, ("no namespace chosen and the config has several (%s); choose one with --namespace NAME in "
+                        "this server's args, or set \"defaultNamespace\" in the config" % names)
 
 
 def _match(name, patterns):
@@ -8605,9 +8604,8 @@ class OAuthClient:
         secret = client.get("client_secret")
         method = client.get("token_endpoint_auth_method")
         if method is None:
-            supported = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-            method = "none" if not secret else next(
-                (m for m in ("client_secret_basic", "client_secret_post") if m in supported), "client_secret_basic")
+            method = "none" if not secret else next((m for m in ("client_secret_basic", "client_secret_post") if m in (
+                metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"])), "client_secret_basic")
         headers = {"Content-Type": "application/x-www-form-urlencoded"}
         form = dict(form, client_id=client["client_id"])
         if secret and method == "client_secret_basic":
@@ -8708,10 +8706,9 @@ class OAuthClient:
 
     def login(self):
         """Sign in afresh (the `login` command): ask the server unsigned, then answer its challenge."""
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        status, headers, _ = self._request(self.url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-            "clientInfo": {"name": "mcpstudio", "version": __version__}}}).encode()
-        status, headers, _ = self._request(self.url, body, {
+            "clientInfo": {"name": "mcpstudio", "version": __version__}}}).encode(), {
             "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, limit=0)
         if status != 401:
             raise OAuthError("%s answered HTTP %d without asking for a sign-in: it needs none" % (self.url, status))
@@ -8921,10 +8918,7 @@ class _HttpChannel:
         """(event, data) of an SSE body, as they arrive; `seen` (a dict) keeps the stream's last
         event `id` and `retry` (milliseconds), what resuming it takes (SEP-1699)."""
         event, data = "message", []
-        while True:
-            line = response.readline()
-            if not line:
-                return
+        for line in iter(response.readline, b""):
             line = line.decode("utf-8", "replace").rstrip("\r\n")
             field, _, value = line.partition(":")
             value = value[1:] if value[:1] == " " else value
@@ -9301,7 +9295,7 @@ class RpcClient:
                 self.on_message(message, self.causes.get(related))
             return
         request_id = message.get("id")
-        future = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None  # [1] is no key
+        future = self.pending.get(request_id) if isinstance(request_id, int) else None  # ours are; [1] is no key
         if future and not future.done():
             if "error" in message:
                 error = _object(message["error"])
@@ -9761,8 +9755,8 @@ class ServerTasks:
         requests = _object(_object(upstream.client.capabilities.get("tasks")).get("requests"))
         if upstream.modern_for(ctx, name) or "call" not in _object(requests.get("tools")):
             return False
-        tool = next((t for t in upstream.known_items("tools") if t.get("name") == name), {})
-        return _object(tool.get("execution")).get("taskSupport") in ("optional", "required")
+        return any(t.get("name") == name and _object(t.get("execution")).get("taskSupport") in ("optional", "required")
+                   for t in upstream.known_items("tools"))
 
     async def call(self, name, arguments, ctx):
         """A call (made in one of mcpstudio's own tasks) that the server runs as its task: created, polled
@@ -12442,10 +12436,9 @@ class HttpServer:
         method, request_id = message.get("method"), message.get("id")
         params = _object(message.get("params"))
         meta = params.get("_meta")
-        modern = (method == "server/discover" or META_VERSION in _object(meta)
-                  or (headers.get("mcp-protocol-version", "").strip() in MODERN_VERSIONS and "mcp-session-id" not in headers))
         sse = "text/event-stream" in accept and method in _STREAMED
-        if modern:
+        if (method == "server/discover" or META_VERSION in _object(meta)  # a 2026-07-28 request
+                or (headers.get("mcp-protocol-version", "").strip() in MODERN_VERSIONS and "mcp-session-id" not in headers)):
             return await self._modern(message, method, request_id, params, meta, headers, sse, reader, writer,
                                       keep, version)
         session_version = headers.get("mcp-protocol-version")
@@ -13100,8 +13093,8 @@ def call_command(words):
         raise UsageError("call: --json %r is not JSON: %s" % (given, exc))
     if not isinstance(given, dict):
         raise UsageError("call: --json needs a JSON object, e.g. '{\"message\": \"hi\"}'")
-    terminal = sys.stdin.isatty() and sys.stderr.isatty()
-    ask = (lambda params: elicitation_answer(params, assume_yes)) if assume_yes or terminal else None
+    ask = (lambda params: elicitation_answer(params, assume_yes)) if assume_yes or (
+        sys.stdin.isatty() and sys.stderr.isatty()) else None
     with StdioClient(_mode_argv(words, "call"), ask=ask) as client:
         client.initialize()
         schema = next((t.get("inputSchema") for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None)
