@@ -11656,7 +11656,7 @@ class TuiScreen:
                          for text in textwrap.wrap("last error: %s" % row["error"], max(20, width - 1))[:6])
         tools = details["tools"]
         self.tool = min(self.tool, max(0, len(tools) - 1))
-        lines.append(("tools (%d)%s:" % (len(tools), "" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
+        lines.append(("tools (%d)%s" % (len(tools), ":" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
         shown = self.board.shown
         for index, tool in enumerate(tools):
             permission = "hidden" if not tool["served"] else "-" if shown not in tool["allowed"] else (

@@ -11948,7 +11948,7 @@ class TuiTmuxTests(AggregatorCase):
         self.wait_screen(pane, [("mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path)[:60],
                                 "server-40  (stopped, enabled)",
                                 ("command: %s %s --name server-40 --pidfile %s" % (PY, self.fake, self.pids))[:60],
-                                "tools (0): not listed yet; t starts it:"] + [""] * 7 +
+                                "tools (0): not listed yet; t starts it"] + [""] * 7 +
                          ["c:call p:allow/deny t:test l:log Esc:back ?:help q:quit"])
         self.quit(pane)
 
