@@ -11592,11 +11592,19 @@ class TuiScreen:
     # -- drawing ------------------------------------------------------------------------------
 
     def put(self, y, x, text, attr=0):
-        """Text clipped to the window (curses raises on the last cell and beyond)."""
+        """Text clipped to the window (curses raises on the last cell and beyond), by cells: a wide character (CJK,
+        most emoji) takes two, and one that does not fit would run on into the next row."""
+        import unicodedata
         height, width = self.window.getmaxyx()
+        room = width - x - (1 if y == height - 1 else 0)
+        for end, char in enumerate(text):
+            room -= 1 + (unicodedata.east_asian_width(char) in "WF")
+            if room < 0:
+                text = text[:end]
+                break
         if 0 <= y < height and x < width:
             try:
-                self.window.addnstr(y, x, text, max(0, width - x - (1 if y == height - 1 else 0)), attr)
+                self.window.addstr(y, x, text, attr)
             except self.curses.error:
                 pass
 

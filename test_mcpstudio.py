@@ -12022,6 +12022,24 @@ class TuiTmuxTests(AggregatorCase):
         self.wait_screen(pane, screen(0))
         self.quit(pane)
 
+    def test_wide_characters_stay_in_their_row(self):
+        # A server's error in CJK (two cells a character) was clipped by characters, not cells: its row ran on
+        # into the next, and the status line into the key hint.
+        error = "\u8d77\u52d5\u3067\u304d\u307e\u305b\u3093" * 20  # "cannot start", in Japanese
+        path = self.config({"broken": {"command": PY, "args": ["-c", "import sys; sys.stderr.write(%r); sys.exit(3)" % error]}})
+        pane = self.tui(path)
+        pane.wait_for("broken")
+        pane.keys("t")
+        said = "server `broken` failed to start: " + error
+        row = self.COLUMNS % ("broken", "command", "yes", "failed", "-", "-", error)
+        self.wait_screen(pane, [("mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path)[:100],
+                                self.COLUMNS % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES", "LAST ERROR"),
+                                row[:63 + 18]] + [""] * 25 + [said[:33 + 33], self.HINT])  # 37 and 66 cells of room
+        pane.keys("Enter")
+        lines = pane.wait_for("last error: " + error[:10])
+        self.assertEqual(lines[28:], [said[:66], "c:call p:allow/deny t:test l:log Esc:back ?:help q:quit"])
+        self.quit(pane)
+
     def test_closing_the_terminal_stops_the_servers_it_started(self):
         pane = self.tui(self.config({"good": self.upstream("good")}))
         pane.wait_for("good")
