@@ -12040,6 +12040,22 @@ class TuiTmuxTests(AggregatorCase):
         self.assertEqual(lines[28:], [said[:66], "c:call p:allow/deny t:test l:log Esc:back ?:help q:quit"])
         self.quit(pane)
 
+    def test_a_log_line_with_tabs_and_colour_codes_stays_in_its_row(self):
+        # curses shows a tab as up to 8 cells and ESC as two (^[): the line ran on into the next row.
+        line = "\x1b[32minfo\x1b[0m\tstarting\tstep 1\t" + "x" * 70
+        pane = self.tui(self.config({"noisy": {"command": PY, "args": ["-c", "import sys; sys.stderr.write(%r); sys.exit(3)"
+                                                                        % (line + "\n")]}}))
+        pane.wait_for("noisy")
+        pane.keys("t")
+        pane.wait_for("failed to start")
+        pane.keys("l")
+        lines = pane.wait_for("log of noisy", "stderr: ")
+        rows = [text for text in lines[2:28] if text]
+        self.assertTrue(all(re.match(r"\d\d:\d\d:\d\d \w", text) for text in rows), lines)  # none ran on into another
+        self.assertEqual(next(text for text in rows if " stderr: " in text)[8:],
+                         (" stderr: " + line).expandtabs().replace("\x1b", "^[")[:100 - 8])
+        self.quit(pane)
+
     def test_closing_the_terminal_stops_the_servers_it_started(self):
         pane = self.tui(self.config({"good": self.upstream("good")}))
         pane.wait_for("good")
