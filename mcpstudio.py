@@ -11635,7 +11635,7 @@ class TuiScreen:
         self.put(1, 0, "%-18s %-7s %-3s %-9s %5s  %-14s %s" % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES",
                                                             "LAST ERROR"), self.curses.A_UNDERLINE)
         if self.text_filter:
-            self.put(1, width - 20, ("/" + self.text_filter)[:19])
+            self.put(1, width - 20, ("/" + self.text_filter)[:19].ljust(20))
         if not rows:
             self.put(3, 2, "no servers%s; a adds one" % (" match /" + self.text_filter if self.text_filter else ""))
         self.current()

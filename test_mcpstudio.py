@@ -11994,6 +11994,19 @@ class TuiTmuxTests(AggregatorCase):
                          ["c:call p:allow/deny t:test l:log Esc:back ?:help q:quit"])
         self.quit(pane)
 
+    def test_a_filter_at_80_columns_leaves_the_header_readable(self):
+        # The filter was written over the header's end: "NAMESPACES  /server-5ST ERROR".
+        names, path = self.many()
+        pane = self.tui(path, 80, 24)
+        pane.wait_for("server-00")
+        pane.keys("/")
+        pane.type("server-5")
+        pane.keys("Enter")
+        expected = self.list_screen(path, names[50:], 0, 80, 24)
+        expected[1] = expected[1][:60] + "/server-5"
+        self.wait_screen(pane, expected)
+        self.quit(pane)
+
     def test_a_long_tool_list_scrolls_in_the_details(self):
         path = self.config({"big": self.upstream("big", "--tools", "55")})
         pane = self.tui(path)
