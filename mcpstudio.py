@@ -11693,13 +11693,13 @@ class TuiScreen:
     def draw_logs(self, height, width):
         row = self.current()
         lines = self.board.lines(row["id"]) if row else []
-        room = height - 3
+        room = height - 4  # rows 2 to height - 3
         if self.follow:
             self.scroll = max(0, len(lines) - room)
         self.scroll = max(0, min(self.scroll, max(0, len(lines) - room)))
         self.put(1, 0, "log of %s%s" % (row["name"] if row else "?", "  (following)" if self.follow else ""),
                  self.curses.A_UNDERLINE)
-        for index, line in enumerate(lines[self.scroll:self.scroll + room - 1]):
+        for index, line in enumerate(lines[self.scroll:self.scroll + room]):
             self.put(2 + index, 0, line)
         if not lines:
             self.put(2, 2, "nothing yet: t starts the server")

@@ -12069,6 +12069,28 @@ class TuiTmuxTests(AggregatorCase):
                          (" stderr: " + line).expandtabs().replace("\x1b", "^[")[:100 - 8])
         self.quit(pane)
 
+    def test_the_log_follows_to_its_newest_line_and_scrolls_back(self):
+        # Following a log longer than the screen, the newest line was left off the bottom.
+        program = "import sys; [sys.stderr.write('line %03d\\n' % i) for i in range(100)]; sys.exit(3)"
+        pane = self.tui(self.config({"chatty": {"command": PY, "args": ["-c", program]}}))
+        pane.wait_for("chatty")
+        pane.keys("t")
+        pane.wait_for("failed to start")
+        pane.keys("l")
+
+        log = (["mcpstudio: starting: ", "mcpstudio: started pid "] + ["stderr: line %03d" % index for index in range(100)]
+               + ["mcpstudio: failed to start: line 099", "mcpstudio: warning: server `chatty` failed to start"])
+
+        def shown(top):  # the log from line `top` on, in rows 2-27 (each row's time left out)
+            return all(row[9:].startswith(text) for row, text in zip(pane.lines()[2:28], log[top:top + 26] + [""] * 26))
+        self.assertTrue(wait_until(lambda: shown(len(log) - 26)), pane.lines())
+        for top in range(len(log) - 27, len(log) - 57, -1):  # back, one row at a time
+            pane.keys("Up")
+            self.assertTrue(wait_until(lambda top=top: shown(top)), (top, pane.lines()))
+        pane.keys("f")
+        self.assertTrue(wait_until(lambda: shown(len(log) - 26)), pane.lines())
+        self.quit(pane)
+
     def test_closing_the_terminal_stops_the_servers_it_started(self):
         pane = self.tui(self.config({"good": self.upstream("good")}))
         pane.wait_for("good")
