@@ -11670,23 +11670,24 @@ class TuiScreen:
         tools = details["tools"]
         self.tool = min(self.tool, max(0, len(tools) - 1))
         lines.append(("tools (%d)%s" % (len(tools), ":" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
-        shown = self.board.shown
+        shown, selected, end = self.board.shown, 0, 0
         for index, tool in enumerate(tools):
             permission = "hidden" if not tool["served"] else "-" if shown not in tool["allowed"] else (
                 "allowed" if tool["allowed"][shown] else "denied")
             marks = " ".join("%s:%s" % (ns, "+" if ok else "-") for ns, ok in tool["allowed"].items())
             text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
             lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
-        if tools:
-            lines.extend((text, 0) for text in tools[self.tool]["counters"])
-            result = self.board.results.get((row["id"], tools[self.tool]["name"]), "")
-            if result is None:
-                lines.append(("calling %s ..." % tools[self.tool]["name"], 0))
-            elif result:
-                lines.append(("result of %s:" % tools[self.tool]["name"], self.curses.A_UNDERLINE))
-                lines.extend((text, 0) for text in result.splitlines()[:8])
-        selected = next((i for i, (_, attr) in enumerate(lines) if attr == self.curses.A_REVERSE), 0)
-        top = max(0, selected - (height - 5))
+            if index == self.tool:  # its counters and last call under it, in view with it
+                selected = len(lines) - 1
+                lines.extend((text, 0) for text in tool["counters"])
+                result = self.board.results.get((row["id"], tool["name"]), "")
+                if result is None:
+                    lines.append(("calling %s ..." % tool["name"], 0))
+                elif result:
+                    lines.append(("result of %s:" % tool["name"], self.curses.A_UNDERLINE))
+                    lines.extend((text, 0) for text in result.splitlines()[:8])
+                end = len(lines) - 1
+        top = max(0, min(selected, end - (height - 5)))
         for index, (text, attr) in enumerate(lines[top:top + height - 3]):
             self.put(1 + index, 0, text, attr)
 

@@ -12022,17 +12022,24 @@ class TuiTmuxTests(AggregatorCase):
         self.assertEqual(lines[1:4], ["big  (running, enabled)", ("command: %s %s --name big --pidfile %s --tools 55"
                                                                   % (PY, self.fake, self.pids))[:100], "tools (60):"])
 
-        def screen(tool):  # the selected tool's line kept in view: on row 26 at most (of 0-29)
+        def screen(tool, said="big is running: 60 tools"):  # the selected tool's line in view: on row 26 at most
             top = max(0, 3 + tool - 25)
             shown = body[top:top + 27]
-            return [lines[0]] + shown + [""] * (27 - len(shown)) + ["big is running: 60 tools",
-                                                                   "c:call p:allow/deny t:test l:log Esc:back ?:help q:quit"]
+            return [lines[0]] + shown + [""] * (27 - len(shown)) + [said, "c:call p:allow/deny t:test l:log Esc:back ?:help q:quit"]
         for key, tool in [("Down", index) for index in range(1, 51)] + [("Up", index) for index in range(49, 19, -1)]:
             pane.keys(key)
             self.wait_screen(pane, screen(tool))
             self.wait_selection(pane, [4 + tool - max(0, tool - 22), 29])
         pane.keys(*["k"] * 20)
         self.wait_screen(pane, screen(0))
+        pane.keys("c")  # a call's result shows under its tool: it was after the 60th, off the screen
+        pane.wait_for("text (string, required)")
+        pane.type("hi")
+        pane.keys("Enter")
+        self.wait_screen(pane, [lines[0]] + body[:4] + ["result of echo:", "big: hi"] + body[4:25]
+                         + ["echo of big answered", "c:call p:allow/deny t:test l:log Esc:back ?:help q:quit"])
+        pane.keys(*["j"] * 59)  # the last tool's line still comes into view
+        self.wait_screen(pane, screen(59, "echo of big answered"))
         self.quit(pane)
 
     def test_wide_characters_stay_in_their_row(self):
