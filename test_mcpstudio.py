@@ -11830,8 +11830,8 @@ class TmuxPane:
 
     term = []  # the TERM inside: tmux-256color where its terminfo is installed, else screen
 
-    def __init__(self, command, env, cols=100, rows=30):
-        self.socket = "mcpstudio-test-%d-%d" % (os.getpid(), id(self))
+    def __init__(self, folder, command, env, cols=100, rows=30):
+        self.socket = os.path.join(folder, "tmux")  # its server's own socket (-S), gone with the test's folder
         if not self.term:  # (the class's list: asked once)
             self.term.append("tmux-256color" if subprocess.run([PY, "-c", "import curses, sys; curses.setupterm(sys.argv[1], 1)",
                                                                 "tmux-256color"], capture_output=True).returncode == 0 else "screen")
@@ -11841,7 +11841,7 @@ class TmuxPane:
         self.pid = int(self.shown("pane_pid"))
 
     def tmux(self, *args, env=None) -> str:
-        return subprocess.run([TMUX, "-L", self.socket, "-f", os.devnull] + list(args), capture_output=True, text=True,
+        return subprocess.run([TMUX, "-S", self.socket, "-f", os.devnull] + list(args), capture_output=True, text=True,
                               timeout=WAIT, env=env, check=True, stdin=subprocess.DEVNULL).stdout
 
     def shown(self, name) -> str:
@@ -11857,7 +11857,7 @@ class TmuxPane:
         return self.shown("pane_dead_status")
 
     def kill(self):
-        subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=WAIT)
+        subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True, timeout=WAIT)
 
     def lines(self) -> list:
         return [line.rstrip() for line in self.tmux("capture-pane", "-p", "-t", "tui").split("\n")[:-1]]
@@ -11896,7 +11896,7 @@ class TuiTmuxTests(AggregatorCase):
     HINT = "t:test Enter:details l:log e:on/off a:add d:remove n:namespace ?:help q:quit"
 
     def tui(self, path, cols=100, rows=30) -> TmuxPane:
-        pane = TmuxPane([PY, MODULE, "tui", "--config", path], self.env, cols, rows)  # as a person runs it
+        pane = TmuxPane(self.dir, [PY, MODULE, "tui", "--config", path], self.env, cols, rows)  # as a person runs it
         self.addCleanup(self.stop_leftovers)
         self.addCleanup(pane.kill)
         return pane
