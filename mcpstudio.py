@@ -11593,11 +11593,11 @@ class TuiScreen:
 
     def put(self, y, x, text, attr=0):
         """Text clipped to the window (curses raises on the last cell and beyond), by cells: a wide character (CJK,
-        most emoji) or a control character (^[) takes two, tabs are spaces, and what does not fit would run on into
-        the next row."""
+        most emoji) or a control character (^[) takes two, tabs are spaces, a NUL (which curses refuses) ^@, and
+        what does not fit would run on into the next row."""
         import unicodedata
         height, width = self.window.getmaxyx()
-        room, text = width - x - (1 if y == height - 1 else 0), text.expandtabs()
+        room, text = width - x - (1 if y == height - 1 else 0), text.expandtabs().replace("\0", "^@")
         for end, char in enumerate(text):
             room -= 1 + (unicodedata.east_asian_width(char) in "WF" or not char.isprintable())
             if room < 0:

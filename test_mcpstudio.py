@@ -12107,6 +12107,14 @@ class TuiTmuxTests(AggregatorCase):
         self.assertTrue(wait_until(lambda: shown(len(log) - 26)), pane.lines())
         self.quit(pane)
 
+    def test_a_nul_in_a_servers_error_shows_as_caret_at(self):
+        # curses refuses a string with a NUL (ValueError): the TUI died with a traceback.
+        pane = self.tui(self.config({"nul": {"command": PY, "args": ["-c", "import sys; sys.stderr.write('bad\\x00byte'); sys.exit(3)"]}}))
+        pane.wait_for("nul")
+        pane.keys("t")
+        self.assertIn("failed    ", pane.wait_for("bad^@byte")[2])
+        self.quit(pane)
+
     def test_closing_the_terminal_stops_the_servers_it_started(self):
         pane = self.tui(self.config({"good": self.upstream("good")}))
         pane.wait_for("good")
