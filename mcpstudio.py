@@ -8871,8 +8871,7 @@ class _HttpChannel:
         return connection, target
 
     def _headers(self, message=None, url=None):
-        headers = {"Accept": "application/json, text/event-stream"}
-        headers.update(self.spec.headers)
+        headers = dict({"Accept": "application/json, text/event-stream"}, **self.spec.headers)
         url = url or self.post_url
         if self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
             bearer = self.oauth.header()
@@ -8880,9 +8879,9 @@ class _HttpChannel:
                 headers["Authorization"] = bearer
         if message is not None:
             headers["Content-Type"] = "application/json"
-            up = self.upstream
+            client = self.upstream.client
             params = message.get("params") or {}
-            modern = up.client.modern or META_VERSION in _object(params.get("_meta"))  # this request's era
+            modern = client.modern or META_VERSION in _object(params.get("_meta"))  # this request's era
             if modern:
                 method = message.get("method")
                 headers["MCP-Protocol-Version"] = MODERN_VERSIONS[0]
@@ -8893,8 +8892,8 @@ class _HttpChannel:
                         headers["Mcp-Name"] = _encode_header(name)
                     if method == "tools/call":
                         headers.update(self._param_headers(name, params.get("arguments")))
-            elif up.client.protocol_version:
-                headers["MCP-Protocol-Version"] = up.client.protocol_version
+            elif client.protocol_version:
+                headers["MCP-Protocol-Version"] = client.protocol_version
             if self.session_id and not modern:  # a 2026-07-28 request belongs to no session
                 headers["Mcp-Session-Id"] = self.session_id
         return headers
@@ -12447,8 +12446,13 @@ class HttpServer:
         params = _object(message.get("params"))
         meta = params.get("_meta")
         sse = "text/event-stream" in accept and method in _STREAMED
+        # A notification or a response is accepted; a message with an id and nothing else is answered -32600.
+        answerless = "id" not in message or (method is None and ("result" in message or "error" in message))
         if (method == "server/discover" or META_VERSION in _object(meta)  # a 2026-07-28 request
                 or (headers.get("mcp-protocol-version", "").strip() in MODERN_VERSIONS and "mcp-session-id" not in headers)):
+            if answerless:  # no client notifications exist in that era: nothing to pass on
+                await self._reply(writer, 202, None, close=not keep)
+                return keep
             return await self._modern(message, method, request_id, params, meta, headers, sse, reader, writer,
                                       keep, version)
         session_version = headers.get("mcp-protocol-version")
@@ -12461,8 +12465,7 @@ class HttpServer:
         else:
             entry = self._session(headers)
             extra = []
-        # A notification or a response is accepted; a message with an id and nothing else is answered -32600.
-        if "id" not in message or (method is None and ("result" in message or "error" in message)):
+        if answerless:
             entry.session.receive(body, NEWLINE)
             await self._reply(writer, 202, None, close=not keep)
             return keep
@@ -12506,9 +12509,6 @@ class HttpServer:
     async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep, version):
         def refuse(status, code, text):
             raise HttpError(status, text, code, request_id)
-        if "id" not in message or (method is None and ("result" in message or "error" in message)):
-            await self._reply(writer, 202, None, close=not keep)  # no client notifications exist here
-            return keep
         if method is None:
             refuse(400, INVALID_REQUEST, "Invalid request: no `method`")
         if not isinstance(meta, dict) or not isinstance(meta.get(META_VERSION), str) \
