@@ -3608,6 +3608,15 @@ def describe_failure(result: ProcessResult, timeout, subject=None, ok_exit=(0,))
     return None
 
 
+def check_read(uri, result: ProcessResult, timeout, subject=None):
+    """Raise the error of a resource read whose command did not succeed (with the end of its stderr)."""
+    failure = describe_failure(result, timeout, subject)
+    if failure:
+        detail = result.stderr.decode("utf-8", "replace").strip()[-500:]
+        raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, failure, (" " + detail) if detail else ""),
+                       {"uri": uri, "exitCode": result.returncode})
+
+
 def command_result(result: ProcessResult, timeout, uri, ok_exit=(0,), budget=None):
     """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
@@ -3670,6 +3679,13 @@ class RunSettings:
         if self._gate[0] is None:
             self._gate[0] = asyncio.Semaphore(self.max_concurrency)
         return self._gate[0]
+
+    def run(self, runner: ProcessRunner, argv, **options):
+        """`runner.run(argv)` with these settings' environment, folder, time limit and output limit,
+        unless `options` say otherwise."""
+        given = {"env": self.env, "cwd": self.cwd, "timeout": self.timeout, "output_limit": self.max_output}
+        given.update(options)
+        return runner.run(argv, **given)
 
     def budget(self, ctx: CallContext):
         """This call's OutputBudget, or None without a store."""
@@ -3839,9 +3855,8 @@ class CommandTool:
         feed.answers = self.answers
         try:
             async with settings.slots:
-                result = ctx.ran = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
-                                                         timeout=settings.timeout, output_limit=settings.max_output,
-                                                         on_output=feed.add, asker=self.interactive and feed)
+                result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,
+                                                      asker=self.interactive and feed)
         finally:
             feed.close()
         if feed.problem:
@@ -4290,8 +4305,7 @@ class ScriptDirectory:
         path, size, mtime = info
         entry = {"size": size, "mtime": mtime}
         self._asked.add(path)
-        result = await self.runner.run([path, "--help"], env=self.settings.env, cwd=self.settings.cwd,
-                                       timeout=self.help_timeout, output_limit=1 << 20)
+        result = await self.settings.run(self.runner, [path, "--help"], timeout=self.help_timeout, output_limit=1 << 20)
         if not result.ok:
             tail = result.stderr.decode("utf-8", "replace").strip()[-300:]
             entry["error"] = describe_failure(result, self.help_timeout, "`--help`") + ((" " + tail) if tail else "")
@@ -4388,10 +4402,9 @@ class ScriptDirectory:
         feed = OutputFeed(ctx, tool.rel, name, streams=(1,))  # stderr lines are log lines already
         try:
             async with self.settings.slots:
-                result = ctx.ran = await self.runner.run(
-                    [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env, cwd=self.settings.cwd,
-                    timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line,
-                    on_output=feed.add)
+                result = ctx.ran = await self.settings.run(
+                    self.runner, [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env,
+                    on_stderr_line=stderr_line, on_output=feed.add)
         finally:
             feed.close()
         _unstarted_in_task(result, ctx, self.settings.timeout)
@@ -4414,13 +4427,8 @@ class ScriptDirectory:
                      if t.state and unquote(t.state_uri) == unquote(uri)), None)
         if tool is None:
             return None
-        result = await self.runner.run([tool.path, "--state"], env=self.settings.env, cwd=self.settings.cwd,
-                                       timeout=self.help_timeout, output_limit=self.settings.max_output)
-        if not result.ok:
-            why = describe_failure(result, self.help_timeout, "`%s --state`" % tool.rel)
-            detail = result.stderr.decode("utf-8", "replace").strip()[-500:]
-            raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, why, (" " + detail) if detail else ""),
-                           {"uri": uri, "exitCode": result.returncode})
+        result = await self.settings.run(self.runner, [tool.path, "--state"], timeout=self.help_timeout)
+        check_read(uri, result, self.help_timeout, "`%s --state`" % tool.rel)
         text = result.stdout.decode("utf-8", "replace")
         try:
             json.loads(text)
@@ -4840,8 +4848,6 @@ class Catalog:
         self.max_name_length = max_name_length
         self.events = None
         self._routes = {}     # public name -> (source, original name), from the last listing
-        self._listed = {}     # public name -> the tool, from the last listing
-        self._support = {}    # public name -> its `execution.taskSupport`
         self.stale = True     # no listing yet, or a source changed (a reload, a server's list_changed): list again
         self._resources = {}  # uri -> source
         self._prompts = {}    # public prompt name -> (source, original name)
@@ -4894,15 +4900,13 @@ class Catalog:
         for source in self.sources:
             self._publish(source, await source.list_tools(), routes, tools)
         self._routes, self.listing = routes, tools
-        self._listed = {tool["name"]: tool for tool in tools}
-        self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
         self.listed = {tool["name"]: tool for tool in tools}
         return tools
 
     async def tool(self, public):
         """The listed tool `public` (its schema), or None (the call itself then says why)."""
         try:
-            return self._listed.get(public) if await self.route(public) else None
+            return self.listed.get(public) if await self.route(public) else None
         except McpError:
             return None
 
@@ -4931,7 +4935,7 @@ class Catalog:
             if len(loose) != 1:
                 return None
             public = loose[0]
-        return self._routes[public] + (self._support.get(public, "forbidden"),)
+        return self._routes[public] + ((self.listed[public].get("execution") or {}).get("taskSupport", "forbidden"),)
 
     async def resources(self):
         """Every source's resources, in source order."""
@@ -7018,13 +7022,8 @@ class CommandResource:
         except ToolError as exc:
             raise McpError(INVALID_PARAMS, "Cannot read %s: %s" % (uri, exc))
         async with self.settings.slots:
-            result = await self.runner.run(argv, env=self.settings.env, cwd=self.settings.cwd,
-                                           timeout=self.settings.timeout, output_limit=self.settings.max_output)
-        failure = describe_failure(result, self.settings.timeout)
-        if failure:
-            detail = result.stderr.decode("utf-8", "replace").strip()[-500:]
-            raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, failure, (" " + detail) if detail else ""),
-                           {"uri": uri, "exitCode": result.returncode})
+            result = await self.settings.run(self.runner, argv)
+        check_read(uri, result, self.settings.timeout)
         broken = cut_binary(result.stdout, result.stdout_cut)
         if broken:
             raise McpError(INTERNAL_ERROR, "Reading %s failed: %s" % (uri, broken), {"uri": uri})
