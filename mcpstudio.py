@@ -1273,19 +1273,13 @@ def _piece_text(piece, in_group=False):
         return _FIELD.sub(lambda m: "\\" + m.group(), piece) if "{" in piece or "[" in piece else piece
     if isinstance(piece, Group):
         return "[%s]" % "".join(_piece_text(p, True) for p in piece.pieces)
-    if in_group and piece.kind != "boolean":
-        return "{%s%s}" % (piece.name, _SUFFIXES.get(piece.kind, ""))
-    return _field_text(piece)
+    if piece.kind == "boolean":
+        return "[%s]" % piece.flag
+    return ("{%s%s}" if piece.required or in_group else "[%s%s]") % (piece.name, _SUFFIXES.get(piece.kind, ""))
 
 
 def _article(kind):
     return "an" if kind[0] in "aeiou" else "a"
-
-
-def _field_text(field: Field):
-    if field.kind == "boolean":
-        return "[%s]" % field.flag
-    return ("{%s%s}" if field.required else "[%s%s]") % (field.name, _SUFFIXES.get(field.kind, ""))
 
 
 def _clip(text, limit):
@@ -1693,24 +1687,22 @@ class _Yaml:
                 return result, j + 1
             value, j = self.flow_node(text, j)
             j = self.flow_space(text, j)
-            if text[j:j + 1] == ":":
-                if closing == "]":
+            if closing == "]":
+                if text[j:j + 1] == ":":
                     raise self.error("a `key: value` pair inside [ ]; write it as {key: value}")
-                if not isinstance(value, str):
-                    raise self.error("a key inside { } must be text; quote it")
-                j = self.flow_space(text, j + 1)
-                key, (value, j) = value, ((None, j) if text[j:j + 1] in (",", "}") else self.flow_node(text, j))
-                j = self.flow_space(text, j)
-            elif closing == "}":
+                result.append(value)
+            else:
                 if not isinstance(value, str):
                     raise self.error("a key inside { } must be text; quote it")
                 key, value = value, None
-            if closing == "}":
+                if text[j:j + 1] == ":":
+                    j = self.flow_space(text, j + 1)
+                    if text[j:j + 1] not in (",", "}"):
+                        value, j = self.flow_node(text, j)
+                        j = self.flow_space(text, j)
                 if key in result:
                     raise self.error("the key `%s` appears twice" % key)
                 result[key] = value
-            else:
-                result.append(value)
             if text[j:j + 1] == ",":
                 j += 1
             elif text[j:j + 1] != closing:
@@ -2913,6 +2905,11 @@ class StdioTransport:
             self._writer.join(timeout)
 
 
+def _with_meta(message, key, value):
+    """A copy of `message` (params or a result) with `key` added to its `_meta`."""
+    return dict(message, _meta=dict(message.get("_meta") or {}, **{key: value}))
+
+
 class CallContext:
     """What one request may do back toward the client while it runs.
 
@@ -2948,7 +2945,7 @@ class CallContext:
     def notify(self, method, params):
         """A notification that belongs to this request (on HTTP: its own response stream, while it lasts)."""
         if self.task is not None:
-            params = dict(params, _meta=dict(params.get("_meta") or {}, **{RELATED_TASK: {"taskId": self.task}}))
+            params = _with_meta(params, RELATED_TASK, {"taskId": self.task})
         self.session.notify(method, params, self.request_id)
 
     def progress(self, progress, total=None, message=None):
@@ -4919,8 +4916,8 @@ class Catalog:
         return None
 
     async def route(self, public):
-        """(source, original name, task support) for a public tool name, or None; a unique tool also
-        answers to its `-`/`_` respelling."""
+        """(source, original name, task support, public name) for a public tool name, or None; a unique tool
+        also answers to its `-`/`_` respelling."""
         if public not in self._routes or self.stale:
             await self.tools()
         if public not in self._routes:  # a server still starting may own it: a call waits, as a listing would not
@@ -4935,7 +4932,8 @@ class Catalog:
             if len(loose) != 1:
                 return None
             public = loose[0]
-        return self._routes[public] + ((self.listed[public].get("execution") or {}).get("taskSupport", "forbidden"),)
+        return self._routes[public] + ((self.listed[public].get("execution") or {}).get("taskSupport", "forbidden"),
+                                       public)
 
     async def resources(self):
         """Every source's resources, in source order."""
@@ -5407,7 +5405,7 @@ class Guard:
             hit = key and self.cache.get(key, time.monotonic())
             if hit:
                 entry["cached"] = True
-                return dict(hit[0], _meta=dict(hit[0].get("_meta") or {}, **{CACHED_META: True}))
+                return _with_meta(hit[0], CACHED_META, True)
             result = await source.call_tool(original, arguments, ctx)
             text = key and not result.get("isError") and json.dumps(result, default=str)
             if text and OUTPUT_URI not in text:  # a kept output is read only by its session
@@ -5957,9 +5955,7 @@ class Server:
                 raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
             listed = ", ".join(known[:20]) + (" and %d more" % (len(known) - 20) if len(known) > 20 else "")
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
-        source, original, support = route
-        if name not in self.catalog.listed:  # its `-`/`_` respelling: the guard sees the listed tool (confirm, secrets)
-            name = next((key for key in self.catalog.listed if key.replace("-", "_") == name.replace("-", "_")), name)
+        source, original, support, name = route  # the name as listed (of a `-`/`_` respelling): the guard sees that tool
         if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and isinstance(source, TemplateTools)
                 and source.tools[original].interactive):  # its questions asked in rounds (a retry resumes it)
             ctx.prompts = self.prompts
@@ -5984,7 +5980,7 @@ class Server:
                                                   lambda uri: self.resources_read({"uri": uri}, ctx))
             except ToolError as exc:
                 return tool_error(str(exc))
-        call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed.get(name, {}),
+        call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed[name],
                                lambda form: self._ask(form, params, ctx, "confirm"))
         if ctx.modern:
             return await self._modern_call(name, call, support, ctx)
@@ -6078,7 +6074,7 @@ class Server:
             raise task.error
         if task.result is None:
             raise McpError(INTERNAL_ERROR, "Task %s was cancelled, so it has no result" % task.id)
-        return dict(task.result, _meta=dict(task.result.get("_meta") or {}, **{RELATED_TASK: {"taskId": task.id}}))
+        return _with_meta(task.result, RELATED_TASK, {"taskId": task.id})
 
     def tasks_list(self, params, ctx):
         """`tasks/list` (2025-11-25): this session's tasks, oldest first, paginated."""
