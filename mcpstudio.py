@@ -3349,6 +3349,34 @@ def _invalid_request(request_id, problem):
 # Sources: template tools
 # --------------------------------------------------------------------------
 
+class Source:
+    """The small contract every source keeps, so the catalog never needs to know their kind:
+    `list_tools()` (MCP Tool dicts under original names), `call_tool(name, arguments, ctx)`, and
+    where `resources` is true, `list_resources()`, `list_resource_templates()` and
+    `read_resource(uri, ctx)`; `start()` and `close()` for sources with work of their own;
+    `dynamic` when the tool set can change, reported through `events.source_changed(source)`.
+    What a kind of source does not do, it inherits from here."""
+
+    dynamic = False
+    resources = False
+    events = None
+
+    def start(self):
+        pass
+
+    async def close(self):
+        pass
+
+    async def list_tools(self):
+        return []
+
+    async def list_resources(self):
+        return []
+
+    async def list_resource_templates(self):
+        return []
+
+
 _IMAGE_TYPES = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
@@ -3444,33 +3472,18 @@ def output_slice(data, query):
     return data[begin:starts[int(last)] if last and int(last) < len(starts) else len(data)]
 
 
-class OutputStore:
+class OutputStore(Source):
     """Whole outputs of calls whose results showed only a part: a resource source of
     mcpstudio://output/<id>, bounded in count and bytes, each kept OUTPUT_KEEP_SECONDS.
 
     An output is read only by the session that made it; 2026-07-28 requests are stateless, so
-    there the unguessable id is what grants it (as for tasks)."""
+    there the unguessable id is what grants it (as for tasks). None is listed: each is private to its
+    session, and a result's note names its output's URI and how to read a part of it."""
 
     resources = True
-    dynamic = False
 
     def __init__(self):
         self.kept = collections.OrderedDict()  # id -> (owner, expires, bytes), oldest first
-
-    def start(self):
-        pass
-
-    async def close(self):
-        pass
-
-    async def list_tools(self):
-        return []
-
-    async def list_resources(self):
-        return []  # every output is private to its session: none is listed
-
-    async def list_resource_templates(self):
-        return []  # a result's note names its output's URI and how to read a part of it
 
     def keep(self, data, owner):
         """Keep `data` for `owner` (oldest outputs forgotten past the bounds); return its URI."""
@@ -3920,28 +3933,13 @@ def _argument_help(tool, problems, schema):
     return "Invalid arguments for `%s`: %s. Valid arguments: %s." % (tool, "; ".join(problems), valid)
 
 
-class TemplateTools:
-    """A tool source made of CommandTools (template mode has exactly one).
-
-    Sources share one small contract, so the catalog never needs to know
-    their kind: `list_tools()` (MCP Tool dicts under original names),
-    `call_tool(name, arguments, ctx)`, and where `resources` is true,
-    `list_resources()` and `read_resource(uri, ctx)`; `start()` and `close()`
-    for sources with work of their own; `dynamic` when the tool set can
-    change, reported through `events.source_changed(source)`.
-    """
-
-    dynamic = False
+class TemplateTools(Source):
+    """A tool source made of CommandTools (template mode has exactly one), fixed at startup."""
 
     def __init__(self, tools, resources=()):
         self.tools = {tool.name: tool for tool in tools}
         self.command_resources = list(resources)
         self.resources = bool(self.command_resources)
-        self.events = None
-
-    def start(self):
-        """Nothing to start: template tools are fixed at startup."""
-        pass
 
     async def list_tools(self):
         """The MCP Tool objects, under their original names."""
@@ -3974,10 +3972,6 @@ class TemplateTools:
             if values is not None:
                 return await resource.read(uri, values)
         return None
-
-    async def close(self):
-        """Nothing to close: commands belong to the shared ProcessRunner."""
-        pass
 
 
 # --------------------------------------------------------------------------
@@ -4133,7 +4127,7 @@ class ScriptTool:
         return tool
 
 
-class ScriptDirectory:
+class ScriptDirectory(Source):
     """Every executable under a root folder, as tools (and `--state` resources)."""
 
     dynamic = True
@@ -4154,7 +4148,6 @@ class ScriptDirectory:
         import hashlib
         digest = hashlib.sha256(self.root.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         self.cache_path = os.path.join(cache_dir or user_cache_dir(), "scripts-%s.json" % digest)
-        self.events = None
         self.tools = {}        # name -> ScriptTool
         self._known = {}       # real path -> {"size", "mtime", "meta", "options"} or {..., "error"}
         self._warned = set()
@@ -4413,10 +4406,6 @@ class ScriptDirectory:
                  "description": "Current state of the script %s (its --state output)." % t.rel}
                 for t in (await self._current()).values() if t.state]
 
-    async def list_resource_templates(self):
-        """No templates: each script's state resource has a fixed URI."""
-        return []
-
     async def read_resource(self, uri, ctx: CallContext):
         """Run the script's `--state` and return its output."""
         from urllib.parse import unquote
@@ -4565,10 +4554,9 @@ def skill_uri_segments(uri):
     return segments
 
 
-class SkillFolders:
+class SkillFolders(Source):
     """Agent Skills under root folders: `skills/list`, `skills/get`, their files as resources, each skill a prompt."""
 
-    dynamic = False
     resources = True
     skills = True
 
@@ -4576,7 +4564,6 @@ class SkillFolders:
         self.roots = [os.path.realpath(root) for root in roots]
         self.log = log
         self.prompts = prompts
-        self.events = None
         self.found = {}       # skill path -> (root, folder, frontmatter, files), of the last look
         self.problems = {}    # SKILL.md path -> why that skill is not served, of the last look
         self._headers = {}    # SKILL.md path -> (stat key, frontmatter or a FrontmatterError)
@@ -4586,12 +4573,6 @@ class SkillFolders:
     def start(self):
         """Look once in the background, so that bad skills are named on stderr at start."""
         self._looking = asyncio.ensure_future(self._in_thread(self.look))
-
-    async def close(self):
-        pass
-
-    async def list_tools(self):
-        return []
 
     @staticmethod
     async def _in_thread(function, *args):
@@ -4769,9 +4750,6 @@ class SkillFolders:
                                     "size": st.st_size}
             return list(out.values())
         return await self._in_thread(listing)
-
-    async def list_resource_templates(self):
-        return []
 
     async def read_resource(self, uri, ctx):
         """A served file's bytes as contents; None for a URI not under skill://, -32602 for any other."""
