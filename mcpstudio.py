@@ -1457,7 +1457,7 @@ class _Yaml:
             after = text[end:].lstrip(" \t")
         else:
             match = re.search(r":(?=[ \t]|$)", text)
-            if match is None or re.search(r"[ \t]#", text[:match.start()]) or text[:1] in "[{#":
+            if not match or re.search(r"[ \t]#", text[:match.start()]) or text[:1] in "[{#":
                 return False
             after = text[match.start():]
         return after[:1] == ":" and after[1:2] in ("", " ", "\t")
@@ -1530,7 +1530,7 @@ class _Yaml:
         parts, ended, start = [], False, self.i
         while True:
             cut = re.search(r"[ \t]#", text)
-            if cut is not None:
+            if cut:
                 text, ended = text[:cut.start()], True
             if re.search(r":[ \t]|:$", text):
                 raise self.error("`: ` inside a plain value; quote the value")
@@ -1556,7 +1556,7 @@ class _Yaml:
     def block_scalar(self, header, n):
         """A `|` (literal) or `>` (folded) scalar: its indicators, then the lines below."""
         match = re.fullmatch(r"([|>])([-+]?)([1-9]?)([-+]?)([ \t]+#.*)?[ \t]*", header)
-        if match is None or (match.group(2) and match.group(4)):
+        if not match or (match.group(2) and match.group(4)):
             raise self.error("after `%s` only a chomping indicator (- or +), an indentation digit and a "
                              "comment may follow" % header[0])
         folded, chomp = match.group(1) == ">", match.group(2) or match.group(4)
@@ -2041,13 +2041,13 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         self._partial = bytearray()  # a stderr line not ended yet (appended to: linear, however long)
 
     def pipe_data_received(self, fd, data):
-        if self.on_output is not None:
+        if self.on_output:
             self.on_output(fd, data)
         if fd == 1:
             self.stdout.add(data)
         else:
             self.stderr.add(data)
-            if self.on_stderr_line is not None:
+            if self.on_stderr_line:
                 self._lines(data)
 
     def _lines(self, data):
@@ -2063,7 +2063,7 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
 
     def pipe_connection_lost(self, fd, exc):
         self.open_pipes.discard(fd)
-        if fd == 2 and self._partial and self.on_stderr_line is not None:
+        if fd == 2 and self._partial and self.on_stderr_line:
             self.on_stderr_line(self._partial.decode("utf-8", "replace"))
             self._partial = bytearray()
         if not self.open_pipes and not self.pipes_closed.done():
@@ -2244,7 +2244,7 @@ class ProcessRunner:
         return env
 
     def _tell_watchdog(self, sign, pid):
-        if self.watchdog is not None:
+        if self.watchdog:
             try:
                 self.watchdog.tell(sign, pid)
             except (OSError, ValueError):
@@ -2262,7 +2262,7 @@ class ProcessRunner:
 
     def close_watchdog(self):
         """At exit, after stop_all(): the watchdog stops what is left (if anything) and exits."""
-        if self.watchdog is not None:
+        if self.watchdog:
             try:
                 self.watchdog.close()
             except OSError:
@@ -2278,7 +2278,7 @@ class ProcessRunner:
         problem = exec_problem(argv, env, cwd)
         if problem is not None:
             return ProcessResult(argv, "error", error=problem)
-        if self.room is not None and not self.room.is_set():
+        if self.room and not self.room.is_set():
             await self.room.wait()  # the client is not reading what we wrote: start nothing new
         started = time.monotonic()
         try:
@@ -2397,7 +2397,7 @@ class ProcessRunner:
     async def _end_server(self, transport, exited, wait):
         pid = transport.get_pid()
         stdin = transport.get_pipe_transport(0)
-        if stdin is not None:
+        if stdin:
             stdin.close()
         if not exited.done():
             await asyncio.wait([exited], timeout=wait)
@@ -2546,7 +2546,7 @@ class Log:
                 sys.stderr.flush()
             except (OSError, ValueError):
                 pass
-        if self.file is not None:
+        if self.file:
             try:
                 self.file.write("%s %s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), level.upper(), message))
             except (OSError, ValueError):
@@ -2571,12 +2571,12 @@ class Log:
 
     def wire(self, direction, data):
         """Record one protocol message in the log file."""
-        if self.file is not None:
+        if self.file:
             self._write("wire", "%s %s" % (direction, data.decode("utf-8", "replace").rstrip("\n")), False)
 
     def close(self):
         """Close the --log file."""
-        if self.file is not None:
+        if self.file:
             try:
                 self.file.close()
             except OSError:
@@ -2707,7 +2707,7 @@ class StdioFraming:
                     if not self._skip_line:
                         out.append((self._too_large(), NEWLINE))
                     self._skip_line = False
-                    if self.skipped is not None:
+                    if self.skipped:
                         self.skipped(*self._ends)
                     self._ends = (b"", b"")
                 else:
@@ -2715,7 +2715,7 @@ class StdioFraming:
 
     def _skipping(self, data):
         """Keep the first and last 1000 bytes of the line being skipped (for `skipped`)."""
-        if self.skipped is not None:
+        if self.skipped:
             head, tail = self._ends
             self._ends = (head or bytes(data[:1000]), bytes((tail + data[-1000:])[-1000:]))
 
@@ -2841,7 +2841,7 @@ class StdioTransport:
                     self._dropped += 1
                     return
         data = encode_message(message, framing or self.framing)
-        if self.log.file is not None:
+        if self.log.file:
             self.log.wire("<-", data)
         with self._lock:
             if self.gone:
@@ -2859,7 +2859,7 @@ class StdioTransport:
             if self._unsent > self.limit and not self._full:
                 self._full = True
                 self._reading.clear()
-                if self.room is not None:
+                if self.room:
                     self.room.clear()
                 self.log.debug("the client is not reading: %d bytes wait; reading paused", self._unsent)
         self._outbox.put(data)
@@ -2883,10 +2883,10 @@ class StdioTransport:
                 if self._full and (gone or self._unsent <= self.limit // 2):
                     self._full = False
                     self._reading.set()
-                    if self._loop is not None:
+                    if self._loop:
                         self._loop.call_soon_threadsafe(self._room_again)
             if gone:
-                if self._loop is not None and self._on_gone is not None:
+                if self._loop and self._on_gone:
                     self._loop.call_soon_threadsafe(self._on_gone)
                 return
 
@@ -2901,7 +2901,7 @@ class StdioTransport:
     def close(self, timeout=2.0):
         """Flush what is queued (up to `timeout` seconds) and stop the writer."""
         self._outbox.put(None)
-        if self._writer is not None:
+        if self._writer:
             self._writer.join(timeout)
 
 
@@ -3013,7 +3013,7 @@ class OutputFeed:
         self.partial[fd] = pieces.pop()[:FEED_LINE]
         for piece in pieces[-FEED_LINES:]:
             self.lines.append(_clip(piece.rstrip(b"\r").decode("utf-8", "replace"), FEED_LINE))
-        if pieces and self.timer is None:
+        if pieces and not self.timer:
             self.timer = asyncio.get_running_loop().call_later(self.sent + FEED_INTERVAL - time.monotonic(), self.send)
 
     def send(self):
@@ -3024,7 +3024,7 @@ class OutputFeed:
         self.ctx.progress(round(self.sent - self.started, 3), message=text)
         if self.logs:
             self.ctx.log("info", text, self.logger)
-        if self.ctx.running is not None:
+        if self.ctx.running:
             self.ctx.running.message = text.rpartition("\n")[2]
 
     def close(self):
@@ -3172,7 +3172,7 @@ class Session:
         if isinstance(data, McpError):  # the framing failed (see StdioFraming)
             self.transport.send(_error_response(None, data), framing)
             return
-        if self.log.file is not None:
+        if self.log.file:
             self.log.wire("->", data)
         self.transport.framing = framing
         try:
@@ -3241,7 +3241,7 @@ class Session:
         if method is None:
             if "result" in message or "error" in message:
                 future = self.pending.get(request_id)
-                if future is not None and not future.done():
+                if future and not future.done():
                     future.set_result(message)
                 return None  # a response to a request of ours (or to one given up on: dropped)
             return _invalid_request(request_id, "no `method`")
@@ -3287,7 +3287,7 @@ class Session:
                 self.log.debug("cancelling request %r: %s", request_id, params.get("reason", ""))
                 entry[1].cancelled = True
                 entry[0].cancel()
-        elif self.on_notification is not None:
+        elif self.on_notification:
             self.on_notification(method, params, self)
 
     # -- outgoing ---------------------------------------------------------------
@@ -3463,7 +3463,7 @@ def output_slice(data, query):
     if not query:
         return data
     match = re.fullmatch(r"lines=([0-9]*)-([0-9]*)", query)
-    if match is None:
+    if not match:
         raise ValueError("expected ?lines=FROM-TO (line numbers from 1; either may be left out), not ?%s" % query)
     first, last = match.groups()
     starts = [0] + [found.end() for found in re.finditer(b"\n", data)]
@@ -3634,16 +3634,16 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit=(0,), budget=Non
     failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
     if failure:
         content.append({"type": "text", "text": failure})
-        if budget is not None:
+        if budget:
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
     stderr = result.stderr.decode("utf-8", "replace")
-    if budget is not None:
+    if budget:
         stderr = budget.fit(result.stderr, stderr, 0.25)
     if (result.stdout and not broken) or not (failure or result.stderr):
         block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
-        elif block["type"] == "text" and budget is not None:
+        elif block["type"] == "text" and budget:
             block["text"] = budget.fit(result.stdout, block["text"])
         content.append(block)
     if result.stdout_cut:
@@ -3652,7 +3652,7 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit=(0,), budget=Non
         if result.stderr_cut:
             stderr += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
         content.append({"type": "text", "text": "[stderr]\n" + stderr})
-    return {"content": content + (budget.links if budget is not None else []), "isError": failure is not None}
+    return {"content": content + (budget.links if budget else []), "isError": failure is not None}
 
 
 def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
@@ -3799,7 +3799,7 @@ class CommandTool:
         """(argv, stdin bytes or None) that checked `arguments` run; ToolError for a value that may not go there."""
         if self.within:
             arguments = self.confined(arguments)
-        return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
+        return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin else None
 
     def command_line(self, arguments):
         """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
@@ -4237,7 +4237,7 @@ class ScriptDirectory(Source):
             before = {name: (t.path, t.rel, id(t)) for name, t in self.tools.items()}
             self.tools = self._build(found)
             changed = {name: (t.path, t.rel, id(t)) for name, t in self.tools.items()} != before
-        if changed and not first and self.events is not None:
+        if changed and not first and self.events:
             self.events.source_changed(self)
         return changed
 
@@ -4284,7 +4284,7 @@ class ScriptDirectory(Source):
                     if path not in self._asked:
                         message += " (remembered from an earlier run: change or touch the script to ask again)"
                     self.log.warning("%s", message)
-                    if self.events is not None:
+                    if self.events:
                         self.events.source_log("warning", message)
                 continue
             tools[tool.name] = tool
@@ -4357,7 +4357,7 @@ class ScriptDirectory(Source):
     async def call_tool(self, name, arguments, ctx: CallContext):
         """Run the script behind `name` with its options in env, argv and stdin."""
         tool = (await self._current()).get(name)
-        if tool is None:
+        if not tool:
             return tool_error("The script behind `%s` is gone; list the tools again." % name)
         values = dict(tool.defaults)
         values.update(match_spellings(arguments, tool.schema["properties"]))
@@ -4411,7 +4411,7 @@ class ScriptDirectory(Source):
         from urllib.parse import unquote
         tool = next((t for t in (await self._current()).values()
                      if t.state and unquote(t.state_uri) == unquote(uri)), None)
-        if tool is None:
+        if not tool:
             return None
         result = await self.settings.run(self.runner, [tool.path, "--state"], timeout=self.help_timeout)
         check_read(uri, result, self.help_timeout, "`%s --state`" % tool.rel)
@@ -4440,11 +4440,11 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
             data = json.loads(block["text"])
         except ValueError:
             pass
-    if budget is not None and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
+    if budget and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
         if not result.ok:
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
         block = dict(block, text=budget.fit(result.stdout, block["text"]))
-    links = budget.links if budget is not None else []
+    links = budget.links if budget else []
     if result.ok:
         reply = {"content": [block], "isError": False}
         other = [line for line in kept if not line.startswith("ERROR")]
@@ -4937,7 +4937,7 @@ class Catalog:
         if uri not in self._resources and not uri.startswith(("skill://", OUTPUT_URI)):  # their sources know
             await self.resources()
         source = self._resources.get(uri)
-        candidates = [source] if source is not None else [s for s in self.sources if s.resources]
+        candidates = [source] if source else [s for s in self.sources if s.resources]
         for candidate in candidates:  # a URI no listing named may match a template
             result = await candidate.read_resource(uri, ctx)
             if result is not None:
@@ -4975,7 +4975,7 @@ class Catalog:
         if public not in self._prompts:
             await self.prompts()
         route = self._prompts.get(public)
-        if route is None:
+        if not route:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % public)
         return await route[0].get_prompt(route[1], arguments, ctx)
 
@@ -5143,7 +5143,7 @@ class TaskStore:
             task.end("failed", error=wire_error(exc))
         else:
             task.end("failed" if result.get("isError") and not task.modern else "completed", result)
-        if on_end is not None:
+        if on_end:
             on_end(task)
 
     def get(self, task_id, ctx: CallContext) -> Task:
@@ -5368,7 +5368,7 @@ class Guard:
                                 time.monotonic())  # a look: a token is spent below, by a call that runs
             if looked[0]:
                 return limited(*looked)
-            if self.audit is not None and self.audit.required and not self.audit.ready(self.log):
+            if self.audit and self.audit.required and not self.audit.ready(self.log):
                 entry["refused"] = "the audit log cannot be written"
                 return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
                                   "(\"audit\": {\"required\": true})." % self.audit.path)
@@ -5433,7 +5433,7 @@ class Guard:
                 self.metrics.count(entry.get("method", name), "rateLimited" if entry.get("rateLimited") else "refused"
                                    if entry.get("refused") else "cached" if entry.get("cached") else "error" if failed
                                    else "ok", seconds)
-            if self.audit is not None and not asked:
+            if self.audit and not asked:
                 client = ctx.session.client_info
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
@@ -5798,10 +5798,10 @@ class Server:
         if ctx.modern or method == "server/discover" or (type(meta) is dict and META_VERSION in meta):
             return dispatch_modern(self, method, params, ctx, meta)  # (in the section below)
         refusal = self.catalog.refusal
-        if refusal is not None:
+        if refusal:
             raise refusal
         handler = self.methods.get(method)
-        if handler is None:
+        if not handler:
             raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
         return handler(params, ctx)
 
@@ -5812,7 +5812,7 @@ class Server:
     def notification(self, method, params, session=None):
         """Handle one notification from a client (initialized, cancelled, ...)."""
         session = session or self.session
-        if method == "notifications/initialized" and session is not None and session not in self.sessions:
+        if method == "notifications/initialized" and session and session not in self.sessions:
             self.sessions.append(session)
             held, self._held_logs = self._held_logs, []
             for level, text, logger in held:
@@ -5923,10 +5923,10 @@ class Server:
     async def tools_call(self, params, ctx):
         """`tools/call`: route by public name, run with this request's CallContext."""
         name, arguments = _name_and_arguments(params, "tools/call")
-        if self.search is not None and self.search.handles(name):
+        if self.search and self.search.handles(name):
             return await self.search.call(name, params, arguments, ctx)
         route = await self.catalog.route(name)
-        if route is None:
+        if not route:
             known = [t["name"] for t in await self.catalog.tools()]
             denial = self.catalog.denial(name)
             if denial:
@@ -6015,7 +6015,7 @@ class Server:
                 raise
             if task.job.done():  # quick: the plain answer, and no task to remember
                 self.tasks.tasks.pop(task.id, None)
-                if task.error is not None:
+                if task.error:
                     raise task.error
                 if task.result is None:
                     raise McpError(INTERNAL_ERROR, "the call was cancelled (the server is stopping)")
@@ -6040,7 +6040,7 @@ class Server:
         reply = task.wire()
         if ctx.modern and task.result is not None:
             reply["result"] = task.result
-        elif ctx.modern and task.error is not None:
+        elif ctx.modern and task.error:
             reply["error"] = task.error.to_json()
         return reply
 
@@ -6048,7 +6048,7 @@ class Server:
         """`tasks/result` (2025-11-25): wait for the end; what the call itself would have answered."""
         task = self._task(params, ctx)
         await task.ended.wait()
-        if task.error is not None:
+        if task.error:
             raise task.error
         if task.result is None:
             raise McpError(INTERNAL_ERROR, "Task %s was cancelled, so it has no result" % task.id)
@@ -6203,10 +6203,10 @@ def dispatch_modern(server, method, params, ctx: CallContext, meta):
     ctx.capabilities = meta[META_CAPABILITIES]
     ctx.inputs = {key: params[key] for key in ("inputResponses", "requestState") if key in params}
     refusal = server.catalog.refusal
-    if refusal is not None:
+    if refusal:
         raise refusal
     handler = server.modern_methods.get(method)
-    if handler is None:
+    if not handler:
         raise McpError(METHOD_NOT_FOUND, "Method not found: %s%s" % (
             method, " (not part of protocol %s)" % MODERN_VERSIONS[0] if method in _NOT_MODERN else ""))
     result = handler(params, ctx)
@@ -6982,7 +6982,7 @@ class CommandResource:
         if self.pattern is None:
             return {} if uri == self.uri else None
         found = self.pattern.fullmatch(uri)
-        if found is None:
+        if not found:
             return None
         from urllib.parse import unquote
         return {key: unquote(value) for key, value in found.groupdict().items()}
@@ -7102,7 +7102,7 @@ class CommandTemplate(Template):
             state = quote if not subst else "$"
             if char == "{" and source.startswith(("{#", "{/"), i):
                 match = _BLOCK.match(source, i)
-                if match is None:
+                if not match:
                     raise self._error("malformed block: use {#if name}, {#else} or {/if}", i)
                 if match.group(1):
                     block = Block(match.group(1))
