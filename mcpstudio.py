@@ -507,7 +507,7 @@ class Template:
                         inner = self._parse_word(word[i + 1:close], index, True)
                         if any(not isinstance(p, str) for p in inner):
                             piece, end = Group(inner), close + 1
-            if piece is None:
+            if not piece:
                 text.append(char)
                 i += 1
                 continue
@@ -538,7 +538,7 @@ class Template:
                                   in_group=optional)
                     break
         known = self.fields.get(field.key)
-        if known is None:
+        if not known:
             self.fields[field.key] = Field(field.name, field.kind, field.required, field.description, field.flag)
             return field
         if known.kind != field.kind:
@@ -800,14 +800,14 @@ class _CodeCheck:
                                      "is unknown (the word `%(word)s`). Write it as " + name + "=VALUE, or leave it out")
                     return len(words)
                 size = 1 if "=" in text else 3 if name in pairs else 2 if name in long_takes else 1
-                if on_long is not None:
+                if on_long:
                     on_long(name, index if size == 1 else index + size - 1)
                 index += size
                 continue
             following, consumed = index + 1, False
             for at, letter in enumerate(text[1:], 1):
                 attached = at + 1 < len(text) or field
-                if on_letter is not None:
+                if on_letter:
                     on_letter(letter, index if attached else index + 1)
                 if letter in takes:
                     following, consumed = index + (1 if attached else 2), True
@@ -1810,7 +1810,7 @@ if _POSIX:
         """Call `stop(name)` on SIGTERM, SIGINT or SIGHUP; `reload()` on SIGHUP when given."""
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
-        if reload is not None:
+        if reload:
             loop.add_signal_handler(signal.SIGHUP, reload)
 
     # A parent-death signal reaches only direct children, and nothing runs in
@@ -2377,7 +2377,7 @@ class ProcessRunner:
                 cancelled = True
             except Exception:
                 break  # it failed to start: spawning.result() raises why
-        if cancelled and (spawning.cancelled() or spawning.exception() is not None):
+        if cancelled and (spawning.cancelled() or spawning.exception()):
             raise asyncio.CancelledError()
         transport, protocol = spawning.result()
         return transport, protocol, cancelled
@@ -2944,7 +2944,7 @@ class CallContext:
 
     def notify(self, method, params):
         """A notification that belongs to this request (on HTTP: its own response stream, while it lasts)."""
-        if self.task is not None:
+        if self.task:
             params = _with_meta(params, RELATED_TASK, {"taskId": self.task})
         self.session.notify(method, params, self.request_id)
 
@@ -3030,7 +3030,7 @@ class OutputFeed:
     def close(self):
         """The call ends: nothing more is sent for it."""
         for job in (self.heartbeat, self.timer, self.job):
-            if job is not None:
+            if job:
                 job.cancel()
         self.job = None  # its frames (the pipe, the output) go with it, not with the next garbage collection
 
@@ -3107,7 +3107,7 @@ class PromptWatch(OutputFeed):
         for pattern, reply in self.answers:
             if pattern.search(prompt):
                 return reply
-        if schema is None:
+        if not schema:
             self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
                             "its environment (\"environment\" in the config), or a file or option it reads; or as a "
                             "scripted answer (\"answers\" on this tool)." % said)
@@ -3134,7 +3134,7 @@ def wire_error(exc: BaseException, log=None) -> McpError:
     bug, logged and answered as an internal error."""
     if isinstance(exc, McpError):
         return exc
-    if log is not None:
+    if log:
         log.error("internal error: %r", exc)
     return McpError(INTERNAL_ERROR, "Internal error: %s" % exc)
 
@@ -3189,7 +3189,7 @@ class Session:
         outcome = self._handle(message)
         if isinstance(outcome, dict):
             self.transport.send(outcome, framing)
-        elif outcome is not None:
+        elif outcome:
             self._start(outcome, framing)
 
     def _start(self, outcome, framing):
@@ -3201,7 +3201,7 @@ class Session:
         def done(task):
             self.inflight.pop(request_id, None)
             coroutine.close()  # a request cancelled before it started never ran its coroutine
-            if framing is not None and not task.cancelled() and task.exception() is None:
+            if framing and not task.cancelled() and not task.exception():
                 self.transport.send(task.result(), framing)
             elif task.cancelled() and hasattr(self.transport, "ended"):
                 self.transport.ended(request_id)  # HTTP: end the stream that waited for it
@@ -3223,7 +3223,7 @@ class Session:
                     reply = await reply
                 except asyncio.CancelledError:
                     reply = None
-            if reply is not None:
+            if reply:
                 answers.append(reply)
         if answers:
             self.transport.send(answers, framing)
@@ -3283,7 +3283,7 @@ class Session:
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
             entry = self.inflight.get(request_id) if isinstance(request_id, (str, int)) else None
-            if entry is not None:
+            if entry:
                 self.log.debug("cancelling request %r: %s", request_id, params.get("reason", ""))
                 entry[1].cancelled = True
                 entry[0].cancel()
@@ -3502,7 +3502,7 @@ class OutputStore(Source):
             return None
         key, _, query = uri[len(OUTPUT_URI):].partition("?")
         entry = self.kept.get(key)
-        if entry is None or entry[0] is not (None if ctx.modern else ctx.session) or entry[1] <= time.monotonic():
+        if not entry or entry[0] is not (None if ctx.modern else ctx.session) or entry[1] <= time.monotonic():
             raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept an hour, the last 100 at most, "
                            "for the session that made them; call the tool again)" % uri)
         try:
@@ -3658,7 +3658,7 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit=(0,), budget=Non
 def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
     """A task whose command could not be started at all fails with a JSON-RPC error (the server cannot
     run the tool), where a plain call answers a tool error; a command that ran and failed is a result."""
-    if ctx.task is not None and result.status in ("not-found", "denied", "error"):
+    if ctx.task and result.status in ("not-found", "denied", "error"):
         raise McpError(INTERNAL_ERROR, describe_failure(result, timeout))
 
 
@@ -3686,7 +3686,7 @@ class RunSettings:
     @property
     def slots(self):
         """The semaphore that caps running commands (made on the running loop)."""
-        if self._gate[0] is None:
+        if not self._gate[0]:
             self._gate[0] = asyncio.Semaphore(self.max_concurrency)
         return self._gate[0]
 
@@ -4268,7 +4268,7 @@ class ScriptDirectory(Source):
             if problem is None:
                 previous = old.get(rel)
                 name = names[rel]
-                if (previous is not None and previous.path == path and previous.meta is entry["meta"]
+                if (previous and previous.path == path and previous.meta is entry["meta"]
                         and previous.name == name):
                     tool = previous
                 else:
@@ -4425,7 +4425,7 @@ class ScriptDirectory(Source):
     async def close(self):
         """Stop rescanning."""
         for task in (self._watcher, self._ready):
-            if task is not None and not task.done():
+            if task and not task.done():
                 task.cancel()
 
 
@@ -4617,7 +4617,7 @@ class SkillFolders(Source):
             st = os.stat(skill_md)
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
             cached = self._headers.get(skill_md)
-            if cached is None or cached[0] != key:
+            if not cached or cached[0] != key:
                 text = _read_inside(skill_md, root, st).decode("utf-8")
                 try:
                     cached = (key, parse_frontmatter(text))
@@ -4681,7 +4681,7 @@ class SkillFolders(Source):
         """("sha256:<hex>", size) of a file, hashed again when its stat changed."""
         key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
         cached = self._digests.get(real)
-        if cached is None or cached[0] != key:
+        if not cached or cached[0] != key:
             import hashlib
             data = _read_inside(real, root, st)
             cached = self._digests[real] = (key, "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
@@ -5073,7 +5073,7 @@ class Task:
         if self.status in TERMINAL:
             return
         self.status, self.result, self.error = status, result, error
-        if error is not None:
+        if error:
             self.message = error.message
         elif status == "failed":  # 2025-11-25: a tool error fails the task; its text says why
             content = result.get("content") if isinstance(result.get("content"), list) else []
@@ -5121,7 +5121,7 @@ class TaskStore:
         owner = None if ctx.modern else ctx.session
         if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
             ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner is owner), None)
-            if ended is None:
+            if not ended:
                 call.close()
                 raise McpError(INTERNAL_ERROR, "%d tasks are running or keep results unread, the most this server "
                                "keeps, and none of yours has ended: wait for one to end, or cancel one (tasks/cancel)"
@@ -5150,7 +5150,7 @@ class TaskStore:
         """The caller's task `task_id`; -32602 when there is none (unknown, expired, someone else's)."""
         self._sweep()
         task = self.tasks.get(task_id) if isinstance(task_id, str) else None
-        if task is None or task.owner is not (None if ctx.modern else ctx.session) or task.modern != ctx.modern:
+        if not task or task.owner is not (None if ctx.modern else ctx.session) or task.modern != ctx.modern:
             raise McpError(INVALID_PARAMS, "Unknown task: %s (tasks are kept for their ttl, and only for the "
                            "session that made them)" % json.dumps(task_id))
         return task
@@ -5266,7 +5266,7 @@ class ResultCache:
     def get(self, key, now):
         """(result, expires) of a live entry, or None."""
         entry = self.entries.get(key)
-        if entry is not None and entry[1] <= now:
+        if entry and entry[1] <= now:
             self.size -= self.entries.pop(key)[2]
             entry = None
         return entry and entry[:2]
@@ -5788,7 +5788,7 @@ class Server:
     @property
     def modern_methods(self):
         """The 2026-07-28 method table, built on the first request of that era."""
-        if self._modern_methods is None:
+        if not self._modern_methods:
             self._modern_methods = modern_methods(self)
         return self._modern_methods
 
@@ -5939,7 +5939,7 @@ class Server:
             ctx.prompts = self.prompts
             return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
         form = source.question(original, arguments) if hasattr(source, "question") else None
-        if form is not None:
+        if form:
             if not ctx.declared("elicitation"):
                 return tool_error("Not run: %s is asked of the user when left out, and this client cannot ask "
                                   "(it declared no elicitation capability); give it in the arguments."
@@ -6608,7 +6608,7 @@ class ConfigLoader:
         if "stdin" in spec:
             stdin = self.template(self.get(spec, "stdin", str, where), _join(where, "stdin"), text=True)
             field = next(iter(stdin.occurrences()), None)
-            if field is not None and template.stdin_code:
+            if field and template.stdin_code:
                 raise self.error(_join(where, "stdin"), "`%s` would be code or an option: %s. Give the program "
                                  "as a file or in the template, and pass values as arguments"
                                  % (field.name, template.stdin_code))
@@ -6620,7 +6620,7 @@ class ConfigLoader:
         if output_folder:  # a field of the template, not a parameter
             schema["properties"][output_folder] = {"type": "string"}
         for part, used in ((key, template), ("stdin", stdin)):
-            if used is not None:
+            if used:
                 self.bind(used, schema["properties"], _join(where, part),
                           "parameter" if "parameters" in spec else "field")
         if output_folder:
@@ -7330,7 +7330,7 @@ class CommandTemplate(Template):
             if kind != "t" or raw != value or quote not in (None, '"') or index == doubled:
                 continue
             after = tokens[index + 1] if index + 1 < len(tokens) else None
-            following = after[1] if after is not None and after[0] == "t" else ""
+            following = after[1] if after and after[0] == "t" else ""
             if value == "`":
                 thing = "`...`"
             elif value == "$" and following == "(":
@@ -7488,7 +7488,7 @@ def check_config(path, log: Log, options):
             program = tool.template.words[0][0] if not tool.shell else "sh"
             if not shutil.which(program, path=(tool.settings.env or os.environ).get("PATH")):
                 print("  warning: %s: `%s` is not on PATH here" % (tool.name, program))
-            used = {f.key for t in (tool.template, tool.stdin) if t is not None for f in t.occurrences()}
+            used = {f.key for t in (tool.template, tool.stdin) if t for f in t.occurrences()}
             used.update(b.key for b in getattr(tool.template, "blocks", ()))
             for key in props:
                 if key not in used:
@@ -7511,7 +7511,7 @@ def check_config(path, log: Log, options):
         for resource in source.command_resources:
             kind = "template" if resource.pattern else "resource"
             print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
-    if hub is not None:
+    if hub:
         print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
         return print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log) or min(refused, 1)
     return min(refused, 1)
