@@ -3,12 +3,13 @@ costs and saves on a real listing.
 
     python3 benchmarks/toolsearch.py [--runs N] [--fastmcp PYTHON]
 
-Ranking: every intent of benchmarks/toolsearch/intents.json (the set the ranker was tuned on) and of
-heldout.json (written before tuning, never tuned on) is searched among the 289 recorded tools of
-corpus.json, named and described as mcpstudio lists them (`server__tool`, "[server] ..."); an intent
-is found at k when one of its right tools is among the first k. FastMCP's ranker runs over the same
-definitions in its own environment (default /work/tools/fastmcp/bin/python, or $MCPSTUDIO_FASTMCP_PYTHON;
-skipped when absent).
+Ranking: every intent of benchmarks/toolsearch/intents.json (the set the ranker was tuned on), of
+heldout.json (written before tuning, never tuned on) and of people.json (65 intents phrased as people
+type tasks, written blind: before any measurement, by one who had read neither the ranker nor the other
+sets) is searched among the 289 recorded tools of corpus.json, named and described as mcpstudio lists
+them (`server__tool`, "[server] ..."); an intent is found at k when one of its right tools is among
+the first k. FastMCP's ranker runs over the same definitions in its own environment (default
+/work/tools/fastmcp/bin/python, or $MCPSTUDIO_FASTMCP_PYTHON; skipped when absent).
 
 Serving: mcpstudio serves the corpus through one fixture upstream per recorded server
 (toolsearch_upstream.py); the bytes of every page of tools/list with and without search, the round
@@ -145,8 +146,8 @@ def main(argv=None) -> int:
     tools = definitions(corpus)
     index = mcpstudio.ToolIndex(tools)
     print("corpus: %d tools from %d servers" % (len(tools), len(corpus)))
-    print("%-28s %6s %6s %6s %6s" % ("ranker / intent set", "r@1", "r@5", "r@10", "MRR"))
-    for label in ("intents", "heldout"):
+    print("%-34s %6s %6s %6s %6s" % ("ranker / intent set", "r@1", "r@5", "r@10", "MRR"))
+    for label, title in (("intents", "intents (%d)"), ("heldout", "heldout (%d)"), ("people", "people (%d, blind)")):
         with open(os.path.join(DATA, label + ".json")) as f:
             intents = json.load(f)
         queries = [intent["q"] for intent in intents]
@@ -155,7 +156,7 @@ def main(argv=None) -> int:
             rankers.append(("fastmcp BM25", fastmcp_rankings(args.fastmcp, tools, queries)))
         for name, rankings in rankers:
             found = scores(rankings, intents)
-            print("%-28s %6.3f %6.3f %6.3f %6.3f" % ("%s / %s (%d)" % (name, label, len(intents)), found["r@1"],
+            print("%-34s %6.3f %6.3f %6.3f %6.3f" % ("%s / %s" % (name, title % len(intents)), found["r@1"],
                                                     found["r@5"], found["r@10"], found["mrr"]))
             if args.misses and name == "mcpstudio" and label == "intents":
                 for query in found["missed@5"]:
