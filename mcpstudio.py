@@ -3394,6 +3394,11 @@ def _image_type(data):
     return None
 
 
+def text_block(text):
+    """MCP text content."""
+    return {"type": "text", "text": text}
+
+
 def _as_text(data, cut):
     """`data` as text if it is UTF-8; when it was cut, a character split by the cut is dropped."""
     for end in (len(data), len(data) - 1, len(data) - 2, len(data) - 3)[: 4 if cut else 1]:
@@ -3422,9 +3427,9 @@ def output_content(data, uri, cut=0):
     dropped, and binary output is replaced by a sentence saying so."""
     text = _as_text(data, bool(cut))
     if text is not None:
-        return {"type": "text", "text": text}
+        return text_block(text)
     if cut:
-        return {"type": "text", "text": cut_binary(data, cut)}
+        return text_block(cut_binary(data, cut))
     import base64
     encoded = base64.b64encode(data).decode("ascii")
     mime = _image_type(data)
@@ -3584,7 +3589,7 @@ def file_content(name, data, uri, budget: OutputBudget):
     if mime.startswith(("image/", "audio/")):
         return {"type": mime.split("/")[0], "data": encoded, "mimeType": mime}
     if text is not None:
-        return {"type": "text", "text": budget.fit(data, text)}
+        return text_block(budget.fit(data, text))
     return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": encoded}}
 
 
@@ -3633,7 +3638,7 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit=(0,), budget=Non
     broken = cut_binary(result.stdout, result.stdout_cut)
     failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
     if failure:
-        content.append({"type": "text", "text": failure})
+        content.append(text_block(failure))
         if budget:
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
     stderr = result.stderr.decode("utf-8", "replace")
@@ -3647,11 +3652,11 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit=(0,), budget=Non
             block["text"] = budget.fit(result.stdout, block["text"])
         content.append(block)
     if result.stdout_cut:
-        content.append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
+        content.append(text_block("[stdout cut: %d more bytes not shown]" % result.stdout_cut))
     if result.stderr:
         if result.stderr_cut:
             stderr += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
-        content.append({"type": "text", "text": "[stderr]\n" + stderr})
+        content.append(text_block("[stderr]\n" + stderr))
     return {"content": content + (budget.links if budget else []), "isError": failure is not None}
 
 
@@ -3663,7 +3668,7 @@ def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
 
 
 def tool_error(message):
-    return {"content": [{"type": "text", "text": message}], "isError": True}
+    return {"content": [text_block(message)], "isError": True}
 
 
 class RunSettings:
@@ -3817,12 +3822,12 @@ class CommandTool:
                 "rules": [("tool:" + self.name, self.rules)]}
 
     async def call(self, arguments, ctx: CallContext):
-        """Validate `arguments`, run the command, and return an MCP CallToolResult."""
+        """Validate `arguments`, run the command, and return an MCP CallToolResult (an error result for
+        arguments that do not fit, or a value that may not go where the template puts it)."""
         try:
             arguments = self.checked(arguments)
-        except ToolError as exc:
-            return tool_error(str(exc))
-        if self.files or self.output_folder:
+            if not (self.files or self.output_folder):
+                return await self.run(arguments, ctx)
             import shutil
             import tempfile
             folder = tempfile.mkdtemp(prefix="mcpstudio-")  # private (0700); gone after the call
@@ -3830,15 +3835,13 @@ class CommandTool:
                 return await self.files_call(arguments, ctx, folder)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
-        return await self.run(arguments, ctx)
+        except ToolError as exc:
+            return tool_error(str(exc))
 
     async def files_call(self, arguments, ctx: CallContext, folder):
         """A call with files in or out, in `folder`: files written before the run, files read after it."""
-        try:
-            arguments = dict(arguments, **{key: write_file_argument(key, arguments[key], folder, self.settings.max_output)
-                                           for key in self.files if key in arguments})
-        except ToolError as exc:
-            return tool_error(str(exc))
+        arguments = dict(arguments, **{key: write_file_argument(key, arguments[key], folder, self.settings.max_output)
+                                       for key in self.files if key in arguments})
         if self.output_folder:
             out = arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
             os.mkdir(out)
@@ -3853,10 +3856,7 @@ class CommandTool:
 
     async def run(self, arguments, ctx: CallContext):
         """Render checked `arguments` to argv, run it, and return the CallToolResult."""
-        try:
-            argv, stdin = self.prepare(arguments)
-        except ToolError as exc:
-            return tool_error(str(exc))
+        argv, stdin = self.prepare(arguments)
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
@@ -3889,8 +3889,8 @@ def json_result(name, result: ProcessResult, outcome):
     try:
         value = json.loads(result.stdout.decode("utf-8"))
     except ValueError as exc:  # UnicodeDecodeError is a ValueError too
-        return {"content": [{"type": "text", "text": "`%s` declares \"output_format\": \"json\" but its output "
-                             "is not JSON (%s); the output follows." % (name, exc)}] + outcome["content"],
+        return {"content": [text_block("`%s` declares \"output_format\": \"json\" but its output "
+                                       "is not JSON (%s); the output follows." % (name, exc))] + outcome["content"],
                 "isError": True}
     outcome["structuredContent"] = value if isinstance(value, dict) else {"result": value}
     return outcome
@@ -4449,11 +4449,11 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
         reply = {"content": [block], "isError": False}
         other = [line for line in kept if not line.startswith("ERROR")]
         if other:
-            reply["content"].append({"type": "text", "text": "[stderr]\n" + "\n".join(other)})
+            reply["content"].append(text_block("[stderr]\n" + "\n".join(other)))
         if isinstance(data, dict):
             reply["structuredContent"] = data
         if result.stdout_cut:
-            reply["content"].append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
+            reply["content"].append(text_block("[stdout cut: %d more bytes not shown]" % result.stdout_cut))
         reply["content"] += links
         return reply
     code = result.returncode
@@ -4462,11 +4462,11 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
         headline = "Script %s failed with exit code %d: %s." % (tool.rel, code, meaning)
     else:
         headline = describe_failure(result, timeout, "Script %s" % tool.rel)
-    content = [{"type": "text", "text": headline}]
+    content = [text_block(headline)]
     if result.stdout:
         content.append(block)
     if kept:
-        content.append({"type": "text", "text": "[stderr]\n" + "\n".join(kept)})
+        content.append(text_block("[stderr]\n" + "\n".join(kept)))
     return {"content": content + links, "isError": True}
 
 
@@ -4808,7 +4808,7 @@ class SkillFolders(Source):
                  "server (read them with resources/read); relative paths above resolve against skill://%s/:\n%s\n"
                  % (name.rsplit("/", 1)[-1], uri, _uri_path(name), files))
         return {"description": self.found[name][2]["description"],
-                "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
+                "messages": [{"role": "user", "content": text_block(text)}]}
 
 
 # --------------------------------------------------------------------------
