@@ -295,14 +295,12 @@ def validate(value, schema, where=""):
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append("%s must match the pattern %s" % (label, schema["pattern"]))
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append("%s must be at least %s" % (label, schema["minimum"]))
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append("%s must be at most %s" % (label, schema["maximum"]))
-        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-            errors.append("%s must be more than %s" % (label, schema["exclusiveMinimum"]))
-        if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
-            errors.append("%s must be less than %s" % (label, schema["exclusiveMaximum"]))
+        import operator
+        for key, broken, words in (("minimum", operator.lt, "at least"), ("maximum", operator.gt, "at most"),
+                                   ("exclusiveMinimum", operator.le, "more than"),
+                                   ("exclusiveMaximum", operator.ge, "less than")):
+            if key in schema and broken(value, schema[key]):
+                errors.append("%s must be %s %s" % (label, words, schema[key]))
     elif isinstance(value, (list, tuple)):
         if "minItems" in schema and len(value) < schema["minItems"]:
             errors.append("%s must have at least %d item%s" % (
@@ -2506,14 +2504,13 @@ class Log:
 
     def __init__(self, debug=False, path=None, secrets=(), level="info"):
         self.debug_enabled = debug or level == "debug"
-        debug = self.debug_enabled
         self.quiet = {"warning": ("info",), "error": ("info", "warning")}.get(level, ())  # kept off stderr
         self.file = open(path, "a", encoding="utf-8", errors="replace", buffering=1) if path else None
         # Mask each secret as written and as it appears JSON-escaped; values
         # shorter than 4 characters are not secrets worth mangling a log for.
         self.secrets = []
         self.add_secrets(secrets)
-        self.enabled = debug or self.file is not None
+        self.enabled = self.debug_enabled or self.file is not None
         self.warned = set()
 
     def add_secrets(self, secrets):
@@ -4234,9 +4231,9 @@ class ScriptDirectory(Source):
                 del self._known[path]
             if stale or removed:
                 self._save_cache()
-            before = {name: (t.path, t.rel, id(t)) for name, t in self.tools.items()}
+            before = self.tools
             self.tools = self._build(found)
-            changed = {name: (t.path, t.rel, id(t)) for name, t in self.tools.items()} != before
+            changed = list(before.values()) != list(self.tools.values())  # a tool is kept while its script is
         if changed and not first and self.events:
             self.events.source_changed(self)
         return changed
@@ -4364,20 +4361,18 @@ class ScriptDirectory(Source):
         problems = validate(values, tool.schema)
         if problems:
             return tool_error(_argument_help(name, problems, tool.schema))
-        for key, value in values.items():  # a batch script expands %MCPD_OPT_x% as shell code
-            problem = batch_problem(tool.path, _option_env(value))
-            if problem is not None:
+        texts = {key: _option_env(value) for key, value in values.items()}
+        for key, text in texts.items():  # a batch script expands %MCPD_OPT_x% as shell code
+            problem = batch_problem(tool.path, text)
+            if problem:
                 return tool_error("`%s` %s; pass it another way, or use a script that is not a batch file" % (key, problem))
         env = dict(self.settings.env or os.environ)
-        for key, value in values.items():
-            env["MCPD_OPT_" + key] = _option_env(value)
-            safe = re.sub(r"[^A-Za-z0-9_]", "_", key)
-            if safe != key:  # also a spelling every shell can read: MCPD_OPT_max_count
-                env.setdefault("MCPD_OPT_" + safe, _option_env(value))
         chosen = {k for k, v in (self.settings.env or {}).items() if os.environ.get(k) != v}  # --env, environment
-        for key, value in values.items():  # and under its own name, as mcpd passes it: $name
-            if option_variable(key) and key not in chosen:
-                env[key] = _option_env(value)
+        for key, text in texts.items():
+            env["MCPD_OPT_" + key] = text
+            env.setdefault("MCPD_OPT_" + re.sub(r"[^A-Za-z0-9_]", "_", key), text)  # a spelling every shell reads too
+            if option_variable(key) and key not in chosen:  # and under its own name, as mcpd passes it: $name
+                env[key] = text
         kept = []  # stderr lines that are not log lines, and ERROR lines: the error text
 
         def stderr_line(line):
@@ -6502,11 +6497,8 @@ class ConfigLoader:
         self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
         self.get(data, "schemaVersion", int, "")
         info = {key: self.get(data, key, str, "") for key in ("name", "description", "instructions", "command")}
-        env = base.env
         file_env = self.environment(data, "")
-        if file_env:
-            env = dict(env or os.environ)
-            env.update(file_env)
+        env = dict(base.env or os.environ, **file_env) if file_env else base.env
         cwd = base.cwd
         if "working_directory" in data:
             cwd = self.folder_path(self.get(data, "working_directory", str, ""), "working_directory")
@@ -6726,8 +6718,8 @@ class ConfigLoader:
             kind = self.get(spec, "type", str, here, "string")
             if kind not in _PARAMETER_TYPES:
                 import difflib
-                close = difflib.get_close_matches(kind, _PARAMETER_TYPES + ("int", "float", "bool", "list"), 1, 0.5)
                 alias = {"int": "integer", "float": "number", "bool": "boolean", "list": "array"}
+                close = difflib.get_close_matches(kind, _PARAMETER_TYPES + tuple(alias), 1, 0.5)
                 hint = " (did you mean `%s`?)" % alias.get(close[0], close[0]) if close else ""
                 raise self.error(_join(here, "type"), "expected one of %s, not %s%s"
                                  % (", ".join(_PARAMETER_TYPES), json.dumps(kind), hint))
