@@ -259,6 +259,14 @@ def _type_name(value):
     return next((name for name, kinds in _JSON_TYPES.items() if isinstance(value, kinds)), type(value).__name__)
 
 
+def object_schema(properties, required):
+    """The JSON schema of an object with these properties and no others; `required` listed when not empty."""
+    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
+
+
 def _is_type(value, name):
     if isinstance(value, bool) and name in ("integer", "number"):
         return False
@@ -481,7 +489,7 @@ class Template:
             self.words.append(self._parse_word(word, index))
         if any(not isinstance(p, str) for p in self.words[0]):
             raise TemplateError("the command (the first word) must be literal text, never a field", 0, self.source)
-        self.stdin_code = check_code_fields(self.words, self.source)  # why stdin would be code here, or ""
+        self.stdin_code = check_code_fields(self.words)  # why stdin would be code here, or ""
 
     def _parse_word(self, word, index, in_group=False):
         pieces, text, i = [], [], 0
@@ -565,15 +573,7 @@ class Template:
                 properties[key]["description"] = "A list of values; each becomes one argument of the command."
             else:
                 properties[key]["description"] = "A list of values, joined with commas where the template puts it."
-        schema = {
-            "type": "object",
-            "properties": properties,
-            "additionalProperties": False,
-        }
-        required = [key for key in properties if self.fields[key].required]
-        if required:
-            schema["required"] = required
-        return schema
+        return object_schema(properties, [key for key in properties if self.fields[key].required])
 
     def folder(self):
         """The `{name:folder}` field, whose value is a fresh folder the command's files come back from; or None."""
@@ -596,13 +596,13 @@ class Template:
 
     # -- calls ------------------------------------------------------------------
 
-    def render(self, arguments, allow_dash_values=False, honour_double_dash=True):
+    def render(self, arguments, allow_dash_values=False):
         """Render validated `arguments` to an argv list (no shell, no re-substitution).
 
         Raises ToolError when a scalar value would begin an argument with `-`
         (it would be read as an option) and the template has no `--` before it.
         """
-        return render_words(self.words, arguments, allow_dash_values, self.command_name(), honour_double_dash)
+        return render_words(self.words, arguments, allow_dash_values)
 
 
 # Where a value would be code. A command is walked the way the program that
@@ -1105,7 +1105,7 @@ def _shell_commands(tokens):
     return commands
 
 
-def check_code_fields(words, source, shell_tokens=None):
+def check_code_fields(words, shell_tokens=None):
     """Refuse a field where its value would be code, or would choose the program.
 
     `words` is one command; `shell_tokens` (a "shell": true script) is walked
@@ -1136,15 +1136,13 @@ def check_code_fields(words, source, shell_tokens=None):
     return stdin_code
 
 
-def render_words(words, arguments, allow_dash_values, command,
-                 honour_double_dash=True, ends=()):
+def render_words(words, arguments, allow_dash_values, ends=()):
     """Render parsed words (lists of pieces) to argv; see Template.render.
 
     The guard judges a word as rendered (`{a}-{b}` with `a` empty is `-{b}`)
     and also refuses a leading `+` or `@` where a program on the line reads them. A `--`
     frees the words after it only when a field's word follows it directly
-    (`env -- git log {rev}`: that `--` was env's); `honour_double_dash=False`
-    keeps the guard on after it. `ends` holds the indexes of words after
+    (`env -- git log {rev}`: that `--` was env's). `ends` holds the indexes of words after
     which a shell script's command ends, and with it what a `--` said.
     """
     argv = []
@@ -1170,7 +1168,7 @@ def render_words(words, arguments, allow_dash_values, command,
                             "path can be written ./%s)."
                             % (next((f.name for f in fields if arguments.get(f.key)), fields[0].name), word[0], value,
                                value))
-        if pieces == ["--"] and honour_double_dash and index + 1 < len(words) and _has_field(words[index + 1]):
+        if pieces == ["--"] and index + 1 < len(words) and _has_field(words[index + 1]):
             after_double_dash = True
         argv.append(word)
     return argv
@@ -1517,7 +1515,7 @@ class _Yaml:
         if text[0] in "|>":
             return self.block_scalar(text, n)
         if text[0] in "[{\"'":
-            return self.flow_value(col, n)
+            return self.flow_value(col)
         if _item(text):
             raise self.error("a `-` list cannot start on the key's line; put its items on the lines below")
         return self.plain(text, n)
@@ -1605,7 +1603,7 @@ class _Yaml:
         tail = {"-": "", "+": "\n" * (trailing + 1)}.get(chomp, "\n")
         return "".join(out) + tail
 
-    def flow_value(self, col, n):
+    def flow_value(self, col):
         """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
         text, start = self.text, self.starts[self.i] + col
         if text[start] in "\"'":
@@ -4050,10 +4048,7 @@ def script_schema(options):
         if spec["required"]:
             required.append(name)
         properties[name] = prop
-    schema = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = required
-    return schema, defaults
+    return object_schema(properties, required), defaults
 
 
 def _cache_entry_ok(entry):
@@ -6759,10 +6754,7 @@ class ConfigLoader:
             if kind == "file":  # the client gives the file itself; the command gets its path
                 prop.update(type="string", description=_FILE_VALUE % prop.get("description", name))
             properties[name] = prop
-        schema = {"type": "object", "properties": properties, "additionalProperties": False}
-        if required:
-            schema["required"] = required
-        return schema, defaults, asked
+        return object_schema(properties, required), defaults, asked
 
     def bind(self, template: CommandTemplate, properties, where, declared_by="parameter"):
         """Point the template's fields and blocks at declared parameters; refuse undeclared ones.
@@ -7075,9 +7067,9 @@ class CommandTemplate(Template):
         try:
             for arguments in self._block_choices():
                 if shell:
-                    found = check_code_fields(None, self.source, list(self._tokens(self.nodes, arguments)))
+                    found = check_code_fields(None, list(self._tokens(self.nodes, arguments)))
                 else:
-                    found = check_code_fields(self.words_for(arguments), self.source)
+                    found = check_code_fields(self.words_for(arguments))
                 self.stdin_code = self.stdin_code or found
         except TemplateError as exc:
             raise self._error(str(exc))
@@ -7247,8 +7239,7 @@ class CommandTemplate(Template):
             elif kind == "g":
                 yield from value.fields
 
-    def render(self, arguments, allow_dash_values=False, honour_double_dash=True,
-               shell=False):
+    def render(self, arguments, allow_dash_values=False, shell=False):
         """See Template.render; `shell` reads the words as a "shell": true script, where a `--`
         ends the options of its own command only (up to `|`, `&`, `;`, `(`, `)` or a newline)."""
         ends = set()
@@ -7257,8 +7248,7 @@ class CommandTemplate(Template):
                 if "\n" in spaces or any(kind == "t" and quote is None and raw == value and value in "|&;()"
                                          for kind, value, quote, raw in tokens):
                     ends.add(index)
-        return render_words(self.words_for(arguments), arguments, allow_dash_values, self.command_name(),
-                            honour_double_dash, ends)
+        return render_words(self.words_for(arguments), arguments, allow_dash_values, ends)
 
     def render_text(self, arguments):
         """The template as one string (stdin templates): values pasted in as text."""
