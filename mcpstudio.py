@@ -1411,28 +1411,26 @@ class _Yaml:
         self.nest(-1)
         return value
 
+    def more(self, n, rule):
+        """Past blank and comment lines: whether a line at column `n` comes next (one deeper breaks `rule`)."""
+        self.skip()
+        if self.i < len(self.lines) and self.indent(self.i) > n:
+            raise self.error("unexpected indentation (%s above it)" % rule)
+        return self.i < len(self.lines) and self.indent(self.i) == n
+
     def mapping(self, n):
         result = {}
-        while True:
-            self.skip()
-            if self.i == len(self.lines) or self.indent(self.i) < n:
-                return result
-            if self.indent(self.i) > n:
-                raise self.error("unexpected indentation (a key lines up with the keys above it)")
+        while self.more(n, "a key lines up with the keys"):
             key, col = self.key(n)
             if key in result:
                 raise self.error("the key `%s` appears twice" % key)
             result[key] = self.value(col, n, True)
+        return result
 
     def sequence(self, n):
         result = []
-        while True:
-            self.skip()
-            if self.i == len(self.lines) or self.indent(self.i) < n:
-                return result
+        while self.more(n, "an item lines up with the items"):
             line = self.lines[self.i]
-            if self.indent(self.i) > n:
-                raise self.error("unexpected indentation (an item lines up with the items above it)")
             if line[n:n + 2] not in ("- ", "-\t", "-"):
                 return result  # `key:` then items at the key's own indentation, then the next key
             rest = line[n + 1:]
@@ -1443,6 +1441,7 @@ class _Yaml:
                 result.append(self.block(col))
             else:
                 result.append(self.value(col, n, False))
+        return result
 
     def is_key(self, text):
         if text[:1] in "\"'":
