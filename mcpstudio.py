@@ -5035,6 +5035,7 @@ TASK_LIMIT = 100               # tasks kept at once; the oldest ended one makes 
 TASK_AFTER = 0.5               # 2026-07-28: seconds an optional tool's call runs before it becomes a task
 ASK_TIMEOUT = 600.0            # seconds a client may take to ask the user for a tool's `ask` parameters
 TERMINAL = ("completed", "failed", "cancelled")
+_NEEDS_TASKS = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}  # a -32021's data
 
 
 def _iso(seconds):
@@ -5824,21 +5825,17 @@ class Server:
         self.catalog.stale = True  # calls route by the new tool set, not the last listing's
         for hub in self.views:
             hub.events.source_changed(hub)
+        changed = [(key, method) for key, method, relevant in (
+            ("toolsListChanged", "notifications/tools/list_changed", self.catalog.dynamic),
+            ("resourcesListChanged", "notifications/resources/list_changed", source.resources),
+            ("promptsListChanged", "notifications/prompts/list_changed", getattr(source, "prompts", False))) if relevant]
         for session in self.sessions:
-            if self.catalog.dynamic:
-                session.notify("notifications/tools/list_changed", {})
-            if source.resources:
-                session.notify("notifications/resources/list_changed", {})
-            if getattr(source, "prompts", False):
-                session.notify("notifications/prompts/list_changed", {})
+            for _, method in changed:
+                session.notify(method, {})
         for ctx, wanted in list(self.subscriptions):  # 2026-07-28 clients, through subscriptions/listen
-            meta = {"_meta": {META_SUBSCRIPTION: ctx.request_id}}
-            for key, method, relevant in (
-                    ("toolsListChanged", "notifications/tools/list_changed", True),
-                    ("resourcesListChanged", "notifications/resources/list_changed", source.resources),
-                    ("promptsListChanged", "notifications/prompts/list_changed", getattr(source, "prompts", False))):
-                if wanted.get(key) and relevant:
-                    ctx.notify(method, meta)
+            for key, method in changed:
+                if wanted.get(key):
+                    ctx.notify(method, {"_meta": {META_SUBSCRIPTION: ctx.request_id}})
 
     def source_notification(self, method, params):
         """A notification from a source for every client (a subscribed resource was updated); a 2026-07-28
@@ -5993,8 +5990,7 @@ class Server:
         if not ctx.declared(TASKS_EXTENSION):
             call.close()
             raise McpError(MISSING_CAPABILITY, "Tool %s runs only as a task: declare the %s extension in the "
-                           "request's client capabilities" % (name, TASKS_EXTENSION),
-                           {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+                           "request's client capabilities" % (name, TASKS_EXTENSION), _NEEDS_TASKS)
         task = self.tasks.start(call, ctx, TASK_TTL_MS)
         if support == "optional":
             try:
@@ -6020,7 +6016,7 @@ class Server:
         """The task a tasks/* request names; in 2026-07-28 only for a request that declared the extension."""
         if ctx.modern and not ctx.declared(TASKS_EXTENSION):
             raise McpError(MISSING_CAPABILITY, "tasks/* needs the %s extension in the request's client "
-                           "capabilities" % TASKS_EXTENSION, {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+                           "capabilities" % TASKS_EXTENSION, _NEEDS_TASKS)
         return self.tasks.get(params.get("taskId"), ctx)
 
     def tasks_get(self, params, ctx):
