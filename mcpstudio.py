@@ -2486,11 +2486,18 @@ def _masked_header(match):
     return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) else match.group(0)
 
 
-def mask_secrets(text):
-    """`text` (a command line, a URL, a log line) as people may paste it: URL passwords, query values and
-    the value of secret-looking options (`--api-key V`, `--token=V`, `API_KEY=V`) and headers
-    (`Authorization: Bearer V`, `X-Api-Key: V`) replaced by ***."""
-    return _HEADER_TEXT.sub(_masked_header, _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, text)))
+def mask_secrets(value, secrets=()):
+    """`value` (a command line, a URL, a log line; a list or object of them, item by item) as people may see it, in
+    status, the TUI, the manager tools and the audit log: each of `secrets` (the values the config or a call marks
+    secret), URL passwords, query values and the value of secret-looking options (`--api-key V`, `--token=V`,
+    `API_KEY=V`) and headers (`Authorization: Bearer V`, `X-Api-Key: V`) replaced by ***."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "***")
+        return _HEADER_TEXT.sub(_masked_header, _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, value)))
+    if isinstance(value, dict):
+        return {mask_secrets(key, secrets): mask_secrets(item, secrets) for key, item in value.items()}
+    return [mask_secrets(item, secrets) for item in value] if isinstance(value, list) else value
 
 
 class Log:
@@ -5207,12 +5214,11 @@ class AuditLog:
             log.error("audit log %s: cannot open it: %s", self.path, exc)
             return False
 
-    def write(self, entry, log: Log, secrets=()):
-        """Append `entry` (masked by `log`, and `secrets` too); False, said on stderr, when it could not be written."""
-        line = log.mask(json.dumps(entry, ensure_ascii=False, default=str))
-        for secret in secrets:
-            line = line.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "***")
-        line = (line + "\n").encode("utf-8", "replace")
+    def write(self, entry, log: Log, secrets):
+        """Append `entry` (masked by `log`'s secrets and `secrets` too); False, said on stderr, when it could not be
+        written."""
+        line = (json.dumps(mask_secrets(entry, log.secrets + secrets), ensure_ascii=False, default=str) + "\n").encode(
+            "utf-8", "replace")
         try:
             if os.fstat(self.open()).st_size + len(line) > self.max_bytes:
                 os.close(self.fd)
@@ -5363,7 +5369,8 @@ class Guard:
                 return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
                                   "(\"audit\": {\"required\": true})." % self.audit.path)
             confirm = chosen.get("confirm")
-            refusal = (confirm is True or (confirm == "destructive" and annotations.get("destructiveHint"))) and \
+            refusal = (confirm is True or confirm == "destructive" and annotations.get("readOnlyHint") is not True and
+                       annotations.get("destructiveHint") is not False) and \
                 await self._confirm(public, plan, arguments, ctx, ask, entry)
             if refusal:
                 return refusal
@@ -5424,15 +5431,15 @@ class Guard:
                                    if entry.get("refused") else "cached" if entry.get("cached") else "error" if failed
                                    else "ok", seconds)
             if self.audit and not asked:
-                client = ctx.session.client_info
+                client, named = ctx.session.client_info, [key for key in arguments if looks_secret(key) or key in hidden]
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
-                             arguments={key: "***" if looks_secret(key) or key in hidden else _clip(value, 1000)
-                                        if isinstance(value, str) else value for key, value in arguments.items()},
+                             arguments={key: "***" if key in named else _clip(value, 1000) if isinstance(value, str)
+                                        else value for key, value in arguments.items()},
                              exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
                              ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
-                self.audit.write(entry, self.log, [value for key, value in arguments.items() if (
-                    looks_secret(key) or key in hidden) and isinstance(value, str) and len(value) > 3])
+                self.audit.write(entry, self.log, [arguments[key] for key in named if isinstance(arguments[key], str)
+                                                   and len(arguments[key]) > 3])
 
 
 # --------------------------------------------------------------------------
@@ -5460,49 +5467,52 @@ SEARCH_LIMIT, SEARCH_MAX = 5, 20
 SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
 LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
+SERVER_WEIGHT = 0.3  # the share of its server's score (all its tools' names and descriptions as one text) a found tool gets
 STOP_WORDS = frozenset(
     "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
     "you your can could would should please want need some any all every do does did how what which whose where am "
-    "there their them then than so just also using use via about new everything something anything".split())
+    "there their them then than so just also using use via about everything something anything have has had was were "
+    "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
+    "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
 WORD_FAMILIES = """
-get fetch read retrieve show view load obtain see display look inspect detail describe open
+get fetch read retrieve show view load obtain see display look inspect detail describe open give
 list enumerate browse index overview show find
-create add make new insert post open start begin generate
-delete remove drop destroy erase trash purge discard forget
-update edit modify change set patch alter rename adjust
-search find query lookup locate grep filter seek discover google
-send post message notify reply dm chat tell ping announce
-history recent said conversation timeline catch
-run execute exec invoke launch trigger perform call
-navigate goto go visit url browse load
-click press tap hit select
-type fill enter input write put
-screenshot snapshot capture image picture photo
+create add make new insert post open start begin generate spin draft compose raise submit register
+delete remove drop destroy erase trash purge discard forget nuke rid clean
+update edit modify change set patch alter rename adjust tweak mark
+search find query lookup locate grep filter seek discover google hunt bing
+send post message notify reply dm chat tell ping announce shoot respond answer
+history recent said conversation timeline catch earlier
+run execute exec invoke launch trigger perform call kick fire
+navigate goto go visit url browse load head jump
+click press tap hit select pick choose
+type fill enter input write put paste
+screenshot snapshot capture image picture photo screengrab screencap shot
 record recording video screencast
-issue ticket bug task
+issue ticket bug task card story
 pr pull merge mr request
 repository repo project codebase
 file document doc text content
 folder directory dir path
-user member person people account profile who
+user member person people account profile who teammate colleague coworker someone everyone folk
 comment note remark annotation
 channel room conversation thread
 pod container deployment workload job
 log output trace console
-error exception crash failure problem event blow broken
+error exception crash failure problem event blow broken incident outage flaky
 analyze diagnose debug investigate cause root why explain troubleshoot
-status check ci build pass green red fail
+status check ci build pass green red fail health state compile
 scale replica resize grow increase more
-documentation docs doc manual guide reference wiki
+documentation docs doc manual guide reference wiki readme tutorial
 switch checkout
 whoami identity authenticated self login signed current who
 distance far travel drive duration
 contact lead customer person people
 company organization org business account
 deal opportunity sale pipeline
-scrape crawl extract download harvest
-table database db sql schema query row select column
-memory remember knowledge graph entity observation recall fact know note
+scrape crawl extract download harvest export dump
+table database db sql schema query row select column spreadsheet sheet csv postgres postgresql psql mysql sqlite
+memory remember knowledge graph entity observation recall fact know note remind
 think reason plan thought step reflect
 move rename relocate
 save store write persist keep
@@ -5516,13 +5526,13 @@ tab window page
 performance speed profile trace
 network request traffic http
 key value cache redis
-cluster namespace node kubectl kubernetes k8s
-release tag version
+cluster namespace node kubectl kubernetes k8s kube
+release tag version ship publish
 review approve
-close resolve finish complete
+close resolve finish complete wrap done
 upload attach
 size length count many
-summary summarize overview
+summary summarize overview tldr gist recap
 elevation altitude height high sea
 connect link relate relation associate association
 photo image media picture
@@ -5530,7 +5540,7 @@ say said comment review feedback
 title role job profile
 record object entry item
 agent autonomous independently own
-copy duplicate clone fork
+copy duplicate clone fork backup
 approve accept lgtm review
 dismiss cancel reject decline close
 back previous return undo revert rollback
@@ -5548,21 +5558,53 @@ paper research arxiv study
 alert monitor watch track
 phone mobile device viewport emulate
 library package framework sdk module
+stop halt kill terminate abort end shutdown
+hover mouseover
+drag drop dragndrop
+form field input
+dialog popup modal prompt alert
+chart graph plot diagram visualize
+team group squad
+toggle enable disable turn switch
+style css theme design
+template boilerplate scaffold skeleton
+install setup
+upgrade update bump
+uninstall remove
+rollout redeploy restart
+environment env stage
+convert transform translate
+reset clear wipe
+structure outline tree hierarchy layout
+sum add total calculate math arithmetic
+zip compress archive gzip
+option setting preference config configuration
+property field attribute column
+block paragraph section
+code source snippet
+reaction emoji react
+script javascript js evaluate eval
+time date clock today now deadline due schedule
+subscriber subscription follower
+info detail metadata
+resource asset
+batch bulk multiple many several
+priority severity urgent important
 """  # one family a line: words for the same action or thing
 
 
 def search_words(text, stems):
     """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
     (`stems`: the stems of the words seen so far)."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text).lower()
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})", " ", text).lower()
     return [stems.get(word) or stems.setdefault(word, _stem(word)) for word in re.findall(r"[a-z0-9]{2,}", spaced)
             if word not in STOP_WORDS]
 
 
 def _stem(word):
-    """A light stem: plurals, -ing, -ed and a last e (`issues`, `mapping`, `created`, `create` -> `issu`,
-    `map`, `creat`, `creat`)."""
-    word = re.sub(r"(?<=\w\w)ies$", "y", word)
+    """A light stem: plurals, -ing, -ed (-ied: -y), a last e and British -ise (`issues`, `mapping`, `created`,
+    `create`, `summarised` -> `issu`, `map`, `creat`, `creat`, `summariz`)."""
+    word = re.sub(r"(?<=\w\w)ie[sd]$", "y", re.sub(r"(?<=\w\w[iy])s(?=(?:e|ed|es|ing|ation)$)", "z", word))
     word = re.sub(r"(?<=\w\w)(?:(?<=ch|sh|ss|.x)es|(?<![siu])s)$", "", word)
     stem = re.sub(r"(?<=\w\w\w\w)ing$|(?<=\w\w\w)ed$", "", word)
     if stem != word:
@@ -5581,16 +5623,23 @@ def _families():
 
 class ToolIndex:
     """BM25F over tool definitions' weighted fields (pure). A query word also finds the words of its
-    families (another verb for the action, another noun for the thing) and the longer words it
-    begins, each for less: the best of a word's matches in a tool counts once."""
+    families (another verb for the action, another noun for the thing), the longer words it
+    begins and the words of five letters or more that begin it, each for less: the best of a word's
+    matches in a tool counts once. A found tool's server adds a share of its own score, as the
+    context of what the tool's words leave unsaid."""
 
     K1, B = 1.2, 0.75
 
     def __init__(self, tools):
         import math
         self.families, self.tools = _families(), tools
-        stems = {}
+        stems, texts, self.server_of = {}, {}, []  # server -> (its number, its tools' names and descriptions)
         fields = [[search_words(text, stems) for text in self._fields(tool)] for tool in tools]
+        for name, _, server, description, _ in map(self._fields, tools):
+            self.server_of.append(texts.setdefault(server, (len(texts), []))[0])
+            texts[server][1].append(name + " " + description)
+        self.servers = len(texts) > 1 and ToolIndex([{"name": server, "description": " ".join(parts)}
+                                                     for server, (_, parts) in texts.items()])
         averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
                     for column in range(len(SEARCH_FIELDS))]
         self.postings = {}  # word -> [(tool number, its score before idf)]
@@ -5623,7 +5672,7 @@ class ToolIndex:
         """The index's words a query word finds, each with the share of a match it is worth."""
         found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
         for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 else ():
-            if other.startswith(word):
+            if other.startswith(word) or word.startswith(other) and len(other) > 4:
                 found.setdefault(other, PREFIX_WEIGHT)
         if word in self.postings:
             found[word] = 1.0
@@ -5631,6 +5680,13 @@ class ToolIndex:
 
     def search(self, query, limit):
         """The best `limit` tools for `query`, best first (none when no word matches)."""
+        totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
+        for number in totals:
+            totals[number] += SERVER_WEIGHT * context.get(self.server_of[number], 0.0)
+        return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
+
+    def scores(self, query):
+        """Each matching tool's number and score."""
         totals = {}
         for word in dict.fromkeys(search_words(query, {})):
             best = {}
@@ -5640,7 +5696,7 @@ class ToolIndex:
                     best[number] = max(best.get(number, 0.0), score * idf)
             for number, score in best.items():
                 totals[number] = totals.get(number, 0.0) + score
-        return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
+        return totals
 
 
 SEARCH_DESCRIPTION = (
@@ -5904,6 +5960,11 @@ class Server:
         """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
         listing the first page built until a source changes."""
         tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
+        failed = "; ".join("server `%s` (%s) failed to start: %s" % (up.spec.id, up.spec.display(), up.last_error)
+                           for source in self.catalog.sources for up in getattr(source, "upstreams", {}).values()
+                           if up.state == "failed")
+        if failed and not tools:  # nothing listed because servers failed to start: why, not an empty list
+            raise McpError(SERVER_START_FAILED, failed)
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
@@ -6841,8 +6902,8 @@ def read_rules(loader, obj, where):
                     rules[key][-1] not in last or rules[key][0] % 1:
                 raise loader.error(_join(where, key), "expected %s" % example)
     if obj.get("confirm", False) not in (True, False, "destructive"):
-        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool "
-                           "annotated destructiveHint)")
+        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool not "
+                           "annotated readOnlyHint or destructiveHint false)")
     if "confirm" in obj:
         rules["confirm"] = obj["confirm"]
     return rules
@@ -8097,16 +8158,12 @@ def resource_covers(resource, server_url):
 
 
 def secure_url(url):
-    """https, or plain http to this machine: what a sign-in fetches or sends the browser to (RFC 8414, 9728)."""
+    """https, or plain http to this machine (a loopback address, localhost or *.localhost): what a sign-in fetches
+    or sends the browser to (RFC 8414, 9728)."""
     import urllib.parse
     parts = urllib.parse.urlsplit(url)
-    return parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname))
-
-
-def loopback_host(host):
-    """localhost, 127.x.x.x or ::1: where plain http and redirects are safe."""
-    host = (host or "").strip("[]").lower()
-    return host in ("localhost", "::1") or host.endswith(".localhost") or bool(re.fullmatch(r"127(\.\d+){3}", host))
+    host = parts.hostname or ""
+    return parts.scheme == "https" or parts.scheme == "http" and (_loopback(host) or host.endswith(".localhost"))
 
 
 def pkce_pair():
@@ -10309,7 +10366,7 @@ class ManagerTools:
     @staticmethod
     def shown(up, text):
         """`text` about `up` as a client may read it: secrets masked, and none of the server's env values."""
-        return mask_secrets(up.log.mask(Log(secrets=up.spec.env.values()).mask(text)))
+        return mask_secrets(text, Log(secrets=up.spec.env.values()).secrets + up.log.secrets)
 
     def status(self, up):
         """What servers_list says of one server."""
@@ -11248,7 +11305,7 @@ class Board:
         upstream = self.hub.upstreams.get(server_id)
         own = list(upstream.server_log.lines) if upstream else []
         mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
-        return [mask_secrets(self.log.mask(line)) for line in sorted(own + mentions, key=lambda line: line[:8])]
+        return [mask_secrets(line, self.log.secrets) for line in sorted(own + mentions, key=lambda line: line[:8])]
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -12975,8 +13032,11 @@ def call_command(words):
             return 1
     if raw:
         print(json.dumps(result, indent=2))
-    else:
-        _print_content(result.get("content"), sys.stderr if result.get("isError") else sys.stdout)
+    else:  # a kept output ends with its server, here with this call: how to see it all instead
+        _print_content([dict(block, text=re.sub(r"read them with resources/read \S+; the whole output is \S+", "rerun with "
+                                                "a larger --max-text (or the config's max_text) to see them", block["text"]))
+                        if "text" in block else block for block in result.get("content") or []
+                        if not str(block.get("uri")).startswith(OUTPUT_URI)], sys.stderr if result.get("isError") else sys.stdout)
         structured = result.get("structuredContent")
         texts = [b.get("text") for b in result.get("content") or [] if b.get("type") == "text"]
         if structured is not None and json.dumps(structured) not in [_json_or_text(t) for t in texts]:

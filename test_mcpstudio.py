@@ -8869,11 +8869,13 @@ class OAuthPartsTests(unittest.TestCase):
                 self.assertEqual(mcpstudio.resource_covers(resource, server), expected)
 
     def test_loopback_and_endpoints(self):
-        for host, expected in (("localhost", True), ("127.0.0.1", True), ("127.1.2.3", True), ("[::1]", True),
-                               ("app.localhost", True), ("example.com", False), ("127.0.0.1.evil.com", False),
-                               (None, False)):
-            with self.subTest(host=host):
-                self.assertEqual(mcpstudio.loopback_host(host), expected)
+        for url, expected in (("http://localhost:8/cb", True), ("http://127.0.0.1/", True), ("http://127.1.2.3", True),
+                              ("http://[::1]:9/", True), ("http://App.localhost/", True), ("https://example.com/", True),
+                              ("http://example.com/", False), ("http://127.0.0.1.evil.com/", False),
+                              ("http://127.999.0.1/", False), ("http://127.1/", False), ("http:///x", False),
+                              ("ftp://localhost/", False)):
+            with self.subTest(url=url):
+                self.assertEqual(mcpstudio.secure_url(url), expected)
         client = mcpstudio.OAuthClient("https://h.example/mcp", store=mcpstudio.TokenStore("x", tempfile.gettempdir()))
         self.assertEqual(client._check_endpoint({"token_endpoint": "http://localhost:9/token"}, "token_endpoint"),
                          "http://localhost:9/token")
@@ -9322,6 +9324,7 @@ class ToolIndexTests(unittest.TestCase):
         {"name": "chat__post_message", "description": "[chat] Post a message to a channel",
          "inputSchema": {"type": "object", "properties": {"channel_id": {"type": "string"}, "text": {}}}},
         {"name": "crm__searchObjects", "description": "[crm] Search contacts, companies and deals"},
+        {"name": "calc__get_sum", "description": "[calc] Returns the sum of two numbers"},
     ]
 
     def test_words(self):
@@ -9333,7 +9336,11 @@ class ToolIndexTests(unittest.TestCase):
                 ("Find the issues in my repositories", ["find", "issu", "repository"]),
                 ("mapping created pages", ["map", "creat", "pag"]),
                 ("status analysis string", ["status", "analysis", "string"]),
-                ("boxes branches", ["box", "branch"])):
+                ("boxes branches", ["box", "branch"]),
+                ("replied to the copies", ["reply", "copy"]),
+                ("summarise, organisation, analysed; analysis", ["summariz", "organization", "analyz", "analysis"]),
+                ("open PRs, their URLs", ["open", "pr", "url"]),
+                ("hey, I'll have it finished when it isn't busy, thanks", ["finish", "busy"])):  # a person's filler out
             self.assertEqual(mcpstudio.search_words(text, {}), words, text)
 
     def test_ranking(self):
@@ -9348,8 +9355,32 @@ class ToolIndexTests(unittest.TestCase):
                 ("go to example.com", "browser__navigate"),
                 ("tell the team channel the deploy is done", "chat__post_message"),
                 ("find a customer by email", "crm__searchObjects"),
-                ("screenshots", "browser__take_screenshot")):               # plural, and the title
+                ("screenshots", "browser__take_screenshot"),                # plural, and the title
+                ("total of 3 and 4", "calc__get_sum"),                      # families of the corpus's own words
+                ("navigation", "browser__navigate"),                        # a longer form of the author's word
+                ("respond to them", "chat__post_message")):
             self.assertEqual([tool["name"] for tool in index.search(query, 3)][:1], [first], query)
+
+    def test_a_persons_verbs(self):
+        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
+            ("files__read_file", "Read a file"), ("files__delete_file", "Delete a file"),
+            ("ci__run_workflow", "Run a workflow"), ("ci__create_workflow", "Create a workflow"))])
+        for query, first in (("nuke old.txt", "files__delete_file"), ("give me notes.txt", "files__read_file"),
+                             ("kick off the workflow", "ci__run_workflow"), ("spin up a workflow", "ci__create_workflow"),
+                             ("a new workflow", "ci__create_workflow"), ("submit a workflow", "ci__create_workflow")):
+            self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
+
+    def test_server_as_context(self):
+        """Of two tools alike, the one whose server's other tools speak of the query's words ranks first."""
+        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
+            ("web__query", "[web] Run a query"), ("db__query", "[db] Run a query"),
+            ("db__list_tables", "[db] List the tables of the SQL database"))])
+        names = [tool["name"] for tool in index.search("run a query on the sales database", 3)]
+        self.assertLess(names.index("db__query"), names.index("web__query"))
+        self.assertEqual([tool["name"] for tool in mcpstudio.ToolIndex(index.tools[:1]).search("query", 5)], ["web__query"])
+        index = mcpstudio.ToolIndex([{"name": "web__query", "description": "[web] Run a query"},
+                                     {"name": "postgres__query", "description": "[postgres] Run a query"}])
+        self.assertEqual(index.search("query the database", 1)[0]["name"], "postgres__query")  # a product's name, a family's word
 
     def test_limits_and_no_match(self):
         index = mcpstudio.ToolIndex(self.TOOLS)
@@ -9645,13 +9676,15 @@ class GuardTests(ScratchDir):
 
     def test_audit_cache_rate_limit_and_confirmation(self):
         # One line per call that ran, was cached, rate-limited, confirmed, refused or failed; secrets masked.
-        read_only = {"readOnlyHint": True}
+        read_only, additive = {"readOnlyHint": True}, {"destructiveHint": False}
         tools = [self.tool("look", annotations=read_only, cache={"ttl": 600}),
                  self.tool("fail", " 3", annotations=read_only, cache={"ttl": 600}),
-                 self.tool("burst", rateLimit={"calls": 2, "seconds": 10}),  # refused if the 3 calls take < 5 s
+                 self.tool("burst", annotations=additive, rateLimit={"calls": 2, "seconds": 10}),  # refused if < 5 s
                  self.tool("wipe", annotations={"destructiveHint": True}),
-                 self.tool("keyed", " {api_key}", environment={"GUARD_API_TOKEN": "${GUARD_API_TOKEN}"}),
+                 self.tool("keyed", " {api_key}", annotations=additive,
+                           environment={"GUARD_API_TOKEN": "${GUARD_API_TOKEN}"}),
                  {"name": "pin", "command_template": "%s %s %s {word} {code}" % (PY, self.counter, self.runs),
+                  "annotations": additive,
                   "parameters": {"word": {"type": "string"}, "code": {"type": "string", "secret": True}}}]
         env = dict(os.environ, GUARD_API_TOKEN="s3cr3t-value-42")
         with self.serve(tools, env=env, confirm="destructive") as server:
@@ -9721,6 +9754,20 @@ class GuardTests(ScratchDir):
         self.assertEqual((by_tool["pin"][0]["arguments"], by_tool["pin"][0]["argv"][-2:]), ({"word": "p", "code": "***"},
                                                                                           ["p", "***"]))
         self.assertTrue(all(line["ms"] >= 0 and line["bytes"] > 0 and line["time"] for line in lines))
+
+    def test_destructive_is_any_tool_not_read_only_nor_marked_harmless(self):
+        # The spec's destructiveHint defaults to true and means nothing on a read-only tool: "confirm":
+        # "destructive" asks for a tool with no annotations too (it ran unasked before).
+        tools = [self.tool("plain"), self.tool("wipe", annotations={"destructiveHint": True}),
+                 self.tool("look", annotations={"readOnlyHint": True, "destructiveHint": True}),
+                 self.tool("add", annotations={"destructiveHint": False}),
+                 self.tool("odd", annotations={"readOnlyHint": "yes"})]
+        with self.serve(tools, confirm="destructive") as server:
+            server.initialize()  # no elicitation: a tool that needs confirmation is not run
+            asked = {tool["name"]: "needs the user's confirmation" in text_of(server.call(tool["name"], {"word": tool["name"]}))
+                     for tool in tools}
+        self.assertEqual(asked, {"plain": True, "wipe": True, "look": False, "add": False, "odd": True})
+        self.assertEqual(sorted(self.ran()), ["add", "look"])
 
     def test_cache_needs_a_read_only_tool(self):
         # A tool-level cache on a tool not annotated read-only is refused at startup, naming the key.
@@ -11515,6 +11562,67 @@ class TemplateFileFieldTests(ScratchDir):
                 self.assertFalse(result["isError"], result)
                 self.assertEqual(text_of(result).split()[0], "5")
                 self.assertEqual(os.path.basename(text_of(result).split()[1]), "a.txt")
+
+
+class LeftoverTests(ScratchDir):
+    """Stop 34's "noticed and left alone", each driven as a person or client would."""
+
+    def test_inspect_of_a_dead_url_fails_naming_it(self):
+        # Nothing listens on the port: inspect exited 0 with an empty list; now it fails naming the URL and why.
+        port = free_port()
+        url = "http://127.0.0.1:%d/mcp" % port
+        out = subprocess.run(SERVER + ["inspect", "--url", url], capture_output=True, text=True, timeout=WAIT,
+                             stdin=subprocess.DEVNULL)
+        self.assertNotEqual(out.returncode, 0, out.stdout)
+        self.assertIn("error: server `127_0_0_1_%d` (%s) failed to start: the connection failed" % (port, url), out.stderr)
+        self.assertNotIn("tools (0)", out.stdout)
+
+    def test_one_secret_rule_masks_the_union(self):
+        # What status/the TUI/servers_list masked (URLs, secret-looking options and headers) and what the audit
+        # masked (values marked secret, also inside lists and objects) are masked by the one mask_secrets.
+        for value, secrets, expected in (
+                ("npx r https://u:pw@h/mcp?key=k1 --api-key a1 --token=t1 API_KEY=e1 --name n", (),
+                 "npx r https://u:***@h/mcp?key=*** --api-key *** --token=*** API_KEY=*** --name n"),
+                ("--header 'Authorization: Bearer b1'", (), "--header 'Authorization: Bearer ***'"),
+                ("ran hunter2 and hunter2", ("hunter2",), "ran *** and ***"),
+                ({"argv": ["curl", "--password=p1", "https://me:p2@h/x", "hunter2"], "arguments": {"q": ["a hunter2"], "hunter2": 1},
+                  "exitCode": 0, "error": None, "isError": False},
+                 ("hunter2",), {"argv": ["curl", "--password=***", "https://me:***@h/x", "***"],
+                                "arguments": {"q": ["a ***"], "***": 1}, "exitCode": 0, "error": None, "isError": False}),
+                ("Content-Type: text/plain --verbose 12:30", ("absent",), "Content-Type: text/plain --verbose 12:30")):
+            with self.subTest(value=value):
+                self.assertEqual(mcpstudio.mask_secrets(value, secrets), expected)
+
+    def test_the_audit_line_masks_what_status_masks(self):
+        # A password in a URL argument and a literal --password=V in the command were written to the audit log in
+        # clear: the audit masked only values of secret-named or writeOnly arguments and the config's secrets.
+        show = self.script("show.py", "import sys\nprint(len(sys.argv))\n", False)
+        audit, path = os.path.join(self.dir, "audit.jsonl"), os.path.join(self.dir, "audit.json")
+        with open(path, "w") as f:
+            json.dump({"audit": {"file": audit}, "tools": [
+                {"name": "fetch", "command": "%s %s {url} {api_key} --password=literal-7355608" % (PY, show)}]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.initialize()
+            result = server.call("fetch", {"url": "https://me:pw-7355608@example.com/x", "api_key": "k"})
+            self.assertEqual(text_of(result), "4\n")
+        with open(audit, encoding="utf-8") as f:
+            text = f.read()
+        self.assertNotIn("7355608", text)
+        line = json.loads(text)
+        self.assertEqual(line["argv"][2:], ["https://me:***@example.com/x", "k", "--password=***"])
+        self.assertEqual(line["arguments"], {"url": "https://me:***@example.com/x", "api_key": "***"})
+
+    def test_calls_cut_output_says_how_to_see_it_all(self):
+        # The note named a kept output (and `call` a link to it) that the exited server could no longer serve.
+        lines = self.script("lines.py", "import sys\nprint('\\n'.join(map(str, range(int(sys.argv[1])))))\n", False)
+        for budget, expected in (("100", "rerun with a larger --max-text (or the config's max_text) to see them"),
+                                 ("100000", "299\n")):
+            mode = ["--max-text", budget, "--name", "lines", PY, lines, "{n}"]
+            out = subprocess.run(SERVER + ["call", "lines", "n=300"] + mode, capture_output=True, text=True, timeout=WAIT,
+                                 stdin=subprocess.DEVNULL)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn(expected, out.stdout)
+            self.assertNotIn("mcpstudio://", out.stdout)
 
 
 class ProtocolFuzzer:

@@ -103,11 +103,12 @@ def timed(runs: int, action, *args) -> float:
     return statistics.median(samples)
 
 
-def config(folder: str, servers: list, mode: str) -> str:
+def config(folder: str, servers: dict, mode: str) -> str:
+    """A config of `servers` (config key -> the SERVER argument of toolsearch_upstream.py)."""
     path = os.path.join(folder, "%s-%d.json" % (mode, len(servers)))
     with open(path, "w") as f:
-        json.dump({"toolSearch": mode, "mcpServers": {server: {"command": sys.executable, "args": [
-            UPSTREAM, os.path.join(DATA, "corpus.json"), server], "eager": True} for server in servers}}, f)
+        json.dump({"toolSearch": mode, "mcpServers": {key: {"command": sys.executable, "args": [
+            UPSTREAM, os.path.join(DATA, "corpus.json"), server], "eager": True} for key, server in servers.items()}}, f)
     return path
 
 
@@ -115,7 +116,9 @@ def serving(corpus: dict, runs: int) -> dict:
     figures = {}
     with tempfile.TemporaryDirectory() as folder:
         os.environ["XDG_CACHE_HOME"] = folder
-        for label, servers in (("corpus", list(corpus)), ("synthetic", ["synthetic:10000"])):
+        # 10,000 synthetic tools from two servers: mcpstudio keeps 5,000 of one upstream's listing.
+        synthetic = {"synthetic1": "synthetic:5000", "synthetic2": "synthetic:5000"}
+        for label, servers in (("corpus", {server: server for server in corpus}), ("synthetic", synthetic)):
             full = Client(config(folder, servers, "off"))
             figures[label + " tools"], figures[label + " full bytes"] = full.listing()
             figures[label + " full ms"] = timed(runs if label == "corpus" else 3, full.listing)  # 10,000: seconds each
