@@ -1584,23 +1584,11 @@ class _Yaml:
             trailing += 1
         if not rows:
             return "\n" * trailing if chomp == "+" else ""
-        out, previous, empties = [], None, 0
-        for row in rows:
-            if row is None:
-                if previous is None:
-                    out.append("\n")
-                else:
-                    empties += 1
-                continue
-            if previous is not None:
-                if folded and previous[:1] not in (" ", "\t") and row[:1] not in (" ", "\t"):
-                    out.append("\n" * empties or " ")
-                else:
-                    out.append("\n" * (empties + 1))
-            out.append(row)
-            previous, empties = row, 0
-        tail = {"-": "", "+": "\n" * (trailing + 1)}.get(chomp, "\n")
-        return "".join(out) + tail
+        text = "\n".join(row or "" for row in rows)
+        if folded:  # a line break between two lines that are not more indented: a space, or one of several goes
+            text = re.sub(r"^([^ \t\n].*)\n(\n*)(?=[^ \t\n])", lambda match: match.group(1) + (match.group(2) or " "),
+                          text, flags=re.M)
+        return text + {"-": "", "+": "\n" * (trailing + 1)}.get(chomp, "\n")
 
     def flow_value(self, col):
         """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
