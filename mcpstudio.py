@@ -1307,6 +1307,7 @@ _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\
                  "L": "\u2028", "P": "\u2029", "x": 2, "u": 4, "U": 8}
 
 
+_YAML_BLANKS = r"[ \t]*\n[ \t\n]*|[ \t]+"  # in a quoted value: a line break with the blanks around it, or blanks
 _FLOW_PLAIN = re.compile(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+")
 
 
@@ -1606,56 +1607,28 @@ class _Yaml:
 
     def quoted(self, text, j):
         """A 'single' or "double" quoted scalar starting at text[j]: (value, index after it)."""
-        quote, out, blanks = text[j], [], ""
-        j += 1
-        while True:
-            if j >= len(text):
-                raise self.error("a %s-quoted value has no closing %s" % (
-                    "double" if quote == '"' else "single", quote))
-            c = text[j]
-            if c == quote:
-                if quote == "'" and text[j + 1:j + 2] == "'":
-                    out.append(blanks + "'")
-                    blanks, j = "", j + 2
-                    continue
-                out.append(blanks)
-                return "".join(out), j + 1
-            if c in " \t":
-                blanks += c
-                j += 1
-            elif c == "\n":  # a line break folds to a space, each empty line to a newline
-                blanks, j = "", j + 1
-                breaks = 0
-                while True:
-                    while j < len(text) and text[j] in " \t":
-                        j += 1
-                    if text[j:j + 1] != "\n":
-                        break
-                    breaks, j = breaks + 1, j + 1
-                out.append("\n" * breaks or " ")
-            elif c == "\\" and quote == '"':
-                out.append(blanks)
-                blanks = ""
-                e = text[j + 1:j + 2]
-                if e == "\n":  # an escaped line break joins the lines
-                    j += 2
-                    while j < len(text) and text[j] in " \t":
-                        j += 1
-                    continue
-                code = _YAML_ESCAPES.get(e)
-                if code is None:
-                    raise self.error("unknown escape \\%s in a double-quoted value" % e)
-                if isinstance(code, int):
-                    digits = text[j + 2:j + 2 + code]
-                    if not re.fullmatch(r"[0-9a-fA-F]{%d}" % code, digits) or int(digits, 16) > 0x10FFFF:
-                        raise self.error("\\%s needs %d hex digits of a code point" % (e, code))
-                    j += code
-                    code = chr(int(digits, 16))
-                out.append(code)
-                j += 2
-            else:
-                out.append(blanks + c)
-                blanks, j = "", j + 1
+        quote = text[j]
+        closed = re.compile(r"'((?:[^']|'')*)'(?!')" if quote == "'" else r'"((?:[^"\\]|\\.)*)"', re.S).match(text, j)
+
+        def replace(found):
+            piece = found.group()
+            if piece[0] != "\\":  # a line break folds to a space, each empty line to a newline
+                return "\n" * (piece.count("\n") - 1) or " " if "\n" in piece else piece
+            if piece[1:2] == "\n":  # an escaped line break joins the lines
+                return ""
+            code = _YAML_ESCAPES.get(piece[1:2])
+            if code is None:
+                raise self.error("unknown escape \\%s in a double-quoted value" % piece[1:2])
+            if isinstance(code, int):
+                if not re.fullmatch(r"[0-9a-fA-F]{%d}" % code, piece[2:]) or int(piece[2:], 16) > 0x10FFFF:
+                    raise self.error("\\%s needs %d hex digits of a code point" % (piece[1], code))
+                code = chr(int(piece[2:], 16))
+            return code
+        escapes = r"\\\n[ \t]*|\\(?:x.{0,2}|u.{0,4}|U.{0,8}|.?)|" if quote == '"' else ""
+        value = re.sub(escapes + _YAML_BLANKS, replace, closed.group(1) if closed else text[j + 1:], flags=re.S)
+        if not closed:
+            raise self.error("a %s-quoted value has no closing %s" % ("double" if quote == '"' else "single", quote))
+        return value.replace("''", "'") if quote == "'" else value, closed.end()
 
     def flow(self, text, j):
         """A [ ] or { } collection starting at text[j]: (value, index after it)."""
