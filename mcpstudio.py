@@ -6348,42 +6348,17 @@ _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type",
 _SCRIPTS_KEYS = ("path", "include", "exclude")
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
 _PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array", "file")
+_JSON_STRING = r'"(?:[^"\\]|\\.)*"?'  # to its closing quote, or the end of an unfinished one
 _ENV_REFERENCE = re.compile(
     r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
 
 
 def strip_json_comments(text):
-    """Blank out // and /* */ comments and trailing commas, keeping every line and column."""
-    def outside_strings(text, handle):
-        out, i, n = [], 0, len(text)
-        while i < n:
-            if text[i] == '"':
-                end = i + 1
-                while end < n and text[end] != '"':
-                    end += 2 if text[end] == "\\" else 1
-                out.append(text[i:end + 1])
-                i = end + 1
-            else:
-                i = handle(text, i, out)
-        return "".join(out)
-
-    def comment(text, i, out):
-        if text.startswith("//", i):
-            end = text.find("\n", i)
-            end = len(text) if end < 0 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = len(text) if end < 0 else end + 2
-        else:
-            out.append(text[i])
-            return i + 1
-        out.append(re.sub(r"[^\n]", " ", text[i:end]))
-        return end
-
-    def trailing_comma(text, i, out):
-        out.append(" " if text[i] == "," and re.match(r"\s*[\]}]", text[i + 1:i + 4096]) else text[i])
-        return i + 1
-    return outside_strings(outside_strings(text, comment), trailing_comma)
+    """Blank out // and /* */ comments and trailing commas, keeping every line and column (strings kept whole)."""
+    def blank(match):
+        return match.group() if match.group()[:1] == '"' else re.sub(r"[^\n]", " ", match.group())
+    text = re.sub(_JSON_STRING + r"|//[^\n]*|/\*(?:.*?\*/|.*)", blank, text, flags=re.S)
+    return re.sub(_JSON_STRING + r"|,(?=\s{0,4094}[\]}])", blank, text, flags=re.S)
 
 
 class ConfigLoader:
