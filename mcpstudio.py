@@ -1308,6 +1308,7 @@ _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\
 
 
 _YAML_BLANKS = r"[ \t]*\n[ \t\n]*|[ \t]+"  # in a quoted value: a line break with the blanks around it, or blanks
+_FLOW_SPACE = re.compile(r"(?:[ \t\n]|(?<![^ \t\n])#[^\n]*)*")  # a comment starts the text or follows a blank
 _FLOW_PLAIN = re.compile(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+")
 
 
@@ -1666,14 +1667,8 @@ class _Yaml:
                     closing, repr(text[j]) if j < len(text) else "the end of the frontmatter"))
 
     def flow_space(self, text, j):
-        while j < len(text):
-            if text[j] in " \t\n":
-                j += 1
-            elif text[j] == "#" and (j == 0 or text[j - 1] in " \t\n"):
-                j = text.find("\n", j) % (len(text) + 1)  # -1 (no line break): the end
-            else:
-                break
-        return j
+        """The index past the blanks, line breaks and comments at text[j]."""
+        return _FLOW_SPACE.match(text, j).end()
 
     def flow_node(self, text, j):
         if j >= len(text) or text[j] in ",]}":
