@@ -1246,19 +1246,11 @@ def _render_pieces(pieces, arguments, parts):
 
 def _closing_bracket(word, start):
     """Index of the `]` that closes the `[` at `start` (0 if none)."""
-    depth, i = 0, start
-    while i < len(word):
-        char = word[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
+    depth = 0
+    for match in re.finditer(r"\\.|\[|\]", word[start:], re.S):
+        depth += {"[": 1, "]": -1}.get(match.group(), 0)
+        if depth == 0 and match.group() == "]":
+            return start + match.start()
     return 0
 
 
@@ -1451,13 +1443,9 @@ class _Yaml:
                 end = self.quoted(text, 0)[1]
             except FrontmatterError:
                 return False
-            after = text[end:].lstrip(" \t")
-        else:
-            match = re.search(r":(?=[ \t]|$)", text)
-            if not match or re.search(r"[ \t]#", text[:match.start()]) or text[:1] in "[{#":
-                return False
-            after = text[match.start():]
-        return after[:1] == ":" and after[1:2] in ("", " ", "\t")
+            return bool(re.match(r"[ \t]*:([ \t]|$)", text[end:]))
+        match = re.search(r":(?=[ \t]|$)", text)
+        return bool(match) and not re.search(r"[ \t]#", text[:match.start()]) and text[:1] not in "[{#"
 
     def key(self, n):
         """The key of the mapping line at column `n`, and the column after its `:`."""
