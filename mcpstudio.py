@@ -3850,24 +3850,18 @@ def as_text_where_strings(arguments, schema):
     it would only cost a retry.
     """
     properties = schema.get("properties", {})
-    out = None
+    out = dict(arguments)
     for key, value in arguments.items():
         prop = properties.get(key) or {}
         kind = prop.get("type")
         if kind == "string" and isinstance(value, (int, float)):
-            new = _text(value)
+            out[key] = _text(value)
         elif kind in ("integer", "number") and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
             number = float(value)
-            new = int(number) if kind == "integer" and number.is_integer() and "." not in value else number
-        elif (prop.get("type") == "array" and (prop.get("items") or {}).get("type") == "string"
-              and isinstance(value, list) and any(isinstance(v, (int, float)) for v in value)):
-            new = [_text(v) if isinstance(v, (int, float)) else v for v in value]
-        else:
-            continue
-        if out is None:
-            out = dict(arguments)
-        out[key] = new
-    return arguments if out is None else out
+            out[key] = int(number) if kind == "integer" and number.is_integer() and "." not in value else number
+        elif kind == "array" and (prop.get("items") or {}).get("type") == "string" and isinstance(value, list):
+            out[key] = [_text(v) if isinstance(v, (int, float)) else v for v in value]
+    return out
 
 
 def _argument_help(tool, problems, schema):
@@ -6557,11 +6551,11 @@ class ConfigLoader:
         key = "command" if "command" in spec else "command_template"
         template = self.template(self.get(spec, key, str, where), _join(where, key))
         shell = self.get(spec, "shell", bool, where, False)
-        if shell and template.substituted:
-            raise self.error(_join(where, key), "`%s` stands inside $( ) or backticks, where a value cannot be "
-                             "quoted safely; pass it as its own word and let the script use it"
-                             % template.substituted[0])
         if shell:
+            if template.substituted:
+                raise self.error(_join(where, key), "`%s` stands inside $( ) or backticks, where a value cannot be "
+                                 "quoted safely; pass it as its own word and let the script use it"
+                                 % template.substituted[0])
             try:
                 template.check_code(shell=True)
             except TemplateError as exc:
