@@ -2985,6 +2985,12 @@ _YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
 _MENU = re.compile(r"^[ \t]*(\d+)[.):][ \t]+(\S.*)", re.M)
 
 
+def elicitation_form(message, properties):
+    """elicitation/create params: a form that asks for each of `properties` (JSON schemas by name)."""
+    return {"mode": "form", "message": message,
+            "requestedSchema": {"type": "object", "properties": properties, "required": list(properties)}}
+
+
 def prompt_form(tail):
     """(prompt, schema) for the question a command's output `tail` ends with (its unfinished last line): a yes/no
     prompt asks a boolean, one right after numbered lines an enum of them, others a string; a secret's schema is None."""
@@ -3061,8 +3067,7 @@ class PromptWatch(OutputFeed):
                             "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
                             "tool), or set \"interactive\": false." % said)
         else:
-            form = {"mode": "form", "message": text[-1000:], "requestedSchema": {
-                "type": "object", "properties": {"answer": dict(schema, title=prompt)}, "required": ["answer"]}}
+            form = elicitation_form(text[-1000:], {"answer": dict(schema, title=prompt)})
             try:
                 answer = await (ctx.prompts.ask(ctx, "elicitation/create", form) if ctx.modern else
                                 ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
@@ -3699,9 +3704,8 @@ class CommandTool:
         missing = [key for key in self.asked if key not in arguments]
         if not missing:
             return None
-        properties = {key: dict(self.schema["properties"][key], title=key) for key in missing}
-        return {"mode": "form", "message": "; ".join("%s: %s" % (key, self.asked[key]) for key in missing),
-                "requestedSchema": {"type": "object", "properties": properties, "required": missing}}
+        return elicitation_form("; ".join("%s: %s" % (key, self.asked[key]) for key in missing),
+                                {key: dict(self.schema["properties"][key], title=key) for key in missing})
 
     def definition(self):
         """The MCP Tool object clients list: name, description, inputSchema, annotations."""
@@ -5340,8 +5344,7 @@ class Guard:
             return tool_error("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
                               "(it declared no elicitation capability). To run it without asking, set \"confirm\": "
                               "false on this tool in the config." % (public, what))
-        answer = await ask({"mode": "form", "message": "Allow %s to %s?" % (public, what), "requestedSchema": {
-            "type": "object", "properties": {"run": {"type": "boolean", "title": "Run it"}}, "required": ["run"]}})
+        answer = await ask(elicitation_form("Allow %s to %s?" % (public, what), {"run": {"type": "boolean", "title": "Run it"}}))
         if answer.get("resultType") == "input_required":
             return answer
         entry["confirmed"] = answer.get("action") == "accept" and (answer.get("content") or {}).get("run") is True
