@@ -755,7 +755,7 @@ class _CodeCheck:
         self._walk(0)
 
     def _refuse(self, index, text):
-        if self.problem is None and index < len(self.words) and _has_field(self.words[index]):
+        if not self.problem and index < len(self.words) and _has_field(self.words[index]):
             word = self.words[index]
             self.problem = text % {"name": _first_field(word), "word": "".join(_piece_text(p) for p in word)}
 
@@ -780,7 +780,7 @@ class _CodeCheck:
         letters or an option's name (`-{x}`, `--{x}`) is refused, and so is any field after a long
         option not in `long_takes` or `long_flags` (when given) that may take the next word."""
         words = self.words
-        while index < len(words) and self.problem is None:
+        while index < len(words) and not self.problem:
             text, field = _lead_text(words[index]), _has_field(words[index])
             if text == "--" and not field:
                 return index + 1
@@ -858,7 +858,7 @@ class _CodeCheck:
 
     def _walk(self, index):
         words = self.words
-        while index < len(words) and self.problem is None:
+        while index < len(words) and not self.problem:
             lead = _lead_text(words[index])
             assignment = _ASSIGNMENT.match(lead)
             if assignment:  # NAME=value before the command (env, sudo, a shell script)
@@ -2050,15 +2050,15 @@ def exec_problem(argv, env=None, cwd=None, batch=None):
     the words after a .bat or .cmd program."""
     for index, word in enumerate(argv):
         problem = _os_text_problem(word)
-        if problem is None and index:
+        if not problem and index:
             problem = batch_problem(argv[0], word, batch)
-        if problem is not None:
+        if problem:
             return "%s %s" % ("the command" if index == 0 else "word %d of the command line" % index, problem)
     for key, value in (env or {}).items():
         problem = _os_text_problem(key) or _os_text_problem(value)
-        if problem is None and (not key or "=" in key):
+        if not problem and (not key or "=" in key):
             problem = "is empty or holds an =" if not key else "holds an ="
-        if problem is not None:
+        if problem:
             return "the environment variable %s %s" % (json.dumps(key), problem)
     problem = _os_text_problem(cwd) if cwd is not None else None
     return None if problem is None else "the working folder %s" % problem
@@ -2215,9 +2215,9 @@ class ProcessRunner:
         loop = asyncio.get_running_loop()
         argv = _resolve_program(argv, env)
         problem = exec_problem(argv, env, cwd)
-        if problem is not None:
+        if problem:
             return ProcessResult(argv, "error", error=problem)
-        if self.room and not self.room.is_set():
+        if self.room:
             await self.room.wait()  # the client is not reading what we wrote: start nothing new
         started = time.monotonic()
         try:
@@ -2284,7 +2284,7 @@ class ProcessRunner:
         Raises ValueError (a clear sentence) for a value no process can receive, OSError if it cannot start."""
         argv = _resolve_program(argv, env)
         problem = exec_problem(argv, env, cwd)
-        if problem is not None:
+        if problem:
             raise ValueError(problem)
         transport, protocol, cancelled = await self._spawn(
             protocol_factory, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -3046,7 +3046,7 @@ class PromptWatch(OutputFeed):
             if reply is None:
                 break
             pipe.write(reply.encode() + b"\n")
-        if self.problem is None:
+        if not self.problem:
             pipe.write_eof()
         else:
             _signal_group(pid, hard=False)
@@ -4204,7 +4204,6 @@ class ScriptDirectory(Source):
         for rel, (path, _size, mtime) in sorted(found.items()):
             entry = self._known[path]
             problem = entry.get("error")
-            tool = None
             if problem is None:
                 previous = old.get(rel)
                 name = names[rel]
