@@ -1546,13 +1546,13 @@ class _Yaml:
                              "comment may follow" % header[0])
         folded, chomp = match.group(1) == ">", match.group(2) or match.group(4)
         indent = n + int(match.group(3)) if match.group(3) else None
-        rows, lead = [], 0  # text of each line, None for an empty one; the longest leading empty line
+        rows, lead = [], 0  # text of each line ("" for an empty one: no other is); the longest leading empty line
         self.i += 1
         while self.i < len(self.lines):
             line = self.lines[self.i]
             spaces = len(line) - len(line.lstrip(" "))
             if not line.strip(" ") and (indent is None or spaces <= indent):
-                rows.append(None)
+                rows.append("")
                 lead = max(lead, spaces) if indent is None else lead
             else:
                 if indent is None:
@@ -1566,7 +1566,7 @@ class _Yaml:
                     break
                 rows.append(line[indent:])
             self.i += 1
-        while rows and rows[-1] is None:  # trailing empty lines are kept only by `+`
+        while rows and not rows[-1]:  # trailing empty lines are kept only by `+`
             rows.pop()
             self.i -= 1
         trailing = 0
@@ -1574,7 +1574,7 @@ class _Yaml:
             trailing += 1
         if not rows:
             return "\n" * trailing if chomp == "+" else ""
-        text = "\n".join(row or "" for row in rows)
+        text = "\n".join(rows)
         if folded:  # a line break between two lines that are not more indented: a space, or one of several goes
             text = re.sub(r"^([^ \t\n].*)\n(\n*)(?=[^ \t\n])", lambda match: match.group(1) + (match.group(2) or " "),
                           text, flags=re.M)
