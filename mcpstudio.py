@@ -1723,6 +1723,14 @@ if _POSIX:
     def _is_executable(path):
         return os.access(path, os.X_OK)
 
+    def _process_alive(pid):
+        """Whether our process `pid` runs (PermissionError: the pid went to another user's process)."""
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+
     def _resolve_program(argv, env):
         return argv  # execvp searches the child's PATH itself
 
@@ -1861,6 +1869,13 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
 
     def _group_alive(pid):
         return False  # Windows cannot poll a group; taskkill /T at stop time is all there is
+
+    def _process_alive(pid):
+        """Whether OpenProcess finds `pid`: os.kill(pid, 0) would end the process here. (A process that
+        exited is found while its parent still holds a handle to it.)"""
+        import ctypes
+        handle = ctypes.windll.kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        return bool(handle and ctypes.windll.kernel32.CloseHandle(handle))  # CloseHandle: nonzero
 
     def _is_executable(path):
         """An extension in PATHEXT that CreateProcess can start (not .js or .vbs, which need a host)."""
@@ -4272,12 +4287,8 @@ class ScriptDirectory(Source):
 
     def _save_cache(self):
         try:
-            os.makedirs(os.path.dirname(self.cache_path), exist_ok=True)
-            tmp = "%s.%d.tmp" % (self.cache_path, os.getpid())
-            lasting = {path: entry for path, entry in self._known.items() if not entry.get("transient")}
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"format": CACHE_FORMAT, "root": self.root, "scripts": lasting}, f)
-            os.replace(tmp, self.cache_path)
+            write_private_json(self.cache_path, {"format": CACHE_FORMAT, "root": self.root, "scripts": {
+                path: entry for path, entry in self._known.items() if not entry.get("transient")}})
         except OSError as exc:
             self.log.debug("cannot write the discovery cache %s: %s", self.cache_path, exc)
 
@@ -5266,6 +5277,61 @@ class CallMetrics:
         return "\n".join(lines) + "\n"
 
 
+class RunningStats:
+    """A running `serve`'s CallMetrics for `status` and the TUI, other processes: one JSON file a serving
+    process in the user's cache folder, written atomically a second after a call (a one-shot timer, none
+    while idle) and removed at exit. A file whose process is gone is removed by the reader that finds it."""
+
+    def __init__(self, metrics: CallMetrics, config, transport):
+        import atexit
+        atexit.register(self.close)
+        self.metrics, self.timer = metrics, None
+        self.path = os.path.join(user_cache_dir(), "running-%d.json" % os.getpid())
+        self.head = {"pid": os.getpid(), "started": _iso(time.time()), "transport": transport,
+                     "config": config and os.path.realpath(config)}
+
+    def changed(self):
+        """A call was counted: write a second later (once for every call of that second)."""
+        if not self.timer:
+            self.timer = asyncio.get_running_loop().call_later(1, self.write)
+
+    def write(self):
+        self.timer = None
+        try:
+            write_private_json(self.path, dict(self.head, tools=self.metrics.summary()))
+        except OSError:
+            pass  # status shows no counters; the call is served all the same
+
+    def close(self):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+    @staticmethod
+    def running(config):
+        """The snapshots of the live serving processes of `config`."""
+        import glob
+        for path in sorted(glob.glob(os.path.join(user_cache_dir(), "running-*.json"))):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    snapshot = json.load(f)
+                if not _process_alive(snapshot["pid"]):
+                    os.unlink(path)
+                elif snapshot["config"] == os.path.realpath(config):
+                    yield snapshot
+            except (OSError, ValueError):
+                pass  # removed meanwhile
+
+    @staticmethod
+    def table(tools):
+        """`status`'s lines for a snapshot's `tools` (CallMetrics.summary): a header, then a row a tool."""
+        width = max(map(len, ["TOOL", *tools]))
+        return ["%-*s  CALLS ERRORS LIMITED CACHED REFUSED  P50 MS  P90 MS  P99 MS" % (width, "TOOL")] + [
+            "%-*s %6s %6s %7s %6s %7s %7s %7s %7s" % (width, tool, *counts.values())
+            for tool, counts in sorted(tools.items())]
+
+
 class Guard:
     """The one policy step every tool call passes: rate limit, confirmation, cache, run, audit, counters.
 
@@ -5275,6 +5341,7 @@ class Guard:
     def __init__(self, log: Log, rules=None, audit: AuditLog | None = None):
         self.log, self.rules, self.audit = log, rules or {}, audit
         self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
+        self.stats = None  # RunningStats: `serve` publishes the metrics for `status` and the TUI
         self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
         self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
 
@@ -5370,7 +5437,9 @@ class Guard:
                 self.metrics.count(entry.get("method", name), "rateLimited" if entry.get("rateLimited") else "refused"
                                    if entry.get("refused") else "cached" if entry.get("cached") else "error" if failed
                                    else "ok", seconds)
-            if self.audit and not asked:
+                if self.stats:
+                    self.stats.changed()
+            if self.audit is not None and not asked:
                 client, named = ctx.session.client_info, [key for key in arguments if looks_secret(key) or key in hidden]
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
@@ -8096,6 +8165,26 @@ def oauth_folder():
     return os.path.join(os.path.dirname(default_config_path()), "oauth")
 
 
+def write_private_json(path, data):
+    """Write `data` as JSON atomically through a new file of an unpredictable name, mode 0600 in a folder made
+    0700 (on Windows the user's profile folder guards it); the temporary file never outlives a failure. Sign-ins,
+    listing and discovery caches, and RunningStats are written so."""
+    import secrets
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if _POSIX:
+        os.chmod(folder, 0o700)
+    temporary = "%s.%s.tmp" % (path, secrets.token_hex(8))
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(temporary, path)
+    except BaseException:
+        os.remove(temporary)
+        raise
+
+
 class TokenStore:
     """One server's sign-in on disk: its client registration and tokens, in a file only the user can read."""
 
@@ -8117,22 +8206,7 @@ class TokenStore:
         return data if isinstance(data, dict) and data.get("url") == self.url else {}
 
     def save(self, data):
-        """Write atomically through a new file of an unpredictable name, mode 0600 in a folder made 0700
-        (on Windows the user's profile folder guards it); the temporary file never outlives a failure."""
-        import secrets
-        folder = os.path.dirname(self.path)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        if _POSIX:
-            os.chmod(folder, 0o700)
-        temporary = "%s.%s.tmp" % (self.path, secrets.token_hex(8))
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(dict(data, url=self.url), f, indent=2)
-            os.replace(temporary, self.path)
-        except BaseException:
-            os.remove(temporary)
-            raise
+        write_private_json(self.path, dict(data, url=self.url))
 
     def delete(self):
         try:
@@ -9304,13 +9378,8 @@ class ListingCache:
 
     def write(self, listing, server_key):
         """Save a server's listing for the next start (errors are logged, never raised)."""
-        entry = dict(listing, format=UPSTREAM_CACHE_FORMAT, server=server_key, saved=time.time())
         try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            tmp = "%s.%d.tmp" % (self.path, os.getpid())
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(entry, f)
-            os.replace(tmp, self.path)
+            write_private_json(self.path, dict(listing, format=UPSTREAM_CACHE_FORMAT, server=server_key, saved=time.time()))
         except OSError as exc:
             self.log.debug("cannot write the tools cache %s: %s", self.path, exc)
 
@@ -11024,10 +11093,9 @@ def status_command(path, log: Log, options):
     return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"])
 
 
-def print_status(path, plan: UpstreamPlan, requested, checks=None, cache_dir=None, log=None,
-                 search=(None, TOOL_SEARCH_THRESHOLD)):
-    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search."""
-    cache_dir = cache_dir or user_cache_dir()
+def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD)):
+    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search, and
+    the counters of each running `serve` of the config."""
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
@@ -11046,14 +11114,14 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, cache_dir=Non
             counts[spec.id] = tools or 0
             state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
         else:
-            entry = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log).read()
+            entry = ListingCache(os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
             try:
                 counts[spec.id] = len(entry["tools"])
                 state = "%d (cached %s)" % (counts[spec.id], time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
-        rows.append((spec.id, mask_secrets(state), log.mask(command) if log else command))
+        rows.append((spec.id, mask_secrets(state), log.mask(command)))
     if len(rows) == 1:
         print("\nno servers configured")
     else:
@@ -11074,10 +11142,10 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, cache_dir=Non
                                           _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
     else:
         print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
-    if error:
-        return 1
-    failed = [r for r in (checks or ()) if r[3]]
-    return 1 if failed or any(s.error for s in plan.specs) else 0
+    for snapshot in RunningStats.running(path):
+        print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
+                           % snapshot] + RunningStats.table(snapshot["tools"])))
+    return 1 if error or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
 
 
 def _search_summary(counts, servers, mode, threshold):
@@ -11202,16 +11270,22 @@ class Board:
         return rows
 
     def details(self, server_id):
-        """A server's command or URL (secrets masked), env names, tools and each tool's permission per namespace."""
+        """A server's command or URL (secrets masked), env names, tools, each tool's permission per namespace and
+        its counters in each running `serve` of the config (RunningStats)."""
         spec = self._spec(server_id)
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
-        tools = []
+        tools, running = [], list(RunningStats.running(self.path))
         for tool in listing.get("tools", ()):
+            public = spec.public_name(tool["name"], self.hub.separator)
             allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
                        for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
             tools.append({"name": tool["name"], "description": " ".join((tool.get("description") or "").split()),
                           "schema": tool.get("inputSchema") or {}, "allowed": allowed,
-                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None})
+                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None,
+                          "counters": ["serve pid %(pid)d: %(calls)s calls, %(error)s errors, %(rateLimited)s rate-"
+                                       "limited, %(cached)s cached, %(refused)s refused; p50 %(p50Ms)s ms, p90 %(p90Ms)s "
+                                       "ms, p99 %(p99Ms)s ms" % dict(snapshot["tools"][public], pid=snapshot["pid"])
+                                       for snapshot in running if public in snapshot["tools"]]})
         return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
                 "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
 
@@ -11456,6 +11530,7 @@ class TuiScreen:
             text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
             lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
         if tools:
+            lines.extend((text, 0) for text in tools[self.tool]["counters"])
             result = self.board.results.get((row["id"], tools[self.tool]["name"]), "")
             if result is None:
                 lines.append(("calling %s ..." % tools[self.tool]["name"], 0))
@@ -14369,6 +14444,7 @@ def main(argv=None):
         sys.stderr.write("mcpstudio: error: %s\n" % exc)
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
+    server.guard.stats = RunningStats(server.guard.metrics, config, "http" if options["http"] else "stdio")
     if options["http"] is not None:
         server.namespaced = lambda name: _build_server(dict(options, namespace=name), words, log, config, runner)[0]
         return run_http(server, runner, log, options)

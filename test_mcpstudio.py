@@ -11564,6 +11564,132 @@ class TemplateFileFieldTests(ScratchDir):
                 self.assertEqual(os.path.basename(text_of(result).split()[1]), "a.txt")
 
 
+class RunningStatsTests(AggregatorCase):
+    """Issue 30 item 5: a running serve's per-tool counters in `status` and the TUI, from the file it publishes."""
+
+    def setUp(self):
+        super().setUp()
+        self.counter = self.script("counter.py", GUARD_COUNTER, executable=False)
+        self.cache = os.path.join(self.dir, "cache", "mcpstudio")
+
+    def config(self, name="guard.json", **top):
+        path = os.path.join(self.dir, name)
+        command = "%s %s %s {word}" % (PY, self.counter, os.path.join(self.dir, "runs"))
+        with open(path, "w") as f:
+            json.dump(dict({"tools": [
+                {"name": "look", "command": command, "annotations": {"readOnlyHint": True}, "cache": {"ttl": 600}},
+                {"name": "fail", "command": command + " 3"}]}, **top), f)
+        return path
+
+    def status(self, path) -> str:
+        proc = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              env=self.env, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc.stdout
+
+    def published_files(self) -> list:
+        return [name for name in os.listdir(self.cache) if name.startswith("running-")] if os.path.isdir(self.cache) else []
+
+    def published(self, pid, calls):
+        """The serving process's file, once it counts `calls` calls in all (it writes within a second)."""
+        path = os.path.join(self.cache, "running-%d.json" % pid)
+
+        def counted():
+            try:
+                with open(path, encoding="utf-8") as f:
+                    return sum(counts["calls"] for counts in json.load(f)["tools"].values()) == calls
+            except (OSError, ValueError):
+                return False  # not written yet
+        self.assertTrue(wait_until(counted), self.published_files())
+        return path
+
+    def test_table(self):
+        row = {"calls": 12, "error": 1, "rateLimited": 2, "cached": 3, "refused": 0, "p50Ms": 4.5, "p90Ms": 10.0, "p99Ms": 1234.5}
+        header = "  CALLS ERRORS LIMITED CACHED REFUSED  P50 MS  P90 MS  P99 MS"
+        for tools, lines in (
+                ({}, ["TOOL" + header]),
+                ({"b": row, "a": dict(row, calls=1)},
+                 ["TOOL" + header, "a         1      1       2      3       0     4.5    10.0  1234.5",
+                  "b        12      1       2      3       0     4.5    10.0  1234.5"]),
+                ({"github__search_code": row},  # a long name widens the first column
+                 ["TOOL" + " " * 15 + header, "github__search_code     12      1       2      3       0     4.5    10.0  1234.5"])):
+            self.assertEqual(mcpstudio.RunningStats.table(tools), lines)
+
+    def test_status_shows_a_running_serve_until_it_exits(self):
+        path, other = self.config(), self.config("other.json")
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            self.assertEqual(self.published_files(), [])  # nothing to report before a call
+            for tool in ("look", "look", "fail"):
+                server.call(tool, {"word": "a"})
+            published = self.published(server.proc.pid, 3)
+            if mcpstudio._POSIX:
+                self.assertEqual(os.stat(published).st_mode & 0o777, 0o600)
+            text = self.status(path)
+            self.assertRegex(text, r"\nrunning: serve pid %d \(stdio\) since 20\d\d-\d\d-\d\dT[\d:]+Z; per tool since then:\n"
+                                   r"  TOOL +CALLS ERRORS LIMITED CACHED REFUSED  P50 MS  P90 MS  P99 MS\n" % server.proc.pid)
+            self.assertRegex(text, r"\n  fail +1 +1 +0 +0 +0 +[\d.]+ +[\d.]+ +[\d.]+\n")
+            self.assertRegex(text, r"\n  look +2 +0 +0 +1 +0 +[\d.]+ +[\d.]+ +[\d.]+\n")  # the second from the cache
+            self.assertNotIn("running:", self.status(other))  # another config's status
+            server.call("fail", {"word": "b"})  # a call within the second after the last write is written too
+            self.published(server.proc.pid, 4)
+            self.assertEqual(server.close(), 0)
+        self.assertEqual(self.published_files(), [])  # removed at exit
+        self.assertNotIn("running:", self.status(path))
+
+    def test_http_serve_and_a_dead_process(self):
+        path = self.config()
+        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+            status, _, body = server.modern("tools/call", {"name": "fail", "arguments": {"word": "h"}})
+            self.assertEqual(status, 200, body)
+            self.published(server.proc.pid, 1)
+            self.assertRegex(self.status(path), r"running: serve pid %d \(http\)[^\n]*\n.*\n  fail +1 +1 " % server.proc.pid)
+            self.assertTrue(mcpstudio._process_alive(server.proc.pid))
+            server.proc.kill()  # no exit handler runs: its file stays, with a pid that is gone
+            server.proc.wait(WAIT)
+            self.assertFalse(mcpstudio._process_alive(server.proc.pid))
+        stale = os.path.join(self.cache, "running-%d.json" % server.proc.pid)
+        self.assertTrue(os.path.exists(stale))
+        self.assertNotIn("running:", self.status(path))  # ignored, and removed
+        self.assertFalse(os.path.exists(stale))
+
+    def serve_servers(self):
+        """A serve of a config with one MCP server, `good`, whose echo was called once."""
+        path = os.path.join(self.dir, "servers.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"good": {"command": PY, "args": [self.fake, "--name", "good"]}}}, f)
+        server = McpProcess("serve", "--config", path, env=self.env)
+        self.addCleanup(server.__exit__)
+        server.initialize()
+        self.assertEqual(text_of(server.call("good__echo", {"text": "hi"})), "good: hi")
+        self.published(server.proc.pid, 1)
+        return path, server
+
+    @unittest.skipUnless(PYTE is not None and hasattr(os, "openpty") and sys.platform != "win32",
+                         "needs pyte (pip install pyte; .ci/run installs it) and a POSIX pseudo-terminal")
+    def test_tui_details_show_the_selected_tools_counters(self):
+        path, server = self.serve_servers()
+        tui = TuiSession("--config", path, env=self.env)
+        self.addCleanup(lambda: tui.proc.poll() is None and tui.close())
+        tui.wait_for("SERVER", "good")
+        tui.press("\r")  # details, the first tool (echo) selected
+        tui.wait_for("tools (5):", "serve pid %d: 1 calls, 0 errors" % server.proc.pid)
+        tui.press("j")  # the next tool was not called
+        self.assertTrue(wait_until(lambda: "serve pid" not in tui.text()), tui.text())
+
+    def test_board_shows_the_selected_tools_counters(self):
+        path, server = self.serve_servers()
+        from unittest import mock
+        with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):
+            board = mcpstudio.Board(path)
+            self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
+            self.addCleanup(board.close)  # stops its loop (then closed, above)
+            tools = {tool["name"]: tool for tool in board.details("good")["tools"]}  # from the listing cache
+        self.assertRegex(tools["echo"]["counters"][0], r"^serve pid %d: 1 calls, 0 errors, 0 rate-limited, 0 cached, "
+                                                       r"0 refused; p50 [\d.]+ ms, p90 [\d.]+ ms, p99 [\d.]+ ms$" % server.proc.pid)
+        self.assertEqual(tools["sleep"]["counters"], [])  # a tool not called
+
+
 class LeftoverTests(ScratchDir):
     """Stop 34's "noticed and left alone", each driven as a person or client would."""
 
