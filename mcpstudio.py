@@ -757,18 +757,19 @@ class _CodeCheck:
     def _refuse(self, index, text):
         if not self.problem and index < len(self.words) and _has_field(self.words[index]):
             word = self.words[index]
-            self.problem = text % {"name": _first_field(word), "word": "".join(_piece_text(p) for p in word)}
+            self.problem = text.replace("%(name)s", _first_field(word)).replace(
+                "%(word)s", "".join(_piece_text(p) for p in word))  # not %: program names and options may hold one
 
     def _code(self, index, program, note=""):
-        self._refuse(index, "`%(name)s` stands inside code that " + program.replace("%", "%%") + " runs"
-                     + note.replace("%", "%%") + " (the word `%(word)s`), so a value would be code: it could "
-                     "run any command or read any secret. Pass the value as its own argument "
+        self._refuse(index, "`%(name)s` stands inside code that " + program + " runs" + note + " (the word "
+                     "`%(word)s`), so a value would be code: it could run any command or read any secret. Pass "
+                     "the value as its own argument "
                      "(sh -c 'echo \"$1\"' sh {%(name)s}; jq --arg v {%(name)s} '.[$v]') or through stdin")
 
     def _choice(self, index, what):
         if self.guessing:
             return
-        self._refuse(index, "`%(name)s` stands for " + what.replace("%", "%%") + " (the word `%(word)s`), so "
+        self._refuse(index, "`%(name)s` stands for " + what + " (the word `%(word)s`), so "
                      "a value would choose what runs. Write it out in the template; pass values as "
                      "arguments or through stdin")
 
@@ -831,7 +832,7 @@ class _CodeCheck:
         self.stdin_code = self.stdin_code or "`%s` reads the program it runs from stdin" % program
 
     def _among_options(self, index, program):
-        self._refuse(index, "`%(name)s` stands among the options of `" + program.replace("%", "%%") + "` (the "
+        self._refuse(index, "`%(name)s` stands among the options of `" + program + "` (the "
                      "word `%(word)s`), so a value could add any option, such as one that runs code. Write "
                      "the options out; a value may follow an option that takes one (-n{n}, --name={v})")
 
