@@ -1513,16 +1513,15 @@ class _Yaml:
     def plain(self, text, n):
         """A plain scalar, continued on more-indented lines."""
         self.plain_start(text)
-        parts, ended, start = [], False, self.i
+        parts, start = [], self.i
         while True:
-            cut = re.search(r"[ \t]#", text)
-            if cut:
-                text, ended = text[:cut.start()], True
+            cut = re.search(r"[ \t]#", text)  # a comment ends the value
+            text = text[:cut.start()] if cut else text
             if re.search(r":[ \t]|:$", text):
                 raise self.error("`: ` inside a plain value; quote the value")
             parts.append(text.strip(" \t"))
             self.i += 1
-            if ended:
+            if cut:
                 break
             blanks = 0
             while self.i + blanks < len(self.lines) and not self.lines[self.i + blanks].strip(" \t"):
