@@ -6538,11 +6538,9 @@ class ConfigLoader:
         if "working_directory" in data:
             cwd = self.folder_path(self.get(data, "working_directory", str, ""), "working_directory")
         timeout = self.timeout(data, "")
-        settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
-                               max_output=base.max_output, max_concurrency=base.max_concurrency,
-                               allow_dash_values=base.allow_dash_values,
+        settings = base.derive(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
                                task_support=self.choice(data, "taskSupport", TASK_SUPPORT, "", base.task_support),
-                               max_text=read_max_text(self, data, "", base.max_text), outputs=base.outputs)
+                               max_text=read_max_text(self, data, "", base.max_text))  # one cap on running commands
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
             tool = self.tool(spec, "tools[%d]" % index, runner, settings)
