@@ -501,18 +501,8 @@ class Template:
                 continue
             piece, end = None, i
             if char in "{[":
-                match = _FIELD.match(word, i)
-                if match:
-                    _refuse_nested(word, i, match, lambda message: TemplateError(message, index, self.source))
-                    piece, end = self._field(match, index, in_group), match.end()
-                elif _FIELD_START.match(word, i):
-                    raise self._bad_description(word, i, index)
-                elif char == "[":
-                    close = _closing_bracket(word, i)
-                    if close:
-                        inner = self._parse_word(word[i + 1:close], index, True)
-                        if any(not isinstance(p, str) for p in inner):
-                            piece, end = Group(inner), close + 1
+                piece, end = self._piece_at(word, i, index, in_group,
+                                            lambda message: TemplateError(message, index, self.source))
             if not piece:
                 text.append(char)
                 i += 1
@@ -525,6 +515,21 @@ class Template:
         if text:
             pieces.append("".join(text))
         return pieces
+
+    def _piece_at(self, text, i, index, optional, error):
+        """The field or group that text[i] (a `{` or `[`) starts, and the index after it; else (None, i).
+        `error(message)` makes the error of a field inside a field."""
+        match = _FIELD.match(text, i)
+        if match:
+            _refuse_nested(text, i, match, error)
+            return self._field(match, index, optional), match.end()
+        if _FIELD_START.match(text, i):
+            raise self._bad_description(text, i, index)
+        close = _closing_bracket(text, i) if text[i] == "[" else 0
+        inner = self._parse_word(text[i + 1:close], index, True) if close else []
+        if any(not isinstance(p, str) for p in inner):
+            return Group(inner), close + 1
+        return None, i
 
     def _bad_description(self, text, at, index) -> TemplateError:
         name = _FIELD_START.match(text, at).group(1)
@@ -7175,27 +7180,14 @@ class CommandTemplate(Template):
                     i += 1
                     continue
             if char == "{" or (char == "[" and quote is None and not self.text_mode):
-                match = _FIELD.match(source, i)
-                if match and (char == "{" or not self.text_mode):
-                    _refuse_nested(source, i, match, lambda message, at=i: self._error(message, at))
-                    field = self._field(match, 0, optional=bool(stack))
+                piece, end = self._piece_at(source, i, 0, bool(stack), lambda message, at=i: self._error(message, at))
+                if piece:
+                    is_field = isinstance(piece, Field)
                     if subst:
-                        self.substituted.append(field.name)
-                    current.append(("f", field, state, match.group()))
-                    i = match.end()
+                        self.substituted.extend([piece.name] if is_field else [f.name for f in piece.fields])
+                    current.append(("f" if is_field else "g", piece, state, source[i:end]))
+                    i = end
                     continue
-                if _FIELD_START.match(source, i):
-                    raise self._bad_description(source, i, 0)
-                close = _closing_bracket(source, i) if char == "[" else 0
-                if close:
-                    inner = self._parse_word(source[i + 1:close], 0, True)
-                    if any(not isinstance(p, str) for p in inner):
-                        group = Group(inner)
-                        if subst:
-                            self.substituted.extend(f.name for f in group.fields)
-                        current.append(("g", group, state, source[i:close + 1]))
-                        i = close + 1
-                        continue
             current.append(("t", char, state, char))
             i += 1
         if quote:
