@@ -1455,8 +1455,7 @@ class _Yaml:
 
     def key(self, n):
         """The key of the mapping line at column `n`, and the column after its `:`."""
-        line = self.lines[self.i]
-        text = line[n:]
+        text = self.lines[self.i][n:]
         if text[:1] == "?" and text[1:2] in ("", " "):
             raise self.error("`?` keys are not supported; write `key: value`")
         if not self.is_key(text):
@@ -2655,14 +2654,12 @@ class StdioFraming:
             else:
                 nl = buf.find(b"\n", self._scan)
                 if nl < 0:
-                    if self._skip_line:
-                        self._skipping(buf)
-                        buf.clear()
-                    elif len(buf) > self.limit:
+                    if self._skip_line or len(buf) > self.limit:
+                        if not self._skip_line:
+                            out.append((self._too_large(), NEWLINE))
                         self._skipping(buf)
                         buf.clear()
                         self._skip_line = True
-                        out.append((self._too_large(), NEWLINE))
                     self._scan = len(buf)
                     return out
                 self._scan = 0
@@ -3845,11 +3842,10 @@ class CommandTool:
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
                     result.seconds))
         _unstarted_in_task(result, ctx, settings.timeout)
-        if self.output_format == "json":
-            outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
-            return outcome if outcome["isError"] else json_result(self.name, result, outcome)
-        return command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit,
-                              settings.budget(ctx))
+        as_json = self.output_format == "json"  # its stdout whole: it becomes structuredContent
+        outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit,
+                                 None if as_json else settings.budget(ctx))
+        return json_result(self.name, result, outcome) if as_json and not outcome["isError"] else outcome
 
 
 def json_result(name, result: ProcessResult, outcome):
