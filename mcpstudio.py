@@ -1587,10 +1587,7 @@ class _Yaml:
     def flow_value(self, col):
         """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
         text, start = self.text, self.starts[self.i] + col
-        if text[start] in "\"'":
-            value, end = self.quoted(text, start)
-        else:
-            value, end = self.flow(text, start)
+        value, end = self.flow_node(text, start)  # a quote, [ or {
         self.i += text.count("\n", start, end)
         rest = text[end:self.starts[self.i + 1] - 1]
         if rest.strip(" \t")[:1] not in ("", "#") or rest[:1] == "#":
