@@ -3284,9 +3284,8 @@ class Session:
         return reply.get("result")
 
     def log_to_client(self, level, text, logger="mcpstudio"):
-        """Send `notifications/message` when `level` reaches the client's chosen level."""
-        if LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level):
-            self.notify("notifications/message", {"level": level, "logger": logger, "data": text})
+        """Send `notifications/message` when `level` reaches the client's chosen level (as for a request of no id)."""
+        CallContext(self, None).log(level, text, logger)
 
     async def cancel_all(self, grace=0.0):
         """Stop taking requests; give those in flight `grace` seconds, then cancel the rest."""
@@ -5994,18 +5993,18 @@ class Server:
             return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
         form = source.question(original, arguments) if hasattr(source, "question") else None
         if form:
+            wanted = form["requestedSchema"]["required"]  # every property the form asks for
             if not ctx.declared("elicitation"):
                 return tool_error("Not run: %s is asked of the user when left out, and this client cannot ask "
                                   "(it declared no elicitation capability); give it in the arguments."
-                                  % ", ".join(form["requestedSchema"]["required"]))
+                                  % ", ".join(wanted))
             answer = _object(await self._ask(form, params, ctx, "arguments"))
             if answer.get("resultType") == "input_required":
                 return answer
             if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
                 return tool_error("Not run: the user was asked for %s and answered %s."
-                                  % (", ".join(form["requestedSchema"]["required"]), json.dumps(answer.get("action"))))
-            arguments = dict(arguments, **{key: value for key, value in answer["content"].items()
-                                           if key in form["requestedSchema"]["properties"]})
+                                  % (", ".join(wanted), json.dumps(answer.get("action"))))
+            arguments = dict(arguments, **{key: value for key, value in answer["content"].items() if key in wanted})
         if isinstance(source, TemplateTools) and source.tools[original].files:  # a file given as a resource URI
             try:
                 arguments = await files_from_uris(source.tools[original], arguments,
