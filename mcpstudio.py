@@ -328,12 +328,13 @@ def validate(value, schema, where=""):
                 errors.append("`%s%s` is required" % (prefix, name))
         extra = schema.get("additionalProperties", True)
         for name, item in value.items():
+            place = "`%s%s`" % (prefix, name)
             if name in properties:
-                errors.extend(validate(item, properties[name], "`%s%s`" % (prefix, name)))
+                errors.extend(validate(item, properties[name], place))
             elif extra is False:
-                errors.append("`%s%s` is not a known argument" % (prefix, name))
+                errors.append("%s is not a known argument" % place)
             elif isinstance(extra, dict):
-                errors.extend(validate(item, extra, "`%s%s`" % (prefix, name)))
+                errors.extend(validate(item, extra, place))
     return errors
 
 
@@ -3991,10 +3992,7 @@ def script_schema(options):
                 raise ValueError("%s: `size` must be an object of numbers like {\"min\": 1, \"max\": 10}" % where)
             bounds = {"string": ("minLength", "maxLength"), "integer": ("minimum", "maximum"),
                       "number": ("minimum", "maximum")}.get(prop.get("type"))
-            if bounds:
-                for key, rule in zip(("min", "max"), bounds):
-                    if key in size:
-                        prop[rule] = size[key]
+            prop.update((rule, size[key]) for key, rule in zip(("min", "max"), bounds or ()) if key in size)
         if spec.get("description"):
             prop["description"] = str(spec["description"])
         if "default_value" in spec or "default" in spec:
@@ -4146,10 +4144,8 @@ class ScriptDirectory(Source):
                 try:
                     rel.encode("utf-8")
                 except UnicodeEncodeError:  # bytes that are not UTF-8, held as lone surrogates
-                    if rel not in self._warned:
-                        self._warned.add(rel)
-                        self.log.warning("script %s left out: its name is not valid UTF-8, which tool names "
-                                         "must be; rename it", ascii(os.fsencode(path))[2:-1])
+                    self.log.warn_once("script %s left out: its name is not valid UTF-8, which tool names must be; "
+                                       "rename it", ascii(os.fsencode(path))[2:-1])
                     continue
                 if self.include and not any(fnmatchcase(rel, g) for g in self.include):
                     continue
