@@ -4191,7 +4191,7 @@ class ScriptDirectory(Source):
 
     def _fresh(self, info):
         entry = self._known.get(info[0])
-        return entry is not None and entry.get("size") == info[1] and entry.get("mtime") == info[2]
+        return bool(entry) and entry.get("size") == info[1] and entry.get("mtime") == info[2]
 
     def _names(self, rels):
         """rel path -> tool name. The path's parts joined by the separator, extensions
@@ -7234,9 +7234,7 @@ class CommandTemplate(Template):
         words = []
         for tokens, _ in self._token_words(arguments):
             word = []
-            for kind, value, _, _ in tokens:
-                if kind == "q":
-                    value = ""  # an empty quoted word ('') is still a word
+            for value in self.words_for_tokens(tokens):  # an empty quoted word ('') is still a word
                 if isinstance(value, str) and word and isinstance(word[-1], str):
                     word[-1] += value
                 else:
