@@ -7269,12 +7269,8 @@ class CommandTemplate(Template):
     def render_text(self, arguments):
         """The template as one string (stdin templates): values pasted in as text."""
         parts = []
-        for kind, value, _, _ in self._tokens(self.nodes, arguments):
-            if kind in "fg":
-                if kind == "f" or value.given(arguments):
-                    _render_pieces([value] if kind == "f" else value.pieces, arguments, parts)
-            else:
-                parts.append(value)
+        for _, value, _, _ in self._tokens(self.nodes, arguments):
+            _render_pieces([value], arguments, parts)  # text, a field, or a group (kept if all its fields are given)
         return "".join(parts)
 
     def render_shell(self, arguments):
@@ -7293,8 +7289,7 @@ class CommandTemplate(Template):
             return {"'": "'\"%s\"'" % name, '"': name}.get(quote, '"%s"' % name)
 
         for tokens, spaces in self._token_words(arguments):
-            pieces = self.words_for_tokens(tokens)
-            if not _render_pieces(pieces, arguments, [])[1]:
+            if not _render_pieces(self.words_for_tokens(tokens), arguments, [])[1]:
                 continue
             for kind, value, quote, raw in tokens:
                 if kind in "tq":
