@@ -2418,7 +2418,7 @@ def looks_secret(name):
     return bool(_SECRET_NAME.search(name)) and name.upper() not in ("PWD", "OLDPWD")
 
 
-_URL_TEXT = re.compile(r"\b[A-Za-z][\w+.-]*://[^\s'\"]+")
+_URL_TEXT = re.compile(r"(?<![\w+.-])[A-Za-z][\w+.-]*://[^\s'\"]+")  # begins a run only: linear on `a.a.a...`
 _OPTION_TEXT = re.compile(r"(?<![^\s'\"])(--?[A-Za-z][\w.-]*(?:=|\s+)|[A-Za-z_][\w.-]*=)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 
 
@@ -5372,7 +5372,8 @@ class Guard:
             confirm = chosen.get("confirm")
             refusal = (confirm is True or confirm == "destructive" and annotations.get("readOnlyHint") is not True and
                        annotations.get("destructiveHint") is not False) and \
-                await self._confirm(public, plan, arguments, ctx, ask, entry)
+                await self._confirm(public, plan, arguments, ctx, ask, entry,
+                                    [level for level, rules in levels if "confirm" in rules][-1])
             if refusal:
                 return refusal
             taken = take_token(self.buckets, limits, time.monotonic())  # not by a 2026-07-28 round that asks
@@ -5393,8 +5394,9 @@ class Guard:
                           cacheScope="public" if cache[1] else "private")
         return result
 
-    async def _confirm(self, public, plan, arguments, ctx, ask, entry):
-        """None when the person said yes to running this call; else the result that says why it did not run."""
+    async def _confirm(self, public, plan, arguments, ctx, ask, entry, level):
+        """None when the person said yes to running this call; else the result that says why it did not run
+        (`level`: where the config asks for it: "file", "server:ID" or "tool:NAME")."""
         what = "run `%s`" % _argv_text(plan["argv"]) if "argv" in plan else "call %s with %s" % (
             "tool %s of server %s" % (plan["tool"], plan["server"]) if "server" in plan else public,
             json.dumps(arguments, ensure_ascii=False))
@@ -5402,7 +5404,9 @@ class Guard:
             entry["refused"] = "confirmation required; the client cannot ask"
             return tool_error("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
                               "(it declared no elicitation capability). To run it without asking, set \"confirm\": "
-                              "false on this tool in the config." % (public, what))
+                              "false %s." % (public, what, "at the top of the config, or on this tool's entry or its "
+                                             "server's" if level == "file" else "on %s %s in the config"
+                                             % tuple(level.split(":", 1))))
         answer = await ask(elicitation_form("Allow %s to %s?" % (public, what), {"run": {"type": "boolean", "title": "Run it"}}))
         if answer.get("resultType") == "input_required":
             return answer
@@ -5598,7 +5602,7 @@ priority severity urgent important
 def search_words(text, stems):
     """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
     (`stems`: the stems of the words seen so far)."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})", " ", text).lower()
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s(?![a-z]))", " ", text).lower()
     return [stems.get(word) or stems.setdefault(word, _stem(word)) for word in re.findall(r"[a-z0-9]{2,}", spaced)
             if word not in STOP_WORDS]
 
@@ -5962,11 +5966,11 @@ class Server:
         """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
         listing the first page built until a source changes."""
         tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
-        failed = "; ".join("server `%s` (%s) failed to start: %s" % (up.spec.id, up.spec.display(), up.last_error)
-                           for source in self.catalog.sources for up in getattr(source, "upstreams", {}).values()
-                           if up.state == "failed")
-        if failed and not tools:  # nothing listed because servers failed to start: why, not an empty list
-            raise McpError(SERVER_START_FAILED, failed)
+        ups = [up for source in self.catalog.sources for up in getattr(source, "upstreams", {}).values()]
+        if ups and not tools and all(up.state == "failed" for up in ups):  # nothing to list, ever: say why
+            raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
+                up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
+                + "; fix it and restart mcpstudio")
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
@@ -13825,7 +13829,7 @@ def namespace_command(words):
 # name and then again to run it (2 ms of a 55 ms start); 3.8 and 3.9 have no exec_module.
 _ZIPAPP_MAIN = """\
 import importlib.util, sys
-if sys.version_info < (3, 10):
+if sys.version_info < (3, 10) or not hasattr(__loader__, "archive"):  # or unpacked into a folder
     import mcpstudio as module
 else:
     spec = importlib.util.spec_from_file_location("mcpstudio", __loader__.archive + "/mcpstudio.py", loader=__loader__)

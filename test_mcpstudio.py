@@ -9340,6 +9340,7 @@ class ToolIndexTests(unittest.TestCase):
                 ("replied to the copies", ["reply", "copy"]),
                 ("summarise, organisation, analysed; analysis", ["summariz", "organization", "analyz", "analysis"]),
                 ("open PRs, their URLs", ["open", "pr", "url"]),
+                ("convertHTMLToMarkdown getPRById", ["convert", "html", "markdown", "get", "pr", "id"]),  # acronym, 2 letters
                 ("hey, I'll have it finished when it isn't busy, thanks", ["finish", "busy"])):  # a person's filler out
             self.assertEqual(mcpstudio.search_words(text, {}), words, text)
 
@@ -9727,7 +9728,8 @@ class GuardTests(ScratchDir):
             server.initialize()  # no elicitation: it says confirmation is required and how to switch it off
             refused = server.call("wipe", {"word": "never"})
             self.assertIn('needs the user\'s confirmation', text_of(refused))
-            self.assertIn('set "confirm": false on this tool', text_of(refused))
+            self.assertIn('set "confirm": false at the top of the config, or on this tool\'s entry or its server\'s.',
+                          text_of(refused))  # where it was asked for: the file here
         self.assertNotIn("never", self.ran())
         with open(self.audit, encoding="utf-8") as f:
             text = f.read()
@@ -9761,12 +9763,14 @@ class GuardTests(ScratchDir):
         tools = [self.tool("plain"), self.tool("wipe", annotations={"destructiveHint": True}),
                  self.tool("look", annotations={"readOnlyHint": True, "destructiveHint": True}),
                  self.tool("add", annotations={"destructiveHint": False}),
-                 self.tool("odd", annotations={"readOnlyHint": "yes"})]
+                 self.tool("odd", annotations={"readOnlyHint": "yes"}),
+                 self.tool("own", annotations={"readOnlyHint": True}, confirm=True)]
         with self.serve(tools, confirm="destructive") as server:
             server.initialize()  # no elicitation: a tool that needs confirmation is not run
-            asked = {tool["name"]: "needs the user's confirmation" in text_of(server.call(tool["name"], {"word": tool["name"]}))
-                     for tool in tools}
-        self.assertEqual(asked, {"plain": True, "wipe": True, "look": False, "add": False, "odd": True})
+            said = {tool["name"]: text_of(server.call(tool["name"], {"word": tool["name"]})) for tool in tools}
+        asked = {name: "needs the user's confirmation" in text for name, text in said.items()}
+        self.assertEqual(asked, {"plain": True, "wipe": True, "look": False, "add": False, "odd": True, "own": True})
+        self.assertTrue(said["own"].endswith('set "confirm": false on tool own in the config.'), said["own"])
         self.assertEqual(sorted(self.ran()), ["add", "look"])
 
     def test_cache_needs_a_read_only_tool(self):
@@ -11703,6 +11707,34 @@ class LeftoverTests(ScratchDir):
         self.assertIn("error: server `127_0_0_1_%d` (%s) failed to start: the connection failed" % (port, url), out.stderr)
         self.assertNotIn("tools (0)", out.stdout)
 
+    def test_tools_list_fails_only_when_every_server_failed(self):
+        # A broken server beside one still starting: the listing is what is known (nothing yet) and list_changed
+        # brings the rest; it was a -32001 error that a client may take as the end of the server. With every
+        # server failed, tools/list says why, secrets masked, and what to do.
+        slow = [PY, "-c", "import os, sys, time; time.sleep(2.5); os.execv(sys.executable, [sys.executable] + sys.argv[1:])",
+                MODULE, "echo", "{message}"]
+        broken = {"command": PY, "args": ["-c", "import sys; sys.stderr.write('retry with --token=abc123456\\n'); sys.exit(2)"]}
+        for servers, listed in (({"broken": broken, "slow": {"command": slow[0], "args": slow[1:]}}, True),
+                                ({"broken": broken}, False)):
+            path = os.path.join(self.dir, "servers.json")
+            with open(path, "w") as f:
+                json.dump({"mcpServers": servers}, f)
+            with McpProcess("serve", "--config", path, "--no-manager-tools",
+                            env=dict(os.environ, MCPSTUDIO_LIST_WAIT="1", XDG_CACHE_HOME=self.dir)) as server:
+                server.initialize()
+                reply = server.request("tools/list")
+                if listed:
+                    self.assertEqual(reply["result"]["tools"], [], reply)
+                    self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed")),
+                                    server.context())
+                    self.assertEqual([t["name"] for t in server.request("tools/list")["result"]["tools"]], ["slow__echo"])
+                else:
+                    message = reply["error"]["message"]
+                    self.assertIn("server `broken`", message)
+                    self.assertIn("retry with --token=***", message)
+                    self.assertNotIn("abc123456", message)
+                    self.assertTrue(message.endswith("; fix it and restart mcpstudio"), message)
+
     def test_one_secret_rule_masks_the_union(self):
         # What status/the TUI/servers_list masked (URLs, secret-looking options and headers) and what the audit
         # masked (values marked secret, also inside lists and objects) are masked by the one mask_secrets.
@@ -11718,6 +11750,16 @@ class LeftoverTests(ScratchDir):
                 ("Content-Type: text/plain --verbose 12:30", ("absent",), "Content-Type: text/plain --verbose 12:30")):
             with self.subTest(value=value):
                 self.assertEqual(mcpstudio.mask_secrets(value, secrets), expected)
+
+    def test_masking_is_linear_in_the_text(self):
+        # A URL looked for from every letter of `a.a.a...` made one 100 KB argument stall the audited server 6 s
+        # (1 MB: minutes); a URL is looked for where a run of URL characters begins only.
+        started = time.monotonic()
+        for text in ("a." * 500000, "a-" * 500000, "--a" * 300000):
+            self.assertEqual(mcpstudio.mask_secrets(text), text)
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertEqual(mcpstudio.mask_secrets("see x.https://u:pw@h/ and 'ftp://h/?key=k'"),
+                         "see x.https://u:***@h/ and 'ftp://h/?key=***'")
 
     def test_the_audit_line_masks_what_status_masks(self):
         # A password in a URL argument and a literal --password=V in the command were written to the audit log in
