@@ -630,8 +630,6 @@ _WRAPPERS = {
             ("--ignore-environment", "--null", "--debug"), 0, "S"),
     "timeout": ("sk", ("--signal", "--kill-after"), ("--preserve-status", "--foreground", "--verbose"), 1, ""),
     "nice": ("n", ("--adjustment",), (), 0, ""),
-    "nohup": ("", (), (), 0, ""), "setsid": ("", (), (), 0, ""),
-    "builtin": ("", (), (), 0, ""), "command": ("", (), (), 0, ""), "busybox": ("", (), (), 0, ""),
     "exec": ("a", (), (), 0, ""),
     "time": ("fo", ("--format", "--output"), (), 0, ""),
     "stdbuf": ("ioe", ("--input", "--output", "--error"), (), 0, ""),
@@ -649,6 +647,7 @@ _WRAPPERS = {
     "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
     "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--quiet",), 1, "c"),
 }
+_WRAPPERS.update(dict.fromkeys(("nohup", "setsid", "builtin", "command", "busybox"), ("", (), (), 0, "")))  # no options
 # Programs that join all their arguments into one shell command (ssh: after the
 # host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
 # bash's trap, alias, bind -x, complete -C, fc and enable -f run their words too; bash (the
