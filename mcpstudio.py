@@ -2898,8 +2898,7 @@ class CallContext:
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
         in its `_meta` (2026-07-28), or in `initialize` (the handshake era)."""
         declared = self.capabilities if self.modern else self.session.client_capabilities
-        extensions = declared.get("extensions")
-        return capability in declared or (isinstance(extensions, dict) and capability in extensions)
+        return capability in declared or capability in _object(declared.get("extensions"))
 
     def notify(self, method, params):
         """A notification that belongs to this request (on HTTP: its own response stream, while it lasts)."""
@@ -3223,9 +3222,7 @@ class Session:
             params = {}
         if not isinstance(params, dict):
             return _error_response(request_id, McpError(INVALID_PARAMS, "Invalid params: expected an object"))
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        ctx = CallContext(self, request_id, token)
+        ctx = CallContext(self, request_id, _object(params.get("_meta")).get("progressToken"))
         try:
             result = self.dispatcher(method, params, ctx)
         except Exception as exc:  # the boundary: nothing escapes as a crash
@@ -5018,7 +5015,7 @@ class Task:
             self.message = error.message
         elif status == "failed":  # 2025-11-25: a tool error fails the task; its text says why
             content = result.get("content") if isinstance(result.get("content"), list) else []
-            self.message = next((c.get("text") for c in content if isinstance(c, dict) and c.get("type") == "text"), None)
+            self.message = next((c.get("text") for c in content if _object(c).get("type") == "text"), None)
         self.updated = time.time()
         self.expires = max(self.created + self.ttl / 1000.0, self.updated + TASK_KEEP)
         self.ended.set()
