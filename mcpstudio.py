@@ -484,10 +484,8 @@ class Template:
             raise TemplateError("the %s: give a command, e.g. echo \"{message}\""
                                 % ("command is empty or blank" if words else "template is empty"))
         self.source = list(words)
-        self.words = []          # each word: a list of str and Field pieces
         self.fields = {}         # key -> Field, merged over every use
-        for index, word in enumerate(words):
-            self.words.append(self._parse_word(word, index))
+        self.words = [self._parse_word(word, index) for index, word in enumerate(words)]  # lists of str and Field pieces
         if any(not isinstance(p, str) for p in self.words[0]):
             raise TemplateError("the command (the first word) must be literal text, never a field", 0, self.source)
         self.stdin_code = check_code_fields(self.words)  # why stdin would be code here, or ""
@@ -2130,8 +2128,9 @@ def find_program(argv, env=None):
         return argv
     startable = (".com", ".exe", ".bat", ".cmd")
     variables = {key.upper(): value for key, value in (os.environ if env is None else env).items()}
-    if os.path.splitext(name)[1]:
-        names = [name] if os.path.splitext(name)[1].lower() in startable else []
+    extension = os.path.splitext(name)[1].lower()
+    if extension:
+        names = [name] if extension in startable else []
     else:
         extensions = variables.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
         names = [name + extension for extension in extensions if extension in startable]
@@ -7442,8 +7441,7 @@ def _example_value(name, prop):
     """A value that shows what the parameter does in the rendered command."""
     if prop.get("enum"):
         return prop["enum"][0]
-    kind = prop.get("type")
-    return {"integer": 1, "number": 1.5, "boolean": True, "array": ["<%s>" % name]}.get(kind, "<%s>" % name)
+    return {"integer": 1, "number": 1.5, "boolean": True, "array": ["<%s>" % name]}.get(prop.get("type"), "<%s>" % name)
 
 
 def check_config(path, log: Log, options):
