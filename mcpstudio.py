@@ -6016,7 +6016,7 @@ class Server:
                 call.close()
                 raise McpError(METHOD_NOT_FOUND, "Tool %s runs only as a task: call it with `task` in the params" % name)
             return await call
-        ttl = asked.get("ttl", TASK_TTL_MS) if isinstance(asked, dict) else None
+        ttl = _object(asked).get("ttl", TASK_TTL_MS)
         whole = type(ttl) is int or (type(ttl) is float and ttl.is_integer())  # not NaN, not infinite
         problem = ("`task` must be an object" if not isinstance(asked, dict) else
                    "`task.ttl` must be a positive whole number of milliseconds" if not whole or ttl <= 0 else
@@ -6496,18 +6496,17 @@ class ConfigLoader:
 
     def environment(self, obj, where, key="environment"):
         """obj[key] as variables: names checked, values strings with ${VAR} expanded."""
-        env = self.get(obj, key, dict, where, {})
-        out, field = {}, key
-        for key, value in env.items():
-            here = _join(where, "%s.%s" % (field, key))
-            if not key or "=" in key or "\0" in key:
+        out = {}
+        for name, value in self.get(obj, key, dict, where, {}).items():
+            here = _join(where, "%s.%s" % (key, name))
+            if not name or "=" in name or "\0" in name:
                 raise self.error(here, "not a usable variable name (empty, or holds = or a NUL)")
             if not isinstance(value, (str, int, float)) or isinstance(value, bool):
                 raise self.error(here, "expected a string")
-            out[key] = self.expand(str(value), here)
-            if looks_secret(key):
-                self.secrets.append(out[key])
-            if "\0" in out[key]:
+            out[name] = self.expand(str(value), here)
+            if looks_secret(name):
+                self.secrets.append(out[name])
+            if "\0" in out[name]:
                 raise self.error(here, "a value cannot hold a NUL character")
         return out
 
