@@ -1568,11 +1568,10 @@ class _Yaml:
                     break
                 rows.append(line[indent:])
             self.i += 1
+        trailing = 0
         while rows and not rows[-1]:  # trailing empty lines are kept only by `+`
             rows.pop()
             self.i -= 1
-        trailing = 0
-        while self.i + trailing < len(self.lines) and not self.lines[self.i + trailing].strip(" "):
             trailing += 1
         if not rows:
             return "\n" * trailing if chomp == "+" else ""
@@ -4642,8 +4641,7 @@ class SkillFolders(Source):
         for cut in range(len(segments), 0, -1):
             path = "/".join(segments[:cut])
             if path in self.found:
-                skill = self.found[path]
-                checked = self.check(path, skill[0], skill[1])  # the skill as it is now
+                checked = self.check(path, *self.found[path][:2])  # the skill as it is now
                 if isinstance(checked, str):
                     break
                 self.found[path] = checked
