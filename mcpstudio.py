@@ -1429,7 +1429,7 @@ class _Yaml:
         result = []
         while self.more(n, "an item lines up with the items"):
             line = self.lines[self.i]
-            if line[n:n + 2] not in ("- ", "-\t", "-"):
+            if not _item(line[n:]):
                 return result  # `key:` then items at the key's own indentation, then the next key
             rest = line[n + 1:]
             col = n + 1 + len(rest) - len(rest.lstrip(" "))
