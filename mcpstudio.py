@@ -2233,11 +2233,11 @@ class ProcessRunner:
             return ProcessResult(argv, "error", error=problem)
         if self.room:
             await self.room.wait()  # the client is not reading what we wrote: start nothing new
-        started = time.monotonic()
+        started, piped = time.monotonic(), stdin_bytes is not None or asker
         try:
             transport, child, cancelled = await self._spawn(
                 lambda: _ChildProtocol(output_limit, on_stderr_line, on_output), argv,
-                stdin=subprocess.PIPE if stdin_bytes is not None or asker else subprocess.DEVNULL,
+                stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
         except FileNotFoundError as exc:
             if cwd is not None and not os.path.isdir(cwd):
@@ -2259,7 +2259,7 @@ class ProcessRunner:
         try:
             if cancelled:  # while its pipes were being connected: stopped like any cancelled call
                 raise asyncio.CancelledError()
-            if stdin_bytes is not None or asker:
+            if piped:
                 pipe = transport.get_pipe_transport(0)
                 pipe.write(stdin_bytes or b"")
                 if asker:
@@ -2320,8 +2320,8 @@ class ProcessRunner:
         asyncio would kill that process alone and forget it, leaving whatever it
         had started in its group running; so the caller gets the process and
         stops its group. If it did not start, a cancel is raised as such."""
-        loop = asyncio.get_running_loop()
-        spawning = asyncio.ensure_future(loop.subprocess_exec(protocol_factory, *argv, **options, **_SPAWN_OPTIONS))
+        spawning = asyncio.ensure_future(asyncio.get_running_loop().subprocess_exec(protocol_factory, *argv, **options,
+                                                                                     **_SPAWN_OPTIONS))
         cancelled = False
         while not spawning.done():
             try:
@@ -6421,10 +6421,9 @@ class ConfigLoader:
             with open(self.path, encoding="utf-8-sig") as f:
                 text = f.read()
         except FileNotFoundError:
-            raise ConfigError("%s: no such file (create one with: mcpstudio init NAME --command CMD -o %s)"
-                              % (self.path, self.path))
+            raise self.error("", "no such file (create one with: mcpstudio init NAME --command CMD -o %s)" % self.path)
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError("%s: cannot read it: %s" % (self.path, exc))
+            raise self.error("", "cannot read it: %s" % exc)
         def no_duplicates(pairs):
             seen = {}
             for key, value in pairs:
@@ -6437,9 +6436,9 @@ class ConfigLoader:
         except json.JSONDecodeError as exc:
             raise ConfigError("%s:%d:%d: invalid JSON: %s" % (self.path, exc.lineno, exc.colno, exc.msg))
         except ValueError as exc:
-            raise ConfigError("%s: %s" % (self.path, exc))
+            raise self.error("", exc)
         except RecursionError:
-            raise ConfigError("%s: invalid JSON: nested too deeply" % self.path) from None
+            raise self.error("", "invalid JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise self.error("", "the file must hold a JSON object ({...}), not %s" % _type_name(data))
         return data
