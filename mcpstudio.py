@@ -5102,7 +5102,7 @@ class TaskStore:
 
     def forget(self, owner):
         """A session ended: its tasks stop and go."""
-        for task in [t for t in self.tasks.values() if t.owner is owner and owner is not None]:
+        for task in [t for t in self.tasks.values() if owner and t.owner is owner]:
             task.job.cancel()
             del self.tasks[task.id]
 
@@ -7017,7 +7017,8 @@ class CommandResource:
             content["text"] = block["text"]
         else:
             content["blob"] = block.get("data") or block["resource"]["blob"]
-            content["mimeType"] = block.get("mimeType") if block["type"] == "image" else self.mime_type
+            if block["type"] == "image":
+                content["mimeType"] = block["mimeType"]
         return {"contents": [content]}
 
 
