@@ -3388,13 +3388,7 @@ def output_content(data, uri, cut=0):
         return text_block(text)
     if cut:
         return text_block(cut_binary(data, cut))
-    import base64
-    encoded = base64.b64encode(data).decode("ascii")
-    mime = _image_type(data)
-    if mime:
-        return {"type": "image", "data": encoded, "mimeType": mime}
-    return {"type": "resource",
-            "resource": {"uri": uri, "mimeType": "application/octet-stream", "blob": encoded}}
+    return file_content("", data, uri, None)  # an image, or a blob of no known type
 
 
 OUTPUT_URI = "mcpstudio://output/"
