@@ -3359,7 +3359,7 @@ def text_block(text):
 
 def _as_text(data, cut):
     """`data` as text if it is UTF-8; when it was cut, a character split by the cut is dropped."""
-    for end in (len(data), len(data) - 1, len(data) - 2, len(data) - 3)[: 4 if cut else 1]:
+    for end in range(len(data), len(data) - (4 if cut else 1), -1):
         try:
             return data[:end].decode("utf-8")
         except UnicodeDecodeError:
