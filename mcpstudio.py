@@ -5834,7 +5834,7 @@ class Server:
     def dispatch(self, method, params, ctx: CallContext):
         """Answer one request: the era's method table, or -32601 for an unknown method."""
         meta = params.get("_meta")
-        if ctx.modern or method == "server/discover" or (type(meta) is dict and META_VERSION in meta):
+        if ctx.modern or method == "server/discover" or META_VERSION in _object(meta):
             return dispatch_modern(self, method, params, ctx, meta)  # (in the section below)
         refusal = self.catalog.refusal
         if refusal:
@@ -6269,9 +6269,8 @@ _CACHEABLE = frozenset(("server/discover", "tools/list", "prompts/list", "resour
 
 
 def _complete(server, method, result):
-    result = dict(result)
-    result.setdefault("resultType", "complete")  # a CreateTaskResult says "task"
-    result["_meta"] = dict(result.get("_meta") or (), **{META_SERVER_INFO: server.server_info()})
+    result = _with_meta(dict(result, resultType=result.get("resultType", "complete")),  # a CreateTaskResult: "task"
+                        META_SERVER_INFO, server.server_info())
     if method in _CACHEABLE:
         result.setdefault("ttlMs", 0 if server.catalog.dynamic else 300000)
         result.setdefault("cacheScope", "public")
