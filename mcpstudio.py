@@ -571,12 +571,11 @@ class Template:
         for key, field in self.fields.items():  # booleans and arrays say what they do when nobody did
             if key not in properties or "description" in properties[key] or field.kind == "string":
                 continue
-            if field.kind == "boolean":
-                properties[key]["description"] = "true adds `%s` to the command; false leaves it out." % field.flag
-            elif any(len(word) == 1 and getattr(word[0], "key", None) == key for word in self.words):
-                properties[key]["description"] = "A list of values; each becomes one argument of the command."
-            else:
-                properties[key]["description"] = "A list of values, joined with commas where the template puts it."
+            properties[key]["description"] = (
+                "true adds `%s` to the command; false leaves it out." % field.flag if field.kind == "boolean" else
+                "A list of values; each becomes one argument of the command."
+                if any(len(word) == 1 and getattr(word[0], "key", None) == key for word in self.words) else
+                "A list of values, joined with commas where the template puts it.")
         return object_schema(properties, [key for key in properties if self.fields[key].required])
 
     def folder(self):
