@@ -4024,11 +4024,7 @@ def option_variable(name):
 
 
 def _option_env(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    return json.dumps(value)
+    return value if isinstance(value, str) else json.dumps(value)  # true, false, numbers and lists as JSON
 
 
 class ScriptTool:
