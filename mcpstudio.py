@@ -2484,9 +2484,10 @@ class Log:
 
     def warn_once(self, message, *args):
         """A warning said once a run, for what each listing would repeat (a collision, a cap)."""
-        if message % args not in self.warned:
-            self.warned.add(message % args)
-            self.warning(message, *args)
+        text = message % args
+        if text not in self.warned:
+            self.warned.add(text)
+            self.warning(text)
 
     def mask(self, text):
         """`text` with every secret replaced by ***."""
@@ -2766,15 +2767,12 @@ class StdioTransport:
         self.room = asyncio.Event()
         self.room.set()
 
-        def deliver(item, framing):
-            loop.call_soon_threadsafe(on_message, item, framing)
-        reader = threading.Thread(target=self._read_loop, args=(deliver, lambda: loop.call_soon_threadsafe(on_eof)),
-                                  name="mcpstudio-stdin", daemon=True)
-        reader.start()
+        threading.Thread(target=self._read_loop, args=(loop, on_message, on_eof), name="mcpstudio-stdin",
+                         daemon=True).start()
         self._writer = threading.Thread(target=self._write_loop, name="mcpstudio-stdout", daemon=True)
         self._writer.start()
 
-    def _read_loop(self, deliver, eof):
+    def _read_loop(self, loop, on_message, on_eof):
         framing = StdioFraming()
         try:
             while True:
@@ -2783,12 +2781,12 @@ class StdioTransport:
                 if not chunk:
                     break
                 for item in framing.feed(chunk):
-                    deliver(*item)
+                    loop.call_soon_threadsafe(on_message, *item)
         except OSError:
             pass
         for item in framing.end():
-            deliver(*item)
-        eof()
+            loop.call_soon_threadsafe(on_message, *item)
+        loop.call_soon_threadsafe(on_eof)
 
     def send(self, message, framing=None, related=None):
         if self._full and isinstance(message, dict) and message.get("method") in DROPPABLE:
