@@ -11405,11 +11405,20 @@ class TuiScreen:
     # -- drawing ------------------------------------------------------------------------------
 
     def put(self, y, x, text, attr=0):
-        """Text clipped to the window (curses raises on the last cell and beyond)."""
+        """Text clipped to the window (curses raises on the last cell and beyond), by cells: a wide character (CJK,
+        most emoji) or a control character (^[) takes two, tabs are spaces, a NUL (which curses refuses) ^@, and
+        what does not fit would run on into the next row."""
+        import unicodedata
         height, width = self.window.getmaxyx()
+        room, text = width - x - (1 if y == height - 1 else 0), text.expandtabs().replace("\0", "^@")
+        for end, char in enumerate(text):
+            room -= 1 + (unicodedata.east_asian_width(char) in "WF" or not char.isprintable())
+            if room < 0:
+                text = text[:end]
+                break
         if 0 <= y < height and x < width:
             try:
-                self.window.addnstr(y, x, text, max(0, width - x - (1 if y == height - 1 else 0)), attr)
+                self.window.addstr(y, x, text, attr)
             except self.curses.error:
                 pass
 
@@ -11439,7 +11448,7 @@ class TuiScreen:
         self.put(1, 0, "%-18s %-7s %-3s %-9s %5s  %-14s %s" % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES",
                                                             "LAST ERROR"), self.curses.A_UNDERLINE)
         if self.text_filter:
-            self.put(1, width - 20, ("/" + self.text_filter)[:19])
+            self.put(1, width - 20, ("/" + self.text_filter)[:19].ljust(20))
         if not rows:
             self.put(3, 2, "no servers%s; a adds one" % (" match /" + self.text_filter if self.text_filter else ""))
         self.current()
@@ -11473,37 +11482,38 @@ class TuiScreen:
                          for text in textwrap.wrap("last error: %s" % row["error"], max(20, width - 1))[:6])
         tools = details["tools"]
         self.tool = min(self.tool, max(0, len(tools) - 1))
-        lines.append(("tools (%d)%s:" % (len(tools), "" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
-        shown = self.board.shown
+        lines.append(("tools (%d)%s" % (len(tools), ":" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
+        shown, selected, end = self.board.shown, 0, 0
         for index, tool in enumerate(tools):
             permission = "hidden" if not tool["served"] else "-" if shown not in tool["allowed"] else (
                 "allowed" if tool["allowed"][shown] else "denied")
             marks = " ".join("%s:%s" % (ns, "+" if ok else "-") for ns, ok in tool["allowed"].items())
             text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
             lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
-        if tools:
-            lines.extend((text, 0) for text in tools[self.tool]["counters"])
-            result = self.board.results.get((row["id"], tools[self.tool]["name"]), "")
-            if result is None:
-                lines.append(("calling %s ..." % tools[self.tool]["name"], 0))
-            elif result:
-                lines.append(("result of %s:" % tools[self.tool]["name"], self.curses.A_UNDERLINE))
-                lines.extend((text, 0) for text in result.splitlines()[:8])
-        selected = next((i for i, (_, attr) in enumerate(lines) if attr == self.curses.A_REVERSE), 0)
-        top = max(0, selected - (height - 5))
+            if index == self.tool:  # its counters and last call under it, in view with it
+                selected = len(lines) - 1
+                lines.extend((text, 0) for text in tool["counters"])
+                result = self.board.results.get((row["id"], tool["name"]), "")
+                if result is None:
+                    lines.append(("calling %s ..." % tool["name"], 0))
+                elif result:
+                    lines.append(("result of %s:" % tool["name"], self.curses.A_UNDERLINE))
+                    lines.extend((text, 0) for text in result.splitlines()[:8])
+                end = len(lines) - 1
+        top = max(0, min(selected, end - (height - 5)))
         for index, (text, attr) in enumerate(lines[top:top + height - 3]):
             self.put(1 + index, 0, text, attr)
 
     def draw_logs(self, height, width):
         row = self.current()
         lines = self.board.lines(row["id"]) if row else []
-        room = height - 3
+        room = height - 4  # rows 2 to height - 3
         if self.follow:
             self.scroll = max(0, len(lines) - room)
         self.scroll = max(0, min(self.scroll, max(0, len(lines) - room)))
         self.put(1, 0, "log of %s%s" % (row["name"] if row else "?", "  (following)" if self.follow else ""),
                  self.curses.A_UNDERLINE)
-        for index, line in enumerate(lines[self.scroll:self.scroll + room - 1]):
+        for index, line in enumerate(lines[self.scroll:self.scroll + room]):
             self.put(2 + index, 0, line)
         if not lines:
             self.put(2, 2, "nothing yet: t starts the server")

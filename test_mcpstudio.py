@@ -11802,6 +11802,331 @@ class LeftoverTests(ScratchDir):
             self.assertNotIn("mcpstudio://", out.stdout)
 
 
+TMUX = shutil.which("tmux")
+
+
+def descendants(pid) -> list:
+    """The pids of every live process under `pid` (children, theirs, ...), read from /proc."""
+    parents = {}
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                parents[int(name)] = int(f.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+    found, todo = [], [pid]
+    while todo:
+        children = [child for child, parent in parents.items() if parent == todo[-1]]
+        todo.pop()
+        found += children
+        todo += children
+    return [child for child in found if alive(child)]
+
+
+class TmuxPane:
+    """A command in the one pane of a private tmux server: a real terminal, whose scrolling regions, insert and
+    delete line and resizes pyte lacks. Its screen is read with capture-pane, keys sent with send-keys, as the
+    project's judges drive the TUI."""
+
+    term = []  # the TERM inside: tmux-256color where its terminfo is installed, else screen
+
+    def __init__(self, folder, command, env, cols=100, rows=30):
+        self.socket = os.path.join(folder, "tmux")  # its server's own socket (-S), gone with the test's folder
+        if not self.term:  # (the class's list: asked once)
+            self.term.append("tmux-256color" if subprocess.run([PY, "-c", "import curses, sys; curses.setupterm(sys.argv[1], 1)",
+                                                                "tmux-256color"], capture_output=True).returncode == 0 else "screen")
+        env = {key: value for key, value in env.items() if key not in ("TMUX", "TMUX_PANE")}
+        self.tmux("set-option", "-g", "default-terminal", self.term[0], ";", "set-option", "-g", "remain-on-exit", "on", ";",
+                  "new-session", "-d", "-s", "tui", "-x", str(cols), "-y", str(rows), *command, env=env)
+        self.pid = int(self.shown("pane_pid"))
+
+    def tmux(self, *args, env=None) -> str:
+        return subprocess.run([TMUX, "-S", self.socket, "-f", os.devnull] + list(args), capture_output=True, text=True,
+                              timeout=WAIT, env=env, check=True, stdin=subprocess.DEVNULL).stdout
+
+    def shown(self, name) -> str:
+        return self.tmux("display-message", "-p", "-t", "tui", "#{%s}" % name).strip()
+
+    def exit_status(self) -> str:
+        """The pane's exit status, once its process exited. tmux 3.3a can miss the SIGCHLD of a pane whose pty closed
+        first (its pid a zombie, the status empty, for good): a child of its own (run-shell) has it reap them all."""
+        def reaped():
+            self.tmux("run-shell", "true")
+            return self.shown("pane_dead_status")
+        wait_until(reaped, 5, 0.1)
+        return self.shown("pane_dead_status")
+
+    def kill(self):
+        subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True, timeout=WAIT)
+
+    def lines(self) -> list:
+        return [line.rstrip() for line in self.tmux("capture-pane", "-p", "-t", "tui").split("\n")[:-1]]
+
+    def reversed_rows(self) -> list:
+        """The rows whose first character shows in reverse video (the selection), from capture-pane -e's SGR codes."""
+        rows, reverse = [], False
+        for index, line in enumerate(self.tmux("capture-pane", "-p", "-e", "-t", "tui").split("\n")[:-1]):
+            for codes, char in re.findall(r"\x1b\[([\d;]*)m|(\S)", line):
+                if char:
+                    rows += [index] * reverse
+                    break
+                for code in codes.split(";"):
+                    reverse = {"": False, "0": False, "7": True, "27": False}.get(code, reverse)
+        return rows
+
+    def wait_for(self, *fragments, timeout=WAIT) -> list:
+        if not wait_until(lambda: all(f in "\n".join(self.lines()) for f in fragments), timeout, 0.05):
+            raise AssertionError("the pane never showed %r:\n%s" % (fragments, "\n".join(self.lines())))
+        return self.lines()
+
+    def keys(self, *keys):
+        self.tmux("send-keys", "-t", "tui", *keys)
+
+    def type(self, text):
+        self.tmux("send-keys", "-t", "tui", "-l", text)
+
+
+@unittest.skipUnless(TMUX and sys.platform.startswith("linux"), "needs tmux (apt-get install tmux; .ci/run installs it) "
+                     "and /proc")
+class TuiTmuxTests(AggregatorCase):
+    """The TUI in a real terminal (tmux), checked line by line as a person reads it."""
+
+    upstream, config, all_gone = TuiTests.upstream, TuiTests.config, TuiTests.all_gone
+    COLUMNS = "%-18s %-7s %-3s %-9s %5s  %-14s %s"
+    HINT = "t:test Enter:details l:log e:on/off a:add d:remove n:namespace ?:help q:quit"
+
+    def tui(self, path, cols=100, rows=30) -> TmuxPane:
+        pane = TmuxPane(self.dir, [PY, MODULE, "tui", "--config", path], self.env, cols, rows)  # as a person runs it
+        self.addCleanup(self.stop_leftovers)
+        self.addCleanup(pane.kill)
+        return pane
+
+    def stop_leftovers(self):
+        """After a failure: what the fake servers started, stopped (a passing test has left nothing)."""
+        if os.path.exists(self.pids):
+            with open(self.pids) as f:
+                for pid in [int(p) for line in f for p in line.split()[:2]]:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+
+    def quit(self, pane):
+        """q quits: the pane's process exits 0 and leaves no process behind."""
+        left = descendants(pane.pid)
+        pane.keys("q")
+        self.assertTrue(wait_until(lambda: pane.shown("pane_dead") == "1"), "\n".join(pane.lines()))
+        self.assertEqual(pane.exit_status(), "0")
+        self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in left + [pane.pid]), 10),
+                        [open("/proc/%d/cmdline" % pid).read() for pid in left if alive(pid)])
+        self.assertTrue(self.all_gone())
+
+    def wait_screen(self, pane, expected, timeout=WAIT):
+        """The pane once it shows `expected` (its lines, trailing blanks dropped), or the test fails with a diff."""
+        if not wait_until(lambda: pane.lines() == expected, timeout, 0.03):
+            self.assertEqual(pane.lines(), expected)
+
+    def wait_selection(self, pane, rows):
+        """The pane once the rows in reverse video are `rows` (ncurses may set a row's text and its look in two writes)."""
+        if not wait_until(lambda: pane.reversed_rows() == rows, 5, 0.03):
+            self.assertEqual(pane.reversed_rows(), rows, "\n".join(pane.lines()))
+
+    def list_screen(self, path, names, selected, cols, rows) -> list:
+        """What the server list must show: title, header, the rows that keep the selection in view, the hint."""
+        title = "mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path
+        top = max(0, selected - (rows - 6))
+        lines = [title[:cols], self.COLUMNS % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES", "LAST ERROR")]
+        lines += [self.COLUMNS % (name, "command", "yes", "stopped", "-", "-", "") for name in names[top:top + rows - 4]]
+        lines += [""] * (rows - 1 - len(lines)) + [self.HINT[:cols - 1]]
+        return [line.rstrip() for line in lines]
+
+    def many(self, count=60):
+        names = ["server-%02d" % index for index in range(count)]
+        return names, self.config({name: self.upstream(name) for name in names})
+
+    def test_select_details_call_and_quit(self):
+        path = self.config({"good": self.upstream("good"), "other": self.upstream("other")})
+        pane = self.tui(path)
+        pane.wait_for("SERVER", "good", "other", "t:test")
+        self.wait_selection(pane, [2, 29])  # good, and the hint
+        pane.keys("Down")
+        self.wait_selection(pane, [3, 29])
+        pane.keys("k")
+        self.wait_selection(pane, [2, 29])
+        pane.keys("t")
+        pane.wait_for("good is running: 5 tools")
+        pane.keys("Enter")
+        lines = pane.wait_for("tools (5):", "Echo text back")
+        self.assertEqual(lines[1], "good  (running, enabled)")
+        self.assertEqual(lines[2], ("command: %s %s --name good --pidfile %s" % (PY, self.fake, self.pids))[:100])
+        self.wait_selection(pane, [4, 29])  # echo
+        pane.keys("c")
+        pane.wait_for("text (string, required)")
+        pane.type("hi from tmux")
+        pane.keys("Enter")
+        lines = pane.wait_for("result of echo:", "good: hi from tmux")
+        self.assertEqual(lines[lines.index("result of echo:") + 1], "good: hi from tmux")
+        pane.keys("Escape")
+        pane.wait_for("SERVER")
+        self.quit(pane)
+
+    def test_a_long_list_scrolls_and_comes_back_unbroken(self):
+        names, path = self.many()
+        pane = self.tui(path)
+        self.wait_screen(pane, self.list_screen(path, names, 0, 100, 30))
+        # One key at a time: past the 26th row each Down scrolls the list a row, and Up back from 39 to 24 too.
+        for key, selected in [("Down", index) for index in range(1, 41)] + [("Up", index) for index in range(39, 9, -1)]:
+            pane.keys(key)
+            self.wait_screen(pane, self.list_screen(path, names, selected, 100, 30))
+            self.wait_selection(pane, [2 + min(selected, 24), 29])
+        pane.keys(*["j"] * 55)  # keys faster than the draws: to the last server, and past it
+        self.wait_screen(pane, self.list_screen(path, names, 59, 100, 30))
+        self.wait_selection(pane, [26, 29])
+        pane.keys(*["k"] * 59)
+        self.wait_screen(pane, self.list_screen(path, names, 0, 100, 30))
+        self.quit(pane)
+
+    def test_a_resize_redraws_without_leftovers(self):
+        names, path = self.many()
+        pane = self.tui(path)
+        pane.keys(*["j"] * 40)
+        self.wait_screen(pane, self.list_screen(path, names, 40, 100, 30))
+        for cols, rows in ((80, 24), (120, 40), (100, 30)):
+            pane.tmux("resize-window", "-t", "tui", "-x", str(cols), "-y", str(rows))
+            self.wait_screen(pane, self.list_screen(path, names, 40, cols, rows))
+            self.wait_selection(pane, [2 + min(40, rows - 6), rows - 1])
+        pane.keys("Enter")
+        pane.wait_for("server-40  (stopped, enabled)")
+        pane.tmux("resize-window", "-t", "tui", "-x", "60", "-y", "12")
+        self.wait_screen(pane, [("mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path)[:60],
+                                "server-40  (stopped, enabled)",
+                                ("command: %s %s --name server-40 --pidfile %s" % (PY, self.fake, self.pids))[:60],
+                                "tools (0): not listed yet; t starts it"] + [""] * 7 +
+                         ["c:call p:allow/deny t:test l:log Esc:back ?:help q:quit"])
+        self.quit(pane)
+
+    def test_a_filter_at_80_columns_leaves_the_header_readable(self):
+        # The filter was written over the header's end: "NAMESPACES  /server-5ST ERROR".
+        names, path = self.many()
+        pane = self.tui(path, 80, 24)
+        pane.wait_for("server-00")
+        pane.keys("/")
+        pane.type("server-5")
+        pane.keys("Enter")
+        expected = self.list_screen(path, names[50:], 0, 80, 24)
+        expected[1] = expected[1][:60] + "/server-5"
+        self.wait_screen(pane, expected)
+        self.quit(pane)
+
+    def test_a_long_tool_list_scrolls_in_the_details(self):
+        path = self.config({"big": self.upstream("big", "--tools", "55")})
+        pane = self.tui(path)
+        pane.wait_for("big")
+        pane.keys("t")
+        pane.wait_for("big is running: 60 tools")
+        pane.keys("Enter")
+        lines = pane.wait_for("tools (60):")
+        tools = [("echo", "Echo text back"), ("sleep", "Sleep, reporting progress"), ("crash", "Exit in the middle of the call"),
+                 ("env", "Read a variable"), ("dotted.name/x", "A name clients reject")]
+        body = lines[1:4] + ["  %-28s %-8s %-22s %s" % (name, "-", "", text)
+                             for name, text in tools + [("t%04d" % index, "tool %d" % index) for index in range(55)]]
+        self.assertEqual(lines[1:4], ["big  (running, enabled)", ("command: %s %s --name big --pidfile %s --tools 55"
+                                                                  % (PY, self.fake, self.pids))[:100], "tools (60):"])
+
+        def screen(tool, said="big is running: 60 tools"):  # the selected tool's line in view: on row 26 at most
+            top = max(0, 3 + tool - 25)
+            shown = body[top:top + 27]
+            return [lines[0]] + shown + [""] * (27 - len(shown)) + [said, "c:call p:allow/deny t:test l:log Esc:back ?:help q:quit"]
+        for key, tool in [("Down", index) for index in range(1, 51)] + [("Up", index) for index in range(49, 19, -1)]:
+            pane.keys(key)
+            self.wait_screen(pane, screen(tool))
+            self.wait_selection(pane, [4 + tool - max(0, tool - 22), 29])
+        pane.keys(*["k"] * 20)
+        self.wait_screen(pane, screen(0))
+        pane.keys("c")  # a call's result shows under its tool: it was after the 60th, off the screen
+        pane.wait_for("text (string, required)")
+        pane.type("hi")
+        pane.keys("Enter")
+        self.wait_screen(pane, [lines[0]] + body[:4] + ["result of echo:", "big: hi"] + body[4:25]
+                         + ["echo of big answered", "c:call p:allow/deny t:test l:log Esc:back ?:help q:quit"])
+        pane.keys(*["j"] * 59)  # the last tool's line still comes into view
+        self.wait_screen(pane, screen(59, "echo of big answered"))
+        self.quit(pane)
+
+    def test_wide_characters_stay_in_their_row(self):
+        # A server's error in CJK (two cells a character) was clipped by characters, not cells: its row ran on
+        # into the next, and the status line into the key hint.
+        error = "\u8d77\u52d5\u3067\u304d\u307e\u305b\u3093" * 20  # "cannot start", in Japanese
+        path = self.config({"broken": {"command": PY, "args": ["-c", "import sys; sys.stderr.write(%r); sys.exit(3)" % error]}})
+        pane = self.tui(path)
+        pane.wait_for("broken")
+        pane.keys("t")
+        said = "server `broken` failed to start: " + error
+        row = self.COLUMNS % ("broken", "command", "yes", "failed", "-", "-", error)
+        self.wait_screen(pane, [("mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path)[:100],
+                                self.COLUMNS % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES", "LAST ERROR"),
+                                row[:63 + 18]] + [""] * 25 + [said[:33 + 33], self.HINT])  # 37 and 66 cells of room
+        pane.keys("Enter")
+        lines = pane.wait_for("last error: " + error[:10])
+        self.assertEqual(lines[28:], [said[:66], "c:call p:allow/deny t:test l:log Esc:back ?:help q:quit"])
+        self.quit(pane)
+
+    def test_a_log_line_with_tabs_and_colour_codes_stays_in_its_row(self):
+        # curses shows a tab as up to 8 cells and ESC as two (^[): the line ran on into the next row.
+        line = "\x1b[32minfo\x1b[0m\tstarting\tstep 1\t" + "x" * 70
+        pane = self.tui(self.config({"noisy": {"command": PY, "args": ["-c", "import sys; sys.stderr.write(%r); sys.exit(3)"
+                                                                        % (line + "\n")]}}))
+        pane.wait_for("noisy")
+        pane.keys("t")
+        pane.wait_for("failed to start")
+        pane.keys("l")
+        lines = pane.wait_for("log of noisy", "stderr: ")
+        rows = [text for text in lines[2:28] if text]
+        self.assertTrue(all(re.match(r"\d\d:\d\d:\d\d \w", text) for text in rows), lines)  # none ran on into another
+        self.assertEqual(next(text for text in rows if " stderr: " in text)[8:],
+                         (" stderr: " + line).expandtabs().replace("\x1b", "^[")[:100 - 8])
+        self.quit(pane)
+
+    def test_the_log_follows_to_its_newest_line_and_scrolls_back(self):
+        # Following a log longer than the screen, the newest line was left off the bottom.
+        program = "import sys; [sys.stderr.write('line %03d\\n' % i) for i in range(100)]; sys.exit(3)"
+        pane = self.tui(self.config({"chatty": {"command": PY, "args": ["-c", program]}}))
+        pane.wait_for("chatty")
+        pane.keys("t")
+        pane.wait_for("failed to start")
+        pane.keys("l")
+
+        log = (["mcpstudio: starting: ", "mcpstudio: started pid "] + ["stderr: line %03d" % index for index in range(100)]
+               + ["mcpstudio: failed to start: line 099", "mcpstudio: warning: server `chatty` failed to start"])
+
+        def shown(top):  # the log from line `top` on, in rows 2-27 (each row's time left out)
+            return all(row[9:].startswith(text) for row, text in zip(pane.lines()[2:28], log[top:top + 26] + [""] * 26))
+        self.assertTrue(wait_until(lambda: shown(len(log) - 26)), pane.lines())
+        for top in range(len(log) - 27, len(log) - 57, -1):  # back, one row at a time
+            pane.keys("Up")
+            self.assertTrue(wait_until(lambda top=top: shown(top)), (top, pane.lines()))
+        pane.keys("f")
+        self.assertTrue(wait_until(lambda: shown(len(log) - 26)), pane.lines())
+        self.quit(pane)
+
+    def test_a_nul_in_a_servers_error_shows_as_caret_at(self):
+        # curses refuses a string with a NUL (ValueError): the TUI died with a traceback.
+        pane = self.tui(self.config({"nul": {"command": PY, "args": ["-c", "import sys; sys.stderr.write('bad\\x00byte'); sys.exit(3)"]}}))
+        pane.wait_for("nul")
+        pane.keys("t")
+        self.assertIn("failed    ", pane.wait_for("bad^@byte")[2])
+        self.quit(pane)
+
+    def test_closing_the_terminal_stops_the_servers_it_started(self):
+        pane = self.tui(self.config({"good": self.upstream("good")}))
+        pane.wait_for("good")
+        pane.keys("t")
+        pane.wait_for("good is running")
+        left = descendants(pane.pid)
+        pane.tmux("kill-pane", "-t", "tui")  # as a person closing the window: the TUI gets SIGHUP
+        self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in left + [pane.pid])),
+                        [open("/proc/%d/cmdline" % pid).read() for pid in left if alive(pid)])
+        self.assertTrue(self.all_gone())
+
+
 class ProtocolFuzzer:
     """Structurally valid but wrong JSON-RPC for every method of both protocol eras.
 
