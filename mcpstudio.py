@@ -259,6 +259,14 @@ def _type_name(value):
     return next((name for name, kinds in _JSON_TYPES.items() if isinstance(value, kinds)), type(value).__name__)
 
 
+def object_schema(properties, required):
+    """The JSON schema of an object with these properties and no others; `required` listed when not empty."""
+    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
+
+
 def _is_type(value, name):
     if isinstance(value, bool) and name in ("integer", "number"):
         return False
@@ -295,14 +303,12 @@ def validate(value, schema, where=""):
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append("%s must match the pattern %s" % (label, schema["pattern"]))
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append("%s must be at least %s" % (label, schema["minimum"]))
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append("%s must be at most %s" % (label, schema["maximum"]))
-        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-            errors.append("%s must be more than %s" % (label, schema["exclusiveMinimum"]))
-        if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
-            errors.append("%s must be less than %s" % (label, schema["exclusiveMaximum"]))
+        import operator
+        for key, broken, words in (("minimum", operator.lt, "at least"), ("maximum", operator.gt, "at most"),
+                                   ("exclusiveMinimum", operator.le, "more than"),
+                                   ("exclusiveMaximum", operator.ge, "less than")):
+            if key in schema and broken(value, schema[key]):
+                errors.append("%s must be %s %s" % (label, words, schema[key]))
     elif isinstance(value, (list, tuple)):
         if "minItems" in schema and len(value) < schema["minItems"]:
             errors.append("%s must have at least %d item%s" % (
@@ -322,12 +328,13 @@ def validate(value, schema, where=""):
                 errors.append("`%s%s` is required" % (prefix, name))
         extra = schema.get("additionalProperties", True)
         for name, item in value.items():
+            place = "`%s%s`" % (prefix, name)
             if name in properties:
-                errors.extend(validate(item, properties[name], "`%s%s`" % (prefix, name)))
+                errors.extend(validate(item, properties[name], place))
             elif extra is False:
-                errors.append("`%s%s` is not a known argument" % (prefix, name))
+                errors.append("%s is not a known argument" % place)
             elif isinstance(extra, dict):
-                errors.extend(validate(item, extra, "`%s%s`" % (prefix, name)))
+                errors.extend(validate(item, extra, place))
     return errors
 
 
@@ -477,13 +484,11 @@ class Template:
             raise TemplateError("the %s: give a command, e.g. echo \"{message}\""
                                 % ("command is empty or blank" if words else "template is empty"))
         self.source = list(words)
-        self.words = []          # each word: a list of str and Field pieces
         self.fields = {}         # key -> Field, merged over every use
-        for index, word in enumerate(words):
-            self.words.append(self._parse_word(word, index))
+        self.words = [self._parse_word(word, index) for index, word in enumerate(words)]  # lists of str and Field pieces
         if any(not isinstance(p, str) for p in self.words[0]):
             raise TemplateError("the command (the first word) must be literal text, never a field", 0, self.source)
-        self.stdin_code = check_code_fields(self.words, self.source)  # why stdin would be code here, or ""
+        self.stdin_code = check_code_fields(self.words)  # why stdin would be code here, or ""
 
     def _parse_word(self, word, index, in_group=False):
         pieces, text, i = [], [], 0
@@ -495,19 +500,9 @@ class Template:
                 continue
             piece, end = None, i
             if char in "{[":
-                match = _FIELD.match(word, i)
-                if match:
-                    _refuse_nested(word, i, match, lambda message: TemplateError(message, index, self.source))
-                    piece, end = self._field(match, index, in_group), match.end()
-                elif _FIELD_START.match(word, i):
-                    raise self._bad_description(word, i, index)
-                elif char == "[":
-                    close = _closing_bracket(word, i)
-                    if close:
-                        inner = self._parse_word(word[i + 1:close], index, True)
-                        if any(not isinstance(p, str) for p in inner):
-                            piece, end = Group(inner), close + 1
-            if piece is None:
+                piece, end = self._piece_at(word, i, index, in_group,
+                                            lambda message: TemplateError(message, index, self.source))
+            if not piece:
                 text.append(char)
                 i += 1
                 continue
@@ -519,6 +514,21 @@ class Template:
         if text:
             pieces.append("".join(text))
         return pieces
+
+    def _piece_at(self, text, i, index, optional, error):
+        """The field or group that text[i] (a `{` or `[`) starts, and the index after it; else (None, i).
+        `error(message)` makes the error of a field inside a field."""
+        match = _FIELD.match(text, i)
+        if match:
+            _refuse_nested(text, i, match, error)
+            return self._field(match, index, optional), match.end()
+        if _FIELD_START.match(text, i):
+            raise self._bad_description(text, i, index)
+        close = _closing_bracket(text, i) if text[i] == "[" else 0
+        inner = self._parse_word(text[i + 1:close], index, True) if close else []
+        if any(not isinstance(p, str) for p in inner):
+            return Group(inner), close + 1
+        return None, i
 
     def _bad_description(self, text, at, index) -> TemplateError:
         name = _FIELD_START.match(text, at).group(1)
@@ -538,7 +548,7 @@ class Template:
                                   in_group=optional)
                     break
         known = self.fields.get(field.key)
-        if known is None:
+        if not known:
             self.fields[field.key] = Field(field.name, field.kind, field.required, field.description, field.flag)
             return field
         if known.kind != field.kind:
@@ -561,21 +571,12 @@ class Template:
         for key, field in self.fields.items():  # booleans and arrays say what they do when nobody did
             if key not in properties or "description" in properties[key] or field.kind == "string":
                 continue
-            if field.kind == "boolean":
-                properties[key]["description"] = "true adds `%s` to the command; false leaves it out." % field.flag
-            elif any(len(word) == 1 and getattr(word[0], "key", None) == key for word in self.words):
-                properties[key]["description"] = "A list of values; each becomes one argument of the command."
-            else:
-                properties[key]["description"] = "A list of values, joined with commas where the template puts it."
-        schema = {
-            "type": "object",
-            "properties": properties,
-            "additionalProperties": False,
-        }
-        required = [key for key in properties if self.fields[key].required]
-        if required:
-            schema["required"] = required
-        return schema
+            properties[key]["description"] = (
+                "true adds `%s` to the command; false leaves it out." % field.flag if field.kind == "boolean" else
+                "A list of values; each becomes one argument of the command."
+                if any(len(word) == 1 and getattr(word[0], "key", None) == key for word in self.words) else
+                "A list of values, joined with commas where the template puts it.")
+        return object_schema(properties, [key for key in properties if self.fields[key].required])
 
     def folder(self):
         """The `{name:folder}` field, whose value is a fresh folder the command's files come back from; or None."""
@@ -598,13 +599,13 @@ class Template:
 
     # -- calls ------------------------------------------------------------------
 
-    def render(self, arguments, allow_dash_values=False, honour_double_dash=True):
+    def render(self, arguments, allow_dash_values=False):
         """Render validated `arguments` to an argv list (no shell, no re-substitution).
 
         Raises ToolError when a scalar value would begin an argument with `-`
         (it would be read as an option) and the template has no `--` before it.
         """
-        return render_words(self.words, arguments, allow_dash_values, self.command_name(), honour_double_dash)
+        return render_words(self.words, arguments, allow_dash_values)
 
 
 # Where a value would be code. A command is walked the way the program that
@@ -626,8 +627,6 @@ _WRAPPERS = {
             ("--ignore-environment", "--null", "--debug"), 0, "S"),
     "timeout": ("sk", ("--signal", "--kill-after"), ("--preserve-status", "--foreground", "--verbose"), 1, ""),
     "nice": ("n", ("--adjustment",), (), 0, ""),
-    "nohup": ("", (), (), 0, ""), "setsid": ("", (), (), 0, ""),
-    "builtin": ("", (), (), 0, ""), "command": ("", (), (), 0, ""), "busybox": ("", (), (), 0, ""),
     "exec": ("a", (), (), 0, ""),
     "time": ("fo", ("--format", "--output"), (), 0, ""),
     "stdbuf": ("ioe", ("--input", "--output", "--error"), (), 0, ""),
@@ -645,6 +644,7 @@ _WRAPPERS = {
     "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
     "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--quiet",), 1, "c"),
 }
+_WRAPPERS.update(dict.fromkeys(("nohup", "setsid", "builtin", "command", "busybox"), ("", (), (), 0, "")))  # no options
 # Programs that join all their arguments into one shell command (ssh: after the
 # host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
 # bash's trap, alias, bind -x, complete -C, fc and enable -f run their words too; bash (the
@@ -757,20 +757,21 @@ class _CodeCheck:
         self._walk(0)
 
     def _refuse(self, index, text):
-        if self.problem is None and index < len(self.words) and _has_field(self.words[index]):
+        if not self.problem and index < len(self.words) and _has_field(self.words[index]):
             word = self.words[index]
-            self.problem = text % {"name": _first_field(word), "word": "".join(_piece_text(p) for p in word)}
+            self.problem = text.replace("%(name)s", _first_field(word)).replace(
+                "%(word)s", "".join(_piece_text(p) for p in word))  # not %: program names and options may hold one
 
     def _code(self, index, program, note=""):
-        self._refuse(index, "`%(name)s` stands inside code that " + program.replace("%", "%%") + " runs"
-                     + note.replace("%", "%%") + " (the word `%(word)s`), so a value would be code: it could "
-                     "run any command or read any secret. Pass the value as its own argument "
+        self._refuse(index, "`%(name)s` stands inside code that " + program + " runs" + note + " (the word "
+                     "`%(word)s`), so a value would be code: it could run any command or read any secret. Pass "
+                     "the value as its own argument "
                      "(sh -c 'echo \"$1\"' sh {%(name)s}; jq --arg v {%(name)s} '.[$v]') or through stdin")
 
     def _choice(self, index, what):
         if self.guessing:
             return
-        self._refuse(index, "`%(name)s` stands for " + what.replace("%", "%%") + " (the word `%(word)s`), so "
+        self._refuse(index, "`%(name)s` stands for " + what + " (the word `%(word)s`), so "
                      "a value would choose what runs. Write it out in the template; pass values as "
                      "arguments or through stdin")
 
@@ -782,7 +783,7 @@ class _CodeCheck:
         letters or an option's name (`-{x}`, `--{x}`) is refused, and so is any field after a long
         option not in `long_takes` or `long_flags` (when given) that may take the next word."""
         words = self.words
-        while index < len(words) and self.problem is None:
+        while index < len(words) and not self.problem:
             text, field = _lead_text(words[index]), _has_field(words[index])
             if text == "--" and not field:
                 return index + 1
@@ -800,14 +801,14 @@ class _CodeCheck:
                                      "is unknown (the word `%(word)s`). Write it as " + name + "=VALUE, or leave it out")
                     return len(words)
                 size = 1 if "=" in text else 3 if name in pairs else 2 if name in long_takes else 1
-                if on_long is not None:
+                if on_long:
                     on_long(name, index if size == 1 else index + size - 1)
                 index += size
                 continue
             following, consumed = index + 1, False
             for at, letter in enumerate(text[1:], 1):
                 attached = at + 1 < len(text) or field
-                if on_letter is not None:
+                if on_letter:
                     on_letter(letter, index if attached else index + 1)
                 if letter in takes:
                     following, consumed = index + (1 if attached else 2), True
@@ -833,7 +834,7 @@ class _CodeCheck:
         self.stdin_code = self.stdin_code or "`%s` reads the program it runs from stdin" % program
 
     def _among_options(self, index, program):
-        self._refuse(index, "`%(name)s` stands among the options of `" + program.replace("%", "%%") + "` (the "
+        self._refuse(index, "`%(name)s` stands among the options of `" + program + "` (the "
                      "word `%(word)s`), so a value could add any option, such as one that runs code. Write "
                      "the options out; a value may follow an option that takes one (-n{n}, --name={v})")
 
@@ -860,7 +861,7 @@ class _CodeCheck:
 
     def _walk(self, index):
         words = self.words
-        while index < len(words) and self.problem is None:
+        while index < len(words) and not self.problem:
             lead = _lead_text(words[index])
             assignment = _ASSIGNMENT.match(lead)
             if assignment:  # NAME=value before the command (env, sudo, a shell script)
@@ -1107,7 +1108,7 @@ def _shell_commands(tokens):
     return commands
 
 
-def check_code_fields(words, source, shell_tokens=None):
+def check_code_fields(words, shell_tokens=None):
     """Refuse a field where its value would be code, or would choose the program.
 
     `words` is one command; `shell_tokens` (a "shell": true script) is walked
@@ -1138,15 +1139,13 @@ def check_code_fields(words, source, shell_tokens=None):
     return stdin_code
 
 
-def render_words(words, arguments, allow_dash_values, command,
-                 honour_double_dash=True, ends=()):
+def render_words(words, arguments, allow_dash_values, ends=()):
     """Render parsed words (lists of pieces) to argv; see Template.render.
 
     The guard judges a word as rendered (`{a}-{b}` with `a` empty is `-{b}`)
     and also refuses a leading `+` or `@` where a program on the line reads them. A `--`
     frees the words after it only when a field's word follows it directly
-    (`env -- git log {rev}`: that `--` was env's); `honour_double_dash=False`
-    keeps the guard on after it. `ends` holds the indexes of words after
+    (`env -- git log {rev}`: that `--` was env's). `ends` holds the indexes of words after
     which a shell script's command ends, and with it what a `--` said.
     """
     argv = []
@@ -1172,7 +1171,7 @@ def render_words(words, arguments, allow_dash_values, command,
                             "path can be written ./%s)."
                             % (next((f.name for f in fields if arguments.get(f.key)), fields[0].name), word[0], value,
                                value))
-        if pieces == ["--"] and honour_double_dash and index + 1 < len(words) and _has_field(words[index + 1]):
+        if pieces == ["--"] and index + 1 < len(words) and _has_field(words[index + 1]):
             after_double_dash = True
         argv.append(word)
     return argv
@@ -1250,19 +1249,11 @@ def _render_pieces(pieces, arguments, parts):
 
 def _closing_bracket(word, start):
     """Index of the `]` that closes the `[` at `start` (0 if none)."""
-    depth, i = 0, start
-    while i < len(word):
-        char = word[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
+    depth = 0
+    for match in re.finditer(r"\\.|\[|\]", word[start:], re.S):
+        depth += {"[": 1, "]": -1}.get(match.group(), 0)
+        if depth == 0 and match.group() == "]":
+            return start + match.start()
     return 0
 
 
@@ -1273,19 +1264,13 @@ def _piece_text(piece, in_group=False):
         return _FIELD.sub(lambda m: "\\" + m.group(), piece) if "{" in piece or "[" in piece else piece
     if isinstance(piece, Group):
         return "[%s]" % "".join(_piece_text(p, True) for p in piece.pieces)
-    if in_group and piece.kind != "boolean":
-        return "{%s%s}" % (piece.name, _SUFFIXES.get(piece.kind, ""))
-    return _field_text(piece)
+    if piece.kind == "boolean":
+        return "[%s]" % piece.flag
+    return ("{%s%s}" if piece.required or in_group else "[%s%s]") % (piece.name, _SUFFIXES.get(piece.kind, ""))
 
 
 def _article(kind):
     return "an" if kind[0] in "aeiou" else "a"
-
-
-def _field_text(field: Field):
-    if field.kind == "boolean":
-        return "[%s]" % field.flag
-    return ("{%s%s}" if field.required else "[%s%s]") % (field.name, _SUFFIXES.get(field.kind, ""))
 
 
 def _clip(text, limit):
@@ -1317,6 +1302,8 @@ _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\
                  "L": "\u2028", "P": "\u2029", "x": 2, "u": 4, "U": 8}
 
 
+_YAML_BLANKS = r"[ \t]*\n[ \t\n]*|[ \t]+"  # in a quoted value: a line break with the blanks around it, or blanks
+_FLOW_SPACE = re.compile(r"(?:[ \t\n]|(?<![^ \t\n])#[^\n]*)*")  # a comment starts the text or follows a blank
 _FLOW_PLAIN = re.compile(r"(?:[^,\[\]{}:#\n]|:(?![ \t\n,\[\]{}])|(?<![ \t\n])#|\n)+")
 
 
@@ -1421,29 +1408,27 @@ class _Yaml:
         self.nest(-1)
         return value
 
+    def more(self, n, rule):
+        """Past blank and comment lines: whether a line at column `n` comes next (one deeper breaks `rule`)."""
+        self.skip()
+        if self.i < len(self.lines) and self.indent(self.i) > n:
+            raise self.error("unexpected indentation (%s above it)" % rule)
+        return self.i < len(self.lines) and self.indent(self.i) == n
+
     def mapping(self, n):
         result = {}
-        while True:
-            self.skip()
-            if self.i == len(self.lines) or self.indent(self.i) < n:
-                return result
-            if self.indent(self.i) > n:
-                raise self.error("unexpected indentation (a key lines up with the keys above it)")
+        while self.more(n, "a key lines up with the keys"):
             key, col = self.key(n)
             if key in result:
                 raise self.error("the key `%s` appears twice" % key)
             result[key] = self.value(col, n, True)
+        return result
 
     def sequence(self, n):
         result = []
-        while True:
-            self.skip()
-            if self.i == len(self.lines) or self.indent(self.i) < n:
-                return result
+        while self.more(n, "an item lines up with the items"):
             line = self.lines[self.i]
-            if self.indent(self.i) > n:
-                raise self.error("unexpected indentation (an item lines up with the items above it)")
-            if line[n:n + 2] not in ("- ", "-\t", "-"):
+            if not _item(line[n:]):
                 return result  # `key:` then items at the key's own indentation, then the next key
             rest = line[n + 1:]
             col = n + 1 + len(rest) - len(rest.lstrip(" "))
@@ -1453,6 +1438,7 @@ class _Yaml:
                 result.append(self.block(col))
             else:
                 result.append(self.value(col, n, False))
+        return result
 
     def is_key(self, text):
         if text[:1] in "\"'":
@@ -1460,18 +1446,13 @@ class _Yaml:
                 end = self.quoted(text, 0)[1]
             except FrontmatterError:
                 return False
-            after = text[end:].lstrip(" \t")
-        else:
-            match = re.search(r":(?=[ \t]|$)", text)
-            if match is None or re.search(r"[ \t]#", text[:match.start()]) or text[:1] in "[{#":
-                return False
-            after = text[match.start():]
-        return after[:1] == ":" and after[1:2] in ("", " ", "\t")
+            return bool(re.match(r"[ \t]*:([ \t]|$)", text[end:]))
+        match = re.search(r":(?=[ \t]|$)", text)
+        return bool(match) and not re.search(r"[ \t]#", text[:match.start()]) and text[:1] not in "[{#"
 
     def key(self, n):
         """The key of the mapping line at column `n`, and the column after its `:`."""
-        line = self.lines[self.i]
-        text = line[n:]
+        text = self.lines[self.i][n:]
         if text[:1] == "?" and text[1:2] in ("", " "):
             raise self.error("`?` keys are not supported; write `key: value`")
         if not self.is_key(text):
@@ -1525,7 +1506,7 @@ class _Yaml:
         if text[0] in "|>":
             return self.block_scalar(text, n)
         if text[0] in "[{\"'":
-            return self.flow_value(col, n)
+            return self.flow_value(col)
         if _item(text):
             raise self.error("a `-` list cannot start on the key's line; put its items on the lines below")
         return self.plain(text, n)
@@ -1533,16 +1514,15 @@ class _Yaml:
     def plain(self, text, n):
         """A plain scalar, continued on more-indented lines."""
         self.plain_start(text)
-        parts, ended, start = [], False, self.i
+        parts, start = [], self.i
         while True:
-            cut = re.search(r"[ \t]#", text)
-            if cut is not None:
-                text, ended = text[:cut.start()], True
+            cut = re.search(r"[ \t]#", text)  # a comment ends the value
+            text = text[:cut.start()] if cut else text
             if re.search(r":[ \t]|:$", text):
                 raise self.error("`: ` inside a plain value; quote the value")
             parts.append(text.strip(" \t"))
             self.i += 1
-            if ended:
+            if cut:
                 break
             blanks = 0
             while self.i + blanks < len(self.lines) and not self.lines[self.i + blanks].strip(" \t"):
@@ -1562,18 +1542,18 @@ class _Yaml:
     def block_scalar(self, header, n):
         """A `|` (literal) or `>` (folded) scalar: its indicators, then the lines below."""
         match = re.fullmatch(r"([|>])([-+]?)([1-9]?)([-+]?)([ \t]+#.*)?[ \t]*", header)
-        if match is None or (match.group(2) and match.group(4)):
+        if not match or (match.group(2) and match.group(4)):
             raise self.error("after `%s` only a chomping indicator (- or +), an indentation digit and a "
                              "comment may follow" % header[0])
         folded, chomp = match.group(1) == ">", match.group(2) or match.group(4)
         indent = n + int(match.group(3)) if match.group(3) else None
-        rows, lead = [], 0  # text of each line, None for an empty one; the longest leading empty line
+        rows, lead = [], 0  # text of each line ("" for an empty one: no other is); the longest leading empty line
         self.i += 1
         while self.i < len(self.lines):
             line = self.lines[self.i]
             spaces = len(line) - len(line.lstrip(" "))
             if not line.strip(" ") and (indent is None or spaces <= indent):
-                rows.append(None)
+                rows.append("")
                 lead = max(lead, spaces) if indent is None else lead
             else:
                 if indent is None:
@@ -1587,39 +1567,23 @@ class _Yaml:
                     break
                 rows.append(line[indent:])
             self.i += 1
-        while rows and rows[-1] is None:  # trailing empty lines are kept only by `+`
+        trailing = 0
+        while rows and not rows[-1]:  # trailing empty lines are kept only by `+`
             rows.pop()
             self.i -= 1
-        trailing = 0
-        while self.i + trailing < len(self.lines) and not self.lines[self.i + trailing].strip(" "):
             trailing += 1
         if not rows:
             return "\n" * trailing if chomp == "+" else ""
-        out, previous, empties = [], None, 0
-        for row in rows:
-            if row is None:
-                if previous is None:
-                    out.append("\n")
-                else:
-                    empties += 1
-                continue
-            if previous is not None:
-                if folded and previous[:1] not in (" ", "\t") and row[:1] not in (" ", "\t"):
-                    out.append("\n" * empties or " ")
-                else:
-                    out.append("\n" * (empties + 1))
-            out.append(row)
-            previous, empties = row, 0
-        tail = {"-": "", "+": "\n" * (trailing + 1)}.get(chomp, "\n")
-        return "".join(out) + tail
+        text = "\n".join(rows)
+        if folded:  # a line break between two lines that are not more indented: a space, or one of several goes
+            text = re.sub(r"^([^ \t\n].*)\n(\n*)(?=[^ \t\n])", lambda match: match.group(1) + (match.group(2) or " "),
+                          text, flags=re.M)
+        return text + {"-": "", "+": "\n" * (trailing + 1)}.get(chomp, "\n")
 
-    def flow_value(self, col, n):
+    def flow_value(self, col):
         """A quoted scalar or a [ ] / { } collection, which may run over several lines."""
         text, start = self.text, self.starts[self.i] + col
-        if text[start] in "\"'":
-            value, end = self.quoted(text, start)
-        else:
-            value, end = self.flow(text, start)
+        value, end = self.flow_node(text, start)  # a quote, [ or {
         self.i += text.count("\n", start, end)
         rest = text[end:self.starts[self.i + 1] - 1]
         if rest.strip(" \t")[:1] not in ("", "#") or rest[:1] == "#":
@@ -1629,56 +1593,28 @@ class _Yaml:
 
     def quoted(self, text, j):
         """A 'single' or "double" quoted scalar starting at text[j]: (value, index after it)."""
-        quote, out, blanks = text[j], [], ""
-        j += 1
-        while True:
-            if j >= len(text):
-                raise self.error("a %s-quoted value has no closing %s" % (
-                    "double" if quote == '"' else "single", quote))
-            c = text[j]
-            if c == quote:
-                if quote == "'" and text[j + 1:j + 2] == "'":
-                    out.append(blanks + "'")
-                    blanks, j = "", j + 2
-                    continue
-                out.append(blanks)
-                return "".join(out), j + 1
-            if c in " \t":
-                blanks += c
-                j += 1
-            elif c == "\n":  # a line break folds to a space, each empty line to a newline
-                blanks, j = "", j + 1
-                breaks = 0
-                while True:
-                    while j < len(text) and text[j] in " \t":
-                        j += 1
-                    if text[j:j + 1] != "\n":
-                        break
-                    breaks, j = breaks + 1, j + 1
-                out.append("\n" * breaks or " ")
-            elif c == "\\" and quote == '"':
-                out.append(blanks)
-                blanks = ""
-                e = text[j + 1:j + 2]
-                if e == "\n":  # an escaped line break joins the lines
-                    j += 2
-                    while j < len(text) and text[j] in " \t":
-                        j += 1
-                    continue
-                code = _YAML_ESCAPES.get(e)
-                if code is None:
-                    raise self.error("unknown escape \\%s in a double-quoted value" % e)
-                if isinstance(code, int):
-                    digits = text[j + 2:j + 2 + code]
-                    if not re.fullmatch(r"[0-9a-fA-F]{%d}" % code, digits) or int(digits, 16) > 0x10FFFF:
-                        raise self.error("\\%s needs %d hex digits of a code point" % (e, code))
-                    j += code
-                    code = chr(int(digits, 16))
-                out.append(code)
-                j += 2
-            else:
-                out.append(blanks + c)
-                blanks, j = "", j + 1
+        quote = text[j]
+        closed = re.compile(r"'((?:[^']|'')*)'(?!')" if quote == "'" else r'"((?:[^"\\]|\\.)*)"', re.S).match(text, j)
+
+        def replace(found):
+            piece = found.group()
+            if piece[0] != "\\":  # a line break folds to a space, each empty line to a newline
+                return "\n" * (piece.count("\n") - 1) or " " if "\n" in piece else piece
+            if piece[1:2] == "\n":  # an escaped line break joins the lines
+                return ""
+            code = _YAML_ESCAPES.get(piece[1:2])
+            if code is None:
+                raise self.error("unknown escape \\%s in a double-quoted value" % piece[1:2])
+            if isinstance(code, int):
+                if not re.fullmatch(r"[0-9a-fA-F]{%d}" % code, piece[2:]) or int(piece[2:], 16) > 0x10FFFF:
+                    raise self.error("\\%s needs %d hex digits of a code point" % (piece[1], code))
+                code = chr(int(piece[2:], 16))
+            return code
+        escapes = r"\\\n[ \t]*|\\(?:x.{0,2}|u.{0,4}|U.{0,8}|.?)|" if quote == '"' else ""
+        value = re.sub(escapes + _YAML_BLANKS, replace, closed.group(1) if closed else text[j + 1:], flags=re.S)
+        if not closed:
+            raise self.error("a %s-quoted value has no closing %s" % ("double" if quote == '"' else "single", quote))
+        return value.replace("''", "'") if quote == "'" else value, closed.end()
 
     def flow(self, text, j):
         """A [ ] or { } collection starting at text[j]: (value, index after it)."""
@@ -1693,24 +1629,22 @@ class _Yaml:
                 return result, j + 1
             value, j = self.flow_node(text, j)
             j = self.flow_space(text, j)
-            if text[j:j + 1] == ":":
-                if closing == "]":
+            if closing == "]":
+                if text[j:j + 1] == ":":
                     raise self.error("a `key: value` pair inside [ ]; write it as {key: value}")
-                if not isinstance(value, str):
-                    raise self.error("a key inside { } must be text; quote it")
-                j = self.flow_space(text, j + 1)
-                key, (value, j) = value, ((None, j) if text[j:j + 1] in (",", "}") else self.flow_node(text, j))
-                j = self.flow_space(text, j)
-            elif closing == "}":
+                result.append(value)
+            else:
                 if not isinstance(value, str):
                     raise self.error("a key inside { } must be text; quote it")
                 key, value = value, None
-            if closing == "}":
+                if text[j:j + 1] == ":":
+                    j = self.flow_space(text, j + 1)
+                    if text[j:j + 1] not in (",", "}"):
+                        value, j = self.flow_node(text, j)
+                        j = self.flow_space(text, j)
                 if key in result:
                     raise self.error("the key `%s` appears twice" % key)
                 result[key] = value
-            else:
-                result.append(value)
             if text[j:j + 1] == ",":
                 j += 1
             elif text[j:j + 1] != closing:
@@ -1718,14 +1652,8 @@ class _Yaml:
                     closing, repr(text[j]) if j < len(text) else "the end of the frontmatter"))
 
     def flow_space(self, text, j):
-        while j < len(text):
-            if text[j] in " \t\n":
-                j += 1
-            elif text[j] == "#" and (j == 0 or text[j - 1] in " \t\n"):
-                j = text.find("\n", j) % (len(text) + 1)  # -1 (no line break): the end
-            else:
-                break
-        return j
+        """The index past the blanks, line breaks and comments at text[j]."""
+        return _FLOW_SPACE.match(text, j).end()
 
     def flow_node(self, text, j):
         if j >= len(text) or text[j] in ",]}":
@@ -1826,7 +1754,7 @@ if _POSIX:
         """Call `stop(name)` on SIGTERM, SIGINT or SIGHUP; `reload()` on SIGHUP when given."""
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
-        if reload is not None:
+        if reload:
             loop.add_signal_handler(signal.SIGHUP, reload)
 
     # A parent-death signal reaches only direct children, and nothing runs in
@@ -2064,13 +1992,13 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         self._partial = bytearray()  # a stderr line not ended yet (appended to: linear, however long)
 
     def pipe_data_received(self, fd, data):
-        if self.on_output is not None:
+        if self.on_output:
             self.on_output(fd, data)
         if fd == 1:
             self.stdout.add(data)
         else:
             self.stderr.add(data)
-            if self.on_stderr_line is not None:
+            if self.on_stderr_line:
                 self._lines(data)
 
     def _lines(self, data):
@@ -2086,7 +2014,7 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
 
     def pipe_connection_lost(self, fd, exc):
         self.open_pipes.discard(fd)
-        if fd == 2 and self._partial and self.on_stderr_line is not None:
+        if fd == 2 and self._partial and self.on_stderr_line:
             self.on_stderr_line(self._partial.decode("utf-8", "replace"))
             self._partial = bytearray()
         if not self.open_pipes and not self.pipes_closed.done():
@@ -2134,15 +2062,15 @@ def exec_problem(argv, env=None, cwd=None, batch=None):
     the words after a .bat or .cmd program."""
     for index, word in enumerate(argv):
         problem = _os_text_problem(word)
-        if problem is None and index:
+        if not problem and index:
             problem = batch_problem(argv[0], word, batch)
-        if problem is not None:
+        if problem:
             return "%s %s" % ("the command" if index == 0 else "word %d of the command line" % index, problem)
     for key, value in (env or {}).items():
         problem = _os_text_problem(key) or _os_text_problem(value)
-        if problem is None and (not key or "=" in key):
+        if not problem and (not key or "=" in key):
             problem = "is empty or holds an =" if not key else "holds an ="
-        if problem is not None:
+        if problem:
             return "the environment variable %s %s" % (json.dumps(key), problem)
     problem = _os_text_problem(cwd) if cwd is not None else None
     return None if problem is None else "the working folder %s" % problem
@@ -2198,8 +2126,9 @@ def find_program(argv, env=None):
         return argv
     startable = (".com", ".exe", ".bat", ".cmd")
     variables = {key.upper(): value for key, value in (os.environ if env is None else env).items()}
-    if os.path.splitext(name)[1]:
-        names = [name] if os.path.splitext(name)[1].lower() in startable else []
+    extension = os.path.splitext(name)[1].lower()
+    if extension:
+        names = [name] if extension in startable else []
     else:
         extensions = variables.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
         names = [name + extension for extension in extensions if extension in startable]
@@ -2267,7 +2196,7 @@ class ProcessRunner:
         return env
 
     def _tell_watchdog(self, sign, pid):
-        if self.watchdog is not None:
+        if self.watchdog:
             try:
                 self.watchdog.tell(sign, pid)
             except (OSError, ValueError):
@@ -2285,7 +2214,7 @@ class ProcessRunner:
 
     def close_watchdog(self):
         """At exit, after stop_all(): the watchdog stops what is left (if anything) and exits."""
-        if self.watchdog is not None:
+        if self.watchdog:
             try:
                 self.watchdog.close()
             except OSError:
@@ -2299,15 +2228,15 @@ class ProcessRunner:
         loop = asyncio.get_running_loop()
         argv = _resolve_program(argv, env)
         problem = exec_problem(argv, env, cwd)
-        if problem is not None:
+        if problem:
             return ProcessResult(argv, "error", error=problem)
-        if self.room is not None and not self.room.is_set():
+        if self.room:
             await self.room.wait()  # the client is not reading what we wrote: start nothing new
-        started = time.monotonic()
+        started, piped = time.monotonic(), stdin_bytes is not None or asker
         try:
             transport, child, cancelled = await self._spawn(
                 lambda: _ChildProtocol(output_limit, on_stderr_line, on_output), argv,
-                stdin=subprocess.PIPE if stdin_bytes is not None or asker else subprocess.DEVNULL,
+                stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
         except FileNotFoundError as exc:
             if cwd is not None and not os.path.isdir(cwd):
@@ -2329,7 +2258,7 @@ class ProcessRunner:
         try:
             if cancelled:  # while its pipes were being connected: stopped like any cancelled call
                 raise asyncio.CancelledError()
-            if stdin_bytes is not None or asker:
+            if piped:
                 pipe = transport.get_pipe_transport(0)
                 pipe.write(stdin_bytes or b"")
                 if asker:
@@ -2368,7 +2297,7 @@ class ProcessRunner:
         Raises ValueError (a clear sentence) for a value no process can receive, OSError if it cannot start."""
         argv = _resolve_program(argv, env)
         problem = exec_problem(argv, env, cwd)
-        if problem is not None:
+        if problem:
             raise ValueError(problem)
         transport, protocol, cancelled = await self._spawn(
             protocol_factory, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -2390,8 +2319,8 @@ class ProcessRunner:
         asyncio would kill that process alone and forget it, leaving whatever it
         had started in its group running; so the caller gets the process and
         stops its group. If it did not start, a cancel is raised as such."""
-        loop = asyncio.get_running_loop()
-        spawning = asyncio.ensure_future(loop.subprocess_exec(protocol_factory, *argv, **options, **_SPAWN_OPTIONS))
+        spawning = asyncio.ensure_future(asyncio.get_running_loop().subprocess_exec(protocol_factory, *argv, **options,
+                                                                                     **_SPAWN_OPTIONS))
         cancelled = False
         while not spawning.done():
             try:
@@ -2400,7 +2329,7 @@ class ProcessRunner:
                 cancelled = True
             except Exception:
                 break  # it failed to start: spawning.result() raises why
-        if cancelled and (spawning.cancelled() or spawning.exception() is not None):
+        if cancelled and (spawning.cancelled() or spawning.exception()):
             raise asyncio.CancelledError()
         transport, protocol = spawning.result()
         return transport, protocol, cancelled
@@ -2420,7 +2349,7 @@ class ProcessRunner:
     async def _end_server(self, transport, exited, wait):
         pid = transport.get_pid()
         stdin = transport.get_pipe_transport(0)
-        if stdin is not None:
+        if stdin:
             stdin.close()
         if not exited.done():
             await asyncio.wait([exited], timeout=wait)
@@ -2536,14 +2465,13 @@ class Log:
 
     def __init__(self, debug=False, path=None, secrets=(), level="info"):
         self.debug_enabled = debug or level == "debug"
-        debug = self.debug_enabled
         self.quiet = {"warning": ("info",), "error": ("info", "warning")}.get(level, ())  # kept off stderr
         self.file = open(path, "a", encoding="utf-8", errors="replace", buffering=1) if path else None
         # Mask each secret as written and as it appears JSON-escaped; values
         # shorter than 4 characters are not secrets worth mangling a log for.
         self.secrets = []
         self.add_secrets(secrets)
-        self.enabled = debug or self.file is not None
+        self.enabled = self.debug_enabled or self.file is not None
         self.warned = set()
 
     def add_secrets(self, secrets):
@@ -2556,9 +2484,10 @@ class Log:
 
     def warn_once(self, message, *args):
         """A warning said once a run, for what each listing would repeat (a collision, a cap)."""
-        if message % args not in self.warned:
-            self.warned.add(message % args)
-            self.warning(message, *args)
+        text = message % args
+        if text not in self.warned:
+            self.warned.add(text)
+            self.warning(text)
 
     def mask(self, text):
         """`text` with every secret replaced by ***."""
@@ -2576,7 +2505,7 @@ class Log:
                 sys.stderr.flush()
             except (OSError, ValueError):
                 pass
-        if self.file is not None:
+        if self.file:
             try:
                 self.file.write("%s %s %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), level.upper(), message))
             except (OSError, ValueError):
@@ -2601,12 +2530,12 @@ class Log:
 
     def wire(self, direction, data):
         """Record one protocol message in the log file."""
-        if self.file is not None:
+        if self.file:
             self._write("wire", "%s %s" % (direction, data.decode("utf-8", "replace").rstrip("\n")), False)
 
     def close(self):
         """Close the --log file."""
-        if self.file is not None:
+        if self.file:
             try:
                 self.file.close()
             except OSError:
@@ -2720,14 +2649,12 @@ class StdioFraming:
             else:
                 nl = buf.find(b"\n", self._scan)
                 if nl < 0:
-                    if self._skip_line:
-                        self._skipping(buf)
-                        buf.clear()
-                    elif len(buf) > self.limit:
+                    if self._skip_line or len(buf) > self.limit:
+                        if not self._skip_line:
+                            out.append((self._too_large(), NEWLINE))
                         self._skipping(buf)
                         buf.clear()
                         self._skip_line = True
-                        out.append((self._too_large(), NEWLINE))
                     self._scan = len(buf)
                     return out
                 self._scan = 0
@@ -2737,7 +2664,7 @@ class StdioFraming:
                     if not self._skip_line:
                         out.append((self._too_large(), NEWLINE))
                     self._skip_line = False
-                    if self.skipped is not None:
+                    if self.skipped:
                         self.skipped(*self._ends)
                     self._ends = (b"", b"")
                 else:
@@ -2745,7 +2672,7 @@ class StdioFraming:
 
     def _skipping(self, data):
         """Keep the first and last 1000 bytes of the line being skipped (for `skipped`)."""
-        if self.skipped is not None:
+        if self.skipped:
             head, tail = self._ends
             self._ends = (head or bytes(data[:1000]), bytes((tail + data[-1000:])[-1000:]))
 
@@ -2840,15 +2767,12 @@ class StdioTransport:
         self.room = asyncio.Event()
         self.room.set()
 
-        def deliver(item, framing):
-            loop.call_soon_threadsafe(on_message, item, framing)
-        reader = threading.Thread(target=self._read_loop, args=(deliver, lambda: loop.call_soon_threadsafe(on_eof)),
-                                  name="mcpstudio-stdin", daemon=True)
-        reader.start()
+        threading.Thread(target=self._read_loop, args=(loop, on_message, on_eof), name="mcpstudio-stdin",
+                         daemon=True).start()
         self._writer = threading.Thread(target=self._write_loop, name="mcpstudio-stdout", daemon=True)
         self._writer.start()
 
-    def _read_loop(self, deliver, eof):
+    def _read_loop(self, loop, on_message, on_eof):
         framing = StdioFraming()
         try:
             while True:
@@ -2857,12 +2781,12 @@ class StdioTransport:
                 if not chunk:
                     break
                 for item in framing.feed(chunk):
-                    deliver(*item)
+                    loop.call_soon_threadsafe(on_message, *item)
         except OSError:
             pass
         for item in framing.end():
-            deliver(*item)
-        eof()
+            loop.call_soon_threadsafe(on_message, *item)
+        loop.call_soon_threadsafe(on_eof)
 
     def send(self, message, framing=None, related=None):
         if self._full and isinstance(message, dict) and message.get("method") in DROPPABLE:
@@ -2871,7 +2795,7 @@ class StdioTransport:
                     self._dropped += 1
                     return
         data = encode_message(message, framing or self.framing)
-        if self.log.file is not None:
+        if self.log.file:
             self.log.wire("<-", data)
         with self._lock:
             if self.gone:
@@ -2889,7 +2813,7 @@ class StdioTransport:
             if self._unsent > self.limit and not self._full:
                 self._full = True
                 self._reading.clear()
-                if self.room is not None:
+                if self.room:
                     self.room.clear()
                 self.log.debug("the client is not reading: %d bytes wait; reading paused", self._unsent)
         self._outbox.put(data)
@@ -2913,10 +2837,10 @@ class StdioTransport:
                 if self._full and (gone or self._unsent <= self.limit // 2):
                     self._full = False
                     self._reading.set()
-                    if self._loop is not None:
+                    if self._loop:
                         self._loop.call_soon_threadsafe(self._room_again)
             if gone:
-                if self._loop is not None and self._on_gone is not None:
+                if self._loop and self._on_gone:
                     self._loop.call_soon_threadsafe(self._on_gone)
                 return
 
@@ -2931,8 +2855,13 @@ class StdioTransport:
     def close(self, timeout=2.0):
         """Flush what is queued (up to `timeout` seconds) and stop the writer."""
         self._outbox.put(None)
-        if self._writer is not None:
+        if self._writer:
             self._writer.join(timeout)
+
+
+def _with_meta(message, key, value):
+    """A copy of `message` (params or a result) with `key` added to its `_meta`."""
+    return dict(message, _meta=dict(message.get("_meta") or {}, **{key: value}))
 
 
 class CallContext:
@@ -2964,13 +2893,12 @@ class CallContext:
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
         in its `_meta` (2026-07-28), or in `initialize` (the handshake era)."""
         declared = self.capabilities if self.modern else self.session.client_capabilities
-        extensions = declared.get("extensions")
-        return capability in declared or (isinstance(extensions, dict) and capability in extensions)
+        return capability in declared or capability in _object(declared.get("extensions"))
 
     def notify(self, method, params):
         """A notification that belongs to this request (on HTTP: its own response stream, while it lasts)."""
-        if self.task is not None:
-            params = dict(params, _meta=dict(params.get("_meta") or {}, **{RELATED_TASK: {"taskId": self.task}}))
+        if self.task:
+            params = _with_meta(params, RELATED_TASK, {"taskId": self.task})
         self.session.notify(method, params, self.request_id)
 
     def progress(self, progress, total=None, message=None):
@@ -3038,7 +2966,7 @@ class OutputFeed:
         self.partial[fd] = pieces.pop()[:FEED_LINE]
         for piece in pieces[-FEED_LINES:]:
             self.lines.append(_clip(piece.rstrip(b"\r").decode("utf-8", "replace"), FEED_LINE))
-        if pieces and self.timer is None:
+        if pieces and not self.timer:
             self.timer = asyncio.get_running_loop().call_later(self.sent + FEED_INTERVAL - time.monotonic(), self.send)
 
     def send(self):
@@ -3049,13 +2977,13 @@ class OutputFeed:
         self.ctx.progress(round(self.sent - self.started, 3), message=text)
         if self.logs:
             self.ctx.log("info", text, self.logger)
-        if self.ctx.running is not None:
+        if self.ctx.running:
             self.ctx.running.message = text.rpartition("\n")[2]
 
     def close(self):
         """The call ends: nothing more is sent for it."""
         for job in (self.heartbeat, self.timer, self.job):
-            if job is not None:
+            if job:
                 job.cancel()
         self.job = None  # its frames (the pipe, the output) go with it, not with the next garbage collection
 
@@ -3063,6 +2991,12 @@ class OutputFeed:
 _SECRET_PROMPT = re.compile(r"pass(word|phrase|code)|token|\b(pin|otp)\b|secret|api.?key", re.I)
 _YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
 _MENU = re.compile(r"^[ \t]*(\d+)[.):][ \t]+(\S.*)", re.M)
+
+
+def elicitation_form(message, properties):
+    """elicitation/create params: a form that asks for each of `properties` (JSON schemas by name)."""
+    return {"mode": "form", "message": message,
+            "requestedSchema": {"type": "object", "properties": properties, "required": list(properties)}}
 
 
 def prompt_form(tail):
@@ -3120,7 +3054,7 @@ class PromptWatch(OutputFeed):
             if reply is None:
                 break
             pipe.write(reply.encode() + b"\n")
-        if self.problem is None:
+        if not self.problem:
             pipe.write_eof()
         else:
             _signal_group(pid, hard=False)
@@ -3132,7 +3066,7 @@ class PromptWatch(OutputFeed):
         for pattern, reply in self.answers:
             if pattern.search(prompt):
                 return reply
-        if schema is None:
+        if not schema:
             self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
                             "its environment (\"environment\" in the config), or a file or option it reads; or as a "
                             "scripted answer (\"answers\" on this tool)." % said)
@@ -3141,8 +3075,7 @@ class PromptWatch(OutputFeed):
                             "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
                             "tool), or set \"interactive\": false." % said)
         else:
-            form = {"mode": "form", "message": text[-1000:], "requestedSchema": {
-                "type": "object", "properties": {"answer": dict(schema, title=prompt)}, "required": ["answer"]}}
+            form = elicitation_form(text[-1000:], {"answer": dict(schema, title=prompt)})
             try:
                 answer = await (ctx.prompts.ask(ctx, "elicitation/create", form) if ctx.modern else
                                 ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
@@ -3159,7 +3092,7 @@ def wire_error(exc: BaseException, log=None) -> McpError:
     bug, logged and answered as an internal error."""
     if isinstance(exc, McpError):
         return exc
-    if log is not None:
+    if log:
         log.error("internal error: %r", exc)
     return McpError(INTERNAL_ERROR, "Internal error: %s" % exc)
 
@@ -3197,7 +3130,7 @@ class Session:
         if isinstance(data, McpError):  # the framing failed (see StdioFraming)
             self.transport.send(_error_response(None, data), framing)
             return
-        if self.log.file is not None:
+        if self.log.file:
             self.log.wire("->", data)
         self.transport.framing = framing
         try:
@@ -3214,7 +3147,7 @@ class Session:
         outcome = self._handle(message)
         if isinstance(outcome, dict):
             self.transport.send(outcome, framing)
-        elif outcome is not None:
+        elif outcome:
             self._start(outcome, framing)
 
     def _start(self, outcome, framing):
@@ -3226,7 +3159,7 @@ class Session:
         def done(task):
             self.inflight.pop(request_id, None)
             coroutine.close()  # a request cancelled before it started never ran its coroutine
-            if framing is not None and not task.cancelled() and task.exception() is None:
+            if framing and not task.cancelled() and not task.exception():
                 self.transport.send(task.result(), framing)
             elif task.cancelled() and hasattr(self.transport, "ended"):
                 self.transport.ended(request_id)  # HTTP: end the stream that waited for it
@@ -3248,7 +3181,7 @@ class Session:
                     reply = await reply
                 except asyncio.CancelledError:
                     reply = None
-            if reply is not None:
+            if reply:
                 answers.append(reply)
         if answers:
             self.transport.send(answers, framing)
@@ -3266,7 +3199,7 @@ class Session:
         if method is None:
             if "result" in message or "error" in message:
                 future = self.pending.get(request_id)
-                if future is not None and not future.done():
+                if future and not future.done():
                     future.set_result(message)
                 return None  # a response to a request of ours (or to one given up on: dropped)
             return _invalid_request(request_id, "no `method`")
@@ -3284,9 +3217,7 @@ class Session:
             params = {}
         if not isinstance(params, dict):
             return _error_response(request_id, McpError(INVALID_PARAMS, "Invalid params: expected an object"))
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        ctx = CallContext(self, request_id, token)
+        ctx = CallContext(self, request_id, _object(params.get("_meta")).get("progressToken"))
         try:
             result = self.dispatcher(method, params, ctx)
         except Exception as exc:  # the boundary: nothing escapes as a crash
@@ -3308,11 +3239,11 @@ class Session:
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
             entry = self.inflight.get(request_id) if isinstance(request_id, (str, int)) else None
-            if entry is not None:
+            if entry:
                 self.log.debug("cancelling request %r: %s", request_id, params.get("reason", ""))
                 entry[1].cancelled = True
                 entry[0].cancel()
-        elif self.on_notification is not None:
+        elif self.on_notification:
             self.on_notification(method, params, self)
 
     # -- outgoing ---------------------------------------------------------------
@@ -3345,9 +3276,8 @@ class Session:
         return reply.get("result")
 
     def log_to_client(self, level, text, logger="mcpstudio"):
-        """Send `notifications/message` when `level` reaches the client's chosen level."""
-        if LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level):
-            self.notify("notifications/message", {"level": level, "logger": logger, "data": text})
+        """Send `notifications/message` when `level` reaches the client's chosen level (as for a request of no id)."""
+        CallContext(self, None).log(level, text, logger)
 
     async def cancel_all(self, grace=0.0):
         """Stop taking requests; give those in flight `grace` seconds, then cancel the rest."""
@@ -3374,6 +3304,34 @@ def _invalid_request(request_id, problem):
 # Sources: template tools
 # --------------------------------------------------------------------------
 
+class Source:
+    """The small contract every source keeps, so the catalog never needs to know their kind:
+    `list_tools()` (MCP Tool dicts under original names), `call_tool(name, arguments, ctx)`, and
+    where `resources` is true, `list_resources()`, `list_resource_templates()` and
+    `read_resource(uri, ctx)`; `start()` and `close()` for sources with work of their own;
+    `dynamic` when the tool set can change, reported through `events.source_changed(source)`.
+    What a kind of source does not do, it inherits from here."""
+
+    dynamic = False
+    resources = False
+    events = None
+
+    def start(self):
+        pass
+
+    async def close(self):
+        pass
+
+    async def list_tools(self):
+        return []
+
+    async def list_resources(self):
+        return []
+
+    async def list_resource_templates(self):
+        return []
+
+
 _IMAGE_TYPES = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
@@ -3391,9 +3349,14 @@ def _image_type(data):
     return None
 
 
+def text_block(text):
+    """MCP text content."""
+    return {"type": "text", "text": text}
+
+
 def _as_text(data, cut):
     """`data` as text if it is UTF-8; when it was cut, a character split by the cut is dropped."""
-    for end in (len(data), len(data) - 1, len(data) - 2, len(data) - 3)[: 4 if cut else 1]:
+    for end in range(len(data), len(data) - (4 if cut else 1), -1):
         try:
             return data[:end].decode("utf-8")
         except UnicodeDecodeError:
@@ -3419,16 +3382,10 @@ def output_content(data, uri, cut=0):
     dropped, and binary output is replaced by a sentence saying so."""
     text = _as_text(data, bool(cut))
     if text is not None:
-        return {"type": "text", "text": text}
+        return text_block(text)
     if cut:
-        return {"type": "text", "text": cut_binary(data, cut)}
-    import base64
-    encoded = base64.b64encode(data).decode("ascii")
-    mime = _image_type(data)
-    if mime:
-        return {"type": "image", "data": encoded, "mimeType": mime}
-    return {"type": "resource",
-            "resource": {"uri": uri, "mimeType": "application/octet-stream", "blob": encoded}}
+        return text_block(cut_binary(data, cut))
+    return file_content("", data, uri, None)  # an image, or a blob of no known type
 
 
 OUTPUT_URI = "mcpstudio://output/"
@@ -3460,7 +3417,7 @@ def output_slice(data, query):
     if not query:
         return data
     match = re.fullmatch(r"lines=([0-9]*)-([0-9]*)", query)
-    if match is None:
+    if not match:
         raise ValueError("expected ?lines=FROM-TO (line numbers from 1; either may be left out), not ?%s" % query)
     first, last = match.groups()
     starts = [0] + [found.end() for found in re.finditer(b"\n", data)]
@@ -3469,33 +3426,18 @@ def output_slice(data, query):
     return data[begin:starts[int(last)] if last and int(last) < len(starts) else len(data)]
 
 
-class OutputStore:
+class OutputStore(Source):
     """Whole outputs of calls whose results showed only a part: a resource source of
     mcpstudio://output/<id>, bounded in count and bytes, each kept OUTPUT_KEEP_SECONDS.
 
     An output is read only by the session that made it; 2026-07-28 requests are stateless, so
-    there the unguessable id is what grants it (as for tasks)."""
+    there the unguessable id is what grants it (as for tasks). None is listed: each is private to its
+    session, and a result's note names its output's URI and how to read a part of it."""
 
     resources = True
-    dynamic = False
 
     def __init__(self):
         self.kept = collections.OrderedDict()  # id -> (owner, expires, bytes), oldest first
-
-    def start(self):
-        pass
-
-    async def close(self):
-        pass
-
-    async def list_tools(self):
-        return []
-
-    async def list_resources(self):
-        return []  # every output is private to its session: none is listed
-
-    async def list_resource_templates(self):
-        return []  # a result's note names its output's URI and how to read a part of it
 
     def keep(self, data, owner):
         """Keep `data` for `owner` (oldest outputs forgotten past the bounds); return its URI."""
@@ -3514,7 +3456,7 @@ class OutputStore:
             return None
         key, _, query = uri[len(OUTPUT_URI):].partition("?")
         entry = self.kept.get(key)
-        if entry is None or entry[0] is not (None if ctx.modern else ctx.session) or entry[1] <= time.monotonic():
+        if not entry or entry[0] is not (None if ctx.modern else ctx.session) or entry[1] <= time.monotonic():
             raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept an hour, the last 100 at most, "
                            "for the session that made them; call the tool again)" % uri)
         try:
@@ -3596,7 +3538,7 @@ def file_content(name, data, uri, budget: OutputBudget):
     if mime.startswith(("image/", "audio/")):
         return {"type": mime.split("/")[0], "data": encoded, "mimeType": mime}
     if text is not None:
-        return {"type": "text", "text": budget.fit(data, text)}
+        return text_block(budget.fit(data, text))
     return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": encoded}}
 
 
@@ -3630,43 +3572,52 @@ def describe_failure(result: ProcessResult, timeout, subject=None, ok_exit=(0,))
     return None
 
 
+def check_read(uri, result: ProcessResult, timeout, subject=None):
+    """Raise the error of a resource read whose command did not succeed (with the end of its stderr)."""
+    failure = describe_failure(result, timeout, subject)
+    if failure:
+        detail = result.stderr.decode("utf-8", "replace").strip()[-500:]
+        raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, failure, (" " + detail) if detail else ""),
+                       {"uri": uri, "exitCode": result.returncode})
+
+
 def command_result(result: ProcessResult, timeout, uri, ok_exit=(0,), budget=None):
     """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
     broken = cut_binary(result.stdout, result.stdout_cut)
     failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
     if failure:
-        content.append({"type": "text", "text": failure})
-        if budget is not None:
+        content.append(text_block(failure))
+        if budget:
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
     stderr = result.stderr.decode("utf-8", "replace")
-    if budget is not None:
+    if budget:
         stderr = budget.fit(result.stderr, stderr, 0.25)
     if (result.stdout and not broken) or not (failure or result.stderr):
         block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
-        elif block["type"] == "text" and budget is not None:
+        elif block["type"] == "text" and budget:
             block["text"] = budget.fit(result.stdout, block["text"])
         content.append(block)
     if result.stdout_cut:
-        content.append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
+        content.append(text_block("[stdout cut: %d more bytes not shown]" % result.stdout_cut))
     if result.stderr:
         if result.stderr_cut:
             stderr += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
-        content.append({"type": "text", "text": "[stderr]\n" + stderr})
-    return {"content": content + (budget.links if budget is not None else []), "isError": failure is not None}
+        content.append(text_block("[stderr]\n" + stderr))
+    return {"content": content + (budget.links if budget else []), "isError": failure is not None}
 
 
 def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
     """A task whose command could not be started at all fails with a JSON-RPC error (the server cannot
     run the tool), where a plain call answers a tool error; a command that ran and failed is a result."""
-    if ctx.task is not None and result.status in ("not-found", "denied", "error"):
+    if ctx.task and result.status in ("not-found", "denied", "error"):
         raise McpError(INTERNAL_ERROR, describe_failure(result, timeout))
 
 
 def tool_error(message):
-    return {"content": [{"type": "text", "text": message}], "isError": True}
+    return {"content": [text_block(message)], "isError": True}
 
 
 class RunSettings:
@@ -3689,9 +3640,16 @@ class RunSettings:
     @property
     def slots(self):
         """The semaphore that caps running commands (made on the running loop)."""
-        if self._gate[0] is None:
+        if not self._gate[0]:
             self._gate[0] = asyncio.Semaphore(self.max_concurrency)
         return self._gate[0]
+
+    def run(self, runner: ProcessRunner, argv, **options):
+        """`runner.run(argv)` with these settings' environment, folder, time limit and output limit,
+        unless `options` say otherwise."""
+        given = {"env": self.env, "cwd": self.cwd, "timeout": self.timeout, "output_limit": self.max_output}
+        given.update(options)
+        return runner.run(argv, **given)
 
     def budget(self, ctx: CallContext):
         """This call's OutputBudget, or None without a store."""
@@ -3745,9 +3703,8 @@ class CommandTool:
         missing = [key for key in self.asked if key not in arguments]
         if not missing:
             return None
-        properties = {key: dict(self.schema["properties"][key], title=key) for key in missing}
-        return {"mode": "form", "message": "; ".join("%s: %s" % (key, self.asked[key]) for key in missing),
-                "requestedSchema": {"type": "object", "properties": properties, "required": missing}}
+        return elicitation_form("; ".join("%s: %s" % (key, self.asked[key]) for key in missing),
+                                {key: dict(self.schema["properties"][key], title=key) for key in missing})
 
     def definition(self):
         """The MCP Tool object clients list: name, description, inputSchema, annotations."""
@@ -3795,7 +3752,7 @@ class CommandTool:
         """(argv, stdin bytes or None) that checked `arguments` run; ToolError for a value that may not go there."""
         if self.within:
             arguments = self.confined(arguments)
-        return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin is not None else None
+        return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin else None
 
     def command_line(self, arguments):
         """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
@@ -3813,12 +3770,12 @@ class CommandTool:
                 "rules": [("tool:" + self.name, self.rules)]}
 
     async def call(self, arguments, ctx: CallContext):
-        """Validate `arguments`, run the command, and return an MCP CallToolResult."""
+        """Validate `arguments`, run the command, and return an MCP CallToolResult (an error result for
+        arguments that do not fit, or a value that may not go where the template puts it)."""
         try:
             arguments = self.checked(arguments)
-        except ToolError as exc:
-            return tool_error(str(exc))
-        if self.files or self.output_folder:
+            if not (self.files or self.output_folder):
+                return await self.run(arguments, ctx)
             import shutil
             import tempfile
             folder = tempfile.mkdtemp(prefix="mcpstudio-")  # private (0700); gone after the call
@@ -3826,15 +3783,13 @@ class CommandTool:
                 return await self.files_call(arguments, ctx, folder)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
-        return await self.run(arguments, ctx)
+        except ToolError as exc:
+            return tool_error(str(exc))
 
     async def files_call(self, arguments, ctx: CallContext, folder):
         """A call with files in or out, in `folder`: files written before the run, files read after it."""
-        try:
-            arguments = dict(arguments, **{key: write_file_argument(key, arguments[key], folder, self.settings.max_output)
-                                           for key in self.files if key in arguments})
-        except ToolError as exc:
-            return tool_error(str(exc))
+        arguments = dict(arguments, **{key: write_file_argument(key, arguments[key], folder, self.settings.max_output)
+                                       for key in self.files if key in arguments})
         if self.output_folder:
             out = arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
             os.mkdir(out)
@@ -3849,10 +3804,7 @@ class CommandTool:
 
     async def run(self, arguments, ctx: CallContext):
         """Render checked `arguments` to argv, run it, and return the CallToolResult."""
-        try:
-            argv, stdin = self.prepare(arguments)
-        except ToolError as exc:
-            return tool_error(str(exc))
+        argv, stdin = self.prepare(arguments)
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
@@ -3861,9 +3813,8 @@ class CommandTool:
         feed.answers = self.answers
         try:
             async with settings.slots:
-                result = ctx.ran = await self.runner.run(argv, stdin_bytes=stdin, env=settings.env, cwd=settings.cwd,
-                                                         timeout=settings.timeout, output_limit=settings.max_output,
-                                                         on_output=feed.add, asker=self.interactive and feed)
+                result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,
+                                                      asker=self.interactive and feed)
         finally:
             feed.close()
         if feed.problem:
@@ -3873,11 +3824,10 @@ class CommandTool:
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
                     result.seconds))
         _unstarted_in_task(result, ctx, settings.timeout)
-        if self.output_format == "json":
-            outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit)
-            return outcome if outcome["isError"] else json_result(self.name, result, outcome)
-        return command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit,
-                              settings.budget(ctx))
+        as_json = self.output_format == "json"  # its stdout whole: it becomes structuredContent
+        outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit,
+                                 None if as_json else settings.budget(ctx))
+        return json_result(self.name, result, outcome) if as_json and not outcome["isError"] else outcome
 
 
 def json_result(name, result: ProcessResult, outcome):
@@ -3886,8 +3836,8 @@ def json_result(name, result: ProcessResult, outcome):
     try:
         value = json.loads(result.stdout.decode("utf-8"))
     except ValueError as exc:  # UnicodeDecodeError is a ValueError too
-        return {"content": [{"type": "text", "text": "`%s` declares \"output_format\": \"json\" but its output "
-                             "is not JSON (%s); the output follows." % (name, exc)}] + outcome["content"],
+        return {"content": [text_block("`%s` declares \"output_format\": \"json\" but its output "
+                                       "is not JSON (%s); the output follows." % (name, exc))] + outcome["content"],
                 "isError": True}
     outcome["structuredContent"] = value if isinstance(value, dict) else {"result": value}
     return outcome
@@ -3902,24 +3852,18 @@ def as_text_where_strings(arguments, schema):
     it would only cost a retry.
     """
     properties = schema.get("properties", {})
-    out = None
+    out = dict(arguments)
     for key, value in arguments.items():
         prop = properties.get(key) or {}
         kind = prop.get("type")
         if kind == "string" and isinstance(value, (int, float)):
-            new = _text(value)
+            out[key] = _text(value)
         elif kind in ("integer", "number") and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
             number = float(value)
-            new = int(number) if kind == "integer" and number.is_integer() and "." not in value else number
-        elif (prop.get("type") == "array" and (prop.get("items") or {}).get("type") == "string"
-              and isinstance(value, list) and any(isinstance(v, (int, float)) for v in value)):
-            new = [_text(v) if isinstance(v, (int, float)) else v for v in value]
-        else:
-            continue
-        if out is None:
-            out = dict(arguments)
-        out[key] = new
-    return arguments if out is None else out
+            out[key] = int(number) if kind == "integer" and number.is_integer() and "." not in value else number
+        elif kind == "array" and (prop.get("items") or {}).get("type") == "string" and isinstance(value, list):
+            out[key] = [_text(v) if isinstance(v, (int, float)) else v for v in value]
+    return out
 
 
 def _argument_help(tool, problems, schema):
@@ -3930,28 +3874,13 @@ def _argument_help(tool, problems, schema):
     return "Invalid arguments for `%s`: %s. Valid arguments: %s." % (tool, "; ".join(problems), valid)
 
 
-class TemplateTools:
-    """A tool source made of CommandTools (template mode has exactly one).
-
-    Sources share one small contract, so the catalog never needs to know
-    their kind: `list_tools()` (MCP Tool dicts under original names),
-    `call_tool(name, arguments, ctx)`, and where `resources` is true,
-    `list_resources()` and `read_resource(uri, ctx)`; `start()` and `close()`
-    for sources with work of their own; `dynamic` when the tool set can
-    change, reported through `events.source_changed(source)`.
-    """
-
-    dynamic = False
+class TemplateTools(Source):
+    """A tool source made of CommandTools (template mode has exactly one), fixed at startup."""
 
     def __init__(self, tools, resources=()):
         self.tools = {tool.name: tool for tool in tools}
         self.command_resources = list(resources)
         self.resources = bool(self.command_resources)
-        self.events = None
-
-    def start(self):
-        """Nothing to start: template tools are fixed at startup."""
-        pass
 
     async def list_tools(self):
         """The MCP Tool objects, under their original names."""
@@ -3984,10 +3913,6 @@ class TemplateTools:
             if values is not None:
                 return await resource.read(uri, values)
         return None
-
-    async def close(self):
-        """Nothing to close: commands belong to the shared ProcessRunner."""
-        pass
 
 
 # --------------------------------------------------------------------------
@@ -4052,10 +3977,7 @@ def script_schema(options):
                 raise ValueError("%s: `size` must be an object of numbers like {\"min\": 1, \"max\": 10}" % where)
             bounds = {"string": ("minLength", "maxLength"), "integer": ("minimum", "maximum"),
                       "number": ("minimum", "maximum")}.get(prop.get("type"))
-            if bounds:
-                for key, rule in zip(("min", "max"), bounds):
-                    if key in size:
-                        prop[rule] = size[key]
+            prop.update((rule, size[key]) for key, rule in zip(("min", "max"), bounds or ()) if key in size)
         if spec.get("description"):
             prop["description"] = str(spec["description"])
         if "default_value" in spec or "default" in spec:
@@ -4069,10 +3991,7 @@ def script_schema(options):
         if spec["required"]:
             required.append(name)
         properties[name] = prop
-    schema = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = required
-    return schema, defaults
+    return object_schema(properties, required), defaults
 
 
 def _cache_entry_ok(entry):
@@ -4103,11 +4022,7 @@ def option_variable(name):
 
 
 def _option_env(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    return json.dumps(value)
+    return value if isinstance(value, str) else json.dumps(value)  # true, false, numbers and lists as JSON
 
 
 class ScriptTool:
@@ -4143,7 +4058,7 @@ class ScriptTool:
         return tool
 
 
-class ScriptDirectory:
+class ScriptDirectory(Source):
     """Every executable under a root folder, as tools (and `--state` resources)."""
 
     dynamic = True
@@ -4164,7 +4079,6 @@ class ScriptDirectory:
         import hashlib
         digest = hashlib.sha256(self.root.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         self.cache_path = os.path.join(cache_dir or user_cache_dir(), "scripts-%s.json" % digest)
-        self.events = None
         self.tools = {}        # name -> ScriptTool
         self._known = {}       # real path -> {"size", "mtime", "meta", "options"} or {..., "error"}
         self._warned = set()
@@ -4211,10 +4125,8 @@ class ScriptDirectory:
                 try:
                     rel.encode("utf-8")
                 except UnicodeEncodeError:  # bytes that are not UTF-8, held as lone surrogates
-                    if rel not in self._warned:
-                        self._warned.add(rel)
-                        self.log.warning("script %s left out: its name is not valid UTF-8, which tool names "
-                                         "must be; rename it", ascii(os.fsencode(path))[2:-1])
+                    self.log.warn_once("script %s left out: its name is not valid UTF-8, which tool names must be; "
+                                       "rename it", ascii(os.fsencode(path))[2:-1])
                     continue
                 if self.include and not any(fnmatchcase(rel, g) for g in self.include):
                     continue
@@ -4251,16 +4163,16 @@ class ScriptDirectory:
                 del self._known[path]
             if stale or removed:
                 self._save_cache()
-            before = {name: (t.path, t.rel, id(t)) for name, t in self.tools.items()}
+            before = self.tools
             self.tools = self._build(found)
-            changed = {name: (t.path, t.rel, id(t)) for name, t in self.tools.items()} != before
-        if changed and not first and self.events is not None:
+            changed = list(before.values()) != list(self.tools.values())  # a tool is kept while its script is
+        if changed and not first and self.events:
             self.events.source_changed(self)
         return changed
 
     def _fresh(self, info):
         entry = self._known.get(info[0])
-        return entry is not None and entry.get("size") == info[1] and entry.get("mtime") == info[2]
+        return bool(entry) and entry.get("size") == info[1] and entry.get("mtime") == info[2]
 
     def _names(self, rels):
         """rel path -> tool name. The path's parts joined by the separator, extensions
@@ -4281,11 +4193,10 @@ class ScriptDirectory:
         for rel, (path, _size, mtime) in sorted(found.items()):
             entry = self._known[path]
             problem = entry.get("error")
-            tool = None
             if problem is None:
                 previous = old.get(rel)
                 name = names[rel]
-                if (previous is not None and previous.path == path and previous.meta is entry["meta"]
+                if (previous and previous.path == path and previous.meta is entry["meta"]
                         and previous.name == name):
                     tool = previous
                 else:
@@ -4301,7 +4212,7 @@ class ScriptDirectory:
                     if path not in self._asked:
                         message += " (remembered from an earlier run: change or touch the script to ask again)"
                     self.log.warning("%s", message)
-                    if self.events is not None:
+                    if self.events:
                         self.events.source_log("warning", message)
                 continue
             tools[tool.name] = tool
@@ -4312,8 +4223,7 @@ class ScriptDirectory:
         path, size, mtime = info
         entry = {"size": size, "mtime": mtime}
         self._asked.add(path)
-        result = await self.runner.run([path, "--help"], env=self.settings.env, cwd=self.settings.cwd,
-                                       timeout=self.help_timeout, output_limit=1 << 20)
+        result = await self.settings.run(self.runner, [path, "--help"], timeout=self.help_timeout, output_limit=1 << 20)
         if not result.ok:
             tail = result.stderr.decode("utf-8", "replace").strip()[-300:]
             entry["error"] = describe_failure(result, self.help_timeout, "`--help`") + ((" " + tail) if tail else "")
@@ -4371,27 +4281,25 @@ class ScriptDirectory:
     async def call_tool(self, name, arguments, ctx: CallContext):
         """Run the script behind `name` with its options in env, argv and stdin."""
         tool = (await self._current()).get(name)
-        if tool is None:
+        if not tool:
             return tool_error("The script behind `%s` is gone; list the tools again." % name)
         values = dict(tool.defaults)
         values.update(match_spellings(arguments, tool.schema["properties"]))
         problems = validate(values, tool.schema)
         if problems:
             return tool_error(_argument_help(name, problems, tool.schema))
-        for key, value in values.items():  # a batch script expands %MCPD_OPT_x% as shell code
-            problem = batch_problem(tool.path, _option_env(value))
-            if problem is not None:
+        texts = {key: _option_env(value) for key, value in values.items()}
+        for key, text in texts.items():  # a batch script expands %MCPD_OPT_x% as shell code
+            problem = batch_problem(tool.path, text)
+            if problem:
                 return tool_error("`%s` %s; pass it another way, or use a script that is not a batch file" % (key, problem))
         env = dict(self.settings.env or os.environ)
-        for key, value in values.items():
-            env["MCPD_OPT_" + key] = _option_env(value)
-            safe = re.sub(r"[^A-Za-z0-9_]", "_", key)
-            if safe != key:  # also a spelling every shell can read: MCPD_OPT_max_count
-                env.setdefault("MCPD_OPT_" + safe, _option_env(value))
         chosen = {k for k, v in (self.settings.env or {}).items() if os.environ.get(k) != v}  # --env, environment
-        for key, value in values.items():  # and under its own name, as mcpd passes it: $name
-            if option_variable(key) and key not in chosen:
-                env[key] = _option_env(value)
+        for key, text in texts.items():
+            env["MCPD_OPT_" + key] = text
+            env.setdefault("MCPD_OPT_" + re.sub(r"[^A-Za-z0-9_]", "_", key), text)  # a spelling every shell reads too
+            if option_variable(key) and key not in chosen:  # and under its own name, as mcpd passes it: $name
+                env[key] = text
         kept = []  # stderr lines that are not log lines, and ERROR lines: the error text
 
         def stderr_line(line):
@@ -4406,10 +4314,9 @@ class ScriptDirectory:
         feed = OutputFeed(ctx, tool.rel, name, streams=(1,))  # stderr lines are log lines already
         try:
             async with self.settings.slots:
-                result = ctx.ran = await self.runner.run(
-                    [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env, cwd=self.settings.cwd,
-                    timeout=self.settings.timeout, output_limit=self.settings.max_output, on_stderr_line=stderr_line,
-                    on_output=feed.add)
+                result = ctx.ran = await self.settings.run(
+                    self.runner, [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env,
+                    on_stderr_line=stderr_line, on_output=feed.add)
         finally:
             feed.close()
         _unstarted_in_task(result, ctx, self.settings.timeout)
@@ -4421,24 +4328,15 @@ class ScriptDirectory:
                  "description": "Current state of the script %s (its --state output)." % t.rel}
                 for t in (await self._current()).values() if t.state]
 
-    async def list_resource_templates(self):
-        """No templates: each script's state resource has a fixed URI."""
-        return []
-
     async def read_resource(self, uri, ctx: CallContext):
         """Run the script's `--state` and return its output."""
         from urllib.parse import unquote
         tool = next((t for t in (await self._current()).values()
                      if t.state and unquote(t.state_uri) == unquote(uri)), None)
-        if tool is None:
+        if not tool:
             return None
-        result = await self.runner.run([tool.path, "--state"], env=self.settings.env, cwd=self.settings.cwd,
-                                       timeout=self.help_timeout, output_limit=self.settings.max_output)
-        if not result.ok:
-            why = describe_failure(result, self.help_timeout, "`%s --state`" % tool.rel)
-            detail = result.stderr.decode("utf-8", "replace").strip()[-500:]
-            raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, why, (" " + detail) if detail else ""),
-                           {"uri": uri, "exitCode": result.returncode})
+        result = await self.settings.run(self.runner, [tool.path, "--state"], timeout=self.help_timeout)
+        check_read(uri, result, self.help_timeout, "`%s --state`" % tool.rel)
         text = result.stdout.decode("utf-8", "replace")
         try:
             json.loads(text)
@@ -4449,7 +4347,7 @@ class ScriptDirectory:
     async def close(self):
         """Stop rescanning."""
         for task in (self._watcher, self._ready):
-            if task is not None and not task.done():
+            if task and not task.done():
                 task.cancel()
 
 
@@ -4464,20 +4362,20 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
             data = json.loads(block["text"])
         except ValueError:
             pass
-    if budget is not None and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
+    if budget and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
         if not result.ok:
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
         block = dict(block, text=budget.fit(result.stdout, block["text"]))
-    links = budget.links if budget is not None else []
+    links = budget.links if budget else []
     if result.ok:
         reply = {"content": [block], "isError": False}
         other = [line for line in kept if not line.startswith("ERROR")]
         if other:
-            reply["content"].append({"type": "text", "text": "[stderr]\n" + "\n".join(other)})
+            reply["content"].append(text_block("[stderr]\n" + "\n".join(other)))
         if isinstance(data, dict):
             reply["structuredContent"] = data
         if result.stdout_cut:
-            reply["content"].append({"type": "text", "text": "[stdout cut: %d more bytes not shown]" % result.stdout_cut})
+            reply["content"].append(text_block("[stdout cut: %d more bytes not shown]" % result.stdout_cut))
         reply["content"] += links
         return reply
     code = result.returncode
@@ -4486,11 +4384,11 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
         headline = "Script %s failed with exit code %d: %s." % (tool.rel, code, meaning)
     else:
         headline = describe_failure(result, timeout, "Script %s" % tool.rel)
-    content = [{"type": "text", "text": headline}]
+    content = [text_block(headline)]
     if result.stdout:
         content.append(block)
     if kept:
-        content.append({"type": "text", "text": "[stderr]\n" + "\n".join(kept)})
+        content.append(text_block("[stderr]\n" + "\n".join(kept)))
     return {"content": content + links, "isError": True}
 
 
@@ -4578,10 +4476,9 @@ def skill_uri_segments(uri):
     return segments
 
 
-class SkillFolders:
+class SkillFolders(Source):
     """Agent Skills under root folders: `skills/list`, `skills/get`, their files as resources, each skill a prompt."""
 
-    dynamic = False
     resources = True
     skills = True
 
@@ -4589,7 +4486,6 @@ class SkillFolders:
         self.roots = [os.path.realpath(root) for root in roots]
         self.log = log
         self.prompts = prompts
-        self.events = None
         self.found = {}       # skill path -> (root, folder, frontmatter, files), of the last look
         self.problems = {}    # SKILL.md path -> why that skill is not served, of the last look
         self._headers = {}    # SKILL.md path -> (stat key, frontmatter or a FrontmatterError)
@@ -4599,12 +4495,6 @@ class SkillFolders:
     def start(self):
         """Look once in the background, so that bad skills are named on stderr at start."""
         self._looking = asyncio.ensure_future(self._in_thread(self.look))
-
-    async def close(self):
-        pass
-
-    async def list_tools(self):
-        return []
 
     @staticmethod
     async def _in_thread(function, *args):
@@ -4649,7 +4539,7 @@ class SkillFolders:
             st = os.stat(skill_md)
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
             cached = self._headers.get(skill_md)
-            if cached is None or cached[0] != key:
+            if not cached or cached[0] != key:
                 text = _read_inside(skill_md, root, st).decode("utf-8")
                 try:
                     cached = (key, parse_frontmatter(text))
@@ -4713,7 +4603,7 @@ class SkillFolders:
         """("sha256:<hex>", size) of a file, hashed again when its stat changed."""
         key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
         cached = self._digests.get(real)
-        if cached is None or cached[0] != key:
+        if not cached or cached[0] != key:
             import hashlib
             data = _read_inside(real, root, st)
             cached = self._digests[real] = (key, "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
@@ -4738,8 +4628,7 @@ class SkillFolders:
         for cut in range(len(segments), 0, -1):
             path = "/".join(segments[:cut])
             if path in self.found:
-                skill = self.found[path]
-                checked = self.check(path, skill[0], skill[1])  # the skill as it is now
+                checked = self.check(path, *self.found[path][:2])  # the skill as it is now
                 if isinstance(checked, str):
                     break
                 self.found[path] = checked
@@ -4782,9 +4671,6 @@ class SkillFolders:
                                     "size": st.st_size}
             return list(out.values())
         return await self._in_thread(listing)
-
-    async def list_resource_templates(self):
-        return []
 
     async def read_resource(self, uri, ctx):
         """A served file's bytes as contents; None for a URI not under skill://, -32602 for any other."""
@@ -4843,7 +4729,7 @@ class SkillFolders:
                  "server (read them with resources/read); relative paths above resolve against skill://%s/:\n%s\n"
                  % (name.rsplit("/", 1)[-1], uri, _uri_path(name), files))
         return {"description": self.found[name][2]["description"],
-                "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
+                "messages": [{"role": "user", "content": text_block(text)}]}
 
 
 # --------------------------------------------------------------------------
@@ -4858,8 +4744,6 @@ class Catalog:
         self.max_name_length = max_name_length
         self.events = None
         self._routes = {}     # public name -> (source, original name), from the last listing
-        self._listed = {}     # public name -> the tool, from the last listing
-        self._support = {}    # public name -> its `execution.taskSupport`
         self.stale = True     # no listing yet, or a source changed (a reload, a server's list_changed): list again
         self._resources = {}  # uri -> source
         self._prompts = {}    # public prompt name -> (source, original name)
@@ -4912,15 +4796,13 @@ class Catalog:
         for source in self.sources:
             self._publish(source, await source.list_tools(), routes, tools)
         self._routes, self.listing = routes, tools
-        self._listed = {tool["name"]: tool for tool in tools}
-        self._support = {tool["name"]: (tool.get("execution") or {}).get("taskSupport", "forbidden") for tool in tools}
         self.listed = {tool["name"]: tool for tool in tools}
         return tools
 
     async def tool(self, public):
         """The listed tool `public` (its schema), or None (the call itself then says why)."""
         try:
-            return self._listed.get(public) if await self.route(public) else None
+            return self.listed.get(public) if await self.route(public) else None
         except McpError:
             return None
 
@@ -4933,8 +4815,8 @@ class Catalog:
         return None
 
     async def route(self, public):
-        """(source, original name, task support) for a public tool name, or None; a unique tool also
-        answers to its `-`/`_` respelling."""
+        """(source, original name, task support, public name) for a public tool name, or None; a unique tool
+        also answers to its `-`/`_` respelling."""
         if public not in self._routes or self.stale:
             await self.tools()
         if public not in self._routes:  # a server still starting may own it: a call waits, as a listing would not
@@ -4949,7 +4831,8 @@ class Catalog:
             if len(loose) != 1:
                 return None
             public = loose[0]
-        return self._routes[public] + (self._support.get(public, "forbidden"),)
+        return self._routes[public] + ((self.listed[public].get("execution") or {}).get("taskSupport", "forbidden"),
+                                       public)
 
     async def resources(self):
         """Every source's resources, in source order."""
@@ -4975,7 +4858,7 @@ class Catalog:
         if uri not in self._resources and not uri.startswith(("skill://", OUTPUT_URI)):  # their sources know
             await self.resources()
         source = self._resources.get(uri)
-        candidates = [source] if source is not None else [s for s in self.sources if s.resources]
+        candidates = [source] if source else [s for s in self.sources if s.resources]
         for candidate in candidates:  # a URI no listing named may match a template
             result = await candidate.read_resource(uri, ctx)
             if result is not None:
@@ -5013,7 +4896,7 @@ class Catalog:
         if public not in self._prompts:
             await self.prompts()
         route = self._prompts.get(public)
-        if route is None:
+        if not route:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % public)
         return await route[0].get_prompt(route[1], arguments, ctx)
 
@@ -5084,6 +4967,7 @@ TASK_LIMIT = 100               # tasks kept at once; the oldest ended one makes 
 TASK_AFTER = 0.5               # 2026-07-28: seconds an optional tool's call runs before it becomes a task
 ASK_TIMEOUT = 600.0            # seconds a client may take to ask the user for a tool's `ask` parameters
 TERMINAL = ("completed", "failed", "cancelled")
+_NEEDS_TASKS = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}  # a -32021's data
 
 
 def _iso(seconds):
@@ -5111,11 +4995,11 @@ class Task:
         if self.status in TERMINAL:
             return
         self.status, self.result, self.error = status, result, error
-        if error is not None:
+        if error:
             self.message = error.message
         elif status == "failed":  # 2025-11-25: a tool error fails the task; its text says why
             content = result.get("content") if isinstance(result.get("content"), list) else []
-            self.message = next((c.get("text") for c in content if isinstance(c, dict) and c.get("type") == "text"), None)
+            self.message = next((c.get("text") for c in content if _object(c).get("type") == "text"), None)
         self.updated = time.time()
         self.expires = max(self.created + self.ttl / 1000.0, self.updated + TASK_KEEP)
         self.ended.set()
@@ -5159,7 +5043,7 @@ class TaskStore:
         owner = None if ctx.modern else ctx.session
         if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
             ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner is owner), None)
-            if ended is None:
+            if not ended:
                 call.close()
                 raise McpError(INTERNAL_ERROR, "%d tasks are running or keep results unread, the most this server "
                                "keeps, and none of yours has ended: wait for one to end, or cancel one (tasks/cancel)"
@@ -5181,14 +5065,14 @@ class TaskStore:
             task.end("failed", error=wire_error(exc))
         else:
             task.end("failed" if result.get("isError") and not task.modern else "completed", result)
-        if on_end is not None:
+        if on_end:
             on_end(task)
 
     def get(self, task_id, ctx: CallContext) -> Task:
         """The caller's task `task_id`; -32602 when there is none (unknown, expired, someone else's)."""
         self._sweep()
         task = self.tasks.get(task_id) if isinstance(task_id, str) else None
-        if task is None or task.owner is not (None if ctx.modern else ctx.session) or task.modern != ctx.modern:
+        if not task or task.owner is not (None if ctx.modern else ctx.session) or task.modern != ctx.modern:
             raise McpError(INVALID_PARAMS, "Unknown task: %s (tasks are kept for their ttl, and only for the "
                            "session that made them)" % json.dumps(task_id))
         return task
@@ -5205,7 +5089,7 @@ class TaskStore:
 
     def forget(self, owner):
         """A session ended: its tasks stop and go."""
-        for task in [t for t in self.tasks.values() if t.owner is owner and owner is not None]:
+        for task in [t for t in self.tasks.values() if owner and t.owner is owner]:
             task.job.cancel()
             del self.tasks[task.id]
 
@@ -5303,7 +5187,7 @@ class ResultCache:
     def get(self, key, now):
         """(result, expires) of a live entry, or None."""
         entry = self.entries.get(key)
-        if entry is not None and entry[1] <= now:
+        if entry and entry[1] <= now:
             self.size -= self.entries.pop(key)[2]
             entry = None
         return entry and entry[:2]
@@ -5461,7 +5345,7 @@ class Guard:
                                 time.monotonic())  # a look: a token is spent below, by a call that runs
             if looked[0]:
                 return limited(*looked)
-            if self.audit is not None and self.audit.required and not self.audit.ready(self.log):
+            if self.audit and self.audit.required and not self.audit.ready(self.log):
                 entry["refused"] = "the audit log cannot be written"
                 return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
                                   "(\"audit\": {\"required\": true})." % self.audit.path)
@@ -5478,7 +5362,7 @@ class Guard:
             hit = key and self.cache.get(key, time.monotonic())
             if hit:
                 entry["cached"] = True
-                return dict(hit[0], _meta=dict(hit[0].get("_meta") or {}, **{CACHED_META: True}))
+                return _with_meta(hit[0], CACHED_META, True)
             result = await source.call_tool(original, arguments, ctx)
             text = key and not result.get("isError") and json.dumps(result, default=str)
             if text and OUTPUT_URI not in text:  # a kept output is read only by its session
@@ -5503,8 +5387,7 @@ class Guard:
                               "false %s." % (public, what, "at the top of the config, or on this tool's entry or its "
                                              "server's" if level == "file" else "on %s %s in the config"
                                              % tuple(level.split(":", 1))))
-        answer = await ask({"mode": "form", "message": "Allow %s to %s?" % (public, what), "requestedSchema": {
-            "type": "object", "properties": {"run": {"type": "boolean", "title": "Run it"}}, "required": ["run"]}})
+        answer = await ask(elicitation_form("Allow %s to %s?" % (public, what), {"run": {"type": "boolean", "title": "Run it"}}))
         if answer.get("resultType") == "input_required":
             return answer
         entry["confirmed"] = answer.get("action") == "accept" and (answer.get("content") or {}).get("run") is True
@@ -5937,20 +5820,20 @@ class Server:
     @property
     def modern_methods(self):
         """The 2026-07-28 method table, built on the first request of that era."""
-        if self._modern_methods is None:
+        if not self._modern_methods:
             self._modern_methods = modern_methods(self)
         return self._modern_methods
 
     def dispatch(self, method, params, ctx: CallContext):
         """Answer one request: the era's method table, or -32601 for an unknown method."""
         meta = params.get("_meta")
-        if ctx.modern or method == "server/discover" or (type(meta) is dict and META_VERSION in meta):
+        if ctx.modern or method == "server/discover" or META_VERSION in _object(meta):
             return dispatch_modern(self, method, params, ctx, meta)  # (in the section below)
         refusal = self.catalog.refusal
-        if refusal is not None:
+        if refusal:
             raise refusal
         handler = self.methods.get(method)
-        if handler is None:
+        if not handler:
             raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
         return handler(params, ctx)
 
@@ -5961,7 +5844,7 @@ class Server:
     def notification(self, method, params, session=None):
         """Handle one notification from a client (initialized, cancelled, ...)."""
         session = session or self.session
-        if method == "notifications/initialized" and session is not None and session not in self.sessions:
+        if method == "notifications/initialized" and session and session not in self.sessions:
             self.sessions.append(session)
             held, self._held_logs = self._held_logs, []
             for level, text, logger in held:
@@ -5984,21 +5867,17 @@ class Server:
         self.catalog.stale = True  # calls route by the new tool set, not the last listing's
         for hub in self.views:
             hub.events.source_changed(hub)
+        changed = [(key, method) for key, method, relevant in (
+            ("toolsListChanged", "notifications/tools/list_changed", self.catalog.dynamic),
+            ("resourcesListChanged", "notifications/resources/list_changed", source.resources),
+            ("promptsListChanged", "notifications/prompts/list_changed", getattr(source, "prompts", False))) if relevant]
         for session in self.sessions:
-            if self.catalog.dynamic:
-                session.notify("notifications/tools/list_changed", {})
-            if source.resources:
-                session.notify("notifications/resources/list_changed", {})
-            if getattr(source, "prompts", False):
-                session.notify("notifications/prompts/list_changed", {})
+            for _, method in changed:
+                session.notify(method, {})
         for ctx, wanted in list(self.subscriptions):  # 2026-07-28 clients, through subscriptions/listen
-            meta = {"_meta": {META_SUBSCRIPTION: ctx.request_id}}
-            for key, method, relevant in (
-                    ("toolsListChanged", "notifications/tools/list_changed", True),
-                    ("resourcesListChanged", "notifications/resources/list_changed", source.resources),
-                    ("promptsListChanged", "notifications/prompts/list_changed", getattr(source, "prompts", False))):
-                if wanted.get(key) and relevant:
-                    ctx.notify(method, meta)
+            for key, method in changed:
+                if wanted.get(key):
+                    ctx.notify(method, {"_meta": {META_SUBSCRIPTION: ctx.request_id}})
 
     def source_notification(self, method, params):
         """A notification from a source for every client (a subscribed resource was updated); a 2026-07-28
@@ -6077,44 +5956,42 @@ class Server:
     async def tools_call(self, params, ctx):
         """`tools/call`: route by public name, run with this request's CallContext."""
         name, arguments = _name_and_arguments(params, "tools/call")
-        if self.search is not None and self.search.handles(name):
+        if self.search and self.search.handles(name):
             return await self.search.call(name, params, arguments, ctx)
         route = await self.catalog.route(name)
-        if route is None:
+        if not route:
             known = [t["name"] for t in await self.catalog.tools()]
             denial = self.catalog.denial(name)
             if denial:
                 raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
             listed = ", ".join(known[:20]) + (" and %d more" % (len(known) - 20) if len(known) > 20 else "")
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
-        source, original, support = route
-        if name not in self.catalog.listed:  # its `-`/`_` respelling: the guard sees the listed tool (confirm, secrets)
-            name = next((key for key in self.catalog.listed if key.replace("-", "_") == name.replace("-", "_")), name)
+        source, original, support, name = route  # the name as listed (of a `-`/`_` respelling): the guard sees that tool
         if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and isinstance(source, TemplateTools)
                 and source.tools[original].interactive):  # its questions asked in rounds (a retry resumes it)
             ctx.prompts = self.prompts
             return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
         form = source.question(original, arguments) if hasattr(source, "question") else None
-        if form is not None:
+        if form:
+            wanted = form["requestedSchema"]["required"]  # every property the form asks for
             if not ctx.declared("elicitation"):
                 return tool_error("Not run: %s is asked of the user when left out, and this client cannot ask "
                                   "(it declared no elicitation capability); give it in the arguments."
-                                  % ", ".join(form["requestedSchema"]["required"]))
+                                  % ", ".join(wanted))
             answer = _object(await self._ask(form, params, ctx, "arguments"))
             if answer.get("resultType") == "input_required":
                 return answer
             if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
                 return tool_error("Not run: the user was asked for %s and answered %s."
-                                  % (", ".join(form["requestedSchema"]["required"]), json.dumps(answer.get("action"))))
-            arguments = dict(arguments, **{key: value for key, value in answer["content"].items()
-                                           if key in form["requestedSchema"]["properties"]})
+                                  % (", ".join(wanted), json.dumps(answer.get("action"))))
+            arguments = dict(arguments, **{key: value for key, value in answer["content"].items() if key in wanted})
         if isinstance(source, TemplateTools) and source.tools[original].files:  # a file given as a resource URI
             try:
                 arguments = await files_from_uris(source.tools[original], arguments,
                                                   lambda uri: self.resources_read({"uri": uri}, ctx))
             except ToolError as exc:
                 return tool_error(str(exc))
-        call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed.get(name, {}),
+        call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed[name],
                                lambda form: self._ask(form, params, ctx, "confirm"))
         if ctx.modern:
             return await self._modern_call(name, call, support, ctx)
@@ -6124,7 +6001,7 @@ class Server:
                 call.close()
                 raise McpError(METHOD_NOT_FOUND, "Tool %s runs only as a task: call it with `task` in the params" % name)
             return await call
-        ttl = asked.get("ttl", TASK_TTL_MS) if isinstance(asked, dict) else None
+        ttl = _object(asked).get("ttl", TASK_TTL_MS)
         whole = type(ttl) is int or (type(ttl) is float and ttl.is_integer())  # not NaN, not infinite
         problem = ("`task` must be an object" if not isinstance(asked, dict) else
                    "`task.ttl` must be a positive whole number of milliseconds" if not whole or ttl <= 0 else
@@ -6160,8 +6037,7 @@ class Server:
         if not ctx.declared(TASKS_EXTENSION):
             call.close()
             raise McpError(MISSING_CAPABILITY, "Tool %s runs only as a task: declare the %s extension in the "
-                           "request's client capabilities" % (name, TASKS_EXTENSION),
-                           {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+                           "request's client capabilities" % (name, TASKS_EXTENSION), _NEEDS_TASKS)
         task = self.tasks.start(call, ctx, TASK_TTL_MS)
         if support == "optional":
             try:
@@ -6171,7 +6047,7 @@ class Server:
                 raise
             if task.job.done():  # quick: the plain answer, and no task to remember
                 self.tasks.tasks.pop(task.id, None)
-                if task.error is not None:
+                if task.error:
                     raise task.error
                 if task.result is None:
                     raise McpError(INTERNAL_ERROR, "the call was cancelled (the server is stopping)")
@@ -6187,7 +6063,7 @@ class Server:
         """The task a tasks/* request names; in 2026-07-28 only for a request that declared the extension."""
         if ctx.modern and not ctx.declared(TASKS_EXTENSION):
             raise McpError(MISSING_CAPABILITY, "tasks/* needs the %s extension in the request's client "
-                           "capabilities" % TASKS_EXTENSION, {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+                           "capabilities" % TASKS_EXTENSION, _NEEDS_TASKS)
         return self.tasks.get(params.get("taskId"), ctx)
 
     def tasks_get(self, params, ctx):
@@ -6196,7 +6072,7 @@ class Server:
         reply = task.wire()
         if ctx.modern and task.result is not None:
             reply["result"] = task.result
-        elif ctx.modern and task.error is not None:
+        elif ctx.modern and task.error:
             reply["error"] = task.error.to_json()
         return reply
 
@@ -6204,11 +6080,11 @@ class Server:
         """`tasks/result` (2025-11-25): wait for the end; what the call itself would have answered."""
         task = self._task(params, ctx)
         await task.ended.wait()
-        if task.error is not None:
+        if task.error:
             raise task.error
         if task.result is None:
             raise McpError(INTERNAL_ERROR, "Task %s was cancelled, so it has no result" % task.id)
-        return dict(task.result, _meta=dict(task.result.get("_meta") or {}, **{RELATED_TASK: {"taskId": task.id}}))
+        return _with_meta(task.result, RELATED_TASK, {"taskId": task.id})
 
     def tasks_list(self, params, ctx):
         """`tasks/list` (2025-11-25): this session's tasks, oldest first, paginated."""
@@ -6359,10 +6235,10 @@ def dispatch_modern(server, method, params, ctx: CallContext, meta):
     ctx.capabilities = meta[META_CAPABILITIES]
     ctx.inputs = {key: params[key] for key in ("inputResponses", "requestState") if key in params}
     refusal = server.catalog.refusal
-    if refusal is not None:
+    if refusal:
         raise refusal
     handler = server.modern_methods.get(method)
-    if handler is None:
+    if not handler:
         raise McpError(METHOD_NOT_FOUND, "Method not found: %s%s" % (
             method, " (not part of protocol %s)" % MODERN_VERSIONS[0] if method in _NOT_MODERN else ""))
     result = handler(params, ctx)
@@ -6386,9 +6262,8 @@ _CACHEABLE = frozenset(("server/discover", "tools/list", "prompts/list", "resour
 
 
 def _complete(server, method, result):
-    result = dict(result)
-    result.setdefault("resultType", "complete")  # a CreateTaskResult says "task"
-    result["_meta"] = dict(result.get("_meta") or (), **{META_SERVER_INFO: server.server_info()})
+    result = _with_meta(dict(result, resultType=result.get("resultType", "complete")),  # a CreateTaskResult: "task"
+                        META_SERVER_INFO, server.server_info())
     if method in _CACHEABLE:
         result.setdefault("ttlMs", 0 if server.catalog.dynamic else 300000)
         result.setdefault("cacheScope", "public")
@@ -6497,42 +6372,17 @@ _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type",
 _SCRIPTS_KEYS = ("path", "include", "exclude")
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
 _PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array", "file")
+_JSON_STRING = r'"(?:[^"\\]|\\.)*"?'  # to its closing quote, or the end of an unfinished one
 _ENV_REFERENCE = re.compile(
     r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
 
 
 def strip_json_comments(text):
-    """Blank out // and /* */ comments and trailing commas, keeping every line and column."""
-    def outside_strings(text, handle):
-        out, i, n = [], 0, len(text)
-        while i < n:
-            if text[i] == '"':
-                end = i + 1
-                while end < n and text[end] != '"':
-                    end += 2 if text[end] == "\\" else 1
-                out.append(text[i:end + 1])
-                i = end + 1
-            else:
-                i = handle(text, i, out)
-        return "".join(out)
-
-    def comment(text, i, out):
-        if text.startswith("//", i):
-            end = text.find("\n", i)
-            end = len(text) if end < 0 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = len(text) if end < 0 else end + 2
-        else:
-            out.append(text[i])
-            return i + 1
-        out.append(re.sub(r"[^\n]", " ", text[i:end]))
-        return end
-
-    def trailing_comma(text, i, out):
-        out.append(" " if text[i] == "," and re.match(r"\s*[\]}]", text[i + 1:i + 4096]) else text[i])
-        return i + 1
-    return outside_strings(outside_strings(text, comment), trailing_comma)
+    """Blank out // and /* */ comments and trailing commas, keeping every line and column (strings kept whole)."""
+    def blank(match):
+        return match.group() if match.group()[:1] == '"' else re.sub(r"[^\n]", " ", match.group())
+    text = re.sub(_JSON_STRING + r"|//[^\n]*|/\*(?:.*?\*/|.*)", blank, text, flags=re.S)
+    return re.sub(_JSON_STRING + r"|,(?=\s{0,4094}[\]}])", blank, text, flags=re.S)
 
 
 class ConfigLoader:
@@ -6557,10 +6407,9 @@ class ConfigLoader:
             with open(self.path, encoding="utf-8-sig") as f:
                 text = f.read()
         except FileNotFoundError:
-            raise ConfigError("%s: no such file (create one with: mcpstudio init NAME --command CMD -o %s)"
-                              % (self.path, self.path))
+            raise self.error("", "no such file (create one with: mcpstudio init NAME --command CMD -o %s)" % self.path)
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError("%s: cannot read it: %s" % (self.path, exc))
+            raise self.error("", "cannot read it: %s" % exc)
         def no_duplicates(pairs):
             seen = {}
             for key, value in pairs:
@@ -6573,9 +6422,9 @@ class ConfigLoader:
         except json.JSONDecodeError as exc:
             raise ConfigError("%s:%d:%d: invalid JSON: %s" % (self.path, exc.lineno, exc.colno, exc.msg))
         except ValueError as exc:
-            raise ConfigError("%s: %s" % (self.path, exc))
+            raise self.error("", exc)
         except RecursionError:
-            raise ConfigError("%s: invalid JSON: nested too deeply" % self.path) from None
+            raise self.error("", "invalid JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise self.error("", "the file must hold a JSON object ({...}), not %s" % _type_name(data))
         return data
@@ -6630,18 +6479,17 @@ class ConfigLoader:
 
     def environment(self, obj, where, key="environment"):
         """obj[key] as variables: names checked, values strings with ${VAR} expanded."""
-        env = self.get(obj, key, dict, where, {})
-        out, field = {}, key
-        for key, value in env.items():
-            here = _join(where, "%s.%s" % (field, key))
-            if not key or "=" in key or "\0" in key:
+        out = {}
+        for name, value in self.get(obj, key, dict, where, {}).items():
+            here = _join(where, "%s.%s" % (key, name))
+            if not name or "=" in name or "\0" in name:
                 raise self.error(here, "not a usable variable name (empty, or holds = or a NUL)")
             if not isinstance(value, (str, int, float)) or isinstance(value, bool):
                 raise self.error(here, "expected a string")
-            out[key] = self.expand(str(value), here)
-            if looks_secret(key):
-                self.secrets.append(out[key])
-            if "\0" in out[key]:
+            out[name] = self.expand(str(value), here)
+            if looks_secret(name):
+                self.secrets.append(out[name])
+            if "\0" in out[name]:
                 raise self.error(here, "a value cannot hold a NUL character")
         return out
 
@@ -6658,20 +6506,15 @@ class ConfigLoader:
         self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
         self.get(data, "schemaVersion", int, "")
         info = {key: self.get(data, key, str, "") for key in ("name", "description", "instructions", "command")}
-        env = base.env
         file_env = self.environment(data, "")
-        if file_env:
-            env = dict(env or os.environ)
-            env.update(file_env)
+        env = dict(base.env or os.environ, **file_env) if file_env else base.env
         cwd = base.cwd
         if "working_directory" in data:
             cwd = self.folder_path(self.get(data, "working_directory", str, ""), "working_directory")
         timeout = self.timeout(data, "")
-        settings = RunSettings(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
-                               max_output=base.max_output, max_concurrency=base.max_concurrency,
-                               allow_dash_values=base.allow_dash_values,
+        settings = base.derive(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
                                task_support=self.choice(data, "taskSupport", TASK_SUPPORT, "", base.task_support),
-                               max_text=read_max_text(self, data, "", base.max_text), outputs=base.outputs)
+                               max_text=read_max_text(self, data, "", base.max_text))  # one cap on running commands
         tools, names = [], {}
         for index, spec in enumerate(self.get(data, "tools", list, "", [])):
             tool = self.tool(spec, "tools[%d]" % index, runner, settings)
@@ -6751,11 +6594,11 @@ class ConfigLoader:
         key = "command" if "command" in spec else "command_template"
         template = self.template(self.get(spec, key, str, where), _join(where, key))
         shell = self.get(spec, "shell", bool, where, False)
-        if shell and template.substituted:
-            raise self.error(_join(where, key), "`%s` stands inside $( ) or backticks, where a value cannot be "
-                             "quoted safely; pass it as its own word and let the script use it"
-                             % template.substituted[0])
         if shell:
+            if template.substituted:
+                raise self.error(_join(where, key), "`%s` stands inside $( ) or backticks, where a value cannot be "
+                                 "quoted safely; pass it as its own word and let the script use it"
+                                 % template.substituted[0])
             try:
                 template.check_code(shell=True)
             except TemplateError as exc:
@@ -6764,7 +6607,7 @@ class ConfigLoader:
         if "stdin" in spec:
             stdin = self.template(self.get(spec, "stdin", str, where), _join(where, "stdin"), text=True)
             field = next(iter(stdin.occurrences()), None)
-            if field is not None and template.stdin_code:
+            if field and template.stdin_code:
                 raise self.error(_join(where, "stdin"), "`%s` would be code or an option: %s. Give the program "
                                  "as a file or in the template, and pass values as arguments"
                                  % (field.name, template.stdin_code))
@@ -6776,7 +6619,7 @@ class ConfigLoader:
         if output_folder:  # a field of the template, not a parameter
             schema["properties"][output_folder] = {"type": "string"}
         for part, used in ((key, template), ("stdin", stdin)):
-            if used is not None:
+            if used:
                 self.bind(used, schema["properties"], _join(where, part),
                           "parameter" if "parameters" in spec else "field")
         if output_folder:
@@ -6882,8 +6725,8 @@ class ConfigLoader:
             kind = self.get(spec, "type", str, here, "string")
             if kind not in _PARAMETER_TYPES:
                 import difflib
-                close = difflib.get_close_matches(kind, _PARAMETER_TYPES + ("int", "float", "bool", "list"), 1, 0.5)
                 alias = {"int": "integer", "float": "number", "bool": "boolean", "list": "array"}
+                close = difflib.get_close_matches(kind, _PARAMETER_TYPES + tuple(alias), 1, 0.5)
                 hint = " (did you mean `%s`?)" % alias.get(close[0], close[0]) if close else ""
                 raise self.error(_join(here, "type"), "expected one of %s, not %s%s"
                                  % (", ".join(_PARAMETER_TYPES), json.dumps(kind), hint))
@@ -6923,10 +6766,7 @@ class ConfigLoader:
             if kind == "file":  # the client gives the file itself; the command gets its path
                 prop.update(type="string", description=_FILE_VALUE % prop.get("description", name))
             properties[name] = prop
-        schema = {"type": "object", "properties": properties, "additionalProperties": False}
-        if required:
-            schema["required"] = required
-        return schema, defaults, asked
+        return object_schema(properties, required), defaults, asked
 
     def bind(self, template: CommandTemplate, properties, where, declared_by="parameter"):
         """Point the template's fields and blocks at declared parameters; refuse undeclared ones.
@@ -7138,7 +6978,7 @@ class CommandResource:
         if self.pattern is None:
             return {} if uri == self.uri else None
         found = self.pattern.fullmatch(uri)
-        if found is None:
+        if not found:
             return None
         from urllib.parse import unquote
         return {key: unquote(value) for key, value in found.groupdict().items()}
@@ -7152,13 +6992,8 @@ class CommandResource:
         except ToolError as exc:
             raise McpError(INVALID_PARAMS, "Cannot read %s: %s" % (uri, exc))
         async with self.settings.slots:
-            result = await self.runner.run(argv, env=self.settings.env, cwd=self.settings.cwd,
-                                           timeout=self.settings.timeout, output_limit=self.settings.max_output)
-        failure = describe_failure(result, self.settings.timeout)
-        if failure:
-            detail = result.stderr.decode("utf-8", "replace").strip()[-500:]
-            raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, failure, (" " + detail) if detail else ""),
-                           {"uri": uri, "exitCode": result.returncode})
+            result = await self.settings.run(self.runner, argv)
+        check_read(uri, result, self.settings.timeout)
         broken = cut_binary(result.stdout, result.stdout_cut)
         if broken:
             raise McpError(INTERNAL_ERROR, "Reading %s failed: %s" % (uri, broken), {"uri": uri})
@@ -7168,7 +7003,8 @@ class CommandResource:
             content["text"] = block["text"]
         else:
             content["blob"] = block.get("data") or block["resource"]["blob"]
-            content["mimeType"] = block.get("mimeType") if block["type"] == "image" else self.mime_type
+            if block["type"] == "image":
+                content["mimeType"] = block["mimeType"]
         return {"contents": [content]}
 
 
@@ -7244,9 +7080,9 @@ class CommandTemplate(Template):
         try:
             for arguments in self._block_choices():
                 if shell:
-                    found = check_code_fields(None, self.source, list(self._tokens(self.nodes, arguments)))
+                    found = check_code_fields(None, list(self._tokens(self.nodes, arguments)))
                 else:
-                    found = check_code_fields(self.words_for(arguments), self.source)
+                    found = check_code_fields(self.words_for(arguments))
                 self.stdin_code = self.stdin_code or found
         except TemplateError as exc:
             raise self._error(str(exc))
@@ -7263,7 +7099,7 @@ class CommandTemplate(Template):
             state = quote if not subst else "$"
             if char == "{" and source.startswith(("{#", "{/"), i):
                 match = _BLOCK.match(source, i)
-                if match is None:
+                if not match:
                     raise self._error("malformed block: use {#if name}, {#else} or {/if}", i)
                 if match.group(1):
                     block = Block(match.group(1))
@@ -7314,27 +7150,14 @@ class CommandTemplate(Template):
                     i += 1
                     continue
             if char == "{" or (char == "[" and quote is None and not self.text_mode):
-                match = _FIELD.match(source, i)
-                if match and (char == "{" or not self.text_mode):
-                    _refuse_nested(source, i, match, lambda message, at=i: self._error(message, at))
-                    field = self._field(match, 0, optional=bool(stack))
+                piece, end = self._piece_at(source, i, 0, bool(stack), lambda message, at=i: self._error(message, at))
+                if piece:
+                    is_field = isinstance(piece, Field)
                     if subst:
-                        self.substituted.append(field.name)
-                    current.append(("f", field, state, match.group()))
-                    i = match.end()
+                        self.substituted.extend([piece.name] if is_field else [f.name for f in piece.fields])
+                    current.append(("f" if is_field else "g", piece, state, source[i:end]))
+                    i = end
                     continue
-                if _FIELD_START.match(source, i):
-                    raise self._bad_description(source, i, 0)
-                close = _closing_bracket(source, i) if char == "[" else 0
-                if close:
-                    inner = self._parse_word(source[i + 1:close], 0, True)
-                    if any(not isinstance(p, str) for p in inner):
-                        group = Group(inner)
-                        if subst:
-                            self.substituted.extend(f.name for f in group.fields)
-                        current.append(("g", group, state, source[i:close + 1]))
-                        i = close + 1
-                        continue
             current.append(("t", char, state, char))
             i += 1
         if quote:
@@ -7393,9 +7216,7 @@ class CommandTemplate(Template):
         words = []
         for tokens, _ in self._token_words(arguments):
             word = []
-            for kind, value, _, _ in tokens:
-                if kind == "q":
-                    value = ""  # an empty quoted word ('') is still a word
+            for value in self.words_for_tokens(tokens):  # an empty quoted word ('') is still a word
                 if isinstance(value, str) and word and isinstance(word[-1], str):
                     word[-1] += value
                 else:
@@ -7416,8 +7237,7 @@ class CommandTemplate(Template):
             elif kind == "g":
                 yield from value.fields
 
-    def render(self, arguments, allow_dash_values=False, honour_double_dash=True,
-               shell=False):
+    def render(self, arguments, allow_dash_values=False, shell=False):
         """See Template.render; `shell` reads the words as a "shell": true script, where a `--`
         ends the options of its own command only (up to `|`, `&`, `;`, `(`, `)` or a newline)."""
         ends = set()
@@ -7426,18 +7246,13 @@ class CommandTemplate(Template):
                 if "\n" in spaces or any(kind == "t" and quote is None and raw == value and value in "|&;()"
                                          for kind, value, quote, raw in tokens):
                     ends.add(index)
-        return render_words(self.words_for(arguments), arguments, allow_dash_values, self.command_name(),
-                            honour_double_dash, ends)
+        return render_words(self.words_for(arguments), arguments, allow_dash_values, ends)
 
     def render_text(self, arguments):
         """The template as one string (stdin templates): values pasted in as text."""
         parts = []
-        for kind, value, _, _ in self._tokens(self.nodes, arguments):
-            if kind in "fg":
-                if kind == "f" or value.given(arguments):
-                    _render_pieces([value] if kind == "f" else value.pieces, arguments, parts)
-            else:
-                parts.append(value)
+        for _, value, _, _ in self._tokens(self.nodes, arguments):
+            _render_pieces([value], arguments, parts)  # text, a field, or a group (kept if all its fields are given)
         return "".join(parts)
 
     def render_shell(self, arguments):
@@ -7456,8 +7271,7 @@ class CommandTemplate(Template):
             return {"'": "'\"%s\"'" % name, '"': name}.get(quote, '"%s"' % name)
 
         for tokens, spaces in self._token_words(arguments):
-            pieces = self.words_for_tokens(tokens)
-            if not _render_pieces(pieces, arguments, [])[1]:
+            if not _render_pieces(self.words_for_tokens(tokens), arguments, [])[1]:
                 continue
             for kind, value, quote, raw in tokens:
                 if kind in "tq":
@@ -7491,7 +7305,7 @@ class CommandTemplate(Template):
             if kind != "t" or raw != value or quote not in (None, '"') or index == doubled:
                 continue
             after = tokens[index + 1] if index + 1 < len(tokens) else None
-            following = after[1] if after is not None and after[0] == "t" else ""
+            following = after[1] if after and after[0] == "t" else ""
             if value == "`":
                 thing = "`...`"
             elif value == "$" and following == "(":
@@ -7610,8 +7424,7 @@ def _example_value(name, prop):
     """A value that shows what the parameter does in the rendered command."""
     if prop.get("enum"):
         return prop["enum"][0]
-    kind = prop.get("type")
-    return {"integer": 1, "number": 1.5, "boolean": True, "array": ["<%s>" % name]}.get(kind, "<%s>" % name)
+    return {"integer": 1, "number": 1.5, "boolean": True, "array": ["<%s>" % name]}.get(prop.get("type"), "<%s>" % name)
 
 
 def check_config(path, log: Log, options):
@@ -7649,7 +7462,7 @@ def check_config(path, log: Log, options):
             program = tool.template.words[0][0] if not tool.shell else "sh"
             if not shutil.which(program, path=(tool.settings.env or os.environ).get("PATH")):
                 print("  warning: %s: `%s` is not on PATH here" % (tool.name, program))
-            used = {f.key for t in (tool.template, tool.stdin) if t is not None for f in t.occurrences()}
+            used = {f.key for t in (tool.template, tool.stdin) if t for f in t.occurrences()}
             used.update(b.key for b in getattr(tool.template, "blocks", ()))
             for key in props:
                 if key not in used:
@@ -7672,7 +7485,7 @@ def check_config(path, log: Log, options):
         for resource in source.command_resources:
             kind = "template" if resource.pattern else "resource"
             print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
-    if hub is not None:
+    if hub:
         print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
         return print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log) or min(refused, 1)
     return min(refused, 1)
