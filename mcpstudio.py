@@ -5967,6 +5967,7 @@ class Server:
             listed = ", ".join(known[:20]) + (" and %d more" % (len(known) - 20) if len(known) > 20 else "")
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
         source, original, support, name = route  # the name as listed (of a `-`/`_` respelling): the guard sees that tool
+        tool = self.catalog.listed.get(name, {})  # before any await: a rescan or reload may drop it meanwhile
         if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and isinstance(source, TemplateTools)
                 and source.tools[original].interactive):  # its questions asked in rounds (a retry resumes it)
             ctx.prompts = self.prompts
@@ -5991,7 +5992,7 @@ class Server:
                                                   lambda uri: self.resources_read({"uri": uri}, ctx))
             except ToolError as exc:
                 return tool_error(str(exc))
-        call = self.guard.call(name, source, original, arguments, ctx, self.catalog.listed[name],
+        call = self.guard.call(name, source, original, arguments, ctx, tool,
                                lambda form: self._ask(form, params, ctx, "confirm"))
         if ctx.modern:
             return await self._modern_call(name, call, support, ctx)

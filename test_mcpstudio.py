@@ -11744,6 +11744,40 @@ class LeftoverTests(ScratchDir):
                     self.assertNotIn("abc123456", message)
                     self.assertTrue(message.endswith("; fix it and restart mcpstudio"), message)
 
+    def test_a_tool_dropped_while_the_user_answers_still_runs(self):
+        # tools_call read the tool's listing after asking the user: a rescan that dropped it meanwhile made the
+        # call an internal error (KeyError); the listing is read before any await now.
+        class Source(mcpstudio.Source):
+            present = True
+
+            async def list_tools(self):
+                return [{"name": "t", "inputSchema": {"type": "object"}}] if self.present else []
+
+            def question(self, name, arguments):
+                return mcpstudio.elicitation_form("who?", {"who": {"type": "string"}})
+
+            async def call_tool(self, name, arguments, ctx):
+                return {"content": [{"type": "text", "text": "ran %s for %s" % (name, arguments["who"])}]}
+
+        source = Source()
+        catalog = mcpstudio.Catalog([source])
+        server = mcpstudio.Server(catalog, mcpstudio.Log())
+
+        async def ask(form, params, ctx, key):
+            source.present = False  # a rescan drops the tool while the person answers
+            await catalog.tools()
+            return {"action": "accept", "content": {"who": "me"}}
+
+        async def call():
+            await catalog.tools()
+            import types
+            session = types.SimpleNamespace(client_capabilities={"elicitation": {}}, log_level=None, closed=False,
+                                            caller=None, label="test", protocol_version="2025-06-18",
+                                            client_info={}, notify=lambda *a, **k: None)
+            return await server.tools_call({"name": "t", "arguments": {}}, mcpstudio.CallContext(session, 1))
+        server._ask = ask
+        self.assertEqual(text_of(asyncio.run(call())), "ran t for me")
+
     def test_one_secret_rule_masks_the_union(self):
         # What status/the TUI/servers_list masked (URLs, secret-looking options and headers) and what the audit
         # masked (values marked secret, also inside lists and objects) are masked by the one mask_secrets.
