@@ -7686,6 +7686,8 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
         loader.get(data, "namespaces", dict, "")
     for name, entry in found.items():
         where = "namespaces.%s" % name
+        if not name:  # no --namespace, URL or default can name it
+            raise loader.error("namespaces", 'a namespace needs a name, not "" (e.g. "work")')
         if isinstance(entry, list):
             entry = {"servers": entry}
         loader.keys(entry, _NAMESPACE_KEYS, where)

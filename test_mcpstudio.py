@@ -4442,6 +4442,9 @@ class McpStudioConfigTests(ScratchDir):
         data = self.config()
         data["namespaces"]["work"]["serverDefaults"]["notes"] = "deny"
         cases.append((data, "namespaces.work.serverDefaults.notes: expected true"))
+        data = self.config()
+        data["namespaces"][""] = {"servers": ["files"]}
+        cases.append((data, 'namespaces: a namespace needs a name, not "" (e.g. "work")'))
         for data, expected in cases:
             proc = subprocess.run(SERVER + ["serve", "--stdio", "--config", self.write(data), "--namespace", "work"],
                                   capture_output=True, text=True, timeout=WAIT, env=self.env,
