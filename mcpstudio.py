@@ -5460,6 +5460,16 @@ STOP_WORDS = frozenset(
     "there their them then than so just also using use via about everything something anything have has had was were "
     "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
     "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
+VALUE_SHAPES = (  # a value in a query says what kind of thing it is: a URL, a file's path, a #channel, ...
+    (r"\bhttps?://\S+|\bwww\.\S+|\b[\w-]+\.(?:com|org|net|io|dev)/\S*", " url web page "),
+    (r"[\w.+-]+@[\w-]+\.[\w.]+", " email "),
+    (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
+     r"|pdf|png|jpe?g|toml|ini|cfg|conf|sh|xml|env)\b", " file path "),
+    (r"(?<!\w)#[a-z][\w-]*", " channel "),
+    (r"(?<!\w)@\w+", " user "),
+    (r"\b[\w.-]+:\d{2,5}\b", " port "),
+    (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),
+)
 WORD_FAMILIES = """
 get fetch read retrieve show view load obtain see display look inspect detail describe open give
 list enumerate browse index overview show find
@@ -5510,14 +5520,14 @@ place venue restaurant cafe shop spot business
 element node selector dom
 tab window page
 performance speed profile trace
-network request traffic http
+network request traffic http api
 key value cache redis
 cluster namespace node kubectl kubernetes k8s kube
 release tag version ship publish
 review approve
 close resolve finish complete wrap done
 upload attach
-size length count many
+size length count many space big large disk storage
 summary summarize overview tldr gist recap
 elevation altitude height high sea
 connect link relate relation associate association
@@ -5530,7 +5540,7 @@ copy duplicate clone fork backup
 approve accept lgtm review
 dismiss cancel reject decline close
 back previous return undo revert rollback
-coordinate latitude longitude geocode
+coordinate latitude longitude geocode lat lng
 draw paint illustrate art image generate
 diff difference different compare changed modified
 slow performance speed latency fast
@@ -5547,7 +5557,7 @@ library package framework sdk module
 stop halt kill terminate abort end shutdown
 hover mouseover
 drag drop dragndrop
-form field input
+form field input box textbox
 dialog popup modal prompt alert
 chart graph plot diagram visualize
 team group squad
@@ -5568,14 +5578,15 @@ option setting preference config configuration
 property field attribute column
 block paragraph section
 code source snippet
-reaction emoji react
+reaction emoji react thumbs upvote
 script javascript js evaluate eval
-time date clock today now deadline due schedule
+time date clock today now deadline due schedule hour minute
 subscriber subscription follower
 info detail metadata
 resource asset
 batch bulk multiple many several
 priority severity urgent important
+append bottom
 """  # one family a line: words for the same action or thing
 
 
@@ -5674,6 +5685,8 @@ class ToolIndex:
     def scores(self, query):
         """Each matching tool's number and score."""
         totals = {}
+        for pattern, words in VALUE_SHAPES:
+            query = re.sub(pattern, words, query)
         for word in dict.fromkeys(search_words(query, {})):
             best = {}
             for other, share in self.expand(word).items():

@@ -9383,6 +9383,23 @@ class ToolIndexTests(unittest.TestCase):
                              ("a new workflow", "ci__create_workflow"), ("submit a workflow", "ci__create_workflow")):
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
+    def test_values_say_what_they_are(self):
+        """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it."""
+        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
+            ("web__fetch", "Fetch a URL"), ("files__read_file", "Read the file at a path"),
+            ("chat__history", "Read the messages of a channel"), ("code__search", "Search code"),
+            ("k8s__port_forward", "Forward a local port to a pod"), ("crm__find", "Find a contact by email"),
+            ("chat__profile", "Show a user's profile"), ("papers__search", "Search arXiv papers"),
+            ("docs__query", "Query a library's docs"))])
+        for query, first in (("read https://example.com/blog/launch", "web__fetch"), ("read example.org/about", "web__fetch"),
+                             ("~/notes/todo.md", "files__read_file"), ("/var/app/", "files__read_file"),
+                             ("notes.txt", "files__read_file"), ("read #general", "chat__history"),
+                             ("where is parseConfig", "code__search"), ("where is load_settings", "code__search"),
+                             ("localhost:5432", "k8s__port_forward"), ("dana@acme.com", "crm__find"),
+                             ("@dana", "chat__profile"),
+                             ("find arXiv papers", "papers__search"), ("Next.js docs", "docs__query")):  # no shape here
+            self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
+
     def test_server_as_context(self):
         """Of two tools alike, the one whose server's other tools speak of the query's words ranks first."""
         index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
