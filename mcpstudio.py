@@ -5464,7 +5464,9 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is: a URL, a f
     (r"\bhttps?://\S+|\bwww\.\S+|\b[\w-]+\.(?:com|org|net|io|dev)/\S*", " url web page "),
     (r"[\w.+-]+@[\w-]+\.[\w.]+", " email "),
     (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
-     r"|pdf|png|jpe?g|toml|ini|cfg|conf|sh|xml|env)\b", " file path "),
+     r"|pdf|png|jpe?g|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),
+    (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),
+    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .+ from ", " sql query "),
     (r"(?<!\w)#[a-z][\w-]*", " channel "),
     (r"(?<!\w)@\w+", " user "),
     (r"\b[\w.-]+:\d{2,5}\b", " port "),
@@ -5552,7 +5554,7 @@ nearby near local around
 article blog post
 paper research arxiv study
 alert monitor watch track
-phone mobile device viewport emulate
+phone mobile device viewport emulate screen
 library package framework sdk module
 stop halt kill terminate abort end shutdown
 hover mouseover
@@ -5587,6 +5589,9 @@ resource asset
 batch bulk multiple many several
 priority severity urgent important
 append bottom
+crm hubspot salesforce
+wiki notion confluence
+echo repeat parrot
 """  # one family a line: words for the same action or thing
 
 
@@ -5669,7 +5674,7 @@ class ToolIndex:
         """The index's words a query word finds, each with the share of a match it is worth."""
         found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
         for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 else ():
-            if other.startswith(word) or word.startswith(other) and len(other) > 4:
+            if other.startswith(word) or word.startswith(other) and len(other) > 4 or sorted(other) == sorted(word):
                 found.setdefault(other, PREFIX_WEIGHT)
         if word in self.postings:
             found[word] = 1.0

@@ -9388,16 +9388,19 @@ class ToolIndexTests(unittest.TestCase):
         index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
             ("web__fetch", "Fetch a URL"), ("files__read_file", "Read the file at a path"),
             ("chat__history", "Read the messages of a channel"), ("code__search", "Search code"),
-            ("k8s__port_forward", "Forward a local port to a pod"), ("crm__find", "Find a contact by email"),
+            ("k8s__port_forward", "Forward a local port to a pod in a namespace"), ("crm__find", "Find a contact by email"),
             ("chat__profile", "Show a user's profile"), ("papers__search", "Search arXiv papers"),
-            ("docs__query", "Query a library's docs"))])
-        for query, first in (("read https://example.com/blog/launch", "web__fetch"), ("read example.org/about", "web__fetch"),
+            ("docs__query", "Query a library's docs"), ("db__run_sql", "Run a read-only SQL query"),
+            ("ci__list_issues", "List the issues of a pipeline"), ("git__list_issues", "List the issues of a repository"))])
+        for query, first in (("https://example.com/blog/launch", "web__fetch"), ("example.org/about", "web__fetch"),
                              ("~/notes/todo.md", "files__read_file"), ("/var/app/", "files__read_file"),
-                             ("notes.txt", "files__read_file"), ("read #general", "chat__history"),
+                             ("notes.txt", "files__read_file"), ("#general", "chat__history"),
                              ("where is parseConfig", "code__search"), ("where is load_settings", "code__search"),
-                             ("localhost:5432", "k8s__port_forward"), ("dana@acme.com", "crm__find"),
+                             ("db.internal:5432", "k8s__port_forward"), ("dana@acme.com", "crm__find"),
                              ("@dana", "chat__profile"),
-                             ("find arXiv papers", "papers__search"), ("Next.js docs", "docs__query")):  # no shape here
+                             ("orders where status='failed'", "db__run_sql"), ("issues of acme/web-ui", "git__list_issues"),
+                             ("find arXiv papers", "papers__search"), ("Next.js docs", "docs__query"),  # no shape here
+                             ("data/dump.sql", "files__read_file"), ("the namesapce", "k8s__port_forward")):  # a typo's swapped letters
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
     def test_server_as_context(self):
