@@ -5689,13 +5689,14 @@ class ToolIndex:
 
     def scores(self, query):
         """Each matching tool's number and score."""
-        totals = {}
+        totals, said = {}, set()  # the words of the families of the query's words so far
         for pattern, words in VALUE_SHAPES:
             query = re.sub(pattern, words, query)
         for word in dict.fromkeys(search_words(query, {})):
-            best = {}
+            best, again = {}, 0.5 if word in said else 1.0  # a thing said twice in other words counts one and a half
+            said |= self.families.get(word, set())
             for other, share in self.expand(word).items():
-                idf = self.idf[other] * share
+                idf = self.idf[other] * share * again
                 for number, score in self.postings[other]:
                     best[number] = max(best.get(number, 0.0), score * idf)
             for number, score in best.items():

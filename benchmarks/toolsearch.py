@@ -3,13 +3,17 @@ costs and saves on a real listing.
 
     python3 benchmarks/toolsearch.py [--runs N] [--fastmcp PYTHON]
 
-Ranking: every intent of benchmarks/toolsearch/intents.json (the set the ranker was tuned on), of
-heldout.json (written before tuning, never tuned on) and of people.json (65 intents phrased as people
-type tasks, written blind: before any measurement, by one who had read neither the ranker nor the other
-sets) is searched among the 289 recorded tools of corpus.json, named and described as mcpstudio lists
-them (`server__tool`, "[server] ..."); an intent is found at k when one of its right tools is among
-the first k. FastMCP's ranker runs over the same definitions in its own environment (default
-/work/tools/fastmcp/bin/python, or $MCPSTUDIO_FASTMCP_PYTHON; skipped when absent).
+Ranking: every intent of the sets in benchmarks/toolsearch/ is searched among the 289 recorded tools
+of corpus.json, named and described as mcpstudio lists them (`server__tool`, "[server] ..."); an intent
+is found at k when one of its right tools is among the first k. The sets, and what the ranker has seen
+of them (SETS below): intents.json (217, tuned on from the start); heldout.json (79, written before any
+tuning), people.json, people2.json and people3.json (65 each, phrased as people type tasks, written
+blind by helpers who had read neither the ranker nor the other sets): each was measured blind once and
+tuned on afterwards; people4.json and people5.json (65 each, written the same way) are the blind check:
+measured once, at the end, never tuned on. `--intents FILE` adds any set of the same form
+([{"q": ..., "tools": ["server__tool", ...]}, ...]) over the same corpus. FastMCP's ranker runs over the
+same definitions in its own environment (default /work/tools/fastmcp/bin/python, or
+$MCPSTUDIO_FASTMCP_PYTHON; skipped when absent).
 
 Serving: mcpstudio serves the corpus through one fixture upstream per recorded server
 (toolsearch_upstream.py); the bytes of every page of tools/list with and without search, the round
@@ -31,6 +35,8 @@ import mcpstudio  # noqa: E402
 
 DATA = os.path.join(HERE, "toolsearch")
 UPSTREAM = os.path.join(HERE, "toolsearch_upstream.py")
+SETS = (("intents", "tuned on"), ("heldout", "tuned on"), ("people", "tuned on"), ("people2", "tuned on"),
+        ("people3", "tuned on"), ("people4", "blind"), ("people5", "blind"))
 
 
 def definitions(corpus: dict) -> list:
@@ -141,7 +147,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--fastmcp", default=os.environ.get("MCPSTUDIO_FASTMCP_PYTHON", "/work/tools/fastmcp/bin/python"))
-    parser.add_argument("--misses", action="store_true", help="print the tuning set's intents missed at 5")
+    parser.add_argument("--misses", action="store_true", help="print the tuned-on sets' intents missed at 5")
+    parser.add_argument("--intents", action="append", default=[], metavar="FILE", help="another set of intents to rank")
     parser.add_argument("--no-serving", action="store_true", help="ranking figures only")
     args = parser.parse_args(argv)
     with open(os.path.join(DATA, "corpus.json")) as f:
@@ -149,19 +156,24 @@ def main(argv=None) -> int:
     tools = definitions(corpus)
     index = mcpstudio.ToolIndex(tools)
     print("corpus: %d tools from %d servers" % (len(tools), len(corpus)))
-    print("%-34s %6s %6s %6s %6s" % ("ranker / intent set", "r@1", "r@5", "r@10", "MRR"))
-    for label, title in (("intents", "intents (%d)"), ("heldout", "heldout (%d)"), ("people", "people (%d, blind)")):
-        with open(os.path.join(DATA, label + ".json")) as f:
+    print("%-40s %6s %6s %6s %6s" % ("ranker / intent set", "r@1", "r@5", "r@10", "MRR"))
+    sets = [(os.path.join(DATA, name + ".json"), seen) for name, seen in SETS] + [(path, "given") for path in args.intents]
+    for path, seen in sets:
+        with open(path) as f:
             intents = json.load(f)
+        unknown = sorted({name for intent in intents for name in intent["tools"]} - {tool["name"] for tool in tools})
+        if unknown:
+            sys.exit("%s: no such tool in corpus.json: %s (names are server__tool)" % (path, ", ".join(unknown)))
+        title = "%s (%d, %s)" % (os.path.basename(path)[:-5], len(intents), seen)
         queries = [intent["q"] for intent in intents]
         rankers = [("mcpstudio", [[tool["name"] for tool in index.search(query, 10)] for query in queries])]
         if os.path.exists(args.fastmcp):
             rankers.append(("fastmcp BM25", fastmcp_rankings(args.fastmcp, tools, queries)))
         for name, rankings in rankers:
             found = scores(rankings, intents)
-            print("%-34s %6.3f %6.3f %6.3f %6.3f" % ("%s / %s" % (name, title % len(intents)), found["r@1"],
+            print("%-40s %6.3f %6.3f %6.3f %6.3f" % ("%s / %s" % (name, title), found["r@1"],
                                                     found["r@5"], found["r@10"], found["mrr"]))
-            if args.misses and name == "mcpstudio" and label == "intents":
+            if args.misses and name == "mcpstudio" and seen == "tuned on":
                 for query in found["missed@5"]:
                     print("    missed at 5: %s -> %s" % (query, [tool["name"] for tool in index.search(query, 3)]))
     if args.no_serving:
