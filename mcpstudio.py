@@ -5460,13 +5460,15 @@ STOP_WORDS = frozenset(
     "there their them then than so just also using use via about everything something anything have has had was were "
     "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
     "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
-VALUE_SHAPES = (  # a value in a query says what kind of thing it is: a URL, a file's path, a #channel, ...
+VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...), a phrase what it does
     (r"\bhttps?://\S+|\bwww\.\S+|\b[\w-]+\.(?:com|org|net|io|dev)/\S*", " url web page "),
     (r"[\w.+-]+@[\w-]+\.[\w.]+", " email "),
     (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
      r"|pdf|png|jpe?g|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),
     (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),
     (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .+ from ", " sql query "),
+    (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),
+    (r"\blog (?=an? )", " add "), (r"\bpull\b(?![ -]?req)", " extract "),  # to log a note, to pull data out
     (r"(?<!\w)#[a-z][\w-]*", " channel "),
     (r"(?<!\w)@\w+", " user "),
     (r"\b[\w.-]+:\d{2,5}\b", " port "),
@@ -5511,7 +5513,7 @@ deal opportunity sale pipeline
 scrape crawl extract download harvest export dump
 table database db sql schema query row select column spreadsheet sheet csv postgres postgresql psql mysql sqlite
 memory remember knowledge graph entity observation recall fact know note remind
-think reason plan thought step reflect
+think reason plan thought step reflect decide weigh carefully
 move rename relocate
 save store write persist keep
 branch ref
@@ -5574,7 +5576,7 @@ environment env stage
 convert transform translate
 reset clear wipe
 structure outline tree hierarchy layout
-sum add total calculate math arithmetic
+sum add total calculate math arithmetic plus
 zip compress archive gzip
 option setting preference config configuration
 property field attribute column

@@ -9384,14 +9384,17 @@ class ToolIndexTests(unittest.TestCase):
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
     def test_values_say_what_they_are(self):
-        """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it."""
+        """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it;
+        a phrase's verb (to log a note, to pull data out) the tool that does it."""
         index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
             ("web__fetch", "Fetch a URL"), ("files__read_file", "Read the file at a path"),
             ("chat__history", "Read the messages of a channel"), ("code__search", "Search code"),
             ("k8s__port_forward", "Forward a local port to a pod in a namespace"), ("crm__find", "Find a contact by email"),
             ("chat__profile", "Show a user's profile"), ("papers__search", "Search arXiv papers"),
             ("docs__query", "Query a library's docs"), ("db__run_sql", "Run a read-only SQL query"),
-            ("ci__list_issues", "List the issues of a pipeline"), ("git__list_issues", "List the issues of a repository"))])
+            ("ci__list_issues", "List the issues of a pipeline"), ("git__list_issues", "List the issues of a repository"),
+            ("clock__convert", "Convert between zones"), ("crm__add_note", "Add a note to a contact"),
+            ("web__extract", "Extract data"))])
         for query, first in (("https://example.com/blog/launch", "web__fetch"), ("example.org/about", "web__fetch"),
                              ("~/notes/todo.md", "files__read_file"), ("/var/app/", "files__read_file"),
                              ("notes.txt", "files__read_file"), ("#general", "chat__history"),
@@ -9400,6 +9403,8 @@ class ToolIndexTests(unittest.TestCase):
                              ("@dana", "chat__profile"),
                              ("orders where status='failed'", "db__run_sql"), ("issues of acme/web-ui", "git__list_issues"),
                              ("find arXiv papers", "papers__search"), ("Next.js docs", "docs__query"),  # no shape here
+                             ("3pm in Berlin", "clock__convert"), ("log a call", "crm__add_note"),  # phrases
+                             ("pull the prices", "web__extract"),
                              ("data/dump.sql", "files__read_file"), ("the namesapce", "k8s__port_forward")):  # a typo's swapped letters
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
