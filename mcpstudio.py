@@ -5469,6 +5469,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .+ from ", " sql query "),
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),
     (r"\blog (?=an? )", " add "), (r"\bpull\b(?![ -]?req)", " extract "),  # to log a note, to pull data out
+    (r"(?i)^\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|\?\s*$", r"\g<0> search "),  # a question
     (r"(?<!\w)#[a-z][\w-]*", " channel "),
     (r"(?<!\w)@\w+", " user "),
     (r"\b[\w.-]+:\d{2,5}\b", " port "),
@@ -5501,7 +5502,7 @@ pod container deployment workload job
 log output trace console
 error exception crash failure problem event blow broken incident outage flaky
 analyze diagnose debug investigate cause root why explain troubleshoot
-status check ci build pass green red fail health state compile
+status check ci build pass green red fail health state compile uncommitted
 scale replica resize grow increase more
 documentation docs doc manual guide reference wiki readme tutorial
 switch checkout
@@ -5557,7 +5558,7 @@ article blog post
 paper research arxiv study
 alert monitor watch track
 phone mobile device viewport emulate screen
-library package framework sdk module
+library package framework sdk module react vue angular svelte nextjs nuxt django flask rails laravel tailwind express
 stop halt kill terminate abort end shutdown
 hover mouseover
 drag drop dragndrop

@@ -9385,7 +9385,7 @@ class ToolIndexTests(unittest.TestCase):
 
     def test_values_say_what_they_are(self):
         """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it;
-        a phrase's verb (to log a note, to pull data out) the tool that does it."""
+        a phrase's verb (to log a note, to pull data out) the tool that does it, and a question a search."""
         index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
             ("web__fetch", "Fetch a URL"), ("files__read_file", "Read the file at a path"),
             ("chat__history", "Read the messages of a channel"), ("code__search", "Search code"),
@@ -9394,7 +9394,7 @@ class ToolIndexTests(unittest.TestCase):
             ("docs__query", "Query a library's docs"), ("db__run_sql", "Run a read-only SQL query"),
             ("ci__list_issues", "List the issues of a pipeline"), ("git__list_issues", "List the issues of a repository"),
             ("clock__convert", "Convert between zones"), ("crm__add_note", "Add a note to a contact"),
-            ("web__extract", "Extract data"))])
+            ("web__extract", "Extract data"), ("memo__save", "Save a memo"), ("memo__search", "Search the memos"))])
         for query, first in (("https://example.com/blog/launch", "web__fetch"), ("example.org/about", "web__fetch"),
                              ("~/notes/todo.md", "files__read_file"), ("/var/app/", "files__read_file"),
                              ("notes.txt", "files__read_file"), ("#general", "chat__history"),
@@ -9404,7 +9404,7 @@ class ToolIndexTests(unittest.TestCase):
                              ("orders where status='failed'", "db__run_sql"), ("issues of acme/web-ui", "git__list_issues"),
                              ("find arXiv papers", "papers__search"), ("Next.js docs", "docs__query"),  # no shape here
                              ("3pm in Berlin", "clock__convert"), ("log a call", "crm__add_note"),  # phrases
-                             ("pull the prices", "web__extract"),
+                             ("pull the prices", "web__extract"), ("what memos do we have?", "memo__search"),  # a question
                              ("data/dump.sql", "files__read_file"), ("the namesapce", "k8s__port_forward")):  # a typo's swapped letters
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
