@@ -9394,7 +9394,8 @@ class ToolIndexTests(unittest.TestCase):
             ("docs__query", "Query a library's docs"), ("db__run_sql", "Run a read-only SQL query"),
             ("ci__list_issues", "List the issues of a pipeline"), ("git__list_issues", "List the issues of a repository"),
             ("clock__convert", "Convert between zones"), ("crm__add_note", "Add a note to a contact"),
-            ("web__extract", "Extract data"), ("memo__save", "Save a memo"), ("memo__search", "Search the memos"))])
+            ("web__extract", "Extract data"), ("memo__save", "Save a memo"), ("memo__search", "Search the memos"),
+            ("vcs__commit", "Commit the staged changes"))])
         for query, first in (("https://example.com/blog/launch", "web__fetch"), ("example.org/about", "web__fetch"),
                              ("~/notes/todo.md", "files__read_file"), ("/var/app/", "files__read_file"),
                              ("notes.txt", "files__read_file"), ("#general", "chat__history"),
@@ -9405,6 +9406,7 @@ class ToolIndexTests(unittest.TestCase):
                              ("find arXiv papers", "papers__search"), ("Next.js docs", "docs__query"),  # no shape here
                              ("3pm in Berlin", "clock__convert"), ("log a call", "crm__add_note"),  # phrases
                              ("pull the prices", "web__extract"), ("what memos do we have?", "memo__search"),  # a question
+                             ('commit "search the memos, find code"', "vcs__commit"),  # quoted: the person's own text
                              ("data/dump.sql", "files__read_file"), ("the namesapce", "k8s__port_forward")):  # a typo's swapped letters
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
