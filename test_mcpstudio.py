@@ -9452,7 +9452,7 @@ class ToolIndexTests(unittest.TestCase):
         self.assertEqual(len(search.found), 1)  # a session that ended is forgotten
 
     def test_recorded_corpus(self):
-        """Over the 289 recorded tools: the benchmark's tuning intents are found in the first five, mostly."""
+        """Over the 289 recorded tools, the tuned-on intent sets are found in the first five as often as today (a floor each)."""
         with open(TOOLSEARCH_CORPUS) as f:
             corpus = json.load(f)
         tools = [dict(tool, name="%s__%s" % (server, tool["name"]), description="[%s] %s" % (server, tool.get("description")))
@@ -9461,8 +9461,9 @@ class ToolIndexTests(unittest.TestCase):
             intents = json.load(f)
         index = mcpstudio.ToolIndex(tools)
         found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
-        self.assertGreaterEqual(found / len(intents), 0.9)
-        for name, least in (("heldout", 0.85), ("people", 0.85), ("people2", 0.8), ("people3", 0.65)):  # tuned on since
+        self.assertGreaterEqual(found / len(intents), 0.93)
+        for name, least in (("heldout", 0.9), ("people", 0.9), ("people2", 0.85), ("people3", 0.7), ("people4", 0.85),
+                            ("people5", 0.9)):  # the people-phrased sets tuned on since
             with open(os.path.join(HERE, "benchmarks", "toolsearch", name + ".json")) as f:
                 intents = json.load(f)
             found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))

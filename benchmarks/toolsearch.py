@@ -7,9 +7,9 @@ Ranking: every intent of the sets in benchmarks/toolsearch/ is searched among th
 of corpus.json, named and described as mcpstudio lists them (`server__tool`, "[server] ..."); an intent
 is found at k when one of its right tools is among the first k. The sets, and what the ranker has seen
 of them (SETS below): intents.json (217, tuned on from the start); heldout.json (79, written before any
-tuning), people.json, people2.json and people3.json (65 each, phrased as people type tasks, written
-blind by helpers who had read neither the ranker nor the other sets): each was measured blind once and
-tuned on afterwards; people4.json and people5.json (65 each, written the same way) are the blind check:
+tuning); people.json to people7.json (65 each, phrased as people type tasks, each in the voice of other
+people, written blind by helpers who had read neither the ranker nor the other sets). Each of heldout
+and people to people5 was measured blind once, then tuned on; people6 and people7 are the blind check:
 measured once, at the end, never tuned on. `--intents FILE` adds any set of the same form
 ([{"q": ..., "tools": ["server__tool", ...]}, ...]) over the same corpus. FastMCP's ranker runs over the
 same definitions in its own environment (default /work/tools/fastmcp/bin/python, or
@@ -36,7 +36,7 @@ import mcpstudio  # noqa: E402
 DATA = os.path.join(HERE, "toolsearch")
 UPSTREAM = os.path.join(HERE, "toolsearch_upstream.py")
 SETS = (("intents", "tuned on"), ("heldout", "tuned on"), ("people", "tuned on"), ("people2", "tuned on"),
-        ("people3", "tuned on"), ("people4", "blind"), ("people5", "blind"))
+        ("people3", "tuned on"), ("people4", "tuned on"), ("people5", "tuned on"), ("people6", "blind"), ("people7", "blind"))
 
 
 def definitions(corpus: dict) -> list:
