@@ -1,16 +1,16 @@
 """Tool search figures: ranking quality beside FastMCP's BM25SearchTransform, and what search mode
 costs and saves on a real listing.
 
-    python3 benchmarks/toolsearch.py [--runs N] [--fastmcp PYTHON]
+    python3 benchmarks/toolsearch.py [--runs N] [--fastmcp PYTHON] [--no-serving] [--intents FILE ...]
 
 Ranking: every intent of the sets in benchmarks/toolsearch/ is searched among the 289 recorded tools
 of corpus.json, named and described as mcpstudio lists them (`server__tool`, "[server] ..."); an intent
 is found at k when one of its right tools is among the first k. The sets, and what the ranker has seen
 of them (SETS below): intents.json (217, tuned on from the start); heldout.json (79, written before any
-tuning); people.json to people7.json (65 each, phrased as people type tasks, each in the voice of other
-people, written blind by helpers who had read neither the ranker nor the other sets). Each of heldout
-and people to people5 was measured blind once, then tuned on; people6 and people7 are the blind check:
-measured once, at the end, never tuned on. `--intents FILE` adds any set of the same form
+tuning); people.json to people9.json (65 each, phrased as people type tasks, each in the voice of other
+people, written blind by helpers who had read neither the ranker nor the other sets). heldout and people
+to people5 were each measured blind once, then tuned on; people6 to people9 are the blind check: each
+measured once, on the ranker as it is now, and never tuned on. `--intents FILE` adds any set of the same form
 ([{"q": ..., "tools": ["server__tool", ...]}, ...]) over the same corpus. FastMCP's ranker runs over the
 same definitions in its own environment (default /work/tools/fastmcp/bin/python, or
 $MCPSTUDIO_FASTMCP_PYTHON; skipped when absent).
@@ -36,7 +36,8 @@ import mcpstudio  # noqa: E402
 DATA = os.path.join(HERE, "toolsearch")
 UPSTREAM = os.path.join(HERE, "toolsearch_upstream.py")
 SETS = (("intents", "tuned on"), ("heldout", "tuned on"), ("people", "tuned on"), ("people2", "tuned on"),
-        ("people3", "tuned on"), ("people4", "tuned on"), ("people5", "tuned on"), ("people6", "blind"), ("people7", "blind"))
+        ("people3", "tuned on"), ("people4", "tuned on"), ("people5", "tuned on"), ("people6", "blind"), ("people7", "blind"),
+        ("people8", "blind"), ("people9", "blind"))
 
 
 def definitions(corpus: dict) -> list:
@@ -158,6 +159,7 @@ def main(argv=None) -> int:
     print("corpus: %d tools from %d servers" % (len(tools), len(corpus)))
     print("%-40s %6s %6s %6s %6s" % ("ranker / intent set", "r@1", "r@5", "r@10", "MRR"))
     sets = [(os.path.join(DATA, name + ".json"), seen) for name, seen in SETS] + [(path, "given") for path in args.intents]
+    pooled = {}  # (ranker, what it has seen of the sets) -> (rankings, intents) of all those sets
     for path, seen in sets:
         with open(path) as f:
             intents = json.load(f)
@@ -170,12 +172,19 @@ def main(argv=None) -> int:
         if os.path.exists(args.fastmcp):
             rankers.append(("fastmcp BM25", fastmcp_rankings(args.fastmcp, tools, queries)))
         for name, rankings in rankers:
+            pool = pooled.setdefault((name, seen), ([], []))
+            pool[0].extend(rankings)
+            pool[1].extend(intents)
             found = scores(rankings, intents)
             print("%-40s %6.3f %6.3f %6.3f %6.3f" % ("%s / %s" % (name, title), found["r@1"],
                                                     found["r@5"], found["r@10"], found["mrr"]))
             if args.misses and name == "mcpstudio" and seen == "tuned on":
                 for query in found["missed@5"]:
                     print("    missed at 5: %s -> %s" % (query, [tool["name"] for tool in index.search(query, 3)]))
+    for (name, seen), (rankings, intents) in pooled.items():
+        found = scores(rankings, intents)
+        print("%-40s %6.3f %6.3f %6.3f %6.3f" % ("%s / all %s (%d)" % (name, seen, len(intents)), found["r@1"],
+                                                found["r@5"], found["r@10"], found["mrr"]))
     if args.no_serving:
         return 0
     figures = serving(corpus, args.runs)
