@@ -9131,7 +9131,7 @@ class TuiShowsWhatServeServes(AggregatorCase):
         tui.wait_for("good is running: 5 tools")
         tui.press("\r")
         tui.resize(24, 200)
-        screen = tui.wait_for("tools (5):", "--api-key ***")
+        screen = tui.wait_for("tools (5):", "--api-key ***", "  echo ", "  crash ")  # the rows redrawn at 200 columns too
         lines = {line.split()[0]: line for line in screen.splitlines() if line.startswith("  ")}
         self.assertRegex(lines["echo"], r"echo +allowed +mine:\+ +Echo")  # no mark for theirs: good is not in it
         self.assertRegex(lines["crash"], r"crash +hidden ")  # its tools.deny: serve does not list it
