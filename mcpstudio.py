@@ -5678,7 +5678,7 @@ class ToolIndex:
         """The index's words a query word finds, each with the share of a match it is worth."""
         found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
         for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 else ():
-            if other.startswith(word) or word.startswith(other) and len(other) > 4 or sorted(other) == sorted(word):
+            if other.startswith(word) or word.startswith(other) and len(other) > 4 or len(other) == len(word) and sorted(other) == sorted(word):
                 found.setdefault(other, PREFIX_WEIGHT)
         if word in self.postings:
             found[word] = 1.0
