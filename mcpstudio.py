@@ -5686,16 +5686,16 @@ class ToolIndex:
 
     def search(self, query, limit):
         """The best `limit` tools for `query`, best first (none when no word matches)."""
+        for pattern, words in VALUE_SHAPES:
+            query = re.sub(pattern, words, query)
         totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
         for number in totals:
             totals[number] += SERVER_WEIGHT * context.get(self.server_of[number], 0.0)
         return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
 
     def scores(self, query):
-        """Each matching tool's number and score."""
+        """Each matching tool's number and score (`query` with its VALUE_SHAPES already read)."""
         totals, said = {}, set()  # the words of the families of the query's words so far
-        for pattern, words in VALUE_SHAPES:
-            query = re.sub(pattern, words, query)
         for word in dict.fromkeys(search_words(query, {})):
             best, again = {}, 0.5 if word in said else 1.0  # a thing said twice in other words counts one and a half
             said |= self.families.get(word, set())
