@@ -5462,8 +5462,8 @@ STOP_WORDS = frozenset(
     "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
 VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...), a phrase what it does
     (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)", " "),  # quoted: the person's own text (a message, a title), not the task
-    (r"\bhttps?://\S+|\bwww\.\S+|\b[\w-]+\.(?:com|org|net|io|dev)/\S*", " url web page "),
-    (r"[\w.+-]+@[\w-]+\.[\w.]+", " email "),
+    (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w-])[\w-]+\.(?:com|org|net|io|dev)/\S*", " url web page "),
+    (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # each begins a run only: linear on a long word
     (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
      r"|pdf|png|jpe?g|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),
     (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),
@@ -5473,7 +5473,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"(?i)^\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|\?\s*$", r"\g<0> search "),  # a question
     (r"(?<!\w)#[a-z][\w-]*", " channel "),
     (r"(?<!\w)@\w+", " user "),
-    (r"\b[\w.-]+:\d{2,5}\b", " port "),
+    (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),
     (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),
 )
 WORD_FAMILIES = """

@@ -9410,6 +9410,15 @@ class ToolIndexTests(unittest.TestCase):
                              ("data/dump.sql", "files__read_file"), ("the namesapce", "k8s__port_forward")):  # a typo's swapped letters
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
+    def test_a_hostile_query_costs_linear_time(self):
+        """A client's long query of one run of word characters, dots or dashes is read in linear time (each value
+        shape begins a run only): 100,000 characters took half a minute when the email and port shapes tried every start."""
+        index = mcpstudio.ToolIndex(self.TOOLS)
+        for unit in ("a", "a.", "-a", "a@a.", "1:"):
+            started = time.monotonic()
+            index.search(unit * (100000 // len(unit)), 5)
+            self.assertLess(time.monotonic() - started, 5.0, unit)
+
     def test_server_as_context(self):
         """Of two tools alike, the one whose server's other tools speak of the query's words ranks first."""
         index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
