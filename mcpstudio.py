@@ -5464,12 +5464,13 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)", " "),  # quoted: the person's own text (a message, a title), not the task
     (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w-])[\w-]+\.(?:com|org|net|io|dev)/\S*", " url web page "),
     (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # each begins a run only: linear on a long word
+    (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)\b(?![/.@\w-])", r" \1 website "),
     (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
      r"|pdf|png|jpe?g|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),
     (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),
     (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .+ from ", " sql query "),
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),
-    (r"\blog (?=an? )", " add "), (r"\bpull\b(?![ -]?req)", " extract "),  # to log a note, to pull data out
+    (r"\b(?:log|file) (?=an? )", " add "), (r"\bpull\b(?![ -]?req)", " extract "),  # to log a note, to pull data out
     (r"(?i)^\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|\?\s*$", r"\g<0> search "),  # a question
     (r"(?<!\w)#[a-z][\w-]*", " channel "),
     (r"(?<!\w)@\w+", " user "),
@@ -5514,7 +5515,7 @@ company organization org business account
 deal opportunity sale pipeline
 scrape crawl extract download harvest export dump
 table database db sql schema query row select column spreadsheet sheet csv postgres postgresql psql mysql sqlite
-memory remember knowledge graph entity observation recall fact know note remind
+memory remember knowledge graph entity observation recall fact know note remind told
 think reason plan thought step reflect decide weigh carefully
 move rename relocate
 save store write persist keep
@@ -5528,7 +5529,7 @@ tab window page
 performance speed profile trace
 network request traffic http api
 key value cache redis
-cluster namespace node kubectl kubernetes k8s kube
+cluster namespace kubectl kubernetes k8s kube
 release tag version ship publish
 review approve
 close resolve finish complete wrap done
@@ -5593,7 +5594,7 @@ resource asset
 batch bulk multiple many several
 priority severity urgent important
 append bottom
-crm hubspot salesforce
+crm hubspot salesforce contact deal
 wiki notion confluence
 echo repeat parrot
 """  # one family a line: words for the same action or thing

@@ -9401,7 +9401,8 @@ class ToolIndexTests(unittest.TestCase):
             ("ci__list_issues", "List the issues of a pipeline"), ("git__list_issues", "List the issues of a repository"),
             ("clock__convert", "Convert between zones"), ("crm__add_note", "Add a note to a contact"),
             ("web__extract", "Extract data"), ("memo__save", "Save a memo"), ("memo__search", "Search the memos"),
-            ("vcs__commit", "Commit the staged changes"))])
+            ("vcs__commit", "Commit the staged changes"), ("tracker__add_issue", "Add an issue to the backlog of a project board"),
+            ("apps__open_app", "Open an installed app"))])
         for query, first in (("https://example.com/blog/launch", "web__fetch"), ("example.org/about", "web__fetch"),
                              ("~/notes/todo.md", "files__read_file"), ("/var/app/", "files__read_file"),
                              ("notes.txt", "files__read_file"), ("#general", "chat__history"),
@@ -9413,7 +9414,8 @@ class ToolIndexTests(unittest.TestCase):
                              ("3pm in Berlin", "clock__convert"), ("log a call", "crm__add_note"),  # phrases
                              ("pull the prices", "web__extract"), ("what memos do we have?", "memo__search"),  # a question
                              ('commit "search the memos, find code"', "vcs__commit"),  # quoted: the person's own text
-                             ("data/dump.sql", "files__read_file"), ("the namesapce", "k8s__port_forward")):  # a typo's swapped letters
+                             ("data/dump.sql", "files__read_file"), ("the namesapce", "k8s__port_forward"),  # a typo's swapped letters
+                             ("open rivalapp.com", "web__fetch"), ("file a bug", "tracker__add_issue")):  # a bare domain; to file one
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
     def test_a_hostile_query_costs_linear_time(self):
