@@ -14160,13 +14160,13 @@ def follow_sign_in(url: str) -> int:
         def redirect_request(self, *args, **kwargs):
             return None
     try:
-        urllib.request.build_opener(Stay).open(url, timeout=10).read()
+        urllib.request.build_opener(Stay).open(url, timeout=60).read()  # a loaded CI machine: a browser waits too
         return 1  # no redirect: nothing to follow
     except urllib.error.HTTPError as exc:
         location = exc.headers.get("Location")
         if not location:
             return 1
-    urllib.request.urlopen(location, timeout=10).read()
+    urllib.request.urlopen(location, timeout=60).read()
     if os.environ.get("MCPSTUDIO_TEST_BROWSER_ATTACK"):
         idle.close()
     return 0
