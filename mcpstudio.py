@@ -5585,7 +5585,7 @@ option setting preference config configuration
 property field attribute column
 block paragraph section
 code source snippet
-reaction emoji react thumbs upvote
+reaction emoji thumbs upvote
 script javascript js evaluate eval
 time date clock today now deadline due schedule hour minute
 subscriber subscription follower
