@@ -2454,7 +2454,10 @@ def mask_secrets(value, secrets=()):
         return _HEADER_TEXT.sub(_masked_header, _OPTION_TEXT.sub(_masked_option, _URL_TEXT.sub(_masked_url, value)))
     if isinstance(value, dict):
         return {mask_secrets(key, secrets): mask_secrets(item, secrets) for key, item in value.items()}
-    return [mask_secrets(item, secrets) for item in value] if isinstance(value, list) else value
+    if isinstance(value, (list, tuple)):
+        return [mask_secrets(item, secrets) for item in value]
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)  # a secret PIN given as a number
+    return "***" if number and any(secret in str(value) for secret in secrets) else value
 
 
 class Log:

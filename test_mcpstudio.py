@@ -9079,6 +9079,15 @@ class MaskSecretsTests(unittest.TestCase):
             with self.subTest(text=text):
                 self.assertEqual(mcpstudio.mask_secrets(text), shown)
 
+    def test_secrets_in_any_value(self):
+        """A config secret is masked wherever an audit entry holds it: a string, a number, a list, a tuple, a key."""
+        secrets = ("12345678", "hunter22")
+        for value, shown in (({"pin": 12345678, "n": 7, "ok": True, "f": 1.5}, {"pin": "***", "n": 7, "ok": True, "f": 1.5}),
+                             (("tool", "--pw", "hunter22"), ["tool", "--pw", "***"]),
+                             ({"hunter22": [None, "x hunter22"]}, {"***": [None, "x ***"]})):
+            with self.subTest(value=value):
+                self.assertEqual(mcpstudio.mask_secrets(value, secrets), shown)
+
 
 class ShownSecretsTests(AggregatorCase):
     """Issue 31 (13, 16): keys in args, URL passwords and query values, env values: never in status or to a model."""
@@ -11877,6 +11886,22 @@ class LeftoverTests(ScratchDir):
         line = json.loads(text)
         self.assertEqual(line["argv"][2:], ["https://me:***@example.com/x", "k", "--password=***"])
         self.assertEqual(line["arguments"], {"url": "https://me:***@example.com/x", "api_key": "***"})
+
+    def test_the_audit_line_masks_a_secret_given_as_a_number(self):
+        # A config secret (an env value) sent as a number argument was written in clear in `arguments`.
+        show = self.script("show.py", "import sys\nprint(len(sys.argv))\n", False)
+        audit, path = os.path.join(self.dir, "audit.jsonl"), os.path.join(self.dir, "audit.json")
+        with open(path, "w") as f:
+            json.dump({"audit": {"file": audit}, "tools": [
+                {"name": "pin", "command": "%s %s {pin}" % (PY, show), "environment": {"API_TOKEN": "7355608"},
+                 "parameters": {"pin": {"type": "integer"}}}]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("pin", {"pin": 7355608})), "2\n")
+        with open(audit, encoding="utf-8") as f:
+            line = json.loads(f.read())
+        self.assertNotIn("7355608", json.dumps(line))
+        self.assertEqual(line["arguments"], {"pin": "***"})
 
     def test_calls_cut_output_says_how_to_see_it_all(self):
         # The note named a kept output (and `call` a link to it) that the exited server could no longer serve.
