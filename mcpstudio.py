@@ -11139,6 +11139,19 @@ TUI_KEYS = (
     ("q", "quit; stops every server the TUI started"))
 
 
+def _cells(text, width):
+    """`text` clipped (with ...) and padded to `width` terminal cells: a wide character (CJK, most emoji) takes two."""
+    import unicodedata
+
+    def size(text):
+        return sum(1 + (unicodedata.east_asian_width(char) in "WF") for char in text)
+    if size(text) > width:
+        while size(text) > width - 3:
+            text = text[:-1]
+        text += "..."
+    return text + " " * (width - size(text))
+
+
 class _TuiLog(Log):
     """mcpstudio's own lines, kept for the log panel: the terminal belongs to curses."""
 
@@ -11454,9 +11467,9 @@ class TuiScreen:
         self.current()
         top = max(0, self.selected - (height - 6))
         for index, row in enumerate(rows[top:top + height - 4]):
-            line = "%-18s %-7s %-3s %-9s %5s  %-14s %s" % (
-                _clip(row["name"], 18), row["transport"], "yes" if row["enabled"] else "no", row["state"],
-                "-" if row["tools"] is None else row["tools"], _clip(",".join(row["namespaces"]) or "-", 14),
+            line = "%s %-7s %-3s %-9s %5s  %s %s" % (
+                _cells(row["name"], 18), row["transport"], "yes" if row["enabled"] else "no", row["state"],
+                "-" if row["tools"] is None else row["tools"], _cells(",".join(row["namespaces"]) or "-", 14),
                 row["error"])
             attr = self.curses.A_REVERSE if index + top == self.selected else 0
             self.put(2 + index, 0, line.ljust(width)[:width], attr)
@@ -11519,8 +11532,12 @@ class TuiScreen:
             self.put(2, 2, "nothing yet: t starts the server")
 
     def draw_help(self, height, width):
-        for index, (key, what) in enumerate(TUI_KEYS):
-            self.put(1 + index, 0, "  %-12s %s" % (key, what))
+        import textwrap
+        row = 1
+        for key, what in TUI_KEYS:  # wrapped to the window (80 columns cut the longest)
+            for line in textwrap.wrap(what, max(20, width - 16)):
+                self.put(row, 0, "  %-12s %s" % (key, line))
+                key, row = "", row + 1
 
     # -- input --------------------------------------------------------------------------------
 

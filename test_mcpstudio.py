@@ -12082,6 +12082,30 @@ class TuiTmuxTests(AggregatorCase):
         pane.wait_for("SERVER")
         self.quit(pane)
 
+    def test_wide_names_keep_the_columns_and_help_fits_80_columns(self):
+        # A server named in CJK (two cells a character) pushed its row's columns right; at 80 columns the help's
+        # longest lines were cut.
+        def cells(text):
+            return sum(1 + (unicodedata.east_asian_width(char) in "WF") for char in text)
+        import unicodedata
+        names = ["db", "数据库", "数据库服务器集群管理系统"]
+        pane = self.tui(self.config({name: self.upstream(name) for name in names}), 80, 24)
+        lines = pane.wait_for("数据库", "数据库服务器集...")
+        rows = [line for line in lines if line.startswith(("db ", "数据库"))]
+        self.assertEqual(len(rows), 3, lines)
+        for row in rows:  # KIND, and each column after it, at the same cell
+            self.assertEqual(cells(row[:row.index(" command ")]), 18, row)
+            self.assertEqual(cells(row[:row.index(" stopped ")]), 30, row)
+        pane.keys("?")
+        lines = pane.wait_for("q", "stops every server the TUI started")
+        text = " ".join(" ".join(line.split()) for line in lines)
+        for key, what in mcpstudio.TUI_KEYS:
+            self.assertIn(" ".join([key] + what.split()), text)  # each said whole, wrapped where it is long
+        self.assertTrue(all(len(line) <= 80 for line in lines))
+        pane.keys("Escape")
+        pane.wait_for("SERVER")
+        self.quit(pane)
+
     def test_a_long_list_scrolls_and_comes_back_unbroken(self):
         names, path = self.many()
         pane = self.tui(path)
