@@ -2456,8 +2456,7 @@ def mask_secrets(value, secrets=()):
         return {mask_secrets(key, secrets): mask_secrets(item, secrets) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [mask_secrets(item, secrets) for item in value]
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)  # a secret PIN given as a number
-    return "***" if number and any(secret in str(value) for secret in secrets) else value
+    return "***" if isinstance(value, (int, float)) and any(s in str(value) for s in secrets) else value  # a PIN
 
 
 class Log:
@@ -11127,29 +11126,29 @@ def _search_summary(counts, servers, mode, threshold):
 TUI_TICK_MS = 100  # the screen is redrawn this often while no key is pressed
 TUI_KEYS = (
     ("Up/Down j/k", "move (in details: between tools)"), ("/", "filter the servers by name"),
-    ("Enter", "details: command or URL, env names, tools and their permissions"),
-    ("t", "test: start the server as serve would and list its tools; again: stop it"),
+    ("Enter", "details: command or URL, env names, tools, their permissions"),
+    ("t", "test: start the server as serve does, list its tools; again: stop"),
     ("l", "the server's log: its stderr and mcpstudio's lines about it"), ("f", "in the log: follow new lines"),
-    ("c", "in details: call the selected tool, with a form made from its input schema"),
-    ("p", "in details: allow or deny the selected tool in the namespace shown"),
+    ("c", "in details: call the selected tool (a form from its input schema)"),
+    ("p", "in details: allow or deny the selected tool in the namespace"),
     ("e", "enable or disable the server"), ("a", "add a server: a name, then a command or a URL"),
     ("d", "remove the server (asks first)"),
-    ("n", "namespaces: create one, assign the server, make one the default, choose the one shown"),
+    ("n", "namespaces: create, assign the server, the default, the one shown"),
     ("r", "read the config again"), ("?", "this help"), ("Esc", "back"),
     ("q", "quit; stops every server the TUI started"))
 
 
-def _cells(text, width):
-    """`text` clipped (with ...) and padded to `width` terminal cells: a wide character (CJK, most emoji) takes two."""
+def _width(char):
+    """The terminal cells `char` takes: a wide character (CJK, most emoji) two, a control character two (^[)."""
     import unicodedata
+    return 1 + (unicodedata.east_asian_width(char) in "WF" or not char.isprintable())
 
-    def size(text):
-        return sum(1 + (unicodedata.east_asian_width(char) in "WF") for char in text)
-    if size(text) > width:
-        while size(text) > width - 3:
-            text = text[:-1]
-        text += "..."
-    return text + " " * (width - size(text))
+
+def _cells(text, width):
+    """`text` clipped (with ...) and padded to `width` terminal cells."""
+    while sum(map(_width, text)) > width:
+        text = text[:-4] + "..."  # (the ... of the last turn and one more character)
+    return text + " " * (width - sum(map(_width, text)))
 
 
 class _TuiLog(Log):
@@ -11424,11 +11423,10 @@ class TuiScreen:
         """Text clipped to the window (curses raises on the last cell and beyond), by cells: a wide character (CJK,
         most emoji) or a control character (^[) takes two, tabs are spaces, a NUL (which curses refuses) ^@, and
         what does not fit would run on into the next row."""
-        import unicodedata
         height, width = self.window.getmaxyx()
-        room, text = width - x - (1 if y == height - 1 else 0), text.expandtabs().replace("\0", "^@")
+        room, text = width - x - (y == height - 1), text.expandtabs().replace("\0", "^@")  # (the last row: a cell less)
         for end, char in enumerate(text):
-            room -= 1 + (unicodedata.east_asian_width(char) in "WF" or not char.isprintable())
+            room -= _width(char)
             if room < 0:
                 text = text[:end]
                 break
@@ -11482,13 +11480,10 @@ class TuiScreen:
             self.view = "list"
             return
         details = self.board.details(row["id"])
-        spec = details["spec"]
         lines = [("%s  (%s, %s)" % (row["name"], row["state"], "enabled" if row["enabled"] else "disabled"), self.curses.A_BOLD),
-                 ("%s %s" % ("url:" if spec.url else "command:", details["launch"]), 0)]
-        if details["env"]:
-            lines.append(("env: %s" % ", ".join("%s=***" % key for key in details["env"]), 0))
-        if details["headers"]:
-            lines.append(("headers: %s" % ", ".join("%s: ***" % key for key in details["headers"]), 0))
+                 ("%s %s" % ("url:" if details["spec"].url else "command:", details["launch"]), 0)]
+        lines += [("%s: %s" % (kind, ", ".join(key + shown for key in details[kind])), 0)
+                  for kind, shown in (("env", "=***"), ("headers", ": ***")) if details[kind]]
         if row["error"]:
             import textwrap
             lines.extend((text, self.colors.get("failed", 0))
@@ -11521,9 +11516,7 @@ class TuiScreen:
         row = self.current()
         lines = self.board.lines(row["id"]) if row else []
         room = height - 4  # rows 2 to height - 3
-        if self.follow:
-            self.scroll = max(0, len(lines) - room)
-        self.scroll = max(0, min(self.scroll, max(0, len(lines) - room)))
+        self.scroll = max(0, len(lines) - room if self.follow else min(self.scroll, len(lines) - room))
         self.put(1, 0, "log of %s%s" % (row["name"] if row else "?", "  (following)" if self.follow else ""),
                  self.curses.A_UNDERLINE)
         for index, line in enumerate(lines[self.scroll:self.scroll + room]):
@@ -11532,12 +11525,8 @@ class TuiScreen:
             self.put(2, 2, "nothing yet: t starts the server")
 
     def draw_help(self, height, width):
-        import textwrap
-        row = 1
-        for key, what in TUI_KEYS:  # wrapped to the window (80 columns cut the longest)
-            for line in textwrap.wrap(what, max(20, width - 16)):
-                self.put(row, 0, "  %-12s %s" % (key, line))
-                key, row = "", row + 1
+        for index, (key, what) in enumerate(TUI_KEYS):  # (each fits 80 columns)
+            self.put(1 + index, 0, "  %-12s %s" % (key, what))
 
     # -- input --------------------------------------------------------------------------------
 
@@ -11566,14 +11555,14 @@ class TuiScreen:
         """Handle one key; False to quit."""
         char = chr(key) if 0 <= key < 256 else ""
         board, row = self.board, self.current()
+        step = {self.curses.KEY_DOWN: 1, ord("j"): 1, self.curses.KEY_UP: -1, ord("k"): -1}.get(key)
         if char in ("q", "\x03"):  # q, Ctrl+C
             return False
         if key == 27:
             self.view = "list"
         elif char == "?":
             self.view = "help"
-        elif key in (self.curses.KEY_DOWN, ord("j"), self.curses.KEY_UP, ord("k")):
-            step = 1 if key in (self.curses.KEY_DOWN, ord("j")) else -1
+        elif step:
             if self.view == "details":
                 self.tool = max(0, self.tool + step)
             elif self.view == "logs":
