@@ -12100,7 +12100,7 @@ class TuiTmuxTests(AggregatorCase):
         lines = pane.wait_for("q", "stops every server the TUI started")
         text = " ".join(" ".join(line.split()) for line in lines)
         for key, what in mcpstudio.TUI_KEYS:
-            self.assertIn(" ".join([key] + what.split()), text)  # each said whole, wrapped where it is long
+            self.assertIn(" ".join([key] + what.split()), text)  # each said whole, on one line
         self.assertTrue(all(len(line) <= 80 for line in lines))
         pane.keys("Escape")
         pane.wait_for("SERVER")
