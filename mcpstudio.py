@@ -5467,6 +5467,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w-])[\w-]+\.(?:com|org|net|io|dev)/\S*", " url web page "),
     (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # each begins a run only: linear on a long word
     (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)\b(?![/.@\w-])", r" \1 website "),
+    (r"(?<![\w.])-?\d{1,3}\.\d+\s*,\s*-?\d{1,3}\.\d+", " coordinate "),  # 40.7128, -74.0060
     (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
      r"|pdf|png|jpe?g|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),
     (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),
@@ -5516,12 +5517,13 @@ contact lead customer person people
 company organization org business account
 deal opportunity sale pipeline
 scrape crawl extract download harvest export dump
-table database db sql schema query row select column spreadsheet sheet csv postgres postgresql psql mysql sqlite
+table database db sql many schema query row select column spreadsheet sheet csv postgres postgresql psql mysql sqlite
 memory remember knowledge graph entity observation recall fact know note remind told
 think reason plan thought step reflect decide weigh carefully
 move rename relocate
 save store write persist keep
 branch ref
+local git
 commit change revision history
 web internet online site website
 map route direction place location address geocode
@@ -5550,9 +5552,9 @@ approve accept lgtm review
 dismiss cancel reject decline close
 back previous return undo revert rollback
 coordinate latitude longitude geocode lat lng
-draw paint illustrate art image generate
+draw paint illustrate illustration art image generate logo icon artwork drawing
 diff difference different compare changed modified
-slow performance speed latency fast
+slow performance speed latency fast forever
 yaml manifest configuration apply
 content text body markdown contain
 shell command terminal bash exec
@@ -11456,8 +11458,7 @@ class TuiScreen:
 
     def draw_list(self, height, width):
         rows = self.board.rows(self.text_filter)
-        self.put(1, 0, "%-18s %-7s %-3s %-9s %5s  %-14s %s" % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES",
-                                                            "LAST ERROR"), self.curses.A_UNDERLINE)
+        self.put(1, 0, "SERVER             KIND    ON  STATE     TOOLS  NAMESPACES     LAST ERROR", self.curses.A_UNDERLINE)
         if self.text_filter:
             self.put(1, width - 20, ("/" + self.text_filter)[:19].ljust(20))
         if not rows:

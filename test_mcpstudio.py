@@ -9398,6 +9398,24 @@ class ToolIndexTests(unittest.TestCase):
                              ("a new workflow", "ci__create_workflow"), ("submit a workflow", "ci__create_workflow")):
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
+    def test_everyday_words_for_a_servers_things(self):
+        """A person's nouns for what a server names otherwise: a logo is an image, how many a query, what I told you
+        memory, a contact a CRM's, a local copy git's, forever slow; two numbers with a comma a coordinate."""
+        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
+            ("art__generate_image", "[art] Generate an image from a prompt"), ("files__make_directory", "[files] Make a directory"),
+            ("db__query", "[postgres] Run a read-only SQL query"), ("stats__count_words", "[stats] Count the words of a text"),
+            ("git__log", "[git] Show the commit logs"), ("github__list_commits", "[github] List the commits of a repository"),
+            ("web__performance_trace", "[web] Record a performance trace"), ("web__load_page", "[web] Load a page"),
+            ("memory__delete_observations", "[memory] Delete observations from entities"),
+            ("files__delete_file", "[files] Delete a file"), ("crm__create_objects", "[hubspot] Create CRM objects"),
+            ("git__add", "[git] Add files to the index"), ("maps__reverse_geocode", "[maps] Find the address of a coordinate"),
+            ("web__search", "[web] Search the web"))])
+        for query, first in (("make a logo for my project", "art__generate_image"), ("how many signups this week", "db__query"),
+                             ("last commits in my local copy", "git__log"), ("the homepage takes forever", "web__performance_trace"),
+                             ("forget what I told you about Bob", "memory__delete_observations"),
+                             ("add a new contact", "crm__create_objects"), ("the street at 40.7128, -74.0060", "maps__reverse_geocode")):
+            self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
+
     def test_values_say_what_they_are(self):
         """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it;
         a phrase's verb (to log a note, to pull data out) the tool that does it, and a question a search."""
@@ -9431,7 +9449,7 @@ class ToolIndexTests(unittest.TestCase):
         """A client's long query of one run of word characters, dots or dashes is read in linear time (each value
         shape begins a run only): 100,000 characters took half a minute when the email and port shapes tried every start."""
         index = mcpstudio.ToolIndex(self.TOOLS)
-        for unit in ("a", "a.", "-a", "a@a.", "1:"):
+        for unit in ("a", "a.", "-a", "a@a.", "1:", "-1.1,", "1."):
             started = time.monotonic()
             index.search(unit * (100000 // len(unit)), 5)
             self.assertLess(time.monotonic() - started, 5.0, unit)
