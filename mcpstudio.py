@@ -5474,6 +5474,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .+ from ", " sql query "),
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),
     (r"\b(?:log|file) (?=an? )", " add "), (r"\bpull\b(?![ -]?req)", " extract "),  # to log a note, to pull data out
+    (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|\b(?:not|never) (?:yet )?committed\b", " uncommitted status git "),
     (r"(?i)^\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|\?\s*$", r"\g<0> search "),  # a question
     (r"(?<!\w)#[a-z][\w-]*", " channel "),
     (r"(?<!\w)@\w+", " user "),
@@ -5509,7 +5510,7 @@ error exception crash failure problem event blow broken incident outage flaky
 analyze diagnose debug investigate cause root why explain troubleshoot
 status check ci build pass green red fail health state compile uncommitted
 scale replica resize grow increase more
-documentation docs doc manual guide reference wiki readme tutorial
+documentation docs doc manual guide reference readme tutorial
 switch checkout
 whoami identity authenticated self login signed current who
 distance far travel drive duration
@@ -5518,7 +5519,7 @@ company organization org business account
 deal opportunity sale pipeline
 scrape crawl extract download harvest export dump
 table database db sql many schema query row select column spreadsheet sheet csv postgres postgresql psql mysql sqlite
-memory remember knowledge graph entity observation recall fact know note remind told
+memory remember stored knowledge graph entity observation recall fact know note remind told
 think reason plan thought step reflect decide weigh carefully
 move rename relocate
 save store write persist keep
@@ -5598,6 +5599,7 @@ resource asset
 batch bulk multiple many several
 priority severity urgent important
 append bottom
+row page entry
 crm hubspot salesforce contact deal
 wiki notion confluence
 echo repeat parrot

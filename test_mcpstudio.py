@@ -9399,8 +9399,9 @@ class ToolIndexTests(unittest.TestCase):
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
     def test_everyday_words_for_a_servers_things(self):
-        """A person's nouns for what a server names otherwise: a logo is an image, how many a query, what I told you
-        memory, a contact a CRM's, a local copy git's, forever slow; two numbers with a comma a coordinate."""
+        """A person's words for what a server names otherwise: a logo is an image, how many a query, what I told you or
+        stored memory, a contact a CRM's, a local copy git's, forever slow, a row a page, since my last commit the
+        working tree's status; two numbers with a comma a coordinate. Each row fails with the ranker of 577c047."""
         index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
             ("art__generate_image", "[art] Generate an image from a prompt"), ("files__make_directory", "[files] Make a directory"),
             ("db__query", "[postgres] Run a read-only SQL query"), ("stats__count_words", "[stats] Count the words of a text"),
@@ -9409,11 +9410,16 @@ class ToolIndexTests(unittest.TestCase):
             ("memory__delete_observations", "[memory] Delete observations from entities"),
             ("files__delete_file", "[files] Delete a file"), ("crm__create_objects", "[hubspot] Create CRM objects"),
             ("git__add", "[git] Add files to the index"), ("maps__reverse_geocode", "[maps] Find the address of a coordinate"),
-            ("web__search", "[web] Search the web"))])
-        for query, first in (("make a logo for my project", "art__generate_image"), ("how many signups this week", "db__query"),
+            ("web__search", "[web] Search the web"), ("git__status", "[git] Show the working tree status"),
+            ("github__list_commits_of_branch", "[github] List the commits of a branch"),
+            ("notion__create_page", "[notion] Create a page"), ("notion__get_database", "[notion] Retrieve a database"),
+            ("memory__search_nodes", "[memory] Search the nodes of the knowledge graph"))])
+        for query, first in (("what changed since my last commit", "git__status"), ("insert a row for the Q3 launch", "notion__create_page"),
+                             ("what have you stored about Atlas", "memory__search_nodes"),
+                             ("make a logo for my project", "art__generate_image"), ("how many signups this week", "db__query"),
                              ("last commits in my local copy", "git__log"), ("the homepage takes forever", "web__performance_trace"),
                              ("forget what I told you about Bob", "memory__delete_observations"),
-                             ("add a new contact", "crm__create_objects"), ("the street at 40.7128, -74.0060", "maps__reverse_geocode")):
+                             ("new contact Dana Lee", "crm__create_objects"), ("the street at 40.7128, -74.0060", "maps__reverse_geocode")):
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
     def test_values_say_what_they_are(self):
