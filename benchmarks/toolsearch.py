@@ -9,8 +9,9 @@ is found at k when one of its right tools is among the first k. The sets, and wh
 of them (SETS below): intents.json (217, tuned on from the start); heldout.json (79, written before any
 tuning); people.json to people9.json (65 each, phrased as people type tasks, each in the voice of other
 people, written blind by helpers who had read neither the ranker nor the other sets). heldout and people
-to people9 were each measured blind, then tuned on; people10 to people13 are the blind check: measured
-once on the ranker before them and once on the ranker as it is now, their misses never read or tuned on. `--intents FILE` adds any set of the same form
+to people13 were each measured blind, then tuned on; people14 to people17 are the blind check: measured
+once on the ranker before the last round of tuning and once on the ranker as it is now, their misses never
+read or tuned on. `--intents FILE` adds any set of the same form
 ([{"q": ..., "tools": ["server__tool", ...]}, ...]) over the same corpus. FastMCP's ranker runs over the
 same definitions in its own environment (default /work/tools/fastmcp/bin/python, or
 $MCPSTUDIO_FASTMCP_PYTHON; skipped when absent).
@@ -37,8 +38,9 @@ DATA = os.path.join(HERE, "toolsearch")
 UPSTREAM = os.path.join(HERE, "toolsearch_upstream.py")
 SETS = (("intents", "tuned on"), ("heldout", "tuned on"), ("people", "tuned on"), ("people2", "tuned on"),
         ("people3", "tuned on"), ("people4", "tuned on"), ("people5", "tuned on"), ("people6", "tuned on"),
-        ("people7", "tuned on"), ("people8", "tuned on"), ("people9", "tuned on"), ("people10", "blind"),
-        ("people11", "blind"), ("people12", "blind"), ("people13", "blind"))
+        ("people7", "tuned on"), ("people8", "tuned on"), ("people9", "tuned on"), ("people10", "tuned on"),
+        ("people11", "tuned on"), ("people12", "tuned on"), ("people13", "tuned on"), ("people14", "blind"),
+        ("people15", "blind"), ("people16", "blind"), ("people17", "blind"))
 
 
 def definitions(corpus: dict) -> list:
