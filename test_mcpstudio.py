@@ -9389,20 +9389,24 @@ class ToolIndexTests(unittest.TestCase):
                 ("respond to them", "chat__post_message")):
             self.assertEqual([tool["name"] for tool in index.search(query, 3)][:1], [first], query)
 
-    def test_a_persons_verbs(self):
-        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
-            ("files__read_file", "Read a file"), ("files__delete_file", "Delete a file"),
-            ("ci__run_workflow", "Run a workflow"), ("ci__create_workflow", "Create a workflow"))])
-        for query, first in (("nuke old.txt", "files__delete_file"), ("give me notes.txt", "files__read_file"),
-                             ("kick off the workflow", "ci__run_workflow"), ("spin up a workflow", "ci__create_workflow"),
-                             ("a new workflow", "ci__create_workflow"), ("submit a workflow", "ci__create_workflow")):
+    def assert_first(self, tools, rows):
+        """Each (query, tool) row: over an index of `tools` ((name, description) pairs), the query's first hit is the tool."""
+        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in tools])
+        for query, first in rows:
             self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
+
+    def test_a_persons_verbs(self):
+        self.assert_first((
+            ("files__read_file", "Read a file"), ("files__delete_file", "Delete a file"),
+            ("ci__run_workflow", "Run a workflow"), ("ci__create_workflow", "Create a workflow")), (("nuke old.txt", "files__delete_file"), ("give me notes.txt", "files__read_file"),
+                             ("kick off the workflow", "ci__run_workflow"), ("spin up a workflow", "ci__create_workflow"),
+                             ("a new workflow", "ci__create_workflow"), ("submit a workflow", "ci__create_workflow")))
 
     def test_everyday_words_for_a_servers_things(self):
         """A person's words for what a server names otherwise: a logo is an image, how many a query, what I told you or
         stored memory, a contact a CRM's, a local copy git's, forever slow, a row a page, since my last commit the
         working tree's status; two numbers with a comma a coordinate. Each row fails with the ranker of 577c047."""
-        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
+        self.assert_first((
             ("art__generate_image", "[art] Generate an image from a prompt"), ("files__make_directory", "[files] Make a directory"),
             ("db__query", "[postgres] Run a read-only SQL query"), ("stats__count_words", "[stats] Count the words of a text"),
             ("git__log", "[git] Show the commit logs"), ("github__list_commits", "[github] List the commits of a repository"),
@@ -9413,19 +9417,17 @@ class ToolIndexTests(unittest.TestCase):
             ("web__search", "[web] Search the web"), ("git__status", "[git] Show the working tree status"),
             ("github__list_commits_of_branch", "[github] List the commits of a branch"),
             ("notion__create_page", "[notion] Create a page"), ("notion__get_database", "[notion] Retrieve a database"),
-            ("memory__search_nodes", "[memory] Search the nodes of the knowledge graph"))])
-        for query, first in (("what changed since my last commit", "git__status"), ("insert a row for the Q3 launch", "notion__create_page"),
+            ("memory__search_nodes", "[memory] Search the nodes of the knowledge graph")), (("what changed since my last commit", "git__status"), ("insert a row for the Q3 launch", "notion__create_page"),
                              ("what have you stored about Atlas", "memory__search_nodes"),
                              ("make a logo for my project", "art__generate_image"), ("how many signups this week", "db__query"),
                              ("last commits in my local copy", "git__log"), ("the homepage takes forever", "web__performance_trace"),
                              ("forget what I told you about Bob", "memory__delete_observations"),
-                             ("new contact Dana Lee", "crm__create_objects"), ("the street at 40.7128, -74.0060", "maps__reverse_geocode")):
-            self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
+                             ("new contact Dana Lee", "crm__create_objects"), ("the street at 40.7128, -74.0060", "maps__reverse_geocode")))
 
     def test_values_say_what_they_are(self):
         """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it;
         a phrase's verb (to log a note, to pull data out) the tool that does it, and a question a search."""
-        index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (
+        self.assert_first((
             ("web__fetch", "Fetch a URL"), ("files__read_file", "Read the file at a path"),
             ("chat__history", "Read the messages of a channel"), ("code__search", "Search code"),
             ("k8s__port_forward", "Forward a local port to a pod in a namespace"), ("crm__find", "Find a contact by email"),
@@ -9435,8 +9437,7 @@ class ToolIndexTests(unittest.TestCase):
             ("clock__convert", "Convert between zones"), ("crm__add_note", "Add a note to a contact"),
             ("web__extract", "Extract data"), ("memo__save", "Save a memo"), ("memo__search", "Search the memos"),
             ("vcs__commit", "Commit the staged changes"), ("tracker__add_issue", "Add an issue to the backlog of a project board"),
-            ("apps__open_app", "Open an installed app"))])
-        for query, first in (("https://example.com/blog/launch", "web__fetch"), ("example.org/about", "web__fetch"),
+            ("apps__open_app", "Open an installed app")), (("https://example.com/blog/launch", "web__fetch"), ("example.org/about", "web__fetch"),
                              ("~/notes/todo.md", "files__read_file"), ("/var/app/", "files__read_file"),
                              ("notes.txt", "files__read_file"), ("#general", "chat__history"),
                              ("where is parseConfig", "code__search"), ("where is load_settings", "code__search"),
@@ -9448,8 +9449,7 @@ class ToolIndexTests(unittest.TestCase):
                              ("pull the prices", "web__extract"), ("what memos do we have?", "memo__search"),  # a question
                              ('commit "search the memos, find code"', "vcs__commit"),  # quoted: the person's own text
                              ("data/dump.sql", "files__read_file"), ("the namesapce", "k8s__port_forward"),  # a typo's swapped letters
-                             ("open rivalapp.com", "web__fetch"), ("file a bug", "tracker__add_issue")):  # a bare domain; to file one
-            self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
+                             ("open rivalapp.com", "web__fetch"), ("file a bug", "tracker__add_issue")))  # a bare domain; to file one
 
     def test_a_hostile_query_costs_linear_time(self):
         """A client's long query of one run of word characters, dots or dashes is read in linear time (each value
