@@ -355,11 +355,10 @@ def safe_name(name, max_length=DEFAULT_MAX_NAME_LENGTH, taken=()):
     clean = _UNSAFE_NAME_CHARS.sub("_", name) or "tool"
     if len(clean) <= max_length and clean not in taken:
         return clean
-    import hashlib  # only shortening needs it; keeps startup lean
     salt = 0
     while True:
         seed = name if salt == 0 else "%s#%d" % (name, salt)
-        suffix = "_" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+        suffix = "_" + _hash(seed, 6)
         candidate = clean[: max(1, max_length - len(suffix))] + suffix
         if candidate not in taken:
             return candidate
@@ -3759,10 +3758,9 @@ class CommandTool:
     def command_line(self, arguments):
         """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
         this tool's own rules; None when the arguments do not fit (the call says why)."""
-        import hashlib
         try:
             checked = self.checked(arguments)
-            shown = {key: "<file %s>" % hashlib.sha256(checked[key].encode()).hexdigest()[:16]
+            shown = {key: "<file %s>" % _hash(checked[key])
                      for key in self.files if key in checked}  # a file's path is made when it runs
             argv, stdin = self.prepare(dict(checked, **shown, **(
                 {self.output_folder: "<output folder>"} if self.output_folder else {})))
@@ -4078,9 +4076,7 @@ class ScriptDirectory(Source):
         self.separator = separator
         self.rescan_interval = rescan
         self.help_timeout = help_timeout
-        import hashlib
-        digest = hashlib.sha256(self.root.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        self.cache_path = os.path.join(cache_dir or user_cache_dir(), "scripts-%s.json" % digest)
+        self.cache_path = os.path.join(cache_dir or user_cache_dir(), "scripts-%s.json" % _hash(self.root))
         self.tools = {}        # name -> ScriptTool
         self._known = {}       # real path -> {"size", "mtime", "meta", "options"} or {..., "error"}
         self._warned = set()
@@ -4183,9 +4179,7 @@ class ScriptDirectory(Source):
         wanted = {rel: safe_name(self.separator.join(os.path.splitext(p)[0] or p for p in rel.split("/")), 1000)
                   for rel in rels}
         counts = collections.Counter(wanted.values())
-        import hashlib
-        return {rel: name if counts[name] == 1 else
-                "%s_%s" % (name, hashlib.sha256(rel.encode("utf-8", "surrogatepass")).hexdigest()[:6])
+        return {rel: name if counts[name] == 1 else "%s_%s" % (name, _hash(rel, 6))
                 for rel, name in wanted.items()}
 
     def _build(self, found):
@@ -4478,6 +4472,10 @@ def skill_uri_segments(uri):
     return segments
 
 
+def _no_skill(uri, why=""):
+    return McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s%s" % (uri, why), {"uri": uri})
+
+
 class SkillFolders(Source):
     """Agent Skills under root folders: `skills/list`, `skills/get`, their files as resources, each skill a prompt."""
 
@@ -4638,7 +4636,7 @@ class SkillFolders(Source):
         if again:
             self.look()
             return self.target(uri, False)
-        raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+        raise _no_skill(uri)
 
     # -- the source contract --------------------------------------------------
 
@@ -4654,8 +4652,7 @@ class SkillFolders(Source):
             return None
         path, rel = await self._in_thread(self.target, uri)
         if rel != "SKILL.md":
-            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s (a skill's URI is its "
-                           "SKILL.md's)" % uri, {"uri": uri})
+            raise _no_skill(uri, " (a skill's URI is its SKILL.md's)")
         return await self._in_thread(self.entry, path)
 
     async def list_resources(self):
@@ -4882,7 +4879,7 @@ class Catalog:
                 result = await getattr(source, method)(uri)
                 if result is not None:
                     return result
-        raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+        raise _no_skill(uri)
 
     async def prompts(self):
         """Every source's prompts under public names."""
@@ -5463,18 +5460,28 @@ STOP_WORDS = frozenset(
     "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
     "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
 VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...), a phrase what it does
-    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)", " "),  # quoted: the person's own text (a message, a title), not the task
-    (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w-])[\w-]+\.(?:com|org|net|io|dev)/\S*", " url web page "),
+    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)|\btell me\b", " "),  # quoted: the person's own text (a message, a title), not the task
+    (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|co|uk)/\S*|\b(?:this|that|the) link\b", " url web page "),
     (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # each begins a run only: linear on a long word
-    (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)\b(?![/.@\w-])", r" \1 website "),
+    (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website "),
     (r"(?<![\w.])-?\d{1,3}\.\d+\s*,\s*-?\d{1,3}\.\d+", " coordinate "),  # 40.7128, -74.0060
     (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
-     r"|pdf|png|jpe?g|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),
+     r"|pdf|png|jpe?g|svg|gif|tsx?|jsx|css|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),
     (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),
-    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .+ from ", " sql query "),
+    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .+ from |\b(?:more|less|fewer) than \d", " sql query "),
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),
-    (r"\b(?:log|file) (?=an? )", " add "), (r"\bpull\b(?![ -]?req)", " extract "),  # to log a note, to pull data out
-    (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|\b(?:not|never) (?:yet )?committed\b", " uncommitted status git "),
+    (r"\bon my (?:computer|laptop|machine|mac|pc|desktop|disk|drive)\b|\bmy (?i:downloads|documents|desktop) folder\b", " file folder directory "),
+    (r"(?i:\b(?:all|every) (?:the )?(?:pages|urls|links)\b)", " all website discover "),
+    (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry "),
+    (r"(?i:\b(?:keep in mind|(?:remember|note) that)\b)", " remember memory "),
+    (r"(?i:\bpods\b)", " pods get resources "),
+    (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation)\b)", " library docs "),
+    (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge))", " create "), (r"(?i:\bgoogle\b(?! ?maps)|\bnews\b)", " web search "), (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),
+    (r"(?i:\b(?:commit|save)\b.{0,40}?\bwith (?:the |a )?(?:message|msg|note)\b|\bsave (?:my|the|our|all|these|those) changes\b)", " commit changes "), (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),
+    (r"(?i:\b(?:are|is|still) open\b|\bopen (?=(?:prs|pull requests|issues|tickets|bugs|mrs|merge requests)\b))", " list "), (r"\bwhat (?:do )?you (?:remember|know)\b", " search memory "),
+    (r"(?i)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),
+    (r"\b(?:log|file) (?=an? )", " add "), (r"\bpull\b(?![ -]?req| up)", " extract "),  # to log a note, to pull data out
+    (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|\b(?:not|never) (?:yet )?committed\b|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles (?:are|were) (?:modified|changed)\b)", " uncommitted status git "),
     (r"(?i)^\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|\?\s*$", r"\g<0> search "),  # a question
     (r"(?<!\w)#[a-z][\w-]*", " channel "),
     (r"(?<!\w)@\w+", " user "),
@@ -5510,7 +5517,7 @@ error exception crash failure problem event blow broken incident outage flaky
 analyze diagnose debug investigate cause root why explain troubleshoot
 status check ci build pass green red fail health state compile uncommitted
 scale replica resize grow increase more
-documentation docs doc manual guide reference readme tutorial
+documentation docs doc manual guide reference readme tutorial instructions howto
 switch checkout
 whoami identity authenticated self login signed current who
 distance far travel drive duration
@@ -5542,7 +5549,7 @@ upload attach
 size length count many space big large disk storage
 summary summarize overview tldr gist recap
 elevation altitude height high sea
-connect link relate relation associate association
+connect link relate relation associate association married
 photo image media picture
 say said comment review feedback
 title role job profile
@@ -5564,7 +5571,7 @@ nearby near local around
 article blog post
 paper research arxiv study
 alert monitor watch track
-phone mobile device viewport emulate screen
+phone mobile device viewport emulate screen throttle 3g
 library package framework sdk module react vue angular svelte nextjs nuxt django flask rails laravel tailwind express
 stop halt kill terminate abort end shutdown
 hover mouseover
@@ -7586,9 +7593,13 @@ def _server_id(key):
 
 
 def _fingerprint(*parts):
+    return _hash(json.dumps(parts, sort_keys=True, ensure_ascii=False))
+
+
+def _hash(text, digits=16):
+    """The first `digits` hex digits of the SHA-256 of `text` (lone surrogates too, as JSON may carry them)."""
     import hashlib
-    text = json.dumps(parts, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:digits]
 
 
 class UpstreamSpec:
@@ -8169,12 +8180,11 @@ class TokenStore:
     """One server's sign-in on disk: its client registration and tokens, in a file only the user can read."""
 
     def __init__(self, url, folder=None):
-        import hashlib
         import urllib.parse
         self.url = url
         host = re.sub(r"[^A-Za-z0-9.-]", "_", urllib.parse.urlsplit(url).hostname or "server")
         self.path = os.path.join(folder or oauth_folder(),
-                                 "%s-%s.json" % (host, hashlib.sha256(url.encode()).hexdigest()[:12]))
+                                 "%s-%s.json" % (host, _hash(url, 12)))
 
     def load(self):
         """The kept sign-in, {} without one (a symlink in the file's place is not followed)."""
@@ -10456,7 +10466,7 @@ class UpstreamSkills:
             await self.list()
         paths = self._paths.get(upstream.spec.id, ())
         if not any("/".join(segments[:cut]) in paths for cut in range(2, len(segments) + 1)):
-            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+            raise _no_skill(uri)
         return upstream, "skill://" + uri[8:].partition("/")[2]
 
     async def get(self, uri):
@@ -10466,7 +10476,7 @@ class UpstreamSkills:
             return await self._local("get_skill", uri)
         entry = self._entry(route[0], (await route[0].forward("skills/get", {"uri": route[1]}, None)).get("skill"))
         if entry is None or entry["uri"] != uri:
-            raise McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s" % uri, {"uri": uri})
+            raise _no_skill(uri)
         return entry
 
     async def read_directory(self, uri):
@@ -12097,9 +12107,8 @@ class HttpServer:
 
     def __init__(self, server, log: Log, host, port, token=None):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
-        import hashlib
         self.local = _loopback(host)
-        self.caller = "token-" + hashlib.sha256(token.encode()).hexdigest()[:8] if token else "http"  # never the token
+        self.caller = "token-" + _hash(token, 8) if token else "http"  # never the token
         self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
         self.connections = set()
         self.pending = collections.OrderedDict()  # task -> None, oldest first

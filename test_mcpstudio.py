@@ -9424,6 +9424,37 @@ class ToolIndexTests(unittest.TestCase):
                              ("forget what I told you about Bob", "memory__delete_observations"),
                              ("new contact Dana Lee", "crm__create_objects"), ("the street at 40.7128, -74.0060", "maps__reverse_geocode")))
 
+    def test_a_persons_phrases(self):
+        """A person's phrases for what a tool does: commit with a message, open an issue, open PRs, pods, the latest
+        docs, keep in mind, what you remember, the time, google it, on my laptop, what I have changed, a row, more than
+        N, throttle, next.js, news, let the team know. Each row fails with the ranker of 8e12ed0."""
+        self.assert_first((
+            ("git__commit", "[git] Record changes to the repository"), ("git__status", "[git] Show the working tree status"),
+            ("chat__send_message", "[chat] Send a message"), ("github__create_issue", "[github] Create an issue"), ("github__get_issue", "[github] Get an issue"),
+            ("github__list_pull_requests", "[github] List pull requests"),
+            ("github__create_pull_request", "[github] Create a pull request"),
+            ("k8s__get", "[kubernetes] Get or list Kubernetes resources by resource type, name and namespace"),
+            ("k8s__exec_in_pod", "[kubernetes] Execute a command in a pod or container and return its output"),
+            ("docs__get", "[context7] Get up-to-date documentation for a library"), ("sentry__search_docs", "[sentry] Search the docs"),
+            ("memory__add_observations", "[memory] Add observations to entities"),
+            ("memory__search_nodes", "[memory] Search the nodes of the knowledge graph"),
+            ("clock__now", "[time] Get the current time in a zone"), ("sentry__find_teams", "[sentry] Find teams"),
+            ("web__fetch", "[fetch] Fetch a URL"),
+            ("web__search", "[search] Search the web"), ("maps__search_places", "[google-maps] Search for places"),
+            ("files__search", "[files] Search for files in a directory"), ("notion__create_page", "[notion] Create a page"),
+            ("notion__get_database", "[notion] Retrieve a database"), ("db__query", "[postgres] Run a read-only SQL query"),
+            ("browser__emulate", "[browser] Emulate a device"), ("browser__tabs", "[browser] List, open or close tabs"),
+            ("github__list_releases", "[github] List the releases of a repository")),
+            (("commit the fixes with message fix toggle", "git__commit"), ("open an issue in acme/web for the crash", "github__create_issue"),
+             ("PRs still open on acme/web", "github__list_pull_requests"), ("which pods are crashing", "k8s__get"),
+             ("check the latest Svelte docs on stores", "docs__get"), ("keep in mind that Dana prefers email", "memory__add_observations"),
+             ("tell me what you remember about Dana", "memory__search_nodes"), ("what's the time in Berlin, is the team online", "clock__now"),
+             ("google the error text", "web__search"), ("find the contract somewhere on my laptop", "files__search"),
+             ("what have I changed in the site folder", "git__status"), ("add a row to the Bugs database", "notion__create_page"),
+             ("customers who ordered more than 5 cakes", "db__query"), ("throttle to slow 3G", "browser__emulate"),
+             ("instructions for middleware in next.js", "docs__get"), ("recent news about the github outage", "web__search"),
+             ("let the team know the launch moved", "chat__send_message")))
+
     def test_values_say_what_they_are(self):
         """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it;
         a phrase's verb (to log a note, to pull data out) the tool that does it, and a question a search."""
@@ -9449,7 +9480,8 @@ class ToolIndexTests(unittest.TestCase):
                              ("pull the prices", "web__extract"), ("what memos do we have?", "memo__search"),  # a question
                              ('commit "search the memos, find code"', "vcs__commit"),  # quoted: the person's own text
                              ("data/dump.sql", "files__read_file"), ("the namesapce", "k8s__port_forward"),  # a typo's swapped letters
-                             ("open rivalapp.com", "web__fetch"), ("file a bug", "tracker__add_issue")))  # a bare domain; to file one
+                             ("open rivalapp.com", "web__fetch"), ("file a bug", "tracker__add_issue"),
+                             ("open rivalapp.co.uk", "web__fetch"), ("icons/logo.svg", "files__read_file")))  # a bare domain; to file one
 
     def test_a_hostile_query_costs_linear_time(self):
         """A client's long query of one run of word characters, dots or dashes is read in linear time (each value
