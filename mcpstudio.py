@@ -5476,7 +5476,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"(?i:\b(?:keep in mind|(?:remember|note) that)\b)", " remember memory "),
     (r"(?i:\bpods\b)", " pods get resources "),
     (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation)\b)", " library docs "),
-    (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge))", " create "), (r"(?i:\bgoogle\b(?! ?maps)|\bnews\b)", " web search "), (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),
+    (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd (?:an? )?(?:new )?(?=contact|deal|company|lead))", " create "), (r"(?i:\bgoogle\b(?! ?maps)|\bnews\b)", " web search "), (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),
     (r"\bin (?:the|its|their) (?:file ?)?names?\b", " file search name "), (r"\bsearch (?:box|bar|field)\b", " input field "),
     (r"(?i:\b(?:commit|save)\b.{0,40}?\bwith (?:the |a )?(?:message|msg|note)\b|\bsave (?:my|the|our|all|these|those) changes\b)", " commit changes "), (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),
     (r"(?i:\b(?:are|is|still) open\b|\bopen (?=(?:prs|pull requests|issues|tickets|bugs|mrs|merge requests)\b))", " list "), (r"\bwhat (?:do )?you (?:remember|know)\b", " search memory "),

@@ -9427,7 +9427,7 @@ class ToolIndexTests(unittest.TestCase):
     def test_a_persons_phrases(self):
         """A person's phrases for what a tool does: commit with a message, open an issue, open PRs, pods, the latest
         docs, keep in mind, what you remember, the time, google it, on my laptop, what I have changed, a row, more than
-        N, throttle, next.js, news, let the team know, the search box, in the name. Each row fails with the ranker of 8e12ed0."""
+        N, throttle, next.js, news, let the team know, the search box, in the name, add a contact. Each row fails with the ranker of 8e12ed0."""
         self.assert_first((
             ("git__commit", "[git] Record changes to the repository"), ("git__status", "[git] Show the working tree status"),
             ("chat__send_message", "[chat] Send a message"), ("github__create_issue", "[github] Create an issue"), ("github__get_issue", "[github] Get an issue"),
@@ -9445,7 +9445,9 @@ class ToolIndexTests(unittest.TestCase):
             ("notion__get_database", "[notion] Retrieve a database"), ("db__query", "[postgres] Run a read-only SQL query"),
             ("browser__emulate", "[browser] Emulate a device"), ("browser__tabs", "[browser] List, open or close tabs"),
             ("github__list_releases", "[github] List the releases of a repository"),
-            ("browser__type", "[browser] Type text into an element")),
+            ("browser__type", "[browser] Type text into an element"), ("git__add", "[git] Add files to the index"),
+            ("crm__create_objects", "[hubspot] Create CRM objects"), ("memory__create_entities", "[memory] Create entities in the knowledge graph"),
+            ("crm__create_engagement", "[hubspot] Create an engagement (a note, call or task) on a CRM record")),
             (("commit the fixes with message fix toggle", "git__commit"), ("open an issue in acme/web for the crash", "github__create_issue"),
              ("PRs still open on acme/web", "github__list_pull_requests"), ("which pods are crashing", "k8s__get"),
              ("check the latest Svelte docs on stores", "docs__get"), ("keep in mind that Dana prefers email", "memory__add_observations"),
@@ -9455,7 +9457,8 @@ class ToolIndexTests(unittest.TestCase):
              ("customers who ordered more than 5 cakes", "db__query"), ("throttle to slow 3G", "browser__emulate"),
              ("instructions for middleware in next.js", "docs__get"), ("recent news about the github outage", "web__search"),
              ("let the team know the launch moved", "chat__send_message"),
-             ("fill in the search box with acme", "browser__type"), ("find the spreadsheets with invoice in the name", "files__search")))
+             ("fill in the search box with acme", "browser__type"), ("find the spreadsheets with invoice in the name", "files__search"),
+             ("add a new contact: Dana Lee, dana@lee.com", "crm__create_objects")))
 
     def test_values_say_what_they_are(self):
         """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it;
