@@ -5471,20 +5471,22 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .+ from |\b(?:more|less|fewer) than \d", " sql query "),
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),
     (r"\bon my (?:computer|laptop|machine|mac|pc|desktop|disk|drive)\b|\bmy (?i:downloads|documents|desktop) folder\b", " file folder directory "),
-    (r"(?i:\b(?:all|every) (?:the )?(?:pages|urls|links)\b)", " all website discover "),
+    (r"(?i:\b(?:all|every) (?:the )?(?:page )?(?:pages|urls|links)\b)", " all website discover "),
     (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry "),
     (r"(?i:\b(?:keep in mind|(?:remember|note) that)\b)", " remember memory "),
     (r"(?i:\bpods\b)", " pods get resources "),
     (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation)\b)", " library docs "),
     (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd (?:an? )?(?:new )?(?=contact|deal|company|lead))", " create "), (r"(?i:\bgoogle\b(?! ?maps)|\bnews\b)", " web search "), (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),
-    (r"\bin (?:the|its|their) (?:file ?)?names?\b", " file search name "), (r"\bsearch (?:box|bar|field)\b", " input field "),
-    (r"(?i:\b(?:commit|save)\b.{0,40}?\bwith (?:the |a )?(?:message|msg|note)\b|\bsave (?:my|the|our|all|these|those) changes\b)", " commit changes "), (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),
+    (r"\bin (?:the|its|their) (?:file ?)?names?\b", " file search name "),
+    (r"(?i:\bhow big is\b|\bwhen was it last (?:changed|modified|touched|edited)\b)", " file size modified info "), (r"\bsearch (?:box|bar|field)\b", " input field "),
+    (r"(?i:\bcommit\b.{0,40}?\b(?:message|msg)\b|\b(?:commit|save)\b.{0,40}?\bwith (?:the |a )?(?:message|msg|note)\b|\bsave (?:my|the|our|all|these|those) changes\b)", " commit changes "), (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),
     (r"(?i:\b(?:are|is|still) open\b|\bopen (?=(?:prs|pull requests|issues|tickets|bugs|mrs|merge requests)\b))", " list "), (r"\bwhat (?:do )?you (?:remember|know)\b", " search memory "),
     (r"(?i)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),
     (r"\b(?:log|file) (?=an? )", " add "), (r"\bpull\b(?![ -]?req| up)", " extract "),  # to log a note, to pull data out
     (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|\b(?:not|never) (?:yet )?committed\b|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles (?:are|were) (?:modified|changed)\b)", " uncommitted status git "),
     (r"(?i)^\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|\?\s*$", r"\g<0> search "),  # a question
-    (r"(?<!\w)#[a-z][\w-]*", " channel "),
+    (r"(?<!\w)#[a-z][\w-]*", " channel "), (r"(?<![\w-])[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue "),
+    (r":[a-z_+-]+:|[\U0001F300-\U0001FAFF\u2600-\u27BF]", " emoji reaction "),
     (r"(?<!\w)@\w+", " user "),
     (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),
     (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),
@@ -5494,7 +5496,7 @@ get fetch read retrieve show view load obtain see display look inspect detail de
 list enumerate browse index overview show find
 create add make new insert post open start begin generate spin draft compose raise submit register
 delete remove drop destroy erase trash purge discard forget nuke rid clean
-update edit modify change set patch alter rename adjust tweak mark
+update edit modify change set patch alter rename adjust tweak mark replace swap
 search find query lookup locate grep filter seek discover google hunt bing
 send post message notify reply dm chat tell ping announce shoot respond answer
 history recent said conversation timeline catch earlier
@@ -5635,7 +5637,7 @@ def _stem(word):
 
 def _families():
     families = {}
-    for line in WORD_FAMILIES.strip().split("\n"):
+    for line in WORD_FAMILIES.splitlines():
         words = {_stem(word) for word in line.split()}
         for word in words:
             families.setdefault(word, set()).update(words - {word})
