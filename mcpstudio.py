@@ -5468,7 +5468,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
      r"|pdf|png|jpe?g|svg|gif|tsx?|jsx|css|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),
     (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),
-    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .+ from |\b(?:more|less|fewer) than \d", " sql query "),
+    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .+ from |\b(?:more|less|fewer) than \d|\b(?:group|order)(?:ed)? by\b", " sql query "),
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),
     (r"\bon my (?:computer|laptop|machine|mac|pc|desktop|disk|drive)\b|\bmy (?i:downloads|documents|desktop) folder\b", " file folder directory "),
     (r"(?i:\b(?:all|every) (?:the )?(?:page )?(?:pages|urls|links)\b)", " all website discover "),
@@ -5479,11 +5479,13 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd (?:an? )?(?:new )?(?=contact|deal|company|lead))", " create "), (r"(?i:\bgoogle\b(?! ?maps)|\bnews\b)", " web search "), (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),
     (r"\bin (?:the|its|their) (?:file ?)?names?\b", " file search name "),
     (r"(?i:\bhow big is\b|\bwhen was it last (?:changed|modified|touched|edited)\b)", " file size modified info "), (r"\bsearch (?:box|bar|field)\b", " input field "),
-    (r"(?i:\bcommit\b.{0,40}?\b(?:message|msg)\b|\b(?:commit|save)\b.{0,40}?\bwith (?:the |a )?(?:message|msg|note)\b|\bsave (?:my|the|our|all|these|those) changes\b)", " commit changes "), (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),
+    (r"(?i:\blast \d+ commits\b)", " commit log history "),
+    (r"\b(?:save|dump|write|export|put)\b.{0,60}?\b(?:to|into|as) +file path\b", " save write file path "), (r"(?i:\bforget (?:that|everything|about|what)\b)", " delete memory observation "),
+    (r"(?i:\bcommit\b.{0,40}?\b(?:(?:with )?(?:the |a )?(?:message|msg)|with)\b|\b(?:commit|save)\b.{0,40}?\bwith (?:the |a )?(?:message|msg|note)\b|\bsave (?:my|the|our|all|these|those) changes\b)", " commit changes "), (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),
     (r"(?i:\b(?:are|is|still) open\b|\bopen (?=(?:prs|pull requests|issues|tickets|bugs|mrs|merge requests)\b))", " list "), (r"\bwhat (?:do )?you (?:remember|know)\b", " search memory "),
     (r"(?i)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),
     (r"\b(?:log|file) (?=an? )", " add "), (r"\bpull\b(?![ -]?req| up)", " extract "),  # to log a note, to pull data out
-    (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|\b(?:not|never) (?:yet )?committed\b|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles (?:are|were) (?:modified|changed)\b)", " uncommitted status git "),
+    (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|\b(?:not|never) (?:yet )?committed\b|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles (?:are|were) (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),
     (r"(?i)^\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|\?\s*$", r"\g<0> search "),  # a question
     (r"(?<!\w)#[a-z][\w-]*", " channel "), (r"(?<![\w-])[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue "),
     (r":[a-z_+-]+:|[\U0001F300-\U0001FAFF\u2600-\u27BF]", " emoji reaction "),
@@ -5518,7 +5520,7 @@ pod container deployment workload job
 log output trace console
 error exception crash failure problem event blow broken incident outage flaky
 analyze diagnose debug investigate cause root why explain troubleshoot
-status check ci build pass green red fail health state compile uncommitted
+status check ci build pass green red fail health state compile
 scale replica resize grow increase more
 documentation docs doc manual guide reference readme tutorial instructions howto
 switch checkout
@@ -13033,10 +13035,10 @@ CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "codex")
 def _app_folder(platform):
     """Where desktop apps keep settings: Application Support, %APPDATA%, or $XDG_CONFIG_HOME."""
     if platform == "darwin":
-        return os.path.join(os.path.expanduser("~"), "Library", "Application Support")
+        return os.path.expanduser("~/Library/Application Support")
     if platform == "win32":
         return os.environ.get("APPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Roaming")
-    return os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
 
 
 def client_config_path(client, platform=None):

@@ -9428,7 +9428,8 @@ class ToolIndexTests(unittest.TestCase):
         """A person's phrases for what a tool does: commit with a message, open an issue, open PRs, pods, the latest
         docs, keep in mind, what you remember, the time, google it, on my laptop, what I have changed, a row, more than
         N, throttle, next.js, news, let the team know, the search box, in the name, add a contact,
-        an issue's short id (TINYSHOP-3F), an emoji, how big, swap, msg. Each row fails with the ranker of 8e12ed0."""
+        an issue's short id (TINYSHOP-3F), an emoji, how big, swap, msg, the last 3 commits, uncommitted, dump to a
+        path, forget that, grouped by, commit with. Each row fails with the ranker of 8e12ed0."""
         self.assert_first((
             ("git__commit", "[git] Record changes to the repository"), ("git__status", "[git] Show the working tree status"),
             ("chat__send_message", "[chat] Send a message"), ("github__create_issue", "[github] Create an issue"), ("github__get_issue", "[github] Get an issue"),
@@ -9466,11 +9467,19 @@ class ToolIndexTests(unittest.TestCase):
             ("chat__send_message", "[chat] Send a message"), ("web__fetch", "[fetch] Fetch a URL"), ("web__search", "[search] Search the web"),
             ("files__get_info", "[files] Retrieve detailed metadata about a file or directory: size, creation time, last modified time"),
             ("files__edit", "[files] Edit a file: make line-based edits"), ("files__search", "[files] Search for files in a directory"),
-            ("git__commit", "[git] Record changes to the repository"), ("k8s__exec_in_pod", "[kubernetes] Execute a command in a pod")),
+            ("git__commit", "[git] Record changes to the repository"), ("k8s__exec_in_pod", "[kubernetes] Execute a command in a pod"),
+            ("git__log", "[git] Show the commit logs"),
+            ("git__status", "[git] Show the working tree status"), ("files__write", "[files] Create a new file or overwrite one"),
+            ("memory__delete_observations", "[memory] Delete observations from entities"), ("db__query", "[postgres] Run a read-only SQL query"),
+            ("monitor__check_status", "[monitor] Check the status of a page"), ("files__move", "[files] Move or rename a file")),
             (("details of TINYSHOP-3F please", "sentry__get_issue_details"), ("mark BELLAROSA-1A as resolved", "sentry__update_issue"),
              ("put :eyes: on the alert message in #alerts", "chat__add_reaction"), ("put 👀 on Priya's message", "chat__add_reaction"),
              ("how big is dist/app.js and when was it last touched", "files__get_info"), ("in notes.md swap every v4 for v5", "files__edit"),
-             ("commit everything in ~/site, msg update hours", "git__commit")))
+             ("commit everything in ~/site, msg update hours", "git__commit"), ("what changed in the last 3 commits", "git__log"),
+             ("anything uncommitted in this repo?", "git__status"), ("dump these results to ~/exports/refunds.csv", "files__write"),
+             ("forget that Tom moved to the data team", "memory__delete_observations"),
+             ("orders for yesterday's refunds, grouped by payment method", "db__query"),
+             ("commit the staged files with 'fix typo'", "git__commit")))
 
     def test_values_say_what_they_are(self):
         """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it;
@@ -9552,7 +9561,7 @@ class ToolIndexTests(unittest.TestCase):
 
     def test_recorded_corpus(self):
         """Over the 289 recorded tools, each intent set is found in the first five as often as today (a floor each;
-        people14 to people17 are the blind check, never tuned on)."""
+        people22 and people23, the blind check, are left to the benchmark)."""
         with open(TOOLSEARCH_CORPUS) as f:
             corpus = json.load(f)
         tools = [dict(tool, name="%s__%s" % (server, tool["name"]), description="[%s] %s" % (server, tool.get("description")))
@@ -9562,10 +9571,11 @@ class ToolIndexTests(unittest.TestCase):
         index = mcpstudio.ToolIndex(tools)
         found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
         self.assertGreaterEqual(found / len(intents), 0.93)
-        for name, least in (("heldout", 0.9), ("people", 0.9), ("people2", 0.85), ("people3", 0.75), ("people4", 0.9),
-                            ("people5", 0.9), ("people6", 0.8), ("people7", 0.9), ("people8", 0.8), ("people9", 0.9),
-                            ("people10", 0.85), ("people11", 0.9), ("people12", 0.75), ("people13", 0.9),
-                            ("people14", 0.8), ("people15", 0.75), ("people16", 0.9), ("people17", 0.85)):
+        for name, least in (("heldout", 0.9), ("people", 0.9), ("people2", 0.9), ("people3", 0.8), ("people4", 0.95),
+                            ("people5", 0.95), ("people6", 0.85), ("people7", 0.9), ("people8", 0.85), ("people9", 0.95),
+                            ("people10", 0.95), ("people11", 0.95), ("people12", 0.8), ("people13", 0.95),
+                            ("people14", 0.9), ("people15", 0.85), ("people16", 0.9), ("people17", 0.95),
+                            ("people18", 0.9), ("people19", 0.9), ("people20", 0.8), ("people21", 0.85)):
             with open(os.path.join(HERE, "benchmarks", "toolsearch", name + ".json")) as f:
                 intents = json.load(f)
             found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
