@@ -7,11 +7,11 @@ Ranking: every intent of the sets in benchmarks/toolsearch/ is searched among th
 of corpus.json, named and described as mcpstudio lists them (`server__tool`, "[server] ..."); an intent
 is found at k when one of its right tools is among the first k. The sets, and what the ranker has seen
 of them (SETS below): intents.json (217, tuned on from the start); heldout.json (79, written before any
-tuning); people.json to people9.json (65 each, phrased as people type tasks, each in the voice of other
+tuning); people.json to people25.json (65 each, phrased as people type tasks, each in the voice of other
 people, written blind by helpers who had read neither the ranker nor the other sets). heldout and people
-to people13 were each measured blind, then tuned on; people14 to people17 are the blind check: measured
-once on the ranker before the last round of tuning and once on the ranker as it is now, their misses never
-read or tuned on. `--intents FILE` adds any set of the same form
+to people23 were each measured blind, then tuned on; people24 and people25 are the blind check: measured
+on the ranker before the last round of tuning and on the ranker as it is now, their misses never read or
+tuned on. `--intents FILE` adds any set of the same form
 ([{"q": ..., "tools": ["server__tool", ...]}, ...]) over the same corpus. FastMCP's ranker runs over the
 same definitions in its own environment (default /work/tools/fastmcp/bin/python, or
 $MCPSTUDIO_FASTMCP_PYTHON; skipped when absent).
@@ -39,8 +39,10 @@ UPSTREAM = os.path.join(HERE, "toolsearch_upstream.py")
 SETS = (("intents", "tuned on"), ("heldout", "tuned on"), ("people", "tuned on"), ("people2", "tuned on"),
         ("people3", "tuned on"), ("people4", "tuned on"), ("people5", "tuned on"), ("people6", "tuned on"),
         ("people7", "tuned on"), ("people8", "tuned on"), ("people9", "tuned on"), ("people10", "tuned on"),
-        ("people11", "tuned on"), ("people12", "tuned on"), ("people13", "tuned on"), ("people14", "blind"),
-        ("people15", "blind"), ("people16", "blind"), ("people17", "blind"))
+        ("people11", "tuned on"), ("people12", "tuned on"), ("people13", "tuned on"), ("people14", "tuned on"),
+        ("people15", "tuned on"), ("people16", "tuned on"), ("people17", "tuned on"), ("people18", "tuned on"),
+        ("people19", "tuned on"), ("people20", "tuned on"), ("people21", "tuned on"), ("people22", "tuned on"),
+        ("people23", "tuned on"), ("people24", "blind"), ("people25", "blind"))
 
 
 def definitions(corpus: dict) -> list:
