@@ -9429,7 +9429,7 @@ class ToolIndexTests(unittest.TestCase):
         docs, keep in mind, what you remember, the time, google it, on my laptop, what I have changed, a row, more than
         N, throttle, next.js, news, let the team know, the search box, in the name, add a contact,
         an issue's short id (TINYSHOP-3F), an emoji, how big, swap, msg, the last 3 commits, uncommitted, dump to a
-        path, forget that, grouped by, commit with. Each row fails with the ranker of 8e12ed0."""
+        path, forget that, grouped by, commit with, broken down by, all pods running. Each row fails with the ranker of 8e12ed0."""
         self.assert_first((
             ("git__commit", "[git] Record changes to the repository"), ("git__status", "[git] Show the working tree status"),
             ("chat__send_message", "[chat] Send a message"), ("github__create_issue", "[github] Create an issue"), ("github__get_issue", "[github] Get an issue"),
@@ -9471,7 +9471,9 @@ class ToolIndexTests(unittest.TestCase):
             ("git__log", "[git] Show the commit logs"),
             ("git__status", "[git] Show the working tree status"), ("files__write", "[files] Create a new file or overwrite one"),
             ("memory__delete_observations", "[memory] Delete observations from entities"), ("db__query", "[postgres] Run a read-only SQL query"),
-            ("monitor__check_status", "[monitor] Check the status of a page"), ("files__move", "[files] Move or rename a file")),
+            ("monitor__check_status", "[monitor] Check the status of a page"), ("files__move", "[files] Move or rename a file"),
+            ("memory__add_observations", "[memory] Add observations to entities"),
+            ("k8s__get", "[kubernetes] Get or list Kubernetes resources by resource type, name and namespace")),
             (("details of TINYSHOP-3F please", "sentry__get_issue_details"), ("mark BELLAROSA-1A as resolved", "sentry__update_issue"),
              ("put :eyes: on the alert message in #alerts", "chat__add_reaction"), ("put 👀 on Priya's message", "chat__add_reaction"),
              ("how big is dist/app.js and when was it last touched", "files__get_info"), ("in notes.md swap every v4 for v5", "files__edit"),
@@ -9479,7 +9481,8 @@ class ToolIndexTests(unittest.TestCase):
              ("anything uncommitted in this repo?", "git__status"), ("dump these results to ~/exports/refunds.csv", "files__write"),
              ("forget that Tom moved to the data team", "memory__delete_observations"),
              ("orders for yesterday's refunds, grouped by payment method", "db__query"),
-             ("commit the staged files with 'fix typo'", "git__commit")))
+             ("commit the staged files with 'fix typo'", "git__commit"), ("revenue by region, broken down by month", "db__query"),
+             ("are all pods running on staging?", "k8s__get")))
 
     def test_values_say_what_they_are(self):
         """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it;
