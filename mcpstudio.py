@@ -5471,7 +5471,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .{1,200}? from |\b(?:more|less|fewer) than (?=\d+ (?!days?|hours?|weeks?|months?|years?|minutes?|[kmg]b)\w)|\b(?:group|order)(?:ed)? by\b|\bbroken down by\b", " sql query "),
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),
     (r"\bon my (?:computer|laptop|machine|mac|pc|desktop|disk|drive)\b|\bmy (?i:downloads|documents|desktop) folder\b", " file folder directory "),
-    (r"(?i:\b(?:all|every) (?:the )?(?:page )?(?:pages|urls|links)\b)", " all website discover "),
+    (r"(?i:\b(?:all|every) (?:the )?(?:page )?(?:pages|urls|links) (?:on|of|from|under|at)\b)", " all website discover "),
     (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry "),
     (r"(?i:\b(?:keep (?:that |this |it )?in mind|(?:remember|note) that|don't forget|do not forget)\b)", " remember memory "),
     (r"(?i:\bpods\b)", " get resources kubernetes "),
@@ -5487,7 +5487,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\b(?:log|file) (?=an? )", " add "), (r"\bpull\b(?![ -]?req| up)", " extract "),  # to log a note, to pull data out
     (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|\b(?:not|never) (?:yet )?committed\b|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles are (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),
     (r"(?i)^\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|\?\s*$", r"\g<0> search "),  # a question
-    (r"(?<!\w)#[a-z][\w-]*", " channel "), (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue "),
+    (r"(?<!\w)#[a-z][\w-]*", " channel "), (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue "),
     (r"(?<![\w:]):[a-z_+-]+:(?![\w:])|[\U0001F300-\U0001FAFF]", " emoji reaction "),
     (r"(?<!\w)@\w+", " user "),
     (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),

@@ -6736,11 +6736,10 @@ class ToolingTests(ToolingCase):
 
     def test_client_config_paths_per_platform(self):
         # The user-level file of each client on Linux, macOS and Windows.
-        home = os.path.expanduser("~")
+        home, support = os.path.expanduser("~"), os.path.expanduser("~/Library/Application Support")  # (as a Windows host joins it)
         table = {
-            ("claude-desktop", "darwin"): os.path.join(home, "Library", "Application Support", "Claude",
-                                                       "claude_desktop_config.json"),
-            ("vscode", "darwin"): os.path.join(home, "Library", "Application Support", "Code", "User", "mcp.json"),
+            ("claude-desktop", "darwin"): os.path.join(support, "Claude", "claude_desktop_config.json"),
+            ("vscode", "darwin"): os.path.join(support, "Code", "User", "mcp.json"),
             ("cursor", "win32"): os.path.join(home, ".cursor", "mcp.json"),
             ("claude-code", "win32"): os.path.join(home, ".claude.json"),
             ("codex", "linux"): os.path.join(home, ".codex", "config.toml"),
