@@ -5460,38 +5460,46 @@ STOP_WORDS = frozenset(
     "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
     "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
 VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...), a phrase what it does
-    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)|\btell me\b", " "),  # quoted: the person's own text (a message, a title), not the task
-    (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|co|uk)/\S*|\b(?:this|that|the) link\b", " url web page "),
-    (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # each begins a run only: linear on a long word
-    (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website "),
+    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)|\btell me\b", " "),  # quoted: the person's own text (a message, a title), not the task; *tell me* is to the assistant
+    (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|co|uk)/\S*|\b(?:this|that|the) link\b", " url web page "),  # a URL, this link
+    (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # an email; each shape begins a run only: linear on a long word
+    (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website "),  # a bare domain (rivalapp.com, shop.co.uk); its TLD is not a word
     (r"(?<![\w.])-?\d{1,3}\.\d+\s*,\s*-?\d{1,3}\.\d+", " coordinate "),  # 40.7128, -74.0060
     (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
-     r"|pdf|png|jpe?g|svg|gif|tsx?|jsx|css|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),
-    (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),
-    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .{1,200}? from |\b(?:more|less|fewer) than (?=\d+ (?!days?|hours?|weeks?|months?|years?|minutes?|[kmg]b)\w)|\b(?:group|order)(?:ed)? by\b|\bbroken down by\b", " sql query "),
-    (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),
-    (r"\bon my (?:computer|laptop|machine|mac|pc|desktop|disk|drive)\b|\bmy (?i:downloads|documents|desktop) folder\b", " file folder directory "),
-    (r"(?i:\b(?:all|every) (?:the )?(?:page )?(?:pages|urls|links) (?:on|of|from|under|at)\b)", " all website discover "),
-    (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry "),
-    (r"(?i:\b(?:keep (?:that |this |it )?in mind|(?:remember|note) that|don't forget|do not forget)\b)", " remember memory "),
-    (r"(?i:\bpods\b)", " get resources kubernetes "),
-    (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation)\b)", " library docs "),
-    (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd (?:an? )?(?:new )?(?=contact|deal|company|lead))", " create "), (r"(?i:\bgoogle\b(?! ?(?:maps|drive|docs?|sheets?|calendar|cloud|analytics|ads))|\bnews (?=about|on|for)\b)", " web search "), (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),
-    (r"\b(?:files?|documents?|spreadsheets?|pdfs?|images?|photos?|path)\b(?=.{0,60}?\bin (?:the|its|their) (?:file ?)?names?\b)", r" \g<0> file search "),
-    (r"(?i:\bhow big is (?!the \w+ (?:table|database|db|index)\b)|\bwhen was it last (?:changed|modified|touched|edited)\b)", " file size modified info "), (r"\bsearch (?:box|bar|field)\b", " input field "),
-    (r"(?i:\blast \d+ commits\b)", " commit log history "),
-    (r"\b(?:save|dump|write|export|put)\b.{0,60}?\b(?:to|into|as) +file path\b", " save write file path "), (r"(?i:(?<!n't )(?<!not )\bforget (?:that|everything|about|the)\b)", " delete memory observation "),
-    (r"(?i:\bcommit\b.{0,40}?\b(?:(?:with )?(?:the |a )?(?:message|msg|note)|with)\b|\bsave (?:my|the|our|all|these|those) changes\b(?:.{0,40}?\bwith (?:the |a )?note\b)?)", " commit changes "), (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),
-    (r"(?i:\b(?:are|is|still) open\b|\bopen (?=(?:prs|pull requests|issues|tickets|bugs|mrs|merge requests)\b))", " list "), (r"\bwhat (?:do )?you (?:remember|know)\b", " search memory "),
-    (r"(?i)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),
-    (r"\b(?:log|file) (?=an? )", " add "), (r"\bpull\b(?![ -]?req| up)", " extract "),  # to log a note, to pull data out
-    (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|\b(?:not|never) (?:yet )?committed\b|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles are (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),
+     r"|pdf|png|jpe?g|svg|gif|tsx?|jsx|css|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),  # a file's path or name
+    (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),  # owner/repo
+    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .{1,200}? from |\b(?:more|less|fewer) than (?=\d+ (?!days?|hours?|weeks?|months?|years?|minutes?|[kmg]b)\w)|\b(?:group|order)(?:ed)? by\b|\bbroken down by\b", " sql query "),  # SQL, more than 5 (not of days or MB), grouped by
+    (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),  # 3pm, 14:30
+    (r"\bon my (?:computer|laptop|machine|mac|pc|desktop|disk|drive)\b|\bmy (?i:downloads|documents|desktop) folder\b", " file folder directory "),  # the computer's own files
+    (r"(?i:\b(?:all|every) (?:the )?(?:page )?(?:pages|urls|links) (?:on|of|from|under|at)\b)", " all website discover "),  # a site's pages (not a Notion workspace's)
+    (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry "),  # a Notion database's row
+    (r"(?i:\b(?:keep (?:that |this |it )?in mind|(?:remember|note) that|don't forget|do not forget)\b)", " remember memory "),  # keep in mind, note that, don't forget
+    (r"(?i:\bpods\b)", " get resources kubernetes "),  # pods are listed (not a pod's exec)
+    (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation)\b)", " library docs "),  # the latest docs: a library's
+    (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd (?:an? )?(?:new )?(?=contact|deal|company|lead))", " create "),  # open an issue, add a new contact
+    (r"(?i:\bgoogle\b(?! ?(?:maps|drive|docs?|sheets?|calendar|cloud|analytics|ads))|\bnews (?=about|on|for)\b)", " web search "),  # google it (not Google Drive), news about
+    (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),  # let the team know (not let me know)
+    (r"\b(?:files?|documents?|spreadsheets?|pdfs?|images?|photos?|path)\b(?=.{0,60}?\bin (?:the|its|their) (?:file ?)?names?\b)", r" \g<0> file search "),  # files with x in the name
+    (r"(?i:\bhow big is (?!the \w+ (?:table|database|db|index)\b)|\bwhen was it last (?:changed|modified|touched|edited)\b)", " file size modified info "),  # how big is a file (not a table), when was it last touched
+    (r"\bsearch (?:box|bar|field)\b", " input field "),  # a search box is a field to type in
+    (r"(?i:\blast \d+ commits\b)", " commit log history "),  # the last 3 commits
+    (r"\b(?:save|dump|write|export|put)\b.{0,60}?\b(?:to|into|as) +file path\b", " save write file path "),  # save, dump ... to a path
+    (r"(?i:(?<!n't )(?<!not )\bforget (?:that|everything|about|the)\b)", " delete memory observation "),  # forget that (not don't forget)
+    (r"(?i:\bcommit\b.{0,40}?\b(?:(?:with )?(?:the |a )?(?:message|msg|note)|with)\b|\bsave (?:my|the|our|all|these|those) changes\b(?:.{0,40}?\bwith (?:the |a )?note\b)?)", " commit changes "),  # commit ... with the message, save my changes
+    (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),  # what's the time
+    (r"(?i:\b(?:are|is|still) open\b|\bopen (?=(?:prs|pull requests|issues|tickets|bugs|mrs|merge requests)\b))", " list "),  # open PRs, still open: a list
+    (r"\bwhat (?:do )?you (?:remember|know)\b", " search memory "),  # what do you know about
+    (r"(?i)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),  # next.js
+    (r"\b(?:log|file) (?=an? )", " add "),  # to log a note, to file a bug
+    (r"\bpull\b(?![ -]?req| up)", " extract "),  # to pull data out (not a pull request, not pull up)
+    (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|\b(?:not|never) (?:yet )?committed\b|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles are (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),  # since my last commit, uncommitted, my working tree
     (r"(?i)^\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|\?\s*$", r"\g<0> search "),  # a question
-    (r"(?<!\w)#[a-z][\w-]*", " channel "), (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue "),
-    (r"(?<![\w:]):[a-z_+-]+:(?![\w:])|[\U0001F300-\U0001FAFF]", " emoji reaction "),
-    (r"(?<!\w)@\w+", " user "),
-    (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),
-    (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),
+    (r"(?<!\w)#[a-z][\w-]*", " channel "),  # #general
+    (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue "),  # an issue's short id, TINYSHOP-3F (not ISO-8601)
+    (r"(?<![\w:]):[a-z_+-]+:(?![\w:])|[\U0001F300-\U0001FAFF]", " emoji reaction "),  # :eyes:, a pictograph (not C++'s ::)
+    (r"(?<!\w)@\w+", " user "),  # @dana
+    (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),  # db:5432
+    (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),  # parseConfig, load_settings
 )
 WORD_FAMILIES = """
 get fetch read retrieve show view load obtain see display look inspect detail describe open give
