@@ -5190,14 +5190,15 @@ class AggregatorTests(AggregatorCase):
             self.assertTrue(wait_until(lambda: os.path.exists(cancels)), "the upstream never saw the cancel")
             time.sleep(0.3)
             self.assertNotIn(7, server.responses)  # a cancelled request gets no response
-            # maxConcurrency 1: two calls of 1 s run one after the other; without it, together (with room
-            # for a loaded machine's slower start on either side).
-            for name, least, most in (("one__sleep", 1.95, 8), ("a__sleep", 0.95, 1.9)):
+            # maxConcurrency 1: two calls of 2 s run one after the other; without it, together (with room
+            # for a loaded machine's slower start on either side: 1.9 s of room, where 1 s calls left 0.9 s and
+            # a CI run with 12 suites on 2 cores took 1.96 s for two together).
+            for name, least, most in (("one__sleep", 3.95, 16), ("a__sleep", 1.95, 3.85)):
                 server.call(name, {"seconds": 0.01})  # started
                 started = time.monotonic()
                 for i in (1, 2):
                     server.send({"jsonrpc": "2.0", "id": "%s%d" % (name, i), "method": "tools/call",
-                                 "params": {"name": name, "arguments": {"seconds": 1.0}}})
+                                 "params": {"name": name, "arguments": {"seconds": 2.0}}})
                 for i in (1, 2):
                     server.wait_response("%s%d" % (name, i))
                 elapsed = time.monotonic() - started
