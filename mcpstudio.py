@@ -5463,7 +5463,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)|\btell me\b", " "),  # quoted: the person's own text (a message, a title), not the task; *tell me* is to the assistant
     (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|co|uk)/\S*|\b(?:this|that|the) link\b", " url web page "),  # a URL, this link
     (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # an email; each shape begins a run only: linear on a long word
-    (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website "),  # a bare domain (rivalapp.com, shop.co.uk); its TLD is not a word
+    (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website web "),  # a bare domain (rivalapp.com, shop.co.uk); its TLD is not a word
     (r"(?<![\w.])-?\d{1,3}\.\d+\s*,\s*-?\d{1,3}\.\d+", " coordinate "),  # 40.7128, -74.0060
     (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
      r"|pdf|png|jpe?g|svg|gif|tsx?|jsx|css|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),  # a file's path or name
@@ -5475,36 +5475,36 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry "),  # a Notion database's row
     (r"(?i:\b(?:keep (?:that |this |it )?in mind|(?:remember|note) that|don't forget|do not forget)\b)", " remember memory "),  # keep in mind, note that, don't forget
     (r"(?i:\bpods\b)", " get resources kubernetes "),  # pods are listed (not a pod's exec)
-    (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation)\b)", " library docs "),  # the latest docs: a library's
-    (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd (?:an? )?(?:new )?(?=contact|deal|company|lead))", " create "),  # open an issue, add a new contact
+    (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation|api)\b|(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b)", r" \1 library docs "),  # the latest docs or API: a library's; next.js (not vercel/next.js, a repository); next.js
+    (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd\b(?=.{0,40}?\b(?:contacts?|deals?|compan(?:y|ies)|leads?)\b))", " create "),  # open an issue, add (Dana to my) contacts
     (r"(?i:\bgoogle\b(?! ?(?:maps|drive|docs?|sheets?|calendar|cloud|analytics|ads))|\bnews (?=about|on|for)\b)", " web search "),  # google it (not Google Drive), news about
     (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),  # let the team know (not let me know)
     (r"\b(?:files?|documents?|spreadsheets?|pdfs?|images?|photos?|path)\b(?=.{0,60}?\bin (?:the|its|their) (?:file ?)?names?\b)", r" \g<0> file search "),  # files with x in the name
     (r"(?i:\bhow big is (?!the \w+ (?:table|database|db|index)\b)|\bwhen was it last (?:changed|modified|touched|edited)\b)", " file size modified info "),  # how big is a file (not a table), when was it last touched
     (r"\bsearch (?:box|bar|field)\b", " input field "),  # a search box is a field to type in
-    (r"(?i:\blast \d+ commits\b)", " commit log history "),  # the last 3 commits
+    (r"(?i:\blast \d+ commits\b|\bhistory of (?:the )?(?:changes|commits|edits)\b)", " commit log history "),  # the last 3 commits, the history of changes
     (r"\b(?:save|dump|write|export|put)\b.{0,60}?\b(?:to|into|as) +file path\b", " save write file path "),  # save, dump ... to a path
     (r"(?i:(?<!n't )(?<!not )\bforget (?:that|everything|about|the)\b)", " delete memory observation "),  # forget that (not don't forget)
     (r"(?i:\bcommit\b.{0,40}?\b(?:(?:with )?(?:the |a )?(?:message|msg|note)|with)\b|\bsave (?:my|the|our|all|these|those) changes\b(?:.{0,40}?\bwith (?:the |a )?note\b)?)", " commit changes "),  # commit ... with the message, save my changes
     (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),  # what's the time
     (r"(?i:\b(?:are|is|still) open\b|\bopen (?=(?:prs|pull requests|issues|tickets|bugs|mrs|merge requests)\b))", " list "),  # open PRs, still open: a list
     (r"\bwhat (?:do )?you (?:remember|know)\b", " search memory "),  # what do you know about
-    (r"(?i)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),  # next.js
+    (r"\blog (?:an? )?(?=(?:note|call|meeting|activity)\b)", " add crm activity "),  # log a note, log a call: a CRM's activity
     (r"\b(?:log|file) (?=an? )", " add "),  # to log a note, to file a bug
     (r"\bpull\b(?![ -]?req| up)", " extract "),  # to pull data out (not a pull request, not pull up)
-    (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|\b(?:not|never) (?:yet )?committed\b|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles are (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),  # since my last commit, uncommitted, my working tree
+    (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|(?:\bnot|\bnever|n't) (?:yet )?committed\b|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles are (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),  # since my last commit, haven't committed, uncommitted, my working tree
     (r"(?i)^\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|\?\s*$", r"\g<0> search "),  # a question
     (r"(?<!\w)#[a-z][\w-]*", " channel "),  # #general
-    (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue "),  # an issue's short id, TINYSHOP-3F (not ISO-8601)
+    (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue id resource "),  # an issue's short id, TINYSHOP-3F (not ISO-8601), names a resource
     (r"(?<![\w:]):[a-z_+-]+:(?![\w:])|[\U0001F300-\U0001FAFF]", " emoji reaction "),  # :eyes:, a pictograph (not C++'s ::)
     (r"(?<!\w)@\w+", " user "),  # @dana
     (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),  # db:5432
     (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),  # parseConfig, load_settings
 )
 WORD_FAMILIES = """
-get fetch read retrieve show view load obtain see display look inspect detail describe open give
+get fetch read retrieve show view load obtain see display look inspect detail describe open give grab
 list enumerate browse index overview show find
-create add make new insert post open start begin generate spin draft compose raise submit register
+create add make new insert post start begin generate spin draft compose raise submit register
 delete remove drop destroy erase trash purge discard forget nuke rid clean
 update edit modify change set patch alter rename adjust tweak mark replace swap
 search find query lookup locate grep filter seek discover google hunt bing
@@ -5514,15 +5514,15 @@ run execute exec invoke launch trigger perform call kick fire
 navigate goto go visit url browse load head jump
 click press tap hit select pick choose
 type fill enter input write put paste
-screenshot snapshot capture image picture photo screengrab screencap shot
+screenshot snapshot capture image picture photo screengrab screencap shot grab
 record recording video screencast
 issue ticket bug task card story
 pr pull merge mr request
 repository repo project codebase
-file document doc text content
+file document text content readme
 folder directory dir path
 user member person people account profile who teammate colleague coworker someone everyone folk
-comment note remark annotation
+comment remark annotation
 channel room conversation thread
 pod container deployment workload job
 log output trace console
@@ -5530,7 +5530,7 @@ error exception crash failure problem event blow broken incident outage flaky
 analyze diagnose debug investigate cause root why explain troubleshoot
 status check ci build pass green red fail health state compile
 scale replica resize grow increase more
-documentation docs doc manual guide reference readme tutorial instructions howto
+documentation docs doc manual guide reference tutorial instructions howto
 switch checkout
 whoami identity authenticated self login signed current who
 distance far travel drive duration
@@ -5546,7 +5546,7 @@ save store write persist keep
 branch ref
 local git
 commit change revision history
-web internet online site website
+web internet online site
 map route direction place location address geocode
 place venue restaurant cafe shop spot business
 element node selector dom
@@ -5564,7 +5564,7 @@ summary summarize overview tldr gist recap
 elevation altitude height high sea
 connect link relate relation associate association married
 photo image media picture
-say said comment review feedback
+said comment review feedback
 title role job profile
 record object entry item
 agent autonomous independently own
@@ -5622,6 +5622,7 @@ append bottom
 row page entry
 crm hubspot salesforce contact deal
 wiki notion confluence
+activity engagement interaction
 echo repeat parrot
 """  # one family a line: words for the same action or thing
 
@@ -5629,7 +5630,7 @@ echo repeat parrot
 def search_words(text, stems):
     """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
     (`stems`: the stems of the words seen so far)."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s(?![a-z]))", " ", text).lower()
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[0-9])(?=[A-Z][a-z])|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s(?![a-z]))", " ", text).lower()
     return [stems.get(word) or stems.setdefault(word, _stem(word)) for word in re.findall(r"[a-z0-9]{2,}", spaced)
             if word not in STOP_WORDS]
 

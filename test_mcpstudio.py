@@ -9484,6 +9484,35 @@ class ToolIndexTests(unittest.TestCase):
              ("commit the staged files with 'fix typo'", "git__commit"), ("revenue by region, broken down by month", "db__query"),
              ("are all pods running on staging?", "k8s__get")))
 
+    def test_phrases_people_repeat(self):
+        """Phrases that came back in set after set: log a note or a call (a CRM's activity), slow 3G (a digit and a
+        capital stay one word), haven't committed, the history of changes, an issue's short id (a resource to fetch
+        by id), grab (get) the README. Each row fails with the ranker of b6d6853."""
+        self.assert_first((
+            ("crm__create_engagement", "[hubspot] Create an engagement (a note or a task) on a CRM record; activity reporting feeds off it"),
+            ("crm__create_objects", "[hubspot] Create CRM objects"), ("memory__add_observations", "[memory] Add observations to entities"),
+            ("github__add_issue_comment", "[github] Add a comment to an issue"),
+            ("browser__emulate", "[browser] Emulate a device or a network such as slow 3G"),
+            ("browser__start_trace", "[browser] Start a performance trace of the page and reload it"),
+            ("git__status", "[git] Show the working tree status"),
+            ("search__local", "[search] Find local businesses and places near an address"),
+            ("git__log", "[git] Show the commit logs"), ("git__show", "[git] Show the contents of a commit"),
+            ("sentry__get_resource", "[sentry] Fetch a Sentry resource by URL or by resource type and id: issues, events, traces"),
+            ("sentry__search_issue_events", "[sentry] Search the events of an issue"),
+            ("sentry__analyze_issue", "[sentry] Analyze an issue with Seer and find its root cause"),
+            ("web__fetch", "[fetch] Fetch a URL and return its content as markdown"),
+            ("gitlab__get_file_contents", "[gitlab] Get the contents of a file from a project"),
+            ("docs__get", "[context7] Get up-to-date documentation for a library"),
+            ("gitlab__create_repository", "[gitlab] Create a new project")),
+            (("log a note on the Acme deal: contract sent", "crm__create_engagement"),
+             ("log a call with Dana at Brightline, she wants 3-year terms", "crm__create_engagement"),
+             ("pretend I'm on slow 3G and reload the site", "browser__emulate"),
+             ("what's changed in my local repo that I haven't committed", "git__status"),
+             ("show me the history of changes to the project", "git__log"),
+             ("pull up the details of Sentry issue WEB-4812", "sentry__get_resource"),
+             ("stack trace for TINYSHOP-3F please", "sentry__get_resource"),
+             ("the old theme is on gitlab under rosa/shop-theme, grab me the README from it", "gitlab__get_file_contents")))
+
     def test_phrases_that_are_not_what_they_seem(self):
         """A phrase's words that mean something else keep their meaning: google drive is not a web search, news
         in a link is not news, a deal's note is not a commit's, a table's size is not a file's, C++'s :: is not an
@@ -9583,7 +9612,7 @@ class ToolIndexTests(unittest.TestCase):
 
     def test_recorded_corpus(self):
         """Over the 289 recorded tools, each intent set is found in the first five as often as today (a floor each;
-        people26 and people27, the blind check, are left to the benchmark)."""
+        people28 to people31, the blind check, are left to the benchmark)."""
         with open(TOOLSEARCH_CORPUS) as f:
             corpus = json.load(f)
         tools = [dict(tool, name="%s__%s" % (server, tool["name"]), description="[%s] %s" % (server, tool.get("description")))
@@ -9592,13 +9621,13 @@ class ToolIndexTests(unittest.TestCase):
             intents = json.load(f)
         index = mcpstudio.ToolIndex(tools)
         found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
-        self.assertGreaterEqual(found / len(intents), 0.93)
-        for name, least in (("heldout", 0.9), ("people", 0.9), ("people2", 0.9), ("people3", 0.8), ("people4", 0.95),
-                            ("people5", 0.95), ("people6", 0.85), ("people7", 0.9), ("people8", 0.85), ("people9", 0.95),
-                            ("people10", 0.95), ("people11", 0.95), ("people12", 0.8), ("people13", 0.95),
-                            ("people14", 0.9), ("people15", 0.85), ("people16", 0.9), ("people17", 0.95),
-                            ("people18", 0.9), ("people19", 0.9), ("people20", 0.8), ("people21", 0.85), ("people22", 0.95),
-                            ("people23", 0.9), ("people24", 0.9), ("people25", 0.85)):
+        self.assertGreaterEqual(found / len(intents), 0.94)
+        for name, least in (("heldout", 0.95), ("people", 0.9), ("people2", 0.95), ("people3", 0.85), ("people4", 0.95),
+                            ("people5", 0.95), ("people6", 0.9), ("people7", 0.95), ("people8", 0.9), ("people9", 0.95),
+                            ("people10", 0.95), ("people11", 0.95), ("people12", 0.85), ("people13", 0.95),
+                            ("people14", 0.95), ("people15", 0.9), ("people16", 0.95), ("people17", 0.95),
+                            ("people18", 0.95), ("people19", 0.9), ("people20", 0.8), ("people21", 0.9), ("people22", 0.95),
+                            ("people23", 0.95), ("people24", 0.95), ("people25", 0.9), ("people26", 0.95), ("people27", 0.95)):
             with open(os.path.join(HERE, "benchmarks", "toolsearch", name + ".json")) as f:
                 intents = json.load(f)
             found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
