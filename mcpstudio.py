@@ -5481,7 +5481,8 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),  # let the team know (not let me know)
     (r"\b(?:files?|documents?|spreadsheets?|pdfs?|images?|photos?|path)\b(?=.{0,60}?\bin (?:the|its|their) (?:file ?)?names?\b)", r" \g<0> file search "),  # files with x in the name
     (r"(?i:\bhow big is (?!the \w+ (?:table|database|db|index)\b)|\bwhen was it last (?:changed|modified|touched|edited)\b)", " file size modified info "),  # how big is a file (not a table), when was it last touched
-    (r"\bsearch (?:box|bar|field)\b", " input field "),  # a search box is a field to type in
+    (r"\bsearch (?:box|bar|field)\b", " input field "),
+    (r"(?i:\berrors?\b(?=[^.?!]{0,60}?\b(?:page|browser|chrome|tab)\b)(?![^.?!]{0,200}\bsentry\b))", r" \g<0> console "),  # errors on a page, in the browser: its console's  # a search box is a field to type in
     (r"(?i:\blast \d+ commits\b|\bhistory of (?:the )?(?:changes|commits|edits)\b)", " commit log history "),  # the last 3 commits, the history of changes
     (r"\b(?:save|dump|write|export|put)\b.{0,60}?\b(?:to|into|as) +file path\b", " save write file path "),  # save, dump ... to a path
     (r"(?i:(?<!n't )(?<!not )\bforget (?:that|everything|about|the)\b)", " delete memory observation "),  # forget that (not don't forget)
@@ -5493,7 +5494,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\b(?:log|file) (?=an? )", " add "),  # to log a note, to file a bug
     (r"\bpull\b(?![ -]?req| up)", " extract "),  # to pull data out (not a pull request, not pull up)
     (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|(?:\bnot|\bnever|n't) (?:yet )?committed\b|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles are (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),  # since my last commit, haven't committed, uncommitted, my working tree
-    (r"(?i)^\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|\?\s*$", r"\g<0> search "),  # a question
+    (r"(?i)^(?!.* url web page )(?:\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|.*\?\s*$)", r"\g<0> search "),  # a question (not of a URL's page)
     (r"(?<!\w)#[a-z][\w-]*", " channel "),  # #general
     (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue id resource "),  # an issue's short id, TINYSHOP-3F (not ISO-8601), names a resource
     (r"(?<![\w:]):[a-z_+-]+:(?![\w:])|[\U0001F300-\U0001FAFF]", " emoji reaction "),  # :eyes:, a pictograph (not C++'s ::)
@@ -5550,7 +5551,7 @@ web internet online site
 map route direction place location address geocode
 place venue restaurant cafe shop spot business
 element node selector dom
-tab window page
+tab window
 performance speed profile trace
 network request traffic http api
 key value cache redis
