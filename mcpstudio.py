@@ -5503,7 +5503,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),  # parseConfig, load_settings
 )
 WORD_FAMILIES = """
-get fetch read retrieve show view load obtain see display look inspect detail describe open give grab
+get fetch read retrieve show view load obtain see display look inspect detail describe open give grab cat
 list enumerate browse index overview show find
 create add make new insert post start begin generate spin draft compose raise submit register
 delete remove drop destroy erase trash purge discard forget nuke rid clean
@@ -5563,7 +5563,7 @@ upload attach
 size length count many space big large disk storage
 summary summarize overview tldr gist recap
 elevation altitude height high sea
-connect link relate relation associate association married
+connect link relate relation associate association married depends manages
 photo image media picture
 said comment review feedback
 title role job profile
