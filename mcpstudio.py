@@ -5475,14 +5475,14 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry "),  # a Notion database's row
     (r"(?i:\b(?:keep (?:that |this |it )?in mind|(?:remember|note) that|don't forget|do not forget)\b)", " remember memory "),  # keep in mind, note that, don't forget
     (r"(?i:\bpods\b)", " get resources kubernetes "),  # pods are listed (not a pod's exec)
-    (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation|api)\b|(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b)", r" \1 library docs "),  # the latest docs or API: a library's; next.js (not vercel/next.js, a repository); next.js
-    (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd\b(?=.{0,40}?\b(?:contacts?|deals?|compan(?:y|ies)|leads?)\b))", " create "),  # open an issue, add (Dana to my) contacts
+    (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation|api(?= (?:for|of|reference)\b))\b|(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b)", r" \1 library docs "),  # the latest docs or API: a library's; next.js (not vercel/next.js, a repository); next.js
+    (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd\b(?!.{0,40}?\b(?:labels?|reactions?|comments?|issues?|observations?|relations?|emoji|columns?|branch|rows?|propert(?:y|ies))\b)(?=.{0,40}?\b(?:contacts?|deals?|compan(?:y|ies)|leads?)\b))", " create "),  # open an issue, add (Dana to my) contacts
     (r"(?i:\bgoogle\b(?! ?(?:maps|drive|docs?|sheets?|calendar|cloud|analytics|ads))|\bnews (?=about|on|for)\b)", " web search "),  # google it (not Google Drive), news about
     (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),  # let the team know (not let me know)
     (r"\b(?:files?|documents?|spreadsheets?|pdfs?|images?|photos?|path)\b(?=.{0,60}?\bin (?:the|its|their) (?:file ?)?names?\b)", r" \g<0> file search "),  # files with x in the name
     (r"(?i:\bhow big is (?!the \w+ (?:table|database|db|index)\b)|\bwhen was it last (?:changed|modified|touched|edited)\b)", " file size modified info "),  # how big is a file (not a table), when was it last touched
-    (r"\bsearch (?:box|bar|field)\b", " input field "),
-    (r"(?i:\berrors?\b(?=[^.?!]{0,60}?\b(?:page|browser|chrome|tab)\b)(?![^.?!]{0,200}\bsentry\b))", r" \g<0> console "),  # errors on a page, in the browser: its console's  # a search box is a field to type in
+    (r"\bsearch (?:box|bar|field)\b", " input field "),  # a search box is a field to type in
+    (r"(?i:(?<!about )(?<!post the )(?<!post )\berrors?\b(?=[^.?!]{0,60}?\b(?:page|browser|chrome|tab)\b)(?![^.?!]{0,200}\b(?:sentry|network)\b))", r" \g<0> console "),  # errors on a page, in the browser: its console's (not a network tab's)
     (r"(?i:\blast \d+ commits\b|\bhistory of (?:the )?(?:changes|commits|edits)\b)", " commit log history "),  # the last 3 commits, the history of changes
     (r"\b(?:save|dump|write|export|put)\b.{0,60}?\b(?:to|into|as) +file path\b", " save write file path "),  # save, dump ... to a path
     (r"(?i:(?<!n't )(?<!not )\bforget (?:that|everything|about|the)\b)", " delete memory observation "),  # forget that (not don't forget)
@@ -5490,13 +5490,13 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),  # what's the time
     (r"(?i:\b(?:are|is|still) open\b|\bopen (?=(?:prs|pull requests|issues|tickets|bugs|mrs|merge requests)\b))", " list "),  # open PRs, still open: a list
     (r"\bwhat (?:do )?you (?:remember|know)\b", " search memory "),  # what do you know about
-    (r"\blog (?:an? )?(?=(?:note|call|meeting|activity)\b)", " add crm activity "),  # log a note, log a call: a CRM's activity
+    (r"\blog (?:an? )?(?=(?:note|call|meeting|activity)\b)(?![^.?!]{0,80}\b(?:memory|graph|notion|github|gitlab|issue|pr|page|database)\b)", " add crm activity "),  # log a note, log a call: a CRM's activity
     (r"\b(?:log|file) (?=an? )", " add "),  # to log a note, to file a bug
     (r"\bpull\b(?![ -]?req| up)", " extract "),  # to pull data out (not a pull request, not pull up)
-    (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|(?:\bnot|\bnever|n't) (?:yet )?committed\b|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles are (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),  # since my last commit, haven't committed, uncommitted, my working tree
-    (r"(?i)^(?!.* url web page )(?:\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|.*\?\s*$)", r"\g<0> search "),  # a question (not of a URL's page)
+    (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|(?:\bnot|\bnever|n't) (?:yet )?committed\b(?! to\b)|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles are (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),  # since my last commit, haven't committed, uncommitted, my working tree
+    (r"(?i)^(?!\s*what\b.* url web page )(?:\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|.*\?\s*$)", r"\g<0> search "),  # a question (not of a URL's page)
     (r"(?<!\w)#[a-z][\w-]*", " channel "),  # #general
-    (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue id resource "),  # an issue's short id, TINYSHOP-3F (not ISO-8601), names a resource
+    (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-|PR-|MR-|SKU-|INV-|ORDER-|GPT-|PEP-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue id resource "),  # an issue's short id, TINYSHOP-3F (not ISO-8601), names a resource
     (r"(?<![\w:]):[a-z_+-]+:(?![\w:])|[\U0001F300-\U0001FAFF]", " emoji reaction "),  # :eyes:, a pictograph (not C++'s ::)
     (r"(?<!\w)@\w+", " user "),  # @dana
     (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),  # db:5432
@@ -5631,7 +5631,7 @@ echo repeat parrot
 def search_words(text, stems):
     """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
     (`stems`: the stems of the words seen so far)."""
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[0-9])(?=[A-Z][a-z])|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s(?![a-z]))", " ", text).lower()
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[0-9])(?=[A-Z](?:[a-z]|[A-Z]{2}))|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s(?![a-z]))", " ", text).lower()
     return [stems.get(word) or stems.setdefault(word, _stem(word)) for word in re.findall(r"[a-z0-9]{2,}", spaced)
             if word not in STOP_WORDS]
 

@@ -9531,6 +9531,28 @@ class ToolIndexTests(unittest.TestCase):
              ("save the deal with a note about pricing", "crm__create_note"), ("how big is the orders table", "db__query"),
              ("docs for std::vector::push_back", "docs__get"), ("what files were changed in pull request 42", "github__get_pull_request_files")))
 
+    def test_phrases_that_are_not_what_they_seem_either(self):
+        """Round 7's phrases keep to their meaning: committing to a renewal is not a git commit, SKU-4410 is not an
+        issue's id (the first two rows fail on d10d346); errors in a network tab are not the console's, a question
+        about who links to a URL is still a web search, errors in an issue's title are not the console's, and a note
+        logged in memory is not a CRM's (guards the review asked for)."""
+        self.assert_first((
+            ("browser__list_network_requests", "[chrome-devtools] List the network requests of the page"),
+            ("browser__list_console_messages", "[chrome-devtools] List the console messages of the page"),
+            ("crm__update_objects", "[hubspot] Update CRM objects such as a deal's stage"), ("git__status", "[git] Show the working tree status"),
+            ("chat__history", "[slack] Get the recent messages of a channel"),
+            ("sentry__get_resource", "[sentry] Fetch a Sentry resource by URL or by resource type and id: issues, events, traces"),
+            ("web__search", "[brave] Search the web"), ("web__fetch", "[fetch] Fetch a URL and return its content as markdown"),
+            ("github__create_issue", "[github] Create an issue in a repository"),
+            ("crm__create_engagement", "[hubspot] Create an engagement (a note or a task) on a CRM record; activity reporting feeds off it"),
+            ("memory__add_observations", "[memory] Add observations to entities in the knowledge graph")),
+            (("the client hasn't committed to the renewal yet, update the Acme deal stage", "crm__update_objects"),
+             ("show me what Dana posted about SKU-4410 in #ops", "chat__history"),
+             ("errors in chrome's network tab for the api calls", "browser__list_network_requests"),
+             ("who links to https://myblog.dev/post-1?", "web__search"),
+             ("open a github issue about errors on the signup page", "github__create_issue"),
+             ("log a note in memory that Dana prefers email", "memory__add_observations")))
+
     def test_values_say_what_they_are(self):
         """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it;
         a phrase's verb (to log a note, to pull data out) the tool that does it, and a question a search."""
