@@ -42,8 +42,8 @@ SETS = (("intents", "tuned on"), ("heldout", "tuned on"), ("people", "tuned on")
         ("people11", "tuned on"), ("people12", "tuned on"), ("people13", "tuned on"), ("people14", "tuned on"),
         ("people15", "tuned on"), ("people16", "tuned on"), ("people17", "tuned on"), ("people18", "tuned on"),
         ("people19", "tuned on"), ("people20", "tuned on"), ("people21", "tuned on"), ("people22", "tuned on"),
-        ("people23", "tuned on"), ("people24", "tuned on"), ("people25", "tuned on"), ("people26", "blind"),
-        ("people27", "blind"))
+        ("people23", "tuned on"), ("people24", "tuned on"), ("people25", "tuned on"), ("people26", "tuned on"),
+        ("people27", "tuned on"), ("people28", "blind"), ("people29", "blind"), ("people30", "blind"), ("people31", "blind"))
 
 
 def definitions(corpus: dict) -> list:
