@@ -5472,11 +5472,11 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),  # 3pm, 14:30
     (r"\bon my (?:computer|laptop|machine|mac|pc|desktop|disk|drive)\b|\bmy (?i:downloads|documents|desktop) folder\b", " file folder directory "),  # the computer's own files
     (r"(?i:\b(?:all|every) (?:the )?(?:page )?(?:pages|urls|links) (?:on|of|from|under|at)\b)", " all website discover "),  # a site's pages (not a Notion workspace's)
-    (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry "),  # a Notion database's row
+    (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry wiki "),  # a Notion database's row
     (r"(?i:\b(?:keep (?:that |this |it )?in mind|(?:remember|note) that|don't forget|do not forget)\b)", " remember memory "),  # keep in mind, note that, don't forget
     (r"(?i:\bpods\b)", " get resources kubernetes "),  # pods are listed (not a pod's exec)
     (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation|api(?= (?:for|of|reference)\b))\b|(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b)", r" \1 library docs "),  # the latest docs or API: a library's; next.js (not vercel/next.js, a repository); next.js
-    (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd\b(?!.{0,40}?\b(?:labels?|reactions?|comments?|issues?|observations?|relations?|emoji|columns?|branch|rows?|propert(?:y|ies))\b)(?=.{0,40}?\b(?:contacts?|deals?|compan(?:y|ies)|leads?)\b))", " create "),  # open an issue, add (Dana to my) contacts
+    (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd\b(?!.{0,60}?\b(?:labels?|reactions?|comments?|issues?|observations?|relations?|emoji|columns?|branch|rows?|propert(?:y|ies))\b)(?=.{0,60}?\b(?:contacts?|deals?|compan(?:y|ies)|leads?)\b))", " create "),  # open an issue, add (Dana to my) contacts
     (r"(?i:\bgoogle\b(?! ?(?:maps|drive|docs?|sheets?|calendar|cloud|analytics|ads))|\bnews (?=about|on|for)\b)", " web search "),  # google it (not Google Drive), news about
     (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),  # let the team know (not let me know)
     (r"\b(?:files?|documents?|spreadsheets?|pdfs?|images?|photos?|path)\b(?=.{0,60}?\bin (?:the|its|their) (?:file ?)?names?\b)", r" \g<0> file search "),  # files with x in the name
@@ -5486,10 +5486,10 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"(?i:\blast \d+ commits\b|\bhistory of (?:the )?(?:changes|commits|edits)\b)", " commit log history "),  # the last 3 commits, the history of changes
     (r"\b(?:save|dump|write|export|put)\b.{0,60}?\b(?:to|into|as) +file path\b", " save write file path "),  # save, dump ... to a path
     (r"(?i:(?<!n't )(?<!not )\bforget (?:that|everything|about|the)\b)", " delete memory observation "),  # forget that (not don't forget)
-    (r"(?i:\bcommit\b.{0,40}?\b(?:(?:with )?(?:the |a )?(?:message|msg|note)|with)\b|\bsave (?:my|the|our|all|these|those) changes\b(?:.{0,40}?\bwith (?:the |a )?note\b)?)", " commit changes "),  # commit ... with the message, save my changes
+    (r"(?i:\bcommit\b.{0,40}?\b(?:(?:with )?(?:the |a )?(?:message|msg|note)|with)\b|\bsave (?:my|the|our|all|these|those) (?:changes|edits|work)\b(?:.{0,40}?\bwith (?:the |a )?note\b)?)", " commit changes "),  # commit ... with the message, save my changes
     (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),  # what's the time
     (r"(?i:\b(?:are|is|still) open\b|\bopen (?=(?:prs|pull requests|issues|tickets|bugs|mrs|merge requests)\b))", " list "),  # open PRs, still open: a list
-    (r"\bwhat (?:do )?you (?:remember|know)\b", " search memory "),  # what do you know about
+    (r"\bwhat (?:do )?you (?:remember|know)\b|\bwhat did (?:[iI]|we) tell you\b", " search memory "),  # what do you know about
     (r"\blog (?:an? )?(?=(?:note|call|meeting|activity)\b)(?![^.?!]{0,80}\b(?:memory|graph|notion|github|gitlab|issue|pr|page|database)\b)", " add crm activity "),  # log a note, log a call: a CRM's activity
     (r"\b(?:log|file) (?=an? )", " add "),  # to log a note, to file a bug
     (r"\bpull\b(?![ -]?req| up)", " extract "),  # to pull data out (not a pull request, not pull up)
@@ -5503,12 +5503,12 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),  # parseConfig, load_settings
 )
 WORD_FAMILIES = """
-get fetch read retrieve show view load obtain see display look inspect detail describe open give grab cat
+get fetch read retrieve show view load obtain see display inspect detail describe open give grab cat
 list enumerate browse index overview show find
 create add make new insert post start begin generate spin draft compose raise submit register
 delete remove drop destroy erase trash purge discard forget nuke rid clean
 update edit modify change set patch alter rename adjust tweak mark replace swap
-search find query lookup locate grep filter seek discover google hunt bing
+search find query lookup locate grep filter seek discover google hunt bing look
 send post message notify reply dm chat tell ping announce shoot respond answer
 history recent said conversation timeline catch earlier
 run execute exec invoke launch trigger perform call kick fire

@@ -9512,6 +9512,13 @@ class ToolIndexTests(unittest.TestCase):
              ("pull up the details of Sentry issue WEB-4812", "sentry__get_resource"),
              ("stack trace for TINYSHOP-3F please", "sentry__get_resource"),
              ("the old theme is on gitlab under rosa/shop-theme, grab me the README from it", "gitlab__get_file_contents")))
+        self.assert_first((  # round 8, each row failing on bb128ca: look up is a search, save my edits commits
+            ("crm__search_objects", "[hubspot] Search CRM objects such as contacts, companies and deals"),
+            ("crm__get_object", "[hubspot] Get a CRM object by id"), ("web__fetch", "[fetch] Fetch a URL and return its content"),
+            ("git__commit", "[git] Record changes to the repository"), ("files__edit", "[filesystem] Edit a file: line-based edits"),
+            ("memory__add_observations", "[memory] Add observations to entities in the knowledge graph")),
+            (("look up the Northwind Robotics deal in the CRM", "crm__search_objects"),
+             ('save my edits to the website with the note "updated pricing copy"', "git__commit")))
 
     def test_phrases_that_are_not_what_they_seem(self):
         """A phrase's words that mean something else keep their meaning: google drive is not a web search, news
@@ -9634,7 +9641,7 @@ class ToolIndexTests(unittest.TestCase):
 
     def test_recorded_corpus(self):
         """Over the 289 recorded tools, each intent set is found in the first five as often as today (a floor each;
-        people28 to people31, the blind check, are left to the benchmark)."""
+        people32 to people35, the blind check, are left to the benchmark)."""
         with open(TOOLSEARCH_CORPUS) as f:
             corpus = json.load(f)
         tools = [dict(tool, name="%s__%s" % (server, tool["name"]), description="[%s] %s" % (server, tool.get("description")))
@@ -9649,7 +9656,8 @@ class ToolIndexTests(unittest.TestCase):
                             ("people10", 0.95), ("people11", 0.95), ("people12", 0.85), ("people13", 0.95),
                             ("people14", 0.95), ("people15", 0.9), ("people16", 0.95), ("people17", 0.95),
                             ("people18", 0.95), ("people19", 0.9), ("people20", 0.8), ("people21", 0.9), ("people22", 0.95),
-                            ("people23", 0.95), ("people24", 0.95), ("people25", 0.9), ("people26", 0.95), ("people27", 0.95)):
+                            ("people23", 0.95), ("people24", 0.95), ("people25", 0.9), ("people26", 0.95), ("people27", 0.95),
+                            ("people28", 0.9), ("people29", 0.95), ("people30", 0.9), ("people31", 0.95)):
             with open(os.path.join(HERE, "benchmarks", "toolsearch", name + ".json")) as f:
                 intents = json.load(f)
             found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
