@@ -5460,7 +5460,7 @@ STOP_WORDS = frozenset(
     "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
     "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
 VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...), a phrase what it does
-    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)|\btell me\b", " "),  # quoted: the person's own text (a message, a title), not the task; *tell me* is to the assistant
+    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)|\btell me\b|\b(?:the|our|my|their|your) team\b", " "),  # quoted: the person's own text (a message, a title), not the task; *tell me* is to the assistant
     (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|co|uk)/\S*|\b(?:this|that|the) link\b", " url web page "),  # a URL, this link
     (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # an email; each shape begins a run only: linear on a long word
     (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website web "),  # a bare domain (rivalapp.com, shop.co.uk); its TLD is not a word
@@ -5478,7 +5478,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation|api(?= (?:for|of|reference)\b))\b|(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b)", r" \1 library docs "),  # the latest docs or API: a library's; next.js (not vercel/next.js, a repository); next.js
     (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd\b(?!.{0,60}?\b(?:labels?|reactions?|comments?|issues?|observations?|relations?|emoji|columns?|branch|rows?|propert(?:y|ies))\b)(?=.{0,60}?\b(?:contacts?|deals?|compan(?:y|ies)|leads?)\b))", " create "),  # open an issue, add (Dana to my) contacts
     (r"(?i:\bgoogle\b(?! ?(?:maps|drive|docs?|sheets?|calendar|cloud|analytics|ads))|\bnews (?=about|on|for)\b)", " web search "),  # google it (not Google Drive), news about
-    (r"\blet (?!me\b)(?:\w+ ){1,3}?know\b", " send message "),  # let the team know (not let me know)
+    (r"\blet +(?!me\b)(?:\w+ +){0,3}?know\b", " send message "),  # let the team know (not let me know)
     (r"\b(?:files?|documents?|spreadsheets?|pdfs?|images?|photos?|path)\b(?=.{0,60}?\bin (?:the|its|their) (?:file ?)?names?\b)", r" \g<0> file search "),  # files with x in the name
     (r"(?i:\bhow big is (?!the \w+ (?:table|database|db|index)\b)|\bwhen was it last (?:changed|modified|touched|edited)\b)", " file size modified info "),  # how big is a file (not a table), when was it last touched
     (r"\bsearch (?:box|bar|field)\b", " input field "),  # a search box is a field to type in

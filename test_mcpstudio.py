@@ -9512,13 +9512,19 @@ class ToolIndexTests(unittest.TestCase):
              ("pull up the details of Sentry issue WEB-4812", "sentry__get_resource"),
              ("stack trace for TINYSHOP-3F please", "sentry__get_resource"),
              ("the old theme is on gitlab under rosa/shop-theme, grab me the README from it", "gitlab__get_file_contents")))
-        self.assert_first((  # round 8, each row failing on bb128ca: look up is a search, save my edits commits
+        self.assert_first((  # round 8, the first three rows failing on bb128ca: look up is a search, save my edits
+            # commits, the team of the person's own is not an organization's team (the other rows guard that)
+            ("time__convert_time", "[time] Convert a time between time zones"), ("sentry__find_teams", "[sentry] Find the teams of an organization"),
+            ("chat__send_message", "[slack] Send a message to a channel"),
             ("crm__search_objects", "[hubspot] Search CRM objects such as contacts, companies and deals"),
             ("crm__get_object", "[hubspot] Get a CRM object by id"), ("web__fetch", "[fetch] Fetch a URL and return its content"),
             ("git__commit", "[git] Record changes to the repository"), ("files__edit", "[filesystem] Edit a file: line-based edits"),
             ("memory__add_observations", "[memory] Add observations to entities in the knowledge graph")),
             (("look up the Northwind Robotics deal in the CRM", "crm__search_objects"),
-             ('save my edits to the website with the note "updated pricing copy"', "git__commit")))
+             ('save my edits to the website with the note "updated pricing copy"', "git__commit"),
+             ("if I schedule the call for 9am Pacific, what time is that for the team in Berlin?", "time__convert_time"),
+             ("can you let the team know the launch moved to friday", "chat__send_message"),
+             ("find the teams in our sentry org", "sentry__find_teams")))
 
     def test_phrases_that_are_not_what_they_seem(self):
         """A phrase's words that mean something else keep their meaning: google drive is not a web search, news
