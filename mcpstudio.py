@@ -5460,7 +5460,7 @@ STOP_WORDS = frozenset(
     "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
     "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
 VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...), a phrase what it does
-    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)|\btell me\b|\b(?:the|our|my|their|your) team\b", " "),  # quoted: the person's own text (a message, a title), not the task; *tell me* is to the assistant
+    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)|\btell me\b|\b(?:the|our|my|their|your) team\b", " "),  # quoted: the person's own text (a message, a title), not the task; *tell me* is to the assistant, *our team* the person's own
     (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|co|uk)/\S*|\b(?:this|that|the) link\b", " url web page "),  # a URL, this link
     (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # an email; each shape begins a run only: linear on a long word
     (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website web "),  # a bare domain (rivalapp.com, shop.co.uk); its TLD is not a word
