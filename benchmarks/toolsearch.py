@@ -43,7 +43,9 @@ SETS = (("intents", "tuned on"), ("heldout", "tuned on"), ("people", "tuned on")
         ("people15", "tuned on"), ("people16", "tuned on"), ("people17", "tuned on"), ("people18", "tuned on"),
         ("people19", "tuned on"), ("people20", "tuned on"), ("people21", "tuned on"), ("people22", "tuned on"),
         ("people23", "tuned on"), ("people24", "tuned on"), ("people25", "tuned on"), ("people26", "tuned on"),
-        ("people27", "tuned on"), ("people28", "blind"), ("people29", "blind"), ("people30", "blind"), ("people31", "blind"))
+        ("people27", "tuned on"), ("people28", "tuned on"), ("people29", "tuned on"),
+        ("people30", "tuned on"), ("people31", "tuned on"), ("people32", "blind"), ("people33", "blind"), ("people34", "blind"),
+        ("people35", "blind"))
 
 
 def definitions(corpus: dict) -> list:
