@@ -2235,8 +2235,7 @@ class ProcessRunner:
         try:
             transport, child, cancelled = await self._spawn(
                 lambda: _ChildProtocol(output_limit, on_stderr_line, on_output), argv,
-                stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
+                subprocess.PIPE if piped else subprocess.DEVNULL, env, cwd)
         except FileNotFoundError as exc:
             if cwd is not None and not os.path.isdir(cwd):
                 return ProcessResult(argv, "error", error="the folder %s does not exist" % cwd)
@@ -2298,9 +2297,7 @@ class ProcessRunner:
         problem = exec_problem(argv, env, cwd)
         if problem:
             raise ValueError(problem)
-        transport, protocol, cancelled = await self._spawn(
-            protocol_factory, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
+        transport, protocol, cancelled = await self._spawn(protocol_factory, argv, subprocess.PIPE, env, cwd)
         pid = transport.get_pid()
         self._track(pid)
         if cancelled:  # while its pipes were being connected: its group goes, not only the process
@@ -2310,16 +2307,17 @@ class ProcessRunner:
             raise asyncio.CancelledError()
         return transport, protocol
 
-    async def _spawn(self, protocol_factory, argv, **options):
-        """loop.subprocess_exec, run to its end even if the caller is cancelled meanwhile; return
-        (transport, protocol, cancelled).
+    async def _spawn(self, protocol_factory, argv, stdin, env, cwd):
+        """loop.subprocess_exec (`stdin` as given, stdout and stderr piped, `env` through _child_env),
+        run to its end even if the caller is cancelled meanwhile; return (transport, protocol, cancelled).
 
         The process exists before its pipes are connected. Cancelled in between,
         asyncio would kill that process alone and forget it, leaving whatever it
         had started in its group running; so the caller gets the process and
         stops its group. If it did not start, a cancel is raised as such."""
-        spawning = asyncio.ensure_future(asyncio.get_running_loop().subprocess_exec(protocol_factory, *argv, **options,
-                                                                                     **_SPAWN_OPTIONS))
+        spawning = asyncio.ensure_future(asyncio.get_running_loop().subprocess_exec(
+            protocol_factory, *argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=self._child_env(env), cwd=cwd, **_SPAWN_OPTIONS))
         cancelled = False
         while not spawning.done():
             try:
