@@ -1749,7 +1749,7 @@ if _POSIX:
         except (OSError, ValueError):
             return False
 
-    def _on_stop_signals(loop, stop, reload=None):
+    def _on_stop_signals(loop, stop, reload):
         """Call `stop(name)` on SIGTERM, SIGINT or SIGHUP; `reload()` on SIGHUP when given."""
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
@@ -1896,7 +1896,7 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
     def _writable_now(fd, size):
         return False  # select() cannot poll pipes on Windows: every write goes through the thread
 
-    def _on_stop_signals(loop, stop, reload=None):
+    def _on_stop_signals(loop, stop, reload):
         pass  # Ctrl+C arrives as KeyboardInterrupt, handled in main(); no SIGHUP to reload on
 
     # Windows only (untested in CI): a Job object that kills every process in
@@ -3274,7 +3274,7 @@ class Session:
             raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message", "")), error.get("data"))
         return reply.get("result")
 
-    def log_to_client(self, level, text, logger="mcpstudio"):
+    def log_to_client(self, level, text, logger):
         """Send `notifications/message` when `level` reaches the client's chosen level (as for a request of no id)."""
         CallContext(self, None).log(level, text, logger)
 
@@ -10406,8 +10406,7 @@ class ManagerTools:
                 result = self.status(upstream)
         except (UpstreamError, ConfigError) as exc:
             return tool_error(exc.message if isinstance(exc, McpError) else str(exc))
-        return {"content": [{"type": "text", "text": json.dumps(result, indent=1, ensure_ascii=False)}],
-                "structuredContent": result}
+        return {"content": [text_block(json.dumps(result, indent=1, ensure_ascii=False))], "structuredContent": result}
 
 
 def skill_uri(server_id, uri):
