@@ -534,7 +534,7 @@ class Template:
         return TemplateError("the field `%s` is not closed, or its description contains { } [ or ], "
                              "which a description may not" % name, index, self.source)
 
-    def _field(self, match, index, optional=False) -> Field:
+    def _field(self, match, index, optional) -> Field:
         group = match.groupdict()
         if group["flag"]:
             flag = group["flag"]
@@ -2108,7 +2108,7 @@ def batch_problem(program, value, batch=None):
         what, os.path.basename(os.fsdecode(program)))
 
 
-def find_program(argv, env=None):
+def find_program(argv, env):
     """`argv` with a program named without a folder replaced by the file a shell would run:
     npx -> C:\\...\\npx.cmd, git -> C:\\...\\git.exe.
 
@@ -3374,7 +3374,7 @@ def cut_binary(data, cut):
             % (_image_type(data) or "binary data", len(data), cut))
 
 
-def output_content(data, uri, cut=0):
+def output_content(data, uri, cut):
     """stdout as MCP content: text when it is UTF-8, an image, or an embedded blob.
 
     When the output was cut (`cut` bytes), a character split by the cut is
@@ -3580,7 +3580,7 @@ def check_read(uri, result: ProcessResult, timeout, subject=None):
                        {"uri": uri, "exitCode": result.returncode})
 
 
-def command_result(result: ProcessResult, timeout, uri, ok_exit=(0,), budget=None):
+def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
     """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
     broken = cut_binary(result.stdout, result.stdout_cut)
@@ -4345,7 +4345,7 @@ class ScriptDirectory(Source):
                 task.cancel()
 
 
-def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget=None):
+def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget):
     """A CallToolResult for a script run, following the mcpd exit-code table; its text output within `budget`."""
     block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
     if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
@@ -8348,7 +8348,7 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _request(self, url, data=None, headers=None, limit=1 << 20):
+    def _request(self, url, data, headers, limit=1 << 20):
         """One HTTP request: (status, response headers, up to `limit` bytes of body). A redirect is not
         followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
@@ -8512,7 +8512,7 @@ class OAuthClient:
         self.state["tokens"] = fresh
         self.store.save(self.state)
 
-    def sign_in(self, params, scopes=()):
+    def sign_in(self, params, scopes):
         """The whole authorization code flow, from discovery to saved tokens."""
         import urllib.parse
         if not self.interactive:
@@ -8859,7 +8859,7 @@ class _HttpChannel:
             settle(error=OSError(str(exc)))
             self._fail("its event stream ended: %s" % exc)
 
-    def _event_stream(self, last_event_id=None, request_id=None):
+    def _event_stream(self, last_event_id, request_id=None):
         """GET the session's event stream: the standalone one, or the stream of request `request_id` resumed
         after `last_event_id` (SEP-1699). (connection, response); the response is None when the server
         offers no stream there."""
