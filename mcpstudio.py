@@ -3215,7 +3215,7 @@ class Session:
         if params is None:
             params = {}
         if not isinstance(params, dict):
-            return _error_response(request_id, McpError(INVALID_PARAMS, "Invalid params: expected an object"))
+            return _error_response(request_id, _invalid_params("expected an object"))
         ctx = CallContext(self, request_id, _object(params.get("_meta")).get("progressToken"))
         try:
             result = self.dispatcher(method, params, ctx)
@@ -3297,6 +3297,11 @@ def _error_response(request_id, error: McpError):
 
 def _invalid_request(request_id, problem):
     return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: " + problem))
+
+
+def _invalid_params(problem, data=None):
+    """A -32602 error: "Invalid params: " and the problem."""
+    return McpError(INVALID_PARAMS, "Invalid params: " + problem, data)
 
 
 # --------------------------------------------------------------------------
@@ -3461,7 +3466,7 @@ class OutputStore(Source):
         try:
             data = output_slice(entry[2], query)
         except ValueError as exc:
-            raise McpError(INVALID_PARAMS, "Invalid params: %s: %s" % (uri, exc)) from None
+            raise _invalid_params("%s: %s" % (uri, exc)) from None
         return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": data.decode("utf-8", "replace")}]}
 
 
@@ -4465,13 +4470,13 @@ def skill_uri_segments(uri):
     from urllib.parse import unquote
     segments = [unquote(s) for s in uri[len("skill://"):].split("/")] if uri.startswith("skill://") else [""]
     if "?" in uri or "#" in uri or any(not s or s.startswith(".") or set(s) & set("/\\\0") for s in segments):
-        raise McpError(INVALID_PARAMS, "Invalid params: %s is not a skill file or folder this server serves "
-                       "(no empty, `.` or `..` segments, dot-files or encoded separators)" % uri, {"uri": uri})
+        raise _invalid_params("%s is not a skill file or folder this server serves "
+                              "(no empty, `.` or `..` segments, dot-files or encoded separators)" % uri, {"uri": uri})
     return segments
 
 
 def _no_skill(uri, why=""):
-    return McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s%s" % (uri, why), {"uri": uri})
+    return _invalid_params("no skill is served at %s%s" % (uri, why), {"uri": uri})
 
 
 class SkillFolders(Source):
@@ -4678,12 +4683,11 @@ class SkillFolders(Source):
             path, rel = self.target(uri)
             files = self.found[path][3]
             if rel not in files:
-                raise McpError(INVALID_PARAMS, "Invalid params: %s is not a file of the skill %s" % (uri, path),
-                               {"uri": uri})
+                raise _invalid_params("%s is not a file of the skill %s" % (uri, path), {"uri": uri})
             try:
                 content = skill_file_content(uri, _read_inside(files[rel][0], self.found[path][0], files[rel][1]))
             except OSError as exc:
-                raise McpError(INVALID_PARAMS, "Invalid params: cannot read %s (%s)" % (uri, exc), {"uri": uri})
+                raise _invalid_params("cannot read %s (%s)" % (uri, exc), {"uri": uri})
             if rel == "SKILL.md":
                 frontmatter = self.found[path][2]
                 content.update(name=frontmatter["name"], description=frontmatter["description"])
@@ -4707,7 +4711,7 @@ class SkillFolders(Source):
                                       else {"uri": child_uri, "name": child[0], "mimeType": _file_mime(name),
                                             "size": st.st_size})
             if not out:
-                raise McpError(INVALID_PARAMS, "Invalid params: %s is not a directory resource" % uri, {"uri": uri})
+                raise _invalid_params("%s is not a directory resource" % uri, {"uri": uri})
             return list(out.values())
         return await self._in_thread(children)
 
@@ -4920,8 +4924,8 @@ class Catalog:
             result = await source.complete(own_ref, params, ctx)
             if result is not None:
                 return result
-        raise McpError(INVALID_PARAMS, "Invalid params: no prompt or resource template %s to complete"
-                       % json.dumps(ref.get("name", ref.get("uri"))))
+        raise _invalid_params("no prompt or resource template %s to complete"
+                              % json.dumps(ref.get("name", ref.get("uri"))))
 
     async def close(self):
         """Close every source (stops what they started)."""
@@ -6071,13 +6075,13 @@ class Server:
             return await ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id)
         responses = params.get("inputResponses")
         if responses is not None and not isinstance(responses, dict):
-            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses` must be an object")
+            raise _invalid_params("`inputResponses` must be an object")
         answer = (responses or {}).get(key)
         if answer is None:
             return {"resultType": "input_required",
                     "inputRequests": {key: {"method": "elicitation/create", "params": form}}}
         if not isinstance(answer, dict):
-            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses.%s` must be an elicitation result" % key)
+            raise _invalid_params("`inputResponses.%s` must be an elicitation result" % key)
         return answer
 
     async def _modern_call(self, name, call, support, ctx: CallContext):
@@ -6195,8 +6199,8 @@ class Server:
         ref = params.get("ref")
         if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource") or \
                 not isinstance(params.get("argument"), dict):
-            raise McpError(INVALID_PARAMS, "Invalid params: completion/complete needs `ref` (ref/prompt or "
-                           "ref/resource) and an `argument` object")
+            raise _invalid_params("completion/complete needs `ref` (ref/prompt or "
+                                  "ref/resource) and an `argument` object")
         return await self.catalog.complete(ref, params, ctx)
     async def skills_list(self, params, ctx):
         """`skills/list`, paginated (an entry is never split)."""
@@ -6228,19 +6232,19 @@ def _name_and_arguments(params, method):
     """`name` and `arguments` of tools/call and prompts/get, checked (-32602 if malformed)."""
     name = params.get("name")
     if not isinstance(name, str):
-        raise McpError(INVALID_PARAMS, "Invalid params: %s needs a string `name`" % method)
+        raise _invalid_params("%s needs a string `name`" % method)
     arguments = params.get("arguments")
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        raise McpError(INVALID_PARAMS, "Invalid params: `arguments` must be an object")
+        raise _invalid_params("`arguments` must be an object")
     return name, arguments
 
 
 def _uri_param(params, method):
     uri = params.get("uri")
     if not isinstance(uri, str):
-        raise McpError(INVALID_PARAMS, "Invalid params: %s needs a string `uri`" % method)
+        raise _invalid_params("%s needs a string `uri`" % method)
     return uri
 
 
@@ -6274,14 +6278,14 @@ def dispatch_modern(server, method, params, ctx: CallContext, meta):
     ctx.modern = True
     if (not isinstance(meta, dict) or not isinstance(meta.get(META_VERSION), str)
             or not isinstance(meta.get(META_CAPABILITIES), dict)):
-        raise McpError(INVALID_PARAMS, "Invalid params: a %s request needs `_meta` with `%s` and `%s`"
-                       % (MODERN_VERSIONS[0], META_VERSION, META_CAPABILITIES))
+        raise _invalid_params("a %s request needs `_meta` with `%s` and `%s`"
+                              % (MODERN_VERSIONS[0], META_VERSION, META_CAPABILITIES))
     if meta[META_VERSION] not in MODERN_VERSIONS:
         raise McpError(UNSUPPORTED_VERSION, "Unsupported protocol version",
                        {"supported": list(MODERN_VERSIONS), "requested": meta[META_VERSION]})
     level = meta.get(META_LOG_LEVEL)
     if level is not None and level not in LOG_LEVELS:
-        raise McpError(INVALID_PARAMS, "Invalid params: `%s` must be one of %s" % (META_LOG_LEVEL, ", ".join(LOG_LEVELS)))
+        raise _invalid_params("`%s` must be one of %s" % (META_LOG_LEVEL, ", ".join(LOG_LEVELS)))
     ctx.level = level
     ctx.capabilities = meta[META_CAPABILITIES]
     ctx.inputs = {key: params[key] for key in ("inputResponses", "requestState") if key in params}
@@ -10143,8 +10147,8 @@ class InputBridge:
         else:
             entry = self.parked.get(state) if isinstance(state, str) else None
             if not entry or (entry.method, entry.name) != (method, name):
-                raise McpError(INVALID_PARAMS, "Invalid params: unknown `requestState` (it belongs to another "
-                               "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
+                raise _invalid_params("unknown `requestState` (it belongs to another "
+                                      "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
             del self.parked[state]
             entry.expiry.cancel()
             answers = _object(ctx.inputs.get("inputResponses"))
@@ -10498,7 +10502,7 @@ class UpstreamSkills:
             return await self._local("read_directory", uri)
         upstream, inner = route
         if not upstream.known()["skills"].get("directoryRead"):
-            raise McpError(INVALID_PARAMS, "Invalid params: the server `%s` does not read directories" % upstream.spec.id)
+            raise _invalid_params("the server `%s` does not read directories" % upstream.spec.id)
         return [dict(c, uri=skill_uri(upstream.spec.id, c["uri"]))
                 for c in await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
                 if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
