@@ -150,6 +150,9 @@ SERVER_SIGN_IN = -32007          # a URL server wants a sign-in that this proces
 # Errors
 # --------------------------------------------------------------------------
 
+BAD_JSON = (ValueError, RecursionError)  # what json.loads raises: not JSON, or nested too deeply
+
+
 class McpStudioError(Exception):
     """Base class of every error mcpstudio raises on purpose."""
 
@@ -3134,7 +3137,7 @@ class Session:
         self.transport.framing = framing
         try:
             message = json.loads(data)
-        except (ValueError, RecursionError) as exc:
+        except BAD_JSON as exc:
             self.transport.send(_error_response(None, McpError(PARSE_ERROR, "Parse error: %s" % exc)), framing)
             return
         if isinstance(message, list):
@@ -8812,7 +8815,7 @@ class _HttpChannel:
         for _, data in self._events(response, seen):
             try:
                 message = json.loads(data)
-            except (ValueError, RecursionError):
+            except BAD_JSON:
                 continue
             self._deliver(message, request_id)  # on this request's stream: it belongs to this request
             if isinstance(message, dict) and "method" not in message and message.get("id") == request_id:
@@ -8856,7 +8859,7 @@ class _HttpChannel:
                 elif event == "message":
                     try:
                         self._deliver(json.loads(data))
-                    except (ValueError, RecursionError):
+                    except BAD_JSON:
                         pass
             raise OSError("the server closed its event stream")
         except Exception as exc:  # the thread's boundary: report, never raise
@@ -8902,7 +8905,7 @@ class _HttpChannel:
                     events += 1
                     try:
                         self._deliver(json.loads(data))
-                    except (ValueError, RecursionError):
+                    except BAD_JSON:
                         pass
                 connection.close()
             except (OSError, http.client.HTTPException):
@@ -9007,7 +9010,7 @@ class _HttpChannel:
         notifications so), has the others delivered first."""
         try:
             return json.loads(body)
-        except (ValueError, RecursionError):
+        except BAD_JSON:
             pass
         reply = None
         for line in body.splitlines():
@@ -9015,7 +9018,7 @@ class _HttpChannel:
                 continue
             try:
                 message = json.loads(line)
-            except (ValueError, RecursionError):
+            except BAD_JSON:
                 return None
             if isinstance(message, dict) and ("result" in message or "error" in message):
                 reply = message
@@ -9152,7 +9155,7 @@ class RpcClient:
         """One line from the server: parsed and handled; junk is logged and skipped."""
         try:
             message = json.loads(line)
-        except (ValueError, RecursionError):  # nested too deeply is not JSON-RPC either
+        except BAD_JSON:  # nested too deeply is not JSON-RPC either
             message = None
         if isinstance(message, dict):
             self.received_message(message)
@@ -12313,7 +12316,7 @@ class HttpServer:
             raise HttpError(406, "accept application/json or text/event-stream")
         try:
             message = json.loads(body)
-        except (ValueError, RecursionError) as exc:
+        except BAD_JSON as exc:
             raise HttpError(400, "Parse error: %s" % exc, PARSE_ERROR)
         if not isinstance(message, dict):
             raise HttpError(400, "send one JSON-RPC message per request (no batches)", INVALID_REQUEST)
