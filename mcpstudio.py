@@ -239,10 +239,12 @@ class HttpError(McpStudioError):
 # Schema validation: the one JSON Schema checker (the subset tools use)
 # --------------------------------------------------------------------------
 
+NUMBER = (int, float)  # a JSON number's Python types (a bool is an int too: tell it apart where it matters)
+
 _JSON_TYPES = {
     "string": (str,),
     "integer": (int,),
-    "number": (int, float),
+    "number": NUMBER,
     "boolean": (bool,),
     "array": (list, tuple),
     "object": (dict,),
@@ -305,7 +307,7 @@ def validate(value, schema, where=""):
             errors.append("%s must be at most %d characters long" % (label, schema["maxLength"]))
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append("%s must match the pattern %s" % (label, schema["pattern"]))
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+    elif isinstance(value, NUMBER) and not isinstance(value, bool):
         import operator
         for key, broken, words in (("minimum", operator.lt, "at least"), ("maximum", operator.gt, "at most"),
                                    ("exclusiveMinimum", operator.le, "more than"),
@@ -2456,7 +2458,7 @@ def mask_secrets(value, secrets=()):
         return {mask_secrets(key, secrets): mask_secrets(item, secrets) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [mask_secrets(item, secrets) for item in value]
-    return "***" if isinstance(value, (int, float)) and any(s in str(value) for s in secrets) else value  # a PIN
+    return "***" if isinstance(value, NUMBER) and any(s in str(value) for s in secrets) else value  # a PIN
 
 
 class Log:
@@ -3862,13 +3864,13 @@ def as_text_where_strings(arguments, schema):
     for key, value in arguments.items():
         prop = properties.get(key) or {}
         kind = prop.get("type")
-        if kind == "string" and isinstance(value, (int, float)):
+        if kind == "string" and isinstance(value, NUMBER):
             out[key] = _text(value)
         elif kind in ("integer", "number") and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
             number = float(value)
             out[key] = int(number) if kind == "integer" and number.is_integer() and "." not in value else number
         elif kind == "array" and (prop.get("items") or {}).get("type") == "string" and isinstance(value, list):
-            out[key] = [_text(v) if isinstance(v, (int, float)) else v for v in value]
+            out[key] = [_text(v) if isinstance(v, NUMBER) else v for v in value]
     return out
 
 
@@ -3979,7 +3981,7 @@ def script_schema(options):
         size = spec.get("size")
         if size is not None:
             if not isinstance(size, dict) or not all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in size.values()):
+                    isinstance(v, NUMBER) and not isinstance(v, bool) for v in size.values()):
                 raise ValueError("%s: `size` must be an object of numbers like {\"min\": 1, \"max\": 10}" % where)
             bounds = {"string": ("minLength", "maxLength"), "integer": ("minimum", "maximum"),
                       "number": ("minimum", "maximum")}.get(prop.get("type"))
@@ -6731,7 +6733,7 @@ class ConfigLoader:
 
     def timeout(self, obj, where):
         """obj["timeout"] as positive seconds, or None when it is not given."""
-        value = self.get(obj, "timeout", (int, float), where)
+        value = self.get(obj, "timeout", NUMBER, where)
         if value is not None and value <= 0:
             raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
         return value
@@ -6912,7 +6914,7 @@ def read_rules(loader, obj, where):
         if value is not None:
             loader.keys(value, fields, _join(where, key))
             rules[key] = tuple(value.get(name, 0) for name in fields[:-1]) + (value.get(fields[-1], last[0]),)
-            if not all(type(number) in (int, float) and number > 0 for number in rules[key][:-1]) or \
+            if not all(type(number) in NUMBER and number > 0 for number in rules[key][:-1]) or \
                     rules[key][-1] not in last or rules[key][0] % 1:
                 raise loader.error(_join(where, key), "expected %s" % example)
     if obj.get("confirm", False) not in (True, False, "destructive"):
@@ -7867,7 +7869,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
                       ("healthCheckInterval", "health_interval")):
         if key not in entry and attr + "_sec" in entry:  # mcp-studio's startup_timeout_sec, tool_timeout_sec
             key = attr + "_sec"
-        value = loader.get(entry, key, (int, float), where)
+        value = loader.get(entry, key, NUMBER, where)
         if value is not None:
             if not 0 <= value < 1e9 or (value == 0 and key != "healthCheckInterval"):
                 raise loader.error(_join(where, key), "expected a positive number of seconds")
@@ -8315,7 +8317,7 @@ class OAuthClient:
             if not tokens.get("access_token"):
                 return None
             expires = tokens.get("expires_at")
-            if isinstance(expires, (int, float)) and time.time() > expires - OAUTH_REFRESH_EARLY \
+            if isinstance(expires, NUMBER) and time.time() > expires - OAUTH_REFRESH_EARLY \
                     and tokens.get("refresh_token"):
                 try:
                     self.refresh()
@@ -8469,7 +8471,7 @@ class OAuthClient:
             raise OAuthError("the token endpoint of %s answered HTTP %d%s" % (
                 metadata.get("issuer"), status, ": %s" % (tokens.get("error_description") or tokens.get("error"))
                 if tokens else ""))
-        if isinstance(tokens.get("expires_in"), (int, float)):
+        if isinstance(tokens.get("expires_in"), NUMBER):
             tokens["expires_at"] = int(time.time() + tokens["expires_in"])
         return tokens
 
@@ -8618,7 +8620,7 @@ class OAuthClient:
         if not tokens.get("access_token"):
             return "not signed in"
         expires = tokens.get("expires_at")
-        if isinstance(expires, (int, float)):
+        if isinstance(expires, NUMBER):
             left = expires - time.time()
             when = ("expired" if left <= 0 else "expires in %d min" % max(1, left // 60)) + \
                    (", refreshable" if tokens.get("refresh_token") else "")
@@ -9561,7 +9563,7 @@ class BackChannel:
         elif method == "notifications/progress":
             token = params.get("progressToken")
             ctx = self.progress.get(token) if isinstance(token, (str, int)) else None  # a list cannot be a key
-            if ctx and isinstance(params.get("progress"), (int, float)):
+            if ctx and isinstance(params.get("progress"), NUMBER):
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
             self.downstream.forward_log(params.get("level") if params.get("level") in LOG_LEVELS else "info",
@@ -9613,7 +9615,7 @@ def poll_interval(suggested_ms, waited, server_id):
     if waited > TASK_MAX_TTL_MS / 1000.0:
         raise UpstreamError(SERVER_TIMEOUT, "server `%s`: its task ran past 24 hours, the longest a task may run: "
                             "mcpstudio gave it up" % server_id)
-    suggested = min(max(suggested_ms / 1000.0, 0.1), 5.0) if type(suggested_ms) in (int, float) else 1.0
+    suggested = min(max(suggested_ms / 1000.0, 0.1), 5.0) if type(suggested_ms) in NUMBER else 1.0
     return max(suggested, min(5.0, 0.1 + waited / 4))
 
 
