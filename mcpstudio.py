@@ -151,6 +151,7 @@ SERVER_SIGN_IN = -32007          # a URL server wants a sign-in that this proces
 # --------------------------------------------------------------------------
 
 BAD_JSON = (ValueError, RecursionError)  # what json.loads raises: not JSON, or nested too deeply
+ID_TYPES = (str, int)  # of a JSON-RPC id or a progress token (a bool is an int too: tell it apart where it matters)
 
 
 class McpStudioError(Exception):
@@ -3195,7 +3196,7 @@ class Session:
         if not isinstance(message, dict):
             return _invalid_request(None, "expected a JSON object")
         request_id = message.get("id")
-        if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, (str, int))):
+        if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, ID_TYPES)):
             return _invalid_request(None, "`id` must be a string or an integer")
         if message.get("jsonrpc") != "2.0":
             return _invalid_request(request_id, '`jsonrpc` must be "2.0"')
@@ -3242,7 +3243,7 @@ class Session:
     def _notification(self, method, params):
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
-            entry = self.inflight.get(request_id) if isinstance(request_id, (str, int)) else None
+            entry = self.inflight.get(request_id) if isinstance(request_id, ID_TYPES) else None
             if entry:
                 self.log.debug("cancelling request %r: %s", request_id, params.get("reason", ""))
                 entry[1].cancelled = True
@@ -9544,7 +9545,7 @@ class BackChannel:
             self.upstream.client.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
             request_id = message["id"]
-            if isinstance(request_id, (str, int)) and request_id not in self.asking:
+            if isinstance(request_id, ID_TYPES) and request_id not in self.asking:
                 # It belongs to the call whose stream it came on; else (stdio cannot say) to the latest call
                 # in flight, else to the client.
                 cause = cause or (self.calls[-1] if self.calls else None)
@@ -9553,7 +9554,7 @@ class BackChannel:
             self.upstream.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the "
                                         "rest are dropped", self.upstream.spec.id, UPSTREAM_NOTICES)
         elif method == "notifications/cancelled":
-            asking = self.asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
+            asking = self.asking.get(params.get("requestId")) if isinstance(params.get("requestId"), ID_TYPES) else None
             if asking:
                 asking.cancel()
         elif method == "notifications/resources/updated":
@@ -9562,7 +9563,7 @@ class BackChannel:
             self.downstream.session.notify(method, params)
         elif method == "notifications/progress":
             token = params.get("progressToken")
-            ctx = self.progress.get(token) if isinstance(token, (str, int)) else None  # a list cannot be a key
+            ctx = self.progress.get(token) if isinstance(token, ID_TYPES) else None  # a list cannot be a key
             if ctx and isinstance(params.get("progress"), NUMBER):
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
@@ -12052,7 +12053,7 @@ def _header_value(value):
 
 def _good_id(message):
     request_id = message.get("id")
-    return request_id is None or (isinstance(request_id, (str, int)) and not isinstance(request_id, bool))
+    return request_id is None or (isinstance(request_id, ID_TYPES) and not isinstance(request_id, bool))
 
 
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "tasks/get": "taskId",
