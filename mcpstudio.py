@@ -1278,6 +1278,11 @@ def _article(kind):
     return "an" if kind[0] in "aeiou" else "a"
 
 
+def _decoded(data):
+    """UTF-8 bytes as text; what is not valid UTF-8 becomes U+FFFD."""
+    return data.decode("utf-8", "replace")
+
+
 def _clip(text, limit):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -2015,12 +2020,12 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         lines[0] = bytes(self._partial[:self.stderr.limit])
         self._partial = bytearray(lines.pop()[:self.stderr.limit])
         for line in lines:
-            self.on_stderr_line(line.rstrip(b"\r").decode("utf-8", "replace"))
+            self.on_stderr_line(_decoded(line.rstrip(b"\r")))
 
     def pipe_connection_lost(self, fd, exc):
         self.open_pipes.discard(fd)
         if fd == 2 and self._partial and self.on_stderr_line:
-            self.on_stderr_line(self._partial.decode("utf-8", "replace"))
+            self.on_stderr_line(_decoded(self._partial))
             self._partial = bytearray()
         if not self.open_pipes and not self.pipes_closed.done():
             self.pipes_closed.set_result(None)
@@ -2536,7 +2541,7 @@ class Log:
     def wire(self, direction, data):
         """Record one protocol message in the log file."""
         if self.file:
-            self._write("wire", "%s %s" % (direction, data.decode("utf-8", "replace").rstrip("\n")), False)
+            self._write("wire", "%s %s" % (direction, _decoded(data).rstrip("\n")), False)
 
     def close(self):
         """Close the --log file."""
@@ -2714,7 +2719,7 @@ class StdioFraming:
                 self._header = int(value)
             else:
                 self._header = McpError(PARSE_ERROR, "Parse error: bad header %s: Content-Length must be a "
-                                        "number of bytes" % line[:80].decode("utf-8", "replace"))
+                                        "number of bytes" % _decoded(line[:80]))
         elif line.strip():
             out.append((line, NEWLINE))
 
@@ -2970,7 +2975,7 @@ class OutputFeed:
         pieces = (self.partial.get(fd, b"") + data).split(b"\n")
         self.partial[fd] = pieces.pop()[:FEED_LINE]
         for piece in pieces[-FEED_LINES:]:
-            self.lines.append(_clip(piece.rstrip(b"\r").decode("utf-8", "replace"), FEED_LINE))
+            self.lines.append(_clip(_decoded(piece.rstrip(b"\r")), FEED_LINE))
         if pieces and not self.timer:
             self.timer = asyncio.get_running_loop().call_later(self.sent + FEED_INTERVAL - time.monotonic(), self.send)
 
@@ -3052,7 +3057,7 @@ class PromptWatch(OutputFeed):
         for _ in range(PROMPT_ROUNDS):
             while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n"):
                 await asyncio.sleep(PROMPT_QUIET)
-            text = self.tail.decode("utf-8", "replace")
+            text = _decoded(self.tail)
             prompt, schema = prompt_form(text)
             reply = await self.answer(text.strip(), prompt, schema) if prompt else None
             self.tail, self.said = b"", time.monotonic()
@@ -3473,7 +3478,7 @@ class OutputStore(Source):
             data = output_slice(entry[2], query)
         except ValueError as exc:
             raise _invalid_params("%s: %s" % (uri, exc)) from None
-        return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": data.decode("utf-8", "replace")}]}
+        return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": _decoded(data)}]}
 
 
 class OutputBudget:
@@ -3586,7 +3591,7 @@ def check_read(uri, result: ProcessResult, timeout, subject=None):
     """Raise the error of a resource read whose command did not succeed (with the end of its stderr)."""
     failure = describe_failure(result, timeout, subject)
     if failure:
-        detail = result.stderr.decode("utf-8", "replace").strip()[-500:]
+        detail = _decoded(result.stderr).strip()[-500:]
         raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, failure, (" " + detail) if detail else ""),
                        {"uri": uri, "exitCode": result.returncode})
 
@@ -3600,7 +3605,7 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
         content.append(text_block(failure))
         if budget:
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
-    stderr = result.stderr.decode("utf-8", "replace")
+    stderr = _decoded(result.stderr)
     if budget:
         stderr = budget.fit(result.stderr, stderr, 0.25)
     if (result.stdout and not broken) or not (failure or result.stderr):
@@ -4230,7 +4235,7 @@ class ScriptDirectory(Source):
         self._asked.add(path)
         result = await self.settings.run(self.runner, [path, "--help"], timeout=self.help_timeout, output_limit=1 << 20)
         if not result.ok:
-            tail = result.stderr.decode("utf-8", "replace").strip()[-300:]
+            tail = _decoded(result.stderr).strip()[-300:]
             entry["error"] = describe_failure(result, self.help_timeout, "`--help`") + ((" " + tail) if tail else "")
             if result.status != "exited" or (result.returncode or 0) < 0:
                 entry["transient"] = True  # a timeout or signal: asked again after a restart
@@ -4342,7 +4347,7 @@ class ScriptDirectory(Source):
             return None
         result = await self.settings.run(self.runner, [tool.path, "--state"], timeout=self.help_timeout)
         check_read(uri, result, self.help_timeout, "`%s --state`" % tool.rel)
-        text = result.stdout.decode("utf-8", "replace")
+        text = _decoded(result.stdout)
         try:
             json.loads(text)
         except ValueError:
@@ -8022,7 +8027,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             *lines, rest = self._err.split(b"\n")
             self._err = bytearray(rest[-65536:])
             for line in lines:
-                self.upstream.server_log.stderr_line(bytes(line).rstrip(b"\r").decode("utf-8", "replace"))
+                self.upstream.server_log.stderr_line(_decoded(bytes(line).rstrip(b"\r")))
             return
         for item, _ in self._out.feed(data):
             if not isinstance(item, McpError):  # a line over MAX_MESSAGE: _oversized
@@ -8067,7 +8072,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         if not self._gone:
             self._gone = True
             if self._err:
-                self.upstream.server_log.stderr_line(self._err.decode("utf-8", "replace"))
+                self.upstream.server_log.stderr_line(_decoded(self._err))
             self.upstream.gone(self)
 
 
@@ -8797,7 +8802,7 @@ class _HttpChannel:
         event `id` and `retry` (milliseconds), what resuming it takes (SEP-1699)."""
         event, data = "message", []
         for line in iter(response.readline, b""):
-            line = line.decode("utf-8", "replace").rstrip("\r\n")
+            line = _decoded(line).rstrip("\r\n")
             field, _, value = line.partition(":")
             value = value[1:] if value[:1] == " " else value
             if not line:
@@ -8991,7 +8996,7 @@ class _HttpChannel:
             if not ("result" in reply or "error" in reply):
                 reply = _error_response(request_id, McpError(
                     METHOD_NOT_FOUND if response.status in (404, 405) else INTERNAL_ERROR,
-                    "HTTP %d %s" % (response.status, _clip(body.decode("utf-8", "replace"), 200))))
+                    "HTTP %d %s" % (response.status, _clip(_decoded(body), 200))))
             self._deliver(reply)
         except OAuthError as exc:  # this request fails, saying how to sign in; the server stays up
             if request_id is not None:
@@ -9163,7 +9168,7 @@ class RpcClient:
         if isinstance(message, dict):
             self.received_message(message)
         else:
-            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(line[:400].decode("utf-8", "replace"), 200))
+            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(_decoded(line[:400]), 200))
 
     def received_message(self, message, related=None):
         """One message: a notification or request goes on (with the CallContext of our request `related`,
