@@ -150,6 +150,10 @@ SERVER_SIGN_IN = -32007          # a URL server wants a sign-in that this proces
 # Errors
 # --------------------------------------------------------------------------
 
+BAD_JSON = (ValueError, RecursionError)  # what json.loads raises: not JSON, or nested too deeply
+ID_TYPES = (str, int)  # of a JSON-RPC id or a progress token (a bool is an int too: tell it apart where it matters)
+
+
 class McpStudioError(Exception):
     """Base class of every error mcpstudio raises on purpose."""
 
@@ -236,10 +240,12 @@ class HttpError(McpStudioError):
 # Schema validation: the one JSON Schema checker (the subset tools use)
 # --------------------------------------------------------------------------
 
+NUMBER = (int, float)  # a JSON number's Python types (a bool is an int too: tell it apart where it matters)
+
 _JSON_TYPES = {
     "string": (str,),
     "integer": (int,),
-    "number": (int, float),
+    "number": NUMBER,
     "boolean": (bool,),
     "array": (list, tuple),
     "object": (dict,),
@@ -302,7 +308,7 @@ def validate(value, schema, where=""):
             errors.append("%s must be at most %d characters long" % (label, schema["maxLength"]))
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append("%s must match the pattern %s" % (label, schema["pattern"]))
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+    elif isinstance(value, NUMBER) and not isinstance(value, bool):
         import operator
         for key, broken, words in (("minimum", operator.lt, "at least"), ("maximum", operator.gt, "at most"),
                                    ("exclusiveMinimum", operator.le, "more than"),
@@ -534,7 +540,7 @@ class Template:
         return TemplateError("the field `%s` is not closed, or its description contains { } [ or ], "
                              "which a description may not" % name, index, self.source)
 
-    def _field(self, match, index, optional=False) -> Field:
+    def _field(self, match, index, optional) -> Field:
         group = match.groupdict()
         if group["flag"]:
             flag = group["flag"]
@@ -1272,6 +1278,11 @@ def _article(kind):
     return "an" if kind[0] in "aeiou" else "a"
 
 
+def _decoded(data):
+    """UTF-8 bytes as text; what is not valid UTF-8 becomes U+FFFD."""
+    return data.decode("utf-8", "replace")
+
+
 def _clip(text, limit):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -1749,7 +1760,7 @@ if _POSIX:
         except (OSError, ValueError):
             return False
 
-    def _on_stop_signals(loop, stop, reload=None):
+    def _on_stop_signals(loop, stop, reload):
         """Call `stop(name)` on SIGTERM, SIGINT or SIGHUP; `reload()` on SIGHUP when given."""
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
@@ -1896,7 +1907,7 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
     def _writable_now(fd, size):
         return False  # select() cannot poll pipes on Windows: every write goes through the thread
 
-    def _on_stop_signals(loop, stop, reload=None):
+    def _on_stop_signals(loop, stop, reload):
         pass  # Ctrl+C arrives as KeyboardInterrupt, handled in main(); no SIGHUP to reload on
 
     # Windows only (untested in CI): a Job object that kills every process in
@@ -2009,12 +2020,12 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         lines[0] = bytes(self._partial[:self.stderr.limit])
         self._partial = bytearray(lines.pop()[:self.stderr.limit])
         for line in lines:
-            self.on_stderr_line(line.rstrip(b"\r").decode("utf-8", "replace"))
+            self.on_stderr_line(_decoded(line.rstrip(b"\r")))
 
     def pipe_connection_lost(self, fd, exc):
         self.open_pipes.discard(fd)
         if fd == 2 and self._partial and self.on_stderr_line:
-            self.on_stderr_line(self._partial.decode("utf-8", "replace"))
+            self.on_stderr_line(_decoded(self._partial))
             self._partial = bytearray()
         if not self.open_pipes and not self.pipes_closed.done():
             self.pipes_closed.set_result(None)
@@ -2108,7 +2119,7 @@ def batch_problem(program, value, batch=None):
         what, os.path.basename(os.fsdecode(program)))
 
 
-def find_program(argv, env=None):
+def find_program(argv, env):
     """`argv` with a program named without a folder replaced by the file a shell would run:
     npx -> C:\\...\\npx.cmd, git -> C:\\...\\git.exe.
 
@@ -2235,8 +2246,7 @@ class ProcessRunner:
         try:
             transport, child, cancelled = await self._spawn(
                 lambda: _ChildProtocol(output_limit, on_stderr_line, on_output), argv,
-                stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
+                subprocess.PIPE if piped else subprocess.DEVNULL, env, cwd)
         except FileNotFoundError as exc:
             if cwd is not None and not os.path.isdir(cwd):
                 return ProcessResult(argv, "error", error="the folder %s does not exist" % cwd)
@@ -2298,9 +2308,7 @@ class ProcessRunner:
         problem = exec_problem(argv, env, cwd)
         if problem:
             raise ValueError(problem)
-        transport, protocol, cancelled = await self._spawn(
-            protocol_factory, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=self._child_env(env), cwd=cwd)
+        transport, protocol, cancelled = await self._spawn(protocol_factory, argv, subprocess.PIPE, env, cwd)
         pid = transport.get_pid()
         self._track(pid)
         if cancelled:  # while its pipes were being connected: its group goes, not only the process
@@ -2310,16 +2318,17 @@ class ProcessRunner:
             raise asyncio.CancelledError()
         return transport, protocol
 
-    async def _spawn(self, protocol_factory, argv, **options):
-        """loop.subprocess_exec, run to its end even if the caller is cancelled meanwhile; return
-        (transport, protocol, cancelled).
+    async def _spawn(self, protocol_factory, argv, stdin, env, cwd):
+        """loop.subprocess_exec (`stdin` as given, stdout and stderr piped, `env` through _child_env),
+        run to its end even if the caller is cancelled meanwhile; return (transport, protocol, cancelled).
 
         The process exists before its pipes are connected. Cancelled in between,
         asyncio would kill that process alone and forget it, leaving whatever it
         had started in its group running; so the caller gets the process and
         stops its group. If it did not start, a cancel is raised as such."""
-        spawning = asyncio.ensure_future(asyncio.get_running_loop().subprocess_exec(protocol_factory, *argv, **options,
-                                                                                     **_SPAWN_OPTIONS))
+        spawning = asyncio.ensure_future(asyncio.get_running_loop().subprocess_exec(
+            protocol_factory, *argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=self._child_env(env), cwd=cwd, **_SPAWN_OPTIONS))
         cancelled = False
         while not spawning.done():
             try:
@@ -2455,7 +2464,7 @@ def mask_secrets(value, secrets=()):
         return {mask_secrets(key, secrets): mask_secrets(item, secrets) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [mask_secrets(item, secrets) for item in value]
-    return "***" if isinstance(value, (int, float)) and any(s in str(value) for s in secrets) else value  # a PIN
+    return "***" if isinstance(value, NUMBER) and any(s in str(value) for s in secrets) else value  # a PIN
 
 
 class Log:
@@ -2532,7 +2541,7 @@ class Log:
     def wire(self, direction, data):
         """Record one protocol message in the log file."""
         if self.file:
-            self._write("wire", "%s %s" % (direction, data.decode("utf-8", "replace").rstrip("\n")), False)
+            self._write("wire", "%s %s" % (direction, _decoded(data).rstrip("\n")), False)
 
     def close(self):
         """Close the --log file."""
@@ -2710,7 +2719,7 @@ class StdioFraming:
                 self._header = int(value)
             else:
                 self._header = McpError(PARSE_ERROR, "Parse error: bad header %s: Content-Length must be a "
-                                        "number of bytes" % line[:80].decode("utf-8", "replace"))
+                                        "number of bytes" % _decoded(line[:80]))
         elif line.strip():
             out.append((line, NEWLINE))
 
@@ -2966,7 +2975,7 @@ class OutputFeed:
         pieces = (self.partial.get(fd, b"") + data).split(b"\n")
         self.partial[fd] = pieces.pop()[:FEED_LINE]
         for piece in pieces[-FEED_LINES:]:
-            self.lines.append(_clip(piece.rstrip(b"\r").decode("utf-8", "replace"), FEED_LINE))
+            self.lines.append(_clip(_decoded(piece.rstrip(b"\r")), FEED_LINE))
         if pieces and not self.timer:
             self.timer = asyncio.get_running_loop().call_later(self.sent + FEED_INTERVAL - time.monotonic(), self.send)
 
@@ -3048,7 +3057,7 @@ class PromptWatch(OutputFeed):
         for _ in range(PROMPT_ROUNDS):
             while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n"):
                 await asyncio.sleep(PROMPT_QUIET)
-            text = self.tail.decode("utf-8", "replace")
+            text = _decoded(self.tail)
             prompt, schema = prompt_form(text)
             reply = await self.answer(text.strip(), prompt, schema) if prompt else None
             self.tail, self.said = b"", time.monotonic()
@@ -3136,7 +3145,7 @@ class Session:
         self.transport.framing = framing
         try:
             message = json.loads(data)
-        except (ValueError, RecursionError) as exc:
+        except BAD_JSON as exc:
             self.transport.send(_error_response(None, McpError(PARSE_ERROR, "Parse error: %s" % exc)), framing)
             return
         if isinstance(message, list):
@@ -3192,7 +3201,7 @@ class Session:
         if not isinstance(message, dict):
             return _invalid_request(None, "expected a JSON object")
         request_id = message.get("id")
-        if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, (str, int))):
+        if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, ID_TYPES)):
             return _invalid_request(None, "`id` must be a string or an integer")
         if message.get("jsonrpc") != "2.0":
             return _invalid_request(request_id, '`jsonrpc` must be "2.0"')
@@ -3217,7 +3226,7 @@ class Session:
         if params is None:
             params = {}
         if not isinstance(params, dict):
-            return _error_response(request_id, McpError(INVALID_PARAMS, "Invalid params: expected an object"))
+            return _error_response(request_id, _invalid_params("expected an object"))
         ctx = CallContext(self, request_id, _object(params.get("_meta")).get("progressToken"))
         try:
             result = self.dispatcher(method, params, ctx)
@@ -3239,7 +3248,7 @@ class Session:
     def _notification(self, method, params):
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
-            entry = self.inflight.get(request_id) if isinstance(request_id, (str, int)) else None
+            entry = self.inflight.get(request_id) if isinstance(request_id, ID_TYPES) else None
             if entry:
                 self.log.debug("cancelling request %r: %s", request_id, params.get("reason", ""))
                 entry[1].cancelled = True
@@ -3276,7 +3285,7 @@ class Session:
             raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message", "")), error.get("data"))
         return reply.get("result")
 
-    def log_to_client(self, level, text, logger="mcpstudio"):
+    def log_to_client(self, level, text, logger):
         """Send `notifications/message` when `level` reaches the client's chosen level (as for a request of no id)."""
         CallContext(self, None).log(level, text, logger)
 
@@ -3299,6 +3308,11 @@ def _error_response(request_id, error: McpError):
 
 def _invalid_request(request_id, problem):
     return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: " + problem))
+
+
+def _invalid_params(problem, data=None):
+    """A -32602 error: "Invalid params: " and the problem."""
+    return McpError(INVALID_PARAMS, "Invalid params: " + problem, data)
 
 
 # --------------------------------------------------------------------------
@@ -3376,7 +3390,7 @@ def cut_binary(data, cut):
             % (_image_type(data) or "binary data", len(data), cut))
 
 
-def output_content(data, uri, cut=0):
+def output_content(data, uri, cut):
     """stdout as MCP content: text when it is UTF-8, an image, or an embedded blob.
 
     When the output was cut (`cut` bytes), a character split by the cut is
@@ -3463,8 +3477,8 @@ class OutputStore(Source):
         try:
             data = output_slice(entry[2], query)
         except ValueError as exc:
-            raise McpError(INVALID_PARAMS, "Invalid params: %s: %s" % (uri, exc)) from None
-        return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": data.decode("utf-8", "replace")}]}
+            raise _invalid_params("%s: %s" % (uri, exc)) from None
+        return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": _decoded(data)}]}
 
 
 class OutputBudget:
@@ -3577,12 +3591,12 @@ def check_read(uri, result: ProcessResult, timeout, subject=None):
     """Raise the error of a resource read whose command did not succeed (with the end of its stderr)."""
     failure = describe_failure(result, timeout, subject)
     if failure:
-        detail = result.stderr.decode("utf-8", "replace").strip()[-500:]
+        detail = _decoded(result.stderr).strip()[-500:]
         raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, failure, (" " + detail) if detail else ""),
                        {"uri": uri, "exitCode": result.returncode})
 
 
-def command_result(result: ProcessResult, timeout, uri, ok_exit=(0,), budget=None):
+def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
     """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
     broken = cut_binary(result.stdout, result.stdout_cut)
@@ -3591,7 +3605,7 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit=(0,), budget=Non
         content.append(text_block(failure))
         if budget:
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
-    stderr = result.stderr.decode("utf-8", "replace")
+    stderr = _decoded(result.stderr)
     if budget:
         stderr = budget.fit(result.stderr, stderr, 0.25)
     if (result.stdout and not broken) or not (failure or result.stderr):
@@ -3856,13 +3870,13 @@ def as_text_where_strings(arguments, schema):
     for key, value in arguments.items():
         prop = properties.get(key) or {}
         kind = prop.get("type")
-        if kind == "string" and isinstance(value, (int, float)):
+        if kind == "string" and isinstance(value, NUMBER):
             out[key] = _text(value)
         elif kind in ("integer", "number") and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
             number = float(value)
             out[key] = int(number) if kind == "integer" and number.is_integer() and "." not in value else number
         elif kind == "array" and (prop.get("items") or {}).get("type") == "string" and isinstance(value, list):
-            out[key] = [_text(v) if isinstance(v, (int, float)) else v for v in value]
+            out[key] = [_text(v) if isinstance(v, NUMBER) else v for v in value]
     return out
 
 
@@ -3973,7 +3987,7 @@ def script_schema(options):
         size = spec.get("size")
         if size is not None:
             if not isinstance(size, dict) or not all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in size.values()):
+                    isinstance(v, NUMBER) and not isinstance(v, bool) for v in size.values()):
                 raise ValueError("%s: `size` must be an object of numbers like {\"min\": 1, \"max\": 10}" % where)
             bounds = {"string": ("minLength", "maxLength"), "integer": ("minimum", "maximum"),
                       "number": ("minimum", "maximum")}.get(prop.get("type"))
@@ -4221,7 +4235,7 @@ class ScriptDirectory(Source):
         self._asked.add(path)
         result = await self.settings.run(self.runner, [path, "--help"], timeout=self.help_timeout, output_limit=1 << 20)
         if not result.ok:
-            tail = result.stderr.decode("utf-8", "replace").strip()[-300:]
+            tail = _decoded(result.stderr).strip()[-300:]
             entry["error"] = describe_failure(result, self.help_timeout, "`--help`") + ((" " + tail) if tail else "")
             if result.status != "exited" or (result.returncode or 0) < 0:
                 entry["transient"] = True  # a timeout or signal: asked again after a restart
@@ -4333,7 +4347,7 @@ class ScriptDirectory(Source):
             return None
         result = await self.settings.run(self.runner, [tool.path, "--state"], timeout=self.help_timeout)
         check_read(uri, result, self.help_timeout, "`%s --state`" % tool.rel)
-        text = result.stdout.decode("utf-8", "replace")
+        text = _decoded(result.stdout)
         try:
             json.loads(text)
         except ValueError:
@@ -4347,7 +4361,7 @@ class ScriptDirectory(Source):
                 task.cancel()
 
 
-def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget=None):
+def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget):
     """A CallToolResult for a script run, following the mcpd exit-code table; its text output within `budget`."""
     block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
     if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
@@ -4467,13 +4481,13 @@ def skill_uri_segments(uri):
     from urllib.parse import unquote
     segments = [unquote(s) for s in uri[len("skill://"):].split("/")] if uri.startswith("skill://") else [""]
     if "?" in uri or "#" in uri or any(not s or s.startswith(".") or set(s) & set("/\\\0") for s in segments):
-        raise McpError(INVALID_PARAMS, "Invalid params: %s is not a skill file or folder this server serves "
-                       "(no empty, `.` or `..` segments, dot-files or encoded separators)" % uri, {"uri": uri})
+        raise _invalid_params("%s is not a skill file or folder this server serves "
+                              "(no empty, `.` or `..` segments, dot-files or encoded separators)" % uri, {"uri": uri})
     return segments
 
 
 def _no_skill(uri, why=""):
-    return McpError(INVALID_PARAMS, "Invalid params: no skill is served at %s%s" % (uri, why), {"uri": uri})
+    return _invalid_params("no skill is served at %s%s" % (uri, why), {"uri": uri})
 
 
 class SkillFolders(Source):
@@ -4680,12 +4694,11 @@ class SkillFolders(Source):
             path, rel = self.target(uri)
             files = self.found[path][3]
             if rel not in files:
-                raise McpError(INVALID_PARAMS, "Invalid params: %s is not a file of the skill %s" % (uri, path),
-                               {"uri": uri})
+                raise _invalid_params("%s is not a file of the skill %s" % (uri, path), {"uri": uri})
             try:
                 content = skill_file_content(uri, _read_inside(files[rel][0], self.found[path][0], files[rel][1]))
             except OSError as exc:
-                raise McpError(INVALID_PARAMS, "Invalid params: cannot read %s (%s)" % (uri, exc), {"uri": uri})
+                raise _invalid_params("cannot read %s (%s)" % (uri, exc), {"uri": uri})
             if rel == "SKILL.md":
                 frontmatter = self.found[path][2]
                 content.update(name=frontmatter["name"], description=frontmatter["description"])
@@ -4709,7 +4722,7 @@ class SkillFolders(Source):
                                       else {"uri": child_uri, "name": child[0], "mimeType": _file_mime(name),
                                             "size": st.st_size})
             if not out:
-                raise McpError(INVALID_PARAMS, "Invalid params: %s is not a directory resource" % uri, {"uri": uri})
+                raise _invalid_params("%s is not a directory resource" % uri, {"uri": uri})
             return list(out.values())
         return await self._in_thread(children)
 
@@ -4922,8 +4935,8 @@ class Catalog:
             result = await source.complete(own_ref, params, ctx)
             if result is not None:
                 return result
-        raise McpError(INVALID_PARAMS, "Invalid params: no prompt or resource template %s to complete"
-                       % json.dumps(ref.get("name", ref.get("uri"))))
+        raise _invalid_params("no prompt or resource template %s to complete"
+                              % json.dumps(ref.get("name", ref.get("uri"))))
 
     async def close(self):
         """Close every source (stops what they started)."""
@@ -6073,13 +6086,13 @@ class Server:
             return await ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id)
         responses = params.get("inputResponses")
         if responses is not None and not isinstance(responses, dict):
-            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses` must be an object")
+            raise _invalid_params("`inputResponses` must be an object")
         answer = (responses or {}).get(key)
         if answer is None:
             return {"resultType": "input_required",
                     "inputRequests": {key: {"method": "elicitation/create", "params": form}}}
         if not isinstance(answer, dict):
-            raise McpError(INVALID_PARAMS, "Invalid params: `inputResponses.%s` must be an elicitation result" % key)
+            raise _invalid_params("`inputResponses.%s` must be an elicitation result" % key)
         return answer
 
     async def _modern_call(self, name, call, support, ctx: CallContext):
@@ -6197,8 +6210,8 @@ class Server:
         ref = params.get("ref")
         if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource") or \
                 not isinstance(params.get("argument"), dict):
-            raise McpError(INVALID_PARAMS, "Invalid params: completion/complete needs `ref` (ref/prompt or "
-                           "ref/resource) and an `argument` object")
+            raise _invalid_params("completion/complete needs `ref` (ref/prompt or "
+                                  "ref/resource) and an `argument` object")
         return await self.catalog.complete(ref, params, ctx)
     async def skills_list(self, params, ctx):
         """`skills/list`, paginated (an entry is never split)."""
@@ -6230,19 +6243,19 @@ def _name_and_arguments(params, method):
     """`name` and `arguments` of tools/call and prompts/get, checked (-32602 if malformed)."""
     name = params.get("name")
     if not isinstance(name, str):
-        raise McpError(INVALID_PARAMS, "Invalid params: %s needs a string `name`" % method)
+        raise _invalid_params("%s needs a string `name`" % method)
     arguments = params.get("arguments")
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        raise McpError(INVALID_PARAMS, "Invalid params: `arguments` must be an object")
+        raise _invalid_params("`arguments` must be an object")
     return name, arguments
 
 
 def _uri_param(params, method):
     uri = params.get("uri")
     if not isinstance(uri, str):
-        raise McpError(INVALID_PARAMS, "Invalid params: %s needs a string `uri`" % method)
+        raise _invalid_params("%s needs a string `uri`" % method)
     return uri
 
 
@@ -6276,14 +6289,14 @@ def dispatch_modern(server, method, params, ctx: CallContext, meta):
     ctx.modern = True
     if (not isinstance(meta, dict) or not isinstance(meta.get(META_VERSION), str)
             or not isinstance(meta.get(META_CAPABILITIES), dict)):
-        raise McpError(INVALID_PARAMS, "Invalid params: a %s request needs `_meta` with `%s` and `%s`"
-                       % (MODERN_VERSIONS[0], META_VERSION, META_CAPABILITIES))
+        raise _invalid_params("a %s request needs `_meta` with `%s` and `%s`"
+                              % (MODERN_VERSIONS[0], META_VERSION, META_CAPABILITIES))
     if meta[META_VERSION] not in MODERN_VERSIONS:
         raise McpError(UNSUPPORTED_VERSION, "Unsupported protocol version",
                        {"supported": list(MODERN_VERSIONS), "requested": meta[META_VERSION]})
     level = meta.get(META_LOG_LEVEL)
     if level is not None and level not in LOG_LEVELS:
-        raise McpError(INVALID_PARAMS, "Invalid params: `%s` must be one of %s" % (META_LOG_LEVEL, ", ".join(LOG_LEVELS)))
+        raise _invalid_params("`%s` must be one of %s" % (META_LOG_LEVEL, ", ".join(LOG_LEVELS)))
     ctx.level = level
     ctx.capabilities = meta[META_CAPABILITIES]
     ctx.inputs = {key: params[key] for key in ("inputResponses", "requestState") if key in params}
@@ -6726,7 +6739,7 @@ class ConfigLoader:
 
     def timeout(self, obj, where):
         """obj["timeout"] as positive seconds, or None when it is not given."""
-        value = self.get(obj, "timeout", (int, float), where)
+        value = self.get(obj, "timeout", NUMBER, where)
         if value is not None and value <= 0:
             raise self.error(_join(where, "timeout"), "expected a positive number of seconds")
         return value
@@ -6907,7 +6920,7 @@ def read_rules(loader, obj, where):
         if value is not None:
             loader.keys(value, fields, _join(where, key))
             rules[key] = tuple(value.get(name, 0) for name in fields[:-1]) + (value.get(fields[-1], last[0]),)
-            if not all(type(number) in (int, float) and number > 0 for number in rules[key][:-1]) or \
+            if not all(type(number) in NUMBER and number > 0 for number in rules[key][:-1]) or \
                     rules[key][-1] not in last or rules[key][0] % 1:
                 raise loader.error(_join(where, key), "expected %s" % example)
     if obj.get("confirm", False) not in (True, False, "destructive"):
@@ -7862,7 +7875,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
                       ("healthCheckInterval", "health_interval")):
         if key not in entry and attr + "_sec" in entry:  # mcp-studio's startup_timeout_sec, tool_timeout_sec
             key = attr + "_sec"
-        value = loader.get(entry, key, (int, float), where)
+        value = loader.get(entry, key, NUMBER, where)
         if value is not None:
             if not 0 <= value < 1e9 or (value == 0 and key != "healthCheckInterval"):
                 raise loader.error(_join(where, key), "expected a positive number of seconds")
@@ -8014,7 +8027,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             *lines, rest = self._err.split(b"\n")
             self._err = bytearray(rest[-65536:])
             for line in lines:
-                self.upstream.server_log.stderr_line(bytes(line).rstrip(b"\r").decode("utf-8", "replace"))
+                self.upstream.server_log.stderr_line(_decoded(bytes(line).rstrip(b"\r")))
             return
         for item, _ in self._out.feed(data):
             if not isinstance(item, McpError):  # a line over MAX_MESSAGE: _oversized
@@ -8059,7 +8072,7 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         if not self._gone:
             self._gone = True
             if self._err:
-                self.upstream.server_log.stderr_line(self._err.decode("utf-8", "replace"))
+                self.upstream.server_log.stderr_line(_decoded(self._err))
             self.upstream.gone(self)
 
 
@@ -8310,7 +8323,7 @@ class OAuthClient:
             if not tokens.get("access_token"):
                 return None
             expires = tokens.get("expires_at")
-            if isinstance(expires, (int, float)) and time.time() > expires - OAUTH_REFRESH_EARLY \
+            if isinstance(expires, NUMBER) and time.time() > expires - OAUTH_REFRESH_EARLY \
                     and tokens.get("refresh_token"):
                 try:
                     self.refresh()
@@ -8350,7 +8363,7 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _request(self, url, data=None, headers=None, limit=1 << 20):
+    def _request(self, url, data, headers, limit=1 << 20):
         """One HTTP request: (status, response headers, up to `limit` bytes of body). A redirect is not
         followed (it would carry the client's credentials elsewhere)."""
         import urllib.error
@@ -8464,7 +8477,7 @@ class OAuthClient:
             raise OAuthError("the token endpoint of %s answered HTTP %d%s" % (
                 metadata.get("issuer"), status, ": %s" % (tokens.get("error_description") or tokens.get("error"))
                 if tokens else ""))
-        if isinstance(tokens.get("expires_in"), (int, float)):
+        if isinstance(tokens.get("expires_in"), NUMBER):
             tokens["expires_at"] = int(time.time() + tokens["expires_in"])
         return tokens
 
@@ -8514,7 +8527,7 @@ class OAuthClient:
         self.state["tokens"] = fresh
         self.store.save(self.state)
 
-    def sign_in(self, params, scopes=()):
+    def sign_in(self, params, scopes):
         """The whole authorization code flow, from discovery to saved tokens."""
         import urllib.parse
         if not self.interactive:
@@ -8613,7 +8626,7 @@ class OAuthClient:
         if not tokens.get("access_token"):
             return "not signed in"
         expires = tokens.get("expires_at")
-        if isinstance(expires, (int, float)):
+        if isinstance(expires, NUMBER):
             left = expires - time.time()
             when = ("expired" if left <= 0 else "expires in %d min" % max(1, left // 60)) + \
                    (", refreshable" if tokens.get("refresh_token") else "")
@@ -8789,7 +8802,7 @@ class _HttpChannel:
         event `id` and `retry` (milliseconds), what resuming it takes (SEP-1699)."""
         event, data = "message", []
         for line in iter(response.readline, b""):
-            line = line.decode("utf-8", "replace").rstrip("\r\n")
+            line = _decoded(line).rstrip("\r\n")
             field, _, value = line.partition(":")
             value = value[1:] if value[:1] == " " else value
             if not line:
@@ -8810,7 +8823,7 @@ class _HttpChannel:
         for _, data in self._events(response, seen):
             try:
                 message = json.loads(data)
-            except (ValueError, RecursionError):
+            except BAD_JSON:
                 continue
             self._deliver(message, request_id)  # on this request's stream: it belongs to this request
             if isinstance(message, dict) and "method" not in message and message.get("id") == request_id:
@@ -8854,14 +8867,14 @@ class _HttpChannel:
                 elif event == "message":
                     try:
                         self._deliver(json.loads(data))
-                    except (ValueError, RecursionError):
+                    except BAD_JSON:
                         pass
             raise OSError("the server closed its event stream")
         except Exception as exc:  # the thread's boundary: report, never raise
             settle(error=OSError(str(exc)))
             self._fail("its event stream ended: %s" % exc)
 
-    def _event_stream(self, last_event_id=None, request_id=None):
+    def _event_stream(self, last_event_id, request_id=None):
         """GET the session's event stream: the standalone one, or the stream of request `request_id` resumed
         after `last_event_id` (SEP-1699). (connection, response); the response is None when the server
         offers no stream there."""
@@ -8900,7 +8913,7 @@ class _HttpChannel:
                     events += 1
                     try:
                         self._deliver(json.loads(data))
-                    except (ValueError, RecursionError):
+                    except BAD_JSON:
                         pass
                 connection.close()
             except (OSError, http.client.HTTPException):
@@ -8983,7 +8996,7 @@ class _HttpChannel:
             if not ("result" in reply or "error" in reply):
                 reply = _error_response(request_id, McpError(
                     METHOD_NOT_FOUND if response.status in (404, 405) else INTERNAL_ERROR,
-                    "HTTP %d %s" % (response.status, _clip(body.decode("utf-8", "replace"), 200))))
+                    "HTTP %d %s" % (response.status, _clip(_decoded(body), 200))))
             self._deliver(reply)
         except OAuthError as exc:  # this request fails, saying how to sign in; the server stays up
             if request_id is not None:
@@ -9005,7 +9018,7 @@ class _HttpChannel:
         notifications so), has the others delivered first."""
         try:
             return json.loads(body)
-        except (ValueError, RecursionError):
+        except BAD_JSON:
             pass
         reply = None
         for line in body.splitlines():
@@ -9013,7 +9026,7 @@ class _HttpChannel:
                 continue
             try:
                 message = json.loads(line)
-            except (ValueError, RecursionError):
+            except BAD_JSON:
                 return None
             if isinstance(message, dict) and ("result" in message or "error" in message):
                 reply = message
@@ -9150,12 +9163,12 @@ class RpcClient:
         """One line from the server: parsed and handled; junk is logged and skipped."""
         try:
             message = json.loads(line)
-        except (ValueError, RecursionError):  # nested too deeply is not JSON-RPC either
+        except BAD_JSON:  # nested too deeply is not JSON-RPC either
             message = None
         if isinstance(message, dict):
             self.received_message(message)
         else:
-            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(line[:400].decode("utf-8", "replace"), 200))
+            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(_decoded(line[:400]), 200))
 
     def received_message(self, message, related=None):
         """One message: a notification or request goes on (with the CallContext of our request `related`,
@@ -9537,7 +9550,7 @@ class BackChannel:
             self.upstream.client.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
             request_id = message["id"]
-            if isinstance(request_id, (str, int)) and request_id not in self.asking:
+            if isinstance(request_id, ID_TYPES) and request_id not in self.asking:
                 # It belongs to the call whose stream it came on; else (stdio cannot say) to the latest call
                 # in flight, else to the client.
                 cause = cause or (self.calls[-1] if self.calls else None)
@@ -9546,7 +9559,7 @@ class BackChannel:
             self.upstream.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the "
                                         "rest are dropped", self.upstream.spec.id, UPSTREAM_NOTICES)
         elif method == "notifications/cancelled":
-            asking = self.asking.get(params.get("requestId")) if isinstance(params.get("requestId"), (str, int)) else None
+            asking = self.asking.get(params.get("requestId")) if isinstance(params.get("requestId"), ID_TYPES) else None
             if asking:
                 asking.cancel()
         elif method == "notifications/resources/updated":
@@ -9555,8 +9568,8 @@ class BackChannel:
             self.downstream.session.notify(method, params)
         elif method == "notifications/progress":
             token = params.get("progressToken")
-            ctx = self.progress.get(token) if isinstance(token, (str, int)) else None  # a list cannot be a key
-            if ctx and isinstance(params.get("progress"), (int, float)):
+            ctx = self.progress.get(token) if isinstance(token, ID_TYPES) else None  # a list cannot be a key
+            if ctx and isinstance(params.get("progress"), NUMBER):
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
             self.downstream.forward_log(params.get("level") if params.get("level") in LOG_LEVELS else "info",
@@ -9608,7 +9621,7 @@ def poll_interval(suggested_ms, waited, server_id):
     if waited > TASK_MAX_TTL_MS / 1000.0:
         raise UpstreamError(SERVER_TIMEOUT, "server `%s`: its task ran past 24 hours, the longest a task may run: "
                             "mcpstudio gave it up" % server_id)
-    suggested = min(max(suggested_ms / 1000.0, 0.1), 5.0) if type(suggested_ms) in (int, float) else 1.0
+    suggested = min(max(suggested_ms / 1000.0, 0.1), 5.0) if type(suggested_ms) in NUMBER else 1.0
     return max(suggested, min(5.0, 0.1 + waited / 4))
 
 
@@ -10145,8 +10158,8 @@ class InputBridge:
         else:
             entry = self.parked.get(state) if isinstance(state, str) else None
             if not entry or (entry.method, entry.name) != (method, name):
-                raise McpError(INVALID_PARAMS, "Invalid params: unknown `requestState` (it belongs to another "
-                               "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
+                raise _invalid_params("unknown `requestState` (it belongs to another "
+                                      "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
             del self.parked[state]
             entry.expiry.cancel()
             answers = _object(ctx.inputs.get("inputResponses"))
@@ -10408,8 +10421,7 @@ class ManagerTools:
                 result = self.status(upstream)
         except (UpstreamError, ConfigError) as exc:
             return tool_error(exc.message if isinstance(exc, McpError) else str(exc))
-        return {"content": [{"type": "text", "text": json.dumps(result, indent=1, ensure_ascii=False)}],
-                "structuredContent": result}
+        return {"content": [text_block(json.dumps(result, indent=1, ensure_ascii=False))], "structuredContent": result}
 
 
 def skill_uri(server_id, uri):
@@ -10501,7 +10513,7 @@ class UpstreamSkills:
             return await self._local("read_directory", uri)
         upstream, inner = route
         if not upstream.known()["skills"].get("directoryRead"):
-            raise McpError(INVALID_PARAMS, "Invalid params: the server `%s` does not read directories" % upstream.spec.id)
+            raise _invalid_params("the server `%s` does not read directories" % upstream.spec.id)
         return [dict(c, uri=skill_uri(upstream.spec.id, c["uri"]))
                 for c in await self._pages(upstream, "resources/directory/read", {"uri": inner}, "resources")
                 if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
@@ -12046,7 +12058,7 @@ def _header_value(value):
 
 def _good_id(message):
     request_id = message.get("id")
-    return request_id is None or (isinstance(request_id, (str, int)) and not isinstance(request_id, bool))
+    return request_id is None or (isinstance(request_id, ID_TYPES) and not isinstance(request_id, bool))
 
 
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "tasks/get": "taskId",
@@ -12312,7 +12324,7 @@ class HttpServer:
             raise HttpError(406, "accept application/json or text/event-stream")
         try:
             message = json.loads(body)
-        except (ValueError, RecursionError) as exc:
+        except BAD_JSON as exc:
             raise HttpError(400, "Parse error: %s" % exc, PARSE_ERROR)
         if not isinstance(message, dict):
             raise HttpError(400, "send one JSON-RPC message per request (no batches)", INVALID_REQUEST)
