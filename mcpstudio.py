@@ -5488,7 +5488,8 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry wiki "),  # a Notion database's row
     (r"(?i:\b(?:keep (?:that |this |it )?in mind|(?:remember|note) that|don't forget|do not forget)\b)", " remember memory "),  # keep in mind, note that, don't forget
     (r"(?i:\bpods\b)", " get resources kubernetes "),  # pods are listed (not a pod's exec)
-    (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation|api(?= (?:for|of|reference)\b))\b|(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b)", r" \1 library docs "),  # the latest docs or API: a library's; next.js (not vercel/next.js, a repository); next.js
+    (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation|api(?= (?:for|of|reference)\b))\b)", " library docs "),  # the latest docs, the current API for ...: a library's
+    (r"(?i)(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),  # next.js (not vercel/next.js, a repository); next.js
     (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd\b(?!.{0,60}?\b(?:labels?|reactions?|comments?|issues?|observations?|relations?|emoji|columns?|branch|rows?|propert(?:y|ies))\b)(?=.{0,60}?\b(?:contacts?|deals?|compan(?:y|ies)|leads?)\b))", " create "),  # open an issue, add (Dana to my) contacts
     (r"(?i:\bgoogle\b(?! ?(?:maps|drive|docs?|sheets?|calendar|cloud|analytics|ads))|\bnews (?=about|on|for)\b)", " web search "),  # google it (not Google Drive), news about
     (r"\blet +(?!me\b)(?:\w+ +){0,3}?know\b", " send message "),  # let the team know (not let me know)
@@ -5503,6 +5504,7 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),  # what's the time
     (r"(?i:\b(?:are|is|still) open\b|\bopen (?=(?:prs|pull requests|issues|tickets|bugs|mrs|merge requests)\b))", " list "),  # open PRs, still open: a list
     (r"\bwhat (?:do )?you (?:remember|know)\b|\bwhat did (?:[iI]|we) tell you\b", " search memory "),  # what do you know about
+    (r"\b(?:add|leave|put|log|write) (?:an? )?note (?=(?:on|to|in) (?:the |this |my |our )?(?:[\w.-]+ ){0,3}?(?:page|issue|pr|pull request|ticket|block)\b)", " add comment "),  # a note on a page or an issue: a comment
     (r"\blog (?:an? )?(?=(?:note|call|meeting|activity)\b)(?![^.?!]{0,80}\b(?:memory|graph|notion|github|gitlab|issue|pr|page|database)\b)", " add crm activity "),  # log a note, log a call: a CRM's activity
     (r"\b(?:log|file) (?=an? )", " add "),  # to log a note, to file a bug
     (r"\bpull\b(?![ -]?req| up)", " extract "),  # to pull data out (not a pull request, not pull up)

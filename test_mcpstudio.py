@@ -9565,6 +9565,14 @@ class ToolIndexTests(unittest.TestCase):
              ("who links to https://myblog.dev/post-1?", "web__search"),
              ("open a github issue about errors on the signup page", "github__create_issue"),
              ("log a note in memory that Dana prefers email", "memory__add_observations")))
+        self.assert_first((  # a note on a page is a comment (fails on b9c0e6c); a CRM's note and an issue's stay theirs
+            ("notion__create_comment", "[notion] Create a comment on a page or a block"), ("notion__post_page", "[notion] Create a page"),
+            ("memory__add_observations", "[memory] Add observations to entities in the knowledge graph"),
+            ("crm__create_engagement", "[hubspot] Create an engagement (a note or a task) on a CRM record"),
+            ("github__add_issue_comment", "[github] Add a comment to an issue")),
+            (("add a note on the roadmap notion page", "notion__create_comment"),
+             ("leave a note on issue 42 that it's fixed", "github__add_issue_comment"),
+             ("log a note on the Acme deal", "crm__create_engagement")))
 
     def test_values_say_what_they_are(self):
         """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it;
