@@ -13396,7 +13396,9 @@ def _check_mode(words):
     """Build (and start nothing of) the server MODE ARGS `words` run, so install refuses an entry the
     server would refuse: a bad template raises TemplateError, a bad config ConfigError, as they would."""
     options, rest, served = _mode_options(words)
-    _build_server(options, rest, Log(), options["config"] or (default_config_path() if served else None))
+    server, _ = _build_server(options, rest, Log(), options["config"] or (default_config_path() if served else None))
+    if server.catalog.refusal:  # serve would start, and answer every request with the error it logged
+        raise ConfigError("install: this server would refuse every request (the error above); no entry printed or written")
 
 
 def install_command(words):

@@ -7251,6 +7251,27 @@ class ToolingConfigFormatTests(ToolingCase):
         self.assertIn("--root-directory missing: no such folder", proc.stderr)
         self.assertEqual(proc.stdout, "")
 
+    def test_install_refuses_a_namespace_the_server_refuses(self):
+        # A --namespace the config lacks, or several namespaces and none chosen: serve would answer
+        # every request with an error, so install exits 2, prints no entry and writes nothing.
+        config = self.write_json(os.path.join(self.dir, "agg.json"), {
+            "mcpServers": {"a": {"command": PY, "args": ["-c", "pass"]}, "b": {"command": PY, "args": ["-c", "pass"]}},
+            "namespaces": {"one": {"servers": ["a"]}, "two": {"servers": ["b"]}}})
+        target = os.path.join(self.dir, "client.json")
+        for mode, error in ((["--namespace", "nope"], 'unknown namespace "nope" given by --namespace'),
+                            ([], "no namespace chosen and the config has several (one, two)")):
+            for write in ([], ["--write"]):
+                proc = self.cli("install", "--client", "cursor", "--file", target, *write, "serve", "--config", config,
+                                *mode, code=2)
+                self.assertEqual(proc.stdout, "")
+                self.assertIn(error, proc.stderr)
+                self.assertIn("would refuse every request", proc.stderr)
+                self.assertFalse(os.path.exists(target))
+        proc = self.cli("install", "--client", "cursor", "--file", target, "--write", "serve", "--config", config,
+                        "--namespace", "one")
+        self.assertIn("added agg in", proc.stdout)
+        self.assertEqual(self.read_json(target)["mcpServers"]["agg"]["args"][-2:], ["--namespace", "one"])
+
     def test_call_help_examples_run(self):
         # Each local example of `call --help` runs as written (the template tool is named after
         # its command: `git`, not `git_log`).
