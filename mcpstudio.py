@@ -2483,6 +2483,7 @@ class Log:
         self.add_secrets(secrets)
         self.enabled = self.debug_enabled or self.file is not None
         self.warned = set()
+        self.warnings = 0  # how many were logged (`check` counts them in its verdict)
 
     def add_secrets(self, secrets):
         """Mask these values (as written and JSON-escaped) in every line from now on."""
@@ -2532,6 +2533,7 @@ class Log:
 
     def warning(self, fmt, *args):
         """Log a warning."""
+        self.warnings += 1
         self._write("warning", fmt % args if args else fmt, "warning" not in self.quiet)
 
     def error(self, fmt, *args):
@@ -5759,6 +5761,15 @@ SEARCH_DESCRIPTION = (
     "Found tools are added to your tool list: call them directly by name, or through %s.")
 
 
+def search_summary(count, mode, threshold):
+    """What a client's tools/list holds, in words, for `count` tools (serve's count: the config's own, the
+    servers' listed ones and the manager tools) under toolSearch `mode` (None: auto)."""
+    if mode == "on" or mode != "off" and count > threshold:
+        return "on: %d tools behind search%s" % (count, "" if mode == "on" else " (past %d; Claude Code gets them "
+                                                                              "listed, it searches itself)" % threshold)
+    return "off: %d tools listed%s" % (count, "" if mode == "off" else " (search starts past %d)" % threshold)
+
+
 class ToolSearch:
     """`toolSearch` for one Server: what a client's tools/list shows, the two tools, and per session the
     tools its searches found (at most FOUND_LIMIT, the least recently found dropped first)."""
@@ -6462,6 +6473,23 @@ class ConfigLoader:
         self.environ = os.environ if environ is None else environ
         self.secrets = []  # expanded environment values, masked in logs
         self.data = data  # a config made on the command line (--url), `path` its name in messages
+        self.problems = []  # the errors load() found so far: it reports them all at once
+
+    def gathered(self, step, *args, default=None):
+        """step(*args), or `default` with its ConfigError kept: load() goes on, to tell every problem in one run."""
+        try:
+            return step(*args)
+        except ConfigError as exc:
+            self.problems.append(str(exc))
+            return default
+
+    def all_problems(self) -> ConfigError:
+        """One ConfigError for the problems found: the one as it is, several each on its own line."""
+        if len(self.problems) == 1:
+            return ConfigError(self.problems[0])
+        here = "%s: " % self.path
+        return ConfigError("%s: %d problems:\n  %s" % (self.path, len(self.problems), "\n  ".join(
+            problem[len(here):] if problem.startswith(here) else problem for problem in self.problems)))
 
     def error(self, where, message) -> ConfigError:
         """A ConfigError that names the file and the key path `where`."""
@@ -6503,12 +6531,16 @@ class ConfigLoader:
         """Refuse keys outside `allowed`, with a did-you-mean hint."""
         if not isinstance(obj, dict):
             raise self.error(where, "expected an object, not %s" % _type_name(obj))
+        unknown = []
         for key in obj:
             if key not in allowed:
                 import difflib
                 close = difflib.get_close_matches(key, allowed, 1, 0.6)
                 hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
-                raise self.error(_join(where, key), "unknown key%s" % hint)
+                unknown.append(self.error(_join(where, key), "unknown key%s" % hint))
+        if unknown:  # every one is told: all but the last kept here, the last raised
+            self.problems.extend(str(exc) for exc in unknown[:-1])
+            raise unknown[-1]
 
     def get(self, obj, key, kind, where, default=None):
         """obj[key] checked against `kind` (a type or tuple of types)."""
@@ -6569,66 +6601,94 @@ class ConfigLoader:
 
         `script_options` (help_timeout, rescan) apply to the file's script folders;
         `skill_prompts` False keeps its skills from being offered as prompts too.
+        Every problem of the file is told in one ConfigError: each entry is read on past another's mistake.
         """
+        self.problems = []
+        try:
+            found = self._load(runner, log, base, separator, script_options, skill_prompts)
+        except ConfigError as exc:
+            self.problems.append(str(exc))
+        if self.problems:
+            raise self.all_problems()
+        return found
+
+    def _load(self, runner, log, base, separator, script_options, skill_prompts):
         data = _given(self.read())
-        self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
-        self.get(data, "schemaVersion", int, "")
-        info = {key: self.get(data, key, str, "") for key in ("name", "description", "instructions", "command")}
-        file_env = self.environment(data, "")
+        gathered = self.gathered
+        gathered(self.keys, data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
+        gathered(self.get, data, "schemaVersion", int, "")
+        info = {key: gathered(self.get, data, key, str, "") for key in ("name", "description", "instructions", "command")}
+        file_env = gathered(self.environment, data, "", default={})
         env = dict(base.env or os.environ, **file_env) if file_env else base.env
         cwd = base.cwd
         if "working_directory" in data:
-            cwd = self.folder_path(self.get(data, "working_directory", str, ""), "working_directory")
-        timeout = self.timeout(data, "")
+            cwd = gathered(lambda: self.folder_path(self.get(data, "working_directory", str, ""), "working_directory"),
+                           default=cwd)
+        timeout = gathered(self.timeout, data, "")
         settings = base.derive(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
-                               task_support=self.choice(data, "taskSupport", TASK_SUPPORT, "", base.task_support),
-                               max_text=read_max_text(self, data, "", base.max_text))  # one cap on running commands
-        tools, names = [], {}
-        for index, spec in enumerate(self.get(data, "tools", list, "", [])):
-            tool = self.tool(spec, "tools[%d]" % index, runner, settings)
+                               task_support=gathered(self.choice, data, "taskSupport", TASK_SUPPORT, "",
+                                                     base.task_support, default=base.task_support),
+                               max_text=gathered(read_max_text, self, data, "", base.max_text, default=base.max_text))
+        tools, names = [], {}  # one cap on running commands, above
+        for index, spec in enumerate(gathered(self.get, data, "tools", list, "", [], default=[])):
+            tool = gathered(self.tool, spec, "tools[%d]" % index, runner, settings)
+            if tool is None:
+                continue
             if tool.name in names:
-                raise self.error("tools[%d].name" % index, "`%s` is already the name of tools[%d]" % (tool.name, names[tool.name]))
+                self.problems.append(str(self.error("tools[%d].name" % index, "`%s` is already the name of tools[%d]"
+                                                    % (tool.name, names[tool.name]))))
+                continue
             names[tool.name] = index
             tools.append(tool)
-        resources = [self.resource(spec, "resources[%d]" % i, runner, settings)
-                     for i, spec in enumerate(self.get(data, "resources", list, "", []))]
+        resources = [resource for resource in (
+            gathered(self.resource, spec, "resources[%d]" % i, runner, settings)
+            for i, spec in enumerate(gathered(self.get, data, "resources", list, "", [], default=[])))
+            if resource is not None]
         self.warn_shell_syntax(tools, resources, log)
         sources = []
         if tools or resources:
             sources.append(TemplateTools(tools, resources))
-        separator = separator or self.get(data, "separator", str, "", "__")
+        separator = separator or gathered(self.get, data, "separator", str, "", "__", default="__")
         if separator_problem(separator):
-            raise self.error("separator", separator_problem(separator))
-        for index, entry in enumerate(self.get(data, "scripts", list, "", [])):
-            where = "scripts[%d]" % index
-            if isinstance(entry, str):
-                entry = {"path": entry}
-            self.keys(entry, _SCRIPTS_KEYS, where)
-            root = self.folder_path(self.get(entry, "path", str, where, ""), _join(where, "path"))
-            globs = {key: self.get(entry, key, list, where, []) for key in ("include", "exclude")}
-            for key, patterns in globs.items():
-                if not all(isinstance(p, str) for p in patterns):
-                    raise self.error(_join(where, key), "expected a list of glob strings")
-            sources.append(ScriptDirectory(root, runner, settings, log, separator=separator,
-                                           **globs, **(script_options or {})))
+            self.problems.append(str(self.error("separator", separator_problem(separator))))
+            separator = "__"
+        for index, entry in enumerate(gathered(self.get, data, "scripts", list, "", [], default=[])):
+            folder = gathered(self.script_folder, entry, "scripts[%d]" % index, runner, settings, log, separator,
+                              script_options)
+            if folder is not None:
+                sources.append(folder)
         folders = []
-        for index, root in enumerate(self.get(data, "skills", list, "", [])):
+        for index, root in enumerate(gathered(self.get, data, "skills", list, "", [], default=[])):
             if not isinstance(root, str):
-                raise self.error("skills[%d]" % index, "expected a folder path (text)")
-            folders.append(self.folder_path(root, "skills[%d]" % index))
+                self.problems.append(str(self.error("skills[%d]" % index, "expected a folder path (text)")))
+                continue
+            folders.append(gathered(self.folder_path, root, "skills[%d]" % index))
+        folders = [folder for folder in folders if folder is not None]
         if folders:
-            prompts = self.get(data, "skillPrompts", bool, "", True) and skill_prompts
+            prompts = gathered(self.get, data, "skillPrompts", bool, "", True, default=True) and skill_prompts
             sources.append(SkillFolders(folders, log, prompts=prompts))
         info["separator"] = separator
-        info["guard"] = read_guard(self, data)
-        info["tool_search"] = read_tool_search(self, data)
+        info["guard"] = gathered(read_guard, self, data, default=({}, None, ()))
+        info["tool_search"] = gathered(read_tool_search, self, data, default=(None, TOOL_SEARCH_THRESHOLD, ()))
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
-            info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
+            info["upstream"] = gathered(read_upstreams, self, data, timeout or base.timeout)
         info["local_key"] = json.dumps({k: v for k, v in data.items()
                                         if k not in _UPSTREAM_KEYS + _BOOKKEEPING_KEYS},
                                        sort_keys=True, default=str)
         return sources, info
+
+    def script_folder(self, entry, where, runner, settings, log, separator, script_options):
+        """One `scripts` entry (a path, or an object with path, include and exclude) as a ScriptDirectory."""
+        if isinstance(entry, str):
+            entry = {"path": entry}
+        self.keys(entry, _SCRIPTS_KEYS, where)
+        root = self.folder_path(self.get(entry, "path", str, where, ""), _join(where, "path"))
+        globs = {key: self.get(entry, key, list, where, []) for key in ("include", "exclude")}
+        for key, patterns in globs.items():
+            if not all(isinstance(p, str) for p in patterns):
+                raise self.error(_join(where, key), "expected a list of glob strings")
+        return ScriptDirectory(root, runner, settings, log, separator=separator, **globs, **(script_options or {}))
 
     def warn_shell_syntax(self, tools, resources, log: Log):
         """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true."""
@@ -7498,9 +7558,7 @@ def _example_value(name, prop):
 def check_config(path, log: Log, options):
     """`check --config FILE`: print what the file serves and the argv an example call runs."""
     server, _ = _build_server(options, [], log, config=path)
-    if path is not None:
-        print("%s: ok" % os.path.abspath(path))
-    sources, hub, refused = [], None, 0
+    sources, hub, refused, warned = [], None, 0, 0
     for source in server.catalog.sources:
         if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
             hub = source
@@ -7530,11 +7588,13 @@ def check_config(path, log: Log, options):
             program = tool.template.words[0][0] if not tool.shell else "sh"
             if not shutil.which(program, path=(tool.settings.env or os.environ).get("PATH")):
                 print("  warning: %s: `%s` is not on PATH here" % (tool.name, program))
+                warned += 1
             used = {f.key for t in (tool.template, tool.stdin) if t for f in t.occurrences()}
             used.update(b.key for b in getattr(tool.template, "blocks", ()))
             for key in props:
                 if key not in used:
                     print("  warning: %s: parameter `%s` is declared but no template uses it" % (tool.name, key))
+                    warned += 1
             example = {k: _example_value(k, v) for k, v in props.items()}
             try:
                 argv = _argv_text(tool.argv(example))
@@ -7555,8 +7615,24 @@ def check_config(path, log: Log, options):
             print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
     if hub:
         print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
-        return print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log) or min(refused, 1)
+        print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log, search=hub.tool_search,
+                     local=local_tool_count(hub.local), separator=hub.separator, forced=options["tool_search"],
+                     manager=hub.manager_tools)
+        plan = hub.namespace.plan
+        refused += sum(1 for spec in plan.specs if spec.error and not spec.disabled) + bool(hub.namespace.refusal)
+        warned -= sum(1 for spec in hub._specs.values() if spec.error)  # logged as warnings: counted as problems
+    if path is not None:  # the verdict comes last, after everything it sums up
+        print("\n%s: %s" % (os.path.abspath(path), _check_verdict(refused, warned + log.warnings)))
     return min(refused, 1)
+
+
+def _check_verdict(problems, warnings):
+    """The last line of `check`: "ok" only when it found nothing to say."""
+    def counted(n, word):
+        return "%d %s%s" % (n, word, "" if n == 1 else "s")
+    if problems:
+        return "%s (above)%s" % (counted(problems, "problem"), ", and %s" % counted(warnings, "warning") if warnings else "")
+    return "loads, with %s (above)" % counted(warnings, "warning") if warnings else "ok"
 
 
 # --------------------------------------------------------------------------
@@ -10612,6 +10688,7 @@ class Aggregator:
     events = None
     metrics = None       # the Guard's CallMetrics, set by the Server (servers_list shows them)
     _reading = _reloading = None  # the tasks reading listings from disk and the config file
+    tool_search = (None, TOOL_SEARCH_THRESHOLD, ())  # the config's toolSearch, threshold and pins (check shows them)
 
     @property
     def skills(self):
@@ -11043,8 +11120,26 @@ def aggregator_for(local, info, load, path, runner, log, options, script_options
         config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL))
 
 
+def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=0, manager=True):
+    """How many tools serve's tools/list holds for `namespace` (None: every server), the count toolSearch's
+    threshold is compared with: the config's `local` tools, the tools of each server's known listing
+    (`listings`: id -> tool names) that its filters and permissions keep, and the manager tools."""
+    members = plan.namespaces[namespace]["servers"] if namespace in plan.namespaces else None
+    count = local + (len(MANAGER_TOOLS) if manager and plan.specs else 0)
+    for spec in plan.specs:
+        if not spec.disabled and not spec.error and (members is None or spec.id in members):
+            count += sum(plan.left_out(namespace, spec, name, separator) is None for name in listings.get(spec.id, ()))
+    return count
+
+
+def local_tool_count(sources):
+    """The tools of a config's own sources known before serving (script folders are scanned when served)."""
+    return sum(len(source.tools) for source in sources if isinstance(source, TemplateTools))
+
+
 async def check_upstreams(plan, runner, log, namespace, config_path):
-    """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tools, error) each."""
+    """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tool names, error)
+    each."""
     hub = Aggregator([], plan, runner, log, namespace=namespace, watch_interval=0, config_path=config_path)
     hub.start()
     gate = asyncio.Semaphore(LIST_PARALLEL)
@@ -11057,7 +11152,7 @@ async def check_upstreams(plan, runner, log, namespace, config_path):
             started = time.monotonic()
             try:
                 await upstream.ready()
-                return upstream.spec, time.monotonic() - started, len(upstream.listing["tools"]), None
+                return upstream.spec, time.monotonic() - started, [t.get("name") for t in upstream.listing["tools"]], None
             except UpstreamError as exc:
                 return upstream.spec, None, None, exc.message
             finally:
@@ -11073,35 +11168,46 @@ async def check_upstreams(plan, runner, log, namespace, config_path):
 def status_command(path, log: Log, options):
     """`status [--config FILE] [--namespace NAME] [--check]`."""
     loader = ConfigLoader(path)
-    _, info = loader.load(ProcessRunner(log), log, RunSettings())
+    local, info = loader.load(ProcessRunner(log), log, RunSettings())
     log.add_secrets(loader.secrets)
     plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
     for spec in plan.specs:
         log.add_secrets(spec.secrets)
-    checks = None
-    refused = select_namespace(plan.namespaces, options["namespace"], plan.default, plan.default_key)[2]
-    if options["check"] and not refused:  # print_status says why
+    checks, requested = None, options["namespace"]
+    # A server's health does not depend on the namespace a client picks: every server is checked, but for
+    # those a --namespace leaves out (an unknown one checks nothing: print_status says why).
+    checked = plan if requested else UpstreamPlan(plan.specs, {}, None, plan.default_key, plan.permissions)
+    if options["check"] and (requested is None or requested in plan.namespaces):
         runner = ProcessRunner(log)
 
         async def check():
             try:
-                return await check_upstreams(plan, runner, log, namespace=options["namespace"], config_path=loader.path)
+                return await check_upstreams(checked, runner, log, namespace=requested, config_path=loader.path)
             finally:
                 await runner.stop_all()
                 runner.close_watchdog()
         checks = asyncio.run(check())
-    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"])
+    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
+                        local=local_tool_count(local), separator=info["separator"], forced=options["tool_search"],
+                        manager=not options["no_manager_tools"])
 
 
-def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD)):
-    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search, and
-    the counters of each running `serve` of the config."""
+def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
+                 local=0, separator="__", forced=None, manager=True):
+    """The table of `status`: servers, cached tool counts (or --check results), namespaces, what a client's
+    tools/list holds (`local`: the config's own tools; `forced`: --tool-search), and the counters of each
+    running `serve` of the config."""
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
-    print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
+    if error and requested is None and plan.default is None:  # several, none chosen: each client's entry chooses
+        print("namespace: none chosen (the config has several: %s); serve needs --namespace NAME in its args, or "
+              "\"%s\" in the config" % (", ".join(plan.namespaces), plan.default_key))
+        error = None
+    else:
+        print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
     rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
     results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
-    counts = {}
+    listings = {}  # id -> its tools' names, as checked or last cached
     for spec in plan.specs:
         if spec.disabled:
             state = "disabled"
@@ -11111,13 +11217,13 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             state = "skipped: not in namespace %s" % namespace
         elif checks is not None:
             seconds, tools, problem = results[spec.id]
-            counts[spec.id] = tools or 0
-            state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
+            listings[spec.id] = tools or []
+            state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (len(tools), seconds * 1000)
         else:
             entry = ListingCache(os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
             try:
-                counts[spec.id] = len(entry["tools"])
-                state = "%d (cached %s)" % (counts[spec.id], time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
+                listings[spec.id] = [_object(tool).get("name") for tool in entry["tools"]]
+                state = "%d (cached %s)" % (len(entry["tools"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
@@ -11134,25 +11240,22 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
         print("\nsign-in (OAuth; `mcpstudio login NAME` signs in):")
         for spec in signed:
             print("  %-*s  %s" % (max(len(s.key) for s in signed), spec.key, OAuthClient(spec.url).summary()))
+
+    def summary(name, mode):
+        count = served_tool_count(plan, name, listings, separator, local, manager)
+        return search_summary(count, forced or mode or search[0], search[1])
     if plan.namespaces:
-        print("\nnamespaces:")
+        print("\nnamespaces (tools a client lists: the config's own, the servers' known ones, mcpstudio's):")
         for name, ns in plan.namespaces.items():
             mark = "*" if name == namespace else " "
             print(" %s %-16s %s  (%s)" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
-                                          _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
+                                          summary(name, ns["tool_search"])))
     else:
-        print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
+        print("\ntools a client lists (the config's own, the servers' known ones, mcpstudio's): %s" % summary(None, None))
     for snapshot in RunningStats.running(path):
         print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
                            % snapshot] + RunningStats.table(snapshot["tools"])))
     return 1 if error or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
-
-
-def _search_summary(counts, servers, mode, threshold):
-    """`N tools, tool search MODE` of some servers, from their known tool counts."""
-    count = sum(counts.get(server, 0) for server in servers)
-    return "%d tools, tool search %s" % (count, mode if mode in ("on", "off") else "auto (%s past %d)" % (
-        "on" if count > threshold else "off", threshold))
 
 
 # --------------------------------------------------------------------------
@@ -11234,8 +11337,9 @@ class Board:
     def _read(self):
         """The config again: the whole plan for the screen, and every server (no namespace) for the hub."""
         loader = ConfigLoader(self.path)
-        _, info = loader.load(self.runner, self.log, RunSettings())
+        local, info = loader.load(self.runner, self.log, RunSettings())
         self.log.add_secrets(loader.secrets)
+        self.local, self.search = local_tool_count(local), info["tool_search"]  # for count()
         self.plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
         if self.shown not in self.plan.namespaces:
             self.shown = select_namespace(self.plan.namespaces, None, self.plan.default, self.plan.default_key)[0]
@@ -11255,12 +11359,15 @@ class Board:
         return upstream and (upstream.listing or upstream.cache.read()) or None
 
     def count(self):
-        """How many tools the shown namespace lists (of servers whose tools are known) against clients' caps."""
-        count = sum(self.plan.left_out(self.shown, spec, tool["name"], self.hub.separator) is None for spec in self.plan.specs
-                    if self.shown is None or spec.id in self.plan.namespaces[self.shown]["servers"]
-                    for tool in _object(self.listing(self.hub.upstreams.get(spec.id))).get("tools", ()))
-        return "%d tools, %s" % (count, "over " + ", ".join("%s %d" % pair for pair in CLIENT_CAPS if count > pair[1])
-                                 if count > 40 else "under Cursor's 40")
+        """What a client's tools/list holds in the shown namespace, counted as serve and status count (of
+        servers whose tools are known), and the clients whose caps a longer list passes."""
+        listings = {spec.id: [tool.get("name") for tool in _object(self.listing(self.hub.upstreams.get(spec.id))).get(
+            "tools", ())] for spec in self.plan.specs}
+        count = served_tool_count(self.plan, self.shown, listings, self.hub.separator, self.local)
+        mode = _object(self.plan.namespaces.get(self.shown)).get("tool_search") or self.search[0]
+        summary = search_summary(count, mode, self.search[1])
+        over = [pair for pair in CLIENT_CAPS if count > pair[1]] if summary.startswith("off") else []
+        return summary + (", over " + ", ".join("%s %d" % pair for pair in over) if over else "")
 
     def rows(self, text_filter=""):
         """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
@@ -14241,6 +14348,7 @@ def _build_server(options, words, log: Log, config, runner=None):
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
             hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)
+            hub.tool_search = info["tool_search"]
             found = [hub]
             # toolSearch: --tool-search, else the namespace's, else the file's
             mode = (options["tool_search"] or _object(hub.namespace.plan.namespaces.get(hub.namespace.name)).get("tool_search")

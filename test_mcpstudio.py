@@ -3278,6 +3278,40 @@ class ConfigTests(ScratchDir):
         self.assertIn("`no-such-command-xyz` is not on PATH", proc.stdout)
         self.assertIn("`unused` is declared but no template uses it", proc.stdout)
 
+    def test_every_problem_of_a_file_in_one_run(self):
+        # Three typos in three places are three lines of one error, not three runs: serve and check
+        # both exit 1 naming each key path, and check prints no "ok" before (or instead of) them.
+        config = self.write_config({"tols": [], "tools": [{"name": "a", "comand": "echo"},
+                                                          {"name": "b", "command": "echo {x}", "timout": 3}]})
+        for args in (["serve", "--config", config], ["check", "--config", config]):
+            proc = self.run_cli(*args)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("%s: 3 problems:" % config, proc.stderr)
+            for line in ("tols: unknown key (did you mean `tools`?)", "tools[0].comand: unknown key",
+                         "tools[1].timout: unknown key (did you mean `timeout`?)"):
+                self.assertIn("\n  " + line, proc.stderr)
+            self.assertNotIn("ok", proc.stdout)
+        # One problem reads as it always did: the file, the key path, the message.
+        proc = self.run_cli("check", "--config", self.write_config({"tools": [{"name": "a", "comand": "echo"}]}))
+        self.assertRegex(proc.stderr, r"error: \S+tools.json: tools\[0\].comand: unknown key")
+
+    def test_check_says_ok_only_when_nothing_is_wrong(self):
+        # check's verdict is its last line: an MCP server entry with a mistake is a problem (exit 1),
+        # a command not on PATH a warning; "ok" only for a file with nothing to say.
+        config = self.write_config({"tools": [{"name": "t", "command": "no-such-command-xyz {x}"}],
+                                    "mcpServers": {"u": {"comand": "x"}, "v": {"command": PY, "args": ["-c", "pass"]}}})
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        proc = self.run_cli("check", "--config", config, env=env)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("mcpServers.u.comand: unknown key", proc.stdout)
+        self.assertNotRegex(proc.stdout, r": ok\b")
+        self.assertEqual(proc.stdout.splitlines()[-1], "%s: 1 problem (above), and 1 warning" % config)
+        proc = self.run_cli("check", "--config", self.write_config({"tools": [{"name": "t", "command": "no-such-xyz"}]}))
+        self.assertEqual((proc.returncode, proc.stdout.splitlines()[-1]),
+                         (0, "%s: loads, with 1 warning (above)" % os.path.join(self.dir, "tools.json")))
+        proc = self.run_cli("check", "--config", self.write_config({"tools": [{"name": "t", "command": "%s -V" % PY}]}))
+        self.assertEqual((proc.returncode, proc.stdout.splitlines()[-1]), (0, "%s: ok" % os.path.join(self.dir, "tools.json")))
+
     def test_init(self):
         # init writes a commented starter config that passes check, and never overwrites by accident.
         proc = self.run_cli("init", "mytool", "--command", "git", "--description", "Git tools", cwd=self.dir)
@@ -5582,6 +5616,28 @@ class AggregatorTests(AggregatorCase):
                               timeout=60)
         self.assertIn("MCP servers", proc.stdout)
         self.assertIn("a ", proc.stdout)
+
+    def test_status_check_checks_every_server_whatever_the_namespaces(self):
+        # Several namespaces and no default: --check still starts and lists every server (health does not
+        # depend on the namespace a client picks), says no namespace is chosen, and exits 0 when all are
+        # well; a --namespace checks its own servers only, and one the config lacks checks nothing (exit 1).
+        path = self.write({"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b")},
+                           "namespaces": {"one": ["a"], "two": ["b"]}})
+        run = lambda *args: subprocess.run(SERVER + ["status", "--config", path] + list(args), env=self.env,
+                                           capture_output=True, text=True, timeout=60)
+        proc = run("--check")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("namespace: none chosen (the config has several: one, two)", proc.stdout)
+        self.assertRegex(proc.stdout, r"\na +ok, 5 tools, started in \d+ ms")
+        self.assertRegex(proc.stdout, r"\nb +ok, 5 tools, started in \d+ ms")
+        proc = run("--check", "--namespace", "two")
+        self.assertRegex(proc.stdout, r"\na +skipped: not in namespace two")
+        self.assertRegex(proc.stdout, r"\nb +ok, 5 tools")
+        proc = run("--check", "--namespace", "nope")
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        self.assertIn('namespace: error: unknown namespace "nope"', proc.stdout)
+        self.assertNotIn("ok, 5 tools", proc.stdout)
+        self.assert_all_gone()
 
 
 # --------------------------------------------------------------------------
@@ -8600,13 +8656,13 @@ class TuiTests(AggregatorCase):
                                       "outside": self.upstream("outside")},
                        "namespaces": {"work": {"servers": ["good", "big"]}}, "defaultNamespace": "work"}, f)
         tui = self.tui(path)
-        tui.wait_for("namespace: work  0 tools, under Cursor's 40")
+        tui.wait_for("namespace: work  off: 7 tools listed (search starts past 40)")  # the manager tools
         tui.press("t")
-        tui.wait_for("good is running", "work  5 tools, under Cursor's 40")
+        tui.wait_for("good is running", "work  off: 12 tools listed (search starts past 40)")
         tui.press("jjt")  # outside is not in the namespace: its tools do not count
         tui.wait_for("outside is running")
         tui.press("kt")
-        tui.wait_for("big is running", "55 tools, over Cursor 40, Windsurf 50  ")
+        tui.wait_for("big is running", "on: 62 tools behind search (past 40; ")
         self.assertEqual(tui.close(), 0)
 
 
@@ -9821,15 +9877,29 @@ class ToolSearchTests(AggregatorCase):
             self.assertEqual(server.notifications_of("notifications/tools/list_changed"), [])
 
     def test_status_counts_tools_and_says_whether_search_is_on(self):
-        data = {"namespaces": {"web": {"servers": ["playwright"], "toolSearch": "off"},
+        # status counts what serve counts against the threshold (the config's own tools, the servers' listed
+        # ones, the manager tools) and says plainly what a client gets: the same number serve lists with
+        # search off, "behind search" where serve lists the two search tools.
+        data = {"tools": [{"name": "own", "command": "echo {x}"}],
+                "namespaces": {"web": {"servers": ["playwright"], "toolSearch": "off"},
                                "all": {"servers": ["github", "slack", "playwright"]}}, "defaultNamespace": "all"}
         with self.serve(data) as server:  # lists, so the servers' tools are cached
             server.initialize()
             self.assertEqual(len(self.names(server)), 2)
+        counts = {}
+        for namespace in ("web", "all"):
+            with self.serve(data, "--namespace", namespace, "--tool-search", "off") as server:
+                server.initialize()
+                counts[namespace] = len(self.names(server))
+        self.assertEqual(counts["web"], 1 + 25 + len(mcpstudio.MANAGER_TOOLS))
         out = subprocess.run(SERVER + ["status", "--config", os.path.join(self.dir, "search.json")], capture_output=True,
                              text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
-        self.assertIn("web              playwright  (25 tools, tool search off)", out.stdout)
-        self.assertIn("all              github, slack, playwright  (59 tools, tool search auto (on past 40))", out.stdout)
+        self.assertIn("web              playwright  (off: %d tools listed)" % counts["web"], out.stdout)
+        self.assertIn("all              github, slack, playwright  (on: %d tools behind search (past 40; " % counts["all"],
+                      out.stdout)
+        out = subprocess.run(SERVER + ["status", "--config", os.path.join(self.dir, "search.json"), "--tool-search", "off"],
+                             capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertIn("(off: %d tools listed)" % counts["all"], out.stdout)
 
     def test_inspect_shows_what_a_search_mode_client_sees_and_searches(self):
         with self.serve({}):
@@ -12246,7 +12316,7 @@ class TuiTmuxTests(AggregatorCase):
 
     def list_screen(self, path, names, selected, cols, rows) -> list:
         """What the server list must show: title, header, the rows that keep the selection in view, the hint."""
-        title = "mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path
+        title = "mcpstudio  namespace: (all)  off: 7 tools listed (search starts past 40)  %s" % path
         top = max(0, selected - (rows - 6))
         lines = [title[:cols], self.COLUMNS % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES", "LAST ERROR")]
         lines += [self.COLUMNS % (name, "command", "yes", "stopped", "-", "-", "") for name in names[top:top + rows - 4]]
@@ -12335,7 +12405,7 @@ class TuiTmuxTests(AggregatorCase):
         pane.keys("Enter")
         pane.wait_for("server-40  (stopped, enabled)")
         pane.tmux("resize-window", "-t", "tui", "-x", "60", "-y", "12")
-        self.wait_screen(pane, [("mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path)[:60],
+        self.wait_screen(pane, [("mcpstudio  namespace: (all)  off: 7 tools listed (search starts past 40)  %s" % path)[:60],
                                 "server-40  (stopped, enabled)",
                                 ("command: %s %s --name server-40 --pidfile %s" % (PY, self.fake, self.pids))[:60],
                                 "tools (0): not listed yet; t starts it"] + [""] * 7 +
@@ -12400,7 +12470,7 @@ class TuiTmuxTests(AggregatorCase):
         pane.keys("t")
         said = "server `broken` failed to start: " + error
         row = self.COLUMNS % ("broken", "command", "yes", "failed", "-", "-", error)
-        self.wait_screen(pane, [("mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path)[:100],
+        self.wait_screen(pane, [("mcpstudio  namespace: (all)  off: 7 tools listed (search starts past 40)  %s" % path)[:100],
                                 self.COLUMNS % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES", "LAST ERROR"),
                                 row[:63 + 18]] + [""] * 25 + [said[:33 + 33], self.HINT])  # 37 and 66 cells of room
         pane.keys("Enter")
