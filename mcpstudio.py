@@ -2153,6 +2153,27 @@ def find_program(argv, env):
     return argv
 
 
+def program_not_found(program, env=None):
+    """"`gti` is not on PATH here (did you mean `git`?)" when `program` (a command's first word) would not
+    start, else None: what `check`, and startup in template mode, warn of before any call fails on it."""
+    import shutil
+    path = (os.environ if env is None else env).get("PATH", os.defpath)
+    if shutil.which(program, path=path):
+        return None
+    if os.path.dirname(program):
+        return "`%s` is not an executable file here" % program
+    import difflib
+    names = set()
+    for folder in path.split(os.pathsep):
+        try:
+            names.update(os.listdir(folder or "."))
+        except OSError:
+            pass
+    swapped = sorted(name for name in names if sorted(name) == sorted(program))  # gti: git, before tic
+    close = swapped or difflib.get_close_matches(program, sorted(names), 1, 0.6)
+    return "`%s` is not on PATH here%s" % (program, " (did you mean `%s`?)" % close[0] if close else "")
+
+
 def _os_text_problem(value):
     if not isinstance(value, (str, bytes, os.PathLike)):
         return "is %s, not text" % _type_name(value)
@@ -6024,8 +6045,13 @@ class Server:
         """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
         listing the first page built until a source changes."""
         tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
-        ups = [up for source in self.catalog.sources for up in getattr(source, "upstreams", {}).values()]
-        if ups and not tools and all(up.state == "failed" for up in ups):  # nothing to list, ever: say why
+        hubs = [source for source in self.catalog.sources if hasattr(source, "upstreams")]
+        ups = [up for hub in hubs for up in hub.upstreams.values()]
+        # Nothing to list but mcpstudio's own manager tools, ever: say why, where a client shows it (a listing
+        # of manager tools alone reads as "connected" while nothing works). The initialize result cannot say
+        # it: it is sent before any server has started.
+        managed = {name for hub in hubs for name in hub.manager_names()}
+        if ups and all(t["name"] in managed for t in tools) and all(up.state == "failed" for up in ups):
             raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
                 up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
                 + "; fix it and restart mcpstudio")
@@ -7584,10 +7610,10 @@ def check_config(path, log: Log, options):
         for tool in source.tools.values():
             props = tool.schema.get("properties", {})
             required = tool.schema.get("required", [])
-            import shutil
             program = tool.template.words[0][0] if not tool.shell else "sh"
-            if not shutil.which(program, path=(tool.settings.env or os.environ).get("PATH")):
-                print("  warning: %s: `%s` is not on PATH here" % (tool.name, program))
+            missing = isinstance(program, str) and program_not_found(program, tool.settings.env)
+            if missing:
+                print("  warning: %s: %s" % (tool.name, missing))
                 warned += 1
             used = {f.key for t in (tool.template, tool.stdin) if t for f in t.occurrences()}
             used.update(b.key for b in getattr(tool.template, "blocks", ()))
@@ -10850,6 +10876,10 @@ class Aggregator:
         self._tools = table
         self._denied = {name: why for name, why in denied.items() if name not in table}
         return tools
+
+    def manager_names(self):
+        """The public names of the manager tools it lists (none with --no-manager-tools)."""
+        return {listed["name"] for _, listed in self.manager.listed()} if self.manager_tools else set()
 
     def denied(self, name):
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
@@ -14365,6 +14395,10 @@ def _build_server(options, words, log: Log, config, runner=None):
         instructions = info["instructions"] or info["description"]
     if words:
         template = Template(words)
+        program = template.words[0]
+        missing = all(isinstance(piece, str) for piece in program) and program_not_found("".join(program), env)
+        if missing:  # a typo (`gti log`) would pass every check and fail at each call
+            log.warning("%s: every call will fail until it is", missing)
         name = safe_name(options["name"] or template.command_name(), max_name)  # dashes kept, as in every mode
         schema, stdin = template.input_schema(), None
         if options["stdin"] is not None:  # its fields join the tool's parameters

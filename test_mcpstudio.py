@@ -6657,6 +6657,26 @@ class ToolingTests(ToolingCase):
         proc = self.cli("inspect", "--", os.path.join(self.dir, "no-such-server"), code=2)
         self.assertIn("cannot start", proc.stderr)
 
+    def test_a_misspelled_program_warns_in_inspect_install_and_startup(self):
+        # Template mode warns of a program that is not on PATH, as check does for a config: inspect, install
+        # and serve itself say so on stderr (naming a close name on PATH), and still do their work.
+        folder = os.path.join(self.dir, "bin")
+        os.mkdir(folder)
+        self.script(os.path.join("bin", "gitlike"), "#!/bin/sh\necho hi\n")
+        self.env["PATH"] = folder + os.pathsep + self.env.get("PATH", "")
+        warning = "warning: `gitilke` is not on PATH here (did you mean `gitlike`?)"
+        proc = self.cli("inspect", "gitilke", "log", "{x}")
+        self.assertIn(warning, proc.stderr)
+        self.assertIn("tools (1):", proc.stdout)
+        proc = self.cli("install", "--client", "cursor", "gitilke", "log", "{x}")
+        self.assertIn(warning, proc.stderr)
+        self.assertIn('"gitilke"', proc.stdout)
+        with McpProcess("gitilke", "{x}", env=self.env) as server:
+            server.initialize()
+            self.assertIn(warning, server.stderr_when(lambda text: warning in text))
+        proc = self.cli("inspect", "gitlike", "{x}")  # found: nothing to say
+        self.assertNotIn("warning", proc.stderr)
+
     # --- call ------------------------------------------------------------
 
     def test_call_prints_text_and_exits_by_is_error(self):
@@ -12078,6 +12098,26 @@ class LeftoverTests(ScratchDir):
                     self.assertIn("retry with --token=***", message)
                     self.assertNotIn("abc123456", message)
                     self.assertTrue(message.endswith("; fix it and restart mcpstudio"), message)
+
+    def test_manager_tools_alone_do_not_hide_that_every_server_failed(self):
+        # With the manager tools on (the default), a config whose every server failed listed them alone, and a
+        # client showed "connected" with nothing working. The empty-list rule counts the tools besides them:
+        # tools/list fails naming the server and why. A tool of the config's own keeps the listing.
+        broken = {"command": PY, "args": ["-c", "import sys; sys.stderr.write('no API key\\n'); sys.exit(2)"]}
+        env = dict(os.environ, MCPSTUDIO_LIST_WAIT="1", XDG_CACHE_HOME=self.dir)
+        for own, fails in (([], True), ([{"name": "own", "command": "echo {x}"}], False)):
+            path = os.path.join(self.dir, "servers.json")
+            with open(path, "w") as f:
+                json.dump({"mcpServers": {"broken": broken}, "tools": own}, f)
+            with McpProcess("serve", "--config", path, env=env) as server:
+                server.initialize()
+                reply = server.request("tools/list")
+                if fails:
+                    self.assertIn("server `broken`", reply["error"]["message"], reply)
+                    self.assertIn("no API key", reply["error"]["message"])
+                else:
+                    self.assertIn("own", [t["name"] for t in reply["result"]["tools"]], reply)
+                    self.assertIn("mcpstudio__servers_list", [t["name"] for t in reply["result"]["tools"]])
 
     def test_a_tool_dropped_while_the_user_answers_still_runs(self):
         # tools_call read the tool's listing after asking the user: a rescan that dropped it meanwhile made the
