@@ -416,6 +416,21 @@ _NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 _OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?$" % _FIELD_NAME)  # `{a` just before a field: {a{b}}
 
 
+_UNCLOSED_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?(?=[^}]*$)" % _FIELD_NAME)
+
+
+def unclosed_fields(words):
+    """The `{name` openings in `words` that no `}` after them closes: literal text, where a field was meant."""
+    return [match.group() for word in words for match in _UNCLOSED_FIELD.finditer(word)]
+
+
+def unclosed_warning(words):
+    """The warning for unclosed_fields(words), or None."""
+    found = unclosed_fields(words)
+    return found and ("%s is not closed, so it is passed as that text, not a field: close it (`%s}`), or write "
+                      "`\\{` for a literal brace" % (", ".join("`%s`" % text for text in found), found[0]))
+
+
 def _refuse_nested(text, at, match, error):
     """`{a{b}}` is a field inside a field, which the syntax does not have: an error, not a field `b`."""
     outer = _OPEN_FIELD.search(text, 0, at) if match.group().startswith("{") else None
@@ -6718,6 +6733,11 @@ class ConfigLoader:
 
     def warn_shell_syntax(self, tools, resources, log: Log):
         """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true."""
+        for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.template.source) for index, tool in
+                              enumerate(tools)] + [("resources[%d] `%s`" % (index, resource.uri), resource.template.source)
+                                                   for index, resource in enumerate(resources)]:
+            if unclosed_warning(" ".join(source).split()):
+                log.warning("%s: %s: its command: %s", self.path, where, unclosed_warning(" ".join(source).split()))
         for index, tool in enumerate(tools):
             found = [] if tool.shell else tool.template.shell_syntax()
             if found:
@@ -11204,9 +11224,11 @@ def status_command(path, log: Log, options):
     for spec in plan.specs:
         log.add_secrets(spec.secrets)
     checks, requested = None, options["namespace"]
-    # A server's health does not depend on the namespace a client picks: every server is checked, but for
-    # those a --namespace leaves out (an unknown one checks nothing: print_status says why).
-    checked = plan if requested else UpstreamPlan(plan.specs, {}, None, plan.default_key, plan.permissions)
+    # The namespace chosen (by --namespace, the config's default, or as the only one) is checked; with none
+    # chosen, every server is: its health does not depend on the namespace a client will pick. An unknown
+    # --namespace checks nothing (print_status says why).
+    chosen = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)[0]
+    checked = plan if chosen else UpstreamPlan(plan.specs, {}, None, plan.default_key, plan.permissions)
     if options["check"] and (requested is None or requested in plan.namespaces):
         runner = ProcessRunner(log)
 
@@ -13071,13 +13093,45 @@ def inspect_command(words):
 _ARGUMENT_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.S)
 
 
+def _takes_a_file(prop):
+    """Whether a parameter's schema asks for a file's content: base64 (contentEncoding), or a data: URI as
+    mcpstudio's file fields describe it."""
+    prop = _object(prop)
+    if prop.get("type") == "array":
+        return _takes_a_file(prop.get("items"))
+    description = str(prop.get("description") or "")
+    return prop.get("type") == "string" and (prop.get("contentEncoding") == "base64" or (
+        "data:" in description and "base64" in description))
+
+
+def _file_argument(key, path, prop):
+    """`key=@PATH` (curl's convention) for a file parameter: the file's bytes as a data: URI naming it, or plain
+    base64 where the schema says contentEncoding base64."""
+    import base64
+    try:
+        with open(os.path.expanduser(path), "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise UsageError("call: %s=@%s: cannot read the file: %s" % (key, path, exc.strerror or exc)) from None
+    encoded = base64.b64encode(data).decode("ascii")
+    prop = _object(prop)
+    if _object(prop.get("items") if prop.get("type") == "array" else prop).get("contentEncoding") == "base64":
+        return encoded
+    name = os.path.basename(path)
+    return "data:%s;name=%s;base64,%s" % (_file_mime(name), re.sub(r"[,;]", "_", name), encoded)
+
+
 def _call_arguments(pairs, schema):
-    """key=value words as the tool's schema types them: strings stay text, other types read as JSON."""
+    """key=value words as the tool's schema types them: strings stay text, other types read as JSON, and
+    `@PATH` for a file parameter the file's content."""
     props = _object(_object(schema).get("properties"))
     arguments = {}
     for key, text in pairs:
         kind = _object(props.get(key)).get("type")
         value = text
+        if text.startswith("@") and _takes_a_file(props.get(key)):
+            value = text = _file_argument(key, text[1:], props.get(key))
+            kind = "string"
         if kind not in ("string", None):
             try:
                 value = json.loads(text)
@@ -14158,9 +14212,11 @@ SUBCOMMAND_HELP = {
             "Call one tool through the real server, as a client would, and print its text (and\n"
             "structured content); exit 1 when the result is an error. KEY=VALUE values are text for\n"
             "string parameters and JSON otherwise (n=3, flag=true); an array parameter takes\n"
-            "KEY=VALUE more than once. --json gives all arguments as one JSON object; --raw prints\n"
-            "the whole result as JSON. When the server asks a question (elicitation), call asks it\n"
-            "on the terminal; --yes accepts the question's defaults instead (no terminal needed).\n"
+            "KEY=VALUE more than once. KEY=@PATH gives a file parameter the file at PATH (as curl\n"
+            "does: photo=@cat.png); for any other parameter @ is text. --json gives all arguments\n"
+            "as one JSON object; --raw prints the whole result as JSON. When the server asks a\n"
+            "question (elicitation), call asks it on the terminal; --yes accepts the question's\n"
+            "defaults instead (no terminal needed).\n"
             "--url reaches a remote server, signing in with OAuth in the browser when it asks.\n\n"
             "examples:\n"
             "  mcpstudio call echo message=hello echo '{message}'\n"
@@ -14399,6 +14455,14 @@ def _build_server(options, words, log: Log, config, runner=None):
         missing = all(isinstance(piece, str) for piece in program) and program_not_found("".join(program), env)
         if missing:  # a typo (`gti log`) would pass every check and fail at each call
             log.warning("%s: every call will fail until it is", missing)
+        if unclosed_warning(words):
+            log.warning("the template: %s", unclosed_warning(words))
+        misplaced = [word for word in words[1:] if word.startswith("--") and word.partition("=")[0] in _OPTIONS_BY_NAME]
+        if misplaced:  # parse_command_line stops at the command: later words are the template's
+            log.warning("%s stand%s after the command `%s`, so %s words of the template, passed to it at every "
+                        "call; mcpstudio's options go before the command", ", ".join("`%s`" % w for w in misplaced),
+                        "s" if len(misplaced) == 1 else "", template.command_name(),
+                        "it is one of the" if len(misplaced) == 1 else "they are")
         name = safe_name(options["name"] or template.command_name(), max_name)  # dashes kept, as in every mode
         schema, stdin = template.input_schema(), None
         if options["stdin"] is not None:  # its fields join the tool's parameters

@@ -1815,6 +1815,29 @@ class CommandLineTests(ScratchDir):
         proc = self.run_cli("--version")
         self.assertEqual(proc.stdout.strip(), "mcpstudio %s" % mcpstudio.__version__)
 
+    def test_options_after_the_command_and_an_unclosed_field_warn(self):
+        # `echo {x} --read-only --name=x` made --read-only and --name=x words of the template, silently; `{x`
+        # without its `}` was literal text, silently. Both warn on stderr at startup (so in inspect and
+        # install too), and the server still serves the template as written.
+        with McpProcess("echo", "{message", "{y}", "--read-only", "--name=x") as server:
+            server.initialize()
+            text = server.stderr_when(lambda text: text.count("warning") >= 2)
+            self.assertIn("warning: the template: `{message` is not closed, so it is passed as that text, not a "
+                          "field: close it (`{message}`)", text)
+            self.assertIn("warning: `--read-only`, `--name=x` stand after the command `echo`, so they are words of "
+                          "the template", text)
+            self.assertEqual(text_of(server.call("echo", {"y": "hi"})), "{message hi --read-only --name=x\n")
+        proc = self.run_cli("inspect", "--read-only", "echo", "{message}", "\\{x")
+        self.assertNotIn("warning", proc.stderr)  # options before the command, an escaped brace: nothing to say
+        self.assertIn("stands after the command `echo`", self.run_cli("inspect", "echo", "{m}", "--debug").stderr)
+        # A config's command says it as check's warning.
+        path = os.path.join(self.dir, "c.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "t", "command": "echo {x --y {z}"}]}, f)
+        proc = self.run_cli("check", "--config", path)
+        self.assertIn("tools[0] `t`: its command: `{x` is not closed", proc.stderr)
+        self.assertTrue(proc.stdout.rstrip().endswith("loads, with 1 warning (above)"), proc.stdout)
+
     def test_usage_errors(self):
         # Unknown options, missing values and a missing command exit 2 with a clear message on stderr.
         for args, fragment in ((["--bogus", "echo"], "unknown option --bogus"),
@@ -5618,9 +5641,10 @@ class AggregatorTests(AggregatorCase):
         self.assertIn("a ", proc.stdout)
 
     def test_status_check_checks_every_server_whatever_the_namespaces(self):
-        # Several namespaces and no default: --check still starts and lists every server (health does not
-        # depend on the namespace a client picks), says no namespace is chosen, and exits 0 when all are
-        # well; a --namespace checks its own servers only, and one the config lacks checks nothing (exit 1).
+        # Several namespaces and no default: --check checked nothing; now it starts and lists every server
+        # (health does not depend on the namespace a client picks), says no namespace is chosen, and exits 0
+        # when all are well; a --namespace checks its own servers only, and one the config lacks checks
+        # nothing (exit 1).
         path = self.write({"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b")},
                            "namespaces": {"one": ["a"], "two": ["b"]}})
         run = lambda *args: subprocess.run(SERVER + ["status", "--config", path] + list(args), env=self.env,
@@ -6686,6 +6710,23 @@ class ToolingTests(ToolingCase):
         proc = self.cli("call", "false", "false", code=1)
         self.assertIn("`false` exited with code 1.", proc.stderr)
         self.assertEqual(proc.stdout, "")
+
+    def test_call_reads_a_local_file_for_a_file_parameter(self):
+        # `photo=@hello.txt` (curl's convention) reads the file and sends it as a data: URI naming it, so the
+        # command gets a file with the same bytes and name; a parameter that is not a file keeps `@...` as
+        # text, and a file that cannot be read is a usage error (exit 2) naming it.
+        show = self.script("show.py", "import os, sys\nprint(os.path.basename(sys.argv[1]), open(sys.argv[1], 'rb').read(), "
+                                      "sys.argv[2])\n")
+        with open(os.path.join(self.dir, "hello.txt"), "wb") as f:
+            f.write(b"hi \x00\xff there\n")
+        proc = self.cli("call", "show", "photo=@hello.txt", "note=@bob", "--name", "show", PY, show, "{photo:file}",
+                        "{note}")
+        self.assertEqual(proc.stdout, "hello.txt %r @bob\n" % b"hi \x00\xff there\n")
+        proc = self.cli("call", "show", "photo=@missing.txt", "note=x", "--name", "show", PY, show, "{photo:file}",
+                        "{note}", code=2)
+        self.assertIn("call: photo=@missing.txt: cannot read the file", proc.stderr)
+        self.assertEqual(mcpstudio._file_argument("f", os.path.join(self.dir, "hello.txt"), {"contentEncoding": "base64"}),
+                         base64.b64encode(b"hi \x00\xff there\n").decode())
 
     def test_call_shows_the_validation_errors_a_client_gets(self):
         # Wrong or unknown arguments give the server's own isError text; an unknown tool its error.
