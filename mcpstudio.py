@@ -1975,31 +1975,94 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
             pass
 
 
-class _Capture:
-    """Keeps the first `limit` bytes of a stream and counts the rest."""
+def _whole_characters(head, tail):
+    """`head` without a UTF-8 character its end splits, `tail` without one its start splits: the two sides
+    of a cut read as text again (a binary stream loses at most three bytes a side, and is broken anyway)."""
+    for back in range(1, min(4, len(head)) + 1):
+        byte = head[-back]
+        if byte < 0x80:
+            break
+        if byte >= 0xC0:  # the lead byte of the last character: complete, or dropped
+            if back < (2 if byte < 0xE0 else 3 if byte < 0xF0 else 4):
+                head = head[:-back]
+            break
+    skip = 0
+    while skip < min(3, len(tail)) and 0x80 <= tail[skip] < 0xC0:
+        skip += 1
+    return head, tail[skip:]
 
-    __slots__ = ("limit", "chunks", "kept", "total")
+
+class _Capture:
+    """Keeps the first and the last bytes of a stream, `limit` in all, and counts what falls between them.
+
+    The first half of the room holds the head; a ring (a bytearray read from `start`) the last bytes,
+    so a long build log keeps the lines that say why it failed. value() is the stream itself when it
+    fit, else its head and tail (cut at line ends where the line is short, never inside a character)
+    around one line that says exactly what was dropped; `cut` is that number of bytes."""
+
+    __slots__ = ("limit", "head", "ring", "start", "total", "dropped_lines", "line_start")
 
     def __init__(self, limit):
         self.limit = limit
-        self.chunks = []
-        self.kept = 0
+        self.head = bytearray()
+        self.ring = bytearray()
+        self.start = 0              # ring[start:] are the last bytes; the front is freed in large steps
         self.total = 0
+        self.dropped_lines = 0      # newlines among the bytes that left the ring
+        self.line_start = True      # whether the ring's first byte starts a line
 
     def add(self, data):
         self.total += len(data)
-        room = self.limit - self.kept
+        room = self.limit // 2 - len(self.head)
         if room > 0:
-            piece = data[:room]
-            self.chunks.append(piece)
-            self.kept += len(piece)
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self.ring += data
+        keep = self.limit - self.limit // 2
+        excess = len(self.ring) - self.start - keep
+        if excess > 0:
+            end = self.start + excess
+            self.dropped_lines += self.ring.count(b"\n", self.start, end)
+            self.line_start = self.ring[end - 1] == 0x0A
+            self.start = end
+            if self.start > keep:  # amortized: the ring is moved once per `keep` bytes dropped
+                del self.ring[:self.start]
+                self.start = 0
+
+    def _parts(self):
+        """(head, bytes dropped, newlines among them, tail, whether both cuts fall at line ends)."""
+        head, tail = bytes(self.head), bytes(self.ring[self.start:])
+        if self.total == len(head) + len(tail):
+            return head, 0, 0, tail, True
+        lines, at_ends = self.dropped_lines, True
+        end = head.rfind(b"\n") + 1
+        if not head.endswith(b"\n") and end and len(head) - end <= len(head) // 4:
+            head = head[:end]  # the head's last line, begun, goes with the dropped part
+        elif not head.endswith(b"\n"):
+            at_ends = False
+        begin = tail.find(b"\n") + 1
+        if not self.line_start and begin and begin <= len(tail) // 4:
+            tail, lines = tail[begin:], lines + 1  # the tail's first line, its start dropped, goes too
+        elif not self.line_start:
+            at_ends = False
+        head, tail = _whole_characters(head, tail)
+        return head, self.total - len(head) - len(tail), lines, tail, at_ends
 
     def value(self):
-        return b"".join(self.chunks)
+        head, dropped, lines, tail, at_ends = self._parts()
+        if not dropped:
+            return head + tail
+        return head + ("%s[... %d bytes%s dropped here by the output limit (--max-output %d): the output was %d bytes, "
+                       "of which the first %d and the last %d are kept ...]\n" % (
+                           "\n" if head and not head.endswith(b"\n") else "", dropped,
+                           " (%d lines)" % lines if at_ends else "", self.limit, self.total, len(head),
+                           len(tail))).encode("ascii") + tail
 
     @property
     def cut(self):
-        return self.total - self.kept
+        return self._parts()[1]
 
 
 class _ChildProtocol(asyncio.SubprocessProtocol):
@@ -3423,9 +3486,9 @@ def cut_binary(data, cut):
     A cut image or file is broken, so it is never served as content."""
     if not cut or _as_text(data, True) is not None:
         return None
-    return ("The output (%s) was cut at %d bytes by the output limit (%d more bytes were not kept), so it is not "
+    return ("The output (%s) passed the output limit: %d bytes of its middle were dropped, so it is not "
             "served: a cut file is broken. Raise the limit (--max-output) to get it whole."
-            % (_image_type(data) or "binary data", len(data), cut))
+            % (_image_type(data) or "binary data", cut))
 
 
 def output_content(data, uri, cut):
@@ -3447,9 +3510,10 @@ OUTPUT_KEEP_BYTES = 64 << 20    # ... and their bytes together (one larger outpu
 OUTPUT_KEEP_SECONDS = 3600.0
 
 
-def fit_text(text, budget, uri):
+def fit_text(text, budget, uri, kept="whole"):
     """`text` if it holds at most `budget` characters, else its head and tail (cut at line ends
-    where it can) around one line that says what was left out and how to read it."""
+    where it can) around one line that says what was left out and how to read it (`kept`: what the
+    resource holds, "whole" or, past the output limit, "kept" output)."""
     if len(text) <= budget:
         return text
     half = budget // 2
@@ -3459,9 +3523,9 @@ def fit_text(text, budget, uri):
     first = head.count("\n") + 1
     last = first + middle.count("\n") - middle.endswith("\n")
     return ("%s%s[... %d lines (%d bytes) left out here: read them with resources/read %s?lines=%d-%d; "
-            "the whole output is %s ...]\n%s" % (
+            "the %s output is %s ...]\n%s" % (
                 head, "" if head.endswith("\n") else "\n", last - first + 1, len(middle.encode("utf-8")), uri,
-                first, last, uri, text[tail_start:]))
+                first, last, kept, uri, text[tail_start:]))
 
 
 def output_slice(data, query):
@@ -3530,15 +3594,19 @@ class OutputBudget:
         self.links = []
         self.linked = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # the first with resource_link
 
-    def fit(self, data, text, share=1.0):
-        """`text` (decoded from `data`) within `share` of the room left."""
+    def fit(self, data, text, share=1.0, cut=0):
+        """`text` (decoded from `data`) within `share` of the room left; `cut`: the bytes the output limit
+        dropped from its middle (then the resource holds what was kept, and says so)."""
         limit = int(self.chars * share)
         if len(text) > limit:
             uri = self.store.keep(data, self.owner)
-            text = fit_text(text, limit, uri)
+            text = fit_text(text, limit, uri, "kept" if cut else "whole")
             if self.linked:
-                self.links.append({"type": "resource_link", "uri": uri, "name": "output", "mimeType": "text/plain",
-                                   "size": len(data), "description": "the whole output, of which the result shows a part"})
+                self.links.append({"type": "resource_link", "uri": uri, "name": "output" if not cut else "kept output",
+                                   "mimeType": "text/plain", "size": len(data), "description": (
+                                       "the output's head and tail, %d bytes of its middle dropped by the output limit "
+                                       "(--max-output), of which the result shows a part" % cut if cut else
+                                       "the whole output, of which the result shows a part")})
         self.chars = max(self.chars - len(text), 0)
         return text
 
@@ -3634,6 +3702,12 @@ def check_read(uri, result: ProcessResult, timeout, subject=None):
                        {"uri": uri, "exitCode": result.returncode})
 
 
+def limit_note(stream, cut):
+    """The line a result ends with when the output limit dropped `cut` bytes from the middle of `stream`."""
+    return ("[%s: %d bytes from the middle were dropped by the output limit (--max-output); its first and last "
+            "bytes are kept, and a line marks the place]" % (stream, cut))
+
+
 def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
     """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
@@ -3645,19 +3719,19 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
     stderr = _decoded(result.stderr)
     if budget:
-        stderr = budget.fit(result.stderr, stderr, 0.25)
+        stderr = budget.fit(result.stderr, stderr, 0.25, result.stderr_cut)
     if (result.stdout and not broken) or not (failure or result.stderr):
         block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
         elif block["type"] == "text" and budget:
-            block["text"] = budget.fit(result.stdout, block["text"])
+            block["text"] = budget.fit(result.stdout, block["text"], cut=result.stdout_cut)
         content.append(block)
     if result.stdout_cut:
-        content.append(text_block("[stdout cut: %d more bytes not shown]" % result.stdout_cut))
+        content.append(text_block(limit_note("stdout", result.stdout_cut)))
     if result.stderr:
         if result.stderr_cut:
-            stderr += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
+            stderr += "\n" + limit_note("stderr", result.stderr_cut)
         content.append(text_block("[stderr]\n" + stderr))
     return {"content": content + (budget.links if budget else []), "isError": failure is not None}
 
@@ -4413,7 +4487,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
     if budget and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
         if not result.ok:
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
-        block = dict(block, text=budget.fit(result.stdout, block["text"]))
+        block = dict(block, text=budget.fit(result.stdout, block["text"], cut=result.stdout_cut))
     links = budget.links if budget else []
     if result.ok:
         reply = {"content": [block], "isError": False}
@@ -4423,7 +4497,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
         if isinstance(data, dict):
             reply["structuredContent"] = data
         if result.stdout_cut:
-            reply["content"].append(text_block("[stdout cut: %d more bytes not shown]" % result.stdout_cut))
+            reply["content"].append(text_block(limit_note("stdout", result.stdout_cut)))
         reply["content"] += links
         return reply
     code = result.returncode
@@ -13198,7 +13272,7 @@ def call_command(words):
     if raw:
         print(json.dumps(result, indent=2))
     else:  # a kept output ends with its server, here with this call: how to see it all instead
-        _print_content([dict(block, text=re.sub(r"read them with resources/read \S+; the whole output is \S+", "rerun with "
+        _print_content([dict(block, text=re.sub(r"read them with resources/read \S+; the (?:whole|kept) output is \S+", "rerun with "
                                                 "a larger --max-text (or the config's max_text) to see them", block["text"]))
                         if "text" in block else block for block in result.get("content") or []
                         if not str(block.get("uri")).startswith(OUTPUT_URI)], sys.stderr if result.get("isError") else sys.stdout)

@@ -1074,7 +1074,7 @@ class CommandOutputTests(ScratchDir):
             result = server.call("png", {"n": "20"})
             self.assertTrue(result["isError"], result)
             self.assertEqual([c["type"] for c in result["content"]], ["text", "text"], result)
-            self.assertIn("The output (image/png) was cut at 1000 bytes", text_of(result))
+            self.assertIn("The output (image/png) passed the output limit: ", text_of(result))
             whole = server.call("png", {"n": "2"})
             self.assertFalse(whole["isError"])
             self.assertEqual(whole["content"][0]["mimeType"], "image/png")
@@ -1084,7 +1084,7 @@ class CommandOutputTests(ScratchDir):
         with McpProcess("--max-output", "1000", "serve", "--config", config) as server:
             server.initialize()
             reply = server.request("resources/read", {"uri": "png://20"})
-            self.assertIn("was cut at 1000 bytes", reply["error"]["message"], reply)
+            self.assertIn("passed the output limit", reply["error"]["message"], reply)
             reply = server.request("resources/read", {"uri": "png://2"})
             self.assertEqual(reply["result"]["contents"][0]["mimeType"], "image/png", reply)
 
@@ -1565,17 +1565,62 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(kept, ["e" * 4000000, "o" * 4000000])
 
     def test_max_output(self):
-        # --max-output keeps the first bytes and says how much was cut; a cut through a
-        # multi-byte character still gives text, not a blob.
+        # --max-output keeps the first and the last bytes and says how much was dropped between them; a
+        # cut through a multi-byte character (at either side) still gives text, not a blob.
         with McpProcess("--max-output", "100", "--name", "s", PY, "-c", "print('x' * 1000)", "[y]") as server:
             server.initialize()
             result = server.call("s", {})
-            self.assertEqual(result["content"][0]["text"], "x" * 100)
-            self.assertIn("901 more bytes", text_of(result))
+            self.assertEqual(result["content"][0]["text"], "x" * 50 + "\n[... 901 bytes dropped here by the output limit "
+                             "(--max-output 100): the output was 1001 bytes, of which the first 50 and the last 50 are "
+                             "kept ...]\n" + "x" * 49 + "\n")
+            self.assertIn("[stdout: 901 bytes from the middle were dropped by the output limit", text_of(result))
         with McpProcess("--max-output", "100", "--name", "s", PY, "-c", "print('x' + 'é' * 1000)", "[y]") as server:
             server.initialize()
-            result = server.call("s", {})
-            self.assertEqual(result["content"][0], {"type": "text", "text": "x" + "é" * 49})
+            head, marker, tail = server.call("s", {})["content"][0]["text"].split("\n", 2)
+            self.assertEqual((head, tail), ("x" + "é" * 24, "é" * 24 + "\n"))
+            self.assertIn("[... 1904 bytes dropped here", marker)
+
+    def test_max_output_keeps_the_real_tail(self):
+        # A long build log past --max-output: the result shows its first lines and its real last lines (the
+        # ones that say why it failed), not the end of the first MiB cut mid-line; the line between them says
+        # exactly how many bytes and lines were dropped; stderr is kept the same way. Past --max-text too,
+        # the resource holds what was kept, and the result and its link name it so ("kept output").
+        build = self.script("build.py", """\
+            import sys
+            for n in range(1, 20001):
+                print("step %05d compiling module_%05d.c" % (n, n))
+            print("error: module_20000.c: undefined reference to `main'")
+            sys.stderr.write("".join("warn %d\\n" % n for n in range(5000)) + "linker failed\\n")
+            sys.exit(2)
+            """)
+        lines = ["step %05d compiling module_%05d.c\n" % (n, n) for n in range(1, 20001)]
+        lines.append("error: module_20000.c: undefined reference to `main'\n")
+        total = sum(len(line) for line in lines)
+        with McpProcess("--max-output", "4000", "--max-text", "100000", "--name", "build", PY, build, "[x]") as server:
+            server.initialize()
+            result = server.call("build", {})
+            text = result["content"][1]["text"]
+            head, marker, tail = text.partition("\n[... ")[0] + "\n", text.split("\n[... ")[1].split("\n")[0], \
+                text.split("...]\n", 1)[1]
+            self.assertTrue(tail.endswith("error: module_20000.c: undefined reference to `main'\n"), tail)
+            self.assertTrue("".join(lines).startswith(head) and "".join(lines).endswith(tail))
+            dropped = "".join(lines)[len(head):len("".join(lines)) - len(tail)]
+            self.assertEqual(marker, "%d bytes (%d lines) dropped here by the output limit (--max-output 4000): the "
+                             "output was %d bytes, of which the first %d and the last %d are kept ...]"
+                             % (len(dropped), dropped.count("\n"), total, len(head), len(tail)))
+            self.assertIn("[stdout: %d bytes from the middle were dropped" % len(dropped), text_of(result))
+            self.assertIn("warn 4999\nlinker failed\n", text_of(result))  # stderr's real tail too
+            self.assertRegex(text_of(result), r"\[stderr: \d+ bytes from the middle were dropped")
+        with McpProcess("--max-output", "40000", "--max-text", "2000", "--name", "build", PY, build, "[x]") as server:
+            server.initialize()
+            result = server.call("build", {})
+            self.assertIn("the kept output is mcpstudio://output/", text_of(result))
+            links = [c for c in result["content"] if c["type"] == "resource_link"]
+            self.assertEqual([link["name"] for link in links], ["kept output", "kept output"])  # stderr, stdout
+            self.assertIn("bytes of its middle dropped by the output limit", links[1]["description"])
+            kept = server.request("resources/read", {"uri": links[1]["uri"]})["result"]["contents"][0]["text"]
+            self.assertTrue(kept.endswith("undefined reference to `main'\n"), kept[-200:])
+            self.assertIn("dropped here by the output limit (--max-output 40000)", kept)
 
     def test_unrunnable_arguments(self):
         # A NUL byte in a value cannot reach argv: an isError result, not an internal error.
