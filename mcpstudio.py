@@ -1872,7 +1872,10 @@ if _POSIX:
             self.process.stdin.flush()
 
         def close(self):
+            """End of input: the watchdog stops what is left and exits. Its exit is collected in a thread, so
+            no zombie stays behind a process that goes on (the TUI, tests) and no Popen is dropped running."""
             self.process.stdin.close()
+            threading.Thread(target=self.process.wait, name="mcpstudio-watchdog-exit", daemon=True).start()
 else:  # pragma: windows (CI runs Linux only; the README says what is tested where)
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
@@ -11447,8 +11450,15 @@ class Board:
         self.runner = ProcessRunner(self.log)
         self.results = {}  # (server id, tool) -> the last call's text, or None while it runs
         self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="mcpstudio-tui", daemon=True).start()
+        threading.Thread(target=self._run_loop, name="mcpstudio-tui", daemon=True).start()
         self.hub = self.run(self._open())
+
+    def _run_loop(self):
+        """The loop's thread: run until close() stops it, then close it (its resources go with it)."""
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.close()
 
     def run(self, coroutine, timeout=30):
         """Run on the loop and wait: for quick things only (reading the config, stopping)."""

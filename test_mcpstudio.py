@@ -825,6 +825,7 @@ class StdioStreamTests(ScratchDir):
             f.write("x" * 900000)
         proc = subprocess.Popen(SERVER + ["--max-text", "1000000", "head", "-c", "900000", "{path}"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.addCleanup(proc.stdout.close)  # last: after it exited (no unclosed-file warning)
         self.addCleanup(proc.wait, WAIT)
         self.addCleanup(proc.kill)
         calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/call",
@@ -2816,6 +2817,8 @@ class InProcessHttp:
         asyncio.run_coroutine_threadsafe(self.http.close(), self.loop).result(WAIT)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(WAIT)
+        if not self.thread.is_alive():
+            self.loop.close()  # no "unclosed event loop" warning
 
 
 def http_request(body=None, headers=None, close=True) -> bytes:
