@@ -9269,6 +9269,9 @@ class _HttpChannel:
                 pass
 
 
+STRAY_LINE = "skipped a line on stdout that is not JSON-RPC: "  # the server log's note of one (ServerLog.stray)
+
+
 class RpcClient:
     """The client side of JSON-RPC with one server, the mirror of `Session`: ids, futures, timeouts, cancellation.
 
@@ -9369,7 +9372,7 @@ class RpcClient:
         if isinstance(message, dict):
             self.received_message(message)
         else:
-            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(_decoded(line[:400]), 200))
+            self.note(STRAY_LINE + _clip(_decoded(line[:400]), 200))
 
     def received_message(self, message, related=None):
         """One message: a notification or request goes on (with the CallContext of our request `related`,
@@ -9596,10 +9599,13 @@ class ServerLog:
         self.server_id, self.log = server_id, log
         self.lines = collections.deque(maxlen=LOG_LINES)
         self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
+        self.stray = None  # the current run's last line on stdout that is not JSON-RPC (a banner, a print)
 
     def note(self, text, warn=False):
         """A lifecycle line: to the server's log ring, and to mcpstudio's debug log (or a warning, said once)."""
         self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
+        if text.startswith(STRAY_LINE):
+            self.stray = text[len(STRAY_LINE):]
         if warn:
             self.log.warn_once("server `%s` %s", self.server_id, text)
         else:
@@ -9615,7 +9621,9 @@ class ServerLog:
     def tail(self):
         """The current run's last stderr lines, masked, for an error message (or '')."""
         tail = [self.log.mask(line) for line in self.recent if line.strip()]
-        return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
+        stray = ("; it wrote on stdout, where only JSON-RPC messages may go: %s (a server logs to stderr)"
+                 % self.log.mask(self.stray) if self.stray else "")
+        return stray + ("; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else "")
 
     def why(self, reason):
         """`reason` (exited with code 3) after the last stderr line, which most often says why, where a screen's
@@ -10041,6 +10049,7 @@ class Upstream:
             return
         protocol = self.client.channel = _UpstreamProtocol(self)
         self.server_log.recent.clear()
+        self.server_log.stray = None
         self.server_log.note("starting: %s" % spec.display())
         started = time.monotonic()
         spawn = asyncio.ensure_future(self.runner.start_server([spec.command] + spec.args, lambda: protocol,
@@ -11321,6 +11330,9 @@ def status_command(path, log: Log, options):
                         manager=not options["no_manager_tools"])
 
 
+STATUS_STATE_WIDTH = 44  # the widest state `status` puts in its table; a longer one follows the table
+
+
 def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
                  local=0, separator="__", forced=None, manager=True):
     """The table of `status`: servers, cached tool counts (or --check results), namespaces, what a client's
@@ -11357,6 +11369,11 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
         rows.append((spec.id, mask_secrets(state), log.mask(command)))
+    # A long error would widen the whole table (to 200 columns): its row says "(below)", the table is followed
+    # by each such server and its whole message.
+    below = [(row[0], row[1]) for row in rows[1:] if len(row[1]) > STATUS_STATE_WIDTH]
+    rows = [(row[0], row[1].partition(":")[0] + " (below)" if len(row[1]) > STATUS_STATE_WIDTH else row[1], row[2])
+            for row in rows]
     if len(rows) == 1:
         print("\nno servers configured")
     else:
@@ -11364,6 +11381,10 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
         print()
         for row in rows:
             print(("%-*s  %-*s  %s" % (width[0], row[0], width[1], row[1], row[2])).rstrip())
+        if below:
+            print()
+        for server_id, state in below:
+            print("%s  %s" % (server_id, state))
     signed = [spec for spec in plan.specs if spec.url and spec.oauth is not None and not spec.error]
     if signed:
         print("\nsign-in (OAuth; `mcpstudio login NAME` signs in):")
@@ -11374,13 +11395,13 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
         count = served_tool_count(plan, name, listings, separator, local, manager)
         return search_summary(count, forced or mode or search[0], search[1])
     if plan.namespaces:
-        print("\nnamespaces (tools a client lists: the config's own, the servers' known ones, mcpstudio's):")
+        print("\nnamespaces:")
         for name, ns in plan.namespaces.items():
             mark = "*" if name == namespace else " "
             print(" %s %-16s %s  (%s)" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
                                           summary(name, ns["tool_search"])))
     else:
-        print("\ntools a client lists (the config's own, the servers' known ones, mcpstudio's): %s" % summary(None, None))
+        print("\ntools: %s" % summary(None, None))
     for snapshot in RunningStats.running(path):
         print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
                            % snapshot] + RunningStats.table(snapshot["tools"])))

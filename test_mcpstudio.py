@@ -5688,6 +5688,27 @@ class AggregatorTests(AggregatorCase):
         self.assertIn("MCP servers", proc.stdout)
         self.assertIn("a ", proc.stdout)
 
+    def test_a_server_printing_on_stdout_is_named_and_the_table_stays_narrow(self):
+        # A server that prints a banner on stdout and never answers: the timeout's error says what it printed
+        # (it said nothing about it). Its long error no longer widens status's table to 200 columns: the row
+        # says "failed (below)" and the whole message follows the table.
+        path = self.write({"mcpServers": {
+            "chatty": {"command": PY, "args": ["-c", "import time; print('Server ready on port 8080', flush=True); "
+                                                     "time.sleep(30)"], "startupTimeout": 2},
+            "a": self.upstream("a")}})
+        proc = subprocess.run(SERVER + ["status", "--config", path, "--check"], env=self.env, capture_output=True,
+                              text=True, timeout=60)
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        lines = proc.stdout.splitlines()
+        header = next(line for line in lines if line.startswith("SERVER"))
+        self.assertLessEqual(header.index("COMMAND"), len("chatty  ") + mcpstudio.STATUS_STATE_WIDTH + 2, header)
+        self.assertIn("chatty  failed (below)", proc.stdout)
+        self.assertIn("\nchatty  failed: server `chatty` failed to start: it did not answer initialize and tools/list "
+                      "within 2 s; it wrote on stdout, where only JSON-RPC messages may go: Server ready on port 8080",
+                      proc.stdout)
+        self.assertRegex(proc.stdout, r"\na +ok, 5 tools")
+        self.assert_all_gone()
+
     def test_status_check_checks_every_server_whatever_the_namespaces(self):
         # Several namespaces and no default: --check checked nothing; now it starts and lists every server
         # (health does not depend on the namespace a client picks), says no namespace is chosen, and exits 0
