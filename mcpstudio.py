@@ -227,6 +227,11 @@ class OAuthError(McpStudioError):
         super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
 
 
+class ChildRefused(McpStudioError):
+    """mcpstudio in a child (`inspect`, `call`) refused its mode and said why on its stderr: exit with its code
+    (`args[0]`, 2 for a bad template or option, as `serve` exits), adding nothing."""
+
+
 class HttpError(McpStudioError):
     """A request the HTTP server refuses: the status to answer with, and the JSON-RPC error when there is one."""
 
@@ -12911,8 +12916,9 @@ class StdioClient:
     closed = False
     next_id = 0
 
-    def __init__(self, argv, timeout=CLIENT_TIMEOUT, ask=None):
+    def __init__(self, argv, timeout=CLIENT_TIMEOUT, ask=None, own=False):
         self.argv = argv
+        self.own = own  # the child is mcpstudio itself: its refusal (exit 2) has said why on stderr
         self.timeout = timeout
         self.ask = ask  # answers elicitation/create (params -> result); None: the capability is not declared
         self.lock = threading.Condition()
@@ -12992,8 +12998,11 @@ class StdioClient:
                 self.lock.wait(0.25 if deadline is None else min(0.25, max(0.0, deadline - time.monotonic())))
             reply = self.responses.pop(request_id, None)
         if reply is None:
+            code = self.process.wait()
+            if self.own and code == 2:
+                raise ChildRefused(code)
             raise McpError(INTERNAL_ERROR, "%s: the server exited (code %s) before answering; its "
-                                           "stderr above says why" % (method, self.process.wait()))
+                                           "stderr above says why" % (method, code))
         error = reply.get("error")
         if error is not None:
             raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message")), error.get("data"))
@@ -13117,15 +13126,8 @@ def _schema_summary(schema):
     return rows
 
 
-def _print_listing(listing):
-    """The readable table of `inspect`."""
-    info = listing["serverInfo"]
-    print("server: %s %s (protocol %s)" % (info.get("title") or info.get("name", "?"), info.get("version", ""),
-                                           listing["protocolVersion"]))
-    if listing.get("instructions"):
-        print("instructions: %s" % listing["instructions"])
-    tools = listing["tools"]
-    print("\ntools (%d):" % len(tools))
+def _print_tools(tools):
+    """Each tool of a listing: its name and hints, description, parameters and accepted exit codes."""
     for tool in tools:
         hints = [word for key, word in (("readOnlyHint", "read-only"), ("destructiveHint", "destructive"),
                                         ("idempotentHint", "idempotent"), ("openWorldHint", "open-world"))
@@ -13138,6 +13140,17 @@ def _print_listing(listing):
         ok_codes = _object(tool.get("_meta")).get(OK_EXIT_META)
         if ok_codes:
             print("      exit codes accepted: %s" % ",".join(str(c) for c in ok_codes))
+
+
+def _print_listing(listing):
+    """The readable table of `inspect`."""
+    info = listing["serverInfo"]
+    print("server: %s %s (protocol %s)" % (info.get("title") or info.get("name", "?"), info.get("version", ""),
+                                           listing["protocolVersion"]))
+    if listing.get("instructions"):
+        print("instructions: %s" % listing["instructions"])
+    print("\ntools (%d):" % len(listing["tools"]))
+    _print_tools(listing["tools"])
     skills = listing.get("skills") or []
     if skills:
         print("\nskills (%d):" % len(skills))
@@ -13164,32 +13177,41 @@ def _print_listing(listing):
 
 
 def inspect_command(words):
-    """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
-    found, words = _take_options(words, "inspect", flags=("--json",), values=("--search",))
-    with StdioClient(_mode_argv(words, "inspect")) as client:
+    """`inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]`: what a mode (or a server after --) serves,
+    or the tools a search of it finds."""
+    found, words = _take_options(words, "inspect", flags=("--json",), values=("--search", "--limit"))
+    limit = found.get("--limit")
+    if limit is not None and "--search" not in found:
+        raise UsageError("inspect: --limit goes with --search QUERY (how many of the tools it finds to show)")
+    if limit is not None and not (limit.isdigit() and 0 < int(limit) <= SEARCH_MAX):
+        raise UsageError("inspect: --limit needs a number of tools from 1 to %d, not %r" % (SEARCH_MAX, limit))
+    with StdioClient(_mode_argv(words, "inspect"), own=words[:1] != ["--"]) as client:
         hello = client.initialize()
         capabilities = hello.get("capabilities") or {}
         listing = {"serverInfo": hello.get("serverInfo") or {}, "protocolVersion": hello.get("protocolVersion"),
                    "instructions": hello.get("instructions"), "capabilities": capabilities,
                    **{key: [] for _, _, key in LISTINGS}}
         for capability, method, key in LISTINGS:
-            if capability in capabilities:
+            if capability in capabilities and "--search" not in found:
                 listing[key] = client.list_all(method, key)
         if "--search" in found:  # the tools a search finds, as `mcpstudio__search_tools` answers them
             try:
                 result = client.request("tools/call", {"name": MANAGER_PREFIX + "__search_tools", "arguments": {
-                    "query": found["--search"], "limit": SEARCH_MAX}})
+                    "query": found["--search"], "limit": int(limit or SEARCH_LIMIT)}})
             except McpError as exc:
                 if not exc.message.startswith("Unknown tool"):
                     raise
                 raise McpStudioError("inspect --search: this server has no tool search (mcpstudio serves one for a config "
                                  "with MCP servers whose toolSearch is not \"off\"); inspect without --search lists "
                                  "every tool") from None
-            listing["tools"] = result["structuredContent"]["tools"]
-        if SKILLS_EXTENSION in _object(capabilities.get("extensions")):
+            listing = {"query": found["--search"], "tools": result["structuredContent"]["tools"]}
+        elif SKILLS_EXTENSION in _object(capabilities.get("extensions")):
             listing["skills"] = client.list_all("skills/list", "skills")
     if found.get("--json"):
         print(json.dumps(listing, indent=2))
+    elif "query" in listing:  # the search's finds alone, as the model gets them
+        print("search %s finds %d tools, best first:" % (json.dumps(listing["query"]), len(listing["tools"])))
+        _print_tools(listing["tools"])
     else:
         _print_listing(listing)
     return 0
@@ -13291,7 +13313,7 @@ def call_command(words):
         raise UsageError("call: --json needs a JSON object, e.g. '{\"message\": \"hi\"}'")
     ask = (lambda params: elicitation_answer(params, assume_yes)) if assume_yes or (
         sys.stdin.isatty() and sys.stderr.isatty()) else None
-    with StdioClient(_mode_argv(words, "call"), ask=ask) as client:
+    with StdioClient(_mode_argv(words, "call"), ask=ask, own=words[:1] != ["--"]) as client:
         client.initialize()
         schema = next((t.get("inputSchema") for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None)
         try:
@@ -14298,19 +14320,20 @@ SUBCOMMAND_HELP = {
               "each server of the active namespace, lists its tools and stops it.",
     "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
             "Write a commented starter config (NAME.json) for the program CMD.",
-    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY] [MODE ARGS...]\n"
+    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]\n"
                "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n"
                "       mcpstudio inspect [--json] --url URL\n\n"
                "Start the mode as a client would and show the tools (with their parameters), resources\n"
                "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
                "arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the\n"
                "default config); after -- comes any MCP server's command. A config with MCP servers shows\n"
-               "what a client in tool search mode sees (toolSearch); --search QUERY shows the tools a\n"
-               "search finds, best first.\n\n"
+               "what a client in tool search mode sees (toolSearch); --search QUERY shows only the tools\n"
+               "a search finds, best first: as many as a model gets by default (%d), or --limit N (up\n"
+               "to %d).\n\n"
                "examples:\n"
                "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
                "  mcpstudio inspect --json serve --config tools.json\n"
-               "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything",
+               "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything" % (SEARCH_LIMIT, SEARCH_MAX),
     "call": "usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [--yes] [MODE ARGS...]\n"
             "       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...\n"
             "       mcpstudio call TOOL [KEY=VALUE ...] --url URL\n\n"
@@ -14707,6 +14730,8 @@ def main(argv=None):
     except HelpRequested as exc:
         print(SUBCOMMAND_HELP[exc.args[0]])
         return 0
+    except ChildRefused as exc:  # inspect or call of a mode mcpstudio refuses: it said why
+        return exc.args[0]
     except UsageError as exc:
         _say("error: %s\n%s" % (exc, USAGE))
         return 2

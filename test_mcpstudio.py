@@ -6744,9 +6744,13 @@ class ToolingTests(ToolingCase):
 
     def test_inspect_of_a_server_that_fails(self):
         # A mode that cannot start shows its own error and inspect exits non-zero, leaving nothing running.
-        proc = self.cli("inspect", "echo", "{x}", "{x...}", code=1)
+        # A mode mcpstudio refuses (a bad template) exits 2 as serve does, with its one error: no second
+        # "exited before answering" line (inspect exited 1 with both); call the same.
+        server = self.cli("echo", "{x}", "{x...}", code=2)
+        proc = self.cli("inspect", "echo", "{x}", "{x...}", code=2)
+        self.assertEqual(proc.stderr, server.stderr)
         self.assertIn("bad template", proc.stderr)
-        self.assertIn("exited (code 2) before answering", proc.stderr)
+        self.assertEqual(self.cli("call", "echo", "x=1", "echo", "{x}", "{x...}", code=2).stderr, server.stderr)
         proc = self.cli("inspect", "--", os.path.join(self.dir, "no-such-server"), code=2)
         self.assertIn("cannot start", proc.stderr)
 
@@ -10044,6 +10048,22 @@ class ToolSearchTests(AggregatorCase):
         tools = json.loads(found.stdout)["tools"]
         self.assertEqual(tools[0]["name"], "slack__slack_reply_to_thread")
         self.assertIn("thread_ts", tools[0]["inputSchema"]["properties"])
+
+    def test_inspect_search_shows_only_what_it_finds_up_to_a_limit(self):
+        # inspect --search printed the whole listing (server, instructions, resources) with the finds, always
+        # SEARCH_MAX of them: now it prints the finds alone, as many as a model gets by default or --limit N.
+        with self.serve({}):
+            pass  # writes search.json
+        serve = ["serve", "--config", os.path.join(self.dir, "search.json")]
+        run = lambda *args: subprocess.run(SERVER + ["inspect"] + list(args) + serve, capture_output=True, text=True,
+                                           timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        out = run("--search", "reply in a slack thread", "--limit", "2")
+        self.assertTrue(out.stdout.startswith('search "reply in a slack thread" finds 2 tools, best first:\n'
+                                              '  slack__slack_reply_to_thread'), out.stdout + out.stderr)
+        self.assertNotIn("server:", out.stdout)
+        self.assertEqual(len(json.loads(run("--json", "--search", "slack message").stdout)["tools"]), mcpstudio.SEARCH_LIMIT)
+        self.assertIn("--limit needs a number of tools from 1 to", run("--search", "x", "--limit", "0").stderr)
+        self.assertIn("--limit goes with --search", run("--limit", "3").stderr)
 
     def test_config_mistakes_name_the_key(self):
         for data, key in (({"toolSearch": "sometimes"}, "toolSearch"), ({"toolSearchPin": [1]}, "toolSearchPin"),
