@@ -7723,11 +7723,15 @@ def check_config(path, log: Log, options):
                 if key not in used:
                     print("  warning: %s: parameter `%s` is declared but no template uses it" % (tool.name, key))
                     warned += 1
-            example = {k: _example_value(k, v) for k, v in props.items()}
-            try:
-                argv = _argv_text(tool.argv(example))
-            except ToolError as exc:
-                argv = "(example refused: %s)" % exc
+            # The example a call with the required parameters runs (optional parts off, as they are when left
+            # out), then, when it differs, one with every parameter given.
+            examples = []
+            for keys in ([k for k in props if k in required], list(props)):
+                try:
+                    examples.append(_argv_text(tool.argv({k: _example_value(k, props[k]) for k in keys})))
+                except ToolError as exc:
+                    examples.append("(example refused: %s)" % exc)
+            argv = examples[0] + ("\n      with every parameter: %s" % examples[1] if examples[1] != examples[0] else "")
             support = "" if tool.settings.task_support == "optional" else "  (tasks: %s)" % tool.settings.task_support
             print("  %s  %s%s" % (tool.name, tool.description, support))
             for key, prop in props.items():

@@ -3337,7 +3337,9 @@ class ConfigTests(ScratchDir):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("log", proc.stdout)
         self.assertIn("limit            integer  required", proc.stdout)
-        self.assertIn("example: git log -n 1 -- '<path>'", proc.stdout)
+        # The example is a call with the required parameters (an optional part off, as when left out; it
+        # showed every optional part on, with placeholders); the next line gives every parameter.
+        self.assertIn("example: git log -n 1 --\n      with every parameter: git log -n 1 -- '<path>'", proc.stdout)
         self.assertIn("git://status", proc.stdout)
 
     def test_check_warns(self):
