@@ -14675,6 +14675,15 @@ def _prog():
     return "mcpstudio" if not sys.argv[0].endswith((".py", ".pyz")) else "python3 " + _argv_text([sys.argv[0]])
 
 
+def _as_run(text):
+    """`text` with each command it suggests (`mcpstudio init ...`) spelled as the user ran us
+    (`python3 mcpstudio.py init ...`), so it can be pasted as it is."""
+    prog = _prog()
+    if prog == "mcpstudio":
+        return text
+    return re.sub(r"(?<![\w/.`-])mcpstudio (?=(?:%s|echo)\b)" % "|".join(SUBCOMMANDS), lambda m: prog + " ", text)
+
+
 def _terminal_hint(argv, server):
     """What stdio mode says on stderr when a person, not a client, started it in a terminal."""
     words = _argv_text(argv)
@@ -14737,13 +14746,13 @@ def main(argv=None):
     except ChildRefused as exc:  # inspect or call of a mode mcpstudio refuses: it said why
         return exc.args[0]
     except UsageError as exc:
-        _say("error: %s\n%s" % (exc, USAGE))
+        _say("error: %s\n%s" % (_as_run(str(exc)), USAGE))
         return 2
     except TemplateError as exc:
         _say("error: bad template: %s" % exc)
         return 2
     except McpStudioError as exc:  # a bad config, an MCP error, a file that cannot be written
-        _say("error: %s" % exc)
+        _say("error: %s" % _as_run(str(exc)))
         return 1
     except KeyboardInterrupt:  # inspect or call stopped by the user; their child is stopped already
         return 130

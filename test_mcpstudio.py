@@ -1884,6 +1884,20 @@ class CommandLineTests(ScratchDir):
         self.assertIn("tools[0] `t`: its command: `{x` is not closed", proc.stderr)
         self.assertTrue(proc.stdout.rstrip().endswith("loads, with 1 warning (above)"), proc.stdout)
 
+    def test_suggested_commands_are_spelled_as_the_user_ran_it(self):
+        # Run as `python3 mcpstudio.py`, an error's suggested command said bare `mcpstudio ...`, which is not
+        # on PATH then: it says `python3 .../mcpstudio.py ...`, ready to paste; words that merely name
+        # mcpstudio stay as they are.
+        for args, suggestion in ((["init"], "e.g. python3 %s init git --command git" % MODULE),
+                                 ([], "e.g. python3 %s echo" % MODULE),
+                                 (["serve", "--config", os.path.join(self.dir, "none.json")],
+                                  "create one with: python3 %s init NAME" % MODULE)):
+            proc = subprocess.run([PY, MODULE] + args, capture_output=True, text=True, timeout=WAIT,
+                                  stdin=subprocess.DEVNULL)
+            self.assertIn(suggestion, proc.stderr)
+            self.assertNotIn(" mcpstudio init", proc.stderr.splitlines()[0])  # (the usage lines after it are generic)
+        self.assertEqual(mcpstudio._as_run("mcpstudio cannot serve this config"), "mcpstudio cannot serve this config")
+
     def test_usage_errors(self):
         # Unknown options, missing values and a missing command exit 2 with a clear message on stderr.
         for args, fragment in ((["--bogus", "echo"], "unknown option --bogus"),
