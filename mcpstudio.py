@@ -9627,9 +9627,10 @@ class ServerLog:
         if self.log.enabled:
             self.log.debug("[%s] %s", self.server_id, text)
 
-    def tail(self):
-        """The current run's last stderr lines, masked, for an error message (or '')."""
-        tail = [self.log.mask(line) for line in self.recent if line.strip()]
+    def tail(self, besides=None):
+        """The current run's last stderr lines, masked, for an error message (or ''); `besides`: a line the
+        message shows already, left out here (once is enough)."""
+        tail = [self.log.mask(line) for line in self.recent if line.strip() and line.strip() != besides]
         stray = ("; it wrote on stdout, where only JSON-RPC messages may go: %s (a server logs to stderr)"
                  % self.log.mask(self.stray) if self.stray else "")
         return stray + ("; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else "")
@@ -9638,7 +9639,7 @@ class ServerLog:
         """`reason` (exited with code 3) after the last stderr line, which most often says why, where a screen's
         edge would cut it; then the last lines."""
         last = next((line.strip() for line in reversed(self.recent) if line.strip()), "")
-        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail()) if last else reason
+        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail(besides=last)) if last else reason
 
 
 class RestartBackoff:

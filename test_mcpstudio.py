@@ -5696,6 +5696,7 @@ class AggregatorTests(AggregatorCase):
         self.assertEqual(proc.returncode, 1, proc.stdout)
         self.assertRegex(proc.stdout, r"\na +ok, 5 tools, started in \d+ ms")
         self.assertRegex(proc.stdout, r"\nbad +failed: .*: fake: cannot start: missing API key \(it exited with code 3\)")
+        self.assertEqual(proc.stdout.count("missing API key"), 1, proc.stdout)  # its last line once, not again as "last lines"
         proc = run()
         self.assertRegex(proc.stdout, r"\na +5 \(cached \d{4}-\d\d-\d\d \d\d:\d\d\)")
         self.assert_all_gone()
