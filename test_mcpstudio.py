@@ -8282,8 +8282,7 @@ class HttpUpstreamTests(ScratchDir):
                 self.assertEqual(listed["web"]["headers"], {"Authorization": "***"})
                 self.assertNotIn("up-token-1234", json.dumps(listed))
                 # The upstream goes away: calls fail at once, naming it; it comes back: they reconnect.
-                web.proc.terminate()
-                web.proc.wait(WAIT)
+                web.__exit__(None, None, None)  # stopped, and its pipes closed (no unclosed-file warning)
                 failed = server.call("web__echo", {"message": "gone"})
                 self.assertTrue(failed["isError"])
                 self.assertIn("server `web`", text_of(failed))
