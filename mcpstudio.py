@@ -2548,14 +2548,20 @@ def _masked_url(match):
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
+_REFERENCE_ONLY = re.compile(r"['\"]?\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)['\"]?")  # ${NAME}, no default
+
+
 def _masked_option(match):
     name, value = match.groups()
-    return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") else match.group(0)
+    return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") and not \
+        _REFERENCE_ONLY.fullmatch(value) else match.group(0)
 
 
 def _masked_header(match):
-    name, scheme, _ = match.groups()
-    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) else match.group(0)
+    name, scheme, value = match.groups()
+    # A variable's name (`GITHUB_TOKEN: ${MY_TOKEN} is not set`) is no secret: shown, as the log shows it.
+    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) and not \
+        _REFERENCE_ONLY.fullmatch(value) else match.group(0)
 
 
 def mask_secrets(value, secrets=()):

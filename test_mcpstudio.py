@@ -9301,6 +9301,11 @@ class MaskSecretsTests(unittest.TestCase):
             ("connect to https://h/x?k then", "connect to https://h/x?k=*** then"),
             ("python -m srv --verbose --port 80 a=b", "python -m srv --verbose --port 80 a=b"),
             ("the token expired", "the token expired"),
+            # A variable's name is no secret: `${NAME}` alone stays (status showed `GITHUB_TOKEN: ***` where
+            # the log showed the name); a default value may be one, so it is masked.
+            ("env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set", "env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set"),
+            ("srv --token ${TOKEN} --api-key=$KEY", "srv --token ${TOKEN} --api-key=$KEY"),
+            ("API_KEY=${API_KEY:-sk-live-9} run", "API_KEY=*** run"),
         ]
         for text, shown in cases:
             with self.subTest(text=text):
@@ -9346,6 +9351,20 @@ class ShownSecretsTests(AggregatorCase):
             self.assertIn("--api-key ***", everything)
             for secret in self.SECRETS:
                 self.assertNotIn(secret, everything + proc.stdout)
+
+    def test_a_variables_name_is_shown_alike_everywhere(self):
+        # An unset ${MY_GITHUB_TOKEN} in a server's env: the log named it, status showed `GITHUB_TOKEN: ***`.
+        # Both name it now (it is the name of a variable, not its value).
+        path = os.path.join(self.dir, "unset.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"gh": {"command": PY, "env": {"GITHUB_TOKEN": "${MY_GITHUB_TOKEN}"}}}}, f)
+        env = dict(self.env)
+        env.pop("MY_GITHUB_TOKEN", None)
+        for command in ("status", "check"):
+            proc = subprocess.run(SERVER + [command, "--config", path], env=env, capture_output=True, text=True,
+                                  timeout=WAIT, stdin=subprocess.DEVNULL)
+            self.assertIn("env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set", proc.stdout)
+        self.assertIn("env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set", proc.stderr)  # check's log line
 
 
 @unittest.skipUnless(PYTE is not None and hasattr(os, "openpty") and sys.platform != "win32",
