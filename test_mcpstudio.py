@@ -7163,7 +7163,7 @@ class ToolingTests(ToolingCase):
         proc = self.cli("call", "grep", "pattern=x", "--ok-exit", "0,1", "grep", "{pattern}", "/no/such", code=1)
         self.assertIn("exited with code 2", proc.stderr)
         self.assertIn("exit codes accepted: 0,1", self.cli("inspect", "--ok-exit", "0,1", "grep", "{p}").stdout)
-        self.assertIn("--ok-exit needs exit codes", self.cli("inspect", "--ok-exit", "one", "grep", code=1).stderr)
+        self.assertIn("--ok-exit needs exit codes", self.cli("inspect", "--ok-exit", "one", "grep", code=2).stderr)
         config = self.write_json(os.path.join(self.dir, "c.json"), {"tools": [
             {"name": "find", "command": "grep {pattern} %s" % haystack, "ok_exit_codes": [0, 1]}]})
         self.assertEqual(self.cli("call", "find", "pattern=absent", "serve", "--config", config).stdout,
