@@ -6609,7 +6609,7 @@ class ConfigLoader:
         try:
             return step(*args)
         except ConfigError as exc:
-            self.problems.append(str(exc))
+            self.problems.extend([str(exc)] + getattr(exc, "more", []))
             return default
 
     def all_problems(self) -> ConfigError:
@@ -6667,9 +6667,9 @@ class ConfigLoader:
                 close = difflib.get_close_matches(key, allowed, 1, 0.6)
                 hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
                 unknown.append(self.error(_join(where, key), "unknown key%s" % hint))
-        if unknown:  # every one is told: all but the last kept here, the last raised
-            self.problems.extend(str(exc) for exc in unknown[:-1])
-            raise unknown[-1]
+        if unknown:  # the first is raised; load() tells the others too (`more`)
+            unknown[0].more = [str(exc) for exc in unknown[1:]]
+            raise unknown[0]
 
     def get(self, obj, key, kind, where, default=None):
         """obj[key] checked against `kind` (a type or tuple of types)."""
@@ -6736,7 +6736,7 @@ class ConfigLoader:
         try:
             found = self._load(runner, log, base, separator, script_options, skill_prompts)
         except ConfigError as exc:
-            self.problems.append(str(exc))
+            self.problems.extend([str(exc)] + getattr(exc, "more", []))
         if self.problems:
             raise self.all_problems()
         return found

@@ -3381,6 +3381,11 @@ class ConfigTests(ScratchDir):
         # One problem reads as it always did: the file, the key path, the message.
         proc = self.run_cli("check", "--config", self.write_config({"tools": [{"name": "a", "comand": "echo"}]}))
         self.assertRegex(proc.stderr, r"error: \S+tools.json: tools\[0\].comand: unknown key")
+        # Two unknown keys inside one MCP server entry still make only that server unusable.
+        proc = self.run_cli("check", "--config", self.write_config({"mcpServers": {
+            "u": {"command": "x", "tools": {"alow": [], "dny": []}}, "v": {"command": PY}}}))
+        self.assertIn("mcpServers.u.tools.alow: unknown key", proc.stdout)
+        self.assertTrue(proc.stdout.rstrip().endswith(": 1 problem (above)"), proc.stdout)
 
     def test_check_says_ok_only_when_nothing_is_wrong(self):
         # check's verdict is its last line: an MCP server entry with a mistake is a problem (exit 1),
