@@ -6593,6 +6593,40 @@ def strip_json_comments(text):
     return re.sub(_JSON_STRING + r"|,(?=\s{0,4094}[\]}])", blank, text, flags=re.S)
 
 
+class ConfigProblems:
+    """The mistakes found in one config file, told together: each entry is read on past another's mistake."""
+
+    def __init__(self, path):
+        self.path, self.found = path, []
+
+    def add(self, exc: ConfigError):
+        """A mistake, and the others it carries (`more`: the other unknown keys of one object)."""
+        self.found.extend([str(exc)] + getattr(exc, "more", []))
+
+    def gathered(self, step, *args, default=None):
+        """step(*args), or `default` with its ConfigError kept."""
+        try:
+            return step(*args)
+        except ConfigError as exc:
+            self.add(exc)
+            return default
+
+    def all_of(self, step, *args):
+        """step(*args), unless it or a step it gathered found a mistake: then one ConfigError for them all."""
+        found = self.gathered(step, *args)
+        if self.found:
+            raise self.error()
+        return found
+
+    def error(self) -> ConfigError:
+        """One ConfigError for them: one as it is, several each on its own line under the file's name."""
+        if len(self.found) == 1:
+            return ConfigError(self.found[0])
+        here = "%s: " % self.path
+        return ConfigError("%s: %d problems:\n  %s" % (self.path, len(self.found), "\n  ".join(
+            problem[len(here):] if problem.startswith(here) else problem for problem in self.found)))
+
+
 class ConfigLoader:
     """Reads one config file into sources; every error names the file and the place."""
 
@@ -6602,23 +6636,7 @@ class ConfigLoader:
         self.environ = os.environ if environ is None else environ
         self.secrets = []  # expanded environment values, masked in logs
         self.data = data  # a config made on the command line (--url), `path` its name in messages
-        self.problems = []  # the errors load() found so far: it reports them all at once
-
-    def gathered(self, step, *args, default=None):
-        """step(*args), or `default` with its ConfigError kept: load() goes on, to tell every problem in one run."""
-        try:
-            return step(*args)
-        except ConfigError as exc:
-            self.problems.extend([str(exc)] + getattr(exc, "more", []))
-            return default
-
-    def all_problems(self) -> ConfigError:
-        """One ConfigError for the problems found: the one as it is, several each on its own line."""
-        if len(self.problems) == 1:
-            return ConfigError(self.problems[0])
-        here = "%s: " % self.path
-        return ConfigError("%s: %d problems:\n  %s" % (self.path, len(self.problems), "\n  ".join(
-            problem[len(here):] if problem.startswith(here) else problem for problem in self.problems)))
+        self.problems = ConfigProblems(self.path)  # what load() found: it tells them all at once
 
     def error(self, where, message) -> ConfigError:
         """A ConfigError that names the file and the key path `where`."""
@@ -6732,18 +6750,12 @@ class ConfigLoader:
         `skill_prompts` False keeps its skills from being offered as prompts too.
         Every problem of the file is told in one ConfigError: each entry is read on past another's mistake.
         """
-        self.problems = []
-        try:
-            found = self._load(runner, log, base, separator, script_options, skill_prompts)
-        except ConfigError as exc:
-            self.problems.extend([str(exc)] + getattr(exc, "more", []))
-        if self.problems:
-            raise self.all_problems()
-        return found
+        self.problems = ConfigProblems(self.path)
+        return self.problems.all_of(self._load, runner, log, base, separator, script_options, skill_prompts)
 
     def _load(self, runner, log, base, separator, script_options, skill_prompts):
         data = _given(self.read())
-        gathered = self.gathered
+        gathered = self.problems.gathered
         gathered(self.keys, data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
         gathered(self.get, data, "schemaVersion", int, "")
         info = {key: gathered(self.get, data, key, str, "") for key in ("name", "description", "instructions", "command")}
@@ -6761,38 +6773,33 @@ class ConfigLoader:
         tools, names = [], {}  # one cap on running commands, above
         for index, spec in enumerate(gathered(self.get, data, "tools", list, "", [], default=[])):
             tool = gathered(self.tool, spec, "tools[%d]" % index, runner, settings)
-            if tool is None:
-                continue
-            if tool.name in names:
-                self.problems.append(str(self.error("tools[%d].name" % index, "`%s` is already the name of tools[%d]"
-                                                    % (tool.name, names[tool.name]))))
-                continue
-            names[tool.name] = index
-            tools.append(tool)
+            if tool is not None and tool.name in names:
+                self.problems.add(self.error("tools[%d].name" % index, "`%s` is already the name of tools[%d]"
+                                             % (tool.name, names[tool.name])))
+            elif tool is not None:
+                names[tool.name] = index
+                tools.append(tool)
         resources = [resource for resource in (
             gathered(self.resource, spec, "resources[%d]" % i, runner, settings)
             for i, spec in enumerate(gathered(self.get, data, "resources", list, "", [], default=[])))
             if resource is not None]
         self.warn_shell_syntax(tools, resources, log)
+        warn_unclosed_fields(self.path, tools, resources, log)
         sources = []
         if tools or resources:
             sources.append(TemplateTools(tools, resources))
         separator = separator or gathered(self.get, data, "separator", str, "", "__", default="__")
         if separator_problem(separator):
-            self.problems.append(str(self.error("separator", separator_problem(separator))))
+            self.problems.add(self.error("separator", separator_problem(separator)))
             separator = "__"
         for index, entry in enumerate(gathered(self.get, data, "scripts", list, "", [], default=[])):
-            folder = gathered(self.script_folder, entry, "scripts[%d]" % index, runner, settings, log, separator,
-                              script_options)
+            folder = gathered(read_script_folder, self, entry, "scripts[%d]" % index, runner, settings, log,
+                              separator, script_options)
             if folder is not None:
                 sources.append(folder)
-        folders = []
-        for index, root in enumerate(gathered(self.get, data, "skills", list, "", [], default=[])):
-            if not isinstance(root, str):
-                self.problems.append(str(self.error("skills[%d]" % index, "expected a folder path (text)")))
-                continue
-            folders.append(gathered(self.folder_path, root, "skills[%d]" % index))
-        folders = [folder for folder in folders if folder is not None]
+        folders = [folder for folder in (gathered(read_skill_folder, self, root, "skills[%d]" % index) for index, root
+                                         in enumerate(gathered(self.get, data, "skills", list, "", [], default=[])))
+                   if folder is not None]
         if folders:
             prompts = gathered(self.get, data, "skillPrompts", bool, "", True, default=True) and skill_prompts
             sources.append(SkillFolders(folders, log, prompts=prompts))
@@ -6807,25 +6814,8 @@ class ConfigLoader:
                                        sort_keys=True, default=str)
         return sources, info
 
-    def script_folder(self, entry, where, runner, settings, log, separator, script_options):
-        """One `scripts` entry (a path, or an object with path, include and exclude) as a ScriptDirectory."""
-        if isinstance(entry, str):
-            entry = {"path": entry}
-        self.keys(entry, _SCRIPTS_KEYS, where)
-        root = self.folder_path(self.get(entry, "path", str, where, ""), _join(where, "path"))
-        globs = {key: self.get(entry, key, list, where, []) for key in ("include", "exclude")}
-        for key, patterns in globs.items():
-            if not all(isinstance(p, str) for p in patterns):
-                raise self.error(_join(where, key), "expected a list of glob strings")
-        return ScriptDirectory(root, runner, settings, log, separator=separator, **globs, **(script_options or {}))
-
     def warn_shell_syntax(self, tools, resources, log: Log):
         """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true."""
-        for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.template.source) for index, tool in
-                              enumerate(tools)] + [("resources[%d] `%s`" % (index, resource.uri), resource.template.source)
-                                                   for index, resource in enumerate(resources)]:
-            if unclosed_warning(" ".join(source).split()):
-                log.warning("%s: %s: its command: %s", self.path, where, unclosed_warning(" ".join(source).split()))
         for index, tool in enumerate(tools):
             found = [] if tool.shell else tool.template.shell_syntax()
             if found:
@@ -7094,6 +7084,36 @@ def read_answers(loader, spec, where):
     except (TypeError, KeyError, re.error) as exc:
         raise loader.error(_join(where, "answers"), "expected a list of {\"prompt\": \"a regular expression\", "
                            "\"answer\": \"text\"} (%s)" % exc)
+
+
+def read_script_folder(loader, entry, where, runner, settings, log, separator, script_options):
+    """One `scripts` entry (a path, or an object with path, include and exclude) as a ScriptDirectory."""
+    if isinstance(entry, str):
+        entry = {"path": entry}
+    loader.keys(entry, _SCRIPTS_KEYS, where)
+    root = loader.folder_path(loader.get(entry, "path", str, where, ""), _join(where, "path"))
+    globs = {key: loader.get(entry, key, list, where, []) for key in ("include", "exclude")}
+    for key, patterns in globs.items():
+        if not all(isinstance(p, str) for p in patterns):
+            raise loader.error(_join(where, key), "expected a list of glob strings")
+    return ScriptDirectory(root, runner, settings, log, separator=separator, **globs, **(script_options or {}))
+
+
+def read_skill_folder(loader, root, where):
+    """One `skills` entry: a folder of skills."""
+    if not isinstance(root, str):
+        raise loader.error(where, "expected a folder path (text)")
+    return loader.folder_path(root, where)
+
+
+def warn_unclosed_fields(path, tools, resources, log: Log):
+    """A `{name` no `}` closes in a tool's or resource's command: literal text, where a field was meant."""
+    for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.template.source) for index, tool in
+                          enumerate(tools)] + [("resources[%d] `%s`" % (index, resource.uri), resource.template.source)
+                                               for index, resource in enumerate(resources)]:
+        warning = unclosed_warning(" ".join(source).split())
+        if warning:
+            log.warning("%s: %s: its command: %s", path, where, warning)
 
 
 def read_max_text(loader, obj, where, default=None):
