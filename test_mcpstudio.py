@@ -4734,6 +4734,16 @@ def fake_server(args):
         TOOLS.append({"name": "mrtr", "description": "Ask two rounds of questions (SEP-2322)", "inputSchema": {"type": "object"}})
     if opt("--extra-tool"):  # a tool listed without an inputSchema, under the given name
         TOOLS.append({"name": opt("--extra-tool"), "description": "No schema"})
+    if "--issue-tool" in args:  # a tool with arguments to curate (fixed, renamed, defaulted); it answers with them
+        TOOLS.append({"name": "create_issue", "description": "Create a new issue in a repository of an organization. "
+                      "Long upstream text that a team would rather shorten.",
+                      "inputSchema": {"type": "object", "required": ["org", "repo", "title"], "properties": {
+                          "org": {"type": "string", "pattern": "^[a-z]+$"}, "repo": {"type": "string"},
+                          "title": {"type": "string", "description": "the issue's title"},
+                          "labels": {"type": "array", "items": {"type": "string"}},
+                          "draft": {"type": "boolean"}}},
+                      "_meta": {"anthropic/searchHint": "ticket bug report", "anthropic/maxResultSizeChars": 5000,
+                                "anthropic/requiresUserInteraction": False}})
     if "--huge-description" in args:
         TOOLS.append({"name": "huge", "description": "x" * 100000, "inputSchema": {"type": "object"}})
     for extra in (opt("--more-tools") or "").split(","):  # more tools, answering "NAME called"
@@ -4805,6 +4815,8 @@ def fake_server(args):
                     state[len("round-3:"):], ",".join(roots), responses["think"]["content"]["text"],
                     ",".join(capabilities))}]}
             return {"content": [{"type": "text", "text": "bad retry: %s" % json.dumps(params)}], "isError": True}
+        if name == "create_issue":
+            return {"content": [{"type": "text", "text": "create_issue %s" % json.dumps(arguments, sort_keys=True)}]}
         if name == "crash":
             sys.stderr.write("fake: crashing on purpose\n")
             sys.stderr.flush()
