@@ -10600,9 +10600,17 @@ class ManagerTools:
         return mask_secrets(text, Log(secrets=up.spec.env.values()).secrets + up.log.secrets)
 
     def status(self, up):
-        """What servers_list says of one server."""
+        """What servers_list says of one server (its curated tools too: public name -> the server's name)."""
         known = up.known()
-        return {
+        namespace = self.hub.namespace
+        curated = {}
+        for tool in (known or {}).get("tools", ()) if up.spec.overrides or (
+                namespace.plan.namespaces.get(namespace.name) or {}).get("overrides") else ():
+            public = namespace.curate_name(up.spec, tool["name"])
+            if namespace.left_out(up.spec, tool["name"]) is None and namespace.plan.curation(
+                    namespace.name, up.spec, tool["name"], namespace.separator)[0]:
+                curated[public] = tool["name"]
+        return dict({
             "id": up.spec.id, "name": up.spec.key, "status": up.state, "pid": up.pid,
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
             "tools": sum(self.hub.namespace.left_out(up.spec, t["name"]) is None for t in known["tools"]) if known else None,
@@ -10612,7 +10620,7 @@ class ManagerTools:
             "headers": dict.fromkeys(up.spec.headers, "***"),
             "transport": "stdio" if up.spec.url is None else up.spec.transport,
             "protocol": up.client.protocol_version if up.state == "running" else None,
-        }
+        }, **({"curatedTools": curated} if curated else {}))
 
     def _server(self, arguments) -> Upstream:
         hub = self.hub
@@ -11604,10 +11612,16 @@ class Board:
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
         tools, running = [], list(RunningStats.running(self.path))
         for tool in listing.get("tools", ()):
-            public = spec.public_name(tool["name"], self.hub.separator)
+            layers, public = self.plan.curation(self.shown, spec, tool["name"], self.hub.separator)
+            try:  # as the shown namespace curates it (overrides), under the name serve counts it by
+                description = CuratedTool(tool, layers, public).tool.get("description") if layers else tool.get("description")
+                description = ("as %s: " % public if public != spec.public_name(tool["name"], self.hub.separator) else
+                               "") + " ".join(str(description or "").split())
+            except ConfigError as exc:
+                description = "refused: %s" % exc
             allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
                        for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
-            tools.append({"name": tool["name"], "description": " ".join((tool.get("description") or "").split()),
+            tools.append({"name": tool["name"], "description": description,
                           "schema": tool.get("inputSchema") or {}, "allowed": allowed,
                           "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None,
                           "counters": ["serve pid %(pid)d: %(calls)s calls, %(error)s errors, %(rateLimited)s rate-"
