@@ -6610,6 +6610,35 @@ class CurationTests(AggregatorCase):
                         "repo": "r", "summary": "s"}}, meta=meta)
                     self.assertIn('"org": "acme"', text_of(called))
 
+    # An override's annotations are what the guard reads: marking a read-only tool destructive makes
+    # `"confirm": "destructive"` ask before it runs (and this client cannot answer, so it does not run).
+    def test_annotations_make_confirm_apply(self):
+        data = {"confirm": "destructive", "mcpServers": {"gh": dict(self.upstream("gh"), overrides={
+            "echo": {"annotations": {"readOnlyHint": False, "destructiveHint": True}}})}}
+        with self.serve(data) as server:
+            server.initialize()
+            refused = server.call("gh__echo", {"text": "x"})
+            self.assertTrue(refused["isError"])
+            self.assertIn("needs the user's confirmation", text_of(refused))
+        del data["mcpServers"]["gh"]["overrides"]
+        with self.serve(data) as server:  # the upstream's own readOnlyHint: no question
+            server.initialize()
+            self.assertEqual(text_of(server.call("gh__echo", {"text": "x"})), "gh: x")
+
+    # A reload applies changed overrides: the listing changes, the old curated name is gone.
+    def test_reload_applies_changed_overrides(self):
+        data = self.team()
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertIn("gh__file_bug", AggregatorTests.tool_names(self, server))
+            data["mcpServers"]["gh"]["overrides"]["create_issue"]["name"] = "report_bug"
+            self.write(data)
+            server.call("mcpstudio__config_reload", {})
+            names = AggregatorTests.tool_names(self, server)
+            self.assertIn("gh__report_bug", names)
+            self.assertNotIn("gh__file_bug", names)
+            self.assertIn('"org": "acme"', text_of(server.call("gh__report_bug", {"repo": "r", "summary": "s"})))
+
     # Permissions name a curated tool by either name, its upstream one or its curated one; a deny by
     # either denies, in every rule (deniedTools, toolPermissions, the namespace's tools filter).
     def test_permissions_match_either_name(self):
