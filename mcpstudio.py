@@ -10602,13 +10602,11 @@ class ManagerTools:
     def status(self, up):
         """What servers_list says of one server (its curated tools too: public name -> the server's name)."""
         known = up.known()
-        namespace = self.hub.namespace
-        curated = {}
+        namespace, curated = self.hub.namespace, {}
         for tool in (known or {}).get("tools", ()) if up.spec.overrides or (
                 namespace.plan.namespaces.get(namespace.name) or {}).get("overrides") else ():
-            public = namespace.curate_name(up.spec, tool["name"])
-            if namespace.left_out(up.spec, tool["name"]) is None and namespace.plan.curation(
-                    namespace.name, up.spec, tool["name"], namespace.separator)[0]:
+            layers, public = namespace.plan.curation(namespace.name, up.spec, tool["name"], namespace.separator)
+            if layers and namespace.left_out(up.spec, tool["name"]) is None:
                 curated[public] = tool["name"]
         return dict({
             "id": up.spec.id, "name": up.spec.key, "status": up.state, "pid": up.pid,
