@@ -7665,6 +7665,19 @@ def _join_text(before, after):
     return before + " " + after
 
 
+def _checked(value, schema, where=""):
+    """validate(), for a schema a server wrote: a `pattern` Python cannot read (JavaScript's \\p{L}, say)
+    is left to the server to check."""
+    try:
+        return validate(value, schema, where)
+    except re.error:
+        def plain(node):
+            if isinstance(node, dict):
+                return {key: plain(item) for key, item in node.items() if key != "pattern" or not isinstance(item, str)}
+            return [plain(item) for item in node] if isinstance(node, list) else node
+        return validate(value, plain(schema), where)
+
+
 class CuratedTool:
     """One upstream tool as its overrides show it (pure): `tool` is the definition to publish and
     `arguments(given)` the arguments a call sends the server. A mistake only the tool's schema can
@@ -7713,7 +7726,7 @@ class CuratedTool:
                 continue
             prop = _object(properties[argument])
             for key in ("value", "default"):
-                problems = validate(change[key], prop, "the %s %s" % (key, json.dumps(change[key]))) if key in change else ()
+                problems = _checked(change[key], prop, "the %s %s" % (key, json.dumps(change[key]))) if key in change else ()
                 if problems:
                     raise ConfigError("%s.%s: %s (the argument's schema: %s)" % (
                         place, key, "; ".join(problems), _clip(json.dumps(prop), 200)))
@@ -7757,7 +7770,7 @@ class CuratedTool:
         server: names mapped back, defaults filled in, fixed values added; ToolError for arguments that do
         not fit."""
         schema = self.tool["inputSchema"]
-        problems = validate(given, schema)
+        problems = _checked(given, schema)
         for name in given:
             if name not in schema.get("properties", {}) and schema.get("additionalProperties") is not False and (
                     name in self.hidden or name in self.renamed.values()):

@@ -6499,6 +6499,15 @@ class CuratedToolTests(unittest.TestCase):
         hinted = dict(tool, _meta={"anthropic/searchHint": "zebra stripes"})
         self.assertEqual(mcpstudio.ToolIndex([hinted]).search("zebra", 1), [hinted])
 
+    def test_a_pattern_python_cannot_read_is_left_to_the_server(self):
+        # A JavaScript-only `pattern` (\p{L}) in a server's schema neither breaks the listing nor the call.
+        tool = {"name": "t", "inputSchema": {"type": "object", "required": ["who"], "properties": {
+            "who": {"type": "string", "pattern": "^\\p{L}+$"}, "pattern": {"type": "string"}}}}
+        curated = mcpstudio.CuratedTool(tool, [({"arguments": {"who": {"value": "Zoë"}}}, "f: k", True)], "t")
+        self.assertEqual(curated.arguments({"pattern": "x"}), {"pattern": "x", "who": "Zoë"})
+        with self.assertRaises(mcpstudio.ToolError):
+            curated.arguments({"pattern": 1})  # the rest of the schema is still checked
+
     def test_layers_later_wins(self):
         # Globs first, then the exact entry; a namespace's entries after the server's: the later key wins.
         layers = [({"description": "glob", "arguments": {"labels": {"default": ["a"]}}}, "f: glob", False),
