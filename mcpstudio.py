@@ -5339,7 +5339,7 @@ class Guard:
         levels = [("file", self.rules)] + plan.get("rules", [])
         chosen = {key: rules[key] for _, rules in levels for key in rules}
         who = ctx.session.caller or "session-%x" % id(ctx.session)
-        entry = {key: plan[key] for key in ("namespace", "server", "argv") if key in plan}
+        entry = {key: plan[key] for key in ("namespace", "server", "upstreamTool", "argv") if key in plan}
         limits = [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),) + rules["rateLimit"][:2]
                   for level, rules in levels if "rateLimit" in rules]
         cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
@@ -5462,6 +5462,8 @@ FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; 
 SEARCH_LIMIT, SEARCH_MAX = 5, 20
 # (weight, group) of each field: a word's counts in the label (name, title) and in the body saturate apart,
 # so that a long description never drowns what the name says
+SEARCH_HINT_META = "anthropic/searchHint"    # a tool's own words for search (Claude Code reads it too)
+ALWAYS_LOAD_META = "anthropic/alwaysLoad"    # a tool listed whatever the search (Claude Code: never deferred)
 SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
 LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
@@ -5710,9 +5712,13 @@ class ToolIndex:
 
     @staticmethod
     def _fields(tool):
-        """name, title, server, description and parameters: the texts of SEARCH_FIELDS."""
+        """name, title, server, description and parameters: the texts of SEARCH_FIELDS (a tool's
+        `anthropic/searchHint`, the words its author chose for search, counts as its description)."""
         description = str(tool.get("description") or "")
         server, _, rest = description[1:].partition("] ") if description.startswith("[") else ("", "", description)
+        hint = _object(tool.get("_meta")).get(SEARCH_HINT_META)
+        if isinstance(hint, str):
+            rest = rest + " " + hint
         properties = (tool.get("inputSchema") or {}).get("properties")
         parameters = " ".join("%s %s" % (key, value.get("description", "")) for key, value in properties.items()
                               if isinstance(value, dict)) if isinstance(properties, dict) else ""
@@ -5787,7 +5793,10 @@ class ToolSearch:
         if not self.applies(len(tools), params, ctx):
             return tools
         found = self.found.get(ctx.session, ())
-        shown = [tool for tool in tools if tool["name"] in found or _match(tool["name"], self.pins)]
+        pinned = [_match(tool["name"], self.pins) or _object(tool.get("_meta")).get(ALWAYS_LOAD_META) is True
+                  for tool in tools]
+        shown = [dict(tool, _meta=dict(_object(tool.get("_meta")), **{ALWAYS_LOAD_META: True})) if pin else tool
+                 for tool, pin in zip(tools, pinned) if pin or tool["name"] in found]  # a client loads the pinned always
         return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (len(tools) - len(shown), self.call_name),
                  "inputSchema": {"type": "object", "required": ["query"], "properties": {
                      "query": {"type": "string", "description": "the task in a few words"},
@@ -5811,7 +5820,7 @@ class ToolSearch:
                               "and `arguments` (an object)" % (self.search_name, SEARCH_MAX, self.call_name))
         catalog = self.server.catalog
         tools = await catalog.tools() if catalog.stale else catalog.listing  # the last listing's tools
-        key = [(tool["name"], tool.get("description")) for tool in tools]
+        key = [(tool["name"], tool.get("description"), _object(tool.get("_meta")).get(SEARCH_HINT_META)) for tool in tools]
         if key != self._key:  # the index is built again only when a name or description changed
             self._index, self._key = ToolIndex(tools), key
         hits = self._index.search(query, limit)
@@ -7555,7 +7564,8 @@ def check_config(path, log: Log, options):
             print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
     if hub:
         print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
-        return print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log) or min(refused, 1)
+        return print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log,
+                            separator=hub.separator) or min(refused, 1)
     return min(refused, 1)
 
 
@@ -7596,13 +7606,16 @@ _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disa
                 "protocolVersion", "rateLimit", "cache", "confirm",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
-                "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
+                "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name", "overrides")
 _SERVER_GROUPS = ("mcpServers", "servers")  # where a config keeps its MCP servers: Claude's key, and VS Code's
 _OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
-_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch",
+_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch", "overrides",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
 _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
+_OVERRIDE_KEYS = ("name", "title", "description", "descriptionPrefix", "descriptionSuffix", "annotations", "_meta",
+                  "arguments")  # what an override of a tool may change (see CuratedTool)
+_ARGUMENT_KEYS = ("name", "description", "default", "value", "hidden")
 
 
 def _say(text):
@@ -7632,6 +7645,179 @@ def _hash(text, digits=16):
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:digits]
 
 
+# Curation: overrides show an upstream tool under another name, description,
+# annotations and arguments. They are a view over the listing: the catalog
+# publishes the curated tool and a call is mapped back (arguments renamed,
+# fixed values added, defaults filled in) to what the server expects.
+
+def override_layers(overrides, name):
+    """The entries of `overrides` [(name or glob, override, "file: key")] that apply to `name`, as (override,
+    place, exact): globs in file order, then the entry of that exact name, so that its keys win."""
+    found = [(override, place, False) for pattern, override, place in overrides
+             if pattern != name and _match(name, [pattern])]
+    return found + [(override, place, True) for pattern, override, place in overrides if pattern == name]
+
+
+def _join_text(before, after):
+    """Two texts joined by one space, unless either side already ends or begins with white space."""
+    if not before or not after or before[-1:].isspace() or after[:1].isspace():
+        return before + after
+    return before + " " + after
+
+
+def _checked(value, schema, where=""):
+    """validate(), for a schema a server wrote: a `pattern` Python cannot read (JavaScript's \\p{L}, say)
+    is left to the server to check."""
+    try:
+        return validate(value, schema, where)
+    except re.error:
+        def plain(node):
+            if isinstance(node, dict):
+                return {key: plain(item) for key, item in node.items() if key != "pattern" or not isinstance(item, str)}
+            return [plain(item) for item in node] if isinstance(node, list) else node
+        return validate(value, plain(schema), where)
+
+
+class CuratedTool:
+    """One upstream tool as its overrides show it (pure): `tool` is the definition to publish and
+    `arguments(given)` the arguments a call sends the server. A mistake only the tool's schema can
+    reveal (an argument it lacks, a fixed value its schema refuses, a hidden required argument with
+    no value) raises a ConfigError naming the file and the key."""
+
+    def __init__(self, tool, layers, public):
+        self.original = tool["name"]
+        merged, self.exact = {}, {}
+        argument_layers = {}  # argument -> [(its override, place)]
+        for override, place, exact in layers:
+            for key, value in override.items():
+                if key == "arguments":
+                    for argument, change in value.items():
+                        argument_layers.setdefault(argument, []).append((change, "%s.arguments.%s" % (place, argument)))
+                        self.exact[argument] = self.exact.get(argument, False) or exact
+                elif key in ("annotations", "_meta"):
+                    merged[key] = dict(merged.get(key, {}), **value)
+                elif key != "name":
+                    merged[key] = value
+        shown = dict(tool, name=public)
+        for key in ("title", "description"):
+            if key in merged:
+                shown[key] = merged[key]
+        if "descriptionPrefix" in merged or "descriptionSuffix" in merged:
+            shown["description"] = _join_text(_join_text(merged.get("descriptionPrefix", ""),
+                                                         str(shown.get("description") or "")),
+                                              merged.get("descriptionSuffix", ""))
+        for key in ("annotations", "_meta"):
+            if key in merged:
+                shown[key] = dict(_object(tool.get(key)), **merged[key])
+        schema = dict(_object(tool.get("inputSchema")))
+        properties = dict(_object(schema.get("properties")))
+        required = [name for name in schema.get("required") or () if isinstance(name, str)]
+        self.fixed, self.defaults, self.renamed = {}, {}, {}  # original -> value; public -> value; public -> original
+        self.hidden = set()  # the arguments the model does not see (fixed ones among them)
+        renamed = {}  # original -> public, of the arguments kept
+        for argument, changes in argument_layers.items():
+            change, place = {}, changes[-1][1]
+            for one, _ in changes:
+                change.update(one)
+            if argument not in properties:
+                if self.exact[argument]:  # a glob's argument applies to the tools that have it
+                    raise ConfigError("%s: the tool `%s` has no argument `%s` (its arguments: %s)" % (
+                        place, self.original, argument, ", ".join(sorted(properties)) or "none"))
+                continue
+            prop = _object(properties[argument])
+            for key in ("value", "default"):
+                problems = _checked(change[key], prop, "the %s %s" % (key, json.dumps(change[key]))) if key in change else ()
+                if problems:
+                    raise ConfigError("%s.%s: %s (the argument's schema: %s)" % (
+                        place, key, "; ".join(problems), _clip(json.dumps(prop), 200)))
+            if "value" in change or change.get("hidden"):
+                if "value" in change or "default" in change:
+                    self.fixed[argument] = change["value"] if "value" in change else change["default"]
+                elif argument in required:
+                    raise ConfigError("%s: `%s` is a required argument of `%s`: a hidden one needs a `value` (or a "
+                                      "`default`) to send" % (place, argument, self.original))
+                self.hidden.add(argument)
+                del properties[argument]
+                continue
+            prop = dict(prop)
+            if "description" in change:
+                prop["description"] = change["description"]
+            if "default" in change:
+                prop["default"] = self.defaults[change.get("name", argument)] = change["default"]
+            renamed[argument] = change.get("name", argument)
+            properties[argument] = prop
+        publics = {}
+        for argument in properties:
+            public = renamed.get(argument, argument)
+            if public in publics:
+                moved, other = (argument, publics[public]) if public != argument else (publics[public], argument)
+                raise ConfigError("%s.name: `%s` is already the name of the argument `%s` of `%s`" % (
+                    argument_layers[moved][-1][1], public, other, self.original))
+            publics[public] = argument
+        self.renamed = {public: argument for public, argument in publics.items() if public != argument}
+        shown_required = [renamed.get(name, name) for name in required if name in properties and
+                          renamed.get(name, name) not in self.defaults]
+        schema["properties"] = {renamed.get(argument, argument): prop for argument, prop in properties.items()}
+        if shown_required:
+            schema["required"] = shown_required
+        else:
+            schema.pop("required", None)
+        shown["inputSchema"] = schema
+        self.tool = shown
+
+    def arguments(self, given):
+        """What a call with `given` (the model's arguments, checked against the published schema) sends the
+        server: names mapped back, defaults filled in, fixed values added; ToolError for arguments that do
+        not fit."""
+        schema = self.tool["inputSchema"]
+        problems = _checked(given, schema)
+        for name in given:
+            if name not in schema.get("properties", {}) and schema.get("additionalProperties") is not False and (
+                    name in self.hidden or name in self.renamed.values()):
+                problems.append("`%s` is not an argument of this tool%s" % (name, " (its value is fixed)" if name in
+                                                                           self.fixed else ""))
+        if problems:
+            raise ToolError(_argument_help(self.tool["name"], problems, schema))
+        sent = {self.renamed.get(name, name): value for name, value in dict(self.defaults, **given).items()}
+        return dict(sent, **self.fixed)
+
+
+def _read_overrides(loader, entry, where):
+    """The `overrides` of a server entry or a namespace: [(tool name or glob, override, "file: key")], each checked
+    for what the tool's schema is not needed for (CuratedTool checks the rest when the tools are listed)."""
+    found = []
+    for pattern, override in loader.get(entry, "overrides", dict, where, {}).items():
+        here = _join(where, "overrides.%s" % pattern)
+        if not pattern:
+            raise loader.error(_join(where, "overrides"), 'a tool name or glob, not ""')
+        loader.keys(override, _OVERRIDE_KEYS, here)
+        for key in ("name", "title", "description", "descriptionPrefix", "descriptionSuffix"):
+            loader.get(override, key, str, here)
+        if "name" in override and not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", override["name"]):
+            raise loader.error(_join(here, "name"), "use 1 to 128 of A-Z a-z 0-9 _ - (what every client accepts in a "
+                                                    "tool name), not %s" % json.dumps(override["name"]))
+        for key in ("annotations", "_meta", "arguments"):
+            loader.get(override, key, dict, here)
+        names = {}
+        for argument, change in override.get("arguments", {}).items():
+            there = _join(here, "arguments.%s" % argument)
+            loader.keys(change, _ARGUMENT_KEYS, there)
+            for key, kind in (("name", str), ("description", str), ("hidden", bool)):
+                loader.get(change, key, kind, there)
+            if "value" in change and any(key in change for key in ("name", "description", "default")):
+                raise loader.error(there, "an argument with a `value` is fixed and hidden from the model: it takes "
+                                          "no `name`, `description` or `default`")
+            if "name" in change:
+                if not change["name"]:
+                    raise loader.error(_join(there, "name"), "expected a name, not \"\"")
+                if change["name"] in names:
+                    raise loader.error(_join(there, "name"), "`%s` is also the new name of `%s`" % (
+                        change["name"], names[change["name"]]))
+                names[change["name"]] = argument
+        found.append((pattern, override, "%s: %s" % (loader.path, here)))
+    return found
+
+
 class UpstreamSpec:
     """One configured server, as read from the file; `error` when the entry cannot be used."""
 
@@ -7653,6 +7839,7 @@ class UpstreamSpec:
         self.notes = []  # what of the entry is accepted but not used, said once at startup
         self.oauth = {}  # a URL server's `oauth` settings (see OAuthClient); None: never sign in
         self.rules = {}       # its rateLimit, cache and confirm (see Guard)
+        self.overrides = []   # (tool name or glob, override, "file: key"): how its tools are shown (CuratedTool)
 
     def public_name(self, name, separator):
         """The name a client sees for the server's tool or prompt `name`."""
@@ -7668,7 +7855,7 @@ class UpstreamSpec:
         """A fingerprint of everything that, changed by a reload, restarts the server."""
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
-                            self.denied_tools, self.oauth)
+                            self.denied_tools, self.oauth, self.overrides)
 
     def display(self):
         """The server as a person reads it, secrets masked: its URL, or its command line."""
@@ -7682,22 +7869,27 @@ class UpstreamPlan:
         self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
         self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
 
-    def denial(self, namespace, spec, tool):
-        """Why `tool` of `spec` is denied in `namespace` (None: it is allowed).
+    def denial(self, namespace, spec, tool, names=()):
+        """Why `tool` of `spec` is denied in `namespace` (None: it is allowed); `names`: its curated name too.
 
         mcp-studio's rules: a server's deniedTools always win; then a
         toolPermissions entry for the namespace, server and tool; then the
         namespace's serverDefaults for the server (true = deny), else its
-        denyByDefault.
+        denyByDefault. A rule names a curated tool by either name (a
+        disabling entry wins over an enabling one).
         """
-        if tool in spec.denied_tools:
-            return "the tool `%s` is in the deniedTools of server `%s`" % (tool, spec.key)
+        names = [tool] + [name for name in names if name != tool]
+        named = next((name for name in names if name in spec.denied_tools), None)
+        if named is not None:
+            return "the tool `%s` is in the deniedTools of server `%s`" % (named, spec.key)
         if namespace is None:
             return None
-        enabled = self.permissions.get((namespace, spec.id, tool))
-        if enabled is not None:
+        found = [(self.permissions[(namespace, spec.id, name)], name) for name in names
+                 if (namespace, spec.id, name) in self.permissions]
+        if found:
+            enabled, named = min(found, key=lambda pair: pair[0])
             return None if enabled else ("toolPermissions disables the tool `%s` of server `%s` in namespace `%s`"
-                                         % (tool, spec.key, namespace))
+                                         % (named, spec.key, namespace))
         entry = self.namespaces[namespace]
         if entry["server_defaults"].get(spec.id, entry["deny_by_default"]):
             return ("namespace `%s` denies the tools of server `%s` unless toolPermissions enables them, and "
@@ -7706,12 +7898,31 @@ class UpstreamPlan:
 
     def left_out(self, namespace, spec, original, separator):
         """Why `serve` leaves `spec`'s tool `original` out of `namespace`: "" for the server's or the namespace's
-        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
+        allow/deny filters, a permission's reason (calls get it), or None when it is listed. A curated tool
+        answers to both of its names: a filter that lets either in lets it in, one that keeps either out
+        keeps it out."""
         entry = self.namespaces.get(namespace)
-        if not _passes(original, spec.allow, spec.deny) or (
-                entry and not _passes(spec.public_name(original, separator), entry["allow"], entry["deny"])):
+        public = spec.public_name(original, separator)
+        curated = self.curation(namespace, spec, original, separator)[1] if spec.overrides or (
+            entry and entry.get("overrides")) else public
+        own = curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(spec.prefix + separator) \
+            else curated  # the curated name as a server's rules name its tools: without its prefix
+        if not _passes_any({original, own}, spec.allow, spec.deny) or (
+                entry and not _passes_any({public, curated}, entry["allow"], entry["deny"])):
             return ""
-        return self.denial(namespace, spec, original)
+        return self.denial(namespace, spec, original, (own,))
+
+    def curation(self, namespace, spec, original, separator):
+        """([(override, "file: key", exact)], public name) of `spec`'s tool `original` in `namespace`: the server
+        entry's overrides that match it (globs in file order, then its own name), then the namespace's that
+        match the public name the server's give it; a later one's keys win. `name` renames what its key
+        names: in a server entry the tool (its prefix stays), in a namespace the public name."""
+        layers = override_layers(spec.overrides, original)
+        own = next((override["name"] for override, _, _ in reversed(layers) if "name" in override), original)
+        public = spec.public_name(own, separator)
+        entry = self.namespaces.get(namespace) or {}
+        more = override_layers(entry.get("overrides") or (), public)
+        return layers + more, next((override["name"] for override, _, _ in reversed(more) if "name" in override), public)
 
 
 def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
@@ -7776,7 +7987,7 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
                             "description": loader.get(entry, "description", str, where, ""),
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
                             "tool_search": loader.choice(entry, "toolSearch", TOOL_SEARCH_MODES, where),
-                            "server_defaults": defaults}
+                            "server_defaults": defaults, "overrides": _read_overrides(loader, entry, where)}
     permissions = {}
     for index, entry in enumerate(loader.get(data, "toolPermissions", list, "", [])):
         where = "toolPermissions[%d]" % index
@@ -7896,6 +8107,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
     spec.denied_tools = loader.get(entry, "deniedTools", list, where, [])
     if not all(isinstance(name, str) for name in spec.denied_tools):
         raise loader.error(_join(where, "deniedTools"), "expected a list of tool names (strings)")
+    spec.overrides = _read_overrides(loader, entry, where)
     _read_oauth(loader, spec, entry, where)
 
 
@@ -7994,6 +8206,11 @@ def _match(name, patterns):
 
 def _passes(name, allow, deny):
     return (not allow or _match(name, allow)) and not _match(name, deny)
+
+
+def _passes_any(names, allow, deny):
+    """A tool known by several `names` passes when one of them is allowed and none is denied."""
+    return (not allow or any(_match(name, allow) for name in names)) and not any(_match(name, deny) for name in names)
 
 
 def shared_uris(listings):
@@ -10283,6 +10500,7 @@ class Namespace:
         self.requested = requested  # --namespace
         self.separator = separator
         self.config_path, self.log = config_path, log
+        self.said = set()  # (tool, reason) of each refused override said so far
 
     def manager_name(self, tool):
         """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
@@ -10324,6 +10542,39 @@ class Namespace:
                 self.log.warning("%s: %s", self.config_path, note)
         return {spec.id: spec for spec in chosen}
 
+    def curate(self, spec: UpstreamSpec, tool):
+        """(CuratedTool or None, public name, "file: key" of the override that named it or None) of `spec`'s
+        listed `tool` in this namespace; ConfigError for an override the tool's schema refuses."""
+        if not spec.overrides and not (self.plan.namespaces.get(self.name) or {}).get("overrides"):
+            return None, spec.public_name(tool["name"], self.separator), None
+        layers, public = self.plan.curation(self.name, spec, tool["name"], self.separator)
+        if not layers:
+            return None, public, None
+        named = next((place for override, place, _ in reversed(layers) if "name" in override), None)
+        return CuratedTool(tool, layers, public), public, named and named + ".name"
+
+    def curate_name(self, spec: UpstreamSpec, original):
+        """The public name `spec`'s tool `original` has in this namespace, overrides applied."""
+        if not spec.overrides and not (self.plan.namespaces.get(self.name) or {}).get("overrides"):
+            return spec.public_name(original, self.separator)
+        return self.plan.curation(self.name, spec, original, self.separator)[1]
+
+    def unmatched(self, overrides, names, what, checked):
+        """Warn (once) of each of `overrides` [(pattern, override, place)] that names none of `names`: `what`
+        lists no such tool, and the nearest names; `checked` says against which listing."""
+        import difflib
+        for pattern, _, place in overrides:
+            if not any(_match(name, [pattern]) for name in names):
+                close = difflib.get_close_matches(pattern, sorted(names), 3, 0.5)
+                self.log.warn_once("%s: %s lists no tool %s (checked %s); nearest: %s", place, what, json.dumps(pattern),
+                                   checked, ", ".join(close) or "none")
+
+    def refused(self, name, reason):
+        """Said once a run: `name` is not listed, an override of it being refused for `reason` (file and key)."""
+        if (name, reason) not in self.said:
+            self.said.add((name, reason))
+            self.log.error("tool %s is not listed: %s", name, reason)
+
     def left_out(self, spec: UpstreamSpec, original):
         """Why the listing leaves out a server's tool `original` (see UpstreamPlan.left_out)."""
         return self.plan.left_out(self.name, spec, original, self.separator)
@@ -10362,9 +10613,15 @@ class ManagerTools:
         return mask_secrets(text, Log(secrets=up.spec.env.values()).secrets + up.log.secrets)
 
     def status(self, up):
-        """What servers_list says of one server."""
+        """What servers_list says of one server (its curated tools too: public name -> the server's name)."""
         known = up.known()
-        return {
+        namespace, curated = self.hub.namespace, {}
+        for tool in (known or {}).get("tools", ()) if up.spec.overrides or (
+                namespace.plan.namespaces.get(namespace.name) or {}).get("overrides") else ():
+            layers, public = namespace.plan.curation(namespace.name, up.spec, tool["name"], namespace.separator)
+            if layers and namespace.left_out(up.spec, tool["name"]) is None:
+                curated[public] = tool["name"]
+        return dict({
             "id": up.spec.id, "name": up.spec.key, "status": up.state, "pid": up.pid,
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
             "tools": sum(self.hub.namespace.left_out(up.spec, t["name"]) is None for t in known["tools"]) if known else None,
@@ -10374,7 +10631,7 @@ class ManagerTools:
             "headers": dict.fromkeys(up.spec.headers, "***"),
             "transport": "stdio" if up.spec.url is None else up.spec.transport,
             "protocol": up.client.protocol_version if up.state == "running" else None,
-        }
+        }, **({"curatedTools": curated} if curated else {}))
 
     def _server(self, arguments) -> Upstream:
         hub = self.hub
@@ -10753,22 +11010,49 @@ class Aggregator:
                 name = safe_name(tool["name"], 10 ** 6, table) if tool["name"] in table else tool["name"]
                 table[name] = ("local", source, tool["name"])
                 tools.append(dict(tool, name=name) if name != tool["name"] else tool)
+        entries = []  # (upstream, tool, public name, CuratedTool or None, the key that renamed it or None)
+        served = []  # each tool's public name before the namespace's overrides (what they name)
         for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
-            for tool in upstream.known_items("tools"):
+            spec, known = upstream.spec, upstream.known_items("tools")
+            self.namespace.unmatched(spec.overrides, [tool["name"] for tool in known], "server `%s`" % spec.id,
+                                     "against the tools it listed when it started" if upstream.listing is not None else
+                                     "against its cached listing; again when it starts")
+            for tool in known:
                 original = tool["name"]
-                name = upstream.spec.public_name(original, self.separator)
-                why = self.namespace.left_out(upstream.spec, original)
+                name = spec.public_name(original, self.separator)
+                served.append(self.namespace.plan.curation(None, spec, original, self.separator)[1] if spec.overrides
+                              else name)
+                why = self.namespace.left_out(spec, original)
+                if why is None:
+                    try:
+                        curated, public, renamed_by = self.namespace.curate(spec, tool)
+                    except ConfigError as exc:
+                        why = str(exc)
+                        self.namespace.refused(name, why)
                 if why is not None:
-                    if why:
-                        denied[name] = why
+                    if why:  # a call by either name is told why
+                        denied[name] = denied[self.namespace.curate_name(spec, original)] = why
                     continue
-                if name in table:  # never shadowed: the later one is renamed
-                    name = self.namespace.rename(upstream.spec, original, table)
-                table[name] = ("upstream", upstream.spec.id, original)
-                described = _described(upstream.spec.key, tool, name)
-                # Clients reject a whole listing with one tool lacking an object inputSchema.
-                described["inputSchema"] = dict({"type": "object"}, **_object(described.get("inputSchema")))
-                tools.append(described)
+                entries.append((upstream, tool, public if renamed_by else name, curated, renamed_by))
+        claimed = collections.Counter(entry[2] for entry in entries)
+        for upstream, tool, name, curated, renamed_by in entries:
+            original = tool["name"]
+            if renamed_by and (name in table or claimed[name] > 1):  # a new name must be free: refused, never renamed
+                why = "%s: `%s` is also the name of another tool; choose another" % (renamed_by, name)
+                self.namespace.refused(name, why)
+                denied.setdefault(name, why)
+                continue
+            if name in table:  # never shadowed: the later one is renamed
+                name = self.namespace.rename(upstream.spec, original, table)
+            table[name] = ("upstream", upstream.spec.id, original, curated)
+            described = _described(upstream.spec.key, curated.tool if curated else tool, name)
+            # Clients reject a whole listing with one tool lacking an object inputSchema.
+            described["inputSchema"] = dict({"type": "object"}, **_object(described.get("inputSchema")))
+            tools.append(described)
+        overrides = (self.namespace.plan.namespaces.get(self.namespace.name) or {}).get("overrides")
+        if overrides and all(u.known() is not None for u in self._active()):  # a server not listed yet may have it
+            self.namespace.unmatched(overrides, served, "namespace `%s`" % self.namespace.name,
+                                     "against its servers' listings")
         tools.extend(listed for _, listed in managed)
         self._tools = table
         self._denied = {name: why for name, why in denied.items() if name not in table}
@@ -10785,8 +11069,8 @@ class Aggregator:
         if route[0] == "local":
             return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
         upstream = route[0] == "upstream" and self.upstreams.get(route[1])
-        return upstream and {"server": route[1], "tool": route[2], "namespace": self.namespace.name,
-                             "rules": [("server:" + route[1], upstream.spec.rules)]}
+        return upstream and {"server": route[1], "tool": route[2], "upstreamTool": route[2],
+                             "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)]}
 
     def question(self, name, arguments):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
@@ -10804,10 +11088,15 @@ class Aggregator:
             return await route[1].call_tool(route[2], arguments, ctx)
         if route[0] == "manager":
             return await self.manager.call(route[1], arguments)
-        original = route[2]
+        original, curated = route[2], route[3]
         try:
             upstream = self._upstream(route[1])
             self.namespace.check_permitted(upstream.spec, name, original)
+            if curated:  # checked against the schema the model saw, then sent as the server expects it
+                try:
+                    arguments = curated.arguments(arguments)
+                except ToolError as exc:
+                    return tool_error(str(exc))
             if ctx and ctx.task is not None:  # a task of mcpstudio's: the server's own, where it has them
                 await upstream.ready(ctx)
                 if upstream.tasks.runs(original, ctx):
@@ -11090,10 +11379,51 @@ def status_command(path, log: Log, options):
                 await runner.stop_all()
                 runner.close_watchdog()
         checks = asyncio.run(check())
-    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"])
+    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
+                        separator=info["separator"])
 
 
-def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD)):
+def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Log):
+    """What `serve` would say of the overrides of `namespace` against `listings` ({server id: its cached
+    tools}): overrides naming no listed tool (warnings on stderr), and a line for each curated tool and
+    each refused override (with the count of those)."""
+    view = Namespace(None, separator, None, log)
+    view.plan, view.name = plan, namespace
+    lines, refused, served, shown = [], 0, [], []  # shown: (public name, the key that renamed it or None)
+    for spec in plan.specs:
+        if spec.id not in listings:
+            continue
+        tools = listings[spec.id]
+        view.unmatched(spec.overrides, [tool["name"] for tool in tools], "server `%s`" % spec.id,
+                       "against its cached listing; `status --check` lists it again")
+        for tool in tools:
+            served.append(plan.curation(None, spec, tool["name"], separator)[1])
+            if plan.left_out(namespace, spec, tool["name"], separator) is not None:
+                continue
+            try:
+                curated, public, renamed_by = view.curate(spec, tool)
+            except ConfigError as exc:
+                lines.append("  %s: refused: %s" % (spec.public_name(tool["name"], separator), exc))
+                refused += 1
+                continue
+            shown.append((public if renamed_by else spec.public_name(tool["name"], separator), renamed_by))
+            if curated:
+                lines.append("  %-32s %s of server %s%s" % (public, tool["name"], spec.id, "; fixed: %s" % ", ".join(
+                    sorted(curated.fixed)) if curated.fixed else ""))
+    claimed = collections.Counter(name for name, _ in shown)
+    for name, renamed_by in shown:
+        if renamed_by and claimed[name] > 1:  # as list_tools refuses it
+            lines.append("  %s: refused: %s: `%s` is also the name of another tool; choose another" % (
+                name, renamed_by, name))
+            refused += 1
+    overrides = (plan.namespaces.get(namespace) or {}).get("overrides")
+    if overrides and served:
+        view.unmatched(overrides, served, "namespace `%s`" % namespace, "against its servers' cached listings")
+    return lines, refused
+
+
+def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
+                 separator="__"):
     """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search, and
     the counters of each running `serve` of the config."""
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
@@ -11101,8 +11431,12 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
     rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
     results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
-    counts = {}
+    counts, listings = {}, {}  # listings: each usable server's cached tools, for review_overrides
     for spec in plan.specs:
+        entry = None if spec.disabled or spec.error else ListingCache(
+            os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
+        if entry and (not namespace or spec.id in plan.namespaces[namespace]["servers"]):
+            listings[spec.id] = entry["tools"]
         if spec.disabled:
             state = "disabled"
         elif spec.error:
@@ -11114,7 +11448,6 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             counts[spec.id] = tools or 0
             state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
         else:
-            entry = ListingCache(os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
             try:
                 counts[spec.id] = len(entry["tools"])
                 state = "%d (cached %s)" % (counts[spec.id], time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
@@ -11142,10 +11475,14 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
                                           _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
     else:
         print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
+    curated, refused = review_overrides(plan, namespace, listings, separator, log) if not error else ([], 0)
+    if curated:
+        print("\ncurated tools (overrides, as cached listings show them):")
+        print("\n".join(curated))
     for snapshot in RunningStats.running(path):
         print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
                            % snapshot] + RunningStats.table(snapshot["tools"])))
-    return 1 if error or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
+    return 1 if error or refused or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
 
 
 def _search_summary(counts, servers, mode, threshold):
@@ -11286,10 +11623,16 @@ class Board:
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
         tools, running = [], list(RunningStats.running(self.path))
         for tool in listing.get("tools", ()):
-            public = spec.public_name(tool["name"], self.hub.separator)
+            layers, public = self.plan.curation(self.shown, spec, tool["name"], self.hub.separator)
+            try:  # as the shown namespace curates it (overrides), under the name serve counts it by
+                description = CuratedTool(tool, layers, public).tool.get("description") if layers else tool.get("description")
+                description = ("as %s: " % public if public != spec.public_name(tool["name"], self.hub.separator) else
+                               "") + " ".join(str(description or "").split())
+            except ConfigError as exc:
+                description = "refused: %s" % exc
             allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
                        for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
-            tools.append({"name": tool["name"], "description": " ".join((tool.get("description") or "").split()),
+            tools.append({"name": tool["name"], "description": description,
                           "schema": tool.get("inputSchema") or {}, "allowed": allowed,
                           "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None,
                           "counters": ["serve pid %(pid)d: %(calls)s calls, %(error)s errors, %(rateLimited)s rate-"

@@ -4734,6 +4734,16 @@ def fake_server(args):
         TOOLS.append({"name": "mrtr", "description": "Ask two rounds of questions (SEP-2322)", "inputSchema": {"type": "object"}})
     if opt("--extra-tool"):  # a tool listed without an inputSchema, under the given name
         TOOLS.append({"name": opt("--extra-tool"), "description": "No schema"})
+    if "--issue-tool" in args:  # a tool with arguments to curate (fixed, renamed, defaulted); it answers with them
+        TOOLS.append({"name": "create_issue", "description": "Create a new issue in a repository of an organization. "
+                      "Long upstream text that a team would rather shorten.",
+                      "inputSchema": {"type": "object", "required": ["org", "repo", "title"], "properties": {
+                          "org": {"type": "string", "pattern": "^[a-z]+$"}, "repo": {"type": "string"},
+                          "title": {"type": "string", "description": "the issue's title"},
+                          "labels": {"type": "array", "items": {"type": "string"}},
+                          "draft": {"type": "boolean"}}},
+                      "_meta": {"anthropic/searchHint": "ticket bug report", "anthropic/maxResultSizeChars": 5000,
+                                "anthropic/requiresUserInteraction": False}})
     if "--huge-description" in args:
         TOOLS.append({"name": "huge", "description": "x" * 100000, "inputSchema": {"type": "object"}})
     for extra in (opt("--more-tools") or "").split(","):  # more tools, answering "NAME called"
@@ -4805,6 +4815,8 @@ def fake_server(args):
                     state[len("round-3:"):], ",".join(roots), responses["think"]["content"]["text"],
                     ",".join(capabilities))}]}
             return {"content": [{"type": "text", "text": "bad retry: %s" % json.dumps(params)}], "isError": True}
+        if name == "create_issue":
+            return {"content": [{"type": "text", "text": "create_issue %s" % json.dumps(arguments, sort_keys=True)}]}
         if name == "crash":
             sys.stderr.write("fake: crashing on purpose\n")
             sys.stderr.flush()
@@ -6401,6 +6413,389 @@ class RealUpstreamTests(ScratchDir):
                 self.assertEqual(out["trigger-elicitation-request"][0], False)
                 self.assertIn("Ada Lovelace", out["trigger-elicitation-request"][1])
                 self.assertIn("file:///srv/client-root", out["get-roots-list"][1])
+
+
+class CuratedToolTests(unittest.TestCase):
+    """Issue 43: the pure part of an override: the definition it publishes and the arguments a call sends."""
+
+    TOOL = {"name": "create_issue", "description": "Create an issue", "annotations": {"readOnlyHint": False},
+            "_meta": {"anthropic/searchHint": "ticket", "x": 1},
+            "inputSchema": {"type": "object", "required": ["org", "repo", "title"], "properties": {
+                "org": {"type": "string", "pattern": "^[a-z]+$"}, "repo": {"type": "string"},
+                "title": {"type": "string"}, "labels": {"type": "array", "items": {"type": "string"}}}}}
+
+    def curated(self, *overrides, public="gh__file_bug"):
+        layers = [(override, "f.json: mcpServers.gh.overrides.create_issue", True) for override in overrides]
+        return mcpstudio.CuratedTool(self.TOOL, layers, public)
+
+    def test_published_definition(self):
+        # Each key changes what it names and nothing else: upstream _meta and annotations are merged, not replaced.
+        cases = [  # (override, key of the published tool, expected value)
+            ({"description": "File a bug."}, "description", "File a bug."),
+            ({"descriptionPrefix": "Team:", "descriptionSuffix": "(acme)"}, "description", "Team: Create an issue (acme)"),
+            ({"title": "File a bug"}, "title", "File a bug"),
+            ({"annotations": {"destructiveHint": True}}, "annotations", {"readOnlyHint": False, "destructiveHint": True}),
+            ({"_meta": {"anthropic/alwaysLoad": True}}, "_meta", {"anthropic/searchHint": "ticket", "x": 1,
+                                                                 "anthropic/alwaysLoad": True}),
+            ({"arguments": {"org": {"value": "acme"}}}, "inputSchema", {"type": "object", "required": ["repo", "title"],
+             "properties": {"repo": {"type": "string"}, "title": {"type": "string"},
+                            "labels": {"type": "array", "items": {"type": "string"}}}}),
+            ({"arguments": {"title": {"name": "summary", "description": "one line"}, "labels": {"default": ["bug"]},
+                            "org": {"hidden": True, "default": "acme"}}}, "inputSchema",
+             {"type": "object", "required": ["repo", "summary"], "properties": {
+                 "repo": {"type": "string"}, "summary": {"type": "string", "description": "one line"},
+                 "labels": {"type": "array", "items": {"type": "string"}, "default": ["bug"]}}}),
+        ]
+        for override, key, expected in cases:
+            with self.subTest(override=override):
+                tool = self.curated(override).tool
+                self.assertEqual(tool[key], expected)
+                self.assertEqual(tool["name"], "gh__file_bug")
+        self.assertEqual(self.TOOL["inputSchema"]["required"], ["org", "repo", "title"])  # the listing is not changed
+
+    def test_call_arguments(self):
+        # The model's arguments are checked against the published schema, then renamed back, defaults and
+        # fixed values added; a fixed or renamed-away argument is refused, not passed on.
+        curated = self.curated({"arguments": {"org": {"value": "acme"}, "title": {"name": "summary"},
+                                              "labels": {"default": ["bug"]}}})
+        self.assertEqual(curated.arguments({"repo": "r", "summary": "s"}),
+                         {"org": "acme", "repo": "r", "title": "s", "labels": ["bug"]})
+        self.assertEqual(curated.arguments({"repo": "r", "summary": "s", "labels": []})["labels"], [])
+        for given, fragment in (({"repo": "r"}, "`summary` is required"),
+                                ({"repo": 1, "summary": "s"}, "`repo` must be string"),
+                                ({"repo": "r", "summary": "s", "org": "evil"}, "`org` is not an argument of this tool "
+                                                                               "(its value is fixed)"),
+                                ({"repo": "r", "summary": "s", "title": "t"}, "`title` is not an argument")):
+            with self.subTest(given=given):
+                with self.assertRaises(mcpstudio.ToolError) as caught:
+                    curated.arguments(given)
+                self.assertIn(fragment, str(caught.exception))
+                self.assertIn("Invalid arguments for `gh__file_bug`", str(caught.exception))
+
+    def test_refusals_name_the_key(self):
+        # What only the tool's schema shows is refused with the file and the key.
+        cases = [
+            ({"arguments": {"org": {"value": "ACME"}}}, "f.json: mcpServers.gh.overrides.create_issue.arguments.org.value: "
+                                                        "the value \"ACME\" must match the pattern ^[a-z]+$"),
+            ({"arguments": {"org": {"hidden": True}}}, "arguments.org: `org` is a required argument of `create_issue`: a "
+                                                       "hidden one needs a `value`"),
+            ({"arguments": {"labels": {"default": "bug"}}}, "arguments.labels.default: the default \"bug\" must be array"),
+            ({"arguments": {"title": {"name": "repo"}}}, "arguments.title.name: `repo` is already the name of the "
+                                                         "argument `repo`"),
+            ({"arguments": {"orgg": {"value": "x"}}}, "arguments.orgg: the tool `create_issue` has no argument `orgg`"),
+        ]
+        for override, fragment in cases:
+            with self.subTest(override=override):
+                with self.assertRaises(mcpstudio.ConfigError) as caught:
+                    self.curated(override)
+                self.assertIn(fragment, str(caught.exception))
+        glob = mcpstudio.CuratedTool(self.TOOL, [({"arguments": {"orgg": {"value": "x"}}}, "f: k", False)], "x")
+        self.assertEqual(glob.fixed, {})  # a glob's argument applies only to the tools that have it
+
+    def test_search_reads_the_search_hint(self):
+        # mcpstudio's own index reads a tool's `anthropic/searchHint` as part of its description.
+        tool = {"name": "t", "description": "Does things", "inputSchema": {"type": "object"}}
+        self.assertEqual(mcpstudio.ToolIndex([tool]).search("zebra", 1), [])
+        hinted = dict(tool, _meta={"anthropic/searchHint": "zebra stripes"})
+        self.assertEqual(mcpstudio.ToolIndex([hinted]).search("zebra", 1), [hinted])
+
+    def test_a_pattern_python_cannot_read_is_left_to_the_server(self):
+        # A JavaScript-only `pattern` (\p{L}) in a server's schema neither breaks the listing nor the call.
+        tool = {"name": "t", "inputSchema": {"type": "object", "required": ["who"], "properties": {
+            "who": {"type": "string", "pattern": "^\\p{L}+$"}, "pattern": {"type": "string"}}}}
+        curated = mcpstudio.CuratedTool(tool, [({"arguments": {"who": {"value": "Zoë"}}}, "f: k", True)], "t")
+        self.assertEqual(curated.arguments({"pattern": "x"}), {"pattern": "x", "who": "Zoë"})
+        with self.assertRaises(mcpstudio.ToolError):
+            curated.arguments({"pattern": 1})  # the rest of the schema is still checked
+
+    def test_layers_later_wins(self):
+        # Globs first, then the exact entry; a namespace's entries after the server's: the later key wins.
+        layers = [({"description": "glob", "arguments": {"labels": {"default": ["a"]}}}, "f: glob", False),
+                  ({"description": "exact"}, "f: exact", True),
+                  ({"descriptionSuffix": "ns", "arguments": {"labels": {"default": ["b"]}}}, "f: ns", True)]
+        tool = mcpstudio.CuratedTool(self.TOOL, layers, "p").tool
+        self.assertEqual((tool["description"], tool["inputSchema"]["properties"]["labels"]["default"]), ("exact ns", ["b"]))
+        overrides = [("create_*", {"title": "1"}, "a"), ("create_issue", {"title": "2"}, "b"), ("*", {}, "c"),
+                     ("other", {}, "d")]
+        self.assertEqual([place for _, place, _ in mcpstudio.override_layers(overrides, "create_issue")], ["a", "c", "b"])
+
+
+class CurationTests(AggregatorCase):
+    """Issue 43: overrides of aggregated tools through the spawned aggregator over the fake upstream, in both
+    protocol eras: listing, search, call, audit, permissions, refusals, status, inspect and the TUI's board."""
+
+    upstream, write, serve = AggregatorTests.upstream, AggregatorTests.write, AggregatorTests.serve
+
+    def team(self, **top):
+        """A team's config: a fixed organization, a shorter description, a renamed tool and argument."""
+        self.audit = os.path.join(self.dir, "audit.jsonl")
+        return dict({"audit": {"file": self.audit}, "mcpServers": {"gh": dict(self.upstream("gh", "--issue-tool"), overrides={
+            "create_issue": {"name": "file_bug", "description": "File a bug in acme's repositories.",
+                             "annotations": {"destructiveHint": False}, "_meta": {"anthropic/alwaysLoad": True},
+                             "arguments": {"org": {"value": "acme"},
+                                           "title": {"name": "summary", "description": "one line"},
+                                           "labels": {"default": ["bug"]}}},
+            "ech*": {"descriptionSuffix": "(team copy)"}})},
+            "namespaces": {"work": {"servers": ["gh"], "overrides": {
+                "gh__env": {"name": "read_env", "descriptionPrefix": "Work:"},
+                "gh__file_bug": {"title": "File a bug"}}}}}, **top)
+
+    def audited(self):
+        with open(self.audit, encoding="utf-8") as f:
+            return [json.loads(line) for line in f]
+
+    def check_listing(self, tools):
+        tools = {tool["name"]: tool for tool in tools}
+        self.assertNotIn("gh__create_issue", tools)  # one name only: the curated one
+        bug = tools["gh__file_bug"]
+        self.assertEqual((bug["description"], bug["title"]), ("[gh] File a bug in acme's repositories.", "File a bug"))
+        self.assertEqual(bug["inputSchema"]["required"], ["repo", "summary"])
+        self.assertEqual(sorted(bug["inputSchema"]["properties"]), ["draft", "labels", "repo", "summary"])
+        self.assertEqual(bug["inputSchema"]["properties"]["labels"]["default"], ["bug"])
+        self.assertEqual(bug["annotations"], {"destructiveHint": False})
+        self.assertEqual(bug["_meta"], {"anthropic/searchHint": "ticket bug report", "anthropic/maxResultSizeChars": 5000,
+                                        "anthropic/requiresUserInteraction": False, "anthropic/alwaysLoad": True})
+        self.assertEqual(tools["gh__echo"]["description"], "[gh] Echo text back (team copy)")  # a glob's entry
+        self.assertEqual(tools["gh__echo"]["_meta"], {"x-fake": 1})  # upstream _meta passes through unchanged
+        self.assertEqual(tools["read_env"]["description"], "[gh] Work: Read a variable")  # the namespace's entry
+        self.assertNotIn("gh__env", tools)
+
+    def check_calls(self, server, meta=None):
+        sent = server.call("gh__file_bug", {"repo": "web", "summary": "it breaks"}, meta=meta)
+        self.assertEqual(text_of(sent), 'create_issue {"labels": ["bug"], "org": "acme", "repo": "web", "title": "it breaks"}')
+        refused = server.call("gh__file_bug", {"repo": "web", "summary": "x", "org": "evil"}, meta=meta)
+        self.assertTrue(refused["isError"])
+        self.assertIn("`org` is not an argument of this tool (its value is fixed)", text_of(refused))
+        wrong = server.call("gh__file_bug", {"repo": "web", "summary": 3}, meta=meta)
+        self.assertIn("`summary` must be string", text_of(wrong))
+        old = server.request("tools/call", {"name": "gh__create_issue", "arguments": {}, "_meta": meta or {}})
+        self.assertIn("Unknown tool: gh__create_issue", old["error"]["message"])
+        self.assertEqual(text_of(server.call("read_env", {"name": "NO_SUCH_VAR"}, meta=meta)), "<unset>")
+
+    # Handshake era (2025-11-25): listing, calls mapped back, the audit line with both names, servers_list.
+    def test_session_era_listing_call_audit(self):
+        with self.serve(self.team()) as server:
+            server.initialize()
+            self.check_listing(server.request("tools/list")["result"]["tools"])
+            self.check_calls(server)
+            listed = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]
+            self.assertEqual(listed[0]["curatedTools"], {"gh__file_bug": "create_issue", "gh__echo": "echo",
+                                                         "read_env": "env"})
+        lines = self.audited()
+        self.assertEqual([(line["tool"], line.get("upstreamTool"), line.get("server")) for line in lines[:2]],
+                         [("gh__file_bug", "create_issue", "gh"), ("gh__file_bug", "create_issue", "gh")])
+        self.assertEqual(lines[0]["arguments"], {"repo": "web", "summary": "it breaks"})  # what the model sent
+        self.assertTrue(lines[1]["isError"])
+
+    # 2026-07-28 (stateless, `_meta` on each request, no initialize): the same listing and calls.
+    def test_stateless_era_listing_call_audit(self):
+        with self.serve(self.team()) as server:
+            self.check_listing(server.request("tools/list", {"_meta": MODERN_META})["result"]["tools"])
+            self.check_calls(server, MODERN_META)
+        self.assertEqual(self.audited()[0]["upstreamTool"], "create_issue")
+
+    # Search indexes the curated view (the curated description and `anthropic/searchHint`); pinned tools
+    # (toolSearchPin, or `anthropic/alwaysLoad` set by an override) are listed and carry alwaysLoad: true.
+    def test_search_in_both_eras(self):
+        with self.serve(self.team(toolSearch="on", toolSearchPin=["gh__echo"])) as server:
+            for meta in (MODERN_META, None):  # stateless first: what a session finds joins its own list
+                if meta is None:
+                    server.initialize()
+                with self.subTest(era="2026-07-28" if meta else "2025-11-25"):
+                    listed = {tool["name"]: tool for tool in server.request(
+                        "tools/list", {"_meta": meta} if meta else {})["result"]["tools"]}
+                    self.assertEqual(sorted(listed), ["gh__echo", "gh__file_bug", "mcpstudio__call_tool",
+                                                      "mcpstudio__search_tools"])
+                    self.assertIs(listed["gh__echo"]["_meta"]["anthropic/alwaysLoad"], True)
+                    self.assertEqual(listed["gh__echo"]["_meta"]["x-fake"], 1)
+                    found = server.call("mcpstudio__search_tools", {"query": "ticket", "limit": 1},
+                                        meta=meta)["structuredContent"]["tools"]  # only in its searchHint
+                    self.assertEqual([tool["name"] for tool in found], ["gh__file_bug"])
+                    self.assertEqual(found[0]["inputSchema"]["required"], ["repo", "summary"])
+                    found = server.call("mcpstudio__search_tools", {"query": "read work variable", "limit": 1},
+                                        meta=meta)["structuredContent"]["tools"]
+                    self.assertEqual(found[0]["name"], "read_env")
+                    called = server.call("mcpstudio__call_tool", {"name": "gh__file_bug", "arguments": {
+                        "repo": "r", "summary": "s"}}, meta=meta)
+                    self.assertIn('"org": "acme"', text_of(called))
+
+    # An override's annotations are what the guard reads: marking a read-only tool destructive makes
+    # `"confirm": "destructive"` ask before it runs (and this client cannot answer, so it does not run).
+    def test_annotations_make_confirm_apply(self):
+        data = {"confirm": "destructive", "mcpServers": {"gh": dict(self.upstream("gh"), overrides={
+            "echo": {"annotations": {"readOnlyHint": False, "destructiveHint": True}}})}}
+        with self.serve(data) as server:
+            server.initialize()
+            refused = server.call("gh__echo", {"text": "x"})
+            self.assertTrue(refused["isError"])
+            self.assertIn("needs the user's confirmation", text_of(refused))
+        del data["mcpServers"]["gh"]["overrides"]
+        with self.serve(data) as server:  # the upstream's own readOnlyHint: no question
+            server.initialize()
+            self.assertEqual(text_of(server.call("gh__echo", {"text": "x"})), "gh: x")
+
+    # A reload applies changed overrides: the listing changes, the old curated name is gone.
+    def test_reload_applies_changed_overrides(self):
+        data = self.team()
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertIn("gh__file_bug", AggregatorTests.tool_names(self, server))
+            data["mcpServers"]["gh"]["overrides"]["create_issue"]["name"] = "report_bug"
+            self.write(data)
+            server.call("mcpstudio__config_reload", {})
+            names = AggregatorTests.tool_names(self, server)
+            self.assertIn("gh__report_bug", names)
+            self.assertNotIn("gh__file_bug", names)
+            self.assertIn('"org": "acme"', text_of(server.call("gh__report_bug", {"repo": "r", "summary": "s"})))
+
+    # Permissions name a curated tool by either name, its upstream one or its curated one; a deny by
+    # either denies, in every rule (deniedTools, toolPermissions, the namespace's tools filter).
+    def test_permissions_match_either_name(self):
+        cases = [  # (what to add to the config, the tool it denies)
+            ({"server": {"deniedTools": ["file_bug"]}}, "gh__file_bug"),
+            ({"server": {"deniedTools": ["create_issue"]}}, "gh__file_bug"),
+            ({"namespace": {"tools": {"deny": ["gh__create_issue"]}}}, None),  # a filter: left out, unknown
+            ({"namespace": {"tools": {"deny": ["read_env"]}}}, None),
+            ({"top": {"toolPermissions": [{"namespace": "work", "server": "gh", "toolName": "read_env",
+                                           "enabled": False}]}}, "read_env"),
+            ({"top": {"toolPermissions": [{"namespace": "work", "server": "gh", "toolName": "create_issue",
+                                           "enabled": False}, {"namespace": "work", "server": "gh",
+                                                               "toolName": "file_bug", "enabled": True}]}},
+             "gh__file_bug"),
+        ]
+        for change, denied in cases:
+            with self.subTest(change=change):
+                data = self.team(**change.get("top", {}))
+                data["mcpServers"]["gh"].update(change.get("server", {}))
+                data["namespaces"]["work"].update(change.get("namespace", {}))
+                gone = denied or ("read_env" if "read_env" in json.dumps(change) else "gh__file_bug")
+                with self.serve(data) as server:
+                    server.initialize()
+                    names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+                    self.assertNotIn(gone, names)
+                    self.assertIn("gh__echo", names)
+                    reply = server.request("tools/call", {"name": gone, "arguments": {}})
+                    if denied:
+                        self.assertEqual(reply["error"]["code"], -32006, reply)
+                    else:
+                        self.assertIn("Unknown tool", reply["error"]["message"])
+
+    # Mistakes said at start: an override of a tool the server does not list is a warning (server, tool,
+    # nearest names, against which listing); a colliding rename, a hidden required argument without a
+    # value and a fixed value the schema refuses are refused with the file and key, in serve and status.
+    def test_refusals_and_warnings(self):
+        data = {"mcpServers": {"gh": dict(self.upstream("gh", "--issue-tool"), overrides={
+            "create_issue": {"arguments": {"org": {"value": "ACME"}}},
+            "echo": {"arguments": {"text": {"hidden": True}}},
+            "sleep": {"name": "crash"},
+            "crate_isue": {"title": "typo"}})}}
+        path = self.write(data)
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            for name in ("gh__create_issue", "gh__echo", "gh__sleep"):
+                self.assertNotIn(name, names)
+            self.assertIn("gh__crash", names)  # the tool whose name a rename wanted keeps it
+            for name, key in (("gh__create_issue", "mcpServers.gh.overrides.create_issue.arguments.org.value"),
+                              ("gh__echo", "mcpServers.gh.overrides.echo.arguments.text"),
+                              ("gh__crash", None)):
+                reply = server.request("tools/call", {"name": name, "arguments": {},
+                                                      "_meta": MODERN_META if key is None else {}})
+                if key:  # refused, named; in the other era too
+                    self.assertEqual(reply["error"]["code"], -32006)
+                    self.assertIn("%s: %s" % (path, key), reply["error"]["message"])
+                    modern = server.request("tools/call", {"name": name, "arguments": {}, "_meta": MODERN_META})
+                    self.assertIn(key, modern["error"]["message"])
+            stderr = server.stderr_when(lambda text: "crate_isue" in text and "overrides.sleep.name" in text)
+        self.assertIn('%s: mcpServers.gh.overrides.crate_isue: server `gh` lists no tool "crate_isue" (checked against '
+                      'the tools it listed when it started); nearest: create_issue' % path, stderr)
+        self.assertIn("the value \"ACME\" must match the pattern ^[a-z]+$", stderr)
+        self.assertIn("`text` is a required argument of `echo`: a hidden one needs a `value`", stderr)
+        self.assertIn("mcpServers.gh.overrides.sleep.name: `gh__crash` is also the name of another tool", stderr)
+        out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)  # from the listing serve cached
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("gh__create_issue: refused: %s: mcpServers.gh.overrides.create_issue.arguments.org.value" % path,
+                      out.stdout)
+        self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
+        self.assertIn("(checked against its cached listing; `status --check` lists it again); nearest: create_issue",
+                      out.stderr)
+
+    # What needs no schema is refused when the file is read: the server is unusable, with the file and key.
+    def test_config_errors_at_load(self):
+        cases = [({"create_issue": {"nmae": "x"}}, "overrides.create_issue.nmae: unknown key (did you mean `name`?)"),
+                 ({"create_issue": {"name": "a b"}}, "overrides.create_issue.name: use 1 to 128 of A-Z"),
+                 ({"create_issue": {"arguments": {"org": {"value": "acme", "name": "o"}}}},
+                  "overrides.create_issue.arguments.org: an argument with a `value` is fixed and hidden"),
+                 ({"x": {"arguments": {"a": {"name": "c"}, "b": {"name": "c"}}}},
+                  "overrides.x.arguments.b.name: `c` is also the new name of `a`")]
+        for overrides, fragment in cases:
+            with self.subTest(overrides=overrides):
+                path = self.write({"mcpServers": {"gh": dict(self.upstream("gh"), overrides=overrides)}})
+                out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True,
+                                     timeout=WAIT, env=self.env)
+                self.assertEqual(out.returncode, 1)
+                self.assertIn("%s: mcpServers.gh.%s" % (path, fragment), out.stdout)
+
+    # status, inspect and the TUI's board show the curated tool.
+    def test_status_inspect_and_board_show_the_curated_tool(self):
+        path = self.write(self.team())
+        out = subprocess.run(SERVER + ["inspect", "serve", "--config", path], capture_output=True, text=True,
+                             timeout=WAIT * 2, env=self.env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("gh__file_bug", out.stdout)
+        self.assertIn("File a bug in acme's repositories.", out.stdout)
+        self.assertNotIn("create_issue", out.stdout)
+        self.assertRegex(out.stdout, r"summary +string +required +one line")
+        status = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                env=self.env)
+        self.assertEqual(status.returncode, 0, status.stdout + status.stderr)
+        self.assertRegex(status.stdout, r"gh__file_bug +create_issue of server gh; fixed: org")
+        self.assertRegex(status.stdout, r"read_env +env of server gh")
+        from unittest import mock
+        with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):
+            board = mcpstudio.Board(path, "work")
+            self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
+            self.addCleanup(board.close)
+            tools = {tool["name"]: tool for tool in board.details("gh")["tools"]}  # from the listing cache
+        self.assertEqual(tools["create_issue"]["description"], "as gh__file_bug: File a bug in acme's repositories.")
+        self.assertEqual(tools["env"]["description"], "as read_env: Work: Read a variable")
+
+
+@unittest.skipUnless(EVERYTHING and os.path.exists(EVERYTHING),
+                     "server-everything is not installed (set MCPSTUDIO_EVERYTHING)")
+class CurationInteropTests(AggregatorCase):
+    """Issue 43 over a real upstream (npm server-everything): a renamed tool with a fixed and a renamed argument."""
+
+    def test_everything_renamed_and_fixed(self):
+        path = os.path.join(self.dir, "everything.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"everything": {"command": EVERYTHING, "args": ["stdio"], "overrides": {
+                "get-sum": {"name": "add_two", "description": "Add two to a number.",
+                            "arguments": {"a": {"value": 2}, "b": {"name": "addend"}}},
+                "echo": {"arguments": {"message": {"value": "not a number"}}},  # fine: a string
+                "get-tiny-image": {"arguments": {"size": {"value": 1}}}}}}}, f)  # it has no such argument
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            for meta in (None, MODERN_META):
+                with self.subTest(era="2026-07-28" if meta else "2025-11-25"):
+                    tools = {tool["name"]: tool for tool in server.request(
+                        "tools/list", {"_meta": meta} if meta else {}, timeout=WAIT * 2)["result"]["tools"]}
+                    self.assertNotIn("everything__get-sum", tools)
+                    self.assertNotIn("everything__get-tiny-image", tools)  # refused
+                    added = tools["everything__add_two"]
+                    self.assertEqual(added["description"], "[everything] Add two to a number.")
+                    self.assertEqual(list(added["inputSchema"]["properties"]), ["addend"])
+                    self.assertEqual(added["inputSchema"]["required"], ["addend"])
+                    self.assertIn("42", text_of(server.call("everything__add_two", {"addend": 40}, meta=meta)))
+                    echoed = server.call("everything__echo", {}, meta=meta)
+                    self.assertIn("not a number", text_of(echoed))
+                    bad = server.call("everything__add_two", {"addend": "forty"}, meta=meta)
+                    self.assertTrue(bad["isError"])
+                    reply = server.request("tools/call", {"name": "everything__get-tiny-image", "arguments": {},
+                                                          "_meta": meta or {}})
+                    self.assertIn("%s: mcpServers.everything.overrides.get-tiny-image.arguments.size: the tool "
+                                  "`get-tiny-image` has no argument `size`" % path, reply["error"]["message"])
 
 
 @unittest.skipUnless(INSPECTOR and os.path.exists(INSPECTOR), "the MCP Inspector CLI is not installed (set MCPSTUDIO_INSPECTOR)")
