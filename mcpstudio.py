@@ -2280,14 +2280,18 @@ def script_argv(path, windows, python=None, pathext=None):
     .com, .bat or .cmd (when in `pathext`, the PATHEXT variable) runs itself,
     a batch file under the batch rule; a .py runs with `python`, the Python
     that runs mcpstudio (the py launcher when that is not known), so a .py
-    needs no file association. Anything else (.ps1, .js, .vbs: they need a
-    host) is not a script; a .cmd that runs it is. Pure, for tests on any
-    platform (_script_argv asks this with the platform's answer)."""
+    needs no file association; a .ps1 with Windows PowerShell, past the
+    default policy that runs no script file (a policy set by Group Policy
+    still rules). Anything else (.js, .vbs: they need a host) is not a
+    script; a .cmd that runs it is. Pure, for tests on any platform
+    (_script_argv asks this with the platform's answer)."""
     if not windows:
         return [path]
     extension = os.path.splitext(path.rstrip(". "))[1].lower()  # Windows ignores trailing dots and spaces
     if extension == ".py":
         return [python, path] if python else ["py", "-3", path]
+    if extension == ".ps1":
+        return ["powershell", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", path]
     if extension in (".com", ".exe", ".bat", ".cmd") and extension in (pathext or ".COM;.EXE;.BAT;.CMD").lower().split(";"):
         return [path]
     return None
@@ -6763,7 +6767,8 @@ class ConfigLoader:
         return sources, info
 
     def warn_shell_syntax(self, tools, resources, log: Log):
-        """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true."""
+        """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true; and `answers`
+        where no question can be seen (Windows)."""
         for index, tool in enumerate(tools):
             found = [] if tool.shell else tool.template.shell_syntax()
             if found:
@@ -6771,6 +6776,12 @@ class ConfigLoader:
                             "runs it, so `%s` gets them as literal arguments. Add \"shell\": true to the tool "
                             "if a shell is meant.", self.path, index, tool.name, ", ".join("`%s`" % f for f in found),
                             tool.template.command_name())
+        for index, tool in enumerate(tools):
+            if tool.interactive and tool.answers and _reading is None:
+                log.warning("%s: tools[%d] `%s`: its answers are never given here: this system cannot tell that a "
+                            "command waits for an answer (Linux and macOS can), so its input ends at once. Pass "
+                            "what it asks another way (an option such as --yes, or its environment).",
+                            self.path, index, tool.name)
         for index, resource in enumerate(resources):
             found = resource.template.shell_syntax()
             if found:

@@ -1073,12 +1073,19 @@ class WindowsBugTests(ScratchDir):
         reader = self.script("readin.py", "import sys\nprint(repr(sys.stdin.read()))\n", executable=False)
         config = os.path.join(self.dir, "readin.json")
         with open(config, "w") as f:
-            json.dump({"timeout": 60, "tools": [{"name": "readin", "command": '"%s" "%s"' % (PY, reader)}]}, f)
+            json.dump({"timeout": 60, "tools": [
+                {"name": "readin", "command": '"%s" "%s"' % (PY, reader)},
+                {"name": "asks", "command": '"%s" "%s"' % (PY, reader), "answers": [{"prompt": "Go", "answer": "y"}]}]}, f)
         with McpProcess("serve", "--config", config) as server:
             server.initialize()
-            result = server.call("readin", {}, timeout=30)
-            self.assertEqual((result.get("isError"), text_of(result).strip()), (False, "''"), server.context())
-        self.assertEqual(mcpstudio._reading is None, WINDOWS)  # the platform's answer, never a silent False
+            for name in ("readin", "asks"):
+                result = server.call(name, {}, timeout=30)
+                self.assertEqual((result.get("isError"), text_of(result).strip()), (False, "''"), server.context())
+            # the platform's answer is never a silent False: Windows says it cannot see a question, and warns
+            # that a tool's answers are never given there
+            self.assertEqual(mcpstudio._reading is None, WINDOWS)
+            warned = "`asks`: its answers are never given here" in server.stderr_when(lambda text: "never given" in text, 2)
+            self.assertEqual(warned, WINDOWS, server.context())
 
     def test_timeout_stops_child_and_grandchild(self):
         # Bug 2: a command that starts a grandchild and sleeps, run with a short timeout: the call is a timeout
@@ -1125,7 +1132,7 @@ class WindowsBugTests(ScratchDir):
     def test_script_argv_table(self):
         # Bug 4: how script mode runs a file, per platform (a pure function): POSIX the file itself (its execute
         # bit and #! line); Windows by extension: .py with the Python that runs mcpstudio (the py launcher when
-        # unknown), .exe .com .bat .cmd themselves when in PATHEXT, anything else (.ps1, .txt) not a script.
+        # unknown), .ps1 with PowerShell, .exe .com .bat .cmd themselves when in PATHEXT, anything else not a script.
         python, pathext = r"C:\Python311\python.exe", ".COM;.EXE;.BAT;.CMD;.VBS;.JS;.PY"
         for path, windows, python_, pathext_, argv in (
                 ("/srv/tools/hello.py", False, None, None, ["/srv/tools/hello.py"]),
@@ -1137,7 +1144,8 @@ class WindowsBugTests(ScratchDir):
                 (r"C:\tools\run.bat", True, python, None, [r"C:\tools\run.bat"]),
                 (r"C:\tools\run.exe", True, python, pathext, [r"C:\tools\run.exe"]),
                 (r"C:\tools\run.exe", True, python, ".CMD", None),  # not in PATHEXT
-                (r"C:\tools\run.ps1", True, python, pathext, None),
+                (r"C:\tools\run.ps1", True, python, pathext,  # not in PATHEXT either
+                 ["powershell", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", r"C:\tools\run.ps1"]),
                 (r"C:\tools\run.js", True, python, pathext, None),  # in PATHEXT, but needs a host
                 (r"C:\tools\notes.txt", True, python, pathext, None),
                 (r"C:\tools\hello", True, python, pathext, None)):
