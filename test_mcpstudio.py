@@ -1102,6 +1102,27 @@ class WindowsBugTests(ScratchDir):
                 self.assertTrue(wait_until(lambda pid=pid: not running(pid), 10), "pid %d outlived the timeout" % pid)
             self.assertIsNone(server.proc.poll(), server.context())
 
+    def test_leftovers_of_a_finished_command_stop(self):
+        # Bug 2's stop, after the command: a grandchild left behind by a command that exited (off its pipes)
+        # is stopped after the grace period, while the server runs; on Windows through the command's own Job
+        # object, since taskkill /T cannot find the tree of a dead parent.
+        leaver = self.script("leaver.py", """\
+            import os, subprocess, sys
+            grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            with open(sys.argv[1] + ".tmp", "w") as f:
+                f.write("%d %d" % (os.getpid(), grandchild.pid))
+            os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+            """, executable=False)
+        out = os.path.join(self.dir, "pids")
+        with McpProcess("--name", "leave", PY, leaver, "{out}") as server:
+            server.initialize()
+            result = server.call("leave", {"out": out}, timeout=40)
+            self.assertFalse(result.get("isError"), result)
+            child, grandchild = self.read_pids(out)
+            self.assertTrue(wait_until(lambda: not running(grandchild), 20), "the grandchild %d was left" % grandchild)
+            self.assertIsNone(server.proc.poll(), server.context())
+
     def test_config_command_keeps_backslashes(self):
         # Bug 3: a config command keeps a backslash before an ordinary character (Windows paths: C:\Tools\app.exe
         # was C:Toolsapp.exe), as a command-line template does; a backslash before a blank, a quote, a brace or
