@@ -12952,6 +12952,8 @@ def _mode_argv(words, command, server_options=()):
                              "@modelcontextprotocol/server-everything" % (command, command))
         return words[1:]
     if not words:
+        if {word.partition("=")[0] for word in server_options} & {"--config", "--url", "--root-directory", "--skills"}:
+            return _self_command() + list(server_options)  # they name the mode: `mcpstudio --config F call T`
         if not os.path.exists(default_config_path()):
             raise UsageError("%s needs a mode: a template (echo \"{message}\"), --root-directory DIR, "
                              "serve --config FILE, or -- SERVER COMMAND" % command)

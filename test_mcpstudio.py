@@ -1204,6 +1204,12 @@ class WindowsBugTests(ScratchDir):
         proc = self.cli("--timeout", "2", "call", "nap", "--name", "nap", PY, "-c", "import time; time.sleep(30)")
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         self.assertIn("timed out after 2 s", proc.stderr)
+        show = self.script("show.py", "import sys\nprint(' '.join(sys.argv[1:]))\n", executable=False)
+        config = os.path.join(self.dir, "show.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "show", "command": '"%s" "%s" {word}' % (PY, show)}]}, f)
+        proc = self.cli("--config", config, "call", "show", "word=configured")  # an option before call that names the mode
+        self.assertEqual((proc.returncode, proc.stdout.strip()), (0, "configured"), proc.stdout + proc.stderr)
         proc = self.cli("--timeout", "2", "install", "--client", "claude-code", "--", "x")
         self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
         self.assertIn("--timeout 2 before install: install reads only its own options", proc.stderr)
