@@ -1102,6 +1102,22 @@ class WindowsBugTests(ScratchDir):
                 self.assertTrue(wait_until(lambda pid=pid: not running(pid), 10), "pid %d outlived the timeout" % pid)
             self.assertIsNone(server.proc.poll(), server.context())
 
+    def test_cancel_stops_child_and_grandchild(self):
+        # Bug 2's stop, on a cancel: notifications/cancelled stops the command and its grandchild, with no
+        # response and the server still serving (on Windows without a console the stop raised SystemError).
+        sleeper = self.pid_sleeper()
+        out = os.path.join(self.dir, "pids")
+        with McpProcess("--name", "family", PY, sleeper, "{out}") as server:
+            server.initialize()
+            server.send({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+                         "params": {"name": "family", "arguments": {"out": out}}})
+            pids = self.read_pids(out)
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}})
+            for pid in pids:
+                self.assertTrue(wait_until(lambda pid=pid: not running(pid), 10), "pid %d outlived the cancel" % pid)
+            self.assertEqual(server.request("ping", timeout=30)["result"], {}, server.context())
+            self.assertNotIn(42, server.responses)
+
     def test_leftovers_of_a_finished_command_stop(self):
         # Bug 2's stop, after the command: a grandchild left behind by a command that exited (off its pipes)
         # is stopped after the grace period, while the server runs; on Windows through the command's own Job
