@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import json
 import os
 import re
@@ -1688,16 +1689,26 @@ class _Yaml:
 # The one platform check. POSIX: each child leads a new session (its own
 # process group, no controlling terminal), so a timeout, a cancellation or
 # shutdown can stop it together with everything it started. Windows: a new
-# process group, CTRL_BREAK_EVENT, then `taskkill /T /F`; leftovers of a
-# command that already exited cannot be found there. A bare program name is
-# looked up as a batch file too (npx -> npx.cmd), which exec_problem's batch
-# rule then guards. Only Linux is tested in CI; macOS takes the POSIX path.
+# process group and a Job object of its own (which holds what it starts, also
+# after it exited); CTRL_BREAK_EVENT where there is a console, then the job
+# ended (else `taskkill /T /F`). A bare program name is looked up as a batch
+# file too (npx -> npx.cmd), which exec_problem's batch rule then guards; a
+# script is run as Windows users have them (script_argv). Whether a command
+# waits reading its stdin (a question) is seen on Linux, taken as so on macOS
+# while it runs, and cannot be seen on Windows (_reading is None there).
+# Only Linux is tested in CI; macOS takes the POSIX path.
 # Outside this block code asks only `_POSIX` (the batch rule's default, the
 # #! hint, Claude Desktop's PATH, script options as variables); client_config_path takes the platform of
 # the client's machine as an argument, to be tested for each.
 
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
+
+    def _group_started(pid):
+        pass  # the new session it leads is its group
+
+    def _group_done(pid):
+        pass
 
     def _signal_group(pid, hard):
         """Signal the process group `pid` leads; False when nothing is left in it."""
@@ -1727,8 +1738,25 @@ if _POSIX:
                 return True
         return False
 
-    def _is_executable(path):
-        return os.access(path, os.X_OK)
+    def _reading(pid, group):
+        """Whether `pid` (with `group`: a process of its group) sleeps reading a pipe: Linux tells; macOS cannot, so
+        there it is taken as so while the group runs. A whole group is looked through (some ms) only when the output
+        ends in what may be a question."""
+        if not os.path.isdir("/proc/self"):
+            return _group_alive(pid)
+        for entry in os.listdir("/proc") if group else [pid]:
+            try:
+                with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
+                    if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in (
+                            "0", "pipe_read", "anon_pipe_read", "unix_stream_read_generic"):  # Python 3.8: a socket pair
+                        return True  # sleeping (S), in the group; "0": a kernel that hides where processes sleep
+            except OSError:
+                pass
+        return False
+
+    def _script_argv(path):
+        """The words that run the script `path` (its execute bit and #! line), or None (see script_argv)."""
+        return script_argv(path, windows=False) if os.access(path, os.X_OK) else None
 
     def _process_alive(pid):
         """Whether our process `pid` runs (PermissionError: the pid went to another user's process)."""
@@ -1861,21 +1889,133 @@ if _POSIX:
 else:  # pragma: windows (CI runs Linux only; the README says what is tested where)
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
+    @functools.lru_cache(maxsize=None)  # made once: a stop polls its job every 20 ms
+    def _kernel32():
+        """kernel32 through ctypes, with the prototypes used here (a handle is 64 bits: never cut to an int)."""
+        import ctypes
+        from ctypes import wintypes
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+        handle = wintypes.HANDLE
+        for name, result, arguments in (
+                ("CreateJobObjectW", handle, (ctypes.c_void_p, wintypes.LPCWSTR)),
+                ("SetInformationJobObject", wintypes.BOOL, (handle, ctypes.c_int, ctypes.c_void_p, wintypes.DWORD)),
+                ("QueryInformationJobObject", wintypes.BOOL,
+                 (handle, ctypes.c_int, ctypes.c_void_p, wintypes.DWORD, ctypes.c_void_p)),
+                ("AssignProcessToJobObject", wintypes.BOOL, (handle, handle)),
+                ("TerminateJobObject", wintypes.BOOL, (handle, wintypes.UINT)),
+                ("GetCurrentProcess", handle, ()),
+                ("OpenProcess", handle, (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)),
+                ("TerminateProcess", wintypes.BOOL, (handle, wintypes.UINT)),
+                ("CloseHandle", wintypes.BOOL, (handle,)),
+                ("GetConsoleCP", wintypes.UINT, ())):
+            function = getattr(kernel32, name)
+            function.restype, function.argtypes = result, arguments
+        return kernel32
+
+    def _kill_on_close_job(kernel32):
+        """A new Job object that ends every process in it when its last handle closes; OSError if Windows refuses."""
+        import ctypes
+        from ctypes import wintypes
+
+        class BasicLimits(ctypes.Structure):
+            _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
+                        ("LimitFlags", wintypes.DWORD), ("MinimumWorkingSetSize", ctypes.c_size_t),
+                        ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", wintypes.DWORD),
+                        ("Affinity", ctypes.c_size_t), ("PriorityClass", wintypes.DWORD),
+                        ("SchedulingClass", wintypes.DWORD)]
+
+        class ExtendedLimits(ctypes.Structure):
+            _fields_ = [("BasicLimitInformation", BasicLimits), ("IoInfo", ctypes.c_uint64 * 6),
+                        ("ProcessMemoryLimit", ctypes.c_size_t), ("JobMemoryLimit", ctypes.c_size_t),
+                        ("PeakProcessMemoryUsed", ctypes.c_size_t), ("PeakJobMemoryUsed", ctypes.c_size_t)]
+
+        job = kernel32.CreateJobObjectW(None, None)
+        if not job:
+            raise ctypes.WinError(ctypes.get_last_error())
+        limits = ExtendedLimits()
+        limits.BasicLimitInformation.LimitFlags = 0x2000  # JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+        if not kernel32.SetInformationJobObject(job, 9, ctypes.byref(limits), ctypes.sizeof(limits)):  # Extended
+            error = ctypes.WinError(ctypes.get_last_error())
+            kernel32.CloseHandle(job)
+            raise error
+        return job
+
+    # A child's process group, for stopping it, is a Job object of its own (inside this process's, see
+    # _start_watchdog): it holds what the child starts, also after the child exited, where `taskkill /T`
+    # finds nothing (and Wine's taskkill has no /T). The child joins it the instant after it starts, before
+    # a Python or a shell has loaded enough to start anything. Windows keeps no table of them as POSIX keeps
+    # process groups, so this is that table: a child's pid -> its job's handle, from _group_started to
+    # _group_done (ProcessRunner's _track and _forget).
+    _JOBS = {}
+
+    def _group_started(pid):
+        """Put the new child `pid` in a Job object of its own; without one (Windows 7 has no nested jobs, or
+        ctypes is missing) taskkill /T at stop time is all there is."""
+        try:
+            kernel32 = _kernel32()
+            job = _kill_on_close_job(kernel32)
+        except (OSError, ImportError):
+            return
+        process = kernel32.OpenProcess(0x0101, False, pid)  # PROCESS_TERMINATE | PROCESS_SET_QUOTA
+        if process and kernel32.AssignProcessToJobObject(job, process):
+            _group_done(pid)  # the job of an earlier child with this pid (its leftovers are overdue)
+            _JOBS[pid] = job
+        else:
+            kernel32.CloseHandle(job)
+        if process:
+            kernel32.CloseHandle(process)
+
+    def _group_done(pid):
+        """Close the job of `pid` (kill-on-close: anything still in it ends)."""
+        job = _JOBS.pop(pid, None)
+        if job:
+            _kernel32().CloseHandle(job)
+
     def _signal_group(pid, hard):
+        """Stop the group `pid` leads; whether anything was sent. Soft: CTRL_BREAK_EVENT to its console
+        process group, or nothing (False) when this process has no console (started detached, or under
+        Wine), where it cannot arrive and CPython 3.8-3.11 raise SystemError: callers then stop it hard at
+        once. Hard: its Job object ended, else `taskkill /T /F`, else (taskkill refused) the process alone."""
+        if not hard:
+            try:
+                if not _kernel32().GetConsoleCP():  # 0: no console
+                    return False
+                os.kill(pid, signal.CTRL_BREAK_EVENT)
+                return True
+            except (OSError, ImportError, SystemError):  # SystemError: CPython 3.8-3.11 where the event fails
+                return False
+        job = _JOBS.get(pid)
+        try:
+            kernel32 = _kernel32()
+        except (OSError, ImportError):
+            kernel32 = None
+        if job and kernel32.TerminateJobObject(job, 1):
+            return True
         # taskkill by its full path: CreateProcess would look in the current folder first
         taskkill = os.path.join(os.environ.get("SystemRoot", r"C:\Windows"), "System32", "taskkill.exe")
         try:
-            if hard:
-                subprocess.run([taskkill, "/T", "/F", "/PID", str(pid)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            else:
-                os.kill(pid, signal.CTRL_BREAK_EVENT)
-            return True
+            if subprocess.run([taskkill, "/T", "/F", "/PID", str(pid)], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+                return True
         except OSError:
+            pass
+        process = kernel32 and kernel32.OpenProcess(0x0001, False, pid)  # PROCESS_TERMINATE
+        if not process:
             return False
+        ended = kernel32.TerminateProcess(process, 1)
+        kernel32.CloseHandle(process)
+        return bool(ended)
 
     def _group_alive(pid):
-        return False  # Windows cannot poll a group; taskkill /T at stop time is all there is
+        """Whether a process of the job of `pid` still runs (False without one: Windows cannot tell)."""
+        job = _JOBS.get(pid)
+        if not job:
+            return False
+        import ctypes
+        accounting = (ctypes.c_uint32 * 12)()  # JOBOBJECT_BASIC_ACCOUNTING_INFORMATION: 4 times, 4 counts
+        if not _kernel32().QueryInformationJobObject(job, 1, accounting, ctypes.sizeof(accounting), None):
+            return False
+        return accounting[10] > 0  # ActiveProcesses
 
     def _process_alive(pid):
         """Whether OpenProcess finds `pid`: os.kill(pid, 0) would end the process here. (A process that
@@ -1884,11 +2024,14 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
         handle = ctypes.windll.kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
         return bool(handle and ctypes.windll.kernel32.CloseHandle(handle))  # CloseHandle: nonzero
 
-    def _is_executable(path):
-        """An extension in PATHEXT that CreateProcess can start (not .js or .vbs, which need a host)."""
-        extensions = os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
-        extension = os.path.splitext(path)[1].lower()
-        return extension in extensions and extension in (".com", ".exe", ".bat", ".cmd")
+    # Nothing tells that a process waits reading its stdin here (no /proc, and a pipe does not say that a read is
+    # pending), so no question a command asks is seen: a tool's command gets no stdin pipe but its `stdin` template,
+    # and a read gets the end of input at once, as from NUL. Prompts are forwarded (and `answers` given) on POSIX only.
+    _reading = None
+
+    def _script_argv(path):
+        """The words that run the script `path`, or None: by its extension (see script_argv)."""
+        return script_argv(path, windows=True, python=sys.executable, pathext=os.environ.get("PATHEXT"))
 
     def _resolve_program(argv, env):
         return find_program(argv, env)  # CreateProcess would not find npx.cmd
@@ -1917,33 +2060,9 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
     def _start_watchdog(grace, marker):
         """Put this process in a kill-on-close Job object; return it, or None if Windows refuses."""
         import ctypes
-        from ctypes import wintypes
-
-        class BasicLimits(ctypes.Structure):
-            _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
-                        ("LimitFlags", wintypes.DWORD), ("MinimumWorkingSetSize", ctypes.c_size_t),
-                        ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", wintypes.DWORD),
-                        ("Affinity", ctypes.c_size_t), ("PriorityClass", wintypes.DWORD),
-                        ("SchedulingClass", wintypes.DWORD)]
-
-        class ExtendedLimits(ctypes.Structure):
-            _fields_ = [("BasicLimitInformation", BasicLimits), ("IoInfo", ctypes.c_uint64 * 6),
-                        ("ProcessMemoryLimit", ctypes.c_size_t), ("JobMemoryLimit", ctypes.c_size_t),
-                        ("PeakProcessMemoryUsed", ctypes.c_size_t), ("PeakJobMemoryUsed", ctypes.c_size_t)]
-
-        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
-        kernel32.CreateJobObjectW.restype = wintypes.HANDLE
-        kernel32.CreateJobObjectW.argtypes = (ctypes.c_void_p, wintypes.LPCWSTR)
-        kernel32.SetInformationJobObject.argtypes = (wintypes.HANDLE, ctypes.c_int, ctypes.c_void_p, wintypes.DWORD)
-        kernel32.GetCurrentProcess.restype = wintypes.HANDLE
-        kernel32.AssignProcessToJobObject.argtypes = (wintypes.HANDLE, wintypes.HANDLE)
-        job = kernel32.CreateJobObjectW(None, None)
-        if not job:
-            raise ctypes.WinError(ctypes.get_last_error())
-        limits = ExtendedLimits()
-        limits.BasicLimitInformation.LimitFlags = 0x2000  # JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
-        if (not kernel32.SetInformationJobObject(job, 9, ctypes.byref(limits), ctypes.sizeof(limits))  # Extended
-                or not kernel32.AssignProcessToJobObject(job, kernel32.GetCurrentProcess())):
+        kernel32 = _kernel32()
+        job = _kill_on_close_job(kernel32)
+        if not kernel32.AssignProcessToJobObject(job, kernel32.GetCurrentProcess()):
             raise ctypes.WinError(ctypes.get_last_error())
         return _Watchdog(job)
 
@@ -2153,6 +2272,31 @@ def find_program(argv, env):
     return argv
 
 
+def script_argv(path, windows, python=None, pathext=None):
+    """The words that run the script `path` in script mode, or None when it is not a script there.
+
+    POSIX runs the file itself, by its #! line (the caller checks its execute
+    bit). Windows has neither: an extension says what runs a file. A .exe,
+    .com, .bat or .cmd (when in `pathext`, the PATHEXT variable) runs itself,
+    a batch file under the batch rule; a .py runs with `python`, the Python
+    that runs mcpstudio (the py launcher when that is not known), so a .py
+    needs no file association; a .ps1 with Windows PowerShell, past the
+    default policy that runs no script file (a policy set by Group Policy
+    still rules). Anything else (.js, .vbs: they need a host) is not a
+    script; a .cmd that runs it is. Pure, for tests on any platform
+    (_script_argv asks this with the platform's answer)."""
+    if not windows:
+        return [path]
+    extension = os.path.splitext(path.rstrip(". "))[1].lower()  # Windows ignores trailing dots and spaces
+    if extension == ".py":
+        return [python, path] if python else ["py", "-3", path]
+    if extension == ".ps1":
+        return ["powershell", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", path]
+    if extension in (".com", ".exe", ".bat", ".cmd") and extension in (pathext or ".COM;.EXE;.BAT;.CMD").lower().split(";"):
+        return [path]
+    return None
+
+
 def _os_text_problem(value):
     if not isinstance(value, (str, bytes, os.PathLike)):
         return "is %s, not text" % _type_name(value)
@@ -2214,6 +2358,7 @@ class ProcessRunner:
                 self.watchdog = None
 
     def _track(self, pid):
+        _group_started(pid)
         self.groups.add(pid)
         self._tell_watchdog(b"+", pid)
 
@@ -2221,6 +2366,7 @@ class ProcessRunner:
         if pid in self.groups:
             self.groups.discard(pid)
             self._tell_watchdog(b"-", pid)
+            _group_done(pid)
 
     def close_watchdog(self):
         """At exit, after stop_all(): the watchdog stops what is left (if anything) and exits."""
@@ -2381,23 +2527,23 @@ class ProcessRunner:
                 continue  # a second cancel must not leave the group half stopped
 
     async def _stop(self, pid, exited):
-        """SIGTERM the group, wait up to the grace period for it to end, then SIGKILL it."""
-        _signal_group(pid, hard=False)
-        deadline = time.monotonic() + self.grace
-        if not exited.done():
-            await asyncio.wait([exited], timeout=self.grace)
-        while _group_alive(pid) and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        """SIGTERM the group, wait up to the grace period for it to end, then SIGKILL it (at once when
+        nothing was sent: the group is gone, or Windows has no console to send CTRL_BREAK_EVENT through)."""
+        if _signal_group(pid, hard=False):
+            deadline = time.monotonic() + self.grace
+            if not exited.done():
+                await asyncio.wait([exited], timeout=self.grace)
+            while _group_alive(pid) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
         _signal_group(pid, hard=True)
         await asyncio.wait([exited], timeout=1.0)
 
     async def stop_all(self):
         """Stop every child and leftover process group (shutdown): SIGTERM, grace, SIGKILL."""
         groups = list(self.groups)
-        for pid in groups:
-            _signal_group(pid, hard=False)
+        signalled = [pid for pid in groups if _signal_group(pid, hard=False)]
         deadline = time.monotonic() + self.grace
-        while time.monotonic() < deadline and any(_group_alive(p) for p in groups):
+        while time.monotonic() < deadline and any(_group_alive(p) for p in signalled):
             await asyncio.sleep(0.02)
         for pid in groups:
             _signal_group(pid, hard=True)
@@ -3025,22 +3171,6 @@ def prompt_reply(prompt, schema, value):
     if schema["type"] == "boolean":
         return ("yes" if value else "no") if _YES_NO.search(prompt).group(1) else ("y" if value else "n")
     return str(value).partition(")")[0] if "enum" in schema else str(value)
-
-
-def _reading(pid, group):
-    """Whether `pid` (with `group`: a process of its group) sleeps reading a pipe (Linux tells; elsewhere taken as
-    so while it runs). A whole group is looked through (some ms) only when the output ends in what may be a question."""
-    if not os.path.isdir("/proc/self"):
-        return _group_alive(pid)
-    for entry in os.listdir("/proc") if group else [pid]:
-        try:
-            with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
-                if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in (
-                        "0", "pipe_read", "anon_pipe_read", "unix_stream_read_generic"):  # Python 3.8: a socket pair
-                    return True  # sleeping (S), in the group; "0": a kernel that hides where processes sleep
-        except OSError:
-            pass
-    return False
 
 
 class PromptWatch(OutputFeed):
@@ -3822,13 +3952,14 @@ class CommandTool:
         settings = self.settings
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(argv))
-        # its heartbeat also while the call waits for a slot
-        feed = (PromptWatch if self.interactive else OutputFeed)(ctx, "`%s`" % self.name, self.name)
+        # its heartbeat also while the call waits for a slot; questions are seen only where the platform tells
+        asks = self.interactive and _reading is not None
+        feed = (PromptWatch if asks else OutputFeed)(ctx, "`%s`" % self.name, self.name)
         feed.answers = self.answers
         try:
             async with settings.slots:
                 result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,
-                                                      asker=self.interactive and feed)
+                                                      asker=asks and feed)
         finally:
             feed.close()
         if feed.problem:
@@ -4052,6 +4183,10 @@ class ScriptTool:
         if meta.get("taskSupport", "optional") not in TASK_SUPPORT:
             raise ValueError("`taskSupport` in its --help metadata must be one of %s" % ", ".join(TASK_SUPPORT))
 
+    def argv(self):
+        """The words that run the script (a .py on Windows: with a Python)."""
+        return _script_argv(self.path) or [self.path]  # no longer executable: the error says so
+
     @property
     def state_uri(self):
         from urllib.parse import quote
@@ -4148,7 +4283,7 @@ class ScriptDirectory(Source):
                     st = os.stat(path)
                 except OSError:
                     continue
-                if not (st.st_mode & 0o170000 == 0o100000) or not _is_executable(path):
+                if not (st.st_mode & 0o170000 == 0o100000) or not _script_argv(path):
                     self.log.debug("scripts: %s skipped (not an executable file)", rel)
                     continue
                 found[rel] = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
@@ -4233,7 +4368,8 @@ class ScriptDirectory(Source):
         path, size, mtime = info
         entry = {"size": size, "mtime": mtime}
         self._asked.add(path)
-        result = await self.settings.run(self.runner, [path, "--help"], timeout=self.help_timeout, output_limit=1 << 20)
+        result = await self.settings.run(self.runner, (_script_argv(path) or [path]) + ["--help"], timeout=self.help_timeout,
+                                         output_limit=1 << 20)
         if not result.ok:
             tail = _decoded(result.stderr).strip()[-300:]
             entry["error"] = describe_failure(result, self.help_timeout, "`--help`") + ((" " + tail) if tail else "")
@@ -4325,7 +4461,7 @@ class ScriptDirectory(Source):
         try:
             async with self.settings.slots:
                 result = ctx.ran = await self.settings.run(
-                    self.runner, [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env,
+                    self.runner, tool.argv(), stdin_bytes=json.dumps(values).encode("utf-8"), env=env,
                     on_stderr_line=stderr_line, on_output=feed.add)
         finally:
             feed.close()
@@ -4345,7 +4481,7 @@ class ScriptDirectory(Source):
                      if t.state and unquote(t.state_uri) == unquote(uri)), None)
         if not tool:
             return None
-        result = await self.settings.run(self.runner, [tool.path, "--state"], timeout=self.help_timeout)
+        result = await self.settings.run(self.runner, tool.argv() + ["--state"], timeout=self.help_timeout)
         check_read(uri, result, self.help_timeout, "`%s --state`" % tool.rel)
         text = _decoded(result.stdout)
         try:
@@ -6640,7 +6776,8 @@ class ConfigLoader:
         return sources, info
 
     def warn_shell_syntax(self, tools, resources, log: Log):
-        """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true."""
+        """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true; and `answers`
+        where no question can be seen (Windows)."""
         for index, tool in enumerate(tools):
             found = [] if tool.shell else tool.template.shell_syntax()
             if found:
@@ -6648,6 +6785,12 @@ class ConfigLoader:
                             "runs it, so `%s` gets them as literal arguments. Add \"shell\": true to the tool "
                             "if a shell is meant.", self.path, index, tool.name, ", ".join("`%s`" % f for f in found),
                             tool.template.command_name())
+        for index, tool in enumerate(tools):
+            if tool.interactive and tool.answers and _reading is None:
+                log.warning("%s: tools[%d] `%s`: its answers are never given here: this system cannot tell that a "
+                            "command waits for an answer (Linux and macOS can), so its input ends at once. Pass "
+                            "what it asks another way (an option such as --yes, or its environment).",
+                            self.path, index, tool.name)
         for index, resource in enumerate(resources):
             found = resource.template.shell_syntax()
             if found:
@@ -7103,6 +7246,10 @@ class Block:
 
 
 _BLOCK = re.compile(r"\{#if\s+(%s)\s*\}|\{#else\}|\{/if\}" % _FIELD_NAME)
+# What a backslash escapes outside quotes in a config's command: a blank, and a character the template
+# or a shell gives a meaning. Before any other character it is kept, as in a command-line template, so
+# Windows paths survive: C:\Tools\app.exe is itself, C:\Users\\{user} puts a field after the last backslash.
+_SHELL_ESCAPABLE = _ESCAPABLE + "'\"$`|&;<>()*?!#~"
 
 
 class CommandTemplate(Template):
@@ -7116,8 +7263,11 @@ class CommandTemplate(Template):
         quote    ::= "'" ... "'" | '"' ... '"'   (fields still work inside quotes)
         space    ::= whitespace outside quotes: ends a word
 
-    Quotes and backslashes work as in a POSIX shell, but no shell runs:
-    values are never split, globbed or re-substituted. Inside quotes only
+    Quotes work as in a POSIX shell, and so does a backslash before a blank,
+    a quote or a character a shell or the template gives a meaning (see
+    _SHELL_ESCAPABLE); before any other character it is kept (C:\\Tools\\app.exe),
+    as in a command-line template. No shell runs: values are never split,
+    globbed or re-substituted. Inside quotes only
     `{field}` forms are fields; brackets are text there. A block keeps its
     content when its parameter is present and not false, null, "" or []; a
     quote must close in the block part it opened in. The first word (the
@@ -7202,7 +7352,7 @@ class CommandTemplate(Template):
             if not self.text_mode:
                 if char == "\\" and quote != "'" and i + 1 < len(source):
                     following = source[i + 1]
-                    if quote is None or following in '"\\$`':
+                    if following in ('"\\$`' if quote else _SHELL_ESCAPABLE) or (quote is None and following.isspace()):
                         current.append(("t", following, state, source[i:i + 2]))
                         i += 2
                         continue
@@ -13132,19 +13282,26 @@ def _self_command():
     return [os.path.abspath(sys.executable), path]
 
 
-def _mode_argv(words, command):
-    """The child `inspect` and `call` talk to: mcpstudio in MODE ARGS, or the command after `--`."""
+def _mode_argv(words, command, server_options=()):
+    """The child `inspect` and `call` talk to: mcpstudio in MODE ARGS (after `server_options`, mcpstudio's
+    options written before the subcommand: `mcpstudio --timeout 5 call ...`), or the command after `--`."""
     if words[:1] == ["--"]:
+        if server_options:
+            raise UsageError("%s: %s before %s would be options of mcpstudio's own server, but the server is the "
+                             "command after --; give that command its own options" % (
+                                 command, _argv_text(server_options), command))
         if len(words) < 2:
             raise UsageError("%s: give the server's command after --, e.g. %s -- npx -y "
                              "@modelcontextprotocol/server-everything" % (command, command))
         return words[1:]
     if not words:
+        if {word.partition("=")[0] for word in server_options} & {"--config", "--url", "--root-directory", "--skills"}:
+            return _self_command() + list(server_options)  # they name the mode: `mcpstudio --config F call T`
         if not os.path.exists(default_config_path()):
             raise UsageError("%s needs a mode: a template (echo \"{message}\"), --root-directory DIR, "
                              "serve --config FILE, or -- SERVER COMMAND" % command)
         words = ["serve"]
-    return _self_command() + words
+    return _self_command() + list(server_options) + words
 
 
 def _take_options(words, command, flags=(), values=(), anywhere=False, repeated=()):
@@ -13242,10 +13399,10 @@ def _print_listing(listing):
                                             "optional", argument.get("description", "")))
 
 
-def inspect_command(words):
+def inspect_command(words, server_options=()):
     """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
     found, words = _take_options(words, "inspect", flags=("--json",), values=("--search",))
-    with StdioClient(_mode_argv(words, "inspect")) as client:
+    with StdioClient(_mode_argv(words, "inspect", server_options)) as client:
         hello = client.initialize()
         capabilities = hello.get("capabilities") or {}
         listing = {"serverInfo": hello.get("serverInfo") or {}, "protocolVersion": hello.get("protocolVersion"),
@@ -13316,7 +13473,7 @@ def _print_content(content, out):
             out.write("[%s: %s, %d bytes of base64]\n" % (kind, block.get("mimeType"), len(block.get("data", ""))))
 
 
-def call_command(words):
+def call_command(words, server_options=()):
     """`call TOOL [key=value ...] [--json ARGS] [MODE ARGS...]`: one tools/call, as a client makes it."""
     if not words:
         raise UsageError("call needs a TOOL, e.g. mcpstudio call echo message=hi echo \"{message}\"")
@@ -13338,7 +13495,7 @@ def call_command(words):
         raise UsageError("call: --json needs a JSON object, e.g. '{\"message\": \"hi\"}'")
     ask = (lambda params: elicitation_answer(params, assume_yes)) if assume_yes or (
         sys.stdin.isatty() and sys.stderr.isatty()) else None
-    with StdioClient(_mode_argv(words, "call"), ask=ask) as client:
+    with StdioClient(_mode_argv(words, "call", server_options), ask=ask) as client:
         client.initialize()
         schema = next((t.get("inputSchema") for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None)
         try:
@@ -14698,9 +14855,15 @@ def main(argv=None):
         ended = argv[:len(argv) - len(words)][-1:] == ["--"]  # `-- check` runs a command named check
         command = words[0] if words and words[0] in SUBCOMMANDS and not ended else None
         if command in _OWN_WORDS:
-            if words[1:2] in (["-h"], ["--help"]):
+            if words[1:2] in (["-h"], ["--help"]) or options["help"]:
                 print(SUBCOMMAND_HELP[command])
                 return 0
+            before = argv[:len(argv) - len(words)]  # mcpstudio's options, written before the subcommand
+            if before and command in ("call", "inspect"):  # options of the server it starts
+                return _OWN_WORDS[command](words[1:], server_options=before)
+            if before:
+                raise UsageError("%s before %s: %s reads only its own options, written after it (see %s %s --help)"
+                                 % (_argv_text(before), command, command, _prog(), command))
             return _OWN_WORDS[command](words[1:])
         if command:
             options, words = parse_command_line(words[1:], options)

@@ -1030,6 +1030,210 @@ class ExecValueTests(ScratchDir):
                 self.assertIn("not cached yet", rows["fine"])
 
 
+WINDOWS = os.name == "nt"
+
+
+def running(pid: int) -> bool:
+    """True if `pid` is a running process, on POSIX or Windows (where os.kill(pid, 0) would end it)."""
+    if not WINDOWS:
+        return alive(pid)
+    import ctypes
+    from ctypes import wintypes
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32.OpenProcess.restype = wintypes.HANDLE
+    kernel32.GetExitCodeProcess.argtypes = (wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD))
+    kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return False
+    code = wintypes.DWORD()
+    try:
+        return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259  # STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
+
+
+class WindowsBugTests(ScratchDir):
+    """Issue 40's Windows bugs 1-5, each through the real program; runs on Linux and on Windows CPython."""
+
+    def cli(self, *args, timeout=WAIT * 2):
+        return subprocess.run(SERVER + list(args), capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL, cwd=self.dir)
+
+    def test_stdin_ends_at_once(self):
+        # Bug 1: a tool with no stdin template whose command reads stdin gets the end of input ('') at once,
+        # and exits, instead of waiting for a pipe that never closes until the timeout (Windows: no probe).
+        reader = self.script("readin.py", "import sys\nprint(repr(sys.stdin.read()))\n", executable=False)
+        proc = self.cli("call", "readin", "--timeout", "60", "--name", "readin", PY, reader)
+        self.assertEqual((proc.returncode, proc.stdout.strip()), (0, "''"), proc.stdout + proc.stderr)
+
+    def test_stdin_ends_in_a_config_tool(self):
+        # Bug 1, config mode (interactive by default): the command reads '' and the call ends long before
+        # its timeout; on Windows the platform says it cannot tell a question, and no pipe is left open.
+        reader = self.script("readin.py", "import sys\nprint(repr(sys.stdin.read()))\n", executable=False)
+        config = os.path.join(self.dir, "readin.json")
+        with open(config, "w") as f:
+            json.dump({"timeout": 60, "tools": [
+                {"name": "readin", "command": '"%s" "%s"' % (PY, reader)},
+                {"name": "asks", "command": '"%s" "%s"' % (PY, reader), "answers": [{"prompt": "Go", "answer": "y"}]}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            for name in ("readin", "asks"):
+                result = server.call(name, {}, timeout=30)
+                self.assertEqual((result.get("isError"), text_of(result).strip()), (False, "''"), server.context())
+            # the platform's answer is never a silent False: Windows says it cannot see a question, and warns
+            # that a tool's answers are never given there
+            self.assertEqual(mcpstudio._reading is None, WINDOWS)
+            warned = "`asks`: its answers are never given here" in server.stderr_when(lambda text: "never given" in text, 2)
+            self.assertEqual(warned, WINDOWS, server.context())
+
+    def test_timeout_stops_child_and_grandchild(self):
+        # Bug 2: a command that starts a grandchild and sleeps, run with a short timeout: the call is a timeout
+        # tool error (not an internal error: no CTRL_BREAK without a console, which raised SystemError on
+        # CPython 3.8-3.11), and neither the child nor the grandchild is left, while the server still runs.
+        sleeper = self.pid_sleeper()
+        out = os.path.join(self.dir, "pids")
+        with McpProcess("--timeout", "4", "--name", "family", PY, sleeper, "{out}") as server:
+            server.initialize()
+            result = server.call("family", {"out": out}, timeout=40)
+            self.assertTrue(result.get("isError"), result)
+            self.assertIn("timed out after 4 s", text_of(result))
+            for pid in self.read_pids(out):
+                self.assertTrue(wait_until(lambda pid=pid: not running(pid), 10), "pid %d outlived the timeout" % pid)
+            self.assertIsNone(server.proc.poll(), server.context())
+
+    def test_cancel_stops_child_and_grandchild(self):
+        # Bug 2's stop, on a cancel: notifications/cancelled stops the command and its grandchild, with no
+        # response and the server still serving (on Windows without a console the stop raised SystemError).
+        sleeper = self.pid_sleeper()
+        out = os.path.join(self.dir, "pids")
+        with McpProcess("--name", "family", PY, sleeper, "{out}") as server:
+            server.initialize()
+            server.send({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+                         "params": {"name": "family", "arguments": {"out": out}}})
+            pids = self.read_pids(out)
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}})
+            for pid in pids:
+                self.assertTrue(wait_until(lambda pid=pid: not running(pid), 10), "pid %d outlived the cancel" % pid)
+            self.assertEqual(server.request("ping", timeout=30)["result"], {}, server.context())
+            self.assertNotIn(42, server.responses)
+
+    def test_leftovers_of_a_finished_command_stop(self):
+        # Bug 2's stop, after the command: a grandchild left behind by a command that exited (off its pipes)
+        # is stopped after the grace period, while the server runs; on Windows through the command's own Job
+        # object, since taskkill /T cannot find the tree of a dead parent.
+        leaver = self.script("leaver.py", """\
+            import os, subprocess, sys
+            grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            with open(sys.argv[1] + ".tmp", "w") as f:
+                f.write("%d %d" % (os.getpid(), grandchild.pid))
+            os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+            """, executable=False)
+        out = os.path.join(self.dir, "pids")
+        with McpProcess("--name", "leave", PY, leaver, "{out}") as server:
+            server.initialize()
+            result = server.call("leave", {"out": out}, timeout=40)
+            self.assertFalse(result.get("isError"), result)
+            child, grandchild = self.read_pids(out)
+            self.assertTrue(wait_until(lambda: not running(grandchild), 20), "the grandchild %d was left" % grandchild)
+            self.assertIsNone(server.proc.poll(), server.context())
+
+    def test_config_command_keeps_backslashes(self):
+        # Bug 3: a config command keeps a backslash before an ordinary character (Windows paths: C:\Tools\app.exe
+        # was C:Toolsapp.exe), as a command-line template does; a backslash before a blank, a quote, a brace or
+        # a shell's character still escapes it. Rows: command, arguments, the words after the command.
+        for source, arguments, words in (
+                (r"app C:\Tools\app.exe --in C:\data\in.txt", {}, [r"C:\Tools\app.exe", "--in", r"C:\data\in.txt"]),
+                (r"app C:\Users\\{user}", {"user": "bob"}, [r"C:\Users\bob"]),  # the README's example
+                (r"app C:\Users\{user}", {}, [r"C:\Users{user}"]),  # an escaped brace is text, as on the command line
+                (r"app '\\srv\share\f.txt' \\srv\share", {}, [r"\\srv\share\f.txt", r"\srv\share"]),
+                (r'app "C:\Program Files\x" a\ b \'q\' \"d\" \$HOME a\|b', {},
+                 [r"C:\Program Files\x", "a b", "'q'", '"d"', "$HOME", "a|b"]),
+                (r'app "in \"quotes\" \\ \n"', {}, [r'in "quotes" \ \n'])):
+            with self.subTest(source=source):
+                self.assertEqual(mcpstudio.CommandTemplate(source).render(arguments, False)[1:], words)
+        show = self.script("show.py", "import json, sys\nprint(json.dumps(sys.argv[1:]))\n", executable=False)
+        config = os.path.join(self.dir, "paths.json")
+        with open(config, "w") as f:  # the Python's own path has backslashes on Windows: it must load too
+            json.dump({"tools": [{"name": "paths", "command": r'"%s" "%s" C:\Tools\app.exe --in C:\data\in.txt '
+                                  r"C:\Users\\{user}" % (PY, show)}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            result = server.call("paths", {"user": "ann"})
+            self.assertEqual(json.loads(text_of(result)), [r"C:\Tools\app.exe", "--in", r"C:\data\in.txt",
+                                                           r"C:\Users\ann"], server.context())
+        proc = self.cli("call", "paths", "user=ann", "--name", "paths", PY, show, r"C:\Users\\{user}")
+        self.assertEqual(json.loads(proc.stdout), [r"C:\Users\ann"], proc.stdout + proc.stderr)  # the same rule
+
+    def test_script_argv_table(self):
+        # Bug 4: how script mode runs a file, per platform (a pure function): POSIX the file itself (its execute
+        # bit and #! line); Windows by extension: .py with the Python that runs mcpstudio (the py launcher when
+        # unknown), .ps1 with PowerShell, .exe .com .bat .cmd themselves when in PATHEXT, anything else not a script.
+        python, pathext = r"C:\Python311\python.exe", ".COM;.EXE;.BAT;.CMD;.VBS;.JS;.PY"
+        for path, windows, python_, pathext_, argv in (
+                ("/srv/tools/hello.py", False, None, None, ["/srv/tools/hello.py"]),
+                ("/srv/tools/hello", False, None, None, ["/srv/tools/hello"]),
+                (r"C:\tools\hello.py", True, python, pathext, [python, r"C:\tools\hello.py"]),
+                (r"C:\tools\HELLO.PY", True, python, ".EXE", [python, r"C:\tools\HELLO.PY"]),  # no association needed
+                (r"C:\tools\hello.py", True, "", pathext, ["py", "-3", r"C:\tools\hello.py"]),
+                (r"C:\tools\run.cmd", True, python, pathext, [r"C:\tools\run.cmd"]),
+                (r"C:\tools\run.bat", True, python, None, [r"C:\tools\run.bat"]),
+                (r"C:\tools\run.exe", True, python, pathext, [r"C:\tools\run.exe"]),
+                (r"C:\tools\run.exe", True, python, ".CMD", None),  # not in PATHEXT
+                (r"C:\tools\run.ps1", True, python, pathext,  # not in PATHEXT either
+                 ["powershell", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", r"C:\tools\run.ps1"]),
+                (r"C:\tools\run.js", True, python, pathext, None),  # in PATHEXT, but needs a host
+                (r"C:\tools\notes.txt", True, python, pathext, None),
+                (r"C:\tools\hello", True, python, pathext, None)):
+            with self.subTest(path=path, windows=windows):
+                self.assertEqual(mcpstudio.script_argv(path, windows, python_, pathext_), argv)
+
+    @unittest.skipUnless(WINDOWS, "a .py without an execute bit, .bat and .cmd scripts are Windows' (Linux: by #!)")
+    def test_script_mode_windows_scripts(self):
+        # Bug 4, for real: script mode lists a .py, a .bat and a .cmd (their --help read), and calls each,
+        # the .py with this Python, the options on stdin as JSON.
+        root = os.path.join(self.dir, "scripts")
+        os.mkdir(root)
+        with open(os.path.join(root, "greet.py"), "w") as f:
+            f.write("import json, sys\nif sys.argv[1:] == ['--help']:\n    print(json.dumps({'description': 'Greet.'}))\n"
+                    "    print(json.dumps({'who': {'required': True, 'value_type': 'string'}}), file=sys.stderr)\n"
+                    "    sys.exit(0)\nprint('hello ' + json.load(sys.stdin)['who'])\n")
+        for name in ("shout.cmd", "whisper.bat"):
+            with open(os.path.join(root, name), "w") as f:
+                f.write('@echo off\r\nif "%%~1"=="--help" (\r\n  echo {"description": "%s"}\r\n  echo {} 1>&2\r\n'
+                        '  exit /b 0\r\n)\r\necho %s from a batch file\r\n' % (name, name))
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        with McpProcess("--root-directory", root, env=env) as server:
+            server.initialize()
+            tools = {t["name"]: t for t in server.request("tools/list", timeout=60)["result"]["tools"]}
+            self.assertEqual(sorted(tools), ["greet", "shout", "whisper"], server.context())
+            self.assertEqual(tools["greet"]["description"], "Greet.")
+            self.assertEqual(tools["shout"]["description"], "shout.cmd")
+            self.assertEqual(text_of(server.call("greet", {"who": "Ada"}, timeout=30)).strip(), "hello Ada")
+            for name in ("shout", "whisper"):
+                self.assertIn("from a batch file", text_of(server.call(name, {}, timeout=30)))
+
+    def test_timeout_before_call(self):
+        # Bug 5: `--timeout` written before `call` applies to the server call starts (it was silently dropped:
+        # the command ran its whole 30 s); an option before a subcommand that reads only its own is refused.
+        proc = self.cli("--timeout", "2", "call", "nap", "--name", "nap", PY, "-c", "import time; time.sleep(30)")
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("timed out after 2 s", proc.stderr)
+        show = self.script("show.py", "import sys\nprint(' '.join(sys.argv[1:]))\n", executable=False)
+        config = os.path.join(self.dir, "show.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "show", "command": '"%s" "%s" {word}' % (PY, show)}]}, f)
+        proc = self.cli("--config", config, "call", "show", "word=configured")  # an option before call that names the mode
+        self.assertEqual((proc.returncode, proc.stdout.strip()), (0, "configured"), proc.stdout + proc.stderr)
+        proc = self.cli("--timeout", "2", "install", "--client", "claude-code", "--", "x")
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn("--timeout 2 before install: install reads only its own options", proc.stderr)
+        proc = self.cli("--timeout", "2", "call", "echo", "--", PY, "-c", "pass")
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn("the server is the command after --", proc.stderr)
+
+
 @unittest.skipUnless(os.name == "posix", "file names as bytes")
 class ScriptNameTests(ScratchDir):
     def test_name_not_utf8(self):
