@@ -3081,9 +3081,11 @@ class PromptWatch(OutputFeed):
                             "its environment (\"environment\" in the config), or a file or option it reads; or as a "
                             "scripted answer (\"answers\" on this tool)." % said)
         elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
-            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability). Make the "
-                            "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
-                            "tool), or set \"interactive\": false." % said)
+            self.problem = ("%s, and %s. Make the command not ask (an option such as --yes), answer it in the config "
+                            "(\"answers\" on this tool), or set \"interactive\": false." % (said, (
+                                "it runs as a task (its taskSupport is \"required\"), which cannot ask the client"
+                                if ctx.modern and ctx.task and ctx.declared("elicitation") else
+                                "this client cannot answer (it declared no elicitation capability)")))
         else:
             form = elicitation_form(text[-1000:], {"answer": dict(schema, title=prompt)})
             try:
@@ -3907,6 +3909,10 @@ class TemplateTools(Source):
     def question(self, name, arguments):
         """What to ask the user before calling `name` with `arguments` (see CommandTool.question), or None."""
         return self.tools[name].question(arguments)
+
+    def asks(self, name):
+        """Whether `name` runs an interactive command (its questions are answered: PromptWatch)."""
+        return self.tools[name].interactive
 
     def command_line(self, name, arguments):
         """What calling `name` with `arguments` runs (see CommandTool.command_line)."""
@@ -5085,8 +5091,9 @@ class TaskStore:
         self._sweep()
         task = self.tasks.get(task_id) if isinstance(task_id, str) else None
         if not task or task.owner is not (None if ctx.modern else ctx.session) or task.modern != ctx.modern:
-            raise McpError(INVALID_PARAMS, "Unknown task: %s (tasks are kept for their ttl, and only for the "
-                           "session that made them)" % json.dumps(task_id))
+            raise McpError(INVALID_PARAMS, "Unknown task: %s (tasks are kept for their ttl, %s)" % (
+                json.dumps(task_id), "by the server that made them" if ctx.modern else
+                "and only for the session that made them"))
         return task
 
     def cancel(self, task: Task):
@@ -6035,8 +6042,8 @@ class Server:
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
         source, original, support, name = route  # the name as listed (of a `-`/`_` respelling): the guard sees that tool
         tool = self.catalog.listed.get(name, {})  # before any await: a rescan or reload may drop it meanwhile
-        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and isinstance(source, TemplateTools)
-                and source.tools[original].interactive):  # its questions asked in rounds (a retry resumes it)
+        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and hasattr(source, "asks")
+                and source.asks(original)):  # its questions asked in rounds (a retry resumes it), also through a config's Aggregator
             ctx.prompts = self.prompts
             return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
         form = source.question(original, arguments) if hasattr(source, "question") else None
@@ -6100,7 +6107,8 @@ class Server:
     async def _modern_call(self, name, call, support, ctx: CallContext):
         """2026-07-28: a task when the tool requires one, or an optional one runs past TASK_AFTER (and
         the request declared the extension); otherwise the plain result."""
-        if support == "forbidden" or (support == "optional" and (not ctx.declared(TASKS_EXTENSION) or self.tasks.full())):
+        if support == "forbidden" or (support == "optional" and (
+                not ctx.declared(TASKS_EXTENSION) or self.tasks.full() or ctx.prompts)):  # a task cannot ask
             return await call
         if not ctx.declared(TASKS_EXTENSION):
             call.close()
@@ -10794,6 +10802,11 @@ class Aggregator:
         if route and route[0] == "local" and hasattr(route[1], "question"):
             return route[1].question(route[2], arguments)
         return None
+
+    def asks(self, name):
+        """Whether a local tool runs an interactive command (upstreams ask through the bridge)."""
+        route = self._tools.get(name)
+        return bool(route and route[0] == "local" and hasattr(route[1], "asks") and route[1].asks(route[2]))
 
     async def call_tool(self, name, arguments, ctx):
         """Forward a call to its upstream (starting it if needed) or run a manager tool."""

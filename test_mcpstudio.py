@@ -11405,6 +11405,45 @@ class CommandPromptTests(ScratchDir):
                                                                    "_meta": meta, "requestState": "nope"})[2])[-1]
             self.assertIn("unknown `requestState`", refused["error"]["message"])
 
+    def test_rounds_beside_servers_and_with_the_tasks_extension(self):
+        # Issue 46: in a config with `mcpServers` (the tools go through the Aggregator) an interactive tool still
+        # asks a 2026-07-28 client in input_required rounds, also one that declares the tasks extension (the call
+        # is not made a task, which could not ask); a required task's command says why it cannot ask.
+        fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        with open(self.config()) as f:
+            data = json.load(f)
+        data["mcpServers"] = {"up": {"command": PY, "args": [fake, "--name", "up"]}}
+        data["tools"].append(dict(data["tools"][0], name="asking_task", taskSupport="required"))
+        path = os.path.join(self.dir, "beside.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        with HttpServerProcess("serve", "--config", path, env=env) as server:
+            for extensions in ({}, {"io.modelcontextprotocol/tasks": {}}):
+                meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {
+                    "elicitation": {}, "extensions": extensions}})
+
+                def call(extra, name="asking", meta=meta):
+                    params = dict({"name": name, "arguments": {"kind": "yes"}, "_meta": meta}, **extra)
+                    return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+                result = call({})
+                self.assertEqual(result.get("resultType"), "input_required", (extensions, result))
+                (key, _), = result["inputRequests"].items()
+                result = call({"requestState": result["requestState"],
+                               "inputResponses": {key: {"action": "accept", "content": {"answer": True}}}})
+                self.assertEqual(text_of(result).splitlines()[-2:], ["Really delete them? [y/N] answer y", "done"])
+            created = call({}, "asking_task")
+            self.assertEqual(created["resultType"], "task", created)
+
+            def done():
+                status, _, text = server.modern("tasks/get", {"taskId": created["taskId"], "_meta": meta},
+                                                headers={"Mcp-Name": created["taskId"]})
+                return server.messages(text)[-1]["result"]
+            self.assertTrue(wait_until(lambda: done()["status"] == "completed", 30), done())
+            said = text_of(done()["result"])
+            self.assertIn("it runs as a task", said)
+            self.assertNotIn("declared no elicitation", said)
+
     def test_config_mistakes(self):
         for answers, message in (([{"prompt": "x"}], "tools[0].answers: expected a list of {\"prompt\""),
                                  ([{"prompt": "(", "answer": "y"}], "tools[0].answers: expected a list of {\"prompt\": \"a regular expression\", \"answer\": \"text\"} (missing )")):
@@ -13679,6 +13718,10 @@ class TaskTests(ScratchDir):
             self.assertEqual(text_of(done["result"]), "computed after 1.5 s (x)\n")
             self.assertNotIn("io.modelcontextprotocol/related-task", done["result"].get("_meta", {}))
             self.assertEqual(get(created["taskId"], MODERN_META)["error"]["code"], -32021)  # no extension
+            unknown = get("0" * 32)["error"]  # this era has no sessions: the message does not speak of one
+            self.assertEqual(unknown["code"], -32602)
+            self.assertIn("Unknown task", unknown["message"])
+            self.assertNotIn("session", unknown["message"])
             _, plain = call("slow_compute", {"seconds": 1}, MODERN_META)  # no extension: waited for
             self.assertEqual(plain["result"]["resultType"], "complete")
             status, refused = call("failing_job", {}, MODERN_META)
