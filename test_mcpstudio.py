@@ -7688,6 +7688,119 @@ class HttpTests(ScratchDir):
             self.assertEqual(reply["result"]["structuredContent"], {"operation": "add", "result": 5.0})
 
 
+class HttpLeaveTests(ScratchDir):
+    """Issue 46: an instance that leaves gracefully (SIGTERM and --http-drain) and names what it holds
+    (--http-instance), so a load balancer can drain it and route by the ids."""
+
+    def config(self):
+        sleeper, self.out = self.pid_sleeper(), os.path.join(self.dir, "pids")
+        path = os.path.join(self.dir, "leave.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "slow", "command": "sh -c 'sleep 2; echo finished'", "taskSupport": "forbidden"},
+                                 {"name": "stuck", "command_template": "%s %s %s" % (PY, sleeper, self.out),
+                                  "taskSupport": "forbidden"}]}, f)
+        return path
+
+    @staticmethod
+    def in_thread(work):
+        """Run `work()` in a thread; the returned list gets its result."""
+        out = []
+        thread = threading.Thread(target=lambda: out.append(work()), daemon=True)
+        thread.start()
+        return thread, out
+
+    @unittest.skipUnless(os.name == "posix", "SIGTERM drains; Windows has no SIGTERM to catch")
+    def test_sigterm_drains_then_exits(self):
+        # On SIGTERM /health turns 503 at once and new work is refused with 503 (naming the instance), while a
+        # running call finishes within the drain and a session this instance holds is still served; then it exits.
+        with HttpServerProcess("--http-instance", "lb1", "--http-drain", "20", "serve", "--config", self.config()) as server:
+            session = server.initialize_session()
+            self.assertTrue(session.startswith("lb1."), session)
+            thread, out = self.in_thread(lambda: server.modern("tools/call", {"name": "slow", "arguments": {}}))
+            time.sleep(0.5)
+            server.proc.send_signal(signal.SIGTERM)
+            self.assertTrue(wait_until(lambda: b" 503 " in http_exchange(
+                server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")[:20], 5))
+            health = http_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            self.assertIn(b"instance lb1 is shutting down", health)
+            status, headers, text = server.modern("server/discover")
+            self.assertEqual(status, 503, text)
+            self.assertIn("instance lb1 is shutting down", server.messages(text)[-1]["error"]["message"])
+            self.assertEqual(headers.get("retry-after"), "1")
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 200, text)  # held here: served during the drain
+            thread.join(WAIT)
+            status, _, text = out[0]
+            self.assertEqual((status, text_of(server.messages(text)[-1]["result"])), (200, "finished\n"))
+            self.assertEqual(server.proc.wait(WAIT), 0)
+
+    @unittest.skipUnless(os.name == "posix", "SIGTERM drains; Windows has no SIGTERM to catch")
+    def test_what_cannot_finish_is_answered_and_stopped(self):
+        # A call longer than the drain is answered with an error that says the instance is shutting down (both
+        # eras), and its command and the command's child are gone when the process has exited.
+        with HttpServerProcess("--http-instance", "lb2", "--http-drain", "1", "serve", "--config", self.config()) as server:
+            session = server.initialize_session()
+            modern, modern_out = self.in_thread(lambda: server.modern("tools/call", {"name": "stuck", "arguments": {}}))
+            pids = self.read_pids(self.out)
+            os.remove(self.out)
+            old, old_out = self.in_thread(lambda: server.post({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+                "name": "stuck", "arguments": {}}}, session=session))
+            pids += self.read_pids(self.out)
+            started = time.monotonic()
+            server.proc.send_signal(signal.SIGTERM)
+            modern.join(WAIT)
+            old.join(WAIT)
+            for out in (modern_out, old_out):
+                error = server.messages(out[0][2])[-1]["error"]
+                self.assertIn("instance lb2 is shutting down", error["message"])
+                self.assertEqual(error["data"], {"instance": "lb2", "shuttingDown": True})
+            self.assertEqual(server.proc.wait(WAIT), 0)
+            self.assertLess(time.monotonic() - started, 20)
+            self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in pids)), pids)
+
+    def test_ids_name_their_instance(self):
+        # Task, session and requestState ids start with the instance's name; another instance answers one of them
+        # with the instance that holds it (never "unknown"); the same name started again says it was lost with a
+        # restart; a bad name is a usage error.
+        first = HttpServerProcess("--http-instance", "a", "serve", "--config", TASKS_CONFIG)
+        with first, HttpServerProcess("--http-instance", "b", "serve", "--config", TASKS_CONFIG) as other:
+            status, _, text = first.modern("tools/call", {"name": "slow_compute", "arguments": {"seconds": 30},
+                                                          "_meta": TASKS_META})
+            task = first.messages(text)[-1]["result"]["taskId"]
+            self.assertRegex(task, r"^a\.[0-9a-f]{6}\.[0-9a-f]{32}$")
+
+            def get(server, task_id):
+                status, _, text = server.modern("tasks/get", {"taskId": task_id, "_meta": TASKS_META},
+                                                headers={"Mcp-Name": task_id})
+                return server.messages(text)[-1]
+            self.assertEqual(get(first, task)["result"]["status"], "working")
+            error = get(other, task)["error"]
+            self.assertEqual(error["code"], -32602)
+            self.assertIn("held by instance a (the first part of its id), and this is instance b", error["message"])
+            self.assertNotIn("nknown", error["message"])
+            session = first.initialize_session()
+            self.assertTrue(session.startswith("a."), session)
+            status, _, text = other.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 404)
+            self.assertIn("held by instance a", text)
+            state = "a.%s.%s" % (task.split(".")[1], "0" * 32)  # a prompt round parked on `a`, retried on `b`
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+            status, _, text = other.modern("tools/call", {"name": "greet", "arguments": {"name": "x"}, "_meta": meta,
+                                                          "requestState": state})
+            error = other.messages(text)[-1]["error"]
+            self.assertIn("waits on another instance: it is held by instance a", error["message"])
+        with HttpServerProcess("--http-instance", "a", "serve", "--config", TASKS_CONFIG) as again:
+            error = get(again, task)["error"]
+            self.assertIn("lost when instance a restarted", error["message"])
+            status, _, text = again.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 404)
+            self.assertIn("lost when instance a restarted", text)
+        proc = subprocess.run(SERVER + ["--http", "127.0.0.1:0", "--http-instance", "a.b", "echo", "{m}"],
+                              capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--http-instance a.b: use 1 to 40 letters", proc.stderr)
+
+
 class ThreadedHttpServer:
     """An HTTP server in threads of this test process (the peers below); with `cert`, over TLS."""
 
