@@ -2936,6 +2936,63 @@ class HttpHardeningTests(ScratchDir):
         finally:
             server.close()
 
+    def test_a_burst_of_callers_is_not_dropped(self):
+        # Issue 46.6: 64 callers that all connect, then all send (twice the pending share; a pool opening its
+        # connections does this) are all answered: young connections are kept, no caller that sends is dropped.
+        import socket
+        with HttpServerProcess("echo", "{message}") as server:
+            barrier, replies = threading.Barrier(64), []
+
+            def caller():
+                with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+                    barrier.wait(WAIT)
+                    sock.sendall(http_request())
+                    reply = b""
+                    try:
+                        while True:
+                            chunk = sock.recv(65536)
+                            if not chunk:
+                                break
+                            reply += chunk
+                    except OSError as exc:
+                        reply += repr(exc).encode()
+                    replies.append(reply[:20])
+            threads = [threading.Thread(target=caller, daemon=True) for _ in range(64)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+            self.assertEqual([r for r in replies if not r.startswith(b"HTTP/1.1 200 ")], [])
+            self.assertEqual(len(replies), 64)
+
+    def test_a_client_sending_its_request_is_not_the_one_dropped(self):
+        # Issue 46.6: the oldest pending connection is sending its head when idle sockets flood in past the pending
+        # share: a silent one gives way (once it had its HTTP_FIRST_BYTE), the sender is answered.
+        import socket
+        server = InProcessHttp(max_connections=64, max_pending=2, first_byte=0.2, header_timeout=10.0)
+        try:
+            request = http_request()
+            with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sender:
+                sender.sendall(request[:20])
+                time.sleep(0.5)
+                idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(6)]
+                time.sleep(0.5)
+                idle += [socket.create_connection(("127.0.0.1", server.port)) for _ in range(6)]
+                time.sleep(0.3)
+                sender.sendall(request[20:])
+                reply = b""
+                while b"\r\n\r\n" not in reply:
+                    chunk = sender.recv(65536)
+                    if not chunk:
+                        break
+                    reply += chunk
+                self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), reply[:200])
+                self.assertTrue(wait_until(lambda: len(server.http.pending) <= 8, 5), len(server.http.pending))
+                for sock in idle:
+                    sock.close()
+        finally:
+            server.close()
+
     def test_strict_parsing(self):
         # Each malformed or ambiguous request gets one 4xx reply and the connection closes, so a
         # request hidden in a body is never answered.
@@ -9318,6 +9375,51 @@ class HttpSessionLimitTests(ScratchDir):
             self.assertEqual(text_of(post("tasks/result", {"taskId": done}, victim)["result"]), "done\n")
             self.assertEqual(post("tasks/get", {"taskId": running}, victim).get("result", {}).get("status"), "working")
             self.assertIn("none of yours has ended", json.dumps(refused[-1]))  # the attacker is told why
+
+
+class ForwardedClientTests(unittest.TestCase):
+    """Issue 46.5: X-Forwarded-For names the client only when the peer is a configured balancer (pure)."""
+
+    def test_table(self):
+        # (peer, X-Forwarded-For, --http-trusted-proxy) -> the client the per-client caps count
+        for peer, forwarded, proxies, client in (
+                ("10.0.0.5", "203.0.113.7", "10.0.0.5", "203.0.113.7"),
+                ("10.0.0.5", "203.0.113.7", "", "10.0.0.5"),                          # nothing trusted: the peer
+                ("198.51.100.1", "203.0.113.7", "10.0.0.5", "198.51.100.1"),          # not a balancer: ignored
+                ("10.0.0.5", "1.1.1.1, 203.0.113.7", "10.0.0.0/8", "203.0.113.7"),    # right-most, a client may forge the left
+                ("10.0.0.5", "203.0.113.7, 10.0.0.9", "10.0.0.0/8", "203.0.113.7"),   # a chain of balancers
+                ("10.0.0.5", "10.0.0.9", "10.0.0.0/8", "10.0.0.5"),                   # only balancers: the peer
+                ("10.0.0.5", "not-an-ip", "10.0.0.5", "10.0.0.5"),
+                ("10.0.0.5", None, "10.0.0.5", "10.0.0.5"),
+                ("::1", "2001:db8::1", "::1", "2001:db8::1"),
+                ("::1", "[2001:db8::1]", "::1", "2001:db8::1")):
+            self.assertEqual(mcpstudio.forwarded_client(peer, forwarded, mcpstudio.parse_proxies(proxies)), client,
+                             (peer, forwarded, proxies))
+        with self.assertRaisesRegex(mcpstudio.UsageError, "'10.0.0.300' is not an address or network"):
+            mcpstudio.parse_proxies("10.0.0.1,10.0.0.300")
+
+
+class ForwardedSessionCapTests(ScratchDir):
+    def test_the_cap_counts_the_real_client(self):
+        # Issue 46.5: behind a trusted balancer (every request from 127.0.0.1), HTTP_CLIENT_SESSIONS sessions of
+        # one client do not evict another client's idle session; without --http-trusted-proxy the header is ignored
+        # and they do (the old behaviour for everyone behind a balancer).
+        def sessions(server):
+            def start(client):
+                status, headers, _ = server.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}},
+                    headers={"X-Forwarded-For": client})
+                self.assertEqual(status, 200)
+                return headers["mcp-session-id"]
+            victim = start("203.0.113.1")
+            for _ in range(mcpstudio.HTTP_CLIENT_SESSIONS):
+                start("203.0.113.2")
+            status, _, _ = server.post({"jsonrpc": "2.0", "id": 2, "method": "ping"}, session=victim)
+            return status
+        with HttpServerProcess("--http-trusted-proxy", "127.0.0.1", "echo", "{m}") as server:
+            self.assertEqual(sessions(server), 200)
+        with HttpServerProcess("echo", "{m}") as server:
+            self.assertEqual(sessions(server), 404)
 
 
 class ResumableStreamLimitTests(ScratchDir):
