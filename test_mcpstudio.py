@@ -8307,6 +8307,159 @@ class HttpUpstreamTests(ScratchDir):
             self.assertIn("CERTIFICATE_VERIFY_FAILED", text_of(status))
 
 
+HAPROXY = os.environ.get("MCPSTUDIO_HAPROXY", "")  # the haproxy program (Debian's 2.6; .ci/run installs it)
+
+
+@unittest.skipUnless(HAPROXY and os.path.exists(HAPROXY) and os.name == "posix",
+                     "HAProxy is not installed (set MCPSTUDIO_HAPROXY; .ci/run installs Debian's haproxy)")
+class LoadBalancerTests(ScratchDir):
+    """Issue 46.4: three --http instances behind HAProxy with examples/haproxy.cfg (its ports changed only)."""
+
+    def setUp(self):
+        super().setUp()
+        self.ports = {"front": free_port()}
+        self.ports.update(("mcp%d" % n, free_port()) for n in (1, 2, 3))
+        self.instances = {}
+        for name in ("mcp1", "mcp2", "mcp3"):
+            self.start(name)
+        with open(os.path.join(HERE, "examples", "haproxy.cfg")) as f:
+            text = f.read()
+        for old, key in (("8930", "front"), ("8931", "mcp1"), ("8932", "mcp2"), ("8933", "mcp3")):
+            text = text.replace("127.0.0.1:%s" % old, "127.0.0.1:%d" % self.ports[key])
+        config = os.path.join(self.dir, "haproxy.cfg")
+        with open(config, "w") as f:
+            f.write(text)
+        self.haproxy = subprocess.Popen([HAPROXY, "-db", "-f", config], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.addCleanup(self.stop_haproxy)
+        self.front = HttpServerProcess.__new__(HttpServerProcess)  # a client of HAProxy's port: post/modern only
+        self.front.port, self.front.path = self.ports["front"], "/mcp"
+        self.assertTrue(wait_until(lambda: self.up() == 3, 30), "the three instances never came up")
+        self.assertTrue(wait_until(self.listening, 30) and self.haproxy.poll() is None, self.haproxy_output())
+        time.sleep(1.5)  # a check of each instance (inter 1s)
+
+    def listening(self):
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", self.ports["front"]), timeout=1).close()
+            return True
+        except OSError:
+            return self.haproxy.poll() is not None  # it ended: the assertion shows why
+
+    def haproxy_output(self):
+        if self.haproxy.poll() is None:
+            return "HAProxy is running but not listening"
+        return "HAProxy exited %s: %s" % (self.haproxy.returncode, self.haproxy.stdout.read().decode(errors="replace"))
+
+    def stop_haproxy(self):
+        self.haproxy.terminate()
+        try:
+            self.haproxy.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            self.haproxy.kill()
+            self.haproxy.wait(WAIT)
+        self.haproxy.stdout.close()
+
+    def start(self, name, drain="30"):
+        server = HttpServerProcess("--http-instance", name, "--http-drain", drain, "--http-trusted-proxy", "127.0.0.1",
+                                   "serve", "--config", TASKS_CONFIG, bind="127.0.0.1:%d" % self.ports[name])
+        self.instances[name] = server
+        self.addCleanup(server.__exit__, None, None, None)
+        return server
+
+    def up(self):
+        """How many instances answer /health through HAProxy's checks, seen as discover calls that work."""
+        return sum(1 for server in self.instances.values() if server.proc.poll() is None and http_exchange(
+            server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")[:12] == b"HTTP/1.1 200")
+
+    def result(self, method, params=None, headers=None, session=None):
+        if session:
+            status, _, text = self.front.post({"jsonrpc": "2.0", "id": 5, "method": method, "params": params or {}},
+                                              session=session)
+        else:
+            status, _, text = self.front.modern(method, params, headers=headers)
+        return status, self.front.messages(text)[-1] if text.strip() else {}
+
+    def task(self, seconds):
+        status, reply = self.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": seconds},
+                                                   "_meta": TASKS_META})
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(reply["result"]["resultType"], "task", reply)
+        return reply["result"]["taskId"]
+
+    def get(self, task_id):
+        return self.result("tasks/get", {"taskId": task_id, "_meta": TASKS_META}, {"Mcp-Name": task_id})[1]
+
+    def test_round_robin_sessions_and_tasks(self):
+        # Stateless 2026-07-28 calls are spread (each task id names its instance: all three appear) and all
+        # answered; a 2025-11-25 session sticks to the instance in its id; tasks are polled through HAProxy to
+        # their end wherever they run.
+        for _ in range(6):
+            status, reply = self.result("tools/call", {"name": "greet", "arguments": {"name": "lb"}})
+            self.assertEqual((status, text_of(reply["result"])), (200, "Hello, lb!"))
+        tasks = [self.task(1.5) for _ in range(6)]
+        self.assertEqual({t.split(".")[0] for t in tasks}, {"mcp1", "mcp2", "mcp3"})
+        for task in tasks:
+            self.assertTrue(wait_until(lambda task=task: self.get(task)["result"]["status"] == "completed", 30),
+                            self.get(task))
+            self.assertIn("computed after 1.5 s", text_of(self.get(task)["result"]["result"]))
+        sessions = [self.front.initialize_session() for _ in range(3)]
+        self.assertEqual({s.split(".")[0] for s in sessions}, {"mcp1", "mcp2", "mcp3"})
+        for session in sessions:
+            for _ in range(4):  # another instance would answer 404
+                status, reply = self.result("tools/call", {"name": "greet", "arguments": {"name": "s"}}, session=session)
+                self.assertEqual((status, text_of(reply["result"])), (200, "Hello, s!"))
+
+    def test_an_instance_killed_and_one_restarted(self):
+        # A task and a session of an instance that was killed are answered by another instance, which names the
+        # instance that held them; the instance started again under its name says they were lost with a restart;
+        # the others' tasks are untouched.
+        tasks = [self.task(60) for _ in range(4)]
+        victim = tasks[0].split(".")[0]
+        session = next(s for s in (self.front.initialize_session() for _ in range(6)) if s.startswith(victim + "."))
+        self.instances[victim].proc.kill()
+        self.instances[victim].proc.wait(WAIT)
+        error = self.get(tasks[0])["error"]
+        self.assertIn("held by instance %s" % victim, error["message"])
+        self.assertIn("down and it was lost with it", error["message"])
+        status, reply = self.result("tools/list", session=session)
+        self.assertEqual(status, 404)
+        others = [t for t in tasks if not t.startswith(victim + ".")]
+        self.assertTrue(others, tasks)
+        for task in others:
+            self.assertEqual(self.get(task)["result"]["status"], "working")
+        self.start(victim)
+        self.assertTrue(wait_until(lambda: self.get(tasks[0]).get("error", {}).get("message", "").find(
+            "lost when instance %s restarted" % victim) >= 0, 30), self.get(tasks[0]))
+
+    def test_a_rolling_restart_with_the_drain_loses_no_call(self):
+        # SIGTERM to an instance in the middle of a session's call: the call finishes, every stateless request
+        # meanwhile is answered by the others (HAProxy sends the 503s and refused connections elsewhere), and the
+        # instance started again takes requests.
+        session = self.front.initialize_session()
+        name = session.split(".")[0]
+        out = []
+        thread = threading.Thread(target=lambda: out.append(self.result("tools/call", {
+            "name": "slow_compute", "arguments": {"seconds": 3}}, session=session)), daemon=True)
+        thread.start()
+        time.sleep(1)
+        self.instances[name].proc.send_signal(signal.SIGTERM)
+        statuses = []
+        while thread.is_alive() or self.instances[name].proc.poll() is None:
+            statuses.append(self.result("server/discover"))
+            if len(statuses) > 500:
+                break
+        thread.join(WAIT)
+        self.assertEqual(out[0][0], 200, out)
+        self.assertIn("computed after 3 s", text_of(out[0][1]["result"]))
+        self.assertEqual(self.instances[name].proc.wait(WAIT), 0)
+        self.assertEqual([reply for status, reply in statuses if status != 200], [])
+        self.start(name)
+        self.assertTrue(wait_until(lambda: self.up() == 3, 30))
+        for _ in range(6):
+            self.assertEqual(self.result("server/discover")[0], 200)
+
+
 @unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
 class HttpInteropTests(ScratchDir):
     run_client = PythonSdkInteropTests.run_client
