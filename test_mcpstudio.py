@@ -8360,9 +8360,23 @@ class LoadBalancerTests(ScratchDir):
             self.haproxy.wait(WAIT)
         self.haproxy.stdout.close()
 
+    def config(self):
+        """tasks.json's greet and slow_compute, and an interactive command (its questions asked in rounds)."""
+        path = os.path.join(self.dir, "lb.json")
+        if not os.path.exists(path):
+            script = self.script("asking.py", ASKING_SCRIPT, executable=False)
+            with open(path, "w") as f:
+                json.dump({"timeout": 120, "tools": [
+                    {"name": "greet", "command": "printf 'Hello, %s!' {name}", "taskSupport": "forbidden"},
+                    {"name": "slow_compute", "command_template": "sh -c 'sleep \"$1\" && echo \"computed after $1 s\"' "
+                                                                 "slow_compute {seconds}",
+                     "parameters": {"seconds": {"type": "number", "required": True}}},
+                    {"name": "asking", "command": "%s %s {kind}" % (PY, script), "taskSupport": "forbidden"}]}, f)
+        return path
+
     def start(self, name, drain="30"):
         server = HttpServerProcess("--http-instance", name, "--http-drain", drain, "--http-trusted-proxy", "127.0.0.1",
-                                   "serve", "--config", TASKS_CONFIG, bind="127.0.0.1:%d" % self.ports[name])
+                                   "serve", "--config", self.config(), bind="127.0.0.1:%d" % self.ports[name])
         self.instances[name] = server
         self.addCleanup(server.__exit__, None, None, None)
         return server
@@ -8409,6 +8423,23 @@ class LoadBalancerTests(ScratchDir):
             for _ in range(4):  # another instance would answer 404
                 status, reply = self.result("tools/call", {"name": "greet", "arguments": {"name": "s"}}, session=session)
                 self.assertEqual((status, text_of(reply["result"])), (200, "Hello, s!"))
+
+    def test_a_prompt_round_holds_under_the_documented_routing(self):
+        # A command's questions come back as input_required rounds; tools/call of one person (Authorization) go to
+        # one instance, so each retry with its requestState finds the waiting command, for every person.
+        meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+        for person in ("alice", "bob", "carol", "dave"):
+            def call(extra, person=person):
+                return self.result("tools/call", dict({"name": "asking", "arguments": {"kind": "twice"}, "_meta": meta},
+                                                      **extra), {"Authorization": "Bearer " + person})[1]["result"]
+            result = call({})
+            for answer in (True, False):
+                self.assertEqual(result.get("resultType"), "input_required", (person, result))
+                (key, _), = result["inputRequests"].items()
+                result = call({"requestState": result["requestState"],
+                               "inputResponses": {key: {"action": "accept", "content": {"answer": answer}}}})
+            self.assertEqual(text_of(result).splitlines()[-2:], ["Really delete them? [y/N] answer y",
+                                                                "Really? [y/N] second n"])
 
     def test_an_instance_killed_and_one_restarted(self):
         # A task and a session of an instance that was killed are answered by another instance, which names the
