@@ -11976,6 +11976,7 @@ class _Exchange:
     count = 0
     getter = None  # the reader's wait for the next message: one reader at a time
     ended = False  # its last event (the response) was sent
+    lasting = False  # a 2026-07-28 subscriptions/listen: a leaving instance waits for no reply of it
 
     def __init__(self, streaming, stream_id=None):
         self.streaming = streaming
@@ -12253,6 +12254,64 @@ class NamespaceUrls:
             await served.server.catalog.close()
 
 
+def make_room(pending, share, most, first_byte, slow_head):
+    """Past `share` pending connections (`pending`: task -> [since, sending], oldest first), the oldest that had
+    their chance give way: silent past `first_byte` s, or a head still arriving past `slow_head` s (slow loris).
+    A young one gives way only past `most`: one sending its request in time is never dropped."""
+    now, excess = time.monotonic(), len(pending) - share
+    for task, (since, sending) in list(pending.items()):
+        if excess <= 0:
+            break
+        if now - since > (slow_head if sending else first_byte) or len(pending) > most:
+            del pending[task]
+            task.cancel()
+            excess -= 1
+
+
+class Drain:
+    """An HttpServer's graceful leave (SIGTERM): /health answers 503 at once and new work is refused with 503 (a
+    balancer sends it to another instance), while what the instance holds (its sessions, tasks and prompt rounds)
+    goes on for the grace period; the requests still running then are answered with an error that says the
+    instance is shutting down. The port stays open meanwhile, so health checks read the 503."""
+
+    def __init__(self, http):
+        self.http = http
+        self.views = [http] + list(http.namespaces.views.values())
+
+    @staticmethod
+    def check(http, method, params, headers, request_id):
+        """Refuse (503) a request of a leaving instance unless it is for what the instance holds: one of its
+        sessions (not a new one), tasks or prompt rounds."""
+        if http.leaving and not ((method != "initialize" and headers.get("mcp-session-id", "").strip() in http.sessions)
+                                 or http.server.holds(params)):
+            raise HttpError(503, "%s: send the request again (a load balancer sends it to another instance)"
+                            % http.leaving, INTERNAL_ERROR, request_id, [("Retry-After", "1")],
+                            {"instance": http.instance.name, "shuttingDown": True})
+
+    def busy(self):
+        return any(any(not x.lasting for x in h.calls) or any(e.session.inflight for e in h.sessions.values())
+                   or h.server.busy() for h in self.views)
+
+    async def run(self, grace):
+        name = self.http.instance.name
+        for http in self.views:
+            http.leaving = "instance %s is shutting down" % name
+        self.http.log.info("leaving: instance %s answers /health with 503 and refuses new requests; running calls "
+                           "have %g s to finish", name, grace)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.busy():
+            await asyncio.sleep(0.1)
+        error = McpError(INTERNAL_ERROR, "instance %s is shutting down: this request did not finish within its "
+                         "drain of %g s; send it again (a load balancer sends it to another instance)" % (name, grace),
+                         {"instance": name, "shuttingDown": True})
+        for http in self.views:
+            for session in [s for s in http.calls.values() if s] + [e.session for e in http.sessions.values()]:
+                await session.cancel_all(reason=error)
+        deadline = time.monotonic() + KILL_GRACE
+        while time.monotonic() < deadline and any(http.calls for http in self.views):  # the errors are written
+            await asyncio.sleep(0.05)
+
+
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
@@ -12260,14 +12319,10 @@ class HttpServer:
     _sweeper = None
     # Limits (attributes, so a test can make them small). A connection is pending until a
     # request of it passes the checks (Host, Origin, token); pending ones have a share of
-    # their own (max_pending), so idle sockets never fill the cap. Past that share the oldest
-    # pending connection that had its chance gives way (silent past HTTP_FIRST_BYTE, or its head
-    # still arriving past HTTP_SLOW_HEAD): one sending its request in time is never dropped, and
-    # a burst waits in the listen backlog and among the young (up to max_connections).
+    # their own, so idle sockets never fill the cap (see make_room: who gives way past it).
     max_connections, max_pending = HTTP_MAX_CONNECTIONS, HTTP_MAX_PENDING
     header_timeout, idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
-    first_byte, slow_head = HTTP_FIRST_BYTE, HTTP_SLOW_HEAD
-    leaving = None  # while the instance leaves (SIGTERM): why new work is refused (see leave)
+    first_byte, slow_head, leaving = HTTP_FIRST_BYTE, HTTP_SLOW_HEAD, None  # leaving: see Drain
 
     def __init__(self, server, log: Log, host, port, token=None, instance=None, proxies=()):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
@@ -12279,7 +12334,7 @@ class HttpServer:
         self.connections = set()
         self.pending = collections.OrderedDict()  # task -> [since, sending], oldest first
         self.trusted = set()
-        self.calls = set()  # what runs for a client now: 2026-07-28 requests (not listens), handshake-era exchanges
+        self.calls = {}  # the _Exchange of each reply being delivered -> its 2026-07-28 Session (None: a session's)
         self.namespaces = NamespaceUrls(self)
 
     async def start(self):
@@ -12297,33 +12352,6 @@ class HttpServer:
             for key, entry in list(self.sessions.items()):
                 if now - entry.used > HTTP_IDLE_SESSION:
                     self._end(key)
-
-    def _busy(self):
-        return bool(self.calls) or any(e.session.inflight for e in self.sessions.values()) or self.server.busy()
-
-    async def leave(self, grace):
-        """SIGTERM: /health answers 503 at once and new work is refused with 503 (a balancer sends it to another
-        instance), while what this instance holds (its sessions, tasks and prompt rounds) goes on for `grace`
-        seconds; the requests still running then are answered with an error that says the instance is
-        shutting down. The port stays open meanwhile, so health checks read the 503."""
-        views = [self] + list(self.namespaces.views.values())
-        name = self.instance.name
-        for http in views:
-            http.leaving = "instance %s is shutting down" % name
-        self.log.info("leaving: instance %s answers /health with 503 and refuses new requests; running calls "
-                      "have %g s to finish", name, grace)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(http._busy() for http in views):
-            await asyncio.sleep(0.1)
-        error = McpError(INTERNAL_ERROR, "instance %s is shutting down: this request did not finish within its "
-                         "drain of %g s; send it again (a load balancer sends it to another instance)" % (name, grace),
-                         {"instance": name, "shuttingDown": True})
-        for http in views:
-            for session in [s for s in http.calls if isinstance(s, Session)] + [e.session for e in http.sessions.values()]:
-                await session.cancel_all(reason=error)
-        deadline = time.monotonic() + KILL_GRACE
-        while time.monotonic() < deadline and any(http.calls for http in views):  # the errors are written
-            await asyncio.sleep(0.05)
 
     async def close(self):
         """Stop listening, the session sweeper, and every session and stream."""
@@ -12345,23 +12373,21 @@ class HttpServer:
         task = asyncio.current_task()
         self.connections.add(task)
         self.pending[task] = [time.monotonic(), False]
-        self._make_room()
+        make_room(self.pending, self.max_pending, self.max_connections, self.first_byte, self.slow_head)
         try:
             while True:
-                started = time.monotonic()
                 if task in self.trusted:  # an idle keep-alive connection just closes
                     try:
                         first = await asyncio.wait_for(reader.readexactly(1), self.idle_timeout)
                     except (asyncio.TimeoutError, asyncio.IncompleteReadError):
                         return
-                    started = time.monotonic()
                 else:
                     first = b""
+                started = time.monotonic()
                 try:  # the request line and headers, from the first byte (or the connect): 30 s
                     if not first:
                         first = await asyncio.wait_for(reader.readexactly(1), self.header_timeout)
-                        if task in self.pending:  # sending: it gives way only if its head comes too slowly
-                            self.pending[task] = [time.monotonic(), True]
+                        self.pending[task] = [time.monotonic(), True]  # sending: gives way only if its head is slow
                     head = await asyncio.wait_for(_read_head(reader, first),
                                                   max(0.01, self.header_timeout - (time.monotonic() - started)))
                     self._check(*head)
@@ -12398,18 +12424,6 @@ class HttpServer:
                 writer.close()
             except OSError:
                 pass
-
-    def _make_room(self):
-        """Past max_pending pending connections, the oldest that had their chance give way (see the class
-        comment); young ones only past max_connections."""
-        now, excess = time.monotonic(), len(self.pending) - self.max_pending
-        for task, (since, sending) in list(self.pending.items()):
-            if excess <= 0:
-                break
-            if now - since > (self.slow_head if sending else self.first_byte) or len(self.pending) > self.max_connections:
-                del self.pending[task]
-                task.cancel()
-                excess -= 1
 
     def _admit(self, task):
         """A request of a pending connection passed the checks: it leaves the pending share."""
@@ -12491,9 +12505,8 @@ class HttpServer:
                                  "(or 2026-07-28 `_meta` on the request)")
         entry = self.sessions.get(session_id.strip())
         if not entry:
-            elsewhere = self.instance.elsewhere(session_id.strip())
-            raise HttpError(404, "no session %s (%s); initialize again" % (
-                session_id.strip(), elsewhere or "it ended or expired"))
+            why = self.instance.elsewhere(session_id.strip()) or "it ended or expired"
+            raise HttpError(404, "no session %s (%s); initialize again" % (session_id.strip(), why))
         entry.used = time.monotonic()
         self.sessions.move_to_end(entry.id)
         return entry
@@ -12521,11 +12534,7 @@ class HttpServer:
         params = _object(message.get("params"))
         meta = params.get("_meta")
         sse = "text/event-stream" in accept and method in _STREAMED
-        if self.leaving and not ((method != "initialize" and headers.get("mcp-session-id", "").strip() in self.sessions)
-                                 or self.server.holds(params)):
-            raise HttpError(503, "%s: send the request again (a load balancer sends it to another instance)"
-                            % self.leaving, INTERNAL_ERROR, request_id, [("Retry-After", "1")],
-                            {"instance": self.instance.name, "shuttingDown": True})
+        Drain.check(self, method, params, headers, request_id)
         # A notification or a response is accepted; a message with an id and nothing else is answered -32600.
         answerless = "id" not in message or (method is None and ("result" in message or "error" in message))
         if (method == "server/discover" or META_VERSION in _object(meta)  # a 2026-07-28 request
@@ -12556,11 +12565,7 @@ class HttpServer:
         exchange = entry.exchange(sse)
         entry.transport.exchanges[request_id] = exchange
         entry.session.receive(body, NEWLINE)
-        self.calls.add(exchange)
-        try:
-            return await self._deliver(exchange, writer, reader, extra, keep, version, None, entry)
-        finally:
-            self.calls.discard(exchange)
+        return await self._deliver(exchange, writer, reader, extra, keep, version, None, entry)
 
     def _session_pair(self):
         """A Session of the Server over a transport that routes to HTTP exchanges."""
@@ -12621,12 +12626,8 @@ class HttpServer:
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
         session.receive(json.dumps(message).encode(), NEWLINE)
-        if method != "subscriptions/listen":  # a listen lasts as long as the client: a leaving instance ends it
-            self.calls.add(session)
-        try:
-            return await self._deliver(exchange, writer, reader, [], keep, version, session)
-        finally:
-            self.calls.discard(session)
+        exchange.lasting = method == "subscriptions/listen"  # as long as the client listens: no call to wait for
+        return await self._deliver(exchange, writer, reader, [], keep, version, session)
 
     async def _deliver(self, exchange, writer, reader, extra, keep, version, session, entry=None, after=None):
         """Write the exchange's messages as JSON or SSE. A client that goes away cancels a
@@ -12636,6 +12637,7 @@ class HttpServer:
         again first."""
         started = finished = False
         chunked = version == "HTTP/1.1"
+        self.calls[exchange] = session
         try:
             if exchange.stream_id is not None:
                 if after is not None and exchange.getter is not None:
@@ -12703,6 +12705,7 @@ class HttpServer:
                     return keep and chunked
                 await self._drain(writer)
         finally:
+            self.calls.pop(exchange, None)
             if not finished and session:  # the client left (or we stop): cancel its call
                 await session.cancel_all()
             if finished and entry:  # delivered to its end: nothing left to resume
@@ -12828,7 +12831,7 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
 async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token, instance=None, drain=HTTP_DRAIN,
                      proxies=()):
     """Serve `server` at http://host:port/mcp until SIGTERM (after a drain of `drain` seconds, see
-    HttpServer.leave; a second signal ends it at once) or SIGINT."""
+    Drain; a second signal ends it at once) or SIGINT."""
     loop = asyncio.get_running_loop()
     http = HttpServer(server, log, host, port, token, instance, proxies)
     server.identify(http.instance)
@@ -12848,7 +12851,7 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token,
             leaving[0].cancel()  # a second signal: at once
     _on_stop_signals(loop, stop, server.catalog.reload_signal())
     if await stopping == "SIGTERM":
-        leaving.append(asyncio.ensure_future(http.leave(drain)))
+        leaving.append(asyncio.ensure_future(Drain(http).run(drain)))
         await asyncio.wait(leaving)
     await http.close()
     await server.tasks.close()
