@@ -2808,6 +2808,31 @@ class HttpQueueTests(unittest.TestCase):
         self.assertEqual((last["id"], final), (7, True))
 
 
+class MakeRoomTests(unittest.TestCase):
+    def test_who_gives_way(self):
+        # Issue 46.6 (pure): past the pending share, the oldest connection that had its chance gives way (silent
+        # past first_byte, a head still arriving past slow_head); young ones only past the connection cap.
+        class Conn:
+            cancelled = False
+
+            def cancel(self):
+                self.cancelled = True
+        now = time.monotonic()
+        # (ages and whether each sends, share, most) -> which indexes give way
+        for conns, share, most, dropped in (
+                ([(5, False), (5, False), (0, False)], 2, 100, [0]),          # the oldest silent one
+                ([(3, True), (3, False), (0, False)], 2, 100, [1]),           # a sender in time stays
+                ([(9, True), (0, False), (0, False)], 2, 100, [0]),           # a slow head gives way
+                ([(0.5, False)] * 4, 2, 100, []),                             # a burst of young ones is kept
+                ([(0.5, False)] * 4, 2, 3, [0]),                              # ... up to the cap
+                ([(5, False)] * 2, 2, 100, [])):                              # within the share: nobody
+            pending = collections.OrderedDict((Conn(), [now - age, sending]) for age, sending in conns)
+            tasks = list(pending)
+            mcpstudio.make_room(pending, share, most, 1.0, 5.0)
+            self.assertEqual([i for i, t in enumerate(tasks) if t.cancelled], dropped, conns)
+            self.assertEqual([t for t in tasks if t.cancelled and t in pending], [])
+
+
 class HttpRequestReadingTests(unittest.TestCase):
     """Reading one HTTP/1.1 request strictly (RFC 9112), in-process: bytes in a StreamReader,
     the request or the status it is refused with out. No socket, no server."""
