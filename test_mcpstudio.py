@@ -8466,6 +8466,34 @@ class LoadBalancerTests(ScratchDir):
             self.assertEqual(text_of(result).splitlines()[-2:], ["Really delete them? [y/N] answer y",
                                                                 "Really? [y/N] second n"])
 
+    def test_a_lost_stream_is_resumed_through_the_balancer(self):
+        # SEP-1699 through HAProxy: a 2025-11-25 call's SSE stream, lost mid-call, is resumed with a GET carrying
+        # Last-Event-ID and the session id, which routes it to the instance that holds the stream.
+        import http.client
+        session = self.front.initialize_session()
+
+        def stream(method, body=None, headers=()):
+            connection = http.client.HTTPConnection("127.0.0.1", self.ports["front"], timeout=WAIT)
+            sent = dict({"Accept": "application/json, text/event-stream", "Mcp-Session-Id": session,
+                         "MCP-Protocol-Version": "2025-11-25", "Content-Type": "application/json"}, **dict(headers))
+            connection.request(method, "/mcp", body=json.dumps(body).encode() if body else None, headers=sent)
+            response = connection.getresponse()
+            self.assertEqual((response.status, response.getheader("Content-Type")), (200, "text/event-stream"))
+            return connection, response
+        connection, response = stream("POST", {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "slow_compute", "arguments": {"seconds": 2.5}, "_meta": {"progressToken": "p"}}})
+        self.assertEqual(HttpResumeTests.next_event(response)["id"], "r1_0")  # the priming event
+        first = HttpResumeTests.next_event(response)
+        connection.close()
+        time.sleep(1.2)
+        connection, response = stream("GET", headers={"Last-Event-ID": first["id"]})
+        seen = []
+        while not seen or "id" not in seen[-1]:
+            seen.append(json.loads(HttpResumeTests.next_event(response)["data"]))
+        connection.close()
+        self.assertEqual(seen[-1]["id"], 5)
+        self.assertIn("computed after 2.5 s", text_of(seen[-1]["result"]))
+
     def test_an_instance_killed_and_one_restarted(self):
         # A task and a session of an instance that was killed are answered by another instance, which names the
         # instance that held them; the instance started again under its name says they were lost with a restart;
