@@ -12244,7 +12244,7 @@ class NamespaceUrls:
             server.identify(http.instance)
             served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token, http.instance,
                                                    http.proxies)
-            served._sweeper = asyncio.ensure_future(served._sweep())
+            served._sweeper, served.leaving = asyncio.ensure_future(served._sweep()), http.leaving
             http.server.views.append(view)
         return self.views[name]
 
