@@ -8466,6 +8466,38 @@ class LoadBalancerTests(ScratchDir):
             self.assertEqual(text_of(result).splitlines()[-2:], ["Really delete them? [y/N] answer y",
                                                                 "Really? [y/N] second n"])
 
+    @unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
+    def test_sdk_clients_through_the_balancer(self):
+        # The official Python SDK through HAProxy: mcp.Client (2026-07-28, round robin) and a ClientSession
+        # (2025-11-25: every request of its session reaches the instance in the session id).
+        out = PythonSdkInteropTests.run_client(self, """
+            import anyio, json, os
+            import mcp
+            from mcp import ClientSession
+            try:
+                from mcp.client.streamable_http import streamable_http_client as connect
+            except ImportError:
+                from mcp.client.streamable_http import streamablehttp_client as connect
+
+            async def main():
+                url = os.environ["URL"]
+                texts = []
+                async with mcp.Client(url) as client:
+                    version = client.protocol_version
+                    for n in range(6):
+                        texts.append((await client.call_tool("greet", {"name": "m%d" % n})).content[0].text)
+                async with connect(url) as streams:
+                    async with ClientSession(streams[0], streams[1]) as session:
+                        init = await session.initialize()
+                        for n in range(6):
+                            await session.list_tools()
+                            texts.append((await session.call_tool("greet", {"name": "s%d" % n})).content[0].text)
+                print(json.dumps({"version": version, "legacy": init.protocol_version, "texts": texts}))
+            anyio.run(main)
+            """, URL="http://127.0.0.1:%d/mcp" % self.ports["front"])
+        self.assertEqual((out["version"], out["legacy"]), ("2026-07-28", "2025-11-25"))
+        self.assertEqual(out["texts"], ["Hello, m%d!" % n for n in range(6)] + ["Hello, s%d!" % n for n in range(6)])
+
     def test_a_lost_stream_is_resumed_through_the_balancer(self):
         # SEP-1699 through HAProxy: a 2025-11-25 call's SSE stream, lost mid-call, is resumed with a GET carrying
         # Last-Event-ID and the session id, which routes it to the instance that holds the stream.
