@@ -8335,6 +8335,15 @@ class HttpUpstreamTests(ScratchDir):
 HAPROXY = os.environ.get("MCPSTUDIO_HAPROXY", "")  # the haproxy program (Debian's 2.6; .ci/run installs it)
 
 
+class HttpEndpoint:
+    """HttpServerProcess's client side for an address no process of the test's serves (HAProxy's front)."""
+    post, modern, initialize_session = HttpServerProcess.post, HttpServerProcess.modern, HttpServerProcess.initialize_session
+    messages = staticmethod(HttpServerProcess.messages)
+
+    def __init__(self, port):
+        self.port, self.path = port, "/mcp"
+
+
 @unittest.skipUnless(HAPROXY and os.path.exists(HAPROXY) and os.name == "posix",
                      "HAProxy is not installed (set MCPSTUDIO_HAPROXY; .ci/run installs Debian's haproxy)")
 class LoadBalancerTests(ScratchDir):
@@ -8357,8 +8366,7 @@ class LoadBalancerTests(ScratchDir):
         self.haproxy = subprocess.Popen([HAPROXY, "-db", "-f", config], stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.addCleanup(self.stop_haproxy)
-        self.front = HttpServerProcess.__new__(HttpServerProcess)  # a client of HAProxy's port: post/modern only
-        self.front.port, self.front.path = self.ports["front"], "/mcp"
+        self.front = HttpEndpoint(self.ports["front"])
         self.assertTrue(wait_until(lambda: self.up() == 3, 30), "the three instances never came up")
         self.assertTrue(wait_until(self.listening, 30) and self.haproxy.poll() is None, self.haproxy_output())
         time.sleep(1.5)  # a check of each instance (inter 1s)
@@ -8407,7 +8415,7 @@ class LoadBalancerTests(ScratchDir):
         return server
 
     def up(self):
-        """How many instances answer /health through HAProxy's checks, seen as discover calls that work."""
+        """How many instances answer /health with 200, asked directly (as HAProxy's checks ask)."""
         return sum(1 for server in self.instances.values() if server.proc.poll() is None and http_exchange(
             server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")[:12] == b"HTTP/1.1 200")
 
