@@ -7778,7 +7778,9 @@ class HttpLeaveTests(ScratchDir):
         sleeper, self.out = self.pid_sleeper(), os.path.join(self.dir, "pids")
         path = os.path.join(self.dir, "leave.json")
         with open(path, "w") as f:
-            json.dump({"tools": [{"name": "slow", "command": "sh -c 'sleep 2; echo finished'", "taskSupport": "forbidden"},
+            self.started = os.path.join(self.dir, "started")
+            json.dump({"tools": [{"name": "slow", "command": "sh -c 'touch %s; sleep 4; echo finished'" % self.started,
+                                  "taskSupport": "forbidden"},
                                  {"name": "stuck", "command_template": "%s %s %s" % (PY, sleeper, self.out),
                                   "taskSupport": "forbidden"}]}, f)
         return path
@@ -7799,7 +7801,7 @@ class HttpLeaveTests(ScratchDir):
             session = server.initialize_session()
             self.assertTrue(session.startswith("lb1."), session)
             thread, out = self.in_thread(lambda: server.modern("tools/call", {"name": "slow", "arguments": {}}))
-            time.sleep(0.5)
+            self.assertTrue(wait_until(lambda: os.path.exists(self.started)), "the call never started")
             server.proc.send_signal(signal.SIGTERM)
             self.assertTrue(wait_until(lambda: b" 503 " in http_exchange(
                 server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")[:20], 5))
@@ -8401,8 +8403,8 @@ class LoadBalancerTests(ScratchDir):
             with open(path, "w") as f:
                 json.dump({"timeout": 120, "tools": [
                     {"name": "greet", "command": "printf 'Hello, %s!' {name}", "taskSupport": "forbidden"},
-                    {"name": "slow_compute", "command_template": "sh -c 'sleep \"$1\" && echo \"computed after $1 s\"' "
-                                                                 "slow_compute {seconds}",
+                    {"name": "slow_compute", "command_template": "sh -c 'touch \"$0-$1\"; sleep \"$1\" && echo \"computed "
+                                                                 "after $1 s\"' %s {seconds}" % os.path.join(self.dir, "started"),
                      "parameters": {"seconds": {"type": "number", "required": True}}},
                     {"name": "asking", "command": "%s %s {kind}" % (PY, script), "taskSupport": "forbidden"}]}, f)
         return path
@@ -8566,7 +8568,7 @@ class LoadBalancerTests(ScratchDir):
         thread = threading.Thread(target=lambda: out.append(self.result("tools/call", {
             "name": "slow_compute", "arguments": {"seconds": 3}}, session=session)), daemon=True)
         thread.start()
-        time.sleep(1)
+        self.assertTrue(wait_until(lambda: os.path.exists(os.path.join(self.dir, "started-3"))), "the call never started")
         self.instances[name].proc.send_signal(signal.SIGTERM)
         statuses = []
         while thread.is_alive() or self.instances[name].proc.poll() is None:
