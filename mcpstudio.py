@@ -3211,9 +3211,11 @@ class PromptWatch(OutputFeed):
                             "its environment (\"environment\" in the config), or a file or option it reads; or as a "
                             "scripted answer (\"answers\" on this tool)." % said)
         elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
-            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability). Make the "
-                            "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
-                            "tool), or set \"interactive\": false." % said)
+            self.problem = ("%s, and %s. Make the command not ask (an option such as --yes), answer it in the config "
+                            "(\"answers\" on this tool), or set \"interactive\": false." % (said, (
+                                "it runs as a task (its taskSupport is \"required\"), which cannot ask the client"
+                                if ctx.modern and ctx.task and ctx.declared("elicitation") else
+                                "this client cannot answer (it declared no elicitation capability)")))
         else:
             form = elicitation_form(text[-1000:], {"answer": dict(schema, title=prompt)})
             try:
@@ -3260,6 +3262,7 @@ class Session:
         self.log_level = "info"
         self.level_chosen = False  # whether the client sent logging/setLevel (then a command's lines are logged too)
         self.closed = False
+        self.aborted = None  # the error requests cancelled by cancel_all(reason=...) are answered with
 
     # -- incoming ---------------------------------------------------------------
 
@@ -3301,6 +3304,8 @@ class Session:
             coroutine.close()  # a request cancelled before it started never ran its coroutine
             if framing and not task.cancelled() and not task.exception():
                 self.transport.send(task.result(), framing)
+            elif task.cancelled() and framing and self.aborted is not None:  # the server stops: it says so
+                self.transport.send(_error_response(request_id, self.aborted), framing)
             elif task.cancelled() and hasattr(self.transport, "ended"):
                 self.transport.ended(request_id)  # HTTP: end the stream that waited for it
         task.add_done_callback(done)
@@ -3419,9 +3424,11 @@ class Session:
         """Send `notifications/message` when `level` reaches the client's chosen level (as for a request of no id)."""
         CallContext(self, None).log(level, text, logger)
 
-    async def cancel_all(self, grace=0.0):
-        """Stop taking requests; give those in flight `grace` seconds, then cancel the rest."""
+    async def cancel_all(self, grace=0.0, reason=None):
+        """Stop taking requests; give those in flight `grace` seconds, then cancel the rest (answered with the
+        McpError `reason` when given, else with nothing)."""
         self.closed = True
+        self.aborted = reason
         tasks = [task for task, _ in self.inflight.values()]
         if tasks and grace > 0:
             await asyncio.wait(tasks, timeout=grace)
@@ -4038,6 +4045,10 @@ class TemplateTools(Source):
     def question(self, name, arguments):
         """What to ask the user before calling `name` with `arguments` (see CommandTool.question), or None."""
         return self.tools[name].question(arguments)
+
+    def asks(self, name):
+        """Whether `name` runs an interactive command (its questions are answered: PromptWatch)."""
+        return self.tools[name].interactive
 
     def command_line(self, name, arguments):
         """What calling `name` with `arguments` runs (see CommandTool.command_line)."""
@@ -5122,12 +5133,45 @@ def _iso(seconds):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
+INSTANCE_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
+INSTANCE_VARIABLE = "MCPSTUDIO_INSTANCE"
+
+
+class Instance:
+    """This process's name in the ids of what lives only in it (tasks, HTTP sessions, parked prompt rounds), so a
+    load balancer routes by an id's first part without reading bodies: `NAME.RUN.SECRET`. NAME is --http-instance
+    (default: random, new at each start), RUN new at each start (tells a restart apart), SECRET 128 random bits."""
+
+    def __init__(self, name=None):
+        import secrets
+        self.name = name or secrets.token_hex(4)
+        self.run = secrets.token_hex(3)
+
+    def new_id(self):
+        import secrets
+        return "%s.%s.%s" % (self.name, self.run, secrets.token_hex(16))
+
+    def elsewhere(self, key):
+        """Why `key` (an id this process does not hold) is not here, naming the instance that holds or held it;
+        None when it is not an instance's id or this very run made it (then it ended or expired)."""
+        parts = key.split(".") if isinstance(key, str) else ()
+        if len(parts) != 3 or not INSTANCE_NAME.fullmatch(parts[0]):
+            return None
+        if parts[0] != self.name:
+            return ("it is held by instance %s (the first part of its id), and this is instance %s: the load balancer "
+                    "must send it by that prefix (Mcp-Name, Mcp-Session-Id), or instance %s is down and it was lost "
+                    "with it" % (parts[0], self.name, parts[0]))
+        if parts[1] != self.run:
+            return "it was lost when instance %s restarted (an earlier run of this instance made it)" % self.name
+        return None
+
+
 class Task:
     """One tool call run as a task: its status, then its result or error."""
 
-    def __init__(self, owner, ttl, modern):
+    def __init__(self, owner, ttl, modern, task_id=None):
         import secrets
-        self.id = secrets.token_hex(16)
+        self.id = task_id or secrets.token_hex(16)
         self.owner = owner      # the handshake-era Session that made it; None: 2026-07-28
         self.modern = modern
         self.status = "working"
@@ -5167,6 +5211,8 @@ class Task:
 class TaskStore:
     """The server's tasks: started from tools/call, read by tasks/*, forgotten after their ttl."""
 
+    ids = None  # the Instance that names its tasks over --http (else plain random ids)
+
     def __init__(self, limit=TASK_LIMIT):
         self.tasks = collections.OrderedDict()  # id -> Task, oldest first
         self.limit = limit
@@ -5197,7 +5243,7 @@ class TaskStore:
                                "keeps, and none of yours has ended: wait for one to end, or cancel one (tasks/cancel)"
                                % self.limit)
             del self.tasks[ended.id]
-        task = Task(owner, ttl, ctx.modern)
+        task = Task(owner, ttl, ctx.modern, self.ids and self.ids.new_id())
         ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
@@ -5221,8 +5267,13 @@ class TaskStore:
         self._sweep()
         task = self.tasks.get(task_id) if isinstance(task_id, str) else None
         if not task or task.owner is not (None if ctx.modern else ctx.session) or task.modern != ctx.modern:
-            raise McpError(INVALID_PARAMS, "Unknown task: %s (tasks are kept for their ttl, and only for the "
-                           "session that made them)" % json.dumps(task_id))
+            elsewhere = None if task or not self.ids else self.ids.elsewhere(task_id)
+            if elsewhere:
+                raise McpError(INVALID_PARAMS, "Task %s is not on this instance: %s" % (json.dumps(task_id), elsewhere),
+                               {"taskId": task_id, "instance": self.ids.name})
+            raise McpError(INVALID_PARAMS, "Unknown task: %s (tasks are kept for their ttl, %s)" % (
+                json.dumps(task_id), "by the server that made them" if ctx.modern else
+                "and only for the session that made them"))
         return task
 
     def cancel(self, task: Task):
@@ -6072,6 +6123,27 @@ class Server:
             self.sessions.remove(session)
         self.tasks.forget(session)
 
+    def identify(self, instance: Instance):
+        """Name its tasks and parked prompt rounds (its own, and its servers' through each Aggregator) after
+        `instance`, so a load balancer routes by their ids (--http)."""
+        self.tasks.ids = self.prompts.ids = instance
+        for source in self.catalog.sources:
+            if hasattr(source, "bridge"):
+                source.bridge.ids = instance
+
+    def holds(self, params):
+        """Whether a request's `taskId` or `requestState` names state this process holds (a leaving instance
+        still serves those)."""
+        bridges = [self.prompts] + [s.bridge for s in self.catalog.sources if hasattr(s, "bridge")]
+        key, state = params.get("taskId"), params.get("requestState")
+        return (isinstance(key, str) and key in self.tasks.tasks) or (
+            isinstance(state, str) and any(state in bridge.parked for bridge in bridges))
+
+    def busy(self):
+        """Whether a task still runs or a prompt round waits (a leaving instance gives them its drain)."""
+        return any(t.status not in TERMINAL for t in self.tasks.tasks.values()) or bool(self.prompts.calls) or any(
+            source.bridge.calls for source in self.catalog.sources if hasattr(source, "bridge"))
+
     # -- events from sources --------------------------------------------------
 
     def source_changed(self, source):
@@ -6180,8 +6252,8 @@ class Server:
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
         source, original, support, name = route  # the name as listed (of a `-`/`_` respelling): the guard sees that tool
         tool = self.catalog.listed.get(name, {})  # before any await: a rescan or reload may drop it meanwhile
-        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and isinstance(source, TemplateTools)
-                and source.tools[original].interactive):  # its questions asked in rounds (a retry resumes it)
+        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and hasattr(source, "asks")
+                and source.asks(original)):  # its questions asked in rounds (a retry resumes it), also through a config's Aggregator
             ctx.prompts = self.prompts
             return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
         form = source.question(original, arguments) if hasattr(source, "question") else None
@@ -6245,7 +6317,8 @@ class Server:
     async def _modern_call(self, name, call, support, ctx: CallContext):
         """2026-07-28: a task when the tool requires one, or an optional one runs past TASK_AFTER (and
         the request declared the extension); otherwise the plain result."""
-        if support == "forbidden" or (support == "optional" and (not ctx.declared(TASKS_EXTENSION) or self.tasks.full())):
+        if support == "forbidden" or (support == "optional" and (
+                not ctx.declared(TASKS_EXTENSION) or self.tasks.full() or ctx.prompts)):  # a task cannot ask
             return await call
         if not ctx.declared(TASKS_EXTENSION):
             call.close()
@@ -10512,6 +10585,8 @@ class InputBridge:
     `requestState`) answers the server, and waits for the result or the next question. A call nobody
     comes back for is cancelled after ASK_TIMEOUT."""
 
+    ids = None  # the Instance that names its requestStates over --http (a retry elsewhere is told where it lives)
+
     def __init__(self):
         self.parked = {}  # requestState -> _Parked
         self.calls = {}   # the CallContext a call was forwarded with -> its _Parked
@@ -10526,6 +10601,11 @@ class InputBridge:
             entry.call.add_done_callback(lambda _: self.calls.pop(ctx, None))
         else:
             entry = self.parked.get(state) if isinstance(state, str) else None
+            elsewhere = not entry and self.ids and self.ids.elsewhere(state)
+            if elsewhere:  # its command runs on one instance only: nothing here can answer it
+                raise _invalid_params("this `requestState` belongs to a prompt round that waits on another instance: "
+                                      "%s; call again without it (its command is stopped there after %d s)"
+                                      % (elsewhere, ASK_TIMEOUT), {"instance": self.ids.name})
             if not entry or (entry.method, entry.name) != (method, name):
                 raise _invalid_params("unknown `requestState` (it belongs to another "
                                       "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
@@ -10551,7 +10631,7 @@ class InputBridge:
 
     def _park(self, entry: _Parked):
         import secrets
-        state = secrets.token_urlsafe(16)
+        state = self.ids.new_id() if self.ids else secrets.token_urlsafe(16)
         self.parked[state] = entry
         entry.expiry = asyncio.get_running_loop().call_later(ASK_TIMEOUT, self._expire, state)
         return {"resultType": "input_required", "requestState": state,
@@ -11228,6 +11308,11 @@ class Aggregator:
         if route and route[0] == "local" and hasattr(route[1], "question"):
             return route[1].question(route[2], arguments)
         return None
+
+    def asks(self, name):
+        """Whether a local tool runs an interactive command (upstreams ask through the bridge)."""
+        route = self._tools.get(name)
+        return bool(route and route[0] == "local" and hasattr(route[1], "asks") and route[1].asks(route[2]))
 
     async def call_tool(self, name, arguments, ctx):
         """Forward a call to its upstream (starting it if needed) or run a manager tool."""
@@ -12237,6 +12322,10 @@ HTTP_HEADER_TIMEOUT = 30.0        # seconds a client may take to send its header
 HTTP_IDLE_CONNECTION = 120.0      # seconds a keep-alive connection may wait for its next request
 HTTP_MAX_CONNECTIONS = 512
 HTTP_MAX_PENDING = 32             # of those, connections whose first request has not passed the checks yet
+HTTP_FIRST_BYTE = 3.0             # seconds a new connection may stay silent before it may give way to another
+HTTP_SLOW_HEAD = 5.0              # ... and its request head may take to arrive before it may give way (slow loris)
+HTTP_BACKLOG = 1024               # connections the kernel queues before they are accepted (a burst of callers)
+HTTP_DRAIN = 10.0                 # seconds a leaving instance (SIGTERM) gives running calls to finish (--http-drain)
 HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
 HTTP_MAX_SESSIONS = 1000
 HTTP_CLIENT_SESSIONS = 100        # of those, one client address's (every local process is 127.0.0.1)
@@ -12380,6 +12469,7 @@ class _Exchange:
     count = 0
     getter = None  # the reader's wait for the next message: one reader at a time
     ended = False  # its last event (the response) was sent
+    lasting = False  # a 2026-07-28 subscriptions/listen: a leaving instance waits for no reply of it
 
     def __init__(self, streaming, stream_id=None):
         self.streaming = streaming
@@ -12524,6 +12614,45 @@ def _loopback(host):
         return False
 
 
+def forwarded_client(peer, forwarded, proxies):
+    """The client an HTTP request comes from: `peer` (the socket's address), or, when `peer` is one of the
+    trusted balancers (`proxies`: ip_network objects), the right-most address of its X-Forwarded-For that is
+    not a trusted balancer. Anyone else's X-Forwarded-For is ignored: a client cannot choose its address."""
+    import ipaddress
+
+    def trusted(address):
+        try:
+            ip = ipaddress.ip_address(address.strip().strip("[]"))
+        except ValueError:
+            return False
+        return any(ip in network for network in proxies)
+    if not proxies or not forwarded or not trusted(peer):
+        return peer
+    for hop in reversed(forwarded.split(",")):
+        hop = hop.strip()
+        try:
+            ipaddress.ip_address(hop.strip("[]"))
+        except ValueError:
+            return peer  # not an address (a balancer would not write that): the balancer is the client
+        if not trusted(hop):
+            return hop.strip("[]")
+    return peer
+
+
+def parse_proxies(value):
+    """`--http-trusted-proxy 10.0.0.5,10.1.0.0/16` -> ip_network objects (UsageError when one is not)."""
+    import ipaddress
+    networks = []
+    for item in (value or "").split(","):
+        if item.strip():
+            try:
+                networks.append(ipaddress.ip_network(item.strip(), strict=False))
+            except ValueError:
+                raise UsageError("--http-trusted-proxy %s: %r is not an address or network (e.g. 10.0.0.5 or "
+                                 "10.1.0.0/16)" % (value, item.strip()))
+    return tuple(networks)
+
+
 def _host_name(value):
     """`example.com:8080` -> example.com; `[::1]:80` -> [::1]; "" when it is not host[:port]
     (userinfo such as `localhost@evil.example`, a path, a second host)."""
@@ -12560,12 +12689,12 @@ _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", 
           "tasks/update": "taskId", "tasks/cancel": "taskId"}  # 2026-07-28: what the Mcp-Name header repeats
 
 
-def operations_report(path, server, sessions):
-    """The HTTP response to GET /health (each MCP server's state; 503 when the server cannot serve) or
-    GET /metrics (the Prometheus text format)."""
+def operations_report(path, server, sessions, leaving=None):
+    """The HTTP response to GET /health (each MCP server's state; 503 when the server cannot serve, or the
+    instance is leaving: `leaving` says so) or GET /metrics (the Prometheus text format)."""
     states = {key: upstream.state for source in server.catalog.sources
               for key, upstream in getattr(source, "upstreams", {}).items()}
-    refusal = server.catalog.refusal
+    refusal = server.catalog.refusal or (McpError(INTERNAL_ERROR, leaving) if leaving else None)
     status, kind, data = (503 if refusal else 200), "application/json", json.dumps({
         "status": refusal.message if refusal else "ok", "servers": states}).encode()
     if path == "/metrics":
@@ -12605,8 +12734,10 @@ class NamespaceUrls:
             server.catalog.start(server)
             for key, upstream in view.upstreams.items():  # each server runs once, whichever URL started it
                 view.upstreams[key] = self.shared.setdefault(key, hub.upstreams.get(key, upstream))
-            served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token)
-            served._sweeper = asyncio.ensure_future(served._sweep())
+            server.identify(http.instance)
+            served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token, http.instance,
+                                                   http.proxies)
+            served._sweeper, served.leaving = asyncio.ensure_future(served._sweep()), http.leaving
             http.server.views.append(view)
         return self.views[name]
 
@@ -12616,6 +12747,64 @@ class NamespaceUrls:
             await served.server.catalog.close()
 
 
+def make_room(pending, share, most, first_byte, slow_head):
+    """Past `share` pending connections (`pending`: task -> [since, sending], oldest first), the oldest that had
+    their chance give way: silent past `first_byte` s, or a head still arriving past `slow_head` s (slow loris).
+    A young one gives way only past `most`: one sending its request in time is never dropped."""
+    now, excess = time.monotonic(), len(pending) - share
+    for task, (since, sending) in list(pending.items()):
+        if excess <= 0:
+            break
+        if now - since > (slow_head if sending else first_byte) or len(pending) > most:
+            del pending[task]
+            task.cancel()
+            excess -= 1
+
+
+class Drain:
+    """An HttpServer's graceful leave (SIGTERM): /health answers 503 at once and new work is refused with 503 (a
+    balancer sends it to another instance), while what the instance holds (its sessions, tasks and prompt rounds)
+    goes on for the grace period; the requests still running then are answered with an error that says the
+    instance is shutting down. The port stays open meanwhile, so health checks read the 503."""
+
+    def __init__(self, http):
+        self.http = http
+        self.views = [http] + list(http.namespaces.views.values())
+
+    @staticmethod
+    def check(http, method, params, headers, request_id):
+        """Refuse (503) a request of a leaving instance unless it is for what the instance holds: one of its
+        sessions (not a new one), tasks or prompt rounds."""
+        if http.leaving and not ((method != "initialize" and headers.get("mcp-session-id", "").strip() in http.sessions)
+                                 or http.server.holds(params)):
+            raise HttpError(503, "%s: send the request again (a load balancer sends it to another instance)"
+                            % http.leaving, INTERNAL_ERROR, request_id, [("Retry-After", "1")],
+                            {"instance": http.instance.name, "shuttingDown": True})
+
+    def busy(self):
+        return any(any(not x.lasting for x in h.calls) or any(e.session.inflight for e in h.sessions.values())
+                   or h.server.busy() for h in self.views)
+
+    async def run(self, grace):
+        name = self.http.instance.name
+        for http in self.views:
+            http.leaving = "instance %s is shutting down" % name
+        self.http.log.info("leaving: instance %s answers /health with 503 and refuses new requests; running calls "
+                           "have %g s to finish", name, grace)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.busy():
+            await asyncio.sleep(0.1)
+        error = McpError(INTERNAL_ERROR, "instance %s is shutting down: this request did not finish within its "
+                         "drain of %g s; send it again (a load balancer sends it to another instance)" % (name, grace),
+                         {"instance": name, "shuttingDown": True})
+        for http in self.views:
+            for session in [s for s in http.calls.values() if s] + [e.session for e in http.sessions.values()]:
+                await session.cancel_all(reason=error)
+        deadline = time.monotonic() + KILL_GRACE
+        while time.monotonic() < deadline and any(http.calls for http in self.views):  # the errors are written
+            await asyncio.sleep(0.05)
+
+
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
@@ -12623,23 +12812,28 @@ class HttpServer:
     _sweeper = None
     # Limits (attributes, so a test can make them small). A connection is pending until a
     # request of it passes the checks (Host, Origin, token); pending ones have a share of
-    # their own, the oldest making room for a new one, so idle sockets never fill the cap.
+    # their own, so idle sockets never fill the cap (see make_room: who gives way past it).
     max_connections, max_pending = HTTP_MAX_CONNECTIONS, HTTP_MAX_PENDING
     header_timeout, idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
+    first_byte, slow_head, leaving = HTTP_FIRST_BYTE, HTTP_SLOW_HEAD, None  # leaving: see Drain
 
-    def __init__(self, server, log: Log, host, port, token=None):
+    def __init__(self, server, log: Log, host, port, token=None, instance=None, proxies=()):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
         self.local = _loopback(host)
         self.caller = "token-" + _hash(token, 8) if token else "http"  # never the token
+        self.instance = instance or Instance()  # names its sessions (Mcp-Session-Id) for a load balancer
+        self.proxies = proxies  # the balancers' networks whose X-Forwarded-For names the real client
         self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
         self.connections = set()
-        self.pending = collections.OrderedDict()  # task -> None, oldest first
+        self.pending = collections.OrderedDict()  # task -> [since, sending], oldest first
         self.trusted = set()
+        self.calls = {}  # the _Exchange of each reply being delivered -> its 2026-07-28 Session (None: a session's)
         self.namespaces = NamespaceUrls(self)
 
     async def start(self):
         """Listen on the configured address (port 0 picks a free one)."""
-        self.listener = await asyncio.start_server(self._connection, self.host, self.port, limit=HTTP_MAX_HEADER)
+        self.listener = await asyncio.start_server(self._connection, self.host, self.port, limit=HTTP_MAX_HEADER,
+                                                   backlog=HTTP_BACKLOG)
         self.port = self.listener.sockets[0].getsockname()[1]
         self._sweeper = asyncio.ensure_future(self._sweep())
 
@@ -12671,11 +12865,8 @@ class HttpServer:
     async def _connection(self, reader, writer):
         task = asyncio.current_task()
         self.connections.add(task)
-        self.pending[task] = None
-        while len(self.pending) > self.max_pending:  # the oldest unproven connection makes room
-            oldest = next(iter(self.pending))
-            del self.pending[oldest]
-            oldest.cancel()
+        self.pending[task] = [time.monotonic(), False]
+        make_room(self.pending, self.max_pending, self.max_connections, self.first_byte, self.slow_head)
         try:
             while True:
                 if task in self.trusted:  # an idle keep-alive connection just closes
@@ -12685,8 +12876,13 @@ class HttpServer:
                         return
                 else:
                     first = b""
+                started = time.monotonic()
                 try:  # the request line and headers, from the first byte (or the connect): 30 s
-                    head = await asyncio.wait_for(_read_head(reader, first), self.header_timeout)
+                    if not first:
+                        first = await asyncio.wait_for(reader.readexactly(1), self.header_timeout)
+                        self.pending[task] = [time.monotonic(), True]  # sending: gives way only if its head is slow
+                    head = await asyncio.wait_for(_read_head(reader, first),
+                                                  max(0.01, self.header_timeout - (time.monotonic() - started)))
                     self._check(*head)
                     self._admit(task)
                     body = await asyncio.wait_for(_read_body(reader, head[3]), self.header_timeout)
@@ -12705,7 +12901,7 @@ class HttpServer:
                 path = target.split("?", 1)[0]
                 http = self if path == HTTP_PATH else self.namespaces.get(path)
                 if not http:
-                    writer.write(operations_report(path, self.server, len(self.sessions)))
+                    writer.write(operations_report(path, self.server, len(self.sessions), self.leaving))
                     await self._drain(writer)
                 else:
                     keep = await http._answer(method, headers, body, keep, version, reader, writer)
@@ -12791,6 +12987,7 @@ class HttpServer:
                 return await self._delete(headers, writer, keep)
             raise HttpError(405, "use POST (or GET and DELETE with an Mcp-Session-Id)", headers=[("Allow", "POST, GET, DELETE")])
         except HttpError as exc:
+            keep = keep and self.leaving is None  # a leaving instance's connections close: the next one goes elsewhere
             await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=not keep)
             return keep
 
@@ -12801,7 +12998,8 @@ class HttpServer:
                                  "(or 2026-07-28 `_meta` on the request)")
         entry = self.sessions.get(session_id.strip())
         if not entry:
-            raise HttpError(404, "no session %s (it ended or expired); initialize again" % session_id.strip())
+            why = self.instance.elsewhere(session_id.strip()) or "it ended or expired"
+            raise HttpError(404, "no session %s (%s); initialize again" % (session_id.strip(), why))
         entry.used = time.monotonic()
         self.sessions.move_to_end(entry.id)
         return entry
@@ -12829,6 +13027,7 @@ class HttpServer:
         params = _object(message.get("params"))
         meta = params.get("_meta")
         sse = "text/event-stream" in accept and method in _STREAMED
+        Drain.check(self, method, params, headers, request_id)
         # A notification or a response is accepted; a message with an id and nothing else is answered -32600.
         answerless = "id" not in message or (method is None and ("result" in message or "error" in message))
         if (method == "server/discover" or META_VERSION in _object(meta)  # a 2026-07-28 request
@@ -12843,7 +13042,8 @@ class HttpServer:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
         if method == "initialize" and "id" in message:
-            entry = self._new_session((writer.get_extra_info("peername") or "?")[0])
+            entry = self._new_session(forwarded_client((writer.get_extra_info("peername") or "?")[0],
+                                                       headers.get("x-forwarded-for"), self.proxies))
             extra = [("Mcp-Session-Id", entry.id)]
         else:
             entry = self._session(headers)
@@ -12874,9 +13074,8 @@ class HttpServer:
         if idle:
             self._end(idle.id)
         session, transport = self._session_pair()
-        import secrets
-        entry = _HttpSession(secrets.token_hex(16), session, transport, client)
-        session.label = "http-" + entry.id[:8]
+        entry = _HttpSession(self.instance.new_id(), session, transport, client)
+        session.label = "http-" + entry.id.rpartition(".")[2][:8]
         transport.bound = lambda: bound_replay(entry, self.sessions)
         self.sessions[entry.id] = entry
         return entry
@@ -12920,6 +13119,7 @@ class HttpServer:
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
         session.receive(json.dumps(message).encode(), NEWLINE)
+        exchange.lasting = method == "subscriptions/listen"  # as long as the client listens: no call to wait for
         return await self._deliver(exchange, writer, reader, [], keep, version, session)
 
     async def _deliver(self, exchange, writer, reader, extra, keep, version, session, entry=None, after=None):
@@ -12930,6 +13130,7 @@ class HttpServer:
         again first."""
         started = finished = False
         chunked = version == "HTTP/1.1"
+        self.calls[exchange] = session
         try:
             if exchange.stream_id is not None:
                 if after is not None and exchange.getter is not None:
@@ -12997,6 +13198,7 @@ class HttpServer:
                     return keep and chunked
                 await self._drain(writer)
         finally:
+            self.calls.pop(exchange, None)
             if not finished and session:  # the client left (or we stop): cancel its call
                 await session.cancel_all()
             if finished and entry:  # delivered to its end: nothing left to resume
@@ -13055,6 +13257,15 @@ class HttpServer:
         return keep
 
 
+def _seconds(text):
+    """A finite number of seconds, 0 or more; None when `text` is not one."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 <= value < float("inf") else None
+
+
 def parse_http_address(value):
     """`8931`, `127.0.0.1:8931`, `0.0.0.0:8931` or `[::1]:8931` -> (host, port)."""
     host, _, port = value.rpartition(":")
@@ -13084,9 +13295,22 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
         return 2
     if token:
         log.add_secrets([token])
+    try:
+        name = options["http_instance"] or os.environ.get(INSTANCE_VARIABLE) or None
+        if name is not None and not INSTANCE_NAME.fullmatch(name):
+            raise UsageError("--http-instance %s: use 1 to 40 letters, digits, - or _ (it starts every task and "
+                             "session id)" % name)
+        drain = HTTP_DRAIN if options["http_drain"] is None else _seconds(options["http_drain"])
+        if drain is None:
+            raise UsageError("--http-drain %s: give the seconds running calls may take to finish (0: none)"
+                             % options["http_drain"])
+        proxies = parse_proxies(options["http_trusted_proxy"])
+    except UsageError as exc:
+        _say("error: %s" % exc)
+        return 2
     _claim_stdout()
     try:
-        return asyncio.run(serve_http(server, runner, log, host, port, token))
+        return asyncio.run(serve_http(server, runner, log, host, port, token, Instance(name), drain, proxies))
     except OSError as exc:
         _say("error: --http %s: %s" % (options["http"], exc))
         return 1
@@ -13097,24 +13321,31 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
         log.close()
 
 
-async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token):
-    """Serve `server` at http://host:port/mcp until SIGTERM or SIGINT."""
+async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token, instance=None, drain=HTTP_DRAIN,
+                     proxies=()):
+    """Serve `server` at http://host:port/mcp until SIGTERM (after a drain of `drain` seconds, see
+    Drain; a second signal ends it at once) or SIGINT."""
     loop = asyncio.get_running_loop()
-    http = HttpServer(server, log, host, port, token)
+    http = HttpServer(server, log, host, port, token, instance, proxies)
+    server.identify(http.instance)
     await http.start()
     server.catalog.start(server)
     shown = "[%s]" % host if ":" in host else host
     log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
              " (bearer token required)" if token else " with no token: any process or user on this machine may call "
              "every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
-    stopping = loop.create_future()
+    stopping, leaving = loop.create_future(), []
 
     def stop(reason):
         if not stopping.done():
             stopping.set_result(reason)
             log.debug("stopping: %s", reason)
+        elif leaving:
+            leaving[0].cancel()  # a second signal: at once
     _on_stop_signals(loop, stop, server.catalog.reload_signal())
-    await stopping
+    if await stopping == "SIGTERM":
+        leaving.append(asyncio.ensure_future(Drain(http).run(drain)))
+        await asyncio.wait(leaving)
     await http.close()
     await server.tasks.close()
     await server.catalog.close()
@@ -14475,6 +14706,14 @@ OPTIONS = [_option(*o) for o in (
      "each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)"),
     ("--http-rate-limit", "CALLS/SECONDS", "value",
      "--http: requests to /mcp beyond CALLS at once, then CALLS per SECONDS, get 429 and Retry-After"),
+    ("--http-instance", "NAME", "value",
+     "--http: this instance's name, the first part of its task and session ids, for a load balancer to route "
+     "by (default: $%s, else random at each start)" % INSTANCE_VARIABLE),
+    ("--http-drain", "SECONDS", "value",
+     "--http: on SIGTERM, /health is 503 and new requests are refused while running calls get SECONDS to finish "
+     "(default: %g)" % HTTP_DRAIN),
+    ("--http-trusted-proxy", "ADDRESSES", "value",
+     "--http: load balancers (addresses or networks, comma-separated) whose X-Forwarded-For names the client"),
 )]
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 

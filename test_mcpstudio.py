@@ -3012,6 +3012,31 @@ class HttpQueueTests(unittest.TestCase):
         self.assertEqual((last["id"], final), (7, True))
 
 
+class MakeRoomTests(unittest.TestCase):
+    def test_who_gives_way(self):
+        # Issue 46.6 (pure): past the pending share, the oldest connection that had its chance gives way (silent
+        # past first_byte, a head still arriving past slow_head); young ones only past the connection cap.
+        class Conn:
+            cancelled = False
+
+            def cancel(self):
+                self.cancelled = True
+        now = time.monotonic()
+        # (ages and whether each sends, share, most) -> which indexes give way
+        for conns, share, most, dropped in (
+                ([(5, False), (5, False), (0, False)], 2, 100, [0]),          # the oldest silent one
+                ([(3, True), (3, False), (0, False)], 2, 100, [1]),           # a sender in time stays
+                ([(9, True), (0, False), (0, False)], 2, 100, [0]),           # a slow head gives way
+                ([(0.5, False)] * 4, 2, 100, []),                             # a burst of young ones is kept
+                ([(0.5, False)] * 4, 2, 3, [0]),                              # ... up to the cap
+                ([(5, False)] * 2, 2, 100, [])):                              # within the share: nobody
+            pending = collections.OrderedDict((Conn(), [now - age, sending]) for age, sending in conns)
+            tasks = list(pending)
+            mcpstudio.make_room(pending, share, most, 1.0, 5.0)
+            self.assertEqual([i for i, t in enumerate(tasks) if t.cancelled], dropped, conns)
+            self.assertEqual([t for t in tasks if t.cancelled and t in pending], [])
+
+
 class HttpRequestReadingTests(unittest.TestCase):
     """Reading one HTTP/1.1 request strictly (RFC 9112), in-process: bytes in a StreamReader,
     the request or the status it is refused with out. No socket, no server."""
@@ -3137,6 +3162,63 @@ class HttpHardeningTests(ScratchDir):
                 started = time.monotonic()
                 self.assertTrue(silent.recv(65536).startswith(b"HTTP/1.1 408 "))
                 self.assertLess(time.monotonic() - started, 4)
+        finally:
+            server.close()
+
+    def test_a_burst_of_callers_is_not_dropped(self):
+        # Issue 46.6: 64 callers that all connect, then all send (twice the pending share; a pool opening its
+        # connections does this) are all answered: young connections are kept, no caller that sends is dropped.
+        import socket
+        with HttpServerProcess("echo", "{message}") as server:
+            barrier, replies = threading.Barrier(64), []
+
+            def caller():
+                with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+                    barrier.wait(WAIT)
+                    sock.sendall(http_request())
+                    reply = b""
+                    try:
+                        while True:
+                            chunk = sock.recv(65536)
+                            if not chunk:
+                                break
+                            reply += chunk
+                    except OSError as exc:
+                        reply += repr(exc).encode()
+                    replies.append(reply[:20])
+            threads = [threading.Thread(target=caller, daemon=True) for _ in range(64)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+            self.assertEqual([r for r in replies if not r.startswith(b"HTTP/1.1 200 ")], [])
+            self.assertEqual(len(replies), 64)
+
+    def test_a_client_sending_its_request_is_not_the_one_dropped(self):
+        # Issue 46.6: the oldest pending connection is sending its head when idle sockets flood in past the pending
+        # share: a silent one gives way (once it had its HTTP_FIRST_BYTE), the sender is answered.
+        import socket
+        server = InProcessHttp(max_connections=64, max_pending=2, first_byte=0.2, header_timeout=10.0)
+        try:
+            request = http_request()
+            with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sender:
+                sender.sendall(request[:20])
+                time.sleep(0.5)
+                idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(6)]
+                time.sleep(0.5)
+                idle += [socket.create_connection(("127.0.0.1", server.port)) for _ in range(6)]
+                time.sleep(0.3)
+                sender.sendall(request[20:])
+                reply = b""
+                while b"\r\n\r\n" not in reply:
+                    chunk = sender.recv(65536)
+                    if not chunk:
+                        break
+                    reply += chunk
+                self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), reply[:200])
+                self.assertTrue(wait_until(lambda: len(server.http.pending) <= 8, 5), len(server.http.pending))
+                for sock in idle:
+                    sock.close()
         finally:
             server.close()
 
@@ -8287,6 +8369,121 @@ class HttpTests(ScratchDir):
             self.assertEqual(reply["result"]["structuredContent"], {"operation": "add", "result": 5.0})
 
 
+class HttpLeaveTests(ScratchDir):
+    """Issue 46: an instance that leaves gracefully (SIGTERM and --http-drain) and names what it holds
+    (--http-instance), so a load balancer can drain it and route by the ids."""
+
+    def config(self):
+        sleeper, self.out = self.pid_sleeper(), os.path.join(self.dir, "pids")
+        path = os.path.join(self.dir, "leave.json")
+        with open(path, "w") as f:
+            self.started = os.path.join(self.dir, "started")
+            json.dump({"tools": [{"name": "slow", "command": "sh -c 'touch %s; sleep 4; echo finished'" % self.started,
+                                  "taskSupport": "forbidden"},
+                                 {"name": "stuck", "command_template": "%s %s %s" % (PY, sleeper, self.out),
+                                  "taskSupport": "forbidden"}]}, f)
+        return path
+
+    @staticmethod
+    def in_thread(work):
+        """Run `work()` in a thread; the returned list gets its result."""
+        out = []
+        thread = threading.Thread(target=lambda: out.append(work()), daemon=True)
+        thread.start()
+        return thread, out
+
+    @unittest.skipUnless(os.name == "posix", "SIGTERM drains; Windows has no SIGTERM to catch")
+    def test_sigterm_drains_then_exits(self):
+        # On SIGTERM /health turns 503 at once and new work is refused with 503 (naming the instance), while a
+        # running call finishes within the drain and a session this instance holds is still served; then it exits.
+        with HttpServerProcess("--http-instance", "lb1", "--http-drain", "20", "serve", "--config", self.config()) as server:
+            session = server.initialize_session()
+            self.assertTrue(session.startswith("lb1."), session)
+            thread, out = self.in_thread(lambda: server.modern("tools/call", {"name": "slow", "arguments": {}}))
+            self.assertTrue(wait_until(lambda: os.path.exists(self.started)), "the call never started")
+            server.proc.send_signal(signal.SIGTERM)
+            self.assertTrue(wait_until(lambda: b" 503 " in http_exchange(
+                server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")[:20], 5))
+            health = http_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            self.assertIn(b"instance lb1 is shutting down", health)
+            status, headers, text = server.modern("server/discover")
+            self.assertEqual(status, 503, text)
+            self.assertIn("instance lb1 is shutting down", server.messages(text)[-1]["error"]["message"])
+            self.assertEqual(headers.get("retry-after"), "1")
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 200, text)  # held here: served during the drain
+            thread.join(WAIT)
+            status, _, text = out[0]
+            self.assertEqual((status, text_of(server.messages(text)[-1]["result"])), (200, "finished\n"))
+            self.assertEqual(server.proc.wait(WAIT), 0)
+
+    @unittest.skipUnless(os.name == "posix", "SIGTERM drains; Windows has no SIGTERM to catch")
+    def test_what_cannot_finish_is_answered_and_stopped(self):
+        # A call longer than the drain is answered with an error that says the instance is shutting down (both
+        # eras), and its command and the command's child are gone when the process has exited.
+        with HttpServerProcess("--http-instance", "lb2", "--http-drain", "1", "serve", "--config", self.config()) as server:
+            session = server.initialize_session()
+            modern, modern_out = self.in_thread(lambda: server.modern("tools/call", {"name": "stuck", "arguments": {}}))
+            pids = self.read_pids(self.out)
+            os.remove(self.out)
+            old, old_out = self.in_thread(lambda: server.post({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+                "name": "stuck", "arguments": {}}}, session=session))
+            pids += self.read_pids(self.out)
+            started = time.monotonic()
+            server.proc.send_signal(signal.SIGTERM)
+            modern.join(WAIT)
+            old.join(WAIT)
+            for out in (modern_out, old_out):
+                error = server.messages(out[0][2])[-1]["error"]
+                self.assertIn("instance lb2 is shutting down", error["message"])
+                self.assertEqual(error["data"], {"instance": "lb2", "shuttingDown": True})
+            self.assertEqual(server.proc.wait(WAIT), 0)
+            self.assertLess(time.monotonic() - started, 20)
+            self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in pids)), pids)
+
+    def test_ids_name_their_instance(self):
+        # Task, session and requestState ids start with the instance's name; another instance answers one of them
+        # with the instance that holds it (never "unknown"); the same name started again says it was lost with a
+        # restart; a bad name is a usage error.
+        first = HttpServerProcess("--http-instance", "a", "serve", "--config", TASKS_CONFIG)
+        with first, HttpServerProcess("--http-instance", "b", "serve", "--config", TASKS_CONFIG) as other:
+            status, _, text = first.modern("tools/call", {"name": "slow_compute", "arguments": {"seconds": 30},
+                                                          "_meta": TASKS_META})
+            task = first.messages(text)[-1]["result"]["taskId"]
+            self.assertRegex(task, r"^a\.[0-9a-f]{6}\.[0-9a-f]{32}$")
+
+            def get(server, task_id):
+                status, _, text = server.modern("tasks/get", {"taskId": task_id, "_meta": TASKS_META},
+                                                headers={"Mcp-Name": task_id})
+                return server.messages(text)[-1]
+            self.assertEqual(get(first, task)["result"]["status"], "working")
+            error = get(other, task)["error"]
+            self.assertEqual(error["code"], -32602)
+            self.assertIn("held by instance a (the first part of its id), and this is instance b", error["message"])
+            self.assertNotIn("nknown", error["message"])
+            session = first.initialize_session()
+            self.assertTrue(session.startswith("a."), session)
+            status, _, text = other.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 404)
+            self.assertIn("held by instance a", text)
+            state = "a.%s.%s" % (task.split(".")[1], "0" * 32)  # a prompt round parked on `a`, retried on `b`
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+            status, _, text = other.modern("tools/call", {"name": "greet", "arguments": {"name": "x"}, "_meta": meta,
+                                                          "requestState": state})
+            error = other.messages(text)[-1]["error"]
+            self.assertIn("waits on another instance: it is held by instance a", error["message"])
+        with HttpServerProcess("--http-instance", "a", "serve", "--config", TASKS_CONFIG) as again:
+            error = get(again, task)["error"]
+            self.assertIn("lost when instance a restarted", error["message"])
+            status, _, text = again.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 404)
+            self.assertIn("lost when instance a restarted", text)
+        proc = subprocess.run(SERVER + ["--http", "127.0.0.1:0", "--http-instance", "a.b", "echo", "{m}"],
+                              capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--http-instance a.b: use 1 to 40 letters", proc.stderr)
+
+
 class ThreadedHttpServer:
     """An HTTP server in threads of this test process (the peers below); with `cert`, over TLS."""
 
@@ -8734,6 +8931,258 @@ class HttpUpstreamTests(ScratchDir):
             status = server.call("mcpstudio__servers_start", {"server_id": "tls"})
             self.assertTrue(status["isError"])
             self.assertIn("CERTIFICATE_VERIFY_FAILED", text_of(status))
+
+
+HAPROXY = os.environ.get("MCPSTUDIO_HAPROXY", "")  # the haproxy program (Debian's 2.6; .ci/run installs it)
+
+
+class HttpEndpoint:
+    """HttpServerProcess's client side for an address no process of the test's serves (HAProxy's front)."""
+    post, modern, initialize_session = HttpServerProcess.post, HttpServerProcess.modern, HttpServerProcess.initialize_session
+    messages = staticmethod(HttpServerProcess.messages)
+
+    def __init__(self, port):
+        self.port, self.path = port, "/mcp"
+
+
+@unittest.skipUnless(HAPROXY and os.path.exists(HAPROXY) and os.name == "posix",
+                     "HAProxy is not installed (set MCPSTUDIO_HAPROXY; .ci/run installs Debian's haproxy)")
+class LoadBalancerTests(ScratchDir):
+    """Issue 46.4: three --http instances behind HAProxy with examples/haproxy.cfg (its ports changed only)."""
+
+    def setUp(self):
+        super().setUp()
+        self.ports = {"front": free_port()}
+        self.ports.update(("mcp%d" % n, free_port()) for n in (1, 2, 3))
+        self.instances = {}
+        for name in ("mcp1", "mcp2", "mcp3"):
+            self.start(name)
+        with open(os.path.join(HERE, "examples", "haproxy.cfg")) as f:
+            text = f.read()
+        for old, key in (("8930", "front"), ("8931", "mcp1"), ("8932", "mcp2"), ("8933", "mcp3")):
+            text = text.replace("127.0.0.1:%s" % old, "127.0.0.1:%d" % self.ports[key])
+        config = os.path.join(self.dir, "haproxy.cfg")
+        with open(config, "w") as f:
+            f.write(text)
+        self.haproxy = subprocess.Popen([HAPROXY, "-db", "-f", config], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.addCleanup(self.stop_haproxy)
+        self.front = HttpEndpoint(self.ports["front"])
+        self.assertTrue(wait_until(lambda: self.up() == 3, 30), "the three instances never came up")
+        self.assertTrue(wait_until(self.listening, 30) and self.haproxy.poll() is None, self.haproxy_output())
+        time.sleep(1.5)  # a check of each instance (inter 1s)
+
+    def listening(self):
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", self.ports["front"]), timeout=1).close()
+            return True
+        except OSError:
+            return self.haproxy.poll() is not None  # it ended: the assertion shows why
+
+    def haproxy_output(self):
+        if self.haproxy.poll() is None:
+            return "HAProxy is running but not listening"
+        return "HAProxy exited %s: %s" % (self.haproxy.returncode, self.haproxy.stdout.read().decode(errors="replace"))
+
+    def stop_haproxy(self):
+        self.haproxy.terminate()
+        try:
+            self.haproxy.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            self.haproxy.kill()
+            self.haproxy.wait(WAIT)
+        self.haproxy.stdout.close()
+
+    def config(self):
+        """tasks.json's greet and slow_compute, and an interactive command (its questions asked in rounds)."""
+        path = os.path.join(self.dir, "lb.json")
+        if not os.path.exists(path):
+            script = self.script("asking.py", ASKING_SCRIPT, executable=False)
+            with open(path, "w") as f:
+                json.dump({"timeout": 120, "tools": [
+                    {"name": "greet", "command": "printf 'Hello, %s!' {name}", "taskSupport": "forbidden"},
+                    {"name": "slow_compute", "command_template": "sh -c 'touch \"$0-$1\"; sleep \"$1\" && echo \"computed "
+                                                                 "after $1 s\"' %s {seconds}" % os.path.join(self.dir, "started"),
+                     "parameters": {"seconds": {"type": "number", "required": True}}},
+                    {"name": "asking", "command": "%s %s {kind}" % (PY, script), "taskSupport": "forbidden"}]}, f)
+        return path
+
+    def start(self, name, drain="30"):
+        server = HttpServerProcess("--http-instance", name, "--http-drain", drain, "--http-trusted-proxy", "127.0.0.1",
+                                   "serve", "--config", self.config(), bind="127.0.0.1:%d" % self.ports[name])
+        self.instances[name] = server
+        self.addCleanup(server.__exit__, None, None, None)
+        return server
+
+    def up(self):
+        """How many instances answer /health with 200, asked directly (as HAProxy's checks ask)."""
+        return sum(1 for server in self.instances.values() if server.proc.poll() is None and http_exchange(
+            server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")[:12] == b"HTTP/1.1 200")
+
+    def result(self, method, params=None, headers=None, session=None):
+        if session:
+            status, _, text = self.front.post({"jsonrpc": "2.0", "id": 5, "method": method, "params": params or {}},
+                                              session=session)
+        else:
+            status, _, text = self.front.modern(method, params, headers=headers)
+        return status, self.front.messages(text)[-1] if text.strip() else {}
+
+    def task(self, seconds):
+        status, reply = self.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": seconds},
+                                                   "_meta": TASKS_META})
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(reply["result"]["resultType"], "task", reply)
+        return reply["result"]["taskId"]
+
+    def get(self, task_id):
+        return self.result("tasks/get", {"taskId": task_id, "_meta": TASKS_META}, {"Mcp-Name": task_id})[1]
+
+    def test_round_robin_sessions_and_tasks(self):
+        # Stateless 2026-07-28 calls are spread (each task id names its instance: all three appear) and all
+        # answered; a 2025-11-25 session sticks to the instance in its id; tasks are polled through HAProxy to
+        # their end wherever they run.
+        for _ in range(6):
+            status, reply = self.result("tools/call", {"name": "greet", "arguments": {"name": "lb"}})
+            self.assertEqual((status, text_of(reply["result"])), (200, "Hello, lb!"))
+        tasks = [self.task(1.5) for _ in range(6)]
+        self.assertEqual({t.split(".")[0] for t in tasks}, {"mcp1", "mcp2", "mcp3"})
+        for task in tasks:
+            self.assertTrue(wait_until(lambda task=task: self.get(task)["result"]["status"] == "completed", 30),
+                            self.get(task))
+            self.assertIn("computed after 1.5 s", text_of(self.get(task)["result"]["result"]))
+        sessions = [self.front.initialize_session() for _ in range(3)]
+        self.assertEqual({s.split(".")[0] for s in sessions}, {"mcp1", "mcp2", "mcp3"})
+        for session in sessions:
+            for _ in range(4):  # another instance would answer 404
+                status, reply = self.result("tools/call", {"name": "greet", "arguments": {"name": "s"}}, session=session)
+                self.assertEqual((status, text_of(reply["result"])), (200, "Hello, s!"))
+
+    def test_a_prompt_round_holds_under_the_documented_routing(self):
+        # A command's questions come back as input_required rounds; tools/call of one person (Authorization) go to
+        # one instance, so each retry with its requestState finds the waiting command, for every person.
+        meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+        for person in ("alice", "bob", "carol", "dave"):
+            def call(extra, person=person):
+                return self.result("tools/call", dict({"name": "asking", "arguments": {"kind": "twice"}, "_meta": meta},
+                                                      **extra), {"Authorization": "Bearer " + person})[1]["result"]
+            result = call({})
+            for answer in (True, False):
+                self.assertEqual(result.get("resultType"), "input_required", (person, result))
+                (key, _), = result["inputRequests"].items()
+                result = call({"requestState": result["requestState"],
+                               "inputResponses": {key: {"action": "accept", "content": {"answer": answer}}}})
+            self.assertEqual(text_of(result).splitlines()[-2:], ["Really delete them? [y/N] answer y",
+                                                                "Really? [y/N] second n"])
+
+    @unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
+    def test_sdk_clients_through_the_balancer(self):
+        # The official Python SDK through HAProxy: mcp.Client (2026-07-28, round robin) and a ClientSession
+        # (2025-11-25: every request of its session reaches the instance in the session id).
+        out = PythonSdkInteropTests.run_client(self, """
+            import anyio, json, os
+            import mcp
+            from mcp import ClientSession
+            try:
+                from mcp.client.streamable_http import streamable_http_client as connect
+            except ImportError:
+                from mcp.client.streamable_http import streamablehttp_client as connect
+
+            async def main():
+                url = os.environ["URL"]
+                texts = []
+                async with mcp.Client(url) as client:
+                    version = client.protocol_version
+                    for n in range(6):
+                        texts.append((await client.call_tool("greet", {"name": "m%d" % n})).content[0].text)
+                async with connect(url) as streams:
+                    async with ClientSession(streams[0], streams[1]) as session:
+                        init = await session.initialize()
+                        for n in range(6):
+                            await session.list_tools()
+                            texts.append((await session.call_tool("greet", {"name": "s%d" % n})).content[0].text)
+                print(json.dumps({"version": version, "legacy": init.protocol_version, "texts": texts}))
+            anyio.run(main)
+            """, URL="http://127.0.0.1:%d/mcp" % self.ports["front"])
+        self.assertEqual((out["version"], out["legacy"]), ("2026-07-28", "2025-11-25"))
+        self.assertEqual(out["texts"], ["Hello, m%d!" % n for n in range(6)] + ["Hello, s%d!" % n for n in range(6)])
+
+    def test_a_lost_stream_is_resumed_through_the_balancer(self):
+        # SEP-1699 through HAProxy: a 2025-11-25 call's SSE stream, lost mid-call, is resumed with a GET carrying
+        # Last-Event-ID and the session id, which routes it to the instance that holds the stream.
+        import http.client
+        session = self.front.initialize_session()
+
+        def stream(method, body=None, headers=()):
+            connection = http.client.HTTPConnection("127.0.0.1", self.ports["front"], timeout=WAIT)
+            sent = dict({"Accept": "application/json, text/event-stream", "Mcp-Session-Id": session,
+                         "MCP-Protocol-Version": "2025-11-25", "Content-Type": "application/json"}, **dict(headers))
+            connection.request(method, "/mcp", body=json.dumps(body).encode() if body else None, headers=sent)
+            response = connection.getresponse()
+            self.assertEqual((response.status, response.getheader("Content-Type")), (200, "text/event-stream"))
+            return connection, response
+        connection, response = stream("POST", {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "slow_compute", "arguments": {"seconds": 2.5}, "_meta": {"progressToken": "p"}}})
+        self.assertEqual(HttpResumeTests.next_event(response)["id"], "r1_0")  # the priming event
+        first = HttpResumeTests.next_event(response)
+        connection.close()
+        time.sleep(1.2)
+        connection, response = stream("GET", headers={"Last-Event-ID": first["id"]})
+        seen = []
+        while not seen or "id" not in seen[-1]:
+            seen.append(json.loads(HttpResumeTests.next_event(response)["data"]))
+        connection.close()
+        self.assertEqual(seen[-1]["id"], 5)
+        self.assertIn("computed after 2.5 s", text_of(seen[-1]["result"]))
+
+    def test_an_instance_killed_and_one_restarted(self):
+        # A task and a session of an instance that was killed are answered by another instance, which names the
+        # instance that held them; the instance started again under its name says they were lost with a restart;
+        # the others' tasks are untouched.
+        tasks = [self.task(60) for _ in range(4)]
+        victim = tasks[0].split(".")[0]
+        session = next(s for s in (self.front.initialize_session() for _ in range(6)) if s.startswith(victim + "."))
+        self.instances[victim].proc.kill()
+        self.instances[victim].proc.wait(WAIT)
+        error = self.get(tasks[0])["error"]
+        self.assertIn("held by instance %s" % victim, error["message"])
+        self.assertIn("down and it was lost with it", error["message"])
+        status, reply = self.result("tools/list", session=session)
+        self.assertEqual(status, 404)
+        others = [t for t in tasks if not t.startswith(victim + ".")]
+        self.assertTrue(others, tasks)
+        for task in others:
+            self.assertEqual(self.get(task)["result"]["status"], "working")
+        self.start(victim)
+        self.assertTrue(wait_until(lambda: self.get(tasks[0]).get("error", {}).get("message", "").find(
+            "lost when instance %s restarted" % victim) >= 0, 30), self.get(tasks[0]))
+
+    def test_a_rolling_restart_with_the_drain_loses_no_call(self):
+        # SIGTERM to an instance in the middle of a session's call: the call finishes, every stateless request
+        # meanwhile is answered by the others (HAProxy sends the 503s and refused connections elsewhere), and the
+        # instance started again takes requests.
+        session = self.front.initialize_session()
+        name = session.split(".")[0]
+        out = []
+        thread = threading.Thread(target=lambda: out.append(self.result("tools/call", {
+            "name": "slow_compute", "arguments": {"seconds": 3}}, session=session)), daemon=True)
+        thread.start()
+        self.assertTrue(wait_until(lambda: os.path.exists(os.path.join(self.dir, "started-3"))), "the call never started")
+        self.instances[name].proc.send_signal(signal.SIGTERM)
+        statuses = []
+        while thread.is_alive() or self.instances[name].proc.poll() is None:
+            statuses.append(self.result("server/discover"))
+            if len(statuses) > 500:
+                break
+        thread.join(WAIT)
+        self.assertEqual(out[0][0], 200, out)
+        self.assertIn("computed after 3 s", text_of(out[0][1]["result"]))
+        self.assertEqual(self.instances[name].proc.wait(WAIT), 0)
+        self.assertEqual([reply for status, reply in statuses if status != 200], [])
+        self.start(name)
+        self.assertTrue(wait_until(lambda: self.up() == 3, 30))
+        for _ in range(6):
+            self.assertEqual(self.result("server/discover")[0], 200)
 
 
 @unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
@@ -9804,6 +10253,51 @@ class HttpSessionLimitTests(ScratchDir):
             self.assertEqual(text_of(post("tasks/result", {"taskId": done}, victim)["result"]), "done\n")
             self.assertEqual(post("tasks/get", {"taskId": running}, victim).get("result", {}).get("status"), "working")
             self.assertIn("none of yours has ended", json.dumps(refused[-1]))  # the attacker is told why
+
+
+class ForwardedClientTests(unittest.TestCase):
+    """Issue 46.5: X-Forwarded-For names the client only when the peer is a configured balancer (pure)."""
+
+    def test_table(self):
+        # (peer, X-Forwarded-For, --http-trusted-proxy) -> the client the per-client caps count
+        for peer, forwarded, proxies, client in (
+                ("10.0.0.5", "203.0.113.7", "10.0.0.5", "203.0.113.7"),
+                ("10.0.0.5", "203.0.113.7", "", "10.0.0.5"),                          # nothing trusted: the peer
+                ("198.51.100.1", "203.0.113.7", "10.0.0.5", "198.51.100.1"),          # not a balancer: ignored
+                ("10.0.0.5", "1.1.1.1, 203.0.113.7", "10.0.0.0/8", "203.0.113.7"),    # right-most, a client may forge the left
+                ("10.0.0.5", "203.0.113.7, 10.0.0.9", "10.0.0.0/8", "203.0.113.7"),   # a chain of balancers
+                ("10.0.0.5", "10.0.0.9", "10.0.0.0/8", "10.0.0.5"),                   # only balancers: the peer
+                ("10.0.0.5", "not-an-ip", "10.0.0.5", "10.0.0.5"),
+                ("10.0.0.5", None, "10.0.0.5", "10.0.0.5"),
+                ("::1", "2001:db8::1", "::1", "2001:db8::1"),
+                ("::1", "[2001:db8::1]", "::1", "2001:db8::1")):
+            self.assertEqual(mcpstudio.forwarded_client(peer, forwarded, mcpstudio.parse_proxies(proxies)), client,
+                             (peer, forwarded, proxies))
+        with self.assertRaisesRegex(mcpstudio.UsageError, "'10.0.0.300' is not an address or network"):
+            mcpstudio.parse_proxies("10.0.0.1,10.0.0.300")
+
+
+class ForwardedSessionCapTests(ScratchDir):
+    def test_the_cap_counts_the_real_client(self):
+        # Issue 46.5: behind a trusted balancer (every request from 127.0.0.1), HTTP_CLIENT_SESSIONS sessions of
+        # one client do not evict another client's idle session; without --http-trusted-proxy the header is ignored
+        # and they do (the old behaviour for everyone behind a balancer).
+        def sessions(server):
+            def start(client):
+                status, headers, _ = server.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}},
+                    headers={"X-Forwarded-For": client})
+                self.assertEqual(status, 200)
+                return headers["mcp-session-id"]
+            victim = start("203.0.113.1")
+            for _ in range(mcpstudio.HTTP_CLIENT_SESSIONS):
+                start("203.0.113.2")
+            status, _, _ = server.post({"jsonrpc": "2.0", "id": 2, "method": "ping"}, session=victim)
+            return status
+        with HttpServerProcess("--http-trusted-proxy", "127.0.0.1", "echo", "{m}") as server:
+            self.assertEqual(sessions(server), 200)
+        with HttpServerProcess("echo", "{m}") as server:
+            self.assertEqual(sessions(server), 404)
 
 
 class ResumableStreamLimitTests(ScratchDir):
@@ -11995,6 +12489,45 @@ class CommandPromptTests(ScratchDir):
             refused = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
                                                                    "_meta": meta, "requestState": "nope"})[2])[-1]
             self.assertIn("unknown `requestState`", refused["error"]["message"])
+
+    def test_rounds_beside_servers_and_with_the_tasks_extension(self):
+        # Issue 46: in a config with `mcpServers` (the tools go through the Aggregator) an interactive tool still
+        # asks a 2026-07-28 client in input_required rounds, also one that declares the tasks extension (the call
+        # is not made a task, which could not ask); a required task's command says why it cannot ask.
+        fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        with open(self.config()) as f:
+            data = json.load(f)
+        data["mcpServers"] = {"up": {"command": PY, "args": [fake, "--name", "up"]}}
+        data["tools"].append(dict(data["tools"][0], name="asking_task", taskSupport="required"))
+        path = os.path.join(self.dir, "beside.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        with HttpServerProcess("serve", "--config", path, env=env) as server:
+            for extensions in ({}, {"io.modelcontextprotocol/tasks": {}}):
+                meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {
+                    "elicitation": {}, "extensions": extensions}})
+
+                def call(extra, name="asking", meta=meta):
+                    params = dict({"name": name, "arguments": {"kind": "yes"}, "_meta": meta}, **extra)
+                    return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+                result = call({})
+                self.assertEqual(result.get("resultType"), "input_required", (extensions, result))
+                (key, _), = result["inputRequests"].items()
+                result = call({"requestState": result["requestState"],
+                               "inputResponses": {key: {"action": "accept", "content": {"answer": True}}}})
+                self.assertEqual(text_of(result).splitlines()[-2:], ["Really delete them? [y/N] answer y", "done"])
+            created = call({}, "asking_task")
+            self.assertEqual(created["resultType"], "task", created)
+
+            def done():
+                status, _, text = server.modern("tasks/get", {"taskId": created["taskId"], "_meta": meta},
+                                                headers={"Mcp-Name": created["taskId"]})
+                return server.messages(text)[-1]["result"]
+            self.assertTrue(wait_until(lambda: done()["status"] == "completed", 30), done())
+            said = text_of(done()["result"])
+            self.assertIn("it runs as a task", said)
+            self.assertNotIn("declared no elicitation", said)
 
     def test_config_mistakes(self):
         for answers, message in (([{"prompt": "x"}], "tools[0].answers: expected a list of {\"prompt\""),
@@ -14270,6 +14803,10 @@ class TaskTests(ScratchDir):
             self.assertEqual(text_of(done["result"]), "computed after 1.5 s (x)\n")
             self.assertNotIn("io.modelcontextprotocol/related-task", done["result"].get("_meta", {}))
             self.assertEqual(get(created["taskId"], MODERN_META)["error"]["code"], -32021)  # no extension
+            unknown = get("0" * 32)["error"]  # this era has no sessions: the message does not speak of one
+            self.assertEqual(unknown["code"], -32602)
+            self.assertIn("Unknown task", unknown["message"])
+            self.assertNotIn("session", unknown["message"])
             _, plain = call("slow_compute", {"seconds": 1}, MODERN_META)  # no extension: waited for
             self.assertEqual(plain["result"]["resultType"], "complete")
             status, refused = call("failing_job", {}, MODERN_META)
