@@ -20,7 +20,7 @@ SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport,
 Sources (template tools, script folders, Agent Skills), Catalog, Tasks, Guard
 rails (in front of every call), Tool search, Server, the 2026-07-28 era, Configuration,
 Aggregator (other MCP servers), OAuth 2.1 for URL upstreams, Input on the way,
-tui, Streamable HTTP, Tools for people (inspect, call, install, import, config
+tui, Sign-in (people and their access tokens), Streamable HTTP, Tools for people (inspect, call, install, import, config
 edits, zipapp), and the Command line (`main`).
 """
 
@@ -225,6 +225,14 @@ class OAuthError(McpStudioError):
 
     def __init__(self, message):
         super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
+
+
+class TokenError(McpStudioError):
+    """An access token a signed-in `serve --http` refuses: why (the 401's error_description), never the token."""
+
+
+class UnknownKey(TokenError):
+    """A JWT whose `kid` the issuer's JWKS does not hold (yet: the issuer may have rotated its keys)."""
 
 
 class HttpError(McpStudioError):
@@ -2899,6 +2907,12 @@ class CallContext:
         self.running = None     # the Task itself (its status message shows the command's last line)
         self.prompts = None     # 2026-07-28: the InputBridge that asks a command's questions as input_required rounds
 
+    @property
+    def owner(self):
+        """Whom a task or a kept output this call makes belongs to: its handshake-era session; in 2026-07-28 (no
+        sessions) the signed-in person's subject, or None (every request behind the same endpoint)."""
+        return getattr(self.session, "person", None) if self.modern else self.session
+
     def declared(self, capability):
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
         in its `_meta` (2026-07-28), or in `initialize` (the handshake era)."""
@@ -3127,6 +3141,7 @@ class Session:
         self.protocol_version = None   # what `initialize` agreed
         self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
         self.caller, self.label = None, "stdio"
+        self.person = None  # the signed-in person's subject (serve --http with signIn or people)
         self.log_level = "info"
         self.level_chosen = False  # whether the client sent logging/setLevel (then a command's lines are logged too)
         self.closed = False
@@ -3471,7 +3486,7 @@ class OutputStore(Source):
             return None
         key, _, query = uri[len(OUTPUT_URI):].partition("?")
         entry = self.kept.get(key)
-        if not entry or entry[0] is not (None if ctx.modern else ctx.session) or entry[1] <= time.monotonic():
+        if not entry or entry[0] != ctx.owner or entry[1] <= time.monotonic():
             raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept an hour, the last 100 at most, "
                            "for the session that made them; call the tool again)" % uri)
         try:
@@ -3487,7 +3502,7 @@ class OutputBudget:
 
     def __init__(self, store: OutputStore, ctx, chars):
         self.store = store
-        self.owner = None if ctx.modern else ctx.session  # 2026-07-28 has no sessions
+        self.owner = ctx.owner
         self.chars = chars
         self.links = []
         self.linked = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # the first with resource_link
@@ -4992,7 +5007,7 @@ class Task:
     def __init__(self, owner, ttl, modern):
         import secrets
         self.id = secrets.token_hex(16)
-        self.owner = owner      # the handshake-era Session that made it; None: 2026-07-28
+        self.owner = owner      # the handshake-era Session that made it; 2026-07-28: its person's subject, or None
         self.modern = modern
         self.status = "working"
         self.message = None
@@ -5052,9 +5067,9 @@ class TaskStore:
     def start(self, call, ctx: CallContext, ttl, on_end=None) -> Task:
         """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
         self._sweep()
-        owner = None if ctx.modern else ctx.session
+        owner = ctx.owner
         if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
-            ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner is owner), None)
+            ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner == owner), None)
             if not ended:
                 call.close()
                 raise McpError(INTERNAL_ERROR, "%d tasks are running or keep results unread, the most this server "
@@ -5084,7 +5099,7 @@ class TaskStore:
         """The caller's task `task_id`; -32602 when there is none (unknown, expired, someone else's)."""
         self._sweep()
         task = self.tasks.get(task_id) if isinstance(task_id, str) else None
-        if not task or task.owner is not (None if ctx.modern else ctx.session) or task.modern != ctx.modern:
+        if not task or task.owner != ctx.owner or task.modern != ctx.modern:
             raise McpError(INVALID_PARAMS, "Unknown task: %s (tasks are kept for their ttl, and only for the "
                            "session that made them)" % json.dumps(task_id))
         return task
@@ -5329,6 +5344,7 @@ class Guard:
         self.stats = None  # RunningStats: `serve` publishes the metrics for `status` and the TUI
         self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
         self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
+        self.sign_in = None     # the config's signIn and people (read_sign_in): serve --http asks for tokens
 
     async def call(self, public, source, original, arguments, ctx: CallContext, tool, ask):
         """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
@@ -5430,6 +5446,8 @@ class Guard:
                     self.stats.changed()
             if self.audit is not None and not asked:
                 client, named = ctx.session.client_info, [key for key in arguments if looks_secret(key) or key in hidden]
+                if getattr(ctx.session, "person", None) is not None:
+                    entry["person"] = ctx.session.person
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
                              arguments={key: "***" if key in named else _clip(value, 1000) if isinstance(value, str)
@@ -6424,7 +6442,7 @@ CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
              "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints", "toolSearch",
-             "toolSearchThreshold", "toolSearchPin")
+             "toolSearchThreshold", "toolSearchPin", "signIn", "people")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -6438,6 +6456,8 @@ _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items"
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
                   "working_directory", "environment", "within")
 _SCRIPTS_KEYS = ("path", "include", "exclude")
+SIGNIN_KEYS = ("issuer", "audience", "introspection", "clientId", "clientSecret", "scopes")  # `signIn`
+PERSON_KEYS = ("tokenSha256", "groups", "email")  # an entry of `people`
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
 _PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array", "file")
 _JSON_STRING = r'"(?:[^"\\]|\\.)*"?'  # to its closing quote, or the end of an unfinished one
@@ -6621,6 +6641,7 @@ class ConfigLoader:
             sources.append(SkillFolders(folders, log, prompts=prompts))
         info["separator"] = separator
         info["guard"] = read_guard(self, data)
+        info["sign_in"] = read_sign_in(self, data)
         info["tool_search"] = read_tool_search(self, data)
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
@@ -6958,6 +6979,44 @@ def read_guard(loader, data):
         raise loader.error("openEndpoints", "expected a list of \"/health\" and \"/metrics\" (served without the "
                            "--http-token), not %s" % json.dumps(opened))
     return read_rules(loader, data, ""), audit, opened
+
+
+def read_sign_in(loader, data):
+    """A config's `signIn` and `people` as {"issuer", "audience", "introspection", "clientId", "clientSecret",
+    "scopes", "people": {name: (sha256 hex, groups, email)}}, or None when it has neither."""
+    plan = loader.get(data, "signIn", dict, "")
+    people = loader.get(data, "people", dict, "")
+    if plan is None and people is None:
+        return None
+    plan = dict(plan or {})
+    loader.keys(plan, SIGNIN_KEYS, "signIn")
+    for key in SIGNIN_KEYS[:-1]:
+        value = loader.get(plan, key, str, "signIn")
+        plan[key] = value and loader.expand(value, "signIn." + key)
+        if key in ("issuer", "audience", "introspection") and value and not re.match(r"https?://[^/?#\s]+", plan[key]):
+            raise loader.error("signIn." + key, "expected an https URL, not %s" % json.dumps(value))
+    plan["scopes"] = loader.get(plan, "scopes", list, "signIn", [])
+    if not all(isinstance(scope, str) for scope in plan["scopes"]):
+        raise loader.error("signIn.scopes", "expected a list of scope names every token must hold")
+    if (plan["introspection"] or plan["clientId"]) and not (plan["introspection"] and plan["clientId"]):
+        raise loader.error("signIn", "opaque tokens need `introspection` (the RFC 7662 endpoint) and `clientId` "
+                           "(with `clientSecret`) together")
+    if (plan["introspection"] or people is None) and not plan["issuer"]:
+        raise loader.error("signIn", "expected `issuer`: the URL of the identity provider whose tokens are accepted")
+    plan["people"] = {}
+    for name, entry in (people or {}).items():
+        where = "people.%s" % name
+        if not isinstance(entry, dict):
+            raise loader.error(where, "expected {\"tokenSha256\": HEX, \"groups\": [...]}")
+        loader.keys(entry, PERSON_KEYS, where)
+        digest, groups = loader.get(entry, "tokenSha256", str, where, ""), loader.get(entry, "groups", list, where, [])
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", digest) or not name:
+            raise loader.error(_join(where, "tokenSha256"), "expected the SHA-256 of the person's token, 64 hex digits "
+                               "(e.g. printf %%s \"$TOKEN\" | sha256sum)")
+        if not all(isinstance(g, str) for g in groups):
+            raise loader.error(_join(where, "groups"), "expected a list of group names")
+        plan["people"][name] = (digest.lower(), groups, loader.get(entry, "email", str, where))
+    return plan
 
 
 def _given(obj):
@@ -7599,7 +7658,7 @@ _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disa
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
 _SERVER_GROUPS = ("mcpServers", "servers")  # where a config keeps its MCP servers: Claude's key, and VS Code's
 _OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
-_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch",
+_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch", "people",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
 _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
@@ -7772,7 +7831,11 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
                 raise loader.error(here, "expected true (deny the server's tools by default) or false")
             defaults[server_id(member, here)] = deny
         allow, deny = _read_filter(loader, entry, where)
-        namespaces[name] = {"servers": ids, "allow": allow, "deny": deny,
+        people = loader.get(entry, "people", list, where)
+        if people is not None and not all(isinstance(p, str) and p for p in people):
+            raise loader.error(_join(where, "people"), "expected a list of who may use it: subjects, emails, "
+                               "\"group:NAME\" or \"*\"")
+        namespaces[name] = {"servers": ids, "allow": allow, "deny": deny, "people": people,
                             "description": loader.get(entry, "description", str, where, ""),
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
                             "tool_search": loader.choice(entry, "toolSearch", TOOL_SEARCH_MODES, where),
@@ -11726,6 +11789,370 @@ def tui_command(words):
 
 
 # --------------------------------------------------------------------------
+# Sign-in: people and their access tokens (serve --http as a protected resource)
+# --------------------------------------------------------------------------
+# With a config's `signIn` (or `people`), `serve --http` wants an access token
+# on every request to an MCP URL (RFC 6750) and says where to get one: RFC 9728
+# metadata at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]], named by
+# the 401's WWW-Authenticate. A JWT is checked here without a library: its
+# signature (RS256: PKCS#1 v1.5 with pow(); ES256: P-256 ECDSA) against the
+# issuer's JWKS, then `iss`, `aud` (RFC 8707: this server's URL), `exp` and
+# `nbf` with SIGNIN_SKEW. `alg: none` and HMAC are refused: a public key is
+# never a MAC secret. An opaque token is asked about (RFC 7662). A small team
+# may list static tokens instead, kept as SHA-256 hashes. Pure parts first (the
+# JWT, the curve, the people rule); SignIn alone does I/O.
+
+SIGNIN_SKEW = 60               # seconds of clock difference allowed on exp and nbf
+SIGNIN_JWKS_REFRESH = 600      # seconds an issuer's JWKS is used before it is fetched again
+SIGNIN_KID_REFETCH = 30        # a token with an unknown `kid` fetches the JWKS again at most this often
+SIGNIN_ANSWERS = 1000          # tokens whose check (a person, or why not) is kept, SIGNIN_REMEMBER seconds at most
+SIGNIN_REMEMBER = 60
+_JWT_FAMILIES = {"RS256": "RSA", "ES256": "EC"}
+_SHA256_INFO = bytes.fromhex("3031300d060960864801650304020105000420")  # DigestInfo of SHA-256 (RFC 8017 §9.2)
+_P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
+_P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551
+_P256_B = 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b
+_P256_G = (0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296,
+           0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5)
+
+
+def b64url(text):
+    """The bytes of unpadded base64url `text` (RFC 7515 §2); ValueError for anything else."""
+    import base64
+    if not isinstance(text, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", text) or len(text) % 4 == 1:
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def p256_on_curve(point):
+    """Whether (x, y) is a point of P-256: y² = x³ - 3x + b (mod p)."""
+    x, y = point
+    return 0 <= x < _P256_P and 0 <= y < _P256_P and (y * y - x * x * x + 3 * x - _P256_B) % _P256_P == 0
+
+
+def _p256_add(a, b):
+    """a + b on P-256 in affine coordinates (None is the point at infinity)."""
+    if a is None or b is None:
+        return b if a is None else a
+    (x1, y1), (x2, y2) = a, b
+    if x1 == x2:
+        if (y1 + y2) % _P256_P == 0:
+            return None
+        slope = (3 * x1 * x1 - 3) * pow(2 * y1, -1, _P256_P)
+    else:
+        slope = (y2 - y1) * pow(x2 - x1, -1, _P256_P)
+    x3 = (slope * slope - x1 - x2) % _P256_P
+    return x3, (slope * (x1 - x3) - y1) % _P256_P
+
+
+def _p256_times(k, point):
+    """k × point (double and add: the numbers are public, so time may depend on them)."""
+    out = None
+    while k:
+        if k & 1:
+            out = _p256_add(out, point)
+        point, k = _p256_add(point, point), k >> 1
+    return out
+
+
+def es256_verify(public, message, signature):
+    """Whether `signature` (r || s, 64 bytes: the JWS form, RFC 7518 §3.4) is `public`'s (x, y) ECDSA P-256
+    signature of SHA-256(`message`)."""
+    import hashlib
+    if len(signature) != 64 or not p256_on_curve(public):
+        return False
+    r, s = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
+    if not (0 < r < _P256_N and 0 < s < _P256_N):
+        return False
+    e, w = int.from_bytes(hashlib.sha256(message).digest(), "big"), pow(s, -1, _P256_N)
+    point = _p256_add(_p256_times(e * w % _P256_N, _P256_G), _p256_times(r * w % _P256_N, public))
+    return point is not None and point[0] % _P256_N == r
+
+
+def rs256_verify(public, message, signature):
+    """Whether `signature` is `public`'s (n, e; 2048 bits at least) RSASSA-PKCS1-v1_5 SHA-256 signature of
+    `message`: the whole encoded block is built and compared, never parsed (no lenient padding)."""
+    import hashlib
+    import hmac
+    n, e = public
+    size = (n.bit_length() + 7) // 8
+    if n.bit_length() < 2048 or len(signature) != size or int.from_bytes(signature, "big") >= n:
+        return False
+    digest = _SHA256_INFO + hashlib.sha256(message).digest()
+    block = b"\x00\x01" + b"\xff" * (size - 3 - len(digest)) + b"\x00" + digest
+    return hmac.compare_digest(pow(int.from_bytes(signature, "big"), e, n).to_bytes(size, "big"), block)
+
+
+def jwk_key(jwk):
+    """(kid, alg, public key) of a JWK for signatures, RSA (n, e) or EC P-256 (x, y); None for any other key."""
+    if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
+        return None
+    try:
+        if jwk.get("kty") == "RSA":
+            alg, key = "RS256", (int.from_bytes(b64url(jwk["n"]), "big"), int.from_bytes(b64url(jwk["e"]), "big"))
+        elif jwk.get("kty") == "EC" and jwk.get("crv") == "P-256" and len(b64url(jwk["x"])) == len(b64url(jwk["y"])) == 32:
+            alg, key = "ES256", (int.from_bytes(b64url(jwk["x"]), "big"), int.from_bytes(b64url(jwk["y"]), "big"))
+            if not p256_on_curve(key):
+                return None
+        else:
+            return None
+    except (KeyError, ValueError):
+        return None
+    if jwk.get("alg", alg) != alg:
+        return None
+    return jwk.get("kid"), alg, key
+
+
+def jwt_parts(token):
+    """(header, claims, signed bytes, signature) of a compact JWS with a JSON object payload; TokenError otherwise."""
+    pieces = token.split(".") if isinstance(token, str) else []
+    try:
+        if len(pieces) != 3:
+            raise ValueError
+        header, claims = (json.loads(b64url(piece).decode("utf-8")) for piece in pieces[:2])
+        signature = b64url(pieces[2])
+    except (ValueError, UnicodeDecodeError):
+        raise TokenError("not a JWT (three base64url parts, JSON objects)")
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        raise TokenError("not a JWT (three base64url parts, JSON objects)")
+    return header, claims, (pieces[0] + "." + pieces[1]).encode("ascii"), signature
+
+
+def jwt_key(header, keys):
+    """The keys of `keys` [(kid, alg, key)] that may have signed a JWT with `header`; TokenError for an alg that
+    is not RS256 or ES256 (`none`, HMAC: a public key is not a secret to MAC with)."""
+    alg = header.get("alg")
+    if alg not in _JWT_FAMILIES:
+        raise TokenError("alg %s is not accepted (RS256 or ES256 only)" % json.dumps(alg))
+    if "crit" in header:
+        raise TokenError("the token's header has `crit` extensions this server does not understand")
+    kid = header.get("kid")
+    return [key for key_id, key_alg, key in keys if key_alg == alg and (kid is None or key_id == kid)]
+
+
+def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
+    """The claims of `token` when one of `keys` signed it, `issuer` issued it, it is for one of `audiences` and
+    it is valid at `now` (± skew); TokenError saying why not. An unknown `kid` is UnknownKey."""
+    header, claims, signed, signature = jwt_parts(token)
+    candidates = jwt_key(header, keys)
+    if not candidates:
+        raise UnknownKey("no key of the issuer's JWKS has kid %s" % json.dumps(header.get("kid")))
+    check = rs256_verify if header["alg"] == "RS256" else es256_verify
+    if not any(check(key, signed, signature) for key in candidates):
+        raise TokenError("the signature does not verify")
+    if claims.get("iss") != issuer:
+        raise TokenError("issued by %s, not %s" % (json.dumps(claims.get("iss")), issuer))
+    given = claims.get("aud")
+    given = [given] if isinstance(given, str) else given if isinstance(given, list) else []
+    if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences] for a in given):
+        raise TokenError("its audience %s is not this server (%s)" % (json.dumps(claims.get("aud")), audiences[-1]))
+    exp, nbf = claims.get("exp"), claims.get("nbf", 0)
+    if type(exp) not in (int, float) or type(nbf) not in (int, float):
+        raise TokenError("it has no numeric `exp`")
+    if now > exp + skew:
+        raise TokenError("it expired at %s" % _iso(exp))
+    if now < nbf - skew:
+        raise TokenError("it is not valid before %s" % _iso(nbf))
+    if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+        raise TokenError("it names no subject (`sub`)")
+    return claims
+
+
+class Person:
+    """Who a request's token names: a subject, an email, groups and scopes."""
+
+    def __init__(self, subject, email=None, groups=(), scopes=()):
+        self.subject, self.email = subject, email
+        self.groups = [g for g in groups if isinstance(g, str)]
+        self.scopes = [s for s in scopes if isinstance(s, str)]
+
+    @classmethod
+    def from_claims(cls, claims):
+        """A person from a JWT's (or an introspection's) claims: sub, email, groups, scope (or scp)."""
+        scopes = claims.get("scope").split() if isinstance(claims.get("scope"), str) else claims.get("scp") or []
+        groups = claims.get("groups")
+        return cls(claims["sub"], claims.get("email") if isinstance(claims.get("email"), str) else None,
+                   groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [])
+
+    def describe(self):
+        return self.subject + (" (%s)" % ", ".join("group:" + g for g in self.groups) if self.groups else "")
+
+
+def admits(people, person):
+    """The one rule of who may use a namespace: no `people` list admits every signed-in person; else the list
+    names the person's subject or email, `group:NAME` of one of their groups, or `*`."""
+    if people is None:
+        return True
+    names = {"*", person.subject} | ({person.email} if person.email else set()) | {"group:" + g for g in person.groups}
+    return any(entry in names for entry in people)
+
+
+class SignIn:
+    """Who a request's bearer token names: a listed person's static token, a JWT of the issuer (its JWKS found
+    by discovery, fetched again on an unknown `kid` at most every SIGNIN_KID_REFETCH), or an opaque token that
+    the introspection endpoint says is active. Answers are kept a minute (never past a token's expiry)."""
+
+    def __init__(self, plan, audience, log: Log):
+        self.plan, self.audience, self.log = plan, audience.rstrip("/"), log
+        self.issuer, self.scopes = plan.get("issuer"), plan.get("scopes") or []
+        self.keys, self.fetched, self.tried = [], None, None   # [(kid, alg, key)], when fetched, when last tried
+        self.fetching = None  # the fetch in progress (one at a time)
+        self.answers = collections.OrderedDict()  # sha256 of a token -> (until, Person or TokenError)
+
+    def metadata(self, namespace=None):
+        """The RFC 9728 document of the MCP URL of `namespace` (None: the server's own)."""
+        document = {"resource": self.resource(namespace), "bearer_methods_supported": ["header"]}
+        if self.issuer:
+            document["authorization_servers"] = [self.issuer]
+        if self.scopes:
+            document["scopes_supported"] = list(self.scopes)
+        return document
+
+    def resource(self, namespace=None):
+        """The resource indicator of an MCP URL: the audience, and /NAMESPACE after it for a namespace's URL."""
+        return self.audience + ("/" + namespace if namespace else "")
+
+    def metadata_url(self, namespace=None):
+        """Where the RFC 9728 document of `namespace`'s URL is (§3.1: the resource's path after the well-known one)."""
+        import urllib.parse
+        path = urllib.parse.urlsplit(self.resource(namespace)).path.rstrip("/")
+        return _origin(self.audience) + "/.well-known/oauth-protected-resource" + path
+
+    async def person(self, token, namespace=None):
+        """The Person `token` names for the MCP URL of `namespace` (None: the server's own); TokenError if none."""
+        import hashlib
+        import hmac
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        for name, (wanted, groups, email) in self.plan["people"].items():
+            if hmac.compare_digest(digest, wanted):
+                return Person(name, email, groups, self.scopes)
+        if not self.issuer:
+            raise TokenError("it is not the token of a listed person")
+        key = "%s %s" % (digest, namespace)
+        kept = self.answers.get(key)
+        if kept and kept[0] > time.time():
+            if isinstance(kept[1], TokenError):
+                raise kept[1]
+            return kept[1]
+        audiences = list(dict.fromkeys([self.audience, self.resource(namespace)]))
+        try:
+            claims = await self._claims(token, audiences)
+            answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
+        except UnknownKey:
+            raise  # not kept: the next try after SIGNIN_KID_REFETCH may find the issuer's new key
+        except TokenError as exc:
+            answer, until = exc, time.time() + SIGNIN_REMEMBER
+        self.answers[key] = (until, answer)
+        while len(self.answers) > SIGNIN_ANSWERS:
+            self.answers.popitem(last=False)
+        if isinstance(answer, TokenError):
+            raise answer
+        return answer
+
+    async def _claims(self, token, audiences):
+        try:
+            jwt_parts(token)
+        except TokenError:
+            if self.plan.get("introspection"):  # an opaque token
+                return await self._introspect(token, audiences)
+            raise
+        now = time.time()
+        if (self.fetched is None or now - self.fetched > SIGNIN_JWKS_REFRESH) and not self._tried_lately(now):
+            await self._fetch_keys()
+        try:
+            return jwt_claims(token, self.keys, self.issuer, audiences, time.time())
+        except UnknownKey:
+            if self._tried_lately(time.time()):
+                raise
+        await self._fetch_keys()  # the issuer may have rotated its keys: fetched again, at most every 30 s
+        if not self.keys:
+            raise UnknownKey("the issuer's keys (its JWKS) could not be fetched: see the server's log")
+        return jwt_claims(token, self.keys, self.issuer, audiences, time.time())
+
+    def _tried_lately(self, now):
+        return self.tried is not None and now - self.tried < SIGNIN_KID_REFETCH
+
+    async def _fetch_keys(self):
+        """The issuer's keys, fetched once for every request that waits for them."""
+        if self.fetching is None or self.fetching.done():
+            self.tried = time.time()
+            self.fetching = asyncio.get_running_loop().run_in_executor(None, self._jwks)
+        keys = await asyncio.shield(self.fetching)
+        if keys is not None:
+            self.keys, self.fetched = keys, time.time()
+
+    def _jwks(self):
+        """The issuer's signing keys, by its metadata's `jwks_uri` (RFC 8414, OpenID discovery); None (logged) when
+        they cannot be had, and the keys known so far stay."""
+        try:
+            for url in authorization_server_urls(self.issuer):
+                status, document = _fetch_json(url)
+                if status == 200 and document and document.get("issuer") == self.issuer:
+                    break
+            else:
+                raise OAuthError("no metadata of issuer %s at %s" % (self.issuer, ", ".join(
+                    authorization_server_urls(self.issuer))))
+            uri = document.get("jwks_uri")
+            if not isinstance(uri, str) or not secure_url(uri):
+                raise OAuthError("issuer %s names no https jwks_uri" % self.issuer)
+            status, jwks = _fetch_json(uri)
+            if status != 200 or not jwks or not isinstance(jwks.get("keys"), list):
+                raise OAuthError("%s answered %s, not a JWKS" % (uri, status))
+        except OAuthError as exc:
+            self.log.error("signIn: %s", exc)
+            return None
+        return [key for key in map(jwk_key, jwks["keys"]) if key]
+
+    async def _introspect(self, token, audiences):
+        """RFC 7662: the claims of an active opaque token, checked as a JWT's are (iss and aud when given)."""
+        import base64
+        import urllib.parse
+        plan = self.plan
+        basic = base64.b64encode(("%s:%s" % (urllib.parse.quote(plan["clientId"], safe=""), urllib.parse.quote(
+            plan["clientSecret"] or "", safe=""))).encode()).decode()
+        body = urllib.parse.urlencode({"token": token, "token_type_hint": "access_token"}).encode()
+        status, claims = await asyncio.get_running_loop().run_in_executor(None, lambda: _fetch_json(
+            plan["introspection"], body, {"Authorization": "Basic " + basic,
+                                          "Content-Type": "application/x-www-form-urlencoded"}))
+        if status != 200 or not claims:
+            self.log.error("signIn: introspection at %s answered %s", plan["introspection"], status)
+            raise TokenError("the introspection endpoint could not check it")
+        if claims.get("active") is not True:
+            raise TokenError("the identity provider says it is not active")
+        given = claims.get("aud", audiences[0])
+        if claims.get("iss", self.issuer) != self.issuer or not any(
+                a.rstrip("/") in audiences for a in ([given] if isinstance(given, str) else given or [])):
+            raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
+        subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
+        if not isinstance(subject, str) or not subject or (type(claims.get("exp")) in (int, float) and claims["exp"] < time.time()):
+            raise TokenError("it names no subject, or it expired")
+        return dict(claims, sub=subject, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
+
+
+def _fetch_json(url, data=None, headers=None, limit=1 << 20):
+    """One blocking request (no redirect followed): (status, JSON object or None). OAuthError when unreachable."""
+    import urllib.error
+    import urllib.request
+
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args):
+            return None
+    request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
+    try:
+        with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
+            status, body = response.status, response.read(limit)
+    except urllib.error.HTTPError as exc:
+        status, body = exc.code, exc.read(limit)
+    except (OSError, ValueError) as exc:
+        raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    return status, parsed if isinstance(parsed, dict) else None
+
+
+# --------------------------------------------------------------------------
 # Streamable HTTP: the same Server at one endpoint, /mcp
 # --------------------------------------------------------------------------
 # Both eras on one endpoint. A 2026-07-28 request (its `_meta` names the
@@ -11761,6 +12188,7 @@ _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 _STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
+WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"  # RFC 9728: where a signed-in server says how
 # RFC 9112 framing, read strictly: one space between the parts of the request line,
 # a token before each colon (no space), no control characters in a value, and no
 # second copy of a header that decides where a request goes or how long it is.
@@ -12113,6 +12541,7 @@ class NamespaceUrls:
             for key, upstream in view.upstreams.items():  # each server runs once, whichever URL started it
                 view.upstreams[key] = self.shared.setdefault(key, hub.upstreams.get(key, upstream))
             served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token)
+            served.sign_in = http.sign_in
             served._sweeper = asyncio.ensure_future(served._sweep())
             http.server.views.append(view)
         return self.views[name]
@@ -12128,6 +12557,7 @@ class HttpServer:
 
     listener = None
     _sweeper = None
+    sign_in = None  # a SignIn: every request to an MCP URL brings a person's token (the config's signIn, people)
     # Limits (attributes, so a test can make them small). A connection is pending until a
     # request of it passes the checks (Host, Origin, token); pending ones have a share of
     # their own, the oldest making room for a new one, so idle sockets never fill the cap.
@@ -12195,6 +12625,7 @@ class HttpServer:
                 try:  # the request line and headers, from the first byte (or the connect): 30 s
                     head = await asyncio.wait_for(_read_head(reader, first), self.header_timeout)
                     self._check(*head)
+                    person = await self._person(head[1], head[3])
                     self._admit(task)
                     body = await asyncio.wait_for(_read_body(reader, head[3]), self.header_timeout)
                 except asyncio.TimeoutError:
@@ -12211,11 +12642,13 @@ class HttpServer:
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
                 path = target.split("?", 1)[0]
                 http = self if path == HTTP_PATH else self.namespaces.get(path)
-                if not http:
+                if self.sign_in and path.startswith(WELL_KNOWN_RESOURCE):
+                    await self._reply(writer, 200, self._resource_metadata(path), close=not keep)
+                elif not http:
                     writer.write(operations_report(path, self.server, len(self.sessions)))
                     await self._drain(writer)
                 else:
-                    keep = await http._answer(method, headers, body, keep, version, reader, writer)
+                    keep = await http._answer(method, headers, body, keep, version, reader, writer, person)
                 if not keep:
                     return
         except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, asyncio.CancelledError):
@@ -12283,39 +12716,86 @@ class HttpServer:
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if path not in (HTTP_PATH, "/health", "/metrics") and not self.namespaces.get(path):
+        if self.sign_in and path.startswith(WELL_KNOWN_RESOURCE):
+            self._resource_metadata(path)  # a 404 for a namespace that is not there
+        elif path not in (HTTP_PATH, "/health", "/metrics") and not self.namespaces.get(path):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
+
+    def _namespace_of(self, path):
+        """(the namespace an MCP URL serves or None, its people or None): /mcp serves the config's chosen one."""
+        hub = next((s for s in self.server.catalog.sources if isinstance(s, Aggregator)), None)
+        if hub is None:
+            return None, None
+        name = hub.namespace.name if path == HTTP_PATH else path.rpartition("/")[2]
+        return name, _object(hub.namespace.plan.namespaces.get(name)).get("people")
+
+    def _resource_metadata(self, path):
+        """The RFC 9728 document at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]]."""
+        rest = path[len(WELL_KNOWN_RESOURCE):].rstrip("/")
+        if rest not in ("", HTTP_PATH) and not (rest.startswith(HTTP_PATH + "/") and self.namespaces.get(rest)):
+            raise HttpError(404, "no protected resource %s here (the MCP endpoint is %s)" % (rest, HTTP_PATH))
+        return self.sign_in.metadata(rest[len(HTTP_PATH) + 1:] or None)
+
+    async def _person(self, target, headers):
+        """The signed-in Person of a request (None without signIn, and for the metadata and open endpoints); a 401
+        (no token, or one refused) or 403 (`insufficient_scope`: scopes, or the namespace's people) otherwise."""
+        path = target.split("?", 1)[0]
+        if self.sign_in is None or path in self.server.guard.open or path.startswith(WELL_KNOWN_RESOURCE):
+            return None
+        shown, people = self._namespace_of(path) if path.startswith(HTTP_PATH) else (None, None)  # /health, /metrics
+        name = shown if path.startswith(HTTP_PATH + "/") else None
+        challenge = 'Bearer resource_metadata="%s"' % self.sign_in.metadata_url(name)
+        given = headers.get("authorization", "")
+        if given[:7].lower() != "bearer " or not given[7:].strip():
+            raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
+                            % self.sign_in.metadata_url(name), headers=[("WWW-Authenticate", challenge)])
+        try:
+            person = await self.sign_in.person(given[7:].strip(), name)
+        except TokenError as exc:
+            why = re.sub(r'["\\]', "'", str(exc))
+            raise HttpError(401, "the access token is refused: %s" % why, headers=[(
+                "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
+        missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
+        if missing or not admits(people, person):
+            why = ("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the people "
+                   "of namespace %s" % (person.subject, shown))
+            raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
+                            'scope="%s", error_description="%s"' % (challenge, " ".join(self.sign_in.scopes), why))])
+        return person
 
     # -- requests ---------------------------------------------------------------------------
 
-    async def _answer(self, method, headers, body, keep, version, reader, writer):
+    async def _answer(self, method, headers, body, keep, version, reader, writer, person=None):
         try:
             if method == "POST":
-                return await self._post(headers, body, reader, writer, keep, version)
+                return await self._post(headers, body, reader, writer, keep, version, person)
             if method == "GET":
-                return await self._get(headers, reader, writer)
+                return await self._get(headers, reader, writer, person)
             if method == "DELETE":
-                return await self._delete(headers, writer, keep)
+                return await self._delete(headers, writer, keep, person)
             raise HttpError(405, "use POST (or GET and DELETE with an Mcp-Session-Id)", headers=[("Allow", "POST, GET, DELETE")])
         except HttpError as exc:
             await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=not keep)
             return keep
 
-    def _session(self, headers):
+    def _session(self, headers, person=None):
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
                                  "(or 2026-07-28 `_meta` on the request)")
         entry = self.sessions.get(session_id.strip())
+        if entry and entry.session.person != (person and person.subject):  # another person's: as if not there
+            entry = None
         if not entry:
             raise HttpError(404, "no session %s (it ended or expired); initialize again" % session_id.strip())
         entry.used = time.monotonic()
         self.sessions.move_to_end(entry.id)
         return entry
 
-    async def _post(self, headers, body, reader, writer, keep, version):
+    async def _post(self, headers, body, reader, writer, keep, version, person=None):
         limit = self.server.guard.http_limit
-        wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + self.caller,) + limit], time.monotonic())[0]
+        caller = person.subject if person else self.caller
+        wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + caller,) + limit], time.monotonic())[0]
         if wait:
             raise HttpError(429, "this endpoint takes %d requests per %g s; retry in %d s" % (limit + (int(wait) + 1,)),
                             headers=[("Retry-After", str(int(wait) + 1))])
@@ -12344,16 +12824,17 @@ class HttpServer:
                 await self._reply(writer, 202, None, close=not keep)
                 return keep
             return await self._modern(message, method, request_id, params, meta, headers, sse, reader, writer,
-                                      keep, version)
+                                      keep, version, person)
         session_version = headers.get("mcp-protocol-version")
         if session_version is not None and session_version.strip() not in PROTOCOL_VERSIONS:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
-        if method == "initialize" and "id" in message:
-            entry = self._new_session((writer.get_extra_info("peername") or "?")[0])
+        if method == "initialize" and "id" in message:  # a person's sessions count as one client's
+            entry = self._new_session(("person " + person.subject) if person else (
+                writer.get_extra_info("peername") or "?")[0], person)
             extra = [("Mcp-Session-Id", entry.id)]
         else:
-            entry = self._session(headers)
+            entry = self._session(headers, person)
             extra = []
         if answerless:
             entry.session.receive(body, NEWLINE)
@@ -12367,20 +12848,22 @@ class HttpServer:
         entry.session.receive(body, NEWLINE)
         return await self._deliver(exchange, writer, reader, extra, keep, version, None, entry)
 
-    def _session_pair(self):
-        """A Session of the Server over a transport that routes to HTTP exchanges."""
+    def _session_pair(self, person=None):
+        """A Session of the Server (of `person`, when signed in) over a transport that routes to HTTP exchanges."""
         transport = _HttpTransport(self.log)
         session = Session(transport, self.server.dispatch, self.log, self.server.notification)
         session.caller = session.label = self.caller
+        if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
+            session.caller = session.person = person.subject
         return session, transport
 
-    def _new_session(self, client) -> _HttpSession:
+    def _new_session(self, client, person=None) -> _HttpSession:
         """A session for `client` (its address), once a limit's idle session made room (see session_to_end)."""
         idle = session_to_end(self.sessions, client, {t.owner for t in self.server.tasks.tasks.values()
                                                       if t.status not in TERMINAL})
         if idle:
             self._end(idle.id)
-        session, transport = self._session_pair()
+        session, transport = self._session_pair(person)
         import secrets
         entry = _HttpSession(secrets.token_hex(16), session, transport, client)
         session.label = "http-" + entry.id[:8]
@@ -12396,7 +12879,8 @@ class HttpServer:
             if entry.transport.stream is not None:
                 entry.transport.stream.put_nowait(None)
 
-    async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep, version):
+    async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep, version,
+                      person=None):
         def refuse(status, code, text):
             raise HttpError(status, text, code, request_id)
         if method is None:
@@ -12423,7 +12907,7 @@ class HttpServer:
             problem = param_mismatch(await self.server.catalog.tool(params["name"]), params.get("arguments"), headers)
             if problem:
                 refuse(400, HEADER_MISMATCH, "%s (tool `%s`)" % (problem, params["name"]))
-        session, transport = self._session_pair()
+        session, transport = self._session_pair(person)
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
         session.receive(json.dumps(message).encode(), NEWLINE)
@@ -12518,11 +13002,11 @@ class HttpServer:
             head.append("Connection: close")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
 
-    async def _get(self, headers, reader, writer):
+    async def _get(self, headers, reader, writer, person=None):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "GET streams belong to a handshake-era session (Mcp-Session-Id); "
                                  "2026-07-28 clients use subscriptions/listen", headers=[("Allow", "POST")])
-        entry = self._session(headers)
+        entry = self._session(headers, person)
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise HttpError(406, "a GET stream needs Accept: text/event-stream")
         stream, _, after = headers.get("last-event-id", "").strip().rpartition("_")
@@ -12554,10 +13038,10 @@ class HttpServer:
             if entry.transport.stream is queue:
                 entry.transport.stream = None
 
-    async def _delete(self, headers, writer, keep):
+    async def _delete(self, headers, writer, keep, person=None):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "DELETE ends a handshake-era session (Mcp-Session-Id)", headers=[("Allow", "POST")])
-        self._end(self._session(headers).id)
+        self._end(self._session(headers, person).id)
         await self._reply(writer, 200, None, close=not keep)
         return keep
 
@@ -12575,6 +13059,19 @@ def parse_http_address(value):
     return host, number
 
 
+def sign_in_problem(plan, host, token):
+    """Why `serve --http` on `host` cannot ask for the people's tokens of `plan` (read_sign_in), or None."""
+    if token:
+        return "the config signs people in (signIn, people): drop --http-token and $%s" % HTTP_TOKEN_VARIABLE
+    unsafe = [key for key in ("issuer", "audience", "introspection") if plan[key] and not secure_url(plan[key])]
+    if unsafe:
+        return "signIn.%s %s: expected https (plain http only on this machine)" % (unsafe[0], plan[unsafe[0]])
+    if not plan["audience"] and not _loopback(host):
+        return ("set signIn.audience to the URL clients reach this server by (https://HOST/mcp): tokens are "
+                "accepted only for it")
+    return None
+
+
 def run_http(server, runner: ProcessRunner, log: Log, options):
     """`--http [HOST:]PORT`: check the address and the token, then serve until stopped."""
     try:
@@ -12585,7 +13082,12 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
     token = options["http_token"] or os.environ.get(HTTP_TOKEN_VARIABLE) or None
     os.environ.pop(HTTP_TOKEN_VARIABLE, None)  # tools and upstream servers never inherit the token
     runner.hidden = (HTTP_TOKEN_VARIABLE,)     # nor get it from an env copied when the config was read
-    if token is None and not _loopback(host):
+    plan = server.guard.sign_in
+    problem = plan and sign_in_problem(plan, host, token)
+    if problem:
+        _say("error: --http %s: %s" % (options["http"], problem))
+        return 2
+    if token is None and not _loopback(host) and not plan:
         _say("error: --http %s listens beyond this machine: set a bearer token with "
              "--http-token or $%s (or bind 127.0.0.1)" % (options["http"], HTTP_TOKEN_VARIABLE))
         return 2
@@ -12611,9 +13113,16 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token)
     await http.start()
     server.catalog.start(server)
     shown = "[%s]" % host if ":" in host else host
+    plan = server.guard.sign_in
+    if plan:
+        http.sign_in = SignIn(plan, plan["audience"] or "http://%s:%d%s" % (shown, http.port, HTTP_PATH), log)
+        log.add_secrets([plan["clientSecret"]] if plan["clientSecret"] else [])
     log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
-             " (bearer token required)" if token else " with no token: any process or user on this machine may call "
-             "every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
+             " (people sign in: %s, for %s)" % (", ".join(
+                 ([plan["issuer"]] if plan["issuer"] else []) + (["%d listed tokens" % len(plan["people"])]
+                                                                if plan["people"] else [])), http.sign_in.audience)
+             if plan else " (bearer token required)" if token else " with no token: any process or user on this machine "
+             "may call every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
     stopping = loop.create_future()
 
     def stop(reason):
@@ -14218,7 +14727,7 @@ def _build_server(options, words, log: Log, config, runner=None):
     if options["help_timeout"]:
         script_options["help_timeout"] = number("help_timeout", None)
     runner = runner or ProcessRunner(log)
-    sources, titles, instructions, rules, audit, opened, search = [], [], None, {}, None, (), None
+    sources, titles, instructions, rules, audit, opened, search, sign_in = [], [], None, {}, None, (), None, None
     if options["url"] is not None:
         if config is not None:
             raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
@@ -14251,6 +14760,7 @@ def _build_server(options, words, log: Log, config, runner=None):
                              % (options["namespace"], loader.path))
         sources.extend(found)
         rules, audit, opened = info["guard"]
+        sign_in = info["sign_in"]
         titles.append(info["name"] or os.path.basename(loader.path))
         instructions = info["instructions"] or info["description"]
     if words:
@@ -14297,7 +14807,7 @@ def _build_server(options, words, log: Log, config, runner=None):
     if options["audit"]:
         audit = AuditLog(_absolute(options["audit"]))
     guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
-    guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
+    guard.http_limit, guard.open, guard.sign_in = limits.get("http_rate_limit", ())[:2], opened, sign_in
     server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions, guard=guard)
     if search:
         server.search = ToolSearch(server, *search)

@@ -11745,6 +11745,204 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertEqual(self.tools(http, "/mcp/play"), ["beta__echo"])
 
 
+def _b64u(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _test_rsa_key(seed, bits=2048):
+    """(n, e, d) of an RSA key from seeded random primes (a sieve, then Fermat and Miller-Rabin): for tests only."""
+    import math
+    import random
+    rng = random.Random(seed)
+    sieve = math.prod(p for p in range(3, 2000, 2) if all(p % q for q in range(3, int(p ** 0.5) + 1, 2))) \
+        if hasattr(math, "prod") else 3 * 5 * 7 * 11 * 13 * 17 * 19 * 23 * 29 * 31 * 37 * 41 * 43 * 47
+
+    def probably_prime(c):
+        if math.gcd(c, sieve) != 1 or pow(2, c - 1, c) != 1:
+            return False
+        d, r = c - 1, 0
+        while d % 2 == 0:
+            d, r = d // 2, r + 1
+        for _ in range(8):
+            x = pow(rng.randrange(2, c - 1), d, c)
+            if x in (1, c - 1):
+                continue
+            for _ in range(r - 1):
+                x = pow(x, 2, c)
+                if x == c - 1:
+                    break
+            else:
+                return False
+        return True
+
+    def prime():
+        while True:
+            c = rng.getrandbits(bits // 2) | (3 << (bits // 2 - 2)) | 1
+            if probably_prime(c) and (c - 1) % 65537:
+                return c
+    p, q = prime(), prime()
+    return p * q, 65537, pow(65537, -1, (p - 1) * (q - 1))
+
+
+def _rs256_sign(key, message):
+    """RSASSA-PKCS1-v1_5 with SHA-256 (RFC 8017 §8.2.1), for tokens a test mints."""
+    n, _, d = key
+    size = (n.bit_length() + 7) // 8
+    digest = bytes.fromhex("3031300d060960864801650304020105000420") + hashlib.sha256(message).digest()
+    block = b"\x00\x01" + b"\xff" * (size - 3 - len(digest)) + b"\x00" + digest
+    return pow(int.from_bytes(block, "big"), d, n).to_bytes(size, "big")
+
+
+def _es256_sign(d, message, k):
+    """ECDSA P-256 with SHA-256 and the nonce `k`, as r || s."""
+    n = mcpstudio._P256_N
+    r = mcpstudio._p256_times(k, mcpstudio._P256_G)[0] % n
+    s = pow(k, -1, n) * (int.from_bytes(hashlib.sha256(message).digest(), "big") + r * d) % n
+    return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+def _jwt(header, claims, sign):
+    """A compact JWS of `header` and `claims`, signed by `sign` (bytes -> bytes; None: no signature)."""
+    signed = _b64u(json.dumps(header).encode()) + "." + _b64u(json.dumps(claims).encode())
+    return signed + "." + (_b64u(sign(signed.encode())) if sign else "")
+
+
+def _rsa_jwk(key, kid):
+    n, e = key[:2]
+    return {"kty": "RSA", "kid": kid, "n": _b64u(n.to_bytes((n.bit_length() + 7) // 8, "big")),
+            "e": _b64u(e.to_bytes(3, "big"))}
+
+
+class SignInCheckTests(unittest.TestCase):
+    """Issue 45, the pure parts of a sign-in: the JWT, its signature (RS256, ES256 on P-256) and claims, the keys
+    of a JWKS, and the people rule. No I/O."""
+
+    A3_X, A3_Y = "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"
+    A3_SIGNED = (b"eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc1"
+                 b"9yb290Ijp0cnVlfQ")
+    A3_SIGNATURE = "DtEhU3ljbEg8L38VWAfUAqOyKAM6-Xx-F4GawxaepmXFCgfTjDxw5djxLa8ISlSApmWQxfKTUJqPP3-Kg6NU1Q"
+
+    def test_es256_known_vectors(self):
+        # RFC 7515 appendix A.3 and RFC 6979 A.2.5 (P-256, SHA-256) verify; any change to the message, r, s or the
+        # key does not, nor does r or s of 0 or n, or a key off the curve.
+        a3 = tuple(int.from_bytes(mcpstudio.b64url(v), "big") for v in (self.A3_X, self.A3_Y))
+        u = (0x60FED4BA255A9D31C961EB74C6356D68C049B8923B61FA6CE669622E60F29FB6,
+             0x7903FE1008B8BC99A41AE9E95628BC64F2F1B20C2D7E9F5177A3C294D4462299)
+        sample = bytes.fromhex("EFD48B2AACB6A8FD1140DD9CD45E81D69D2C877B56AAF991C34D0EA84EAF3716"
+                               "F7CB1C942D657C41D436C7A1B6E29F65F3E900DBB9AFF4064DC4AB2F843ACDA8")
+        test = bytes.fromhex("F1ABB023518351CD71D881567B1EA663ED3EFCF6C5132B354F28D3B0B7D38367"
+                             "019F4113742A2B14BD25926B49C649155F267E60D3814B4C0CC84250E46F0083")
+        n = mcpstudio._P256_N.to_bytes(32, "big")
+        cases = [  # (key, message, signature) -> verifies
+            (a3, self.A3_SIGNED, mcpstudio.b64url(self.A3_SIGNATURE), True),
+            (a3, self.A3_SIGNED + b"x", mcpstudio.b64url(self.A3_SIGNATURE), False),
+            (u, b"sample", sample, True),
+            (u, b"test", test, True),
+            (u, b"test", sample, False),
+            (u, b"sample", sample[:31] + bytes([sample[31] ^ 1]) + sample[32:], False),   # r changed
+            (u, b"sample", sample[:63] + bytes([sample[63] ^ 1]), False),                 # s changed
+            (a3, b"sample", sample, False),                                               # another key
+            (u, b"sample", bytes(32) + sample[32:], False),                               # r = 0
+            (u, b"sample", sample[:32] + n, False),                                       # s = n
+            (u, b"sample", sample[:40], False),                                           # not 64 bytes
+            ((u[0], u[1] + 1), b"sample", sample, False),                                 # off the curve
+        ]
+        for key, message, signature, verifies in cases:
+            with self.subTest(message=message[:12], signature=signature[:4].hex()):
+                self.assertIs(mcpstudio.es256_verify(key, message, signature), verifies)
+
+    def test_jwt_claims_table(self):
+        # What a token must be: signed by a key of the JWKS with RS256 or ES256, of the issuer, for this server,
+        # within exp and nbf (60 s of skew): everything else is refused, saying why; an unknown kid is UnknownKey.
+        rsa, small = _test_rsa_key(45), _test_rsa_key(46, 1024)
+        d, k = 0xC9AFA9D845BA75166B5C215767B1D6934E50C3DB36E89B127B8A622B120F6721, 0x1234567
+        ec = mcpstudio._p256_times(d, mcpstudio._P256_G)
+        ec_jwk = {"kty": "EC", "crv": "P-256", "kid": "e1", "x": _b64u(ec[0].to_bytes(32, "big")),
+                  "y": _b64u(ec[1].to_bytes(32, "big"))}
+        keys = [mcpstudio.jwk_key(jwk) for jwk in (_rsa_jwk(rsa, "r1"), ec_jwk, _rsa_jwk(small, "tiny"))]
+        issuer, audience, now = "https://idp.example", "https://gw.example/mcp", 1800000000
+        good = {"iss": issuer, "aud": audience, "sub": "alice", "exp": now + 300, "groups": ["eng"]}
+        rs = lambda data: _rs256_sign(rsa, data)  # noqa: E731
+        public_pem = json.dumps(_rsa_jwk(rsa, "r1")).encode()
+
+        def hs256(data):
+            import hmac
+            return hmac.new(public_pem, data, hashlib.sha256).digest()
+        cases = [  # (header, claims, signer) -> the subject, or a fragment of the refusal
+            ({"alg": "RS256", "kid": "r1"}, good, rs, "alice"),
+            ({"alg": "RS256", "kid": "r1", "typ": "at+jwt"}, dict(good, aud=["other", audience + "/"]), rs, "alice"),
+            ({"alg": "ES256", "kid": "e1"}, dict(good, sub="bob"), lambda data: _es256_sign(d, data, k), "bob"),
+            ({"alg": "RS256"}, good, rs, "alice"),  # no kid: every RSA key is tried
+            ({"alg": "none"}, good, None, "alg \"none\" is not accepted"),
+            ({"alg": "HS256", "kid": "r1"}, good, hs256, "alg \"HS256\" is not accepted"),
+            ({"alg": "RS256", "kid": "r1", "crit": ["x"]}, good, rs, "`crit`"),
+            ({"alg": "RS256", "kid": "r1"}, good, lambda data: rs(data + b"!"), "does not verify"),
+            ({"alg": "ES256", "kid": "r1"}, good, rs, "no key"),  # an RSA key's kid under ES256
+            ({"alg": "RS256", "kid": "tiny"}, good, lambda data: _rs256_sign(small, data), "does not verify"),  # < 2048
+            ({"alg": "RS256", "kid": "r2"}, good, rs, "no key"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, iss="https://evil.example"), rs, "issued by"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, aud="https://other.example/mcp"), rs, "audience"),
+            ({"alg": "RS256", "kid": "r1"}, {k: v for k, v in good.items() if k != "aud"}, rs, "audience"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=now - 61), rs, "expired"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=now - 59), rs, "alice"),  # within the skew
+            ({"alg": "RS256", "kid": "r1"}, {k: v for k, v in good.items() if k != "exp"}, rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp="soon"), rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, nbf=now + 61), rs, "not valid before"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, nbf=now + 59), rs, "alice"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, sub=""), rs, "no subject"),
+        ]
+        for header, claims, sign, expected in cases:
+            with self.subTest(header=header, claims={k: v for k, v in claims.items() if k != "groups"}):
+                token = _jwt(header, claims, sign)
+                try:
+                    got = mcpstudio.jwt_claims(token, keys, issuer, [audience], now)["sub"]
+                except mcpstudio.TokenError as exc:
+                    got = str(exc)
+                    self.assertEqual(isinstance(exc, mcpstudio.UnknownKey), expected == "no key")
+                self.assertIn(expected, got)
+        for token in ("", "a.b", "a.b.c", _b64u(b"[]") + "." + _b64u(b"{}") + ".", "x" * 10 + ".e30.e30"):
+            with self.subTest(token=token):
+                with self.assertRaisesRegex(mcpstudio.TokenError, "not a JWT"):
+                    mcpstudio.jwt_claims(token, keys, issuer, [audience], now)
+
+    def test_jwk_keys_table(self):
+        # A JWKS's keys for signatures: RSA and P-256 EC; an encryption key, another curve, an oct (HMAC) key, a
+        # point off the curve or an `alg` that does not fit the key is not one.
+        x, y = self.A3_X, self.A3_Y
+        cases = [
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": "a"}, ("a", "ES256")),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "use": "sig", "alg": "ES256"}, (None, "ES256")),
+            ({"kty": "RSA", "n": "sXch", "e": "AQAB", "kid": "r"}, ("r", "RS256")),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "use": "enc"}, None),
+            ({"kty": "EC", "crv": "P-384", "x": x, "y": y}, None),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": x}, None),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "alg": "RS256"}, None),
+            ({"kty": "oct", "k": "c2VjcmV0"}, None),
+            ({"kty": "RSA", "n": "not base64!", "e": "AQAB"}, None),
+            ("a string", None),
+        ]
+        for jwk, expected in cases:
+            with self.subTest(jwk=jwk):
+                got = mcpstudio.jwk_key(jwk)
+                self.assertEqual(got and got[:2], expected)
+
+    def test_people_rule_table(self):
+        # One rule: no `people` admits every signed-in person; a list admits a person it names by subject or
+        # email, by `group:NAME` of one of their groups, or `*`.
+        alice = mcpstudio.Person("alice", "alice@example.com", ["eng", "ops"])
+        cases = [
+            (None, True), ([], False), (["*"], True), (["alice"], True), (["alice@example.com"], True),
+            (["group:ops"], True), (["group:sales"], False), (["bob", "group:sales"], False), (["eng"], False),
+            (["ALICE"], False),
+        ]
+        for people, admitted in cases:
+            with self.subTest(people=people):
+                self.assertIs(mcpstudio.admits(people, alice), admitted)
+        person = mcpstudio.Person.from_claims({"sub": "bob", "scope": "tools read", "groups": ["sales", 7]})
+        self.assertEqual((person.subject, person.email, person.groups, person.scopes),
+                         ("bob", None, ["sales"], ["tools", "read"]))
+
+
 class TemplateFileFieldTests(ScratchDir):
     def test_parse(self):
         # `{name:file}` is a file field: a string property that takes a data: URI, shown back as written, and a
