@@ -11943,6 +11943,153 @@ class SignInCheckTests(unittest.TestCase):
                          ("bob", None, ["sales"], ["tools", "read"]))
 
 
+OIDC_PROVIDER = os.environ.get("MCPSTUDIO_OIDC_PROVIDER", "")  # an npm prefix holding node_modules/oidc-provider
+IDP_SCRIPT = os.path.join(HERE, "examples", "team-gateway", "idp.mjs")
+
+
+def _jwk_ints(jwk, *names):
+    return tuple(int.from_bytes(mcpstudio.b64url(jwk[name]), "big") for name in names)
+
+
+@unittest.skipUnless(OIDC_PROVIDER and os.path.isdir(os.path.join(OIDC_PROVIDER, "node_modules", "oidc-provider"))
+                     and (NODE22 or shutil.which("node")), "no oidc-provider ($MCPSTUDIO_OIDC_PROVIDER; .ci/run installs it)")
+class SignInTests(AggregatorCase):
+    """Issue 45 against a real identity provider: npm's oidc-provider on loopback (examples/team-gateway/idp.mjs)
+    issues client-credentials access tokens (alice: RS256 JWT, engineering; bob: ES256 JWT, sales; carol: opaque,
+    engineering, introspected), and serve --http signs people in with them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="mcpstudio-idp-")
+        keys = os.path.join(cls.folder, "keys.json")
+        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   env=dict(os.environ, NODE_PATH=os.path.join(OIDC_PROVIDER, "node_modules")))
+        timer = threading.Timer(WAIT, cls.idp.kill)  # a provider that never says it is ready is stopped
+        timer.start()
+        line = cls.idp.stdout.readline()
+        timer.cancel()
+        if not line:
+            cls.idp.wait(5)
+            raise AssertionError("the identity provider did not start (exit %s)" % cls.idp.returncode)
+        cls.issuer = json.loads(line)["issuer"]
+        with open(keys) as f:
+            cls.keys = json.load(f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.idp.kill()
+        cls.idp.wait(10)
+        cls.idp.stdout.close()
+        shutil.rmtree(cls.folder, ignore_errors=True)
+
+    def token(self, client, resource):
+        """An access token for `resource` by a client-credentials grant (RFC 6749 §4.4, RFC 8707)."""
+        import urllib.parse
+        import urllib.request
+        body = urllib.parse.urlencode({"grant_type": "client_credentials", "client_id": client,
+                                       "client_secret": client + "-secret", "resource": resource}).encode()
+        with urllib.request.urlopen(self.issuer + "/token", body, timeout=WAIT) as response:
+            return json.load(response)["access_token"]
+
+    def serve(self):
+        fake = [self.fake, "--only", "echo", "--name"]
+        path = os.path.join(self.dir, "team.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"alpha": {"command": PY, "args": fake + ["alpha"]},
+                                      "beta": {"command": PY, "args": fake + ["beta"]}},
+                       "namespaces": {"eng": {"servers": ["alpha"], "people": ["group:engineering"]},
+                                      "sales": {"servers": ["beta"], "people": ["group:sales", "carol"]}},
+                       "defaultNamespace": "eng",
+                       "signIn": {"issuer": self.issuer, "introspection": self.issuer + "/token/introspection",
+                                  "clientId": "gateway", "clientSecret": "gateway-secret"}}, f)
+        return HttpServerProcess("--config", path, "--no-manager-tools", env=self.env)
+
+    def tools(self, http, path, token):
+        """(status, the tool names or the WWW-Authenticate challenge) of a tools/list at `path` with `token`."""
+        http.path = path
+        status, headers, text = http.modern("tools/list", headers={"Authorization": "Bearer " + token} if token else {})
+        if status != 200:
+            return status, headers.get("www-authenticate", "")
+        return status, [tool["name"] for tool in http.messages(text)[0]["result"]["tools"]]
+
+    def test_two_people_see_their_own_namespaces(self):
+        # Tokens of a client-credentials grant sign alice, bob and carol in; each namespace's `people` decides
+        # who uses it (403 insufficient_scope for the others), a token for one namespace's URL is not one for
+        # another's, and RFC 9728 metadata names the provider.
+        import urllib.request
+        with self.serve() as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            status, challenge = self.tools(http, "/mcp/eng", None)
+            self.assertEqual(status, 401)
+            self.assertEqual(challenge, 'Bearer resource_metadata="http://127.0.0.1:%d/.well-known/oauth-protected-'
+                                        'resource/mcp/eng"' % http.port)
+            with urllib.request.urlopen(mcpstudio.www_authenticate(challenge)["resource_metadata"], timeout=WAIT) as r:
+                self.assertEqual(json.load(r), {"resource": root + "/eng", "authorization_servers": [self.issuer],
+                                                "bearer_methods_supported": ["header"]})
+            alice_eng, alice, bob, carol = (self.token("alice", root + "/eng"), self.token("alice", root),
+                                            self.token("bob", root), self.token("carol", root))
+            self.assertEqual(self.tools(http, "/mcp/eng", alice_eng), (200, ["alpha__echo"]))
+            status, challenge = self.tools(http, "/mcp/sales", alice_eng)  # its audience is /mcp/eng
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token"', challenge)
+            self.assertIn("audience", challenge)
+            self.assertEqual(self.tools(http, "/mcp", alice), (200, ["alpha__echo"]))  # the default namespace, eng
+            status, challenge = self.tools(http, "/mcp/sales", alice)
+            self.assertEqual(status, 403)
+            self.assertIn('error="insufficient_scope"', challenge)
+            self.assertIn("alice is not among the people of namespace sales", challenge)
+            self.assertEqual(self.tools(http, "/mcp/sales", bob), (200, ["beta__echo"]))  # ES256
+            self.assertEqual(self.tools(http, "/mcp/eng", bob)[0], 403)
+            self.assertEqual(self.tools(http, "/mcp", bob)[0], 403)
+            self.assertEqual(self.tools(http, "/mcp/eng", carol), (200, ["alpha__echo"]))  # opaque: introspected
+            self.assertEqual(self.tools(http, "/mcp/sales", carol), (200, ["beta__echo"]))  # named by subject
+            http.path = "/mcp/sales"
+            status, _, text = http.modern("tools/call", {"name": "beta__echo", "arguments": {"text": "hi"}},
+                                          headers={"Authorization": "Bearer " + bob})
+            self.assertEqual(text_of(http.messages(text)[0]["result"]), "beta: hi")
+
+    def test_bad_tokens_are_refused(self):
+        # Forged (another key with the provider's kid), tampered, expired, wrong-audience, wrong-issuer, `alg: none`
+        # and HMAC-signed-with-the-public-key tokens get 401 invalid_token; the same minting with the provider's own
+        # key and good claims is accepted (so each refusal is for what was changed).
+        import hmac
+        rs, rogue = (_jwk_ints(self.keys[name], "n", "e", "d") for name in ("rs", "rogue"))
+        public = {k: self.keys["rs"][k] for k in ("kty", "n", "e", "kid", "alg", "use")}
+        with self.serve() as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            now = int(time.time())
+            good = {"iss": self.issuer, "aud": root, "sub": "alice", "exp": now + 300, "groups": ["engineering"]}
+            header = {"alg": "RS256", "typ": "at+jwt", "kid": "rs-1"}
+            real = self.token("alice", root)
+            head, payload, signature = real.split(".")
+            claims = json.loads(mcpstudio.b64url(payload))
+            tampered = ".".join([head, _b64u(json.dumps(dict(claims, sub="bob")).encode()), signature])
+            cases = [  # (token, a fragment of why it is refused; None: accepted)
+                (_jwt(header, good, lambda data: _rs256_sign(rs, data)), None),
+                (_jwt(header, good, lambda data: _rs256_sign(rogue, data)), "the signature does not verify"),
+                (tampered, "the signature does not verify"),
+                (_jwt(header, dict(good, exp=now - 3600), lambda data: _rs256_sign(rs, data)), "it expired"),
+                (_jwt(header, dict(good, nbf=now + 3600), lambda data: _rs256_sign(rs, data)), "not valid before"),
+                (self.token("alice", "http://127.0.0.1:1/mcp"), "audience"),
+                (_jwt(header, dict(good, iss="http://127.0.0.1:1"), lambda data: _rs256_sign(rs, data)), "issued by"),
+                (_jwt({"alg": "none", "typ": "at+jwt"}, good, None), "alg 'none' is not accepted"),
+                (_jwt(dict(header, alg="HS256"), good, lambda data: hmac.new(json.dumps(public).encode(), data,
+                                                                              hashlib.sha256).digest()),
+                 "alg 'HS256' is not accepted"),
+                ("not-a-jwt-and-not-active", "not active"),
+            ]
+            for token, why in cases:
+                with self.subTest(why=why):
+                    status, answer = self.tools(http, "/mcp/eng", token)
+                    if why is None:
+                        self.assertEqual((status, answer), (200, ["alpha__echo"]))
+                    else:
+                        self.assertEqual(status, 401, answer)
+                        self.assertIn('error="invalid_token"', answer)
+                        self.assertIn(why, answer)
+
+
 class TemplateFileFieldTests(ScratchDir):
     def test_parse(self):
         # `{name:file}` is a file field: a string property that takes a data: URI, shown back as written, and a
