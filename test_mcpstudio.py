@@ -11943,6 +11943,148 @@ class SignInCheckTests(unittest.TestCase):
                          ("bob", None, ["sales"], ["tools", "read"]))
 
 
+class TeamGatewayTests(ScratchDir):
+    """Issue 45 with static per-person tokens (`people`, kept as SHA-256 hashes): a token is asked for and
+    checked, and what a person's calls make or spend (rate limits, audit lines, cache entries, kept outputs,
+    tasks, sessions) is theirs alone."""
+
+    TOKENS = {"alice": "alice-token-0001", "bob": "bob-token-0002"}
+    TASKS = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+    def config(self, **extra):
+        stamp = self.script("stamp.py", "import os\nprint(os.urandom(8).hex())\n", executable=False)
+        path = os.path.join(self.dir, "team.json")
+        with open(path, "w") as f:
+            json.dump(dict({"tools": [
+                {"name": "echo", "command": "echo {text}", "rateLimit": {"calls": 1, "seconds": 600}},
+                {"name": "stamp", "command": "%s %s" % (PY, stamp), "annotations": {"readOnlyHint": True},
+                 "cache": {"ttl": 600}},
+                {"name": "count", "command": "seq 1 {n}", "max_text": 200},
+                {"name": "slow", "command": "sleep {seconds}", "taskSupport": "required"}],
+                "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest(), "groups": ["team"]}
+                           for name, token in self.TOKENS.items()},
+                "audit": {"file": os.path.join(self.dir, "audit.jsonl")}}, **extra), f)
+        return path
+
+    def auth(self, name):
+        return {"Authorization": "Bearer " + self.TOKENS[name]}
+
+    def call(self, http, name, tool, arguments, session=None, meta=None):
+        """The result (or error) of a tools/call by `name`: in `session` (handshake era), else a 2026-07-28 one."""
+        if session:
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": tool, "arguments": arguments}}, session=session, headers=self.auth(name))
+        else:
+            status, _, text = http.modern("tools/call", {"name": tool, "arguments": arguments, "_meta": meta or {}},
+                                          headers=self.auth(name))
+        self.assertEqual(status, 200, text)
+        answer = http.messages(text)[-1]
+        return answer.get("result", answer.get("error"))
+
+    def session(self, http, name):
+        status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+            headers=self.auth(name))
+        self.assertEqual(status, 200, text)
+        http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=headers["mcp-session-id"],
+                  headers=self.auth(name))
+        return headers["mcp-session-id"]
+
+    def test_a_persons_token_is_asked_for_and_checked(self):
+        # No token or an unknown one: 401 naming the RFC 9728 metadata, which is served without a token (also at
+        # the bare well-known URL); /health is behind the sign-in too; a listed person's token is let in.
+        import urllib.error
+        import urllib.request
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            base = "http://127.0.0.1:%d" % http.port
+            status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            self.assertEqual((status, headers["www-authenticate"]), (401, 'Bearer resource_metadata="%s/.well-known/'
+                                                                          'oauth-protected-resource/mcp"' % base))
+            status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                           headers={"Authorization": "Bearer alice-token-0002"})
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token", error_description="it is not the token of a listed person"',
+                          headers["www-authenticate"])
+            for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+                with urllib.request.urlopen(base + path, timeout=WAIT) as response:
+                    self.assertEqual(json.load(response), {"resource": base + "/mcp",
+                                                           "bearer_methods_supported": ["header"]})
+            for path, code in (("/.well-known/oauth-protected-resource/mcp/nope", 404), ("/health", 401)):
+                with self.assertRaises(urllib.error.HTTPError) as caught:
+                    urllib.request.urlopen(base + path, timeout=WAIT)
+                self.assertEqual(caught.exception.code, code)
+            status, _, text = http.modern("tools/list", headers=self.auth("bob"))
+            self.assertEqual(status, 200, text)
+            self.assertIn("stamp", text)
+
+    def test_a_signed_in_server_refuses_a_second_way_in(self):
+        # --http-token beside `people` is one way in too many; beyond loopback, signIn needs its `audience` (the
+        # URL tokens are for): both stop at startup with exit 2, saying so.
+        for args, env, fragment in (
+                (["--http", "127.0.0.1:0"], {"MCPSTUDIO_HTTP_TOKEN": "tok-1234"}, "drop --http-token"),
+                (["--http", "0.0.0.0:0"], {}, "set signIn.audience")):
+            with self.subTest(fragment=fragment):
+                config = self.config(signIn={"issuer": "https://idp.example"}) if "0.0.0.0" in args[1] else self.config()
+                done = subprocess.run(SERVER + ["serve", "--config", config] + args, capture_output=True, text=True,
+                                      timeout=WAIT, env=dict(os.environ, **env))
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn(fragment, done.stderr)
+
+    def test_limits_and_audit_lines_are_per_person(self):
+        # A rate limit counts a person's calls across their sessions (a new initialize does not reset it) and not
+        # another person's; each audit line names its person, never their token.
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            first = self.session(http, "alice")
+            self.assertEqual(text_of(self.call(http, "alice", "echo", {"text": "one"}, first)), "one\n")
+            second = self.session(http, "alice")
+            self.assertRegex(text_of(self.call(http, "alice", "echo", {"text": "two"}, second)), r"^Not run: .*retry in")
+            self.assertRegex(text_of(self.call(http, "alice", "echo", {"text": "three"})), r"^Not run: ")  # 2026-07-28
+            self.assertEqual(text_of(self.call(http, "bob", "echo", {"text": "four"}, self.session(http, "bob"))),
+                             "four\n")
+        with open(os.path.join(self.dir, "audit.jsonl")) as f:
+            text = f.read()
+        lines = [json.loads(line) for line in text.splitlines()]
+        self.assertEqual([(line["person"], line["caller"], line.get("rateLimited", False)) for line in lines],
+                         [("alice", "alice", False), ("alice", "alice", True), ("alice", "alice", True),
+                          ("bob", "bob", False)])
+        self.assertNotIn("token-000", text)
+
+    def test_what_a_person_makes_stays_theirs(self):
+        # Cache entries, kept outputs, tasks (2026-07-28: no session to own them) and handshake-era sessions are
+        # their person's: another person gets a fresh result, not-found, or 404, never the other's object.
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            stamps = [text_of(self.call(http, name, "stamp", {})) for name in ("alice", "alice", "bob")]
+            self.assertEqual(stamps[0], stamps[1])  # alice's cached result
+            self.assertNotEqual(stamps[0], stamps[2])  # bob's own
+            result = self.call(http, "alice", "count", {"n": "400"})
+            uri = next(c["uri"] for c in result["content"] if c["type"] == "resource_link")
+            readings = {}
+            for name in ("bob", "alice"):
+                status, _, text = http.modern("resources/read", {"uri": uri}, headers=dict(self.auth(name),
+                                                                                           **{"Mcp-Name": uri}))
+                readings[name] = http.messages(text)[0]
+            self.assertIn("Output not found", readings["bob"]["error"]["message"])
+            self.assertTrue(readings["alice"]["result"]["contents"][0]["text"].startswith("1\n2\n"))
+            task = self.call(http, "alice", "slow", {"seconds": "30"}, meta=self.TASKS)
+            self.assertEqual(task["resultType"], "task", task)
+            seen = {}
+            for name in ("bob", "alice"):
+                status, _, text = http.modern("tasks/get", {"taskId": task["taskId"], "_meta": self.TASKS},
+                                              headers=dict(self.auth(name), **{"Mcp-Name": task["taskId"]}))
+                seen[name] = http.messages(text)[0]
+            self.assertIn("Unknown task", seen["bob"]["error"]["message"])
+            self.assertEqual(seen["alice"]["result"]["status"], "working")
+            http.modern("tasks/cancel", {"taskId": task["taskId"], "_meta": self.TASKS},
+                        headers=dict(self.auth("alice"), **{"Mcp-Name": task["taskId"]}))
+            session = self.session(http, "alice")
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session,
+                                        headers=self.auth("bob"))
+            self.assertEqual(status, 404, text)
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session,
+                                        headers=self.auth("alice"))
+            self.assertEqual(status, 200, text)
+
+
 OIDC_PROVIDER = os.environ.get("MCPSTUDIO_OIDC_PROVIDER", "")  # an npm prefix holding node_modules/oidc-provider
 IDP_SCRIPT = os.path.join(HERE, "examples", "team-gateway", "idp.mjs")
 
