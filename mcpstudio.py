@@ -11153,12 +11153,14 @@ def status_command(path, log: Log, options):
                 await runner.stop_all()
                 runner.close_watchdog()
         checks = asyncio.run(check())
-    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"])
+    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
+                        sign_in=info["sign_in"])
 
 
-def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD)):
-    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search, and
-    the counters of each running `serve` of the config."""
+def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
+                 sign_in=None):
+    """The table of `status`: servers, cached tool counts (or --check results), sign-in, namespaces and who may
+    use each, tool search, and the counters of each running `serve` of the config."""
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
@@ -11197,12 +11199,24 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
         print("\nsign-in (OAuth; `mcpstudio login NAME` signs in):")
         for spec in signed:
             print("  %-*s  %s" % (max(len(s.key) for s in signed), spec.key, OAuthClient(spec.url).summary()))
+    if sign_in:
+        print("\npeople sign in (serve --http): %s; audience %s" % ("; ".join(
+            (["tokens of %s" % sign_in["issuer"]] if sign_in["issuer"] else []) +
+            (["opaque ones asked of %s" % sign_in["introspection"]] if sign_in["introspection"] else []) +
+            (["listed tokens of %s" % ", ".join(sign_in["people"])] if sign_in["people"] else [])),
+            sign_in["audience"] or "this server's own /mcp URL"))
+        print("  who may use a namespace: the people its `people` names (a subject, an email, group:NAME, or *);"
+              " a namespace without `people`: every signed-in person")
     if plan.namespaces:
         print("\nnamespaces:")
         for name, ns in plan.namespaces.items():
             mark = "*" if name == namespace else " "
-            print(" %s %-16s %s  (%s)" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
-                                          _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
+            people = ns.get("people")
+            print(" %s %-16s %s  (%s)%s" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
+                                            _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1]),
+                                            "" if not sign_in and people is None else "  people: %s" % (
+                                                ", ".join(people) if people else "none" if people == [] else
+                                                "every signed-in person")))
     else:
         print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
     for snapshot in RunningStats.running(path):

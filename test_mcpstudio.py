@@ -11926,6 +11926,41 @@ class SignInCheckTests(unittest.TestCase):
                 got = mcpstudio.jwk_key(jwk)
                 self.assertEqual(got and got[:2], expected)
 
+    def test_config_table(self):
+        # A config's `signIn` and `people`, read (${VAR} expanded in signIn) or refused naming the key and what is
+        # expected.
+        digest = "ab" * 32
+        cases = [  # (config) -> the plan's (issuer, audience, people) or a fragment of the error
+            ({}, None),
+            ({"signIn": {"issuer": "https://idp.example"}}, ("https://idp.example", None, {})),
+            ({"signIn": {"issuer": "https://${IDP}", "audience": "https://gw.example/mcp"}},
+             ("https://idp.example", "https://gw.example/mcp", {})),
+            ({"people": {"ann": {"tokenSha256": digest.upper(), "groups": ["ops"]}}},
+             (None, None, {"ann": (digest, ["ops"], None)})),
+            ({"signIn": {}}, "signIn: expected `issuer`"),
+            ({"signIn": {"issuer": "idp.example"}}, "signIn.issuer: expected an https URL"),
+            ({"signIn": {"issuer": "https://i", "isuer": "x"}}, "signIn.isuer"),
+            ({"signIn": {"issuer": "https://i", "introspection": "https://i/introspect"}}, "together"),
+            ({"signIn": {"issuer": "https://i", "scopes": "tools"}}, "signIn.scopes"),
+            ({"people": {"ann": {"tokenSha256": "abc"}}}, "people.ann.tokenSha256: expected the SHA-256"),
+            ({"people": {"ann": {"tokenSha256": digest, "groups": "ops"}}}, "people.ann.groups"),
+            ({"people": {"ann": "token"}}, "people.ann: expected"),
+            ({"people": {"ann": {"tokenSha256": digest, "token": "x"}}}, "people.ann.token"),
+        ]
+        for data, expected in cases:
+            with self.subTest(data=data):
+                loader = mcpstudio.ConfigLoader("team.json", environ={"IDP": "idp.example"}, data=data)
+                try:
+                    plan = mcpstudio.read_sign_in(loader, data)
+                    got = plan and (plan["issuer"], plan["audience"], plan["people"])
+                except mcpstudio.ConfigError as exc:
+                    got = str(exc)
+                    self.assertIsInstance(expected, str, got)
+                if isinstance(expected, str):
+                    self.assertIn(expected, got)
+                else:
+                    self.assertEqual(got, expected)
+
     def test_people_rule_table(self):
         # One rule: no `people` admits every signed-in person; a list admits a person it names by subject or
         # email, by `group:NAME` of one of their groups, or `*`.
@@ -12029,6 +12064,23 @@ class TeamGatewayTests(ScratchDir):
                                       timeout=WAIT, env=dict(os.environ, **env))
                 self.assertEqual(done.returncode, 2, done.stderr)
                 self.assertIn(fragment, done.stderr)
+
+    def test_status_shows_who_may_use_what(self):
+        # `status` says how people sign in, the one rule, and each namespace's people.
+        path = os.path.join(self.dir, "status.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"a": {"command": "true"}}, "defaultNamespace": "eng",
+                       "namespaces": {"eng": {"servers": ["a"], "people": ["group:eng", "carol@example.com"]},
+                                      "all": ["a"]},
+                       "signIn": {"issuer": "https://idp.example", "audience": "https://gw.example/mcp"}}, f)
+        done = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              env=dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache")))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("people sign in (serve --http): tokens of https://idp.example; audience https://gw.example/mcp",
+                      done.stdout)
+        self.assertIn("a namespace without `people`: every signed-in person", done.stdout)
+        self.assertRegex(done.stdout, r"\* eng .*people: group:eng, carol@example.com\n")
+        self.assertRegex(done.stdout, r"  all .*people: every signed-in person\n")
 
     def test_limits_and_audit_lines_are_per_person(self):
         # A rate limit counts a person's calls across their sessions (a new initialize does not reset it) and not
