@@ -4979,9 +4979,9 @@ def paginate(items, cursor, page_size=PAGE_SIZE):
 # the server decides; an optional tool still running after TASK_AFTER answers
 # with a flat CreateTaskResult, tasks/get inlines the result or error, and
 # tasks/cancel acknowledges. A task belongs to the handshake-era session that
-# made it; 2026-07-28 requests have no session, so theirs are shared by every
-# such request (behind the same --http token) and found only by their id, 128
-# random bits. Output is bounded as for any call (--max-output).
+# made it; 2026-07-28 requests have no session, so theirs belong to the signed-in
+# person (signIn, people), else are shared by every such request (behind the
+# same --http token), and are found only by their id, 128 random bits. Output is bounded as for any call (--max-output).
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -12175,7 +12175,7 @@ def _fetch_json(url, data=None, headers=None, limit=1 << 20):
 # `initialize` (`Mcp-Session-Id`), a GET stream for list changes, and DELETE.
 # Replies are JSON, or an SSE stream when the client accepts one and the
 # request may send progress or log lines first. Safe by default: loopback
-# only unless a bearer token is set, Host and Origin checked (DNS
+# only unless a bearer token is set or people sign in, Host and Origin checked (DNS
 # rebinding), header and body sizes bounded, slow clients timed out.
 
 HTTP_PATH = "/mcp"

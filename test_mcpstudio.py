@@ -12,6 +12,7 @@ installs them and points MCPSTUDIO_SDK_PYTHON / MCPSTUDIO_INSPECTOR at them.
 
 import collections
 import contextlib
+import functools
 import asyncio
 import atexit
 import base64
@@ -11749,6 +11750,7 @@ def _b64u(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
+@functools.lru_cache(maxsize=None)
 def _test_rsa_key(seed, bits=2048):
     """(n, e, d) of an RSA key from seeded random primes (a sieve, then Fermat and Miller-Rabin): for tests only."""
     import math
@@ -11976,6 +11978,63 @@ class SignInCheckTests(unittest.TestCase):
         person = mcpstudio.Person.from_claims({"sub": "bob", "scope": "tools read", "groups": ["sales", 7]})
         self.assertEqual((person.subject, person.email, person.groups, person.scopes),
                          ("bob", None, ["sales"], ["tools", "read"]))
+
+
+class SignInKeysTests(unittest.TestCase):
+    """Issue 45: SignIn finds the issuer's keys by discovery, keeps them, and follows a key rotation with a
+    bounded refetch on an unknown `kid` (an issuer in threads of this test process; no clock is waited for)."""
+
+    def test_keys_rotate_with_a_bounded_refetch(self):
+        import http.server
+        first, second = _test_rsa_key(45), _test_rsa_key(47)
+        state = {"keys": [_rsa_jwk(first, "k1")], "fetches": 0}
+
+        class Issuer(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                base = "http://127.0.0.1:%d" % self.server.server_address[1]
+                if self.path == "/.well-known/oauth-authorization-server":
+                    body = {"issuer": base, "jwks_uri": base + "/jwks"}
+                elif self.path == "/jwks":
+                    state["fetches"] += 1
+                    body = {"keys": state["keys"]}
+                else:
+                    self.send_error(404)
+                    return
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        issuer = ThreadedHttpServer()
+        issuer.serve(Issuer)
+        self.addCleanup(issuer.close)
+        base = "http://127.0.0.1:%d" % issuer.port
+        audience = "https://gw.example/mcp"
+
+        def token(key, kid, subject="alice"):
+            claims = {"iss": base, "aud": audience, "sub": subject, "exp": int(time.time()) + 300}
+            return _jwt({"alg": "RS256", "kid": kid}, claims, lambda data: _rs256_sign(key, data))
+
+        async def scenario():
+            sign_in = mcpstudio.SignIn({"issuer": base, "people": {}, "scopes": []}, audience, mcpstudio.Log())
+            seen = [(await sign_in.person(token(first, "k1"))).subject, state["fetches"]]
+            seen += [(await sign_in.person(token(first, "k1", "bob"))).subject, state["fetches"]]  # keys kept
+            state["keys"] = [_rsa_jwk(first, "k1"), _rsa_jwk(second, "k2")]  # the issuer rotates
+            for _ in range(5):  # an unknown kid just after a fetch: refused, and no fetch for each try
+                with self.assertRaises(mcpstudio.UnknownKey):
+                    await sign_in.person(token(second, "k2"))
+            seen.append(state["fetches"])
+            sign_in.tried -= mcpstudio.SIGNIN_KID_REFETCH + 1  # as if the last fetch were 31 s ago
+            seen += [(await sign_in.person(token(second, "k2", "carol"))).subject, state["fetches"]]
+            with self.assertRaises(mcpstudio.UnknownKey):  # a kid no JWKS has: no fetch again so soon
+                await sign_in.person(token(second, "k3"))
+            seen.append(state["fetches"])
+            return seen
+        self.assertEqual(asyncio.run(scenario()), ["alice", 1, "bob", 1, 1, "carol", 2, 2])
 
 
 class TeamGatewayTests(ScratchDir):
