@@ -11821,7 +11821,7 @@ SIGNIN_JWKS_REFRESH = 600      # seconds an issuer's JWKS is used before it is f
 SIGNIN_KID_REFETCH = 30        # a token with an unknown `kid` fetches the JWKS again at most this often
 SIGNIN_ANSWERS = 1000          # tokens whose check (a person, or why not) is kept, SIGNIN_REMEMBER seconds at most
 SIGNIN_REMEMBER = 60
-_JWT_FAMILIES = {"RS256": "RSA", "ES256": "EC"}
+_JWT_ALGS = ("RS256", "ES256")  # accepted; never none, never HMAC
 _SHA256_INFO = bytes.fromhex("3031300d060960864801650304020105000420")  # DigestInfo of SHA-256 (RFC 8017 §9.2)
 _P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
 _P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551
@@ -11936,7 +11936,7 @@ def jwt_key(header, keys):
     """The keys of `keys` [(kid, alg, key)] that may have signed a JWT with `header`; TokenError for an alg that
     is not RS256 or ES256 (`none`, HMAC: a public key is not a secret to MAC with)."""
     alg = header.get("alg")
-    if alg not in _JWT_FAMILIES:
+    if alg not in _JWT_ALGS:
         raise TokenError("alg %s is not accepted (RS256 or ES256 only)" % json.dumps(alg))
     if "crit" in header:
         raise TokenError("the token's header has `crit` extensions this server does not understand")
@@ -11961,8 +11961,8 @@ def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
     if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences] for a in given):
         raise TokenError("its audience %s is not this server (%s)" % (json.dumps(claims.get("aud")), audiences[-1]))
     exp, nbf = claims.get("exp"), claims.get("nbf", 0)
-    if type(exp) not in (int, float) or type(nbf) not in (int, float):
-        raise TokenError("it has no numeric `exp`")
+    if type(exp) not in (int, float) or type(nbf) not in (int, float) or not abs(exp) < 1e11 > abs(nbf):
+        raise TokenError("it has no numeric `exp`")  # (nor NaN, nor one past the year 5000)
     if now > exp + skew:
         raise TokenError("it expired at %s" % _iso(exp))
     if now < nbf - skew:
@@ -11987,9 +11987,6 @@ class Person:
         groups = claims.get("groups")
         return cls(claims["sub"], claims.get("email") if isinstance(claims.get("email"), str) else None,
                    groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [])
-
-    def describe(self):
-        return self.subject + (" (%s)" % ", ".join("group:" + g for g in self.groups) if self.groups else "")
 
 
 def admits(people, person):

@@ -11889,6 +11889,9 @@ class SignInCheckTests(unittest.TestCase):
             ({"alg": "RS256", "kid": "r1"}, dict(good, exp=now - 59), rs, "alice"),  # within the skew
             ({"alg": "RS256", "kid": "r1"}, {k: v for k, v in good.items() if k != "exp"}, rs, "no numeric `exp`"),
             ({"alg": "RS256", "kid": "r1"}, dict(good, exp="soon"), rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=float("nan")), rs, "no numeric `exp`"),  # never past NaN
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=float("inf")), rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, nbf=1e300), rs, "no numeric `exp`"),
             ({"alg": "RS256", "kid": "r1"}, dict(good, nbf=now + 61), rs, "not valid before"),
             ({"alg": "RS256", "kid": "r1"}, dict(good, nbf=now + 59), rs, "alice"),
             ({"alg": "RS256", "kid": "r1"}, dict(good, sub=""), rs, "no subject"),
