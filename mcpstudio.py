@@ -7652,10 +7652,14 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion", "rateLimit", "cache", "confirm",
+                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
+ISOLATION_MODES = ("shared", "user", "session")  # a server's `isolation`
+ISOLATED_MAX = 10        # instances of an isolated server at once (its `maxInstances`)
+ISOLATED_IDLE = 900.0    # seconds an isolated instance may go unused before it is stopped
+_PERSON_REFERENCE = re.compile(r"\$\{person\.([A-Za-z_][A-Za-z0-9_]*)\}")
 _SERVER_GROUPS = ("mcpServers", "servers")  # where a config keeps its MCP servers: Claude's key, and VS Code's
 _OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
 _NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch", "people",
@@ -7701,6 +7705,7 @@ class UpstreamSpec:
     startup_timeout, tool_timeout, health_interval = START_TIMEOUT, TOOL_TIMEOUT, HEALTH_INTERVAL
     max_concurrency = 0
     protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
+    isolation, max_instances = "shared", ISOLATED_MAX  # one process for everyone, or one per person or session
 
     def __init__(self, key, where):
         self.key, self.id, self.where = key, _server_id(key), where
@@ -7727,7 +7732,30 @@ class UpstreamSpec:
         """A fingerprint of everything that, changed by a reload, restarts the server."""
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
-                            self.denied_tools, self.oauth)
+                            self.denied_tools, self.oauth, self.isolation, self.max_instances)
+
+    def person_names(self):
+        """The NAMEs of the `${person.NAME}` in its args, env and headers: each person's own secrets."""
+        words = self.args + list(self.env.values()) + list(self.headers.values())
+        return sorted({name for word in words for name in _PERSON_REFERENCE.findall(word)})
+
+    def listed(self):
+        """What the shared process runs (it lists the tools of an isolated server): no person's secrets."""
+        return self.for_person({}) if self.person_names() else self
+
+    def for_person(self, secrets):
+        """A copy whose `${person.NAME}` are `secrets`' values ("" for one not in them: the listing's copy)."""
+        import copy
+        spec = copy.copy(self)
+
+        def fill(word):
+            return _PERSON_REFERENCE.sub(lambda found: secrets.get(found.group(1), ""), word)
+        spec.args = [fill(word) for word in self.args]
+        spec.env = {key: fill(value) for key, value in self.env.items()}
+        spec.headers = {key: fill(value) for key, value in self.headers.items()}
+        spec.secrets = self.secrets + [value for value in secrets.values() if value]
+        spec.origin = self  # what a reload compares
+        return spec
 
     def display(self):
         """The server as a person reads it, secrets masked: its URL, or its command line."""
@@ -7955,6 +7983,13 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
     spec.max_concurrency = loader.get(entry, "maxConcurrency", int, where, 0)
     if spec.max_concurrency < 0:
         raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
+    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "shared")
+    spec.max_instances = loader.get(entry, "maxInstances", int, where, ISOLATED_MAX)
+    if spec.max_instances < 1:
+        raise loader.error(_join(where, "maxInstances"), "expected a positive whole number (instances at once)")
+    if spec.isolation == "shared" and spec.person_names():
+        raise loader.error(where, "${person.%s} is a signed-in person's own secret: set \"isolation\": \"user\" "
+                           "(or \"session\"), so that each person's server gets theirs" % spec.person_names()[0])
     spec.allow, spec.deny = _read_filter(loader, entry, where)
     spec.denied_tools = loader.get(entry, "deniedTools", list, where, [])
     if not all(isinstance(name, str) for name in spec.denied_tools):
@@ -10664,6 +10699,42 @@ def plan_changes(old, new):
     return report
 
 
+class PersonSecrets:
+    """Each signed-in person's own secrets for `${person.NAME}` in an isolated server's env, headers or args: one
+    JSON file {subject: {NAME: value}} in the mcpstudio config folder, mode 0600 (written by `mcpstudio secrets
+    set`), read again whenever an instance starts. Never listed with values, never shown to the model."""
+
+    def __init__(self, path=None):
+        self.path = path or os.path.join(os.path.dirname(default_config_path()), "people-secrets.json")
+
+    def load(self):
+        try:
+            with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def of(self, person):
+        """The secrets of `person` (their subject): {NAME: value}."""
+        mine = self.load().get(person)
+        return {key: value for key, value in mine.items() if isinstance(value, str)} if isinstance(mine, dict) else {}
+
+    def set(self, person, name, value):
+        """Keep (or with None, remove) `person`'s secret `name`; whether it was there before."""
+        data = self.load()
+        mine = data.setdefault(person, {})
+        there = name in mine
+        if value is None:
+            mine.pop(name, None)
+        else:
+            mine[name] = value
+        if not mine:
+            del data[person]
+        write_private_json(self.path, data)
+        return there
+
+
 class Aggregator:
     """The config's own sources plus upstream servers, as one source (see the section comment)."""
 
@@ -10706,14 +10777,58 @@ class Aggregator:
         self._prompt_routes = {}
         self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
         self._specs = self.namespace.apply(plan)
+        self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
         self.manager = ManagerTools(self)
         self.bridge = InputBridge()
         self.downstream = Downstream(self, self.bridge)
         self.upstream_skills = UpstreamSkills(self)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
-        return Upstream(spec, self.runner, self.log, self.downstream, self.cache_dir, config_path=self.config_path,
-                        start_tool=self.namespace.manager_name("servers_start"))
+        return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
+                        config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
+
+    def _instance(self, upstream: Upstream, ctx) -> Upstream:
+        """Where a call of `ctx` to `upstream` goes: the shared process, or for an isolated server the caller's
+        own (`user`: the signed-in person's, started with their secrets; `session`: the client session's, the
+        person's in 2026-07-28), at most `maxInstances` at once, the least recently used idle one stopped to
+        make room; ones idle for ISOLATED_IDLE, or of a session that ended, are stopped."""
+        spec, person = upstream.spec, getattr(getattr(ctx, "session", None), "person", None)
+        if spec.isolation == "shared" or ctx is None or (person is None and (spec.isolation == "user" or ctx.modern)):
+            return upstream
+        owner = ("person", person) if spec.isolation == "user" or ctx.modern else ("session", id(ctx.session))
+        now = time.monotonic()
+        for key, entry in list(self.isolated.items()):
+            if (entry[3] is not None and entry[3].closed) or (not entry[2] and now - entry[1] > ISOLATED_IDLE):
+                self._stop_instance(key, "it was not used for a while" if entry[3] is None or not entry[3].closed
+                                    else "its session ended")
+        key = (spec.id,) + owner
+        if key in self.isolated:
+            self.isolated.move_to_end(key)
+            return self.isolated[key][0]
+        secrets = PersonSecrets().of(person) if person is not None else {}
+        missing = [name for name in self._specs[spec.id].person_names() if not secrets.get(name)]
+        if missing:
+            raise ToolError("server `%s` needs your own secret %s, which is not set; set it with `mcpstudio secrets set %s --person %s` "
+                            "(the value on stdin), then call again" % (spec.id, missing[0], missing[0], person or "NAME"))
+        mine = [k for k in self.isolated if k[0] == spec.id]
+        if len(mine) >= spec.max_instances:
+            idle = next((k for k in mine if not self.isolated[k][2]), None)
+            if idle is None:
+                raise ToolError("server `%s` runs %d instances already (its maxInstances), each busy with a call: "
+                                "try again in a while" % (spec.id, spec.max_instances))
+            self._stop_instance(idle, "another caller needed room (maxInstances %d)" % spec.max_instances)
+        own = Upstream(self._specs[spec.id].for_person(secrets), self.runner, self.log, self.downstream,
+                       self.cache_dir, config_path=self.config_path,
+                       start_tool=self.namespace.manager_name("servers_start"))
+        self.log.add_secrets([value for value in secrets.values() if value])
+        self.isolated[key] = [own, now, 0, ctx.session if owner[0] == "session" else None]
+        self.log.info("server %s: a process of its own for %s %s", spec.id, owner[0],
+                      person if owner[0] == "person" else ctx.session.label)
+        return own
+
+    def _stop_instance(self, key, why):
+        entry = self.isolated.pop(key)
+        asyncio.ensure_future(entry[0].stop(why))
 
     # -- the source contract ---------------------------------------------------------
 
@@ -10868,19 +10983,29 @@ class Aggregator:
         if route[0] == "manager":
             return await self.manager.call(route[1], arguments)
         original = route[2]
+        entry = None
         try:
             upstream = self._upstream(route[1])
             self.namespace.check_permitted(upstream.spec, name, original)
+            upstream = self._instance(upstream, ctx)
+            entry = next((e for e in self.isolated.values() if e[0] is upstream), None)
+            if entry:
+                entry[2] += 1  # busy: not stopped to make room while the call runs
             if ctx and ctx.task is not None:  # a task of mcpstudio's: the server's own, where it has them
                 await upstream.ready(ctx)
                 if upstream.tasks.runs(original, ctx):
                     return await upstream.tasks.call(original, arguments, ctx)
             return await self.bridge.forward(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
+        except ToolError as exc:
+            return tool_error(str(exc))
         except UpstreamError as exc:
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
                 return tool_error(exc.message)
             raise
+        finally:
+            if entry:
+                entry[1], entry[2] = time.monotonic(), entry[2] - 1
 
     async def await_owner(self, name):
         """Wait for the servers that may own tool `name` (their prefix fits) but have never listed their tools:
@@ -11033,8 +11158,8 @@ class Aggregator:
             self.log.info("waiting up to %g s for %s to list its tools, to cache them", CACHE_LINGER,
                           ", ".join(u.spec.id for u in first))
             await asyncio.wait([u.start() for u in first], timeout=CACHE_LINGER)
-        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in self.upstreams.values()),
-                             return_exceptions=True)
+        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(self.upstreams.values()) + [
+            entry[0] for entry in self.isolated.values()]), return_exceptions=True)
         for source in self.local:
             await source.close()
 
@@ -11065,7 +11190,8 @@ class Aggregator:
                 source.start()
         specs = self.namespace.apply(plan)
         old, new = self.upstreams, {}
-        report = plan_changes({sid: upstream.spec for sid, upstream in old.items()}, specs)
+        report = plan_changes({sid: getattr(upstream.spec, "origin", upstream.spec) for sid, upstream in old.items()},
+                              specs)
         if local_changed:
             report["localToolsReloaded"] = True
         for sid, spec in specs.items():
@@ -11082,10 +11208,12 @@ class Aggregator:
                 if running and fresh.usable() and not upstream.user_stopped:
                     fresh.start(wait_backoff=False)
             else:
-                upstream.update(spec)
+                upstream.update(spec.listed())
                 new[sid] = upstream
         for sid in report["removed"]:
             await old[sid].stop("it was removed from the config")
+        for key in [k for k in self.isolated if k[0] in report["removed"] or k[0] in report["restarted"]]:
+            self._stop_instance(key, "its configuration changed")
         self.upstreams = new
         report["namespace"] = self.namespace.name
         if self.namespace.refusal:
@@ -14187,6 +14315,42 @@ def logout_command(words):
     return 0
 
 
+def secrets_command(words):
+    """`secrets set|remove NAME --person SUBJECT` (set: the value on stdin), `secrets list --person SUBJECT`: a
+    signed-in person's own secrets, for `${person.NAME}` in an isolated server (see PersonSecrets)."""
+    rest, person = [], None
+    index = 0
+    while index < len(words):
+        if words[index] == "--person" and index + 1 < len(words):
+            person, index = words[index + 1], index + 2
+        else:
+            rest.append(words[index])
+            index += 1
+    action = rest[0] if rest else None
+    if not person or action not in ("set", "remove", "list") or len(rest) != (1 if action == "list" else 2) or (
+            action != "list" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest[1])):
+        raise UsageError("secrets takes: set NAME --person SUBJECT (the value on stdin), remove NAME --person "
+                         "SUBJECT, or list --person SUBJECT; NAME is what ${person.NAME} names")
+    store = PersonSecrets()
+    if action == "list":
+        for name in sorted(store.of(person)):
+            print(name)
+        return 0
+    value = None
+    if action == "set":
+        if sys.stdin.isatty():
+            import getpass
+            value = getpass.getpass("%s's %s: " % (person, rest[1]))
+        else:
+            value = sys.stdin.read().rstrip("\r\n")
+        if not value:
+            raise UsageError("secrets set %s: no value on stdin" % rest[1])
+    there = store.set(person, rest[1], value)
+    print("%s %s's secret %s in %s" % ("set" if value else "removed" if there else "no such secret: kept", person,
+                                       rest[1], store.path))
+    return 0
+
+
 def enable_command(words, enabled=True):
     """`enable NAME` / `disable NAME` [--config FILE]: whether serve starts the server (`disabled` in its entry)."""
     command = "enable" if enabled else "disable"
@@ -14505,6 +14669,7 @@ USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
          "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
          "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
          "       mcpstudio login|logout NAME|URL [--config FILE]\n"
+         "       mcpstudio secrets set|remove|list [NAME] --person SUBJECT\n"
          "       mcpstudio tui [--config FILE] [--namespace NAME]\n"
          "       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)")
 
@@ -14556,6 +14721,13 @@ SUBCOMMAND_HELP = {
              "`status` shows each server's sign-in.",
     "logout": "usage: mcpstudio logout NAME|URL [--config FILE]\n\n"
               "Forget a server's tokens and client registration (the next use signs in again).",
+    "secrets": "usage: mcpstudio secrets set|remove NAME --person SUBJECT\n"
+               "       mcpstudio secrets list --person SUBJECT\n\n"
+               "A signed-in person's own secrets (serve --http with signIn or people): `${person.NAME}` in\n"
+               "the env, headers or args of a server with \"isolation\": \"user\" is SUBJECT's NAME when\n"
+               "that person's own process starts. `set` reads the value from stdin (asks on a terminal).\n"
+               "They are kept in people-secrets.json beside the default config, mode 0600; `list` shows\n"
+               "names only.",
     "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
                "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
                "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"
@@ -14847,7 +15019,8 @@ def _claim_stdout():
 _OWN_WORDS = {"init": init_config, "inspect": inspect_command, "call": call_command, "install": install_command,
               "import": import_command, "add": add_command, "remove": remove_command, "list": list_command,
               "namespace": namespace_command, "zipapp": zipapp_command, "login": login_command,
-              "logout": logout_command, "enable": enable_command, "disable": disable_command, "tui": tui_command}
+              "logout": logout_command, "enable": enable_command, "disable": disable_command, "tui": tui_command,
+              "secrets": secrets_command}
 SUBCOMMANDS = ("serve", "check", "status") + tuple(_OWN_WORDS)
 
 

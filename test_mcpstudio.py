@@ -12199,6 +12199,92 @@ class TeamGatewayTests(ScratchDir):
             self.assertEqual(status, 200, text)
 
 
+class IsolationTests(AggregatorCase):
+    """Issue 45 item 4: a server's `isolation` "user" runs one process per signed-in person, started with that
+    person's own secrets (`${person.NAME}`, set by `mcpstudio secrets set`), "session" one per client session;
+    at most `maxInstances` at once."""
+
+    TOKENS = {"alice": "alice-token-0001", "bob": "bob-token-0002", "carol": "carol-token-003"}
+
+    def config(self, isolation, max_instances=5):
+        fake = [self.fake, "--only", "echo,env,sleep", "--pidfile", self.pids, "--name", "keeper"]
+        path = os.path.join(self.dir, "iso.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": fake, "env": {"FAKE_WHO": "${person.TOKEN}"},
+                                                "isolation": isolation, "maxInstances": max_instances}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        return path
+
+    def secrets(self, *words, value=None):
+        return subprocess.run(SERVER + ["secrets"] + list(words), input=value, capture_output=True, text=True,
+                              timeout=WAIT, env=self.env)
+
+    def call(self, http, name, tool, arguments, session=None):
+        auth = {"Authorization": "Bearer " + self.TOKENS[name]}
+        if session:
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+                "name": tool, "arguments": arguments}}, session=session, headers=auth)
+        else:
+            status, _, text = http.modern("tools/call", {"name": tool, "arguments": arguments}, headers=auth)
+        self.assertEqual(status, 200, text)
+        return text_of(http.messages(text)[-1]["result"])
+
+    def setUp(self):
+        super().setUp()
+        self.env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "config")
+
+    def test_each_person_gets_their_own_process_and_secrets(self):
+        # alice's and bob's calls run in processes of their own with their own secret (never the other's); a
+        # person without the secret is told how to set it; the store is 0600 and lists names only; a shared server
+        # cannot use ${person.NAME}.
+        for name in ("alice", "bob"):
+            done = self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value\n" % name)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        store = os.path.join(self.dir, "config", "mcpstudio", "people-secrets.json")
+        if os.name == "posix":
+            self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)
+        self.assertEqual(self.secrets("list", "--person", "alice").stdout, "TOKEN\n")
+        self.assertEqual(self.secrets("set", "TOKEN").returncode, 2)  # no --person
+        with HttpServerProcess("serve", "--config", self.config("user"), "--no-manager-tools", env=self.env) as http:
+            for name in ("alice", "bob", "alice"):
+                self.assertEqual(self.call(http, name, "keeper__env", {"name": "FAKE_WHO"}), "%s-secret-value" % name)
+            self.assertIn("needs your own secret TOKEN, which is not set; set it with `mcpstudio secrets set TOKEN --person carol`",
+                          self.call(http, "carol", "keeper__env", {"name": "FAKE_WHO"}))
+            self.assertNotIn("secret-value", "".join(http.stderr))
+        with open(self.pids) as f:  # one process lists the tools (without secrets), then one for each person
+            self.assertEqual(len({line.split()[0] for line in f}), 3)
+        path = self.config("shared")
+        done = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              env=self.env)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
+
+    def test_sessions_get_their_own_process_within_the_bound(self):
+        # "session": each client session its own process; past maxInstances an idle one makes room, and when each
+        # is busy with a call the caller is told so.
+        for name in self.TOKENS:
+            self.secrets("set", "TOKEN", "--person", name, value=name)
+        with HttpServerProcess("serve", "--config", self.config("session", 1), "--no-manager-tools",
+                               env=self.env) as http:
+            sessions = []
+            for name in ("alice", "alice"):
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                    headers={"Authorization": "Bearer " + self.TOKENS[name]})
+                sessions.append(headers["mcp-session-id"])
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "one"}, sessions[0]), "keeper: one")
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "two"}, sessions[1]), "keeper: two")
+            slow = threading.Thread(target=self.call, args=(http, "alice", "keeper__sleep", {"seconds": 4}, sessions[1]))
+            slow.start()
+            time.sleep(1)
+            self.assertIn("runs 1 instances already (its maxInstances), each busy",
+                          self.call(http, "alice", "keeper__echo", {"text": "three"}, sessions[0]))
+            slow.join(WAIT)
+        with open(self.pids) as f:  # the listing's, session one's, then session two's (session one's stopped)
+            self.assertEqual(len({line.split()[0] for line in f}), 3)
+
+
 OIDC_PROVIDER = os.environ.get("MCPSTUDIO_OIDC_PROVIDER", "")  # an npm prefix holding node_modules/oidc-provider
 IDP_SCRIPT = os.path.join(HERE, "examples", "team-gateway", "idp.mjs")
 
