@@ -5944,6 +5944,9 @@ class Server:
         if session in self.sessions:
             self.sessions.remove(session)
         self.tasks.forget(session)
+        for source in self.catalog.sources:
+            if hasattr(source, "sweep_instances"):  # an Aggregator: the session's own servers stop
+                source.sweep_instances(session)
 
     # -- events from sources --------------------------------------------------
 
@@ -10796,11 +10799,7 @@ class Aggregator:
         if spec.isolation == "shared" or ctx is None or (person is None and (spec.isolation == "user" or ctx.modern)):
             return upstream
         owner = ("person", person) if spec.isolation == "user" or ctx.modern else ("session", id(ctx.session))
-        now = time.monotonic()
-        for key, entry in list(self.isolated.items()):
-            if (entry[3] is not None and entry[3].closed) or (not entry[2] and now - entry[1] > ISOLATED_IDLE):
-                self._stop_instance(key, "it was not used for a while" if entry[3] is None or not entry[3].closed
-                                    else "its session ended")
+        self.sweep_instances()
         key = (spec.id,) + owner
         if key in self.isolated:
             self.isolated.move_to_end(key)
@@ -10821,10 +10820,19 @@ class Aggregator:
                        self.cache_dir, config_path=self.config_path,
                        start_tool=self.namespace.manager_name("servers_start"))
         self.log.add_secrets([value for value in secrets.values() if value])
-        self.isolated[key] = [own, now, 0, ctx.session if owner[0] == "session" else None]
+        self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
         self.log.info("server %s: a process of its own for %s %s", spec.id, owner[0],
                       person if owner[0] == "person" else ctx.session.label)
         return own
+
+    def sweep_instances(self, ended=None):
+        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for ISOLATED_IDLE."""
+        now = time.monotonic()
+        for key, entry in list(self.isolated.items()):
+            if entry[3] is not None and (entry[3].closed or entry[3] is ended):
+                self._stop_instance(key, "its session ended")
+            elif not entry[2] and now - entry[1] > ISOLATED_IDLE:
+                self._stop_instance(key, "it was not used for %d s" % ISOLATED_IDLE)
 
     def _stop_instance(self, key, why):
         entry = self.isolated.pop(key)

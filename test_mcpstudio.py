@@ -12281,8 +12281,14 @@ class IsolationTests(AggregatorCase):
             self.assertIn("runs 1 instances already (its maxInstances), each busy",
                           self.call(http, "alice", "keeper__echo", {"text": "three"}, sessions[0]))
             slow.join(WAIT)
-        with open(self.pids) as f:  # the listing's, session one's, then session two's (session one's stopped)
-            self.assertEqual(len({line.split()[0] for line in f}), 3)
+            with open(self.pids) as f:  # the listing's, session one's, then session two's (session one's stopped)
+                pids = [int(line.split()[0]) for line in f]
+            self.assertEqual(len(set(pids)), 3)
+            status, _, _ = http.post(None, session=sessions[1], method="DELETE",
+                                     headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
+            self.assertEqual(status, 200)
+            self.assertTrue(wait_until(lambda: not alive(pids[-1]), 10), "an ended session's server still runs")
+            self.assertTrue(alive(pids[0]))  # the shared one (it lists the tools) stays
 
 
 OIDC_PROVIDER = os.environ.get("MCPSTUDIO_OIDC_PROVIDER", "")  # an npm prefix holding node_modules/oidc-provider
