@@ -12340,14 +12340,14 @@ class SignInTests(AggregatorCase):
         with urllib.request.urlopen(self.issuer + "/token", body, timeout=WAIT) as response:
             return json.load(response)["access_token"]
 
-    def serve(self):
+    def serve(self, **extra):
         fake = [self.fake, "--only", "echo", "--name"]
         path = os.path.join(self.dir, "team.json")
+        servers = {"alpha": {"command": PY, "args": fake + ["alpha"]}, "beta": {"command": PY, "args": fake + ["beta"]}}
         with open(path, "w") as f:
-            json.dump({"mcpServers": {"alpha": {"command": PY, "args": fake + ["alpha"]},
-                                      "beta": {"command": PY, "args": fake + ["beta"]}},
-                       "namespaces": {"eng": {"servers": ["alpha"], "people": ["group:engineering"]},
-                                      "sales": {"servers": ["beta"], "people": ["group:sales", "carol"]}},
+            json.dump({"mcpServers": dict(servers, **extra),
+                       "namespaces": {"eng": {"servers": ["alpha"] + list(extra), "people": ["group:engineering"]},
+                                      "sales": {"servers": ["beta"] + list(extra), "people": ["group:sales", "carol"]}},
                        "defaultNamespace": "eng",
                        "signIn": {"issuer": self.issuer, "introspection": self.issuer + "/token/introspection",
                                   "clientId": "gateway", "clientSecret": "gateway-secret"}}, f)
@@ -12396,6 +12396,26 @@ class SignInTests(AggregatorCase):
             status, _, text = http.modern("tools/call", {"name": "beta__echo", "arguments": {"text": "hi"}},
                                           headers={"Authorization": "Bearer " + bob})
             self.assertEqual(text_of(http.messages(text)[0]["result"]), "beta: hi")
+
+    def test_each_person_gets_their_own_server_and_secrets(self):
+        # A server of "isolation": "user" runs once for alice and once for bob, signed in by the provider's tokens,
+        # each with their own secret from `mcpstudio secrets set` (in env as ${person.TOKEN}).
+        self.env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "config")
+        for name in ("alice", "bob"):
+            done = subprocess.run(SERVER + ["secrets", "set", "TOKEN", "--person", name], input=name + "-own",
+                                  capture_output=True, text=True, timeout=WAIT, env=self.env)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        keeper = {"command": PY, "args": [self.fake, "--only", "env", "--name", "keeper", "--pidfile", self.pids],
+                  "env": {"FAKE_WHO": "${person.TOKEN}"}, "isolation": "user"}
+        with self.serve(keeper=keeper) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            for name, path in (("alice", "/mcp/eng"), ("bob", "/mcp/sales"), ("alice", "/mcp/eng")):
+                http.path = path
+                status, _, text = http.modern("tools/call", {"name": "keeper__env", "arguments": {"name": "FAKE_WHO"}},
+                                              headers={"Authorization": "Bearer " + self.token(name, root)})
+                self.assertEqual(text_of(http.messages(text)[0]["result"]), name + "-own")
+        with open(self.pids) as f:  # the shared one (it lists the tools), alice's and bob's
+            self.assertEqual(len({line.split()[0] for line in f}), 3)
 
     def test_bad_tokens_are_refused(self):
         # Forged (another key with the provider's kid), tampered, expired, wrong-audience, wrong-issuer, `alg: none`
