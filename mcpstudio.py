@@ -4981,7 +4981,8 @@ def paginate(items, cursor, page_size=PAGE_SIZE):
 # tasks/cancel acknowledges. A task belongs to the handshake-era session that
 # made it; 2026-07-28 requests have no session, so theirs belong to the signed-in
 # person (signIn, people), else are shared by every such request (behind the
-# same --http token), and are found only by their id, 128 random bits. Output is bounded as for any call (--max-output).
+# same --http token), and are found only by their id, 128 random bits. Output
+# is bounded as for any call (--max-output).
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -10804,11 +10805,13 @@ class Aggregator:
         if key in self.isolated:
             self.isolated.move_to_end(key)
             return self.isolated[key][0]
+        configured = getattr(spec, "origin", spec)  # with its ${person.NAME} (the shared one runs without them)
         secrets = PersonSecrets().of(person) if person is not None else {}
-        missing = [name for name in self._specs[spec.id].person_names() if not secrets.get(name)]
+        missing = [name for name in configured.person_names() if not secrets.get(name)]
         if missing:
-            raise ToolError("server `%s` needs your own secret %s, which is not set; set it with `mcpstudio secrets set %s --person %s` "
-                            "(the value on stdin), then call again" % (spec.id, missing[0], missing[0], person or "NAME"))
+            raise ToolError("server `%s` needs your own secret %s, which is not set; set it with `mcpstudio secrets "
+                            "set %s --person %s` (the value on stdin), then call again"
+                            % (spec.id, missing[0], missing[0], person or "NAME"))
         mine = [k for k in self.isolated if k[0] == spec.id]
         if len(mine) >= spec.max_instances:
             idle = next((k for k in mine if not self.isolated[k][2]), None)
@@ -10816,7 +10819,7 @@ class Aggregator:
                 raise ToolError("server `%s` runs %d instances already (its maxInstances), each busy with a call: "
                                 "try again in a while" % (spec.id, spec.max_instances))
             self._stop_instance(idle, "another caller needed room (maxInstances %d)" % spec.max_instances)
-        own = Upstream(self._specs[spec.id].for_person(secrets), self.runner, self.log, self.downstream,
+        own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
                        self.cache_dir, config_path=self.config_path,
                        start_tool=self.namespace.manager_name("servers_start"))
         self.log.add_secrets([value for value in secrets.values() if value])
