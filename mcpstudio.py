@@ -232,7 +232,8 @@ class TokenError(McpStudioError):
 
 
 class UnknownKey(TokenError):
-    """A JWT whose `kid` the issuer's JWKS does not hold (yet: the issuer may have rotated its keys)."""
+    """A JWT whose `kid` the issuer's JWKS does not hold (yet: the issuer may have rotated its keys), or a token
+    the identity provider could not be asked about now: not remembered, the next try may pass."""
 
 
 class HttpError(McpStudioError):
@@ -8308,6 +8309,25 @@ def write_private_json(path, data):
         raise
 
 
+def oauth_request(url, data=None, headers=None, limit=1 << 20):
+    """One HTTP request to an authorization server: (status, response headers, up to `limit` bytes of body). A
+    redirect is not followed (it would carry the client's credentials elsewhere); OAuthError when unreachable."""
+    import urllib.error
+    import urllib.request
+
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args):
+            return None
+    request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **_object(headers)))
+    try:
+        with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
+            return response.status, response.headers, response.read(limit)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers, exc.read(limit)
+    except (OSError, ValueError) as exc:
+        raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+
+
 class TokenStore:
     """One server's sign-in on disk: its client registration and tokens, in a file only the user can read."""
 
@@ -8468,22 +8488,7 @@ class OAuthClient:
     # -- the flow ----------------------------------------------------------------------------
 
     def _request(self, url, data, headers, limit=1 << 20):
-        """One HTTP request: (status, response headers, up to `limit` bytes of body). A redirect is not
-        followed (it would carry the client's credentials elsewhere)."""
-        import urllib.error
-        import urllib.request
-
-        class Stay(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, *args):
-                return None
-        request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **_object(headers)))
-        try:
-            with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-                return response.status, response.headers, response.read(limit)
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.headers, exc.read(limit)
-        except (OSError, ValueError) as exc:
-            raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+        return oauth_request(url, data, headers, limit)
 
     def _fetch(self, url, data=None, headers=None):
         """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None)."""
@@ -11978,7 +11983,7 @@ def b64url(text):
 
 
 def p256_on_curve(point):
-    """Whether (x, y) is a point of P-256: y² = x³ - 3x + b (mod p)."""
+    """Whether (x, y) is a point of P-256: y^2 = x^3 - 3x + b (mod p)."""
     x, y = point
     return 0 <= x < _P256_P and 0 <= y < _P256_P and (y * y - x * x * x + 3 * x - _P256_B) % _P256_P == 0
 
@@ -11999,7 +12004,7 @@ def _p256_add(a, b):
 
 
 def _p256_times(k, point):
-    """k × point (double and add: the numbers are public, so time may depend on them)."""
+    """k * point (double and add: the numbers are public, so time may depend on them)."""
     out = None
     while k:
         if k & 1:
@@ -12085,7 +12090,7 @@ def jwt_key(header, keys):
 
 def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
     """The claims of `token` when one of `keys` signed it, `issuer` issued it, it is for one of `audiences` and
-    it is valid at `now` (± skew); TokenError saying why not. An unknown `kid` is UnknownKey."""
+    it is valid at `now` (+/- skew); TokenError saying why not. An unknown `kid` is UnknownKey."""
     header, claims, signed, signature = jwt_parts(token)
     candidates = jwt_key(header, keys)
     if not candidates:
@@ -12189,7 +12194,7 @@ class SignIn:
             claims = await self._claims(token, audiences)
             answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
         except UnknownKey:
-            raise  # not kept: the next try after SIGNIN_KID_REFETCH may find the issuer's new key
+            raise  # not kept: the next try may find the issuer's new key, or reach it
         except TokenError as exc:
             answer, until = exc, time.time() + SIGNIN_REMEMBER
         self.answers[key] = (until, answer)
@@ -12261,17 +12266,21 @@ class SignIn:
         basic = base64.b64encode(("%s:%s" % (urllib.parse.quote(plan["clientId"], safe=""), urllib.parse.quote(
             plan["clientSecret"] or "", safe=""))).encode()).decode()
         body = urllib.parse.urlencode({"token": token, "token_type_hint": "access_token"}).encode()
-        status, claims = await asyncio.get_running_loop().run_in_executor(None, lambda: _fetch_json(
-            plan["introspection"], body, {"Authorization": "Basic " + basic,
-                                          "Content-Type": "application/x-www-form-urlencoded"}))
+        try:
+            status, claims = await asyncio.get_running_loop().run_in_executor(None, lambda: _fetch_json(
+                plan["introspection"], body, {"Authorization": "Basic " + basic,
+                                              "Content-Type": "application/x-www-form-urlencoded"}))
+        except OAuthError as exc:
+            status, claims = exc, None
         if status != 200 or not claims:
             self.log.error("signIn: introspection at %s answered %s", plan["introspection"], status)
-            raise TokenError("the introspection endpoint could not check it")
+            raise UnknownKey("the introspection endpoint could not check it now")
         if claims.get("active") is not True:
             raise TokenError("the identity provider says it is not active")
         given = claims.get("aud", audiences[0])
-        if claims.get("iss", self.issuer) != self.issuer or not any(
-                a.rstrip("/") in audiences for a in ([given] if isinstance(given, str) else given or [])):
+        if claims.get("iss", self.issuer) != self.issuer or not any(isinstance(a, str) and a.rstrip("/") in audiences
+                                                                    for a in ([given] if isinstance(given, str) else
+                                                                              given if isinstance(given, list) else [])):
             raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
         subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
         if not isinstance(subject, str) or not subject or (type(claims.get("exp")) in (int, float) and claims["exp"] < time.time()):
@@ -12279,22 +12288,9 @@ class SignIn:
         return dict(claims, sub=subject, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
 
 
-def _fetch_json(url, data=None, headers=None, limit=1 << 20):
-    """One blocking request (no redirect followed): (status, JSON object or None). OAuthError when unreachable."""
-    import urllib.error
-    import urllib.request
-
-    class Stay(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args):
-            return None
-    request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **(headers or {})))
-    try:
-        with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-            status, body = response.status, response.read(limit)
-    except urllib.error.HTTPError as exc:
-        status, body = exc.code, exc.read(limit)
-    except (OSError, ValueError) as exc:
-        raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+def _fetch_json(url, data=None, headers=None):
+    """One blocking request (oauth_request): (status, JSON object or None). OAuthError when unreachable."""
+    status, _, body = oauth_request(url, data, headers)
     try:
         parsed = json.loads(body)
     except ValueError:
