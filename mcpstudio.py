@@ -12214,15 +12214,16 @@ class SignIn:
         now = time.time()
         if (self.fetched is None or now - self.fetched > SIGNIN_JWKS_REFRESH) and not self._tried_lately(now):
             await self._fetch_keys()
-        try:
-            return jwt_claims(token, self.keys, self.issuer, audiences, time.time())
-        except UnknownKey:
-            if self._tried_lately(time.time()):
-                raise
-        await self._fetch_keys()  # the issuer may have rotated its keys: fetched again, at most every 30 s
-        if not self.keys:
-            raise UnknownKey("the issuer's keys (its JWKS) could not be fetched: see the server's log")
-        return jwt_claims(token, self.keys, self.issuer, audiences, time.time())
+        for _ in range(2):
+            if not self.keys:
+                raise UnknownKey("the issuer's keys (its JWKS) could not be fetched: see the server's log")
+            try:
+                return jwt_claims(token, self.keys, self.issuer, audiences, time.time())
+            except UnknownKey:
+                if self._tried_lately(time.time()):
+                    raise
+            await self._fetch_keys()  # the issuer may have rotated its keys: fetched again, at most every 30 s
+        raise UnknownKey("no key of the issuer's JWKS has the token's kid")
 
     def _tried_lately(self, now):
         return self.tried is not None and now - self.tried < SIGNIN_KID_REFETCH

@@ -12114,6 +12114,21 @@ class TeamGatewayTests(ScratchDir):
             self.assertEqual(status, 200, text)
             self.assertIn("stamp", text)
 
+    def test_an_unreachable_identity_provider_refuses_without_failing(self):
+        # An opaque token whose introspection endpoint does not answer, and a JWT whose issuer's keys cannot be
+        # fetched, get 401 saying so (the server goes on serving the listed people).
+        dead = "http://127.0.0.1:%d" % free_port()
+        with HttpServerProcess("serve", "--config", self.config(signIn={
+                "issuer": dead, "introspection": dead + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
+            jwt = _jwt({"alg": "RS256", "kid": "k"}, {"sub": "x"}, lambda data: b"\0" * 256)
+            for token, why in (("opaque-token", "could not check it now"), (jwt, "could not be fetched")):
+                status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                               headers={"Authorization": "Bearer " + token})
+                self.assertEqual(status, 401)
+                self.assertIn(why, headers["www-authenticate"])
+            status, _, text = http.modern("tools/list", headers=self.auth("alice"))
+            self.assertEqual(status, 200, text)
+
     def test_a_signed_in_server_refuses_a_second_way_in(self):
         # --http-token beside `people` is one way in too many; beyond loopback, signIn needs its `audience` (the
         # URL tokens are for): both stop at startup with exit 2, saying so.
