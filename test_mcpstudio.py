@@ -12261,6 +12261,10 @@ class IsolationTests(AggregatorCase):
             self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)
         self.assertEqual(self.secrets("list", "--person", "alice").stdout, "TOKEN\n")
         self.assertEqual(self.secrets("set", "TOKEN").returncode, 2)  # no --person
+        self.assertEqual(self.secrets("set", "TOKEN", "--person", "dan", value="").returncode, 2)  # no value
+        self.secrets("set", "OTHER", "--person", "dan", value="x")
+        self.assertIn("removed dan's secret OTHER", self.secrets("remove", "OTHER", "--person", "dan").stdout)
+        self.assertEqual(self.secrets("list", "--person", "dan").stdout, "")
         with HttpServerProcess("serve", "--config", self.config("user"), "--no-manager-tools", env=self.env) as http:
             for name in ("alice", "bob", "alice"):
                 self.assertEqual(self.call(http, name, "keeper__env", {"name": "FAKE_WHO"}), "%s-secret-value" % name)
