@@ -12891,7 +12891,8 @@ class HttpServer:
             return None
         shown, people = self._namespace_of(path) if path.startswith(HTTP_PATH) else (None, None)  # /health, /metrics
         name = shown if path.startswith(HTTP_PATH + "/") else None
-        challenge = 'Bearer resource_metadata="%s"' % self.sign_in.metadata_url(name)
+        challenge = 'Bearer resource_metadata="%s"' % self.sign_in.metadata_url(name) + (
+            ', scope="%s"' % " ".join(self.sign_in.scopes) if self.sign_in.scopes else "")
         given = headers.get("authorization", "")
         if given[:7].lower() != "bearer " or not given[7:].strip():
             raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
@@ -12907,7 +12908,7 @@ class HttpServer:
             why = ("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the people "
                    "of namespace %s" % (person.subject, shown))
             raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
-                            'scope="%s", error_description="%s"' % (challenge, " ".join(self.sign_in.scopes), why))])
+                            'error_description="%s"' % (challenge, why))])
         return person
 
     # -- requests ---------------------------------------------------------------------------

@@ -12350,16 +12350,17 @@ class SignInTests(AggregatorCase):
         cls.idp.stdout.close()
         shutil.rmtree(cls.folder, ignore_errors=True)
 
-    def token(self, client, resource):
+    def token(self, client, resource, scope=None):
         """An access token for `resource` by a client-credentials grant (RFC 6749 §4.4, RFC 8707)."""
         import urllib.parse
         import urllib.request
-        body = urllib.parse.urlencode({"grant_type": "client_credentials", "client_id": client,
-                                       "client_secret": client + "-secret", "resource": resource}).encode()
+        body = urllib.parse.urlencode(dict({"grant_type": "client_credentials", "client_id": client,
+                                            "client_secret": client + "-secret", "resource": resource},
+                                           **({"scope": scope} if scope else {}))).encode()
         with urllib.request.urlopen(self.issuer + "/token", body, timeout=WAIT) as response:
             return json.load(response)["access_token"]
 
-    def serve(self, **extra):
+    def serve(self, scopes=(), **extra):
         fake = [self.fake, "--only", "echo", "--name"]
         path = os.path.join(self.dir, "team.json")
         servers = {"alpha": {"command": PY, "args": fake + ["alpha"]}, "beta": {"command": PY, "args": fake + ["beta"]}}
@@ -12368,8 +12369,9 @@ class SignInTests(AggregatorCase):
                        "namespaces": {"eng": {"servers": ["alpha"] + list(extra), "people": ["group:engineering"]},
                                       "sales": {"servers": ["beta"] + list(extra), "people": ["group:sales", "carol"]}},
                        "defaultNamespace": "eng",
-                       "signIn": {"issuer": self.issuer, "introspection": self.issuer + "/token/introspection",
-                                  "clientId": "gateway", "clientSecret": "gateway-secret"}}, f)
+                       "signIn": dict({"issuer": self.issuer, "introspection": self.issuer + "/token/introspection",
+                                       "clientId": "gateway", "clientSecret": "gateway-secret"},
+                                      **({"scopes": list(scopes)} if scopes else {}))}, f)
         return HttpServerProcess("--config", path, "--no-manager-tools", env=self.env)
 
     def tools(self, http, path, token):
@@ -12435,6 +12437,23 @@ class SignInTests(AggregatorCase):
                 self.assertEqual(text_of(http.messages(text)[0]["result"]), name + "-own")
         with open(self.pids) as f:  # the shared one (it lists the tools), alice's and bob's
             self.assertEqual(len({line.split()[0] for line in f}), 3)
+
+    def test_a_token_without_the_required_scope_gets_403(self):
+        # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
+        # insufficient_scope, and one granted them (scope=tools in the grant) is let in.
+        import urllib.request
+        with self.serve(scopes=["tools"]) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            status, challenge = self.tools(http, "/mcp", None)
+            self.assertEqual(status, 401)
+            self.assertIn('scope="tools"', challenge)
+            with urllib.request.urlopen(mcpstudio.www_authenticate(challenge)["resource_metadata"], timeout=WAIT) as r:
+                self.assertEqual(json.load(r)["scopes_supported"], ["tools"])
+            status, challenge = self.tools(http, "/mcp", self.token("alice", root))
+            self.assertEqual(status, 403)
+            self.assertIn('error="insufficient_scope"', challenge)
+            self.assertIn("the token lacks the scope tools", challenge)
+            self.assertEqual(self.tools(http, "/mcp", self.token("alice", root, "tools")), (200, ["alpha__echo"]))
 
     def test_bad_tokens_are_refused(self):
         # Forged (another key with the provider's kid), tampered, expired, wrong-audience, wrong-issuer, `alg: none`
