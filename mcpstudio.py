@@ -11972,6 +11972,7 @@ _P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551
 _P256_B = 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b
 _P256_G = (0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296,
            0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5)
+_P256_INFINITY = (1, 1, 0)
 
 
 def b64url(text):
@@ -11988,29 +11989,49 @@ def p256_on_curve(point):
     return 0 <= x < _P256_P and 0 <= y < _P256_P and (y * y - x * x * x + 3 * x - _P256_B) % _P256_P == 0
 
 
+def _p256_double(point):
+    """2 * point on P-256, in Jacobian coordinates (X, Y, Z): x = X/Z^2, y = Y/Z^3 (Z = 0: the point at infinity)."""
+    x, y, z = point
+    if not z or not y:
+        return _P256_INFINITY
+    delta, gamma = z * z % _P256_P, y * y % _P256_P
+    beta, alpha = x * gamma % _P256_P, 3 * (x - delta) * (x + delta) % _P256_P  # a = -3
+    x3 = (alpha * alpha - 8 * beta) % _P256_P
+    return x3, (alpha * (4 * beta - x3) - 8 * gamma * gamma) % _P256_P, ((y + z) ** 2 - gamma - delta) % _P256_P
+
+
 def _p256_add(a, b):
-    """a + b on P-256 in affine coordinates (None is the point at infinity)."""
-    if a is None or b is None:
-        return b if a is None else a
-    (x1, y1), (x2, y2) = a, b
-    if x1 == x2:
-        if (y1 + y2) % _P256_P == 0:
-            return None
-        slope = (3 * x1 * x1 - 3) * pow(2 * y1, -1, _P256_P)
-    else:
-        slope = (y2 - y1) * pow(x2 - x1, -1, _P256_P)
-    x3 = (slope * slope - x1 - x2) % _P256_P
-    return x3, (slope * (x1 - x3) - y1) % _P256_P
+    """a + b on P-256, in Jacobian coordinates."""
+    (x1, y1, z1), (x2, y2, z2) = a, b
+    if not z1 or not z2:
+        return a if z1 else b
+    z11, z22 = z1 * z1 % _P256_P, z2 * z2 % _P256_P
+    u1, u2 = x1 * z22 % _P256_P, x2 * z11 % _P256_P
+    s1, s2 = y1 * z2 * z22 % _P256_P, y2 * z1 * z11 % _P256_P
+    h, r = (u2 - u1) % _P256_P, (s2 - s1) % _P256_P
+    if not h:
+        return _p256_double(a) if not r else _P256_INFINITY
+    hh = h * h % _P256_P
+    hhh, v = h * hh % _P256_P, u1 * hh % _P256_P
+    x3 = (r * r - hhh - 2 * v) % _P256_P
+    return x3, (r * (v - x3) - s1 * hhh) % _P256_P, z1 * z2 * h % _P256_P
 
 
-def _p256_times(k, point):
-    """k * point (double and add: the numbers are public, so time may depend on them)."""
-    out = None
-    while k:
-        if k & 1:
-            out = _p256_add(out, point)
-        point, k = _p256_add(point, point), k >> 1
-    return out
+def p256_combination(u1, u2, q):
+    """u1 * G + u2 * q on P-256 (Shamir's trick: one pass over the bits; the numbers are public, so time may
+    depend on them), as affine (x, y), or None for the point at infinity."""
+    g, q = _P256_G + (1,), q + (1,)
+    table = {1: g, 2: q, 3: _p256_add(g, q)}
+    out = _P256_INFINITY
+    for bit in range(max(u1.bit_length(), u2.bit_length()) - 1, -1, -1):
+        out = _p256_double(out)
+        pick = (u1 >> bit & 1) | (u2 >> bit & 1) << 1
+        if pick:
+            out = _p256_add(out, table[pick])
+    if not out[2]:
+        return None
+    inverse = pow(out[2], -1, _P256_P)
+    return out[0] * inverse * inverse % _P256_P, out[1] * inverse * inverse * inverse % _P256_P
 
 
 def es256_verify(public, message, signature):
@@ -12023,7 +12044,7 @@ def es256_verify(public, message, signature):
     if not (0 < r < _P256_N and 0 < s < _P256_N):
         return False
     e, w = int.from_bytes(hashlib.sha256(message).digest(), "big"), pow(s, -1, _P256_N)
-    point = _p256_add(_p256_times(e * w % _P256_N, _P256_G), _p256_times(r * w % _P256_N, public))
+    point = p256_combination(e * w % _P256_N, r * w % _P256_N, public)
     return point is not None and point[0] % _P256_N == r
 
 

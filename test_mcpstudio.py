@@ -11798,7 +11798,7 @@ def _rs256_sign(key, message):
 def _es256_sign(d, message, k):
     """ECDSA P-256 with SHA-256 and the nonce `k`, as r || s."""
     n = mcpstudio._P256_N
-    r = mcpstudio._p256_times(k, mcpstudio._P256_G)[0] % n
+    r = mcpstudio.p256_combination(k, 0, mcpstudio._P256_G)[0] % n
     s = pow(k, -1, n) * (int.from_bytes(hashlib.sha256(message).digest(), "big") + r * d) % n
     return r.to_bytes(32, "big") + s.to_bytes(32, "big")
 
@@ -11858,7 +11858,7 @@ class SignInCheckTests(unittest.TestCase):
         # within exp and nbf (60 s of skew): everything else is refused, saying why; an unknown kid is UnknownKey.
         rsa, small = _test_rsa_key(45), _test_rsa_key(46, 1024)
         d, k = 0xC9AFA9D845BA75166B5C215767B1D6934E50C3DB36E89B127B8A622B120F6721, 0x1234567
-        ec = mcpstudio._p256_times(d, mcpstudio._P256_G)
+        ec = mcpstudio.p256_combination(d, 0, mcpstudio._P256_G)
         ec_jwk = {"kty": "EC", "crv": "P-256", "kid": "e1", "x": _b64u(ec[0].to_bytes(32, "big")),
                   "y": _b64u(ec[1].to_bytes(32, "big"))}
         keys = [mcpstudio.jwk_key(jwk) for jwk in (_rsa_jwk(rsa, "r1"), ec_jwk, _rsa_jwk(small, "tiny"))]
