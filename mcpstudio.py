@@ -11330,6 +11330,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
+        if spec.isolation != "shared" and not spec.error:  # one process per person or session
+            command += "  (isolation %s, at most %d)" % (spec.isolation, spec.max_instances)
         rows.append((spec.id, mask_secrets(state), log.mask(command)))
     if len(rows) == 1:
         print("\nno servers configured")

@@ -12146,7 +12146,8 @@ class TeamGatewayTests(ScratchDir):
         # `status` says how people sign in, the one rule, and each namespace's people.
         path = os.path.join(self.dir, "status.json")
         with open(path, "w") as f:
-            json.dump({"mcpServers": {"a": {"command": "true"}}, "defaultNamespace": "eng",
+            json.dump({"mcpServers": {"a": {"command": "true", "isolation": "session", "maxInstances": 3}},
+                       "defaultNamespace": "eng",
                        "namespaces": {"eng": {"servers": ["a"], "people": ["group:eng", "carol@example.com"]},
                                       "all": ["a"]},
                        "signIn": {"issuer": "https://idp.example", "audience": "https://gw.example/mcp"}}, f)
@@ -12158,6 +12159,7 @@ class TeamGatewayTests(ScratchDir):
         self.assertIn("a namespace without `people`: every signed-in person", done.stdout)
         self.assertRegex(done.stdout, r"\* eng .*people: group:eng, carol@example.com\n")
         self.assertRegex(done.stdout, r"  all .*people: every signed-in person\n")
+        self.assertRegex(done.stdout, r"\na .* true  \(isolation session, at most 3\)\n")
 
     def test_limits_and_audit_lines_are_per_person(self):
         # A rate limit counts a person's calls across their sessions (a new initialize does not reset it) and not
