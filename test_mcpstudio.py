@@ -12281,6 +12281,32 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
 
+    def test_found_tools_are_their_finders(self):
+        # With toolSearch on, the tools alice's search found join her tools/list, not bob's.
+        path = os.path.join(self.dir, "found.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "echo,env", "--name",
+                                                                        "keeper"]}},
+                       "toolSearch": "on", "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                                      for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {}
+            for name in ("alice", "bob"):
+                auth = {"Authorization": "Bearer " + self.TOKENS[name]}
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                    headers=auth)
+                sessions[name] = headers["mcp-session-id"]
+            self.assertIn("keeper__env", self.call(http, "alice", "mcpstudio__search_tools", {"query": "read a variable"},
+                                                   sessions["alice"]))
+            listed = {}
+            for name in ("alice", "bob"):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, session=sessions[name],
+                                            headers={"Authorization": "Bearer " + self.TOKENS[name]})
+                listed[name] = [tool["name"] for tool in http.messages(text)[-1]["result"]["tools"]]
+            self.assertIn("keeper__env", listed["alice"])
+            self.assertNotIn("keeper__env", listed["bob"])
+
     def test_sessions_get_their_own_process_within_the_bound(self):
         # "session": each client session its own process; past maxInstances an idle one makes room, and when each
         # is busy with a call the caller is told so.
