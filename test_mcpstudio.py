@@ -12322,9 +12322,9 @@ class IsolationTests(AggregatorCase):
                 sessions.append(headers["mcp-session-id"])
             self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "one"}, sessions[0]), "keeper: one")
             self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "two"}, sessions[1]), "keeper: two")
-            slow = threading.Thread(target=self.call, args=(http, "alice", "keeper__sleep", {"seconds": 4}, sessions[1]))
+            slow = threading.Thread(target=self.call, args=(http, "alice", "keeper__sleep", {"seconds": 8}, sessions[1]))
             slow.start()
-            time.sleep(1)
+            time.sleep(3)  # generous: the call reaches its process (a busy instance is never the one stopped)
             self.assertIn("runs 1 instances already (its maxInstances), each busy",
                           self.call(http, "alice", "keeper__echo", {"text": "three"}, sessions[0]))
             slow.join(WAIT)
