@@ -20,7 +20,7 @@ SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport,
 Sources (template tools, script folders, Agent Skills), Catalog, Tasks, Guard
 rails (in front of every call), Tool search, Server, the 2026-07-28 era, Configuration,
 Aggregator (other MCP servers), OAuth 2.1 for URL upstreams, Input on the way,
-tui, Streamable HTTP, Tools for people (inspect, call, install, import, config
+tui, Sign-in (people and their access tokens), Streamable HTTP, Tools for people (inspect, call, install, import, config
 edits, zipapp), and the Command line (`main`).
 """
 
@@ -226,6 +226,15 @@ class OAuthError(McpStudioError):
 
     def __init__(self, message):
         super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
+
+
+class TokenError(McpStudioError):
+    """An access token a signed-in `serve --http` refuses: why (the 401's error_description), never the token."""
+
+
+class UnknownKey(TokenError):
+    """A JWT whose `kid` the issuer's JWKS does not hold (yet: the issuer may have rotated its keys), or a token
+    the identity provider could not be asked about now: not remembered, the next try may pass."""
 
 
 class HttpError(McpStudioError):
@@ -3045,6 +3054,12 @@ class CallContext:
         self.running = None     # the Task itself (its status message shows the command's last line)
         self.prompts = None     # 2026-07-28: the InputBridge that asks a command's questions as input_required rounds
 
+    @property
+    def owner(self):
+        """Whom a task or a kept output this call makes belongs to: its handshake-era session; in 2026-07-28 (no
+        sessions) the signed-in person's subject, or None (every request behind the same endpoint)."""
+        return getattr(self.session, "person", None) if self.modern else self.session
+
     def declared(self, capability):
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
         in its `_meta` (2026-07-28), or in `initialize` (the handshake era)."""
@@ -3259,6 +3274,7 @@ class Session:
         self.protocol_version = None   # what `initialize` agreed
         self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
         self.caller, self.label = None, "stdio"
+        self.person = None  # the signed-in person's subject (serve --http with signIn or people)
         self.log_level = "info"
         self.level_chosen = False  # whether the client sent logging/setLevel (then a command's lines are logged too)
         self.closed = False
@@ -3608,7 +3624,7 @@ class OutputStore(Source):
             return None
         key, _, query = uri[len(OUTPUT_URI):].partition("?")
         entry = self.kept.get(key)
-        if not entry or entry[0] is not (None if ctx.modern else ctx.session) or entry[1] <= time.monotonic():
+        if not entry or entry[0] != ctx.owner or entry[1] <= time.monotonic():
             raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept an hour, the last 100 at most, "
                            "for the session that made them; call the tool again)" % uri)
         try:
@@ -3624,7 +3640,7 @@ class OutputBudget:
 
     def __init__(self, store: OutputStore, ctx, chars):
         self.store = store
-        self.owner = None if ctx.modern else ctx.session  # 2026-07-28 has no sessions
+        self.owner = ctx.owner
         self.chars = chars
         self.links = []
         self.linked = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # the first with resource_link
@@ -5111,9 +5127,10 @@ def paginate(items, cursor, page_size=PAGE_SIZE):
 # the server decides; an optional tool still running after TASK_AFTER answers
 # with a flat CreateTaskResult, tasks/get inlines the result or error, and
 # tasks/cancel acknowledges. A task belongs to the handshake-era session that
-# made it; 2026-07-28 requests have no session, so theirs are shared by every
-# such request (behind the same --http token) and found only by their id, 128
-# random bits. Output is bounded as for any call (--max-output).
+# made it; 2026-07-28 requests have no session, so theirs belong to the signed-in
+# person (signIn, people), else are shared by every such request (behind the
+# same --http token), and are found only by their id, 128 random bits. Output
+# is bounded as for any call (--max-output).
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -5172,7 +5189,7 @@ class Task:
     def __init__(self, owner, ttl, modern, task_id=None):
         import secrets
         self.id = task_id or secrets.token_hex(16)
-        self.owner = owner      # the handshake-era Session that made it; None: 2026-07-28
+        self.owner = owner      # the handshake-era Session that made it; 2026-07-28: its person's subject, or None
         self.modern = modern
         self.status = "working"
         self.message = None
@@ -5234,9 +5251,9 @@ class TaskStore:
     def start(self, call, ctx: CallContext, ttl, on_end=None) -> Task:
         """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
         self._sweep()
-        owner = None if ctx.modern else ctx.session
+        owner = ctx.owner
         if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
-            ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner is owner), None)
+            ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner == owner), None)
             if not ended:
                 call.close()
                 raise McpError(INTERNAL_ERROR, "%d tasks are running or keep results unread, the most this server "
@@ -5266,13 +5283,13 @@ class TaskStore:
         """The caller's task `task_id`; -32602 when there is none (unknown, expired, someone else's)."""
         self._sweep()
         task = self.tasks.get(task_id) if isinstance(task_id, str) else None
-        if not task or task.owner is not (None if ctx.modern else ctx.session) or task.modern != ctx.modern:
+        if not task or task.owner != ctx.owner or task.modern != ctx.modern:
             elsewhere = None if task or not self.ids else self.ids.elsewhere(task_id)
             if elsewhere:
                 raise McpError(INVALID_PARAMS, "Task %s is not on this instance: %s" % (json.dumps(task_id), elsewhere),
                                {"taskId": task_id, "instance": self.ids.name})
             raise McpError(INVALID_PARAMS, "Unknown task: %s (tasks are kept for their ttl, %s)" % (
-                json.dumps(task_id), "by the server that made them" if ctx.modern else
+                json.dumps(task_id), "by the server that made them, for the person who made them" if ctx.modern else
                 "and only for the session that made them"))
         return task
 
@@ -5516,6 +5533,7 @@ class Guard:
         self.stats = None  # RunningStats: `serve` publishes the metrics for `status` and the TUI
         self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
         self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
+        self.sign_in = None     # the config's signIn and people (read_sign_in): serve --http asks for tokens
 
     async def call(self, public, source, original, arguments, ctx: CallContext, tool, ask):
         """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
@@ -5617,6 +5635,8 @@ class Guard:
                     self.stats.changed()
             if self.audit is not None and not asked:
                 client, named = ctx.session.client_info, [key for key in arguments if looks_secret(key) or key in hidden]
+                if getattr(ctx.session, "person", None) is not None:
+                    entry["person"] = ctx.session.person
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
                              arguments={key: "***" if key in named else _clip(value, 1000) if isinstance(value, str)
@@ -6122,6 +6142,9 @@ class Server:
         if session in self.sessions:
             self.sessions.remove(session)
         self.tasks.forget(session)
+        for source in self.catalog.sources:
+            if hasattr(source, "sweep_instances"):  # an Aggregator: the session's own servers stop
+                source.sweep_instances(session)
 
     def identify(self, instance: Instance):
         """Name its tasks and parked prompt rounds (its own, and its servers' through each Aggregator) after
@@ -6642,7 +6665,7 @@ CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
              "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints", "toolSearch",
-             "toolSearchThreshold", "toolSearchPin")
+             "toolSearchThreshold", "toolSearchPin", "signIn", "people")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -6656,6 +6679,8 @@ _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items"
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
                   "working_directory", "environment", "within")
 _SCRIPTS_KEYS = ("path", "include", "exclude")
+SIGNIN_KEYS = ("issuer", "audience", "introspection", "clientId", "clientSecret", "scopes")  # `signIn`
+PERSON_KEYS = ("tokenSha256", "groups", "email")  # an entry of `people`
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
 _PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array", "file")
 _JSON_STRING = r'"(?:[^"\\]|\\.)*"?'  # to its closing quote, or the end of an unfinished one
@@ -6839,6 +6864,7 @@ class ConfigLoader:
             sources.append(SkillFolders(folders, log, prompts=prompts))
         info["separator"] = separator
         info["guard"] = read_guard(self, data)
+        info["sign_in"] = read_sign_in(self, data)
         info["tool_search"] = read_tool_search(self, data)
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
@@ -7183,6 +7209,44 @@ def read_guard(loader, data):
         raise loader.error("openEndpoints", "expected a list of \"/health\" and \"/metrics\" (served without the "
                            "--http-token), not %s" % json.dumps(opened))
     return read_rules(loader, data, ""), audit, opened
+
+
+def read_sign_in(loader, data):
+    """A config's `signIn` and `people` as {"issuer", "audience", "introspection", "clientId", "clientSecret",
+    "scopes", "people": {name: (sha256 hex, groups, email)}}, or None when it has neither."""
+    plan = loader.get(data, "signIn", dict, "")
+    people = loader.get(data, "people", dict, "")
+    if plan is None and people is None:
+        return None
+    plan = dict(plan or {})
+    loader.keys(plan, SIGNIN_KEYS, "signIn")
+    for key in SIGNIN_KEYS[:-1]:
+        value = loader.get(plan, key, str, "signIn")
+        plan[key] = value and loader.expand(value, "signIn." + key)
+        if key in ("issuer", "audience", "introspection") and value and not re.match(r"https?://[^/?#\s]+", plan[key]):
+            raise loader.error("signIn." + key, "expected an https URL, not %s" % json.dumps(value))
+    plan["scopes"] = loader.get(plan, "scopes", list, "signIn", [])
+    if not all(isinstance(scope, str) for scope in plan["scopes"]):
+        raise loader.error("signIn.scopes", "expected a list of scope names every token must hold")
+    if (plan["introspection"] or plan["clientId"]) and not (plan["introspection"] and plan["clientId"]):
+        raise loader.error("signIn", "opaque tokens need `introspection` (the RFC 7662 endpoint) and `clientId` "
+                           "(with `clientSecret`) together")
+    if (plan["introspection"] or people is None) and not plan["issuer"]:
+        raise loader.error("signIn", "expected `issuer`: the URL of the identity provider whose tokens are accepted")
+    plan["people"] = {}
+    for name, entry in (people or {}).items():
+        where = "people.%s" % name
+        if not isinstance(entry, dict):
+            raise loader.error(where, "expected {\"tokenSha256\": HEX, \"groups\": [...]}")
+        loader.keys(entry, PERSON_KEYS, where)
+        digest, groups = loader.get(entry, "tokenSha256", str, where, ""), loader.get(entry, "groups", list, where, [])
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", digest) or not name:
+            raise loader.error(_join(where, "tokenSha256"), "expected the SHA-256 of the person's token, 64 hex digits "
+                               "(e.g. printf %%s \"$TOKEN\" | sha256sum)")
+        if not all(isinstance(g, str) for g in groups):
+            raise loader.error(_join(where, "groups"), "expected a list of group names")
+        plan["people"][name] = (digest.lower(), groups, loader.get(entry, "email", str, where))
+    return plan
 
 
 def _given(obj):
@@ -7826,13 +7890,17 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion", "rateLimit", "cache", "confirm",
+                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name", "overrides")
+ISOLATION_MODES = ("shared", "user", "session")  # a server's `isolation`
+ISOLATED_MAX = 10        # instances of an isolated server at once (its `maxInstances`)
+ISOLATED_IDLE = 900.0    # seconds an isolated instance may go unused before it is stopped
+_PERSON_REFERENCE = re.compile(r"\$\{person\.([A-Za-z_][A-Za-z0-9_]*)\}")
 _SERVER_GROUPS = ("mcpServers", "servers")  # where a config keeps its MCP servers: Claude's key, and VS Code's
 _OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
-_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch", "overrides",
+_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch", "overrides", "people",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
 _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
@@ -8051,6 +8119,7 @@ class UpstreamSpec:
     startup_timeout, tool_timeout, health_interval = START_TIMEOUT, TOOL_TIMEOUT, HEALTH_INTERVAL
     max_concurrency = 0
     protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
+    isolation, max_instances = "shared", ISOLATED_MAX  # one process for everyone, or one per person or session
 
     def __init__(self, key, where):
         self.key, self.id, self.where = key, _server_id(key), where
@@ -8078,7 +8147,30 @@ class UpstreamSpec:
         """A fingerprint of everything that, changed by a reload, restarts the server."""
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
-                            self.denied_tools, self.oauth, self.overrides)
+                            self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances)
+
+    def person_names(self):
+        """The NAMEs of the `${person.NAME}` in its args, env and headers: each person's own secrets."""
+        words = self.args + list(self.env.values()) + list(self.headers.values())
+        return sorted({name for word in words for name in _PERSON_REFERENCE.findall(word)})
+
+    def listed(self):
+        """What the shared process runs (it lists the tools of an isolated server): no person's secrets."""
+        return self.for_person({}) if self.person_names() else self
+
+    def for_person(self, secrets):
+        """A copy whose `${person.NAME}` are `secrets`' values ("" for one not in them: the listing's copy)."""
+        import copy
+        spec = copy.copy(self)
+
+        def fill(word):
+            return _PERSON_REFERENCE.sub(lambda found: secrets.get(found.group(1), ""), word)
+        spec.args = [fill(word) for word in self.args]
+        spec.env = {key: fill(value) for key, value in self.env.items()}
+        spec.headers = {key: fill(value) for key, value in self.headers.items()}
+        spec.secrets = self.secrets + [value for value in secrets.values() if value]
+        spec.origin = self  # what a reload compares
+        return spec
 
     def display(self):
         """The server as a person reads it, secrets masked: its URL, or its command line."""
@@ -8206,7 +8298,11 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
                 raise loader.error(here, "expected true (deny the server's tools by default) or false")
             defaults[server_id(member, here)] = deny
         allow, deny = _read_filter(loader, entry, where)
-        namespaces[name] = {"servers": ids, "allow": allow, "deny": deny,
+        people = loader.get(entry, "people", list, where)
+        if people is not None and not all(isinstance(p, str) and p for p in people):
+            raise loader.error(_join(where, "people"), "expected a list of who may use it: subjects, emails, "
+                               "\"group:NAME\" or \"*\"")
+        namespaces[name] = {"servers": ids, "allow": allow, "deny": deny, "people": people,
                             "description": loader.get(entry, "description", str, where, ""),
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
                             "tool_search": loader.choice(entry, "toolSearch", TOOL_SEARCH_MODES, where),
@@ -8326,6 +8422,13 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
     spec.max_concurrency = loader.get(entry, "maxConcurrency", int, where, 0)
     if spec.max_concurrency < 0:
         raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
+    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "shared")
+    spec.max_instances = loader.get(entry, "maxInstances", int, where, ISOLATED_MAX)
+    if spec.max_instances < 1:
+        raise loader.error(_join(where, "maxInstances"), "expected a positive whole number (instances at once)")
+    if spec.isolation == "shared" and spec.person_names():
+        raise loader.error(where, "${person.%s} is a signed-in person's own secret: set \"isolation\": \"user\" "
+                           "(or \"session\"), so that each person's server gets theirs" % spec.person_names()[0])
     spec.allow, spec.deny = _read_filter(loader, entry, where)
     spec.denied_tools = loader.get(entry, "deniedTools", list, where, [])
     if not all(isinstance(name, str) for name in spec.denied_tools):
@@ -8646,6 +8749,25 @@ def write_private_json(path, data):
         raise
 
 
+def oauth_request(url, data=None, headers=None, limit=1 << 20):
+    """One HTTP request to an authorization server: (status, response headers, up to `limit` bytes of body). A
+    redirect is not followed (it would carry the client's credentials elsewhere); OAuthError when unreachable."""
+    import urllib.error
+    import urllib.request
+
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args):
+            return None
+    request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **_object(headers)))
+    try:
+        with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
+            return response.status, response.headers, response.read(limit)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers, exc.read(limit)
+    except (OSError, ValueError) as exc:
+        raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+
+
 class TokenStore:
     """One server's sign-in on disk: its client registration and tokens, in a file only the user can read."""
 
@@ -8806,22 +8928,7 @@ class OAuthClient:
     # -- the flow ----------------------------------------------------------------------------
 
     def _request(self, url, data, headers, limit=1 << 20):
-        """One HTTP request: (status, response headers, up to `limit` bytes of body). A redirect is not
-        followed (it would carry the client's credentials elsewhere)."""
-        import urllib.error
-        import urllib.request
-
-        class Stay(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, *args):
-                return None
-        request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **_object(headers)))
-        try:
-            with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-                return response.status, response.headers, response.read(limit)
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.headers, exc.read(limit)
-        except (OSError, ValueError) as exc:
-            raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+        return oauth_request(url, data, headers, limit)
 
     def _fetch(self, url, data=None, headers=None):
         """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None)."""
@@ -11088,6 +11195,42 @@ def plan_changes(old, new):
     return report
 
 
+class PersonSecrets:
+    """Each signed-in person's own secrets for `${person.NAME}` in an isolated server's env, headers or args: one
+    JSON file {subject: {NAME: value}} in the mcpstudio config folder, mode 0600 (written by `mcpstudio secrets
+    set`), read again whenever an instance starts. Never listed with values, never shown to the model."""
+
+    def __init__(self, path=None):
+        self.path = path or os.path.join(os.path.dirname(default_config_path()), "people-secrets.json")
+
+    def load(self):
+        try:
+            with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def of(self, person):
+        """The secrets of `person` (their subject): {NAME: value}."""
+        mine = self.load().get(person)
+        return {key: value for key, value in mine.items() if isinstance(value, str)} if isinstance(mine, dict) else {}
+
+    def set(self, person, name, value):
+        """Keep (or with None, remove) `person`'s secret `name`; whether it was there before."""
+        data = self.load()
+        mine = data.setdefault(person, {})
+        there = name in mine
+        if value is None:
+            mine.pop(name, None)
+        else:
+            mine[name] = value
+        if not mine:
+            del data[person]
+        write_private_json(self.path, data)
+        return there
+
+
 class Aggregator:
     """The config's own sources plus upstream servers, as one source (see the section comment)."""
 
@@ -11130,14 +11273,65 @@ class Aggregator:
         self._prompt_routes = {}
         self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
         self._specs = self.namespace.apply(plan)
+        self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
         self.manager = ManagerTools(self)
         self.bridge = InputBridge()
         self.downstream = Downstream(self, self.bridge)
         self.upstream_skills = UpstreamSkills(self)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
-        return Upstream(spec, self.runner, self.log, self.downstream, self.cache_dir, config_path=self.config_path,
-                        start_tool=self.namespace.manager_name("servers_start"))
+        return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
+                        config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
+
+    def _instance(self, upstream: Upstream, ctx) -> Upstream:
+        """Where a call of `ctx` to `upstream` goes: the shared process, or for an isolated server the caller's
+        own (`user`: the signed-in person's, started with their secrets; `session`: the client session's, the
+        person's in 2026-07-28), at most `maxInstances` at once, the least recently used idle one stopped to
+        make room; ones idle for ISOLATED_IDLE, or of a session that ended, are stopped."""
+        spec, person = upstream.spec, getattr(getattr(ctx, "session", None), "person", None)
+        if spec.isolation == "shared" or ctx is None or (person is None and (spec.isolation == "user" or ctx.modern)):
+            return upstream
+        owner = ("person", person) if spec.isolation == "user" or ctx.modern else ("session", id(ctx.session))
+        self.sweep_instances()
+        key = (spec.id,) + owner
+        if key in self.isolated:
+            self.isolated.move_to_end(key)
+            return self.isolated[key][0]
+        configured = getattr(spec, "origin", spec)  # with its ${person.NAME} (the shared one runs without them)
+        secrets = PersonSecrets().of(person) if person is not None else {}
+        missing = [name for name in configured.person_names() if not secrets.get(name)]
+        if missing:
+            raise ToolError("server `%s` needs your own secret %s, which is not set; set it with `mcpstudio secrets "
+                            "set %s --person %s` (the value on stdin), then call again"
+                            % (spec.id, missing[0], missing[0], person or "NAME"))
+        mine = [k for k in self.isolated if k[0] == spec.id]
+        if len(mine) >= spec.max_instances:
+            idle = next((k for k in mine if not self.isolated[k][2]), None)
+            if idle is None:
+                raise ToolError("server `%s` runs %d instances already (its maxInstances), each busy with a call: "
+                                "try again in a while" % (spec.id, spec.max_instances))
+            self._stop_instance(idle, "another caller needed room (maxInstances %d)" % spec.max_instances)
+        own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
+                       self.cache_dir, config_path=self.config_path,
+                       start_tool=self.namespace.manager_name("servers_start"))
+        self.log.add_secrets([value for value in secrets.values() if value])
+        self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
+        self.log.info("server %s: a process of its own for %s %s", spec.id, owner[0],
+                      person if owner[0] == "person" else ctx.session.label)
+        return own
+
+    def sweep_instances(self, ended=None):
+        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for ISOLATED_IDLE."""
+        now = time.monotonic()
+        for key, entry in list(self.isolated.items()):
+            if entry[3] is not None and (entry[3].closed or entry[3] is ended):
+                self._stop_instance(key, "its session ended")
+            elif not entry[2] and now - entry[1] > ISOLATED_IDLE:
+                self._stop_instance(key, "it was not used for %d s" % ISOLATED_IDLE)
+
+    def _stop_instance(self, key, why):
+        entry = self.isolated.pop(key)
+        asyncio.ensure_future(entry[0].stop(why))
 
     # -- the source contract ---------------------------------------------------------
 
@@ -11324,6 +11518,7 @@ class Aggregator:
         if route[0] == "manager":
             return await self.manager.call(route[1], arguments)
         original, curated = route[2], route[3]
+        entry = None
         try:
             upstream = self._upstream(route[1])
             self.namespace.check_permitted(upstream.spec, name, original)
@@ -11332,16 +11527,25 @@ class Aggregator:
                     arguments = curated.arguments(arguments)
                 except ToolError as exc:
                     return tool_error(str(exc))
+            upstream = self._instance(upstream, ctx)
+            entry = next((e for e in self.isolated.values() if e[0] is upstream), None)
+            if entry:
+                entry[2] += 1  # busy: not stopped to make room while the call runs
             if ctx and ctx.task is not None:  # a task of mcpstudio's: the server's own, where it has them
                 await upstream.ready(ctx)
                 if upstream.tasks.runs(original, ctx):
                     return await upstream.tasks.call(original, arguments, ctx)
             return await self.bridge.forward(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
+        except ToolError as exc:
+            return tool_error(str(exc))
         except UpstreamError as exc:
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
                 return tool_error(exc.message)
             raise
+        finally:
+            if entry:
+                entry[1], entry[2] = time.monotonic(), entry[2] - 1
 
     async def await_owner(self, name):
         """Wait for the servers that may own tool `name` (their prefix fits) but have never listed their tools:
@@ -11494,8 +11698,8 @@ class Aggregator:
             self.log.info("waiting up to %g s for %s to list its tools, to cache them", CACHE_LINGER,
                           ", ".join(u.spec.id for u in first))
             await asyncio.wait([u.start() for u in first], timeout=CACHE_LINGER)
-        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in self.upstreams.values()),
-                             return_exceptions=True)
+        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(self.upstreams.values()) + [
+            entry[0] for entry in self.isolated.values()]), return_exceptions=True)
         for source in self.local:
             await source.close()
 
@@ -11526,7 +11730,8 @@ class Aggregator:
                 source.start()
         specs = self.namespace.apply(plan)
         old, new = self.upstreams, {}
-        report = plan_changes({sid: upstream.spec for sid, upstream in old.items()}, specs)
+        report = plan_changes({sid: getattr(upstream.spec, "origin", upstream.spec) for sid, upstream in old.items()},
+                              specs)
         if local_changed:
             report["localToolsReloaded"] = True
         for sid, spec in specs.items():
@@ -11543,10 +11748,12 @@ class Aggregator:
                 if running and fresh.usable() and not upstream.user_stopped:
                     fresh.start(wait_backoff=False)
             else:
-                upstream.update(spec)
+                upstream.update(spec.listed())
                 new[sid] = upstream
         for sid in report["removed"]:
             await old[sid].stop("it was removed from the config")
+        for key in [k for k in self.isolated if k[0] in report["removed"] or k[0] in report["restarted"]]:
+            self._stop_instance(key, "its configuration changed")
         self.upstreams = new
         report["namespace"] = self.namespace.name
         if self.namespace.refusal:
@@ -11615,7 +11822,7 @@ def status_command(path, log: Log, options):
                 runner.close_watchdog()
         checks = asyncio.run(check())
     return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
-                        separator=info["separator"])
+                        separator=info["separator"], sign_in=info["sign_in"])
 
 
 def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Log):
@@ -11658,9 +11865,9 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
 
 
 def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
-                 separator="__"):
-    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search, and
-    the counters of each running `serve` of the config."""
+                 separator="__", sign_in=None):
+    """The table of `status`: servers, cached tool counts (or --check results), sign-in, namespaces and who may
+    use each, tool search, and the counters of each running `serve` of the config."""
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
@@ -11689,6 +11896,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
+        if spec.isolation != "shared" and not spec.error:  # one process per person or session
+            command += "  (isolation %s, at most %d)" % (spec.isolation, spec.max_instances)
         rows.append((spec.id, mask_secrets(state), log.mask(command)))
     if len(rows) == 1:
         print("\nno servers configured")
@@ -11702,12 +11911,24 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
         print("\nsign-in (OAuth; `mcpstudio login NAME` signs in):")
         for spec in signed:
             print("  %-*s  %s" % (max(len(s.key) for s in signed), spec.key, OAuthClient(spec.url).summary()))
+    if sign_in:
+        print("\npeople sign in (serve --http): %s; audience %s" % ("; ".join(
+            (["tokens of %s" % sign_in["issuer"]] if sign_in["issuer"] else []) +
+            (["opaque ones asked of %s" % sign_in["introspection"]] if sign_in["introspection"] else []) +
+            (["listed tokens of %s" % ", ".join(sign_in["people"])] if sign_in["people"] else [])),
+            sign_in["audience"] or "this server's own /mcp URL"))
+        print("  who may use a namespace: the people its `people` names (a subject, an email, group:NAME, or *);"
+              " a namespace without `people`: every signed-in person")
     if plan.namespaces:
         print("\nnamespaces:")
         for name, ns in plan.namespaces.items():
             mark = "*" if name == namespace else " "
-            print(" %s %-16s %s  (%s)" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
-                                          _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
+            people = ns.get("people")
+            print(" %s %-16s %s  (%s)%s" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
+                                            _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1]),
+                                            "" if not sign_in and people is None else "  people: %s" % (
+                                                ", ".join(people) if people else "none" if people == [] else
+                                                "every signed-in person")))
     else:
         print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
     curated, refused = review_overrides(plan, namespace, listings, separator, log) if not error else ([], 0)
@@ -12304,6 +12525,380 @@ def tui_command(words):
 
 
 # --------------------------------------------------------------------------
+# Sign-in: people and their access tokens (serve --http as a protected resource)
+# --------------------------------------------------------------------------
+# With a config's `signIn` (or `people`), `serve --http` wants an access token
+# on every request to an MCP URL (RFC 6750) and says where to get one: RFC 9728
+# metadata at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]], named by
+# the 401's WWW-Authenticate. A JWT is checked here without a library: its
+# signature (RS256: PKCS#1 v1.5 with pow(); ES256: P-256 ECDSA) against the
+# issuer's JWKS, then `iss`, `aud` (RFC 8707: this server's URL), `exp` and
+# `nbf` with SIGNIN_SKEW. `alg: none` and HMAC are refused: a public key is
+# never a MAC secret. An opaque token is asked about (RFC 7662). A small team
+# may list static tokens instead, kept as SHA-256 hashes. Pure parts first (the
+# JWT, the curve, the people rule); SignIn alone does I/O.
+
+SIGNIN_SKEW = 60               # seconds of clock difference allowed on exp and nbf
+SIGNIN_JWKS_REFRESH = 600      # seconds an issuer's JWKS is used before it is fetched again
+SIGNIN_KID_REFETCH = 30        # a token with an unknown `kid` fetches the JWKS again at most this often
+SIGNIN_ANSWERS = 1000          # tokens whose check (a person, or why not) is kept, SIGNIN_REMEMBER seconds at most
+SIGNIN_REMEMBER = 60
+_JWT_ALGS = ("RS256", "ES256")  # accepted; never none, never HMAC
+_SHA256_INFO = bytes.fromhex("3031300d060960864801650304020105000420")  # DigestInfo of SHA-256 (RFC 8017 §9.2)
+_P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
+_P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551
+_P256_B = 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b
+_P256_G = (0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296,
+           0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5)
+_P256_INFINITY = (1, 1, 0)
+
+
+def b64url(text):
+    """The bytes of unpadded base64url `text` (RFC 7515 §2); ValueError for anything else."""
+    import base64
+    if not isinstance(text, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", text) or len(text) % 4 == 1:
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def p256_on_curve(point):
+    """Whether (x, y) is a point of P-256: y^2 = x^3 - 3x + b (mod p)."""
+    x, y = point
+    return 0 <= x < _P256_P and 0 <= y < _P256_P and (y * y - x * x * x + 3 * x - _P256_B) % _P256_P == 0
+
+
+def _p256_double(point):
+    """2 * point on P-256, in Jacobian coordinates (X, Y, Z): x = X/Z^2, y = Y/Z^3 (Z = 0: the point at infinity)."""
+    x, y, z = point
+    if not z or not y:
+        return _P256_INFINITY
+    delta, gamma = z * z % _P256_P, y * y % _P256_P
+    beta, alpha = x * gamma % _P256_P, 3 * (x - delta) * (x + delta) % _P256_P  # a = -3
+    x3 = (alpha * alpha - 8 * beta) % _P256_P
+    return x3, (alpha * (4 * beta - x3) - 8 * gamma * gamma) % _P256_P, ((y + z) ** 2 - gamma - delta) % _P256_P
+
+
+def _p256_add(a, b):
+    """a + b on P-256, in Jacobian coordinates."""
+    (x1, y1, z1), (x2, y2, z2) = a, b
+    if not z1 or not z2:
+        return a if z1 else b
+    z11, z22 = z1 * z1 % _P256_P, z2 * z2 % _P256_P
+    u1, u2 = x1 * z22 % _P256_P, x2 * z11 % _P256_P
+    s1, s2 = y1 * z2 * z22 % _P256_P, y2 * z1 * z11 % _P256_P
+    h, r = (u2 - u1) % _P256_P, (s2 - s1) % _P256_P
+    if not h:
+        return _p256_double(a) if not r else _P256_INFINITY
+    hh = h * h % _P256_P
+    hhh, v = h * hh % _P256_P, u1 * hh % _P256_P
+    x3 = (r * r - hhh - 2 * v) % _P256_P
+    return x3, (r * (v - x3) - s1 * hhh) % _P256_P, z1 * z2 * h % _P256_P
+
+
+def p256_combination(u1, u2, q):
+    """u1 * G + u2 * q on P-256 (Shamir's trick: one pass over the bits; the numbers are public, so time may
+    depend on them), as affine (x, y), or None for the point at infinity."""
+    g, q = _P256_G + (1,), q + (1,)
+    table = {1: g, 2: q, 3: _p256_add(g, q)}
+    out = _P256_INFINITY
+    for bit in range(max(u1.bit_length(), u2.bit_length()) - 1, -1, -1):
+        out = _p256_double(out)
+        pick = (u1 >> bit & 1) | (u2 >> bit & 1) << 1
+        if pick:
+            out = _p256_add(out, table[pick])
+    if not out[2]:
+        return None
+    inverse = pow(out[2], -1, _P256_P)
+    return out[0] * inverse * inverse % _P256_P, out[1] * inverse * inverse * inverse % _P256_P
+
+
+def es256_verify(public, message, signature):
+    """Whether `signature` (r || s, 64 bytes: the JWS form, RFC 7518 §3.4) is `public`'s (x, y) ECDSA P-256
+    signature of SHA-256(`message`)."""
+    import hashlib
+    if len(signature) != 64 or not p256_on_curve(public):
+        return False
+    r, s = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
+    if not (0 < r < _P256_N and 0 < s < _P256_N):
+        return False
+    e, w = int.from_bytes(hashlib.sha256(message).digest(), "big"), pow(s, -1, _P256_N)
+    point = p256_combination(e * w % _P256_N, r * w % _P256_N, public)
+    return point is not None and point[0] % _P256_N == r
+
+
+def rs256_verify(public, message, signature):
+    """Whether `signature` is `public`'s (n, e; 2048 bits at least) RSASSA-PKCS1-v1_5 SHA-256 signature of
+    `message`: the whole encoded block is built and compared, never parsed (no lenient padding)."""
+    import hashlib
+    import hmac
+    n, e = public
+    size = (n.bit_length() + 7) // 8
+    if n.bit_length() < 2048 or len(signature) != size or int.from_bytes(signature, "big") >= n:
+        return False
+    digest = _SHA256_INFO + hashlib.sha256(message).digest()
+    block = b"\x00\x01" + b"\xff" * (size - 3 - len(digest)) + b"\x00" + digest
+    return hmac.compare_digest(pow(int.from_bytes(signature, "big"), e, n).to_bytes(size, "big"), block)
+
+
+def jwk_key(jwk):
+    """(kid, alg, public key) of a JWK for signatures, RSA (n, e) or EC P-256 (x, y); None for any other key."""
+    if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
+        return None
+    try:
+        if jwk.get("kty") == "RSA":
+            alg, key = "RS256", (int.from_bytes(b64url(jwk["n"]), "big"), int.from_bytes(b64url(jwk["e"]), "big"))
+        elif jwk.get("kty") == "EC" and jwk.get("crv") == "P-256" and len(b64url(jwk["x"])) == len(b64url(jwk["y"])) == 32:
+            alg, key = "ES256", (int.from_bytes(b64url(jwk["x"]), "big"), int.from_bytes(b64url(jwk["y"]), "big"))
+            if not p256_on_curve(key):
+                return None
+        else:
+            return None
+    except (KeyError, ValueError):
+        return None
+    if jwk.get("alg", alg) != alg:
+        return None
+    return jwk.get("kid"), alg, key
+
+
+def jwt_parts(token):
+    """(header, claims, signed bytes, signature) of a compact JWS with a JSON object payload; TokenError otherwise."""
+    pieces = token.split(".") if isinstance(token, str) else []
+    try:
+        if len(pieces) != 3:
+            raise ValueError
+        header, claims = (json.loads(b64url(piece).decode("utf-8")) for piece in pieces[:2])
+        signature = b64url(pieces[2])
+    except (ValueError, UnicodeDecodeError):
+        raise TokenError("not a JWT (three base64url parts, JSON objects)")
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        raise TokenError("not a JWT (three base64url parts, JSON objects)")
+    return header, claims, (pieces[0] + "." + pieces[1]).encode("ascii"), signature
+
+
+def jwt_key(header, keys):
+    """The keys of `keys` [(kid, alg, key)] that may have signed a JWT with `header`; TokenError for an alg that
+    is not RS256 or ES256 (`none`, HMAC: a public key is not a secret to MAC with)."""
+    alg = header.get("alg")
+    if alg not in _JWT_ALGS:
+        raise TokenError("alg %s is not accepted (RS256 or ES256 only)" % json.dumps(alg))
+    if "crit" in header:
+        raise TokenError("the token's header has `crit` extensions this server does not understand")
+    kid = header.get("kid")
+    return [key for key_id, key_alg, key in keys if key_alg == alg and (kid is None or key_id == kid)]
+
+
+def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
+    """The claims of `token` when one of `keys` signed it, `issuer` issued it, it is for one of `audiences` and
+    it is valid at `now` (+/- skew); TokenError saying why not. An unknown `kid` is UnknownKey."""
+    header, claims, signed, signature = jwt_parts(token)
+    candidates = jwt_key(header, keys)
+    if not candidates:
+        raise UnknownKey("no key of the issuer's JWKS has kid %s" % json.dumps(header.get("kid")))
+    check = rs256_verify if header["alg"] == "RS256" else es256_verify
+    if not any(check(key, signed, signature) for key in candidates):
+        raise TokenError("the signature does not verify")
+    if claims.get("iss") != issuer:
+        raise TokenError("issued by %s, not %s" % (json.dumps(claims.get("iss")), issuer))
+    given = claims.get("aud")
+    given = [given] if isinstance(given, str) else given if isinstance(given, list) else []
+    if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences] for a in given):
+        raise TokenError("its audience %s is not this server (%s)" % (json.dumps(claims.get("aud")), audiences[-1]))
+    exp, nbf = claims.get("exp"), claims.get("nbf", 0)
+    if type(exp) not in (int, float) or type(nbf) not in (int, float) or not abs(exp) < 1e11 > abs(nbf):
+        raise TokenError("it has no numeric `exp`")  # (nor NaN, nor one past the year 5000)
+    if now > exp + skew:
+        raise TokenError("it expired at %s" % _iso(exp))
+    if now < nbf - skew:
+        raise TokenError("it is not valid before %s" % _iso(nbf))
+    if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+        raise TokenError("it names no subject (`sub`)")
+    return claims
+
+
+class Person:
+    """Who a request's token names: a subject, an email, groups and scopes."""
+
+    def __init__(self, subject, email=None, groups=(), scopes=()):
+        self.subject, self.email = subject, email
+        self.groups = [g for g in groups if isinstance(g, str)]
+        self.scopes = [s for s in scopes if isinstance(s, str)]
+
+    @classmethod
+    def from_claims(cls, claims):
+        """A person from a JWT's (or an introspection's) claims: sub, email, groups, scope (or scp)."""
+        scopes = claims.get("scope").split() if isinstance(claims.get("scope"), str) else claims.get("scp") or []
+        groups = claims.get("groups")
+        return cls(claims["sub"], claims.get("email") if isinstance(claims.get("email"), str) else None,
+                   groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [])
+
+
+def admits(people, person):
+    """The one rule of who may use a namespace: no `people` list admits every signed-in person; else the list
+    names the person's subject or email, `group:NAME` of one of their groups, or `*`."""
+    if people is None:
+        return True
+    names = {"*", person.subject} | ({person.email} if person.email else set()) | {"group:" + g for g in person.groups}
+    return any(entry in names for entry in people)
+
+
+class SignIn:
+    """Who a request's bearer token names: a listed person's static token, a JWT of the issuer (its JWKS found
+    by discovery, fetched again on an unknown `kid` at most every SIGNIN_KID_REFETCH), or an opaque token that
+    the introspection endpoint says is active. Answers are kept a minute (never past a token's expiry)."""
+
+    def __init__(self, plan, audience, log: Log):
+        self.plan, self.audience, self.log = plan, audience.rstrip("/"), log
+        self.issuer, self.scopes = plan.get("issuer"), plan.get("scopes") or []
+        self.keys, self.fetched, self.tried = [], None, None   # [(kid, alg, key)], when fetched, when last tried
+        self.fetching = None  # the fetch in progress (one at a time)
+        self.answers = collections.OrderedDict()  # sha256 of a token -> (until, Person or TokenError)
+
+    def metadata(self, namespace=None):
+        """The RFC 9728 document of the MCP URL of `namespace` (None: the server's own)."""
+        document = {"resource": self.resource(namespace), "bearer_methods_supported": ["header"]}
+        if self.issuer:
+            document["authorization_servers"] = [self.issuer]
+        if self.scopes:
+            document["scopes_supported"] = list(self.scopes)
+        return document
+
+    def resource(self, namespace=None):
+        """The resource indicator of an MCP URL: the audience, and /NAMESPACE after it for a namespace's URL."""
+        return self.audience + ("/" + namespace if namespace else "")
+
+    def metadata_url(self, namespace=None):
+        """Where the RFC 9728 document of `namespace`'s URL is (§3.1: the resource's path after the well-known one)."""
+        import urllib.parse
+        path = urllib.parse.urlsplit(self.resource(namespace)).path.rstrip("/")
+        return _origin(self.audience) + "/.well-known/oauth-protected-resource" + path
+
+    async def person(self, token, namespace=None):
+        """The Person `token` names for the MCP URL of `namespace` (None: the server's own); TokenError if none."""
+        import hashlib
+        import hmac
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        for name, (wanted, groups, email) in self.plan["people"].items():
+            if hmac.compare_digest(digest, wanted):
+                return Person(name, email, groups, self.scopes)
+        if not self.issuer:
+            raise TokenError("it is not the token of a listed person")
+        key = "%s %s" % (digest, namespace)
+        kept = self.answers.get(key)
+        if kept and kept[0] > time.time():
+            if isinstance(kept[1], TokenError):
+                raise kept[1]
+            return kept[1]
+        audiences = list(dict.fromkeys([self.audience, self.resource(namespace)]))
+        try:
+            claims = await self._claims(token, audiences)
+            answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
+        except UnknownKey:
+            raise  # not kept: the next try may find the issuer's new key, or reach it
+        except TokenError as exc:
+            answer, until = exc, time.time() + SIGNIN_REMEMBER
+        self.answers[key] = (until, answer)
+        while len(self.answers) > SIGNIN_ANSWERS:
+            self.answers.popitem(last=False)
+        if isinstance(answer, TokenError):
+            raise answer
+        return answer
+
+    async def _claims(self, token, audiences):
+        try:
+            jwt_parts(token)
+        except TokenError:
+            if self.plan.get("introspection"):  # an opaque token
+                return await self._introspect(token, audiences)
+            raise
+        now = time.time()
+        if (self.fetched is None or now - self.fetched > SIGNIN_JWKS_REFRESH) and not self._tried_lately(now):
+            await self._fetch_keys()
+        for _ in range(2):
+            if not self.keys:
+                raise UnknownKey("the issuer's keys (its JWKS) could not be fetched: see the server's log")
+            try:
+                return jwt_claims(token, self.keys, self.issuer, audiences, time.time())
+            except UnknownKey:
+                if self._tried_lately(time.time()):
+                    raise
+            await self._fetch_keys()  # the issuer may have rotated its keys: fetched again, at most every 30 s
+        raise UnknownKey("no key of the issuer's JWKS has the token's kid")
+
+    def _tried_lately(self, now):
+        return self.tried is not None and now - self.tried < SIGNIN_KID_REFETCH
+
+    async def _fetch_keys(self):
+        """The issuer's keys, fetched once for every request that waits for them."""
+        if self.fetching is None or self.fetching.done():
+            self.tried = time.time()
+            self.fetching = asyncio.get_running_loop().run_in_executor(None, self._jwks)
+        keys = await asyncio.shield(self.fetching)
+        if keys is not None:
+            self.keys, self.fetched = keys, time.time()
+
+    def _jwks(self):
+        """The issuer's signing keys, by its metadata's `jwks_uri` (RFC 8414, OpenID discovery); None (logged) when
+        they cannot be had, and the keys known so far stay."""
+        try:
+            for url in authorization_server_urls(self.issuer):
+                status, document = _fetch_json(url)
+                if status == 200 and document and document.get("issuer") == self.issuer:
+                    break
+            else:
+                raise OAuthError("no metadata of issuer %s at %s" % (self.issuer, ", ".join(
+                    authorization_server_urls(self.issuer))))
+            uri = document.get("jwks_uri")
+            if not isinstance(uri, str) or not secure_url(uri):
+                raise OAuthError("issuer %s names no https jwks_uri" % self.issuer)
+            status, jwks = _fetch_json(uri)
+            if status != 200 or not jwks or not isinstance(jwks.get("keys"), list):
+                raise OAuthError("%s answered %s, not a JWKS" % (uri, status))
+        except OAuthError as exc:
+            self.log.error("signIn: %s", exc)
+            return None
+        return [key for key in map(jwk_key, jwks["keys"]) if key]
+
+    async def _introspect(self, token, audiences):
+        """RFC 7662: the claims of an active opaque token, checked as a JWT's are (iss and aud when given)."""
+        import base64
+        import urllib.parse
+        plan = self.plan
+        basic = base64.b64encode(("%s:%s" % (urllib.parse.quote(plan["clientId"], safe=""), urllib.parse.quote(
+            plan["clientSecret"] or "", safe=""))).encode()).decode()
+        body = urllib.parse.urlencode({"token": token, "token_type_hint": "access_token"}).encode()
+        try:
+            status, claims = await asyncio.get_running_loop().run_in_executor(None, lambda: _fetch_json(
+                plan["introspection"], body, {"Authorization": "Basic " + basic,
+                                              "Content-Type": "application/x-www-form-urlencoded"}))
+        except OAuthError as exc:
+            status, claims = exc, None
+        if status != 200 or not claims:
+            self.log.error("signIn: introspection at %s answered %s", plan["introspection"], status)
+            raise UnknownKey("the introspection endpoint could not check it now")
+        if claims.get("active") is not True:
+            raise TokenError("the identity provider says it is not active")
+        given = claims.get("aud", audiences[0])
+        if claims.get("iss", self.issuer) != self.issuer or not any(isinstance(a, str) and a.rstrip("/") in audiences
+                                                                    for a in ([given] if isinstance(given, str) else
+                                                                              given if isinstance(given, list) else [])):
+            raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
+        subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
+        if not isinstance(subject, str) or not subject or (type(claims.get("exp")) in (int, float) and claims["exp"] < time.time()):
+            raise TokenError("it names no subject, or it expired")
+        return dict(claims, sub=subject, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
+
+
+def _fetch_json(url, data=None, headers=None):
+    """One blocking request (oauth_request): (status, JSON object or None). OAuthError when unreachable."""
+    status, _, body = oauth_request(url, data, headers)
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    return status, parsed if isinstance(parsed, dict) else None
+
+
+# --------------------------------------------------------------------------
 # Streamable HTTP: the same Server at one endpoint, /mcp
 # --------------------------------------------------------------------------
 # Both eras on one endpoint. A 2026-07-28 request (its `_meta` names the
@@ -12312,7 +12907,7 @@ def tui_command(words):
 # `initialize` (`Mcp-Session-Id`), a GET stream for list changes, and DELETE.
 # Replies are JSON, or an SSE stream when the client accepts one and the
 # request may send progress or log lines first. Safe by default: loopback
-# only unless a bearer token is set, Host and Origin checked (DNS
+# only unless a bearer token is set or people sign in, Host and Origin checked (DNS
 # rebinding), header and body sizes bounded, slow clients timed out.
 
 HTTP_PATH = "/mcp"
@@ -12343,6 +12938,7 @@ _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 _STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
+WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"  # RFC 9728: where a signed-in server says how
 # RFC 9112 framing, read strictly: one space between the parts of the request line,
 # a token before each colon (no space), no control characters in a value, and no
 # second copy of a header that decides where a request goes or how long it is.
@@ -12737,6 +13333,7 @@ class NamespaceUrls:
             server.identify(http.instance)
             served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token, http.instance,
                                                    http.proxies)
+            served.sign_in = http.sign_in
             served._sweeper, served.leaving = asyncio.ensure_future(served._sweep()), http.leaving
             http.server.views.append(view)
         return self.views[name]
@@ -12810,6 +13407,7 @@ class HttpServer:
 
     listener = None
     _sweeper = None
+    sign_in = None  # a SignIn: every request to an MCP URL brings a person's token (the config's signIn, people)
     # Limits (attributes, so a test can make them small). A connection is pending until a
     # request of it passes the checks (Host, Origin, token); pending ones have a share of
     # their own, so idle sockets never fill the cap (see make_room: who gives way past it).
@@ -12884,6 +13482,7 @@ class HttpServer:
                     head = await asyncio.wait_for(_read_head(reader, first),
                                                   max(0.01, self.header_timeout - (time.monotonic() - started)))
                     self._check(*head)
+                    person = await self._person(head[1], head[3])
                     self._admit(task)
                     body = await asyncio.wait_for(_read_body(reader, head[3]), self.header_timeout)
                 except asyncio.TimeoutError:
@@ -12900,11 +13499,13 @@ class HttpServer:
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
                 path = target.split("?", 1)[0]
                 http = self if path == HTTP_PATH else self.namespaces.get(path)
-                if not http:
+                if self.sign_in and path.startswith(WELL_KNOWN_RESOURCE):
+                    await self._reply(writer, 200, self._resource_metadata(path), close=not keep)
+                elif not http:
                     writer.write(operations_report(path, self.server, len(self.sessions), self.leaving))
                     await self._drain(writer)
                 else:
-                    keep = await http._answer(method, headers, body, keep, version, reader, writer)
+                    keep = await http._answer(method, headers, body, keep, version, reader, writer, person)
                 if not keep:
                     return
         except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, asyncio.CancelledError):
@@ -12972,31 +13573,78 @@ class HttpServer:
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if path not in (HTTP_PATH, "/health", "/metrics") and not self.namespaces.get(path):
+        if self.sign_in and path.startswith(WELL_KNOWN_RESOURCE):
+            self._resource_metadata(path)  # a 404 for a namespace that is not there
+        elif path not in (HTTP_PATH, "/health", "/metrics") and not self.namespaces.get(path):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
+
+    def _namespace_of(self, path):
+        """(the namespace an MCP URL serves or None, its people or None): /mcp serves the config's chosen one."""
+        hub = next((s for s in self.server.catalog.sources if isinstance(s, Aggregator)), None)
+        if hub is None:
+            return None, None
+        name = hub.namespace.name if path == HTTP_PATH else path.rpartition("/")[2]
+        return name, _object(hub.namespace.plan.namespaces.get(name)).get("people")
+
+    def _resource_metadata(self, path):
+        """The RFC 9728 document at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]]."""
+        rest = path[len(WELL_KNOWN_RESOURCE):].rstrip("/")
+        if rest not in ("", HTTP_PATH) and not (rest.startswith(HTTP_PATH + "/") and self.namespaces.get(rest)):
+            raise HttpError(404, "no protected resource %s here (the MCP endpoint is %s)" % (rest, HTTP_PATH))
+        return self.sign_in.metadata(rest[len(HTTP_PATH) + 1:] or None)
+
+    async def _person(self, target, headers):
+        """The signed-in Person of a request (None without signIn, and for the metadata and open endpoints); a 401
+        (no token, or one refused) or 403 (`insufficient_scope`: scopes, or the namespace's people) otherwise."""
+        path = target.split("?", 1)[0]
+        if self.sign_in is None or path in self.server.guard.open or path.startswith(WELL_KNOWN_RESOURCE):
+            return None
+        shown, people = self._namespace_of(path) if path.startswith(HTTP_PATH) else (None, None)  # /health, /metrics
+        name = shown if path.startswith(HTTP_PATH + "/") else None
+        challenge = 'Bearer resource_metadata="%s"' % self.sign_in.metadata_url(name) + (
+            ', scope="%s"' % " ".join(self.sign_in.scopes) if self.sign_in.scopes else "")
+        given = headers.get("authorization", "")
+        if given[:7].lower() != "bearer " or not given[7:].strip():
+            raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
+                            % self.sign_in.metadata_url(name), headers=[("WWW-Authenticate", challenge)])
+        try:
+            person = await self.sign_in.person(given[7:].strip(), name)
+        except TokenError as exc:
+            why = re.sub(r'["\\]', "'", str(exc))
+            raise HttpError(401, "the access token is refused: %s" % why, headers=[(
+                "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
+        missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
+        if missing or not admits(people, person):
+            why = ("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the people "
+                   "of namespace %s" % (person.subject, shown))
+            raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
+                            'error_description="%s"' % (challenge, why))])
+        return person
 
     # -- requests ---------------------------------------------------------------------------
 
-    async def _answer(self, method, headers, body, keep, version, reader, writer):
+    async def _answer(self, method, headers, body, keep, version, reader, writer, person=None):
         try:
             if method == "POST":
-                return await self._post(headers, body, reader, writer, keep, version)
+                return await self._post(headers, body, reader, writer, keep, version, person)
             if method == "GET":
-                return await self._get(headers, reader, writer)
+                return await self._get(headers, reader, writer, person)
             if method == "DELETE":
-                return await self._delete(headers, writer, keep)
+                return await self._delete(headers, writer, keep, person)
             raise HttpError(405, "use POST (or GET and DELETE with an Mcp-Session-Id)", headers=[("Allow", "POST, GET, DELETE")])
         except HttpError as exc:
             keep = keep and self.leaving is None  # a leaving instance's connections close: the next one goes elsewhere
             await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=not keep)
             return keep
 
-    def _session(self, headers):
+    def _session(self, headers, person=None):
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
                                  "(or 2026-07-28 `_meta` on the request)")
         entry = self.sessions.get(session_id.strip())
+        if entry and entry.session.person != (person and person.subject):  # another person's: as if not there
+            entry = None
         if not entry:
             why = self.instance.elsewhere(session_id.strip()) or "it ended or expired"
             raise HttpError(404, "no session %s (%s); initialize again" % (session_id.strip(), why))
@@ -13004,9 +13652,10 @@ class HttpServer:
         self.sessions.move_to_end(entry.id)
         return entry
 
-    async def _post(self, headers, body, reader, writer, keep, version):
+    async def _post(self, headers, body, reader, writer, keep, version, person=None):
         limit = self.server.guard.http_limit
-        wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + self.caller,) + limit], time.monotonic())[0]
+        caller = person.subject if person else self.caller
+        wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + caller,) + limit], time.monotonic())[0]
         if wait:
             raise HttpError(429, "this endpoint takes %d requests per %g s; retry in %d s" % (limit + (int(wait) + 1,)),
                             headers=[("Retry-After", str(int(wait) + 1))])
@@ -13036,17 +13685,17 @@ class HttpServer:
                 await self._reply(writer, 202, None, close=not keep)
                 return keep
             return await self._modern(message, method, request_id, params, meta, headers, sse, reader, writer,
-                                      keep, version)
+                                      keep, version, person)
         session_version = headers.get("mcp-protocol-version")
         if session_version is not None and session_version.strip() not in PROTOCOL_VERSIONS:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
-        if method == "initialize" and "id" in message:
-            entry = self._new_session(forwarded_client((writer.get_extra_info("peername") or "?")[0],
-                                                       headers.get("x-forwarded-for"), self.proxies))
+        if method == "initialize" and "id" in message:  # a person's sessions count as one client's
+            entry = self._new_session(("person " + person.subject) if person else forwarded_client(
+                (writer.get_extra_info("peername") or "?")[0], headers.get("x-forwarded-for"), self.proxies), person)
             extra = [("Mcp-Session-Id", entry.id)]
         else:
-            entry = self._session(headers)
+            entry = self._session(headers, person)
             extra = []
         if answerless:
             entry.session.receive(body, NEWLINE)
@@ -13060,20 +13709,22 @@ class HttpServer:
         entry.session.receive(body, NEWLINE)
         return await self._deliver(exchange, writer, reader, extra, keep, version, None, entry)
 
-    def _session_pair(self):
-        """A Session of the Server over a transport that routes to HTTP exchanges."""
+    def _session_pair(self, person=None):
+        """A Session of the Server (of `person`, when signed in) over a transport that routes to HTTP exchanges."""
         transport = _HttpTransport(self.log)
         session = Session(transport, self.server.dispatch, self.log, self.server.notification)
         session.caller = session.label = self.caller
+        if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
+            session.caller = session.person = person.subject
         return session, transport
 
-    def _new_session(self, client) -> _HttpSession:
+    def _new_session(self, client, person=None) -> _HttpSession:
         """A session for `client` (its address), once a limit's idle session made room (see session_to_end)."""
         idle = session_to_end(self.sessions, client, {t.owner for t in self.server.tasks.tasks.values()
                                                       if t.status not in TERMINAL})
         if idle:
             self._end(idle.id)
-        session, transport = self._session_pair()
+        session, transport = self._session_pair(person)
         entry = _HttpSession(self.instance.new_id(), session, transport, client)
         session.label = "http-" + entry.id.rpartition(".")[2][:8]
         transport.bound = lambda: bound_replay(entry, self.sessions)
@@ -13088,7 +13739,8 @@ class HttpServer:
             if entry.transport.stream is not None:
                 entry.transport.stream.put_nowait(None)
 
-    async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep, version):
+    async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep, version,
+                      person=None):
         def refuse(status, code, text):
             raise HttpError(status, text, code, request_id)
         if method is None:
@@ -13115,7 +13767,7 @@ class HttpServer:
             problem = param_mismatch(await self.server.catalog.tool(params["name"]), params.get("arguments"), headers)
             if problem:
                 refuse(400, HEADER_MISMATCH, "%s (tool `%s`)" % (problem, params["name"]))
-        session, transport = self._session_pair()
+        session, transport = self._session_pair(person)
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
         session.receive(json.dumps(message).encode(), NEWLINE)
@@ -13213,11 +13865,11 @@ class HttpServer:
             head.append("Connection: close")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
 
-    async def _get(self, headers, reader, writer):
+    async def _get(self, headers, reader, writer, person=None):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "GET streams belong to a handshake-era session (Mcp-Session-Id); "
                                  "2026-07-28 clients use subscriptions/listen", headers=[("Allow", "POST")])
-        entry = self._session(headers)
+        entry = self._session(headers, person)
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise HttpError(406, "a GET stream needs Accept: text/event-stream")
         stream, _, after = headers.get("last-event-id", "").strip().rpartition("_")
@@ -13249,10 +13901,10 @@ class HttpServer:
             if entry.transport.stream is queue:
                 entry.transport.stream = None
 
-    async def _delete(self, headers, writer, keep):
+    async def _delete(self, headers, writer, keep, person=None):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "DELETE ends a handshake-era session (Mcp-Session-Id)", headers=[("Allow", "POST")])
-        self._end(self._session(headers).id)
+        self._end(self._session(headers, person).id)
         await self._reply(writer, 200, None, close=not keep)
         return keep
 
@@ -13279,6 +13931,19 @@ def parse_http_address(value):
     return host, number
 
 
+def sign_in_problem(plan, host, token):
+    """Why `serve --http` on `host` cannot ask for the people's tokens of `plan` (read_sign_in), or None."""
+    if token:
+        return "the config signs people in (signIn, people): drop --http-token and $%s" % HTTP_TOKEN_VARIABLE
+    unsafe = [key for key in ("issuer", "audience", "introspection") if plan[key] and not secure_url(plan[key])]
+    if unsafe:
+        return "signIn.%s %s: expected https (plain http only on this machine)" % (unsafe[0], plan[unsafe[0]])
+    if not plan["audience"] and not _loopback(host):
+        return ("set signIn.audience to the URL clients reach this server by (https://HOST/mcp): tokens are "
+                "accepted only for it")
+    return None
+
+
 def run_http(server, runner: ProcessRunner, log: Log, options):
     """`--http [HOST:]PORT`: check the address and the token, then serve until stopped."""
     try:
@@ -13289,7 +13954,12 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
     token = options["http_token"] or os.environ.get(HTTP_TOKEN_VARIABLE) or None
     os.environ.pop(HTTP_TOKEN_VARIABLE, None)  # tools and upstream servers never inherit the token
     runner.hidden = (HTTP_TOKEN_VARIABLE,)     # nor get it from an env copied when the config was read
-    if token is None and not _loopback(host):
+    plan = server.guard.sign_in
+    problem = plan and sign_in_problem(plan, host, token)
+    if problem:
+        _say("error: --http %s: %s" % (options["http"], problem))
+        return 2
+    if token is None and not _loopback(host) and not plan:
         _say("error: --http %s listens beyond this machine: set a bearer token with "
              "--http-token or $%s (or bind 127.0.0.1)" % (options["http"], HTTP_TOKEN_VARIABLE))
         return 2
@@ -13331,9 +14001,16 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token,
     await http.start()
     server.catalog.start(server)
     shown = "[%s]" % host if ":" in host else host
+    plan = server.guard.sign_in
+    if plan:
+        http.sign_in = SignIn(plan, plan["audience"] or "http://%s:%d%s" % (shown, http.port, HTTP_PATH), log)
+        log.add_secrets([plan["clientSecret"]] if plan["clientSecret"] else [])
     log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
-             " (bearer token required)" if token else " with no token: any process or user on this machine may call "
-             "every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
+             " (people sign in: %s, for %s)" % (", ".join(
+                 ([plan["issuer"]] if plan["issuer"] else []) + (["%d listed tokens" % len(plan["people"])]
+                                                                if plan["people"] else [])), http.sign_in.audience)
+             if plan else " (bearer token required)" if token else " with no token: any process or user on this machine "
+             "may call every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
     stopping, leaving = loop.create_future(), []
 
     def stop(reason):
@@ -14398,6 +15075,42 @@ def logout_command(words):
     return 0
 
 
+def secrets_command(words):
+    """`secrets set|remove NAME --person SUBJECT` (set: the value on stdin), `secrets list --person SUBJECT`: a
+    signed-in person's own secrets, for `${person.NAME}` in an isolated server (see PersonSecrets)."""
+    rest, person = [], None
+    index = 0
+    while index < len(words):
+        if words[index] == "--person" and index + 1 < len(words):
+            person, index = words[index + 1], index + 2
+        else:
+            rest.append(words[index])
+            index += 1
+    action = rest[0] if rest else None
+    if not person or action not in ("set", "remove", "list") or len(rest) != (1 if action == "list" else 2) or (
+            action != "list" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest[1])):
+        raise UsageError("secrets takes: set NAME --person SUBJECT (the value on stdin), remove NAME --person "
+                         "SUBJECT, or list --person SUBJECT; NAME is what ${person.NAME} names")
+    store = PersonSecrets()
+    if action == "list":
+        for name in sorted(store.of(person)):
+            print(name)
+        return 0
+    value = None
+    if action == "set":
+        if sys.stdin.isatty():
+            import getpass
+            value = getpass.getpass("%s's %s: " % (person, rest[1]))
+        else:
+            value = sys.stdin.read().rstrip("\r\n")
+        if not value:
+            raise UsageError("secrets set %s: no value on stdin" % rest[1])
+    there = store.set(person, rest[1], value)
+    print("%s %s's secret %s in %s" % ("set" if value else "removed" if there else "no such secret: kept", person,
+                                       rest[1], store.path))
+    return 0
+
+
 def enable_command(words, enabled=True):
     """`enable NAME` / `disable NAME` [--config FILE]: whether serve starts the server (`disabled` in its entry)."""
     command = "enable" if enabled else "disable"
@@ -14724,6 +15437,7 @@ USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
          "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
          "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
          "       mcpstudio login|logout NAME|URL [--config FILE]\n"
+         "       mcpstudio secrets set|remove|list [NAME] --person SUBJECT\n"
          "       mcpstudio tui [--config FILE] [--namespace NAME]\n"
          "       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)")
 
@@ -14775,6 +15489,13 @@ SUBCOMMAND_HELP = {
              "`status` shows each server's sign-in.",
     "logout": "usage: mcpstudio logout NAME|URL [--config FILE]\n\n"
               "Forget a server's tokens and client registration (the next use signs in again).",
+    "secrets": "usage: mcpstudio secrets set|remove NAME --person SUBJECT\n"
+               "       mcpstudio secrets list --person SUBJECT\n\n"
+               "A signed-in person's own secrets (serve --http with signIn or people): `${person.NAME}` in\n"
+               "the env, headers or args of a server with \"isolation\": \"user\" is SUBJECT's NAME when\n"
+               "that person's own process starts. `set` reads the value from stdin (asks on a terminal).\n"
+               "They are kept in people-secrets.json beside the default config, mode 0600; `list` shows\n"
+               "names only.",
     "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
                "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
                "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"
@@ -14957,7 +15678,7 @@ def _build_server(options, words, log: Log, config, runner=None):
     if options["help_timeout"]:
         script_options["help_timeout"] = number("help_timeout", None)
     runner = runner or ProcessRunner(log)
-    sources, titles, instructions, rules, audit, opened, search = [], [], None, {}, None, (), None
+    sources, titles, instructions, rules, audit, opened, search, sign_in = [], [], None, {}, None, (), None, None
     if options["url"] is not None:
         if config is not None:
             raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
@@ -14990,6 +15711,7 @@ def _build_server(options, words, log: Log, config, runner=None):
                              % (options["namespace"], loader.path))
         sources.extend(found)
         rules, audit, opened = info["guard"]
+        sign_in = info["sign_in"]
         titles.append(info["name"] or os.path.basename(loader.path))
         instructions = info["instructions"] or info["description"]
     if words:
@@ -15036,7 +15758,7 @@ def _build_server(options, words, log: Log, config, runner=None):
     if options["audit"]:
         audit = AuditLog(_absolute(options["audit"]))
     guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
-    guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
+    guard.http_limit, guard.open, guard.sign_in = limits.get("http_rate_limit", ())[:2], opened, sign_in
     server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions, guard=guard)
     if search:
         server.search = ToolSearch(server, *search)
@@ -15065,7 +15787,8 @@ def _claim_stdout():
 _OWN_WORDS = {"init": init_config, "inspect": inspect_command, "call": call_command, "install": install_command,
               "import": import_command, "add": add_command, "remove": remove_command, "list": list_command,
               "namespace": namespace_command, "zipapp": zipapp_command, "login": login_command,
-              "logout": logout_command, "enable": enable_command, "disable": disable_command, "tui": tui_command}
+              "logout": logout_command, "enable": enable_command, "disable": disable_command, "tui": tui_command,
+              "secrets": secrets_command}
 SUBCOMMANDS = ("serve", "check", "status") + tuple(_OWN_WORDS)
 
 

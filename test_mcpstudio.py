@@ -12,6 +12,7 @@ installs them and points MCPSTUDIO_SDK_PYTHON / MCPSTUDIO_INSPECTOR at them.
 
 import collections
 import contextlib
+import functools
 import asyncio
 import atexit
 import base64
@@ -12867,6 +12868,784 @@ class NamespaceUrlTests(AggregatorCase):
                 self.assertTrue(line, "the stream ended without list_changed")
             connection.close()
             self.assertEqual(self.tools(http, "/mcp/play"), ["beta__echo"])
+
+
+def _b64u(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+@functools.lru_cache(maxsize=None)
+def _test_rsa_key(seed, bits=2048):
+    """(n, e, d) of an RSA key from seeded random primes (a sieve, then Fermat and Miller-Rabin): for tests only."""
+    import math
+    import random
+    rng = random.Random(seed)
+    sieve = math.prod(p for p in range(3, 2000, 2) if all(p % q for q in range(3, int(p ** 0.5) + 1, 2))) \
+        if hasattr(math, "prod") else 3 * 5 * 7 * 11 * 13 * 17 * 19 * 23 * 29 * 31 * 37 * 41 * 43 * 47
+
+    def probably_prime(c):
+        if math.gcd(c, sieve) != 1 or pow(2, c - 1, c) != 1:
+            return False
+        d, r = c - 1, 0
+        while d % 2 == 0:
+            d, r = d // 2, r + 1
+        for _ in range(8):
+            x = pow(rng.randrange(2, c - 1), d, c)
+            if x in (1, c - 1):
+                continue
+            for _ in range(r - 1):
+                x = pow(x, 2, c)
+                if x == c - 1:
+                    break
+            else:
+                return False
+        return True
+
+    def prime():
+        while True:
+            c = rng.getrandbits(bits // 2) | (3 << (bits // 2 - 2)) | 1
+            if probably_prime(c) and (c - 1) % 65537:
+                return c
+    p, q = prime(), prime()
+    return p * q, 65537, pow(65537, -1, (p - 1) * (q - 1))
+
+
+def _rs256_sign(key, message):
+    """RSASSA-PKCS1-v1_5 with SHA-256 (RFC 8017 §8.2.1), for tokens a test mints."""
+    n, _, d = key
+    size = (n.bit_length() + 7) // 8
+    digest = bytes.fromhex("3031300d060960864801650304020105000420") + hashlib.sha256(message).digest()
+    block = b"\x00\x01" + b"\xff" * (size - 3 - len(digest)) + b"\x00" + digest
+    return pow(int.from_bytes(block, "big"), d, n).to_bytes(size, "big")
+
+
+def _es256_sign(d, message, k):
+    """ECDSA P-256 with SHA-256 and the nonce `k`, as r || s."""
+    n = mcpstudio._P256_N
+    r = mcpstudio.p256_combination(k, 0, mcpstudio._P256_G)[0] % n
+    s = pow(k, -1, n) * (int.from_bytes(hashlib.sha256(message).digest(), "big") + r * d) % n
+    return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+def _jwt(header, claims, sign):
+    """A compact JWS of `header` and `claims`, signed by `sign` (bytes -> bytes; None: no signature)."""
+    signed = _b64u(json.dumps(header).encode()) + "." + _b64u(json.dumps(claims).encode())
+    return signed + "." + (_b64u(sign(signed.encode())) if sign else "")
+
+
+def _rsa_jwk(key, kid):
+    n, e = key[:2]
+    return {"kty": "RSA", "kid": kid, "n": _b64u(n.to_bytes((n.bit_length() + 7) // 8, "big")),
+            "e": _b64u(e.to_bytes(3, "big"))}
+
+
+class SignInCheckTests(unittest.TestCase):
+    """Issue 45, the pure parts of a sign-in: the JWT, its signature (RS256, ES256 on P-256) and claims, the keys
+    of a JWKS, and the people rule. No I/O."""
+
+    A3_X, A3_Y = "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"
+    A3_SIGNED = (b"eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc1"
+                 b"9yb290Ijp0cnVlfQ")
+    A3_SIGNATURE = "DtEhU3ljbEg8L38VWAfUAqOyKAM6-Xx-F4GawxaepmXFCgfTjDxw5djxLa8ISlSApmWQxfKTUJqPP3-Kg6NU1Q"
+
+    def test_es256_known_vectors(self):
+        # RFC 7515 appendix A.3 and RFC 6979 A.2.5 (P-256, SHA-256) verify; any change to the message, r, s or the
+        # key does not, nor does r or s of 0 or n, or a key off the curve.
+        a3 = tuple(int.from_bytes(mcpstudio.b64url(v), "big") for v in (self.A3_X, self.A3_Y))
+        u = (0x60FED4BA255A9D31C961EB74C6356D68C049B8923B61FA6CE669622E60F29FB6,
+             0x7903FE1008B8BC99A41AE9E95628BC64F2F1B20C2D7E9F5177A3C294D4462299)
+        sample = bytes.fromhex("EFD48B2AACB6A8FD1140DD9CD45E81D69D2C877B56AAF991C34D0EA84EAF3716"
+                               "F7CB1C942D657C41D436C7A1B6E29F65F3E900DBB9AFF4064DC4AB2F843ACDA8")
+        test = bytes.fromhex("F1ABB023518351CD71D881567B1EA663ED3EFCF6C5132B354F28D3B0B7D38367"
+                             "019F4113742A2B14BD25926B49C649155F267E60D3814B4C0CC84250E46F0083")
+        n = mcpstudio._P256_N.to_bytes(32, "big")
+        cases = [  # (key, message, signature) -> verifies
+            (a3, self.A3_SIGNED, mcpstudio.b64url(self.A3_SIGNATURE), True),
+            (a3, self.A3_SIGNED + b"x", mcpstudio.b64url(self.A3_SIGNATURE), False),
+            (u, b"sample", sample, True),
+            (u, b"test", test, True),
+            (u, b"test", sample, False),
+            (u, b"sample", sample[:31] + bytes([sample[31] ^ 1]) + sample[32:], False),   # r changed
+            (u, b"sample", sample[:63] + bytes([sample[63] ^ 1]), False),                 # s changed
+            (a3, b"sample", sample, False),                                               # another key
+            (u, b"sample", bytes(32) + sample[32:], False),                               # r = 0
+            (u, b"sample", sample[:32] + n, False),                                       # s = n
+            (u, b"sample", sample[:40], False),                                           # not 64 bytes
+            ((u[0], u[1] + 1), b"sample", sample, False),                                 # off the curve
+        ]
+        for key, message, signature, verifies in cases:
+            with self.subTest(message=message[:12], signature=signature[:4].hex()):
+                self.assertIs(mcpstudio.es256_verify(key, message, signature), verifies)
+
+    def test_jwt_claims_table(self):
+        # What a token must be: signed by a key of the JWKS with RS256 or ES256, of the issuer, for this server,
+        # within exp and nbf (60 s of skew): everything else is refused, saying why; an unknown kid is UnknownKey.
+        rsa, small = _test_rsa_key(45), _test_rsa_key(46, 1024)
+        d, k = 0xC9AFA9D845BA75166B5C215767B1D6934E50C3DB36E89B127B8A622B120F6721, 0x1234567
+        ec = mcpstudio.p256_combination(d, 0, mcpstudio._P256_G)
+        ec_jwk = {"kty": "EC", "crv": "P-256", "kid": "e1", "x": _b64u(ec[0].to_bytes(32, "big")),
+                  "y": _b64u(ec[1].to_bytes(32, "big"))}
+        keys = [mcpstudio.jwk_key(jwk) for jwk in (_rsa_jwk(rsa, "r1"), ec_jwk, _rsa_jwk(small, "tiny"))]
+        issuer, audience, now = "https://idp.example", "https://gw.example/mcp", 1800000000
+        good = {"iss": issuer, "aud": audience, "sub": "alice", "exp": now + 300, "groups": ["eng"]}
+        rs = lambda data: _rs256_sign(rsa, data)  # noqa: E731
+        public_pem = json.dumps(_rsa_jwk(rsa, "r1")).encode()
+
+        def hs256(data):
+            import hmac
+            return hmac.new(public_pem, data, hashlib.sha256).digest()
+        cases = [  # (header, claims, signer) -> the subject, or a fragment of the refusal
+            ({"alg": "RS256", "kid": "r1"}, good, rs, "alice"),
+            ({"alg": "RS256", "kid": "r1", "typ": "at+jwt"}, dict(good, aud=["other", audience + "/"]), rs, "alice"),
+            ({"alg": "ES256", "kid": "e1"}, dict(good, sub="bob"), lambda data: _es256_sign(d, data, k), "bob"),
+            ({"alg": "RS256"}, good, rs, "alice"),  # no kid: every RSA key is tried
+            ({"alg": "none"}, good, None, "alg \"none\" is not accepted"),
+            ({"alg": "HS256", "kid": "r1"}, good, hs256, "alg \"HS256\" is not accepted"),
+            ({"alg": "RS256", "kid": "r1", "crit": ["x"]}, good, rs, "`crit`"),
+            ({"alg": "RS256", "kid": "r1"}, good, lambda data: rs(data + b"!"), "does not verify"),
+            ({"alg": "ES256", "kid": "r1"}, good, rs, "no key"),  # an RSA key's kid under ES256
+            ({"alg": "RS256", "kid": "tiny"}, good, lambda data: _rs256_sign(small, data), "does not verify"),  # < 2048
+            ({"alg": "RS256", "kid": "r2"}, good, rs, "no key"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, iss="https://evil.example"), rs, "issued by"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, aud="https://other.example/mcp"), rs, "audience"),
+            ({"alg": "RS256", "kid": "r1"}, {k: v for k, v in good.items() if k != "aud"}, rs, "audience"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=now - 61), rs, "expired"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=now - 59), rs, "alice"),  # within the skew
+            ({"alg": "RS256", "kid": "r1"}, {k: v for k, v in good.items() if k != "exp"}, rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp="soon"), rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=float("nan")), rs, "no numeric `exp`"),  # never past NaN
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=float("inf")), rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, nbf=1e300), rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, nbf=now + 61), rs, "not valid before"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, nbf=now + 59), rs, "alice"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, sub=""), rs, "no subject"),
+        ]
+        for header, claims, sign, expected in cases:
+            with self.subTest(header=header, claims={k: v for k, v in claims.items() if k != "groups"}):
+                token = _jwt(header, claims, sign)
+                try:
+                    got = mcpstudio.jwt_claims(token, keys, issuer, [audience], now)["sub"]
+                except mcpstudio.TokenError as exc:
+                    got = str(exc)
+                    self.assertEqual(isinstance(exc, mcpstudio.UnknownKey), expected == "no key")
+                self.assertIn(expected, got)
+        for token in ("", "a.b", "a.b.c", _b64u(b"[]") + "." + _b64u(b"{}") + ".", "x" * 10 + ".e30.e30"):
+            with self.subTest(token=token):
+                with self.assertRaisesRegex(mcpstudio.TokenError, "not a JWT"):
+                    mcpstudio.jwt_claims(token, keys, issuer, [audience], now)
+
+    def test_jwk_keys_table(self):
+        # A JWKS's keys for signatures: RSA and P-256 EC; an encryption key, another curve, an oct (HMAC) key, a
+        # point off the curve or an `alg` that does not fit the key is not one.
+        x, y = self.A3_X, self.A3_Y
+        cases = [
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": "a"}, ("a", "ES256")),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "use": "sig", "alg": "ES256"}, (None, "ES256")),
+            ({"kty": "RSA", "n": "sXch", "e": "AQAB", "kid": "r"}, ("r", "RS256")),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "use": "enc"}, None),
+            ({"kty": "EC", "crv": "P-384", "x": x, "y": y}, None),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": x}, None),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "alg": "RS256"}, None),
+            ({"kty": "oct", "k": "c2VjcmV0"}, None),
+            ({"kty": "RSA", "n": "not base64!", "e": "AQAB"}, None),
+            ("a string", None),
+        ]
+        for jwk, expected in cases:
+            with self.subTest(jwk=jwk):
+                got = mcpstudio.jwk_key(jwk)
+                self.assertEqual(got and got[:2], expected)
+
+    def test_config_table(self):
+        # A config's `signIn` and `people`, read (${VAR} expanded in signIn) or refused naming the key and what is
+        # expected.
+        digest = "ab" * 32
+        cases = [  # (config) -> the plan's (issuer, audience, people) or a fragment of the error
+            ({}, None),
+            ({"signIn": {"issuer": "https://idp.example"}}, ("https://idp.example", None, {})),
+            ({"signIn": {"issuer": "https://${IDP}", "audience": "https://gw.example/mcp"}},
+             ("https://idp.example", "https://gw.example/mcp", {})),
+            ({"people": {"ann": {"tokenSha256": digest.upper(), "groups": ["ops"]}}},
+             (None, None, {"ann": (digest, ["ops"], None)})),
+            ({"signIn": {}}, "signIn: expected `issuer`"),
+            ({"signIn": {"issuer": "idp.example"}}, "signIn.issuer: expected an https URL"),
+            ({"signIn": {"issuer": "https://i", "isuer": "x"}}, "signIn.isuer"),
+            ({"signIn": {"issuer": "https://i", "introspection": "https://i/introspect"}}, "together"),
+            ({"signIn": {"issuer": "https://i", "scopes": "tools"}}, "signIn.scopes"),
+            ({"people": {"ann": {"tokenSha256": "abc"}}}, "people.ann.tokenSha256: expected the SHA-256"),
+            ({"people": {"ann": {"tokenSha256": digest, "groups": "ops"}}}, "people.ann.groups"),
+            ({"people": {"ann": "token"}}, "people.ann: expected"),
+            ({"people": {"ann": {"tokenSha256": digest, "token": "x"}}}, "people.ann.token"),
+        ]
+        for data, expected in cases:
+            with self.subTest(data=data):
+                loader = mcpstudio.ConfigLoader("team.json", environ={"IDP": "idp.example"}, data=data)
+                try:
+                    plan = mcpstudio.read_sign_in(loader, data)
+                    got = plan and (plan["issuer"], plan["audience"], plan["people"])
+                except mcpstudio.ConfigError as exc:
+                    got = str(exc)
+                    self.assertIsInstance(expected, str, got)
+                if isinstance(expected, str):
+                    self.assertIn(expected, got)
+                else:
+                    self.assertEqual(got, expected)
+
+    def test_people_rule_table(self):
+        # One rule: no `people` admits every signed-in person; a list admits a person it names by subject or
+        # email, by `group:NAME` of one of their groups, or `*`.
+        alice = mcpstudio.Person("alice", "alice@example.com", ["eng", "ops"])
+        cases = [
+            (None, True), ([], False), (["*"], True), (["alice"], True), (["alice@example.com"], True),
+            (["group:ops"], True), (["group:sales"], False), (["bob", "group:sales"], False), (["eng"], False),
+            (["ALICE"], False),
+        ]
+        for people, admitted in cases:
+            with self.subTest(people=people):
+                self.assertIs(mcpstudio.admits(people, alice), admitted)
+        person = mcpstudio.Person.from_claims({"sub": "bob", "scope": "tools read", "groups": ["sales", 7]})
+        self.assertEqual((person.subject, person.email, person.groups, person.scopes),
+                         ("bob", None, ["sales"], ["tools", "read"]))
+
+
+class SignInKeysTests(unittest.TestCase):
+    """Issue 45: SignIn finds the issuer's keys by discovery, keeps them, and follows a key rotation with a
+    bounded refetch on an unknown `kid` (an issuer in threads of this test process; no clock is waited for)."""
+
+    def test_keys_rotate_with_a_bounded_refetch(self):
+        import http.server
+        first, second = _test_rsa_key(45), _test_rsa_key(47)
+        state = {"keys": [_rsa_jwk(first, "k1")], "fetches": 0}
+
+        class Issuer(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                base = "http://127.0.0.1:%d" % self.server.server_address[1]
+                if self.path == "/.well-known/oauth-authorization-server":
+                    body = {"issuer": base, "jwks_uri": base + "/jwks"}
+                elif self.path == "/jwks":
+                    state["fetches"] += 1
+                    body = {"keys": state["keys"]}
+                else:
+                    self.send_error(404)
+                    return
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        issuer = ThreadedHttpServer()
+        issuer.serve(Issuer)
+        self.addCleanup(issuer.close)
+        base = "http://127.0.0.1:%d" % issuer.port
+        audience = "https://gw.example/mcp"
+
+        def token(key, kid, subject="alice"):
+            claims = {"iss": base, "aud": audience, "sub": subject, "exp": int(time.time()) + 300}
+            return _jwt({"alg": "RS256", "kid": kid}, claims, lambda data: _rs256_sign(key, data))
+
+        async def scenario():
+            sign_in = mcpstudio.SignIn({"issuer": base, "people": {}, "scopes": []}, audience, mcpstudio.Log())
+            seen = [(await sign_in.person(token(first, "k1"))).subject, state["fetches"]]
+            seen += [(await sign_in.person(token(first, "k1", "bob"))).subject, state["fetches"]]  # keys kept
+            state["keys"] = [_rsa_jwk(first, "k1"), _rsa_jwk(second, "k2")]  # the issuer rotates
+            for _ in range(5):  # an unknown kid just after a fetch: refused, and no fetch for each try
+                with self.assertRaises(mcpstudio.UnknownKey):
+                    await sign_in.person(token(second, "k2"))
+            seen.append(state["fetches"])
+            sign_in.tried -= mcpstudio.SIGNIN_KID_REFETCH + 1  # as if the last fetch were 31 s ago
+            seen += [(await sign_in.person(token(second, "k2", "carol"))).subject, state["fetches"]]
+            with self.assertRaises(mcpstudio.UnknownKey):  # a kid no JWKS has: no fetch again so soon
+                await sign_in.person(token(second, "k3"))
+            seen.append(state["fetches"])
+            return seen
+        self.assertEqual(asyncio.run(scenario()), ["alice", 1, "bob", 1, 1, "carol", 2, 2])
+
+
+class TeamGatewayTests(ScratchDir):
+    """Issue 45 with static per-person tokens (`people`, kept as SHA-256 hashes): a token is asked for and
+    checked, and what a person's calls make or spend (rate limits, audit lines, cache entries, kept outputs,
+    tasks, sessions) is theirs alone."""
+
+    TOKENS = {"alice": "alice-token-0001", "bob": "bob-token-0002"}
+    TASKS = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+    def config(self, **extra):
+        stamp = self.script("stamp.py", "import os\nprint(os.urandom(8).hex())\n", executable=False)
+        path = os.path.join(self.dir, "team.json")
+        with open(path, "w") as f:
+            json.dump(dict({"tools": [
+                {"name": "echo", "command": "echo {text}", "rateLimit": {"calls": 1, "seconds": 600}},
+                {"name": "stamp", "command": "%s %s" % (PY, stamp), "annotations": {"readOnlyHint": True},
+                 "cache": {"ttl": 600}},
+                {"name": "count", "command": "seq 1 {n}", "max_text": 200},
+                {"name": "slow", "command": "sleep {seconds}", "taskSupport": "required"}],
+                "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest(), "groups": ["team"]}
+                           for name, token in self.TOKENS.items()},
+                "audit": {"file": os.path.join(self.dir, "audit.jsonl")}}, **extra), f)
+        return path
+
+    def auth(self, name):
+        return {"Authorization": "Bearer " + self.TOKENS[name]}
+
+    def call(self, http, name, tool, arguments, session=None, meta=None):
+        """The result (or error) of a tools/call by `name`: in `session` (handshake era), else a 2026-07-28 one."""
+        if session:
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": tool, "arguments": arguments}}, session=session, headers=self.auth(name))
+        else:
+            status, _, text = http.modern("tools/call", {"name": tool, "arguments": arguments, "_meta": meta or {}},
+                                          headers=self.auth(name))
+        self.assertEqual(status, 200, text)
+        answer = http.messages(text)[-1]
+        return answer.get("result", answer.get("error"))
+
+    def session(self, http, name):
+        status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+            headers=self.auth(name))
+        self.assertEqual(status, 200, text)
+        http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=headers["mcp-session-id"],
+                  headers=self.auth(name))
+        return headers["mcp-session-id"]
+
+    def test_a_persons_token_is_asked_for_and_checked(self):
+        # No token or an unknown one: 401 naming the RFC 9728 metadata, which is served without a token (also at
+        # the bare well-known URL); /health is behind the sign-in too; a listed person's token is let in.
+        import urllib.error
+        import urllib.request
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            base = "http://127.0.0.1:%d" % http.port
+            status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            self.assertEqual((status, headers["www-authenticate"]), (401, 'Bearer resource_metadata="%s/.well-known/'
+                                                                          'oauth-protected-resource/mcp"' % base))
+            status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                           headers={"Authorization": "Bearer alice-token-0002"})
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token", error_description="it is not the token of a listed person"',
+                          headers["www-authenticate"])
+            for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+                with urllib.request.urlopen(base + path, timeout=WAIT) as response:
+                    self.assertEqual(json.load(response), {"resource": base + "/mcp",
+                                                           "bearer_methods_supported": ["header"]})
+            for path, code in (("/.well-known/oauth-protected-resource/mcp/nope", 404), ("/health", 401)):
+                with self.assertRaises(urllib.error.HTTPError) as caught:
+                    urllib.request.urlopen(base + path, timeout=WAIT)
+                self.assertEqual(caught.exception.code, code)
+            status, _, text = http.modern("tools/list", headers=self.auth("bob"))
+            self.assertEqual(status, 200, text)
+            self.assertIn("stamp", text)
+
+    def test_an_unreachable_identity_provider_refuses_without_failing(self):
+        # An opaque token whose introspection endpoint does not answer, and a JWT whose issuer's keys cannot be
+        # fetched, get 401 saying so (the server goes on serving the listed people).
+        dead = "http://127.0.0.1:%d" % free_port()
+        with HttpServerProcess("serve", "--config", self.config(signIn={
+                "issuer": dead, "introspection": dead + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
+            jwt = _jwt({"alg": "RS256", "kid": "k"}, {"sub": "x"}, lambda data: b"\0" * 256)
+            for token, why in (("opaque-token", "could not check it now"), (jwt, "could not be fetched")):
+                status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                               headers={"Authorization": "Bearer " + token})
+                self.assertEqual(status, 401)
+                self.assertIn(why, headers["www-authenticate"])
+            status, _, text = http.modern("tools/list", headers=self.auth("alice"))
+            self.assertEqual(status, 200, text)
+
+    def test_a_signed_in_server_refuses_a_second_way_in(self):
+        # --http-token beside `people` is one way in too many; beyond loopback, signIn needs its `audience` (the
+        # URL tokens are for): both stop at startup with exit 2, saying so.
+        for args, env, fragment in (
+                (["--http", "127.0.0.1:0"], {"MCPSTUDIO_HTTP_TOKEN": "tok-1234"}, "drop --http-token"),
+                (["--http", "0.0.0.0:0"], {}, "set signIn.audience")):
+            with self.subTest(fragment=fragment):
+                config = self.config(signIn={"issuer": "https://idp.example"}) if "0.0.0.0" in args[1] else self.config()
+                done = subprocess.run(SERVER + ["serve", "--config", config] + args, capture_output=True, text=True,
+                                      timeout=WAIT, env=dict(os.environ, **env))
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn(fragment, done.stderr)
+
+    def test_status_shows_who_may_use_what(self):
+        # `status` says how people sign in, the one rule, and each namespace's people.
+        path = os.path.join(self.dir, "status.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"a": {"command": "true", "isolation": "session", "maxInstances": 3}},
+                       "defaultNamespace": "eng",
+                       "namespaces": {"eng": {"servers": ["a"], "people": ["group:eng", "carol@example.com"]},
+                                      "all": ["a"]},
+                       "signIn": {"issuer": "https://idp.example", "audience": "https://gw.example/mcp"}}, f)
+        done = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              env=dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache")))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("people sign in (serve --http): tokens of https://idp.example; audience https://gw.example/mcp",
+                      done.stdout)
+        self.assertIn("a namespace without `people`: every signed-in person", done.stdout)
+        self.assertRegex(done.stdout, r"\* eng .*people: group:eng, carol@example.com\n")
+        self.assertRegex(done.stdout, r"  all .*people: every signed-in person\n")
+        self.assertRegex(done.stdout, r"\na .* true  \(isolation session, at most 3\)\n")
+
+    def test_limits_and_audit_lines_are_per_person(self):
+        # A rate limit counts a person's calls across their sessions (a new initialize does not reset it) and not
+        # another person's; each audit line names its person, never their token.
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            first = self.session(http, "alice")
+            self.assertEqual(text_of(self.call(http, "alice", "echo", {"text": "one"}, first)), "one\n")
+            second = self.session(http, "alice")
+            self.assertRegex(text_of(self.call(http, "alice", "echo", {"text": "two"}, second)), r"^Not run: .*retry in")
+            self.assertRegex(text_of(self.call(http, "alice", "echo", {"text": "three"})), r"^Not run: ")  # 2026-07-28
+            self.assertEqual(text_of(self.call(http, "bob", "echo", {"text": "four"}, self.session(http, "bob"))),
+                             "four\n")
+        with open(os.path.join(self.dir, "audit.jsonl")) as f:
+            text = f.read()
+        lines = [json.loads(line) for line in text.splitlines()]
+        self.assertEqual([(line["person"], line["caller"], line.get("rateLimited", False)) for line in lines],
+                         [("alice", "alice", False), ("alice", "alice", True), ("alice", "alice", True),
+                          ("bob", "bob", False)])
+        self.assertNotIn("token-000", text)
+
+    def test_what_a_person_makes_stays_theirs(self):
+        # Cache entries, kept outputs, tasks (2026-07-28: no session to own them) and handshake-era sessions are
+        # their person's: another person gets a fresh result, not-found, or 404, never the other's object.
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            stamps = [text_of(self.call(http, name, "stamp", {})) for name in ("alice", "alice", "bob")]
+            self.assertEqual(stamps[0], stamps[1])  # alice's cached result
+            self.assertNotEqual(stamps[0], stamps[2])  # bob's own
+            result = self.call(http, "alice", "count", {"n": "400"})
+            uri = next(c["uri"] for c in result["content"] if c["type"] == "resource_link")
+            readings = {}
+            for name in ("bob", "alice"):
+                status, _, text = http.modern("resources/read", {"uri": uri}, headers=dict(self.auth(name),
+                                                                                           **{"Mcp-Name": uri}))
+                readings[name] = http.messages(text)[0]
+            self.assertIn("Output not found", readings["bob"]["error"]["message"])
+            self.assertTrue(readings["alice"]["result"]["contents"][0]["text"].startswith("1\n2\n"))
+            task = self.call(http, "alice", "slow", {"seconds": "30"}, meta=self.TASKS)
+            self.assertEqual(task["resultType"], "task", task)
+            seen = {}
+            for name in ("bob", "alice"):
+                status, _, text = http.modern("tasks/get", {"taskId": task["taskId"], "_meta": self.TASKS},
+                                              headers=dict(self.auth(name), **{"Mcp-Name": task["taskId"]}))
+                seen[name] = http.messages(text)[0]
+            self.assertIn("Unknown task", seen["bob"]["error"]["message"])
+            self.assertEqual(seen["alice"]["result"]["status"], "working")
+            http.modern("tasks/cancel", {"taskId": task["taskId"], "_meta": self.TASKS},
+                        headers=dict(self.auth("alice"), **{"Mcp-Name": task["taskId"]}))
+            session = self.session(http, "alice")
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session,
+                                        headers=self.auth("bob"))
+            self.assertEqual(status, 404, text)
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session,
+                                        headers=self.auth("alice"))
+            self.assertEqual(status, 200, text)
+
+
+class IsolationTests(AggregatorCase):
+    """Issue 45 item 4: a server's `isolation` "user" runs one process per signed-in person, started with that
+    person's own secrets (`${person.NAME}`, set by `mcpstudio secrets set`), "session" one per client session;
+    at most `maxInstances` at once."""
+
+    TOKENS = {"alice": "alice-token-0001", "bob": "bob-token-0002", "carol": "carol-token-003"}
+
+    def config(self, isolation, max_instances=5):
+        fake = [self.fake, "--only", "echo,env,sleep", "--pidfile", self.pids, "--name", "keeper"]
+        path = os.path.join(self.dir, "iso.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": fake, "env": {"FAKE_WHO": "${person.TOKEN}"},
+                                                "isolation": isolation, "maxInstances": max_instances}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        return path
+
+    def secrets(self, *words, value=None):
+        return subprocess.run(SERVER + ["secrets"] + list(words), input=value, capture_output=True, text=True,
+                              timeout=WAIT, env=self.env)
+
+    def call(self, http, name, tool, arguments, session=None):
+        auth = {"Authorization": "Bearer " + self.TOKENS[name]}
+        if session:
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+                "name": tool, "arguments": arguments}}, session=session, headers=auth)
+        else:
+            status, _, text = http.modern("tools/call", {"name": tool, "arguments": arguments}, headers=auth)
+        self.assertEqual(status, 200, text)
+        return text_of(http.messages(text)[-1]["result"])
+
+    def setUp(self):
+        super().setUp()
+        self.env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "config")
+
+    def test_each_person_gets_their_own_process_and_secrets(self):
+        # alice's and bob's calls run in processes of their own with their own secret (never the other's); a
+        # person without the secret is told how to set it; the store is 0600 and lists names only; a shared server
+        # cannot use ${person.NAME}.
+        for name in ("alice", "bob"):
+            done = self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value\n" % name)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        store = os.path.join(self.dir, "config", "mcpstudio", "people-secrets.json")
+        if os.name == "posix":
+            self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)
+        self.assertEqual(self.secrets("list", "--person", "alice").stdout, "TOKEN\n")
+        self.assertEqual(self.secrets("set", "TOKEN").returncode, 2)  # no --person
+        self.assertEqual(self.secrets("set", "TOKEN", "--person", "dan", value="").returncode, 2)  # no value
+        self.secrets("set", "OTHER", "--person", "dan", value="x")
+        self.assertIn("removed dan's secret OTHER", self.secrets("remove", "OTHER", "--person", "dan").stdout)
+        self.assertEqual(self.secrets("list", "--person", "dan").stdout, "")
+        with HttpServerProcess("serve", "--config", self.config("user"), "--no-manager-tools", env=self.env) as http:
+            for name in ("alice", "bob", "alice"):
+                self.assertEqual(self.call(http, name, "keeper__env", {"name": "FAKE_WHO"}), "%s-secret-value" % name)
+            self.assertIn("needs your own secret TOKEN, which is not set; set it with `mcpstudio secrets set TOKEN --person carol`",
+                          self.call(http, "carol", "keeper__env", {"name": "FAKE_WHO"}))
+            self.assertNotIn("secret-value", "".join(http.stderr))
+        with open(self.pids) as f:  # one process lists the tools (without secrets), then one for each person
+            self.assertEqual(len({line.split()[0] for line in f}), 3)
+        path = self.config("shared")
+        done = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              env=self.env)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
+
+    def test_found_tools_are_their_finders(self):
+        # With toolSearch on, the tools alice's search found join her tools/list, not bob's.
+        path = os.path.join(self.dir, "found.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "echo,env", "--name",
+                                                                        "keeper"]}},
+                       "toolSearch": "on", "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                                      for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {}
+            for name in ("alice", "bob"):
+                auth = {"Authorization": "Bearer " + self.TOKENS[name]}
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                    headers=auth)
+                sessions[name] = headers["mcp-session-id"]
+            self.assertIn("keeper__env", self.call(http, "alice", "mcpstudio__search_tools", {"query": "read a variable"},
+                                                   sessions["alice"]))
+            listed = {}
+            for name in ("alice", "bob"):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, session=sessions[name],
+                                            headers={"Authorization": "Bearer " + self.TOKENS[name]})
+                listed[name] = [tool["name"] for tool in http.messages(text)[-1]["result"]["tools"]]
+            self.assertIn("keeper__env", listed["alice"])
+            self.assertNotIn("keeper__env", listed["bob"])
+
+    def test_sessions_get_their_own_process_within_the_bound(self):
+        # "session": each client session its own process; past maxInstances an idle one makes room, and when each
+        # is busy with a call the caller is told so.
+        for name in self.TOKENS:
+            self.secrets("set", "TOKEN", "--person", name, value=name)
+        with HttpServerProcess("serve", "--config", self.config("session", 1), "--no-manager-tools",
+                               env=self.env) as http:
+            sessions = []
+            for name in ("alice", "alice"):
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                    headers={"Authorization": "Bearer " + self.TOKENS[name]})
+                sessions.append(headers["mcp-session-id"])
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "one"}, sessions[0]), "keeper: one")
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "two"}, sessions[1]), "keeper: two")
+            slow = threading.Thread(target=self.call, args=(http, "alice", "keeper__sleep", {"seconds": 8}, sessions[1]))
+            slow.start()
+            time.sleep(3)  # generous: the call reaches its process (a busy instance is never the one stopped)
+            self.assertIn("runs 1 instances already (its maxInstances), each busy",
+                          self.call(http, "alice", "keeper__echo", {"text": "three"}, sessions[0]))
+            slow.join(WAIT)
+            with open(self.pids) as f:  # the listing's, session one's, then session two's (session one's stopped)
+                pids = [int(line.split()[0]) for line in f]
+            self.assertEqual(len(set(pids)), 3)
+            status, _, _ = http.post(None, session=sessions[1], method="DELETE",
+                                     headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
+            self.assertEqual(status, 200)
+            self.assertTrue(wait_until(lambda: not alive(pids[-1]), 10), "an ended session's server still runs")
+            self.assertTrue(alive(pids[0]))  # the shared one (it lists the tools) stays
+
+
+OIDC_PROVIDER = os.environ.get("MCPSTUDIO_OIDC_PROVIDER", "")  # an npm prefix holding node_modules/oidc-provider
+IDP_SCRIPT = os.path.join(HERE, "examples", "team-gateway", "idp.mjs")
+
+
+def _jwk_ints(jwk, *names):
+    return tuple(int.from_bytes(mcpstudio.b64url(jwk[name]), "big") for name in names)
+
+
+@unittest.skipUnless(OIDC_PROVIDER and os.path.isdir(os.path.join(OIDC_PROVIDER, "node_modules", "oidc-provider"))
+                     and (NODE22 or shutil.which("node")), "no oidc-provider ($MCPSTUDIO_OIDC_PROVIDER; .ci/run installs it)")
+class SignInTests(AggregatorCase):
+    """Issue 45 against a real identity provider: npm's oidc-provider on loopback (examples/team-gateway/idp.mjs)
+    issues client-credentials access tokens (alice: RS256 JWT, engineering; bob: ES256 JWT, sales; carol: opaque,
+    engineering, introspected), and serve --http signs people in with them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="mcpstudio-idp-")
+        keys = os.path.join(cls.folder, "keys.json")
+        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   env=dict(os.environ, NODE_PATH=os.path.join(OIDC_PROVIDER, "node_modules")))
+        timer = threading.Timer(WAIT, cls.idp.kill)  # a provider that never says it is ready is stopped
+        timer.start()
+        line = cls.idp.stdout.readline()
+        timer.cancel()
+        if not line:
+            cls.idp.wait(5)
+            raise AssertionError("the identity provider did not start (exit %s)" % cls.idp.returncode)
+        cls.issuer = json.loads(line)["issuer"]
+        with open(keys) as f:
+            cls.keys = json.load(f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.idp.kill()
+        cls.idp.wait(10)
+        cls.idp.stdout.close()
+        shutil.rmtree(cls.folder, ignore_errors=True)
+
+    def token(self, client, resource, scope=None):
+        """An access token for `resource` by a client-credentials grant (RFC 6749 §4.4, RFC 8707)."""
+        import urllib.parse
+        import urllib.request
+        body = urllib.parse.urlencode(dict({"grant_type": "client_credentials", "client_id": client,
+                                            "client_secret": client + "-secret", "resource": resource},
+                                           **({"scope": scope} if scope else {}))).encode()
+        with urllib.request.urlopen(self.issuer + "/token", body, timeout=WAIT) as response:
+            return json.load(response)["access_token"]
+
+    def serve(self, scopes=(), **extra):
+        fake = [self.fake, "--only", "echo", "--name"]
+        path = os.path.join(self.dir, "team.json")
+        servers = {"alpha": {"command": PY, "args": fake + ["alpha"]}, "beta": {"command": PY, "args": fake + ["beta"]}}
+        with open(path, "w") as f:
+            json.dump({"mcpServers": dict(servers, **extra),
+                       "namespaces": {"eng": {"servers": ["alpha"] + list(extra), "people": ["group:engineering"]},
+                                      "sales": {"servers": ["beta"] + list(extra), "people": ["group:sales", "carol"]}},
+                       "defaultNamespace": "eng",
+                       "signIn": dict({"issuer": self.issuer, "introspection": self.issuer + "/token/introspection",
+                                       "clientId": "gateway", "clientSecret": "gateway-secret"},
+                                      **({"scopes": list(scopes)} if scopes else {}))}, f)
+        return HttpServerProcess("--config", path, "--no-manager-tools", env=self.env)
+
+    def tools(self, http, path, token):
+        """(status, the tool names or the WWW-Authenticate challenge) of a tools/list at `path` with `token`."""
+        http.path = path
+        status, headers, text = http.modern("tools/list", headers={"Authorization": "Bearer " + token} if token else {})
+        if status != 200:
+            return status, headers.get("www-authenticate", "")
+        return status, [tool["name"] for tool in http.messages(text)[0]["result"]["tools"]]
+
+    def test_two_people_see_their_own_namespaces(self):
+        # Tokens of a client-credentials grant sign alice, bob and carol in; each namespace's `people` decides
+        # who uses it (403 insufficient_scope for the others), a token for one namespace's URL is not one for
+        # another's, and RFC 9728 metadata names the provider.
+        import urllib.request
+        with self.serve() as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            status, challenge = self.tools(http, "/mcp/eng", None)
+            self.assertEqual(status, 401)
+            self.assertEqual(challenge, 'Bearer resource_metadata="http://127.0.0.1:%d/.well-known/oauth-protected-'
+                                        'resource/mcp/eng"' % http.port)
+            with urllib.request.urlopen(mcpstudio.www_authenticate(challenge)["resource_metadata"], timeout=WAIT) as r:
+                self.assertEqual(json.load(r), {"resource": root + "/eng", "authorization_servers": [self.issuer],
+                                                "bearer_methods_supported": ["header"]})
+            alice_eng, alice, bob, carol = (self.token("alice", root + "/eng"), self.token("alice", root),
+                                            self.token("bob", root), self.token("carol", root))
+            self.assertEqual(self.tools(http, "/mcp/eng", alice_eng), (200, ["alpha__echo"]))
+            status, challenge = self.tools(http, "/mcp/sales", alice_eng)  # its audience is /mcp/eng
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token"', challenge)
+            self.assertIn("audience", challenge)
+            self.assertEqual(self.tools(http, "/mcp", alice), (200, ["alpha__echo"]))  # the default namespace, eng
+            status, challenge = self.tools(http, "/mcp/sales", alice)
+            self.assertEqual(status, 403)
+            self.assertIn('error="insufficient_scope"', challenge)
+            self.assertIn("alice is not among the people of namespace sales", challenge)
+            self.assertEqual(self.tools(http, "/mcp/sales", bob), (200, ["beta__echo"]))  # ES256
+            self.assertEqual(self.tools(http, "/mcp/eng", bob)[0], 403)
+            self.assertEqual(self.tools(http, "/mcp", bob)[0], 403)
+            self.assertEqual(self.tools(http, "/mcp/eng", carol), (200, ["alpha__echo"]))  # opaque: introspected
+            self.assertEqual(self.tools(http, "/mcp/sales", carol), (200, ["beta__echo"]))  # named by subject
+            http.path = "/mcp/sales"
+            status, _, text = http.modern("tools/call", {"name": "beta__echo", "arguments": {"text": "hi"}},
+                                          headers={"Authorization": "Bearer " + bob})
+            self.assertEqual(text_of(http.messages(text)[0]["result"]), "beta: hi")
+
+    def test_each_person_gets_their_own_server_and_secrets(self):
+        # A server of "isolation": "user" runs once for alice and once for bob, signed in by the provider's tokens,
+        # each with their own secret from `mcpstudio secrets set` (in env as ${person.TOKEN}).
+        self.env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "config")
+        for name in ("alice", "bob"):
+            done = subprocess.run(SERVER + ["secrets", "set", "TOKEN", "--person", name], input=name + "-own",
+                                  capture_output=True, text=True, timeout=WAIT, env=self.env)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        keeper = {"command": PY, "args": [self.fake, "--only", "env", "--name", "keeper", "--pidfile", self.pids],
+                  "env": {"FAKE_WHO": "${person.TOKEN}"}, "isolation": "user"}
+        with self.serve(keeper=keeper) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            for name, path in (("alice", "/mcp/eng"), ("bob", "/mcp/sales"), ("alice", "/mcp/eng")):
+                http.path = path
+                status, _, text = http.modern("tools/call", {"name": "keeper__env", "arguments": {"name": "FAKE_WHO"}},
+                                              headers={"Authorization": "Bearer " + self.token(name, root)})
+                self.assertEqual(text_of(http.messages(text)[0]["result"]), name + "-own")
+        with open(self.pids) as f:  # the shared one (it lists the tools), alice's and bob's
+            self.assertEqual(len({line.split()[0] for line in f}), 3)
+
+    def test_a_token_without_the_required_scope_gets_403(self):
+        # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
+        # insufficient_scope, and one granted them (scope=tools in the grant) is let in.
+        import urllib.request
+        with self.serve(scopes=["tools"]) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            status, challenge = self.tools(http, "/mcp", None)
+            self.assertEqual(status, 401)
+            self.assertIn('scope="tools"', challenge)
+            with urllib.request.urlopen(mcpstudio.www_authenticate(challenge)["resource_metadata"], timeout=WAIT) as r:
+                self.assertEqual(json.load(r)["scopes_supported"], ["tools"])
+            status, challenge = self.tools(http, "/mcp", self.token("alice", root))
+            self.assertEqual(status, 403)
+            self.assertIn('error="insufficient_scope"', challenge)
+            self.assertIn("the token lacks the scope tools", challenge)
+            self.assertEqual(self.tools(http, "/mcp", self.token("alice", root, "tools")), (200, ["alpha__echo"]))
+
+    def test_bad_tokens_are_refused(self):
+        # Forged (another key with the provider's kid), tampered, expired, wrong-audience, wrong-issuer, `alg: none`
+        # and HMAC-signed-with-the-public-key tokens get 401 invalid_token; the same minting with the provider's own
+        # key and good claims is accepted (so each refusal is for what was changed).
+        import hmac
+        rs, rogue = (_jwk_ints(self.keys[name], "n", "e", "d") for name in ("rs", "rogue"))
+        public = {k: self.keys["rs"][k] for k in ("kty", "n", "e", "kid", "alg", "use")}
+        with self.serve() as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            now = int(time.time())
+            good = {"iss": self.issuer, "aud": root, "sub": "alice", "exp": now + 300, "groups": ["engineering"]}
+            header = {"alg": "RS256", "typ": "at+jwt", "kid": "rs-1"}
+            real = self.token("alice", root)
+            head, payload, signature = real.split(".")
+            claims = json.loads(mcpstudio.b64url(payload))
+            tampered = ".".join([head, _b64u(json.dumps(dict(claims, sub="bob")).encode()), signature])
+            cases = [  # (token, a fragment of why it is refused; None: accepted)
+                (_jwt(header, good, lambda data: _rs256_sign(rs, data)), None),
+                (_jwt(header, good, lambda data: _rs256_sign(rogue, data)), "the signature does not verify"),
+                (tampered, "the signature does not verify"),
+                (_jwt(header, dict(good, exp=now - 3600), lambda data: _rs256_sign(rs, data)), "it expired"),
+                (_jwt(header, dict(good, nbf=now + 3600), lambda data: _rs256_sign(rs, data)), "not valid before"),
+                (self.token("alice", "http://127.0.0.1:1/mcp"), "audience"),
+                (_jwt(header, dict(good, iss="http://127.0.0.1:1"), lambda data: _rs256_sign(rs, data)), "issued by"),
+                (_jwt({"alg": "none", "typ": "at+jwt"}, good, None), "alg 'none' is not accepted"),
+                (_jwt(dict(header, alg="HS256"), good, lambda data: hmac.new(json.dumps(public).encode(), data,
+                                                                              hashlib.sha256).digest()),
+                 "alg 'HS256' is not accepted"),
+                ("not-a-jwt-and-not-active", "not active"),
+            ]
+            for token, why in cases:
+                with self.subTest(why=why):
+                    status, answer = self.tools(http, "/mcp/eng", token)
+                    if why is None:
+                        self.assertEqual((status, answer), (200, ["alpha__echo"]))
+                    else:
+                        self.assertEqual(status, 401, answer)
+                        self.assertIn('error="invalid_token"', answer)
+                        self.assertIn(why, answer)
 
 
 class TemplateFileFieldTests(ScratchDir):
