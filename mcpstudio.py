@@ -1741,6 +1741,9 @@ if _POSIX:
     def _resolve_program(argv, env):
         return argv  # execvp searches the child's PATH itself
 
+    def _one_spelling(env):
+        return env  # Path and PATH are two variables here
+
     _END_OF_INPUT = "Ctrl+D"
 
     def _cache_base():
@@ -1892,6 +1895,14 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
 
     def _resolve_program(argv, env):
         return find_program(argv, env)  # CreateProcess would not find npx.cmd
+
+    def _one_spelling(env):
+        """Variables whose names differ only in case are one variable on Windows: the last given wins
+        (a config's `Path` over the inherited `PATH`), where the child would get both and read either."""
+        names = {}
+        for name in env:
+            names[name.upper()] = name
+        return {name: env[name] for name in names.values()}
 
     _END_OF_INPUT = "Ctrl+Z then Enter"
 
@@ -2199,7 +2210,7 @@ class ProcessRunner:
                 self.watchdog = _start_watchdog(self.grace, self.marker)
             except (OSError, ImportError) as exc:  # refused, or a Python without ctypes: run on without it
                 self.log.warning("cannot start the watchdog (children may outlive a killed mcpstudio): %s", exc)
-        env = dict(os.environ if env is None else env)
+        env = _one_spelling(dict(os.environ if env is None else env))
         env[WATCHDOG_ENV] = self.marker
         for name in self.hidden:
             env.pop(name, None)
@@ -3505,6 +3516,11 @@ class OutputBudget:
         return text
 
 
+# The names Windows keeps for devices (any extension, any case): a file given one is made a file by a "_" in front,
+# on every system, so a call names the same file everywhere. A trailing dot, which Windows drops, is dropped too.
+_DEVICE_NAMES = frozenset(["CON", "PRN", "AUX", "NUL"] + ["%s%d" % (port, n) for port in ("COM", "LPT") for n in range(10)])
+
+
 def write_file_argument(key, value, folder, limit):
     """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
     its own in `folder` (no two files meet, whatever their names); its path."""
@@ -3518,7 +3534,9 @@ def write_file_argument(key, value, folder, limit):
                         % (key, json.dumps(_clip(value, 40)))) from None
     if len(data) > limit:
         raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, len(data), limit))
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).lstrip(".")
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).strip(".")
+    if name.partition(".")[0].upper() in _DEVICE_NAMES:
+        name = "_" + name  # on Windows CON, NUL.txt ... name a device wherever they stand, not a file
     path = os.path.join(folder, key, name or key)
     os.mkdir(os.path.dirname(path))
     with open(path, "xb") as f:
@@ -11701,15 +11719,15 @@ def tui_command(words):
     found, path, rest = _config_option(words, "tui", values=("--namespace",))
     if rest:
         raise UsageError("tui takes --config FILE and --namespace NAME only, not %r" % " ".join(rest))
+    try:  # first: a terminal would not help a Python without it (Windows CPython has none)
+        import curses
+    except ImportError:
+        _say("error: tui needs Python's curses module (on Windows: pip install windows-curses, or run mcpstudio "
+             "under WSL); use `mcpstudio status` or `mcpstudio list` instead")
+        return 2
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         _say("error: tui needs a terminal (stdin and stdout); use `mcpstudio status` or "
              "`mcpstudio list` instead")
-        return 2
-    try:
-        import curses
-    except ImportError:
-        _say("error: tui needs Python's curses module (on Windows: pip install windows-curses);"
-             " use `mcpstudio status` or `mcpstudio list` instead")
         return 2
     if not os.path.exists(path):
         raise UsageError("tui: no config at %s (give --config FILE, or add a server: mcpstudio add NAME -- COMMAND)"

@@ -62,7 +62,10 @@ def setUpModule():
 
 
 def alive(pid: int) -> bool:
-    """True if `pid` is a running process (zombies count as gone)."""
+    """True if `pid` is a running process (zombies count as gone). On Windows os.kill(pid, 0) would END
+    the process: there OpenProcess and its exit code (STILL_ACTIVE) answer."""
+    if os.name == "nt":
+        return _windows_alive(pid)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -74,6 +77,83 @@ def alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return True
+
+
+def _kernel32():
+    """kernel32 with the signatures the process helpers below use (Windows only)."""
+    import ctypes
+    from ctypes import wintypes
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32.OpenProcess.restype = wintypes.HANDLE
+    kernel32.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
+    kernel32.GetExitCodeProcess.argtypes = (wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD))
+    kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
+    kernel32.CreateToolhelp32Snapshot.restype = wintypes.HANDLE
+    kernel32.CreateToolhelp32Snapshot.argtypes = (wintypes.DWORD, wintypes.DWORD)
+    return kernel32
+
+
+def _windows_alive(pid: int) -> bool:
+    import ctypes
+    from ctypes import wintypes
+    kernel32 = _kernel32()
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return ctypes.get_last_error() == 5  # ERROR_ACCESS_DENIED: it runs (another user's)
+    try:
+        code = wintypes.DWORD()
+        return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259  # STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
+
+
+def process_table() -> dict:
+    """{pid: (parent pid, program name)} of every process: Windows' Toolhelp snapshot, or /proc on Linux."""
+    table = {}
+    if os.name != "nt":
+        for name in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % name) as f:
+                    program, _, rest = f.read().rpartition(")")
+                table[int(name)] = (int(rest.split()[1]), program.partition("(")[2])
+            except (OSError, ValueError, IndexError):
+                pass
+        return table
+    import ctypes
+    from ctypes import wintypes
+
+    class Entry(ctypes.Structure):  # PROCESSENTRY32W
+        _fields_ = [("dwSize", wintypes.DWORD), ("cntUsage", wintypes.DWORD), ("th32ProcessID", wintypes.DWORD),
+                    ("th32DefaultHeapID", ctypes.c_size_t), ("th32ModuleID", wintypes.DWORD),
+                    ("cntThreads", wintypes.DWORD), ("th32ParentProcessID", wintypes.DWORD),
+                    ("pcPriClassBase", ctypes.c_long), ("dwFlags", wintypes.DWORD), ("szExeFile", ctypes.c_wchar * 260)]
+    kernel32 = _kernel32()
+    kernel32.Process32FirstW.argtypes = kernel32.Process32NextW.argtypes = (wintypes.HANDLE, ctypes.POINTER(Entry))
+    snapshot = kernel32.CreateToolhelp32Snapshot(2, 0)  # TH32CS_SNAPPROCESS
+    if snapshot in (None, ctypes.c_void_p(-1).value):
+        raise ctypes.WinError(ctypes.get_last_error())
+    try:
+        entry = Entry()
+        entry.dwSize = ctypes.sizeof(Entry)
+        more = kernel32.Process32FirstW(snapshot, ctypes.byref(entry))
+        while more:
+            table[entry.th32ProcessID] = (entry.th32ParentProcessID, entry.szExeFile)
+            more = kernel32.Process32NextW(snapshot, ctypes.byref(entry))
+    finally:
+        kernel32.CloseHandle(snapshot)
+    return table
+
+
+def process_tree(pid) -> list:
+    """The pids of every live process under `pid` (children, theirs, ...), from process_table()."""
+    table = process_table()
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        children = [child for child, (ppid, _) in table.items() if ppid == parent and child not in found and child != pid]
+        found += children
+        todo += children
+    return [child for child in found if alive(child)]
 
 
 def wait_until(predicate, timeout=WAIT, interval=0.02):
@@ -879,6 +959,308 @@ class StdioStreamTests(ScratchDir):
         self.assertLess(time.monotonic() - started, mcpstudio.KILL_GRACE + 3)
         for pid in procs:
             self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived its cancelled call" % pid)
+
+
+class WindowsTests(ScratchDir):
+    """Issue 40: the main job and every mode on the Windows path. `.ci/windows` runs this class on Windows
+    CPython under Wine; the Linux suites run it too, where a test's point is not Windows-only."""
+
+    def setUp(self):
+        super().setUp()
+        # Where a Windows user keeps things: a folder whose name has spaces (and, on Windows, a drive letter).
+        self.tools = os.path.join(self.dir, "my tools")
+        os.mkdir(self.tools)
+        self.argv_py = self.script(os.path.join("my tools", "show args.py"), """\
+            import json, os, sys
+            if sys.argv[1:2] == ["--env"]:
+                print(json.dumps({k: os.environ.get(k) for k in sys.argv[2:]}))
+            else:
+                print(json.dumps(sys.argv[1:]))
+            """, executable=False)
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        self.env.pop("MCPSTUDIO_HTTP_TOKEN", None)
+
+    def serve(self, *args, env=None, script_form=False):
+        """mcpstudio with these words; `script_form`: as `python mcpstudio.py ...`, the way the README starts it."""
+        return McpProcess(cmd=([PY, MODULE] if script_form else SERVER) + list(args), env=env or self.env)
+
+    def call_args(self, server, name, arguments):
+        result = server.call(name, arguments)
+        self.assertFalse(result.get("isError"), "%s%s" % (result, server.context()))
+        return json.loads(text_of(result))
+
+    def shim(self, name):
+        """A batch-file shim in the tools folder (how npm, pip and most Windows tools install a command) that runs
+        `show args.py` with its arguments."""
+        path = os.path.join(self.tools, name)
+        with open(path, "w", newline="\r\n") as f:
+            f.write('@"%s" "%%~dp0show args.py" %%*\n' % PY)
+        return path
+
+    def test_main_job_round_trip(self):
+        # The README's first command as typed (python mcpstudio.py echo "{message}"): initialize, list, call, exit 0.
+        # On Windows `echo` is built into cmd.exe, not a program: the call says it is not on PATH (no crash, no shell).
+        with self.serve("echo", "{message}", script_form=True) as server:
+            self.assertEqual(server.initialize()["result"]["serverInfo"]["name"], "mcpstudio")
+            self.assertEqual([t["name"] for t in server.request("tools/list")["result"]["tools"]], ["echo"])
+            result = server.call("echo", {"message": "hello from the main job"})
+            if os.name == "nt":
+                self.assertTrue(result["isError"], result)
+                self.assertIn("`echo` is not on PATH", text_of(result))
+            else:
+                self.assertEqual(text_of(result), "hello from the main job\n")
+            self.assertEqual(server.close(), 0, server.context())
+
+    def test_template_mode_with_an_exe_found_on_path_and_a_python_script(self):
+        # A bare program name is found on PATH with PATHEXT (python -> python.exe), runs a Python script in a folder
+        # with spaces, and every argument arrives as given: backslashes, a drive letter, spaces, non-ASCII (through
+        # Windows' UTF-16 command line), quotes and an empty one.
+        program = os.path.splitext(os.path.basename(PY))[0]
+        env = dict(self.env, PATH=os.path.dirname(PY) + os.pathsep + self.env.get("PATH", ""))
+        values = [r"C:\data\in file.txt", "D:\\", "h\u00e9llo w\u00f6rld \u2713 \u65e5\u672c", 'say "hi"', "", "a\\\\b"]
+        with self.serve(program, self.argv_py, "{a}", "{b}", "{c}", "{d}", "{e}", "{f}", env=env) as server:
+            server.initialize()
+            got = self.call_args(server, program, dict(zip("abcdef", values)))
+            self.assertEqual(got, values)
+
+    @unittest.skipUnless(os.name == "nt", "a Windows system program (hostname.exe) and its CRLF output")
+    def test_a_system_exe_and_its_crlf_output(self):
+        # A program of Windows' own (System32, found by its bare name) answers with CRLF line ends: the tool's text is
+        # what it wrote, CR and all, not doubled or dropped.
+        expected = subprocess.run(["hostname"], capture_output=True, timeout=WAIT).stdout.decode()
+        self.assertTrue(expected.endswith("\r\n"), repr(expected))
+        with self.serve("hostname") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("hostname", {})), expected)
+
+    def test_crlf_output_of_a_script(self):
+        # A command that writes CRLF (every Windows program) comes back byte for byte, on every system.
+        crlf = self.script("crlf.py", "import sys\nsys.stdout.buffer.write(b'one\\r\\ntwo\\r\\n')\n", executable=False)
+        with self.serve(PY, crlf) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call(os.path.splitext(os.path.basename(PY))[0], {})), "one\r\ntwo\r\n")
+
+    @unittest.skipUnless(os.name == "nt", "batch files run through cmd.exe, on Windows only")
+    def test_cmd_and_bat_shims_and_the_batch_file_rule(self):
+        # A .cmd and a .bat shim, by path (in a folder with spaces) and by bare name on PATH (PATHEXT): their
+        # arguments arrive; a value cmd.exe would act on (& | % ...) is refused before anything runs.
+        self.shim("greet.cmd")
+        self.shim("hail.bat")
+        env = dict(self.env, PATH=self.tools + os.pathsep + self.env.get("PATH", ""))
+        for command in (os.path.join(self.tools, "greet.cmd"), "greet", os.path.join(self.tools, "hail.bat"), "hail"):
+            with self.subTest(command=command):
+                with self.serve(command, "{who}", r"C:\data\x.txt", env=env) as server:
+                    server.initialize()
+                    name = server.request("tools/list")["result"]["tools"][0]["name"]
+                    self.assertEqual(self.call_args(server, name, {"who": "two words"}), ["two words", r"C:\data\x.txt"])
+                    refused = server.call(name, {"who": "x & calc"})
+                    self.assertTrue(refused["isError"], refused)
+                    self.assertIn("a batch file, through cmd.exe", text_of(refused))
+                    self.assertEqual(server.close(), 0)
+
+    def test_config_mode_variables_and_their_case(self):
+        # Config mode on a Windows-shaped config: ${VAR} expands (its name in any case on Windows, where variable names
+        # ignore case), %VAR% is left as written (the loader expands ${VAR} only, as every client's config does), and
+        # a config's environment variable replaces an inherited one spelled in another case: the child sees one value.
+        config = os.path.join(self.tools, "tools.json")
+        python = PY.replace("\\", "/")  # config command strings and backslashes: WindowsBugTests (winbugs' fix 3)
+        script = self.argv_py.replace("\\", "/")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "show", "command": '"%s" "%s" --env GREETING MCPSTUDIO_CASE' % (python, script),
+                                  "environment": {"GREETING": "%USERNAME% ${mcpstudio_test_var}",
+                                                  "Mcpstudio_Case": "from the config"}}]}, f)
+        env = dict(self.env, MCPSTUDIO_TEST_VAR="expanded", MCPSTUDIO_CASE="inherited")
+        if os.name == "nt":
+            with self.serve("serve", "--config", config, env=env) as server:
+                server.initialize()
+                got = self.call_args(server, "show", {})
+            self.assertEqual(got, {"GREETING": "%USERNAME% expanded", "MCPSTUDIO_CASE": "from the config"})
+        else:  # ${mcpstudio_test_var} is another variable here, and it is not set
+            proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT,
+                                  stdin=subprocess.DEVNULL, env=env)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("${mcpstudio_test_var} is not set", proc.stderr)
+
+    def test_reserved_names_and_trailing_dots_in_file_parameters_and_output_folders(self):
+        # A file parameter named CON, NUL, COM1 (any case, any extension) or with a trailing dot reaches the command as
+        # a file with the bytes sent (Windows would open a device, or drop the dot); a command that writes such names
+        # into its output folder gets back what Windows made of them.
+        digest = self.script("digest.py", """\
+            import hashlib, os, sys
+            print(os.path.basename(sys.argv[1]), hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())
+            """, executable=False)
+        write = self.script("write.py", """\
+            import os, sys
+            for name in ("report.", "notes.txt"):
+                with open(os.path.join(sys.argv[1], name), "w") as f:
+                    f.write(name + " written")
+            """, executable=False)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [
+                {"name": "digest", "command_template": '"%s" "%s" {doc}' % (PY.replace("\\", "/"), digest.replace("\\", "/")),
+                 "parameters": {"doc": {"type": "file"}}},
+                {"name": "write", "command": '"%s" "%s" {out}' % (PY.replace("\\", "/"), write.replace("\\", "/")),
+                 "output_folder": "out"}]}, f)
+        data = b"the same bytes\r\n"
+        sha = hashlib.sha256(data).hexdigest()
+        rows = [("CON", "_CON"), ("nul", "_nul"), ("COM1.txt", "_COM1.txt"), ("Lpt9", "_Lpt9"), ("aux.tar.gz", "_aux.tar.gz"),
+                ("report.", "report"), ("x...", "x"), ("CONSOLE", "CONSOLE"), ("COM10", "COM10"), ("in file.txt", "in_file.txt")]
+        with self.serve("serve", "--config", config) as server:
+            server.initialize()
+            for name, expected in rows:
+                with self.subTest(name=name):
+                    uri = "data:text/plain;name=%s;base64,%s" % (name, base64.b64encode(data).decode())
+                    result = server.call("digest", {"doc": uri})
+                    self.assertFalse(result["isError"], result)
+                    self.assertEqual(text_of(result).split(), [expected, sha])
+            result = server.call("write", {})
+            self.assertFalse(result["isError"], result)
+            texts = sorted(c["text"] for c in result["content"] if c["type"] == "text" and "written" in c["text"])
+            self.assertEqual(texts, ["notes.txt written", "report. written"])
+
+    def test_aggregator_over_a_stdio_upstream(self):
+        # The aggregator over a Python upstream started by its config (path with spaces): its tools listed under
+        # its name, a call routed to it, and at exit the upstream and its own child are gone.
+        fake = self.script(os.path.join("my tools", "fake mcp.py"), FAKE_SERVER, executable=False)
+        pids = os.path.join(self.dir, "pids")
+        config = os.path.join(self.tools, "agg.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"up": {"command": PY, "args": [fake, "--name", "up", "--pidfile", pids]}}}, f)
+        with self.serve("serve", "--config", config) as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: "up__echo" in [t["name"] for t in server.request("tools/list")["result"]["tools"]],
+                                       interval=0.3), server.context())
+            result = server.call("up__echo", {"text": "h\u00e9 over stdio"})
+            self.assertEqual(result["structuredContent"], {"echoed": "h\u00e9 over stdio"}, result)
+            self.assertEqual(server.close(), 0)
+        with open(pids) as f:
+            started = [int(pid) for line in f for pid in line.split()[:2]]
+        self.assertEqual(len(started), 2)
+        self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in started)), [p for p in started if alive(p)])
+
+    def test_http(self):
+        # --http on the loopback: a session, a call of a Python script with a non-ASCII argument, a clean stop.
+        with HttpServerProcess(PY, self.argv_py, "{text}", env=self.env) as server:
+            session = server.initialize_session()
+            name = os.path.splitext(os.path.basename(PY))[0]
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": name, "arguments": {"text": "\u00fcber http"}}}, session=session)
+            self.assertEqual(status, 200, text)
+            self.assertEqual(json.loads(text_of(server.messages(text)[-1]["result"])), ["\u00fcber http"])
+
+    def test_tasks(self):
+        # A call as a task (the 2025-11-25 era): created, waited for with tasks/result, completed.
+        with self.serve(PY, self.argv_py, "{text}") as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            task = server.request("tools/call", {"name": name, "arguments": {"text": "as a task"}, "task": {}})["result"]["task"]
+            result = server.request("tasks/result", {"taskId": task["taskId"]})["result"]
+            self.assertEqual(json.loads(text_of(result)), ["as a task"])
+            self.assertEqual(server.request("tasks/get", {"taskId": task["taskId"]})["result"]["status"], "completed")
+
+    def test_skills(self):
+        # A skill folder under a path with spaces: listed, its SKILL.md and a file in a subfolder read back (CRLF kept).
+        root = os.path.join(self.tools, "skills")
+        write_skill(root, "forms", "name: forms\ndescription: Fill in forms.", files={"ref/GUIDE.md": b"line one\r\nline two\r\n"})
+        with self.serve("--skills", root) as server:
+            server.initialize()
+            skills = server.request("skills/list", {})["result"]["skills"]
+            self.assertEqual([s["uri"] for s in skills], ["skill://forms/SKILL.md"])
+            text = server.request("resources/read", {"uri": "skill://forms/ref/GUIDE.md"})["result"]["contents"][0]["text"]
+            self.assertEqual(text, "line one\r\nline two\r\n")
+
+    def test_install_claude_desktop_writes_its_config_and_the_command_runs(self):
+        # install --client claude-desktop --write puts the entry in %APPDATA%\Claude\claude_desktop_config.json
+        # ($XDG_CONFIG_HOME/Claude off Windows); the command in it, started as Claude Desktop would (another folder,
+        # the entry's env), serves the tool.
+        appdata, home = os.path.join(self.dir, "AppData", "Roaming"), os.path.join(self.dir, "home")
+        os.mkdir(home)
+        env = dict(self.env, APPDATA=appdata, XDG_CONFIG_HOME=appdata, HOME=home, USERPROFILE=home)
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"],
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        path = os.path.join(appdata, "Claude", "claude_desktop_config.json")
+        with open(path, encoding="utf-8") as f:
+            entry, = json.load(f)["mcpServers"].values()
+        self.assertEqual(entry["command"], os.path.abspath(PY))
+        with McpProcess(cmd=[entry["command"]] + entry["args"], cwd=home, env=dict(env, **entry.get("env", {}))) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            self.assertEqual(self.call_args(server, name, {"text": "from Claude Desktop"}), ["from Claude Desktop"])
+            self.assertEqual(server.close(), 0)
+
+    def test_zipapp(self):
+        # mcpstudio zipapp builds one file that serves, run by `python OUT.pyz` from a folder with spaces.
+        pyz = os.path.join(self.tools, "mcp studio.pyz")
+        proc = subprocess.run(SERVER + ["zipapp", pyz], capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with McpProcess(cmd=[PY, pyz, PY, self.argv_py, "{text}"], env=self.env) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            self.assertEqual(self.call_args(server, name, {"text": "from the zipapp"}), ["from the zipapp"])
+            self.assertEqual(server.close(), 0)
+
+    def assert_gone(self, pids, when):
+        self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in pids)),
+                        "%s left running: %s (process tree: %s)" % (when, [p for p in pids if alive(p)], process_table() if os.name == "nt" else ""))
+
+    def test_timeout_leaves_no_child_or_grandchild(self):
+        # needs winbugs' fix 2 on CPython 3.8-3.11 without a console (a timeout there was an internal error).
+        # A call past --timeout is an error result that says so; the command and the child it started are gone.
+        out = os.path.join(self.dir, "pids")
+        with self.serve("--timeout", "2", PY, self.pid_sleeper(), out) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            result = server.call(name, {}, timeout=WAIT * 2)
+            self.assertTrue(result["isError"], result)
+            self.assertIn("timed out after 2 s", text_of(result))
+            pids = self.read_pids(out)
+            self.assert_gone(pids, "after the timeout")
+            self.assertEqual(server.close(), 0)
+
+    def test_cancellation_leaves_no_child_or_grandchild(self):
+        # notifications/cancelled stops the running command and its child (no response to the call).
+        out = os.path.join(self.dir, "pids")
+        with self.serve(PY, self.pid_sleeper(), out) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            server.send({"jsonrpc": "2.0", "id": "sleep", "method": "tools/call", "params": {"name": name, "arguments": {}}})
+            pids = self.read_pids(out)
+            self.assertEqual(sorted(pids), sorted(pid for pid in process_tree(server.proc.pid) if pid in pids))
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "sleep"}})
+            self.assert_gone(pids, "after the cancellation")
+            self.assertNotIn("sleep", server.responses)
+            self.assertEqual(server.close(), 0)
+
+    def test_exit_leaves_no_child_or_grandchild(self):
+        # The client closes stdin mid-call: mcpstudio exits, and neither the command nor its child outlives it (the
+        # Job object on Windows, the process group and the watchdog on POSIX).
+        out = os.path.join(self.dir, "pids")
+        with self.serve(PY, self.pid_sleeper(), out) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            server.send({"jsonrpc": "2.0", "id": "sleep", "method": "tools/call", "params": {"name": name, "arguments": {}}})
+            pids = self.read_pids(out)
+            tree = process_tree(server.proc.pid)
+            self.assertTrue(set(pids) <= set(tree), (pids, tree))
+            server.close()
+            self.assert_gone(tree, "after mcpstudio exited")
+
+    def test_tui_says_what_to_use_without_curses(self):
+        # Windows CPython has no curses: `tui` says so first (a terminal would not help) and names what to use instead.
+        config = os.path.join(self.dir, "servers.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {}}, f)
+        code = ("import sys; sys.modules['curses'] = None; sys.path.insert(0, %r); import mcpstudio; "
+                "sys.exit(mcpstudio.main(['tui', '--config', %r]))" % (HERE, config))
+        proc = subprocess.run([PY, "-c", code] if os.name != "nt" else SERVER + ["tui", "--config", config],
+                              capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertEqual(proc.stdout, "")
+        self.assertIn("tui needs Python's curses module (on Windows: pip install windows-curses, or run mcpstudio under WSL)",
+                      proc.stderr)
+        self.assertIn("mcpstudio status", proc.stderr)
 
 
 class ExecValueTests(ScratchDir):
@@ -2392,6 +2774,7 @@ class CommandTemplateTests(unittest.TestCase):
                     mcpstudio.CommandTemplate(text)
                 self.assertIn(fragment, str(cm.exception))
 
+    @unittest.skipIf(os.name == "nt", "runs the rendered script in a POSIX sh, which Windows lacks")
     def test_shell_tools_keep_the_template_s_quoting(self):
         # Escapes, pipes in quotes and missing values render in sh -c exactly as in argv mode:
         # a value is always one quoted positional parameter, never split, globbed or run.
@@ -2441,6 +2824,7 @@ class CommandTemplateTests(unittest.TestCase):
         stdin = mcpstudio.CommandTemplate('{"items": [1, {x}]}', text=True)
         self.assertEqual(stdin.render_text({"x": "5"}), '{"items": [1, 5]}')
 
+    @unittest.skipIf(os.name == "nt", "runs the rendered script in a POSIX sh, which Windows lacks")
     def test_shell_rendering_keeps_values_out_of_the_script(self):
         # "shell": true passes every value positionally; the script holds only template text.
         template = mcpstudio.CommandTemplate("printf '%s|' '{a}' \"{b}\" {c} | tr a-z A-Z")
@@ -9656,11 +10040,11 @@ class ToolIndexTests(unittest.TestCase):
     def test_recorded_corpus(self):
         """Over the 289 recorded tools, each intent set is found in the first five as often as today (a floor each;
         people32 to people35, the blind check, are left to the benchmark)."""
-        with open(TOOLSEARCH_CORPUS) as f:
+        with open(TOOLSEARCH_CORPUS, encoding="utf-8") as f:  # (Windows reads the ANSI code page by default)
             corpus = json.load(f)
         tools = [dict(tool, name="%s__%s" % (server, tool["name"]), description="[%s] %s" % (server, tool.get("description")))
                  for server, entry in corpus.items() for tool in entry["tools"]]
-        with open(os.path.join(HERE, "benchmarks", "toolsearch", "intents.json")) as f:
+        with open(os.path.join(HERE, "benchmarks", "toolsearch", "intents.json"), encoding="utf-8") as f:
             intents = json.load(f)
         index = mcpstudio.ToolIndex(tools)
         found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
@@ -11187,14 +11571,21 @@ class HouseTests(unittest.TestCase):
         self.assertEqual([t for t in titles if t.lower().rstrip(".") not in docstring], [])
 
     def test_platform_parts(self):
-        # The cache folder and the variable rule ask the one platform block (Linux here).
+        # The cache folder and the variable rule ask the one platform block (Linux, and Windows in .ci/windows).
         from unittest import mock
         with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": "/x/cache"}):
             self.assertEqual(mcpstudio.user_cache_dir(), os.path.join("/x/cache", "mcpstudio"))
-        with mock.patch.dict(os.environ, {"HOME": "/home/u"}):
-            os.environ.pop("XDG_CACHE_HOME", None)
-            self.assertEqual(mcpstudio.user_cache_dir(), "/home/u/.cache/mcpstudio")
-        for name, expected in (("limit", True), ("PATH", False), ("path", False), ("LD_PRELOAD", False), ("9x", False)):
+        if os.name == "nt":  # %LOCALAPPDATA%, the folder Windows programs keep caches in
+            with mock.patch.dict(os.environ, {"LOCALAPPDATA": r"C:\Users\u\AppData\Local"}):
+                os.environ.pop("XDG_CACHE_HOME", None)
+                self.assertEqual(mcpstudio.user_cache_dir(), r"C:\Users\u\AppData\Local\mcpstudio")
+        else:
+            with mock.patch.dict(os.environ, {"HOME": "/home/u"}):
+                os.environ.pop("XDG_CACHE_HOME", None)
+                self.assertEqual(mcpstudio.user_cache_dir(), "/home/u/.cache/mcpstudio")
+        # Windows ignores the case of variable names: there no script option is set as a variable
+        posix = os.name == "posix"
+        for name, expected in (("limit", posix), ("PATH", False), ("path", False), ("LD_PRELOAD", False), ("9x", False)):
             with self.subTest(name=name):
                 self.assertEqual(mcpstudio.option_variable(name), expected)
 
