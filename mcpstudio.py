@@ -4623,8 +4623,8 @@ class SkillFolders(Source):
                     elif entry.is_dir():
                         pending.append((entry.path, prefix + entry.name + "/"))
                         continue
-                    else:
-                        real, st = entry.path, entry.stat()
+                    else:  # not entry.stat(): on Windows its st_ino and st_dev are 0, never the file _read_inside opens
+                        real, st = entry.path, os.stat(entry.path)
                 except OSError:
                     continue
                 if stat.S_ISREG(st.st_mode):
