@@ -1691,7 +1691,8 @@ class _Yaml:
 # process group, CTRL_BREAK_EVENT, then `taskkill /T /F`; leftovers of a
 # command that already exited cannot be found there. A bare program name is
 # looked up as a batch file too (npx -> npx.cmd), which exec_problem's batch
-# rule then guards. Only Linux is tested in CI; macOS takes the POSIX path.
+# rule then guards. CI tests Linux, and Windows under Wine (.ci/windows: no
+# console there, so no CTRL_BREAK, and no taskkill /T); macOS takes the POSIX path.
 # Outside this block code asks only `_POSIX` (the batch rule's default, the
 # #! hint, Claude Desktop's PATH, script options as variables); client_config_path takes the platform of
 # the client's machine as an argument, to be tested for each.
@@ -1861,7 +1862,7 @@ if _POSIX:
 
         def close(self):
             self.process.stdin.close()
-else:  # pragma: windows (CI runs Linux only; the README says what is tested where)
+else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README says what is tested where)
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
     def _signal_group(pid, hard):
@@ -1921,7 +1922,7 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
     def _on_stop_signals(loop, stop, reload):
         pass  # Ctrl+C arrives as KeyboardInterrupt, handled in main(); no SIGHUP to reload on
 
-    # Windows only (untested in CI): a Job object that kills every process in
+    # Windows only (tested under Wine in .ci/windows): a Job object that kills every process in
     # it when its last handle closes, i.e. when this process ends, however it
     # ends. We join it ourselves, so every child and grandchild started from
     # then on is in it from its first instant (no window before registration).
