@@ -1106,16 +1106,16 @@ class WindowsTests(ScratchDir):
             self.assertIn("${mcpstudio_test_var} is not set", proc.stderr)
 
     def test_reserved_names_and_trailing_dots_in_file_parameters_and_output_folders(self):
-        # A file parameter named CON, NUL, COM1 (any case, any extension) or with a trailing dot reaches the command as
-        # a file with the bytes sent (Windows would open a device, or drop the dot); a command that writes such names
-        # into its output folder gets back what Windows made of them.
+        # A file parameter named CON, NUL, COM1 (any case, any extension) or with a trailing dot or space reaches the
+        # command as a file with the bytes sent (Windows opened a device: CON was an internal error, NUL an empty file;
+        # or dropped the dot); a command that writes such names into its output folder gets back what Windows made of them.
         digest = self.script("digest.py", """\
             import hashlib, os, sys
             print(os.path.basename(sys.argv[1]), hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())
             """, executable=False)
         write = self.script("write.py", """\
             import os, sys
-            for name in ("report.", "notes.txt"):
+            for name in ("report.", "draft ", "notes.txt"):
                 with open(os.path.join(sys.argv[1], name), "w") as f:
                     f.write(name + " written")
             """, executable=False)
@@ -1129,7 +1129,8 @@ class WindowsTests(ScratchDir):
         data = b"the same bytes\r\n"
         sha = hashlib.sha256(data).hexdigest()
         rows = [("CON", "_CON"), ("nul", "_nul"), ("COM1.txt", "_COM1.txt"), ("Lpt9", "_Lpt9"), ("aux.tar.gz", "_aux.tar.gz"),
-                ("report.", "report"), ("x...", "x"), ("CONSOLE", "CONSOLE"), ("COM10", "COM10"), ("in file.txt", "in_file.txt")]
+                ("report.", "report"), ("x...", "x"), ("CONSOLE", "CONSOLE"), ("COM10", "COM10"), ("in file.txt", "in_file.txt"),
+                ("notes ", "notes_"), ("CON .txt", "CON_.txt")]
         with self.serve("serve", "--config", config) as server:
             server.initialize()
             for name, expected in rows:
@@ -1141,7 +1142,7 @@ class WindowsTests(ScratchDir):
             result = server.call("write", {})
             self.assertFalse(result["isError"], result)
             texts = sorted(c["text"] for c in result["content"] if c["type"] == "text" and "written" in c["text"])
-            self.assertEqual(texts, ["notes.txt written", "report. written"])
+            self.assertEqual(texts, ["draft  written", "notes.txt written", "report. written"])
 
     def test_aggregator_over_a_stdio_upstream(self):
         # The aggregator over a Python upstream started by its config (path with spaces): its tools listed under
