@@ -11635,8 +11635,11 @@ class HouseTests(unittest.TestCase):
             with mock.patch.dict(os.environ, {"HOME": "/home/u"}):
                 os.environ.pop("XDG_CACHE_HOME", None)
                 self.assertEqual(mcpstudio.user_cache_dir(), "/home/u/.cache/mcpstudio")
-        # Windows ignores the case of variable names: there no script option is set as a variable
+        # Windows ignores the case of variable names: a child's environment holds one spelling of each, the last given
+        # (a config's over the inherited one); there no script option is set as a variable either
         posix = os.name == "posix"
+        env = {"PATH": "inherited", "Home": "h", "Path": "configured", "x": "1"}
+        self.assertEqual(mcpstudio._one_spelling(dict(env)), env if posix else {"Path": "configured", "Home": "h", "x": "1"})
         for name, expected in (("limit", posix), ("PATH", False), ("path", False), ("LD_PRELOAD", False), ("9x", False)):
             with self.subTest(name=name):
                 self.assertEqual(mcpstudio.option_variable(name), expected)
