@@ -6079,7 +6079,9 @@ class AggregatorReliabilityTests(AggregatorCase):
 
     def test_listing_never_waits_on_a_slow_server(self):
         # tools/list answers with what is ready; the slow server's tools follow with list_changed.
-        data = {"mcpServers": {"a": self.upstream("a"), "slow": self.upstream("slow", "--slow-start", "5")}}
+        # (The slow start is far longer than the list's 2 s wait plus a loaded machine's slack: the bound below
+        # tells "answered after its wait" from "waited for the slow server", not how fast the machine is.)
+        data = {"mcpServers": {"a": self.upstream("a"), "slow": self.upstream("slow", "--slow-start", "14")}}
         with self.serve(data, env=dict(self.env, MCPSTUDIO_LIST_WAIT="2")) as server:
             server.initialize()
             self.assertTrue(wait_until(lambda: self.started()))  # a is up, and announced:
@@ -6088,11 +6090,11 @@ class AggregatorReliabilityTests(AggregatorCase):
             before = len(server.notifications_of("notifications/tools/list_changed"))
             started = time.monotonic()
             names = self.tool_names(server)
-            self.assertLess(time.monotonic() - started, 3.5)  # was: 5 s, when clients give up
+            self.assertLess(time.monotonic() - started, 8)  # was: 5 s, when clients give up
             self.assertIn("a__echo", names)
             self.assertNotIn("slow__echo", names)
             self.assertTrue(wait_until(
-                lambda: len(server.notifications_of("notifications/tools/list_changed")) > before))
+                lambda: len(server.notifications_of("notifications/tools/list_changed")) > before, 30))
             self.assertIn("slow__echo", self.tool_names(server))
             self.assertEqual(text_of(server.call("slow__echo", {"text": "up"})), "slow: up")
 
