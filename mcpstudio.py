@@ -1705,7 +1705,8 @@ class _Yaml:
 # script is run as Windows users have them (script_argv). Whether a command
 # waits reading its stdin (a question) is seen on Linux, taken as so on macOS
 # while it runs, and cannot be seen on Windows (_reading is None there).
-# Only Linux is tested in CI; macOS takes the POSIX path.
+# CI tests Linux, and Windows under Wine (.ci/windows: no console there, so no
+# CTRL_BREAK, and no taskkill /T); macOS takes the POSIX path.
 # Outside this block code asks only `_POSIX` (the batch rule's default, the
 # #! hint, Claude Desktop's PATH, script options as variables); client_config_path takes the platform of
 # the client's machine as an argument, to be tested for each.
@@ -1777,6 +1778,9 @@ if _POSIX:
 
     def _resolve_program(argv, env):
         return argv  # execvp searches the child's PATH itself
+
+    def _one_spelling(env):
+        return env  # Path and PATH are two variables here
 
     _END_OF_INPUT = "Ctrl+D"
 
@@ -1895,7 +1899,7 @@ if _POSIX:
 
         def close(self):
             self.process.stdin.close()
-else:  # pragma: windows (CI runs Linux only; the README says what is tested where)
+else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README says what is tested where)
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
     @functools.lru_cache(maxsize=None)  # made once: a stop polls its job every 20 ms
@@ -2045,6 +2049,14 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
     def _resolve_program(argv, env):
         return find_program(argv, env)  # CreateProcess would not find npx.cmd
 
+    def _one_spelling(env):
+        """Variables whose names differ only in case are one variable on Windows: the last given wins
+        (a config's `Path` over the inherited `PATH`), where the child would get both and read either."""
+        names = {}
+        for name in env:
+            names[name.upper()] = name
+        return {name: env[name] for name in names.values()}
+
     _END_OF_INPUT = "Ctrl+Z then Enter"
 
     def _cache_base():
@@ -2062,7 +2074,7 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
     def _on_stop_signals(loop, stop, reload):
         pass  # Ctrl+C arrives as KeyboardInterrupt, handled in main(); no SIGHUP to reload on
 
-    # Windows only (untested in CI): a Job object that kills every process in
+    # Windows only (tested under Wine in .ci/windows): a Job object that kills every process in
     # it when its last handle closes, i.e. when this process ends, however it
     # ends. We join it ourselves, so every child and grandchild started from
     # then on is in it from its first instant (no window before registration).
@@ -2352,7 +2364,7 @@ class ProcessRunner:
                 self.watchdog = _start_watchdog(self.grace, self.marker)
             except (OSError, ImportError) as exc:  # refused, or a Python without ctypes: run on without it
                 self.log.warning("cannot start the watchdog (children may outlive a killed mcpstudio): %s", exc)
-        env = dict(os.environ if env is None else env)
+        env = _one_spelling(dict(os.environ if env is None else env))
         env[WATCHDOG_ENV] = self.marker
         for name in self.hidden:
             env.pop(name, None)
@@ -3658,6 +3670,11 @@ class OutputBudget:
         return text
 
 
+# The names Windows keeps for devices (any extension, any case): a file given one is made a file by a "_" in front,
+# on every system, so a call names the same file everywhere. A trailing dot, which Windows drops, is dropped too.
+_DEVICE_NAMES = frozenset(["CON", "PRN", "AUX", "NUL"] + ["%s%d" % (port, n) for port in ("COM", "LPT") for n in range(10)])
+
+
 def write_file_argument(key, value, folder, limit):
     """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
     its own in `folder` (no two files meet, whatever their names); its path."""
@@ -3671,7 +3688,9 @@ def write_file_argument(key, value, folder, limit):
                         % (key, json.dumps(_clip(value, 40)))) from None
     if len(data) > limit:
         raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, len(data), limit))
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).lstrip(".")
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).strip(".")
+    if name.partition(".")[0].upper() in _DEVICE_NAMES:
+        name = "_" + name  # on Windows CON, NUL.txt ... name a device wherever they stand, not a file
     path = os.path.join(folder, key, name or key)
     os.mkdir(os.path.dirname(path))
     with open(path, "xb") as f:
@@ -4768,8 +4787,8 @@ class SkillFolders(Source):
                     elif entry.is_dir():
                         pending.append((entry.path, prefix + entry.name + "/"))
                         continue
-                    else:
-                        real, st = entry.path, entry.stat()
+                    else:  # not entry.stat(): on Windows its st_ino and st_dev are 0, never the file _read_inside opens
+                        real, st = entry.path, os.stat(entry.path)
                 except OSError:
                     continue
                 if stat.S_ISREG(st.st_mode):
@@ -12500,15 +12519,15 @@ def tui_command(words):
     found, path, rest = _config_option(words, "tui", values=("--namespace",))
     if rest:
         raise UsageError("tui takes --config FILE and --namespace NAME only, not %r" % " ".join(rest))
+    try:  # first: a terminal would not help a Python without it (Windows CPython has none)
+        import curses
+    except ImportError:
+        _say("error: tui needs Python's curses module (on Windows: pip install windows-curses, or run mcpstudio "
+             "under WSL); use `mcpstudio status` or `mcpstudio list` instead")
+        return 2
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         _say("error: tui needs a terminal (stdin and stdout); use `mcpstudio status` or "
              "`mcpstudio list` instead")
-        return 2
-    try:
-        import curses
-    except ImportError:
-        _say("error: tui needs Python's curses module (on Windows: pip install windows-curses);"
-             " use `mcpstudio status` or `mcpstudio list` instead")
         return 2
     if not os.path.exists(path):
         raise UsageError("tui: no config at %s (give --config FILE, or add a server: mcpstudio add NAME -- COMMAND)"
