@@ -1087,7 +1087,7 @@ class WindowsTests(ScratchDir):
         # a config's environment variable replaces an inherited one spelled in another case: the child gets one name
         # (CPython 3.8-3.10 on Windows passed both spellings on, and the child read either).
         config = os.path.join(self.tools, "tools.json")
-        python = PY.replace("\\", "/")  # config command strings and backslashes: WindowsBugTests (winbugs' fix 3)
+        python = PY.replace("\\", "/")  # backslashes in config command strings: WindowsBugTests.test_config_command_keeps_backslashes
         script = self.argv_py.replace("\\", "/")
         with open(config, "w") as f:
             json.dump({"tools": [{"name": "show", "command": '"%s" "%s" --env GREETING MCPSTUDIO_CASE' % (python, script),
@@ -1237,16 +1237,14 @@ class WindowsTests(ScratchDir):
                         "%s left running: %s (processes: %s)" % (when, [p for p in pids if alive(p)], process_table()))
 
     def assert_stopped(self, server, pids, when):
-        """The command (pids[0]) and its child (pids[1]) are gone after `when`. Under Wine (.ci/windows sets
-        MCPSTUDIO_WINE) taskkill has no /T: the child goes with mcpstudio's Job object when it exits, checked here."""
-        if not os.environ.get("MCPSTUDIO_WINE"):
-            self.assert_gone(pids, when)
-        self.assert_gone(pids[:1], when)
+        """The command (pids[0]) and its child (pids[1]) are gone after `when` (each command has a Job object of
+        its own, ended at its stop: no reliance on taskkill /T, which Wine lacks), and still after exit."""
+        self.assert_gone(pids, when)
         self.assertEqual(server.close(), 0)
         self.assert_gone(pids, "after mcpstudio exited")
 
     def test_timeout_leaves_no_child_or_grandchild(self):
-        # needs winbugs' fix 2 on CPython 3.8-3.11 without a console (a timeout there was an internal error).
+        # On CPython 3.8-3.11 without a console a timeout was an internal error (os.kill raised SystemError).
         # A call past --timeout is an error result that says so; the command and the child it started are gone.
         out = os.path.join(self.dir, "pids")
         with self.serve("--timeout", "2", PY, self.pid_sleeper(), out) as server:
@@ -1258,7 +1256,7 @@ class WindowsTests(ScratchDir):
             self.assert_stopped(server, self.read_pids(out), "after the timeout")
 
     def test_cancellation_leaves_no_child_or_grandchild(self):
-        # needs winbugs' fix 2 on CPython 3.8-3.11 without a console (the stop raised SystemError: an internal error).
+        # On CPython 3.8-3.11 without a console the stop raised SystemError: an internal error.
         # notifications/cancelled stops the running command and its child (no response to the call).
         out = os.path.join(self.dir, "pids")
         with self.serve(PY, self.pid_sleeper(), out) as server:
