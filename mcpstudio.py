@@ -11320,6 +11320,14 @@ class Aggregator:
                       person if owner[0] == "person" else ctx.session.label)
         return own
 
+    def _own(self, upstream: Upstream, ctx) -> Upstream:
+        """Where a read, a prompt or a completion of `ctx` goes: as a call's (`_instance`), so what a person reads
+        of an isolated server comes from their own process; what keeps it from them is a request error."""
+        try:
+            return self._instance(upstream, ctx)
+        except ToolError as exc:
+            raise McpError(INVALID_PARAMS, str(exc), {"server": upstream.spec.id}) from None
+
     def sweep_instances(self, ended=None):
         """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for ISOLATED_IDLE."""
         now = time.monotonic()
@@ -11619,12 +11627,12 @@ class Aggregator:
         if uri not in self._uris:
             await self.list_resources()
         if uri in self._uris:
-            return await self._upstream(self._uris[uri]).forward("resources/read", {"uri": uri}, ctx)
+            return await self._own(self._upstream(self._uris[uri]), ctx).forward("resources/read", {"uri": uri}, ctx)
         for upstream in self._active():  # a URI no listing named: the server with a matching template
             for template in upstream.known_items("resourceTemplates"):
                 pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
                 if pattern and pattern.fullmatch(uri):
-                    return await upstream.forward("resources/read", {"uri": uri}, ctx)
+                    return await self._own(upstream, ctx).forward("resources/read", {"uri": uri}, ctx)
         return None
 
     async def list_skills(self):
@@ -11655,8 +11663,8 @@ class Aggregator:
         route = self._prompt_routes.get(name)
         if not route:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
-        return await self.bridge.forward(self._upstream(route[0]), "prompts/get", {"name": route[1], "arguments": arguments},
-                                    ctx)
+        return await self.bridge.forward(self._own(self._upstream(route[0]), ctx), "prompts/get",
+                                         {"name": route[1], "arguments": arguments}, ctx)
 
     async def subscribe(self, method, uri, ctx):
         """Pass `resources/subscribe` or `unsubscribe` to the server that lists `uri`; None if none does."""
@@ -11684,7 +11692,7 @@ class Aggregator:
                 upstream = self._upstream(self._uris[uri])
         if not upstream:
             return None
-        return await upstream.forward("completion/complete", dict(
+        return await self._own(upstream, ctx).forward("completion/complete", dict(
             {key: params[key] for key in ("argument", "context") if key in params}, ref=ref), ctx)
 
     async def close(self):

@@ -4991,6 +4991,9 @@ def fake_server(args):
         sys.exit(3)
     if opt("--slow-start") and not os.environ.get("FAKE_QUICK_START"):  # (set by cache_tools)
         time.sleep(float(opt("--slow-start")))
+    if opt("--who-file"):  # which FAKE_WHO (a person's secret, in an isolated server) this process got
+        with open(opt("--who-file"), "a") as f:
+            f.write("%d %s\n" % (os.getpid(), os.environ.get("FAKE_WHO") or "-"))
     if opt("--pidfile"):
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         with open(opt("--pidfile"), "a") as f:
@@ -5240,17 +5243,20 @@ def fake_server(args):
             if not uri.startswith("fake://%s/" % NAME):
                 send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32002, "message": "no such resource"}})
                 return
-            result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "%s read %s" % (NAME, uri)}]}
+            result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "%s read %s%s" % (
+                NAME, uri, " for " + os.environ["FAKE_WHO"] if os.environ.get("FAKE_WHO") else "")}]}
         elif method == "prompts/list":
             result = {"prompts": [{"name": "greet", "description": "Say hello",
                                    "arguments": [{"name": "who", "required": True}]}]}
         elif method == "completion/complete":  # the argument's value, completed, and the era it was asked in
             era = "2026" if "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {}) else "handshake"
-            result = {"completion": {"values": ["%s-%s-%s" % ((params.get("argument") or {}).get("value"), NAME, era)],
+            result = {"completion": {"values": ["%s-%s-%s" % ((params.get("argument") or {}).get("value"), NAME, era)]
+                                     + ([os.environ["FAKE_WHO"]] if os.environ.get("FAKE_WHO") else []),
                                      "hasMore": False}}
         elif method == "prompts/get":
             who = (params.get("arguments") or {}).get("who", "?")
-            result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s" % (who, NAME)}}]}
+            result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s%s" % (
+                who, NAME, " for " + os.environ["FAKE_WHO"] if os.environ.get("FAKE_WHO") else "")}}]}
         else:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no %s" % method}})
             return
@@ -13460,6 +13466,44 @@ class IsolationTests(AggregatorCase):
             self.assertEqual(status, 200)
             self.assertTrue(wait_until(lambda: not alive(pids[-1]), 10), "an ended session's server still runs")
             self.assertTrue(alive(pids[0]))  # the shared one (it lists the tools) stays
+
+    def test_reads_and_prompts_come_from_the_persons_own_process(self):
+        # A resource read, a prompt and a completion of a "user" server come from the person's own process (with
+        # their secret), never the shared one; the listings come from the shared process, which never gets a
+        # person's secret (its ${person.TOKEN} is empty).
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", name, value=name + "-own")
+        who = os.path.join(self.dir, "who")
+        path = os.path.join(self.dir, "reads.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "env", "--name", "keeper",
+                                                                        "--who-file", who],
+                                                "env": {"FAKE_WHO": "${person.TOKEN}"}, "isolation": "user"}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            def ask(name, method, params):
+                headers = {"Authorization": "Bearer " + self.TOKENS[name]}
+                if "uri" in params:
+                    headers["Mcp-Name"] = params["uri"]
+                status, _, text = http.modern(method, params, headers=headers)
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            for name in ("alice", "bob"):
+                self.assertEqual([t["name"] for t in ask(name, "tools/list", {})["result"]["tools"]], ["keeper__env"])
+                self.assertEqual([r["uri"] for r in ask(name, "resources/list", {})["result"]["resources"]],
+                                 ["fake://keeper/info"])
+                read = ask(name, "resources/read", {"uri": "fake://keeper/info"})["result"]["contents"][0]["text"]
+                self.assertEqual(read, "keeper read fake://keeper/info for %s-own" % name)
+                prompt = ask(name, "prompts/get", {"name": "keeper__greet", "arguments": {"who": "x"}})["result"]
+                self.assertEqual(prompt["messages"][0]["content"]["text"], "Hello x from keeper for %s-own" % name)
+                completed = ask(name, "completion/complete", {"ref": {"type": "ref/prompt", "name": "keeper__greet"},
+                                                              "argument": {"name": "who", "value": "a"}})
+                self.assertEqual(completed["result"]["completion"]["values"], ["a-keeper-handshake", name + "-own"])
+            refused = ask("carol", "resources/read", {"uri": "fake://keeper/info"})  # no secret: told how to set it
+            self.assertIn("mcpstudio secrets set TOKEN --person carol", refused["error"]["message"])
+        with open(who) as f:  # the shared (listing) process got no secret; each person's got only their own
+            self.assertEqual(sorted(line.split()[1] for line in f), ["-", "alice-own", "bob-own"])
 
 
 OIDC_PROVIDER = os.environ.get("MCPSTUDIO_OIDC_PROVIDER", "")  # an npm prefix holding node_modules/oidc-provider
