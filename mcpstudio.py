@@ -7890,7 +7890,7 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances",
+                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances", "auth",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name", "overrides")
@@ -8120,6 +8120,7 @@ class UpstreamSpec:
     max_concurrency = 0
     protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
     isolation, max_instances = "shared", ISOLATED_MAX  # one process for everyone, or one per person or session
+    passthrough = False  # `"auth": "passthrough"`: a URL server gets the signed-in person's own token (audience-checked)
 
     def __init__(self, key, where):
         self.key, self.id, self.where = key, _server_id(key), where
@@ -8147,7 +8148,8 @@ class UpstreamSpec:
         """A fingerprint of everything that, changed by a reload, restarts the server."""
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
-                            self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances)
+                            self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances,
+                            self.passthrough)
 
     def person_names(self):
         """The NAMEs of the `${person.NAME}` in its args, env and headers: each person's own secrets."""
@@ -8422,7 +8424,13 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
     spec.max_concurrency = loader.get(entry, "maxConcurrency", int, where, 0)
     if spec.max_concurrency < 0:
         raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
-    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "shared")
+    spec.passthrough = loader.choice(entry, "auth", ("passthrough",), where, None) == "passthrough"
+    if spec.passthrough and not spec.url:
+        raise loader.error(_join(where, "auth"), "only a server with a `url` takes a person's token")
+    if spec.passthrough and entry.get("isolation") == "shared":
+        raise loader.error(_join(where, "isolation"), "\"auth\": \"passthrough\" talks to the server as each person "
+                           "(with their own token): use \"user\" or \"session\", or leave it out (\"user\")")
+    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "user" if spec.passthrough else "shared")
     spec.max_instances = loader.get(entry, "maxInstances", int, where, ISOLATED_MAX)
     if spec.max_instances < 1:
         raise loader.error(_join(where, "maxInstances"), "expected a positive whole number (instances at once)")
@@ -9272,7 +9280,8 @@ class _HttpChannel:
         self.connections = {}         # request id -> the socket its reply comes on, to abort
         self.aborted = set()          # request ids cancelled by closing their connection
         self.sending = threading.Lock()  # messages leave in the order they were sent
-        if self.spec.oauth is not None and not any(key.lower() == "authorization" for key in self.spec.headers):
+        if self.spec.oauth is not None and not upstream.bearer and not any(
+                key.lower() == "authorization" for key in self.spec.headers):
             self.oauth = OAuthClient(self.spec.url, self.spec.key, self.spec.oauth, interactive=sys.stderr.isatty(),
                                      say=lambda text: upstream.log.info("%s", text), config=upstream.config_path)
 
@@ -9306,7 +9315,9 @@ class _HttpChannel:
     def _headers(self, message=None, url=None):
         headers = dict({"Accept": "application/json, text/event-stream"}, **self.spec.headers)
         url = url or self.post_url
-        if self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
+        if self.upstream.bearer and _origin(url) == _origin(self.spec.url):  # the person's own, for this server
+            headers["Authorization"] = "Bearer " + self.upstream.bearer
+        elif self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
             bearer = self.oauth.header()
             if bearer:
                 headers["Authorization"] = bearer
@@ -10272,6 +10283,7 @@ class Upstream:
     cached = None       # the same from the on-disk cache (None: not read, {}: none)
     user_stopped = False
     list_deadline = None  # until when listings wait for its first start
+    bearer = None       # a person's own access token it sends (`"auth": "passthrough"`; the Aggregator sets it)
     _starting = _stopping = None  # the tasks starting and stopping it
     _health = None      # the task pinging it (healthCheckInterval)
     _gate = None        # the Semaphore of maxConcurrency, made at its first call
@@ -11292,10 +11304,12 @@ class Aggregator:
         if spec.isolation == "shared" or ctx is None or (person is None and (spec.isolation == "user" or ctx.modern)):
             return upstream
         owner = ("person", person) if spec.isolation == "user" or ctx.modern else ("session", id(ctx.session))
+        bearer = self._passthrough(spec, ctx.session) if spec.passthrough else None
         self.sweep_instances()
         key = (spec.id,) + owner
         if key in self.isolated:
             self.isolated.move_to_end(key)
+            self.isolated[key][0].bearer = bearer or self.isolated[key][0].bearer
             return self.isolated[key][0]
         configured = getattr(spec, "origin", spec)  # with its ${person.NAME} (the shared one runs without them)
         secrets = PersonSecrets().of(person) if person is not None else {}
@@ -11314,11 +11328,28 @@ class Aggregator:
         own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
                        self.cache_dir, config_path=self.config_path,
                        start_tool=self.namespace.manager_name("servers_start"))
+        own.bearer = bearer
         self.log.add_secrets([value for value in secrets.values() if value])
         self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
         self.log.info("server %s: a process of its own for %s %s", spec.id, owner[0],
                       person if owner[0] == "person" else ctx.session.label)
         return own
+
+    @staticmethod
+    def _passthrough(spec, session):
+        """The signed-in person's token for a server of `"auth": "passthrough"`: only one its audience names (a
+        token the identity provider issued for that server too); ToolError, saying what the admin must do, else."""
+        person = getattr(session, "signed_in", None)
+        token = person.token_for(spec.url) if person is not None else None
+        if token is None:
+            raise ToolError(
+                "server `%s` is called with your own sign-in (\"auth\": \"passthrough\"), but your access token was "
+                "not issued for it: its audience (aud) %s does not name %s. A token is never passed on to a service "
+                "it was not issued for; the admin must have the identity provider issue the gateway's tokens for "
+                "that resource too (RFC 8707: resource=%s beside the gateway's own), then sign in again"
+                % (spec.id, json.dumps(person.audiences) if person is not None and person.audiences
+                   else "(a static token has none)" if person is not None else "(none)", spec.url, spec.url))
+        return token
 
     def _own(self, upstream: Upstream, ctx) -> Upstream:
         """Where a read, a prompt or a completion of `ctx` goes: as a call's (`_instance`), so what a person reads
@@ -11905,7 +11936,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
         if spec.isolation != "shared" and not spec.error:  # one process per person or session
-            command += "  (isolation %s, at most %d)" % (spec.isolation, spec.max_instances)
+            command += "  (isolation %s, at most %d%s)" % (spec.isolation, spec.max_instances,
+                                                           ", each person's own token" if spec.passthrough else "")
         rows.append((spec.id, mask_secrets(state), log.mask(command)))
     if len(rows) == 1:
         print("\nno servers configured")
@@ -12724,20 +12756,31 @@ def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
 
 
 class Person:
-    """Who a request's token names: a subject, an email, groups and scopes."""
+    """Who a request's token names: a subject, an email, groups and scopes; `audiences` (the token's `aud`) and
+    the `token` itself, which only a server of `"auth": "passthrough"` that one of them names is given."""
 
-    def __init__(self, subject, email=None, groups=(), scopes=()):
+    token = None
+
+    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=()):
         self.subject, self.email = subject, email
         self.groups = [g for g in groups if isinstance(g, str)]
         self.scopes = [s for s in scopes if isinstance(s, str)]
+        self.audiences = [a for a in audiences if isinstance(a, str)]
+
+    def token_for(self, resource):
+        """The person's token if it was issued for `resource` too (its `aud` names that URL, RFC 8707), else None:
+        a token is never passed to a server it was not issued for (the MCP security guidance)."""
+        wanted = resource.rstrip("/")
+        return self.token if self.token and any(a.rstrip("/") == wanted for a in self.audiences) else None
 
     @classmethod
     def from_claims(cls, claims):
         """A person from a JWT's (or an introspection's) claims: sub, email, groups, scope (or scp)."""
         scopes = claims.get("scope").split() if isinstance(claims.get("scope"), str) else claims.get("scp") or []
-        groups = claims.get("groups")
+        groups, audiences = claims.get("groups"), claims.get("aud")
         return cls(claims["sub"], claims.get("email") if isinstance(claims.get("email"), str) else None,
-                   groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [])
+                   groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
+                   [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [])
 
 
 def admits(people, person):
@@ -12800,6 +12843,7 @@ class SignIn:
         try:
             claims = await self._claims(token, audiences)
             answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
+            answer.token = token  # for a passthrough server its audience names (Person.token_for)
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
         except TokenError as exc:
@@ -13658,6 +13702,8 @@ class HttpServer:
             raise HttpError(404, "no session %s (%s); initialize again" % (session_id.strip(), why))
         entry.used = time.monotonic()
         self.sessions.move_to_end(entry.id)
+        if person is not None:
+            entry.session.signed_in = person  # this request's token (it may have been refreshed)
         return entry
 
     async def _post(self, headers, body, reader, writer, keep, version, person=None):
@@ -13724,6 +13770,7 @@ class HttpServer:
         session.caller = session.label = self.caller
         if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
             session.caller = session.person = person.subject
+            session.signed_in = person  # their token, for a passthrough server (Aggregator._instance)
         return session, transport
 
     def _new_session(self, client, person=None) -> _HttpSession:

@@ -13467,6 +13467,20 @@ class IsolationTests(AggregatorCase):
             self.assertTrue(wait_until(lambda: not alive(pids[-1]), 10), "an ended session's server still runs")
             self.assertTrue(alive(pids[0]))  # the shared one (it lists the tools) stays
 
+    def test_passthrough_config_errors(self):
+        # "auth": "passthrough" is for a URL server, never a shared one (each person's token, each person's process).
+        for entry, fragment in (({"command": PY, "args": [self.fake], "auth": "passthrough"}, "only a server with a `url`"),
+                                ({"url": "https://crm.example/mcp", "auth": "passthrough", "isolation": "shared"},
+                                 'use "user" or "session"'),
+                                ({"url": "https://crm.example/mcp", "auth": "forward"}, 'expected "passthrough"')):
+            path = os.path.join(self.dir, "bad.json")
+            with open(path, "w") as f:
+                json.dump({"mcpServers": {"crm": entry}}, f)
+            done = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                  env=self.env)
+            self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+            self.assertIn(fragment, done.stderr)
+
     def test_reads_and_prompts_come_from_the_persons_own_process(self):
         # A resource read, a prompt and a completion of a "user" server come from the person's own process (with
         # their secret), never the shared one; the listings come from the shared process, which never gets a
@@ -13510,6 +13524,56 @@ OIDC_PROVIDER = os.environ.get("MCPSTUDIO_OIDC_PROVIDER", "")  # an npm prefix h
 IDP_SCRIPT = os.path.join(HERE, "examples", "team-gateway", "idp.mjs")
 
 
+class RecordingMcpServer(ThreadedHttpServer):
+    """A Streamable HTTP MCP server (tool `whoami`) in threads of this test process that records the Authorization
+    each request came with (`seen`: (method, header or None)); a token in `refused` gets 401 invalid_token."""
+
+    def __init__(self):
+        import http.server
+        owner, self.seen, self.refused = self, [], set()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def reply(self, status, body=None, headers=()):
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(status)
+                for header in headers:
+                    self.send_header(*header)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self.reply(405)
+
+            def do_POST(self):
+                message = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                given = self.headers.get("Authorization")
+                owner.seen.append((message.get("method"), given))
+                if given and given[len("Bearer "):] in owner.refused:
+                    self.reply(401, {"error": "invalid_token"}, [("WWW-Authenticate", 'Bearer error="invalid_token"')])
+                elif "id" not in message:
+                    self.reply(202)
+                elif message["method"] == "initialize":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {
+                        "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "crm", "version": "1"}}}, [("Mcp-Session-Id", "s%d" % len(owner.seen))])
+                elif message["method"] == "tools/list":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": [
+                        {"name": "whoami", "inputSchema": {"type": "object"}}]}})
+                elif message["method"] == "tools/call":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"content": [
+                        {"type": "text", "text": "crm called"}]}})
+                else:
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}})
+
+        self.serve(Handler)
+        self.url = "http://127.0.0.1:%d/mcp" % self.port
+
+
 def _jwk_ints(jwk, *names):
     return tuple(int.from_bytes(mcpstudio.b64url(jwk[name]), "big") for name in names)
 
@@ -13524,8 +13588,8 @@ class SignInTests(AggregatorCase):
     @classmethod
     def setUpClass(cls):
         cls.folder = tempfile.mkdtemp(prefix="mcpstudio-idp-")
-        keys = os.path.join(cls.folder, "keys.json")
-        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys],
+        keys, cls.also = os.path.join(cls.folder, "keys.json"), os.path.join(cls.folder, "also")
+        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys, cls.also],
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    env=dict(os.environ, NODE_PATH=os.path.join(OIDC_PROVIDER, "node_modules")))
         timer = threading.Timer(WAIT, cls.idp.kill)  # a provider that never says it is ready is stopped
@@ -13633,6 +13697,35 @@ class SignInTests(AggregatorCase):
                 self.assertEqual(text_of(http.messages(text)[0]["result"]), name + "-own")
         with open(self.pids) as f:  # the shared one (it lists the tools), alice's and bob's
             self.assertEqual(len({line.split()[0] for line in f}), 3)
+
+    def test_passthrough_forwards_only_a_token_issued_for_the_server(self):
+        # "auth": "passthrough": alice's token, which the provider issued for the gateway and the crm server both (its
+        # aud names both), reaches crm as her own Authorization; bob's, issued for the gateway alone, is refused with
+        # what the admin must do, and crm never sees it; the shared process that lists crm's tools sent no one's.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        with open(self.also, "w") as f:
+            f.write(crm.url + "\n")
+        self.addCleanup(os.remove, self.also)
+        with self.serve(crm={"url": crm.url, "auth": "passthrough"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            alice, bob = self.token("alice", root), self.token("bob", root)
+            self.assertEqual(json.loads(mcpstudio.b64url(alice.split(".")[1]))["aud"], [root, crm.url])
+            answers = {}
+            for name, token, path in (("alice", alice, "/mcp"), ("bob", bob, "/mcp/sales")):
+                http.path = path
+                status, _, text = http.modern("tools/call", {"name": "crm__whoami", "arguments": {}},
+                                              headers={"Authorization": "Bearer " + token})
+                self.assertEqual(status, 200, text)
+                answers[name] = http.messages(text)[0]["result"]
+        self.assertEqual((text_of(answers["alice"]), answers["alice"].get("isError", False)), ("crm called", False))
+        self.assertTrue(answers["bob"]["isError"])
+        for fragment in ("server `crm` is called with your own sign-in", "was not issued for it",
+                         json.dumps([root]), "resource=%s" % crm.url):
+            self.assertIn(fragment, text_of(answers["bob"]))
+        self.assertEqual([given for method, given in crm.seen if method == "tools/call"], ["Bearer " + alice])
+        self.assertNotIn("Bearer " + bob, [given for _, given in crm.seen])
+        self.assertIn(("tools/list", None), crm.seen)  # the listing process: no one's token
 
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
