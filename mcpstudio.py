@@ -9342,6 +9342,16 @@ class _HttpChannel:
                 headers["Mcp-Session-Id"] = self.session_id
         return headers
 
+    def _refused(self, response):
+        """A passthrough server answered 401 to the person's own token (it expired, or was revoked): OAuthError
+        saying so; the Aggregator then has the gateway refuse the token too (Person.refuse)."""
+        params = www_authenticate(response.getheader("WWW-Authenticate") or "")
+        response.read()
+        return OAuthError("server %s refused your access token (HTTP 401%s): sign in to the gateway again (your MCP "
+                          "client does when the gateway answers 401 invalid_token, as it will now), with a token issued "
+                          "for %s too" % (self.spec.key, ": " + (params.get("error_description") or params["error"])
+                                          if params.get("error") else "", self.spec.url))
+
     def _param_headers(self, name, arguments):
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
         tools = _object(self.upstream.listing).get("tools") or ()
@@ -9503,6 +9513,8 @@ class _HttpChannel:
                         if request_id in self.aborted:
                             self.abort(request_id)
                     response = connection.getresponse()
+                    if response.status == 401 and self.upstream.bearer:
+                        raise self._refused(response)
                     if response.status not in (401, 403) or not self.oauth or tries >= OAUTH_STEP_UPS:
                         break
                     challenge = response.getheader("WWW-Authenticate") or ""
@@ -11578,6 +11590,8 @@ class Aggregator:
         except ToolError as exc:
             return tool_error(str(exc))
         except UpstreamError as exc:
+            if exc.code == SERVER_SIGN_IN and upstream.bearer:  # the person's own token, refused there
+                ctx.session.signed_in.refuse("server %s refused it (expired or revoked): sign in again" % upstream.spec.key)
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
                 return tool_error(exc.message)
@@ -12760,6 +12774,7 @@ class Person:
     the `token` itself, which only a server of `"auth": "passthrough"` that one of them names is given."""
 
     token = None
+    refusals = None  # SignIn's {sha256 of a token: why a passthrough server refused it}
 
     def __init__(self, subject, email=None, groups=(), scopes=(), audiences=()):
         self.subject, self.email = subject, email
@@ -12772,6 +12787,15 @@ class Person:
         a token is never passed to a server it was not issued for (the MCP security guidance)."""
         wanted = resource.rstrip("/")
         return self.token if self.token and any(a.rstrip("/") == wanted for a in self.audiences) else None
+
+    def refuse(self, why):
+        """A passthrough server refused the token (expired or revoked there): from now on the gateway refuses it too
+        (401 invalid_token, `why` its description), which makes the person's client sign them in again."""
+        import hashlib
+        if self.refusals is not None and self.token:
+            self.refusals[hashlib.sha256(self.token.encode("utf-8", "surrogatepass")).hexdigest()] = why
+            while len(self.refusals) > SIGNIN_ANSWERS:
+                self.refusals.popitem(last=False)
 
     @classmethod
     def from_claims(cls, claims):
@@ -12803,6 +12827,7 @@ class SignIn:
         self.keys, self.fetched, self.tried = [], None, None   # [(kid, alg, key)], when fetched, when last tried
         self.fetching = None  # the fetch in progress (one at a time)
         self.answers = collections.OrderedDict()  # sha256 of a token -> (until, Person or TokenError)
+        self.refused = collections.OrderedDict()  # sha256 of a token -> why a passthrough server refused it (Person.refuse)
 
     def metadata(self, namespace=None):
         """The RFC 9728 document of the MCP URL of `namespace` (None: the server's own)."""
@@ -12833,6 +12858,8 @@ class SignIn:
                 return Person(name, email, groups, self.scopes)
         if not self.issuer:
             raise TokenError("it is not the token of a listed person")
+        if digest in self.refused:
+            raise TokenError(self.refused[digest])
         key = "%s %s" % (digest, namespace)
         kept = self.answers.get(key)
         if kept and kept[0] > time.time():
@@ -12843,7 +12870,7 @@ class SignIn:
         try:
             claims = await self._claims(token, audiences)
             answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
-            answer.token = token  # for a passthrough server its audience names (Person.token_for)
+            answer.token, answer.refusals = token, self.refused  # for a passthrough server (Person.token_for, refuse)
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
         except TokenError as exc:

@@ -13578,6 +13578,27 @@ def _jwk_ints(jwk, *names):
     return tuple(int.from_bytes(mcpstudio.b64url(jwk[name]), "big") for name in names)
 
 
+# The official TypeScript SDK's client signs in by itself: its ClientCredentialsProvider (client dana of
+# idp.mjs) follows the gateway's 401 to the RFC 9728 metadata, the provider's metadata and token endpoint
+# (with the RFC 8707 resource), then lists and calls; prints {"tools": [...], "call": text}.
+TS_SIGN_IN_CLIENT = r"""
+const sdk = process.env.SDK_DIR + '/dist/esm/';
+const { Client } = await import(sdk + 'client/index.js');
+const { StreamableHTTPClientTransport } = await import(sdk + 'client/streamableHttp.js');
+const { ClientCredentialsProvider } = await import(sdk + 'client/auth-extensions.js');
+const provider = new ClientCredentialsProvider({ clientId: 'dana', clientSecret: 'dana-secret',
+                                                 expectedIssuer: process.env.ISSUER });
+const client = new Client({ name: 'ts-sign-in', version: '1.0.0' });
+await client.connect(new StreamableHTTPClientTransport(new URL(process.env.TARGET), { authProvider: provider }));
+const tools = (await client.listTools()).tools.map(t => t.name);
+const call = (await client.callTool({ name: 'alpha__echo', arguments: { text: 'from ts' } })).content[0].text;
+const token = provider.tokens().access_token;
+console.log(JSON.stringify({ tools, call, aud: JSON.parse(Buffer.from(token.split('.')[1], 'base64url')).aud }));
+await client.close();
+"""
+TS_SDK_DIR = os.path.join(os.path.dirname(os.path.dirname(INSPECTOR)), "@modelcontextprotocol", "sdk") if INSPECTOR else ""
+
+
 @unittest.skipUnless(OIDC_PROVIDER and os.path.isdir(os.path.join(OIDC_PROVIDER, "node_modules", "oidc-provider"))
                      and (NODE22 or shutil.which("node")), "no oidc-provider ($MCPSTUDIO_OIDC_PROVIDER; .ci/run installs it)")
 class SignInTests(AggregatorCase):
@@ -13698,6 +13719,21 @@ class SignInTests(AggregatorCase):
         with open(self.pids) as f:  # the shared one (it lists the tools), alice's and bob's
             self.assertEqual(len({line.split()[0] for line in f}), 3)
 
+    @unittest.skipUnless(TS_SDK_DIR and os.path.exists(os.path.join(TS_SDK_DIR, "dist", "esm", "client",
+                                                                     "auth-extensions.js")),
+                         "the TypeScript SDK is not installed (beside $MCPSTUDIO_INSPECTOR; .ci/run installs it)")
+    def test_the_typescript_sdk_signs_in_by_itself(self):
+        # A real SDK client with only its client id and secret: from the gateway's 401 it finds the provider (RFC
+        # 9728), gets a token for the gateway's URL (RFC 8707) by a client-credentials grant, and lists and calls.
+        with self.serve() as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            proc = subprocess.run([NODE22 or shutil.which("node"), "--input-type=module", "-e", TS_SIGN_IN_CLIENT],
+                                  capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                                  env=dict(os.environ, SDK_DIR=TS_SDK_DIR, TARGET=root, ISSUER=self.issuer))
+        self.assertEqual(proc.returncode, 0, proc.stdout[-2000:] + proc.stderr[-3000:])
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        self.assertEqual(out, {"tools": ["alpha__echo"], "call": "alpha: from ts", "aud": root})
+
     def test_passthrough_forwards_only_a_token_issued_for_the_server(self):
         # "auth": "passthrough": alice's token, which the provider issued for the gateway and the crm server both (its
         # aud names both), reaches crm as her own Authorization; bob's, issued for the gateway alone, is refused with
@@ -13726,6 +13762,40 @@ class SignInTests(AggregatorCase):
         self.assertEqual([given for method, given in crm.seen if method == "tools/call"], ["Bearer " + alice])
         self.assertNotIn("Bearer " + bob, [given for _, given in crm.seen])
         self.assertIn(("tools/list", None), crm.seen)  # the listing process: no one's token
+
+    def test_a_token_the_passthrough_server_refuses_signs_the_person_in_again(self):
+        # Issue 45 item 5: when crm refuses alice's own token (expired or revoked there: 401 invalid_token), her call
+        # says so and how to recover, and the gateway then refuses that token with 401 invalid_token (what makes an
+        # MCP client sign in again); a new token from the provider works at once and is the one crm gets.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        with open(self.also, "w") as f:
+            f.write(crm.url + "\n")
+        self.addCleanup(os.remove, self.also)
+        with self.serve(crm={"url": crm.url, "auth": "passthrough"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+
+            def call(token):
+                status, headers, text = http.modern("tools/call", {"name": "crm__whoami", "arguments": {}},
+                                                    headers={"Authorization": "Bearer " + token})
+                return (status, http.messages(text)[0]["result"]) if status == 200 else (
+                    status, headers.get("www-authenticate", ""))
+            old = self.token("alice", root)
+            self.assertEqual(text_of(call(old)[1]), "crm called")
+            crm.refused.add(old)
+            status, result = call(old)
+            self.assertEqual(status, 200)
+            self.assertTrue(result["isError"])
+            self.assertIn("server crm refused your access token (HTTP 401: invalid_token): sign in to the gateway "
+                          "again", text_of(result))
+            status, challenge = call(old)
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token"', challenge)
+            self.assertIn("server crm refused it (expired or revoked): sign in again", challenge)
+            self.assertIn("resource_metadata=", challenge)
+            new = self.token("alice", root)
+            self.assertEqual(text_of(call(new)[1]), "crm called")
+        self.assertEqual([given for method, given in crm.seen if method == "tools/call"][-1], "Bearer " + new)
 
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403

@@ -1,7 +1,8 @@
 // A tiny identity provider for trying a team gateway on this machine, and for the SignInTests:
 // oidc-provider (npm) on loopback, a client-credentials client per person (alice: engineering,
 // bob: sales, both JWT access tokens, RS256 and ES256; carol: engineering, an opaque token that
-// mcpstudio asks about by RFC 7662 introspection as the client `gateway`).
+// mcpstudio asks about by RFC 7662 introspection as the client `gateway`; dana: engineering, with
+// client_secret_basic, as the TypeScript SDK's ClientCredentialsProvider authenticates).
 //   NODE_PATH=<folder with node_modules/oidc-provider> node idp.mjs RESOURCE KEYS_FILE [ALSO_FILE]
 // ALSO_FILE (read at each token): resources, one a line, that alice's JWTs are issued for too (an
 // `aud` of several, as a Keycloak audience mapper makes), for a server of "auth": "passthrough".
@@ -23,10 +24,10 @@ const keys = {
   es: jwk(crypto.generateKeyPairSync("ec", { namedCurve: "P-256" }), "es-1", "ES256"),
   rogue: jwk(crypto.generateKeyPairSync("rsa", { modulusLength: 2048 }), "rs-1", "RS256"),
 };
-const people = { alice: ["engineering"], bob: ["sales"], carol: ["engineering"] };
+const people = { alice: ["engineering"], bob: ["sales"], carol: ["engineering"], dana: ["engineering"] };
 const client = (id, grants) => ({
   client_id: id, client_secret: `${id}-secret`, grant_types: grants, redirect_uris: [], response_types: [],
-  token_endpoint_auth_method: "client_secret_post",
+  token_endpoint_auth_method: id === "dana" ? "client_secret_basic" : "client_secret_post",  // dana: an SDK's client
 });
 const server = http.createServer();
 server.listen(0, "127.0.0.1", () => {
