@@ -8651,6 +8651,7 @@ OAUTH_CALLBACK_WAIT = 300.0    # seconds a sign-in waits for the browser to come
 OAUTH_HTTP_TIMEOUT = 30.0      # seconds for one request to an authorization server
 OAUTH_STEP_UPS = 2             # sign-ins one request may cause (401, then 403 insufficient_scope)
 OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is refreshed
+URL_ELICITATION_REQUIRED = -32042  # a call that waits for the client's user to open a URL (elicitation URL mode)
 OAUTH_KEYS = {"clientId": str, "clientSecret": str, "scopes": (str, list), "callbackPort": int,  # a config's `oauth`,
               "clientMetadataUrl": str, "browser": bool}                                        # what each holds
 _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
@@ -9084,10 +9085,11 @@ class OAuthClient:
         self.state["tokens"] = fresh
         self.store.save(self.state)
 
-    def sign_in(self, params, scopes):
-        """The whole authorization code flow, from discovery to saved tokens."""
+    def sign_in(self, params, scopes, opener=None):
+        """The whole authorization code flow, from discovery to saved tokens; `opener(url)` shows the sign-in URL
+        instead of a browser (a client's URL elicitation)."""
         import urllib.parse
-        if not self.interactive:
+        if not self.interactive and opener is None:
             raise OAuthError("server %s needs a sign-in: run `%s` (or set \"oauth\": {\"browser\": true} on the "
                              "server to let mcpstudio open the browser itself)" % (self.name, self.login_command()))
         resource, issuer, metadata, real = self.discover(params)
@@ -9118,7 +9120,7 @@ class OAuthClient:
                 query["scope"] = " ".join(wanted)
             url = authorize + ("&" if "?" in authorize else "?") + urllib.parse.urlencode(query)
             self.say("%s: sign in with your browser; if none opens, visit %s" % (self.name, url))
-            self._open_browser(url)
+            (opener or self._open_browser)(url)
             answer = callback.wait(OAUTH_CALLBACK_WAIT)
         except BaseException:
             callback.close()
@@ -11298,6 +11300,7 @@ class Aggregator:
         self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
         self._specs = self.namespace.apply(plan)
         self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
+        self.signing_in = {}  # server id -> (the sign-in URL's future, the sign-in's, elicitation id): _sign_in_by_url
         self.manager = ManagerTools(self)
         self.bridge = InputBridge()
         self.downstream = Downstream(self, self.bridge)
@@ -11362,6 +11365,47 @@ class Aggregator:
                 % (spec.id, json.dumps(person.audiences) if person is not None and person.audiences
                    else "(a static token has none)" if person is not None else "(none)", spec.url, spec.url))
         return token
+
+    async def _sign_in_by_url(self, upstream: Upstream, ctx):
+        """Issue 45.5: a URL server's sign-in can no longer be refreshed, and mcpstudio may not open a browser.
+        A client that declared `elicitation.url` is given the sign-in's URL (McpError -32042, URL mode); the flow
+        finishes in the background (the redirect comes to mcpstudio's loopback callback: the browser runs on this
+        machine), then notifications/elicitation/complete tells the client to call again. Never for a signed-in
+        person (the server's sign-in is everyone's: the admin's `mcpstudio login`). None: no URL to give."""
+        spec, session = upstream.spec, getattr(ctx, "session", None)
+        declared = _object(ctx.capabilities if ctx.modern else session.client_capabilities) if session else {}
+        if spec.oauth is None or getattr(session, "person", None) is not None or not isinstance(
+                _object(declared.get("elicitation")).get("url"), dict):
+            return None
+        pending = self.signing_in.get(spec.id)
+        if pending is None or pending[1].done():
+            import secrets
+            loop = asyncio.get_running_loop()
+            shown, elicitation = loop.create_future(), secrets.token_urlsafe(12)
+            oauth = getattr(getattr(getattr(upstream, "client", None), "channel", None), "oauth", None) or OAuthClient(
+                spec.url, spec.key, spec.oauth, say=lambda text: self.log.info("%s", text), config=self.config_path)
+
+            def show(url):
+                loop.call_soon_threadsafe(lambda: shown.done() or shown.set_result(url))
+
+            def finished(flow):
+                error = OAuthError("the sign-in was stopped") if flow.cancelled() else flow.exception()
+                if not shown.done():
+                    shown.set_exception(error or OAuthError("the sign-in ended without a URL"))
+                elif error is None and not ctx.modern and not session.closed:  # the 2026-07-28 era has no stream
+                    session.notify("notifications/elicitation/complete", {"elicitationId": elicitation})
+                if error is not None:
+                    self.log.info("server %s: the sign-in by the client's URL failed: %s", spec.id, error)
+            flow = loop.run_in_executor(None, lambda: oauth.sign_in({}, [], opener=show))
+            flow.add_done_callback(finished)
+            pending = self.signing_in[spec.id] = (shown, flow, elicitation)
+        try:
+            url = await asyncio.wait_for(asyncio.shield(pending[0]), OAUTH_HTTP_TIMEOUT)
+        except (OAuthError, OSError, asyncio.TimeoutError):
+            return None
+        message = "server %s needs a sign-in: open the URL and sign in, then call again" % spec.key
+        return McpError(URL_ELICITATION_REQUIRED, message, {"elicitations": [
+            {"mode": "url", "elicitationId": pending[2], "url": url, "message": message}]})
 
     def _own(self, upstream: Upstream, ctx) -> Upstream:
         """Where a read, a prompt or a completion of `ctx` goes: as a call's (`_instance`), so what a person reads
@@ -11592,6 +11636,13 @@ class Aggregator:
         except UpstreamError as exc:
             if exc.code == SERVER_SIGN_IN and upstream.bearer:  # the person's own token, refused there
                 ctx.session.signed_in.refuse("server %s refused it (expired or revoked): sign in again" % upstream.spec.key)
+            elif exc.code == SERVER_SIGN_IN:  # its sign-in could not be refreshed
+                asked = await self._sign_in_by_url(upstream, ctx)
+                if asked:
+                    raise asked from None
+                if getattr(getattr(ctx, "session", None), "person", None) is not None:
+                    return tool_error("%s. This sign-in is the gateway's, shared by every person: ask its admin to "
+                                      "sign in again" % exc.message.rstrip("."))
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
                 return tool_error(exc.message)

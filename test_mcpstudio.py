@@ -9696,6 +9696,7 @@ class OAuthServer(ThreadedHttpServer):
         import http.server
         import urllib.parse
         owner, codes, tokens = self, {}, {}
+        self.tokens = tokens  # token -> (kind, until): cleared, every token is refused (revoked)
         self.expires_in, self.grants, self.registered, self.authorized = expires_in, [], [], []
         self.resource_metadata = self.issuers = self.token_reply = None
         self.revocation, self.revoked, self.seen = True, [], []
@@ -9871,6 +9872,37 @@ class OAuthTests(OAuthCase):
             self.assertEqual(self.server.authorized, [], "serve opened the browser without being allowed to")
             self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
             self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")  # no restart
+
+    def test_a_sign_in_that_cannot_be_refreshed_says_how_to_sign_in_again(self):
+        # Issue 45.5: the server's tokens are revoked while it runs (the refresh fails): a client without URL
+        # elicitation gets a tool error naming the server and the login command; one that declared
+        # `elicitation.url` gets -32042 with the sign-in's URL, and once that URL is opened (the browser on this
+        # machine) it is told the sign-in is complete (notifications/elicitation/complete) and the call passes.
+        import urllib.request
+        for capabilities in ({}, {"elicitation": {"url": {}}}):
+            self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
+            with McpProcess("serve", "--config", self.config, env=self.env) as server:
+                server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                                              "clientInfo": {"name": "test", "version": "0"}})
+                server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")
+                self.server.tokens.clear()  # revoked: the access token and the refresh token alike
+                reply = server.request("tools/call", {"name": "files__whoami", "arguments": {}})
+                if not capabilities:
+                    self.assertTrue(reply["result"]["isError"], reply)
+                    self.assertIn("server files needs a sign-in: run `mcpstudio login files --config %s`" % self.config,
+                                  text_of(reply["result"]))
+                    continue
+                self.assertEqual(reply["error"]["code"], -32042, reply)
+                [asked] = reply["error"]["data"]["elicitations"]
+                self.assertEqual(asked["mode"], "url")
+                self.assertTrue(asked["url"].startswith("http://127.0.0.1:%d/authorize?" % self.server.port), asked)
+                with urllib.request.urlopen(asked["url"], timeout=WAIT) as page:  # the browser: to the callback
+                    self.assertEqual(page.status, 200)
+                self.assertTrue(wait_until(lambda: server.notifications_of("notifications/elicitation/complete")))
+                self.assertEqual(server.notifications_of("notifications/elicitation/complete")[0]["params"],
+                                 {"elicitationId": asked["elicitationId"]})
+                self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")
 
     def test_a_token_about_to_expire_is_refreshed(self):
         self.server.expires_in = 30  # inside OAUTH_REFRESH_EARLY: every use refreshes first
