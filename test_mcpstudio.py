@@ -9904,6 +9904,30 @@ class OAuthTests(OAuthCase):
                                  {"elicitationId": asked["elicitationId"]})
                 self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")
 
+    def test_a_signed_in_person_never_signs_the_gateway_in(self):
+        # Issue 45.5 on a team gateway: the server's sign-in is everyone's, so a signed-in person whose call finds it
+        # expired is told to ask the admin, and is never handed a sign-in URL (their sign-in would serve everyone).
+        path = os.path.join(self.dir, "team.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"files": {"url": self.server.url}},
+                       "people": {"alice": {"tokenSha256": hashlib.sha256(b"alice-token-0001").hexdigest()}}}, f)
+        self.assertEqual(self.run_cli("login", "files", "--config", path).returncode, 0)
+        meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}}}
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            def call():
+                status, _, text = http.modern("tools/call", {"name": "files__whoami", "arguments": {}, "_meta": meta},
+                                              headers={"Authorization": "Bearer alice-token-0001"})
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            self.assertEqual(text_of(call()["result"]), "signed-in caller (token at)")
+            self.server.tokens.clear()
+            reply = call()
+            self.assertTrue(reply["result"]["isError"], reply)
+            self.assertIn("server files needs a sign-in", text_of(reply["result"]))
+            self.assertIn("This sign-in is the gateway's, shared by every person: ask its admin to sign in again",
+                          text_of(reply["result"]))
+        self.assertEqual(len(self.server.authorized), 1)  # the login's only
+
     def test_a_token_about_to_expire_is_refreshed(self):
         self.server.expires_in = 30  # inside OAUTH_REFRESH_EARLY: every use refreshes first
         self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
