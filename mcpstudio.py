@@ -9349,6 +9349,7 @@ class _HttpChannel:
         saying so; the Aggregator then has the gateway refuse the token too (Person.refuse)."""
         params = www_authenticate(response.getheader("WWW-Authenticate") or "")
         response.read()
+        self.upstream.refused_bearer = self.upstream.bearer
         return OAuthError("server %s refused your access token (HTTP 401%s): sign in to the gateway again (your MCP "
                           "client does when the gateway answers 401 invalid_token, as it will now), with a token issued "
                           "for %s too" % (self.spec.key, ": " + (params.get("error_description") or params["error"])
@@ -10298,6 +10299,7 @@ class Upstream:
     user_stopped = False
     list_deadline = None  # until when listings wait for its first start
     bearer = None       # a person's own access token it sends (`"auth": "passthrough"`; the Aggregator sets it)
+    refused_bearer = None  # the last of them the server answered 401
     _starting = _stopping = None  # the tasks starting and stopping it
     _health = None      # the task pinging it (healthCheckInterval)
     _gate = None        # the Semaphore of maxConcurrency, made at its first call
@@ -11322,6 +11324,8 @@ class Aggregator:
         bearer = self._passthrough(spec, ctx.session) if spec.passthrough else None
         self.sweep_instances()
         key = (spec.id,) + owner
+        if key in self.isolated and bearer and self.isolated[key][0].refused_bearer not in (None, bearer):
+            self._stop_instance(key, "the server refused the person's last token")  # a new token: a new start
         if key in self.isolated:
             self.isolated.move_to_end(key)
             self.isolated[key][0].bearer = bearer or self.isolated[key][0].bearer
@@ -11634,7 +11638,7 @@ class Aggregator:
         except ToolError as exc:
             return tool_error(str(exc))
         except UpstreamError as exc:
-            if exc.code == SERVER_SIGN_IN and upstream.bearer:  # the person's own token, refused there
+            if upstream.bearer and upstream.refused_bearer == upstream.bearer:  # the person's own token, refused there
                 ctx.session.signed_in.refuse("server %s refused it (expired or revoked): sign in again" % upstream.spec.key)
             elif exc.code == SERVER_SIGN_IN:  # its sign-in could not be refreshed
                 asked = await self._sign_in_by_url(upstream, ctx)

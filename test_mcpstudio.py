@@ -13849,9 +13849,15 @@ class SignInTests(AggregatorCase):
             self.assertIn('error="invalid_token"', challenge)
             self.assertIn("server crm refused it (expired or revoked): sign in again", challenge)
             self.assertIn("resource_metadata=", challenge)
+            second = self.token("alice", root)
+            crm.refused.add(second)  # her process starts again for a new token, and crm refuses its initialize
+            status, result = call(second)
+            self.assertIn("server crm refused your access token", text_of(result))
+            self.assertEqual(call(second)[0], 401)
             new = self.token("alice", root)
             self.assertEqual(text_of(call(new)[1]), "crm called")
         self.assertEqual([given for method, given in crm.seen if method == "tools/call"][-1], "Bearer " + new)
+        self.assertIn(("initialize", "Bearer " + second), crm.seen)
 
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
