@@ -11617,7 +11617,7 @@ class Aggregator:
         if route[0] == "manager":
             return await self.manager.call(route[1], arguments)
         original, curated = route[2], route[3]
-        entry = None
+        entry = upstream = None
         try:
             upstream = self._upstream(route[1])
             self.namespace.check_permitted(upstream.spec, name, original)
@@ -11638,9 +11638,9 @@ class Aggregator:
         except ToolError as exc:
             return tool_error(str(exc))
         except UpstreamError as exc:
-            if upstream.bearer and upstream.refused_bearer == upstream.bearer:  # the person's own token, refused there
+            if upstream and upstream.bearer and upstream.refused_bearer == upstream.bearer:  # the person's own, refused
                 ctx.session.signed_in.refuse("server %s refused it (expired or revoked): sign in again" % upstream.spec.key)
-            elif exc.code == SERVER_SIGN_IN:  # its sign-in could not be refreshed
+            elif exc.code == SERVER_SIGN_IN and upstream:  # its sign-in could not be refreshed
                 asked = await self._sign_in_by_url(upstream, ctx)
                 if asked:
                     raise asked from None
