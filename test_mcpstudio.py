@@ -13168,6 +13168,21 @@ class SignInCheckTests(unittest.TestCase):
         self.assertEqual((person.subject, person.email, person.groups, person.scopes),
                          ("bob", None, ["sales"], ["tools", "read"]))
 
+    def test_a_token_is_passed_on_only_to_a_server_its_audience_names(self):
+        # Person.token_for, the passthrough rule: the token goes to a URL its `aud` names (a string or a list, a
+        # trailing / aside), never to another one, and a person without a token (static people) has none to give.
+        crm = "https://crm.example/mcp"
+        cases = [  # (aud, resource asked for, whether the token is given)
+            (crm, crm, True), ([crm + "/", "https://gw.example/mcp"], crm, True), ("https://gw.example/mcp", crm, False),
+            ([crm + "x"], crm, False), (["https://crm.example"], crm, False), ([7, None], crm, False), (None, crm, False),
+        ]
+        for aud, resource, given in cases:
+            with self.subTest(aud=aud):
+                person = mcpstudio.Person.from_claims({"sub": "alice", "aud": aud})
+                person.token = "tok"
+                self.assertEqual(person.token_for(resource), "tok" if given else None)
+        self.assertIsNone(mcpstudio.Person("alice", audiences=[crm]).token_for(crm))  # no token
+
 
 class SignInKeysTests(unittest.TestCase):
     """Issue 45: SignIn finds the issuer's keys by discovery, keeps them, and follows a key rotation with a
