@@ -7909,7 +7909,7 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances",
+                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances", "auth",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name", "overrides")
@@ -8139,6 +8139,7 @@ class UpstreamSpec:
     max_concurrency = 0
     protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
     isolation, max_instances = "shared", ISOLATED_MAX  # one process for everyone, or one per person or session
+    passthrough = False  # `"auth": "passthrough"`: a URL server gets the signed-in person's own token (audience-checked)
 
     def __init__(self, key, where):
         self.key, self.id, self.where = key, _server_id(key), where
@@ -8166,7 +8167,8 @@ class UpstreamSpec:
         """A fingerprint of everything that, changed by a reload, restarts the server."""
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
-                            self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances)
+                            self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances,
+                            self.passthrough)
 
     def person_names(self):
         """The NAMEs of the `${person.NAME}` in its args, env and headers: each person's own secrets."""
@@ -8441,7 +8443,13 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
     spec.max_concurrency = loader.get(entry, "maxConcurrency", int, where, 0)
     if spec.max_concurrency < 0:
         raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
-    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "shared")
+    spec.passthrough = loader.choice(entry, "auth", ("passthrough",), where, None) == "passthrough"
+    if spec.passthrough and not spec.url:
+        raise loader.error(_join(where, "auth"), "only a server with a `url` takes a person's token")
+    if spec.passthrough and entry.get("isolation") == "shared":
+        raise loader.error(_join(where, "isolation"), "\"auth\": \"passthrough\" talks to the server as each person "
+                           "(with their own token): use \"user\" or \"session\", or leave it out (\"user\")")
+    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "user" if spec.passthrough else "shared")
     spec.max_instances = loader.get(entry, "maxInstances", int, where, ISOLATED_MAX)
     if spec.max_instances < 1:
         raise loader.error(_join(where, "maxInstances"), "expected a positive whole number (instances at once)")
@@ -8662,6 +8670,7 @@ OAUTH_CALLBACK_WAIT = 300.0    # seconds a sign-in waits for the browser to come
 OAUTH_HTTP_TIMEOUT = 30.0      # seconds for one request to an authorization server
 OAUTH_STEP_UPS = 2             # sign-ins one request may cause (401, then 403 insufficient_scope)
 OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is refreshed
+URL_ELICITATION_REQUIRED = -32042  # a call that waits for the client's user to open a URL (elicitation URL mode)
 OAUTH_KEYS = {"clientId": str, "clientSecret": str, "scopes": (str, list), "callbackPort": int,  # a config's `oauth`,
               "clientMetadataUrl": str, "browser": bool}                                        # what each holds
 _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
@@ -9095,10 +9104,11 @@ class OAuthClient:
         self.state["tokens"] = fresh
         self.store.save(self.state)
 
-    def sign_in(self, params, scopes):
-        """The whole authorization code flow, from discovery to saved tokens."""
+    def sign_in(self, params, scopes, opener=None):
+        """The whole authorization code flow, from discovery to saved tokens; `opener(url)` shows the sign-in URL
+        instead of a browser (a client's URL elicitation)."""
         import urllib.parse
-        if not self.interactive:
+        if not self.interactive and opener is None:
             raise OAuthError("server %s needs a sign-in: run `%s` (or set \"oauth\": {\"browser\": true} on the "
                              "server to let mcpstudio open the browser itself)" % (self.name, self.login_command()))
         resource, issuer, metadata, real = self.discover(params)
@@ -9129,7 +9139,7 @@ class OAuthClient:
                 query["scope"] = " ".join(wanted)
             url = authorize + ("&" if "?" in authorize else "?") + urllib.parse.urlencode(query)
             self.say("%s: sign in with your browser; if none opens, visit %s" % (self.name, url))
-            self._open_browser(url)
+            (opener or self._open_browser)(url)
             answer = callback.wait(OAUTH_CALLBACK_WAIT)
         except BaseException:
             callback.close()
@@ -9291,7 +9301,8 @@ class _HttpChannel:
         self.connections = {}         # request id -> the socket its reply comes on, to abort
         self.aborted = set()          # request ids cancelled by closing their connection
         self.sending = threading.Lock()  # messages leave in the order they were sent
-        if self.spec.oauth is not None and not any(key.lower() == "authorization" for key in self.spec.headers):
+        if self.spec.oauth is not None and not upstream.bearer and not any(
+                key.lower() == "authorization" for key in self.spec.headers):
             self.oauth = OAuthClient(self.spec.url, self.spec.key, self.spec.oauth, interactive=sys.stderr.isatty(),
                                      say=lambda text: upstream.log.info("%s", text), config=upstream.config_path)
 
@@ -9325,7 +9336,9 @@ class _HttpChannel:
     def _headers(self, message=None, url=None):
         headers = dict({"Accept": "application/json, text/event-stream"}, **self.spec.headers)
         url = url or self.post_url
-        if self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
+        if self.upstream.bearer and _origin(url) == _origin(self.spec.url):  # the person's own, for this server
+            headers["Authorization"] = "Bearer " + self.upstream.bearer
+        elif self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
             bearer = self.oauth.header()
             if bearer:
                 headers["Authorization"] = bearer
@@ -9349,6 +9362,17 @@ class _HttpChannel:
             if self.session_id and not modern:  # a 2026-07-28 request belongs to no session
                 headers["Mcp-Session-Id"] = self.session_id
         return headers
+
+    def _refused(self, response):
+        """A passthrough server answered 401 to the person's own token (it expired, or was revoked): OAuthError
+        saying so; the Aggregator then has the gateway refuse the token too (Person.refuse)."""
+        params = www_authenticate(response.getheader("WWW-Authenticate") or "")
+        response.read()
+        self.upstream.refused_bearer = self.upstream.bearer
+        return OAuthError("server %s refused your access token (HTTP 401%s): sign in to the gateway again (your MCP "
+                          "client does when the gateway answers 401 invalid_token, as it will now), with a token issued "
+                          "for %s too" % (self.spec.key, ": " + (params.get("error_description") or params["error"])
+                                          if params.get("error") else "", self.spec.url))
 
     def _param_headers(self, name, arguments):
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
@@ -9511,6 +9535,8 @@ class _HttpChannel:
                         if request_id in self.aborted:
                             self.abort(request_id)
                     response = connection.getresponse()
+                    if response.status == 401 and self.upstream.bearer:
+                        raise self._refused(response)
                     if response.status not in (401, 403) or not self.oauth or tries >= OAUTH_STEP_UPS:
                         break
                     challenge = response.getheader("WWW-Authenticate") or ""
@@ -10291,6 +10317,8 @@ class Upstream:
     cached = None       # the same from the on-disk cache (None: not read, {}: none)
     user_stopped = False
     list_deadline = None  # until when listings wait for its first start
+    bearer = None       # a person's own access token it sends (`"auth": "passthrough"`; the Aggregator sets it)
+    refused_bearer = None  # the last of them the server answered 401
     _starting = _stopping = None  # the tasks starting and stopping it
     _health = None      # the task pinging it (healthCheckInterval)
     _gate = None        # the Semaphore of maxConcurrency, made at its first call
@@ -11293,6 +11321,7 @@ class Aggregator:
         self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
         self._specs = self.namespace.apply(plan)
         self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
+        self.signing_in = {}  # server id -> (the sign-in URL's future, the sign-in's, elicitation id): _sign_in_by_url
         self.manager = ManagerTools(self)
         self.bridge = InputBridge()
         self.downstream = Downstream(self, self.bridge)
@@ -11311,10 +11340,14 @@ class Aggregator:
         if spec.isolation == "shared" or ctx is None or (person is None and (spec.isolation == "user" or ctx.modern)):
             return upstream
         owner = ("person", person) if spec.isolation == "user" or ctx.modern else ("session", id(ctx.session))
+        bearer = self._passthrough(spec, ctx.session) if spec.passthrough else None
         self.sweep_instances()
         key = (spec.id,) + owner
+        if key in self.isolated and bearer and self.isolated[key][0].refused_bearer not in (None, bearer):
+            self._stop_instance(key, "the server refused the person's last token")  # a new token: a new start
         if key in self.isolated:
             self.isolated.move_to_end(key)
+            self.isolated[key][0].bearer = bearer or self.isolated[key][0].bearer
             return self.isolated[key][0]
         configured = getattr(spec, "origin", spec)  # with its ${person.NAME} (the shared one runs without them)
         secrets = PersonSecrets().of(person) if person is not None else {}
@@ -11333,11 +11366,77 @@ class Aggregator:
         own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
                        self.cache_dir, config_path=self.config_path,
                        start_tool=self.namespace.manager_name("servers_start"))
+        own.bearer = bearer
         self.log.add_secrets([value for value in secrets.values() if value])
         self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
         self.log.info("server %s: a process of its own for %s %s", spec.id, owner[0],
                       person if owner[0] == "person" else ctx.session.label)
         return own
+
+    @staticmethod
+    def _passthrough(spec, session):
+        """The signed-in person's token for a server of `"auth": "passthrough"`: only one its audience names (a
+        token the identity provider issued for that server too); ToolError, saying what the admin must do, else."""
+        person = getattr(session, "signed_in", None)
+        token = person.token_for(spec.url) if person is not None else None
+        if token is None:
+            raise ToolError(
+                "server `%s` is called with your own sign-in (\"auth\": \"passthrough\"), but your access token was "
+                "not issued for it: its audience (aud) %s does not name %s. A token is never passed on to a service "
+                "it was not issued for; the admin must have the identity provider issue the gateway's tokens for "
+                "that resource too (RFC 8707: resource=%s beside the gateway's own), then sign in again"
+                % (spec.id, json.dumps(person.audiences) if person is not None and person.audiences
+                   else "(a static token has none)" if person is not None else "(none)", spec.url, spec.url))
+        return token
+
+    async def _sign_in_by_url(self, upstream: Upstream, ctx):
+        """Issue 45.5: a URL server's sign-in can no longer be refreshed, and mcpstudio may not open a browser.
+        A client that declared `elicitation.url` is given the sign-in's URL (McpError -32042, URL mode); the flow
+        finishes in the background (the redirect comes to mcpstudio's loopback callback: the browser runs on this
+        machine), then notifications/elicitation/complete tells the client to call again. Never for a signed-in
+        person (the server's sign-in is everyone's: the admin's `mcpstudio login`). None: no URL to give."""
+        spec, session = upstream.spec, getattr(ctx, "session", None)
+        declared = _object(ctx.capabilities if ctx.modern else session.client_capabilities) if session else {}
+        if spec.oauth is None or getattr(session, "person", None) is not None or not isinstance(
+                _object(declared.get("elicitation")).get("url"), dict):
+            return None
+        pending = self.signing_in.get(spec.id)
+        if pending is None or pending[1].done():
+            import secrets
+            loop = asyncio.get_running_loop()
+            shown, elicitation = loop.create_future(), secrets.token_urlsafe(12)
+            oauth = getattr(getattr(getattr(upstream, "client", None), "channel", None), "oauth", None) or OAuthClient(
+                spec.url, spec.key, spec.oauth, say=lambda text: self.log.info("%s", text), config=self.config_path)
+
+            def show(url):
+                loop.call_soon_threadsafe(lambda: shown.done() or shown.set_result(url))
+
+            def finished(flow):
+                error = OAuthError("the sign-in was stopped") if flow.cancelled() else flow.exception()
+                if not shown.done():
+                    shown.set_exception(error or OAuthError("the sign-in ended without a URL"))
+                elif error is None and not ctx.modern and not session.closed:  # the 2026-07-28 era has no stream
+                    session.notify("notifications/elicitation/complete", {"elicitationId": elicitation})
+                if error is not None:
+                    self.log.info("server %s: the sign-in by the client's URL failed: %s", spec.id, error)
+            flow = loop.run_in_executor(None, lambda: oauth.sign_in({}, [], opener=show))
+            flow.add_done_callback(finished)
+            pending = self.signing_in[spec.id] = (shown, flow, elicitation)
+        try:
+            url = await asyncio.wait_for(asyncio.shield(pending[0]), OAUTH_HTTP_TIMEOUT)
+        except (OAuthError, OSError, asyncio.TimeoutError):
+            return None
+        message = "server %s needs a sign-in: open the URL and sign in, then call again" % spec.key
+        return McpError(URL_ELICITATION_REQUIRED, message, {"elicitations": [
+            {"mode": "url", "elicitationId": pending[2], "url": url, "message": message}]})
+
+    def _own(self, upstream: Upstream, ctx) -> Upstream:
+        """Where a read, a prompt or a completion of `ctx` goes: as a call's (`_instance`), so what a person reads
+        of an isolated server comes from their own process; what keeps it from them is a request error."""
+        try:
+            return self._instance(upstream, ctx)
+        except ToolError as exc:
+            raise McpError(INVALID_PARAMS, str(exc), {"server": upstream.spec.id}) from None
 
     def sweep_instances(self, ended=None):
         """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for ISOLATED_IDLE."""
@@ -11537,7 +11636,7 @@ class Aggregator:
         if route[0] == "manager":
             return await self.manager.call(route[1], arguments)
         original, curated = route[2], route[3]
-        entry = None
+        entry = upstream = None
         try:
             upstream = self._upstream(route[1])
             self.namespace.check_permitted(upstream.spec, name, original)
@@ -11558,6 +11657,15 @@ class Aggregator:
         except ToolError as exc:
             return tool_error(str(exc))
         except UpstreamError as exc:
+            if upstream and upstream.bearer and upstream.refused_bearer == upstream.bearer:  # the person's own, refused
+                ctx.session.signed_in.refuse("server %s refused it (expired or revoked): sign in again" % upstream.spec.key)
+            elif exc.code == SERVER_SIGN_IN and upstream:  # its sign-in could not be refreshed
+                asked = await self._sign_in_by_url(upstream, ctx)
+                if asked:
+                    raise asked from None
+                if getattr(getattr(ctx, "session", None), "person", None) is not None:
+                    return tool_error("%s. This sign-in is the gateway's, shared by every person: ask its admin to "
+                                      "sign in again" % exc.message.rstrip("."))
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
                 return tool_error(exc.message)
@@ -11638,12 +11746,12 @@ class Aggregator:
         if uri not in self._uris:
             await self.list_resources()
         if uri in self._uris:
-            return await self._upstream(self._uris[uri]).forward("resources/read", {"uri": uri}, ctx)
+            return await self._own(self._upstream(self._uris[uri]), ctx).forward("resources/read", {"uri": uri}, ctx)
         for upstream in self._active():  # a URI no listing named: the server with a matching template
             for template in upstream.known_items("resourceTemplates"):
                 pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
                 if pattern and pattern.fullmatch(uri):
-                    return await upstream.forward("resources/read", {"uri": uri}, ctx)
+                    return await self._own(upstream, ctx).forward("resources/read", {"uri": uri}, ctx)
         return None
 
     async def list_skills(self):
@@ -11674,8 +11782,8 @@ class Aggregator:
         route = self._prompt_routes.get(name)
         if not route:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
-        return await self.bridge.forward(self._upstream(route[0]), "prompts/get", {"name": route[1], "arguments": arguments},
-                                    ctx)
+        return await self.bridge.forward(self._own(self._upstream(route[0]), ctx), "prompts/get",
+                                         {"name": route[1], "arguments": arguments}, ctx)
 
     async def subscribe(self, method, uri, ctx):
         """Pass `resources/subscribe` or `unsubscribe` to the server that lists `uri`; None if none does."""
@@ -11703,7 +11811,7 @@ class Aggregator:
                 upstream = self._upstream(self._uris[uri])
         if not upstream:
             return None
-        return await upstream.forward("completion/complete", dict(
+        return await self._own(upstream, ctx).forward("completion/complete", dict(
             {key: params[key] for key in ("argument", "context") if key in params}, ref=ref), ctx)
 
     async def close(self):
@@ -11916,7 +12024,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
         if spec.isolation != "shared" and not spec.error:  # one process per person or session
-            command += "  (isolation %s, at most %d)" % (spec.isolation, spec.max_instances)
+            command += "  (isolation %s, at most %d%s)" % (spec.isolation, spec.max_instances,
+                                                           ", each person's own token" if spec.passthrough else "")
         rows.append((spec.id, mask_secrets(state), log.mask(command)))
     if len(rows) == 1:
         print("\nno servers configured")
@@ -12735,20 +12844,41 @@ def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
 
 
 class Person:
-    """Who a request's token names: a subject, an email, groups and scopes."""
+    """Who a request's token names: a subject, an email, groups and scopes; `audiences` (the token's `aud`) and
+    the `token` itself, which only a server of `"auth": "passthrough"` that one of them names is given."""
 
-    def __init__(self, subject, email=None, groups=(), scopes=()):
+    token = None
+    refusals = None  # SignIn's {sha256 of a token: why a passthrough server refused it}
+
+    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=()):
         self.subject, self.email = subject, email
         self.groups = [g for g in groups if isinstance(g, str)]
         self.scopes = [s for s in scopes if isinstance(s, str)]
+        self.audiences = [a for a in audiences if isinstance(a, str)]
+
+    def token_for(self, resource):
+        """The person's token if it was issued for `resource` too (its `aud` names that URL, RFC 8707), else None:
+        a token is never passed to a server it was not issued for (the MCP security guidance)."""
+        wanted = resource.rstrip("/")
+        return self.token if self.token and any(a.rstrip("/") == wanted for a in self.audiences) else None
+
+    def refuse(self, why):
+        """A passthrough server refused the token (expired or revoked there): from now on the gateway refuses it too
+        (401 invalid_token, `why` its description), which makes the person's client sign them in again."""
+        import hashlib
+        if self.refusals is not None and self.token:
+            self.refusals[hashlib.sha256(self.token.encode("utf-8", "surrogatepass")).hexdigest()] = why
+            while len(self.refusals) > SIGNIN_ANSWERS:
+                self.refusals.popitem(last=False)
 
     @classmethod
     def from_claims(cls, claims):
         """A person from a JWT's (or an introspection's) claims: sub, email, groups, scope (or scp)."""
         scopes = claims.get("scope").split() if isinstance(claims.get("scope"), str) else claims.get("scp") or []
-        groups = claims.get("groups")
+        groups, audiences = claims.get("groups"), claims.get("aud")
         return cls(claims["sub"], claims.get("email") if isinstance(claims.get("email"), str) else None,
-                   groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [])
+                   groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
+                   [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [])
 
 
 def admits(people, person):
@@ -12771,6 +12901,7 @@ class SignIn:
         self.keys, self.fetched, self.tried = [], None, None   # [(kid, alg, key)], when fetched, when last tried
         self.fetching = None  # the fetch in progress (one at a time)
         self.answers = collections.OrderedDict()  # sha256 of a token -> (until, Person or TokenError)
+        self.refused = collections.OrderedDict()  # sha256 of a token -> why a passthrough server refused it (Person.refuse)
 
     def metadata(self, namespace=None):
         """The RFC 9728 document of the MCP URL of `namespace` (None: the server's own)."""
@@ -12801,6 +12932,8 @@ class SignIn:
                 return Person(name, email, groups, self.scopes)
         if not self.issuer:
             raise TokenError("it is not the token of a listed person")
+        if digest in self.refused:
+            raise TokenError(self.refused[digest])
         key = "%s %s" % (digest, namespace)
         kept = self.answers.get(key)
         if kept and kept[0] > time.time():
@@ -12811,6 +12944,7 @@ class SignIn:
         try:
             claims = await self._claims(token, audiences)
             answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
+            answer.token, answer.refusals = token, self.refused  # for a passthrough server (Person.token_for, refuse)
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
         except TokenError as exc:
@@ -13669,6 +13803,8 @@ class HttpServer:
             raise HttpError(404, "no session %s (%s); initialize again" % (session_id.strip(), why))
         entry.used = time.monotonic()
         self.sessions.move_to_end(entry.id)
+        if person is not None:
+            entry.session.signed_in = person  # this request's token (it may have been refreshed)
         return entry
 
     async def _post(self, headers, body, reader, writer, keep, version, person=None):
@@ -13735,6 +13871,7 @@ class HttpServer:
         session.caller = session.label = self.caller
         if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
             session.caller = session.person = person.subject
+            session.signed_in = person  # their token, for a passthrough server (Aggregator._instance)
         return session, transport
 
     def _new_session(self, client, person=None) -> _HttpSession:

@@ -5422,6 +5422,9 @@ def fake_server(args):
         sys.exit(3)
     if opt("--slow-start") and not os.environ.get("FAKE_QUICK_START"):  # (set by cache_tools)
         time.sleep(float(opt("--slow-start")))
+    if opt("--who-file"):  # which FAKE_WHO (a person's secret, in an isolated server) this process got
+        with open(opt("--who-file"), "a") as f:
+            f.write("%d %s\n" % (os.getpid(), os.environ.get("FAKE_WHO") or "-"))
     if opt("--pidfile"):
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         with open(opt("--pidfile"), "a") as f:
@@ -5671,17 +5674,20 @@ def fake_server(args):
             if not uri.startswith("fake://%s/" % NAME):
                 send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32002, "message": "no such resource"}})
                 return
-            result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "%s read %s" % (NAME, uri)}]}
+            result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "%s read %s%s" % (
+                NAME, uri, " for " + os.environ["FAKE_WHO"] if os.environ.get("FAKE_WHO") else "")}]}
         elif method == "prompts/list":
             result = {"prompts": [{"name": "greet", "description": "Say hello",
                                    "arguments": [{"name": "who", "required": True}]}]}
         elif method == "completion/complete":  # the argument's value, completed, and the era it was asked in
             era = "2026" if "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {}) else "handshake"
-            result = {"completion": {"values": ["%s-%s-%s" % ((params.get("argument") or {}).get("value"), NAME, era)],
+            result = {"completion": {"values": ["%s-%s-%s" % ((params.get("argument") or {}).get("value"), NAME, era)]
+                                     + ([os.environ["FAKE_WHO"]] if os.environ.get("FAKE_WHO") else []),
                                      "hasMore": False}}
         elif method == "prompts/get":
             who = (params.get("arguments") or {}).get("who", "?")
-            result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s" % (who, NAME)}}]}
+            result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s%s" % (
+                who, NAME, " for " + os.environ["FAKE_WHO"] if os.environ.get("FAKE_WHO") else "")}}]}
         else:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no %s" % method}})
             return
@@ -10123,6 +10129,7 @@ class OAuthServer(ThreadedHttpServer):
         import http.server
         import urllib.parse
         owner, codes, tokens = self, {}, {}
+        self.tokens = tokens  # token -> (kind, until): cleared, every token is refused (revoked)
         self.expires_in, self.grants, self.registered, self.authorized = expires_in, [], [], []
         self.resource_metadata = self.issuers = self.token_reply = None
         self.revocation, self.revoked, self.seen = True, [], []
@@ -10298,6 +10305,61 @@ class OAuthTests(OAuthCase):
             self.assertEqual(self.server.authorized, [], "serve opened the browser without being allowed to")
             self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
             self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")  # no restart
+
+    def test_a_sign_in_that_cannot_be_refreshed_says_how_to_sign_in_again(self):
+        # Issue 45.5: the server's tokens are revoked while it runs (the refresh fails): a client without URL
+        # elicitation gets a tool error naming the server and the login command; one that declared
+        # `elicitation.url` gets -32042 with the sign-in's URL, and once that URL is opened (the browser on this
+        # machine) it is told the sign-in is complete (notifications/elicitation/complete) and the call passes.
+        import urllib.request
+        for capabilities in ({}, {"elicitation": {"url": {}}}):
+            self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
+            with McpProcess("serve", "--config", self.config, env=self.env) as server:
+                server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                                              "clientInfo": {"name": "test", "version": "0"}})
+                server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")
+                self.server.tokens.clear()  # revoked: the access token and the refresh token alike
+                reply = server.request("tools/call", {"name": "files__whoami", "arguments": {}})
+                if not capabilities:
+                    self.assertTrue(reply["result"]["isError"], reply)
+                    self.assertIn("server files needs a sign-in: run `mcpstudio login files --config %s`" % self.config,
+                                  text_of(reply["result"]))
+                    continue
+                self.assertEqual(reply["error"]["code"], -32042, reply)
+                [asked] = reply["error"]["data"]["elicitations"]
+                self.assertEqual(asked["mode"], "url")
+                self.assertTrue(asked["url"].startswith("http://127.0.0.1:%d/authorize?" % self.server.port), asked)
+                with urllib.request.urlopen(asked["url"], timeout=WAIT) as page:  # the browser: to the callback
+                    self.assertEqual(page.status, 200)
+                self.assertTrue(wait_until(lambda: server.notifications_of("notifications/elicitation/complete")))
+                self.assertEqual(server.notifications_of("notifications/elicitation/complete")[0]["params"],
+                                 {"elicitationId": asked["elicitationId"]})
+                self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")
+
+    def test_a_signed_in_person_never_signs_the_gateway_in(self):
+        # Issue 45.5 on a team gateway: the server's sign-in is everyone's, so a signed-in person whose call finds it
+        # expired is told to ask the admin, and is never handed a sign-in URL (their sign-in would serve everyone).
+        path = os.path.join(self.dir, "team.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"files": {"url": self.server.url}},
+                       "people": {"alice": {"tokenSha256": hashlib.sha256(b"alice-token-0001").hexdigest()}}}, f)
+        self.assertEqual(self.run_cli("login", "files", "--config", path).returncode, 0)
+        meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}}}
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            def call():
+                status, _, text = http.modern("tools/call", {"name": "files__whoami", "arguments": {}, "_meta": meta},
+                                              headers={"Authorization": "Bearer alice-token-0001"})
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            self.assertEqual(text_of(call()["result"]), "signed-in caller (token at)")
+            self.server.tokens.clear()
+            reply = call()
+            self.assertTrue(reply["result"]["isError"], reply)
+            self.assertIn("server files needs a sign-in", text_of(reply["result"]))
+            self.assertIn("This sign-in is the gateway's, shared by every person: ask its admin to sign in again",
+                          text_of(reply["result"]))
+        self.assertEqual(len(self.server.authorized), 1)  # the login's only
 
     def test_a_token_about_to_expire_is_refreshed(self):
         self.server.expires_in = 30  # inside OAUTH_REFRESH_EARLY: every use refreshes first
@@ -13552,6 +13614,21 @@ class SignInCheckTests(unittest.TestCase):
         self.assertEqual((person.subject, person.email, person.groups, person.scopes),
                          ("bob", None, ["sales"], ["tools", "read"]))
 
+    def test_a_token_is_passed_on_only_to_a_server_its_audience_names(self):
+        # Person.token_for, the passthrough rule: the token goes to a URL its `aud` names (a string or a list, a
+        # trailing / aside), never to another one, and a person without a token (static people) has none to give.
+        crm = "https://crm.example/mcp"
+        cases = [  # (aud, resource asked for, whether the token is given)
+            (crm, crm, True), ([crm + "/", "https://gw.example/mcp"], crm, True), ("https://gw.example/mcp", crm, False),
+            ([crm + "x"], crm, False), (["https://crm.example"], crm, False), ([7, None], crm, False), (None, crm, False),
+        ]
+        for aud, resource, given in cases:
+            with self.subTest(aud=aud):
+                person = mcpstudio.Person.from_claims({"sub": "alice", "aud": aud})
+                person.token = "tok"
+                self.assertEqual(person.token_for(resource), "tok" if given else None)
+        self.assertIsNone(mcpstudio.Person("alice", audiences=[crm]).token_for(crm))  # no token
+
 
 class SignInKeysTests(unittest.TestCase):
     """Issue 45: SignIn finds the issuer's keys by discovery, keeps them, and follows a key rotation with a
@@ -13907,13 +13984,136 @@ class IsolationTests(AggregatorCase):
             self.assertTrue(wait_until(lambda: not alive(pids[-1]), 10), "an ended session's server still runs")
             self.assertTrue(alive(pids[0]))  # the shared one (it lists the tools) stays
 
+    def test_passthrough_config_errors(self):
+        # "auth": "passthrough" is for a URL server, never a shared one (each person's token, each person's process).
+        for entry, fragment in (({"command": PY, "args": [self.fake], "auth": "passthrough"}, "only a server with a `url`"),
+                                ({"url": "https://crm.example/mcp", "auth": "passthrough", "isolation": "shared"},
+                                 'use "user" or "session"'),
+                                ({"url": "https://crm.example/mcp", "auth": "forward"}, 'expected "passthrough"')):
+            path = os.path.join(self.dir, "bad.json")
+            with open(path, "w") as f:
+                json.dump({"mcpServers": {"crm": entry}}, f)
+            done = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                  env=self.env)
+            self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+            self.assertIn(fragment, done.stderr)
+
+    def test_reads_and_prompts_come_from_the_persons_own_process(self):
+        # A resource read, a prompt and a completion of a "user" server come from the person's own process (with
+        # their secret), never the shared one; the listings come from the shared process, which never gets a
+        # person's secret (its ${person.TOKEN} is empty).
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", name, value=name + "-own")
+        who = os.path.join(self.dir, "who")
+        path = os.path.join(self.dir, "reads.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "env", "--name", "keeper",
+                                                                        "--who-file", who],
+                                                "env": {"FAKE_WHO": "${person.TOKEN}"}, "isolation": "user"}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            def ask(name, method, params):
+                headers = {"Authorization": "Bearer " + self.TOKENS[name]}
+                if "uri" in params:
+                    headers["Mcp-Name"] = params["uri"]
+                status, _, text = http.modern(method, params, headers=headers)
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            for name in ("alice", "bob"):
+                self.assertEqual([t["name"] for t in ask(name, "tools/list", {})["result"]["tools"]], ["keeper__env"])
+                self.assertEqual([r["uri"] for r in ask(name, "resources/list", {})["result"]["resources"]],
+                                 ["fake://keeper/info"])
+                read = ask(name, "resources/read", {"uri": "fake://keeper/info"})["result"]["contents"][0]["text"]
+                self.assertEqual(read, "keeper read fake://keeper/info for %s-own" % name)
+                prompt = ask(name, "prompts/get", {"name": "keeper__greet", "arguments": {"who": "x"}})["result"]
+                self.assertEqual(prompt["messages"][0]["content"]["text"], "Hello x from keeper for %s-own" % name)
+                completed = ask(name, "completion/complete", {"ref": {"type": "ref/prompt", "name": "keeper__greet"},
+                                                              "argument": {"name": "who", "value": "a"}})
+                self.assertEqual(completed["result"]["completion"]["values"], ["a-keeper-handshake", name + "-own"])
+            refused = ask("carol", "resources/read", {"uri": "fake://keeper/info"})  # no secret: told how to set it
+            self.assertIn("mcpstudio secrets set TOKEN --person carol", refused["error"]["message"])
+        with open(who) as f:  # the shared (listing) process got no secret; each person's got only their own
+            self.assertEqual(sorted(line.split()[1] for line in f), ["-", "alice-own", "bob-own"])
+
 
 OIDC_PROVIDER = os.environ.get("MCPSTUDIO_OIDC_PROVIDER", "")  # an npm prefix holding node_modules/oidc-provider
 IDP_SCRIPT = os.path.join(HERE, "examples", "team-gateway", "idp.mjs")
 
 
+class RecordingMcpServer(ThreadedHttpServer):
+    """A Streamable HTTP MCP server (tool `whoami`) in threads of this test process that records the Authorization
+    each request came with (`seen`: (method, header or None)); a token in `refused` gets 401 invalid_token."""
+
+    def __init__(self):
+        import http.server
+        owner, self.seen, self.refused = self, [], set()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def reply(self, status, body=None, headers=()):
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(status)
+                for header in headers:
+                    self.send_header(*header)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self.reply(405)
+
+            def do_POST(self):
+                message = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                given = self.headers.get("Authorization")
+                owner.seen.append((message.get("method"), given))
+                if given and given[len("Bearer "):] in owner.refused:
+                    self.reply(401, {"error": "invalid_token"}, [("WWW-Authenticate", 'Bearer error="invalid_token"')])
+                elif "id" not in message:
+                    self.reply(202)
+                elif message["method"] == "initialize":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {
+                        "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "crm", "version": "1"}}}, [("Mcp-Session-Id", "s%d" % len(owner.seen))])
+                elif message["method"] == "tools/list":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": [
+                        {"name": "whoami", "inputSchema": {"type": "object"}}]}})
+                elif message["method"] == "tools/call":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"content": [
+                        {"type": "text", "text": "crm called"}]}})
+                else:
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}})
+
+        self.serve(Handler)
+        self.url = "http://127.0.0.1:%d/mcp" % self.port
+
+
 def _jwk_ints(jwk, *names):
     return tuple(int.from_bytes(mcpstudio.b64url(jwk[name]), "big") for name in names)
+
+
+# The official TypeScript SDK's client signs in by itself: its ClientCredentialsProvider (client dana of
+# idp.mjs) follows the gateway's 401 to the RFC 9728 metadata, the provider's metadata and token endpoint
+# (with the RFC 8707 resource), then lists and calls; prints {"tools": [...], "call": text}.
+TS_SIGN_IN_CLIENT = r"""
+const sdk = process.env.SDK_DIR + '/dist/esm/';
+const { Client } = await import(sdk + 'client/index.js');
+const { StreamableHTTPClientTransport } = await import(sdk + 'client/streamableHttp.js');
+const { ClientCredentialsProvider } = await import(sdk + 'client/auth-extensions.js');
+const provider = new ClientCredentialsProvider({ clientId: 'dana', clientSecret: 'dana-secret',
+                                                 expectedIssuer: process.env.ISSUER });
+const client = new Client({ name: 'ts-sign-in', version: '1.0.0' });
+await client.connect(new StreamableHTTPClientTransport(new URL(process.env.TARGET), { authProvider: provider }));
+const tools = (await client.listTools()).tools.map(t => t.name);
+const call = (await client.callTool({ name: 'alpha__echo', arguments: { text: 'from ts' } })).content[0].text;
+const token = provider.tokens().access_token;
+console.log(JSON.stringify({ tools, call, aud: JSON.parse(Buffer.from(token.split('.')[1], 'base64url')).aud }));
+await client.close();
+"""
+TS_SDK_DIR = os.path.join(os.path.dirname(os.path.dirname(INSPECTOR)), "@modelcontextprotocol", "sdk") if INSPECTOR else ""
 
 
 @unittest.skipUnless(OIDC_PROVIDER and os.path.isdir(os.path.join(OIDC_PROVIDER, "node_modules", "oidc-provider"))
@@ -13926,8 +14126,8 @@ class SignInTests(AggregatorCase):
     @classmethod
     def setUpClass(cls):
         cls.folder = tempfile.mkdtemp(prefix="mcpstudio-idp-")
-        keys = os.path.join(cls.folder, "keys.json")
-        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys],
+        keys, cls.also = os.path.join(cls.folder, "keys.json"), os.path.join(cls.folder, "also")
+        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys, cls.also],
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    env=dict(os.environ, NODE_PATH=os.path.join(OIDC_PROVIDER, "node_modules")))
         timer = threading.Timer(WAIT, cls.idp.kill)  # a provider that never says it is ready is stopped
@@ -14035,6 +14235,90 @@ class SignInTests(AggregatorCase):
                 self.assertEqual(text_of(http.messages(text)[0]["result"]), name + "-own")
         with open(self.pids) as f:  # the shared one (it lists the tools), alice's and bob's
             self.assertEqual(len({line.split()[0] for line in f}), 3)
+
+    @unittest.skipUnless(TS_SDK_DIR and os.path.exists(os.path.join(TS_SDK_DIR, "dist", "esm", "client",
+                                                                     "auth-extensions.js")),
+                         "the TypeScript SDK is not installed (beside $MCPSTUDIO_INSPECTOR; .ci/run installs it)")
+    def test_the_typescript_sdk_signs_in_by_itself(self):
+        # A real SDK client with only its client id and secret: from the gateway's 401 it finds the provider (RFC
+        # 9728), gets a token for the gateway's URL (RFC 8707) by a client-credentials grant, and lists and calls.
+        with self.serve() as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            proc = subprocess.run([NODE22 or shutil.which("node"), "--input-type=module", "-e", TS_SIGN_IN_CLIENT],
+                                  capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                                  env=dict(os.environ, SDK_DIR=TS_SDK_DIR, TARGET=root, ISSUER=self.issuer))
+        self.assertEqual(proc.returncode, 0, proc.stdout[-2000:] + proc.stderr[-3000:])
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        self.assertEqual(out, {"tools": ["alpha__echo"], "call": "alpha: from ts", "aud": root})
+
+    def test_passthrough_forwards_only_a_token_issued_for_the_server(self):
+        # "auth": "passthrough": alice's token, which the provider issued for the gateway and the crm server both (its
+        # aud names both), reaches crm as her own Authorization; bob's, issued for the gateway alone, is refused with
+        # what the admin must do, and crm never sees it; the shared process that lists crm's tools sent no one's.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        with open(self.also, "w") as f:
+            f.write(crm.url + "\n")
+        self.addCleanup(os.remove, self.also)
+        with self.serve(crm={"url": crm.url, "auth": "passthrough"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            alice, bob = self.token("alice", root), self.token("bob", root)
+            self.assertEqual(json.loads(mcpstudio.b64url(alice.split(".")[1]))["aud"], [root, crm.url])
+            answers = {}
+            for name, token, path in (("alice", alice, "/mcp"), ("bob", bob, "/mcp/sales")):
+                http.path = path
+                status, _, text = http.modern("tools/call", {"name": "crm__whoami", "arguments": {}},
+                                              headers={"Authorization": "Bearer " + token})
+                self.assertEqual(status, 200, text)
+                answers[name] = http.messages(text)[0]["result"]
+        self.assertEqual((text_of(answers["alice"]), answers["alice"].get("isError", False)), ("crm called", False))
+        self.assertTrue(answers["bob"]["isError"])
+        for fragment in ("server `crm` is called with your own sign-in", "was not issued for it",
+                         json.dumps([root]), "resource=%s" % crm.url):
+            self.assertIn(fragment, text_of(answers["bob"]))
+        self.assertEqual([given for method, given in crm.seen if method == "tools/call"], ["Bearer " + alice])
+        self.assertNotIn("Bearer " + bob, [given for _, given in crm.seen])
+        self.assertIn(("tools/list", None), crm.seen)  # the listing process: no one's token
+
+    def test_a_token_the_passthrough_server_refuses_signs_the_person_in_again(self):
+        # Issue 45 item 5: when crm refuses alice's own token (expired or revoked there: 401 invalid_token), her call
+        # says so and how to recover, and the gateway then refuses that token with 401 invalid_token (what makes an
+        # MCP client sign in again); a new token from the provider works at once and is the one crm gets.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        with open(self.also, "w") as f:
+            f.write(crm.url + "\n")
+        self.addCleanup(os.remove, self.also)
+        with self.serve(crm={"url": crm.url, "auth": "passthrough"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+
+            def call(token):
+                status, headers, text = http.modern("tools/call", {"name": "crm__whoami", "arguments": {}},
+                                                    headers={"Authorization": "Bearer " + token})
+                return (status, http.messages(text)[0]["result"]) if status == 200 else (
+                    status, headers.get("www-authenticate", ""))
+            old = self.token("alice", root)
+            self.assertEqual(text_of(call(old)[1]), "crm called")
+            crm.refused.add(old)
+            status, result = call(old)
+            self.assertEqual(status, 200)
+            self.assertTrue(result["isError"])
+            self.assertIn("server crm refused your access token (HTTP 401: invalid_token): sign in to the gateway "
+                          "again", text_of(result))
+            status, challenge = call(old)
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token"', challenge)
+            self.assertIn("server crm refused it (expired or revoked): sign in again", challenge)
+            self.assertIn("resource_metadata=", challenge)
+            second = self.token("alice", root)
+            crm.refused.add(second)  # her process starts again for a new token, and crm refuses its initialize
+            status, result = call(second)
+            self.assertIn("server crm refused your access token", text_of(result))
+            self.assertEqual(call(second)[0], 401)
+            new = self.token("alice", root)
+            self.assertEqual(text_of(call(new)[1]), "crm called")
+        self.assertEqual([given for method, given in crm.seen if method == "tools/call"][-1], "Bearer " + new)
+        self.assertIn(("initialize", "Bearer " + second), crm.seen)
 
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
