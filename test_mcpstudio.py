@@ -156,13 +156,22 @@ def process_table() -> dict:
     return table
 
 
+# Wine's own programs, which Wine may start as a child of whichever process first needs them (a desktop
+# window station: explorer.exe) and which outlive it by design: not a command's leftovers.
+WINE_SERVICES = {"explorer.exe", "services.exe", "winedevice.exe", "plugplay.exe", "svchost.exe", "rpcss.exe",
+                 "conhost.exe"}
+
+
 def process_tree(pid) -> list:
-    """The pids of every live process under `pid` (children, theirs, ...), from process_table()."""
+    """The pids of every live process under `pid` (children, theirs, ...), from process_table() (under Wine,
+    without Wine's own services)."""
     table = process_table()
+    wine = os.environ.get("MCPSTUDIO_WINE")
     found, todo = [], [pid]
     while todo:
         parent = todo.pop()
-        children = [child for child, (ppid, _) in table.items() if ppid == parent and child not in found and child != pid]
+        children = [child for child, (ppid, name) in table.items() if ppid == parent and child not in found
+                    and child != pid and not (wine and name.lower() in WINE_SERVICES)]
         found += children
         todo += children
     return [child for child in found if alive(child)]
