@@ -12627,13 +12627,13 @@ def es256_verify(public, message, signature):
 
 
 def rs256_verify(public, message, signature):
-    """Whether `signature` is `public`'s (n, e; 2048 bits at least) RSASSA-PKCS1-v1_5 SHA-256 signature of
+    """Whether `signature` is `public`'s (n, e; 2048 bits at least, e odd and 3 or more) RSASSA-PKCS1-v1_5 SHA-256 signature of
     `message`: the whole encoded block is built and compared, never parsed (no lenient padding)."""
     import hashlib
     import hmac
     n, e = public
     size = (n.bit_length() + 7) // 8
-    if n.bit_length() < 2048 or len(signature) != size or int.from_bytes(signature, "big") >= n:
+    if n.bit_length() < 2048 or e < 3 or not e % 2 or len(signature) != size or int.from_bytes(signature, "big") >= n:
         return False
     digest = _SHA256_INFO + hashlib.sha256(message).digest()
     block = b"\x00\x01" + b"\xff" * (size - 3 - len(digest)) + b"\x00" + digest
@@ -12647,6 +12647,8 @@ def jwk_key(jwk):
     try:
         if jwk.get("kty") == "RSA":
             alg, key = "RS256", (int.from_bytes(b64url(jwk["n"]), "big"), int.from_bytes(b64url(jwk["e"]), "big"))
+            if key[1] < 3 or not key[1] % 2:  # e = 1: the signature is the padded block, which anyone can write
+                return None
         elif jwk.get("kty") == "EC" and jwk.get("crv") == "P-256" and len(b64url(jwk["x"])) == len(b64url(jwk["y"])) == 32:
             alg, key = "ES256", (int.from_bytes(b64url(jwk["x"]), "big"), int.from_bytes(b64url(jwk["y"]), "big"))
             if not p256_on_curve(key):

@@ -12977,6 +12977,19 @@ class SignInCheckTests(unittest.TestCase):
             with self.subTest(message=message[:12], signature=signature[:4].hex()):
                 self.assertIs(mcpstudio.es256_verify(key, message, signature), verifies)
 
+    def test_rs256_refuses_a_key_with_a_trivial_exponent(self):
+        # An RSA key with e = 1 (or an even e) is no key: with e = 1 the signature is the padded block itself, which
+        # anyone can write, so a JWKS that ever carried such a key (a mistake, a test key) would let any token in.
+        n = _test_rsa_key(45)[0]
+        size = (n.bit_length() + 7) // 8
+        message = b"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJtYWxsb3J5In0"
+        digest = mcpstudio._SHA256_INFO + hashlib.sha256(message).digest()
+        block = b"\x00\x01" + b"\xff" * (size - 3 - len(digest)) + b"\x00" + digest
+        for e in (1, 2, 0):
+            with self.subTest(e=e):
+                self.assertIs(mcpstudio.rs256_verify((n, e), message, block), False)
+        self.assertIsNone(mcpstudio.jwk_key(dict(_rsa_jwk((n, 65537), "r"), e="AQ")))  # e = 1 in a JWKS
+
     def test_jwt_claims_table(self):
         # What a token must be: signed by a key of the JWKS with RS256 or ES256, of the issuer, for this server,
         # within exp and nbf (60 s of skew): everything else is refused, saying why; an unknown kid is UnknownKey.
