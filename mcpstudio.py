@@ -12728,7 +12728,8 @@ class Person:
     @classmethod
     def from_claims(cls, claims):
         """A person from a JWT's (or an introspection's) claims: sub, email, groups, scope (or scp)."""
-        scopes = claims.get("scope").split() if isinstance(claims.get("scope"), str) else claims.get("scp") or []
+        scopes = claims.get("scope", claims.get("scp")) or []  # Entra ID writes `scp` as a string, Okta as a list
+        scopes = scopes.split() if isinstance(scopes, str) else scopes
         groups = claims.get("groups")
         return cls(claims["sub"], claims.get("email") if isinstance(claims.get("email"), str) else None,
                    groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [])

@@ -13120,6 +13120,22 @@ class SignInCheckTests(unittest.TestCase):
                          ("bob", None, ["sales"], ["tools", "read"]))
 
 
+    def test_scopes_of_either_claim_in_either_form(self):
+        # `scope` is a space-separated string (RFC 9068); Microsoft Entra ID writes `scp` as one too, Okta `scp` as
+        # a list: each gives the person its scopes, so signIn.scopes does not refuse their tokens as lacking them.
+        cases = [
+            ({"scope": "tools read"}, ["tools", "read"]),
+            ({"scp": "tools read"}, ["tools", "read"]),
+            ({"scp": ["tools", "read", 7]}, ["tools", "read"]),
+            ({"scope": ["tools"]}, ["tools"]),
+            ({"scope": 7}, []),
+            ({}, []),
+        ]
+        for claims, scopes in cases:
+            with self.subTest(claims=claims):
+                self.assertEqual(mcpstudio.Person.from_claims(dict(claims, sub="bob")).scopes, scopes)
+
+
 class SignInKeysTests(unittest.TestCase):
     """Issue 45: SignIn finds the issuer's keys by discovery, keeps them, and follows a key rotation with a
     bounded refetch on an unknown `kid` (an issuer in threads of this test process; no clock is waited for)."""
