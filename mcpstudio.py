@@ -12727,11 +12727,13 @@ class Person:
 
     @classmethod
     def from_claims(cls, claims):
-        """A person from a JWT's (or an introspection's) claims: sub, email, groups, scope (or scp)."""
+        """A person from a JWT's (or an introspection's) claims: sub, email (unless email_verified is false),
+        groups, scope (or scp)."""
         scopes = claims.get("scope", claims.get("scp")) or []  # Entra ID writes `scp` as a string, Okta as a list
         scopes = scopes.split() if isinstance(scopes, str) else scopes
         groups = claims.get("groups")
-        return cls(claims["sub"], claims.get("email") if isinstance(claims.get("email"), str) else None,
+        email = claims.get("email") if claims.get("email_verified") is not False else None  # not who they are
+        return cls(claims["sub"], email if isinstance(email, str) else None,
                    groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [])
 
 

@@ -13120,6 +13120,17 @@ class SignInCheckTests(unittest.TestCase):
                          ("bob", None, ["sales"], ["tools", "read"]))
 
 
+    def test_an_unverified_email_names_nobody(self):
+        # An identity provider that lets people sign up with any address says `email_verified: false`: such an
+        # email is not who the person is, so a namespace's people list naming alice@example.com does not admit it.
+        mallory = mcpstudio.Person.from_claims({"sub": "mallory", "email": "alice@example.com", "email_verified": False})
+        self.assertIsNone(mallory.email)
+        self.assertIs(mcpstudio.admits(["alice@example.com"], mallory), False)
+        alice = mcpstudio.Person.from_claims({"sub": "a1", "email": "alice@example.com", "email_verified": True})
+        self.assertIs(mcpstudio.admits(["alice@example.com"], alice), True)
+        self.assertEqual(mcpstudio.Person.from_claims({"sub": "a1", "email": "alice@example.com"}).email,
+                         "alice@example.com")  # an access token often carries no email_verified: the issuer's word
+
     def test_scopes_of_either_claim_in_either_form(self):
         # `scope` is a space-separated string (RFC 9068); Microsoft Entra ID writes `scp` as one too, Okta `scp` as
         # a list: each gives the person its scopes, so signIn.scopes does not refuse their tokens as lacking them.
