@@ -5548,7 +5548,8 @@ class Guard:
         limits = [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),) + rules["rateLimit"][:2]
                   for level, rules in levels if "rateLimit" in rules]
         cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
-        key = cache and json.dumps([public, "" if cache[1] else who, plan.get("argv") or arguments, plan.get("stdin"),
+        shared = cache and cache[1] and not plan.get("isolated")  # an isolated server's answer is its caller's
+        key = cache and json.dumps([public, "" if shared else who, plan.get("argv") or arguments, plan.get("stdin"),
                                     plan.get("cwd"), plan.get("env")], default=str)
 
         def limited(wait, limit):
@@ -11494,7 +11495,8 @@ class Aggregator:
             return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
         upstream = route[0] == "upstream" and self.upstreams.get(route[1])
         return upstream and {"server": route[1], "tool": route[2], "upstreamTool": route[2],
-                             "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)]}
+                             "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)],
+                             "isolated": upstream.spec.isolation != "shared"}  # answers are a person's own
 
     def question(self, name, arguments):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""

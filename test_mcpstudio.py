@@ -13445,6 +13445,22 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
 
+    def test_a_shared_cache_never_hands_one_persons_result_to_another(self):
+        # An isolated server's results come from a person's own process, with their own secrets: a `cache` with
+        # `shared: true` keeps them per person all the same, so bob never gets what alice's process answered.
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value" % name)
+        path = self.config("user")
+        with open(path) as f:
+            data = json.load(f)
+        data["mcpServers"]["keeper"].update(cache={"ttl": 300, "shared": True},
+                                            overrides={"env": {"annotations": {"readOnlyHint": True}}})
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            for name in ("alice", "bob", "alice", "bob"):
+                self.assertEqual(self.call(http, name, "keeper__env", {"name": "FAKE_WHO"}), "%s-secret-value" % name)
+
     def test_found_tools_are_their_finders(self):
         # With toolSearch on, the tools alice's search found join her tools/list, not bob's.
         path = os.path.join(self.dir, "found.json")
