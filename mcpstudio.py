@@ -5550,7 +5550,8 @@ class Guard:
         cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
         shared = cache and cache[1] and not plan.get("isolated")  # an isolated server's answer is its caller's
         key = cache and json.dumps([public, "" if shared else who, plan.get("argv") or arguments, plan.get("stdin"),
-                                    plan.get("cwd"), plan.get("env")], default=str)
+                                    plan.get("cwd"), plan.get("env"), plan.get("namespace")],  # each its overrides
+                                   default=str)
 
         def limited(wait, limit):
             entry["rateLimited"] = True

@@ -12832,6 +12832,22 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertIn("ns.json", text)
         self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), 10))
 
+    def test_the_result_cache_keeps_each_namespaces_answers_apart(self):
+        # Two namespaces may curate one tool differently (here: a fixed `text` each): the one result cache of
+        # every URL keeps their answers apart, so /mcp/b never gets what /mcp/a's fixed value answered.
+        path = os.path.join(self.dir, "ns.json")
+        fixed = lambda text: {"alpha__echo": {"annotations": {"readOnlyHint": True},  # noqa: E731
+                                              "arguments": {"text": {"value": text}}}}
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"alpha": {"command": PY, "args": [self.fake, "--only", "echo", "--name", "alpha"],
+                                                "cache": {"ttl": 300}}},
+                       "namespaces": {"a": {"servers": ["alpha"], "overrides": fixed("from a")},
+                                      "b": {"servers": ["alpha"], "overrides": fixed("from b")}},
+                       "defaultNamespace": "a"}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            for url, text in (("/mcp/a", "alpha: from a"), ("/mcp/b", "alpha: from b"), ("/mcp/a", "alpha: from a")):
+                self.assertEqual(self.call(http, url, "alpha__echo", {}), text)
+
     def test_every_url_passes_the_one_guard(self):
         # A caller's rate limit counts its calls through every URL (one quota, not one per namespace).
         fake = [self.fake, "--only", "echo", "--name"]
