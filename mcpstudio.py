@@ -11205,12 +11205,21 @@ class PersonSecrets:
     def __init__(self, path=None):
         self.path = path or os.path.join(os.path.dirname(default_config_path()), "people-secrets.json")
 
-    def load(self):
+    def load(self, strict=False):
+        """{subject: {NAME: value}}; {} when there is no store, or (unless `strict`: ConfigError) one that cannot
+        be read."""
         try:
             with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
                 data = json.load(f)
-        except (OSError, ValueError):
+        except FileNotFoundError:
             return {}
+        except (OSError, ValueError) as exc:
+            if strict:
+                raise ConfigError("cannot read the people's secrets in %s (%s): fix or remove it; it is kept as it "
+                                  "is" % (self.path, getattr(exc, "strerror", None) or exc))
+            return {}
+        if not isinstance(data, dict) and strict:
+            raise ConfigError("%s is not a JSON object of people's secrets: fix or remove it" % self.path)
         return data if isinstance(data, dict) else {}
 
     def of(self, person):
@@ -11219,8 +11228,9 @@ class PersonSecrets:
         return {key: value for key, value in mine.items() if isinstance(value, str)} if isinstance(mine, dict) else {}
 
     def set(self, person, name, value):
-        """Keep (or with None, remove) `person`'s secret `name`; whether it was there before."""
-        data = self.load()
+        """Keep (or with None, remove) `person`'s secret `name`; whether it was there before. A store that cannot be
+        read is never written over (everybody's secrets would be lost)."""
+        data = self.load(strict=True)
         mine = data.setdefault(person, {})
         there = name in mine
         if value is None:

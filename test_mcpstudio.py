@@ -13461,6 +13461,23 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
 
+    def test_a_store_that_cannot_be_read_is_never_overwritten(self):
+        # A store that cannot be read (edited by hand into broken JSON, a symlink) is refused by `secrets set` and
+        # `remove`, saying why, and kept as it is: writing the one new secret over it would lose everybody's.
+        self.assertEqual(self.secrets("set", "TOKEN", "--person", "alice", value="alice-secret").returncode, 0)
+        store = os.path.join(self.dir, "config", "mcpstudio", "people-secrets.json")
+        with open(store) as f:
+            text = f.read()[:-1]  # the closing brace lost
+        with open(store, "w") as f:
+            f.write(text)
+        for words in (("set", "TOKEN", "--person", "bob"), ("remove", "TOKEN", "--person", "alice")):
+            with self.subTest(words=words):
+                done = self.secrets(*words, value="bob-secret")
+                self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+                self.assertIn("people-secrets.json", done.stderr)
+                with open(store) as f:
+                    self.assertEqual(f.read(), text)
+
     def test_a_shared_cache_never_hands_one_persons_result_to_another(self):
         # An isolated server's results come from a person's own process, with their own secrets: a `cache` with
         # `shared: true` keeps them per person all the same, so bob never gets what alice's process answered.
