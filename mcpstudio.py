@@ -12699,7 +12699,8 @@ def jwt_key(header, keys):
     if "crit" in header:
         raise TokenError("the token's header has `crit` extensions this server does not understand")
     kid = header.get("kid")
-    return [key for key_id, key_alg, key in keys if key_alg == alg and (kid is None or key_id == kid)]
+    return [key for key_id, key_alg, key in keys  # a key the JWKS names no kid for is tried too (RFC 7517: optional)
+            if key_alg == alg and (kid is None or key_id is None or key_id == kid)]
 
 
 def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):

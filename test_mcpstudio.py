@@ -13063,6 +13063,20 @@ class SignInCheckTests(unittest.TestCase):
                 with self.assertRaisesRegex(mcpstudio.TokenError, "not a JWT"):
                     mcpstudio.jwt_claims(token, keys, issuer, [audience], now)
 
+    def test_a_jwks_key_without_kid_may_sign_a_token_with_one(self):
+        # A JWKS need not name its keys (RFC 7517: `kid` is optional) while the tokens still carry a `kid`: such a
+        # key is tried (and must verify), not taken as "no key", which refused every token of that issuer.
+        rsa = _test_rsa_key(45)
+        unnamed = {k: v for k, v in _rsa_jwk(rsa, "r1").items() if k != "kid"}
+        keys = [mcpstudio.jwk_key(unnamed)]
+        issuer, audience, now = "https://idp.example", "https://gw.example/mcp", 1800000000
+        claims = {"iss": issuer, "aud": audience, "sub": "alice", "exp": now + 300}
+        token = _jwt({"alg": "RS256", "kid": "2024-key"}, claims, lambda data: _rs256_sign(rsa, data))
+        self.assertEqual(mcpstudio.jwt_claims(token, keys, issuer, [audience], now)["sub"], "alice")
+        forged = _jwt({"alg": "RS256", "kid": "2024-key"}, claims, lambda data: _rs256_sign(_test_rsa_key(46), data))
+        with self.assertRaisesRegex(mcpstudio.TokenError, "does not verify"):
+            mcpstudio.jwt_claims(forged, keys, issuer, [audience], now)
+
     def test_jwk_keys_table(self):
         # A JWKS's keys for signatures: RSA and P-256 EC; an encryption key, another curve, an oct (HMAC) key, a
         # point off the curve or an `alg` that does not fit the key is not one.
