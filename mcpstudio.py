@@ -12902,7 +12902,9 @@ class SignIn:
                                                                               given if isinstance(given, list) else [])):
             raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
         subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
-        if not isinstance(subject, str) or not subject or (type(claims.get("exp")) in (int, float) and claims["exp"] < time.time()):
+        if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):
+            raise TokenError("the introspection endpoint gave it no numeric `exp`")
+        if not isinstance(subject, str) or not subject or ("exp" in claims and claims["exp"] < time.time()):
             raise TokenError("it names no subject, or it expired")
         return dict(claims, sub=subject, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
 

@@ -13233,6 +13233,39 @@ class SignInKeysTests(unittest.TestCase):
             return seen
         self.assertEqual(asyncio.run(scenario()), ["alice", 1, "bob", 1, 1, "carol", 2, 2])
 
+    def test_an_introspection_answer_with_a_bad_exp_is_a_refusal(self):
+        # An introspection endpoint that answers `exp` as a string (RFC 7662 says a number) gets the token
+        # refused, with a reason; before, comparing it raised TypeError and the request got no answer at all.
+        import http.server
+        answer = {"active": True, "sub": "alice", "aud": "https://gw.example/mcp", "exp": "tomorrow"}
+
+        class Issuer(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        issuer = ThreadedHttpServer()
+        issuer.serve(Issuer)
+        self.addCleanup(issuer.close)
+        base = "http://127.0.0.1:%d" % issuer.port
+        plan = {"issuer": base, "people": {}, "scopes": [], "introspection": base + "/introspect",
+                "clientId": "gateway", "clientSecret": "s3cret"}
+
+        async def scenario():
+            sign_in = mcpstudio.SignIn(plan, "https://gw.example/mcp", mcpstudio.Log())
+            with self.assertRaisesRegex(mcpstudio.TokenError, "exp"):
+                await sign_in.person("an-opaque-token")
+            answer["exp"] = int(time.time()) + 300
+            return (await sign_in.person("another-opaque-token")).subject
+        self.assertEqual(asyncio.run(scenario()), "alice")
+
 
 class TeamGatewayTests(ScratchDir):
     """Issue 45 with static per-person tokens (`people`, kept as SHA-256 hashes): a token is asked for and
