@@ -10678,8 +10678,9 @@ class _Parked:
     call = None  # the forwarded request, running on its own
     expiry = None
 
-    def __init__(self, method, name):
+    def __init__(self, method, name, owner=None):
         self.method, self.name = method, name  # what the retry must repeat
+        self.owner = owner    # whose call it is (CallContext.owner): another person's retry does not answer it
         self.asks = {}        # input key -> (method, params, future of the client's answer)
         self.changed = asyncio.Event()
 
@@ -10704,7 +10705,7 @@ class InputBridge:
         """`forward(ctx)` as a multi round-trip request of `ctx`'s client."""
         state = ctx.inputs.get("requestState")
         if state is None:
-            entry = _Parked(method, name)
+            entry = _Parked(method, name, ctx.owner)
             entry.call = asyncio.ensure_future(forward(ctx))  # outlives this request, if it must
             self.calls[ctx] = entry
             entry.call.add_done_callback(lambda _: self.calls.pop(ctx, None))
@@ -10715,7 +10716,7 @@ class InputBridge:
                 raise _invalid_params("this `requestState` belongs to a prompt round that waits on another instance: "
                                       "%s; call again without it (its command is stopped there after %d s)"
                                       % (elsewhere, ASK_TIMEOUT), {"instance": self.ids.name})
-            if not entry or (entry.method, entry.name) != (method, name):
+            if not entry or (entry.method, entry.name, entry.owner) != (method, name, ctx.owner):
                 raise _invalid_params("unknown `requestState` (it belongs to another "
                                       "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
             del self.parked[state]

@@ -12491,6 +12491,35 @@ class CommandPromptTests(ScratchDir):
                                                                    "_meta": meta, "requestState": "nope"})[2])[-1]
             self.assertIn("unknown `requestState`", refused["error"]["message"])
 
+    def test_a_prompt_round_answers_only_its_person(self):
+        # Signed in (people), alice's waiting command is hers: bob's retry with her requestState is told it is
+        # unknown (as another person's task is), and her own retry still answers it.
+        tokens = {"alice": "alice-token-0001", "bob": "bob-token-0002"}
+        with open(self.config()) as f:
+            data = json.load(f)
+        data["people"] = {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                          for name, token in tokens.items()}
+        path = os.path.join(self.dir, "people.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+
+            def call(who, extra):
+                params = dict({"name": "asking", "arguments": {"kind": "yes"}, "_meta": meta}, **extra)
+                status, _, text = server.modern("tools/call", params, headers={"Authorization": "Bearer " + tokens[who]})
+                self.assertEqual(status, 200, text)
+                return server.messages(text)[-1]
+            first = call("alice", {})["result"]
+            self.assertEqual(first["resultType"], "input_required", first)
+            (key, _), = first["inputRequests"].items()
+            retry = {"requestState": first["requestState"],
+                     "inputResponses": {key: {"action": "accept", "content": {"answer": True}}}}
+            stolen = call("bob", retry)
+            self.assertIn("unknown `requestState`", stolen.get("error", {}).get("message", ""), stolen)
+            self.assertEqual(text_of(call("alice", retry)["result"]).splitlines()[-2:],
+                             ["Really delete them? [y/N] answer y", "done"])
+
     def test_rounds_beside_servers_and_with_the_tasks_extension(self):
         # Issue 46: in a config with `mcpServers` (the tools go through the Aggregator) an interactive tool still
         # asks a 2026-07-28 client in input_required rounds, also one that declares the tasks extension (the call
