@@ -13338,9 +13338,9 @@ class NamespaceUrls:
         prefix, _, name = path.rpartition("/")
         if not hub or prefix != HTTP_PATH:
             return None
-        if name not in hub.namespace.plan.namespaces:
-            raise HttpError(404, "no namespace %r (the config's namespaces: %s)" % (
-                name, ", ".join(sorted(hub.namespace.plan.namespaces))))
+        if name not in hub.namespace.plan.namespaces:  # people signing in: a stranger learns no namespace's name
+            raise HttpError(404, "no namespace %r%s" % (name, "" if http.sign_in else " (the config's namespaces: %s)"
+                                                         % ", ".join(sorted(hub.namespace.plan.namespaces))))
         if name not in self.views:
             try:
                 server = http.server.namespaced(name)

@@ -13417,6 +13417,24 @@ class TeamGatewayTests(ScratchDir):
         self.assertRegex(done.stdout, r"  all .*people: every signed-in person\n")
         self.assertRegex(done.stdout, r"\na .* true  \(isolation session, at most 3\)\n")
 
+    def test_an_unknown_namespace_names_no_other_without_a_token(self):
+        # With people signing in, the 404 of a namespace URL that is not there (answered before any token is
+        # read) does not list the config's namespaces: a stranger learns none of their names.
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"a": {"command": "true"}}, "defaultNamespace": "general",
+                       "namespaces": {"general": ["a"], "merger-talks": {"servers": ["a"], "people": ["alice"]}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, env=dict(
+                os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))) as http:
+            for headers in ({}, self.auth("bob")):
+                http.path = "/mcp/nope"
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
+                self.assertEqual(status, 404, text)
+                self.assertIn("no namespace 'nope'", text)
+                self.assertNotIn("merger-talks", text)
+
     def test_limits_and_audit_lines_are_per_person(self):
         # A rate limit counts a person's calls across their sessions (a new initialize does not reset it) and not
         # another person's; each audit line names its person, never their token.
