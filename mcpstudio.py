@@ -11781,6 +11781,8 @@ def aggregator_for(local, info, load, path, runner, log, options, script_options
     """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads)."""
     def reload():
         _, found, again = load()
+        if info["sign_in"] is not None:  # a person taken out of `people` is signed out now, not at the next start
+            info["sign_in"]["people"] = (again["sign_in"] or {}).get("people") or {}
         return found, again["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace"), again["local_key"]
     return Aggregator(
         local, info["upstream"], runner, log, namespace=options["namespace"], separator=info["separator"],

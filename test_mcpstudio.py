@@ -13555,6 +13555,27 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
 
+    def test_a_person_dropped_from_people_is_signed_out_at_the_reload(self):
+        # Taking bob out of `people` revokes his token when the config is read again (config_reload, or the file
+        # watch), as a namespace's `people` change then: not only at the next start.
+        path = os.path.join(self.dir, "people.json")
+
+        def write(names):
+            with open(path, "w") as f:
+                json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "echo", "--name",
+                                                                            "keeper"]}},
+                           "people": {name: {"tokenSha256": hashlib.sha256(self.TOKENS[name].encode()).hexdigest()}
+                                      for name in names}}, f)
+        write(["alice", "bob"])
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            self.assertEqual(self.call(http, "bob", "keeper__echo", {"text": "in"}), "keeper: in")
+            write(["alice"])
+            self.assertIn('"removed"', self.call(http, "alice", "mcpstudio__config_reload", {}))
+            status, _, text = http.modern("tools/call", {"name": "keeper__echo", "arguments": {"text": "x"}},
+                                          headers={"Authorization": "Bearer " + self.TOKENS["bob"]})
+            self.assertEqual(status, 401, text)
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "still"}), "keeper: still")
+
     def test_a_store_that_cannot_be_read_is_never_overwritten(self):
         # A store that cannot be read (edited by hand into broken JSON, a symlink) is refused by `secrets set` and
         # `remove`, saying why, and kept as it is: writing the one new secret over it would lose everybody's.
