@@ -12759,7 +12759,8 @@ def admits(people, person):
     names the person's subject or email, `group:NAME` of one of their groups, or `*`."""
     if people is None:
         return True
-    names = {"*", person.subject} | ({person.email} if person.email else set()) | {"group:" + g for g in person.groups}
+    names = {name for name in (person.subject, person.email) if name and not name.startswith("group:")}  # never a group
+    names |= {"*"} | {"group:" + g for g in person.groups}
     return any(entry in names for entry in people)
 
 

@@ -13179,6 +13179,14 @@ class SignInCheckTests(unittest.TestCase):
                          ("bob", None, ["sales"], ["tools", "read"]))
 
 
+    def test_a_subject_or_email_is_never_a_group(self):
+        # `group:NAME` names the members of a group: a subject or an email spelled "group:admins" (a client's id
+        # as the subject of a client-credentials token, an address a person typed) is not a member.
+        odd = mcpstudio.Person.from_claims({"sub": "group:admins", "email": "group:ops", "groups": ["eng"]})
+        for people, admitted in ((["group:admins"], False), (["group:ops"], False), (["group:eng"], True)):
+            with self.subTest(people=people):
+                self.assertIs(mcpstudio.admits(people, odd), admitted)
+
     def test_an_unverified_email_names_nobody(self):
         # An identity provider that lets people sign up with any address says `email_verified: false`: such an
         # email is not who the person is, so a namespace's people list naming alice@example.com does not admit it.
