@@ -13383,6 +13383,12 @@ def make_room(pending, share, most, first_byte, slow_head):
             excess -= 1
 
 
+def _header_text(text):
+    """`text` as a quoted-string's content in a header (WWW-Authenticate's error_description): what an identity
+    provider wrote may hold quotes, line breaks (a header of its own) or characters beyond Latin-1."""
+    return re.sub(r'["\\]', "'", re.sub(r"[^\x20-\x7e]", "?", text))
+
+
 class Drain:
     """An HttpServer's graceful leave (SIGTERM): /health answers 503 at once and new work is refused with 503 (a
     balancer sends it to another instance), while what the instance holds (its sessions, tasks and prompt rounds)
@@ -13635,13 +13641,13 @@ class HttpServer:
         try:
             person = await self.sign_in.person(given[7:].strip(), name)
         except TokenError as exc:
-            why = re.sub(r'["\\]', "'", str(exc))
+            why = _header_text(str(exc))
             raise HttpError(401, "the access token is refused: %s" % why, headers=[(
                 "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
         missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
         if missing or not admits(people, person):
-            why = ("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the people "
-                   "of namespace %s" % (person.subject, shown))
+            why = _header_text("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the "
+                               "people of namespace %s" % (person.subject, shown))
             raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
                             'error_description="%s"' % (challenge, why))])
         return person

@@ -13393,6 +13393,39 @@ class TeamGatewayTests(ScratchDir):
             status, _, text = http.modern("tools/list", headers=self.auth("alice"))
             self.assertEqual(status, 200, text)
 
+    def test_a_refusal_quotes_what_the_identity_provider_said_safely(self):
+        # An introspection answer's `iss` or `aud` is quoted in the 401's WWW-Authenticate: a line break in it never
+        # becomes a header of its own, and a character beyond Latin-1 never leaves the request without an answer.
+        import http.server
+        answers = [{"active": True, "sub": "x", "iss": "https://other.example\r\nX-Injected: yes"},
+                   {"active": True, "sub": "x", "aud": "https://other.example/\u2713"}]
+
+        class Introspection(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = json.dumps(answers[0]).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        provider = ThreadedHttpServer()
+        provider.serve(Introspection)
+        self.addCleanup(provider.close)
+        base = "http://127.0.0.1:%d" % provider.port
+        with HttpServerProcess("serve", "--config", self.config(signIn={
+                "issuer": base, "introspection": base + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
+            for token in ("opaque-token-1", "opaque-token-2"):
+                status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                               headers={"Authorization": "Bearer " + token})
+                self.assertEqual(status, 401)
+                self.assertIn("it is not for this server", headers["www-authenticate"])
+                self.assertNotIn("x-injected", headers)
+                answers.pop(0)
+
     def test_a_signed_in_server_refuses_a_second_way_in(self):
         # --http-token beside `people` is one way in too many; beyond loopback, signIn needs its `audience` (the
         # URL tokens are for): both stop at startup with exit 2, saying so.
