@@ -5548,8 +5548,11 @@ class Guard:
         limits = [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),) + rules["rateLimit"][:2]
                   for level, rules in levels if "rateLimit" in rules]
         cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
-        shared = cache and cache[1] and not plan.get("isolated")  # an isolated server's answer is its caller's
-        key = cache and json.dumps([public, "" if shared else who, plan.get("argv") or arguments, plan.get("stdin"),
+        isolated = plan.get("isolated")  # "user" or "session": the answer of its caller's own process
+        shared = cache and cache[1] and not isolated
+        mine = "%s|%s-%x" % (who, ctx.session.label, id(ctx.session)) if isolated == "session" and not ctx.modern \
+            else who  # a session's own process: its answers are the session's
+        key = cache and json.dumps([public, "" if shared else mine, plan.get("argv") or arguments, plan.get("stdin"),
                                     plan.get("cwd"), plan.get("env"), plan.get("namespace")],  # each its overrides
                                    default=str)
 
@@ -11508,7 +11511,7 @@ class Aggregator:
         upstream = route[0] == "upstream" and self.upstreams.get(route[1])
         return upstream and {"server": route[1], "tool": route[2], "upstreamTool": route[2],
                              "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)],
-                             "isolated": upstream.spec.isolation != "shared"}  # answers are a person's own
+                             "isolated": None if upstream.spec.isolation == "shared" else upstream.spec.isolation}
 
     def question(self, name, arguments):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""

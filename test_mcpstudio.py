@@ -13596,6 +13596,28 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
 
+    def test_a_session_isolated_servers_cache_is_its_sessions(self):
+        # "isolation": "session" gives each client session its own process (a browser: its own page); without
+        # sign-in every session is the same caller, yet a cached answer of one session's process is never
+        # another session's.
+        path = os.path.join(self.dir, "pages.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"page": {
+                "command": PY, "args": SERVER[1:] + ["sh", "-c", "echo $PPID"], "isolation": "session",
+                "cache": {"ttl": 300}, "overrides": {"sh": {
+                    "name": "owner", "annotations": {"readOnlyHint": True}}}}}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            def call(session):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+                    "name": "page__owner", "arguments": {}}}, session=session)
+                self.assertEqual(status, 200, text)
+                return text_of(http.messages(text)[-1]["result"]).strip()
+            first, second = http.initialize_session(), http.initialize_session()
+            mine = call(first)
+            self.assertRegex(mine, r"^\d+$")
+            self.assertEqual(call(first), mine)  # cached (or the same process): its own answer
+            self.assertNotEqual(call(second), mine)
+
     def test_a_person_dropped_from_people_is_signed_out_at_the_reload(self):
         # Taking bob out of `people` revokes his token when the config is read again (config_reload, or the file
         # watch), as a namespace's `people` change then: not only at the next start.
