@@ -5553,8 +5553,8 @@ class Guard:
         mine = "%s|%s-%x" % (who, ctx.session.label, id(ctx.session)) if isolated == "session" and not ctx.modern \
             else who  # a session's own process: its answers are the session's
         key = cache and json.dumps([public, "" if shared else mine, plan.get("argv") or arguments, plan.get("stdin"),
-                                    plan.get("cwd"), plan.get("env"), plan.get("namespace")],  # each its overrides
-                                   default=str)
+                                    plan.get("cwd"), plan.get("env"), plan.get("namespace"),  # each its overrides,
+                                    plan.get("curation")], default=str)  # and what they send (a reload may change it)
 
         def limited(wait, limit):
             entry["rateLimited"] = True
@@ -11511,7 +11511,8 @@ class Aggregator:
         upstream = route[0] == "upstream" and self.upstreams.get(route[1])
         return upstream and {"server": route[1], "tool": route[2], "upstreamTool": route[2],
                              "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)],
-                             "isolated": None if upstream.spec.isolation == "shared" else upstream.spec.isolation}
+                             "isolated": None if upstream.spec.isolation == "shared" else upstream.spec.isolation,
+                             "curation": route[3] and [route[3].fixed, route[3].defaults, route[3].renamed]}
 
     def question(self, name, arguments):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""

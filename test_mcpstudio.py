@@ -6935,6 +6935,19 @@ class CurationTests(AggregatorCase):
             self.assertNotIn("gh__file_bug", names)
             self.assertIn('"org": "acme"', text_of(server.call("gh__report_bug", {"repo": "r", "summary": "s"})))
 
+    # A cached answer belongs to the override that made it: a reload that changes a fixed value is not answered
+    # from the cache of the old one (a fixed value is often what keeps a tool to a folder, a repository).
+    def test_reload_of_a_fixed_value_is_not_answered_from_the_cache(self):
+        data = {"mcpServers": {"gh": dict(self.upstream("gh"), cache={"ttl": 300}, overrides={"echo": {
+            "annotations": {"readOnlyHint": True}, "arguments": {"text": {"value": "public"}}}})}}
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("gh__echo", {})), "gh: public")
+            data["mcpServers"]["gh"]["overrides"]["echo"]["arguments"]["text"]["value"] = "other"
+            self.write(data)
+            server.call("mcpstudio__config_reload", {})
+            self.assertEqual(text_of(server.call("gh__echo", {})), "gh: other")
+
     # Permissions name a curated tool by either name, its upstream one or its curated one; a deny by
     # either denies, in every rule (deniedTools, toolPermissions, the namespace's tools filter).
     def test_permissions_match_either_name(self):
