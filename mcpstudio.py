@@ -12690,7 +12690,7 @@ def jwt_parts(token):
             raise ValueError
         header, claims = (json.loads(b64url(piece).decode("utf-8")) for piece in pieces[:2])
         signature = b64url(pieces[2])
-    except (ValueError, UnicodeDecodeError):
+    except BAD_JSON + (UnicodeDecodeError,):  # (RecursionError: JSON nested thousands deep)
         raise TokenError("not a JWT (three base64url parts, JSON objects)")
     if not isinstance(header, dict) or not isinstance(claims, dict):
         raise TokenError("not a JWT (three base64url parts, JSON objects)")
@@ -12922,7 +12922,7 @@ def _fetch_json(url, data=None, headers=None):
     status, _, body = oauth_request(url, data, headers)
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except BAD_JSON:
         parsed = None
     return status, parsed if isinstance(parsed, dict) else None
 

@@ -13406,6 +13406,20 @@ class TeamGatewayTests(ScratchDir):
             status, _, text = http.modern("tools/list", headers=self.auth("alice"))
             self.assertEqual(status, 200, text)
 
+    def test_a_token_of_deeply_nested_json_is_refused(self):
+        # A bearer token whose payload is JSON nested thousands deep (it fits in the 16 KiB of headers) is "not a
+        # JWT", a 401 like any other refusal; before, json's RecursionError left the request without an answer.
+        dead = "http://127.0.0.1:%d" % free_port()
+        nested = _b64u(b"[" * 5000 + b"]" * 5000)
+        with HttpServerProcess("serve", "--config", self.config(signIn={"issuer": dead})) as http:
+            for token in ("e30." + nested + ".c2ln", nested + ".e30.c2ln"):
+                status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                               headers={"Authorization": "Bearer " + token})
+                self.assertEqual(status, 401)
+                self.assertIn("not a JWT", headers["www-authenticate"])
+            status, _, text = http.modern("tools/list", headers=self.auth("alice"))
+            self.assertEqual(status, 200, text)
+
     def test_a_refusal_quotes_what_the_identity_provider_said_safely(self):
         # An introspection answer's `iss` or `aud` is quoted in the 401's WWW-Authenticate: a line break in it never
         # becomes a header of its own, and a character beyond Latin-1 never leaves the request without an answer.
