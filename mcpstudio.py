@@ -1705,7 +1705,8 @@ class _Yaml:
 # script is run as Windows users have them (script_argv). Whether a command
 # waits reading its stdin (a question) is seen on Linux, taken as so on macOS
 # while it runs, and cannot be seen on Windows (_reading is None there).
-# Only Linux is tested in CI; macOS takes the POSIX path.
+# CI tests Linux, and Windows under Wine (.ci/windows: no console there, so no
+# CTRL_BREAK, and no taskkill /T); macOS takes the POSIX path.
 # Outside this block code asks only `_POSIX` (the batch rule's default, the
 # #! hint, Claude Desktop's PATH, script options as variables); client_config_path takes the platform of
 # the client's machine as an argument, to be tested for each.
@@ -1777,6 +1778,9 @@ if _POSIX:
 
     def _resolve_program(argv, env):
         return argv  # execvp searches the child's PATH itself
+
+    def _one_spelling(env):
+        return env  # Path and PATH are two variables here
 
     _END_OF_INPUT = "Ctrl+D"
 
@@ -1895,7 +1899,7 @@ if _POSIX:
 
         def close(self):
             self.process.stdin.close()
-else:  # pragma: windows (CI runs Linux only; the README says what is tested where)
+else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README says what is tested where)
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
     @functools.lru_cache(maxsize=None)  # made once: a stop polls its job every 20 ms
@@ -2045,6 +2049,14 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
     def _resolve_program(argv, env):
         return find_program(argv, env)  # CreateProcess would not find npx.cmd
 
+    def _one_spelling(env):
+        """Variables whose names differ only in case are one variable on Windows: the last given wins
+        (a config's `Path` over the inherited `PATH`), where the child would get both and read either."""
+        names = {}
+        for name in env:
+            names[name.upper()] = name
+        return {name: env[name] for name in names.values()}
+
     _END_OF_INPUT = "Ctrl+Z then Enter"
 
     def _cache_base():
@@ -2062,7 +2074,7 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
     def _on_stop_signals(loop, stop, reload):
         pass  # Ctrl+C arrives as KeyboardInterrupt, handled in main(); no SIGHUP to reload on
 
-    # Windows only (untested in CI): a Job object that kills every process in
+    # Windows only (tested under Wine in .ci/windows): a Job object that kills every process in
     # it when its last handle closes, i.e. when this process ends, however it
     # ends. We join it ourselves, so every child and grandchild started from
     # then on is in it from its first instant (no window before registration).
@@ -2352,7 +2364,7 @@ class ProcessRunner:
                 self.watchdog = _start_watchdog(self.grace, self.marker)
             except (OSError, ImportError) as exc:  # refused, or a Python without ctypes: run on without it
                 self.log.warning("cannot start the watchdog (children may outlive a killed mcpstudio): %s", exc)
-        env = dict(os.environ if env is None else env)
+        env = _one_spelling(dict(os.environ if env is None else env))
         env[WATCHDOG_ENV] = self.marker
         for name in self.hidden:
             env.pop(name, None)
@@ -3658,6 +3670,11 @@ class OutputBudget:
         return text
 
 
+# The names Windows keeps for devices (any extension, any case): a file given one is made a file by a "_" in front,
+# on every system, so a call names the same file everywhere. A trailing dot, which Windows drops, is dropped too.
+_DEVICE_NAMES = frozenset(["CON", "PRN", "AUX", "NUL"] + ["%s%d" % (port, n) for port in ("COM", "LPT") for n in range(10)])
+
+
 def write_file_argument(key, value, folder, limit):
     """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
     its own in `folder` (no two files meet, whatever their names); its path."""
@@ -3671,7 +3688,9 @@ def write_file_argument(key, value, folder, limit):
                         % (key, json.dumps(_clip(value, 40)))) from None
     if len(data) > limit:
         raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, len(data), limit))
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).lstrip(".")
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).strip(".")
+    if name.partition(".")[0].upper() in _DEVICE_NAMES:
+        name = "_" + name  # on Windows CON, NUL.txt ... name a device wherever they stand, not a file
     path = os.path.join(folder, key, name or key)
     os.mkdir(os.path.dirname(path))
     with open(path, "xb") as f:
@@ -4768,8 +4787,8 @@ class SkillFolders(Source):
                     elif entry.is_dir():
                         pending.append((entry.path, prefix + entry.name + "/"))
                         continue
-                    else:
-                        real, st = entry.path, entry.stat()
+                    else:  # not entry.stat(): on Windows its st_ino and st_dev are 0, never the file _read_inside opens
+                        real, st = entry.path, os.stat(entry.path)
                 except OSError:
                     continue
                 if stat.S_ISREG(st.st_mode):
@@ -7895,7 +7914,7 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances",
+                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances", "auth",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name", "overrides")
@@ -8125,6 +8144,7 @@ class UpstreamSpec:
     max_concurrency = 0
     protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
     isolation, max_instances = "shared", ISOLATED_MAX  # one process for everyone, or one per person or session
+    passthrough = False  # `"auth": "passthrough"`: a URL server gets the signed-in person's own token (audience-checked)
 
     def __init__(self, key, where):
         self.key, self.id, self.where = key, _server_id(key), where
@@ -8152,7 +8172,8 @@ class UpstreamSpec:
         """A fingerprint of everything that, changed by a reload, restarts the server."""
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
-                            self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances)
+                            self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances,
+                            self.passthrough)
 
     def person_names(self):
         """The NAMEs of the `${person.NAME}` in its args, env and headers: each person's own secrets."""
@@ -8427,7 +8448,13 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
     spec.max_concurrency = loader.get(entry, "maxConcurrency", int, where, 0)
     if spec.max_concurrency < 0:
         raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
-    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "shared")
+    spec.passthrough = loader.choice(entry, "auth", ("passthrough",), where, None) == "passthrough"
+    if spec.passthrough and not spec.url:
+        raise loader.error(_join(where, "auth"), "only a server with a `url` takes a person's token")
+    if spec.passthrough and entry.get("isolation") == "shared":
+        raise loader.error(_join(where, "isolation"), "\"auth\": \"passthrough\" talks to the server as each person "
+                           "(with their own token): use \"user\" or \"session\", or leave it out (\"user\")")
+    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "user" if spec.passthrough else "shared")
     spec.max_instances = loader.get(entry, "maxInstances", int, where, ISOLATED_MAX)
     if spec.max_instances < 1:
         raise loader.error(_join(where, "maxInstances"), "expected a positive whole number (instances at once)")
@@ -8648,6 +8675,7 @@ OAUTH_CALLBACK_WAIT = 300.0    # seconds a sign-in waits for the browser to come
 OAUTH_HTTP_TIMEOUT = 30.0      # seconds for one request to an authorization server
 OAUTH_STEP_UPS = 2             # sign-ins one request may cause (401, then 403 insufficient_scope)
 OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is refreshed
+URL_ELICITATION_REQUIRED = -32042  # a call that waits for the client's user to open a URL (elicitation URL mode)
 OAUTH_KEYS = {"clientId": str, "clientSecret": str, "scopes": (str, list), "callbackPort": int,  # a config's `oauth`,
               "clientMetadataUrl": str, "browser": bool}                                        # what each holds
 _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
@@ -9081,10 +9109,11 @@ class OAuthClient:
         self.state["tokens"] = fresh
         self.store.save(self.state)
 
-    def sign_in(self, params, scopes):
-        """The whole authorization code flow, from discovery to saved tokens."""
+    def sign_in(self, params, scopes, opener=None):
+        """The whole authorization code flow, from discovery to saved tokens; `opener(url)` shows the sign-in URL
+        instead of a browser (a client's URL elicitation)."""
         import urllib.parse
-        if not self.interactive:
+        if not self.interactive and opener is None:
             raise OAuthError("server %s needs a sign-in: run `%s` (or set \"oauth\": {\"browser\": true} on the "
                              "server to let mcpstudio open the browser itself)" % (self.name, self.login_command()))
         resource, issuer, metadata, real = self.discover(params)
@@ -9115,7 +9144,7 @@ class OAuthClient:
                 query["scope"] = " ".join(wanted)
             url = authorize + ("&" if "?" in authorize else "?") + urllib.parse.urlencode(query)
             self.say("%s: sign in with your browser; if none opens, visit %s" % (self.name, url))
-            self._open_browser(url)
+            (opener or self._open_browser)(url)
             answer = callback.wait(OAUTH_CALLBACK_WAIT)
         except BaseException:
             callback.close()
@@ -9277,7 +9306,8 @@ class _HttpChannel:
         self.connections = {}         # request id -> the socket its reply comes on, to abort
         self.aborted = set()          # request ids cancelled by closing their connection
         self.sending = threading.Lock()  # messages leave in the order they were sent
-        if self.spec.oauth is not None and not any(key.lower() == "authorization" for key in self.spec.headers):
+        if self.spec.oauth is not None and not upstream.bearer and not any(
+                key.lower() == "authorization" for key in self.spec.headers):
             self.oauth = OAuthClient(self.spec.url, self.spec.key, self.spec.oauth, interactive=sys.stderr.isatty(),
                                      say=lambda text: upstream.log.info("%s", text), config=upstream.config_path)
 
@@ -9311,7 +9341,9 @@ class _HttpChannel:
     def _headers(self, message=None, url=None):
         headers = dict({"Accept": "application/json, text/event-stream"}, **self.spec.headers)
         url = url or self.post_url
-        if self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
+        if self.upstream.bearer and _origin(url) == _origin(self.spec.url):  # the person's own, for this server
+            headers["Authorization"] = "Bearer " + self.upstream.bearer
+        elif self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
             bearer = self.oauth.header()
             if bearer:
                 headers["Authorization"] = bearer
@@ -9335,6 +9367,17 @@ class _HttpChannel:
             if self.session_id and not modern:  # a 2026-07-28 request belongs to no session
                 headers["Mcp-Session-Id"] = self.session_id
         return headers
+
+    def _refused(self, response):
+        """A passthrough server answered 401 to the person's own token (it expired, or was revoked): OAuthError
+        saying so; the Aggregator then has the gateway refuse the token too (Person.refuse)."""
+        params = www_authenticate(response.getheader("WWW-Authenticate") or "")
+        response.read()
+        self.upstream.refused_bearer = self.upstream.bearer
+        return OAuthError("server %s refused your access token (HTTP 401%s): sign in to the gateway again (your MCP "
+                          "client does when the gateway answers 401 invalid_token, as it will now), with a token issued "
+                          "for %s too" % (self.spec.key, ": " + (params.get("error_description") or params["error"])
+                                          if params.get("error") else "", self.spec.url))
 
     def _param_headers(self, name, arguments):
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
@@ -9497,6 +9540,8 @@ class _HttpChannel:
                         if request_id in self.aborted:
                             self.abort(request_id)
                     response = connection.getresponse()
+                    if response.status == 401 and self.upstream.bearer:
+                        raise self._refused(response)
                     if response.status not in (401, 403) or not self.oauth or tries >= OAUTH_STEP_UPS:
                         break
                     challenge = response.getheader("WWW-Authenticate") or ""
@@ -10277,6 +10322,8 @@ class Upstream:
     cached = None       # the same from the on-disk cache (None: not read, {}: none)
     user_stopped = False
     list_deadline = None  # until when listings wait for its first start
+    bearer = None       # a person's own access token it sends (`"auth": "passthrough"`; the Aggregator sets it)
+    refused_bearer = None  # the last of them the server answered 401
     _starting = _stopping = None  # the tasks starting and stopping it
     _health = None      # the task pinging it (healthCheckInterval)
     _gate = None        # the Semaphore of maxConcurrency, made at its first call
@@ -11290,6 +11337,7 @@ class Aggregator:
         self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
         self._specs = self.namespace.apply(plan)
         self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
+        self.signing_in = {}  # server id -> (the sign-in URL's future, the sign-in's, elicitation id): _sign_in_by_url
         self.manager = ManagerTools(self)
         self.bridge = InputBridge()
         self.downstream = Downstream(self, self.bridge)
@@ -11308,10 +11356,14 @@ class Aggregator:
         if spec.isolation == "shared" or ctx is None or (person is None and (spec.isolation == "user" or ctx.modern)):
             return upstream
         owner = ("person", person) if spec.isolation == "user" or ctx.modern else ("session", id(ctx.session))
+        bearer = self._passthrough(spec, ctx.session) if spec.passthrough else None
         self.sweep_instances()
         key = (spec.id,) + owner
+        if key in self.isolated and bearer and self.isolated[key][0].refused_bearer not in (None, bearer):
+            self._stop_instance(key, "the server refused the person's last token")  # a new token: a new start
         if key in self.isolated:
             self.isolated.move_to_end(key)
+            self.isolated[key][0].bearer = bearer or self.isolated[key][0].bearer
             return self.isolated[key][0]
         configured = getattr(spec, "origin", spec)  # with its ${person.NAME} (the shared one runs without them)
         secrets = PersonSecrets().of(person) if person is not None else {}
@@ -11330,11 +11382,77 @@ class Aggregator:
         own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
                        self.cache_dir, config_path=self.config_path,
                        start_tool=self.namespace.manager_name("servers_start"))
+        own.bearer = bearer
         self.log.add_secrets([value for value in secrets.values() if value])
         self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
         self.log.info("server %s: a process of its own for %s %s", spec.id, owner[0],
                       person if owner[0] == "person" else ctx.session.label)
         return own
+
+    @staticmethod
+    def _passthrough(spec, session):
+        """The signed-in person's token for a server of `"auth": "passthrough"`: only one its audience names (a
+        token the identity provider issued for that server too); ToolError, saying what the admin must do, else."""
+        person = getattr(session, "signed_in", None)
+        token = person.token_for(spec.url) if person is not None else None
+        if token is None:
+            raise ToolError(
+                "server `%s` is called with your own sign-in (\"auth\": \"passthrough\"), but your access token was "
+                "not issued for it: its audience (aud) %s does not name %s. A token is never passed on to a service "
+                "it was not issued for; the admin must have the identity provider issue the gateway's tokens for "
+                "that resource too (RFC 8707: resource=%s beside the gateway's own), then sign in again"
+                % (spec.id, json.dumps(person.audiences) if person is not None and person.audiences
+                   else "(a static token has none)" if person is not None else "(none)", spec.url, spec.url))
+        return token
+
+    async def _sign_in_by_url(self, upstream: Upstream, ctx):
+        """Issue 45.5: a URL server's sign-in can no longer be refreshed, and mcpstudio may not open a browser.
+        A client that declared `elicitation.url` is given the sign-in's URL (McpError -32042, URL mode); the flow
+        finishes in the background (the redirect comes to mcpstudio's loopback callback: the browser runs on this
+        machine), then notifications/elicitation/complete tells the client to call again. Never for a signed-in
+        person (the server's sign-in is everyone's: the admin's `mcpstudio login`). None: no URL to give."""
+        spec, session = upstream.spec, getattr(ctx, "session", None)
+        declared = _object(ctx.capabilities if ctx.modern else session.client_capabilities) if session else {}
+        if spec.oauth is None or getattr(session, "person", None) is not None or not isinstance(
+                _object(declared.get("elicitation")).get("url"), dict):
+            return None
+        pending = self.signing_in.get(spec.id)
+        if pending is None or pending[1].done():
+            import secrets
+            loop = asyncio.get_running_loop()
+            shown, elicitation = loop.create_future(), secrets.token_urlsafe(12)
+            oauth = getattr(getattr(getattr(upstream, "client", None), "channel", None), "oauth", None) or OAuthClient(
+                spec.url, spec.key, spec.oauth, say=lambda text: self.log.info("%s", text), config=self.config_path)
+
+            def show(url):
+                loop.call_soon_threadsafe(lambda: shown.done() or shown.set_result(url))
+
+            def finished(flow):
+                error = OAuthError("the sign-in was stopped") if flow.cancelled() else flow.exception()
+                if not shown.done():
+                    shown.set_exception(error or OAuthError("the sign-in ended without a URL"))
+                elif error is None and not ctx.modern and not session.closed:  # the 2026-07-28 era has no stream
+                    session.notify("notifications/elicitation/complete", {"elicitationId": elicitation})
+                if error is not None:
+                    self.log.info("server %s: the sign-in by the client's URL failed: %s", spec.id, error)
+            flow = loop.run_in_executor(None, lambda: oauth.sign_in({}, [], opener=show))
+            flow.add_done_callback(finished)
+            pending = self.signing_in[spec.id] = (shown, flow, elicitation)
+        try:
+            url = await asyncio.wait_for(asyncio.shield(pending[0]), OAUTH_HTTP_TIMEOUT)
+        except (OAuthError, OSError, asyncio.TimeoutError):
+            return None
+        message = "server %s needs a sign-in: open the URL and sign in, then call again" % spec.key
+        return McpError(URL_ELICITATION_REQUIRED, message, {"elicitations": [
+            {"mode": "url", "elicitationId": pending[2], "url": url, "message": message}]})
+
+    def _own(self, upstream: Upstream, ctx) -> Upstream:
+        """Where a read, a prompt or a completion of `ctx` goes: as a call's (`_instance`), so what a person reads
+        of an isolated server comes from their own process; what keeps it from them is a request error."""
+        try:
+            return self._instance(upstream, ctx)
+        except ToolError as exc:
+            raise McpError(INVALID_PARAMS, str(exc), {"server": upstream.spec.id}) from None
 
     def sweep_instances(self, ended=None):
         """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for ISOLATED_IDLE."""
@@ -11536,7 +11654,7 @@ class Aggregator:
         if route[0] == "manager":
             return await self.manager.call(route[1], arguments)
         original, curated = route[2], route[3]
-        entry = None
+        entry = upstream = None
         try:
             upstream = self._upstream(route[1])
             self.namespace.check_permitted(upstream.spec, name, original)
@@ -11557,6 +11675,15 @@ class Aggregator:
         except ToolError as exc:
             return tool_error(str(exc))
         except UpstreamError as exc:
+            if upstream and upstream.bearer and upstream.refused_bearer == upstream.bearer:  # the person's own, refused
+                ctx.session.signed_in.refuse("server %s refused it (expired or revoked): sign in again" % upstream.spec.key)
+            elif exc.code == SERVER_SIGN_IN and upstream:  # its sign-in could not be refreshed
+                asked = await self._sign_in_by_url(upstream, ctx)
+                if asked:
+                    raise asked from None
+                if getattr(getattr(ctx, "session", None), "person", None) is not None:
+                    return tool_error("%s. This sign-in is the gateway's, shared by every person: ask its admin to "
+                                      "sign in again" % exc.message.rstrip("."))
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
                 return tool_error(exc.message)
@@ -11637,12 +11764,12 @@ class Aggregator:
         if uri not in self._uris:
             await self.list_resources()
         if uri in self._uris:
-            return await self._upstream(self._uris[uri]).forward("resources/read", {"uri": uri}, ctx)
+            return await self._own(self._upstream(self._uris[uri]), ctx).forward("resources/read", {"uri": uri}, ctx)
         for upstream in self._active():  # a URI no listing named: the server with a matching template
             for template in upstream.known_items("resourceTemplates"):
                 pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
                 if pattern and pattern.fullmatch(uri):
-                    return await upstream.forward("resources/read", {"uri": uri}, ctx)
+                    return await self._own(upstream, ctx).forward("resources/read", {"uri": uri}, ctx)
         return None
 
     async def list_skills(self):
@@ -11673,8 +11800,8 @@ class Aggregator:
         route = self._prompt_routes.get(name)
         if not route:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
-        return await self.bridge.forward(self._upstream(route[0]), "prompts/get", {"name": route[1], "arguments": arguments},
-                                    ctx)
+        return await self.bridge.forward(self._own(self._upstream(route[0]), ctx), "prompts/get",
+                                         {"name": route[1], "arguments": arguments}, ctx)
 
     async def subscribe(self, method, uri, ctx):
         """Pass `resources/subscribe` or `unsubscribe` to the server that lists `uri`; None if none does."""
@@ -11702,7 +11829,7 @@ class Aggregator:
                 upstream = self._upstream(self._uris[uri])
         if not upstream:
             return None
-        return await upstream.forward("completion/complete", dict(
+        return await self._own(upstream, ctx).forward("completion/complete", dict(
             {key: params[key] for key in ("argument", "context") if key in params}, ref=ref), ctx)
 
     async def close(self):
@@ -11917,7 +12044,8 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
         if spec.isolation != "shared" and not spec.error:  # one process per person or session
-            command += "  (isolation %s, at most %d)" % (spec.isolation, spec.max_instances)
+            command += "  (isolation %s, at most %d%s)" % (spec.isolation, spec.max_instances,
+                                                           ", each person's own token" if spec.passthrough else "")
         rows.append((spec.id, mask_secrets(state), log.mask(command)))
     if len(rows) == 1:
         print("\nno servers configured")
@@ -12520,15 +12648,15 @@ def tui_command(words):
     found, path, rest = _config_option(words, "tui", values=("--namespace",))
     if rest:
         raise UsageError("tui takes --config FILE and --namespace NAME only, not %r" % " ".join(rest))
+    try:  # first: a terminal would not help a Python without it (Windows CPython has none)
+        import curses
+    except ImportError:
+        _say("error: tui needs Python's curses module (on Windows: pip install windows-curses, or run mcpstudio "
+             "under WSL); use `mcpstudio status` or `mcpstudio list` instead")
+        return 2
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         _say("error: tui needs a terminal (stdin and stdout); use `mcpstudio status` or "
              "`mcpstudio list` instead")
-        return 2
-    try:
-        import curses
-    except ImportError:
-        _say("error: tui needs Python's curses module (on Windows: pip install windows-curses);"
-             " use `mcpstudio status` or `mcpstudio list` instead")
         return 2
     if not os.path.exists(path):
         raise UsageError("tui: no config at %s (give --config FILE, or add a server: mcpstudio add NAME -- COMMAND)"
@@ -12739,23 +12867,44 @@ def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
 
 
 class Person:
-    """Who a request's token names: a subject, an email, groups and scopes."""
+    """Who a request's token names: a subject, an email, groups and scopes; `audiences` (the token's `aud`) and
+    the `token` itself, which only a server of `"auth": "passthrough"` that one of them names is given."""
 
-    def __init__(self, subject, email=None, groups=(), scopes=()):
+    token = None
+    refusals = None  # SignIn's {sha256 of a token: why a passthrough server refused it}
+
+    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=()):
         self.subject, self.email = subject, email
         self.groups = [g for g in groups if isinstance(g, str)]
         self.scopes = [s for s in scopes if isinstance(s, str)]
+        self.audiences = [a for a in audiences if isinstance(a, str)]
+
+    def token_for(self, resource):
+        """The person's token if it was issued for `resource` too (its `aud` names that URL, RFC 8707), else None:
+        a token is never passed to a server it was not issued for (the MCP security guidance)."""
+        wanted = resource.rstrip("/")
+        return self.token if self.token and any(a.rstrip("/") == wanted for a in self.audiences) else None
+
+    def refuse(self, why):
+        """A passthrough server refused the token (expired or revoked there): from now on the gateway refuses it too
+        (401 invalid_token, `why` its description), which makes the person's client sign them in again."""
+        import hashlib
+        if self.refusals is not None and self.token:
+            self.refusals[hashlib.sha256(self.token.encode("utf-8", "surrogatepass")).hexdigest()] = why
+            while len(self.refusals) > SIGNIN_ANSWERS:
+                self.refusals.popitem(last=False)
 
     @classmethod
     def from_claims(cls, claims):
         """A person from a JWT's (or an introspection's) claims: sub, email (unless email_verified is false),
-        groups, scope (or scp)."""
+        groups, scope (or scp), aud."""
         scopes = claims.get("scope", claims.get("scp")) or []  # Entra ID writes `scp` as a string, Okta as a list
         scopes = scopes.split() if isinstance(scopes, str) else scopes
-        groups = claims.get("groups")
+        groups, audiences = claims.get("groups"), claims.get("aud")
         email = claims.get("email") if claims.get("email_verified") is not False else None  # not who they are
         return cls(claims["sub"], email if isinstance(email, str) else None,
-                   groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [])
+                   groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
+                   [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [])
 
 
 def admits(people, person):
@@ -12779,6 +12928,7 @@ class SignIn:
         self.keys, self.fetched, self.tried = [], None, None   # [(kid, alg, key)], when fetched, when last tried
         self.fetching = None  # the fetch in progress (one at a time)
         self.answers = collections.OrderedDict()  # sha256 of a token -> (until, Person or TokenError)
+        self.refused = collections.OrderedDict()  # sha256 of a token -> why a passthrough server refused it (Person.refuse)
 
     def metadata(self, namespace=None):
         """The RFC 9728 document of the MCP URL of `namespace` (None: the server's own)."""
@@ -12809,6 +12959,8 @@ class SignIn:
                 return Person(name, email, groups, self.scopes)
         if not self.issuer:
             raise TokenError("it is not the token of a listed person")
+        if digest in self.refused:
+            raise TokenError(self.refused[digest])
         key = "%s %s" % (digest, namespace)
         kept = self.answers.get(key)
         if kept and kept[0] > time.time():
@@ -12819,6 +12971,7 @@ class SignIn:
         try:
             claims = await self._claims(token, audiences)
             answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
+            answer.token, answer.refusals = token, self.refused  # for a passthrough server (Person.token_for, refuse)
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
         except TokenError as exc:
@@ -13685,6 +13838,8 @@ class HttpServer:
             raise HttpError(404, "no session %s (%s); initialize again" % (session_id.strip(), why))
         entry.used = time.monotonic()
         self.sessions.move_to_end(entry.id)
+        if person is not None:
+            entry.session.signed_in = person  # this request's token (it may have been refreshed)
         return entry
 
     async def _post(self, headers, body, reader, writer, keep, version, person=None):
@@ -13751,6 +13906,7 @@ class HttpServer:
         session.caller = session.label = self.caller
         if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
             session.caller = session.person = person.subject
+            session.signed_in = person  # their token, for a passthrough server (Aggregator._instance)
         return session, transport
 
     def _new_session(self, client, person=None) -> _HttpSession:

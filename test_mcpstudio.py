@@ -45,6 +45,10 @@ PY = sys.executable
 SERVER = [PY, "-c", "import runpy, sys; sys.path.insert(0, %r); sys.argv[0] = %r; "
                     "runpy.run_module('mcpstudio', run_name='__main__', alter_sys=True)" % (HERE, MODULE)]
 WAIT = 15.0  # the longest any single wait in these tests may take
+# A process that compiles the whole module before it answers (the script form, a zipapp on a Python its
+# bytecode is not for, a zip without bytecode): a CPU second alone, ten times that with CI's suites side by
+# side on two cores. A guard against a hang, not a bound on speed.
+COMPILING = 120.0
 # A tools/list waits this long for MCP servers with nothing cached (2 s by default): CI runs six
 # suites at once on two cores, where a Python server can take longer than 2 s to start. The tests
 # of the short wait itself set it back to 2.
@@ -63,7 +67,10 @@ def setUpModule():
 
 
 def alive(pid: int) -> bool:
-    """True if `pid` is a running process (zombies count as gone)."""
+    """True if `pid` is a running process (zombies count as gone). On Windows os.kill(pid, 0) would END
+    the process: there OpenProcess and its exit code (STILL_ACTIVE) answer."""
+    if os.name == "nt":
+        return _windows_alive(pid)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -75,6 +82,99 @@ def alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return True
+
+
+def _kernel32():
+    """kernel32 with the signatures the process helpers below use (Windows only)."""
+    import ctypes
+    from ctypes import wintypes
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32.OpenProcess.restype = wintypes.HANDLE
+    kernel32.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
+    kernel32.GetExitCodeProcess.argtypes = (wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD))
+    kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
+    kernel32.CreateToolhelp32Snapshot.restype = wintypes.HANDLE
+    kernel32.CreateToolhelp32Snapshot.argtypes = (wintypes.DWORD, wintypes.DWORD)
+    return kernel32
+
+
+def _windows_alive(pid: int) -> bool:
+    import ctypes
+    from ctypes import wintypes
+    kernel32 = _kernel32()
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return ctypes.get_last_error() == 5  # ERROR_ACCESS_DENIED: it runs (another user's)
+    try:
+        code = wintypes.DWORD()
+        return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259  # STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
+
+
+def process_table() -> dict:
+    """{pid: (parent pid, program name)} of every process: Windows' Toolhelp snapshot, /proc on Linux, else `ps`."""
+    table = {}
+    if os.name != "nt" and not os.path.isdir("/proc/self"):  # macOS
+        listing = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,comm="], stdout=subprocess.PIPE, text=True, timeout=WAIT)
+        for line in listing.stdout.splitlines():
+            pid, ppid, program = (line.split(None, 2) + ["", ""])[:3]
+            if pid.isdigit() and ppid.isdigit():
+                table[int(pid)] = (int(ppid), program)
+        return table
+    if os.name != "nt":
+        for name in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % name) as f:
+                    program, _, rest = f.read().rpartition(")")
+                table[int(name)] = (int(rest.split()[1]), program.partition("(")[2])
+            except (OSError, ValueError, IndexError):
+                pass
+        return table
+    import ctypes
+    from ctypes import wintypes
+
+    class Entry(ctypes.Structure):  # PROCESSENTRY32W
+        _fields_ = [("dwSize", wintypes.DWORD), ("cntUsage", wintypes.DWORD), ("th32ProcessID", wintypes.DWORD),
+                    ("th32DefaultHeapID", ctypes.c_size_t), ("th32ModuleID", wintypes.DWORD),
+                    ("cntThreads", wintypes.DWORD), ("th32ParentProcessID", wintypes.DWORD),
+                    ("pcPriClassBase", ctypes.c_long), ("dwFlags", wintypes.DWORD), ("szExeFile", ctypes.c_wchar * 260)]
+    kernel32 = _kernel32()
+    kernel32.Process32FirstW.argtypes = kernel32.Process32NextW.argtypes = (wintypes.HANDLE, ctypes.POINTER(Entry))
+    snapshot = kernel32.CreateToolhelp32Snapshot(2, 0)  # TH32CS_SNAPPROCESS
+    if snapshot in (None, ctypes.c_void_p(-1).value):
+        raise ctypes.WinError(ctypes.get_last_error())
+    try:
+        entry = Entry()
+        entry.dwSize = ctypes.sizeof(Entry)
+        more = kernel32.Process32FirstW(snapshot, ctypes.byref(entry))
+        while more:
+            table[entry.th32ProcessID] = (entry.th32ParentProcessID, entry.szExeFile)
+            more = kernel32.Process32NextW(snapshot, ctypes.byref(entry))
+    finally:
+        kernel32.CloseHandle(snapshot)
+    return table
+
+
+# Wine's own programs, which Wine may start as a child of whichever process first needs them (a desktop
+# window station: explorer.exe) and which outlive it by design: not a command's leftovers.
+WINE_SERVICES = {"explorer.exe", "services.exe", "winedevice.exe", "plugplay.exe", "svchost.exe", "rpcss.exe",
+                 "conhost.exe"}
+
+
+def process_tree(pid) -> list:
+    """The pids of every live process under `pid` (children, theirs, ...), from process_table() (under Wine,
+    without Wine's own services)."""
+    table = process_table()
+    wine = os.environ.get("MCPSTUDIO_WINE")
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        children = [child for child, (ppid, name) in table.items() if ppid == parent and child not in found
+                    and child != pid and not (wine and name.lower() in WINE_SERVICES)]
+        found += children
+        todo += children
+    return [child for child in found if alive(child)]
 
 
 def wait_until(predicate, timeout=WAIT, interval=0.02):
@@ -267,9 +367,17 @@ class ScratchDir(unittest.TestCase):
             """)
 
     def read_pids(self, path):
-        self.assertTrue(wait_until(lambda: os.path.exists(path)), "the command never started")
-        with open(path) as f:
-            return [int(p) for p in f.read().split()]
+        pids = []
+
+        def read():
+            try:
+                with open(path) as f:
+                    pids[:] = [int(p) for p in f.read().split()]
+                return True
+            except OSError:  # not there yet, or (Windows) still being renamed into place
+                return False
+        self.assertTrue(wait_until(read), "the command never started")
+        return pids
 
 
 # --------------------------------------------------------------------------
@@ -531,20 +639,21 @@ class PlainCodeTests(unittest.TestCase):
         for name in ("ConfigLoader", "Upstream", "HttpServer", "Aggregator"):
             self.assertIn("class %s" % name, page)
 
+    @unittest.skipIf(os.name == "nt", "echo is built into cmd.exe on Windows; WindowsTests.test_zipapp serves from one there")
     def test_zipapp_serves_every_mode(self):
         # From a zipapp, config mode checks and serves (the module runs from inside the zip).
         with tempfile.TemporaryDirectory() as folder:
             os.mkdir(os.path.join(folder, "pyz"))
             shutil.copy(MODULE, os.path.join(folder, "pyz", "__main__.py"))
             pyz = os.path.join(folder, "m.pyz")
-            subprocess.run([PY, "-m", "zipapp", os.path.join(folder, "pyz"), "-o", pyz], check=True, timeout=WAIT)
+            subprocess.run([PY, "-m", "zipapp", os.path.join(folder, "pyz"), "-o", pyz], check=True, timeout=COMPILING)
             config = os.path.join(folder, "c.json")
             with open(config, "w") as f:
                 json.dump({"tools": [{"name": "hi", "command": "echo hi"}]}, f)
-            proc = subprocess.run([PY, pyz, "check", "--config", config], capture_output=True, text=True, timeout=WAIT)
+            proc = subprocess.run([PY, pyz, "check", "--config", config], capture_output=True, text=True, timeout=COMPILING)
             self.assertEqual(proc.returncode, 0, proc.stderr)
             with McpProcess(cmd=[PY, pyz, "serve", "--config", config]) as server:
-                server.initialize()
+                server.initialize(timeout=COMPILING)
                 self.assertEqual(text_of(server.call("hi", {})), "hi\n")
 
 
@@ -764,7 +873,7 @@ class StdioFramingTests(unittest.TestCase):
         for _ in range(512):
             self.assertEqual(framing.feed(chunk), [])
         self.assertEqual([len(item) for item, _ in framing.feed(b"\n")], [32 << 20])
-        self.assertLess(time.monotonic() - started, 2.0)
+        self.assertLess(time.monotonic() - started, 10.0)  # linear: well under a second; a rebuild per chunk copies 8 GB
 
 
 def rss_kib(pid: int) -> int:
@@ -882,6 +991,323 @@ class StdioStreamTests(ScratchDir):
             self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived its cancelled call" % pid)
 
 
+class WindowsTests(ScratchDir):
+    """Issue 40: the main job and every mode on the Windows path. `.ci/windows` runs this class on Windows
+    CPython under Wine; the Linux suites run it too, where a test's point is not Windows-only."""
+
+    def setUp(self):
+        super().setUp()
+        # Where a Windows user keeps things: a folder whose name has spaces (and, on Windows, a drive letter).
+        self.tools = os.path.join(self.dir, "my tools")
+        os.mkdir(self.tools)
+        self.argv_py = self.script(os.path.join("my tools", "show args.py"), """\
+            import json, os, sys
+            if sys.argv[1:2] == ["--env"]:  # each variable's value, and the spellings of its name the process got
+                raw = getattr(sys.modules.get("nt"), "environ", None) or os.environ  # nt.environ: names as given
+                print(json.dumps({k: [os.environ.get(k), sorted(n for n in raw if n.upper() == k.upper())]
+                                  for k in sys.argv[2:]}))
+            else:
+                print(json.dumps(sys.argv[1:]))
+            """, executable=False)
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        self.env.pop("MCPSTUDIO_HTTP_TOKEN", None)
+
+    def serve(self, *args, env=None, script_form=False):
+        """mcpstudio with these words; `script_form`: as `python mcpstudio.py ...`, the way the README starts it."""
+        return McpProcess(cmd=([PY, MODULE] if script_form else SERVER) + list(args), env=env or self.env)
+
+    def call_args(self, server, name, arguments):
+        result = server.call(name, arguments)
+        self.assertFalse(result.get("isError"), "%s%s" % (result, server.context()))
+        return json.loads(text_of(result))
+
+    def shim(self, name):
+        """A batch-file shim in the tools folder (how npm, pip and most Windows tools install a command) that runs
+        `show args.py` with its arguments."""
+        path = os.path.join(self.tools, name)
+        with open(path, "w", newline="\r\n") as f:
+            f.write('@"%s" "%%~dp0show args.py" %%*\n' % PY)
+        return path
+
+    def test_main_job_round_trip(self):
+        # The README's first command as typed (python mcpstudio.py echo "{message}"): initialize, list, call, exit 0.
+        # On Windows `echo` is built into cmd.exe, not a program: the call says it is not on PATH (no crash, no shell).
+        with self.serve("echo", "{message}", script_form=True) as server:
+            self.assertEqual(server.initialize(timeout=COMPILING)["result"]["serverInfo"]["name"], "mcpstudio")
+            self.assertEqual([t["name"] for t in server.request("tools/list")["result"]["tools"]], ["echo"])
+            result = server.call("echo", {"message": "hello from the main job"})
+            if os.name == "nt":
+                self.assertTrue(result["isError"], result)
+                self.assertIn("`echo` is not on PATH", text_of(result))
+            else:
+                self.assertEqual(text_of(result), "hello from the main job\n")
+            self.assertEqual(server.close(), 0, server.context())
+
+    def test_template_mode_with_an_exe_found_on_path_and_a_python_script(self):
+        # A bare program name is found on PATH with PATHEXT (python -> python.exe), runs a Python script in a folder
+        # with spaces, and every argument arrives as given: backslashes, a drive letter, spaces, non-ASCII (through
+        # Windows' UTF-16 command line), quotes and an empty one.
+        program = os.path.splitext(os.path.basename(PY))[0]
+        env = dict(self.env, PATH=os.path.dirname(PY) + os.pathsep + self.env.get("PATH", ""))
+        values = [r"C:\data\in file.txt", "D:\\", "h\u00e9llo w\u00f6rld \u2713 \u65e5\u672c", 'say "hi"', "", "a\\\\b"]
+        with self.serve(program, self.argv_py, "{a}", "{b}", "{c}", "{d}", "{e}", "{f}", env=env) as server:
+            server.initialize()
+            got = self.call_args(server, program, dict(zip("abcdef", values)))
+            self.assertEqual(got, values)
+
+    @unittest.skipUnless(os.name == "nt", "a Windows system program (hostname.exe) and its CRLF output")
+    def test_a_system_exe_and_its_crlf_output(self):
+        # A program of Windows' own (System32, found by its bare name) answers with CRLF line ends: the tool's text is
+        # what it wrote, CR and all, not doubled or dropped.
+        expected = subprocess.run(["hostname"], capture_output=True, timeout=WAIT).stdout.decode()
+        self.assertTrue(expected.endswith("\r\n"), repr(expected))
+        with self.serve("hostname") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("hostname", {})), expected)
+
+    def test_crlf_output_of_a_script(self):
+        # A command that writes CRLF (every Windows program) comes back byte for byte, on every system.
+        crlf = self.script("crlf.py", "import sys\nsys.stdout.buffer.write(b'one\\r\\ntwo\\r\\n')\n", executable=False)
+        with self.serve(PY, crlf) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call(os.path.splitext(os.path.basename(PY))[0], {})), "one\r\ntwo\r\n")
+
+    @unittest.skipUnless(os.name == "nt", "batch files run through cmd.exe, on Windows only")
+    def test_cmd_and_bat_shims_and_the_batch_file_rule(self):
+        # A .cmd and a .bat shim, by path (in a folder with spaces) and by bare name on PATH (PATHEXT): their
+        # arguments arrive; a value cmd.exe would act on (& | % ...) is refused before anything runs.
+        self.shim("greet.cmd")
+        self.shim("hail.bat")
+        env = dict(self.env, PATH=self.tools + os.pathsep + self.env.get("PATH", ""))
+        for command in (os.path.join(self.tools, "greet.cmd"), "greet", os.path.join(self.tools, "hail.bat"), "hail"):
+            with self.subTest(command=command):
+                with self.serve(command, "{who}", r"C:\data\x.txt", env=env) as server:
+                    server.initialize()
+                    name = server.request("tools/list")["result"]["tools"][0]["name"]
+                    self.assertEqual(self.call_args(server, name, {"who": "two words"}), ["two words", r"C:\data\x.txt"])
+                    refused = server.call(name, {"who": "x & calc"})
+                    self.assertTrue(refused["isError"], refused)
+                    self.assertIn("a batch file, through cmd.exe", text_of(refused))
+                    self.assertEqual(server.close(), 0)
+
+    def test_config_mode_variables_and_their_case(self):
+        # Config mode on a Windows-shaped config: ${VAR} expands (its name in any case on Windows, where variable names
+        # ignore case), %VAR% is left as written (the loader expands ${VAR} only, as every client's config does), and
+        # a config's environment variable replaces an inherited one spelled in another case: the child gets one name
+        # (CPython 3.8-3.10 on Windows passed both spellings on, and the child read either).
+        config = os.path.join(self.tools, "tools.json")
+        python = PY.replace("\\", "/")  # backslashes in config command strings: WindowsBugTests.test_config_command_keeps_backslashes
+        script = self.argv_py.replace("\\", "/")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "show", "command": '"%s" "%s" --env GREETING MCPSTUDIO_CASE' % (python, script),
+                                  "environment": {"GREETING": "%USERNAME% ${mcpstudio_test_var}",
+                                                  "Mcpstudio_Case": "from the config"}}]}, f)
+        env = dict(self.env, MCPSTUDIO_TEST_VAR="expanded", MCPSTUDIO_CASE="inherited")
+        if os.name == "nt":
+            with self.serve("serve", "--config", config, env=env) as server:
+                server.initialize()
+                got = self.call_args(server, "show", {})
+            self.assertEqual(got, {"GREETING": ["%USERNAME% expanded", ["GREETING"]],
+                                   "MCPSTUDIO_CASE": ["from the config", ["Mcpstudio_Case"]]})
+        else:  # ${mcpstudio_test_var} is another variable here, and it is not set
+            proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT,
+                                  stdin=subprocess.DEVNULL, env=env)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("${mcpstudio_test_var} is not set", proc.stderr)
+
+    def test_reserved_names_and_trailing_dots_in_file_parameters_and_output_folders(self):
+        # A file parameter named CON, NUL, COM1 (any case, any extension) or with a trailing dot or space reaches the
+        # command as a file with the bytes sent (Windows opened a device: CON was an internal error, NUL an empty file;
+        # or dropped the dot); a command that writes such names into its output folder gets back what Windows made of them.
+        digest = self.script("digest.py", """\
+            import hashlib, os, sys
+            print(os.path.basename(sys.argv[1]), hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())
+            """, executable=False)
+        write = self.script("write.py", """\
+            import os, sys
+            for name in ("report.", "draft ", "notes.txt"):
+                with open(os.path.join(sys.argv[1], name), "w") as f:
+                    f.write(name + " written")
+            """, executable=False)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [
+                {"name": "digest", "command_template": '"%s" "%s" {doc}' % (PY.replace("\\", "/"), digest.replace("\\", "/")),
+                 "parameters": {"doc": {"type": "file"}}},
+                {"name": "write", "command": '"%s" "%s" {out}' % (PY.replace("\\", "/"), write.replace("\\", "/")),
+                 "output_folder": "out"}]}, f)
+        data = b"the same bytes\r\n"
+        sha = hashlib.sha256(data).hexdigest()
+        rows = [("CON", "_CON"), ("nul", "_nul"), ("COM1.txt", "_COM1.txt"), ("Lpt9", "_Lpt9"), ("aux.tar.gz", "_aux.tar.gz"),
+                ("report.", "report"), ("x...", "x"), ("CONSOLE", "CONSOLE"), ("COM10", "COM10"), ("in file.txt", "in_file.txt"),
+                ("notes ", "notes_"), ("CON .txt", "CON_.txt")]
+        with self.serve("serve", "--config", config) as server:
+            server.initialize()
+            for name, expected in rows:
+                with self.subTest(name=name):
+                    uri = "data:text/plain;name=%s;base64,%s" % (name, base64.b64encode(data).decode())
+                    result = server.call("digest", {"doc": uri})
+                    self.assertFalse(result["isError"], result)
+                    self.assertEqual(text_of(result).split(), [expected, sha])
+            result = server.call("write", {})
+            self.assertFalse(result["isError"], result)
+            texts = sorted(c["text"] for c in result["content"] if c["type"] == "text" and "written" in c["text"])
+            self.assertEqual(texts, ["draft  written", "notes.txt written", "report. written"])
+
+    def test_aggregator_over_a_stdio_upstream(self):
+        # The aggregator over a Python upstream started by its config (path with spaces): its tools listed under
+        # its name, a call routed to it, and at exit the upstream and its own child are gone.
+        fake = self.script(os.path.join("my tools", "fake mcp.py"), FAKE_SERVER, executable=False)
+        pids = os.path.join(self.dir, "pids")
+        config = os.path.join(self.tools, "agg.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"up": {"command": PY, "args": [fake, "--name", "up", "--pidfile", pids]}}}, f)
+        with self.serve("serve", "--config", config) as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: "up__echo" in [t["name"] for t in server.request("tools/list")["result"]["tools"]],
+                                       interval=0.3), server.context())
+            result = server.call("up__echo", {"text": "h\u00e9 over stdio"})
+            self.assertEqual(result["structuredContent"], {"echoed": "h\u00e9 over stdio"}, result)
+            self.assertEqual(server.close(), 0)
+        with open(pids) as f:
+            started = [int(pid) for line in f for pid in line.split()[:2]]
+        self.assertEqual(len(started), 2)
+        self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in started)), [p for p in started if alive(p)])
+
+    def test_http(self):
+        # --http on the loopback: a session, a call of a Python script with a non-ASCII argument, a clean stop.
+        with HttpServerProcess(PY, self.argv_py, "{text}", env=self.env) as server:
+            session = server.initialize_session()
+            name = os.path.splitext(os.path.basename(PY))[0]
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": name, "arguments": {"text": "\u00fcber http"}}}, session=session)
+            self.assertEqual(status, 200, text)
+            self.assertEqual(json.loads(text_of(server.messages(text)[-1]["result"])), ["\u00fcber http"])
+
+    def test_tasks(self):
+        # A call as a task (the 2025-11-25 era): created, waited for with tasks/result, completed.
+        with self.serve(PY, self.argv_py, "{text}") as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            task = server.request("tools/call", {"name": name, "arguments": {"text": "as a task"}, "task": {}})["result"]["task"]
+            result = server.request("tasks/result", {"taskId": task["taskId"]})["result"]
+            self.assertEqual(json.loads(text_of(result)), ["as a task"])
+            self.assertEqual(server.request("tasks/get", {"taskId": task["taskId"]})["result"]["status"], "completed")
+
+    def test_skills(self):
+        # A skill folder under a path with spaces: listed with its file, its SKILL.md and a file in a subfolder read back
+        # (CRLF kept). On Windows no skill file could be read: the scan's stat had no file id (os.scandir's is 0).
+        root = os.path.join(self.tools, "skills")
+        write_skill(root, "forms", "name: forms\ndescription: Fill in forms.", files={"ref/GUIDE.md": b"line one\r\nline two\r\n"})
+        with self.serve("--skills", root) as server:
+            server.initialize()
+            skills = server.request("skills/list", {})["result"]["skills"]
+            self.assertEqual([s["uri"] for s in skills], ["skill://forms/SKILL.md"])
+            self.assertEqual([r["uri"] for r in skills[0]["resources"]], ["skill://forms/SKILL.md", "skill://forms/ref/GUIDE.md"])
+            for uri, expected in (("skill://forms/ref/GUIDE.md", "line one\r\nline two\r\n"),
+                                  ("skill://forms/SKILL.md", "---\nname: forms\ndescription: Fill in forms.\n---\nBody.\n")):
+                reply = server.request("resources/read", {"uri": uri})
+                self.assertIn("result", reply, reply)
+                self.assertEqual(reply["result"]["contents"][0]["text"], expected)
+
+    def test_install_claude_desktop_writes_its_config_and_the_command_runs(self):
+        # install --client claude-desktop --write puts the entry in %APPDATA%\Claude\claude_desktop_config.json
+        # ($XDG_CONFIG_HOME/Claude off Windows); the command in it, started as Claude Desktop would (another folder,
+        # the entry's env), serves the tool.
+        appdata, home = os.path.join(self.dir, "AppData", "Roaming"), os.path.join(self.dir, "home")
+        os.mkdir(home)
+        env = dict(self.env, APPDATA=appdata, XDG_CONFIG_HOME=appdata, HOME=home, USERPROFILE=home)
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"],
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        path = os.path.join(appdata, "Claude", "claude_desktop_config.json")
+        with open(path, encoding="utf-8") as f:
+            entry, = json.load(f)["mcpServers"].values()
+        self.assertEqual(entry["command"], os.path.abspath(PY))
+        with McpProcess(cmd=[entry["command"]] + entry["args"], cwd=home, env=dict(env, **entry.get("env", {}))) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            self.assertEqual(self.call_args(server, name, {"text": "from Claude Desktop"}), ["from Claude Desktop"])
+            self.assertEqual(server.close(), 0)
+
+    def test_zipapp(self):
+        # mcpstudio zipapp builds one file that serves, run by `python OUT.pyz` from a folder with spaces.
+        pyz = os.path.join(self.tools, "mcp studio.pyz")
+        proc = subprocess.run(SERVER + ["zipapp", pyz], capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with McpProcess(cmd=[PY, pyz, PY, self.argv_py, "{text}"], env=self.env) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            self.assertEqual(self.call_args(server, name, {"text": "from the zipapp"}), ["from the zipapp"])
+            self.assertEqual(server.close(), 0)
+
+    def assert_gone(self, pids, when):
+        self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in pids)),
+                        "%s left running: %s (processes: %s)" % (when, [p for p in pids if alive(p)], process_table()))
+
+    def assert_stopped(self, server, pids, when):
+        """The command (pids[0]) and its child (pids[1]) are gone after `when` (each command has a Job object of
+        its own, ended at its stop: no reliance on taskkill /T, which Wine lacks), and still after exit."""
+        self.assert_gone(pids, when)
+        self.assertEqual(server.close(), 0)
+        self.assert_gone(pids, "after mcpstudio exited")
+
+    def test_timeout_leaves_no_child_or_grandchild(self):
+        # On CPython 3.8-3.11 without a console a timeout was an internal error (os.kill raised SystemError).
+        # A call past --timeout is an error result that says so; the command and the child it started are gone.
+        out = os.path.join(self.dir, "pids")
+        with self.serve("--timeout", "2", PY, self.pid_sleeper(), out) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            result = server.call(name, {}, timeout=WAIT * 2)
+            self.assertTrue(result["isError"], result)
+            self.assertIn("timed out after 2 s", text_of(result))
+            self.assert_stopped(server, self.read_pids(out), "after the timeout")
+
+    def test_cancellation_leaves_no_child_or_grandchild(self):
+        # On CPython 3.8-3.11 without a console the stop raised SystemError: an internal error.
+        # notifications/cancelled stops the running command and its child (no response to the call).
+        out = os.path.join(self.dir, "pids")
+        with self.serve(PY, self.pid_sleeper(), out) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            server.send({"jsonrpc": "2.0", "id": "sleep", "method": "tools/call", "params": {"name": name, "arguments": {}}})
+            pids = self.read_pids(out)
+            self.assertEqual(sorted(pids), sorted(pid for pid in process_tree(server.proc.pid) if pid in pids))
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "sleep"}})
+            self.assert_stopped(server, pids, "after the cancellation")
+            self.assertNotIn("sleep", server.responses)
+
+    def test_exit_leaves_no_child_or_grandchild(self):
+        # The client closes stdin mid-call: mcpstudio exits, and neither the command nor its child outlives it (the
+        # Job object on Windows, the process group and the watchdog on POSIX).
+        out = os.path.join(self.dir, "pids")
+        with self.serve(PY, self.pid_sleeper(), out) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            server.send({"jsonrpc": "2.0", "id": "sleep", "method": "tools/call", "params": {"name": name, "arguments": {}}})
+            pids = self.read_pids(out)
+            tree = process_tree(server.proc.pid)
+            self.assertTrue(set(pids) <= set(tree), (pids, tree))
+            server.close()
+            self.assert_gone(tree, "after mcpstudio exited")
+
+    def test_tui_says_what_to_use_without_curses(self):
+        # Windows CPython has no curses: `tui` says so first (a terminal would not help) and names what to use instead.
+        config = os.path.join(self.dir, "servers.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {}}, f)
+        code = ("import sys; sys.modules['curses'] = None; sys.path.insert(0, %r); import mcpstudio; "
+                "sys.exit(mcpstudio.main(['tui', '--config', %r]))" % (HERE, config))
+        proc = subprocess.run([PY, "-c", code] if os.name != "nt" else SERVER + ["tui", "--config", config],
+                              capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertEqual(proc.stdout, "")
+        self.assertIn("tui needs Python's curses module (on Windows: pip install windows-curses, or run mcpstudio under WSL)",
+                      proc.stderr)
+        self.assertIn("mcpstudio status", proc.stderr)
+
+
 class ExecValueTests(ScratchDir):
     """Values bound for a process (argv, environment, folder) are checked once, for every source."""
 
@@ -891,7 +1317,8 @@ class ExecValueTests(ScratchDir):
             (["echo", "hi"], {"A": "1"}, "/tmp", None),
             (["echo", "a\0b"], None, None, "word 1 of the command line holds a NUL character"),
             (["e\0cho"], None, None, "the command holds a NUL character"),
-            (["echo", "\ud800"], None, None, "word 1 of the command line holds a character this system cannot"),
+            (["echo", "\ud800"], None, None,  # Windows' UTF-16 command line carries a lone surrogate as it is
+             "word 1 of the command line holds a character this system cannot" if os.name == "posix" else None),
             (["echo", 3], None, None, "word 1 of the command line is integer, not text"),
             (["echo"], {"A": "x\0"}, None, 'the environment variable "A" holds a NUL'),
             (["echo"], {"A=B": "x"}, None, 'the environment variable "A=B" holds an ='),
@@ -1321,7 +1748,7 @@ class CommandOutputTests(ScratchDir):
             return time.monotonic() - started, lines
         seconds, lines = asyncio.run(feed())
         self.assertEqual([len(line) for line in lines], [1 << 20, 4])
-        self.assertLess(seconds, 1.0)
+        self.assertLess(seconds, 5.0)  # linear: milliseconds; generous for a loaded machine
 
 
 class PaginateTests(unittest.TestCase):
@@ -1381,7 +1808,7 @@ class ProtocolTests(ScratchDir):
             server.request("ping", request_id="up")  # started (a slow machine may take seconds to import)
             started = time.monotonic()
             reply = server.request("server/discover", {}, request_id=0)
-            self.assertLess(time.monotonic() - started, 1.5)
+            self.assertLess(time.monotonic() - started, 5)  # at once, not a wait (generous for a loaded machine)
             self.assertEqual(reply["error"]["code"], -32602)
             self.assertEqual(server.request("nothing/here")["error"]["code"], -32601)
             server.initialize()
@@ -1728,31 +2155,32 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(server.request("logging/setLevel", {"level": "chatty"})["error"]["code"], -32602)
 
     def test_concurrent_calls(self):
-        # 16 calls of a 0.4 s command finish together, not one after another (6.4 s); half that leaves
+        # 16 calls of a 2 s command finish together, not one after another (32 s); half that leaves
         # room for a loaded machine's spawns.
         with McpProcess("--name", "s", "sleep", "{seconds}") as server:
             server.initialize()
             started = time.monotonic()
             for i in range(16):
                 server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                             "params": {"name": "s", "arguments": {"seconds": "0.4"}}})
+                             "params": {"name": "s", "arguments": {"seconds": "2"}}})
             for i in range(16):
-                self.assertFalse(server.wait_response(i)["result"]["isError"])
-            self.assertLess(time.monotonic() - started, 3.2)
+                self.assertFalse(server.wait_response(i, timeout=40)["result"]["isError"])
+            self.assertLess(time.monotonic() - started, 16)
 
     def test_max_concurrency(self):
-        # --max-concurrency 2: the others wait their turn (8 x 0.3 s in 4 rounds).
+        # --max-concurrency 2: the others wait their turn (8 x 1 s in 4 rounds: 4 s; 3 at a time would take 3 s,
+        # 1 at a time 8 s, which the upper bound keeps well clear of, leaving a loaded machine 3.5 s for the spawns).
         with McpProcess("--max-concurrency", "2", "--name", "s", "sleep", "{seconds}") as server:
             server.initialize()
             started = time.monotonic()
             for i in range(8):
                 server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                             "params": {"name": "s", "arguments": {"seconds": "0.3"}}})
+                             "params": {"name": "s", "arguments": {"seconds": "1"}}})
             for i in range(8):
-                self.assertFalse(server.wait_response(i)["result"]["isError"])
+                self.assertFalse(server.wait_response(i, timeout=30)["result"]["isError"])
             elapsed = time.monotonic() - started
-            self.assertGreaterEqual(elapsed, 1.15)
-            self.assertLess(elapsed, 2.2)  # 2 at a time, not 1
+            self.assertGreaterEqual(elapsed, 3.9)
+            self.assertLess(elapsed, 7.5)  # 2 at a time, not 1
 
     def test_large_output_no_deadlock(self):
         # 4 MB on stdout and on stderr at once: both pipes are read while the command runs.
@@ -1807,7 +2235,7 @@ class ProtocolTests(ScratchDir):
             server.initialize()
             started = time.monotonic()
             result = server.call("bg", {"f": pidfile})
-            self.assertLess(time.monotonic() - started, 3)
+            self.assertLess(time.monotonic() - started, 20)  # the command's exit, not the background sleep's 30 s
             self.assertEqual(text_of(result), "done\n")
             with open(pidfile) as f:
                 pid = int(f.read())
@@ -1928,7 +2356,7 @@ class LifecycleTests(ScratchDir):
             {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "piped"}}},
         ]
         proc = subprocess.run([PY, MODULE, "echo", "{message}"], input="".join(json.dumps(m) + "\n" for m in msgs),
-                              capture_output=True, text=True, timeout=WAIT)
+                              capture_output=True, text=True, timeout=COMPILING)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         replies = {json.loads(line)["id"]: json.loads(line) for line in proc.stdout.splitlines()}
         self.assertEqual(text_of(replies[1]["result"]), "piped\n")
@@ -2076,9 +2504,9 @@ class CommandLineTests(ScratchDir):
         shutil.copy(MODULE, os.path.join(build, "__main__.py"))
         pyz = os.path.join(self.dir, "mcpstudio.pyz")
         subprocess.run([PY, "-m", "zipapp", build, "-p", "/usr/bin/env python3", "-o", pyz],
-                       check=True, timeout=WAIT)
+                       check=True, timeout=COMPILING)
         with McpProcess(cmd=[PY, pyz, "echo", "{message}"]) as server:
-            server.initialize()
+            server.initialize(timeout=COMPILING)
             self.assertEqual(text_of(server.call("echo", {"message": "zipped"})), "zipped\n")
             self.assertEqual(server.close(), 0)
 
@@ -2183,22 +2611,31 @@ class ScriptModeTests(ScratchDir):
         self.make(".secret/tool")
         with open(os.path.join(self.root, "notes.txt"), "w") as f:
             f.write("not a script")
-        with self.serve() as server:
-            started = time.monotonic()
+        # stderr into stdout's pipe: the order of its lines is the order the server wrote them in.
+        with McpProcess("--root-directory", self.root, "--help-timeout", "2", env=self.env, stderr=subprocess.STDOUT) as server:
             server.initialize()
-            self.assertLess(time.monotonic() - started, 4, "initialize waited for discovery (`slow` takes 5 s)")
+            # Behaviour, not speed: initialize was answered before discovery ended (`slow`'s --help times out
+            # after 2 s, and its line comes last): a server that waited would write that line first.
+            with server.lock:
+                written = [line.decode("utf-8", "replace") for line in server.stdout_lines]
+            reply = next(i for i, line in enumerate(written) if line.startswith('{"jsonrpc":"2.0","id":101,'))
+            self.assertFalse([line for line in written[:reply] if " left out" in line], written)
             names = self.tool_names(server)
             self.assertEqual(names, ["deep__er__tool", "good", "math__add"])
             tools = {t["name"]: t for t in server.request("tools/list")["result"]["tools"]}
             self.assertEqual(tools["good"]["title"], "Good one (good)")
             self.assertEqual(tools["good"]["description"], "works")
             self.assertEqual(tools["math__add"]["title"], "math/add")
-            stderr_text = server.stderr_when(lambda text: text.count(" left out") >= 7)
+            def said():
+                with server.lock:
+                    return [line.decode("utf-8", "replace") for line in server.stdout_lines if not line.startswith(b"{")]
+            wait_until(lambda: "".join(said()).count(" left out") >= 7)
+            stderr_text = "".join(said())
             for name, fragment in (("broken", "exited with code 1"), ("slow", "timed out"),
                                    ("badjson", "invalid metadata"), ("badopts", "invalid options"),
                                    ("nodefault", "no default_value"), ("wrongdefault", "integer"),
                                    ("emptyenum", "non-empty")):
-                lines = [line for line in server.stderr if os.path.join(self.root, name) + " left out" in line]
+                lines = [line for line in said() if os.path.join(self.root, name) + " left out" in line]
                 self.assertEqual(len(lines), 1, "%s: %s" % (name, stderr_text))
                 self.assertIn(fragment, lines[0])
             warnings = [n["params"] for n in server.notifications_of("notifications/message")]
@@ -2597,6 +3034,7 @@ class CommandTemplateTests(unittest.TestCase):
                     mcpstudio.CommandTemplate(text)
                 self.assertIn(fragment, str(cm.exception))
 
+    @unittest.skipIf(os.name == "nt", "runs the rendered script in a POSIX sh, which Windows lacks")
     def test_shell_tools_keep_the_template_s_quoting(self):
         # Escapes, pipes in quotes and missing values render in sh -c exactly as in argv mode:
         # a value is always one quoted positional parameter, never split, globbed or run.
@@ -2646,6 +3084,7 @@ class CommandTemplateTests(unittest.TestCase):
         stdin = mcpstudio.CommandTemplate('{"items": [1, {x}]}', text=True)
         self.assertEqual(stdin.render_text({"x": "5"}), '{"items": [1, 5]}')
 
+    @unittest.skipIf(os.name == "nt", "runs the rendered script in a POSIX sh, which Windows lacks")
     def test_shell_rendering_keeps_values_out_of_the_script(self):
         # "shell": true passes every value positionally; the script holds only template text.
         template = mcpstudio.CommandTemplate("printf '%s|' '{a}' \"{b}\" {c} | tr a-z A-Z")
@@ -3380,13 +3819,13 @@ class ConfigTests(ScratchDir):
         # --help-timeout applies to a config's script folders too.
         folder = os.path.join(self.dir, "scripts")
         os.mkdir(folder)
-        self.script("scripts/slow", "#!/bin/sh\n[ \"$1\" = --help ] && { sleep 5; echo '{}'; exit 0; }\necho hi\n")
+        self.script("scripts/slow", "#!/bin/sh\n[ \"$1\" = --help ] && { sleep 30; echo '{}'; exit 0; }\necho hi\n")
         config = self.write_config({"scripts": ["scripts"]})
         with self.serve(config, "--help-timeout", "0.5", env=dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "c"))) as server:
             server.initialize()
             started = time.monotonic()
             self.assertEqual(server.request("tools/list")["result"]["tools"], [])
-            self.assertLess(time.monotonic() - started, 3)
+            self.assertLess(time.monotonic() - started, 15)  # the 0.5 s --help timeout, not the script's 30 s
 
     def test_stdin_template(self):
         # "stdin" is rendered and fed to the command (for tools like jq).
@@ -4983,6 +5422,7 @@ def fake_server(args):
     def opt(name, default=None):
         return args[args.index(name) + 1] if name in args else default
 
+    sys.stdin.reconfigure(encoding="utf-8")  # MCP's stdio is UTF-8 (Windows would read its ANSI code page)
     if opt("--launch-file"):  # when it was launched, before any --slow-start
         with open(opt("--launch-file"), "a") as f:
             f.write("%f\n" % time.time())
@@ -4991,6 +5431,9 @@ def fake_server(args):
         sys.exit(3)
     if opt("--slow-start") and not os.environ.get("FAKE_QUICK_START"):  # (set by cache_tools)
         time.sleep(float(opt("--slow-start")))
+    if opt("--who-file"):  # which FAKE_WHO (a person's secret, in an isolated server) this process got
+        with open(opt("--who-file"), "a") as f:
+            f.write("%d %s\n" % (os.getpid(), os.environ.get("FAKE_WHO") or "-"))
     if opt("--pidfile"):
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         with open(opt("--pidfile"), "a") as f:
@@ -5240,17 +5683,20 @@ def fake_server(args):
             if not uri.startswith("fake://%s/" % NAME):
                 send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32002, "message": "no such resource"}})
                 return
-            result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "%s read %s" % (NAME, uri)}]}
+            result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "%s read %s%s" % (
+                NAME, uri, " for " + os.environ["FAKE_WHO"] if os.environ.get("FAKE_WHO") else "")}]}
         elif method == "prompts/list":
             result = {"prompts": [{"name": "greet", "description": "Say hello",
                                    "arguments": [{"name": "who", "required": True}]}]}
         elif method == "completion/complete":  # the argument's value, completed, and the era it was asked in
             era = "2026" if "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {}) else "handshake"
-            result = {"completion": {"values": ["%s-%s-%s" % ((params.get("argument") or {}).get("value"), NAME, era)],
+            result = {"completion": {"values": ["%s-%s-%s" % ((params.get("argument") or {}).get("value"), NAME, era)]
+                                     + ([os.environ["FAKE_WHO"]] if os.environ.get("FAKE_WHO") else []),
                                      "hasMore": False}}
         elif method == "prompts/get":
             who = (params.get("arguments") or {}).get("who", "?")
-            result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s" % (who, NAME)}}]}
+            result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s%s" % (
+                who, NAME, " for " + os.environ["FAKE_WHO"] if os.environ.get("FAKE_WHO") else "")}}]}
         else:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no %s" % method}})
             return
@@ -5563,7 +6009,7 @@ class AggregatorTests(AggregatorCase):
             first = self.started()[0]
             started = time.monotonic()
             result = server.call("a__crash", {})
-            self.assertLess(time.monotonic() - started, 3)  # failed at once, no hang
+            self.assertLess(time.monotonic() - started, 10)  # failed at once, no hang (generous for a loaded machine)
             self.assertTrue(result["isError"])
             self.assertIn("server `a` fake: crashing on purpose (it exited with code 7)", text_of(result))
             self.assertTrue(wait_until(lambda: not alive(first[1])), "the crashed server's child was left")
@@ -5945,7 +6391,9 @@ class AggregatorReliabilityTests(AggregatorCase):
 
     def test_listing_never_waits_on_a_slow_server(self):
         # tools/list answers with what is ready; the slow server's tools follow with list_changed.
-        data = {"mcpServers": {"a": self.upstream("a"), "slow": self.upstream("slow", "--slow-start", "5")}}
+        # (The slow start is far longer than the list's 2 s wait plus a loaded machine's slack: the bound below
+        # tells "answered after its wait" from "waited for the slow server", not how fast the machine is.)
+        data = {"mcpServers": {"a": self.upstream("a"), "slow": self.upstream("slow", "--slow-start", "14")}}
         with self.serve(data, env=dict(self.env, MCPSTUDIO_LIST_WAIT="2")) as server:
             server.initialize()
             self.assertTrue(wait_until(lambda: self.started()))  # a is up, and announced:
@@ -5954,11 +6402,11 @@ class AggregatorReliabilityTests(AggregatorCase):
             before = len(server.notifications_of("notifications/tools/list_changed"))
             started = time.monotonic()
             names = self.tool_names(server)
-            self.assertLess(time.monotonic() - started, 3.5)  # was: 5 s, when clients give up
+            self.assertLess(time.monotonic() - started, 8)  # was: 5 s, when clients give up
             self.assertIn("a__echo", names)
             self.assertNotIn("slow__echo", names)
             self.assertTrue(wait_until(
-                lambda: len(server.notifications_of("notifications/tools/list_changed")) > before))
+                lambda: len(server.notifications_of("notifications/tools/list_changed")) > before, 30))
             self.assertIn("slow__echo", self.tool_names(server))
             self.assertEqual(text_of(server.call("slow__echo", {"text": "up"})), "slow: up")
 
@@ -5988,23 +6436,23 @@ class AggregatorReliabilityTests(AggregatorCase):
             server.initialize()
             started = time.monotonic()
             self.assertIn("slow__echo", self.tool_names(server))
-            self.assertLess(time.monotonic() - started, 1.5)
+            self.assertLess(time.monotonic() - started, 5)  # from the cache: not the 6 s slow start
             self.assertEqual(self.started(), [])
 
     def test_first_crash_restarts_at_once_and_uncached_servers_start_together(self):
         # Six servers with nothing cached start at once (not four at a time): all six launch before the first
-        # is up (3 s after its launch).
+        # is up (6 s after its launch).
         launches = os.path.join(self.dir, "launches")
-        data = {"mcpServers": {"s%d" % i: self.upstream("s%d" % i, "--slow-start", "3", "--launch-file", launches)
+        data = {"mcpServers": {"s%d" % i: self.upstream("s%d" % i, "--slow-start", "6", "--launch-file", launches)
                                for i in range(6)}}
         data["mcpServers"]["a"] = self.upstream("a")
         with self.serve(data) as server:
             server.initialize()
-            self.assertTrue(wait_until(lambda: len(self.started()) == 7))
+            self.assertTrue(wait_until(lambda: len(self.started()) == 7, 30))
             with open(launches) as f:
                 times = [float(line) for line in f]
             self.assertEqual(len(times), 6)
-            self.assertLess(max(times) - min(times), 2.8, times)
+            self.assertLess(max(times) - min(times), 5.5, times)
             # A first crash restarts at once; only a second one in a row backs off.
             server.call("a__crash", {})
             self.assertEqual(text_of(server.call("a__echo", {"text": "1"})), "a: 1")
@@ -7727,7 +8175,7 @@ class ToolingTests(ToolingCase):
         outputs = []
         for words in commands:
             self.assertEqual(words[:2], ["python3", "mcpstudio.py"], words)
-            proc = subprocess.run([PY, MODULE] + words[2:], capture_output=True, text=True, timeout=WAIT * 2,
+            proc = subprocess.run([PY, MODULE] + words[2:], capture_output=True, text=True, timeout=COMPILING,
                                   stdin=subprocess.DEVNULL, env=self.env, cwd=HERE)
             self.assertEqual(proc.returncode, 0, "%s\n%s%s" % (words, proc.stdout, proc.stderr))
             outputs.append(proc.stdout)
@@ -7776,7 +8224,7 @@ class ToolingTests(ToolingCase):
         # What runpy runs for `python3 OUT.pyz` (zipimport's file for __main__), and what `import mcpstudio` loads.
         probe = ("import sys, zipimport; print(zipimport.zipimporter(sys.argv[1]).get_filename('__main__')); "
                  "sys.path.insert(0, sys.argv[1]); import mcpstudio; print(mcpstudio.__file__)")
-        used = subprocess.run([PY, "-c", probe, pyz], capture_output=True, text=True, timeout=WAIT).stdout.split()
+        used = subprocess.run([PY, "-c", probe, pyz], capture_output=True, text=True, timeout=COMPILING).stdout.split()
         self.assertEqual(used, [os.path.join(pyz, "__main__.py"), os.path.join(pyz, "mcpstudio.pyc")])
         import zipfile
         with zipfile.ZipFile(pyz) as archive:  # the module once; its bytecode stored, read without inflating
@@ -7789,19 +8237,19 @@ class ToolingTests(ToolingCase):
                 " or loads(data)\n"
                 "sys.argv = [sys.argv[1], '--version']\ntry:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
                 "except SystemExit as stop:\n    print(stop.code, sum(size > 100000 for size in sizes))\n")
-        ran = subprocess.run([PY, "-c", once, pyz], capture_output=True, text=True, timeout=WAIT)
+        ran = subprocess.run([PY, "-c", once, pyz], capture_output=True, text=True, timeout=COMPILING)
         self.assertEqual(ran.stdout.split()[-2:], ["0", "1" if sys.version_info >= (3, 10) else "2"], ran.stderr)
         unpacked = os.path.join(self.dir, "unpacked")
         with zipfile.ZipFile(pyz) as archive:  # unzipped into a folder, it runs as well (no zipimport there)
             archive.extractall(unpacked)
-        ran = subprocess.run([PY, unpacked, "--version"], capture_output=True, text=True, timeout=WAIT)
+        ran = subprocess.run([PY, unpacked, "--version"], capture_output=True, text=True, timeout=COMPILING)
         self.assertTrue(ran.stdout.startswith("mcpstudio "), ran.stderr)
         with McpProcess(cmd=[PY, pyz, "echo", "{message}"]) as server:
-            server.initialize()
+            server.initialize(timeout=COMPILING)
             self.assertEqual(text_of(server.call("echo", {"message": "zipped"})), "zipped\n")
             self.assertEqual(server.close(), 0)
         entry = json.loads(subprocess.run([PY, pyz, "install", "--client", "cursor", "echo", "{m}"], capture_output=True,
-                                          text=True, timeout=WAIT, env=self.env).stdout)["mcpServers"]["echo"]
+                                          text=True, timeout=COMPILING, env=self.env).stdout)["mcpServers"]["echo"]
         self.assertEqual(entry["args"], [pyz, "echo", "{m}"])  # install from the zipapp points at the .pyz
         other = [p for p in (os.path.expanduser("~/.pyenv/versions/3.8.18/bin/python3"),
                              os.path.expanduser("~/.pyenv/versions/3.13.0/bin/python3"))
@@ -7810,11 +8258,11 @@ class ToolingTests(ToolingCase):
                      timeout=WAIT).returncode == 0]
         if not other:
             self.skipTest("no second Python version to check the source fallback")
-        used = subprocess.run([other[0], "-c", probe, pyz], capture_output=True, text=True, timeout=WAIT)
+        used = subprocess.run([other[0], "-c", probe, pyz], capture_output=True, text=True, timeout=COMPILING)
         self.assertEqual(used.stdout.split(), [os.path.join(pyz, "__main__.py"), os.path.join(pyz, "mcpstudio.py")],
                          used.stderr)
         proc = subprocess.run([other[0], pyz, "call", "echo", "message=fallback", "echo", "{message}"],
-                              capture_output=True, text=True, timeout=WAIT)
+                              capture_output=True, text=True, timeout=COMPILING)
         self.assertEqual(proc.stdout, "fallback\n", proc.stderr)
 
 
@@ -9663,7 +10111,7 @@ class TuiWithoutCursesTests(ScratchDir):
                                             "import mcpstudio; sys.exit(mcpstudio.main(['tui', '--config', %r]))"
                                   % (HERE, path)])
         self.assertEqual(tui.proc.wait(30), 2)
-        tui.wait_for("tui needs Python's curses module (on Windows: pip install windows-curses)",
+        tui.wait_for("tui needs Python's curses module (on Windows: pip install windows-curses, or run mcpstudio under WSL)",
                      "mcpstudio status")
         tui.close()
 
@@ -9682,7 +10130,7 @@ class TuiWithoutTerminalTests(ScratchDir):
 
     def test_serving_never_imports_curses(self):
         proc = subprocess.run([PY, "-X", "importtime", os.path.join(HERE, "mcpstudio.py"), "echo", "{message}"],
-                              capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+                              capture_output=True, text=True, timeout=COMPILING, stdin=subprocess.DEVNULL)
         self.assertRegex(proc.stderr, r"(?m)^import time: .*\| +json$")  # importtime ran, and lists every import
         self.assertNotIn("curses", proc.stderr)
 
@@ -9703,6 +10151,7 @@ class OAuthServer(ThreadedHttpServer):
         import http.server
         import urllib.parse
         owner, codes, tokens = self, {}, {}
+        self.tokens = tokens  # token -> (kind, until): cleared, every token is refused (revoked)
         self.expires_in, self.grants, self.registered, self.authorized = expires_in, [], [], []
         self.resource_metadata = self.issuers = self.token_reply = None
         self.revocation, self.revoked, self.seen = True, [], []
@@ -9878,6 +10327,61 @@ class OAuthTests(OAuthCase):
             self.assertEqual(self.server.authorized, [], "serve opened the browser without being allowed to")
             self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
             self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")  # no restart
+
+    def test_a_sign_in_that_cannot_be_refreshed_says_how_to_sign_in_again(self):
+        # Issue 45.5: the server's tokens are revoked while it runs (the refresh fails): a client without URL
+        # elicitation gets a tool error naming the server and the login command; one that declared
+        # `elicitation.url` gets -32042 with the sign-in's URL, and once that URL is opened (the browser on this
+        # machine) it is told the sign-in is complete (notifications/elicitation/complete) and the call passes.
+        import urllib.request
+        for capabilities in ({}, {"elicitation": {"url": {}}}):
+            self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
+            with McpProcess("serve", "--config", self.config, env=self.env) as server:
+                server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                                              "clientInfo": {"name": "test", "version": "0"}})
+                server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")
+                self.server.tokens.clear()  # revoked: the access token and the refresh token alike
+                reply = server.request("tools/call", {"name": "files__whoami", "arguments": {}})
+                if not capabilities:
+                    self.assertTrue(reply["result"]["isError"], reply)
+                    self.assertIn("server files needs a sign-in: run `mcpstudio login files --config %s`" % self.config,
+                                  text_of(reply["result"]))
+                    continue
+                self.assertEqual(reply["error"]["code"], -32042, reply)
+                [asked] = reply["error"]["data"]["elicitations"]
+                self.assertEqual(asked["mode"], "url")
+                self.assertTrue(asked["url"].startswith("http://127.0.0.1:%d/authorize?" % self.server.port), asked)
+                with urllib.request.urlopen(asked["url"], timeout=WAIT) as page:  # the browser: to the callback
+                    self.assertEqual(page.status, 200)
+                self.assertTrue(wait_until(lambda: server.notifications_of("notifications/elicitation/complete")))
+                self.assertEqual(server.notifications_of("notifications/elicitation/complete")[0]["params"],
+                                 {"elicitationId": asked["elicitationId"]})
+                self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")
+
+    def test_a_signed_in_person_never_signs_the_gateway_in(self):
+        # Issue 45.5 on a team gateway: the server's sign-in is everyone's, so a signed-in person whose call finds it
+        # expired is told to ask the admin, and is never handed a sign-in URL (their sign-in would serve everyone).
+        path = os.path.join(self.dir, "team.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"files": {"url": self.server.url}},
+                       "people": {"alice": {"tokenSha256": hashlib.sha256(b"alice-token-0001").hexdigest()}}}, f)
+        self.assertEqual(self.run_cli("login", "files", "--config", path).returncode, 0)
+        meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}}}
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            def call():
+                status, _, text = http.modern("tools/call", {"name": "files__whoami", "arguments": {}, "_meta": meta},
+                                              headers={"Authorization": "Bearer alice-token-0001"})
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            self.assertEqual(text_of(call()["result"]), "signed-in caller (token at)")
+            self.server.tokens.clear()
+            reply = call()
+            self.assertTrue(reply["result"]["isError"], reply)
+            self.assertIn("server files needs a sign-in", text_of(reply["result"]))
+            self.assertIn("This sign-in is the gateway's, shared by every person: ask its admin to sign in again",
+                          text_of(reply["result"]))
+        self.assertEqual(len(self.server.authorized), 1)  # the login's only
 
     def test_a_token_about_to_expire_is_refreshed(self):
         self.server.expires_in = 30  # inside OAUTH_REFRESH_EARLY: every use refreshes first
@@ -10715,9 +11219,12 @@ class ToolIndexTests(unittest.TestCase):
         index = mcpstudio.ToolIndex(self.TOOLS)
         for unit, size in (("a", 100000), ("a.", 100000), ("-a", 100000), ("a@a.", 100000), ("1:", 100000), ("-1.1,", 100000),
                            ("1.", 100000), ("AB-", 100000), ("A1-", 100000), (":a", 100000), ("select ", 400000)):
-            started = time.monotonic()  # AB-AB-... took 17 s when the short-id shape tried every start; select ... 20 s
+            # CPU seconds, which other processes' load does not inflate (Windows CPython under Wine, beside CI's other
+            # suites, took 6.5 s of wall time for `select`): AB-AB-... took 17 s when the short-id shape tried every
+            # start; select ... 20 s; linear, either is well under a second alone.
+            started = time.process_time()
             index.search(unit * (size // len(unit)), 5)
-            self.assertLess(time.monotonic() - started, 5.0, unit)
+            self.assertLess(time.process_time() - started, 8.0, unit)
 
     def test_server_as_context(self):
         """Of two tools alike, the one whose server's other tools speak of the query's words ranks first."""
@@ -10763,11 +11270,11 @@ class ToolIndexTests(unittest.TestCase):
     def test_recorded_corpus(self):
         """Over the 289 recorded tools, each intent set is found in the first five as often as today (a floor each;
         people32 to people35, the blind check, are left to the benchmark)."""
-        with open(TOOLSEARCH_CORPUS) as f:
+        with open(TOOLSEARCH_CORPUS, encoding="utf-8") as f:  # (Windows reads the ANSI code page by default)
             corpus = json.load(f)
         tools = [dict(tool, name="%s__%s" % (server, tool["name"]), description="[%s] %s" % (server, tool.get("description")))
                  for server, entry in corpus.items() for tool in entry["tools"]]
-        with open(os.path.join(HERE, "benchmarks", "toolsearch", "intents.json")) as f:
+        with open(os.path.join(HERE, "benchmarks", "toolsearch", "intents.json"), encoding="utf-8") as f:
             intents = json.load(f)
         index = mcpstudio.ToolIndex(tools)
         found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
@@ -10779,7 +11286,7 @@ class ToolIndexTests(unittest.TestCase):
                             ("people18", 0.95), ("people19", 0.9), ("people20", 0.8), ("people21", 0.9), ("people22", 0.95),
                             ("people23", 0.95), ("people24", 0.95), ("people25", 0.9), ("people26", 0.95), ("people27", 0.95),
                             ("people28", 0.9), ("people29", 0.95), ("people30", 0.9), ("people31", 0.95)):
-            with open(os.path.join(HERE, "benchmarks", "toolsearch", name + ".json")) as f:
+            with open(os.path.join(HERE, "benchmarks", "toolsearch", name + ".json"), encoding="utf-8") as f:
                 intents = json.load(f)
             found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
             self.assertGreaterEqual(found / len(intents), least, name)  # held where they stand today
@@ -12286,14 +12793,24 @@ class HouseTests(unittest.TestCase):
         self.assertEqual([t for t in titles if t.lower().rstrip(".") not in docstring], [])
 
     def test_platform_parts(self):
-        # The cache folder and the variable rule ask the one platform block (Linux here).
+        # The cache folder and the variable rule ask the one platform block (Linux, and Windows in .ci/windows).
         from unittest import mock
         with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": "/x/cache"}):
             self.assertEqual(mcpstudio.user_cache_dir(), os.path.join("/x/cache", "mcpstudio"))
-        with mock.patch.dict(os.environ, {"HOME": "/home/u"}):
-            os.environ.pop("XDG_CACHE_HOME", None)
-            self.assertEqual(mcpstudio.user_cache_dir(), "/home/u/.cache/mcpstudio")
-        for name, expected in (("limit", True), ("PATH", False), ("path", False), ("LD_PRELOAD", False), ("9x", False)):
+        if os.name == "nt":  # %LOCALAPPDATA%, the folder Windows programs keep caches in
+            with mock.patch.dict(os.environ, {"LOCALAPPDATA": r"C:\Users\u\AppData\Local"}):
+                os.environ.pop("XDG_CACHE_HOME", None)
+                self.assertEqual(mcpstudio.user_cache_dir(), r"C:\Users\u\AppData\Local\mcpstudio")
+        else:
+            with mock.patch.dict(os.environ, {"HOME": "/home/u"}):
+                os.environ.pop("XDG_CACHE_HOME", None)
+                self.assertEqual(mcpstudio.user_cache_dir(), "/home/u/.cache/mcpstudio")
+        # Windows ignores the case of variable names: a child's environment holds one spelling of each, the last given
+        # (a config's over the inherited one); there no script option is set as a variable either
+        posix = os.name == "posix"
+        env = {"PATH": "inherited", "Home": "h", "Path": "configured", "x": "1"}
+        self.assertEqual(mcpstudio._one_spelling(dict(env)), env if posix else {"Path": "configured", "Home": "h", "x": "1"})
+        for name, expected in (("limit", posix), ("PATH", False), ("path", False), ("LD_PRELOAD", False), ("9x", False)):
             with self.subTest(name=name):
                 self.assertEqual(mcpstudio.option_variable(name), expected)
 
@@ -13191,6 +13708,21 @@ class SignInCheckTests(unittest.TestCase):
         self.assertEqual((person.subject, person.email, person.groups, person.scopes),
                          ("bob", None, ["sales"], ["tools", "read"]))
 
+    def test_a_token_is_passed_on_only_to_a_server_its_audience_names(self):
+        # Person.token_for, the passthrough rule: the token goes to a URL its `aud` names (a string or a list, a
+        # trailing / aside), never to another one, and a person without a token (static people) has none to give.
+        crm = "https://crm.example/mcp"
+        cases = [  # (aud, resource asked for, whether the token is given)
+            (crm, crm, True), ([crm + "/", "https://gw.example/mcp"], crm, True), ("https://gw.example/mcp", crm, False),
+            ([crm + "x"], crm, False), (["https://crm.example"], crm, False), ([7, None], crm, False), (None, crm, False),
+        ]
+        for aud, resource, given in cases:
+            with self.subTest(aud=aud):
+                person = mcpstudio.Person.from_claims({"sub": "alice", "aud": aud})
+                person.token = "tok"
+                self.assertEqual(person.token_for(resource), "tok" if given else None)
+        self.assertIsNone(mcpstudio.Person("alice", audiences=[crm]).token_for(crm))  # no token
+
 
     def test_a_subject_or_email_is_never_a_group(self):
         # `group:NAME` names the members of a group: a subject or an email spelled "group:admins" (a client's id
@@ -13755,13 +14287,136 @@ class IsolationTests(AggregatorCase):
             self.assertTrue(wait_until(lambda: not alive(pids[-1]), 10), "an ended session's server still runs")
             self.assertTrue(alive(pids[0]))  # the shared one (it lists the tools) stays
 
+    def test_passthrough_config_errors(self):
+        # "auth": "passthrough" is for a URL server, never a shared one (each person's token, each person's process).
+        for entry, fragment in (({"command": PY, "args": [self.fake], "auth": "passthrough"}, "only a server with a `url`"),
+                                ({"url": "https://crm.example/mcp", "auth": "passthrough", "isolation": "shared"},
+                                 'use "user" or "session"'),
+                                ({"url": "https://crm.example/mcp", "auth": "forward"}, 'expected "passthrough"')):
+            path = os.path.join(self.dir, "bad.json")
+            with open(path, "w") as f:
+                json.dump({"mcpServers": {"crm": entry}}, f)
+            done = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                  env=self.env)
+            self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+            self.assertIn(fragment, done.stderr)
+
+    def test_reads_and_prompts_come_from_the_persons_own_process(self):
+        # A resource read, a prompt and a completion of a "user" server come from the person's own process (with
+        # their secret), never the shared one; the listings come from the shared process, which never gets a
+        # person's secret (its ${person.TOKEN} is empty).
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", name, value=name + "-own")
+        who = os.path.join(self.dir, "who")
+        path = os.path.join(self.dir, "reads.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "env", "--name", "keeper",
+                                                                        "--who-file", who],
+                                                "env": {"FAKE_WHO": "${person.TOKEN}"}, "isolation": "user"}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            def ask(name, method, params):
+                headers = {"Authorization": "Bearer " + self.TOKENS[name]}
+                if "uri" in params:
+                    headers["Mcp-Name"] = params["uri"]
+                status, _, text = http.modern(method, params, headers=headers)
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            for name in ("alice", "bob"):
+                self.assertEqual([t["name"] for t in ask(name, "tools/list", {})["result"]["tools"]], ["keeper__env"])
+                self.assertEqual([r["uri"] for r in ask(name, "resources/list", {})["result"]["resources"]],
+                                 ["fake://keeper/info"])
+                read = ask(name, "resources/read", {"uri": "fake://keeper/info"})["result"]["contents"][0]["text"]
+                self.assertEqual(read, "keeper read fake://keeper/info for %s-own" % name)
+                prompt = ask(name, "prompts/get", {"name": "keeper__greet", "arguments": {"who": "x"}})["result"]
+                self.assertEqual(prompt["messages"][0]["content"]["text"], "Hello x from keeper for %s-own" % name)
+                completed = ask(name, "completion/complete", {"ref": {"type": "ref/prompt", "name": "keeper__greet"},
+                                                              "argument": {"name": "who", "value": "a"}})
+                self.assertEqual(completed["result"]["completion"]["values"], ["a-keeper-handshake", name + "-own"])
+            refused = ask("carol", "resources/read", {"uri": "fake://keeper/info"})  # no secret: told how to set it
+            self.assertIn("mcpstudio secrets set TOKEN --person carol", refused["error"]["message"])
+        with open(who) as f:  # the shared (listing) process got no secret; each person's got only their own
+            self.assertEqual(sorted(line.split()[1] for line in f), ["-", "alice-own", "bob-own"])
+
 
 OIDC_PROVIDER = os.environ.get("MCPSTUDIO_OIDC_PROVIDER", "")  # an npm prefix holding node_modules/oidc-provider
 IDP_SCRIPT = os.path.join(HERE, "examples", "team-gateway", "idp.mjs")
 
 
+class RecordingMcpServer(ThreadedHttpServer):
+    """A Streamable HTTP MCP server (tool `whoami`) in threads of this test process that records the Authorization
+    each request came with (`seen`: (method, header or None)); a token in `refused` gets 401 invalid_token."""
+
+    def __init__(self):
+        import http.server
+        owner, self.seen, self.refused = self, [], set()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def reply(self, status, body=None, headers=()):
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(status)
+                for header in headers:
+                    self.send_header(*header)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self.reply(405)
+
+            def do_POST(self):
+                message = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                given = self.headers.get("Authorization")
+                owner.seen.append((message.get("method"), given))
+                if given and given[len("Bearer "):] in owner.refused:
+                    self.reply(401, {"error": "invalid_token"}, [("WWW-Authenticate", 'Bearer error="invalid_token"')])
+                elif "id" not in message:
+                    self.reply(202)
+                elif message["method"] == "initialize":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {
+                        "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "crm", "version": "1"}}}, [("Mcp-Session-Id", "s%d" % len(owner.seen))])
+                elif message["method"] == "tools/list":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": [
+                        {"name": "whoami", "inputSchema": {"type": "object"}}]}})
+                elif message["method"] == "tools/call":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"content": [
+                        {"type": "text", "text": "crm called"}]}})
+                else:
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}})
+
+        self.serve(Handler)
+        self.url = "http://127.0.0.1:%d/mcp" % self.port
+
+
 def _jwk_ints(jwk, *names):
     return tuple(int.from_bytes(mcpstudio.b64url(jwk[name]), "big") for name in names)
+
+
+# The official TypeScript SDK's client signs in by itself: its ClientCredentialsProvider (client dana of
+# idp.mjs) follows the gateway's 401 to the RFC 9728 metadata, the provider's metadata and token endpoint
+# (with the RFC 8707 resource), then lists and calls; prints {"tools": [...], "call": text}.
+TS_SIGN_IN_CLIENT = r"""
+const sdk = process.env.SDK_DIR + '/dist/esm/';
+const { Client } = await import(sdk + 'client/index.js');
+const { StreamableHTTPClientTransport } = await import(sdk + 'client/streamableHttp.js');
+const { ClientCredentialsProvider } = await import(sdk + 'client/auth-extensions.js');
+const provider = new ClientCredentialsProvider({ clientId: 'dana', clientSecret: 'dana-secret',
+                                                 expectedIssuer: process.env.ISSUER });
+const client = new Client({ name: 'ts-sign-in', version: '1.0.0' });
+await client.connect(new StreamableHTTPClientTransport(new URL(process.env.TARGET), { authProvider: provider }));
+const tools = (await client.listTools()).tools.map(t => t.name);
+const call = (await client.callTool({ name: 'alpha__echo', arguments: { text: 'from ts' } })).content[0].text;
+const token = provider.tokens().access_token;
+console.log(JSON.stringify({ tools, call, aud: JSON.parse(Buffer.from(token.split('.')[1], 'base64url')).aud }));
+await client.close();
+"""
+TS_SDK_DIR = os.path.join(os.path.dirname(os.path.dirname(INSPECTOR)), "@modelcontextprotocol", "sdk") if INSPECTOR else ""
 
 
 @unittest.skipUnless(OIDC_PROVIDER and os.path.isdir(os.path.join(OIDC_PROVIDER, "node_modules", "oidc-provider"))
@@ -13774,8 +14429,8 @@ class SignInTests(AggregatorCase):
     @classmethod
     def setUpClass(cls):
         cls.folder = tempfile.mkdtemp(prefix="mcpstudio-idp-")
-        keys = os.path.join(cls.folder, "keys.json")
-        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys],
+        keys, cls.also = os.path.join(cls.folder, "keys.json"), os.path.join(cls.folder, "also")
+        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys, cls.also],
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    env=dict(os.environ, NODE_PATH=os.path.join(OIDC_PROVIDER, "node_modules")))
         timer = threading.Timer(WAIT, cls.idp.kill)  # a provider that never says it is ready is stopped
@@ -13883,6 +14538,90 @@ class SignInTests(AggregatorCase):
                 self.assertEqual(text_of(http.messages(text)[0]["result"]), name + "-own")
         with open(self.pids) as f:  # the shared one (it lists the tools), alice's and bob's
             self.assertEqual(len({line.split()[0] for line in f}), 3)
+
+    @unittest.skipUnless(TS_SDK_DIR and os.path.exists(os.path.join(TS_SDK_DIR, "dist", "esm", "client",
+                                                                     "auth-extensions.js")),
+                         "the TypeScript SDK is not installed (beside $MCPSTUDIO_INSPECTOR; .ci/run installs it)")
+    def test_the_typescript_sdk_signs_in_by_itself(self):
+        # A real SDK client with only its client id and secret: from the gateway's 401 it finds the provider (RFC
+        # 9728), gets a token for the gateway's URL (RFC 8707) by a client-credentials grant, and lists and calls.
+        with self.serve() as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            proc = subprocess.run([NODE22 or shutil.which("node"), "--input-type=module", "-e", TS_SIGN_IN_CLIENT],
+                                  capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                                  env=dict(os.environ, SDK_DIR=TS_SDK_DIR, TARGET=root, ISSUER=self.issuer))
+        self.assertEqual(proc.returncode, 0, proc.stdout[-2000:] + proc.stderr[-3000:])
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        self.assertEqual(out, {"tools": ["alpha__echo"], "call": "alpha: from ts", "aud": root})
+
+    def test_passthrough_forwards_only_a_token_issued_for_the_server(self):
+        # "auth": "passthrough": alice's token, which the provider issued for the gateway and the crm server both (its
+        # aud names both), reaches crm as her own Authorization; bob's, issued for the gateway alone, is refused with
+        # what the admin must do, and crm never sees it; the shared process that lists crm's tools sent no one's.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        with open(self.also, "w") as f:
+            f.write(crm.url + "\n")
+        self.addCleanup(os.remove, self.also)
+        with self.serve(crm={"url": crm.url, "auth": "passthrough"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            alice, bob = self.token("alice", root), self.token("bob", root)
+            self.assertEqual(json.loads(mcpstudio.b64url(alice.split(".")[1]))["aud"], [root, crm.url])
+            answers = {}
+            for name, token, path in (("alice", alice, "/mcp"), ("bob", bob, "/mcp/sales")):
+                http.path = path
+                status, _, text = http.modern("tools/call", {"name": "crm__whoami", "arguments": {}},
+                                              headers={"Authorization": "Bearer " + token})
+                self.assertEqual(status, 200, text)
+                answers[name] = http.messages(text)[0]["result"]
+        self.assertEqual((text_of(answers["alice"]), answers["alice"].get("isError", False)), ("crm called", False))
+        self.assertTrue(answers["bob"]["isError"])
+        for fragment in ("server `crm` is called with your own sign-in", "was not issued for it",
+                         json.dumps([root]), "resource=%s" % crm.url):
+            self.assertIn(fragment, text_of(answers["bob"]))
+        self.assertEqual([given for method, given in crm.seen if method == "tools/call"], ["Bearer " + alice])
+        self.assertNotIn("Bearer " + bob, [given for _, given in crm.seen])
+        self.assertIn(("tools/list", None), crm.seen)  # the listing process: no one's token
+
+    def test_a_token_the_passthrough_server_refuses_signs_the_person_in_again(self):
+        # Issue 45 item 5: when crm refuses alice's own token (expired or revoked there: 401 invalid_token), her call
+        # says so and how to recover, and the gateway then refuses that token with 401 invalid_token (what makes an
+        # MCP client sign in again); a new token from the provider works at once and is the one crm gets.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        with open(self.also, "w") as f:
+            f.write(crm.url + "\n")
+        self.addCleanup(os.remove, self.also)
+        with self.serve(crm={"url": crm.url, "auth": "passthrough"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+
+            def call(token):
+                status, headers, text = http.modern("tools/call", {"name": "crm__whoami", "arguments": {}},
+                                                    headers={"Authorization": "Bearer " + token})
+                return (status, http.messages(text)[0]["result"]) if status == 200 else (
+                    status, headers.get("www-authenticate", ""))
+            old = self.token("alice", root)
+            self.assertEqual(text_of(call(old)[1]), "crm called")
+            crm.refused.add(old)
+            status, result = call(old)
+            self.assertEqual(status, 200)
+            self.assertTrue(result["isError"])
+            self.assertIn("server crm refused your access token (HTTP 401: invalid_token): sign in to the gateway "
+                          "again", text_of(result))
+            status, challenge = call(old)
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token"', challenge)
+            self.assertIn("server crm refused it (expired or revoked): sign in again", challenge)
+            self.assertIn("resource_metadata=", challenge)
+            second = self.token("alice", root)
+            crm.refused.add(second)  # her process starts again for a new token, and crm refuses its initialize
+            status, result = call(second)
+            self.assertIn("server crm refused your access token", text_of(result))
+            self.assertEqual(call(second)[0], 401)
+            new = self.token("alice", root)
+            self.assertEqual(text_of(call(new)[1]), "crm called")
+        self.assertEqual([given for method, given in crm.seen if method == "tools/call"][-1], "Bearer " + new)
+        self.assertIn(("initialize", "Bearer " + second), crm.seen)
 
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
