@@ -5567,8 +5567,13 @@ class Guard:
         limits = [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),) + rules["rateLimit"][:2]
                   for level, rules in levels if "rateLimit" in rules]
         cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
-        key = cache and json.dumps([public, "" if cache[1] else who, plan.get("argv") or arguments, plan.get("stdin"),
-                                    plan.get("cwd"), plan.get("env")], default=str)
+        isolated = plan.get("isolated")  # "user" or "session": the answer of its caller's own process
+        shared = cache and cache[1] and not isolated
+        mine = "%s|%s-%x" % (who, ctx.session.label, id(ctx.session)) if isolated == "session" and not ctx.modern \
+            else who  # a session's own process: its answers are the session's
+        key = cache and json.dumps([public, "" if shared else mine, plan.get("argv") or arguments, plan.get("stdin"),
+                                    plan.get("cwd"), plan.get("env"), plan.get("namespace"),  # each its overrides,
+                                    plan.get("curation")], default=str)  # and what they send (a reload may change it)
 
         def limited(wait, limit):
             entry["rateLimited"] = True
@@ -10723,8 +10728,9 @@ class _Parked:
     call = None  # the forwarded request, running on its own
     expiry = None
 
-    def __init__(self, method, name):
+    def __init__(self, method, name, owner=None):
         self.method, self.name = method, name  # what the retry must repeat
+        self.owner = owner    # whose call it is (CallContext.owner): another person's retry does not answer it
         self.asks = {}        # input key -> (method, params, future of the client's answer)
         self.changed = asyncio.Event()
 
@@ -10749,7 +10755,7 @@ class InputBridge:
         """`forward(ctx)` as a multi round-trip request of `ctx`'s client."""
         state = ctx.inputs.get("requestState")
         if state is None:
-            entry = _Parked(method, name)
+            entry = _Parked(method, name, ctx.owner)
             entry.call = asyncio.ensure_future(forward(ctx))  # outlives this request, if it must
             self.calls[ctx] = entry
             entry.call.add_done_callback(lambda _: self.calls.pop(ctx, None))
@@ -10760,7 +10766,7 @@ class InputBridge:
                 raise _invalid_params("this `requestState` belongs to a prompt round that waits on another instance: "
                                       "%s; call again without it (its command is stopped there after %d s)"
                                       % (elsewhere, ASK_TIMEOUT), {"instance": self.ids.name})
-            if not entry or (entry.method, entry.name) != (method, name):
+            if not entry or (entry.method, entry.name, entry.owner) != (method, name, ctx.owner):
                 raise _invalid_params("unknown `requestState` (it belongs to another "
                                       "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
             del self.parked[state]
@@ -11250,12 +11256,21 @@ class PersonSecrets:
     def __init__(self, path=None):
         self.path = path or os.path.join(os.path.dirname(default_config_path()), "people-secrets.json")
 
-    def load(self):
+    def load(self, strict=False):
+        """{subject: {NAME: value}}; {} when there is no store, or (unless `strict`: ConfigError) one that cannot
+        be read."""
         try:
             with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
                 data = json.load(f)
-        except (OSError, ValueError):
+        except FileNotFoundError:
             return {}
+        except (OSError, ValueError) as exc:
+            if strict:
+                raise ConfigError("cannot read the people's secrets in %s (%s): fix or remove it; it is kept as it "
+                                  "is" % (self.path, getattr(exc, "strerror", None) or exc))
+            return {}
+        if not isinstance(data, dict) and strict:
+            raise ConfigError("%s is not a JSON object of people's secrets: fix or remove it" % self.path)
         return data if isinstance(data, dict) else {}
 
     def of(self, person):
@@ -11264,8 +11279,9 @@ class PersonSecrets:
         return {key: value for key, value in mine.items() if isinstance(value, str)} if isinstance(mine, dict) else {}
 
     def set(self, person, name, value):
-        """Keep (or with None, remove) `person`'s secret `name`; whether it was there before."""
-        data = self.load()
+        """Keep (or with None, remove) `person`'s secret `name`; whether it was there before. A store that cannot be
+        read is never written over (everybody's secrets would be lost)."""
+        data = self.load(strict=True)
         mine = data.setdefault(person, {})
         there = name in mine
         if value is None:
@@ -11612,7 +11628,9 @@ class Aggregator:
             return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
         upstream = route[0] == "upstream" and self.upstreams.get(route[1])
         return upstream and {"server": route[1], "tool": route[2], "upstreamTool": route[2],
-                             "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)]}
+                             "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)],
+                             "isolated": None if upstream.spec.isolation == "shared" else upstream.spec.isolation,
+                             "curation": route[3] and [route[3].fixed, route[3].defaults, route[3].renamed]}
 
     def question(self, name, arguments):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
@@ -11894,6 +11912,8 @@ def aggregator_for(local, info, load, path, runner, log, options, script_options
     """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads)."""
     def reload():
         _, found, again = load()
+        if info["sign_in"] is not None:  # a person taken out of `people` is signed out now, not at the next start
+            info["sign_in"]["people"] = (again["sign_in"] or {}).get("people") or {}
         return found, again["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace"), again["local_key"]
     return Aggregator(
         local, info["upstream"], runner, log, namespace=options["namespace"], separator=info["separator"],
@@ -12755,13 +12775,13 @@ def es256_verify(public, message, signature):
 
 
 def rs256_verify(public, message, signature):
-    """Whether `signature` is `public`'s (n, e; 2048 bits at least) RSASSA-PKCS1-v1_5 SHA-256 signature of
+    """Whether `signature` is `public`'s (n, e; 2048 bits at least, e odd and 3 or more) RSASSA-PKCS1-v1_5 SHA-256 signature of
     `message`: the whole encoded block is built and compared, never parsed (no lenient padding)."""
     import hashlib
     import hmac
     n, e = public
     size = (n.bit_length() + 7) // 8
-    if n.bit_length() < 2048 or len(signature) != size or int.from_bytes(signature, "big") >= n:
+    if n.bit_length() < 2048 or e < 3 or not e % 2 or len(signature) != size or int.from_bytes(signature, "big") >= n:
         return False
     digest = _SHA256_INFO + hashlib.sha256(message).digest()
     block = b"\x00\x01" + b"\xff" * (size - 3 - len(digest)) + b"\x00" + digest
@@ -12775,6 +12795,8 @@ def jwk_key(jwk):
     try:
         if jwk.get("kty") == "RSA":
             alg, key = "RS256", (int.from_bytes(b64url(jwk["n"]), "big"), int.from_bytes(b64url(jwk["e"]), "big"))
+            if key[1] < 3 or not key[1] % 2:  # e = 1: the signature is the padded block, which anyone can write
+                return None
         elif jwk.get("kty") == "EC" and jwk.get("crv") == "P-256" and len(b64url(jwk["x"])) == len(b64url(jwk["y"])) == 32:
             alg, key = "ES256", (int.from_bytes(b64url(jwk["x"]), "big"), int.from_bytes(b64url(jwk["y"]), "big"))
             if not p256_on_curve(key):
@@ -12796,7 +12818,7 @@ def jwt_parts(token):
             raise ValueError
         header, claims = (json.loads(b64url(piece).decode("utf-8")) for piece in pieces[:2])
         signature = b64url(pieces[2])
-    except (ValueError, UnicodeDecodeError):
+    except BAD_JSON + (UnicodeDecodeError,):  # (RecursionError: JSON nested thousands deep)
         raise TokenError("not a JWT (three base64url parts, JSON objects)")
     if not isinstance(header, dict) or not isinstance(claims, dict):
         raise TokenError("not a JWT (three base64url parts, JSON objects)")
@@ -12812,7 +12834,8 @@ def jwt_key(header, keys):
     if "crit" in header:
         raise TokenError("the token's header has `crit` extensions this server does not understand")
     kid = header.get("kid")
-    return [key for key_id, key_alg, key in keys if key_alg == alg and (kid is None or key_id == kid)]
+    return [key for key_id, key_alg, key in keys  # a key the JWKS names no kid for is tried too (RFC 7517: optional)
+            if key_alg == alg and (kid is None or key_id is None or key_id == kid)]
 
 
 def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
@@ -12873,10 +12896,13 @@ class Person:
 
     @classmethod
     def from_claims(cls, claims):
-        """A person from a JWT's (or an introspection's) claims: sub, email, groups, scope (or scp)."""
-        scopes = claims.get("scope").split() if isinstance(claims.get("scope"), str) else claims.get("scp") or []
+        """A person from a JWT's (or an introspection's) claims: sub, email (unless email_verified is false),
+        groups, scope (or scp), aud."""
+        scopes = claims.get("scope", claims.get("scp")) or []  # Entra ID writes `scp` as a string, Okta as a list
+        scopes = scopes.split() if isinstance(scopes, str) else scopes
         groups, audiences = claims.get("groups"), claims.get("aud")
-        return cls(claims["sub"], claims.get("email") if isinstance(claims.get("email"), str) else None,
+        email = claims.get("email") if claims.get("email_verified") is not False else None  # not who they are
+        return cls(claims["sub"], email if isinstance(email, str) else None,
                    groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
                    [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [])
 
@@ -12886,7 +12912,8 @@ def admits(people, person):
     names the person's subject or email, `group:NAME` of one of their groups, or `*`."""
     if people is None:
         return True
-    names = {"*", person.subject} | ({person.email} if person.email else set()) | {"group:" + g for g in person.groups}
+    names = {name for name in (person.subject, person.email) if name and not name.startswith("group:")}  # never a group
+    names |= {"*"} | {"group:" + g for g in person.groups}
     return any(entry in names for entry in people)
 
 
@@ -13036,7 +13063,9 @@ class SignIn:
                                                                               given if isinstance(given, list) else [])):
             raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
         subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
-        if not isinstance(subject, str) or not subject or (type(claims.get("exp")) in (int, float) and claims["exp"] < time.time()):
+        if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):
+            raise TokenError("the introspection endpoint gave it no numeric `exp`")
+        if not isinstance(subject, str) or not subject or ("exp" in claims and claims["exp"] < time.time()):
             raise TokenError("it names no subject, or it expired")
         return dict(claims, sub=subject, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
 
@@ -13046,7 +13075,7 @@ def _fetch_json(url, data=None, headers=None):
     status, _, body = oauth_request(url, data, headers)
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except BAD_JSON:
         parsed = None
     return status, parsed if isinstance(parsed, dict) else None
 
@@ -13469,9 +13498,9 @@ class NamespaceUrls:
         prefix, _, name = path.rpartition("/")
         if not hub or prefix != HTTP_PATH:
             return None
-        if name not in hub.namespace.plan.namespaces:
-            raise HttpError(404, "no namespace %r (the config's namespaces: %s)" % (
-                name, ", ".join(sorted(hub.namespace.plan.namespaces))))
+        if name not in hub.namespace.plan.namespaces:  # people signing in: a stranger learns no namespace's name
+            raise HttpError(404, "no namespace %r%s" % (name, "" if http.sign_in else " (the config's namespaces: %s)"
+                                                         % ", ".join(sorted(hub.namespace.plan.namespaces))))
         if name not in self.views:
             try:
                 server = http.server.namespaced(name)
@@ -13509,6 +13538,12 @@ def make_room(pending, share, most, first_byte, slow_head):
             del pending[task]
             task.cancel()
             excess -= 1
+
+
+def _header_text(text):
+    """`text` as a quoted-string's content in a header (WWW-Authenticate's error_description): what an identity
+    provider wrote may hold quotes, line breaks (a header of its own) or characters beyond Latin-1."""
+    return re.sub(r'["\\]', "'", re.sub(r"[^\x20-\x7e]", "?", text))
 
 
 class Drain:
@@ -13763,13 +13798,13 @@ class HttpServer:
         try:
             person = await self.sign_in.person(given[7:].strip(), name)
         except TokenError as exc:
-            why = re.sub(r'["\\]', "'", str(exc))
+            why = _header_text(str(exc))
             raise HttpError(401, "the access token is refused: %s" % why, headers=[(
                 "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
         missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
         if missing or not admits(people, person):
-            why = ("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the people "
-                   "of namespace %s" % (person.subject, shown))
+            why = _header_text("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the "
+                               "people of namespace %s" % (person.subject, shown))
             raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
                             'error_description="%s"' % (challenge, why))])
         return person
