@@ -9766,6 +9766,62 @@ class ToolIndexTests(unittest.TestCase):
                 ("hey, I'll have it finished when it isn't busy, thanks", ["finish", "busy"])):  # a person's filler out
             self.assertEqual(mcpstudio.search_words(text, {}), words, text)
 
+    def test_split_and_plain_split(self):
+        # the split stage cuts at case changes and punctuation; switched off, only at what is not a letter or digit
+        for text, split, plain in (
+                ("createPullRequest", ["create", "pull", "request"], ["createpullrequest"]),
+                ("HTTPServer_listing", ["http", "server", "listing"], ["httpserver", "listing"]),
+                ("getPRById", ["get", "pr", "by", "id"], ["getprbyid"]),
+                ("a b, cd", ["cd"], ["cd"])):  # one letter is no word
+            self.assertEqual(mcpstudio.split_words(text), split, text)
+            self.assertEqual(mcpstudio._plain_split(text), plain, text)
+
+    def test_value_shapes_then_phrases(self):
+        # values are read first and say what kind of thing they are; phrases after them, reading their words
+        for query, values, phrased in (
+                ("open https://x.io/a", "open  url web page ", "open  url web page "),
+                ("mail dana@example.com", "mail  email ", "mail  email "),
+                ("read ./notes.txt", "read  file path ", "read  file path "),
+                ("post in #general", "post in  channel ", "post in  channel "),
+                ("look at SHOP-3F", "look at  SHOP-3F issue id resource ", "look at  SHOP-3F issue id resource "),
+                ("let the team know", "let the team know", " send message "),  # *the team* out, then *let ... know*
+                ("save it to ./out.json", "save it to  file path ", " save write file path  "),  # reads *file path*
+                ("what's on https://a.io/x", "what's on  url web page ", "what's on  url web page ")):  # a URL's page: no search
+            self.assertEqual(mcpstudio.read_shapes(query, mcpstudio.VALUE_SHAPES), values, query)
+            self.assertEqual(mcpstudio.read_shapes(values, mcpstudio.PHRASES), phrased, query)
+
+    def test_each_stage_switched_off(self):
+        # ToolIndex takes its stages whole: each row's query finds its tool first with every stage on and not
+        # with that one stage off (SEARCH_STAGES_OFF), so a benchmark can measure what each stage is worth
+        tools = [{"name": name, "description": text} for name, text in (
+            ("chat__post_message", "[chat] Post a message to a channel"),
+            ("files__read_file", "[files] Read a file from disk"),
+            ("files__delete_file", "[files] Delete a file"),
+            ("web__fetch", "[web] Fetch a URL and return the page"),
+            ("git__git_status", "[git] Show the working tree status"),
+            ("tracker__create_issue", "[tracker] Create an issue"),
+            ("tracker__list_issues", "[tracker] List issues"),
+            ("notes__summarizer", "[notes] Summaries of notes"),
+            ("help__about", "[help] What you can do with all of this and how"),
+            ("ledger__reconciliation", "[ledger] Reconciliation of accounts"),
+            ("ledger__remove_entry", "[ledger] Remove an entry"),  # the same words as billing's, listed first
+            ("billing__remove_entry", "[billing] Remove an entry"),
+            ("billing__invoices", "[billing] Invoices of a customer"))]
+        for stage, query, first in (
+                ("values", "what is on https://example.com/a", "web__fetch"),
+                ("phrases", "let the team know", "chat__post_message"),
+                ("split", "GitStatus", "git__git_status"),
+                ("stop_words", "summaries of what you can do with all of this", "notes__summarizer"),
+                ("stem", "deleting files", "files__delete_file"),
+                ("families", "grab the file", "files__read_file"),
+                ("prefixes", "reconcile", "ledger__reconciliation"),
+                ("server_share", "remove an invoice entry", "billing__remove_entry")):  # its server's other tool: invoices
+            on = mcpstudio.ToolIndex(tools).search(query, 1)
+            self.assertEqual([tool["name"] for tool in on], [first], query)
+            stages = mcpstudio.SEARCH_STAGES._replace(**{stage: getattr(mcpstudio.SEARCH_STAGES_OFF, stage)})
+            off = mcpstudio.ToolIndex(tools, stages).search(query, 1)
+            self.assertNotEqual([tool["name"] for tool in off], [first], (stage, query))
+
     def test_ranking(self):
         index = mcpstudio.ToolIndex(self.TOOLS)
         for query, first in (
