@@ -5474,14 +5474,26 @@ STOP_WORDS = frozenset(
     "there their them then than so just also using use via about everything something anything have has had was were "
     "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
     "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
+FILE_FORMATS = "txt|md|json|ya?ml|csv|log|py|html?|pdf|png|jpe?g|svg|gif|tsx?|jsx|css|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|pptx?|zip|gz"
+
+
+BINARY_FORMATS = "pdf|png|jpe?g|gif|docx?|xlsx?|pptx?|zip|gz"  # not text: read by a tool of their own
+
+
+def _path_words(match):
+    """What a file's path or name says: a file path, and a format that is not text (a .xlsx is read by what reads
+    spreadsheets, not by every file tool; a .log or .md is text that any file tool reads)."""
+    found = re.search(r"\.(%s)/?$" % BINARY_FORMATS, match.group(0), re.I)
+    return " file path %s " % (found.group(1).lower() if found else "")
+
+
 VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...): read first
     (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)", " "),  # quoted: the person's own text (a message, a title), not the task
     (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|co|uk)/\S*|\b(?:this|that|the) link\b", " url web page "),  # a URL, this link
     (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # an email; each shape begins a run only: linear on a long word
     (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website web "),  # a bare domain (rivalapp.com, shop.co.uk); its TLD is not a word
     (r"(?<![\w.])-?\d{1,3}\.\d+\s*,\s*-?\d{1,3}\.\d+", " coordinate "),  # 40.7128, -74.0060
-    (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
-     r"|pdf|png|jpe?g|svg|gif|tsx?|jsx|css|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),  # a file's path or name
+    (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:%s)\b" % FILE_FORMATS, _path_words),  # a file's path or name
     (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),  # owner/repo
     (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .{1,200}? from |\b(?:group|order) by\b", " sql query "),  # SQL: where x =, select ... from, group by
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),  # 3pm, 14:30
@@ -5647,6 +5659,8 @@ crm hubspot salesforce contact deal
 wiki notion confluence
 activity engagement interaction
 echo repeat parrot
+xlsx xls spreadsheet workbook sheet
+docx document
 """  # one family a line: words for the same action or thing
 
 

@@ -9781,14 +9781,29 @@ class ToolIndexTests(unittest.TestCase):
         for query, values, phrased in (
                 ("open https://x.io/a", "open  url web page ", "open  url web page "),
                 ("mail dana@example.com", "mail  email ", "mail  email "),
-                ("read ./notes.txt", "read  file path ", "read  file path "),
+                ("read ./notes.txt", "read  file path  ", "read  file path  "),  # text: any file tool reads it
+                ("open /data/people.xlsx", "open  file path xlsx ", "open  file path xlsx "),  # not text: its format
                 ("post in #general", "post in  channel ", "post in  channel "),
                 ("look at SHOP-3F", "look at  SHOP-3F issue id resource ", "look at  SHOP-3F issue id resource "),
                 ("let the team know", "let the team know", " send message "),  # *the team* out, then *let ... know*
-                ("save it to ./out.json", "save it to  file path ", " save write file path  "),  # reads *file path*
+                ("save it to ./out.json", "save it to  file path  ", " save write file path   "),  # reads *file path*
                 ("what's on https://a.io/x", "what's on  url web page ", "what's on  url web page ")):  # a URL's page: no search
             self.assertEqual(mcpstudio.read_shapes(query, mcpstudio.VALUE_SHAPES), values, query)
             self.assertEqual(mcpstudio.read_shapes(values, mcpstudio.PHRASES), phrased, query)
+
+    def test_a_files_format_picks_its_reader(self):
+        # a path's format stays a word (issue 44: "read the .xlsx at <path>" went to the generic file tools),
+        # and the office formats are families of what they hold (a spreadsheet, a document)
+        self.assert_first((
+            ("files__read_file", "Read the complete contents of a file from the file system"),
+            ("files__write_file", "Write a file"),
+            ("sheets__read_sheet", "Read data from a spreadsheet sheet"),
+            ("docs__get_document_text", "Extract all text from a Word document"),
+            ("slides__open_presentation", "Open a PowerPoint (.pptx) presentation")), (  # the format itself
+            ("read the data in /root/data/people.xlsx", "sheets__read_sheet"),
+            ("what does ./minutes.docx say", "docs__get_document_text"),
+            ("open ~/talks/q3.pptx", "slides__open_presentation"),
+            ("read ./notes.txt", "files__read_file")))
 
     def test_each_stage_switched_off(self):
         # ToolIndex takes its stages whole: each row's query finds its tool first with every stage on and not
