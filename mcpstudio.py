@@ -5817,7 +5817,19 @@ SEARCH_DESCRIPTION = (
     "Search this server's tools (%d of them are not listed) and get the best matches with their full "
     "definitions. Describe the task in a few words: the action and the thing, and the service if you "
     "know it (e.g. \"github create issue\", \"take a screenshot of the page\", \"slack post message\"). "
-    "Found tools are added to your tool list: call them directly by name, or through %s.")
+    "Found tools are added to your tool list: call them directly by name, or through %s.%s")
+SEARCH_SERVERS_SHOWN = 40  # servers the search tool's description names, the most tools first
+
+
+def servers_behind(tools):
+    """The sentence that names the servers behind a search and how many tools each has (a query that names the
+    service finds its tools), or "" when the tools name no server (`[server] ...` descriptions)."""
+    counts = collections.Counter(str(tool.get("description"))[1:].partition("] ")[0] for tool in tools
+                                 if str(tool.get("description")).startswith("[") and "] " in str(tool.get("description")))
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join("%s (%d)" % item for item in ranked[:SEARCH_SERVERS_SHOWN])
+    more = len(ranked) - SEARCH_SERVERS_SHOWN
+    return " Servers (tools): %s%s." % (shown, " and %d more" % more if more > 0 else "") if ranked else ""
 
 
 class ToolSearch:
@@ -5852,7 +5864,8 @@ class ToolSearch:
                   for tool in tools]
         shown = [dict(tool, _meta=dict(_object(tool.get("_meta")), **{ALWAYS_LOAD_META: True})) if pin else tool
                  for tool, pin in zip(tools, pinned) if pin or tool["name"] in found]  # a client loads the pinned always
-        return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (len(tools) - len(shown), self.call_name),
+        return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (
+                    len(tools) - len(shown), self.call_name, servers_behind(tools)),
                  "inputSchema": {"type": "object", "required": ["query"], "properties": {
                      "query": {"type": "string", "description": "the task in a few words"},
                      "limit": {"type": "integer", "maximum": SEARCH_MAX, "default": SEARCH_LIMIT}}},

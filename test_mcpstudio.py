@@ -9805,6 +9805,20 @@ class ToolIndexTests(unittest.TestCase):
             ("open ~/talks/q3.pptx", "slides__open_presentation"),
             ("read ./notes.txt", "files__read_file")))
 
+    def test_servers_behind_a_search(self):
+        # the search tool's description names each server and its tool count, the most tools first (a model that
+        # knows the service puts it in the query); at most SEARCH_SERVERS_SHOWN, then how many more
+        def tools(*counts):
+            return [{"name": "%s__t%d" % (server, n), "description": "[%s] Tool %d" % (server, n)}
+                    for server, count in counts for n in range(count)]
+        for listed, sentence in (
+                (tools(("slack", 2), ("github", 3)), " Servers (tools): github (3), slack (2)."),
+                (tools(("b", 1), ("a", 1)), " Servers (tools): a (1), b (1)."),  # a tie: by name
+                ([{"name": "echo", "description": "Echo a word"}, {"name": "bare"}], "")):  # no server named: nothing
+            self.assertEqual(mcpstudio.servers_behind(listed), sentence)
+        many = mcpstudio.servers_behind(tools(*[("s%02d" % n, 1) for n in range(mcpstudio.SEARCH_SERVERS_SHOWN + 2)]))
+        self.assertTrue(many.endswith(" and 2 more."), many)
+
     def test_each_stage_switched_off(self):
         # ToolIndex takes its stages whole: each row's query finds its tool first with every stage on and not
         # with that one stage off (SEARCH_STAGES_OFF), so a benchmark can measure what each stage is worth
@@ -10169,6 +10183,8 @@ class ToolSearchTests(AggregatorCase):
         with self.serve({"toolSearch": "on"}) as server:
             server.initialize()
             self.assertEqual(self.names(server), ["mcpstudio__search_tools", "mcpstudio__call_tool"])
+            described = server.request("tools/list")["result"]["tools"][0]["description"]  # the servers behind it
+            self.assertRegex(described, r"Servers \(tools\): .*\bgithub \(\d+\)")
             before = len(server.notifications_of("notifications/tools/list_changed"))  # servers' first listings may
             result = self.search(server, "create a github issue about a bug", 3)
             found = result["structuredContent"]["tools"]
