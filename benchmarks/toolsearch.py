@@ -397,7 +397,8 @@ def main(argv=None) -> int:
         print("%-38s" % row["set"] + "".join("  %s" % cell(row[name]) for name in peers))
     if args.ablate:
         print("\nablation: mcpstudio with one stage off (r@1 r@5 r@10)")
-        print("%-24s" % "ranker" + "".join("  %-17s" % row["set"].split(" (")[0][-17:] for row in rows))
+        print("%-24s" % "ranker" + "".join("  %-17s" % row["set"].split(" (")[0].replace("livemcpbench", "lmb")[:17]
+                                           for row in rows))
         for label, _ in ablations():
             print("%-24s" % label + "".join("  %s" % cell(row[label]) for row in rows))
     if "mcpstudio" in blind and "fastmcp" in blind:
