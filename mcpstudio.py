@@ -5705,24 +5705,47 @@ STOP_WORDS = frozenset(
     "there their them then than so just also using use via about everything something anything have has had was were "
     "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
     "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
-VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...), a phrase what it does
-    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)|\btell me\b|\b(?:the|our|my|their|your) team\b", " "),  # quoted: the person's own text (a message, a title), not the task; *tell me* is to the assistant, *our team* the person's own
+FILE_FORMATS = "txt|md|json|ya?ml|csv|log|py|html?|pdf|png|jpe?g|svg|gif|tsx?|jsx|css|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|pptx?|zip|gz"
+
+
+BINARY_FORMATS = "pdf|png|jpe?g|gif|docx?|xlsx?|pptx?|zip|gz"  # not text: read by a tool of their own
+
+
+def _path_words(match):
+    """What a file's path or name says: a file path, and a format that is not text (a .xlsx is read by what reads
+    spreadsheets, not by every file tool; a .log or .md is text that any file tool reads)."""
+    found = re.search(r"\.(%s)/?$" % BINARY_FORMATS, match.group(0), re.I)
+    return " file path %s " % (found.group(1).lower() if found else "")
+
+
+VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...): read first
+    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)", " "),  # quoted: the person's own text (a message, a title), not the task
     (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|co|uk)/\S*|\b(?:this|that|the) link\b", " url web page "),  # a URL, this link
     (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # an email; each shape begins a run only: linear on a long word
     (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website web "),  # a bare domain (rivalapp.com, shop.co.uk); its TLD is not a word
     (r"(?<![\w.])-?\d{1,3}\.\d+\s*,\s*-?\d{1,3}\.\d+", " coordinate "),  # 40.7128, -74.0060
-    (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
-     r"|pdf|png|jpe?g|svg|gif|tsx?|jsx|css|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),  # a file's path or name
+    (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:%s)\b" % FILE_FORMATS, _path_words),  # a file's path or name
     (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),  # owner/repo
-    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .{1,200}? from |\b(?:more|less|fewer) than (?=\d+ (?!days?|hours?|weeks?|months?|years?|minutes?|[kmg]b)\w)|\b(?:group|order)(?:ed)? by\b|\bbroken down by\b", " sql query "),  # SQL, more than 5 (not of days or MB), grouped by
+    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .{1,200}? from |\b(?:group|order) by\b", " sql query "),  # SQL: where x =, select ... from, group by
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),  # 3pm, 14:30
+    (r"(?i)(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),  # next.js (not vercel/next.js, a repository); next.js
+    (r"(?<!\w)#[a-z][\w-]*", " channel "),  # #general
+    (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-|PR-|MR-|SKU-|INV-|ORDER-|GPT-|PEP-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue id resource "),  # an issue's short id, TINYSHOP-3F (not ISO-8601), names a resource
+    (r"(?<![\w:]):[a-z_+-]+:(?![\w:])|[\U0001F300-\U0001FAFF]", " emoji reaction "),  # :eyes:, a pictograph (not C++'s ::)
+    (r"(?<!\w)@\w+", " user "),  # @dana
+    (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),  # db:5432
+    (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),  # parseConfig, load_settings
+)
+PHRASES = (  # an English phrase says what a query does (let the team know: send a message); read after VALUE_SHAPES,
+    # whose words (file path, url web page) some of them read, in this order
+    (r"\btell me\b|\b(?:the|our|my|their|your) team\b", " "),  # *tell me* is to the assistant, *our team* the person's own
+    (r"\b(?:more|less|fewer) than (?=\d+ (?!days?|hours?|weeks?|months?|years?|minutes?|[kmg]b)\w)|\b(?:group|order)ed by\b|\bbroken down by\b", " sql query "),  # more than 5 (not of days or MB), grouped by
     (r"\bon my (?:computer|laptop|machine|mac|pc|desktop|disk|drive)\b|\bmy (?i:downloads|documents|desktop) folder\b", " file folder directory "),  # the computer's own files
     (r"(?i:\b(?:all|every) (?:the )?(?:page )?(?:pages|urls|links) (?:on|of|from|under|at)\b)", " all website discover "),  # a site's pages (not a Notion workspace's)
     (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry wiki "),  # a Notion database's row
     (r"(?i:\b(?:keep (?:that |this |it )?in mind|(?:remember|note) that|don't forget|do not forget)\b)", " remember memory "),  # keep in mind, note that, don't forget
     (r"(?i:\bpods\b)", " get resources kubernetes "),  # pods are listed (not a pod's exec)
     (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation|api(?= (?:for|of|reference)\b))\b)", " library docs "),  # the latest docs, the current API for ...: a library's
-    (r"(?i)(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),  # next.js (not vercel/next.js, a repository); next.js
     (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd\b(?!.{0,60}?\b(?:labels?|reactions?|comments?|issues?|observations?|relations?|emoji|columns?|branch|rows?|propert(?:y|ies))\b)(?=.{0,60}?\b(?:contacts?|deals?|compan(?:y|ies)|leads?)\b))", " create "),  # open an issue, add (Dana to my) contacts
     (r"(?i:\bgoogle\b(?! ?(?:maps|drive|docs?|sheets?|calendar|cloud|analytics|ads))|\bnews (?=about|on|for)\b)", " web search "),  # google it (not Google Drive), news about
     (r"\blet +(?!me\b)(?:\w+ +){0,3}?know\b", " send message "),  # let the team know (not let me know)
@@ -5743,12 +5766,6 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\bpull\b(?![ -]?req| up)", " extract "),  # to pull data out (not a pull request, not pull up)
     (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|(?:\bnot|\bnever|n't) (?:yet )?committed\b(?! to\b)|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles are (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),  # since my last commit, haven't committed, uncommitted, my working tree
     (r"(?i)^(?!\s*what\b.* url web page )(?:\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|.*\?\s*$)", r"\g<0> search "),  # a question (not of a URL's page)
-    (r"(?<!\w)#[a-z][\w-]*", " channel "),  # #general
-    (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-|PR-|MR-|SKU-|INV-|ORDER-|GPT-|PEP-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue id resource "),  # an issue's short id, TINYSHOP-3F (not ISO-8601), names a resource
-    (r"(?<![\w:]):[a-z_+-]+:(?![\w:])|[\U0001F300-\U0001FAFF]", " emoji reaction "),  # :eyes:, a pictograph (not C++'s ::)
-    (r"(?<!\w)@\w+", " user "),  # @dana
-    (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),  # db:5432
-    (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),  # parseConfig, load_settings
 )
 WORD_FAMILIES = """
 get fetch read retrieve show view load obtain see display inspect detail describe open give grab cat
@@ -5873,15 +5890,9 @@ crm hubspot salesforce contact deal
 wiki notion confluence
 activity engagement interaction
 echo repeat parrot
+xlsx xls spreadsheet workbook sheet
+docx document
 """  # one family a line: words for the same action or thing
-
-
-def search_words(text, stems):
-    """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
-    (`stems`: the stems of the words seen so far)."""
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[0-9])(?=[A-Z](?:[a-z]|[A-Z]{2}))|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s(?![a-z]))", " ", text).lower()
-    return [stems.get(word) or stems.setdefault(word, _stem(word)) for word in re.findall(r"[a-z0-9]{2,}", spaced)
-            if word not in STOP_WORDS]
 
 
 def _stem(word):
@@ -5895,10 +5906,53 @@ def _stem(word):
     return re.sub(r"(?<=\w\w\w)e$", "", stem)
 
 
-def _families():
+def split_words(text):
+    """A text's words: split at case changes (`createPullRequest`, `HTTPServer`) and at anything not a letter or
+    digit, lowercased, of two characters or more."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[0-9])(?=[A-Z](?:[a-z]|[A-Z]{2}))|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s(?![a-z]))", " ", text).lower()
+    return re.findall(r"[a-z0-9]{2,}", spaced)
+
+
+def read_shapes(query, shapes):
+    """`query` with each (pattern, words) of `shapes` replaced by its words, in order."""
+    for pattern, words in shapes:
+        query = re.sub(pattern, words, query)
+    return query
+
+
+def _as_is(word):
+    """No stem: the word itself."""
+    return word
+
+
+def _plain_split(text):
+    """Words without the case split: lowercase runs of letters and digits."""
+    return re.findall(r"[a-z0-9]{2,}", text.lower())
+
+
+# The ranker's stages, in the order a query meets them: value shapes, then phrases (which read words the
+# shapes write), split, stop words, stem, then each word's expansion (families, prefixes) and the share of
+# its server's score. ToolIndex takes them whole, so that a benchmark switches one off (SEARCH_STAGES_OFF).
+SearchStages = collections.namedtuple(
+    "SearchStages", "values phrases split stop_words stem families prefixes server_share fields")
+SEARCH_STAGES = SearchStages(VALUE_SHAPES, PHRASES, split_words, STOP_WORDS, _stem, WORD_FAMILIES, True, SERVER_WEIGHT,
+                             (SEARCH_FIELDS, LABEL_WEIGHT))
+SEARCH_STAGES_OFF = SearchStages((), (), _plain_split, frozenset(), _as_is, "", False, 0.0,  # each stage switched off
+                                 (((1.0, 1),) * len(SEARCH_FIELDS), 1.0))  # fields: one text, every part alike
+
+
+def search_words(text, stems, stages=None):
+    """The words of `text` for ranking: split, stop words out, stemmed (`stems`: the stems of the words seen so far)."""
+    stages = stages or SEARCH_STAGES
+    return [stems.get(word) or stems.setdefault(word, stages.stem(word)) for word in stages.split(text)
+            if word not in stages.stop_words]
+
+
+def _families(table, stem):
+    """word -> the other words of its lines in `table` (one family a line), all stemmed."""
     families = {}
-    for line in WORD_FAMILIES.splitlines():
-        words = {_stem(word) for word in line.split()}
+    for line in table.splitlines():
+        words = {stem(word) for word in line.split()}
         for word in words:
             families.setdefault(word, set()).update(words - {word})
     return families
@@ -5913,27 +5967,29 @@ class ToolIndex:
 
     K1, B = 1.2, 0.75
 
-    def __init__(self, tools):
+    def __init__(self, tools, stages=SEARCH_STAGES):
         import math
-        self.families, self.tools = _families(), tools
+        self.stages, self.tools = stages, tools
+        self.families = _families(stages.families, stages.stem)
         stems, texts, self.server_of = {}, {}, []  # server -> (its number, its tools' names and descriptions)
-        fields = [[search_words(text, stems) for text in self._fields(tool)] for tool in tools]
+        fields = [[search_words(text, stems, stages) for text in self._fields(tool)] for tool in tools]
         for name, _, server, description, _ in map(self._fields, tools):
             self.server_of.append(texts.setdefault(server, (len(texts), []))[0])
             texts[server][1].append(name + " " + description)
-        self.servers = len(texts) > 1 and ToolIndex([{"name": server, "description": " ".join(parts)}
-                                                     for server, (_, parts) in texts.items()])
+        self.servers = len(texts) > 1 and stages.server_share and ToolIndex(
+            [{"name": server, "description": " ".join(parts)} for server, (_, parts) in texts.items()], stages)
+        weights, label_weight = stages.fields
         averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
-                    for column in range(len(SEARCH_FIELDS))]
+                    for column in range(len(weights))]
         self.postings = {}  # word -> [(tool number, its score before idf)]
         for number, words in enumerate(fields):
             counts = {}  # word -> [in the label, in the body]: weighted, normalized by the field's length
-            for column, (weight, group) in enumerate(SEARCH_FIELDS):
+            for column, (weight, group) in enumerate(weights):
                 share = weight / (1 - self.B + self.B * len(words[column]) / averages[column])
                 for word in words[column]:
                     counts.setdefault(word, [0.0, 0.0])[group] += share
             for word, (label, body) in counts.items():
-                score = LABEL_WEIGHT * label * (self.K1 + 1) / (label + self.K1) + body * (self.K1 + 1) / (body + self.K1)
+                score = label_weight * label * (self.K1 + 1) / (label + self.K1) + body * (self.K1 + 1) / (body + self.K1)
                 self.postings.setdefault(word, []).append((number, score))
         self.idf = {word: math.log(1 + (len(tools) - len(found) + 0.5) / (len(found) + 0.5))
                     for word, found in self.postings.items()}
@@ -5958,7 +6014,7 @@ class ToolIndex:
     def expand(self, word):
         """The index's words a query word finds, each with the share of a match it is worth."""
         found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
-        for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 else ():
+        for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 and self.stages.prefixes else ():
             if other.startswith(word) or word.startswith(other) and len(other) > 4 or len(other) == len(word) and sorted(other) == sorted(word):
                 found.setdefault(other, PREFIX_WEIGHT)
         if word in self.postings:
@@ -5967,17 +6023,16 @@ class ToolIndex:
 
     def search(self, query, limit):
         """The best `limit` tools for `query`, best first (none when no word matches)."""
-        for pattern, words in VALUE_SHAPES:
-            query = re.sub(pattern, words, query)
+        query = read_shapes(read_shapes(query, self.stages.values), self.stages.phrases)
         totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
         for number in totals:
-            totals[number] += SERVER_WEIGHT * context.get(self.server_of[number], 0.0)
+            totals[number] += self.stages.server_share * context.get(self.server_of[number], 0.0)
         return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
 
     def scores(self, query):
-        """Each matching tool's number and score (`query` with its VALUE_SHAPES already read)."""
+        """Each matching tool's number and score (`query` with its shapes and phrases already read)."""
         totals, said = {}, set()  # the words of the families of the query's words so far
-        for word in dict.fromkeys(search_words(query, {})):
+        for word in dict.fromkeys(search_words(query, {}, self.stages)):
             best, again = {}, 0.5 if word in said else 1.0  # a thing said twice in other words counts one and a half
             said |= self.families.get(word, set())
             for other, share in self.expand(word).items():
@@ -5993,7 +6048,19 @@ SEARCH_DESCRIPTION = (
     "Search this server's tools (%d of them are not listed) and get the best matches with their full "
     "definitions. Describe the task in a few words: the action and the thing, and the service if you "
     "know it (e.g. \"github create issue\", \"take a screenshot of the page\", \"slack post message\"). "
-    "Found tools are added to your tool list: call them directly by name, or through %s.")
+    "Found tools are added to your tool list: call them directly by name, or through %s.%s")
+SEARCH_SERVERS_SHOWN = 40  # servers the search tool's description names, the most tools first
+
+
+def servers_behind(tools):
+    """The sentence that names the servers behind a search and how many tools each has (a query that names the
+    service finds its tools), or "" when the tools name no server (`[server] ...` descriptions)."""
+    counts = collections.Counter(str(tool.get("description"))[1:].partition("] ")[0] for tool in tools
+                                 if str(tool.get("description")).startswith("[") and "] " in str(tool.get("description")))
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join("%s (%d)" % item for item in ranked[:SEARCH_SERVERS_SHOWN])
+    more = len(ranked) - SEARCH_SERVERS_SHOWN
+    return " Servers (tools): %s%s." % (shown, " and %d more" % more if more > 0 else "") if ranked else ""
 
 
 class ToolSearch:
@@ -6028,7 +6095,8 @@ class ToolSearch:
                   for tool in tools]
         shown = [dict(tool, _meta=dict(_object(tool.get("_meta")), **{ALWAYS_LOAD_META: True})) if pin else tool
                  for tool, pin in zip(tools, pinned) if pin or tool["name"] in found]  # a client loads the pinned always
-        return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (len(tools) - len(shown), self.call_name),
+        return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (
+                    len(tools) - len(shown), self.call_name, servers_behind(tools)),
                  "inputSchema": {"type": "object", "required": ["query"], "properties": {
                      "query": {"type": "string", "description": "the task in a few words"},
                      "limit": {"type": "integer", "maximum": SEARCH_MAX, "default": SEARCH_LIMIT}}},

@@ -10982,6 +10982,91 @@ class ToolIndexTests(unittest.TestCase):
                 ("hey, I'll have it finished when it isn't busy, thanks", ["finish", "busy"])):  # a person's filler out
             self.assertEqual(mcpstudio.search_words(text, {}), words, text)
 
+    def test_split_and_plain_split(self):
+        # the split stage cuts at case changes and punctuation; switched off, only at what is not a letter or digit
+        for text, split, plain in (
+                ("createPullRequest", ["create", "pull", "request"], ["createpullrequest"]),
+                ("HTTPServer_listing", ["http", "server", "listing"], ["httpserver", "listing"]),
+                ("getPRById", ["get", "pr", "by", "id"], ["getprbyid"]),
+                ("a b, cd", ["cd"], ["cd"])):  # one letter is no word
+            self.assertEqual(mcpstudio.split_words(text), split, text)
+            self.assertEqual(mcpstudio._plain_split(text), plain, text)
+
+    def test_value_shapes_then_phrases(self):
+        # values are read first and say what kind of thing they are; phrases after them, reading their words
+        for query, values, phrased in (
+                ("open https://x.io/a", "open  url web page ", "open  url web page "),
+                ("mail dana@example.com", "mail  email ", "mail  email "),
+                ("read ./notes.txt", "read  file path  ", "read  file path  "),  # text: any file tool reads it
+                ("open /data/people.xlsx", "open  file path xlsx ", "open  file path xlsx "),  # not text: its format
+                ("post in #general", "post in  channel ", "post in  channel "),
+                ("look at SHOP-3F", "look at  SHOP-3F issue id resource ", "look at  SHOP-3F issue id resource "),
+                ("let the team know", "let the team know", " send message "),  # *the team* out, then *let ... know*
+                ("save it to ./out.json", "save it to  file path  ", " save write file path   "),  # reads *file path*
+                ("what's on https://a.io/x", "what's on  url web page ", "what's on  url web page ")):  # a URL's page: no search
+            self.assertEqual(mcpstudio.read_shapes(query, mcpstudio.VALUE_SHAPES), values, query)
+            self.assertEqual(mcpstudio.read_shapes(values, mcpstudio.PHRASES), phrased, query)
+
+    def test_a_files_format_picks_its_reader(self):
+        # a path's format stays a word (issue 44: "read the .xlsx at <path>" went to the generic file tools),
+        # and the office formats are families of what they hold (a spreadsheet, a document)
+        self.assert_first((
+            ("files__read_file", "Read the complete contents of a file from the file system"),
+            ("files__write_file", "Write a file"),
+            ("sheets__read_sheet", "Read data from a spreadsheet sheet"),
+            ("docs__get_document_text", "Extract all text from a Word document"),
+            ("slides__open_presentation", "Open a PowerPoint (.pptx) presentation")), (  # the format itself
+            ("read the data in /root/data/people.xlsx", "sheets__read_sheet"),
+            ("what does ./minutes.docx say", "docs__get_document_text"),
+            ("open ~/talks/q3.pptx", "slides__open_presentation"),
+            ("read ./notes.txt", "files__read_file")))
+
+    def test_servers_behind_a_search(self):
+        # the search tool's description names each server and its tool count, the most tools first (a model that
+        # knows the service puts it in the query); at most SEARCH_SERVERS_SHOWN, then how many more
+        def tools(*counts):
+            return [{"name": "%s__t%d" % (server, n), "description": "[%s] Tool %d" % (server, n)}
+                    for server, count in counts for n in range(count)]
+        for listed, sentence in (
+                (tools(("slack", 2), ("github", 3)), " Servers (tools): github (3), slack (2)."),
+                (tools(("b", 1), ("a", 1)), " Servers (tools): a (1), b (1)."),  # a tie: by name
+                ([{"name": "echo", "description": "Echo a word"}, {"name": "bare"}], "")):  # no server named: nothing
+            self.assertEqual(mcpstudio.servers_behind(listed), sentence)
+        many = mcpstudio.servers_behind(tools(*[("s%02d" % n, 1) for n in range(mcpstudio.SEARCH_SERVERS_SHOWN + 2)]))
+        self.assertTrue(many.endswith(" and 2 more."), many)
+
+    def test_each_stage_switched_off(self):
+        # ToolIndex takes its stages whole: each row's query finds its tool first with every stage on and not
+        # with that one stage off (SEARCH_STAGES_OFF), so a benchmark can measure what each stage is worth
+        tools = [{"name": name, "description": text} for name, text in (
+            ("chat__post_message", "[chat] Post a message to a channel"),
+            ("files__read_file", "[files] Read a file from disk"),
+            ("files__delete_file", "[files] Delete a file"),
+            ("web__fetch", "[web] Fetch a URL and return the page"),
+            ("git__git_status", "[git] Show the working tree status"),
+            ("tracker__create_issue", "[tracker] Create an issue"),
+            ("tracker__list_issues", "[tracker] List issues"),
+            ("notes__summarizer", "[notes] Summaries of notes"),
+            ("help__about", "[help] What you can do with all of this and how"),
+            ("ledger__reconciliation", "[ledger] Reconciliation of accounts"),
+            ("ledger__remove_entry", "[ledger] Remove an entry"),  # the same words as billing's, listed first
+            ("billing__remove_entry", "[billing] Remove an entry"),
+            ("billing__invoices", "[billing] Invoices of a customer"))]
+        for stage, query, first in (
+                ("values", "what is on https://example.com/a", "web__fetch"),
+                ("phrases", "let the team know", "chat__post_message"),
+                ("split", "GitStatus", "git__git_status"),
+                ("stop_words", "summaries of what you can do with all of this", "notes__summarizer"),
+                ("stem", "deleting files", "files__delete_file"),
+                ("families", "grab the file", "files__read_file"),
+                ("prefixes", "reconcile", "ledger__reconciliation"),
+                ("server_share", "remove an invoice entry", "billing__remove_entry")):  # its server's other tool: invoices
+            on = mcpstudio.ToolIndex(tools).search(query, 1)
+            self.assertEqual([tool["name"] for tool in on], [first], query)
+            stages = mcpstudio.SEARCH_STAGES._replace(**{stage: getattr(mcpstudio.SEARCH_STAGES_OFF, stage)})
+            off = mcpstudio.ToolIndex(tools, stages).search(query, 1)
+            self.assertNotEqual([tool["name"] for tool in off], [first], (stage, query))
+
     def test_ranking(self):
         index = mcpstudio.ToolIndex(self.TOOLS)
         for query, first in (
@@ -11317,6 +11402,8 @@ class ToolSearchTests(AggregatorCase):
         with self.serve({"toolSearch": "on"}) as server:
             server.initialize()
             self.assertEqual(self.names(server), ["mcpstudio__search_tools", "mcpstudio__call_tool"])
+            described = server.request("tools/list")["result"]["tools"][0]["description"]  # the servers behind it
+            self.assertRegex(described, r"Servers \(tools\): .*\bgithub \(\d+\)")
             before = len(server.notifications_of("notifications/tools/list_changed"))  # servers' first listings may
             result = self.search(server, "create a github issue about a bug", 3)
             found = result["structuredContent"]["tools"]
