@@ -228,6 +228,11 @@ class OAuthError(McpStudioError):
         super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
 
 
+class ChildRefused(McpStudioError):
+    """mcpstudio in a child (`inspect`, `call`) refused its mode and said why on its stderr: exit with its code
+    (`args[0]`, 2 for a bad template or option, as `serve` exits), adding nothing."""
+
+
 class TokenError(McpStudioError):
     """An access token a signed-in `serve --http` refuses: why (the 401's error_description), never the token."""
 
@@ -424,6 +429,21 @@ _FILE_VALUE = "%s: a file, as data:<type>;name=<file name>;base64,<data> or a re
 _FIELD_START = re.compile(r"[{\[]\{?(%s)(?:\.\.\.|:file|:folder)?\s*#" % _FIELD_NAME)  # a field with a description begins
 _NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 _OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?$" % _FIELD_NAME)  # `{a` just before a field: {a{b}}
+
+
+_UNCLOSED_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?(?=[^}]*$)" % _FIELD_NAME)
+
+
+def unclosed_fields(words):
+    """The `{name` openings in `words` that no `}` after them closes: literal text, where a field was meant."""
+    return [match.group() for word in words for match in _UNCLOSED_FIELD.finditer(word)]
+
+
+def unclosed_warning(words):
+    """The warning for unclosed_fields(words), or None."""
+    found = unclosed_fields(words)
+    return found and ("%s is not closed, so it is passed as that text, not a field: close it (`%s}`), or write "
+                      "`\\{` for a literal brace" % (", ".join("`%s`" % text for text in found), found[0]))
 
 
 def _refuse_nested(text, at, match, error):
@@ -1898,7 +1918,10 @@ if _POSIX:
             self.process.stdin.flush()
 
         def close(self):
+            """End of input: the watchdog stops what is left and exits. Its exit is collected in a thread, so
+            no zombie stays behind a process that goes on (the TUI, tests) and no Popen is dropped running."""
             self.process.stdin.close()
+            threading.Thread(target=self.process.wait, name="mcpstudio-watchdog-exit", daemon=True).start()
 else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README says what is tested where)
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
@@ -2100,31 +2123,94 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
             pass
 
 
-class _Capture:
-    """Keeps the first `limit` bytes of a stream and counts the rest."""
+def _whole_characters(head, tail):
+    """`head` without a UTF-8 character its end splits, `tail` without one its start splits: the two sides
+    of a cut read as text again (a binary stream loses at most three bytes a side, and is broken anyway)."""
+    for back in range(1, min(4, len(head)) + 1):
+        byte = head[-back]
+        if byte < 0x80:
+            break
+        if byte >= 0xC0:  # the lead byte of the last character: complete, or dropped
+            if back < (2 if byte < 0xE0 else 3 if byte < 0xF0 else 4):
+                head = head[:-back]
+            break
+    skip = 0
+    while skip < min(3, len(tail)) and 0x80 <= tail[skip] < 0xC0:
+        skip += 1
+    return head, tail[skip:]
 
-    __slots__ = ("limit", "chunks", "kept", "total")
+
+class _Capture:
+    """Keeps the first and the last bytes of a stream, `limit` in all, and counts what falls between them.
+
+    The first half of the room holds the head; a ring (a bytearray read from `start`) the last bytes,
+    so a long build log keeps the lines that say why it failed. value() is the stream itself when it
+    fit, else its head and tail (cut at line ends where the line is short, never inside a character)
+    around one line that says exactly what was dropped; `cut` is that number of bytes."""
+
+    __slots__ = ("limit", "head", "ring", "start", "total", "dropped_lines", "line_start")
 
     def __init__(self, limit):
         self.limit = limit
-        self.chunks = []
-        self.kept = 0
+        self.head = bytearray()
+        self.ring = bytearray()
+        self.start = 0              # ring[start:] are the last bytes; the front is freed in large steps
         self.total = 0
+        self.dropped_lines = 0      # newlines among the bytes that left the ring
+        self.line_start = True      # whether the ring's first byte starts a line
 
     def add(self, data):
         self.total += len(data)
-        room = self.limit - self.kept
+        room = self.limit // 2 - len(self.head)
         if room > 0:
-            piece = data[:room]
-            self.chunks.append(piece)
-            self.kept += len(piece)
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self.ring += data
+        keep = self.limit - self.limit // 2
+        excess = len(self.ring) - self.start - keep
+        if excess > 0:
+            end = self.start + excess
+            self.dropped_lines += self.ring.count(b"\n", self.start, end)
+            self.line_start = self.ring[end - 1] == 0x0A
+            self.start = end
+            if self.start > keep:  # amortized: the ring is moved once per `keep` bytes dropped
+                del self.ring[:self.start]
+                self.start = 0
+
+    def _parts(self):
+        """(head, bytes dropped, newlines among them, tail, whether both cuts fall at line ends)."""
+        head, tail = bytes(self.head), bytes(self.ring[self.start:])
+        if self.total == len(head) + len(tail):
+            return head, 0, 0, tail, True
+        lines, at_ends = self.dropped_lines, True
+        end = head.rfind(b"\n") + 1
+        if not head.endswith(b"\n") and end and len(head) - end <= len(head) // 4:
+            head = head[:end]  # the head's last line, begun, goes with the dropped part
+        elif not head.endswith(b"\n"):
+            at_ends = False
+        begin = tail.find(b"\n") + 1
+        if not self.line_start and begin and begin <= len(tail) // 4:
+            tail, lines = tail[begin:], lines + 1  # the tail's first line, its start dropped, goes too
+        elif not self.line_start:
+            at_ends = False
+        head, tail = _whole_characters(head, tail)
+        return head, self.total - len(head) - len(tail), lines, tail, at_ends
 
     def value(self):
-        return b"".join(self.chunks)
+        head, dropped, lines, tail, at_ends = self._parts()
+        if not dropped:
+            return head + tail
+        return head + ("%s[... %d bytes%s dropped here by the output limit (--max-output %d): the output was %d bytes, "
+                       "of which the first %d and the last %d are kept ...]\n" % (
+                           "\n" if head and not head.endswith(b"\n") else "", dropped,
+                           " (%d lines)" % lines if at_ends else "", self.limit, self.total, len(head),
+                           len(tail))).encode("ascii") + tail
 
     @property
     def cut(self):
-        return self.total - self.kept
+        return self._parts()[1]
 
 
 class _ChildProtocol(asyncio.SubprocessProtocol):
@@ -2316,6 +2402,27 @@ def script_argv(path, windows, python=None, pathext=None):
     if extension in (".com", ".exe", ".bat", ".cmd") and extension in (pathext or ".COM;.EXE;.BAT;.CMD").lower().split(";"):
         return [path]
     return None
+
+
+def program_not_found(program, env=None):
+    """"`gti` is not on PATH here (did you mean `git`?)" when `program` (a command's first word) would not
+    start, else None: what `check`, and startup in template mode, warn of before any call fails on it."""
+    import shutil
+    path = (os.environ if env is None else env).get("PATH", os.defpath)
+    if shutil.which(program, path=path):
+        return None
+    if os.path.dirname(program):
+        return "`%s` is not an executable file here" % program
+    import difflib
+    names = set()
+    for folder in path.split(os.pathsep):
+        try:
+            names.update(os.listdir(folder or "."))
+        except OSError:
+            pass
+    swapped = sorted(name for name in names if sorted(name) == sorted(program))  # gti: git, before tic
+    close = swapped or difflib.get_close_matches(program, sorted(names), 1, 0.6)
+    return "`%s` is not on PATH here%s" % (program, " (did you mean `%s`?)" % close[0] if close else "")
 
 
 def _os_text_problem(value):
@@ -2608,14 +2715,20 @@ def _masked_url(match):
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
+_REFERENCE_ONLY = re.compile(r"['\"]?\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)['\"]?")  # ${NAME}, no default
+
+
 def _masked_option(match):
     name, value = match.groups()
-    return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") else match.group(0)
+    return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") and not \
+        _REFERENCE_ONLY.fullmatch(value) else match.group(0)
 
 
 def _masked_header(match):
-    name, scheme, _ = match.groups()
-    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) else match.group(0)
+    name, scheme, value = match.groups()
+    # A variable's name (`GITHUB_TOKEN: ${MY_TOKEN} is not set`) is no secret: shown, as the log shows it.
+    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) and not \
+        _REFERENCE_ONLY.fullmatch(value) else match.group(0)
 
 
 def mask_secrets(value, secrets=()):
@@ -2650,6 +2763,7 @@ class Log:
         self.add_secrets(secrets)
         self.enabled = self.debug_enabled or self.file is not None
         self.warned = set()
+        self.warnings = 0  # how many were logged (`check` counts them in its verdict)
 
     def add_secrets(self, secrets):
         """Mask these values (as written and JSON-escaped) in every line from now on."""
@@ -2699,6 +2813,7 @@ class Log:
 
     def warning(self, fmt, *args):
         """Log a warning."""
+        self.warnings += 1
         self._write("warning", fmt % args if args else fmt, "warning" not in self.quiet)
 
     def error(self, fmt, *args):
@@ -3550,9 +3665,9 @@ def cut_binary(data, cut):
     A cut image or file is broken, so it is never served as content."""
     if not cut or _as_text(data, True) is not None:
         return None
-    return ("The output (%s) was cut at %d bytes by the output limit (%d more bytes were not kept), so it is not "
+    return ("The output (%s) passed the output limit: %d bytes of its middle were dropped, so it is not "
             "served: a cut file is broken. Raise the limit (--max-output) to get it whole."
-            % (_image_type(data) or "binary data", len(data), cut))
+            % (_image_type(data) or "binary data", cut))
 
 
 def output_content(data, uri, cut):
@@ -3574,9 +3689,10 @@ OUTPUT_KEEP_BYTES = 64 << 20    # ... and their bytes together (one larger outpu
 OUTPUT_KEEP_SECONDS = 3600.0
 
 
-def fit_text(text, budget, uri):
+def fit_text(text, budget, uri, kept="whole"):
     """`text` if it holds at most `budget` characters, else its head and tail (cut at line ends
-    where it can) around one line that says what was left out and how to read it."""
+    where it can) around one line that says what was left out and how to read it (`kept`: what the
+    resource holds, "whole" or, past the output limit, "kept" output)."""
     if len(text) <= budget:
         return text
     half = budget // 2
@@ -3586,9 +3702,9 @@ def fit_text(text, budget, uri):
     first = head.count("\n") + 1
     last = first + middle.count("\n") - middle.endswith("\n")
     return ("%s%s[... %d lines (%d bytes) left out here: read them with resources/read %s?lines=%d-%d; "
-            "the whole output is %s ...]\n%s" % (
+            "the %s output is %s ...]\n%s" % (
                 head, "" if head.endswith("\n") else "\n", last - first + 1, len(middle.encode("utf-8")), uri,
-                first, last, uri, text[tail_start:]))
+                first, last, kept, uri, text[tail_start:]))
 
 
 def output_slice(data, query):
@@ -3657,15 +3773,19 @@ class OutputBudget:
         self.links = []
         self.linked = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # the first with resource_link
 
-    def fit(self, data, text, share=1.0):
-        """`text` (decoded from `data`) within `share` of the room left."""
+    def fit(self, data, text, share=1.0, cut=0):
+        """`text` (decoded from `data`) within `share` of the room left; `cut`: the bytes the output limit
+        dropped from its middle (then the resource holds what was kept, and says so)."""
         limit = int(self.chars * share)
         if len(text) > limit:
             uri = self.store.keep(data, self.owner)
-            text = fit_text(text, limit, uri)
+            text = fit_text(text, limit, uri, "kept" if cut else "whole")
             if self.linked:
-                self.links.append({"type": "resource_link", "uri": uri, "name": "output", "mimeType": "text/plain",
-                                   "size": len(data), "description": "the whole output, of which the result shows a part"})
+                self.links.append({"type": "resource_link", "uri": uri, "name": "output" if not cut else "kept output",
+                                   "mimeType": "text/plain", "size": len(data), "description": (
+                                       "the output's head and tail, %d bytes of its middle dropped by the output limit "
+                                       "(--max-output), of which the result shows a part" % cut if cut else
+                                       "the whole output, of which the result shows a part")})
         self.chars = max(self.chars - len(text), 0)
         return text
 
@@ -3768,6 +3888,12 @@ def check_read(uri, result: ProcessResult, timeout, subject=None):
                        {"uri": uri, "exitCode": result.returncode})
 
 
+def limit_note(stream, cut):
+    """The line a result ends with when the output limit dropped `cut` bytes from the middle of `stream`."""
+    return ("[%s: %d bytes from the middle were dropped by the output limit (--max-output); its first and last "
+            "bytes are kept, and a line marks the place]" % (stream, cut))
+
+
 def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
     """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
@@ -3779,19 +3905,19 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
     stderr = _decoded(result.stderr)
     if budget:
-        stderr = budget.fit(result.stderr, stderr, 0.25)
+        stderr = budget.fit(result.stderr, stderr, 0.25, result.stderr_cut)
     if (result.stdout and not broken) or not (failure or result.stderr):
         block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
         elif block["type"] == "text" and budget:
-            block["text"] = budget.fit(result.stdout, block["text"])
+            block["text"] = budget.fit(result.stdout, block["text"], cut=result.stdout_cut)
         content.append(block)
     if result.stdout_cut:
-        content.append(text_block("[stdout cut: %d more bytes not shown]" % result.stdout_cut))
+        content.append(text_block(limit_note("stdout", result.stdout_cut)))
     if result.stderr:
         if result.stderr_cut:
-            stderr += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
+            stderr += "\n" + limit_note("stderr", result.stderr_cut)
         content.append(text_block("[stderr]\n" + stderr))
     return {"content": content + (budget.links if budget else []), "isError": failure is not None}
 
@@ -4557,7 +4683,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
     if budget and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
         if not result.ok:
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
-        block = dict(block, text=budget.fit(result.stdout, block["text"]))
+        block = dict(block, text=budget.fit(result.stdout, block["text"], cut=result.stdout_cut))
     links = budget.links if budget else []
     if result.ok:
         reply = {"content": [block], "isError": False}
@@ -4567,7 +4693,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
         if isinstance(data, dict):
             reply["structuredContent"] = data
         if result.stdout_cut:
-            reply["content"].append(text_block("[stdout cut: %d more bytes not shown]" % result.stdout_cut))
+            reply["content"].append(text_block(limit_note("stdout", result.stdout_cut)))
         reply["content"] += links
         return reply
     code = result.returncode
@@ -6063,6 +6189,15 @@ def servers_behind(tools):
     return " Servers (tools): %s%s." % (shown, " and %d more" % more if more > 0 else "") if ranked else ""
 
 
+def search_summary(count, mode, threshold):
+    """What a client's tools/list holds, in words, for `count` tools (serve's count: the config's own, the
+    servers' listed ones and the manager tools) under toolSearch `mode` (None: auto)."""
+    if mode == "on" or mode != "off" and count > threshold:
+        return "on: %d tools behind search%s" % (count, "" if mode == "on" else " (past %d; Claude Code gets them "
+                                                                              "listed, it searches itself)" % threshold)
+    return "off: %d tools listed%s" % (count, "" if mode == "off" else " (search starts past %d)" % threshold)
+
+
 class ToolSearch:
     """`toolSearch` for one Server: what a client's tools/list shows, the two tools, and per session the
     tools its searches found (at most FOUND_LIMIT, the least recently found dropped first)."""
@@ -6345,8 +6480,13 @@ class Server:
         """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
         listing the first page built until a source changes."""
         tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
-        ups = [up for source in self.catalog.sources for up in getattr(source, "upstreams", {}).values()]
-        if ups and not tools and all(up.state == "failed" for up in ups):  # nothing to list, ever: say why
+        hubs = [source for source in self.catalog.sources if hasattr(source, "upstreams")]
+        ups = [up for hub in hubs for up in hub.upstreams.values()]
+        # Nothing to list but mcpstudio's own manager tools, ever: say why, where a client shows it (a listing
+        # of manager tools alone reads as "connected" while nothing works). The initialize result cannot say
+        # it: it is sent before any server has started.
+        managed = {name for hub in hubs for name in hub.manager_names()}
+        if ups and all(t["name"] in managed for t in tools) and all(up.state == "failed" for up in ups):
             raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
                 up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
                 + "; fix it and restart mcpstudio")
@@ -6788,6 +6928,40 @@ def strip_json_comments(text):
     return re.sub(_JSON_STRING + r"|,(?=\s{0,4094}[\]}])", blank, text, flags=re.S)
 
 
+class ConfigProblems:
+    """The mistakes found in one config file, told together: each entry is read on past another's mistake."""
+
+    def __init__(self, path):
+        self.path, self.found = path, []
+
+    def add(self, exc: ConfigError):
+        """A mistake, and the others it carries (`more`: the other unknown keys of one object)."""
+        self.found.extend([str(exc)] + getattr(exc, "more", []))
+
+    def gathered(self, step, *args, default=None):
+        """step(*args), or `default` with its ConfigError kept."""
+        try:
+            return step(*args)
+        except ConfigError as exc:
+            self.add(exc)
+            return default
+
+    def all_of(self, step, *args):
+        """step(*args), unless it or a step it gathered found a mistake: then one ConfigError for them all."""
+        found = self.gathered(step, *args)
+        if self.found:
+            raise self.error()
+        return found
+
+    def error(self) -> ConfigError:
+        """One ConfigError for them: one as it is, several each on its own line under the file's name."""
+        if len(self.found) == 1:
+            return ConfigError(self.found[0])
+        here = "%s: " % self.path
+        return ConfigError("%s: %d problems:\n  %s" % (self.path, len(self.found), "\n  ".join(
+            problem[len(here):] if problem.startswith(here) else problem for problem in self.found)))
+
+
 class ConfigLoader:
     """Reads one config file into sources; every error names the file and the place."""
 
@@ -6797,6 +6971,7 @@ class ConfigLoader:
         self.environ = os.environ if environ is None else environ
         self.secrets = []  # expanded environment values, masked in logs
         self.data = data  # a config made on the command line (--url), `path` its name in messages
+        self.problems = ConfigProblems(self.path)  # what load() found: it tells them all at once
 
     def error(self, where, message) -> ConfigError:
         """A ConfigError that names the file and the key path `where`."""
@@ -6838,12 +7013,16 @@ class ConfigLoader:
         """Refuse keys outside `allowed`, with a did-you-mean hint."""
         if not isinstance(obj, dict):
             raise self.error(where, "expected an object, not %s" % _type_name(obj))
+        unknown = []
         for key in obj:
             if key not in allowed:
                 import difflib
                 close = difflib.get_close_matches(key, allowed, 1, 0.6)
                 hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
-                raise self.error(_join(where, key), "unknown key%s" % hint)
+                unknown.append(self.error(_join(where, key), "unknown key%s" % hint))
+        if unknown:  # the first is raised; load() tells the others too (`more`)
+            unknown[0].more = [str(exc) for exc in unknown[1:]]
+            raise unknown[0]
 
     def get(self, obj, key, kind, where, default=None):
         """obj[key] checked against `kind` (a type or tuple of types)."""
@@ -6904,63 +7083,68 @@ class ConfigLoader:
 
         `script_options` (help_timeout, rescan) apply to the file's script folders;
         `skill_prompts` False keeps its skills from being offered as prompts too.
+        Every problem of the file is told in one ConfigError: each entry is read on past another's mistake.
         """
+        self.problems = ConfigProblems(self.path)
+        return self.problems.all_of(self._load, runner, log, base, separator, script_options, skill_prompts)
+
+    def _load(self, runner, log, base, separator, script_options, skill_prompts):
         data = _given(self.read())
-        self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
-        self.get(data, "schemaVersion", int, "")
-        info = {key: self.get(data, key, str, "") for key in ("name", "description", "instructions", "command")}
-        file_env = self.environment(data, "")
+        gathered = self.problems.gathered
+        gathered(self.keys, data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
+        gathered(self.get, data, "schemaVersion", int, "")
+        info = {key: gathered(self.get, data, key, str, "") for key in ("name", "description", "instructions", "command")}
+        file_env = gathered(self.environment, data, "", default={})
         env = dict(base.env or os.environ, **file_env) if file_env else base.env
         cwd = base.cwd
         if "working_directory" in data:
-            cwd = self.folder_path(self.get(data, "working_directory", str, ""), "working_directory")
-        timeout = self.timeout(data, "")
+            cwd = gathered(lambda: self.folder_path(self.get(data, "working_directory", str, ""), "working_directory"),
+                           default=cwd)
+        timeout = gathered(self.timeout, data, "")
         settings = base.derive(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
-                               task_support=self.choice(data, "taskSupport", TASK_SUPPORT, "", base.task_support),
-                               max_text=read_max_text(self, data, "", base.max_text))  # one cap on running commands
-        tools, names = [], {}
-        for index, spec in enumerate(self.get(data, "tools", list, "", [])):
-            tool = self.tool(spec, "tools[%d]" % index, runner, settings)
-            if tool.name in names:
-                raise self.error("tools[%d].name" % index, "`%s` is already the name of tools[%d]" % (tool.name, names[tool.name]))
-            names[tool.name] = index
-            tools.append(tool)
-        resources = [self.resource(spec, "resources[%d]" % i, runner, settings)
-                     for i, spec in enumerate(self.get(data, "resources", list, "", []))]
+                               task_support=gathered(self.choice, data, "taskSupport", TASK_SUPPORT, "",
+                                                     base.task_support, default=base.task_support),
+                               max_text=gathered(read_max_text, self, data, "", base.max_text, default=base.max_text))
+        tools, names = [], {}  # one cap on running commands, above
+        for index, spec in enumerate(gathered(self.get, data, "tools", list, "", [], default=[])):
+            tool = gathered(self.tool, spec, "tools[%d]" % index, runner, settings)
+            if tool is not None and tool.name in names:
+                self.problems.add(self.error("tools[%d].name" % index, "`%s` is already the name of tools[%d]"
+                                             % (tool.name, names[tool.name])))
+            elif tool is not None:
+                names[tool.name] = index
+                tools.append(tool)
+        resources = [resource for resource in (
+            gathered(self.resource, spec, "resources[%d]" % i, runner, settings)
+            for i, spec in enumerate(gathered(self.get, data, "resources", list, "", [], default=[])))
+            if resource is not None]
         self.warn_shell_syntax(tools, resources, log)
+        warn_unclosed_fields(self.path, tools, resources, log)
         sources = []
         if tools or resources:
             sources.append(TemplateTools(tools, resources))
-        separator = separator or self.get(data, "separator", str, "", "__")
+        separator = separator or gathered(self.get, data, "separator", str, "", "__", default="__")
         if separator_problem(separator):
-            raise self.error("separator", separator_problem(separator))
-        for index, entry in enumerate(self.get(data, "scripts", list, "", [])):
-            where = "scripts[%d]" % index
-            if isinstance(entry, str):
-                entry = {"path": entry}
-            self.keys(entry, _SCRIPTS_KEYS, where)
-            root = self.folder_path(self.get(entry, "path", str, where, ""), _join(where, "path"))
-            globs = {key: self.get(entry, key, list, where, []) for key in ("include", "exclude")}
-            for key, patterns in globs.items():
-                if not all(isinstance(p, str) for p in patterns):
-                    raise self.error(_join(where, key), "expected a list of glob strings")
-            sources.append(ScriptDirectory(root, runner, settings, log, separator=separator,
-                                           **globs, **(script_options or {})))
-        folders = []
-        for index, root in enumerate(self.get(data, "skills", list, "", [])):
-            if not isinstance(root, str):
-                raise self.error("skills[%d]" % index, "expected a folder path (text)")
-            folders.append(self.folder_path(root, "skills[%d]" % index))
+            self.problems.add(self.error("separator", separator_problem(separator)))
+            separator = "__"
+        for index, entry in enumerate(gathered(self.get, data, "scripts", list, "", [], default=[])):
+            folder = gathered(read_script_folder, self, entry, "scripts[%d]" % index, runner, settings, log,
+                              separator, script_options)
+            if folder is not None:
+                sources.append(folder)
+        folders = [folder for folder in (gathered(read_skill_folder, self, root, "skills[%d]" % index) for index, root
+                                         in enumerate(gathered(self.get, data, "skills", list, "", [], default=[])))
+                   if folder is not None]
         if folders:
-            prompts = self.get(data, "skillPrompts", bool, "", True) and skill_prompts
+            prompts = gathered(self.get, data, "skillPrompts", bool, "", True, default=True) and skill_prompts
             sources.append(SkillFolders(folders, log, prompts=prompts))
         info["separator"] = separator
-        info["guard"] = read_guard(self, data)
-        info["sign_in"] = read_sign_in(self, data)
-        info["tool_search"] = read_tool_search(self, data)
+        info["guard"] = gathered(read_guard, self, data, default=({}, None, ()))
+        info["sign_in"] = gathered(read_sign_in, self, data)  # None: no signIn, or one with a mistake
+        info["tool_search"] = gathered(read_tool_search, self, data, default=(None, TOOL_SEARCH_THRESHOLD, ()))
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
-            info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
+            info["upstream"] = gathered(read_upstreams, self, data, timeout or base.timeout)
         info["local_key"] = json.dumps({k: v for k, v in data.items()
                                         if k not in _UPSTREAM_KEYS + _BOOKKEEPING_KEYS},
                                        sort_keys=True, default=str)
@@ -7243,6 +7427,36 @@ def read_answers(loader, spec, where):
     except (TypeError, KeyError, re.error) as exc:
         raise loader.error(_join(where, "answers"), "expected a list of {\"prompt\": \"a regular expression\", "
                            "\"answer\": \"text\"} (%s)" % exc)
+
+
+def read_script_folder(loader, entry, where, runner, settings, log, separator, script_options):
+    """One `scripts` entry (a path, or an object with path, include and exclude) as a ScriptDirectory."""
+    if isinstance(entry, str):
+        entry = {"path": entry}
+    loader.keys(entry, _SCRIPTS_KEYS, where)
+    root = loader.folder_path(loader.get(entry, "path", str, where, ""), _join(where, "path"))
+    globs = {key: loader.get(entry, key, list, where, []) for key in ("include", "exclude")}
+    for key, patterns in globs.items():
+        if not all(isinstance(p, str) for p in patterns):
+            raise loader.error(_join(where, key), "expected a list of glob strings")
+    return ScriptDirectory(root, runner, settings, log, separator=separator, **globs, **(script_options or {}))
+
+
+def read_skill_folder(loader, root, where):
+    """One `skills` entry: a folder of skills."""
+    if not isinstance(root, str):
+        raise loader.error(where, "expected a folder path (text)")
+    return loader.folder_path(root, where)
+
+
+def warn_unclosed_fields(path, tools, resources, log: Log):
+    """A `{name` no `}` closes in a tool's or resource's command: literal text, where a field was meant."""
+    for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.template.source) for index, tool in
+                          enumerate(tools)] + [("resources[%d] `%s`" % (index, resource.uri), resource.template.source)
+                                               for index, resource in enumerate(resources)]:
+        warning = unclosed_warning(" ".join(source).split())
+        if warning:
+            log.warning("%s: %s: its command: %s", path, where, warning)
 
 
 def read_max_text(loader, obj, where, default=None):
@@ -7886,9 +8100,7 @@ def _example_value(name, prop):
 def check_config(path, log: Log, options):
     """`check --config FILE`: print what the file serves and the argv an example call runs."""
     server, _ = _build_server(options, [], log, config=path)
-    if path is not None:
-        print("%s: ok" % os.path.abspath(path))
-    sources, hub, refused = [], None, 0
+    sources, hub, refused, warned = [], None, 0, 0
     for source in server.catalog.sources:
         if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
             hub = source
@@ -7914,20 +8126,26 @@ def check_config(path, log: Log, options):
         for tool in source.tools.values():
             props = tool.schema.get("properties", {})
             required = tool.schema.get("required", [])
-            import shutil
             program = tool.template.words[0][0] if not tool.shell else "sh"
-            if not shutil.which(program, path=(tool.settings.env or os.environ).get("PATH")):
-                print("  warning: %s: `%s` is not on PATH here" % (tool.name, program))
+            missing = isinstance(program, str) and program_not_found(program, tool.settings.env)
+            if missing:
+                print("  warning: %s: %s" % (tool.name, missing))
+                warned += 1
             used = {f.key for t in (tool.template, tool.stdin) if t for f in t.occurrences()}
             used.update(b.key for b in getattr(tool.template, "blocks", ()))
             for key in props:
                 if key not in used:
                     print("  warning: %s: parameter `%s` is declared but no template uses it" % (tool.name, key))
-            example = {k: _example_value(k, v) for k, v in props.items()}
-            try:
-                argv = _argv_text(tool.argv(example))
-            except ToolError as exc:
-                argv = "(example refused: %s)" % exc
+                    warned += 1
+            # The example a call with the required parameters runs (optional parts off, as they are when left
+            # out), then, when it differs, one with every parameter given.
+            examples = []
+            for keys in ([k for k in props if k in required], list(props)):
+                try:
+                    examples.append(_argv_text(tool.argv({k: _example_value(k, props[k]) for k in keys})))
+                except ToolError as exc:
+                    examples.append("(example refused: %s)" % exc)
+            argv = examples[0] + ("\n      with every parameter: %s" % examples[1] if examples[1] != examples[0] else "")
             support = "" if tool.settings.task_support == "optional" else "  (tasks: %s)" % tool.settings.task_support
             print("  %s  %s%s" % (tool.name, tool.description, support))
             for key, prop in props.items():
@@ -7943,9 +8161,26 @@ def check_config(path, log: Log, options):
             print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
     if hub:
         print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
-        return print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log,
-                            separator=hub.separator) or min(refused, 1)
+        tally = collections.Counter()  # the overrides the table refuses, against the cached listings
+        print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log, search=hub.tool_search,
+                     local=local_tool_count(hub.local), separator=hub.separator, forced=options["tool_search"],
+                     manager=hub.manager_tools, tally=tally)
+        plan = hub.namespace.plan
+        refused += sum(1 for spec in plan.specs if spec.error and not spec.disabled) + bool(hub.namespace.refusal)
+        refused += tally["refused"]
+        warned -= sum(1 for spec in hub._specs.values() if spec.error)  # logged as warnings: counted as problems
+    if path is not None:  # the verdict comes last, after everything it sums up
+        print("\n%s: %s" % (os.path.abspath(path), _check_verdict(refused, warned + log.warnings)))
     return min(refused, 1)
+
+
+def _check_verdict(problems, warnings):
+    """The last line of `check`: "ok" only when it found nothing to say."""
+    def counted(n, word):
+        return "%d %s%s" % (n, word, "" if n == 1 else "s")
+    if problems:
+        return "%s (above)%s" % (counted(problems, "problem"), ", and %s" % counted(warnings, "warning") if warnings else "")
+    return "loads, with %s (above)" % counted(warnings, "warning") if warnings else "ok"
 
 
 # --------------------------------------------------------------------------
@@ -9735,6 +9970,9 @@ class _HttpChannel:
                 pass
 
 
+STRAY_LINE = "skipped a line on stdout that is not JSON-RPC: "  # the server log's note of one (ServerLog.stray)
+
+
 class RpcClient:
     """The client side of JSON-RPC with one server, the mirror of `Session`: ids, futures, timeouts, cancellation.
 
@@ -9835,7 +10073,7 @@ class RpcClient:
         if isinstance(message, dict):
             self.received_message(message)
         else:
-            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(_decoded(line[:400]), 200))
+            self.note(STRAY_LINE + _clip(_decoded(line[:400]), 200))
 
     def received_message(self, message, related=None):
         """One message: a notification or request goes on (with the CallContext of our request `related`,
@@ -10062,10 +10300,13 @@ class ServerLog:
         self.server_id, self.log = server_id, log
         self.lines = collections.deque(maxlen=LOG_LINES)
         self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
+        self.stray = None  # the current run's last line on stdout that is not JSON-RPC (a banner, a print)
 
     def note(self, text, warn=False):
         """A lifecycle line: to the server's log ring, and to mcpstudio's debug log (or a warning, said once)."""
         self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
+        if text.startswith(STRAY_LINE):
+            self.stray = text[len(STRAY_LINE):]
         if warn:
             self.log.warn_once("server `%s` %s", self.server_id, text)
         else:
@@ -10078,16 +10319,19 @@ class ServerLog:
         if self.log.enabled:
             self.log.debug("[%s] %s", self.server_id, text)
 
-    def tail(self):
-        """The current run's last stderr lines, masked, for an error message (or '')."""
-        tail = [self.log.mask(line) for line in self.recent if line.strip()]
-        return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
+    def tail(self, besides=None):
+        """The current run's last stderr lines, masked, for an error message (or ''); `besides`: a line the
+        message shows already, left out here (once is enough)."""
+        tail = [self.log.mask(line) for line in self.recent if line.strip() and line.strip() != besides]
+        stray = ("; it wrote on stdout, where only JSON-RPC messages may go: %s (a server logs to stderr)"
+                 % self.log.mask(self.stray) if self.stray else "")
+        return stray + ("; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else "")
 
     def why(self, reason):
         """`reason` (exited with code 3) after the last stderr line, which most often says why, where a screen's
         edge would cut it; then the last lines."""
         last = next((line.strip() for line in reversed(self.recent) if line.strip()), "")
-        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail()) if last else reason
+        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail(besides=last)) if last else reason
 
 
 class RestartBackoff:
@@ -10509,6 +10753,7 @@ class Upstream:
             return
         protocol = self.client.channel = _UpstreamProtocol(self)
         self.server_log.recent.clear()
+        self.server_log.stray = None
         self.server_log.note("starting: %s" % spec.display())
         started = time.monotonic()
         spawn = asyncio.ensure_future(self.runner.start_server([spec.command] + spec.args, lambda: protocol,
@@ -11373,6 +11618,7 @@ class Aggregator:
     events = None
     metrics = None       # the Guard's CallMetrics, set by the Server (servers_list shows them)
     _reading = _reloading = None  # the tasks reading listings from disk and the config file
+    tool_search = (None, TOOL_SEARCH_THRESHOLD, ())  # the config's toolSearch, threshold and pins (check shows them)
 
     @property
     def skills(self):
@@ -11684,6 +11930,10 @@ class Aggregator:
         self._denied = {name: why for name, why in denied.items() if name not in table}
         return tools
 
+    def manager_names(self):
+        """The public names of the manager tools it lists (none with --no-manager-tools)."""
+        return {listed["name"] for _, listed in self.manager.listed()} if self.manager_tools else set()
+
     def denied(self, name):
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
         return self._denied.get(name)
@@ -11989,8 +12239,26 @@ def aggregator_for(local, info, load, path, runner, log, options, script_options
         config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL))
 
 
+def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=0, manager=True):
+    """How many tools serve's tools/list holds for `namespace` (None: every server), the count toolSearch's
+    threshold is compared with: the config's `local` tools, the tools of each server's known listing
+    (`listings`: id -> tool names) that its filters and permissions keep, and the manager tools."""
+    members = plan.namespaces[namespace]["servers"] if namespace in plan.namespaces else None
+    count = local + (len(MANAGER_TOOLS) if manager and plan.specs else 0)
+    for spec in plan.specs:
+        if not spec.disabled and not spec.error and (members is None or spec.id in members):
+            count += sum(plan.left_out(namespace, spec, name, separator) is None for name in listings.get(spec.id, ()))
+    return count
+
+
+def local_tool_count(sources):
+    """The tools of a config's own sources known before serving (script folders are scanned when served)."""
+    return sum(len(source.tools) for source in sources if isinstance(source, TemplateTools))
+
+
 async def check_upstreams(plan, runner, log, namespace, config_path):
-    """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tools, error) each."""
+    """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tool names, error)
+    each."""
     hub = Aggregator([], plan, runner, log, namespace=namespace, watch_interval=0, config_path=config_path)
     hub.start()
     gate = asyncio.Semaphore(LIST_PARALLEL)
@@ -12003,7 +12271,7 @@ async def check_upstreams(plan, runner, log, namespace, config_path):
             started = time.monotonic()
             try:
                 await upstream.ready()
-                return upstream.spec, time.monotonic() - started, len(upstream.listing["tools"]), None
+                return upstream.spec, time.monotonic() - started, [t.get("name") for t in upstream.listing["tools"]], None
             except UpstreamError as exc:
                 return upstream.spec, None, None, exc.message
             finally:
@@ -12019,25 +12287,33 @@ async def check_upstreams(plan, runner, log, namespace, config_path):
 def status_command(path, log: Log, options):
     """`status [--config FILE] [--namespace NAME] [--check]`."""
     loader = ConfigLoader(path)
-    _, info = loader.load(ProcessRunner(log), log, RunSettings())
+    local, info = loader.load(ProcessRunner(log), log, RunSettings())
     log.add_secrets(loader.secrets)
     plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
     for spec in plan.specs:
         log.add_secrets(spec.secrets)
-    checks = None
-    refused = select_namespace(plan.namespaces, options["namespace"], plan.default, plan.default_key)[2]
-    if options["check"] and not refused:  # print_status says why
+    checks, requested = None, options["namespace"]
+    # The namespace chosen (by --namespace, the config's default, or as the only one) is checked; with none
+    # chosen, every server is: its health does not depend on the namespace a client will pick. An unknown
+    # --namespace checks nothing (print_status says why).
+    chosen = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)[0]
+    checked = plan if chosen else UpstreamPlan(plan.specs, {}, None, plan.default_key, plan.permissions)
+    if options["check"] and (requested is None or requested in plan.namespaces):
         runner = ProcessRunner(log)
 
         async def check():
             try:
-                return await check_upstreams(plan, runner, log, namespace=options["namespace"], config_path=loader.path)
+                return await check_upstreams(checked, runner, log, namespace=requested, config_path=loader.path)
             finally:
                 await runner.stop_all()
                 runner.close_watchdog()
         checks = asyncio.run(check())
     return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
-                        separator=info["separator"], sign_in=info["sign_in"])
+                        local=local_tool_count(local), separator=info["separator"], forced=options["tool_search"],
+                        manager=not options["no_manager_tools"], sign_in=info["sign_in"])
+
+
+STATUS_STATE_WIDTH = 44  # the widest state `status` puts in its table; a longer one follows the table
 
 
 def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Log):
@@ -12080,15 +12356,23 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
 
 
 def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
-                 separator="__", sign_in=None):
+                 local=0, separator="__", forced=None, manager=True, sign_in=None, tally=None):
     """The table of `status`: servers, cached tool counts (or --check results), sign-in, namespaces and who may
-    use each, tool search, and the counters of each running `serve` of the config."""
+    use each, what a client's tools/list holds (`local`: the config's own tools; `forced`: --tool-search), the
+    curated tools, and the counters of each running `serve` of the config. Returns status's exit code; `tally`
+    (a Counter), when given, gets "refused": the overrides it refused (check counts them among its problems)."""
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
-    print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
+    if error and requested is None and plan.default is None:  # several, none chosen: each client's entry chooses
+        print("namespace: none chosen (the config has several: %s); serve needs --namespace NAME in its args, or "
+              "\"%s\" in the config" % (", ".join(plan.namespaces), plan.default_key))
+        error = None
+    else:
+        print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
     rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
     results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
-    counts, listings = {}, {}  # listings: each usable server's cached tools, for review_overrides
+    names, listings = {}, {}  # names: id -> its tools' names, as checked or last cached; listings: each usable
+    # server's cached tools, for review_overrides
     for spec in plan.specs:
         entry = None if spec.disabled or spec.error else ListingCache(
             os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
@@ -12102,12 +12386,12 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             state = "skipped: not in namespace %s" % namespace
         elif checks is not None:
             seconds, tools, problem = results[spec.id]
-            counts[spec.id] = tools or 0
-            state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
+            names[spec.id] = tools or []
+            state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (len(tools), seconds * 1000)
         else:
             try:
-                counts[spec.id] = len(entry["tools"])
-                state = "%d (cached %s)" % (counts[spec.id], time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
+                names[spec.id] = [_object(tool).get("name") for tool in entry["tools"]]
+                state = "%d (cached %s)" % (len(entry["tools"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
@@ -12115,6 +12399,11 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             command += "  (isolation %s, at most %d%s)" % (spec.isolation, spec.max_instances,
                                                            ", each person's own token" if spec.passthrough else "")
         rows.append((spec.id, mask_secrets(state), log.mask(command)))
+    # A long error would widen the whole table (to 200 columns): its row says "(below)", the table is followed
+    # by each such server and its whole message.
+    below = [(row[0], row[1]) for row in rows[1:] if len(row[1]) > STATUS_STATE_WIDTH]
+    rows = [(row[0], row[1].partition(":")[0] + " (below)" if len(row[1]) > STATUS_STATE_WIDTH else row[1], row[2])
+            for row in rows]
     if len(rows) == 1:
         print("\nno servers configured")
     else:
@@ -12122,6 +12411,10 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
         print()
         for row in rows:
             print(("%-*s  %-*s  %s" % (width[0], row[0], width[1], row[1], row[2])).rstrip())
+        if below:
+            print()
+        for server_id, state in below:
+            print("%s  %s" % (server_id, state))
     signed = [spec for spec in plan.specs if spec.url and spec.oauth is not None and not spec.error]
     if signed:
         print("\nsign-in (OAuth; `mcpstudio login NAME` signs in):")
@@ -12135,33 +12428,32 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             sign_in["audience"] or "this server's own /mcp URL"))
         print("  who may use a namespace: the people its `people` names (a subject, an email, group:NAME, or *);"
               " a namespace without `people`: every signed-in person")
+
+    def summary(name, mode):
+        count = served_tool_count(plan, name, names, separator, local, manager)
+        return search_summary(count, forced or mode or search[0], search[1])
     if plan.namespaces:
         print("\nnamespaces:")
         for name, ns in plan.namespaces.items():
             mark = "*" if name == namespace else " "
             people = ns.get("people")
             print(" %s %-16s %s  (%s)%s" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
-                                            _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1]),
+                                            summary(name, ns["tool_search"]),
                                             "" if not sign_in and people is None else "  people: %s" % (
                                                 ", ".join(people) if people else "none" if people == [] else
                                                 "every signed-in person")))
     else:
-        print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
+        print("\ntools: %s" % summary(None, None))
     curated, refused = review_overrides(plan, namespace, listings, separator, log) if not error else ([], 0)
     if curated:
         print("\ncurated tools (overrides, as cached listings show them):")
         print("\n".join(curated))
+    if tally is not None:
+        tally["refused"] += refused
     for snapshot in RunningStats.running(path):
         print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
                            % snapshot] + RunningStats.table(snapshot["tools"])))
     return 1 if error or refused or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
-
-
-def _search_summary(counts, servers, mode, threshold):
-    """`N tools, tool search MODE` of some servers, from their known tool counts."""
-    count = sum(counts.get(server, 0) for server in servers)
-    return "%d tools, tool search %s" % (count, mode if mode in ("on", "off") else "auto (%s past %d)" % (
-        "on" if count > threshold else "off", threshold))
 
 
 # --------------------------------------------------------------------------
@@ -12227,8 +12519,15 @@ class Board:
         self.runner = ProcessRunner(self.log)
         self.results = {}  # (server id, tool) -> the last call's text, or None while it runs
         self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="mcpstudio-tui", daemon=True).start()
+        threading.Thread(target=self._run_loop, name="mcpstudio-tui", daemon=True).start()
         self.hub = self.run(self._open())
+
+    def _run_loop(self):
+        """The loop's thread: run until close() stops it, then close it (its resources go with it)."""
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.close()
 
     def run(self, coroutine, timeout=30):
         """Run on the loop and wait: for quick things only (reading the config, stopping)."""
@@ -12243,8 +12542,9 @@ class Board:
     def _read(self):
         """The config again: the whole plan for the screen, and every server (no namespace) for the hub."""
         loader = ConfigLoader(self.path)
-        _, info = loader.load(self.runner, self.log, RunSettings())
+        local, info = loader.load(self.runner, self.log, RunSettings())
         self.log.add_secrets(loader.secrets)
+        self.local, self.search = local_tool_count(local), info["tool_search"]  # for count()
         self.plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
         if self.shown not in self.plan.namespaces:
             self.shown = select_namespace(self.plan.namespaces, None, self.plan.default, self.plan.default_key)[0]
@@ -12264,12 +12564,15 @@ class Board:
         return upstream and (upstream.listing or upstream.cache.read()) or None
 
     def count(self):
-        """How many tools the shown namespace lists (of servers whose tools are known) against clients' caps."""
-        count = sum(self.plan.left_out(self.shown, spec, tool["name"], self.hub.separator) is None for spec in self.plan.specs
-                    if self.shown is None or spec.id in self.plan.namespaces[self.shown]["servers"]
-                    for tool in _object(self.listing(self.hub.upstreams.get(spec.id))).get("tools", ()))
-        return "%d tools, %s" % (count, "over " + ", ".join("%s %d" % pair for pair in CLIENT_CAPS if count > pair[1])
-                                 if count > 40 else "under Cursor's 40")
+        """What a client's tools/list holds in the shown namespace, counted as serve and status count (of
+        servers whose tools are known), and the clients whose caps a longer list passes."""
+        listings = {spec.id: [tool.get("name") for tool in _object(self.listing(self.hub.upstreams.get(spec.id))).get(
+            "tools", ())] for spec in self.plan.specs}
+        count = served_tool_count(self.plan, self.shown, listings, self.hub.separator, self.local)
+        mode = _object(self.plan.namespaces.get(self.shown)).get("tool_search") or self.search[0]
+        summary = search_summary(count, mode, self.search[1])
+        over = [pair for pair in CLIENT_CAPS if count > pair[1]] if summary.startswith("off") else []
+        return summary + (", over " + ", ".join("%s %d" % pair for pair in over) if over else "")
 
     def rows(self, text_filter=""):
         """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
@@ -14307,8 +14610,9 @@ class StdioClient:
     closed = False
     next_id = 0
 
-    def __init__(self, argv, timeout=CLIENT_TIMEOUT, ask=None):
+    def __init__(self, argv, timeout=CLIENT_TIMEOUT, ask=None, own=False):
         self.argv = argv
+        self.own = own  # the child is mcpstudio itself: its refusal (exit 2) has said why on stderr
         self.timeout = timeout
         self.ask = ask  # answers elicitation/create (params -> result); None: the capability is not declared
         self.lock = threading.Condition()
@@ -14388,8 +14692,11 @@ class StdioClient:
                 self.lock.wait(0.25 if deadline is None else min(0.25, max(0.0, deadline - time.monotonic())))
             reply = self.responses.pop(request_id, None)
         if reply is None:
+            code = self.process.wait()
+            if self.own and code == 2:
+                raise ChildRefused(code)
             raise McpError(INTERNAL_ERROR, "%s: the server exited (code %s) before answering; its "
-                                           "stderr above says why" % (method, self.process.wait()))
+                                           "stderr above says why" % (method, code))
         error = reply.get("error")
         if error is not None:
             raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message")), error.get("data"))
@@ -14520,15 +14827,8 @@ def _schema_summary(schema):
     return rows
 
 
-def _print_listing(listing):
-    """The readable table of `inspect`."""
-    info = listing["serverInfo"]
-    print("server: %s %s (protocol %s)" % (info.get("title") or info.get("name", "?"), info.get("version", ""),
-                                           listing["protocolVersion"]))
-    if listing.get("instructions"):
-        print("instructions: %s" % listing["instructions"])
-    tools = listing["tools"]
-    print("\ntools (%d):" % len(tools))
+def _print_tools(tools):
+    """Each tool of a listing: its name and hints, description, parameters and accepted exit codes."""
     for tool in tools:
         hints = [word for key, word in (("readOnlyHint", "read-only"), ("destructiveHint", "destructive"),
                                         ("idempotentHint", "idempotent"), ("openWorldHint", "open-world"))
@@ -14541,6 +14841,17 @@ def _print_listing(listing):
         ok_codes = _object(tool.get("_meta")).get(OK_EXIT_META)
         if ok_codes:
             print("      exit codes accepted: %s" % ",".join(str(c) for c in ok_codes))
+
+
+def _print_listing(listing):
+    """The readable table of `inspect`."""
+    info = listing["serverInfo"]
+    print("server: %s %s (protocol %s)" % (info.get("title") or info.get("name", "?"), info.get("version", ""),
+                                           listing["protocolVersion"]))
+    if listing.get("instructions"):
+        print("instructions: %s" % listing["instructions"])
+    print("\ntools (%d):" % len(listing["tools"]))
+    _print_tools(listing["tools"])
     skills = listing.get("skills") or []
     if skills:
         print("\nskills (%d):" % len(skills))
@@ -14567,32 +14878,41 @@ def _print_listing(listing):
 
 
 def inspect_command(words, server_options=()):
-    """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
-    found, words = _take_options(words, "inspect", flags=("--json",), values=("--search",))
-    with StdioClient(_mode_argv(words, "inspect", server_options)) as client:
+    """`inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]`: what a mode (or a server after --) serves,
+    or the tools a search of it finds."""
+    found, words = _take_options(words, "inspect", flags=("--json",), values=("--search", "--limit"))
+    limit = found.get("--limit")
+    if limit is not None and "--search" not in found:
+        raise UsageError("inspect: --limit goes with --search QUERY (how many of the tools it finds to show)")
+    if limit is not None and not (limit.isdigit() and 0 < int(limit) <= SEARCH_MAX):
+        raise UsageError("inspect: --limit needs a number of tools from 1 to %d, not %r" % (SEARCH_MAX, limit))
+    with StdioClient(_mode_argv(words, "inspect", server_options), own=words[:1] != ["--"]) as client:
         hello = client.initialize()
         capabilities = hello.get("capabilities") or {}
         listing = {"serverInfo": hello.get("serverInfo") or {}, "protocolVersion": hello.get("protocolVersion"),
                    "instructions": hello.get("instructions"), "capabilities": capabilities,
                    **{key: [] for _, _, key in LISTINGS}}
         for capability, method, key in LISTINGS:
-            if capability in capabilities:
+            if capability in capabilities and "--search" not in found:
                 listing[key] = client.list_all(method, key)
         if "--search" in found:  # the tools a search finds, as `mcpstudio__search_tools` answers them
             try:
                 result = client.request("tools/call", {"name": MANAGER_PREFIX + "__search_tools", "arguments": {
-                    "query": found["--search"], "limit": SEARCH_MAX}})
+                    "query": found["--search"], "limit": int(limit or SEARCH_LIMIT)}})
             except McpError as exc:
                 if not exc.message.startswith("Unknown tool"):
                     raise
                 raise McpStudioError("inspect --search: this server has no tool search (mcpstudio serves one for a config "
                                  "with MCP servers whose toolSearch is not \"off\"); inspect without --search lists "
                                  "every tool") from None
-            listing["tools"] = result["structuredContent"]["tools"]
-        if SKILLS_EXTENSION in _object(capabilities.get("extensions")):
+            listing = {"query": found["--search"], "tools": result["structuredContent"]["tools"]}
+        elif SKILLS_EXTENSION in _object(capabilities.get("extensions")):
             listing["skills"] = client.list_all("skills/list", "skills")
     if found.get("--json"):
         print(json.dumps(listing, indent=2))
+    elif "query" in listing:  # the search's finds alone, as the model gets them
+        print("search %s finds %d tools, best first:" % (json.dumps(listing["query"]), len(listing["tools"])))
+        _print_tools(listing["tools"])
     else:
         _print_listing(listing)
     return 0
@@ -14601,13 +14921,45 @@ def inspect_command(words, server_options=()):
 _ARGUMENT_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.S)
 
 
+def _takes_a_file(prop):
+    """Whether a parameter's schema asks for a file's content: base64 (contentEncoding), or a data: URI as
+    mcpstudio's file fields describe it."""
+    prop = _object(prop)
+    if prop.get("type") == "array":
+        return _takes_a_file(prop.get("items"))
+    description = str(prop.get("description") or "")
+    return prop.get("type") == "string" and (prop.get("contentEncoding") == "base64" or (
+        "data:" in description and "base64" in description))
+
+
+def _file_argument(key, path, prop):
+    """`key=@PATH` (curl's convention) for a file parameter: the file's bytes as a data: URI naming it, or plain
+    base64 where the schema says contentEncoding base64."""
+    import base64
+    try:
+        with open(os.path.expanduser(path), "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise UsageError("call: %s=@%s: cannot read the file: %s" % (key, path, exc.strerror or exc)) from None
+    encoded = base64.b64encode(data).decode("ascii")
+    prop = _object(prop)
+    if _object(prop.get("items") if prop.get("type") == "array" else prop).get("contentEncoding") == "base64":
+        return encoded
+    name = os.path.basename(path)
+    return "data:%s;name=%s;base64,%s" % (_file_mime(name), re.sub(r"[,;]", "_", name), encoded)
+
+
 def _call_arguments(pairs, schema):
-    """key=value words as the tool's schema types them: strings stay text, other types read as JSON."""
+    """key=value words as the tool's schema types them: strings stay text, other types read as JSON, and
+    `@PATH` for a file parameter the file's content."""
     props = _object(_object(schema).get("properties"))
     arguments = {}
     for key, text in pairs:
         kind = _object(props.get(key)).get("type")
         value = text
+        if text.startswith("@") and _takes_a_file(props.get(key)):
+            value = text = _file_argument(key, text[1:], props.get(key))
+            kind = "string"
         if kind not in ("string", None):
             try:
                 value = json.loads(text)
@@ -14662,7 +15014,7 @@ def call_command(words, server_options=()):
         raise UsageError("call: --json needs a JSON object, e.g. '{\"message\": \"hi\"}'")
     ask = (lambda params: elicitation_answer(params, assume_yes)) if assume_yes or (
         sys.stdin.isatty() and sys.stderr.isatty()) else None
-    with StdioClient(_mode_argv(words, "call", server_options), ask=ask) as client:
+    with StdioClient(_mode_argv(words, "call", server_options), ask=ask, own=words[:1] != ["--"]) as client:
         client.initialize()
         schema = next((t.get("inputSchema") for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None)
         try:
@@ -14674,7 +15026,7 @@ def call_command(words, server_options=()):
     if raw:
         print(json.dumps(result, indent=2))
     else:  # a kept output ends with its server, here with this call: how to see it all instead
-        _print_content([dict(block, text=re.sub(r"read them with resources/read \S+; the whole output is \S+", "rerun with "
+        _print_content([dict(block, text=re.sub(r"read them with resources/read \S+; the (?:whole|kept) output is \S+", "rerun with "
                                                 "a larger --max-text (or the config's max_text) to see them", block["text"]))
                         if "text" in block else block for block in result.get("content") or []
                         if not str(block.get("uri")).startswith(OUTPUT_URI)], sys.stderr if result.get("isError") else sys.stdout)
@@ -15063,7 +15415,9 @@ def _check_mode(words):
     """Build (and start nothing of) the server MODE ARGS `words` run, so install refuses an entry the
     server would refuse: a bad template raises TemplateError, a bad config ConfigError, as they would."""
     options, rest, served = _mode_options(words)
-    _build_server(options, rest, Log(), options["config"] or (default_config_path() if served else None))
+    server, _ = _build_server(options, rest, Log(), options["config"] or (default_config_path() if served else None))
+    if server.catalog.refusal:  # serve would start, and answer every request with the error it logged
+        raise ConfigError("install: this server would refuse every request (the error above); no entry printed or written")
 
 
 def install_command(words):
@@ -15712,28 +16066,31 @@ SUBCOMMAND_HELP = {
               "each server of the active namespace, lists its tools and stops it.",
     "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
             "Write a commented starter config (NAME.json) for the program CMD.",
-    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY] [MODE ARGS...]\n"
+    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]\n"
                "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n"
                "       mcpstudio inspect [--json] --url URL\n\n"
                "Start the mode as a client would and show the tools (with their parameters), resources\n"
                "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
                "arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the\n"
                "default config); after -- comes any MCP server's command. A config with MCP servers shows\n"
-               "what a client in tool search mode sees (toolSearch); --search QUERY shows the tools a\n"
-               "search finds, best first.\n\n"
+               "what a client in tool search mode sees (toolSearch); --search QUERY shows only the tools\n"
+               "a search finds, best first: as many as a model gets by default (%d), or --limit N (up\n"
+               "to %d).\n\n"
                "examples:\n"
                "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
                "  mcpstudio inspect --json serve --config tools.json\n"
-               "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything",
+               "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything" % (SEARCH_LIMIT, SEARCH_MAX),
     "call": "usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [--yes] [MODE ARGS...]\n"
             "       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...\n"
             "       mcpstudio call TOOL [KEY=VALUE ...] --url URL\n\n"
             "Call one tool through the real server, as a client would, and print its text (and\n"
             "structured content); exit 1 when the result is an error. KEY=VALUE values are text for\n"
             "string parameters and JSON otherwise (n=3, flag=true); an array parameter takes\n"
-            "KEY=VALUE more than once. --json gives all arguments as one JSON object; --raw prints\n"
-            "the whole result as JSON. When the server asks a question (elicitation), call asks it\n"
-            "on the terminal; --yes accepts the question's defaults instead (no terminal needed).\n"
+            "KEY=VALUE more than once. KEY=@PATH gives a file parameter the file at PATH (as curl\n"
+            "does: photo=@cat.png); for any other parameter @ is text. --json gives all arguments\n"
+            "as one JSON object; --raw prints the whole result as JSON. When the server asks a\n"
+            "question (elicitation), call asks it on the terminal; --yes accepts the question's\n"
+            "defaults instead (no terminal needed).\n"
             "--url reaches a remote server, signing in with OAuth in the browser when it asks.\n\n"
             "examples:\n"
             "  mcpstudio call echo message=hello echo '{message}'\n"
@@ -15958,6 +16315,7 @@ def _build_server(options, words, log: Log, config, runner=None):
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
             hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)
+            hub.tool_search = info["tool_search"]
             found = [hub]
             # toolSearch: --tool-search, else the namespace's, else the file's
             mode = (options["tool_search"] or _object(hub.namespace.plan.namespaces.get(hub.namespace.name)).get("tool_search")
@@ -15975,6 +16333,18 @@ def _build_server(options, words, log: Log, config, runner=None):
         instructions = info["instructions"] or info["description"]
     if words:
         template = Template(words)
+        program = template.words[0]
+        missing = all(isinstance(piece, str) for piece in program) and program_not_found("".join(program), env)
+        if missing:  # a typo (`gti log`) would pass every check and fail at each call
+            log.warning("%s: every call will fail until it is", missing)
+        if unclosed_warning(words):
+            log.warning("the template: %s", unclosed_warning(words))
+        misplaced = [word for word in words[1:] if word.startswith("--") and word.partition("=")[0] in _OPTIONS_BY_NAME]
+        if misplaced:  # parse_command_line stops at the command: later words are the template's
+            log.warning("%s stand%s after the command `%s`, so %s words of the template, passed to it at every "
+                        "call; mcpstudio's options go before the command", ", ".join("`%s`" % w for w in misplaced),
+                        "s" if len(misplaced) == 1 else "", template.command_name(),
+                        "it is one of the" if len(misplaced) == 1 else "they are")
         name = safe_name(options["name"] or template.command_name(), max_name)  # dashes kept, as in every mode
         schema, stdin = template.input_schema(), None
         if options["stdin"] is not None:  # its fields join the tool's parameters
@@ -16056,6 +16426,15 @@ def _prog():
     return "mcpstudio" if not sys.argv[0].endswith((".py", ".pyz")) else "python3 " + _argv_text([sys.argv[0]])
 
 
+def _as_run(text):
+    """`text` with each command it suggests (`mcpstudio init ...`) spelled as the user ran us
+    (`python3 mcpstudio.py init ...`), so it can be pasted as it is."""
+    prog = _prog()
+    if prog == "mcpstudio":
+        return text
+    return re.sub(r"(?<![\w/.`-])mcpstudio (?=(?:%s|echo)\b)" % "|".join(SUBCOMMANDS), lambda m: prog + " ", text)
+
+
 def _terminal_hint(argv, server):
     """What stdio mode says on stderr when a person, not a client, started it in a terminal."""
     words = _argv_text(argv)
@@ -16121,14 +16500,16 @@ def main(argv=None):
     except HelpRequested as exc:
         print(SUBCOMMAND_HELP[exc.args[0]])
         return 0
+    except ChildRefused as exc:  # inspect or call of a mode mcpstudio refuses: it said why
+        return exc.args[0]
     except UsageError as exc:
-        _say("error: %s\n%s" % (exc, USAGE))
+        _say("error: %s\n%s" % (_as_run(str(exc)), USAGE))
         return 2
     except TemplateError as exc:
         _say("error: bad template: %s" % exc)
         return 2
     except McpStudioError as exc:  # a bad config, an MCP error, a file that cannot be written
-        _say("error: %s" % exc)
+        _say("error: %s" % _as_run(str(exc)))
         return 1
     except KeyboardInterrupt:  # inspect or call stopped by the user; their child is stopped already
         return 130

@@ -935,6 +935,7 @@ class StdioStreamTests(ScratchDir):
             f.write("x" * 900000)
         proc = subprocess.Popen(SERVER + ["--max-text", "1000000", "head", "-c", "900000", "{path}"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.addCleanup(proc.stdout.close)  # last: after it exited (no unclosed-file warning)
         self.addCleanup(proc.wait, WAIT)
         self.addCleanup(proc.kill)
         calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/call",
@@ -1706,7 +1707,7 @@ class CommandOutputTests(ScratchDir):
             result = server.call("png", {"n": "20"})
             self.assertTrue(result["isError"], result)
             self.assertEqual([c["type"] for c in result["content"]], ["text", "text"], result)
-            self.assertIn("The output (image/png) was cut at 1000 bytes", text_of(result))
+            self.assertIn("The output (image/png) passed the output limit: ", text_of(result))
             whole = server.call("png", {"n": "2"})
             self.assertFalse(whole["isError"])
             self.assertEqual(whole["content"][0]["mimeType"], "image/png")
@@ -1716,7 +1717,7 @@ class CommandOutputTests(ScratchDir):
         with McpProcess("--max-output", "1000", "serve", "--config", config) as server:
             server.initialize()
             reply = server.request("resources/read", {"uri": "png://20"})
-            self.assertIn("was cut at 1000 bytes", reply["error"]["message"], reply)
+            self.assertIn("passed the output limit", reply["error"]["message"], reply)
             reply = server.request("resources/read", {"uri": "png://2"})
             self.assertEqual(reply["result"]["contents"][0]["mimeType"], "image/png", reply)
 
@@ -2198,17 +2199,62 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(kept, ["e" * 4000000, "o" * 4000000])
 
     def test_max_output(self):
-        # --max-output keeps the first bytes and says how much was cut; a cut through a
-        # multi-byte character still gives text, not a blob.
+        # --max-output keeps the first and the last bytes and says how much was dropped between them; a
+        # cut through a multi-byte character (at either side) still gives text, not a blob.
         with McpProcess("--max-output", "100", "--name", "s", PY, "-c", "print('x' * 1000)", "[y]") as server:
             server.initialize()
             result = server.call("s", {})
-            self.assertEqual(result["content"][0]["text"], "x" * 100)
-            self.assertIn("901 more bytes", text_of(result))
+            self.assertEqual(result["content"][0]["text"], "x" * 50 + "\n[... 901 bytes dropped here by the output limit "
+                             "(--max-output 100): the output was 1001 bytes, of which the first 50 and the last 50 are "
+                             "kept ...]\n" + "x" * 49 + "\n")
+            self.assertIn("[stdout: 901 bytes from the middle were dropped by the output limit", text_of(result))
         with McpProcess("--max-output", "100", "--name", "s", PY, "-c", "print('x' + 'é' * 1000)", "[y]") as server:
             server.initialize()
-            result = server.call("s", {})
-            self.assertEqual(result["content"][0], {"type": "text", "text": "x" + "é" * 49})
+            head, marker, tail = server.call("s", {})["content"][0]["text"].split("\n", 2)
+            self.assertEqual((head, tail), ("x" + "é" * 24, "é" * 24 + "\n"))
+            self.assertIn("[... 1904 bytes dropped here", marker)
+
+    def test_max_output_keeps_the_real_tail(self):
+        # A long build log past --max-output: the result shows its first lines and its real last lines (the
+        # ones that say why it failed), not the end of the first MiB cut mid-line; the line between them says
+        # exactly how many bytes and lines were dropped; stderr is kept the same way. Past --max-text too,
+        # the resource holds what was kept, and the result and its link name it so ("kept output").
+        build = self.script("build.py", """\
+            import sys
+            for n in range(1, 20001):
+                print("step %05d compiling module_%05d.c" % (n, n))
+            print("error: module_20000.c: undefined reference to `main'")
+            sys.stderr.write("".join("warn %d\\n" % n for n in range(5000)) + "linker failed\\n")
+            sys.exit(2)
+            """)
+        lines = ["step %05d compiling module_%05d.c\n" % (n, n) for n in range(1, 20001)]
+        lines.append("error: module_20000.c: undefined reference to `main'\n")
+        total = sum(len(line) for line in lines)
+        with McpProcess("--max-output", "4000", "--max-text", "100000", "--name", "build", PY, build, "[x]") as server:
+            server.initialize()
+            result = server.call("build", {})
+            text = result["content"][1]["text"]
+            head, marker, tail = text.partition("\n[... ")[0] + "\n", text.split("\n[... ")[1].split("\n")[0], \
+                text.split("...]\n", 1)[1]
+            self.assertTrue(tail.endswith("error: module_20000.c: undefined reference to `main'\n"), tail)
+            self.assertTrue("".join(lines).startswith(head) and "".join(lines).endswith(tail))
+            dropped = "".join(lines)[len(head):len("".join(lines)) - len(tail)]
+            self.assertEqual(marker, "%d bytes (%d lines) dropped here by the output limit (--max-output 4000): the "
+                             "output was %d bytes, of which the first %d and the last %d are kept ...]"
+                             % (len(dropped), dropped.count("\n"), total, len(head), len(tail)))
+            self.assertIn("[stdout: %d bytes from the middle were dropped" % len(dropped), text_of(result))
+            self.assertIn("warn 4999\nlinker failed\n", text_of(result))  # stderr's real tail too
+            self.assertRegex(text_of(result), r"\[stderr: \d+ bytes from the middle were dropped")
+        with McpProcess("--max-output", "40000", "--max-text", "2000", "--name", "build", PY, build, "[x]") as server:
+            server.initialize()
+            result = server.call("build", {})
+            self.assertIn("the kept output is mcpstudio://output/", text_of(result))
+            links = [c for c in result["content"] if c["type"] == "resource_link"]
+            self.assertEqual([link["name"] for link in links], ["kept output", "kept output"])  # stderr, stdout
+            self.assertIn("bytes of its middle dropped by the output limit", links[1]["description"])
+            kept = server.request("resources/read", {"uri": links[1]["uri"]})["result"]["contents"][0]["text"]
+            self.assertTrue(kept.endswith("undefined reference to `main'\n"), kept[-200:])
+            self.assertIn("dropped here by the output limit (--max-output 40000)", kept)
 
     def test_unrunnable_arguments(self):
         # A NUL byte in a value cannot reach argv: an isError result, not an internal error.
@@ -2447,6 +2493,43 @@ class CommandLineTests(ScratchDir):
                 self.assertIn(name, proc.stdout)
         proc = self.run_cli("--version")
         self.assertEqual(proc.stdout.strip(), "mcpstudio %s" % mcpstudio.__version__)
+
+    def test_options_after_the_command_and_an_unclosed_field_warn(self):
+        # `echo {x} --read-only --name=x` made --read-only and --name=x words of the template, silently; `{x`
+        # without its `}` was literal text, silently. Both warn on stderr at startup (so in inspect and
+        # install too), and the server still serves the template as written.
+        with McpProcess("echo", "{message", "{y}", "--read-only", "--name=x") as server:
+            server.initialize()
+            text = server.stderr_when(lambda text: text.count("warning") >= 2)
+            self.assertIn("warning: the template: `{message` is not closed, so it is passed as that text, not a "
+                          "field: close it (`{message}`)", text)
+            self.assertIn("warning: `--read-only`, `--name=x` stand after the command `echo`, so they are words of "
+                          "the template", text)
+            self.assertEqual(text_of(server.call("echo", {"y": "hi"})), "{message hi --read-only --name=x\n")
+        proc = self.run_cli("inspect", "--read-only", "echo", "{message}", "\\{x")
+        self.assertNotIn("warning", proc.stderr)  # options before the command, an escaped brace: nothing to say
+        self.assertIn("stands after the command `echo`", self.run_cli("inspect", "echo", "{m}", "--debug").stderr)
+        # A config's command says it as check's warning.
+        path = os.path.join(self.dir, "c.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "t", "command": "echo {x --y {z}"}]}, f)
+        proc = self.run_cli("check", "--config", path)
+        self.assertIn("tools[0] `t`: its command: `{x` is not closed", proc.stderr)
+        self.assertTrue(proc.stdout.rstrip().endswith("loads, with 1 warning (above)"), proc.stdout)
+
+    def test_suggested_commands_are_spelled_as_the_user_ran_it(self):
+        # Run as `python3 mcpstudio.py`, an error's suggested command said bare `mcpstudio ...`, which is not
+        # on PATH then: it says `python3 .../mcpstudio.py ...`, ready to paste; words that merely name
+        # mcpstudio stay as they are.
+        for args, suggestion in ((["init"], "e.g. python3 %s init git --command git" % MODULE),
+                                 ([], "e.g. python3 %s echo" % MODULE),
+                                 (["serve", "--config", os.path.join(self.dir, "none.json")],
+                                  "create one with: python3 %s init NAME" % MODULE)):
+            proc = subprocess.run([PY, MODULE] + args, capture_output=True, text=True, timeout=WAIT,
+                                  stdin=subprocess.DEVNULL)
+            self.assertIn(suggestion, proc.stderr)
+            self.assertNotIn(" mcpstudio init", proc.stderr.splitlines()[0])  # (the usage lines after it are generic)
+        self.assertEqual(mcpstudio._as_run("mcpstudio cannot serve this config"), "mcpstudio cannot serve this config")
 
     def test_usage_errors(self):
         # Unknown options, missing values and a missing command exit 2 with a clear message on stderr.
@@ -3392,6 +3475,8 @@ class InProcessHttp:
         asyncio.run_coroutine_threadsafe(self.http.close(), self.loop).result(WAIT)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(WAIT)
+        if not self.thread.is_alive():
+            self.loop.close()  # no "unclosed event loop" warning
 
 
 def http_request(body=None, headers=None, close=True) -> bytes:
@@ -3992,7 +4077,9 @@ class ConfigTests(ScratchDir):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("log", proc.stdout)
         self.assertIn("limit            integer  required", proc.stdout)
-        self.assertIn("example: git log -n 1 -- '<path>'", proc.stdout)
+        # The example is a call with the required parameters (an optional part off, as when left out; it
+        # showed every optional part on, with placeholders); the next line gives every parameter.
+        self.assertIn("example: git log -n 1 --\n      with every parameter: git log -n 1 -- '<path>'", proc.stdout)
         self.assertIn("git://status", proc.stdout)
 
     def test_check_warns(self):
@@ -4003,6 +4090,45 @@ class ConfigTests(ScratchDir):
         self.assertEqual(proc.returncode, 0)
         self.assertIn("`no-such-command-xyz` is not on PATH", proc.stdout)
         self.assertIn("`unused` is declared but no template uses it", proc.stdout)
+
+    def test_every_problem_of_a_file_in_one_run(self):
+        # Three typos in three places are three lines of one error, not three runs: serve and check
+        # both exit 1 naming each key path, and check prints no "ok" before (or instead of) them.
+        config = self.write_config({"tols": [], "tools": [{"name": "a", "comand": "echo"},
+                                                          {"name": "b", "command": "echo {x}", "timout": 3}]})
+        for args in (["serve", "--config", config], ["check", "--config", config]):
+            proc = self.run_cli(*args)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("%s: 3 problems:" % config, proc.stderr)
+            for line in ("tols: unknown key (did you mean `tools`?)", "tools[0].comand: unknown key",
+                         "tools[1].timout: unknown key (did you mean `timeout`?)"):
+                self.assertIn("\n  " + line, proc.stderr)
+            self.assertNotIn("ok", proc.stdout)
+        # One problem reads as it always did: the file, the key path, the message.
+        proc = self.run_cli("check", "--config", self.write_config({"tools": [{"name": "a", "comand": "echo"}]}))
+        self.assertRegex(proc.stderr, r"error: \S+tools.json: tools\[0\].comand: unknown key")
+        # Two unknown keys inside one MCP server entry still make only that server unusable.
+        proc = self.run_cli("check", "--config", self.write_config({"mcpServers": {
+            "u": {"command": "x", "tools": {"alow": [], "dny": []}}, "v": {"command": PY}}}))
+        self.assertIn("mcpServers.u.tools.alow: unknown key", proc.stdout)
+        self.assertTrue(proc.stdout.rstrip().endswith(": 1 problem (above)"), proc.stdout)
+
+    def test_check_says_ok_only_when_nothing_is_wrong(self):
+        # check's verdict is its last line: an MCP server entry with a mistake is a problem (exit 1),
+        # a command not on PATH a warning; "ok" only for a file with nothing to say.
+        config = self.write_config({"tools": [{"name": "t", "command": "no-such-command-xyz {x}"}],
+                                    "mcpServers": {"u": {"comand": "x"}, "v": {"command": PY, "args": ["-c", "pass"]}}})
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        proc = self.run_cli("check", "--config", config, env=env)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("mcpServers.u.comand: unknown key", proc.stdout)
+        self.assertNotRegex(proc.stdout, r": ok\b")
+        self.assertEqual(proc.stdout.splitlines()[-1], "%s: 1 problem (above), and 1 warning" % config)
+        proc = self.run_cli("check", "--config", self.write_config({"tools": [{"name": "t", "command": "no-such-xyz"}]}))
+        self.assertEqual((proc.returncode, proc.stdout.splitlines()[-1]),
+                         (0, "%s: loads, with 1 warning (above)" % os.path.join(self.dir, "tools.json")))
+        proc = self.run_cli("check", "--config", self.write_config({"tools": [{"name": "t", "command": "%s -V" % PY}]}))
+        self.assertEqual((proc.returncode, proc.stdout.splitlines()[-1]), (0, "%s: ok" % os.path.join(self.dir, "tools.json")))
 
     def test_init(self):
         # init writes a commented starter config that passes check, and never overwrites by accident.
@@ -5112,7 +5238,11 @@ class McpStudioConfigTests(ScratchDir):
                                  "via mcp-studio config\n")
             with McpProcess("serve", "--stdio", "--config", path, env=dict(self.env, MCPS_TEST_TOKEN="wrong")) as server:
                 server.initialize()
-                self.assertNotIn("web__echo", [t["name"] for t in server.request("tools/list")["result"]["tools"]])
+                listed = server.request("tools/list")  # its only server refused: an error that names it, once it failed
+                if "error" in listed:
+                    self.assertIn("server `web`", listed["error"]["message"])
+                else:
+                    self.assertNotIn("web__echo", [t["name"] for t in listed["result"]["tools"]])
 
 
                 def last_error():
@@ -6320,6 +6450,7 @@ class AggregatorTests(AggregatorCase):
         self.assertEqual(proc.returncode, 1, proc.stdout)
         self.assertRegex(proc.stdout, r"\na +ok, 5 tools, started in \d+ ms")
         self.assertRegex(proc.stdout, r"\nbad +failed: .*: fake: cannot start: missing API key \(it exited with code 3\)")
+        self.assertEqual(proc.stdout.count("missing API key"), 1, proc.stdout)  # its last line once, not again as "last lines"
         proc = run()
         self.assertRegex(proc.stdout, r"\na +5 \(cached \d{4}-\d\d-\d\d \d\d:\d\d\)")
         self.assert_all_gone()
@@ -6327,6 +6458,50 @@ class AggregatorTests(AggregatorCase):
                               timeout=60)
         self.assertIn("MCP servers", proc.stdout)
         self.assertIn("a ", proc.stdout)
+
+    def test_a_server_printing_on_stdout_is_named_and_the_table_stays_narrow(self):
+        # A server that prints a banner on stdout and never answers: the timeout's error says what it printed
+        # (it said nothing about it). Its long error no longer widens status's table to 200 columns: the row
+        # says "failed (below)" and the whole message follows the table.
+        path = self.write({"mcpServers": {
+            "chatty": {"command": PY, "args": ["-c", "import time; print('Server ready on port 8080', flush=True); "
+                                                     "time.sleep(30)"], "startupTimeout": 2},
+            "a": self.upstream("a")}})
+        proc = subprocess.run(SERVER + ["status", "--config", path, "--check"], env=self.env, capture_output=True,
+                              text=True, timeout=60)
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        lines = proc.stdout.splitlines()
+        header = next(line for line in lines if line.startswith("SERVER"))
+        self.assertLessEqual(header.index("COMMAND"), len("chatty  ") + mcpstudio.STATUS_STATE_WIDTH + 2, header)
+        self.assertIn("chatty  failed (below)", proc.stdout)
+        self.assertIn("\nchatty  failed: server `chatty` failed to start: it did not answer initialize and tools/list "
+                      "within 2 s; it wrote on stdout, where only JSON-RPC messages may go: Server ready on port 8080",
+                      proc.stdout)
+        self.assertRegex(proc.stdout, r"\na +ok, 5 tools")
+        self.assert_all_gone()
+
+    def test_status_check_checks_every_server_whatever_the_namespaces(self):
+        # Several namespaces and no default: --check checked nothing; now it starts and lists every server
+        # (health does not depend on the namespace a client picks), says no namespace is chosen, and exits 0
+        # when all are well; a --namespace checks its own servers only, and one the config lacks checks
+        # nothing (exit 1).
+        path = self.write({"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b")},
+                           "namespaces": {"one": ["a"], "two": ["b"]}})
+        run = lambda *args: subprocess.run(SERVER + ["status", "--config", path] + list(args), env=self.env,
+                                           capture_output=True, text=True, timeout=60)
+        proc = run("--check")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("namespace: none chosen (the config has several: one, two)", proc.stdout)
+        self.assertRegex(proc.stdout, r"\na +ok, 5 tools, started in \d+ ms")
+        self.assertRegex(proc.stdout, r"\nb +ok, 5 tools, started in \d+ ms")
+        proc = run("--check", "--namespace", "two")
+        self.assertRegex(proc.stdout, r"\na +skipped: not in namespace two")
+        self.assertRegex(proc.stdout, r"\nb +ok, 5 tools")
+        proc = run("--check", "--namespace", "nope")
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        self.assertIn('namespace: error: unknown namespace "nope"', proc.stdout)
+        self.assertNotIn("ok, 5 tools", proc.stdout)
+        self.assert_all_gone()
 
 
 # --------------------------------------------------------------------------
@@ -7468,6 +7643,12 @@ class CurationTests(AggregatorCase):
         self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
         self.assertIn("(checked against its cached listing; `status --check` lists it again); nearest: create_issue",
                       out.stderr)
+        # check says the same refusals (its table is status's) and its verdict counts them: never "ok".
+        out = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
+        self.assertRegex(out.stdout, r"%s: 3 problems \(above\), and \d+ warnings?\n$" % re.escape(path))
 
     # What needs no schema is refused when the file is read: the server is unusable, with the file and key.
     def test_config_errors_at_load(self):
@@ -7738,11 +7919,35 @@ class ToolingTests(ToolingCase):
 
     def test_inspect_of_a_server_that_fails(self):
         # A mode that cannot start shows its own error and inspect exits non-zero, leaving nothing running.
-        proc = self.cli("inspect", "echo", "{x}", "{x...}", code=1)
+        # A mode mcpstudio refuses (a bad template) exits 2 as serve does, with its one error: no second
+        # "exited before answering" line (inspect exited 1 with both); call the same.
+        server = self.cli("echo", "{x}", "{x...}", code=2)
+        proc = self.cli("inspect", "echo", "{x}", "{x...}", code=2)
+        self.assertEqual(proc.stderr, server.stderr)
         self.assertIn("bad template", proc.stderr)
-        self.assertIn("exited (code 2) before answering", proc.stderr)
+        self.assertEqual(self.cli("call", "echo", "x=1", "echo", "{x}", "{x...}", code=2).stderr, server.stderr)
         proc = self.cli("inspect", "--", os.path.join(self.dir, "no-such-server"), code=2)
         self.assertIn("cannot start", proc.stderr)
+
+    def test_a_misspelled_program_warns_in_inspect_install_and_startup(self):
+        # Template mode warns of a program that is not on PATH, as check does for a config: inspect, install
+        # and serve itself say so on stderr (naming a close name on PATH), and still do their work.
+        folder = os.path.join(self.dir, "bin")
+        os.mkdir(folder)
+        self.script(os.path.join("bin", "gitlike"), "#!/bin/sh\necho hi\n")
+        self.env["PATH"] = folder + os.pathsep + self.env.get("PATH", "")
+        warning = "warning: `gitilke` is not on PATH here (did you mean `gitlike`?)"
+        proc = self.cli("inspect", "gitilke", "log", "{x}")
+        self.assertIn(warning, proc.stderr)
+        self.assertIn("tools (1):", proc.stdout)
+        proc = self.cli("install", "--client", "cursor", "gitilke", "log", "{x}")
+        self.assertIn(warning, proc.stderr)
+        self.assertIn('"gitilke"', proc.stdout)
+        with McpProcess("gitilke", "{x}", env=self.env) as server:
+            server.initialize()
+            self.assertIn(warning, server.stderr_when(lambda text: warning in text))
+        proc = self.cli("inspect", "gitlike", "{x}")  # found: nothing to say
+        self.assertNotIn("warning", proc.stderr)
 
     # --- call ------------------------------------------------------------
 
@@ -7753,6 +7958,23 @@ class ToolingTests(ToolingCase):
         proc = self.cli("call", "false", "false", code=1)
         self.assertIn("`false` exited with code 1.", proc.stderr)
         self.assertEqual(proc.stdout, "")
+
+    def test_call_reads_a_local_file_for_a_file_parameter(self):
+        # `photo=@hello.txt` (curl's convention) reads the file and sends it as a data: URI naming it, so the
+        # command gets a file with the same bytes and name; a parameter that is not a file keeps `@...` as
+        # text, and a file that cannot be read is a usage error (exit 2) naming it.
+        show = self.script("show.py", "import os, sys\nprint(os.path.basename(sys.argv[1]), open(sys.argv[1], 'rb').read(), "
+                                      "sys.argv[2])\n")
+        with open(os.path.join(self.dir, "hello.txt"), "wb") as f:
+            f.write(b"hi \x00\xff there\n")
+        proc = self.cli("call", "show", "photo=@hello.txt", "note=@bob", "--name", "show", PY, show, "{photo:file}",
+                        "{note}")
+        self.assertEqual(proc.stdout, "hello.txt %r @bob\n" % b"hi \x00\xff there\n")
+        proc = self.cli("call", "show", "photo=@missing.txt", "note=x", "--name", "show", PY, show, "{photo:file}",
+                        "{note}", code=2)
+        self.assertIn("call: photo=@missing.txt: cannot read the file", proc.stderr)
+        self.assertEqual(mcpstudio._file_argument("f", os.path.join(self.dir, "hello.txt"), {"contentEncoding": "base64"}),
+                         base64.b64encode(b"hi \x00\xff there\n").decode())
 
     def test_call_shows_the_validation_errors_a_client_gets(self):
         # Wrong or unknown arguments give the server's own isError text; an unknown tool its error.
@@ -8099,7 +8321,7 @@ class ToolingTests(ToolingCase):
         proc = self.cli("call", "grep", "pattern=x", "--ok-exit", "0,1", "grep", "{pattern}", "/no/such", code=1)
         self.assertIn("exited with code 2", proc.stderr)
         self.assertIn("exit codes accepted: 0,1", self.cli("inspect", "--ok-exit", "0,1", "grep", "{p}").stdout)
-        self.assertIn("--ok-exit needs exit codes", self.cli("inspect", "--ok-exit", "one", "grep", code=1).stderr)
+        self.assertIn("--ok-exit needs exit codes", self.cli("inspect", "--ok-exit", "one", "grep", code=2).stderr)
         config = self.write_json(os.path.join(self.dir, "c.json"), {"tools": [
             {"name": "find", "command": "grep {pattern} %s" % haystack, "ok_exit_codes": [0, 1]}]})
         self.assertEqual(self.cli("call", "find", "pattern=absent", "serve", "--config", config).stdout,
@@ -8393,6 +8615,27 @@ class ToolingConfigFormatTests(ToolingCase):
         proc = self.cli("install", "--client", "cursor", "--root-directory", "missing", code=2)
         self.assertIn("--root-directory missing: no such folder", proc.stderr)
         self.assertEqual(proc.stdout, "")
+
+    def test_install_refuses_a_namespace_the_server_refuses(self):
+        # A --namespace the config lacks, or several namespaces and none chosen: serve would answer
+        # every request with an error, so install exits 2, prints no entry and writes nothing.
+        config = self.write_json(os.path.join(self.dir, "agg.json"), {
+            "mcpServers": {"a": {"command": PY, "args": ["-c", "pass"]}, "b": {"command": PY, "args": ["-c", "pass"]}},
+            "namespaces": {"one": {"servers": ["a"]}, "two": {"servers": ["b"]}}})
+        target = os.path.join(self.dir, "client.json")
+        for mode, error in ((["--namespace", "nope"], 'unknown namespace "nope" given by --namespace'),
+                            ([], "no namespace chosen and the config has several (one, two)")):
+            for write in ([], ["--write"]):
+                proc = self.cli("install", "--client", "cursor", "--file", target, *write, "serve", "--config", config,
+                                *mode, code=2)
+                self.assertEqual(proc.stdout, "")
+                self.assertIn(error, proc.stderr)
+                self.assertIn("would refuse every request", proc.stderr)
+                self.assertFalse(os.path.exists(target))
+        proc = self.cli("install", "--client", "cursor", "--file", target, "--write", "serve", "--config", config,
+                        "--namespace", "one")
+        self.assertIn("added agg in", proc.stdout)
+        self.assertEqual(self.read_json(target)["mcpServers"]["agg"]["args"][-2:], ["--namespace", "one"])
 
     def test_call_help_examples_run(self):
         # Each local example of `call --help` runs as written (the template tool is named after
@@ -9312,8 +9555,7 @@ class HttpUpstreamTests(ScratchDir):
                 self.assertEqual(listed["web"]["headers"], {"Authorization": "***"})
                 self.assertNotIn("up-token-1234", json.dumps(listed))
                 # The upstream goes away: calls fail at once, naming it; it comes back: they reconnect.
-                web.proc.terminate()
-                web.proc.wait(WAIT)
+                web.__exit__(None, None, None)  # stopped, and its pipes closed (no unclosed-file warning)
                 failed = server.call("web__echo", {"message": "gone"})
                 self.assertTrue(failed["isError"])
                 self.assertIn("server `web`", text_of(failed))
@@ -10089,13 +10331,13 @@ class TuiTests(AggregatorCase):
                                       "outside": self.upstream("outside")},
                        "namespaces": {"work": {"servers": ["good", "big"]}}, "defaultNamespace": "work"}, f)
         tui = self.tui(path)
-        tui.wait_for("namespace: work  0 tools, under Cursor's 40")
+        tui.wait_for("namespace: work  off: 7 tools listed (search starts past 40)")  # the manager tools
         tui.press("t")
-        tui.wait_for("good is running", "work  5 tools, under Cursor's 40")
+        tui.wait_for("good is running", "work  off: 12 tools listed (search starts past 40)")
         tui.press("jjt")  # outside is not in the namespace: its tools do not count
         tui.wait_for("outside is running")
         tui.press("kt")
-        tui.wait_for("big is running", "55 tools, over Cursor 40, Windsurf 50  ")
+        tui.wait_for("big is running", "on: 62 tools behind search (past 40; ")
         self.assertEqual(tui.close(), 0)
 
 
@@ -10640,6 +10882,11 @@ class MaskSecretsTests(unittest.TestCase):
             ("connect to https://h/x?k then", "connect to https://h/x?k=*** then"),
             ("python -m srv --verbose --port 80 a=b", "python -m srv --verbose --port 80 a=b"),
             ("the token expired", "the token expired"),
+            # A variable's name is no secret: `${NAME}` alone stays (status showed `GITHUB_TOKEN: ***` where
+            # the log showed the name); a default value may be one, so it is masked.
+            ("env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set", "env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set"),
+            ("srv --token ${TOKEN} --api-key=$KEY", "srv --token ${TOKEN} --api-key=$KEY"),
+            ("API_KEY=${API_KEY:-sk-live-9} run", "API_KEY=*** run"),
         ]
         for text, shown in cases:
             with self.subTest(text=text):
@@ -10685,6 +10932,20 @@ class ShownSecretsTests(AggregatorCase):
             self.assertIn("--api-key ***", everything)
             for secret in self.SECRETS:
                 self.assertNotIn(secret, everything + proc.stdout)
+
+    def test_a_variables_name_is_shown_alike_everywhere(self):
+        # An unset ${MY_GITHUB_TOKEN} in a server's env: the log named it, status showed `GITHUB_TOKEN: ***`.
+        # Both name it now (it is the name of a variable, not its value).
+        path = os.path.join(self.dir, "unset.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"gh": {"command": PY, "env": {"GITHUB_TOKEN": "${MY_GITHUB_TOKEN}"}}}}, f)
+        env = dict(self.env)
+        env.pop("MY_GITHUB_TOKEN", None)
+        for command in ("status", "check"):
+            proc = subprocess.run(SERVER + [command, "--config", path], env=env, capture_output=True, text=True,
+                                  timeout=WAIT, stdin=subprocess.DEVNULL)
+            self.assertIn("env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set", proc.stdout)
+        self.assertIn("env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set", proc.stderr)  # check's log line
 
 
 @unittest.skipUnless(PYTE is not None and hasattr(os, "openpty") and sys.platform != "win32",
@@ -11501,15 +11762,29 @@ class ToolSearchTests(AggregatorCase):
             self.assertEqual(server.notifications_of("notifications/tools/list_changed"), [])
 
     def test_status_counts_tools_and_says_whether_search_is_on(self):
-        data = {"namespaces": {"web": {"servers": ["playwright"], "toolSearch": "off"},
+        # status counts what serve counts against the threshold (the config's own tools, the servers' listed
+        # ones, the manager tools) and says plainly what a client gets: the same number serve lists with
+        # search off, "behind search" where serve lists the two search tools.
+        data = {"tools": [{"name": "own", "command": "echo {x}"}],
+                "namespaces": {"web": {"servers": ["playwright"], "toolSearch": "off"},
                                "all": {"servers": ["github", "slack", "playwright"]}}, "defaultNamespace": "all"}
         with self.serve(data) as server:  # lists, so the servers' tools are cached
             server.initialize()
             self.assertEqual(len(self.names(server)), 2)
+        counts = {}
+        for namespace in ("web", "all"):
+            with self.serve(data, "--namespace", namespace, "--tool-search", "off") as server:
+                server.initialize()
+                counts[namespace] = len(self.names(server))
+        self.assertEqual(counts["web"], 1 + 25 + len(mcpstudio.MANAGER_TOOLS))
         out = subprocess.run(SERVER + ["status", "--config", os.path.join(self.dir, "search.json")], capture_output=True,
                              text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
-        self.assertIn("web              playwright  (25 tools, tool search off)", out.stdout)
-        self.assertIn("all              github, slack, playwright  (59 tools, tool search auto (on past 40))", out.stdout)
+        self.assertIn("web              playwright  (off: %d tools listed)" % counts["web"], out.stdout)
+        self.assertIn("all              github, slack, playwright  (on: %d tools behind search (past 40; " % counts["all"],
+                      out.stdout)
+        out = subprocess.run(SERVER + ["status", "--config", os.path.join(self.dir, "search.json"), "--tool-search", "off"],
+                             capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertIn("(off: %d tools listed)" % counts["all"], out.stdout)
 
     def test_inspect_shows_what_a_search_mode_client_sees_and_searches(self):
         with self.serve({}):
@@ -11524,6 +11799,22 @@ class ToolSearchTests(AggregatorCase):
         tools = json.loads(found.stdout)["tools"]
         self.assertEqual(tools[0]["name"], "slack__slack_reply_to_thread")
         self.assertIn("thread_ts", tools[0]["inputSchema"]["properties"])
+
+    def test_inspect_search_shows_only_what_it_finds_up_to_a_limit(self):
+        # inspect --search printed the whole listing (server, instructions, resources) with the finds, always
+        # SEARCH_MAX of them: now it prints the finds alone, as many as a model gets by default or --limit N.
+        with self.serve({}):
+            pass  # writes search.json
+        serve = ["serve", "--config", os.path.join(self.dir, "search.json")]
+        run = lambda *args: subprocess.run(SERVER + ["inspect"] + list(args) + serve, capture_output=True, text=True,
+                                           timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        out = run("--search", "reply in a slack thread", "--limit", "2")
+        self.assertTrue(out.stdout.startswith('search "reply in a slack thread" finds 2 tools, best first:\n'
+                                              '  slack__slack_reply_to_thread'), out.stdout + out.stderr)
+        self.assertNotIn("server:", out.stdout)
+        self.assertEqual(len(json.loads(run("--json", "--search", "slack message").stdout)["tools"]), mcpstudio.SEARCH_LIMIT)
+        self.assertIn("--limit needs a number of tools from 1 to", run("--search", "x", "--limit", "0").stderr)
+        self.assertIn("--limit goes with --search", run("--limit", "3").stderr)
 
     def test_config_mistakes_name_the_key(self):
         for data, key in (({"toolSearch": "sometimes"}, "toolSearch"), ({"toolSearchPin": [1]}, "toolSearchPin"),
@@ -15011,6 +15302,26 @@ class LeftoverTests(ScratchDir):
                     self.assertNotIn("abc123456", message)
                     self.assertTrue(message.endswith("; fix it and restart mcpstudio"), message)
 
+    def test_manager_tools_alone_do_not_hide_that_every_server_failed(self):
+        # With the manager tools on (the default), a config whose every server failed listed them alone, and a
+        # client showed "connected" with nothing working. The empty-list rule counts the tools besides them:
+        # tools/list fails naming the server and why. A tool of the config's own keeps the listing.
+        broken = {"command": PY, "args": ["-c", "import sys; sys.stderr.write('no API key\\n'); sys.exit(2)"]}
+        env = dict(os.environ, MCPSTUDIO_LIST_WAIT="1", XDG_CACHE_HOME=self.dir)
+        for own, fails in (([], True), ([{"name": "own", "command": "echo {x}"}], False)):
+            path = os.path.join(self.dir, "servers.json")
+            with open(path, "w") as f:
+                json.dump({"mcpServers": {"broken": broken}, "tools": own}, f)
+            with McpProcess("serve", "--config", path, env=env) as server:
+                server.initialize()
+                reply = server.request("tools/list")
+                if fails:
+                    self.assertIn("server `broken`", reply["error"]["message"], reply)
+                    self.assertIn("no API key", reply["error"]["message"])
+                else:
+                    self.assertIn("own", [t["name"] for t in reply["result"]["tools"]], reply)
+                    self.assertIn("mcpstudio__servers_list", [t["name"] for t in reply["result"]["tools"]])
+
     def test_a_tool_dropped_while_the_user_answers_still_runs(self):
         # tools_call read the tool's listing after asking the user: a rescan that dropped it meanwhile made the
         # call an internal error (KeyError); the listing is read before any await now.
@@ -15248,7 +15559,7 @@ class TuiTmuxTests(AggregatorCase):
 
     def list_screen(self, path, names, selected, cols, rows) -> list:
         """What the server list must show: title, header, the rows that keep the selection in view, the hint."""
-        title = "mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path
+        title = "mcpstudio  namespace: (all)  off: 7 tools listed (search starts past 40)  %s" % path
         top = max(0, selected - (rows - 6))
         lines = [title[:cols], self.COLUMNS % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES", "LAST ERROR")]
         lines += [self.COLUMNS % (name, "command", "yes", "stopped", "-", "-", "") for name in names[top:top + rows - 4]]
@@ -15337,7 +15648,7 @@ class TuiTmuxTests(AggregatorCase):
         pane.keys("Enter")
         pane.wait_for("server-40  (stopped, enabled)")
         pane.tmux("resize-window", "-t", "tui", "-x", "60", "-y", "12")
-        self.wait_screen(pane, [("mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path)[:60],
+        self.wait_screen(pane, [("mcpstudio  namespace: (all)  off: 7 tools listed (search starts past 40)  %s" % path)[:60],
                                 "server-40  (stopped, enabled)",
                                 ("command: %s %s --name server-40 --pidfile %s" % (PY, self.fake, self.pids))[:60],
                                 "tools (0): not listed yet; t starts it"] + [""] * 7 +
@@ -15402,7 +15713,7 @@ class TuiTmuxTests(AggregatorCase):
         pane.keys("t")
         said = "server `broken` failed to start: " + error
         row = self.COLUMNS % ("broken", "command", "yes", "failed", "-", "-", error)
-        self.wait_screen(pane, [("mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path)[:100],
+        self.wait_screen(pane, [("mcpstudio  namespace: (all)  off: 7 tools listed (search starts past 40)  %s" % path)[:100],
                                 self.COLUMNS % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES", "LAST ERROR"),
                                 row[:63 + 18]] + [""] * 25 + [said[:33 + 33], self.HINT])  # 37 and 66 cells of room
         pane.keys("Enter")
