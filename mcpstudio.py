@@ -3355,7 +3355,9 @@ class PromptWatch(OutputFeed):
         elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
             self.problem = ("%s, and %s. Make the command not ask (an option such as --yes), answer it in the config "
                             "(\"answers\" on this tool), or set \"interactive\": false." % (said, (
-                                "it runs as a task (its taskSupport is \"required\"), which cannot ask the client"
+                                "it runs as a task (its taskSupport is \"required\", or it ran past %s s for a client "
+                                "that takes tasks), which cannot ask the client; \"taskSupport\": \"forbidden\" keeps "
+                                "its questions" % TASK_AFTER
                                 if ctx.modern and ctx.task and ctx.declared("elicitation") else
                                 "this client cannot answer (it declared no elicitation capability)")))
         else:
@@ -6573,7 +6575,7 @@ class Server:
         """2026-07-28: a task when the tool requires one, or an optional one runs past TASK_AFTER (and
         the request declared the extension); otherwise the plain result."""
         if support == "forbidden" or (support == "optional" and (
-                not ctx.declared(TASKS_EXTENSION) or self.tasks.full() or ctx.prompts)):  # a task cannot ask
+                not ctx.declared(TASKS_EXTENSION) or self.tasks.full())):
             return await call
         if not ctx.declared(TASKS_EXTENSION):
             call.close()
