@@ -4354,8 +4354,9 @@ class McpStudioConfigTests(ScratchDir):
         self.assertEqual(plan.default, "personal")
 
     def test_readme_example_loads(self):
-        # The mcp-studio config shown in the README passes `check`: both servers usable, both namespaces.
-        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+        # The mcp-studio config shown in the manual (docs/aggregator.md) passes `check`: both servers usable, both
+        # namespaces.
+        with open(os.path.join(HERE, "docs", "aggregator.md"), encoding="utf-8") as f:
             block = [b.split("```", 1)[0] for b in f.read().split("```jsonc\n")[1:] if '"schemaVersion"' in b][0]
         path = os.path.join(self.dir, "config.json")
         with open(path, "w") as f:
@@ -4582,6 +4583,8 @@ class ExampleTests(unittest.TestCase):
                     for line in f:
                         if line.startswith("claude mcp add "):
                             words = shlex.split(line)
+                            if words[3] in ("-s", "--scope"):  # the scope (user: as install --write writes it)
+                                del words[3:5]
                             end = words.index("--")
                             env = dict(w.split("=", 1) for w in words[words.index("--env") + 1:end])
                             servers[words[3]] = {"command": words[end + 1], "args": words[end + 2:], "env": env}
@@ -4644,8 +4647,8 @@ class ExampleTests(unittest.TestCase):
             self.assertEqual(result.split()[0], "0")
 
     def test_readme_config_example(self):
-        # The config shown in the README loads, and `check` accepts it.
-        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+        # The config shown in the manual (docs/config.md, its first example) loads, and `check` accepts it.
+        with open(os.path.join(HERE, "docs", "config.md"), encoding="utf-8") as f:
             readme = f.read()
         block = readme.split("```jsonc\n", 1)[1].split("```", 1)[0]
         with tempfile.TemporaryDirectory() as folder:
