@@ -4842,6 +4842,32 @@ class DocsTests(unittest.TestCase):
         for pattern in (r"\b[Ii]ssues? #?\d", r"\b[A-Z][A-Za-z]+Tests\b", r"\bseeds?\b", r"\bSEP-\d"):
             self.assertIsNone(re.search(pattern, readme), pattern)
 
+    def test_template_examples_render_as_they_say(self):
+        # Each `python3 mcpstudio.py TEMPLATE` line of README.md and docs/templates.md followed by comments
+        # `#   {arguments} -> argv` renders exactly that argv for those arguments.
+        import shlex
+        checked = 0
+        for page in ("README.md", os.path.join("docs", "templates.md")):
+            with open(os.path.join(HERE, page), encoding="utf-8") as f:
+                blocks = [b.split("```", 1)[0] for b in f.read().split("```sh\n")[1:]]
+            for block in blocks:
+                template, pending = None, ""
+                for line in block.splitlines():
+                    if line.startswith("python3 mcpstudio.py "):
+                        words = shlex.split(line, comments=True)[2:]
+                        while words and words[0] in ("--read-only", "--idempotent", "--destructive", "--open-world"):
+                            words.pop(0)
+                        template, pending = Template(words), ""
+                    elif line.startswith("#") and template is not None:
+                        pending += " " + line[1:].strip()
+                        if "->" in pending:
+                            arguments, argv = pending.split("->", 1)
+                            with self.subTest(page=page, arguments=arguments):
+                                self.assertEqual(template.render(json.loads(arguments)), shlex.split(argv))
+                            checked += 1
+                            pending = ""
+        self.assertGreaterEqual(checked, 5)
+
     def test_readme_config_example_passes_check(self):
         # The config-mode example on the front page is a file `check` accepts, with the tools it names.
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
