@@ -4762,6 +4762,15 @@ class DocsTests(unittest.TestCase):
         self.assertGreater(count, 100)  # the pages do link to each other
         self.assertEqual(broken, [])
 
+    def test_every_page_of_the_manual_is_in_its_contents(self):
+        # docs/README.md, the manual's contents, links every page of docs/ (a new page is not left unfound).
+        folder = os.path.join(HERE, "docs")
+        with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
+            contents = f.read()
+        pages = sorted(name for name in os.listdir(folder) if name.endswith(".md") and name != "README.md")
+        self.assertGreater(len(pages), 10)
+        self.assertEqual([name for name in pages if "](%s" % name not in contents], [])
+
     def test_every_option_of_every_help_is_in_the_manual(self):
         # Each option `--help` prints (of the main command and of each subcommand, outside its examples) appears in
         # docs/ as a word of its own, so no flag goes undocumented.
