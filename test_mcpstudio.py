@@ -277,7 +277,7 @@ class ScratchDir(unittest.TestCase):
 
 class TemplateTests(unittest.TestCase):
     # Each row: template words, expected schema properties (key -> (type, required)),
-    # arguments, expected argv. This is the table the README's syntax section shows.
+    # arguments, expected argv. This is the table docs/templates.md shows.
     TABLE = [
         (["echo", "{message}"], {"message": ("string", True)},
          {"message": "hi"}, ["echo", "hi"]),
