@@ -4796,6 +4796,14 @@ class DocsTests(unittest.TestCase):
             self.assertIn(flag, seen)  # the help was read, options and subcommands' options alike
         self.assertEqual(sorted(set(missing)), [])
 
+    def test_every_environment_variable_of_the_module_is_in_the_manual(self):
+        # Each MCPSTUDIO_* variable the module names (MCPSTUDIO_HTTP_TOKEN, MCPSTUDIO_LIST_WAIT, ...) is in docs/.
+        with open(MODULE, encoding="utf-8") as f:
+            names = set(re.findall(r"\bMCPSTUDIO_[A-Z0-9_]+", f.read()))
+        self.assertIn("MCPSTUDIO_HTTP_TOKEN", names)
+        manual = self.manual()
+        self.assertEqual(sorted(name for name in names if name not in manual), [])
+
     def test_every_config_key_the_loader_accepts_is_in_the_manual(self):
         # Every key a config file may hold appears in docs/ (as `key` or "key"). The keys come from the loader
         # itself: its tables (every module constant named *_KEYS that holds key names, and the annotations), and
