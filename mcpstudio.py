@@ -1858,7 +1858,7 @@ if _POSIX:
 
         def close(self):
             self.process.stdin.close()
-else:  # pragma: windows (CI runs Linux only; docs/platforms.md says what is tested where)
+else:  # pragma: windows (CI runs Linux only; the README says what is tested where)
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
     def _signal_group(pid, hard):
