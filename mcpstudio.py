@@ -104,7 +104,7 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 
 DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
 DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
-DEFAULT_MAX_TEXT = 20000        # characters of output in a result; more is kept whole and linked (README: Output)
+DEFAULT_MAX_TEXT = 20000        # characters of output in a result; more is kept whole and linked (docs/output.md)
 ERROR_MAX_TEXT = 10000          # ... in an error result: Claude Code cuts those past about 11,000
 DEFAULT_MAX_CONCURRENCY = 32    # commands running at once
 DEFAULT_MAX_NAME_LENGTH = 48    # leaves room for a client prefix such as mcp__<server>__
@@ -4875,7 +4875,7 @@ class SkillFolders(Source):
             return "cannot read it (%s); make it a readable UTF-8 file" % exc
         header = cached[1]
         if isinstance(header, FrontmatterError):
-            return "frontmatter %s; write it in the YAML subset the README's Skills section shows" % header
+            return "frontmatter %s; write it in the YAML subset docs/skills.md shows" % header
         name, description = header.get("name"), header.get("description")
         last = path.rsplit("/", 1)[-1]
         if not isinstance(name, str) or not re.fullmatch(_SKILL_NAME, name):
@@ -16194,7 +16194,7 @@ def help_text():
               '  mcpstudio echo "{message}"',
               '  mcpstudio --read-only git -C "{repo}" log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"',
               "  mcpstudio --root-directory ./scripts",
-              "", "Docs: README.md beside this file."]
+              "", "Manual: docs/README.md beside this file; every option: docs/cli.md; config keys: docs/config.md."]
     return "\n".join(lines)
 
 

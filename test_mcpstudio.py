@@ -386,7 +386,7 @@ class ScratchDir(unittest.TestCase):
 
 class TemplateTests(unittest.TestCase):
     # Each row: template words, expected schema properties (key -> (type, required)),
-    # arguments, expected argv. This is the table the README's syntax section shows.
+    # arguments, expected argv. This is the table docs/templates.md shows.
     TABLE = [
         (["echo", "{message}"], {"message": ("string", True)},
          {"message": "hi"}, ["echo", "hi"]),
@@ -5206,8 +5206,9 @@ class McpStudioConfigTests(ScratchDir):
         self.assertEqual(plan.default, "personal")
 
     def test_readme_example_loads(self):
-        # The mcp-studio config shown in the README passes `check`: both servers usable, both namespaces.
-        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+        # The mcp-studio config shown in the manual (docs/aggregator.md) passes `check`: both servers usable, both
+        # namespaces.
+        with open(os.path.join(HERE, "docs", "aggregator.md"), encoding="utf-8") as f:
             block = [b.split("```", 1)[0] for b in f.read().split("```jsonc\n")[1:] if '"schemaVersion"' in b][0]
         path = os.path.join(self.dir, "config.json")
         with open(path, "w") as f:
@@ -5438,6 +5439,8 @@ class ExampleTests(unittest.TestCase):
                     for line in f:
                         if line.startswith("claude mcp add "):
                             words = shlex.split(line)
+                            if words[3] in ("-s", "--scope"):  # the scope (user: as install --write writes it)
+                                del words[3:5]
                             end = words.index("--")
                             env = dict(w.split("=", 1) for w in words[words.index("--env") + 1:end])
                             servers[words[3]] = {"command": words[end + 1], "args": words[end + 2:], "env": env}
@@ -5500,8 +5503,8 @@ class ExampleTests(unittest.TestCase):
             self.assertEqual(result.split()[0], "0")
 
     def test_readme_config_example(self):
-        # The config shown in the README loads, and `check` accepts it.
-        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+        # The config shown in the manual (docs/config.md, its first example) loads, and `check` accepts it.
+        with open(os.path.join(HERE, "docs", "config.md"), encoding="utf-8") as f:
             readme = f.read()
         block = readme.split("```jsonc\n", 1)[1].split("```", 1)[0]
         with tempfile.TemporaryDirectory() as folder:
@@ -5530,6 +5533,227 @@ class ExampleTests(unittest.TestCase):
                 result = server.call("git_log", {"repo": HERE, "limit": "1", "paths": ["mcpstudio.py"]})
                 self.assertFalse(result["isError"], result)
                 self.assertEqual(len(text_of(result).strip().splitlines()), 1)
+
+
+def github_slug(heading):
+    """The anchor GitHub gives a Markdown heading: link text kept, lower case, punctuation but `-` and `_`
+    dropped, each space a `-` (a repeated one gets `-1`, `-2`, ... in `headings_of`)."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip())
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
+def markdown_lines(text):
+    """The lines of a Markdown text outside fenced code blocks."""
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            yield line
+
+
+def headings_of(text):
+    """Every heading anchor of a Markdown text, as GitHub numbers repeats."""
+    seen, anchors = collections.Counter(), set()
+    for line in markdown_lines(text):
+        match = re.match(r"#{1,6} (.+?)#*$", line)
+        if match:
+            slug = github_slug(match.group(1))
+            anchors.add(slug if not seen[slug] else "%s-%d" % (slug, seen[slug]))
+            seen[slug] += 1
+    return anchors
+
+
+class DocsTests(unittest.TestCase):
+    """The front page, the manual (docs/) and benchmarks/README.md stay true to each other and to the program."""
+
+    README_CAP = 16 * 1024  # bytes: README.md is a front page; the reference lives in docs/
+
+    def mcpstudio(self, words):
+        return subprocess.run(SERVER + words, capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+
+    def pages(self):
+        """{path: text} of README.md, every docs/*.md and benchmarks/README.md."""
+        paths = [os.path.join(HERE, "README.md"), os.path.join(HERE, "benchmarks", "README.md")]
+        folder = os.path.join(HERE, "docs")
+        paths += [os.path.join(folder, name) for name in sorted(os.listdir(folder)) if name.endswith(".md")]
+        found = {}
+        for path in paths:
+            with open(path, encoding="utf-8") as f:
+                found[path] = f.read()
+        return found
+
+    def manual(self):
+        return "\n".join(text for path, text in self.pages().items() if os.path.dirname(path).endswith("docs"))
+
+    def test_slugs_as_github_makes_them(self):
+        # The anchors the link check expects are GitHub's: code and colons dropped, dashes kept, repeats numbered.
+        self.assertEqual(github_slug("Remote servers: `--url` and OAuth sign-in"), "remote-servers---url-and-oauth-sign-in")
+        self.assertEqual(github_slug("Tool search: ranking, and its tuning history"), "tool-search-ranking-and-its-tuning-history")
+        self.assertEqual(github_slug("[Guard](guard.md) rails_2"), "guard-rails_2")
+        self.assertEqual(headings_of("# A\n## A\n```\n# not a heading\n```\n### A b!\n"), {"a", "a-1", "a-b"})
+
+    def test_every_relative_link_reaches_a_file_and_a_heading(self):
+        # Each relative link of README.md, docs/*.md and benchmarks/README.md names a file that exists and, with
+        # #anchor, a heading of that page (of the page itself for a bare #anchor).
+        pages = self.pages()
+        broken, count = [], 0
+        for path, text in pages.items():
+            for line in markdown_lines(text):
+                for target in re.findall(r"\]\(([^)\s]+)\)", re.sub(r"`[^`]*`", "", line)):
+                    if re.match(r"[a-z][a-z0-9+.-]*:", target):
+                        continue  # https:, mailto:
+                    count += 1
+                    file_part, _, anchor = target.partition("#")
+                    goal = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+                    where = "%s: (%s)" % (os.path.relpath(path, HERE), target)
+                    if not os.path.exists(goal):
+                        broken.append("%s: no such file" % where)
+                    elif anchor:
+                        if goal not in pages:
+                            with open(goal, encoding="utf-8") as f:
+                                pages[goal] = f.read()
+                        if anchor not in headings_of(pages[goal]):
+                            broken.append("%s: no heading #%s" % (where, anchor))
+        self.assertGreater(count, 100)  # the pages do link to each other
+        self.assertEqual(broken, [])
+
+    def test_every_page_of_the_manual_is_in_its_contents(self):
+        # docs/README.md, the manual's contents, links every page of docs/ (a new page is not left unfound).
+        folder = os.path.join(HERE, "docs")
+        with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
+            contents = f.read()
+        pages = sorted(name for name in os.listdir(folder) if name.endswith(".md") and name != "README.md")
+        self.assertGreater(len(pages), 10)
+        self.assertEqual([name for name in pages if "](%s" % name not in contents], [])
+
+    def test_every_option_of_every_help_is_in_the_manual(self):
+        # Each option `--help` prints (of the main command and of each subcommand, outside its examples) appears in
+        # docs/ as a word of its own, so no flag goes undocumented.
+        manual = self.manual()
+        helps = {"mcpstudio": self.mcpstudio(["--help"]).stdout}
+        for command in mcpstudio.SUBCOMMAND_HELP:
+            helps[command] = self.mcpstudio([command, "--help"]).stdout
+        missing, seen = [], set()
+        for command, text in helps.items():
+            self.assertIn("usage:", text, command)
+            skipped = False
+            for line in text.splitlines():
+                if re.match(r"[a-z][a-z ]*:$", line):  # a section title; examples and template words are not options
+                    skipped = line.startswith(("examples", "template fields"))
+                    continue
+                if skipped:
+                    continue
+                for flag in re.findall(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9-]*)", line):
+                    seen.add(flag)
+                    if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(flag), manual):
+                        missing.append("%s --help: %s" % (command, flag))
+        for flag in ("--http-token", "--tool-search", "--write", "--force", "-o"):
+            self.assertIn(flag, seen)  # the help was read, options and subcommands' options alike
+        self.assertEqual(sorted(set(missing)), [])
+
+    def test_every_environment_variable_of_the_module_is_in_the_manual(self):
+        # Each MCPSTUDIO_* variable the module names (MCPSTUDIO_HTTP_TOKEN, MCPSTUDIO_LIST_WAIT, ...) is in docs/.
+        with open(MODULE, encoding="utf-8") as f:
+            names = set(re.findall(r"\bMCPSTUDIO_[A-Z0-9_]+", f.read()))
+        self.assertIn("MCPSTUDIO_HTTP_TOKEN", names)
+        manual = self.manual()
+        self.assertEqual(sorted(name for name in names if name not in manual), [])
+
+    def test_every_config_key_the_loader_accepts_is_in_the_manual(self):
+        # Every key a config file may hold appears in docs/ (as `key` or "key"). The keys come from the loader
+        # itself: its tables (every module constant named *_KEYS that holds key names, and the annotations), and
+        # every list of allowed keys it checks an object against while it loads a config that uses every section
+        # (which also finds lists written inline, as audit's and rateLimit's).
+        keys = set(mcpstudio._ANNOTATIONS)
+        for name, value in vars(mcpstudio).items():
+            if name.endswith("_KEYS") and isinstance(value, (tuple, dict)) and all(isinstance(k, str) for k in value):
+                keys.update(value)
+        keys.update(mcpstudio._OAUTH_ALIASES)
+        checked = []
+
+        class RecordingLoader(mcpstudio.ConfigLoader):
+            def keys(self, obj, allowed, where):
+                checked.append(where)
+                keys.update(allowed)
+                return super().keys(obj, allowed, where)
+
+        folder = tempfile.mkdtemp(prefix="mcpstudio-test-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        os.mkdir(os.path.join(folder, "scripts"))
+        path = os.path.join(folder, "all.json")
+        rules = {"rateLimit": {"calls": 5, "seconds": 10, "scope": "session"}, "cache": {"ttl": 60, "shared": False}}
+        with open(path, "w") as f:
+            json.dump(dict(rules, audit={"file": "audit.jsonl", "maxBytes": 4096, "keep": 2, "required": False},
+                           tools=[dict(rules, name="look", command="echo {x}", annotations={"readOnlyHint": True},
+                                       parameters={"x": {"type": "string"}})],
+                           resources=[{"uri": "x://v", "command": "echo v"}], scripts=[{"path": "./scripts"}],
+                           mcpServers={"s": {"command": PY, "tools": {"deny": ["x"]}, "oauth": {"browser": False}}},
+                           namespaces={"n": {"servers": ["s"]}},
+                           toolPermissions=[{"namespace": "n", "server": "s", "toolName": "x", "enabled": True}]), f)
+        log = mcpstudio.Log()
+        RecordingLoader(path).load(mcpstudio.ProcessRunner(log), log, mcpstudio.RunSettings())
+        for where in ("", "tools[0]", "tools[0].parameters.x", "tools[0].rateLimit", "audit", "scripts[0]",
+                      "resources[0]", "namespaces.n", "mcpServers.s.tools"):
+            self.assertIn(where, checked)  # each section's keys were read from the loader
+        for key in ("toolSearchPin", "maxBytes", "scope", "ttl", "command_template", "healthCheckInterval",
+                    "callbackPort", "serverIds"):
+            self.assertIn(key, keys)
+        manual = self.manual()
+        missing = sorted(key for key in keys if "`%s`" % key not in manual and '"%s"' % key not in manual)
+        self.assertEqual(missing, [])
+
+    def test_readme_is_a_front_page(self):
+        # README.md stays under its cap, links into the manual, and speaks no internal shorthand: no issue numbers,
+        # no test class names, no "seeds".
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        self.assertLess(len(readme.encode("utf-8")), self.README_CAP)
+        self.assertIn("under %d KB" % (self.README_CAP // 1024), readme)  # the cap it states is the one tested
+        for page in ("docs/README.md", "docs/cli.md", "docs/config.md", "docs/aggregator.md", "docs/skills.md"):
+            self.assertIn("](%s" % page, readme)
+        for pattern in (r"\b[Ii]ssues? #?\d", r"\b[A-Z][A-Za-z]+Tests\b", r"\bseeds?\b", r"\bSEP-\d"):
+            self.assertIsNone(re.search(pattern, readme), pattern)
+
+    def test_template_examples_render_as_they_say(self):
+        # Each `python3 mcpstudio.py TEMPLATE` line of README.md and docs/templates.md followed by comments
+        # `#   {arguments} -> argv` renders exactly that argv for those arguments.
+        import shlex
+        checked = 0
+        for page in ("README.md", os.path.join("docs", "templates.md")):
+            with open(os.path.join(HERE, page), encoding="utf-8") as f:
+                blocks = [b.split("```", 1)[0] for b in f.read().split("```sh\n")[1:]]
+            for block in blocks:
+                template, pending = None, ""
+                for line in block.splitlines():
+                    if line.startswith("python3 mcpstudio.py "):
+                        words = shlex.split(line, comments=True)[2:]
+                        while words and words[0] in ("--read-only", "--idempotent", "--destructive", "--open-world"):
+                            words.pop(0)
+                        template, pending = Template(words), ""
+                    elif line.startswith("#") and template is not None:
+                        pending += " " + line[1:].strip()
+                        if "->" in pending:
+                            arguments, argv = pending.split("->", 1)
+                            with self.subTest(page=page, arguments=arguments):
+                                self.assertEqual(template.render(json.loads(arguments)), shlex.split(argv))
+                            checked += 1
+                            pending = ""
+        self.assertGreaterEqual(checked, 5)
+
+    def test_readme_config_example_passes_check(self):
+        # The config-mode example on the front page is a file `check` accepts, with the tools it names.
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            block = f.read().split("```jsonc\n", 1)[1].split("```", 1)[0]
+        folder = tempfile.mkdtemp(prefix="mcpstudio-test-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        path = os.path.join(folder, "git.json")
+        with open(path, "w") as f:
+            f.write(block)
+        proc = self.mcpstudio(["check", "--config", path])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        for name in ("git_status", "git_log", "--author="):
+            self.assertIn(name, proc.stdout)
 
 
 
