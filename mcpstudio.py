@@ -5000,6 +5000,12 @@ class Catalog:
         except McpError:
             return None
 
+    def hidden(self, public, ctx):
+        """Whether the listed tool `public` is not this request's to see or call (a source's `hides`: the manager
+        tools of a team gateway, for whom `admins` does not name)."""
+        route = self._routes.get(public)
+        return bool(route and hasattr(route[0], "hides") and route[0].hides(route[1], ctx))
+
     def denial(self, public):
         """Why a source's permission leaves out the tool `public` (None: none does)."""
         for source in self.sources:
@@ -6054,7 +6060,7 @@ class ToolSearch:
         key = [(tool["name"], tool.get("description"), _object(tool.get("_meta")).get(SEARCH_HINT_META)) for tool in tools]
         if key != self._key:  # the index is built again only when a name or description changed
             self._index, self._key = ToolIndex(tools), key
-        hits = self._index.search(query, limit)
+        hits = [tool for tool in self._index.search(query, limit) if not catalog.hidden(tool["name"], ctx)]
         if hits and not ctx.modern:
             self.remember([tool["name"] for tool in hits], ctx.session)
         lines = "".join("\n%s: %s" % (tool["name"], str(tool.get("description")).split("\n")[0][:160]) for tool in hits)
@@ -6282,6 +6288,7 @@ class Server:
             raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
                 up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
                 + "; fix it and restart mcpstudio")
+        tools = [tool for tool in tools if not self.catalog.hidden(tool["name"], ctx)]
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
@@ -6290,8 +6297,8 @@ class Server:
         if self.search and self.search.handles(name):
             return await self.search.call(name, params, arguments, ctx)
         route = await self.catalog.route(name)
-        if not route:
-            known = [t["name"] for t in await self.catalog.tools()]
+        if not route or self.catalog.hidden(name, ctx):  # a manager tool of a team gateway: there for admins only
+            known = [t["name"] for t in await self.catalog.tools() if not self.catalog.hidden(t["name"], ctx)]
             denial = self.catalog.denial(name)
             if denial:
                 raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
@@ -6689,7 +6696,7 @@ CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
              "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints", "toolSearch",
-             "toolSearchThreshold", "toolSearchPin", "signIn", "people")
+             "toolSearchThreshold", "toolSearchPin", "signIn", "people", "admins")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -7237,10 +7244,18 @@ def read_guard(loader, data):
 
 def read_sign_in(loader, data):
     """A config's `signIn` and `people` as {"issuer", "audience", "introspection", "clientId", "clientSecret",
-    "scopes", "people": {name: (sha256 hex, groups, email)}}, or None when it has neither."""
+    "scopes", "people": {name: (sha256 hex, groups, email)}, "admins": [who may use the manager tools]}, or None
+    when it has neither."""
     plan = loader.get(data, "signIn", dict, "")
     people = loader.get(data, "people", dict, "")
+    admins = loader.get(data, "admins", list, "")
+    if admins is not None and not all(isinstance(a, str) and a for a in admins):
+        raise loader.error("admins", "expected a list of who may use the manager tools: subjects, emails or "
+                           "\"group:NAME\"")
     if plan is None and people is None:
+        if admins is not None:
+            raise loader.error("admins", "names who of the signed-in people may use the manager tools: the config "
+                               "signs no one in (signIn, people)")
         return None
     plan = dict(plan or {})
     loader.keys(plan, SIGNIN_KEYS, "signIn")
@@ -7270,6 +7285,7 @@ def read_sign_in(loader, data):
         if not all(isinstance(g, str) for g in groups):
             raise loader.error(_join(where, "groups"), "expected a list of group names")
         plan["people"][name] = (digest.lower(), groups, loader.get(entry, "email", str, where))
+    plan["admins"] = admins or []
     return plan
 
 
@@ -11033,9 +11049,11 @@ class ManagerTools:
                 ", ".join(hub.upstreams) or "none"))
         return upstream
 
-    async def call(self, tool, arguments):
-        """Run one manager tool; its result is JSON text plus structuredContent."""
+    async def call(self, tool, arguments, ctx=None):
+        """Run one manager tool; its result is JSON text plus structuredContent. A signed-in person (`ctx`) is
+        shown only the namespaces they may use."""
         hub = self.hub
+        person = getattr(getattr(ctx, "session", None), "signed_in", None)
         try:
             if tool == "servers_list":
                 result = {"servers": [self.status(u) for u in hub.upstreams.values()],
@@ -11044,7 +11062,8 @@ class ManagerTools:
                 namespace = hub.namespace
                 result = {"active": namespace.name, "chosenBy": namespace.chosen_by, "namespaces": [
                     {"name": name, "servers": ns["servers"], "active": name == namespace.name,
-                     "description": ns["description"]} for name, ns in namespace.plan.namespaces.items()]}
+                     "description": ns["description"]} for name, ns in namespace.plan.namespaces.items()
+                    if person is None or hub.admits is None or hub.admits(ns.get("people"), person)]}
             elif tool == "config_reload":
                 result = await hub.reload()
             elif tool == "server_logs":
@@ -11318,8 +11337,10 @@ class Aggregator:
 
     def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
                  separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
-                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None):
+                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None, sign_in=None, admits=None):
         self.runner, self.log = runner, log
+        self.sign_in = sign_in  # the config's signIn and people (read_sign_in, kept current by reloads), or None
+        self.admits = admits    # the people rule (Sign-in: admits): who a namespace's `people`, or `admins`, names
         self.separator = separator
         self.namespace = Namespace(namespace, separator, config_path, log)
         self.manager_tools = manager_tools
@@ -11620,6 +11641,15 @@ class Aggregator:
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
         return self._denied.get(name)
 
+    def hides(self, name, ctx):
+        """Whether the manager tool `name` is hidden from `ctx`'s person: a config that signs people in gives its
+        manager tools (stop a shared server, reload, read logs) only to those its `admins` names. Without a
+        signed-in person (stdio: the machine's own user) nothing is hidden."""
+        person = getattr(getattr(ctx, "session", None), "signed_in", None)
+        if self._tools.get(name, ("",))[0] != "manager" or self.sign_in is None or person is None:
+            return False
+        return not (self.sign_in.get("admins") and self.admits(self.sign_in["admins"], person))
+
     def command_line(self, name, arguments):
         """What a call of `name` runs: a local tool's command line, or the server and tool it goes to (with
         the server's rules)."""
@@ -11652,7 +11682,7 @@ class Aggregator:
         if route[0] == "local":
             return await route[1].call_tool(route[2], arguments, ctx)
         if route[0] == "manager":
-            return await self.manager.call(route[1], arguments)
+            return await self.manager.call(route[1], arguments, ctx)
         original, curated = route[2], route[3]
         entry = upstream = None
         try:
@@ -11908,17 +11938,20 @@ class Aggregator:
         return report
 
 
-def aggregator_for(local, info, load, path, runner, log, options, script_options) -> Aggregator:
-    """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads)."""
+def aggregator_for(local, info, load, path, runner, log, options, script_options, admits=None) -> Aggregator:
+    """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads); `admits` is the
+    people rule (who a namespace's `people` or the config's `admins` names)."""
     def reload():
         _, found, again = load()
         if info["sign_in"] is not None:  # a person taken out of `people` is signed out now, not at the next start
             info["sign_in"]["people"] = (again["sign_in"] or {}).get("people") or {}
+            info["sign_in"]["admins"] = (again["sign_in"] or {}).get("admins") or []
         return found, again["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace"), again["local_key"]
     return Aggregator(
         local, info["upstream"], runner, log, namespace=options["namespace"], separator=info["separator"],
         manager_tools=not options["no_manager_tools"], eager=bool(options["eager"]), reload=reload,
-        config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL))
+        config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL),
+        sign_in=info["sign_in"], admits=admits)
 
 
 async def check_upstreams(plan, runner, log, namespace, config_path):
@@ -15889,7 +15922,8 @@ def _build_server(options, words, log: Log, config, runner=None):
             return loader, found, info
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
-            hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)
+            hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options,
+                                 admits)
             found = [hub]
             # toolSearch: --tool-search, else the namespace's, else the file's
             mode = (options["tool_search"] or _object(hub.namespace.plan.namespaces.get(hub.namespace.name)).get("tool_search")

@@ -14187,7 +14187,7 @@ class IsolationTests(AggregatorCase):
                 json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "echo", "--name",
                                                                             "keeper"]}},
                            "people": {name: {"tokenSha256": hashlib.sha256(self.TOKENS[name].encode()).hexdigest()}
-                                      for name in names}}, f)
+                                      for name in names}, "admins": ["alice"]}, f)
         write(["alice", "bob"])
         with HttpServerProcess("serve", "--config", path, env=self.env) as http:
             self.assertEqual(self.call(http, "bob", "keeper__echo", {"text": "in"}), "keeper: in")
@@ -14197,6 +14197,49 @@ class IsolationTests(AggregatorCase):
                                           headers={"Authorization": "Bearer " + self.TOKENS["bob"]})
             self.assertEqual(status, 401, text)
             self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "still"}), "keeper: still")
+
+    def test_manager_tools_are_the_admins_alone(self):
+        # With people signing in, the manager tools (stop a shared server, reload, logs) are neither listed nor
+        # callable (Unknown tool) for a person `admins` does not name; an admin
+        # (by subject or group:NAME) has them, and namespaces_list shows each admin only the namespaces they may use.
+        path = os.path.join(self.dir, "admins.json")
+        groups = {"alice": ["ops"], "bob": ["leads"], "carol": ["ops"]}
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "echo", "--name",
+                                                                        "keeper"]}},
+                       "namespaces": {"all": {"servers": ["keeper"]},
+                                      "ops": {"servers": ["keeper"], "people": ["group:ops"]}},
+                       "defaultNamespace": "all", "admins": ["group:leads", "carol"],
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest(),
+                                         "groups": groups[name]} for name, token in self.TOKENS.items()}}, f)
+
+        def answer(name, method, params):
+            status, _, text = http.modern(method, params, headers={"Authorization": "Bearer " + self.TOKENS[name]})
+            self.assertEqual(status, 200, text)
+            return http.messages(text)[-1]
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            names = [t["name"] for t in answer("alice", "tools/list", {})["result"]["tools"]]
+            self.assertIn("keeper__echo", names)
+            self.assertFalse([n for n in names if n.startswith("mcpstudio__")], names)
+            for tool in ("mcpstudio__servers_stop", "mcpstudio__config_reload", "mcpstudio__namespaces_list"):
+                refused = answer("alice", "tools/call", {"name": tool, "arguments": {"server_id": "keeper"}})
+                self.assertIn("Unknown tool: %s" % tool, refused["error"]["message"])
+            self.assertEqual(text_of(answer("alice", "tools/call", {"name": "keeper__echo", "arguments": {
+                "text": "up"}})["result"]), "keeper: up")  # still running: alice could not stop it
+            for name, shown in (("bob", ["all"]), ("carol", ["all", "ops"])):
+                names = [t["name"] for t in answer(name, "tools/list", {})["result"]["tools"]]
+                self.assertIn("mcpstudio__servers_stop", names)
+                listed = answer(name, "tools/call", {"name": "mcpstudio__namespaces_list", "arguments": {}})
+                self.assertEqual([ns["name"] for ns in listed["result"]["structuredContent"]["namespaces"]], shown)
+        with open(path) as f:
+            data = json.load(f)
+        del data["people"]
+        with open(path, "w") as f:
+            json.dump(data, f)
+        done = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              env=self.env)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("admins", done.stderr)
 
     def test_a_store_that_cannot_be_read_is_never_overwritten(self):
         # A store that cannot be read (edited by hand into broken JSON, a symlink) is refused by `secrets set` and
