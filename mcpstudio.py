@@ -5165,6 +5165,7 @@ TASK_MAX_TTL_MS = 86400000     # the most a client may ask for
 TASK_KEEP = 60.0               # seconds a result stays readable after it arrives, even past its ttl
 TASK_POLL_MS = 1000            # the pollInterval suggested to clients
 TASK_LIMIT = 100               # tasks kept at once; the oldest ended one makes room
+TASK_SHARE = 2                 # one person (else one session) holds at most 1/TASK_SHARE of them: others keep room
 TASK_AFTER = 0.5               # 2026-07-28: seconds an optional tool's call runs before it becomes a task
 ASK_TIMEOUT = 600.0            # seconds a client may take to ask the user for a tool's `ask` parameters
 TERMINAL = ("completed", "failed", "cancelled")
@@ -5221,6 +5222,7 @@ class Task:
         self.created = self.updated = time.time()
         self.ttl = ttl
         self.expires = None     # when it may be forgotten (set when it ends)
+        self.holder = owner     # whose share of the store it takes: the signed-in person's subject, else the owner
         self.result = self.error = self.job = None
         self.ended = asyncio.Event()
 
@@ -5274,9 +5276,22 @@ class TaskStore:
         return len(self.tasks) >= self.limit and all(t.status not in TERMINAL for t in self.tasks.values())
 
     def start(self, call, ctx: CallContext, ttl, on_end=None) -> Task:
-        """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
+        """Run the coroutine `call` (a tool call with `ctx`) as a new task; one person (else one session) keeps at
+        most a 1/TASK_SHARE share of the store, so that one cannot fill it for everyone."""
         self._sweep()
         owner = ctx.owner
+        holder = getattr(ctx.session, "person", None) or owner
+        share = max(1, self.limit // TASK_SHARE)
+        mine = [t for t in self.tasks.values() if t.holder == holder]
+        if len(mine) >= share:  # their own oldest ended task makes room
+            ended = next((t for t in mine if t.status in TERMINAL), None)
+            if not ended:
+                call.close()
+                raise McpError(INTERNAL_ERROR, "you have %d tasks running or keeping results unread, the most one "
+                               "person (or session) may keep (%d, a share of this server's %d), and none of yours "
+                               "has ended: wait for one to end, or cancel one (tasks/cancel)"
+                               % (len(mine), share, self.limit))
+            del self.tasks[ended.id]
         if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
             ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner == owner), None)
             if not ended:
@@ -5286,6 +5301,7 @@ class TaskStore:
                                % self.limit)
             del self.tasks[ended.id]
         task = Task(owner, ttl, ctx.modern, self.ids and self.ids.new_id())
+        task.holder = holder
         ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))

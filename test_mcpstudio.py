@@ -14090,6 +14090,21 @@ class TeamGatewayTests(ScratchDir):
             self.assertEqual(status, 200, text)
 
 
+    def test_one_person_cannot_fill_the_task_table(self):
+        # A person keeps at most half of the server's tasks (TASK_LIMIT 100): alice's 51st running task is refused,
+        # saying the limit, and bob can still start his; her ended task makes room for her next one.
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            started = [self.call(http, "alice", "slow", {"seconds": "60"}, meta=self.TASKS) for _ in range(50)]
+            self.assertEqual({task.get("resultType") for task in started}, {"task"}, started[-1])
+            refused = self.call(http, "alice", "slow", {"seconds": "60"}, meta=self.TASKS)
+            self.assertIn("the most one person (or session) may keep (50, a share of this server's 100)",
+                          refused.get("message", ""), refused)
+            self.assertEqual(self.call(http, "bob", "slow", {"seconds": "60"}, meta=self.TASKS)["resultType"], "task")
+            http.modern("tasks/cancel", {"taskId": started[0]["taskId"], "_meta": self.TASKS},
+                        headers=dict(self.auth("alice"), **{"Mcp-Name": started[0]["taskId"]}))
+            self.assertEqual(self.call(http, "alice", "slow", {"seconds": "60"}, meta=self.TASKS)["resultType"], "task")
+
+
 class IsolationTests(AggregatorCase):
     """Issue 45 item 4: a server's `isolation` "user" runs one process per signed-in person, started with that
     person's own secrets (`${person.NAME}`, set by `mcpstudio secrets set`), "session" one per client session;
