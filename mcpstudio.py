@@ -13088,7 +13088,8 @@ class SignIn:
         return [key for key in map(jwk_key, jwks["keys"]) if key]
 
     async def _introspect(self, token, audiences):
-        """RFC 7662: the claims of an active opaque token, checked as a JWT's are (iss and aud when given)."""
+        """RFC 7662: the claims of an active opaque token, checked as a JWT's are (`iss` when given; `aud` always: an
+        answer without it is refused)."""
         import base64
         import urllib.parse
         plan = self.plan
@@ -13106,10 +13107,15 @@ class SignIn:
             raise UnknownKey("the introspection endpoint could not check it now")
         if claims.get("active") is not True:
             raise TokenError("the identity provider says it is not active")
-        given = claims.get("aud", audiences[0])
-        if claims.get("iss", self.issuer) != self.issuer or not any(isinstance(a, str) and a.rstrip("/") in audiences
-                                                                    for a in ([given] if isinstance(given, str) else
-                                                                              given if isinstance(given, list) else [])):
+        given = claims.get("aud")
+        if claims.get("iss", self.issuer) != self.issuer:
+            raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
+        if given is None:  # RFC 7662 makes `aud` optional; without it the token may be another service's
+            raise TokenError("the identity provider's introspection answer names no audience (`aud`): it may be a "
+                             "token for another service; the provider must give it this server's URL (%s)"
+                             % audiences[-1])
+        if not any(isinstance(a, str) and a.rstrip("/") in audiences
+                   for a in ([given] if isinstance(given, str) else given if isinstance(given, list) else [])):
             raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
         subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
         if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):

@@ -13985,6 +13985,40 @@ class TeamGatewayTests(ScratchDir):
                 self.assertNotIn("x-injected", headers)
                 answers.pop(0)
 
+    def test_an_introspection_answer_without_an_audience_is_refused(self):
+        # RFC 7662 makes `aud` optional, but an active token whose answer names no audience may be one the identity
+        # provider issued for another service: it is refused (401, saying so); the same answer naming this server's
+        # URL signs the person in.
+        import http.server
+        answer = {"active": True, "sub": "dana", "exp": int(time.time()) + 300}
+
+        class Introspection(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        provider = ThreadedHttpServer()
+        provider.serve(Introspection)
+        self.addCleanup(provider.close)
+        base = "http://127.0.0.1:%d" % provider.port
+        with HttpServerProcess("serve", "--config", self.config(signIn={
+                "issuer": base, "introspection": base + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
+            status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                           headers={"Authorization": "Bearer opaque-token-1"})
+            self.assertEqual(status, 401)
+            self.assertIn("names no audience", headers["www-authenticate"])
+            answer["aud"] = "http://127.0.0.1:%d/mcp" % http.port
+            status, _, text = http.modern("tools/list", headers={"Authorization": "Bearer opaque-token-2"})
+            self.assertEqual(status, 200, text)
+            self.assertIn("echo", [tool["name"] for tool in http.messages(text)[0]["result"]["tools"]])
+
     def test_a_signed_in_server_refuses_a_second_way_in(self):
         # --http-token beside `people` is one way in too many; beyond loopback, signIn needs its `audience` (the
         # URL tokens are for): both stop at startup with exit 2, saying so.
