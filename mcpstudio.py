@@ -5681,8 +5681,8 @@ class Guard:
                     self.stats.changed()
             if self.audit is not None and not asked:
                 client, named = ctx.session.client_info, [key for key in arguments if looks_secret(key) or key in hidden]
-                if getattr(ctx.session, "person", None) is not None:
-                    entry["person"] = ctx.session.person
+                if getattr(ctx.session, "person", None) is not None:  # their name (the caller: static:NAME)
+                    entry["person"] = getattr(getattr(ctx.session, "signed_in", None), "subject", ctx.session.person)
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
                              arguments={key: "***" if key in named else _clip(value, 1000) if isinstance(value, str)
@@ -12740,6 +12740,7 @@ SIGNIN_JWKS_REFRESH = 600      # seconds an issuer's JWKS is used before it is f
 SIGNIN_KID_REFETCH = 30        # a token with an unknown `kid` fetches the JWKS again at most this often
 SIGNIN_ANSWERS = 1000          # tokens whose check (a person, or why not) is kept, SIGNIN_REMEMBER seconds at most
 SIGNIN_REMEMBER = 60
+STATIC_PERSON = "static:"      # a listed person's identity (Person.key): never an identity provider's subject
 _JWT_ALGS = ("RS256", "ES256")  # accepted; never none, never HMAC
 _SHA256_INFO = bytes.fromhex("3031300d060960864801650304020105000420")  # DigestInfo of SHA-256 (RFC 8017 §9.2)
 _P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
@@ -12922,8 +12923,9 @@ class Person:
     token = None
     refusals = None  # SignIn's {sha256 of a token: why a passthrough server refused it}
 
-    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=()):
+    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=(), key=None):
         self.subject, self.email = subject, email
+        self.key = key or subject  # whose secrets, tasks, outputs, sessions: a listed person's is static:NAME
         self.groups = [g for g in groups if isinstance(g, str)]
         self.scopes = [s for s in scopes if isinstance(s, str)]
         self.audiences = [a for a in audiences if isinstance(a, str)]
@@ -13004,8 +13006,8 @@ class SignIn:
         import hmac
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
         for name, (wanted, groups, email) in self.plan["people"].items():
-            if hmac.compare_digest(digest, wanted):
-                return Person(name, email, groups, self.scopes)
+            if hmac.compare_digest(digest, wanted):  # a listed person: never the provider's subject of that name
+                return Person(name, email, groups, self.scopes, key=STATIC_PERSON + name)
         if not self.issuer:
             raise TokenError("it is not the token of a listed person")
         if digest in self.refused:
@@ -13020,6 +13022,9 @@ class SignIn:
         try:
             claims = await self._claims(token, audiences)
             answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
+            if answer.key.startswith(STATIC_PERSON):
+                raise TokenError("its subject %s takes the prefix of listed people (%s)" % (
+                    json.dumps(answer.key), STATIC_PERSON))
             answer.token, answer.refusals = token, self.refused  # for a passthrough server (Person.token_for, refuse)
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
@@ -13886,7 +13891,7 @@ class HttpServer:
             raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
                                  "(or 2026-07-28 `_meta` on the request)")
         entry = self.sessions.get(session_id.strip())
-        if entry and entry.session.person != (person and person.subject):  # another person's: as if not there
+        if entry and entry.session.person != (person and person.key):  # another person's: as if not there
             entry = None
         if not entry:
             why = self.instance.elsewhere(session_id.strip()) or "it ended or expired"
@@ -13899,7 +13904,7 @@ class HttpServer:
 
     async def _post(self, headers, body, reader, writer, keep, version, person=None):
         limit = self.server.guard.http_limit
-        caller = person.subject if person else self.caller
+        caller = person.key if person else self.caller
         wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + caller,) + limit], time.monotonic())[0]
         if wait:
             raise HttpError(429, "this endpoint takes %d requests per %g s; retry in %d s" % (limit + (int(wait) + 1,)),
@@ -13936,7 +13941,7 @@ class HttpServer:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
         if method == "initialize" and "id" in message:  # a person's sessions count as one client's
-            entry = self._new_session(("person " + person.subject) if person else forwarded_client(
+            entry = self._new_session(("person " + person.key) if person else forwarded_client(
                 (writer.get_extra_info("peername") or "?")[0], headers.get("x-forwarded-for"), self.proxies), person)
             extra = [("Mcp-Session-Id", entry.id)]
         else:
@@ -13960,7 +13965,7 @@ class HttpServer:
         session = Session(transport, self.server.dispatch, self.log, self.server.notification)
         session.caller = session.label = self.caller
         if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
-            session.caller = session.person = person.subject
+            session.caller = session.person = person.key  # a listed person's: static:NAME
             session.signed_in = person  # their token, for a passthrough server (Aggregator._instance)
         return session, transport
 
@@ -15336,7 +15341,8 @@ def secrets_command(words):
     if not person or action not in ("set", "remove", "list") or len(rest) != (1 if action == "list" else 2) or (
             action != "list" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest[1])):
         raise UsageError("secrets takes: set NAME --person SUBJECT (the value on stdin), remove NAME --person "
-                         "SUBJECT, or list --person SUBJECT; NAME is what ${person.NAME} names")
+                         "SUBJECT, or list --person SUBJECT; NAME is what ${person.NAME} names; SUBJECT is the "
+                         "identity provider's, or static:NAME for a person of the config's `people`")
     store = PersonSecrets()
     if action == "list":
         for name in sorted(store.of(person)):
@@ -15741,7 +15747,8 @@ SUBCOMMAND_HELP = {
                "the env, headers or args of a server with \"isolation\": \"user\" is SUBJECT's NAME when\n"
                "that person's own process starts. `set` reads the value from stdin (asks on a terminal).\n"
                "They are kept in people-secrets.json beside the default config, mode 0600; `list` shows\n"
-               "names only.",
+               "names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists\n"
+               "is static:NAME (never the same person as a subject NAME).",
     "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
                "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
                "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"

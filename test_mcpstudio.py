@@ -14084,8 +14084,8 @@ class TeamGatewayTests(ScratchDir):
             text = f.read()
         lines = [json.loads(line) for line in text.splitlines()]
         self.assertEqual([(line["person"], line["caller"], line.get("rateLimited", False)) for line in lines],
-                         [("alice", "alice", False), ("alice", "alice", True), ("alice", "alice", True),
-                          ("bob", "bob", False)])
+                         [("alice", "static:alice", False), ("alice", "static:alice", True),
+                          ("alice", "static:alice", True), ("bob", "static:bob", False)])  # caller: a listed person
         self.assertNotIn("token-000", text)
 
     def test_what_a_person_makes_stays_theirs(self):
@@ -14179,12 +14179,12 @@ class IsolationTests(AggregatorCase):
         # person without the secret is told how to set it; the store is 0600 and lists names only; a shared server
         # cannot use ${person.NAME}.
         for name in ("alice", "bob"):
-            done = self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value\n" % name)
+            done = self.secrets("set", "TOKEN", "--person", "static:" + name, value="%s-secret-value\n" % name)
             self.assertEqual(done.returncode, 0, done.stderr)
         store = os.path.join(self.dir, "config", "mcpstudio", "people-secrets.json")
         if os.name == "posix":
             self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)
-        self.assertEqual(self.secrets("list", "--person", "alice").stdout, "TOKEN\n")
+        self.assertEqual(self.secrets("list", "--person", "static:alice").stdout, "TOKEN\n")
         self.assertEqual(self.secrets("set", "TOKEN").returncode, 2)  # no --person
         self.assertEqual(self.secrets("set", "TOKEN", "--person", "dan", value="").returncode, 2)  # no value
         self.secrets("set", "OTHER", "--person", "dan", value="x")
@@ -14193,7 +14193,7 @@ class IsolationTests(AggregatorCase):
         with HttpServerProcess("serve", "--config", self.config("user"), "--no-manager-tools", env=self.env) as http:
             for name in ("alice", "bob", "alice"):
                 self.assertEqual(self.call(http, name, "keeper__env", {"name": "FAKE_WHO"}), "%s-secret-value" % name)
-            self.assertIn("needs your own secret TOKEN, which is not set; set it with `mcpstudio secrets set TOKEN --person carol`",
+            self.assertIn("needs your own secret TOKEN, which is not set; set it with `mcpstudio secrets set TOKEN --person static:carol`",
                           self.call(http, "carol", "keeper__env", {"name": "FAKE_WHO"}))
             self.assertNotIn("secret-value", "".join(http.stderr))
         with open(self.pids) as f:  # one process lists the tools (without secrets), then one for each person
@@ -14290,6 +14290,72 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("admins", done.stderr)
 
+    def test_a_static_person_and_a_subject_of_the_same_name_are_two_people(self):
+        # A listed (static-token) person `alice` and an identity provider's subject `alice` are two people: each
+        # has their own secrets (the static one's are set with `--person static:alice`) and their own tasks; the
+        # audit line names the static person by name. A JWT whose subject claims the static: prefix is refused.
+        import http.server
+        key = _test_rsa_key(45)
+
+        class Issuer(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                base = "http://127.0.0.1:%d" % self.server.server_address[1]
+                body = {"issuer": base, "jwks_uri": base + "/jwks"} if self.path.startswith("/.well-known/") else {
+                    "keys": [_rsa_jwk(key, "k1")]}
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        issuer = ThreadedHttpServer()
+        issuer.serve(Issuer)
+        self.addCleanup(issuer.close)
+        base = "http://127.0.0.1:%d" % issuer.port
+        path, audit = os.path.join(self.dir, "two.json"), os.path.join(self.dir, "audit.jsonl")
+        fake = [self.fake, "--only", "echo,env", "--name", "keeper"]
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": fake, "env": {"FAKE_WHO": "${person.TOKEN}"},
+                                                "isolation": "user"}},
+                       "tools": [{"name": "slow", "command": "sleep {seconds}", "taskSupport": "required"}],
+                       "audit": {"file": audit}, "signIn": {"issuer": base},
+                       "people": {"alice": {"tokenSha256": hashlib.sha256(self.TOKENS["alice"].encode()).hexdigest()}}},
+                      f)
+        for person, value in (("static:alice", "static-secret\n"), ("alice", "subject-secret\n")):
+            self.assertEqual(self.secrets("set", "TOKEN", "--person", person, value=value).returncode, 0)
+        tasks = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            def token(subject):
+                return _jwt({"alg": "RS256", "kid": "k1"}, {"iss": base, "aud": "http://127.0.0.1:%d/mcp" % http.port,
+                                                            "sub": subject, "exp": int(time.time()) + 300},
+                            lambda data: _rs256_sign(key, data))
+
+            def answer(bearer, method, params, name=None):  # `name`: a task's id (tasks declared, as for slow)
+                headers = {"Authorization": "Bearer " + bearer}
+                if name:
+                    headers["Mcp-Name"] = name
+                status, _, text = http.modern(method, dict(params, _meta=tasks if name or params.get("name") == "slow"
+                                                           else {}), headers=headers)
+                return status, http.messages(text)[-1] if status == 200 else text
+            static, subject = self.TOKENS["alice"], token("alice")
+            for bearer, secret in ((static, "static-secret"), (subject, "subject-secret")):
+                status, reply = answer(bearer, "tools/call", {"name": "keeper__env", "arguments": {"name": "FAKE_WHO"}})
+                self.assertEqual((status, text_of(reply["result"])), (200, secret))  # no tasks declared: a result
+            status, started = answer(static, "tools/call", {"name": "slow", "arguments": {"seconds": "30"}})
+            task = started["result"]["taskId"]
+            status, seen = answer(subject, "tasks/get", {"taskId": task}, task)
+            self.assertIn("Unknown task", seen["error"]["message"])
+            status, seen = answer(static, "tasks/get", {"taskId": task}, task)
+            self.assertEqual(seen["result"]["status"], "working")
+            self.assertEqual(answer(token("static:alice"), "tools/list", {})[0], 401)
+        with open(audit) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([line.get("person") for line in lines if line.get("tool") == "keeper__env"],
+                         ["alice", "alice"])
+
     def test_a_store_that_cannot_be_read_is_never_overwritten(self):
         # A store that cannot be read (edited by hand into broken JSON, a symlink) is refused by `secrets set` and
         # `remove`, saying why, and kept as it is: writing the one new secret over it would lose everybody's.
@@ -14311,7 +14377,7 @@ class IsolationTests(AggregatorCase):
         # An isolated server's results come from a person's own process, with their own secrets: a `cache` with
         # `shared: true` keeps them per person all the same, so bob never gets what alice's process answered.
         for name in ("alice", "bob"):
-            self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value" % name)
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value="%s-secret-value" % name)
         path = self.config("user")
         with open(path) as f:
             data = json.load(f)
@@ -14353,7 +14419,7 @@ class IsolationTests(AggregatorCase):
         # "session": each client session its own process; past maxInstances an idle one makes room, and when each
         # is busy with a call the caller is told so.
         for name in self.TOKENS:
-            self.secrets("set", "TOKEN", "--person", name, value=name)
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value=name)
         with HttpServerProcess("serve", "--config", self.config("session", 1), "--no-manager-tools",
                                env=self.env) as http:
             sessions = []
@@ -14398,7 +14464,7 @@ class IsolationTests(AggregatorCase):
         # their secret), never the shared one; the listings come from the shared process, which never gets a
         # person's secret (its ${person.TOKEN} is empty).
         for name in ("alice", "bob"):
-            self.secrets("set", "TOKEN", "--person", name, value=name + "-own")
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value=name + "-own")
         who = os.path.join(self.dir, "who")
         path = os.path.join(self.dir, "reads.json")
         with open(path, "w") as f:
@@ -14427,7 +14493,7 @@ class IsolationTests(AggregatorCase):
                                                               "argument": {"name": "who", "value": "a"}})
                 self.assertEqual(completed["result"]["completion"]["values"], ["a-keeper-handshake", name + "-own"])
             refused = ask("carol", "resources/read", {"uri": "fake://keeper/info"})  # no secret: told how to set it
-            self.assertIn("mcpstudio secrets set TOKEN --person carol", refused["error"]["message"])
+            self.assertIn("mcpstudio secrets set TOKEN --person static:carol", refused["error"]["message"])
         with open(who) as f:  # the shared (listing) process got no secret; each person's got only their own
             self.assertEqual(sorted(line.split()[1] for line in f), ["-", "alice-own", "bob-own"])
 
