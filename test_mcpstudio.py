@@ -14249,7 +14249,7 @@ class IsolationTests(AggregatorCase):
 
     def test_manager_tools_are_the_admins_alone(self):
         # With people signing in, the manager tools (stop a shared server, reload, logs) are neither listed nor
-        # callable (Unknown tool) for a person `admins` does not name; an admin
+        # callable (Unknown tool; nor found or called through the search tools) for a person `admins` does not name; an admin
         # (by subject or group:NAME) has them, and namespaces_list shows each admin only the namespaces they may use.
         path = os.path.join(self.dir, "admins.json")
         groups = {"alice": ["ops"], "bob": ["leads"], "carol": ["ops"]}
@@ -14280,6 +14280,22 @@ class IsolationTests(AggregatorCase):
                 self.assertIn("mcpstudio__servers_stop", names)
                 listed = answer(name, "tools/call", {"name": "mcpstudio__namespaces_list", "arguments": {}})
                 self.assertEqual([ns["name"] for ns in listed["result"]["structuredContent"]["namespaces"]], shown)
+        with open(path) as f:
+            data = json.load(f)
+        data["toolSearch"] = "on"  # nor found or called through the search tools
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            found = answer("alice", "tools/call", {"name": "mcpstudio__search_tools", "arguments": {
+                "query": "stop restart servers logs reload echo"}})["result"]["structuredContent"]["tools"]
+            self.assertIn("keeper__echo", [t["name"] for t in found])
+            self.assertFalse([t["name"] for t in found if t["name"].startswith("mcpstudio__")], found)
+            refused = answer("alice", "tools/call", {"name": "mcpstudio__call_tool", "arguments": {
+                "name": "mcpstudio__servers_stop", "arguments": {"server_id": "keeper"}}})["result"]
+            self.assertIn("Unknown tool: mcpstudio__servers_stop", text_of(refused))
+            found = answer("bob", "tools/call", {"name": "mcpstudio__search_tools", "arguments": {
+                "query": "stop restart servers"}})["result"]["structuredContent"]["tools"]
+            self.assertIn("mcpstudio__servers_stop", [t["name"] for t in found])
         with open(path) as f:
             data = json.load(f)
         del data["people"]
