@@ -5128,6 +5128,12 @@ class Catalog:
         except McpError:
             return None
 
+    def hidden(self, public, ctx):
+        """Whether the listed tool `public` is not this request's to see or call (a source's `hides`: the manager
+        tools of a team gateway, for whom `admins` does not name)."""
+        route = self._routes.get(public)
+        return bool(route and hasattr(route[0], "hides") and route[0].hides(route[1], ctx))
+
     def denial(self, public):
         """Why a source's permission leaves out the tool `public` (None: none does)."""
         for source in self.sources:
@@ -5287,6 +5293,7 @@ TASK_MAX_TTL_MS = 86400000     # the most a client may ask for
 TASK_KEEP = 60.0               # seconds a result stays readable after it arrives, even past its ttl
 TASK_POLL_MS = 1000            # the pollInterval suggested to clients
 TASK_LIMIT = 100               # tasks kept at once; the oldest ended one makes room
+TASK_SHARE = 2                 # one person (else one session) holds at most 1/TASK_SHARE of them: others keep room
 TASK_AFTER = 0.5               # 2026-07-28: seconds an optional tool's call runs before it becomes a task
 ASK_TIMEOUT = 600.0            # seconds a client may take to ask the user for a tool's `ask` parameters
 TERMINAL = ("completed", "failed", "cancelled")
@@ -5343,6 +5350,7 @@ class Task:
         self.created = self.updated = time.time()
         self.ttl = ttl
         self.expires = None     # when it may be forgotten (set when it ends)
+        self.holder = owner     # whose share of the store it takes: the signed-in person's subject, else the owner
         self.result = self.error = self.job = None
         self.ended = asyncio.Event()
 
@@ -5396,9 +5404,22 @@ class TaskStore:
         return len(self.tasks) >= self.limit and all(t.status not in TERMINAL for t in self.tasks.values())
 
     def start(self, call, ctx: CallContext, ttl, on_end=None) -> Task:
-        """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
+        """Run the coroutine `call` (a tool call with `ctx`) as a new task; one person (else one session) keeps at
+        most a 1/TASK_SHARE share of the store, so that one cannot fill it for everyone."""
         self._sweep()
         owner = ctx.owner
+        holder = getattr(ctx.session, "person", None) or owner
+        share = max(1, self.limit // TASK_SHARE)
+        mine = [t for t in self.tasks.values() if t.holder == holder]
+        if len(mine) >= share:  # their own oldest ended task makes room
+            ended = next((t for t in mine if t.status in TERMINAL), None)
+            if not ended:
+                call.close()
+                raise McpError(INTERNAL_ERROR, "you have %d tasks running or keeping results unread, the most one "
+                               "person (or session) may keep (%d, a share of this server's %d), and none of yours "
+                               "has ended: wait for one to end, or cancel one (tasks/cancel)"
+                               % (len(mine), share, self.limit))
+            del self.tasks[ended.id]
         if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
             ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner == owner), None)
             if not ended:
@@ -5408,6 +5429,7 @@ class TaskStore:
                                % self.limit)
             del self.tasks[ended.id]
         task = Task(owner, ttl, ctx.modern, self.ids and self.ids.new_id())
+        task.holder = holder
         ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
@@ -5787,8 +5809,8 @@ class Guard:
                     self.stats.changed()
             if self.audit is not None and not asked:
                 client, named = ctx.session.client_info, [key for key in arguments if looks_secret(key) or key in hidden]
-                if getattr(ctx.session, "person", None) is not None:
-                    entry["person"] = ctx.session.person
+                if getattr(ctx.session, "person", None) is not None:  # their name (the caller: static:NAME)
+                    entry["person"] = getattr(getattr(ctx.session, "signed_in", None), "subject", ctx.session.person)
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
                              arguments={key: "***" if key in named else _clip(value, 1000) if isinstance(value, str)
@@ -6259,7 +6281,7 @@ class ToolSearch:
         key = [(tool["name"], tool.get("description"), _object(tool.get("_meta")).get(SEARCH_HINT_META)) for tool in tools]
         if key != self._key:  # the index is built again only when a name or description changed
             self._index, self._key = ToolIndex(tools), key
-        hits = self._index.search(query, limit)
+        hits = [tool for tool in self._index.search(query, limit) if not catalog.hidden(tool["name"], ctx)]
         if hits and not ctx.modern:
             self.remember([tool["name"] for tool in hits], ctx.session)
         lines = "".join("\n%s: %s" % (tool["name"], str(tool.get("description")).split("\n")[0][:160]) for tool in hits)
@@ -6492,6 +6514,7 @@ class Server:
             raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
                 up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
                 + "; fix it and restart mcpstudio")
+        tools = [tool for tool in tools if not self.catalog.hidden(tool["name"], ctx)]
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
@@ -6500,8 +6523,8 @@ class Server:
         if self.search and self.search.handles(name):
             return await self.search.call(name, params, arguments, ctx)
         route = await self.catalog.route(name)
-        if not route:
-            known = [t["name"] for t in await self.catalog.tools()]
+        if not route or self.catalog.hidden(name, ctx):  # a manager tool of a team gateway: there for admins only
+            known = [t["name"] for t in await self.catalog.tools() if not self.catalog.hidden(t["name"], ctx)]
             denial = self.catalog.denial(name)
             if denial:
                 raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
@@ -6899,7 +6922,7 @@ CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
              "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints", "toolSearch",
-             "toolSearchThreshold", "toolSearchPin", "signIn", "people")
+             "toolSearchThreshold", "toolSearchPin", "signIn", "people", "admins")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -7521,10 +7544,18 @@ def read_guard(loader, data):
 
 def read_sign_in(loader, data):
     """A config's `signIn` and `people` as {"issuer", "audience", "introspection", "clientId", "clientSecret",
-    "scopes", "people": {name: (sha256 hex, groups, email)}}, or None when it has neither."""
+    "scopes", "people": {name: (sha256 hex, groups, email)}, "admins": [who may use the manager tools]}, or None
+    when it has neither."""
     plan = loader.get(data, "signIn", dict, "")
     people = loader.get(data, "people", dict, "")
+    admins = loader.get(data, "admins", list, "")
+    if admins is not None and not all(isinstance(a, str) and a for a in admins):
+        raise loader.error("admins", "expected a list of who may use the manager tools: subjects, emails or "
+                           "\"group:NAME\"")
     if plan is None and people is None:
+        if admins is not None:
+            raise loader.error("admins", "names who of the signed-in people may use the manager tools: the config "
+                               "signs no one in (signIn, people)")
         return None
     plan = dict(plan or {})
     loader.keys(plan, SIGNIN_KEYS, "signIn")
@@ -7554,6 +7585,7 @@ def read_sign_in(loader, data):
         if not all(isinstance(g, str) for g in groups):
             raise loader.error(_join(where, "groups"), "expected a list of group names")
         plan["people"][name] = (digest.lower(), groups, loader.get(entry, "email", str, where))
+    plan["admins"] = admins or []
     return plan
 
 
@@ -11348,9 +11380,11 @@ class ManagerTools:
                 ", ".join(hub.upstreams) or "none"))
         return upstream
 
-    async def call(self, tool, arguments):
-        """Run one manager tool; its result is JSON text plus structuredContent."""
+    async def call(self, tool, arguments, ctx=None):
+        """Run one manager tool; its result is JSON text plus structuredContent. A signed-in person (`ctx`) is
+        shown only the namespaces they may use."""
         hub = self.hub
+        person = getattr(getattr(ctx, "session", None), "signed_in", None)
         try:
             if tool == "servers_list":
                 result = {"servers": [self.status(u) for u in hub.upstreams.values()],
@@ -11359,7 +11393,8 @@ class ManagerTools:
                 namespace = hub.namespace
                 result = {"active": namespace.name, "chosenBy": namespace.chosen_by, "namespaces": [
                     {"name": name, "servers": ns["servers"], "active": name == namespace.name,
-                     "description": ns["description"]} for name, ns in namespace.plan.namespaces.items()]}
+                     "description": ns["description"]} for name, ns in namespace.plan.namespaces.items()
+                    if person is None or hub.admits is None or hub.admits(ns.get("people"), person)]}
             elif tool == "config_reload":
                 result = await hub.reload()
             elif tool == "server_logs":
@@ -11634,8 +11669,10 @@ class Aggregator:
 
     def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
                  separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
-                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None):
+                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None, sign_in=None, admits=None):
         self.runner, self.log = runner, log
+        self.sign_in = sign_in  # the config's signIn and people (read_sign_in, kept current by reloads), or None
+        self.admits = admits    # the people rule (Sign-in: admits): who a namespace's `people`, or `admins`, names
         self.separator = separator
         self.namespace = Namespace(namespace, separator, config_path, log)
         self.manager_tools = manager_tools
@@ -11940,6 +11977,15 @@ class Aggregator:
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
         return self._denied.get(name)
 
+    def hides(self, name, ctx):
+        """Whether the manager tool `name` is hidden from `ctx`'s person: a config that signs people in gives its
+        manager tools (stop a shared server, reload, read logs) only to those its `admins` names. Without a
+        signed-in person (stdio: the machine's own user) nothing is hidden."""
+        person = getattr(getattr(ctx, "session", None), "signed_in", None)
+        if self._tools.get(name, ("",))[0] != "manager" or self.sign_in is None or person is None:
+            return False
+        return not (self.sign_in.get("admins") and self.admits(self.sign_in["admins"], person))
+
     def command_line(self, name, arguments):
         """What a call of `name` runs: a local tool's command line, or the server and tool it goes to (with
         the server's rules)."""
@@ -11972,7 +12018,7 @@ class Aggregator:
         if route[0] == "local":
             return await route[1].call_tool(route[2], arguments, ctx)
         if route[0] == "manager":
-            return await self.manager.call(route[1], arguments)
+            return await self.manager.call(route[1], arguments, ctx)
         original, curated = route[2], route[3]
         entry = upstream = None
         try:
@@ -12228,17 +12274,20 @@ class Aggregator:
         return report
 
 
-def aggregator_for(local, info, load, path, runner, log, options, script_options) -> Aggregator:
-    """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads)."""
+def aggregator_for(local, info, load, path, runner, log, options, script_options, admits=None) -> Aggregator:
+    """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads); `admits` is the
+    people rule (who a namespace's `people` or the config's `admins` names)."""
     def reload():
         _, found, again = load()
         if info["sign_in"] is not None:  # a person taken out of `people` is signed out now, not at the next start
             info["sign_in"]["people"] = (again["sign_in"] or {}).get("people") or {}
+            info["sign_in"]["admins"] = (again["sign_in"] or {}).get("admins") or []
         return found, again["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace"), again["local_key"]
     return Aggregator(
         local, info["upstream"], runner, log, namespace=options["namespace"], separator=info["separator"],
         manager_tools=not options["no_manager_tools"], eager=bool(options["eager"]), reload=reload,
-        config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL))
+        config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL),
+        sign_in=info["sign_in"], admits=admits)
 
 
 def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=0, manager=True):
@@ -13064,6 +13113,7 @@ SIGNIN_JWKS_REFRESH = 600      # seconds an issuer's JWKS is used before it is f
 SIGNIN_KID_REFETCH = 30        # a token with an unknown `kid` fetches the JWKS again at most this often
 SIGNIN_ANSWERS = 1000          # tokens whose check (a person, or why not) is kept, SIGNIN_REMEMBER seconds at most
 SIGNIN_REMEMBER = 60
+STATIC_PERSON = "static:"      # a listed person's identity (Person.key): never an identity provider's subject
 _JWT_ALGS = ("RS256", "ES256")  # accepted; never none, never HMAC
 _SHA256_INFO = bytes.fromhex("3031300d060960864801650304020105000420")  # DigestInfo of SHA-256 (RFC 8017 §9.2)
 _P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
@@ -13246,8 +13296,9 @@ class Person:
     token = None
     refusals = None  # SignIn's {sha256 of a token: why a passthrough server refused it}
 
-    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=()):
+    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=(), key=None):
         self.subject, self.email = subject, email
+        self.key = key or subject  # whose secrets, tasks, outputs, sessions: a listed person's is static:NAME
         self.groups = [g for g in groups if isinstance(g, str)]
         self.scopes = [s for s in scopes if isinstance(s, str)]
         self.audiences = [a for a in audiences if isinstance(a, str)]
@@ -13328,8 +13379,8 @@ class SignIn:
         import hmac
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
         for name, (wanted, groups, email) in self.plan["people"].items():
-            if hmac.compare_digest(digest, wanted):
-                return Person(name, email, groups, self.scopes)
+            if hmac.compare_digest(digest, wanted):  # a listed person: never the provider's subject of that name
+                return Person(name, email, groups, self.scopes, key=STATIC_PERSON + name)
         if not self.issuer:
             raise TokenError("it is not the token of a listed person")
         if digest in self.refused:
@@ -13344,6 +13395,9 @@ class SignIn:
         try:
             claims = await self._claims(token, audiences)
             answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
+            if answer.key.startswith(STATIC_PERSON):
+                raise TokenError("its subject %s takes the prefix of listed people (%s)" % (
+                    json.dumps(answer.key), STATIC_PERSON))
             answer.token, answer.refusals = token, self.refused  # for a passthrough server (Person.token_for, refuse)
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
@@ -13412,7 +13466,8 @@ class SignIn:
         return [key for key in map(jwk_key, jwks["keys"]) if key]
 
     async def _introspect(self, token, audiences):
-        """RFC 7662: the claims of an active opaque token, checked as a JWT's are (iss and aud when given)."""
+        """RFC 7662: the claims of an active opaque token, checked as a JWT's are (`iss` when given; `aud` always: an
+        answer without it is refused)."""
         import base64
         import urllib.parse
         plan = self.plan
@@ -13430,10 +13485,15 @@ class SignIn:
             raise UnknownKey("the introspection endpoint could not check it now")
         if claims.get("active") is not True:
             raise TokenError("the identity provider says it is not active")
-        given = claims.get("aud", audiences[0])
-        if claims.get("iss", self.issuer) != self.issuer or not any(isinstance(a, str) and a.rstrip("/") in audiences
-                                                                    for a in ([given] if isinstance(given, str) else
-                                                                              given if isinstance(given, list) else [])):
+        given = claims.get("aud")
+        if claims.get("iss", self.issuer) != self.issuer:
+            raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
+        if given is None:  # RFC 7662 makes `aud` optional; without it the token may be another service's
+            raise TokenError("the identity provider's introspection answer names no audience (`aud`): it may be a "
+                             "token for another service; the provider must give it this server's URL (%s)"
+                             % audiences[-1])
+        if not any(isinstance(a, str) and a.rstrip("/") in audiences
+                   for a in ([given] if isinstance(given, str) else given if isinstance(given, list) else [])):
             raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
         subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
         if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):
@@ -14204,7 +14264,7 @@ class HttpServer:
             raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
                                  "(or 2026-07-28 `_meta` on the request)")
         entry = self.sessions.get(session_id.strip())
-        if entry and entry.session.person != (person and person.subject):  # another person's: as if not there
+        if entry and entry.session.person != (person and person.key):  # another person's: as if not there
             entry = None
         if not entry:
             why = self.instance.elsewhere(session_id.strip()) or "it ended or expired"
@@ -14217,7 +14277,7 @@ class HttpServer:
 
     async def _post(self, headers, body, reader, writer, keep, version, person=None):
         limit = self.server.guard.http_limit
-        caller = person.subject if person else self.caller
+        caller = person.key if person else self.caller
         wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + caller,) + limit], time.monotonic())[0]
         if wait:
             raise HttpError(429, "this endpoint takes %d requests per %g s; retry in %d s" % (limit + (int(wait) + 1,)),
@@ -14254,7 +14314,7 @@ class HttpServer:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
         if method == "initialize" and "id" in message:  # a person's sessions count as one client's
-            entry = self._new_session(("person " + person.subject) if person else forwarded_client(
+            entry = self._new_session(("person " + person.key) if person else forwarded_client(
                 (writer.get_extra_info("peername") or "?")[0], headers.get("x-forwarded-for"), self.proxies), person)
             extra = [("Mcp-Session-Id", entry.id)]
         else:
@@ -14278,7 +14338,7 @@ class HttpServer:
         session = Session(transport, self.server.dispatch, self.log, self.server.notification)
         session.caller = session.label = self.caller
         if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
-            session.caller = session.person = person.subject
+            session.caller = session.person = person.key  # a listed person's: static:NAME
             session.signed_in = person  # their token, for a passthrough server (Aggregator._instance)
         return session, transport
 
@@ -15705,7 +15765,8 @@ def secrets_command(words):
     if not person or action not in ("set", "remove", "list") or len(rest) != (1 if action == "list" else 2) or (
             action != "list" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest[1])):
         raise UsageError("secrets takes: set NAME --person SUBJECT (the value on stdin), remove NAME --person "
-                         "SUBJECT, or list --person SUBJECT; NAME is what ${person.NAME} names")
+                         "SUBJECT, or list --person SUBJECT; NAME is what ${person.NAME} names; SUBJECT is the "
+                         "identity provider's, or static:NAME for a person of the config's `people`")
     store = PersonSecrets()
     if action == "list":
         for name in sorted(store.of(person)):
@@ -16113,7 +16174,8 @@ SUBCOMMAND_HELP = {
                "the env, headers or args of a server with \"isolation\": \"user\" is SUBJECT's NAME when\n"
                "that person's own process starts. `set` reads the value from stdin (asks on a terminal).\n"
                "They are kept in people-secrets.json beside the default config, mode 0600; `list` shows\n"
-               "names only.",
+               "names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists\n"
+               "is static:NAME (never the same person as a subject NAME).",
     "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
                "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
                "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"
@@ -16316,7 +16378,8 @@ def _build_server(options, words, log: Log, config, runner=None):
             return loader, found, info
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
-            hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)
+            hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options,
+                                 admits)
             hub.tool_search = info["tool_search"]
             found = [hub]
             # toolSearch: --tool-search, else the namespace's, else the file's

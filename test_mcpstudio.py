@@ -14593,6 +14593,40 @@ class TeamGatewayTests(ScratchDir):
                 self.assertNotIn("x-injected", headers)
                 answers.pop(0)
 
+    def test_an_introspection_answer_without_an_audience_is_refused(self):
+        # RFC 7662 makes `aud` optional, but an active token whose answer names no audience may be one the identity
+        # provider issued for another service: it is refused (401, saying so); the same answer naming this server's
+        # URL signs the person in.
+        import http.server
+        answer = {"active": True, "sub": "dana", "exp": int(time.time()) + 300}
+
+        class Introspection(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        provider = ThreadedHttpServer()
+        provider.serve(Introspection)
+        self.addCleanup(provider.close)
+        base = "http://127.0.0.1:%d" % provider.port
+        with HttpServerProcess("serve", "--config", self.config(signIn={
+                "issuer": base, "introspection": base + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
+            status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                           headers={"Authorization": "Bearer opaque-token-1"})
+            self.assertEqual(status, 401)
+            self.assertIn("names no audience", headers["www-authenticate"])
+            answer["aud"] = "http://127.0.0.1:%d/mcp" % http.port
+            status, _, text = http.modern("tools/list", headers={"Authorization": "Bearer opaque-token-2"})
+            self.assertEqual(status, 200, text)
+            self.assertIn("echo", [tool["name"] for tool in http.messages(text)[0]["result"]["tools"]])
+
     def test_a_signed_in_server_refuses_a_second_way_in(self):
         # --http-token beside `people` is one way in too many; beyond loopback, signIn needs its `audience` (the
         # URL tokens are for): both stop at startup with exit 2, saying so.
@@ -14658,8 +14692,8 @@ class TeamGatewayTests(ScratchDir):
             text = f.read()
         lines = [json.loads(line) for line in text.splitlines()]
         self.assertEqual([(line["person"], line["caller"], line.get("rateLimited", False)) for line in lines],
-                         [("alice", "alice", False), ("alice", "alice", True), ("alice", "alice", True),
-                          ("bob", "bob", False)])
+                         [("alice", "static:alice", False), ("alice", "static:alice", True),
+                          ("alice", "static:alice", True), ("bob", "static:bob", False)])  # caller: a listed person
         self.assertNotIn("token-000", text)
 
     def test_what_a_person_makes_stays_theirs(self):
@@ -14696,6 +14730,21 @@ class TeamGatewayTests(ScratchDir):
             status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session,
                                         headers=self.auth("alice"))
             self.assertEqual(status, 200, text)
+
+
+    def test_one_person_cannot_fill_the_task_table(self):
+        # A person keeps at most half of the server's tasks (TASK_LIMIT 100): alice's 51st running task is refused,
+        # saying the limit, and bob can still start his; her ended task makes room for her next one.
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            started = [self.call(http, "alice", "slow", {"seconds": "60"}, meta=self.TASKS) for _ in range(50)]
+            self.assertEqual({task.get("resultType") for task in started}, {"task"}, started[-1])
+            refused = self.call(http, "alice", "slow", {"seconds": "60"}, meta=self.TASKS)
+            self.assertIn("the most one person (or session) may keep (50, a share of this server's 100)",
+                          refused.get("message", ""), refused)
+            self.assertEqual(self.call(http, "bob", "slow", {"seconds": "60"}, meta=self.TASKS)["resultType"], "task")
+            http.modern("tasks/cancel", {"taskId": started[0]["taskId"], "_meta": self.TASKS},
+                        headers=dict(self.auth("alice"), **{"Mcp-Name": started[0]["taskId"]}))
+            self.assertEqual(self.call(http, "alice", "slow", {"seconds": "60"}, meta=self.TASKS)["resultType"], "task")
 
 
 class IsolationTests(AggregatorCase):
@@ -14738,12 +14787,12 @@ class IsolationTests(AggregatorCase):
         # person without the secret is told how to set it; the store is 0600 and lists names only; a shared server
         # cannot use ${person.NAME}.
         for name in ("alice", "bob"):
-            done = self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value\n" % name)
+            done = self.secrets("set", "TOKEN", "--person", "static:" + name, value="%s-secret-value\n" % name)
             self.assertEqual(done.returncode, 0, done.stderr)
         store = os.path.join(self.dir, "config", "mcpstudio", "people-secrets.json")
         if os.name == "posix":
             self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)
-        self.assertEqual(self.secrets("list", "--person", "alice").stdout, "TOKEN\n")
+        self.assertEqual(self.secrets("list", "--person", "static:alice").stdout, "TOKEN\n")
         self.assertEqual(self.secrets("set", "TOKEN").returncode, 2)  # no --person
         self.assertEqual(self.secrets("set", "TOKEN", "--person", "dan", value="").returncode, 2)  # no value
         self.secrets("set", "OTHER", "--person", "dan", value="x")
@@ -14752,7 +14801,7 @@ class IsolationTests(AggregatorCase):
         with HttpServerProcess("serve", "--config", self.config("user"), "--no-manager-tools", env=self.env) as http:
             for name in ("alice", "bob", "alice"):
                 self.assertEqual(self.call(http, name, "keeper__env", {"name": "FAKE_WHO"}), "%s-secret-value" % name)
-            self.assertIn("needs your own secret TOKEN, which is not set; set it with `mcpstudio secrets set TOKEN --person carol`",
+            self.assertIn("needs your own secret TOKEN, which is not set; set it with `mcpstudio secrets set TOKEN --person static:carol`",
                           self.call(http, "carol", "keeper__env", {"name": "FAKE_WHO"}))
             self.assertNotIn("secret-value", "".join(http.stderr))
         with open(self.pids) as f:  # one process lists the tools (without secrets), then one for each person
@@ -14795,7 +14844,7 @@ class IsolationTests(AggregatorCase):
                 json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "echo", "--name",
                                                                             "keeper"]}},
                            "people": {name: {"tokenSha256": hashlib.sha256(self.TOKENS[name].encode()).hexdigest()}
-                                      for name in names}}, f)
+                                      for name in names}, "admins": ["alice"]}, f)
         write(["alice", "bob"])
         with HttpServerProcess("serve", "--config", path, env=self.env) as http:
             self.assertEqual(self.call(http, "bob", "keeper__echo", {"text": "in"}), "keeper: in")
@@ -14805,6 +14854,131 @@ class IsolationTests(AggregatorCase):
                                           headers={"Authorization": "Bearer " + self.TOKENS["bob"]})
             self.assertEqual(status, 401, text)
             self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "still"}), "keeper: still")
+
+    def test_manager_tools_are_the_admins_alone(self):
+        # With people signing in, the manager tools (stop a shared server, reload, logs) are neither listed nor
+        # callable (Unknown tool; nor found or called through the search tools) for a person `admins` does not name; an admin
+        # (by subject or group:NAME) has them, and namespaces_list shows each admin only the namespaces they may use.
+        path = os.path.join(self.dir, "admins.json")
+        groups = {"alice": ["ops"], "bob": ["leads"], "carol": ["ops"]}
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "echo", "--name",
+                                                                        "keeper"]}},
+                       "namespaces": {"all": {"servers": ["keeper"]},
+                                      "ops": {"servers": ["keeper"], "people": ["group:ops"]}},
+                       "defaultNamespace": "all", "admins": ["group:leads", "carol"],
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest(),
+                                         "groups": groups[name]} for name, token in self.TOKENS.items()}}, f)
+
+        def answer(name, method, params):
+            status, _, text = http.modern(method, params, headers={"Authorization": "Bearer " + self.TOKENS[name]})
+            self.assertEqual(status, 200, text)
+            return http.messages(text)[-1]
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            names = [t["name"] for t in answer("alice", "tools/list", {})["result"]["tools"]]
+            self.assertIn("keeper__echo", names)
+            self.assertFalse([n for n in names if n.startswith("mcpstudio__")], names)
+            for tool in ("mcpstudio__servers_stop", "mcpstudio__config_reload", "mcpstudio__namespaces_list"):
+                refused = answer("alice", "tools/call", {"name": tool, "arguments": {"server_id": "keeper"}})
+                self.assertIn("Unknown tool: %s" % tool, refused["error"]["message"])
+            self.assertEqual(text_of(answer("alice", "tools/call", {"name": "keeper__echo", "arguments": {
+                "text": "up"}})["result"]), "keeper: up")  # still running: alice could not stop it
+            for name, shown in (("bob", ["all"]), ("carol", ["all", "ops"])):
+                names = [t["name"] for t in answer(name, "tools/list", {})["result"]["tools"]]
+                self.assertIn("mcpstudio__servers_stop", names)
+                listed = answer(name, "tools/call", {"name": "mcpstudio__namespaces_list", "arguments": {}})
+                self.assertEqual([ns["name"] for ns in listed["result"]["structuredContent"]["namespaces"]], shown)
+        with open(path) as f:
+            data = json.load(f)
+        data["toolSearch"] = "on"  # nor found or called through the search tools
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            found = answer("alice", "tools/call", {"name": "mcpstudio__search_tools", "arguments": {
+                "query": "stop restart servers logs reload echo"}})["result"]["structuredContent"]["tools"]
+            self.assertIn("keeper__echo", [t["name"] for t in found])
+            self.assertFalse([t["name"] for t in found if t["name"].startswith("mcpstudio__")], found)
+            refused = answer("alice", "tools/call", {"name": "mcpstudio__call_tool", "arguments": {
+                "name": "mcpstudio__servers_stop", "arguments": {"server_id": "keeper"}}})["result"]
+            self.assertIn("Unknown tool: mcpstudio__servers_stop", text_of(refused))
+            found = answer("bob", "tools/call", {"name": "mcpstudio__search_tools", "arguments": {
+                "query": "stop restart servers"}})["result"]["structuredContent"]["tools"]
+            self.assertIn("mcpstudio__servers_stop", [t["name"] for t in found])
+        with open(path) as f:
+            data = json.load(f)
+        del data["people"]
+        with open(path, "w") as f:
+            json.dump(data, f)
+        done = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              env=self.env)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("admins", done.stderr)
+
+    def test_a_static_person_and_a_subject_of_the_same_name_are_two_people(self):
+        # A listed (static-token) person `alice` and an identity provider's subject `alice` are two people: each
+        # has their own secrets (the static one's are set with `--person static:alice`) and their own tasks; the
+        # audit line names the static person by name. A JWT whose subject claims the static: prefix is refused.
+        import http.server
+        key = _test_rsa_key(45)
+
+        class Issuer(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                base = "http://127.0.0.1:%d" % self.server.server_address[1]
+                body = {"issuer": base, "jwks_uri": base + "/jwks"} if self.path.startswith("/.well-known/") else {
+                    "keys": [_rsa_jwk(key, "k1")]}
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        issuer = ThreadedHttpServer()
+        issuer.serve(Issuer)
+        self.addCleanup(issuer.close)
+        base = "http://127.0.0.1:%d" % issuer.port
+        path, audit = os.path.join(self.dir, "two.json"), os.path.join(self.dir, "audit.jsonl")
+        fake = [self.fake, "--only", "echo,env", "--name", "keeper"]
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": fake, "env": {"FAKE_WHO": "${person.TOKEN}"},
+                                                "isolation": "user"}},
+                       "tools": [{"name": "slow", "command": "sleep {seconds}", "taskSupport": "required"}],
+                       "audit": {"file": audit}, "signIn": {"issuer": base},
+                       "people": {"alice": {"tokenSha256": hashlib.sha256(self.TOKENS["alice"].encode()).hexdigest()}}},
+                      f)
+        for person, value in (("static:alice", "static-secret\n"), ("alice", "subject-secret\n")):
+            self.assertEqual(self.secrets("set", "TOKEN", "--person", person, value=value).returncode, 0)
+        tasks = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            def token(subject):
+                return _jwt({"alg": "RS256", "kid": "k1"}, {"iss": base, "aud": "http://127.0.0.1:%d/mcp" % http.port,
+                                                            "sub": subject, "exp": int(time.time()) + 300},
+                            lambda data: _rs256_sign(key, data))
+
+            def answer(bearer, method, params, name=None):  # `name`: a task's id (tasks declared, as for slow)
+                headers = {"Authorization": "Bearer " + bearer}
+                if name:
+                    headers["Mcp-Name"] = name
+                status, _, text = http.modern(method, dict(params, _meta=tasks if name or params.get("name") == "slow"
+                                                           else {}), headers=headers)
+                return status, http.messages(text)[-1] if status == 200 else text
+            static, subject = self.TOKENS["alice"], token("alice")
+            for bearer, secret in ((static, "static-secret"), (subject, "subject-secret")):
+                status, reply = answer(bearer, "tools/call", {"name": "keeper__env", "arguments": {"name": "FAKE_WHO"}})
+                self.assertEqual((status, text_of(reply["result"])), (200, secret))  # no tasks declared: a result
+            status, started = answer(static, "tools/call", {"name": "slow", "arguments": {"seconds": "30"}})
+            task = started["result"]["taskId"]
+            status, seen = answer(subject, "tasks/get", {"taskId": task}, task)
+            self.assertIn("Unknown task", seen["error"]["message"])
+            status, seen = answer(static, "tasks/get", {"taskId": task}, task)
+            self.assertEqual(seen["result"]["status"], "working")
+            self.assertEqual(answer(token("static:alice"), "tools/list", {})[0], 401)
+        with open(audit) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([line.get("person") for line in lines if line.get("tool") == "keeper__env"],
+                         ["alice", "alice"])
 
     def test_a_store_that_cannot_be_read_is_never_overwritten(self):
         # A store that cannot be read (edited by hand into broken JSON, a symlink) is refused by `secrets set` and
@@ -14827,7 +15001,7 @@ class IsolationTests(AggregatorCase):
         # An isolated server's results come from a person's own process, with their own secrets: a `cache` with
         # `shared: true` keeps them per person all the same, so bob never gets what alice's process answered.
         for name in ("alice", "bob"):
-            self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value" % name)
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value="%s-secret-value" % name)
         path = self.config("user")
         with open(path) as f:
             data = json.load(f)
@@ -14869,7 +15043,7 @@ class IsolationTests(AggregatorCase):
         # "session": each client session its own process; past maxInstances an idle one makes room, and when each
         # is busy with a call the caller is told so.
         for name in self.TOKENS:
-            self.secrets("set", "TOKEN", "--person", name, value=name)
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value=name)
         with HttpServerProcess("serve", "--config", self.config("session", 1), "--no-manager-tools",
                                env=self.env) as http:
             sessions = []
@@ -14914,7 +15088,7 @@ class IsolationTests(AggregatorCase):
         # their secret), never the shared one; the listings come from the shared process, which never gets a
         # person's secret (its ${person.TOKEN} is empty).
         for name in ("alice", "bob"):
-            self.secrets("set", "TOKEN", "--person", name, value=name + "-own")
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value=name + "-own")
         who = os.path.join(self.dir, "who")
         path = os.path.join(self.dir, "reads.json")
         with open(path, "w") as f:
@@ -14943,7 +15117,7 @@ class IsolationTests(AggregatorCase):
                                                               "argument": {"name": "who", "value": "a"}})
                 self.assertEqual(completed["result"]["completion"]["values"], ["a-keeper-handshake", name + "-own"])
             refused = ask("carol", "resources/read", {"uri": "fake://keeper/info"})  # no secret: told how to set it
-            self.assertIn("mcpstudio secrets set TOKEN --person carol", refused["error"]["message"])
+            self.assertIn("mcpstudio secrets set TOKEN --person static:carol", refused["error"]["message"])
         with open(who) as f:  # the shared (listing) process got no secret; each person's got only their own
             self.assertEqual(sorted(line.split()[1] for line in f), ["-", "alice-own", "bob-own"])
 
