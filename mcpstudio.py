@@ -3505,20 +3505,40 @@ class OutputBudget:
         return text
 
 
+DATA_URI_HEADER_MAX = 1024      # characters of a data: URI before its comma (type and parameters)
+
+
+def parse_data_uri(value):
+    """(`name=` parameter or None, base64 text) of data:<type>[;<parameter>...];base64,<data>; ValueError
+    for anything else. Linear whatever the value: a header longer than DATA_URI_HEADER_MAX is refused
+    before it is split (a backtracking pattern here once stalled every session on a hostile value)."""
+    if not value.startswith("data:"):
+        raise ValueError("not a data: URI")
+    comma = value.find(",", 0, DATA_URI_HEADER_MAX + 6)
+    if comma < 0:
+        raise ValueError("no comma within %d characters" % DATA_URI_HEADER_MAX)
+    parameters = value[5:comma].split(";")
+    if len(parameters) < 2 or parameters[-1] != "base64":
+        raise ValueError("not base64")
+    names = [part[5:] for part in parameters[1:-1] if part.startswith("name=")]
+    return (names[0] if names else None), value[comma + 1:]
+
+
 def write_file_argument(key, value, folder, limit):
     """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
     its own in `folder` (no two files meet, whatever their names); its path."""
     import base64
-    match = re.fullmatch(r"data:[^,;]*(?:;(?!name=)[^,;]*)*(?:;name=([^,;]*))?[^,]*;base64,(.*)", value, re.S)
     try:
-        data = base64.b64decode(match.group(2), validate=True)
-    except (AttributeError, ValueError):  # not a data: URI; not base64
+        given, encoded = parse_data_uri(value)
+        size = len(encoded) // 4 * 3 - encoded[-2:].count("=")  # what it decodes to, checked before decoding
+        if size > limit:
+            raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, size, limit))
+        data = base64.b64decode(encoded, validate=True)
+    except ValueError:  # not a data: URI; not base64
         raise ToolError("`%s` is a file: give it as a data: URI (data:image/png;name=a.png;base64,iVBOR...) or the URI "
                         "of a resource this server serves (mcpstudio://output/...), not %s"
                         % (key, json.dumps(_clip(value, 40)))) from None
-    if len(data) > limit:
-        raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, len(data), limit))
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).lstrip(".")
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(given or "")).lstrip(".")
     path = os.path.join(folder, key, name or key)
     os.mkdir(os.path.dirname(path))
     with open(path, "xb") as f:

@@ -10490,7 +10490,8 @@ class FileArgumentTests(ScratchDir):
             with open(path, "rb") as f:
                 self.assertEqual(f.read(), png)
         for value, problem in (("nope", "data: URI"), ("data:image/png;base64,@@@", "data: URI"),
-                               ("data:text/plain,hello", "data: URI"), ("data:;base64," + encoded, "more than the 100")):
+                               ("data:text/plain,hello", "data: URI"), ("data:;base64," + encoded, "more than the 100"),
+                               ("data:" + "a" * 2000 + ";base64,QQ==", "data: URI"), ("data:;base64", "data: URI")):
             with self.assertRaisesRegex(mcpstudio.ToolError, problem):
                 mcpstudio.write_file_argument("picture", value, self.dir, 100)
 
@@ -10535,6 +10536,27 @@ class FileArgumentTests(ScratchDir):
             self.assertIn({"type": "image", "data": base64.b64encode(png).decode(), "mimeType": "image/png"},
                           result["content"])
             self.assertIn({"type": "text", "text": "drawn\n"}, result["content"])
+
+    def test_hostile_data_uri_is_linear(self):
+        # Issue 41.1: a 1 MB data: URI of many `;a` parameters (no comma, or one at the very end) is refused at
+        # once, and the server keeps answering; the backtracking pattern it replaced took hours on it.
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "digest", "command_template": "cat {image}",
+                                  "parameters": {"image": {"type": "file"}}}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            for value in ("data:" + ";a" * 500000, "data:" + ";a" * 500000 + ",x", "data:;name=" + ";a" * 500000
+                          + ";base64,QQ=="):
+                started = time.monotonic()
+                result = server.call("digest", {"image": value}, timeout=10)
+                self.assertLess(time.monotonic() - started, 5, value[:20])
+                self.assertTrue(result["isError"], result)
+                self.assertIn("`image` is a file", text_of(result))
+            # a value too large for the limit is refused by its length, before it is decoded
+            result = server.call("digest", {"image": "data:;base64," + "A" * (4 << 20)}, timeout=10)
+            self.assertIn("more than the %d a file may have" % (1 << 20), text_of(result))
+            self.assertIn("result", server.request("ping", timeout=5))
 
     def test_resource_uri_as_file(self):
         # A file parameter's value may be a resource URI of this server: a kept output of the same session is read
