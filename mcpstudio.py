@@ -2882,7 +2882,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs", "ran", "running", "prompts")
+                 "capabilities", "task", "inputs", "ran", "served", "running", "prompts")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2896,6 +2896,7 @@ class CallContext:
         self.task = None        # the id of the task this call runs as
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
+        self.served = None      # (owner, version, tool) of the server run that answered it (the result cache's key)
         self.running = None     # the Task itself (its status message shows the command's last line)
         self.prompts = None     # 2026-07-28: the InputBridge that asks a command's questions as input_required rounds
 
@@ -5210,11 +5211,13 @@ def take_token(buckets, limits, now):
 
 
 class ResultCache:
-    """Successful results by key until they expire; bounded in entries and bytes, oldest out first."""
+    """Successful results by key until they expire; bounded in entries and bytes, oldest out first. Each entry
+    has an owner (a server) and that owner's version (its launch and run): a new version drops the old's."""
 
     def __init__(self, max_entries=CACHE_ENTRIES, max_bytes=CACHE_BYTES):
-        self.entries = collections.OrderedDict()  # key -> (result, expires, size)
+        self.entries = collections.OrderedDict()  # key -> (result, expires, size, owner)
         self.max_entries, self.max_bytes, self.size = max_entries, max_bytes, 0
+        self.versions = {}  # owner -> the version its entries were made by
 
     def get(self, key, now):
         """(result, expires) of a live entry, or None."""
@@ -5224,15 +5227,24 @@ class ResultCache:
             entry = None
         return entry and entry[:2]
 
-    def put(self, key, result, expires, size):
-        """Keep `result`; the oldest entries make room (one larger than the whole cache is not kept)."""
+    def put(self, key, result, expires, size, owner="", version=""):
+        """Keep `result`; the oldest entries make room (one larger than the whole cache is not kept). An
+        `owner` seen with another `version` before (restarted, or reloaded to run elsewhere) loses those entries."""
+        if self.versions.setdefault(owner, version) != version:
+            self.drop(owner)
+            self.versions[owner] = version
         if key in self.entries:
             self.size -= self.entries.pop(key)[2]
         if size <= self.max_bytes:
-            self.entries[key] = (result, expires, size)
+            self.entries[key] = (result, expires, size, owner)
             self.size += size
         while len(self.entries) > self.max_entries or self.size > self.max_bytes:
             self.size -= self.entries.popitem(last=False)[1][2]
+
+    def drop(self, owner):
+        """Forget every entry of `owner`."""
+        for key in [key for key, entry in self.entries.items() if entry[3] == owner]:
+            self.size -= self.entries.pop(key)[2]
 
 
 class CallMetrics:
@@ -5363,8 +5375,15 @@ class Guard:
         limits = [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),) + rules["rateLimit"][:2]
                   for level, rules in levels if "rateLimit" in rules]
         cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
-        key = cache and json.dumps([public, "" if cache[1] else who, plan.get("argv") or arguments, plan.get("stdin"),
-                                    plan.get("cwd"), plan.get("env")], default=str)
+        # The route, not the public name (one name in two namespaces may reach two servers): the server's id, its
+        # version (launch fingerprint and run; None while it is not running) and the tool's own name.
+        route = source.cache_route if hasattr(source, "cache_route") else lambda name: ("", "", name)
+
+        def cache_key(owner, version, tool):
+            return version is not None and json.dumps([owner, version, tool, public, "" if cache[1] else who,
+                                                       plan.get("argv") or arguments, plan.get("stdin"),
+                                                       plan.get("cwd"), plan.get("env")], default=str)
+        key = cache and cache_key(*route(original))
 
         def limited(wait, limit):
             entry["rateLimited"] = True
@@ -5373,6 +5392,7 @@ class Guard:
                 (public,) + limit + (wait_text,))), _meta={"mcpstudio/retryAfter": wait_text})
 
         async def run():
+            nonlocal key
             looked = take_token({key: self.buckets[key] for key, _, _ in limits if key in self.buckets}, limits,
                                 time.monotonic())  # a look: a token is spent below, by a call that runs
             if looked[0]:
@@ -5396,9 +5416,11 @@ class Guard:
                 entry["cached"] = True
                 return _with_meta(hit[0], CACHED_META, True)
             result = await source.call_tool(original, arguments, ctx)
+            where = cache and (ctx.served or route(original))  # after the call: the run that answered it
+            key = where and cache_key(*where)
             text = key and not result.get("isError") and json.dumps(result, default=str)
             if text and OUTPUT_URI not in text:  # a kept output is read only by its session
-                self.cache.put(key, result, time.monotonic() + cache[0], len(text))
+                self.cache.put(key, result, time.monotonic() + cache[0], len(text), where[0], where[1])
             return result
         result = await self.record(public, arguments, ctx, entry, run(), hidden)
         if key in self.cache.entries and ctx.modern and "content" in result and not result.get("isError"):  # SEP-2549
@@ -9741,6 +9763,7 @@ class Upstream:
     # Its state until a start, a listing or a call changes it.
     transport = pid = started_at = None
     restarts = 0
+    run = ""            # this start of it, unique: results cached from an earlier run are not served
     listing = None      # what the running server listed: tools, resources, templates, prompts
     cached = None       # the same from the on-disk cache (None: not read, {}: none)
     user_stopped = False
@@ -9771,6 +9794,10 @@ class Upstream:
             self.state = "disabled"
         elif spec.error:
             self.state = "misconfigured"
+
+    def version(self):
+        """Its launch fingerprint and this run of it: what results cached from it are of."""
+        return "%s-%s" % (self.spec.launch, self.run)
 
     def known(self):
         """The latest listing: the running server's, else the cache's, else None."""
@@ -9854,6 +9881,7 @@ class Upstream:
         if self.state == "crashed":
             self.restarts += 1
         self.state = "starting"
+        self.run = os.urandom(8).hex()
         if delay:
             self.server_log.note("failed %d times in a row: restarting after a backoff of %.1f s" % (self.backoff.failures, delay))
             await asyncio.sleep(delay)
@@ -10798,6 +10826,15 @@ class Aggregator:
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
         return self._denied.get(name)
 
+    def cache_route(self, name):
+        """(owner, version, tool) the result cache keys a call of `name` by (see Guard): an upstream's id, its
+        launch fingerprint and this run of it (None while it is not running), and the tool's name there."""
+        route = self._tools.get(name, ("manager", name))
+        upstream = route[0] == "upstream" and self.upstreams.get(route[1])
+        if not upstream:
+            return "", "", name
+        return route[1], upstream.version() if upstream.state == "running" else None, route[2]
+
     def command_line(self, name, arguments):
         """What a call of `name` runs: a local tool's command line, or the server and tool it goes to (with
         the server's rules)."""
@@ -10832,7 +10869,10 @@ class Aggregator:
                 await upstream.ready(ctx)
                 if upstream.tasks.runs(original, ctx):
                     return await upstream.tasks.call(original, arguments, ctx)
-            return await self.bridge.forward(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
+            result = await self.bridge.forward(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
+            if ctx:
+                ctx.served = route[1], upstream.version(), original
+            return result
         except UpstreamError as exc:
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):

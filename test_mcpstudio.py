@@ -9868,6 +9868,16 @@ class GuardRuleTests(unittest.TestCase):
         cache.put("e", {}, 10.0, 101)
         self.assertEqual((cache.get("e", 0.0), cache.get("d", 10.0), cache.size), (None, None, 40))
 
+    def test_result_cache_drops_an_owners_older_version(self):
+        # Issue 41.2: an owner's entry of a new version (a restarted or reloaded server) drops that owner's
+        # older entries, and no other owner's.
+        cache = mcpstudio.ResultCache()
+        cache.put("a1", {"n": 1}, 10.0, 10, "a", "run1")
+        cache.put("a2", {"n": 2}, 10.0, 10, "a", "run1")
+        cache.put("b1", {"n": 3}, 10.0, 10, "b", "run1")
+        cache.put("a3", {"n": 4}, 10.0, 10, "a", "run2")
+        self.assertEqual((list(cache.entries), cache.size), (["b1", "a3"], 20))
+
     def test_rules_table(self):
         # What a tool, server or file may say, and the errors that name the key.
         loader = mcpstudio.ConfigLoader("guard.json", data={})
@@ -10244,6 +10254,31 @@ class GuardHttpTests(AggregatorCase):
                          [("up__echo", "up", None), ("up__echo", "up", True), ("up__echo", "up", True),
                           ("up__crash", "up", None), ("mcpstudio__servers_list", None, None)])
         self.assertEqual((lines[3]["isError"], lines[0]["namespace"]), (True, "work"))
+
+    def test_cache_dropped_when_the_server_restarts_or_moves(self):
+        # Issue 41.2: a cached server's entries answer only for the run of it that made them: after it crashed
+        # (and a call starts it again) and after a reload points the entry at another server, the call reaches
+        # the server that runs now.
+        data = {"mcpServers": {"up": {"command": PY, "args": [self.fake, "--name", "up"], "cache": {"ttl": 600}}}}
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            server.request("logging/setLevel", {"level": "info"})
+            self.assertEqual(text_of(server.call("up__echo", {"text": "x"})), "up: x")
+            self.assertTrue(server.call("up__echo", {"text": "x"})["_meta"]["mcpstudio/cached"])
+            self.assertTrue(server.call("up__crash", {})["isError"])
+            again = server.call("up__echo", {"text": "x"})
+            self.assertNotIn("_meta", again)  # the new run answered it
+            self.assertEqual(len([n for n in server.notifications_of("notifications/message")
+                                  if n["params"].get("data") == "echoing x"]), 2)
+            data["mcpServers"]["up"]["args"] = [self.fake, "--name", "elsewhere"]
+            with open(path, "w") as f:
+                json.dump(data, f)
+            server.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_until(lambda: text_of(server.call("up__echo", {"text": "x"})) == "elsewhere: x", 10),
+                            server.context())
 
     def test_confirmation_through_input_required(self):
         # 2026-07-28: the call answers input_required (key `confirm`) with the command line; the retry with a
@@ -11740,6 +11775,20 @@ class NamespaceUrlTests(AggregatorCase):
         with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
             self.assertEqual(self.call(http, "/mcp", "alpha__echo", {"text": "one"}), "alpha: one")
             self.assertRegex(self.call(http, "/mcp/play", "alpha__echo", {"text": "two"}), r"^Not run: .*retry in")
+
+    def test_cache_keyed_by_server_not_public_name(self):
+        # Issue 41.2: one MCP server twice (a work and a personal account), each `"prefix": ""` in a namespace of
+        # its own, both cached: /mcp/personal gets the personal server's answer, never the work one's entry.
+        fake = [self.fake, "--only", "echo", "--name"]
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {name: {"command": PY, "args": fake + [name], "prefix": "", "cache": {"ttl": 600}}
+                                      for name in ("work", "personal")},
+                       "namespaces": {"work": ["work"], "personal": ["personal"]}, "defaultNamespace": "work"}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            self.assertEqual(self.call(http, "/mcp/work", "echo", {"text": "me"}), "work: me")
+            self.assertEqual(self.call(http, "/mcp/personal", "echo", {"text": "me"}), "personal: me")
+            self.assertEqual(self.call(http, "/mcp/work", "echo", {"text": "me"}), "work: me")
 
     def test_a_namespace_urls_session_hears_its_servers_list_changes(self):
         from http.client import HTTPConnection
