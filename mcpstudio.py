@@ -5192,6 +5192,56 @@ class AuditLog:
             return False
 
 
+def audited_arguments(arguments, schema):
+    """(`arguments` as the audit line shows them, the secret values in them as the command gets them): the value
+    of a secret-looking name or of a `writeOnly` property is ***, at any depth (`options.password`,
+    `headers.Authorization`), names matched to the schema's spelling first (`api-key` reaches `api_key`), and a
+    secret's every scalar is a secret, whatever its type or length (a PIN, a number for a string)."""
+    found = []
+
+    def collect(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+        elif isinstance(value, (str,) + NUMBER) and not isinstance(value, bool) and _text(value):
+            found.append(_text(value))
+
+    def masked(value, schema):
+        schema = schema if isinstance(schema, dict) else {}
+        if isinstance(value, dict):
+            properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+            out = {}
+            for name, item in match_spellings(value, properties).items():
+                prop = properties.get(name) if isinstance(properties.get(name), dict) else {}
+                if looks_secret(name) or prop.get("writeOnly"):
+                    collect(item)
+                    out[name] = "***"
+                else:
+                    out[name] = masked(item, prop)
+            return out
+        if isinstance(value, list):
+            return [masked(item, schema.get("items")) for item in value]
+        return _clip(value, 1000) if isinstance(value, str) else value
+    return masked(arguments, schema), found
+
+
+def _masked_argv(argv, secrets):
+    """`argv` with each of `secrets` replaced by ***: wherever it stands, and one of three characters or fewer
+    (a PIN, a short code) as a whole word or after `=` (within other words it would shred the command line)."""
+    out = []
+    for word in map(_text, argv):
+        for secret in sorted(secrets, key=len, reverse=True):
+            if len(secret) > 3:
+                word = word.replace(secret, "***")
+            elif word == secret or word.endswith("=" + secret):
+                word = word[:len(word) - len(secret)] + "***"
+        out.append(word)
+    return out
+
+
 def take_token(buckets, limits, now):
     """Token buckets (a burst of `calls`, then `calls` per `seconds`): one token from each of `limits`
     [(key, calls, seconds)] at `now`, or none. (0.0, None) when taken, else (seconds to wait, the limit)."""
@@ -5365,8 +5415,6 @@ class Guard:
     async def call(self, public, source, original, arguments, ctx: CallContext, tool, ask):
         """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
         annotations = tool.get("annotations") or {}
-        hidden = [key for key, prop in ((tool.get("inputSchema") or {}).get("properties") or {}).items()
-                  if isinstance(prop, dict) and prop.get("writeOnly")]
         plan = (source.command_line(original, arguments) if hasattr(source, "command_line") else None) or {}
         levels = [("file", self.rules)] + plan.get("rules", [])
         chosen = {key: rules[key] for _, rules in levels for key in rules}
@@ -5422,7 +5470,7 @@ class Guard:
             if text and OUTPUT_URI not in text:  # a kept output is read only by its session
                 self.cache.put(key, result, time.monotonic() + cache[0], len(text), where[0], where[1])
             return result
-        result = await self.record(public, arguments, ctx, entry, run(), hidden)
+        result = await self.record(public, arguments, ctx, entry, run(), tool.get("inputSchema"))
         if key in self.cache.entries and ctx.modern and "content" in result and not result.get("isError"):  # SEP-2549
             result = dict(result, ttlMs=int((self.cache.entries[key][1] - time.monotonic()) * 1000),
                           cacheScope="public" if cache[1] else "private")
@@ -5450,9 +5498,9 @@ class Guard:
             return tool_error("Not run: the user did not confirm that %s may %s." % (public, what))
         return None
 
-    async def record(self, name, arguments, ctx: CallContext, entry, call, hidden=()):
+    async def record(self, name, arguments, ctx: CallContext, entry, call, schema=None):
         """Await `call` (a tool call, resource read or prompt get), then count it and write its audit line, the
-        values of `hidden` arguments and of secret-looking names masked."""
+        secrets of its arguments masked (see audited_arguments: by `schema`, the tool's inputSchema)."""
         started, result, error = time.monotonic(), None, None
         try:
             result = await call
@@ -5471,15 +5519,15 @@ class Guard:
                 if self.stats:
                     self.stats.changed()
             if self.audit is not None and not asked:
-                client, named = ctx.session.client_info, [key for key in arguments if looks_secret(key) or key in hidden]
+                client = ctx.session.client_info
+                shown, secrets = audited_arguments(arguments, schema)
+                if "argv" in entry:
+                    entry["argv"] = _masked_argv(entry["argv"], secrets)
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
-                             client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
-                             arguments={key: "***" if key in named else _clip(value, 1000) if isinstance(value, str)
-                                        else value for key, value in arguments.items()},
+                             client="%s %s" % (client.get("name", "?"), client.get("version", "?")), arguments=shown,
                              exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
                              ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
-                self.audit.write(entry, self.log, [arguments[key] for key in named if isinstance(arguments[key], str)
-                                                   and len(arguments[key]) > 3])
+                self.audit.write(entry, self.log, [secret for secret in secrets if len(secret) > 3])
 
 
 # --------------------------------------------------------------------------

@@ -10097,6 +10097,29 @@ class GuardTests(ScratchDir):
         self.assertEqual(len(line["arguments"]["word"]), 1000)
         self.assertTrue(line["arguments"]["word"].endswith("..."))
 
+    def test_audit_masks_secrets_by_schema_whatever_their_form(self):
+        # Issue 41.3: a `"secret": true` parameter sent as a number, an integer secret (a PIN), a secret of three
+        # characters and one sent under its `-` respelling (which the command gets) reach neither the audit
+        # line's `arguments` nor its `argv`; the command still gets each value.
+        tools = [{"name": "login", "command_template": "%s %s %s {word} {short} {code} {pin} {pass_phrase}"
+                  % (PY, self.counter, self.runs),
+                  "parameters": {"word": {"type": "string"}, "code": {"type": "string", "secret": True},
+                                 "pin": {"type": "integer", "secret": True}, "short": {"type": "string", "secret": True},
+                                 "pass_phrase": {"type": "string", "secret": True}}}]
+        with self.serve(tools) as server:
+            server.initialize()
+            result = server.call("login", {"word": "w", "code": 7355608, "pin": 4711, "short": "Q7q",
+                                           "pass-phrase": "open-31337"})
+            self.assertEqual(text_of(result), "ran w\n", result)
+        (line,) = self.audit_lines()
+        text = json.dumps(line)
+        for secret in ("7355608", "4711", "Q7q", "open-31337"):
+            self.assertNotIn(secret, text)
+        self.assertEqual(line["arguments"], {"word": "w", "code": "***", "pin": "***", "short": "***",
+                                             "pass_phrase": "***"})
+        self.assertEqual(line["argv"][3:], ["w", "***", "***", "***", "***"])
+        self.assertEqual(line["argv"][1], self.counter)  # a short secret masks whole words only
+
     def test_template_and_script_modes(self):
         # --audit and --rate-limit in template mode and in script mode: the same step, the same lines.
         with McpProcess("--audit", self.audit, "--rate-limit", "1/60", "echo", "{message}") as server:
@@ -10279,6 +10302,23 @@ class GuardHttpTests(AggregatorCase):
             server.proc.send_signal(signal.SIGHUP)
             self.assertTrue(wait_until(lambda: text_of(server.call("up__echo", {"text": "x"})) == "elsewhere: x", 10),
                             server.context())
+
+    def test_audit_masks_nested_secrets_of_a_forwarded_call(self):
+        # Issue 41.3: a forwarded call's nested `options.password` and `headers.Authorization` were written in clear.
+        audit = os.path.join(self.dir, "audit.jsonl")
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump({"audit": {"file": audit}, "mcpServers": {"up": {"command": PY, "args": [self.fake, "--name", "up"]}}}, f)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            result = server.call("up__echo", {"text": "x", "options": {"password": "pw-31337", "depth": 2},
+                                              "headers": [{"Authorization": "Bearer b-31337"}]})
+            self.assertEqual(text_of(result), "up: x")
+        with open(audit, encoding="utf-8") as f:
+            (line,) = [json.loads(text) for text in f]
+        self.assertNotIn("31337", json.dumps(line))
+        self.assertEqual(line["arguments"], {"text": "x", "options": {"password": "***", "depth": 2},
+                                             "headers": [{"Authorization": "***"}]})
 
     def test_confirmation_through_input_required(self):
         # 2026-07-28: the call answers input_required (key `confirm`) with the command line; the retry with a
@@ -12135,7 +12175,7 @@ class LeftoverTests(ScratchDir):
             text = f.read()
         self.assertNotIn("7355608", text)
         line = json.loads(text)
-        self.assertEqual(line["argv"][2:], ["https://me:***@example.com/x", "k", "--password=***"])
+        self.assertEqual(line["argv"][2:], ["https://me:***@example.com/x", "***", "--password=***"])  # however short
         self.assertEqual(line["arguments"], {"url": "https://me:***@example.com/x", "api_key": "***"})
 
     def test_the_audit_line_masks_a_secret_given_as_a_number(self):
