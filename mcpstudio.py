@@ -5152,17 +5152,51 @@ CACHED_META = "mcpstudio/cached"
 
 class AuditLog:
     """One JSON line per call, appended with one os.write on an O_APPEND descriptor (whole lines even
-    under a SIGKILL), rotated by size into a bounded number of files, mode 0600."""
+    under a SIGKILL), rotated by size into a bounded number of files, mode 0600.
+
+    A file planted where the log goes is never written: on POSIX a symbolic link is not followed
+    (O_NOFOLLOW), and a file that is not a regular file of this user with no group or other bits is
+    refused, the current one and each rotated one (the calls too, when the audit is `required`)."""
+
+    # Windows has neither O_NOFOLLOW nor O_NONBLOCK (nor owners and modes to check); O_NONBLOCK: a planted FIFO
+    # fails to open rather than block the loop
+    FLAGS = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+             | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
 
     def __init__(self, path, max_bytes=AUDIT_MAX_BYTES, keep=AUDIT_KEEP, required=False):
         self.path, self.max_bytes, self.keep, self.required = path, max_bytes, keep, required
         self.fd = None
 
     def open(self):
-        """The descriptor, opened on first use (OSError when the file cannot be written)."""
+        """The descriptor, opened on first use (OSError when the file cannot be written, or is not ours)."""
         if self.fd is None:
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | (0 if _POSIX else os.O_BINARY), 0o600)
+            try:
+                fd = os.open(self.path, self.FLAGS, 0o600)
+            except OSError as exc:
+                if _POSIX and os.path.islink(self.path):
+                    raise OSError(exc.errno, "it is a symbolic link (the audit file must be a file of its own)") from None
+                raise
+            try:
+                self.check(os.fstat(fd), self.path)
+            except OSError:
+                os.close(fd)
+                raise
+            self.fd = fd
         return self.fd
+
+    @staticmethod
+    def check(info, path):
+        """Raise OSError unless `info` (a stat result) is a regular file of this user with no group or other bits."""
+        import stat
+        if not _POSIX:
+            return
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError("%s is not a regular file" % path)
+        if info.st_uid != os.getuid():
+            raise OSError("%s belongs to another user (uid %d)" % (path, info.st_uid))
+        if info.st_mode & 0o077:
+            raise OSError("%s is readable or writable by others (mode %o; chmod 600 it, or remove it)"
+                          % (path, info.st_mode & 0o777))
 
     def ready(self, log: Log):
         """Whether the file can be opened for appending (said on stderr if not)."""
@@ -5183,7 +5217,8 @@ class AuditLog:
                 self.fd = None
                 for number in range(self.keep, 0, -1):
                     older = "%s.%d" % (self.path, number - 1) if number > 1 else self.path
-                    if os.path.exists(older):
+                    if os.path.lexists(older):
+                        self.check(os.lstat(older), older)  # a planted rotated file: nothing is moved
                         os.replace(older, "%s.%d" % (self.path, number))
             os.write(self.open(), line)
             return True

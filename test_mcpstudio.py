@@ -10088,6 +10088,44 @@ class GuardTests(ScratchDir):
                               server.stderr_when(lambda text: "audit log" in text))
         self.assertEqual(self.ran(), ["q"])
 
+    @unittest.skipUnless(mcpstudio._POSIX, "symbolic links, owners and modes are POSIX's")
+    def test_a_planted_audit_file_is_never_written(self):
+        # Issue 41.4: a symbolic link planted where the audit goes (to a ~/.bashrc) got JSON lines appended, and a
+        # planted 0666 file stayed 0666: each is refused (a required audit refuses the call, nothing runs), and a
+        # planted rotated file stops the rotation before anything is moved.
+        rc = os.path.join(self.dir, "bashrc")
+        with open(rc, "w") as f:
+            f.write("alias ll='ls -l'\n")
+        link, shared = os.path.join(self.dir, "link.jsonl"), os.path.join(self.dir, "shared.jsonl")
+        os.symlink(rc, link)
+        with open(shared, "w"):
+            pass
+        os.chmod(shared, 0o666)
+        for path, reason in ((link, "symbolic link"), (shared, "readable or writable by others (mode 666")):
+            with self.serve([self.tool("q")], audit={"file": path, "required": True}) as server:
+                server.initialize()
+                refused = server.call("q", {"word": "$(touch pwned)"})
+                self.assertTrue(text_of(refused).startswith("Not run: the audit log %s cannot be written" % path), refused)
+                self.assertIn(reason, server.stderr_when(lambda text, reason=reason: reason in text))
+            with self.serve([self.tool("q")], audit={"file": path}) as server:  # not required: it runs, unaudited
+                server.initialize()
+                self.assertEqual(text_of(server.call("q", {"word": "w"})), "ran w\n")
+        self.assertEqual(self.ran(), ["w", "w"])
+        with open(rc) as f:
+            self.assertEqual(f.read(), "alias ll='ls -l'\n")
+        self.assertEqual((os.path.getsize(shared), os.stat(shared).st_mode & 0o777), (0, 0o666))
+        rotated = os.path.join(self.dir, "rot.jsonl")
+        os.symlink(rc, rotated + ".1")
+        with self.serve([self.tool("q")], audit={"file": rotated, "maxBytes": 1024}) as server:
+            server.initialize()
+            for _ in range(8):
+                self.assertFalse(server.call("q", {"word": "r" * 200})["isError"])
+            self.assertIn("rot.jsonl.1 is not a regular file", server.stderr_when(lambda text: "rot.jsonl.1" in text))
+        self.assertTrue(os.path.islink(rotated + ".1"))
+        self.assertFalse(os.path.exists(rotated + ".2"))
+        with open(rc) as f:
+            self.assertEqual(f.read(), "alias ll='ls -l'\n")
+
     def test_a_long_argument_is_clipped_in_the_audit_line(self):
         # A file given as a data: URI (or any long value) is not copied whole into the audit log.
         with self.serve([self.tool("look")]) as server:
