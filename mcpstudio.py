@@ -3565,6 +3565,26 @@ async def files_from_uris(tool, arguments, read):
     return given
 
 
+OUTPUT_FOLDER_FILES = 20        # files of an output folder a result shows; their bytes together are within --max-output
+
+
+def read_output_file(path, limit):
+    """The bytes of a file a command left in its output folder (`limit` + 1 of them at most: then it is too
+    large), or None for one that is not a plain file of its own (a link, a folder, a FIFO, a hard link to a
+    file elsewhere). Opened without following a link or blocking, checked on the descriptor."""
+    import stat
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return None
+        return f.read(limit + 1)
+
+
 def file_content(name, data, uri, budget: OutputBudget):
     """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
     import base64
@@ -3830,11 +3850,21 @@ class CommandTool:
             os.mkdir(out)
         result = await self.run(arguments, ctx)
         budget = self.settings.budget(ctx)
+        room, shown, over, odd = self.settings.max_output, 0, [], []  # one budget for the folder's files together
         for name in sorted(os.listdir(out) if self.output_folder else []):
-            path = os.path.join(out, name)
-            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) <= self.settings.max_output:
-                with open(path, "rb") as f:
-                    result["content"].append(file_content(name, f.read(), "mcpstudio://%s/%s" % (self.name, name), budget))
+            data = read_output_file(os.path.join(out, name), room) if shown < OUTPUT_FOLDER_FILES else b"?" * (room + 1)
+            if data is None or len(data) > room:
+                (odd if data is None else over).append(name)
+                continue
+            room, shown = room - len(data), shown + 1
+            result["content"].append(file_content(name, data, "mcpstudio://%s/%s" % (self.name, name), budget))
+        for names, why in ((over, "past the %d files and %d bytes together a result shows (--max-output)"
+                            % (OUTPUT_FOLDER_FILES, self.settings.max_output)),
+                           (odd, "not plain files (links, folders, hard links are never read)")):
+            if names:
+                result["content"].append(text_block("[output folder: %d not shown, %s: %s]" % (
+                    len(names), why, ", ".join(json.dumps(name) for name in names[:10])
+                    + (" and %d more" % (len(names) - 10) if len(names) > 10 else ""))))
         return result
 
     async def run(self, arguments, ctx: CallContext):

@@ -10650,6 +10650,44 @@ class FileArgumentTests(ScratchDir):
                           result["content"])
             self.assertIn({"type": "text", "text": "drawn\n"}, result["content"])
 
+    def test_output_folder_has_one_budget(self):
+        # Issue 41.5: every file of an output folder up to the per-file limit came back (a 125 KiB archive unpacked
+        # cost 480 MiB): the files together stay within --max-output and OUTPUT_FOLDER_FILES, the result says
+        # which were left out, and a link or a hard link to a file outside is never read.
+        fill = self.script("fill.py", """\
+            import os, sys
+            out, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+            for number in range(count):
+                with open(os.path.join(out, "f%03d.bin" % number), "wb") as f:
+                    f.write(os.urandom(size))
+            os.symlink(sys.argv[4], os.path.join(out, "link.txt"))
+            os.link(sys.argv[4], os.path.join(out, "hard.txt"))
+            """)
+        secret = os.path.join(self.dir, "secret.txt")
+        with open(secret, "w") as f:
+            f.write("do not show 7355608\n")
+        config = os.path.join(self.dir, "out.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "fill", "command": "%s %s {out} {count} {size} %s" % (PY, fill, secret),
+                                  "output_folder": "out", "parameters": {"count": {"type": "integer"},
+                                                                        "size": {"type": "integer"}}}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            result = server.call("fill", {"count": 30, "size": 100000})
+            blobs = [item for item in result["content"] if item["type"] == "resource"]
+            self.assertEqual(len(blobs), 10)  # 10 x 100,000 bytes fit in 1 MiB, the 11th does not
+            self.assertEqual([item["text"] for item in result["content"][-2:]], [
+                "[output folder: 20 not shown, past the %d files and %d bytes together a result shows (--max-output): "
+                "\"f010.bin\", \"f011.bin\", \"f012.bin\", \"f013.bin\", \"f014.bin\", \"f015.bin\", \"f016.bin\", "
+                "\"f017.bin\", \"f018.bin\", \"f019.bin\" and 10 more]" % (mcpstudio.OUTPUT_FOLDER_FILES, 1 << 20),
+                "[output folder: 2 not shown, not plain files (links, folders, hard links are never read): "
+                "\"hard.txt\", \"link.txt\"]"])
+            self.assertNotIn("7355608", json.dumps(result))
+            many = server.call("fill", {"count": 50, "size": 10})
+            self.assertEqual(len([item for item in many["content"] if item["type"] == "resource"]),
+                             mcpstudio.OUTPUT_FOLDER_FILES)
+            self.assertIn("[output folder: 32 not shown, past the", many["content"][-1]["text"])
+
     def test_hostile_data_uri_is_linear(self):
         # Issue 41.1: a 1 MB data: URI of many `;a` parameters (no comma, or one at the very end) is refused at
         # once, and the server keeps answering; the backtracking pattern it replaced took hours on it.
