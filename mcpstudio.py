@@ -2882,7 +2882,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs", "ran", "served", "running", "prompts")
+                 "capabilities", "task", "inputs", "ran", "served", "read", "running", "prompts")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2897,6 +2897,7 @@ class CallContext:
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
         self.served = None      # (owner, version, tool) of the server run that answered it (the result cache's key)
+        self.read = None        # the Server's resources/read for this request (a file argument's resource URI)
         self.running = None     # the Task itself (its status message shows the command's last line)
         self.prompts = None     # 2026-07-28: the InputBridge that asks a command's questions as input_required rounds
 
@@ -3547,6 +3548,10 @@ def write_file_argument(key, value, folder, limit):
     return path
 
 
+def _is_uri(value):
+    return isinstance(value, str) and re.match(r"[a-z][a-z0-9+.-]*://", value) is not None
+
+
 async def files_from_uris(tool, arguments, read):
     """`tool`'s file arguments given as the URI of a resource this server serves, read by `read` (the server's
     resources/read) and passed on as data: URIs; a ToolError names one that cannot be read."""
@@ -3554,7 +3559,7 @@ async def files_from_uris(tool, arguments, read):
     given = dict(arguments)
     for key in tool.files:
         uri = arguments.get(key)
-        if isinstance(uri, str) and re.match(r"[a-z][a-z0-9+.-]*://", uri):
+        if _is_uri(uri):
             try:
                 content = ((await read(uri)).get("contents") or [{"text": ""}])[0]
             except McpError as exc:
@@ -3732,7 +3737,7 @@ class CommandTool:
                  description=None, title=None, annotations=None,
                  schema=None, defaults=None, stdin=None, shell=False,
                  within=None, output_format="text", ok_exit=(0,), asked=None, rules=None, files=(),
-                 output_folder=None, interactive=True, answers=()):
+                 output_folder=None, interactive=True, answers=(), file_resources=False):
         self.name = name
         self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
         self.template = template
@@ -3750,6 +3755,7 @@ class CommandTool:
         self.ok_exit = tuple(ok_exit)
         self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
         self.files = files  # parameters given as files (data: URIs), passed to the command as paths
+        self.file_resources = file_resources  # a file may be any resource of this server, not only a kept output
         self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
         self.interactive = interactive  # its questions are answered (PromptWatch)
         self.answers = answers  # [(compiled prompt pattern, answer)]: questions answered without asking
@@ -3815,7 +3821,7 @@ class CommandTool:
         this tool's own rules; None when the arguments do not fit (the call says why)."""
         try:
             checked = self.checked(arguments)
-            shown = {key: "<file %s>" % _hash(checked[key])
+            shown = {key: "<file %s>" % (checked[key] if _is_uri(checked[key]) else _hash(checked[key]))
                      for key in self.files if key in checked}  # a file's path is made when it runs
             argv, stdin = self.prepare(dict(checked, **shown, **(
                 {self.output_folder: "<output folder>"} if self.output_folder else {})))
@@ -3833,6 +3839,7 @@ class CommandTool:
                 return await self.run(arguments, ctx)
             import shutil
             import tempfile
+            arguments = await files_from_uris(self, arguments, lambda uri: self.read_resource(uri, ctx))
             folder = tempfile.mkdtemp(prefix="mcpstudio-")  # private (0700); gone after the call
             try:
                 return await self.files_call(arguments, ctx, folder)
@@ -3840,6 +3847,16 @@ class CommandTool:
                 shutil.rmtree(folder, ignore_errors=True)
         except ToolError as exc:
             return tool_error(str(exc))
+
+    async def read_resource(self, uri, ctx: CallContext):
+        """A resource given as a file argument, read as the call runs (after its rate limit and confirmation): a
+        kept output of this server, or with `file_resources` any resource it serves (ctx.read: resources/read)."""
+        if self.file_resources and ctx.read:
+            return await ctx.read(uri)
+        if uri.startswith(OUTPUT_URI) and self.settings.outputs:
+            return await self.settings.outputs.read_resource(uri, ctx)
+        raise McpError(INVALID_PARAMS, "a file may be a kept output of this server (%s...) only; the tool's "
+                       "`file_resources` lets it read the server's other resources" % OUTPUT_URI)
 
     async def files_call(self, arguments, ctx: CallContext, folder):
         """A call with files in or out, in `folder`: files written before the run, files read after it."""
@@ -6208,12 +6225,7 @@ class Server:
                 return tool_error("Not run: the user was asked for %s and answered %s."
                                   % (", ".join(wanted), json.dumps(answer.get("action"))))
             arguments = dict(arguments, **{key: value for key, value in answer["content"].items() if key in wanted})
-        if isinstance(source, TemplateTools) and source.tools[original].files:  # a file given as a resource URI
-            try:
-                arguments = await files_from_uris(source.tools[original], arguments,
-                                                  lambda uri: self.resources_read({"uri": uri}, ctx))
-            except ToolError as exc:
-                return tool_error(str(exc))
+        ctx.read = lambda uri: self.resources_read({"uri": uri}, ctx)  # a file given as a resource URI (file_resources)
         call = self.guard.call(name, source, original, arguments, ctx, tool,
                                lambda form: self._ask(form, params, ctx, "confirm"))
         if ctx.modern:
@@ -6587,7 +6599,7 @@ _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
               "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm", "max_text",
-              "output_folder", "interactive", "answers")
+              "output_folder", "interactive", "answers", "file_resources")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
@@ -6872,7 +6884,8 @@ class ConfigLoader:
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
                            output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
                            output_folder=output_folder, interactive=self.get(spec, "interactive", bool, where, stdin is None),
-                           answers=read_answers(self, spec, where), files=sorted({n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"} | {
+                           answers=read_answers(self, spec, where),
+                           file_resources=self.get(spec, "file_resources", bool, where, False), files=sorted({n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"} | {
                                key for key, field in template.fields.items() if field.kind == "file"}))
 
     def within(self, spec, where, properties):

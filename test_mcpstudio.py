@@ -10735,6 +10735,50 @@ class FileArgumentTests(ScratchDir):
             self.assertIn("`log`: mcpstudio://output/%s cannot be read: Output not found" % ("0" * 32), text_of(missing))
 
 
+    def test_resource_uri_as_file_is_read_inside_the_guard(self):
+        # Issue 41.6: a resource URI given as a file was read before the confirmation (a refused call still ran the
+        # resource's command), and any resource of the server could be read so: now it is read as the call runs,
+        # the confirmation names the URI, and only kept outputs are read unless the tool sets `file_resources`.
+        marker = os.path.join(self.dir, "read")
+        notes = self.script("notes.py", """\
+            import sys
+            open(sys.argv[1], "a").write("x")
+            print("secret notes")
+            """)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"resources": [{"uri": "notes://today", "name": "notes", "command": "%s %s %s" % (PY, notes, marker)}],
+                       "tools": [{"name": "ask", "command_template": "cat {log}", "confirm": True,
+                                  "parameters": {"log": {"type": "file"}}},
+                                 {"name": "plain", "command_template": "cat {log}", "parameters": {"log": {"type": "file"}}},
+                                 {"name": "opted", "command_template": "cat {log}", "file_resources": True,
+                                  "parameters": {"log": {"type": "file"}}}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()  # no elicitation: a confirmed tool is refused
+            for _ in range(3):
+                refused = server.call("ask", {"log": "notes://today"})
+                self.assertIn("needs the user's confirmation", text_of(refused))
+            plain = server.call("plain", {"log": "notes://today"})
+            self.assertTrue(plain["isError"])
+            self.assertIn("`log`: notes://today cannot be read: a file may be a kept output of this server", text_of(plain))
+            self.assertFalse(os.path.exists(marker))  # the resource's command never ran
+            self.assertEqual(text_of(server.call("opted", {"log": "notes://today"})), "secret notes\n")
+            self.assertTrue(os.path.exists(marker))
+        with McpProcess("serve", "--config", config) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                         "params": {"name": "ask", "arguments": {"log": "notes://today"}}})
+            self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
+            asked = server.notifications_of("elicitation/create")[0]
+            self.assertIn("notes://today", asked["params"]["message"])
+            server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}})
+            self.assertTrue(server.wait_response(7)["result"]["isError"])
+        with open(marker) as f:
+            self.assertEqual(f.read(), "x")  # once, for `opted`
+
+
 class CorePromiseTests(ScratchDir):
     """Issue 33: ten ways a model's value became code, an option, a file or a command; each is refused
     when the config loads or when the call comes, and nothing runs (a marker file never appears)."""
