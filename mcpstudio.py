@@ -5632,6 +5632,7 @@ CLIENT_CAPS = (("Cursor", 40), ("Windsurf", 50), ("VS Code", 128))  # the most t
 TOOL_SEARCH_THRESHOLD = 40  # auto: search when more would be listed (Cursor passes its agent the first 40)
 FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; the least recently found go first
 SEARCH_LIMIT, SEARCH_MAX = 5, 20
+SEARCH_QUERY_MAX = 500          # characters of a search_tools query (a task in a few words; 1 MB took seconds)
 # (weight, group) of each field: a word's counts in the label (name, title) and in the body saturate apart,
 # so that a long description never drowns what the name says
 SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
@@ -5962,7 +5963,7 @@ class ToolSearch:
         shown = [tool for tool in tools if tool["name"] in found or _match(tool["name"], self.pins)]
         return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (len(tools) - len(shown), self.call_name),
                  "inputSchema": {"type": "object", "required": ["query"], "properties": {
-                     "query": {"type": "string", "description": "the task in a few words"},
+                     "query": {"type": "string", "description": "the task in a few words", "maxLength": SEARCH_QUERY_MAX},
                      "limit": {"type": "integer", "maximum": SEARCH_MAX, "default": SEARCH_LIMIT}}},
                  "annotations": {"readOnlyHint": True}},
                 {"name": self.call_name, "description": "Call a tool %s found by its name, as a direct call would."
@@ -5978,9 +5979,11 @@ class ToolSearch:
             except McpError as exc:
                 return tool_error(exc.message)
         query, limit = arguments.get("query"), arguments.get("limit", SEARCH_LIMIT)
-        if name == self.call_name or not isinstance(query, str) or type(limit) is not int or not 0 < limit <= SEARCH_MAX:
-            return tool_error("%s takes `query` (a few words) and `limit` (1 to %d); %s takes `name` (another tool's) "
-                              "and `arguments` (an object)" % (self.search_name, SEARCH_MAX, self.call_name))
+        if (name == self.call_name or not isinstance(query, str) or len(query) > SEARCH_QUERY_MAX
+                or type(limit) is not int or not 0 < limit <= SEARCH_MAX):
+            return tool_error("%s takes `query` (a few words, %d characters at most) and `limit` (1 to %d); %s takes "
+                              "`name` (another tool's) and `arguments` (an object)"
+                              % (self.search_name, SEARCH_QUERY_MAX, SEARCH_MAX, self.call_name))
         catalog = self.server.catalog
         tools = await catalog.tools() if catalog.stale else catalog.listing  # the last listing's tools
         key = [(tool["name"], tool.get("description")) for tool in tools]

@@ -9699,6 +9699,20 @@ class ToolSearchTests(AggregatorCase):
         self.assertNotIn("isError", result)
         return result
 
+    def test_a_long_query_is_refused_at_once(self):
+        # Issue 41.11: a 1 MB query took seconds on the loop; the schema says the cap, a longer query is a tool error.
+        with self.serve({"toolSearch": "on"}) as server:
+            server.initialize()
+            schema, = [tool["inputSchema"] for tool in server.request("tools/list")["result"]["tools"]
+                       if tool["name"] == "mcpstudio__search_tools"]
+            self.assertEqual(schema["properties"]["query"]["maxLength"], mcpstudio.SEARCH_QUERY_MAX)
+            started = time.monotonic()
+            result = server.call("mcpstudio__search_tools", {"query": "create issue " * 80000}, timeout=10)
+            self.assertLess(time.monotonic() - started, 5)
+            self.assertTrue(result["isError"])
+            self.assertIn("%d characters at most" % mcpstudio.SEARCH_QUERY_MAX, text_of(result))
+            self.assertFalse(self.search(server, "create a github issue " * 20, 1).get("isError"))  # 440: searched
+
     def test_two_tools_then_found_tools_join_the_list(self):
         with self.serve({"toolSearch": "on"}) as server:
             server.initialize()
