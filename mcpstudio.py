@@ -3437,10 +3437,20 @@ def output_slice(data, query):
     if not match:
         raise ValueError("expected ?lines=FROM-TO (line numbers from 1; either may be left out), not ?%s" % query)
     first, last = match.groups()
-    starts = [0] + [found.end() for found in re.finditer(b"\n", data)]
     index = max(int(first or 1), 1) - 1
-    begin = starts[index] if index < len(starts) else len(data)
-    return data[begin:starts[int(last)] if last and int(last) < len(starts) else len(data)]
+    begin = _line_start(data, 0, index)
+    return data[begin:_line_start(data, begin, int(last) - index) if last else len(data)]
+
+
+def _line_start(data, offset, lines):
+    """Where the line `lines` lines after the one at `offset` begins (len(data) past the end), found by walking
+    only that far: a slice near the top of a large output reads only the top."""
+    for _ in range(max(lines, 0)):
+        found = data.find(b"\n", offset)
+        if found < 0:
+            return len(data)
+        offset = found + 1
+    return offset
 
 
 class OutputStore(Source):

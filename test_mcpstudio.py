@@ -10427,12 +10427,35 @@ class OutputFitTests(unittest.TestCase):
                                 ("lines=-1", b"a\n"), ("lines=4-9", b"d"), ("lines=9-", b""), ("lines=0-1", b"a\n"),
                                 ("lines=-", data), ("lines=3-2", b"")):
             self.assertEqual(mcpstudio.output_slice(data, query), expected, query)
+        for query, expected in (("lines=2-2", b"b\n"), ("lines=3-", b""), ("lines=2-", b"b\n"), ("lines=1-9", b"a\nb\n")):
+            self.assertEqual(mcpstudio.output_slice(b"a\nb\n", query), expected, query)
         for query in ("lines=a-b", "x=1", "bytes=0-1", "lines=1-2&x=1"):
             with self.assertRaises(ValueError):
                 mcpstudio.output_slice(data, query)
 
 
 class OutputBudgetTests(ScratchDir):
+    @unittest.skipUnless(sys.platform.startswith("linux"), "reads /proc")
+    def test_a_line_slice_reads_only_to_its_last_line(self):
+        # Issue 41.13: `?lines=1-2` of a kept 1 MB output of short lines built every line's offset (40 MB per read
+        # of 1 MiB); the server's peak memory now stays where it was.
+        lines = self.script("lines.py", "import sys\nsys.stdout.write('x\\n' * 500000)\n", False)
+        config = os.path.join(self.dir, "lines.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "lines", "command": "%s %s" % (PY, lines), "max_text": 2000}]}, f)
+
+        def peak(pid):
+            with open("/proc/%d/status" % pid) as f:
+                return int([line.split()[1] for line in f if line.startswith("VmHWM:")][0])
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            uri, = [item["uri"] for item in server.call("lines", {})["content"] if item["type"] == "resource_link"]
+            before = peak(server.proc.pid)
+            for _ in range(3):
+                read = server.request("resources/read", {"uri": uri + "?lines=1-2"})
+                self.assertEqual(read["result"]["contents"][0]["text"], "x\nx\n")
+            self.assertLess(peak(server.proc.pid) - before, 8 << 10, "KiB more at the peak")
+
     def test_five_megabytes(self):
         # 5 MB of output: head, tail and the exact count of what was left out; the link reads it all back.
         writer = self.script("five.py", """\
