@@ -3518,6 +3518,7 @@ class OutputBudget:
 
 
 DATA_URI_HEADER_MAX = 1024      # characters of a data: URI before its comma (type and parameters)
+FILE_NAME_MAX = 100             # characters of a file argument's name (its `;name=`), longer ones cut
 
 
 def parse_data_uri(value):
@@ -3550,12 +3551,24 @@ def write_file_argument(key, value, folder, limit):
         raise ToolError("`%s` is a file: give it as a data: URI (data:image/png;name=a.png;base64,iVBOR...) or the URI "
                         "of a resource this server serves (mcpstudio://output/...), not %s"
                         % (key, json.dumps(_clip(value, 40)))) from None
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(given or "")).lstrip(".")
-    path = os.path.join(folder, key, name or key)
-    os.mkdir(os.path.dirname(path))
-    with open(path, "xb") as f:
-        f.write(data)
+    path = os.path.join(folder, key, _file_name(given or "") or key)
+    try:
+        os.mkdir(os.path.dirname(path))
+        with open(path, "xb") as f:
+            f.write(data)
+    except OSError as exc:  # its message, never the private folder's path
+        raise ToolError("`%s`: the file could not be written: %s" % (key, exc.strerror or type(exc).__name__)) from None
     return path
+
+
+def _file_name(given):
+    """A file argument's name made safe: its last part, letters, digits and `._-` only, never a leading dot or dash
+    (a hidden file, an option), at most FILE_NAME_MAX characters (its extension kept)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(given)).lstrip(".-")
+    if len(name) > FILE_NAME_MAX:
+        stem, extension = os.path.splitext(name)
+        name = stem[:FILE_NAME_MAX - len(extension)] + extension if len(extension) <= 16 else name[:FILE_NAME_MAX]
+    return name
 
 
 def _is_uri(value):

@@ -10633,7 +10633,10 @@ class FileArgumentTests(ScratchDir):
                             ("data:image/png;base64," + encoded, "picture"),
                             ("data:;name=../../etc/passwd;base64," + encoded, "passwd"),
                             ("data:image/png;name=..;base64," + encoded, "picture"),
-                            ("data:application/octet-stream;name=a%20b$c;base64," + encoded, "a_20b_c")):
+                            ("data:application/octet-stream;name=a%20b$c;base64," + encoded, "a_20b_c"),
+                            ("data:;name=-rf;base64," + encoded, "rf"), ("data:;name=.-.bashrc;base64," + encoded, "bashrc"),
+                            ("data:;name=--;base64," + encoded, "picture"),
+                            ("data:;name=%s.png;base64," % ("n" * 300) + encoded, "n" * 96 + ".png")):
             folder = tempfile.mkdtemp(dir=self.dir)
             path = mcpstudio.write_file_argument("picture", value, folder, 1000)
             self.assertEqual(path, os.path.join(folder, "picture", name), value[:40])
@@ -10724,6 +10727,20 @@ class FileArgumentTests(ScratchDir):
             self.assertEqual(len([item for item in many["content"] if item["type"] == "resource"]),
                              mcpstudio.OUTPUT_FOLDER_FILES)
             self.assertIn("[output folder: 32 not shown, past the", many["content"][-1]["text"])
+
+    def test_input_file_names_are_neither_options_nor_too_long(self):
+        # Issue 41.19: `name=-rf` reached the command as a file named `-rf`, and a 300-character name was an
+        # internal error quoting the private folder's path: no leading dash, a long name cut, the file written.
+        show = self.script("show.py", "import os, sys\nprint(os.path.basename(sys.argv[1]))\n", False)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "show", "command_template": "%s %s {doc}" % (PY, show),
+                                  "parameters": {"doc": {"type": "file"}}}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            for name, expected in (("-rf", "rf"), ("x" * 300, "x" * 100), (".profile", "profile")):
+                result = server.call("show", {"doc": "data:text/plain;name=%s;base64,aGk=" % name})
+                self.assertEqual(text_of(result), expected + "\n", result)
 
     def test_hostile_data_uri_is_linear(self):
         # Issue 41.1: a 1 MB data: URI of many `;a` parameters (no comma, or one at the very end) is refused at
