@@ -2409,6 +2409,29 @@ def _argv_text(argv):
     return " ".join(shlex.quote(str(a)) for a in argv)
 
 
+# What could make a model's value look like other text in a form a person reads: C0 and C1 controls
+# (newlines, escape sequences), bidi overrides and isolates, zero-width and other invisible characters.
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e"
+                        "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb]")
+_ESCAPE_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)|[@-_])")
+_ESCAPED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def visible_text(text):
+    """`text` of the model's as a confirmation shows it: each invisible or control character as a visible escape
+    (\\n, \\x1b, \\u202e), a run of more than two spaces as `[N spaces]`: one line, no padding, nothing hidden."""
+    text = _INVISIBLE.sub(lambda match: _ESCAPED.get(match.group(), "\\x%02x" % ord(match.group()) if ord(match.group()) < 256
+                                                     else "\\u%04x" % ord(match.group())), text)
+    return re.sub(r" {3,}", lambda match: " [%d spaces] " % len(match.group()), text)
+
+
+def plain_text(text, newlines=True):
+    """A command's output as form text or a progress message: escape sequences removed, then every control
+    and invisible character but tabs and newlines (a space without `newlines`)."""
+    text = _ESCAPE_SEQUENCE.sub("", text)
+    return _INVISIBLE.sub(lambda match: {"\t": "\t", "\n": "\n" if newlines else " "}.get(match.group(), ""), text)
+
+
 # --------------------------------------------------------------------------
 # Logging: stderr and an optional log file, never stdout
 # --------------------------------------------------------------------------
@@ -2923,7 +2946,7 @@ class CallContext:
         if total is not None:
             params["total"] = total
         if message:
-            params["message"] = message
+            params["message"] = plain_text(message)
         self.notify("notifications/progress", params)
 
     def log(self, level, text, logger="mcpstudio"):
@@ -2990,7 +3013,7 @@ class OutputFeed:
         if self.logs:
             self.ctx.log("info", text, self.logger)
         if self.ctx.running:
-            self.ctx.running.message = text.rpartition("\n")[2]
+            self.ctx.running.message = plain_text(text.rpartition("\n")[2])
 
     def close(self):
         """The call ends: nothing more is sent for it."""
@@ -3087,7 +3110,7 @@ class PromptWatch(OutputFeed):
                             "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
                             "tool), or set \"interactive\": false." % said)
         else:
-            form = elicitation_form(text[-1000:], {"answer": dict(schema, title=prompt)})
+            form = elicitation_form(plain_text(text[-1000:]), {"answer": dict(schema, title=plain_text(prompt, False))})
             try:
                 answer = await (ctx.prompts.ask(ctx, "elicitation/create", form) if ctx.modern else
                                 ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
@@ -3571,6 +3594,12 @@ def _file_name(given):
     return name
 
 
+def _quote(name):
+    """A file name as a URI's last segment: percent-encoded (control characters never reach a client raw)."""
+    from urllib.parse import quote
+    return quote(name, safe="")
+
+
 def _is_uri(value):
     return isinstance(value, str) and re.match(r"[a-z][a-z0-9+.-]*://", value) is not None
 
@@ -3897,7 +3926,7 @@ class CommandTool:
                 (odd if data is None else over).append(name)
                 continue
             room, shown = room - len(data), shown + 1
-            result["content"].append(file_content(name, data, "mcpstudio://%s/%s" % (self.name, name), budget))
+            result["content"].append(file_content(name, data, "mcpstudio://%s/%s" % (self.name, _quote(name)), budget))
         for names, why in ((over, "past the %d files and %d bytes together a result shows (--max-output)"
                             % (OUTPUT_FOLDER_FILES, self.settings.max_output)),
                            (odd, "not plain files (links, folders, hard links are never read)")):
@@ -5584,9 +5613,9 @@ class Guard:
     async def _confirm(self, public, plan, arguments, ctx, ask, entry, level):
         """None when the person said yes to running this call; else the result that says why it did not run
         (`level`: where the config asks for it: "file", "server:ID" or "tool:NAME")."""
-        what = "run `%s`" % _argv_text(plan["argv"]) if "argv" in plan else "call %s with %s" % (
+        what = "run `%s`" % visible_text(_argv_text(plan["argv"])) if "argv" in plan else "call %s with %s" % (
             "tool %s of server %s" % (plan["tool"], plan["server"]) if "server" in plan else public,
-            json.dumps(arguments, ensure_ascii=False))
+            visible_text(json.dumps(arguments, ensure_ascii=False)))
         if not ctx.declared("elicitation"):
             entry["refused"] = "confirmation required; the client cannot ask"
             return tool_error("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
@@ -5594,7 +5623,10 @@ class Guard:
                               "false %s." % (public, what, "at the top of the config, or on this tool's entry or its "
                                              "server's" if level == "file" else "on %s %s in the config"
                                              % tuple(level.split(":", 1))))
-        answer = await ask(elicitation_form("Allow %s to %s?" % (public, what), {"run": {"type": "boolean", "title": "Run it"}}))
+        words = "\nThe command, word by word: %s" % visible_text(json.dumps(plan["argv"], ensure_ascii=False, default=str)) \
+            if "argv" in plan else ""  # the exact argv, program first
+        answer = await ask(elicitation_form("Allow %s to %s?%s" % (public, what, words),
+                                            {"run": {"type": "boolean", "title": "Run it"}}))
         if answer.get("resultType") == "input_required":
             return answer
         entry["confirmed"] = answer.get("action") == "accept" and (answer.get("content") or {}).get("run") is True

@@ -10149,6 +10149,30 @@ class GuardTests(ScratchDir):
         self.assertEqual(len(line["arguments"]["word"]), 1000)
         self.assertTrue(line["arguments"]["word"].endswith("..."))
 
+    def test_an_argument_cannot_rewrite_the_confirmation(self):
+        # Issue 41.9: newlines, a run of spaces and bidi or zero-width characters in the model's value wrote a fake
+        # "Allow ... draft.txt" line after the real command: the form is one line of visible escapes, padding
+        # collapsed, then the exact argv as a list, program first.
+        fake = "draft.txt`?\n\nAllow wipe to run `rm draft.txt`?" + " " * 80 + "\u202e\u200b\x1b[8m"
+        with self.serve([self.tool("wipe", confirm=True)]) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                         "params": {"name": "wipe", "arguments": {"word": fake}}})
+            self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
+            asked = server.notifications_of("elicitation/create")[0]
+            server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}})
+            self.assertTrue(server.wait_response(7)["result"]["isError"])
+        first, words = asked["params"]["message"].split("\n")
+        self.assertTrue(first.startswith("Allow wipe to run `%s %s %s 'draft.txt`?\\n\\nAllow wipe" % (PY, self.counter, self.runs)),
+                        first)
+        self.assertIn("`? [80 spaces] \\u202e\\u200b\\x1b[8m'`?", first)
+        self.assertEqual(json.loads(words.partition(": ")[2]),
+                         [PY, self.counter, self.runs, fake.replace(" " * 80, " [80 spaces] ")])  # exact, but the padding
+        self.assertIn("\\u202e\\u200b", words)  # the invisible ones shown as JSON escapes
+        self.assertEqual(self.ran(), [])
+
     def test_audit_masks_secrets_by_schema_whatever_their_form(self):
         # Issue 41.3: a `"secret": true` parameter sent as a number, an integer secret (a PIN), a secret of three
         # characters and one sent under its `-` respelling (which the command gets) reach neither the audit
@@ -10702,15 +10726,19 @@ class FileArgumentTests(ScratchDir):
                     f.write(os.urandom(size))
             os.symlink(sys.argv[4], os.path.join(out, "link.txt"))
             os.link(sys.argv[4], os.path.join(out, "hard.txt"))
+            if sys.argv[5:]:
+                with open(os.path.join(out, sys.argv[5]), "wb") as f:
+                    f.write(bytes(range(256)))
             """)
         secret = os.path.join(self.dir, "secret.txt")
         with open(secret, "w") as f:
             f.write("do not show 7355608\n")
         config = os.path.join(self.dir, "out.json")
         with open(config, "w") as f:
-            json.dump({"tools": [{"name": "fill", "command": "%s %s {out} {count} {size} %s" % (PY, fill, secret),
+            json.dump({"tools": [{"name": "fill", "command": "%s %s {out} {count} {size} %s [name]" % (PY, fill, secret),
                                   "output_folder": "out", "parameters": {"count": {"type": "integer"},
-                                                                        "size": {"type": "integer"}}}]}, f)
+                                                                        "size": {"type": "integer"},
+                                                                        "name": {"type": "string", "required": False}}}]}, f)
         with McpProcess("serve", "--config", config) as server:
             server.initialize()
             result = server.call("fill", {"count": 30, "size": 100000})
@@ -10723,6 +10751,9 @@ class FileArgumentTests(ScratchDir):
                 "[output folder: 2 not shown, not plain files (links, folders, hard links are never read): "
                 "\"hard.txt\", \"link.txt\"]"])
             self.assertNotIn("7355608", json.dumps(result))
+            named = server.call("fill", {"count": 0, "size": 1, "name": "a\x1b[2Jb\u202e.bin"})
+            self.assertEqual([item["resource"]["uri"] for item in named["content"] if item["type"] == "resource"],
+                             ["mcpstudio://fill/a%1B%5B2Jb%E2%80%AE.bin"])  # percent-encoded, never raw
             many = server.call("fill", {"count": 50, "size": 10})
             self.assertEqual(len([item for item in many["content"] if item["type"] == "resource"]),
                              mcpstudio.OUTPUT_FOLDER_FILES)
@@ -11537,6 +11568,16 @@ class HouseTests(unittest.TestCase):
 # --------------------------------------------------------------------------
 
 class PromptFormTests(unittest.TestCase):
+    def test_visible_and_plain_text_table(self):
+        # Issue 41.9/15: a model's value in a confirmation shows every invisible character as an escape and a run of
+        # spaces as its count; a command's output in a form or progress loses escape sequences and controls.
+        for text, visible in (("a\nb", "a\\nb"), ("x\u202ey\u200bz", "x\\u202ey\\u200bz"), ("a" + " " * 5 + "b", "a [5 spaces] b"),
+                              ("a  b\tc\x1b[1m\x9b é ü", "a  b\\tc\\x1b[1m\\x9b é ü")):
+            self.assertEqual(mcpstudio.visible_text(text), visible, repr(text))
+        for text, newlines, plain in (("\x1b[31mred\x1b[0m\x9b\u202e ok\nnext\x07\t", True, "red ok\nnext\t"),
+                                      ("a\nb\x1b]0;title\x07c", False, "a bc"), ("Proceed? [y/N] ", False, "Proceed? [y/N] ")):
+            self.assertEqual(mcpstudio.plain_text(text, newlines), plain, repr(text))
+
     def test_prompt_table(self):
         # (command output's tail) -> (prompt, schema): yes/no a boolean, a numbered menu an enum, a secret None.
         for tail, prompt, schema in (
@@ -11622,6 +11663,35 @@ class CommandPromptTests(ScratchDir):
             self.assertIn('`asking` asked "Password:", a secret, which is never asked in a form', text_of(secret))
             self.assertIn("\"environment\"", text_of(secret))
             self.assertEqual(len(server.notifications_of("elicitation/create")), 2)
+
+    def test_command_output_reaches_forms_and_progress_plain(self):
+        # Issue 41.15: raw command output reached form text and titles, and progress messages: escape sequences
+        # and C0/C1, bidi and zero-width characters are removed there.
+        script = self.script("raw.py", """\
+            import sys, time
+            for step in range(3):
+                print("\\x1b[31mstep\\u202e %d\\x07\\x9b" % step, flush=True)
+                time.sleep(0.5)
+            print("answer " + input("\\x1b]0;title\\x07Go\\u200b on\\x1b[0m? [y/N] "))
+            """, executable=False)
+        path = os.path.join(self.dir, "raw.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "raw", "command": "%s %s" % (PY, script)}]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                         "params": {"name": "raw", "arguments": {}, "_meta": {"progressToken": "p"}}})
+            form = self.answer_next(server, {"action": "accept", "content": {"answer": True}})
+            self.assertIn("answer y", text_of(server.wait_response(7)["result"]))
+            messages = [n["params"].get("message", "") for n in server.notifications_of("notifications/progress")]
+        self.assertEqual((form["message"].splitlines()[-1], form["requestedSchema"]["properties"]["answer"]["title"]),
+                         ("Go on? [y/N]", "Go on? [y/N]"))
+        self.assertIn("step 0\nstep 1\nstep 2", form["message"])
+        self.assertTrue(any("step 0" in message for message in messages), messages)
+        for text in [form["message"]] + messages:
+            self.assertIsNone(re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u202e]", text), repr(text))
 
     def test_client_that_cannot_answer(self):
         with McpProcess("serve", "--config", self.config()) as server:
