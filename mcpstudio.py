@@ -2232,9 +2232,10 @@ class ProcessRunner:
             self.watchdog = None
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
-                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None, asker=None) -> ProcessResult:
+                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None, asker=None,
+                  shown=None) -> ProcessResult:
         """Run `argv` to completion under the runner's limits; return a ProcessResult. An `asker` (PromptWatch)
-        is handed the stdin pipe, after `stdin_bytes`."""
+        is handed the stdin pipe, after `stdin_bytes`; `shown` is the argv as the log shows it (secrets masked)."""
         loop = asyncio.get_running_loop()
         argv = _resolve_program(argv, env)
         problem = exec_problem(argv, env, cwd)
@@ -2262,7 +2263,7 @@ class ProcessRunner:
         pid = transport.get_pid()
         self.live[pid] = transport
         self._track(pid)
-        self.log.debug("started pid %d: %s", pid, _argv_text(argv))
+        self.log.debug("started pid %d: %s", pid, _argv_text(shown or argv))
         status = "exited"
         try:
             if cancelled:  # while its pipes were being connected: stopped like any cancelled call
@@ -2490,6 +2491,56 @@ def mask_secrets(value, secrets=()):
     return "***" if isinstance(value, NUMBER) and any(s in str(value) for s in secrets) else value  # a PIN
 
 
+def masked_arguments(arguments, schema):
+    """(`arguments` as the audit log and --log show them, the secret values in them as the command gets them): the value
+    of a secret-looking name or of a `writeOnly` property is ***, at any depth (`options.password`,
+    `headers.Authorization`), names matched to the schema's spelling first (`api-key` reaches `api_key`), and a
+    secret's every scalar is a secret, whatever its type or length (a PIN, a number for a string)."""
+    found = []
+
+    def collect(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+        elif isinstance(value, (str,) + NUMBER) and not isinstance(value, bool) and _text(value):
+            found.append(_text(value))
+
+    def masked(value, schema):
+        schema = schema if isinstance(schema, dict) else {}
+        if isinstance(value, dict):
+            properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+            out = {}
+            for name, item in match_spellings(value, properties).items():
+                prop = properties.get(name) if isinstance(properties.get(name), dict) else {}
+                if looks_secret(name) or prop.get("writeOnly"):
+                    collect(item)
+                    out[name] = "***"
+                else:
+                    out[name] = masked(item, prop)
+            return out
+        if isinstance(value, list):
+            return [masked(item, schema.get("items")) for item in value]
+        return _clip(value, 1000) if isinstance(value, str) else value
+    return masked(arguments, schema), found
+
+
+def _masked_argv(argv, secrets):
+    """`argv` with each of `secrets` replaced by ***: wherever it stands, and one of three characters or fewer
+    (a PIN, a short code) as a whole word or after `=` (within other words it would shred the command line)."""
+    out = []
+    for word in map(_text, argv):
+        for secret in sorted(secrets, key=len, reverse=True):
+            if len(secret) > 3:
+                word = word.replace(secret, "***")
+            elif word == secret or word.endswith("=" + secret):
+                word = word[:len(word) - len(secret)] + "***"
+        out.append(word)
+    return out
+
+
 class Log:
     """Debug and diagnostic lines for people: to stderr, and to `--log FILE`.
 
@@ -2506,6 +2557,8 @@ class Log:
         self.add_secrets(secrets)
         self.enabled = self.debug_enabled or self.file is not None
         self.warned = set()
+        self.schema_of = lambda name: None  # a tool's inputSchema by name (the Server's): secrets of wire lines
+        self.forms = collections.OrderedDict()  # id -> requestedSchema of the last forms asked (their answers masked)
 
     def add_secrets(self, secrets):
         """Mask these values (as written and JSON-escaped) in every line from now on."""
@@ -2562,9 +2615,37 @@ class Log:
         self._write("error", fmt % args if args else fmt, True)
 
     def wire(self, direction, data):
-        """Record one protocol message in the log file."""
+        """Record one protocol message in the log file, the secrets of a call's arguments and of a form's answer
+        masked (see masked_arguments)."""
         if self.file:
-            self._write("wire", "%s %s" % (direction, _decoded(data).rstrip("\n")), False)
+            text = _decoded(data).rstrip("\n")
+            try:
+                message = json.loads(text)
+            except ValueError:
+                message = None
+            masked = [self._masked(item) for item in (message if isinstance(message, list) else [message])
+                      if isinstance(item, dict)]
+            if any(changed for _, changed in masked):
+                text = json.dumps([item for item, _ in masked] if isinstance(message, list) else masked[0][0],
+                                  ensure_ascii=False)
+            self._write("wire", "%s %s" % (direction, text), False)
+
+    def _masked(self, message):
+        """(`message` with its secrets masked, whether it had any): a tools/call's arguments by its tool's schema, an
+        answer to a form by the form's schema (remembered when the form went out)."""
+        params, result = _object(message.get("params")), _object(message.get("result"))
+        if message.get("method") == "elicitation/create" and "id" in message:
+            self.forms[json.dumps(message["id"])] = _object(params.get("requestedSchema"))
+            while len(self.forms) > 100:
+                self.forms.popitem(last=False)
+        if message.get("method") == "tools/call" and isinstance(params.get("arguments"), dict):
+            shown, secrets = masked_arguments(params["arguments"], self.schema_of(params.get("name")))
+            return (dict(message, params=dict(params, arguments=shown)), True) if secrets else (message, False)
+        form = self.forms.pop(json.dumps(message.get("id")), None) if "method" not in message else None
+        if form is not None and isinstance(result.get("content"), dict):
+            shown, secrets = masked_arguments(result["content"], form)
+            return (dict(message, result=dict(result, content=shown)), True) if secrets else (message, False)
+        return message, False
 
     def close(self):
         """Close the --log file."""
@@ -3940,15 +4021,16 @@ class CommandTool:
         """Render checked `arguments` to argv, run it, and return the CallToolResult."""
         argv, stdin = self.prepare(arguments)
         settings = self.settings
+        shown = _masked_argv(argv, masked_arguments(arguments, self.schema)[1])  # for debug lines
         if ctx.wants("debug"):
-            ctx.log("debug", "running: %s" % _argv_text(argv))
+            ctx.log("debug", "running: %s" % _argv_text(shown))
         # its heartbeat also while the call waits for a slot
         feed = (PromptWatch if self.interactive else OutputFeed)(ctx, "`%s`" % self.name, self.name)
         feed.answers = self.answers
         try:
             async with settings.slots:
                 result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,
-                                                      asker=self.interactive and feed)
+                                                      asker=self.interactive and feed, shown=shown)
         finally:
             feed.close()
         if feed.problem:
@@ -4900,6 +4982,14 @@ class Catalog:
         """What SIGHUP should call (a source that re-reads its config), or None to stop on it."""
         return next((s.reload_signal for s in self.sources if hasattr(s, "reload_signal")), None)
 
+    def schema_of(self, name):
+        """The inputSchema of a fixed tool called `name` before any listing (its name as its source has it), or None."""
+        for source in self.sources:
+            tool = getattr(source, "tools", {}).get(name) if isinstance(getattr(source, "tools", None), dict) else None
+            if hasattr(tool, "schema"):
+                return tool.schema
+        return None
+
     def session_started(self, session=None):
         """`initialize` was answered (by `session`, in the handshake era): sources may begin what waits
         for a client (eager starts)."""
@@ -5326,56 +5416,6 @@ class AuditLog:
             return False
 
 
-def audited_arguments(arguments, schema):
-    """(`arguments` as the audit line shows them, the secret values in them as the command gets them): the value
-    of a secret-looking name or of a `writeOnly` property is ***, at any depth (`options.password`,
-    `headers.Authorization`), names matched to the schema's spelling first (`api-key` reaches `api_key`), and a
-    secret's every scalar is a secret, whatever its type or length (a PIN, a number for a string)."""
-    found = []
-
-    def collect(value):
-        if isinstance(value, dict):
-            for item in value.values():
-                collect(item)
-        elif isinstance(value, list):
-            for item in value:
-                collect(item)
-        elif isinstance(value, (str,) + NUMBER) and not isinstance(value, bool) and _text(value):
-            found.append(_text(value))
-
-    def masked(value, schema):
-        schema = schema if isinstance(schema, dict) else {}
-        if isinstance(value, dict):
-            properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-            out = {}
-            for name, item in match_spellings(value, properties).items():
-                prop = properties.get(name) if isinstance(properties.get(name), dict) else {}
-                if looks_secret(name) or prop.get("writeOnly"):
-                    collect(item)
-                    out[name] = "***"
-                else:
-                    out[name] = masked(item, prop)
-            return out
-        if isinstance(value, list):
-            return [masked(item, schema.get("items")) for item in value]
-        return _clip(value, 1000) if isinstance(value, str) else value
-    return masked(arguments, schema), found
-
-
-def _masked_argv(argv, secrets):
-    """`argv` with each of `secrets` replaced by ***: wherever it stands, and one of three characters or fewer
-    (a PIN, a short code) as a whole word or after `=` (within other words it would shred the command line)."""
-    out = []
-    for word in map(_text, argv):
-        for secret in sorted(secrets, key=len, reverse=True):
-            if len(secret) > 3:
-                word = word.replace(secret, "***")
-            elif word == secret or word.endswith("=" + secret):
-                word = word[:len(word) - len(secret)] + "***"
-        out.append(word)
-    return out
-
-
 def take_token(buckets, limits, now):
     """Token buckets (a burst of `calls`, then `calls` per `seconds`): one token from each of `limits`
     [(key, calls, seconds)] at `now`, or none. (0.0, None) when taken, else (seconds to wait, the limit)."""
@@ -5637,7 +5677,7 @@ class Guard:
 
     async def record(self, name, arguments, ctx: CallContext, entry, call, schema=None):
         """Await `call` (a tool call, resource read or prompt get), then count it and write its audit line, the
-        secrets of its arguments masked (see audited_arguments: by `schema`, the tool's inputSchema)."""
+        secrets of its arguments masked (see masked_arguments: by `schema`, the tool's inputSchema)."""
         started, result, error = time.monotonic(), None, None
         try:
             result = await call
@@ -5657,7 +5697,7 @@ class Guard:
                     self.stats.changed()
             if self.audit is not None and not asked:
                 client = ctx.session.client_info
-                shown, secrets = audited_arguments(arguments, schema)
+                shown, secrets = masked_arguments(arguments, schema)
                 if "argv" in entry:
                     entry["argv"] = _masked_argv(entry["argv"], secrets)
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
@@ -6074,6 +6114,9 @@ class Server:
             if hasattr(source, "metrics"):  # an aggregator's servers_list shows them
                 source.metrics = self.guard.metrics
         self.log = log
+        known = log.schema_of  # another Server's on the same log (a namespace's URL): asked after this one
+        log.schema_of = lambda name: (_object(self.catalog.listed.get(name)).get("inputSchema") or known(name)
+                                      or self.catalog.schema_of(name))
         self.title = title
         self.instructions = instructions
         self.session = None

@@ -1681,6 +1681,37 @@ class ProtocolTests(ScratchDir):
         self.assertIn("*** *** /srv/shared-folder", content)  # secrets masked, a folder (ROOT) kept
         self.assertIn("2025-11-25", content)  # ONE=1 did not mangle the log
 
+    def test_log_file_masks_secret_arguments_and_answers(self):
+        # Issue 41.18: a `"secret": true` value was in clear in --log's wire lines (the call in, the debug line
+        # out) and so was a secret the user typed into a form: masked by the tool's schema and the form's.
+        log = os.path.join(self.dir, "wire.log")
+        path = os.path.join(self.dir, "secret.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "use", "command": "%s -c pass {code} {pin}" % PY, "parameters": {
+                "code": {"type": "string", "secret": True},
+                "pin": {"type": "string", "secret": True, "ask": "Your PIN"}}}]}, f)
+        with McpProcess("--log", log, "serve", "--config", path) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.request("logging/setLevel", {"level": "debug"})
+            server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                         "params": {"name": "use", "arguments": {"code": "c0de-7355608"}}})
+            self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
+            asked = server.notifications_of("elicitation/create")[0]
+            server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"pin": "pin-31337"}}})
+            self.assertFalse(server.wait_response(7)["result"]["isError"])
+            debug = [n["params"]["data"] for n in server.notifications_of("notifications/message")
+                     if "running:" in str(n["params"].get("data"))]
+            self.assertEqual(server.close(), 0)
+        self.assertTrue(debug and "7355608" not in debug[0] and "31337" not in debug[0], debug)
+        with open(log, encoding="utf-8") as f:
+            content = f.read()
+        self.assertIn('"code": "***"', content)
+        self.assertIn('"pin": "***"', content)
+        self.assertNotIn("7355608", content)
+        self.assertNotIn("31337", content)
+
     def test_failing_log_never_stops_the_server(self):
         # stderr closed under --debug, or a --log file that cannot be written (disk full):
         # the server still answers and exits on EOF.
