@@ -3104,7 +3104,14 @@ class OutputFeed:
         self.job = None  # its frames (the pipe, the output) go with it, not with the next garbage collection
 
 
-_SECRET_PROMPT = re.compile(r"pass(word|phrase|code)|token|\b(pin|otp)\b|secret|api.?key", re.I)
+_SECRET_PROMPT = re.compile(
+    r"pass\s*(word|phrase|code)|passwd|\bpwd\b|token|\b(pin|otp|pat|totp|mfa|2fa)\b|secret|api.?key|credential"
+    r"|private key|(verification|security|auth\w*|access|recovery|backup|login|sms|one.time|2fa|mfa)\s+code"
+    r"|kennwort|passwort|mot de passe|contrase|senha|parola d|wachtwoord|has\u0142o|\u043f\u0430\u0440\u043e\u043b"
+    r"|\u5bc6\u7801|\u5bc6\u78bc|\u30d1\u30b9\u30ef\u30fc\u30c9|\uc554\ud638|\ube44\ubc00\ubc88\ud638", re.I)
+# Programs that ask for secrets (keys, passphrases, passwords): whatever their prompt says, never asked in a form.
+SECRET_PROGRAMS = ("openssl", "gpg", "gpg2", "ssh-keygen", "ssh-add", "ssh", "scp", "sftp", "passwd", "su", "kinit",
+                   "htpasswd", "age", "cryptsetup", "keytool", "vault", "op", "pass", "doas")
 _YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
 _MENU = re.compile(r"^[ \t]*(\d+)[.):][ \t]+(\S.*)", re.M)
 
@@ -3113,6 +3120,12 @@ def elicitation_form(message, properties):
     """elicitation/create params: a form that asks for each of `properties` (JSON schemas by name)."""
     return {"mode": "form", "message": message,
             "requestedSchema": {"type": "object", "properties": properties, "required": list(properties)}}
+
+
+def asks_secrets(words):
+    """Whether a command of these (literal) words is a program known to ask for secrets, or `sudo -S`."""
+    names = [os.path.basename(str(word)) for word in words]
+    return any(name in SECRET_PROGRAMS for name in names) or "sudo" in names and "-S" in names
 
 
 def prompt_form(tail):
@@ -3157,6 +3170,7 @@ class PromptWatch(OutputFeed):
     reading with nothing asked gets the end of its input, as from the null device."""
 
     answers = ()  # the tool's, as (pattern, text)
+    secret = False  # a program known to ask for secrets (asks_secrets): each of its prompts is one
 
     async def watch(self, pid, pipe):
         self.said = time.monotonic()  # what it wrote before reading may still be on the way
@@ -3165,7 +3179,7 @@ class PromptWatch(OutputFeed):
                 await asyncio.sleep(PROMPT_QUIET)
             text = _decoded(self.tail)
             prompt, schema = prompt_form(text)
-            reply = await self.answer(text.strip(), prompt, schema) if prompt else None
+            reply = await self.answer(text.strip(), prompt, None if self.secret else schema) if prompt else None
             self.tail, self.said = b"", time.monotonic()
             if reply is None:
                 break
@@ -4027,6 +4041,7 @@ class CommandTool:
         # its heartbeat also while the call waits for a slot
         feed = (PromptWatch if self.interactive else OutputFeed)(ctx, "`%s`" % self.name, self.name)
         feed.answers = self.answers
+        feed.secret = asks_secrets(re.split(r"[\s;&|()`\"']+", self.template.display()))  # the words it was written with
         try:
             async with settings.slots:
                 result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,

@@ -11623,6 +11623,12 @@ class PromptFormTests(unittest.TestCase):
                 ("Password: ", "Password:", None), ("Enter passphrase for key: ", "Enter passphrase for key:", None),
                 ("GitHub token: ", "GitHub token:", None), ("SIM PIN? ", "SIM PIN?", None),
                 ("Pinned version: ", "Pinned version:", {"type": "string"}),
+                # issue 41.7: secret prompts in ordinary forms
+                ("Enter PEM pass phrase: ", "Enter PEM pass phrase:", None), ("Passwd: ", "Passwd:", None),
+                ("Enter your GitHub PAT: ", "Enter your GitHub PAT:", None), ("2FA code: ", "2FA code:", None),
+                ("Verification code: ", "Verification code:", None), ("Kennwort: ", "Kennwort:", None),
+                ("Mot de passe : ", "Mot de passe :", None), ("Contraseña: ", "Contraseña:", None),
+                ("Country code: ", "Country code:", {"type": "string"}), ("Path: ", "Path:", {"type": "string"}),
                 ("done\n", "", {"type": "string"})):
             self.assertEqual(mcpstudio.prompt_form(tail), (prompt, schema), tail)
         for prompt, schema, value, line in (("Go? [y/N]", {"type": "boolean"}, True, "y"),
@@ -11723,6 +11729,29 @@ class CommandPromptTests(ScratchDir):
         self.assertTrue(any("step 0" in message for message in messages), messages)
         for text in [form["message"]] + messages:
             self.assertIsNone(re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u202e]", text), repr(text))
+
+    def test_programs_known_to_ask_secrets_are_never_asked_in_a_form(self):
+        # Issue 41.7: `openssl` (and gpg, ssh-keygen, `sudo -S` ...) asks for a secret whatever its prompt says, and
+        # OpenSSL's real "Enter PEM pass phrase:" went to a form: each stops the call, no form is sent.
+        folder = os.path.join(self.dir, "bin")
+        os.mkdir(folder)
+        for name, prompt in (("openssl", "Enter PEM pass phrase:"), ("gpg", "Your choice? ")):
+            with open(os.path.join(folder, name), "w") as f:
+                f.write("#!%s\nprint('answer ' + input(%r))\n" % (PY, prompt))
+            os.chmod(os.path.join(folder, name), 0o755)
+        path = os.path.join(self.dir, "secrets.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "key", "command": "%s/openssl genrsa" % folder},
+                                 {"name": "sign", "command": "%s/gpg --sign" % folder}]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            for tool, prompt in (("key", "Enter PEM pass phrase:"), ("sign", "Your choice?")):
+                result = server.call(tool, {})
+                self.assertTrue(result["isError"], result)
+                self.assertIn('`%s` asked "%s", a secret, which is never asked in a form' % (tool, prompt), text_of(result))
+            self.assertEqual(server.notifications_of("elicitation/create"), [])
 
     def test_client_that_cannot_answer(self):
         with McpProcess("serve", "--config", self.config()) as server:
