@@ -2986,7 +2986,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs", "ran", "served", "read", "running", "prompts")
+                 "capabilities", "task", "inputs", "answered", "ran", "served", "read", "running", "prompts")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -2999,6 +2999,7 @@ class CallContext:
         self.capabilities = {}  # a 2026-07-28 request's own client capabilities (from its `_meta`)
         self.task = None        # the id of the task this call runs as
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
+        self.answered = set()   # the keys of `inputResponses` mcpstudio itself asked (confirm...): never forwarded
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
         self.served = None      # (owner, version, tool) of the server run that answered it (the result cache's key)
         self.read = None        # the Server's resources/read for this request (a file argument's resource URI)
@@ -6378,6 +6379,7 @@ class Server:
                     "inputRequests": {key: {"method": "elicitation/create", "params": form}}}
         if not isinstance(answer, dict):
             raise _invalid_params("`inputResponses.%s` must be an elicitation result" % key)
+        ctx.answered.add(key)
         return answer
 
     async def _modern_call(self, name, call, support, ctx: CallContext):
@@ -10517,7 +10519,13 @@ class InputBridge:
                                                   params["name"], ctx)
             return await upstream.forward(method, params, ctx)
         if modern:
-            return await upstream.forward(method, dict(params, **ctx.inputs), ctx)
+            inputs = dict(ctx.inputs)
+            if ctx.answered and isinstance(inputs.get("inputResponses"), dict):  # the server's own answers only
+                inputs["inputResponses"] = {key: answer for key, answer in inputs["inputResponses"].items()
+                                            if key not in ctx.answered}
+                if not inputs["inputResponses"]:
+                    del inputs["inputResponses"]
+            return await upstream.forward(method, dict(params, **inputs), ctx)
         for _ in range(INPUT_ROUNDS):
             result = await upstream.forward(method, params, ctx)
             if result.get("resultType") != "input_required":

@@ -4869,6 +4869,9 @@ def fake_server(args):
         if opt("--era-file") and method in ("tools/call", "tools/list"):  # which era each request came in
             with open(opt("--era-file"), "a") as f:
                 f.write("%s %s %s\n" % (method, params.get("name", "-"), "2026" if modern_message else "handshake"))
+        if opt("--inputs-file") and method == "tools/call":  # the inputResponses keys each call came with
+            with open(opt("--inputs-file"), "a") as f:
+                f.write(json.dumps(sorted(params.get("inputResponses") or {})) + "\n")
         if DUAL and modern_message and method == "tools/list":
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": TOOLS + [
                 {"name": "mrtr", "description": "Ask two rounds of questions (SEP-2322)", "inputSchema": {"type": "object"}}]}})
@@ -14294,6 +14297,28 @@ class InputRequiredTests(AggregatorCase):
                 self.ELICIT_AND_ROOTS)
             self.assertEqual(done["result"]["resultType"], "complete")
             self.assertEqual(text_of(done["result"]), "hello Ada at file:///work, who says hi (client: elicitation,roots)")
+
+    def test_mcpstudios_own_answers_are_not_forwarded(self):
+        # Issue 41.20: the `confirm` answer mcpstudio asked for itself went on to the server inside inputResponses;
+        # the server gets only the answers to its own questions.
+        inputs = os.path.join(self.dir, "inputs")
+        path = self.config("--modern-only", "--inputs-file", inputs)
+        with open(path) as f:
+            data = json.load(f)
+        data["mcpServers"]["up"]["confirm"] = True
+        with open(path, "w") as f:
+            json.dump(data, f)
+        yes = {"action": "accept", "content": {"run": True}}
+        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+            _, first = self.call(server, "up__mrtr", capabilities=self.ELICIT_AND_ROOTS)
+            self.assertEqual(list(first["result"]["inputRequests"]), ["confirm"])
+            _, second = self.call(server, "up__mrtr", {"inputResponses": {"confirm": yes}}, self.ELICIT_AND_ROOTS)
+            self.assertEqual(second["result"]["requestState"], "round-2")
+            _, third = self.call(server, "up__mrtr", {"requestState": "round-2", "inputResponses": {
+                "confirm": yes, "who": {"action": "accept", "content": {"name": "Ada"}}}}, self.ELICIT_AND_ROOTS)
+            self.assertEqual(third["result"]["requestState"], "round-3:Ada")
+        with open(inputs) as f:
+            self.assertEqual([json.loads(line) for line in f], [[], ["who"]])
 
     def test_handshake_client_is_asked_for_a_modern_servers_input(self):
         # mcpstudio asks the client each round's questions (elicitation, then roots) and retries the server.
