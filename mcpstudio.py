@@ -2986,7 +2986,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs", "answered", "ran", "served", "read", "running", "prompts")
+                 "capabilities", "task", "inputs", "answered", "asked", "ran", "served", "read", "running", "prompts")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -3000,6 +3000,7 @@ class CallContext:
         self.task = None        # the id of the task this call runs as
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
         self.answered = set()   # the keys of `inputResponses` mcpstudio itself asked (confirm...): never forwarded
+        self.asked = False      # a person answered the command's question: the result is theirs, never cached
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
         self.served = None      # (owner, version, tool) of the server run that answered it (the result cache's key)
         self.read = None        # the Server's resources/read for this request (a file argument's resource URI)
@@ -3147,20 +3148,36 @@ def prompt_reply(prompt, schema, value):
     return str(value).partition(")")[0] if "enum" in schema else str(value)
 
 
-def _reading(pid, group):
+def _reading(pid, group, stdin=None):
     """Whether `pid` (with `group`: a process of its group) sleeps reading a pipe (Linux tells; elsewhere taken as
-    so while it runs). A whole group is looked through (some ms) only when the output ends in what may be a question."""
+    so while it runs), and with `stdin` (a pattern of the pipe mcpstudio writes the command's input to, see
+    _stdin_link) that pipe is its standard input: a `sleep 2 | cat` waits on its own pipe, which is no question.
+    A whole group is looked through (some ms) only when the output ends in what may be a question."""
     if not os.path.isdir("/proc/self"):
         return _group_alive(pid)
     for entry in os.listdir("/proc") if group else [pid]:
         try:
             with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
                 if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in (
-                        "0", "pipe_read", "anon_pipe_read", "unix_stream_read_generic"):  # Python 3.8: a socket pair
+                        "0", "pipe_read", "anon_pipe_read", "unix_stream_read_generic") and (  # Python 3.8: a socket pair
+                        stdin is None or re.fullmatch(stdin, os.readlink("/proc/%s/fd/0" % entry))):
                     return True  # sleeping (S), in the group; "0": a kernel that hides where processes sleep
         except OSError:
             pass
     return False
+
+
+def _stdin_link(pipe):
+    """What /proc/PID/fd/0 of a process reading the pipe under an asyncio write transport reads, as a pattern:
+    `pipe:[INODE]` (both ends share it); a socket of Python 3.8's socket pair (whose ends differ: any socket, as
+    no pipe is it); None where it cannot be told."""
+    import stat
+    try:
+        info = os.fstat(pipe.get_extra_info("pipe").fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return (re.escape("pipe:[%d]" % info.st_ino) if stat.S_ISFIFO(info.st_mode) else
+            r"socket:\[\d+\]" if stat.S_ISSOCK(info.st_mode) else None)
 
 
 class PromptWatch(OutputFeed):
@@ -3175,8 +3192,9 @@ class PromptWatch(OutputFeed):
 
     async def watch(self, pid, pipe):
         self.said = time.monotonic()  # what it wrote before reading may still be on the way
+        stdin = _stdin_link(pipe)
         for _ in range(PROMPT_ROUNDS):
-            while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n"):
+            while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n", stdin):
                 await asyncio.sleep(PROMPT_QUIET)
             text = _decoded(self.tail)
             prompt, schema = prompt_form(text)
@@ -3212,8 +3230,16 @@ class PromptWatch(OutputFeed):
                                 ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
             except McpError as exc:
                 answer = {"action": exc.message}
-            if "answer" in (answer.get("content") or {}):  # given with "accept" only
-                return prompt_reply(prompt, schema, answer["content"]["answer"])
+            value = (answer.get("content") or {}).get("answer")
+            if answer.get("action") == "accept" and value is not None:
+                problems = validate(value, schema, "the answer") or (
+                    ["the answer has a line break (a command's question takes one line)"]
+                    if isinstance(value, str) and re.search(r"[\r\n]", value) else [])
+                if problems:  # "no" to a yes/no question is not a yes; one line answers one question
+                    self.problem = "%s, and the user's answer does not fit: %s." % (said, "; ".join(problems))
+                    return None
+                ctx.asked = True  # a result that depends on a person's answer: never cached
+                return prompt_reply(prompt, schema, value)
             self.problem = "%s, and the user's answer was %s." % (said, json.dumps(answer.get("action")))
         return None
 
@@ -5656,7 +5682,7 @@ class Guard:
             result = await source.call_tool(original, arguments, ctx)
             where = cache and (ctx.served or route(original))  # after the call: the run that answered it
             key = where and cache_key(*where)
-            text = key and not result.get("isError") and json.dumps(result, default=str)
+            text = key and not result.get("isError") and not ctx.asked and json.dumps(result, default=str)
             if text and OUTPUT_URI not in text:  # a kept output is read only by its session
                 self.cache.put(key, result, time.monotonic() + cache[0], len(text), where[0], where[1])
             return result

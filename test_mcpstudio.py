@@ -11670,6 +11670,11 @@ class CommandPromptTests(ScratchDir):
                                                      **extra)]}, f)
         return path
 
+    def config_tool(self, **extra):
+        """The `asking` tool of ASKING_SCRIPT, as an entry of a config's tools."""
+        script = self.script("asking.py", ASKING_SCRIPT, executable=False)
+        return dict({"name": "asking", "command": "%s %s {kind}" % (PY, script)}, **extra)
+
     def answer_next(self, server, answer, seen=0):
         self.assertTrue(wait_until(lambda: len(server.notifications_of("elicitation/create")) > seen),
                         server.context())
@@ -11755,6 +11760,49 @@ class CommandPromptTests(ScratchDir):
                 self.assertTrue(result["isError"], result)
                 self.assertIn('`%s` asked "%s", a secret, which is never asked in a form' % (tool, prompt), text_of(result))
             self.assertEqual(server.notifications_of("elicitation/create"), [])
+
+    @unittest.skipUnless(sys.platform.startswith("linux"), "Linux tells what a process waits on")
+    def test_only_a_read_of_its_stdin_is_a_question_and_answers_must_fit(self):
+        # Issue 41.8: `sleep 2 | cat` after an unfinished line was asked as a question (cat waits on its own pipe);
+        # "no" to a yes/no form wrote `y`; a text answer with a newline answered a second question nobody saw; and
+        # a cached interactive tool served one person's answer to the next caller.
+        name = self.script("name.py", "print('hello ' + input('Name: '))\nprint('then ' + input('Sure? [y/N] '))\n",
+                           executable=False)
+        path = os.path.join(self.dir, "ask.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [
+                {"name": "fetch", "command": "sh -c 'printf \"Fetching the release notes...\"; sleep 2 | cat; echo done'"},
+                {"name": "name", "command": "%s %s" % (PY, name), "annotations": {"readOnlyHint": True},
+                 "cache": {"ttl": 600}},
+                self.config_tool()]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.assertEqual(text_of(server.call("fetch", {})), "Fetching the release notes...done\n")
+            self.assertEqual(server.notifications_of("elicitation/create"), [])
+
+            def ask(request_id, tool, arguments, answers):
+                server.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                             "params": {"name": tool, "arguments": arguments}})
+                for answer in answers:
+                    self.answer_next(server, {"action": "accept", "content": {"answer": answer}},
+                                     len(server.notifications_of("elicitation/create")))
+                return server.wait_response(request_id)["result"]
+            refused = ask(7, "asking", {"kind": "yes"}, ["no"])
+            self.assertTrue(refused["isError"])
+            self.assertIn("the user's answer does not fit: the answer must be boolean, not string", text_of(refused))
+            self.assertNotIn("answer y", text_of(refused))
+            two = ask(8, "name", {}, ["Ada\ny"])
+            self.assertIn("the answer has a line break", text_of(two))
+            self.assertNotIn("then", text_of(two))
+            seen = len(server.notifications_of("elicitation/create"))
+            first = ask(9, "name", {}, ["Ada", True])
+            second = ask(10, "name", {}, ["Bob", True])
+            self.assertEqual((text_of(first).splitlines()[-2:], text_of(second).splitlines()[-2:]),
+                             (["Name: hello Ada", "Sure? [y/N] then y"], ["Name: hello Bob", "Sure? [y/N] then y"]))
+            self.assertEqual(len(server.notifications_of("elicitation/create")), seen + 4)  # asked each time
+            self.assertNotIn("_meta", second)
 
     def test_client_that_cannot_answer(self):
         with McpProcess("serve", "--config", self.config()) as server:
