@@ -3706,6 +3706,45 @@ def write_file_argument(key, value, folder, limit):
     return path
 
 
+def call_folders():
+    """The one per-user parent of the folders calls write files in (TMPDIR/mcpstudio-USER, mode 0700), or None when
+    it is not a private folder of this user (then each call's folder is a plain private temporary folder)."""
+    import stat
+    import tempfile
+    user = str(os.getuid()) if _POSIX else re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("USERNAME", "user"))
+    parent = os.path.join(tempfile.gettempdir(), "mcpstudio-" + user)
+    try:
+        os.mkdir(parent, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        info = os.lstat(parent)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or _POSIX and (info.st_uid != os.getuid() or info.st_mode & 0o077):
+        return None  # planted by someone else: never used
+    return parent
+
+
+def call_folder():
+    """A fresh private folder for one call's files, named by this process (its id first: swept once it is gone)."""
+    import tempfile
+    parent = call_folders()
+    return tempfile.mkdtemp(prefix="%d-" % os.getpid() if parent else "mcpstudio-", dir=parent)
+
+
+def sweep_call_folders():
+    """Remove the call folders of servers that are gone (killed before they could remove their own)."""
+    import shutil
+    parent = call_folders()
+    for name in os.listdir(parent) if parent else ():
+        owner = name.partition("-")[0]
+        if owner.isdigit() and int(owner) != os.getpid() and not _process_alive(int(owner)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
 def _file_name(given):
     """A file argument's name made safe: its last part, letters, digits and `._-` only, never a leading dot or dash
     (a hidden file, an option), at most FILE_NAME_MAX characters (its extension kept)."""
@@ -4012,9 +4051,8 @@ class CommandTool:
             if not (self.files or self.output_folder):
                 return await self.run(arguments, ctx)
             import shutil
-            import tempfile
             arguments = await files_from_uris(self, arguments, lambda uri: self.read_resource(uri, ctx))
-            folder = tempfile.mkdtemp(prefix="mcpstudio-")  # private (0700); gone after the call
+            folder = call_folder()  # private (0700); gone after the call
             try:
                 return await self.files_call(arguments, ctx, folder)
             finally:
@@ -14539,6 +14577,7 @@ def _build_server(options, words, log: Log, config, runner=None):
         max_concurrency=number("max_concurrency", DEFAULT_MAX_CONCURRENCY, int),
         allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional",
         max_text=number("max_text", DEFAULT_MAX_TEXT, int), outputs=OutputStore())
+    sweep_call_folders()
     if settings.task_support not in TASK_SUPPORT:
         raise UsageError("--task-support %s: expected one of %s" % (settings.task_support, ", ".join(TASK_SUPPORT)))
     max_name = number("max_name_length", DEFAULT_MAX_NAME_LENGTH, int)

@@ -10807,6 +10807,46 @@ class FileArgumentTests(ScratchDir):
                 result = server.call("show", {"doc": "data:text/plain;name=%s;base64,aGk=" % name})
                 self.assertEqual(text_of(result), expected + "\n", result)
 
+    @unittest.skipUnless(mcpstudio._POSIX, "the per-user parent is named by the uid")
+    def test_call_folders_of_a_killed_server_are_swept(self):
+        # Issue 41.14: per-call folders outlived a killed server and nothing swept them: they live under one per-user
+        # parent, named by the server's pid, and a start removes those of servers that are gone.
+        tmp = os.path.join(self.dir, "tmp")
+        os.mkdir(tmp)
+        parent = os.path.join(tmp, "mcpstudio-%d" % os.getuid())
+        os.mkdir(parent, 0o700)
+        gone = subprocess.Popen([PY, "-c", "pass"])
+        gone.wait()
+        for name in ("%d-dead" % gone.pid, "%d-live" % os.getpid()):
+            os.makedirs(os.path.join(parent, name, "doc"))
+        pid_file = os.path.join(self.dir, "stall.pid")
+        stall = self.script("stall.py", "import os, sys, time\nopen(%r, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+                            % pid_file, False)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "stall", "command_template": "%s %s {doc}" % (PY, stall),
+                                  "parameters": {"doc": {"type": "file"}}, "timeout": 60}]}, f)
+        env = dict(os.environ, TMPDIR=tmp)
+        with McpProcess("serve", "--config", config, env=env) as server:
+            server.initialize()
+            self.assertEqual(sorted(os.listdir(parent)), ["%d-live" % os.getpid()])  # the dead one's swept
+            server.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+                "name": "stall", "arguments": {"doc": "data:;name=a.txt;base64,aGk="}}})
+            self.assertTrue(wait_until(lambda: len(os.listdir(parent)) == 2), os.listdir(parent))
+            mine, = [name for name in os.listdir(parent) if name.startswith("%d-" % server.proc.pid)]
+            self.assertTrue(wait_until(lambda: os.path.exists(pid_file)))
+            server.proc.kill()  # no chance to remove its folder
+            server.proc.wait(WAIT)
+        self.assertTrue(os.path.isdir(os.path.join(parent, mine)))
+        with open(pid_file) as f:
+            stalled = int(f.read())
+        if not wait_until(lambda: not alive(stalled), 10):  # the watchdog ends it; never leave it running
+            os.kill(stalled, signal.SIGKILL)
+            self.fail("the killed server's command outlived it")
+        with McpProcess("serve", "--config", config, env=env) as server:
+            server.initialize()
+            self.assertEqual(sorted(os.listdir(parent)), ["%d-live" % os.getpid()])
+
     def test_hostile_data_uri_is_linear(self):
         # Issue 41.1: a 1 MB data: URI of many `;a` parameters (no comma, or one at the very end) is refused at
         # once, and the server keeps answering; the backtracking pattern it replaced took hours on it.
