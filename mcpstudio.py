@@ -5481,19 +5481,53 @@ class AuditLog:
         line = (json.dumps(mask_secrets(entry, log.secrets + secrets), ensure_ascii=False, default=str) + "\n").encode(
             "utf-8", "replace")
         try:
+            if self.fd is not None and self._moved():  # another process sharing the file rotated it
+                self._close()
             if os.fstat(self.open()).st_size + len(line) > self.max_bytes:
-                os.close(self.fd)
-                self.fd = None
-                for number in range(self.keep, 0, -1):
-                    older = "%s.%d" % (self.path, number - 1) if number > 1 else self.path
-                    if os.path.lexists(older):
-                        self.check(os.lstat(older), older)  # a planted rotated file: nothing is moved
-                        os.replace(older, "%s.%d" % (self.path, number))
+                with self._locked():  # one rotation, whichever process sharing the file comes first
+                    if not self._moved() and os.fstat(self.fd).st_size + len(line) > self.max_bytes:
+                        self._close()
+                        for number in range(self.keep, 0, -1):
+                            older = "%s.%d" % (self.path, number - 1) if number > 1 else self.path
+                            if os.path.lexists(older):
+                                self.check(os.lstat(older), older)  # a planted rotated file: nothing is moved
+                                os.replace(older, "%s.%d" % (self.path, number))
+                    self._close()
             os.write(self.open(), line)
             return True
         except OSError as exc:
             log.error("audit log %s: cannot write: %s", self.path, exc)
             return False
+
+    def _close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def _moved(self):
+        """Whether the path no longer names the open file (renamed by a rotation, or removed)."""
+        try:
+            now, mine = os.lstat(self.path), os.fstat(self.fd)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino)
+
+    def _locked(self):
+        """A lock the processes sharing this file hold while they rotate it (on its folder; none on Windows)."""
+        import contextlib
+        if not _POSIX:
+            return contextlib.nullcontext()
+
+        @contextlib.contextmanager
+        def held():
+            import fcntl
+            fd = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # the lock goes with it
+        return held()
 
 
 def take_token(buckets, limits, now):

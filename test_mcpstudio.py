@@ -10174,6 +10174,23 @@ class GuardTests(ScratchDir):
         with open(rc) as f:
             self.assertEqual(f.read(), "alias ll='ls -l'\n")
 
+    def test_two_processes_share_one_audit_file(self):
+        # Issue 41.17: two servers on one audit file (a desktop app and an editor on one config): after one rotated,
+        # the other went on writing into the renamed file. Each write goes to the file the path names now, and
+        # every line is kept (in FILE or a rotated FILE.N).
+        tools = [self.tool("q")]
+        audit = {"file": self.audit, "maxBytes": 2048, "keep": 5}
+        with self.serve(tools, audit=audit) as first, self.serve(tools, audit=audit) as second:
+            first.initialize()
+            second.initialize()
+            for number in range(8):
+                for server, name in ((first, "a"), (second, "b")):
+                    self.assertFalse(server.call("q", {"word": "%s%02d-%s" % (name, number, "x" * 150)})["isError"])
+        files = ["%s.%d" % (self.audit, number) for number in range(5, 0, -1)] + [self.audit]  # oldest first
+        words = [[line["arguments"]["word"][:3] for line in self.audit_lines(path)] for path in files
+                 if os.path.exists(path)]
+        self.assertEqual(sum(words, []), ["%s%02d" % (name, number) for number in range(8) for name in "ab"], words)
+
     def test_a_long_argument_is_clipped_in_the_audit_line(self):
         # A file given as a data: URI (or any long value) is not copied whole into the audit log.
         with self.serve([self.tool("look")]) as server:
