@@ -117,6 +117,7 @@ FEED_LINES = 3                  # ... the latest lines each carries
 FEED_LINE = 200                 # ... characters of each line
 PROMPT_QUIET = 0.3              # seconds an interactive command's unfinished last line stays alone before it is a question
 PROMPT_ROUNDS = 50              # ... questions answered before its stdin ends
+PROMPT_BACKOFF = 2.0            # the longest wait between two looks at a quiet command that is not reading
 PAGE_SIZE = 100                 # items per tools/list page
 MAX_MESSAGE = 256 << 20         # bytes of one incoming message; a larger one is skipped
 MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; then reading pauses
@@ -3155,7 +3156,7 @@ def _reading(pid, group, stdin=None):
     A whole group is looked through (some ms) only when the output ends in what may be a question."""
     if not os.path.isdir("/proc/self"):
         return _group_alive(pid)
-    for entry in os.listdir("/proc") if group else [pid]:
+    for entry in (_descendants(pid) or os.listdir("/proc")) if group else [pid]:
         try:
             with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
                 if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in (
@@ -3165,6 +3166,25 @@ def _reading(pid, group, stdin=None):
         except OSError:
             pass
     return False
+
+
+def _descendants(pid, limit=1024):
+    """`pid` and the processes under it, from Linux's /proc/PID/task/TID/children (the command's group, but for a
+    process that left it for init), or None where the kernel does not list children: then every process is looked at."""
+    found, todo = [], [pid]
+    while todo and len(found) < limit:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in os.listdir("/proc/%d/task" % current):
+                with open("/proc/%d/task/%s/children" % (current, task)) as f:
+                    todo.extend(int(child) for child in f.read().split())
+        except FileNotFoundError:
+            if current == pid and os.path.isdir("/proc/%d" % pid):
+                return None  # no children files in this kernel
+        except OSError:
+            pass
+    return found
 
 
 def _stdin_link(pipe):
@@ -3194,8 +3214,11 @@ class PromptWatch(OutputFeed):
         self.said = time.monotonic()  # what it wrote before reading may still be on the way
         stdin = _stdin_link(pipe)
         for _ in range(PROMPT_ROUNDS):
+            delay = PROMPT_QUIET  # doubled while it stays quiet and does not read, up to PROMPT_BACKOFF
             while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n", stdin):
-                await asyncio.sleep(PROMPT_QUIET)
+                said = self.said
+                await asyncio.sleep(delay)
+                delay = PROMPT_QUIET if self.said != said else min(delay * 2, PROMPT_BACKOFF)
             text = _decoded(self.tail)
             prompt, schema = prompt_form(text)
             reply = await self.answer(text.strip(), prompt, None if self.secret else schema) if prompt else None

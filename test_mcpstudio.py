@@ -11861,6 +11861,24 @@ class CommandPromptTests(ScratchDir):
             self.assertEqual(len(server.notifications_of("elicitation/create")), seen + 4)  # asked each time
             self.assertNotIn("_meta", second)
 
+    @unittest.skipUnless(sys.platform.startswith("linux"), "reads /proc")
+    def test_quiet_commands_are_watched_cheaply(self):
+        # Issue 41.10: each quiet command (an unfinished line, then nothing) had every process on the machine looked
+        # at every 0.3 s (24 such calls: 9 CPU seconds in 10 s); now only its own processes, less often as it stays
+        # quiet. Twelve such 6 s calls cost the server well under half a CPU second (the old way took 1.1 here).
+        path = os.path.join(self.dir, "quiet.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "quiet", "command": "sh -c 'printf working; sleep 6'", "timeout": 60}]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.initialize()
+            before = process_cpu(server.proc.pid)
+            for number in range(12):
+                server.send({"jsonrpc": "2.0", "id": 1000 + number, "method": "tools/call",
+                             "params": {"name": "quiet", "arguments": {}}})
+            for number in range(12):
+                self.assertEqual(text_of(server.wait_response(1000 + number, 30)["result"]), "working")
+            self.assertLess(process_cpu(server.proc.pid) - before, 0.5)
+
     def test_client_that_cannot_answer(self):
         with McpProcess("serve", "--config", self.config()) as server:
             server.initialize()
