@@ -7066,8 +7066,8 @@ class ConfigLoader:
         if ("command" in spec) == ("command_template" in spec):
             raise self.error(where, "give exactly one of `command` and `command_template`")
         key = "command" if "command" in spec else "command_template"
-        template = self.template(self.get(spec, key, str, where), _join(where, key))
         shell = self.get(spec, "shell", bool, where, False)
+        template = self.template(self.get(spec, key, str, where), _join(where, key), shell=shell)
         if shell:
             if template.substituted:
                 raise self.error(_join(where, key), "`%s` stands inside $( ) or backticks, where a value cannot be "
@@ -7178,10 +7178,10 @@ class ConfigLoader:
             overrides["env"] = dict(settings.env or os.environ, **env)
         return overrides
 
-    def template(self, source, where, text=False) -> CommandTemplate:
+    def template(self, source, where, text=False, shell=False) -> CommandTemplate:
         """Parse one command template, errors naming `where`."""
         try:
-            return CommandTemplate(source, text=text)
+            return CommandTemplate(source, text=text, shell=shell)
         except TemplateError as exc:
             raise self.error(where, "bad template: %s" % exc)
 
@@ -7528,7 +7528,7 @@ class CommandTemplate(Template):
     what a `"shell": true` script keeps.
     """
 
-    def __init__(self, source, text=False):
+    def __init__(self, source, text=False, shell=False):
         self.source = [source]
         self.text_mode = text
         self.fields = {}
@@ -7538,7 +7538,8 @@ class CommandTemplate(Template):
         self.stdin_code = ""  # why a program here would take stdin as code or arguments
         if not text:
             self._check_command_word()
-            self.check_code(shell=False)
+            if not shell:  # a "shell": true script is walked command by command (check_code(shell=True))
+                self.check_code(shell=False)
 
     def _block_choices(self):
         """Arguments that take each combination of block branches (all of them, up to 2**10)."""

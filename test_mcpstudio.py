@@ -11064,7 +11064,7 @@ class CorePromiseTests(ScratchDir):
         for hole, tool, reason in self.AT_START:
             with self.subTest(hole=hole, tool=tool):
                 with self.assertRaises(TemplateError) as cm:
-                    template = mcpstudio.CommandTemplate(tool["command"])
+                    template = mcpstudio.CommandTemplate(tool["command"], shell=tool.get("shell", False))  # as loaded
                     template.check_code(shell=tool.get("shell", False))
                     if "stdin" in tool and template.stdin_code:
                         raise TemplateError(template.stdin_code)
@@ -11088,6 +11088,23 @@ class CorePromiseTests(ScratchDir):
                 if "stdin" not in tool:
                     self.assertIn("`x`", out.stderr)
         self.assertEqual(seen, {1, 2, 3, 4, 7, 8, 10})
+
+    def test_a_literal_trap_action_loads_and_runs(self):
+        # Issue 41.23: `trap 'echo bye' EXIT; echo {x}` was refused at startup (the script was also walked as one
+        # command, where `{x}` followed `trap`): it loads and runs, the value as data; a field in the action is
+        # still refused.
+        marker = os.path.join(self.dir, "MARKER")
+        path = os.path.join(self.dir, "trap.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "bye", "shell": True, "command": "trap 'echo bye' EXIT; echo {x}"}]}, f)
+        with McpProcess("serve", "--config", path, cwd=self.dir) as server:
+            server.initialize()
+            result = server.call("bye", {"x": "$(touch MARKER)"})
+            self.assertEqual(text_of(result), "$(touch MARKER)\nbye\n", result)
+        self.assertFalse(os.path.exists(marker))
+        out = self.check({"shell": True, "command": "trap \"echo {x}\" EXIT; true"})
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("`x` stands inside code that `trap` runs", out.stderr)
 
     def test_refused_when_called(self):
         # Holes 5, 6 and 7 (`ex -s {file}`): the dash guard judges each word as rendered, a wrapper's `--`
