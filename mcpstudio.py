@@ -628,6 +628,9 @@ class Template:
 # follow them too), option letters after which the rest of the line is one
 # shell command). A long option not listed stops the walk: a field after it is
 # refused, since the option might take the next word and the command move.
+_SETARCH_FLAGS = ("--verbose", "--addr-no-randomize", "--fdpic-funcptrs", "--mmap-page-zero", "--addr-compat-layout",
+                  "--read-implies-exec", "--32bit", "--short-inode", "--whole-seconds", "--sticky-timeouts", "--3gb",
+                  "--4gb", "--uname-2.6")
 _WRAPPERS = {
     "env": ("uCSa", ("--unset", "--chdir", "--split-string", "--argv0"),
             ("--ignore-environment", "--null", "--debug"), 0, "S"),
@@ -649,6 +652,26 @@ _WRAPPERS = {
               ("--shared", "--exclusive", "--nonblock", "--close"), 1, "c"),
     "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
     "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--quiet",), 1, "c"),
+    # util-linux's and coreutils' other commands that run a command (their manuals read for issue 41)
+    "taskset": ("", (), ("--all-tasks", "--cpu-list"), 1, ""),
+    "chrt": ("TPD", ("--sched-runtime", "--sched-period", "--sched-deadline"),
+             ("--all-tasks", "--batch", "--deadline", "--fifo", "--idle", "--other", "--rr", "--reset-on-fork",
+              "--verbose"), 1, ""),
+    "setarch": ("", (), _SETARCH_FLAGS, 1, ""), "linux32": ("", (), _SETARCH_FLAGS, 0, ""),
+    "linux64": ("", (), _SETARCH_FLAGS, 0, ""),
+    "unshare": ("RwSG", ("--root", "--wd", "--setuid", "--setgid", "--propagation", "--setgroups", "--map-user",
+                         "--map-group", "--map-users", "--map-groups", "--monotonic", "--boottime"),
+                ("--fork", "--pid", "--mount", "--user", "--map-root-user", "--map-current-user", "--net", "--ipc",
+                 "--uts", "--cgroup", "--time", "--mount-proc", "--kill-child", "--keep-caps"), 0, ""),
+    "nsenter": ("tSGwr", ("--target", "--setuid", "--setgid", "--wd", "--root"),
+                ("--all", "--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup", "--user", "--time",
+                 "--preserve-credentials", "--no-fork", "--follow-context"), 0, ""),
+    "setpriv": ("", ("--reuid", "--regid", "--ruid", "--rgid", "--euid", "--egid", "--groups", "--inh-caps",
+                     "--ambient-caps", "--bounding-set", "--securebits", "--selinux-label", "--apparmor-profile",
+                     "--pdeathsig"),
+                ("--clear-groups", "--keep-groups", "--init-groups", "--nnp", "--no-new-privs", "--reset-env"), 0, ""),
+    "runcon": ("turl", ("--user", "--role", "--type", "--range"), ("--compute",), 0, ""),
+    "prlimit": ("p", ("--pid",), (), 0, ""),
 }
 _WRAPPERS.update(dict.fromkeys(("nohup", "setsid", "builtin", "command", "busybox"), ("", (), (), 0, "")))  # no options
 # Programs that join all their arguments into one shell command (ssh: after the
@@ -706,6 +729,13 @@ _RUNS = {
     "sqlite": ("-cmd", "-init"),
     "emacs": ("--eval", "-l", "--load", "--script"),
     "printf": ("-v",), "test": ("-v",), "[": ("-v",),  # bash evaluates a[$(cmd)] in the name they take
+    # coreutils, findutils and util-linux, their manuals read for issue 41: options that run a program (sort's
+    # compressor, split's filter through $SHELL, install's strip program, the helper mkfs, fsck and mount run by
+    # type) or write a file (sort -o, shuf -o, dd of=); less runs +COMMANDs (`!` runs a shell) and reads keys
+    "sort": ("--compress-program", "-o", "--output"), "split": ("--filter",), "install": ("--strip-program",),
+    "shuf": ("-o", "--output"), "dd": ("of",), "scriptlive": ("-c", "--command"),
+    "mkfs": ("-t", "--type"), "fsck": ("-t",), "mount": ("-t", "--types"),
+    "less": ("+", "-k", "--lesskey-file", "--lesskey-src", "-o", "-O", "--log-file", "--LOG-FILE"),
 }
 _PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
                   "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "gsed": "sed", "pwsh": "powershell",

@@ -11089,6 +11089,40 @@ class CorePromiseTests(ScratchDir):
                     self.assertIn("`x`", out.stderr)
         self.assertEqual(seen, {1, 2, 3, 4, 7, 8, 10})
 
+    # Issue 41.22: options of coreutils, findutils and util-linux programs that run a command or write a file, and
+    # their commands that run a command; (template, fragment of the reason)
+    MORE_AT_START = [
+        ("sort --compress-program={x} big.txt", "`sort --compress-program`"),
+        ("sort -S 1G --compress-prog {x} big.txt", "`sort --compress-program`"),
+        ("sort -o {x} list.txt", "`sort -o`"), ("split --filter={x} big.txt", "`split --filter`"),
+        ("install -s --strip-program {x} a b", "`install --strip-program`"), ("shuf -o {x} list.txt", "`shuf -o`"),
+        ("dd if=a of={x}", "`dd of`"), ("less +{x} notes.txt", "`less +`"), ("mount -t {x} dev dir", "`mount -t`"),
+        ("taskset 1 {x}", "the command to run"), ("taskset -c 0 {x}", "the command to run"),
+        ("chrt -f 10 {x}", "the command to run"), ("unshare -r {x}", "the command to run"),
+        ("nsenter -t 1 -m {x}", "the command to run"), ("setarch x86_64 -R {x}", "the command to run"),
+        ("setpriv --nnp {x}", "the command to run"), ("runcon -t t {x}", "the command to run"),
+        ("taskset 1 sh -c {x}", "`sh -c`"),
+    ]
+    MORE_STILL_LOADS = ["sort -n {file}", "sort -o sorted.txt {file}", "split -l 10 {file}", "taskset -c 0 ls {x}",
+                        "chrt -f 10 ls {x}", "unshare -r ls {x}", "dd if={x} of=out", "less {file}",
+                        "nsenter -t 1 -m ls {x}", "runcon -t t ls {x}", "setarch x86_64 -R ls {x}"]
+
+    def test_more_programs_that_run_a_command(self):
+        for text, reason in self.MORE_AT_START:
+            with self.subTest(template=text):
+                with self.assertRaises(TemplateError) as cm:
+                    mcpstudio.CommandTemplate(text)
+                self.assertIn(reason, str(cm.exception))
+                self.assertIn("`x`", str(cm.exception))
+        for text in self.MORE_STILL_LOADS:
+            with self.subTest(template=text):
+                mcpstudio.CommandTemplate(text)
+        for text, reason in self.MORE_AT_START[:1] + self.MORE_AT_START[-9:-8]:  # through the program
+            with self.subTest(spawned=text):
+                out = self.check({"command": text})
+                self.assertEqual(out.returncode, 1, out.stderr)
+                self.assertIn(reason, out.stderr)
+
     def test_a_literal_trap_action_loads_and_runs(self):
         # Issue 41.23: `trap 'echo bye' EXIT; echo {x}` was refused at startup (the script was also walked as one
         # command, where `{x}` followed `trap`): it loads and runs, the value as data; a field in the action is
