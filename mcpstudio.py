@@ -1097,20 +1097,28 @@ class _CodeCheck:
 
 
 def _shell_commands(tokens):
-    """The simple commands of a `"shell": true` script, each (words, fed): tokens split
+    """The simple commands of a `"shell": true` script, each (words, fed, piped, writes): tokens split
     into words at unquoted blanks and into commands at | & ; ( ) and newlines, without
-    redirections and reserved words; `fed` when a pipe or a `<` redirection gives its stdin."""
-    commands, words, word = [], [], []
-    skip = ops = fed = False  # the word is a redirection; it holds only its operator so far
+    redirections and reserved words; `fed` when a pipe or a `<` redirection gives its stdin, `piped`
+    when a pipe does; `writes` the targets (words) of its `>` and `>>` redirections."""
+    commands, words, word, writes = [], [], [], []
+    skip = ops = fed = piped = False  # the word is a redirection; it holds only its operator so far
     last = ""
 
-    def end_command(words, fed):
+    def end_command(words, fed, piped, writes):
         while words and _lead_text(words[0]) in _SHELL_RESERVED and not _has_field(words[0]):
             words.pop(0)
         if words and _lead_text(words[0]) in ("for", "case", "select", "function"):
             return  # their words are names and patterns; the commands come after ; or )
         if words:
-            commands.append((words, fed))
+            commands.append((words, fed, piped, writes))
+
+    def redirection(word):
+        """A redirection's target when it writes a file (`> FILE`, `>> FILE`, `&> FILE`), else None."""
+        at = 0
+        while at < len(word) and isinstance(word[at], str) and word[at] in ("<", ">", "&", "|", "-"):
+            at += 1
+        return word[at:] if ">" in word[:at] and word[at:] and "&" not in word[1:at] else None
     for kind, value, quote, raw in tokens:
         plain = kind == "t" and quote is None and raw == value
         previous, last = last, raw
@@ -1120,6 +1128,8 @@ def _shell_commands(tokens):
                 word = []  # the 2 of 2>
             if word and not skip:
                 words.append(word)
+            elif word and redirection(word):
+                writes.append(redirection(word))
             word, skip, ops = [value], True, True
             continue
         if ops:
@@ -1132,16 +1142,53 @@ def _shell_commands(tokens):
         if kind == "s" or (plain and value in "|&;()"):
             if word and not skip:
                 words.append(word)
+            elif word and redirection(word):
+                writes.append(redirection(word))
             word, skip = [], False
             if value in "\n|&;()":
-                end_command(words, fed)
-                words, fed = [], value == "|" != previous or previous + value == "|&"  # not ||; bash's |&
+                end_command(words, fed, piped, writes)
+                words, writes = [], []
+                fed = piped = value == "|" != previous or previous + value == "|&"  # not ||; bash's |&
             continue
         word.append("" if kind == "q" else value)
     if word and not skip:
         words.append(word)
-    end_command(words, fed)
+    elif word and redirection(word):
+        writes.append(redirection(word))
+    end_command(words, fed, piped, writes)
     return commands
+
+
+def _written_then_run(commands):
+    """Why a field's value is written to a file that a later command runs as code (`echo {x} > p.sh; sh p.sh`,
+    `... | tee p.awk; awk -f p.awk`), or None: each later word naming such a file is walked as if it held the
+    field. A file's data is the field's when its writer holds a field or is piped from a command that does."""
+    written = {}  # the file's text -> (the field whose value it holds, the file as written)
+    carried = False
+    for command, _, piped, writes in commands:
+        if written:
+            shown = [[written[_path_key(word)][0]] if not _has_field(word) and _path_key(word) in written else word
+                     for word in command]
+            if shown != command and not _CodeCheck(command).problem:
+                problem = _CodeCheck(shown).problem
+                if problem:
+                    name = next(w for w in command if not _has_field(w) and _path_key(w) in written)
+                    return "`%s` is written to `%s`, which a later command runs as code: %s" % (
+                        _first_field([written[_path_key(name)][0]]), _lead_text(name), problem)
+        field = next((piece for word in command for piece in word if not isinstance(piece, str)), None)
+        carried = field or (carried if piped else None)
+        if carried:
+            targets = list(writes) + ([word for word in command[1:] if not _lead_text(word).startswith("-")]
+                                      if _program(_lead_text(command[0])) == "tee" else [])
+            for target in targets:
+                if not _has_field(target):
+                    written[_path_key(target)] = (carried, target)
+    return None
+
+
+def _path_key(word):
+    """A literal word as a file it names (`./p.sh` and `p.sh` are one file)."""
+    return os.path.normpath(_lead_text(word)) if not _has_field(word) else None
 
 
 def check_code_fields(words, shell_tokens=None):
@@ -1151,7 +1198,7 @@ def check_code_fields(words, shell_tokens=None):
     command by command instead. Returns why a stdin template's fields would be
     code or options (`sh` reads its program there, `xargs` makes arguments), or "".
     """
-    commands = _shell_commands(shell_tokens) if shell_tokens is not None else [(words, False)]
+    commands = _shell_commands(shell_tokens) if shell_tokens is not None else [(words, False, False, [])]
     names, text = [], ""
     for kind, value, quote, raw in shell_tokens or ():
         if kind in "fg":
@@ -1163,7 +1210,10 @@ def check_code_fields(words, shell_tokens=None):
                                     % (names[-1], text[-30:] + raw, names[-1]), None, None)
         text += raw
     stdin_code = ""
-    for command, fed in commands:
+    problem = _written_then_run(commands)
+    if problem:
+        raise TemplateError(problem, None, None)
+    for command, fed, _, _ in commands:
         check = _CodeCheck(command)
         if check.problem:
             raise TemplateError(check.problem, None, None)

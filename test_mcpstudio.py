@@ -11123,6 +11123,22 @@ class CorePromiseTests(ScratchDir):
                 self.assertEqual(out.returncode, 1, out.stderr)
                 self.assertIn(reason, out.stderr)
 
+    def test_a_value_written_to_a_file_the_script_runs_is_code(self):
+        # Issue 41.21: `echo {x} > p.sh; sh p.sh` loaded, and the value ran as a script: a field's value redirected
+        # (or piped through tee) into a file that a later command runs as code is refused; a file read as data loads.
+        for text, file in (("echo {x} > p.sh; sh p.sh", "p.sh"), ("printf %s {x} >> p.awk; awk -f p.awk data", "p.awk"),
+                           ("echo {x} | tee p.py; python3 p.py", "p.py"), ("echo {x} | cat > lib.sh\n. ./lib.sh", "./lib.sh"),
+                           ("echo {x} > s.sed; sed -f s.sed notes.txt", "s.sed")):
+            with self.subTest(template=text):
+                with self.assertRaises(TemplateError) as cm:
+                    mcpstudio.CommandTemplate(text, shell=True).check_code(shell=True)
+                self.assertIn("`x` is written to `%s`, which a later command runs as code" % file, str(cm.exception))
+        for text in ("echo {x} > data.txt; cat data.txt", "echo hi > p.sh; sh p.sh {x}", "echo {x} 2>&1; sh p.sh"):
+            mcpstudio.CommandTemplate(text, shell=True).check_code(shell=True)
+        out = self.check({"shell": True, "command": "echo {x} > p.sh; sh p.sh"})
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("`x` is written to `p.sh`, which a later command runs as code", out.stderr)
+
     def test_a_literal_trap_action_loads_and_runs(self):
         # Issue 41.23: `trap 'echo bye' EXIT; echo {x}` was refused at startup (the script was also walked as one
         # command, where `{x}` followed `trap`): it loads and runs, the value as data; a field in the action is
