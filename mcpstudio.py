@@ -3289,6 +3289,7 @@ class PromptWatch(OutputFeed):
 
     answers = ()  # the tool's, as (pattern, text)
     secret = False  # a program known to ask for secrets (asks_secrets): each of its prompts is one
+    slots = None    # the semaphore of running commands: a command parked on a 2026-07-28 question leaves it
 
     async def watch(self, pid, pipe):
         self.said = time.monotonic()  # what it wrote before reading may still be on the way
@@ -3328,11 +3329,17 @@ class PromptWatch(OutputFeed):
                             "tool), or set \"interactive\": false." % said)
         else:
             form = elicitation_form(plain_text(text[-1000:]), {"answer": dict(schema, title=plain_text(prompt, False))})
+            parked = ctx.modern and self.slots  # answered by a retry that may never come: no slot meanwhile
+            if parked:
+                self.slots.release()
             try:
                 answer = await (ctx.prompts.ask(ctx, "elicitation/create", form) if ctx.modern else
                                 ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
             except McpError as exc:
                 answer = {"action": exc.message}
+            finally:
+                if parked:  # shielded: a cancel here still leaves the slot taken for the caller's release
+                    await asyncio.shield(self.slots.acquire())
             value = (answer.get("content") or {}).get("answer")
             if answer.get("action") == "accept" and value is not None:
                 problems = validate(value, schema, "the answer") or (
@@ -4209,6 +4216,7 @@ class CommandTool:
         # its heartbeat also while the call waits for a slot
         feed = (PromptWatch if self.interactive else OutputFeed)(ctx, "`%s`" % self.name, self.name)
         feed.answers = self.answers
+        feed.slots = settings.slots
         feed.secret = asks_secrets(re.split(r"[\s;&|()`\"']+", self.template.display()))  # the words it was written with
         try:
             async with settings.slots:

@@ -11999,6 +11999,30 @@ class CommandPromptTests(ScratchDir):
                                                                    "_meta": meta, "requestState": "nope"})[2])[-1]
             self.assertIn("unknown `requestState`", refused["error"]["message"])
 
+    def test_a_parked_question_holds_no_slot(self):
+        # Issue 41.16: a 2026-07-28 call answered input_required kept its concurrency slot with no connection held:
+        # with one slot, every other command waited. Parked, it holds none; its retry takes one again.
+        path = os.path.join(self.dir, "slots.json")
+        with open(path, "w") as f:
+            json.dump({"timeout": 60, "tools": [self.config_tool(), {"name": "quick", "command": "echo quick"}]}, f)
+        with HttpServerProcess("--max-concurrency", "1", "serve", "--config", path) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+
+            def call(name, extra):
+                params = dict({"name": name, "arguments": {"kind": "yes"} if name == "asking" else {}, "_meta": meta},
+                              **extra)
+                return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+            parked = [call("asking", {}) for _ in range(2)]
+            self.assertEqual([result["resultType"] for result in parked], ["input_required"] * 2)
+            started = time.monotonic()
+            self.assertEqual(text_of(call("quick", {})), "quick\n")
+            self.assertLess(time.monotonic() - started, 10)
+            for result in parked:
+                (key, _), = result["inputRequests"].items()
+                done = call("asking", {"requestState": result["requestState"],
+                                       "inputResponses": {key: {"action": "accept", "content": {"answer": True}}}})
+                self.assertIn("answer y", text_of(done))
+
     def test_config_mistakes(self):
         for answers, message in (([{"prompt": "x"}], "tools[0].answers: expected a list of {\"prompt\""),
                                  ([{"prompt": "(", "answer": "y"}], "tools[0].answers: expected a list of {\"prompt\": \"a regular expression\", \"answer\": \"text\"} (missing )")):
