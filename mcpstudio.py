@@ -2720,8 +2720,18 @@ class Log:
             while len(self.forms) > 100:
                 self.forms.popitem(last=False)
         if message.get("method") == "tools/call" and isinstance(params.get("arguments"), dict):
-            shown, secrets = masked_arguments(params["arguments"], self.schema_of(params.get("name")))
-            return (dict(message, params=dict(params, arguments=shown)), True) if secrets else (message, False)
+            schema = self.schema_of(params.get("name"))
+            shown, secrets = masked_arguments(params["arguments"], schema)
+            answers = {}  # a 2026-07-28 retry's answers to forms that asked for the tool's parameters
+            for key, answer in _object(params.get("inputResponses")).items():
+                content = _object(answer).get("content")
+                masked, found = masked_arguments(content, schema) if isinstance(content, dict) else (content, [])
+                answers[key] = dict(answer, content=masked) if found else answer
+                secrets += found
+            if not secrets:
+                return message, False
+            shown = dict(params, arguments=shown, **({"inputResponses": answers} if answers else {}))
+            return dict(message, params=shown), True
         form = self.forms.pop(json.dumps(message.get("id")), None) if "method" not in message else None
         if form is not None and isinstance(result.get("content"), dict):
             shown, secrets = masked_arguments(result["content"], form)

@@ -1712,6 +1712,26 @@ class ProtocolTests(ScratchDir):
         self.assertNotIn("7355608", content)
         self.assertNotIn("31337", content)
 
+    def test_log_file_masks_a_2026_answer(self):
+        # Issue 41.18: a 2026-07-28 retry brings a secret parameter the user was asked for in `inputResponses`.
+        log = os.path.join(self.dir, "wire.log")
+        path = os.path.join(self.dir, "secret.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "use", "command": "%s -c pass {pin}" % PY, "parameters": {
+                "pin": {"type": "string", "secret": True, "ask": "Your PIN"}}}]}, f)
+        with HttpServerProcess("--log", log, "serve", "--config", path) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+            params = {"name": "use", "arguments": {}, "_meta": meta}
+            first = server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+            self.assertEqual(list(first["inputRequests"]), ["arguments"])
+            done = server.messages(server.modern("tools/call", dict(params, inputResponses={"arguments": {
+                "action": "accept", "content": {"pin": "pin-31337"}}}))[2])[-1]["result"]
+            self.assertFalse(done["isError"], done)
+        with open(log, encoding="utf-8") as f:
+            content = f.read()
+        self.assertIn('"pin": "***"', content)
+        self.assertNotIn("31337", content)
+
     def test_failing_log_never_stops_the_server(self):
         # stderr closed under --debug, or a --log file that cannot be written (disk full):
         # the server still answers and exits on EOF.
