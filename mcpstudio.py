@@ -3907,9 +3907,10 @@ OUTPUT_FOLDER_FILES = 20        # files of an output folder a result shows; thei
 
 
 def read_output_file(path, limit):
-    """The bytes of a file a command left in its output folder (`limit` + 1 of them at most: then it is too
-    large), or None for one that is not a plain file of its own (a link, a folder, a FIFO, a hard link to a
-    file elsewhere). Opened without following a link or blocking, checked on the descriptor."""
+    """The bytes of a file a command left in its output folder; "large" for one of more than `limit` bytes (not
+    read), None for one that is not a plain file of its own (a link, a folder, a FIFO, a hard link to a file
+    elsewhere). Opened without following a link or blocking, checked on the descriptor, read no further than
+    the limit (a file still growing)."""
     import stat
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -3920,7 +3921,8 @@ def read_output_file(path, limit):
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
             return None
-        return f.read(limit + 1)
+        data = f.read(limit + 1) if info.st_size <= limit else b""
+        return data if info.st_size <= limit and len(data) <= limit else "large"
 
 
 def file_content(name, data, uri, budget: OutputBudget):
@@ -4201,8 +4203,8 @@ class CommandTool:
         budget = self.settings.budget(ctx)
         room, shown, over, odd = self.settings.max_output, 0, [], []  # one budget for the folder's files together
         for name in sorted(os.listdir(out) if self.output_folder else []):
-            data = read_output_file(os.path.join(out, name), room) if shown < OUTPUT_FOLDER_FILES else b"?" * (room + 1)
-            if data is None or len(data) > room:
+            data = read_output_file(os.path.join(out, name), room) if shown < OUTPUT_FOLDER_FILES else "large"
+            if not isinstance(data, bytes):
                 (odd if data is None else over).append(name)
                 continue
             room, shown = room - len(data), shown + 1
