@@ -5644,12 +5644,17 @@ class AuditLog:
         @contextlib.contextmanager
         def held():
             import fcntl
-            fd = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = None
             try:
+                fd = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
                 fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                pass  # a folder that cannot be locked: the rotation goes on, as it did before locks
+            try:
                 yield
             finally:
-                os.close(fd)  # the lock goes with it
+                if fd is not None:
+                    os.close(fd)  # the lock goes with it
         return held()
 
 
