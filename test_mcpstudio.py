@@ -12174,7 +12174,8 @@ class ReviewTests(ScratchDir):
                 self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
                 with server.lock:
                     asked = server.notifications.pop()
-                self.assertRegex(asked["params"]["message"], r"^Allow show to run `cat -- '<file [0-9a-f]{16}>'`\?$")
+                self.assertRegex(asked["params"]["message"], r"^Allow show to run `cat -- '<file [0-9a-f]{16}>'`\?\n"
+                                 r"The command, word by word: \[\"cat\", \"--\", \"<file [0-9a-f]{16}>\"\]$")
                 server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"run": True}}})
                 self.assertEqual(text_of(server.wait_response(call_id)["result"]), text)
         with open(audit, encoding="utf-8") as f:
