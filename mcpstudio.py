@@ -3094,7 +3094,7 @@ class CallContext:
         self.asked = False      # a person answered the command's question: the result is theirs, never cached
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
         self.served = None      # (owner, version, tool) of the server run that answered it (the result cache's key)
-        self.read = None        # the Server's resources/read for this request (a file argument's resource URI)
+        self.read = None        # the Server's resources_read(params, ctx) (a file argument's resource URI)
         self.running = None     # the Task itself (its status message shows the command's last line)
         self.prompts = None     # 2026-07-28: the InputBridge that asks a command's questions as input_required rounds
 
@@ -4186,7 +4186,7 @@ class CommandTool:
         """A resource given as a file argument, read as the call runs (after its rate limit and confirmation): a
         kept output of this server, or with `file_resources` any resource it serves (ctx.read: resources/read)."""
         if self.file_resources and ctx.read:
-            return await ctx.read(uri)
+            return await ctx.read({"uri": uri}, ctx)
         if uri.startswith(OUTPUT_URI) and self.settings.outputs:
             return await self.settings.outputs.read_resource(uri, ctx)
         raise McpError(INVALID_PARAMS, "a file may be a kept output of this server (%s...) only; the tool's "
@@ -6568,7 +6568,7 @@ class Server:
                 return tool_error("Not run: the user was asked for %s and answered %s."
                                   % (", ".join(wanted), json.dumps(answer.get("action"))))
             arguments = dict(arguments, **{key: value for key, value in answer["content"].items() if key in wanted})
-        ctx.read = lambda uri: self.resources_read({"uri": uri}, ctx)  # a file given as a resource URI (file_resources)
+        ctx.read = self.resources_read  # a file given as a resource URI (file_resources); not a closure over ctx
         call = self.guard.call(name, source, original, arguments, ctx, tool,
                                lambda form: self._ask(form, params, ctx, "confirm"))
         if ctx.modern:

@@ -12427,7 +12427,8 @@ class TemplateFileFieldTests(ScratchDir):
             sha, path = text_of(result).split()
             self.assertEqual(sha, hashlib.sha256(png).hexdigest())
             self.assertEqual(os.path.basename(path), "in.png")
-            self.assertTrue(os.path.basename(os.path.dirname(os.path.dirname(path))).startswith("mcpstudio-"), path)
+            parent = os.path.basename(os.path.dirname(os.path.dirname(os.path.dirname(path))))
+            self.assertTrue(parent.startswith("mcpstudio-"), path)  # TMPDIR/mcpstudio-USER/PID-RANDOM/photo/in.png
             self.assertFalse(os.path.exists(os.path.dirname(os.path.dirname(path))))
             bad = server.call("sha256sum", {"photo": "/etc/passwd"})
             self.assertTrue(bad["isError"])
