@@ -2124,10 +2124,11 @@ class ProcessResult:
     """
 
     __slots__ = ("argv", "status", "returncode", "stdout", "stderr",
-                 "stdout_cut", "stderr_cut", "error", "seconds")
+                 "stdout_cut", "stderr_cut", "error", "seconds", "pid")
 
     def __init__(self, argv, status, returncode=None, stdout=b"", stderr=b"",
-                 stdout_cut=0, stderr_cut=0, error="", seconds=0.0):
+                 stdout_cut=0, stderr_cut=0, error="", seconds=0.0, pid=None):
+        self.pid = pid  # of the process that ran, whose group it led (None: it never started)
         self.argv = argv
         self.status = status
         self.returncode = returncode
@@ -2380,7 +2381,7 @@ class ProcessRunner:
         return ProcessResult(
             argv, status, transport.get_returncode(),
             child.stdout.value(), child.stderr.value(), child.stdout.cut, child.stderr.cut,
-            seconds=time.monotonic() - started)
+            seconds=time.monotonic() - started, pid=pid)
 
     async def start_server(self, argv, protocol_factory, *, env=None, cwd=None):
         """Start a long-running child (an MCP server) with all three pipes; end it with end_server().
@@ -4200,6 +4201,9 @@ class CommandTool:
             out = arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
             os.mkdir(out)
         result = await self.run(arguments, ctx)
+        pid, deadline = ctx.ran and ctx.ran.pid, time.monotonic() + self.runner.grace + 1
+        while self.output_folder and pid and _group_alive(pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)  # what it left behind still runs (stopped, then killed): its files may change
         budget = self.settings.budget(ctx)
         room, shown, over, odd = self.settings.max_output, 0, [], []  # one budget for the folder's files together
         for name in sorted(os.listdir(out) if self.output_folder else []):

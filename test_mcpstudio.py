@@ -10830,6 +10830,33 @@ class FileArgumentTests(ScratchDir):
                              mcpstudio.OUTPUT_FOLDER_FILES)
             self.assertIn("[output folder: 32 not shown, past the", many["content"][-1]["text"])
 
+    @unittest.skipUnless(mcpstudio._POSIX, "process groups and SIGTERM")
+    def test_output_folder_is_read_once_the_commands_group_is_gone(self):
+        # Issue 41.12: the output folder was read as soon as the command exited, while a process it left behind
+        # (stopped with SIGTERM, which it ignores, then killed) could still change it: it is read once the group is
+        # gone, so what that process wrote is what the result shows.
+        late = self.script("late.py", """\
+            import os, signal, sys, time
+            if os.fork() == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                os.dup2(devnull, 2)
+                time.sleep(0.5)
+                with open(os.path.join(sys.argv[1], "late.txt"), "w") as f:
+                    f.write("late\\n")
+                os._exit(0)
+            with open(os.path.join(sys.argv[1], "main.txt"), "w") as f:
+                f.write("main\\n")
+            """, executable=False)
+        config = os.path.join(self.dir, "late.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "late", "command": "%s %s {out}" % (PY, late), "output_folder": "out"}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            result = server.call("late", {})
+        self.assertEqual([item.get("text") for item in result["content"][-2:]], ["late\n", "main\n"], result)
+
     def test_input_file_names_are_neither_options_nor_too_long(self):
         # Issue 41.19: `name=-rf` reached the command as a file named `-rf`, and a 300-character name was an
         # internal error quoting the private folder's path: no leading dash, a long name cut, the file written.
