@@ -10652,10 +10652,15 @@ class _Parked:
     call = None  # the forwarded request, running on its own
     expiry = None
 
+    caller = None  # who made the call (a parked call counts against its caller's PARKED_PER_CALLER)
+
     def __init__(self, method, name):
         self.method, self.name = method, name  # what the retry must repeat
         self.asks = {}        # input key -> (method, params, future of the client's answer)
         self.changed = asyncio.Event()
+
+
+PARKED_PER_CALLER = 8            # calls of one caller that may wait for a 2026-07-28 retry's answers at once
 
 
 class InputBridge:
@@ -10677,6 +10682,7 @@ class InputBridge:
         state = ctx.inputs.get("requestState")
         if state is None:
             entry = _Parked(method, name)
+            entry.caller = ctx.session.caller or "session-%x" % id(ctx.session)
             entry.call = asyncio.ensure_future(forward(ctx))  # outlives this request, if it must
             self.calls[ctx] = entry
             entry.call.add_done_callback(lambda _: self.calls.pop(ctx, None))
@@ -10694,6 +10700,11 @@ class InputBridge:
         try:
             while not entry.call.done():
                 entry.asks = {key: ask for key, ask in entry.asks.items() if not ask[2].done()}
+                if entry.asks and sum(1 for parked in self.parked.values()
+                                      if parked.caller == entry.caller) >= PARKED_PER_CALLER:
+                    entry.call.cancel()  # each parked call may be a live process, for up to ASK_TIMEOUT
+                    raise McpError(INVALID_REQUEST, "%d calls of this caller already wait for answers "
+                                   "(input_required); answer them first" % PARKED_PER_CALLER)
                 if entry.asks:
                     return self._park(entry)
                 entry.changed.clear()

@@ -12048,7 +12048,8 @@ class CommandPromptTests(ScratchDir):
 
     def test_a_parked_question_holds_no_slot(self):
         # Issue 41.16: a 2026-07-28 call answered input_required kept its concurrency slot with no connection held:
-        # with one slot, every other command waited. Parked, it holds none; its retry takes one again.
+        # with one slot, every other command waited. Parked, it holds none; its retry takes one again; a caller
+        # parks PARKED_PER_CALLER calls at most.
         path = os.path.join(self.dir, "slots.json")
         with open(path, "w") as f:
             json.dump({"timeout": 60, "tools": [self.config_tool(), {"name": "quick", "command": "echo quick"}]}, f)
@@ -12059,11 +12060,16 @@ class CommandPromptTests(ScratchDir):
                 params = dict({"name": name, "arguments": {"kind": "yes"} if name == "asking" else {}, "_meta": meta},
                               **extra)
                 return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
-            parked = [call("asking", {}) for _ in range(2)]
-            self.assertEqual([result["resultType"] for result in parked], ["input_required"] * 2)
+            parked = [call("asking", {}) for _ in range(mcpstudio.PARKED_PER_CALLER)]
+            self.assertEqual([result["resultType"] for result in parked], ["input_required"] * len(parked))
             started = time.monotonic()
             self.assertEqual(text_of(call("quick", {})), "quick\n")
             self.assertLess(time.monotonic() - started, 10)
+            # and one caller parks PARKED_PER_CALLER calls at most (each a live process, for up to ASK_TIMEOUT)
+            over = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
+                                                                "_meta": meta})[2])[-1]
+            self.assertIn("%d calls of this caller already wait for answers" % mcpstudio.PARKED_PER_CALLER,
+                          over["error"]["message"])
             for result in parked:
                 (key, _), = result["inputRequests"].items()
                 done = call("asking", {"requestState": result["requestState"],
