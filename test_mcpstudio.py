@@ -11155,6 +11155,8 @@ class CorePromiseTests(ScratchDir):
                         "nsenter -t 1 -m ls {x}", "runcon -t t ls {x}", "setarch x86_64 -R ls {x}"]
 
     def test_more_programs_that_run_a_command(self):
+        # Issue 41.22: each of MORE_AT_START is refused when the config loads (in-process, and two through `check`),
+        # and the same programs with values as data still load.
         for text, reason in self.MORE_AT_START:
             with self.subTest(template=text):
                 with self.assertRaises(TemplateError) as cm:
