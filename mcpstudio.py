@@ -20,7 +20,7 @@ SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport,
 Sources (template tools, script folders, Agent Skills), Catalog, Tasks, Guard
 rails (in front of every call), Tool search, Server, the 2026-07-28 era, Configuration,
 Aggregator (other MCP servers), OAuth 2.1 for URL upstreams, Input on the way,
-tui, Streamable HTTP, Tools for people (inspect, call, install, import, config
+tui, Sign-in (people and their access tokens), Streamable HTTP, Tools for people (inspect, call, install, import, config
 edits, zipapp), and the Command line (`main`).
 """
 
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import json
 import os
 import re
@@ -226,6 +227,15 @@ class OAuthError(McpStudioError):
 
     def __init__(self, message):
         super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
+
+
+class TokenError(McpStudioError):
+    """An access token a signed-in `serve --http` refuses: why (the 401's error_description), never the token."""
+
+
+class UnknownKey(TokenError):
+    """A JWT whose `kid` the issuer's JWKS does not hold (yet: the issuer may have rotated its keys), or a token
+    the identity provider could not be asked about now: not remembered, the next try may pass."""
 
 
 class HttpError(McpStudioError):
@@ -1769,16 +1779,27 @@ class _Yaml:
 # The one platform check. POSIX: each child leads a new session (its own
 # process group, no controlling terminal), so a timeout, a cancellation or
 # shutdown can stop it together with everything it started. Windows: a new
-# process group, CTRL_BREAK_EVENT, then `taskkill /T /F`; leftovers of a
-# command that already exited cannot be found there. A bare program name is
-# looked up as a batch file too (npx -> npx.cmd), which exec_problem's batch
-# rule then guards. Only Linux is tested in CI; macOS takes the POSIX path.
+# process group and a Job object of its own (which holds what it starts, also
+# after it exited); CTRL_BREAK_EVENT where there is a console, then the job
+# ended (else `taskkill /T /F`). A bare program name is looked up as a batch
+# file too (npx -> npx.cmd), which exec_problem's batch rule then guards; a
+# script is run as Windows users have them (script_argv). Whether a command
+# waits reading its stdin (a question) is seen on Linux, taken as so on macOS
+# while it runs, and cannot be seen on Windows (_reading is None there).
+# CI tests Linux, and Windows under Wine (.ci/windows: no console there, so no
+# CTRL_BREAK, and no taskkill /T); macOS takes the POSIX path.
 # Outside this block code asks only `_POSIX` (the batch rule's default, the
 # #! hint, Claude Desktop's PATH, script options as variables); client_config_path takes the platform of
 # the client's machine as an argument, to be tested for each.
 
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
+
+    def _group_started(pid):
+        pass  # the new session it leads is its group
+
+    def _group_done(pid):
+        pass
 
     def _signal_group(pid, hard):
         """Signal the process group `pid` leads; False when nothing is left in it."""
@@ -1808,8 +1829,59 @@ if _POSIX:
                 return True
         return False
 
-    def _is_executable(path):
-        return os.access(path, os.X_OK)
+    def _reading(pid, group, stdin=None):
+        """Whether `pid` (with `group`: a process of its group) sleeps reading a pipe (Linux tells; macOS cannot, so
+        there it is taken as so while the group runs), and with `stdin` (a pattern of the pipe mcpstudio writes the
+        command's input to, see _stdin_link) that pipe is its standard input: a `sleep 2 | cat` waits on its own pipe,
+        which is no question. A whole group is looked through (some ms) only when the output ends in what may be a
+        question."""
+        if not os.path.isdir("/proc/self"):
+            return _group_alive(pid)
+        for entry in (_descendants(pid) or os.listdir("/proc")) if group else [pid]:
+            try:
+                with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
+                    if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in (
+                            "0", "pipe_read", "anon_pipe_read", "unix_stream_read_generic") and (  # Python 3.8: a socket pair
+                            stdin is None or re.fullmatch(stdin, os.readlink("/proc/%s/fd/0" % entry))):
+                        return True  # sleeping (S), in the group; "0": a kernel that hides where processes sleep
+            except OSError:
+                pass
+        return False
+
+    def _descendants(pid, limit=1024):
+        """`pid` and the processes under it, from Linux's /proc/PID/task/TID/children (the command's group, but for a
+        process that left it for init), or None where the kernel does not list children: then every process is
+        looked at."""
+        found, todo = [], [pid]
+        while todo and len(found) < limit:
+            current = todo.pop()
+            found.append(current)
+            try:
+                for task in os.listdir("/proc/%d/task" % current):
+                    with open("/proc/%d/task/%s/children" % (current, task)) as f:
+                        todo.extend(int(child) for child in f.read().split())
+            except FileNotFoundError:
+                if current == pid and os.path.isdir("/proc/%d" % pid):
+                    return None  # no children files in this kernel
+            except OSError:
+                pass
+        return found
+
+    def _stdin_link(pipe):
+        """What /proc/PID/fd/0 of a process reading the pipe under an asyncio write transport reads, as a pattern:
+        `pipe:[INODE]` (both ends share it); a socket of Python 3.8's socket pair (whose ends differ: any socket, as
+        no pipe is it); None where it cannot be told."""
+        import stat
+        try:
+            info = os.fstat(pipe.get_extra_info("pipe").fileno())
+        except (AttributeError, OSError, ValueError):
+            return None
+        return (re.escape("pipe:[%d]" % info.st_ino) if stat.S_ISFIFO(info.st_mode) else
+                r"socket:\[\d+\]" if stat.S_ISSOCK(info.st_mode) else None)
+
+    def _script_argv(path):
+        """The words that run the script `path` (its execute bit and #! line), or None (see script_argv)."""
+        return script_argv(path, windows=False) if os.access(path, os.X_OK) else None
 
     def _process_alive(pid):
         """Whether our process `pid` runs (PermissionError: the pid went to another user's process)."""
@@ -1821,6 +1893,9 @@ if _POSIX:
 
     def _resolve_program(argv, env):
         return argv  # execvp searches the child's PATH itself
+
+    def _one_spelling(env):
+        return env  # Path and PATH are two variables here
 
     _END_OF_INPUT = "Ctrl+D"
 
@@ -1939,24 +2014,136 @@ if _POSIX:
 
         def close(self):
             self.process.stdin.close()
-else:  # pragma: windows (CI runs Linux only; the README says what is tested where)
+else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README says what is tested where)
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
+    @functools.lru_cache(maxsize=None)  # made once: a stop polls its job every 20 ms
+    def _kernel32():
+        """kernel32 through ctypes, with the prototypes used here (a handle is 64 bits: never cut to an int)."""
+        import ctypes
+        from ctypes import wintypes
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+        handle = wintypes.HANDLE
+        for name, result, arguments in (
+                ("CreateJobObjectW", handle, (ctypes.c_void_p, wintypes.LPCWSTR)),
+                ("SetInformationJobObject", wintypes.BOOL, (handle, ctypes.c_int, ctypes.c_void_p, wintypes.DWORD)),
+                ("QueryInformationJobObject", wintypes.BOOL,
+                 (handle, ctypes.c_int, ctypes.c_void_p, wintypes.DWORD, ctypes.c_void_p)),
+                ("AssignProcessToJobObject", wintypes.BOOL, (handle, handle)),
+                ("TerminateJobObject", wintypes.BOOL, (handle, wintypes.UINT)),
+                ("GetCurrentProcess", handle, ()),
+                ("OpenProcess", handle, (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)),
+                ("TerminateProcess", wintypes.BOOL, (handle, wintypes.UINT)),
+                ("CloseHandle", wintypes.BOOL, (handle,)),
+                ("GetConsoleCP", wintypes.UINT, ())):
+            function = getattr(kernel32, name)
+            function.restype, function.argtypes = result, arguments
+        return kernel32
+
+    def _kill_on_close_job(kernel32):
+        """A new Job object that ends every process in it when its last handle closes; OSError if Windows refuses."""
+        import ctypes
+        from ctypes import wintypes
+
+        class BasicLimits(ctypes.Structure):
+            _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
+                        ("LimitFlags", wintypes.DWORD), ("MinimumWorkingSetSize", ctypes.c_size_t),
+                        ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", wintypes.DWORD),
+                        ("Affinity", ctypes.c_size_t), ("PriorityClass", wintypes.DWORD),
+                        ("SchedulingClass", wintypes.DWORD)]
+
+        class ExtendedLimits(ctypes.Structure):
+            _fields_ = [("BasicLimitInformation", BasicLimits), ("IoInfo", ctypes.c_uint64 * 6),
+                        ("ProcessMemoryLimit", ctypes.c_size_t), ("JobMemoryLimit", ctypes.c_size_t),
+                        ("PeakProcessMemoryUsed", ctypes.c_size_t), ("PeakJobMemoryUsed", ctypes.c_size_t)]
+
+        job = kernel32.CreateJobObjectW(None, None)
+        if not job:
+            raise ctypes.WinError(ctypes.get_last_error())
+        limits = ExtendedLimits()
+        limits.BasicLimitInformation.LimitFlags = 0x2000  # JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+        if not kernel32.SetInformationJobObject(job, 9, ctypes.byref(limits), ctypes.sizeof(limits)):  # Extended
+            error = ctypes.WinError(ctypes.get_last_error())
+            kernel32.CloseHandle(job)
+            raise error
+        return job
+
+    # A child's process group, for stopping it, is a Job object of its own (inside this process's, see
+    # _start_watchdog): it holds what the child starts, also after the child exited, where `taskkill /T`
+    # finds nothing (and Wine's taskkill has no /T). The child joins it the instant after it starts, before
+    # a Python or a shell has loaded enough to start anything. Windows keeps no table of them as POSIX keeps
+    # process groups, so this is that table: a child's pid -> its job's handle, from _group_started to
+    # _group_done (ProcessRunner's _track and _forget).
+    _JOBS = {}
+
+    def _group_started(pid):
+        """Put the new child `pid` in a Job object of its own; without one (Windows 7 has no nested jobs, or
+        ctypes is missing) taskkill /T at stop time is all there is."""
+        try:
+            kernel32 = _kernel32()
+            job = _kill_on_close_job(kernel32)
+        except (OSError, ImportError):
+            return
+        process = kernel32.OpenProcess(0x0101, False, pid)  # PROCESS_TERMINATE | PROCESS_SET_QUOTA
+        if process and kernel32.AssignProcessToJobObject(job, process):
+            _group_done(pid)  # the job of an earlier child with this pid (its leftovers are overdue)
+            _JOBS[pid] = job
+        else:
+            kernel32.CloseHandle(job)
+        if process:
+            kernel32.CloseHandle(process)
+
+    def _group_done(pid):
+        """Close the job of `pid` (kill-on-close: anything still in it ends)."""
+        job = _JOBS.pop(pid, None)
+        if job:
+            _kernel32().CloseHandle(job)
+
     def _signal_group(pid, hard):
+        """Stop the group `pid` leads; whether anything was sent. Soft: CTRL_BREAK_EVENT to its console
+        process group, or nothing (False) when this process has no console (started detached, or under
+        Wine), where it cannot arrive and CPython 3.8-3.11 raise SystemError: callers then stop it hard at
+        once. Hard: its Job object ended, else `taskkill /T /F`, else (taskkill refused) the process alone."""
+        if not hard:
+            try:
+                if not _kernel32().GetConsoleCP():  # 0: no console
+                    return False
+                os.kill(pid, signal.CTRL_BREAK_EVENT)
+                return True
+            except (OSError, ImportError, SystemError):  # SystemError: CPython 3.8-3.11 where the event fails
+                return False
+        job = _JOBS.get(pid)
+        try:
+            kernel32 = _kernel32()
+        except (OSError, ImportError):
+            kernel32 = None
+        if job and kernel32.TerminateJobObject(job, 1):
+            return True
         # taskkill by its full path: CreateProcess would look in the current folder first
         taskkill = os.path.join(os.environ.get("SystemRoot", r"C:\Windows"), "System32", "taskkill.exe")
         try:
-            if hard:
-                subprocess.run([taskkill, "/T", "/F", "/PID", str(pid)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            else:
-                os.kill(pid, signal.CTRL_BREAK_EVENT)
-            return True
+            if subprocess.run([taskkill, "/T", "/F", "/PID", str(pid)], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+                return True
         except OSError:
+            pass
+        process = kernel32 and kernel32.OpenProcess(0x0001, False, pid)  # PROCESS_TERMINATE
+        if not process:
             return False
+        ended = kernel32.TerminateProcess(process, 1)
+        kernel32.CloseHandle(process)
+        return bool(ended)
 
     def _group_alive(pid):
-        return False  # Windows cannot poll a group; taskkill /T at stop time is all there is
+        """Whether a process of the job of `pid` still runs (False without one: Windows cannot tell)."""
+        job = _JOBS.get(pid)
+        if not job:
+            return False
+        import ctypes
+        accounting = (ctypes.c_uint32 * 12)()  # JOBOBJECT_BASIC_ACCOUNTING_INFORMATION: 4 times, 4 counts
+        if not _kernel32().QueryInformationJobObject(job, 1, accounting, ctypes.sizeof(accounting), None):
+            return False
+        return accounting[10] > 0  # ActiveProcesses
 
     def _process_alive(pid):
         """Whether OpenProcess finds `pid`: os.kill(pid, 0) would end the process here. (A process that
@@ -1965,14 +2152,25 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
         handle = ctypes.windll.kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
         return bool(handle and ctypes.windll.kernel32.CloseHandle(handle))  # CloseHandle: nonzero
 
-    def _is_executable(path):
-        """An extension in PATHEXT that CreateProcess can start (not .js or .vbs, which need a host)."""
-        extensions = os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
-        extension = os.path.splitext(path)[1].lower()
-        return extension in extensions and extension in (".com", ".exe", ".bat", ".cmd")
+    # Nothing tells that a process waits reading its stdin here (no /proc, and a pipe does not say that a read is
+    # pending), so no question a command asks is seen: a tool's command gets no stdin pipe but its `stdin` template,
+    # and a read gets the end of input at once, as from NUL. Prompts are forwarded (and `answers` given) on POSIX only.
+    _reading = None
+
+    def _script_argv(path):
+        """The words that run the script `path`, or None: by its extension (see script_argv)."""
+        return script_argv(path, windows=True, python=sys.executable, pathext=os.environ.get("PATHEXT"))
 
     def _resolve_program(argv, env):
         return find_program(argv, env)  # CreateProcess would not find npx.cmd
+
+    def _one_spelling(env):
+        """Variables whose names differ only in case are one variable on Windows: the last given wins
+        (a config's `Path` over the inherited `PATH`), where the child would get both and read either."""
+        names = {}
+        for name in env:
+            names[name.upper()] = name
+        return {name: env[name] for name in names.values()}
 
     _END_OF_INPUT = "Ctrl+Z then Enter"
 
@@ -1991,40 +2189,16 @@ else:  # pragma: windows (CI runs Linux only; the README says what is tested whe
     def _on_stop_signals(loop, stop, reload):
         pass  # Ctrl+C arrives as KeyboardInterrupt, handled in main(); no SIGHUP to reload on
 
-    # Windows only (untested in CI): a Job object that kills every process in
+    # Windows only (tested under Wine in .ci/windows): a Job object that kills every process in
     # it when its last handle closes, i.e. when this process ends, however it
     # ends. We join it ourselves, so every child and grandchild started from
     # then on is in it from its first instant (no window before registration).
     def _start_watchdog(grace, marker):
         """Put this process in a kill-on-close Job object; return it, or None if Windows refuses."""
         import ctypes
-        from ctypes import wintypes
-
-        class BasicLimits(ctypes.Structure):
-            _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
-                        ("LimitFlags", wintypes.DWORD), ("MinimumWorkingSetSize", ctypes.c_size_t),
-                        ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", wintypes.DWORD),
-                        ("Affinity", ctypes.c_size_t), ("PriorityClass", wintypes.DWORD),
-                        ("SchedulingClass", wintypes.DWORD)]
-
-        class ExtendedLimits(ctypes.Structure):
-            _fields_ = [("BasicLimitInformation", BasicLimits), ("IoInfo", ctypes.c_uint64 * 6),
-                        ("ProcessMemoryLimit", ctypes.c_size_t), ("JobMemoryLimit", ctypes.c_size_t),
-                        ("PeakProcessMemoryUsed", ctypes.c_size_t), ("PeakJobMemoryUsed", ctypes.c_size_t)]
-
-        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
-        kernel32.CreateJobObjectW.restype = wintypes.HANDLE
-        kernel32.CreateJobObjectW.argtypes = (ctypes.c_void_p, wintypes.LPCWSTR)
-        kernel32.SetInformationJobObject.argtypes = (wintypes.HANDLE, ctypes.c_int, ctypes.c_void_p, wintypes.DWORD)
-        kernel32.GetCurrentProcess.restype = wintypes.HANDLE
-        kernel32.AssignProcessToJobObject.argtypes = (wintypes.HANDLE, wintypes.HANDLE)
-        job = kernel32.CreateJobObjectW(None, None)
-        if not job:
-            raise ctypes.WinError(ctypes.get_last_error())
-        limits = ExtendedLimits()
-        limits.BasicLimitInformation.LimitFlags = 0x2000  # JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
-        if (not kernel32.SetInformationJobObject(job, 9, ctypes.byref(limits), ctypes.sizeof(limits))  # Extended
-                or not kernel32.AssignProcessToJobObject(job, kernel32.GetCurrentProcess())):
+        kernel32 = _kernel32()
+        job = _kill_on_close_job(kernel32)
+        if not kernel32.AssignProcessToJobObject(job, kernel32.GetCurrentProcess()):
             raise ctypes.WinError(ctypes.get_last_error())
         return _Watchdog(job)
 
@@ -2235,6 +2409,31 @@ def find_program(argv, env):
     return argv
 
 
+def script_argv(path, windows, python=None, pathext=None):
+    """The words that run the script `path` in script mode, or None when it is not a script there.
+
+    POSIX runs the file itself, by its #! line (the caller checks its execute
+    bit). Windows has neither: an extension says what runs a file. A .exe,
+    .com, .bat or .cmd (when in `pathext`, the PATHEXT variable) runs itself,
+    a batch file under the batch rule; a .py runs with `python`, the Python
+    that runs mcpstudio (the py launcher when that is not known), so a .py
+    needs no file association; a .ps1 with Windows PowerShell, past the
+    default policy that runs no script file (a policy set by Group Policy
+    still rules). Anything else (.js, .vbs: they need a host) is not a
+    script; a .cmd that runs it is. Pure, for tests on any platform
+    (_script_argv asks this with the platform's answer)."""
+    if not windows:
+        return [path]
+    extension = os.path.splitext(path.rstrip(". "))[1].lower()  # Windows ignores trailing dots and spaces
+    if extension == ".py":
+        return [python, path] if python else ["py", "-3", path]
+    if extension == ".ps1":
+        return ["powershell", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", path]
+    if extension in (".com", ".exe", ".bat", ".cmd") and extension in (pathext or ".COM;.EXE;.BAT;.CMD").lower().split(";"):
+        return [path]
+    return None
+
+
 def _os_text_problem(value):
     if not isinstance(value, (str, bytes, os.PathLike)):
         return "is %s, not text" % _type_name(value)
@@ -2281,7 +2480,7 @@ class ProcessRunner:
                 self.watchdog = _start_watchdog(self.grace, self.marker)
             except (OSError, ImportError) as exc:  # refused, or a Python without ctypes: run on without it
                 self.log.warning("cannot start the watchdog (children may outlive a killed mcpstudio): %s", exc)
-        env = dict(os.environ if env is None else env)
+        env = _one_spelling(dict(os.environ if env is None else env))
         env[WATCHDOG_ENV] = self.marker
         for name in self.hidden:
             env.pop(name, None)
@@ -2296,6 +2495,7 @@ class ProcessRunner:
                 self.watchdog = None
 
     def _track(self, pid):
+        _group_started(pid)
         self.groups.add(pid)
         self._tell_watchdog(b"+", pid)
 
@@ -2303,6 +2503,7 @@ class ProcessRunner:
         if pid in self.groups:
             self.groups.discard(pid)
             self._tell_watchdog(b"-", pid)
+            _group_done(pid)
 
     def close_watchdog(self):
         """At exit, after stop_all(): the watchdog stops what is left (if anything) and exits."""
@@ -2464,23 +2665,23 @@ class ProcessRunner:
                 continue  # a second cancel must not leave the group half stopped
 
     async def _stop(self, pid, exited):
-        """SIGTERM the group, wait up to the grace period for it to end, then SIGKILL it."""
-        _signal_group(pid, hard=False)
-        deadline = time.monotonic() + self.grace
-        if not exited.done():
-            await asyncio.wait([exited], timeout=self.grace)
-        while _group_alive(pid) and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        """SIGTERM the group, wait up to the grace period for it to end, then SIGKILL it (at once when
+        nothing was sent: the group is gone, or Windows has no console to send CTRL_BREAK_EVENT through)."""
+        if _signal_group(pid, hard=False):
+            deadline = time.monotonic() + self.grace
+            if not exited.done():
+                await asyncio.wait([exited], timeout=self.grace)
+            while _group_alive(pid) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
         _signal_group(pid, hard=True)
         await asyncio.wait([exited], timeout=1.0)
 
     async def stop_all(self):
         """Stop every child and leftover process group (shutdown): SIGTERM, grace, SIGKILL."""
         groups = list(self.groups)
-        for pid in groups:
-            _signal_group(pid, hard=False)
+        signalled = [pid for pid in groups if _signal_group(pid, hard=False)]
         deadline = time.monotonic() + self.grace
-        while time.monotonic() < deadline and any(_group_alive(p) for p in groups):
+        while time.monotonic() < deadline and any(_group_alive(p) for p in signalled):
             await asyncio.sleep(0.02)
         for pid in groups:
             _signal_group(pid, hard=True)
@@ -3099,6 +3300,12 @@ class CallContext:
         self.running = None     # the Task itself (its status message shows the command's last line)
         self.prompts = None     # 2026-07-28: the InputBridge that asks a command's questions as input_required rounds
 
+    @property
+    def owner(self):
+        """Whom a task or a kept output this call makes belongs to: its handshake-era session; in 2026-07-28 (no
+        sessions) the signed-in person's subject, or None (every request behind the same endpoint)."""
+        return getattr(self.session, "person", None) if self.modern else self.session
+
     def declared(self, capability):
         """Whether the client declared `capability` (a capability's or an extension's name) for this request:
         in its `_meta` (2026-07-28), or in `initialize` (the handshake era)."""
@@ -3240,57 +3447,6 @@ def prompt_reply(prompt, schema, value):
     return str(value).partition(")")[0] if "enum" in schema else str(value)
 
 
-def _reading(pid, group, stdin=None):
-    """Whether `pid` (with `group`: a process of its group) sleeps reading a pipe (Linux tells; elsewhere taken as
-    so while it runs), and with `stdin` (a pattern of the pipe mcpstudio writes the command's input to, see
-    _stdin_link) that pipe is its standard input: a `sleep 2 | cat` waits on its own pipe, which is no question.
-    A whole group is looked through (some ms) only when the output ends in what may be a question."""
-    if not os.path.isdir("/proc/self"):
-        return _group_alive(pid)
-    for entry in (_descendants(pid) or os.listdir("/proc")) if group else [pid]:
-        try:
-            with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
-                if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in (
-                        "0", "pipe_read", "anon_pipe_read", "unix_stream_read_generic") and (  # Python 3.8: a socket pair
-                        stdin is None or re.fullmatch(stdin, os.readlink("/proc/%s/fd/0" % entry))):
-                    return True  # sleeping (S), in the group; "0": a kernel that hides where processes sleep
-        except OSError:
-            pass
-    return False
-
-
-def _descendants(pid, limit=1024):
-    """`pid` and the processes under it, from Linux's /proc/PID/task/TID/children (the command's group, but for a
-    process that left it for init), or None where the kernel does not list children: then every process is looked at."""
-    found, todo = [], [pid]
-    while todo and len(found) < limit:
-        current = todo.pop()
-        found.append(current)
-        try:
-            for task in os.listdir("/proc/%d/task" % current):
-                with open("/proc/%d/task/%s/children" % (current, task)) as f:
-                    todo.extend(int(child) for child in f.read().split())
-        except FileNotFoundError:
-            if current == pid and os.path.isdir("/proc/%d" % pid):
-                return None  # no children files in this kernel
-        except OSError:
-            pass
-    return found
-
-
-def _stdin_link(pipe):
-    """What /proc/PID/fd/0 of a process reading the pipe under an asyncio write transport reads, as a pattern:
-    `pipe:[INODE]` (both ends share it); a socket of Python 3.8's socket pair (whose ends differ: any socket, as
-    no pipe is it); None where it cannot be told."""
-    import stat
-    try:
-        info = os.fstat(pipe.get_extra_info("pipe").fileno())
-    except (AttributeError, OSError, ValueError):
-        return None
-    return (re.escape("pipe:[%d]" % info.st_ino) if stat.S_ISFIFO(info.st_mode) else
-            r"socket:\[\d+\]" if stat.S_ISSOCK(info.st_mode) else None)
-
-
 class PromptWatch(OutputFeed):
     """An interactive command's output feed, and its stdin. A question it stops to ask (its output ends without a
     newline, nothing more comes for PROMPT_QUIET s, and where Linux tells, it sleeps reading) is answered by the
@@ -3335,9 +3491,11 @@ class PromptWatch(OutputFeed):
                             "its environment (\"environment\" in the config), or a file or option it reads; or as a "
                             "scripted answer (\"answers\" on this tool)." % said)
         elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
-            self.problem = ("%s, and this client cannot answer (it declared no elicitation capability). Make the "
-                            "command not ask (an option such as --yes), answer it in the config (\"answers\" on this "
-                            "tool), or set \"interactive\": false." % said)
+            self.problem = ("%s, and %s. Make the command not ask (an option such as --yes), answer it in the config "
+                            "(\"answers\" on this tool), or set \"interactive\": false." % (said, (
+                                "it runs as a task (its taskSupport is \"required\"), which cannot ask the client"
+                                if ctx.modern and ctx.task and ctx.declared("elicitation") else
+                                "this client cannot answer (it declared no elicitation capability)")))
         else:
             form = elicitation_form(plain_text(text[-1000:]), {"answer": dict(schema, title=plain_text(prompt, False))})
             parked = ctx.modern and self.slots  # answered by a retry that may never come: no slot meanwhile
@@ -3395,9 +3553,11 @@ class Session:
         self.protocol_version = None   # what `initialize` agreed
         self.client_info = {}          # its `clientInfo`, and who it is, for the audit log and rate limits
         self.caller, self.label = None, "stdio"
+        self.person = None  # the signed-in person's subject (serve --http with signIn or people)
         self.log_level = "info"
         self.level_chosen = False  # whether the client sent logging/setLevel (then a command's lines are logged too)
         self.closed = False
+        self.aborted = None  # the error requests cancelled by cancel_all(reason=...) are answered with
 
     # -- incoming ---------------------------------------------------------------
 
@@ -3439,6 +3599,8 @@ class Session:
             coroutine.close()  # a request cancelled before it started never ran its coroutine
             if framing and not task.cancelled() and not task.exception():
                 self.transport.send(task.result(), framing)
+            elif task.cancelled() and framing and self.aborted is not None:  # the server stops: it says so
+                self.transport.send(_error_response(request_id, self.aborted), framing)
             elif task.cancelled() and hasattr(self.transport, "ended"):
                 self.transport.ended(request_id)  # HTTP: end the stream that waited for it
         task.add_done_callback(done)
@@ -3557,9 +3719,11 @@ class Session:
         """Send `notifications/message` when `level` reaches the client's chosen level (as for a request of no id)."""
         CallContext(self, None).log(level, text, logger)
 
-    async def cancel_all(self, grace=0.0):
-        """Stop taking requests; give those in flight `grace` seconds, then cancel the rest."""
+    async def cancel_all(self, grace=0.0, reason=None):
+        """Stop taking requests; give those in flight `grace` seconds, then cancel the rest (answered with the
+        McpError `reason` when given, else with nothing)."""
         self.closed = True
+        self.aborted = reason
         tasks = [task for task, _ in self.inflight.values()]
         if tasks and grace > 0:
             await asyncio.wait(tasks, timeout=grace)
@@ -3749,7 +3913,7 @@ class OutputStore(Source):
             return None
         key, _, query = uri[len(OUTPUT_URI):].partition("?")
         entry = self.kept.get(key)
-        if not entry or entry[0] is not (None if ctx.modern else ctx.session) or entry[1] <= time.monotonic():
+        if not entry or entry[0] != ctx.owner or entry[1] <= time.monotonic():
             raise McpError(RESOURCE_NOT_FOUND, "Output not found: %s (outputs are kept an hour, the last 100 at most, "
                            "for the session that made them; call the tool again)" % uri)
         try:
@@ -3765,7 +3929,7 @@ class OutputBudget:
 
     def __init__(self, store: OutputStore, ctx, chars):
         self.store = store
-        self.owner = None if ctx.modern else ctx.session  # 2026-07-28 has no sessions
+        self.owner = ctx.owner
         self.chars = chars
         self.links = []
         self.linked = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # the first with resource_link
@@ -3785,6 +3949,9 @@ class OutputBudget:
 
 DATA_URI_HEADER_MAX = 1024      # characters of a data: URI before its comma (type and parameters)
 FILE_NAME_MAX = 100             # characters of a file argument's name (its `;name=`), longer ones cut
+# The names Windows keeps for devices (any extension, any case): a file given one is made a file by a "_" in front,
+# on every system, so a call names the same file everywhere. A trailing dot, which Windows drops, is dropped too.
+_DEVICE_NAMES = frozenset(["CON", "PRN", "AUX", "NUL"] + ["%s%d" % (port, n) for port in ("COM", "LPT") for n in range(10)])
 
 
 def parse_data_uri(value):
@@ -3868,11 +4035,15 @@ def sweep_call_folders():
 
 def _file_name(given):
     """A file argument's name made safe: its last part, letters, digits and `._-` only, never a leading dot or dash
-    (a hidden file, an option), at most FILE_NAME_MAX characters (its extension kept)."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(given)).lstrip(".-")
-    if len(name) > FILE_NAME_MAX:
+    (a hidden file, an option) nor a trailing dot (which Windows drops), a device name of Windows (_DEVICE_NAMES)
+    with a "_" in front, at most FILE_NAME_MAX characters (its extension kept)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(given)).lstrip(".-").rstrip(".")
+    if name.partition(".")[0].upper() in _DEVICE_NAMES:
+        name = "_" + name  # on Windows CON, NUL.txt ... name a device wherever they stand, not a file
+    if len(name) > FILE_NAME_MAX:  # cut after the "_" is put in front, which the cut keeps
         stem, extension = os.path.splitext(name)
-        name = stem[:FILE_NAME_MAX - len(extension)] + extension if len(extension) <= 16 else name[:FILE_NAME_MAX]
+        name = (stem[:FILE_NAME_MAX - len(extension)] + extension if len(extension) <= 16
+                else name[:FILE_NAME_MAX].rstrip("."))
     return name
 
 
@@ -4229,15 +4400,16 @@ class CommandTool:
         shown = _masked_argv(argv, masked_arguments(arguments, self.schema)[1])  # for debug lines
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(shown))
-        # its heartbeat also while the call waits for a slot
-        feed = (PromptWatch if self.interactive else OutputFeed)(ctx, "`%s`" % self.name, self.name)
+        # its heartbeat also while the call waits for a slot; questions are seen only where the platform tells
+        asks = self.interactive and _reading is not None
+        feed = (PromptWatch if asks else OutputFeed)(ctx, "`%s`" % self.name, self.name)
         feed.answers = self.answers
         feed.slots = settings.slots
         feed.secret = asks_secrets(re.split(r"[\s;&|()`\"']+", self.template.display()))  # the words it was written with
         try:
             async with settings.slots:
                 result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,
-                                                      asker=self.interactive and feed, shown=shown)
+                                                      asker=asks and feed, shown=shown)
         finally:
             feed.close()
         if feed.problem:
@@ -4316,6 +4488,10 @@ class TemplateTools(Source):
     def question(self, name, arguments):
         """What to ask the user before calling `name` with `arguments` (see CommandTool.question), or None."""
         return self.tools[name].question(arguments)
+
+    def asks(self, name):
+        """Whether `name` runs an interactive command (its questions are answered: PromptWatch)."""
+        return self.tools[name].interactive
 
     def command_line(self, name, arguments):
         """What calling `name` with `arguments` runs (see CommandTool.command_line)."""
@@ -4461,6 +4637,10 @@ class ScriptTool:
         if meta.get("taskSupport", "optional") not in TASK_SUPPORT:
             raise ValueError("`taskSupport` in its --help metadata must be one of %s" % ", ".join(TASK_SUPPORT))
 
+    def argv(self):
+        """The words that run the script (a .py on Windows: with a Python)."""
+        return _script_argv(self.path) or [self.path]  # no longer executable: the error says so
+
     @property
     def state_uri(self):
         from urllib.parse import quote
@@ -4557,7 +4737,7 @@ class ScriptDirectory(Source):
                     st = os.stat(path)
                 except OSError:
                     continue
-                if not (st.st_mode & 0o170000 == 0o100000) or not _is_executable(path):
+                if not (st.st_mode & 0o170000 == 0o100000) or not _script_argv(path):
                     self.log.debug("scripts: %s skipped (not an executable file)", rel)
                     continue
                 found[rel] = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
@@ -4642,7 +4822,8 @@ class ScriptDirectory(Source):
         path, size, mtime = info
         entry = {"size": size, "mtime": mtime}
         self._asked.add(path)
-        result = await self.settings.run(self.runner, [path, "--help"], timeout=self.help_timeout, output_limit=1 << 20)
+        result = await self.settings.run(self.runner, (_script_argv(path) or [path]) + ["--help"], timeout=self.help_timeout,
+                                         output_limit=1 << 20)
         if not result.ok:
             tail = _decoded(result.stderr).strip()[-300:]
             entry["error"] = describe_failure(result, self.help_timeout, "`--help`") + ((" " + tail) if tail else "")
@@ -4734,7 +4915,7 @@ class ScriptDirectory(Source):
         try:
             async with self.settings.slots:
                 result = ctx.ran = await self.settings.run(
-                    self.runner, [tool.path], stdin_bytes=json.dumps(values).encode("utf-8"), env=env,
+                    self.runner, tool.argv(), stdin_bytes=json.dumps(values).encode("utf-8"), env=env,
                     on_stderr_line=stderr_line, on_output=feed.add)
         finally:
             feed.close()
@@ -4754,7 +4935,7 @@ class ScriptDirectory(Source):
                      if t.state and unquote(t.state_uri) == unquote(uri)), None)
         if not tool:
             return None
-        result = await self.settings.run(self.runner, [tool.path, "--state"], timeout=self.help_timeout)
+        result = await self.settings.run(self.runner, tool.argv() + ["--state"], timeout=self.help_timeout)
         check_read(uri, result, self.help_timeout, "`%s --state`" % tool.rel)
         text = _decoded(result.stdout)
         try:
@@ -5014,8 +5195,8 @@ class SkillFolders(Source):
                     elif entry.is_dir():
                         pending.append((entry.path, prefix + entry.name + "/"))
                         continue
-                    else:
-                        real, st = entry.path, entry.stat()
+                    else:  # not entry.stat(): on Windows its st_ino and st_dev are 0, never the file _read_inside opens
+                        real, st = entry.path, os.stat(entry.path)
                 except OSError:
                     continue
                 if stat.S_ISREG(st.st_mode):
@@ -5381,9 +5562,10 @@ def paginate(items, cursor, page_size=PAGE_SIZE):
 # the server decides; an optional tool still running after TASK_AFTER answers
 # with a flat CreateTaskResult, tasks/get inlines the result or error, and
 # tasks/cancel acknowledges. A task belongs to the handshake-era session that
-# made it; 2026-07-28 requests have no session, so theirs are shared by every
-# such request (behind the same --http token) and found only by their id, 128
-# random bits. Output is bounded as for any call (--max-output).
+# made it; 2026-07-28 requests have no session, so theirs belong to the signed-in
+# person (signIn, people), else are shared by every such request (behind the
+# same --http token), and are found only by their id, 128 random bits. Output
+# is bounded as for any call (--max-output).
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -5403,13 +5585,46 @@ def _iso(seconds):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
+INSTANCE_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
+INSTANCE_VARIABLE = "MCPSTUDIO_INSTANCE"
+
+
+class Instance:
+    """This process's name in the ids of what lives only in it (tasks, HTTP sessions, parked prompt rounds), so a
+    load balancer routes by an id's first part without reading bodies: `NAME.RUN.SECRET`. NAME is --http-instance
+    (default: random, new at each start), RUN new at each start (tells a restart apart), SECRET 128 random bits."""
+
+    def __init__(self, name=None):
+        import secrets
+        self.name = name or secrets.token_hex(4)
+        self.run = secrets.token_hex(3)
+
+    def new_id(self):
+        import secrets
+        return "%s.%s.%s" % (self.name, self.run, secrets.token_hex(16))
+
+    def elsewhere(self, key):
+        """Why `key` (an id this process does not hold) is not here, naming the instance that holds or held it;
+        None when it is not an instance's id or this very run made it (then it ended or expired)."""
+        parts = key.split(".") if isinstance(key, str) else ()
+        if len(parts) != 3 or not INSTANCE_NAME.fullmatch(parts[0]):
+            return None
+        if parts[0] != self.name:
+            return ("it is held by instance %s (the first part of its id), and this is instance %s: the load balancer "
+                    "must send it by that prefix (Mcp-Name, Mcp-Session-Id), or instance %s is down and it was lost "
+                    "with it" % (parts[0], self.name, parts[0]))
+        if parts[1] != self.run:
+            return "it was lost when instance %s restarted (an earlier run of this instance made it)" % self.name
+        return None
+
+
 class Task:
     """One tool call run as a task: its status, then its result or error."""
 
-    def __init__(self, owner, ttl, modern):
+    def __init__(self, owner, ttl, modern, task_id=None):
         import secrets
-        self.id = secrets.token_hex(16)
-        self.owner = owner      # the handshake-era Session that made it; None: 2026-07-28
+        self.id = task_id or secrets.token_hex(16)
+        self.owner = owner      # the handshake-era Session that made it; 2026-07-28: its person's subject, or None
         self.modern = modern
         self.status = "working"
         self.message = None
@@ -5448,6 +5663,8 @@ class Task:
 class TaskStore:
     """The server's tasks: started from tools/call, read by tasks/*, forgotten after their ttl."""
 
+    ids = None  # the Instance that names its tasks over --http (else plain random ids)
+
     def __init__(self, limit=TASK_LIMIT):
         self.tasks = collections.OrderedDict()  # id -> Task, oldest first
         self.limit = limit
@@ -5469,16 +5686,16 @@ class TaskStore:
     def start(self, call, ctx: CallContext, ttl, on_end=None) -> Task:
         """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
         self._sweep()
-        owner = None if ctx.modern else ctx.session
+        owner = ctx.owner
         if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
-            ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner is owner), None)
+            ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner == owner), None)
             if not ended:
                 call.close()
                 raise McpError(INTERNAL_ERROR, "%d tasks are running or keep results unread, the most this server "
                                "keeps, and none of yours has ended: wait for one to end, or cancel one (tasks/cancel)"
                                % self.limit)
             del self.tasks[ended.id]
-        task = Task(owner, ttl, ctx.modern)
+        task = Task(owner, ttl, ctx.modern, self.ids and self.ids.new_id())
         ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
@@ -5501,9 +5718,14 @@ class TaskStore:
         """The caller's task `task_id`; -32602 when there is none (unknown, expired, someone else's)."""
         self._sweep()
         task = self.tasks.get(task_id) if isinstance(task_id, str) else None
-        if not task or task.owner is not (None if ctx.modern else ctx.session) or task.modern != ctx.modern:
-            raise McpError(INVALID_PARAMS, "Unknown task: %s (tasks are kept for their ttl, and only for the "
-                           "session that made them)" % json.dumps(task_id))
+        if not task or task.owner != ctx.owner or task.modern != ctx.modern:
+            elsewhere = None if task or not self.ids else self.ids.elsewhere(task_id)
+            if elsewhere:
+                raise McpError(INVALID_PARAMS, "Task %s is not on this instance: %s" % (json.dumps(task_id), elsewhere),
+                               {"taskId": task_id, "instance": self.ids.name})
+            raise McpError(INVALID_PARAMS, "Unknown task: %s (tasks are kept for their ttl, %s)" % (
+                json.dumps(task_id), "by the server that made them, for the person who made them" if ctx.modern else
+                "and only for the session that made them"))
         return task
 
     def cancel(self, task: Task):
@@ -5831,6 +6053,7 @@ class Guard:
         self.stats = None  # RunningStats: `serve` publishes the metrics for `status` and the TUI
         self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
         self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
+        self.sign_in = None     # the config's signIn and people (read_sign_in): serve --http asks for tokens
 
     async def call(self, public, source, original, arguments, ctx: CallContext, tool, ask):
         """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
@@ -5839,7 +6062,7 @@ class Guard:
         levels = [("file", self.rules)] + plan.get("rules", [])
         chosen = {key: rules[key] for _, rules in levels for key in rules}
         who = ctx.session.caller or "session-%x" % id(ctx.session)
-        entry = {key: plan[key] for key in ("namespace", "server", "argv") if key in plan}
+        entry = {key: plan[key] for key in ("namespace", "server", "upstreamTool", "argv") if key in plan}
         limits = [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),) + rules["rateLimit"][:2]
                   for level, rules in levels if "rateLimit" in rules]
         cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
@@ -5946,6 +6169,8 @@ class Guard:
                 shown, secrets = masked_arguments(arguments, schema)
                 if "argv" in entry:
                     entry["argv"] = _masked_argv(entry["argv"], secrets)
+                if getattr(ctx.session, "person", None) is not None:
+                    entry["person"] = ctx.session.person
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")), arguments=shown,
                              exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
@@ -5976,6 +6201,8 @@ SEARCH_LIMIT, SEARCH_MAX = 5, 20
 SEARCH_QUERY_MAX = 500          # characters of a search_tools query (a task in a few words; 1 MB took seconds)
 # (weight, group) of each field: a word's counts in the label (name, title) and in the body saturate apart,
 # so that a long description never drowns what the name says
+SEARCH_HINT_META = "anthropic/searchHint"    # a tool's own words for search (Claude Code reads it too)
+ALWAYS_LOAD_META = "anthropic/alwaysLoad"    # a tool listed whatever the search (Claude Code: never deferred)
 SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
 LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
@@ -6224,9 +6451,13 @@ class ToolIndex:
 
     @staticmethod
     def _fields(tool):
-        """name, title, server, description and parameters: the texts of SEARCH_FIELDS."""
+        """name, title, server, description and parameters: the texts of SEARCH_FIELDS (a tool's
+        `anthropic/searchHint`, the words its author chose for search, counts as its description)."""
         description = str(tool.get("description") or "")
         server, _, rest = description[1:].partition("] ") if description.startswith("[") else ("", "", description)
+        hint = _object(tool.get("_meta")).get(SEARCH_HINT_META)
+        if isinstance(hint, str):
+            rest = rest + " " + hint
         properties = (tool.get("inputSchema") or {}).get("properties")
         parameters = " ".join("%s %s" % (key, value.get("description", "")) for key, value in properties.items()
                               if isinstance(value, dict)) if isinstance(properties, dict) else ""
@@ -6301,7 +6532,10 @@ class ToolSearch:
         if not self.applies(len(tools), params, ctx):
             return tools
         found = self.found.get(ctx.session, ())
-        shown = [tool for tool in tools if tool["name"] in found or _match(tool["name"], self.pins)]
+        pinned = [_match(tool["name"], self.pins) or _object(tool.get("_meta")).get(ALWAYS_LOAD_META) is True
+                  for tool in tools]
+        shown = [dict(tool, _meta=dict(_object(tool.get("_meta")), **{ALWAYS_LOAD_META: True})) if pin else tool
+                 for tool, pin in zip(tools, pinned) if pin or tool["name"] in found]  # a client loads the pinned always
         return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (len(tools) - len(shown), self.call_name),
                  "inputSchema": {"type": "object", "required": ["query"], "properties": {
                      "query": {"type": "string", "description": "the task in a few words", "maxLength": SEARCH_QUERY_MAX},
@@ -6327,7 +6561,7 @@ class ToolSearch:
                               % (self.search_name, SEARCH_QUERY_MAX, SEARCH_MAX, self.call_name))
         catalog = self.server.catalog
         tools = await catalog.tools() if catalog.stale else catalog.listing  # the last listing's tools
-        key = [(tool["name"], tool.get("description")) for tool in tools]
+        key = [(tool["name"], tool.get("description"), _object(tool.get("_meta")).get(SEARCH_HINT_META)) for tool in tools]
         if key != self._key:  # the index is built again only when a name or description changed
             self._index, self._key = ToolIndex(tools), key
         hits = self._index.search(query, limit)
@@ -6445,6 +6679,30 @@ class Server:
         if session in self.sessions:
             self.sessions.remove(session)
         self.tasks.forget(session)
+        for source in self.catalog.sources:
+            if hasattr(source, "sweep_instances"):  # an Aggregator: the session's own servers stop
+                source.sweep_instances(session)
+
+    def identify(self, instance: Instance):
+        """Name its tasks and parked prompt rounds (its own, and its servers' through each Aggregator) after
+        `instance`, so a load balancer routes by their ids (--http)."""
+        self.tasks.ids = self.prompts.ids = instance
+        for source in self.catalog.sources:
+            if hasattr(source, "bridge"):
+                source.bridge.ids = instance
+
+    def holds(self, params):
+        """Whether a request's `taskId` or `requestState` names state this process holds (a leaving instance
+        still serves those)."""
+        bridges = [self.prompts] + [s.bridge for s in self.catalog.sources if hasattr(s, "bridge")]
+        key, state = params.get("taskId"), params.get("requestState")
+        return (isinstance(key, str) and key in self.tasks.tasks) or (
+            isinstance(state, str) and any(state in bridge.parked for bridge in bridges))
+
+    def busy(self):
+        """Whether a task still runs or a prompt round waits (a leaving instance gives them its drain)."""
+        return any(t.status not in TERMINAL for t in self.tasks.tasks.values()) or bool(self.prompts.calls) or any(
+            source.bridge.calls for source in self.catalog.sources if hasattr(source, "bridge"))
 
     # -- events from sources --------------------------------------------------
 
@@ -6554,8 +6812,8 @@ class Server:
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
         source, original, support, name = route  # the name as listed (of a `-`/`_` respelling): the guard sees that tool
         tool = self.catalog.listed.get(name, {})  # before any await: a rescan or reload may drop it meanwhile
-        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and isinstance(source, TemplateTools)
-                and source.tools[original].interactive):  # its questions asked in rounds (a retry resumes it)
+        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and hasattr(source, "asks")
+                and source.asks(original)):  # its questions asked in rounds (a retry resumes it), also through a config's Aggregator
             ctx.prompts = self.prompts
             return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
         form = source.question(original, arguments) if hasattr(source, "question") else None
@@ -6615,7 +6873,8 @@ class Server:
     async def _modern_call(self, name, call, support, ctx: CallContext):
         """2026-07-28: a task when the tool requires one, or an optional one runs past TASK_AFTER (and
         the request declared the extension); otherwise the plain result."""
-        if support == "forbidden" or (support == "optional" and (not ctx.declared(TASKS_EXTENSION) or self.tasks.full())):
+        if support == "forbidden" or (support == "optional" and (
+                not ctx.declared(TASKS_EXTENSION) or self.tasks.full() or ctx.prompts)):  # a task cannot ask
             return await call
         if not ctx.declared(TASKS_EXTENSION):
             call.close()
@@ -6939,7 +7198,7 @@ CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
              "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints", "toolSearch",
-             "toolSearchThreshold", "toolSearchPin")
+             "toolSearchThreshold", "toolSearchPin", "signIn", "people")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -6953,6 +7212,8 @@ _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items"
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
                   "working_directory", "environment", "within")
 _SCRIPTS_KEYS = ("path", "include", "exclude")
+SIGNIN_KEYS = ("issuer", "audience", "introspection", "clientId", "clientSecret", "scopes")  # `signIn`
+PERSON_KEYS = ("tokenSha256", "groups", "email")  # an entry of `people`
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
 _PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array", "file")
 _JSON_STRING = r'"(?:[^"\\]|\\.)*"?'  # to its closing quote, or the end of an unfinished one
@@ -7136,6 +7397,7 @@ class ConfigLoader:
             sources.append(SkillFolders(folders, log, prompts=prompts))
         info["separator"] = separator
         info["guard"] = read_guard(self, data)
+        info["sign_in"] = read_sign_in(self, data)
         info["tool_search"] = read_tool_search(self, data)
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
@@ -7146,7 +7408,8 @@ class ConfigLoader:
         return sources, info
 
     def warn_shell_syntax(self, tools, resources, log: Log):
-        """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true."""
+        """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true; and `answers`
+        where no question can be seen (Windows)."""
         for index, tool in enumerate(tools):
             found = [] if tool.shell else tool.template.shell_syntax()
             if found:
@@ -7154,6 +7417,12 @@ class ConfigLoader:
                             "runs it, so `%s` gets them as literal arguments. Add \"shell\": true to the tool "
                             "if a shell is meant.", self.path, index, tool.name, ", ".join("`%s`" % f for f in found),
                             tool.template.command_name())
+        for index, tool in enumerate(tools):
+            if tool.interactive and tool.answers and _reading is None:
+                log.warning("%s: tools[%d] `%s`: its answers are never given here: this system cannot tell that a "
+                            "command waits for an answer (Linux and macOS can), so its input ends at once. Pass "
+                            "what it asks another way (an option such as --yes, or its environment).",
+                            self.path, index, tool.name)
         for index, resource in enumerate(resources):
             found = resource.template.shell_syntax()
             if found:
@@ -7476,6 +7745,44 @@ def read_guard(loader, data):
     return read_rules(loader, data, ""), audit, opened
 
 
+def read_sign_in(loader, data):
+    """A config's `signIn` and `people` as {"issuer", "audience", "introspection", "clientId", "clientSecret",
+    "scopes", "people": {name: (sha256 hex, groups, email)}}, or None when it has neither."""
+    plan = loader.get(data, "signIn", dict, "")
+    people = loader.get(data, "people", dict, "")
+    if plan is None and people is None:
+        return None
+    plan = dict(plan or {})
+    loader.keys(plan, SIGNIN_KEYS, "signIn")
+    for key in SIGNIN_KEYS[:-1]:
+        value = loader.get(plan, key, str, "signIn")
+        plan[key] = value and loader.expand(value, "signIn." + key)
+        if key in ("issuer", "audience", "introspection") and value and not re.match(r"https?://[^/?#\s]+", plan[key]):
+            raise loader.error("signIn." + key, "expected an https URL, not %s" % json.dumps(value))
+    plan["scopes"] = loader.get(plan, "scopes", list, "signIn", [])
+    if not all(isinstance(scope, str) for scope in plan["scopes"]):
+        raise loader.error("signIn.scopes", "expected a list of scope names every token must hold")
+    if (plan["introspection"] or plan["clientId"]) and not (plan["introspection"] and plan["clientId"]):
+        raise loader.error("signIn", "opaque tokens need `introspection` (the RFC 7662 endpoint) and `clientId` "
+                           "(with `clientSecret`) together")
+    if (plan["introspection"] or people is None) and not plan["issuer"]:
+        raise loader.error("signIn", "expected `issuer`: the URL of the identity provider whose tokens are accepted")
+    plan["people"] = {}
+    for name, entry in (people or {}).items():
+        where = "people.%s" % name
+        if not isinstance(entry, dict):
+            raise loader.error(where, "expected {\"tokenSha256\": HEX, \"groups\": [...]}")
+        loader.keys(entry, PERSON_KEYS, where)
+        digest, groups = loader.get(entry, "tokenSha256", str, where, ""), loader.get(entry, "groups", list, where, [])
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", digest) or not name:
+            raise loader.error(_join(where, "tokenSha256"), "expected the SHA-256 of the person's token, 64 hex digits "
+                               "(e.g. printf %%s \"$TOKEN\" | sha256sum)")
+        if not all(isinstance(g, str) for g in groups):
+            raise loader.error(_join(where, "groups"), "expected a list of group names")
+        plan["people"][name] = (digest.lower(), groups, loader.get(entry, "email", str, where))
+    return plan
+
+
 def _given(obj):
     """An object without its null values: CLI-as-MCP writes every unset key as null
     (`"working_directory": null`, `"default": null`), which means "not given"."""
@@ -7610,6 +7917,10 @@ class Block:
 
 
 _BLOCK = re.compile(r"\{#if\s+(%s)\s*\}|\{#else\}|\{/if\}" % _FIELD_NAME)
+# What a backslash escapes outside quotes in a config's command: a blank, and a character the template
+# or a shell gives a meaning. Before any other character it is kept, as in a command-line template, so
+# Windows paths survive: C:\Tools\app.exe is itself, C:\Users\\{user} puts a field after the last backslash.
+_SHELL_ESCAPABLE = _ESCAPABLE + "'\"$`|&;<>()*?!#~"
 
 
 class CommandTemplate(Template):
@@ -7623,8 +7934,11 @@ class CommandTemplate(Template):
         quote    ::= "'" ... "'" | '"' ... '"'   (fields still work inside quotes)
         space    ::= whitespace outside quotes: ends a word
 
-    Quotes and backslashes work as in a POSIX shell, but no shell runs:
-    values are never split, globbed or re-substituted. Inside quotes only
+    Quotes work as in a POSIX shell, and so does a backslash before a blank,
+    a quote or a character a shell or the template gives a meaning (see
+    _SHELL_ESCAPABLE); before any other character it is kept (C:\\Tools\\app.exe),
+    as in a command-line template. No shell runs: values are never split,
+    globbed or re-substituted. Inside quotes only
     `{field}` forms are fields; brackets are text there. A block keeps its
     content when its parameter is present and not false, null, "" or []; a
     quote must close in the block part it opened in. The first word (the
@@ -7710,7 +8024,7 @@ class CommandTemplate(Template):
             if not self.text_mode:
                 if char == "\\" and quote != "'" and i + 1 < len(source):
                     following = source[i + 1]
-                    if quote is None or following in '"\\$`':
+                    if following in ('"\\$`' if quote else _SHELL_ESCAPABLE) or (quote is None and following.isspace()):
                         current.append(("t", following, state, source[i:i + 2]))
                         i += 2
                         continue
@@ -8072,7 +8386,8 @@ def check_config(path, log: Log, options):
             print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
     if hub:
         print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
-        return print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log) or min(refused, 1)
+        return print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log,
+                            separator=hub.separator) or min(refused, 1)
     return min(refused, 1)
 
 
@@ -8110,16 +8425,23 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion", "rateLimit", "cache", "confirm",
+                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances", "auth",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
-                "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name")
+                "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name", "overrides")
+ISOLATION_MODES = ("shared", "user", "session")  # a server's `isolation`
+ISOLATED_MAX = 10        # instances of an isolated server at once (its `maxInstances`)
+ISOLATED_IDLE = 900.0    # seconds an isolated instance may go unused before it is stopped
+_PERSON_REFERENCE = re.compile(r"\$\{person\.([A-Za-z_][A-Za-z0-9_]*)\}")
 _SERVER_GROUPS = ("mcpServers", "servers")  # where a config keeps its MCP servers: Claude's key, and VS Code's
 _OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
-_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch",
+_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch", "overrides", "people",
                    "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
 _PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
 _FILTER_KEYS = ("allow", "deny")
+_OVERRIDE_KEYS = ("name", "title", "description", "descriptionPrefix", "descriptionSuffix", "annotations", "_meta",
+                  "arguments")  # what an override of a tool may change (see CuratedTool)
+_ARGUMENT_KEYS = ("name", "description", "default", "value", "hidden")
 
 
 def _say(text):
@@ -8149,6 +8471,179 @@ def _hash(text, digits=16):
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:digits]
 
 
+# Curation: overrides show an upstream tool under another name, description,
+# annotations and arguments. They are a view over the listing: the catalog
+# publishes the curated tool and a call is mapped back (arguments renamed,
+# fixed values added, defaults filled in) to what the server expects.
+
+def override_layers(overrides, name):
+    """The entries of `overrides` [(name or glob, override, "file: key")] that apply to `name`, as (override,
+    place, exact): globs in file order, then the entry of that exact name, so that its keys win."""
+    found = [(override, place, False) for pattern, override, place in overrides
+             if pattern != name and _match(name, [pattern])]
+    return found + [(override, place, True) for pattern, override, place in overrides if pattern == name]
+
+
+def _join_text(before, after):
+    """Two texts joined by one space, unless either side already ends or begins with white space."""
+    if not before or not after or before[-1:].isspace() or after[:1].isspace():
+        return before + after
+    return before + " " + after
+
+
+def _checked(value, schema, where=""):
+    """validate(), for a schema a server wrote: a `pattern` Python cannot read (JavaScript's \\p{L}, say)
+    is left to the server to check."""
+    try:
+        return validate(value, schema, where)
+    except re.error:
+        def plain(node):
+            if isinstance(node, dict):
+                return {key: plain(item) for key, item in node.items() if key != "pattern" or not isinstance(item, str)}
+            return [plain(item) for item in node] if isinstance(node, list) else node
+        return validate(value, plain(schema), where)
+
+
+class CuratedTool:
+    """One upstream tool as its overrides show it (pure): `tool` is the definition to publish and
+    `arguments(given)` the arguments a call sends the server. A mistake only the tool's schema can
+    reveal (an argument it lacks, a fixed value its schema refuses, a hidden required argument with
+    no value) raises a ConfigError naming the file and the key."""
+
+    def __init__(self, tool, layers, public):
+        self.original = tool["name"]
+        merged, self.exact = {}, {}
+        argument_layers = {}  # argument -> [(its override, place)]
+        for override, place, exact in layers:
+            for key, value in override.items():
+                if key == "arguments":
+                    for argument, change in value.items():
+                        argument_layers.setdefault(argument, []).append((change, "%s.arguments.%s" % (place, argument)))
+                        self.exact[argument] = self.exact.get(argument, False) or exact
+                elif key in ("annotations", "_meta"):
+                    merged[key] = dict(merged.get(key, {}), **value)
+                elif key != "name":
+                    merged[key] = value
+        shown = dict(tool, name=public)
+        for key in ("title", "description"):
+            if key in merged:
+                shown[key] = merged[key]
+        if "descriptionPrefix" in merged or "descriptionSuffix" in merged:
+            shown["description"] = _join_text(_join_text(merged.get("descriptionPrefix", ""),
+                                                         str(shown.get("description") or "")),
+                                              merged.get("descriptionSuffix", ""))
+        for key in ("annotations", "_meta"):
+            if key in merged:
+                shown[key] = dict(_object(tool.get(key)), **merged[key])
+        schema = dict(_object(tool.get("inputSchema")))
+        properties = dict(_object(schema.get("properties")))
+        required = [name for name in schema.get("required") or () if isinstance(name, str)]
+        self.fixed, self.defaults, self.renamed = {}, {}, {}  # original -> value; public -> value; public -> original
+        self.hidden = set()  # the arguments the model does not see (fixed ones among them)
+        renamed = {}  # original -> public, of the arguments kept
+        for argument, changes in argument_layers.items():
+            change, place = {}, changes[-1][1]
+            for one, _ in changes:
+                change.update(one)
+            if argument not in properties:
+                if self.exact[argument]:  # a glob's argument applies to the tools that have it
+                    raise ConfigError("%s: the tool `%s` has no argument `%s` (its arguments: %s)" % (
+                        place, self.original, argument, ", ".join(sorted(properties)) or "none"))
+                continue
+            prop = _object(properties[argument])
+            for key in ("value", "default"):
+                problems = _checked(change[key], prop, "the %s %s" % (key, json.dumps(change[key]))) if key in change else ()
+                if problems:
+                    raise ConfigError("%s.%s: %s (the argument's schema: %s)" % (
+                        place, key, "; ".join(problems), _clip(json.dumps(prop), 200)))
+            if "value" in change or change.get("hidden"):
+                if "value" in change or "default" in change:
+                    self.fixed[argument] = change["value"] if "value" in change else change["default"]
+                elif argument in required:
+                    raise ConfigError("%s: `%s` is a required argument of `%s`: a hidden one needs a `value` (or a "
+                                      "`default`) to send" % (place, argument, self.original))
+                self.hidden.add(argument)
+                del properties[argument]
+                continue
+            prop = dict(prop)
+            if "description" in change:
+                prop["description"] = change["description"]
+            if "default" in change:
+                prop["default"] = self.defaults[change.get("name", argument)] = change["default"]
+            renamed[argument] = change.get("name", argument)
+            properties[argument] = prop
+        publics = {}
+        for argument in properties:
+            public = renamed.get(argument, argument)
+            if public in publics:
+                moved, other = (argument, publics[public]) if public != argument else (publics[public], argument)
+                raise ConfigError("%s.name: `%s` is already the name of the argument `%s` of `%s`" % (
+                    argument_layers[moved][-1][1], public, other, self.original))
+            publics[public] = argument
+        self.renamed = {public: argument for public, argument in publics.items() if public != argument}
+        shown_required = [renamed.get(name, name) for name in required if name in properties and
+                          renamed.get(name, name) not in self.defaults]
+        schema["properties"] = {renamed.get(argument, argument): prop for argument, prop in properties.items()}
+        if shown_required:
+            schema["required"] = shown_required
+        else:
+            schema.pop("required", None)
+        shown["inputSchema"] = schema
+        self.tool = shown
+
+    def arguments(self, given):
+        """What a call with `given` (the model's arguments, checked against the published schema) sends the
+        server: names mapped back, defaults filled in, fixed values added; ToolError for arguments that do
+        not fit."""
+        schema = self.tool["inputSchema"]
+        problems = _checked(given, schema)
+        for name in given:
+            if name not in schema.get("properties", {}) and schema.get("additionalProperties") is not False and (
+                    name in self.hidden or name in self.renamed.values()):
+                problems.append("`%s` is not an argument of this tool%s" % (name, " (its value is fixed)" if name in
+                                                                           self.fixed else ""))
+        if problems:
+            raise ToolError(_argument_help(self.tool["name"], problems, schema))
+        sent = {self.renamed.get(name, name): value for name, value in dict(self.defaults, **given).items()}
+        return dict(sent, **self.fixed)
+
+
+def _read_overrides(loader, entry, where):
+    """The `overrides` of a server entry or a namespace: [(tool name or glob, override, "file: key")], each checked
+    for what the tool's schema is not needed for (CuratedTool checks the rest when the tools are listed)."""
+    found = []
+    for pattern, override in loader.get(entry, "overrides", dict, where, {}).items():
+        here = _join(where, "overrides.%s" % pattern)
+        if not pattern:
+            raise loader.error(_join(where, "overrides"), 'a tool name or glob, not ""')
+        loader.keys(override, _OVERRIDE_KEYS, here)
+        for key in ("name", "title", "description", "descriptionPrefix", "descriptionSuffix"):
+            loader.get(override, key, str, here)
+        if "name" in override and not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", override["name"]):
+            raise loader.error(_join(here, "name"), "use 1 to 128 of A-Z a-z 0-9 _ - (what every client accepts in a "
+                                                    "tool name), not %s" % json.dumps(override["name"]))
+        for key in ("annotations", "_meta", "arguments"):
+            loader.get(override, key, dict, here)
+        names = {}
+        for argument, change in override.get("arguments", {}).items():
+            there = _join(here, "arguments.%s" % argument)
+            loader.keys(change, _ARGUMENT_KEYS, there)
+            for key, kind in (("name", str), ("description", str), ("hidden", bool)):
+                loader.get(change, key, kind, there)
+            if "value" in change and any(key in change for key in ("name", "description", "default")):
+                raise loader.error(there, "an argument with a `value` is fixed and hidden from the model: it takes "
+                                          "no `name`, `description` or `default`")
+            if "name" in change:
+                if not change["name"]:
+                    raise loader.error(_join(there, "name"), "expected a name, not \"\"")
+                if change["name"] in names:
+                    raise loader.error(_join(there, "name"), "`%s` is also the new name of `%s`" % (
+                        change["name"], names[change["name"]]))
+                names[change["name"]] = argument
+        found.append((pattern, override, "%s: %s" % (loader.path, here)))
+    return found
+
+
 class UpstreamSpec:
     """One configured server, as read from the file; `error` when the entry cannot be used."""
 
@@ -8159,6 +8654,8 @@ class UpstreamSpec:
     startup_timeout, tool_timeout, health_interval = START_TIMEOUT, TOOL_TIMEOUT, HEALTH_INTERVAL
     max_concurrency = 0
     protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
+    isolation, max_instances = "shared", ISOLATED_MAX  # one process for everyone, or one per person or session
+    passthrough = False  # `"auth": "passthrough"`: a URL server gets the signed-in person's own token (audience-checked)
 
     def __init__(self, key, where):
         self.key, self.id, self.where = key, _server_id(key), where
@@ -8170,6 +8667,7 @@ class UpstreamSpec:
         self.notes = []  # what of the entry is accepted but not used, said once at startup
         self.oauth = {}  # a URL server's `oauth` settings (see OAuthClient); None: never sign in
         self.rules = {}       # its rateLimit, cache and confirm (see Guard)
+        self.overrides = []   # (tool name or glob, override, "file: key"): how its tools are shown (CuratedTool)
 
     def public_name(self, name, separator):
         """The name a client sees for the server's tool or prompt `name`."""
@@ -8185,7 +8683,31 @@ class UpstreamSpec:
         """A fingerprint of everything that, changed by a reload, restarts the server."""
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
-                            self.denied_tools, self.oauth)
+                            self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances,
+                            self.passthrough)
+
+    def person_names(self):
+        """The NAMEs of the `${person.NAME}` in its args, env and headers: each person's own secrets."""
+        words = self.args + list(self.env.values()) + list(self.headers.values())
+        return sorted({name for word in words for name in _PERSON_REFERENCE.findall(word)})
+
+    def listed(self):
+        """What the shared process runs (it lists the tools of an isolated server): no person's secrets."""
+        return self.for_person({}) if self.person_names() else self
+
+    def for_person(self, secrets):
+        """A copy whose `${person.NAME}` are `secrets`' values ("" for one not in them: the listing's copy)."""
+        import copy
+        spec = copy.copy(self)
+
+        def fill(word):
+            return _PERSON_REFERENCE.sub(lambda found: secrets.get(found.group(1), ""), word)
+        spec.args = [fill(word) for word in self.args]
+        spec.env = {key: fill(value) for key, value in self.env.items()}
+        spec.headers = {key: fill(value) for key, value in self.headers.items()}
+        spec.secrets = self.secrets + [value for value in secrets.values() if value]
+        spec.origin = self  # what a reload compares
+        return spec
 
     def display(self):
         """The server as a person reads it, secrets masked: its URL, or its command line."""
@@ -8199,22 +8721,27 @@ class UpstreamPlan:
         self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
         self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
 
-    def denial(self, namespace, spec, tool):
-        """Why `tool` of `spec` is denied in `namespace` (None: it is allowed).
+    def denial(self, namespace, spec, tool, names=()):
+        """Why `tool` of `spec` is denied in `namespace` (None: it is allowed); `names`: its curated name too.
 
         mcp-studio's rules: a server's deniedTools always win; then a
         toolPermissions entry for the namespace, server and tool; then the
         namespace's serverDefaults for the server (true = deny), else its
-        denyByDefault.
+        denyByDefault. A rule names a curated tool by either name (a
+        disabling entry wins over an enabling one).
         """
-        if tool in spec.denied_tools:
-            return "the tool `%s` is in the deniedTools of server `%s`" % (tool, spec.key)
+        names = [tool] + [name for name in names if name != tool]
+        named = next((name for name in names if name in spec.denied_tools), None)
+        if named is not None:
+            return "the tool `%s` is in the deniedTools of server `%s`" % (named, spec.key)
         if namespace is None:
             return None
-        enabled = self.permissions.get((namespace, spec.id, tool))
-        if enabled is not None:
+        found = [(self.permissions[(namespace, spec.id, name)], name) for name in names
+                 if (namespace, spec.id, name) in self.permissions]
+        if found:
+            enabled, named = min(found, key=lambda pair: pair[0])
             return None if enabled else ("toolPermissions disables the tool `%s` of server `%s` in namespace `%s`"
-                                         % (tool, spec.key, namespace))
+                                         % (named, spec.key, namespace))
         entry = self.namespaces[namespace]
         if entry["server_defaults"].get(spec.id, entry["deny_by_default"]):
             return ("namespace `%s` denies the tools of server `%s` unless toolPermissions enables them, and "
@@ -8223,12 +8750,31 @@ class UpstreamPlan:
 
     def left_out(self, namespace, spec, original, separator):
         """Why `serve` leaves `spec`'s tool `original` out of `namespace`: "" for the server's or the namespace's
-        allow/deny filters, a permission's reason (calls get it), or None when it is listed."""
+        allow/deny filters, a permission's reason (calls get it), or None when it is listed. A curated tool
+        answers to both of its names: a filter that lets either in lets it in, one that keeps either out
+        keeps it out."""
         entry = self.namespaces.get(namespace)
-        if not _passes(original, spec.allow, spec.deny) or (
-                entry and not _passes(spec.public_name(original, separator), entry["allow"], entry["deny"])):
+        public = spec.public_name(original, separator)
+        curated = self.curation(namespace, spec, original, separator)[1] if spec.overrides or (
+            entry and entry.get("overrides")) else public
+        own = curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(spec.prefix + separator) \
+            else curated  # the curated name as a server's rules name its tools: without its prefix
+        if not _passes_any({original, own}, spec.allow, spec.deny) or (
+                entry and not _passes_any({public, curated}, entry["allow"], entry["deny"])):
             return ""
-        return self.denial(namespace, spec, original)
+        return self.denial(namespace, spec, original, (own,))
+
+    def curation(self, namespace, spec, original, separator):
+        """([(override, "file: key", exact)], public name) of `spec`'s tool `original` in `namespace`: the server
+        entry's overrides that match it (globs in file order, then its own name), then the namespace's that
+        match the public name the server's give it; a later one's keys win. `name` renames what its key
+        names: in a server entry the tool (its prefix stays), in a namespace the public name."""
+        layers = override_layers(spec.overrides, original)
+        own = next((override["name"] for override, _, _ in reversed(layers) if "name" in override), original)
+        public = spec.public_name(own, separator)
+        entry = self.namespaces.get(namespace) or {}
+        more = override_layers(entry.get("overrides") or (), public)
+        return layers + more, next((override["name"] for override, _, _ in reversed(more) if "name" in override), public)
 
 
 def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
@@ -8289,11 +8835,15 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
                 raise loader.error(here, "expected true (deny the server's tools by default) or false")
             defaults[server_id(member, here)] = deny
         allow, deny = _read_filter(loader, entry, where)
-        namespaces[name] = {"servers": ids, "allow": allow, "deny": deny,
+        people = loader.get(entry, "people", list, where)
+        if people is not None and not all(isinstance(p, str) and p for p in people):
+            raise loader.error(_join(where, "people"), "expected a list of who may use it: subjects, emails, "
+                               "\"group:NAME\" or \"*\"")
+        namespaces[name] = {"servers": ids, "allow": allow, "deny": deny, "people": people,
                             "description": loader.get(entry, "description", str, where, ""),
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
                             "tool_search": loader.choice(entry, "toolSearch", TOOL_SEARCH_MODES, where),
-                            "server_defaults": defaults}
+                            "server_defaults": defaults, "overrides": _read_overrides(loader, entry, where)}
     permissions = {}
     for index, entry in enumerate(loader.get(data, "toolPermissions", list, "", [])):
         where = "toolPermissions[%d]" % index
@@ -8409,10 +8959,24 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
     spec.max_concurrency = loader.get(entry, "maxConcurrency", int, where, 0)
     if spec.max_concurrency < 0:
         raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
+    spec.passthrough = loader.choice(entry, "auth", ("passthrough",), where, None) == "passthrough"
+    if spec.passthrough and not spec.url:
+        raise loader.error(_join(where, "auth"), "only a server with a `url` takes a person's token")
+    if spec.passthrough and entry.get("isolation") == "shared":
+        raise loader.error(_join(where, "isolation"), "\"auth\": \"passthrough\" talks to the server as each person "
+                           "(with their own token): use \"user\" or \"session\", or leave it out (\"user\")")
+    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "user" if spec.passthrough else "shared")
+    spec.max_instances = loader.get(entry, "maxInstances", int, where, ISOLATED_MAX)
+    if spec.max_instances < 1:
+        raise loader.error(_join(where, "maxInstances"), "expected a positive whole number (instances at once)")
+    if spec.isolation == "shared" and spec.person_names():
+        raise loader.error(where, "${person.%s} is a signed-in person's own secret: set \"isolation\": \"user\" "
+                           "(or \"session\"), so that each person's server gets theirs" % spec.person_names()[0])
     spec.allow, spec.deny = _read_filter(loader, entry, where)
     spec.denied_tools = loader.get(entry, "deniedTools", list, where, [])
     if not all(isinstance(name, str) for name in spec.denied_tools):
         raise loader.error(_join(where, "deniedTools"), "expected a list of tool names (strings)")
+    spec.overrides = _read_overrides(loader, entry, where)
     _read_oauth(loader, spec, entry, where)
 
 
@@ -8511,6 +9075,11 @@ def _match(name, patterns):
 
 def _passes(name, allow, deny):
     return (not allow or _match(name, allow)) and not _match(name, deny)
+
+
+def _passes_any(names, allow, deny):
+    """A tool known by several `names` passes when one of them is allowed and none is denied."""
+    return (not allow or any(_match(name, allow) for name in names)) and not any(_match(name, deny) for name in names)
 
 
 def shared_uris(listings):
@@ -8617,6 +9186,7 @@ OAUTH_CALLBACK_WAIT = 300.0    # seconds a sign-in waits for the browser to come
 OAUTH_HTTP_TIMEOUT = 30.0      # seconds for one request to an authorization server
 OAUTH_STEP_UPS = 2             # sign-ins one request may cause (401, then 403 insufficient_scope)
 OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is refreshed
+URL_ELICITATION_REQUIRED = -32042  # a call that waits for the client's user to open a URL (elicitation URL mode)
 OAUTH_KEYS = {"clientId": str, "clientSecret": str, "scopes": (str, list), "callbackPort": int,  # a config's `oauth`,
               "clientMetadataUrl": str, "browser": bool}                                        # what each holds
 _OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
@@ -8721,6 +9291,25 @@ def write_private_json(path, data):
     except BaseException:
         os.remove(temporary)
         raise
+
+
+def oauth_request(url, data=None, headers=None, limit=1 << 20):
+    """One HTTP request to an authorization server: (status, response headers, up to `limit` bytes of body). A
+    redirect is not followed (it would carry the client's credentials elsewhere); OAuthError when unreachable."""
+    import urllib.error
+    import urllib.request
+
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args):
+            return None
+    request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **_object(headers)))
+    try:
+        with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
+            return response.status, response.headers, response.read(limit)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers, exc.read(limit)
+    except (OSError, ValueError) as exc:
+        raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
 
 
 class TokenStore:
@@ -8883,22 +9472,7 @@ class OAuthClient:
     # -- the flow ----------------------------------------------------------------------------
 
     def _request(self, url, data, headers, limit=1 << 20):
-        """One HTTP request: (status, response headers, up to `limit` bytes of body). A redirect is not
-        followed (it would carry the client's credentials elsewhere)."""
-        import urllib.error
-        import urllib.request
-
-        class Stay(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, *args):
-                return None
-        request = urllib.request.Request(url, data=data, headers=dict({"Accept": "application/json"}, **_object(headers)))
-        try:
-            with urllib.request.build_opener(Stay).open(request, timeout=OAUTH_HTTP_TIMEOUT) as response:
-                return response.status, response.headers, response.read(limit)
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.headers, exc.read(limit)
-        except (OSError, ValueError) as exc:
-            raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+        return oauth_request(url, data, headers, limit)
 
     def _fetch(self, url, data=None, headers=None):
         """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None)."""
@@ -9046,10 +9620,11 @@ class OAuthClient:
         self.state["tokens"] = fresh
         self.store.save(self.state)
 
-    def sign_in(self, params, scopes):
-        """The whole authorization code flow, from discovery to saved tokens."""
+    def sign_in(self, params, scopes, opener=None):
+        """The whole authorization code flow, from discovery to saved tokens; `opener(url)` shows the sign-in URL
+        instead of a browser (a client's URL elicitation)."""
         import urllib.parse
-        if not self.interactive:
+        if not self.interactive and opener is None:
             raise OAuthError("server %s needs a sign-in: run `%s` (or set \"oauth\": {\"browser\": true} on the "
                              "server to let mcpstudio open the browser itself)" % (self.name, self.login_command()))
         resource, issuer, metadata, real = self.discover(params)
@@ -9080,7 +9655,7 @@ class OAuthClient:
                 query["scope"] = " ".join(wanted)
             url = authorize + ("&" if "?" in authorize else "?") + urllib.parse.urlencode(query)
             self.say("%s: sign in with your browser; if none opens, visit %s" % (self.name, url))
-            self._open_browser(url)
+            (opener or self._open_browser)(url)
             answer = callback.wait(OAUTH_CALLBACK_WAIT)
         except BaseException:
             callback.close()
@@ -9242,7 +9817,8 @@ class _HttpChannel:
         self.connections = {}         # request id -> the socket its reply comes on, to abort
         self.aborted = set()          # request ids cancelled by closing their connection
         self.sending = threading.Lock()  # messages leave in the order they were sent
-        if self.spec.oauth is not None and not any(key.lower() == "authorization" for key in self.spec.headers):
+        if self.spec.oauth is not None and not upstream.bearer and not any(
+                key.lower() == "authorization" for key in self.spec.headers):
             self.oauth = OAuthClient(self.spec.url, self.spec.key, self.spec.oauth, interactive=sys.stderr.isatty(),
                                      say=lambda text: upstream.log.info("%s", text), config=upstream.config_path)
 
@@ -9276,7 +9852,9 @@ class _HttpChannel:
     def _headers(self, message=None, url=None):
         headers = dict({"Accept": "application/json, text/event-stream"}, **self.spec.headers)
         url = url or self.post_url
-        if self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
+        if self.upstream.bearer and _origin(url) == _origin(self.spec.url):  # the person's own, for this server
+            headers["Authorization"] = "Bearer " + self.upstream.bearer
+        elif self.oauth and (url == self.spec.url or _origin(url) == _origin(self.spec.url)):  # where issued
             bearer = self.oauth.header()
             if bearer:
                 headers["Authorization"] = bearer
@@ -9300,6 +9878,17 @@ class _HttpChannel:
             if self.session_id and not modern:  # a 2026-07-28 request belongs to no session
                 headers["Mcp-Session-Id"] = self.session_id
         return headers
+
+    def _refused(self, response):
+        """A passthrough server answered 401 to the person's own token (it expired, or was revoked): OAuthError
+        saying so; the Aggregator then has the gateway refuse the token too (Person.refuse)."""
+        params = www_authenticate(response.getheader("WWW-Authenticate") or "")
+        response.read()
+        self.upstream.refused_bearer = self.upstream.bearer
+        return OAuthError("server %s refused your access token (HTTP 401%s): sign in to the gateway again (your MCP "
+                          "client does when the gateway answers 401 invalid_token, as it will now), with a token issued "
+                          "for %s too" % (self.spec.key, ": " + (params.get("error_description") or params["error"])
+                                          if params.get("error") else "", self.spec.url))
 
     def _param_headers(self, name, arguments):
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
@@ -9462,6 +10051,8 @@ class _HttpChannel:
                         if request_id in self.aborted:
                             self.abort(request_id)
                     response = connection.getresponse()
+                    if response.status == 401 and self.upstream.bearer:
+                        raise self._refused(response)
                     if response.status not in (401, 403) or not self.oauth or tries >= OAUTH_STEP_UPS:
                         break
                     challenge = response.getheader("WWW-Authenticate") or ""
@@ -10243,6 +10834,8 @@ class Upstream:
     cached = None       # the same from the on-disk cache (None: not read, {}: none)
     user_stopped = False
     list_deadline = None  # until when listings wait for its first start
+    bearer = None       # a person's own access token it sends (`"auth": "passthrough"`; the Aggregator sets it)
+    refused_bearer = None  # the last of them the server answered 401
     _starting = _stopping = None  # the tasks starting and stopping it
     _health = None      # the task pinging it (healthCheckInterval)
     _gate = None        # the Semaphore of maxConcurrency, made at its first call
@@ -10673,6 +11266,8 @@ class InputBridge:
     `requestState`) answers the server, and waits for the result or the next question. A call nobody
     comes back for is cancelled after ASK_TIMEOUT."""
 
+    ids = None  # the Instance that names its requestStates over --http (a retry elsewhere is told where it lives)
+
     def __init__(self):
         self.parked = {}  # requestState -> _Parked
         self.calls = {}   # the CallContext a call was forwarded with -> its _Parked
@@ -10688,6 +11283,11 @@ class InputBridge:
             entry.call.add_done_callback(lambda _: self.calls.pop(ctx, None))
         else:
             entry = self.parked.get(state) if isinstance(state, str) else None
+            elsewhere = not entry and self.ids and self.ids.elsewhere(state)
+            if elsewhere:  # its command runs on one instance only: nothing here can answer it
+                raise _invalid_params("this `requestState` belongs to a prompt round that waits on another instance: "
+                                      "%s; call again without it (its command is stopped there after %d s)"
+                                      % (elsewhere, ASK_TIMEOUT), {"instance": self.ids.name})
             if not entry or (entry.method, entry.name) != (method, name):
                 raise _invalid_params("unknown `requestState` (it belongs to another "
                                       "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
@@ -10718,7 +11318,7 @@ class InputBridge:
 
     def _park(self, entry: _Parked):
         import secrets
-        state = secrets.token_urlsafe(16)
+        state = self.ids.new_id() if self.ids else secrets.token_urlsafe(16)
         self.parked[state] = entry
         entry.expiry = asyncio.get_running_loop().call_later(ASK_TIMEOUT, self._expire, state)
         return {"resultType": "input_required", "requestState": state,
@@ -10823,6 +11423,7 @@ class Namespace:
         self.requested = requested  # --namespace
         self.separator = separator
         self.config_path, self.log = config_path, log
+        self.said = set()  # (tool, reason) of each refused override said so far
 
     def manager_name(self, tool):
         """The public name of a manager tool (`mcpstudio__servers_list`, ...)."""
@@ -10864,6 +11465,39 @@ class Namespace:
                 self.log.warning("%s: %s", self.config_path, note)
         return {spec.id: spec for spec in chosen}
 
+    def curate(self, spec: UpstreamSpec, tool):
+        """(CuratedTool or None, public name, "file: key" of the override that named it or None) of `spec`'s
+        listed `tool` in this namespace; ConfigError for an override the tool's schema refuses."""
+        if not spec.overrides and not (self.plan.namespaces.get(self.name) or {}).get("overrides"):
+            return None, spec.public_name(tool["name"], self.separator), None
+        layers, public = self.plan.curation(self.name, spec, tool["name"], self.separator)
+        if not layers:
+            return None, public, None
+        named = next((place for override, place, _ in reversed(layers) if "name" in override), None)
+        return CuratedTool(tool, layers, public), public, named and named + ".name"
+
+    def curate_name(self, spec: UpstreamSpec, original):
+        """The public name `spec`'s tool `original` has in this namespace, overrides applied."""
+        if not spec.overrides and not (self.plan.namespaces.get(self.name) or {}).get("overrides"):
+            return spec.public_name(original, self.separator)
+        return self.plan.curation(self.name, spec, original, self.separator)[1]
+
+    def unmatched(self, overrides, names, what, checked):
+        """Warn (once) of each of `overrides` [(pattern, override, place)] that names none of `names`: `what`
+        lists no such tool, and the nearest names; `checked` says against which listing."""
+        import difflib
+        for pattern, _, place in overrides:
+            if not any(_match(name, [pattern]) for name in names):
+                close = difflib.get_close_matches(pattern, sorted(names), 3, 0.5)
+                self.log.warn_once("%s: %s lists no tool %s (checked %s); nearest: %s", place, what, json.dumps(pattern),
+                                   checked, ", ".join(close) or "none")
+
+    def refused(self, name, reason):
+        """Said once a run: `name` is not listed, an override of it being refused for `reason` (file and key)."""
+        if (name, reason) not in self.said:
+            self.said.add((name, reason))
+            self.log.error("tool %s is not listed: %s", name, reason)
+
     def left_out(self, spec: UpstreamSpec, original):
         """Why the listing leaves out a server's tool `original` (see UpstreamPlan.left_out)."""
         return self.plan.left_out(self.name, spec, original, self.separator)
@@ -10902,9 +11536,15 @@ class ManagerTools:
         return mask_secrets(text, Log(secrets=up.spec.env.values()).secrets + up.log.secrets)
 
     def status(self, up):
-        """What servers_list says of one server."""
+        """What servers_list says of one server (its curated tools too: public name -> the server's name)."""
         known = up.known()
-        return {
+        namespace, curated = self.hub.namespace, {}
+        for tool in (known or {}).get("tools", ()) if up.spec.overrides or (
+                namespace.plan.namespaces.get(namespace.name) or {}).get("overrides") else ():
+            layers, public = namespace.plan.curation(namespace.name, up.spec, tool["name"], namespace.separator)
+            if layers and namespace.left_out(up.spec, tool["name"]) is None:
+                curated[public] = tool["name"]
+        return dict({
             "id": up.spec.id, "name": up.spec.key, "status": up.state, "pid": up.pid,
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
             "tools": sum(self.hub.namespace.left_out(up.spec, t["name"]) is None for t in known["tools"]) if known else None,
@@ -10914,7 +11554,7 @@ class ManagerTools:
             "headers": dict.fromkeys(up.spec.headers, "***"),
             "transport": "stdio" if up.spec.url is None else up.spec.transport,
             "protocol": up.client.protocol_version if up.state == "running" else None,
-        }
+        }, **({"curatedTools": curated} if curated else {}))
 
     def _server(self, arguments) -> Upstream:
         hub = self.hub
@@ -11141,6 +11781,42 @@ def plan_changes(old, new):
     return report
 
 
+class PersonSecrets:
+    """Each signed-in person's own secrets for `${person.NAME}` in an isolated server's env, headers or args: one
+    JSON file {subject: {NAME: value}} in the mcpstudio config folder, mode 0600 (written by `mcpstudio secrets
+    set`), read again whenever an instance starts. Never listed with values, never shown to the model."""
+
+    def __init__(self, path=None):
+        self.path = path or os.path.join(os.path.dirname(default_config_path()), "people-secrets.json")
+
+    def load(self):
+        try:
+            with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def of(self, person):
+        """The secrets of `person` (their subject): {NAME: value}."""
+        mine = self.load().get(person)
+        return {key: value for key, value in mine.items() if isinstance(value, str)} if isinstance(mine, dict) else {}
+
+    def set(self, person, name, value):
+        """Keep (or with None, remove) `person`'s secret `name`; whether it was there before."""
+        data = self.load()
+        mine = data.setdefault(person, {})
+        there = name in mine
+        if value is None:
+            mine.pop(name, None)
+        else:
+            mine[name] = value
+        if not mine:
+            del data[person]
+        write_private_json(self.path, data)
+        return there
+
+
 class Aggregator:
     """The config's own sources plus upstream servers, as one source (see the section comment)."""
 
@@ -11183,14 +11859,136 @@ class Aggregator:
         self._prompt_routes = {}
         self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
         self._specs = self.namespace.apply(plan)
+        self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
+        self.signing_in = {}  # server id -> (the sign-in URL's future, the sign-in's, elicitation id): _sign_in_by_url
         self.manager = ManagerTools(self)
         self.bridge = InputBridge()
         self.downstream = Downstream(self, self.bridge)
         self.upstream_skills = UpstreamSkills(self)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
-        return Upstream(spec, self.runner, self.log, self.downstream, self.cache_dir, config_path=self.config_path,
-                        start_tool=self.namespace.manager_name("servers_start"))
+        return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
+                        config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
+
+    def _instance(self, upstream: Upstream, ctx) -> Upstream:
+        """Where a call of `ctx` to `upstream` goes: the shared process, or for an isolated server the caller's
+        own (`user`: the signed-in person's, started with their secrets; `session`: the client session's, the
+        person's in 2026-07-28), at most `maxInstances` at once, the least recently used idle one stopped to
+        make room; ones idle for ISOLATED_IDLE, or of a session that ended, are stopped."""
+        spec, person = upstream.spec, getattr(getattr(ctx, "session", None), "person", None)
+        if spec.isolation == "shared" or ctx is None or (person is None and (spec.isolation == "user" or ctx.modern)):
+            return upstream
+        owner = ("person", person) if spec.isolation == "user" or ctx.modern else ("session", id(ctx.session))
+        bearer = self._passthrough(spec, ctx.session) if spec.passthrough else None
+        self.sweep_instances()
+        key = (spec.id,) + owner
+        if key in self.isolated and bearer and self.isolated[key][0].refused_bearer not in (None, bearer):
+            self._stop_instance(key, "the server refused the person's last token")  # a new token: a new start
+        if key in self.isolated:
+            self.isolated.move_to_end(key)
+            self.isolated[key][0].bearer = bearer or self.isolated[key][0].bearer
+            return self.isolated[key][0]
+        configured = getattr(spec, "origin", spec)  # with its ${person.NAME} (the shared one runs without them)
+        secrets = PersonSecrets().of(person) if person is not None else {}
+        missing = [name for name in configured.person_names() if not secrets.get(name)]
+        if missing:
+            raise ToolError("server `%s` needs your own secret %s, which is not set; set it with `mcpstudio secrets "
+                            "set %s --person %s` (the value on stdin), then call again"
+                            % (spec.id, missing[0], missing[0], person or "NAME"))
+        mine = [k for k in self.isolated if k[0] == spec.id]
+        if len(mine) >= spec.max_instances:
+            idle = next((k for k in mine if not self.isolated[k][2]), None)
+            if idle is None:
+                raise ToolError("server `%s` runs %d instances already (its maxInstances), each busy with a call: "
+                                "try again in a while" % (spec.id, spec.max_instances))
+            self._stop_instance(idle, "another caller needed room (maxInstances %d)" % spec.max_instances)
+        own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
+                       self.cache_dir, config_path=self.config_path,
+                       start_tool=self.namespace.manager_name("servers_start"))
+        own.bearer = bearer
+        self.log.add_secrets([value for value in secrets.values() if value])
+        self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
+        self.log.info("server %s: a process of its own for %s %s", spec.id, owner[0],
+                      person if owner[0] == "person" else ctx.session.label)
+        return own
+
+    @staticmethod
+    def _passthrough(spec, session):
+        """The signed-in person's token for a server of `"auth": "passthrough"`: only one its audience names (a
+        token the identity provider issued for that server too); ToolError, saying what the admin must do, else."""
+        person = getattr(session, "signed_in", None)
+        token = person.token_for(spec.url) if person is not None else None
+        if token is None:
+            raise ToolError(
+                "server `%s` is called with your own sign-in (\"auth\": \"passthrough\"), but your access token was "
+                "not issued for it: its audience (aud) %s does not name %s. A token is never passed on to a service "
+                "it was not issued for; the admin must have the identity provider issue the gateway's tokens for "
+                "that resource too (RFC 8707: resource=%s beside the gateway's own), then sign in again"
+                % (spec.id, json.dumps(person.audiences) if person is not None and person.audiences
+                   else "(a static token has none)" if person is not None else "(none)", spec.url, spec.url))
+        return token
+
+    async def _sign_in_by_url(self, upstream: Upstream, ctx):
+        """Issue 45.5: a URL server's sign-in can no longer be refreshed, and mcpstudio may not open a browser.
+        A client that declared `elicitation.url` is given the sign-in's URL (McpError -32042, URL mode); the flow
+        finishes in the background (the redirect comes to mcpstudio's loopback callback: the browser runs on this
+        machine), then notifications/elicitation/complete tells the client to call again. Never for a signed-in
+        person (the server's sign-in is everyone's: the admin's `mcpstudio login`). None: no URL to give."""
+        spec, session = upstream.spec, getattr(ctx, "session", None)
+        declared = _object(ctx.capabilities if ctx.modern else session.client_capabilities) if session else {}
+        if spec.oauth is None or getattr(session, "person", None) is not None or not isinstance(
+                _object(declared.get("elicitation")).get("url"), dict):
+            return None
+        pending = self.signing_in.get(spec.id)
+        if pending is None or pending[1].done():
+            import secrets
+            loop = asyncio.get_running_loop()
+            shown, elicitation = loop.create_future(), secrets.token_urlsafe(12)
+            oauth = getattr(getattr(getattr(upstream, "client", None), "channel", None), "oauth", None) or OAuthClient(
+                spec.url, spec.key, spec.oauth, say=lambda text: self.log.info("%s", text), config=self.config_path)
+
+            def show(url):
+                loop.call_soon_threadsafe(lambda: shown.done() or shown.set_result(url))
+
+            def finished(flow):
+                error = OAuthError("the sign-in was stopped") if flow.cancelled() else flow.exception()
+                if not shown.done():
+                    shown.set_exception(error or OAuthError("the sign-in ended without a URL"))
+                elif error is None and not ctx.modern and not session.closed:  # the 2026-07-28 era has no stream
+                    session.notify("notifications/elicitation/complete", {"elicitationId": elicitation})
+                if error is not None:
+                    self.log.info("server %s: the sign-in by the client's URL failed: %s", spec.id, error)
+            flow = loop.run_in_executor(None, lambda: oauth.sign_in({}, [], opener=show))
+            flow.add_done_callback(finished)
+            pending = self.signing_in[spec.id] = (shown, flow, elicitation)
+        try:
+            url = await asyncio.wait_for(asyncio.shield(pending[0]), OAUTH_HTTP_TIMEOUT)
+        except (OAuthError, OSError, asyncio.TimeoutError):
+            return None
+        message = "server %s needs a sign-in: open the URL and sign in, then call again" % spec.key
+        return McpError(URL_ELICITATION_REQUIRED, message, {"elicitations": [
+            {"mode": "url", "elicitationId": pending[2], "url": url, "message": message}]})
+
+    def _own(self, upstream: Upstream, ctx) -> Upstream:
+        """Where a read, a prompt or a completion of `ctx` goes: as a call's (`_instance`), so what a person reads
+        of an isolated server comes from their own process; what keeps it from them is a request error."""
+        try:
+            return self._instance(upstream, ctx)
+        except ToolError as exc:
+            raise McpError(INVALID_PARAMS, str(exc), {"server": upstream.spec.id}) from None
+
+    def sweep_instances(self, ended=None):
+        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for ISOLATED_IDLE."""
+        now = time.monotonic()
+        for key, entry in list(self.isolated.items()):
+            if entry[3] is not None and (entry[3].closed or entry[3] is ended):
+                self._stop_instance(key, "its session ended")
+            elif not entry[2] and now - entry[1] > ISOLATED_IDLE:
+                self._stop_instance(key, "it was not used for %d s" % ISOLATED_IDLE)
+
+    def _stop_instance(self, key, why):
+        entry = self.isolated.pop(key)
+        asyncio.ensure_future(entry[0].stop(why))
 
     # -- the source contract ---------------------------------------------------------
 
@@ -11293,22 +12091,49 @@ class Aggregator:
                 name = safe_name(tool["name"], 10 ** 6, table) if tool["name"] in table else tool["name"]
                 table[name] = ("local", source, tool["name"])
                 tools.append(dict(tool, name=name) if name != tool["name"] else tool)
+        entries = []  # (upstream, tool, public name, CuratedTool or None, the key that renamed it or None)
+        served = []  # each tool's public name before the namespace's overrides (what they name)
         for upstream in sorted(self._active(), key=lambda u: not u.spec.prefix):  # prefixed names are claimed first
-            for tool in upstream.known_items("tools"):
+            spec, known = upstream.spec, upstream.known_items("tools")
+            self.namespace.unmatched(spec.overrides, [tool["name"] for tool in known], "server `%s`" % spec.id,
+                                     "against the tools it listed when it started" if upstream.listing is not None else
+                                     "against its cached listing; again when it starts")
+            for tool in known:
                 original = tool["name"]
-                name = upstream.spec.public_name(original, self.separator)
-                why = self.namespace.left_out(upstream.spec, original)
+                name = spec.public_name(original, self.separator)
+                served.append(self.namespace.plan.curation(None, spec, original, self.separator)[1] if spec.overrides
+                              else name)
+                why = self.namespace.left_out(spec, original)
+                if why is None:
+                    try:
+                        curated, public, renamed_by = self.namespace.curate(spec, tool)
+                    except ConfigError as exc:
+                        why = str(exc)
+                        self.namespace.refused(name, why)
                 if why is not None:
-                    if why:
-                        denied[name] = why
+                    if why:  # a call by either name is told why
+                        denied[name] = denied[self.namespace.curate_name(spec, original)] = why
                     continue
-                if name in table:  # never shadowed: the later one is renamed
-                    name = self.namespace.rename(upstream.spec, original, table)
-                table[name] = ("upstream", upstream.spec.id, original)
-                described = _described(upstream.spec.key, tool, name)
-                # Clients reject a whole listing with one tool lacking an object inputSchema.
-                described["inputSchema"] = dict({"type": "object"}, **_object(described.get("inputSchema")))
-                tools.append(described)
+                entries.append((upstream, tool, public if renamed_by else name, curated, renamed_by))
+        claimed = collections.Counter(entry[2] for entry in entries)
+        for upstream, tool, name, curated, renamed_by in entries:
+            original = tool["name"]
+            if renamed_by and (name in table or claimed[name] > 1):  # a new name must be free: refused, never renamed
+                why = "%s: `%s` is also the name of another tool; choose another" % (renamed_by, name)
+                self.namespace.refused(name, why)
+                denied.setdefault(name, why)
+                continue
+            if name in table:  # never shadowed: the later one is renamed
+                name = self.namespace.rename(upstream.spec, original, table)
+            table[name] = ("upstream", upstream.spec.id, original, curated)
+            described = _described(upstream.spec.key, curated.tool if curated else tool, name)
+            # Clients reject a whole listing with one tool lacking an object inputSchema.
+            described["inputSchema"] = dict({"type": "object"}, **_object(described.get("inputSchema")))
+            tools.append(described)
+        overrides = (self.namespace.plan.namespaces.get(self.namespace.name) or {}).get("overrides")
+        if overrides and all(u.known() is not None for u in self._active()):  # a server not listed yet may have it
+            self.namespace.unmatched(overrides, served, "namespace `%s`" % self.namespace.name,
+                                     "against its servers' listings")
         tools.extend(listed for _, listed in managed)
         self._tools = table
         self._denied = {name: why for name, why in denied.items() if name not in table}
@@ -11334,8 +12159,8 @@ class Aggregator:
         if route[0] == "local":
             return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
         upstream = route[0] == "upstream" and self.upstreams.get(route[1])
-        return upstream and {"server": route[1], "tool": route[2], "namespace": self.namespace.name,
-                             "rules": [("server:" + route[1], upstream.spec.rules)]}
+        return upstream and {"server": route[1], "tool": route[2], "upstreamTool": route[2],
+                             "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)]}
 
     def question(self, name, arguments):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
@@ -11343,6 +12168,11 @@ class Aggregator:
         if route and route[0] == "local" and hasattr(route[1], "question"):
             return route[1].question(route[2], arguments)
         return None
+
+    def asks(self, name):
+        """Whether a local tool runs an interactive command (upstreams ask through the bridge)."""
+        route = self._tools.get(name)
+        return bool(route and route[0] == "local" and hasattr(route[1], "asks") and route[1].asks(route[2]))
 
     async def call_tool(self, name, arguments, ctx):
         """Forward a call to its upstream (starting it if needed) or run a manager tool."""
@@ -11353,23 +12183,47 @@ class Aggregator:
             return await route[1].call_tool(route[2], arguments, ctx)
         if route[0] == "manager":
             return await self.manager.call(route[1], arguments)
-        original = route[2]
+        original, curated = route[2], route[3]
+        entry = upstream = None
         try:
             upstream = self._upstream(route[1])
             self.namespace.check_permitted(upstream.spec, name, original)
+            if curated:  # checked against the schema the model saw, then sent as the server expects it
+                try:
+                    arguments = curated.arguments(arguments)
+                except ToolError as exc:
+                    return tool_error(str(exc))
+            upstream = self._instance(upstream, ctx)
+            entry = next((e for e in self.isolated.values() if e[0] is upstream), None)
+            if entry:
+                entry[2] += 1  # busy: not stopped to make room while the call runs
             if ctx and ctx.task is not None:  # a task of mcpstudio's: the server's own, where it has them
                 await upstream.ready(ctx)
                 if upstream.tasks.runs(original, ctx):
                     return await upstream.tasks.call(original, arguments, ctx)
             result = await self.bridge.forward(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
-            if ctx:
-                ctx.served = route[1], upstream.version(), original
+            if ctx:  # a person's own process (isolation) answers only them: its results are not cached (version None)
+                ctx.served = route[1], None if entry else upstream.version(), original
             return result
+        except ToolError as exc:
+            return tool_error(str(exc))
         except UpstreamError as exc:
+            if upstream and upstream.bearer and upstream.refused_bearer == upstream.bearer:  # the person's own, refused
+                ctx.session.signed_in.refuse("server %s refused it (expired or revoked): sign in again" % upstream.spec.key)
+            elif exc.code == SERVER_SIGN_IN and upstream:  # its sign-in could not be refreshed
+                asked = await self._sign_in_by_url(upstream, ctx)
+                if asked:
+                    raise asked from None
+                if getattr(getattr(ctx, "session", None), "person", None) is not None:
+                    return tool_error("%s. This sign-in is the gateway's, shared by every person: ask its admin to "
+                                      "sign in again" % exc.message.rstrip("."))
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
                 return tool_error(exc.message)
             raise
+        finally:
+            if entry:
+                entry[1], entry[2] = time.monotonic(), entry[2] - 1
 
     async def await_owner(self, name):
         """Wait for the servers that may own tool `name` (their prefix fits) but have never listed their tools:
@@ -11443,12 +12297,12 @@ class Aggregator:
         if uri not in self._uris:
             await self.list_resources()
         if uri in self._uris:
-            return await self._upstream(self._uris[uri]).forward("resources/read", {"uri": uri}, ctx)
+            return await self._own(self._upstream(self._uris[uri]), ctx).forward("resources/read", {"uri": uri}, ctx)
         for upstream in self._active():  # a URI no listing named: the server with a matching template
             for template in upstream.known_items("resourceTemplates"):
                 pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
                 if pattern and pattern.fullmatch(uri):
-                    return await upstream.forward("resources/read", {"uri": uri}, ctx)
+                    return await self._own(upstream, ctx).forward("resources/read", {"uri": uri}, ctx)
         return None
 
     async def list_skills(self):
@@ -11479,8 +12333,8 @@ class Aggregator:
         route = self._prompt_routes.get(name)
         if not route:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
-        return await self.bridge.forward(self._upstream(route[0]), "prompts/get", {"name": route[1], "arguments": arguments},
-                                    ctx)
+        return await self.bridge.forward(self._own(self._upstream(route[0]), ctx), "prompts/get",
+                                         {"name": route[1], "arguments": arguments}, ctx)
 
     async def subscribe(self, method, uri, ctx):
         """Pass `resources/subscribe` or `unsubscribe` to the server that lists `uri`; None if none does."""
@@ -11508,7 +12362,7 @@ class Aggregator:
                 upstream = self._upstream(self._uris[uri])
         if not upstream:
             return None
-        return await upstream.forward("completion/complete", dict(
+        return await self._own(upstream, ctx).forward("completion/complete", dict(
             {key: params[key] for key in ("argument", "context") if key in params}, ref=ref), ctx)
 
     async def close(self):
@@ -11522,8 +12376,8 @@ class Aggregator:
             self.log.info("waiting up to %g s for %s to list its tools, to cache them", CACHE_LINGER,
                           ", ".join(u.spec.id for u in first))
             await asyncio.wait([u.start() for u in first], timeout=CACHE_LINGER)
-        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in self.upstreams.values()),
-                             return_exceptions=True)
+        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(self.upstreams.values()) + [
+            entry[0] for entry in self.isolated.values()]), return_exceptions=True)
         for source in self.local:
             await source.close()
 
@@ -11554,7 +12408,8 @@ class Aggregator:
                 source.start()
         specs = self.namespace.apply(plan)
         old, new = self.upstreams, {}
-        report = plan_changes({sid: upstream.spec for sid, upstream in old.items()}, specs)
+        report = plan_changes({sid: getattr(upstream.spec, "origin", upstream.spec) for sid, upstream in old.items()},
+                              specs)
         if local_changed:
             report["localToolsReloaded"] = True
         for sid, spec in specs.items():
@@ -11571,10 +12426,12 @@ class Aggregator:
                 if running and fresh.usable() and not upstream.user_stopped:
                     fresh.start(wait_backoff=False)
             else:
-                upstream.update(spec)
+                upstream.update(spec.listed())
                 new[sid] = upstream
         for sid in report["removed"]:
             await old[sid].stop("it was removed from the config")
+        for key in [k for k in self.isolated if k[0] in report["removed"] or k[0] in report["restarted"]]:
+            self._stop_instance(key, "its configuration changed")
         self.upstreams = new
         report["namespace"] = self.namespace.name
         if self.namespace.refusal:
@@ -11642,19 +12499,64 @@ def status_command(path, log: Log, options):
                 await runner.stop_all()
                 runner.close_watchdog()
         checks = asyncio.run(check())
-    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"])
+    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
+                        separator=info["separator"], sign_in=info["sign_in"])
 
 
-def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD)):
-    """The table of `status`: servers, cached tool counts (or --check results), namespaces, tool search, and
-    the counters of each running `serve` of the config."""
+def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Log):
+    """What `serve` would say of the overrides of `namespace` against `listings` ({server id: its cached
+    tools}): overrides naming no listed tool (warnings on stderr), and a line for each curated tool and
+    each refused override (with the count of those)."""
+    view = Namespace(None, separator, None, log)
+    view.plan, view.name = plan, namespace
+    lines, refused, served, shown = [], 0, [], []  # shown: (public name, the key that renamed it or None)
+    for spec in plan.specs:
+        if spec.id not in listings:
+            continue
+        tools = listings[spec.id]
+        view.unmatched(spec.overrides, [tool["name"] for tool in tools], "server `%s`" % spec.id,
+                       "against its cached listing; `status --check` lists it again")
+        for tool in tools:
+            served.append(plan.curation(None, spec, tool["name"], separator)[1])
+            if plan.left_out(namespace, spec, tool["name"], separator) is not None:
+                continue
+            try:
+                curated, public, renamed_by = view.curate(spec, tool)
+            except ConfigError as exc:
+                lines.append("  %s: refused: %s" % (spec.public_name(tool["name"], separator), exc))
+                refused += 1
+                continue
+            shown.append((public if renamed_by else spec.public_name(tool["name"], separator), renamed_by))
+            if curated:
+                lines.append("  %-32s %s of server %s%s" % (public, tool["name"], spec.id, "; fixed: %s" % ", ".join(
+                    sorted(curated.fixed)) if curated.fixed else ""))
+    claimed = collections.Counter(name for name, _ in shown)
+    for name, renamed_by in shown:
+        if renamed_by and claimed[name] > 1:  # as list_tools refuses it
+            lines.append("  %s: refused: %s: `%s` is also the name of another tool; choose another" % (
+                name, renamed_by, name))
+            refused += 1
+    overrides = (plan.namespaces.get(namespace) or {}).get("overrides")
+    if overrides and served:
+        view.unmatched(overrides, served, "namespace `%s`" % namespace, "against its servers' cached listings")
+    return lines, refused
+
+
+def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
+                 separator="__", sign_in=None):
+    """The table of `status`: servers, cached tool counts (or --check results), sign-in, namespaces and who may
+    use each, tool search, and the counters of each running `serve` of the config."""
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
     print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
     rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
     results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
-    counts = {}
+    counts, listings = {}, {}  # listings: each usable server's cached tools, for review_overrides
     for spec in plan.specs:
+        entry = None if spec.disabled or spec.error else ListingCache(
+            os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
+        if entry and (not namespace or spec.id in plan.namespaces[namespace]["servers"]):
+            listings[spec.id] = entry["tools"]
         if spec.disabled:
             state = "disabled"
         elif spec.error:
@@ -11666,13 +12568,15 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             counts[spec.id] = tools or 0
             state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
         else:
-            entry = ListingCache(os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
             try:
                 counts[spec.id] = len(entry["tools"])
                 state = "%d (cached %s)" % (counts[spec.id], time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
+        if spec.isolation != "shared" and not spec.error:  # one process per person or session
+            command += "  (isolation %s, at most %d%s)" % (spec.isolation, spec.max_instances,
+                                                           ", each person's own token" if spec.passthrough else "")
         rows.append((spec.id, mask_secrets(state), log.mask(command)))
     if len(rows) == 1:
         print("\nno servers configured")
@@ -11686,18 +12590,34 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
         print("\nsign-in (OAuth; `mcpstudio login NAME` signs in):")
         for spec in signed:
             print("  %-*s  %s" % (max(len(s.key) for s in signed), spec.key, OAuthClient(spec.url).summary()))
+    if sign_in:
+        print("\npeople sign in (serve --http): %s; audience %s" % ("; ".join(
+            (["tokens of %s" % sign_in["issuer"]] if sign_in["issuer"] else []) +
+            (["opaque ones asked of %s" % sign_in["introspection"]] if sign_in["introspection"] else []) +
+            (["listed tokens of %s" % ", ".join(sign_in["people"])] if sign_in["people"] else [])),
+            sign_in["audience"] or "this server's own /mcp URL"))
+        print("  who may use a namespace: the people its `people` names (a subject, an email, group:NAME, or *);"
+              " a namespace without `people`: every signed-in person")
     if plan.namespaces:
         print("\nnamespaces:")
         for name, ns in plan.namespaces.items():
             mark = "*" if name == namespace else " "
-            print(" %s %-16s %s  (%s)" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
-                                          _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1])))
+            people = ns.get("people")
+            print(" %s %-16s %s  (%s)%s" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
+                                            _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1]),
+                                            "" if not sign_in and people is None else "  people: %s" % (
+                                                ", ".join(people) if people else "none" if people == [] else
+                                                "every signed-in person")))
     else:
         print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
+    curated, refused = review_overrides(plan, namespace, listings, separator, log) if not error else ([], 0)
+    if curated:
+        print("\ncurated tools (overrides, as cached listings show them):")
+        print("\n".join(curated))
     for snapshot in RunningStats.running(path):
         print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
                            % snapshot] + RunningStats.table(snapshot["tools"])))
-    return 1 if error or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
+    return 1 if error or refused or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
 
 
 def _search_summary(counts, servers, mode, threshold):
@@ -11838,10 +12758,16 @@ class Board:
         listing = self.listing(self.hub.upstreams.get(server_id)) or {}
         tools, running = [], list(RunningStats.running(self.path))
         for tool in listing.get("tools", ()):
-            public = spec.public_name(tool["name"], self.hub.separator)
+            layers, public = self.plan.curation(self.shown, spec, tool["name"], self.hub.separator)
+            try:  # as the shown namespace curates it (overrides), under the name serve counts it by
+                description = CuratedTool(tool, layers, public).tool.get("description") if layers else tool.get("description")
+                description = ("as %s: " % public if public != spec.public_name(tool["name"], self.hub.separator) else
+                               "") + " ".join(str(description or "").split())
+            except ConfigError as exc:
+                description = "refused: %s" % exc
             allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
                        for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
-            tools.append({"name": tool["name"], "description": " ".join((tool.get("description") or "").split()),
+            tools.append({"name": tool["name"], "description": description,
                           "schema": tool.get("inputSchema") or {}, "allowed": allowed,
                           "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None,
                           "counters": ["serve pid %(pid)d: %(calls)s calls, %(error)s errors, %(rateLimited)s rate-"
@@ -12253,15 +13179,15 @@ def tui_command(words):
     found, path, rest = _config_option(words, "tui", values=("--namespace",))
     if rest:
         raise UsageError("tui takes --config FILE and --namespace NAME only, not %r" % " ".join(rest))
+    try:  # first: a terminal would not help a Python without it (Windows CPython has none)
+        import curses
+    except ImportError:
+        _say("error: tui needs Python's curses module (on Windows: pip install windows-curses, or run mcpstudio "
+             "under WSL); use `mcpstudio status` or `mcpstudio list` instead")
+        return 2
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         _say("error: tui needs a terminal (stdin and stdout); use `mcpstudio status` or "
              "`mcpstudio list` instead")
-        return 2
-    try:
-        import curses
-    except ImportError:
-        _say("error: tui needs Python's curses module (on Windows: pip install windows-curses);"
-             " use `mcpstudio status` or `mcpstudio list` instead")
         return 2
     if not os.path.exists(path):
         raise UsageError("tui: no config at %s (give --config FILE, or add a server: mcpstudio add NAME -- COMMAND)"
@@ -12278,6 +13204,405 @@ def tui_command(words):
 
 
 # --------------------------------------------------------------------------
+# Sign-in: people and their access tokens (serve --http as a protected resource)
+# --------------------------------------------------------------------------
+# With a config's `signIn` (or `people`), `serve --http` wants an access token
+# on every request to an MCP URL (RFC 6750) and says where to get one: RFC 9728
+# metadata at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]], named by
+# the 401's WWW-Authenticate. A JWT is checked here without a library: its
+# signature (RS256: PKCS#1 v1.5 with pow(); ES256: P-256 ECDSA) against the
+# issuer's JWKS, then `iss`, `aud` (RFC 8707: this server's URL), `exp` and
+# `nbf` with SIGNIN_SKEW. `alg: none` and HMAC are refused: a public key is
+# never a MAC secret. An opaque token is asked about (RFC 7662). A small team
+# may list static tokens instead, kept as SHA-256 hashes. Pure parts first (the
+# JWT, the curve, the people rule); SignIn alone does I/O.
+
+SIGNIN_SKEW = 60               # seconds of clock difference allowed on exp and nbf
+SIGNIN_JWKS_REFRESH = 600      # seconds an issuer's JWKS is used before it is fetched again
+SIGNIN_KID_REFETCH = 30        # a token with an unknown `kid` fetches the JWKS again at most this often
+SIGNIN_ANSWERS = 1000          # tokens whose check (a person, or why not) is kept, SIGNIN_REMEMBER seconds at most
+SIGNIN_REMEMBER = 60
+_JWT_ALGS = ("RS256", "ES256")  # accepted; never none, never HMAC
+_SHA256_INFO = bytes.fromhex("3031300d060960864801650304020105000420")  # DigestInfo of SHA-256 (RFC 8017 §9.2)
+_P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
+_P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551
+_P256_B = 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b
+_P256_G = (0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296,
+           0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5)
+_P256_INFINITY = (1, 1, 0)
+
+
+def b64url(text):
+    """The bytes of unpadded base64url `text` (RFC 7515 §2); ValueError for anything else."""
+    import base64
+    if not isinstance(text, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", text) or len(text) % 4 == 1:
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def p256_on_curve(point):
+    """Whether (x, y) is a point of P-256: y^2 = x^3 - 3x + b (mod p)."""
+    x, y = point
+    return 0 <= x < _P256_P and 0 <= y < _P256_P and (y * y - x * x * x + 3 * x - _P256_B) % _P256_P == 0
+
+
+def _p256_double(point):
+    """2 * point on P-256, in Jacobian coordinates (X, Y, Z): x = X/Z^2, y = Y/Z^3 (Z = 0: the point at infinity)."""
+    x, y, z = point
+    if not z or not y:
+        return _P256_INFINITY
+    delta, gamma = z * z % _P256_P, y * y % _P256_P
+    beta, alpha = x * gamma % _P256_P, 3 * (x - delta) * (x + delta) % _P256_P  # a = -3
+    x3 = (alpha * alpha - 8 * beta) % _P256_P
+    return x3, (alpha * (4 * beta - x3) - 8 * gamma * gamma) % _P256_P, ((y + z) ** 2 - gamma - delta) % _P256_P
+
+
+def _p256_add(a, b):
+    """a + b on P-256, in Jacobian coordinates."""
+    (x1, y1, z1), (x2, y2, z2) = a, b
+    if not z1 or not z2:
+        return a if z1 else b
+    z11, z22 = z1 * z1 % _P256_P, z2 * z2 % _P256_P
+    u1, u2 = x1 * z22 % _P256_P, x2 * z11 % _P256_P
+    s1, s2 = y1 * z2 * z22 % _P256_P, y2 * z1 * z11 % _P256_P
+    h, r = (u2 - u1) % _P256_P, (s2 - s1) % _P256_P
+    if not h:
+        return _p256_double(a) if not r else _P256_INFINITY
+    hh = h * h % _P256_P
+    hhh, v = h * hh % _P256_P, u1 * hh % _P256_P
+    x3 = (r * r - hhh - 2 * v) % _P256_P
+    return x3, (r * (v - x3) - s1 * hhh) % _P256_P, z1 * z2 * h % _P256_P
+
+
+def p256_combination(u1, u2, q):
+    """u1 * G + u2 * q on P-256 (Shamir's trick: one pass over the bits; the numbers are public, so time may
+    depend on them), as affine (x, y), or None for the point at infinity."""
+    g, q = _P256_G + (1,), q + (1,)
+    table = {1: g, 2: q, 3: _p256_add(g, q)}
+    out = _P256_INFINITY
+    for bit in range(max(u1.bit_length(), u2.bit_length()) - 1, -1, -1):
+        out = _p256_double(out)
+        pick = (u1 >> bit & 1) | (u2 >> bit & 1) << 1
+        if pick:
+            out = _p256_add(out, table[pick])
+    if not out[2]:
+        return None
+    inverse = pow(out[2], -1, _P256_P)
+    return out[0] * inverse * inverse % _P256_P, out[1] * inverse * inverse * inverse % _P256_P
+
+
+def es256_verify(public, message, signature):
+    """Whether `signature` (r || s, 64 bytes: the JWS form, RFC 7518 §3.4) is `public`'s (x, y) ECDSA P-256
+    signature of SHA-256(`message`)."""
+    import hashlib
+    if len(signature) != 64 or not p256_on_curve(public):
+        return False
+    r, s = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
+    if not (0 < r < _P256_N and 0 < s < _P256_N):
+        return False
+    e, w = int.from_bytes(hashlib.sha256(message).digest(), "big"), pow(s, -1, _P256_N)
+    point = p256_combination(e * w % _P256_N, r * w % _P256_N, public)
+    return point is not None and point[0] % _P256_N == r
+
+
+def rs256_verify(public, message, signature):
+    """Whether `signature` is `public`'s (n, e; 2048 bits at least) RSASSA-PKCS1-v1_5 SHA-256 signature of
+    `message`: the whole encoded block is built and compared, never parsed (no lenient padding)."""
+    import hashlib
+    import hmac
+    n, e = public
+    size = (n.bit_length() + 7) // 8
+    if n.bit_length() < 2048 or len(signature) != size or int.from_bytes(signature, "big") >= n:
+        return False
+    digest = _SHA256_INFO + hashlib.sha256(message).digest()
+    block = b"\x00\x01" + b"\xff" * (size - 3 - len(digest)) + b"\x00" + digest
+    return hmac.compare_digest(pow(int.from_bytes(signature, "big"), e, n).to_bytes(size, "big"), block)
+
+
+def jwk_key(jwk):
+    """(kid, alg, public key) of a JWK for signatures, RSA (n, e) or EC P-256 (x, y); None for any other key."""
+    if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
+        return None
+    try:
+        if jwk.get("kty") == "RSA":
+            alg, key = "RS256", (int.from_bytes(b64url(jwk["n"]), "big"), int.from_bytes(b64url(jwk["e"]), "big"))
+        elif jwk.get("kty") == "EC" and jwk.get("crv") == "P-256" and len(b64url(jwk["x"])) == len(b64url(jwk["y"])) == 32:
+            alg, key = "ES256", (int.from_bytes(b64url(jwk["x"]), "big"), int.from_bytes(b64url(jwk["y"]), "big"))
+            if not p256_on_curve(key):
+                return None
+        else:
+            return None
+    except (KeyError, ValueError):
+        return None
+    if jwk.get("alg", alg) != alg:
+        return None
+    return jwk.get("kid"), alg, key
+
+
+def jwt_parts(token):
+    """(header, claims, signed bytes, signature) of a compact JWS with a JSON object payload; TokenError otherwise."""
+    pieces = token.split(".") if isinstance(token, str) else []
+    try:
+        if len(pieces) != 3:
+            raise ValueError
+        header, claims = (json.loads(b64url(piece).decode("utf-8")) for piece in pieces[:2])
+        signature = b64url(pieces[2])
+    except (ValueError, UnicodeDecodeError):
+        raise TokenError("not a JWT (three base64url parts, JSON objects)")
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        raise TokenError("not a JWT (three base64url parts, JSON objects)")
+    return header, claims, (pieces[0] + "." + pieces[1]).encode("ascii"), signature
+
+
+def jwt_key(header, keys):
+    """The keys of `keys` [(kid, alg, key)] that may have signed a JWT with `header`; TokenError for an alg that
+    is not RS256 or ES256 (`none`, HMAC: a public key is not a secret to MAC with)."""
+    alg = header.get("alg")
+    if alg not in _JWT_ALGS:
+        raise TokenError("alg %s is not accepted (RS256 or ES256 only)" % json.dumps(alg))
+    if "crit" in header:
+        raise TokenError("the token's header has `crit` extensions this server does not understand")
+    kid = header.get("kid")
+    return [key for key_id, key_alg, key in keys if key_alg == alg and (kid is None or key_id == kid)]
+
+
+def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
+    """The claims of `token` when one of `keys` signed it, `issuer` issued it, it is for one of `audiences` and
+    it is valid at `now` (+/- skew); TokenError saying why not. An unknown `kid` is UnknownKey."""
+    header, claims, signed, signature = jwt_parts(token)
+    candidates = jwt_key(header, keys)
+    if not candidates:
+        raise UnknownKey("no key of the issuer's JWKS has kid %s" % json.dumps(header.get("kid")))
+    check = rs256_verify if header["alg"] == "RS256" else es256_verify
+    if not any(check(key, signed, signature) for key in candidates):
+        raise TokenError("the signature does not verify")
+    if claims.get("iss") != issuer:
+        raise TokenError("issued by %s, not %s" % (json.dumps(claims.get("iss")), issuer))
+    given = claims.get("aud")
+    given = [given] if isinstance(given, str) else given if isinstance(given, list) else []
+    if not any(isinstance(a, str) and a.rstrip("/") in [b.rstrip("/") for b in audiences] for a in given):
+        raise TokenError("its audience %s is not this server (%s)" % (json.dumps(claims.get("aud")), audiences[-1]))
+    exp, nbf = claims.get("exp"), claims.get("nbf", 0)
+    if type(exp) not in (int, float) or type(nbf) not in (int, float) or not abs(exp) < 1e11 > abs(nbf):
+        raise TokenError("it has no numeric `exp`")  # (nor NaN, nor one past the year 5000)
+    if now > exp + skew:
+        raise TokenError("it expired at %s" % _iso(exp))
+    if now < nbf - skew:
+        raise TokenError("it is not valid before %s" % _iso(nbf))
+    if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+        raise TokenError("it names no subject (`sub`)")
+    return claims
+
+
+class Person:
+    """Who a request's token names: a subject, an email, groups and scopes; `audiences` (the token's `aud`) and
+    the `token` itself, which only a server of `"auth": "passthrough"` that one of them names is given."""
+
+    token = None
+    refusals = None  # SignIn's {sha256 of a token: why a passthrough server refused it}
+
+    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=()):
+        self.subject, self.email = subject, email
+        self.groups = [g for g in groups if isinstance(g, str)]
+        self.scopes = [s for s in scopes if isinstance(s, str)]
+        self.audiences = [a for a in audiences if isinstance(a, str)]
+
+    def token_for(self, resource):
+        """The person's token if it was issued for `resource` too (its `aud` names that URL, RFC 8707), else None:
+        a token is never passed to a server it was not issued for (the MCP security guidance)."""
+        wanted = resource.rstrip("/")
+        return self.token if self.token and any(a.rstrip("/") == wanted for a in self.audiences) else None
+
+    def refuse(self, why):
+        """A passthrough server refused the token (expired or revoked there): from now on the gateway refuses it too
+        (401 invalid_token, `why` its description), which makes the person's client sign them in again."""
+        import hashlib
+        if self.refusals is not None and self.token:
+            self.refusals[hashlib.sha256(self.token.encode("utf-8", "surrogatepass")).hexdigest()] = why
+            while len(self.refusals) > SIGNIN_ANSWERS:
+                self.refusals.popitem(last=False)
+
+    @classmethod
+    def from_claims(cls, claims):
+        """A person from a JWT's (or an introspection's) claims: sub, email, groups, scope (or scp)."""
+        scopes = claims.get("scope").split() if isinstance(claims.get("scope"), str) else claims.get("scp") or []
+        groups, audiences = claims.get("groups"), claims.get("aud")
+        return cls(claims["sub"], claims.get("email") if isinstance(claims.get("email"), str) else None,
+                   groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
+                   [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [])
+
+
+def admits(people, person):
+    """The one rule of who may use a namespace: no `people` list admits every signed-in person; else the list
+    names the person's subject or email, `group:NAME` of one of their groups, or `*`."""
+    if people is None:
+        return True
+    names = {"*", person.subject} | ({person.email} if person.email else set()) | {"group:" + g for g in person.groups}
+    return any(entry in names for entry in people)
+
+
+class SignIn:
+    """Who a request's bearer token names: a listed person's static token, a JWT of the issuer (its JWKS found
+    by discovery, fetched again on an unknown `kid` at most every SIGNIN_KID_REFETCH), or an opaque token that
+    the introspection endpoint says is active. Answers are kept a minute (never past a token's expiry)."""
+
+    def __init__(self, plan, audience, log: Log):
+        self.plan, self.audience, self.log = plan, audience.rstrip("/"), log
+        self.issuer, self.scopes = plan.get("issuer"), plan.get("scopes") or []
+        self.keys, self.fetched, self.tried = [], None, None   # [(kid, alg, key)], when fetched, when last tried
+        self.fetching = None  # the fetch in progress (one at a time)
+        self.answers = collections.OrderedDict()  # sha256 of a token -> (until, Person or TokenError)
+        self.refused = collections.OrderedDict()  # sha256 of a token -> why a passthrough server refused it (Person.refuse)
+
+    def metadata(self, namespace=None):
+        """The RFC 9728 document of the MCP URL of `namespace` (None: the server's own)."""
+        document = {"resource": self.resource(namespace), "bearer_methods_supported": ["header"]}
+        if self.issuer:
+            document["authorization_servers"] = [self.issuer]
+        if self.scopes:
+            document["scopes_supported"] = list(self.scopes)
+        return document
+
+    def resource(self, namespace=None):
+        """The resource indicator of an MCP URL: the audience, and /NAMESPACE after it for a namespace's URL."""
+        return self.audience + ("/" + namespace if namespace else "")
+
+    def metadata_url(self, namespace=None):
+        """Where the RFC 9728 document of `namespace`'s URL is (§3.1: the resource's path after the well-known one)."""
+        import urllib.parse
+        path = urllib.parse.urlsplit(self.resource(namespace)).path.rstrip("/")
+        return _origin(self.audience) + "/.well-known/oauth-protected-resource" + path
+
+    async def person(self, token, namespace=None):
+        """The Person `token` names for the MCP URL of `namespace` (None: the server's own); TokenError if none."""
+        import hashlib
+        import hmac
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        for name, (wanted, groups, email) in self.plan["people"].items():
+            if hmac.compare_digest(digest, wanted):
+                return Person(name, email, groups, self.scopes)
+        if not self.issuer:
+            raise TokenError("it is not the token of a listed person")
+        if digest in self.refused:
+            raise TokenError(self.refused[digest])
+        key = "%s %s" % (digest, namespace)
+        kept = self.answers.get(key)
+        if kept and kept[0] > time.time():
+            if isinstance(kept[1], TokenError):
+                raise kept[1]
+            return kept[1]
+        audiences = list(dict.fromkeys([self.audience, self.resource(namespace)]))
+        try:
+            claims = await self._claims(token, audiences)
+            answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
+            answer.token, answer.refusals = token, self.refused  # for a passthrough server (Person.token_for, refuse)
+        except UnknownKey:
+            raise  # not kept: the next try may find the issuer's new key, or reach it
+        except TokenError as exc:
+            answer, until = exc, time.time() + SIGNIN_REMEMBER
+        self.answers[key] = (until, answer)
+        while len(self.answers) > SIGNIN_ANSWERS:
+            self.answers.popitem(last=False)
+        if isinstance(answer, TokenError):
+            raise answer
+        return answer
+
+    async def _claims(self, token, audiences):
+        try:
+            jwt_parts(token)
+        except TokenError:
+            if self.plan.get("introspection"):  # an opaque token
+                return await self._introspect(token, audiences)
+            raise
+        now = time.time()
+        if (self.fetched is None or now - self.fetched > SIGNIN_JWKS_REFRESH) and not self._tried_lately(now):
+            await self._fetch_keys()
+        for _ in range(2):
+            if not self.keys:
+                raise UnknownKey("the issuer's keys (its JWKS) could not be fetched: see the server's log")
+            try:
+                return jwt_claims(token, self.keys, self.issuer, audiences, time.time())
+            except UnknownKey:
+                if self._tried_lately(time.time()):
+                    raise
+            await self._fetch_keys()  # the issuer may have rotated its keys: fetched again, at most every 30 s
+        raise UnknownKey("no key of the issuer's JWKS has the token's kid")
+
+    def _tried_lately(self, now):
+        return self.tried is not None and now - self.tried < SIGNIN_KID_REFETCH
+
+    async def _fetch_keys(self):
+        """The issuer's keys, fetched once for every request that waits for them."""
+        if self.fetching is None or self.fetching.done():
+            self.tried = time.time()
+            self.fetching = asyncio.get_running_loop().run_in_executor(None, self._jwks)
+        keys = await asyncio.shield(self.fetching)
+        if keys is not None:
+            self.keys, self.fetched = keys, time.time()
+
+    def _jwks(self):
+        """The issuer's signing keys, by its metadata's `jwks_uri` (RFC 8414, OpenID discovery); None (logged) when
+        they cannot be had, and the keys known so far stay."""
+        try:
+            for url in authorization_server_urls(self.issuer):
+                status, document = _fetch_json(url)
+                if status == 200 and document and document.get("issuer") == self.issuer:
+                    break
+            else:
+                raise OAuthError("no metadata of issuer %s at %s" % (self.issuer, ", ".join(
+                    authorization_server_urls(self.issuer))))
+            uri = document.get("jwks_uri")
+            if not isinstance(uri, str) or not secure_url(uri):
+                raise OAuthError("issuer %s names no https jwks_uri" % self.issuer)
+            status, jwks = _fetch_json(uri)
+            if status != 200 or not jwks or not isinstance(jwks.get("keys"), list):
+                raise OAuthError("%s answered %s, not a JWKS" % (uri, status))
+        except OAuthError as exc:
+            self.log.error("signIn: %s", exc)
+            return None
+        return [key for key in map(jwk_key, jwks["keys"]) if key]
+
+    async def _introspect(self, token, audiences):
+        """RFC 7662: the claims of an active opaque token, checked as a JWT's are (iss and aud when given)."""
+        import base64
+        import urllib.parse
+        plan = self.plan
+        basic = base64.b64encode(("%s:%s" % (urllib.parse.quote(plan["clientId"], safe=""), urllib.parse.quote(
+            plan["clientSecret"] or "", safe=""))).encode()).decode()
+        body = urllib.parse.urlencode({"token": token, "token_type_hint": "access_token"}).encode()
+        try:
+            status, claims = await asyncio.get_running_loop().run_in_executor(None, lambda: _fetch_json(
+                plan["introspection"], body, {"Authorization": "Basic " + basic,
+                                              "Content-Type": "application/x-www-form-urlencoded"}))
+        except OAuthError as exc:
+            status, claims = exc, None
+        if status != 200 or not claims:
+            self.log.error("signIn: introspection at %s answered %s", plan["introspection"], status)
+            raise UnknownKey("the introspection endpoint could not check it now")
+        if claims.get("active") is not True:
+            raise TokenError("the identity provider says it is not active")
+        given = claims.get("aud", audiences[0])
+        if claims.get("iss", self.issuer) != self.issuer or not any(isinstance(a, str) and a.rstrip("/") in audiences
+                                                                    for a in ([given] if isinstance(given, str) else
+                                                                              given if isinstance(given, list) else [])):
+            raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
+        subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
+        if not isinstance(subject, str) or not subject or (type(claims.get("exp")) in (int, float) and claims["exp"] < time.time()):
+            raise TokenError("it names no subject, or it expired")
+        return dict(claims, sub=subject, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
+
+
+def _fetch_json(url, data=None, headers=None):
+    """One blocking request (oauth_request): (status, JSON object or None). OAuthError when unreachable."""
+    status, _, body = oauth_request(url, data, headers)
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    return status, parsed if isinstance(parsed, dict) else None
+
+
+# --------------------------------------------------------------------------
 # Streamable HTTP: the same Server at one endpoint, /mcp
 # --------------------------------------------------------------------------
 # Both eras on one endpoint. A 2026-07-28 request (its `_meta` names the
@@ -12286,7 +13611,7 @@ def tui_command(words):
 # `initialize` (`Mcp-Session-Id`), a GET stream for list changes, and DELETE.
 # Replies are JSON, or an SSE stream when the client accepts one and the
 # request may send progress or log lines first. Safe by default: loopback
-# only unless a bearer token is set, Host and Origin checked (DNS
+# only unless a bearer token is set or people sign in, Host and Origin checked (DNS
 # rebinding), header and body sizes bounded, slow clients timed out.
 
 HTTP_PATH = "/mcp"
@@ -12296,6 +13621,10 @@ HTTP_HEADER_TIMEOUT = 30.0        # seconds a client may take to send its header
 HTTP_IDLE_CONNECTION = 120.0      # seconds a keep-alive connection may wait for its next request
 HTTP_MAX_CONNECTIONS = 512
 HTTP_MAX_PENDING = 32             # of those, connections whose first request has not passed the checks yet
+HTTP_FIRST_BYTE = 3.0             # seconds a new connection may stay silent before it may give way to another
+HTTP_SLOW_HEAD = 5.0              # ... and its request head may take to arrive before it may give way (slow loris)
+HTTP_BACKLOG = 1024               # connections the kernel queues before they are accepted (a burst of callers)
+HTTP_DRAIN = 10.0                 # seconds a leaving instance (SIGTERM) gives running calls to finish (--http-drain)
 HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is kept
 HTTP_MAX_SESSIONS = 1000
 HTTP_CLIENT_SESSIONS = 100        # of those, one client address's (every local process is 127.0.0.1)
@@ -12313,6 +13642,7 @@ _STATUS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 
            413: "Payload Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 _STREAMED = ("tools/call", "resources/read", "prompts/get", "subscriptions/listen")
+WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"  # RFC 9728: where a signed-in server says how
 # RFC 9112 framing, read strictly: one space between the parts of the request line,
 # a token before each colon (no space), no control characters in a value, and no
 # second copy of a header that decides where a request goes or how long it is.
@@ -12439,6 +13769,7 @@ class _Exchange:
     count = 0
     getter = None  # the reader's wait for the next message: one reader at a time
     ended = False  # its last event (the response) was sent
+    lasting = False  # a 2026-07-28 subscriptions/listen: a leaving instance waits for no reply of it
 
     def __init__(self, streaming, stream_id=None):
         self.streaming = streaming
@@ -12583,6 +13914,45 @@ def _loopback(host):
         return False
 
 
+def forwarded_client(peer, forwarded, proxies):
+    """The client an HTTP request comes from: `peer` (the socket's address), or, when `peer` is one of the
+    trusted balancers (`proxies`: ip_network objects), the right-most address of its X-Forwarded-For that is
+    not a trusted balancer. Anyone else's X-Forwarded-For is ignored: a client cannot choose its address."""
+    import ipaddress
+
+    def trusted(address):
+        try:
+            ip = ipaddress.ip_address(address.strip().strip("[]"))
+        except ValueError:
+            return False
+        return any(ip in network for network in proxies)
+    if not proxies or not forwarded or not trusted(peer):
+        return peer
+    for hop in reversed(forwarded.split(",")):
+        hop = hop.strip()
+        try:
+            ipaddress.ip_address(hop.strip("[]"))
+        except ValueError:
+            return peer  # not an address (a balancer would not write that): the balancer is the client
+        if not trusted(hop):
+            return hop.strip("[]")
+    return peer
+
+
+def parse_proxies(value):
+    """`--http-trusted-proxy 10.0.0.5,10.1.0.0/16` -> ip_network objects (UsageError when one is not)."""
+    import ipaddress
+    networks = []
+    for item in (value or "").split(","):
+        if item.strip():
+            try:
+                networks.append(ipaddress.ip_network(item.strip(), strict=False))
+            except ValueError:
+                raise UsageError("--http-trusted-proxy %s: %r is not an address or network (e.g. 10.0.0.5 or "
+                                 "10.1.0.0/16)" % (value, item.strip()))
+    return tuple(networks)
+
+
 def _host_name(value):
     """`example.com:8080` -> example.com; `[::1]:80` -> [::1]; "" when it is not host[:port]
     (userinfo such as `localhost@evil.example`, a path, a second host)."""
@@ -12619,12 +13989,12 @@ _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", 
           "tasks/update": "taskId", "tasks/cancel": "taskId"}  # 2026-07-28: what the Mcp-Name header repeats
 
 
-def operations_report(path, server, sessions):
-    """The HTTP response to GET /health (each MCP server's state; 503 when the server cannot serve) or
-    GET /metrics (the Prometheus text format)."""
+def operations_report(path, server, sessions, leaving=None):
+    """The HTTP response to GET /health (each MCP server's state; 503 when the server cannot serve, or the
+    instance is leaving: `leaving` says so) or GET /metrics (the Prometheus text format)."""
     states = {key: upstream.state for source in server.catalog.sources
               for key, upstream in getattr(source, "upstreams", {}).items()}
-    refusal = server.catalog.refusal
+    refusal = server.catalog.refusal or (McpError(INTERNAL_ERROR, leaving) if leaving else None)
     status, kind, data = (503 if refusal else 200), "application/json", json.dumps({
         "status": refusal.message if refusal else "ok", "servers": states}).encode()
     if path == "/metrics":
@@ -12664,8 +14034,11 @@ class NamespaceUrls:
             server.catalog.start(server)
             for key, upstream in view.upstreams.items():  # each server runs once, whichever URL started it
                 view.upstreams[key] = self.shared.setdefault(key, hub.upstreams.get(key, upstream))
-            served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token)
-            served._sweeper = asyncio.ensure_future(served._sweep())
+            server.identify(http.instance)
+            served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token, http.instance,
+                                                   http.proxies)
+            served.sign_in = http.sign_in
+            served._sweeper, served.leaving = asyncio.ensure_future(served._sweep()), http.leaving
             http.server.views.append(view)
         return self.views[name]
 
@@ -12675,30 +14048,94 @@ class NamespaceUrls:
             await served.server.catalog.close()
 
 
+def make_room(pending, share, most, first_byte, slow_head):
+    """Past `share` pending connections (`pending`: task -> [since, sending], oldest first), the oldest that had
+    their chance give way: silent past `first_byte` s, or a head still arriving past `slow_head` s (slow loris).
+    A young one gives way only past `most`: one sending its request in time is never dropped."""
+    now, excess = time.monotonic(), len(pending) - share
+    for task, (since, sending) in list(pending.items()):
+        if excess <= 0:
+            break
+        if now - since > (slow_head if sending else first_byte) or len(pending) > most:
+            del pending[task]
+            task.cancel()
+            excess -= 1
+
+
+class Drain:
+    """An HttpServer's graceful leave (SIGTERM): /health answers 503 at once and new work is refused with 503 (a
+    balancer sends it to another instance), while what the instance holds (its sessions, tasks and prompt rounds)
+    goes on for the grace period; the requests still running then are answered with an error that says the
+    instance is shutting down. The port stays open meanwhile, so health checks read the 503."""
+
+    def __init__(self, http):
+        self.http = http
+        self.views = [http] + list(http.namespaces.views.values())
+
+    @staticmethod
+    def check(http, method, params, headers, request_id):
+        """Refuse (503) a request of a leaving instance unless it is for what the instance holds: one of its
+        sessions (not a new one), tasks or prompt rounds."""
+        if http.leaving and not ((method != "initialize" and headers.get("mcp-session-id", "").strip() in http.sessions)
+                                 or http.server.holds(params)):
+            raise HttpError(503, "%s: send the request again (a load balancer sends it to another instance)"
+                            % http.leaving, INTERNAL_ERROR, request_id, [("Retry-After", "1")],
+                            {"instance": http.instance.name, "shuttingDown": True})
+
+    def busy(self):
+        return any(any(not x.lasting for x in h.calls) or any(e.session.inflight for e in h.sessions.values())
+                   or h.server.busy() for h in self.views)
+
+    async def run(self, grace):
+        name = self.http.instance.name
+        for http in self.views:
+            http.leaving = "instance %s is shutting down" % name
+        self.http.log.info("leaving: instance %s answers /health with 503 and refuses new requests; running calls "
+                           "have %g s to finish", name, grace)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.busy():
+            await asyncio.sleep(0.1)
+        error = McpError(INTERNAL_ERROR, "instance %s is shutting down: this request did not finish within its "
+                         "drain of %g s; send it again (a load balancer sends it to another instance)" % (name, grace),
+                         {"instance": name, "shuttingDown": True})
+        for http in self.views:
+            for session in [s for s in http.calls.values() if s] + [e.session for e in http.sessions.values()]:
+                await session.cancel_all(reason=error)
+        deadline = time.monotonic() + KILL_GRACE
+        while time.monotonic() < deadline and any(http.calls for http in self.views):  # the errors are written
+            await asyncio.sleep(0.05)
+
+
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
     listener = None
     _sweeper = None
+    sign_in = None  # a SignIn: every request to an MCP URL brings a person's token (the config's signIn, people)
     # Limits (attributes, so a test can make them small). A connection is pending until a
     # request of it passes the checks (Host, Origin, token); pending ones have a share of
-    # their own, the oldest making room for a new one, so idle sockets never fill the cap.
+    # their own, so idle sockets never fill the cap (see make_room: who gives way past it).
     max_connections, max_pending = HTTP_MAX_CONNECTIONS, HTTP_MAX_PENDING
     header_timeout, idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
+    first_byte, slow_head, leaving = HTTP_FIRST_BYTE, HTTP_SLOW_HEAD, None  # leaving: see Drain
 
-    def __init__(self, server, log: Log, host, port, token=None):
+    def __init__(self, server, log: Log, host, port, token=None, instance=None, proxies=()):
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
         self.local = _loopback(host)
         self.caller = "token-" + _hash(token, 8) if token else "http"  # never the token
+        self.instance = instance or Instance()  # names its sessions (Mcp-Session-Id) for a load balancer
+        self.proxies = proxies  # the balancers' networks whose X-Forwarded-For names the real client
         self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> _HttpSession, least recently used first
         self.connections = set()
-        self.pending = collections.OrderedDict()  # task -> None, oldest first
+        self.pending = collections.OrderedDict()  # task -> [since, sending], oldest first
         self.trusted = set()
+        self.calls = {}  # the _Exchange of each reply being delivered -> its 2026-07-28 Session (None: a session's)
         self.namespaces = NamespaceUrls(self)
 
     async def start(self):
         """Listen on the configured address (port 0 picks a free one)."""
-        self.listener = await asyncio.start_server(self._connection, self.host, self.port, limit=HTTP_MAX_HEADER)
+        self.listener = await asyncio.start_server(self._connection, self.host, self.port, limit=HTTP_MAX_HEADER,
+                                                   backlog=HTTP_BACKLOG)
         self.port = self.listener.sockets[0].getsockname()[1]
         self._sweeper = asyncio.ensure_future(self._sweep())
 
@@ -12730,11 +14167,8 @@ class HttpServer:
     async def _connection(self, reader, writer):
         task = asyncio.current_task()
         self.connections.add(task)
-        self.pending[task] = None
-        while len(self.pending) > self.max_pending:  # the oldest unproven connection makes room
-            oldest = next(iter(self.pending))
-            del self.pending[oldest]
-            oldest.cancel()
+        self.pending[task] = [time.monotonic(), False]
+        make_room(self.pending, self.max_pending, self.max_connections, self.first_byte, self.slow_head)
         try:
             while True:
                 if task in self.trusted:  # an idle keep-alive connection just closes
@@ -12744,9 +14178,15 @@ class HttpServer:
                         return
                 else:
                     first = b""
+                started = time.monotonic()
                 try:  # the request line and headers, from the first byte (or the connect): 30 s
-                    head = await asyncio.wait_for(_read_head(reader, first), self.header_timeout)
+                    if not first:
+                        first = await asyncio.wait_for(reader.readexactly(1), self.header_timeout)
+                        self.pending[task] = [time.monotonic(), True]  # sending: gives way only if its head is slow
+                    head = await asyncio.wait_for(_read_head(reader, first),
+                                                  max(0.01, self.header_timeout - (time.monotonic() - started)))
                     self._check(*head)
+                    person = await self._person(head[1], head[3])
                     self._admit(task)
                     body = await asyncio.wait_for(_read_body(reader, head[3]), self.header_timeout)
                 except asyncio.TimeoutError:
@@ -12763,11 +14203,13 @@ class HttpServer:
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
                 path = target.split("?", 1)[0]
                 http = self if path == HTTP_PATH else self.namespaces.get(path)
-                if not http:
-                    writer.write(operations_report(path, self.server, len(self.sessions)))
+                if self.sign_in and path.startswith(WELL_KNOWN_RESOURCE):
+                    await self._reply(writer, 200, self._resource_metadata(path), close=not keep)
+                elif not http:
+                    writer.write(operations_report(path, self.server, len(self.sessions), self.leaving))
                     await self._drain(writer)
                 else:
-                    keep = await http._answer(method, headers, body, keep, version, reader, writer)
+                    keep = await http._answer(method, headers, body, keep, version, reader, writer, person)
                 if not keep:
                     return
         except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, asyncio.CancelledError):
@@ -12835,39 +14277,91 @@ class HttpServer:
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if path not in (HTTP_PATH, "/health", "/metrics") and not self.namespaces.get(path):
+        if self.sign_in and path.startswith(WELL_KNOWN_RESOURCE):
+            self._resource_metadata(path)  # a 404 for a namespace that is not there
+        elif path not in (HTTP_PATH, "/health", "/metrics") and not self.namespaces.get(path):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
+
+    def _namespace_of(self, path):
+        """(the namespace an MCP URL serves or None, its people or None): /mcp serves the config's chosen one."""
+        hub = next((s for s in self.server.catalog.sources if isinstance(s, Aggregator)), None)
+        if hub is None:
+            return None, None
+        name = hub.namespace.name if path == HTTP_PATH else path.rpartition("/")[2]
+        return name, _object(hub.namespace.plan.namespaces.get(name)).get("people")
+
+    def _resource_metadata(self, path):
+        """The RFC 9728 document at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]]."""
+        rest = path[len(WELL_KNOWN_RESOURCE):].rstrip("/")
+        if rest not in ("", HTTP_PATH) and not (rest.startswith(HTTP_PATH + "/") and self.namespaces.get(rest)):
+            raise HttpError(404, "no protected resource %s here (the MCP endpoint is %s)" % (rest, HTTP_PATH))
+        return self.sign_in.metadata(rest[len(HTTP_PATH) + 1:] or None)
+
+    async def _person(self, target, headers):
+        """The signed-in Person of a request (None without signIn, and for the metadata and open endpoints); a 401
+        (no token, or one refused) or 403 (`insufficient_scope`: scopes, or the namespace's people) otherwise."""
+        path = target.split("?", 1)[0]
+        if self.sign_in is None or path in self.server.guard.open or path.startswith(WELL_KNOWN_RESOURCE):
+            return None
+        shown, people = self._namespace_of(path) if path.startswith(HTTP_PATH) else (None, None)  # /health, /metrics
+        name = shown if path.startswith(HTTP_PATH + "/") else None
+        challenge = 'Bearer resource_metadata="%s"' % self.sign_in.metadata_url(name) + (
+            ', scope="%s"' % " ".join(self.sign_in.scopes) if self.sign_in.scopes else "")
+        given = headers.get("authorization", "")
+        if given[:7].lower() != "bearer " or not given[7:].strip():
+            raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
+                            % self.sign_in.metadata_url(name), headers=[("WWW-Authenticate", challenge)])
+        try:
+            person = await self.sign_in.person(given[7:].strip(), name)
+        except TokenError as exc:
+            why = re.sub(r'["\\]', "'", str(exc))
+            raise HttpError(401, "the access token is refused: %s" % why, headers=[(
+                "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
+        missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
+        if missing or not admits(people, person):
+            why = ("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the people "
+                   "of namespace %s" % (person.subject, shown))
+            raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
+                            'error_description="%s"' % (challenge, why))])
+        return person
 
     # -- requests ---------------------------------------------------------------------------
 
-    async def _answer(self, method, headers, body, keep, version, reader, writer):
+    async def _answer(self, method, headers, body, keep, version, reader, writer, person=None):
         try:
             if method == "POST":
-                return await self._post(headers, body, reader, writer, keep, version)
+                return await self._post(headers, body, reader, writer, keep, version, person)
             if method == "GET":
-                return await self._get(headers, reader, writer)
+                return await self._get(headers, reader, writer, person)
             if method == "DELETE":
-                return await self._delete(headers, writer, keep)
+                return await self._delete(headers, writer, keep, person)
             raise HttpError(405, "use POST (or GET and DELETE with an Mcp-Session-Id)", headers=[("Allow", "POST, GET, DELETE")])
         except HttpError as exc:
+            keep = keep and self.leaving is None  # a leaving instance's connections close: the next one goes elsewhere
             await self._reply(writer, exc.status, self._error_body(exc), exc.headers, close=not keep)
             return keep
 
-    def _session(self, headers):
+    def _session(self, headers, person=None):
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
                                  "(or 2026-07-28 `_meta` on the request)")
         entry = self.sessions.get(session_id.strip())
+        if entry and entry.session.person != (person and person.subject):  # another person's: as if not there
+            entry = None
         if not entry:
-            raise HttpError(404, "no session %s (it ended or expired); initialize again" % session_id.strip())
+            why = self.instance.elsewhere(session_id.strip()) or "it ended or expired"
+            raise HttpError(404, "no session %s (%s); initialize again" % (session_id.strip(), why))
         entry.used = time.monotonic()
         self.sessions.move_to_end(entry.id)
+        if person is not None:
+            entry.session.signed_in = person  # this request's token (it may have been refreshed)
         return entry
 
-    async def _post(self, headers, body, reader, writer, keep, version):
+    async def _post(self, headers, body, reader, writer, keep, version, person=None):
         limit = self.server.guard.http_limit
-        wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + self.caller,) + limit], time.monotonic())[0]
+        caller = person.subject if person else self.caller
+        wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + caller,) + limit], time.monotonic())[0]
         if wait:
             raise HttpError(429, "this endpoint takes %d requests per %g s; retry in %d s" % (limit + (int(wait) + 1,)),
                             headers=[("Retry-After", str(int(wait) + 1))])
@@ -12888,6 +14382,7 @@ class HttpServer:
         params = _object(message.get("params"))
         meta = params.get("_meta")
         sse = "text/event-stream" in accept and method in _STREAMED
+        Drain.check(self, method, params, headers, request_id)
         # A notification or a response is accepted; a message with an id and nothing else is answered -32600.
         answerless = "id" not in message or (method is None and ("result" in message or "error" in message))
         if (method == "server/discover" or META_VERSION in _object(meta)  # a 2026-07-28 request
@@ -12896,16 +14391,17 @@ class HttpServer:
                 await self._reply(writer, 202, None, close=not keep)
                 return keep
             return await self._modern(message, method, request_id, params, meta, headers, sse, reader, writer,
-                                      keep, version)
+                                      keep, version, person)
         session_version = headers.get("mcp-protocol-version")
         if session_version is not None and session_version.strip() not in PROTOCOL_VERSIONS:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
-        if method == "initialize" and "id" in message:
-            entry = self._new_session((writer.get_extra_info("peername") or "?")[0])
+        if method == "initialize" and "id" in message:  # a person's sessions count as one client's
+            entry = self._new_session(("person " + person.subject) if person else forwarded_client(
+                (writer.get_extra_info("peername") or "?")[0], headers.get("x-forwarded-for"), self.proxies), person)
             extra = [("Mcp-Session-Id", entry.id)]
         else:
-            entry = self._session(headers)
+            entry = self._session(headers, person)
             extra = []
         if answerless:
             entry.session.receive(body, NEWLINE)
@@ -12919,23 +14415,25 @@ class HttpServer:
         entry.session.receive(body, NEWLINE)
         return await self._deliver(exchange, writer, reader, extra, keep, version, None, entry)
 
-    def _session_pair(self):
-        """A Session of the Server over a transport that routes to HTTP exchanges."""
+    def _session_pair(self, person=None):
+        """A Session of the Server (of `person`, when signed in) over a transport that routes to HTTP exchanges."""
         transport = _HttpTransport(self.log)
         session = Session(transport, self.server.dispatch, self.log, self.server.notification)
         session.caller = session.label = self.caller
+        if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
+            session.caller = session.person = person.subject
+            session.signed_in = person  # their token, for a passthrough server (Aggregator._instance)
         return session, transport
 
-    def _new_session(self, client) -> _HttpSession:
+    def _new_session(self, client, person=None) -> _HttpSession:
         """A session for `client` (its address), once a limit's idle session made room (see session_to_end)."""
         idle = session_to_end(self.sessions, client, {t.owner for t in self.server.tasks.tasks.values()
                                                       if t.status not in TERMINAL})
         if idle:
             self._end(idle.id)
-        session, transport = self._session_pair()
-        import secrets
-        entry = _HttpSession(secrets.token_hex(16), session, transport, client)
-        session.label = "http-" + entry.id[:8]
+        session, transport = self._session_pair(person)
+        entry = _HttpSession(self.instance.new_id(), session, transport, client)
+        session.label = "http-" + entry.id.rpartition(".")[2][:8]
         transport.bound = lambda: bound_replay(entry, self.sessions)
         self.sessions[entry.id] = entry
         return entry
@@ -12948,7 +14446,8 @@ class HttpServer:
             if entry.transport.stream is not None:
                 entry.transport.stream.put_nowait(None)
 
-    async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep, version):
+    async def _modern(self, message, method, request_id, params, meta, headers, sse, reader, writer, keep, version,
+                      person=None):
         def refuse(status, code, text):
             raise HttpError(status, text, code, request_id)
         if method is None:
@@ -12975,10 +14474,11 @@ class HttpServer:
             problem = param_mismatch(await self.server.catalog.tool(params["name"]), params.get("arguments"), headers)
             if problem:
                 refuse(400, HEADER_MISMATCH, "%s (tool `%s`)" % (problem, params["name"]))
-        session, transport = self._session_pair()
+        session, transport = self._session_pair(person)
         exchange = _Exchange(sse)
         transport.exchanges[request_id] = exchange
         session.receive(json.dumps(message).encode(), NEWLINE)
+        exchange.lasting = method == "subscriptions/listen"  # as long as the client listens: no call to wait for
         return await self._deliver(exchange, writer, reader, [], keep, version, session)
 
     async def _deliver(self, exchange, writer, reader, extra, keep, version, session, entry=None, after=None):
@@ -12989,6 +14489,7 @@ class HttpServer:
         again first."""
         started = finished = False
         chunked = version == "HTTP/1.1"
+        self.calls[exchange] = session
         try:
             if exchange.stream_id is not None:
                 if after is not None and exchange.getter is not None:
@@ -13056,6 +14557,7 @@ class HttpServer:
                     return keep and chunked
                 await self._drain(writer)
         finally:
+            self.calls.pop(exchange, None)
             if not finished and session:  # the client left (or we stop): cancel its call
                 await session.cancel_all()
             if finished and entry:  # delivered to its end: nothing left to resume
@@ -13070,11 +14572,11 @@ class HttpServer:
             head.append("Connection: close")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
 
-    async def _get(self, headers, reader, writer):
+    async def _get(self, headers, reader, writer, person=None):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "GET streams belong to a handshake-era session (Mcp-Session-Id); "
                                  "2026-07-28 clients use subscriptions/listen", headers=[("Allow", "POST")])
-        entry = self._session(headers)
+        entry = self._session(headers, person)
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise HttpError(406, "a GET stream needs Accept: text/event-stream")
         stream, _, after = headers.get("last-event-id", "").strip().rpartition("_")
@@ -13106,12 +14608,21 @@ class HttpServer:
             if entry.transport.stream is queue:
                 entry.transport.stream = None
 
-    async def _delete(self, headers, writer, keep):
+    async def _delete(self, headers, writer, keep, person=None):
         if "mcp-session-id" not in headers:
             raise HttpError(405, "DELETE ends a handshake-era session (Mcp-Session-Id)", headers=[("Allow", "POST")])
-        self._end(self._session(headers).id)
+        self._end(self._session(headers, person).id)
         await self._reply(writer, 200, None, close=not keep)
         return keep
+
+
+def _seconds(text):
+    """A finite number of seconds, 0 or more; None when `text` is not one."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 <= value < float("inf") else None
 
 
 def parse_http_address(value):
@@ -13127,6 +14638,19 @@ def parse_http_address(value):
     return host, number
 
 
+def sign_in_problem(plan, host, token):
+    """Why `serve --http` on `host` cannot ask for the people's tokens of `plan` (read_sign_in), or None."""
+    if token:
+        return "the config signs people in (signIn, people): drop --http-token and $%s" % HTTP_TOKEN_VARIABLE
+    unsafe = [key for key in ("issuer", "audience", "introspection") if plan[key] and not secure_url(plan[key])]
+    if unsafe:
+        return "signIn.%s %s: expected https (plain http only on this machine)" % (unsafe[0], plan[unsafe[0]])
+    if not plan["audience"] and not _loopback(host):
+        return ("set signIn.audience to the URL clients reach this server by (https://HOST/mcp): tokens are "
+                "accepted only for it")
+    return None
+
+
 def run_http(server, runner: ProcessRunner, log: Log, options):
     """`--http [HOST:]PORT`: check the address and the token, then serve until stopped."""
     try:
@@ -13137,15 +14661,33 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
     token = options["http_token"] or os.environ.get(HTTP_TOKEN_VARIABLE) or None
     os.environ.pop(HTTP_TOKEN_VARIABLE, None)  # tools and upstream servers never inherit the token
     runner.hidden = (HTTP_TOKEN_VARIABLE,)     # nor get it from an env copied when the config was read
-    if token is None and not _loopback(host):
+    plan = server.guard.sign_in
+    problem = plan and sign_in_problem(plan, host, token)
+    if problem:
+        _say("error: --http %s: %s" % (options["http"], problem))
+        return 2
+    if token is None and not _loopback(host) and not plan:
         _say("error: --http %s listens beyond this machine: set a bearer token with "
              "--http-token or $%s (or bind 127.0.0.1)" % (options["http"], HTTP_TOKEN_VARIABLE))
         return 2
     if token:
         log.add_secrets([token])
+    try:
+        name = options["http_instance"] or os.environ.get(INSTANCE_VARIABLE) or None
+        if name is not None and not INSTANCE_NAME.fullmatch(name):
+            raise UsageError("--http-instance %s: use 1 to 40 letters, digits, - or _ (it starts every task and "
+                             "session id)" % name)
+        drain = HTTP_DRAIN if options["http_drain"] is None else _seconds(options["http_drain"])
+        if drain is None:
+            raise UsageError("--http-drain %s: give the seconds running calls may take to finish (0: none)"
+                             % options["http_drain"])
+        proxies = parse_proxies(options["http_trusted_proxy"])
+    except UsageError as exc:
+        _say("error: %s" % exc)
+        return 2
     _claim_stdout()
     try:
-        return asyncio.run(serve_http(server, runner, log, host, port, token))
+        return asyncio.run(serve_http(server, runner, log, host, port, token, Instance(name), drain, proxies))
     except OSError as exc:
         _say("error: --http %s: %s" % (options["http"], exc))
         return 1
@@ -13156,24 +14698,38 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
         log.close()
 
 
-async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token):
-    """Serve `server` at http://host:port/mcp until SIGTERM or SIGINT."""
+async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token, instance=None, drain=HTTP_DRAIN,
+                     proxies=()):
+    """Serve `server` at http://host:port/mcp until SIGTERM (after a drain of `drain` seconds, see
+    Drain; a second signal ends it at once) or SIGINT."""
     loop = asyncio.get_running_loop()
-    http = HttpServer(server, log, host, port, token)
+    http = HttpServer(server, log, host, port, token, instance, proxies)
+    server.identify(http.instance)
     await http.start()
     server.catalog.start(server)
     shown = "[%s]" % host if ":" in host else host
+    plan = server.guard.sign_in
+    if plan:
+        http.sign_in = SignIn(plan, plan["audience"] or "http://%s:%d%s" % (shown, http.port, HTTP_PATH), log)
+        log.add_secrets([plan["clientSecret"]] if plan["clientSecret"] else [])
     log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
-             " (bearer token required)" if token else " with no token: any process or user on this machine may call "
-             "every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
-    stopping = loop.create_future()
+             " (people sign in: %s, for %s)" % (", ".join(
+                 ([plan["issuer"]] if plan["issuer"] else []) + (["%d listed tokens" % len(plan["people"])]
+                                                                if plan["people"] else [])), http.sign_in.audience)
+             if plan else " (bearer token required)" if token else " with no token: any process or user on this machine "
+             "may call every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
+    stopping, leaving = loop.create_future(), []
 
     def stop(reason):
         if not stopping.done():
             stopping.set_result(reason)
             log.debug("stopping: %s", reason)
+        elif leaving:
+            leaving[0].cancel()  # a second signal: at once
     _on_stop_signals(loop, stop, server.catalog.reload_signal())
-    await stopping
+    if await stopping == "SIGTERM":
+        leaving.append(asyncio.ensure_future(Drain(http).run(drain)))
+        await asyncio.wait(leaving)
     await http.close()
     await server.tasks.close()
     await server.catalog.close()
@@ -13341,19 +14897,26 @@ def _self_command():
     return [os.path.abspath(sys.executable), path]
 
 
-def _mode_argv(words, command):
-    """The child `inspect` and `call` talk to: mcpstudio in MODE ARGS, or the command after `--`."""
+def _mode_argv(words, command, server_options=()):
+    """The child `inspect` and `call` talk to: mcpstudio in MODE ARGS (after `server_options`, mcpstudio's
+    options written before the subcommand: `mcpstudio --timeout 5 call ...`), or the command after `--`."""
     if words[:1] == ["--"]:
+        if server_options:
+            raise UsageError("%s: %s before %s would be options of mcpstudio's own server, but the server is the "
+                             "command after --; give that command its own options" % (
+                                 command, _argv_text(server_options), command))
         if len(words) < 2:
             raise UsageError("%s: give the server's command after --, e.g. %s -- npx -y "
                              "@modelcontextprotocol/server-everything" % (command, command))
         return words[1:]
     if not words:
+        if {word.partition("=")[0] for word in server_options} & {"--config", "--url", "--root-directory", "--skills"}:
+            return _self_command() + list(server_options)  # they name the mode: `mcpstudio --config F call T`
         if not os.path.exists(default_config_path()):
             raise UsageError("%s needs a mode: a template (echo \"{message}\"), --root-directory DIR, "
                              "serve --config FILE, or -- SERVER COMMAND" % command)
         words = ["serve"]
-    return _self_command() + words
+    return _self_command() + list(server_options) + words
 
 
 def _take_options(words, command, flags=(), values=(), anywhere=False, repeated=()):
@@ -13451,10 +15014,10 @@ def _print_listing(listing):
                                             "optional", argument.get("description", "")))
 
 
-def inspect_command(words):
+def inspect_command(words, server_options=()):
     """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
     found, words = _take_options(words, "inspect", flags=("--json",), values=("--search",))
-    with StdioClient(_mode_argv(words, "inspect")) as client:
+    with StdioClient(_mode_argv(words, "inspect", server_options)) as client:
         hello = client.initialize()
         capabilities = hello.get("capabilities") or {}
         listing = {"serverInfo": hello.get("serverInfo") or {}, "protocolVersion": hello.get("protocolVersion"),
@@ -13525,7 +15088,7 @@ def _print_content(content, out):
             out.write("[%s: %s, %d bytes of base64]\n" % (kind, block.get("mimeType"), len(block.get("data", ""))))
 
 
-def call_command(words):
+def call_command(words, server_options=()):
     """`call TOOL [key=value ...] [--json ARGS] [MODE ARGS...]`: one tools/call, as a client makes it."""
     if not words:
         raise UsageError("call needs a TOOL, e.g. mcpstudio call echo message=hi echo \"{message}\"")
@@ -13547,7 +15110,7 @@ def call_command(words):
         raise UsageError("call: --json needs a JSON object, e.g. '{\"message\": \"hi\"}'")
     ask = (lambda params: elicitation_answer(params, assume_yes)) if assume_yes or (
         sys.stdin.isatty() and sys.stderr.isatty()) else None
-    with StdioClient(_mode_argv(words, "call"), ask=ask) as client:
+    with StdioClient(_mode_argv(words, "call", server_options), ask=ask) as client:
         client.initialize()
         schema = next((t.get("inputSchema") for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None)
         try:
@@ -14219,6 +15782,42 @@ def logout_command(words):
     return 0
 
 
+def secrets_command(words):
+    """`secrets set|remove NAME --person SUBJECT` (set: the value on stdin), `secrets list --person SUBJECT`: a
+    signed-in person's own secrets, for `${person.NAME}` in an isolated server (see PersonSecrets)."""
+    rest, person = [], None
+    index = 0
+    while index < len(words):
+        if words[index] == "--person" and index + 1 < len(words):
+            person, index = words[index + 1], index + 2
+        else:
+            rest.append(words[index])
+            index += 1
+    action = rest[0] if rest else None
+    if not person or action not in ("set", "remove", "list") or len(rest) != (1 if action == "list" else 2) or (
+            action != "list" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest[1])):
+        raise UsageError("secrets takes: set NAME --person SUBJECT (the value on stdin), remove NAME --person "
+                         "SUBJECT, or list --person SUBJECT; NAME is what ${person.NAME} names")
+    store = PersonSecrets()
+    if action == "list":
+        for name in sorted(store.of(person)):
+            print(name)
+        return 0
+    value = None
+    if action == "set":
+        if sys.stdin.isatty():
+            import getpass
+            value = getpass.getpass("%s's %s: " % (person, rest[1]))
+        else:
+            value = sys.stdin.read().rstrip("\r\n")
+        if not value:
+            raise UsageError("secrets set %s: no value on stdin" % rest[1])
+    there = store.set(person, rest[1], value)
+    print("%s %s's secret %s in %s" % ("set" if value else "removed" if there else "no such secret: kept", person,
+                                       rest[1], store.path))
+    return 0
+
+
 def enable_command(words, enabled=True):
     """`enable NAME` / `disable NAME` [--config FILE]: whether serve starts the server (`disabled` in its entry)."""
     command = "enable" if enabled else "disable"
@@ -14527,6 +16126,14 @@ OPTIONS = [_option(*o) for o in (
      "each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)"),
     ("--http-rate-limit", "CALLS/SECONDS", "value",
      "--http: requests to /mcp beyond CALLS at once, then CALLS per SECONDS, get 429 and Retry-After"),
+    ("--http-instance", "NAME", "value",
+     "--http: this instance's name, the first part of its task and session ids, for a load balancer to route "
+     "by (default: $%s, else random at each start)" % INSTANCE_VARIABLE),
+    ("--http-drain", "SECONDS", "value",
+     "--http: on SIGTERM, /health is 503 and new requests are refused while running calls get SECONDS to finish "
+     "(default: %g)" % HTTP_DRAIN),
+    ("--http-trusted-proxy", "ADDRESSES", "value",
+     "--http: load balancers (addresses or networks, comma-separated) whose X-Forwarded-For names the client"),
 )]
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
@@ -14537,6 +16144,7 @@ USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
          "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
          "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
          "       mcpstudio login|logout NAME|URL [--config FILE]\n"
+         "       mcpstudio secrets set|remove|list [NAME] --person SUBJECT\n"
          "       mcpstudio tui [--config FILE] [--namespace NAME]\n"
          "       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)")
 
@@ -14588,6 +16196,13 @@ SUBCOMMAND_HELP = {
              "`status` shows each server's sign-in.",
     "logout": "usage: mcpstudio logout NAME|URL [--config FILE]\n\n"
               "Forget a server's tokens and client registration (the next use signs in again).",
+    "secrets": "usage: mcpstudio secrets set|remove NAME --person SUBJECT\n"
+               "       mcpstudio secrets list --person SUBJECT\n\n"
+               "A signed-in person's own secrets (serve --http with signIn or people): `${person.NAME}` in\n"
+               "the env, headers or args of a server with \"isolation\": \"user\" is SUBJECT's NAME when\n"
+               "that person's own process starts. `set` reads the value from stdin (asks on a terminal).\n"
+               "They are kept in people-secrets.json beside the default config, mode 0600; `list` shows\n"
+               "names only.",
     "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
                "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
                "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"
@@ -14771,7 +16386,7 @@ def _build_server(options, words, log: Log, config, runner=None):
     if options["help_timeout"]:
         script_options["help_timeout"] = number("help_timeout", None)
     runner = runner or ProcessRunner(log)
-    sources, titles, instructions, rules, audit, opened, search = [], [], None, {}, None, (), None
+    sources, titles, instructions, rules, audit, opened, search, sign_in = [], [], None, {}, None, (), None, None
     if options["url"] is not None:
         if config is not None:
             raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
@@ -14804,6 +16419,7 @@ def _build_server(options, words, log: Log, config, runner=None):
                              % (options["namespace"], loader.path))
         sources.extend(found)
         rules, audit, opened = info["guard"]
+        sign_in = info["sign_in"]
         titles.append(info["name"] or os.path.basename(loader.path))
         instructions = info["instructions"] or info["description"]
     if words:
@@ -14850,7 +16466,7 @@ def _build_server(options, words, log: Log, config, runner=None):
     if options["audit"]:
         audit = AuditLog(_absolute(options["audit"]))
     guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
-    guard.http_limit, guard.open = limits.get("http_rate_limit", ())[:2], opened
+    guard.http_limit, guard.open, guard.sign_in = limits.get("http_rate_limit", ())[:2], opened, sign_in
     server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions, guard=guard)
     if search:
         server.search = ToolSearch(server, *search)
@@ -14879,7 +16495,8 @@ def _claim_stdout():
 _OWN_WORDS = {"init": init_config, "inspect": inspect_command, "call": call_command, "install": install_command,
               "import": import_command, "add": add_command, "remove": remove_command, "list": list_command,
               "namespace": namespace_command, "zipapp": zipapp_command, "login": login_command,
-              "logout": logout_command, "enable": enable_command, "disable": disable_command, "tui": tui_command}
+              "logout": logout_command, "enable": enable_command, "disable": disable_command, "tui": tui_command,
+              "secrets": secrets_command}
 SUBCOMMANDS = ("serve", "check", "status") + tuple(_OWN_WORDS)
 
 
@@ -14908,9 +16525,15 @@ def main(argv=None):
         ended = argv[:len(argv) - len(words)][-1:] == ["--"]  # `-- check` runs a command named check
         command = words[0] if words and words[0] in SUBCOMMANDS and not ended else None
         if command in _OWN_WORDS:
-            if words[1:2] in (["-h"], ["--help"]):
+            if words[1:2] in (["-h"], ["--help"]) or options["help"]:
                 print(SUBCOMMAND_HELP[command])
                 return 0
+            before = argv[:len(argv) - len(words)]  # mcpstudio's options, written before the subcommand
+            if before and command in ("call", "inspect"):  # options of the server it starts
+                return _OWN_WORDS[command](words[1:], server_options=before)
+            if before:
+                raise UsageError("%s before %s: %s reads only its own options, written after it (see %s %s --help)"
+                                 % (_argv_text(before), command, command, _prog(), command))
             return _OWN_WORDS[command](words[1:])
         if command:
             options, words = parse_command_line(words[1:], options)

@@ -12,6 +12,7 @@ installs them and points MCPSTUDIO_SDK_PYTHON / MCPSTUDIO_INSPECTOR at them.
 
 import collections
 import contextlib
+import functools
 import asyncio
 import atexit
 import base64
@@ -44,6 +45,10 @@ PY = sys.executable
 SERVER = [PY, "-c", "import runpy, sys; sys.path.insert(0, %r); sys.argv[0] = %r; "
                     "runpy.run_module('mcpstudio', run_name='__main__', alter_sys=True)" % (HERE, MODULE)]
 WAIT = 15.0  # the longest any single wait in these tests may take
+# A process that compiles the whole module before it answers (the script form, a zipapp on a Python its
+# bytecode is not for, a zip without bytecode): a CPU second alone, ten times that with CI's suites side by
+# side on two cores. A guard against a hang, not a bound on speed.
+COMPILING = 120.0
 # A tools/list waits this long for MCP servers with nothing cached (2 s by default): CI runs six
 # suites at once on two cores, where a Python server can take longer than 2 s to start. The tests
 # of the short wait itself set it back to 2.
@@ -62,7 +67,10 @@ def setUpModule():
 
 
 def alive(pid: int) -> bool:
-    """True if `pid` is a running process (zombies count as gone)."""
+    """True if `pid` is a running process (zombies count as gone). On Windows os.kill(pid, 0) would END
+    the process: there OpenProcess and its exit code (STILL_ACTIVE) answer."""
+    if os.name == "nt":
+        return _windows_alive(pid)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -74,6 +82,99 @@ def alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return True
+
+
+def _kernel32():
+    """kernel32 with the signatures the process helpers below use (Windows only)."""
+    import ctypes
+    from ctypes import wintypes
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32.OpenProcess.restype = wintypes.HANDLE
+    kernel32.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
+    kernel32.GetExitCodeProcess.argtypes = (wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD))
+    kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
+    kernel32.CreateToolhelp32Snapshot.restype = wintypes.HANDLE
+    kernel32.CreateToolhelp32Snapshot.argtypes = (wintypes.DWORD, wintypes.DWORD)
+    return kernel32
+
+
+def _windows_alive(pid: int) -> bool:
+    import ctypes
+    from ctypes import wintypes
+    kernel32 = _kernel32()
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return ctypes.get_last_error() == 5  # ERROR_ACCESS_DENIED: it runs (another user's)
+    try:
+        code = wintypes.DWORD()
+        return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259  # STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
+
+
+def process_table() -> dict:
+    """{pid: (parent pid, program name)} of every process: Windows' Toolhelp snapshot, /proc on Linux, else `ps`."""
+    table = {}
+    if os.name != "nt" and not os.path.isdir("/proc/self"):  # macOS
+        listing = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,comm="], stdout=subprocess.PIPE, text=True, timeout=WAIT)
+        for line in listing.stdout.splitlines():
+            pid, ppid, program = (line.split(None, 2) + ["", ""])[:3]
+            if pid.isdigit() and ppid.isdigit():
+                table[int(pid)] = (int(ppid), program)
+        return table
+    if os.name != "nt":
+        for name in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % name) as f:
+                    program, _, rest = f.read().rpartition(")")
+                table[int(name)] = (int(rest.split()[1]), program.partition("(")[2])
+            except (OSError, ValueError, IndexError):
+                pass
+        return table
+    import ctypes
+    from ctypes import wintypes
+
+    class Entry(ctypes.Structure):  # PROCESSENTRY32W
+        _fields_ = [("dwSize", wintypes.DWORD), ("cntUsage", wintypes.DWORD), ("th32ProcessID", wintypes.DWORD),
+                    ("th32DefaultHeapID", ctypes.c_size_t), ("th32ModuleID", wintypes.DWORD),
+                    ("cntThreads", wintypes.DWORD), ("th32ParentProcessID", wintypes.DWORD),
+                    ("pcPriClassBase", ctypes.c_long), ("dwFlags", wintypes.DWORD), ("szExeFile", ctypes.c_wchar * 260)]
+    kernel32 = _kernel32()
+    kernel32.Process32FirstW.argtypes = kernel32.Process32NextW.argtypes = (wintypes.HANDLE, ctypes.POINTER(Entry))
+    snapshot = kernel32.CreateToolhelp32Snapshot(2, 0)  # TH32CS_SNAPPROCESS
+    if snapshot in (None, ctypes.c_void_p(-1).value):
+        raise ctypes.WinError(ctypes.get_last_error())
+    try:
+        entry = Entry()
+        entry.dwSize = ctypes.sizeof(Entry)
+        more = kernel32.Process32FirstW(snapshot, ctypes.byref(entry))
+        while more:
+            table[entry.th32ProcessID] = (entry.th32ParentProcessID, entry.szExeFile)
+            more = kernel32.Process32NextW(snapshot, ctypes.byref(entry))
+    finally:
+        kernel32.CloseHandle(snapshot)
+    return table
+
+
+# Wine's own programs, which Wine may start as a child of whichever process first needs them (a desktop
+# window station: explorer.exe) and which outlive it by design: not a command's leftovers.
+WINE_SERVICES = {"explorer.exe", "services.exe", "winedevice.exe", "plugplay.exe", "svchost.exe", "rpcss.exe",
+                 "conhost.exe"}
+
+
+def process_tree(pid) -> list:
+    """The pids of every live process under `pid` (children, theirs, ...), from process_table() (under Wine,
+    without Wine's own services)."""
+    table = process_table()
+    wine = os.environ.get("MCPSTUDIO_WINE")
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        children = [child for child, (ppid, name) in table.items() if ppid == parent and child not in found
+                    and child != pid and not (wine and name.lower() in WINE_SERVICES)]
+        found += children
+        todo += children
+    return [child for child in found if alive(child)]
 
 
 def wait_until(predicate, timeout=WAIT, interval=0.02):
@@ -266,9 +367,17 @@ class ScratchDir(unittest.TestCase):
             """)
 
     def read_pids(self, path):
-        self.assertTrue(wait_until(lambda: os.path.exists(path)), "the command never started")
-        with open(path) as f:
-            return [int(p) for p in f.read().split()]
+        pids = []
+
+        def read():
+            try:
+                with open(path) as f:
+                    pids[:] = [int(p) for p in f.read().split()]
+                return True
+            except OSError:  # not there yet, or (Windows) still being renamed into place
+                return False
+        self.assertTrue(wait_until(read), "the command never started")
+        return pids
 
 
 # --------------------------------------------------------------------------
@@ -530,20 +639,21 @@ class PlainCodeTests(unittest.TestCase):
         for name in ("ConfigLoader", "Upstream", "HttpServer", "Aggregator"):
             self.assertIn("class %s" % name, page)
 
+    @unittest.skipIf(os.name == "nt", "echo is built into cmd.exe on Windows; WindowsTests.test_zipapp serves from one there")
     def test_zipapp_serves_every_mode(self):
         # From a zipapp, config mode checks and serves (the module runs from inside the zip).
         with tempfile.TemporaryDirectory() as folder:
             os.mkdir(os.path.join(folder, "pyz"))
             shutil.copy(MODULE, os.path.join(folder, "pyz", "__main__.py"))
             pyz = os.path.join(folder, "m.pyz")
-            subprocess.run([PY, "-m", "zipapp", os.path.join(folder, "pyz"), "-o", pyz], check=True, timeout=WAIT)
+            subprocess.run([PY, "-m", "zipapp", os.path.join(folder, "pyz"), "-o", pyz], check=True, timeout=COMPILING)
             config = os.path.join(folder, "c.json")
             with open(config, "w") as f:
                 json.dump({"tools": [{"name": "hi", "command": "echo hi"}]}, f)
-            proc = subprocess.run([PY, pyz, "check", "--config", config], capture_output=True, text=True, timeout=WAIT)
+            proc = subprocess.run([PY, pyz, "check", "--config", config], capture_output=True, text=True, timeout=COMPILING)
             self.assertEqual(proc.returncode, 0, proc.stderr)
             with McpProcess(cmd=[PY, pyz, "serve", "--config", config]) as server:
-                server.initialize()
+                server.initialize(timeout=COMPILING)
                 self.assertEqual(text_of(server.call("hi", {})), "hi\n")
 
 
@@ -763,7 +873,7 @@ class StdioFramingTests(unittest.TestCase):
         for _ in range(512):
             self.assertEqual(framing.feed(chunk), [])
         self.assertEqual([len(item) for item, _ in framing.feed(b"\n")], [32 << 20])
-        self.assertLess(time.monotonic() - started, 2.0)
+        self.assertLess(time.monotonic() - started, 10.0)  # linear: well under a second; a rebuild per chunk copies 8 GB
 
 
 def rss_kib(pid: int) -> int:
@@ -881,6 +991,325 @@ class StdioStreamTests(ScratchDir):
             self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived its cancelled call" % pid)
 
 
+class WindowsTests(ScratchDir):
+    """Issue 40: the main job and every mode on the Windows path. `.ci/windows` runs this class on Windows
+    CPython under Wine; the Linux suites run it too, where a test's point is not Windows-only."""
+
+    def setUp(self):
+        super().setUp()
+        # Where a Windows user keeps things: a folder whose name has spaces (and, on Windows, a drive letter).
+        self.tools = os.path.join(self.dir, "my tools")
+        os.mkdir(self.tools)
+        self.argv_py = self.script(os.path.join("my tools", "show args.py"), """\
+            import json, os, sys
+            if sys.argv[1:2] == ["--env"]:  # each variable's value, and the spellings of its name the process got
+                raw = getattr(sys.modules.get("nt"), "environ", None) or os.environ  # nt.environ: names as given
+                print(json.dumps({k: [os.environ.get(k), sorted(n for n in raw if n.upper() == k.upper())]
+                                  for k in sys.argv[2:]}))
+            else:
+                print(json.dumps(sys.argv[1:]))
+            """, executable=False)
+        self.env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        self.env.pop("MCPSTUDIO_HTTP_TOKEN", None)
+
+    def serve(self, *args, env=None, script_form=False):
+        """mcpstudio with these words; `script_form`: as `python mcpstudio.py ...`, the way the README starts it."""
+        return McpProcess(cmd=([PY, MODULE] if script_form else SERVER) + list(args), env=env or self.env)
+
+    def call_args(self, server, name, arguments):
+        result = server.call(name, arguments)
+        self.assertFalse(result.get("isError"), "%s%s" % (result, server.context()))
+        return json.loads(text_of(result))
+
+    def shim(self, name):
+        """A batch-file shim in the tools folder (how npm, pip and most Windows tools install a command) that runs
+        `show args.py` with its arguments."""
+        path = os.path.join(self.tools, name)
+        with open(path, "w", newline="\r\n") as f:
+            f.write('@"%s" "%%~dp0show args.py" %%*\n' % PY)
+        return path
+
+    def test_main_job_round_trip(self):
+        # The README's first command as typed (python mcpstudio.py echo "{message}"): initialize, list, call, exit 0.
+        # On Windows `echo` is built into cmd.exe, not a program: the call says it is not on PATH (no crash, no shell).
+        with self.serve("echo", "{message}", script_form=True) as server:
+            self.assertEqual(server.initialize(timeout=COMPILING)["result"]["serverInfo"]["name"], "mcpstudio")
+            self.assertEqual([t["name"] for t in server.request("tools/list")["result"]["tools"]], ["echo"])
+            result = server.call("echo", {"message": "hello from the main job"})
+            if os.name == "nt":
+                self.assertTrue(result["isError"], result)
+                self.assertIn("`echo` is not on PATH", text_of(result))
+            else:
+                self.assertEqual(text_of(result), "hello from the main job\n")
+            self.assertEqual(server.close(), 0, server.context())
+
+    def test_template_mode_with_an_exe_found_on_path_and_a_python_script(self):
+        # A bare program name is found on PATH with PATHEXT (python -> python.exe), runs a Python script in a folder
+        # with spaces, and every argument arrives as given: backslashes, a drive letter, spaces, non-ASCII (through
+        # Windows' UTF-16 command line), quotes and an empty one.
+        program = os.path.splitext(os.path.basename(PY))[0]
+        env = dict(self.env, PATH=os.path.dirname(PY) + os.pathsep + self.env.get("PATH", ""))
+        values = [r"C:\data\in file.txt", "D:\\", "h\u00e9llo w\u00f6rld \u2713 \u65e5\u672c", 'say "hi"', "", "a\\\\b"]
+        with self.serve(program, self.argv_py, "{a}", "{b}", "{c}", "{d}", "{e}", "{f}", env=env) as server:
+            server.initialize()
+            got = self.call_args(server, program, dict(zip("abcdef", values)))
+            self.assertEqual(got, values)
+
+    @unittest.skipUnless(os.name == "nt", "a Windows system program (hostname.exe) and its CRLF output")
+    def test_a_system_exe_and_its_crlf_output(self):
+        # A program of Windows' own (System32, found by its bare name) answers with CRLF line ends: the tool's text is
+        # what it wrote, CR and all, not doubled or dropped.
+        expected = subprocess.run(["hostname"], capture_output=True, timeout=WAIT).stdout.decode()
+        self.assertTrue(expected.endswith("\r\n"), repr(expected))
+        with self.serve("hostname") as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("hostname", {})), expected)
+
+    def test_crlf_output_of_a_script(self):
+        # A command that writes CRLF (every Windows program) comes back byte for byte, on every system.
+        crlf = self.script("crlf.py", "import sys\nsys.stdout.buffer.write(b'one\\r\\ntwo\\r\\n')\n", executable=False)
+        with self.serve(PY, crlf) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call(os.path.splitext(os.path.basename(PY))[0], {})), "one\r\ntwo\r\n")
+
+    @unittest.skipUnless(os.name == "nt", "batch files run through cmd.exe, on Windows only")
+    def test_cmd_and_bat_shims_and_the_batch_file_rule(self):
+        # A .cmd and a .bat shim, by path (in a folder with spaces) and by bare name on PATH (PATHEXT): their
+        # arguments arrive; a value cmd.exe would act on (& | % ...) is refused before anything runs.
+        self.shim("greet.cmd")
+        self.shim("hail.bat")
+        env = dict(self.env, PATH=self.tools + os.pathsep + self.env.get("PATH", ""))
+        for command in (os.path.join(self.tools, "greet.cmd"), "greet", os.path.join(self.tools, "hail.bat"), "hail"):
+            with self.subTest(command=command):
+                with self.serve(command, "{who}", r"C:\data\x.txt", env=env) as server:
+                    server.initialize()
+                    name = server.request("tools/list")["result"]["tools"][0]["name"]
+                    self.assertEqual(self.call_args(server, name, {"who": "two words"}), ["two words", r"C:\data\x.txt"])
+                    refused = server.call(name, {"who": "x & calc"})
+                    self.assertTrue(refused["isError"], refused)
+                    self.assertIn("a batch file, through cmd.exe", text_of(refused))
+                    self.assertEqual(server.close(), 0)
+
+    def test_config_mode_variables_and_their_case(self):
+        # Config mode on a Windows-shaped config: ${VAR} expands (its name in any case on Windows, where variable names
+        # ignore case), %VAR% is left as written (the loader expands ${VAR} only, as every client's config does), and
+        # a config's environment variable replaces an inherited one spelled in another case: the child gets one name
+        # (CPython 3.8-3.10 on Windows passed both spellings on, and the child read either).
+        config = os.path.join(self.tools, "tools.json")
+        python = PY.replace("\\", "/")  # backslashes in config command strings: WindowsBugTests.test_config_command_keeps_backslashes
+        script = self.argv_py.replace("\\", "/")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "show", "command": '"%s" "%s" --env GREETING MCPSTUDIO_CASE' % (python, script),
+                                  "environment": {"GREETING": "%USERNAME% ${mcpstudio_test_var}",
+                                                  "Mcpstudio_Case": "from the config"}}]}, f)
+        env = dict(self.env, MCPSTUDIO_TEST_VAR="expanded", MCPSTUDIO_CASE="inherited")
+        if os.name == "nt":
+            with self.serve("serve", "--config", config, env=env) as server:
+                server.initialize()
+                got = self.call_args(server, "show", {})
+            self.assertEqual(got, {"GREETING": ["%USERNAME% expanded", ["GREETING"]],
+                                   "MCPSTUDIO_CASE": ["from the config", ["Mcpstudio_Case"]]})
+        else:  # ${mcpstudio_test_var} is another variable here, and it is not set
+            proc = subprocess.run(SERVER + ["check", "--config", config], capture_output=True, text=True, timeout=WAIT,
+                                  stdin=subprocess.DEVNULL, env=env)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("${mcpstudio_test_var} is not set", proc.stderr)
+
+    def test_reserved_names_and_trailing_dots_in_file_parameters_and_output_folders(self):
+        # A file parameter named CON, NUL, COM1 (any case, any extension) or with a trailing dot or space reaches the
+        # command as a file with the bytes sent (Windows opened a device: CON was an internal error, NUL an empty file;
+        # or dropped the dot); a command that writes such names into its output folder gets back what Windows made of them.
+        digest = self.script("digest.py", """\
+            import hashlib, os, sys
+            print(os.path.basename(sys.argv[1]), hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())
+            """, executable=False)
+        write = self.script("write.py", """\
+            import os, sys
+            for name in ("report.", "draft ", "notes.txt"):
+                with open(os.path.join(sys.argv[1], name), "w") as f:
+                    f.write(name + " written")
+            """, executable=False)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [
+                {"name": "digest", "command_template": '"%s" "%s" {doc}' % (PY.replace("\\", "/"), digest.replace("\\", "/")),
+                 "parameters": {"doc": {"type": "file"}}},
+                {"name": "write", "command": '"%s" "%s" {out}' % (PY.replace("\\", "/"), write.replace("\\", "/")),
+                 "output_folder": "out"}]}, f)
+        data = b"the same bytes\r\n"
+        sha = hashlib.sha256(data).hexdigest()
+        rows = [("CON", "_CON"), ("nul", "_nul"), ("COM1.txt", "_COM1.txt"), ("Lpt9", "_Lpt9"), ("aux.tar.gz", "_aux.tar.gz"),
+                ("report.", "report"), ("x...", "x"), ("CONSOLE", "CONSOLE"), ("COM10", "COM10"), ("in file.txt", "in_file.txt"),
+                ("notes ", "notes_"), ("CON .txt", "CON_.txt"),
+                # with issue 41.19's rules too: the leading dash goes, the "_" comes, and a cut name keeps both
+                ("-COM1.txt", "_COM1.txt"), (".nul.", "_nul"), ("AUX." + "a" * 120 + ".txt", "_AUX." + "a" * 91 + ".txt")]
+        with self.serve("serve", "--config", config) as server:
+            server.initialize()
+            for name, expected in rows:
+                with self.subTest(name=name):
+                    uri = "data:text/plain;name=%s;base64,%s" % (name, base64.b64encode(data).decode())
+                    result = server.call("digest", {"doc": uri})
+                    self.assertFalse(result["isError"], result)
+                    self.assertEqual(text_of(result).split(), [expected, sha])
+            result = server.call("write", {})
+            self.assertFalse(result["isError"], result)
+            texts = sorted(c["text"] for c in result["content"] if c["type"] == "text" and "written" in c["text"])
+            self.assertEqual(texts, ["draft  written", "notes.txt written", "report. written"])
+
+    def test_aggregator_over_a_stdio_upstream(self):
+        # The aggregator over a Python upstream started by its config (path with spaces): its tools listed under
+        # its name, a call routed to it, and at exit the upstream and its own child are gone.
+        fake = self.script(os.path.join("my tools", "fake mcp.py"), FAKE_SERVER, executable=False)
+        pids = os.path.join(self.dir, "pids")
+        config = os.path.join(self.tools, "agg.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"up": {"command": PY, "args": [fake, "--name", "up", "--pidfile", pids]}}}, f)
+        with self.serve("serve", "--config", config) as server:
+            server.initialize()
+            self.assertTrue(wait_until(lambda: "up__echo" in [t["name"] for t in server.request("tools/list")["result"]["tools"]],
+                                       interval=0.3), server.context())
+            result = server.call("up__echo", {"text": "h\u00e9 over stdio"})
+            self.assertEqual(result["structuredContent"], {"echoed": "h\u00e9 over stdio"}, result)
+            self.assertEqual(server.close(), 0)
+        with open(pids) as f:
+            started = [int(pid) for line in f for pid in line.split()[:2]]
+        self.assertEqual(len(started), 2)
+        self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in started)), [p for p in started if alive(p)])
+
+    def test_http(self):
+        # --http on the loopback: a session, a call of a Python script with a non-ASCII argument, a clean stop.
+        with HttpServerProcess(PY, self.argv_py, "{text}", env=self.env) as server:
+            session = server.initialize_session()
+            name = os.path.splitext(os.path.basename(PY))[0]
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": name, "arguments": {"text": "\u00fcber http"}}}, session=session)
+            self.assertEqual(status, 200, text)
+            self.assertEqual(json.loads(text_of(server.messages(text)[-1]["result"])), ["\u00fcber http"])
+
+    def test_tasks(self):
+        # A call as a task (the 2025-11-25 era): created, waited for with tasks/result, completed.
+        with self.serve(PY, self.argv_py, "{text}") as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            task = server.request("tools/call", {"name": name, "arguments": {"text": "as a task"}, "task": {}})["result"]["task"]
+            result = server.request("tasks/result", {"taskId": task["taskId"]})["result"]
+            self.assertEqual(json.loads(text_of(result)), ["as a task"])
+            self.assertEqual(server.request("tasks/get", {"taskId": task["taskId"]})["result"]["status"], "completed")
+
+    def test_skills(self):
+        # A skill folder under a path with spaces: listed with its file, its SKILL.md and a file in a subfolder read back
+        # (CRLF kept). On Windows no skill file could be read: the scan's stat had no file id (os.scandir's is 0).
+        root = os.path.join(self.tools, "skills")
+        write_skill(root, "forms", "name: forms\ndescription: Fill in forms.", files={"ref/GUIDE.md": b"line one\r\nline two\r\n"})
+        with self.serve("--skills", root) as server:
+            server.initialize()
+            skills = server.request("skills/list", {})["result"]["skills"]
+            self.assertEqual([s["uri"] for s in skills], ["skill://forms/SKILL.md"])
+            self.assertEqual([r["uri"] for r in skills[0]["resources"]], ["skill://forms/SKILL.md", "skill://forms/ref/GUIDE.md"])
+            for uri, expected in (("skill://forms/ref/GUIDE.md", "line one\r\nline two\r\n"),
+                                  ("skill://forms/SKILL.md", "---\nname: forms\ndescription: Fill in forms.\n---\nBody.\n")):
+                reply = server.request("resources/read", {"uri": uri})
+                self.assertIn("result", reply, reply)
+                self.assertEqual(reply["result"]["contents"][0]["text"], expected)
+
+    def test_install_claude_desktop_writes_its_config_and_the_command_runs(self):
+        # install --client claude-desktop --write puts the entry in %APPDATA%\Claude\claude_desktop_config.json
+        # ($XDG_CONFIG_HOME/Claude off Windows); the command in it, started as Claude Desktop would (another folder,
+        # the entry's env), serves the tool.
+        appdata, home = os.path.join(self.dir, "AppData", "Roaming"), os.path.join(self.dir, "home")
+        os.mkdir(home)
+        env = dict(self.env, APPDATA=appdata, XDG_CONFIG_HOME=appdata, HOME=home, USERPROFILE=home)
+        proc = subprocess.run(SERVER + ["install", "--client", "claude-desktop", "--write", PY, self.argv_py, "{text}"],
+                              capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL, env=env, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        path = os.path.join(appdata, "Claude", "claude_desktop_config.json")
+        with open(path, encoding="utf-8") as f:
+            entry, = json.load(f)["mcpServers"].values()
+        self.assertEqual(entry["command"], os.path.abspath(PY))
+        with McpProcess(cmd=[entry["command"]] + entry["args"], cwd=home, env=dict(env, **entry.get("env", {}))) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            self.assertEqual(self.call_args(server, name, {"text": "from Claude Desktop"}), ["from Claude Desktop"])
+            self.assertEqual(server.close(), 0)
+
+    def test_zipapp(self):
+        # mcpstudio zipapp builds one file that serves, run by `python OUT.pyz` from a folder with spaces.
+        pyz = os.path.join(self.tools, "mcp studio.pyz")
+        proc = subprocess.run(SERVER + ["zipapp", pyz], capture_output=True, text=True, timeout=WAIT * 2, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with McpProcess(cmd=[PY, pyz, PY, self.argv_py, "{text}"], env=self.env) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            self.assertEqual(self.call_args(server, name, {"text": "from the zipapp"}), ["from the zipapp"])
+            self.assertEqual(server.close(), 0)
+
+    def assert_gone(self, pids, when):
+        self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in pids)),
+                        "%s left running: %s (processes: %s)" % (when, [p for p in pids if alive(p)], process_table()))
+
+    def assert_stopped(self, server, pids, when):
+        """The command (pids[0]) and its child (pids[1]) are gone after `when` (each command has a Job object of
+        its own, ended at its stop: no reliance on taskkill /T, which Wine lacks), and still after exit."""
+        self.assert_gone(pids, when)
+        self.assertEqual(server.close(), 0)
+        self.assert_gone(pids, "after mcpstudio exited")
+
+    def test_timeout_leaves_no_child_or_grandchild(self):
+        # On CPython 3.8-3.11 without a console a timeout was an internal error (os.kill raised SystemError).
+        # A call past --timeout is an error result that says so; the command and the child it started are gone.
+        out = os.path.join(self.dir, "pids")
+        with self.serve("--timeout", "2", PY, self.pid_sleeper(), out) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            result = server.call(name, {}, timeout=WAIT * 2)
+            self.assertTrue(result["isError"], result)
+            self.assertIn("timed out after 2 s", text_of(result))
+            self.assert_stopped(server, self.read_pids(out), "after the timeout")
+
+    def test_cancellation_leaves_no_child_or_grandchild(self):
+        # On CPython 3.8-3.11 without a console the stop raised SystemError: an internal error.
+        # notifications/cancelled stops the running command and its child (no response to the call).
+        out = os.path.join(self.dir, "pids")
+        with self.serve(PY, self.pid_sleeper(), out) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            server.send({"jsonrpc": "2.0", "id": "sleep", "method": "tools/call", "params": {"name": name, "arguments": {}}})
+            pids = self.read_pids(out)
+            self.assertEqual(sorted(pids), sorted(pid for pid in process_tree(server.proc.pid) if pid in pids))
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "sleep"}})
+            self.assert_stopped(server, pids, "after the cancellation")
+            self.assertNotIn("sleep", server.responses)
+
+    def test_exit_leaves_no_child_or_grandchild(self):
+        # The client closes stdin mid-call: mcpstudio exits, and neither the command nor its child outlives it (the
+        # Job object on Windows, the process group and the watchdog on POSIX).
+        out = os.path.join(self.dir, "pids")
+        with self.serve(PY, self.pid_sleeper(), out) as server:
+            server.initialize()
+            name = server.request("tools/list")["result"]["tools"][0]["name"]
+            server.send({"jsonrpc": "2.0", "id": "sleep", "method": "tools/call", "params": {"name": name, "arguments": {}}})
+            pids = self.read_pids(out)
+            tree = process_tree(server.proc.pid)
+            self.assertTrue(set(pids) <= set(tree), (pids, tree))
+            server.close()
+            self.assert_gone(tree, "after mcpstudio exited")
+
+    def test_tui_says_what_to_use_without_curses(self):
+        # Windows CPython has no curses: `tui` says so first (a terminal would not help) and names what to use instead.
+        config = os.path.join(self.dir, "servers.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {}}, f)
+        code = ("import sys; sys.modules['curses'] = None; sys.path.insert(0, %r); import mcpstudio; "
+                "sys.exit(mcpstudio.main(['tui', '--config', %r]))" % (HERE, config))
+        proc = subprocess.run([PY, "-c", code] if os.name != "nt" else SERVER + ["tui", "--config", config],
+                              capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertEqual(proc.stdout, "")
+        self.assertIn("tui needs Python's curses module (on Windows: pip install windows-curses, or run mcpstudio under WSL)",
+                      proc.stderr)
+        self.assertIn("mcpstudio status", proc.stderr)
+
+
 class ExecValueTests(ScratchDir):
     """Values bound for a process (argv, environment, folder) are checked once, for every source."""
 
@@ -890,7 +1319,8 @@ class ExecValueTests(ScratchDir):
             (["echo", "hi"], {"A": "1"}, "/tmp", None),
             (["echo", "a\0b"], None, None, "word 1 of the command line holds a NUL character"),
             (["e\0cho"], None, None, "the command holds a NUL character"),
-            (["echo", "\ud800"], None, None, "word 1 of the command line holds a character this system cannot"),
+            (["echo", "\ud800"], None, None,  # Windows' UTF-16 command line carries a lone surrogate as it is
+             "word 1 of the command line holds a character this system cannot" if os.name == "posix" else None),
             (["echo", 3], None, None, "word 1 of the command line is integer, not text"),
             (["echo"], {"A": "x\0"}, None, 'the environment variable "A" holds a NUL'),
             (["echo"], {"A=B": "x"}, None, 'the environment variable "A=B" holds an ='),
@@ -1030,6 +1460,210 @@ class ExecValueTests(ScratchDir):
                 self.assertIn("not cached yet", rows["fine"])
 
 
+WINDOWS = os.name == "nt"
+
+
+def running(pid: int) -> bool:
+    """True if `pid` is a running process, on POSIX or Windows (where os.kill(pid, 0) would end it)."""
+    if not WINDOWS:
+        return alive(pid)
+    import ctypes
+    from ctypes import wintypes
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32.OpenProcess.restype = wintypes.HANDLE
+    kernel32.GetExitCodeProcess.argtypes = (wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD))
+    kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return False
+    code = wintypes.DWORD()
+    try:
+        return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259  # STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
+
+
+class WindowsBugTests(ScratchDir):
+    """Issue 40's Windows bugs 1-5, each through the real program; runs on Linux and on Windows CPython."""
+
+    def cli(self, *args, timeout=WAIT * 2):
+        return subprocess.run(SERVER + list(args), capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL, cwd=self.dir)
+
+    def test_stdin_ends_at_once(self):
+        # Bug 1: a tool with no stdin template whose command reads stdin gets the end of input ('') at once,
+        # and exits, instead of waiting for a pipe that never closes until the timeout (Windows: no probe).
+        reader = self.script("readin.py", "import sys\nprint(repr(sys.stdin.read()))\n", executable=False)
+        proc = self.cli("call", "readin", "--timeout", "60", "--name", "readin", PY, reader)
+        self.assertEqual((proc.returncode, proc.stdout.strip()), (0, "''"), proc.stdout + proc.stderr)
+
+    def test_stdin_ends_in_a_config_tool(self):
+        # Bug 1, config mode (interactive by default): the command reads '' and the call ends long before
+        # its timeout; on Windows the platform says it cannot tell a question, and no pipe is left open.
+        reader = self.script("readin.py", "import sys\nprint(repr(sys.stdin.read()))\n", executable=False)
+        config = os.path.join(self.dir, "readin.json")
+        with open(config, "w") as f:
+            json.dump({"timeout": 60, "tools": [
+                {"name": "readin", "command": '"%s" "%s"' % (PY, reader)},
+                {"name": "asks", "command": '"%s" "%s"' % (PY, reader), "answers": [{"prompt": "Go", "answer": "y"}]}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            for name in ("readin", "asks"):
+                result = server.call(name, {}, timeout=30)
+                self.assertEqual((result.get("isError"), text_of(result).strip()), (False, "''"), server.context())
+            # the platform's answer is never a silent False: Windows says it cannot see a question, and warns
+            # that a tool's answers are never given there
+            self.assertEqual(mcpstudio._reading is None, WINDOWS)
+            warned = "`asks`: its answers are never given here" in server.stderr_when(lambda text: "never given" in text, 2)
+            self.assertEqual(warned, WINDOWS, server.context())
+
+    def test_timeout_stops_child_and_grandchild(self):
+        # Bug 2: a command that starts a grandchild and sleeps, run with a short timeout: the call is a timeout
+        # tool error (not an internal error: no CTRL_BREAK without a console, which raised SystemError on
+        # CPython 3.8-3.11), and neither the child nor the grandchild is left, while the server still runs.
+        sleeper = self.pid_sleeper()
+        out = os.path.join(self.dir, "pids")
+        with McpProcess("--timeout", "4", "--name", "family", PY, sleeper, "{out}") as server:
+            server.initialize()
+            result = server.call("family", {"out": out}, timeout=40)
+            self.assertTrue(result.get("isError"), result)
+            self.assertIn("timed out after 4 s", text_of(result))
+            for pid in self.read_pids(out):
+                self.assertTrue(wait_until(lambda pid=pid: not running(pid), 10), "pid %d outlived the timeout" % pid)
+            self.assertIsNone(server.proc.poll(), server.context())
+
+    def test_cancel_stops_child_and_grandchild(self):
+        # Bug 2's stop, on a cancel: notifications/cancelled stops the command and its grandchild, with no
+        # response and the server still serving (on Windows without a console the stop raised SystemError).
+        sleeper = self.pid_sleeper()
+        out = os.path.join(self.dir, "pids")
+        with McpProcess("--name", "family", PY, sleeper, "{out}") as server:
+            server.initialize()
+            server.send({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+                         "params": {"name": "family", "arguments": {"out": out}}})
+            pids = self.read_pids(out)
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}})
+            for pid in pids:
+                self.assertTrue(wait_until(lambda pid=pid: not running(pid), 10), "pid %d outlived the cancel" % pid)
+            self.assertEqual(server.request("ping", timeout=30)["result"], {}, server.context())
+            self.assertNotIn(42, server.responses)
+
+    def test_leftovers_of_a_finished_command_stop(self):
+        # Bug 2's stop, after the command: a grandchild left behind by a command that exited (off its pipes)
+        # is stopped after the grace period, while the server runs; on Windows through the command's own Job
+        # object, since taskkill /T cannot find the tree of a dead parent.
+        leaver = self.script("leaver.py", """\
+            import os, subprocess, sys
+            grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            with open(sys.argv[1] + ".tmp", "w") as f:
+                f.write("%d %d" % (os.getpid(), grandchild.pid))
+            os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+            """, executable=False)
+        out = os.path.join(self.dir, "pids")
+        with McpProcess("--name", "leave", PY, leaver, "{out}") as server:
+            server.initialize()
+            result = server.call("leave", {"out": out}, timeout=40)
+            self.assertFalse(result.get("isError"), result)
+            child, grandchild = self.read_pids(out)
+            self.assertTrue(wait_until(lambda: not running(grandchild), 20), "the grandchild %d was left" % grandchild)
+            self.assertIsNone(server.proc.poll(), server.context())
+
+    def test_config_command_keeps_backslashes(self):
+        # Bug 3: a config command keeps a backslash before an ordinary character (Windows paths: C:\Tools\app.exe
+        # was C:Toolsapp.exe), as a command-line template does; a backslash before a blank, a quote, a brace or
+        # a shell's character still escapes it. Rows: command, arguments, the words after the command.
+        for source, arguments, words in (
+                (r"app C:\Tools\app.exe --in C:\data\in.txt", {}, [r"C:\Tools\app.exe", "--in", r"C:\data\in.txt"]),
+                (r"app C:\Users\\{user}", {"user": "bob"}, [r"C:\Users\bob"]),  # the README's example
+                (r"app C:\Users\{user}", {}, [r"C:\Users{user}"]),  # an escaped brace is text, as on the command line
+                (r"app '\\srv\share\f.txt' \\srv\share", {}, [r"\\srv\share\f.txt", r"\srv\share"]),
+                (r'app "C:\Program Files\x" a\ b \'q\' \"d\" \$HOME a\|b', {},
+                 [r"C:\Program Files\x", "a b", "'q'", '"d"', "$HOME", "a|b"]),
+                (r'app "in \"quotes\" \\ \n"', {}, [r'in "quotes" \ \n'])):
+            with self.subTest(source=source):
+                self.assertEqual(mcpstudio.CommandTemplate(source).render(arguments, False)[1:], words)
+        show = self.script("show.py", "import json, sys\nprint(json.dumps(sys.argv[1:]))\n", executable=False)
+        config = os.path.join(self.dir, "paths.json")
+        with open(config, "w") as f:  # the Python's own path has backslashes on Windows: it must load too
+            json.dump({"tools": [{"name": "paths", "command": r'"%s" "%s" C:\Tools\app.exe --in C:\data\in.txt '
+                                  r"C:\Users\\{user}" % (PY, show)}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            result = server.call("paths", {"user": "ann"})
+            self.assertEqual(json.loads(text_of(result)), [r"C:\Tools\app.exe", "--in", r"C:\data\in.txt",
+                                                           r"C:\Users\ann"], server.context())
+        proc = self.cli("call", "paths", "user=ann", "--name", "paths", PY, show, r"C:\Users\\{user}")
+        self.assertEqual(json.loads(proc.stdout), [r"C:\Users\ann"], proc.stdout + proc.stderr)  # the same rule
+
+    def test_script_argv_table(self):
+        # Bug 4: how script mode runs a file, per platform (a pure function): POSIX the file itself (its execute
+        # bit and #! line); Windows by extension: .py with the Python that runs mcpstudio (the py launcher when
+        # unknown), .ps1 with PowerShell, .exe .com .bat .cmd themselves when in PATHEXT, anything else not a script.
+        python, pathext = r"C:\Python311\python.exe", ".COM;.EXE;.BAT;.CMD;.VBS;.JS;.PY"
+        for path, windows, python_, pathext_, argv in (
+                ("/srv/tools/hello.py", False, None, None, ["/srv/tools/hello.py"]),
+                ("/srv/tools/hello", False, None, None, ["/srv/tools/hello"]),
+                (r"C:\tools\hello.py", True, python, pathext, [python, r"C:\tools\hello.py"]),
+                (r"C:\tools\HELLO.PY", True, python, ".EXE", [python, r"C:\tools\HELLO.PY"]),  # no association needed
+                (r"C:\tools\hello.py", True, "", pathext, ["py", "-3", r"C:\tools\hello.py"]),
+                (r"C:\tools\run.cmd", True, python, pathext, [r"C:\tools\run.cmd"]),
+                (r"C:\tools\run.bat", True, python, None, [r"C:\tools\run.bat"]),
+                (r"C:\tools\run.exe", True, python, pathext, [r"C:\tools\run.exe"]),
+                (r"C:\tools\run.exe", True, python, ".CMD", None),  # not in PATHEXT
+                (r"C:\tools\run.ps1", True, python, pathext,  # not in PATHEXT either
+                 ["powershell", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", r"C:\tools\run.ps1"]),
+                (r"C:\tools\run.js", True, python, pathext, None),  # in PATHEXT, but needs a host
+                (r"C:\tools\notes.txt", True, python, pathext, None),
+                (r"C:\tools\hello", True, python, pathext, None)):
+            with self.subTest(path=path, windows=windows):
+                self.assertEqual(mcpstudio.script_argv(path, windows, python_, pathext_), argv)
+
+    @unittest.skipUnless(WINDOWS, "a .py without an execute bit, .bat and .cmd scripts are Windows' (Linux: by #!)")
+    def test_script_mode_windows_scripts(self):
+        # Bug 4, for real: script mode lists a .py, a .bat and a .cmd (their --help read), and calls each,
+        # the .py with this Python, the options on stdin as JSON.
+        root = os.path.join(self.dir, "scripts")
+        os.mkdir(root)
+        with open(os.path.join(root, "greet.py"), "w") as f:
+            f.write("import json, sys\nif sys.argv[1:] == ['--help']:\n    print(json.dumps({'description': 'Greet.'}))\n"
+                    "    print(json.dumps({'who': {'required': True, 'value_type': 'string'}}), file=sys.stderr)\n"
+                    "    sys.exit(0)\nprint('hello ' + json.load(sys.stdin)['who'])\n")
+        for name in ("shout.cmd", "whisper.bat"):
+            with open(os.path.join(root, name), "w") as f:
+                f.write('@echo off\r\nif "%%~1"=="--help" (\r\n  echo {"description": "%s"}\r\n  echo {} 1>&2\r\n'
+                        '  exit /b 0\r\n)\r\necho %s from a batch file\r\n' % (name, name))
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        with McpProcess("--root-directory", root, env=env) as server:
+            server.initialize()
+            tools = {t["name"]: t for t in server.request("tools/list", timeout=60)["result"]["tools"]}
+            self.assertEqual(sorted(tools), ["greet", "shout", "whisper"], server.context())
+            self.assertEqual(tools["greet"]["description"], "Greet.")
+            self.assertEqual(tools["shout"]["description"], "shout.cmd")
+            self.assertEqual(text_of(server.call("greet", {"who": "Ada"}, timeout=30)).strip(), "hello Ada")
+            for name in ("shout", "whisper"):
+                self.assertIn("from a batch file", text_of(server.call(name, {}, timeout=30)))
+
+    def test_timeout_before_call(self):
+        # Bug 5: `--timeout` written before `call` applies to the server call starts (it was silently dropped:
+        # the command ran its whole 30 s); an option before a subcommand that reads only its own is refused.
+        proc = self.cli("--timeout", "2", "call", "nap", "--name", "nap", PY, "-c", "import time; time.sleep(30)")
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("timed out after 2 s", proc.stderr)
+        show = self.script("show.py", "import sys\nprint(' '.join(sys.argv[1:]))\n", executable=False)
+        config = os.path.join(self.dir, "show.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "show", "command": '"%s" "%s" {word}' % (PY, show)}]}, f)
+        proc = self.cli("--config", config, "call", "show", "word=configured")  # an option before call that names the mode
+        self.assertEqual((proc.returncode, proc.stdout.strip()), (0, "configured"), proc.stdout + proc.stderr)
+        proc = self.cli("--timeout", "2", "install", "--client", "claude-code", "--", "x")
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn("--timeout 2 before install: install reads only its own options", proc.stderr)
+        proc = self.cli("--timeout", "2", "call", "echo", "--", PY, "-c", "pass")
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn("the server is the command after --", proc.stderr)
+
+
 @unittest.skipUnless(os.name == "posix", "file names as bytes")
 class ScriptNameTests(ScratchDir):
     def test_name_not_utf8(self):
@@ -1116,7 +1750,7 @@ class CommandOutputTests(ScratchDir):
             return time.monotonic() - started, lines
         seconds, lines = asyncio.run(feed())
         self.assertEqual([len(line) for line in lines], [1 << 20, 4])
-        self.assertLess(seconds, 1.0)
+        self.assertLess(seconds, 5.0)  # linear: milliseconds; generous for a loaded machine
 
 
 class PaginateTests(unittest.TestCase):
@@ -1176,7 +1810,7 @@ class ProtocolTests(ScratchDir):
             server.request("ping", request_id="up")  # started (a slow machine may take seconds to import)
             started = time.monotonic()
             reply = server.request("server/discover", {}, request_id=0)
-            self.assertLess(time.monotonic() - started, 1.5)
+            self.assertLess(time.monotonic() - started, 5)  # at once, not a wait (generous for a loaded machine)
             self.assertEqual(reply["error"]["code"], -32602)
             self.assertEqual(server.request("nothing/here")["error"]["code"], -32601)
             server.initialize()
@@ -1523,31 +2157,32 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(server.request("logging/setLevel", {"level": "chatty"})["error"]["code"], -32602)
 
     def test_concurrent_calls(self):
-        # 16 calls of a 0.4 s command finish together, not one after another (6.4 s); half that leaves
+        # 16 calls of a 2 s command finish together, not one after another (32 s); half that leaves
         # room for a loaded machine's spawns.
         with McpProcess("--name", "s", "sleep", "{seconds}") as server:
             server.initialize()
             started = time.monotonic()
             for i in range(16):
                 server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                             "params": {"name": "s", "arguments": {"seconds": "0.4"}}})
+                             "params": {"name": "s", "arguments": {"seconds": "2"}}})
             for i in range(16):
-                self.assertFalse(server.wait_response(i)["result"]["isError"])
-            self.assertLess(time.monotonic() - started, 3.2)
+                self.assertFalse(server.wait_response(i, timeout=40)["result"]["isError"])
+            self.assertLess(time.monotonic() - started, 16)
 
     def test_max_concurrency(self):
-        # --max-concurrency 2: the others wait their turn (8 x 0.3 s in 4 rounds).
+        # --max-concurrency 2: the others wait their turn (8 x 1 s in 4 rounds: 4 s; 3 at a time would take 3 s,
+        # 1 at a time 8 s, which the upper bound keeps well clear of, leaving a loaded machine 3.5 s for the spawns).
         with McpProcess("--max-concurrency", "2", "--name", "s", "sleep", "{seconds}") as server:
             server.initialize()
             started = time.monotonic()
             for i in range(8):
                 server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                             "params": {"name": "s", "arguments": {"seconds": "0.3"}}})
+                             "params": {"name": "s", "arguments": {"seconds": "1"}}})
             for i in range(8):
-                self.assertFalse(server.wait_response(i)["result"]["isError"])
+                self.assertFalse(server.wait_response(i, timeout=30)["result"]["isError"])
             elapsed = time.monotonic() - started
-            self.assertGreaterEqual(elapsed, 1.15)
-            self.assertLess(elapsed, 2.2)  # 2 at a time, not 1
+            self.assertGreaterEqual(elapsed, 3.9)
+            self.assertLess(elapsed, 7.5)  # 2 at a time, not 1
 
     def test_large_output_no_deadlock(self):
         # 4 MB on stdout and on stderr at once: both pipes are read while the command runs.
@@ -1602,7 +2237,7 @@ class ProtocolTests(ScratchDir):
             server.initialize()
             started = time.monotonic()
             result = server.call("bg", {"f": pidfile})
-            self.assertLess(time.monotonic() - started, 3)
+            self.assertLess(time.monotonic() - started, 20)  # the command's exit, not the background sleep's 30 s
             self.assertEqual(text_of(result), "done\n")
             with open(pidfile) as f:
                 pid = int(f.read())
@@ -1774,7 +2409,7 @@ class LifecycleTests(ScratchDir):
             {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "piped"}}},
         ]
         proc = subprocess.run([PY, MODULE, "echo", "{message}"], input="".join(json.dumps(m) + "\n" for m in msgs),
-                              capture_output=True, text=True, timeout=WAIT)
+                              capture_output=True, text=True, timeout=COMPILING)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         replies = {json.loads(line)["id"]: json.loads(line) for line in proc.stdout.splitlines()}
         self.assertEqual(text_of(replies[1]["result"]), "piped\n")
@@ -1922,9 +2557,9 @@ class CommandLineTests(ScratchDir):
         shutil.copy(MODULE, os.path.join(build, "__main__.py"))
         pyz = os.path.join(self.dir, "mcpstudio.pyz")
         subprocess.run([PY, "-m", "zipapp", build, "-p", "/usr/bin/env python3", "-o", pyz],
-                       check=True, timeout=WAIT)
+                       check=True, timeout=COMPILING)
         with McpProcess(cmd=[PY, pyz, "echo", "{message}"]) as server:
-            server.initialize()
+            server.initialize(timeout=COMPILING)
             self.assertEqual(text_of(server.call("echo", {"message": "zipped"})), "zipped\n")
             self.assertEqual(server.close(), 0)
 
@@ -2029,22 +2664,31 @@ class ScriptModeTests(ScratchDir):
         self.make(".secret/tool")
         with open(os.path.join(self.root, "notes.txt"), "w") as f:
             f.write("not a script")
-        with self.serve() as server:
-            started = time.monotonic()
+        # stderr into stdout's pipe: the order of its lines is the order the server wrote them in.
+        with McpProcess("--root-directory", self.root, "--help-timeout", "2", env=self.env, stderr=subprocess.STDOUT) as server:
             server.initialize()
-            self.assertLess(time.monotonic() - started, 4, "initialize waited for discovery (`slow` takes 5 s)")
+            # Behaviour, not speed: initialize was answered before discovery ended (`slow`'s --help times out
+            # after 2 s, and its line comes last): a server that waited would write that line first.
+            with server.lock:
+                written = [line.decode("utf-8", "replace") for line in server.stdout_lines]
+            reply = next(i for i, line in enumerate(written) if line.startswith('{"jsonrpc":"2.0","id":101,'))
+            self.assertFalse([line for line in written[:reply] if " left out" in line], written)
             names = self.tool_names(server)
             self.assertEqual(names, ["deep__er__tool", "good", "math__add"])
             tools = {t["name"]: t for t in server.request("tools/list")["result"]["tools"]}
             self.assertEqual(tools["good"]["title"], "Good one (good)")
             self.assertEqual(tools["good"]["description"], "works")
             self.assertEqual(tools["math__add"]["title"], "math/add")
-            stderr_text = server.stderr_when(lambda text: text.count(" left out") >= 7)
+            def said():
+                with server.lock:
+                    return [line.decode("utf-8", "replace") for line in server.stdout_lines if not line.startswith(b"{")]
+            wait_until(lambda: "".join(said()).count(" left out") >= 7)
+            stderr_text = "".join(said())
             for name, fragment in (("broken", "exited with code 1"), ("slow", "timed out"),
                                    ("badjson", "invalid metadata"), ("badopts", "invalid options"),
                                    ("nodefault", "no default_value"), ("wrongdefault", "integer"),
                                    ("emptyenum", "non-empty")):
-                lines = [line for line in server.stderr if os.path.join(self.root, name) + " left out" in line]
+                lines = [line for line in said() if os.path.join(self.root, name) + " left out" in line]
                 self.assertEqual(len(lines), 1, "%s: %s" % (name, stderr_text))
                 self.assertIn(fragment, lines[0])
             warnings = [n["params"] for n in server.notifications_of("notifications/message")]
@@ -2443,6 +3087,7 @@ class CommandTemplateTests(unittest.TestCase):
                     mcpstudio.CommandTemplate(text)
                 self.assertIn(fragment, str(cm.exception))
 
+    @unittest.skipIf(os.name == "nt", "runs the rendered script in a POSIX sh, which Windows lacks")
     def test_shell_tools_keep_the_template_s_quoting(self):
         # Escapes, pipes in quotes and missing values render in sh -c exactly as in argv mode:
         # a value is always one quoted positional parameter, never split, globbed or run.
@@ -2492,6 +3137,7 @@ class CommandTemplateTests(unittest.TestCase):
         stdin = mcpstudio.CommandTemplate('{"items": [1, {x}]}', text=True)
         self.assertEqual(stdin.render_text({"x": "5"}), '{"items": [1, 5]}')
 
+    @unittest.skipIf(os.name == "nt", "runs the rendered script in a POSIX sh, which Windows lacks")
     def test_shell_rendering_keeps_values_out_of_the_script(self):
         # "shell": true passes every value positionally; the script holds only template text.
         template = mcpstudio.CommandTemplate("printf '%s|' '{a}' \"{b}\" {c} | tr a-z A-Z")
@@ -2859,6 +3505,31 @@ class HttpQueueTests(unittest.TestCase):
         self.assertEqual((last["id"], final), (7, True))
 
 
+class MakeRoomTests(unittest.TestCase):
+    def test_who_gives_way(self):
+        # Issue 46.6 (pure): past the pending share, the oldest connection that had its chance gives way (silent
+        # past first_byte, a head still arriving past slow_head); young ones only past the connection cap.
+        class Conn:
+            cancelled = False
+
+            def cancel(self):
+                self.cancelled = True
+        now = time.monotonic()
+        # (ages and whether each sends, share, most) -> which indexes give way
+        for conns, share, most, dropped in (
+                ([(5, False), (5, False), (0, False)], 2, 100, [0]),          # the oldest silent one
+                ([(3, True), (3, False), (0, False)], 2, 100, [1]),           # a sender in time stays
+                ([(9, True), (0, False), (0, False)], 2, 100, [0]),           # a slow head gives way
+                ([(0.5, False)] * 4, 2, 100, []),                             # a burst of young ones is kept
+                ([(0.5, False)] * 4, 2, 3, [0]),                              # ... up to the cap
+                ([(5, False)] * 2, 2, 100, [])):                              # within the share: nobody
+            pending = collections.OrderedDict((Conn(), [now - age, sending]) for age, sending in conns)
+            tasks = list(pending)
+            mcpstudio.make_room(pending, share, most, 1.0, 5.0)
+            self.assertEqual([i for i, t in enumerate(tasks) if t.cancelled], dropped, conns)
+            self.assertEqual([t for t in tasks if t.cancelled and t in pending], [])
+
+
 class HttpRequestReadingTests(unittest.TestCase):
     """Reading one HTTP/1.1 request strictly (RFC 9112), in-process: bytes in a StreamReader,
     the request or the status it is refused with out. No socket, no server."""
@@ -2984,6 +3655,63 @@ class HttpHardeningTests(ScratchDir):
                 started = time.monotonic()
                 self.assertTrue(silent.recv(65536).startswith(b"HTTP/1.1 408 "))
                 self.assertLess(time.monotonic() - started, 4)
+        finally:
+            server.close()
+
+    def test_a_burst_of_callers_is_not_dropped(self):
+        # Issue 46.6: 64 callers that all connect, then all send (twice the pending share; a pool opening its
+        # connections does this) are all answered: young connections are kept, no caller that sends is dropped.
+        import socket
+        with HttpServerProcess("echo", "{message}") as server:
+            barrier, replies = threading.Barrier(64), []
+
+            def caller():
+                with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+                    barrier.wait(WAIT)
+                    sock.sendall(http_request())
+                    reply = b""
+                    try:
+                        while True:
+                            chunk = sock.recv(65536)
+                            if not chunk:
+                                break
+                            reply += chunk
+                    except OSError as exc:
+                        reply += repr(exc).encode()
+                    replies.append(reply[:20])
+            threads = [threading.Thread(target=caller, daemon=True) for _ in range(64)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+            self.assertEqual([r for r in replies if not r.startswith(b"HTTP/1.1 200 ")], [])
+            self.assertEqual(len(replies), 64)
+
+    def test_a_client_sending_its_request_is_not_the_one_dropped(self):
+        # Issue 46.6: the oldest pending connection is sending its head when idle sockets flood in past the pending
+        # share: a silent one gives way (once it had its HTTP_FIRST_BYTE), the sender is answered.
+        import socket
+        server = InProcessHttp(max_connections=64, max_pending=2, first_byte=0.2, header_timeout=10.0)
+        try:
+            request = http_request()
+            with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sender:
+                sender.sendall(request[:20])
+                time.sleep(0.5)
+                idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(6)]
+                time.sleep(0.5)
+                idle += [socket.create_connection(("127.0.0.1", server.port)) for _ in range(6)]
+                time.sleep(0.3)
+                sender.sendall(request[20:])
+                reply = b""
+                while b"\r\n\r\n" not in reply:
+                    chunk = sender.recv(65536)
+                    if not chunk:
+                        break
+                    reply += chunk
+                self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), reply[:200])
+                self.assertTrue(wait_until(lambda: len(server.http.pending) <= 8, 5), len(server.http.pending))
+                for sock in idle:
+                    sock.close()
         finally:
             server.close()
 
@@ -3144,13 +3872,13 @@ class ConfigTests(ScratchDir):
         # --help-timeout applies to a config's script folders too.
         folder = os.path.join(self.dir, "scripts")
         os.mkdir(folder)
-        self.script("scripts/slow", "#!/bin/sh\n[ \"$1\" = --help ] && { sleep 5; echo '{}'; exit 0; }\necho hi\n")
+        self.script("scripts/slow", "#!/bin/sh\n[ \"$1\" = --help ] && { sleep 30; echo '{}'; exit 0; }\necho hi\n")
         config = self.write_config({"scripts": ["scripts"]})
         with self.serve(config, "--help-timeout", "0.5", env=dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "c"))) as server:
             server.initialize()
             started = time.monotonic()
             self.assertEqual(server.request("tools/list")["result"]["tools"], [])
-            self.assertLess(time.monotonic() - started, 3)
+            self.assertLess(time.monotonic() - started, 15)  # the 0.5 s --help timeout, not the script's 30 s
 
     def test_stdin_template(self):
         # "stdin" is rendered and fed to the command (for tools like jq).
@@ -4747,6 +5475,7 @@ def fake_server(args):
     def opt(name, default=None):
         return args[args.index(name) + 1] if name in args else default
 
+    sys.stdin.reconfigure(encoding="utf-8")  # MCP's stdio is UTF-8 (Windows would read its ANSI code page)
     if opt("--launch-file"):  # when it was launched, before any --slow-start
         with open(opt("--launch-file"), "a") as f:
             f.write("%f\n" % time.time())
@@ -4755,6 +5484,9 @@ def fake_server(args):
         sys.exit(3)
     if opt("--slow-start") and not os.environ.get("FAKE_QUICK_START"):  # (set by cache_tools)
         time.sleep(float(opt("--slow-start")))
+    if opt("--who-file"):  # which FAKE_WHO (a person's secret, in an isolated server) this process got
+        with open(opt("--who-file"), "a") as f:
+            f.write("%d %s\n" % (os.getpid(), os.environ.get("FAKE_WHO") or "-"))
     if opt("--pidfile"):
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         with open(opt("--pidfile"), "a") as f:
@@ -4785,6 +5517,16 @@ def fake_server(args):
         TOOLS.append({"name": "mrtr", "description": "Ask two rounds of questions (SEP-2322)", "inputSchema": {"type": "object"}})
     if opt("--extra-tool"):  # a tool listed without an inputSchema, under the given name
         TOOLS.append({"name": opt("--extra-tool"), "description": "No schema"})
+    if "--issue-tool" in args:  # a tool with arguments to curate (fixed, renamed, defaulted); it answers with them
+        TOOLS.append({"name": "create_issue", "description": "Create a new issue in a repository of an organization. "
+                      "Long upstream text that a team would rather shorten.",
+                      "inputSchema": {"type": "object", "required": ["org", "repo", "title"], "properties": {
+                          "org": {"type": "string", "pattern": "^[a-z]+$"}, "repo": {"type": "string"},
+                          "title": {"type": "string", "description": "the issue's title"},
+                          "labels": {"type": "array", "items": {"type": "string"}},
+                          "draft": {"type": "boolean"}}},
+                      "_meta": {"anthropic/searchHint": "ticket bug report", "anthropic/maxResultSizeChars": 5000,
+                                "anthropic/requiresUserInteraction": False}})
     if "--huge-description" in args:
         TOOLS.append({"name": "huge", "description": "x" * 100000, "inputSchema": {"type": "object"}})
     for extra in (opt("--more-tools") or "").split(","):  # more tools, answering "NAME called"
@@ -4856,6 +5598,8 @@ def fake_server(args):
                     state[len("round-3:"):], ",".join(roots), responses["think"]["content"]["text"],
                     ",".join(capabilities))}]}
             return {"content": [{"type": "text", "text": "bad retry: %s" % json.dumps(params)}], "isError": True}
+        if name == "create_issue":
+            return {"content": [{"type": "text", "text": "create_issue %s" % json.dumps(arguments, sort_keys=True)}]}
         if name == "crash":
             sys.stderr.write("fake: crashing on purpose\n")
             sys.stderr.flush()
@@ -4995,17 +5739,20 @@ def fake_server(args):
             if not uri.startswith("fake://%s/" % NAME):
                 send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32002, "message": "no such resource"}})
                 return
-            result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "%s read %s" % (NAME, uri)}]}
+            result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "%s read %s%s" % (
+                NAME, uri, " for " + os.environ["FAKE_WHO"] if os.environ.get("FAKE_WHO") else "")}]}
         elif method == "prompts/list":
             result = {"prompts": [{"name": "greet", "description": "Say hello",
                                    "arguments": [{"name": "who", "required": True}]}]}
         elif method == "completion/complete":  # the argument's value, completed, and the era it was asked in
             era = "2026" if "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {}) else "handshake"
-            result = {"completion": {"values": ["%s-%s-%s" % ((params.get("argument") or {}).get("value"), NAME, era)],
+            result = {"completion": {"values": ["%s-%s-%s" % ((params.get("argument") or {}).get("value"), NAME, era)]
+                                     + ([os.environ["FAKE_WHO"]] if os.environ.get("FAKE_WHO") else []),
                                      "hasMore": False}}
         elif method == "prompts/get":
             who = (params.get("arguments") or {}).get("who", "?")
-            result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s" % (who, NAME)}}]}
+            result = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello %s from %s%s" % (
+                who, NAME, " for " + os.environ["FAKE_WHO"] if os.environ.get("FAKE_WHO") else "")}}]}
         else:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no %s" % method}})
             return
@@ -5318,7 +6065,7 @@ class AggregatorTests(AggregatorCase):
             first = self.started()[0]
             started = time.monotonic()
             result = server.call("a__crash", {})
-            self.assertLess(time.monotonic() - started, 3)  # failed at once, no hang
+            self.assertLess(time.monotonic() - started, 10)  # failed at once, no hang (generous for a loaded machine)
             self.assertTrue(result["isError"])
             self.assertIn("server `a` fake: crashing on purpose (it exited with code 7)", text_of(result))
             self.assertTrue(wait_until(lambda: not alive(first[1])), "the crashed server's child was left")
@@ -5700,7 +6447,9 @@ class AggregatorReliabilityTests(AggregatorCase):
 
     def test_listing_never_waits_on_a_slow_server(self):
         # tools/list answers with what is ready; the slow server's tools follow with list_changed.
-        data = {"mcpServers": {"a": self.upstream("a"), "slow": self.upstream("slow", "--slow-start", "5")}}
+        # (The slow start is far longer than the list's 2 s wait plus a loaded machine's slack: the bound below
+        # tells "answered after its wait" from "waited for the slow server", not how fast the machine is.)
+        data = {"mcpServers": {"a": self.upstream("a"), "slow": self.upstream("slow", "--slow-start", "14")}}
         with self.serve(data, env=dict(self.env, MCPSTUDIO_LIST_WAIT="2")) as server:
             server.initialize()
             self.assertTrue(wait_until(lambda: self.started()))  # a is up, and announced:
@@ -5709,11 +6458,11 @@ class AggregatorReliabilityTests(AggregatorCase):
             before = len(server.notifications_of("notifications/tools/list_changed"))
             started = time.monotonic()
             names = self.tool_names(server)
-            self.assertLess(time.monotonic() - started, 3.5)  # was: 5 s, when clients give up
+            self.assertLess(time.monotonic() - started, 8)  # was: 5 s, when clients give up
             self.assertIn("a__echo", names)
             self.assertNotIn("slow__echo", names)
             self.assertTrue(wait_until(
-                lambda: len(server.notifications_of("notifications/tools/list_changed")) > before))
+                lambda: len(server.notifications_of("notifications/tools/list_changed")) > before, 30))
             self.assertIn("slow__echo", self.tool_names(server))
             self.assertEqual(text_of(server.call("slow__echo", {"text": "up"})), "slow: up")
 
@@ -5743,23 +6492,23 @@ class AggregatorReliabilityTests(AggregatorCase):
             server.initialize()
             started = time.monotonic()
             self.assertIn("slow__echo", self.tool_names(server))
-            self.assertLess(time.monotonic() - started, 1.5)
+            self.assertLess(time.monotonic() - started, 5)  # from the cache: not the 6 s slow start
             self.assertEqual(self.started(), [])
 
     def test_first_crash_restarts_at_once_and_uncached_servers_start_together(self):
         # Six servers with nothing cached start at once (not four at a time): all six launch before the first
-        # is up (3 s after its launch).
+        # is up (6 s after its launch).
         launches = os.path.join(self.dir, "launches")
-        data = {"mcpServers": {"s%d" % i: self.upstream("s%d" % i, "--slow-start", "3", "--launch-file", launches)
+        data = {"mcpServers": {"s%d" % i: self.upstream("s%d" % i, "--slow-start", "6", "--launch-file", launches)
                                for i in range(6)}}
         data["mcpServers"]["a"] = self.upstream("a")
         with self.serve(data) as server:
             server.initialize()
-            self.assertTrue(wait_until(lambda: len(self.started()) == 7))
+            self.assertTrue(wait_until(lambda: len(self.started()) == 7, 30))
             with open(launches) as f:
                 times = [float(line) for line in f]
             self.assertEqual(len(times), 6)
-            self.assertLess(max(times) - min(times), 2.8, times)
+            self.assertLess(max(times) - min(times), 5.5, times)
             # A first crash restarts at once; only a second one in a row backs off.
             server.call("a__crash", {})
             self.assertEqual(text_of(server.call("a__echo", {"text": "1"})), "a: 1")
@@ -6457,6 +7206,389 @@ class RealUpstreamTests(ScratchDir):
                 self.assertIn("file:///srv/client-root", out["get-roots-list"][1])
 
 
+class CuratedToolTests(unittest.TestCase):
+    """Issue 43: the pure part of an override: the definition it publishes and the arguments a call sends."""
+
+    TOOL = {"name": "create_issue", "description": "Create an issue", "annotations": {"readOnlyHint": False},
+            "_meta": {"anthropic/searchHint": "ticket", "x": 1},
+            "inputSchema": {"type": "object", "required": ["org", "repo", "title"], "properties": {
+                "org": {"type": "string", "pattern": "^[a-z]+$"}, "repo": {"type": "string"},
+                "title": {"type": "string"}, "labels": {"type": "array", "items": {"type": "string"}}}}}
+
+    def curated(self, *overrides, public="gh__file_bug"):
+        layers = [(override, "f.json: mcpServers.gh.overrides.create_issue", True) for override in overrides]
+        return mcpstudio.CuratedTool(self.TOOL, layers, public)
+
+    def test_published_definition(self):
+        # Each key changes what it names and nothing else: upstream _meta and annotations are merged, not replaced.
+        cases = [  # (override, key of the published tool, expected value)
+            ({"description": "File a bug."}, "description", "File a bug."),
+            ({"descriptionPrefix": "Team:", "descriptionSuffix": "(acme)"}, "description", "Team: Create an issue (acme)"),
+            ({"title": "File a bug"}, "title", "File a bug"),
+            ({"annotations": {"destructiveHint": True}}, "annotations", {"readOnlyHint": False, "destructiveHint": True}),
+            ({"_meta": {"anthropic/alwaysLoad": True}}, "_meta", {"anthropic/searchHint": "ticket", "x": 1,
+                                                                 "anthropic/alwaysLoad": True}),
+            ({"arguments": {"org": {"value": "acme"}}}, "inputSchema", {"type": "object", "required": ["repo", "title"],
+             "properties": {"repo": {"type": "string"}, "title": {"type": "string"},
+                            "labels": {"type": "array", "items": {"type": "string"}}}}),
+            ({"arguments": {"title": {"name": "summary", "description": "one line"}, "labels": {"default": ["bug"]},
+                            "org": {"hidden": True, "default": "acme"}}}, "inputSchema",
+             {"type": "object", "required": ["repo", "summary"], "properties": {
+                 "repo": {"type": "string"}, "summary": {"type": "string", "description": "one line"},
+                 "labels": {"type": "array", "items": {"type": "string"}, "default": ["bug"]}}}),
+        ]
+        for override, key, expected in cases:
+            with self.subTest(override=override):
+                tool = self.curated(override).tool
+                self.assertEqual(tool[key], expected)
+                self.assertEqual(tool["name"], "gh__file_bug")
+        self.assertEqual(self.TOOL["inputSchema"]["required"], ["org", "repo", "title"])  # the listing is not changed
+
+    def test_call_arguments(self):
+        # The model's arguments are checked against the published schema, then renamed back, defaults and
+        # fixed values added; a fixed or renamed-away argument is refused, not passed on.
+        curated = self.curated({"arguments": {"org": {"value": "acme"}, "title": {"name": "summary"},
+                                              "labels": {"default": ["bug"]}}})
+        self.assertEqual(curated.arguments({"repo": "r", "summary": "s"}),
+                         {"org": "acme", "repo": "r", "title": "s", "labels": ["bug"]})
+        self.assertEqual(curated.arguments({"repo": "r", "summary": "s", "labels": []})["labels"], [])
+        for given, fragment in (({"repo": "r"}, "`summary` is required"),
+                                ({"repo": 1, "summary": "s"}, "`repo` must be string"),
+                                ({"repo": "r", "summary": "s", "org": "evil"}, "`org` is not an argument of this tool "
+                                                                               "(its value is fixed)"),
+                                ({"repo": "r", "summary": "s", "title": "t"}, "`title` is not an argument")):
+            with self.subTest(given=given):
+                with self.assertRaises(mcpstudio.ToolError) as caught:
+                    curated.arguments(given)
+                self.assertIn(fragment, str(caught.exception))
+                self.assertIn("Invalid arguments for `gh__file_bug`", str(caught.exception))
+
+    def test_refusals_name_the_key(self):
+        # What only the tool's schema shows is refused with the file and the key.
+        cases = [
+            ({"arguments": {"org": {"value": "ACME"}}}, "f.json: mcpServers.gh.overrides.create_issue.arguments.org.value: "
+                                                        "the value \"ACME\" must match the pattern ^[a-z]+$"),
+            ({"arguments": {"org": {"hidden": True}}}, "arguments.org: `org` is a required argument of `create_issue`: a "
+                                                       "hidden one needs a `value`"),
+            ({"arguments": {"labels": {"default": "bug"}}}, "arguments.labels.default: the default \"bug\" must be array"),
+            ({"arguments": {"title": {"name": "repo"}}}, "arguments.title.name: `repo` is already the name of the "
+                                                         "argument `repo`"),
+            ({"arguments": {"orgg": {"value": "x"}}}, "arguments.orgg: the tool `create_issue` has no argument `orgg`"),
+        ]
+        for override, fragment in cases:
+            with self.subTest(override=override):
+                with self.assertRaises(mcpstudio.ConfigError) as caught:
+                    self.curated(override)
+                self.assertIn(fragment, str(caught.exception))
+        glob = mcpstudio.CuratedTool(self.TOOL, [({"arguments": {"orgg": {"value": "x"}}}, "f: k", False)], "x")
+        self.assertEqual(glob.fixed, {})  # a glob's argument applies only to the tools that have it
+
+    def test_search_reads_the_search_hint(self):
+        # mcpstudio's own index reads a tool's `anthropic/searchHint` as part of its description.
+        tool = {"name": "t", "description": "Does things", "inputSchema": {"type": "object"}}
+        self.assertEqual(mcpstudio.ToolIndex([tool]).search("zebra", 1), [])
+        hinted = dict(tool, _meta={"anthropic/searchHint": "zebra stripes"})
+        self.assertEqual(mcpstudio.ToolIndex([hinted]).search("zebra", 1), [hinted])
+
+    def test_a_pattern_python_cannot_read_is_left_to_the_server(self):
+        # A JavaScript-only `pattern` (\p{L}) in a server's schema neither breaks the listing nor the call.
+        tool = {"name": "t", "inputSchema": {"type": "object", "required": ["who"], "properties": {
+            "who": {"type": "string", "pattern": "^\\p{L}+$"}, "pattern": {"type": "string"}}}}
+        curated = mcpstudio.CuratedTool(tool, [({"arguments": {"who": {"value": "Zoë"}}}, "f: k", True)], "t")
+        self.assertEqual(curated.arguments({"pattern": "x"}), {"pattern": "x", "who": "Zoë"})
+        with self.assertRaises(mcpstudio.ToolError):
+            curated.arguments({"pattern": 1})  # the rest of the schema is still checked
+
+    def test_layers_later_wins(self):
+        # Globs first, then the exact entry; a namespace's entries after the server's: the later key wins.
+        layers = [({"description": "glob", "arguments": {"labels": {"default": ["a"]}}}, "f: glob", False),
+                  ({"description": "exact"}, "f: exact", True),
+                  ({"descriptionSuffix": "ns", "arguments": {"labels": {"default": ["b"]}}}, "f: ns", True)]
+        tool = mcpstudio.CuratedTool(self.TOOL, layers, "p").tool
+        self.assertEqual((tool["description"], tool["inputSchema"]["properties"]["labels"]["default"]), ("exact ns", ["b"]))
+        overrides = [("create_*", {"title": "1"}, "a"), ("create_issue", {"title": "2"}, "b"), ("*", {}, "c"),
+                     ("other", {}, "d")]
+        self.assertEqual([place for _, place, _ in mcpstudio.override_layers(overrides, "create_issue")], ["a", "c", "b"])
+
+
+class CurationTests(AggregatorCase):
+    """Issue 43: overrides of aggregated tools through the spawned aggregator over the fake upstream, in both
+    protocol eras: listing, search, call, audit, permissions, refusals, status, inspect and the TUI's board."""
+
+    upstream, write, serve = AggregatorTests.upstream, AggregatorTests.write, AggregatorTests.serve
+
+    def team(self, **top):
+        """A team's config: a fixed organization, a shorter description, a renamed tool and argument."""
+        self.audit = os.path.join(self.dir, "audit.jsonl")
+        return dict({"audit": {"file": self.audit}, "mcpServers": {"gh": dict(self.upstream("gh", "--issue-tool"), overrides={
+            "create_issue": {"name": "file_bug", "description": "File a bug in acme's repositories.",
+                             "annotations": {"destructiveHint": False}, "_meta": {"anthropic/alwaysLoad": True},
+                             "arguments": {"org": {"value": "acme"},
+                                           "title": {"name": "summary", "description": "one line"},
+                                           "labels": {"default": ["bug"]}}},
+            "ech*": {"descriptionSuffix": "(team copy)"}})},
+            "namespaces": {"work": {"servers": ["gh"], "overrides": {
+                "gh__env": {"name": "read_env", "descriptionPrefix": "Work:"},
+                "gh__file_bug": {"title": "File a bug"}}}}}, **top)
+
+    def audited(self):
+        with open(self.audit, encoding="utf-8") as f:
+            return [json.loads(line) for line in f]
+
+    def check_listing(self, tools):
+        tools = {tool["name"]: tool for tool in tools}
+        self.assertNotIn("gh__create_issue", tools)  # one name only: the curated one
+        bug = tools["gh__file_bug"]
+        self.assertEqual((bug["description"], bug["title"]), ("[gh] File a bug in acme's repositories.", "File a bug"))
+        self.assertEqual(bug["inputSchema"]["required"], ["repo", "summary"])
+        self.assertEqual(sorted(bug["inputSchema"]["properties"]), ["draft", "labels", "repo", "summary"])
+        self.assertEqual(bug["inputSchema"]["properties"]["labels"]["default"], ["bug"])
+        self.assertEqual(bug["annotations"], {"destructiveHint": False})
+        self.assertEqual(bug["_meta"], {"anthropic/searchHint": "ticket bug report", "anthropic/maxResultSizeChars": 5000,
+                                        "anthropic/requiresUserInteraction": False, "anthropic/alwaysLoad": True})
+        self.assertEqual(tools["gh__echo"]["description"], "[gh] Echo text back (team copy)")  # a glob's entry
+        self.assertEqual(tools["gh__echo"]["_meta"], {"x-fake": 1})  # upstream _meta passes through unchanged
+        self.assertEqual(tools["read_env"]["description"], "[gh] Work: Read a variable")  # the namespace's entry
+        self.assertNotIn("gh__env", tools)
+
+    def check_calls(self, server, meta=None):
+        sent = server.call("gh__file_bug", {"repo": "web", "summary": "it breaks"}, meta=meta)
+        self.assertEqual(text_of(sent), 'create_issue {"labels": ["bug"], "org": "acme", "repo": "web", "title": "it breaks"}')
+        refused = server.call("gh__file_bug", {"repo": "web", "summary": "x", "org": "evil"}, meta=meta)
+        self.assertTrue(refused["isError"])
+        self.assertIn("`org` is not an argument of this tool (its value is fixed)", text_of(refused))
+        wrong = server.call("gh__file_bug", {"repo": "web", "summary": 3}, meta=meta)
+        self.assertIn("`summary` must be string", text_of(wrong))
+        old = server.request("tools/call", {"name": "gh__create_issue", "arguments": {}, "_meta": meta or {}})
+        self.assertIn("Unknown tool: gh__create_issue", old["error"]["message"])
+        self.assertEqual(text_of(server.call("read_env", {"name": "NO_SUCH_VAR"}, meta=meta)), "<unset>")
+
+    # Handshake era (2025-11-25): listing, calls mapped back, the audit line with both names, servers_list.
+    def test_session_era_listing_call_audit(self):
+        with self.serve(self.team()) as server:
+            server.initialize()
+            self.check_listing(server.request("tools/list")["result"]["tools"])
+            self.check_calls(server)
+            listed = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"]
+            self.assertEqual(listed[0]["curatedTools"], {"gh__file_bug": "create_issue", "gh__echo": "echo",
+                                                         "read_env": "env"})
+        lines = self.audited()
+        self.assertEqual([(line["tool"], line.get("upstreamTool"), line.get("server")) for line in lines[:2]],
+                         [("gh__file_bug", "create_issue", "gh"), ("gh__file_bug", "create_issue", "gh")])
+        self.assertEqual(lines[0]["arguments"], {"repo": "web", "summary": "it breaks"})  # what the model sent
+        self.assertTrue(lines[1]["isError"])
+
+    # 2026-07-28 (stateless, `_meta` on each request, no initialize): the same listing and calls.
+    def test_stateless_era_listing_call_audit(self):
+        with self.serve(self.team()) as server:
+            self.check_listing(server.request("tools/list", {"_meta": MODERN_META})["result"]["tools"])
+            self.check_calls(server, MODERN_META)
+        self.assertEqual(self.audited()[0]["upstreamTool"], "create_issue")
+
+    # Search indexes the curated view (the curated description and `anthropic/searchHint`); pinned tools
+    # (toolSearchPin, or `anthropic/alwaysLoad` set by an override) are listed and carry alwaysLoad: true.
+    def test_search_in_both_eras(self):
+        with self.serve(self.team(toolSearch="on", toolSearchPin=["gh__echo"])) as server:
+            for meta in (MODERN_META, None):  # stateless first: what a session finds joins its own list
+                if meta is None:
+                    server.initialize()
+                with self.subTest(era="2026-07-28" if meta else "2025-11-25"):
+                    listed = {tool["name"]: tool for tool in server.request(
+                        "tools/list", {"_meta": meta} if meta else {})["result"]["tools"]}
+                    self.assertEqual(sorted(listed), ["gh__echo", "gh__file_bug", "mcpstudio__call_tool",
+                                                      "mcpstudio__search_tools"])
+                    self.assertIs(listed["gh__echo"]["_meta"]["anthropic/alwaysLoad"], True)
+                    self.assertEqual(listed["gh__echo"]["_meta"]["x-fake"], 1)
+                    found = server.call("mcpstudio__search_tools", {"query": "ticket", "limit": 1},
+                                        meta=meta)["structuredContent"]["tools"]  # only in its searchHint
+                    self.assertEqual([tool["name"] for tool in found], ["gh__file_bug"])
+                    self.assertEqual(found[0]["inputSchema"]["required"], ["repo", "summary"])
+                    found = server.call("mcpstudio__search_tools", {"query": "read work variable", "limit": 1},
+                                        meta=meta)["structuredContent"]["tools"]
+                    self.assertEqual(found[0]["name"], "read_env")
+                    called = server.call("mcpstudio__call_tool", {"name": "gh__file_bug", "arguments": {
+                        "repo": "r", "summary": "s"}}, meta=meta)
+                    self.assertIn('"org": "acme"', text_of(called))
+
+    # An override's annotations are what the guard reads: marking a read-only tool destructive makes
+    # `"confirm": "destructive"` ask before it runs (and this client cannot answer, so it does not run).
+    def test_annotations_make_confirm_apply(self):
+        data = {"confirm": "destructive", "mcpServers": {"gh": dict(self.upstream("gh"), overrides={
+            "echo": {"annotations": {"readOnlyHint": False, "destructiveHint": True}}})}}
+        with self.serve(data) as server:
+            server.initialize()
+            refused = server.call("gh__echo", {"text": "x"})
+            self.assertTrue(refused["isError"])
+            self.assertIn("needs the user's confirmation", text_of(refused))
+        del data["mcpServers"]["gh"]["overrides"]
+        with self.serve(data) as server:  # the upstream's own readOnlyHint: no question
+            server.initialize()
+            self.assertEqual(text_of(server.call("gh__echo", {"text": "x"})), "gh: x")
+
+    # A reload applies changed overrides: the listing changes, the old curated name is gone.
+    def test_reload_applies_changed_overrides(self):
+        data = self.team()
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertIn("gh__file_bug", AggregatorTests.tool_names(self, server))
+            data["mcpServers"]["gh"]["overrides"]["create_issue"]["name"] = "report_bug"
+            self.write(data)
+            server.call("mcpstudio__config_reload", {})
+            names = AggregatorTests.tool_names(self, server)
+            self.assertIn("gh__report_bug", names)
+            self.assertNotIn("gh__file_bug", names)
+            self.assertIn('"org": "acme"', text_of(server.call("gh__report_bug", {"repo": "r", "summary": "s"})))
+
+    # Permissions name a curated tool by either name, its upstream one or its curated one; a deny by
+    # either denies, in every rule (deniedTools, toolPermissions, the namespace's tools filter).
+    def test_permissions_match_either_name(self):
+        cases = [  # (what to add to the config, the tool it denies)
+            ({"server": {"deniedTools": ["file_bug"]}}, "gh__file_bug"),
+            ({"server": {"deniedTools": ["create_issue"]}}, "gh__file_bug"),
+            ({"namespace": {"tools": {"deny": ["gh__create_issue"]}}}, None),  # a filter: left out, unknown
+            ({"namespace": {"tools": {"deny": ["read_env"]}}}, None),
+            ({"top": {"toolPermissions": [{"namespace": "work", "server": "gh", "toolName": "read_env",
+                                           "enabled": False}]}}, "read_env"),
+            ({"top": {"toolPermissions": [{"namespace": "work", "server": "gh", "toolName": "create_issue",
+                                           "enabled": False}, {"namespace": "work", "server": "gh",
+                                                               "toolName": "file_bug", "enabled": True}]}},
+             "gh__file_bug"),
+        ]
+        for change, denied in cases:
+            with self.subTest(change=change):
+                data = self.team(**change.get("top", {}))
+                data["mcpServers"]["gh"].update(change.get("server", {}))
+                data["namespaces"]["work"].update(change.get("namespace", {}))
+                gone = denied or ("read_env" if "read_env" in json.dumps(change) else "gh__file_bug")
+                with self.serve(data) as server:
+                    server.initialize()
+                    names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+                    self.assertNotIn(gone, names)
+                    self.assertIn("gh__echo", names)
+                    reply = server.request("tools/call", {"name": gone, "arguments": {}})
+                    if denied:
+                        self.assertEqual(reply["error"]["code"], -32006, reply)
+                    else:
+                        self.assertIn("Unknown tool", reply["error"]["message"])
+
+    # Mistakes said at start: an override of a tool the server does not list is a warning (server, tool,
+    # nearest names, against which listing); a colliding rename, a hidden required argument without a
+    # value and a fixed value the schema refuses are refused with the file and key, in serve and status.
+    def test_refusals_and_warnings(self):
+        data = {"mcpServers": {"gh": dict(self.upstream("gh", "--issue-tool"), overrides={
+            "create_issue": {"arguments": {"org": {"value": "ACME"}}},
+            "echo": {"arguments": {"text": {"hidden": True}}},
+            "sleep": {"name": "crash"},
+            "crate_isue": {"title": "typo"}})}}
+        path = self.write(data)
+        with self.serve(data) as server:
+            server.initialize()
+            names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
+            for name in ("gh__create_issue", "gh__echo", "gh__sleep"):
+                self.assertNotIn(name, names)
+            self.assertIn("gh__crash", names)  # the tool whose name a rename wanted keeps it
+            for name, key in (("gh__create_issue", "mcpServers.gh.overrides.create_issue.arguments.org.value"),
+                              ("gh__echo", "mcpServers.gh.overrides.echo.arguments.text"),
+                              ("gh__crash", None)):
+                reply = server.request("tools/call", {"name": name, "arguments": {},
+                                                      "_meta": MODERN_META if key is None else {}})
+                if key:  # refused, named; in the other era too
+                    self.assertEqual(reply["error"]["code"], -32006)
+                    self.assertIn("%s: %s" % (path, key), reply["error"]["message"])
+                    modern = server.request("tools/call", {"name": name, "arguments": {}, "_meta": MODERN_META})
+                    self.assertIn(key, modern["error"]["message"])
+            stderr = server.stderr_when(lambda text: "crate_isue" in text and "overrides.sleep.name" in text)
+        self.assertIn('%s: mcpServers.gh.overrides.crate_isue: server `gh` lists no tool "crate_isue" (checked against '
+                      'the tools it listed when it started); nearest: create_issue' % path, stderr)
+        self.assertIn("the value \"ACME\" must match the pattern ^[a-z]+$", stderr)
+        self.assertIn("`text` is a required argument of `echo`: a hidden one needs a `value`", stderr)
+        self.assertIn("mcpServers.gh.overrides.sleep.name: `gh__crash` is also the name of another tool", stderr)
+        out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)  # from the listing serve cached
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("gh__create_issue: refused: %s: mcpServers.gh.overrides.create_issue.arguments.org.value" % path,
+                      out.stdout)
+        self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
+        self.assertIn("(checked against its cached listing; `status --check` lists it again); nearest: create_issue",
+                      out.stderr)
+
+    # What needs no schema is refused when the file is read: the server is unusable, with the file and key.
+    def test_config_errors_at_load(self):
+        cases = [({"create_issue": {"nmae": "x"}}, "overrides.create_issue.nmae: unknown key (did you mean `name`?)"),
+                 ({"create_issue": {"name": "a b"}}, "overrides.create_issue.name: use 1 to 128 of A-Z"),
+                 ({"create_issue": {"arguments": {"org": {"value": "acme", "name": "o"}}}},
+                  "overrides.create_issue.arguments.org: an argument with a `value` is fixed and hidden"),
+                 ({"x": {"arguments": {"a": {"name": "c"}, "b": {"name": "c"}}}},
+                  "overrides.x.arguments.b.name: `c` is also the new name of `a`")]
+        for overrides, fragment in cases:
+            with self.subTest(overrides=overrides):
+                path = self.write({"mcpServers": {"gh": dict(self.upstream("gh"), overrides=overrides)}})
+                out = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True,
+                                     timeout=WAIT, env=self.env)
+                self.assertEqual(out.returncode, 1)
+                self.assertIn("%s: mcpServers.gh.%s" % (path, fragment), out.stdout)
+
+    # status, inspect and the TUI's board show the curated tool.
+    def test_status_inspect_and_board_show_the_curated_tool(self):
+        path = self.write(self.team())
+        out = subprocess.run(SERVER + ["inspect", "serve", "--config", path], capture_output=True, text=True,
+                             timeout=WAIT * 2, env=self.env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("gh__file_bug", out.stdout)
+        self.assertIn("File a bug in acme's repositories.", out.stdout)
+        self.assertNotIn("create_issue", out.stdout)
+        self.assertRegex(out.stdout, r"summary +string +required +one line")
+        status = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                env=self.env)
+        self.assertEqual(status.returncode, 0, status.stdout + status.stderr)
+        self.assertRegex(status.stdout, r"gh__file_bug +create_issue of server gh; fixed: org")
+        self.assertRegex(status.stdout, r"read_env +env of server gh")
+        from unittest import mock
+        with mock.patch.dict(os.environ, XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"]):
+            board = mcpstudio.Board(path, "work")
+            self.addCleanup(lambda: board.loop.close() if wait_until(lambda: not board.loop.is_running()) else None)
+            self.addCleanup(board.close)
+            tools = {tool["name"]: tool for tool in board.details("gh")["tools"]}  # from the listing cache
+        self.assertEqual(tools["create_issue"]["description"], "as gh__file_bug: File a bug in acme's repositories.")
+        self.assertEqual(tools["env"]["description"], "as read_env: Work: Read a variable")
+
+
+@unittest.skipUnless(EVERYTHING and os.path.exists(EVERYTHING),
+                     "server-everything is not installed (set MCPSTUDIO_EVERYTHING)")
+class CurationInteropTests(AggregatorCase):
+    """Issue 43 over a real upstream (npm server-everything): a renamed tool with a fixed and a renamed argument."""
+
+    def test_everything_renamed_and_fixed(self):
+        path = os.path.join(self.dir, "everything.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"everything": {"command": EVERYTHING, "args": ["stdio"], "overrides": {
+                "get-sum": {"name": "add_two", "description": "Add two to a number.",
+                            "arguments": {"a": {"value": 2}, "b": {"name": "addend"}}},
+                "echo": {"arguments": {"message": {"value": "not a number"}}},  # fine: a string
+                "get-tiny-image": {"arguments": {"size": {"value": 1}}}}}}}, f)  # it has no such argument
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            for meta in (None, MODERN_META):
+                with self.subTest(era="2026-07-28" if meta else "2025-11-25"):
+                    tools = {tool["name"]: tool for tool in server.request(
+                        "tools/list", {"_meta": meta} if meta else {}, timeout=WAIT * 2)["result"]["tools"]}
+                    self.assertNotIn("everything__get-sum", tools)
+                    self.assertNotIn("everything__get-tiny-image", tools)  # refused
+                    added = tools["everything__add_two"]
+                    self.assertEqual(added["description"], "[everything] Add two to a number.")
+                    self.assertEqual(list(added["inputSchema"]["properties"]), ["addend"])
+                    self.assertEqual(added["inputSchema"]["required"], ["addend"])
+                    self.assertIn("42", text_of(server.call("everything__add_two", {"addend": 40}, meta=meta)))
+                    echoed = server.call("everything__echo", {}, meta=meta)
+                    self.assertIn("not a number", text_of(echoed))
+                    bad = server.call("everything__add_two", {"addend": "forty"}, meta=meta)
+                    self.assertTrue(bad["isError"])
+                    reply = server.request("tools/call", {"name": "everything__get-tiny-image", "arguments": {},
+                                                          "_meta": meta or {}})
+                    self.assertIn("%s: mcpServers.everything.overrides.get-tiny-image.arguments.size: the tool "
+                                  "`get-tiny-image` has no argument `size`" % path, reply["error"]["message"])
+
+
 @unittest.skipUnless(INSPECTOR and os.path.exists(INSPECTOR), "the MCP Inspector CLI is not installed (set MCPSTUDIO_INSPECTOR)")
 class InspectorInteropTests(unittest.TestCase):
     def inspector(self, *args):
@@ -7086,7 +8218,7 @@ class ToolingTests(ToolingCase):
         outputs = []
         for words in commands:
             self.assertEqual(words[:2], ["python3", "mcpstudio.py"], words)
-            proc = subprocess.run([PY, MODULE] + words[2:], capture_output=True, text=True, timeout=WAIT * 2,
+            proc = subprocess.run([PY, MODULE] + words[2:], capture_output=True, text=True, timeout=COMPILING,
                                   stdin=subprocess.DEVNULL, env=self.env, cwd=HERE)
             self.assertEqual(proc.returncode, 0, "%s\n%s%s" % (words, proc.stdout, proc.stderr))
             outputs.append(proc.stdout)
@@ -7135,7 +8267,7 @@ class ToolingTests(ToolingCase):
         # What runpy runs for `python3 OUT.pyz` (zipimport's file for __main__), and what `import mcpstudio` loads.
         probe = ("import sys, zipimport; print(zipimport.zipimporter(sys.argv[1]).get_filename('__main__')); "
                  "sys.path.insert(0, sys.argv[1]); import mcpstudio; print(mcpstudio.__file__)")
-        used = subprocess.run([PY, "-c", probe, pyz], capture_output=True, text=True, timeout=WAIT).stdout.split()
+        used = subprocess.run([PY, "-c", probe, pyz], capture_output=True, text=True, timeout=COMPILING).stdout.split()
         self.assertEqual(used, [os.path.join(pyz, "__main__.py"), os.path.join(pyz, "mcpstudio.pyc")])
         import zipfile
         with zipfile.ZipFile(pyz) as archive:  # the module once; its bytecode stored, read without inflating
@@ -7148,19 +8280,19 @@ class ToolingTests(ToolingCase):
                 " or loads(data)\n"
                 "sys.argv = [sys.argv[1], '--version']\ntry:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
                 "except SystemExit as stop:\n    print(stop.code, sum(size > 100000 for size in sizes))\n")
-        ran = subprocess.run([PY, "-c", once, pyz], capture_output=True, text=True, timeout=WAIT)
+        ran = subprocess.run([PY, "-c", once, pyz], capture_output=True, text=True, timeout=COMPILING)
         self.assertEqual(ran.stdout.split()[-2:], ["0", "1" if sys.version_info >= (3, 10) else "2"], ran.stderr)
         unpacked = os.path.join(self.dir, "unpacked")
         with zipfile.ZipFile(pyz) as archive:  # unzipped into a folder, it runs as well (no zipimport there)
             archive.extractall(unpacked)
-        ran = subprocess.run([PY, unpacked, "--version"], capture_output=True, text=True, timeout=WAIT)
+        ran = subprocess.run([PY, unpacked, "--version"], capture_output=True, text=True, timeout=COMPILING)
         self.assertTrue(ran.stdout.startswith("mcpstudio "), ran.stderr)
         with McpProcess(cmd=[PY, pyz, "echo", "{message}"]) as server:
-            server.initialize()
+            server.initialize(timeout=COMPILING)
             self.assertEqual(text_of(server.call("echo", {"message": "zipped"})), "zipped\n")
             self.assertEqual(server.close(), 0)
         entry = json.loads(subprocess.run([PY, pyz, "install", "--client", "cursor", "echo", "{m}"], capture_output=True,
-                                          text=True, timeout=WAIT, env=self.env).stdout)["mcpServers"]["echo"]
+                                          text=True, timeout=COMPILING, env=self.env).stdout)["mcpServers"]["echo"]
         self.assertEqual(entry["args"], [pyz, "echo", "{m}"])  # install from the zipapp points at the .pyz
         other = [p for p in (os.path.expanduser("~/.pyenv/versions/3.8.18/bin/python3"),
                              os.path.expanduser("~/.pyenv/versions/3.13.0/bin/python3"))
@@ -7169,11 +8301,11 @@ class ToolingTests(ToolingCase):
                      timeout=WAIT).returncode == 0]
         if not other:
             self.skipTest("no second Python version to check the source fallback")
-        used = subprocess.run([other[0], "-c", probe, pyz], capture_output=True, text=True, timeout=WAIT)
+        used = subprocess.run([other[0], "-c", probe, pyz], capture_output=True, text=True, timeout=COMPILING)
         self.assertEqual(used.stdout.split(), [os.path.join(pyz, "__main__.py"), os.path.join(pyz, "mcpstudio.py")],
                          used.stderr)
         proc = subprocess.run([other[0], pyz, "call", "echo", "message=fallback", "echo", "{message}"],
-                              capture_output=True, text=True, timeout=WAIT)
+                              capture_output=True, text=True, timeout=COMPILING)
         self.assertEqual(proc.stdout, "fallback\n", proc.stderr)
 
 
@@ -7742,6 +8874,121 @@ class HttpTests(ScratchDir):
             self.assertEqual(reply["result"]["structuredContent"], {"operation": "add", "result": 5.0})
 
 
+class HttpLeaveTests(ScratchDir):
+    """Issue 46: an instance that leaves gracefully (SIGTERM and --http-drain) and names what it holds
+    (--http-instance), so a load balancer can drain it and route by the ids."""
+
+    def config(self):
+        sleeper, self.out = self.pid_sleeper(), os.path.join(self.dir, "pids")
+        path = os.path.join(self.dir, "leave.json")
+        with open(path, "w") as f:
+            self.started = os.path.join(self.dir, "started")
+            json.dump({"tools": [{"name": "slow", "command": "sh -c 'touch %s; sleep 4; echo finished'" % self.started,
+                                  "taskSupport": "forbidden"},
+                                 {"name": "stuck", "command_template": "%s %s %s" % (PY, sleeper, self.out),
+                                  "taskSupport": "forbidden"}]}, f)
+        return path
+
+    @staticmethod
+    def in_thread(work):
+        """Run `work()` in a thread; the returned list gets its result."""
+        out = []
+        thread = threading.Thread(target=lambda: out.append(work()), daemon=True)
+        thread.start()
+        return thread, out
+
+    @unittest.skipUnless(os.name == "posix", "SIGTERM drains; Windows has no SIGTERM to catch")
+    def test_sigterm_drains_then_exits(self):
+        # On SIGTERM /health turns 503 at once and new work is refused with 503 (naming the instance), while a
+        # running call finishes within the drain and a session this instance holds is still served; then it exits.
+        with HttpServerProcess("--http-instance", "lb1", "--http-drain", "20", "serve", "--config", self.config()) as server:
+            session = server.initialize_session()
+            self.assertTrue(session.startswith("lb1."), session)
+            thread, out = self.in_thread(lambda: server.modern("tools/call", {"name": "slow", "arguments": {}}))
+            self.assertTrue(wait_until(lambda: os.path.exists(self.started)), "the call never started")
+            server.proc.send_signal(signal.SIGTERM)
+            self.assertTrue(wait_until(lambda: b" 503 " in http_exchange(
+                server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")[:20], 5))
+            health = http_exchange(server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            self.assertIn(b"instance lb1 is shutting down", health)
+            status, headers, text = server.modern("server/discover")
+            self.assertEqual(status, 503, text)
+            self.assertIn("instance lb1 is shutting down", server.messages(text)[-1]["error"]["message"])
+            self.assertEqual(headers.get("retry-after"), "1")
+            status, _, text = server.post({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 200, text)  # held here: served during the drain
+            thread.join(WAIT)
+            status, _, text = out[0]
+            self.assertEqual((status, text_of(server.messages(text)[-1]["result"])), (200, "finished\n"))
+            self.assertEqual(server.proc.wait(WAIT), 0)
+
+    @unittest.skipUnless(os.name == "posix", "SIGTERM drains; Windows has no SIGTERM to catch")
+    def test_what_cannot_finish_is_answered_and_stopped(self):
+        # A call longer than the drain is answered with an error that says the instance is shutting down (both
+        # eras), and its command and the command's child are gone when the process has exited.
+        with HttpServerProcess("--http-instance", "lb2", "--http-drain", "1", "serve", "--config", self.config()) as server:
+            session = server.initialize_session()
+            modern, modern_out = self.in_thread(lambda: server.modern("tools/call", {"name": "stuck", "arguments": {}}))
+            pids = self.read_pids(self.out)
+            os.remove(self.out)
+            old, old_out = self.in_thread(lambda: server.post({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+                "name": "stuck", "arguments": {}}}, session=session))
+            pids += self.read_pids(self.out)
+            started = time.monotonic()
+            server.proc.send_signal(signal.SIGTERM)
+            modern.join(WAIT)
+            old.join(WAIT)
+            for out in (modern_out, old_out):
+                error = server.messages(out[0][2])[-1]["error"]
+                self.assertIn("instance lb2 is shutting down", error["message"])
+                self.assertEqual(error["data"], {"instance": "lb2", "shuttingDown": True})
+            self.assertEqual(server.proc.wait(WAIT), 0)
+            self.assertLess(time.monotonic() - started, 20)
+            self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in pids)), pids)
+
+    def test_ids_name_their_instance(self):
+        # Task, session and requestState ids start with the instance's name; another instance answers one of them
+        # with the instance that holds it (never "unknown"); the same name started again says it was lost with a
+        # restart; a bad name is a usage error.
+        first = HttpServerProcess("--http-instance", "a", "serve", "--config", TASKS_CONFIG)
+        with first, HttpServerProcess("--http-instance", "b", "serve", "--config", TASKS_CONFIG) as other:
+            status, _, text = first.modern("tools/call", {"name": "slow_compute", "arguments": {"seconds": 30},
+                                                          "_meta": TASKS_META})
+            task = first.messages(text)[-1]["result"]["taskId"]
+            self.assertRegex(task, r"^a\.[0-9a-f]{6}\.[0-9a-f]{32}$")
+
+            def get(server, task_id):
+                status, _, text = server.modern("tasks/get", {"taskId": task_id, "_meta": TASKS_META},
+                                                headers={"Mcp-Name": task_id})
+                return server.messages(text)[-1]
+            self.assertEqual(get(first, task)["result"]["status"], "working")
+            error = get(other, task)["error"]
+            self.assertEqual(error["code"], -32602)
+            self.assertIn("held by instance a (the first part of its id), and this is instance b", error["message"])
+            self.assertNotIn("nknown", error["message"])
+            session = first.initialize_session()
+            self.assertTrue(session.startswith("a."), session)
+            status, _, text = other.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 404)
+            self.assertIn("held by instance a", text)
+            state = "a.%s.%s" % (task.split(".")[1], "0" * 32)  # a prompt round parked on `a`, retried on `b`
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+            status, _, text = other.modern("tools/call", {"name": "greet", "arguments": {"name": "x"}, "_meta": meta,
+                                                          "requestState": state})
+            error = other.messages(text)[-1]["error"]
+            self.assertIn("waits on another instance: it is held by instance a", error["message"])
+        with HttpServerProcess("--http-instance", "a", "serve", "--config", TASKS_CONFIG) as again:
+            error = get(again, task)["error"]
+            self.assertIn("lost when instance a restarted", error["message"])
+            status, _, text = again.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session)
+            self.assertEqual(status, 404)
+            self.assertIn("lost when instance a restarted", text)
+        proc = subprocess.run(SERVER + ["--http", "127.0.0.1:0", "--http-instance", "a.b", "echo", "{m}"],
+                              capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--http-instance a.b: use 1 to 40 letters", proc.stderr)
+
+
 class ThreadedHttpServer:
     """An HTTP server in threads of this test process (the peers below); with `cert`, over TLS."""
 
@@ -8189,6 +9436,258 @@ class HttpUpstreamTests(ScratchDir):
             status = server.call("mcpstudio__servers_start", {"server_id": "tls"})
             self.assertTrue(status["isError"])
             self.assertIn("CERTIFICATE_VERIFY_FAILED", text_of(status))
+
+
+HAPROXY = os.environ.get("MCPSTUDIO_HAPROXY", "")  # the haproxy program (Debian's 2.6; .ci/run installs it)
+
+
+class HttpEndpoint:
+    """HttpServerProcess's client side for an address no process of the test's serves (HAProxy's front)."""
+    post, modern, initialize_session = HttpServerProcess.post, HttpServerProcess.modern, HttpServerProcess.initialize_session
+    messages = staticmethod(HttpServerProcess.messages)
+
+    def __init__(self, port):
+        self.port, self.path = port, "/mcp"
+
+
+@unittest.skipUnless(HAPROXY and os.path.exists(HAPROXY) and os.name == "posix",
+                     "HAProxy is not installed (set MCPSTUDIO_HAPROXY; .ci/run installs Debian's haproxy)")
+class LoadBalancerTests(ScratchDir):
+    """Issue 46.4: three --http instances behind HAProxy with examples/haproxy.cfg (its ports changed only)."""
+
+    def setUp(self):
+        super().setUp()
+        self.ports = {"front": free_port()}
+        self.ports.update(("mcp%d" % n, free_port()) for n in (1, 2, 3))
+        self.instances = {}
+        for name in ("mcp1", "mcp2", "mcp3"):
+            self.start(name)
+        with open(os.path.join(HERE, "examples", "haproxy.cfg")) as f:
+            text = f.read()
+        for old, key in (("8930", "front"), ("8931", "mcp1"), ("8932", "mcp2"), ("8933", "mcp3")):
+            text = text.replace("127.0.0.1:%s" % old, "127.0.0.1:%d" % self.ports[key])
+        config = os.path.join(self.dir, "haproxy.cfg")
+        with open(config, "w") as f:
+            f.write(text)
+        self.haproxy = subprocess.Popen([HAPROXY, "-db", "-f", config], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.addCleanup(self.stop_haproxy)
+        self.front = HttpEndpoint(self.ports["front"])
+        self.assertTrue(wait_until(lambda: self.up() == 3, 30), "the three instances never came up")
+        self.assertTrue(wait_until(self.listening, 30) and self.haproxy.poll() is None, self.haproxy_output())
+        time.sleep(1.5)  # a check of each instance (inter 1s)
+
+    def listening(self):
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", self.ports["front"]), timeout=1).close()
+            return True
+        except OSError:
+            return self.haproxy.poll() is not None  # it ended: the assertion shows why
+
+    def haproxy_output(self):
+        if self.haproxy.poll() is None:
+            return "HAProxy is running but not listening"
+        return "HAProxy exited %s: %s" % (self.haproxy.returncode, self.haproxy.stdout.read().decode(errors="replace"))
+
+    def stop_haproxy(self):
+        self.haproxy.terminate()
+        try:
+            self.haproxy.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            self.haproxy.kill()
+            self.haproxy.wait(WAIT)
+        self.haproxy.stdout.close()
+
+    def config(self):
+        """tasks.json's greet and slow_compute, and an interactive command (its questions asked in rounds)."""
+        path = os.path.join(self.dir, "lb.json")
+        if not os.path.exists(path):
+            script = self.script("asking.py", ASKING_SCRIPT, executable=False)
+            with open(path, "w") as f:
+                json.dump({"timeout": 120, "tools": [
+                    {"name": "greet", "command": "printf 'Hello, %s!' {name}", "taskSupport": "forbidden"},
+                    {"name": "slow_compute", "command_template": "sh -c 'touch \"$0-$1\"; sleep \"$1\" && echo \"computed "
+                                                                 "after $1 s\"' %s {seconds}" % os.path.join(self.dir, "started"),
+                     "parameters": {"seconds": {"type": "number", "required": True}}},
+                    {"name": "asking", "command": "%s %s {kind}" % (PY, script), "taskSupport": "forbidden"}]}, f)
+        return path
+
+    def start(self, name, drain="30"):
+        server = HttpServerProcess("--http-instance", name, "--http-drain", drain, "--http-trusted-proxy", "127.0.0.1",
+                                   "serve", "--config", self.config(), bind="127.0.0.1:%d" % self.ports[name])
+        self.instances[name] = server
+        self.addCleanup(server.__exit__, None, None, None)
+        return server
+
+    def up(self):
+        """How many instances answer /health with 200, asked directly (as HAProxy's checks ask)."""
+        return sum(1 for server in self.instances.values() if server.proc.poll() is None and http_exchange(
+            server.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")[:12] == b"HTTP/1.1 200")
+
+    def result(self, method, params=None, headers=None, session=None):
+        if session:
+            status, _, text = self.front.post({"jsonrpc": "2.0", "id": 5, "method": method, "params": params or {}},
+                                              session=session)
+        else:
+            status, _, text = self.front.modern(method, params, headers=headers)
+        return status, self.front.messages(text)[-1] if text.strip() else {}
+
+    def task(self, seconds):
+        status, reply = self.result("tools/call", {"name": "slow_compute", "arguments": {"seconds": seconds},
+                                                   "_meta": TASKS_META})
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(reply["result"]["resultType"], "task", reply)
+        return reply["result"]["taskId"]
+
+    def get(self, task_id):
+        return self.result("tasks/get", {"taskId": task_id, "_meta": TASKS_META}, {"Mcp-Name": task_id})[1]
+
+    def test_round_robin_sessions_and_tasks(self):
+        # Stateless 2026-07-28 calls are spread (each task id names its instance: all three appear) and all
+        # answered; a 2025-11-25 session sticks to the instance in its id; tasks are polled through HAProxy to
+        # their end wherever they run.
+        for _ in range(6):
+            status, reply = self.result("tools/call", {"name": "greet", "arguments": {"name": "lb"}})
+            self.assertEqual((status, text_of(reply["result"])), (200, "Hello, lb!"))
+        tasks = [self.task(1.5) for _ in range(6)]
+        self.assertEqual({t.split(".")[0] for t in tasks}, {"mcp1", "mcp2", "mcp3"})
+        for task in tasks:
+            self.assertTrue(wait_until(lambda task=task: self.get(task)["result"]["status"] == "completed", 30),
+                            self.get(task))
+            self.assertIn("computed after 1.5 s", text_of(self.get(task)["result"]["result"]))
+        sessions = [self.front.initialize_session() for _ in range(3)]
+        self.assertEqual({s.split(".")[0] for s in sessions}, {"mcp1", "mcp2", "mcp3"})
+        for session in sessions:
+            for _ in range(4):  # another instance would answer 404
+                status, reply = self.result("tools/call", {"name": "greet", "arguments": {"name": "s"}}, session=session)
+                self.assertEqual((status, text_of(reply["result"])), (200, "Hello, s!"))
+
+    def test_a_prompt_round_holds_under_the_documented_routing(self):
+        # A command's questions come back as input_required rounds; tools/call of one person (Authorization) go to
+        # one instance, so each retry with its requestState finds the waiting command, for every person.
+        meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+        for person in ("alice", "bob", "carol", "dave"):
+            def call(extra, person=person):
+                return self.result("tools/call", dict({"name": "asking", "arguments": {"kind": "twice"}, "_meta": meta},
+                                                      **extra), {"Authorization": "Bearer " + person})[1]["result"]
+            result = call({})
+            for answer in (True, False):
+                self.assertEqual(result.get("resultType"), "input_required", (person, result))
+                (key, _), = result["inputRequests"].items()
+                result = call({"requestState": result["requestState"],
+                               "inputResponses": {key: {"action": "accept", "content": {"answer": answer}}}})
+            self.assertEqual(text_of(result).splitlines()[-2:], ["Really delete them? [y/N] answer y",
+                                                                "Really? [y/N] second n"])
+
+    @unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
+    def test_sdk_clients_through_the_balancer(self):
+        # The official Python SDK through HAProxy: mcp.Client (2026-07-28, round robin) and a ClientSession
+        # (2025-11-25: every request of its session reaches the instance in the session id).
+        out = PythonSdkInteropTests.run_client(self, """
+            import anyio, json, os
+            import mcp
+            from mcp import ClientSession
+            try:
+                from mcp.client.streamable_http import streamable_http_client as connect
+            except ImportError:
+                from mcp.client.streamable_http import streamablehttp_client as connect
+
+            async def main():
+                url = os.environ["URL"]
+                texts = []
+                async with mcp.Client(url) as client:
+                    version = client.protocol_version
+                    for n in range(6):
+                        texts.append((await client.call_tool("greet", {"name": "m%d" % n})).content[0].text)
+                async with connect(url) as streams:
+                    async with ClientSession(streams[0], streams[1]) as session:
+                        init = await session.initialize()
+                        for n in range(6):
+                            await session.list_tools()
+                            texts.append((await session.call_tool("greet", {"name": "s%d" % n})).content[0].text)
+                print(json.dumps({"version": version, "legacy": init.protocol_version, "texts": texts}))
+            anyio.run(main)
+            """, URL="http://127.0.0.1:%d/mcp" % self.ports["front"])
+        self.assertEqual((out["version"], out["legacy"]), ("2026-07-28", "2025-11-25"))
+        self.assertEqual(out["texts"], ["Hello, m%d!" % n for n in range(6)] + ["Hello, s%d!" % n for n in range(6)])
+
+    def test_a_lost_stream_is_resumed_through_the_balancer(self):
+        # SEP-1699 through HAProxy: a 2025-11-25 call's SSE stream, lost mid-call, is resumed with a GET carrying
+        # Last-Event-ID and the session id, which routes it to the instance that holds the stream.
+        import http.client
+        session = self.front.initialize_session()
+
+        def stream(method, body=None, headers=()):
+            connection = http.client.HTTPConnection("127.0.0.1", self.ports["front"], timeout=WAIT)
+            sent = dict({"Accept": "application/json, text/event-stream", "Mcp-Session-Id": session,
+                         "MCP-Protocol-Version": "2025-11-25", "Content-Type": "application/json"}, **dict(headers))
+            connection.request(method, "/mcp", body=json.dumps(body).encode() if body else None, headers=sent)
+            response = connection.getresponse()
+            self.assertEqual((response.status, response.getheader("Content-Type")), (200, "text/event-stream"))
+            return connection, response
+        connection, response = stream("POST", {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "slow_compute", "arguments": {"seconds": 2.5}, "_meta": {"progressToken": "p"}}})
+        self.assertEqual(HttpResumeTests.next_event(response)["id"], "r1_0")  # the priming event
+        first = HttpResumeTests.next_event(response)
+        connection.close()
+        time.sleep(1.2)
+        connection, response = stream("GET", headers={"Last-Event-ID": first["id"]})
+        seen = []
+        while not seen or "id" not in seen[-1]:
+            seen.append(json.loads(HttpResumeTests.next_event(response)["data"]))
+        connection.close()
+        self.assertEqual(seen[-1]["id"], 5)
+        self.assertIn("computed after 2.5 s", text_of(seen[-1]["result"]))
+
+    def test_an_instance_killed_and_one_restarted(self):
+        # A task and a session of an instance that was killed are answered by another instance, which names the
+        # instance that held them; the instance started again under its name says they were lost with a restart;
+        # the others' tasks are untouched.
+        tasks = [self.task(60) for _ in range(4)]
+        victim = tasks[0].split(".")[0]
+        session = next(s for s in (self.front.initialize_session() for _ in range(6)) if s.startswith(victim + "."))
+        self.instances[victim].proc.kill()
+        self.instances[victim].proc.wait(WAIT)
+        error = self.get(tasks[0])["error"]
+        self.assertIn("held by instance %s" % victim, error["message"])
+        self.assertIn("down and it was lost with it", error["message"])
+        status, reply = self.result("tools/list", session=session)
+        self.assertEqual(status, 404)
+        others = [t for t in tasks if not t.startswith(victim + ".")]
+        self.assertTrue(others, tasks)
+        for task in others:
+            self.assertEqual(self.get(task)["result"]["status"], "working")
+        self.start(victim)
+        self.assertTrue(wait_until(lambda: self.get(tasks[0]).get("error", {}).get("message", "").find(
+            "lost when instance %s restarted" % victim) >= 0, 30), self.get(tasks[0]))
+
+    def test_a_rolling_restart_with_the_drain_loses_no_call(self):
+        # SIGTERM to an instance in the middle of a session's call: the call finishes, every stateless request
+        # meanwhile is answered by the others (HAProxy sends the 503s and refused connections elsewhere), and the
+        # instance started again takes requests.
+        session = self.front.initialize_session()
+        name = session.split(".")[0]
+        out = []
+        thread = threading.Thread(target=lambda: out.append(self.result("tools/call", {
+            "name": "slow_compute", "arguments": {"seconds": 3}}, session=session)), daemon=True)
+        thread.start()
+        self.assertTrue(wait_until(lambda: os.path.exists(os.path.join(self.dir, "started-3"))), "the call never started")
+        self.instances[name].proc.send_signal(signal.SIGTERM)
+        statuses = []
+        while thread.is_alive() or self.instances[name].proc.poll() is None:
+            statuses.append(self.result("server/discover"))
+            if len(statuses) > 500:
+                break
+        thread.join(WAIT)
+        self.assertEqual(out[0][0], 200, out)
+        self.assertIn("computed after 3 s", text_of(out[0][1]["result"]))
+        self.assertEqual(self.instances[name].proc.wait(WAIT), 0)
+        self.assertEqual([reply for status, reply in statuses if status != 200], [])
+        self.start(name)
+        self.assertTrue(wait_until(lambda: self.up() == 3, 30))
+        for _ in range(6):
+            self.assertEqual(self.result("server/discover")[0], 200)
 
 
 @unittest.skipUnless(_sdk_available(), "the official MCP Python SDK is not installed (set MCPSTUDIO_SDK_PYTHON)")
@@ -8655,7 +10154,7 @@ class TuiWithoutCursesTests(ScratchDir):
                                             "import mcpstudio; sys.exit(mcpstudio.main(['tui', '--config', %r]))"
                                   % (HERE, path)])
         self.assertEqual(tui.proc.wait(30), 2)
-        tui.wait_for("tui needs Python's curses module (on Windows: pip install windows-curses)",
+        tui.wait_for("tui needs Python's curses module (on Windows: pip install windows-curses, or run mcpstudio under WSL)",
                      "mcpstudio status")
         tui.close()
 
@@ -8674,7 +10173,7 @@ class TuiWithoutTerminalTests(ScratchDir):
 
     def test_serving_never_imports_curses(self):
         proc = subprocess.run([PY, "-X", "importtime", os.path.join(HERE, "mcpstudio.py"), "echo", "{message}"],
-                              capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+                              capture_output=True, text=True, timeout=COMPILING, stdin=subprocess.DEVNULL)
         self.assertRegex(proc.stderr, r"(?m)^import time: .*\| +json$")  # importtime ran, and lists every import
         self.assertNotIn("curses", proc.stderr)
 
@@ -8695,6 +10194,7 @@ class OAuthServer(ThreadedHttpServer):
         import http.server
         import urllib.parse
         owner, codes, tokens = self, {}, {}
+        self.tokens = tokens  # token -> (kind, until): cleared, every token is refused (revoked)
         self.expires_in, self.grants, self.registered, self.authorized = expires_in, [], [], []
         self.resource_metadata = self.issuers = self.token_reply = None
         self.revocation, self.revoked, self.seen = True, [], []
@@ -8870,6 +10370,61 @@ class OAuthTests(OAuthCase):
             self.assertEqual(self.server.authorized, [], "serve opened the browser without being allowed to")
             self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
             self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")  # no restart
+
+    def test_a_sign_in_that_cannot_be_refreshed_says_how_to_sign_in_again(self):
+        # Issue 45.5: the server's tokens are revoked while it runs (the refresh fails): a client without URL
+        # elicitation gets a tool error naming the server and the login command; one that declared
+        # `elicitation.url` gets -32042 with the sign-in's URL, and once that URL is opened (the browser on this
+        # machine) it is told the sign-in is complete (notifications/elicitation/complete) and the call passes.
+        import urllib.request
+        for capabilities in ({}, {"elicitation": {"url": {}}}):
+            self.assertEqual(self.run_cli("login", "files", "--config", self.config).returncode, 0)
+            with McpProcess("serve", "--config", self.config, env=self.env) as server:
+                server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                                              "clientInfo": {"name": "test", "version": "0"}})
+                server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")
+                self.server.tokens.clear()  # revoked: the access token and the refresh token alike
+                reply = server.request("tools/call", {"name": "files__whoami", "arguments": {}})
+                if not capabilities:
+                    self.assertTrue(reply["result"]["isError"], reply)
+                    self.assertIn("server files needs a sign-in: run `mcpstudio login files --config %s`" % self.config,
+                                  text_of(reply["result"]))
+                    continue
+                self.assertEqual(reply["error"]["code"], -32042, reply)
+                [asked] = reply["error"]["data"]["elicitations"]
+                self.assertEqual(asked["mode"], "url")
+                self.assertTrue(asked["url"].startswith("http://127.0.0.1:%d/authorize?" % self.server.port), asked)
+                with urllib.request.urlopen(asked["url"], timeout=WAIT) as page:  # the browser: to the callback
+                    self.assertEqual(page.status, 200)
+                self.assertTrue(wait_until(lambda: server.notifications_of("notifications/elicitation/complete")))
+                self.assertEqual(server.notifications_of("notifications/elicitation/complete")[0]["params"],
+                                 {"elicitationId": asked["elicitationId"]})
+                self.assertEqual(text_of(server.call("files__whoami", {})), "signed-in caller (token at)")
+
+    def test_a_signed_in_person_never_signs_the_gateway_in(self):
+        # Issue 45.5 on a team gateway: the server's sign-in is everyone's, so a signed-in person whose call finds it
+        # expired is told to ask the admin, and is never handed a sign-in URL (their sign-in would serve everyone).
+        path = os.path.join(self.dir, "team.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"files": {"url": self.server.url}},
+                       "people": {"alice": {"tokenSha256": hashlib.sha256(b"alice-token-0001").hexdigest()}}}, f)
+        self.assertEqual(self.run_cli("login", "files", "--config", path).returncode, 0)
+        meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}}}
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            def call():
+                status, _, text = http.modern("tools/call", {"name": "files__whoami", "arguments": {}, "_meta": meta},
+                                              headers={"Authorization": "Bearer alice-token-0001"})
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            self.assertEqual(text_of(call()["result"]), "signed-in caller (token at)")
+            self.server.tokens.clear()
+            reply = call()
+            self.assertTrue(reply["result"]["isError"], reply)
+            self.assertIn("server files needs a sign-in", text_of(reply["result"]))
+            self.assertIn("This sign-in is the gateway's, shared by every person: ask its admin to sign in again",
+                          text_of(reply["result"]))
+        self.assertEqual(len(self.server.authorized), 1)  # the login's only
 
     def test_a_token_about_to_expire_is_refreshed(self):
         self.server.expires_in = 30  # inside OAUTH_REFRESH_EARLY: every use refreshes first
@@ -9259,6 +10814,51 @@ class HttpSessionLimitTests(ScratchDir):
             self.assertEqual(text_of(post("tasks/result", {"taskId": done}, victim)["result"]), "done\n")
             self.assertEqual(post("tasks/get", {"taskId": running}, victim).get("result", {}).get("status"), "working")
             self.assertIn("none of yours has ended", json.dumps(refused[-1]))  # the attacker is told why
+
+
+class ForwardedClientTests(unittest.TestCase):
+    """Issue 46.5: X-Forwarded-For names the client only when the peer is a configured balancer (pure)."""
+
+    def test_table(self):
+        # (peer, X-Forwarded-For, --http-trusted-proxy) -> the client the per-client caps count
+        for peer, forwarded, proxies, client in (
+                ("10.0.0.5", "203.0.113.7", "10.0.0.5", "203.0.113.7"),
+                ("10.0.0.5", "203.0.113.7", "", "10.0.0.5"),                          # nothing trusted: the peer
+                ("198.51.100.1", "203.0.113.7", "10.0.0.5", "198.51.100.1"),          # not a balancer: ignored
+                ("10.0.0.5", "1.1.1.1, 203.0.113.7", "10.0.0.0/8", "203.0.113.7"),    # right-most, a client may forge the left
+                ("10.0.0.5", "203.0.113.7, 10.0.0.9", "10.0.0.0/8", "203.0.113.7"),   # a chain of balancers
+                ("10.0.0.5", "10.0.0.9", "10.0.0.0/8", "10.0.0.5"),                   # only balancers: the peer
+                ("10.0.0.5", "not-an-ip", "10.0.0.5", "10.0.0.5"),
+                ("10.0.0.5", None, "10.0.0.5", "10.0.0.5"),
+                ("::1", "2001:db8::1", "::1", "2001:db8::1"),
+                ("::1", "[2001:db8::1]", "::1", "2001:db8::1")):
+            self.assertEqual(mcpstudio.forwarded_client(peer, forwarded, mcpstudio.parse_proxies(proxies)), client,
+                             (peer, forwarded, proxies))
+        with self.assertRaisesRegex(mcpstudio.UsageError, "'10.0.0.300' is not an address or network"):
+            mcpstudio.parse_proxies("10.0.0.1,10.0.0.300")
+
+
+class ForwardedSessionCapTests(ScratchDir):
+    def test_the_cap_counts_the_real_client(self):
+        # Issue 46.5: behind a trusted balancer (every request from 127.0.0.1), HTTP_CLIENT_SESSIONS sessions of
+        # one client do not evict another client's idle session; without --http-trusted-proxy the header is ignored
+        # and they do (the old behaviour for everyone behind a balancer).
+        def sessions(server):
+            def start(client):
+                status, headers, _ = server.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}},
+                    headers={"X-Forwarded-For": client})
+                self.assertEqual(status, 200)
+                return headers["mcp-session-id"]
+            victim = start("203.0.113.1")
+            for _ in range(mcpstudio.HTTP_CLIENT_SESSIONS):
+                start("203.0.113.2")
+            status, _, _ = server.post({"jsonrpc": "2.0", "id": 2, "method": "ping"}, session=victim)
+            return status
+        with HttpServerProcess("--http-trusted-proxy", "127.0.0.1", "echo", "{m}") as server:
+            self.assertEqual(sessions(server), 200)
+        with HttpServerProcess("echo", "{m}") as server:
+            self.assertEqual(sessions(server), 404)
 
 
 class ResumableStreamLimitTests(ScratchDir):
@@ -9662,9 +11262,12 @@ class ToolIndexTests(unittest.TestCase):
         index = mcpstudio.ToolIndex(self.TOOLS)
         for unit, size in (("a", 100000), ("a.", 100000), ("-a", 100000), ("a@a.", 100000), ("1:", 100000), ("-1.1,", 100000),
                            ("1.", 100000), ("AB-", 100000), ("A1-", 100000), (":a", 100000), ("select ", 400000)):
-            started = time.monotonic()  # AB-AB-... took 17 s when the short-id shape tried every start; select ... 20 s
+            # CPU seconds, which other processes' load does not inflate (Windows CPython under Wine, beside CI's other
+            # suites, took 6.5 s of wall time for `select`): AB-AB-... took 17 s when the short-id shape tried every
+            # start; select ... 20 s; linear, either is well under a second alone.
+            started = time.process_time()
             index.search(unit * (size // len(unit)), 5)
-            self.assertLess(time.monotonic() - started, 5.0, unit)
+            self.assertLess(time.process_time() - started, 8.0, unit)
 
     def test_server_as_context(self):
         """Of two tools alike, the one whose server's other tools speak of the query's words ranks first."""
@@ -9710,11 +11313,11 @@ class ToolIndexTests(unittest.TestCase):
     def test_recorded_corpus(self):
         """Over the 289 recorded tools, each intent set is found in the first five as often as today (a floor each;
         people32 to people35, the blind check, are left to the benchmark)."""
-        with open(TOOLSEARCH_CORPUS) as f:
+        with open(TOOLSEARCH_CORPUS, encoding="utf-8") as f:  # (Windows reads the ANSI code page by default)
             corpus = json.load(f)
         tools = [dict(tool, name="%s__%s" % (server, tool["name"]), description="[%s] %s" % (server, tool.get("description")))
                  for server, entry in corpus.items() for tool in entry["tools"]]
-        with open(os.path.join(HERE, "benchmarks", "toolsearch", "intents.json")) as f:
+        with open(os.path.join(HERE, "benchmarks", "toolsearch", "intents.json"), encoding="utf-8") as f:
             intents = json.load(f)
         index = mcpstudio.ToolIndex(tools)
         found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
@@ -9726,7 +11329,7 @@ class ToolIndexTests(unittest.TestCase):
                             ("people18", 0.95), ("people19", 0.9), ("people20", 0.8), ("people21", 0.9), ("people22", 0.95),
                             ("people23", 0.95), ("people24", 0.95), ("people25", 0.9), ("people26", 0.95), ("people27", 0.95),
                             ("people28", 0.9), ("people29", 0.95), ("people30", 0.9), ("people31", 0.95)):
-            with open(os.path.join(HERE, "benchmarks", "toolsearch", name + ".json")) as f:
+            with open(os.path.join(HERE, "benchmarks", "toolsearch", name + ".json"), encoding="utf-8") as f:
                 intents = json.load(f)
             found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
             self.assertGreaterEqual(found / len(intents), least, name)  # held where they stand today
@@ -11678,14 +13281,6 @@ class UpstreamHardeningTests(ScratchDir):
 class HouseTests(unittest.TestCase):
     """The module's shape (issue 32) and the pure parts split out of Upstream and Aggregator."""
 
-    def test_no_class_over_450_lines(self):
-        import ast
-        with open(MODULE, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-        long = {n.name: n.end_lineno - n.lineno + 1 for n in tree.body
-                if isinstance(n, ast.ClassDef) and n.end_lineno - n.lineno + 1 > 450}
-        self.assertEqual(long, {})
-
     def test_docstring_names_every_section(self):
         # The module docstring is its table of contents: each banner's title (to a colon or comma) is in it.
         with open(MODULE, encoding="utf-8") as f:
@@ -11696,14 +13291,24 @@ class HouseTests(unittest.TestCase):
         self.assertEqual([t for t in titles if t.lower().rstrip(".") not in docstring], [])
 
     def test_platform_parts(self):
-        # The cache folder and the variable rule ask the one platform block (Linux here).
+        # The cache folder and the variable rule ask the one platform block (Linux, and Windows in .ci/windows).
         from unittest import mock
         with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": "/x/cache"}):
             self.assertEqual(mcpstudio.user_cache_dir(), os.path.join("/x/cache", "mcpstudio"))
-        with mock.patch.dict(os.environ, {"HOME": "/home/u"}):
-            os.environ.pop("XDG_CACHE_HOME", None)
-            self.assertEqual(mcpstudio.user_cache_dir(), "/home/u/.cache/mcpstudio")
-        for name, expected in (("limit", True), ("PATH", False), ("path", False), ("LD_PRELOAD", False), ("9x", False)):
+        if os.name == "nt":  # %LOCALAPPDATA%, the folder Windows programs keep caches in
+            with mock.patch.dict(os.environ, {"LOCALAPPDATA": r"C:\Users\u\AppData\Local"}):
+                os.environ.pop("XDG_CACHE_HOME", None)
+                self.assertEqual(mcpstudio.user_cache_dir(), r"C:\Users\u\AppData\Local\mcpstudio")
+        else:
+            with mock.patch.dict(os.environ, {"HOME": "/home/u"}):
+                os.environ.pop("XDG_CACHE_HOME", None)
+                self.assertEqual(mcpstudio.user_cache_dir(), "/home/u/.cache/mcpstudio")
+        # Windows ignores the case of variable names: a child's environment holds one spelling of each, the last given
+        # (a config's over the inherited one); there no script option is set as a variable either
+        posix = os.name == "posix"
+        env = {"PATH": "inherited", "Home": "h", "Path": "configured", "x": "1"}
+        self.assertEqual(mcpstudio._one_spelling(dict(env)), env if posix else {"Path": "configured", "Home": "h", "x": "1"})
+        for name, expected in (("limit", posix), ("PATH", False), ("path", False), ("LD_PRELOAD", False), ("9x", False)):
             with self.subTest(name=name):
                 self.assertEqual(mcpstudio.option_variable(name), expected)
 
@@ -12078,6 +13683,45 @@ class CommandPromptTests(ScratchDir):
                                        "inputResponses": {key: {"action": "accept", "content": {"answer": True}}}})
                 self.assertIn("answer y", text_of(done))
 
+    def test_rounds_beside_servers_and_with_the_tasks_extension(self):
+        # Issue 46: in a config with `mcpServers` (the tools go through the Aggregator) an interactive tool still
+        # asks a 2026-07-28 client in input_required rounds, also one that declares the tasks extension (the call
+        # is not made a task, which could not ask); a required task's command says why it cannot ask.
+        fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
+        with open(self.config()) as f:
+            data = json.load(f)
+        data["mcpServers"] = {"up": {"command": PY, "args": [fake, "--name", "up"]}}
+        data["tools"].append(dict(data["tools"][0], name="asking_task", taskSupport="required"))
+        path = os.path.join(self.dir, "beside.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        with HttpServerProcess("serve", "--config", path, env=env) as server:
+            for extensions in ({}, {"io.modelcontextprotocol/tasks": {}}):
+                meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {
+                    "elicitation": {}, "extensions": extensions}})
+
+                def call(extra, name="asking", meta=meta):
+                    params = dict({"name": name, "arguments": {"kind": "yes"}, "_meta": meta}, **extra)
+                    return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+                result = call({})
+                self.assertEqual(result.get("resultType"), "input_required", (extensions, result))
+                (key, _), = result["inputRequests"].items()
+                result = call({"requestState": result["requestState"],
+                               "inputResponses": {key: {"action": "accept", "content": {"answer": True}}}})
+                self.assertEqual(text_of(result).splitlines()[-2:], ["Really delete them? [y/N] answer y", "done"])
+            created = call({}, "asking_task")
+            self.assertEqual(created["resultType"], "task", created)
+
+            def done():
+                status, _, text = server.modern("tasks/get", {"taskId": created["taskId"], "_meta": meta},
+                                                headers={"Mcp-Name": created["taskId"]})
+                return server.messages(text)[-1]["result"]
+            self.assertTrue(wait_until(lambda: done()["status"] == "completed", 30), done())
+            said = text_of(done()["result"])
+            self.assertIn("it runs as a task", said)
+            self.assertNotIn("declared no elicitation", said)
+
     def test_config_mistakes(self):
         for answers, message in (([{"prompt": "x"}], "tools[0].answers: expected a list of {\"prompt\""),
                                  ([{"prompt": "(", "answer": "y"}], "tools[0].answers: expected a list of {\"prompt\": \"a regular expression\", \"answer\": \"text\"} (missing )")):
@@ -12431,6 +14075,1006 @@ class NamespaceUrlTests(AggregatorCase):
                 self.assertTrue(line, "the stream ended without list_changed")
             connection.close()
             self.assertEqual(self.tools(http, "/mcp/play"), ["beta__echo"])
+
+
+def _b64u(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+@functools.lru_cache(maxsize=None)
+def _test_rsa_key(seed, bits=2048):
+    """(n, e, d) of an RSA key from seeded random primes (a sieve, then Fermat and Miller-Rabin): for tests only."""
+    import math
+    import random
+    rng = random.Random(seed)
+    sieve = math.prod(p for p in range(3, 2000, 2) if all(p % q for q in range(3, int(p ** 0.5) + 1, 2))) \
+        if hasattr(math, "prod") else 3 * 5 * 7 * 11 * 13 * 17 * 19 * 23 * 29 * 31 * 37 * 41 * 43 * 47
+
+    def probably_prime(c):
+        if math.gcd(c, sieve) != 1 or pow(2, c - 1, c) != 1:
+            return False
+        d, r = c - 1, 0
+        while d % 2 == 0:
+            d, r = d // 2, r + 1
+        for _ in range(8):
+            x = pow(rng.randrange(2, c - 1), d, c)
+            if x in (1, c - 1):
+                continue
+            for _ in range(r - 1):
+                x = pow(x, 2, c)
+                if x == c - 1:
+                    break
+            else:
+                return False
+        return True
+
+    def prime():
+        while True:
+            c = rng.getrandbits(bits // 2) | (3 << (bits // 2 - 2)) | 1
+            if probably_prime(c) and (c - 1) % 65537:
+                return c
+    p, q = prime(), prime()
+    return p * q, 65537, pow(65537, -1, (p - 1) * (q - 1))
+
+
+def _rs256_sign(key, message):
+    """RSASSA-PKCS1-v1_5 with SHA-256 (RFC 8017 §8.2.1), for tokens a test mints."""
+    n, _, d = key
+    size = (n.bit_length() + 7) // 8
+    digest = bytes.fromhex("3031300d060960864801650304020105000420") + hashlib.sha256(message).digest()
+    block = b"\x00\x01" + b"\xff" * (size - 3 - len(digest)) + b"\x00" + digest
+    return pow(int.from_bytes(block, "big"), d, n).to_bytes(size, "big")
+
+
+def _es256_sign(d, message, k):
+    """ECDSA P-256 with SHA-256 and the nonce `k`, as r || s."""
+    n = mcpstudio._P256_N
+    r = mcpstudio.p256_combination(k, 0, mcpstudio._P256_G)[0] % n
+    s = pow(k, -1, n) * (int.from_bytes(hashlib.sha256(message).digest(), "big") + r * d) % n
+    return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+def _jwt(header, claims, sign):
+    """A compact JWS of `header` and `claims`, signed by `sign` (bytes -> bytes; None: no signature)."""
+    signed = _b64u(json.dumps(header).encode()) + "." + _b64u(json.dumps(claims).encode())
+    return signed + "." + (_b64u(sign(signed.encode())) if sign else "")
+
+
+def _rsa_jwk(key, kid):
+    n, e = key[:2]
+    return {"kty": "RSA", "kid": kid, "n": _b64u(n.to_bytes((n.bit_length() + 7) // 8, "big")),
+            "e": _b64u(e.to_bytes(3, "big"))}
+
+
+class SignInCheckTests(unittest.TestCase):
+    """Issue 45, the pure parts of a sign-in: the JWT, its signature (RS256, ES256 on P-256) and claims, the keys
+    of a JWKS, and the people rule. No I/O."""
+
+    A3_X, A3_Y = "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"
+    A3_SIGNED = (b"eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc1"
+                 b"9yb290Ijp0cnVlfQ")
+    A3_SIGNATURE = "DtEhU3ljbEg8L38VWAfUAqOyKAM6-Xx-F4GawxaepmXFCgfTjDxw5djxLa8ISlSApmWQxfKTUJqPP3-Kg6NU1Q"
+
+    def test_es256_known_vectors(self):
+        # RFC 7515 appendix A.3 and RFC 6979 A.2.5 (P-256, SHA-256) verify; any change to the message, r, s or the
+        # key does not, nor does r or s of 0 or n, or a key off the curve.
+        a3 = tuple(int.from_bytes(mcpstudio.b64url(v), "big") for v in (self.A3_X, self.A3_Y))
+        u = (0x60FED4BA255A9D31C961EB74C6356D68C049B8923B61FA6CE669622E60F29FB6,
+             0x7903FE1008B8BC99A41AE9E95628BC64F2F1B20C2D7E9F5177A3C294D4462299)
+        sample = bytes.fromhex("EFD48B2AACB6A8FD1140DD9CD45E81D69D2C877B56AAF991C34D0EA84EAF3716"
+                               "F7CB1C942D657C41D436C7A1B6E29F65F3E900DBB9AFF4064DC4AB2F843ACDA8")
+        test = bytes.fromhex("F1ABB023518351CD71D881567B1EA663ED3EFCF6C5132B354F28D3B0B7D38367"
+                             "019F4113742A2B14BD25926B49C649155F267E60D3814B4C0CC84250E46F0083")
+        n = mcpstudio._P256_N.to_bytes(32, "big")
+        cases = [  # (key, message, signature) -> verifies
+            (a3, self.A3_SIGNED, mcpstudio.b64url(self.A3_SIGNATURE), True),
+            (a3, self.A3_SIGNED + b"x", mcpstudio.b64url(self.A3_SIGNATURE), False),
+            (u, b"sample", sample, True),
+            (u, b"test", test, True),
+            (u, b"test", sample, False),
+            (u, b"sample", sample[:31] + bytes([sample[31] ^ 1]) + sample[32:], False),   # r changed
+            (u, b"sample", sample[:63] + bytes([sample[63] ^ 1]), False),                 # s changed
+            (a3, b"sample", sample, False),                                               # another key
+            (u, b"sample", bytes(32) + sample[32:], False),                               # r = 0
+            (u, b"sample", sample[:32] + n, False),                                       # s = n
+            (u, b"sample", sample[:40], False),                                           # not 64 bytes
+            ((u[0], u[1] + 1), b"sample", sample, False),                                 # off the curve
+        ]
+        for key, message, signature, verifies in cases:
+            with self.subTest(message=message[:12], signature=signature[:4].hex()):
+                self.assertIs(mcpstudio.es256_verify(key, message, signature), verifies)
+
+    def test_jwt_claims_table(self):
+        # What a token must be: signed by a key of the JWKS with RS256 or ES256, of the issuer, for this server,
+        # within exp and nbf (60 s of skew): everything else is refused, saying why; an unknown kid is UnknownKey.
+        rsa, small = _test_rsa_key(45), _test_rsa_key(46, 1024)
+        d, k = 0xC9AFA9D845BA75166B5C215767B1D6934E50C3DB36E89B127B8A622B120F6721, 0x1234567
+        ec = mcpstudio.p256_combination(d, 0, mcpstudio._P256_G)
+        ec_jwk = {"kty": "EC", "crv": "P-256", "kid": "e1", "x": _b64u(ec[0].to_bytes(32, "big")),
+                  "y": _b64u(ec[1].to_bytes(32, "big"))}
+        keys = [mcpstudio.jwk_key(jwk) for jwk in (_rsa_jwk(rsa, "r1"), ec_jwk, _rsa_jwk(small, "tiny"))]
+        issuer, audience, now = "https://idp.example", "https://gw.example/mcp", 1800000000
+        good = {"iss": issuer, "aud": audience, "sub": "alice", "exp": now + 300, "groups": ["eng"]}
+        rs = lambda data: _rs256_sign(rsa, data)  # noqa: E731
+        public_pem = json.dumps(_rsa_jwk(rsa, "r1")).encode()
+
+        def hs256(data):
+            import hmac
+            return hmac.new(public_pem, data, hashlib.sha256).digest()
+        cases = [  # (header, claims, signer) -> the subject, or a fragment of the refusal
+            ({"alg": "RS256", "kid": "r1"}, good, rs, "alice"),
+            ({"alg": "RS256", "kid": "r1", "typ": "at+jwt"}, dict(good, aud=["other", audience + "/"]), rs, "alice"),
+            ({"alg": "ES256", "kid": "e1"}, dict(good, sub="bob"), lambda data: _es256_sign(d, data, k), "bob"),
+            ({"alg": "RS256"}, good, rs, "alice"),  # no kid: every RSA key is tried
+            ({"alg": "none"}, good, None, "alg \"none\" is not accepted"),
+            ({"alg": "HS256", "kid": "r1"}, good, hs256, "alg \"HS256\" is not accepted"),
+            ({"alg": "RS256", "kid": "r1", "crit": ["x"]}, good, rs, "`crit`"),
+            ({"alg": "RS256", "kid": "r1"}, good, lambda data: rs(data + b"!"), "does not verify"),
+            ({"alg": "ES256", "kid": "r1"}, good, rs, "no key"),  # an RSA key's kid under ES256
+            ({"alg": "RS256", "kid": "tiny"}, good, lambda data: _rs256_sign(small, data), "does not verify"),  # < 2048
+            ({"alg": "RS256", "kid": "r2"}, good, rs, "no key"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, iss="https://evil.example"), rs, "issued by"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, aud="https://other.example/mcp"), rs, "audience"),
+            ({"alg": "RS256", "kid": "r1"}, {k: v for k, v in good.items() if k != "aud"}, rs, "audience"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=now - 61), rs, "expired"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=now - 59), rs, "alice"),  # within the skew
+            ({"alg": "RS256", "kid": "r1"}, {k: v for k, v in good.items() if k != "exp"}, rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp="soon"), rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=float("nan")), rs, "no numeric `exp`"),  # never past NaN
+            ({"alg": "RS256", "kid": "r1"}, dict(good, exp=float("inf")), rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, nbf=1e300), rs, "no numeric `exp`"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, nbf=now + 61), rs, "not valid before"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, nbf=now + 59), rs, "alice"),
+            ({"alg": "RS256", "kid": "r1"}, dict(good, sub=""), rs, "no subject"),
+        ]
+        for header, claims, sign, expected in cases:
+            with self.subTest(header=header, claims={k: v for k, v in claims.items() if k != "groups"}):
+                token = _jwt(header, claims, sign)
+                try:
+                    got = mcpstudio.jwt_claims(token, keys, issuer, [audience], now)["sub"]
+                except mcpstudio.TokenError as exc:
+                    got = str(exc)
+                    self.assertEqual(isinstance(exc, mcpstudio.UnknownKey), expected == "no key")
+                self.assertIn(expected, got)
+        for token in ("", "a.b", "a.b.c", _b64u(b"[]") + "." + _b64u(b"{}") + ".", "x" * 10 + ".e30.e30"):
+            with self.subTest(token=token):
+                with self.assertRaisesRegex(mcpstudio.TokenError, "not a JWT"):
+                    mcpstudio.jwt_claims(token, keys, issuer, [audience], now)
+
+    def test_jwk_keys_table(self):
+        # A JWKS's keys for signatures: RSA and P-256 EC; an encryption key, another curve, an oct (HMAC) key, a
+        # point off the curve or an `alg` that does not fit the key is not one.
+        x, y = self.A3_X, self.A3_Y
+        cases = [
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": "a"}, ("a", "ES256")),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "use": "sig", "alg": "ES256"}, (None, "ES256")),
+            ({"kty": "RSA", "n": "sXch", "e": "AQAB", "kid": "r"}, ("r", "RS256")),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "use": "enc"}, None),
+            ({"kty": "EC", "crv": "P-384", "x": x, "y": y}, None),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": x}, None),
+            ({"kty": "EC", "crv": "P-256", "x": x, "y": y, "alg": "RS256"}, None),
+            ({"kty": "oct", "k": "c2VjcmV0"}, None),
+            ({"kty": "RSA", "n": "not base64!", "e": "AQAB"}, None),
+            ("a string", None),
+        ]
+        for jwk, expected in cases:
+            with self.subTest(jwk=jwk):
+                got = mcpstudio.jwk_key(jwk)
+                self.assertEqual(got and got[:2], expected)
+
+    def test_config_table(self):
+        # A config's `signIn` and `people`, read (${VAR} expanded in signIn) or refused naming the key and what is
+        # expected.
+        digest = "ab" * 32
+        cases = [  # (config) -> the plan's (issuer, audience, people) or a fragment of the error
+            ({}, None),
+            ({"signIn": {"issuer": "https://idp.example"}}, ("https://idp.example", None, {})),
+            ({"signIn": {"issuer": "https://${IDP}", "audience": "https://gw.example/mcp"}},
+             ("https://idp.example", "https://gw.example/mcp", {})),
+            ({"people": {"ann": {"tokenSha256": digest.upper(), "groups": ["ops"]}}},
+             (None, None, {"ann": (digest, ["ops"], None)})),
+            ({"signIn": {}}, "signIn: expected `issuer`"),
+            ({"signIn": {"issuer": "idp.example"}}, "signIn.issuer: expected an https URL"),
+            ({"signIn": {"issuer": "https://i", "isuer": "x"}}, "signIn.isuer"),
+            ({"signIn": {"issuer": "https://i", "introspection": "https://i/introspect"}}, "together"),
+            ({"signIn": {"issuer": "https://i", "scopes": "tools"}}, "signIn.scopes"),
+            ({"people": {"ann": {"tokenSha256": "abc"}}}, "people.ann.tokenSha256: expected the SHA-256"),
+            ({"people": {"ann": {"tokenSha256": digest, "groups": "ops"}}}, "people.ann.groups"),
+            ({"people": {"ann": "token"}}, "people.ann: expected"),
+            ({"people": {"ann": {"tokenSha256": digest, "token": "x"}}}, "people.ann.token"),
+        ]
+        for data, expected in cases:
+            with self.subTest(data=data):
+                loader = mcpstudio.ConfigLoader("team.json", environ={"IDP": "idp.example"}, data=data)
+                try:
+                    plan = mcpstudio.read_sign_in(loader, data)
+                    got = plan and (plan["issuer"], plan["audience"], plan["people"])
+                except mcpstudio.ConfigError as exc:
+                    got = str(exc)
+                    self.assertIsInstance(expected, str, got)
+                if isinstance(expected, str):
+                    self.assertIn(expected, got)
+                else:
+                    self.assertEqual(got, expected)
+
+    def test_people_rule_table(self):
+        # One rule: no `people` admits every signed-in person; a list admits a person it names by subject or
+        # email, by `group:NAME` of one of their groups, or `*`.
+        alice = mcpstudio.Person("alice", "alice@example.com", ["eng", "ops"])
+        cases = [
+            (None, True), ([], False), (["*"], True), (["alice"], True), (["alice@example.com"], True),
+            (["group:ops"], True), (["group:sales"], False), (["bob", "group:sales"], False), (["eng"], False),
+            (["ALICE"], False),
+        ]
+        for people, admitted in cases:
+            with self.subTest(people=people):
+                self.assertIs(mcpstudio.admits(people, alice), admitted)
+        person = mcpstudio.Person.from_claims({"sub": "bob", "scope": "tools read", "groups": ["sales", 7]})
+        self.assertEqual((person.subject, person.email, person.groups, person.scopes),
+                         ("bob", None, ["sales"], ["tools", "read"]))
+
+    def test_a_token_is_passed_on_only_to_a_server_its_audience_names(self):
+        # Person.token_for, the passthrough rule: the token goes to a URL its `aud` names (a string or a list, a
+        # trailing / aside), never to another one, and a person without a token (static people) has none to give.
+        crm = "https://crm.example/mcp"
+        cases = [  # (aud, resource asked for, whether the token is given)
+            (crm, crm, True), ([crm + "/", "https://gw.example/mcp"], crm, True), ("https://gw.example/mcp", crm, False),
+            ([crm + "x"], crm, False), (["https://crm.example"], crm, False), ([7, None], crm, False), (None, crm, False),
+        ]
+        for aud, resource, given in cases:
+            with self.subTest(aud=aud):
+                person = mcpstudio.Person.from_claims({"sub": "alice", "aud": aud})
+                person.token = "tok"
+                self.assertEqual(person.token_for(resource), "tok" if given else None)
+        self.assertIsNone(mcpstudio.Person("alice", audiences=[crm]).token_for(crm))  # no token
+
+
+class SignInKeysTests(unittest.TestCase):
+    """Issue 45: SignIn finds the issuer's keys by discovery, keeps them, and follows a key rotation with a
+    bounded refetch on an unknown `kid` (an issuer in threads of this test process; no clock is waited for)."""
+
+    def test_keys_rotate_with_a_bounded_refetch(self):
+        import http.server
+        first, second = _test_rsa_key(45), _test_rsa_key(47)
+        state = {"keys": [_rsa_jwk(first, "k1")], "fetches": 0}
+
+        class Issuer(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                base = "http://127.0.0.1:%d" % self.server.server_address[1]
+                if self.path == "/.well-known/oauth-authorization-server":
+                    body = {"issuer": base, "jwks_uri": base + "/jwks"}
+                elif self.path == "/jwks":
+                    state["fetches"] += 1
+                    body = {"keys": state["keys"]}
+                else:
+                    self.send_error(404)
+                    return
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        issuer = ThreadedHttpServer()
+        issuer.serve(Issuer)
+        self.addCleanup(issuer.close)
+        base = "http://127.0.0.1:%d" % issuer.port
+        audience = "https://gw.example/mcp"
+
+        def token(key, kid, subject="alice"):
+            claims = {"iss": base, "aud": audience, "sub": subject, "exp": int(time.time()) + 300}
+            return _jwt({"alg": "RS256", "kid": kid}, claims, lambda data: _rs256_sign(key, data))
+
+        async def scenario():
+            sign_in = mcpstudio.SignIn({"issuer": base, "people": {}, "scopes": []}, audience, mcpstudio.Log())
+            seen = [(await sign_in.person(token(first, "k1"))).subject, state["fetches"]]
+            seen += [(await sign_in.person(token(first, "k1", "bob"))).subject, state["fetches"]]  # keys kept
+            state["keys"] = [_rsa_jwk(first, "k1"), _rsa_jwk(second, "k2")]  # the issuer rotates
+            for _ in range(5):  # an unknown kid just after a fetch: refused, and no fetch for each try
+                with self.assertRaises(mcpstudio.UnknownKey):
+                    await sign_in.person(token(second, "k2"))
+            seen.append(state["fetches"])
+            sign_in.tried -= mcpstudio.SIGNIN_KID_REFETCH + 1  # as if the last fetch were 31 s ago
+            seen += [(await sign_in.person(token(second, "k2", "carol"))).subject, state["fetches"]]
+            with self.assertRaises(mcpstudio.UnknownKey):  # a kid no JWKS has: no fetch again so soon
+                await sign_in.person(token(second, "k3"))
+            seen.append(state["fetches"])
+            return seen
+        self.assertEqual(asyncio.run(scenario()), ["alice", 1, "bob", 1, 1, "carol", 2, 2])
+
+
+class TeamGatewayTests(ScratchDir):
+    """Issue 45 with static per-person tokens (`people`, kept as SHA-256 hashes): a token is asked for and
+    checked, and what a person's calls make or spend (rate limits, audit lines, cache entries, kept outputs,
+    tasks, sessions) is theirs alone."""
+
+    TOKENS = {"alice": "alice-token-0001", "bob": "bob-token-0002"}
+    TASKS = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+    def config(self, **extra):
+        stamp = self.script("stamp.py", "import os\nprint(os.urandom(8).hex())\n", executable=False)
+        path = os.path.join(self.dir, "team.json")
+        with open(path, "w") as f:
+            json.dump(dict({"tools": [
+                {"name": "echo", "command": "echo {text}", "rateLimit": {"calls": 1, "seconds": 600}},
+                {"name": "stamp", "command": "%s %s" % (PY, stamp), "annotations": {"readOnlyHint": True},
+                 "cache": {"ttl": 600}},
+                {"name": "count", "command": "seq 1 {n}", "max_text": 200},
+                {"name": "slow", "command": "sleep {seconds}", "taskSupport": "required"}],
+                "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest(), "groups": ["team"]}
+                           for name, token in self.TOKENS.items()},
+                "audit": {"file": os.path.join(self.dir, "audit.jsonl")}}, **extra), f)
+        return path
+
+    def auth(self, name):
+        return {"Authorization": "Bearer " + self.TOKENS[name]}
+
+    def call(self, http, name, tool, arguments, session=None, meta=None):
+        """The result (or error) of a tools/call by `name`: in `session` (handshake era), else a 2026-07-28 one."""
+        if session:
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": tool, "arguments": arguments}}, session=session, headers=self.auth(name))
+        else:
+            status, _, text = http.modern("tools/call", {"name": tool, "arguments": arguments, "_meta": meta or {}},
+                                          headers=self.auth(name))
+        self.assertEqual(status, 200, text)
+        answer = http.messages(text)[-1]
+        return answer.get("result", answer.get("error"))
+
+    def session(self, http, name):
+        status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+            headers=self.auth(name))
+        self.assertEqual(status, 200, text)
+        http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=headers["mcp-session-id"],
+                  headers=self.auth(name))
+        return headers["mcp-session-id"]
+
+    def test_a_persons_token_is_asked_for_and_checked(self):
+        # No token or an unknown one: 401 naming the RFC 9728 metadata, which is served without a token (also at
+        # the bare well-known URL); /health is behind the sign-in too; a listed person's token is let in.
+        import urllib.error
+        import urllib.request
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            base = "http://127.0.0.1:%d" % http.port
+            status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            self.assertEqual((status, headers["www-authenticate"]), (401, 'Bearer resource_metadata="%s/.well-known/'
+                                                                          'oauth-protected-resource/mcp"' % base))
+            status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                           headers={"Authorization": "Bearer alice-token-0002"})
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token", error_description="it is not the token of a listed person"',
+                          headers["www-authenticate"])
+            for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+                with urllib.request.urlopen(base + path, timeout=WAIT) as response:
+                    self.assertEqual(json.load(response), {"resource": base + "/mcp",
+                                                           "bearer_methods_supported": ["header"]})
+            for path, code in (("/.well-known/oauth-protected-resource/mcp/nope", 404), ("/health", 401)):
+                with self.assertRaises(urllib.error.HTTPError) as caught:
+                    urllib.request.urlopen(base + path, timeout=WAIT)
+                self.assertEqual(caught.exception.code, code)
+            status, _, text = http.modern("tools/list", headers=self.auth("bob"))
+            self.assertEqual(status, 200, text)
+            self.assertIn("stamp", text)
+
+    def test_an_unreachable_identity_provider_refuses_without_failing(self):
+        # An opaque token whose introspection endpoint does not answer, and a JWT whose issuer's keys cannot be
+        # fetched, get 401 saying so (the server goes on serving the listed people).
+        dead = "http://127.0.0.1:%d" % free_port()
+        with HttpServerProcess("serve", "--config", self.config(signIn={
+                "issuer": dead, "introspection": dead + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
+            jwt = _jwt({"alg": "RS256", "kid": "k"}, {"sub": "x"}, lambda data: b"\0" * 256)
+            for token, why in (("opaque-token", "could not check it now"), (jwt, "could not be fetched")):
+                status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                               headers={"Authorization": "Bearer " + token})
+                self.assertEqual(status, 401)
+                self.assertIn(why, headers["www-authenticate"])
+            status, _, text = http.modern("tools/list", headers=self.auth("alice"))
+            self.assertEqual(status, 200, text)
+
+    def test_a_signed_in_server_refuses_a_second_way_in(self):
+        # --http-token beside `people` is one way in too many; beyond loopback, signIn needs its `audience` (the
+        # URL tokens are for): both stop at startup with exit 2, saying so.
+        for args, env, fragment in (
+                (["--http", "127.0.0.1:0"], {"MCPSTUDIO_HTTP_TOKEN": "tok-1234"}, "drop --http-token"),
+                (["--http", "0.0.0.0:0"], {}, "set signIn.audience")):
+            with self.subTest(fragment=fragment):
+                config = self.config(signIn={"issuer": "https://idp.example"}) if "0.0.0.0" in args[1] else self.config()
+                done = subprocess.run(SERVER + ["serve", "--config", config] + args, capture_output=True, text=True,
+                                      timeout=WAIT, env=dict(os.environ, **env))
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn(fragment, done.stderr)
+
+    def test_status_shows_who_may_use_what(self):
+        # `status` says how people sign in, the one rule, and each namespace's people.
+        path = os.path.join(self.dir, "status.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"a": {"command": "true", "isolation": "session", "maxInstances": 3}},
+                       "defaultNamespace": "eng",
+                       "namespaces": {"eng": {"servers": ["a"], "people": ["group:eng", "carol@example.com"]},
+                                      "all": ["a"]},
+                       "signIn": {"issuer": "https://idp.example", "audience": "https://gw.example/mcp"}}, f)
+        done = subprocess.run(SERVER + ["status", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              env=dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache")))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("people sign in (serve --http): tokens of https://idp.example; audience https://gw.example/mcp",
+                      done.stdout)
+        self.assertIn("a namespace without `people`: every signed-in person", done.stdout)
+        self.assertRegex(done.stdout, r"\* eng .*people: group:eng, carol@example.com\n")
+        self.assertRegex(done.stdout, r"  all .*people: every signed-in person\n")
+        self.assertRegex(done.stdout, r"\na .* true  \(isolation session, at most 3\)\n")
+
+    def test_limits_and_audit_lines_are_per_person(self):
+        # A rate limit counts a person's calls across their sessions (a new initialize does not reset it) and not
+        # another person's; each audit line names its person, never their token.
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            first = self.session(http, "alice")
+            self.assertEqual(text_of(self.call(http, "alice", "echo", {"text": "one"}, first)), "one\n")
+            second = self.session(http, "alice")
+            self.assertRegex(text_of(self.call(http, "alice", "echo", {"text": "two"}, second)), r"^Not run: .*retry in")
+            self.assertRegex(text_of(self.call(http, "alice", "echo", {"text": "three"})), r"^Not run: ")  # 2026-07-28
+            self.assertEqual(text_of(self.call(http, "bob", "echo", {"text": "four"}, self.session(http, "bob"))),
+                             "four\n")
+        with open(os.path.join(self.dir, "audit.jsonl")) as f:
+            text = f.read()
+        lines = [json.loads(line) for line in text.splitlines()]
+        self.assertEqual([(line["person"], line["caller"], line.get("rateLimited", False)) for line in lines],
+                         [("alice", "alice", False), ("alice", "alice", True), ("alice", "alice", True),
+                          ("bob", "bob", False)])
+        self.assertNotIn("token-000", text)
+
+    def test_what_a_person_makes_stays_theirs(self):
+        # Cache entries, kept outputs, tasks (2026-07-28: no session to own them) and handshake-era sessions are
+        # their person's: another person gets a fresh result, not-found, or 404, never the other's object.
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            stamps = [text_of(self.call(http, name, "stamp", {})) for name in ("alice", "alice", "bob")]
+            self.assertEqual(stamps[0], stamps[1])  # alice's cached result
+            self.assertNotEqual(stamps[0], stamps[2])  # bob's own
+            result = self.call(http, "alice", "count", {"n": "400"})
+            uri = next(c["uri"] for c in result["content"] if c["type"] == "resource_link")
+            readings = {}
+            for name in ("bob", "alice"):
+                status, _, text = http.modern("resources/read", {"uri": uri}, headers=dict(self.auth(name),
+                                                                                           **{"Mcp-Name": uri}))
+                readings[name] = http.messages(text)[0]
+            self.assertIn("Output not found", readings["bob"]["error"]["message"])
+            self.assertTrue(readings["alice"]["result"]["contents"][0]["text"].startswith("1\n2\n"))
+            task = self.call(http, "alice", "slow", {"seconds": "30"}, meta=self.TASKS)
+            self.assertEqual(task["resultType"], "task", task)
+            seen = {}
+            for name in ("bob", "alice"):
+                status, _, text = http.modern("tasks/get", {"taskId": task["taskId"], "_meta": self.TASKS},
+                                              headers=dict(self.auth(name), **{"Mcp-Name": task["taskId"]}))
+                seen[name] = http.messages(text)[0]
+            self.assertIn("Unknown task", seen["bob"]["error"]["message"])
+            self.assertEqual(seen["alice"]["result"]["status"], "working")
+            http.modern("tasks/cancel", {"taskId": task["taskId"], "_meta": self.TASKS},
+                        headers=dict(self.auth("alice"), **{"Mcp-Name": task["taskId"]}))
+            session = self.session(http, "alice")
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session,
+                                        headers=self.auth("bob"))
+            self.assertEqual(status, 404, text)
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session,
+                                        headers=self.auth("alice"))
+            self.assertEqual(status, 200, text)
+
+
+class IsolationTests(AggregatorCase):
+    """Issue 45 item 4: a server's `isolation` "user" runs one process per signed-in person, started with that
+    person's own secrets (`${person.NAME}`, set by `mcpstudio secrets set`), "session" one per client session;
+    at most `maxInstances` at once."""
+
+    TOKENS = {"alice": "alice-token-0001", "bob": "bob-token-0002", "carol": "carol-token-003"}
+
+    def config(self, isolation, max_instances=5):
+        fake = [self.fake, "--only", "echo,env,sleep", "--pidfile", self.pids, "--name", "keeper"]
+        path = os.path.join(self.dir, "iso.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": fake, "env": {"FAKE_WHO": "${person.TOKEN}"},
+                                                "isolation": isolation, "maxInstances": max_instances}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        return path
+
+    def secrets(self, *words, value=None):
+        return subprocess.run(SERVER + ["secrets"] + list(words), input=value, capture_output=True, text=True,
+                              timeout=WAIT, env=self.env)
+
+    def call(self, http, name, tool, arguments, session=None):
+        auth = {"Authorization": "Bearer " + self.TOKENS[name]}
+        if session:
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+                "name": tool, "arguments": arguments}}, session=session, headers=auth)
+        else:
+            status, _, text = http.modern("tools/call", {"name": tool, "arguments": arguments}, headers=auth)
+        self.assertEqual(status, 200, text)
+        return text_of(http.messages(text)[-1]["result"])
+
+    def setUp(self):
+        super().setUp()
+        self.env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "config")
+
+    def test_each_person_gets_their_own_process_and_secrets(self):
+        # alice's and bob's calls run in processes of their own with their own secret (never the other's); a
+        # person without the secret is told how to set it; the store is 0600 and lists names only; a shared server
+        # cannot use ${person.NAME}.
+        for name in ("alice", "bob"):
+            done = self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value\n" % name)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        store = os.path.join(self.dir, "config", "mcpstudio", "people-secrets.json")
+        if os.name == "posix":
+            self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)
+        self.assertEqual(self.secrets("list", "--person", "alice").stdout, "TOKEN\n")
+        self.assertEqual(self.secrets("set", "TOKEN").returncode, 2)  # no --person
+        self.assertEqual(self.secrets("set", "TOKEN", "--person", "dan", value="").returncode, 2)  # no value
+        self.secrets("set", "OTHER", "--person", "dan", value="x")
+        self.assertIn("removed dan's secret OTHER", self.secrets("remove", "OTHER", "--person", "dan").stdout)
+        self.assertEqual(self.secrets("list", "--person", "dan").stdout, "")
+        with HttpServerProcess("serve", "--config", self.config("user"), "--no-manager-tools", env=self.env) as http:
+            for name in ("alice", "bob", "alice"):
+                self.assertEqual(self.call(http, name, "keeper__env", {"name": "FAKE_WHO"}), "%s-secret-value" % name)
+            self.assertIn("needs your own secret TOKEN, which is not set; set it with `mcpstudio secrets set TOKEN --person carol`",
+                          self.call(http, "carol", "keeper__env", {"name": "FAKE_WHO"}))
+            self.assertNotIn("secret-value", "".join(http.stderr))
+        with open(self.pids) as f:  # one process lists the tools (without secrets), then one for each person
+            self.assertEqual(len({line.split()[0] for line in f}), 3)
+        path = self.config("shared")
+        done = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              env=self.env)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
+
+    def test_found_tools_are_their_finders(self):
+        # With toolSearch on, the tools alice's search found join her tools/list, not bob's.
+        path = os.path.join(self.dir, "found.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "echo,env", "--name",
+                                                                        "keeper"]}},
+                       "toolSearch": "on", "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                                      for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {}
+            for name in ("alice", "bob"):
+                auth = {"Authorization": "Bearer " + self.TOKENS[name]}
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                    headers=auth)
+                sessions[name] = headers["mcp-session-id"]
+            self.assertIn("keeper__env", self.call(http, "alice", "mcpstudio__search_tools", {"query": "read a variable"},
+                                                   sessions["alice"]))
+            listed = {}
+            for name in ("alice", "bob"):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, session=sessions[name],
+                                            headers={"Authorization": "Bearer " + self.TOKENS[name]})
+                listed[name] = [tool["name"] for tool in http.messages(text)[-1]["result"]["tools"]]
+            self.assertIn("keeper__env", listed["alice"])
+            self.assertNotIn("keeper__env", listed["bob"])
+
+    def test_sessions_get_their_own_process_within_the_bound(self):
+        # "session": each client session its own process; past maxInstances an idle one makes room, and when each
+        # is busy with a call the caller is told so.
+        for name in self.TOKENS:
+            self.secrets("set", "TOKEN", "--person", name, value=name)
+        with HttpServerProcess("serve", "--config", self.config("session", 1), "--no-manager-tools",
+                               env=self.env) as http:
+            sessions = []
+            for name in ("alice", "alice"):
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                    headers={"Authorization": "Bearer " + self.TOKENS[name]})
+                sessions.append(headers["mcp-session-id"])
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "one"}, sessions[0]), "keeper: one")
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "two"}, sessions[1]), "keeper: two")
+            slow = threading.Thread(target=self.call, args=(http, "alice", "keeper__sleep", {"seconds": 8}, sessions[1]))
+            slow.start()
+            time.sleep(3)  # generous: the call reaches its process (a busy instance is never the one stopped)
+            self.assertIn("runs 1 instances already (its maxInstances), each busy",
+                          self.call(http, "alice", "keeper__echo", {"text": "three"}, sessions[0]))
+            slow.join(WAIT)
+            with open(self.pids) as f:  # the listing's, session one's, then session two's (session one's stopped)
+                pids = [int(line.split()[0]) for line in f]
+            self.assertEqual(len(set(pids)), 3)
+            status, _, _ = http.post(None, session=sessions[1], method="DELETE",
+                                     headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
+            self.assertEqual(status, 200)
+            self.assertTrue(wait_until(lambda: not alive(pids[-1]), 10), "an ended session's server still runs")
+            self.assertTrue(alive(pids[0]))  # the shared one (it lists the tools) stays
+
+    def test_passthrough_config_errors(self):
+        # "auth": "passthrough" is for a URL server, never a shared one (each person's token, each person's process).
+        for entry, fragment in (({"command": PY, "args": [self.fake], "auth": "passthrough"}, "only a server with a `url`"),
+                                ({"url": "https://crm.example/mcp", "auth": "passthrough", "isolation": "shared"},
+                                 'use "user" or "session"'),
+                                ({"url": "https://crm.example/mcp", "auth": "forward"}, 'expected "passthrough"')):
+            path = os.path.join(self.dir, "bad.json")
+            with open(path, "w") as f:
+                json.dump({"mcpServers": {"crm": entry}}, f)
+            done = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                  env=self.env)
+            self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+            self.assertIn(fragment, done.stderr)
+
+    def test_reads_and_prompts_come_from_the_persons_own_process(self):
+        # A resource read, a prompt and a completion of a "user" server come from the person's own process (with
+        # their secret), never the shared one; the listings come from the shared process, which never gets a
+        # person's secret (its ${person.TOKEN} is empty).
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", name, value=name + "-own")
+        who = os.path.join(self.dir, "who")
+        path = os.path.join(self.dir, "reads.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "env", "--name", "keeper",
+                                                                        "--who-file", who],
+                                                "env": {"FAKE_WHO": "${person.TOKEN}"}, "isolation": "user"}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            def ask(name, method, params):
+                headers = {"Authorization": "Bearer " + self.TOKENS[name]}
+                if "uri" in params:
+                    headers["Mcp-Name"] = params["uri"]
+                status, _, text = http.modern(method, params, headers=headers)
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            for name in ("alice", "bob"):
+                self.assertEqual([t["name"] for t in ask(name, "tools/list", {})["result"]["tools"]], ["keeper__env"])
+                self.assertEqual([r["uri"] for r in ask(name, "resources/list", {})["result"]["resources"]],
+                                 ["fake://keeper/info"])
+                read = ask(name, "resources/read", {"uri": "fake://keeper/info"})["result"]["contents"][0]["text"]
+                self.assertEqual(read, "keeper read fake://keeper/info for %s-own" % name)
+                prompt = ask(name, "prompts/get", {"name": "keeper__greet", "arguments": {"who": "x"}})["result"]
+                self.assertEqual(prompt["messages"][0]["content"]["text"], "Hello x from keeper for %s-own" % name)
+                completed = ask(name, "completion/complete", {"ref": {"type": "ref/prompt", "name": "keeper__greet"},
+                                                              "argument": {"name": "who", "value": "a"}})
+                self.assertEqual(completed["result"]["completion"]["values"], ["a-keeper-handshake", name + "-own"])
+            refused = ask("carol", "resources/read", {"uri": "fake://keeper/info"})  # no secret: told how to set it
+            self.assertIn("mcpstudio secrets set TOKEN --person carol", refused["error"]["message"])
+        with open(who) as f:  # the shared (listing) process got no secret; each person's got only their own
+            self.assertEqual(sorted(line.split()[1] for line in f), ["-", "alice-own", "bob-own"])
+
+
+OIDC_PROVIDER = os.environ.get("MCPSTUDIO_OIDC_PROVIDER", "")  # an npm prefix holding node_modules/oidc-provider
+IDP_SCRIPT = os.path.join(HERE, "examples", "team-gateway", "idp.mjs")
+
+
+class RecordingMcpServer(ThreadedHttpServer):
+    """A Streamable HTTP MCP server (tool `whoami`) in threads of this test process that records the Authorization
+    each request came with (`seen`: (method, header or None)); a token in `refused` gets 401 invalid_token."""
+
+    def __init__(self):
+        import http.server
+        owner, self.seen, self.refused = self, [], set()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def reply(self, status, body=None, headers=()):
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(status)
+                for header in headers:
+                    self.send_header(*header)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self.reply(405)
+
+            def do_POST(self):
+                message = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                given = self.headers.get("Authorization")
+                owner.seen.append((message.get("method"), given))
+                if given and given[len("Bearer "):] in owner.refused:
+                    self.reply(401, {"error": "invalid_token"}, [("WWW-Authenticate", 'Bearer error="invalid_token"')])
+                elif "id" not in message:
+                    self.reply(202)
+                elif message["method"] == "initialize":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {
+                        "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "crm", "version": "1"}}}, [("Mcp-Session-Id", "s%d" % len(owner.seen))])
+                elif message["method"] == "tools/list":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": [
+                        {"name": "whoami", "inputSchema": {"type": "object"}}]}})
+                elif message["method"] == "tools/call":
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "result": {"content": [
+                        {"type": "text", "text": "crm called"}]}})
+                else:
+                    self.reply(200, {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}})
+
+        self.serve(Handler)
+        self.url = "http://127.0.0.1:%d/mcp" % self.port
+
+
+def _jwk_ints(jwk, *names):
+    return tuple(int.from_bytes(mcpstudio.b64url(jwk[name]), "big") for name in names)
+
+
+# The official TypeScript SDK's client signs in by itself: its ClientCredentialsProvider (client dana of
+# idp.mjs) follows the gateway's 401 to the RFC 9728 metadata, the provider's metadata and token endpoint
+# (with the RFC 8707 resource), then lists and calls; prints {"tools": [...], "call": text}.
+TS_SIGN_IN_CLIENT = r"""
+const sdk = process.env.SDK_DIR + '/dist/esm/';
+const { Client } = await import(sdk + 'client/index.js');
+const { StreamableHTTPClientTransport } = await import(sdk + 'client/streamableHttp.js');
+const { ClientCredentialsProvider } = await import(sdk + 'client/auth-extensions.js');
+const provider = new ClientCredentialsProvider({ clientId: 'dana', clientSecret: 'dana-secret',
+                                                 expectedIssuer: process.env.ISSUER });
+const client = new Client({ name: 'ts-sign-in', version: '1.0.0' });
+await client.connect(new StreamableHTTPClientTransport(new URL(process.env.TARGET), { authProvider: provider }));
+const tools = (await client.listTools()).tools.map(t => t.name);
+const call = (await client.callTool({ name: 'alpha__echo', arguments: { text: 'from ts' } })).content[0].text;
+const token = provider.tokens().access_token;
+console.log(JSON.stringify({ tools, call, aud: JSON.parse(Buffer.from(token.split('.')[1], 'base64url')).aud }));
+await client.close();
+"""
+TS_SDK_DIR = os.path.join(os.path.dirname(os.path.dirname(INSPECTOR)), "@modelcontextprotocol", "sdk") if INSPECTOR else ""
+
+
+@unittest.skipUnless(OIDC_PROVIDER and os.path.isdir(os.path.join(OIDC_PROVIDER, "node_modules", "oidc-provider"))
+                     and (NODE22 or shutil.which("node")), "no oidc-provider ($MCPSTUDIO_OIDC_PROVIDER; .ci/run installs it)")
+class SignInTests(AggregatorCase):
+    """Issue 45 against a real identity provider: npm's oidc-provider on loopback (examples/team-gateway/idp.mjs)
+    issues client-credentials access tokens (alice: RS256 JWT, engineering; bob: ES256 JWT, sales; carol: opaque,
+    engineering, introspected), and serve --http signs people in with them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="mcpstudio-idp-")
+        keys, cls.also = os.path.join(cls.folder, "keys.json"), os.path.join(cls.folder, "also")
+        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys, cls.also],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   env=dict(os.environ, NODE_PATH=os.path.join(OIDC_PROVIDER, "node_modules")))
+        timer = threading.Timer(WAIT, cls.idp.kill)  # a provider that never says it is ready is stopped
+        timer.start()
+        line = cls.idp.stdout.readline()
+        timer.cancel()
+        if not line:
+            cls.idp.wait(5)
+            raise AssertionError("the identity provider did not start (exit %s)" % cls.idp.returncode)
+        cls.issuer = json.loads(line)["issuer"]
+        with open(keys) as f:
+            cls.keys = json.load(f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.idp.kill()
+        cls.idp.wait(10)
+        cls.idp.stdout.close()
+        shutil.rmtree(cls.folder, ignore_errors=True)
+
+    def token(self, client, resource, scope=None):
+        """An access token for `resource` by a client-credentials grant (RFC 6749 §4.4, RFC 8707)."""
+        import urllib.parse
+        import urllib.request
+        body = urllib.parse.urlencode(dict({"grant_type": "client_credentials", "client_id": client,
+                                            "client_secret": client + "-secret", "resource": resource},
+                                           **({"scope": scope} if scope else {}))).encode()
+        with urllib.request.urlopen(self.issuer + "/token", body, timeout=WAIT) as response:
+            return json.load(response)["access_token"]
+
+    def serve(self, scopes=(), **extra):
+        fake = [self.fake, "--only", "echo", "--name"]
+        path = os.path.join(self.dir, "team.json")
+        servers = {"alpha": {"command": PY, "args": fake + ["alpha"]}, "beta": {"command": PY, "args": fake + ["beta"]}}
+        with open(path, "w") as f:
+            json.dump({"mcpServers": dict(servers, **extra),
+                       "namespaces": {"eng": {"servers": ["alpha"] + list(extra), "people": ["group:engineering"]},
+                                      "sales": {"servers": ["beta"] + list(extra), "people": ["group:sales", "carol"]}},
+                       "defaultNamespace": "eng",
+                       "signIn": dict({"issuer": self.issuer, "introspection": self.issuer + "/token/introspection",
+                                       "clientId": "gateway", "clientSecret": "gateway-secret"},
+                                      **({"scopes": list(scopes)} if scopes else {}))}, f)
+        return HttpServerProcess("--config", path, "--no-manager-tools", env=self.env)
+
+    def tools(self, http, path, token):
+        """(status, the tool names or the WWW-Authenticate challenge) of a tools/list at `path` with `token`."""
+        http.path = path
+        status, headers, text = http.modern("tools/list", headers={"Authorization": "Bearer " + token} if token else {})
+        if status != 200:
+            return status, headers.get("www-authenticate", "")
+        return status, [tool["name"] for tool in http.messages(text)[0]["result"]["tools"]]
+
+    def test_two_people_see_their_own_namespaces(self):
+        # Tokens of a client-credentials grant sign alice, bob and carol in; each namespace's `people` decides
+        # who uses it (403 insufficient_scope for the others), a token for one namespace's URL is not one for
+        # another's, and RFC 9728 metadata names the provider.
+        import urllib.request
+        with self.serve() as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            status, challenge = self.tools(http, "/mcp/eng", None)
+            self.assertEqual(status, 401)
+            self.assertEqual(challenge, 'Bearer resource_metadata="http://127.0.0.1:%d/.well-known/oauth-protected-'
+                                        'resource/mcp/eng"' % http.port)
+            with urllib.request.urlopen(mcpstudio.www_authenticate(challenge)["resource_metadata"], timeout=WAIT) as r:
+                self.assertEqual(json.load(r), {"resource": root + "/eng", "authorization_servers": [self.issuer],
+                                                "bearer_methods_supported": ["header"]})
+            alice_eng, alice, bob, carol = (self.token("alice", root + "/eng"), self.token("alice", root),
+                                            self.token("bob", root), self.token("carol", root))
+            self.assertEqual(self.tools(http, "/mcp/eng", alice_eng), (200, ["alpha__echo"]))
+            status, challenge = self.tools(http, "/mcp/sales", alice_eng)  # its audience is /mcp/eng
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token"', challenge)
+            self.assertIn("audience", challenge)
+            self.assertEqual(self.tools(http, "/mcp", alice), (200, ["alpha__echo"]))  # the default namespace, eng
+            status, challenge = self.tools(http, "/mcp/sales", alice)
+            self.assertEqual(status, 403)
+            self.assertIn('error="insufficient_scope"', challenge)
+            self.assertIn("alice is not among the people of namespace sales", challenge)
+            self.assertEqual(self.tools(http, "/mcp/sales", bob), (200, ["beta__echo"]))  # ES256
+            self.assertEqual(self.tools(http, "/mcp/eng", bob)[0], 403)
+            self.assertEqual(self.tools(http, "/mcp", bob)[0], 403)
+            self.assertEqual(self.tools(http, "/mcp/eng", carol), (200, ["alpha__echo"]))  # opaque: introspected
+            self.assertEqual(self.tools(http, "/mcp/sales", carol), (200, ["beta__echo"]))  # named by subject
+            http.path = "/mcp/sales"
+            status, _, text = http.modern("tools/call", {"name": "beta__echo", "arguments": {"text": "hi"}},
+                                          headers={"Authorization": "Bearer " + bob})
+            self.assertEqual(text_of(http.messages(text)[0]["result"]), "beta: hi")
+
+    def test_each_person_gets_their_own_server_and_secrets(self):
+        # A server of "isolation": "user" runs once for alice and once for bob, signed in by the provider's tokens,
+        # each with their own secret from `mcpstudio secrets set` (in env as ${person.TOKEN}).
+        self.env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "config")
+        for name in ("alice", "bob"):
+            done = subprocess.run(SERVER + ["secrets", "set", "TOKEN", "--person", name], input=name + "-own",
+                                  capture_output=True, text=True, timeout=WAIT, env=self.env)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        keeper = {"command": PY, "args": [self.fake, "--only", "env", "--name", "keeper", "--pidfile", self.pids],
+                  "env": {"FAKE_WHO": "${person.TOKEN}"}, "isolation": "user"}
+        with self.serve(keeper=keeper) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            for name, path in (("alice", "/mcp/eng"), ("bob", "/mcp/sales"), ("alice", "/mcp/eng")):
+                http.path = path
+                status, _, text = http.modern("tools/call", {"name": "keeper__env", "arguments": {"name": "FAKE_WHO"}},
+                                              headers={"Authorization": "Bearer " + self.token(name, root)})
+                self.assertEqual(text_of(http.messages(text)[0]["result"]), name + "-own")
+        with open(self.pids) as f:  # the shared one (it lists the tools), alice's and bob's
+            self.assertEqual(len({line.split()[0] for line in f}), 3)
+
+    @unittest.skipUnless(TS_SDK_DIR and os.path.exists(os.path.join(TS_SDK_DIR, "dist", "esm", "client",
+                                                                     "auth-extensions.js")),
+                         "the TypeScript SDK is not installed (beside $MCPSTUDIO_INSPECTOR; .ci/run installs it)")
+    def test_the_typescript_sdk_signs_in_by_itself(self):
+        # A real SDK client with only its client id and secret: from the gateway's 401 it finds the provider (RFC
+        # 9728), gets a token for the gateway's URL (RFC 8707) by a client-credentials grant, and lists and calls.
+        with self.serve() as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            proc = subprocess.run([NODE22 or shutil.which("node"), "--input-type=module", "-e", TS_SIGN_IN_CLIENT],
+                                  capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                                  env=dict(os.environ, SDK_DIR=TS_SDK_DIR, TARGET=root, ISSUER=self.issuer))
+        self.assertEqual(proc.returncode, 0, proc.stdout[-2000:] + proc.stderr[-3000:])
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        self.assertEqual(out, {"tools": ["alpha__echo"], "call": "alpha: from ts", "aud": root})
+
+    def test_passthrough_forwards_only_a_token_issued_for_the_server(self):
+        # "auth": "passthrough": alice's token, which the provider issued for the gateway and the crm server both (its
+        # aud names both), reaches crm as her own Authorization; bob's, issued for the gateway alone, is refused with
+        # what the admin must do, and crm never sees it; the shared process that lists crm's tools sent no one's.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        with open(self.also, "w") as f:
+            f.write(crm.url + "\n")
+        self.addCleanup(os.remove, self.also)
+        with self.serve(crm={"url": crm.url, "auth": "passthrough"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            alice, bob = self.token("alice", root), self.token("bob", root)
+            self.assertEqual(json.loads(mcpstudio.b64url(alice.split(".")[1]))["aud"], [root, crm.url])
+            answers = {}
+            for name, token, path in (("alice", alice, "/mcp"), ("bob", bob, "/mcp/sales")):
+                http.path = path
+                status, _, text = http.modern("tools/call", {"name": "crm__whoami", "arguments": {}},
+                                              headers={"Authorization": "Bearer " + token})
+                self.assertEqual(status, 200, text)
+                answers[name] = http.messages(text)[0]["result"]
+        self.assertEqual((text_of(answers["alice"]), answers["alice"].get("isError", False)), ("crm called", False))
+        self.assertTrue(answers["bob"]["isError"])
+        for fragment in ("server `crm` is called with your own sign-in", "was not issued for it",
+                         json.dumps([root]), "resource=%s" % crm.url):
+            self.assertIn(fragment, text_of(answers["bob"]))
+        self.assertEqual([given for method, given in crm.seen if method == "tools/call"], ["Bearer " + alice])
+        self.assertNotIn("Bearer " + bob, [given for _, given in crm.seen])
+        self.assertIn(("tools/list", None), crm.seen)  # the listing process: no one's token
+
+    def test_a_token_the_passthrough_server_refuses_signs_the_person_in_again(self):
+        # Issue 45 item 5: when crm refuses alice's own token (expired or revoked there: 401 invalid_token), her call
+        # says so and how to recover, and the gateway then refuses that token with 401 invalid_token (what makes an
+        # MCP client sign in again); a new token from the provider works at once and is the one crm gets.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        with open(self.also, "w") as f:
+            f.write(crm.url + "\n")
+        self.addCleanup(os.remove, self.also)
+        with self.serve(crm={"url": crm.url, "auth": "passthrough"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+
+            def call(token):
+                status, headers, text = http.modern("tools/call", {"name": "crm__whoami", "arguments": {}},
+                                                    headers={"Authorization": "Bearer " + token})
+                return (status, http.messages(text)[0]["result"]) if status == 200 else (
+                    status, headers.get("www-authenticate", ""))
+            old = self.token("alice", root)
+            self.assertEqual(text_of(call(old)[1]), "crm called")
+            crm.refused.add(old)
+            status, result = call(old)
+            self.assertEqual(status, 200)
+            self.assertTrue(result["isError"])
+            self.assertIn("server crm refused your access token (HTTP 401: invalid_token): sign in to the gateway "
+                          "again", text_of(result))
+            status, challenge = call(old)
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token"', challenge)
+            self.assertIn("server crm refused it (expired or revoked): sign in again", challenge)
+            self.assertIn("resource_metadata=", challenge)
+            second = self.token("alice", root)
+            crm.refused.add(second)  # her process starts again for a new token, and crm refuses its initialize
+            status, result = call(second)
+            self.assertIn("server crm refused your access token", text_of(result))
+            self.assertEqual(call(second)[0], 401)
+            new = self.token("alice", root)
+            self.assertEqual(text_of(call(new)[1]), "crm called")
+        self.assertEqual([given for method, given in crm.seen if method == "tools/call"][-1], "Bearer " + new)
+        self.assertIn(("initialize", "Bearer " + second), crm.seen)
+
+    def test_a_token_without_the_required_scope_gets_403(self):
+        # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
+        # insufficient_scope, and one granted them (scope=tools in the grant) is let in.
+        import urllib.request
+        with self.serve(scopes=["tools"]) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            status, challenge = self.tools(http, "/mcp", None)
+            self.assertEqual(status, 401)
+            self.assertIn('scope="tools"', challenge)
+            with urllib.request.urlopen(mcpstudio.www_authenticate(challenge)["resource_metadata"], timeout=WAIT) as r:
+                self.assertEqual(json.load(r)["scopes_supported"], ["tools"])
+            status, challenge = self.tools(http, "/mcp", self.token("alice", root))
+            self.assertEqual(status, 403)
+            self.assertIn('error="insufficient_scope"', challenge)
+            self.assertIn("the token lacks the scope tools", challenge)
+            self.assertEqual(self.tools(http, "/mcp", self.token("alice", root, "tools")), (200, ["alpha__echo"]))
+
+    def test_bad_tokens_are_refused(self):
+        # Forged (another key with the provider's kid), tampered, expired, wrong-audience, wrong-issuer, `alg: none`
+        # and HMAC-signed-with-the-public-key tokens get 401 invalid_token; the same minting with the provider's own
+        # key and good claims is accepted (so each refusal is for what was changed).
+        import hmac
+        rs, rogue = (_jwk_ints(self.keys[name], "n", "e", "d") for name in ("rs", "rogue"))
+        public = {k: self.keys["rs"][k] for k in ("kty", "n", "e", "kid", "alg", "use")}
+        with self.serve() as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            now = int(time.time())
+            good = {"iss": self.issuer, "aud": root, "sub": "alice", "exp": now + 300, "groups": ["engineering"]}
+            header = {"alg": "RS256", "typ": "at+jwt", "kid": "rs-1"}
+            real = self.token("alice", root)
+            head, payload, signature = real.split(".")
+            claims = json.loads(mcpstudio.b64url(payload))
+            tampered = ".".join([head, _b64u(json.dumps(dict(claims, sub="bob")).encode()), signature])
+            cases = [  # (token, a fragment of why it is refused; None: accepted)
+                (_jwt(header, good, lambda data: _rs256_sign(rs, data)), None),
+                (_jwt(header, good, lambda data: _rs256_sign(rogue, data)), "the signature does not verify"),
+                (tampered, "the signature does not verify"),
+                (_jwt(header, dict(good, exp=now - 3600), lambda data: _rs256_sign(rs, data)), "it expired"),
+                (_jwt(header, dict(good, nbf=now + 3600), lambda data: _rs256_sign(rs, data)), "not valid before"),
+                (self.token("alice", "http://127.0.0.1:1/mcp"), "audience"),
+                (_jwt(header, dict(good, iss="http://127.0.0.1:1"), lambda data: _rs256_sign(rs, data)), "issued by"),
+                (_jwt({"alg": "none", "typ": "at+jwt"}, good, None), "alg 'none' is not accepted"),
+                (_jwt(dict(header, alg="HS256"), good, lambda data: hmac.new(json.dumps(public).encode(), data,
+                                                                              hashlib.sha256).digest()),
+                 "alg 'HS256' is not accepted"),
+                ("not-a-jwt-and-not-active", "not active"),
+            ]
+            for token, why in cases:
+                with self.subTest(why=why):
+                    status, answer = self.tools(http, "/mcp/eng", token)
+                    if why is None:
+                        self.assertEqual((status, answer), (200, ["alpha__echo"]))
+                    else:
+                        self.assertEqual(status, 401, answer)
+                        self.assertIn('error="invalid_token"', answer)
+                        self.assertIn(why, answer)
 
 
 class TemplateFileFieldTests(ScratchDir):
@@ -14368,6 +17012,10 @@ class TaskTests(ScratchDir):
             self.assertEqual(text_of(done["result"]), "computed after 1.5 s (x)\n")
             self.assertNotIn("io.modelcontextprotocol/related-task", done["result"].get("_meta", {}))
             self.assertEqual(get(created["taskId"], MODERN_META)["error"]["code"], -32021)  # no extension
+            unknown = get("0" * 32)["error"]  # this era has no sessions: the message does not speak of one
+            self.assertEqual(unknown["code"], -32602)
+            self.assertIn("Unknown task", unknown["message"])
+            self.assertNotIn("session", unknown["message"])
             _, plain = call("slow_compute", {"seconds": 1}, MODERN_META)  # no extension: waited for
             self.assertEqual(plain["result"]["resultType"], "complete")
             status, refused = call("failing_job", {}, MODERN_META)
