@@ -14627,6 +14627,23 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
 
+    def test_a_persons_process_answers_are_never_cached_for_another(self):
+        # Merge of issue 41.2 with 45: a cached tool (read-only by an override, its cache shared) of an isolated
+        # server answers each person from their own process: bob never gets alice's cached secret (keyed by the
+        # public name, the shared cache served it to him), nor alice bob's.
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value\n" % name)
+        path = self.config("user")
+        with open(path) as f:
+            data = json.load(f)
+        data["mcpServers"]["keeper"].update(cache={"ttl": 60, "shared": True},
+                                            overrides={"env": {"annotations": {"readOnlyHint": True}}})
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            for name in ("alice", "bob", "alice", "bob"):
+                self.assertEqual(self.call(http, name, "keeper__env", {"name": "FAKE_WHO"}), "%s-secret-value" % name)
+
     def test_found_tools_are_their_finders(self):
         # With toolSearch on, the tools alice's search found join her tools/list, not bob's.
         path = os.path.join(self.dir, "found.json")
