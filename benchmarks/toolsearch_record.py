@@ -1,4 +1,5 @@
-"""Record the `tools/list` of public MCP servers into benchmarks/toolsearch/corpus.json.
+"""Record the `tools/list` of public MCP servers into benchmarks/toolsearch/corpus.json (SERVERS), or with
+`--unseen` into benchmarks/toolsearch/unseen.json (UNSEEN: servers no ranking rule was written for).
 
 The servers are installed outside the repository (not committed):
 
@@ -6,6 +7,12 @@ The servers are installed outside the repository (not committed):
         @modelcontextprotocol/server-github @modelcontextprotocol/server-gitlab ...  (see SERVERS)
     python3 -m venv /tmp/py && /tmp/py/bin/pip install mcp-server-git mcp-server-fetch mcp-server-time
     python3 benchmarks/toolsearch_record.py /tmp/servers/node_modules/.bin /tmp/py/bin
+
+The unseen servers, each pinned, into a throwaway folder:
+
+    mkdir /tmp/unseen && cd /tmp/unseen && npm init -y && npm install --ignore-scripts PACKAGE@VERSION ...
+    python3 -m venv /tmp/unseen/py && /tmp/unseen/py/bin/pip install PACKAGE==VERSION ...  (the PyPI ones)
+    python3 benchmarks/toolsearch_record.py --unseen /tmp/unseen/node_modules/.bin /tmp/unseen/py/bin
 
 Each server gets dummy credentials: listing tools needs none of them to be valid.
 """
@@ -48,6 +55,45 @@ SERVERS = {
     "time": ("mcp-server-time (PyPI)", ["mcp-server-time"], {}),
 }
 
+# Servers no ranking rule was written for (issue 44): name -> (package@version, command and arguments, environment)
+UNSEEN = {
+    "mongodb": ("mongodb-mcp-server@3.0.4", ["mongodb-mcp-server"], {"MDB_MCP_CONNECTION_STRING": "mongodb://localhost:1/db"}),
+    "supabase": ("@supabase/mcp-server-supabase@0.13.0", ["mcp-server-supabase", "--access-token=" + DUMMY], {}),
+    "datadog": ("@winor30/mcp-server-datadog@1.8.0", ["mcp-server-datadog"],
+                {"DATADOG_API_KEY": DUMMY, "DATADOG_APP_KEY": DUMMY, "DATADOG_SITE": "datadoghq.com"}),
+    "circleci": ("@circleci/mcp-server-circleci@0.20.0", ["mcp-server-circleci"], {"CIRCLECI_TOKEN": DUMMY}),
+    "stripe": ("@stripe/mcp@0.3.3", ["../@stripe/mcp/dist/index.js", "--tools=all", "--api-key=sk_test_" + DUMMY], {}),
+    "tavily": ("tavily-mcp@0.2.22", ["tavily-mcp"], {"TAVILY_API_KEY": DUMMY}),
+    "desktop-commander": ("@wonderwhy-er/desktop-commander@0.2.52", ["desktop-commander"], {}),
+    "chart": ("@antv/mcp-server-chart@0.9.10", ["mcp-server-chart"], {}),
+    "shortcut": ("@shortcut/mcp@0.25.0", ["mcp-server-shortcut"], {"SHORTCUT_API_TOKEN": DUMMY}),
+    "figma": ("figma-developer-mcp@0.13.2", ["figma-developer-mcp", "--stdio", "--figma-api-key=" + DUMMY], {}),
+    "airtable": ("airtable-mcp-server@1.14.0", ["airtable-mcp-server"], {"AIRTABLE_API_KEY": DUMMY}),
+    "todoist": ("todoist-mcp@1.3.4", ["todoist-mcp"], {"TODOIST_API_KEY": DUMMY, "API_KEY": DUMMY}),
+    "discord": ("mcp-discord@1.3.4", ["mcp-discord"], {"DISCORD_TOKEN": DUMMY}),
+    "linear": ("@tacticlaunch/mcp-linear@1.4.3", ["mcp-linear"], {"LINEAR_API_TOKEN": DUMMY}),
+    "elasticsearch": ("@elastic/mcp-server-elasticsearch@0.3.1", ["mcp-server-elasticsearch"],
+                      {"ES_URL": "http://localhost:1", "ES_API_KEY": DUMMY}),
+    "grafana": ("@leval/mcp-grafana@1.1.7", ["mcp-grafana"], {"GRAFANA_URL": "http://localhost:1", "GRAFANA_TOKEN": DUMMY}),
+    "jira": ("@aashari/mcp-server-atlassian-jira@3.3.0", ["mcp-atlassian-jira"],
+             {"ATLASSIAN_SITE_NAME": "example", "ATLASSIAN_USER_EMAIL": "a@example.com", "ATLASSIAN_API_TOKEN": DUMMY}),
+    "youtube-transcript": ("@kimtaeyoon83/mcp-server-youtube-transcript@0.1.1", ["mcp-server-youtube-transcript"], {}),
+    "google-calendar": ("@cocal/google-calendar-mcp@2.6.3", ["google-calendar-mcp"], {"GOOGLE_OAUTH_CREDENTIALS": "/nonexistent.json"}),
+    "gmail": ("@gongrzhe/server-gmail-autoauth-mcp@1.1.11", ["gmail-mcp"], {}),
+    "open-meteo": ("open-meteo-mcp-server@2.1.0", ["open-meteo-mcp-server"], {}),
+    "launchdarkly": ("@launchdarkly/mcp-server@0.6.2", ["mcp", "start", "--api-key", DUMMY], {}),
+    "perplexity": ("@perplexity-ai/mcp-server@1.2.1", ["perplexity-mcp"], {"PERPLEXITY_API_KEY": DUMMY}),
+    "sqlite": ("mcp-server-sqlite==2025.4.25 (PyPI)", ["mcp-server-sqlite", "--db-path", "/tmp/toolsearch-record.db"], {}),
+    "neo4j": ("mcp-neo4j-cypher==0.6.0 (PyPI)", ["mcp-neo4j-cypher"],
+              {"NEO4J_URI": "bolt://localhost:1", "NEO4J_USERNAME": "neo4j", "NEO4J_PASSWORD": DUMMY}),
+    "atlassian": ("mcp-atlassian==0.21.1 (PyPI)", ["mcp-atlassian"],
+                  {"JIRA_URL": "https://example.atlassian.net", "JIRA_USERNAME": "a@example.com", "JIRA_API_TOKEN": DUMMY,
+                   "CONFLUENCE_URL": "https://example.atlassian.net/wiki", "CONFLUENCE_USERNAME": "a@example.com",
+                   "CONFLUENCE_API_TOKEN": DUMMY}),
+    "cloudwatch": ("awslabs.cloudwatch-mcp-server==0.0.13 (PyPI)", ["awslabs.cloudwatch-mcp-server"],
+                   {"AWS_ACCESS_KEY_ID": DUMMY, "AWS_SECRET_ACCESS_KEY": DUMMY, "AWS_REGION": "us-east-1"}),
+}
+
 
 def record(bin_dirs: list, command: list, env: dict, timeout: float = 60.0) -> list:
     """Start the server (found in the first of `bin_dirs` that has it), initialize, list every page of tools,
@@ -86,9 +132,10 @@ def record(bin_dirs: list, command: list, env: dict, timeout: float = 60.0) -> l
 
 
 def main():
-    bin_dirs = sys.argv[1:]
+    unseen = "--unseen" in sys.argv[1:]
+    bin_dirs = [arg for arg in sys.argv[1:] if arg != "--unseen"]
     corpus = {}
-    for name, (package, command, env) in SERVERS.items():
+    for name, (package, command, env) in (UNSEEN if unseen else SERVERS).items():
         try:
             tools = record(bin_dirs, command, env)
         except (OSError, RuntimeError, ValueError, KeyError) as exc:
@@ -97,7 +144,7 @@ def main():
         corpus[name] = {"package": package, "tools": tools}
         print("%-20s %3d tools" % (name, len(tools)), file=sys.stderr)
     print("%d servers, %d tools" % (len(corpus), sum(len(s["tools"]) for s in corpus.values())), file=sys.stderr)
-    with open(os.path.join(HERE, "toolsearch", "corpus.json"), "w") as f:
+    with open(os.path.join(HERE, "toolsearch", "unseen.json" if unseen else "corpus.json"), "w") as f:
         json.dump(corpus, f, indent=1, ensure_ascii=False)
         f.write("\n")
 
