@@ -104,7 +104,7 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 
 DEFAULT_TIMEOUT = 60.0          # seconds a tool call may run
 DEFAULT_MAX_OUTPUT = 1 << 20    # bytes kept of each of stdout and stderr
-DEFAULT_MAX_TEXT = 20000        # characters of output in a result; more is kept whole and linked (README: Output)
+DEFAULT_MAX_TEXT = 20000        # characters of output in a result; more is kept whole and linked (docs/output.md)
 ERROR_MAX_TEXT = 10000          # ... in an error result: Claude Code cuts those past about 11,000
 DEFAULT_MAX_CONCURRENCY = 32    # commands running at once
 DEFAULT_MAX_NAME_LENGTH = 48    # leaves room for a client prefix such as mcp__<server>__
@@ -227,6 +227,11 @@ class OAuthError(McpStudioError):
 
     def __init__(self, message):
         super().__init__(re.sub(r"[\x00-\x1f\x7f-\x9f]", "", message))
+
+
+class ChildRefused(McpStudioError):
+    """mcpstudio in a child (`inspect`, `call`) refused its mode and said why on its stderr: exit with its code
+    (`args[0]`, 2 for a bad template or option, as `serve` exits), adding nothing."""
 
 
 class TokenError(McpStudioError):
@@ -425,6 +430,21 @@ _FILE_VALUE = "%s: a file, as data:<type>;name=<file name>;base64,<data> or a re
 _FIELD_START = re.compile(r"[{\[]\{?(%s)(?:\.\.\.|:file|:folder)?\s*#" % _FIELD_NAME)  # a field with a description begins
 _NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 _OPEN_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?$" % _FIELD_NAME)  # `{a` just before a field: {a{b}}
+
+
+_UNCLOSED_FIELD = re.compile(r"(?<!\\)\{\{?%s(?:\.\.\.|:file|:folder)?(?=[^}]*$)" % _FIELD_NAME)
+
+
+def unclosed_fields(words):
+    """The `{name` openings in `words` that no `}` after them closes: literal text, where a field was meant."""
+    return [match.group() for word in words for match in _UNCLOSED_FIELD.finditer(word)]
+
+
+def unclosed_warning(words):
+    """The warning for unclosed_fields(words), or None."""
+    found = unclosed_fields(words)
+    return found and ("%s is not closed, so it is passed as that text, not a field: close it (`%s}`), or write "
+                      "`\\{` for a literal brace" % (", ".join("`%s`" % text for text in found), found[0]))
 
 
 def _refuse_nested(text, at, match, error):
@@ -2013,7 +2033,10 @@ if _POSIX:
             self.process.stdin.flush()
 
         def close(self):
+            """End of input: the watchdog stops what is left and exits. Its exit is collected in a thread, so
+            no zombie stays behind a process that goes on (the TUI, tests) and no Popen is dropped running."""
             self.process.stdin.close()
+            threading.Thread(target=self.process.wait, name="mcpstudio-watchdog-exit", daemon=True).start()
 else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README says what is tested where)
     _SPAWN_OPTIONS = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
 
@@ -2215,31 +2238,94 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
             pass
 
 
-class _Capture:
-    """Keeps the first `limit` bytes of a stream and counts the rest."""
+def _whole_characters(head, tail):
+    """`head` without a UTF-8 character its end splits, `tail` without one its start splits: the two sides
+    of a cut read as text again (a binary stream loses at most three bytes a side, and is broken anyway)."""
+    for back in range(1, min(4, len(head)) + 1):
+        byte = head[-back]
+        if byte < 0x80:
+            break
+        if byte >= 0xC0:  # the lead byte of the last character: complete, or dropped
+            if back < (2 if byte < 0xE0 else 3 if byte < 0xF0 else 4):
+                head = head[:-back]
+            break
+    skip = 0
+    while skip < min(3, len(tail)) and 0x80 <= tail[skip] < 0xC0:
+        skip += 1
+    return head, tail[skip:]
 
-    __slots__ = ("limit", "chunks", "kept", "total")
+
+class _Capture:
+    """Keeps the first and the last bytes of a stream, `limit` in all, and counts what falls between them.
+
+    The first half of the room holds the head; a ring (a bytearray read from `start`) the last bytes,
+    so a long build log keeps the lines that say why it failed. value() is the stream itself when it
+    fit, else its head and tail (cut at line ends where the line is short, never inside a character)
+    around one line that says exactly what was dropped; `cut` is that number of bytes."""
+
+    __slots__ = ("limit", "head", "ring", "start", "total", "dropped_lines", "line_start")
 
     def __init__(self, limit):
         self.limit = limit
-        self.chunks = []
-        self.kept = 0
+        self.head = bytearray()
+        self.ring = bytearray()
+        self.start = 0              # ring[start:] are the last bytes; the front is freed in large steps
         self.total = 0
+        self.dropped_lines = 0      # newlines among the bytes that left the ring
+        self.line_start = True      # whether the ring's first byte starts a line
 
     def add(self, data):
         self.total += len(data)
-        room = self.limit - self.kept
+        room = self.limit // 2 - len(self.head)
         if room > 0:
-            piece = data[:room]
-            self.chunks.append(piece)
-            self.kept += len(piece)
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self.ring += data
+        keep = self.limit - self.limit // 2
+        excess = len(self.ring) - self.start - keep
+        if excess > 0:
+            end = self.start + excess
+            self.dropped_lines += self.ring.count(b"\n", self.start, end)
+            self.line_start = self.ring[end - 1] == 0x0A
+            self.start = end
+            if self.start > keep:  # amortized: the ring is moved once per `keep` bytes dropped
+                del self.ring[:self.start]
+                self.start = 0
+
+    def _parts(self):
+        """(head, bytes dropped, newlines among them, tail, whether both cuts fall at line ends)."""
+        head, tail = bytes(self.head), bytes(self.ring[self.start:])
+        if self.total == len(head) + len(tail):
+            return head, 0, 0, tail, True
+        lines, at_ends = self.dropped_lines, True
+        end = head.rfind(b"\n") + 1
+        if not head.endswith(b"\n") and end and len(head) - end <= len(head) // 4:
+            head = head[:end]  # the head's last line, begun, goes with the dropped part
+        elif not head.endswith(b"\n"):
+            at_ends = False
+        begin = tail.find(b"\n") + 1
+        if not self.line_start and begin and begin <= len(tail) // 4:
+            tail, lines = tail[begin:], lines + 1  # the tail's first line, its start dropped, goes too
+        elif not self.line_start:
+            at_ends = False
+        head, tail = _whole_characters(head, tail)
+        return head, self.total - len(head) - len(tail), lines, tail, at_ends
 
     def value(self):
-        return b"".join(self.chunks)
+        head, dropped, lines, tail, at_ends = self._parts()
+        if not dropped:
+            return head + tail
+        return head + ("%s[... %d bytes%s dropped here by the output limit (--max-output %d): the output was %d bytes, "
+                       "of which the first %d and the last %d are kept ...]\n" % (
+                           "\n" if head and not head.endswith(b"\n") else "", dropped,
+                           " (%d lines)" % lines if at_ends else "", self.limit, self.total, len(head),
+                           len(tail))).encode("ascii") + tail
 
     @property
     def cut(self):
-        return self.total - self.kept
+        return self._parts()[1]
 
 
 class _ChildProtocol(asyncio.SubprocessProtocol):
@@ -2432,6 +2518,27 @@ def script_argv(path, windows, python=None, pathext=None):
     if extension in (".com", ".exe", ".bat", ".cmd") and extension in (pathext or ".COM;.EXE;.BAT;.CMD").lower().split(";"):
         return [path]
     return None
+
+
+def program_not_found(program, env=None):
+    """"`gti` is not on PATH here (did you mean `git`?)" when `program` (a command's first word) would not
+    start, else None: what `check`, and startup in template mode, warn of before any call fails on it."""
+    import shutil
+    path = (os.environ if env is None else env).get("PATH", os.defpath)
+    if shutil.which(program, path=path):
+        return None
+    if os.path.dirname(program):
+        return "`%s` is not an executable file here" % program
+    import difflib
+    names = set()
+    for folder in path.split(os.pathsep):
+        try:
+            names.update(os.listdir(folder or "."))
+        except OSError:
+            pass
+    swapped = sorted(name for name in names if sorted(name) == sorted(program))  # gti: git, before tic
+    close = swapped or difflib.get_close_matches(program, sorted(names), 1, 0.6)
+    return "`%s` is not on PATH here%s" % (program, " (did you mean `%s`?)" % close[0] if close else "")
 
 
 def _os_text_problem(value):
@@ -2748,14 +2855,20 @@ def _masked_url(match):
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
+_REFERENCE_ONLY = re.compile(r"['\"]?\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)['\"]?")  # ${NAME}, no default
+
+
 def _masked_option(match):
     name, value = match.groups()
-    return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") else match.group(0)
+    return name + "***" if looks_secret(name.strip(" =-")) and not value.startswith("-") and not \
+        _REFERENCE_ONLY.fullmatch(value) else match.group(0)
 
 
 def _masked_header(match):
-    name, scheme, _ = match.groups()
-    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) else match.group(0)
+    name, scheme, value = match.groups()
+    # A variable's name (`GITHUB_TOKEN: ${MY_TOKEN} is not set`) is no secret: shown, as the log shows it.
+    return name + (scheme or "") + "***" if looks_secret(name.rstrip(": \t")) and not \
+        _REFERENCE_ONLY.fullmatch(value) else match.group(0)
 
 
 def mask_secrets(value, secrets=()):
@@ -2842,6 +2955,7 @@ class Log:
         self.warned = set()
         self.schema_of = lambda name: None  # a tool's inputSchema by name (the Server's): secrets of wire lines
         self.forms = collections.OrderedDict()  # id -> requestedSchema of the last forms asked (their answers masked)
+        self.warnings = 0  # how many were logged (`check` counts them in its verdict)
 
     def add_secrets(self, secrets):
         """Mask these values (as written and JSON-escaped) in every line from now on."""
@@ -2891,6 +3005,7 @@ class Log:
 
     def warning(self, fmt, *args):
         """Log a warning."""
+        self.warnings += 1
         self._write("warning", fmt % args if args else fmt, "warning" not in self.quiet)
 
     def error(self, fmt, *args):
@@ -3493,7 +3608,9 @@ class PromptWatch(OutputFeed):
         elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
             self.problem = ("%s, and %s. Make the command not ask (an option such as --yes), answer it in the config "
                             "(\"answers\" on this tool), or set \"interactive\": false." % (said, (
-                                "it runs as a task (its taskSupport is \"required\"), which cannot ask the client"
+                                "it runs as a task (its taskSupport is \"required\", or it ran past %s s for a client "
+                                "that takes tasks), which cannot ask the client; \"taskSupport\": \"forbidden\" keeps "
+                                "its questions" % TASK_AFTER
                                 if ctx.modern and ctx.task and ctx.declared("elicitation") else
                                 "this client cannot answer (it declared no elicitation capability)")))
         else:
@@ -3817,9 +3934,9 @@ def cut_binary(data, cut):
     A cut image or file is broken, so it is never served as content."""
     if not cut or _as_text(data, True) is not None:
         return None
-    return ("The output (%s) was cut at %d bytes by the output limit (%d more bytes were not kept), so it is not "
+    return ("The output (%s) passed the output limit: %d bytes of its middle were dropped, so it is not "
             "served: a cut file is broken. Raise the limit (--max-output) to get it whole."
-            % (_image_type(data) or "binary data", len(data), cut))
+            % (_image_type(data) or "binary data", cut))
 
 
 def output_content(data, uri, cut):
@@ -3841,9 +3958,10 @@ OUTPUT_KEEP_BYTES = 64 << 20    # ... and their bytes together (one larger outpu
 OUTPUT_KEEP_SECONDS = 3600.0
 
 
-def fit_text(text, budget, uri):
+def fit_text(text, budget, uri, kept="whole"):
     """`text` if it holds at most `budget` characters, else its head and tail (cut at line ends
-    where it can) around one line that says what was left out and how to read it."""
+    where it can) around one line that says what was left out and how to read it (`kept`: what the
+    resource holds, "whole" or, past the output limit, "kept" output)."""
     if len(text) <= budget:
         return text
     half = budget // 2
@@ -3853,9 +3971,9 @@ def fit_text(text, budget, uri):
     first = head.count("\n") + 1
     last = first + middle.count("\n") - middle.endswith("\n")
     return ("%s%s[... %d lines (%d bytes) left out here: read them with resources/read %s?lines=%d-%d; "
-            "the whole output is %s ...]\n%s" % (
+            "the %s output is %s ...]\n%s" % (
                 head, "" if head.endswith("\n") else "\n", last - first + 1, len(middle.encode("utf-8")), uri,
-                first, last, uri, text[tail_start:]))
+                first, last, kept, uri, text[tail_start:]))
 
 
 def output_slice(data, query):
@@ -3934,15 +4052,19 @@ class OutputBudget:
         self.links = []
         self.linked = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # the first with resource_link
 
-    def fit(self, data, text, share=1.0):
-        """`text` (decoded from `data`) within `share` of the room left."""
+    def fit(self, data, text, share=1.0, cut=0):
+        """`text` (decoded from `data`) within `share` of the room left; `cut`: the bytes the output limit
+        dropped from its middle (then the resource holds what was kept, and says so)."""
         limit = int(self.chars * share)
         if len(text) > limit:
             uri = self.store.keep(data, self.owner)
-            text = fit_text(text, limit, uri)
+            text = fit_text(text, limit, uri, "kept" if cut else "whole")
             if self.linked:
-                self.links.append({"type": "resource_link", "uri": uri, "name": "output", "mimeType": "text/plain",
-                                   "size": len(data), "description": "the whole output, of which the result shows a part"})
+                self.links.append({"type": "resource_link", "uri": uri, "name": "output" if not cut else "kept output",
+                                   "mimeType": "text/plain", "size": len(data), "description": (
+                                       "the output's head and tail, %d bytes of its middle dropped by the output limit "
+                                       "(--max-output), of which the result shows a part" % cut if cut else
+                                       "the whole output, of which the result shows a part")})
         self.chars = max(self.chars - len(text), 0)
         return text
 
@@ -4149,6 +4271,12 @@ def check_read(uri, result: ProcessResult, timeout, subject=None):
                        {"uri": uri, "exitCode": result.returncode})
 
 
+def limit_note(stream, cut):
+    """The line a result ends with when the output limit dropped `cut` bytes from the middle of `stream`."""
+    return ("[%s: %d bytes from the middle were dropped by the output limit (--max-output); its first and last "
+            "bytes are kept, and a line marks the place]" % (stream, cut))
+
+
 def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
     """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
     content = []
@@ -4160,19 +4288,19 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
     stderr = _decoded(result.stderr)
     if budget:
-        stderr = budget.fit(result.stderr, stderr, 0.25)
+        stderr = budget.fit(result.stderr, stderr, 0.25, result.stderr_cut)
     if (result.stdout and not broken) or not (failure or result.stderr):
         block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
         elif block["type"] == "text" and budget:
-            block["text"] = budget.fit(result.stdout, block["text"])
+            block["text"] = budget.fit(result.stdout, block["text"], cut=result.stdout_cut)
         content.append(block)
     if result.stdout_cut:
-        content.append(text_block("[stdout cut: %d more bytes not shown]" % result.stdout_cut))
+        content.append(text_block(limit_note("stdout", result.stdout_cut)))
     if result.stderr:
         if result.stderr_cut:
-            stderr += "\n[stderr cut: %d more bytes not shown]" % result.stderr_cut
+            stderr += "\n" + limit_note("stderr", result.stderr_cut)
         content.append(text_block("[stderr]\n" + stderr))
     return {"content": content + (budget.links if budget else []), "isError": failure is not None}
 
@@ -4965,7 +5093,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
     if budget and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
         if not result.ok:
             budget.chars = min(budget.chars, ERROR_MAX_TEXT)
-        block = dict(block, text=budget.fit(result.stdout, block["text"]))
+        block = dict(block, text=budget.fit(result.stdout, block["text"], cut=result.stdout_cut))
     links = budget.links if budget else []
     if result.ok:
         reply = {"content": [block], "isError": False}
@@ -4975,7 +5103,7 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
         if isinstance(data, dict):
             reply["structuredContent"] = data
         if result.stdout_cut:
-            reply["content"].append(text_block("[stdout cut: %d more bytes not shown]" % result.stdout_cut))
+            reply["content"].append(text_block(limit_note("stdout", result.stdout_cut)))
         reply["content"] += links
         return reply
     code = result.returncode
@@ -5155,7 +5283,7 @@ class SkillFolders(Source):
             return "cannot read it (%s); make it a readable UTF-8 file" % exc
         header = cached[1]
         if isinstance(header, FrontmatterError):
-            return "frontmatter %s; write it in the YAML subset the README's Skills section shows" % header
+            return "frontmatter %s; write it in the YAML subset docs/skills.md shows" % header
         name, description = header.get("name"), header.get("description")
         last = path.rsplit("/", 1)[-1]
         if not isinstance(name, str) or not re.fullmatch(_SKILL_NAME, name):
@@ -5416,6 +5544,12 @@ class Catalog:
         except McpError:
             return None
 
+    def hidden(self, public, ctx):
+        """Whether the listed tool `public` is not this request's to see or call (a source's `hides`: the manager
+        tools of a team gateway, for whom `admins` does not name)."""
+        route = self._routes.get(public)
+        return bool(route and hasattr(route[0], "hides") and route[0].hides(route[1], ctx))
+
     def denial(self, public):
         """Why a source's permission leaves out the tool `public` (None: none does)."""
         for source in self.sources:
@@ -5575,6 +5709,7 @@ TASK_MAX_TTL_MS = 86400000     # the most a client may ask for
 TASK_KEEP = 60.0               # seconds a result stays readable after it arrives, even past its ttl
 TASK_POLL_MS = 1000            # the pollInterval suggested to clients
 TASK_LIMIT = 100               # tasks kept at once; the oldest ended one makes room
+TASK_SHARE = 2                 # one person (else one session) holds at most 1/TASK_SHARE of them: others keep room
 TASK_AFTER = 0.5               # 2026-07-28: seconds an optional tool's call runs before it becomes a task
 ASK_TIMEOUT = 600.0            # seconds a client may take to ask the user for a tool's `ask` parameters
 TERMINAL = ("completed", "failed", "cancelled")
@@ -5631,6 +5766,7 @@ class Task:
         self.created = self.updated = time.time()
         self.ttl = ttl
         self.expires = None     # when it may be forgotten (set when it ends)
+        self.holder = owner     # whose share of the store it takes: the signed-in person's subject, else the owner
         self.result = self.error = self.job = None
         self.ended = asyncio.Event()
 
@@ -5684,9 +5820,22 @@ class TaskStore:
         return len(self.tasks) >= self.limit and all(t.status not in TERMINAL for t in self.tasks.values())
 
     def start(self, call, ctx: CallContext, ttl, on_end=None) -> Task:
-        """Run the coroutine `call` (a tool call with `ctx`) as a new task."""
+        """Run the coroutine `call` (a tool call with `ctx`) as a new task; one person (else one session) keeps at
+        most a 1/TASK_SHARE share of the store, so that one cannot fill it for everyone."""
         self._sweep()
         owner = ctx.owner
+        holder = getattr(ctx.session, "person", None) or owner
+        share = max(1, self.limit // TASK_SHARE)
+        mine = [t for t in self.tasks.values() if t.holder == holder]
+        if len(mine) >= share:  # their own oldest ended task makes room
+            ended = next((t for t in mine if t.status in TERMINAL), None)
+            if not ended:
+                call.close()
+                raise McpError(INTERNAL_ERROR, "you have %d tasks running or keeping results unread, the most one "
+                               "person (or session) may keep (%d, a share of this server's %d), and none of yours "
+                               "has ended: wait for one to end, or cancel one (tasks/cancel)"
+                               % (len(mine), share, self.limit))
+            del self.tasks[ended.id]
         if len(self.tasks) >= self.limit:  # the caller's own oldest ended task makes room, never another's result
             ended = next((t for t in self.tasks.values() if t.status in TERMINAL and t.owner == owner), None)
             if not ended:
@@ -5696,6 +5845,7 @@ class TaskStore:
                                % self.limit)
             del self.tasks[ended.id]
         task = Task(owner, ttl, ctx.modern, self.ids and self.ids.new_id())
+        task.holder = holder
         ctx.task, ctx.running = task.id, task
         self.tasks[task.id] = task
         task.job = asyncio.ensure_future(self._run(task, call, on_end))
@@ -6174,8 +6324,8 @@ class Guard:
                 shown, secrets = masked_arguments(arguments, schema)
                 if "argv" in entry:
                     entry["argv"] = _masked_argv(entry["argv"], secrets)
-                if getattr(ctx.session, "person", None) is not None:
-                    entry["person"] = ctx.session.person
+                if getattr(ctx.session, "person", None) is not None:  # their name (the caller: static:NAME)
+                    entry["person"] = getattr(getattr(ctx.session, "signed_in", None), "subject", ctx.session.person)
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
                              client="%s %s" % (client.get("name", "?"), client.get("version", "?")), arguments=shown,
                              exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
@@ -6576,6 +6726,15 @@ def servers_behind(tools):
     return " Servers (tools): %s%s." % (shown, " and %d more" % more if more > 0 else "") if ranked else ""
 
 
+def search_summary(count, mode, threshold):
+    """What a client's tools/list holds, in words, for `count` tools (serve's count: the config's own, the
+    servers' listed ones and the manager tools) under toolSearch `mode` (None: auto)."""
+    if mode == "on" or mode != "off" and count > threshold:
+        return "on: %d tools behind search%s" % (count, "" if mode == "on" else " (past %d; Claude Code gets them "
+                                                                              "listed, it searches itself)" % threshold)
+    return "off: %d tools listed%s" % (count, "" if mode == "off" else " (search starts past %d)" % threshold)
+
+
 class ToolSearch:
     """`toolSearch` for one Server: what a client's tools/list shows, the two tools, and per session the
     tools its searches found (at most FOUND_LIMIT, the least recently found dropped first)."""
@@ -6637,7 +6796,7 @@ class ToolSearch:
         key = [(tool["name"], tool.get("description"), _object(tool.get("_meta")).get(SEARCH_HINT_META)) for tool in tools]
         if key != self._key:  # the index is built again only when a name or description changed
             self._index, self._key = ToolIndex(tools), key
-        hits = self._index.search(query, limit)
+        hits = [tool for tool in self._index.search(query, limit) if not catalog.hidden(tool["name"], ctx)]
         if hits and not ctx.modern:
             self.remember([tool["name"] for tool in hits], ctx.session)
         lines = "".join("\n%s: %s" % (tool["name"], str(tool.get("description")).split("\n")[0][:160]) for tool in hits)
@@ -6863,11 +7022,17 @@ class Server:
         """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
         listing the first page built until a source changes."""
         tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
-        ups = [up for source in self.catalog.sources for up in getattr(source, "upstreams", {}).values()]
-        if ups and not tools and all(up.state == "failed" for up in ups):  # nothing to list, ever: say why
+        hubs = [source for source in self.catalog.sources if hasattr(source, "upstreams")]
+        ups = [up for hub in hubs for up in hub.upstreams.values()]
+        # Nothing to list but mcpstudio's own manager tools, ever: say why, where a client shows it (a listing
+        # of manager tools alone reads as "connected" while nothing works). The initialize result cannot say
+        # it: it is sent before any server has started.
+        managed = {name for hub in hubs for name in hub.manager_names()}
+        if ups and all(t["name"] in managed for t in tools) and all(up.state == "failed" for up in ups):
             raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
                 up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
                 + "; fix it and restart mcpstudio")
+        tools = [tool for tool in tools if not self.catalog.hidden(tool["name"], ctx)]
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
@@ -6876,8 +7041,8 @@ class Server:
         if self.search and self.search.handles(name):
             return await self.search.call(name, params, arguments, ctx)
         route = await self.catalog.route(name)
-        if not route:
-            known = [t["name"] for t in await self.catalog.tools()]
+        if not route or self.catalog.hidden(name, ctx):  # a manager tool of a team gateway: there for admins only
+            known = [t["name"] for t in await self.catalog.tools() if not self.catalog.hidden(t["name"], ctx)]
             denial = self.catalog.denial(name)
             if denial:
                 raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
@@ -6947,7 +7112,7 @@ class Server:
         """2026-07-28: a task when the tool requires one, or an optional one runs past TASK_AFTER (and
         the request declared the extension); otherwise the plain result."""
         if support == "forbidden" or (support == "optional" and (
-                not ctx.declared(TASKS_EXTENSION) or self.tasks.full() or ctx.prompts)):  # a task cannot ask
+                not ctx.declared(TASKS_EXTENSION) or self.tasks.full())):
             return await call
         if not ctx.declared(TASKS_EXTENSION):
             call.close()
@@ -7271,7 +7436,7 @@ CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout
 _TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
              "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
              "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints", "toolSearch",
-             "toolSearchThreshold", "toolSearchPin", "signIn", "people")
+             "toolSearchThreshold", "toolSearchPin", "signIn", "people", "admins")
 _UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
 _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
@@ -7302,6 +7467,40 @@ def strip_json_comments(text):
     return re.sub(_JSON_STRING + r"|,(?=\s{0,4094}[\]}])", blank, text, flags=re.S)
 
 
+class ConfigProblems:
+    """The mistakes found in one config file, told together: each entry is read on past another's mistake."""
+
+    def __init__(self, path):
+        self.path, self.found = path, []
+
+    def add(self, exc: ConfigError):
+        """A mistake, and the others it carries (`more`: the other unknown keys of one object)."""
+        self.found.extend([str(exc)] + getattr(exc, "more", []))
+
+    def gathered(self, step, *args, default=None):
+        """step(*args), or `default` with its ConfigError kept."""
+        try:
+            return step(*args)
+        except ConfigError as exc:
+            self.add(exc)
+            return default
+
+    def all_of(self, step, *args):
+        """step(*args), unless it or a step it gathered found a mistake: then one ConfigError for them all."""
+        found = self.gathered(step, *args)
+        if self.found:
+            raise self.error()
+        return found
+
+    def error(self) -> ConfigError:
+        """One ConfigError for them: one as it is, several each on its own line under the file's name."""
+        if len(self.found) == 1:
+            return ConfigError(self.found[0])
+        here = "%s: " % self.path
+        return ConfigError("%s: %d problems:\n  %s" % (self.path, len(self.found), "\n  ".join(
+            problem[len(here):] if problem.startswith(here) else problem for problem in self.found)))
+
+
 class ConfigLoader:
     """Reads one config file into sources; every error names the file and the place."""
 
@@ -7311,6 +7510,7 @@ class ConfigLoader:
         self.environ = os.environ if environ is None else environ
         self.secrets = []  # expanded environment values, masked in logs
         self.data = data  # a config made on the command line (--url), `path` its name in messages
+        self.problems = ConfigProblems(self.path)  # what load() found: it tells them all at once
 
     def error(self, where, message) -> ConfigError:
         """A ConfigError that names the file and the key path `where`."""
@@ -7352,12 +7552,16 @@ class ConfigLoader:
         """Refuse keys outside `allowed`, with a did-you-mean hint."""
         if not isinstance(obj, dict):
             raise self.error(where, "expected an object, not %s" % _type_name(obj))
+        unknown = []
         for key in obj:
             if key not in allowed:
                 import difflib
                 close = difflib.get_close_matches(key, allowed, 1, 0.6)
                 hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
-                raise self.error(_join(where, key), "unknown key%s" % hint)
+                unknown.append(self.error(_join(where, key), "unknown key%s" % hint))
+        if unknown:  # the first is raised; load() tells the others too (`more`)
+            unknown[0].more = [str(exc) for exc in unknown[1:]]
+            raise unknown[0]
 
     def get(self, obj, key, kind, where, default=None):
         """obj[key] checked against `kind` (a type or tuple of types)."""
@@ -7418,63 +7622,68 @@ class ConfigLoader:
 
         `script_options` (help_timeout, rescan) apply to the file's script folders;
         `skill_prompts` False keeps its skills from being offered as prompts too.
+        Every problem of the file is told in one ConfigError: each entry is read on past another's mistake.
         """
+        self.problems = ConfigProblems(self.path)
+        return self.problems.all_of(self._load, runner, log, base, separator, script_options, skill_prompts)
+
+    def _load(self, runner, log, base, separator, script_options, skill_prompts):
         data = _given(self.read())
-        self.keys(data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
-        self.get(data, "schemaVersion", int, "")
-        info = {key: self.get(data, key, str, "") for key in ("name", "description", "instructions", "command")}
-        file_env = self.environment(data, "")
+        gathered = self.problems.gathered
+        gathered(self.keys, data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
+        gathered(self.get, data, "schemaVersion", int, "")
+        info = {key: gathered(self.get, data, key, str, "") for key in ("name", "description", "instructions", "command")}
+        file_env = gathered(self.environment, data, "", default={})
         env = dict(base.env or os.environ, **file_env) if file_env else base.env
         cwd = base.cwd
         if "working_directory" in data:
-            cwd = self.folder_path(self.get(data, "working_directory", str, ""), "working_directory")
-        timeout = self.timeout(data, "")
+            cwd = gathered(lambda: self.folder_path(self.get(data, "working_directory", str, ""), "working_directory"),
+                           default=cwd)
+        timeout = gathered(self.timeout, data, "")
         settings = base.derive(env=env, cwd=cwd, timeout=timeout or base.timeout or CONFIG_TIMEOUT,
-                               task_support=self.choice(data, "taskSupport", TASK_SUPPORT, "", base.task_support),
-                               max_text=read_max_text(self, data, "", base.max_text))  # one cap on running commands
-        tools, names = [], {}
-        for index, spec in enumerate(self.get(data, "tools", list, "", [])):
-            tool = self.tool(spec, "tools[%d]" % index, runner, settings)
-            if tool.name in names:
-                raise self.error("tools[%d].name" % index, "`%s` is already the name of tools[%d]" % (tool.name, names[tool.name]))
-            names[tool.name] = index
-            tools.append(tool)
-        resources = [self.resource(spec, "resources[%d]" % i, runner, settings)
-                     for i, spec in enumerate(self.get(data, "resources", list, "", []))]
+                               task_support=gathered(self.choice, data, "taskSupport", TASK_SUPPORT, "",
+                                                     base.task_support, default=base.task_support),
+                               max_text=gathered(read_max_text, self, data, "", base.max_text, default=base.max_text))
+        tools, names = [], {}  # one cap on running commands, above
+        for index, spec in enumerate(gathered(self.get, data, "tools", list, "", [], default=[])):
+            tool = gathered(self.tool, spec, "tools[%d]" % index, runner, settings)
+            if tool is not None and tool.name in names:
+                self.problems.add(self.error("tools[%d].name" % index, "`%s` is already the name of tools[%d]"
+                                             % (tool.name, names[tool.name])))
+            elif tool is not None:
+                names[tool.name] = index
+                tools.append(tool)
+        resources = [resource for resource in (
+            gathered(self.resource, spec, "resources[%d]" % i, runner, settings)
+            for i, spec in enumerate(gathered(self.get, data, "resources", list, "", [], default=[])))
+            if resource is not None]
         self.warn_shell_syntax(tools, resources, log)
+        warn_unclosed_fields(self.path, tools, resources, log)
         sources = []
         if tools or resources:
             sources.append(TemplateTools(tools, resources))
-        separator = separator or self.get(data, "separator", str, "", "__")
+        separator = separator or gathered(self.get, data, "separator", str, "", "__", default="__")
         if separator_problem(separator):
-            raise self.error("separator", separator_problem(separator))
-        for index, entry in enumerate(self.get(data, "scripts", list, "", [])):
-            where = "scripts[%d]" % index
-            if isinstance(entry, str):
-                entry = {"path": entry}
-            self.keys(entry, _SCRIPTS_KEYS, where)
-            root = self.folder_path(self.get(entry, "path", str, where, ""), _join(where, "path"))
-            globs = {key: self.get(entry, key, list, where, []) for key in ("include", "exclude")}
-            for key, patterns in globs.items():
-                if not all(isinstance(p, str) for p in patterns):
-                    raise self.error(_join(where, key), "expected a list of glob strings")
-            sources.append(ScriptDirectory(root, runner, settings, log, separator=separator,
-                                           **globs, **(script_options or {})))
-        folders = []
-        for index, root in enumerate(self.get(data, "skills", list, "", [])):
-            if not isinstance(root, str):
-                raise self.error("skills[%d]" % index, "expected a folder path (text)")
-            folders.append(self.folder_path(root, "skills[%d]" % index))
+            self.problems.add(self.error("separator", separator_problem(separator)))
+            separator = "__"
+        for index, entry in enumerate(gathered(self.get, data, "scripts", list, "", [], default=[])):
+            folder = gathered(read_script_folder, self, entry, "scripts[%d]" % index, runner, settings, log,
+                              separator, script_options)
+            if folder is not None:
+                sources.append(folder)
+        folders = [folder for folder in (gathered(read_skill_folder, self, root, "skills[%d]" % index) for index, root
+                                         in enumerate(gathered(self.get, data, "skills", list, "", [], default=[])))
+                   if folder is not None]
         if folders:
-            prompts = self.get(data, "skillPrompts", bool, "", True) and skill_prompts
+            prompts = gathered(self.get, data, "skillPrompts", bool, "", True, default=True) and skill_prompts
             sources.append(SkillFolders(folders, log, prompts=prompts))
         info["separator"] = separator
-        info["guard"] = read_guard(self, data)
-        info["sign_in"] = read_sign_in(self, data)
-        info["tool_search"] = read_tool_search(self, data)
+        info["guard"] = gathered(read_guard, self, data, default=({}, None, ()))
+        info["sign_in"] = gathered(read_sign_in, self, data)  # None: no signIn, or one with a mistake
+        info["tool_search"] = gathered(read_tool_search, self, data, default=(None, TOOL_SEARCH_THRESHOLD, ()))
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
-            info["upstream"] = read_upstreams(self, data, timeout or base.timeout)
+            info["upstream"] = gathered(read_upstreams, self, data, timeout or base.timeout)
         info["local_key"] = json.dumps({k: v for k, v in data.items()
                                         if k not in _UPSTREAM_KEYS + _BOOKKEEPING_KEYS},
                                        sort_keys=True, default=str)
@@ -7760,6 +7969,36 @@ def read_answers(loader, spec, where):
                            "\"answer\": \"text\"} (%s)" % exc)
 
 
+def read_script_folder(loader, entry, where, runner, settings, log, separator, script_options):
+    """One `scripts` entry (a path, or an object with path, include and exclude) as a ScriptDirectory."""
+    if isinstance(entry, str):
+        entry = {"path": entry}
+    loader.keys(entry, _SCRIPTS_KEYS, where)
+    root = loader.folder_path(loader.get(entry, "path", str, where, ""), _join(where, "path"))
+    globs = {key: loader.get(entry, key, list, where, []) for key in ("include", "exclude")}
+    for key, patterns in globs.items():
+        if not all(isinstance(p, str) for p in patterns):
+            raise loader.error(_join(where, key), "expected a list of glob strings")
+    return ScriptDirectory(root, runner, settings, log, separator=separator, **globs, **(script_options or {}))
+
+
+def read_skill_folder(loader, root, where):
+    """One `skills` entry: a folder of skills."""
+    if not isinstance(root, str):
+        raise loader.error(where, "expected a folder path (text)")
+    return loader.folder_path(root, where)
+
+
+def warn_unclosed_fields(path, tools, resources, log: Log):
+    """A `{name` no `}` closes in a tool's or resource's command: literal text, where a field was meant."""
+    for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.template.source) for index, tool in
+                          enumerate(tools)] + [("resources[%d] `%s`" % (index, resource.uri), resource.template.source)
+                                               for index, resource in enumerate(resources)]:
+        warning = unclosed_warning(" ".join(source).split())
+        if warning:
+            log.warning("%s: %s: its command: %s", path, where, warning)
+
+
 def read_max_text(loader, obj, where, default=None):
     """obj["max_text"]: how many characters of output a result shows, a positive whole number."""
     value = loader.get(obj, "max_text", int, where, default)
@@ -7820,10 +8059,18 @@ def read_guard(loader, data):
 
 def read_sign_in(loader, data):
     """A config's `signIn` and `people` as {"issuer", "audience", "introspection", "clientId", "clientSecret",
-    "scopes", "people": {name: (sha256 hex, groups, email)}}, or None when it has neither."""
+    "scopes", "people": {name: (sha256 hex, groups, email)}, "admins": [who may use the manager tools]}, or None
+    when it has neither."""
     plan = loader.get(data, "signIn", dict, "")
     people = loader.get(data, "people", dict, "")
+    admins = loader.get(data, "admins", list, "")
+    if admins is not None and not all(isinstance(a, str) and a for a in admins):
+        raise loader.error("admins", "expected a list of who may use the manager tools: subjects, emails or "
+                           "\"group:NAME\"")
     if plan is None and people is None:
+        if admins is not None:
+            raise loader.error("admins", "names who of the signed-in people may use the manager tools: the config "
+                               "signs no one in (signIn, people)")
         return None
     plan = dict(plan or {})
     loader.keys(plan, SIGNIN_KEYS, "signIn")
@@ -7853,6 +8100,7 @@ def read_sign_in(loader, data):
         if not all(isinstance(g, str) for g in groups):
             raise loader.error(_join(where, "groups"), "expected a list of group names")
         plan["people"][name] = (digest.lower(), groups, loader.get(entry, "email", str, where))
+    plan["admins"] = admins or []
     return plan
 
 
@@ -8402,9 +8650,7 @@ def _example_value(name, prop):
 def check_config(path, log: Log, options):
     """`check --config FILE`: print what the file serves and the argv an example call runs."""
     server, _ = _build_server(options, [], log, config=path)
-    if path is not None:
-        print("%s: ok" % os.path.abspath(path))
-    sources, hub, refused = [], None, 0
+    sources, hub, refused, warned = [], None, 0, 0
     for source in server.catalog.sources:
         if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
             hub = source
@@ -8430,20 +8676,26 @@ def check_config(path, log: Log, options):
         for tool in source.tools.values():
             props = tool.schema.get("properties", {})
             required = tool.schema.get("required", [])
-            import shutil
             program = tool.template.words[0][0] if not tool.shell else "sh"
-            if not shutil.which(program, path=(tool.settings.env or os.environ).get("PATH")):
-                print("  warning: %s: `%s` is not on PATH here" % (tool.name, program))
+            missing = isinstance(program, str) and program_not_found(program, tool.settings.env)
+            if missing:
+                print("  warning: %s: %s" % (tool.name, missing))
+                warned += 1
             used = {f.key for t in (tool.template, tool.stdin) if t for f in t.occurrences()}
             used.update(b.key for b in getattr(tool.template, "blocks", ()))
             for key in props:
                 if key not in used:
                     print("  warning: %s: parameter `%s` is declared but no template uses it" % (tool.name, key))
-            example = {k: _example_value(k, v) for k, v in props.items()}
-            try:
-                argv = _argv_text(tool.argv(example))
-            except ToolError as exc:
-                argv = "(example refused: %s)" % exc
+                    warned += 1
+            # The example a call with the required parameters runs (optional parts off, as they are when left
+            # out), then, when it differs, one with every parameter given.
+            examples = []
+            for keys in ([k for k in props if k in required], list(props)):
+                try:
+                    examples.append(_argv_text(tool.argv({k: _example_value(k, props[k]) for k in keys})))
+                except ToolError as exc:
+                    examples.append("(example refused: %s)" % exc)
+            argv = examples[0] + ("\n      with every parameter: %s" % examples[1] if examples[1] != examples[0] else "")
             support = "" if tool.settings.task_support == "optional" else "  (tasks: %s)" % tool.settings.task_support
             print("  %s  %s%s" % (tool.name, tool.description, support))
             for key, prop in props.items():
@@ -8459,9 +8711,26 @@ def check_config(path, log: Log, options):
             print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
     if hub:
         print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
-        return print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log,
-                            separator=hub.separator) or min(refused, 1)
+        tally = collections.Counter()  # the overrides the table refuses, against the cached listings
+        print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log, search=hub.tool_search,
+                     local=local_tool_count(hub.local), separator=hub.separator, forced=options["tool_search"],
+                     manager=hub.manager_tools, tally=tally)
+        plan = hub.namespace.plan
+        refused += sum(1 for spec in plan.specs if spec.error and not spec.disabled) + bool(hub.namespace.refusal)
+        refused += tally["refused"]
+        warned -= sum(1 for spec in hub._specs.values() if spec.error)  # logged as warnings: counted as problems
+    if path is not None:  # the verdict comes last, after everything it sums up
+        print("\n%s: %s" % (os.path.abspath(path), _check_verdict(refused, warned + log.warnings)))
     return min(refused, 1)
+
+
+def _check_verdict(problems, warnings):
+    """The last line of `check`: "ok" only when it found nothing to say."""
+    def counted(n, word):
+        return "%d %s%s" % (n, word, "" if n == 1 else "s")
+    if problems:
+        return "%s (above)%s" % (counted(problems, "problem"), ", and %s" % counted(warnings, "warning") if warnings else "")
+    return "loads, with %s (above)" % counted(warnings, "warning") if warnings else "ok"
 
 
 # --------------------------------------------------------------------------
@@ -10251,6 +10520,9 @@ class _HttpChannel:
                 pass
 
 
+STRAY_LINE = "skipped a line on stdout that is not JSON-RPC: "  # the server log's note of one (ServerLog.stray)
+
+
 class RpcClient:
     """The client side of JSON-RPC with one server, the mirror of `Session`: ids, futures, timeouts, cancellation.
 
@@ -10351,7 +10623,7 @@ class RpcClient:
         if isinstance(message, dict):
             self.received_message(message)
         else:
-            self.note("skipped a line on stdout that is not JSON-RPC: %s" % _clip(_decoded(line[:400]), 200))
+            self.note(STRAY_LINE + _clip(_decoded(line[:400]), 200))
 
     def received_message(self, message, related=None):
         """One message: a notification or request goes on (with the CallContext of our request `related`,
@@ -10578,10 +10850,13 @@ class ServerLog:
         self.server_id, self.log = server_id, log
         self.lines = collections.deque(maxlen=LOG_LINES)
         self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
+        self.stray = None  # the current run's last line on stdout that is not JSON-RPC (a banner, a print)
 
     def note(self, text, warn=False):
         """A lifecycle line: to the server's log ring, and to mcpstudio's debug log (or a warning, said once)."""
         self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
+        if text.startswith(STRAY_LINE):
+            self.stray = text[len(STRAY_LINE):]
         if warn:
             self.log.warn_once("server `%s` %s", self.server_id, text)
         else:
@@ -10594,16 +10869,19 @@ class ServerLog:
         if self.log.enabled:
             self.log.debug("[%s] %s", self.server_id, text)
 
-    def tail(self):
-        """The current run's last stderr lines, masked, for an error message (or '')."""
-        tail = [self.log.mask(line) for line in self.recent if line.strip()]
-        return "; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else ""
+    def tail(self, besides=None):
+        """The current run's last stderr lines, masked, for an error message (or ''); `besides`: a line the
+        message shows already, left out here (once is enough)."""
+        tail = [self.log.mask(line) for line in self.recent if line.strip() and line.strip() != besides]
+        stray = ("; it wrote on stdout, where only JSON-RPC messages may go: %s (a server logs to stderr)"
+                 % self.log.mask(self.stray) if self.stray else "")
+        return stray + ("; its last stderr lines: %s" % " | ".join(tail)[-800:] if tail else "")
 
     def why(self, reason):
         """`reason` (exited with code 3) after the last stderr line, which most often says why, where a screen's
         edge would cut it; then the last lines."""
         last = next((line.strip() for line in reversed(self.recent) if line.strip()), "")
-        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail()) if last else reason
+        return "%s (it %s)%s" % (self.log.mask(last), reason, self.tail(besides=last)) if last else reason
 
 
 class RestartBackoff:
@@ -11031,6 +11309,7 @@ class Upstream:
             return
         protocol = self.client.channel = _UpstreamProtocol(self)
         self.server_log.recent.clear()
+        self.server_log.stray = None
         self.server_log.note("starting: %s" % spec.display())
         started = time.monotonic()
         spawn = asyncio.ensure_future(self.runner.start_server([spec.command] + spec.args, lambda: protocol,
@@ -11640,9 +11919,11 @@ class ManagerTools:
                 ", ".join(hub.upstreams) or "none"))
         return upstream
 
-    async def call(self, tool, arguments):
-        """Run one manager tool; its result is JSON text plus structuredContent."""
+    async def call(self, tool, arguments, ctx=None):
+        """Run one manager tool; its result is JSON text plus structuredContent. A signed-in person (`ctx`) is
+        shown only the namespaces they may use."""
         hub = self.hub
+        person = getattr(getattr(ctx, "session", None), "signed_in", None)
         try:
             if tool == "servers_list":
                 result = {"servers": [self.status(u) for u in hub.upstreams.values()],
@@ -11651,7 +11932,8 @@ class ManagerTools:
                 namespace = hub.namespace
                 result = {"active": namespace.name, "chosenBy": namespace.chosen_by, "namespaces": [
                     {"name": name, "servers": ns["servers"], "active": name == namespace.name,
-                     "description": ns["description"]} for name, ns in namespace.plan.namespaces.items()]}
+                     "description": ns["description"]} for name, ns in namespace.plan.namespaces.items()
+                    if person is None or hub.admits is None or hub.admits(ns.get("people"), person)]}
             elif tool == "config_reload":
                 result = await hub.reload()
             elif tool == "server_logs":
@@ -11912,6 +12194,7 @@ class Aggregator:
     events = None
     metrics = None       # the Guard's CallMetrics, set by the Server (servers_list shows them)
     _reading = _reloading = None  # the tasks reading listings from disk and the config file
+    tool_search = (None, TOOL_SEARCH_THRESHOLD, ())  # the config's toolSearch, threshold and pins (check shows them)
 
     @property
     def skills(self):
@@ -11925,8 +12208,10 @@ class Aggregator:
 
     def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
                  separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
-                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None):
+                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None, sign_in=None, admits=None):
         self.runner, self.log = runner, log
+        self.sign_in = sign_in  # the config's signIn and people (read_sign_in, kept current by reloads), or None
+        self.admits = admits    # the people rule (Sign-in: admits): who a namespace's `people`, or `admins`, names
         self.separator = separator
         self.namespace = Namespace(namespace, separator, config_path, log)
         self.manager_tools = manager_tools
@@ -12223,6 +12508,10 @@ class Aggregator:
         self._denied = {name: why for name, why in denied.items() if name not in table}
         return tools
 
+    def manager_names(self):
+        """The public names of the manager tools it lists (none with --no-manager-tools)."""
+        return {listed["name"] for _, listed in self.manager.listed()} if self.manager_tools else set()
+
     def denied(self, name):
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
         return self._denied.get(name)
@@ -12235,6 +12524,15 @@ class Aggregator:
         if not upstream:
             return "", "", name
         return route[1], upstream.version() if upstream.state == "running" else None, route[2]
+
+    def hides(self, name, ctx):
+        """Whether the manager tool `name` is hidden from `ctx`'s person: a config that signs people in gives its
+        manager tools (stop a shared server, reload, read logs) only to those its `admins` names. Without a
+        signed-in person (stdio: the machine's own user) nothing is hidden."""
+        person = getattr(getattr(ctx, "session", None), "signed_in", None)
+        if self._tools.get(name, ("",))[0] != "manager" or self.sign_in is None or person is None:
+            return False
+        return not (self.sign_in.get("admins") and self.admits(self.sign_in["admins"], person))
 
     def command_line(self, name, arguments):
         """What a call of `name` runs: a local tool's command line, or the server and tool it goes to (with
@@ -12268,7 +12566,7 @@ class Aggregator:
         if route[0] == "local":
             return await route[1].call_tool(route[2], arguments, ctx)
         if route[0] == "manager":
-            return await self.manager.call(route[1], arguments)
+            return await self.manager.call(route[1], arguments, ctx)
         original, curated = route[2], route[3]
         entry = upstream = None
         try:
@@ -12527,21 +12825,42 @@ class Aggregator:
         return report
 
 
-def aggregator_for(local, info, load, path, runner, log, options, script_options) -> Aggregator:
-    """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads)."""
+def aggregator_for(local, info, load, path, runner, log, options, script_options, admits=None) -> Aggregator:
+    """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads); `admits` is the
+    people rule (who a namespace's `people` or the config's `admins` names)."""
     def reload():
         _, found, again = load()
         if info["sign_in"] is not None:  # a person taken out of `people` is signed out now, not at the next start
             info["sign_in"]["people"] = (again["sign_in"] or {}).get("people") or {}
+            info["sign_in"]["admins"] = (again["sign_in"] or {}).get("admins") or []
         return found, again["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace"), again["local_key"]
     return Aggregator(
         local, info["upstream"], runner, log, namespace=options["namespace"], separator=info["separator"],
         manager_tools=not options["no_manager_tools"], eager=bool(options["eager"]), reload=reload,
-        config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL))
+        config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL),
+        sign_in=info["sign_in"], admits=admits)
+
+
+def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=0, manager=True):
+    """How many tools serve's tools/list holds for `namespace` (None: every server), the count toolSearch's
+    threshold is compared with: the config's `local` tools, the tools of each server's known listing
+    (`listings`: id -> tool names) that its filters and permissions keep, and the manager tools."""
+    members = plan.namespaces[namespace]["servers"] if namespace in plan.namespaces else None
+    count = local + (len(MANAGER_TOOLS) if manager and plan.specs else 0)
+    for spec in plan.specs:
+        if not spec.disabled and not spec.error and (members is None or spec.id in members):
+            count += sum(plan.left_out(namespace, spec, name, separator) is None for name in listings.get(spec.id, ()))
+    return count
+
+
+def local_tool_count(sources):
+    """The tools of a config's own sources known before serving (script folders are scanned when served)."""
+    return sum(len(source.tools) for source in sources if isinstance(source, TemplateTools))
 
 
 async def check_upstreams(plan, runner, log, namespace, config_path):
-    """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tools, error) each."""
+    """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tool names, error)
+    each."""
     hub = Aggregator([], plan, runner, log, namespace=namespace, watch_interval=0, config_path=config_path)
     hub.start()
     gate = asyncio.Semaphore(LIST_PARALLEL)
@@ -12554,7 +12873,7 @@ async def check_upstreams(plan, runner, log, namespace, config_path):
             started = time.monotonic()
             try:
                 await upstream.ready()
-                return upstream.spec, time.monotonic() - started, len(upstream.listing["tools"]), None
+                return upstream.spec, time.monotonic() - started, [t.get("name") for t in upstream.listing["tools"]], None
             except UpstreamError as exc:
                 return upstream.spec, None, None, exc.message
             finally:
@@ -12570,25 +12889,33 @@ async def check_upstreams(plan, runner, log, namespace, config_path):
 def status_command(path, log: Log, options):
     """`status [--config FILE] [--namespace NAME] [--check]`."""
     loader = ConfigLoader(path)
-    _, info = loader.load(ProcessRunner(log), log, RunSettings())
+    local, info = loader.load(ProcessRunner(log), log, RunSettings())
     log.add_secrets(loader.secrets)
     plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
     for spec in plan.specs:
         log.add_secrets(spec.secrets)
-    checks = None
-    refused = select_namespace(plan.namespaces, options["namespace"], plan.default, plan.default_key)[2]
-    if options["check"] and not refused:  # print_status says why
+    checks, requested = None, options["namespace"]
+    # The namespace chosen (by --namespace, the config's default, or as the only one) is checked; with none
+    # chosen, every server is: its health does not depend on the namespace a client will pick. An unknown
+    # --namespace checks nothing (print_status says why).
+    chosen = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)[0]
+    checked = plan if chosen else UpstreamPlan(plan.specs, {}, None, plan.default_key, plan.permissions)
+    if options["check"] and (requested is None or requested in plan.namespaces):
         runner = ProcessRunner(log)
 
         async def check():
             try:
-                return await check_upstreams(plan, runner, log, namespace=options["namespace"], config_path=loader.path)
+                return await check_upstreams(checked, runner, log, namespace=requested, config_path=loader.path)
             finally:
                 await runner.stop_all()
                 runner.close_watchdog()
         checks = asyncio.run(check())
     return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
-                        separator=info["separator"], sign_in=info["sign_in"])
+                        local=local_tool_count(local), separator=info["separator"], forced=options["tool_search"],
+                        manager=not options["no_manager_tools"], sign_in=info["sign_in"])
+
+
+STATUS_STATE_WIDTH = 44  # the widest state `status` puts in its table; a longer one follows the table
 
 
 def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Log):
@@ -12631,15 +12958,23 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
 
 
 def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
-                 separator="__", sign_in=None):
+                 local=0, separator="__", forced=None, manager=True, sign_in=None, tally=None):
     """The table of `status`: servers, cached tool counts (or --check results), sign-in, namespaces and who may
-    use each, tool search, and the counters of each running `serve` of the config."""
+    use each, what a client's tools/list holds (`local`: the config's own tools; `forced`: --tool-search), the
+    curated tools, and the counters of each running `serve` of the config. Returns status's exit code; `tally`
+    (a Counter), when given, gets "refused": the overrides it refused (check counts them among its problems)."""
     namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
     print("config: %s" % path)
-    print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
+    if error and requested is None and plan.default is None:  # several, none chosen: each client's entry chooses
+        print("namespace: none chosen (the config has several: %s); serve needs --namespace NAME in its args, or "
+              "\"%s\" in the config" % (", ".join(plan.namespaces), plan.default_key))
+        error = None
+    else:
+        print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
     rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
     results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
-    counts, listings = {}, {}  # listings: each usable server's cached tools, for review_overrides
+    names, listings = {}, {}  # names: id -> its tools' names, as checked or last cached; listings: each usable
+    # server's cached tools, for review_overrides
     for spec in plan.specs:
         entry = None if spec.disabled or spec.error else ListingCache(
             os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
@@ -12653,12 +12988,12 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             state = "skipped: not in namespace %s" % namespace
         elif checks is not None:
             seconds, tools, problem = results[spec.id]
-            counts[spec.id] = tools or 0
-            state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (tools, seconds * 1000)
+            names[spec.id] = tools or []
+            state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (len(tools), seconds * 1000)
         else:
             try:
-                counts[spec.id] = len(entry["tools"])
-                state = "%d (cached %s)" % (counts[spec.id], time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
+                names[spec.id] = [_object(tool).get("name") for tool in entry["tools"]]
+                state = "%d (cached %s)" % (len(entry["tools"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
             except (ValueError, KeyError, TypeError, OverflowError, OSError):
                 state = "- (not cached yet)"
         command = spec.display() if not spec.error else ""
@@ -12666,6 +13001,11 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             command += "  (isolation %s, at most %d%s)" % (spec.isolation, spec.max_instances,
                                                            ", each person's own token" if spec.passthrough else "")
         rows.append((spec.id, mask_secrets(state), log.mask(command)))
+    # A long error would widen the whole table (to 200 columns): its row says "(below)", the table is followed
+    # by each such server and its whole message.
+    below = [(row[0], row[1]) for row in rows[1:] if len(row[1]) > STATUS_STATE_WIDTH]
+    rows = [(row[0], row[1].partition(":")[0] + " (below)" if len(row[1]) > STATUS_STATE_WIDTH else row[1], row[2])
+            for row in rows]
     if len(rows) == 1:
         print("\nno servers configured")
     else:
@@ -12673,6 +13013,10 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
         print()
         for row in rows:
             print(("%-*s  %-*s  %s" % (width[0], row[0], width[1], row[1], row[2])).rstrip())
+        if below:
+            print()
+        for server_id, state in below:
+            print("%s  %s" % (server_id, state))
     signed = [spec for spec in plan.specs if spec.url and spec.oauth is not None and not spec.error]
     if signed:
         print("\nsign-in (OAuth; `mcpstudio login NAME` signs in):")
@@ -12686,33 +13030,32 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             sign_in["audience"] or "this server's own /mcp URL"))
         print("  who may use a namespace: the people its `people` names (a subject, an email, group:NAME, or *);"
               " a namespace without `people`: every signed-in person")
+
+    def summary(name, mode):
+        count = served_tool_count(plan, name, names, separator, local, manager)
+        return search_summary(count, forced or mode or search[0], search[1])
     if plan.namespaces:
         print("\nnamespaces:")
         for name, ns in plan.namespaces.items():
             mark = "*" if name == namespace else " "
             people = ns.get("people")
             print(" %s %-16s %s  (%s)%s" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
-                                            _search_summary(counts, ns["servers"], ns["tool_search"] or search[0], search[1]),
+                                            summary(name, ns["tool_search"]),
                                             "" if not sign_in and people is None else "  people: %s" % (
                                                 ", ".join(people) if people else "none" if people == [] else
                                                 "every signed-in person")))
     else:
-        print("\ntools: %s" % _search_summary(counts, counts, search[0], search[1]))
+        print("\ntools: %s" % summary(None, None))
     curated, refused = review_overrides(plan, namespace, listings, separator, log) if not error else ([], 0)
     if curated:
         print("\ncurated tools (overrides, as cached listings show them):")
         print("\n".join(curated))
+    if tally is not None:
+        tally["refused"] += refused
     for snapshot in RunningStats.running(path):
         print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
                            % snapshot] + RunningStats.table(snapshot["tools"])))
     return 1 if error or refused or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
-
-
-def _search_summary(counts, servers, mode, threshold):
-    """`N tools, tool search MODE` of some servers, from their known tool counts."""
-    count = sum(counts.get(server, 0) for server in servers)
-    return "%d tools, tool search %s" % (count, mode if mode in ("on", "off") else "auto (%s past %d)" % (
-        "on" if count > threshold else "off", threshold))
 
 
 # --------------------------------------------------------------------------
@@ -12778,8 +13121,15 @@ class Board:
         self.runner = ProcessRunner(self.log)
         self.results = {}  # (server id, tool) -> the last call's text, or None while it runs
         self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="mcpstudio-tui", daemon=True).start()
+        threading.Thread(target=self._run_loop, name="mcpstudio-tui", daemon=True).start()
         self.hub = self.run(self._open())
+
+    def _run_loop(self):
+        """The loop's thread: run until close() stops it, then close it (its resources go with it)."""
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.close()
 
     def run(self, coroutine, timeout=30):
         """Run on the loop and wait: for quick things only (reading the config, stopping)."""
@@ -12794,8 +13144,9 @@ class Board:
     def _read(self):
         """The config again: the whole plan for the screen, and every server (no namespace) for the hub."""
         loader = ConfigLoader(self.path)
-        _, info = loader.load(self.runner, self.log, RunSettings())
+        local, info = loader.load(self.runner, self.log, RunSettings())
         self.log.add_secrets(loader.secrets)
+        self.local, self.search = local_tool_count(local), info["tool_search"]  # for count()
         self.plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
         if self.shown not in self.plan.namespaces:
             self.shown = select_namespace(self.plan.namespaces, None, self.plan.default, self.plan.default_key)[0]
@@ -12815,12 +13166,15 @@ class Board:
         return upstream and (upstream.listing or upstream.cache.read()) or None
 
     def count(self):
-        """How many tools the shown namespace lists (of servers whose tools are known) against clients' caps."""
-        count = sum(self.plan.left_out(self.shown, spec, tool["name"], self.hub.separator) is None for spec in self.plan.specs
-                    if self.shown is None or spec.id in self.plan.namespaces[self.shown]["servers"]
-                    for tool in _object(self.listing(self.hub.upstreams.get(spec.id))).get("tools", ()))
-        return "%d tools, %s" % (count, "over " + ", ".join("%s %d" % pair for pair in CLIENT_CAPS if count > pair[1])
-                                 if count > 40 else "under Cursor's 40")
+        """What a client's tools/list holds in the shown namespace, counted as serve and status count (of
+        servers whose tools are known), and the clients whose caps a longer list passes."""
+        listings = {spec.id: [tool.get("name") for tool in _object(self.listing(self.hub.upstreams.get(spec.id))).get(
+            "tools", ())] for spec in self.plan.specs}
+        count = served_tool_count(self.plan, self.shown, listings, self.hub.separator, self.local)
+        mode = _object(self.plan.namespaces.get(self.shown)).get("tool_search") or self.search[0]
+        summary = search_summary(count, mode, self.search[1])
+        over = [pair for pair in CLIENT_CAPS if count > pair[1]] if summary.startswith("off") else []
+        return summary + (", over " + ", ".join("%s %d" % pair for pair in over) if over else "")
 
     def rows(self, text_filter=""):
         """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
@@ -13310,6 +13664,7 @@ SIGNIN_JWKS_REFRESH = 600      # seconds an issuer's JWKS is used before it is f
 SIGNIN_KID_REFETCH = 30        # a token with an unknown `kid` fetches the JWKS again at most this often
 SIGNIN_ANSWERS = 1000          # tokens whose check (a person, or why not) is kept, SIGNIN_REMEMBER seconds at most
 SIGNIN_REMEMBER = 60
+STATIC_PERSON = "static:"      # a listed person's identity (Person.key): never an identity provider's subject
 _JWT_ALGS = ("RS256", "ES256")  # accepted; never none, never HMAC
 _SHA256_INFO = bytes.fromhex("3031300d060960864801650304020105000420")  # DigestInfo of SHA-256 (RFC 8017 §9.2)
 _P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
@@ -13492,8 +13847,9 @@ class Person:
     token = None
     refusals = None  # SignIn's {sha256 of a token: why a passthrough server refused it}
 
-    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=()):
+    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=(), key=None):
         self.subject, self.email = subject, email
+        self.key = key or subject  # whose secrets, tasks, outputs, sessions: a listed person's is static:NAME
         self.groups = [g for g in groups if isinstance(g, str)]
         self.scopes = [s for s in scopes if isinstance(s, str)]
         self.audiences = [a for a in audiences if isinstance(a, str)]
@@ -13574,8 +13930,8 @@ class SignIn:
         import hmac
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
         for name, (wanted, groups, email) in self.plan["people"].items():
-            if hmac.compare_digest(digest, wanted):
-                return Person(name, email, groups, self.scopes)
+            if hmac.compare_digest(digest, wanted):  # a listed person: never the provider's subject of that name
+                return Person(name, email, groups, self.scopes, key=STATIC_PERSON + name)
         if not self.issuer:
             raise TokenError("it is not the token of a listed person")
         if digest in self.refused:
@@ -13590,6 +13946,9 @@ class SignIn:
         try:
             claims = await self._claims(token, audiences)
             answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
+            if answer.key.startswith(STATIC_PERSON):
+                raise TokenError("its subject %s takes the prefix of listed people (%s)" % (
+                    json.dumps(answer.key), STATIC_PERSON))
             answer.token, answer.refusals = token, self.refused  # for a passthrough server (Person.token_for, refuse)
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
@@ -13658,7 +14017,8 @@ class SignIn:
         return [key for key in map(jwk_key, jwks["keys"]) if key]
 
     async def _introspect(self, token, audiences):
-        """RFC 7662: the claims of an active opaque token, checked as a JWT's are (iss and aud when given)."""
+        """RFC 7662: the claims of an active opaque token, checked as a JWT's are (`iss` when given; `aud` always: an
+        answer without it is refused)."""
         import base64
         import urllib.parse
         plan = self.plan
@@ -13676,10 +14036,15 @@ class SignIn:
             raise UnknownKey("the introspection endpoint could not check it now")
         if claims.get("active") is not True:
             raise TokenError("the identity provider says it is not active")
-        given = claims.get("aud", audiences[0])
-        if claims.get("iss", self.issuer) != self.issuer or not any(isinstance(a, str) and a.rstrip("/") in audiences
-                                                                    for a in ([given] if isinstance(given, str) else
-                                                                              given if isinstance(given, list) else [])):
+        given = claims.get("aud")
+        if claims.get("iss", self.issuer) != self.issuer:
+            raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
+        if given is None:  # RFC 7662 makes `aud` optional; without it the token may be another service's
+            raise TokenError("the identity provider's introspection answer names no audience (`aud`): it may be a "
+                             "token for another service; the provider must give it this server's URL (%s)"
+                             % audiences[-1])
+        if not any(isinstance(a, str) and a.rstrip("/") in audiences
+                   for a in ([given] if isinstance(given, str) else given if isinstance(given, list) else [])):
             raise TokenError("it is not for this server (issuer %s, audience %s)" % (claims.get("iss"), given))
         subject = claims.get("sub", claims.get("client_id"))  # a client-credentials token: its client is the subject
         if "exp" in claims and (type(claims["exp"]) not in (int, float) or not abs(claims["exp"]) < 1e11):
@@ -14450,7 +14815,7 @@ class HttpServer:
             raise HttpError(400, "this request needs the Mcp-Session-Id header from initialize "
                                  "(or 2026-07-28 `_meta` on the request)")
         entry = self.sessions.get(session_id.strip())
-        if entry and entry.session.person != (person and person.subject):  # another person's: as if not there
+        if entry and entry.session.person != (person and person.key):  # another person's: as if not there
             entry = None
         if not entry:
             why = self.instance.elsewhere(session_id.strip()) or "it ended or expired"
@@ -14463,7 +14828,7 @@ class HttpServer:
 
     async def _post(self, headers, body, reader, writer, keep, version, person=None):
         limit = self.server.guard.http_limit
-        caller = person.subject if person else self.caller
+        caller = person.key if person else self.caller
         wait = limit and take_token(self.server.guard.buckets, [("endpoint|" + caller,) + limit], time.monotonic())[0]
         if wait:
             raise HttpError(429, "this endpoint takes %d requests per %g s; retry in %d s" % (limit + (int(wait) + 1,)),
@@ -14500,7 +14865,7 @@ class HttpServer:
             raise HttpError(400, "unsupported MCP-Protocol-Version %s (supported: %s)"
                             % (session_version.strip(), ", ".join(PROTOCOL_VERSIONS)), INVALID_REQUEST, request_id)
         if method == "initialize" and "id" in message:  # a person's sessions count as one client's
-            entry = self._new_session(("person " + person.subject) if person else forwarded_client(
+            entry = self._new_session(("person " + person.key) if person else forwarded_client(
                 (writer.get_extra_info("peername") or "?")[0], headers.get("x-forwarded-for"), self.proxies), person)
             extra = [("Mcp-Session-Id", entry.id)]
         else:
@@ -14524,7 +14889,7 @@ class HttpServer:
         session = Session(transport, self.server.dispatch, self.log, self.server.notification)
         session.caller = session.label = self.caller
         if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
-            session.caller = session.person = person.subject
+            session.caller = session.person = person.key  # a listed person's: static:NAME
             session.signed_in = person  # their token, for a passthrough server (Aggregator._instance)
         return session, transport
 
@@ -14858,8 +15223,9 @@ class StdioClient:
     closed = False
     next_id = 0
 
-    def __init__(self, argv, timeout=CLIENT_TIMEOUT, ask=None):
+    def __init__(self, argv, timeout=CLIENT_TIMEOUT, ask=None, own=False):
         self.argv = argv
+        self.own = own  # the child is mcpstudio itself: its refusal (exit 2) has said why on stderr
         self.timeout = timeout
         self.ask = ask  # answers elicitation/create (params -> result); None: the capability is not declared
         self.lock = threading.Condition()
@@ -14939,8 +15305,11 @@ class StdioClient:
                 self.lock.wait(0.25 if deadline is None else min(0.25, max(0.0, deadline - time.monotonic())))
             reply = self.responses.pop(request_id, None)
         if reply is None:
+            code = self.process.wait()
+            if self.own and code == 2:
+                raise ChildRefused(code)
             raise McpError(INTERNAL_ERROR, "%s: the server exited (code %s) before answering; its "
-                                           "stderr above says why" % (method, self.process.wait()))
+                                           "stderr above says why" % (method, code))
         error = reply.get("error")
         if error is not None:
             raise McpError(error.get("code", INTERNAL_ERROR), str(error.get("message")), error.get("data"))
@@ -15071,15 +15440,8 @@ def _schema_summary(schema):
     return rows
 
 
-def _print_listing(listing):
-    """The readable table of `inspect`."""
-    info = listing["serverInfo"]
-    print("server: %s %s (protocol %s)" % (info.get("title") or info.get("name", "?"), info.get("version", ""),
-                                           listing["protocolVersion"]))
-    if listing.get("instructions"):
-        print("instructions: %s" % listing["instructions"])
-    tools = listing["tools"]
-    print("\ntools (%d):" % len(tools))
+def _print_tools(tools):
+    """Each tool of a listing: its name and hints, description, parameters and accepted exit codes."""
     for tool in tools:
         hints = [word for key, word in (("readOnlyHint", "read-only"), ("destructiveHint", "destructive"),
                                         ("idempotentHint", "idempotent"), ("openWorldHint", "open-world"))
@@ -15092,6 +15454,17 @@ def _print_listing(listing):
         ok_codes = _object(tool.get("_meta")).get(OK_EXIT_META)
         if ok_codes:
             print("      exit codes accepted: %s" % ",".join(str(c) for c in ok_codes))
+
+
+def _print_listing(listing):
+    """The readable table of `inspect`."""
+    info = listing["serverInfo"]
+    print("server: %s %s (protocol %s)" % (info.get("title") or info.get("name", "?"), info.get("version", ""),
+                                           listing["protocolVersion"]))
+    if listing.get("instructions"):
+        print("instructions: %s" % listing["instructions"])
+    print("\ntools (%d):" % len(listing["tools"]))
+    _print_tools(listing["tools"])
     skills = listing.get("skills") or []
     if skills:
         print("\nskills (%d):" % len(skills))
@@ -15118,32 +15491,41 @@ def _print_listing(listing):
 
 
 def inspect_command(words, server_options=()):
-    """`inspect [--json] [MODE ARGS...]`: what a mode (or a server after --) serves."""
-    found, words = _take_options(words, "inspect", flags=("--json",), values=("--search",))
-    with StdioClient(_mode_argv(words, "inspect", server_options)) as client:
+    """`inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]`: what a mode (or a server after --) serves,
+    or the tools a search of it finds."""
+    found, words = _take_options(words, "inspect", flags=("--json",), values=("--search", "--limit"))
+    limit = found.get("--limit")
+    if limit is not None and "--search" not in found:
+        raise UsageError("inspect: --limit goes with --search QUERY (how many of the tools it finds to show)")
+    if limit is not None and not (limit.isdigit() and 0 < int(limit) <= SEARCH_MAX):
+        raise UsageError("inspect: --limit needs a number of tools from 1 to %d, not %r" % (SEARCH_MAX, limit))
+    with StdioClient(_mode_argv(words, "inspect", server_options), own=words[:1] != ["--"]) as client:
         hello = client.initialize()
         capabilities = hello.get("capabilities") or {}
         listing = {"serverInfo": hello.get("serverInfo") or {}, "protocolVersion": hello.get("protocolVersion"),
                    "instructions": hello.get("instructions"), "capabilities": capabilities,
                    **{key: [] for _, _, key in LISTINGS}}
         for capability, method, key in LISTINGS:
-            if capability in capabilities:
+            if capability in capabilities and "--search" not in found:
                 listing[key] = client.list_all(method, key)
         if "--search" in found:  # the tools a search finds, as `mcpstudio__search_tools` answers them
             try:
                 result = client.request("tools/call", {"name": MANAGER_PREFIX + "__search_tools", "arguments": {
-                    "query": found["--search"], "limit": SEARCH_MAX}})
+                    "query": found["--search"], "limit": int(limit or SEARCH_LIMIT)}})
             except McpError as exc:
                 if not exc.message.startswith("Unknown tool"):
                     raise
                 raise McpStudioError("inspect --search: this server has no tool search (mcpstudio serves one for a config "
                                  "with MCP servers whose toolSearch is not \"off\"); inspect without --search lists "
                                  "every tool") from None
-            listing["tools"] = result["structuredContent"]["tools"]
-        if SKILLS_EXTENSION in _object(capabilities.get("extensions")):
+            listing = {"query": found["--search"], "tools": result["structuredContent"]["tools"]}
+        elif SKILLS_EXTENSION in _object(capabilities.get("extensions")):
             listing["skills"] = client.list_all("skills/list", "skills")
     if found.get("--json"):
         print(json.dumps(listing, indent=2))
+    elif "query" in listing:  # the search's finds alone, as the model gets them
+        print("search %s finds %d tools, best first:" % (json.dumps(listing["query"]), len(listing["tools"])))
+        _print_tools(listing["tools"])
     else:
         _print_listing(listing)
     return 0
@@ -15152,13 +15534,45 @@ def inspect_command(words, server_options=()):
 _ARGUMENT_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.S)
 
 
+def _takes_a_file(prop):
+    """Whether a parameter's schema asks for a file's content: base64 (contentEncoding), or a data: URI as
+    mcpstudio's file fields describe it."""
+    prop = _object(prop)
+    if prop.get("type") == "array":
+        return _takes_a_file(prop.get("items"))
+    description = str(prop.get("description") or "")
+    return prop.get("type") == "string" and (prop.get("contentEncoding") == "base64" or (
+        "data:" in description and "base64" in description))
+
+
+def _file_argument(key, path, prop):
+    """`key=@PATH` (curl's convention) for a file parameter: the file's bytes as a data: URI naming it, or plain
+    base64 where the schema says contentEncoding base64."""
+    import base64
+    try:
+        with open(os.path.expanduser(path), "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise UsageError("call: %s=@%s: cannot read the file: %s" % (key, path, exc.strerror or exc)) from None
+    encoded = base64.b64encode(data).decode("ascii")
+    prop = _object(prop)
+    if _object(prop.get("items") if prop.get("type") == "array" else prop).get("contentEncoding") == "base64":
+        return encoded
+    name = os.path.basename(path)
+    return "data:%s;name=%s;base64,%s" % (_file_mime(name), re.sub(r"[,;]", "_", name), encoded)
+
+
 def _call_arguments(pairs, schema):
-    """key=value words as the tool's schema types them: strings stay text, other types read as JSON."""
+    """key=value words as the tool's schema types them: strings stay text, other types read as JSON, and
+    `@PATH` for a file parameter the file's content."""
     props = _object(_object(schema).get("properties"))
     arguments = {}
     for key, text in pairs:
         kind = _object(props.get(key)).get("type")
         value = text
+        if text.startswith("@") and _takes_a_file(props.get(key)):
+            value = text = _file_argument(key, text[1:], props.get(key))
+            kind = "string"
         if kind not in ("string", None):
             try:
                 value = json.loads(text)
@@ -15213,7 +15627,7 @@ def call_command(words, server_options=()):
         raise UsageError("call: --json needs a JSON object, e.g. '{\"message\": \"hi\"}'")
     ask = (lambda params: elicitation_answer(params, assume_yes)) if assume_yes or (
         sys.stdin.isatty() and sys.stderr.isatty()) else None
-    with StdioClient(_mode_argv(words, "call", server_options), ask=ask) as client:
+    with StdioClient(_mode_argv(words, "call", server_options), ask=ask, own=words[:1] != ["--"]) as client:
         client.initialize()
         schema = next((t.get("inputSchema") for t in client.list_all("tools/list", "tools") if t.get("name") == tool), None)
         try:
@@ -15225,7 +15639,7 @@ def call_command(words, server_options=()):
     if raw:
         print(json.dumps(result, indent=2))
     else:  # a kept output ends with its server, here with this call: how to see it all instead
-        _print_content([dict(block, text=re.sub(r"read them with resources/read \S+; the whole output is \S+", "rerun with "
+        _print_content([dict(block, text=re.sub(r"read them with resources/read \S+; the (?:whole|kept) output is \S+", "rerun with "
                                                 "a larger --max-text (or the config's max_text) to see them", block["text"]))
                         if "text" in block else block for block in result.get("content") or []
                         if not str(block.get("uri")).startswith(OUTPUT_URI)], sys.stderr if result.get("isError") else sys.stdout)
@@ -15614,7 +16028,9 @@ def _check_mode(words):
     """Build (and start nothing of) the server MODE ARGS `words` run, so install refuses an entry the
     server would refuse: a bad template raises TemplateError, a bad config ConfigError, as they would."""
     options, rest, served = _mode_options(words)
-    _build_server(options, rest, Log(), options["config"] or (default_config_path() if served else None))
+    server, _ = _build_server(options, rest, Log(), options["config"] or (default_config_path() if served else None))
+    if server.catalog.refusal:  # serve would start, and answer every request with the error it logged
+        raise ConfigError("install: this server would refuse every request (the error above); no entry printed or written")
 
 
 def install_command(words):
@@ -15900,7 +16316,8 @@ def secrets_command(words):
     if not person or action not in ("set", "remove", "list") or len(rest) != (1 if action == "list" else 2) or (
             action != "list" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest[1])):
         raise UsageError("secrets takes: set NAME --person SUBJECT (the value on stdin), remove NAME --person "
-                         "SUBJECT, or list --person SUBJECT; NAME is what ${person.NAME} names")
+                         "SUBJECT, or list --person SUBJECT; NAME is what ${person.NAME} names; SUBJECT is the "
+                         "identity provider's, or static:NAME for a person of the config's `people`")
     store = PersonSecrets()
     if action == "list":
         for name in sorted(store.of(person)):
@@ -16263,28 +16680,31 @@ SUBCOMMAND_HELP = {
               "each server of the active namespace, lists its tools and stops it.",
     "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
             "Write a commented starter config (NAME.json) for the program CMD.",
-    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY] [MODE ARGS...]\n"
+    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]\n"
                "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n"
                "       mcpstudio inspect [--json] --url URL\n\n"
                "Start the mode as a client would and show the tools (with their parameters), resources\n"
                "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
                "arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the\n"
                "default config); after -- comes any MCP server's command. A config with MCP servers shows\n"
-               "what a client in tool search mode sees (toolSearch); --search QUERY shows the tools a\n"
-               "search finds, best first.\n\n"
+               "what a client in tool search mode sees (toolSearch); --search QUERY shows only the tools\n"
+               "a search finds, best first: as many as a model gets by default (%d), or --limit N (up\n"
+               "to %d).\n\n"
                "examples:\n"
                "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
                "  mcpstudio inspect --json serve --config tools.json\n"
-               "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything",
+               "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything" % (SEARCH_LIMIT, SEARCH_MAX),
     "call": "usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [--yes] [MODE ARGS...]\n"
             "       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...\n"
             "       mcpstudio call TOOL [KEY=VALUE ...] --url URL\n\n"
             "Call one tool through the real server, as a client would, and print its text (and\n"
             "structured content); exit 1 when the result is an error. KEY=VALUE values are text for\n"
             "string parameters and JSON otherwise (n=3, flag=true); an array parameter takes\n"
-            "KEY=VALUE more than once. --json gives all arguments as one JSON object; --raw prints\n"
-            "the whole result as JSON. When the server asks a question (elicitation), call asks it\n"
-            "on the terminal; --yes accepts the question's defaults instead (no terminal needed).\n"
+            "KEY=VALUE more than once. KEY=@PATH gives a file parameter the file at PATH (as curl\n"
+            "does: photo=@cat.png); for any other parameter @ is text. --json gives all arguments\n"
+            "as one JSON object; --raw prints the whole result as JSON. When the server asks a\n"
+            "question (elicitation), call asks it on the terminal; --yes accepts the question's\n"
+            "defaults instead (no terminal needed).\n"
             "--url reaches a remote server, signing in with OAuth in the browser when it asks.\n\n"
             "examples:\n"
             "  mcpstudio call echo message=hello echo '{message}'\n"
@@ -16305,7 +16725,8 @@ SUBCOMMAND_HELP = {
                "the env, headers or args of a server with \"isolation\": \"user\" is SUBJECT's NAME when\n"
                "that person's own process starts. `set` reads the value from stdin (asks on a terminal).\n"
                "They are kept in people-secrets.json beside the default config, mode 0600; `list` shows\n"
-               "names only.",
+               "names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists\n"
+               "is static:NAME (never the same person as a subject NAME).",
     "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
                "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
                "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"
@@ -16386,7 +16807,7 @@ def help_text():
               '  mcpstudio echo "{message}"',
               '  mcpstudio --read-only git -C "{repo}" log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"',
               "  mcpstudio --root-directory ./scripts",
-              "", "Docs: README.md beside this file."]
+              "", "Manual: docs/README.md beside this file; every option: docs/cli.md; config keys: docs/config.md."]
     return "\n".join(lines)
 
 
@@ -16509,7 +16930,9 @@ def _build_server(options, words, log: Log, config, runner=None):
             return loader, found, info
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
-            hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options)
+            hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options,
+                                 admits)
+            hub.tool_search = info["tool_search"]
             found = [hub]
             # toolSearch: --tool-search, else the namespace's, else the file's
             mode = (options["tool_search"] or _object(hub.namespace.plan.namespaces.get(hub.namespace.name)).get("tool_search")
@@ -16527,6 +16950,18 @@ def _build_server(options, words, log: Log, config, runner=None):
         instructions = info["instructions"] or info["description"]
     if words:
         template = Template(words)
+        program = template.words[0]
+        missing = all(isinstance(piece, str) for piece in program) and program_not_found("".join(program), env)
+        if missing:  # a typo (`gti log`) would pass every check and fail at each call
+            log.warning("%s: every call will fail until it is", missing)
+        if unclosed_warning(words):
+            log.warning("the template: %s", unclosed_warning(words))
+        misplaced = [word for word in words[1:] if word.startswith("--") and word.partition("=")[0] in _OPTIONS_BY_NAME]
+        if misplaced:  # parse_command_line stops at the command: later words are the template's
+            log.warning("%s stand%s after the command `%s`, so %s words of the template, passed to it at every "
+                        "call; mcpstudio's options go before the command", ", ".join("`%s`" % w for w in misplaced),
+                        "s" if len(misplaced) == 1 else "", template.command_name(),
+                        "it is one of the" if len(misplaced) == 1 else "they are")
         name = safe_name(options["name"] or template.command_name(), max_name)  # dashes kept, as in every mode
         schema, stdin = template.input_schema(), None
         if options["stdin"] is not None:  # its fields join the tool's parameters
@@ -16608,6 +17043,15 @@ def _prog():
     return "mcpstudio" if not sys.argv[0].endswith((".py", ".pyz")) else "python3 " + _argv_text([sys.argv[0]])
 
 
+def _as_run(text):
+    """`text` with each command it suggests (`mcpstudio init ...`) spelled as the user ran us
+    (`python3 mcpstudio.py init ...`), so it can be pasted as it is."""
+    prog = _prog()
+    if prog == "mcpstudio":
+        return text
+    return re.sub(r"(?<![\w/.`-])mcpstudio (?=(?:%s|echo)\b)" % "|".join(SUBCOMMANDS), lambda m: prog + " ", text)
+
+
 def _terminal_hint(argv, server):
     """What stdio mode says on stderr when a person, not a client, started it in a terminal."""
     words = _argv_text(argv)
@@ -16673,14 +17117,16 @@ def main(argv=None):
     except HelpRequested as exc:
         print(SUBCOMMAND_HELP[exc.args[0]])
         return 0
+    except ChildRefused as exc:  # inspect or call of a mode mcpstudio refuses: it said why
+        return exc.args[0]
     except UsageError as exc:
-        _say("error: %s\n%s" % (exc, USAGE))
+        _say("error: %s\n%s" % (_as_run(str(exc)), USAGE))
         return 2
     except TemplateError as exc:
         _say("error: bad template: %s" % exc)
         return 2
     except McpStudioError as exc:  # a bad config, an MCP error, a file that cannot be written
-        _say("error: %s" % exc)
+        _say("error: %s" % _as_run(str(exc)))
         return 1
     except KeyboardInterrupt:  # inspect or call stopped by the user; their child is stopped already
         return 130

@@ -44,7 +44,9 @@ PY = sys.executable
 # tests of the README's own commands run it, and the interop tests that start it as a user would.
 SERVER = [PY, "-c", "import runpy, sys; sys.path.insert(0, %r); sys.argv[0] = %r; "
                     "runpy.run_module('mcpstudio', run_name='__main__', alter_sys=True)" % (HERE, MODULE)]
-WAIT = 15.0  # the longest any single wait in these tests may take
+# The longest any single wait in these tests may take: a hang guard, generous for a busy machine. Windows
+# CPython under Wine (.ci/windows) starts processes several times slower, beside the Linux suites on 2 cores.
+WAIT = 45.0 if os.name == "nt" else 15.0
 # A process that compiles the whole module before it answers (the script form, a zipapp on a Python its
 # bytecode is not for, a zip without bytecode): a CPU second alone, ten times that with CI's suites side by
 # side on two cores. A guard against a hang, not a bound on speed.
@@ -386,7 +388,7 @@ class ScratchDir(unittest.TestCase):
 
 class TemplateTests(unittest.TestCase):
     # Each row: template words, expected schema properties (key -> (type, required)),
-    # arguments, expected argv. This is the table the README's syntax section shows.
+    # arguments, expected argv. This is the table docs/templates.md shows.
     TABLE = [
         (["echo", "{message}"], {"message": ("string", True)},
          {"message": "hi"}, ["echo", "hi"]),
@@ -935,6 +937,7 @@ class StdioStreamTests(ScratchDir):
             f.write("x" * 900000)
         proc = subprocess.Popen(SERVER + ["--max-text", "1000000", "head", "-c", "900000", "{path}"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.addCleanup(proc.stdout.close)  # last: after it exited (no unclosed-file warning)
         self.addCleanup(proc.wait, WAIT)
         self.addCleanup(proc.kill)
         calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/call",
@@ -1708,7 +1711,7 @@ class CommandOutputTests(ScratchDir):
             result = server.call("png", {"n": "20"})
             self.assertTrue(result["isError"], result)
             self.assertEqual([c["type"] for c in result["content"]], ["text", "text"], result)
-            self.assertIn("The output (image/png) was cut at 1000 bytes", text_of(result))
+            self.assertIn("The output (image/png) passed the output limit: ", text_of(result))
             whole = server.call("png", {"n": "2"})
             self.assertFalse(whole["isError"])
             self.assertEqual(whole["content"][0]["mimeType"], "image/png")
@@ -1718,7 +1721,7 @@ class CommandOutputTests(ScratchDir):
         with McpProcess("--max-output", "1000", "serve", "--config", config) as server:
             server.initialize()
             reply = server.request("resources/read", {"uri": "png://20"})
-            self.assertIn("was cut at 1000 bytes", reply["error"]["message"], reply)
+            self.assertIn("passed the output limit", reply["error"]["message"], reply)
             reply = server.request("resources/read", {"uri": "png://2"})
             self.assertEqual(reply["result"]["contents"][0]["mimeType"], "image/png", reply)
 
@@ -2200,17 +2203,62 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(kept, ["e" * 4000000, "o" * 4000000])
 
     def test_max_output(self):
-        # --max-output keeps the first bytes and says how much was cut; a cut through a
-        # multi-byte character still gives text, not a blob.
+        # --max-output keeps the first and the last bytes and says how much was dropped between them; a
+        # cut through a multi-byte character (at either side) still gives text, not a blob.
         with McpProcess("--max-output", "100", "--name", "s", PY, "-c", "print('x' * 1000)", "[y]") as server:
             server.initialize()
             result = server.call("s", {})
-            self.assertEqual(result["content"][0]["text"], "x" * 100)
-            self.assertIn("901 more bytes", text_of(result))
+            self.assertEqual(result["content"][0]["text"], "x" * 50 + "\n[... 901 bytes dropped here by the output limit "
+                             "(--max-output 100): the output was 1001 bytes, of which the first 50 and the last 50 are "
+                             "kept ...]\n" + "x" * 49 + "\n")
+            self.assertIn("[stdout: 901 bytes from the middle were dropped by the output limit", text_of(result))
         with McpProcess("--max-output", "100", "--name", "s", PY, "-c", "print('x' + 'é' * 1000)", "[y]") as server:
             server.initialize()
-            result = server.call("s", {})
-            self.assertEqual(result["content"][0], {"type": "text", "text": "x" + "é" * 49})
+            head, marker, tail = server.call("s", {})["content"][0]["text"].split("\n", 2)
+            self.assertEqual((head, tail), ("x" + "é" * 24, "é" * 24 + "\n"))
+            self.assertIn("[... 1904 bytes dropped here", marker)
+
+    def test_max_output_keeps_the_real_tail(self):
+        # A long build log past --max-output: the result shows its first lines and its real last lines (the
+        # ones that say why it failed), not the end of the first MiB cut mid-line; the line between them says
+        # exactly how many bytes and lines were dropped; stderr is kept the same way. Past --max-text too,
+        # the resource holds what was kept, and the result and its link name it so ("kept output").
+        build = self.script("build.py", """\
+            import sys
+            for n in range(1, 20001):
+                print("step %05d compiling module_%05d.c" % (n, n))
+            print("error: module_20000.c: undefined reference to `main'")
+            sys.stderr.write("".join("warn %d\\n" % n for n in range(5000)) + "linker failed\\n")
+            sys.exit(2)
+            """)
+        lines = ["step %05d compiling module_%05d.c\n" % (n, n) for n in range(1, 20001)]
+        lines.append("error: module_20000.c: undefined reference to `main'\n")
+        total = sum(len(line) for line in lines)
+        with McpProcess("--max-output", "4000", "--max-text", "100000", "--name", "build", PY, build, "[x]") as server:
+            server.initialize()
+            result = server.call("build", {})
+            text = result["content"][1]["text"]
+            head, marker, tail = text.partition("\n[... ")[0] + "\n", text.split("\n[... ")[1].split("\n")[0], \
+                text.split("...]\n", 1)[1]
+            self.assertTrue(tail.endswith("error: module_20000.c: undefined reference to `main'\n"), tail)
+            self.assertTrue("".join(lines).startswith(head) and "".join(lines).endswith(tail))
+            dropped = "".join(lines)[len(head):len("".join(lines)) - len(tail)]
+            self.assertEqual(marker, "%d bytes (%d lines) dropped here by the output limit (--max-output 4000): the "
+                             "output was %d bytes, of which the first %d and the last %d are kept ...]"
+                             % (len(dropped), dropped.count("\n"), total, len(head), len(tail)))
+            self.assertIn("[stdout: %d bytes from the middle were dropped" % len(dropped), text_of(result))
+            self.assertIn("warn 4999\nlinker failed\n", text_of(result))  # stderr's real tail too
+            self.assertRegex(text_of(result), r"\[stderr: \d+ bytes from the middle were dropped")
+        with McpProcess("--max-output", "40000", "--max-text", "2000", "--name", "build", PY, build, "[x]") as server:
+            server.initialize()
+            result = server.call("build", {})
+            self.assertIn("the kept output is mcpstudio://output/", text_of(result))
+            links = [c for c in result["content"] if c["type"] == "resource_link"]
+            self.assertEqual([link["name"] for link in links], ["kept output", "kept output"])  # stderr, stdout
+            self.assertIn("bytes of its middle dropped by the output limit", links[1]["description"])
+            kept = server.request("resources/read", {"uri": links[1]["uri"]})["result"]["contents"][0]["text"]
+            self.assertTrue(kept.endswith("undefined reference to `main'\n"), kept[-200:])
+            self.assertIn("dropped here by the output limit (--max-output 40000)", kept)
 
     def test_unrunnable_arguments(self):
         # A NUL byte in a value cannot reach argv: an isError result, not an internal error.
@@ -2500,6 +2548,43 @@ class CommandLineTests(ScratchDir):
                 self.assertIn(name, proc.stdout)
         proc = self.run_cli("--version")
         self.assertEqual(proc.stdout.strip(), "mcpstudio %s" % mcpstudio.__version__)
+
+    def test_options_after_the_command_and_an_unclosed_field_warn(self):
+        # `echo {x} --read-only --name=x` made --read-only and --name=x words of the template, silently; `{x`
+        # without its `}` was literal text, silently. Both warn on stderr at startup (so in inspect and
+        # install too), and the server still serves the template as written.
+        with McpProcess("echo", "{message", "{y}", "--read-only", "--name=x") as server:
+            server.initialize()
+            text = server.stderr_when(lambda text: text.count("warning") >= 2)
+            self.assertIn("warning: the template: `{message` is not closed, so it is passed as that text, not a "
+                          "field: close it (`{message}`)", text)
+            self.assertIn("warning: `--read-only`, `--name=x` stand after the command `echo`, so they are words of "
+                          "the template", text)
+            self.assertEqual(text_of(server.call("echo", {"y": "hi"})), "{message hi --read-only --name=x\n")
+        proc = self.run_cli("inspect", "--read-only", "echo", "{message}", "\\{x")
+        self.assertNotIn("warning", proc.stderr)  # options before the command, an escaped brace: nothing to say
+        self.assertIn("stands after the command `echo`", self.run_cli("inspect", "echo", "{m}", "--debug").stderr)
+        # A config's command says it as check's warning.
+        path = os.path.join(self.dir, "c.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "t", "command": "echo {x --y {z}"}]}, f)
+        proc = self.run_cli("check", "--config", path)
+        self.assertIn("tools[0] `t`: its command: `{x` is not closed", proc.stderr)
+        self.assertTrue(proc.stdout.rstrip().endswith("loads, with 1 warning (above)"), proc.stdout)
+
+    def test_suggested_commands_are_spelled_as_the_user_ran_it(self):
+        # Run as `python3 mcpstudio.py`, an error's suggested command said bare `mcpstudio ...`, which is not
+        # on PATH then: it says `python3 .../mcpstudio.py ...`, ready to paste; words that merely name
+        # mcpstudio stay as they are.
+        for args, suggestion in ((["init"], "e.g. python3 %s init git --command git" % MODULE),
+                                 ([], "e.g. python3 %s echo" % MODULE),
+                                 (["serve", "--config", os.path.join(self.dir, "none.json")],
+                                  "create one with: python3 %s init NAME" % MODULE)):
+            proc = subprocess.run([PY, MODULE] + args, capture_output=True, text=True, timeout=WAIT,
+                                  stdin=subprocess.DEVNULL)
+            self.assertIn(suggestion, proc.stderr)
+            self.assertNotIn(" mcpstudio init", proc.stderr.splitlines()[0])  # (the usage lines after it are generic)
+        self.assertEqual(mcpstudio._as_run("mcpstudio cannot serve this config"), "mcpstudio cannot serve this config")
 
     def test_usage_errors(self):
         # Unknown options, missing values and a missing command exit 2 with a clear message on stderr.
@@ -3445,6 +3530,8 @@ class InProcessHttp:
         asyncio.run_coroutine_threadsafe(self.http.close(), self.loop).result(WAIT)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(WAIT)
+        if not self.thread.is_alive():
+            self.loop.close()  # no "unclosed event loop" warning
 
 
 def http_request(body=None, headers=None, close=True) -> bytes:
@@ -4045,7 +4132,9 @@ class ConfigTests(ScratchDir):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("log", proc.stdout)
         self.assertIn("limit            integer  required", proc.stdout)
-        self.assertIn("example: git log -n 1 -- '<path>'", proc.stdout)
+        # The example is a call with the required parameters (an optional part off, as when left out; it
+        # showed every optional part on, with placeholders); the next line gives every parameter.
+        self.assertIn("example: git log -n 1 --\n      with every parameter: git log -n 1 -- '<path>'", proc.stdout)
         self.assertIn("git://status", proc.stdout)
 
     def test_check_warns(self):
@@ -4056,6 +4145,45 @@ class ConfigTests(ScratchDir):
         self.assertEqual(proc.returncode, 0)
         self.assertIn("`no-such-command-xyz` is not on PATH", proc.stdout)
         self.assertIn("`unused` is declared but no template uses it", proc.stdout)
+
+    def test_every_problem_of_a_file_in_one_run(self):
+        # Three typos in three places are three lines of one error, not three runs: serve and check
+        # both exit 1 naming each key path, and check prints no "ok" before (or instead of) them.
+        config = self.write_config({"tols": [], "tools": [{"name": "a", "comand": "echo"},
+                                                          {"name": "b", "command": "echo {x}", "timout": 3}]})
+        for args in (["serve", "--config", config], ["check", "--config", config]):
+            proc = self.run_cli(*args)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("%s: 3 problems:" % config, proc.stderr)
+            for line in ("tols: unknown key (did you mean `tools`?)", "tools[0].comand: unknown key",
+                         "tools[1].timout: unknown key (did you mean `timeout`?)"):
+                self.assertIn("\n  " + line, proc.stderr)
+            self.assertNotIn("ok", proc.stdout)
+        # One problem reads as it always did: the file, the key path, the message.
+        proc = self.run_cli("check", "--config", self.write_config({"tools": [{"name": "a", "comand": "echo"}]}))
+        self.assertRegex(proc.stderr, r"error: \S+tools.json: tools\[0\].comand: unknown key")
+        # Two unknown keys inside one MCP server entry still make only that server unusable.
+        proc = self.run_cli("check", "--config", self.write_config({"mcpServers": {
+            "u": {"command": "x", "tools": {"alow": [], "dny": []}}, "v": {"command": PY}}}))
+        self.assertIn("mcpServers.u.tools.alow: unknown key", proc.stdout)
+        self.assertTrue(proc.stdout.rstrip().endswith(": 1 problem (above)"), proc.stdout)
+
+    def test_check_says_ok_only_when_nothing_is_wrong(self):
+        # check's verdict is its last line: an MCP server entry with a mistake is a problem (exit 1),
+        # a command not on PATH a warning; "ok" only for a file with nothing to say.
+        config = self.write_config({"tools": [{"name": "t", "command": "no-such-command-xyz {x}"}],
+                                    "mcpServers": {"u": {"comand": "x"}, "v": {"command": PY, "args": ["-c", "pass"]}}})
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "cache"))
+        proc = self.run_cli("check", "--config", config, env=env)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("mcpServers.u.comand: unknown key", proc.stdout)
+        self.assertNotRegex(proc.stdout, r": ok\b")
+        self.assertEqual(proc.stdout.splitlines()[-1], "%s: 1 problem (above), and 1 warning" % config)
+        proc = self.run_cli("check", "--config", self.write_config({"tools": [{"name": "t", "command": "no-such-xyz"}]}))
+        self.assertEqual((proc.returncode, proc.stdout.splitlines()[-1]),
+                         (0, "%s: loads, with 1 warning (above)" % os.path.join(self.dir, "tools.json")))
+        proc = self.run_cli("check", "--config", self.write_config({"tools": [{"name": "t", "command": "%s -V" % PY}]}))
+        self.assertEqual((proc.returncode, proc.stdout.splitlines()[-1]), (0, "%s: ok" % os.path.join(self.dir, "tools.json")))
 
     def test_init(self):
         # init writes a commented starter config that passes check, and never overwrites by accident.
@@ -5133,8 +5261,9 @@ class McpStudioConfigTests(ScratchDir):
         self.assertEqual(plan.default, "personal")
 
     def test_readme_example_loads(self):
-        # The mcp-studio config shown in the README passes `check`: both servers usable, both namespaces.
-        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+        # The mcp-studio config shown in the manual (docs/aggregator.md) passes `check`: both servers usable, both
+        # namespaces.
+        with open(os.path.join(HERE, "docs", "aggregator.md"), encoding="utf-8") as f:
             block = [b.split("```", 1)[0] for b in f.read().split("```jsonc\n")[1:] if '"schemaVersion"' in b][0]
         path = os.path.join(self.dir, "config.json")
         with open(path, "w") as f:
@@ -5165,7 +5294,11 @@ class McpStudioConfigTests(ScratchDir):
                                  "via mcp-studio config\n")
             with McpProcess("serve", "--stdio", "--config", path, env=dict(self.env, MCPS_TEST_TOKEN="wrong")) as server:
                 server.initialize()
-                self.assertNotIn("web__echo", [t["name"] for t in server.request("tools/list")["result"]["tools"]])
+                listed = server.request("tools/list")  # its only server refused: an error that names it, once it failed
+                if "error" in listed:
+                    self.assertIn("server `web`", listed["error"]["message"])
+                else:
+                    self.assertNotIn("web__echo", [t["name"] for t in listed["result"]["tools"]])
 
 
                 def last_error():
@@ -5361,6 +5494,8 @@ class ExampleTests(unittest.TestCase):
                     for line in f:
                         if line.startswith("claude mcp add "):
                             words = shlex.split(line)
+                            if words[3] in ("-s", "--scope"):  # the scope (user: as install --write writes it)
+                                del words[3:5]
                             end = words.index("--")
                             env = dict(w.split("=", 1) for w in words[words.index("--env") + 1:end])
                             servers[words[3]] = {"command": words[end + 1], "args": words[end + 2:], "env": env}
@@ -5423,8 +5558,8 @@ class ExampleTests(unittest.TestCase):
             self.assertEqual(result.split()[0], "0")
 
     def test_readme_config_example(self):
-        # The config shown in the README loads, and `check` accepts it.
-        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+        # The config shown in the manual (docs/config.md, its first example) loads, and `check` accepts it.
+        with open(os.path.join(HERE, "docs", "config.md"), encoding="utf-8") as f:
             readme = f.read()
         block = readme.split("```jsonc\n", 1)[1].split("```", 1)[0]
         with tempfile.TemporaryDirectory() as folder:
@@ -5453,6 +5588,227 @@ class ExampleTests(unittest.TestCase):
                 result = server.call("git_log", {"repo": HERE, "limit": "1", "paths": ["mcpstudio.py"]})
                 self.assertFalse(result["isError"], result)
                 self.assertEqual(len(text_of(result).strip().splitlines()), 1)
+
+
+def github_slug(heading):
+    """The anchor GitHub gives a Markdown heading: link text kept, lower case, punctuation but `-` and `_`
+    dropped, each space a `-` (a repeated one gets `-1`, `-2`, ... in `headings_of`)."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip())
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
+def markdown_lines(text):
+    """The lines of a Markdown text outside fenced code blocks."""
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            yield line
+
+
+def headings_of(text):
+    """Every heading anchor of a Markdown text, as GitHub numbers repeats."""
+    seen, anchors = collections.Counter(), set()
+    for line in markdown_lines(text):
+        match = re.match(r"#{1,6} (.+?)#*$", line)
+        if match:
+            slug = github_slug(match.group(1))
+            anchors.add(slug if not seen[slug] else "%s-%d" % (slug, seen[slug]))
+            seen[slug] += 1
+    return anchors
+
+
+class DocsTests(unittest.TestCase):
+    """The front page, the manual (docs/) and benchmarks/README.md stay true to each other and to the program."""
+
+    README_CAP = 16 * 1024  # bytes: README.md is a front page; the reference lives in docs/
+
+    def mcpstudio(self, words):
+        return subprocess.run(SERVER + words, capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL)
+
+    def pages(self):
+        """{path: text} of README.md, every docs/*.md and benchmarks/README.md."""
+        paths = [os.path.join(HERE, "README.md"), os.path.join(HERE, "benchmarks", "README.md")]
+        folder = os.path.join(HERE, "docs")
+        paths += [os.path.join(folder, name) for name in sorted(os.listdir(folder)) if name.endswith(".md")]
+        found = {}
+        for path in paths:
+            with open(path, encoding="utf-8") as f:
+                found[path] = f.read()
+        return found
+
+    def manual(self):
+        return "\n".join(text for path, text in self.pages().items() if os.path.dirname(path).endswith("docs"))
+
+    def test_slugs_as_github_makes_them(self):
+        # The anchors the link check expects are GitHub's: code and colons dropped, dashes kept, repeats numbered.
+        self.assertEqual(github_slug("Remote servers: `--url` and OAuth sign-in"), "remote-servers---url-and-oauth-sign-in")
+        self.assertEqual(github_slug("Tool search: ranking, and its tuning history"), "tool-search-ranking-and-its-tuning-history")
+        self.assertEqual(github_slug("[Guard](guard.md) rails_2"), "guard-rails_2")
+        self.assertEqual(headings_of("# A\n## A\n```\n# not a heading\n```\n### A b!\n"), {"a", "a-1", "a-b"})
+
+    def test_every_relative_link_reaches_a_file_and_a_heading(self):
+        # Each relative link of README.md, docs/*.md and benchmarks/README.md names a file that exists and, with
+        # #anchor, a heading of that page (of the page itself for a bare #anchor).
+        pages = self.pages()
+        broken, count = [], 0
+        for path, text in pages.items():
+            for line in markdown_lines(text):
+                for target in re.findall(r"\]\(([^)\s]+)\)", re.sub(r"`[^`]*`", "", line)):
+                    if re.match(r"[a-z][a-z0-9+.-]*:", target):
+                        continue  # https:, mailto:
+                    count += 1
+                    file_part, _, anchor = target.partition("#")
+                    goal = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+                    where = "%s: (%s)" % (os.path.relpath(path, HERE), target)
+                    if not os.path.exists(goal):
+                        broken.append("%s: no such file" % where)
+                    elif anchor:
+                        if goal not in pages:
+                            with open(goal, encoding="utf-8") as f:
+                                pages[goal] = f.read()
+                        if anchor not in headings_of(pages[goal]):
+                            broken.append("%s: no heading #%s" % (where, anchor))
+        self.assertGreater(count, 100)  # the pages do link to each other
+        self.assertEqual(broken, [])
+
+    def test_every_page_of_the_manual_is_in_its_contents(self):
+        # docs/README.md, the manual's contents, links every page of docs/ (a new page is not left unfound).
+        folder = os.path.join(HERE, "docs")
+        with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
+            contents = f.read()
+        pages = sorted(name for name in os.listdir(folder) if name.endswith(".md") and name != "README.md")
+        self.assertGreater(len(pages), 10)
+        self.assertEqual([name for name in pages if "](%s" % name not in contents], [])
+
+    def test_every_option_of_every_help_is_in_the_manual(self):
+        # Each option `--help` prints (of the main command and of each subcommand, outside its examples) appears in
+        # docs/ as a word of its own, so no flag goes undocumented.
+        manual = self.manual()
+        helps = {"mcpstudio": self.mcpstudio(["--help"]).stdout}
+        for command in mcpstudio.SUBCOMMAND_HELP:
+            helps[command] = self.mcpstudio([command, "--help"]).stdout
+        missing, seen = [], set()
+        for command, text in helps.items():
+            self.assertIn("usage:", text, command)
+            skipped = False
+            for line in text.splitlines():
+                if re.match(r"[a-z][a-z ]*:$", line):  # a section title; examples and template words are not options
+                    skipped = line.startswith(("examples", "template fields"))
+                    continue
+                if skipped:
+                    continue
+                for flag in re.findall(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9-]*)", line):
+                    seen.add(flag)
+                    if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(flag), manual):
+                        missing.append("%s --help: %s" % (command, flag))
+        for flag in ("--http-token", "--tool-search", "--write", "--force", "-o"):
+            self.assertIn(flag, seen)  # the help was read, options and subcommands' options alike
+        self.assertEqual(sorted(set(missing)), [])
+
+    def test_every_environment_variable_of_the_module_is_in_the_manual(self):
+        # Each MCPSTUDIO_* variable the module names (MCPSTUDIO_HTTP_TOKEN, MCPSTUDIO_LIST_WAIT, ...) is in docs/.
+        with open(MODULE, encoding="utf-8") as f:
+            names = set(re.findall(r"\bMCPSTUDIO_[A-Z0-9_]+", f.read()))
+        self.assertIn("MCPSTUDIO_HTTP_TOKEN", names)
+        manual = self.manual()
+        self.assertEqual(sorted(name for name in names if name not in manual), [])
+
+    def test_every_config_key_the_loader_accepts_is_in_the_manual(self):
+        # Every key a config file may hold appears in docs/ (as `key` or "key"). The keys come from the loader
+        # itself: its tables (every module constant named *_KEYS that holds key names, and the annotations), and
+        # every list of allowed keys it checks an object against while it loads a config that uses every section
+        # (which also finds lists written inline, as audit's and rateLimit's).
+        keys = set(mcpstudio._ANNOTATIONS)
+        for name, value in vars(mcpstudio).items():
+            if name.endswith("_KEYS") and isinstance(value, (tuple, dict)) and all(isinstance(k, str) for k in value):
+                keys.update(value)
+        keys.update(mcpstudio._OAUTH_ALIASES)
+        checked = []
+
+        class RecordingLoader(mcpstudio.ConfigLoader):
+            def keys(self, obj, allowed, where):
+                checked.append(where)
+                keys.update(allowed)
+                return super().keys(obj, allowed, where)
+
+        folder = tempfile.mkdtemp(prefix="mcpstudio-test-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        os.mkdir(os.path.join(folder, "scripts"))
+        path = os.path.join(folder, "all.json")
+        rules = {"rateLimit": {"calls": 5, "seconds": 10, "scope": "session"}, "cache": {"ttl": 60, "shared": False}}
+        with open(path, "w") as f:
+            json.dump(dict(rules, audit={"file": "audit.jsonl", "maxBytes": 4096, "keep": 2, "required": False},
+                           tools=[dict(rules, name="look", command="echo {x}", annotations={"readOnlyHint": True},
+                                       parameters={"x": {"type": "string"}})],
+                           resources=[{"uri": "x://v", "command": "echo v"}], scripts=[{"path": "./scripts"}],
+                           mcpServers={"s": {"command": PY, "tools": {"deny": ["x"]}, "oauth": {"browser": False}}},
+                           namespaces={"n": {"servers": ["s"]}},
+                           toolPermissions=[{"namespace": "n", "server": "s", "toolName": "x", "enabled": True}]), f)
+        log = mcpstudio.Log()
+        RecordingLoader(path).load(mcpstudio.ProcessRunner(log), log, mcpstudio.RunSettings())
+        for where in ("", "tools[0]", "tools[0].parameters.x", "tools[0].rateLimit", "audit", "scripts[0]",
+                      "resources[0]", "namespaces.n", "mcpServers.s.tools"):
+            self.assertIn(where, checked)  # each section's keys were read from the loader
+        for key in ("toolSearchPin", "maxBytes", "scope", "ttl", "command_template", "healthCheckInterval",
+                    "callbackPort", "serverIds"):
+            self.assertIn(key, keys)
+        manual = self.manual()
+        missing = sorted(key for key in keys if "`%s`" % key not in manual and '"%s"' % key not in manual)
+        self.assertEqual(missing, [])
+
+    def test_readme_is_a_front_page(self):
+        # README.md stays under its cap, links into the manual, and speaks no internal shorthand: no issue numbers,
+        # no test class names, no "seeds".
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        self.assertLess(len(readme.encode("utf-8")), self.README_CAP)
+        self.assertIn("under %d KB" % (self.README_CAP // 1024), readme)  # the cap it states is the one tested
+        for page in ("docs/README.md", "docs/cli.md", "docs/config.md", "docs/aggregator.md", "docs/skills.md"):
+            self.assertIn("](%s" % page, readme)
+        for pattern in (r"\b[Ii]ssues? #?\d", r"\b[A-Z][A-Za-z]+Tests\b", r"\bseeds?\b", r"\bSEP-\d"):
+            self.assertIsNone(re.search(pattern, readme), pattern)
+
+    def test_template_examples_render_as_they_say(self):
+        # Each `python3 mcpstudio.py TEMPLATE` line of README.md and docs/templates.md followed by comments
+        # `#   {arguments} -> argv` renders exactly that argv for those arguments.
+        import shlex
+        checked = 0
+        for page in ("README.md", os.path.join("docs", "templates.md")):
+            with open(os.path.join(HERE, page), encoding="utf-8") as f:
+                blocks = [b.split("```", 1)[0] for b in f.read().split("```sh\n")[1:]]
+            for block in blocks:
+                template, pending = None, ""
+                for line in block.splitlines():
+                    if line.startswith("python3 mcpstudio.py "):
+                        words = shlex.split(line, comments=True)[2:]
+                        while words and words[0] in ("--read-only", "--idempotent", "--destructive", "--open-world"):
+                            words.pop(0)
+                        template, pending = Template(words), ""
+                    elif line.startswith("#") and template is not None:
+                        pending += " " + line[1:].strip()
+                        if "->" in pending:
+                            arguments, argv = pending.split("->", 1)
+                            with self.subTest(page=page, arguments=arguments):
+                                self.assertEqual(template.render(json.loads(arguments)), shlex.split(argv))
+                            checked += 1
+                            pending = ""
+        self.assertGreaterEqual(checked, 5)
+
+    def test_readme_config_example_passes_check(self):
+        # The config-mode example on the front page is a file `check` accepts, with the tools it names.
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            block = f.read().split("```jsonc\n", 1)[1].split("```", 1)[0]
+        folder = tempfile.mkdtemp(prefix="mcpstudio-test-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        path = os.path.join(folder, "git.json")
+        with open(path, "w") as f:
+            f.write(block)
+        proc = self.mcpstudio(["check", "--config", path])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        for name in ("git_status", "git_log", "--author="):
+            self.assertIn(name, proc.stdout)
 
 
 
@@ -6376,6 +6732,7 @@ class AggregatorTests(AggregatorCase):
         self.assertEqual(proc.returncode, 1, proc.stdout)
         self.assertRegex(proc.stdout, r"\na +ok, 5 tools, started in \d+ ms")
         self.assertRegex(proc.stdout, r"\nbad +failed: .*: fake: cannot start: missing API key \(it exited with code 3\)")
+        self.assertEqual(proc.stdout.count("missing API key"), 1, proc.stdout)  # its last line once, not again as "last lines"
         proc = run()
         self.assertRegex(proc.stdout, r"\na +5 \(cached \d{4}-\d\d-\d\d \d\d:\d\d\)")
         self.assert_all_gone()
@@ -6383,6 +6740,50 @@ class AggregatorTests(AggregatorCase):
                               timeout=60)
         self.assertIn("MCP servers", proc.stdout)
         self.assertIn("a ", proc.stdout)
+
+    def test_a_server_printing_on_stdout_is_named_and_the_table_stays_narrow(self):
+        # A server that prints a banner on stdout and never answers: the timeout's error says what it printed
+        # (it said nothing about it). Its long error no longer widens status's table to 200 columns: the row
+        # says "failed (below)" and the whole message follows the table.
+        path = self.write({"mcpServers": {
+            "chatty": {"command": PY, "args": ["-c", "import time; print('Server ready on port 8080', flush=True); "
+                                                     "time.sleep(30)"], "startupTimeout": 2},
+            "a": self.upstream("a")}})
+        proc = subprocess.run(SERVER + ["status", "--config", path, "--check"], env=self.env, capture_output=True,
+                              text=True, timeout=60)
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        lines = proc.stdout.splitlines()
+        header = next(line for line in lines if line.startswith("SERVER"))
+        self.assertLessEqual(header.index("COMMAND"), len("chatty  ") + mcpstudio.STATUS_STATE_WIDTH + 2, header)
+        self.assertIn("chatty  failed (below)", proc.stdout)
+        self.assertIn("\nchatty  failed: server `chatty` failed to start: it did not answer initialize and tools/list "
+                      "within 2 s; it wrote on stdout, where only JSON-RPC messages may go: Server ready on port 8080",
+                      proc.stdout)
+        self.assertRegex(proc.stdout, r"\na +ok, 5 tools")
+        self.assert_all_gone()
+
+    def test_status_check_checks_every_server_whatever_the_namespaces(self):
+        # Several namespaces and no default: --check checked nothing; now it starts and lists every server
+        # (health does not depend on the namespace a client picks), says no namespace is chosen, and exits 0
+        # when all are well; a --namespace checks its own servers only, and one the config lacks checks
+        # nothing (exit 1).
+        path = self.write({"mcpServers": {"a": self.upstream("a"), "b": self.upstream("b")},
+                           "namespaces": {"one": ["a"], "two": ["b"]}})
+        run = lambda *args: subprocess.run(SERVER + ["status", "--config", path] + list(args), env=self.env,
+                                           capture_output=True, text=True, timeout=60)
+        proc = run("--check")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("namespace: none chosen (the config has several: one, two)", proc.stdout)
+        self.assertRegex(proc.stdout, r"\na +ok, 5 tools, started in \d+ ms")
+        self.assertRegex(proc.stdout, r"\nb +ok, 5 tools, started in \d+ ms")
+        proc = run("--check", "--namespace", "two")
+        self.assertRegex(proc.stdout, r"\na +skipped: not in namespace two")
+        self.assertRegex(proc.stdout, r"\nb +ok, 5 tools")
+        proc = run("--check", "--namespace", "nope")
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        self.assertIn('namespace: error: unknown namespace "nope"', proc.stdout)
+        self.assertNotIn("ok, 5 tools", proc.stdout)
+        self.assert_all_gone()
 
 
 # --------------------------------------------------------------------------
@@ -6782,10 +7183,10 @@ class UpstreamFramingTests(unittest.TestCase):
         # 2,000 chunks of 16 KiB make one 32 MB line: joined once, not copied per chunk.
         line = b'{"id": 1, "result": {"t": "' + b"a" * (32 << 20) + b'"}}\n'
         chunks = [(1, line[i:i + (16 << 10)]) for i in range(0, len(line), 16 << 10)]
-        started = time.monotonic()
+        started = time.process_time()  # CPU seconds: a copy per chunk costs minutes of them, a busy machine none
         messages, _, _ = self.run_protocol(chunks, 64 << 20)
         self.assertEqual(len(messages), 1)
-        self.assertLess(time.monotonic() - started, 5)
+        self.assertLess(time.process_time() - started, 5)
 
 
 class _PausedClient(McpProcess):
@@ -7524,6 +7925,12 @@ class CurationTests(AggregatorCase):
         self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
         self.assertIn("(checked against its cached listing; `status --check` lists it again); nearest: create_issue",
                       out.stderr)
+        # check says the same refusals (its table is status's) and its verdict counts them: never "ok".
+        out = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                             env=self.env)
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("gh__crash: refused: %s: mcpServers.gh.overrides.sleep.name" % path, out.stdout)
+        self.assertRegex(out.stdout, r"%s: 3 problems \(above\), and \d+ warnings?\n$" % re.escape(path))
 
     # What needs no schema is refused when the file is read: the server is unusable, with the file and key.
     def test_config_errors_at_load(self):
@@ -7794,11 +8201,35 @@ class ToolingTests(ToolingCase):
 
     def test_inspect_of_a_server_that_fails(self):
         # A mode that cannot start shows its own error and inspect exits non-zero, leaving nothing running.
-        proc = self.cli("inspect", "echo", "{x}", "{x...}", code=1)
+        # A mode mcpstudio refuses (a bad template) exits 2 as serve does, with its one error: no second
+        # "exited before answering" line (inspect exited 1 with both); call the same.
+        server = self.cli("echo", "{x}", "{x...}", code=2)
+        proc = self.cli("inspect", "echo", "{x}", "{x...}", code=2)
+        self.assertEqual(proc.stderr, server.stderr)
         self.assertIn("bad template", proc.stderr)
-        self.assertIn("exited (code 2) before answering", proc.stderr)
+        self.assertEqual(self.cli("call", "echo", "x=1", "echo", "{x}", "{x...}", code=2).stderr, server.stderr)
         proc = self.cli("inspect", "--", os.path.join(self.dir, "no-such-server"), code=2)
         self.assertIn("cannot start", proc.stderr)
+
+    def test_a_misspelled_program_warns_in_inspect_install_and_startup(self):
+        # Template mode warns of a program that is not on PATH, as check does for a config: inspect, install
+        # and serve itself say so on stderr (naming a close name on PATH), and still do their work.
+        folder = os.path.join(self.dir, "bin")
+        os.mkdir(folder)
+        self.script(os.path.join("bin", "gitlike"), "#!/bin/sh\necho hi\n")
+        self.env["PATH"] = folder + os.pathsep + self.env.get("PATH", "")
+        warning = "warning: `gitilke` is not on PATH here (did you mean `gitlike`?)"
+        proc = self.cli("inspect", "gitilke", "log", "{x}")
+        self.assertIn(warning, proc.stderr)
+        self.assertIn("tools (1):", proc.stdout)
+        proc = self.cli("install", "--client", "cursor", "gitilke", "log", "{x}")
+        self.assertIn(warning, proc.stderr)
+        self.assertIn('"gitilke"', proc.stdout)
+        with McpProcess("gitilke", "{x}", env=self.env) as server:
+            server.initialize()
+            self.assertIn(warning, server.stderr_when(lambda text: warning in text))
+        proc = self.cli("inspect", "gitlike", "{x}")  # found: nothing to say
+        self.assertNotIn("warning", proc.stderr)
 
     # --- call ------------------------------------------------------------
 
@@ -7809,6 +8240,23 @@ class ToolingTests(ToolingCase):
         proc = self.cli("call", "false", "false", code=1)
         self.assertIn("`false` exited with code 1.", proc.stderr)
         self.assertEqual(proc.stdout, "")
+
+    def test_call_reads_a_local_file_for_a_file_parameter(self):
+        # `photo=@hello.txt` (curl's convention) reads the file and sends it as a data: URI naming it, so the
+        # command gets a file with the same bytes and name; a parameter that is not a file keeps `@...` as
+        # text, and a file that cannot be read is a usage error (exit 2) naming it.
+        show = self.script("show.py", "import os, sys\nprint(os.path.basename(sys.argv[1]), open(sys.argv[1], 'rb').read(), "
+                                      "sys.argv[2])\n")
+        with open(os.path.join(self.dir, "hello.txt"), "wb") as f:
+            f.write(b"hi \x00\xff there\n")
+        proc = self.cli("call", "show", "photo=@hello.txt", "note=@bob", "--name", "show", PY, show, "{photo:file}",
+                        "{note}")
+        self.assertEqual(proc.stdout, "hello.txt %r @bob\n" % b"hi \x00\xff there\n")
+        proc = self.cli("call", "show", "photo=@missing.txt", "note=x", "--name", "show", PY, show, "{photo:file}",
+                        "{note}", code=2)
+        self.assertIn("call: photo=@missing.txt: cannot read the file", proc.stderr)
+        self.assertEqual(mcpstudio._file_argument("f", os.path.join(self.dir, "hello.txt"), {"contentEncoding": "base64"}),
+                         base64.b64encode(b"hi \x00\xff there\n").decode())
 
     def test_call_shows_the_validation_errors_a_client_gets(self):
         # Wrong or unknown arguments give the server's own isError text; an unknown tool its error.
@@ -8155,7 +8603,7 @@ class ToolingTests(ToolingCase):
         proc = self.cli("call", "grep", "pattern=x", "--ok-exit", "0,1", "grep", "{pattern}", "/no/such", code=1)
         self.assertIn("exited with code 2", proc.stderr)
         self.assertIn("exit codes accepted: 0,1", self.cli("inspect", "--ok-exit", "0,1", "grep", "{p}").stdout)
-        self.assertIn("--ok-exit needs exit codes", self.cli("inspect", "--ok-exit", "one", "grep", code=1).stderr)
+        self.assertIn("--ok-exit needs exit codes", self.cli("inspect", "--ok-exit", "one", "grep", code=2).stderr)
         config = self.write_json(os.path.join(self.dir, "c.json"), {"tools": [
             {"name": "find", "command": "grep {pattern} %s" % haystack, "ok_exit_codes": [0, 1]}]})
         self.assertEqual(self.cli("call", "find", "pattern=absent", "serve", "--config", config).stdout,
@@ -8449,6 +8897,27 @@ class ToolingConfigFormatTests(ToolingCase):
         proc = self.cli("install", "--client", "cursor", "--root-directory", "missing", code=2)
         self.assertIn("--root-directory missing: no such folder", proc.stderr)
         self.assertEqual(proc.stdout, "")
+
+    def test_install_refuses_a_namespace_the_server_refuses(self):
+        # A --namespace the config lacks, or several namespaces and none chosen: serve would answer
+        # every request with an error, so install exits 2, prints no entry and writes nothing.
+        config = self.write_json(os.path.join(self.dir, "agg.json"), {
+            "mcpServers": {"a": {"command": PY, "args": ["-c", "pass"]}, "b": {"command": PY, "args": ["-c", "pass"]}},
+            "namespaces": {"one": {"servers": ["a"]}, "two": {"servers": ["b"]}}})
+        target = os.path.join(self.dir, "client.json")
+        for mode, error in ((["--namespace", "nope"], 'unknown namespace "nope" given by --namespace'),
+                            ([], "no namespace chosen and the config has several (one, two)")):
+            for write in ([], ["--write"]):
+                proc = self.cli("install", "--client", "cursor", "--file", target, *write, "serve", "--config", config,
+                                *mode, code=2)
+                self.assertEqual(proc.stdout, "")
+                self.assertIn(error, proc.stderr)
+                self.assertIn("would refuse every request", proc.stderr)
+                self.assertFalse(os.path.exists(target))
+        proc = self.cli("install", "--client", "cursor", "--file", target, "--write", "serve", "--config", config,
+                        "--namespace", "one")
+        self.assertIn("added agg in", proc.stdout)
+        self.assertEqual(self.read_json(target)["mcpServers"]["agg"]["args"][-2:], ["--namespace", "one"])
 
     def test_call_help_examples_run(self):
         # Each local example of `call --help` runs as written (the template tool is named after
@@ -9368,8 +9837,7 @@ class HttpUpstreamTests(ScratchDir):
                 self.assertEqual(listed["web"]["headers"], {"Authorization": "***"})
                 self.assertNotIn("up-token-1234", json.dumps(listed))
                 # The upstream goes away: calls fail at once, naming it; it comes back: they reconnect.
-                web.proc.terminate()
-                web.proc.wait(WAIT)
+                web.__exit__(None, None, None)  # stopped, and its pipes closed (no unclosed-file warning)
                 failed = server.call("web__echo", {"message": "gone"})
                 self.assertTrue(failed["isError"])
                 self.assertIn("server `web`", text_of(failed))
@@ -10145,13 +10613,13 @@ class TuiTests(AggregatorCase):
                                       "outside": self.upstream("outside")},
                        "namespaces": {"work": {"servers": ["good", "big"]}}, "defaultNamespace": "work"}, f)
         tui = self.tui(path)
-        tui.wait_for("namespace: work  0 tools, under Cursor's 40")
+        tui.wait_for("namespace: work  off: 7 tools listed (search starts past 40)")  # the manager tools
         tui.press("t")
-        tui.wait_for("good is running", "work  5 tools, under Cursor's 40")
+        tui.wait_for("good is running", "work  off: 12 tools listed (search starts past 40)")
         tui.press("jjt")  # outside is not in the namespace: its tools do not count
         tui.wait_for("outside is running")
         tui.press("kt")
-        tui.wait_for("big is running", "55 tools, over Cursor 40, Windsurf 50  ")
+        tui.wait_for("big is running", "on: 62 tools behind search (past 40; ")
         self.assertEqual(tui.close(), 0)
 
 
@@ -10696,6 +11164,11 @@ class MaskSecretsTests(unittest.TestCase):
             ("connect to https://h/x?k then", "connect to https://h/x?k=*** then"),
             ("python -m srv --verbose --port 80 a=b", "python -m srv --verbose --port 80 a=b"),
             ("the token expired", "the token expired"),
+            # A variable's name is no secret: `${NAME}` alone stays (status showed `GITHUB_TOKEN: ***` where
+            # the log showed the name); a default value may be one, so it is masked.
+            ("env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set", "env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set"),
+            ("srv --token ${TOKEN} --api-key=$KEY", "srv --token ${TOKEN} --api-key=$KEY"),
+            ("API_KEY=${API_KEY:-sk-live-9} run", "API_KEY=*** run"),
         ]
         for text, shown in cases:
             with self.subTest(text=text):
@@ -10741,6 +11214,20 @@ class ShownSecretsTests(AggregatorCase):
             self.assertIn("--api-key ***", everything)
             for secret in self.SECRETS:
                 self.assertNotIn(secret, everything + proc.stdout)
+
+    def test_a_variables_name_is_shown_alike_everywhere(self):
+        # An unset ${MY_GITHUB_TOKEN} in a server's env: the log named it, status showed `GITHUB_TOKEN: ***`.
+        # Both name it now (it is the name of a variable, not its value).
+        path = os.path.join(self.dir, "unset.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"gh": {"command": PY, "env": {"GITHUB_TOKEN": "${MY_GITHUB_TOKEN}"}}}}, f)
+        env = dict(self.env)
+        env.pop("MY_GITHUB_TOKEN", None)
+        for command in ("status", "check"):
+            proc = subprocess.run(SERVER + [command, "--config", path], env=env, capture_output=True, text=True,
+                                  timeout=WAIT, stdin=subprocess.DEVNULL)
+            self.assertIn("env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set", proc.stdout)
+        self.assertIn("env.GITHUB_TOKEN: ${MY_GITHUB_TOKEN} is not set", proc.stderr)  # check's log line
 
 
 @unittest.skipUnless(PYTE is not None and hasattr(os, "openpty") and sys.platform != "win32",
@@ -11571,15 +12058,29 @@ class ToolSearchTests(AggregatorCase):
             self.assertEqual(server.notifications_of("notifications/tools/list_changed"), [])
 
     def test_status_counts_tools_and_says_whether_search_is_on(self):
-        data = {"namespaces": {"web": {"servers": ["playwright"], "toolSearch": "off"},
+        # status counts what serve counts against the threshold (the config's own tools, the servers' listed
+        # ones, the manager tools) and says plainly what a client gets: the same number serve lists with
+        # search off, "behind search" where serve lists the two search tools.
+        data = {"tools": [{"name": "own", "command": "echo {x}"}],
+                "namespaces": {"web": {"servers": ["playwright"], "toolSearch": "off"},
                                "all": {"servers": ["github", "slack", "playwright"]}}, "defaultNamespace": "all"}
         with self.serve(data) as server:  # lists, so the servers' tools are cached
             server.initialize()
             self.assertEqual(len(self.names(server)), 2)
+        counts = {}
+        for namespace in ("web", "all"):
+            with self.serve(data, "--namespace", namespace, "--tool-search", "off") as server:
+                server.initialize()
+                counts[namespace] = len(self.names(server))
+        self.assertEqual(counts["web"], 1 + 25 + len(mcpstudio.MANAGER_TOOLS))
         out = subprocess.run(SERVER + ["status", "--config", os.path.join(self.dir, "search.json")], capture_output=True,
                              text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
-        self.assertIn("web              playwright  (25 tools, tool search off)", out.stdout)
-        self.assertIn("all              github, slack, playwright  (59 tools, tool search auto (on past 40))", out.stdout)
+        self.assertIn("web              playwright  (off: %d tools listed)" % counts["web"], out.stdout)
+        self.assertIn("all              github, slack, playwright  (on: %d tools behind search (past 40; " % counts["all"],
+                      out.stdout)
+        out = subprocess.run(SERVER + ["status", "--config", os.path.join(self.dir, "search.json"), "--tool-search", "off"],
+                             capture_output=True, text=True, timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        self.assertIn("(off: %d tools listed)" % counts["all"], out.stdout)
 
     def test_inspect_shows_what_a_search_mode_client_sees_and_searches(self):
         with self.serve({}):
@@ -11594,6 +12095,22 @@ class ToolSearchTests(AggregatorCase):
         tools = json.loads(found.stdout)["tools"]
         self.assertEqual(tools[0]["name"], "slack__slack_reply_to_thread")
         self.assertIn("thread_ts", tools[0]["inputSchema"]["properties"])
+
+    def test_inspect_search_shows_only_what_it_finds_up_to_a_limit(self):
+        # inspect --search printed the whole listing (server, instructions, resources) with the finds, always
+        # SEARCH_MAX of them: now it prints the finds alone, as many as a model gets by default or --limit N.
+        with self.serve({}):
+            pass  # writes search.json
+        serve = ["serve", "--config", os.path.join(self.dir, "search.json")]
+        run = lambda *args: subprocess.run(SERVER + ["inspect"] + list(args) + serve, capture_output=True, text=True,
+                                           timeout=WAIT, stdin=subprocess.DEVNULL, env=self.env)
+        out = run("--search", "reply in a slack thread", "--limit", "2")
+        self.assertTrue(out.stdout.startswith('search "reply in a slack thread" finds 2 tools, best first:\n'
+                                              '  slack__slack_reply_to_thread'), out.stdout + out.stderr)
+        self.assertNotIn("server:", out.stdout)
+        self.assertEqual(len(json.loads(run("--json", "--search", "slack message").stdout)["tools"]), mcpstudio.SEARCH_LIMIT)
+        self.assertIn("--limit needs a number of tools from 1 to", run("--search", "x", "--limit", "0").stderr)
+        self.assertIn("--limit goes with --search", run("--limit", "3").stderr)
 
     def test_config_mistakes_name_the_key(self):
         for data, key in (({"toolSearch": "sometimes"}, "toolSearch"), ({"toolSearchPin": [1]}, "toolSearchPin"),
@@ -13814,13 +14331,15 @@ class CommandPromptTests(ScratchDir):
 
     def test_rounds_beside_servers_and_with_the_tasks_extension(self):
         # Issue 46: in a config with `mcpServers` (the tools go through the Aggregator) an interactive tool still
-        # asks a 2026-07-28 client in input_required rounds, also one that declares the tasks extension (the call
-        # is not made a task, which could not ask); a required task's command says why it cannot ask.
+        # asks a 2026-07-28 client in input_required rounds; for a client that declares the tasks extension a tool
+        # whose taskSupport is "forbidden" asks the same way. One that runs as a task (required, or an optional
+        # one past half a second, as the conformance suite's tasks scenarios expect) says why it cannot ask.
         fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
         with open(self.config()) as f:
             data = json.load(f)
         data["mcpServers"] = {"up": {"command": PY, "args": [fake, "--name", "up"]}}
         data["tools"].append(dict(data["tools"][0], name="asking_task", taskSupport="required"))
+        data["tools"].append(dict(data["tools"][0], name="asking_here", taskSupport="forbidden"))
         path = os.path.join(self.dir, "beside.json")
         with open(path, "w") as f:
             json.dump(data, f)
@@ -13830,7 +14349,7 @@ class CommandPromptTests(ScratchDir):
                 meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {
                     "elicitation": {}, "extensions": extensions}})
 
-                def call(extra, name="asking", meta=meta):
+                def call(extra, name="asking_here" if extensions else "asking", meta=meta):
                     params = dict({"name": name, "arguments": {"kind": "yes"}, "_meta": meta}, **extra)
                     return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
                 result = call({})
@@ -13839,17 +14358,19 @@ class CommandPromptTests(ScratchDir):
                 result = call({"requestState": result["requestState"],
                                "inputResponses": {key: {"action": "accept", "content": {"answer": True}}}})
                 self.assertEqual(text_of(result).splitlines()[-2:], ["Really delete them? [y/N] answer y", "done"])
-            created = call({}, "asking_task")
-            self.assertEqual(created["resultType"], "task", created)
+            for name in ("asking_task",):  # (an optional one past half a second too; when it runs that long is the machine's)
+                created = call({}, name)
+                self.assertEqual(created["resultType"], "task", (name, created))
 
-            def done():
-                status, _, text = server.modern("tasks/get", {"taskId": created["taskId"], "_meta": meta},
-                                                headers={"Mcp-Name": created["taskId"]})
-                return server.messages(text)[-1]["result"]
-            self.assertTrue(wait_until(lambda: done()["status"] == "completed", 30), done())
-            said = text_of(done()["result"])
-            self.assertIn("it runs as a task", said)
-            self.assertNotIn("declared no elicitation", said)
+                def done(created=created):
+                    status, _, text = server.modern("tasks/get", {"taskId": created["taskId"], "_meta": meta},
+                                                    headers={"Mcp-Name": created["taskId"]})
+                    return server.messages(text)[-1]["result"]
+                self.assertTrue(wait_until(lambda: done()["status"] == "completed", 30), done())
+                said = text_of(done()["result"])
+                self.assertIn("it runs as a task", said)
+                self.assertIn('"taskSupport": "forbidden" keeps its questions', said)
+                self.assertNotIn("declared no elicitation", said)
 
     def test_config_mistakes(self):
         for answers, message in (([{"prompt": "x"}], "tools[0].answers: expected a list of {\"prompt\""),
@@ -14762,6 +15283,40 @@ class TeamGatewayTests(ScratchDir):
                 self.assertNotIn("x-injected", headers)
                 answers.pop(0)
 
+    def test_an_introspection_answer_without_an_audience_is_refused(self):
+        # RFC 7662 makes `aud` optional, but an active token whose answer names no audience may be one the identity
+        # provider issued for another service: it is refused (401, saying so); the same answer naming this server's
+        # URL signs the person in.
+        import http.server
+        answer = {"active": True, "sub": "dana", "exp": int(time.time()) + 300}
+
+        class Introspection(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        provider = ThreadedHttpServer()
+        provider.serve(Introspection)
+        self.addCleanup(provider.close)
+        base = "http://127.0.0.1:%d" % provider.port
+        with HttpServerProcess("serve", "--config", self.config(signIn={
+                "issuer": base, "introspection": base + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
+            status, headers, _ = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                           headers={"Authorization": "Bearer opaque-token-1"})
+            self.assertEqual(status, 401)
+            self.assertIn("names no audience", headers["www-authenticate"])
+            answer["aud"] = "http://127.0.0.1:%d/mcp" % http.port
+            status, _, text = http.modern("tools/list", headers={"Authorization": "Bearer opaque-token-2"})
+            self.assertEqual(status, 200, text)
+            self.assertIn("echo", [tool["name"] for tool in http.messages(text)[0]["result"]["tools"]])
+
     def test_a_signed_in_server_refuses_a_second_way_in(self):
         # --http-token beside `people` is one way in too many; beyond loopback, signIn needs its `audience` (the
         # URL tokens are for): both stop at startup with exit 2, saying so.
@@ -14827,8 +15382,8 @@ class TeamGatewayTests(ScratchDir):
             text = f.read()
         lines = [json.loads(line) for line in text.splitlines()]
         self.assertEqual([(line["person"], line["caller"], line.get("rateLimited", False)) for line in lines],
-                         [("alice", "alice", False), ("alice", "alice", True), ("alice", "alice", True),
-                          ("bob", "bob", False)])
+                         [("alice", "static:alice", False), ("alice", "static:alice", True),
+                          ("alice", "static:alice", True), ("bob", "static:bob", False)])  # caller: a listed person
         self.assertNotIn("token-000", text)
 
     def test_what_a_person_makes_stays_theirs(self):
@@ -14865,6 +15420,21 @@ class TeamGatewayTests(ScratchDir):
             status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=session,
                                         headers=self.auth("alice"))
             self.assertEqual(status, 200, text)
+
+
+    def test_one_person_cannot_fill_the_task_table(self):
+        # A person keeps at most half of the server's tasks (TASK_LIMIT 100): alice's 51st running task is refused,
+        # saying the limit, and bob can still start his; her ended task makes room for her next one.
+        with HttpServerProcess("serve", "--config", self.config()) as http:
+            started = [self.call(http, "alice", "slow", {"seconds": "60"}, meta=self.TASKS) for _ in range(50)]
+            self.assertEqual({task.get("resultType") for task in started}, {"task"}, started[-1])
+            refused = self.call(http, "alice", "slow", {"seconds": "60"}, meta=self.TASKS)
+            self.assertIn("the most one person (or session) may keep (50, a share of this server's 100)",
+                          refused.get("message", ""), refused)
+            self.assertEqual(self.call(http, "bob", "slow", {"seconds": "60"}, meta=self.TASKS)["resultType"], "task")
+            http.modern("tasks/cancel", {"taskId": started[0]["taskId"], "_meta": self.TASKS},
+                        headers=dict(self.auth("alice"), **{"Mcp-Name": started[0]["taskId"]}))
+            self.assertEqual(self.call(http, "alice", "slow", {"seconds": "60"}, meta=self.TASKS)["resultType"], "task")
 
 
 class IsolationTests(AggregatorCase):
@@ -14907,12 +15477,12 @@ class IsolationTests(AggregatorCase):
         # person without the secret is told how to set it; the store is 0600 and lists names only; a shared server
         # cannot use ${person.NAME}.
         for name in ("alice", "bob"):
-            done = self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value\n" % name)
+            done = self.secrets("set", "TOKEN", "--person", "static:" + name, value="%s-secret-value\n" % name)
             self.assertEqual(done.returncode, 0, done.stderr)
         store = os.path.join(self.dir, "config", "mcpstudio", "people-secrets.json")
         if os.name == "posix":
             self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)
-        self.assertEqual(self.secrets("list", "--person", "alice").stdout, "TOKEN\n")
+        self.assertEqual(self.secrets("list", "--person", "static:alice").stdout, "TOKEN\n")
         self.assertEqual(self.secrets("set", "TOKEN").returncode, 2)  # no --person
         self.assertEqual(self.secrets("set", "TOKEN", "--person", "dan", value="").returncode, 2)  # no value
         self.secrets("set", "OTHER", "--person", "dan", value="x")
@@ -14921,7 +15491,7 @@ class IsolationTests(AggregatorCase):
         with HttpServerProcess("serve", "--config", self.config("user"), "--no-manager-tools", env=self.env) as http:
             for name in ("alice", "bob", "alice"):
                 self.assertEqual(self.call(http, name, "keeper__env", {"name": "FAKE_WHO"}), "%s-secret-value" % name)
-            self.assertIn("needs your own secret TOKEN, which is not set; set it with `mcpstudio secrets set TOKEN --person carol`",
+            self.assertIn("needs your own secret TOKEN, which is not set; set it with `mcpstudio secrets set TOKEN --person static:carol`",
                           self.call(http, "carol", "keeper__env", {"name": "FAKE_WHO"}))
             self.assertNotIn("secret-value", "".join(http.stderr))
         with open(self.pids) as f:  # one process lists the tools (without secrets), then one for each person
@@ -14986,7 +15556,7 @@ class IsolationTests(AggregatorCase):
                 json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "echo", "--name",
                                                                             "keeper"]}},
                            "people": {name: {"tokenSha256": hashlib.sha256(self.TOKENS[name].encode()).hexdigest()}
-                                      for name in names}}, f)
+                                      for name in names}, "admins": ["alice"]}, f)
         write(["alice", "bob"])
         with HttpServerProcess("serve", "--config", path, env=self.env) as http:
             self.assertEqual(self.call(http, "bob", "keeper__echo", {"text": "in"}), "keeper: in")
@@ -14996,6 +15566,131 @@ class IsolationTests(AggregatorCase):
                                           headers={"Authorization": "Bearer " + self.TOKENS["bob"]})
             self.assertEqual(status, 401, text)
             self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "still"}), "keeper: still")
+
+    def test_manager_tools_are_the_admins_alone(self):
+        # With people signing in, the manager tools (stop a shared server, reload, logs) are neither listed nor
+        # callable (Unknown tool; nor found or called through the search tools) for a person `admins` does not name; an admin
+        # (by subject or group:NAME) has them, and namespaces_list shows each admin only the namespaces they may use.
+        path = os.path.join(self.dir, "admins.json")
+        groups = {"alice": ["ops"], "bob": ["leads"], "carol": ["ops"]}
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": [self.fake, "--only", "echo", "--name",
+                                                                        "keeper"]}},
+                       "namespaces": {"all": {"servers": ["keeper"]},
+                                      "ops": {"servers": ["keeper"], "people": ["group:ops"]}},
+                       "defaultNamespace": "all", "admins": ["group:leads", "carol"],
+                       "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest(),
+                                         "groups": groups[name]} for name, token in self.TOKENS.items()}}, f)
+
+        def answer(name, method, params):
+            status, _, text = http.modern(method, params, headers={"Authorization": "Bearer " + self.TOKENS[name]})
+            self.assertEqual(status, 200, text)
+            return http.messages(text)[-1]
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            names = [t["name"] for t in answer("alice", "tools/list", {})["result"]["tools"]]
+            self.assertIn("keeper__echo", names)
+            self.assertFalse([n for n in names if n.startswith("mcpstudio__")], names)
+            for tool in ("mcpstudio__servers_stop", "mcpstudio__config_reload", "mcpstudio__namespaces_list"):
+                refused = answer("alice", "tools/call", {"name": tool, "arguments": {"server_id": "keeper"}})
+                self.assertIn("Unknown tool: %s" % tool, refused["error"]["message"])
+            self.assertEqual(text_of(answer("alice", "tools/call", {"name": "keeper__echo", "arguments": {
+                "text": "up"}})["result"]), "keeper: up")  # still running: alice could not stop it
+            for name, shown in (("bob", ["all"]), ("carol", ["all", "ops"])):
+                names = [t["name"] for t in answer(name, "tools/list", {})["result"]["tools"]]
+                self.assertIn("mcpstudio__servers_stop", names)
+                listed = answer(name, "tools/call", {"name": "mcpstudio__namespaces_list", "arguments": {}})
+                self.assertEqual([ns["name"] for ns in listed["result"]["structuredContent"]["namespaces"]], shown)
+        with open(path) as f:
+            data = json.load(f)
+        data["toolSearch"] = "on"  # nor found or called through the search tools
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path, env=self.env) as http:
+            found = answer("alice", "tools/call", {"name": "mcpstudio__search_tools", "arguments": {
+                "query": "stop restart servers logs reload echo"}})["result"]["structuredContent"]["tools"]
+            self.assertIn("keeper__echo", [t["name"] for t in found])
+            self.assertFalse([t["name"] for t in found if t["name"].startswith("mcpstudio__")], found)
+            refused = answer("alice", "tools/call", {"name": "mcpstudio__call_tool", "arguments": {
+                "name": "mcpstudio__servers_stop", "arguments": {"server_id": "keeper"}}})["result"]
+            self.assertIn("Unknown tool: mcpstudio__servers_stop", text_of(refused))
+            found = answer("bob", "tools/call", {"name": "mcpstudio__search_tools", "arguments": {
+                "query": "stop restart servers"}})["result"]["structuredContent"]["tools"]
+            self.assertIn("mcpstudio__servers_stop", [t["name"] for t in found])
+        with open(path) as f:
+            data = json.load(f)
+        del data["people"]
+        with open(path, "w") as f:
+            json.dump(data, f)
+        done = subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                              env=self.env)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("admins", done.stderr)
+
+    def test_a_static_person_and_a_subject_of_the_same_name_are_two_people(self):
+        # A listed (static-token) person `alice` and an identity provider's subject `alice` are two people: each
+        # has their own secrets (the static one's are set with `--person static:alice`) and their own tasks; the
+        # audit line names the static person by name. A JWT whose subject claims the static: prefix is refused.
+        import http.server
+        key = _test_rsa_key(45)
+
+        class Issuer(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                base = "http://127.0.0.1:%d" % self.server.server_address[1]
+                body = {"issuer": base, "jwks_uri": base + "/jwks"} if self.path.startswith("/.well-known/") else {
+                    "keys": [_rsa_jwk(key, "k1")]}
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        issuer = ThreadedHttpServer()
+        issuer.serve(Issuer)
+        self.addCleanup(issuer.close)
+        base = "http://127.0.0.1:%d" % issuer.port
+        path, audit = os.path.join(self.dir, "two.json"), os.path.join(self.dir, "audit.jsonl")
+        fake = [self.fake, "--only", "echo,env", "--name", "keeper"]
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"keeper": {"command": PY, "args": fake, "env": {"FAKE_WHO": "${person.TOKEN}"},
+                                                "isolation": "user"}},
+                       "tools": [{"name": "slow", "command": "sleep {seconds}", "taskSupport": "required"}],
+                       "audit": {"file": audit}, "signIn": {"issuer": base},
+                       "people": {"alice": {"tokenSha256": hashlib.sha256(self.TOKENS["alice"].encode()).hexdigest()}}},
+                      f)
+        for person, value in (("static:alice", "static-secret\n"), ("alice", "subject-secret\n")):
+            self.assertEqual(self.secrets("set", "TOKEN", "--person", person, value=value).returncode, 0)
+        tasks = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            def token(subject):
+                return _jwt({"alg": "RS256", "kid": "k1"}, {"iss": base, "aud": "http://127.0.0.1:%d/mcp" % http.port,
+                                                            "sub": subject, "exp": int(time.time()) + 300},
+                            lambda data: _rs256_sign(key, data))
+
+            def answer(bearer, method, params, name=None):  # `name`: a task's id (tasks declared, as for slow)
+                headers = {"Authorization": "Bearer " + bearer}
+                if name:
+                    headers["Mcp-Name"] = name
+                status, _, text = http.modern(method, dict(params, _meta=tasks if name or params.get("name") == "slow"
+                                                           else {}), headers=headers)
+                return status, http.messages(text)[-1] if status == 200 else text
+            static, subject = self.TOKENS["alice"], token("alice")
+            for bearer, secret in ((static, "static-secret"), (subject, "subject-secret")):
+                status, reply = answer(bearer, "tools/call", {"name": "keeper__env", "arguments": {"name": "FAKE_WHO"}})
+                self.assertEqual((status, text_of(reply["result"])), (200, secret))  # no tasks declared: a result
+            status, started = answer(static, "tools/call", {"name": "slow", "arguments": {"seconds": "30"}})
+            task = started["result"]["taskId"]
+            status, seen = answer(subject, "tasks/get", {"taskId": task}, task)
+            self.assertIn("Unknown task", seen["error"]["message"])
+            status, seen = answer(static, "tasks/get", {"taskId": task}, task)
+            self.assertEqual(seen["result"]["status"], "working")
+            self.assertEqual(answer(token("static:alice"), "tools/list", {})[0], 401)
+        with open(audit) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([line.get("person") for line in lines if line.get("tool") == "keeper__env"],
+                         ["alice", "alice"])
 
     def test_a_store_that_cannot_be_read_is_never_overwritten(self):
         # A store that cannot be read (edited by hand into broken JSON, a symlink) is refused by `secrets set` and
@@ -15018,7 +15713,7 @@ class IsolationTests(AggregatorCase):
         # An isolated server's results come from a person's own process, with their own secrets: a `cache` with
         # `shared: true` keeps them per person all the same, so bob never gets what alice's process answered.
         for name in ("alice", "bob"):
-            self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value" % name)
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value="%s-secret-value" % name)
         path = self.config("user")
         with open(path) as f:
             data = json.load(f)
@@ -15060,7 +15755,7 @@ class IsolationTests(AggregatorCase):
         # "session": each client session its own process; past maxInstances an idle one makes room, and when each
         # is busy with a call the caller is told so.
         for name in self.TOKENS:
-            self.secrets("set", "TOKEN", "--person", name, value=name)
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value=name)
         with HttpServerProcess("serve", "--config", self.config("session", 1), "--no-manager-tools",
                                env=self.env) as http:
             sessions = []
@@ -15105,7 +15800,7 @@ class IsolationTests(AggregatorCase):
         # their secret), never the shared one; the listings come from the shared process, which never gets a
         # person's secret (its ${person.TOKEN} is empty).
         for name in ("alice", "bob"):
-            self.secrets("set", "TOKEN", "--person", name, value=name + "-own")
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value=name + "-own")
         who = os.path.join(self.dir, "who")
         path = os.path.join(self.dir, "reads.json")
         with open(path, "w") as f:
@@ -15134,7 +15829,7 @@ class IsolationTests(AggregatorCase):
                                                               "argument": {"name": "who", "value": "a"}})
                 self.assertEqual(completed["result"]["completion"]["values"], ["a-keeper-handshake", name + "-own"])
             refused = ask("carol", "resources/read", {"uri": "fake://keeper/info"})  # no secret: told how to set it
-            self.assertIn("mcpstudio secrets set TOKEN --person carol", refused["error"]["message"])
+            self.assertIn("mcpstudio secrets set TOKEN --person static:carol", refused["error"]["message"])
         with open(who) as f:  # the shared (listing) process got no secret; each person's got only their own
             self.assertEqual(sorted(line.split()[1] for line in f), ["-", "alice-own", "bob-own"])
 
@@ -15724,6 +16419,26 @@ class LeftoverTests(ScratchDir):
                     self.assertNotIn("abc123456", message)
                     self.assertTrue(message.endswith("; fix it and restart mcpstudio"), message)
 
+    def test_manager_tools_alone_do_not_hide_that_every_server_failed(self):
+        # With the manager tools on (the default), a config whose every server failed listed them alone, and a
+        # client showed "connected" with nothing working. The empty-list rule counts the tools besides them:
+        # tools/list fails naming the server and why. A tool of the config's own keeps the listing.
+        broken = {"command": PY, "args": ["-c", "import sys; sys.stderr.write('no API key\\n'); sys.exit(2)"]}
+        env = dict(os.environ, MCPSTUDIO_LIST_WAIT="1", XDG_CACHE_HOME=self.dir)
+        for own, fails in (([], True), ([{"name": "own", "command": "echo {x}"}], False)):
+            path = os.path.join(self.dir, "servers.json")
+            with open(path, "w") as f:
+                json.dump({"mcpServers": {"broken": broken}, "tools": own}, f)
+            with McpProcess("serve", "--config", path, env=env) as server:
+                server.initialize()
+                reply = server.request("tools/list")
+                if fails:
+                    self.assertIn("server `broken`", reply["error"]["message"], reply)
+                    self.assertIn("no API key", reply["error"]["message"])
+                else:
+                    self.assertIn("own", [t["name"] for t in reply["result"]["tools"]], reply)
+                    self.assertIn("mcpstudio__servers_list", [t["name"] for t in reply["result"]["tools"]])
+
     def test_a_tool_dropped_while_the_user_answers_still_runs(self):
         # tools_call read the tool's listing after asking the user: a rescan that dropped it meanwhile made the
         # call an internal error (KeyError); the listing is read before any await now.
@@ -15961,7 +16676,7 @@ class TuiTmuxTests(AggregatorCase):
 
     def list_screen(self, path, names, selected, cols, rows) -> list:
         """What the server list must show: title, header, the rows that keep the selection in view, the hint."""
-        title = "mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path
+        title = "mcpstudio  namespace: (all)  off: 7 tools listed (search starts past 40)  %s" % path
         top = max(0, selected - (rows - 6))
         lines = [title[:cols], self.COLUMNS % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES", "LAST ERROR")]
         lines += [self.COLUMNS % (name, "command", "yes", "stopped", "-", "-", "") for name in names[top:top + rows - 4]]
@@ -16050,7 +16765,7 @@ class TuiTmuxTests(AggregatorCase):
         pane.keys("Enter")
         pane.wait_for("server-40  (stopped, enabled)")
         pane.tmux("resize-window", "-t", "tui", "-x", "60", "-y", "12")
-        self.wait_screen(pane, [("mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path)[:60],
+        self.wait_screen(pane, [("mcpstudio  namespace: (all)  off: 7 tools listed (search starts past 40)  %s" % path)[:60],
                                 "server-40  (stopped, enabled)",
                                 ("command: %s %s --name server-40 --pidfile %s" % (PY, self.fake, self.pids))[:60],
                                 "tools (0): not listed yet; t starts it"] + [""] * 7 +
@@ -16115,7 +16830,7 @@ class TuiTmuxTests(AggregatorCase):
         pane.keys("t")
         said = "server `broken` failed to start: " + error
         row = self.COLUMNS % ("broken", "command", "yes", "failed", "-", "-", error)
-        self.wait_screen(pane, [("mcpstudio  namespace: (all)  0 tools, under Cursor's 40  %s" % path)[:100],
+        self.wait_screen(pane, [("mcpstudio  namespace: (all)  off: 7 tools listed (search starts past 40)  %s" % path)[:100],
                                 self.COLUMNS % ("SERVER", "KIND", "ON", "STATE", "TOOLS", "NAMESPACES", "LAST ERROR"),
                                 row[:63 + 18]] + [""] * 25 + [said[:33 + 33], self.HINT])  # 37 and 66 cells of room
         pane.keys("Enter")
