@@ -15507,7 +15507,7 @@ class IsolationTests(AggregatorCase):
         # (issue 45): a person's own process answers under the server's route, so alice's repeated call is answered
         # from the cache (a key by her process's run never matched the lookup), and bob's never from hers.
         for name in ("alice", "bob"):
-            self.secrets("set", "TOKEN", "--person", name, value="%s-secret-value" % name)
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value="%s-secret-value" % name)
         path = self.config("user")
         with open(path) as f:
             data = json.load(f)
