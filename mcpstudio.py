@@ -118,6 +118,7 @@ FEED_LINES = 3                  # ... the latest lines each carries
 FEED_LINE = 200                 # ... characters of each line
 PROMPT_QUIET = 0.3              # seconds an interactive command's unfinished last line stays alone before it is a question
 PROMPT_ROUNDS = 50              # ... questions answered before its stdin ends
+PROMPT_BACKOFF = 2.0            # the longest wait between two looks at a quiet command that is not reading
 PAGE_SIZE = 100                 # items per tools/list page
 MAX_MESSAGE = 256 << 20         # bytes of one incoming message; a larger one is skipped
 MAX_UNSENT = 8 << 20            # bytes of replies the client has not read yet; then reading pauses
@@ -657,6 +658,9 @@ class Template:
 # follow them too), option letters after which the rest of the line is one
 # shell command). A long option not listed stops the walk: a field after it is
 # refused, since the option might take the next word and the command move.
+_SETARCH_FLAGS = ("--verbose", "--addr-no-randomize", "--fdpic-funcptrs", "--mmap-page-zero", "--addr-compat-layout",
+                  "--read-implies-exec", "--32bit", "--short-inode", "--whole-seconds", "--sticky-timeouts", "--3gb",
+                  "--4gb", "--uname-2.6")
 _WRAPPERS = {
     "env": ("uCSa", ("--unset", "--chdir", "--split-string", "--argv0"),
             ("--ignore-environment", "--null", "--debug"), 0, "S"),
@@ -678,6 +682,26 @@ _WRAPPERS = {
               ("--shared", "--exclusive", "--nonblock", "--close"), 1, "c"),
     "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
     "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--quiet",), 1, "c"),
+    # util-linux's and coreutils' other commands that run a command (their manuals read for issue 41)
+    "taskset": ("", (), ("--all-tasks", "--cpu-list"), 1, ""),
+    "chrt": ("TPD", ("--sched-runtime", "--sched-period", "--sched-deadline"),
+             ("--all-tasks", "--batch", "--deadline", "--fifo", "--idle", "--other", "--rr", "--reset-on-fork",
+              "--verbose"), 1, ""),
+    "setarch": ("", (), _SETARCH_FLAGS, 1, ""), "linux32": ("", (), _SETARCH_FLAGS, 0, ""),
+    "linux64": ("", (), _SETARCH_FLAGS, 0, ""),
+    "unshare": ("RwSG", ("--root", "--wd", "--setuid", "--setgid", "--propagation", "--setgroups", "--map-user",
+                         "--map-group", "--map-users", "--map-groups", "--monotonic", "--boottime"),
+                ("--fork", "--pid", "--mount", "--user", "--map-root-user", "--map-current-user", "--net", "--ipc",
+                 "--uts", "--cgroup", "--time", "--mount-proc", "--kill-child", "--keep-caps"), 0, ""),
+    "nsenter": ("tSGwr", ("--target", "--setuid", "--setgid", "--wd", "--root"),
+                ("--all", "--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup", "--user", "--time",
+                 "--preserve-credentials", "--no-fork", "--follow-context"), 0, ""),
+    "setpriv": ("", ("--reuid", "--regid", "--ruid", "--rgid", "--euid", "--egid", "--groups", "--inh-caps",
+                     "--ambient-caps", "--bounding-set", "--securebits", "--selinux-label", "--apparmor-profile",
+                     "--pdeathsig"),
+                ("--clear-groups", "--keep-groups", "--init-groups", "--nnp", "--no-new-privs", "--reset-env"), 0, ""),
+    "runcon": ("turl", ("--user", "--role", "--type", "--range"), ("--compute",), 0, ""),
+    "prlimit": ("p", ("--pid",), (), 0, ""),
 }
 _WRAPPERS.update(dict.fromkeys(("nohup", "setsid", "builtin", "command", "busybox"), ("", (), (), 0, "")))  # no options
 # Programs that join all their arguments into one shell command (ssh: after the
@@ -735,6 +759,13 @@ _RUNS = {
     "sqlite": ("-cmd", "-init"),
     "emacs": ("--eval", "-l", "--load", "--script"),
     "printf": ("-v",), "test": ("-v",), "[": ("-v",),  # bash evaluates a[$(cmd)] in the name they take
+    # coreutils, findutils and util-linux, their manuals read for issue 41: options that run a program (sort's
+    # compressor, split's filter through $SHELL, install's strip program, the helper mkfs, fsck and mount run by
+    # type) or write a file (sort -o, shuf -o, dd of=); less runs +COMMANDs (`!` runs a shell) and reads keys
+    "sort": ("--compress-program", "-o", "--output"), "split": ("--filter",), "install": ("--strip-program",),
+    "shuf": ("-o", "--output"), "dd": ("of",), "scriptlive": ("-c", "--command"),
+    "mkfs": ("-t", "--type"), "fsck": ("-t",), "mount": ("-t", "--types"),
+    "less": ("+", "-k", "--lesskey-file", "--lesskey-src", "-o", "-O", "--log-file", "--LOG-FILE"),
 }
 _PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
                   "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "gsed": "sed", "pwsh": "powershell",
@@ -1096,20 +1127,28 @@ class _CodeCheck:
 
 
 def _shell_commands(tokens):
-    """The simple commands of a `"shell": true` script, each (words, fed): tokens split
+    """The simple commands of a `"shell": true` script, each (words, fed, piped, writes): tokens split
     into words at unquoted blanks and into commands at | & ; ( ) and newlines, without
-    redirections and reserved words; `fed` when a pipe or a `<` redirection gives its stdin."""
-    commands, words, word = [], [], []
-    skip = ops = fed = False  # the word is a redirection; it holds only its operator so far
+    redirections and reserved words; `fed` when a pipe or a `<` redirection gives its stdin, `piped`
+    when a pipe does; `writes` the targets (words) of its `>` and `>>` redirections."""
+    commands, words, word, writes = [], [], [], []
+    skip = ops = fed = piped = False  # the word is a redirection; it holds only its operator so far
     last = ""
 
-    def end_command(words, fed):
+    def end_command(words, fed, piped, writes):
         while words and _lead_text(words[0]) in _SHELL_RESERVED and not _has_field(words[0]):
             words.pop(0)
         if words and _lead_text(words[0]) in ("for", "case", "select", "function"):
             return  # their words are names and patterns; the commands come after ; or )
         if words:
-            commands.append((words, fed))
+            commands.append((words, fed, piped, writes))
+
+    def redirection(word):
+        """A redirection's target when it writes a file (`> FILE`, `>> FILE`, `&> FILE`), else None."""
+        at = 0
+        while at < len(word) and isinstance(word[at], str) and word[at] in ("<", ">", "&", "|", "-"):
+            at += 1
+        return word[at:] if ">" in word[:at] and word[at:] and "&" not in word[1:at] else None
     for kind, value, quote, raw in tokens:
         plain = kind == "t" and quote is None and raw == value
         previous, last = last, raw
@@ -1119,6 +1158,8 @@ def _shell_commands(tokens):
                 word = []  # the 2 of 2>
             if word and not skip:
                 words.append(word)
+            elif word and redirection(word):
+                writes.append(redirection(word))
             word, skip, ops = [value], True, True
             continue
         if ops:
@@ -1131,16 +1172,53 @@ def _shell_commands(tokens):
         if kind == "s" or (plain and value in "|&;()"):
             if word and not skip:
                 words.append(word)
+            elif word and redirection(word):
+                writes.append(redirection(word))
             word, skip = [], False
             if value in "\n|&;()":
-                end_command(words, fed)
-                words, fed = [], value == "|" != previous or previous + value == "|&"  # not ||; bash's |&
+                end_command(words, fed, piped, writes)
+                words, writes = [], []
+                fed = piped = value == "|" != previous or previous + value == "|&"  # not ||; bash's |&
             continue
         word.append("" if kind == "q" else value)
     if word and not skip:
         words.append(word)
-    end_command(words, fed)
+    elif word and redirection(word):
+        writes.append(redirection(word))
+    end_command(words, fed, piped, writes)
     return commands
+
+
+def _written_then_run(commands):
+    """Why a field's value is written to a file that a later command runs as code (`echo {x} > p.sh; sh p.sh`,
+    `... | tee p.awk; awk -f p.awk`), or None: each later word naming such a file is walked as if it held the
+    field. A file's data is the field's when its writer holds a field or is piped from a command that does."""
+    written = {}  # the file's text -> (the field whose value it holds, the file as written)
+    carried = False
+    for command, _, piped, writes in commands:
+        if written:
+            shown = [[written[_path_key(word)][0]] if not _has_field(word) and _path_key(word) in written else word
+                     for word in command]
+            if shown != command and not _CodeCheck(command).problem:
+                problem = _CodeCheck(shown).problem
+                if problem:
+                    name = next(w for w in command if not _has_field(w) and _path_key(w) in written)
+                    return "`%s` is written to `%s`, which a later command runs as code: %s" % (
+                        _first_field([written[_path_key(name)][0]]), _lead_text(name), problem)
+        field = next((piece for word in command for piece in word if not isinstance(piece, str)), None)
+        carried = field or (carried if piped else None)
+        if carried:
+            targets = list(writes) + ([word for word in command[1:] if not _lead_text(word).startswith("-")]
+                                      if _program(_lead_text(command[0])) == "tee" else [])
+            for target in targets:
+                if not _has_field(target):
+                    written[_path_key(target)] = (carried, target)
+    return None
+
+
+def _path_key(word):
+    """A literal word as a file it names (`./p.sh` and `p.sh` are one file)."""
+    return os.path.normpath(_lead_text(word)) if not _has_field(word) else None
 
 
 def check_code_fields(words, shell_tokens=None):
@@ -1150,7 +1228,7 @@ def check_code_fields(words, shell_tokens=None):
     command by command instead. Returns why a stdin template's fields would be
     code or options (`sh` reads its program there, `xargs` makes arguments), or "".
     """
-    commands = _shell_commands(shell_tokens) if shell_tokens is not None else [(words, False)]
+    commands = _shell_commands(shell_tokens) if shell_tokens is not None else [(words, False, False, [])]
     names, text = [], ""
     for kind, value, quote, raw in shell_tokens or ():
         if kind in "fg":
@@ -1162,7 +1240,10 @@ def check_code_fields(words, shell_tokens=None):
                                     % (names[-1], text[-30:] + raw, names[-1]), None, None)
         text += raw
     stdin_code = ""
-    for command, fed in commands:
+    problem = _written_then_run(commands)
+    if problem:
+        raise TemplateError(problem, None, None)
+    for command, fed, _, _ in commands:
         check = _CodeCheck(command)
         if check.problem:
             raise TemplateError(check.problem, None, None)
@@ -1768,21 +1849,55 @@ if _POSIX:
                 return True
         return False
 
-    def _reading(pid, group):
-        """Whether `pid` (with `group`: a process of its group) sleeps reading a pipe: Linux tells; macOS cannot, so
-        there it is taken as so while the group runs. A whole group is looked through (some ms) only when the output
-        ends in what may be a question."""
+    def _reading(pid, group, stdin=None):
+        """Whether `pid` (with `group`: a process of its group) sleeps reading a pipe (Linux tells; macOS cannot, so
+        there it is taken as so while the group runs), and with `stdin` (a pattern of the pipe mcpstudio writes the
+        command's input to, see _stdin_link) that pipe is its standard input: a `sleep 2 | cat` waits on its own pipe,
+        which is no question. A whole group is looked through (some ms) only when the output ends in what may be a
+        question."""
         if not os.path.isdir("/proc/self"):
             return _group_alive(pid)
-        for entry in os.listdir("/proc") if group else [pid]:
+        for entry in (_descendants(pid) or os.listdir("/proc")) if group else [pid]:
             try:
                 with open("/proc/%s/stat" % entry) as stat, open("/proc/%s/wchan" % entry) as wchan:
                     if re.search(r"\) S \d+ %d " % pid, stat.read()) and wchan.read() in (
-                            "0", "pipe_read", "anon_pipe_read", "unix_stream_read_generic"):  # Python 3.8: a socket pair
+                            "0", "pipe_read", "anon_pipe_read", "unix_stream_read_generic") and (  # Python 3.8: a socket pair
+                            stdin is None or re.fullmatch(stdin, os.readlink("/proc/%s/fd/0" % entry))):
                         return True  # sleeping (S), in the group; "0": a kernel that hides where processes sleep
             except OSError:
                 pass
         return False
+
+    def _descendants(pid, limit=1024):
+        """`pid` and the processes under it, from Linux's /proc/PID/task/TID/children (the command's group, but for a
+        process that left it for init), or None where the kernel does not list children: then every process is
+        looked at."""
+        found, todo = [], [pid]
+        while todo and len(found) < limit:
+            current = todo.pop()
+            found.append(current)
+            try:
+                for task in os.listdir("/proc/%d/task" % current):
+                    with open("/proc/%d/task/%s/children" % (current, task)) as f:
+                        todo.extend(int(child) for child in f.read().split())
+            except FileNotFoundError:
+                if current == pid and os.path.isdir("/proc/%d" % pid):
+                    return None  # no children files in this kernel
+            except OSError:
+                pass
+        return found
+
+    def _stdin_link(pipe):
+        """What /proc/PID/fd/0 of a process reading the pipe under an asyncio write transport reads, as a pattern:
+        `pipe:[INODE]` (both ends share it); a socket of Python 3.8's socket pair (whose ends differ: any socket, as
+        no pipe is it); None where it cannot be told."""
+        import stat
+        try:
+            info = os.fstat(pipe.get_extra_info("pipe").fileno())
+        except (AttributeError, OSError, ValueError):
+            return None
+        return (re.escape("pipe:[%d]" % info.st_ino) if stat.S_ISFIFO(info.st_mode) else
+                r"socket:\[\d+\]" if stat.S_ISSOCK(info.st_mode) else None)
 
     def _script_argv(path):
         """The words that run the script `path` (its execute bit and #! line), or None (see script_argv)."""
@@ -2269,10 +2384,11 @@ class ProcessResult:
     """
 
     __slots__ = ("argv", "status", "returncode", "stdout", "stderr",
-                 "stdout_cut", "stderr_cut", "error", "seconds")
+                 "stdout_cut", "stderr_cut", "error", "seconds", "pid")
 
     def __init__(self, argv, status, returncode=None, stdout=b"", stderr=b"",
-                 stdout_cut=0, stderr_cut=0, error="", seconds=0.0):
+                 stdout_cut=0, stderr_cut=0, error="", seconds=0.0, pid=None):
+        self.pid = pid  # of the process that ran, whose group it led (None: it never started)
         self.argv = argv
         self.status = status
         self.returncode = returncode
@@ -2506,9 +2622,10 @@ class ProcessRunner:
             self.watchdog = None
 
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
-                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None, asker=None) -> ProcessResult:
+                  output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None, asker=None,
+                  shown=None) -> ProcessResult:
         """Run `argv` to completion under the runner's limits; return a ProcessResult. An `asker` (PromptWatch)
-        is handed the stdin pipe, after `stdin_bytes`."""
+        is handed the stdin pipe, after `stdin_bytes`; `shown` is the argv as the log shows it (secrets masked)."""
         loop = asyncio.get_running_loop()
         argv = _resolve_program(argv, env)
         problem = exec_problem(argv, env, cwd)
@@ -2536,7 +2653,7 @@ class ProcessRunner:
         pid = transport.get_pid()
         self.live[pid] = transport
         self._track(pid)
-        self.log.debug("started pid %d: %s", pid, _argv_text(argv))
+        self.log.debug("started pid %d: %s", pid, _argv_text(shown or argv))
         status = "exited"
         try:
             if cancelled:  # while its pipes were being connected: stopped like any cancelled call
@@ -2572,7 +2689,7 @@ class ProcessRunner:
         return ProcessResult(
             argv, status, transport.get_returncode(),
             child.stdout.value(), child.stderr.value(), child.stdout.cut, child.stderr.cut,
-            seconds=time.monotonic() - started)
+            seconds=time.monotonic() - started, pid=pid)
 
     async def start_server(self, argv, protocol_factory, *, env=None, cwd=None):
         """Start a long-running child (an MCP server) with all three pipes; end it with end_server().
@@ -2683,6 +2800,29 @@ def _argv_text(argv):
     return " ".join(shlex.quote(str(a)) for a in argv)
 
 
+# What could make a model's value look like other text in a form a person reads: C0 and C1 controls
+# (newlines, escape sequences), bidi overrides and isolates, zero-width and other invisible characters.
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e"
+                        "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb]")
+_ESCAPE_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)|[@-_])")
+_ESCAPED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def visible_text(text):
+    """`text` of the model's as a confirmation shows it: each invisible or control character as a visible escape
+    (\\n, \\x1b, \\u202e), a run of more than two spaces as `[N spaces]`: one line, no padding, nothing hidden."""
+    text = _INVISIBLE.sub(lambda match: _ESCAPED.get(match.group(), "\\x%02x" % ord(match.group()) if ord(match.group()) < 256
+                                                     else "\\u%04x" % ord(match.group())), text)
+    return re.sub(r" {3,}", lambda match: " [%d spaces] " % len(match.group()), text)
+
+
+def plain_text(text, newlines=True):
+    """A command's output as form text or a progress message: escape sequences removed, then every control
+    and invisible character but tabs and newlines (a space without `newlines`)."""
+    text = _ESCAPE_SEQUENCE.sub("", text)
+    return _INVISIBLE.sub(lambda match: {"\t": "\t", "\n": "\n" if newlines else " "}.get(match.group(), ""), text)
+
+
 # --------------------------------------------------------------------------
 # Logging: stderr and an optional log file, never stdout
 # --------------------------------------------------------------------------
@@ -2747,6 +2887,56 @@ def mask_secrets(value, secrets=()):
     return "***" if isinstance(value, NUMBER) and any(s in str(value) for s in secrets) else value  # a PIN
 
 
+def masked_arguments(arguments, schema):
+    """(`arguments` as the audit log and --log show them, the secret values in them as the command gets them): the value
+    of a secret-looking name or of a `writeOnly` property is ***, at any depth (`options.password`,
+    `headers.Authorization`), names matched to the schema's spelling first (`api-key` reaches `api_key`), and a
+    secret's every scalar is a secret, whatever its type or length (a PIN, a number for a string)."""
+    found = []
+
+    def collect(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+        elif isinstance(value, (str,) + NUMBER) and not isinstance(value, bool) and _text(value):
+            found.append(_text(value))
+
+    def masked(value, schema):
+        schema = schema if isinstance(schema, dict) else {}
+        if isinstance(value, dict):
+            properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+            out = {}
+            for name, item in match_spellings(value, properties).items():
+                prop = properties.get(name) if isinstance(properties.get(name), dict) else {}
+                if looks_secret(name) or prop.get("writeOnly"):
+                    collect(item)
+                    out[name] = "***"
+                else:
+                    out[name] = masked(item, prop)
+            return out
+        if isinstance(value, list):
+            return [masked(item, schema.get("items")) for item in value]
+        return _clip(value, 1000) if isinstance(value, str) else value
+    return masked(arguments, schema), found
+
+
+def _masked_argv(argv, secrets):
+    """`argv` with each of `secrets` replaced by ***: wherever it stands, and one of three characters or fewer
+    (a PIN, a short code) as a whole word or after `=` (within other words it would shred the command line)."""
+    out = []
+    for word in map(_text, argv):
+        for secret in sorted(secrets, key=len, reverse=True):
+            if len(secret) > 3:
+                word = word.replace(secret, "***")
+            elif word == secret or word.endswith("=" + secret):
+                word = word[:len(word) - len(secret)] + "***"
+        out.append(word)
+    return out
+
+
 class Log:
     """Debug and diagnostic lines for people: to stderr, and to `--log FILE`.
 
@@ -2763,6 +2953,8 @@ class Log:
         self.add_secrets(secrets)
         self.enabled = self.debug_enabled or self.file is not None
         self.warned = set()
+        self.schema_of = lambda name: None  # a tool's inputSchema by name (the Server's): secrets of wire lines
+        self.forms = collections.OrderedDict()  # id -> requestedSchema of the last forms asked (their answers masked)
         self.warnings = 0  # how many were logged (`check` counts them in its verdict)
 
     def add_secrets(self, secrets):
@@ -2821,9 +3013,47 @@ class Log:
         self._write("error", fmt % args if args else fmt, True)
 
     def wire(self, direction, data):
-        """Record one protocol message in the log file."""
+        """Record one protocol message in the log file, the secrets of a call's arguments and of a form's answer
+        masked (see masked_arguments)."""
         if self.file:
-            self._write("wire", "%s %s" % (direction, _decoded(data).rstrip("\n")), False)
+            text = _decoded(data).rstrip("\n")
+            try:
+                message = json.loads(text)
+            except ValueError:
+                message = None
+            masked = [self._masked(item) for item in (message if isinstance(message, list) else [message])
+                      if isinstance(item, dict)]
+            if any(changed for _, changed in masked):
+                text = json.dumps([item for item, _ in masked] if isinstance(message, list) else masked[0][0],
+                                  ensure_ascii=False)
+            self._write("wire", "%s %s" % (direction, text), False)
+
+    def _masked(self, message):
+        """(`message` with its secrets masked, whether it had any): a tools/call's arguments by its tool's schema, an
+        answer to a form by the form's schema (remembered when the form went out)."""
+        params, result = _object(message.get("params")), _object(message.get("result"))
+        if message.get("method") == "elicitation/create" and "id" in message:
+            self.forms[json.dumps(message["id"])] = _object(params.get("requestedSchema"))
+            while len(self.forms) > 100:
+                self.forms.popitem(last=False)
+        if message.get("method") == "tools/call" and isinstance(params.get("arguments"), dict):
+            schema = self.schema_of(params.get("name"))
+            shown, secrets = masked_arguments(params["arguments"], schema)
+            answers = {}  # a 2026-07-28 retry's answers to forms that asked for the tool's parameters
+            for key, answer in _object(params.get("inputResponses")).items():
+                content = _object(answer).get("content")
+                masked, found = masked_arguments(content, schema) if isinstance(content, dict) else (content, [])
+                answers[key] = dict(answer, content=masked) if found else answer
+                secrets += found
+            if not secrets:
+                return message, False
+            shown = dict(params, arguments=shown, **({"inputResponses": answers} if answers else {}))
+            return dict(message, params=shown), True
+        form = self.forms.pop(json.dumps(message.get("id")), None) if "method" not in message else None
+        if form is not None and isinstance(result.get("content"), dict):
+            shown, secrets = masked_arguments(result["content"], form)
+            return (dict(message, result=dict(result, content=shown)), True) if secrets else (message, False)
+        return message, False
 
     def close(self):
         """Close the --log file."""
@@ -3164,7 +3394,7 @@ class CallContext:
     """
 
     __slots__ = ("session", "request_id", "progress_token", "cancelled", "_progress", "modern", "level",
-                 "capabilities", "task", "inputs", "ran", "running", "prompts")
+                 "capabilities", "task", "inputs", "answered", "asked", "ran", "served", "read", "running", "prompts")
 
     def __init__(self, session, request_id, progress_token=None):
         self.session = session
@@ -3177,7 +3407,11 @@ class CallContext:
         self.capabilities = {}  # a 2026-07-28 request's own client capabilities (from its `_meta`)
         self.task = None        # the id of the task this call runs as
         self.inputs = {}        # a 2026-07-28 retry's `inputResponses` and `requestState` (SEP-2322)
+        self.answered = set()   # the keys of `inputResponses` mcpstudio itself asked (confirm...): never forwarded
+        self.asked = False      # a person answered the command's question: the result is theirs, never cached
         self.ran = None         # the ProcessResult of the command the call ran (for the audit log)
+        self.served = None      # (owner, version, tool) of the server run that answered it (the result cache's key)
+        self.read = None        # the Server's resources_read(params, ctx) (a file argument's resource URI)
         self.running = None     # the Task itself (its status message shows the command's last line)
         self.prompts = None     # 2026-07-28: the InputBridge that asks a command's questions as input_required rounds
 
@@ -3209,7 +3443,7 @@ class CallContext:
         if total is not None:
             params["total"] = total
         if message:
-            params["message"] = message
+            params["message"] = plain_text(message)
         self.notify("notifications/progress", params)
 
     def log(self, level, text, logger="mcpstudio"):
@@ -3276,7 +3510,7 @@ class OutputFeed:
         if self.logs:
             self.ctx.log("info", text, self.logger)
         if self.ctx.running:
-            self.ctx.running.message = text.rpartition("\n")[2]
+            self.ctx.running.message = plain_text(text.rpartition("\n")[2])
 
     def close(self):
         """The call ends: nothing more is sent for it."""
@@ -3286,7 +3520,14 @@ class OutputFeed:
         self.job = None  # its frames (the pipe, the output) go with it, not with the next garbage collection
 
 
-_SECRET_PROMPT = re.compile(r"pass(word|phrase|code)|token|\b(pin|otp)\b|secret|api.?key", re.I)
+_SECRET_PROMPT = re.compile(
+    r"pass\s*(word|phrase|code)|passwd|\bpwd\b|token|\b(pin|otp|pat|totp|mfa|2fa)\b|secret|api.?key|credential"
+    r"|private key|(verification|security|auth\w*|access|recovery|backup|login|sms|one.time|2fa|mfa)\s+code"
+    r"|kennwort|passwort|mot de passe|contrase|senha|parola d|wachtwoord|has\u0142o|\u043f\u0430\u0440\u043e\u043b"
+    r"|\u5bc6\u7801|\u5bc6\u78bc|\u30d1\u30b9\u30ef\u30fc\u30c9|\uc554\ud638|\ube44\ubc00\ubc88\ud638", re.I)
+# Programs that ask for secrets (keys, passphrases, passwords): whatever their prompt says, never asked in a form.
+SECRET_PROGRAMS = ("openssl", "gpg", "gpg2", "ssh-keygen", "ssh-add", "ssh", "scp", "sftp", "passwd", "su", "kinit",
+                   "htpasswd", "age", "cryptsetup", "keytool", "vault", "op", "pass", "doas")
 _YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
 _MENU = re.compile(r"^[ \t]*(\d+)[.):][ \t]+(\S.*)", re.M)
 
@@ -3295,6 +3536,12 @@ def elicitation_form(message, properties):
     """elicitation/create params: a form that asks for each of `properties` (JSON schemas by name)."""
     return {"mode": "form", "message": message,
             "requestedSchema": {"type": "object", "properties": properties, "required": list(properties)}}
+
+
+def asks_secrets(words):
+    """Whether a command of these (literal) words is a program known to ask for secrets, or `sudo -S`."""
+    names = [os.path.basename(str(word)) for word in words]
+    return any(name in SECRET_PROGRAMS for name in names) or "sudo" in names and "-S" in names
 
 
 def prompt_form(tail):
@@ -3323,15 +3570,21 @@ class PromptWatch(OutputFeed):
     reading with nothing asked gets the end of its input, as from the null device."""
 
     answers = ()  # the tool's, as (pattern, text)
+    secret = False  # a program known to ask for secrets (asks_secrets): each of its prompts is one
+    slots = None    # the semaphore of running commands: a command parked on a 2026-07-28 question leaves it
 
     async def watch(self, pid, pipe):
         self.said = time.monotonic()  # what it wrote before reading may still be on the way
+        stdin = _stdin_link(pipe)
         for _ in range(PROMPT_ROUNDS):
-            while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n"):
-                await asyncio.sleep(PROMPT_QUIET)
+            delay = PROMPT_QUIET  # doubled while it stays quiet and does not read, up to PROMPT_BACKOFF
+            while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n", stdin):
+                said = self.said
+                await asyncio.sleep(delay)
+                delay = PROMPT_QUIET if self.said != said else min(delay * 2, PROMPT_BACKOFF)
             text = _decoded(self.tail)
             prompt, schema = prompt_form(text)
-            reply = await self.answer(text.strip(), prompt, schema) if prompt else None
+            reply = await self.answer(text.strip(), prompt, None if self.secret else schema) if prompt else None
             self.tail, self.said = b"", time.monotonic()
             if reply is None:
                 break
@@ -3361,14 +3614,28 @@ class PromptWatch(OutputFeed):
                                 if ctx.modern and ctx.task and ctx.declared("elicitation") else
                                 "this client cannot answer (it declared no elicitation capability)")))
         else:
-            form = elicitation_form(text[-1000:], {"answer": dict(schema, title=prompt)})
+            form = elicitation_form(plain_text(text[-1000:]), {"answer": dict(schema, title=plain_text(prompt, False))})
+            parked = ctx.modern and self.slots  # answered by a retry that may never come: no slot meanwhile
+            if parked:
+                self.slots.release()
             try:
                 answer = await (ctx.prompts.ask(ctx, "elicitation/create", form) if ctx.modern else
                                 ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
             except McpError as exc:
                 answer = {"action": exc.message}
-            if "answer" in (answer.get("content") or {}):  # given with "accept" only
-                return prompt_reply(prompt, schema, answer["content"]["answer"])
+            finally:
+                if parked:  # shielded: a cancel here still leaves the slot taken for the caller's release
+                    await asyncio.shield(self.slots.acquire())
+            value = (answer.get("content") or {}).get("answer")
+            if answer.get("action") == "accept" and value is not None:
+                problems = validate(value, schema, "the answer") or (
+                    ["the answer has a line break (a command's question takes one line)"]
+                    if isinstance(value, str) and re.search(r"[\r\n]", value) else [])
+                if problems:  # "no" to a yes/no question is not a yes; one line answers one question
+                    self.problem = "%s, and the user's answer does not fit: %s." % (said, "; ".join(problems))
+                    return None
+                ctx.asked = True  # a result that depends on a person's answer: never cached
+                return prompt_reply(prompt, schema, value)
             self.problem = "%s, and the user's answer was %s." % (said, json.dumps(answer.get("action")))
         return None
 
@@ -3718,10 +3985,20 @@ def output_slice(data, query):
     if not match:
         raise ValueError("expected ?lines=FROM-TO (line numbers from 1; either may be left out), not ?%s" % query)
     first, last = match.groups()
-    starts = [0] + [found.end() for found in re.finditer(b"\n", data)]
     index = max(int(first or 1), 1) - 1
-    begin = starts[index] if index < len(starts) else len(data)
-    return data[begin:starts[int(last)] if last and int(last) < len(starts) else len(data)]
+    begin = _line_start(data, 0, index)
+    return data[begin:_line_start(data, begin, int(last) - index) if last else len(data)]
+
+
+def _line_start(data, offset, lines):
+    """Where the line `lines` lines after the one at `offset` begins (len(data) past the end), found by walking
+    only that far: a slice near the top of a large output reads only the top."""
+    for _ in range(max(lines, 0)):
+        found = data.find(b"\n", offset)
+        if found < 0:
+            return len(data)
+        offset = found + 1
+    return offset
 
 
 class OutputStore(Source):
@@ -3792,32 +4069,114 @@ class OutputBudget:
         return text
 
 
+DATA_URI_HEADER_MAX = 1024      # characters of a data: URI before its comma (type and parameters)
+FILE_NAME_MAX = 100             # characters of a file argument's name (its `;name=`), longer ones cut
 # The names Windows keeps for devices (any extension, any case): a file given one is made a file by a "_" in front,
 # on every system, so a call names the same file everywhere. A trailing dot, which Windows drops, is dropped too.
 _DEVICE_NAMES = frozenset(["CON", "PRN", "AUX", "NUL"] + ["%s%d" % (port, n) for port in ("COM", "LPT") for n in range(10)])
+
+
+def parse_data_uri(value):
+    """(`name=` parameter or None, base64 text) of data:<type>[;<parameter>...];base64,<data>; ValueError
+    for anything else. Linear whatever the value: a header longer than DATA_URI_HEADER_MAX is refused
+    before it is split (a backtracking pattern here once stalled every session on a hostile value)."""
+    if not value.startswith("data:"):
+        raise ValueError("not a data: URI")
+    comma = value.find(",", 0, DATA_URI_HEADER_MAX + 6)
+    if comma < 0:
+        raise ValueError("no comma within %d characters" % DATA_URI_HEADER_MAX)
+    parameters = value[5:comma].split(";")
+    if len(parameters) < 2 or parameters[-1] != "base64":
+        raise ValueError("not base64")
+    names = [part[5:] for part in parameters[1:-1] if part.startswith("name=")]
+    return (names[0] if names else None), value[comma + 1:]
 
 
 def write_file_argument(key, value, folder, limit):
     """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
     its own in `folder` (no two files meet, whatever their names); its path."""
     import base64
-    match = re.fullmatch(r"data:[^,;]*(?:;(?!name=)[^,;]*)*(?:;name=([^,;]*))?[^,]*;base64,(.*)", value, re.S)
     try:
-        data = base64.b64decode(match.group(2), validate=True)
-    except (AttributeError, ValueError):  # not a data: URI; not base64
+        given, encoded = parse_data_uri(value)
+        size = len(encoded) // 4 * 3 - encoded[-2:].count("=")  # what it decodes to, checked before decoding
+        if size > limit:
+            raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, size, limit))
+        data = base64.b64decode(encoded, validate=True)
+    except ValueError:  # not a data: URI; not base64
         raise ToolError("`%s` is a file: give it as a data: URI (data:image/png;name=a.png;base64,iVBOR...) or the URI "
                         "of a resource this server serves (mcpstudio://output/...), not %s"
                         % (key, json.dumps(_clip(value, 40)))) from None
-    if len(data) > limit:
-        raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, len(data), limit))
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(match.group(1) or "")).strip(".")
+    path = os.path.join(folder, key, _file_name(given or "") or key)
+    try:
+        os.mkdir(os.path.dirname(path))
+        with open(path, "xb") as f:
+            f.write(data)
+    except OSError as exc:  # its message, never the private folder's path
+        raise ToolError("`%s`: the file could not be written: %s" % (key, exc.strerror or type(exc).__name__)) from None
+    return path
+
+
+def call_folders():
+    """The one per-user parent of the folders calls write files in (TMPDIR/mcpstudio-USER, mode 0700), or None when
+    it is not a private folder of this user (then each call's folder is a plain private temporary folder)."""
+    import stat
+    import tempfile
+    user = str(os.getuid()) if _POSIX else re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("USERNAME", "user"))
+    parent = os.path.join(tempfile.gettempdir(), "mcpstudio-" + user)
+    try:
+        os.mkdir(parent, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        info = os.lstat(parent)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or _POSIX and (info.st_uid != os.getuid() or info.st_mode & 0o077):
+        return None  # planted by someone else: never used
+    return parent
+
+
+def call_folder():
+    """A fresh private folder for one call's files, named by this process (its id first: swept once it is gone)."""
+    import tempfile
+    parent = call_folders()
+    return tempfile.mkdtemp(prefix="%d-" % os.getpid() if parent else "mcpstudio-", dir=parent)
+
+
+def sweep_call_folders():
+    """Remove the call folders of servers that are gone (killed before they could remove their own)."""
+    import shutil
+    parent = call_folders()
+    for name in os.listdir(parent) if parent else ():
+        owner = name.partition("-")[0]
+        if owner.isdigit() and int(owner) != os.getpid() and not _process_alive(int(owner)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+def _file_name(given):
+    """A file argument's name made safe: its last part, letters, digits and `._-` only, never a leading dot or dash
+    (a hidden file, an option) nor a trailing dot (which Windows drops), a device name of Windows (_DEVICE_NAMES)
+    with a "_" in front, at most FILE_NAME_MAX characters (its extension kept)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(given)).lstrip(".-").rstrip(".")
     if name.partition(".")[0].upper() in _DEVICE_NAMES:
         name = "_" + name  # on Windows CON, NUL.txt ... name a device wherever they stand, not a file
-    path = os.path.join(folder, key, name or key)
-    os.mkdir(os.path.dirname(path))
-    with open(path, "xb") as f:
-        f.write(data)
-    return path
+    if len(name) > FILE_NAME_MAX:  # cut after the "_" is put in front, which the cut keeps
+        stem, extension = os.path.splitext(name)
+        name = (stem[:FILE_NAME_MAX - len(extension)] + extension if len(extension) <= 16
+                else name[:FILE_NAME_MAX].rstrip("."))
+    return name
+
+
+def _quote(name):
+    """A file name as a URI's last segment: percent-encoded (control characters never reach a client raw)."""
+    from urllib.parse import quote
+    return quote(name, safe="")
+
+
+def _is_uri(value):
+    return isinstance(value, str) and re.match(r"[a-z][a-z0-9+.-]*://", value) is not None
 
 
 async def files_from_uris(tool, arguments, read):
@@ -3827,7 +4186,7 @@ async def files_from_uris(tool, arguments, read):
     given = dict(arguments)
     for key in tool.files:
         uri = arguments.get(key)
-        if isinstance(uri, str) and re.match(r"[a-z][a-z0-9+.-]*://", uri):
+        if _is_uri(uri):
             try:
                 content = ((await read(uri)).get("contents") or [{"text": ""}])[0]
             except McpError as exc:
@@ -3836,6 +4195,28 @@ async def files_from_uris(tool, arguments, read):
                 content.get("mimeType", ""), re.sub(r"[,;]", "_", uri.partition("?")[0].rpartition("/")[2]),
                 content["blob"] if "blob" in content else base64.b64encode(content.get("text", "").encode()).decode())
     return given
+
+
+OUTPUT_FOLDER_FILES = 20        # files of an output folder a result shows; their bytes together are within --max-output
+
+
+def read_output_file(path, limit):
+    """The bytes of a file a command left in its output folder; "large" for one of more than `limit` bytes (not
+    read), None for one that is not a plain file of its own (a link, a folder, a FIFO, a hard link to a file
+    elsewhere). Opened without following a link or blocking, checked on the descriptor, read no further than
+    the limit (a file still growing)."""
+    import stat
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return None
+        data = f.read(limit + 1) if info.st_size <= limit else b""
+        return data if info.st_size <= limit and len(data) <= limit else "large"
 
 
 def file_content(name, data, uri, budget: OutputBudget):
@@ -3991,7 +4372,7 @@ class CommandTool:
                  description=None, title=None, annotations=None,
                  schema=None, defaults=None, stdin=None, shell=False,
                  within=None, output_format="text", ok_exit=(0,), asked=None, rules=None, files=(),
-                 output_folder=None, interactive=True, answers=()):
+                 output_folder=None, interactive=True, answers=(), file_resources=False):
         self.name = name
         self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
         self.template = template
@@ -4009,6 +4390,7 @@ class CommandTool:
         self.ok_exit = tuple(ok_exit)
         self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
         self.files = files  # parameters given as files (data: URIs), passed to the command as paths
+        self.file_resources = file_resources  # a file may be any resource of this server, not only a kept output
         self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
         self.interactive = interactive  # its questions are answered (PromptWatch)
         self.answers = answers  # [(compiled prompt pattern, answer)]: questions answered without asking
@@ -4074,7 +4456,7 @@ class CommandTool:
         this tool's own rules; None when the arguments do not fit (the call says why)."""
         try:
             checked = self.checked(arguments)
-            shown = {key: "<file %s>" % _hash(checked[key])
+            shown = {key: "<file %s>" % (checked[key] if _is_uri(checked[key]) else _hash(checked[key]))
                      for key in self.files if key in checked}  # a file's path is made when it runs
             argv, stdin = self.prepare(dict(checked, **shown, **(
                 {self.output_folder: "<output folder>"} if self.output_folder else {})))
@@ -4091,14 +4473,24 @@ class CommandTool:
             if not (self.files or self.output_folder):
                 return await self.run(arguments, ctx)
             import shutil
-            import tempfile
-            folder = tempfile.mkdtemp(prefix="mcpstudio-")  # private (0700); gone after the call
+            arguments = await files_from_uris(self, arguments, lambda uri: self.read_resource(uri, ctx))
+            folder = call_folder()  # private (0700); gone after the call
             try:
                 return await self.files_call(arguments, ctx, folder)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
         except ToolError as exc:
             return tool_error(str(exc))
+
+    async def read_resource(self, uri, ctx: CallContext):
+        """A resource given as a file argument, read as the call runs (after its rate limit and confirmation): a
+        kept output of this server, or with `file_resources` any resource it serves (ctx.read: resources/read)."""
+        if self.file_resources and ctx.read:
+            return await ctx.read({"uri": uri}, ctx)
+        if uri.startswith(OUTPUT_URI) and self.settings.outputs:
+            return await self.settings.outputs.read_resource(uri, ctx)
+        raise McpError(INVALID_PARAMS, "a file may be a kept output of this server (%s...) only; the tool's "
+                       "`file_resources` lets it read the server's other resources" % OUTPUT_URI)
 
     async def files_call(self, arguments, ctx: CallContext, folder):
         """A call with files in or out, in `folder`: files written before the run, files read after it."""
@@ -4108,28 +4500,44 @@ class CommandTool:
             out = arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
             os.mkdir(out)
         result = await self.run(arguments, ctx)
+        pid, deadline = ctx.ran and ctx.ran.pid, time.monotonic() + self.runner.grace + 1
+        while self.output_folder and pid and _group_alive(pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)  # what it left behind still runs (stopped, then killed): its files may change
         budget = self.settings.budget(ctx)
+        room, shown, over, odd = self.settings.max_output, 0, [], []  # one budget for the folder's files together
         for name in sorted(os.listdir(out) if self.output_folder else []):
-            path = os.path.join(out, name)
-            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) <= self.settings.max_output:
-                with open(path, "rb") as f:
-                    result["content"].append(file_content(name, f.read(), "mcpstudio://%s/%s" % (self.name, name), budget))
+            data = read_output_file(os.path.join(out, name), room) if shown < OUTPUT_FOLDER_FILES else "large"
+            if not isinstance(data, bytes):
+                (odd if data is None else over).append(name)
+                continue
+            room, shown = room - len(data), shown + 1
+            result["content"].append(file_content(name, data, "mcpstudio://%s/%s" % (self.name, _quote(name)), budget))
+        for names, why in ((over, "past the %d files and %d bytes together a result shows (--max-output)"
+                            % (OUTPUT_FOLDER_FILES, self.settings.max_output)),
+                           (odd, "not plain files (links, folders, hard links are never read)")):
+            if names:
+                result["content"].append(text_block("[output folder: %d not shown, %s: %s]" % (
+                    len(names), why, ", ".join(json.dumps(name) for name in names[:10])
+                    + (" and %d more" % (len(names) - 10) if len(names) > 10 else ""))))
         return result
 
     async def run(self, arguments, ctx: CallContext):
         """Render checked `arguments` to argv, run it, and return the CallToolResult."""
         argv, stdin = self.prepare(arguments)
         settings = self.settings
+        shown = _masked_argv(argv, masked_arguments(arguments, self.schema)[1])  # for debug lines
         if ctx.wants("debug"):
-            ctx.log("debug", "running: %s" % _argv_text(argv))
+            ctx.log("debug", "running: %s" % _argv_text(shown))
         # its heartbeat also while the call waits for a slot; questions are seen only where the platform tells
         asks = self.interactive and _reading is not None
         feed = (PromptWatch if asks else OutputFeed)(ctx, "`%s`" % self.name, self.name)
         feed.answers = self.answers
+        feed.slots = settings.slots
+        feed.secret = asks_secrets(re.split(r"[\s;&|()`\"']+", self.template.display()))  # the words it was written with
         try:
             async with settings.slots:
                 result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,
-                                                      asker=asks and feed)
+                                                      asker=asks and feed, shown=shown)
         finally:
             feed.close()
         if feed.problem:
@@ -5090,6 +5498,14 @@ class Catalog:
         """What SIGHUP should call (a source that re-reads its config), or None to stop on it."""
         return next((s.reload_signal for s in self.sources if hasattr(s, "reload_signal")), None)
 
+    def schema_of(self, name):
+        """The inputSchema of a fixed tool called `name` before any listing (its name as its source has it), or None."""
+        for source in self.sources:
+            tool = getattr(source, "tools", {}).get(name) if isinstance(getattr(source, "tools", None), dict) else None
+            if hasattr(tool, "schema"):
+                return tool.schema
+        return None
+
     def session_started(self, session=None):
         """`initialize` was answered (by `session`, in the handshake era): sources may begin what waits
         for a client (eager starts)."""
@@ -5504,17 +5920,51 @@ CACHED_META = "mcpstudio/cached"
 
 class AuditLog:
     """One JSON line per call, appended with one os.write on an O_APPEND descriptor (whole lines even
-    under a SIGKILL), rotated by size into a bounded number of files, mode 0600."""
+    under a SIGKILL), rotated by size into a bounded number of files, mode 0600.
+
+    A file planted where the log goes is never written: on POSIX a symbolic link is not followed
+    (O_NOFOLLOW), and a file that is not a regular file of this user with no group or other bits is
+    refused, the current one and each rotated one (the calls too, when the audit is `required`)."""
+
+    # Windows has neither O_NOFOLLOW nor O_NONBLOCK (nor owners and modes to check); O_NONBLOCK: a planted FIFO
+    # fails to open rather than block the loop
+    FLAGS = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+             | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
 
     def __init__(self, path, max_bytes=AUDIT_MAX_BYTES, keep=AUDIT_KEEP, required=False):
         self.path, self.max_bytes, self.keep, self.required = path, max_bytes, keep, required
         self.fd = None
 
     def open(self):
-        """The descriptor, opened on first use (OSError when the file cannot be written)."""
+        """The descriptor, opened on first use (OSError when the file cannot be written, or is not ours)."""
         if self.fd is None:
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | (0 if _POSIX else os.O_BINARY), 0o600)
+            try:
+                fd = os.open(self.path, self.FLAGS, 0o600)
+            except OSError as exc:
+                if _POSIX and os.path.islink(self.path):
+                    raise OSError(exc.errno, "it is a symbolic link (the audit file must be a file of its own)") from None
+                raise
+            try:
+                self.check(os.fstat(fd), self.path)
+            except OSError:
+                os.close(fd)
+                raise
+            self.fd = fd
         return self.fd
+
+    @staticmethod
+    def check(info, path):
+        """Raise OSError unless `info` (a stat result) is a regular file of this user with no group or other bits."""
+        import stat
+        if not _POSIX:
+            return
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError("%s is not a regular file" % path)
+        if info.st_uid != os.getuid():
+            raise OSError("%s belongs to another user (uid %d)" % (path, info.st_uid))
+        if info.st_mode & 0o077:
+            raise OSError("%s is readable or writable by others (mode %o; chmod 600 it, or remove it)"
+                          % (path, info.st_mode & 0o777))
 
     def ready(self, log: Log):
         """Whether the file can be opened for appending (said on stderr if not)."""
@@ -5530,18 +5980,58 @@ class AuditLog:
         line = (json.dumps(mask_secrets(entry, log.secrets + secrets), ensure_ascii=False, default=str) + "\n").encode(
             "utf-8", "replace")
         try:
+            if self.fd is not None and self._moved():  # another process sharing the file rotated it
+                self._close()
             if os.fstat(self.open()).st_size + len(line) > self.max_bytes:
-                os.close(self.fd)
-                self.fd = None
-                for number in range(self.keep, 0, -1):
-                    older = "%s.%d" % (self.path, number - 1) if number > 1 else self.path
-                    if os.path.exists(older):
-                        os.replace(older, "%s.%d" % (self.path, number))
+                with self._locked():  # one rotation, whichever process sharing the file comes first
+                    if not self._moved() and os.fstat(self.fd).st_size + len(line) > self.max_bytes:
+                        self._close()
+                        for number in range(self.keep, 0, -1):
+                            older = "%s.%d" % (self.path, number - 1) if number > 1 else self.path
+                            if os.path.lexists(older):
+                                self.check(os.lstat(older), older)  # a planted rotated file: nothing is moved
+                                os.replace(older, "%s.%d" % (self.path, number))
+                    self._close()
             os.write(self.open(), line)
             return True
         except OSError as exc:
             log.error("audit log %s: cannot write: %s", self.path, exc)
             return False
+
+    def _close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def _moved(self):
+        """Whether the path no longer names the open file (renamed by a rotation, or removed)."""
+        try:
+            now, mine = os.lstat(self.path), os.fstat(self.fd)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino)
+
+    def _locked(self):
+        """A lock the processes sharing this file hold while they rotate it (on its folder; none on Windows)."""
+        import contextlib
+        if not _POSIX:
+            return contextlib.nullcontext()
+
+        @contextlib.contextmanager
+        def held():
+            import fcntl
+            fd = None
+            try:
+                fd = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                pass  # a folder that cannot be locked: the rotation goes on, as it did before locks
+            try:
+                yield
+            finally:
+                if fd is not None:
+                    os.close(fd)  # the lock goes with it
+        return held()
 
 
 def take_token(buckets, limits, now):
@@ -5563,11 +6053,13 @@ def take_token(buckets, limits, now):
 
 
 class ResultCache:
-    """Successful results by key until they expire; bounded in entries and bytes, oldest out first."""
+    """Successful results by key until they expire; bounded in entries and bytes, oldest out first. Each entry
+    has an owner (a server) and that owner's version (its launch and run): a new version drops the old's."""
 
     def __init__(self, max_entries=CACHE_ENTRIES, max_bytes=CACHE_BYTES):
-        self.entries = collections.OrderedDict()  # key -> (result, expires, size)
+        self.entries = collections.OrderedDict()  # key -> (result, expires, size, owner)
         self.max_entries, self.max_bytes, self.size = max_entries, max_bytes, 0
+        self.versions = {}  # owner -> the version its entries were made by
 
     def get(self, key, now):
         """(result, expires) of a live entry, or None."""
@@ -5577,15 +6069,24 @@ class ResultCache:
             entry = None
         return entry and entry[:2]
 
-    def put(self, key, result, expires, size):
-        """Keep `result`; the oldest entries make room (one larger than the whole cache is not kept)."""
+    def put(self, key, result, expires, size, owner="", version=""):
+        """Keep `result`; the oldest entries make room (one larger than the whole cache is not kept). An
+        `owner` seen with another `version` before (restarted, or reloaded to run elsewhere) loses those entries."""
+        if self.versions.setdefault(owner, version) != version:
+            self.drop(owner)
+            self.versions[owner] = version
         if key in self.entries:
             self.size -= self.entries.pop(key)[2]
         if size <= self.max_bytes:
-            self.entries[key] = (result, expires, size)
+            self.entries[key] = (result, expires, size, owner)
             self.size += size
         while len(self.entries) > self.max_entries or self.size > self.max_bytes:
             self.size -= self.entries.popitem(last=False)[1][2]
+
+    def drop(self, owner):
+        """Forget every entry of `owner`."""
+        for key in [key for key, entry in self.entries.items() if entry[3] == owner]:
+            self.size -= self.entries.pop(key)[2]
 
 
 class CallMetrics:
@@ -5707,8 +6208,6 @@ class Guard:
     async def call(self, public, source, original, arguments, ctx: CallContext, tool, ask):
         """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
         annotations = tool.get("annotations") or {}
-        hidden = [key for key, prop in ((tool.get("inputSchema") or {}).get("properties") or {}).items()
-                  if isinstance(prop, dict) and prop.get("writeOnly")]
         plan = (source.command_line(original, arguments) if hasattr(source, "command_line") else None) or {}
         levels = [("file", self.rules)] + plan.get("rules", [])
         chosen = {key: rules[key] for _, rules in levels for key in rules}
@@ -5721,9 +6220,16 @@ class Guard:
         shared = cache and cache[1] and not isolated
         mine = "%s|%s-%x" % (who, ctx.session.label, id(ctx.session)) if isolated == "session" and not ctx.modern \
             else who  # a session's own process: its answers are the session's
-        key = cache and json.dumps([public, "" if shared else mine, plan.get("argv") or arguments, plan.get("stdin"),
-                                    plan.get("cwd"), plan.get("env"), plan.get("namespace"),  # each its overrides,
-                                    plan.get("curation")], default=str)  # and what they send (a reload may change it)
+        # The route, not the public name (one name in two namespaces may reach two servers): the server's id, its
+        # version (launch fingerprint and run; None while it is not running) and the tool's own name.
+        route = source.cache_route if hasattr(source, "cache_route") else lambda name: ("", "", name)
+
+        def cache_key(owner, version, tool):  # also each namespace's overrides, what they send (a reload may change it)
+            return version is not None and json.dumps([owner, version, tool, public, "" if shared else mine,
+                                                       plan.get("argv") or arguments, plan.get("stdin"), plan.get("cwd"),
+                                                       plan.get("env"), plan.get("namespace"), plan.get("curation")],
+                                                      default=str)
+        key = cache and cache_key(*route(original))
 
         def limited(wait, limit):
             entry["rateLimited"] = True
@@ -5732,6 +6238,7 @@ class Guard:
                 (public,) + limit + (wait_text,))), _meta={"mcpstudio/retryAfter": wait_text})
 
         async def run():
+            nonlocal key
             looked = take_token({key: self.buckets[key] for key, _, _ in limits if key in self.buckets}, limits,
                                 time.monotonic())  # a look: a token is spent below, by a call that runs
             if looked[0]:
@@ -5755,11 +6262,13 @@ class Guard:
                 entry["cached"] = True
                 return _with_meta(hit[0], CACHED_META, True)
             result = await source.call_tool(original, arguments, ctx)
-            text = key and not result.get("isError") and json.dumps(result, default=str)
+            where = cache and (ctx.served or route(original))  # after the call: the run that answered it
+            key = where and cache_key(*where)
+            text = key and not result.get("isError") and not ctx.asked and json.dumps(result, default=str)
             if text and OUTPUT_URI not in text:  # a kept output is read only by its session
-                self.cache.put(key, result, time.monotonic() + cache[0], len(text))
+                self.cache.put(key, result, time.monotonic() + cache[0], len(text), where[0], where[1])
             return result
-        result = await self.record(public, arguments, ctx, entry, run(), hidden)
+        result = await self.record(public, arguments, ctx, entry, run(), tool.get("inputSchema"))
         if key in self.cache.entries and ctx.modern and "content" in result and not result.get("isError"):  # SEP-2549
             result = dict(result, ttlMs=int((self.cache.entries[key][1] - time.monotonic()) * 1000),
                           cacheScope="public" if cache[1] else "private")
@@ -5768,9 +6277,9 @@ class Guard:
     async def _confirm(self, public, plan, arguments, ctx, ask, entry, level):
         """None when the person said yes to running this call; else the result that says why it did not run
         (`level`: where the config asks for it: "file", "server:ID" or "tool:NAME")."""
-        what = "run `%s`" % _argv_text(plan["argv"]) if "argv" in plan else "call %s with %s" % (
+        what = "run `%s`" % visible_text(_argv_text(plan["argv"])) if "argv" in plan else "call %s with %s" % (
             "tool %s of server %s" % (plan["tool"], plan["server"]) if "server" in plan else public,
-            json.dumps(arguments, ensure_ascii=False))
+            visible_text(json.dumps(arguments, ensure_ascii=False)))
         if not ctx.declared("elicitation"):
             entry["refused"] = "confirmation required; the client cannot ask"
             return tool_error("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
@@ -5778,7 +6287,10 @@ class Guard:
                               "false %s." % (public, what, "at the top of the config, or on this tool's entry or its "
                                              "server's" if level == "file" else "on %s %s in the config"
                                              % tuple(level.split(":", 1))))
-        answer = await ask(elicitation_form("Allow %s to %s?" % (public, what), {"run": {"type": "boolean", "title": "Run it"}}))
+        words = "\nThe command, word by word: %s" % visible_text(json.dumps(plan["argv"], ensure_ascii=False, default=str)) \
+            if "argv" in plan else ""  # the exact argv, program first
+        answer = await ask(elicitation_form("Allow %s to %s?%s" % (public, what, words),
+                                            {"run": {"type": "boolean", "title": "Run it"}}))
         if answer.get("resultType") == "input_required":
             return answer
         entry["confirmed"] = answer.get("action") == "accept" and (answer.get("content") or {}).get("run") is True
@@ -5787,9 +6299,9 @@ class Guard:
             return tool_error("Not run: the user did not confirm that %s may %s." % (public, what))
         return None
 
-    async def record(self, name, arguments, ctx: CallContext, entry, call, hidden=()):
+    async def record(self, name, arguments, ctx: CallContext, entry, call, schema=None):
         """Await `call` (a tool call, resource read or prompt get), then count it and write its audit line, the
-        values of `hidden` arguments and of secret-looking names masked."""
+        secrets of its arguments masked (see masked_arguments: by `schema`, the tool's inputSchema)."""
         started, result, error = time.monotonic(), None, None
         try:
             result = await call
@@ -5808,17 +6320,17 @@ class Guard:
                 if self.stats:
                     self.stats.changed()
             if self.audit is not None and not asked:
-                client, named = ctx.session.client_info, [key for key in arguments if looks_secret(key) or key in hidden]
+                client = ctx.session.client_info
+                shown, secrets = masked_arguments(arguments, schema)
+                if "argv" in entry:
+                    entry["argv"] = _masked_argv(entry["argv"], secrets)
                 if getattr(ctx.session, "person", None) is not None:  # their name (the caller: static:NAME)
                     entry["person"] = getattr(getattr(ctx.session, "signed_in", None), "subject", ctx.session.person)
                 entry.update(time=_iso(time.time()), session=ctx.session.label, caller=ctx.session.caller, tool=name,
-                             client="%s %s" % (client.get("name", "?"), client.get("version", "?")),
-                             arguments={key: "***" if key in named else _clip(value, 1000) if isinstance(value, str)
-                                        else value for key, value in arguments.items()},
+                             client="%s %s" % (client.get("name", "?"), client.get("version", "?")), arguments=shown,
                              exitCode=ctx.ran and ctx.ran.returncode, error=error, isError=failed,
                              ms=round(seconds * 1000, 1), bytes=len(json.dumps(result, default=str)) if result else 0)
-                self.audit.write(entry, self.log, [arguments[key] for key in named if isinstance(arguments[key], str)
-                                                   and len(arguments[key]) > 3])
+                self.audit.write(entry, self.log, [secret for secret in secrets if len(secret) > 3])
 
 
 # --------------------------------------------------------------------------
@@ -5841,6 +6353,7 @@ CLIENT_CAPS = (("Cursor", 40), ("Windsurf", 50), ("VS Code", 128))  # the most t
 TOOL_SEARCH_THRESHOLD = 40  # auto: search when more would be listed (Cursor passes its agent the first 40)
 FOUND_LIMIT = 30            # tools a session's searches add to its tools/list; the least recently found go first
 SEARCH_LIMIT, SEARCH_MAX = 5, 20
+SEARCH_QUERY_MAX = 500          # characters of a search_tools query (a task in a few words; 1 MB took seconds)
 # (weight, group) of each field: a word's counts in the label (name, title) and in the body saturate apart,
 # so that a long description never drowns what the name says
 SEARCH_HINT_META = "anthropic/searchHint"    # a tool's own words for search (Claude Code reads it too)
@@ -6257,7 +6770,7 @@ class ToolSearch:
         return [{"name": self.search_name, "description": SEARCH_DESCRIPTION % (
                     len(tools) - len(shown), self.call_name, servers_behind(tools)),
                  "inputSchema": {"type": "object", "required": ["query"], "properties": {
-                     "query": {"type": "string", "description": "the task in a few words"},
+                     "query": {"type": "string", "description": "the task in a few words", "maxLength": SEARCH_QUERY_MAX},
                      "limit": {"type": "integer", "maximum": SEARCH_MAX, "default": SEARCH_LIMIT}}},
                  "annotations": {"readOnlyHint": True}},
                 {"name": self.call_name, "description": "Call a tool %s found by its name, as a direct call would."
@@ -6273,9 +6786,11 @@ class ToolSearch:
             except McpError as exc:
                 return tool_error(exc.message)
         query, limit = arguments.get("query"), arguments.get("limit", SEARCH_LIMIT)
-        if name == self.call_name or not isinstance(query, str) or type(limit) is not int or not 0 < limit <= SEARCH_MAX:
-            return tool_error("%s takes `query` (a few words) and `limit` (1 to %d); %s takes `name` (another tool's) "
-                              "and `arguments` (an object)" % (self.search_name, SEARCH_MAX, self.call_name))
+        if (name == self.call_name or not isinstance(query, str) or len(query) > SEARCH_QUERY_MAX
+                or type(limit) is not int or not 0 < limit <= SEARCH_MAX):
+            return tool_error("%s takes `query` (a few words, %d characters at most) and `limit` (1 to %d); %s takes "
+                              "`name` (another tool's) and `arguments` (an object)"
+                              % (self.search_name, SEARCH_QUERY_MAX, SEARCH_MAX, self.call_name))
         catalog = self.server.catalog
         tools = await catalog.tools() if catalog.stale else catalog.listing  # the last listing's tools
         key = [(tool["name"], tool.get("description"), _object(tool.get("_meta")).get(SEARCH_HINT_META)) for tool in tools]
@@ -6311,6 +6826,9 @@ class Server:
             if hasattr(source, "metrics"):  # an aggregator's servers_list shows them
                 source.metrics = self.guard.metrics
         self.log = log
+        known = log.schema_of  # another Server's on the same log (a namespace's URL): asked after this one
+        log.schema_of = lambda name: (_object(self.catalog.listed.get(name)).get("inputSchema") or known(name)
+                                      or self.catalog.schema_of(name))
         self.title = title
         self.instructions = instructions
         self.session = None
@@ -6550,12 +7068,7 @@ class Server:
                 return tool_error("Not run: the user was asked for %s and answered %s."
                                   % (", ".join(wanted), json.dumps(answer.get("action"))))
             arguments = dict(arguments, **{key: value for key, value in answer["content"].items() if key in wanted})
-        if isinstance(source, TemplateTools) and source.tools[original].files:  # a file given as a resource URI
-            try:
-                arguments = await files_from_uris(source.tools[original], arguments,
-                                                  lambda uri: self.resources_read({"uri": uri}, ctx))
-            except ToolError as exc:
-                return tool_error(str(exc))
+        ctx.read = self.resources_read  # a file given as a resource URI (file_resources); not a closure over ctx
         call = self.guard.call(name, source, original, arguments, ctx, tool,
                                lambda form: self._ask(form, params, ctx, "confirm"))
         if ctx.modern:
@@ -6592,6 +7105,7 @@ class Server:
                     "inputRequests": {key: {"method": "elicitation/create", "params": form}}}
         if not isinstance(answer, dict):
             raise _invalid_params("`inputResponses.%s` must be an elicitation result" % key)
+        ctx.answered.add(key)
         return answer
 
     async def _modern_call(self, name, call, support, ctx: CallContext):
@@ -6930,7 +7444,7 @@ _BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "
 _TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
               "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
               "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm", "max_text",
-              "output_folder", "interactive", "answers")
+              "output_folder", "interactive", "answers", "file_resources")
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
 _PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
 _RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
@@ -7212,8 +7726,8 @@ class ConfigLoader:
         if ("command" in spec) == ("command_template" in spec):
             raise self.error(where, "give exactly one of `command` and `command_template`")
         key = "command" if "command" in spec else "command_template"
-        template = self.template(self.get(spec, key, str, where), _join(where, key))
         shell = self.get(spec, "shell", bool, where, False)
+        template = self.template(self.get(spec, key, str, where), _join(where, key), shell=shell)
         if shell:
             if template.substituted:
                 raise self.error(_join(where, key), "`%s` stands inside $( ) or backticks, where a value cannot be "
@@ -7269,7 +7783,8 @@ class ConfigLoader:
                            schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
                            output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
                            output_folder=output_folder, interactive=self.get(spec, "interactive", bool, where, stdin is None),
-                           answers=read_answers(self, spec, where), files=sorted({n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"} | {
+                           answers=read_answers(self, spec, where),
+                           file_resources=self.get(spec, "file_resources", bool, where, False), files=sorted({n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"} | {
                                key for key, field in template.fields.items() if field.kind == "file"}))
 
     def within(self, spec, where, properties):
@@ -7323,10 +7838,10 @@ class ConfigLoader:
             overrides["env"] = dict(settings.env or os.environ, **env)
         return overrides
 
-    def template(self, source, where, text=False) -> CommandTemplate:
+    def template(self, source, where, text=False, shell=False) -> CommandTemplate:
         """Parse one command template, errors naming `where`."""
         try:
-            return CommandTemplate(source, text=text)
+            return CommandTemplate(source, text=text, shell=shell)
         except TemplateError as exc:
             raise self.error(where, "bad template: %s" % exc)
 
@@ -7757,7 +8272,7 @@ class CommandTemplate(Template):
     what a `"shell": true` script keeps.
     """
 
-    def __init__(self, source, text=False):
+    def __init__(self, source, text=False, shell=False):
         self.source = [source]
         self.text_mode = text
         self.fields = {}
@@ -7767,7 +8282,8 @@ class CommandTemplate(Template):
         self.stdin_code = ""  # why a program here would take stdin as code or arguments
         if not text:
             self._check_command_word()
-            self.check_code(shell=False)
+            if not shell:  # a "shell": true script is walked command by command (check_code(shell=True))
+                self.check_code(shell=False)
 
     def _block_choices(self):
         """Arguments that take each combination of block branches (all of them, up to 2**10)."""
@@ -10664,6 +11180,7 @@ class Upstream:
     # Its state until a start, a listing or a call changes it.
     transport = pid = started_at = None
     restarts = 0
+    run = ""            # this start of it, unique: results cached from an earlier run are not served
     listing = None      # what the running server listed: tools, resources, templates, prompts
     cached = None       # the same from the on-disk cache (None: not read, {}: none)
     user_stopped = False
@@ -10696,6 +11213,10 @@ class Upstream:
             self.state = "disabled"
         elif spec.error:
             self.state = "misconfigured"
+
+    def version(self):
+        """Its launch fingerprint and this run of it: what results cached from it are of."""
+        return "%s-%s" % (self.spec.launch, self.run)
 
     def known(self):
         """The latest listing: the running server's, else the cache's, else None."""
@@ -10779,6 +11300,7 @@ class Upstream:
         if self.state == "crashed":
             self.restarts += 1
         self.state = "starting"
+        self.run = os.urandom(8).hex()
         if delay:
             self.server_log.note("failed %d times in a row: restarting after a backoff of %.1f s" % (self.backoff.failures, delay))
             await asyncio.sleep(delay)
@@ -11075,11 +11597,16 @@ class _Parked:
     call = None  # the forwarded request, running on its own
     expiry = None
 
+    caller = None  # who made the call (a parked call counts against its caller's PARKED_PER_CALLER)
+
     def __init__(self, method, name, owner=None):
         self.method, self.name = method, name  # what the retry must repeat
         self.owner = owner    # whose call it is (CallContext.owner): another person's retry does not answer it
         self.asks = {}        # input key -> (method, params, future of the client's answer)
         self.changed = asyncio.Event()
+
+
+PARKED_PER_CALLER = 8            # calls of one caller that may wait for a 2026-07-28 retry's answers at once
 
 
 class InputBridge:
@@ -11103,6 +11630,7 @@ class InputBridge:
         state = ctx.inputs.get("requestState")
         if state is None:
             entry = _Parked(method, name, ctx.owner)
+            entry.caller = ctx.session.caller or "session-%x" % id(ctx.session)
             entry.call = asyncio.ensure_future(forward(ctx))  # outlives this request, if it must
             self.calls[ctx] = entry
             entry.call.add_done_callback(lambda _: self.calls.pop(ctx, None))
@@ -11125,6 +11653,11 @@ class InputBridge:
         try:
             while not entry.call.done():
                 entry.asks = {key: ask for key, ask in entry.asks.items() if not ask[2].done()}
+                if entry.asks and sum(1 for parked in self.parked.values()
+                                      if parked.caller == entry.caller) >= PARKED_PER_CALLER:
+                    entry.call.cancel()  # each parked call may be a live process, for up to ASK_TIMEOUT
+                    raise McpError(INVALID_REQUEST, "%d calls of this caller already wait for answers "
+                                   "(input_required); answer them first" % PARKED_PER_CALLER)
                 if entry.asks:
                     return self._park(entry)
                 entry.changed.clear()
@@ -11181,7 +11714,13 @@ class InputBridge:
                                                   params["name"], ctx)
             return await upstream.forward(method, params, ctx)
         if modern:
-            return await upstream.forward(method, dict(params, **ctx.inputs), ctx)
+            inputs = dict(ctx.inputs)
+            if ctx.answered and isinstance(inputs.get("inputResponses"), dict):  # the server's own answers only
+                inputs["inputResponses"] = {key: answer for key, answer in inputs["inputResponses"].items()
+                                            if key not in ctx.answered}
+                if not inputs["inputResponses"]:
+                    del inputs["inputResponses"]
+            return await upstream.forward(method, dict(params, **inputs), ctx)
         for _ in range(INPUT_ROUNDS):
             result = await upstream.forward(method, params, ctx)
             if result.get("resultType") != "input_required":
@@ -11977,6 +12516,15 @@ class Aggregator:
         """Why a tool of the last listing's servers is left out by a permission (None: it is not)."""
         return self._denied.get(name)
 
+    def cache_route(self, name):
+        """(owner, version, tool) the result cache keys a call of `name` by (see Guard): an upstream's id, its
+        launch fingerprint and this run of it (None while it is not running), and the tool's name there."""
+        route = self._tools.get(name, ("manager", name))
+        upstream = route[0] == "upstream" and self.upstreams.get(route[1])
+        if not upstream:
+            return "", "", name
+        return route[1], upstream.version() if upstream.state == "running" else None, route[2]
+
     def hides(self, name, ctx):
         """Whether the manager tool `name` is hidden from `ctx`'s person: a config that signs people in gives its
         manager tools (stop a shared server, reload, read logs) only to those its `admins` names. Without a
@@ -12037,7 +12585,10 @@ class Aggregator:
                 await upstream.ready(ctx)
                 if upstream.tasks.runs(original, ctx):
                     return await upstream.tasks.call(original, arguments, ctx)
-            return await self.bridge.forward(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
+            result = await self.bridge.forward(upstream, "tools/call", {"name": original, "arguments": arguments}, ctx)
+            if ctx and not entry:  # a person's own process (isolation): keyed by the server's, with the person
+                ctx.served = route[1], upstream.version(), original
+            return result
         except ToolError as exc:
             return tool_error(str(exc))
         except UpstreamError as exc:
@@ -16343,6 +16894,7 @@ def _build_server(options, words, log: Log, config, runner=None):
         max_concurrency=number("max_concurrency", DEFAULT_MAX_CONCURRENCY, int),
         allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional",
         max_text=number("max_text", DEFAULT_MAX_TEXT, int), outputs=OutputStore())
+    sweep_call_folders()
     if settings.task_support not in TASK_SUPPORT:
         raise UsageError("--task-support %s: expected one of %s" % (settings.task_support, ", ".join(TASK_SUPPORT)))
     max_name = number("max_name_length", DEFAULT_MAX_NAME_LENGTH, int)

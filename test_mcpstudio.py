@@ -1143,7 +1143,9 @@ class WindowsTests(ScratchDir):
         sha = hashlib.sha256(data).hexdigest()
         rows = [("CON", "_CON"), ("nul", "_nul"), ("COM1.txt", "_COM1.txt"), ("Lpt9", "_Lpt9"), ("aux.tar.gz", "_aux.tar.gz"),
                 ("report.", "report"), ("x...", "x"), ("CONSOLE", "CONSOLE"), ("COM10", "COM10"), ("in file.txt", "in_file.txt"),
-                ("notes ", "notes_"), ("CON .txt", "CON_.txt")]
+                ("notes ", "notes_"), ("CON .txt", "CON_.txt"),
+                # with issue 41.19's rules too: the leading dash goes, the "_" comes, and a cut name keeps both
+                ("-COM1.txt", "_COM1.txt"), (".nul.", "_nul"), ("AUX." + "a" * 120 + ".txt", "_AUX." + "a" * 91 + ".txt")]
         with self.serve("serve", "--config", config) as server:
             server.initialize()
             for name, expected in rows:
@@ -2361,6 +2363,57 @@ class ProtocolTests(ScratchDir):
             self.assertNotIn(leak, content)
         self.assertIn("*** *** /srv/shared-folder", content)  # secrets masked, a folder (ROOT) kept
         self.assertIn("2025-11-25", content)  # ONE=1 did not mangle the log
+
+    def test_log_file_masks_secret_arguments_and_answers(self):
+        # Issue 41.18: a `"secret": true` value was in clear in --log's wire lines (the call in, the debug line
+        # out) and so was a secret the user typed into a form: masked by the tool's schema and the form's.
+        log = os.path.join(self.dir, "wire.log")
+        path = os.path.join(self.dir, "secret.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "use", "command": "%s -c pass {code} {pin}" % PY, "parameters": {
+                "code": {"type": "string", "secret": True},
+                "pin": {"type": "string", "secret": True, "ask": "Your PIN"}}}]}, f)
+        with McpProcess("--log", log, "serve", "--config", path) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.request("logging/setLevel", {"level": "debug"})
+            server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                         "params": {"name": "use", "arguments": {"code": "c0de-7355608"}}})
+            self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
+            asked = server.notifications_of("elicitation/create")[0]
+            server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"pin": "pin-31337"}}})
+            self.assertFalse(server.wait_response(7)["result"]["isError"])
+            debug = [n["params"]["data"] for n in server.notifications_of("notifications/message")
+                     if "running:" in str(n["params"].get("data"))]
+            self.assertEqual(server.close(), 0)
+        self.assertTrue(debug and "7355608" not in debug[0] and "31337" not in debug[0], debug)
+        with open(log, encoding="utf-8") as f:
+            content = f.read()
+        self.assertIn('"code": "***"', content)
+        self.assertIn('"pin": "***"', content)
+        self.assertNotIn("7355608", content)
+        self.assertNotIn("31337", content)
+
+    def test_log_file_masks_a_2026_answer(self):
+        # Issue 41.18: a 2026-07-28 retry brings a secret parameter the user was asked for in `inputResponses`.
+        log = os.path.join(self.dir, "wire.log")
+        path = os.path.join(self.dir, "secret.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "use", "command": "%s -c pass {pin}" % PY, "parameters": {
+                "pin": {"type": "string", "secret": True, "ask": "Your PIN"}}}]}, f)
+        with HttpServerProcess("--log", log, "serve", "--config", path) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+            params = {"name": "use", "arguments": {}, "_meta": meta}
+            first = server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+            self.assertEqual(list(first["inputRequests"]), ["arguments"])
+            done = server.messages(server.modern("tools/call", dict(params, inputResponses={"arguments": {
+                "action": "accept", "content": {"pin": "pin-31337"}}}))[2])[-1]["result"]
+            self.assertFalse(done["isError"], done)
+        with open(log, encoding="utf-8") as f:
+            content = f.read()
+        self.assertIn('"pin": "***"', content)
+        self.assertNotIn("31337", content)
 
     def test_failing_log_never_stops_the_server(self):
         # stderr closed under --debug, or a --log file that cannot be written (disk full):
@@ -5936,6 +5989,9 @@ def fake_server(args):
         if opt("--era-file") and method in ("tools/call", "tools/list"):  # which era each request came in
             with open(opt("--era-file"), "a") as f:
                 f.write("%s %s %s\n" % (method, params.get("name", "-"), "2026" if modern_message else "handshake"))
+        if opt("--inputs-file") and method == "tools/call":  # the inputResponses keys each call came with
+            with open(opt("--inputs-file"), "a") as f:
+                f.write(json.dumps(sorted(params.get("inputResponses") or {})) + "\n")
         if DUAL and modern_message and method == "tools/list":
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": TOOLS + [
                 {"name": "mrtr", "description": "Ask two rounds of questions (SEP-2322)", "inputSchema": {"type": "object"}}]}})
@@ -11887,6 +11943,20 @@ class ToolSearchTests(AggregatorCase):
         self.assertNotIn("isError", result)
         return result
 
+    def test_a_long_query_is_refused_at_once(self):
+        # Issue 41.11: a 1 MB query took seconds on the loop; the schema says the cap, a longer query is a tool error.
+        with self.serve({"toolSearch": "on"}) as server:
+            server.initialize()
+            schema, = [tool["inputSchema"] for tool in server.request("tools/list")["result"]["tools"]
+                       if tool["name"] == "mcpstudio__search_tools"]
+            self.assertEqual(schema["properties"]["query"]["maxLength"], mcpstudio.SEARCH_QUERY_MAX)
+            started = time.monotonic()
+            result = server.call("mcpstudio__search_tools", {"query": "create issue " * 80000}, timeout=10)
+            self.assertLess(time.monotonic() - started, 5)
+            self.assertTrue(result["isError"])
+            self.assertIn("%d characters at most" % mcpstudio.SEARCH_QUERY_MAX, text_of(result))
+            self.assertFalse(self.search(server, "create a github issue " * 20, 1).get("isError"))  # 440: searched
+
     def test_two_tools_then_found_tools_join_the_list(self):
         with self.serve({"toolSearch": "on"}) as server:
             server.initialize()
@@ -12087,6 +12157,16 @@ class GuardRuleTests(unittest.TestCase):
         self.assertEqual((list(cache.entries), cache.size), (["c", "d"], 90))
         cache.put("e", {}, 10.0, 101)
         self.assertEqual((cache.get("e", 0.0), cache.get("d", 10.0), cache.size), (None, None, 40))
+
+    def test_result_cache_drops_an_owners_older_version(self):
+        # Issue 41.2: an owner's entry of a new version (a restarted or reloaded server) drops that owner's
+        # older entries, and no other owner's.
+        cache = mcpstudio.ResultCache()
+        cache.put("a1", {"n": 1}, 10.0, 10, "a", "run1")
+        cache.put("a2", {"n": 2}, 10.0, 10, "a", "run1")
+        cache.put("b1", {"n": 3}, 10.0, 10, "b", "run1")
+        cache.put("a3", {"n": 4}, 10.0, 10, "a", "run2")
+        self.assertEqual((list(cache.entries), cache.size), (["b1", "a3"], 20))
 
     def test_rules_table(self):
         # What a tool, server or file may say, and the errors that name the key.
@@ -12298,6 +12378,61 @@ class GuardTests(ScratchDir):
                               server.stderr_when(lambda text: "audit log" in text))
         self.assertEqual(self.ran(), ["q"])
 
+    @unittest.skipUnless(mcpstudio._POSIX, "symbolic links, owners and modes are POSIX's")
+    def test_a_planted_audit_file_is_never_written(self):
+        # Issue 41.4: a symbolic link planted where the audit goes (to a ~/.bashrc) got JSON lines appended, and a
+        # planted 0666 file stayed 0666: each is refused (a required audit refuses the call, nothing runs), and a
+        # planted rotated file stops the rotation before anything is moved.
+        rc = os.path.join(self.dir, "bashrc")
+        with open(rc, "w") as f:
+            f.write("alias ll='ls -l'\n")
+        link, shared = os.path.join(self.dir, "link.jsonl"), os.path.join(self.dir, "shared.jsonl")
+        os.symlink(rc, link)
+        with open(shared, "w"):
+            pass
+        os.chmod(shared, 0o666)
+        for path, reason in ((link, "symbolic link"), (shared, "readable or writable by others (mode 666")):
+            with self.serve([self.tool("q")], audit={"file": path, "required": True}) as server:
+                server.initialize()
+                refused = server.call("q", {"word": "$(touch pwned)"})
+                self.assertTrue(text_of(refused).startswith("Not run: the audit log %s cannot be written" % path), refused)
+                self.assertIn(reason, server.stderr_when(lambda text, reason=reason: reason in text))
+            with self.serve([self.tool("q")], audit={"file": path}) as server:  # not required: it runs, unaudited
+                server.initialize()
+                self.assertEqual(text_of(server.call("q", {"word": "w"})), "ran w\n")
+        self.assertEqual(self.ran(), ["w", "w"])
+        with open(rc) as f:
+            self.assertEqual(f.read(), "alias ll='ls -l'\n")
+        self.assertEqual((os.path.getsize(shared), os.stat(shared).st_mode & 0o777), (0, 0o666))
+        rotated = os.path.join(self.dir, "rot.jsonl")
+        os.symlink(rc, rotated + ".1")
+        with self.serve([self.tool("q")], audit={"file": rotated, "maxBytes": 1024}) as server:
+            server.initialize()
+            for _ in range(8):
+                self.assertFalse(server.call("q", {"word": "r" * 200})["isError"])
+            self.assertIn("rot.jsonl.1 is not a regular file", server.stderr_when(lambda text: "rot.jsonl.1" in text))
+        self.assertTrue(os.path.islink(rotated + ".1"))
+        self.assertFalse(os.path.exists(rotated + ".2"))
+        with open(rc) as f:
+            self.assertEqual(f.read(), "alias ll='ls -l'\n")
+
+    def test_two_processes_share_one_audit_file(self):
+        # Issue 41.17: two servers on one audit file (a desktop app and an editor on one config): after one rotated,
+        # the other went on writing into the renamed file. Each write goes to the file the path names now, and
+        # every line is kept (in FILE or a rotated FILE.N).
+        tools = [self.tool("q")]
+        audit = {"file": self.audit, "maxBytes": 2048, "keep": 5}
+        with self.serve(tools, audit=audit) as first, self.serve(tools, audit=audit) as second:
+            first.initialize()
+            second.initialize()
+            for number in range(8):
+                for server, name in ((first, "a"), (second, "b")):
+                    self.assertFalse(server.call("q", {"word": "%s%02d-%s" % (name, number, "x" * 150)})["isError"])
+        files = ["%s.%d" % (self.audit, number) for number in range(5, 0, -1)] + [self.audit]  # oldest first
+        words = [[line["arguments"]["word"][:3] for line in self.audit_lines(path)] for path in files
+                 if os.path.exists(path)]
+        self.assertEqual(sum(words, []), ["%s%02d" % (name, number) for number in range(8) for name in "ab"], words)
+
     def test_a_long_argument_is_clipped_in_the_audit_line(self):
         # A file given as a data: URI (or any long value) is not copied whole into the audit log.
         with self.serve([self.tool("look")]) as server:
@@ -12306,6 +12441,53 @@ class GuardTests(ScratchDir):
         (line,) = self.audit_lines()
         self.assertEqual(len(line["arguments"]["word"]), 1000)
         self.assertTrue(line["arguments"]["word"].endswith("..."))
+
+    def test_an_argument_cannot_rewrite_the_confirmation(self):
+        # Issue 41.9: newlines, a run of spaces and bidi or zero-width characters in the model's value wrote a fake
+        # "Allow ... draft.txt" line after the real command: the form is one line of visible escapes, padding
+        # collapsed, then the exact argv as a list, program first.
+        fake = "draft.txt`?\n\nAllow wipe to run `rm draft.txt`?" + " " * 80 + "\u202e\u200b\x1b[8m"
+        with self.serve([self.tool("wipe", confirm=True)]) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                         "params": {"name": "wipe", "arguments": {"word": fake}}})
+            self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
+            asked = server.notifications_of("elicitation/create")[0]
+            server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}})
+            self.assertTrue(server.wait_response(7)["result"]["isError"])
+        first, words = asked["params"]["message"].split("\n")
+        self.assertTrue(first.startswith("Allow wipe to run `%s %s %s 'draft.txt`?\\n\\nAllow wipe" % (PY, self.counter, self.runs)),
+                        first)
+        self.assertIn("`? [80 spaces] \\u202e\\u200b\\x1b[8m'`?", first)
+        self.assertEqual(json.loads(words.partition(": ")[2]),
+                         [PY, self.counter, self.runs, fake.replace(" " * 80, " [80 spaces] ")])  # exact, but the padding
+        self.assertIn("\\u202e\\u200b", words)  # the invisible ones shown as JSON escapes
+        self.assertEqual(self.ran(), [])
+
+    def test_audit_masks_secrets_by_schema_whatever_their_form(self):
+        # Issue 41.3: a `"secret": true` parameter sent as a number, an integer secret (a PIN), a secret of three
+        # characters and one sent under its `-` respelling (which the command gets) reach neither the audit
+        # line's `arguments` nor its `argv`; the command still gets each value.
+        tools = [{"name": "login", "command_template": "%s %s %s {word} {short} {code} {pin} {pass_phrase}"
+                  % (PY, self.counter, self.runs),
+                  "parameters": {"word": {"type": "string"}, "code": {"type": "string", "secret": True},
+                                 "pin": {"type": "integer", "secret": True}, "short": {"type": "string", "secret": True},
+                                 "pass_phrase": {"type": "string", "secret": True}}}]
+        with self.serve(tools) as server:
+            server.initialize()
+            result = server.call("login", {"word": "w", "code": 7355608, "pin": 4711, "short": "Q7q",
+                                           "pass-phrase": "open-31337"})
+            self.assertEqual(text_of(result), "ran w\n", result)
+        (line,) = self.audit_lines()
+        text = json.dumps(line)
+        for secret in ("7355608", "4711", "Q7q", "open-31337"):
+            self.assertNotIn(secret, text)
+        self.assertEqual(line["arguments"], {"word": "w", "code": "***", "pin": "***", "short": "***",
+                                             "pass_phrase": "***"})
+        self.assertEqual(line["argv"][3:], ["w", "***", "***", "***", "***"])
+        self.assertEqual(line["argv"][1], self.counter)  # a short secret masks whole words only
 
     def test_template_and_script_modes(self):
         # --audit and --rate-limit in template mode and in script mode: the same step, the same lines.
@@ -12465,6 +12647,48 @@ class GuardHttpTests(AggregatorCase):
                           ("up__crash", "up", None), ("mcpstudio__servers_list", None, None)])
         self.assertEqual((lines[3]["isError"], lines[0]["namespace"]), (True, "work"))
 
+    def test_cache_dropped_when_the_server_restarts_or_moves(self):
+        # Issue 41.2: a cached server's entries answer only for the run of it that made them: after it crashed
+        # (and a call starts it again) and after a reload points the entry at another server, the call reaches
+        # the server that runs now.
+        data = {"mcpServers": {"up": {"command": PY, "args": [self.fake, "--name", "up"], "cache": {"ttl": 600}}}}
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            server.request("logging/setLevel", {"level": "info"})
+            self.assertEqual(text_of(server.call("up__echo", {"text": "x"})), "up: x")
+            self.assertTrue(server.call("up__echo", {"text": "x"})["_meta"]["mcpstudio/cached"])
+            self.assertTrue(server.call("up__crash", {})["isError"])
+            again = server.call("up__echo", {"text": "x"})
+            self.assertNotIn("_meta", again)  # the new run answered it
+            self.assertEqual(len([n for n in server.notifications_of("notifications/message")
+                                  if n["params"].get("data") == "echoing x"]), 2)
+            data["mcpServers"]["up"]["args"] = [self.fake, "--name", "elsewhere"]
+            with open(path, "w") as f:
+                json.dump(data, f)
+            server.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_until(lambda: text_of(server.call("up__echo", {"text": "x"})) == "elsewhere: x", 10),
+                            server.context())
+
+    def test_audit_masks_nested_secrets_of_a_forwarded_call(self):
+        # Issue 41.3: a forwarded call's nested `options.password` and `headers.Authorization` were written in clear.
+        audit = os.path.join(self.dir, "audit.jsonl")
+        path = os.path.join(self.dir, "agg.json")
+        with open(path, "w") as f:
+            json.dump({"audit": {"file": audit}, "mcpServers": {"up": {"command": PY, "args": [self.fake, "--name", "up"]}}}, f)
+        with McpProcess("serve", "--config", path, env=self.env) as server:
+            server.initialize()
+            result = server.call("up__echo", {"text": "x", "options": {"password": "pw-31337", "depth": 2},
+                                              "headers": [{"Authorization": "Bearer b-31337"}]})
+            self.assertEqual(text_of(result), "up: x")
+        with open(audit, encoding="utf-8") as f:
+            (line,) = [json.loads(text) for text in f]
+        self.assertNotIn("31337", json.dumps(line))
+        self.assertEqual(line["arguments"], {"text": "x", "options": {"password": "***", "depth": 2},
+                                             "headers": [{"Authorization": "***"}]})
+
     def test_confirmation_through_input_required(self):
         # 2026-07-28: the call answers input_required (key `confirm`) with the command line; the retry with a
         # yes runs it, one with a no does not.
@@ -12520,12 +12744,35 @@ class OutputFitTests(unittest.TestCase):
                                 ("lines=-1", b"a\n"), ("lines=4-9", b"d"), ("lines=9-", b""), ("lines=0-1", b"a\n"),
                                 ("lines=-", data), ("lines=3-2", b"")):
             self.assertEqual(mcpstudio.output_slice(data, query), expected, query)
+        for query, expected in (("lines=2-2", b"b\n"), ("lines=3-", b""), ("lines=2-", b"b\n"), ("lines=1-9", b"a\nb\n")):
+            self.assertEqual(mcpstudio.output_slice(b"a\nb\n", query), expected, query)
         for query in ("lines=a-b", "x=1", "bytes=0-1", "lines=1-2&x=1"):
             with self.assertRaises(ValueError):
                 mcpstudio.output_slice(data, query)
 
 
 class OutputBudgetTests(ScratchDir):
+    @unittest.skipUnless(sys.platform.startswith("linux"), "reads /proc")
+    def test_a_line_slice_reads_only_to_its_last_line(self):
+        # Issue 41.13: `?lines=1-2` of a kept 1 MB output of short lines built every line's offset (40 MB per read
+        # of 1 MiB); the server's peak memory now stays where it was.
+        lines = self.script("lines.py", "import sys\nsys.stdout.write('x\\n' * 500000)\n", False)
+        config = os.path.join(self.dir, "lines.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "lines", "command": "%s %s" % (PY, lines), "max_text": 2000}]}, f)
+
+        def peak(pid):
+            with open("/proc/%d/status" % pid) as f:
+                return int([line.split()[1] for line in f if line.startswith("VmHWM:")][0])
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            uri, = [item["uri"] for item in server.call("lines", {})["content"] if item["type"] == "resource_link"]
+            before = peak(server.proc.pid)
+            for _ in range(3):
+                read = server.request("resources/read", {"uri": uri + "?lines=1-2"})
+                self.assertEqual(read["result"]["contents"][0]["text"], "x\nx\n")
+            self.assertLess(peak(server.proc.pid) - before, 8 << 10, "KiB more at the peak")
+
     def test_five_megabytes(self):
         # 5 MB of output: head, tail and the exact count of what was left out; the link reads it all back.
         writer = self.script("five.py", """\
@@ -12703,14 +12950,18 @@ class FileArgumentTests(ScratchDir):
                             ("data:image/png;base64," + encoded, "picture"),
                             ("data:;name=../../etc/passwd;base64," + encoded, "passwd"),
                             ("data:image/png;name=..;base64," + encoded, "picture"),
-                            ("data:application/octet-stream;name=a%20b$c;base64," + encoded, "a_20b_c")):
+                            ("data:application/octet-stream;name=a%20b$c;base64," + encoded, "a_20b_c"),
+                            ("data:;name=-rf;base64," + encoded, "rf"), ("data:;name=.-.bashrc;base64," + encoded, "bashrc"),
+                            ("data:;name=--;base64," + encoded, "picture"),
+                            ("data:;name=%s.png;base64," % ("n" * 300) + encoded, "n" * 96 + ".png")):
             folder = tempfile.mkdtemp(dir=self.dir)
             path = mcpstudio.write_file_argument("picture", value, folder, 1000)
             self.assertEqual(path, os.path.join(folder, "picture", name), value[:40])
             with open(path, "rb") as f:
                 self.assertEqual(f.read(), png)
         for value, problem in (("nope", "data: URI"), ("data:image/png;base64,@@@", "data: URI"),
-                               ("data:text/plain,hello", "data: URI"), ("data:;base64," + encoded, "more than the 100")):
+                               ("data:text/plain,hello", "data: URI"), ("data:;base64," + encoded, "more than the 100"),
+                               ("data:" + "a" * 2000 + ";base64,QQ==", "data: URI"), ("data:;base64", "data: URI")):
             with self.assertRaisesRegex(mcpstudio.ToolError, problem):
                 mcpstudio.write_file_argument("picture", value, self.dir, 100)
 
@@ -12756,6 +13007,153 @@ class FileArgumentTests(ScratchDir):
                           result["content"])
             self.assertIn({"type": "text", "text": "drawn\n"}, result["content"])
 
+    def test_output_folder_has_one_budget(self):
+        # Issue 41.5: every file of an output folder up to the per-file limit came back (a 125 KiB archive unpacked
+        # cost 480 MiB): the files together stay within --max-output and OUTPUT_FOLDER_FILES, the result says
+        # which were left out, and a link or a hard link to a file outside is never read.
+        fill = self.script("fill.py", """\
+            import os, sys
+            out, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+            for number in range(count):
+                with open(os.path.join(out, "f%03d.bin" % number), "wb") as f:
+                    f.write(os.urandom(size))
+            os.symlink(sys.argv[4], os.path.join(out, "link.txt"))
+            os.link(sys.argv[4], os.path.join(out, "hard.txt"))
+            if sys.argv[5:]:
+                with open(os.path.join(out, sys.argv[5]), "wb") as f:
+                    f.write(bytes(range(256)))
+            """)
+        secret = os.path.join(self.dir, "secret.txt")
+        with open(secret, "w") as f:
+            f.write("do not show 7355608\n")
+        config = os.path.join(self.dir, "out.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "fill", "command": "%s %s {out} {count} {size} %s [name]" % (PY, fill, secret),
+                                  "output_folder": "out", "parameters": {"count": {"type": "integer"},
+                                                                        "size": {"type": "integer"},
+                                                                        "name": {"type": "string", "required": False}}}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            result = server.call("fill", {"count": 30, "size": 100000})
+            blobs = [item for item in result["content"] if item["type"] == "resource"]
+            self.assertEqual(len(blobs), 10)  # 10 x 100,000 bytes fit in 1 MiB, the 11th does not
+            self.assertEqual([item["text"] for item in result["content"][-2:]], [
+                "[output folder: 20 not shown, past the %d files and %d bytes together a result shows (--max-output): "
+                "\"f010.bin\", \"f011.bin\", \"f012.bin\", \"f013.bin\", \"f014.bin\", \"f015.bin\", \"f016.bin\", "
+                "\"f017.bin\", \"f018.bin\", \"f019.bin\" and 10 more]" % (mcpstudio.OUTPUT_FOLDER_FILES, 1 << 20),
+                "[output folder: 2 not shown, not plain files (links, folders, hard links are never read): "
+                "\"hard.txt\", \"link.txt\"]"])
+            self.assertNotIn("7355608", json.dumps(result))
+            named = server.call("fill", {"count": 0, "size": 1, "name": "a\x1b[2Jb\u202e.bin"})
+            self.assertEqual([item["resource"]["uri"] for item in named["content"] if item["type"] == "resource"],
+                             ["mcpstudio://fill/a%1B%5B2Jb%E2%80%AE.bin"])  # percent-encoded, never raw
+            many = server.call("fill", {"count": 50, "size": 10})
+            self.assertEqual(len([item for item in many["content"] if item["type"] == "resource"]),
+                             mcpstudio.OUTPUT_FOLDER_FILES)
+            self.assertIn("[output folder: 32 not shown, past the", many["content"][-1]["text"])
+
+    @unittest.skipUnless(mcpstudio._POSIX, "process groups and SIGTERM")
+    def test_output_folder_is_read_once_the_commands_group_is_gone(self):
+        # Issue 41.12: the output folder was read as soon as the command exited, while a process it left behind
+        # (stopped with SIGTERM, which it ignores, then killed) could still change it: it is read once the group is
+        # gone, so what that process wrote is what the result shows.
+        late = self.script("late.py", """\
+            import os, signal, sys, time
+            if os.fork() == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                os.dup2(devnull, 2)
+                time.sleep(0.5)
+                with open(os.path.join(sys.argv[1], "late.txt"), "w") as f:
+                    f.write("late\\n")
+                os._exit(0)
+            with open(os.path.join(sys.argv[1], "main.txt"), "w") as f:
+                f.write("main\\n")
+            """, executable=False)
+        config = os.path.join(self.dir, "late.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "late", "command": "%s %s {out}" % (PY, late), "output_folder": "out"}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            result = server.call("late", {})
+        self.assertEqual([item.get("text") for item in result["content"][-2:]], ["late\n", "main\n"], result)
+
+    def test_input_file_names_are_neither_options_nor_too_long(self):
+        # Issue 41.19: `name=-rf` reached the command as a file named `-rf`, and a 300-character name was an
+        # internal error quoting the private folder's path: no leading dash, a long name cut, the file written.
+        show = self.script("show.py", "import os, sys\nprint(os.path.basename(sys.argv[1]))\n", False)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "show", "command_template": "%s %s {doc}" % (PY, show),
+                                  "parameters": {"doc": {"type": "file"}}}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            for name, expected in (("-rf", "rf"), ("x" * 300, "x" * 100), (".profile", "profile")):
+                result = server.call("show", {"doc": "data:text/plain;name=%s;base64,aGk=" % name})
+                self.assertEqual(text_of(result), expected + "\n", result)
+
+    @unittest.skipUnless(mcpstudio._POSIX, "the per-user parent is named by the uid")
+    def test_call_folders_of_a_killed_server_are_swept(self):
+        # Issue 41.14: per-call folders outlived a killed server and nothing swept them: they live under one per-user
+        # parent, named by the server's pid, and a start removes those of servers that are gone.
+        tmp = os.path.join(self.dir, "tmp")
+        os.mkdir(tmp)
+        parent = os.path.join(tmp, "mcpstudio-%d" % os.getuid())
+        os.mkdir(parent, 0o700)
+        gone = subprocess.Popen([PY, "-c", "pass"])
+        gone.wait()
+        for name in ("%d-dead" % gone.pid, "%d-live" % os.getpid()):
+            os.makedirs(os.path.join(parent, name, "doc"))
+        pid_file = os.path.join(self.dir, "stall.pid")
+        stall = self.script("stall.py", "import os, sys, time\nopen(%r, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+                            % pid_file, False)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "stall", "command_template": "%s %s {doc}" % (PY, stall),
+                                  "parameters": {"doc": {"type": "file"}}, "timeout": 60}]}, f)
+        env = dict(os.environ, TMPDIR=tmp)
+        with McpProcess("serve", "--config", config, env=env) as server:
+            server.initialize()
+            self.assertEqual(sorted(os.listdir(parent)), ["%d-live" % os.getpid()])  # the dead one's swept
+            server.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+                "name": "stall", "arguments": {"doc": "data:;name=a.txt;base64,aGk="}}})
+            self.assertTrue(wait_until(lambda: len(os.listdir(parent)) == 2), os.listdir(parent))
+            mine, = [name for name in os.listdir(parent) if name.startswith("%d-" % server.proc.pid)]
+            self.assertTrue(wait_until(lambda: os.path.exists(pid_file)))
+            server.proc.kill()  # no chance to remove its folder
+            server.proc.wait(WAIT)
+        self.assertTrue(os.path.isdir(os.path.join(parent, mine)))
+        with open(pid_file) as f:
+            stalled = int(f.read())
+        if not wait_until(lambda: not alive(stalled), 10):  # the watchdog ends it; never leave it running
+            os.kill(stalled, signal.SIGKILL)
+            self.fail("the killed server's command outlived it")
+        with McpProcess("serve", "--config", config, env=env) as server:
+            server.initialize()
+            self.assertEqual(sorted(os.listdir(parent)), ["%d-live" % os.getpid()])
+
+    def test_hostile_data_uri_is_linear(self):
+        # Issue 41.1: a 1 MB data: URI of many `;a` parameters (no comma, or one at the very end) is refused at
+        # once, and the server keeps answering; the backtracking pattern it replaced took hours on it.
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"tools": [{"name": "digest", "command_template": "cat {image}",
+                                  "parameters": {"image": {"type": "file"}}}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()
+            for value in ("data:" + ";a" * 500000, "data:" + ";a" * 500000 + ",x", "data:;name=" + ";a" * 500000
+                          + ";base64,QQ=="):
+                started = time.monotonic()
+                result = server.call("digest", {"image": value}, timeout=10)
+                self.assertLess(time.monotonic() - started, 5, value[:20])
+                self.assertTrue(result["isError"], result)
+                self.assertIn("`image` is a file", text_of(result))
+            # a value too large for the limit is refused by its length, before it is decoded
+            result = server.call("digest", {"image": "data:;base64," + "A" * (4 << 20)}, timeout=10)
+            self.assertIn("more than the %d a file may have" % (1 << 20), text_of(result))
+            self.assertIn("result", server.request("ping", timeout=5))
+
     def test_resource_uri_as_file(self):
         # A file parameter's value may be a resource URI of this server: a kept output of the same session is read
         # through resources/read and reaches the command as a file with the output's bytes.
@@ -12780,6 +13178,50 @@ class FileArgumentTests(ScratchDir):
             missing = server.call("digest", {"log": "mcpstudio://output/" + "0" * 32})
             self.assertTrue(missing["isError"])
             self.assertIn("`log`: mcpstudio://output/%s cannot be read: Output not found" % ("0" * 32), text_of(missing))
+
+
+    def test_resource_uri_as_file_is_read_inside_the_guard(self):
+        # Issue 41.6: a resource URI given as a file was read before the confirmation (a refused call still ran the
+        # resource's command), and any resource of the server could be read so: now it is read as the call runs,
+        # the confirmation names the URI, and only kept outputs are read unless the tool sets `file_resources`.
+        marker = os.path.join(self.dir, "read")
+        notes = self.script("notes.py", """\
+            import sys
+            open(sys.argv[1], "a").write("x")
+            print("secret notes")
+            """)
+        config = os.path.join(self.dir, "files.json")
+        with open(config, "w") as f:
+            json.dump({"resources": [{"uri": "notes://today", "name": "notes", "command": "%s %s %s" % (PY, notes, marker)}],
+                       "tools": [{"name": "ask", "command_template": "cat {log}", "confirm": True,
+                                  "parameters": {"log": {"type": "file"}}},
+                                 {"name": "plain", "command_template": "cat {log}", "parameters": {"log": {"type": "file"}}},
+                                 {"name": "opted", "command_template": "cat {log}", "file_resources": True,
+                                  "parameters": {"log": {"type": "file"}}}]}, f)
+        with McpProcess("serve", "--config", config) as server:
+            server.initialize()  # no elicitation: a confirmed tool is refused
+            for _ in range(3):
+                refused = server.call("ask", {"log": "notes://today"})
+                self.assertIn("needs the user's confirmation", text_of(refused))
+            plain = server.call("plain", {"log": "notes://today"})
+            self.assertTrue(plain["isError"])
+            self.assertIn("`log`: notes://today cannot be read: a file may be a kept output of this server", text_of(plain))
+            self.assertFalse(os.path.exists(marker))  # the resource's command never ran
+            self.assertEqual(text_of(server.call("opted", {"log": "notes://today"})), "secret notes\n")
+            self.assertTrue(os.path.exists(marker))
+        with McpProcess("serve", "--config", config) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                         "params": {"name": "ask", "arguments": {"log": "notes://today"}}})
+            self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
+            asked = server.notifications_of("elicitation/create")[0]
+            self.assertIn("notes://today", asked["params"]["message"])
+            server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}})
+            self.assertTrue(server.wait_response(7)["result"]["isError"])
+        with open(marker) as f:
+            self.assertEqual(f.read(), "x")  # once, for `opted`
 
 
 class CorePromiseTests(ScratchDir):
@@ -12891,7 +13333,7 @@ class CorePromiseTests(ScratchDir):
         for hole, tool, reason in self.AT_START:
             with self.subTest(hole=hole, tool=tool):
                 with self.assertRaises(TemplateError) as cm:
-                    template = mcpstudio.CommandTemplate(tool["command"])
+                    template = mcpstudio.CommandTemplate(tool["command"], shell=tool.get("shell", False))  # as loaded
                     template.check_code(shell=tool.get("shell", False))
                     if "stdin" in tool and template.stdin_code:
                         raise TemplateError(template.stdin_code)
@@ -12915,6 +13357,75 @@ class CorePromiseTests(ScratchDir):
                 if "stdin" not in tool:
                     self.assertIn("`x`", out.stderr)
         self.assertEqual(seen, {1, 2, 3, 4, 7, 8, 10})
+
+    # Issue 41.22: options of coreutils, findutils and util-linux programs that run a command or write a file, and
+    # their commands that run a command; (template, fragment of the reason)
+    MORE_AT_START = [
+        ("sort --compress-program={x} big.txt", "`sort --compress-program`"),
+        ("sort -S 1G --compress-prog {x} big.txt", "`sort --compress-program`"),
+        ("sort -o {x} list.txt", "`sort -o`"), ("split --filter={x} big.txt", "`split --filter`"),
+        ("install -s --strip-program {x} a b", "`install --strip-program`"), ("shuf -o {x} list.txt", "`shuf -o`"),
+        ("dd if=a of={x}", "`dd of`"), ("less +{x} notes.txt", "`less +`"), ("mount -t {x} dev dir", "`mount -t`"),
+        ("taskset 1 {x}", "the command to run"), ("taskset -c 0 {x}", "the command to run"),
+        ("chrt -f 10 {x}", "the command to run"), ("unshare -r {x}", "the command to run"),
+        ("nsenter -t 1 -m {x}", "the command to run"), ("setarch x86_64 -R {x}", "the command to run"),
+        ("setpriv --nnp {x}", "the command to run"), ("runcon -t t {x}", "the command to run"),
+        ("taskset 1 sh -c {x}", "`sh -c`"),
+    ]
+    MORE_STILL_LOADS = ["sort -n {file}", "sort -o sorted.txt {file}", "split -l 10 {file}", "taskset -c 0 ls {x}",
+                        "chrt -f 10 ls {x}", "unshare -r ls {x}", "dd if={x} of=out", "less {file}",
+                        "nsenter -t 1 -m ls {x}", "runcon -t t ls {x}", "setarch x86_64 -R ls {x}"]
+
+    def test_more_programs_that_run_a_command(self):
+        # Issue 41.22: each of MORE_AT_START is refused when the config loads (in-process, and two through `check`),
+        # and the same programs with values as data still load.
+        for text, reason in self.MORE_AT_START:
+            with self.subTest(template=text):
+                with self.assertRaises(TemplateError) as cm:
+                    mcpstudio.CommandTemplate(text)
+                self.assertIn(reason, str(cm.exception))
+                self.assertIn("`x`", str(cm.exception))
+        for text in self.MORE_STILL_LOADS:
+            with self.subTest(template=text):
+                mcpstudio.CommandTemplate(text)
+        for text, reason in self.MORE_AT_START[:1] + self.MORE_AT_START[-9:-8]:  # through the program
+            with self.subTest(spawned=text):
+                out = self.check({"command": text})
+                self.assertEqual(out.returncode, 1, out.stderr)
+                self.assertIn(reason, out.stderr)
+
+    def test_a_value_written_to_a_file_the_script_runs_is_code(self):
+        # Issue 41.21: `echo {x} > p.sh; sh p.sh` loaded, and the value ran as a script: a field's value redirected
+        # (or piped through tee) into a file that a later command runs as code is refused; a file read as data loads.
+        for text, file in (("echo {x} > p.sh; sh p.sh", "p.sh"), ("printf %s {x} >> p.awk; awk -f p.awk data", "p.awk"),
+                           ("echo {x} | tee p.py; python3 p.py", "p.py"), ("echo {x} | cat > lib.sh\n. ./lib.sh", "./lib.sh"),
+                           ("echo {x} > s.sed; sed -f s.sed notes.txt", "s.sed")):
+            with self.subTest(template=text):
+                with self.assertRaises(TemplateError) as cm:
+                    mcpstudio.CommandTemplate(text, shell=True).check_code(shell=True)
+                self.assertIn("`x` is written to `%s`, which a later command runs as code" % file, str(cm.exception))
+        for text in ("echo {x} > data.txt; cat data.txt", "echo hi > p.sh; sh p.sh {x}", "echo {x} 2>&1; sh p.sh"):
+            mcpstudio.CommandTemplate(text, shell=True).check_code(shell=True)
+        out = self.check({"shell": True, "command": "echo {x} > p.sh; sh p.sh"})
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("`x` is written to `p.sh`, which a later command runs as code", out.stderr)
+
+    def test_a_literal_trap_action_loads_and_runs(self):
+        # Issue 41.23: `trap 'echo bye' EXIT; echo {x}` was refused at startup (the script was also walked as one
+        # command, where `{x}` followed `trap`): it loads and runs, the value as data; a field in the action is
+        # still refused.
+        marker = os.path.join(self.dir, "MARKER")
+        path = os.path.join(self.dir, "trap.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "bye", "shell": True, "command": "trap 'echo bye' EXIT; echo {x}"}]}, f)
+        with McpProcess("serve", "--config", path, cwd=self.dir) as server:
+            server.initialize()
+            result = server.call("bye", {"x": "$(touch MARKER)"})
+            self.assertEqual(text_of(result), "$(touch MARKER)\nbye\n", result)
+        self.assertFalse(os.path.exists(marker))
+        out = self.check({"shell": True, "command": "trap \"echo {x}\" EXIT; true"})
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("`x` stands inside code that `trap` runs", out.stderr)
 
     def test_refused_when_called(self):
         # Holes 5, 6 and 7 (`ex -s {file}`): the dash guard judges each word as rendered, a wrapper's `--`
@@ -13488,6 +13999,16 @@ class HouseTests(unittest.TestCase):
 # --------------------------------------------------------------------------
 
 class PromptFormTests(unittest.TestCase):
+    def test_visible_and_plain_text_table(self):
+        # Issue 41.9/15: a model's value in a confirmation shows every invisible character as an escape and a run of
+        # spaces as its count; a command's output in a form or progress loses escape sequences and controls.
+        for text, visible in (("a\nb", "a\\nb"), ("x\u202ey\u200bz", "x\\u202ey\\u200bz"), ("a" + " " * 5 + "b", "a [5 spaces] b"),
+                              ("a  b\tc\x1b[1m\x9b é ü", "a  b\\tc\\x1b[1m\\x9b é ü")):
+            self.assertEqual(mcpstudio.visible_text(text), visible, repr(text))
+        for text, newlines, plain in (("\x1b[31mred\x1b[0m\x9b\u202e ok\nnext\x07\t", True, "red ok\nnext\t"),
+                                      ("a\nb\x1b]0;title\x07c", False, "a bc"), ("Proceed? [y/N] ", False, "Proceed? [y/N] ")):
+            self.assertEqual(mcpstudio.plain_text(text, newlines), plain, repr(text))
+
     def test_prompt_table(self):
         # (command output's tail) -> (prompt, schema): yes/no a boolean, a numbered menu an enum, a secret None.
         for tail, prompt, schema in (
@@ -13502,6 +14023,12 @@ class PromptFormTests(unittest.TestCase):
                 ("Password: ", "Password:", None), ("Enter passphrase for key: ", "Enter passphrase for key:", None),
                 ("GitHub token: ", "GitHub token:", None), ("SIM PIN? ", "SIM PIN?", None),
                 ("Pinned version: ", "Pinned version:", {"type": "string"}),
+                # issue 41.7: secret prompts in ordinary forms
+                ("Enter PEM pass phrase: ", "Enter PEM pass phrase:", None), ("Passwd: ", "Passwd:", None),
+                ("Enter your GitHub PAT: ", "Enter your GitHub PAT:", None), ("2FA code: ", "2FA code:", None),
+                ("Verification code: ", "Verification code:", None), ("Kennwort: ", "Kennwort:", None),
+                ("Mot de passe : ", "Mot de passe :", None), ("Contraseña: ", "Contraseña:", None),
+                ("Country code: ", "Country code:", {"type": "string"}), ("Path: ", "Path:", {"type": "string"}),
                 ("done\n", "", {"type": "string"})):
             self.assertEqual(mcpstudio.prompt_form(tail), (prompt, schema), tail)
         for prompt, schema, value, line in (("Go? [y/N]", {"type": "boolean"}, True, "y"),
@@ -13540,6 +14067,11 @@ class CommandPromptTests(ScratchDir):
                                                      **extra)]}, f)
         return path
 
+    def config_tool(self, **extra):
+        """The `asking` tool of ASKING_SCRIPT, as an entry of a config's tools."""
+        script = self.script("asking.py", ASKING_SCRIPT, executable=False)
+        return dict({"name": "asking", "command": "%s %s {kind}" % (PY, script)}, **extra)
+
     def answer_next(self, server, answer, seen=0):
         self.assertTrue(wait_until(lambda: len(server.notifications_of("elicitation/create")) > seen),
                         server.context())
@@ -13573,6 +14105,119 @@ class CommandPromptTests(ScratchDir):
             self.assertIn('`asking` asked "Password:", a secret, which is never asked in a form', text_of(secret))
             self.assertIn("\"environment\"", text_of(secret))
             self.assertEqual(len(server.notifications_of("elicitation/create")), 2)
+
+    def test_command_output_reaches_forms_and_progress_plain(self):
+        # Issue 41.15: raw command output reached form text and titles, and progress messages: escape sequences
+        # and C0/C1, bidi and zero-width characters are removed there.
+        script = self.script("raw.py", """\
+            import sys, time
+            for step in range(3):
+                print("\\x1b[31mstep\\u202e %d\\x07\\x9b" % step, flush=True)
+                time.sleep(0.5)
+            print("answer " + input("\\x1b]0;title\\x07Go\\u200b on\\x1b[0m? [y/N] "))
+            """, executable=False)
+        path = os.path.join(self.dir, "raw.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "raw", "command": "%s %s" % (PY, script)}]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                         "params": {"name": "raw", "arguments": {}, "_meta": {"progressToken": "p"}}})
+            form = self.answer_next(server, {"action": "accept", "content": {"answer": True}})
+            self.assertIn("answer y", text_of(server.wait_response(7)["result"]))
+            messages = [n["params"].get("message", "") for n in server.notifications_of("notifications/progress")]
+        self.assertEqual((form["message"].splitlines()[-1], form["requestedSchema"]["properties"]["answer"]["title"]),
+                         ("Go on? [y/N]", "Go on? [y/N]"))
+        self.assertIn("step 0\nstep 1\nstep 2", form["message"])
+        self.assertTrue(any("step 0" in message for message in messages), messages)
+        for text in [form["message"]] + messages:
+            self.assertIsNone(re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u202e]", text), repr(text))
+
+    def test_programs_known_to_ask_secrets_are_never_asked_in_a_form(self):
+        # Issue 41.7: `openssl` (and gpg, ssh-keygen, `sudo -S` ...) asks for a secret whatever its prompt says, and
+        # OpenSSL's real "Enter PEM pass phrase:" went to a form: each stops the call, no form is sent.
+        folder = os.path.join(self.dir, "bin")
+        os.mkdir(folder)
+        for name, prompt in (("openssl", "Enter PEM pass phrase:"), ("gpg", "Your choice? ")):
+            with open(os.path.join(folder, name), "w") as f:
+                f.write("#!%s\nprint('answer ' + input(%r))\n" % (PY, prompt))
+            os.chmod(os.path.join(folder, name), 0o755)
+        path = os.path.join(self.dir, "secrets.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "key", "command": "%s/openssl genrsa" % folder},
+                                 {"name": "sign", "command": "%s/gpg --sign" % folder}]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            for tool, prompt in (("key", "Enter PEM pass phrase:"), ("sign", "Your choice?")):
+                result = server.call(tool, {})
+                self.assertTrue(result["isError"], result)
+                self.assertIn('`%s` asked "%s", a secret, which is never asked in a form' % (tool, prompt), text_of(result))
+            self.assertEqual(server.notifications_of("elicitation/create"), [])
+
+    @unittest.skipUnless(sys.platform.startswith("linux"), "Linux tells what a process waits on")
+    def test_only_a_read_of_its_stdin_is_a_question_and_answers_must_fit(self):
+        # Issue 41.8: `sleep 2 | cat` after an unfinished line was asked as a question (cat waits on its own pipe);
+        # "no" to a yes/no form wrote `y`; a text answer with a newline answered a second question nobody saw; and
+        # a cached interactive tool served one person's answer to the next caller.
+        name = self.script("name.py", "print('hello ' + input('Name: '))\nprint('then ' + input('Sure? [y/N] '))\n",
+                           executable=False)
+        path = os.path.join(self.dir, "ask.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [
+                {"name": "fetch", "command": "sh -c 'printf \"Fetching the release notes...\"; sleep 2 | cat; echo done'"},
+                {"name": "name", "command": "%s %s" % (PY, name), "annotations": {"readOnlyHint": True},
+                 "cache": {"ttl": 600}},
+                self.config_tool()]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                          "clientInfo": {"name": "t", "version": "0"}})
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.assertEqual(text_of(server.call("fetch", {})), "Fetching the release notes...done\n")
+            self.assertEqual(server.notifications_of("elicitation/create"), [])
+
+            def ask(request_id, tool, arguments, answers):
+                server.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                             "params": {"name": tool, "arguments": arguments}})
+                for answer in answers:
+                    self.answer_next(server, {"action": "accept", "content": {"answer": answer}},
+                                     len(server.notifications_of("elicitation/create")))
+                return server.wait_response(request_id)["result"]
+            refused = ask(7, "asking", {"kind": "yes"}, ["no"])
+            self.assertTrue(refused["isError"])
+            self.assertIn("the user's answer does not fit: the answer must be boolean, not string", text_of(refused))
+            self.assertNotIn("answer y", text_of(refused))
+            two = ask(8, "name", {}, ["Ada\ny"])
+            self.assertIn("the answer has a line break", text_of(two))
+            self.assertNotIn("then", text_of(two))
+            seen = len(server.notifications_of("elicitation/create"))
+            first = ask(9, "name", {}, ["Ada", True])
+            second = ask(10, "name", {}, ["Bob", True])
+            self.assertEqual((text_of(first).splitlines()[-2:], text_of(second).splitlines()[-2:]),
+                             (["Name: hello Ada", "Sure? [y/N] then y"], ["Name: hello Bob", "Sure? [y/N] then y"]))
+            self.assertEqual(len(server.notifications_of("elicitation/create")), seen + 4)  # asked each time
+            self.assertNotIn("_meta", second)
+
+    @unittest.skipUnless(sys.platform.startswith("linux"), "reads /proc")
+    def test_quiet_commands_are_watched_cheaply(self):
+        # Issue 41.10: each quiet command (an unfinished line, then nothing) had every process on the machine looked
+        # at every 0.3 s (24 such calls: 9 CPU seconds in 10 s); now only its own processes, less often as it stays
+        # quiet. Twelve such 6 s calls cost the server well under half a CPU second (the old way took 1.1 here).
+        path = os.path.join(self.dir, "quiet.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "quiet", "command": "sh -c 'printf working; sleep 6'", "timeout": 60}]}, f)
+        with McpProcess("serve", "--config", path) as server:
+            server.initialize()
+            before = process_cpu(server.proc.pid)
+            for number in range(12):
+                server.send({"jsonrpc": "2.0", "id": 1000 + number, "method": "tools/call",
+                             "params": {"name": "quiet", "arguments": {}}})
+            for number in range(12):
+                self.assertEqual(text_of(server.wait_response(1000 + number, 30)["result"]), "working")
+            self.assertLess(process_cpu(server.proc.pid) - before, 0.5)
 
     def test_client_that_cannot_answer(self):
         with McpProcess("serve", "--config", self.config()) as server:
@@ -13626,6 +14271,36 @@ class CommandPromptTests(ScratchDir):
             refused = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
                                                                    "_meta": meta, "requestState": "nope"})[2])[-1]
             self.assertIn("unknown `requestState`", refused["error"]["message"])
+
+    def test_a_parked_question_holds_no_slot(self):
+        # Issue 41.16: a 2026-07-28 call answered input_required kept its concurrency slot with no connection held:
+        # with one slot, every other command waited. Parked, it holds none; its retry takes one again; a caller
+        # parks PARKED_PER_CALLER calls at most.
+        path = os.path.join(self.dir, "slots.json")
+        with open(path, "w") as f:
+            json.dump({"timeout": 60, "tools": [self.config_tool(), {"name": "quick", "command": "echo quick"}]}, f)
+        with HttpServerProcess("--max-concurrency", "1", "serve", "--config", path) as server:
+            meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+
+            def call(name, extra):
+                params = dict({"name": name, "arguments": {"kind": "yes"} if name == "asking" else {}, "_meta": meta},
+                              **extra)
+                return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
+            parked = [call("asking", {}) for _ in range(mcpstudio.PARKED_PER_CALLER)]
+            self.assertEqual([result["resultType"] for result in parked], ["input_required"] * len(parked))
+            started = time.monotonic()
+            self.assertEqual(text_of(call("quick", {})), "quick\n")
+            self.assertLess(time.monotonic() - started, 10)
+            # and one caller parks PARKED_PER_CALLER calls at most (each a live process, for up to ASK_TIMEOUT)
+            over = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
+                                                                "_meta": meta})[2])[-1]
+            self.assertIn("%d calls of this caller already wait for answers" % mcpstudio.PARKED_PER_CALLER,
+                          over["error"]["message"])
+            for result in parked:
+                (key, _), = result["inputRequests"].items()
+                done = call("asking", {"requestState": result["requestState"],
+                                       "inputResponses": {key: {"action": "accept", "content": {"answer": True}}}})
+                self.assertIn("answer y", text_of(done))
 
     def test_a_prompt_round_answers_only_its_person(self):
         # Signed in (people), alice's waiting command is hers: bob's retry with her requestState is told it is
@@ -13830,7 +14505,8 @@ class ReviewTests(ScratchDir):
                 self.assertTrue(wait_until(lambda: server.notifications_of("elicitation/create")), server.context())
                 with server.lock:
                     asked = server.notifications.pop()
-                self.assertRegex(asked["params"]["message"], r"^Allow show to run `cat -- '<file [0-9a-f]{16}>'`\?$")
+                self.assertRegex(asked["params"]["message"], r"^Allow show to run `cat -- '<file [0-9a-f]{16}>'`\?\n"
+                                 r"The command, word by word: \[\"cat\", \"--\", \"<file [0-9a-f]{16}>\"\]$")
                 server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"run": True}}})
                 self.assertEqual(text_of(server.wait_response(call_id)["result"]), text)
         with open(audit, encoding="utf-8") as f:
@@ -14028,6 +14704,20 @@ class NamespaceUrlTests(AggregatorCase):
         with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
             self.assertEqual(self.call(http, "/mcp", "alpha__echo", {"text": "one"}), "alpha: one")
             self.assertRegex(self.call(http, "/mcp/play", "alpha__echo", {"text": "two"}), r"^Not run: .*retry in")
+
+    def test_cache_keyed_by_server_not_public_name(self):
+        # Issue 41.2: one MCP server twice (a work and a personal account), each `"prefix": ""` in a namespace of
+        # its own, both cached: /mcp/personal gets the personal server's answer, never the work one's entry.
+        fake = [self.fake, "--only", "echo", "--name"]
+        path = os.path.join(self.dir, "ns.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {name: {"command": PY, "args": fake + [name], "prefix": "", "cache": {"ttl": 600}}
+                                      for name in ("work", "personal")},
+                       "namespaces": {"work": ["work"], "personal": ["personal"]}, "defaultNamespace": "work"}, f)
+        with HttpServerProcess("--config", path, "--no-manager-tools", env=self.env) as http:
+            self.assertEqual(self.call(http, "/mcp/work", "echo", {"text": "me"}), "work: me")
+            self.assertEqual(self.call(http, "/mcp/personal", "echo", {"text": "me"}), "personal: me")
+            self.assertEqual(self.call(http, "/mcp/work", "echo", {"text": "me"}), "work: me")
 
     def test_a_namespace_urls_session_hears_its_servers_list_changes(self):
         from http.client import HTTPConnection
@@ -14814,6 +15504,28 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
 
+    def test_a_persons_process_answers_are_cached_for_that_person(self):
+        # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
+        # (issue 45): a person's own process answers under the server's route, so alice's repeated call is answered
+        # from the cache (a key by her process's run never matched the lookup), and bob's never from hers.
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value="%s-secret-value" % name)
+        path = self.config("user")
+        with open(path) as f:
+            data = json.load(f)
+        data["mcpServers"]["keeper"].update(cache={"ttl": 300},
+                                            overrides={"env": {"annotations": {"readOnlyHint": True}}})
+        with open(path, "w") as f:
+            json.dump(data, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            for name, cached in (("alice", False), ("bob", False), ("alice", True), ("bob", True)):
+                status, _, text = http.modern("tools/call", {"name": "keeper__env", "arguments": {"name": "FAKE_WHO"}},
+                                              headers={"Authorization": "Bearer " + self.TOKENS[name]})
+                self.assertEqual(status, 200, text)
+                result = http.messages(text)[-1]["result"]
+                self.assertEqual(text_of(result), "%s-secret-value" % name)
+                self.assertEqual((result.get("_meta") or {}).get(mcpstudio.CACHED_META, False), cached, (name, result))
+
     def test_a_session_isolated_servers_cache_is_its_sessions(self):
         # "isolation": "session" gives each client session its own process (a browser: its own page); without
         # sign-in every session is the same caller, yet a cached answer of one session's process is never
@@ -15494,7 +16206,8 @@ class TemplateFileFieldTests(ScratchDir):
             sha, path = text_of(result).split()
             self.assertEqual(sha, hashlib.sha256(png).hexdigest())
             self.assertEqual(os.path.basename(path), "in.png")
-            self.assertTrue(os.path.basename(os.path.dirname(os.path.dirname(path))).startswith("mcpstudio-"), path)
+            parent = os.path.basename(os.path.dirname(os.path.dirname(os.path.dirname(path))))
+            self.assertTrue(parent.startswith("mcpstudio-"), path)  # TMPDIR/mcpstudio-USER/PID-RANDOM/photo/in.png
             self.assertFalse(os.path.exists(os.path.dirname(os.path.dirname(path))))
             bad = server.call("sha256sum", {"photo": "/etc/passwd"})
             self.assertTrue(bad["isError"])
@@ -15804,7 +16517,7 @@ class LeftoverTests(ScratchDir):
             text = f.read()
         self.assertNotIn("7355608", text)
         line = json.loads(text)
-        self.assertEqual(line["argv"][2:], ["https://me:***@example.com/x", "k", "--password=***"])
+        self.assertEqual(line["argv"][2:], ["https://me:***@example.com/x", "***", "--password=***"])  # however short
         self.assertEqual(line["arguments"], {"url": "https://me:***@example.com/x", "api_key": "***"})
 
     def test_the_audit_line_masks_a_secret_given_as_a_number(self):
@@ -17623,6 +18336,28 @@ class InputRequiredTests(AggregatorCase):
                 self.ELICIT_AND_ROOTS)
             self.assertEqual(done["result"]["resultType"], "complete")
             self.assertEqual(text_of(done["result"]), "hello Ada at file:///work, who says hi (client: elicitation,roots)")
+
+    def test_mcpstudios_own_answers_are_not_forwarded(self):
+        # Issue 41.20: the `confirm` answer mcpstudio asked for itself went on to the server inside inputResponses;
+        # the server gets only the answers to its own questions.
+        inputs = os.path.join(self.dir, "inputs")
+        path = self.config("--modern-only", "--inputs-file", inputs)
+        with open(path) as f:
+            data = json.load(f)
+        data["mcpServers"]["up"]["confirm"] = True
+        with open(path, "w") as f:
+            json.dump(data, f)
+        yes = {"action": "accept", "content": {"run": True}}
+        with HttpServerProcess("serve", "--config", path, env=self.env) as server:
+            _, first = self.call(server, "up__mrtr", capabilities=self.ELICIT_AND_ROOTS)
+            self.assertEqual(list(first["result"]["inputRequests"]), ["confirm"])
+            _, second = self.call(server, "up__mrtr", {"inputResponses": {"confirm": yes}}, self.ELICIT_AND_ROOTS)
+            self.assertEqual(second["result"]["requestState"], "round-2")
+            _, third = self.call(server, "up__mrtr", {"requestState": "round-2", "inputResponses": {
+                "confirm": yes, "who": {"action": "accept", "content": {"name": "Ada"}}}}, self.ELICIT_AND_ROOTS)
+            self.assertEqual(third["result"]["requestState"], "round-3:Ada")
+        with open(inputs) as f:
+            self.assertEqual([json.loads(line) for line in f], [[], ["who"]])
 
     def test_handshake_client_is_asked_for_a_modern_servers_input(self):
         # mcpstudio asks the client each round's questions (elicitation, then roots) and retries the server.
