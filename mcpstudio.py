@@ -5801,9 +5801,10 @@ class TaskStore:
 
     ids = None  # the Instance that names its tasks over --http (else plain random ids)
 
-    def __init__(self, limit=TASK_LIMIT):
+    def __init__(self, limit=TASK_LIMIT, share=TASK_SHARE):
         self.tasks = collections.OrderedDict()  # id -> Task, oldest first
         self.limit = limit
+        self.share = share  # one person (else one session) keeps at most 1/share of `limit`
 
     def _sweep(self):
         now = time.time()
@@ -5821,13 +5822,13 @@ class TaskStore:
 
     def start(self, call, ctx: CallContext, ttl, on_end=None) -> Task:
         """Run the coroutine `call` (a tool call with `ctx`) as a new task; one person (else one session) keeps at
-        most a 1/TASK_SHARE share of the store, so that one cannot fill it for everyone."""
+        most a 1/share of the store (TASK_SHARE), so that one cannot fill it for everyone."""
         self._sweep()
         owner = ctx.owner
         holder = getattr(ctx.session, "person", None) or owner
-        share = max(1, self.limit // TASK_SHARE)
+        share = max(1, self.limit // self.share)
         mine = [t for t in self.tasks.values() if t.holder == holder]
-        if len(mine) >= share:  # their own oldest ended task makes room
+        if share < self.limit and len(mine) >= share:  # their own oldest ended task makes room
             ended = next((t for t in mine if t.status in TERMINAL), None)
             if not ended:
                 call.close()

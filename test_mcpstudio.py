@@ -17922,7 +17922,7 @@ class TaskStoreTests(unittest.TestCase):
 
     def test_bounded_and_forgotten(self):
         async def scenario():
-            store = mcpstudio.TaskStore(limit=2)
+            store = mcpstudio.TaskStore(limit=2, share=1)  # the store's own bound (a person's share: TeamGatewayTests)
             session = object()
             ctx = mcpstudio.CallContext(session, 1)
             hold = asyncio.get_running_loop().create_future()
