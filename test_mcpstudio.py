@@ -11295,7 +11295,10 @@ class HttpSessionLimitTests(ScratchDir):
     def test_bursts_of_tasks_and_sessions(self):
         config = os.path.join(self.dir, "tasks.json")
         with open(config, "w") as f:
-            json.dump({"tools": [{"name": "quick", "command": "echo done"}, {"name": "wait", "command": "sleep 60"}]}, f)
+            # `wait` outlasts the 1,000 initializes on any machine (a busy one took over 60 s, the default
+            # timeout, for them): its running task is what keeps the victim's session from making room.
+            json.dump({"timeout": 1000, "tools": [{"name": "quick", "command": "echo done"},
+                                                  {"name": "wait", "command": "sleep 900"}]}, f)
         with HttpServerProcess("serve", "--config", config) as server:
             victim, attacker = server.initialize_session(), server.initialize_session()
 
