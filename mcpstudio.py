@@ -9416,10 +9416,6 @@ def _match(name, patterns):
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
-def _passes(name, allow, deny):
-    return (not allow or _match(name, allow)) and not _match(name, deny)
-
-
 def _passes_any(names, allow, deny):
     """A tool known by several `names` passes when one of them is allowed and none is denied."""
     return (not allow or any(_match(name, allow) for name in names)) and not any(_match(name, deny) for name in names)
