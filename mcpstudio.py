@@ -1040,6 +1040,8 @@ class _CodeCheck:
                 self._scriptlive(index + 1)
             elif program == "sysctl":
                 self._sysctl(index + 1)
+            elif program == "login":
+                self._login(index + 1)
             elif program == "git":
                 def git_letter(letter, i):
                     if letter == "c":
@@ -1250,6 +1252,23 @@ class _CodeCheck:
             if index < len(words):
                 self._choice(index, "a file whose input `scriptlive` types into a shell")
                 index, operands = index + 1, operands + 1
+
+    def _login(self, index):
+        """`login [-p] [-h HOST] [USER] [NAME=VALUE...]` puts each NAME=VALUE into the login shell's
+        environment, refusing only a few names (LD_*, IFS, BASH_ENV, PATH, SHELL ...): a field in a
+        NAME, or in the VALUE of a name programs or the shell act on, is refused as for `env`."""
+        words = self.words
+        index = self._options(index, "hr", program="login") + 1  # past the user
+        for i in range(index, len(words)):
+            text = _lead_text(words[i])
+            if "=" not in text:
+                self._refuse(i, "`%(name)s` is in the word `%(word)s` after `login USER`, which login puts into "
+                             "the shell's environment when it holds NAME=, so a value could set any variable "
+                             "(BASH_FUNC_ls%%=() { cmd; } runs cmd). Write the NAME= out in the template")
+            elif _steers(text.split("=", 1)[0]):
+                self._refuse(i, "`%(name)s` is the value of `" + text.split("=", 1)[0] + "=` after `login USER` "
+                             "(the word `%(word)s`), a variable programs or the shell act on, so a value could "
+                             "choose what runs. Use a lowercase name")
 
     def _sysctl(self, index):
         """`sysctl NAME=VALUE` sets a kernel setting (any operand holding `=` does), and some name a program

@@ -13397,6 +13397,7 @@ class CorePromiseTests(ScratchDir):
         ("sysctl kernel.core_pattern={x}", "whose value names a program the kernel runs"),
         ("sysctl kernel/modprobe={x}", "whose value names a program the kernel runs"),
         ("sysctl -n {x}", "could name any setting"), ("sysctl -p {x}", "loads settings from the files it names"),
+        ("login alice {x}", "after `login USER`"), ("login -f alice PROMPT_COMMAND={x}", "`PROMPT_COMMAND=` after"),
     ]
     MORE_STILL_LOADS = ["sort -n {file}", "sort -o sorted.txt {file}", "split -l 10 {file}", "taskset -c 0 ls {x}",
                         "chrt -f 10 ls {x}", "unshare -r ls {x}", "dd if={x} of=out", "less {file}",
@@ -13415,7 +13416,8 @@ class CorePromiseTests(ScratchDir):
                         "mount -T fstab {x}", "sysctl vm.swappiness={x}", "sysctl -w vm.swappiness={x}",
                         "sysctl -a -r {x}", "taskset -p 3 {pid}", "chrt -p 5 {pid}", "ionice -c 3 -p {pid}",
                         "flock --no-fork lock ls {x}", "setsid --wait ls {x}", "chroot --skip-chdir / ls {x}",
-                        "xargs --replace ls {x}", "env --block-signal ls {x}"]
+                        "xargs --replace ls {x}", "env --block-signal ls {x}", "login -f {user}",
+                        "login alice lang={x}"]
     # Programs that start a shell when no command follows: the shell reads its commands from stdin (command,
     # fragment of the reason); the same programs given a command read stdin as data (MORE_STDIN_STILL_LOADS)
     MORE_STDIN_AT_START = [
