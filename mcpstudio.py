@@ -1038,9 +1038,9 @@ class _CodeCheck:
                 self._sg(program, index + 1)
             elif program == "scriptlive":
                 self._scriptlive(index + 1)
-            elif program == "sysctl":
+            elif program == "sysctl" and not self.guessing:  # not code as such: `grep -r sysctl {dir}` is data
                 self._sysctl(index + 1)
-            elif program == "login":
+            elif program == "login" and not self.guessing:  # `docker login -u {u} -p {p} {registry}`
                 self._login(index + 1)
             elif program == "git":
                 def git_letter(letter, i):
@@ -1068,7 +1068,8 @@ class _CodeCheck:
                 self._runs(index + 1, lead, _RUNS[program] + (("-s",) if program == "vi" and not ex_mode else ()))
                 if ex_mode:
                     self._reads_stdin(lead)  # ex mode reads its commands from stdin
-                if program == "script" and not any(True for _ in self._option_words(index + 1, _RUNS["script"])):
+                if program == "script" and not self.guessing and not any(
+                        True for _ in self._option_words(index + 1, _RUNS["script"])):  # `npm run script`
                     self._shell_reads_stdin(lead, "-c")
                 if not self.guessing:
                     self._guess(index + 1)  # gdb --args CMD

@@ -13417,7 +13417,8 @@ class CorePromiseTests(ScratchDir):
                         "sysctl -a -r {x}", "taskset -p 3 {pid}", "chrt -p 5 {pid}", "ionice -c 3 -p {pid}",
                         "flock --no-fork lock ls {x}", "setsid --wait ls {x}", "chroot --skip-chdir / ls {x}",
                         "xargs --replace ls {x}", "env --block-signal ls {x}", "login -f {user}",
-                        "login alice lang={x}"]
+                        "login alice lang={x}", "docker login -u {user} -p {password} {registry}",
+                        "grep -r sysctl {dir}"]
     # Programs that start a shell when no command follows: the shell reads its commands from stdin (command,
     # fragment of the reason); the same programs given a command read stdin as data (MORE_STDIN_STILL_LOADS)
     MORE_STDIN_AT_START = [
@@ -13429,7 +13430,7 @@ class CorePromiseTests(ScratchDir):
     ]
     MORE_STDIN_STILL_LOADS = ["chroot /srv cat", "unshare -r cat", "nsenter -t 1 -m cat", "setarch -R cat",
                               "linux32 cat", "script -q -c cat /dev/null", "su -c cat nobody",
-                              "runuser -u nobody -- cat", "sg staff cat"]
+                              "runuser -u nobody -- cat", "sg staff cat", "npm run script"]
 
     def test_more_programs_that_run_a_command(self):
         # Issue 41.22: each of MORE_AT_START is refused when the config loads (in-process, and two through `check`),
