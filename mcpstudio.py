@@ -713,7 +713,10 @@ _WRAPPERS = {
     "setsid": ("", (), ("--ctty", "--fork", "--wait"), 0, ""),
 }
 _WRAPPERS.update(dict.fromkeys(("nohup", "builtin", "command", "busybox", "fstab-decode"), ("", (), (), 0, "")))
-_WRAPPERS.update(dict.fromkeys(("linux32", "linux64", "i386", "x86_64"), _WRAPPERS["setarch"]))  # setarch by ARCH
+_SETARCH_NAMES = ("linux32", "linux64", "uname26", "i386", "x86_64", "s390", "s390x", "ppc", "ppc32", "ppc64", "sparc",
+                  "sparc32", "sparc64", "sparc32bash", "mips", "mips32", "mips64", "ia64", "parisc", "parisc32",
+                  "parisc64")  # the links to setarch util-linux installs, each one's ARCH
+_WRAPPERS.update(dict.fromkeys(_SETARCH_NAMES, _WRAPPERS["setarch"]))
 # Options after which a wrapper acts on processes that exist (taskset -p MASK PID) and runs no command: the
 # words after them are data.
 _PID_MODE = {"taskset": ("p", "--pid"), "chrt": ("p", "--pid", "m", "--max"), "uclampset": ("p", "--pid"),
@@ -722,7 +725,7 @@ _PID_MODE = {"taskset": ("p", "--pid"), "chrt": ("p", "--pid", "m", "--max"), "u
 # the rest of the word is theirs, never the next word.
 _OPTIONAL_LETTERS = {"nsenter": "muinpCUTrw", "prlimit": "cdefilmnqrstuvxy", "xargs": "eil"}
 # Wrappers that start a shell when no command follows; that shell reads its commands from stdin.
-_SHELL_WITHOUT_COMMAND = ("chroot", "unshare", "nsenter", "setarch", "linux32", "linux64", "i386", "x86_64")
+_SHELL_WITHOUT_COMMAND = ("chroot", "unshare", "nsenter", "setarch") + _SETARCH_NAMES
 # Programs that join all their arguments into one shell command (ssh: after the
 # host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
 # bash's trap, alias, bind -x, complete -C, fc and enable -f run their words too; bash (the
