@@ -975,7 +975,7 @@ class _CodeCheck:
             for option in spellings:
                 bundled = len(option) == 2 and name[:1] == "-" != name[1:2] and option[1] in name
                 if name == option or bundled or name[:1] == option == "+" or (
-                        option.startswith("--") and len(name) > 3 and option.startswith(name)):
+                        option.startswith("--") and len(name) > 2 and option.startswith(name)):
                     tail = name[name.index(option[-1]) + 1:] if bundled else name[len(option):]
                     yield option, i if "=" in text or tail or _has_field(self.words[i]) else i + 1
 
