@@ -658,12 +658,15 @@ class Template:
 # follow them too), option letters after which the rest of the line is one
 # shell command). A long option not listed stops the walk: a field after it is
 # refused, since the option might take the next word and the command move.
+_PRLIMIT_RESOURCES = ("--as", "--core", "--cpu", "--data", "--fsize", "--locks", "--memlock", "--msgqueue", "--nice",
+                      "--nofile", "--nproc", "--rss", "--rtprio", "--rttime", "--sigpending", "--stack")
 _SETARCH_FLAGS = ("--verbose", "--addr-no-randomize", "--fdpic-funcptrs", "--mmap-page-zero", "--addr-compat-layout",
                   "--read-implies-exec", "--32bit", "--short-inode", "--whole-seconds", "--sticky-timeouts", "--3gb",
-                  "--4gb", "--uname-2.6")
+                  "--4gb", "--uname-2.6", "--list")
 _WRAPPERS = {
     "env": ("uCSa", ("--unset", "--chdir", "--split-string", "--argv0"),
-            ("--ignore-environment", "--null", "--debug"), 0, "S"),
+            ("--ignore-environment", "--null", "--debug", "--block-signal", "--default-signal", "--ignore-signal",
+             "--list-signal-handling"), 0, "S"),
     "timeout": ("sk", ("--signal", "--kill-after"), ("--preserve-status", "--foreground", "--verbose"), 1, ""),
     "nice": ("n", ("--adjustment",), (), 0, ""),
     "exec": ("a", (), (), 0, ""),
@@ -675,35 +678,54 @@ _WRAPPERS = {
     "doas": ("uC", (), (), 0, "s"),
     "xargs": ("adEILnPs", ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars",
                            "--process-slot-var"),
-              ("--null", "--verbose", "--exit", "--no-run-if-empty"), 0, ""),
-    "chroot": ("", ("--userspec", "--groups"), (), 1, ""),
-    "ionice": ("cnp", ("--class", "--classdata", "--pid"), (), 0, ""),
+              ("--null", "--verbose", "--exit", "--no-run-if-empty", "--interactive", "--open-tty", "--show-limits",
+               "--eof", "--replace", "--max-lines"), 0, ""),
+    "chroot": ("", ("--userspec", "--groups"), ("--skip-chdir",), 1, ""),
+    "ionice": ("cnpPu", ("--class", "--classdata", "--pid", "--pgid", "--uid"), ("--ignore",), 0, ""),
     "flock": ("cwE", ("--command", "--timeout", "--wait", "--conflict-exit-code"),
-              ("--shared", "--exclusive", "--nonblock", "--close"), 1, "c"),
+              ("--shared", "--exclusive", "--unlock", "--nonblocking", "--nb", "--close", "--no-fork", "--verbose"),
+              1, "c"),
     "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
-    "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--quiet",), 1, "c"),
-    # util-linux's and coreutils' other commands that run a command (their manuals read for issue 41)
-    "taskset": ("", (), ("--all-tasks", "--cpu-list"), 1, ""),
+    # util-linux's, coreutils' and sysvinit-utils' other commands that run a command (their manuals, and for
+    # util-linux the getopt strings of its 2.38.1 sources, read for issue 41; docs/security.md lists them)
+    "taskset": ("", (), ("--all-tasks", "--cpu-list", "--pid"), 1, ""),
     "chrt": ("TPD", ("--sched-runtime", "--sched-period", "--sched-deadline"),
              ("--all-tasks", "--batch", "--deadline", "--fifo", "--idle", "--other", "--rr", "--reset-on-fork",
-              "--verbose"), 1, ""),
-    "setarch": ("", (), _SETARCH_FLAGS, 1, ""), "linux32": ("", (), _SETARCH_FLAGS, 0, ""),
-    "linux64": ("", (), _SETARCH_FLAGS, 0, ""),
+              "--verbose", "--pid", "--max"), 1, ""),
+    "setarch": ("", (), _SETARCH_FLAGS, 0, ""),  # after its ARCH, when the first word does not start with -
     "unshare": ("RwSG", ("--root", "--wd", "--setuid", "--setgid", "--propagation", "--setgroups", "--map-user",
                          "--map-group", "--map-users", "--map-groups", "--monotonic", "--boottime"),
-                ("--fork", "--pid", "--mount", "--user", "--map-root-user", "--map-current-user", "--net", "--ipc",
-                 "--uts", "--cgroup", "--time", "--mount-proc", "--kill-child", "--keep-caps"), 0, ""),
-    "nsenter": ("tSGwr", ("--target", "--setuid", "--setgid", "--wd", "--root"),
-                ("--all", "--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup", "--user", "--time",
-                 "--preserve-credentials", "--no-fork", "--follow-context"), 0, ""),
+                ("--fork", "--pid", "--mount", "--user", "--map-root-user", "--map-current-user", "--map-auto",
+                 "--net", "--ipc", "--uts", "--cgroup", "--time", "--mount-proc", "--kill-child", "--keep-caps"), 0, ""),
+    "nsenter": ("tSGW", ("--target", "--setuid", "--setgid", "--wdns"),
+                ("--all", "--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup", "--user", "--time", "--root",
+                 "--wd", "--preserve-credentials", "--no-fork", "--follow-context"), 0, ""),
     "setpriv": ("", ("--reuid", "--regid", "--ruid", "--rgid", "--euid", "--egid", "--groups", "--inh-caps",
                      "--ambient-caps", "--bounding-set", "--securebits", "--selinux-label", "--apparmor-profile",
                      "--pdeathsig"),
-                ("--clear-groups", "--keep-groups", "--init-groups", "--nnp", "--no-new-privs", "--reset-env"), 0, ""),
-    "runcon": ("turl", ("--user", "--role", "--type", "--range"), ("--compute",), 0, ""),
-    "prlimit": ("p", ("--pid",), (), 0, ""),
+                ("--clear-groups", "--keep-groups", "--init-groups", "--nnp", "--no-new-privs", "--reset-env",
+                 "--dump", "--list-caps"), 0, ""),
+    "runcon": ("turl", ("--user", "--role", "--type", "--range"), ("--compute",), 0, ""),  # or CONTEXT first
+    "prlimit": ("po", ("--pid", "--output"), ("--noheadings", "--raw", "--verbose") + _PRLIMIT_RESOURCES, 0, ""),
+    "choom": ("np", ("--adjust", "--pid"), (), 0, ""),
+    "uclampset": ("pmM", ("--pid",), ("--all-tasks", "--system", "--reset-on-fork", "--verbose"), 0, ""),
+    "switch_root": ("", (), (), 1, ""),  # NEWROOT INIT
+    "setsid": ("", (), ("--ctty", "--fork", "--wait"), 0, ""),
 }
-_WRAPPERS.update(dict.fromkeys(("nohup", "setsid", "builtin", "command", "busybox"), ("", (), (), 0, "")))  # no options
+_WRAPPERS.update(dict.fromkeys(("nohup", "builtin", "command", "busybox", "fstab-decode"), ("", (), (), 0, "")))
+_SETARCH_NAMES = ("linux32", "linux64", "uname26", "i386", "x86_64", "s390", "s390x", "ppc", "ppc32", "ppc64", "sparc",
+                  "sparc32", "sparc64", "sparc32bash", "mips", "mips32", "mips64", "ia64", "parisc", "parisc32",
+                  "parisc64")  # the links to setarch util-linux installs, each one's ARCH
+_WRAPPERS.update(dict.fromkeys(_SETARCH_NAMES, _WRAPPERS["setarch"]))
+# Options after which a wrapper acts on processes that exist (taskset -p MASK PID) and runs no command: the
+# words after them are data.
+_PID_MODE = {"taskset": ("p", "--pid"), "chrt": ("p", "--pid", "m", "--max"), "uclampset": ("p", "--pid"),
+             "ionice": ("p", "P", "u", "--pid", "--pgid", "--uid"), "choom": ("p", "--pid"), "prlimit": ("p", "--pid")}
+# Letters whose word is optional and so only attached (`nsenter -m/proc/1/ns/mnt`, `xargs -eEOF`, `prlimit -n1024`):
+# the rest of the word is theirs, never the next word.
+_OPTIONAL_LETTERS = {"nsenter": "muinpCUTrw", "prlimit": "cdefilmnqrstuvxy", "xargs": "eil"}
+# Wrappers that start a shell when no command follows; that shell reads its commands from stdin.
+_SHELL_WITHOUT_COMMAND = ("chroot", "unshare", "nsenter", "setarch") + _SETARCH_NAMES
 # Programs that join all their arguments into one shell command (ssh: after the
 # host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
 # bash's trap, alias, bind -x, complete -C, fc and enable -f run their words too; bash (the
@@ -763,15 +785,24 @@ _RUNS = {
     # compressor, split's filter through $SHELL, install's strip program, the helper mkfs, fsck and mount run by
     # type) or write a file (sort -o, shuf -o, dd of=); less runs +COMMANDs (`!` runs a shell) and reads keys
     "sort": ("--compress-program", "-o", "--output"), "split": ("--filter",), "install": ("--strip-program",),
-    "shuf": ("-o", "--output"), "dd": ("of",), "scriptlive": ("-c", "--command"),
-    "mkfs": ("-t", "--type"), "fsck": ("-t",), "mount": ("-t", "--types"),
+    "shuf": ("-o", "--output"), "dd": ("of",),
+    "mkfs": ("-t", "--type"), "fsck": ("-t",), "mount": ("-t", "--types", "-T", "--fstab"),
+    # script -c (its options come in any order, also after its file); the program agetty (getty) runs for a
+    # login and the options it gives it; readprofile runs `zcat MAPFILE` through the shell for a map file
+    # ending in .gz; scriptlive types its typescript's input into a shell (and see _scriptlive)
+    "script": ("-c", "--command"), "agetty": ("-l", "--login-program", "-o", "--login-options"),
+    "readprofile": ("-m", "--mapfile"),
+    "scriptlive": ("-c", "--command", "-I", "--log-in", "-B", "--log-io", "-t", "--timing", "-T", "--log-timing"),
     "less": ("+", "-k", "--lesskey-file", "--lesskey-src", "-o", "-O", "--log-file", "--LOG-FILE"),
 }
 _PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
                   "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "gsed": "sed", "pwsh": "powershell",
-                  "ipython": "python", "gmake": "make", "rscript": "r",
+                  "ipython": "python", "gmake": "make", "rscript": "r", "getty": "agetty",
                   "source": "source", ".": "source"}
 _JQ_PAIRS = ("--arg", "--argjson", "--slurpfile", "--rawfile")  # jq options that take two words
+# sysctl settings whose value names a program the kernel runs (as root)
+_KERNEL_RUNS = ("kernel.core_pattern", "kernel.modprobe", "kernel.poweroff_cmd", "kernel.hotplug",
+                "fs.binfmt_misc.register")
 _SHELL_RESERVED = ("!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -801,6 +832,29 @@ def _lead_text(word):
 
 def _has_field(word):
     return any(not isinstance(p, str) for p in word)
+
+
+def _is_word(word, text):
+    """Whether `word` is exactly the literal `text`."""
+    return not _has_field(word) and _lead_text(word) == text
+
+
+def _su_runs_a_command(words, runuser):
+    """Whether su's or runuser's words give it a command (-c, --command, --session-command; runuser -u), so
+    that the shell it starts does not read its commands from stdin."""
+    for word in words:
+        text = _lead_text(word).split("=", 1)[0]
+        if text.startswith("--"):
+            if len(text) > 2 and ("--command".startswith(text) or "--session-command".startswith(text) and
+                                  len(text) > 3 or runuser and "--user".startswith(text)):
+                return True
+            continue
+        for letter in text[1:] if text.startswith("-") else "":
+            if letter == "c" or runuser and letter == "u":
+                return True
+            if letter in "gGsuw":  # the rest of the word is this option's value
+                break
+    return False
 
 
 _STDIN_NAME = re.compile(r"-|/dev/stdin|/dev/fd/0|/proc/[^/]+/fd/0")  # a program file that is really stdin
@@ -842,10 +896,11 @@ class _CodeCheck:
                      "arguments or through stdin")
 
     def _options(self, index, takes, long_takes=(), on_letter=None, on_long=None, pairs=(),
-                 program="", long_flags=None):
+                 program="", long_flags=None, optional=""):
         """Skip `program`'s options from `index` and return the index of the first operand.
         `on_letter(letter, index of its word)` and `on_long(name, index of its word)` see each one;
-        a long option may be abbreviated (--sp is --split-string). A field that would supply option
+        a long option may be abbreviated (--sp is --split-string); a letter in `optional` takes the
+        rest of its word, if any, and never the next word. A field that would supply option
         letters or an option's name (`-{x}`, `--{x}`) is refused, and so is any field after a long
         option not in `long_takes` or `long_flags` (when given) that may take the next word."""
         words = self.words
@@ -875,7 +930,10 @@ class _CodeCheck:
             for at, letter in enumerate(text[1:], 1):
                 attached = at + 1 < len(text) or field
                 if on_letter:
-                    on_letter(letter, index if attached else index + 1)
+                    on_letter(letter, index if attached or letter in optional else index + 1)
+                if letter in optional:
+                    consumed = attached
+                    break
                 if letter in takes:
                     following, consumed = index + (1 if attached else 2), True
                     break
@@ -908,22 +966,27 @@ class _CodeCheck:
         for i in range(index, len(self.words)):
             self._code(i, program, note)
 
-    def _runs(self, index, program, spellings):
-        """Refuse a field as the word of an option in `spellings` (`tar --to-command=CMD`, `wget -O FILE`),
-        anywhere on the line: attached, bundled (`curl -sSLo FILE`), abbreviated or as the next word."""
+    def _option_words(self, index, spellings):
+        """Each (option, index of its word) of an option in `spellings` from `index` on, anywhere on the line:
+        attached, bundled (`curl -sSLo FILE`), abbreviated or with its word next."""
         for i in range(index, len(self.words)):
             text = _lead_text(self.words[i])
             name = text.split("=", 1)[0]
             for option in spellings:
                 bundled = len(option) == 2 and name[:1] == "-" != name[1:2] and option[1] in name
                 if name == option or bundled or name[:1] == option == "+" or (
-                        option.startswith("--") and len(name) > 3 and option.startswith(name)):
+                        option.startswith("--") and len(name) > 2 and option.startswith(name)):
                     tail = name[name.index(option[-1]) + 1:] if bundled else name[len(option):]
-                    at = i if "=" in text or tail or _has_field(self.words[i]) else i + 1
-                    self._refuse(at, "`%(name)s` is the word of `" + program + " " + option + "`, which names a "
-                                 "command or code it runs, or a file it runs, reads options from or writes (the "
-                                 "word `%(word)s`), so a value could run any command or overwrite any file. Write "
-                                 "it out in the template; pass values as arguments or through stdin")
+                    yield option, i if "=" in text or tail or _has_field(self.words[i]) else i + 1
+
+    def _runs(self, index, program, spellings):
+        """Refuse a field as the word of an option in `spellings` (`tar --to-command=CMD`, `wget -O FILE`),
+        anywhere on the line: attached, bundled (`curl -sSLo FILE`), abbreviated or as the next word."""
+        for option, at in self._option_words(index, spellings):
+            self._refuse(at, "`%(name)s` is the word of `" + program + " " + option + "`, which names a "
+                         "command or code it runs, or a file it runs, reads options from or writes (the "
+                         "word `%(word)s`), so a value could run any command or overwrite any file. Write "
+                         "it out in the template; pass values as arguments or through stdin")
 
     def _walk(self, index):
         words = self.words
@@ -958,6 +1021,8 @@ class _CodeCheck:
                     start = self._options(start, _SSH_TAKES, (), ssh_letter, program="ssh") + 1  # past the host
                     if start >= len(words):  # no remote command: the remote shell runs what stdin says
                         self._reads_stdin("ssh HOST")
+                if program in ("su", "runuser") and not _su_runs_a_command(words[start:], program == "runuser"):
+                    self._shell_reads_stdin(program, "-c")
                 self._rest_is_code(start, "`%s`" % program, " (it evaluates names and arithmetic: a[$(cmd)] "
                                    "runs cmd)" if program in _EVALUATORS else " (it joins its arguments into "
                                    "one shell command)")
@@ -972,6 +1037,14 @@ class _CodeCheck:
                 self._deno(index + 1)
             elif program == "find":
                 self._find(index + 1)
+            elif program in ("sg", "newgrp"):
+                self._sg(program, index + 1)
+            elif program == "scriptlive":
+                self._scriptlive(index + 1)
+            elif program == "sysctl" and not self.guessing:  # not code as such: `grep -r sysctl {dir}` is data
+                self._sysctl(index + 1)
+            elif program == "login" and not self.guessing:  # `docker login -u {u} -p {p} {registry}`
+                self._login(index + 1)
             elif program == "git":
                 def git_letter(letter, i):
                     if letter == "c":
@@ -998,6 +1071,9 @@ class _CodeCheck:
                 self._runs(index + 1, lead, _RUNS[program] + (("-s",) if program == "vi" and not ex_mode else ()))
                 if ex_mode:
                     self._reads_stdin(lead)  # ex mode reads its commands from stdin
+                if program == "script" and not self.guessing and not any(
+                        True for _ in self._option_words(index + 1, _RUNS["script"])):  # `npm run script`
+                    self._shell_reads_stdin(lead, "-c")
                 if not self.guessing:
                     self._guess(index + 1)  # gdb --args CMD
             elif not self.guessing:
@@ -1017,28 +1093,47 @@ class _CodeCheck:
 
     def _wrapper(self, program, index):
         takes, long_takes, long_flags, operands, shell_letters = _WRAPPERS[program]
-        joined = []
+        optional = _OPTIONAL_LETTERS.get(program, "")
+        joined, seen, words = [], [], self.words
 
         def letter(char, i):
+            seen.append(char)
             if char in shell_letters:
                 joined.append("-" + char)
                 if char in takes:
                     self._code(i, "`%s -%s`" % (program, char))
 
         def long_option(name, i):
+            seen.append(name)
             if name in ("--split-string", "--shell", "--login", "--command", "--call"):
                 joined.append(name)
                 self._code(i, "`%s %s`" % (program, name))
-        index = self._options(index, takes, long_takes, letter, long_option, program=program, long_flags=long_flags)
+        if program == "setarch" and index < len(words) and not _lead_text(words[index]).startswith("-"):
+            index += 1  # setarch [ARCH] [options] PROGRAM: an ARCH is a first word that does not start with -
+        index = self._options(index, takes, long_takes, letter, long_option, program=program, long_flags=long_flags,
+                              optional=optional)
+        if program == "env" and index < len(words) and _lead_text(words[index]) == "-" and not _has_field(words[index]):
+            index += 1  # env - NAME=VALUE COMMAND: a lone - is -i
+        if program == "runcon" and not set(seen) & {"c", "t", "u", "r", "l", "--compute", "--type", "--user", "--role",
+                                                     "--range"}:
+            operands = 1  # runcon CONTEXT COMMAND: without -c, -t, -u, -r or -l the first word is the context
         if operands:  # flock LOCKFILE -c CMD: options after the operand too
             index = self._options(index + operands, takes, long_takes, letter, long_option, program=program,
-                                  long_flags=long_flags)
+                                  long_flags=long_flags, optional=optional)
         if program == "xargs" and not self.stdin_code:
             self.stdin_code = "`xargs` turns stdin into arguments (options, or code with -I)"
+        if set(seen) & set(_PID_MODE.get(program, ())):
+            return len(words)  # taskset -p MASK PID: no command
         if joined:
             self._rest_is_code(index, "`%s %s`" % (program, joined[0]), " as one shell command")
             return len(self.words)
+        if program in _SHELL_WITHOUT_COMMAND and index >= len(words):
+            self._shell_reads_stdin(program)
         return index
+
+    def _shell_reads_stdin(self, program, without="a command"):
+        self.stdin_code = self.stdin_code or ("`%s` without %s runs a shell, which reads its commands from stdin"
+                                              % (program, without))
 
     def _shell(self, program, index):
         flags = []
@@ -1116,14 +1211,94 @@ class _CodeCheck:
                 self._choice(index, "the program `deno %s` runs" % sub)
 
     def _find(self, index):
+        """find's -exec, -execdir, -ok and -okdir run the words up to a lone `;`, or for -exec and -execdir up
+        to a lone `+` right after a word holding `{}` (a `+` anywhere else is the command's argument)."""
         words = self.words
         self._runs(index, "find", _RUNS["find"])
         for i in range(index, len(words)):
-            if _lead_text(words[i]) in ("-exec", "-execdir", "-ok", "-okdir") and not _has_field(words[i]):
-                end = i + 1
-                while end < len(words) and _lead_text(words[end]) not in (";", "+"):
+            action = _lead_text(words[i])
+            if action in ("-exec", "-execdir", "-ok", "-okdir") and not _has_field(words[i]):
+                end, ends = i + 1, []
+                while end < len(words) and not _is_word(words[end], ";"):
+                    if action.startswith("-exec") and _is_word(words[end], "+") and end > i + 1:
+                        before = words[end - 1]
+                        if any(isinstance(p, str) and "{}" in p for p in before):
+                            break
+                        if _has_field(before):
+                            ends.append(end)  # the value might hold {} and end the command here
                     end += 1
-                self.problem = self.problem or _CodeCheck(words[i + 1:end]).problem
+                for stop in ends + [end]:
+                    self.problem = self.problem or _CodeCheck(words[i + 1:stop]).problem
+
+    def _sg(self, program, index):
+        """`sg [-] [GROUP [-c] COMMAND]` runs COMMAND with /bin/sh -c; `newgrp [-] [GROUP]`, and sg without a
+        command, start a shell, which reads its commands from stdin."""
+        words = self.words
+        if index < len(words) and _is_word(words[index], "-"):
+            index += 1
+        index += 1  # the group
+        if program == "sg" and index < len(words) and _is_word(words[index], "-c"):
+            index += 1
+        if program == "sg" and index < len(words):
+            self._rest_is_code(index, "`sg GROUP`", " with /bin/sh -c")
+        else:
+            self._shell_reads_stdin(program)
+
+    def _scriptlive(self, index):
+        """`scriptlive [options] TIMING TYPESCRIPT` types the input a typescript holds into a shell: -c and
+        each file it reads (-I, -B, -t, -T and the two operands) are code."""
+        words = self.words
+        self._runs(index, "scriptlive", _RUNS["scriptlive"])
+        operands = 0
+        while index < len(words) and operands < 2 and not self.problem:  # its options come in any order
+            index = self._options(index, "cBITtdm", ("--command", "--log-in", "--log-io", "--timing",
+                                                     "--log-timing", "--divisor", "--maxdelay"), program="scriptlive")
+            if index < len(words):
+                self._choice(index, "a file whose input `scriptlive` types into a shell")
+                index, operands = index + 1, operands + 1
+
+    def _login(self, index):
+        """`login [-p] [-h HOST] [USER] [NAME=VALUE...]` puts each NAME=VALUE into the login shell's
+        environment, refusing only a few names (LD_*, IFS, BASH_ENV, PATH, SHELL ...): a field in a
+        NAME, or in the VALUE of a name programs or the shell act on, is refused as for `env`."""
+        words = self.words
+        index = self._options(index, "hr", program="login") + 1  # past the user
+        for i in range(index, len(words)):
+            text = _lead_text(words[i])
+            if "=" not in text:
+                self._refuse(i, "`%(name)s` is in the word `%(word)s` after `login USER`, which login puts into "
+                             "the shell's environment when it holds NAME=, so a value could set any variable "
+                             "(BASH_FUNC_ls%%=() { cmd; } runs cmd). Write the NAME= out in the template")
+            elif _steers(text.split("=", 1)[0]):
+                self._refuse(i, "`%(name)s` is the value of `" + text.split("=", 1)[0] + "=` after `login USER` "
+                             "(the word `%(word)s`), a variable programs or the shell act on, so a value could "
+                             "choose what runs. Use a lowercase name")
+
+    def _sysctl(self, index):
+        """`sysctl NAME=VALUE` sets a kernel setting (any operand holding `=` does), and some name a program
+        the kernel runs (kernel.core_pattern=|PROG on a crash, kernel.modprobe ...): a field in such a
+        VALUE, before the `=` (it could name any setting), or in a file `-p`/`-f`/`--load` reads is refused."""
+        words = self.words
+        loads = any(re.fullmatch(r"-\w*[pf].*", _lead_text(w)) or
+                    _long_option(_lead_text(w).split("=", 1)[0], ("--load", "--pattern")) == "--load"
+                    for w in words[index:])
+        i = index
+        while i < len(words):
+            word, text = words[i], _lead_text(words[i])
+            if not _has_field(word) and (text == "-r" or len(text) > 3 and "--pattern".startswith(text)):
+                i += 2  # -r PATTERN: which settings -p applies
+                continue
+            if _has_field(word) and (text.startswith("-") or loads):
+                self._refuse(i, "`%(name)s` is in the word `%(word)s` of `sysctl`, which " + (
+                    "loads settings from the files it names" if loads else "takes it as an option") +
+                             ", so a value could set kernel.core_pattern=|PROG, a program the kernel runs as root. "
+                             "Write it out in the template")
+            elif _has_field(word) and ("=" not in text or text.split("=", 1)[0].replace("/", ".") in _KERNEL_RUNS):
+                self._refuse(i, "`%(name)s` stands in the setting `%(word)s` of `sysctl`, " + (
+                    "where a value could name any setting and its value (kernel.core_pattern=|PROG: a program "
+                    "the kernel runs as root)" if "=" not in text else "whose value names a program the kernel "
+                    "runs as root") + ". Write it out in the template")
+            i += 1
 
 
 def _shell_commands(tokens):

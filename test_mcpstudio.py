@@ -13377,10 +13377,65 @@ class CorePromiseTests(ScratchDir):
         ("nsenter -t 1 -m {x}", "the command to run"), ("setarch x86_64 -R {x}", "the command to run"),
         ("setpriv --nnp {x}", "the command to run"), ("runcon -t t {x}", "the command to run"),
         ("taskset 1 sh -c {x}", "`sh -c`"),
+        # the manuals read again, each program and option as getopt reads it (util-linux's 2.38.1 sources for
+        # its getopt strings); each row's data form is in MORE_STILL_LOADS
+        ("env - {x}", "the command to run"), ("env - PATH=/bin {x}", "the command to run"),
+        ("setarch -R {x}", "the command to run"), ("setarch --addr-no-randomize {x}", "the command to run"),
+        ("x86_64 -R {x}", "the command to run"), ("i386 {x}", "the command to run"),
+        ("uname26 {x}", "the command to run"), ("ppc64 -R {x}", "the command to run"),
+        ("choom -n 100 -- {x}", "the command to run"), ("uclampset -m 0 -M 512 {x}", "the command to run"),
+        ("switch_root /new {x}", "the command to run"), ("fstab-decode {x}", "the command to run"),
+        ("sg staff {x}", "`sg GROUP` runs with /bin/sh -c"), ("sg - staff -c {x}", "`sg GROUP` runs with /bin/sh -c"),
+        ("nsenter -t 1 -W /dir {x}", "the command to run"), ("nsenter -t 1 -r {x}", "the command to run"),
+        ("nsenter -m/ns/mnt {x}", "the command to run"), ("prlimit -o RESOURCE {x}", "the command to run"),
+        ("runcon system_u:system_r:unconfined_t:s0 {x}", "the command to run"), ("xargs -eSTOP {x}", "the command to run"),
+        ("script -q -o 1M out -c {x}", "`script -c`"), ("script out extra -c {x}", "`script -c`"),
+        ("script --c {x} out", "`script --command`"), ("scriptlive --c {x} timing in.log", "`scriptlive --command`"),
+        ("split --f={x} big.txt", "`split --filter`"), ("shuf --o {x} list.txt", "`shuf --output`"),
+        ("scriptlive timing {x}", "a file whose input `scriptlive` types into a shell"),
+        ("scriptlive -t timing -I {x}", "`scriptlive -I`"), ("scriptlive --log-in={x} timing", "`scriptlive --log-in`"),
+        ("find . -exec flock + {x} ;", "the command to run"), ("find . -ok flock + {x} ;", "the command to run"),
+        ("readprofile -m {x}", "`readprofile -m`"), ("agetty -l {x} tty1", "`agetty -l`"),
+        ("getty -o {x} tty1", "`getty -o`"), ("mount -T {x} -a", "`mount -T`"),
+        ("sysctl kernel.core_pattern={x}", "whose value names a program the kernel runs"),
+        ("sysctl kernel/modprobe={x}", "whose value names a program the kernel runs"),
+        ("sysctl -n {x}", "could name any setting"), ("sysctl -p {x}", "loads settings from the files it names"),
+        ("login alice {x}", "after `login USER`"), ("login -f alice PROMPT_COMMAND={x}", "`PROMPT_COMMAND=` after"),
     ]
     MORE_STILL_LOADS = ["sort -n {file}", "sort -o sorted.txt {file}", "split -l 10 {file}", "taskset -c 0 ls {x}",
                         "chrt -f 10 ls {x}", "unshare -r ls {x}", "dd if={x} of=out", "less {file}",
-                        "nsenter -t 1 -m ls {x}", "runcon -t t ls {x}", "setarch x86_64 -R ls {x}"]
+                        "nsenter -t 1 -m ls {x}", "runcon -t t ls {x}", "setarch x86_64 -R ls {x}",
+                        "env - ls {x}", "env - PATH=/bin ls {x}", "setarch -R ls {x}",
+                        "setarch --addr-no-randomize ls {x}", "x86_64 -R ls {x}", "i386 uname -m {x}",
+                        "uname26 uname -r {x}", "ppc64 -R ls {x}",
+                        "choom -n 100 -- ls {x}", "choom -p {pid} -n 300", "uclampset -m 0 -M 512 ls {x}",
+                        "uclampset -m 0 -p {pid}", "switch_root /new /sbin/init {x}", "fstab-decode umount {x}",
+                        "sg {group} ls", "sg - staff -c ls", "nsenter -t 1 -W /dir ls {x}", "nsenter -t 1 -r ls {x}",
+                        "nsenter -m/ns/mnt ls {x}", "prlimit -o RESOURCE ls {x}",
+                        "prlimit --pid {pid} --nofile=1024", "runcon system_u:system_r:unconfined_t:s0 ls {x}",
+                        "xargs -eSTOP ls {x}", "script -q -o 1M -c ls {file}", "script out extra -c ls",
+                        "scriptlive -d {n} timing in.log", "scriptlive -t timing -I in.log",
+                        "split --l=10 {file}", "shuf --e {x}",
+                        "find . -exec flock + ls {x} ;", "find . -exec rm {} + -name {x}", "find . -ok rm {} + {x} ;",
+                        "readprofile -p {x}", "agetty -H {x} tty1", "getty -o -p {x} tty1",
+                        "mount -T fstab {x}", "sysctl vm.swappiness={x}", "sysctl -w vm.swappiness={x}",
+                        "sysctl -a -r {x}", "taskset -p 3 {pid}", "chrt -p 5 {pid}", "ionice -c 3 -p {pid}",
+                        "flock --no-fork lock ls {x}", "setsid --wait ls {x}", "chroot --skip-chdir / ls {x}",
+                        "xargs --replace ls {x}", "env --block-signal ls {x}", "login -f {user}",
+                        "login alice lang={x}", "docker login -u {user} -p {password} {registry}",
+                        "grep -r sysctl {dir}"]
+    # Programs that start a shell when no command follows: the shell reads its commands from stdin (command,
+    # fragment of the reason); the same programs given a command read stdin as data (MORE_STDIN_STILL_LOADS)
+    MORE_STDIN_AT_START = [
+        ("chroot /srv", "`chroot` without a command runs a shell"), ("unshare -r", "`unshare` without a command"),
+        ("nsenter -t 1 -m", "`nsenter` without a command"), ("setarch -R", "`setarch` without a command"),
+        ("linux32", "`linux32` without a command"), ("script -q /dev/null", "`script` without -c runs a shell"),
+        ("su - nobody", "`su` without -c runs a shell"), ("runuser -l nobody", "`runuser` without -c"),
+        ("sg staff", "`sg` without a command runs a shell"), ("newgrp staff", "`newgrp` without a command"),
+    ]
+    MORE_STDIN_STILL_LOADS = ["chroot /srv cat", "unshare -r cat", "nsenter -t 1 -m cat", "setarch -R cat",
+                              "linux32 cat", "script -q -c cat /dev/null", "su -c cat nobody",
+                              "runuser -u nobody -- cat", "sg staff cat", "npm run script"]
 
     def test_more_programs_that_run_a_command(self):
         # Issue 41.22: each of MORE_AT_START is refused when the config loads (in-process, and two through `check`),
@@ -13394,11 +13449,59 @@ class CorePromiseTests(ScratchDir):
         for text in self.MORE_STILL_LOADS:
             with self.subTest(template=text):
                 mcpstudio.CommandTemplate(text)
-        for text, reason in self.MORE_AT_START[:1] + self.MORE_AT_START[-9:-8]:  # through the program
+        for text, reason in self.MORE_AT_START[:1] + self.MORE_AT_START[9:10]:  # through the program
             with self.subTest(spawned=text):
                 out = self.check({"command": text})
                 self.assertEqual(out.returncode, 1, out.stderr)
                 self.assertIn(reason, out.stderr)
+
+    def test_manual_programs_through_the_program(self):
+        # Issue 41.22, the manuals read again: every row of MORE_AT_START and MORE_STDIN_AT_START as a tool of one
+        # config, which `check` refuses naming each tool, its field and why; the data forms in another config load;
+        # and where the programs are here, the data forms run with a value that would be code as plain data.
+        def config(name, tools):
+            path = os.path.join(self.dir, name)
+            with open(path, "w") as f:
+                json.dump({"tools": [dict(tool, name="t%d" % i) for i, tool in enumerate(tools)]}, f)
+            return path
+
+        def check(path):
+            return subprocess.run(SERVER + ["check", "--config", path], capture_output=True, text=True, timeout=WAIT,
+                                  stdin=subprocess.DEVNULL, cwd=self.dir)
+        x = {"x": {"type": "string"}}  # a stdin template's field, declared
+        refused = [({"command": text}, reason) for text, reason in self.MORE_AT_START] + [
+            ({"command": text, "stdin": "{x}", "parameters": x}, reason) for text, reason in self.MORE_STDIN_AT_START]
+        out = check(config("refused.json", [tool for tool, _ in refused]))
+        self.assertEqual(out.returncode, 1, out.stderr)
+        lines = {line.strip().split(":", 1)[0]: line for line in out.stderr.splitlines() if line.startswith("  tools[")}
+        for i, (tool, reason) in enumerate(refused):
+            with self.subTest(tool=tool):
+                key = "tools[%d].%s" % (i, "stdin" if "stdin" in tool else "command")
+                self.assertIn(key, lines, out.stderr)
+                self.assertIn(reason, lines[key])
+                self.assertIn("`x`", lines[key])
+        loads = [{"command": text} for text in self.MORE_STILL_LOADS] + [
+            {"command": text, "stdin": "{x}", "parameters": x} for text in self.MORE_STDIN_STILL_LOADS]
+        out = check(config("loads.json", loads))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        marker = os.path.join(self.dir, "MARKER")
+        runs = [("env", {"command": "env - /bin/echo {x}"}), ("setarch", {"command": "setarch -R echo {x}"}),
+                ("x86_64", {"command": "x86_64 -R echo {x}"}), ("prlimit", {"command": "prlimit -o RESOURCE echo {x}"}),
+                ("find", {"command": "find . -maxdepth 0 -exec echo + {x} ;"}),
+                ("unshare", {"command": "unshare cat", "stdin": "{x}", "parameters": x})]
+        runs = [(program, tool) for program, tool in runs if sys.platform.startswith("linux") and shutil.which(program)]
+        if not runs:
+            return
+        path = config("runs.json", [tool for _, tool in runs])
+        value = "$(touch MARKER); touch MARKER"
+        with McpProcess("serve", "--config", path, cwd=self.dir) as server:
+            server.initialize()
+            for i, (_, tool) in enumerate(runs):
+                with self.subTest(runs=tool):
+                    result = server.call("t%d" % i, {"x": value})
+                    self.assertFalse(result.get("isError"), text_of(result))
+                    self.assertIn(value, text_of(result))
+        self.assertFalse(os.path.exists(marker))
 
     def test_a_value_written_to_a_file_the_script_runs_is_code(self):
         # Issue 41.21: `echo {x} > p.sh; sh p.sh` loaded, and the value ran as a script: a field's value redirected
