@@ -13027,6 +13027,9 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             sign_in["audience"] or "this server's own /mcp URL"))
         print("  who may use a namespace: the people its `people` names (a subject, an email, group:NAME, or *);"
               " a namespace without `people`: every signed-in person")
+        print("  each namespace at /mcp/NAME; /mcp serves %s and follows its rule: a person it does not admit gets "
+              "403 there for every request" % ("the one marked *" if namespace else "no namespace (none is chosen)"
+                                                if plan.namespaces else "every server (the config has no namespaces)"))
 
     def summary(name, mode):
         count = served_tool_count(plan, name, names, separator, local, manager)

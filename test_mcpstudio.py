@@ -15353,6 +15353,8 @@ class TeamGatewayTests(ScratchDir):
         self.assertIn("people sign in (serve --http): tokens of https://idp.example; audience https://gw.example/mcp",
                       done.stdout)
         self.assertIn("a namespace without `people`: every signed-in person", done.stdout)
+        self.assertIn("/mcp serves the one marked * and follows its rule: a person it does not admit gets 403 there",
+                      done.stdout)
         self.assertRegex(done.stdout, r"\* eng .*people: group:eng, carol@example.com\n")
         self.assertRegex(done.stdout, r"  all .*people: every signed-in person\n")
         self.assertRegex(done.stdout, r"\na .* true  \(isolation session, at most 3\)\n")
@@ -15963,18 +15965,22 @@ class SignInTests(AggregatorCase):
         with urllib.request.urlopen(self.issuer + "/token", body, timeout=WAIT) as response:
             return json.load(response)["access_token"]
 
-    def serve(self, scopes=(), **extra):
+    def serve(self, scopes=(), top=None, **extra):
+        """serve --http of servers alpha (namespace eng: group engineering) and beta (sales: group sales and carol)
+        beside `extra` ones (in both); `top`: more top-level keys (signIn's are merged into it)."""
         fake = [self.fake, "--only", "echo", "--name"]
         path = os.path.join(self.dir, "team.json")
         servers = {"alpha": {"command": PY, "args": fake + ["alpha"]}, "beta": {"command": PY, "args": fake + ["beta"]}}
+        top = dict(top or {})
+        sign_in = dict({"issuer": self.issuer, "introspection": self.issuer + "/token/introspection",
+                        "clientId": "gateway", "clientSecret": "gateway-secret"},
+                       **({"scopes": list(scopes)} if scopes else {}), **top.pop("signIn", {}))
         with open(path, "w") as f:
-            json.dump({"mcpServers": dict(servers, **extra),
-                       "namespaces": {"eng": {"servers": ["alpha"] + list(extra), "people": ["group:engineering"]},
-                                      "sales": {"servers": ["beta"] + list(extra), "people": ["group:sales", "carol"]}},
-                       "defaultNamespace": "eng",
-                       "signIn": dict({"issuer": self.issuer, "introspection": self.issuer + "/token/introspection",
-                                       "clientId": "gateway", "clientSecret": "gateway-secret"},
-                                      **({"scopes": list(scopes)} if scopes else {}))}, f)
+            json.dump(dict({"mcpServers": dict(servers, **extra),
+                            "namespaces": {"eng": {"servers": ["alpha"] + list(extra), "people": ["group:engineering"]},
+                                           "sales": {"servers": ["beta"] + list(extra),
+                                                     "people": ["group:sales", "carol"]}},
+                            "defaultNamespace": "eng", "signIn": sign_in}, **top), f)
         return HttpServerProcess("--config", path, "--no-manager-tools", env=self.env)
 
     def tools(self, http, path, token):
@@ -16124,6 +16130,62 @@ class SignInTests(AggregatorCase):
             self.assertEqual(text_of(call(new)[1]), "crm called")
         self.assertEqual([given for method, given in crm.seen if method == "tools/call"][-1], "Bearer " + new)
         self.assertIn(("initialize", "Bearer " + second), crm.seen)
+
+    def test_the_main_url_gives_nothing_of_a_namespace_the_person_may_not_use(self):
+        # /mcp serves the default namespace, eng: bob (sales) gets 403 insufficient_scope for every kind of request
+        # there (a handshake, lists, calls, reads, prompts, tool search, the GET stream), so nothing of eng is seen or
+        # reached; alice (engineering) sees eng's alpha there and nothing of sales's beta: not listed, not found by
+        # search, not callable (directly or through call_tool), not readable.
+        with self.serve(top={"toolSearch": "on"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            alice, bob = ({"Authorization": "Bearer " + self.token(name, root)} for name in ("alice", "bob"))
+            asks = [("tools/list", {}), ("tools/call", {"name": "alpha__echo", "arguments": {"text": "x"}}),
+                    ("tools/call", {"name": "mcpstudio__search_tools", "arguments": {"query": "echo"}}),
+                    ("tools/call", {"name": "mcpstudio__call_tool", "arguments": {"name": "alpha__echo",
+                                                                                  "arguments": {"text": "x"}}}),
+                    ("resources/list", {}), ("resources/read", {"uri": "fake://alpha/info"}), ("prompts/list", {}),
+                    ("prompts/get", {"name": "alpha__greet", "arguments": {"who": "x"}})]
+            for method, params in asks:
+                with self.subTest(method=method, params=params):
+                    headers = dict(bob, **({"Mcp-Name": params["uri"]} if "uri" in params else {}))
+                    status, answer, text = http.modern(method, params, headers=headers)
+                    self.assertEqual(status, 403, text)
+                    self.assertIn('error="insufficient_scope"', answer["www-authenticate"])
+                    self.assertIn("bob is not among the people of namespace eng", answer["www-authenticate"])
+                    self.assertNotIn("alpha", text)
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                headers=bob)
+            self.assertEqual(status, 403, text)
+            status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                headers=alice)  # alice's handshake-era session: bob can use it neither to post nor to listen
+            self.assertEqual(status, 200, text)
+            session = headers["mcp-session-id"]
+            for method, body in (("POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), ("GET", None)):
+                status, _, text = http.post(body, session=session, method=method, headers=bob)
+                self.assertEqual(status, 403, (method, text))
+
+            def answer(method, params):
+                headers = dict(alice, **({"Mcp-Name": params["uri"]} if "uri" in params else {}))
+                status, _, text = http.modern(method, params, headers=headers)
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            self.assertEqual([t["name"] for t in answer("tools/list", {})["result"]["tools"]],
+                             ["mcpstudio__search_tools", "mcpstudio__call_tool"])
+            found = answer("tools/call", {"name": "mcpstudio__search_tools", "arguments": {"query": "echo the text"}})
+            self.assertEqual([t["name"] for t in found["result"]["structuredContent"]["tools"]], ["alpha__echo"])
+            self.assertIn("Unknown tool: beta__echo", answer("tools/call", {"name": "beta__echo", "arguments": {
+                "text": "x"}})["error"]["message"])
+            through = answer("tools/call", {"name": "mcpstudio__call_tool", "arguments": {"name": "beta__echo",
+                                                                                          "arguments": {"text": "x"}}})
+            self.assertIn("Unknown tool: beta__echo", text_of(through["result"]))
+            self.assertEqual(text_of(answer("tools/call", {"name": "mcpstudio__call_tool", "arguments": {
+                "name": "alpha__echo", "arguments": {"text": "x"}}})["result"]), "alpha: x")
+            self.assertEqual([r["uri"] for r in answer("resources/list", {})["result"]["resources"]],
+                             ["fake://alpha/info"])
+            self.assertIn("Resource not found", answer("resources/read", {"uri": "fake://beta/info"})["error"]["message"])
+            self.assertEqual([p["name"] for p in answer("prompts/list", {})["result"]["prompts"]], ["alpha__greet"])
 
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
