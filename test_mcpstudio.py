@@ -15796,7 +15796,11 @@ class IsolationTests(AggregatorCase):
         for entry, fragment in (({"command": PY, "args": [self.fake], "auth": "passthrough"}, "only a server with a `url`"),
                                 ({"url": "https://crm.example/mcp", "auth": "passthrough", "isolation": "shared"},
                                  'use "user" or "session"'),
-                                ({"url": "https://crm.example/mcp", "auth": "forward"}, 'expected "passthrough"')):
+                                ({"url": "https://crm.example/mcp", "auth": "forward"}, 'expected "passthrough"'),
+                                ({"url": "https://crm.example/mcp", "auth": "exchange"},
+                                 "set signIn.issuer, signIn.clientId and signIn.clientSecret"),
+                                ({"url": "https://crm.example/mcp", "auth": "exchange", "isolation": "shared"},
+                                 '"auth": "exchange" talks to the server as each person')):
             path = os.path.join(self.dir, "bad.json")
             with open(path, "w") as f:
                 json.dump({"mcpServers": {"crm": entry}}, f)
@@ -15934,7 +15938,9 @@ class SignInTests(AggregatorCase):
     def setUpClass(cls):
         cls.folder = tempfile.mkdtemp(prefix="mcpstudio-idp-")
         keys, cls.also = os.path.join(cls.folder, "keys.json"), os.path.join(cls.folder, "also")
-        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys, cls.also],
+        cls.exchangeable = os.path.join(cls.folder, "exchangeable")  # what the gateway may exchange tokens for
+        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys, cls.also,
+                                    cls.exchangeable],
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    env=dict(os.environ, NODE_PATH=os.path.join(OIDC_PROVIDER, "node_modules")))
         timer = threading.Timer(WAIT, cls.idp.kill)  # a provider that never says it is ready is stopped
@@ -16186,6 +16192,59 @@ class SignInTests(AggregatorCase):
                              ["fake://alpha/info"])
             self.assertIn("Resource not found", answer("resources/read", {"uri": "fake://beta/info"})["error"]["message"])
             self.assertEqual([p["name"] for p in answer("prompts/list", {})["result"]["prompts"]], ["alpha__greet"])
+
+    def test_a_persons_token_is_exchanged_for_one_of_the_server(self):
+        # "auth": "exchange" (RFC 8693): the provider (oidc-provider, its token-exchange grant registered by idp.mjs)
+        # gives the gateway, as its client `gateway`, a token for crm in exchange for each person's own: crm gets
+        # alice's and bob's (and carol's, whose own is opaque) each signed by the provider, for crm, naming the
+        # person and the gateway as actor, never a token of the gateway's own URL; one exchange serves a person's
+        # calls while it lasts; the listing sends no one's. A server the provider will not exchange for, and a
+        # token it will not exchange (expired there), get a tool error saying why; the latter signs the person in
+        # again (401 invalid_token from then on).
+        crm, other = RecordingMcpServer(), RecordingMcpServer()
+        self.addCleanup(crm.close)
+        self.addCleanup(other.close)
+        with open(self.exchangeable, "w") as f:
+            f.write(crm.url + "\n")
+        self.addCleanup(os.remove, self.exchangeable)
+        with self.serve(crm={"url": crm.url, "auth": "exchange"}, other={"url": other.url, "auth": "exchange"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            tokens = {name: self.token(name, root) for name in ("alice", "bob", "carol")}
+
+            def call(token, path, tool):
+                http.path = path
+                status, headers, text = http.modern("tools/call", {"name": tool, "arguments": {}},
+                                                    headers={"Authorization": "Bearer " + token})
+                return (status, http.messages(text)[0]["result"]) if status == 200 else (
+                    status, headers.get("www-authenticate", ""))
+            for name, path in (("alice", "/mcp"), ("bob", "/mcp/sales"), ("carol", "/mcp/sales"), ("alice", "/mcp")):
+                self.assertEqual(text_of(call(tokens[name], path, "crm__whoami")[1]), "crm called", name)
+            status, refused = call(tokens["alice"], "/mcp", "other__whoami")
+            self.assertTrue(refused["isError"], refused)
+            self.assertIn("server `other`: the identity provider %s gave no token for %s in exchange for yours "
+                          "(invalid_target: " % (self.issuer, other.url), text_of(refused))
+            self.assertIn("the admin must allow the gateway's client to exchange tokens for it", text_of(refused))
+            now = int(time.time())
+            stale = _jwt({"alg": "RS256", "typ": "at+jwt", "kid": "rs-1"},  # within the gateway's 60 s of skew only
+                         {"iss": self.issuer, "aud": root, "sub": "alice", "exp": now - 5, "groups": ["engineering"]},
+                         lambda data: _rs256_sign(_jwk_ints(self.keys["rs"], "n", "e", "d"), data))
+            status, refused = call(stale, "/mcp", "crm__whoami")
+            self.assertEqual(status, 200)
+            self.assertIn("server `crm`: the identity provider would not exchange it (invalid_grant", text_of(refused))
+            status, challenge = call(stale, "/mcp", "crm__whoami")
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token"', challenge)
+            self.assertIn("would not exchange it", challenge)
+        self.assertEqual(other.seen and [m for m, _ in other.seen if m == "tools/call"], [])
+        given = [token[len("Bearer "):] for method, token in crm.seen if method == "tools/call"]
+        self.assertEqual(len(given), 4)
+        self.assertEqual(given[0], given[3])  # alice's exchange, kept while it lasts
+        public = mcpstudio.jwk_key({k: self.keys["rs"][k] for k in ("kty", "n", "e", "kid", "alg", "use")})
+        for token, name in zip(given, ("alice", "bob", "carol")):
+            self.assertNotIn(token, tokens.values())
+            claims = mcpstudio.jwt_claims(token, [public], self.issuer, [crm.url], time.time())
+            self.assertEqual((claims["sub"], claims["act"], claims["aud"]), (name, {"sub": "gateway"}, crm.url))
+        self.assertIn(("tools/list", None), crm.seen)  # the listing process: no one's token
 
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
