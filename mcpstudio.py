@@ -6956,20 +6956,27 @@ class Server:
                 if wanted.get(key):
                     ctx.notify(method, {"_meta": {META_SUBSCRIPTION: ctx.request_id}})
 
-    def source_notification(self, method, params):
-        """A notification from a source for every client (a subscribed resource was updated); a 2026-07-28
-        client hears of the resources its subscriptions/listen names."""
+    def _owned_by(self, session, owner):
+        """Whether `session` may hear what `owner` (an isolated process's Upstream.owner; None: everyone's) says."""
+        return owner is None or (session is owner[1] if owner[0] == "session" else session.person == owner[1])
+
+    def source_notification(self, method, params, owner=None):
+        """A notification from a source for every client (a subscribed resource was updated; an isolated
+        process's: its owner's only); a 2026-07-28 client hears of the resources its subscriptions/listen names."""
         for session in self.sessions:
-            session.notify(method, params)
+            if self._owned_by(session, owner):
+                session.notify(method, params)
         for ctx, granted in list(self.subscriptions):
-            if params.get("uri") in granted.get("resourceSubscriptions", ()):
+            if params.get("uri") in granted.get("resourceSubscriptions", ()) and self._owned_by(ctx.session, owner):
                 ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
 
-    def source_log(self, level, text, logger="mcpstudio"):
-        """A log line from a source, forwarded to clients that asked for that level."""
+    def source_log(self, level, text, logger="mcpstudio", owner=None):
+        """A log line from a source, forwarded to clients that asked for that level; an isolated process's
+        (`owner`) only to its person's (or session's) sessions, never held for a later client."""
         for session in self.sessions:
-            session.log_to_client(level, text, logger)
-        if not self.sessions and len(self._held_logs) < 100:
+            if self._owned_by(session, owner):
+                session.log_to_client(level, text, logger)
+        if not self.sessions and owner is None and len(self._held_logs) < 100:
             self._held_logs.append((level, text, logger))
 
     # -- methods ------------------------------------------------------------------
@@ -10940,15 +10947,17 @@ class Downstream:
         if self.source.events:
             self.source.events.source_changed(self.source)
 
-    def forward_log(self, level, data, logger):
-        """A log line from an upstream, forwarded with the server id as logger."""
+    def forward_log(self, level, data, logger, owner=None):
+        """A log line from an upstream, forwarded with the server id as logger; `owner`: an isolated process's
+        (Upstream.owner), whose lines only that person's (or session's) sessions are told."""
         if self.source.events:
-            self.source.events.source_log(level, data, logger)
+            self.source.events.source_log(level, data, logger, owner)
 
-    def updated(self, params):
-        """A server's `notifications/resources/updated`: the client's subscription, passed on."""
+    def updated(self, params, owner=None):
+        """A server's `notifications/resources/updated`: the client's subscription, passed on (an isolated
+        process's only to its owner)."""
         if self.source.events:
-            self.source.events.source_notification("notifications/resources/updated", params)
+            self.source.events.source_notification("notifications/resources/updated", params, owner)
 
 
 class ListenStream:
@@ -11036,7 +11045,7 @@ class BackChannel:
             if asking:
                 asking.cancel()
         elif method == "notifications/resources/updated":
-            self.downstream.updated(params)
+            self.downstream.updated(params, self.upstream.owner)
         elif method == "notifications/elicitation/complete" and self.downstream.session:
             self.downstream.session.notify(method, params)
         elif method == "notifications/progress":
@@ -11046,7 +11055,8 @@ class BackChannel:
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
             self.downstream.forward_log(params.get("level") if params.get("level") in LOG_LEVELS else "info",
-                                        params.get("data"), self.upstream.spec.id)  # the server id as logger
+                                        params.get("data"), self.upstream.spec.id,  # the server id as logger
+                                        self.upstream.owner)
         elif method.endswith("/list_changed") and self.upstream.state == "running":
             self.upstream.relist()
 
@@ -11198,6 +11208,7 @@ class Upstream:
     user_stopped = False
     list_deadline = None  # until when listings wait for its first start
     bearer = None       # a person's own access token it sends (`"auth": "passthrough"`; the Aggregator sets it)
+    owner = None        # an isolated process's ("person", key) or ("session", Session): what it says is theirs alone
     refused_bearer = None  # the last of them the server answered 401
     _starting = _stopping = None  # the tasks starting and stopping it
     _health = None      # the task pinging it (healthCheckInterval)
@@ -12286,7 +12297,7 @@ class Aggregator:
         own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
                        self.cache_dir, config_path=self.config_path,
                        start_tool=self.namespace.manager_name("servers_start"))
-        own.bearer = bearer
+        own.bearer, own.owner = bearer, (owner[0], ctx.session) if owner[0] == "session" else owner
         self.log.add_secrets([value for value in secrets.values() if value])
         self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
         self.log.info("server %s: a process of its own for %s %s", spec.id, owner[0],

@@ -15512,6 +15512,40 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
 
+    def test_what_a_persons_process_logs_reaches_only_them(self):
+        # A log line of alice's own process (notifications/message: her page, her data) goes to her sessions only:
+        # bob, listening on his session's GET stream at level info, hears his own process's lines and none of hers.
+        from http.client import HTTPConnection
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value=name)
+        with HttpServerProcess("serve", "--config", self.config("user"), "--no-manager-tools", env=self.env) as http:
+            sessions = {}
+            for name in ("alice", "bob"):
+                auth = {"Authorization": "Bearer " + self.TOKENS[name]}
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                    headers=auth)
+                sessions[name] = headers["mcp-session-id"]
+                http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=sessions[name], headers=auth)
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {
+                    "level": "info"}}, session=sessions[name], headers=auth)
+                self.assertEqual(status, 200, text)
+            connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+            self.addCleanup(connection.close)
+            connection.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": sessions["bob"],
+                                                       "Authorization": "Bearer " + self.TOKENS["bob"]})
+            stream = connection.getresponse()
+            self.assertEqual(stream.status, 200)
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "alice-private"}, sessions["alice"]),
+                             "keeper: alice-private")
+            self.assertEqual(self.call(http, "bob", "keeper__echo", {"text": "bob-own"}, sessions["bob"]), "keeper: bob-own")
+            heard = []
+            while not any("echoing bob-own" in line for line in heard):
+                line = stream.readline().decode()
+                self.assertTrue(line, heard)  # the stream ended before bob's own line
+                heard += [line[5:]] if line.startswith("data:") else []
+            self.assertFalse([line for line in heard if "alice-private" in line], heard)
+
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
         # (issue 45): a person's own process answers under the server's route, so alice's repeated call is answered
