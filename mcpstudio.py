@@ -8785,7 +8785,7 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances", "auth",
+                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances", "idleTimeout", "auth",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name", "overrides")
@@ -9016,6 +9016,7 @@ class UpstreamSpec:
     max_concurrency = 0
     protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
     isolation, max_instances = "shared", ISOLATED_MAX  # one process for everyone, or one per person or session
+    idle_timeout = ISOLATED_IDLE  # seconds a person's (or session's) own process may go unused: then it stops
     person_token = None  # `auth`: a URL server gets the signed-in person's own token ("passthrough", audience-checked)
                          # or one the identity provider gives for it in exchange ("exchange", RFC 8693)
 
@@ -9046,6 +9047,7 @@ class UpstreamSpec:
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
                             self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances,
+                            self.idle_timeout,
                             self.person_token)
 
     def person_names(self):
@@ -9332,6 +9334,9 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
     spec.max_instances = loader.get(entry, "maxInstances", int, where, ISOLATED_MAX)
     if spec.max_instances < 1:
         raise loader.error(_join(where, "maxInstances"), "expected a positive whole number (instances at once)")
+    spec.idle_timeout = float(loader.get(entry, "idleTimeout", NUMBER, where, ISOLATED_IDLE))
+    if not 0 < spec.idle_timeout < 1e9:
+        raise loader.error(_join(where, "idleTimeout"), "expected a positive number of seconds")
     if spec.isolation == "shared" and spec.person_names():
         raise loader.error(where, "${person.%s} is a signed-in person's own secret: set \"isolation\": \"user\" "
                            "(or \"session\"), so that each person's server gets theirs" % spec.person_names()[0])
@@ -12217,6 +12222,7 @@ class Aggregator:
     events = None
     metrics = None       # the Guard's CallMetrics, set by the Server (servers_list shows them)
     _reading = _reloading = None  # the tasks reading listings from disk and the config file
+    _sweeping = None  # the task that stops idle isolated instances (_sweep_idle)
     tool_search = (None, TOOL_SEARCH_THRESHOLD, ())  # the config's toolSearch, threshold and pins (check shows them)
 
     @property
@@ -12266,7 +12272,7 @@ class Aggregator:
         """Where a call of `ctx` to `upstream` goes: the shared process, or for an isolated server the caller's
         own (`user`: the signed-in person's, started with their secrets; `session`: the client session's, the
         person's in 2026-07-28), at most `maxInstances` at once, the least recently used idle one stopped to
-        make room; ones idle for ISOLATED_IDLE, or of a session that ended, are stopped."""
+        make room; ones idle for the server's idleTimeout, or of a session that ended, are stopped."""
         spec, person = upstream.spec, getattr(getattr(ctx, "session", None), "person", None)
         if spec.isolation == "shared" or ctx is None or (person is None and (spec.isolation == "user" or ctx.modern)):
             return upstream
@@ -12300,6 +12306,8 @@ class Aggregator:
         own.bearer, own.owner = bearer, (owner[0], ctx.session) if owner[0] == "session" else owner
         self.log.add_secrets([value for value in secrets.values() if value])
         self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
+        if self._sweeping is None or self._sweeping.done():
+            self._sweeping = asyncio.ensure_future(self._sweep_idle())
         self.log.info("server %s: a process of its own for %s %s", spec.id, owner[0],
                       person if owner[0] == "person" else ctx.session.label)
         return own
@@ -12385,13 +12393,24 @@ class Aggregator:
             raise McpError(INVALID_PARAMS, str(exc), {"server": upstream.spec.id}) from None
 
     def sweep_instances(self, ended=None):
-        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for ISOLATED_IDLE."""
+        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for their server's
+        idleTimeout."""
         now = time.monotonic()
         for key, entry in list(self.isolated.items()):
             if entry[3] is not None and (entry[3].closed or entry[3] is ended):
                 self._stop_instance(key, "its session ended")
-            elif not entry[2] and now - entry[1] > ISOLATED_IDLE:
-                self._stop_instance(key, "it was not used for %d s" % ISOLATED_IDLE)
+            elif not entry[2] and now - entry[1] > entry[0].spec.idle_timeout:
+                self._stop_instance(key, "it was not used for %g s (its idleTimeout)" % entry[0].spec.idle_timeout)
+
+    async def _sweep_idle(self):
+        """While isolated instances run, sweep them when the first of them could have gone idle: an instance
+        nobody calls again is stopped on time, not at the next call."""
+        while self.isolated:
+            now = time.monotonic()
+            due = min((entry[1] + entry[0].spec.idle_timeout for entry in self.isolated.values() if not entry[2]),
+                      default=now + min(entry[0].spec.idle_timeout for entry in self.isolated.values()))  # all busy
+            await asyncio.sleep(min(max(due - now, 0) + 0.5, ISOLATED_IDLE))
+            self.sweep_instances()
 
     def _stop_instance(self, key, why):
         entry = self.isolated.pop(key)
@@ -12792,6 +12811,8 @@ class Aggregator:
         """Stop every upstream (stdin closed, SIGTERM, SIGKILL) and the file watch."""
         self.watch.close()
         self.bridge.close()
+        if self._sweeping is not None:
+            self._sweeping.cancel()
         # A server still starting for its first listing: let it finish, briefly, so that its tools are
         # cached for the next run (a client that gives up on a slow server would otherwise never see them).
         first = [u for u in self.upstreams.values() if u.state == "starting" and u.known() is None]

@@ -15454,12 +15454,12 @@ class IsolationTests(AggregatorCase):
 
     TOKENS = {"alice": "alice-token-0001", "bob": "bob-token-0002", "carol": "carol-token-003"}
 
-    def config(self, isolation, max_instances=5):
+    def config(self, isolation, max_instances=5, **more):
         fake = [self.fake, "--only", "echo,env,sleep", "--pidfile", self.pids, "--name", "keeper"]
         path = os.path.join(self.dir, "iso.json")
         with open(path, "w") as f:
-            json.dump({"mcpServers": {"keeper": {"command": PY, "args": fake, "env": {"FAKE_WHO": "${person.TOKEN}"},
-                                                "isolation": isolation, "maxInstances": max_instances}},
+            json.dump({"mcpServers": {"keeper": dict({"command": PY, "args": fake, "env": {"FAKE_WHO": "${person.TOKEN}"},
+                                                     "isolation": isolation, "maxInstances": max_instances}, **more)},
                        "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
                                   for name, token in self.TOKENS.items()}}, f)
         return path
@@ -15511,6 +15511,27 @@ class IsolationTests(AggregatorCase):
                               env=self.env)
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
+
+    def test_an_idle_persons_process_is_stopped_on_time(self):
+        # A person's own process unused for the server's idleTimeout is stopped then, though nobody calls again
+        # (it was only swept at the next call); the shared process that lists the tools stays; a later call by that
+        # person starts a new one. A bad idleTimeout is a config error.
+        self.secrets("set", "TOKEN", "--person", "static:alice", value="alice")
+        with HttpServerProcess("serve", "--config", self.config("user", idleTimeout=2), "--no-manager-tools",
+                               env=self.env) as http:
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "one"}), "keeper: one")
+            with open(self.pids) as f:  # the listing's, then alice's
+                pids = [int(line.split()[0]) for line in f]
+            self.assertEqual(len(pids), 2)
+            self.assertTrue(wait_until(lambda: not alive(pids[1]), 15), "alice's idle process still runs")
+            self.assertTrue(alive(pids[0]))
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "two"}), "keeper: two")
+            with open(self.pids) as f:
+                self.assertEqual(len({line.split()[0] for line in f}), 3)
+        done = subprocess.run(SERVER + ["check", "--config", self.config("user", idleTimeout=0)], capture_output=True,
+                              text=True, timeout=WAIT, env=self.env)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("mcpServers.keeper.idleTimeout: expected a positive number of seconds", done.stderr)
 
     def test_what_a_persons_process_logs_reaches_only_them(self):
         # A log line of alice's own process (notifications/message: her page, her data) goes to her sessions only:
