@@ -16301,6 +16301,68 @@ class SignInTests(AggregatorCase):
             self.assertEqual((claims["sub"], claims["act"], claims["aud"]), (name, {"sub": "gateway"}, crm.url))
         self.assertIn(("tools/list", None), crm.seen)  # the listing process: no one's token
 
+    def test_what_one_person_makes_is_never_anothers(self):
+        # bob (an ES256 JWT) and carol (an opaque token, introspected), both of namespace sales, signed in by the
+        # provider: a cached result, a kept output, a task and the tools a search found are their maker's; the
+        # other gets a fresh result, "Output not found", "Unknown task" and a listing without them. /metrics
+        # names no person (its labels stay bounded however many sign in).
+        import urllib.request
+        stamp = self.script("stamp.py", "import os\nprint(os.urandom(8).hex())\n", executable=False)
+        tasks = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+        with self.serve(top={"toolSearch": "on", "tools": [
+                {"name": "stamp", "command": "%s %s" % (PY, stamp), "annotations": {"readOnlyHint": True},
+                 "cache": {"ttl": 600}},
+                {"name": "count", "command": "seq 1 {n}", "max_text": 200},
+                {"name": "slow", "command": "sleep {seconds}", "taskSupport": "required"}]}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            auth = {name: {"Authorization": "Bearer " + self.token(name, root + "/sales")} for name in ("bob", "carol")}
+            http.path = "/mcp/sales"
+
+            def answer(name, method, params, named=None):
+                headers = dict(auth[name], **({"Mcp-Name": named} if named else {}))
+                status, _, text = http.modern(method, params, headers=headers)
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+
+            def call(name, tool, arguments, meta=None):
+                return answer(name, "tools/call", {"name": tool, "arguments": arguments, "_meta": meta or {}})["result"]
+            stamps = [text_of(call(name, "stamp", {})) for name in ("bob", "bob", "carol")]
+            self.assertEqual(stamps[0], stamps[1])  # bob's, from the cache
+            self.assertNotEqual(stamps[0], stamps[2])  # carol's own
+            uri = next(c["uri"] for c in call("bob", "count", {"n": "400"})["content"] if c["type"] == "resource_link")
+            self.assertIn("Output not found", answer("carol", "resources/read", {"uri": uri}, uri)["error"]["message"])
+            self.assertTrue(answer("bob", "resources/read", {"uri": uri}, uri)["result"]["contents"][0]["text"]
+                            .startswith("1\n2\n"))
+            task = call("bob", "slow", {"seconds": "30"}, tasks)
+            self.assertEqual(task["resultType"], "task", task)
+            get = {"taskId": task["taskId"], "_meta": tasks}
+            self.assertIn("Unknown task", answer("carol", "tasks/get", get, task["taskId"])["error"]["message"])
+            self.assertEqual(answer("bob", "tasks/get", get, task["taskId"])["result"]["status"], "working")
+            answer("bob", "tasks/cancel", get, task["taskId"])
+            sessions, listed = {}, {}  # found tools join a handshake-era session's tools/list (2026-07-28: none)
+            for name in ("bob", "carol"):
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                    headers=auth[name])
+                sessions[name] = headers["mcp-session-id"]
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "mcpstudio__search_tools", "arguments": {"query": "echo the text"}}}, session=sessions["bob"],
+                headers=auth["bob"])
+            found = http.messages(text)[-1]["result"]["structuredContent"]["tools"]
+            self.assertEqual([tool["name"] for tool in found], ["beta__echo"])
+            for name in ("bob", "carol"):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session=sessions[name],
+                                            headers=auth[name])
+                listed[name] = [tool["name"] for tool in http.messages(text)[-1]["result"]["tools"]]
+            self.assertIn("beta__echo", listed["bob"])
+            self.assertNotIn("beta__echo", listed["carol"])
+            request = urllib.request.Request("http://127.0.0.1:%d/metrics" % http.port, headers={
+                "Authorization": "Bearer " + self.token("bob", root)})  # /metrics: the server's own audience
+            with urllib.request.urlopen(request, timeout=WAIT) as response:
+                metrics = response.read().decode()
+            self.assertIn("stamp", metrics)
+            self.assertFalse(re.search(r"\b(bob|carol)\b", metrics), metrics)
+
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
         # insufficient_scope, and one granted them (scope=tools in the grant) is let in.
