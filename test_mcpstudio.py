@@ -15512,6 +15512,32 @@ class IsolationTests(AggregatorCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
 
+    def test_a_persons_secrets_fill_headers_and_args_too(self):
+        # ${person.NAME} in a URL server's headers and in a command's args is the person's own secret as well: crm
+        # gets alice's and bob's own Authorization (the listing none of theirs), the command runs with their own
+        # word in its argv.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        for name in ("alice", "bob"):
+            self.secrets("set", "CRM", "--person", "static:" + name, value=name + "-crm")
+            self.secrets("set", "WORD", "--person", "static:" + name, value=name + "-word")
+        path = os.path.join(self.dir, "filled.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {
+                "crm": {"url": crm.url, "headers": {"Authorization": "Bearer ${person.CRM}"}, "isolation": "user"},
+                "keeper": {"command": PY, "args": [self.fake, "--only", "echo", "--name", "${person.WORD}"],
+                           "isolation": "user"}},
+                "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                           for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            for name in ("alice", "bob"):
+                self.assertEqual(self.call(http, name, "crm__whoami", {}), "crm called")
+                self.assertEqual(self.call(http, name, "keeper__echo", {"text": "hi"}), "%s-word: hi" % name)
+        self.assertEqual([given for method, given in crm.seen if method == "tools/call"],
+                         ["Bearer alice-crm", "Bearer bob-crm"])
+        self.assertEqual({given for _, given in crm.seen}, {"Bearer ", "Bearer alice-crm", "Bearer bob-crm"})
+        self.assertIn(("tools/list", "Bearer "), crm.seen)  # the shared listing's ${person.CRM} is empty
+
     def test_an_idle_persons_process_is_stopped_on_time(self):
         # A person's own process unused for the server's idleTimeout is stopped then, though nobody calls again
         # (it was only swept at the next call); the shared process that lists the tools stays; a later call by that
