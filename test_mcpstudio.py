@@ -16330,12 +16330,13 @@ class SignInTests(AggregatorCase):
     def test_what_one_person_makes_is_never_anothers(self):
         # bob (an ES256 JWT) and carol (an opaque token, introspected), both of namespace sales, signed in by the
         # provider: a cached result, a kept output, a task and the tools a search found are their maker's; the
-        # other gets a fresh result, "Output not found", "Unknown task" and a listing without them. /metrics
-        # names no person (its labels stay bounded however many sign in).
+        # other gets a fresh result, "Output not found", "Unknown task" and a listing without them. Each audit line
+        # names its person; /metrics names none (its labels stay bounded however many sign in).
         import urllib.request
         stamp = self.script("stamp.py", "import os\nprint(os.urandom(8).hex())\n", executable=False)
+        audit = os.path.join(self.dir, "audit.jsonl")
         tasks = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
-        with self.serve(top={"toolSearch": "on", "tools": [
+        with self.serve(top={"toolSearch": "on", "audit": {"file": audit}, "tools": [
                 {"name": "stamp", "command": "%s %s" % (PY, stamp), "annotations": {"readOnlyHint": True},
                  "cache": {"ttl": 600}},
                 {"name": "count", "command": "seq 1 {n}", "max_text": 200},
@@ -16388,6 +16389,10 @@ class SignInTests(AggregatorCase):
                 metrics = response.read().decode()
             self.assertIn("stamp", metrics)
             self.assertFalse(re.search(r"\b(bob|carol)\b", metrics), metrics)
+        with open(audit) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([(line["tool"], line["person"]) for line in lines if line.get("tool") == "stamp"],
+                         [("stamp", "bob"), ("stamp", "bob"), ("stamp", "carol")])
 
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
