@@ -9047,8 +9047,7 @@ class UpstreamSpec:
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
                             self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances,
-                            self.idle_timeout,
-                            self.person_token)
+                            self.idle_timeout, self.person_token)
 
     def person_names(self):
         """The NAMEs of the `${person.NAME}` in its args, env and headers: each person's own secrets."""
