@@ -7131,20 +7131,27 @@ class Server:
                 if wanted.get(key):
                     ctx.notify(method, {"_meta": {META_SUBSCRIPTION: ctx.request_id}})
 
-    def source_notification(self, method, params):
-        """A notification from a source for every client (a subscribed resource was updated); a 2026-07-28
-        client hears of the resources its subscriptions/listen names."""
+    def _owned_by(self, session, owner):
+        """Whether `session` may hear what `owner` (an isolated process's Upstream.owner; None: everyone's) says."""
+        return owner is None or (session is owner[1] if owner[0] == "session" else session.person == owner[1])
+
+    def source_notification(self, method, params, owner=None):
+        """A notification from a source for every client (a subscribed resource was updated; an isolated
+        process's: its owner's only); a 2026-07-28 client hears of the resources its subscriptions/listen names."""
         for session in self.sessions:
-            session.notify(method, params)
+            if self._owned_by(session, owner):
+                session.notify(method, params)
         for ctx, granted in list(self.subscriptions):
-            if params.get("uri") in granted.get("resourceSubscriptions", ()):
+            if params.get("uri") in granted.get("resourceSubscriptions", ()) and self._owned_by(ctx.session, owner):
                 ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
 
-    def source_log(self, level, text, logger="mcpstudio"):
-        """A log line from a source, forwarded to clients that asked for that level."""
+    def source_log(self, level, text, logger="mcpstudio", owner=None):
+        """A log line from a source, forwarded to clients that asked for that level; an isolated process's
+        (`owner`) only to its person's (or session's) sessions, never held for a later client."""
         for session in self.sessions:
-            session.log_to_client(level, text, logger)
-        if not self.sessions and len(self._held_logs) < 100:
+            if self._owned_by(session, owner):
+                session.log_to_client(level, text, logger)
+        if not self.sessions and owner is None and len(self._held_logs) < 100:
             self._held_logs.append((level, text, logger))
 
     # -- methods ------------------------------------------------------------------
@@ -7860,10 +7867,20 @@ class ConfigLoader:
         info["upstream"] = None
         if any(key in data for key in _UPSTREAM_KEYS):  # other MCP servers: the aggregator
             info["upstream"] = gathered(read_upstreams, self, data, timeout or base.timeout)
+            gathered(self.check_exchange, info["upstream"], info["sign_in"])
         info["local_key"] = json.dumps({k: v for k, v in data.items()
                                         if k not in _UPSTREAM_KEYS + _BOOKKEEPING_KEYS},
                                        sort_keys=True, default=str)
         return sources, info
+
+    def check_exchange(self, plan, sign_in):
+        """A server of `"auth": "exchange"` needs the gateway's own client at the identity provider (RFC 8693: the
+        exchange is the gateway's request, authenticated as signIn.clientId)."""
+        for spec in plan.specs if plan else ():
+            if spec.person_token == "exchange" and not spec.error and not (sign_in and sign_in["issuer"] and sign_in["clientId"]):
+                raise self.error(_join(spec.where, "auth"), "\"exchange\" asks the identity provider of signIn for a "
+                                 "token for this server in exchange for the person's own (RFC 8693), as the gateway's "
+                                 "own client: set signIn.issuer, signIn.clientId and signIn.clientSecret")
 
     def warn_shell_syntax(self, tools, resources, log: Log):
         """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true; and `answers`
@@ -8258,7 +8275,7 @@ def read_sign_in(loader, data):
     plan["scopes"] = loader.get(plan, "scopes", list, "signIn", [])
     if not all(isinstance(scope, str) for scope in plan["scopes"]):
         raise loader.error("signIn.scopes", "expected a list of scope names every token must hold")
-    if (plan["introspection"] or plan["clientId"]) and not (plan["introspection"] and plan["clientId"]):
+    if plan["introspection"] and not plan["clientId"]:  # clientId alone: the client of a token exchange (RFC 8693)
         raise loader.error("signIn", "opaque tokens need `introspection` (the RFC 7662 endpoint) and `clientId` "
                            "(with `clientSecret`) together")
     if (plan["introspection"] or people is None) and not plan["issuer"]:
@@ -8943,11 +8960,12 @@ MANAGER_PREFIX = "mcpstudio"
 
 _SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
                 "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances", "auth",
+                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances", "idleTimeout", "auth",
                 # mcp-studio's (mcpmu's) names for the same things, and its deny list
                 "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
                 "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name", "overrides")
 ISOLATION_MODES = ("shared", "user", "session")  # a server's `isolation`
+PERSON_TOKEN_MODES = ("passthrough", "exchange")  # a URL server's `auth`: the person's own token, or one exchanged for it
 ISOLATED_MAX = 10        # instances of an isolated server at once (its `maxInstances`)
 ISOLATED_IDLE = 900.0    # seconds an isolated instance may go unused before it is stopped
 _PERSON_REFERENCE = re.compile(r"\$\{person\.([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -9173,7 +9191,9 @@ class UpstreamSpec:
     max_concurrency = 0
     protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
     isolation, max_instances = "shared", ISOLATED_MAX  # one process for everyone, or one per person or session
-    passthrough = False  # `"auth": "passthrough"`: a URL server gets the signed-in person's own token (audience-checked)
+    idle_timeout = ISOLATED_IDLE  # seconds a person's (or session's) own process may go unused: then it stops
+    person_token = None  # `auth`: a URL server gets the signed-in person's own token ("passthrough", audience-checked)
+                         # or one the identity provider gives for it in exchange ("exchange", RFC 8693)
 
     def __init__(self, key, where):
         self.key, self.id, self.where = key, _server_id(key), where
@@ -9202,7 +9222,7 @@ class UpstreamSpec:
         return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
                             self.health_interval, self.allow, self.deny, self.disabled, self.error,
                             self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances,
-                            self.passthrough)
+                            self.idle_timeout, self.person_token)
 
     def person_names(self):
         """The NAMEs of the `${person.NAME}` in its args, env and headers: each person's own secrets."""
@@ -9477,16 +9497,20 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
     spec.max_concurrency = loader.get(entry, "maxConcurrency", int, where, 0)
     if spec.max_concurrency < 0:
         raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
-    spec.passthrough = loader.choice(entry, "auth", ("passthrough",), where, None) == "passthrough"
-    if spec.passthrough and not spec.url:
+    spec.person_token = loader.choice(entry, "auth", PERSON_TOKEN_MODES, where, None)
+    if spec.person_token and not spec.url:
         raise loader.error(_join(where, "auth"), "only a server with a `url` takes a person's token")
-    if spec.passthrough and entry.get("isolation") == "shared":
-        raise loader.error(_join(where, "isolation"), "\"auth\": \"passthrough\" talks to the server as each person "
-                           "(with their own token): use \"user\" or \"session\", or leave it out (\"user\")")
-    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "user" if spec.passthrough else "shared")
+    if spec.person_token and entry.get("isolation") == "shared":
+        raise loader.error(_join(where, "isolation"), "\"auth\": \"%s\" talks to the server as each person "
+                           "(with their own token): use \"user\" or \"session\", or leave it out (\"user\")"
+                           % spec.person_token)
+    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "user" if spec.person_token else "shared")
     spec.max_instances = loader.get(entry, "maxInstances", int, where, ISOLATED_MAX)
     if spec.max_instances < 1:
         raise loader.error(_join(where, "maxInstances"), "expected a positive whole number (instances at once)")
+    spec.idle_timeout = float(loader.get(entry, "idleTimeout", NUMBER, where, ISOLATED_IDLE))
+    if not 0 < spec.idle_timeout < 1e9:
+        raise loader.error(_join(where, "idleTimeout"), "expected a positive number of seconds")
     if spec.isolation == "shared" and spec.person_names():
         raise loader.error(where, "${person.%s} is a signed-in person's own secret: set \"isolation\": \"user\" "
                            "(or \"session\"), so that each person's server gets theirs" % spec.person_names()[0])
@@ -10394,15 +10418,17 @@ class _HttpChannel:
         return headers
 
     def _refused(self, response):
-        """A passthrough server answered 401 to the person's own token (it expired, or was revoked): OAuthError
+        """A server of `auth` answered 401 to the person's token (it expired, or was revoked): OAuthError
         saying so; the Aggregator then has the gateway refuse the token too (Person.refuse)."""
         params = www_authenticate(response.getheader("WWW-Authenticate") or "")
         response.read()
         self.upstream.refused_bearer = self.upstream.bearer
-        return OAuthError("server %s refused your access token (HTTP 401%s): sign in to the gateway again (your MCP "
-                          "client does when the gateway answers 401 invalid_token, as it will now), with a token issued "
-                          "for %s too" % (self.spec.key, ": " + (params.get("error_description") or params["error"])
-                                          if params.get("error") else "", self.spec.url))
+        exchanged = self.spec.person_token == "exchange"
+        return OAuthError("server %s refused %s (HTTP 401%s): sign in to the gateway again (your MCP client does when "
+                          "the gateway answers 401 invalid_token, as it will now)%s" % (
+                              self.spec.key, "the token exchanged for yours" if exchanged else "your access token",
+                              ": " + (params.get("error_description") or params["error"]) if params.get("error") else "",
+                              "" if exchanged else ", with a token issued for %s too" % self.spec.url))
 
     def _param_headers(self, name, arguments):
         """SEP-2243: the arguments a tool's schema marks with `x-mcp-header`, as `Mcp-Param-*` headers."""
@@ -11100,15 +11126,17 @@ class Downstream:
         if self.source.events:
             self.source.events.source_changed(self.source)
 
-    def forward_log(self, level, data, logger):
-        """A log line from an upstream, forwarded with the server id as logger."""
+    def forward_log(self, level, data, logger, owner=None):
+        """A log line from an upstream, forwarded with the server id as logger; `owner`: an isolated process's
+        (Upstream.owner), whose lines only that person's (or session's) sessions are told."""
         if self.source.events:
-            self.source.events.source_log(level, data, logger)
+            self.source.events.source_log(level, data, logger, owner)
 
-    def updated(self, params):
-        """A server's `notifications/resources/updated`: the client's subscription, passed on."""
+    def updated(self, params, owner=None):
+        """A server's `notifications/resources/updated`: the client's subscription, passed on (an isolated
+        process's only to its owner)."""
         if self.source.events:
-            self.source.events.source_notification("notifications/resources/updated", params)
+            self.source.events.source_notification("notifications/resources/updated", params, owner)
 
 
 class ListenStream:
@@ -11196,7 +11224,7 @@ class BackChannel:
             if asking:
                 asking.cancel()
         elif method == "notifications/resources/updated":
-            self.downstream.updated(params)
+            self.downstream.updated(params, self.upstream.owner)
         elif method == "notifications/elicitation/complete" and self.downstream.session:
             self.downstream.session.notify(method, params)
         elif method == "notifications/progress":
@@ -11206,7 +11234,8 @@ class BackChannel:
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
             self.downstream.forward_log(params.get("level") if params.get("level") in LOG_LEVELS else "info",
-                                        params.get("data"), self.upstream.spec.id)  # the server id as logger
+                                        params.get("data"), self.upstream.spec.id,  # the server id as logger
+                                        self.upstream.owner)
         elif method.endswith("/list_changed") and self.upstream.state == "running":
             self.upstream.relist()
 
@@ -11358,6 +11387,7 @@ class Upstream:
     user_stopped = False
     list_deadline = None  # until when listings wait for its first start
     bearer = None       # a person's own access token it sends (`"auth": "passthrough"`; the Aggregator sets it)
+    owner = None        # an isolated process's ("person", key) or ("session", Session): what it says is theirs alone
     refused_bearer = None  # the last of them the server answered 401
     _starting = _stopping = None  # the tasks starting and stopping it
     _health = None      # the task pinging it (healthCheckInterval)
@@ -12366,6 +12396,7 @@ class Aggregator:
     events = None
     metrics = None       # the Guard's CallMetrics, set by the Server (servers_list shows them)
     _reading = _reloading = None  # the tasks reading listings from disk and the config file
+    _sweeping = None  # the task that stops idle isolated instances (_sweep_idle)
     tool_search = (None, TOOL_SEARCH_THRESHOLD, ())  # the config's toolSearch, threshold and pins (check shows them)
 
     @property
@@ -12411,16 +12442,16 @@ class Aggregator:
         return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
                         config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
 
-    def _instance(self, upstream: Upstream, ctx) -> Upstream:
+    async def _instance(self, upstream: Upstream, ctx) -> Upstream:
         """Where a call of `ctx` to `upstream` goes: the shared process, or for an isolated server the caller's
         own (`user`: the signed-in person's, started with their secrets; `session`: the client session's, the
         person's in 2026-07-28), at most `maxInstances` at once, the least recently used idle one stopped to
-        make room; ones idle for ISOLATED_IDLE, or of a session that ended, are stopped."""
+        make room; ones idle for the server's idleTimeout, or of a session that ended, are stopped."""
         spec, person = upstream.spec, getattr(getattr(ctx, "session", None), "person", None)
         if spec.isolation == "shared" or ctx is None or (person is None and (spec.isolation == "user" or ctx.modern)):
             return upstream
         owner = ("person", person) if spec.isolation == "user" or ctx.modern else ("session", id(ctx.session))
-        bearer = self._passthrough(spec, ctx.session) if spec.passthrough else None
+        bearer = await self._person_token(spec, ctx.session) if spec.person_token else None
         self.sweep_instances()
         key = (spec.id,) + owner
         if key in self.isolated and bearer and self.isolated[key][0].refused_bearer not in (None, bearer):
@@ -12446,18 +12477,35 @@ class Aggregator:
         own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
                        self.cache_dir, config_path=self.config_path,
                        start_tool=self.namespace.manager_name("servers_start"))
-        own.bearer = bearer
+        own.bearer, own.owner = bearer, (owner[0], ctx.session) if owner[0] == "session" else owner
         self.log.add_secrets([value for value in secrets.values() if value])
         self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
+        if self._sweeping is None or self._sweeping.done():
+            self._sweeping = asyncio.ensure_future(self._sweep_idle())
         self.log.info("server %s: a process of its own for %s %s", spec.id, owner[0],
                       person if owner[0] == "person" else ctx.session.label)
         return own
 
     @staticmethod
-    def _passthrough(spec, session):
-        """The signed-in person's token for a server of `"auth": "passthrough"`: only one its audience names (a
-        token the identity provider issued for that server too); ToolError, saying what the admin must do, else."""
+    async def _person_token(spec, session):
+        """The token a person's calls to a URL server of `auth` carry: for "passthrough" their own, only if its
+        audience names the server (a token the identity provider issued for that server too); for "exchange" the one
+        the identity provider gives for the server in exchange for theirs (RFC 8693). ToolError, saying what to do,
+        else (the person's token refused in an exchange: the gateway refuses it too, so they sign in again)."""
         person = getattr(session, "signed_in", None)
+        if spec.person_token == "exchange":
+            if person is None or person.token is None or person.sign_in is None:
+                raise ToolError("server `%s` is called with a token exchanged for your own (\"auth\": \"exchange\"), "
+                                "but you signed in with %s" % (spec.id, "a listed person's token, which the identity "
+                                                               "provider does not know" if person else "no token"))
+            try:
+                return await person.sign_in.exchange(person, spec.url)
+            except TokenError as exc:
+                person.refuse(str(exc))
+                raise ToolError("server `%s`: %s" % (spec.id, exc)) from None
+            except OAuthError as exc:
+                raise ToolError("server `%s`: %s; the admin must allow the gateway's client to exchange tokens for "
+                                "it there (RFC 8693)" % (spec.id, exc)) from None
         token = person.token_for(spec.url) if person is not None else None
         if token is None:
             raise ToolError(
@@ -12510,22 +12558,33 @@ class Aggregator:
         return McpError(URL_ELICITATION_REQUIRED, message, {"elicitations": [
             {"mode": "url", "elicitationId": pending[2], "url": url, "message": message}]})
 
-    def _own(self, upstream: Upstream, ctx) -> Upstream:
+    async def _own(self, upstream: Upstream, ctx) -> Upstream:
         """Where a read, a prompt or a completion of `ctx` goes: as a call's (`_instance`), so what a person reads
         of an isolated server comes from their own process; what keeps it from them is a request error."""
         try:
-            return self._instance(upstream, ctx)
+            return await self._instance(upstream, ctx)
         except ToolError as exc:
             raise McpError(INVALID_PARAMS, str(exc), {"server": upstream.spec.id}) from None
 
     def sweep_instances(self, ended=None):
-        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for ISOLATED_IDLE."""
+        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for their server's
+        idleTimeout."""
         now = time.monotonic()
         for key, entry in list(self.isolated.items()):
             if entry[3] is not None and (entry[3].closed or entry[3] is ended):
                 self._stop_instance(key, "its session ended")
-            elif not entry[2] and now - entry[1] > ISOLATED_IDLE:
-                self._stop_instance(key, "it was not used for %d s" % ISOLATED_IDLE)
+            elif not entry[2] and now - entry[1] > entry[0].spec.idle_timeout:
+                self._stop_instance(key, "it was not used for %g s (its idleTimeout)" % entry[0].spec.idle_timeout)
+
+    async def _sweep_idle(self):
+        """While isolated instances run, sweep them when the first of them could have gone idle: an instance
+        nobody calls again is stopped on time, not at the next call."""
+        while self.isolated:
+            now = time.monotonic()
+            due = min((entry[1] + entry[0].spec.idle_timeout for entry in self.isolated.values() if not entry[2]),
+                      default=now + min(entry[0].spec.idle_timeout for entry in self.isolated.values()))  # all busy
+            await asyncio.sleep(min(max(due - now, 0) + 0.5, ISOLATED_IDLE))
+            self.sweep_instances()
 
     def _stop_instance(self, key, why):
         entry = self.isolated.pop(key)
@@ -12749,7 +12808,7 @@ class Aggregator:
                     arguments = curated.arguments(arguments)
                 except ToolError as exc:
                     return tool_error(str(exc))
-            upstream = self._instance(upstream, ctx)
+            upstream = await self._instance(upstream, ctx)
             entry = next((e for e in self.isolated.values() if e[0] is upstream), None)
             if entry:
                 entry[2] += 1  # busy: not stopped to make room while the call runs
@@ -12853,12 +12912,13 @@ class Aggregator:
         if uri not in self._uris:
             await self.list_resources()
         if uri in self._uris:
-            return await self._own(self._upstream(self._uris[uri]), ctx).forward("resources/read", {"uri": uri}, ctx)
+            return await (await self._own(self._upstream(self._uris[uri]), ctx)).forward("resources/read", {"uri": uri},
+                                                                                         ctx)
         for upstream in self._active():  # a URI no listing named: the server with a matching template
             for template in upstream.known_items("resourceTemplates"):
                 pattern = _uri_pattern(template.get("uriTemplate", "").replace("{+", "{").replace("{/", "/{"))[0]
                 if pattern and pattern.fullmatch(uri):
-                    return await self._own(upstream, ctx).forward("resources/read", {"uri": uri}, ctx)
+                    return await (await self._own(upstream, ctx)).forward("resources/read", {"uri": uri}, ctx)
         return None
 
     async def list_skills(self):
@@ -12889,7 +12949,7 @@ class Aggregator:
         route = self._prompt_routes.get(name)
         if not route:
             raise McpError(INVALID_PARAMS, "Unknown prompt: %s" % name)
-        return await self.bridge.forward(self._own(self._upstream(route[0]), ctx), "prompts/get",
+        return await self.bridge.forward(await self._own(self._upstream(route[0]), ctx), "prompts/get",
                                          {"name": route[1], "arguments": arguments}, ctx)
 
     async def subscribe(self, method, uri, ctx):
@@ -12918,13 +12978,15 @@ class Aggregator:
                 upstream = self._upstream(self._uris[uri])
         if not upstream:
             return None
-        return await self._own(upstream, ctx).forward("completion/complete", dict(
+        return await (await self._own(upstream, ctx)).forward("completion/complete", dict(
             {key: params[key] for key in ("argument", "context") if key in params}, ref=ref), ctx)
 
     async def close(self):
         """Stop every upstream (stdin closed, SIGTERM, SIGKILL) and the file watch."""
         self.watch.close()
         self.bridge.close()
+        if self._sweeping is not None:
+            self._sweeping.cancel()
         # A server still starting for its first listing: let it finish, briefly, so that its tools are
         # cached for the next run (a client that gives up on a slow server would otherwise never see them).
         first = [u for u in self.upstreams.values() if u.state == "starting" and u.known() is None]
@@ -13171,7 +13233,9 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
         command = spec.display() if not spec.error else ""
         if spec.isolation != "shared" and not spec.error:  # one process per person or session
             command += "  (isolation %s, at most %d%s)" % (spec.isolation, spec.max_instances,
-                                                           ", each person's own token" if spec.passthrough else "")
+                                                           {"passthrough": ", each person's own token",
+                                                            "exchange": ", each person's token exchanged for one of "
+                                                                        "its own"}.get(spec.person_token, ""))
         rows.append((spec.id, mask_secrets(state), log.mask(command)))
     # A long error would widen the whole table (to 200 columns): its row says "(below)", the table is followed
     # by each such server and its whole message.
@@ -13202,6 +13266,9 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             sign_in["audience"] or "this server's own /mcp URL"))
         print("  who may use a namespace: the people its `people` names (a subject, an email, group:NAME, or *);"
               " a namespace without `people`: every signed-in person")
+        print("  each namespace at /mcp/NAME; /mcp serves %s and follows its rule: a person it does not admit gets "
+              "403 there for every request" % ("the one marked *" if namespace else "no namespace (none is chosen)"
+                                                if plan.namespaces else "every server (the config has no namespaces)"))
 
     def summary(name, mode):
         count = served_tool_count(plan, name, names, separator, local, manager)
@@ -13836,7 +13903,10 @@ SIGNIN_JWKS_REFRESH = 600      # seconds an issuer's JWKS is used before it is f
 SIGNIN_KID_REFETCH = 30        # a token with an unknown `kid` fetches the JWKS again at most this often
 SIGNIN_ANSWERS = 1000          # tokens whose check (a person, or why not) is kept, SIGNIN_REMEMBER seconds at most
 SIGNIN_REMEMBER = 60
+SIGNIN_EXCHANGE_MARGIN = 30    # an exchanged token is asked for again this many seconds before it expires
 STATIC_PERSON = "static:"      # a listed person's identity (Person.key): never an identity provider's subject
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"  # RFC 8693's grant and token type
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 _JWT_ALGS = ("RS256", "ES256")  # accepted; never none, never HMAC
 _SHA256_INFO = bytes.fromhex("3031300d060960864801650304020105000420")  # DigestInfo of SHA-256 (RFC 8017 §9.2)
 _P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
@@ -14018,6 +14088,7 @@ class Person:
 
     token = None
     refusals = None  # SignIn's {sha256 of a token: why a passthrough server refused it}
+    sign_in = None   # the SignIn that let the person in: it exchanges their token (`"auth": "exchange"`)
 
     def __init__(self, subject, email=None, groups=(), scopes=(), audiences=(), key=None):
         self.subject, self.email = subject, email
@@ -14076,6 +14147,8 @@ class SignIn:
         self.fetching = None  # the fetch in progress (one at a time)
         self.answers = collections.OrderedDict()  # sha256 of a token -> (until, Person or TokenError)
         self.refused = collections.OrderedDict()  # sha256 of a token -> why a passthrough server refused it (Person.refuse)
+        self.exchanged = collections.OrderedDict()  # "sha256 of a token resource" -> (until, the token given for it)
+        self.token_endpoint = None  # the issuer's, from its metadata (an exchange's)
 
     def metadata(self, namespace=None):
         """The RFC 9728 document of the MCP URL of `namespace` (None: the server's own)."""
@@ -14122,6 +14195,7 @@ class SignIn:
                 raise TokenError("its subject %s takes the prefix of listed people (%s)" % (
                     json.dumps(answer.key), STATIC_PERSON))
             answer.token, answer.refusals = token, self.refused  # for a passthrough server (Person.token_for, refuse)
+            answer.sign_in = self  # and an exchange (SignIn.exchange)
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
         except TokenError as exc:
@@ -14166,17 +14240,22 @@ class SignIn:
         if keys is not None:
             self.keys, self.fetched = keys, time.time()
 
+    def _metadata(self):
+        """The issuer's metadata (RFC 8414, OpenID discovery), blocking; OAuthError when it cannot be had."""
+        for url in authorization_server_urls(self.issuer):
+            status, document = _fetch_json(url)
+            if status == 200 and document and document.get("issuer") == self.issuer:
+                endpoint = document.get("token_endpoint")
+                self.token_endpoint = endpoint if isinstance(endpoint, str) and secure_url(endpoint) else None
+                return document
+        raise OAuthError("no metadata of issuer %s at %s" % (self.issuer, ", ".join(
+            authorization_server_urls(self.issuer))))
+
     def _jwks(self):
-        """The issuer's signing keys, by its metadata's `jwks_uri` (RFC 8414, OpenID discovery); None (logged) when
-        they cannot be had, and the keys known so far stay."""
+        """The issuer's signing keys, by its metadata's `jwks_uri`; None (logged) when they cannot be had, and the
+        keys known so far stay."""
         try:
-            for url in authorization_server_urls(self.issuer):
-                status, document = _fetch_json(url)
-                if status == 200 and document and document.get("issuer") == self.issuer:
-                    break
-            else:
-                raise OAuthError("no metadata of issuer %s at %s" % (self.issuer, ", ".join(
-                    authorization_server_urls(self.issuer))))
+            document = self._metadata()
             uri = document.get("jwks_uri")
             if not isinstance(uri, str) or not secure_url(uri):
                 raise OAuthError("issuer %s names no https jwks_uri" % self.issuer)
@@ -14188,19 +14267,61 @@ class SignIn:
             return None
         return [key for key in map(jwk_key, jwks["keys"]) if key]
 
-    async def _introspect(self, token, audiences):
-        """RFC 7662: the claims of an active opaque token, checked as a JWT's are (`iss` when given; `aud` always: an
-        answer without it is refused)."""
+    async def exchange(self, person, resource):
+        """RFC 8693: an access token for `resource` (RFC 8707) that the issuer gives the gateway, as its client
+        signIn.clientId, in exchange for `person`'s own, kept until shortly before it expires. TokenError when the
+        issuer will not take the person's token (invalid_grant: expired or revoked; they must sign in again),
+        OAuthError for anything else (unreachable, or it will not give a token for `resource`)."""
+        import hashlib
+        import urllib.parse
+        key = "%s %s" % (hashlib.sha256(person.token.encode("utf-8", "surrogatepass")).hexdigest(), resource)
+        kept = self.exchanged.get(key)
+        if kept and kept[0] > time.time():
+            return kept[1]
+        loop = asyncio.get_running_loop()
+        if self.token_endpoint is None:
+            await loop.run_in_executor(None, self._metadata)
+            if self.token_endpoint is None:
+                raise OAuthError("issuer %s names no https token_endpoint in its metadata" % self.issuer)
+        body = urllib.parse.urlencode({"grant_type": TOKEN_EXCHANGE, "subject_token": person.token,
+                                       "subject_token_type": ACCESS_TOKEN_TYPE, "requested_token_type":
+                                       ACCESS_TOKEN_TYPE, "resource": resource}).encode()
+        status, answer = await loop.run_in_executor(None, lambda: _fetch_json(self.token_endpoint, body, dict(
+            self._client_auth(), **{"Content-Type": "application/x-www-form-urlencoded"})))
+        answer = answer or {}
+        given, lifetime = answer.get("access_token"), answer.get("expires_in")
+        if status == 200 and isinstance(given, str) and given:
+            lifetime = lifetime if type(lifetime) in (int, float) and 0 < lifetime < 1e9 else SIGNIN_REMEMBER
+            self.exchanged[key] = (time.time() + max(0, lifetime - SIGNIN_EXCHANGE_MARGIN), given)
+            while len(self.exchanged) > SIGNIN_ANSWERS:
+                self.exchanged.popitem(last=False)
+            return given
+        said = "%s%s" % (answer.get("error") or "HTTP %s" % status, ": %s" % answer["error_description"]
+                         if isinstance(answer.get("error_description"), str) else "")
+        if answer.get("error") == "invalid_grant":
+            raise TokenError("the identity provider would not exchange it (%s): sign in again" % said)
+        raise OAuthError("the identity provider %s gave no token for %s in exchange for yours (%s)"
+                         % (self.issuer, resource, said))
+
+    def _client_auth(self):
+        """The gateway's own client at the issuer (signIn.clientId, clientSecret), as HTTP Basic (RFC 6749 2.3.1)."""
         import base64
         import urllib.parse
         plan = self.plan
         basic = base64.b64encode(("%s:%s" % (urllib.parse.quote(plan["clientId"], safe=""), urllib.parse.quote(
             plan["clientSecret"] or "", safe=""))).encode()).decode()
+        return {"Authorization": "Basic " + basic}
+
+    async def _introspect(self, token, audiences):
+        """RFC 7662: the claims of an active opaque token, checked as a JWT's are (`iss` when given; `aud` always: an
+        answer without it is refused)."""
+        import urllib.parse
+        plan = self.plan
         body = urllib.parse.urlencode({"token": token, "token_type_hint": "access_token"}).encode()
         try:
             status, claims = await asyncio.get_running_loop().run_in_executor(None, lambda: _fetch_json(
-                plan["introspection"], body, {"Authorization": "Basic " + basic,
-                                              "Content-Type": "application/x-www-form-urlencoded"}))
+                plan["introspection"], body, dict(self._client_auth(), **{
+                    "Content-Type": "application/x-www-form-urlencoded"})))
         except OAuthError as exc:
             status, claims = exc, None
         if status != 200 or not claims:

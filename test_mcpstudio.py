@@ -15456,6 +15456,8 @@ class TeamGatewayTests(ScratchDir):
         self.assertIn("people sign in (serve --http): tokens of https://idp.example; audience https://gw.example/mcp",
                       done.stdout)
         self.assertIn("a namespace without `people`: every signed-in person", done.stdout)
+        self.assertIn("/mcp serves the one marked * and follows its rule: a person it does not admit gets 403 there",
+                      done.stdout)
         self.assertRegex(done.stdout, r"\* eng .*people: group:eng, carol@example.com\n")
         self.assertRegex(done.stdout, r"  all .*people: every signed-in person\n")
         self.assertRegex(done.stdout, r"\na .* true  \(isolation session, at most 3\)\n")
@@ -15555,12 +15557,12 @@ class IsolationTests(AggregatorCase):
 
     TOKENS = {"alice": "alice-token-0001", "bob": "bob-token-0002", "carol": "carol-token-003"}
 
-    def config(self, isolation, max_instances=5):
+    def config(self, isolation, max_instances=5, **more):
         fake = [self.fake, "--only", "echo,env,sleep", "--pidfile", self.pids, "--name", "keeper"]
         path = os.path.join(self.dir, "iso.json")
         with open(path, "w") as f:
-            json.dump({"mcpServers": {"keeper": {"command": PY, "args": fake, "env": {"FAKE_WHO": "${person.TOKEN}"},
-                                                "isolation": isolation, "maxInstances": max_instances}},
+            json.dump({"mcpServers": {"keeper": dict({"command": PY, "args": fake, "env": {"FAKE_WHO": "${person.TOKEN}"},
+                                                     "isolation": isolation, "maxInstances": max_instances}, **more)},
                        "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
                                   for name, token in self.TOKENS.items()}}, f)
         return path
@@ -15612,6 +15614,87 @@ class IsolationTests(AggregatorCase):
                               env=self.env)
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("${person.TOKEN} is a signed-in person's own secret", done.stderr)
+
+    def test_a_persons_secrets_fill_headers_and_args_too(self):
+        # ${person.NAME} in a URL server's headers and in a command's args is the person's own secret as well: crm
+        # gets alice's and bob's own Authorization (the listing none of theirs), the command runs with their own
+        # word in its argv.
+        crm = RecordingMcpServer()
+        self.addCleanup(crm.close)
+        for name in ("alice", "bob"):
+            self.secrets("set", "CRM", "--person", "static:" + name, value=name + "-crm")
+            self.secrets("set", "WORD", "--person", "static:" + name, value=name + "-word")
+        path = os.path.join(self.dir, "filled.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {
+                "crm": {"url": crm.url, "headers": {"Authorization": "Bearer ${person.CRM}"}, "isolation": "user"},
+                "keeper": {"command": PY, "args": [self.fake, "--only", "echo", "--name", "${person.WORD}"],
+                           "isolation": "user"}},
+                "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                           for name, token in self.TOKENS.items()}}, f)
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            for name in ("alice", "bob"):
+                self.assertEqual(self.call(http, name, "crm__whoami", {}), "crm called")
+                self.assertEqual(self.call(http, name, "keeper__echo", {"text": "hi"}), "%s-word: hi" % name)
+        self.assertEqual([given for method, given in crm.seen if method == "tools/call"],
+                         ["Bearer alice-crm", "Bearer bob-crm"])
+        self.assertEqual({given for _, given in crm.seen}, {"Bearer ", "Bearer alice-crm", "Bearer bob-crm"})
+        self.assertIn(("tools/list", "Bearer "), crm.seen)  # the shared listing's ${person.CRM} is empty
+
+    def test_an_idle_persons_process_is_stopped_on_time(self):
+        # A person's own process unused for the server's idleTimeout is stopped then, though nobody calls again
+        # (it was only swept at the next call); the shared process that lists the tools stays; a later call by that
+        # person starts a new one. A bad idleTimeout is a config error.
+        self.secrets("set", "TOKEN", "--person", "static:alice", value="alice")
+        with HttpServerProcess("serve", "--config", self.config("user", idleTimeout=2), "--no-manager-tools",
+                               env=self.env) as http:
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "one"}), "keeper: one")
+            with open(self.pids) as f:  # the listing's, then alice's
+                pids = [int(line.split()[0]) for line in f]
+            self.assertEqual(len(pids), 2)
+            self.assertTrue(wait_until(lambda: not alive(pids[1]), 15), "alice's idle process still runs")
+            self.assertTrue(alive(pids[0]))
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "two"}), "keeper: two")
+            with open(self.pids) as f:
+                self.assertEqual(len({line.split()[0] for line in f}), 3)
+        done = subprocess.run(SERVER + ["check", "--config", self.config("user", idleTimeout=0)], capture_output=True,
+                              text=True, timeout=WAIT, env=self.env)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("mcpServers.keeper.idleTimeout: expected a positive number of seconds", done.stderr)
+
+    def test_what_a_persons_process_logs_reaches_only_them(self):
+        # A log line of alice's own process (notifications/message: her page, her data) goes to her sessions only:
+        # bob, listening on his session's GET stream at level info, hears his own process's lines and none of hers.
+        from http.client import HTTPConnection
+        for name in ("alice", "bob"):
+            self.secrets("set", "TOKEN", "--person", "static:" + name, value=name)
+        with HttpServerProcess("serve", "--config", self.config("user"), "--no-manager-tools", env=self.env) as http:
+            sessions = {}
+            for name in ("alice", "bob"):
+                auth = {"Authorization": "Bearer " + self.TOKENS[name]}
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                    headers=auth)
+                sessions[name] = headers["mcp-session-id"]
+                http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=sessions[name], headers=auth)
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {
+                    "level": "info"}}, session=sessions[name], headers=auth)
+                self.assertEqual(status, 200, text)
+            connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+            self.addCleanup(connection.close)
+            connection.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": sessions["bob"],
+                                                       "Authorization": "Bearer " + self.TOKENS["bob"]})
+            stream = connection.getresponse()
+            self.assertEqual(stream.status, 200)
+            self.assertEqual(self.call(http, "alice", "keeper__echo", {"text": "alice-private"}, sessions["alice"]),
+                             "keeper: alice-private")
+            self.assertEqual(self.call(http, "bob", "keeper__echo", {"text": "bob-own"}, sessions["bob"]), "keeper: bob-own")
+            heard = []
+            while not any("echoing bob-own" in line for line in heard):
+                line = stream.readline().decode()
+                self.assertTrue(line, heard)  # the stream ended before bob's own line
+                heard += [line[5:]] if line.startswith("data:") else []
+            self.assertFalse([line for line in heard if "alice-private" in line], heard)
 
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
@@ -15897,7 +15980,11 @@ class IsolationTests(AggregatorCase):
         for entry, fragment in (({"command": PY, "args": [self.fake], "auth": "passthrough"}, "only a server with a `url`"),
                                 ({"url": "https://crm.example/mcp", "auth": "passthrough", "isolation": "shared"},
                                  'use "user" or "session"'),
-                                ({"url": "https://crm.example/mcp", "auth": "forward"}, 'expected "passthrough"')):
+                                ({"url": "https://crm.example/mcp", "auth": "forward"}, 'expected "passthrough"'),
+                                ({"url": "https://crm.example/mcp", "auth": "exchange"},
+                                 "set signIn.issuer, signIn.clientId and signIn.clientSecret"),
+                                ({"url": "https://crm.example/mcp", "auth": "exchange", "isolation": "shared"},
+                                 '"auth": "exchange" talks to the server as each person')):
             path = os.path.join(self.dir, "bad.json")
             with open(path, "w") as f:
                 json.dump({"mcpServers": {"crm": entry}}, f)
@@ -16035,7 +16122,9 @@ class SignInTests(AggregatorCase):
     def setUpClass(cls):
         cls.folder = tempfile.mkdtemp(prefix="mcpstudio-idp-")
         keys, cls.also = os.path.join(cls.folder, "keys.json"), os.path.join(cls.folder, "also")
-        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys, cls.also],
+        cls.exchangeable = os.path.join(cls.folder, "exchangeable")  # what the gateway may exchange tokens for
+        cls.idp = subprocess.Popen([NODE22 or shutil.which("node"), IDP_SCRIPT, "http://127.0.0.1:1/mcp", keys, cls.also,
+                                    cls.exchangeable],
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    env=dict(os.environ, NODE_PATH=os.path.join(OIDC_PROVIDER, "node_modules")))
         timer = threading.Timer(WAIT, cls.idp.kill)  # a provider that never says it is ready is stopped
@@ -16066,18 +16155,22 @@ class SignInTests(AggregatorCase):
         with urllib.request.urlopen(self.issuer + "/token", body, timeout=WAIT) as response:
             return json.load(response)["access_token"]
 
-    def serve(self, scopes=(), **extra):
+    def serve(self, scopes=(), top=None, **extra):
+        """serve --http of servers alpha (namespace eng: group engineering) and beta (sales: group sales and carol)
+        beside `extra` ones (in both); `top`: more top-level keys (signIn's are merged into it)."""
         fake = [self.fake, "--only", "echo", "--name"]
         path = os.path.join(self.dir, "team.json")
         servers = {"alpha": {"command": PY, "args": fake + ["alpha"]}, "beta": {"command": PY, "args": fake + ["beta"]}}
+        top = dict(top or {})
+        sign_in = dict({"issuer": self.issuer, "introspection": self.issuer + "/token/introspection",
+                        "clientId": "gateway", "clientSecret": "gateway-secret"},
+                       **({"scopes": list(scopes)} if scopes else {}), **top.pop("signIn", {}))
         with open(path, "w") as f:
-            json.dump({"mcpServers": dict(servers, **extra),
-                       "namespaces": {"eng": {"servers": ["alpha"] + list(extra), "people": ["group:engineering"]},
-                                      "sales": {"servers": ["beta"] + list(extra), "people": ["group:sales", "carol"]}},
-                       "defaultNamespace": "eng",
-                       "signIn": dict({"issuer": self.issuer, "introspection": self.issuer + "/token/introspection",
-                                       "clientId": "gateway", "clientSecret": "gateway-secret"},
-                                      **({"scopes": list(scopes)} if scopes else {}))}, f)
+            json.dump(dict({"mcpServers": dict(servers, **extra),
+                            "namespaces": {"eng": {"servers": ["alpha"] + list(extra), "people": ["group:engineering"]},
+                                           "sales": {"servers": ["beta"] + list(extra),
+                                                     "people": ["group:sales", "carol"]}},
+                            "defaultNamespace": "eng", "signIn": sign_in}, **top), f)
         return HttpServerProcess("--config", path, "--no-manager-tools", env=self.env)
 
     def tools(self, http, path, token):
@@ -16227,6 +16320,182 @@ class SignInTests(AggregatorCase):
             self.assertEqual(text_of(call(new)[1]), "crm called")
         self.assertEqual([given for method, given in crm.seen if method == "tools/call"][-1], "Bearer " + new)
         self.assertIn(("initialize", "Bearer " + second), crm.seen)
+
+    def test_the_main_url_gives_nothing_of_a_namespace_the_person_may_not_use(self):
+        # /mcp serves the default namespace, eng: bob (sales) gets 403 insufficient_scope for every kind of request
+        # there (a handshake, lists, calls, reads, prompts, tool search, the GET stream), so nothing of eng is seen or
+        # reached; alice (engineering) sees eng's alpha there and nothing of sales's beta: not listed, not found by
+        # search, not callable (directly or through call_tool), not readable.
+        with self.serve(top={"toolSearch": "on"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            alice, bob = ({"Authorization": "Bearer " + self.token(name, root)} for name in ("alice", "bob"))
+            asks = [("tools/list", {}), ("tools/call", {"name": "alpha__echo", "arguments": {"text": "x"}}),
+                    ("tools/call", {"name": "mcpstudio__search_tools", "arguments": {"query": "echo"}}),
+                    ("tools/call", {"name": "mcpstudio__call_tool", "arguments": {"name": "alpha__echo",
+                                                                                  "arguments": {"text": "x"}}}),
+                    ("resources/list", {}), ("resources/read", {"uri": "fake://alpha/info"}), ("prompts/list", {}),
+                    ("prompts/get", {"name": "alpha__greet", "arguments": {"who": "x"}})]
+            for method, params in asks:
+                with self.subTest(method=method, params=params):
+                    headers = dict(bob, **({"Mcp-Name": params["uri"]} if "uri" in params else {}))
+                    status, answer, text = http.modern(method, params, headers=headers)
+                    self.assertEqual(status, 403, text)
+                    self.assertIn('error="insufficient_scope"', answer["www-authenticate"])
+                    self.assertIn("bob is not among the people of namespace eng", answer["www-authenticate"])
+                    self.assertNotIn("alpha", text)
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                headers=bob)
+            self.assertEqual(status, 403, text)
+            status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                headers=alice)  # alice's handshake-era session: bob can use it neither to post nor to listen
+            self.assertEqual(status, 200, text)
+            session = headers["mcp-session-id"]
+            for method, body in (("POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), ("GET", None)):
+                status, _, text = http.post(body, session=session, method=method, headers=bob)
+                self.assertEqual(status, 403, (method, text))
+
+            def answer(method, params):
+                headers = dict(alice, **({"Mcp-Name": params["uri"]} if "uri" in params else {}))
+                status, _, text = http.modern(method, params, headers=headers)
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+            self.assertEqual([t["name"] for t in answer("tools/list", {})["result"]["tools"]],
+                             ["mcpstudio__search_tools", "mcpstudio__call_tool"])
+            found = answer("tools/call", {"name": "mcpstudio__search_tools", "arguments": {"query": "echo the text"}})
+            self.assertEqual([t["name"] for t in found["result"]["structuredContent"]["tools"]], ["alpha__echo"])
+            self.assertIn("Unknown tool: beta__echo", answer("tools/call", {"name": "beta__echo", "arguments": {
+                "text": "x"}})["error"]["message"])
+            through = answer("tools/call", {"name": "mcpstudio__call_tool", "arguments": {"name": "beta__echo",
+                                                                                          "arguments": {"text": "x"}}})
+            self.assertIn("Unknown tool: beta__echo", text_of(through["result"]))
+            self.assertEqual(text_of(answer("tools/call", {"name": "mcpstudio__call_tool", "arguments": {
+                "name": "alpha__echo", "arguments": {"text": "x"}}})["result"]), "alpha: x")
+            self.assertEqual([r["uri"] for r in answer("resources/list", {})["result"]["resources"]],
+                             ["fake://alpha/info"])
+            self.assertIn("Resource not found", answer("resources/read", {"uri": "fake://beta/info"})["error"]["message"])
+            self.assertEqual([p["name"] for p in answer("prompts/list", {})["result"]["prompts"]], ["alpha__greet"])
+
+    def test_a_persons_token_is_exchanged_for_one_of_the_server(self):
+        # "auth": "exchange" (RFC 8693): the provider (oidc-provider, its token-exchange grant registered by idp.mjs)
+        # gives the gateway, as its client `gateway`, a token for crm in exchange for each person's own: crm gets
+        # alice's and bob's (and carol's, whose own is opaque) each signed by the provider, for crm, naming the
+        # person and the gateway as actor, never a token of the gateway's own URL; one exchange serves a person's
+        # calls while it lasts; the listing sends no one's. A server the provider will not exchange for, and a
+        # token it will not exchange (expired there), get a tool error saying why; the latter signs the person in
+        # again (401 invalid_token from then on).
+        crm, other = RecordingMcpServer(), RecordingMcpServer()
+        self.addCleanup(crm.close)
+        self.addCleanup(other.close)
+        with open(self.exchangeable, "w") as f:
+            f.write(crm.url + "\n")
+        self.addCleanup(os.remove, self.exchangeable)
+        with self.serve(crm={"url": crm.url, "auth": "exchange"}, other={"url": other.url, "auth": "exchange"}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            tokens = {name: self.token(name, root) for name in ("alice", "bob", "carol")}
+
+            def call(token, path, tool):
+                http.path = path
+                status, headers, text = http.modern("tools/call", {"name": tool, "arguments": {}},
+                                                    headers={"Authorization": "Bearer " + token})
+                return (status, http.messages(text)[0]["result"]) if status == 200 else (
+                    status, headers.get("www-authenticate", ""))
+            for name, path in (("alice", "/mcp"), ("bob", "/mcp/sales"), ("carol", "/mcp/sales"), ("alice", "/mcp")):
+                self.assertEqual(text_of(call(tokens[name], path, "crm__whoami")[1]), "crm called", name)
+            status, refused = call(tokens["alice"], "/mcp", "other__whoami")
+            self.assertTrue(refused["isError"], refused)
+            self.assertIn("server `other`: the identity provider %s gave no token for %s in exchange for yours "
+                          "(invalid_target: " % (self.issuer, other.url), text_of(refused))
+            self.assertIn("the admin must allow the gateway's client to exchange tokens for it", text_of(refused))
+            now = int(time.time())
+            stale = _jwt({"alg": "RS256", "typ": "at+jwt", "kid": "rs-1"},  # within the gateway's 60 s of skew only
+                         {"iss": self.issuer, "aud": root, "sub": "alice", "exp": now - 5, "groups": ["engineering"]},
+                         lambda data: _rs256_sign(_jwk_ints(self.keys["rs"], "n", "e", "d"), data))
+            status, refused = call(stale, "/mcp", "crm__whoami")
+            self.assertEqual(status, 200)
+            self.assertIn("server `crm`: the identity provider would not exchange it (invalid_grant", text_of(refused))
+            status, challenge = call(stale, "/mcp", "crm__whoami")
+            self.assertEqual(status, 401)
+            self.assertIn('error="invalid_token"', challenge)
+            self.assertIn("would not exchange it", challenge)
+        self.assertEqual(other.seen and [m for m, _ in other.seen if m == "tools/call"], [])
+        given = [token[len("Bearer "):] for method, token in crm.seen if method == "tools/call"]
+        self.assertEqual(len(given), 4)
+        self.assertEqual(given[0], given[3])  # alice's exchange, kept while it lasts
+        public = mcpstudio.jwk_key({k: self.keys["rs"][k] for k in ("kty", "n", "e", "kid", "alg", "use")})
+        for token, name in zip(given, ("alice", "bob", "carol")):
+            self.assertNotIn(token, tokens.values())
+            claims = mcpstudio.jwt_claims(token, [public], self.issuer, [crm.url], time.time())
+            self.assertEqual((claims["sub"], claims["act"], claims["aud"]), (name, {"sub": "gateway"}, crm.url))
+        self.assertIn(("tools/list", None), crm.seen)  # the listing process: no one's token
+
+    def test_what_one_person_makes_is_never_anothers(self):
+        # bob (an ES256 JWT) and carol (an opaque token, introspected), both of namespace sales, signed in by the
+        # provider: a cached result, a kept output, a task and the tools a search found are their maker's; the
+        # other gets a fresh result, "Output not found", "Unknown task" and a listing without them. Each audit line
+        # names its person; /metrics names none (its labels stay bounded however many sign in).
+        import urllib.request
+        stamp = self.script("stamp.py", "import os\nprint(os.urandom(8).hex())\n", executable=False)
+        audit = os.path.join(self.dir, "audit.jsonl")
+        tasks = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+        with self.serve(top={"toolSearch": "on", "audit": {"file": audit}, "tools": [
+                {"name": "stamp", "command": "%s %s" % (PY, stamp), "annotations": {"readOnlyHint": True},
+                 "cache": {"ttl": 600}},
+                {"name": "count", "command": "seq 1 {n}", "max_text": 200},
+                {"name": "slow", "command": "sleep {seconds}", "taskSupport": "required"}]}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            auth = {name: {"Authorization": "Bearer " + self.token(name, root + "/sales")} for name in ("bob", "carol")}
+            http.path = "/mcp/sales"
+
+            def answer(name, method, params, named=None):
+                headers = dict(auth[name], **({"Mcp-Name": named} if named else {}))
+                status, _, text = http.modern(method, params, headers=headers)
+                self.assertEqual(status, 200, text)
+                return http.messages(text)[-1]
+
+            def call(name, tool, arguments, meta=None):
+                return answer(name, "tools/call", {"name": tool, "arguments": arguments, "_meta": meta or {}})["result"]
+            stamps = [text_of(call(name, "stamp", {})) for name in ("bob", "bob", "carol")]
+            self.assertEqual(stamps[0], stamps[1])  # bob's, from the cache
+            self.assertNotEqual(stamps[0], stamps[2])  # carol's own
+            uri = next(c["uri"] for c in call("bob", "count", {"n": "400"})["content"] if c["type"] == "resource_link")
+            self.assertIn("Output not found", answer("carol", "resources/read", {"uri": uri}, uri)["error"]["message"])
+            self.assertTrue(answer("bob", "resources/read", {"uri": uri}, uri)["result"]["contents"][0]["text"]
+                            .startswith("1\n2\n"))
+            task = call("bob", "slow", {"seconds": "30"}, tasks)
+            self.assertEqual(task["resultType"], "task", task)
+            get = {"taskId": task["taskId"], "_meta": tasks}
+            self.assertIn("Unknown task", answer("carol", "tasks/get", get, task["taskId"])["error"]["message"])
+            self.assertEqual(answer("bob", "tasks/get", get, task["taskId"])["result"]["status"], "working")
+            answer("bob", "tasks/cancel", get, task["taskId"])
+            sessions, listed = {}, {}  # found tools join a handshake-era session's tools/list (2026-07-28: none)
+            for name in ("bob", "carol"):
+                status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+                    headers=auth[name])
+                sessions[name] = headers["mcp-session-id"]
+            status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "mcpstudio__search_tools", "arguments": {"query": "echo the text"}}}, session=sessions["bob"],
+                headers=auth["bob"])
+            found = http.messages(text)[-1]["result"]["structuredContent"]["tools"]
+            self.assertEqual([tool["name"] for tool in found], ["beta__echo"])
+            for name in ("bob", "carol"):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session=sessions[name],
+                                            headers=auth[name])
+                listed[name] = [tool["name"] for tool in http.messages(text)[-1]["result"]["tools"]]
+            self.assertIn("beta__echo", listed["bob"])
+            self.assertNotIn("beta__echo", listed["carol"])
+            request = urllib.request.Request("http://127.0.0.1:%d/metrics" % http.port, headers={
+                "Authorization": "Bearer " + self.token("bob", root)})  # /metrics: the server's own audience
+            with urllib.request.urlopen(request, timeout=WAIT) as response:
+                metrics = response.read().decode()
+            self.assertIn("stamp", metrics)
+            self.assertFalse(re.search(r"\b(bob|carol)\b", metrics), metrics)
+        with open(audit) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([(line["tool"], line["person"]) for line in lines if line.get("tool") == "stamp"],
+                         [("stamp", "bob"), ("stamp", "bob"), ("stamp", "carol")])
 
     def test_a_token_without_the_required_scope_gets_403(self):
         # signIn.scopes: the metadata lists them, the 401 names them, a token without them gets 403
