@@ -127,7 +127,7 @@ WATCHDOG_ENV = "MCPSTUDIO_WATCHDOG"  # marks every child, so the watchdog finds 
 HELP_TIMEOUT = 10.0             # seconds a script's --help (or --state) may take
 RESCAN_INTERVAL = 2.0           # seconds between looks for added, changed or removed scripts
 
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LOG_LEVELS = tuple("debug info notice warning error critical alert emergency".split())
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -658,121 +658,112 @@ class Template:
 # follow them too), option letters after which the rest of the line is one
 # shell command). A long option not listed stops the walk: a field after it is
 # refused, since the option might take the next word and the command move.
-_SETARCH_FLAGS = ("--verbose", "--addr-no-randomize", "--fdpic-funcptrs", "--mmap-page-zero", "--addr-compat-layout",
-                  "--read-implies-exec", "--32bit", "--short-inode", "--whole-seconds", "--sticky-timeouts", "--3gb",
-                  "--4gb", "--uname-2.6")
-_WRAPPERS = {
-    "env": ("uCSa", ("--unset", "--chdir", "--split-string", "--argv0"),
-            ("--ignore-environment", "--null", "--debug"), 0, "S"),
-    "timeout": ("sk", ("--signal", "--kill-after"), ("--preserve-status", "--foreground", "--verbose"), 1, ""),
-    "nice": ("n", ("--adjustment",), (), 0, ""),
-    "exec": ("a", (), (), 0, ""),
-    "time": ("fo", ("--format", "--output"), (), 0, ""),
-    "stdbuf": ("ioe", ("--input", "--output", "--error"), (), 0, ""),
-    "sudo": ("ugChDprtTU", ("--user", "--group", "--close-from", "--host", "--chdir", "--prompt", "--role",
-                            "--type", "--command-timeout", "--other-user", "--chroot"),
-             ("--shell", "--login", "--set-home", "--non-interactive", "--preserve-env", "--stdin"), 0, "si"),
-    "doas": ("uC", (), (), 0, "s"),
-    "xargs": ("adEILnPs", ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars",
-                           "--process-slot-var"),
-              ("--null", "--verbose", "--exit", "--no-run-if-empty"), 0, ""),
-    "chroot": ("", ("--userspec", "--groups"), (), 1, ""),
-    "ionice": ("cnp", ("--class", "--classdata", "--pid"), (), 0, ""),
-    "flock": ("cwE", ("--command", "--timeout", "--wait", "--conflict-exit-code"),
-              ("--shared", "--exclusive", "--nonblock", "--close"), 1, "c"),
-    "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
-    "script": ("cEIOBTm", ("--command", "--log-out", "--log-timing"), ("--quiet",), 1, "c"),
+# The long options are written as one string of words each, split below.
+_SETARCH_FLAGS = ("--verbose --addr-no-randomize --fdpic-funcptrs --mmap-page-zero --addr-compat-layout --read-implies-exec "
+                  "--32bit --short-inode --whole-seconds --sticky-timeouts --3gb --4gb --uname-2.6")
+_WRAPPERS = {name: (takes, tuple(long_takes.split()), tuple(long_flags.split()), operands, letters)
+             for name, (takes, long_takes, long_flags, operands, letters) in {
+    "env": ("uCSa", "--unset --chdir --split-string --argv0", "--ignore-environment --null --debug", 0, "S"),
+    "timeout": ("sk", "--signal --kill-after", "--preserve-status --foreground --verbose", 1, ""),
+    "nice": ("n", "--adjustment", "", 0, ""),
+    "exec": ("a", "", "", 0, ""),
+    "time": ("fo", "--format --output", "", 0, ""),
+    "stdbuf": ("ioe", "--input --output --error", "", 0, ""),
+    "sudo": ("ugChDprtTU", "--user --group --close-from --host --chdir --prompt --role --type --command-timeout "
+             "--other-user --chroot", "--shell --login --set-home --non-interactive --preserve-env --stdin", 0, "si"),
+    "doas": ("uC", "", "", 0, "s"),
+    "xargs": ("adEILnPs", "--arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var",
+              "--null --verbose --exit --no-run-if-empty", 0, ""),
+    "chroot": ("", "--userspec --groups", "", 1, ""),
+    "ionice": ("cnp", "--class --classdata --pid", "", 0, ""),
+    "flock": ("cwE", "--command --timeout --wait --conflict-exit-code", "--shared --exclusive --nonblock --close", 1, "c"),
+    "npx": ("pc", "--package --call", "--yes --no", 0, "c"),
+    "script": ("cEIOBTm", "--command --log-out --log-timing", "--quiet", 1, "c"),
     # util-linux's and coreutils' other commands that run a command (their manuals read for issue 41)
-    "taskset": ("", (), ("--all-tasks", "--cpu-list"), 1, ""),
-    "chrt": ("TPD", ("--sched-runtime", "--sched-period", "--sched-deadline"),
-             ("--all-tasks", "--batch", "--deadline", "--fifo", "--idle", "--other", "--rr", "--reset-on-fork",
-              "--verbose"), 1, ""),
-    "setarch": ("", (), _SETARCH_FLAGS, 1, ""), "linux32": ("", (), _SETARCH_FLAGS, 0, ""),
-    "linux64": ("", (), _SETARCH_FLAGS, 0, ""),
-    "unshare": ("RwSG", ("--root", "--wd", "--setuid", "--setgid", "--propagation", "--setgroups", "--map-user",
-                         "--map-group", "--map-users", "--map-groups", "--monotonic", "--boottime"),
-                ("--fork", "--pid", "--mount", "--user", "--map-root-user", "--map-current-user", "--net", "--ipc",
-                 "--uts", "--cgroup", "--time", "--mount-proc", "--kill-child", "--keep-caps"), 0, ""),
-    "nsenter": ("tSGwr", ("--target", "--setuid", "--setgid", "--wd", "--root"),
-                ("--all", "--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup", "--user", "--time",
-                 "--preserve-credentials", "--no-fork", "--follow-context"), 0, ""),
-    "setpriv": ("", ("--reuid", "--regid", "--ruid", "--rgid", "--euid", "--egid", "--groups", "--inh-caps",
-                     "--ambient-caps", "--bounding-set", "--securebits", "--selinux-label", "--apparmor-profile",
-                     "--pdeathsig"),
-                ("--clear-groups", "--keep-groups", "--init-groups", "--nnp", "--no-new-privs", "--reset-env"), 0, ""),
-    "runcon": ("turl", ("--user", "--role", "--type", "--range"), ("--compute",), 0, ""),
-    "prlimit": ("p", ("--pid",), (), 0, ""),
-}
+    "taskset": ("", "", "--all-tasks --cpu-list", 1, ""),
+    "chrt": ("TPD", "--sched-runtime --sched-period --sched-deadline",
+             "--all-tasks --batch --deadline --fifo --idle --other --rr --reset-on-fork --verbose", 1, ""),
+    "setarch": ("", "", _SETARCH_FLAGS, 1, ""), "linux32": ("", "", _SETARCH_FLAGS, 0, ""),
+    "linux64": ("", "", _SETARCH_FLAGS, 0, ""),
+    "unshare": ("RwSG", "--root --wd --setuid --setgid --propagation --setgroups --map-user --map-group --map-users "
+                "--map-groups --monotonic --boottime", "--fork --pid --mount --user --map-root-user --map-current-user "
+                "--net --ipc --uts --cgroup --time --mount-proc --kill-child --keep-caps", 0, ""),
+    "nsenter": ("tSGwr", "--target --setuid --setgid --wd --root", "--all --mount --uts --ipc --net --pid --cgroup "
+                "--user --time --preserve-credentials --no-fork --follow-context", 0, ""),
+    "setpriv": ("", "--reuid --regid --ruid --rgid --euid --egid --groups --inh-caps --ambient-caps --bounding-set "
+                "--securebits --selinux-label --apparmor-profile --pdeathsig",
+                "--clear-groups --keep-groups --init-groups --nnp --no-new-privs --reset-env", 0, ""),
+    "runcon": ("turl", "--user --role --type --range", "--compute", 0, ""),
+    "prlimit": ("p", "--pid", "", 0, ""),
+}.items()}
 _WRAPPERS.update(dict.fromkeys(("nohup", "setsid", "builtin", "command", "busybox"), ("", (), (), 0, "")))  # no options
 # Programs that join all their arguments into one shell command (ssh: after the
 # host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
 # bash's trap, alias, bind -x, complete -C, fc and enable -f run their words too; bash (the
 # `sh` of macOS) evaluates a[$(cmd)] wherever it takes a variable name (read, printf -v).
-_JOINERS = ("watch", "parallel", "su", "runuser", "cmd", "powershell", "ssh")
-_BUILTINS = ("eval", "trap", "alias", "bind", "complete", "compgen", "fc", "enable", "hash")
-_EVALUATORS = ("let", "declare", "typeset", "local", "export", "readonly", "read", "mapfile", "readarray",
-               "getopts", "unset")
+_JOINERS = tuple("watch parallel su runuser cmd powershell ssh".split())
+_BUILTINS = tuple("eval trap alias bind complete compgen fc enable hash".split())
+_EVALUATORS = tuple("let declare typeset local export readonly read mapfile readarray getopts unset".split())
 _SSH_TAKES = "BbcDEeFIiJLlmOopQRSWw"
-_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh", "fish", "rbash", "tcsh", "csh",
-           "nu", "xonsh", "elvish")
+_SHELLS = tuple("sh bash dash zsh ksh ash mksh yash posh fish rbash tcsh csh nu xonsh elvish".split())
 # Interpreters: name -> (letters whose word is code, letters whose word is the
 # program (no script operand follows), letters whose word is a module it
-# loads, other letters that take a word, then the same for long options, and
-# whether the first operand is program text rather than a script file, or
-# None when operands are data but for NAME=value definitions, as in make).
-_INTERPRETERS = {
-    "python": ("c", "m", "", "WX", (), (), (), ("--check-hash-based-pycs",), False),
-    "node": ("ep", "", "r", "C", ("--eval", "--print"), (), ("--require", "--import", "--loader",
-                                                              "--experimental-loader", "--env-file"),
-             ("--conditions", "--title", "--input-type"), False),
-    "ruby": ("e", "", "rI", "CE", (), (), (), ("--encoding",), False),
-    "perl": ("eE", "", "MmI", "", (), (), (), (), False),
-    "php": ("rBREd", "fF", "cz", "tS", (), (), (), (), False),
-    "r": ("e", "f", "", "", (), ("--file",), (), (), False),
-    "julia": ("eE", "", "L", "", ("--eval", "--print"), (), ("--load",), (), False),
-    "expect": ("c", "f", "", "", (), (), (), (), False),
-    "lua": ("e", "", "l", "", (), (), (), (), False),
-    "osascript": ("e", "", "", "", (), (), (), (), False),
-    "awk": ("e", "fE", "il", "vFW", ("--source",), ("--file", "--exec"), ("--include", "--load"),
-            ("--assign", "--field-separator"), True),
-    "sed": ("e", "f", "", "l", ("--expression",), ("--file",), (), ("--line-length",), True),
-    "jq": ("", "f", "L", "", (), ("--from-file",), (), ("--indent",), True),
-    "make": ("E", "fC", "", "IoW", ("--eval",), ("--file", "--makefile", "--directory"), (), ("--include-dir",
-             "--old-file", "--assume-old", "--what-if", "--new-file", "--assume-new"), None),
-}
+# loads, other letters that take a word, then the same for long options (words
+# of a string, split below), and whether the first operand is program text
+# rather than a script file, or None when operands are data but for
+# NAME=value definitions, as in make).
+_INTERPRETERS = {name: entry[:4] + tuple(tuple(words.split()) for words in entry[4:8]) + entry[8:]
+                 for name, entry in {
+    "python": ("c", "m", "", "WX", "", "", "", "--check-hash-based-pycs", False),
+    "node": ("ep", "", "r", "C", "--eval --print", "", "--require --import --loader --experimental-loader --env-file",
+             "--conditions --title --input-type", False),
+    "ruby": ("e", "", "rI", "CE", "", "", "", "--encoding", False),
+    "perl": ("eE", "", "MmI", "", "", "", "", "", False),
+    "php": ("rBREd", "fF", "cz", "tS", "", "", "", "", False),
+    "r": ("e", "f", "", "", "", "--file", "", "", False),
+    "julia": ("eE", "", "L", "", "--eval --print", "", "--load", "", False),
+    "expect": ("c", "f", "", "", "", "", "", "", False),
+    "lua": ("e", "", "l", "", "", "", "", "", False),
+    "osascript": ("e", "", "", "", "", "", "", "", False),
+    "awk": ("e", "fE", "il", "vFW", "--source", "--file --exec", "--include --load", "--assign --field-separator", True),
+    "sed": ("e", "f", "", "l", "--expression", "--file", "", "--line-length", True),
+    "jq": ("", "f", "L", "", "", "--from-file", "", "--indent", True),
+    "make": ("E", "fC", "", "IoW", "--eval", "--file --makefile --directory", "",
+             "--include-dir --old-file --assume-old --what-if --new-file --assume-new", None),
+}.items()}
 # Other programs: options whose word is a command or code they run, or a file
 # they run, read options from or write (`+` is the vi family's +COMMAND).
-_RUNS = {
-    "git": ("--config-env", "--exec-path", "--upload-pack", "--receive-pack", "--exec", "--extcmd", "--config",
-            "--template", "--output", "--open-files-in-pager"),
-    "find": ("-fprint", "-fprint0", "-fprintf", "-fls"),
-    "tar": ("--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
-            "--new-volume-script", "-F", "--rsh-command", "--rmt-command"),
-    "zip": ("-TT", "--unzip-command"),
-    "curl": ("-K", "--config", "-o", "--output", "-T", "--upload-file"),
-    "wget": ("-O", "--output-document", "-e", "--execute", "--config", "-o", "-a"),
-    "rsync": ("-e", "--rsh", "--rsync-path"),
-    "scp": ("-o", "-F", "-S"), "sftp": ("-o", "-F", "-S", "-b"),
-    "psql": ("-c", "--command", "-f", "--file"), "mysql": ("-e", "--execute"),  # \! runs a command
-    "gdb": ("-ex", "--eval-command", "-iex", "-x", "--command", "-ix"),
-    "vi": ("+", "-c", "--cmd", "-S", "-u", "-U", "-i", "-w", "-W"),
-    "sqlite": ("-cmd", "-init"),
-    "emacs": ("--eval", "-l", "--load", "--script"),
-    "printf": ("-v",), "test": ("-v",), "[": ("-v",),  # bash evaluates a[$(cmd)] in the name they take
+_RUNS = {name: tuple(options.split()) for name, options in {
+    "git": "--config-env --exec-path --upload-pack --receive-pack --exec --extcmd --config --template --output "
+           "--open-files-in-pager",
+    "find": "-fprint -fprint0 -fprintf -fls",
+    "tar": "--to-command --use-compress-program -I --checkpoint-action --info-script --new-volume-script -F "
+           "--rsh-command --rmt-command",
+    "zip": "-TT --unzip-command",
+    "curl": "-K --config -o --output -T --upload-file",
+    "wget": "-O --output-document -e --execute --config -o -a",
+    "rsync": "-e --rsh --rsync-path",
+    "scp": "-o -F -S", "sftp": "-o -F -S -b",
+    "psql": "-c --command -f --file", "mysql": "-e --execute",  # \! runs a command
+    "gdb": "-ex --eval-command -iex -x --command -ix",
+    "vi": "+ -c --cmd -S -u -U -i -w -W",
+    "sqlite": "-cmd -init",
+    "emacs": "--eval -l --load --script",
+    "printf": "-v", "test": "-v", "[": "-v",  # bash evaluates a[$(cmd)] in the name they take
     # coreutils, findutils and util-linux, their manuals read for issue 41: options that run a program (sort's
     # compressor, split's filter through $SHELL, install's strip program, the helper mkfs, fsck and mount run by
     # type) or write a file (sort -o, shuf -o, dd of=); less runs +COMMANDs (`!` runs a shell) and reads keys
-    "sort": ("--compress-program", "-o", "--output"), "split": ("--filter",), "install": ("--strip-program",),
-    "shuf": ("-o", "--output"), "dd": ("of",), "scriptlive": ("-c", "--command"),
-    "mkfs": ("-t", "--type"), "fsck": ("-t",), "mount": ("-t", "--types"),
-    "less": ("+", "-k", "--lesskey-file", "--lesskey-src", "-o", "-O", "--log-file", "--LOG-FILE"),
-}
+    "sort": "--compress-program -o --output", "split": "--filter", "install": "--strip-program",
+    "shuf": "-o --output", "dd": "of", "scriptlive": "-c --command",
+    "mkfs": "-t --type", "fsck": "-t", "mount": "-t --types",
+    "less": "+ -k --lesskey-file --lesskey-src -o -O --log-file --LOG-FILE",
+}.items()}
 _PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
                   "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "gsed": "sed", "pwsh": "powershell",
                   "ipython": "python", "gmake": "make", "rscript": "r",
                   "source": "source", ".": "source"}
 _JQ_PAIRS = ("--arg", "--argjson", "--slurpfile", "--rawfile")  # jq options that take two words
-_SHELL_RESERVED = ("!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time")
+_SHELL_RESERVED = tuple("! { } if then else elif fi do done while until time".split())
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -3526,8 +3517,8 @@ _SECRET_PROMPT = re.compile(
     r"|kennwort|passwort|mot de passe|contrase|senha|parola d|wachtwoord|has\u0142o|\u043f\u0430\u0440\u043e\u043b"
     r"|\u5bc6\u7801|\u5bc6\u78bc|\u30d1\u30b9\u30ef\u30fc\u30c9|\uc554\ud638|\ube44\ubc00\ubc88\ud638", re.I)
 # Programs that ask for secrets (keys, passphrases, passwords): whatever their prompt says, never asked in a form.
-SECRET_PROGRAMS = ("openssl", "gpg", "gpg2", "ssh-keygen", "ssh-add", "ssh", "scp", "sftp", "passwd", "su", "kinit",
-                   "htpasswd", "age", "cryptsetup", "keytool", "vault", "op", "pass", "doas")
+SECRET_PROGRAMS = tuple(("openssl gpg gpg2 ssh-keygen ssh-add ssh scp sftp passwd su kinit htpasswd age cryptsetup keytool "
+                         "vault op pass doas").split())
 _YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
 _MENU = re.compile(r"^[ \t]*(\d+)[.):][ \t]+(\S.*)", re.M)
 
@@ -7285,8 +7276,7 @@ def _page(key, items, params):
 # --------------------------------------------------------------------------
 # The 2026-07-28 era: per-request `_meta`, discovery, subscriptions
 # --------------------------------------------------------------------------
-_NOT_MODERN = ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
-               "tasks/result", "tasks/list")
+_NOT_MODERN = tuple(("initialize ping logging/setLevel resources/subscribe resources/unsubscribe tasks/result tasks/list").split())
 
 
 def modern_methods(server):
@@ -7434,27 +7424,24 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, ou
 # expected. `${VAR}` expands from the environment in the fields listed in
 # _EXPANDED, never in command templates or tool arguments.
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
-_TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
-             "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints", "toolSearch",
-             "toolSearchThreshold", "toolSearchPin", "signIn", "people", "admins")
-_UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
+_TOP_KEYS = tuple(("name description instructions working_directory environment tools resources scripts skills "
+                   "skillPrompts command timeout separator taskSupport max_text $schema audit rateLimit cache confirm "
+                   "openEndpoints toolSearch toolSearchThreshold toolSearchPin signIn people admins").split())
+_UPSTREAM_KEYS = tuple("mcpServers servers namespaces defaultNamespace defaultNamespaceId toolPermissions".split())
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
-_BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
-                     "mcp_oauth_credentials_store", "mcp_oauth_callback_port")
-_TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
-              "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
-              "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm", "max_text",
-              "output_folder", "interactive", "answers", "file_resources")
+_BOOKKEEPING_KEYS = tuple(("schemaVersion lastModified daemonMode metrics proxies mcp_oauth_credentials_store "
+                           "mcp_oauth_callback_port").split())
+_TOOL_KEYS = tuple(("name title description command command_template parameters timeout working_directory environment "
+                    "stdin shell annotations allow_dash_values within output_format ok_exit_codes taskSupport rateLimit "
+                    "cache confirm max_text output_folder interactive answers file_resources").split())
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
-_PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
-_RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
-                  "working_directory", "environment", "within")
+_PARAMETER_KEYS = tuple("type description required default enum items ask secret".split())
+_RESOURCE_KEYS = tuple(("uri name title description command mime_type mimeType timeout working_directory environment within").split())
 _SCRIPTS_KEYS = ("path", "include", "exclude")
-SIGNIN_KEYS = ("issuer", "audience", "introspection", "clientId", "clientSecret", "scopes")  # `signIn`
+SIGNIN_KEYS = tuple("issuer audience introspection clientId clientSecret scopes".split())  # `signIn`
 PERSON_KEYS = ("tokenSha256", "groups", "email")  # an entry of `people`
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
-_PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array", "file")
+_PARAMETER_TYPES = tuple("string integer number boolean array file".split())
 _JSON_STRING = r'"(?:[^"\\]|\\.)*"?'  # to its closing quote, or the end of an unfinished one
 _ENV_REFERENCE = re.compile(
     r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
@@ -8766,24 +8753,19 @@ UPSTREAM_CACHE_FORMAT = 1
 UPSTREAM_CACHE_MAX = 64 << 20  # bytes of one cached listing; a larger file is ignored
 MANAGER_PREFIX = "mcpstudio"
 
-_SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
-                "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances", "auth",
-                # mcp-studio's (mcpmu's) names for the same things, and its deny list
-                "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
-                "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name", "overrides")
+_SERVER_KEYS = tuple(("command args cwd env type url headers disabled eager startupTimeout toolTimeout maxConcurrency tools healthCheckInterval prefix protocolVersion rateLimit cache confirm isolation maxInstances auth "
+    # mcp-studio's (mcpmu's) names for the same things, and its deny list
+    "kind enabled autostart http_headers env_http_headers bearer_token_env_var startup_timeout_sec tool_timeout_sec deniedTools id name overrides").split())
 ISOLATION_MODES = ("shared", "user", "session")  # a server's `isolation`
 ISOLATED_MAX = 10        # instances of an isolated server at once (its `maxInstances`)
 ISOLATED_IDLE = 900.0    # seconds an isolated instance may go unused before it is stopped
 _PERSON_REFERENCE = re.compile(r"\$\{person\.([A-Za-z_][A-Za-z0-9_]*)\}")
 _SERVER_GROUPS = ("mcpServers", "servers")  # where a config keeps its MCP servers: Claude's key, and VS Code's
-_OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
-_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch", "overrides", "people",
-                   "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
-_PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
+_OAUTH_KEYS = tuple("oauth scopes oauth_client_id oauthEnabled oauthClientId oauthScopes".split())
+_NAMESPACE_KEYS = tuple(("servers tools description toolSearch overrides people serverIds denyByDefault serverDefaults id name").split())  # this line: mcp-studio's
+_PERMISSION_KEYS = tuple("namespace server toolName enabled namespaceId serverId".split())
 _FILTER_KEYS = ("allow", "deny")
-_OVERRIDE_KEYS = ("name", "title", "description", "descriptionPrefix", "descriptionSuffix", "annotations", "_meta",
-                  "arguments")  # what an override of a tool may change (see CuratedTool)
+_OVERRIDE_KEYS = tuple(("name title description descriptionPrefix descriptionSuffix annotations _meta arguments").split())  # what an override of a tool may change (see CuratedTool)
 _ARGUMENT_KEYS = ("name", "description", "default", "value", "hidden")
 
 
@@ -14110,8 +14092,8 @@ _REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/1\.[0
 _HEADER_LINE = re.compile(rb"(" + _TOKEN + rb"):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*\r\n")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})(?:[ \t]*;[^\x00-\x08\x0a-\x1f\x7f]*)?\r\n")
 _AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
-_ONCE = ("host", "content-length", "transfer-encoding", "origin", "authorization", "mcp-session-id",
-         "mcp-protocol-version", "content-type")
+_ONCE = tuple(("host content-length transfer-encoding origin authorization mcp-session-id mcp-protocol-version "
+               "content-type").split())
 
 
 # Reading one request strictly (RFC 9112), from an asyncio StreamReader whose limit is
