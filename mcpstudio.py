@@ -16535,10 +16535,16 @@ def zipapp_command(words):
 _Option = collections.namedtuple("_Option", ("names", "dest", "metavar", "kind", "help"))
 
 
-def _option(names, metavar, kind, help):
-    """An _Option from its names as --help shows them ("-h, --help"); its dest is the long name's words."""
-    names = names.split(", ")
-    return _Option(names, names[-1][2:].replace("-", "_"), metavar, kind, help)
+def _options(table):
+    """The _Options of a table of them as --help shows them (OPTION_TABLE); a dest is the long name's words."""
+    options = []
+    for entry in re.split(r"\n(?=-)", table.strip()):
+        shown, kind, help = re.split(r"  +", entry, maxsplit=2)
+        words = shown.replace(",", "").split()
+        names = [word for word in words if word.startswith("-")]
+        options.append(_Option(names, names[-1][2:].replace("-", "_"), None if words[-1] in names else words[-1], kind,
+                               " ".join(help.split())))
+    return options
 
 
 def _positive(text, option, kind=float):
@@ -16551,89 +16557,72 @@ def _positive(text, option, kind=float):
     return value
 
 
-# (names as --help shows them, metavar, kind, help): kind is "flag", "value" or "append".
-OPTIONS = [_option(*o) for o in (
-    ("-h, --help", None, "flag", "show this help and exit"),
-    ("--version", None, "flag", "print the version and exit"),
-    ("--name", "NAME", "value", "tool name (default: the command's base name)"),
-    ("--description", "TEXT", "value", "tool description (default: the template)"),
-    ("--read-only", None, "flag", "annotate the tool readOnlyHint: true"),
-    ("--destructive", None, "flag", "annotate the tool destructiveHint: true"),
-    ("--idempotent", None, "flag", "annotate the tool idempotentHint: true"),
-    ("--open-world", None, "flag", "annotate the tool openWorldHint: true"),
-    ("--env", "KEY=VALUE", "append", "set a variable for the command (repeatable; values of names like *_TOKEN, *_KEY masked in logs)"),
-    ("--cwd", "DIR", "value", "folder the command runs in (default: the current one)"),
-    ("--timeout", "SECONDS", "value", "stop a call after this long (default: %g)" % DEFAULT_TIMEOUT),
-    ("--max-output", "BYTES", "value",
-     "keep at most this much of stdout and of stderr (default: %d)" % DEFAULT_MAX_OUTPUT),
-    ("--max-text", "CHARS", "value",
-     "characters of output a result shows; past it the head and tail, the whole kept as a resource "
-     "(default: %d)" % DEFAULT_MAX_TEXT),
-    ("--max-concurrency", "N", "value",
-     "commands running at once; more calls wait (default: %d)" % DEFAULT_MAX_CONCURRENCY),
-    ("--max-name-length", "N", "value",
-     "longest tool name given to clients (default: %d)" % DEFAULT_MAX_NAME_LENGTH),
-    ("--task-support", "MODE", "value",
-     "run calls as MCP tasks: optional (the default), required or forbidden"),
-    ("--ok-exit", "CODES", "value",
-     "exit codes that mean success, e.g. 0,1 for grep (1: no match; default: 0)"),
-    ("--stdin", "TEXT", "value",
-     "feed the command this text template on stdin, e.g. --stdin '{json}' jq '{filter}'"),
-    ("--allow-dash-values", None, "flag",
-     "let values start an argument with '-' (off: refused as option injection)"),
-    ("--config", "FILE", "value",
-     "serve the tools, resources and script folders of a JSON config file (see `serve`)"),
-    ("--url", "URL", "value",
-     "serve the MCP server at URL over stdio, signing in with OAuth when it asks (a bridge, as mcp-remote)"),
-    ("--protocol-version", "VERSION", "value",
-     "with --url: speak this MCP revision (2026-07-28, 2025-11-25, ...) instead of trying initialize first"),
-    ("--root-directory", "DIR", "value",
-     "serve every executable script under DIR as a tool (script mode)"),
-    ("--include", "GLOB", "append",
-     "script mode: only run scripts whose path under DIR matches (repeatable)"),
-    ("--exclude", "GLOB", "append", "script mode: skip scripts whose path matches (repeatable)"),
-    ("--separator", "SEP", "value",
-     "joins folder and script names in tool names (default: __, so math/add is math__add)"),
-    ("--skills", "DIR", "append",
-     "serve the Agent Skills (folders with a SKILL.md) under DIR (repeatable; alone or beside a mode)"),
-    ("--no-skill-prompts", None, "flag",
-     "do not also offer each skill as a prompt (for clients without the skills extension)"),
-    ("--help-timeout", "SECONDS", "value",
-     "script mode: how long a script's --help or --state may take (default: %g)" % HELP_TIMEOUT),
-    ("--rescan", "SECONDS", "value",
-     "script mode: look for changed scripts this often, 0 for never (default: %g)" % RESCAN_INTERVAL),
-    ("--debug", None, "flag", "write debug lines to stderr"),
-    ("--log-level", "LEVEL", "value",
-     "what goes to stderr: debug (as --debug), info (the default), warn or error"),
-    ("--log", "FILE", "value", "append debug lines and every protocol message to FILE"),
-    ("--namespace", "NAME", "value",
-     "serve this namespace of the config's MCP servers (default: the config's defaultNamespace)"),
-    ("--no-manager-tools", None, "flag",
-     "hide the mcpstudio__servers_list, ... tools that manage the config's MCP servers"),
-    ("--eager", None, "flag", "start every configured MCP server right after initialize"),
-    ("--check", None, "flag", "status: start each server, list its tools and stop it"),
-    ("--tool-search", "MODE", "value",
-     "with MCP servers: list two tools that search and call the others: on, off or auto (the default: past "
-     "toolSearchThreshold tools, except for Claude Code)"),
-    ("--stdio", None, "flag", "serve on stdin/stdout (the default; accepted for other tools' configs)"),
-    ("--http", "[HOST:]PORT", "value",
-     "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1)"),
-    ("--http-token", "TOKEN", "value",
-     "require Authorization: Bearer TOKEN (default: $MCPSTUDIO_HTTP_TOKEN; required off loopback)"),
-    ("--audit", "FILE", "value", "append one JSON line per tool call to FILE (secrets masked)"),
-    ("--rate-limit", "CALLS/SECONDS", "value",
-     "each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)"),
-    ("--http-rate-limit", "CALLS/SECONDS", "value",
-     "--http: requests to /mcp beyond CALLS at once, then CALLS per SECONDS, get 429 and Retry-After"),
-    ("--http-instance", "NAME", "value",
-     "--http: this instance's name, the first part of its task and session ids, for a load balancer to route "
-     "by (default: $%s, else random at each start)" % INSTANCE_VARIABLE),
-    ("--http-drain", "SECONDS", "value",
-     "--http: on SIGTERM, /health is 503 and new requests are refused while running calls get SECONDS to finish "
-     "(default: %g)" % HTTP_DRAIN),
-    ("--http-trusted-proxy", "ADDRESSES", "value",
-     "--http: load balancers (addresses or networks, comma-separated) whose X-Forwarded-For names the client"),
-)]
+# Every option as --help shows it: its names and metavar, its kind ("flag", "value" or "append": repeatable),
+# and its help, which goes on over indented lines (%(NAME)s: a constant of the module's).
+OPTION_TABLE = """
+-h, --help                       flag    show this help and exit
+--version                        flag    print the version and exit
+--name NAME                      value   tool name (default: the command's base name)
+--description TEXT               value   tool description (default: the template)
+--read-only                      flag    annotate the tool readOnlyHint: true
+--destructive                    flag    annotate the tool destructiveHint: true
+--idempotent                     flag    annotate the tool idempotentHint: true
+--open-world                     flag    annotate the tool openWorldHint: true
+--env KEY=VALUE                  append  set a variable for the command (repeatable; values of names like *_TOKEN, *_KEY masked
+                                         in logs)
+--cwd DIR                        value   folder the command runs in (default: the current one)
+--timeout SECONDS                value   stop a call after this long (default: %(DEFAULT_TIMEOUT)g)
+--max-output BYTES               value   keep at most this much of stdout and of stderr (default: %(DEFAULT_MAX_OUTPUT)d)
+--max-text CHARS                 value   characters of output a result shows; past it the head and tail, the whole kept as a
+                                         resource (default: %(DEFAULT_MAX_TEXT)d)
+--max-concurrency N              value   commands running at once; more calls wait (default: %(DEFAULT_MAX_CONCURRENCY)d)
+--max-name-length N              value   longest tool name given to clients (default: %(DEFAULT_MAX_NAME_LENGTH)d)
+--task-support MODE              value   run calls as MCP tasks: optional (the default), required or forbidden
+--ok-exit CODES                  value   exit codes that mean success, e.g. 0,1 for grep (1: no match; default: 0)
+--stdin TEXT                     value   feed the command this text template on stdin, e.g. --stdin '{json}' jq '{filter}'
+--allow-dash-values              flag    let values start an argument with '-' (off: refused as option injection)
+--config FILE                    value   serve the tools, resources and script folders of a JSON config file (see `serve`)
+--url URL                        value   serve the MCP server at URL over stdio, signing in with OAuth when it asks (a bridge,
+                                         as mcp-remote)
+--protocol-version VERSION       value   with --url: speak this MCP revision (2026-07-28, 2025-11-25, ...) instead of trying
+                                         initialize first
+--root-directory DIR             value   serve every executable script under DIR as a tool (script mode)
+--include GLOB                   append  script mode: only run scripts whose path under DIR matches (repeatable)
+--exclude GLOB                   append  script mode: skip scripts whose path matches (repeatable)
+--separator SEP                  value   joins folder and script names in tool names (default: __, so math/add is math__add)
+--skills DIR                     append  serve the Agent Skills (folders with a SKILL.md) under DIR (repeatable; alone or beside
+                                         a mode)
+--no-skill-prompts               flag    do not also offer each skill as a prompt (for clients without the skills extension)
+--help-timeout SECONDS           value   script mode: how long a script's --help or --state may take (default: %(HELP_TIMEOUT)g)
+--rescan SECONDS                 value   script mode: look for changed scripts this often, 0 for never (default:
+                                         %(RESCAN_INTERVAL)g)
+--debug                          flag    write debug lines to stderr
+--log-level LEVEL                value   what goes to stderr: debug (as --debug), info (the default), warn or error
+--log FILE                       value   append debug lines and every protocol message to FILE
+--namespace NAME                 value   serve this namespace of the config's MCP servers (default: the config's
+                                         defaultNamespace)
+--no-manager-tools               flag    hide the mcpstudio__servers_list, ... tools that manage the config's MCP servers
+--eager                          flag    start every configured MCP server right after initialize
+--check                          flag    status: start each server, list its tools and stop it
+--tool-search MODE               value   with MCP servers: list two tools that search and call the others: on, off or auto (the
+                                         default: past toolSearchThreshold tools, except for Claude Code)
+--stdio                          flag    serve on stdin/stdout (the default; accepted for other tools' configs)
+--http [HOST:]PORT               value   serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to
+                                         127.0.0.1)
+--http-token TOKEN               value   require Authorization: Bearer TOKEN (default: $MCPSTUDIO_HTTP_TOKEN; required off
+                                         loopback)
+--audit FILE                     value   append one JSON line per tool call to FILE (secrets masked)
+--rate-limit CALLS/SECONDS       value   each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)
+--http-rate-limit CALLS/SECONDS  value   --http: requests to /mcp beyond CALLS at once, then CALLS per SECONDS, get 429 and
+                                         Retry-After
+--http-instance NAME             value   --http: this instance's name, the first part of its task and session ids, for a load
+                                         balancer to route by (default: $%(INSTANCE_VARIABLE)s, else random at each start)
+--http-drain SECONDS             value   --http: on SIGTERM, /health is 503 and new requests are refused while running calls get
+                                         SECONDS to finish (default: %(HTTP_DRAIN)g)
+--http-trusted-proxy ADDRESSES   value   --http: load balancers (addresses or networks, comma-separated) whose X-Forwarded-For
+                                         names the client
+""" % globals()
+OPTIONS = _options(OPTION_TABLE)
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
 USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
