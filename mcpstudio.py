@@ -9633,6 +9633,16 @@ def oauth_request(url, data=None, headers=None, limit=1 << 20):
         raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
 
 
+def _fetch_json(url, data=None, headers=None):
+    """One blocking request (oauth_request): (status, JSON object or None). OAuthError when unreachable."""
+    status, _, body = oauth_request(url, data, headers)
+    try:
+        parsed = json.loads(body)
+    except BAD_JSON:
+        parsed = None
+    return status, parsed if isinstance(parsed, dict) else None
+
+
 class TokenStore:
     """One server's sign-in on disk: its client registration and tokens, in a file only the user can read."""
 
@@ -9792,20 +9802,12 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _request(self, url, data, headers, limit=1 << 20):
-        return oauth_request(url, data, headers, limit)
-
     def _fetch(self, url, data=None, headers=None):
         """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None)."""
         if not secure_url(url):
             raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
                              "this machine)" % (self.name, url))
-        status, _, body = self._request(url, data, headers)
-        try:
-            parsed = json.loads(body)
-        except ValueError:
-            parsed = None
-        return status, parsed if isinstance(parsed, dict) else None
+        return _fetch_json(url, data, headers)
 
     def _metadata(self, urls):
         """The document of the first of `urls` that answers a JSON object, or None."""
@@ -10005,7 +10007,7 @@ class OAuthClient:
 
     def login(self):
         """Sign in afresh (the `login` command): ask the server unsigned, then answer its challenge."""
-        status, headers, _ = self._request(self.url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        status, headers, _ = oauth_request(self.url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
             "clientInfo": {"name": "mcpstudio", "version": __version__}}}).encode(), {
             "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, limit=0)
@@ -14033,16 +14035,6 @@ class SignIn:
         return dict(claims, sub=subject, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
 
 
-def _fetch_json(url, data=None, headers=None):
-    """One blocking request (oauth_request): (status, JSON object or None). OAuthError when unreachable."""
-    status, _, body = oauth_request(url, data, headers)
-    try:
-        parsed = json.loads(body)
-    except BAD_JSON:
-        parsed = None
-    return status, parsed if isinstance(parsed, dict) else None
-
-
 # --------------------------------------------------------------------------
 # Streamable HTTP: the same Server at one endpoint, /mcp
 # --------------------------------------------------------------------------
@@ -16283,15 +16275,8 @@ def logout_command(words):
 def secrets_command(words):
     """`secrets set|remove NAME --person SUBJECT` (set: the value on stdin), `secrets list --person SUBJECT`: a
     signed-in person's own secrets, for `${person.NAME}` in an isolated server (see PersonSecrets)."""
-    rest, person = [], None
-    index = 0
-    while index < len(words):
-        if words[index] == "--person" and index + 1 < len(words):
-            person, index = words[index + 1], index + 2
-        else:
-            rest.append(words[index])
-            index += 1
-    action = rest[0] if rest else None
+    found, rest = _take_options(words, "secrets", values=("--person",), anywhere=True)
+    person, action = found.get("--person"), rest[0] if rest else None
     if not person or action not in ("set", "remove", "list") or len(rest) != (1 if action == "list" else 2) or (
             action != "list" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest[1])):
         raise UsageError("secrets takes: set NAME --person SUBJECT (the value on stdin), remove NAME --person "
