@@ -1576,14 +1576,18 @@ class _Yaml:
         colon = re.search(r":(?=[ \t]|$)", text).start()
         raw = text[:colon].rstrip(" \t")
         self.plain_start(raw)
-        try:
-            key = yaml_scalar(raw)
-        except ValueError as exc:
-            raise self.error(str(exc))
+        key = self.scalar(raw)
         if not isinstance(key, str):
             raise self.error("the key `%s` is a %s in YAML; keys must be text: quote it" % (
                 raw, "null" if key is None else type(key).__name__))
         return key, n + colon + 1
+
+    def scalar(self, text, index=None):
+        """yaml_scalar(text); its refusal an error of the current line (or of line `index`)."""
+        try:
+            return yaml_scalar(text)
+        except ValueError as exc:
+            raise self.error(str(exc), index)
 
     def plain_start(self, text):
         if not text:
@@ -1646,10 +1650,7 @@ class _Yaml:
             self.i = at
             text = self.lines[at]
         raw = "".join(parts)
-        try:
-            return yaml_scalar(raw) if len(parts) == 1 else raw
-        except ValueError as exc:
-            raise self.error(str(exc), start)
+        return self.scalar(raw, start) if len(parts) == 1 else raw
 
     def block_scalar(self, header, n):
         """A `|` (literal) or `>` (folded) scalar: its indicators, then the lines below."""
@@ -1777,11 +1778,7 @@ class _Yaml:
         match = _FLOW_PLAIN.match(text, j)
         raw = match.group() if match else ""
         self.plain_start(raw.strip())
-        try:
-            value = yaml_scalar(" ".join(part.strip(" \t") for part in raw.strip(" \t\n").split("\n")))
-        except ValueError as exc:
-            raise self.error(str(exc))
-        return value, j + len(raw)
+        return self.scalar(" ".join(part.strip(" \t") for part in raw.strip(" \t\n").split("\n"))), j + len(raw)
 
 
 # --------------------------------------------------------------------------
