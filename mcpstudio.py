@@ -36,16 +36,25 @@ edits, zipapp), and the Command line (`main`).
 from __future__ import annotations
 
 import asyncio
+import atexit
+import base64
 import collections
+import contextlib
 import functools
+import io
 import json
+import math
+import operator
 import os
 import re
+import select
 import signal
+import stat
 import subprocess
 import sys
 import threading
 import time
+import weakref
 
 __version__ = "0.1.0"
 
@@ -325,7 +334,6 @@ def validate(value, schema, where=""):
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append("%s must match the pattern %s" % (label, schema["pattern"]))
     elif isinstance(value, NUMBER) and not isinstance(value, bool):
-        import operator
         for key, broken, words in (("minimum", operator.lt, "at least"), ("maximum", operator.gt, "at most"),
                                    ("exclusiveMinimum", operator.le, "more than"),
                                    ("exclusiveMaximum", operator.ge, "less than")):
@@ -1879,7 +1887,6 @@ if _POSIX:
         """What /proc/PID/fd/0 of a process reading the pipe under an asyncio write transport reads, as a pattern:
         `pipe:[INODE]` (both ends share it); a socket of Python 3.8's socket pair (whose ends differ: any socket, as
         no pipe is it); None where it cannot be told."""
-        import stat
         try:
             info = os.fstat(pipe.get_extra_info("pipe").fileno())
         except (AttributeError, OSError, ValueError):
@@ -1916,7 +1923,6 @@ if _POSIX:
     def _writable_now(fd, size):
         """Whether a write of `size` bytes to `fd` would complete whole without blocking: at most
         PIPE_BUF (4096 on Linux, 512 on macOS, where a socket reads as writable with 2 KiB free)."""
-        import select
         if size > getattr(select, "PIPE_BUF", 512):
             return False
         try:
@@ -4083,7 +4089,6 @@ def parse_data_uri(value):
 def write_file_argument(key, value, folder, limit):
     """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
     its own in `folder` (no two files meet, whatever their names); its path."""
-    import base64
     try:
         given, encoded = parse_data_uri(value)
         size = len(encoded) // 4 * 3 - encoded[-2:].count("=")  # what it decodes to, checked before decoding
@@ -4107,7 +4112,6 @@ def write_file_argument(key, value, folder, limit):
 def call_folders():
     """The one per-user parent of the folders calls write files in (TMPDIR/mcpstudio-USER, mode 0700), or None when
     it is not a private folder of this user (then each call's folder is a plain private temporary folder)."""
-    import stat
     import tempfile
     user = str(os.getuid()) if _POSIX else re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("USERNAME", "user"))
     parent = os.path.join(tempfile.gettempdir(), "mcpstudio-" + user)
@@ -4170,7 +4174,6 @@ def _is_uri(value):
 async def files_from_uris(tool, arguments, read):
     """`tool`'s file arguments given as the URI of a resource this server serves, read by `read` (the server's
     resources/read) and passed on as data: URIs; a ToolError names one that cannot be read."""
-    import base64
     given = dict(arguments)
     for key in tool.files:
         uri = arguments.get(key)
@@ -4193,7 +4196,6 @@ def read_output_file(path, limit):
     read), None for one that is not a plain file of its own (a link, a folder, a FIFO, a hard link to a file
     elsewhere). Opened without following a link or blocking, checked on the descriptor, read no further than
     the limit (a file still growing)."""
-    import stat
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
                      | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -4209,7 +4211,6 @@ def read_output_file(path, limit):
 
 def file_content(name, data, uri, budget: OutputBudget):
     """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
-    import base64
     mime = _image_type(data) or _file_mime(name)
     encoded = base64.b64encode(data).decode("ascii")
     text = _as_text(data, False)
@@ -5135,7 +5136,6 @@ def _read_inside(path, root, scanned):
     """The bytes (SKILL_MAX_BYTES at most) of the regular file `scanned` (a stat) at `path`, whose real path
     is inside `root`. POSIX: opened one path component at a time, following no symlink, so that a file or
     folder swapped for a symlink after the scan fails to open; a FIFO is opened without waiting for a writer."""
-    import stat
     real = os.path.realpath(path)
     if not _inside(real, root):
         raise OSError("its real path %s is outside %s" % (real, root))
@@ -5178,7 +5178,6 @@ def skill_file_content(uri, data):
     text = None if b"\0" in data or mime.startswith(("image/", "audio/", "video/", "font/")) else _as_text(data, False)
     if text is not None:
         return {"uri": uri, "mimeType": "text/plain" if mime == "application/octet-stream" else mime, "text": text}
-    import base64
     return {"uri": uri, "mimeType": mime, "blob": base64.b64encode(data).decode("ascii")}
 
 
@@ -5291,7 +5290,6 @@ class SkillFolders(Source):
     def files(self, folder, root):
         """file path under `folder` -> (real path, stat), sorted: SKILL.md first, no dot-files,
         no folder behind a symlink, no file whose symlink leaves the root."""
-        import stat
         out, pending = {}, [(folder, "")]
         while pending:
             here, prefix = pending.pop()
@@ -5944,7 +5942,6 @@ class AuditLog:
     @staticmethod
     def check(info, path):
         """Raise OSError unless `info` (a stat result) is a regular file of this user with no group or other bits."""
-        import stat
         if not _POSIX:
             return
         if not stat.S_ISREG(info.st_mode):
@@ -6002,7 +5999,6 @@ class AuditLog:
 
     def _locked(self):
         """A lock the processes sharing this file hold while they rotate it (on its folder; none on Windows)."""
-        import contextlib
         if not _POSIX:
             return contextlib.nullcontext()
 
@@ -6131,7 +6127,6 @@ class RunningStats:
     while idle) and removed at exit. A file whose process is gone is removed by the reader that finds it."""
 
     def __init__(self, metrics: CallMetrics, config, transport):
-        import atexit
         atexit.register(self.close)
         self.metrics, self.timer = metrics, None
         self.path = os.path.join(user_cache_dir(), "running-%d.json" % os.getpid())
@@ -6620,7 +6615,6 @@ class ToolIndex:
     K1, B = 1.2, 0.75
 
     def __init__(self, tools, stages=SEARCH_STAGES):
-        import math
         self.stages, self.tools = stages, tools
         self.families = _families(stages.families, stages.stem)
         stems, texts, self.server_of = {}, {}, []  # server -> (its number, its tools' names and descriptions)
@@ -6729,7 +6723,6 @@ class ToolSearch:
     tools its searches found (at most FOUND_LIMIT, the least recently found dropped first)."""
 
     def __init__(self, server, mode, threshold, pins, separator="__"):
-        import weakref
         self.server, self.mode, self.threshold, self.pins = server, mode, threshold, pins
         self.search_name = MANAGER_PREFIX + separator + "search_tools"
         self.call_name = MANAGER_PREFIX + separator + "call_tool"
@@ -9579,7 +9572,6 @@ def secure_url(url):
 
 def pkce_pair():
     """(code_verifier, S256 code_challenge) of RFC 7636."""
-    import base64
     import hashlib
     import secrets
     verifier = secrets.token_urlsafe(48)
@@ -9896,7 +9888,6 @@ class OAuthClient:
 
     def _client_post(self, metadata, client, form, key):
         """POST a form to the endpoint `key`, authenticating as the client was registered to: (status, JSON)."""
-        import base64
         import urllib.parse
         secret = client.get("client_secret")
         method = client.get("token_endpoint_auth_method")
@@ -10054,7 +10045,6 @@ def _encode_header(text):
     `=?base64?...?=` of its UTF-8 (SEP-2243)."""
     if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
         return text
-    import base64
     return "=?base64?%s?=" % base64.b64encode(text.encode()).decode()
 
 
@@ -10773,7 +10763,6 @@ class ListingCache:
 
         Only a regular file of at most UPSTREAM_CACHE_MAX bytes is read (a FIFO or a device at the
         path is not waited on), and only a listing of the expected shape is used."""
-        import stat
         try:
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except OSError:
@@ -13235,7 +13224,6 @@ class Board:
         self.results[(server_id, tool)] = None
 
         async def call():
-            import io
             try:
                 result = await upstream.forward("tools/call", {"name": tool, "arguments": arguments}, None)
                 out = io.StringIO()
@@ -13252,8 +13240,6 @@ class Board:
     def edit(self, words):
         """A config edit through the CLI command of the same name (its checks, .bak, symlink, message);
         then the config is read again. False (and `said` why) when the command refused it."""
-        import contextlib
-        import io
         out = io.StringIO()
         at = words.index("--") if "--" in words else len(words)  # the options end where a server's command starts
         try:
@@ -13655,7 +13641,6 @@ _P256_INFINITY = (1, 1, 0)
 
 def b64url(text):
     """The bytes of unpadded base64url `text` (RFC 7515 §2); ValueError for anything else."""
-    import base64
     if not isinstance(text, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", text) or len(text) % 4 == 1:
         raise ValueError("not base64url")
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
@@ -13997,7 +13982,6 @@ class SignIn:
     async def _introspect(self, token, audiences):
         """RFC 7662: the claims of an active opaque token, checked as a JWT's are (`iss` when given; `aud` always: an
         answer without it is refused)."""
-        import base64
         import urllib.parse
         plan = self.plan
         basic = base64.b64encode(("%s:%s" % (urllib.parse.quote(plan["clientId"], safe=""), urllib.parse.quote(
@@ -14402,7 +14386,6 @@ def _header_value(value):
     """Trim; decode the =?base64?...?= form 2026-07-28 clients use for non-ASCII values."""
     value = value.strip()
     if value.startswith("=?base64?") and value.endswith("?="):
-        import base64
         try:
             return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
@@ -15516,7 +15499,6 @@ def _takes_a_file(prop):
 def _file_argument(key, path, prop):
     """`key=@PATH` (curl's convention) for a file parameter: the file's bytes as a data: URI naming it, or plain
     base64 where the schema says contentEncoding base64."""
-    import base64
     try:
         with open(os.path.expanduser(path), "rb") as f:
             data = f.read()
