@@ -36,16 +36,25 @@ edits, zipapp), and the Command line (`main`).
 from __future__ import annotations
 
 import asyncio
+import atexit
+import base64
 import collections
+import contextlib
 import functools
+import io
 import json
+import math
+import operator
 import os
 import re
+import select
 import signal
+import stat
 import subprocess
 import sys
 import threading
 import time
+import weakref
 
 __version__ = "0.1.0"
 
@@ -127,7 +136,7 @@ WATCHDOG_ENV = "MCPSTUDIO_WATCHDOG"  # marks every child, so the watchdog finds 
 HELP_TIMEOUT = 10.0             # seconds a script's --help (or --state) may take
 RESCAN_INTERVAL = 2.0           # seconds between looks for added, changed or removed scripts
 
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LOG_LEVELS = tuple("debug info notice warning error critical alert emergency".split())
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -325,7 +334,6 @@ def validate(value, schema, where=""):
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append("%s must match the pattern %s" % (label, schema["pattern"]))
     elif isinstance(value, NUMBER) and not isinstance(value, bool):
-        import operator
         for key, broken, words in (("minimum", operator.lt, "at least"), ("maximum", operator.gt, "at most"),
                                    ("exclusiveMinimum", operator.le, "more than"),
                                    ("exclusiveMaximum", operator.ge, "less than")):
@@ -658,60 +666,56 @@ class Template:
 # follow them too), option letters after which the rest of the line is one
 # shell command). A long option not listed stops the walk: a field after it is
 # refused, since the option might take the next word and the command move.
-_PRLIMIT_RESOURCES = ("--as", "--core", "--cpu", "--data", "--fsize", "--locks", "--memlock", "--msgqueue", "--nice",
-                      "--nofile", "--nproc", "--rss", "--rtprio", "--rttime", "--sigpending", "--stack")
-_SETARCH_FLAGS = ("--verbose", "--addr-no-randomize", "--fdpic-funcptrs", "--mmap-page-zero", "--addr-compat-layout",
-                  "--read-implies-exec", "--32bit", "--short-inode", "--whole-seconds", "--sticky-timeouts", "--3gb",
-                  "--4gb", "--uname-2.6", "--list")
-_WRAPPERS = {
-    "env": ("uCSa", ("--unset", "--chdir", "--split-string", "--argv0"),
-            ("--ignore-environment", "--null", "--debug", "--block-signal", "--default-signal", "--ignore-signal",
-             "--list-signal-handling"), 0, "S"),
-    "timeout": ("sk", ("--signal", "--kill-after"), ("--preserve-status", "--foreground", "--verbose"), 1, ""),
-    "nice": ("n", ("--adjustment",), (), 0, ""),
-    "exec": ("a", (), (), 0, ""),
-    "time": ("fo", ("--format", "--output"), (), 0, ""),
-    "stdbuf": ("ioe", ("--input", "--output", "--error"), (), 0, ""),
-    "sudo": ("ugChDprtTU", ("--user", "--group", "--close-from", "--host", "--chdir", "--prompt", "--role",
-                            "--type", "--command-timeout", "--other-user", "--chroot"),
-             ("--shell", "--login", "--set-home", "--non-interactive", "--preserve-env", "--stdin"), 0, "si"),
-    "doas": ("uC", (), (), 0, "s"),
-    "xargs": ("adEILnPs", ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars",
-                           "--process-slot-var"),
-              ("--null", "--verbose", "--exit", "--no-run-if-empty", "--interactive", "--open-tty", "--show-limits",
-               "--eof", "--replace", "--max-lines"), 0, ""),
-    "chroot": ("", ("--userspec", "--groups"), ("--skip-chdir",), 1, ""),
-    "ionice": ("cnpPu", ("--class", "--classdata", "--pid", "--pgid", "--uid"), ("--ignore",), 0, ""),
-    "flock": ("cwE", ("--command", "--timeout", "--wait", "--conflict-exit-code"),
-              ("--shared", "--exclusive", "--unlock", "--nonblocking", "--nb", "--close", "--no-fork", "--verbose"),
-              1, "c"),
-    "npx": ("pc", ("--package", "--call"), ("--yes", "--no"), 0, "c"),
+_PRLIMIT_RESOURCES = ("--as --core --cpu --data --fsize --locks --memlock --msgqueue --nice --nofile --nproc --rss "
+                      "--rtprio --rttime --sigpending --stack")
+_SETARCH_FLAGS = ("--verbose --addr-no-randomize --fdpic-funcptrs --mmap-page-zero --addr-compat-layout "
+                  "--read-implies-exec --32bit --short-inode --whole-seconds --sticky-timeouts --3gb --4gb "
+                  "--uname-2.6 --list")
+_WRAPPERS = {name: (takes, tuple(long_takes.split()), tuple(long_flags.split()), operands, letters)
+             for name, (takes, long_takes, long_flags, operands, letters) in {
+    "env": ("uCSa", "--unset --chdir --split-string --argv0",
+                    "--ignore-environment --null --debug --block-signal --default-signal --ignore-signal "
+                    "--list-signal-handling", 0, "S"),
+    "timeout": ("sk", "--signal --kill-after", "--preserve-status --foreground --verbose", 1, ""),
+    "nice": ("n", "--adjustment", "", 0, ""),
+    "exec": ("a", "", "", 0, ""),
+    "time": ("fo", "--format --output", "", 0, ""),
+    "stdbuf": ("ioe", "--input --output --error", "", 0, ""),
+    "sudo": ("ugChDprtTU", "--user --group --close-from --host --chdir --prompt --role --type --command-timeout "
+                           "--other-user --chroot",
+                           "--shell --login --set-home --non-interactive --preserve-env --stdin", 0, "si"),
+    "doas": ("uC", "", "", 0, "s"),
+    "xargs": ("adEILnPs", "--arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var",
+                          "--null --verbose --exit --no-run-if-empty --interactive --open-tty --show-limits --eof "
+                          "--replace --max-lines", 0, ""),
+    "chroot": ("", "--userspec --groups", "--skip-chdir", 1, ""),
+    "ionice": ("cnpPu", "--class --classdata --pid --pgid --uid", "--ignore", 0, ""),
+    "flock": ("cwE", "--command --timeout --wait --conflict-exit-code",
+                     "--shared --exclusive --unlock --nonblocking --nb --close --no-fork --verbose", 1, "c"),
+    "npx": ("pc", "--package --call", "--yes --no", 0, "c"),
     # util-linux's, coreutils' and sysvinit-utils' other commands that run a command (their manuals, and for
     # util-linux the getopt strings of its 2.38.1 sources, read for issue 41; docs/security.md lists them)
-    "taskset": ("", (), ("--all-tasks", "--cpu-list", "--pid"), 1, ""),
-    "chrt": ("TPD", ("--sched-runtime", "--sched-period", "--sched-deadline"),
-             ("--all-tasks", "--batch", "--deadline", "--fifo", "--idle", "--other", "--rr", "--reset-on-fork",
-              "--verbose", "--pid", "--max"), 1, ""),
-    "setarch": ("", (), _SETARCH_FLAGS, 0, ""),  # after its ARCH, when the first word does not start with -
-    "unshare": ("RwSG", ("--root", "--wd", "--setuid", "--setgid", "--propagation", "--setgroups", "--map-user",
-                         "--map-group", "--map-users", "--map-groups", "--monotonic", "--boottime"),
-                ("--fork", "--pid", "--mount", "--user", "--map-root-user", "--map-current-user", "--map-auto",
-                 "--net", "--ipc", "--uts", "--cgroup", "--time", "--mount-proc", "--kill-child", "--keep-caps"), 0, ""),
-    "nsenter": ("tSGW", ("--target", "--setuid", "--setgid", "--wdns"),
-                ("--all", "--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup", "--user", "--time", "--root",
-                 "--wd", "--preserve-credentials", "--no-fork", "--follow-context"), 0, ""),
-    "setpriv": ("", ("--reuid", "--regid", "--ruid", "--rgid", "--euid", "--egid", "--groups", "--inh-caps",
-                     "--ambient-caps", "--bounding-set", "--securebits", "--selinux-label", "--apparmor-profile",
-                     "--pdeathsig"),
-                ("--clear-groups", "--keep-groups", "--init-groups", "--nnp", "--no-new-privs", "--reset-env",
-                 "--dump", "--list-caps"), 0, ""),
-    "runcon": ("turl", ("--user", "--role", "--type", "--range"), ("--compute",), 0, ""),  # or CONTEXT first
-    "prlimit": ("po", ("--pid", "--output"), ("--noheadings", "--raw", "--verbose") + _PRLIMIT_RESOURCES, 0, ""),
-    "choom": ("np", ("--adjust", "--pid"), (), 0, ""),
-    "uclampset": ("pmM", ("--pid",), ("--all-tasks", "--system", "--reset-on-fork", "--verbose"), 0, ""),
-    "switch_root": ("", (), (), 1, ""),  # NEWROOT INIT
-    "setsid": ("", (), ("--ctty", "--fork", "--wait"), 0, ""),
-}
+    "taskset": ("", "", "--all-tasks --cpu-list --pid", 1, ""),
+    "chrt": ("TPD", "--sched-runtime --sched-period --sched-deadline",
+                    "--all-tasks --batch --deadline --fifo --idle --other --rr --reset-on-fork --verbose --pid --max", 1, ""),
+    "setarch": ("", "", _SETARCH_FLAGS, 0, ""),  # after its ARCH, when the first word does not start with -
+    "unshare": ("RwSG", "--root --wd --setuid --setgid --propagation --setgroups --map-user --map-group --map-users "
+                        "--map-groups --monotonic --boottime",
+                        "--fork --pid --mount --user --map-root-user --map-current-user --map-auto --net --ipc --uts "
+                        "--cgroup --time --mount-proc --kill-child --keep-caps", 0, ""),
+    "nsenter": ("tSGW", "--target --setuid --setgid --wdns",
+                        "--all --mount --uts --ipc --net --pid --cgroup --user --time --root --wd "
+                        "--preserve-credentials --no-fork --follow-context", 0, ""),
+    "setpriv": ("", "--reuid --regid --ruid --rgid --euid --egid --groups --inh-caps --ambient-caps --bounding-set "
+                    "--securebits --selinux-label --apparmor-profile --pdeathsig",
+                    "--clear-groups --keep-groups --init-groups --nnp --no-new-privs --reset-env --dump --list-caps", 0, ""),
+    "runcon": ("turl", "--user --role --type --range", "--compute", 0, ""),  # or CONTEXT first
+    "prlimit": ("po", "--pid --output", "--noheadings --raw --verbose " + _PRLIMIT_RESOURCES, 0, ""),
+    "choom": ("np", "--adjust --pid", "", 0, ""),
+    "uclampset": ("pmM", "--pid", "--all-tasks --system --reset-on-fork --verbose", 0, ""),
+    "switch_root": ("", "", "", 1, ""),  # NEWROOT INIT
+    "setsid": ("", "", "--ctty --fork --wait", 0, ""),
+}.items()}
 _WRAPPERS.update(dict.fromkeys(("nohup", "builtin", "command", "busybox", "fstab-decode"), ("", (), (), 0, "")))
 _SETARCH_NAMES = ("linux32", "linux64", "uname26", "i386", "x86_64", "s390", "s390x", "ppc", "ppc32", "ppc64", "sparc",
                   "sparc32", "sparc64", "sparc32bash", "mips", "mips32", "mips64", "ia64", "parisc", "parisc32",
@@ -730,80 +734,77 @@ _SHELL_WITHOUT_COMMAND = ("chroot", "unshare", "nsenter", "setarch") + _SETARCH_
 # host), and shell builtins that evaluate names and arithmetic (a[$(cmd)] runs cmd).
 # bash's trap, alias, bind -x, complete -C, fc and enable -f run their words too; bash (the
 # `sh` of macOS) evaluates a[$(cmd)] wherever it takes a variable name (read, printf -v).
-_JOINERS = ("watch", "parallel", "su", "runuser", "cmd", "powershell", "ssh")
-_BUILTINS = ("eval", "trap", "alias", "bind", "complete", "compgen", "fc", "enable", "hash")
-_EVALUATORS = ("let", "declare", "typeset", "local", "export", "readonly", "read", "mapfile", "readarray",
-               "getopts", "unset")
+_JOINERS = tuple("watch parallel su runuser cmd powershell ssh".split())
+_BUILTINS = tuple("eval trap alias bind complete compgen fc enable hash".split())
+_EVALUATORS = tuple("let declare typeset local export readonly read mapfile readarray getopts unset".split())
 _SSH_TAKES = "BbcDEeFIiJLlmOopQRSWw"
-_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh", "fish", "rbash", "tcsh", "csh",
-           "nu", "xonsh", "elvish")
+_SHELLS = tuple("sh bash dash zsh ksh ash mksh yash posh fish rbash tcsh csh nu xonsh elvish".split())
 # Interpreters: name -> (letters whose word is code, letters whose word is the
 # program (no script operand follows), letters whose word is a module it
-# loads, other letters that take a word, then the same for long options, and
-# whether the first operand is program text rather than a script file, or
-# None when operands are data but for NAME=value definitions, as in make).
-_INTERPRETERS = {
-    "python": ("c", "m", "", "WX", (), (), (), ("--check-hash-based-pycs",), False),
-    "node": ("ep", "", "r", "C", ("--eval", "--print"), (), ("--require", "--import", "--loader",
-                                                              "--experimental-loader", "--env-file"),
-             ("--conditions", "--title", "--input-type"), False),
-    "ruby": ("e", "", "rI", "CE", (), (), (), ("--encoding",), False),
-    "perl": ("eE", "", "MmI", "", (), (), (), (), False),
-    "php": ("rBREd", "fF", "cz", "tS", (), (), (), (), False),
-    "r": ("e", "f", "", "", (), ("--file",), (), (), False),
-    "julia": ("eE", "", "L", "", ("--eval", "--print"), (), ("--load",), (), False),
-    "expect": ("c", "f", "", "", (), (), (), (), False),
-    "lua": ("e", "", "l", "", (), (), (), (), False),
-    "osascript": ("e", "", "", "", (), (), (), (), False),
-    "awk": ("e", "fE", "il", "vFW", ("--source",), ("--file", "--exec"), ("--include", "--load"),
-            ("--assign", "--field-separator"), True),
-    "sed": ("e", "f", "", "l", ("--expression",), ("--file",), (), ("--line-length",), True),
-    "jq": ("", "f", "L", "", (), ("--from-file",), (), ("--indent",), True),
-    "make": ("E", "fC", "", "IoW", ("--eval",), ("--file", "--makefile", "--directory"), (), ("--include-dir",
-             "--old-file", "--assume-old", "--what-if", "--new-file", "--assume-new"), None),
-}
+# loads, other letters that take a word, then the same for long options (words
+# of a string, split below), and whether the first operand is program text
+# rather than a script file, or None when operands are data but for
+# NAME=value definitions, as in make).
+_INTERPRETERS = {name: entry[:4] + tuple(tuple(words.split()) for words in entry[4:8]) + entry[8:]
+                 for name, entry in {
+    "python": ("c", "m", "", "WX", "", "", "", "--check-hash-based-pycs", False),
+    "node": ("ep", "", "r", "C", "--eval --print", "", "--require --import --loader --experimental-loader --env-file",
+             "--conditions --title --input-type", False),
+    "ruby": ("e", "", "rI", "CE", "", "", "", "--encoding", False),
+    "perl": ("eE", "", "MmI", "", "", "", "", "", False),
+    "php": ("rBREd", "fF", "cz", "tS", "", "", "", "", False),
+    "r": ("e", "f", "", "", "", "--file", "", "", False),
+    "julia": ("eE", "", "L", "", "--eval --print", "", "--load", "", False),
+    "expect": ("c", "f", "", "", "", "", "", "", False),
+    "lua": ("e", "", "l", "", "", "", "", "", False),
+    "osascript": ("e", "", "", "", "", "", "", "", False),
+    "awk": ("e", "fE", "il", "vFW", "--source", "--file --exec", "--include --load", "--assign --field-separator", True),
+    "sed": ("e", "f", "", "l", "--expression", "--file", "", "--line-length", True),
+    "jq": ("", "f", "L", "", "", "--from-file", "", "--indent", True),
+    "make": ("E", "fC", "", "IoW", "--eval", "--file --makefile --directory", "",
+             "--include-dir --old-file --assume-old --what-if --new-file --assume-new", None),
+}.items()}
 # Other programs: options whose word is a command or code they run, or a file
 # they run, read options from or write (`+` is the vi family's +COMMAND).
-_RUNS = {
-    "git": ("--config-env", "--exec-path", "--upload-pack", "--receive-pack", "--exec", "--extcmd", "--config",
-            "--template", "--output", "--open-files-in-pager"),
-    "find": ("-fprint", "-fprint0", "-fprintf", "-fls"),
-    "tar": ("--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
-            "--new-volume-script", "-F", "--rsh-command", "--rmt-command"),
-    "zip": ("-TT", "--unzip-command"),
-    "curl": ("-K", "--config", "-o", "--output", "-T", "--upload-file"),
-    "wget": ("-O", "--output-document", "-e", "--execute", "--config", "-o", "-a"),
-    "rsync": ("-e", "--rsh", "--rsync-path"),
-    "scp": ("-o", "-F", "-S"), "sftp": ("-o", "-F", "-S", "-b"),
-    "psql": ("-c", "--command", "-f", "--file"), "mysql": ("-e", "--execute"),  # \! runs a command
-    "gdb": ("-ex", "--eval-command", "-iex", "-x", "--command", "-ix"),
-    "vi": ("+", "-c", "--cmd", "-S", "-u", "-U", "-i", "-w", "-W"),
-    "sqlite": ("-cmd", "-init"),
-    "emacs": ("--eval", "-l", "--load", "--script"),
-    "printf": ("-v",), "test": ("-v",), "[": ("-v",),  # bash evaluates a[$(cmd)] in the name they take
+_RUNS = {name: tuple(options.split()) for name, options in {
+    "git": "--config-env --exec-path --upload-pack --receive-pack --exec --extcmd --config --template --output "
+           "--open-files-in-pager",
+    "find": "-fprint -fprint0 -fprintf -fls",
+    "tar": "--to-command --use-compress-program -I --checkpoint-action --info-script --new-volume-script -F "
+           "--rsh-command --rmt-command",
+    "zip": "-TT --unzip-command",
+    "curl": "-K --config -o --output -T --upload-file",
+    "wget": "-O --output-document -e --execute --config -o -a",
+    "rsync": "-e --rsh --rsync-path",
+    "scp": "-o -F -S", "sftp": "-o -F -S -b",
+    "psql": "-c --command -f --file", "mysql": "-e --execute",  # \! runs a command
+    "gdb": "-ex --eval-command -iex -x --command -ix",
+    "vi": "+ -c --cmd -S -u -U -i -w -W",
+    "sqlite": "-cmd -init",
+    "emacs": "--eval -l --load --script",
+    "printf": "-v", "test": "-v", "[": "-v",  # bash evaluates a[$(cmd)] in the name they take
     # coreutils, findutils and util-linux, their manuals read for issue 41: options that run a program (sort's
     # compressor, split's filter through $SHELL, install's strip program, the helper mkfs, fsck and mount run by
     # type) or write a file (sort -o, shuf -o, dd of=); less runs +COMMANDs (`!` runs a shell) and reads keys
-    "sort": ("--compress-program", "-o", "--output"), "split": ("--filter",), "install": ("--strip-program",),
-    "shuf": ("-o", "--output"), "dd": ("of",),
-    "mkfs": ("-t", "--type"), "fsck": ("-t",), "mount": ("-t", "--types", "-T", "--fstab"),
+    "sort": "--compress-program -o --output", "split": "--filter", "install": "--strip-program",
+    "shuf": "-o --output", "dd": "of",
+    "mkfs": "-t --type", "fsck": "-t", "mount": "-t --types -T --fstab",
     # script -c (its options come in any order, also after its file); the program agetty (getty) runs for a
     # login and the options it gives it; readprofile runs `zcat MAPFILE` through the shell for a map file
     # ending in .gz; scriptlive types its typescript's input into a shell (and see _scriptlive)
-    "script": ("-c", "--command"), "agetty": ("-l", "--login-program", "-o", "--login-options"),
-    "readprofile": ("-m", "--mapfile"),
-    "scriptlive": ("-c", "--command", "-I", "--log-in", "-B", "--log-io", "-t", "--timing", "-T", "--log-timing"),
-    "less": ("+", "-k", "--lesskey-file", "--lesskey-src", "-o", "-O", "--log-file", "--LOG-FILE"),
-}
+    "script": "-c --command", "agetty": "-l --login-program -o --login-options",
+    "readprofile": "-m --mapfile",
+    "scriptlive": "-c --command -I --log-in -B --log-io -t --timing -T --log-timing",
+    "less": "+ -k --lesskey-file --lesskey-src -o -O --log-file --LOG-FILE",
+}.items()}
 _PROGRAM_NAMES = {"python3": "python", "pypy": "python", "pypy3": "python", "nodejs": "node", "bun": "node",
                   "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "gsed": "sed", "pwsh": "powershell",
                   "ipython": "python", "gmake": "make", "rscript": "r", "getty": "agetty",
                   "source": "source", ".": "source"}
 _JQ_PAIRS = ("--arg", "--argjson", "--slurpfile", "--rawfile")  # jq options that take two words
 # sysctl settings whose value names a program the kernel runs (as root)
-_KERNEL_RUNS = ("kernel.core_pattern", "kernel.modprobe", "kernel.poweroff_cmd", "kernel.hotplug",
-                "fs.binfmt_misc.register")
-_SHELL_RESERVED = ("!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time")
+_KERNEL_RUNS = tuple("kernel.core_pattern kernel.modprobe kernel.poweroff_cmd kernel.hotplug fs.binfmt_misc.register".split())
+_SHELL_RESERVED = tuple("! { } if then else elif fi do done while until time".split())
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -1760,14 +1761,18 @@ class _Yaml:
         colon = re.search(r":(?=[ \t]|$)", text).start()
         raw = text[:colon].rstrip(" \t")
         self.plain_start(raw)
-        try:
-            key = yaml_scalar(raw)
-        except ValueError as exc:
-            raise self.error(str(exc))
+        key = self.scalar(raw)
         if not isinstance(key, str):
             raise self.error("the key `%s` is a %s in YAML; keys must be text: quote it" % (
                 raw, "null" if key is None else type(key).__name__))
         return key, n + colon + 1
+
+    def scalar(self, text, index=None):
+        """yaml_scalar(text); its refusal an error of the current line (or of line `index`)."""
+        try:
+            return yaml_scalar(text)
+        except ValueError as exc:
+            raise self.error(str(exc), index)
 
     def plain_start(self, text):
         if not text:
@@ -1830,10 +1835,7 @@ class _Yaml:
             self.i = at
             text = self.lines[at]
         raw = "".join(parts)
-        try:
-            return yaml_scalar(raw) if len(parts) == 1 else raw
-        except ValueError as exc:
-            raise self.error(str(exc), start)
+        return self.scalar(raw, start) if len(parts) == 1 else raw
 
     def block_scalar(self, header, n):
         """A `|` (literal) or `>` (folded) scalar: its indicators, then the lines below."""
@@ -1961,11 +1963,7 @@ class _Yaml:
         match = _FLOW_PLAIN.match(text, j)
         raw = match.group() if match else ""
         self.plain_start(raw.strip())
-        try:
-            value = yaml_scalar(" ".join(part.strip(" \t") for part in raw.strip(" \t\n").split("\n")))
-        except ValueError as exc:
-            raise self.error(str(exc))
-        return value, j + len(raw)
+        return self.scalar(" ".join(part.strip(" \t") for part in raw.strip(" \t\n").split("\n"))), j + len(raw)
 
 
 # --------------------------------------------------------------------------
@@ -2066,7 +2064,6 @@ if _POSIX:
         """What /proc/PID/fd/0 of a process reading the pipe under an asyncio write transport reads, as a pattern:
         `pipe:[INODE]` (both ends share it); a socket of Python 3.8's socket pair (whose ends differ: any socket, as
         no pipe is it); None where it cannot be told."""
-        import stat
         try:
             info = os.fstat(pipe.get_extra_info("pipe").fileno())
         except (AttributeError, OSError, ValueError):
@@ -2103,7 +2100,6 @@ if _POSIX:
     def _writable_now(fd, size):
         """Whether a write of `size` bytes to `fd` would complete whole without blocking: at most
         PIPE_BUF (4096 on Linux, 512 on macOS, where a socket reads as writable with 2 KiB free)."""
-        import select
         if size > getattr(select, "PIPE_BUF", 512):
             return False
         try:
@@ -3701,8 +3697,8 @@ _SECRET_PROMPT = re.compile(
     r"|kennwort|passwort|mot de passe|contrase|senha|parola d|wachtwoord|has\u0142o|\u043f\u0430\u0440\u043e\u043b"
     r"|\u5bc6\u7801|\u5bc6\u78bc|\u30d1\u30b9\u30ef\u30fc\u30c9|\uc554\ud638|\ube44\ubc00\ubc88\ud638", re.I)
 # Programs that ask for secrets (keys, passphrases, passwords): whatever their prompt says, never asked in a form.
-SECRET_PROGRAMS = ("openssl", "gpg", "gpg2", "ssh-keygen", "ssh-add", "ssh", "scp", "sftp", "passwd", "su", "kinit",
-                   "htpasswd", "age", "cryptsetup", "keytool", "vault", "op", "pass", "doas")
+SECRET_PROGRAMS = tuple(("openssl gpg gpg2 ssh-keygen ssh-add ssh scp sftp passwd su kinit htpasswd age cryptsetup keytool "
+                         "vault op pass doas").split())
 _YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
 _MENU = re.compile(r"^[ \t]*(\d+)[.):][ \t]+(\S.*)", re.M)
 
@@ -4270,7 +4266,6 @@ def parse_data_uri(value):
 def write_file_argument(key, value, folder, limit):
     """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
     its own in `folder` (no two files meet, whatever their names); its path."""
-    import base64
     try:
         given, encoded = parse_data_uri(value)
         size = len(encoded) // 4 * 3 - encoded[-2:].count("=")  # what it decodes to, checked before decoding
@@ -4294,7 +4289,6 @@ def write_file_argument(key, value, folder, limit):
 def call_folders():
     """The one per-user parent of the folders calls write files in (TMPDIR/mcpstudio-USER, mode 0700), or None when
     it is not a private folder of this user (then each call's folder is a plain private temporary folder)."""
-    import stat
     import tempfile
     user = str(os.getuid()) if _POSIX else re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("USERNAME", "user"))
     parent = os.path.join(tempfile.gettempdir(), "mcpstudio-" + user)
@@ -4357,7 +4351,6 @@ def _is_uri(value):
 async def files_from_uris(tool, arguments, read):
     """`tool`'s file arguments given as the URI of a resource this server serves, read by `read` (the server's
     resources/read) and passed on as data: URIs; a ToolError names one that cannot be read."""
-    import base64
     given = dict(arguments)
     for key in tool.files:
         uri = arguments.get(key)
@@ -4380,7 +4373,6 @@ def read_output_file(path, limit):
     read), None for one that is not a plain file of its own (a link, a folder, a FIFO, a hard link to a file
     elsewhere). Opened without following a link or blocking, checked on the descriptor, read no further than
     the limit (a file still growing)."""
-    import stat
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
                      | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -4396,7 +4388,6 @@ def read_output_file(path, limit):
 
 def file_content(name, data, uri, budget: OutputBudget):
     """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
-    import base64
     mime = _image_type(data) or _file_mime(name)
     encoded = base64.b64encode(data).decode("ascii")
     text = _as_text(data, False)
@@ -5322,7 +5313,6 @@ def _read_inside(path, root, scanned):
     """The bytes (SKILL_MAX_BYTES at most) of the regular file `scanned` (a stat) at `path`, whose real path
     is inside `root`. POSIX: opened one path component at a time, following no symlink, so that a file or
     folder swapped for a symlink after the scan fails to open; a FIFO is opened without waiting for a writer."""
-    import stat
     real = os.path.realpath(path)
     if not _inside(real, root):
         raise OSError("its real path %s is outside %s" % (real, root))
@@ -5365,7 +5355,6 @@ def skill_file_content(uri, data):
     text = None if b"\0" in data or mime.startswith(("image/", "audio/", "video/", "font/")) else _as_text(data, False)
     if text is not None:
         return {"uri": uri, "mimeType": "text/plain" if mime == "application/octet-stream" else mime, "text": text}
-    import base64
     return {"uri": uri, "mimeType": mime, "blob": base64.b64encode(data).decode("ascii")}
 
 
@@ -5478,7 +5467,6 @@ class SkillFolders(Source):
     def files(self, folder, root):
         """file path under `folder` -> (real path, stat), sorted: SKILL.md first, no dot-files,
         no folder behind a symlink, no file whose symlink leaves the root."""
-        import stat
         out, pending = {}, [(folder, "")]
         while pending:
             here, prefix = pending.pop()
@@ -6131,7 +6119,6 @@ class AuditLog:
     @staticmethod
     def check(info, path):
         """Raise OSError unless `info` (a stat result) is a regular file of this user with no group or other bits."""
-        import stat
         if not _POSIX:
             return
         if not stat.S_ISREG(info.st_mode):
@@ -6189,7 +6176,6 @@ class AuditLog:
 
     def _locked(self):
         """A lock the processes sharing this file hold while they rotate it (on its folder; none on Windows)."""
-        import contextlib
         if not _POSIX:
             return contextlib.nullcontext()
 
@@ -6318,7 +6304,6 @@ class RunningStats:
     while idle) and removed at exit. A file whose process is gone is removed by the reader that finds it."""
 
     def __init__(self, metrics: CallMetrics, config, transport):
-        import atexit
         atexit.register(self.close)
         self.metrics, self.timer = metrics, None
         self.path = os.path.join(user_cache_dir(), "running-%d.json" % os.getpid())
@@ -6807,7 +6792,6 @@ class ToolIndex:
     K1, B = 1.2, 0.75
 
     def __init__(self, tools, stages=SEARCH_STAGES):
-        import math
         self.stages, self.tools = stages, tools
         self.families = _families(stages.families, stages.stem)
         stems, texts, self.server_of = {}, {}, []  # server -> (its number, its tools' names and descriptions)
@@ -6916,7 +6900,6 @@ class ToolSearch:
     tools its searches found (at most FOUND_LIMIT, the least recently found dropped first)."""
 
     def __init__(self, server, mode, threshold, pins, separator="__"):
-        import weakref
         self.server, self.mode, self.threshold, self.pins = server, mode, threshold, pins
         self.search_name = MANAGER_PREFIX + separator + "search_tools"
         self.call_name = MANAGER_PREFIX + separator + "call_tool"
@@ -7467,8 +7450,7 @@ def _page(key, items, params):
 # --------------------------------------------------------------------------
 # The 2026-07-28 era: per-request `_meta`, discovery, subscriptions
 # --------------------------------------------------------------------------
-_NOT_MODERN = ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
-               "tasks/result", "tasks/list")
+_NOT_MODERN = tuple(("initialize ping logging/setLevel resources/subscribe resources/unsubscribe tasks/result tasks/list").split())
 
 
 def modern_methods(server):
@@ -7616,27 +7598,24 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, ou
 # expected. `${VAR}` expands from the environment in the fields listed in
 # _EXPANDED, never in command templates or tool arguments.
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
-_TOP_KEYS = ("name", "description", "instructions", "working_directory", "environment", "tools",
-             "resources", "scripts", "skills", "skillPrompts", "command", "timeout", "separator", "taskSupport",
-             "max_text", "$schema", "audit", "rateLimit", "cache", "confirm", "openEndpoints", "toolSearch",
-             "toolSearchThreshold", "toolSearchPin", "signIn", "people", "admins")
-_UPSTREAM_KEYS = ("mcpServers", "servers", "namespaces", "defaultNamespace", "defaultNamespaceId", "toolPermissions")
+_TOP_KEYS = tuple(("name description instructions working_directory environment tools resources scripts skills "
+                   "skillPrompts command timeout separator taskSupport max_text $schema audit rateLimit cache confirm "
+                   "openEndpoints toolSearch toolSearchThreshold toolSearchPin signIn people admins").split())
+_UPSTREAM_KEYS = tuple("mcpServers servers namespaces defaultNamespace defaultNamespaceId toolPermissions".split())
 # mcp-studio's (and mcpmu's) own bookkeeping in its config file: accepted, not used.
-_BOOKKEEPING_KEYS = ("schemaVersion", "lastModified", "daemonMode", "metrics", "proxies",
-                     "mcp_oauth_credentials_store", "mcp_oauth_callback_port")
-_TOOL_KEYS = ("name", "title", "description", "command", "command_template", "parameters", "timeout",
-              "working_directory", "environment", "stdin", "shell", "annotations", "allow_dash_values", "within",
-              "output_format", "ok_exit_codes", "taskSupport", "rateLimit", "cache", "confirm", "max_text",
-              "output_folder", "interactive", "answers", "file_resources")
+_BOOKKEEPING_KEYS = tuple(("schemaVersion lastModified daemonMode metrics proxies mcp_oauth_credentials_store "
+                           "mcp_oauth_callback_port").split())
+_TOOL_KEYS = tuple(("name title description command command_template parameters timeout working_directory environment "
+                    "stdin shell annotations allow_dash_values within output_format ok_exit_codes taskSupport rateLimit "
+                    "cache confirm max_text output_folder interactive answers file_resources").split())
 _OUTPUT_FORMATS = ("text", "json")  # CLI-as-MCP's output_format: json makes stdout structuredContent
-_PARAMETER_KEYS = ("type", "description", "required", "default", "enum", "items", "ask", "secret")
-_RESOURCE_KEYS = ("uri", "name", "title", "description", "command", "mime_type", "mimeType", "timeout",
-                  "working_directory", "environment", "within")
+_PARAMETER_KEYS = tuple("type description required default enum items ask secret".split())
+_RESOURCE_KEYS = tuple(("uri name title description command mime_type mimeType timeout working_directory environment within").split())
 _SCRIPTS_KEYS = ("path", "include", "exclude")
-SIGNIN_KEYS = ("issuer", "audience", "introspection", "clientId", "clientSecret", "scopes")  # `signIn`
+SIGNIN_KEYS = tuple("issuer audience introspection clientId clientSecret scopes".split())  # `signIn`
 PERSON_KEYS = ("tokenSha256", "groups", "email")  # an entry of `people`
 _ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
-_PARAMETER_TYPES = ("string", "integer", "number", "boolean", "array", "file")
+_PARAMETER_TYPES = tuple("string integer number boolean array file".split())
 _JSON_STRING = r'"(?:[^"\\]|\\.)*"?'  # to its closing quote, or the end of an unfinished one
 _ENV_REFERENCE = re.compile(
     r"\$\$|\$\{(?:(?:ENV|env):)?([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)((?:[^{}]|\$\{[^{}]*\})*))?\}")
@@ -8958,25 +8937,23 @@ UPSTREAM_CACHE_FORMAT = 1
 UPSTREAM_CACHE_MAX = 64 << 20  # bytes of one cached listing; a larger file is ignored
 MANAGER_PREFIX = "mcpstudio"
 
-_SERVER_KEYS = ("command", "args", "cwd", "env", "type", "url", "headers", "disabled", "eager",
-                "startupTimeout", "toolTimeout", "maxConcurrency", "tools", "healthCheckInterval", "prefix",
-                "protocolVersion", "rateLimit", "cache", "confirm", "isolation", "maxInstances", "idleTimeout", "auth",
-                # mcp-studio's (mcpmu's) names for the same things, and its deny list
-                "kind", "enabled", "autostart", "http_headers", "env_http_headers", "bearer_token_env_var",
-                "startup_timeout_sec", "tool_timeout_sec", "deniedTools", "id", "name", "overrides")
+_SERVER_KEYS = tuple(("command args cwd env type url headers disabled eager startupTimeout toolTimeout maxConcurrency "
+                      "tools healthCheckInterval prefix protocolVersion rateLimit cache confirm isolation maxInstances "
+                      "idleTimeout auth "
+                      # mcp-studio's (mcpmu's) names for the same things, and its deny list
+                      "kind enabled autostart http_headers env_http_headers bearer_token_env_var startup_timeout_sec "
+                      "tool_timeout_sec deniedTools id name overrides").split())
 ISOLATION_MODES = ("shared", "user", "session")  # a server's `isolation`
 PERSON_TOKEN_MODES = ("passthrough", "exchange")  # a URL server's `auth`: the person's own token, or one exchanged for it
 ISOLATED_MAX = 10        # instances of an isolated server at once (its `maxInstances`)
 ISOLATED_IDLE = 900.0    # seconds an isolated instance may go unused before it is stopped
 _PERSON_REFERENCE = re.compile(r"\$\{person\.([A-Za-z_][A-Za-z0-9_]*)\}")
 _SERVER_GROUPS = ("mcpServers", "servers")  # where a config keeps its MCP servers: Claude's key, and VS Code's
-_OAUTH_KEYS = ("oauth", "scopes", "oauth_client_id", "oauthEnabled", "oauthClientId", "oauthScopes")
-_NAMESPACE_KEYS = ("servers", "tools", "description", "toolSearch", "overrides", "people",
-                   "serverIds", "denyByDefault", "serverDefaults", "id", "name")  # this line: mcp-studio's
-_PERMISSION_KEYS = ("namespace", "server", "toolName", "enabled", "namespaceId", "serverId")
+_OAUTH_KEYS = tuple("oauth scopes oauth_client_id oauthEnabled oauthClientId oauthScopes".split())
+_NAMESPACE_KEYS = tuple(("servers tools description toolSearch overrides people serverIds denyByDefault serverDefaults id name").split())  # this line: mcp-studio's
+_PERMISSION_KEYS = tuple("namespace server toolName enabled namespaceId serverId".split())
 _FILTER_KEYS = ("allow", "deny")
-_OVERRIDE_KEYS = ("name", "title", "description", "descriptionPrefix", "descriptionSuffix", "annotations", "_meta",
-                  "arguments")  # what an override of a tool may change (see CuratedTool)
+_OVERRIDE_KEYS = tuple(("name title description descriptionPrefix descriptionSuffix annotations _meta arguments").split())  # what an override of a tool may change (see CuratedTool)
 _ARGUMENT_KEYS = ("name", "description", "default", "value", "hidden")
 
 
@@ -9799,7 +9776,6 @@ def secure_url(url):
 
 def pkce_pair():
     """(code_verifier, S256 code_challenge) of RFC 7636."""
-    import base64
     import hashlib
     import secrets
     verifier = secrets.token_urlsafe(48)
@@ -9848,6 +9824,16 @@ def oauth_request(url, data=None, headers=None, limit=1 << 20):
         return exc.code, exc.headers, exc.read(limit)
     except (OSError, ValueError) as exc:
         raise OAuthError("cannot reach %s: %s" % (url, getattr(exc, "reason", None) or exc))
+
+
+def _fetch_json(url, data=None, headers=None):
+    """One blocking request (oauth_request): (status, JSON object or None). OAuthError when unreachable."""
+    status, _, body = oauth_request(url, data, headers)
+    try:
+        parsed = json.loads(body)
+    except BAD_JSON:
+        parsed = None
+    return status, parsed if isinstance(parsed, dict) else None
 
 
 class TokenStore:
@@ -10009,20 +9995,12 @@ class OAuthClient:
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def _request(self, url, data, headers, limit=1 << 20):
-        return oauth_request(url, data, headers, limit)
-
     def _fetch(self, url, data=None, headers=None):
         """One request to a metadata, registration, token or revocation endpoint: (status, JSON body or None)."""
         if not secure_url(url):
             raise OAuthError("server %s: refusing to fetch %s for the sign-in: it must be https (plain http only on "
                              "this machine)" % (self.name, url))
-        status, _, body = self._request(url, data, headers)
-        try:
-            parsed = json.loads(body)
-        except ValueError:
-            parsed = None
-        return status, parsed if isinstance(parsed, dict) else None
+        return _fetch_json(url, data, headers)
 
     def _metadata(self, urls):
         """The document of the first of `urls` that answers a JSON object, or None."""
@@ -10114,7 +10092,6 @@ class OAuthClient:
 
     def _client_post(self, metadata, client, form, key):
         """POST a form to the endpoint `key`, authenticating as the client was registered to: (status, JSON)."""
-        import base64
         import urllib.parse
         secret = client.get("client_secret")
         method = client.get("token_endpoint_auth_method")
@@ -10222,7 +10199,7 @@ class OAuthClient:
 
     def login(self):
         """Sign in afresh (the `login` command): ask the server unsigned, then answer its challenge."""
-        status, headers, _ = self._request(self.url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        status, headers, _ = oauth_request(self.url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
             "clientInfo": {"name": "mcpstudio", "version": __version__}}}).encode(), {
             "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, limit=0)
@@ -10272,7 +10249,6 @@ def _encode_header(text):
     `=?base64?...?=` of its UTF-8 (SEP-2243)."""
     if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
         return text
-    import base64
     return "=?base64?%s?=" % base64.b64encode(text.encode()).decode()
 
 
@@ -10993,7 +10969,6 @@ class ListingCache:
 
         Only a regular file of at most UPSTREAM_CACHE_MAX bytes is read (a FIFO or a device at the
         path is not waited on), and only a listing of the expected shape is used."""
-        import stat
         try:
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except OSError:
@@ -13496,7 +13471,6 @@ class Board:
         self.results[(server_id, tool)] = None
 
         async def call():
-            import io
             try:
                 result = await upstream.forward("tools/call", {"name": tool, "arguments": arguments}, None)
                 out = io.StringIO()
@@ -13513,8 +13487,6 @@ class Board:
     def edit(self, words):
         """A config edit through the CLI command of the same name (its checks, .bak, symlink, message);
         then the config is read again. False (and `said` why) when the command refused it."""
-        import contextlib
-        import io
         out = io.StringIO()
         at = words.index("--") if "--" in words else len(words)  # the options end where a server's command starts
         try:
@@ -13919,7 +13891,6 @@ _P256_INFINITY = (1, 1, 0)
 
 def b64url(text):
     """The bytes of unpadded base64url `text` (RFC 7515 §2); ValueError for anything else."""
-    import base64
     if not isinstance(text, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", text) or len(text) % 4 == 1:
         raise ValueError("not base64url")
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
@@ -14347,16 +14318,6 @@ class SignIn:
         return dict(claims, sub=subject, exp=claims.get("exp", time.time() + SIGNIN_REMEMBER))
 
 
-def _fetch_json(url, data=None, headers=None):
-    """One blocking request (oauth_request): (status, JSON object or None). OAuthError when unreachable."""
-    status, _, body = oauth_request(url, data, headers)
-    try:
-        parsed = json.loads(body)
-    except BAD_JSON:
-        parsed = None
-    return status, parsed if isinstance(parsed, dict) else None
-
-
 # --------------------------------------------------------------------------
 # Streamable HTTP: the same Server at one endpoint, /mcp
 # --------------------------------------------------------------------------
@@ -14406,8 +14367,8 @@ _REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/1\.[0
 _HEADER_LINE = re.compile(rb"(" + _TOKEN + rb"):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*\r\n")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})(?:[ \t]*;[^\x00-\x08\x0a-\x1f\x7f]*)?\r\n")
 _AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
-_ONCE = ("host", "content-length", "transfer-encoding", "origin", "authorization", "mcp-session-id",
-         "mcp-protocol-version", "content-type")
+_ONCE = tuple(("host content-length transfer-encoding origin authorization mcp-session-id mcp-protocol-version "
+               "content-type").split())
 
 
 # Reading one request strictly (RFC 9112), from an asyncio StreamReader whose limit is
@@ -14727,7 +14688,6 @@ def _header_value(value):
     """Trim; decode the =?base64?...?= form 2026-07-28 clients use for non-ASCII values."""
     value = value.strip()
     if value.startswith("=?base64?") and value.endswith("?="):
-        import base64
         try:
             return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
@@ -15841,7 +15801,6 @@ def _takes_a_file(prop):
 def _file_argument(key, path, prop):
     """`key=@PATH` (curl's convention) for a file parameter: the file's bytes as a data: URI naming it, or plain
     base64 where the schema says contentEncoding base64."""
-    import base64
     try:
         with open(os.path.expanduser(path), "rb") as f:
             data = f.read()
@@ -16597,15 +16556,8 @@ def logout_command(words):
 def secrets_command(words):
     """`secrets set|remove NAME --person SUBJECT` (set: the value on stdin), `secrets list --person SUBJECT`: a
     signed-in person's own secrets, for `${person.NAME}` in an isolated server (see PersonSecrets)."""
-    rest, person = [], None
-    index = 0
-    while index < len(words):
-        if words[index] == "--person" and index + 1 < len(words):
-            person, index = words[index + 1], index + 2
-        else:
-            rest.append(words[index])
-            index += 1
-    action = rest[0] if rest else None
+    found, rest = _take_options(words, "secrets", values=("--person",), anywhere=True)
+    person, action = found.get("--person"), rest[0] if rest else None
     if not person or action not in ("set", "remove", "list") or len(rest) != (1 if action == "list" else 2) or (
             action != "list" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest[1])):
         raise UsageError("secrets takes: set NAME --person SUBJECT (the value on stdin), remove NAME --person "
@@ -16849,10 +16801,16 @@ def zipapp_command(words):
 _Option = collections.namedtuple("_Option", ("names", "dest", "metavar", "kind", "help"))
 
 
-def _option(names, metavar, kind, help):
-    """An _Option from its names as --help shows them ("-h, --help"); its dest is the long name's words."""
-    names = names.split(", ")
-    return _Option(names, names[-1][2:].replace("-", "_"), metavar, kind, help)
+def _options(table):
+    """The _Options of a table of them as --help shows them (OPTION_TABLE); a dest is the long name's words."""
+    options = []
+    for entry in re.split(r"\n(?=-)", table.strip()):
+        shown, kind, help = re.split(r"  +", entry, maxsplit=2)
+        words = shown.replace(",", "").split()
+        names = [word for word in words if word.startswith("-")]
+        options.append(_Option(names, names[-1][2:].replace("-", "_"), None if words[-1] in names else words[-1], kind,
+                               " ".join(help.split())))
+    return options
 
 
 def _positive(text, option, kind=float):
@@ -16865,89 +16823,72 @@ def _positive(text, option, kind=float):
     return value
 
 
-# (names as --help shows them, metavar, kind, help): kind is "flag", "value" or "append".
-OPTIONS = [_option(*o) for o in (
-    ("-h, --help", None, "flag", "show this help and exit"),
-    ("--version", None, "flag", "print the version and exit"),
-    ("--name", "NAME", "value", "tool name (default: the command's base name)"),
-    ("--description", "TEXT", "value", "tool description (default: the template)"),
-    ("--read-only", None, "flag", "annotate the tool readOnlyHint: true"),
-    ("--destructive", None, "flag", "annotate the tool destructiveHint: true"),
-    ("--idempotent", None, "flag", "annotate the tool idempotentHint: true"),
-    ("--open-world", None, "flag", "annotate the tool openWorldHint: true"),
-    ("--env", "KEY=VALUE", "append", "set a variable for the command (repeatable; values of names like *_TOKEN, *_KEY masked in logs)"),
-    ("--cwd", "DIR", "value", "folder the command runs in (default: the current one)"),
-    ("--timeout", "SECONDS", "value", "stop a call after this long (default: %g)" % DEFAULT_TIMEOUT),
-    ("--max-output", "BYTES", "value",
-     "keep at most this much of stdout and of stderr (default: %d)" % DEFAULT_MAX_OUTPUT),
-    ("--max-text", "CHARS", "value",
-     "characters of output a result shows; past it the head and tail, the whole kept as a resource "
-     "(default: %d)" % DEFAULT_MAX_TEXT),
-    ("--max-concurrency", "N", "value",
-     "commands running at once; more calls wait (default: %d)" % DEFAULT_MAX_CONCURRENCY),
-    ("--max-name-length", "N", "value",
-     "longest tool name given to clients (default: %d)" % DEFAULT_MAX_NAME_LENGTH),
-    ("--task-support", "MODE", "value",
-     "run calls as MCP tasks: optional (the default), required or forbidden"),
-    ("--ok-exit", "CODES", "value",
-     "exit codes that mean success, e.g. 0,1 for grep (1: no match; default: 0)"),
-    ("--stdin", "TEXT", "value",
-     "feed the command this text template on stdin, e.g. --stdin '{json}' jq '{filter}'"),
-    ("--allow-dash-values", None, "flag",
-     "let values start an argument with '-' (off: refused as option injection)"),
-    ("--config", "FILE", "value",
-     "serve the tools, resources and script folders of a JSON config file (see `serve`)"),
-    ("--url", "URL", "value",
-     "serve the MCP server at URL over stdio, signing in with OAuth when it asks (a bridge, as mcp-remote)"),
-    ("--protocol-version", "VERSION", "value",
-     "with --url: speak this MCP revision (2026-07-28, 2025-11-25, ...) instead of trying initialize first"),
-    ("--root-directory", "DIR", "value",
-     "serve every executable script under DIR as a tool (script mode)"),
-    ("--include", "GLOB", "append",
-     "script mode: only run scripts whose path under DIR matches (repeatable)"),
-    ("--exclude", "GLOB", "append", "script mode: skip scripts whose path matches (repeatable)"),
-    ("--separator", "SEP", "value",
-     "joins folder and script names in tool names (default: __, so math/add is math__add)"),
-    ("--skills", "DIR", "append",
-     "serve the Agent Skills (folders with a SKILL.md) under DIR (repeatable; alone or beside a mode)"),
-    ("--no-skill-prompts", None, "flag",
-     "do not also offer each skill as a prompt (for clients without the skills extension)"),
-    ("--help-timeout", "SECONDS", "value",
-     "script mode: how long a script's --help or --state may take (default: %g)" % HELP_TIMEOUT),
-    ("--rescan", "SECONDS", "value",
-     "script mode: look for changed scripts this often, 0 for never (default: %g)" % RESCAN_INTERVAL),
-    ("--debug", None, "flag", "write debug lines to stderr"),
-    ("--log-level", "LEVEL", "value",
-     "what goes to stderr: debug (as --debug), info (the default), warn or error"),
-    ("--log", "FILE", "value", "append debug lines and every protocol message to FILE"),
-    ("--namespace", "NAME", "value",
-     "serve this namespace of the config's MCP servers (default: the config's defaultNamespace)"),
-    ("--no-manager-tools", None, "flag",
-     "hide the mcpstudio__servers_list, ... tools that manage the config's MCP servers"),
-    ("--eager", None, "flag", "start every configured MCP server right after initialize"),
-    ("--check", None, "flag", "status: start each server, list its tools and stop it"),
-    ("--tool-search", "MODE", "value",
-     "with MCP servers: list two tools that search and call the others: on, off or auto (the default: past "
-     "toolSearchThreshold tools, except for Claude Code)"),
-    ("--stdio", None, "flag", "serve on stdin/stdout (the default; accepted for other tools' configs)"),
-    ("--http", "[HOST:]PORT", "value",
-     "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1)"),
-    ("--http-token", "TOKEN", "value",
-     "require Authorization: Bearer TOKEN (default: $MCPSTUDIO_HTTP_TOKEN; required off loopback)"),
-    ("--audit", "FILE", "value", "append one JSON line per tool call to FILE (secrets masked)"),
-    ("--rate-limit", "CALLS/SECONDS", "value",
-     "each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)"),
-    ("--http-rate-limit", "CALLS/SECONDS", "value",
-     "--http: requests to /mcp beyond CALLS at once, then CALLS per SECONDS, get 429 and Retry-After"),
-    ("--http-instance", "NAME", "value",
-     "--http: this instance's name, the first part of its task and session ids, for a load balancer to route "
-     "by (default: $%s, else random at each start)" % INSTANCE_VARIABLE),
-    ("--http-drain", "SECONDS", "value",
-     "--http: on SIGTERM, /health is 503 and new requests are refused while running calls get SECONDS to finish "
-     "(default: %g)" % HTTP_DRAIN),
-    ("--http-trusted-proxy", "ADDRESSES", "value",
-     "--http: load balancers (addresses or networks, comma-separated) whose X-Forwarded-For names the client"),
-)]
+# Every option as --help shows it: its names and metavar, its kind ("flag", "value" or "append": repeatable),
+# and its help, which goes on over indented lines (%(NAME)s: a constant of the module's).
+OPTION_TABLE = """
+-h, --help                       flag    show this help and exit
+--version                        flag    print the version and exit
+--name NAME                      value   tool name (default: the command's base name)
+--description TEXT               value   tool description (default: the template)
+--read-only                      flag    annotate the tool readOnlyHint: true
+--destructive                    flag    annotate the tool destructiveHint: true
+--idempotent                     flag    annotate the tool idempotentHint: true
+--open-world                     flag    annotate the tool openWorldHint: true
+--env KEY=VALUE                  append  set a variable for the command (repeatable; values of names like *_TOKEN, *_KEY masked
+                                         in logs)
+--cwd DIR                        value   folder the command runs in (default: the current one)
+--timeout SECONDS                value   stop a call after this long (default: %(DEFAULT_TIMEOUT)g)
+--max-output BYTES               value   keep at most this much of stdout and of stderr (default: %(DEFAULT_MAX_OUTPUT)d)
+--max-text CHARS                 value   characters of output a result shows; past it the head and tail, the whole kept as a
+                                         resource (default: %(DEFAULT_MAX_TEXT)d)
+--max-concurrency N              value   commands running at once; more calls wait (default: %(DEFAULT_MAX_CONCURRENCY)d)
+--max-name-length N              value   longest tool name given to clients (default: %(DEFAULT_MAX_NAME_LENGTH)d)
+--task-support MODE              value   run calls as MCP tasks: optional (the default), required or forbidden
+--ok-exit CODES                  value   exit codes that mean success, e.g. 0,1 for grep (1: no match; default: 0)
+--stdin TEXT                     value   feed the command this text template on stdin, e.g. --stdin '{json}' jq '{filter}'
+--allow-dash-values              flag    let values start an argument with '-' (off: refused as option injection)
+--config FILE                    value   serve the tools, resources and script folders of a JSON config file (see `serve`)
+--url URL                        value   serve the MCP server at URL over stdio, signing in with OAuth when it asks (a bridge,
+                                         as mcp-remote)
+--protocol-version VERSION       value   with --url: speak this MCP revision (2026-07-28, 2025-11-25, ...) instead of trying
+                                         initialize first
+--root-directory DIR             value   serve every executable script under DIR as a tool (script mode)
+--include GLOB                   append  script mode: only run scripts whose path under DIR matches (repeatable)
+--exclude GLOB                   append  script mode: skip scripts whose path matches (repeatable)
+--separator SEP                  value   joins folder and script names in tool names (default: __, so math/add is math__add)
+--skills DIR                     append  serve the Agent Skills (folders with a SKILL.md) under DIR (repeatable; alone or beside
+                                         a mode)
+--no-skill-prompts               flag    do not also offer each skill as a prompt (for clients without the skills extension)
+--help-timeout SECONDS           value   script mode: how long a script's --help or --state may take (default: %(HELP_TIMEOUT)g)
+--rescan SECONDS                 value   script mode: look for changed scripts this often, 0 for never (default:
+                                         %(RESCAN_INTERVAL)g)
+--debug                          flag    write debug lines to stderr
+--log-level LEVEL                value   what goes to stderr: debug (as --debug), info (the default), warn or error
+--log FILE                       value   append debug lines and every protocol message to FILE
+--namespace NAME                 value   serve this namespace of the config's MCP servers (default: the config's
+                                         defaultNamespace)
+--no-manager-tools               flag    hide the mcpstudio__servers_list, ... tools that manage the config's MCP servers
+--eager                          flag    start every configured MCP server right after initialize
+--check                          flag    status: start each server, list its tools and stop it
+--tool-search MODE               value   with MCP servers: list two tools that search and call the others: on, off or auto (the
+                                         default: past toolSearchThreshold tools, except for Claude Code)
+--stdio                          flag    serve on stdin/stdout (the default; accepted for other tools' configs)
+--http [HOST:]PORT               value   serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to
+                                         127.0.0.1)
+--http-token TOKEN               value   require Authorization: Bearer TOKEN (default: $MCPSTUDIO_HTTP_TOKEN; required off
+                                         loopback)
+--audit FILE                     value   append one JSON line per tool call to FILE (secrets masked)
+--rate-limit CALLS/SECONDS       value   each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)
+--http-rate-limit CALLS/SECONDS  value   --http: requests to /mcp beyond CALLS at once, then CALLS per SECONDS, get 429 and
+                                         Retry-After
+--http-instance NAME             value   --http: this instance's name, the first part of its task and session ids, for a load
+                                         balancer to route by (default: $%(INSTANCE_VARIABLE)s, else random at each start)
+--http-drain SECONDS             value   --http: on SIGTERM, /health is 503 and new requests are refused while running calls get
+                                         SECONDS to finish (default: %(HTTP_DRAIN)g)
+--http-trusted-proxy ADDRESSES   value   --http: load balancers (addresses or networks, comma-separated) whose X-Forwarded-For
+                                         names the client
+""" % globals()
+OPTIONS = _options(OPTION_TABLE)
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
 USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
