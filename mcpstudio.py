@@ -46,6 +46,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 __version__ = "0.1.0"
 
@@ -3340,6 +3341,9 @@ class StdioTransport:
                 self.log.debug("the client is not reading: %d bytes wait; reading paused", self._unsent)
         self._outbox.put(data)
 
+    def ended(self, request_id):
+        """A request was cancelled: over stdio it simply gets no response (HTTP ends its stream)."""
+
     def _write_loop(self):
         while True:
             data = self._outbox.get()
@@ -3718,7 +3722,7 @@ class Session:
                 self.transport.send(task.result(), framing)
             elif task.cancelled() and framing and self.aborted is not None:  # the server stops: it says so
                 self.transport.send(_error_response(request_id, self.aborted), framing)
-            elif task.cancelled() and hasattr(self.transport, "ended"):
+            elif task.cancelled():
                 self.transport.ended(request_id)  # HTTP: end the stream that waited for it
         task.add_done_callback(done)
         return task
@@ -3869,19 +3873,29 @@ def _invalid_params(problem, data=None):
 # --------------------------------------------------------------------------
 
 class Source:
-    """The small contract every source keeps, so the catalog never needs to know their kind:
-    `list_tools()` (MCP Tool dicts under original names), `call_tool(name, arguments, ctx)`, and
-    where `resources` is true, `list_resources()`, `list_resource_templates()` and
-    `read_resource(uri, ctx)`; `start()` and `close()` for sources with work of their own;
-    `dynamic` when the tool set can change, reported through `events.source_changed(source)`.
-    What a kind of source does not do, it inherits from here."""
+    """The contract every source keeps, so the catalog and the server never need to know their kind
+    (nor ask whether a source has a capability): `list_tools()` (MCP Tool dicts under original names),
+    `call_tool(name, arguments, ctx)`, and where `resources` is true, `list_resources()`,
+    `list_resource_templates()` and `read_resource(uri, ctx)`; `start(events)` and `close()` for sources
+    with work of their own; `dynamic` when the tool set can change, reported through
+    `events.source_changed(source)`. Every other capability has its default here, what a source without
+    it answers; a kind of source that has it overrides it."""
 
-    dynamic = False
-    resources = False
-    events = None
+    dynamic = False        # its tool set can change while serving (list_changed)
+    resources = False      # it serves resources
+    prompts = False        # it serves prompts (list_prompts, get_prompt)
+    completions = False    # it completes arguments (complete)
+    subscribable = False   # it takes resource subscriptions (subscribe)
+    skills = False         # it serves skills now (the skills extension is declared)
+    skill_methods = False  # skills/list, skills/get and resources/directory/read reach it (it may learn of skills)
+    refusal = None         # an McpError every request gets (a config that cannot serve), or None
+    reload_signal = None   # what SIGHUP calls (re-read its config), or None
+    upstreams = types.MappingProxyType({})  # id -> Upstream: the MCP servers behind it
+    events = None          # what it reports changes to (the Server), given by start(events)
 
-    def start(self):
-        pass
+    def start(self, events):
+        """Begin background work; changes go to `events`."""
+        self.events = events
 
     async def close(self):
         pass
@@ -3894,6 +3908,91 @@ class Source:
 
     async def list_resource_templates(self):
         return []
+
+    async def read_resource(self, uri, ctx):
+        """MCP contents of `uri`, or None when it is not this source's."""
+        return None
+
+    async def list_prompts(self):
+        return []
+
+    async def list_skills(self):
+        return []
+
+    async def get_skill(self, uri):
+        """The skill entry of `uri`, or None when it is not this source's."""
+        return None
+
+    async def read_directory(self, uri):
+        """The listing of the skill folder `uri`, or None when it is not this source's."""
+        return None
+
+    async def subscribe(self, method, uri, ctx):
+        """`resources/subscribe` or `unsubscribe` of `uri`, or None when it is not this source's."""
+        return None
+
+    async def complete(self, ref, params, ctx):
+        """`completion/complete` of `ref`, or None when it is not this source's."""
+        return None
+
+    async def await_owner(self, name):
+        """Whether `name`, not listed yet, was listed after waiting (a server still starting may own it)."""
+        return False
+
+    def schema_of(self, name):
+        """The inputSchema of its fixed tool `name` before any listing, or None."""
+        return None
+
+    def manager_names(self):
+        """The public names of the manager tools it lists."""
+        return set()
+
+    def hides(self, name, ctx):
+        """Whether the listed tool `name` is not `ctx`'s to see or call."""
+        return False
+
+    def denied(self, name):
+        """Why a permission leaves out the tool `name` (None: none does)."""
+        return None
+
+    def command_line(self, name, arguments):
+        """What a call of `name` runs, for the guard's rules and audit line (None: nothing to say)."""
+        return None
+
+    def cache_route(self, name):
+        """(owner, version, tool) the result cache keys a call of `name` by (see Guard)."""
+        return "", "", name
+
+    def question(self, name, arguments):
+        """What to ask the user before calling `name` with `arguments` (an elicitation form), or None."""
+        return None
+
+    def asks(self, name):
+        """Whether `name` runs an interactive command, whose questions are asked in rounds."""
+        return False
+
+    def session_started(self, session=None):
+        """`initialize` was answered (by `session`, in the handshake era)."""
+
+    def set_level(self, level, session):
+        """`session`'s client chose a log level."""
+
+    def client_notification(self, method, params, session):
+        """A client's notification for sources (roots/list_changed)."""
+
+    def sweep_instances(self, ended=None):
+        """A session ended (`ended`): what runs for it alone stops."""
+
+    def identify(self, instance):
+        """Name its parked prompt rounds after `instance` (--http)."""
+
+    def holds(self, state):
+        """Whether the `requestState` `state` names a prompt round it holds."""
+        return False
+
+    def busy(self):
+        """Whether a prompt round of its still waits."""
+        return False
 
 
 _IMAGE_TYPES = (
@@ -4609,6 +4708,11 @@ class TemplateTools(Source):
         """The MCP Tool objects, under their original names."""
         return [tool.definition() for tool in self.tools.values()]
 
+    def schema_of(self, name):
+        """The inputSchema of the tool `name`, or None."""
+        tool = self.tools.get(name)
+        return tool and tool.schema
+
     async def call_tool(self, name, arguments, ctx: CallContext):
         """Call the tool named `name`; unknown names are -32602."""
         return await self.tools[name].call(arguments, ctx)
@@ -4818,8 +4922,9 @@ class ScriptDirectory(Source):
 
     # -- discovery ------------------------------------------------------------
 
-    def start(self):
+    def start(self, events):
         """Begin discovery in the background: `initialize` never waits for it."""
+        self.events = events
         self._lock = asyncio.Lock()
         self._known = self._load_cache()
         self._ready = asyncio.ensure_future(self._safe_rescan(first=True))
@@ -5005,6 +5110,11 @@ class ScriptDirectory(Source):
         if self._ready.done():
             await self._safe_rescan()  # cheap: a walk, and --help only for what changed
         return [tool.definition(self.settings.task_support) for tool in (await self._current()).values()]
+
+    def schema_of(self, name):
+        """The inputSchema of the script tool `name` of the last scan, or None."""
+        tool = self.tools.get(name)
+        return tool and tool.schema
 
     async def call_tool(self, name, arguments, ctx: CallContext):
         """Run the script behind `name` with its options in env, argv and stdin."""
@@ -5224,8 +5334,9 @@ class SkillFolders(Source):
         self._digests = {}    # file path -> (stat key, digest, size)
         self._lock = threading.Lock()
 
-    def start(self):
+    def start(self, events):
         """Look once in the background, so that bad skills are named on stderr at start."""
+        self.events = events
         self._looking = asyncio.ensure_future(self._in_thread(self.look))
 
     @staticmethod
@@ -5487,38 +5598,32 @@ class Catalog:
     def serves(self, feature):
         """Whether any source has `feature`: "resources", "prompts", "completions" (upstreams may complete
         arguments), "subscribable" (passes resource subscriptions on) or "skills" (the skills extension)."""
-        return any(getattr(s, feature, False) for s in self.sources)
+        return any(getattr(s, feature) for s in self.sources)  # each a Source flag: False unless a source has it
 
     @property
     def refusal(self):
         """An McpError every request is answered with (a config that cannot serve), or None."""
-        return next((s.refusal for s in self.sources if getattr(s, "refusal", None)), None)
+        return next((s.refusal for s in self.sources if s.refusal), None)
 
     def reload_signal(self):
         """What SIGHUP should call (a source that re-reads its config), or None to stop on it."""
-        return next((s.reload_signal for s in self.sources if hasattr(s, "reload_signal")), None)
+        return next((s.reload_signal for s in self.sources if s.reload_signal), None)
 
     def schema_of(self, name):
         """The inputSchema of a fixed tool called `name` before any listing (its name as its source has it), or None."""
-        for source in self.sources:
-            tool = getattr(source, "tools", {}).get(name) if isinstance(getattr(source, "tools", None), dict) else None
-            if hasattr(tool, "schema"):
-                return tool.schema
-        return None
+        return next((schema for schema in (s.schema_of(name) for s in self.sources) if schema is not None), None)
 
     def session_started(self, session=None):
         """`initialize` was answered (by `session`, in the handshake era): sources may begin what waits
         for a client (eager starts)."""
         for source in self.sources:
-            if hasattr(source, "session_started"):
-                source.session_started(session)
+            source.session_started(session)
 
     def start(self, events):
         """Begin each source's background work; changes are reported to `events`."""
         self.events = events
         for source in self.sources:
-            source.events = events
-            source.start()
+            source.start(events)
 
     def _publish(self, source, items, routes, out):
         """Give each item a client-safe public name, distinct from those in `routes`."""
@@ -5548,12 +5653,12 @@ class Catalog:
         """Whether the listed tool `public` is not this request's to see or call (a source's `hides`: the manager
         tools of a team gateway, for whom `admins` does not name)."""
         route = self._routes.get(public)
-        return bool(route and hasattr(route[0], "hides") and route[0].hides(route[1], ctx))
+        return bool(route and route[0].hides(route[1], ctx))
 
     def denial(self, public):
         """Why a source's permission leaves out the tool `public` (None: none does)."""
         for source in self.sources:
-            why = source.denied(public) if hasattr(source, "denied") else None
+            why = source.denied(public)
             if why:
                 return why
         return None
@@ -5565,7 +5670,7 @@ class Catalog:
             await self.tools()
         if public not in self._routes:  # a server still starting may own it: a call waits, as a listing would not
             for source in self.sources:
-                if hasattr(source, "await_owner") and await source.await_owner(public):
+                if await source.await_owner(public):
                     await self.tools()
         if public not in self._routes:
             if self.denial(public):  # a denied name never reaches its `-`/`_` twin
@@ -5612,25 +5717,23 @@ class Catalog:
     async def skills(self):
         """Every source's skill entries, in source order."""
         listing = []
-        for source in self.sources:
-            if hasattr(source, "list_skills"):  # an aggregator may learn of its servers' skills by listing
-                listing.extend(await source.list_skills())
+        for source in self.sources:  # an aggregator may learn of its servers' skills by listing
+            listing.extend(await source.list_skills())
         return listing
 
     async def skill_answer(self, method, uri):
         """`get_skill` or `read_directory` of the first skills source that serves `uri`; -32602 when none does."""
         for source in self.sources:
-            if hasattr(source, "list_skills"):
-                result = await getattr(source, method)(uri)
-                if result is not None:
-                    return result
+            result = await getattr(source, method)(uri)  # every Source has both
+            if result is not None:
+                return result
         raise _no_skill(uri)
 
     async def prompts(self):
         """Every source's prompts under public names."""
         listing, routes = [], {}
         for source in self.sources:
-            if getattr(source, "prompts", False):
+            if source.prompts:
                 self._publish(source, await source.list_prompts(), routes, listing)
         self._prompts = routes
         return listing
@@ -5647,7 +5750,7 @@ class Catalog:
     async def subscribe(self, method, uri, ctx):
         """`resources/subscribe` or `unsubscribe` passed to the source that holds `uri`; -32002 if none does."""
         for source in self.sources:
-            if getattr(source, "subscribable", False):
+            if source.subscribable:
                 result = await source.subscribe(method, uri, ctx)
                 if result is not None:
                     return result
@@ -5662,7 +5765,7 @@ class Catalog:
             route = self._prompts.get(ref.get("name"))
             owners = [(route[0], dict(ref, name=route[1]))] if route else []
         else:
-            owners = [(s, ref) for s in self.sources if getattr(s, "completions", False)]
+            owners = [(s, ref) for s in self.sources if s.completions]
         for source, own_ref in owners:
             result = await source.complete(own_ref, params, ctx)
             if result is not None:
@@ -5805,6 +5908,10 @@ class TaskStore:
         self.tasks = collections.OrderedDict()  # id -> Task, oldest first
         self.limit = limit
         self.share = share  # one person (else one session) keeps at most 1/share of `limit`
+
+    def identify(self, instance: Instance):
+        """Name the tasks started from now on after `instance` (--http: this process's name, for a balancer)."""
+        self.ids = instance
 
     def _sweep(self):
         now = time.time()
@@ -6209,7 +6316,7 @@ class Guard:
     async def call(self, public, source, original, arguments, ctx: CallContext, tool, ask):
         """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
         annotations = tool.get("annotations") or {}
-        plan = (source.command_line(original, arguments) if hasattr(source, "command_line") else None) or {}
+        plan = source.command_line(original, arguments) or {}
         levels = [("file", self.rules)] + plan.get("rules", [])
         chosen = {key: rules[key] for _, rules in levels for key in rules}
         who = ctx.session.caller or "session-%x" % id(ctx.session)
@@ -6223,7 +6330,7 @@ class Guard:
             else who  # a session's own process: its answers are the session's
         # The route, not the public name (one name in two namespaces may reach two servers): the server's id, its
         # version (launch fingerprint and run; None while it is not running) and the tool's own name.
-        route = source.cache_route if hasattr(source, "cache_route") else lambda name: ("", "", name)
+        route = source.cache_route
 
         def cache_key(owner, version, tool):  # also each namespace's overrides, what they send (a reload may change it)
             return version is not None and json.dumps([owner, version, tool, public, "" if shared else mine,
@@ -6863,7 +6970,7 @@ class Server:
         if catalog.serves("subscribable"):
             self.methods.update({method: (lambda params, ctx, method=method: self.subscribe(params, ctx, method))
                                  for method in ("resources/subscribe", "resources/unsubscribe")})
-        if any(hasattr(s, "list_skills") for s in catalog.sources):  # an aggregator's upstreams may add skills
+        if catalog.serves("skill_methods"):  # skills folders, or an aggregator whose upstreams may add skills
             self.methods.update({"skills/list": self.skills_list, "skills/get": self.skills_get,
                                  "resources/directory/read": self.directory_read})
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
@@ -6904,38 +7011,35 @@ class Server:
                 session.log_to_client(level, text, logger)
         elif method == "notifications/roots/list_changed":
             for source in self.catalog.sources:
-                if hasattr(source, "client_notification"):
-                    source.client_notification(method, params, session)
+                source.client_notification(method, params, session)
 
     def forget(self, session):
         """A session ended (an HTTP session deleted or expired): its tasks stop too."""
         if session in self.sessions:
             self.sessions.remove(session)
         self.tasks.forget(session)
-        for source in self.catalog.sources:
-            if hasattr(source, "sweep_instances"):  # an Aggregator: the session's own servers stop
-                source.sweep_instances(session)
+        for source in self.catalog.sources:  # an Aggregator: the session's own servers stop
+            source.sweep_instances(session)
 
     def identify(self, instance: Instance):
         """Name its tasks and parked prompt rounds (its own, and its servers' through each Aggregator) after
         `instance`, so a load balancer routes by their ids (--http)."""
-        self.tasks.ids = self.prompts.ids = instance
+        self.tasks.identify(instance)
+        self.prompts.identify(instance)
         for source in self.catalog.sources:
-            if hasattr(source, "bridge"):
-                source.bridge.ids = instance
+            source.identify(instance)
 
     def holds(self, params):
         """Whether a request's `taskId` or `requestState` names state this process holds (a leaving instance
         still serves those)."""
-        bridges = [self.prompts] + [s.bridge for s in self.catalog.sources if hasattr(s, "bridge")]
         key, state = params.get("taskId"), params.get("requestState")
-        return (isinstance(key, str) and key in self.tasks.tasks) or (
-            isinstance(state, str) and any(state in bridge.parked for bridge in bridges))
+        return (isinstance(key, str) and key in self.tasks.tasks) or (isinstance(state, str) and (
+            state in self.prompts.parked or any(source.holds(state) for source in self.catalog.sources)))
 
     def busy(self):
         """Whether a task still runs or a prompt round waits (a leaving instance gives them its drain)."""
         return any(t.status not in TERMINAL for t in self.tasks.tasks.values()) or bool(self.prompts.calls) or any(
-            source.bridge.calls for source in self.catalog.sources if hasattr(source, "bridge"))
+            source.busy() for source in self.catalog.sources)
 
     # -- events from sources --------------------------------------------------
 
@@ -6947,7 +7051,7 @@ class Server:
         changed = [(key, method) for key, method, relevant in (
             ("toolsListChanged", "notifications/tools/list_changed", self.catalog.dynamic),
             ("resourcesListChanged", "notifications/resources/list_changed", source.resources),
-            ("promptsListChanged", "notifications/prompts/list_changed", getattr(source, "prompts", False))) if relevant]
+            ("promptsListChanged", "notifications/prompts/list_changed", source.prompts)) if relevant]
         for session in self.sessions:
             for _, method in changed:
                 session.notify(method, {})
@@ -7023,12 +7127,11 @@ class Server:
         """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
         listing the first page built until a source changes."""
         tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
-        hubs = [source for source in self.catalog.sources if hasattr(source, "upstreams")]
-        ups = [up for hub in hubs for up in hub.upstreams.values()]
+        ups = [up for source in self.catalog.sources for up in source.upstreams.values()]
         # Nothing to list but mcpstudio's own manager tools, ever: say why, where a client shows it (a listing
         # of manager tools alone reads as "connected" while nothing works). The initialize result cannot say
         # it: it is sent before any server has started.
-        managed = {name for hub in hubs for name in hub.manager_names()}
+        managed = {name for source in self.catalog.sources for name in source.manager_names()}
         if ups and all(t["name"] in managed for t in tools) and all(up.state == "failed" for up in ups):
             raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
                 up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
@@ -7051,11 +7154,11 @@ class Server:
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
         source, original, support, name = route  # the name as listed (of a `-`/`_` respelling): the guard sees that tool
         tool = self.catalog.listed.get(name, {})  # before any await: a rescan or reload may drop it meanwhile
-        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and hasattr(source, "asks")
+        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation")
                 and source.asks(original)):  # its questions asked in rounds (a retry resumes it), also through a config's Aggregator
             ctx.prompts = self.prompts
             return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
-        form = source.question(original, arguments) if hasattr(source, "question") else None
+        form = source.question(original, arguments)
         if form:
             wanted = form["requestedSchema"]["required"]  # every property the form asks for
             if not ctx.declared("elicitation"):
@@ -7249,8 +7352,7 @@ class Server:
             raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
         ctx.session.log_level, ctx.session.level_chosen = level, True
         for source in self.catalog.sources:
-            if hasattr(source, "set_level"):
-                source.set_level(level, ctx.session)
+            source.set_level(level, ctx.session)
         return {}
 
 
@@ -8653,7 +8755,7 @@ def check_config(path, log: Log, options):
     server, _ = _build_server(options, [], log, config=path)
     sources, hub, refused, warned = [], None, 0, 0
     for source in server.catalog.sources:
-        if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
+        if isinstance(source, Aggregator):  # the file's own sources, then its servers (check reports each kind)
             hub = source
             sources.extend(source.local)
         elif not isinstance(source, OutputStore):
@@ -11622,6 +11724,10 @@ class InputBridge:
         self.parked = {}  # requestState -> _Parked
         self.calls = {}   # the CallContext a call was forwarded with -> its _Parked
 
+    def identify(self, instance):
+        """Name the requestStates parked from now on after `instance` (an Instance: --http, for a balancer)."""
+        self.ids = instance
+
     async def exchange(self, forward, method, name, ctx):
         """`forward(ctx)` as a multi round-trip request of `ctx`'s client."""
         state = ctx.inputs.get("requestState")
@@ -12003,7 +12109,7 @@ class UpstreamSkills:
         await self.hub._discover()
         entries = []
         for source in self.hub.local:
-            if getattr(source, "skills", False):
+            if source.skills:
                 entries.extend(await source.list_skills())
         for upstream in self.servers():
             try:
@@ -12055,7 +12161,7 @@ class UpstreamSkills:
 
     async def _local(self, method, uri):
         for source in self.hub.local:
-            if getattr(source, "skills", False):
+            if source.skills:
                 result = await getattr(source, method)(uri)
                 if result is not None:
                     return result
@@ -12180,7 +12286,7 @@ class PersonSecrets:
         return there
 
 
-class Aggregator:
+class Aggregator(Source):
     """The config's own sources plus upstream servers, as one source (see the section comment)."""
 
     dynamic = True
@@ -12188,7 +12294,7 @@ class Aggregator:
     prompts = True
     completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
     subscribable = True  # and take resource subscriptions (one that cannot: -32601)
-    events = None
+    skill_methods = True  # it may learn of its servers' skills by listing
     metrics = None       # the Guard's CallMetrics, set by the Server (servers_list shows them)
     _reading = _reloading = None  # the tasks reading listings from disk and the config file
     tool_search = (None, TOOL_SEARCH_THRESHOLD, ())  # the config's toolSearch, threshold and pins (check shows them)
@@ -12196,7 +12302,7 @@ class Aggregator:
     @property
     def skills(self):
         """Skills of its own, or a server whose last listing declared the skills extension."""
-        return any(getattr(s, "skills", False) for s in self.local) or bool(self.upstream_skills.servers())
+        return any(s.skills for s in self.local) or bool(self.upstream_skills.servers())
 
     @property
     def refusal(self):
@@ -12343,6 +12449,18 @@ class Aggregator:
         except ToolError as exc:
             raise McpError(INVALID_PARAMS, str(exc), {"server": upstream.spec.id}) from None
 
+    def identify(self, instance):
+        """Name the prompt rounds its servers' questions park after `instance` (--http)."""
+        self.bridge.identify(instance)
+
+    def holds(self, state):
+        """Whether `state` names a prompt round of its servers' questions."""
+        return state in self.bridge.parked
+
+    def busy(self):
+        """Whether a prompt round of its servers' questions still waits."""
+        return bool(self.bridge.calls)
+
     def sweep_instances(self, ended=None):
         """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for ISOLATED_IDLE."""
         now = time.monotonic()
@@ -12358,11 +12476,11 @@ class Aggregator:
 
     # -- the source contract ---------------------------------------------------------
 
-    def start(self):
+    def start(self, events):
         """Hand the events to the local sources and begin background work (watch, health)."""
+        self.events = events
         for source in self.local:
-            source.events = self.events
-            source.start()
+            source.start(events)
         self.upstreams = {sid: self._new_upstream(spec) for sid, spec in self._specs.items()}
         self.watch.start()
 
@@ -12536,7 +12654,7 @@ class Aggregator:
         the server's rules)."""
         route = self._tools.get(name, ("manager",))
         if route[0] == "local":
-            return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
+            return route[1].command_line(route[2], arguments)
         upstream = route[0] == "upstream" and self.upstreams.get(route[1])
         return upstream and {"server": route[1], "tool": route[2], "upstreamTool": route[2],
                              "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)],
@@ -12546,14 +12664,14 @@ class Aggregator:
     def question(self, name, arguments):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
         route = self._tools.get(name)
-        if route and route[0] == "local" and hasattr(route[1], "question"):
+        if route and route[0] == "local":
             return route[1].question(route[2], arguments)
         return None
 
     def asks(self, name):
         """Whether a local tool runs an interactive command (upstreams ask through the bridge)."""
         route = self._tools.get(name)
-        return bool(route and route[0] == "local" and hasattr(route[1], "asks") and route[1].asks(route[2]))
+        return bool(route and route[0] == "local" and route[1].asks(route[2]))
 
     async def call_tool(self, name, arguments, ctx):
         """Forward a call to its upstream (starting it if needed) or run a manager tool."""
@@ -12785,8 +12903,7 @@ class Aggregator:
                 await source.close()
             self.local, self.local_key = list(local), local_key
             for source in self.local:
-                source.events = self.events
-                source.start()
+                source.start(self.events)
         specs = self.namespace.apply(plan)
         old, new = self.upstreams, {}
         report = plan_changes({sid: getattr(upstream.spec, "origin", upstream.spec) for sid, upstream in old.items()},
@@ -12859,7 +12976,7 @@ async def check_upstreams(plan, runner, log, namespace, config_path):
     """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tool names, error)
     each."""
     hub = Aggregator([], plan, runner, log, namespace=namespace, watch_interval=0, config_path=config_path)
-    hub.start()
+    hub.start(None)  # nobody listens: it is stopped after one listing
     gate = asyncio.Semaphore(LIST_PARALLEL)
     progress = TerminalProgress("checked", len(hub.upstreams))
 
@@ -13153,7 +13270,7 @@ class Board:
         _, plan, _ = self._read()
         hub = Aggregator([], plan, self.runner, self.log, watch_interval=0, config_path=self.path,
                          reload=self._read, manager_tools=False)
-        hub.start()
+        hub.start(None)  # the Board polls it
         return hub
 
     # -- what the screen shows ---------------------------------------------------------------
@@ -14452,7 +14569,7 @@ def operations_report(path, server, sessions, leaving=None):
     """The HTTP response to GET /health (each MCP server's state; 503 when the server cannot serve, or the
     instance is leaving: `leaving` says so) or GET /metrics (the Prometheus text format)."""
     states = {key: upstream.state for source in server.catalog.sources
-              for key, upstream in getattr(source, "upstreams", {}).items()}
+              for key, upstream in source.upstreams.items()}
     refusal = server.catalog.refusal or (McpError(INTERNAL_ERROR, leaving) if leaving else None)
     status, kind, data = (503 if refusal else 200), "application/json", json.dumps({
         "status": refusal.message if refusal else "ok", "servers": states}).encode()
