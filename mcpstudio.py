@@ -2574,7 +2574,7 @@ class ProcessRunner:
         self.groups = set()  # process groups (leader pids) that may still have members
         self.watchdog = None  # started just before the first child (see _child_env)
         self.marker = None   # this run's WATCHDOG_ENV value, in every child's environment
-        self.room = None     # an asyncio.Event, clear while the client is not reading (see StdioTransport)
+        self.room = None     # an asyncio.Event, clear while the client is not reading (see pause_with)
         self.hidden = ()     # variables no child gets (--http's bearer token), even from a configured env
 
     def _child_env(self, env):
@@ -2622,6 +2622,11 @@ class ProcessRunner:
                 pass
             self.watchdog = None
 
+    def pause_with(self, room):
+        """Start no command while the asyncio.Event `room` is clear: the client is not reading what was written
+        (see StdioTransport)."""
+        self.room = room
+
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
                   output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None, asker=None,
                   shown=None) -> ProcessResult:
@@ -2663,7 +2668,7 @@ class ProcessRunner:
                 pipe = transport.get_pipe_transport(0)
                 pipe.write(stdin_bytes or b"")
                 if asker:
-                    asker.job = asyncio.ensure_future(asker.watch(pid, pipe))
+                    asker.begin(pid, pipe)
                 else:
                     pipe.write_eof()
             if not child.exited.done():
@@ -2954,9 +2959,18 @@ class Log:
         self.add_secrets(secrets)
         self.enabled = self.debug_enabled or self.file is not None
         self.warned = set()
-        self.schema_of = lambda name: None  # a tool's inputSchema by name (the Server's): secrets of wire lines
+        self.catalogs = []  # the Servers' Catalogs (a namespace's URL adds its own): their schemas mask wire lines
         self.forms = collections.OrderedDict()  # id -> requestedSchema of the last forms asked (their answers masked)
         self.warnings = 0  # how many were logged (`check` counts them in its verdict)
+
+    def mask_by(self, catalog):
+        """Mask tools/call arguments by the tool schemas of `catalog` too."""
+        self.catalogs.append(catalog)
+
+    def schema_of(self, name):
+        """The inputSchema of the tool `name`: as listed by a catalog (the newest first), else its fixed tool's."""
+        return next((schema for schema in [_object(c.listed.get(name)).get("inputSchema") for c in self.catalogs[::-1]]
+                     + [c.schema_of(name) for c in self.catalogs] if schema), None)
 
     def add_secrets(self, secrets):
         """Mask these values (as written and JSON-escaped) in every line from now on."""
@@ -3573,9 +3587,15 @@ class PromptWatch(OutputFeed):
     command kept alive); a secret, or a client that cannot ask, stops the call with the prompt quoted. A command
     reading with nothing asked gets the end of its input, as from the null device."""
 
-    answers = ()  # the tool's, as (pattern, text)
-    secret = False  # a program known to ask for secrets (asks_secrets): each of its prompts is one
-    slots = None    # the semaphore of running commands: a command parked on a 2026-07-28 question leaves it
+    def __init__(self, ctx: CallContext, label, logger, answers=(), slots=None, secret=False):
+        super().__init__(ctx, label, logger)
+        self.answers = answers  # the tool's, as (pattern, text)
+        self.slots = slots      # the semaphore of running commands: a command parked on a 2026-07-28 question leaves it
+        self.secret = secret    # a program known to ask for secrets (asks_secrets): each of its prompts is one
+
+    def begin(self, pid, pipe):
+        """The command `pid` runs with `pipe` as its stdin: watch it for questions until the call ends."""
+        self.job = asyncio.ensure_future(self.watch(pid, pipe))
 
     async def watch(self, pid, pipe):
         self.said = time.monotonic()  # what it wrote before reading may still be on the way
@@ -4629,10 +4649,9 @@ class CommandTool:
             ctx.log("debug", "running: %s" % _argv_text(shown))
         # its heartbeat also while the call waits for a slot; questions are seen only where the platform tells
         asks = self.interactive and _reading is not None
-        feed = (PromptWatch if asks else OutputFeed)(ctx, "`%s`" % self.name, self.name)
-        feed.answers = self.answers
-        feed.slots = settings.slots
-        feed.secret = asks_secrets(re.split(r"[\s;&|()`\"']+", self.template.display()))  # the words it was written with
+        label, secret = "`%s`" % self.name, asks_secrets(re.split(r"[\s;&|()`\"']+", self.template.display()))
+        feed = (PromptWatch(ctx, label, self.name, self.answers, settings.slots, secret)  # `secret`: by the words
+                if asks else OutputFeed(ctx, label, self.name))                           # it was written with
         try:
             async with settings.slots:
                 result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,
@@ -5322,7 +5341,7 @@ class SkillFolders(Source):
     """Agent Skills under root folders: `skills/list`, `skills/get`, their files as resources, each skill a prompt."""
 
     resources = True
-    skills = True
+    skills = skill_methods = True
 
     def __init__(self, roots, log: Log, prompts=True):
         self.roots = [os.path.realpath(root) for root in roots]
@@ -6305,13 +6324,14 @@ class Guard:
     `rules` are the file's (and the flags'): "rateLimit" (calls, seconds, scope), "cache" (ttl, shared),
     "confirm" (true or "destructive"); a source's `command_line` adds its server's and tool's."""
 
-    def __init__(self, log: Log, rules=None, audit: AuditLog | None = None):
+    def __init__(self, log: Log, rules=None, audit: AuditLog | None = None, metrics: CallMetrics | None = None,
+                 stats: RunningStats | None = None, http_limit=(), open_paths=(), sign_in=None):
         self.log, self.rules, self.audit = log, rules or {}, audit
-        self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
-        self.stats = None  # RunningStats: `serve` publishes the metrics for `status` and the TUI
-        self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
-        self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
-        self.sign_in = None     # the config's signIn and people (read_sign_in): serve --http asks for tokens
+        self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), metrics or CallMetrics()
+        self.stats = stats            # RunningStats: `serve` publishes the metrics for `status` and the TUI
+        self.http_limit = http_limit  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
+        self.open = open_paths        # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
+        self.sign_in = sign_in        # the config's signIn and people (read_sign_in): serve --http asks for tokens
 
     async def call(self, public, source, original, arguments, ctx: CallContext, tool, ask):
         """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
@@ -6927,21 +6947,16 @@ class Server:
     """The MCP methods over a Catalog, for one client session."""
 
     def __init__(self, catalog: Catalog, log: Log, title="mcpstudio", instructions=None,
-                 guard: Guard | None = None):
+                 guard: Guard | None = None, search=None):
         self.catalog = catalog
         self.guard = guard or Guard(log)
-        for source in catalog.sources:
-            if hasattr(source, "metrics"):  # an aggregator's servers_list shows them
-                source.metrics = self.guard.metrics
         self.log = log
-        known = log.schema_of  # another Server's on the same log (a namespace's URL): asked after this one
-        log.schema_of = lambda name: (_object(self.catalog.listed.get(name)).get("inputSchema") or known(name)
-                                      or self.catalog.schema_of(name))
+        log.mask_by(catalog)  # a tools/call's secret arguments, by its tool's schema
         self.title = title
         self.instructions = instructions
         self.session = None
         self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
-        self.search = None  # a ToolSearch (`toolSearch`)
+        self.search = ToolSearch(self, *search) if search else None  # `toolSearch`: (mode, threshold, pins, separator)
         self.views = []  # the Aggregator of each /mcp/<namespace> served: its Server is told of changes too
         self._held_logs = []  # log notifications from before the client was ready
         self.methods = {
@@ -6976,6 +6991,12 @@ class Server:
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
         self._snapshots = {}  # listing key -> what its last first page was cut from
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
+
+    def start(self, session=None):
+        """Begin the sources' background work, their changes reported here; `session`: the one client (stdio;
+        over HTTP each client has a session of its own)."""
+        self.session = session
+        self.catalog.start(self)
 
     @property
     def modern_methods(self):
@@ -7504,8 +7525,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, ou
     loop = asyncio.get_running_loop()
     transport = StdioTransport(in_fd, out_fd, log)
     session = Session(transport, server.dispatch, log, server.notification)
-    server.session = session
-    server.catalog.start(server)
+    server.start(session)
     stopping = loop.create_future()
 
     def stop(reason):
@@ -7514,7 +7534,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, ou
             log.debug("stopping: %s", reason)
 
     transport.start(loop, session.receive, lambda: stop("stdin closed"), lambda: stop("stdout closed"))
-    runner.room = transport.room
+    runner.pause_with(transport.room)
     _on_stop_signals(loop, stop, server.catalog.reload_signal())
     reason = await stopping
     # On EOF the client has said all it will; let what it asked finish briefly.
@@ -12295,9 +12315,7 @@ class Aggregator(Source):
     completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
     subscribable = True  # and take resource subscriptions (one that cannot: -32601)
     skill_methods = True  # it may learn of its servers' skills by listing
-    metrics = None       # the Guard's CallMetrics, set by the Server (servers_list shows them)
     _reading = _reloading = None  # the tasks reading listings from disk and the config file
-    tool_search = (None, TOOL_SEARCH_THRESHOLD, ())  # the config's toolSearch, threshold and pins (check shows them)
 
     @property
     def skills(self):
@@ -12311,8 +12329,14 @@ class Aggregator(Source):
 
     def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
                  separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
-                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None, sign_in=None, admits=None):
+                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None, sign_in=None, admits=None,
+                 metrics=None, tool_search=(None, TOOL_SEARCH_THRESHOLD, ()), along=None):
+        """`metrics`: the Guard's CallMetrics (servers_list shows them); `tool_search`: the config's toolSearch,
+        threshold and pins (check shows them); `along`: the Aggregator of /mcp when this one serves a
+        /mcp/<namespace> URL, whose client link (downstream, bridge) it uses and whose servers it runs with
+        (each server runs once, whichever URL started it)."""
         self.runner, self.log = runner, log
+        self.metrics, self.tool_search, self.along = metrics, tool_search, along
         self.sign_in = sign_in  # the config's signIn and people (read_sign_in, kept current by reloads), or None
         self.admits = admits    # the people rule (Sign-in: admits): who a namespace's `people`, or `admins`, names
         self.separator = separator
@@ -12334,8 +12358,9 @@ class Aggregator(Source):
         self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
         self.signing_in = {}  # server id -> (the sign-in URL's future, the sign-in's, elicitation id): _sign_in_by_url
         self.manager = ManagerTools(self)
-        self.bridge = InputBridge()
-        self.downstream = Downstream(self, self.bridge)
+        self.bridge = along.bridge if along else InputBridge()
+        self.downstream = along.downstream if along else Downstream(self, self.bridge)
+        self.shared = along.shared if along else {}  # server id -> the Upstream every namespace's URL uses
         self.upstream_skills = UpstreamSkills(self)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
@@ -12481,8 +12506,16 @@ class Aggregator(Source):
         self.events = events
         for source in self.local:
             source.start(events)
-        self.upstreams = {sid: self._new_upstream(spec) for sid, spec in self._specs.items()}
+        self.upstreams = {sid: self._started_with(sid, spec) for sid, spec in self._specs.items()}
         self.watch.start()
+
+    def _started_with(self, sid, spec):
+        """The Upstream of the server `sid`: a namespace's URL runs the one an earlier URL runs (/mcp's first)."""
+        if self.along is None:
+            return self._new_upstream(spec)
+        if sid not in self.shared:
+            self.shared[sid] = self.along.upstreams.get(sid) or self._new_upstream(spec)
+        return self.shared[sid]
 
     def session_started(self, session=None):
         """A client finished `initialize`: start eager and uncached servers, offering each what it offers."""
@@ -12939,9 +12972,11 @@ class Aggregator(Source):
         return report
 
 
-def aggregator_for(local, info, load, path, runner, log, options, script_options, admits=None) -> Aggregator:
+def aggregator_for(local, info, load, path, runner, log, options, script_options, admits=None, metrics=None,
+                   along=None) -> Aggregator:
     """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads); `admits` is the
-    people rule (who a namespace's `people` or the config's `admins` names)."""
+    people rule (who a namespace's `people` or the config's `admins` names); `metrics` the guard's counters;
+    `along` the Aggregator of /mcp, when this one is a /mcp/<namespace> URL's (see Aggregator)."""
     def reload():
         _, found, again = load()
         if info["sign_in"] is not None:  # a person taken out of `people` is signed out now, not at the next start
@@ -12951,8 +12986,9 @@ def aggregator_for(local, info, load, path, runner, log, options, script_options
     return Aggregator(
         local, info["upstream"], runner, log, namespace=options["namespace"], separator=info["separator"],
         manager_tools=not options["no_manager_tools"], eager=bool(options["eager"]), reload=reload,
-        config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL),
-        sign_in=info["sign_in"], admits=admits)
+        config_path=path, local_key=info["local_key"],
+        watch_interval=0 if along else script_options.get("rescan", RESCAN_INTERVAL),  # /mcp's watch reloads
+        sign_in=info["sign_in"], admits=admits, metrics=metrics, tool_search=info["tool_search"], along=along)
 
 
 def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=0, manager=True):
@@ -14583,39 +14619,34 @@ def operations_report(path, server, sessions, leaving=None):
 
 class NamespaceUrls:
     """The /mcp/<namespace> URLs of an HttpServer: each namespace's own Server (its filters, permissions and
-    toolSearch), built at its first request over the same running servers."""
+    toolSearch), built at its first request by `build(name)` (the one server builder, given /mcp's Server: it
+    shares its guard, client link and running servers); None: no namespace URLs."""
 
-    def __init__(self, http):
-        self.http = http
-        self.views, self.shared = {}, {}  # namespace -> its HttpServer; server id -> the Upstream every URL uses
+    def __init__(self, http, build=None):
+        self.http, self.build = http, build
+        self.views = {}  # namespace -> its HttpServer
 
     def get(self, path):
         """The HttpServer of `path`, /mcp/<namespace>; None for another path."""
         http = self.http
         hub = next((s for s in http.server.catalog.sources if isinstance(s, Aggregator)), None)
         prefix, _, name = path.rpartition("/")
-        if not hub or prefix != HTTP_PATH:
+        if not hub or prefix != HTTP_PATH or self.build is None:
             return None
         if name not in hub.namespace.plan.namespaces:  # people signing in: a stranger learns no namespace's name
             raise HttpError(404, "no namespace %r%s" % (name, "" if http.sign_in else " (the config's namespaces: %s)"
                                                          % ", ".join(sorted(hub.namespace.plan.namespaces))))
         if name not in self.views:
             try:
-                server = http.server.namespaced(name)
+                server = self.build(name)
             except McpStudioError as exc:  # the config no longer reads as it did at the start
                 raise HttpError(500, str(exc))
-            server.guard = http.server.guard  # one audit file, one rate limit per caller, one /metrics
-            view = next(s for s in server.catalog.sources if isinstance(s, Aggregator))
-            view.downstream, view.bridge, view.watch.interval = hub.downstream, hub.bridge, 0  # /mcp reloads
-            server.catalog.start(server)
-            for key, upstream in view.upstreams.items():  # each server runs once, whichever URL started it
-                view.upstreams[key] = self.shared.setdefault(key, hub.upstreams.get(key, upstream))
+            server.start()
             server.identify(http.instance)
             served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token, http.instance,
-                                                   http.proxies)
-            served.sign_in = http.sign_in
-            served._sweeper, served.leaving = asyncio.ensure_future(served._sweep()), http.leaving
-            http.server.views.append(view)
+                                                   http.proxies, sign_in=http.sign_in, leaving=http.leaving)
+            served.sweep()
+            http.server.views.append(next(s for s in server.catalog.sources if isinstance(s, Aggregator)))
         return self.views[name]
 
     async def close(self):
@@ -14671,7 +14702,7 @@ class Drain:
     async def run(self, grace):
         name = self.http.instance.name
         for http in self.views:
-            http.leaving = "instance %s is shutting down" % name
+            http.leave("instance %s is shutting down" % name)
         self.http.log.info("leaving: instance %s answers /health with 503 and refuses new requests; running calls "
                            "have %g s to finish", name, grace)
         deadline = time.monotonic() + grace
@@ -14693,16 +14724,20 @@ class HttpServer:
 
     listener = None
     _sweeper = None
-    sign_in = None  # a SignIn: every request to an MCP URL brings a person's token (the config's signIn, people)
     # Limits (attributes, so a test can make them small). A connection is pending until a
     # request of it passes the checks (Host, Origin, token); pending ones have a share of
     # their own, so idle sockets never fill the cap (see make_room: who gives way past it).
     max_connections, max_pending = HTTP_MAX_CONNECTIONS, HTTP_MAX_PENDING
     header_timeout, idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
-    first_byte, slow_head, leaving = HTTP_FIRST_BYTE, HTTP_SLOW_HEAD, None  # leaving: see Drain
+    first_byte, slow_head = HTTP_FIRST_BYTE, HTTP_SLOW_HEAD
 
-    def __init__(self, server, log: Log, host, port, token=None, instance=None, proxies=()):
+    def __init__(self, server, log: Log, host, port, token=None, instance=None, proxies=(), namespaced=None,
+                 sign_in=None, leaving=None):
+        """`namespaced(name)`: the Server of /mcp/<name> (NamespaceUrls); `sign_in`: a SignIn, when every request
+        to an MCP URL brings a person's token (the config's signIn, people), else given by start() for the
+        config's plan (the audience names the port it listens on); `leaving`: see Drain."""
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
+        self.sign_in, self.leaving = sign_in, leaving
         self.local = _loopback(host)
         self.caller = "token-" + _hash(token, 8) if token else "http"  # never the token
         self.instance = instance or Instance()  # names its sessions (Mcp-Session-Id) for a load balancer
@@ -14712,14 +14747,27 @@ class HttpServer:
         self.pending = collections.OrderedDict()  # task -> [since, sending], oldest first
         self.trusted = set()
         self.calls = {}  # the _Exchange of each reply being delivered -> its 2026-07-28 Session (None: a session's)
-        self.namespaces = NamespaceUrls(self)
+        self.namespaces = NamespaceUrls(self, namespaced)
 
     async def start(self):
-        """Listen on the configured address (port 0 picks a free one)."""
+        """Listen on the configured address (port 0 picks a free one); with the config's signIn or people, ask
+        for tokens issued for this server's URL."""
         self.listener = await asyncio.start_server(self._connection, self.host, self.port, limit=HTTP_MAX_HEADER,
                                                    backlog=HTTP_BACKLOG)
         self.port = self.listener.sockets[0].getsockname()[1]
+        plan = self.server.guard.sign_in
+        if plan and self.sign_in is None:
+            shown = "[%s]" % self.host if ":" in self.host else self.host
+            self.sign_in = SignIn(plan, plan["audience"] or "http://%s:%d%s" % (shown, self.port, HTTP_PATH), self.log)
+        self.sweep()
+
+    def sweep(self):
+        """End idle sessions from now on (start() does; a namespace's URL, which does not listen, is told to)."""
         self._sweeper = asyncio.ensure_future(self._sweep())
+
+    def leave(self, reason):
+        """Refuse new work from now on with `reason` (see Drain)."""
+        self.leaving = reason
 
     async def _sweep(self):
         """End sessions nobody used for HTTP_IDLE_SESSION."""
@@ -15233,8 +15281,9 @@ def sign_in_problem(plan, host, token):
     return None
 
 
-def run_http(server, runner: ProcessRunner, log: Log, options):
-    """`--http [HOST:]PORT`: check the address and the token, then serve until stopped."""
+def run_http(server, runner: ProcessRunner, log: Log, options, namespaced=None):
+    """`--http [HOST:]PORT`: check the address and the token, then serve until stopped (`namespaced(name)`:
+    the Server of /mcp/<name>)."""
     try:
         host, port = parse_http_address(options["http"])
     except UsageError as exc:
@@ -15269,7 +15318,8 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
         return 2
     _claim_stdout()
     try:
-        return asyncio.run(serve_http(server, runner, log, host, port, token, Instance(name), drain, proxies))
+        return asyncio.run(serve_http(server, runner, log, host, port, token, Instance(name), drain, proxies,
+                                      namespaced))
     except OSError as exc:
         _say("error: --http %s: %s" % (options["http"], exc))
         return 1
@@ -15281,18 +15331,17 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
 
 
 async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token, instance=None, drain=HTTP_DRAIN,
-                     proxies=()):
-    """Serve `server` at http://host:port/mcp until SIGTERM (after a drain of `drain` seconds, see
-    Drain; a second signal ends it at once) or SIGINT."""
+                     proxies=(), namespaced=None):
+    """Serve `server` at http://host:port/mcp (and its namespaces' URLs, `namespaced(name)` their Servers)
+    until SIGTERM (after a drain of `drain` seconds, see Drain; a second signal ends it at once) or SIGINT."""
     loop = asyncio.get_running_loop()
-    http = HttpServer(server, log, host, port, token, instance, proxies)
+    http = HttpServer(server, log, host, port, token, instance, proxies, namespaced)
     server.identify(http.instance)
     await http.start()
-    server.catalog.start(server)
+    server.start()
     shown = "[%s]" % host if ":" in host else host
     plan = server.guard.sign_in
     if plan:
-        http.sign_in = SignIn(plan, plan["audience"] or "http://%s:%d%s" % (shown, http.port, HTTP_PATH), log)
         log.add_secrets([plan["clientSecret"]] if plan["clientSecret"] else [])
     log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
              " (people sign in: %s, for %s)" % (", ".join(
@@ -16993,8 +17042,11 @@ def _folder_option(option, given):
     return folder
 
 
-def _build_server(options, words, log: Log, config, runner=None):
-    """The command line's sources (a template, a script folder, a config file) behind one Server."""
+def _build_server(options, words, log: Log, config, runner=None, primary: Server | None = None, publish=False):
+    """The command line's sources (a template, a script folder, a config file) behind one Server: `serve`'s,
+    `check`'s, and each /mcp/<namespace> URL's (`primary`: the Server of /mcp, whose guard it shares, and whose
+    Aggregator's client link and running servers its own shares). `publish`: its metrics are written for
+    `status` and the TUI (RunningStats)."""
     env = dict(os.environ, **_key_values(options["env"], "--env")) if options["env"] else None
     cwd = None if options["cwd"] is None else os.path.abspath(_folder_option("--cwd", options["cwd"]))
 
@@ -17024,6 +17076,7 @@ def _build_server(options, words, log: Log, config, runner=None):
     if options["help_timeout"]:
         script_options["help_timeout"] = number("help_timeout", None)
     runner = runner or ProcessRunner(log)
+    metrics = primary.guard.metrics if primary else CallMetrics()  # the guard's counters (an Aggregator's servers_list shows them)
     sources, titles, instructions, rules, audit, opened, search, sign_in = [], [], None, {}, None, (), None, None
     if options["url"] is not None:
         if config is not None:
@@ -17044,9 +17097,9 @@ def _build_server(options, words, log: Log, config, runner=None):
             return loader, found, info
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
+            along = primary and next(s for s in primary.catalog.sources if isinstance(s, Aggregator))
             hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options,
-                                 admits)
-            hub.tool_search = info["tool_search"]
+                                 admits, metrics, along)
             found = [hub]
             # toolSearch: --tool-search, else the namespace's, else the file's
             mode = (options["tool_search"] or _object(hub.namespace.plan.namespaces.get(hub.namespace.name)).get("tool_search")
@@ -17117,11 +17170,14 @@ def _build_server(options, words, log: Log, config, runner=None):
                               "session")
     if options["audit"]:
         audit = AuditLog(_absolute(options["audit"]))
-    guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
-    guard.http_limit, guard.open, guard.sign_in = limits.get("http_rate_limit", ())[:2], opened, sign_in
-    server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions, guard=guard)
-    if search:
-        server.search = ToolSearch(server, *search)
+    if primary:  # one audit file, one rate limit per caller, one /metrics for every URL
+        guard = primary.guard
+    else:
+        guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit,
+                      metrics, RunningStats(metrics, config, "http" if options["http"] else "stdio") if publish else None,
+                      limits.get("http_rate_limit", ())[:2], opened, sign_in)
+    server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles),
+                    instructions=instructions, guard=guard, search=search)
     return server, runner
 
 
@@ -17227,7 +17283,7 @@ def main(argv=None):
             return check_config(config, log, options)
         if command == "status":
             return status_command(config, log, options)
-        server, runner = _build_server(options, words, log, config)
+        server, runner = _build_server(options, words, log, config, publish=True)
     except HelpRequested as exc:
         print(SUBCOMMAND_HELP[exc.args[0]])
         return 0
@@ -17251,10 +17307,9 @@ def main(argv=None):
         _say("error: %s" % exc)
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
-    server.guard.stats = RunningStats(server.guard.metrics, config, "http" if options["http"] else "stdio")
     if options["http"] is not None:
-        server.namespaced = lambda name: _build_server(dict(options, namespace=name), words, log, config, runner)[0]
-        return run_http(server, runner, log, options)
+        return run_http(server, runner, log, options, lambda name: _build_server(
+            dict(options, namespace=name), words, log, config, runner, primary=server)[0])
     if os.isatty(0):
         sys.stderr.write(_terminal_hint(argv, server))
     protocol_fd = _claim_stdout()
