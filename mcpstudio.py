@@ -2622,6 +2622,10 @@ class ProcessRunner:
                 pass
             self.watchdog = None
 
+    def hide(self, *names):
+        """No child gets the variables `names` from now on (--http's bearer token), even from a configured env."""
+        self.hidden = names
+
     def pause_with(self, room):
         """Start no command while the asyncio.Event `room` is clear: the client is not reading what was written
         (see StdioTransport)."""
@@ -5614,6 +5618,10 @@ class Catalog:
         """Whether any source's tool set can change while serving (list_changed)."""
         return any(s.dynamic for s in self.sources)
 
+    def changed(self):
+        """A source's tools changed (a reload, a server's list_changed): the next route or listing lists again."""
+        self.stale = True
+
     def serves(self, feature):
         """Whether any source has `feature`: "resources", "prompts", "completions" (upstreams may complete
         arguments), "subscribable" (passes resource subscriptions on) or "skills" (the skills extension)."""
@@ -7066,7 +7074,7 @@ class Server:
 
     def source_changed(self, source):
         """A source's tools or resources changed: tell clients that listen."""
-        self.catalog.stale = True  # calls route by the new tool set, not the last listing's
+        self.catalog.changed()  # calls route by the new tool set, not the last listing's
         for hub in self.views:
             hub.events.source_changed(hub)
         changed = [(key, method) for key, method, relevant in (
@@ -11038,6 +11046,17 @@ class Downstream:
         self.source = source    # the Aggregator: the catalog knows the source by it and hands it its events
         self.bridge = bridge    # an InputBridge: a handshake-era server's questions to a 2026-07-28 client
 
+    def started(self, session):
+        """`session` finished `initialize`: it is the client served, unless one still open is. Over --http several
+        clients may share the servers: they are offered what the first one offers, and each server's request goes
+        to the client whose call caused it (refused if that one lacks it)."""
+        if not self.session or self.session.closed:
+            self.session = session
+
+    def chose_level(self, level):
+        """The client served set `level` with logging/setLevel: every server is told it."""
+        self.log_level = level
+
     def offered(self):
         """The client capabilities an upstream is told of: exactly those of mcpstudio's own client."""
         return dict(self.session.client_capabilities) if self.session else {}
@@ -11304,7 +11323,6 @@ class Upstream:
     cached = None       # the same from the on-disk cache (None: not read, {}: none)
     user_stopped = False
     list_deadline = None  # until when listings wait for its first start
-    bearer = None       # a person's own access token it sends (`"auth": "passthrough"`; the Aggregator sets it)
     refused_bearer = None  # the last of them the server answered 401
     _starting = _stopping = None  # the tasks starting and stopping it
     _health = None      # the task pinging it (healthCheckInterval)
@@ -11313,8 +11331,9 @@ class Upstream:
     _relist_again = False  # another list_changed came while it ran
 
     def __init__(self, spec: UpstreamSpec, runner: ProcessRunner, log: Log, downstream, cache_dir, *,
-                 config_path=None, start_tool="servers_start"):
+                 config_path=None, start_tool="servers_start", bearer=None):
         self.spec = spec
+        self.bearer = bearer  # a person's own access token it sends (`"auth": "passthrough"`), or None; see renew
         self.runner, self.log = runner, log
         self.downstream = downstream    # the client side: what it offers, its log level, where changes go
         self.config_path = config_path  # the config file, whose folder keeps the server's sign-in (OAuth)
@@ -11607,6 +11626,32 @@ class Upstream:
             self.transport = self.pid = None
         if self.client.channel is protocol:
             self.client.channel = None
+
+    def renew(self, bearer):
+        """The person's token of this call, if any: sent from now on (`"auth": "passthrough"`)."""
+        self.bearer = bearer or self.bearer
+
+    async def user_stop(self):
+        """servers_stop: stop it until a person starts it again (calls arriving while it stops are refused)."""
+        self.user_stopped = True
+        await self.stop("servers_stop was called", "stopped-by-user")
+
+    async def user_restart(self):
+        """servers_restart: stop it, counted as a restart (user_start starts it again)."""
+        await self.stop("servers_restart was called")
+        self.restarts += 1
+
+    def user_start(self):
+        """servers_start or servers_restart: calls may start it again."""
+        self.user_stopped = False
+        if self.state == "stopped-by-user":
+            self.state = "stopped"
+
+    def stays_stopped_as(self, old):
+        """It replaces `old` (its configuration changed): a servers_stop of `old` holds across the reload."""
+        self.user_stopped = old.user_stopped
+        if old.user_stopped and self.usable():
+            self.state = "stopped-by-user"
 
     async def stop(self, reason, final_state="stopped"):
         """Stop the server and its group; runs to the end even if the caller is cancelled."""
@@ -12069,15 +12114,11 @@ class ManagerTools:
             else:
                 upstream = self._server(arguments)
                 if tool == "servers_stop":
-                    upstream.user_stopped = True  # from now: calls arriving while it stops are refused
-                    await upstream.stop("servers_stop was called", "stopped-by-user")
+                    await upstream.user_stop()
                 elif tool == "servers_restart":
-                    await upstream.stop("servers_restart was called")
-                    upstream.restarts += 1
+                    await upstream.user_restart()
                 if tool in ("servers_start", "servers_restart"):
-                    upstream.user_stopped = False
-                    if upstream.state == "stopped-by-user":
-                        upstream.state = "stopped"
+                    upstream.user_start()
                     await upstream.ready(wait_backoff=False)  # a person asked: no backoff; says why it fails
                 result = self.status(upstream)
         except (UpstreamError, ConfigError) as exc:
@@ -12383,7 +12424,7 @@ class Aggregator(Source):
             self._stop_instance(key, "the server refused the person's last token")  # a new token: a new start
         if key in self.isolated:
             self.isolated.move_to_end(key)
-            self.isolated[key][0].bearer = bearer or self.isolated[key][0].bearer
+            self.isolated[key][0].renew(bearer)
             return self.isolated[key][0]
         configured = getattr(spec, "origin", spec)  # with its ${person.NAME} (the shared one runs without them)
         secrets = PersonSecrets().of(person) if person is not None else {}
@@ -12401,8 +12442,7 @@ class Aggregator(Source):
             self._stop_instance(idle, "another caller needed room (maxInstances %d)" % spec.max_instances)
         own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
                        self.cache_dir, config_path=self.config_path,
-                       start_tool=self.namespace.manager_name("servers_start"))
-        own.bearer = bearer
+                       start_tool=self.namespace.manager_name("servers_start"), bearer=bearer)
         self.log.add_secrets([value for value in secrets.values() if value])
         self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
         self.log.info("server %s: a process of its own for %s %s", spec.id, owner[0],
@@ -12519,16 +12559,14 @@ class Aggregator(Source):
 
     def session_started(self, session=None):
         """A client finished `initialize`: start eager and uncached servers, offering each what it offers."""
-        if session and (not self.downstream.session or self.downstream.session.closed):
-            # Over --http several clients may share the servers: they are offered what the first one offers,
-            # and each server's request goes to the client whose call caused it (refused if that one lacks it).
-            self.downstream.session = session
+        if session:
+            self.downstream.started(session)
         asyncio.ensure_future(self._start_early())
 
     def set_level(self, level, session):
         """The client chose a log level: every running server is told, and each server started later."""
         if session is self.downstream.session:
-            self.downstream.log_level = level
+            self.downstream.chose_level(level)
             for upstream in self.upstreams.values():
                 if upstream.state == "running" and "logging" in upstream.client.capabilities and not upstream.client.modern:
                     asyncio.ensure_future(upstream.set_level(level))
@@ -12951,9 +12989,7 @@ class Aggregator(Source):
                 running = upstream.state == "running"
                 await upstream.stop("its configuration changed")
                 fresh = new[sid] = self._new_upstream(spec)
-                fresh.user_stopped = upstream.user_stopped  # servers_stop holds across reloads
-                if upstream.user_stopped and fresh.usable():
-                    fresh.state = "stopped-by-user"
+                fresh.stays_stopped_as(upstream)  # servers_stop holds across reloads
                 if running and fresh.usable() and not upstream.user_stopped:
                     fresh.start(wait_backoff=False)
             else:
@@ -13263,7 +13299,7 @@ class Board:
     """What the TUI shows and does, without curses (see the section comment)."""
 
     plan = None
-    said = ""  # what the last action did or why it was refused, for the status line
+    said = ""  # what the last action did or why it was refused, for the status line (say)
 
     def __init__(self, path, namespace=None):
         self.path, self.shown = path, namespace  # `shown`: the namespace whose permissions show and toggle
@@ -13308,6 +13344,17 @@ class Board:
                          reload=self._read, manager_tools=False)
         hub.start(None)  # the Board polls it
         return hub
+
+    def say(self, text):
+        """Put `text` on the status line: what the screen's last action did, or why it was refused."""
+        self.said = text
+
+    def show(self, namespace):
+        """Show `namespace`'s permissions (and toggle them), or say which namespaces there are."""
+        if namespace in self.plan.namespaces:
+            self.shown, self.said = namespace, "showing namespace %s" % namespace
+        else:
+            self.said = "no namespace %s (there are: %s)" % (namespace, ", ".join(self.plan.namespaces) or "none")
 
     # -- what the screen shows ---------------------------------------------------------------
 
@@ -13700,22 +13747,23 @@ class TuiScreen:
             if (self.ask("remove %s from the config? (y/n) " % row["name"]) or "").lower().startswith("y"):
                 board.edit(["remove", row["name"]])
             else:
-                board.said = "kept %s" % row["name"]
+                board.say("kept %s" % row["name"])
         elif char == "n" and row:
             self.namespaces(row)
         elif char == "r":
             board.reload()
-            board.said = board.said if board.said.startswith("the config") else "read %s again" % board.path
+            if not board.said.startswith("the config"):
+                board.say("read %s again" % board.path)
         elif char in ("c", "p") and row and self.view == "details":
             tools = board.details(row["id"])["tools"]
             if not tools:
-                board.said = "no tools listed yet: t starts the server"
+                board.say("no tools listed yet: t starts the server")
             elif char == "c":
                 arguments = ask_fields(tools[self.tool]["schema"], self.ask)
                 if arguments is not None:
                     board.call(row["id"], tools[self.tool]["name"], arguments)
             elif not board.shown:
-                board.said = "no namespace shown: n creates one or chooses which"
+                board.say("no namespace shown: n creates one or chooses which")
             else:
                 board.edit(["namespace", "deny" if tools[self.tool]["allowed"].get(board.shown) else "allow", board.shown, row["name"], tools[self.tool]["name"]])
         return True
@@ -13725,7 +13773,7 @@ class TuiScreen:
         if not name:
             return
         if any(row["name"] == name for row in self.board.rows()):
-            self.board.said = "refused: a server %s exists (d removes it first)" % name
+            self.board.say("refused: a server %s exists (d removes it first)" % name)
             return
         target = self.ask("%s: command (with its arguments) or URL: " % name)
         if not target:
@@ -13734,7 +13782,7 @@ class TuiScreen:
         try:
             words = ["--url", target] if re.match(r"https?://", target) else ["--"] + shlex.split(target)
         except ValueError as exc:
-            self.board.said = "refused: %s" % exc
+            self.board.say("refused: %s" % exc)
             return
         self.board.edit(["add", name] + words)
 
@@ -13747,11 +13795,7 @@ class TuiScreen:
         if not name:
             return
         if choice == "s":
-            if name in self.board.plan.namespaces:
-                self.board.shown = name
-                self.board.said = "showing namespace %s" % name
-            else:
-                self.board.said = "no namespace %s (there are: %s)" % (name, ", ".join(self.board.plan.namespaces) or "none")
+            self.board.show(name)
             return
         action = {"c": "add", "a": "assign", "d": "default"}[choice]
         self.board.edit(["namespace", action, name] + ([row["name"]] if action != "default" else []))
@@ -15291,7 +15335,7 @@ def run_http(server, runner: ProcessRunner, log: Log, options, namespaced=None):
         return 2
     token = options["http_token"] or os.environ.get(HTTP_TOKEN_VARIABLE) or None
     os.environ.pop(HTTP_TOKEN_VARIABLE, None)  # tools and upstream servers never inherit the token
-    runner.hidden = (HTTP_TOKEN_VARIABLE,)     # nor get it from an env copied when the config was read
+    runner.hide(HTTP_TOKEN_VARIABLE)           # nor get it from an env copied when the config was read
     plan = server.guard.sign_in
     problem = plan and sign_in_problem(plan, host, token)
     if problem:
