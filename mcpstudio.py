@@ -3287,7 +3287,7 @@ class StdioTransport:
         self.out_fd = out_fd
         self.log = log
         self.limit = limit
-        self.framing = NEWLINE
+        self.framing = NEWLINE  # the client's last message's: what messages of our own use (see heard)
         import queue
         self._outbox = queue.SimpleQueue()
         self._writer = None
@@ -3361,6 +3361,10 @@ class StdioTransport:
 
     def ended(self, request_id):
         """A request was cancelled: over stdio it simply gets no response (HTTP ends its stream)."""
+
+    def heard(self, framing):
+        """The client's last message came in `framing` (newline or Content-Length): ours follow it."""
+        self.framing = framing
 
     def _write_loop(self):
         while True:
@@ -3715,7 +3719,7 @@ class Session:
             return
         if self.log.file:
             self.log.wire("->", data)
-        self.transport.framing = framing
+        self.transport.heard(framing)
         try:
             message = json.loads(data)
         except BAD_JSON as exc:
@@ -11937,11 +11941,13 @@ class Namespace:
     """Which of a config's servers are served, and under which names: the namespace chosen (on the command line,
     by the config's default, or none), its filters and permissions, and the manager tools' names."""
 
-    plan = name = chosen_by = None
+    chosen_by = None
     refusal = None  # what every request gets when no namespace can be chosen
 
-    def __init__(self, requested, separator, config_path, log: Log):
+    def __init__(self, requested, separator, config_path, log: Log, plan=None, name=None):
+        """`plan` and `name`: a namespace chosen already, without apply() (check's review of its overrides)."""
         self.requested = requested  # --namespace
+        self.plan, self.name = plan, name
         self.separator = separator
         self.config_path, self.log = config_path, log
         self.said = set()  # (tool, reason) of each refused override said so far
@@ -12237,6 +12243,10 @@ class ConfigWatch:
     def __init__(self, path, interval, log: Log, reload):
         self.path, self.interval, self.log = path, interval, log
         self.reload = reload  # a coroutine function that reads the file again
+        self.stamp = self.read_stamp()
+
+    def mark(self):
+        """The file as it is now is the one read (a reload): only a later change reads it again."""
         self.stamp = self.read_stamp()
 
     def read_stamp(self):
@@ -12963,7 +12973,7 @@ class Aggregator(Source):
         return await asyncio.shield(self._reloading)
 
     async def _reload(self):
-        self.watch.stamp = self.watch.read_stamp()
+        self.watch.mark()
         local, plan, local_key = self.reload_config()
         error = select_namespace(plan.namespaces, self.namespace.requested, plan.default, plan.default_key)[2]
         if error and not self.namespace.refusal:
@@ -13108,8 +13118,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
     """What `serve` would say of the overrides of `namespace` against `listings` ({server id: its cached
     tools}): overrides naming no listed tool (warnings on stderr), and a line for each curated tool and
     each refused override (with the count of those)."""
-    view = Namespace(None, separator, None, log)
-    view.plan, view.name = plan, namespace
+    view = Namespace(None, separator, None, log, plan, namespace)
     lines, refused, served, shown = [], 0, [], []  # shown: (public name, the key that renamed it or None)
     for spec in plan.specs:
         if spec.id not in listings:
@@ -14466,6 +14475,9 @@ class _HttpTransport:
             exchange.put(None, False)
 
     framing = NEWLINE
+
+    def heard(self, framing):
+        """Over HTTP every body is one JSON message: there is no framing to follow."""
 
     stream = None  # the GET stream's queue (handshake era)
     dropped = 0  # notifications dropped for a client that does not read (HTTP_MAX_QUEUED)
