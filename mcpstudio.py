@@ -10674,6 +10674,16 @@ class RpcClient:
         self.pending = {}             # our request id -> future
         self.causes = {}              # our request id -> the CallContext of the client's request it serves
 
+    def attach(self, channel):
+        """Talk through `channel` from now on (a new start or connection); return it."""
+        self.channel = channel
+        return channel
+
+    def detach(self, channel):
+        """`channel` ended: talk through nothing, unless a newer channel has been attached meanwhile."""
+        if self.channel is channel:
+            self.channel = None
+
     def new_id(self):
         """The next request id (ours: an upstream never sees the client's ids)."""
         self.next_id += 1
@@ -10815,11 +10825,13 @@ class McpClient(RpcClient):
             return
         self.dual = MODERN_VERSIONS[0] in (result.get("supportedVersions") or ())
 
-    async def open(self, version=None):
-        """initialize and initialized; or, refused, server/discover (the 2026-07-28 era has no handshake).
+    async def open(self, version=None, offered=None):
+        """initialize and initialized; or, refused, server/discover (the 2026-07-28 era has no handshake),
+        declaring `offered` (the client capabilities of the client mcpstudio serves).
 
         `version` (the config's `protocolVersion`) pins the era: 2026-07-28 asks server/discover only, so the
         server never sees an `initialize`; a handshake version is the only one offered, with no fallback."""
+        self.offered, self.dual, self.modern_only = offered or {}, False, set()  # a new connection's
         if version in MODERN_VERSIONS:
             await self._discover(None)
             return
@@ -10982,6 +10994,11 @@ class ServerLog:
         self.lines = collections.deque(maxlen=LOG_LINES)
         self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
         self.stray = None  # the current run's last line on stdout that is not JSON-RPC (a banner, a print)
+
+    def restart(self):
+        """A new run of the server begins: what the last one wrote no longer explains a failure."""
+        self.recent.clear()
+        self.stray = None
 
     def note(self, text, warn=False):
         """A lifecycle line: to the server's log ring, and to mcpstudio's debug log (or a warning, said once)."""
@@ -11449,9 +11466,8 @@ class Upstream:
         if spec.url is not None:
             await self._connect()
             return
-        protocol = self.client.channel = _UpstreamProtocol(self)
-        self.server_log.recent.clear()
-        self.server_log.stray = None
+        protocol = self.client.attach(_UpstreamProtocol(self))
+        self.server_log.restart()
         self.server_log.note("starting: %s" % spec.display())
         started = time.monotonic()
         spawn = asyncio.ensure_future(self.runner.start_server([spec.command] + spec.args, lambda: protocol,
@@ -11459,11 +11475,11 @@ class Upstream:
         try:
             self.transport, _ = await asyncio.shield(spawn)  # a cancel mid-spawn must not lose the child
         except asyncio.CancelledError:
-            self.client.channel = None
+            self.client.detach(protocol)
             spawn.add_done_callback(self._end_orphan)
             raise
         except (OSError, ValueError) as exc:
-            self.client.channel = None
+            self.client.detach(protocol)
             hint = ""
             if isinstance(exc, FileNotFoundError):
                 hint = (" (put the arguments in `args`: \"command\": %s, \"args\": [...])" % json.dumps(spec.command.split()[0])
@@ -11478,19 +11494,17 @@ class Upstream:
         """Start talking to a server reached by URL (Streamable HTTP, or the older HTTP+SSE)."""
         started = time.monotonic()
         self.server_log.note("connecting: %s (%s)" % (self.log.mask(self.spec.url), self.spec.transport))
-        channel = self.client.channel = _HttpChannel(self)
+        channel = self.client.attach(_HttpChannel(self))
         try:
             await asyncio.wait_for(channel.open(), self.spec.startup_timeout)
         except (asyncio.TimeoutError, OSError, ValueError) as exc:
             channel.close()
-            self.client.channel = None
+            self.client.detach(channel)
             raise self._failed("cannot connect to %s: %s" % (self.log.mask(self.spec.url), exc or "timed out"))
         await self._shake_hands(started)
 
     async def _handshake(self):
-        self.client.offered = self.downstream.offered()
-        self.client.dual, self.client.modern_only = False, set()
-        await self.client.open(self.spec.protocol)
+        await self.client.open(self.spec.protocol, self.downstream.offered())
         if not self.client.modern and not self.spec.protocol:
             await self.client.probe(min(self.spec.startup_timeout, PROBE_TIMEOUT))
         if self.downstream.log_level and "logging" in self.client.capabilities and not self.client.modern:
@@ -11618,8 +11632,7 @@ class Upstream:
         transport, protocol = self.transport, self.client.channel
         if isinstance(protocol, _HttpChannel):
             protocol.close()
-            if self.client.channel is protocol:
-                self.client.channel = None
+            self.client.detach(protocol)
             return
         if not transport or not protocol:
             return
@@ -11628,8 +11641,7 @@ class Upstream:
         # next call starts the server again): clear only what this _end stopped, never the new start's.
         if self.transport is transport:
             self.transport = self.pid = None
-        if self.client.channel is protocol:
-            self.client.channel = None
+        self.client.detach(protocol)
 
     def renew(self, bearer):
         """The person's token of this call, if any: sent from now on (`"auth": "passthrough"`)."""
