@@ -10357,7 +10357,7 @@ class _HttpChannel:
         saying so; the Aggregator then has the gateway refuse the token too (Person.refuse)."""
         params = www_authenticate(response.getheader("WWW-Authenticate") or "")
         response.read()
-        self.upstream.refused_bearer = self.upstream.bearer
+        self.upstream.refuse_bearer()
         return OAuthError("server %s refused your access token (HTTP 401%s): sign in to the gateway again (your MCP "
                           "client does when the gateway answers 401 invalid_token, as it will now), with a token issued "
                           "for %s too" % (self.spec.key, ": " + (params.get("error_description") or params["error"])
@@ -11377,6 +11377,17 @@ class Upstream:
         """Its launch fingerprint and this run of it: what results cached from it are of."""
         return "%s-%s" % (self.spec.launch, self.run)
 
+    def read_cache(self, entry):
+        """Its on-disk listing, read ahead in a worker thread (None: there is none), unless known() read it first."""
+        if self.cached is None:
+            self.cached = entry or {}
+
+    def list_wait(self, now):
+        """Until when a listing waits for its first start: LIST_WAIT from `now`, the first time it is asked."""
+        if self.list_deadline is None:
+            self.list_deadline = now + _list_wait()
+        return self.list_deadline
+
     def known(self):
         """The latest listing: the running server's, else the cache's, else None."""
         if self.listing is not None:
@@ -11642,6 +11653,10 @@ class Upstream:
         if self.transport is transport:
             self.transport = self.pid = None
         self.client.detach(protocol)
+
+    def refuse_bearer(self):
+        """The server answered 401 to the person's token it sent: a call with a newer token starts anew."""
+        self.refused_bearer = self.bearer
 
     def renew(self, bearer):
         """The person's token of this call, if any: sent from now on (`"auth": "passthrough"`)."""
@@ -12622,8 +12637,7 @@ class Aggregator(Source):
         loop = asyncio.get_running_loop()
         for upstream, entry in zip(upstreams, await asyncio.gather(*(loop.run_in_executor(None, u.cache.read)
                                                                       for u in upstreams))):
-            if upstream.cached is None:
-                upstream.cached = entry or {}
+            upstream.read_cache(entry)
 
     def reload_signal(self):
         """What SIGHUP calls: re-read the config file."""
@@ -12644,11 +12658,9 @@ class Aggregator(Source):
         if not missing:
             return
         now = time.monotonic()
-        for upstream in missing:
-            if upstream.list_deadline is None:
-                upstream.list_deadline = now + _list_wait()
+        deadline = max([u.list_wait(now) for u in missing])
         tasks = [u.start() for u in missing]
-        wait = max(u.list_deadline for u in missing) - now
+        wait = deadline - now
         if wait > 0:
             await asyncio.wait(tasks, timeout=wait)
         slow = [u.spec.id for u, task in zip(missing, tasks) if not task.done()]
@@ -14493,10 +14505,10 @@ class _HttpTransport:
 
     stream = None  # the GET stream's queue (handshake era)
     dropped = 0  # notifications dropped for a client that does not read (HTTP_MAX_QUEUED)
-    bound = None  # HttpServer's check of what resumable streams keep
 
-    def __init__(self, log):
+    def __init__(self, log, bound=None):
         self.log = log
+        self.bound = bound       # HttpServer's check of what resumable streams keep (a session's transport)
         self.exchanges = {}      # request id -> _Exchange
 
     def _keep(self, exchange, message, final):
@@ -15113,9 +15125,10 @@ class HttpServer:
         entry.session.receive(body, NEWLINE)
         return await self._deliver(exchange, writer, reader, extra, keep, version, None, entry)
 
-    def _session_pair(self, person=None):
-        """A Session of the Server (of `person`, when signed in) over a transport that routes to HTTP exchanges."""
-        transport = _HttpTransport(self.log)
+    def _session_pair(self, person=None, bound=None):
+        """A Session of the Server (of `person`, when signed in) over a transport that routes to HTTP exchanges
+        (`bound`: see _HttpTransport)."""
+        transport = _HttpTransport(self.log, bound)
         session = Session(transport, self.server.dispatch, self.log, self.server.notification)
         session.caller = session.label = self.caller
         if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
@@ -15129,10 +15142,9 @@ class HttpServer:
                                                       if t.status not in TERMINAL})
         if idle:
             self._end(idle.id)
-        session, transport = self._session_pair(person)
+        session, transport = self._session_pair(person, lambda: bound_replay(entry, self.sessions))  # entry: below
         entry = _HttpSession(self.instance.new_id(), session, transport, client)
         session.label = "http-" + entry.id.rpartition(".")[2][:8]
-        transport.bound = lambda: bound_replay(entry, self.sessions)
         self.sessions[entry.id] = entry
         return entry
 
