@@ -14071,11 +14071,11 @@ class Person:
     """Who a request's token names: a subject, an email, groups and scopes; `audiences` (the token's `aud`) and
     the `token` itself, which only a server of `"auth": "passthrough"` that one of them names is given."""
 
-    token = None
-    refusals = None  # SignIn's {sha256 of a token: why a passthrough server refused it}
-
-    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=(), key=None):
+    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=(), key=None, token=None, refusals=None):
+        """`token`: the access token that named them; `refusals`: SignIn's {sha256 of a token: why a passthrough
+        server refused it}."""
         self.subject, self.email = subject, email
+        self.token, self.refusals = token, refusals
         self.key = key or subject  # whose secrets, tasks, outputs, sessions: a listed person's is static:NAME
         self.groups = [g for g in groups if isinstance(g, str)]
         self.scopes = [s for s in scopes if isinstance(s, str)]
@@ -14097,16 +14097,17 @@ class Person:
                 self.refusals.popitem(last=False)
 
     @classmethod
-    def from_claims(cls, claims):
+    def from_claims(cls, claims, token=None, refusals=None):
         """A person from a JWT's (or an introspection's) claims: sub, email (unless email_verified is false),
-        groups, scope (or scp), aud."""
+        groups, scope (or scp), aud; `token` and `refusals` as for Person."""
         scopes = claims.get("scope", claims.get("scp")) or []  # Entra ID writes `scp` as a string, Okta as a list
         scopes = scopes.split() if isinstance(scopes, str) else scopes
         groups, audiences = claims.get("groups"), claims.get("aud")
         email = claims.get("email") if claims.get("email_verified") is not False else None  # not who they are
         return cls(claims["sub"], email if isinstance(email, str) else None,
                    groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
-                   [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [])
+                   [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [],
+                   token=token, refusals=refusals)
 
 
 def admits(people, person):
@@ -14172,11 +14173,12 @@ class SignIn:
         audiences = list(dict.fromkeys([self.audience, self.resource(namespace)]))
         try:
             claims = await self._claims(token, audiences)
-            answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
+            # the token and refusals: for a passthrough server (Person.token_for, refuse)
+            answer = Person.from_claims(claims, token, self.refused)
+            until = min(time.time() + SIGNIN_REMEMBER, claims["exp"])
             if answer.key.startswith(STATIC_PERSON):
                 raise TokenError("its subject %s takes the prefix of listed people (%s)" % (
                     json.dumps(answer.key), STATIC_PERSON))
-            answer.token, answer.refusals = token, self.refused  # for a passthrough server (Person.token_for, refuse)
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
         except TokenError as exc:
