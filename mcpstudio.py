@@ -6341,8 +6341,8 @@ class Guard:
         self.log, self.rules, self.audit = log, rules or {}, audit
         self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), metrics or CallMetrics()
         self.stats = stats            # RunningStats: `serve` publishes the metrics for `status` and the TUI
-        self.http_limit = http_limit  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
-        self.open = open_paths        # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
+        self.http_limit = http_limit  # (calls, seconds) of HTTP requests per caller (--http-rate-limit)
+        self.open = open_paths        # "/health", "/metrics": served without the HTTP token (openEndpoints)
         self.sign_in = sign_in        # the config's signIn and people (read_sign_in): serve --http asks for tokens
 
     async def call(self, public, source, original, arguments, ctx: CallContext, tool, ask):
@@ -17158,7 +17158,7 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
     if options["help_timeout"]:
         script_options["help_timeout"] = number("help_timeout", None)
     runner = runner or ProcessRunner(log)
-    metrics = primary.guard.metrics if primary else CallMetrics()  # the guard's counters (an Aggregator's servers_list shows them)
+    metrics = primary.guard.metrics if primary else CallMetrics()  # the guard's counters (servers_list shows them)
     sources, titles, instructions, rules, audit, opened, search, sign_in = [], [], None, {}, None, (), None, None
     if options["url"] is not None:
         if config is not None:
@@ -17255,9 +17255,9 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
     if primary:  # one audit file, one rate limit per caller, one /metrics for every URL
         guard = primary.guard
     else:
+        stats = RunningStats(metrics, config, "http" if options["http"] else "stdio") if publish else None
         guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit,
-                      metrics, RunningStats(metrics, config, "http" if options["http"] else "stdio") if publish else None,
-                      limits.get("http_rate_limit", ())[:2], opened, sign_in)
+                      metrics, stats, limits.get("http_rate_limit", ())[:2], opened, sign_in)
     server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles),
                     instructions=instructions, guard=guard, search=search)
     return server, runner

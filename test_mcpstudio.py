@@ -14027,7 +14027,8 @@ class ConstructionTests(unittest.TestCase):
         ("HttpServer._modern", "exchange"), ("_HttpTransport._keep", "exchange"), ("Session._notification", "entry[1]"),
         ("Upstream.lost", "protocol"),
         # parsed records, built field by field by their reader
-        ("_read_server", "spec"), ("_read_oauth", "spec"), ("read_upstreams", "spec"), ("UpstreamSpec.for_person", "spec"),
+        ("_read_server", "spec"), ("_read_oauth", "spec"), ("read_upstreams", "spec"),
+        ("UpstreamSpec.for_person", "spec"),
         ("ConfigLoader.bind", "field"), ("ConfigLoader.bind", "block"), ("ConfigLoader.resource", "field"),
         ("ConfigLoader.keys", "unknown[0]"), ("CommandTemplate._parse", "block"), ("Template._field", "known"),
         # the standard library's objects: sys.stdout, ctypes prototypes and structures, http.server's option
@@ -14052,7 +14053,8 @@ class ConstructionTests(unittest.TestCase):
         if isinstance(node, ast.Attribute):
             return "%s.%s" % (cls.text(node.value), node.attr)
         if isinstance(node, ast.Subscript):
-            index = node.slice if isinstance(node.slice, ast.Constant) else getattr(node.slice, "value", None)  # 3.8: Index
+            index = node.slice  # 3.8 wraps it in ast.Index
+            index = index if isinstance(index, ast.Constant) else getattr(index, "value", None)
             return "%s[%s]" % (cls.text(node.value), index.value if isinstance(index, ast.Constant) else "?")
         return ast.dump(node)
 
