@@ -54,6 +54,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import weakref
 
 __version__ = "0.1.0"
@@ -2744,7 +2745,7 @@ class ProcessRunner:
         self.groups = set()  # process groups (leader pids) that may still have members
         self.watchdog = None  # started just before the first child (see _child_env)
         self.marker = None   # this run's WATCHDOG_ENV value, in every child's environment
-        self.room = None     # an asyncio.Event, clear while the client is not reading (see StdioTransport)
+        self.room = None     # an asyncio.Event, clear while the client is not reading (see pause_with)
         self.hidden = ()     # variables no child gets (--http's bearer token), even from a configured env
 
     def _child_env(self, env):
@@ -2792,6 +2793,15 @@ class ProcessRunner:
                 pass
             self.watchdog = None
 
+    def hide(self, *names):
+        """No child gets the variables `names` from now on (--http's bearer token), even from a configured env."""
+        self.hidden = names
+
+    def pause_with(self, room):
+        """Start no command while the asyncio.Event `room` is clear: the client is not reading what was written
+        (see StdioTransport)."""
+        self.room = room
+
     async def run(self, argv, *, stdin_bytes=None, env=None, cwd=None, timeout=None,
                   output_limit=DEFAULT_MAX_OUTPUT, on_stderr_line=None, on_output=None, asker=None,
                   shown=None) -> ProcessResult:
@@ -2833,7 +2843,7 @@ class ProcessRunner:
                 pipe = transport.get_pipe_transport(0)
                 pipe.write(stdin_bytes or b"")
                 if asker:
-                    asker.job = asyncio.ensure_future(asker.watch(pid, pipe))
+                    asker.begin(pid, pipe)
                 else:
                     pipe.write_eof()
             if not child.exited.done():
@@ -3124,9 +3134,18 @@ class Log:
         self.add_secrets(secrets)
         self.enabled = self.debug_enabled or self.file is not None
         self.warned = set()
-        self.schema_of = lambda name: None  # a tool's inputSchema by name (the Server's): secrets of wire lines
+        self.catalogs = []  # the Servers' Catalogs (a namespace's URL adds its own): their schemas mask wire lines
         self.forms = collections.OrderedDict()  # id -> requestedSchema of the last forms asked (their answers masked)
         self.warnings = 0  # how many were logged (`check` counts them in its verdict)
+
+    def mask_by(self, catalog):
+        """Mask tools/call arguments by the tool schemas of `catalog` too."""
+        self.catalogs.append(catalog)
+
+    def schema_of(self, name):
+        """The inputSchema of the tool `name`: as listed by a catalog (the newest first), else its fixed tool's."""
+        return next((schema for schema in [_object(c.listed.get(name)).get("inputSchema") for c in self.catalogs[::-1]]
+                     + [c.schema_of(name) for c in self.catalogs] if schema), None)
 
     def add_secrets(self, secrets):
         """Mask these values (as written and JSON-escaped) in every line from now on."""
@@ -3439,7 +3458,7 @@ class StdioTransport:
         self.out_fd = out_fd
         self.log = log
         self.limit = limit
-        self.framing = NEWLINE
+        self.framing = NEWLINE  # the client's last message's: what messages of our own use (see heard)
         import queue
         self._outbox = queue.SimpleQueue()
         self._writer = None
@@ -3510,6 +3529,13 @@ class StdioTransport:
                     self.room.clear()
                 self.log.debug("the client is not reading: %d bytes wait; reading paused", self._unsent)
         self._outbox.put(data)
+
+    def ended(self, request_id):
+        """A request was cancelled: over stdio it simply gets no response (HTTP ends its stream)."""
+
+    def heard(self, framing):
+        """The client's last message came in `framing` (newline or Content-Length): ours follow it."""
+        self.framing = framing
 
     def _write_loop(self):
         while True:
@@ -3740,9 +3766,15 @@ class PromptWatch(OutputFeed):
     command kept alive); a secret, or a client that cannot ask, stops the call with the prompt quoted. A command
     reading with nothing asked gets the end of its input, as from the null device."""
 
-    answers = ()  # the tool's, as (pattern, text)
-    secret = False  # a program known to ask for secrets (asks_secrets): each of its prompts is one
-    slots = None    # the semaphore of running commands: a command parked on a 2026-07-28 question leaves it
+    def __init__(self, ctx: CallContext, label, logger, answers=(), slots=None, secret=False):
+        super().__init__(ctx, label, logger)
+        self.answers = answers  # the tool's, as (pattern, text)
+        self.slots = slots      # the semaphore of running commands: a command parked on a 2026-07-28 question leaves it
+        self.secret = secret    # a program known to ask for secrets (asks_secrets): each of its prompts is one
+
+    def begin(self, pid, pipe):
+        """The command `pid` runs with `pipe` as its stdin: watch it for questions until the call ends."""
+        self.job = asyncio.ensure_future(self.watch(pid, pipe))
 
     async def watch(self, pid, pipe):
         self.said = time.monotonic()  # what it wrote before reading may still be on the way
@@ -3858,7 +3890,7 @@ class Session:
             return
         if self.log.file:
             self.log.wire("->", data)
-        self.transport.framing = framing
+        self.transport.heard(framing)
         try:
             message = json.loads(data)
         except BAD_JSON as exc:
@@ -3889,7 +3921,7 @@ class Session:
                 self.transport.send(task.result(), framing)
             elif task.cancelled() and framing and self.aborted is not None:  # the server stops: it says so
                 self.transport.send(_error_response(request_id, self.aborted), framing)
-            elif task.cancelled() and hasattr(self.transport, "ended"):
+            elif task.cancelled():
                 self.transport.ended(request_id)  # HTTP: end the stream that waited for it
         task.add_done_callback(done)
         return task
@@ -4040,19 +4072,29 @@ def _invalid_params(problem, data=None):
 # --------------------------------------------------------------------------
 
 class Source:
-    """The small contract every source keeps, so the catalog never needs to know their kind:
-    `list_tools()` (MCP Tool dicts under original names), `call_tool(name, arguments, ctx)`, and
-    where `resources` is true, `list_resources()`, `list_resource_templates()` and
-    `read_resource(uri, ctx)`; `start()` and `close()` for sources with work of their own;
-    `dynamic` when the tool set can change, reported through `events.source_changed(source)`.
-    What a kind of source does not do, it inherits from here."""
+    """The contract every source keeps, so the catalog and the server never need to know their kind
+    (nor ask whether a source has a capability): `list_tools()` (MCP Tool dicts under original names),
+    `call_tool(name, arguments, ctx)`, and where `resources` is true, `list_resources()`,
+    `list_resource_templates()` and `read_resource(uri, ctx)`; `start(events)` and `close()` for sources
+    with work of their own; `dynamic` when the tool set can change, reported through
+    `events.source_changed(source)`. Every other capability has its default here, what a source without
+    it answers; a kind of source that has it overrides it."""
 
-    dynamic = False
-    resources = False
-    events = None
+    dynamic = False        # its tool set can change while serving (list_changed)
+    resources = False      # it serves resources
+    prompts = False        # it serves prompts (list_prompts, get_prompt)
+    completions = False    # it completes arguments (complete)
+    subscribable = False   # it takes resource subscriptions (subscribe)
+    skills = False         # it serves skills now (the skills extension is declared)
+    skill_methods = False  # skills/list, skills/get and resources/directory/read reach it (it may learn of skills)
+    refusal = None         # an McpError every request gets (a config that cannot serve), or None
+    reload_signal = None   # what SIGHUP calls (re-read its config), or None
+    upstreams = types.MappingProxyType({})  # id -> Upstream: the MCP servers behind it
+    events = None          # what it reports changes to (the Server), given by start(events)
 
-    def start(self):
-        pass
+    def start(self, events):
+        """Begin background work; changes go to `events`."""
+        self.events = events
 
     async def close(self):
         pass
@@ -4065,6 +4107,91 @@ class Source:
 
     async def list_resource_templates(self):
         return []
+
+    async def read_resource(self, uri, ctx):
+        """MCP contents of `uri`, or None when it is not this source's."""
+        return None
+
+    async def list_prompts(self):
+        return []
+
+    async def list_skills(self):
+        return []
+
+    async def get_skill(self, uri):
+        """The skill entry of `uri`, or None when it is not this source's."""
+        return None
+
+    async def read_directory(self, uri):
+        """The listing of the skill folder `uri`, or None when it is not this source's."""
+        return None
+
+    async def subscribe(self, method, uri, ctx):
+        """`resources/subscribe` or `unsubscribe` of `uri`, or None when it is not this source's."""
+        return None
+
+    async def complete(self, ref, params, ctx):
+        """`completion/complete` of `ref`, or None when it is not this source's."""
+        return None
+
+    async def await_owner(self, name):
+        """Whether `name`, not listed yet, was listed after waiting (a server still starting may own it)."""
+        return False
+
+    def schema_of(self, name):
+        """The inputSchema of its fixed tool `name` before any listing, or None."""
+        return None
+
+    def manager_names(self):
+        """The public names of the manager tools it lists."""
+        return set()
+
+    def hides(self, name, ctx):
+        """Whether the listed tool `name` is not `ctx`'s to see or call."""
+        return False
+
+    def denied(self, name):
+        """Why a permission leaves out the tool `name` (None: none does)."""
+        return None
+
+    def command_line(self, name, arguments):
+        """What a call of `name` runs, for the guard's rules and audit line (None: nothing to say)."""
+        return None
+
+    def cache_route(self, name):
+        """(owner, version, tool) the result cache keys a call of `name` by (see Guard)."""
+        return "", "", name
+
+    def question(self, name, arguments):
+        """What to ask the user before calling `name` with `arguments` (an elicitation form), or None."""
+        return None
+
+    def asks(self, name):
+        """Whether `name` runs an interactive command, whose questions are asked in rounds."""
+        return False
+
+    def session_started(self, session=None):
+        """`initialize` was answered (by `session`, in the handshake era)."""
+
+    def set_level(self, level, session):
+        """`session`'s client chose a log level."""
+
+    def client_notification(self, method, params, session):
+        """A client's notification for sources (roots/list_changed)."""
+
+    def sweep_instances(self, ended=None):
+        """A session ended (`ended`): what runs for it alone stops."""
+
+    def identify(self, instance):
+        """Name its parked prompt rounds after `instance` (--http)."""
+
+    def holds(self, state):
+        """Whether the `requestState` `state` names a prompt round it holds."""
+        return False
+
+    def busy(self):
+        """Whether a prompt round of its still waits."""
+        return False
 
 
 _IMAGE_TYPES = (
@@ -4696,10 +4823,9 @@ class CommandTool:
             ctx.log("debug", "running: %s" % _argv_text(shown))
         # its heartbeat also while the call waits for a slot; questions are seen only where the platform tells
         asks = self.interactive and _reading is not None
-        feed = (PromptWatch if asks else OutputFeed)(ctx, "`%s`" % self.name, self.name)
-        feed.answers = self.answers
-        feed.slots = settings.slots
-        feed.secret = asks_secrets(re.split(r"[\s;&|()`\"']+", self.template.display()))  # the words it was written with
+        label, secret = "`%s`" % self.name, asks_secrets(re.split(r"[\s;&|()`\"']+", self.template.display()))
+        feed = (PromptWatch(ctx, label, self.name, self.answers, settings.slots, secret)  # `secret`: by the words
+                if asks else OutputFeed(ctx, label, self.name))                           # it was written with
         try:
             async with settings.slots:
                 result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,
@@ -4774,6 +4900,11 @@ class TemplateTools(Source):
     async def list_tools(self):
         """The MCP Tool objects, under their original names."""
         return [tool.definition() for tool in self.tools.values()]
+
+    def schema_of(self, name):
+        """The inputSchema of the tool `name`, or None."""
+        tool = self.tools.get(name)
+        return tool and tool.schema
 
     async def call_tool(self, name, arguments, ctx: CallContext):
         """Call the tool named `name`; unknown names are -32602."""
@@ -4984,8 +5115,9 @@ class ScriptDirectory(Source):
 
     # -- discovery ------------------------------------------------------------
 
-    def start(self):
+    def start(self, events):
         """Begin discovery in the background: `initialize` never waits for it."""
+        self.events = events
         self._lock = asyncio.Lock()
         self._known = self._load_cache()
         self._ready = asyncio.ensure_future(self._safe_rescan(first=True))
@@ -5171,6 +5303,11 @@ class ScriptDirectory(Source):
         if self._ready.done():
             await self._safe_rescan()  # cheap: a walk, and --help only for what changed
         return [tool.definition(self.settings.task_support) for tool in (await self._current()).values()]
+
+    def schema_of(self, name):
+        """The inputSchema of the script tool `name` of the last scan, or None."""
+        tool = self.tools.get(name)
+        return tool and tool.schema
 
     async def call_tool(self, name, arguments, ctx: CallContext):
         """Run the script behind `name` with its options in env, argv and stdin."""
@@ -5376,7 +5513,7 @@ class SkillFolders(Source):
     """Agent Skills under root folders: `skills/list`, `skills/get`, their files as resources, each skill a prompt."""
 
     resources = True
-    skills = True
+    skills = skill_methods = True
 
     def __init__(self, roots, log: Log, prompts=True):
         self.roots = [os.path.realpath(root) for root in roots]
@@ -5388,8 +5525,9 @@ class SkillFolders(Source):
         self._digests = {}    # file path -> (stat key, digest, size)
         self._lock = threading.Lock()
 
-    def start(self):
+    def start(self, events):
         """Look once in the background, so that bad skills are named on stderr at start."""
+        self.events = events
         self._looking = asyncio.ensure_future(self._in_thread(self.look))
 
     @staticmethod
@@ -5647,41 +5785,39 @@ class Catalog:
         """Whether any source's tool set can change while serving (list_changed)."""
         return any(s.dynamic for s in self.sources)
 
+    def changed(self):
+        """A source's tools changed (a reload, a server's list_changed): the next route or listing lists again."""
+        self.stale = True
+
     def serves(self, feature):
         """Whether any source has `feature`: "resources", "prompts", "completions" (upstreams may complete
         arguments), "subscribable" (passes resource subscriptions on) or "skills" (the skills extension)."""
-        return any(getattr(s, feature, False) for s in self.sources)
+        return any(getattr(s, feature) for s in self.sources)  # each a Source flag: False unless a source has it
 
     @property
     def refusal(self):
         """An McpError every request is answered with (a config that cannot serve), or None."""
-        return next((s.refusal for s in self.sources if getattr(s, "refusal", None)), None)
+        return next((s.refusal for s in self.sources if s.refusal), None)
 
     def reload_signal(self):
         """What SIGHUP should call (a source that re-reads its config), or None to stop on it."""
-        return next((s.reload_signal for s in self.sources if hasattr(s, "reload_signal")), None)
+        return next((s.reload_signal for s in self.sources if s.reload_signal), None)
 
     def schema_of(self, name):
         """The inputSchema of a fixed tool called `name` before any listing (its name as its source has it), or None."""
-        for source in self.sources:
-            tool = getattr(source, "tools", {}).get(name) if isinstance(getattr(source, "tools", None), dict) else None
-            if hasattr(tool, "schema"):
-                return tool.schema
-        return None
+        return next((schema for schema in (s.schema_of(name) for s in self.sources) if schema is not None), None)
 
     def session_started(self, session=None):
         """`initialize` was answered (by `session`, in the handshake era): sources may begin what waits
         for a client (eager starts)."""
         for source in self.sources:
-            if hasattr(source, "session_started"):
-                source.session_started(session)
+            source.session_started(session)
 
     def start(self, events):
         """Begin each source's background work; changes are reported to `events`."""
         self.events = events
         for source in self.sources:
-            source.events = events
-            source.start()
+            source.start(events)
 
     def _publish(self, source, items, routes, out):
         """Give each item a client-safe public name, distinct from those in `routes`."""
@@ -5711,12 +5847,12 @@ class Catalog:
         """Whether the listed tool `public` is not this request's to see or call (a source's `hides`: the manager
         tools of a team gateway, for whom `admins` does not name)."""
         route = self._routes.get(public)
-        return bool(route and hasattr(route[0], "hides") and route[0].hides(route[1], ctx))
+        return bool(route and route[0].hides(route[1], ctx))
 
     def denial(self, public):
         """Why a source's permission leaves out the tool `public` (None: none does)."""
         for source in self.sources:
-            why = source.denied(public) if hasattr(source, "denied") else None
+            why = source.denied(public)
             if why:
                 return why
         return None
@@ -5728,7 +5864,7 @@ class Catalog:
             await self.tools()
         if public not in self._routes:  # a server still starting may own it: a call waits, as a listing would not
             for source in self.sources:
-                if hasattr(source, "await_owner") and await source.await_owner(public):
+                if await source.await_owner(public):
                     await self.tools()
         if public not in self._routes:
             if self.denial(public):  # a denied name never reaches its `-`/`_` twin
@@ -5775,25 +5911,23 @@ class Catalog:
     async def skills(self):
         """Every source's skill entries, in source order."""
         listing = []
-        for source in self.sources:
-            if hasattr(source, "list_skills"):  # an aggregator may learn of its servers' skills by listing
-                listing.extend(await source.list_skills())
+        for source in self.sources:  # an aggregator may learn of its servers' skills by listing
+            listing.extend(await source.list_skills())
         return listing
 
     async def skill_answer(self, method, uri):
         """`get_skill` or `read_directory` of the first skills source that serves `uri`; -32602 when none does."""
         for source in self.sources:
-            if hasattr(source, "list_skills"):
-                result = await getattr(source, method)(uri)
-                if result is not None:
-                    return result
+            result = await getattr(source, method)(uri)  # every Source has both
+            if result is not None:
+                return result
         raise _no_skill(uri)
 
     async def prompts(self):
         """Every source's prompts under public names."""
         listing, routes = [], {}
         for source in self.sources:
-            if getattr(source, "prompts", False):
+            if source.prompts:
                 self._publish(source, await source.list_prompts(), routes, listing)
         self._prompts = routes
         return listing
@@ -5810,7 +5944,7 @@ class Catalog:
     async def subscribe(self, method, uri, ctx):
         """`resources/subscribe` or `unsubscribe` passed to the source that holds `uri`; -32002 if none does."""
         for source in self.sources:
-            if getattr(source, "subscribable", False):
+            if source.subscribable:
                 result = await source.subscribe(method, uri, ctx)
                 if result is not None:
                     return result
@@ -5825,7 +5959,7 @@ class Catalog:
             route = self._prompts.get(ref.get("name"))
             owners = [(route[0], dict(ref, name=route[1]))] if route else []
         else:
-            owners = [(s, ref) for s in self.sources if getattr(s, "completions", False)]
+            owners = [(s, ref) for s in self.sources if s.completions]
         for source, own_ref in owners:
             result = await source.complete(own_ref, params, ctx)
             if result is not None:
@@ -5968,6 +6102,10 @@ class TaskStore:
         self.tasks = collections.OrderedDict()  # id -> Task, oldest first
         self.limit = limit
         self.share = share  # one person (else one session) keeps at most 1/share of `limit`
+
+    def identify(self, instance: Instance):
+        """Name the tasks started from now on after `instance` (--http: this process's name, for a balancer)."""
+        self.ids = instance
 
     def _sweep(self):
         now = time.time()
@@ -6358,18 +6496,19 @@ class Guard:
     `rules` are the file's (and the flags'): "rateLimit" (calls, seconds, scope), "cache" (ttl, shared),
     "confirm" (true or "destructive"); a source's `command_line` adds its server's and tool's."""
 
-    def __init__(self, log: Log, rules=None, audit: AuditLog | None = None):
+    def __init__(self, log: Log, rules=None, audit: AuditLog | None = None, metrics: CallMetrics | None = None,
+                 stats: RunningStats | None = None, http_limit=(), open_paths=(), sign_in=None):
         self.log, self.rules, self.audit = log, rules or {}, audit
-        self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), CallMetrics()
-        self.stats = None  # RunningStats: `serve` publishes the metrics for `status` and the TUI
-        self.http_limit = None  # (calls, seconds) of requests to the HTTP endpoint, per caller (--http-rate-limit)
-        self.open = ()          # "/health", "/metrics": served without the HTTP token (the config's openEndpoints)
-        self.sign_in = None     # the config's signIn and people (read_sign_in): serve --http asks for tokens
+        self.buckets, self.cache, self.metrics = collections.OrderedDict(), ResultCache(), metrics or CallMetrics()
+        self.stats = stats            # RunningStats: `serve` publishes the metrics for `status` and the TUI
+        self.http_limit = http_limit  # (calls, seconds) of HTTP requests per caller (--http-rate-limit)
+        self.open = open_paths        # "/health", "/metrics": served without the HTTP token (openEndpoints)
+        self.sign_in = sign_in        # the config's signIn and people (read_sign_in): serve --http asks for tokens
 
     async def call(self, public, source, original, arguments, ctx: CallContext, tool, ask):
         """Call `original` of `source` (listed as `public`, `tool` its listing) under the rules that apply to it."""
         annotations = tool.get("annotations") or {}
-        plan = (source.command_line(original, arguments) if hasattr(source, "command_line") else None) or {}
+        plan = source.command_line(original, arguments) or {}
         levels = [("file", self.rules)] + plan.get("rules", [])
         chosen = {key: rules[key] for _, rules in levels for key in rules}
         who = ctx.session.caller or "session-%x" % id(ctx.session)
@@ -6383,7 +6522,7 @@ class Guard:
             else who  # a session's own process: its answers are the session's
         # The route, not the public name (one name in two namespaces may reach two servers): the server's id, its
         # version (launch fingerprint and run; None while it is not running) and the tool's own name.
-        route = source.cache_route if hasattr(source, "cache_route") else lambda name: ("", "", name)
+        route = source.cache_route
 
         def cache_key(owner, version, tool):  # also each namespace's overrides, what they send (a reload may change it)
             return version is not None and json.dumps([owner, version, tool, public, "" if shared else mine,
@@ -6978,21 +7117,16 @@ class Server:
     """The MCP methods over a Catalog, for one client session."""
 
     def __init__(self, catalog: Catalog, log: Log, title="mcpstudio", instructions=None,
-                 guard: Guard | None = None):
+                 guard: Guard | None = None, search=None):
         self.catalog = catalog
         self.guard = guard or Guard(log)
-        for source in catalog.sources:
-            if hasattr(source, "metrics"):  # an aggregator's servers_list shows them
-                source.metrics = self.guard.metrics
         self.log = log
-        known = log.schema_of  # another Server's on the same log (a namespace's URL): asked after this one
-        log.schema_of = lambda name: (_object(self.catalog.listed.get(name)).get("inputSchema") or known(name)
-                                      or self.catalog.schema_of(name))
+        log.mask_by(catalog)  # a tools/call's secret arguments, by its tool's schema
         self.title = title
         self.instructions = instructions
         self.session = None
         self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
-        self.search = None  # a ToolSearch (`toolSearch`)
+        self.search = ToolSearch(self, *search) if search else None  # `toolSearch`: (mode, threshold, pins, separator)
         self.views = []  # the Aggregator of each /mcp/<namespace> served: its Server is told of changes too
         self._held_logs = []  # log notifications from before the client was ready
         self.methods = {
@@ -7021,12 +7155,18 @@ class Server:
         if catalog.serves("subscribable"):
             self.methods.update({method: (lambda params, ctx, method=method: self.subscribe(params, ctx, method))
                                  for method in ("resources/subscribe", "resources/unsubscribe")})
-        if any(hasattr(s, "list_skills") for s in catalog.sources):  # an aggregator's upstreams may add skills
+        if catalog.serves("skill_methods"):  # skills folders, or an aggregator whose upstreams may add skills
             self.methods.update({"skills/list": self.skills_list, "skills/get": self.skills_get,
                                  "resources/directory/read": self.directory_read})
         self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
         self._snapshots = {}  # listing key -> what its last first page was cut from
         self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
+
+    def start(self, session=None):
+        """Begin the sources' background work, their changes reported here; `session`: the one client (stdio;
+        over HTTP each client has a session of its own)."""
+        self.session = session
+        self.catalog.start(self)
 
     @property
     def modern_methods(self):
@@ -7062,50 +7202,47 @@ class Server:
                 session.log_to_client(level, text, logger)
         elif method == "notifications/roots/list_changed":
             for source in self.catalog.sources:
-                if hasattr(source, "client_notification"):
-                    source.client_notification(method, params, session)
+                source.client_notification(method, params, session)
 
     def forget(self, session):
         """A session ended (an HTTP session deleted or expired): its tasks stop too."""
         if session in self.sessions:
             self.sessions.remove(session)
         self.tasks.forget(session)
-        for source in self.catalog.sources:
-            if hasattr(source, "sweep_instances"):  # an Aggregator: the session's own servers stop
-                source.sweep_instances(session)
+        for source in self.catalog.sources:  # an Aggregator: the session's own servers stop
+            source.sweep_instances(session)
 
     def identify(self, instance: Instance):
         """Name its tasks and parked prompt rounds (its own, and its servers' through each Aggregator) after
         `instance`, so a load balancer routes by their ids (--http)."""
-        self.tasks.ids = self.prompts.ids = instance
+        self.tasks.identify(instance)
+        self.prompts.identify(instance)
         for source in self.catalog.sources:
-            if hasattr(source, "bridge"):
-                source.bridge.ids = instance
+            source.identify(instance)
 
     def holds(self, params):
         """Whether a request's `taskId` or `requestState` names state this process holds (a leaving instance
         still serves those)."""
-        bridges = [self.prompts] + [s.bridge for s in self.catalog.sources if hasattr(s, "bridge")]
         key, state = params.get("taskId"), params.get("requestState")
-        return (isinstance(key, str) and key in self.tasks.tasks) or (
-            isinstance(state, str) and any(state in bridge.parked for bridge in bridges))
+        return (isinstance(key, str) and key in self.tasks.tasks) or (isinstance(state, str) and (
+            state in self.prompts.parked or any(source.holds(state) for source in self.catalog.sources)))
 
     def busy(self):
         """Whether a task still runs or a prompt round waits (a leaving instance gives them its drain)."""
         return any(t.status not in TERMINAL for t in self.tasks.tasks.values()) or bool(self.prompts.calls) or any(
-            source.bridge.calls for source in self.catalog.sources if hasattr(source, "bridge"))
+            source.busy() for source in self.catalog.sources)
 
     # -- events from sources --------------------------------------------------
 
     def source_changed(self, source):
         """A source's tools or resources changed: tell clients that listen."""
-        self.catalog.stale = True  # calls route by the new tool set, not the last listing's
+        self.catalog.changed()  # calls route by the new tool set, not the last listing's
         for hub in self.views:
             hub.events.source_changed(hub)
         changed = [(key, method) for key, method, relevant in (
             ("toolsListChanged", "notifications/tools/list_changed", self.catalog.dynamic),
             ("resourcesListChanged", "notifications/resources/list_changed", source.resources),
-            ("promptsListChanged", "notifications/prompts/list_changed", getattr(source, "prompts", False))) if relevant]
+            ("promptsListChanged", "notifications/prompts/list_changed", source.prompts)) if relevant]
         for session in self.sessions:
             for _, method in changed:
                 session.notify(method, {})
@@ -7188,12 +7325,11 @@ class Server:
         """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
         listing the first page built until a source changes."""
         tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
-        hubs = [source for source in self.catalog.sources if hasattr(source, "upstreams")]
-        ups = [up for hub in hubs for up in hub.upstreams.values()]
+        ups = [up for source in self.catalog.sources for up in source.upstreams.values()]
         # Nothing to list but mcpstudio's own manager tools, ever: say why, where a client shows it (a listing
         # of manager tools alone reads as "connected" while nothing works). The initialize result cannot say
         # it: it is sent before any server has started.
-        managed = {name for hub in hubs for name in hub.manager_names()}
+        managed = {name for source in self.catalog.sources for name in source.manager_names()}
         if ups and all(t["name"] in managed for t in tools) and all(up.state == "failed" for up in ups):
             raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
                 up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
@@ -7216,11 +7352,11 @@ class Server:
             raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
         source, original, support, name = route  # the name as listed (of a `-`/`_` respelling): the guard sees that tool
         tool = self.catalog.listed.get(name, {})  # before any await: a rescan or reload may drop it meanwhile
-        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation") and hasattr(source, "asks")
+        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation")
                 and source.asks(original)):  # its questions asked in rounds (a retry resumes it), also through a config's Aggregator
             ctx.prompts = self.prompts
             return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
-        form = source.question(original, arguments) if hasattr(source, "question") else None
+        form = source.question(original, arguments)
         if form:
             wanted = form["requestedSchema"]["required"]  # every property the form asks for
             if not ctx.declared("elicitation"):
@@ -7414,8 +7550,7 @@ class Server:
             raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
         ctx.session.log_level, ctx.session.level_chosen = level, True
         for source in self.catalog.sources:
-            if hasattr(source, "set_level"):
-                source.set_level(level, ctx.session)
+            source.set_level(level, ctx.session)
         return {}
 
 
@@ -7566,8 +7701,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, ou
     loop = asyncio.get_running_loop()
     transport = StdioTransport(in_fd, out_fd, log)
     session = Session(transport, server.dispatch, log, server.notification)
-    server.session = session
-    server.catalog.start(server)
+    server.start(session)
     stopping = loop.create_future()
 
     def stop(reason):
@@ -7576,7 +7710,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, ou
             log.debug("stopping: %s", reason)
 
     transport.start(loop, session.receive, lambda: stop("stdin closed"), lambda: stop("stdout closed"))
-    runner.room = transport.room
+    runner.pause_with(transport.room)
     _on_stop_signals(loop, stop, server.catalog.reload_signal())
     reason = await stopping
     # On EOF the client has said all it will; let what it asked finish briefly.
@@ -8824,7 +8958,7 @@ def check_config(path, log: Log, options):
     server, _ = _build_server(options, [], log, config=path)
     sources, hub, refused, warned = [], None, 0, 0
     for source in server.catalog.sources:
-        if hasattr(source, "upstreams"):  # an Aggregator: the file's own sources, then its servers
+        if isinstance(source, Aggregator):  # the file's own sources, then its servers (check reports each kind)
             hub = source
             sources.extend(source.local)
         elif not isinstance(source, OutputStore):
@@ -10398,7 +10532,7 @@ class _HttpChannel:
         saying so; the Aggregator then has the gateway refuse the token too (Person.refuse)."""
         params = www_authenticate(response.getheader("WWW-Authenticate") or "")
         response.read()
-        self.upstream.refused_bearer = self.upstream.bearer
+        self.upstream.refuse_bearer()
         exchanged = self.spec.person_token == "exchange"
         return OAuthError("server %s refused %s (HTTP 401%s): sign in to the gateway again (your MCP client does when "
                           "the gateway answers 401 invalid_token, as it will now)%s" % (
@@ -10717,6 +10851,16 @@ class RpcClient:
         self.pending = {}             # our request id -> future
         self.causes = {}              # our request id -> the CallContext of the client's request it serves
 
+    def attach(self, channel):
+        """Talk through `channel` from now on (a new start or connection); return it."""
+        self.channel = channel
+        return channel
+
+    def detach(self, channel):
+        """`channel` ended: talk through nothing, unless a newer channel has been attached meanwhile."""
+        if self.channel is channel:
+            self.channel = None
+
     def new_id(self):
         """The next request id (ours: an upstream never sees the client's ids)."""
         self.next_id += 1
@@ -10858,11 +11002,13 @@ class McpClient(RpcClient):
             return
         self.dual = MODERN_VERSIONS[0] in (result.get("supportedVersions") or ())
 
-    async def open(self, version=None):
-        """initialize and initialized; or, refused, server/discover (the 2026-07-28 era has no handshake).
+    async def open(self, version=None, offered=None):
+        """initialize and initialized; or, refused, server/discover (the 2026-07-28 era has no handshake),
+        declaring `offered` (the client capabilities of the client mcpstudio serves).
 
         `version` (the config's `protocolVersion`) pins the era: 2026-07-28 asks server/discover only, so the
         server never sees an `initialize`; a handshake version is the only one offered, with no fallback."""
+        self.offered, self.dual, self.modern_only = offered or {}, False, set()  # a new connection's
         if version in MODERN_VERSIONS:
             await self._discover(None)
             return
@@ -11025,6 +11171,11 @@ class ServerLog:
         self.recent = collections.deque(maxlen=5)  # stderr lines of the current run, for error messages
         self.stray = None  # the current run's last line on stdout that is not JSON-RPC (a banner, a print)
 
+    def restart(self):
+        """A new run of the server begins: what the last one wrote no longer explains a failure."""
+        self.recent.clear()
+        self.stray = None
+
     def note(self, text, warn=False):
         """A lifecycle line: to the server's log ring, and to mcpstudio's debug log (or a warning, said once)."""
         self.lines.append("%s mcpstudio: %s" % (time.strftime("%H:%M:%S"), text))
@@ -11091,6 +11242,17 @@ class Downstream:
     def __init__(self, source, bridge):
         self.source = source    # the Aggregator: the catalog knows the source by it and hands it its events
         self.bridge = bridge    # an InputBridge: a handshake-era server's questions to a 2026-07-28 client
+
+    def started(self, session):
+        """`session` finished `initialize`: it is the client served, unless one still open is. Over --http several
+        clients may share the servers: they are offered what the first one offers, and each server's request goes
+        to the client whose call caused it (refused if that one lacks it)."""
+        if not self.session or self.session.closed:
+            self.session = session
+
+    def chose_level(self, level):
+        """The client served set `level` with logging/setLevel: every server is told it."""
+        self.log_level = level
 
     def offered(self):
         """The client capabilities an upstream is told of: exactly those of mcpstudio's own client."""
@@ -11361,8 +11523,6 @@ class Upstream:
     cached = None       # the same from the on-disk cache (None: not read, {}: none)
     user_stopped = False
     list_deadline = None  # until when listings wait for its first start
-    bearer = None       # a person's own access token it sends (`"auth": "passthrough"`; the Aggregator sets it)
-    owner = None        # an isolated process's ("person", key) or ("session", Session): what it says is theirs alone
     refused_bearer = None  # the last of them the server answered 401
     _starting = _stopping = None  # the tasks starting and stopping it
     _health = None      # the task pinging it (healthCheckInterval)
@@ -11371,8 +11531,10 @@ class Upstream:
     _relist_again = False  # another list_changed came while it ran
 
     def __init__(self, spec: UpstreamSpec, runner: ProcessRunner, log: Log, downstream, cache_dir, *,
-                 config_path=None, start_tool="servers_start"):
+                 config_path=None, start_tool="servers_start", bearer=None, owner=None):
         self.spec = spec
+        self.bearer = bearer  # a person's own access token it sends (`"auth": "passthrough"`), or None; see renew
+        self.owner = owner    # an isolated process's ("person", key) or ("session", Session): what it says is theirs alone
         self.runner, self.log = runner, log
         self.downstream = downstream    # the client side: what it offers, its log level, where changes go
         self.config_path = config_path  # the config file, whose folder keeps the server's sign-in (OAuth)
@@ -11394,6 +11556,17 @@ class Upstream:
     def version(self):
         """Its launch fingerprint and this run of it: what results cached from it are of."""
         return "%s-%s" % (self.spec.launch, self.run)
+
+    def read_cache(self, entry):
+        """Its on-disk listing, read ahead in a worker thread (None: there is none), unless known() read it first."""
+        if self.cached is None:
+            self.cached = entry or {}
+
+    def list_wait(self, now):
+        """Until when a listing waits for its first start: LIST_WAIT from `now`, the first time it is asked."""
+        if self.list_deadline is None:
+            self.list_deadline = now + _list_wait()
+        return self.list_deadline
 
     def known(self):
         """The latest listing: the running server's, else the cache's, else None."""
@@ -11484,9 +11657,8 @@ class Upstream:
         if spec.url is not None:
             await self._connect()
             return
-        protocol = self.client.channel = _UpstreamProtocol(self)
-        self.server_log.recent.clear()
-        self.server_log.stray = None
+        protocol = self.client.attach(_UpstreamProtocol(self))
+        self.server_log.restart()
         self.server_log.note("starting: %s" % spec.display())
         started = time.monotonic()
         spawn = asyncio.ensure_future(self.runner.start_server([spec.command] + spec.args, lambda: protocol,
@@ -11494,11 +11666,11 @@ class Upstream:
         try:
             self.transport, _ = await asyncio.shield(spawn)  # a cancel mid-spawn must not lose the child
         except asyncio.CancelledError:
-            self.client.channel = None
+            self.client.detach(protocol)
             spawn.add_done_callback(self._end_orphan)
             raise
         except (OSError, ValueError) as exc:
-            self.client.channel = None
+            self.client.detach(protocol)
             hint = ""
             if isinstance(exc, FileNotFoundError):
                 hint = (" (put the arguments in `args`: \"command\": %s, \"args\": [...])" % json.dumps(spec.command.split()[0])
@@ -11513,19 +11685,17 @@ class Upstream:
         """Start talking to a server reached by URL (Streamable HTTP, or the older HTTP+SSE)."""
         started = time.monotonic()
         self.server_log.note("connecting: %s (%s)" % (self.log.mask(self.spec.url), self.spec.transport))
-        channel = self.client.channel = _HttpChannel(self)
+        channel = self.client.attach(_HttpChannel(self))
         try:
             await asyncio.wait_for(channel.open(), self.spec.startup_timeout)
         except (asyncio.TimeoutError, OSError, ValueError) as exc:
             channel.close()
-            self.client.channel = None
+            self.client.detach(channel)
             raise self._failed("cannot connect to %s: %s" % (self.log.mask(self.spec.url), exc or "timed out"))
         await self._shake_hands(started)
 
     async def _handshake(self):
-        self.client.offered = self.downstream.offered()
-        self.client.dual, self.client.modern_only = False, set()
-        await self.client.open(self.spec.protocol)
+        await self.client.open(self.spec.protocol, self.downstream.offered())
         if not self.client.modern and not self.spec.protocol:
             await self.client.probe(min(self.spec.startup_timeout, PROBE_TIMEOUT))
         if self.downstream.log_level and "logging" in self.client.capabilities and not self.client.modern:
@@ -11653,8 +11823,7 @@ class Upstream:
         transport, protocol = self.transport, self.client.channel
         if isinstance(protocol, _HttpChannel):
             protocol.close()
-            if self.client.channel is protocol:
-                self.client.channel = None
+            self.client.detach(protocol)
             return
         if not transport or not protocol:
             return
@@ -11663,8 +11832,37 @@ class Upstream:
         # next call starts the server again): clear only what this _end stopped, never the new start's.
         if self.transport is transport:
             self.transport = self.pid = None
-        if self.client.channel is protocol:
-            self.client.channel = None
+        self.client.detach(protocol)
+
+    def refuse_bearer(self):
+        """The server answered 401 to the person's token it sent: a call with a newer token starts anew."""
+        self.refused_bearer = self.bearer
+
+    def renew(self, bearer):
+        """The person's token of this call, if any: sent from now on (`"auth": "passthrough"`)."""
+        self.bearer = bearer or self.bearer
+
+    async def user_stop(self):
+        """servers_stop: stop it until a person starts it again (calls arriving while it stops are refused)."""
+        self.user_stopped = True
+        await self.stop("servers_stop was called", "stopped-by-user")
+
+    async def user_restart(self):
+        """servers_restart: stop it, counted as a restart (user_start starts it again)."""
+        await self.stop("servers_restart was called")
+        self.restarts += 1
+
+    def user_start(self):
+        """servers_start or servers_restart: calls may start it again."""
+        self.user_stopped = False
+        if self.state == "stopped-by-user":
+            self.state = "stopped"
+
+    def stays_stopped_as(self, old):
+        """It replaces `old` (its configuration changed): a servers_stop of `old` holds across the reload."""
+        self.user_stopped = old.user_stopped
+        if old.user_stopped and self.usable():
+            self.state = "stopped-by-user"
 
     async def stop(self, reason, final_state="stopped"):
         """Stop the server and its group; runs to the end even if the caller is cancelled."""
@@ -11801,6 +11999,10 @@ class InputBridge:
     def __init__(self):
         self.parked = {}  # requestState -> _Parked
         self.calls = {}   # the CallContext a call was forwarded with -> its _Parked
+
+    def identify(self, instance):
+        """Name the requestStates parked from now on after `instance` (an Instance: --http, for a balancer)."""
+        self.ids = instance
 
     async def exchange(self, forward, method, name, ctx):
         """`forward(ctx)` as a multi round-trip request of `ctx`'s client."""
@@ -11946,11 +12148,13 @@ class Namespace:
     """Which of a config's servers are served, and under which names: the namespace chosen (on the command line,
     by the config's default, or none), its filters and permissions, and the manager tools' names."""
 
-    plan = name = chosen_by = None
+    chosen_by = None
     refusal = None  # what every request gets when no namespace can be chosen
 
-    def __init__(self, requested, separator, config_path, log: Log):
+    def __init__(self, requested, separator, config_path, log: Log, plan=None, name=None):
+        """`plan` and `name`: a namespace chosen already, without apply() (check's review of its overrides)."""
         self.requested = requested  # --namespace
+        self.plan, self.name = plan, name
         self.separator = separator
         self.config_path, self.log = config_path, log
         self.said = set()  # (tool, reason) of each refused override said so far
@@ -12123,15 +12327,11 @@ class ManagerTools:
             else:
                 upstream = self._server(arguments)
                 if tool == "servers_stop":
-                    upstream.user_stopped = True  # from now: calls arriving while it stops are refused
-                    await upstream.stop("servers_stop was called", "stopped-by-user")
+                    await upstream.user_stop()
                 elif tool == "servers_restart":
-                    await upstream.stop("servers_restart was called")
-                    upstream.restarts += 1
+                    await upstream.user_restart()
                 if tool in ("servers_start", "servers_restart"):
-                    upstream.user_stopped = False
-                    if upstream.state == "stopped-by-user":
-                        upstream.state = "stopped"
+                    upstream.user_start()
                     await upstream.ready(wait_backoff=False)  # a person asked: no backoff; says why it fails
                 result = self.status(upstream)
         except (UpstreamError, ConfigError) as exc:
@@ -12183,7 +12383,7 @@ class UpstreamSkills:
         await self.hub._discover()
         entries = []
         for source in self.hub.local:
-            if getattr(source, "skills", False):
+            if source.skills:
                 entries.extend(await source.list_skills())
         for upstream in self.servers():
             try:
@@ -12235,7 +12435,7 @@ class UpstreamSkills:
 
     async def _local(self, method, uri):
         for source in self.hub.local:
-            if getattr(source, "skills", False):
+            if source.skills:
                 result = await getattr(source, method)(uri)
                 if result is not None:
                     return result
@@ -12250,6 +12450,10 @@ class ConfigWatch:
     def __init__(self, path, interval, log: Log, reload):
         self.path, self.interval, self.log = path, interval, log
         self.reload = reload  # a coroutine function that reads the file again
+        self.stamp = self.read_stamp()
+
+    def mark(self):
+        """The file as it is now is the one read (a reload): only a later change reads it again."""
         self.stamp = self.read_stamp()
 
     def read_stamp(self):
@@ -12360,7 +12564,7 @@ class PersonSecrets:
         return there
 
 
-class Aggregator:
+class Aggregator(Source):
     """The config's own sources plus upstream servers, as one source (see the section comment)."""
 
     dynamic = True
@@ -12368,16 +12572,14 @@ class Aggregator:
     prompts = True
     completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
     subscribable = True  # and take resource subscriptions (one that cannot: -32601)
-    events = None
-    metrics = None       # the Guard's CallMetrics, set by the Server (servers_list shows them)
+    skill_methods = True  # it may learn of its servers' skills by listing
     _reading = _reloading = None  # the tasks reading listings from disk and the config file
     _sweeping = None  # the task that stops idle isolated instances (_sweep_idle)
-    tool_search = (None, TOOL_SEARCH_THRESHOLD, ())  # the config's toolSearch, threshold and pins (check shows them)
 
     @property
     def skills(self):
         """Skills of its own, or a server whose last listing declared the skills extension."""
-        return any(getattr(s, "skills", False) for s in self.local) or bool(self.upstream_skills.servers())
+        return any(s.skills for s in self.local) or bool(self.upstream_skills.servers())
 
     @property
     def refusal(self):
@@ -12386,8 +12588,14 @@ class Aggregator:
 
     def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
                  separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
-                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None, sign_in=None, admits=None):
+                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None, sign_in=None, admits=None,
+                 metrics=None, tool_search=(None, TOOL_SEARCH_THRESHOLD, ()), along=None):
+        """`metrics`: the Guard's CallMetrics (servers_list shows them); `tool_search`: the config's toolSearch,
+        threshold and pins (check shows them); `along`: the Aggregator of /mcp when this one serves a
+        /mcp/<namespace> URL, whose client link (downstream, bridge) it uses and whose servers it runs with
+        (each server runs once, whichever URL started it)."""
         self.runner, self.log = runner, log
+        self.metrics, self.tool_search, self.along = metrics, tool_search, along
         self.sign_in = sign_in  # the config's signIn and people (read_sign_in, kept current by reloads), or None
         self.admits = admits    # the people rule (Sign-in: admits): who a namespace's `people`, or `admins`, names
         self.separator = separator
@@ -12409,8 +12617,9 @@ class Aggregator:
         self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
         self.signing_in = {}  # server id -> (the sign-in URL's future, the sign-in's, elicitation id): _sign_in_by_url
         self.manager = ManagerTools(self)
-        self.bridge = InputBridge()
-        self.downstream = Downstream(self, self.bridge)
+        self.bridge = along.bridge if along else InputBridge()
+        self.downstream = along.downstream if along else Downstream(self, self.bridge)
+        self.shared = along.shared if along else {}  # server id -> the Upstream every namespace's URL uses
         self.upstream_skills = UpstreamSkills(self)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
@@ -12433,7 +12642,7 @@ class Aggregator:
             self._stop_instance(key, "the server refused the person's last token")  # a new token: a new start
         if key in self.isolated:
             self.isolated.move_to_end(key)
-            self.isolated[key][0].bearer = bearer or self.isolated[key][0].bearer
+            self.isolated[key][0].renew(bearer)
             return self.isolated[key][0]
         configured = getattr(spec, "origin", spec)  # with its ${person.NAME} (the shared one runs without them)
         secrets = PersonSecrets().of(person) if person is not None else {}
@@ -12451,8 +12660,8 @@ class Aggregator:
             self._stop_instance(idle, "another caller needed room (maxInstances %d)" % spec.max_instances)
         own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
                        self.cache_dir, config_path=self.config_path,
-                       start_tool=self.namespace.manager_name("servers_start"))
-        own.bearer, own.owner = bearer, (owner[0], ctx.session) if owner[0] == "session" else owner
+                       start_tool=self.namespace.manager_name("servers_start"), bearer=bearer,
+                       owner=(owner[0], ctx.session) if owner[0] == "session" else owner)
         self.log.add_secrets([value for value in secrets.values() if value])
         self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
         if self._sweeping is None or self._sweeping.done():
@@ -12541,6 +12750,18 @@ class Aggregator:
         except ToolError as exc:
             raise McpError(INVALID_PARAMS, str(exc), {"server": upstream.spec.id}) from None
 
+    def identify(self, instance):
+        """Name the prompt rounds its servers' questions park after `instance` (--http)."""
+        self.bridge.identify(instance)
+
+    def holds(self, state):
+        """Whether `state` names a prompt round of its servers' questions."""
+        return state in self.bridge.parked
+
+    def busy(self):
+        """Whether a prompt round of its servers' questions still waits."""
+        return bool(self.bridge.calls)
+
     def sweep_instances(self, ended=None):
         """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for their server's
         idleTimeout."""
@@ -12567,26 +12788,32 @@ class Aggregator:
 
     # -- the source contract ---------------------------------------------------------
 
-    def start(self):
+    def start(self, events):
         """Hand the events to the local sources and begin background work (watch, health)."""
+        self.events = events
         for source in self.local:
-            source.events = self.events
-            source.start()
-        self.upstreams = {sid: self._new_upstream(spec) for sid, spec in self._specs.items()}
+            source.start(events)
+        self.upstreams = {sid: self._started_with(sid, spec) for sid, spec in self._specs.items()}
         self.watch.start()
+
+    def _started_with(self, sid, spec):
+        """The Upstream of the server `sid`: a namespace's URL runs the one an earlier URL runs (/mcp's first)."""
+        if self.along is None:
+            return self._new_upstream(spec)
+        if sid not in self.shared:
+            self.shared[sid] = self.along.upstreams.get(sid) or self._new_upstream(spec)
+        return self.shared[sid]
 
     def session_started(self, session=None):
         """A client finished `initialize`: start eager and uncached servers, offering each what it offers."""
-        if session and (not self.downstream.session or self.downstream.session.closed):
-            # Over --http several clients may share the servers: they are offered what the first one offers,
-            # and each server's request goes to the client whose call caused it (refused if that one lacks it).
-            self.downstream.session = session
+        if session:
+            self.downstream.started(session)
         asyncio.ensure_future(self._start_early())
 
     def set_level(self, level, session):
         """The client chose a log level: every running server is told, and each server started later."""
         if session is self.downstream.session:
-            self.downstream.log_level = level
+            self.downstream.chose_level(level)
             for upstream in self.upstreams.values():
                 if upstream.state == "running" and "logging" in upstream.client.capabilities and not upstream.client.modern:
                     asyncio.ensure_future(upstream.set_level(level))
@@ -12620,8 +12847,7 @@ class Aggregator:
         loop = asyncio.get_running_loop()
         for upstream, entry in zip(upstreams, await asyncio.gather(*(loop.run_in_executor(None, u.cache.read)
                                                                       for u in upstreams))):
-            if upstream.cached is None:
-                upstream.cached = entry or {}
+            upstream.read_cache(entry)
 
     def reload_signal(self):
         """What SIGHUP calls: re-read the config file."""
@@ -12642,11 +12868,9 @@ class Aggregator:
         if not missing:
             return
         now = time.monotonic()
-        for upstream in missing:
-            if upstream.list_deadline is None:
-                upstream.list_deadline = now + _list_wait()
+        deadline = max([u.list_wait(now) for u in missing])
         tasks = [u.start() for u in missing]
-        wait = max(u.list_deadline for u in missing) - now
+        wait = deadline - now
         if wait > 0:
             await asyncio.wait(tasks, timeout=wait)
         slow = [u.spec.id for u, task in zip(missing, tasks) if not task.done()]
@@ -12745,7 +12969,7 @@ class Aggregator:
         the server's rules)."""
         route = self._tools.get(name, ("manager",))
         if route[0] == "local":
-            return route[1].command_line(route[2], arguments) if hasattr(route[1], "command_line") else None
+            return route[1].command_line(route[2], arguments)
         upstream = route[0] == "upstream" and self.upstreams.get(route[1])
         return upstream and {"server": route[1], "tool": route[2], "upstreamTool": route[2],
                              "namespace": self.namespace.name, "rules": [("server:" + route[1], upstream.spec.rules)],
@@ -12755,14 +12979,14 @@ class Aggregator:
     def question(self, name, arguments):
         """What a local tool asks the user before it runs (upstreams ask on their own), or None."""
         route = self._tools.get(name)
-        if route and route[0] == "local" and hasattr(route[1], "question"):
+        if route and route[0] == "local":
             return route[1].question(route[2], arguments)
         return None
 
     def asks(self, name):
         """Whether a local tool runs an interactive command (upstreams ask through the bridge)."""
         route = self._tools.get(name)
-        return bool(route and route[0] == "local" and hasattr(route[1], "asks") and route[1].asks(route[2]))
+        return bool(route and route[0] == "local" and route[1].asks(route[2]))
 
     async def call_tool(self, name, arguments, ctx):
         """Forward a call to its upstream (starting it if needed) or run a manager tool."""
@@ -12986,7 +13210,7 @@ class Aggregator:
         return await asyncio.shield(self._reloading)
 
     async def _reload(self):
-        self.watch.stamp = self.watch.read_stamp()
+        self.watch.mark()
         local, plan, local_key = self.reload_config()
         error = select_namespace(plan.namespaces, self.namespace.requested, plan.default, plan.default_key)[2]
         if error and not self.namespace.refusal:
@@ -12997,8 +13221,7 @@ class Aggregator:
                 await source.close()
             self.local, self.local_key = list(local), local_key
             for source in self.local:
-                source.events = self.events
-                source.start()
+                source.start(self.events)
         specs = self.namespace.apply(plan)
         old, new = self.upstreams, {}
         report = plan_changes({sid: getattr(upstream.spec, "origin", upstream.spec) for sid, upstream in old.items()},
@@ -13013,9 +13236,7 @@ class Aggregator:
                 running = upstream.state == "running"
                 await upstream.stop("its configuration changed")
                 fresh = new[sid] = self._new_upstream(spec)
-                fresh.user_stopped = upstream.user_stopped  # servers_stop holds across reloads
-                if upstream.user_stopped and fresh.usable():
-                    fresh.state = "stopped-by-user"
+                fresh.stays_stopped_as(upstream)  # servers_stop holds across reloads
                 if running and fresh.usable() and not upstream.user_stopped:
                     fresh.start(wait_backoff=False)
             else:
@@ -13034,9 +13255,11 @@ class Aggregator:
         return report
 
 
-def aggregator_for(local, info, load, path, runner, log, options, script_options, admits=None) -> Aggregator:
+def aggregator_for(local, info, load, path, runner, log, options, script_options, admits=None, metrics=None,
+                   along=None) -> Aggregator:
     """The Aggregator of a config with MCP servers; `load()` reads the file again (reloads); `admits` is the
-    people rule (who a namespace's `people` or the config's `admins` names)."""
+    people rule (who a namespace's `people` or the config's `admins` names); `metrics` the guard's counters;
+    `along` the Aggregator of /mcp, when this one is a /mcp/<namespace> URL's (see Aggregator)."""
     def reload():
         _, found, again = load()
         if info["sign_in"] is not None:  # a person taken out of `people` is signed out now, not at the next start
@@ -13046,8 +13269,9 @@ def aggregator_for(local, info, load, path, runner, log, options, script_options
     return Aggregator(
         local, info["upstream"], runner, log, namespace=options["namespace"], separator=info["separator"],
         manager_tools=not options["no_manager_tools"], eager=bool(options["eager"]), reload=reload,
-        config_path=path, local_key=info["local_key"], watch_interval=script_options.get("rescan", RESCAN_INTERVAL),
-        sign_in=info["sign_in"], admits=admits)
+        config_path=path, local_key=info["local_key"],
+        watch_interval=0 if along else script_options.get("rescan", RESCAN_INTERVAL),  # /mcp's watch reloads
+        sign_in=info["sign_in"], admits=admits, metrics=metrics, tool_search=info["tool_search"], along=along)
 
 
 def served_tool_count(plan: UpstreamPlan, namespace, listings, separator, local=0, manager=True):
@@ -13071,7 +13295,7 @@ async def check_upstreams(plan, runner, log, namespace, config_path):
     """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tool names, error)
     each."""
     hub = Aggregator([], plan, runner, log, namespace=namespace, watch_interval=0, config_path=config_path)
-    hub.start()
+    hub.start(None)  # nobody listens: it is stopped after one listing
     gate = asyncio.Semaphore(LIST_PARALLEL)
     progress = TerminalProgress("checked", len(hub.upstreams))
 
@@ -13131,8 +13355,7 @@ def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Lo
     """What `serve` would say of the overrides of `namespace` against `listings` ({server id: its cached
     tools}): overrides naming no listed tool (warnings on stderr), and a line for each curated tool and
     each refused override (with the count of those)."""
-    view = Namespace(None, separator, None, log)
-    view.plan, view.name = plan, namespace
+    view = Namespace(None, separator, None, log, plan, namespace)
     lines, refused, served, shown = [], 0, [], []  # shown: (public name, the key that renamed it or None)
     for spec in plan.specs:
         if spec.id not in listings:
@@ -13327,7 +13550,7 @@ class Board:
     """What the TUI shows and does, without curses (see the section comment)."""
 
     plan = None
-    said = ""  # what the last action did or why it was refused, for the status line
+    said = ""  # what the last action did or why it was refused, for the status line (say)
 
     def __init__(self, path, namespace=None):
         self.path, self.shown = path, namespace  # `shown`: the namespace whose permissions show and toggle
@@ -13370,8 +13593,19 @@ class Board:
         _, plan, _ = self._read()
         hub = Aggregator([], plan, self.runner, self.log, watch_interval=0, config_path=self.path,
                          reload=self._read, manager_tools=False)
-        hub.start()
+        hub.start(None)  # the Board polls it
         return hub
+
+    def say(self, text):
+        """Put `text` on the status line: what the screen's last action did, or why it was refused."""
+        self.said = text
+
+    def show(self, namespace):
+        """Show `namespace`'s permissions (and toggle them), or say which namespaces there are."""
+        if namespace in self.plan.namespaces:
+            self.shown, self.said = namespace, "showing namespace %s" % namespace
+        else:
+            self.said = "no namespace %s (there are: %s)" % (namespace, ", ".join(self.plan.namespaces) or "none")
 
     # -- what the screen shows ---------------------------------------------------------------
 
@@ -13761,22 +13995,23 @@ class TuiScreen:
             if (self.ask("remove %s from the config? (y/n) " % row["name"]) or "").lower().startswith("y"):
                 board.edit(["remove", row["name"]])
             else:
-                board.said = "kept %s" % row["name"]
+                board.say("kept %s" % row["name"])
         elif char == "n" and row:
             self.namespaces(row)
         elif char == "r":
             board.reload()
-            board.said = board.said if board.said.startswith("the config") else "read %s again" % board.path
+            if not board.said.startswith("the config"):
+                board.say("read %s again" % board.path)
         elif char in ("c", "p") and row and self.view == "details":
             tools = board.details(row["id"])["tools"]
             if not tools:
-                board.said = "no tools listed yet: t starts the server"
+                board.say("no tools listed yet: t starts the server")
             elif char == "c":
                 arguments = ask_fields(tools[self.tool]["schema"], self.ask)
                 if arguments is not None:
                     board.call(row["id"], tools[self.tool]["name"], arguments)
             elif not board.shown:
-                board.said = "no namespace shown: n creates one or chooses which"
+                board.say("no namespace shown: n creates one or chooses which")
             else:
                 board.edit(["namespace", "deny" if tools[self.tool]["allowed"].get(board.shown) else "allow", board.shown, row["name"], tools[self.tool]["name"]])
         return True
@@ -13786,7 +14021,7 @@ class TuiScreen:
         if not name:
             return
         if any(row["name"] == name for row in self.board.rows()):
-            self.board.said = "refused: a server %s exists (d removes it first)" % name
+            self.board.say("refused: a server %s exists (d removes it first)" % name)
             return
         target = self.ask("%s: command (with its arguments) or URL: " % name)
         if not target:
@@ -13795,7 +14030,7 @@ class TuiScreen:
         try:
             words = ["--url", target] if re.match(r"https?://", target) else ["--"] + shlex.split(target)
         except ValueError as exc:
-            self.board.said = "refused: %s" % exc
+            self.board.say("refused: %s" % exc)
             return
         self.board.edit(["add", name] + words)
 
@@ -13808,11 +14043,7 @@ class TuiScreen:
         if not name:
             return
         if choice == "s":
-            if name in self.board.plan.namespaces:
-                self.board.shown = name
-                self.board.said = "showing namespace %s" % name
-            else:
-                self.board.said = "no namespace %s (there are: %s)" % (name, ", ".join(self.board.plan.namespaces) or "none")
+            self.board.show(name)
             return
         action = {"c": "add", "a": "assign", "d": "default"}[choice]
         self.board.edit(["namespace", action, name] + ([row["name"]] if action != "default" else []))
@@ -14057,12 +14288,13 @@ class Person:
     """Who a request's token names: a subject, an email, groups and scopes; `audiences` (the token's `aud`) and
     the `token` itself, which only a server of `"auth": "passthrough"` that one of them names is given."""
 
-    token = None
-    refusals = None  # SignIn's {sha256 of a token: why a passthrough server refused it}
-    sign_in = None   # the SignIn that let the person in: it exchanges their token (`"auth": "exchange"`)
-
-    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=(), key=None):
+    def __init__(self, subject, email=None, groups=(), scopes=(), audiences=(), key=None, token=None, refusals=None,
+                 sign_in=None):
+        """`token`: the access token that named them; `refusals`: SignIn's {sha256 of a token: why a passthrough
+        server refused it}; `sign_in`: the SignIn that let them in, which exchanges their token (`"auth":
+        "exchange"`)."""
         self.subject, self.email = subject, email
+        self.token, self.refusals, self.sign_in = token, refusals, sign_in
         self.key = key or subject  # whose secrets, tasks, outputs, sessions: a listed person's is static:NAME
         self.groups = [g for g in groups if isinstance(g, str)]
         self.scopes = [s for s in scopes if isinstance(s, str)]
@@ -14084,16 +14316,17 @@ class Person:
                 self.refusals.popitem(last=False)
 
     @classmethod
-    def from_claims(cls, claims):
+    def from_claims(cls, claims, token=None, refusals=None, sign_in=None):
         """A person from a JWT's (or an introspection's) claims: sub, email (unless email_verified is false),
-        groups, scope (or scp), aud."""
+        groups, scope (or scp), aud; `token` and `refusals` as for Person."""
         scopes = claims.get("scope", claims.get("scp")) or []  # Entra ID writes `scp` as a string, Okta as a list
         scopes = scopes.split() if isinstance(scopes, str) else scopes
         groups, audiences = claims.get("groups"), claims.get("aud")
         email = claims.get("email") if claims.get("email_verified") is not False else None  # not who they are
         return cls(claims["sub"], email if isinstance(email, str) else None,
                    groups if isinstance(groups, list) else [], scopes if isinstance(scopes, list) else [],
-                   [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [])
+                   [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else [],
+                   token=token, refusals=refusals, sign_in=sign_in)
 
 
 def admits(people, person):
@@ -14161,12 +14394,12 @@ class SignIn:
         audiences = list(dict.fromkeys([self.audience, self.resource(namespace)]))
         try:
             claims = await self._claims(token, audiences)
-            answer, until = Person.from_claims(claims), min(time.time() + SIGNIN_REMEMBER, claims["exp"])
+            # the token and refusals: for a passthrough server (Person.token_for, refuse)
+            answer = Person.from_claims(claims, token, self.refused, self)
+            until = min(time.time() + SIGNIN_REMEMBER, claims["exp"])
             if answer.key.startswith(STATIC_PERSON):
                 raise TokenError("its subject %s takes the prefix of listed people (%s)" % (
                     json.dumps(answer.key), STATIC_PERSON))
-            answer.token, answer.refusals = token, self.refused  # for a passthrough server (Person.token_for, refuse)
-            answer.sign_in = self  # and an exchange (SignIn.exchange)
         except UnknownKey:
             raise  # not kept: the next try may find the issuer's new key, or reach it
         except TokenError as exc:
@@ -14527,12 +14760,15 @@ class _HttpTransport:
 
     framing = NEWLINE
 
+    def heard(self, framing):
+        """Over HTTP every body is one JSON message: there is no framing to follow."""
+
     stream = None  # the GET stream's queue (handshake era)
     dropped = 0  # notifications dropped for a client that does not read (HTTP_MAX_QUEUED)
-    bound = None  # HttpServer's check of what resumable streams keep
 
-    def __init__(self, log):
+    def __init__(self, log, bound=None):
         self.log = log
+        self.bound = bound       # HttpServer's check of what resumable streams keep (a session's transport)
         self.exchanges = {}      # request id -> _Exchange
 
     def _keep(self, exchange, message, final):
@@ -14708,7 +14944,7 @@ def operations_report(path, server, sessions, leaving=None):
     """The HTTP response to GET /health (each MCP server's state; 503 when the server cannot serve, or the
     instance is leaving: `leaving` says so) or GET /metrics (the Prometheus text format)."""
     states = {key: upstream.state for source in server.catalog.sources
-              for key, upstream in getattr(source, "upstreams", {}).items()}
+              for key, upstream in source.upstreams.items()}
     refusal = server.catalog.refusal or (McpError(INTERNAL_ERROR, leaving) if leaving else None)
     status, kind, data = (503 if refusal else 200), "application/json", json.dumps({
         "status": refusal.message if refusal else "ok", "servers": states}).encode()
@@ -14722,39 +14958,34 @@ def operations_report(path, server, sessions, leaving=None):
 
 class NamespaceUrls:
     """The /mcp/<namespace> URLs of an HttpServer: each namespace's own Server (its filters, permissions and
-    toolSearch), built at its first request over the same running servers."""
+    toolSearch), built at its first request by `build(name)` (the one server builder, given /mcp's Server: it
+    shares its guard, client link and running servers); None: no namespace URLs."""
 
-    def __init__(self, http):
-        self.http = http
-        self.views, self.shared = {}, {}  # namespace -> its HttpServer; server id -> the Upstream every URL uses
+    def __init__(self, http, build=None):
+        self.http, self.build = http, build
+        self.views = {}  # namespace -> its HttpServer
 
     def get(self, path):
         """The HttpServer of `path`, /mcp/<namespace>; None for another path."""
         http = self.http
         hub = next((s for s in http.server.catalog.sources if isinstance(s, Aggregator)), None)
         prefix, _, name = path.rpartition("/")
-        if not hub or prefix != HTTP_PATH:
+        if not hub or prefix != HTTP_PATH or self.build is None:
             return None
         if name not in hub.namespace.plan.namespaces:  # people signing in: a stranger learns no namespace's name
             raise HttpError(404, "no namespace %r%s" % (name, "" if http.sign_in else " (the config's namespaces: %s)"
                                                          % ", ".join(sorted(hub.namespace.plan.namespaces))))
         if name not in self.views:
             try:
-                server = http.server.namespaced(name)
+                server = self.build(name)
             except McpStudioError as exc:  # the config no longer reads as it did at the start
                 raise HttpError(500, str(exc))
-            server.guard = http.server.guard  # one audit file, one rate limit per caller, one /metrics
-            view = next(s for s in server.catalog.sources if isinstance(s, Aggregator))
-            view.downstream, view.bridge, view.watch.interval = hub.downstream, hub.bridge, 0  # /mcp reloads
-            server.catalog.start(server)
-            for key, upstream in view.upstreams.items():  # each server runs once, whichever URL started it
-                view.upstreams[key] = self.shared.setdefault(key, hub.upstreams.get(key, upstream))
+            server.start()
             server.identify(http.instance)
             served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token, http.instance,
-                                                   http.proxies)
-            served.sign_in = http.sign_in
-            served._sweeper, served.leaving = asyncio.ensure_future(served._sweep()), http.leaving
-            http.server.views.append(view)
+                                                   http.proxies, sign_in=http.sign_in, leaving=http.leaving)
+            served.sweep()
+            http.server.views.append(next(s for s in server.catalog.sources if isinstance(s, Aggregator)))
         return self.views[name]
 
     async def close(self):
@@ -14810,7 +15041,7 @@ class Drain:
     async def run(self, grace):
         name = self.http.instance.name
         for http in self.views:
-            http.leaving = "instance %s is shutting down" % name
+            http.leave("instance %s is shutting down" % name)
         self.http.log.info("leaving: instance %s answers /health with 503 and refuses new requests; running calls "
                            "have %g s to finish", name, grace)
         deadline = time.monotonic() + grace
@@ -14832,16 +15063,20 @@ class HttpServer:
 
     listener = None
     _sweeper = None
-    sign_in = None  # a SignIn: every request to an MCP URL brings a person's token (the config's signIn, people)
     # Limits (attributes, so a test can make them small). A connection is pending until a
     # request of it passes the checks (Host, Origin, token); pending ones have a share of
     # their own, so idle sockets never fill the cap (see make_room: who gives way past it).
     max_connections, max_pending = HTTP_MAX_CONNECTIONS, HTTP_MAX_PENDING
     header_timeout, idle_timeout = HTTP_HEADER_TIMEOUT, HTTP_IDLE_CONNECTION
-    first_byte, slow_head, leaving = HTTP_FIRST_BYTE, HTTP_SLOW_HEAD, None  # leaving: see Drain
+    first_byte, slow_head = HTTP_FIRST_BYTE, HTTP_SLOW_HEAD
 
-    def __init__(self, server, log: Log, host, port, token=None, instance=None, proxies=()):
+    def __init__(self, server, log: Log, host, port, token=None, instance=None, proxies=(), namespaced=None,
+                 sign_in=None, leaving=None):
+        """`namespaced(name)`: the Server of /mcp/<name> (NamespaceUrls); `sign_in`: a SignIn, when every request
+        to an MCP URL brings a person's token (the config's signIn, people), else given by start() for the
+        config's plan (the audience names the port it listens on); `leaving`: see Drain."""
         self.server, self.log, self.host, self.port, self.token = server, log, host, port, token
+        self.sign_in, self.leaving = sign_in, leaving
         self.local = _loopback(host)
         self.caller = "token-" + _hash(token, 8) if token else "http"  # never the token
         self.instance = instance or Instance()  # names its sessions (Mcp-Session-Id) for a load balancer
@@ -14851,14 +15086,27 @@ class HttpServer:
         self.pending = collections.OrderedDict()  # task -> [since, sending], oldest first
         self.trusted = set()
         self.calls = {}  # the _Exchange of each reply being delivered -> its 2026-07-28 Session (None: a session's)
-        self.namespaces = NamespaceUrls(self)
+        self.namespaces = NamespaceUrls(self, namespaced)
 
     async def start(self):
-        """Listen on the configured address (port 0 picks a free one)."""
+        """Listen on the configured address (port 0 picks a free one); with the config's signIn or people, ask
+        for tokens issued for this server's URL."""
         self.listener = await asyncio.start_server(self._connection, self.host, self.port, limit=HTTP_MAX_HEADER,
                                                    backlog=HTTP_BACKLOG)
         self.port = self.listener.sockets[0].getsockname()[1]
+        plan = self.server.guard.sign_in
+        if plan and self.sign_in is None:
+            shown = "[%s]" % self.host if ":" in self.host else self.host
+            self.sign_in = SignIn(plan, plan["audience"] or "http://%s:%d%s" % (shown, self.port, HTTP_PATH), self.log)
+        self.sweep()
+
+    def sweep(self):
+        """End idle sessions from now on (start() does; a namespace's URL, which does not listen, is told to)."""
         self._sweeper = asyncio.ensure_future(self._sweep())
+
+    def leave(self, reason):
+        """Refuse new work from now on with `reason` (see Drain)."""
+        self.leaving = reason
 
     async def _sweep(self):
         """End sessions nobody used for HTTP_IDLE_SESSION."""
@@ -15136,9 +15384,10 @@ class HttpServer:
         entry.session.receive(body, NEWLINE)
         return await self._deliver(exchange, writer, reader, extra, keep, version, None, entry)
 
-    def _session_pair(self, person=None):
-        """A Session of the Server (of `person`, when signed in) over a transport that routes to HTTP exchanges."""
-        transport = _HttpTransport(self.log)
+    def _session_pair(self, person=None, bound=None):
+        """A Session of the Server (of `person`, when signed in) over a transport that routes to HTTP exchanges
+        (`bound`: see _HttpTransport)."""
+        transport = _HttpTransport(self.log, bound)
         session = Session(transport, self.server.dispatch, self.log, self.server.notification)
         session.caller = session.label = self.caller
         if person is not None:  # audit lines, rate limits, the cache, tasks and outputs are the person's
@@ -15152,10 +15401,9 @@ class HttpServer:
                                                       if t.status not in TERMINAL})
         if idle:
             self._end(idle.id)
-        session, transport = self._session_pair(person)
+        session, transport = self._session_pair(person, lambda: bound_replay(entry, self.sessions))  # entry: below
         entry = _HttpSession(self.instance.new_id(), session, transport, client)
         session.label = "http-" + entry.id.rpartition(".")[2][:8]
-        transport.bound = lambda: bound_replay(entry, self.sessions)
         self.sessions[entry.id] = entry
         return entry
 
@@ -15372,8 +15620,9 @@ def sign_in_problem(plan, host, token):
     return None
 
 
-def run_http(server, runner: ProcessRunner, log: Log, options):
-    """`--http [HOST:]PORT`: check the address and the token, then serve until stopped."""
+def run_http(server, runner: ProcessRunner, log: Log, options, namespaced=None):
+    """`--http [HOST:]PORT`: check the address and the token, then serve until stopped (`namespaced(name)`:
+    the Server of /mcp/<name>)."""
     try:
         host, port = parse_http_address(options["http"])
     except UsageError as exc:
@@ -15381,7 +15630,7 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
         return 2
     token = options["http_token"] or os.environ.get(HTTP_TOKEN_VARIABLE) or None
     os.environ.pop(HTTP_TOKEN_VARIABLE, None)  # tools and upstream servers never inherit the token
-    runner.hidden = (HTTP_TOKEN_VARIABLE,)     # nor get it from an env copied when the config was read
+    runner.hide(HTTP_TOKEN_VARIABLE)           # nor get it from an env copied when the config was read
     plan = server.guard.sign_in
     problem = plan and sign_in_problem(plan, host, token)
     if problem:
@@ -15408,7 +15657,8 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
         return 2
     _claim_stdout()
     try:
-        return asyncio.run(serve_http(server, runner, log, host, port, token, Instance(name), drain, proxies))
+        return asyncio.run(serve_http(server, runner, log, host, port, token, Instance(name), drain, proxies,
+                                      namespaced))
     except OSError as exc:
         _say("error: --http %s: %s" % (options["http"], exc))
         return 1
@@ -15420,18 +15670,17 @@ def run_http(server, runner: ProcessRunner, log: Log, options):
 
 
 async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token, instance=None, drain=HTTP_DRAIN,
-                     proxies=()):
-    """Serve `server` at http://host:port/mcp until SIGTERM (after a drain of `drain` seconds, see
-    Drain; a second signal ends it at once) or SIGINT."""
+                     proxies=(), namespaced=None):
+    """Serve `server` at http://host:port/mcp (and its namespaces' URLs, `namespaced(name)` their Servers)
+    until SIGTERM (after a drain of `drain` seconds, see Drain; a second signal ends it at once) or SIGINT."""
     loop = asyncio.get_running_loop()
-    http = HttpServer(server, log, host, port, token, instance, proxies)
+    http = HttpServer(server, log, host, port, token, instance, proxies, namespaced)
     server.identify(http.instance)
     await http.start()
-    server.catalog.start(server)
+    server.start()
     shown = "[%s]" % host if ":" in host else host
     plan = server.guard.sign_in
     if plan:
-        http.sign_in = SignIn(plan, plan["audience"] or "http://%s:%d%s" % (shown, http.port, HTTP_PATH), log)
         log.add_secrets([plan["clientSecret"]] if plan["clientSecret"] else [])
     log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
              " (people sign in: %s, for %s)" % (", ".join(
@@ -17113,8 +17362,11 @@ def _folder_option(option, given):
     return folder
 
 
-def _build_server(options, words, log: Log, config, runner=None):
-    """The command line's sources (a template, a script folder, a config file) behind one Server."""
+def _build_server(options, words, log: Log, config, runner=None, primary: Server | None = None, publish=False):
+    """The command line's sources (a template, a script folder, a config file) behind one Server: `serve`'s,
+    `check`'s, and each /mcp/<namespace> URL's (`primary`: the Server of /mcp, whose guard it shares, and whose
+    Aggregator's client link and running servers its own shares). `publish`: its metrics are written for
+    `status` and the TUI (RunningStats)."""
     env = dict(os.environ, **_key_values(options["env"], "--env")) if options["env"] else None
     cwd = None if options["cwd"] is None else os.path.abspath(_folder_option("--cwd", options["cwd"]))
 
@@ -17144,6 +17396,7 @@ def _build_server(options, words, log: Log, config, runner=None):
     if options["help_timeout"]:
         script_options["help_timeout"] = number("help_timeout", None)
     runner = runner or ProcessRunner(log)
+    metrics = primary.guard.metrics if primary else CallMetrics()  # the guard's counters (servers_list shows them)
     sources, titles, instructions, rules, audit, opened, search, sign_in = [], [], None, {}, None, (), None, None
     if options["url"] is not None:
         if config is not None:
@@ -17164,9 +17417,9 @@ def _build_server(options, words, log: Log, config, runner=None):
             return loader, found, info
         loader, found, info = load()
         if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
+            along = primary and next(s for s in primary.catalog.sources if isinstance(s, Aggregator))
             hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options,
-                                 admits)
-            hub.tool_search = info["tool_search"]
+                                 admits, metrics, along)
             found = [hub]
             # toolSearch: --tool-search, else the namespace's, else the file's
             mode = (options["tool_search"] or _object(hub.namespace.plan.namespaces.get(hub.namespace.name)).get("tool_search")
@@ -17237,11 +17490,14 @@ def _build_server(options, words, log: Log, config, runner=None):
                               "session")
     if options["audit"]:
         audit = AuditLog(_absolute(options["audit"]))
-    guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit)
-    guard.http_limit, guard.open, guard.sign_in = limits.get("http_rate_limit", ())[:2], opened, sign_in
-    server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles), instructions=instructions, guard=guard)
-    if search:
-        server.search = ToolSearch(server, *search)
+    if primary:  # one audit file, one rate limit per caller, one /metrics for every URL
+        guard = primary.guard
+    else:
+        stats = RunningStats(metrics, config, "http" if options["http"] else "stdio") if publish else None
+        guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit,
+                      metrics, stats, limits.get("http_rate_limit", ())[:2], opened, sign_in)
+    server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles),
+                    instructions=instructions, guard=guard, search=search)
     return server, runner
 
 
@@ -17347,7 +17603,7 @@ def main(argv=None):
             return check_config(config, log, options)
         if command == "status":
             return status_command(config, log, options)
-        server, runner = _build_server(options, words, log, config)
+        server, runner = _build_server(options, words, log, config, publish=True)
     except HelpRequested as exc:
         print(SUBCOMMAND_HELP[exc.args[0]])
         return 0
@@ -17371,10 +17627,9 @@ def main(argv=None):
         _say("error: %s" % exc)
         return 1
     log.debug("mcpstudio %s on Python %s: %s", __version__, sys.version.split()[0], server.title)
-    server.guard.stats = RunningStats(server.guard.metrics, config, "http" if options["http"] else "stdio")
     if options["http"] is not None:
-        server.namespaced = lambda name: _build_server(dict(options, namespace=name), words, log, config, runner)[0]
-        return run_http(server, runner, log, options)
+        return run_http(server, runner, log, options, lambda name: _build_server(
+            dict(options, namespace=name), words, log, config, runner, primary=server)[0])
     if os.isatty(0):
         sys.stderr.write(_terminal_hint(argv, server))
     protocol_fd = _claim_stdout()

@@ -14107,6 +14107,142 @@ class HouseTests(unittest.TestCase):
 # Commands that ask: a prompt answered through the client, a secret never asked
 # --------------------------------------------------------------------------
 
+class ConstructionTests(unittest.TestCase):
+    """Issue 47.2, construct, don't assemble: a class gets its collaborators in `__init__`, and the Source contract
+    has a default for every capability, so no caller probes a source."""
+
+    # Assignments to another object's attributes that stay: the fields of a record, set by the code that makes or
+    # owns it, and objects of the standard library set as their APIs say. (function, the object assigned to).
+    RECORDS = {
+        # CallContext, one request's record (its __slots__ are its fields), filled as the request is served
+        ("Aggregator.call_tool", "ctx"), ("CommandTool.run", "ctx"), ("PromptWatch.answer", "ctx"),
+        ("ScriptDirectory.call_tool", "ctx"), ("Server.tools_call", "ctx"), ("TaskStore.start", "ctx"),
+        ("dispatch_modern", "ctx"),
+        # a Session's record of its client: what initialize and logging/setLevel say, and who signed in (HTTP)
+        ("Server.initialize", "ctx.session"), ("Server.set_level", "ctx.session"),
+        ("HttpServer._session_pair", "session"), ("HttpServer._new_session", "session"),
+        ("HttpServer._session", "entry.session"),
+        # a store's own records: tasks, parked prompt rounds, HTTP sessions and exchanges, a Session's pending
+        # requests, a channel's end (RpcClient: its `reason`), the task a call runs as (its status line)
+        ("TaskStore._sweep", "task"), ("TaskStore.cancel", "task"), ("TaskStore.start", "task"),
+        ("OutputFeed.send", "self.ctx.running"), ("InputBridge._park", "entry"), ("InputBridge.exchange", "entry"),
+        ("HttpServer._session", "entry"), ("HttpServer._get", "entry.transport"), ("HttpServer._deliver", "exchange"),
+        ("HttpServer._modern", "exchange"), ("_HttpTransport._keep", "exchange"), ("Session._notification", "entry[1]"),
+        ("Upstream.lost", "protocol"),
+        # parsed records, built field by field by their reader
+        ("_read_server", "spec"), ("_read_oauth", "spec"), ("read_upstreams", "spec"),
+        ("UpstreamSpec.for_person", "spec"),
+        ("ConfigLoader.bind", "field"), ("ConfigLoader.bind", "block"), ("ConfigLoader.resource", "field"),
+        ("ConfigLoader.keys", "unknown[0]"), ("CommandTemplate._parse", "block"), ("Template._field", "known"),
+        # the standard library's objects: sys.stdout, ctypes prototypes and structures, http.server's option
+        ("_claim_stdout", "sys"), ("_kernel32", "function"), ("_kill_on_close_job", "limits.BasicLimitInformation"),
+        ("_Callback.__init__", "self.server"),
+        # the output budget shrunk for an error: issue 47.3's (a budget that is never None)
+        ("command_result", "budget"), ("script_result", "budget"),
+    }
+
+    @staticmethod
+    def tree():
+        import ast
+        with open(MODULE, encoding="utf-8") as f:
+            return ast.parse(f.read())
+
+    @classmethod
+    def text(cls, node):
+        """`spec`, `ctx.session`, `entry[1]`: an assigned-to object as written (ast.unparse is 3.9+)."""
+        import ast
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            return "%s.%s" % (cls.text(node.value), node.attr)
+        if isinstance(node, ast.Subscript):
+            index = node.slice  # 3.8 wraps it in ast.Index
+            index = index if isinstance(index, ast.Constant) else getattr(index, "value", None)
+            return "%s[%s]" % (cls.text(node.value), index.value if isinstance(index, ast.Constant) else "?")
+        return ast.dump(node)
+
+    def test_no_object_is_assembled_from_outside(self):
+        # Every assignment to an attribute of an object other than `self` (or `cls`), by the function it is in. The
+        # wiring this item took out (guard.http_limit, server.namespaced, feed.answers, asker.job, NamespaceUrls'
+        # six, HttpServer's sign_in and leaving, source.events, source.metrics, log.schema_of) is in no record:
+        # it comes back only by failing here. A new one goes into __init__, or a method of the object it changes.
+        import ast
+        found = set()
+
+        def walk(node, scope):
+            for child in ast.iter_child_nodes(node):
+                inner = scope + [child.name] if isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else scope
+                targets = (child.targets if isinstance(child, ast.Assign) else [child.target]
+                           if isinstance(child, (ast.AugAssign, ast.AnnAssign)) else [])
+                while targets:
+                    target = targets.pop()
+                    if isinstance(target, (ast.Tuple, ast.List)):
+                        targets.extend(target.elts)
+                    elif isinstance(target, ast.Attribute) and not (
+                            isinstance(target.value, ast.Name) and target.value.id in ("self", "cls")):
+                        found.add((".".join(scope), self.text(target.value)))
+                walk(child, inner)
+        walk(self.tree(), [])
+        self.assertGreater(len(found & self.RECORDS), 30)  # the walk sees what it is meant to
+        self.assertEqual(sorted(found - self.RECORDS), [])
+        for setter in [n for n in ast.walk(self.tree()) if isinstance(n, ast.Call)
+                       and isinstance(n.func, ast.Name) and n.func.id == "setattr"]:
+            self.assertIn(ast.dump(setter.args[0]), (ast.dump(ast.Name("other", ast.Load())),   # RunSettings.derive
+                                                     ast.dump(ast.Name("spec", ast.Load()))))   # _read_server
+
+    def test_sources_are_never_probed(self):
+        # No hasattr anywhere but on the interpreter's own sys.stdout; the catalog and the server never ask a
+        # source's kind (isinstance) nor read a capability with a fallback (getattr with a default).
+        import ast
+        tree = self.tree()
+        probes = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                  and n.func.id == "hasattr"]
+        subjects = sorted(ast.dump(n.args[0]) for n in probes)
+        self.assertEqual(subjects, [ast.dump(ast.Attribute(ast.Name("sys", ast.Load()), "stdout", ast.Load()))])
+        kinds = {"Source", "TemplateTools", "ScriptDirectory", "SkillFolders", "OutputStore", "Aggregator"}
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in ("Catalog", "Server")):
+            for call in (n for n in ast.walk(cls) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+                with self.subTest(cls=cls.name, line=call.lineno):
+                    if call.func.id == "isinstance":
+                        self.assertNotIn(getattr(call.args[1], "id", None), kinds)
+                    self.assertFalse(call.func.id == "getattr" and len(call.args) == 3)
+
+    def test_a_bare_source_is_served_whole(self):
+        # A source with only list_tools and call_tool answers every question the catalog and the server ask (the
+        # contract's defaults): initialize, tools/list and tools/call (with its question, guard rules and cache
+        # key), logging/setLevel, a roots notification, a session's end and the HTTP instance's questions.
+        import types
+
+        class Bare(mcpstudio.Source):
+            async def list_tools(self):
+                return [{"name": "t", "inputSchema": {"type": "object"}}]
+
+            async def call_tool(self, name, arguments, ctx):
+                return {"content": [{"type": "text", "text": "ran %s" % name}]}
+
+        server = mcpstudio.Server(mcpstudio.Catalog([Bare()]), mcpstudio.Log())
+        session = types.SimpleNamespace(client_capabilities={}, log_level=None, closed=False, caller=None,
+                                        label="test", protocol_version="2025-06-18", client_info={},
+                                        level_chosen=False, notify=lambda *a, **k: None)
+        ctx = mcpstudio.CallContext(session, 1)
+
+        async def serve():
+            server.initialize({"protocolVersion": "2025-06-18"}, ctx)
+            listed = await server.tools_list({}, ctx)
+            result = await server.tools_call({"name": "t", "arguments": {}}, ctx)
+            server.set_level({"level": "debug"}, ctx)
+            server.notification("notifications/roots/list_changed", {}, session)
+            server.forget(session)
+            server.identify(mcpstudio.Instance("a1"))
+            return listed, result, server.holds({"requestState": "x"}), server.busy()
+        listed, result, holds, busy = asyncio.run(serve())
+        self.assertEqual([t["name"] for t in listed["tools"]], ["t"])
+        self.assertEqual(result["content"][0]["text"], "ran t")
+        self.assertEqual((holds, busy), (False, False))
+        self.assertNotIn("skills/list", server.methods)  # a source that learns of no skills adds no skills methods
+
+
 class PromptFormTests(unittest.TestCase):
     def test_visible_and_plain_text_table(self):
         # Issue 41.9/15: a model's value in a confirmation shows every invisible character as an escape and a run of
