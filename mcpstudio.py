@@ -3949,7 +3949,7 @@ def output_content(data, uri, cut):
         return text_block(text)
     if cut:
         return text_block(cut_binary(data, cut))
-    return file_content("", data, uri, None)  # an image, or a blob of no known type
+    return media_content("", data, uri)  # an image, or a blob of no known type
 
 
 OUTPUT_URI = "mcpstudio://output/"
@@ -4043,9 +4043,9 @@ class OutputStore(Source):
 
 class OutputBudget:
     """One call's room for output text: a stream past it shows its head and tail, and is kept
-    whole in the OutputStore with a `resource_link` to it."""
+    whole in the OutputStore with a `resource_link` to it. Without a store the room is unlimited."""
 
-    def __init__(self, store: OutputStore, ctx, chars):
+    def __init__(self, store: OutputStore | None, ctx, chars):
         self.store = store
         self.owner = ctx.owner
         self.chars = chars
@@ -4056,7 +4056,7 @@ class OutputBudget:
         """`text` (decoded from `data`) within `share` of the room left; `cut`: the bytes the output limit
         dropped from its middle (then the resource holds what was kept, and says so)."""
         limit = int(self.chars * share)
-        if len(text) > limit:
+        if self.store is not None and len(text) > limit:
             uri = self.store.keep(data, self.owner)
             text = fit_text(text, limit, uri, "kept" if cut else "whole")
             if self.linked:
@@ -4067,6 +4067,10 @@ class OutputBudget:
                                        "the whole output, of which the result shows a part")})
         self.chars = max(self.chars - len(text), 0)
         return text
+
+    def for_error(self):
+        """What is left, cut to the room of an error result (ERROR_MAX_TEXT: clients cut longer ones themselves)."""
+        self.chars = min(self.chars, ERROR_MAX_TEXT)
 
 
 DATA_URI_HEADER_MAX = 1024      # characters of a data: URI before its comma (type and parameters)
@@ -4219,17 +4223,24 @@ def read_output_file(path, limit):
         return data if info.st_size <= limit and len(data) <= limit else "large"
 
 
-def file_content(name, data, uri, budget: OutputBudget):
-    """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
+def media_content(name, data, uri):
+    """Bytes as MCP content that is not text: an image or audio (by their first bytes or `name`), else an
+    embedded blob."""
     import base64
     mime = _image_type(data) or _file_mime(name)
     encoded = base64.b64encode(data).decode("ascii")
-    text = _as_text(data, False)
     if mime.startswith(("image/", "audio/")):
         return {"type": mime.split("/")[0], "data": encoded, "mimeType": mime}
-    if text is not None:
-        return text_block(budget.fit(data, text))
     return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": encoded}}
+
+
+def file_content(name, data, uri, budget: OutputBudget):
+    """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
+    block = media_content(name, data, uri)
+    text = _as_text(data, False)
+    if block["type"] == "resource" and text is not None:
+        return text_block(budget.fit(data, text))
+    return block
 
 
 def _signal_name(number):
@@ -4284,16 +4295,13 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
     failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
     if failure:
         content.append(text_block(failure))
-        if budget:
-            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
-    stderr = _decoded(result.stderr)
-    if budget:
-        stderr = budget.fit(result.stderr, stderr, 0.25, result.stderr_cut)
+        budget.for_error()
+    stderr = budget.fit(result.stderr, _decoded(result.stderr), 0.25, result.stderr_cut)
     if (result.stdout and not broken) or not (failure or result.stderr):
         block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
-        elif block["type"] == "text" and budget:
+        elif block["type"] == "text":
             block["text"] = budget.fit(result.stdout, block["text"], cut=result.stdout_cut)
         content.append(block)
     if result.stdout_cut:
@@ -4302,7 +4310,7 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
         if result.stderr_cut:
             stderr += "\n" + limit_note("stderr", result.stderr_cut)
         content.append(text_block("[stderr]\n" + stderr))
-    return {"content": content + (budget.links if budget else []), "isError": failure is not None}
+    return {"content": content + budget.links, "isError": failure is not None}
 
 
 def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
@@ -4347,9 +4355,9 @@ class RunSettings:
         given.update(options)
         return runner.run(argv, **given)
 
-    def budget(self, ctx: CallContext):
-        """This call's OutputBudget, or None without a store."""
-        return OutputBudget(self.outputs, ctx, self.max_text) if self.outputs else None
+    def budget(self, ctx: CallContext, whole=False):
+        """This call's OutputBudget: unlimited without a store, or for output that is kept `whole` (JSON)."""
+        return OutputBudget(None if whole else self.outputs, ctx, self.max_text)
 
     def derive(self, **overrides) -> RunSettings:
         """A copy with some settings changed, sharing the same concurrency cap."""
@@ -4549,7 +4557,7 @@ class CommandTool:
         _unstarted_in_task(result, ctx, settings.timeout)
         as_json = self.output_format == "json"  # its stdout whole: it becomes structuredContent
         outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit,
-                                 None if as_json else settings.budget(ctx))
+                                 settings.budget(ctx, whole=as_json))
         return json_result(self.name, result, outcome) if as_json and not outcome["isError"] else outcome
 
 
@@ -5090,11 +5098,11 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
             data = json.loads(block["text"])
         except ValueError:
             pass
-    if budget and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
+    if block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
         if not result.ok:
-            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
+            budget.for_error()
         block = dict(block, text=budget.fit(result.stdout, block["text"], cut=result.stdout_cut))
-    links = budget.links if budget else []
+    links = budget.links
     if result.ok:
         reply = {"content": [block], "isError": False}
         other = [line for line in kept if not line.startswith("ERROR")]
