@@ -202,7 +202,12 @@ class McpError(McpStudioError):
 
 
 class ToolError(McpStudioError):
-    """A tool call that cannot go ahead (the caller's mistake): becomes an `isError` result."""
+    """A tool call that cannot go ahead (the caller's mistake, or a refusal): the server answers it as an `isError`
+    result (tool_result), with `meta` as the result's `_meta` when given."""
+
+    def __init__(self, message, meta=None):
+        super().__init__(message)
+        self.meta = meta
 
 
 class ConfigError(McpStudioError):
@@ -218,7 +223,8 @@ class FrontmatterError(McpStudioError):
 
 
 class UpstreamError(McpError):
-    """A routed request that could not be carried out; tools/call turns it into an isError result."""
+    """A routed request that could not be carried out; a call the aggregator routes raises a ToolError for the
+    codes of a server that cannot answer now (see Aggregator.call_tool)."""
 
 
 class OAuthError(McpStudioError):
@@ -3870,7 +3876,8 @@ def _invalid_params(problem, data=None):
 
 class Source:
     """The small contract every source keeps, so the catalog never needs to know their kind:
-    `list_tools()` (MCP Tool dicts under original names), `call_tool(name, arguments, ctx)`, and
+    `list_tools()` (MCP Tool dicts under original names), `call_tool(name, arguments, ctx)` (a CallToolResult,
+    or a ToolError for a call that cannot go ahead: the server answers it, see tool_result), and
     where `resources` is true, `list_resources()`, `list_resource_templates()` and
     `read_resource(uri, ctx)`; `start()` and `close()` for sources with work of their own;
     `dynamic` when the tool set can change, reported through `events.source_changed(source)`.
@@ -4320,10 +4327,6 @@ def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
         raise McpError(INTERNAL_ERROR, describe_failure(result, timeout))
 
 
-def tool_error(message):
-    return {"content": [text_block(message)], "isError": True}
-
-
 class RunSettings:
     """How a source's commands run: environment, folder, limits, concurrency."""
 
@@ -4474,21 +4477,18 @@ class CommandTool:
                 "rules": [("tool:" + self.name, self.rules)]}
 
     async def call(self, arguments, ctx: CallContext):
-        """Validate `arguments`, run the command, and return an MCP CallToolResult (an error result for
-        arguments that do not fit, or a value that may not go where the template puts it)."""
+        """Validate `arguments`, run the command, and return an MCP CallToolResult; ToolError for arguments that
+        do not fit, or a value that may not go where the template puts it."""
+        arguments = self.checked(arguments)
+        if not (self.files or self.output_folder):
+            return await self.run(arguments, ctx)
+        import shutil
+        arguments = await files_from_uris(self, arguments, lambda uri: self.read_resource(uri, ctx))
+        folder = call_folder()  # private (0700); gone after the call
         try:
-            arguments = self.checked(arguments)
-            if not (self.files or self.output_folder):
-                return await self.run(arguments, ctx)
-            import shutil
-            arguments = await files_from_uris(self, arguments, lambda uri: self.read_resource(uri, ctx))
-            folder = call_folder()  # private (0700); gone after the call
-            try:
-                return await self.files_call(arguments, ctx, folder)
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
-        except ToolError as exc:
-            return tool_error(str(exc))
+            return await self.files_call(arguments, ctx, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
     async def read_resource(self, uri, ctx: CallContext):
         """A resource given as a file argument, read as the call runs (after its rate limit and confirmation): a
@@ -4549,7 +4549,7 @@ class CommandTool:
         finally:
             feed.close()
         if feed.problem:
-            return tool_error(feed.problem)
+            raise ToolError(feed.problem)
         if ctx.wants("debug"):
             ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
@@ -5018,17 +5018,17 @@ class ScriptDirectory(Source):
         """Run the script behind `name` with its options in env, argv and stdin."""
         tool = (await self._current()).get(name)
         if not tool:
-            return tool_error("The script behind `%s` is gone; list the tools again." % name)
+            raise ToolError("The script behind `%s` is gone; list the tools again." % name)
         values = dict(tool.defaults)
         values.update(match_spellings(arguments, tool.schema["properties"]))
         problems = validate(values, tool.schema)
         if problems:
-            return tool_error(_argument_help(name, problems, tool.schema))
+            raise ToolError(_argument_help(name, problems, tool.schema))
         texts = {key: _option_env(value) for key, value in values.items()}
         for key, text in texts.items():  # a batch script expands %MCPD_OPT_x% as shell code
             problem = batch_problem(tool.path, text)
             if problem:
-                return tool_error("`%s` %s; pass it another way, or use a script that is not a batch file" % (key, problem))
+                raise ToolError("`%s` %s; pass it another way, or use a script that is not a batch file" % (key, problem))
         env = dict(self.settings.env or os.environ)
         chosen = {k for k, v in (self.settings.env or {}).items() if os.environ.get(k) != v}  # --env, environment
         for key, text in texts.items():
@@ -6200,6 +6200,17 @@ class RunningStats:
             for tool, counts in sorted(tools.items())]
 
 
+async def tool_result(call):
+    """Await a tool call (a coroutine) and answer what it returns; a ToolError on the way (arguments that do not
+    fit, a refusal) becomes its `isError` result. The one rule for errors to results: sources raise, and only the
+    server applies it (Guard.call, around all it runs; Server.tools_call, for what it refuses itself)."""
+    try:
+        return await call
+    except ToolError as exc:
+        result = {"content": [text_block(str(exc))], "isError": True}
+        return dict(result, _meta=exc.meta) if exc.meta else result
+
+
 class Guard:
     """The one policy step every tool call passes: rate limit, confirmation, cache, run, audit, counters.
 
@@ -6243,29 +6254,29 @@ class Guard:
         def limited(wait, limit):
             entry["rateLimited"] = True
             wait_text = round(wait + 0.05, 1)  # rounded up: a client that waits this long gets in
-            return dict(tool_error("Not run: %s allows %d calls per %g s; retry in %.1f s." % (
-                (public,) + limit + (wait_text,))), _meta={"mcpstudio/retryAfter": wait_text})
+            return ToolError("Not run: %s allows %d calls per %g s; retry in %.1f s." % (
+                (public,) + limit + (wait_text,)), {"mcpstudio/retryAfter": wait_text})
 
         async def run():
             nonlocal key
             looked = take_token({key: self.buckets[key] for key, _, _ in limits if key in self.buckets}, limits,
                                 time.monotonic())  # a look: a token is spent below, by a call that runs
             if looked[0]:
-                return limited(*looked)
+                raise limited(*looked)
             if self.audit and self.audit.required and not self.audit.ready(self.log):
                 entry["refused"] = "the audit log cannot be written"
-                return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
-                                  "(\"audit\": {\"required\": true})." % self.audit.path)
+                raise ToolError("Not run: the audit log %s cannot be written, and the config requires it "
+                                "(\"audit\": {\"required\": true})." % self.audit.path)
             confirm = chosen.get("confirm")
-            refusal = (confirm is True or confirm == "destructive" and annotations.get("readOnlyHint") is not True and
-                       annotations.get("destructiveHint") is not False) and \
+            asking = (confirm is True or confirm == "destructive" and annotations.get("readOnlyHint") is not True and
+                      annotations.get("destructiveHint") is not False) and \
                 await self._confirm(public, plan, arguments, ctx, ask, entry,
                                     [level for level, rules in levels if "confirm" in rules][-1])
-            if refusal:
-                return refusal
+            if asking:
+                return asking
             taken = take_token(self.buckets, limits, time.monotonic())  # not by a 2026-07-28 round that asks
             if taken[0]:  # another call took the last token while this one asked
-                return limited(*taken)
+                raise limited(*taken)
             hit = key and self.cache.get(key, time.monotonic())
             if hit:
                 entry["cached"] = True
@@ -6277,25 +6288,26 @@ class Guard:
             if text and OUTPUT_URI not in text:  # a kept output is read only by its session
                 self.cache.put(key, result, time.monotonic() + cache[0], len(text), where[0], where[1])
             return result
-        result = await self.record(public, arguments, ctx, entry, run(), tool.get("inputSchema"))
+        result = await self.record(public, arguments, ctx, entry, tool_result(run()), tool.get("inputSchema"))
         if key in self.cache.entries and ctx.modern and "content" in result and not result.get("isError"):  # SEP-2549
             result = dict(result, ttlMs=int((self.cache.entries[key][1] - time.monotonic()) * 1000),
                           cacheScope="public" if cache[1] else "private")
         return result
 
     async def _confirm(self, public, plan, arguments, ctx, ask, entry, level):
-        """None when the person said yes to running this call; else the result that says why it did not run
-        (`level`: where the config asks for it: "file", "server:ID" or "tool:NAME")."""
+        """None when the person said yes to running this call, an InputRequiredResult when they are yet to be
+        asked (2026-07-28), else a ToolError that says why it did not run (`level`: where the config asks for it:
+        "file", "server:ID" or "tool:NAME")."""
         what = "run `%s`" % visible_text(_argv_text(plan["argv"])) if "argv" in plan else "call %s with %s" % (
             "tool %s of server %s" % (plan["tool"], plan["server"]) if "server" in plan else public,
             visible_text(json.dumps(arguments, ensure_ascii=False)))
         if not ctx.declared("elicitation"):
             entry["refused"] = "confirmation required; the client cannot ask"
-            return tool_error("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
-                              "(it declared no elicitation capability). To run it without asking, set \"confirm\": "
-                              "false %s." % (public, what, "at the top of the config, or on this tool's entry or its "
-                                             "server's" if level == "file" else "on %s %s in the config"
-                                             % tuple(level.split(":", 1))))
+            raise ToolError("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
+                            "(it declared no elicitation capability). To run it without asking, set \"confirm\": "
+                            "false %s." % (public, what, "at the top of the config, or on this tool's entry or its "
+                                           "server's" if level == "file" else "on %s %s in the config"
+                                           % tuple(level.split(":", 1))))
         words = "\nThe command, word by word: %s" % visible_text(json.dumps(plan["argv"], ensure_ascii=False, default=str)) \
             if "argv" in plan else ""  # the exact argv, program first
         answer = await ask(elicitation_form("Allow %s to %s?%s" % (public, what, words),
@@ -6305,7 +6317,7 @@ class Guard:
         entry["confirmed"] = answer.get("action") == "accept" and (answer.get("content") or {}).get("run") is True
         if not entry["confirmed"]:
             entry["refused"] = "not confirmed"
-            return tool_error("Not run: the user did not confirm that %s may %s." % (public, what))
+            raise ToolError("Not run: the user did not confirm that %s may %s." % (public, what))
         return None
 
     async def record(self, name, arguments, ctx: CallContext, entry, call, schema=None):
@@ -6793,13 +6805,13 @@ class ToolSearch:
             try:
                 return await self.server.tools_call(dict(params, name=target, arguments=given), ctx)
             except McpError as exc:
-                return tool_error(exc.message)
+                raise ToolError(exc.message) from None
         query, limit = arguments.get("query"), arguments.get("limit", SEARCH_LIMIT)
         if (name == self.call_name or not isinstance(query, str) or len(query) > SEARCH_QUERY_MAX
                 or type(limit) is not int or not 0 < limit <= SEARCH_MAX):
-            return tool_error("%s takes `query` (a few words, %d characters at most) and `limit` (1 to %d); %s takes "
-                              "`name` (another tool's) and `arguments` (an object)"
-                              % (self.search_name, SEARCH_QUERY_MAX, SEARCH_MAX, self.call_name))
+            raise ToolError("%s takes `query` (a few words, %d characters at most) and `limit` (1 to %d); %s takes "
+                            "`name` (another tool's) and `arguments` (an object)"
+                            % (self.search_name, SEARCH_QUERY_MAX, SEARCH_MAX, self.call_name))
         catalog = self.server.catalog
         tools = await catalog.tools() if catalog.stale else catalog.listing  # the last listing's tools
         key = [(tool["name"], tool.get("description"), _object(tool.get("_meta")).get(SEARCH_HINT_META)) for tool in tools]
@@ -7045,7 +7057,11 @@ class Server:
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
-        """`tools/call`: route by public name, run with this request's CallContext."""
+        """`tools/call`: route by public name, run with this request's CallContext; a ToolError on the way is
+        the call's isError result (tool_result)."""
+        return await tool_result(self._tools_call(params, ctx))
+
+    async def _tools_call(self, params, ctx):
         name, arguments = _name_and_arguments(params, "tools/call")
         if self.search and self.search.handles(name):
             return await self.search.call(name, params, arguments, ctx)
@@ -7067,15 +7083,15 @@ class Server:
         if form:
             wanted = form["requestedSchema"]["required"]  # every property the form asks for
             if not ctx.declared("elicitation"):
-                return tool_error("Not run: %s is asked of the user when left out, and this client cannot ask "
-                                  "(it declared no elicitation capability); give it in the arguments."
-                                  % ", ".join(wanted))
+                raise ToolError("Not run: %s is asked of the user when left out, and this client cannot ask "
+                                "(it declared no elicitation capability); give it in the arguments."
+                                % ", ".join(wanted))
             answer = _object(await self._ask(form, params, ctx, "arguments"))
             if answer.get("resultType") == "input_required":
                 return answer
             if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
-                return tool_error("Not run: the user was asked for %s and answered %s."
-                                  % (", ".join(wanted), json.dumps(answer.get("action"))))
+                raise ToolError("Not run: the user was asked for %s and answered %s."
+                                % (", ".join(wanted), json.dumps(answer.get("action"))))
             arguments = dict(arguments, **{key: value for key, value in answer["content"].items() if key in wanted})
         ctx.read = self.resources_read  # a file given as a resource URI (file_resources); not a closure over ctx
         call = self.guard.call(name, source, original, arguments, ctx, tool,
@@ -11945,7 +11961,7 @@ class ManagerTools:
                 upstream = self._server(arguments)
                 count = arguments.get("lines", 50)
                 if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                    return tool_error("`lines` must be a positive whole number")
+                    raise ToolError("`lines` must be a positive whole number")
                 result = {"server": upstream.spec.id,
                           "lines": [self.shown(upstream, line) for line in list(upstream.server_log.lines)[-count:]]}
             else:
@@ -11963,7 +11979,7 @@ class ManagerTools:
                     await upstream.ready(wait_backoff=False)  # a person asked: no backoff; says why it fails
                 result = self.status(upstream)
         except (UpstreamError, ConfigError) as exc:
-            return tool_error(exc.message if isinstance(exc, McpError) else str(exc))
+            raise ToolError(exc.message if isinstance(exc, McpError) else str(exc)) from None
         return {"content": [text_block(json.dumps(result, indent=1, ensure_ascii=False))], "structuredContent": result}
 
 
@@ -12578,10 +12594,7 @@ class Aggregator:
             upstream = self._upstream(route[1])
             self.namespace.check_permitted(upstream.spec, name, original)
             if curated:  # checked against the schema the model saw, then sent as the server expects it
-                try:
-                    arguments = curated.arguments(arguments)
-                except ToolError as exc:
-                    return tool_error(str(exc))
+                arguments = curated.arguments(arguments)
             upstream = self._instance(upstream, ctx)
             entry = next((e for e in self.isolated.values() if e[0] is upstream), None)
             if entry:
@@ -12594,8 +12607,6 @@ class Aggregator:
             if ctx and not entry:  # a person's own process (isolation): keyed by the server's, with the person
                 ctx.served = route[1], upstream.version(), original
             return result
-        except ToolError as exc:
-            return tool_error(str(exc))
         except UpstreamError as exc:
             if upstream and upstream.bearer and upstream.refused_bearer == upstream.bearer:  # the person's own, refused
                 ctx.session.signed_in.refuse("server %s refused it (expired or revoked): sign in again" % upstream.spec.key)
@@ -12604,11 +12615,11 @@ class Aggregator:
                 if asked:
                     raise asked from None
                 if getattr(getattr(ctx, "session", None), "person", None) is not None:
-                    return tool_error("%s. This sign-in is the gateway's, shared by every person: ask its admin to "
-                                      "sign in again" % exc.message.rstrip("."))
+                    raise ToolError("%s. This sign-in is the gateway's, shared by every person: ask its admin to "
+                                    "sign in again" % exc.message.rstrip(".")) from None
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
-                return tool_error(exc.message)
+                raise ToolError(exc.message) from None  # a server that cannot answer now: the model can act on it
             raise
         finally:
             if entry:
