@@ -62,6 +62,7 @@ __all__ = [
     "ProcessResult",
     "ProcessRunner",
     "CommandTool",
+    "ToolSpec",
     "TemplateTools",
     "Catalog",
     "Server",
@@ -4190,24 +4191,6 @@ def _is_uri(value):
     return isinstance(value, str) and re.match(r"[a-z][a-z0-9+.-]*://", value) is not None
 
 
-async def files_from_uris(tool, arguments, read):
-    """`tool`'s file arguments given as the URI of a resource this server serves, read by `read` (the server's
-    resources/read) and passed on as data: URIs; a ToolError names one that cannot be read."""
-    import base64
-    given = dict(arguments)
-    for key in tool.files:
-        uri = arguments.get(key)
-        if _is_uri(uri):
-            try:
-                content = ((await read(uri)).get("contents") or [{"text": ""}])[0]
-            except McpError as exc:
-                raise ToolError("`%s`: %s cannot be read: %s" % (key, uri, exc.message)) from None
-            given[key] = "data:%s;name=%s;base64,%s" % (
-                content.get("mimeType", ""), re.sub(r"[,;]", "_", uri.partition("?")[0].rpartition("/")[2]),
-                content["blob"] if "blob" in content else base64.b64encode(content.get("text", "").encode()).decode())
-    return given
-
-
 OUTPUT_FOLDER_FILES = 20        # files of an output folder a result shows; their bytes together are within --max-output
 
 
@@ -4371,128 +4354,49 @@ class RunSettings:
         return other
 
 
-class CommandTool:
-    """A tool that renders a Template to argv and runs it.
+class FileArguments:
+    """A tool's files: parameters given as files (a data: URI, or the URI of a resource this server serves) that reach
+    the command as paths, and the output folder whose files come back as content. `resolve` reads the resources
+    given, `write` puts the files in one call's private folder, `collect` reads the output folder after the run,
+    `placeholders` stands in for them where a call is described and not run (the guard's argv)."""
 
-    `schema` and `defaults` come from the template's fields unless given (a
-    config file's `parameters`); `stdin` is a text template fed to the
-    command; `shell` runs the template as `sh -c SCRIPT mcpstudio VALUES...`.
-    """
-
-    def __init__(self, name, template: Template, runner: ProcessRunner, settings: RunSettings,
-                 description=None, title=None, annotations=None,
-                 schema=None, defaults=None, stdin=None, shell=False,
-                 within=None, output_format="text", ok_exit=(0,), asked=None, rules=None, files=(),
-                 output_folder=None, interactive=True, answers=(), file_resources=False):
-        self.name = name
-        self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
-        self.template = template
-        self.runner = runner
-        self.settings = settings
-        self.description = description or "Run `%s`." % template.display()
-        self.title = title
-        self.annotations = annotations or {}
-        self.schema = schema or template.input_schema()
-        self.defaults = defaults or {}
-        self.stdin = stdin
-        self.shell = shell
-        self.within = within or {}  # argument -> the folder its path must stay in
-        self.output_format = output_format
-        self.ok_exit = tuple(ok_exit)
-        self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
+    def __init__(self, tool, files, output_folder, file_resources, settings: RunSettings):
+        self.tool = tool  # its name, in the URIs of the files it leaves
         self.files = files  # parameters given as files (data: URIs), passed to the command as paths
-        self.file_resources = file_resources  # a file may be any resource of this server, not only a kept output
         self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
-        self.interactive = interactive  # its questions are answered (PromptWatch)
-        self.answers = answers  # [(compiled prompt pattern, answer)]: questions answered without asking
+        self.file_resources = file_resources  # a file may be any resource of this server, not only a kept output
+        self.settings = settings
 
-    def question(self, arguments):
-        """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
-        missing = [key for key in self.asked if key not in arguments]
-        if not missing:
-            return None
-        return elicitation_form("; ".join("%s: %s" % (key, self.asked[key]) for key in missing),
-                                {key: dict(self.schema["properties"][key], title=key) for key in missing})
+    def __bool__(self):
+        return bool(self.files or self.output_folder)
 
-    def definition(self):
-        """The MCP Tool object clients list: name, description, inputSchema, annotations."""
-        tool = {"name": self.name, "description": self.description, "inputSchema": self.schema}
-        if self.title:
-            tool["title"] = self.title
-        if self.annotations:
-            tool["annotations"] = self.annotations
-        if self.ok_exit != (0,):
-            tool["_meta"] = {OK_EXIT_META: list(self.ok_exit)}
-        if self.settings.task_support != "forbidden":
-            tool["execution"] = {"taskSupport": self.settings.task_support}
-        return tool
+    def placeholders(self, checked):
+        """What stands for the files of `checked` arguments in the argv a call would run: a file's path is made when
+        it runs."""
+        shown = {key: "<file %s>" % (checked[key] if _is_uri(checked[key]) else _hash(checked[key]))
+                 for key in self.files if key in checked}
+        return dict(shown, **({self.output_folder: "<output folder>"} if self.output_folder else {}))
 
-    def argv(self, arguments):
-        """The argv a call with these (validated, defaulted) arguments runs."""
-        if self.shell:  # the dash guard, command by command, then the script
-            self.template.render(arguments, self.settings.allow_dash_values, shell=True)
-            script, values = self.template.render_shell(arguments)
-            return ["sh", "-c", script, "mcpstudio"] + values
-        return self.template.render(arguments, self.settings.allow_dash_values)
+    async def resolve(self, arguments, ctx: CallContext):
+        """`arguments` with each file given as the URI of a resource read (as the call runs: after its rate limit
+        and confirmation) and passed on as a data: URI; a ToolError names one that cannot be read."""
+        import base64
+        given = dict(arguments)
+        for key in self.files:
+            uri = arguments.get(key)
+            if _is_uri(uri):
+                try:
+                    content = ((await self.read(uri, ctx)).get("contents") or [{"text": ""}])[0]
+                except McpError as exc:
+                    raise ToolError("`%s`: %s cannot be read: %s" % (key, uri, exc.message)) from None
+                given[key] = "data:%s;name=%s;base64,%s" % (
+                    content.get("mimeType", ""), re.sub(r"[,;]", "_", uri.partition("?")[0].rpartition("/")[2]),
+                    content["blob"] if "blob" in content else base64.b64encode(content.get("text", "").encode()).decode())
+        return given
 
-    def confined(self, arguments):
-        """Arguments with each declared path (or list of paths) resolved inside its folder."""
-        out = dict(arguments)
-        for key, folder in self.within.items():
-            value = out.get(key)
-            if isinstance(value, str):
-                out[key] = confine_path(key, value, folder)
-            elif isinstance(value, list):
-                out[key] = [confine_path(key, v, folder) if isinstance(v, str) else v for v in value]
-        return out
-
-    def checked(self, arguments):
-        """`arguments` with spellings matched and defaults added, validated; ToolError for arguments that do not fit."""
-        arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
-        if self.defaults:
-            arguments = dict(self.defaults, **arguments)
-        problems = validate(arguments, self.schema)
-        if problems:
-            raise ToolError(_argument_help(self.name, problems, self.schema))
-        return arguments
-
-    def prepare(self, arguments):
-        """(argv, stdin bytes or None) that checked `arguments` run; ToolError for a value that may not go there."""
-        if self.within:
-            arguments = self.confined(arguments)
-        return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin else None
-
-    def command_line(self, arguments):
-        """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
-        this tool's own rules; None when the arguments do not fit (the call says why)."""
-        try:
-            checked = self.checked(arguments)
-            shown = {key: "<file %s>" % (checked[key] if _is_uri(checked[key]) else _hash(checked[key]))
-                     for key in self.files if key in checked}  # a file's path is made when it runs
-            argv, stdin = self.prepare(dict(checked, **shown, **(
-                {self.output_folder: "<output folder>"} if self.output_folder else {})))
-        except ToolError:
-            return None
-        return {"argv": argv, "stdin": stdin, "cwd": self.settings.cwd, "env": self.settings.env,
-                "rules": [("tool:" + self.name, self.rules)]}
-
-    async def call(self, arguments, ctx: CallContext):
-        """Validate `arguments`, run the command, and return an MCP CallToolResult; ToolError for arguments that
-        do not fit, or a value that may not go where the template puts it."""
-        arguments = self.checked(arguments)
-        if not (self.files or self.output_folder):
-            return await self.run(arguments, ctx)
-        import shutil
-        arguments = await files_from_uris(self, arguments, lambda uri: self.read_resource(uri, ctx))
-        folder = call_folder()  # private (0700); gone after the call
-        try:
-            return await self.files_call(arguments, ctx, folder)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-
-    async def read_resource(self, uri, ctx: CallContext):
-        """A resource given as a file argument, read as the call runs (after its rate limit and confirmation): a
-        kept output of this server, or with `file_resources` any resource it serves (ctx.read: resources/read)."""
+    async def read(self, uri, ctx: CallContext):
+        """A resource given as a file: a kept output of this server, or with `file_resources` any resource it
+        serves (ctx.read: resources/read)."""
         if self.file_resources and ctx.read:
             return await ctx.read({"uri": uri}, ctx)
         if uri.startswith(OUTPUT_URI) and self.settings.outputs:
@@ -4500,26 +4404,28 @@ class CommandTool:
         raise McpError(INVALID_PARAMS, "a file may be a kept output of this server (%s...) only; the tool's "
                        "`file_resources` lets it read the server's other resources" % OUTPUT_URI)
 
-    async def files_call(self, arguments, ctx: CallContext, folder):
-        """A call with files in or out, in `folder`: files written before the run, files read after it."""
+    def write(self, arguments, folder):
+        """`arguments` with each file written into `folder` (one call's) and given as its path, and the output
+        folder made there."""
         arguments = dict(arguments, **{key: write_file_argument(key, arguments[key], folder, self.settings.max_output)
                                        for key in self.files if key in arguments})
         if self.output_folder:
-            out = arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
-            os.mkdir(out)
-        result = await self.run(arguments, ctx)
-        pid, deadline = ctx.ran and ctx.ran.pid, time.monotonic() + self.runner.grace + 1
-        while self.output_folder and pid and _group_alive(pid) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)  # what it left behind still runs (stopped, then killed): its files may change
-        budget = self.settings.budget(ctx)
-        room, shown, over, odd = self.settings.max_output, 0, [], []  # one budget for the folder's files together
+            arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
+            os.mkdir(arguments[self.output_folder])
+        return arguments
+
+    def collect(self, result, folder, budget: OutputBudget):
+        """Add the files the command left in its output folder (in `folder`) to `result`'s content: at most
+        OUTPUT_FOLDER_FILES, their bytes together within --max-output, their text within `budget`."""
+        out = os.path.join(folder, "out.d")
+        room, shown, over, odd = self.settings.max_output, 0, [], []  # one limit for the folder's files together
         for name in sorted(os.listdir(out) if self.output_folder else []):
             data = read_output_file(os.path.join(out, name), room) if shown < OUTPUT_FOLDER_FILES else "large"
             if not isinstance(data, bytes):
                 (odd if data is None else over).append(name)
                 continue
             room, shown = room - len(data), shown + 1
-            result["content"].append(file_content(name, data, "mcpstudio://%s/%s" % (self.name, _quote(name)), budget))
+            result["content"].append(file_content(name, data, "mcpstudio://%s/%s" % (self.tool, _quote(name)), budget))
         for names, why in ((over, "past the %d files and %d bytes together a result shows (--max-output)"
                             % (OUTPUT_FOLDER_FILES, self.settings.max_output)),
                            (odd, "not plain files (links, folders, hard links are never read)")):
@@ -4529,19 +4435,135 @@ class CommandTool:
                     + (" and %d more" % (len(names) - 10) if len(names) > 10 else ""))))
         return result
 
+
+# What a command tool is, as the config reader and the command line read it: `schema` and `description` come from
+# the template when not given (a config file's `parameters`); `stdin` is a text template fed to the command; `shell`
+# runs the template as `sh -c SCRIPT mcpstudio VALUES...`; `within`: argument -> the folder its path must stay in;
+# `asked`: parameter -> the question the user is asked when a call leaves it out; `rules`: its rateLimit, cache and
+# confirm (see Guard); `files`, `output_folder`, `file_resources`: see FileArguments; `interactive`: its questions
+# are answered (PromptWatch); `answers`: [(compiled prompt pattern, answer)], questions answered without asking.
+ToolSpec = collections.namedtuple("ToolSpec", (
+    "name", "template", "description", "title", "annotations", "schema", "defaults", "stdin", "shell", "within",
+    "output_format", "ok_exit", "asked", "rules", "files", "output_folder", "interactive", "answers",
+    "file_resources"), defaults=(None, None, {}, None, {}, None, False, {}, "text", (0,), {}, {}, (), None, True, (),
+                                 False))
+
+
+class CommandTool:
+    """A tool that renders a Template to argv and runs it, as its ToolSpec says."""
+
+    def __init__(self, spec: ToolSpec, runner: ProcessRunner, settings: RunSettings):
+        self.spec = spec._replace(description=spec.description or "Run `%s`." % spec.template.display(),
+                                  schema=spec.schema or spec.template.input_schema(), ok_exit=tuple(spec.ok_exit))
+        self.name = spec.name
+        self.runner = runner
+        self.settings = settings
+        self.files = FileArguments(spec.name, spec.files, spec.output_folder, spec.file_resources, settings)
+
+    def question(self, arguments):
+        """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
+        asked = self.spec.asked
+        missing = [key for key in asked if key not in arguments]
+        if not missing:
+            return None
+        return elicitation_form("; ".join("%s: %s" % (key, asked[key]) for key in missing),
+                                {key: dict(self.spec.schema["properties"][key], title=key) for key in missing})
+
+    def definition(self):
+        """The MCP Tool object clients list: name, description, inputSchema, annotations."""
+        spec = self.spec
+        tool = {"name": self.name, "description": spec.description, "inputSchema": spec.schema}
+        if spec.title:
+            tool["title"] = spec.title
+        if spec.annotations:
+            tool["annotations"] = spec.annotations
+        if spec.ok_exit != (0,):
+            tool["_meta"] = {OK_EXIT_META: list(spec.ok_exit)}
+        if self.settings.task_support != "forbidden":
+            tool["execution"] = {"taskSupport": self.settings.task_support}
+        return tool
+
+    def argv(self, arguments):
+        """The argv a call with these (validated, defaulted) arguments runs."""
+        template = self.spec.template
+        if self.spec.shell:  # the dash guard, command by command, then the script
+            template.render(arguments, self.settings.allow_dash_values, shell=True)
+            script, values = template.render_shell(arguments)
+            return ["sh", "-c", script, "mcpstudio"] + values
+        return template.render(arguments, self.settings.allow_dash_values)
+
+    def confined(self, arguments):
+        """Arguments with each declared path (or list of paths) resolved inside its folder."""
+        out = dict(arguments)
+        for key, folder in self.spec.within.items():
+            value = out.get(key)
+            if isinstance(value, str):
+                out[key] = confine_path(key, value, folder)
+            elif isinstance(value, list):
+                out[key] = [confine_path(key, v, folder) if isinstance(v, str) else v for v in value]
+        return out
+
+    def checked(self, arguments):
+        """`arguments` with spellings matched and defaults added, validated; ToolError for arguments that do not fit."""
+        schema = self.spec.schema
+        arguments = as_text_where_strings(match_spellings(arguments, schema["properties"]), schema)
+        if self.spec.defaults:
+            arguments = dict(self.spec.defaults, **arguments)
+        problems = validate(arguments, schema)
+        if problems:
+            raise ToolError(_argument_help(self.name, problems, schema))
+        return arguments
+
+    def prepare(self, arguments):
+        """(argv, stdin bytes or None) that checked `arguments` run; ToolError for a value that may not go there."""
+        if self.spec.within:
+            arguments = self.confined(arguments)
+        stdin = self.spec.stdin
+        return self.argv(arguments), stdin.render_text(arguments).encode("utf-8") if stdin else None
+
+    def command_line(self, arguments):
+        """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
+        this tool's own rules; None when the arguments do not fit (the call says why)."""
+        try:
+            checked = self.checked(arguments)
+            argv, stdin = self.prepare(dict(checked, **self.files.placeholders(checked)))
+        except ToolError:
+            return None
+        return {"argv": argv, "stdin": stdin, "cwd": self.settings.cwd, "env": self.settings.env,
+                "rules": [("tool:" + self.name, self.spec.rules)]}
+
+    async def call(self, arguments, ctx: CallContext):
+        """Validate `arguments`, run the command, and return an MCP CallToolResult; ToolError for arguments that
+        do not fit, or a value that may not go where the template puts it. A call with files in or out runs in
+        a private folder of its own (0700), gone after the call: files written before the run, read after it."""
+        arguments = self.checked(arguments)
+        if not self.files:
+            return await self.run(arguments, ctx)
+        import shutil
+        arguments = await self.files.resolve(arguments, ctx)
+        folder = call_folder()
+        try:
+            result = await self.run(self.files.write(arguments, folder), ctx)
+            pid, deadline = ctx.ran and ctx.ran.pid, time.monotonic() + self.runner.grace + 1
+            while self.spec.output_folder and pid and _group_alive(pid) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)  # what it left behind still runs (stopped, then killed): its files may change
+            return self.files.collect(result, folder, self.settings.budget(ctx))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     async def run(self, arguments, ctx: CallContext):
         """Render checked `arguments` to argv, run it, and return the CallToolResult."""
         argv, stdin = self.prepare(arguments)
-        settings = self.settings
-        shown = _masked_argv(argv, masked_arguments(arguments, self.schema)[1])  # for debug lines
+        spec, settings = self.spec, self.settings
+        shown = _masked_argv(argv, masked_arguments(arguments, spec.schema)[1])  # for debug lines
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(shown))
         # its heartbeat also while the call waits for a slot; questions are seen only where the platform tells
-        asks = self.interactive and _reading is not None
+        asks = spec.interactive and _reading is not None
         feed = (PromptWatch if asks else OutputFeed)(ctx, "`%s`" % self.name, self.name)
-        feed.answers = self.answers
+        feed.answers = spec.answers
         feed.slots = settings.slots
-        feed.secret = asks_secrets(re.split(r"[\s;&|()`\"']+", self.template.display()))  # the words it was written with
+        feed.secret = asks_secrets(re.split(r"[\s;&|()`\"']+", spec.template.display()))  # the words it was written with
         try:
             async with settings.slots:
                 result = ctx.ran = await settings.run(self.runner, argv, stdin_bytes=stdin, on_output=feed.add,
@@ -4551,12 +4573,12 @@ class CommandTool:
         if feed.problem:
             raise ToolError(feed.problem)
         if ctx.wants("debug"):
-            ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
+            ctx.log("debug", "`%s` %s in %.3f s" % (spec.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
                     result.seconds))
         _unstarted_in_task(result, ctx, settings.timeout)
-        as_json = self.output_format == "json"  # its stdout whole: it becomes structuredContent
-        outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit,
+        as_json = spec.output_format == "json"  # its stdout whole: it becomes structuredContent
+        outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, spec.ok_exit,
                                  settings.budget(ctx, whole=as_json))
         return json_result(self.name, result, outcome) if as_json and not outcome["isError"] else outcome
 
@@ -4627,7 +4649,7 @@ class TemplateTools(Source):
 
     def asks(self, name):
         """Whether `name` runs an interactive command (its questions are answered: PromptWatch)."""
-        return self.tools[name].interactive
+        return self.tools[name].spec.interactive
 
     def command_line(self, name, arguments):
         """What calling `name` with `arguments` runs (see CommandTool.command_line)."""
@@ -7718,14 +7740,14 @@ class ConfigLoader:
         """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true; and `answers`
         where no question can be seen (Windows)."""
         for index, tool in enumerate(tools):
-            found = [] if tool.shell else tool.template.shell_syntax()
+            found = [] if tool.spec.shell else tool.spec.template.shell_syntax()
             if found:
                 log.warning("%s: tools[%d] `%s`: its command uses %s, which only a shell understands; no shell "
                             "runs it, so `%s` gets them as literal arguments. Add \"shell\": true to the tool "
                             "if a shell is meant.", self.path, index, tool.name, ", ".join("`%s`" % f for f in found),
-                            tool.template.command_name())
+                            tool.spec.template.command_name())
         for index, tool in enumerate(tools):
-            if tool.interactive and tool.answers and _reading is None:
+            if tool.spec.interactive and tool.spec.answers and _reading is None:
                 log.warning("%s: tools[%d] `%s`: its answers are never given here: this system cannot tell that a "
                             "command waits for an answer (Linux and macOS can), so its input ends at once. Pass "
                             "what it asks another way (an option such as --yes, or its environment).",
@@ -7802,15 +7824,15 @@ class ConfigLoader:
         if not ok_exit or not all(type(code) is int and 0 <= code <= 255 for code in ok_exit):
             raise self.error(_join(where, "ok_exit_codes"), "expected a list of exit codes 0-255 that mean "
                              "success, e.g. [0, 1] for grep (1: no match)")
-        return CommandTool(name, template, runner, settings.derive(**overrides),
-                           description=self.get(spec, "description", str, where),
-                           title=self.get(spec, "title", str, where), annotations=annotations,
-                           schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
-                           output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
-                           output_folder=output_folder, interactive=self.get(spec, "interactive", bool, where, stdin is None),
-                           answers=read_answers(self, spec, where),
-                           file_resources=self.get(spec, "file_resources", bool, where, False), files=sorted({n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"} | {
-                               key for key, field in template.fields.items() if field.kind == "file"}))
+        files = sorted({n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"}
+                       | {key for key, field in template.fields.items() if field.kind == "file"})
+        return CommandTool(ToolSpec(
+            name, template, description=self.get(spec, "description", str, where),
+            title=self.get(spec, "title", str, where), annotations=annotations, schema=schema, defaults=defaults,
+            stdin=stdin, shell=shell, within=within, output_format=output_format, ok_exit=ok_exit, asked=asked,
+            rules=rules, files=files, output_folder=output_folder,
+            interactive=self.get(spec, "interactive", bool, where, stdin is None), answers=read_answers(self, spec, where),
+            file_resources=self.get(spec, "file_resources", bool, where, False)), runner, settings.derive(**overrides))
 
     def within(self, spec, where, properties):
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -8016,7 +8038,7 @@ def read_skill_folder(loader, root, where):
 
 def warn_unclosed_fields(path, tools, resources, log: Log):
     """A `{name` no `}` closes in a tool's or resource's command: literal text, where a field was meant."""
-    for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.template.source) for index, tool in
+    for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.spec.template.source) for index, tool in
                           enumerate(tools)] + [("resources[%d] `%s`" % (index, resource.uri), resource.template.source)
                                                for index, resource in enumerate(resources)]:
         warning = unclosed_warning(" ".join(source).split())
@@ -8698,16 +8720,16 @@ def check_config(path, log: Log, options):
             continue
         if source.tools:
             print("\ntools:")
-        for tool in source.tools.values():
-            props = tool.schema.get("properties", {})
-            required = tool.schema.get("required", [])
-            program = tool.template.words[0][0] if not tool.shell else "sh"
+        for tool, spec in ((tool, tool.spec) for tool in source.tools.values()):
+            props = spec.schema.get("properties", {})
+            required = spec.schema.get("required", [])
+            program = spec.template.words[0][0] if not spec.shell else "sh"
             missing = isinstance(program, str) and program_not_found(program, tool.settings.env)
             if missing:
                 print("  warning: %s: %s" % (tool.name, missing))
                 warned += 1
-            used = {f.key for t in (tool.template, tool.stdin) if t for f in t.occurrences()}
-            used.update(b.key for b in getattr(tool.template, "blocks", ()))
+            used = {f.key for t in (spec.template, spec.stdin) if t for f in t.occurrences()}
+            used.update(b.key for b in getattr(spec.template, "blocks", ()))
             for key in props:
                 if key not in used:
                     print("  warning: %s: parameter `%s` is declared but no template uses it" % (tool.name, key))
@@ -8722,10 +8744,10 @@ def check_config(path, log: Log, options):
                     examples.append("(example refused: %s)" % exc)
             argv = examples[0] + ("\n      with every parameter: %s" % examples[1] if examples[1] != examples[0] else "")
             support = "" if tool.settings.task_support == "optional" else "  (tasks: %s)" % tool.settings.task_support
-            print("  %s  %s%s" % (tool.name, tool.description, support))
+            print("  %s  %s%s" % (tool.name, spec.description, support))
             for key, prop in props.items():
-                detail = ("required" if key in required else "asked of the user: %s" % tool.asked[key]
-                          if key in tool.asked else
+                detail = ("required" if key in required else "asked of the user: %s" % spec.asked[key]
+                          if key in spec.asked else
                           "default %s" % json.dumps(prop["default"]) if "default" in prop else "optional")
                 print("      %-16s %-8s %s" % (key, prop.get("type", "any"), detail))
             print("      example: %s" % argv)
@@ -16993,10 +17015,11 @@ def _build_server(options, words, log: Log, config, runner=None):
                 del schema["required"]
         description = options["description"] or (
             "Run `%s` with `%s` on stdin." % (template.display(), options["stdin"]) if stdin else None)
-        sources.append(TemplateTools([CommandTool(
-            name, template, runner, settings, description=description, annotations=annotations, schema=schema,
-            stdin=stdin, ok_exit=_exit_codes(options["ok_exit"]), output_folder=template.folder(),
-            files=[key for words in (template, stdin) if words for key, field in words.fields.items() if field.kind == "file"])]))
+        sources.append(TemplateTools([CommandTool(ToolSpec(
+            name, template, description=description, annotations=annotations, schema=schema, stdin=stdin,
+            ok_exit=_exit_codes(options["ok_exit"]), output_folder=template.folder(),
+            files=[key for words in (template, stdin) if words for key, field in words.fields.items() if field.kind == "file"]),
+            runner, settings)]))
         titles.append(template.command_name())
     if options["root_directory"]:
         root = _folder_option("--root-directory", options["root_directory"])

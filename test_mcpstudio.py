@@ -3506,7 +3506,7 @@ class InProcessHttp:
         import asyncio
         log = mcpstudio.Log()
         runner = mcpstudio.ProcessRunner(log)
-        tool = mcpstudio.CommandTool("echo", Template(["echo", "{message}"]), runner, mcpstudio.RunSettings())
+        tool = mcpstudio.CommandTool(mcpstudio.ToolSpec("echo", Template(["echo", "{message}"])), runner, mcpstudio.RunSettings())
         server = mcpstudio.Server(mcpstudio.Catalog([mcpstudio.TemplateTools([tool])]), log)
         self.http = mcpstudio.HttpServer(server, log, "127.0.0.1", 0)
         for key, value in limits.items():
