@@ -4360,8 +4360,8 @@ class FileArguments:
     given, `write` puts the files in one call's private folder, `collect` reads the output folder after the run,
     `placeholders` stands in for them where a call is described and not run (the guard's argv)."""
 
-    def __init__(self, tool, files, output_folder, file_resources, settings: RunSettings):
-        self.tool = tool  # its name, in the URIs of the files it leaves
+    def __init__(self, name, files, output_folder, file_resources, settings: RunSettings):
+        self.name = name  # the tool's, in the URIs of the files it leaves
         self.files = files  # parameters given as files (data: URIs), passed to the command as paths
         self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
         self.file_resources = file_resources  # a file may be any resource of this server, not only a kept output
@@ -4425,7 +4425,7 @@ class FileArguments:
                 (odd if data is None else over).append(name)
                 continue
             room, shown = room - len(data), shown + 1
-            result["content"].append(file_content(name, data, "mcpstudio://%s/%s" % (self.tool, _quote(name)), budget))
+            result["content"].append(file_content(name, data, "mcpstudio://%s/%s" % (self.name, _quote(name)), budget))
         for names, why in ((over, "past the %d files and %d bytes together a result shows (--max-output)"
                             % (OUTPUT_FOLDER_FILES, self.settings.max_output)),
                            (odd, "not plain files (links, folders, hard links are never read)")):
