@@ -4455,7 +4455,7 @@ class CommandTool:
     def __init__(self, spec: ToolSpec, runner: ProcessRunner, settings: RunSettings):
         self.spec = spec._replace(description=spec.description or "Run `%s`." % spec.template.display(),
                                   schema=spec.schema or spec.template.input_schema(), ok_exit=tuple(spec.ok_exit))
-        self.name = spec.name
+        self.name, self.schema = spec.name, self.spec.schema  # as every kind of tool has them (ScriptTool)
         self.runner = runner
         self.settings = settings
         self.files = FileArguments(spec.name, spec.files, spec.output_folder, spec.file_resources, settings)
@@ -4467,12 +4467,12 @@ class CommandTool:
         if not missing:
             return None
         return elicitation_form("; ".join("%s: %s" % (key, asked[key]) for key in missing),
-                                {key: dict(self.spec.schema["properties"][key], title=key) for key in missing})
+                                {key: dict(self.schema["properties"][key], title=key) for key in missing})
 
     def definition(self):
         """The MCP Tool object clients list: name, description, inputSchema, annotations."""
         spec = self.spec
-        tool = {"name": self.name, "description": spec.description, "inputSchema": spec.schema}
+        tool = {"name": self.name, "description": spec.description, "inputSchema": self.schema}
         if spec.title:
             tool["title"] = spec.title
         if spec.annotations:
@@ -4505,13 +4505,12 @@ class CommandTool:
 
     def checked(self, arguments):
         """`arguments` with spellings matched and defaults added, validated; ToolError for arguments that do not fit."""
-        schema = self.spec.schema
-        arguments = as_text_where_strings(match_spellings(arguments, schema["properties"]), schema)
+        arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
         if self.spec.defaults:
             arguments = dict(self.spec.defaults, **arguments)
-        problems = validate(arguments, schema)
+        problems = validate(arguments, self.schema)
         if problems:
-            raise ToolError(_argument_help(self.name, problems, schema))
+            raise ToolError(_argument_help(self.name, problems, self.schema))
         return arguments
 
     def prepare(self, arguments):
@@ -4555,7 +4554,7 @@ class CommandTool:
         """Render checked `arguments` to argv, run it, and return the CallToolResult."""
         argv, stdin = self.prepare(arguments)
         spec, settings = self.spec, self.settings
-        shown = _masked_argv(argv, masked_arguments(arguments, spec.schema)[1])  # for debug lines
+        shown = _masked_argv(argv, masked_arguments(arguments, self.schema)[1])  # for debug lines
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(shown))
         # its heartbeat also while the call waits for a slot; questions are seen only where the platform tells
@@ -8721,8 +8720,8 @@ def check_config(path, log: Log, options):
         if source.tools:
             print("\ntools:")
         for tool, spec in ((tool, tool.spec) for tool in source.tools.values()):
-            props = spec.schema.get("properties", {})
-            required = spec.schema.get("required", [])
+            props = tool.schema.get("properties", {})
+            required = tool.schema.get("required", [])
             program = spec.template.words[0][0] if not spec.shell else "sh"
             missing = isinstance(program, str) and program_not_found(program, tool.settings.env)
             if missing:
