@@ -72,6 +72,7 @@ __all__ = [
     "ProcessResult",
     "ProcessRunner",
     "CommandTool",
+    "ToolSpec",
     "TemplateTools",
     "Catalog",
     "Server",
@@ -212,7 +213,12 @@ class McpError(McpStudioError):
 
 
 class ToolError(McpStudioError):
-    """A tool call that cannot go ahead (the caller's mistake): becomes an `isError` result."""
+    """A tool call that cannot go ahead (the caller's mistake, or a refusal): the server answers it as an `isError`
+    result (tool_result), with `meta` as the result's `_meta` when given."""
+
+    def __init__(self, message, meta=None):
+        super().__init__(message)
+        self.meta = meta
 
 
 class ConfigError(McpStudioError):
@@ -228,7 +234,8 @@ class FrontmatterError(McpStudioError):
 
 
 class UpstreamError(McpError):
-    """A routed request that could not be carried out; tools/call turns it into an isError result."""
+    """A routed request that could not be carried out; a call the aggregator routes raises a ToolError for the
+    codes of a server that cannot answer now (see Aggregator.call_tool)."""
 
 
 class OAuthError(McpStudioError):
@@ -4074,7 +4081,8 @@ def _invalid_params(problem, data=None):
 class Source:
     """The contract every source keeps, so the catalog and the server never need to know their kind
     (nor ask whether a source has a capability): `list_tools()` (MCP Tool dicts under original names),
-    `call_tool(name, arguments, ctx)`, and where `resources` is true, `list_resources()`,
+    `call_tool(name, arguments, ctx)` (a CallToolResult, or a ToolError for a call that cannot go ahead: the
+    server answers it, see tool_result), and where `resources` is true, `list_resources()`,
     `list_resource_templates()` and `read_resource(uri, ctx)`; `start(events)` and `close()` for sources
     with work of their own; `dynamic` when the tool set can change, reported through
     `events.source_changed(source)`. Every other capability has its default here, what a source without
@@ -4247,7 +4255,7 @@ def output_content(data, uri, cut):
         return text_block(text)
     if cut:
         return text_block(cut_binary(data, cut))
-    return file_content("", data, uri, None)  # an image, or a blob of no known type
+    return media_content("", data, uri)  # an image, or a blob of no known type
 
 
 OUTPUT_URI = "mcpstudio://output/"
@@ -4341,9 +4349,9 @@ class OutputStore(Source):
 
 class OutputBudget:
     """One call's room for output text: a stream past it shows its head and tail, and is kept
-    whole in the OutputStore with a `resource_link` to it."""
+    whole in the OutputStore with a `resource_link` to it. Without a store the room is unlimited."""
 
-    def __init__(self, store: OutputStore, ctx, chars):
+    def __init__(self, store: OutputStore | None, ctx, chars):
         self.store = store
         self.owner = ctx.owner
         self.chars = chars
@@ -4354,7 +4362,7 @@ class OutputBudget:
         """`text` (decoded from `data`) within `share` of the room left; `cut`: the bytes the output limit
         dropped from its middle (then the resource holds what was kept, and says so)."""
         limit = int(self.chars * share)
-        if len(text) > limit:
+        if self.store is not None and len(text) > limit:
             uri = self.store.keep(data, self.owner)
             text = fit_text(text, limit, uri, "kept" if cut else "whole")
             if self.linked:
@@ -4365,6 +4373,10 @@ class OutputBudget:
                                        "the whole output, of which the result shows a part")})
         self.chars = max(self.chars - len(text), 0)
         return text
+
+    def for_error(self):
+        """What is left, cut to the room of an error result (ERROR_MAX_TEXT: clients cut longer ones themselves)."""
+        self.chars = min(self.chars, ERROR_MAX_TEXT)
 
 
 DATA_URI_HEADER_MAX = 1024      # characters of a data: URI before its comma (type and parameters)
@@ -4475,23 +4487,6 @@ def _is_uri(value):
     return isinstance(value, str) and re.match(r"[a-z][a-z0-9+.-]*://", value) is not None
 
 
-async def files_from_uris(tool, arguments, read):
-    """`tool`'s file arguments given as the URI of a resource this server serves, read by `read` (the server's
-    resources/read) and passed on as data: URIs; a ToolError names one that cannot be read."""
-    given = dict(arguments)
-    for key in tool.files:
-        uri = arguments.get(key)
-        if _is_uri(uri):
-            try:
-                content = ((await read(uri)).get("contents") or [{"text": ""}])[0]
-            except McpError as exc:
-                raise ToolError("`%s`: %s cannot be read: %s" % (key, uri, exc.message)) from None
-            given[key] = "data:%s;name=%s;base64,%s" % (
-                content.get("mimeType", ""), re.sub(r"[,;]", "_", uri.partition("?")[0].rpartition("/")[2]),
-                content["blob"] if "blob" in content else base64.b64encode(content.get("text", "").encode()).decode())
-    return given
-
-
 OUTPUT_FOLDER_FILES = 20        # files of an output folder a result shows; their bytes together are within --max-output
 
 
@@ -4513,16 +4508,23 @@ def read_output_file(path, limit):
         return data if info.st_size <= limit and len(data) <= limit else "large"
 
 
-def file_content(name, data, uri, budget: OutputBudget):
-    """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
+def media_content(name, data, uri):
+    """Bytes as MCP content that is not text: an image or audio (by their first bytes or `name`), else an
+    embedded blob."""
     mime = _image_type(data) or _file_mime(name)
     encoded = base64.b64encode(data).decode("ascii")
-    text = _as_text(data, False)
     if mime.startswith(("image/", "audio/")):
         return {"type": mime.split("/")[0], "data": encoded, "mimeType": mime}
-    if text is not None:
-        return text_block(budget.fit(data, text))
     return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": encoded}}
+
+
+def file_content(name, data, uri, budget: OutputBudget):
+    """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
+    block = media_content(name, data, uri)
+    text = _as_text(data, False)
+    if block["type"] == "resource" and text is not None:
+        return text_block(budget.fit(data, text))
+    return block
 
 
 def _signal_name(number):
@@ -4577,16 +4579,13 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
     failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
     if failure:
         content.append(text_block(failure))
-        if budget:
-            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
-    stderr = _decoded(result.stderr)
-    if budget:
-        stderr = budget.fit(result.stderr, stderr, 0.25, result.stderr_cut)
+        budget.for_error()
+    stderr = budget.fit(result.stderr, _decoded(result.stderr), 0.25, result.stderr_cut)
     if (result.stdout and not broken) or not (failure or result.stderr):
         block = output_content(result.stdout, uri, result.stdout_cut)
         if block["type"] == "text" and not block["text"] and not failure:
             block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
-        elif block["type"] == "text" and budget:
+        elif block["type"] == "text":
             block["text"] = budget.fit(result.stdout, block["text"], cut=result.stdout_cut)
         content.append(block)
     if result.stdout_cut:
@@ -4595,7 +4594,7 @@ def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
         if result.stderr_cut:
             stderr += "\n" + limit_note("stderr", result.stderr_cut)
         content.append(text_block("[stderr]\n" + stderr))
-    return {"content": content + (budget.links if budget else []), "isError": failure is not None}
+    return {"content": content + budget.links, "isError": failure is not None}
 
 
 def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
@@ -4603,10 +4602,6 @@ def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
     run the tool), where a plain call answers a tool error; a command that ran and failed is a result."""
     if ctx.task and result.status in ("not-found", "denied", "error"):
         raise McpError(INTERNAL_ERROR, describe_failure(result, timeout))
-
-
-def tool_error(message):
-    return {"content": [text_block(message)], "isError": True}
 
 
 class RunSettings:
@@ -4640,9 +4635,9 @@ class RunSettings:
         given.update(options)
         return runner.run(argv, **given)
 
-    def budget(self, ctx: CallContext):
-        """This call's OutputBudget, or None without a store."""
-        return OutputBudget(self.outputs, ctx, self.max_text) if self.outputs else None
+    def budget(self, ctx: CallContext, whole=False):
+        """This call's OutputBudget: unlimited without a store, or for output that is kept `whole` (JSON)."""
+        return OutputBudget(None if whole else self.outputs, ctx, self.max_text)
 
     def derive(self, **overrides) -> RunSettings:
         """A copy with some settings changed, sharing the same concurrency cap."""
@@ -4653,131 +4648,49 @@ class RunSettings:
         return other
 
 
-class CommandTool:
-    """A tool that renders a Template to argv and runs it.
+class FileArguments:
+    """A tool's files: parameters given as files (a data: URI, or the URI of a resource this server serves) that reach
+    the command as paths, and the output folder whose files come back as content. `resolve` reads the resources
+    given, `write` puts the files in one call's private folder, `collect` reads the output folder after the run,
+    `placeholders` stands in for them where a call is described and not run (the guard's argv)."""
 
-    `schema` and `defaults` come from the template's fields unless given (a
-    config file's `parameters`); `stdin` is a text template fed to the
-    command; `shell` runs the template as `sh -c SCRIPT mcpstudio VALUES...`.
-    """
-
-    def __init__(self, name, template: Template, runner: ProcessRunner, settings: RunSettings,
-                 description=None, title=None, annotations=None,
-                 schema=None, defaults=None, stdin=None, shell=False,
-                 within=None, output_format="text", ok_exit=(0,), asked=None, rules=None, files=(),
-                 output_folder=None, interactive=True, answers=(), file_resources=False):
-        self.name = name
-        self.rules = rules or {}  # its rateLimit, cache and confirm (see Guard)
-        self.template = template
-        self.runner = runner
-        self.settings = settings
-        self.description = description or "Run `%s`." % template.display()
-        self.title = title
-        self.annotations = annotations or {}
-        self.schema = schema or template.input_schema()
-        self.defaults = defaults or {}
-        self.stdin = stdin
-        self.shell = shell
-        self.within = within or {}  # argument -> the folder its path must stay in
-        self.output_format = output_format
-        self.ok_exit = tuple(ok_exit)
-        self.asked = asked or {}  # parameter -> the question the user is asked when a call leaves it out
+    def __init__(self, name, files, output_folder, file_resources, settings: RunSettings):
+        self.name = name  # the tool's, in the URIs of the files it leaves
         self.files = files  # parameters given as files (data: URIs), passed to the command as paths
-        self.file_resources = file_resources  # a file may be any resource of this server, not only a kept output
         self.output_folder = output_folder  # the field that gets a fresh folder whose files come back as content
-        self.interactive = interactive  # its questions are answered (PromptWatch)
-        self.answers = answers  # [(compiled prompt pattern, answer)]: questions answered without asking
+        self.file_resources = file_resources  # a file may be any resource of this server, not only a kept output
+        self.settings = settings
 
-    def question(self, arguments):
-        """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
-        missing = [key for key in self.asked if key not in arguments]
-        if not missing:
-            return None
-        return elicitation_form("; ".join("%s: %s" % (key, self.asked[key]) for key in missing),
-                                {key: dict(self.schema["properties"][key], title=key) for key in missing})
+    def __bool__(self):
+        return bool(self.files or self.output_folder)
 
-    def definition(self):
-        """The MCP Tool object clients list: name, description, inputSchema, annotations."""
-        tool = {"name": self.name, "description": self.description, "inputSchema": self.schema}
-        if self.title:
-            tool["title"] = self.title
-        if self.annotations:
-            tool["annotations"] = self.annotations
-        if self.ok_exit != (0,):
-            tool["_meta"] = {OK_EXIT_META: list(self.ok_exit)}
-        if self.settings.task_support != "forbidden":
-            tool["execution"] = {"taskSupport": self.settings.task_support}
-        return tool
+    def placeholders(self, checked):
+        """What stands for the files of `checked` arguments in the argv a call would run: a file's path is made when
+        it runs."""
+        shown = {key: "<file %s>" % (checked[key] if _is_uri(checked[key]) else _hash(checked[key]))
+                 for key in self.files if key in checked}
+        return dict(shown, **({self.output_folder: "<output folder>"} if self.output_folder else {}))
 
-    def argv(self, arguments):
-        """The argv a call with these (validated, defaulted) arguments runs."""
-        if self.shell:  # the dash guard, command by command, then the script
-            self.template.render(arguments, self.settings.allow_dash_values, shell=True)
-            script, values = self.template.render_shell(arguments)
-            return ["sh", "-c", script, "mcpstudio"] + values
-        return self.template.render(arguments, self.settings.allow_dash_values)
+    async def resolve(self, arguments, ctx: CallContext):
+        """`arguments` with each file given as the URI of a resource read (as the call runs: after its rate limit
+        and confirmation) and passed on as a data: URI; a ToolError names one that cannot be read."""
+        import base64
+        given = dict(arguments)
+        for key in self.files:
+            uri = arguments.get(key)
+            if _is_uri(uri):
+                try:
+                    content = ((await self.read(uri, ctx)).get("contents") or [{"text": ""}])[0]
+                except McpError as exc:
+                    raise ToolError("`%s`: %s cannot be read: %s" % (key, uri, exc.message)) from None
+                given[key] = "data:%s;name=%s;base64,%s" % (
+                    content.get("mimeType", ""), re.sub(r"[,;]", "_", uri.partition("?")[0].rpartition("/")[2]),
+                    content["blob"] if "blob" in content else base64.b64encode(content.get("text", "").encode()).decode())
+        return given
 
-    def confined(self, arguments):
-        """Arguments with each declared path (or list of paths) resolved inside its folder."""
-        out = dict(arguments)
-        for key, folder in self.within.items():
-            value = out.get(key)
-            if isinstance(value, str):
-                out[key] = confine_path(key, value, folder)
-            elif isinstance(value, list):
-                out[key] = [confine_path(key, v, folder) if isinstance(v, str) else v for v in value]
-        return out
-
-    def checked(self, arguments):
-        """`arguments` with spellings matched and defaults added, validated; ToolError for arguments that do not fit."""
-        arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
-        if self.defaults:
-            arguments = dict(self.defaults, **arguments)
-        problems = validate(arguments, self.schema)
-        if problems:
-            raise ToolError(_argument_help(self.name, problems, self.schema))
-        return arguments
-
-    def prepare(self, arguments):
-        """(argv, stdin bytes or None) that checked `arguments` run; ToolError for a value that may not go there."""
-        if self.within:
-            arguments = self.confined(arguments)
-        return self.argv(arguments), self.stdin.render_text(arguments).encode("utf-8") if self.stdin else None
-
-    def command_line(self, arguments):
-        """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
-        this tool's own rules; None when the arguments do not fit (the call says why)."""
-        try:
-            checked = self.checked(arguments)
-            shown = {key: "<file %s>" % (checked[key] if _is_uri(checked[key]) else _hash(checked[key]))
-                     for key in self.files if key in checked}  # a file's path is made when it runs
-            argv, stdin = self.prepare(dict(checked, **shown, **(
-                {self.output_folder: "<output folder>"} if self.output_folder else {})))
-        except ToolError:
-            return None
-        return {"argv": argv, "stdin": stdin, "cwd": self.settings.cwd, "env": self.settings.env,
-                "rules": [("tool:" + self.name, self.rules)]}
-
-    async def call(self, arguments, ctx: CallContext):
-        """Validate `arguments`, run the command, and return an MCP CallToolResult (an error result for
-        arguments that do not fit, or a value that may not go where the template puts it)."""
-        try:
-            arguments = self.checked(arguments)
-            if not (self.files or self.output_folder):
-                return await self.run(arguments, ctx)
-            import shutil
-            arguments = await files_from_uris(self, arguments, lambda uri: self.read_resource(uri, ctx))
-            folder = call_folder()  # private (0700); gone after the call
-            try:
-                return await self.files_call(arguments, ctx, folder)
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
-        except ToolError as exc:
-            return tool_error(str(exc))
-
-    async def read_resource(self, uri, ctx: CallContext):
-        """A resource given as a file argument, read as the call runs (after its rate limit and confirmation): a
-        kept output of this server, or with `file_resources` any resource it serves (ctx.read: resources/read)."""
+    async def read(self, uri, ctx: CallContext):
+        """A resource given as a file: a kept output of this server, or with `file_resources` any resource it
+        serves (ctx.read: resources/read)."""
         if self.file_resources and ctx.read:
             return await ctx.read({"uri": uri}, ctx)
         if uri.startswith(OUTPUT_URI) and self.settings.outputs:
@@ -4785,19 +4698,21 @@ class CommandTool:
         raise McpError(INVALID_PARAMS, "a file may be a kept output of this server (%s...) only; the tool's "
                        "`file_resources` lets it read the server's other resources" % OUTPUT_URI)
 
-    async def files_call(self, arguments, ctx: CallContext, folder):
-        """A call with files in or out, in `folder`: files written before the run, files read after it."""
+    def write(self, arguments, folder):
+        """`arguments` with each file written into `folder` (one call's) and given as its path, and the output
+        folder made there."""
         arguments = dict(arguments, **{key: write_file_argument(key, arguments[key], folder, self.settings.max_output)
                                        for key in self.files if key in arguments})
         if self.output_folder:
-            out = arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
-            os.mkdir(out)
-        result = await self.run(arguments, ctx)
-        pid, deadline = ctx.ran and ctx.ran.pid, time.monotonic() + self.runner.grace + 1
-        while self.output_folder and pid and _group_alive(pid) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)  # what it left behind still runs (stopped, then killed): its files may change
-        budget = self.settings.budget(ctx)
-        room, shown, over, odd = self.settings.max_output, 0, [], []  # one budget for the folder's files together
+            arguments[self.output_folder] = os.path.join(folder, "out.d")  # no parameter has this name
+            os.mkdir(arguments[self.output_folder])
+        return arguments
+
+    def collect(self, result, folder, budget: OutputBudget):
+        """Add the files the command left in its output folder (in `folder`) to `result`'s content: at most
+        OUTPUT_FOLDER_FILES, their bytes together within --max-output, their text within `budget`."""
+        out = os.path.join(folder, "out.d")
+        room, shown, over, odd = self.settings.max_output, 0, [], []  # one limit for the folder's files together
         for name in sorted(os.listdir(out) if self.output_folder else []):
             data = read_output_file(os.path.join(out, name), room) if shown < OUTPUT_FOLDER_FILES else "large"
             if not isinstance(data, bytes):
@@ -4814,17 +4729,132 @@ class CommandTool:
                     + (" and %d more" % (len(names) - 10) if len(names) > 10 else ""))))
         return result
 
+
+# What a command tool is, as the config reader and the command line read it: `schema` and `description` come from
+# the template when not given (a config file's `parameters`); `stdin` is a text template fed to the command; `shell`
+# runs the template as `sh -c SCRIPT mcpstudio VALUES...`; `within`: argument -> the folder its path must stay in;
+# `asked`: parameter -> the question the user is asked when a call leaves it out; `rules`: its rateLimit, cache and
+# confirm (see Guard); `files`, `output_folder`, `file_resources`: see FileArguments; `interactive`: its questions
+# are answered (PromptWatch); `answers`: [(compiled prompt pattern, answer)], questions answered without asking.
+ToolSpec = collections.namedtuple("ToolSpec", (
+    "name", "template", "description", "title", "annotations", "schema", "defaults", "stdin", "shell", "within",
+    "output_format", "ok_exit", "asked", "rules", "files", "output_folder", "interactive", "answers",
+    "file_resources"), defaults=(None, None, {}, None, {}, None, False, {}, "text", (0,), {}, {}, (), None, True, (),
+                                 False))
+
+
+class CommandTool:
+    """A tool that renders a Template to argv and runs it, as its ToolSpec says."""
+
+    def __init__(self, spec: ToolSpec, runner: ProcessRunner, settings: RunSettings):
+        self.spec = spec._replace(description=spec.description or "Run `%s`." % spec.template.display(),
+                                  schema=spec.schema or spec.template.input_schema(), ok_exit=tuple(spec.ok_exit))
+        self.name, self.schema = spec.name, self.spec.schema  # as every kind of tool has them (ScriptTool)
+        self.runner = runner
+        self.settings = settings
+        self.files = FileArguments(spec.name, spec.files, spec.output_folder, spec.file_resources, settings)
+
+    def question(self, arguments):
+        """The elicitation/create params that ask the user for the `asked` parameters `arguments` lacks, or None."""
+        asked = self.spec.asked
+        missing = [key for key in asked if key not in arguments]
+        if not missing:
+            return None
+        return elicitation_form("; ".join("%s: %s" % (key, asked[key]) for key in missing),
+                                {key: dict(self.schema["properties"][key], title=key) for key in missing})
+
+    def definition(self):
+        """The MCP Tool object clients list: name, description, inputSchema, annotations."""
+        spec = self.spec
+        tool = {"name": self.name, "description": spec.description, "inputSchema": self.schema}
+        if spec.title:
+            tool["title"] = spec.title
+        if spec.annotations:
+            tool["annotations"] = spec.annotations
+        if spec.ok_exit != (0,):
+            tool["_meta"] = {OK_EXIT_META: list(spec.ok_exit)}
+        if self.settings.task_support != "forbidden":
+            tool["execution"] = {"taskSupport": self.settings.task_support}
+        return tool
+
+    def argv(self, arguments):
+        """The argv a call with these (validated, defaulted) arguments runs."""
+        template = self.spec.template
+        if self.spec.shell:  # the dash guard, command by command, then the script
+            template.render(arguments, self.settings.allow_dash_values, shell=True)
+            script, values = template.render_shell(arguments)
+            return ["sh", "-c", script, "mcpstudio"] + values
+        return template.render(arguments, self.settings.allow_dash_values)
+
+    def confined(self, arguments):
+        """Arguments with each declared path (or list of paths) resolved inside its folder."""
+        out = dict(arguments)
+        for key, folder in self.spec.within.items():
+            value = out.get(key)
+            if isinstance(value, str):
+                out[key] = confine_path(key, value, folder)
+            elif isinstance(value, list):
+                out[key] = [confine_path(key, v, folder) if isinstance(v, str) else v for v in value]
+        return out
+
+    def checked(self, arguments):
+        """`arguments` with spellings matched and defaults added, validated; ToolError for arguments that do not fit."""
+        arguments = as_text_where_strings(match_spellings(arguments, self.schema["properties"]), self.schema)
+        if self.spec.defaults:
+            arguments = dict(self.spec.defaults, **arguments)
+        problems = validate(arguments, self.schema)
+        if problems:
+            raise ToolError(_argument_help(self.name, problems, self.schema))
+        return arguments
+
+    def prepare(self, arguments):
+        """(argv, stdin bytes or None) that checked `arguments` run; ToolError for a value that may not go there."""
+        if self.spec.within:
+            arguments = self.confined(arguments)
+        stdin = self.spec.stdin
+        return self.argv(arguments), stdin.render_text(arguments).encode("utf-8") if stdin else None
+
+    def command_line(self, arguments):
+        """What a call runs, for the guard (a confirmation's words, a cache key): argv, stdin, cwd, env, and
+        this tool's own rules; None when the arguments do not fit (the call says why)."""
+        try:
+            checked = self.checked(arguments)
+            argv, stdin = self.prepare(dict(checked, **self.files.placeholders(checked)))
+        except ToolError:
+            return None
+        return {"argv": argv, "stdin": stdin, "cwd": self.settings.cwd, "env": self.settings.env,
+                "rules": [("tool:" + self.name, self.spec.rules)]}
+
+    async def call(self, arguments, ctx: CallContext):
+        """Validate `arguments`, run the command, and return an MCP CallToolResult; ToolError for arguments that
+        do not fit, or a value that may not go where the template puts it. A call with files in or out runs in
+        a private folder of its own (0700), gone after the call: files written before the run, read after it."""
+        arguments = self.checked(arguments)
+        if not self.files:
+            return await self.run(arguments, ctx)
+        import shutil
+        arguments = await self.files.resolve(arguments, ctx)
+        folder = call_folder()
+        try:
+            result = await self.run(self.files.write(arguments, folder), ctx)
+            pid, deadline = ctx.ran and ctx.ran.pid, time.monotonic() + self.runner.grace + 1
+            while self.spec.output_folder and pid and _group_alive(pid) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)  # what it left behind still runs (stopped, then killed): its files may change
+            return self.files.collect(result, folder, self.settings.budget(ctx))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     async def run(self, arguments, ctx: CallContext):
         """Render checked `arguments` to argv, run it, and return the CallToolResult."""
         argv, stdin = self.prepare(arguments)
-        settings = self.settings
+        spec, settings = self.spec, self.settings
         shown = _masked_argv(argv, masked_arguments(arguments, self.schema)[1])  # for debug lines
         if ctx.wants("debug"):
             ctx.log("debug", "running: %s" % _argv_text(shown))
         # its heartbeat also while the call waits for a slot; questions are seen only where the platform tells
-        asks = self.interactive and _reading is not None
-        label, secret = "`%s`" % self.name, asks_secrets(re.split(r"[\s;&|()`\"']+", self.template.display()))
-        feed = (PromptWatch(ctx, label, self.name, self.answers, settings.slots, secret)  # `secret`: by the words
+        asks = spec.interactive and _reading is not None
+        label, secret = "`%s`" % self.name, asks_secrets(re.split(r"[\s;&|()`\"']+", spec.template.display()))
+        feed = (PromptWatch(ctx, label, self.name, spec.answers, settings.slots, secret)  # `secret`: by the words
                 if asks else OutputFeed(ctx, label, self.name))                           # it was written with
         try:
             async with settings.slots:
@@ -4833,15 +4863,15 @@ class CommandTool:
         finally:
             feed.close()
         if feed.problem:
-            return tool_error(feed.problem)
+            raise ToolError(feed.problem)
         if ctx.wants("debug"):
-            ctx.log("debug", "`%s` %s in %.3f s" % (self.template.command_name(),
+            ctx.log("debug", "`%s` %s in %.3f s" % (spec.template.command_name(),
                     "exited with code %s" % result.returncode if result.status == "exited" else result.status,
                     result.seconds))
         _unstarted_in_task(result, ctx, settings.timeout)
-        as_json = self.output_format == "json"  # its stdout whole: it becomes structuredContent
-        outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, self.ok_exit,
-                                 None if as_json else settings.budget(ctx))
+        as_json = spec.output_format == "json"  # its stdout whole: it becomes structuredContent
+        outcome = command_result(result, settings.timeout, "mcpstudio://%s/stdout" % self.name, spec.ok_exit,
+                                 settings.budget(ctx, whole=as_json))
         return json_result(self.name, result, outcome) if as_json and not outcome["isError"] else outcome
 
 
@@ -4916,7 +4946,7 @@ class TemplateTools(Source):
 
     def asks(self, name):
         """Whether `name` runs an interactive command (its questions are answered: PromptWatch)."""
-        return self.tools[name].interactive
+        return self.tools[name].spec.interactive
 
     def command_line(self, name, arguments):
         """What calling `name` with `arguments` runs (see CommandTool.command_line)."""
@@ -5313,17 +5343,17 @@ class ScriptDirectory(Source):
         """Run the script behind `name` with its options in env, argv and stdin."""
         tool = (await self._current()).get(name)
         if not tool:
-            return tool_error("The script behind `%s` is gone; list the tools again." % name)
+            raise ToolError("The script behind `%s` is gone; list the tools again." % name)
         values = dict(tool.defaults)
         values.update(match_spellings(arguments, tool.schema["properties"]))
         problems = validate(values, tool.schema)
         if problems:
-            return tool_error(_argument_help(name, problems, tool.schema))
+            raise ToolError(_argument_help(name, problems, tool.schema))
         texts = {key: _option_env(value) for key, value in values.items()}
         for key, text in texts.items():  # a batch script expands %MCPD_OPT_x% as shell code
             problem = batch_problem(tool.path, text)
             if problem:
-                return tool_error("`%s` %s; pass it another way, or use a script that is not a batch file" % (key, problem))
+                raise ToolError("`%s` %s; pass it another way, or use a script that is not a batch file" % (key, problem))
         env = dict(self.settings.env or os.environ)
         chosen = {k for k, v in (self.settings.env or {}).items() if os.environ.get(k) != v}  # --env, environment
         for key, text in texts.items():
@@ -5393,11 +5423,11 @@ def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget
             data = json.loads(block["text"])
         except ValueError:
             pass
-    if budget and block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
+    if block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
         if not result.ok:
-            budget.chars = min(budget.chars, ERROR_MAX_TEXT)
+            budget.for_error()
         block = dict(block, text=budget.fit(result.stdout, block["text"], cut=result.stdout_cut))
-    links = budget.links if budget else []
+    links = budget.links
     if result.ok:
         reply = {"content": [block], "isError": False}
         other = [line for line in kept if not line.startswith("ERROR")]
@@ -6490,6 +6520,17 @@ class RunningStats:
             for tool, counts in sorted(tools.items())]
 
 
+async def tool_result(call):
+    """Await a tool call (a coroutine) and answer what it returns; a ToolError on the way (arguments that do not
+    fit, a refusal) becomes its `isError` result. The one rule for errors to results: sources raise, and only the
+    server applies it (Guard.call, around all it runs; Server.tools_call, for what it refuses itself)."""
+    try:
+        return await call
+    except ToolError as exc:
+        result = {"content": [text_block(str(exc))], "isError": True}
+        return dict(result, _meta=exc.meta) if exc.meta else result
+
+
 class Guard:
     """The one policy step every tool call passes: rate limit, confirmation, cache, run, audit, counters.
 
@@ -6534,29 +6575,29 @@ class Guard:
         def limited(wait, limit):
             entry["rateLimited"] = True
             wait_text = round(wait + 0.05, 1)  # rounded up: a client that waits this long gets in
-            return dict(tool_error("Not run: %s allows %d calls per %g s; retry in %.1f s." % (
-                (public,) + limit + (wait_text,))), _meta={"mcpstudio/retryAfter": wait_text})
+            return ToolError("Not run: %s allows %d calls per %g s; retry in %.1f s." % (
+                (public,) + limit + (wait_text,)), {"mcpstudio/retryAfter": wait_text})
 
         async def run():
             nonlocal key
             looked = take_token({key: self.buckets[key] for key, _, _ in limits if key in self.buckets}, limits,
                                 time.monotonic())  # a look: a token is spent below, by a call that runs
             if looked[0]:
-                return limited(*looked)
+                raise limited(*looked)
             if self.audit and self.audit.required and not self.audit.ready(self.log):
                 entry["refused"] = "the audit log cannot be written"
-                return tool_error("Not run: the audit log %s cannot be written, and the config requires it "
-                                  "(\"audit\": {\"required\": true})." % self.audit.path)
+                raise ToolError("Not run: the audit log %s cannot be written, and the config requires it "
+                                "(\"audit\": {\"required\": true})." % self.audit.path)
             confirm = chosen.get("confirm")
-            refusal = (confirm is True or confirm == "destructive" and annotations.get("readOnlyHint") is not True and
-                       annotations.get("destructiveHint") is not False) and \
+            asking = (confirm is True or confirm == "destructive" and annotations.get("readOnlyHint") is not True and
+                      annotations.get("destructiveHint") is not False) and \
                 await self._confirm(public, plan, arguments, ctx, ask, entry,
                                     [level for level, rules in levels if "confirm" in rules][-1])
-            if refusal:
-                return refusal
+            if asking:
+                return asking
             taken = take_token(self.buckets, limits, time.monotonic())  # not by a 2026-07-28 round that asks
             if taken[0]:  # another call took the last token while this one asked
-                return limited(*taken)
+                raise limited(*taken)
             hit = key and self.cache.get(key, time.monotonic())
             if hit:
                 entry["cached"] = True
@@ -6568,25 +6609,26 @@ class Guard:
             if text and OUTPUT_URI not in text:  # a kept output is read only by its session
                 self.cache.put(key, result, time.monotonic() + cache[0], len(text), where[0], where[1])
             return result
-        result = await self.record(public, arguments, ctx, entry, run(), tool.get("inputSchema"))
+        result = await self.record(public, arguments, ctx, entry, tool_result(run()), tool.get("inputSchema"))
         if key in self.cache.entries and ctx.modern and "content" in result and not result.get("isError"):  # SEP-2549
             result = dict(result, ttlMs=int((self.cache.entries[key][1] - time.monotonic()) * 1000),
                           cacheScope="public" if cache[1] else "private")
         return result
 
     async def _confirm(self, public, plan, arguments, ctx, ask, entry, level):
-        """None when the person said yes to running this call; else the result that says why it did not run
-        (`level`: where the config asks for it: "file", "server:ID" or "tool:NAME")."""
+        """None when the person said yes to running this call, an InputRequiredResult when they are yet to be
+        asked (2026-07-28), else a ToolError that says why it did not run (`level`: where the config asks for it:
+        "file", "server:ID" or "tool:NAME")."""
         what = "run `%s`" % visible_text(_argv_text(plan["argv"])) if "argv" in plan else "call %s with %s" % (
             "tool %s of server %s" % (plan["tool"], plan["server"]) if "server" in plan else public,
             visible_text(json.dumps(arguments, ensure_ascii=False)))
         if not ctx.declared("elicitation"):
             entry["refused"] = "confirmation required; the client cannot ask"
-            return tool_error("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
-                              "(it declared no elicitation capability). To run it without asking, set \"confirm\": "
-                              "false %s." % (public, what, "at the top of the config, or on this tool's entry or its "
-                                             "server's" if level == "file" else "on %s %s in the config"
-                                             % tuple(level.split(":", 1))))
+            raise ToolError("Not run: %s needs the user's confirmation before it may %s, and this client cannot ask "
+                            "(it declared no elicitation capability). To run it without asking, set \"confirm\": "
+                            "false %s." % (public, what, "at the top of the config, or on this tool's entry or its "
+                                           "server's" if level == "file" else "on %s %s in the config"
+                                           % tuple(level.split(":", 1))))
         words = "\nThe command, word by word: %s" % visible_text(json.dumps(plan["argv"], ensure_ascii=False, default=str)) \
             if "argv" in plan else ""  # the exact argv, program first
         answer = await ask(elicitation_form("Allow %s to %s?%s" % (public, what, words),
@@ -6596,7 +6638,7 @@ class Guard:
         entry["confirmed"] = answer.get("action") == "accept" and (answer.get("content") or {}).get("run") is True
         if not entry["confirmed"]:
             entry["refused"] = "not confirmed"
-            return tool_error("Not run: the user did not confirm that %s may %s." % (public, what))
+            raise ToolError("Not run: the user did not confirm that %s may %s." % (public, what))
         return None
 
     async def record(self, name, arguments, ctx: CallContext, entry, call, schema=None):
@@ -7082,13 +7124,13 @@ class ToolSearch:
             try:
                 return await self.server.tools_call(dict(params, name=target, arguments=given), ctx)
             except McpError as exc:
-                return tool_error(exc.message)
+                raise ToolError(exc.message) from None
         query, limit = arguments.get("query"), arguments.get("limit", SEARCH_LIMIT)
         if (name == self.call_name or not isinstance(query, str) or len(query) > SEARCH_QUERY_MAX
                 or type(limit) is not int or not 0 < limit <= SEARCH_MAX):
-            return tool_error("%s takes `query` (a few words, %d characters at most) and `limit` (1 to %d); %s takes "
-                              "`name` (another tool's) and `arguments` (an object)"
-                              % (self.search_name, SEARCH_QUERY_MAX, SEARCH_MAX, self.call_name))
+            raise ToolError("%s takes `query` (a few words, %d characters at most) and `limit` (1 to %d); %s takes "
+                            "`name` (another tool's) and `arguments` (an object)"
+                            % (self.search_name, SEARCH_QUERY_MAX, SEARCH_MAX, self.call_name))
         catalog = self.server.catalog
         tools = await catalog.tools() if catalog.stale else catalog.listing  # the last listing's tools
         key = [(tool["name"], tool.get("description"), _object(tool.get("_meta")).get(SEARCH_HINT_META)) for tool in tools]
@@ -7338,7 +7380,11 @@ class Server:
         return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
     async def tools_call(self, params, ctx):
-        """`tools/call`: route by public name, run with this request's CallContext."""
+        """`tools/call`: route by public name, run with this request's CallContext; a ToolError on the way is
+        the call's isError result (tool_result)."""
+        return await tool_result(self._tools_call(params, ctx))
+
+    async def _tools_call(self, params, ctx):
         name, arguments = _name_and_arguments(params, "tools/call")
         if self.search and self.search.handles(name):
             return await self.search.call(name, params, arguments, ctx)
@@ -7360,15 +7406,15 @@ class Server:
         if form:
             wanted = form["requestedSchema"]["required"]  # every property the form asks for
             if not ctx.declared("elicitation"):
-                return tool_error("Not run: %s is asked of the user when left out, and this client cannot ask "
-                                  "(it declared no elicitation capability); give it in the arguments."
-                                  % ", ".join(wanted))
+                raise ToolError("Not run: %s is asked of the user when left out, and this client cannot ask "
+                                "(it declared no elicitation capability); give it in the arguments."
+                                % ", ".join(wanted))
             answer = _object(await self._ask(form, params, ctx, "arguments"))
             if answer.get("resultType") == "input_required":
                 return answer
             if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
-                return tool_error("Not run: the user was asked for %s and answered %s."
-                                  % (", ".join(wanted), json.dumps(answer.get("action"))))
+                raise ToolError("Not run: the user was asked for %s and answered %s."
+                                % (", ".join(wanted), json.dumps(answer.get("action"))))
             arguments = dict(arguments, **{key: value for key, value in answer["content"].items() if key in wanted})
         ctx.read = self.resources_read  # a file given as a resource URI (file_resources); not a closure over ctx
         call = self.guard.call(name, source, original, arguments, ctx, tool,
@@ -7999,14 +8045,14 @@ class ConfigLoader:
         """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true; and `answers`
         where no question can be seen (Windows)."""
         for index, tool in enumerate(tools):
-            found = [] if tool.shell else tool.template.shell_syntax()
+            found = [] if tool.spec.shell else tool.spec.template.shell_syntax()
             if found:
                 log.warning("%s: tools[%d] `%s`: its command uses %s, which only a shell understands; no shell "
                             "runs it, so `%s` gets them as literal arguments. Add \"shell\": true to the tool "
                             "if a shell is meant.", self.path, index, tool.name, ", ".join("`%s`" % f for f in found),
-                            tool.template.command_name())
+                            tool.spec.template.command_name())
         for index, tool in enumerate(tools):
-            if tool.interactive and tool.answers and _reading is None:
+            if tool.spec.interactive and tool.spec.answers and _reading is None:
                 log.warning("%s: tools[%d] `%s`: its answers are never given here: this system cannot tell that a "
                             "command waits for an answer (Linux and macOS can), so its input ends at once. Pass "
                             "what it asks another way (an option such as --yes, or its environment).",
@@ -8083,15 +8129,15 @@ class ConfigLoader:
         if not ok_exit or not all(type(code) is int and 0 <= code <= 255 for code in ok_exit):
             raise self.error(_join(where, "ok_exit_codes"), "expected a list of exit codes 0-255 that mean "
                              "success, e.g. [0, 1] for grep (1: no match)")
-        return CommandTool(name, template, runner, settings.derive(**overrides),
-                           description=self.get(spec, "description", str, where),
-                           title=self.get(spec, "title", str, where), annotations=annotations,
-                           schema=schema, defaults=defaults, stdin=stdin, shell=shell, within=within,
-                           output_format=output_format, ok_exit=ok_exit, asked=asked, rules=rules,
-                           output_folder=output_folder, interactive=self.get(spec, "interactive", bool, where, stdin is None),
-                           answers=read_answers(self, spec, where),
-                           file_resources=self.get(spec, "file_resources", bool, where, False), files=sorted({n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"} | {
-                               key for key, field in template.fields.items() if field.kind == "file"}))
+        files = sorted({n for n, p in spec.get("parameters", {}).items() if p.get("type") == "file"}
+                       | {key for key, field in template.fields.items() if field.kind == "file"})
+        return CommandTool(ToolSpec(
+            name, template, description=self.get(spec, "description", str, where),
+            title=self.get(spec, "title", str, where), annotations=annotations, schema=schema, defaults=defaults,
+            stdin=stdin, shell=shell, within=within, output_format=output_format, ok_exit=ok_exit, asked=asked,
+            rules=rules, files=files, output_folder=output_folder,
+            interactive=self.get(spec, "interactive", bool, where, stdin is None), answers=read_answers(self, spec, where),
+            file_resources=self.get(spec, "file_resources", bool, where, False)), runner, settings.derive(**overrides))
 
     def within(self, spec, where, properties):
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
@@ -8297,7 +8343,7 @@ def read_skill_folder(loader, root, where):
 
 def warn_unclosed_fields(path, tools, resources, log: Log):
     """A `{name` no `}` closes in a tool's or resource's command: literal text, where a field was meant."""
-    for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.template.source) for index, tool in
+    for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.spec.template.source) for index, tool in
                           enumerate(tools)] + [("resources[%d] `%s`" % (index, resource.uri), resource.template.source)
                                                for index, resource in enumerate(resources)]:
         warning = unclosed_warning(" ".join(source).split())
@@ -8979,16 +9025,16 @@ def check_config(path, log: Log, options):
             continue
         if source.tools:
             print("\ntools:")
-        for tool in source.tools.values():
+        for tool, spec in ((tool, tool.spec) for tool in source.tools.values()):
             props = tool.schema.get("properties", {})
             required = tool.schema.get("required", [])
-            program = tool.template.words[0][0] if not tool.shell else "sh"
+            program = spec.template.words[0][0] if not spec.shell else "sh"
             missing = isinstance(program, str) and program_not_found(program, tool.settings.env)
             if missing:
                 print("  warning: %s: %s" % (tool.name, missing))
                 warned += 1
-            used = {f.key for t in (tool.template, tool.stdin) if t for f in t.occurrences()}
-            used.update(b.key for b in getattr(tool.template, "blocks", ()))
+            used = {f.key for t in (spec.template, spec.stdin) if t for f in t.occurrences()}
+            used.update(b.key for b in getattr(spec.template, "blocks", ()))
             for key in props:
                 if key not in used:
                     print("  warning: %s: parameter `%s` is declared but no template uses it" % (tool.name, key))
@@ -9003,10 +9049,10 @@ def check_config(path, log: Log, options):
                     examples.append("(example refused: %s)" % exc)
             argv = examples[0] + ("\n      with every parameter: %s" % examples[1] if examples[1] != examples[0] else "")
             support = "" if tool.settings.task_support == "optional" else "  (tasks: %s)" % tool.settings.task_support
-            print("  %s  %s%s" % (tool.name, tool.description, support))
+            print("  %s  %s%s" % (tool.name, spec.description, support))
             for key, prop in props.items():
-                detail = ("required" if key in required else "asked of the user: %s" % tool.asked[key]
-                          if key in tool.asked else
+                detail = ("required" if key in required else "asked of the user: %s" % spec.asked[key]
+                          if key in spec.asked else
                           "default %s" % json.dumps(prop["default"]) if "default" in prop else "optional")
                 print("      %-16s %-8s %s" % (key, prop.get("type", "any"), detail))
             print("      example: %s" % argv)
@@ -12321,7 +12367,7 @@ class ManagerTools:
                 upstream = self._server(arguments)
                 count = arguments.get("lines", 50)
                 if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                    return tool_error("`lines` must be a positive whole number")
+                    raise ToolError("`lines` must be a positive whole number")
                 result = {"server": upstream.spec.id,
                           "lines": [self.shown(upstream, line) for line in list(upstream.server_log.lines)[-count:]]}
             else:
@@ -12335,7 +12381,7 @@ class ManagerTools:
                     await upstream.ready(wait_backoff=False)  # a person asked: no backoff; says why it fails
                 result = self.status(upstream)
         except (UpstreamError, ConfigError) as exc:
-            return tool_error(exc.message if isinstance(exc, McpError) else str(exc))
+            raise ToolError(exc.message if isinstance(exc, McpError) else str(exc)) from None
         return {"content": [text_block(json.dumps(result, indent=1, ensure_ascii=False))], "structuredContent": result}
 
 
@@ -13003,10 +13049,7 @@ class Aggregator(Source):
             upstream = self._upstream(route[1])
             self.namespace.check_permitted(upstream.spec, name, original)
             if curated:  # checked against the schema the model saw, then sent as the server expects it
-                try:
-                    arguments = curated.arguments(arguments)
-                except ToolError as exc:
-                    return tool_error(str(exc))
+                arguments = curated.arguments(arguments)
             upstream = await self._instance(upstream, ctx)
             entry = next((e for e in self.isolated.values() if e[0] is upstream), None)
             if entry:
@@ -13019,8 +13062,6 @@ class Aggregator(Source):
             if ctx and not entry:  # a person's own process (isolation): keyed by the server's, with the person
                 ctx.served = route[1], upstream.version(), original
             return result
-        except ToolError as exc:
-            return tool_error(str(exc))
         except UpstreamError as exc:
             if upstream and upstream.bearer and upstream.refused_bearer == upstream.bearer:  # the person's own, refused
                 ctx.session.signed_in.refuse("server %s refused it (expired or revoked): sign in again" % upstream.spec.key)
@@ -13029,11 +13070,11 @@ class Aggregator(Source):
                 if asked:
                     raise asked from None
                 if getattr(getattr(ctx, "session", None), "person", None) is not None:
-                    return tool_error("%s. This sign-in is the gateway's, shared by every person: ask its admin to "
-                                      "sign in again" % exc.message.rstrip("."))
+                    raise ToolError("%s. This sign-in is the gateway's, shared by every person: ask its admin to "
+                                    "sign in again" % exc.message.rstrip(".")) from None
             if exc.code in (SERVER_START_FAILED, SERVER_NOT_RUNNING, SERVER_TIMEOUT, SERVER_NOT_FOUND,
                             SERVER_ANSWER_TOO_LARGE, SERVER_SIGN_IN):
-                return tool_error(exc.message)
+                raise ToolError(exc.message) from None  # a server that cannot answer now: the model can act on it
             raise
         finally:
             if entry:
@@ -17464,10 +17505,11 @@ def _build_server(options, words, log: Log, config, runner=None, primary: Server
                 del schema["required"]
         description = options["description"] or (
             "Run `%s` with `%s` on stdin." % (template.display(), options["stdin"]) if stdin else None)
-        sources.append(TemplateTools([CommandTool(
-            name, template, runner, settings, description=description, annotations=annotations, schema=schema,
-            stdin=stdin, ok_exit=_exit_codes(options["ok_exit"]), output_folder=template.folder(),
-            files=[key for words in (template, stdin) if words for key, field in words.fields.items() if field.kind == "file"])]))
+        sources.append(TemplateTools([CommandTool(ToolSpec(
+            name, template, description=description, annotations=annotations, schema=schema, stdin=stdin,
+            ok_exit=_exit_codes(options["ok_exit"]), output_folder=template.folder(),
+            files=[key for words in (template, stdin) if words for key, field in words.fields.items() if field.kind == "file"]),
+            runner, settings)]))
         titles.append(template.command_name())
     if options["root_directory"]:
         root = _folder_option("--root-directory", options["root_directory"])

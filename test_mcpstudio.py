@@ -3506,7 +3506,7 @@ class InProcessHttp:
         import asyncio
         log = mcpstudio.Log()
         runner = mcpstudio.ProcessRunner(log)
-        tool = mcpstudio.CommandTool("echo", Template(["echo", "{message}"]), runner, mcpstudio.RunSettings())
+        tool = mcpstudio.CommandTool(mcpstudio.ToolSpec("echo", Template(["echo", "{message}"])), runner, mcpstudio.RunSettings())
         server = mcpstudio.Server(mcpstudio.Catalog([mcpstudio.TemplateTools([tool])]), log)
         self.http = mcpstudio.HttpServer(server, log, "127.0.0.1", 0)
         for key, value in limits.items():
@@ -14116,7 +14116,7 @@ class ConstructionTests(unittest.TestCase):
     RECORDS = {
         # CallContext, one request's record (its __slots__ are its fields), filled as the request is served
         ("Aggregator.call_tool", "ctx"), ("CommandTool.run", "ctx"), ("PromptWatch.answer", "ctx"),
-        ("ScriptDirectory.call_tool", "ctx"), ("Server.tools_call", "ctx"), ("TaskStore.start", "ctx"),
+        ("ScriptDirectory.call_tool", "ctx"), ("Server._tools_call", "ctx"), ("TaskStore.start", "ctx"),
         ("dispatch_modern", "ctx"),
         # a Session's record of its client: what initialize and logging/setLevel say, and who signed in (HTTP)
         ("Server.initialize", "ctx.session"), ("Server.set_level", "ctx.session"),
