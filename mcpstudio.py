@@ -9230,8 +9230,16 @@ class UpstreamSpec:
         return sorted({name for word in words for name in _PERSON_REFERENCE.findall(word)})
 
     def listed(self):
-        """What the shared process runs (it lists the tools of an isolated server): no person's secrets."""
-        return self.for_person({}) if self.person_names() else self
+        """What the shared process runs (it lists the tools of an isolated server): no person's secrets. No person
+        fills a header that names one, so it is not sent at all (never an empty `Authorization: Bearer `); a variable
+        or an argument that names one is empty (a variable left out would be inherited from mcpstudio's own
+        environment)."""
+        if not self.person_names():
+            return self
+        spec = self.for_person({})
+        spec.headers = {key: value for key, value in spec.headers.items()
+                        if not _PERSON_REFERENCE.search(self.headers[key])}
+        return spec
 
     def for_person(self, secrets):
         """A copy whose `${person.NAME}` are `secrets`' values ("" for one not in them: the listing's copy)."""

@@ -15618,7 +15618,7 @@ class IsolationTests(AggregatorCase):
     def test_a_persons_secrets_fill_headers_and_args_too(self):
         # ${person.NAME} in a URL server's headers and in a command's args is the person's own secret as well: crm
         # gets alice's and bob's own Authorization (the listing none of theirs), the command runs with their own
-        # word in its argv.
+        # word in its argv; the shared listing gets no Authorization header (no person fills it).
         crm = RecordingMcpServer()
         self.addCleanup(crm.close)
         for name in ("alice", "bob"):
@@ -15638,8 +15638,10 @@ class IsolationTests(AggregatorCase):
                 self.assertEqual(self.call(http, name, "keeper__echo", {"text": "hi"}), "%s-word: hi" % name)
         self.assertEqual([given for method, given in crm.seen if method == "tools/call"],
                          ["Bearer alice-crm", "Bearer bob-crm"])
-        self.assertEqual({given for _, given in crm.seen}, {"Bearer ", "Bearer alice-crm", "Bearer bob-crm"})
-        self.assertIn(("tools/list", "Bearer "), crm.seen)  # the shared listing's ${person.CRM} is empty
+        # The shared listing has no person to fill ${person.CRM}: it sends no Authorization at all (it sent an empty
+        # `Bearer `), never anyone's.
+        self.assertEqual({given for _, given in crm.seen}, {None, "Bearer alice-crm", "Bearer bob-crm"})
+        self.assertIn(("tools/list", None), crm.seen)
 
     def test_an_idle_persons_process_is_stopped_on_time(self):
         # A person's own process unused for the server's idleTimeout is stopped then, though nobody calls again
