@@ -11266,7 +11266,7 @@ class BackChannel:
             return self.progress[token]
         if isinstance(task, str) and task in self.tasks:
             return self.tasks[task]
-        people = {ctx.session.person for ctx in self.calls if ctx is not None}
+        people = {getattr(ctx.session, "person", None) for ctx in self.calls if ctx is not None}
         if len(people) > 1:
             self.upstream.log.warning("server `%s` sent %s during calls of %d people, naming none of them: refused "
                                       "(whose it is cannot be told)", self.upstream.spec.id, method, len(people))
@@ -11296,9 +11296,9 @@ class BackChannel:
 
     def showing(self, elicitations, session):
         """URL elicitations (their `elicitationId`s) shown to `session`: their elicitation/complete goes there."""
-        for elicitation in elicitations:
+        for elicitation in elicitations if session is not None else ():
             key = _object(elicitation).get("elicitationId")
-            if isinstance(key, str) and session is not None:
+            if isinstance(key, str):
                 self.shown[key] = session
                 while len(self.shown) > SHOWN_ELICITATIONS:
                     self.shown.popitem(last=False)
