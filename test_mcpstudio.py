@@ -5932,8 +5932,10 @@ def fake_server(args):
         if name == "ask":  # a request to the client (roots/list by default); unanswered by `cancel_after`: cancelled
             ask_id = "ask-%s" % request_id
             time.sleep(float(arguments.get("delay", 0)))  # (another call may have come meanwhile)
-            send({"jsonrpc": "2.0", "id": ask_id, "method": arguments.get("method", "roots/list"),
-                  "params": arguments.get("params", {})})
+            asked = arguments.get("params", {})
+            if arguments.get("tie") and token is not None:  # the request names its call by the call's progress token
+                asked = dict(asked, _meta={"progressToken": token})
+            send({"jsonrpc": "2.0", "id": ask_id, "method": arguments.get("method", "roots/list"), "params": asked})
             started = time.time()
             while ask_id not in answers and time.time() - started < float(arguments.get("cancel_after", 10)):
                 time.sleep(0.02)
@@ -15797,6 +15799,42 @@ class IsolationTests(AggregatorCase):
             self.assertIn("came outside any call while several people are connected", answered()[0]["error"]["message"])
             self.assertIn("server `desk` sent roots/list outside any call while 2 people are connected: refused",
                           http.stderr_when(lambda text: "outside any call while" in text))
+
+    def test_a_shared_servers_question_naming_its_call_reaches_that_person(self):
+        # The same question while bob's call is in flight, but naming alice's call by its progress token (in its
+        # _meta): it is alice's, and she is asked and answers on her call's own stream; bob is asked nothing.
+        from http.client import HTTPConnection
+        path, _ = self.desk()
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("bob", "alice")}
+            got = {}
+
+            def bobs_call():
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                    "name": "desk__sleep", "arguments": {"seconds": 3}}}, session=sessions["bob"],
+                    headers={"Authorization": "Bearer " + self.TOKENS["bob"]})
+                got["bob"] = (status, http.messages(text))
+            auth = {"Authorization": "Bearer " + self.TOKENS["alice"]}
+            connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+            self.addCleanup(connection.close)
+            connection.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                                                "params": {"name": "desk__ask", "_meta": {"progressToken": "p9"}, "arguments": {
+                "method": "elicitation/create", "params": {"message": "alice's own question", "requestedSchema": {
+                    "type": "object", "properties": {}}}, "delay": 1.5, "tie": True}}}),
+                headers=dict(auth, **{"Content-Type": "application/json", "Mcp-Session-Id": sessions["alice"],
+                                      "Accept": "application/json, text/event-stream"}))
+            time.sleep(0.5)
+            thread = threading.Thread(target=bobs_call)
+            thread.start()
+            call = connection.getresponse()
+            asked = self.read_until(call, lambda m: m.get("method") == "elicitation/create")[-1]
+            self.assertEqual(asked["params"]["message"], "alice's own question")
+            http.post({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {}}},
+                      session=sessions["alice"], headers=auth)
+            self.assertIn('"accept"', text_of(self.read_until(call, lambda m: "result" in m)[-1]["result"]))
+            thread.join(WAIT)
+            self.assertEqual(got["bob"][0], 200, got)
+            self.assertFalse([m for m in got["bob"][1] if m.get("method") == "elicitation/create"], got["bob"])
 
     def test_a_shared_servers_elicitation_complete_reaches_its_person(self):
         # alice's call shows her a URL (elicitation/create, mode url, elicitationId e-alice); the server's
