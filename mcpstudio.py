@@ -11232,7 +11232,13 @@ class BackChannel:
         elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
             request_id = message["id"]
             if isinstance(request_id, ID_TYPES) and request_id not in self.asking:
-                self.asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause))
+                refusal = None
+                try:  # the call it belongs to, as things stand when it arrives
+                    cause = cause or self._cause(method, params)
+                except McpError as exc:
+                    refusal = exc
+                self.asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause,
+                                                                                 refusal))
         elif method in DROPPABLE and take_token(self.notices, [("", UPSTREAM_NOTICES, 1.0)], time.monotonic())[1]:
             self.upstream.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the "
                                         "rest are dropped", self.upstream.spec.id, UPSTREAM_NOTICES)
@@ -11316,13 +11322,14 @@ class BackChannel:
         if session and not session.closed:
             session.notify(method, params)
 
-    async def _ask_client(self, request_id, method, params, cause):
-        """Put a request of the server's to the client of the call that caused it (`cause`, a CallContext: the call
-        whose HTTP stream it came on, else see _cause), else to mcpstudio's client (_outside_calls); send the answer
-        back under the server's id."""
+    async def _ask_client(self, request_id, method, params, cause, refusal=None):
+        """Put a request of the server's to the client of the call that caused it (`cause`, a CallContext: see
+        _cause), else to mcpstudio's client (_outside_calls); send the answer (or `refusal`, an McpError) back under
+        the server's id."""
         reply = {"jsonrpc": "2.0", "id": request_id}
         try:
-            cause = cause or self._cause(method, params)
+            if refusal:
+                raise refusal
             if cause and cause.modern:  # no requests to such a client: an input_required result
                 if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
