@@ -7155,6 +7155,11 @@ class ToolSearch:
             session.notify("notifications/tools/list_changed", {})
 
 
+def owned_by(session, owner):
+    """Whether `session` may hear what `owner` (an isolated process's Upstream.owner; None: everyone's) says."""
+    return owner is None or (session is owner[1] if owner[0] == "session" else session.person == owner[1])
+
+
 class Server:
     """The MCP methods over a Catalog, for one client session."""
 
@@ -7293,25 +7298,21 @@ class Server:
                 if wanted.get(key):
                     ctx.notify(method, {"_meta": {META_SUBSCRIPTION: ctx.request_id}})
 
-    def _owned_by(self, session, owner):
-        """Whether `session` may hear what `owner` (an isolated process's Upstream.owner; None: everyone's) says."""
-        return owner is None or (session is owner[1] if owner[0] == "session" else session.person == owner[1])
-
     def source_notification(self, method, params, owner=None):
         """A notification from a source for every client (a subscribed resource was updated; an isolated
         process's: its owner's only); a 2026-07-28 client hears of the resources its subscriptions/listen names."""
         for session in self.sessions:
-            if self._owned_by(session, owner):
+            if owned_by(session, owner):
                 session.notify(method, params)
         for ctx, granted in list(self.subscriptions):
-            if params.get("uri") in granted.get("resourceSubscriptions", ()) and self._owned_by(ctx.session, owner):
+            if params.get("uri") in granted.get("resourceSubscriptions", ()) and owned_by(ctx.session, owner):
                 ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
 
     def source_log(self, level, text, logger="mcpstudio", owner=None):
         """A log line from a source, forwarded to clients that asked for that level; an isolated process's
         (`owner`) only to its person's (or session's) sessions, never held for a later client."""
         for session in self.sessions:
-            if self._owned_by(session, owner):
+            if owned_by(session, owner):
                 session.log_to_client(level, text, logger)
         if not self.sessions and owner is None and len(self._held_logs) < 100:
             self._held_logs.append((level, text, logger))
@@ -9112,6 +9113,7 @@ BACKOFF_MAX = 30.0
 BACKOFF_WAIT = 2.0            # a call waits out a backoff this short; a longer one fails at once
 UPSTREAM_MAX_ITEMS = 5000     # tools (prompts, resources, templates) kept of one server's listing: the rest left out
 UPSTREAM_MAX_ITEM = 64 << 10  # bytes of one listed item (its description and schemas): a larger one is left out
+SHOWN_ELICITATIONS = 100      # URL elicitations a server had shown whose elicitation/complete is awaited (the oldest go)
 UPSTREAM_NOTICES = 50         # notifications a second a server may send (bursts as large): the rest are dropped
 UPSTREAM_CACHE_FORMAT = 1
 UPSTREAM_CACHE_MAX = 64 << 20  # bytes of one cached listing; a larger file is ignored
@@ -9387,8 +9389,16 @@ class UpstreamSpec:
         return sorted({name for word in words for name in _PERSON_REFERENCE.findall(word)})
 
     def listed(self):
-        """What the shared process runs (it lists the tools of an isolated server): no person's secrets."""
-        return self.for_person({}) if self.person_names() else self
+        """What the shared process runs (it lists the tools of an isolated server): no person's secrets. No person
+        fills a header that names one, so it is not sent at all (never an empty `Authorization: Bearer `); a variable
+        or an argument that names one is empty (a variable left out would be inherited from mcpstudio's own
+        environment)."""
+        if not self.person_names():
+            return self
+        spec = self.for_person({})
+        spec.headers = {key: value for key, value in spec.headers.items()
+                        if not _PERSON_REFERENCE.search(self.headers[key])}
+        return spec
 
     def for_person(self, secrets):
         """A copy whose `${person.NAME}` are `secrets`' values ("" for one not in them: the listing's copy)."""
@@ -11304,6 +11314,14 @@ class Downstream:
         """The client capabilities an upstream is told of: exactly those of mcpstudio's own client."""
         return dict(self.session.client_capabilities) if self.session else {}
 
+    def sessions(self):
+        """The handshake-era sessions past `initialized`, at /mcp and at every namespace's URL."""
+        server = self.source.events
+        found = list(getattr(server, "sessions", ()))
+        for view in getattr(server, "views", ()):
+            found += getattr(view.events, "sessions", [])
+        return found
+
     def changed(self):
         """The tool set changed (a server listed, a reload): tell the catalog."""
         if self.source.events:
@@ -11383,6 +11401,8 @@ class BackChannel:
         self.asking = {}    # id of a request the server sent us -> the task asking mcpstudio's client
         self.calls = []     # CallContexts of the requests forwarded to it, in flight
         self.progress = {}  # our progress token -> the client's CallContext
+        self.tasks = {}     # id of the server's own task a call of ours made -> that call's CallContext
+        self.shown = collections.OrderedDict()  # elicitationId of a URL the server had a client shown -> its Session
         self.notices = {}   # the token bucket of its log and progress notifications (UPSTREAM_NOTICES a second)
 
     def message(self, message, cause=None):
@@ -11395,10 +11415,13 @@ class BackChannel:
         elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
             request_id = message["id"]
             if isinstance(request_id, ID_TYPES) and request_id not in self.asking:
-                # It belongs to the call whose stream it came on; else (stdio cannot say) to the latest call
-                # in flight, else to the client.
-                cause = cause or (self.calls[-1] if self.calls else None)
-                self.asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause))
+                refusal = None
+                try:  # the call it belongs to, as things stand when it arrives
+                    cause = cause or self._cause(method, params)
+                except McpError as exc:
+                    refusal = exc
+                self.asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause,
+                                                                                 refusal))
         elif method in DROPPABLE and take_token(self.notices, [("", UPSTREAM_NOTICES, 1.0)], time.monotonic())[1]:
             self.upstream.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the "
                                         "rest are dropped", self.upstream.spec.id, UPSTREAM_NOTICES)
@@ -11408,8 +11431,8 @@ class BackChannel:
                 asking.cancel()
         elif method == "notifications/resources/updated":
             self.downstream.updated(params, self.upstream.owner)
-        elif method == "notifications/elicitation/complete" and self.downstream.session:
-            self.downstream.session.notify(method, params)
+        elif method == "notifications/elicitation/complete":
+            self._complete(method, params)
         elif method == "notifications/progress":
             token = params.get("progressToken")
             ctx = self.progress.get(token) if isinstance(token, ID_TYPES) else None  # a list cannot be a key
@@ -11422,12 +11445,74 @@ class BackChannel:
         elif method.endswith("/list_changed") and self.upstream.state == "running":
             self.upstream.relist()
 
-    async def _ask_client(self, request_id, method, params, cause):
-        """Put a request of the server's to the client of the call that caused it (`cause`, a CallContext),
-        else to mcpstudio's client; send the answer back under the server's id."""
+    def _cause(self, method, params):
+        """The call a request of the server's belongs to when no stream says (stdio): the one whose progress token
+        or server task (io.modelcontextprotocol/related-task) its `_meta` names; else the latest call in flight,
+        if every call in flight is one person's. Calls of several people: McpError (refused, never guessed)."""
+        meta = _object(params.get("_meta"))
+        token, task = meta.get("progressToken"), _object(meta.get(RELATED_TASK)).get("taskId")
+        if isinstance(token, ID_TYPES) and token in self.progress:
+            return self.progress[token]
+        if isinstance(task, str) and task in self.tasks:
+            return self.tasks[task]
+        people = {getattr(ctx.session, "person", None) for ctx in self.calls if ctx is not None}
+        if len(people) > 1:
+            self.upstream.log.warning("server `%s` sent %s during calls of %d people, naming none of them: refused "
+                                      "(whose it is cannot be told)", self.upstream.spec.id, method, len(people))
+            raise McpError(INVALID_REQUEST, "mcpstudio cannot tell whose call this %s belongs to: calls of several "
+                           "people are in flight and it names none (send it on the call's own stream, or with the "
+                           "call's progressToken in _meta), so it is refused rather than put to the wrong person"
+                           % method)
+        return self.calls[-1] if self.calls else None
+
+    def _outside_calls(self, method):
+        """Whom what the server sends outside any call goes to: mcpstudio's client (over --http the first), or for
+        an isolated process one of its owner's sessions. McpError when sessions of several people could be meant
+        (it is refused, never guessed)."""
+        owner = self.upstream.owner
+        sessions = [s for s in self.downstream.sessions() if not s.closed and owned_by(s, owner)]
+        people = {session.person for session in sessions}
+        if len(people) > 1:
+            self.upstream.log.warning("server `%s` sent %s outside any call while %d people are connected: refused "
+                                      "(whose it is cannot be told)", self.upstream.spec.id, method, len(people))
+            raise McpError(INVALID_REQUEST, "mcpstudio cannot tell whom this %s is for: it came outside any call "
+                           "while several people are connected, so it is refused rather than put to the wrong "
+                           "person" % method)
+        first = self.downstream.session
+        if owner is None or first in sessions:
+            return first
+        return sessions[0] if sessions else None
+
+    def showing(self, elicitations, session):
+        """URL elicitations (their `elicitationId`s) shown to `session`: their elicitation/complete goes there."""
+        for elicitation in elicitations if session is not None else ():
+            key = _object(elicitation).get("elicitationId")
+            if isinstance(key, str):
+                self.shown[key] = session
+                while len(self.shown) > SHOWN_ELICITATIONS:
+                    self.shown.popitem(last=False)
+
+    def _complete(self, method, params):
+        """The server's notifications/elicitation/complete: to the session its URL was shown to; an unknown one
+        as what comes outside any call (dropped when several people could be meant)."""
+        key = params.get("elicitationId")
+        session = self.shown.pop(key, None) if isinstance(key, str) else None
+        if session is None:
+            try:
+                session = self._outside_calls(method)
+            except McpError:
+                return
+        if session and not session.closed:
+            session.notify(method, params)
+
+    async def _ask_client(self, request_id, method, params, cause, refusal=None):
+        """Put a request of the server's to the client of the call that caused it (`cause`, a CallContext: see
+        _cause), else to mcpstudio's client (_outside_calls); send the answer (or `refusal`, an McpError) back under
+        the server's id."""
         reply = {"jsonrpc": "2.0", "id": request_id}
-        client = cause and cause.session or self.downstream.session
         try:
+            if refusal:
+                raise refusal
             if cause and cause.modern:  # no requests to such a client: an input_required result
                 if cause.task is not None or method not in CLIENT_FEATURES or not cause.declared(CLIENT_FEATURES[method]):
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
@@ -11435,10 +11520,13 @@ class BackChannel:
             elif not cause and method in ("sampling/createMessage", "elicitation/create"):  # whom would a person answer?
                 self.upstream.log.warning("server `%s` sent %s outside any call: refused", self.upstream.spec.id, method)
                 raise McpError(INVALID_REQUEST, "mcpstudio passes %s on only during a call of this server's" % method)
-            elif not client or client.closed or (method in CLIENT_FEATURES
-                                                     and CLIENT_FEATURES[method] not in client.client_capabilities):
-                raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
             else:
+                client = cause and cause.session or self._outside_calls(method)
+                if not client or client.closed or (method in CLIENT_FEATURES
+                                                   and CLIENT_FEATURES[method] not in client.client_capabilities):
+                    raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
+                if method == "elicitation/create" and params.get("mode") == "url":
+                    self.showing([params], client)
                 reply["result"] = await client.request(method, params, self.upstream.spec.tool_timeout,
                                                        cause and cause.request_id)
         except McpError as exc:
@@ -11508,6 +11596,7 @@ class ServerTasks:
         if not isinstance(task_id, str):
             raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % upstream.spec.key)
         upstream.back.calls.append(ctx)  # what the server asks while its task runs belongs to this call
+        upstream.back.tasks[task_id] = ctx
         started = time.monotonic()
         try:
             while True:
@@ -11521,6 +11610,7 @@ class ServerTasks:
             raise
         finally:
             upstream.back.calls.remove(ctx)
+            upstream.back.tasks.pop(task_id, None)
         meta = result.get("_meta")
         if RELATED_TASK in _object(meta):  # the server's task id stays behind mcpstudio
             result["_meta"] = {k: v for k, v in meta.items() if k != RELATED_TASK}
@@ -11999,6 +12089,10 @@ class Upstream:
             if result.get("resultType") == "task" and isinstance(result.get("taskId"), str):
                 return await self.tasks.follow(result["taskId"], params.get("_meta") or {}, ctx)  # its own task
             return result
+        except UpstreamError as exc:
+            if exc.code == URL_ELICITATION_REQUIRED and ctx and not ctx.modern:  # its elicitation/complete: to ctx's
+                self.back.showing(_object(exc.data).get("elicitations") or [], ctx.session)
+            raise
         finally:
             self.back.calls.remove(ctx)
             if token:

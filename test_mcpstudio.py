@@ -5874,6 +5874,8 @@ def fake_server(args):
     if "--ask" in args:
         TOOLS.append({"name": "ask", "description": "Ask the client (roots/list by default)", "inputSchema": {"type": "object"}})
         TOOLS.append({"name": "mrtr", "description": "Ask two rounds of questions (SEP-2322)", "inputSchema": {"type": "object"}})
+    if "--tell" in args:
+        TOOLS.append({"name": "tell", "description": "Send messages of its own, later", "inputSchema": {"type": "object"}})
     if opt("--extra-tool"):  # a tool listed without an inputSchema, under the given name
         TOOLS.append({"name": opt("--extra-tool"), "description": "No schema"})
     if "--issue-tool" in args:  # a tool with arguments to curate (fixed, renamed, defaulted); it answers with them
@@ -5929,8 +5931,11 @@ def fake_server(args):
             return {"content": [{"type": "text", "text": "slept"}]}
         if name == "ask":  # a request to the client (roots/list by default); unanswered by `cancel_after`: cancelled
             ask_id = "ask-%s" % request_id
-            send({"jsonrpc": "2.0", "id": ask_id, "method": arguments.get("method", "roots/list"),
-                  "params": arguments.get("params", {})})
+            time.sleep(float(arguments.get("delay", 0)))  # (another call may have come meanwhile)
+            asked = arguments.get("params", {})
+            if arguments.get("tie") and token is not None:  # the request names its call by the call's progress token
+                asked = dict(asked, _meta={"progressToken": token})
+            send({"jsonrpc": "2.0", "id": ask_id, "method": arguments.get("method", "roots/list"), "params": asked})
             started = time.time()
             while ask_id not in answers and time.time() - started < float(arguments.get("cancel_after", 10)):
                 time.sleep(0.02)
@@ -5938,6 +5943,9 @@ def fake_server(args):
                 send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": ask_id}})
                 return {"content": [{"type": "text", "text": "gave up"}]}
             return {"content": [{"type": "text", "text": json.dumps(answers[ask_id])}]}
+        if name == "tell":  # these messages (requests, notifications), `delay` s after the call was answered
+            threading.Timer(float(arguments.get("delay", 0)), lambda: [send(m) for m in arguments["messages"]]).start()
+            return {"content": [{"type": "text", "text": "told"}]}
         if name == "mrtr":  # SEP-2322, as a 2026-07-28 server does it: two rounds of questions, then the answer
             responses, state = params.get("inputResponses") or {}, params.get("requestState")
             capabilities = sorted((params.get("_meta") or {}).get("io.modelcontextprotocol/clientCapabilities") or {})
@@ -6123,6 +6131,9 @@ def fake_server(args):
         message = json.loads(line)
         if "method" not in message:  # an answer to a request of ours
             answers[message.get("id")] = message
+            if opt("--answers-file"):
+                with open(opt("--answers-file"), "a") as f:
+                    f.write(json.dumps(message) + "\n")
             continue
         if message["method"] == "notifications/initialized":  # requests no call caused
             for method in filter(None, (opt("--ask-unprompted") or "").split(",")):
@@ -15754,7 +15765,7 @@ class IsolationTests(AggregatorCase):
     def test_a_persons_secrets_fill_headers_and_args_too(self):
         # ${person.NAME} in a URL server's headers and in a command's args is the person's own secret as well: crm
         # gets alice's and bob's own Authorization (the listing none of theirs), the command runs with their own
-        # word in its argv.
+        # word in its argv; the shared listing gets no Authorization header (no person fills it).
         crm = RecordingMcpServer()
         self.addCleanup(crm.close)
         for name in ("alice", "bob"):
@@ -15774,8 +15785,10 @@ class IsolationTests(AggregatorCase):
                 self.assertEqual(self.call(http, name, "keeper__echo", {"text": "hi"}), "%s-word: hi" % name)
         self.assertEqual([given for method, given in crm.seen if method == "tools/call"],
                          ["Bearer alice-crm", "Bearer bob-crm"])
-        self.assertEqual({given for _, given in crm.seen}, {"Bearer ", "Bearer alice-crm", "Bearer bob-crm"})
-        self.assertIn(("tools/list", "Bearer "), crm.seen)  # the shared listing's ${person.CRM} is empty
+        # The shared listing has no person to fill ${person.CRM}: it sends no Authorization at all (it sent an empty
+        # `Bearer `), never anyone's.
+        self.assertEqual({given for _, given in crm.seen}, {None, "Bearer alice-crm", "Bearer bob-crm"})
+        self.assertIn(("tools/list", None), crm.seen)
 
     def test_an_idle_persons_process_is_stopped_on_time(self):
         # A person's own process unused for the server's idleTimeout is stopped then, though nobody calls again
@@ -15831,6 +15844,171 @@ class IsolationTests(AggregatorCase):
                 self.assertTrue(line, heard)  # the stream ended before bob's own line
                 heard += [line[5:]] if line.startswith("data:") else []
             self.assertFalse([line for line in heard if "alice-private" in line], heard)
+
+    def desk(self):
+        """A config with one shared server `desk` (it asks and tells things of its own) for the static people;
+        the path, and the file its answers from mcpstudio go to."""
+        answers = os.path.join(self.dir, "answers")
+        path = os.path.join(self.dir, "desk.json")
+        with open(path, "w") as f:
+            json.dump({"mcpServers": {"desk": {"command": PY, "args": [
+                self.fake, "--only", "ask,tell,sleep", "--ask", "--tell", "--name", "desk", "--answers-file", answers]}},
+                "people": {name: {"tokenSha256": hashlib.sha256(token.encode()).hexdigest()}
+                           for name, token in self.TOKENS.items()}}, f)
+        return path, answers
+
+    def open_session(self, http, name):
+        """A handshake-era session of `name` (its client offers elicitation, sampling and roots), at level info."""
+        auth = {"Authorization": "Bearer " + self.TOKENS[name]}
+        status, headers, text = http.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "clientInfo": {"name": name, "version": "0"},
+            "capabilities": {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}}}, headers=auth)
+        self.assertEqual(status, 200, text)
+        session = headers["mcp-session-id"]
+        http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session, headers=auth)
+        status, _, text = http.post({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {
+            "level": "info"}}, session=session, headers=auth)
+        self.assertEqual(status, 200, text)
+        return session
+
+    def listen(self, http, name, session):
+        """The GET stream of `name`'s session: what comes outside any call."""
+        from http.client import HTTPConnection
+        connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+        self.addCleanup(connection.close)
+        connection.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": session,
+                                                   "Authorization": "Bearer " + self.TOKENS[name]})
+        stream = connection.getresponse()
+        self.assertEqual(stream.status, 200)
+        return stream
+
+    def read_until(self, stream, done):
+        """The messages of an SSE stream up to the first that `done` accepts."""
+        seen = []
+        while not (seen and done(seen[-1])):
+            line = stream.readline().decode()
+            self.assertTrue(line, seen)  # the stream ended first
+            if line.startswith("data:") and line[5:].strip():
+                seen.append(json.loads(line[5:]))
+        return seen
+
+    def test_a_shared_servers_question_reaches_no_other_person(self):
+        # A shared server over stdio cannot say which call its request belongs to. alice's call asks a question
+        # (elicitation/create) 1.5 s in, while bob's later call is in flight: it went to bob's, the latest. Now it is
+        # refused with a JSON-RPC error saying why (and logged); bob is asked nothing. A roots/list outside any call
+        # while both are connected (it went to the first client, bob's) is refused as well.
+        path, answers = self.desk()
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("bob", "alice")}  # bob's is the first
+            got = {}
+
+            def call(name, tool, arguments):
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                    "name": tool, "arguments": arguments}}, session=sessions[name],
+                    headers={"Authorization": "Bearer " + self.TOKENS[name]})
+                got[name] = (status, http.messages(text))
+            question = {"message": "alice-private question", "requestedSchema": {"type": "object", "properties": {}}}
+            threads = [threading.Thread(target=call, args=("alice", "desk__ask", {
+                "method": "elicitation/create", "params": question, "delay": 1.5, "cancel_after": 4}))]
+            threads[0].start()
+            time.sleep(0.5)
+            threads.append(threading.Thread(target=call, args=("bob", "desk__sleep", {"seconds": 3})))
+            threads[1].start()
+            for thread in threads:
+                thread.join(WAIT)
+            self.assertEqual(got["bob"][0], 200, got)
+            self.assertFalse([m for m in got["bob"][1] if m.get("method")], got["bob"])  # no question of alice's
+            self.assertEqual(text_of(got["bob"][1][-1]["result"]), "slept")
+            answer = json.loads(text_of(got["alice"][1][-1]["result"]))
+            self.assertEqual(answer["error"]["code"], -32600, answer)
+            self.assertIn("cannot tell whose call this elicitation/create belongs to", answer["error"]["message"])
+            self.assertIn("server `desk` sent elicitation/create during calls of 2 people, naming none of them: "
+                          "refused", http.stderr_when(lambda text: "during calls of 2 people" in text))
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"delay": 0.3, "messages": [
+                {"jsonrpc": "2.0", "id": "later-roots", "method": "roots/list", "params": {}}]}, sessions["bob"]), "told")
+
+            def answered():
+                with open(answers) if os.path.exists(answers) else io.StringIO() as f:
+                    return [json.loads(line) for line in f if '"later-roots"' in line]
+            self.assertTrue(wait_until(answered), http.context())
+            self.assertEqual(answered()[0]["error"]["code"], -32600)
+            self.assertIn("came outside any call while several people are connected", answered()[0]["error"]["message"])
+            self.assertIn("server `desk` sent roots/list outside any call while 2 people are connected: refused",
+                          http.stderr_when(lambda text: "outside any call while" in text))
+
+    def test_a_shared_servers_question_naming_its_call_reaches_that_person(self):
+        # The same question while bob's call is in flight, but naming alice's call by its progress token (in its
+        # _meta): it is alice's, and she is asked and answers on her call's own stream; bob is asked nothing.
+        from http.client import HTTPConnection
+        path, _ = self.desk()
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("bob", "alice")}
+            got = {}
+
+            def bobs_call():
+                status, _, text = http.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                    "name": "desk__sleep", "arguments": {"seconds": 3}}}, session=sessions["bob"],
+                    headers={"Authorization": "Bearer " + self.TOKENS["bob"]})
+                got["bob"] = (status, http.messages(text))
+            auth = {"Authorization": "Bearer " + self.TOKENS["alice"]}
+            connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+            self.addCleanup(connection.close)
+            connection.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                                                "params": {"name": "desk__ask", "_meta": {"progressToken": "p9"}, "arguments": {
+                "method": "elicitation/create", "params": {"message": "alice's own question", "requestedSchema": {
+                    "type": "object", "properties": {}}}, "delay": 1.5, "tie": True}}}),
+                headers=dict(auth, **{"Content-Type": "application/json", "Mcp-Session-Id": sessions["alice"],
+                                      "Accept": "application/json, text/event-stream"}))
+            time.sleep(0.5)
+            thread = threading.Thread(target=bobs_call)
+            thread.start()
+            call = connection.getresponse()
+            asked = self.read_until(call, lambda m: m.get("method") == "elicitation/create")[-1]
+            self.assertEqual(asked["params"]["message"], "alice's own question")
+            http.post({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {}}},
+                      session=sessions["alice"], headers=auth)
+            self.assertIn('"accept"', text_of(self.read_until(call, lambda m: "result" in m)[-1]["result"]))
+            thread.join(WAIT)
+            self.assertEqual(got["bob"][0], 200, got)
+            self.assertFalse([m for m in got["bob"][1] if m.get("method") == "elicitation/create"], got["bob"])
+
+    def test_a_shared_servers_elicitation_complete_reaches_its_person(self):
+        # alice's call shows her a URL (elicitation/create, mode url, elicitationId e-alice); the server's
+        # notifications/elicitation/complete for it went to the first client's session (bob's). Now it reaches the
+        # session the URL was shown to, alice's; one for an id never shown, while both are connected, reaches
+        # nobody (and is logged).
+        from http.client import HTTPConnection
+        path, _ = self.desk()
+        with HttpServerProcess("serve", "--config", path, "--no-manager-tools", env=self.env) as http:
+            sessions = {name: self.open_session(http, name) for name in ("bob", "alice")}  # bob's is the first
+            streams = {name: self.listen(http, name, sessions[name]) for name in ("bob", "alice")}
+            auth = {"Authorization": "Bearer " + self.TOKENS["alice"]}
+            connection = HTTPConnection("127.0.0.1", http.port, timeout=WAIT)
+            self.addCleanup(connection.close)
+            connection.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                                                "params": {"name": "desk__ask", "arguments": {
+                "method": "elicitation/create", "params": {
+                    "mode": "url", "elicitationId": "e-alice", "url": "https://idp.example/alice", "message": "sign in"}}}}),
+                headers=dict(auth, **{"Content-Type": "application/json", "Mcp-Session-Id": sessions["alice"],
+                                      "Accept": "application/json, text/event-stream"}))
+            call = connection.getresponse()
+            asked = self.read_until(call, lambda m: m.get("method") == "elicitation/create")[-1]
+            self.assertEqual(asked["params"]["elicitationId"], "e-alice")
+            http.post({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}}, session=sessions["alice"],
+                      headers=auth)
+            self.assertIn('"accept"', text_of(self.read_until(call, lambda m: "result" in m)[-1]["result"]))
+            self.assertEqual(self.call(http, "bob", "desk__tell", {"messages": [
+                {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "e-other"}},
+                {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "e-alice"}},
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {
+                    "level": "info", "logger": "desk", "data": "after the completes"}}]}, sessions["bob"]), "told")
+            heard = {name: self.read_until(streams[name], lambda m: (m.get("params") or {}).get("data") == "after the completes")
+                     for name in ("alice", "bob")}
+            completes = {name: [m["params"]["elicitationId"] for m in seen
+                                if m.get("method") == "notifications/elicitation/complete"] for name, seen in heard.items()}
+            self.assertEqual(completes, {"alice": ["e-alice"], "bob": []}, heard)
+            self.assertIn("server `desk` sent notifications/elicitation/complete outside any call while 2 people are "
+                          "connected: refused", http.stderr_when(lambda text: "outside any call while" in text))
 
     def test_a_persons_process_answers_are_cached_for_that_person(self):
         # The result cache keyed by route (issue 41.2: server id, its run, the tool's own name) with isolation
