@@ -6688,21 +6688,28 @@ class ToolIndex:
     def search(self, query, limit):
         """The best `limit` tools for `query`, best first (none when no word matches)."""
         query = read_shapes(read_shapes(query, self.stages.values), self.stages.phrases)
+        import heapq
         totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
         for number in totals:
             totals[number] += self.stages.server_share * context.get(self.server_of[number], 0.0)
-        return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
+        return [self.tools[number] for number in heapq.nsmallest(limit, totals, key=lambda number: (-totals[number], number))]
 
     def scores(self, query):
         """Each matching tool's number and score (`query` with its shapes and phrases already read)."""
         totals, said = {}, set()  # the words of the families of the query's words so far
         for word in dict.fromkeys(search_words(query, {}, self.stages)):
-            best, again = {}, 0.5 if word in said else 1.0  # a thing said twice in other words counts one and a half
+            again = 0.5 if word in said else 1.0  # a thing said twice in other words counts one and a half
             said |= self.families.get(word, set())
-            for other, share in self.expand(word).items():
-                idf = self.idf[other] * share * again
-                for number, score in self.postings[other]:
-                    best[number] = max(best.get(number, 0.0), score * idf)
+            found = self.expand(word)
+            weight = self.idf[word] * again if word in self.postings else 0.0
+            best = {number: score * weight for number, score in self.postings.get(word, ())}  # the word itself first
+            get = best.get
+            for other, share in found.items():
+                weight = self.idf[other] * share * again
+                for number, score in self.postings[other] if other != word else ():
+                    value = score * weight
+                    if value > get(number, 0.0):
+                        best[number] = value
             for number, score in best.items():
                 totals[number] = totals.get(number, 0.0) + score
         return totals
