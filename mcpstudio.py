@@ -6394,7 +6394,6 @@ VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a f
 )
 PHRASES = (  # an English phrase says what a query does (let the team know: send a message); read after VALUE_SHAPES,
     # whose words (file path, url web page) some of them read, in this order
-    (r"\btell me\b|\b(?:the|our|my|their|your) team\b", " "),  # *tell me* is to the assistant, *our team* the person's own
     (r"\bon my (?:computer|laptop|machine|mac|pc|desktop|disk|drive)\b|\bmy (?i:downloads|documents|desktop) folder\b", " file folder directory "),  # the computer's own files
     (r"(?i:\b(?:all|every) (?:the )?(?:page )?(?:pages|urls|links) (?:on|of|from|under|at)\b)", " all website discover "),  # a site's pages (not a Notion workspace's)
     (r"(?i:\b(?:keep (?:that |this |it )?in mind|(?:remember|note) that|don't forget|do not forget)\b)", " remember memory "),  # keep in mind, note that, don't forget
@@ -6420,11 +6419,8 @@ send post message notify reply dm chat tell ping announce shoot respond answer
 history recent said conversation timeline catch earlier
 run execute exec invoke launch trigger perform call kick fire
 pr pull merge mr request
-file document text content readme
 folder directory dir path
-user member person people account profile who teammate colleague coworker someone everyone folk
 channel room conversation thread
-analyze diagnose debug investigate cause root why explain troubleshoot
 distance far travel drive duration
 company organization org business account
 move rename relocate
