@@ -11830,6 +11830,50 @@ class ToolIndexTests(unittest.TestCase):
                              ("data/dump.sql", "files__read_file"), ("the namesapce", "k8s__port_forward"),  # a typo's swapped letters
                              ("icons/logo.svg", "files__read_file")))
 
+    def test_each_rule_its_row(self):
+        """The rules the other tables leave untested, a row each (issue 44: every rule left has a table test): over
+        a decoy and the tool, the query finds the tool first with the rule and not without it (the decoy ties or
+        wins then). The intents that justify each rule are in benchmarks/README.md (`toolsearch.py --rules`)."""
+        for decoy, tool, query in (
+                (("cal__list_rooms", "[cal] List the meeting rooms"), ("clock__convert_time", "[clock] Convert a time between zones"),
+                 "3pm in Tokyo"),  # the time shape
+                (("web__fetch", "[web] Fetch one page"), ("web__map", "[web] Discover all the URLs of a website"),
+                 "all the links on the docs"),  # a site's pages
+                (("chat__post", "[chat] Post to a channel"), ("chat__history", "[chat] Read the history of a channel"),
+                 "what was said in the channel earlier"),  # the families, one a row
+                (("ci__create_job", "[ci] Create a job"), ("ci__run_job", "[ci] Run a job"), "trigger the job"),
+                (("files__list_tables", "[files] List the tables"), ("files__list_directory", "[files] List a directory"),
+                 "list the folder"),
+                (("chat__list_users", "[chat] List the users"), ("chat__list_channels", "[chat] List the channels"), "list the rooms"),
+                (("maps__search", "[maps] Search places"), ("maps__distance_matrix", "[maps] Distance between places"),
+                 "how far apart are these places"),
+                (("crm__list_contacts", "[crm] List contacts"), ("crm__list_companies", "[crm] List companies"),
+                 "list the organizations"),
+                (("files__copy_file", "[files] Copy a file"), ("files__move_file", "[files] Move a file"), "relocate the file"),
+                (("notes__read_note", "[notes] Read a note"), ("notes__write_note", "[notes] Write a note"), "keep a note"),
+                (("vcs__list_branches", "[vcs] List branches"), ("vcs__list_commits", "[vcs] List commits"), "list the revisions"),
+                (("browser__list_tabs", "[browser] List the tabs"), ("browser__list_network_requests", "[browser] List the network requests"),
+                 "list the traffic"),
+                (("pkg__list_files", "[pkg] List files"), ("pkg__list_releases", "[pkg] List releases"), "list the versions"),
+                (("drive__download_file", "[drive] Download a file"), ("drive__upload_file", "[drive] Upload a file"), "attach a file"),
+                (("db__list_tables", "[db] List the tables"), ("db__table_size", "[db] Size of a table"), "how large is the table"),
+                (("maps__geocode", "[maps] Geocode a place"), ("maps__elevation", "[maps] Elevation of a place"),
+                 "how high is the place"),
+                (("graph__create_entities", "[graph] Create entities"), ("graph__create_relations", "[graph] Create relations between entities"),
+                 "link two entities"),
+                (("db__list_tables", "[db] List the tables"), ("db__list_records", "[db] List the records of a table"), "list the items"),
+                (("maps__search", "[maps] Search places"), ("maps__reverse_geocode", "[maps] Reverse geocode"),
+                 "latitude and longitude of the office"),
+                (("git__log", "[git] Show the log"), ("git__diff", "[git] Show the diff"), "show what's different"),
+                (("web__search", "[web] Search the web"), ("papers__search", "[papers] Search arXiv"), "search for studies on sleep"),
+                (("chat__send_message", "[chat] Send a message"), ("chat__add_reaction", "[chat] Add a reaction to a message"),
+                 "upvote that message"),
+                (("tracker__list_issues", "[tracker] List the issues"),
+                 ("tracker__list_issues_by_priority", "[tracker] List the issues by priority"), "list the urgent issues")):
+            with self.subTest(query=query):
+                index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (decoy, tool)])
+                self.assertEqual([found["name"] for found in index.search(query, 1)], [tool[0]])
+
     def test_a_hostile_query_costs_linear_time(self):
         """A client's long query of one run of word characters, dots or dashes is read in linear time (each value
         shape begins a run only): 100,000 characters took half a minute when the email and port shapes tried every start."""
