@@ -6362,6 +6362,7 @@ ALWAYS_LOAD_META = "anthropic/alwaysLoad"    # a tool listed whatever the search
 SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
 LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
+COMPOUND_WEIGHT = 0.5  # each half of a word the index has only apart (flowchart: flow, chart)
 SERVER_WEIGHT = 0.3  # the share of its server's score (all its tools' names and descriptions as one text) a found tool gets
 STOP_WORDS = frozenset(
     "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
@@ -6512,7 +6513,8 @@ def _families(table, stem):
 class ToolIndex:
     """BM25F over tool definitions' weighted fields (pure). A query word also finds the words of its
     families (another verb for the action, another noun for the thing), the longer words it
-    begins and the words of five letters or more that begin it, each for less: the best of a word's
+    begins, the words of five letters or more that begin it and, for a word the index lacks, the two
+    words it has that spell it (a compound), each for less: the best of a word's
     matches in a tool counts once. A found tool's server adds a share of its own score, as the
     context of what the tool's words leave unsaid."""
 
@@ -6570,6 +6572,12 @@ class ToolIndex:
                 found.setdefault(other, PREFIX_WEIGHT)
         if word in self.postings:
             found[word] = 1.0
+        elif len(word) >= 7 and self.stages.prefixes:  # a compound the tools spell apart: flowchart, headcount
+            for cut in range(3, len(word) - 2):
+                if word[:cut] in self.postings and word[cut:] in self.postings:
+                    found.setdefault(word[:cut], COMPOUND_WEIGHT)
+                    found.setdefault(word[cut:], COMPOUND_WEIGHT)
+                    break
         return found
 
     def search(self, query, limit):

@@ -11593,7 +11593,7 @@ class ToolIndexTests(unittest.TestCase):
             ("files__read_file", "[files] Read a file from disk"),
             ("files__delete_file", "[files] Delete a file"),
             ("web__fetch", "[web] Fetch a URL and return the page"),
-            ("git__git_status", "[git] Show the working tree status"),
+            ("git__git_status", "[git] Show the working tree status"), ("vcs__get_pr", "[vcs] Show one PR"),
             ("tracker__create_issue", "[tracker] Create an issue"),
             ("tracker__list_issues", "[tracker] List issues"),
             ("notes__summarizer", "[notes] Summaries of notes"),
@@ -11607,7 +11607,7 @@ class ToolIndexTests(unittest.TestCase):
         for stage, query, first in (
                 ("values", "what is on https://example.com/a", "web__fetch"),
                 ("phrases", "which pods are crashing", "k8s__get_resources"),
-                ("split", "GitStatus", "git__git_status"),
+                ("split", "getPR", "vcs__get_pr"),  # (GitStatus is a compound the prefixes stage spells apart)
                 ("stop_words", "summaries of what you can do with all of this", "notes__summarizer"),
                 ("stem", "deleting files", "files__delete_file"),
                 ("families", "remove the zeppelin", "hangar__destroy_zeppelin"),
@@ -11868,6 +11868,8 @@ class ToolIndexTests(unittest.TestCase):
                 (("web__search", "[web] Search the web"), ("papers__search", "[papers] Search arXiv"), "search for studies on sleep"),
                 (("chat__send_message", "[chat] Send a message"), ("chat__add_reaction", "[chat] Add a reaction to a message"),
                  "upvote that message"),
+                (("chart__list_charts", "[chart] List the saved charts"), ("chart__draw_flow_chart", "[chart] Draw a flow chart"),
+                 "a flowchart of the onboarding process"),  # a compound the tools spell apart (word forms: the prefixes stage)
                 (("tracker__list_issues", "[tracker] List the issues"),
                  ("tracker__list_issues_by_priority", "[tracker] List the issues by priority"), "list the urgent issues")):
             with self.subTest(query=query):
