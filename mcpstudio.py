@@ -6703,6 +6703,7 @@ ALWAYS_LOAD_META = "anthropic/alwaysLoad"    # a tool listed whatever the search
 SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
 LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
+COMPOUND_WEIGHT = 0.5  # each half of a word the index has only apart (flowchart: flow, chart)
 SERVER_WEIGHT = 0.3  # the share of its server's score (all its tools' names and descriptions as one text) a found tool gets
 STOP_WORDS = frozenset(
     "a an the to of for in on at by with and or from into as is are be it its this that these those my me i we our "
@@ -6726,177 +6727,64 @@ def _path_words(match):
 VALUE_SHAPES = (  # a value in a query says what kind of thing it is (a URL, a file's path, a #channel, ...): read first
     (r"\"[^\"/@]*\"|(?<!\w)'[^'/@]+'(?!\w)", " "),  # quoted: the person's own text (a message, a title), not the task
     (r"\bhttps?://\S+|\bwww\.\S+|(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|co|uk)/\S*|\b(?:this|that|the) link\b", " url web page "),  # a URL, this link
-    (r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+", " email "),  # an email; each shape begins a run only: linear on a long word
-    (r"(?<![\w.-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website web "),  # a bare domain (rivalapp.com, shop.co.uk); its TLD is not a word
-    (r"(?<![\w.])-?\d{1,3}\.\d+\s*,\s*-?\d{1,3}\.\d+", " coordinate "),  # 40.7128, -74.0060
+    (r"(?<![\w.@-])([\w-]+(?:\.[\w-]+)*)\.(?:com|org|net|io|dev|ai|co|app)(?:\.[a-z]{2})?\b(?![/.@\w-])", r" \1 website web "),  # a bare domain (rivalapp.com, shop.co.uk; not an email's); its TLD is not a word
     (r"(?<!\S)(?:~|\.{1,2})?/[\w.*-]+(?:/[\w.*-]+)*/?|(?<!\S)[\w*~./-]*\.(?:%s)\b" % FILE_FORMATS, _path_words),  # a file's path or name
     (r"(?<!\S)[\w-]{4,}/[\w.-]{2,}(?=[\s,:;?]|$)", r" \g<0> repository "),  # owner/repo
-    (r"\bwhere \w+ ?(?:[=<>!]|like |in \()|\bselect .{1,200}? from |\b(?:group|order) by\b", " sql query "),  # SQL: where x =, select ... from, group by
     (r"\b\d{1,2}(?::\d\d)? ?[ap]m\b|\b\d{1,2}:\d\d\b", " time "),  # 3pm, 14:30
-    (r"(?i)(?<!/)\b(next|node|vue|nuxt|react|express|d3|three|chart|ember|alpine|solid|svelte)\.js\b", r" \1 library "),  # next.js (not vercel/next.js, a repository); next.js
     (r"(?<!\w)#[a-z][\w-]*", " channel "),  # #general
     (r"(?<![\w-])(?!ISO-|CVE-|RFC-|UTF-|SHA-|COVID-|PR-|MR-|SKU-|INV-|ORDER-|GPT-|PEP-)[A-Z][A-Z0-9]+(?:-[A-Z][A-Z0-9]*)*-[0-9][0-9A-Z]{1,4}\b", r" \g<0> issue id resource "),  # an issue's short id, TINYSHOP-3F (not ISO-8601), names a resource
-    (r"(?<![\w:]):[a-z_+-]+:(?![\w:])|[\U0001F300-\U0001FAFF]", " emoji reaction "),  # :eyes:, a pictograph (not C++'s ::)
-    (r"(?<!\w)@\w+", " user "),  # @dana
-    (r"(?<![\w.-])[\w.-]+:\d{2,5}\b", " port "),  # db:5432
-    (r"\b[a-z]{3,}[A-Z][a-z]\w*|\b[a-z]+_[a-z_]+\b", " code "),  # parseConfig, load_settings
 )
-PHRASES = (  # an English phrase says what a query does (let the team know: send a message); read after VALUE_SHAPES,
+PHRASES = (  # an English phrase says what a query does (keep in mind: remember it); read after VALUE_SHAPES,
     # whose words (file path, url web page) some of them read, in this order
-    (r"\btell me\b|\b(?:the|our|my|their|your) team\b", " "),  # *tell me* is to the assistant, *our team* the person's own
-    (r"\b(?:more|less|fewer) than (?=\d+ (?!days?|hours?|weeks?|months?|years?|minutes?|[kmg]b)\w)|\b(?:group|order)ed by\b|\bbroken down by\b", " sql query "),  # more than 5 (not of days or MB), grouped by
     (r"\bon my (?:computer|laptop|machine|mac|pc|desktop|disk|drive)\b|\bmy (?i:downloads|documents|desktop) folder\b", " file folder directory "),  # the computer's own files
     (r"(?i:\b(?:all|every) (?:the )?(?:page )?(?:pages|urls|links) (?:on|of|from|under|at)\b)", " all website discover "),  # a site's pages (not a Notion workspace's)
-    (r"(?i:\b(?:add|insert|create|new|write) (?:an? )?(?:new )?(?:row|entry|item|record|page)\b)", " create page entry wiki "),  # a Notion database's row
     (r"(?i:\b(?:keep (?:that |this |it )?in mind|(?:remember|note) that|don't forget|do not forget)\b)", " remember memory "),  # keep in mind, note that, don't forget
     (r"(?i:\bpods\b)", " get resources kubernetes "),  # pods are listed (not a pod's exec)
     (r"(?i:\b(?:latest|current|up[ -]to[ -]date|newest) (?:[\w.]+ ){0,3}?(?:docs|documentation|api(?= (?:for|of|reference)\b))\b)", " library docs "),  # the latest docs, the current API for ...: a library's
     (r"(?i:\bopen (?:an? |new )(?=issue|ticket|bug|pr\b|pull|mr\b|merge)|\badd\b(?!.{0,60}?\b(?:labels?|reactions?|comments?|issues?|observations?|relations?|emoji|columns?|branch|rows?|propert(?:y|ies))\b)(?=.{0,60}?\b(?:contacts?|deals?|compan(?:y|ies)|leads?)\b))", " create "),  # open an issue, add (Dana to my) contacts
     (r"(?i:\bgoogle\b(?! ?(?:maps|drive|docs?|sheets?|calendar|cloud|analytics|ads))|\bnews (?=about|on|for)\b)", " web search "),  # google it (not Google Drive), news about
-    (r"\blet +(?!me\b)(?:\w+ +){0,3}?know\b", " send message "),  # let the team know (not let me know)
-    (r"\b(?:files?|documents?|spreadsheets?|pdfs?|images?|photos?|path)\b(?=.{0,60}?\bin (?:the|its|their) (?:file ?)?names?\b)", r" \g<0> file search "),  # files with x in the name
     (r"(?i:\bhow big is (?!the \w+ (?:table|database|db|index)\b)|\bwhen was it last (?:changed|modified|touched|edited)\b)", " file size modified info "),  # how big is a file (not a table), when was it last touched
-    (r"\bsearch (?:box|bar|field)\b", " input field "),  # a search box is a field to type in
-    (r"(?i:(?<!about )(?<!post the )(?<!post )\berrors?\b(?=[^.?!]{0,60}?\b(?:page|browser|chrome|tab)\b)(?![^.?!]{0,200}\b(?:sentry|network)\b))", r" \g<0> console "),  # errors on a page, in the browser: its console's (not a network tab's)
     (r"(?i:\blast \d+ commits\b|\bhistory of (?:the )?(?:changes|commits|edits)\b)", " commit log history "),  # the last 3 commits, the history of changes
     (r"\b(?:save|dump|write|export|put)\b.{0,60}?\b(?:to|into|as) +file path\b", " save write file path "),  # save, dump ... to a path
-    (r"(?i:(?<!n't )(?<!not )\bforget (?:that|everything|about|the)\b)", " delete memory observation "),  # forget that (not don't forget)
     (r"(?i:\bcommit\b.{0,40}?\b(?:(?:with )?(?:the |a )?(?:message|msg|note)|with)\b|\bsave (?:my|the|our|all|these|those) (?:changes|edits|work)\b(?:.{0,40}?\bwith (?:the |a )?note\b)?)", " commit changes "),  # commit ... with the message, save my changes
     (r"\bwhat(?:'s| is)? the time\b|\btime is it\b", " current time "),  # what's the time
-    (r"(?i:\b(?:are|is|still) open\b|\bopen (?=(?:prs|pull requests|issues|tickets|bugs|mrs|merge requests)\b))", " list "),  # open PRs, still open: a list
     (r"\bwhat (?:do )?you (?:remember|know)\b|\bwhat did (?:[iI]|we) tell you\b", " search memory "),  # what do you know about
-    (r"\b(?:add|leave|put|log|write) (?:an? )?note (?=(?:on|to|in) (?:the |this |my |our )?(?:[\w.-]+ ){0,3}?(?:page|issue|pr|pull request|ticket|block)\b)", " add comment "),  # a note on a page or an issue: a comment
     (r"\blog (?:an? )?(?=(?:note|call|meeting|activity)\b)(?![^.?!]{0,80}\b(?:memory|graph|notion|github|gitlab|issue|pr|page|database)\b)", " add crm activity "),  # log a note, log a call: a CRM's activity
-    (r"\b(?:log|file) (?=an? )", " add "),  # to log a note, to file a bug
     (r"\bpull\b(?![ -]?req| up)", " extract "),  # to pull data out (not a pull request, not pull up)
     (r"\bsince (?:my|the|our|[iI]) last (?:commit|save)d?\b|(?:\bnot|\bnever|n't) (?:yet )?committed\b(?! to\b)|\bworking (?:tree|copy)\b|(?i:\bwhat have i (?:changed|modified)\b|\bfiles are (?:modified|changed)\b|\buncommitted\b)", " working tree status git "),  # since my last commit, haven't committed, uncommitted, my working tree
-    (r"(?i)^(?!\s*what\b.* url web page )(?:\s*(?:what|whats|who|which|how|where|when|is|are|does|did|has|have|any)\b|.*\?\s*$)", r"\g<0> search "),  # a question (not of a URL's page)
 )
 WORD_FAMILIES = """
-get fetch read retrieve show view load obtain see display inspect detail describe open give grab cat
-list enumerate browse index overview show find
-create add make new insert post start begin generate spin draft compose raise submit register
 delete remove drop destroy erase trash purge discard forget nuke rid clean
 update edit modify change set patch alter rename adjust tweak mark replace swap
 search find query lookup locate grep filter seek discover google hunt bing look
 send post message notify reply dm chat tell ping announce shoot respond answer
 history recent said conversation timeline catch earlier
 run execute exec invoke launch trigger perform call kick fire
-navigate goto go visit url browse load head jump
-click press tap hit select pick choose
-type fill enter input write put paste
-screenshot snapshot capture image picture photo screengrab screencap shot grab
-record recording video screencast
-issue ticket bug task card story
 pr pull merge mr request
-repository repo project codebase
-file document text content readme
 folder directory dir path
-user member person people account profile who teammate colleague coworker someone everyone folk
-comment remark annotation
 channel room conversation thread
-pod container deployment workload job
-log output trace console
-error exception crash failure problem event blow broken incident outage flaky
-analyze diagnose debug investigate cause root why explain troubleshoot
-status check ci build pass green red fail health state compile
-scale replica resize grow increase more
-documentation docs doc manual guide reference tutorial instructions howto
-switch checkout
-whoami identity authenticated self login signed current who
 distance far travel drive duration
-contact lead customer person people
 company organization org business account
-deal opportunity sale pipeline
-scrape crawl extract download harvest export dump
-table database db sql many schema query row select column spreadsheet sheet csv postgres postgresql psql mysql sqlite
-memory remember stored knowledge graph entity observation recall fact know note remind told
-think reason plan thought step reflect decide weigh carefully
 move rename relocate
 save store write persist keep
-branch ref
 local git
 commit change revision history
-web internet online site
-map route direction place location address geocode
-place venue restaurant cafe shop spot business
-element node selector dom
-tab window
-performance speed profile trace
 network request traffic http api
-key value cache redis
-cluster namespace kubectl kubernetes k8s kube
 release tag version ship publish
-review approve
-close resolve finish complete wrap done
 upload attach
 size length count many space big large disk storage
-summary summarize overview tldr gist recap
 elevation altitude height high sea
 connect link relate relation associate association married depends manages
-photo image media picture
-said comment review feedback
-title role job profile
 record object entry item
-agent autonomous independently own
-copy duplicate clone fork backup
-approve accept lgtm review
-dismiss cancel reject decline close
-back previous return undo revert rollback
 coordinate latitude longitude geocode lat lng
-draw paint illustrate illustration art image generate logo icon artwork drawing
 diff difference different compare changed modified
 slow performance speed latency fast forever
-yaml manifest configuration apply
 content text body markdown contain
-shell command terminal bash exec
-secret credential token password
-nearby near local around
-article blog post
 paper research arxiv study
-alert monitor watch track
-phone mobile device viewport emulate screen throttle 3g
-library package framework sdk module react vue angular svelte nextjs nuxt django flask rails laravel tailwind express
-stop halt kill terminate abort end shutdown
-hover mouseover
-drag drop dragndrop
-form field input box textbox
-dialog popup modal prompt alert
-chart graph plot diagram visualize
-team group squad
-toggle enable disable turn switch
-style css theme design
-template boilerplate scaffold skeleton
-install setup
-upgrade update bump
-uninstall remove
-rollout redeploy restart
-environment env stage
-convert transform translate
-reset clear wipe
-structure outline tree hierarchy layout
 sum add total calculate math arithmetic plus
-zip compress archive gzip
-option setting preference config configuration
-property field attribute column
-block paragraph section
-code source snippet
 reaction emoji thumbs upvote
-script javascript js evaluate eval
-time date clock today now deadline due schedule hour minute
-subscriber subscription follower
-info detail metadata
-resource asset
-batch bulk multiple many several
 priority severity urgent important
-append bottom
-row page entry
-crm hubspot salesforce contact deal
-wiki notion confluence
-activity engagement interaction
-echo repeat parrot
 xlsx xls spreadsheet workbook sheet
-docx document
 """  # one family a line: words for the same action or thing
 
 
@@ -6966,7 +6854,8 @@ def _families(table, stem):
 class ToolIndex:
     """BM25F over tool definitions' weighted fields (pure). A query word also finds the words of its
     families (another verb for the action, another noun for the thing), the longer words it
-    begins and the words of five letters or more that begin it, each for less: the best of a word's
+    begins, the words of five letters or more that begin it and, for a word the index lacks, the two
+    words it has that spell it (a compound), each for less: the best of a word's
     matches in a tool counts once. A found tool's server adds a share of its own score, as the
     context of what the tool's words leave unsaid."""
 
@@ -7023,26 +6912,39 @@ class ToolIndex:
                 found.setdefault(other, PREFIX_WEIGHT)
         if word in self.postings:
             found[word] = 1.0
+        elif len(word) >= 7 and self.stages.prefixes:  # a compound the tools spell apart: flowchart, headcount
+            for cut in range(3, len(word) - 2):
+                if word[:cut] in self.postings and word[cut:] in self.postings:
+                    found.setdefault(word[:cut], COMPOUND_WEIGHT)
+                    found.setdefault(word[cut:], COMPOUND_WEIGHT)
+                    break
         return found
 
     def search(self, query, limit):
         """The best `limit` tools for `query`, best first (none when no word matches)."""
         query = read_shapes(read_shapes(query, self.stages.values), self.stages.phrases)
+        import heapq
         totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
         for number in totals:
             totals[number] += self.stages.server_share * context.get(self.server_of[number], 0.0)
-        return [self.tools[number] for number in sorted(totals, key=lambda number: (-totals[number], number))[:limit]]
+        return [self.tools[number] for number in heapq.nsmallest(limit, totals, key=lambda number: (-totals[number], number))]
 
     def scores(self, query):
         """Each matching tool's number and score (`query` with its shapes and phrases already read)."""
         totals, said = {}, set()  # the words of the families of the query's words so far
         for word in dict.fromkeys(search_words(query, {}, self.stages)):
-            best, again = {}, 0.5 if word in said else 1.0  # a thing said twice in other words counts one and a half
+            again = 0.5 if word in said else 1.0  # a thing said twice in other words counts one and a half
             said |= self.families.get(word, set())
-            for other, share in self.expand(word).items():
-                idf = self.idf[other] * share * again
-                for number, score in self.postings[other]:
-                    best[number] = max(best.get(number, 0.0), score * idf)
+            found = self.expand(word)
+            weight = self.idf[word] * again if word in self.postings else 0.0
+            best = {number: score * weight for number, score in self.postings.get(word, ())}  # the word itself first
+            get = best.get
+            for other, share in found.items():
+                weight = self.idf[other] * share * again
+                for number, score in self.postings[other] if other != word else ():
+                    value = score * weight
+                    if value > get(number, 0.0):
+                        best[number] = value
             for number, score in best.items():
                 totals[number] = totals.get(number, 0.0) + score
         return totals

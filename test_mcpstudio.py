@@ -11558,12 +11558,12 @@ class ToolIndexTests(unittest.TestCase):
         # values are read first and say what kind of thing they are; phrases after them, reading their words
         for query, values, phrased in (
                 ("open https://x.io/a", "open  url web page ", "open  url web page "),
-                ("mail dana@example.com", "mail  email ", "mail  email "),
+                ("mail dana@example.com", "mail dana@example.com", "mail dana@example.com"),  # an email is no website
+                ("open rivalapp.co.uk", "open  rivalapp website web ", "open  rivalapp website web "),  # a bare domain
                 ("read ./notes.txt", "read  file path  ", "read  file path  "),  # text: any file tool reads it
                 ("open /data/people.xlsx", "open  file path xlsx ", "open  file path xlsx "),  # not text: its format
                 ("post in #general", "post in  channel ", "post in  channel "),
                 ("look at SHOP-3F", "look at  SHOP-3F issue id resource ", "look at  SHOP-3F issue id resource "),
-                ("let the team know", "let the team know", " send message "),  # *the team* out, then *let ... know*
                 ("save it to ./out.json", "save it to  file path  ", " save write file path   "),  # reads *file path*
                 ("what's on https://a.io/x", "what's on  url web page ", "what's on  url web page ")):  # a URL's page: no search
             self.assertEqual(mcpstudio.read_shapes(query, mcpstudio.VALUE_SHAPES), values, query)
@@ -11579,7 +11579,6 @@ class ToolIndexTests(unittest.TestCase):
             ("docs__get_document_text", "Extract all text from a Word document"),
             ("slides__open_presentation", "Open a PowerPoint (.pptx) presentation")), (  # the format itself
             ("read the data in /root/data/people.xlsx", "sheets__read_sheet"),
-            ("what does ./minutes.docx say", "docs__get_document_text"),
             ("open ~/talks/q3.pptx", "slides__open_presentation"),
             ("read ./notes.txt", "files__read_file")))
 
@@ -11605,7 +11604,7 @@ class ToolIndexTests(unittest.TestCase):
             ("files__read_file", "[files] Read a file from disk"),
             ("files__delete_file", "[files] Delete a file"),
             ("web__fetch", "[web] Fetch a URL and return the page"),
-            ("git__git_status", "[git] Show the working tree status"),
+            ("git__git_status", "[git] Show the working tree status"), ("vcs__get_pr", "[vcs] Show one PR"),
             ("tracker__create_issue", "[tracker] Create an issue"),
             ("tracker__list_issues", "[tracker] List issues"),
             ("notes__summarizer", "[notes] Summaries of notes"),
@@ -11613,14 +11612,16 @@ class ToolIndexTests(unittest.TestCase):
             ("ledger__reconciliation", "[ledger] Reconciliation of accounts"),
             ("ledger__remove_entry", "[ledger] Remove an entry"),  # the same words as billing's, listed first
             ("billing__remove_entry", "[billing] Remove an entry"),
-            ("billing__invoices", "[billing] Invoices of a customer"))]
+            ("billing__invoices", "[billing] Invoices of a customer"),
+            ("k8s__get_resources", "[k8s] Get the resources of a cluster"),
+            ("hangar__paint_zeppelin", "[hangar] Paint a zeppelin"), ("hangar__destroy_zeppelin", "[hangar] Destroy a zeppelin"))]
         for stage, query, first in (
                 ("values", "what is on https://example.com/a", "web__fetch"),
-                ("phrases", "let the team know", "chat__post_message"),
-                ("split", "GitStatus", "git__git_status"),
+                ("phrases", "which pods are crashing", "k8s__get_resources"),
+                ("split", "getPR", "vcs__get_pr"),  # (GitStatus is a compound the prefixes stage spells apart)
                 ("stop_words", "summaries of what you can do with all of this", "notes__summarizer"),
                 ("stem", "deleting files", "files__delete_file"),
-                ("families", "grab the file", "files__read_file"),
+                ("families", "remove the zeppelin", "hangar__destroy_zeppelin"),
                 ("prefixes", "reconcile", "ledger__reconciliation"),
                 ("server_share", "remove an invoice entry", "billing__remove_entry")):  # its server's other tool: invoices
             on = mcpstudio.ToolIndex(tools).search(query, 1)
@@ -11638,7 +11639,6 @@ class ToolIndexTests(unittest.TestCase):
                 ("remove a file", "files__delete_file"),
                 ("what does notes.txt contain", "files__read_text_file"),
                 ("grab a picture of the page", "browser__take_screenshot"),  # a long description does not drown it
-                ("go to example.com", "browser__navigate"),
                 ("tell the team channel the deploy is done", "chat__post_message"),
                 ("find a customer by email", "crm__searchObjects"),
                 ("screenshots", "browser__take_screenshot"),                # plural, and the title
@@ -11651,19 +11651,18 @@ class ToolIndexTests(unittest.TestCase):
         """Each (query, tool) row: over an index of `tools` ((name, description) pairs), the query's first hit is the tool."""
         index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in tools])
         for query, first in rows:
-            self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
+            with self.subTest(query=query):
+                self.assertEqual([tool["name"] for tool in index.search(query, 1)], [first], query)
 
     def test_a_persons_verbs(self):
         self.assert_first((
             ("files__read_file", "Read a file"), ("files__delete_file", "Delete a file"),
             ("ci__run_workflow", "Run a workflow"), ("ci__create_workflow", "Create a workflow")), (("nuke old.txt", "files__delete_file"), ("give me notes.txt", "files__read_file"),
-                             ("kick off the workflow", "ci__run_workflow"), ("spin up a workflow", "ci__create_workflow"),
-                             ("a new workflow", "ci__create_workflow"), ("submit a workflow", "ci__create_workflow")))
+                             ("kick off the workflow", "ci__run_workflow")))
 
     def test_everyday_words_for_a_servers_things(self):
-        """A person's words for what a server names otherwise: a logo is an image, how many a query, what I told you or
-        stored memory, a contact a CRM's, a local copy git's, forever slow, a row a page, since my last commit the
-        working tree's status; two numbers with a comma a coordinate. Each row fails with the ranker of 577c047."""
+        """A person's words for what a server names otherwise: a local copy git's, forever slow, since my last commit
+        the working tree's status. Each row fails with the ranker of 577c047."""
         self.assert_first((
             ("art__generate_image", "[art] Generate an image from a prompt"), ("files__make_directory", "[files] Make a directory"),
             ("db__query", "[postgres] Run a read-only SQL query"), ("stats__count_words", "[stats] Count the words of a text"),
@@ -11675,19 +11674,14 @@ class ToolIndexTests(unittest.TestCase):
             ("web__search", "[web] Search the web"), ("git__status", "[git] Show the working tree status"),
             ("github__list_commits_of_branch", "[github] List the commits of a branch"),
             ("notion__create_page", "[notion] Create a page"), ("notion__get_database", "[notion] Retrieve a database"),
-            ("memory__search_nodes", "[memory] Search the nodes of the knowledge graph")), (("what changed since my last commit", "git__status"), ("insert a row for the Q3 launch", "notion__create_page"),
-                             ("what have you stored about Atlas", "memory__search_nodes"),
-                             ("make a logo for my project", "art__generate_image"), ("how many signups this week", "db__query"),
-                             ("last commits in my local copy", "git__log"), ("the homepage takes forever", "web__performance_trace"),
-                             ("forget what I told you about Bob", "memory__delete_observations"),
-                             ("new contact Dana Lee", "crm__create_objects"), ("the street at 40.7128, -74.0060", "maps__reverse_geocode")))
+            ("memory__search_nodes", "[memory] Search the nodes of the knowledge graph")), (("what changed since my last commit", "git__status"),
+                             ("last commits in my local copy", "git__log"), ("the homepage takes forever", "web__performance_trace")))
 
     def test_a_persons_phrases(self):
-        """A person's phrases for what a tool does: commit with a message, open an issue, open PRs, pods, the latest
-        docs, keep in mind, what you remember, the time, google it, on my laptop, what I have changed, a row, more than
-        N, throttle, next.js, news, let the team know, the search box, in the name, add a contact,
-        an issue's short id (TINYSHOP-3F), an emoji, how big, swap, msg, the last 3 commits, uncommitted, dump to a
-        path, forget that, grouped by, commit with, broken down by, all pods running. Each row fails with the ranker of 8e12ed0."""
+        """A person's phrases for what a tool does: commit with a message, open an issue, pods, the latest docs, keep
+        in mind, what you remember, the time, google it, on my laptop, what I have changed, news, an issue's short id
+        (TINYSHOP-3F), how big, swap, msg, the last 3 commits, uncommitted, dump to a path, commit with, all pods
+        running. Each row fails with the ranker of 8e12ed0."""
         self.assert_first((
             ("git__commit", "[git] Record changes to the repository"), ("git__status", "[git] Show the working tree status"),
             ("chat__send_message", "[chat] Send a message"), ("github__create_issue", "[github] Create an issue"), ("github__get_issue", "[github] Get an issue"),
@@ -11709,16 +11703,12 @@ class ToolIndexTests(unittest.TestCase):
             ("crm__create_objects", "[hubspot] Create CRM objects"), ("memory__create_entities", "[memory] Create entities in the knowledge graph"),
             ("crm__create_engagement", "[hubspot] Create an engagement (a note, call or task) on a CRM record")),
             (("commit the fixes with message fix toggle", "git__commit"), ("open an issue in acme/web for the crash", "github__create_issue"),
-             ("PRs still open on acme/web", "github__list_pull_requests"), ("which pods are crashing", "k8s__get"),
+             ("which pods are crashing", "k8s__get"),
              ("check the latest Svelte docs on stores", "docs__get"), ("keep in mind that Dana prefers email", "memory__add_observations"),
              ("tell me what you remember about Dana", "memory__search_nodes"), ("what's the time in Berlin, is the team online", "clock__now"),
              ("google the error text", "web__search"), ("find the contract somewhere on my laptop", "files__search"),
-             ("what have I changed in the site folder", "git__status"), ("add a row to the Bugs database", "notion__create_page"),
-             ("customers who ordered more than 5 cakes", "db__query"), ("throttle to slow 3G", "browser__emulate"),
-             ("instructions for middleware in next.js", "docs__get"), ("recent news about the github outage", "web__search"),
-             ("let the team know the launch moved", "chat__send_message"),
-             ("fill in the search box with acme", "browser__type"), ("find the spreadsheets with invoice in the name", "files__search"),
-             ("add a new contact: Dana Lee, dana@lee.com", "crm__create_objects")))
+             ("what have I changed in the site folder", "git__status"),
+             ("recent news about the github outage", "web__search")))
         self.assert_first((
             ("sentry__get_issue_details", "[sentry] Get detailed information about a specific issue"),
             ("sentry__update_issue", "[sentry] Update an issue's status"), ("chat__add_reaction", "[chat] Add a reaction to a message"),
@@ -11733,13 +11723,10 @@ class ToolIndexTests(unittest.TestCase):
             ("memory__add_observations", "[memory] Add observations to entities"),
             ("k8s__get", "[kubernetes] Get or list Kubernetes resources by resource type, name and namespace")),
             (("details of TINYSHOP-3F please", "sentry__get_issue_details"), ("mark BELLAROSA-1A as resolved", "sentry__update_issue"),
-             ("put :eyes: on the alert message in #alerts", "chat__add_reaction"), ("put 👀 on Priya's message", "chat__add_reaction"),
              ("how big is dist/app.js and when was it last touched", "files__get_info"), ("in notes.md swap every v4 for v5", "files__edit"),
              ("commit everything in ~/site, msg update hours", "git__commit"), ("what changed in the last 3 commits", "git__log"),
              ("anything uncommitted in this repo?", "git__status"), ("dump these results to ~/exports/refunds.csv", "files__write"),
-             ("forget that Tom moved to the data team", "memory__delete_observations"),
-             ("orders for yesterday's refunds, grouped by payment method", "db__query"),
-             ("commit the staged files with 'fix typo'", "git__commit"), ("revenue by region, broken down by month", "db__query"),
+             ("commit the staged files with 'fix typo'", "git__commit"),
              ("are all pods running on staging?", "k8s__get")))
 
     def test_phrases_people_repeat(self):
@@ -11768,8 +11755,7 @@ class ToolIndexTests(unittest.TestCase):
              ("what's changed in my local repo that I haven't committed", "git__status"),
              ("show me the history of changes to the project", "git__log"),
              ("pull up the details of Sentry issue WEB-4812", "sentry__get_resource"),
-             ("stack trace for TINYSHOP-3F please", "sentry__get_resource"),
-             ("the old theme is on gitlab under rosa/shop-theme, grab me the README from it", "gitlab__get_file_contents")))
+             ("stack trace for TINYSHOP-3F please", "sentry__get_resource")))
         self.assert_first((  # round 8, the first three rows failing on bb128ca: look up is a search, save my edits
             # commits, the team of the person's own is not an organization's team (the other rows guard that)
             ("time__convert_time", "[time] Convert a time between time zones"), ("sentry__find_teams", "[sentry] Find the teams of an organization"),
@@ -11781,7 +11767,6 @@ class ToolIndexTests(unittest.TestCase):
             (("look up the Northwind Robotics deal in the CRM", "crm__search_objects"),
              ('save my edits to the website with the note "updated pricing copy"', "git__commit"),
              ("if I schedule the call for 9am Pacific, what time is that for the team in Berlin?", "time__convert_time"),
-             ("can you let the team know the launch moved to friday", "chat__send_message"),
              ("find the teams in our sentry org", "sentry__find_teams")))
 
     def test_phrases_that_are_not_what_they_seem(self):
@@ -11799,7 +11784,7 @@ class ToolIndexTests(unittest.TestCase):
             ("files__get_info", "[files] Retrieve detailed metadata about a file or directory: size, creation time, last modified time"),
             ("docs__get", "[context7] Get up-to-date documentation for a library")),
             (("search google drive for the budget", "gdrive__search"), ("post the hacker news link in #general", "chat__post_message"),
-             ("save the deal with a note about pricing", "crm__create_note"), ("how big is the orders table", "db__query"),
+             ("save the deal with a note about pricing", "crm__create_note"),
              ("docs for std::vector::push_back", "docs__get"), ("what files were changed in pull request 42", "github__get_pull_request_files")))
 
     def test_phrases_that_are_not_what_they_seem_either(self):
@@ -11828,13 +11813,13 @@ class ToolIndexTests(unittest.TestCase):
             ("memory__add_observations", "[memory] Add observations to entities in the knowledge graph"),
             ("crm__create_engagement", "[hubspot] Create an engagement (a note or a task) on a CRM record"),
             ("github__add_issue_comment", "[github] Add a comment to an issue")),
-            (("add a note on the roadmap notion page", "notion__create_comment"),
+            (
              ("leave a note on issue 42 that it's fixed", "github__add_issue_comment"),
              ("log a note on the Acme deal", "crm__create_engagement")))
 
     def test_values_say_what_they_are(self):
         """A value in a query (a URL, a path, a #channel, an identifier, ...) finds the tool whose parameter takes it;
-        a phrase's verb (to log a note, to pull data out) the tool that does it, and a question a search."""
+        a phrase's verb (to log a note, to pull data out) the tool that does it."""
         self.assert_first((
             ("web__fetch", "Fetch a URL"), ("files__read_file", "Read the file at a path"),
             ("chat__history", "Read the messages of a channel"), ("code__search", "Search code"),
@@ -11848,17 +11833,59 @@ class ToolIndexTests(unittest.TestCase):
             ("apps__open_app", "Open an installed app")), (("https://example.com/blog/launch", "web__fetch"), ("example.org/about", "web__fetch"),
                              ("~/notes/todo.md", "files__read_file"), ("/var/app/", "files__read_file"),
                              ("notes.txt", "files__read_file"), ("#general", "chat__history"),
-                             ("where is parseConfig", "code__search"), ("where is load_settings", "code__search"),
-                             ("db.internal:5432", "k8s__port_forward"), ("dana@acme.com", "crm__find"),
-                             ("@dana", "chat__profile"),
-                             ("orders where status='failed'", "db__run_sql"), ("issues of acme/web-ui", "git__list_issues"),
+                             ("issues of acme/web-ui", "git__list_issues"),
                              ("find arXiv papers", "papers__search"), ("Next.js docs", "docs__query"),  # no shape here
-                             ("3pm in Berlin", "clock__convert"), ("log a call", "crm__add_note"),  # phrases
-                             ("pull the prices", "web__extract"), ("what memos do we have?", "memo__search"),  # a question
+                             ("log a call", "crm__add_note"),  # phrases
+                             ("pull the prices", "web__extract"),
                              ('commit "search the memos, find code"', "vcs__commit"),  # quoted: the person's own text
                              ("data/dump.sql", "files__read_file"), ("the namesapce", "k8s__port_forward"),  # a typo's swapped letters
-                             ("open rivalapp.com", "web__fetch"), ("file a bug", "tracker__add_issue"),
-                             ("open rivalapp.co.uk", "web__fetch"), ("icons/logo.svg", "files__read_file")))  # a bare domain; to file one
+                             ("icons/logo.svg", "files__read_file")))
+
+    def test_each_rule_its_row(self):
+        """The rules the other tables leave untested, a row each (issue 44: every rule left has a table test): over
+        a decoy and the tool, the query finds the tool first with the rule and not without it (the decoy ties or
+        wins then). The intents that justify each rule are in benchmarks/README.md (`toolsearch.py --rules`)."""
+        for decoy, tool, query in (
+                (("cal__list_rooms", "[cal] List the meeting rooms"), ("clock__convert_time", "[clock] Convert a time between zones"),
+                 "3pm in Tokyo"),  # the time shape
+                (("web__fetch", "[web] Fetch one page"), ("web__map", "[web] Discover all the URLs of a website"),
+                 "all the links on the docs"),  # a site's pages
+                (("chat__post", "[chat] Post to a channel"), ("chat__history", "[chat] Read the history of a channel"),
+                 "what was said in the channel earlier"),  # the families, one a row
+                (("ci__create_job", "[ci] Create a job"), ("ci__run_job", "[ci] Run a job"), "trigger the job"),
+                (("files__list_tables", "[files] List the tables"), ("files__list_directory", "[files] List a directory"),
+                 "list the folder"),
+                (("chat__list_users", "[chat] List the users"), ("chat__list_channels", "[chat] List the channels"), "list the rooms"),
+                (("maps__search", "[maps] Search places"), ("maps__distance_matrix", "[maps] Distance between places"),
+                 "how far apart are these places"),
+                (("crm__list_contacts", "[crm] List contacts"), ("crm__list_companies", "[crm] List companies"),
+                 "list the organizations"),
+                (("files__copy_file", "[files] Copy a file"), ("files__move_file", "[files] Move a file"), "relocate the file"),
+                (("notes__read_note", "[notes] Read a note"), ("notes__write_note", "[notes] Write a note"), "keep a note"),
+                (("vcs__list_branches", "[vcs] List branches"), ("vcs__list_commits", "[vcs] List commits"), "list the revisions"),
+                (("browser__list_tabs", "[browser] List the tabs"), ("browser__list_network_requests", "[browser] List the network requests"),
+                 "list the traffic"),
+                (("pkg__list_files", "[pkg] List files"), ("pkg__list_releases", "[pkg] List releases"), "list the versions"),
+                (("drive__download_file", "[drive] Download a file"), ("drive__upload_file", "[drive] Upload a file"), "attach a file"),
+                (("db__list_tables", "[db] List the tables"), ("db__table_size", "[db] Size of a table"), "how large is the table"),
+                (("maps__geocode", "[maps] Geocode a place"), ("maps__elevation", "[maps] Elevation of a place"),
+                 "how high is the place"),
+                (("graph__create_entities", "[graph] Create entities"), ("graph__create_relations", "[graph] Create relations between entities"),
+                 "link two entities"),
+                (("db__list_tables", "[db] List the tables"), ("db__list_records", "[db] List the records of a table"), "list the items"),
+                (("maps__search", "[maps] Search places"), ("maps__reverse_geocode", "[maps] Reverse geocode"),
+                 "latitude and longitude of the office"),
+                (("git__log", "[git] Show the log"), ("git__diff", "[git] Show the diff"), "show what's different"),
+                (("web__search", "[web] Search the web"), ("papers__search", "[papers] Search arXiv"), "search for studies on sleep"),
+                (("chat__send_message", "[chat] Send a message"), ("chat__add_reaction", "[chat] Add a reaction to a message"),
+                 "upvote that message"),
+                (("chart__list_charts", "[chart] List the saved charts"), ("chart__draw_flow_chart", "[chart] Draw a flow chart"),
+                 "a flowchart of the onboarding process"),  # a compound the tools spell apart (word forms: the prefixes stage)
+                (("tracker__list_issues", "[tracker] List the issues"),
+                 ("tracker__list_issues_by_priority", "[tracker] List the issues by priority"), "list the urgent issues")):
+            with self.subTest(query=query):
+                index = mcpstudio.ToolIndex([{"name": name, "description": text} for name, text in (decoy, tool)])
+                self.assertEqual([found["name"] for found in index.search(query, 1)], [tool[0]])
 
     def test_a_hostile_query_costs_linear_time(self):
         """A client's long query of one run of word characters, dots or dashes is read in linear time (each value
@@ -11881,9 +11908,6 @@ class ToolIndexTests(unittest.TestCase):
         names = [tool["name"] for tool in index.search("run a query on the sales database", 3)]
         self.assertLess(names.index("db__query"), names.index("web__query"))
         self.assertEqual([tool["name"] for tool in mcpstudio.ToolIndex(index.tools[:1]).search("query", 5)], ["web__query"])
-        index = mcpstudio.ToolIndex([{"name": "web__query", "description": "[web] Run a query"},
-                                     {"name": "postgres__query", "description": "[postgres] Run a query"}])
-        self.assertEqual(index.search("query the database", 1)[0]["name"], "postgres__query")  # a product's name, a family's word
 
     def test_limits_and_no_match(self):
         index = mcpstudio.ToolIndex(self.TOOLS)
@@ -11916,7 +11940,8 @@ class ToolIndexTests(unittest.TestCase):
 
     def test_recorded_corpus(self):
         """Over the 289 recorded tools, each intent set is found in the first five as often as today (a floor each;
-        people32 to people35, the blind check, are left to the benchmark)."""
+        people32 to people35, the blind check, are left to the benchmark). The floors went down with the rules that
+        helped only these tuned-on sets (issue 44: dropped for what they did, or cost, on servers nobody tuned on)."""
         with open(TOOLSEARCH_CORPUS, encoding="utf-8") as f:  # (Windows reads the ANSI code page by default)
             corpus = json.load(f)
         tools = [dict(tool, name="%s__%s" % (server, tool["name"]), description="[%s] %s" % (server, tool.get("description")))
@@ -11925,14 +11950,14 @@ class ToolIndexTests(unittest.TestCase):
             intents = json.load(f)
         index = mcpstudio.ToolIndex(tools)
         found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))
-        self.assertGreaterEqual(found / len(intents), 0.94)
-        for name, least in (("heldout", 0.95), ("people", 0.9), ("people2", 0.95), ("people3", 0.85), ("people4", 0.95),
-                            ("people5", 0.95), ("people6", 0.9), ("people7", 0.95), ("people8", 0.9), ("people9", 0.95),
-                            ("people10", 0.95), ("people11", 0.95), ("people12", 0.85), ("people13", 0.95),
-                            ("people14", 0.95), ("people15", 0.9), ("people16", 0.95), ("people17", 0.95),
-                            ("people18", 0.95), ("people19", 0.9), ("people20", 0.8), ("people21", 0.9), ("people22", 0.95),
-                            ("people23", 0.95), ("people24", 0.95), ("people25", 0.9), ("people26", 0.95), ("people27", 0.95),
-                            ("people28", 0.9), ("people29", 0.95), ("people30", 0.9), ("people31", 0.95)):
+        self.assertGreaterEqual(found / len(intents), 0.8)
+        for name, least in (("heldout", 0.85), ("people", 0.75), ("people2", 0.85), ("people3", 0.75), ("people4", 0.85),
+                            ("people5", 0.9), ("people6", 0.8), ("people7", 0.8), ("people8", 0.8), ("people9", 0.9),
+                            ("people10", 0.8), ("people11", 0.9), ("people12", 0.7), ("people13", 0.85),
+                            ("people14", 0.85), ("people15", 0.7), ("people16", 0.85), ("people17", 0.9),
+                            ("people18", 0.8), ("people19", 0.75), ("people20", 0.75), ("people21", 0.75), ("people22", 0.8),
+                            ("people23", 0.85), ("people24", 0.8), ("people25", 0.8), ("people26", 0.85), ("people27", 0.8),
+                            ("people28", 0.7), ("people29", 0.85), ("people30", 0.8), ("people31", 0.85)):
             with open(os.path.join(HERE, "benchmarks", "toolsearch", name + ".json"), encoding="utf-8") as f:
                 intents = json.load(f)
             found = sum(1 for intent in intents if {tool["name"] for tool in index.search(intent["q"], 5)} & set(intent["tools"]))

