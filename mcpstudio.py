@@ -9295,15 +9295,11 @@ class UpstreamSpec:
         fills a header that names one, so it is not sent at all (never an empty `Authorization: Bearer `); a variable
         or an argument that names one is empty (a variable left out would be inherited from mcpstudio's own
         environment)."""
-        if not self.person_names():
-            return self
-        spec = self.for_person({})
-        spec.headers = {key: value for key, value in spec.headers.items()
-                        if not _PERSON_REFERENCE.search(self.headers[key])}
-        return spec
+        return self.for_person({}, listing=True) if self.person_names() else self
 
-    def for_person(self, secrets):
-        """A copy whose `${person.NAME}` are `secrets`' values ("" for one not in them: the listing's copy)."""
+    def for_person(self, secrets, listing=False):
+        """A copy whose `${person.NAME}` are `secrets`' values ("" for one not in them); `listing`: the shared
+        listing's copy, without the headers that name one."""
         import copy
         spec = copy.copy(self)
 
@@ -9311,7 +9307,8 @@ class UpstreamSpec:
             return _PERSON_REFERENCE.sub(lambda found: secrets.get(found.group(1), ""), word)
         spec.args = [fill(word) for word in self.args]
         spec.env = {key: fill(value) for key, value in self.env.items()}
-        spec.headers = {key: fill(value) for key, value in self.headers.items()}
+        spec.headers = {key: fill(value) for key, value in self.headers.items()
+                        if not (listing and _PERSON_REFERENCE.search(value))}
         spec.secrets = self.secrets + [value for value in secrets.values() if value]
         spec.origin = self  # what a reload compares
         return spec
