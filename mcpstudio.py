@@ -15,14 +15,17 @@ The shell is never involved: a template is parsed once into words, and every
 call renders those words into an argv list that is executed directly.
 
 The module reads top to bottom; each section uses only what stands above it:
-Compatibility, Errors, Schema validation, Naming, Templates, Frontmatter (of
-SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport,
-Sources (template tools, script folders, Agent Skills), Catalog, Tasks, Guard
-rails (in front of every call), Tool search, Server, the 2026-07-28 era, Configuration,
-Aggregator (other MCP servers), OAuth 2.1 for URL upstreams, Input on the way,
-tui, Sign-in (people and their access tokens), Streamable HTTP, Tools for people (inspect, call, install, import, config
-edits, zipapp), and the Command line (`main`).
+Compatibility, Errors, Shared helpers, Schema validation, Naming, Template pieces,
+The core promise (a field's value never runs as code), Templates, Frontmatter (of
+SKILL.md), Processes, Logging, JSON-RPC session and the stdio transport, A command's
+life, Sources (template tools, script folders, Agent Skills), Catalog, Tasks, Guard
+rails (in front of every call), Tool search, the 2026-07-28 era, Configuration,
+OAuth 2.1 for URL upstreams, Input on the way, Upstreams, Aggregator (other MCP
+servers), Server (the MCP methods), Sign-in (people and their access tokens),
+Streamable HTTP, Command line (options and the server they build), Tools for people
+(inspect, call, install, import, config edits, zipapp), tui, and `main`.
 """
+
 
 # --------------------------------------------------------------------------
 # Compatibility: CPython 3.8 to 3.13. Everything version-specific lives here.
@@ -33,6 +36,7 @@ edits, zipapp), and the Command line (`main`).
 # - Child processes are driven through `loop.subprocess_exec` with our own
 #   protocol: from 3.11 on `Process.wait()` also waits for the pipes to close,
 #   which hangs when a grandchild inherited them; `process_exited` does not.
+
 from __future__ import annotations
 
 import asyncio
@@ -270,6 +274,72 @@ class HttpError(McpStudioError):
 
 
 # --------------------------------------------------------------------------
+# Shared helpers: hashes, private files, name patterns, loopback addresses, headers
+# --------------------------------------------------------------------------
+# Small helpers that sections far apart use (a short hash, a private JSON file, name
+# globs, the loopback test, a header's value, the default config path): they stand
+# here, above all of their users.
+
+def _hash(text, digits=16):
+    """The first `digits` hex digits of the SHA-256 of `text` (lone surrogates too, as JSON may carry them)."""
+    import hashlib
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:digits]
+
+
+def _match(name, patterns):
+    import fnmatch
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def write_private_json(path, data):
+    """Write `data` as JSON atomically through a new file of an unpredictable name, mode 0600 in a folder made
+    0700 (on Windows the user's profile folder guards it); the temporary file never outlives a failure. Sign-ins,
+    listing and discovery caches, and RunningStats are written so."""
+    import secrets
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if _POSIX:
+        os.chmod(folder, 0o700)
+    temporary = "%s.%s.tmp" % (path, secrets.token_hex(8))
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(temporary, path)
+    except BaseException:
+        os.remove(temporary)
+        raise
+
+
+def _loopback(host):
+    """True only for `localhost` and loopback addresses (127.0.0.0/8, ::1); never for names."""
+    host = host.strip().strip("[]").lower()
+    if host == "localhost":
+        return True
+    import ipaddress
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _header_value(value):
+    """Trim; decode the =?base64?...?= form 2026-07-28 clients use for non-ASCII values."""
+    value = value.strip()
+    if value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return value
+    return value
+
+
+def default_config_path():
+    """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
+    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "mcpstudio", "config.json")
+
+
+# --------------------------------------------------------------------------
 # Schema validation: the one JSON Schema checker (the subset tools use)
 # --------------------------------------------------------------------------
 
@@ -426,10 +496,14 @@ def separator_problem(separator):
     return "use 1 to 8 of the characters A-Z a-z 0-9 _ -, which every client accepts in tool names"
 
 
+MANAGER_PREFIX = "mcpstudio"
+
 
 # --------------------------------------------------------------------------
-# Templates: parse once, describe as a JSON schema, render to argv
+# Template pieces: fields, groups and the text between them
 # --------------------------------------------------------------------------
+# What a template word is made of (literal text, Field, Group) and the small readers
+# of those pieces that the code checker and the Template below both use.
 
 _FIELD_NAME = r"[A-Za-z_][A-Za-z0-9_-]*"
 _FIELD = re.compile(
@@ -508,157 +582,132 @@ class Field:
         return prop
 
 
-class Template:
-    """A command template, parsed once into words of text and fields.
+def _lead_text(word):
+    """The literal text a word starts with, up to its first field."""
+    text = []
+    for piece in word:
+        if not isinstance(piece, str):
+            break
+        text.append(piece)
+    return "".join(text)
 
-    Grammar of one word (the shell, or the config loader, has already split
-    the command into words)::
 
-        word   ::= piece*
-        piece  ::= field | flag | group | escape | char
-        field  ::= '{' spec '}' | '{{' spec '}}'      (required)
-                 | '[' spec ']'                      (optional)
-        spec   ::= NAME ['...'] [ '#' description ]   ('...' makes an array)
-        flag   ::= '[' '-' ['-'] NAME [ '#' description ] ']'   (optional boolean)
-        group  ::= '[' piece* ']'   (holds a field; kept only when all its fields are given)
-        escape ::= '\\' ( '{' | '}' | '[' | ']' | '\\' )       (the character itself)
-        NAME   ::= [A-Za-z_][A-Za-z0-9_-]*
+def _has_field(word):
+    return any(not isinstance(p, str) for p in word)
 
-    Anything that is not a field stays literal text, so JSON (`{"a":1}`),
-    `{ }` and most regexes need no escaping; `\\[a-z]` keeps a bracket
-    expression that would otherwise read as an optional field. A group such
-    as `[--voice={voice}]` makes its fields optional and drops its text too
-    when they are not given.
+
+def _first_field(word):
+    piece = next(p for p in word if not isinstance(p, str))
+    return piece.name if isinstance(piece, Field) else piece.fields[0].name
+
+
+def _text(value):
+    """A value as command-line text: JSON spelling for booleans and null."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return str(value)
+
+
+class Group:
+    """An optional piece of a word, such as `[--voice={voice}]`."""
+
+    __slots__ = ("pieces", "fields")
+
+    def __init__(self, pieces):
+        self.pieces = pieces
+        self.fields = [p for p in pieces if isinstance(p, Field)] + [
+            f for p in pieces if isinstance(p, Group) for f in p.fields]
+
+    def given(self, arguments):
+        for field in self.fields:
+            value = arguments.get(field.key)
+            if value is None or value is False or (field.kind == "array" and not value):
+                return False
+        return True
+
+
+def _render_pieces(pieces, arguments, parts):
+    """Append the rendering of `pieces` to `parts`.
+
+    Returns (lead, present): `lead` is what begins the text ("text", a flag or
+    array marker, or the string Field that comes first, given or not; None if
+    nothing), `present` whether any literal text or given value was there
+    (False also when a `{field}` written with braces was not given: its
+    whole word goes, rather than leaving half an argument).
     """
-
-    def __init__(self, words):
-        if not words or not words[0].strip():
-            raise TemplateError("the %s: give a command, e.g. echo \"{message}\""
-                                % ("command is empty or blank" if words else "template is empty"))
-        self.source = list(words)
-        self.fields = {}         # key -> Field, merged over every use
-        self.words = [self._parse_word(word, index) for index, word in enumerate(words)]  # lists of str and Field pieces
-        if any(not isinstance(p, str) for p in self.words[0]):
-            raise TemplateError("the command (the first word) must be literal text, never a field", 0, self.source)
-        self.stdin_code = check_code_fields(self.words)  # why stdin would be code here, or ""
-
-    def _parse_word(self, word, index, in_group=False):
-        pieces, text, i = [], [], 0
-        while i < len(word):
-            char = word[i]
-            if char == "\\" and i + 1 < len(word) and word[i + 1] in _ESCAPABLE:
-                text.append(word[i + 1])
-                i += 2
-                continue
-            piece, end = None, i
-            if char in "{[":
-                piece, end = self._piece_at(word, i, index, in_group,
-                                            lambda message: TemplateError(message, index, self.source))
-            if not piece:
-                text.append(char)
-                i += 1
-                continue
-            if text:
-                pieces.append("".join(text))
-                text = []
-            pieces.append(piece)
-            i = end
-        if text:
-            pieces.append("".join(text))
-        return pieces
-
-    def _piece_at(self, text, i, index, optional, error):
-        """The field or group that text[i] (a `{` or `[`) starts, and the index after it; else (None, i).
-        `error(message)` makes the error of a field inside a field."""
-        match = _FIELD.match(text, i)
-        if match:
-            _refuse_nested(text, i, match, error)
-            return self._field(match, index, optional), match.end()
-        if _FIELD_START.match(text, i):
-            raise self._bad_description(text, i, index)
-        close = _closing_bracket(text, i) if text[i] == "[" else 0
-        inner = self._parse_word(text[i + 1:close], index, True) if close else []
-        if any(not isinstance(p, str) for p in inner):
-            return Group(inner), close + 1
-        return None, i
-
-    def _bad_description(self, text, at, index) -> TemplateError:
-        name = _FIELD_START.match(text, at).group(1)
-        return TemplateError("the field `%s` is not closed, or its description contains { } [ or ], "
-                             "which a description may not" % name, index, self.source)
-
-    def _field(self, match, index, optional) -> Field:
-        group = match.groupdict()
-        if group["flag"]:
-            flag = group["flag"]
-            field = Field(flag.lstrip("-"), "boolean", False, group["df"], flag)
+    lead, present = None, False
+    for piece in pieces:
+        if isinstance(piece, str):
+            parts.append(piece)  # an empty quote ("") is present but leads nothing: `""{f}` is `{f}`
+            lead, present = lead or ("text" if piece else None), True
+        elif isinstance(piece, Group):
+            if piece.given(arguments):
+                inner, _ = _render_pieces(piece.pieces, arguments, parts)
+                lead, present = lead or inner, True
         else:
-            for n, required in (("1", True), ("2", True), ("3", False)):
-                if group["n" + n]:
-                    kind = _KINDS.get(group["a" + n], "string")
-                    field = Field(group["n" + n], kind, required and not optional, group["d" + n],
-                                  in_group=optional)
-                    break
-        known = self.fields.get(field.key)
-        if not known:
-            self.fields[field.key] = Field(field.name, field.kind, field.required, field.description, field.flag)
-            return field
-        if known.kind != field.kind:
-            raise TemplateError(
-                "`%s` is used as %s %s and as %s %s; a name used twice must be the same kind"
-                % (field.key, _article(known.kind), known.kind, _article(field.kind), field.kind),
-                index, self.source)
-        if field.kind == "boolean" and known.flag != field.flag:
-            raise TemplateError("`%s` stands for both %s and %s" % (field.key, known.flag, field.flag),
-                                index, self.source)
-        known.required = known.required or field.required
-        known.description = known.description or field.description
-        return field
+            value = arguments.get(piece.key)
+            if piece.kind == "boolean":
+                if value:
+                    parts.append(piece.flag)
+                    lead, present = lead or "flag", True
+            elif piece.required and (value is None or (piece.kind == "array" and not value)):
+                return None, False
+            elif piece.kind == "array":
+                if value:
+                    parts.append(",".join(_text(v) for v in value))
+                    lead, present = lead or "array", True
+            else:
+                lead = lead or piece  # a field leads even when empty or left out: `{a}-{b}` is led by `a`
+                if value is not None:
+                    parts.append(_text(value))
+                    present = True
+    return lead, present
 
-    # -- what a client sees --------------------------------------------------
 
-    def input_schema(self):
-        """The JSON schema of the arguments, one property per field."""
-        properties = {key: f.schema() for key, f in self.fields.items() if f.kind != "folder"}
-        for key, field in self.fields.items():  # booleans and arrays say what they do when nobody did
-            if key not in properties or "description" in properties[key] or field.kind == "string":
-                continue
-            properties[key]["description"] = (
-                "true adds `%s` to the command; false leaves it out." % field.flag if field.kind == "boolean" else
-                "A list of values; each becomes one argument of the command."
-                if any(len(word) == 1 and getattr(word[0], "key", None) == key for word in self.words) else
-                "A list of values, joined with commas where the template puts it.")
-        return object_schema(properties, [key for key in properties if self.fields[key].required])
+def _closing_bracket(word, start):
+    """Index of the `]` that closes the `[` at `start` (0 if none)."""
+    depth = 0
+    for match in re.finditer(r"\\.|\[|\]", word[start:], re.S):
+        depth += {"[": 1, "]": -1}.get(match.group(), 0)
+        if depth == 0 and match.group() == "]":
+            return start + match.start()
+    return 0
 
-    def folder(self):
-        """The `{name:folder}` field, whose value is a fresh folder the command's files come back from; or None."""
-        return next((key for key, field in self.fields.items() if field.kind == "folder"), None)
 
-    def display(self):
-        """The template as a person reads it, without field descriptions."""
-        out = []
-        for pieces in self.words:
-            word = "".join(_piece_text(p) for p in pieces)
-            out.append(word if word and not re.search(r"\s", word) else json.dumps(word))
-        return " ".join(out)
+def _piece_text(piece, in_group=False):
+    if isinstance(piece, str):  # re-escape literal text that would read as a field
+        if piece.endswith("\\"):
+            piece += "\\"  # a field follows: keep the backslash from escaping it
+        return _FIELD.sub(lambda m: "\\" + m.group(), piece) if "{" in piece or "[" in piece else piece
+    if isinstance(piece, Group):
+        return "[%s]" % "".join(_piece_text(p, True) for p in piece.pieces)
+    if piece.kind == "boolean":
+        return "[%s]" % piece.flag
+    return ("{%s%s}" if piece.required or in_group else "[%s%s]") % (piece.name, _SUFFIXES.get(piece.kind, ""))
 
-    def command_name(self):
-        """The base name of the command word: `/usr/bin/git-lfs` gives `git-lfs`."""
-        first = "".join(p for p in self.words[0] if isinstance(p, str))
-        base = re.split(r"[\\/]", first)[-1]
-        stem, ext = os.path.splitext(base)
-        return (stem if stem and ext else base) or "command"
 
-    # -- calls ------------------------------------------------------------------
+def _article(kind):
+    return "an" if kind[0] in "aeiou" else "a"
 
-    def render(self, arguments, allow_dash_values=False):
-        """Render validated `arguments` to an argv list (no shell, no re-substitution).
 
-        Raises ToolError when a scalar value would begin an argument with `-`
-        (it would be read as an option) and the template has no `--` before it.
-        """
-        return render_words(self.words, arguments, allow_dash_values)
+def _decoded(data):
+    """UTF-8 bytes as text; what is not valid UTF-8 becomes U+FFFD."""
+    return data.decode("utf-8", "replace")
 
+
+def _clip(text, limit):
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------
+# The core promise: a field's value never runs as code
+# --------------------------------------------------------------------------
+# `check_code_fields`, the one check every command template passes before it is
+# served: a field whose value would be code (a shell's or an interpreter's program, an
+# evaluating builtin, an option that runs a command or writes a file) or would choose
+# the program is refused. Its tables name the programs that run their arguments.
 
 # Where a value would be code. A command is walked the way the program that
 # runs reads it: through wrappers (`env X=1`, `timeout 5`, `nice -n 5`,
@@ -829,20 +878,6 @@ def _program(text):
     return _PROGRAM_NAMES.get(name, name)
 
 
-def _lead_text(word):
-    """The literal text a word starts with, up to its first field."""
-    text = []
-    for piece in word:
-        if not isinstance(piece, str):
-            break
-        text.append(piece)
-    return "".join(text)
-
-
-def _has_field(word):
-    return any(not isinstance(p, str) for p in word)
-
-
 def _is_word(word, text):
     """Whether `word` is exactly the literal `text`."""
     return not _has_field(word) and _lead_text(word) == text
@@ -873,6 +908,21 @@ def _long_option(name, known):
     """`name` as getopt_long reads it: the known option it spells out or is the only one to begin, else itself."""
     matches = [option for option in known if option.startswith(name)]
     return name if name in known or len(matches) != 1 else matches[0]
+
+
+# A value goes into an environment variable under its own name only where
+# no program acts on that name. Programs read upper-case variables (PATH,
+# LD_PRELOAD, TAR_OPTIONS, MAKEFLAGS, PROMPT_COMMAND ...); the few lower-case
+# ones they read are below (proxies; npm_config_*; zsh ties path, fpath ... to
+# PATH, FPATH). Windows ignores case, so there a script option is never set
+# under its own name; it arrives as MCPD_OPT_<name> and in the stdin JSON.
+_QUIET_VARIABLE = re.compile(r"[a-z_][a-z0-9_]*")
+_STEERING_VARIABLE = re.compile(r"(cd|f|man|module_|mail)?path|\w*_proxy|npm_config_\w*|yarn_\w*|pnpm_\w*")
+
+
+def _steers(name):
+    """Whether a program or the shell acts on the environment variable `name` (see above)."""
+    return not _QUIET_VARIABLE.fullmatch(name) or bool(_STEERING_VARIABLE.fullmatch(name))
 
 
 class _CodeCheck:
@@ -1373,6 +1423,11 @@ def _shell_commands(tokens):
     return commands
 
 
+def _path_key(word):
+    """A literal word as a file it names (`./p.sh` and `p.sh` are one file)."""
+    return os.path.normpath(_lead_text(word)) if not _has_field(word) else None
+
+
 def _written_then_run(commands):
     """Why a field's value is written to a file that a later command runs as code (`echo {x} > p.sh; sh p.sh`,
     `... | tee p.awk; awk -f p.awk`), or None: each later word naming such a file is walked as if it held the
@@ -1398,11 +1453,6 @@ def _written_then_run(commands):
                 if not _has_field(target):
                     written[_path_key(target)] = (carried, target)
     return None
-
-
-def _path_key(word):
-    """A literal word as a file it names (`./p.sh` and `p.sh` are one file)."""
-    return os.path.normpath(_lead_text(word)) if not _has_field(word) else None
 
 
 def check_code_fields(words, shell_tokens=None):
@@ -1438,6 +1488,10 @@ def check_code_fields(words, shell_tokens=None):
         stdin_code = stdin_code or check.stdin_code
     return stdin_code
 
+
+# --------------------------------------------------------------------------
+# Templates: parse once, describe as a JSON schema, render to argv
+# --------------------------------------------------------------------------
 
 def render_words(words, arguments, allow_dash_values, ends=()):
     """Render parsed words (lists of pieces) to argv; see Template.render.
@@ -1477,109 +1531,156 @@ def render_words(words, arguments, allow_dash_values, ends=()):
     return argv
 
 
-def _first_field(word):
-    piece = next(p for p in word if not isinstance(p, str))
-    return piece.name if isinstance(piece, Field) else piece.fields[0].name
+class Template:
+    """A command template, parsed once into words of text and fields.
 
+    Grammar of one word (the shell, or the config loader, has already split
+    the command into words)::
 
-def _text(value):
-    """A value as command-line text: JSON spelling for booleans and null."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    return str(value)
+        word   ::= piece*
+        piece  ::= field | flag | group | escape | char
+        field  ::= '{' spec '}' | '{{' spec '}}'      (required)
+                 | '[' spec ']'                      (optional)
+        spec   ::= NAME ['...'] [ '#' description ]   ('...' makes an array)
+        flag   ::= '[' '-' ['-'] NAME [ '#' description ] ']'   (optional boolean)
+        group  ::= '[' piece* ']'   (holds a field; kept only when all its fields are given)
+        escape ::= '\\' ( '{' | '}' | '[' | ']' | '\\' )       (the character itself)
+        NAME   ::= [A-Za-z_][A-Za-z0-9_-]*
 
-
-class Group:
-    """An optional piece of a word, such as `[--voice={voice}]`."""
-
-    __slots__ = ("pieces", "fields")
-
-    def __init__(self, pieces):
-        self.pieces = pieces
-        self.fields = [p for p in pieces if isinstance(p, Field)] + [
-            f for p in pieces if isinstance(p, Group) for f in p.fields]
-
-    def given(self, arguments):
-        for field in self.fields:
-            value = arguments.get(field.key)
-            if value is None or value is False or (field.kind == "array" and not value):
-                return False
-        return True
-
-
-def _render_pieces(pieces, arguments, parts):
-    """Append the rendering of `pieces` to `parts`.
-
-    Returns (lead, present): `lead` is what begins the text ("text", a flag or
-    array marker, or the string Field that comes first, given or not; None if
-    nothing), `present` whether any literal text or given value was there
-    (False also when a `{field}` written with braces was not given: its
-    whole word goes, rather than leaving half an argument).
+    Anything that is not a field stays literal text, so JSON (`{"a":1}`),
+    `{ }` and most regexes need no escaping; `\\[a-z]` keeps a bracket
+    expression that would otherwise read as an optional field. A group such
+    as `[--voice={voice}]` makes its fields optional and drops its text too
+    when they are not given.
     """
-    lead, present = None, False
-    for piece in pieces:
-        if isinstance(piece, str):
-            parts.append(piece)  # an empty quote ("") is present but leads nothing: `""{f}` is `{f}`
-            lead, present = lead or ("text" if piece else None), True
-        elif isinstance(piece, Group):
-            if piece.given(arguments):
-                inner, _ = _render_pieces(piece.pieces, arguments, parts)
-                lead, present = lead or inner, True
+
+    def __init__(self, words):
+        if not words or not words[0].strip():
+            raise TemplateError("the %s: give a command, e.g. echo \"{message}\""
+                                % ("command is empty or blank" if words else "template is empty"))
+        self.source = list(words)
+        self.fields = {}         # key -> Field, merged over every use
+        self.words = [self._parse_word(word, index) for index, word in enumerate(words)]  # lists of str and Field pieces
+        if any(not isinstance(p, str) for p in self.words[0]):
+            raise TemplateError("the command (the first word) must be literal text, never a field", 0, self.source)
+        self.stdin_code = check_code_fields(self.words)  # why stdin would be code here, or ""
+
+    def _parse_word(self, word, index, in_group=False):
+        pieces, text, i = [], [], 0
+        while i < len(word):
+            char = word[i]
+            if char == "\\" and i + 1 < len(word) and word[i + 1] in _ESCAPABLE:
+                text.append(word[i + 1])
+                i += 2
+                continue
+            piece, end = None, i
+            if char in "{[":
+                piece, end = self._piece_at(word, i, index, in_group,
+                                            lambda message: TemplateError(message, index, self.source))
+            if not piece:
+                text.append(char)
+                i += 1
+                continue
+            if text:
+                pieces.append("".join(text))
+                text = []
+            pieces.append(piece)
+            i = end
+        if text:
+            pieces.append("".join(text))
+        return pieces
+
+    def _piece_at(self, text, i, index, optional, error):
+        """The field or group that text[i] (a `{` or `[`) starts, and the index after it; else (None, i).
+        `error(message)` makes the error of a field inside a field."""
+        match = _FIELD.match(text, i)
+        if match:
+            _refuse_nested(text, i, match, error)
+            return self._field(match, index, optional), match.end()
+        if _FIELD_START.match(text, i):
+            raise self._bad_description(text, i, index)
+        close = _closing_bracket(text, i) if text[i] == "[" else 0
+        inner = self._parse_word(text[i + 1:close], index, True) if close else []
+        if any(not isinstance(p, str) for p in inner):
+            return Group(inner), close + 1
+        return None, i
+
+    def _bad_description(self, text, at, index) -> TemplateError:
+        name = _FIELD_START.match(text, at).group(1)
+        return TemplateError("the field `%s` is not closed, or its description contains { } [ or ], "
+                             "which a description may not" % name, index, self.source)
+
+    def _field(self, match, index, optional) -> Field:
+        group = match.groupdict()
+        if group["flag"]:
+            flag = group["flag"]
+            field = Field(flag.lstrip("-"), "boolean", False, group["df"], flag)
         else:
-            value = arguments.get(piece.key)
-            if piece.kind == "boolean":
-                if value:
-                    parts.append(piece.flag)
-                    lead, present = lead or "flag", True
-            elif piece.required and (value is None or (piece.kind == "array" and not value)):
-                return None, False
-            elif piece.kind == "array":
-                if value:
-                    parts.append(",".join(_text(v) for v in value))
-                    lead, present = lead or "array", True
-            else:
-                lead = lead or piece  # a field leads even when empty or left out: `{a}-{b}` is led by `a`
-                if value is not None:
-                    parts.append(_text(value))
-                    present = True
-    return lead, present
+            for n, required in (("1", True), ("2", True), ("3", False)):
+                if group["n" + n]:
+                    kind = _KINDS.get(group["a" + n], "string")
+                    field = Field(group["n" + n], kind, required and not optional, group["d" + n],
+                                  in_group=optional)
+                    break
+        known = self.fields.get(field.key)
+        if not known:
+            self.fields[field.key] = Field(field.name, field.kind, field.required, field.description, field.flag)
+            return field
+        if known.kind != field.kind:
+            raise TemplateError(
+                "`%s` is used as %s %s and as %s %s; a name used twice must be the same kind"
+                % (field.key, _article(known.kind), known.kind, _article(field.kind), field.kind),
+                index, self.source)
+        if field.kind == "boolean" and known.flag != field.flag:
+            raise TemplateError("`%s` stands for both %s and %s" % (field.key, known.flag, field.flag),
+                                index, self.source)
+        known.required = known.required or field.required
+        known.description = known.description or field.description
+        return field
 
+    # -- what a client sees --------------------------------------------------
 
-def _closing_bracket(word, start):
-    """Index of the `]` that closes the `[` at `start` (0 if none)."""
-    depth = 0
-    for match in re.finditer(r"\\.|\[|\]", word[start:], re.S):
-        depth += {"[": 1, "]": -1}.get(match.group(), 0)
-        if depth == 0 and match.group() == "]":
-            return start + match.start()
-    return 0
+    def input_schema(self):
+        """The JSON schema of the arguments, one property per field."""
+        properties = {key: f.schema() for key, f in self.fields.items() if f.kind != "folder"}
+        for key, field in self.fields.items():  # booleans and arrays say what they do when nobody did
+            if key not in properties or "description" in properties[key] or field.kind == "string":
+                continue
+            properties[key]["description"] = (
+                "true adds `%s` to the command; false leaves it out." % field.flag if field.kind == "boolean" else
+                "A list of values; each becomes one argument of the command."
+                if any(len(word) == 1 and getattr(word[0], "key", None) == key for word in self.words) else
+                "A list of values, joined with commas where the template puts it.")
+        return object_schema(properties, [key for key in properties if self.fields[key].required])
 
+    def folder(self):
+        """The `{name:folder}` field, whose value is a fresh folder the command's files come back from; or None."""
+        return next((key for key, field in self.fields.items() if field.kind == "folder"), None)
 
-def _piece_text(piece, in_group=False):
-    if isinstance(piece, str):  # re-escape literal text that would read as a field
-        if piece.endswith("\\"):
-            piece += "\\"  # a field follows: keep the backslash from escaping it
-        return _FIELD.sub(lambda m: "\\" + m.group(), piece) if "{" in piece or "[" in piece else piece
-    if isinstance(piece, Group):
-        return "[%s]" % "".join(_piece_text(p, True) for p in piece.pieces)
-    if piece.kind == "boolean":
-        return "[%s]" % piece.flag
-    return ("{%s%s}" if piece.required or in_group else "[%s%s]") % (piece.name, _SUFFIXES.get(piece.kind, ""))
+    def display(self):
+        """The template as a person reads it, without field descriptions."""
+        out = []
+        for pieces in self.words:
+            word = "".join(_piece_text(p) for p in pieces)
+            out.append(word if word and not re.search(r"\s", word) else json.dumps(word))
+        return " ".join(out)
 
+    def command_name(self):
+        """The base name of the command word: `/usr/bin/git-lfs` gives `git-lfs`."""
+        first = "".join(p for p in self.words[0] if isinstance(p, str))
+        base = re.split(r"[\\/]", first)[-1]
+        stem, ext = os.path.splitext(base)
+        return (stem if stem and ext else base) or "command"
 
-def _article(kind):
-    return "an" if kind[0] in "aeiou" else "a"
+    # -- calls ------------------------------------------------------------------
 
+    def render(self, arguments, allow_dash_values=False):
+        """Render validated `arguments` to an argv list (no shell, no re-substitution).
 
-def _decoded(data):
-    """UTF-8 bytes as text; what is not valid UTF-8 becomes U+FFFD."""
-    return data.decode("utf-8", "replace")
-
-
-def _clip(text, limit):
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        Raises ToolError when a scalar value would begin an argument with `-`
+        (it would be read as an option) and the template has no `--` before it.
+        """
+        return render_words(self.words, arguments, allow_dash_values)
 
 
 # --------------------------------------------------------------------------
@@ -1625,15 +1726,6 @@ def split_frontmatter(text):
                                        % FRONTMATTER_MAX_CHARS, 2)
             return lines[1:end], 2
     raise FrontmatterError("the frontmatter has no closing `---` line", 1)
-
-
-def parse_frontmatter(text):
-    """A SKILL.md's frontmatter as JSON-ready values; FrontmatterError outside the subset."""
-    lines, first = split_frontmatter(text)
-    value = _Yaml(lines, first).document()
-    if not isinstance(value, dict):
-        raise FrontmatterError("the frontmatter must be `key: value` lines", first)
-    return value
 
 
 def yaml_scalar(text):
@@ -1974,6 +2066,15 @@ class _Yaml:
         return self.scalar(" ".join(part.strip(" \t") for part in raw.strip(" \t\n").split("\n"))), j + len(raw)
 
 
+def parse_frontmatter(text):
+    """A SKILL.md's frontmatter as JSON-ready values; FrontmatterError outside the subset."""
+    lines, first = split_frontmatter(text)
+    value = _Yaml(lines, first).document()
+    if not isinstance(value, dict):
+        raise FrontmatterError("the frontmatter must be `key: value` lines", first)
+    return value
+
+
 # --------------------------------------------------------------------------
 # Processes: the one way a child process starts
 # --------------------------------------------------------------------------
@@ -1992,6 +2093,65 @@ class _Yaml:
 # Outside this block code asks only `_POSIX` (the batch rule's default, the
 # #! hint, Claude Desktop's PATH, script options as variables); client_config_path takes the platform of
 # the client's machine as an argument, to be tested for each.
+
+def find_program(argv, env):
+    """`argv` with a program named without a folder replaced by the file a shell would run:
+    npx -> C:\\...\\npx.cmd, git -> C:\\...\\git.exe.
+
+    Windows' CreateProcess appends only .exe to a name without an extension,
+    never reads PATHEXT, and looks in the current folder before PATH: `npx`,
+    `npm` or `code` (.cmd shims) would not start, and a git.exe in a cloned
+    project would run before the one on PATH. So the child's PATH (its
+    absolute folders, in order) is searched: for the name as given when it has
+    an extension CreateProcess can start, else with each such extension of
+    PATHEXT. A name with a folder, or found nowhere on PATH, is left to
+    CreateProcess. Used on Windows only (see _resolve_program)."""
+    name = argv[0] if argv else None
+    if not isinstance(name, str) or not name or os.path.dirname(name):
+        return argv
+    startable = (".com", ".exe", ".bat", ".cmd")
+    variables = {key.upper(): value for key, value in (os.environ if env is None else env).items()}
+    extension = os.path.splitext(name)[1].lower()
+    if extension:
+        names = [name] if extension in startable else []
+    else:
+        extensions = variables.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
+        names = [name + extension for extension in extensions if extension in startable]
+    for folder in variables.get("PATH", "").split(os.pathsep):
+        folder = folder.strip().strip('"')
+        if not os.path.isabs(folder):
+            continue  # a relative folder would be looked up from the child's folder, not ours
+        for candidate in names:
+            path = os.path.join(folder, candidate)
+            if os.path.isfile(path):
+                return [path] + list(argv[1:])
+    return argv
+
+
+def script_argv(path, windows, python=None, pathext=None):
+    """The words that run the script `path` in script mode, or None when it is not a script there.
+
+    POSIX runs the file itself, by its #! line (the caller checks its execute
+    bit). Windows has neither: an extension says what runs a file. A .exe,
+    .com, .bat or .cmd (when in `pathext`, the PATHEXT variable) runs itself,
+    a batch file under the batch rule; a .py runs with `python`, the Python
+    that runs mcpstudio (the py launcher when that is not known), so a .py
+    needs no file association; a .ps1 with Windows PowerShell, past the
+    default policy that runs no script file (a policy set by Group Policy
+    still rules). Anything else (.js, .vbs: they need a host) is not a
+    script; a .cmd that runs it is. Pure, for tests on any platform
+    (_script_argv asks this with the platform's answer)."""
+    if not windows:
+        return [path]
+    extension = os.path.splitext(path.rstrip(". "))[1].lower()  # Windows ignores trailing dots and spaces
+    if extension == ".py":
+        return [python, path] if python else ["py", "-3", path]
+    if extension == ".ps1":
+        return ["powershell", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", path]
+    if extension in (".com", ".exe", ".bat", ".cmd") and extension in (pathext or ".COM;.EXE;.BAT;.CMD").lower().split(";"):
+        return [path]
+    return None
+
 
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
@@ -2584,29 +2744,6 @@ class ProcessResult:
         return self.status == "exited" and self.returncode == 0
 
 
-def exec_problem(argv, env=None, cwd=None, batch=None):
-    """Why `argv`, `env` or `cwd` cannot reach a new process (a NUL byte, a lone surrogate), or None.
-
-    The one check for every value bound for a command line, environment or
-    working folder, whatever its source (template, script, config, upstream).
-    `batch` (default: on Windows) adds the batch-file rule (batch_problem) for
-    the words after a .bat or .cmd program."""
-    for index, word in enumerate(argv):
-        problem = _os_text_problem(word)
-        if not problem and index:
-            problem = batch_problem(argv[0], word, batch)
-        if problem:
-            return "%s %s" % ("the command" if index == 0 else "word %d of the command line" % index, problem)
-    for key, value in (env or {}).items():
-        problem = _os_text_problem(key) or _os_text_problem(value)
-        if not problem and (not key or "=" in key):
-            problem = "is empty or holds an =" if not key else "holds an ="
-        if problem:
-            return "the environment variable %s %s" % (json.dumps(key), problem)
-    problem = _os_text_problem(cwd) if cwd is not None else None
-    return None if problem is None else "the working folder %s" % problem
-
-
 _CMD_SPECIAL = frozenset('"%^&|<>()!\r\n')  # what cmd.exe acts on in a batch file's command line
 _CMD_SPLIT_OPTION = re.compile(r"[,;=\x0b\x0c]-|[,;\x0b\x0c][,;=\x0b\x0c]*/")  # cmd.exe splits %1..%9 at , ; = too
 
@@ -2640,63 +2777,41 @@ def batch_problem(program, value, batch=None):
         what, os.path.basename(os.fsdecode(program)))
 
 
-def find_program(argv, env):
-    """`argv` with a program named without a folder replaced by the file a shell would run:
-    npx -> C:\\...\\npx.cmd, git -> C:\\...\\git.exe.
-
-    Windows' CreateProcess appends only .exe to a name without an extension,
-    never reads PATHEXT, and looks in the current folder before PATH: `npx`,
-    `npm` or `code` (.cmd shims) would not start, and a git.exe in a cloned
-    project would run before the one on PATH. So the child's PATH (its
-    absolute folders, in order) is searched: for the name as given when it has
-    an extension CreateProcess can start, else with each such extension of
-    PATHEXT. A name with a folder, or found nowhere on PATH, is left to
-    CreateProcess. Used on Windows only (see _resolve_program)."""
-    name = argv[0] if argv else None
-    if not isinstance(name, str) or not name or os.path.dirname(name):
-        return argv
-    startable = (".com", ".exe", ".bat", ".cmd")
-    variables = {key.upper(): value for key, value in (os.environ if env is None else env).items()}
-    extension = os.path.splitext(name)[1].lower()
-    if extension:
-        names = [name] if extension in startable else []
-    else:
-        extensions = variables.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";")
-        names = [name + extension for extension in extensions if extension in startable]
-    for folder in variables.get("PATH", "").split(os.pathsep):
-        folder = folder.strip().strip('"')
-        if not os.path.isabs(folder):
-            continue  # a relative folder would be looked up from the child's folder, not ours
-        for candidate in names:
-            path = os.path.join(folder, candidate)
-            if os.path.isfile(path):
-                return [path] + list(argv[1:])
-    return argv
-
-
-def script_argv(path, windows, python=None, pathext=None):
-    """The words that run the script `path` in script mode, or None when it is not a script there.
-
-    POSIX runs the file itself, by its #! line (the caller checks its execute
-    bit). Windows has neither: an extension says what runs a file. A .exe,
-    .com, .bat or .cmd (when in `pathext`, the PATHEXT variable) runs itself,
-    a batch file under the batch rule; a .py runs with `python`, the Python
-    that runs mcpstudio (the py launcher when that is not known), so a .py
-    needs no file association; a .ps1 with Windows PowerShell, past the
-    default policy that runs no script file (a policy set by Group Policy
-    still rules). Anything else (.js, .vbs: they need a host) is not a
-    script; a .cmd that runs it is. Pure, for tests on any platform
-    (_script_argv asks this with the platform's answer)."""
-    if not windows:
-        return [path]
-    extension = os.path.splitext(path.rstrip(". "))[1].lower()  # Windows ignores trailing dots and spaces
-    if extension == ".py":
-        return [python, path] if python else ["py", "-3", path]
-    if extension == ".ps1":
-        return ["powershell", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", path]
-    if extension in (".com", ".exe", ".bat", ".cmd") and extension in (pathext or ".COM;.EXE;.BAT;.CMD").lower().split(";"):
-        return [path]
+def _os_text_problem(value):
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        return "is %s, not text" % _type_name(value)
+    value = os.fspath(value)
+    if ("\0" if isinstance(value, str) else b"\0") in value:
+        return "holds a NUL character (\\u0000), which no program can receive; remove it"
+    if isinstance(value, str):
+        try:
+            os.fsencode(value)
+        except UnicodeError:
+            return "holds a character this system cannot pass to a program (a lone surrogate); remove it"
     return None
+
+
+def exec_problem(argv, env=None, cwd=None, batch=None):
+    """Why `argv`, `env` or `cwd` cannot reach a new process (a NUL byte, a lone surrogate), or None.
+
+    The one check for every value bound for a command line, environment or
+    working folder, whatever its source (template, script, config, upstream).
+    `batch` (default: on Windows) adds the batch-file rule (batch_problem) for
+    the words after a .bat or .cmd program."""
+    for index, word in enumerate(argv):
+        problem = _os_text_problem(word)
+        if not problem and index:
+            problem = batch_problem(argv[0], word, batch)
+        if problem:
+            return "%s %s" % ("the command" if index == 0 else "word %d of the command line" % index, problem)
+    for key, value in (env or {}).items():
+        problem = _os_text_problem(key) or _os_text_problem(value)
+        if not problem and (not key or "=" in key):
+            problem = "is empty or holds an =" if not key else "holds an ="
+        if problem:
+            return "the environment variable %s %s" % (json.dumps(key), problem)
+    problem = _os_text_problem(cwd) if cwd is not None else None
+    return None if problem is None else "the working folder %s" % problem
 
 
 def program_not_found(program, env=None):
@@ -2720,18 +2835,9 @@ def program_not_found(program, env=None):
     return "`%s` is not on PATH here%s" % (program, " (did you mean `%s`?)" % close[0] if close else "")
 
 
-def _os_text_problem(value):
-    if not isinstance(value, (str, bytes, os.PathLike)):
-        return "is %s, not text" % _type_name(value)
-    value = os.fspath(value)
-    if ("\0" if isinstance(value, str) else b"\0") in value:
-        return "holds a NUL character (\\u0000), which no program can receive; remove it"
-    if isinstance(value, str):
-        try:
-            os.fsencode(value)
-        except UnicodeError:
-            return "holds a character this system cannot pass to a program (a lone surrogate); remove it"
-    return None
+def _argv_text(argv):
+    import shlex
+    return " ".join(shlex.quote(str(a)) for a in argv)
 
 
 class ProcessRunner:
@@ -2981,11 +3087,6 @@ class ProcessRunner:
         for pid in groups:
             _signal_group(pid, hard=True)
             self._forget(pid)
-
-
-def _argv_text(argv):
-    import shlex
-    return " ".join(shlex.quote(str(a)) for a in argv)
 
 
 # What could make a model's value look like other text in a form a person reads: C0 and C1 controls
@@ -3297,6 +3398,24 @@ class TerminalProgress:
             self._show("")
 
 
+def _say(text):
+    """A line for the person at the terminal, on stderr (stdout may be the protocol, or what they asked for)."""
+    sys.stderr.write("mcpstudio: %s\n" % text)
+
+
+def _claim_stdout():
+    """Keep the protocol stream on a private descriptor and point fd 1 at stderr.
+
+    A stray print() or a child that inherits fd 1 then writes to stderr and
+    can never corrupt the protocol.
+    """
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return protocol_fd
+
+
 # --------------------------------------------------------------------------
 # JSON-RPC session and the stdio transport
 # --------------------------------------------------------------------------
@@ -3590,6 +3709,9 @@ def _with_meta(message, key, value):
     return dict(message, _meta=dict(message.get("_meta") or {}, **{key: value}))
 
 
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+
+
 class CallContext:
     """What one request may do back toward the client while it runs.
 
@@ -3674,182 +3796,6 @@ class CallContext:
             self.progress(round(elapsed, 1), message="%s running for %.0f s" % (label, elapsed))
 
 
-class OutputFeed:
-    """What a running command shows its caller: a heartbeat, and its output lines as they come (as
-    progress messages, `info` log lines and its task's status message), the latest FEED_LINES lines
-    at most every FEED_INTERVAL."""
-
-    def __init__(self, ctx: CallContext, label, logger, streams=(1, 2)):
-        self.ctx = ctx
-        self.logger = logger
-        self.logs = (ctx.modern or ctx.session.level_chosen) and ctx.wants("info")  # 2026-07-28: a level in `_meta`
-        self.streams = streams if ctx.progress_token is not None or ctx.running is not None or self.logs else ()
-        self.partial = {}  # fd -> the end of a line not ended yet
-        self.lines = collections.deque(maxlen=FEED_LINES)
-        self.started = time.monotonic()
-        self.sent = 0.0
-        self.timer = None
-        self.heartbeat = asyncio.ensure_future(ctx.heartbeat(label)) if ctx.progress_token is not None else None
-        self.job = self.problem = None  # a PromptWatch's job, and why it stopped the call
-        self.tail, self.said = b"", 0.0  # the output's end, and when it came (a PromptWatch's question is there)
-
-    def add(self, fd, data):
-        """Bytes the command wrote to `fd`; a line they end is passed on now, or when the interval is up."""
-        self.tail, self.said = (self.tail + data)[-4000:], time.monotonic()
-        if fd not in self.streams:
-            return
-        pieces = (self.partial.get(fd, b"") + data).split(b"\n")
-        self.partial[fd] = pieces.pop()[:FEED_LINE]
-        for piece in pieces[-FEED_LINES:]:
-            self.lines.append(_clip(_decoded(piece.rstrip(b"\r")), FEED_LINE))
-        if pieces and not self.timer:
-            self.timer = asyncio.get_running_loop().call_later(self.sent + FEED_INTERVAL - time.monotonic(), self.send)
-
-    def send(self):
-        self.timer = None
-        self.sent = time.monotonic()
-        text = "\n".join(self.lines)
-        self.lines.clear()
-        self.ctx.progress(round(self.sent - self.started, 3), message=text)
-        if self.logs:
-            self.ctx.log("info", text, self.logger)
-        if self.ctx.running:
-            self.ctx.running.message = plain_text(text.rpartition("\n")[2])
-
-    def close(self):
-        """The call ends: nothing more is sent for it."""
-        for job in (self.heartbeat, self.timer, self.job):
-            if job:
-                job.cancel()
-        self.job = None  # its frames (the pipe, the output) go with it, not with the next garbage collection
-
-
-_SECRET_PROMPT = re.compile(
-    r"pass\s*(word|phrase|code)|passwd|\bpwd\b|token|\b(pin|otp|pat|totp|mfa|2fa)\b|secret|api.?key|credential"
-    r"|private key|(verification|security|auth\w*|access|recovery|backup|login|sms|one.time|2fa|mfa)\s+code"
-    r"|kennwort|passwort|mot de passe|contrase|senha|parola d|wachtwoord|has\u0142o|\u043f\u0430\u0440\u043e\u043b"
-    r"|\u5bc6\u7801|\u5bc6\u78bc|\u30d1\u30b9\u30ef\u30fc\u30c9|\uc554\ud638|\ube44\ubc00\ubc88\ud638", re.I)
-# Programs that ask for secrets (keys, passphrases, passwords): whatever their prompt says, never asked in a form.
-SECRET_PROGRAMS = tuple(("openssl gpg gpg2 ssh-keygen ssh-add ssh scp sftp passwd su kinit htpasswd age cryptsetup keytool "
-                         "vault op pass doas").split())
-_YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
-_MENU = re.compile(r"^[ \t]*(\d+)[.):][ \t]+(\S.*)", re.M)
-
-
-def elicitation_form(message, properties):
-    """elicitation/create params: a form that asks for each of `properties` (JSON schemas by name)."""
-    return {"mode": "form", "message": message,
-            "requestedSchema": {"type": "object", "properties": properties, "required": list(properties)}}
-
-
-def asks_secrets(words):
-    """Whether a command of these (literal) words is a program known to ask for secrets, or `sudo -S`."""
-    names = [os.path.basename(str(word)) for word in words]
-    return any(name in SECRET_PROGRAMS for name in names) or "sudo" in names and "-S" in names
-
-
-def prompt_form(tail):
-    """(prompt, schema) for the question a command's output `tail` ends with (its unfinished last line): a yes/no
-    prompt asks a boolean, one right after numbered lines an enum of them, others a string; a secret's schema is None."""
-    before, _, prompt = tail.rpartition("\n")
-    menu = re.search(r"(%s\n\s*)+\Z" % _MENU.pattern, before + "\n", re.M)  # the numbered lines that end `before`
-    choices = ["%s) %s" % item for item in _MENU.findall(menu.group())] if menu else []
-    prompt = prompt.strip()
-    return prompt, (None if _SECRET_PROMPT.search(prompt) else {"type": "boolean"} if _YES_NO.search(prompt)
-                    else {"type": "string", "enum": choices} if choices else {"type": "string"})
-
-
-def prompt_reply(prompt, schema, value):
-    """The line a command gets for the answer `value` to `prompt` (asked with `schema`)."""
-    if schema["type"] == "boolean":
-        return ("yes" if value else "no") if _YES_NO.search(prompt).group(1) else ("y" if value else "n")
-    return str(value).partition(")")[0] if "enum" in schema else str(value)
-
-
-class PromptWatch(OutputFeed):
-    """An interactive command's output feed, and its stdin. A question it stops to ask (its output ends without a
-    newline, nothing more comes for PROMPT_QUIET s, and where Linux tells, it sleeps reading) is answered by the
-    tool's `answers`, else asked of the user as an elicitation form (2026-07-28: an input_required round, the
-    command kept alive); a secret, or a client that cannot ask, stops the call with the prompt quoted. A command
-    reading with nothing asked gets the end of its input, as from the null device."""
-
-    def __init__(self, ctx: CallContext, label, logger, answers=(), slots=None, secret=False):
-        super().__init__(ctx, label, logger)
-        self.answers = answers  # the tool's, as (pattern, text)
-        self.slots = slots      # the semaphore of running commands: a command parked on a 2026-07-28 question leaves it
-        self.secret = secret    # a program known to ask for secrets (asks_secrets): each of its prompts is one
-
-    def begin(self, pid, pipe):
-        """The command `pid` runs with `pipe` as its stdin: watch it for questions until the call ends."""
-        self.job = asyncio.ensure_future(self.watch(pid, pipe))
-
-    async def watch(self, pid, pipe):
-        self.said = time.monotonic()  # what it wrote before reading may still be on the way
-        stdin = _stdin_link(pipe)
-        for _ in range(PROMPT_ROUNDS):
-            delay = PROMPT_QUIET  # doubled while it stays quiet and does not read, up to PROMPT_BACKOFF
-            while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n", stdin):
-                said = self.said
-                await asyncio.sleep(delay)
-                delay = PROMPT_QUIET if self.said != said else min(delay * 2, PROMPT_BACKOFF)
-            text = _decoded(self.tail)
-            prompt, schema = prompt_form(text)
-            reply = await self.answer(text.strip(), prompt, None if self.secret else schema) if prompt else None
-            self.tail, self.said = b"", time.monotonic()
-            if reply is None:
-                break
-            pipe.write(reply.encode() + b"\n")
-        if not self.problem:
-            pipe.write_eof()
-        else:
-            _signal_group(pid, hard=False)
-
-    async def answer(self, text, prompt, schema):
-        """The line that answers `prompt` (`text`: the output since the last answer, the form's message, where a
-        menu shows); None with `problem` set when it may not or cannot be asked."""
-        ctx, said = self.ctx, "Stopped: `%s` asked \"%s\"" % (self.logger, prompt)
-        for pattern, reply in self.answers:
-            if pattern.search(prompt):
-                return reply
-        if not schema:
-            self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
-                            "its environment (\"environment\" in the config), or a file or option it reads; or as a "
-                            "scripted answer (\"answers\" on this tool)." % said)
-        elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
-            self.problem = ("%s, and %s. Make the command not ask (an option such as --yes), answer it in the config "
-                            "(\"answers\" on this tool), or set \"interactive\": false." % (said, (
-                                "it runs as a task (its taskSupport is \"required\", or it ran past %s s for a client "
-                                "that takes tasks), which cannot ask the client; \"taskSupport\": \"forbidden\" keeps "
-                                "its questions" % TASK_AFTER
-                                if ctx.modern and ctx.task and ctx.declared("elicitation") else
-                                "this client cannot answer (it declared no elicitation capability)")))
-        else:
-            form = elicitation_form(plain_text(text[-1000:]), {"answer": dict(schema, title=plain_text(prompt, False))})
-            parked = ctx.modern and self.slots  # answered by a retry that may never come: no slot meanwhile
-            if parked:
-                self.slots.release()
-            try:
-                answer = await (ctx.prompts.ask(ctx, "elicitation/create", form) if ctx.modern else
-                                ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
-            except McpError as exc:
-                answer = {"action": exc.message}
-            finally:
-                if parked:  # shielded: a cancel here still leaves the slot taken for the caller's release
-                    await asyncio.shield(self.slots.acquire())
-            value = (answer.get("content") or {}).get("answer")
-            if answer.get("action") == "accept" and value is not None:
-                problems = validate(value, schema, "the answer") or (
-                    ["the answer has a line break (a command's question takes one line)"]
-                    if isinstance(value, str) and re.search(r"[\r\n]", value) else [])
-                if problems:  # "no" to a yes/no question is not a yes; one line answers one question
-                    self.problem = "%s, and the user's answer does not fit: %s." % (said, "; ".join(problems))
-                    return None
-                ctx.asked = True  # a result that depends on a person's answer: never cached
-                return prompt_reply(prompt, schema, value)
-            self.problem = "%s, and the user's answer was %s." % (said, json.dumps(answer.get("action")))
-        return None
-
-
 def wire_error(exc: BaseException, log=None) -> McpError:
     """The one rule at each boundary (a request, a task): an McpError is answered as it is; anything else is a
     bug, logged and answered as an internal error."""
@@ -3858,6 +3804,19 @@ def wire_error(exc: BaseException, log=None) -> McpError:
     if log:
         log.error("internal error: %r", exc)
     return McpError(INTERNAL_ERROR, "Internal error: %s" % exc)
+
+
+def _error_response(request_id, error: McpError):
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
+
+
+def _invalid_request(request_id, problem):
+    return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: " + problem))
+
+
+def _invalid_params(problem, data=None):
+    """A -32602 error: "Invalid params: " and the problem."""
+    return McpError(INVALID_PARAMS, "Invalid params: " + problem, data)
 
 
 class Session:
@@ -4061,17 +4020,584 @@ class Session:
             await asyncio.wait(tasks, timeout=KILL_GRACE + 2)
 
 
-def _error_response(request_id, error: McpError):
-    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
+TASK_SUPPORT = ("forbidden", "optional", "required")  # a tool's `execution.taskSupport`
 
 
-def _invalid_request(request_id, problem):
-    return _error_response(request_id, McpError(INVALID_REQUEST, "Invalid request: " + problem))
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "tasks/get": "taskId",
+          "tasks/update": "taskId", "tasks/cancel": "taskId"}  # 2026-07-28: what the Mcp-Name header repeats
 
 
-def _invalid_params(problem, data=None):
-    """A -32602 error: "Invalid params: " and the problem."""
-    return McpError(INVALID_PARAMS, "Invalid params: " + problem, data)
+# --------------------------------------------------------------------------
+# A command's life: output as it comes, prompts answered, results within a budget, files
+# --------------------------------------------------------------------------
+# Everything between a started command and its result, for any source that runs
+# one: the output feed (progress, log lines), a prompt it asks answered through the
+# client, file arguments written into a per-call folder and files collected from it,
+# the output cut to its budget and kept whole as a resource, and the failure told.
+
+class OutputFeed:
+    """What a running command shows its caller: a heartbeat, and its output lines as they come (as
+    progress messages, `info` log lines and its task's status message), the latest FEED_LINES lines
+    at most every FEED_INTERVAL."""
+
+    def __init__(self, ctx: CallContext, label, logger, streams=(1, 2)):
+        self.ctx = ctx
+        self.logger = logger
+        self.logs = (ctx.modern or ctx.session.level_chosen) and ctx.wants("info")  # 2026-07-28: a level in `_meta`
+        self.streams = streams if ctx.progress_token is not None or ctx.running is not None or self.logs else ()
+        self.partial = {}  # fd -> the end of a line not ended yet
+        self.lines = collections.deque(maxlen=FEED_LINES)
+        self.started = time.monotonic()
+        self.sent = 0.0
+        self.timer = None
+        self.heartbeat = asyncio.ensure_future(ctx.heartbeat(label)) if ctx.progress_token is not None else None
+        self.job = self.problem = None  # a PromptWatch's job, and why it stopped the call
+        self.tail, self.said = b"", 0.0  # the output's end, and when it came (a PromptWatch's question is there)
+
+    def add(self, fd, data):
+        """Bytes the command wrote to `fd`; a line they end is passed on now, or when the interval is up."""
+        self.tail, self.said = (self.tail + data)[-4000:], time.monotonic()
+        if fd not in self.streams:
+            return
+        pieces = (self.partial.get(fd, b"") + data).split(b"\n")
+        self.partial[fd] = pieces.pop()[:FEED_LINE]
+        for piece in pieces[-FEED_LINES:]:
+            self.lines.append(_clip(_decoded(piece.rstrip(b"\r")), FEED_LINE))
+        if pieces and not self.timer:
+            self.timer = asyncio.get_running_loop().call_later(self.sent + FEED_INTERVAL - time.monotonic(), self.send)
+
+    def send(self):
+        self.timer = None
+        self.sent = time.monotonic()
+        text = "\n".join(self.lines)
+        self.lines.clear()
+        self.ctx.progress(round(self.sent - self.started, 3), message=text)
+        if self.logs:
+            self.ctx.log("info", text, self.logger)
+        if self.ctx.running:
+            self.ctx.running.message = plain_text(text.rpartition("\n")[2])
+
+    def close(self):
+        """The call ends: nothing more is sent for it."""
+        for job in (self.heartbeat, self.timer, self.job):
+            if job:
+                job.cancel()
+        self.job = None  # its frames (the pipe, the output) go with it, not with the next garbage collection
+
+
+_SECRET_PROMPT = re.compile(
+    r"pass\s*(word|phrase|code)|passwd|\bpwd\b|token|\b(pin|otp|pat|totp|mfa|2fa)\b|secret|api.?key|credential"
+    r"|private key|(verification|security|auth\w*|access|recovery|backup|login|sms|one.time|2fa|mfa)\s+code"
+    r"|kennwort|passwort|mot de passe|contrase|senha|parola d|wachtwoord|has\u0142o|\u043f\u0430\u0440\u043e\u043b"
+    r"|\u5bc6\u7801|\u5bc6\u78bc|\u30d1\u30b9\u30ef\u30fc\u30c9|\uc554\ud638|\ube44\ubc00\ubc88\ud638", re.I)
+# Programs that ask for secrets (keys, passphrases, passwords): whatever their prompt says, never asked in a form.
+SECRET_PROGRAMS = tuple(("openssl gpg gpg2 ssh-keygen ssh-add ssh scp sftp passwd su kinit htpasswd age cryptsetup keytool "
+                         "vault op pass doas").split())
+_YES_NO = re.compile(r"[\[(]\s*y(es)?\s*/\s*no?\s*[\])]", re.I)
+_MENU = re.compile(r"^[ \t]*(\d+)[.):][ \t]+(\S.*)", re.M)
+
+
+def elicitation_form(message, properties):
+    """elicitation/create params: a form that asks for each of `properties` (JSON schemas by name)."""
+    return {"mode": "form", "message": message,
+            "requestedSchema": {"type": "object", "properties": properties, "required": list(properties)}}
+
+
+def asks_secrets(words):
+    """Whether a command of these (literal) words is a program known to ask for secrets, or `sudo -S`."""
+    names = [os.path.basename(str(word)) for word in words]
+    return any(name in SECRET_PROGRAMS for name in names) or "sudo" in names and "-S" in names
+
+
+def prompt_form(tail):
+    """(prompt, schema) for the question a command's output `tail` ends with (its unfinished last line): a yes/no
+    prompt asks a boolean, one right after numbered lines an enum of them, others a string; a secret's schema is None."""
+    before, _, prompt = tail.rpartition("\n")
+    menu = re.search(r"(%s\n\s*)+\Z" % _MENU.pattern, before + "\n", re.M)  # the numbered lines that end `before`
+    choices = ["%s) %s" % item for item in _MENU.findall(menu.group())] if menu else []
+    prompt = prompt.strip()
+    return prompt, (None if _SECRET_PROMPT.search(prompt) else {"type": "boolean"} if _YES_NO.search(prompt)
+                    else {"type": "string", "enum": choices} if choices else {"type": "string"})
+
+
+def prompt_reply(prompt, schema, value):
+    """The line a command gets for the answer `value` to `prompt` (asked with `schema`)."""
+    if schema["type"] == "boolean":
+        return ("yes" if value else "no") if _YES_NO.search(prompt).group(1) else ("y" if value else "n")
+    return str(value).partition(")")[0] if "enum" in schema else str(value)
+
+
+TASK_AFTER = 0.5               # 2026-07-28: seconds an optional tool's call runs before it becomes a task
+ASK_TIMEOUT = 600.0            # seconds a client may take to ask the user for a tool's `ask` parameters
+
+
+class PromptWatch(OutputFeed):
+    """An interactive command's output feed, and its stdin. A question it stops to ask (its output ends without a
+    newline, nothing more comes for PROMPT_QUIET s, and where Linux tells, it sleeps reading) is answered by the
+    tool's `answers`, else asked of the user as an elicitation form (2026-07-28: an input_required round, the
+    command kept alive); a secret, or a client that cannot ask, stops the call with the prompt quoted. A command
+    reading with nothing asked gets the end of its input, as from the null device."""
+
+    def __init__(self, ctx: CallContext, label, logger, answers=(), slots=None, secret=False):
+        super().__init__(ctx, label, logger)
+        self.answers = answers  # the tool's, as (pattern, text)
+        self.slots = slots      # the semaphore of running commands: a command parked on a 2026-07-28 question leaves it
+        self.secret = secret    # a program known to ask for secrets (asks_secrets): each of its prompts is one
+
+    def begin(self, pid, pipe):
+        """The command `pid` runs with `pipe` as its stdin: watch it for questions until the call ends."""
+        self.job = asyncio.ensure_future(self.watch(pid, pipe))
+
+    async def watch(self, pid, pipe):
+        self.said = time.monotonic()  # what it wrote before reading may still be on the way
+        stdin = _stdin_link(pipe)
+        for _ in range(PROMPT_ROUNDS):
+            delay = PROMPT_QUIET  # doubled while it stays quiet and does not read, up to PROMPT_BACKOFF
+            while time.monotonic() - self.said < PROMPT_QUIET or not _reading(pid, self.tail[-1:] not in b"\n", stdin):
+                said = self.said
+                await asyncio.sleep(delay)
+                delay = PROMPT_QUIET if self.said != said else min(delay * 2, PROMPT_BACKOFF)
+            text = _decoded(self.tail)
+            prompt, schema = prompt_form(text)
+            reply = await self.answer(text.strip(), prompt, None if self.secret else schema) if prompt else None
+            self.tail, self.said = b"", time.monotonic()
+            if reply is None:
+                break
+            pipe.write(reply.encode() + b"\n")
+        if not self.problem:
+            pipe.write_eof()
+        else:
+            _signal_group(pid, hard=False)
+
+    async def answer(self, text, prompt, schema):
+        """The line that answers `prompt` (`text`: the output since the last answer, the form's message, where a
+        menu shows); None with `problem` set when it may not or cannot be asked."""
+        ctx, said = self.ctx, "Stopped: `%s` asked \"%s\"" % (self.logger, prompt)
+        for pattern, reply in self.answers:
+            if pattern.search(prompt):
+                return reply
+        if not schema:
+            self.problem = ("%s, a secret, which is never asked in a form. Give it to the command another way: in "
+                            "its environment (\"environment\" in the config), or a file or option it reads; or as a "
+                            "scripted answer (\"answers\" on this tool)." % said)
+        elif not (ctx.prompts and not ctx.task if ctx.modern else ctx.declared("elicitation")):
+            self.problem = ("%s, and %s. Make the command not ask (an option such as --yes), answer it in the config "
+                            "(\"answers\" on this tool), or set \"interactive\": false." % (said, (
+                                "it runs as a task (its taskSupport is \"required\", or it ran past %s s for a client "
+                                "that takes tasks), which cannot ask the client; \"taskSupport\": \"forbidden\" keeps "
+                                "its questions" % TASK_AFTER
+                                if ctx.modern and ctx.task and ctx.declared("elicitation") else
+                                "this client cannot answer (it declared no elicitation capability)")))
+        else:
+            form = elicitation_form(plain_text(text[-1000:]), {"answer": dict(schema, title=plain_text(prompt, False))})
+            parked = ctx.modern and self.slots  # answered by a retry that may never come: no slot meanwhile
+            if parked:
+                self.slots.release()
+            try:
+                answer = await (ctx.prompts.ask(ctx, "elicitation/create", form) if ctx.modern else
+                                ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id))
+            except McpError as exc:
+                answer = {"action": exc.message}
+            finally:
+                if parked:  # shielded: a cancel here still leaves the slot taken for the caller's release
+                    await asyncio.shield(self.slots.acquire())
+            value = (answer.get("content") or {}).get("answer")
+            if answer.get("action") == "accept" and value is not None:
+                problems = validate(value, schema, "the answer") or (
+                    ["the answer has a line break (a command's question takes one line)"]
+                    if isinstance(value, str) and re.search(r"[\r\n]", value) else [])
+                if problems:  # "no" to a yes/no question is not a yes; one line answers one question
+                    self.problem = "%s, and the user's answer does not fit: %s." % (said, "; ".join(problems))
+                    return None
+                ctx.asked = True  # a result that depends on a person's answer: never cached
+                return prompt_reply(prompt, schema, value)
+            self.problem = "%s, and the user's answer was %s." % (said, json.dumps(answer.get("action")))
+        return None
+
+
+_IMAGE_TYPES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def _image_type(data):
+    for magic, mime in _IMAGE_TYPES:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def text_block(text):
+    """MCP text content."""
+    return {"type": "text", "text": text}
+
+
+def _as_text(data, cut):
+    """`data` as text if it is UTF-8; when it was cut, a character split by the cut is dropped."""
+    for end in range(len(data), len(data) - (4 if cut else 1), -1):
+        try:
+            return data[:end].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return None
+
+
+def cut_binary(data, cut):
+    """A sentence when `data` is binary output cut short by the output limit, else None.
+
+    A cut image or file is broken, so it is never served as content."""
+    if not cut or _as_text(data, True) is not None:
+        return None
+    return ("The output (%s) passed the output limit: %d bytes of its middle were dropped, so it is not "
+            "served: a cut file is broken. Raise the limit (--max-output) to get it whole."
+            % (_image_type(data) or "binary data", cut))
+
+
+def _file_mime(name):
+    if name.endswith(".md"):
+        return "text/markdown"
+    import mimetypes
+    return mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
+
+
+def media_content(name, data, uri):
+    """Bytes as MCP content that is not text: an image or audio (by their first bytes or `name`), else an
+    embedded blob."""
+    mime = _image_type(data) or _file_mime(name)
+    encoded = base64.b64encode(data).decode("ascii")
+    if mime.startswith(("image/", "audio/")):
+        return {"type": mime.split("/")[0], "data": encoded, "mimeType": mime}
+    return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": encoded}}
+
+
+def output_content(data, uri, cut):
+    """stdout as MCP content: text when it is UTF-8, an image, or an embedded blob.
+
+    When the output was cut (`cut` bytes), a character split by the cut is
+    dropped, and binary output is replaced by a sentence saying so."""
+    text = _as_text(data, bool(cut))
+    if text is not None:
+        return text_block(text)
+    if cut:
+        return text_block(cut_binary(data, cut))
+    return media_content("", data, uri)  # an image, or a blob of no known type
+
+
+OUTPUT_URI = "mcpstudio://output/"
+OUTPUT_KEEP_COUNT = 100         # whole outputs kept to be read back; the oldest go first
+OUTPUT_KEEP_BYTES = 64 << 20    # ... and their bytes together (one larger output is kept alone)
+OUTPUT_KEEP_SECONDS = 3600.0
+
+
+def fit_text(text, budget, uri, kept="whole"):
+    """`text` if it holds at most `budget` characters, else its head and tail (cut at line ends
+    where it can) around one line that says what was left out and how to read it (`kept`: what the
+    resource holds, "whole" or, past the output limit, "kept" output)."""
+    if len(text) <= budget:
+        return text
+    half = budget // 2
+    head_end = text.rfind("\n", 0, half) + 1 or half
+    tail_start = text.find("\n", len(text) - half) + 1 or len(text) - half
+    head, middle = text[:head_end], text[head_end:tail_start]
+    first = head.count("\n") + 1
+    last = first + middle.count("\n") - middle.endswith("\n")
+    return ("%s%s[... %d lines (%d bytes) left out here: read them with resources/read %s?lines=%d-%d; "
+            "the %s output is %s ...]\n%s" % (
+                head, "" if head.endswith("\n") else "\n", last - first + 1, len(middle.encode("utf-8")), uri,
+                first, last, kept, uri, text[tail_start:]))
+
+
+def _line_start(data, offset, lines):
+    """Where the line `lines` lines after the one at `offset` begins (len(data) past the end), found by walking
+    only that far: a slice near the top of a large output reads only the top."""
+    for _ in range(max(lines, 0)):
+        found = data.find(b"\n", offset)
+        if found < 0:
+            return len(data)
+        offset = found + 1
+    return offset
+
+
+def output_slice(data, query):
+    """The lines of a kept output that its URI's query names: `lines=FROM-TO` (numbered from 1, both
+    included, either one left out for the start or the end)."""
+    if not query:
+        return data
+    match = re.fullmatch(r"lines=([0-9]*)-([0-9]*)", query)
+    if not match:
+        raise ValueError("expected ?lines=FROM-TO (line numbers from 1; either may be left out), not ?%s" % query)
+    first, last = match.groups()
+    index = max(int(first or 1), 1) - 1
+    begin = _line_start(data, 0, index)
+    return data[begin:_line_start(data, begin, int(last) - index) if last else len(data)]
+
+
+class OutputBudget:
+    """One call's room for output text: a stream past it shows its head and tail, and is kept
+    whole in the OutputStore with a `resource_link` to it. Without a store the room is unlimited."""
+
+    def __init__(self, store: OutputStore | None, ctx, chars):
+        self.store = store
+        self.owner = ctx.owner
+        self.chars = chars
+        self.links = []
+        self.linked = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # the first with resource_link
+
+    def fit(self, data, text, share=1.0, cut=0):
+        """`text` (decoded from `data`) within `share` of the room left; `cut`: the bytes the output limit
+        dropped from its middle (then the resource holds what was kept, and says so)."""
+        limit = int(self.chars * share)
+        if self.store is not None and len(text) > limit:
+            uri = self.store.keep(data, self.owner)
+            text = fit_text(text, limit, uri, "kept" if cut else "whole")
+            if self.linked:
+                self.links.append({"type": "resource_link", "uri": uri, "name": "output" if not cut else "kept output",
+                                   "mimeType": "text/plain", "size": len(data), "description": (
+                                       "the output's head and tail, %d bytes of its middle dropped by the output limit "
+                                       "(--max-output), of which the result shows a part" % cut if cut else
+                                       "the whole output, of which the result shows a part")})
+        self.chars = max(self.chars - len(text), 0)
+        return text
+
+    def for_error(self):
+        """What is left, cut to the room of an error result (ERROR_MAX_TEXT: clients cut longer ones themselves)."""
+        self.chars = min(self.chars, ERROR_MAX_TEXT)
+
+
+DATA_URI_HEADER_MAX = 1024      # characters of a data: URI before its comma (type and parameters)
+FILE_NAME_MAX = 100             # characters of a file argument's name (its `;name=`), longer ones cut
+# The names Windows keeps for devices (any extension, any case): a file given one is made a file by a "_" in front,
+# on every system, so a call names the same file everywhere. A trailing dot, which Windows drops, is dropped too.
+_DEVICE_NAMES = frozenset(["CON", "PRN", "AUX", "NUL"] + ["%s%d" % (port, n) for port in ("COM", "LPT") for n in range(10)])
+
+
+def parse_data_uri(value):
+    """(`name=` parameter or None, base64 text) of data:<type>[;<parameter>...];base64,<data>; ValueError
+    for anything else. Linear whatever the value: a header longer than DATA_URI_HEADER_MAX is refused
+    before it is split (a backtracking pattern here once stalled every session on a hostile value)."""
+    if not value.startswith("data:"):
+        raise ValueError("not a data: URI")
+    comma = value.find(",", 0, DATA_URI_HEADER_MAX + 6)
+    if comma < 0:
+        raise ValueError("no comma within %d characters" % DATA_URI_HEADER_MAX)
+    parameters = value[5:comma].split(";")
+    if len(parameters) < 2 or parameters[-1] != "base64":
+        raise ValueError("not base64")
+    names = [part[5:] for part in parameters[1:-1] if part.startswith("name=")]
+    return (names[0] if names else None), value[comma + 1:]
+
+
+def _file_name(given):
+    """A file argument's name made safe: its last part, letters, digits and `._-` only, never a leading dot or dash
+    (a hidden file, an option) nor a trailing dot (which Windows drops), a device name of Windows (_DEVICE_NAMES)
+    with a "_" in front, at most FILE_NAME_MAX characters (its extension kept)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(given)).lstrip(".-").rstrip(".")
+    if name.partition(".")[0].upper() in _DEVICE_NAMES:
+        name = "_" + name  # on Windows CON, NUL.txt ... name a device wherever they stand, not a file
+    if len(name) > FILE_NAME_MAX:  # cut after the "_" is put in front, which the cut keeps
+        stem, extension = os.path.splitext(name)
+        name = (stem[:FILE_NAME_MAX - len(extension)] + extension if len(extension) <= 16
+                else name[:FILE_NAME_MAX].rstrip("."))
+    return name
+
+
+def write_file_argument(key, value, folder, limit):
+    """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
+    its own in `folder` (no two files meet, whatever their names); its path."""
+    try:
+        given, encoded = parse_data_uri(value)
+        size = len(encoded) // 4 * 3 - encoded[-2:].count("=")  # what it decodes to, checked before decoding
+        if size > limit:
+            raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, size, limit))
+        data = base64.b64decode(encoded, validate=True)
+    except ValueError:  # not a data: URI; not base64
+        raise ToolError("`%s` is a file: give it as a data: URI (data:image/png;name=a.png;base64,iVBOR...) or the URI "
+                        "of a resource this server serves (mcpstudio://output/...), not %s"
+                        % (key, json.dumps(_clip(value, 40)))) from None
+    path = os.path.join(folder, key, _file_name(given or "") or key)
+    try:
+        os.mkdir(os.path.dirname(path))
+        with open(path, "xb") as f:
+            f.write(data)
+    except OSError as exc:  # its message, never the private folder's path
+        raise ToolError("`%s`: the file could not be written: %s" % (key, exc.strerror or type(exc).__name__)) from None
+    return path
+
+
+def call_folders():
+    """The one per-user parent of the folders calls write files in (TMPDIR/mcpstudio-USER, mode 0700), or None when
+    it is not a private folder of this user (then each call's folder is a plain private temporary folder)."""
+    import tempfile
+    user = str(os.getuid()) if _POSIX else re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("USERNAME", "user"))
+    parent = os.path.join(tempfile.gettempdir(), "mcpstudio-" + user)
+    try:
+        os.mkdir(parent, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        info = os.lstat(parent)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or _POSIX and (info.st_uid != os.getuid() or info.st_mode & 0o077):
+        return None  # planted by someone else: never used
+    return parent
+
+
+def call_folder():
+    """A fresh private folder for one call's files, named by this process (its id first: swept once it is gone)."""
+    import tempfile
+    parent = call_folders()
+    return tempfile.mkdtemp(prefix="%d-" % os.getpid() if parent else "mcpstudio-", dir=parent)
+
+
+def sweep_call_folders():
+    """Remove the call folders of servers that are gone (killed before they could remove their own)."""
+    import shutil
+    parent = call_folders()
+    for name in os.listdir(parent) if parent else ():
+        owner = name.partition("-")[0]
+        if owner.isdigit() and int(owner) != os.getpid() and not _process_alive(int(owner)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+def _quote(name):
+    """A file name as a URI's last segment: percent-encoded (control characters never reach a client raw)."""
+    from urllib.parse import quote
+    return quote(name, safe="")
+
+
+def _is_uri(value):
+    return isinstance(value, str) and re.match(r"[a-z][a-z0-9+.-]*://", value) is not None
+
+
+OUTPUT_FOLDER_FILES = 20        # files of an output folder a result shows; their bytes together are within --max-output
+
+
+def read_output_file(path, limit):
+    """The bytes of a file a command left in its output folder; "large" for one of more than `limit` bytes (not
+    read), None for one that is not a plain file of its own (a link, a folder, a FIFO, a hard link to a file
+    elsewhere). Opened without following a link or blocking, checked on the descriptor, read no further than
+    the limit (a file still growing)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return None
+        data = f.read(limit + 1) if info.st_size <= limit else b""
+        return data if info.st_size <= limit and len(data) <= limit else "large"
+
+
+def file_content(name, data, uri, budget: OutputBudget):
+    """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
+    block = media_content(name, data, uri)
+    text = _as_text(data, False)
+    if block["type"] == "resource" and text is not None:
+        return text_block(budget.fit(data, text))
+    return block
+
+
+def _signal_name(number):
+    try:
+        return "%s (%d)" % (signal.Signals(number).name, number)
+    except ValueError:
+        return str(number)
+
+
+def describe_failure(result: ProcessResult, timeout, subject=None, ok_exit=(0,)):
+    """One sentence for a command that did not succeed, or None when it did.
+
+    `subject` names the command in the sentence (default: its base name);
+    `ok_exit` are the exit codes that mean success (grep's 1 is "no match").
+    """
+    command = subject or "`%s`" % (os.path.basename(str(result.argv[0])) if result.argv else "command")
+    if result.status == "not-found":
+        return "Command not found: `%s` is not on PATH (or the path does not exist)." % result.argv[0]
+    if result.status == "denied":
+        return "Permission denied: `%s` could not be run (is it executable?)." % result.argv[0]
+    if result.status == "error":
+        return "%s could not be started: %s" % (command, result.error)
+    if result.status == "timeout":
+        return "%s timed out after %g s and was stopped; raise its time limit if it needs longer." % (
+            command, timeout)
+    if result.returncode is not None and result.returncode < 0:
+        return "%s was killed by signal %s." % (command, _signal_name(-result.returncode))
+    if result.returncode and result.returncode not in ok_exit:
+        return "%s exited with code %d." % (command, result.returncode)
+    return None
+
+
+def check_read(uri, result: ProcessResult, timeout, subject=None):
+    """Raise the error of a resource read whose command did not succeed (with the end of its stderr)."""
+    failure = describe_failure(result, timeout, subject)
+    if failure:
+        detail = _decoded(result.stderr).strip()[-500:]
+        raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, failure, (" " + detail) if detail else ""),
+                       {"uri": uri, "exitCode": result.returncode})
+
+
+def limit_note(stream, cut):
+    """The line a result ends with when the output limit dropped `cut` bytes from the middle of `stream`."""
+    return ("[%s: %d bytes from the middle were dropped by the output limit (--max-output); its first and last "
+            "bytes are kept, and a line marks the place]" % (stream, cut))
+
+
+def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
+    """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
+    content = []
+    broken = cut_binary(result.stdout, result.stdout_cut)
+    failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
+    if failure:
+        content.append(text_block(failure))
+        budget.for_error()
+    stderr = budget.fit(result.stderr, _decoded(result.stderr), 0.25, result.stderr_cut)
+    if (result.stdout and not broken) or not (failure or result.stderr):
+        block = output_content(result.stdout, uri, result.stdout_cut)
+        if block["type"] == "text" and not block["text"] and not failure:
+            block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
+        elif block["type"] == "text":
+            block["text"] = budget.fit(result.stdout, block["text"], cut=result.stdout_cut)
+        content.append(block)
+    if result.stdout_cut:
+        content.append(text_block(limit_note("stdout", result.stdout_cut)))
+    if result.stderr:
+        if result.stderr_cut:
+            stderr += "\n" + limit_note("stderr", result.stderr_cut)
+        content.append(text_block("[stderr]\n" + stderr))
+    return {"content": content + budget.links, "isError": failure is not None}
+
+
+def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
+    """A task whose command could not be started at all fails with a JSON-RPC error (the server cannot
+    run the tool), where a plain call answers a tool error; a command that ran and failed is a result."""
+    if ctx.task and result.status in ("not-found", "denied", "error"):
+        raise McpError(INTERNAL_ERROR, describe_failure(result, timeout))
+
+
+def confine_path(key, value, folder):
+    """The real path of `value` (relative to `folder`, symlinks followed), which must be inside
+    `folder`; a ToolError that says so otherwise. The command receives this absolute path."""
+    if "\0" in value:
+        raise ToolError("`%s` holds a NUL character, which no path can" % key)
+    real = os.path.realpath(os.path.join(folder, value))
+    try:
+        inside = os.path.commonpath([real, folder]) == folder
+    except ValueError:  # another drive
+        inside = False
+    if not inside:
+        raise ToolError("`%s` (%r) leads outside %s (after `..` and symlinks are followed, it is %s). Give a "
+                        "path inside that folder, relative to it" % (key, _clip(value, 60), folder, real))
+    return real
 
 
 # --------------------------------------------------------------------------
@@ -4202,111 +4728,6 @@ class Source:
         return False
 
 
-_IMAGE_TYPES = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-)
-
-
-def _image_type(data):
-    for magic, mime in _IMAGE_TYPES:
-        if data.startswith(magic):
-            return mime
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
-
-
-def text_block(text):
-    """MCP text content."""
-    return {"type": "text", "text": text}
-
-
-def _as_text(data, cut):
-    """`data` as text if it is UTF-8; when it was cut, a character split by the cut is dropped."""
-    for end in range(len(data), len(data) - (4 if cut else 1), -1):
-        try:
-            return data[:end].decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-    return None
-
-
-def cut_binary(data, cut):
-    """A sentence when `data` is binary output cut short by the output limit, else None.
-
-    A cut image or file is broken, so it is never served as content."""
-    if not cut or _as_text(data, True) is not None:
-        return None
-    return ("The output (%s) passed the output limit: %d bytes of its middle were dropped, so it is not "
-            "served: a cut file is broken. Raise the limit (--max-output) to get it whole."
-            % (_image_type(data) or "binary data", cut))
-
-
-def output_content(data, uri, cut):
-    """stdout as MCP content: text when it is UTF-8, an image, or an embedded blob.
-
-    When the output was cut (`cut` bytes), a character split by the cut is
-    dropped, and binary output is replaced by a sentence saying so."""
-    text = _as_text(data, bool(cut))
-    if text is not None:
-        return text_block(text)
-    if cut:
-        return text_block(cut_binary(data, cut))
-    return media_content("", data, uri)  # an image, or a blob of no known type
-
-
-OUTPUT_URI = "mcpstudio://output/"
-OUTPUT_KEEP_COUNT = 100         # whole outputs kept to be read back; the oldest go first
-OUTPUT_KEEP_BYTES = 64 << 20    # ... and their bytes together (one larger output is kept alone)
-OUTPUT_KEEP_SECONDS = 3600.0
-
-
-def fit_text(text, budget, uri, kept="whole"):
-    """`text` if it holds at most `budget` characters, else its head and tail (cut at line ends
-    where it can) around one line that says what was left out and how to read it (`kept`: what the
-    resource holds, "whole" or, past the output limit, "kept" output)."""
-    if len(text) <= budget:
-        return text
-    half = budget // 2
-    head_end = text.rfind("\n", 0, half) + 1 or half
-    tail_start = text.find("\n", len(text) - half) + 1 or len(text) - half
-    head, middle = text[:head_end], text[head_end:tail_start]
-    first = head.count("\n") + 1
-    last = first + middle.count("\n") - middle.endswith("\n")
-    return ("%s%s[... %d lines (%d bytes) left out here: read them with resources/read %s?lines=%d-%d; "
-            "the %s output is %s ...]\n%s" % (
-                head, "" if head.endswith("\n") else "\n", last - first + 1, len(middle.encode("utf-8")), uri,
-                first, last, kept, uri, text[tail_start:]))
-
-
-def output_slice(data, query):
-    """The lines of a kept output that its URI's query names: `lines=FROM-TO` (numbered from 1, both
-    included, either one left out for the start or the end)."""
-    if not query:
-        return data
-    match = re.fullmatch(r"lines=([0-9]*)-([0-9]*)", query)
-    if not match:
-        raise ValueError("expected ?lines=FROM-TO (line numbers from 1; either may be left out), not ?%s" % query)
-    first, last = match.groups()
-    index = max(int(first or 1), 1) - 1
-    begin = _line_start(data, 0, index)
-    return data[begin:_line_start(data, begin, int(last) - index) if last else len(data)]
-
-
-def _line_start(data, offset, lines):
-    """Where the line `lines` lines after the one at `offset` begins (len(data) past the end), found by walking
-    only that far: a slice near the top of a large output reads only the top."""
-    for _ in range(max(lines, 0)):
-        found = data.find(b"\n", offset)
-        if found < 0:
-            return len(data)
-        offset = found + 1
-    return offset
-
-
 class OutputStore(Source):
     """Whole outputs of calls whose results showed only a part: a resource source of
     mcpstudio://output/<id>, bounded in count and bytes, each kept OUTPUT_KEEP_SECONDS.
@@ -4345,263 +4766,6 @@ class OutputStore(Source):
         except ValueError as exc:
             raise _invalid_params("%s: %s" % (uri, exc)) from None
         return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": _decoded(data)}]}
-
-
-class OutputBudget:
-    """One call's room for output text: a stream past it shows its head and tail, and is kept
-    whole in the OutputStore with a `resource_link` to it. Without a store the room is unlimited."""
-
-    def __init__(self, store: OutputStore | None, ctx, chars):
-        self.store = store
-        self.owner = ctx.owner
-        self.chars = chars
-        self.links = []
-        self.linked = ctx.modern or (ctx.session.protocol_version or "") >= "2025-06-18"  # the first with resource_link
-
-    def fit(self, data, text, share=1.0, cut=0):
-        """`text` (decoded from `data`) within `share` of the room left; `cut`: the bytes the output limit
-        dropped from its middle (then the resource holds what was kept, and says so)."""
-        limit = int(self.chars * share)
-        if self.store is not None and len(text) > limit:
-            uri = self.store.keep(data, self.owner)
-            text = fit_text(text, limit, uri, "kept" if cut else "whole")
-            if self.linked:
-                self.links.append({"type": "resource_link", "uri": uri, "name": "output" if not cut else "kept output",
-                                   "mimeType": "text/plain", "size": len(data), "description": (
-                                       "the output's head and tail, %d bytes of its middle dropped by the output limit "
-                                       "(--max-output), of which the result shows a part" % cut if cut else
-                                       "the whole output, of which the result shows a part")})
-        self.chars = max(self.chars - len(text), 0)
-        return text
-
-    def for_error(self):
-        """What is left, cut to the room of an error result (ERROR_MAX_TEXT: clients cut longer ones themselves)."""
-        self.chars = min(self.chars, ERROR_MAX_TEXT)
-
-
-DATA_URI_HEADER_MAX = 1024      # characters of a data: URI before its comma (type and parameters)
-FILE_NAME_MAX = 100             # characters of a file argument's name (its `;name=`), longer ones cut
-# The names Windows keeps for devices (any extension, any case): a file given one is made a file by a "_" in front,
-# on every system, so a call names the same file everywhere. A trailing dot, which Windows drops, is dropped too.
-_DEVICE_NAMES = frozenset(["CON", "PRN", "AUX", "NUL"] + ["%s%d" % (port, n) for port in ("COM", "LPT") for n in range(10)])
-
-
-def parse_data_uri(value):
-    """(`name=` parameter or None, base64 text) of data:<type>[;<parameter>...];base64,<data>; ValueError
-    for anything else. Linear whatever the value: a header longer than DATA_URI_HEADER_MAX is refused
-    before it is split (a backtracking pattern here once stalled every session on a hostile value)."""
-    if not value.startswith("data:"):
-        raise ValueError("not a data: URI")
-    comma = value.find(",", 0, DATA_URI_HEADER_MAX + 6)
-    if comma < 0:
-        raise ValueError("no comma within %d characters" % DATA_URI_HEADER_MAX)
-    parameters = value[5:comma].split(";")
-    if len(parameters) < 2 or parameters[-1] != "base64":
-        raise ValueError("not base64")
-    names = [part[5:] for part in parameters[1:-1] if part.startswith("name=")]
-    return (names[0] if names else None), value[comma + 1:]
-
-
-def write_file_argument(key, value, folder, limit):
-    """A file parameter's value, data:<type>[;name=<file name>];base64,<data>, written into a folder of
-    its own in `folder` (no two files meet, whatever their names); its path."""
-    try:
-        given, encoded = parse_data_uri(value)
-        size = len(encoded) // 4 * 3 - encoded[-2:].count("=")  # what it decodes to, checked before decoding
-        if size > limit:
-            raise ToolError("`%s` is %d bytes, more than the %d a file may have (--max-output)" % (key, size, limit))
-        data = base64.b64decode(encoded, validate=True)
-    except ValueError:  # not a data: URI; not base64
-        raise ToolError("`%s` is a file: give it as a data: URI (data:image/png;name=a.png;base64,iVBOR...) or the URI "
-                        "of a resource this server serves (mcpstudio://output/...), not %s"
-                        % (key, json.dumps(_clip(value, 40)))) from None
-    path = os.path.join(folder, key, _file_name(given or "") or key)
-    try:
-        os.mkdir(os.path.dirname(path))
-        with open(path, "xb") as f:
-            f.write(data)
-    except OSError as exc:  # its message, never the private folder's path
-        raise ToolError("`%s`: the file could not be written: %s" % (key, exc.strerror or type(exc).__name__)) from None
-    return path
-
-
-def call_folders():
-    """The one per-user parent of the folders calls write files in (TMPDIR/mcpstudio-USER, mode 0700), or None when
-    it is not a private folder of this user (then each call's folder is a plain private temporary folder)."""
-    import tempfile
-    user = str(os.getuid()) if _POSIX else re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("USERNAME", "user"))
-    parent = os.path.join(tempfile.gettempdir(), "mcpstudio-" + user)
-    try:
-        os.mkdir(parent, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    try:
-        info = os.lstat(parent)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(info.st_mode) or _POSIX and (info.st_uid != os.getuid() or info.st_mode & 0o077):
-        return None  # planted by someone else: never used
-    return parent
-
-
-def call_folder():
-    """A fresh private folder for one call's files, named by this process (its id first: swept once it is gone)."""
-    import tempfile
-    parent = call_folders()
-    return tempfile.mkdtemp(prefix="%d-" % os.getpid() if parent else "mcpstudio-", dir=parent)
-
-
-def sweep_call_folders():
-    """Remove the call folders of servers that are gone (killed before they could remove their own)."""
-    import shutil
-    parent = call_folders()
-    for name in os.listdir(parent) if parent else ():
-        owner = name.partition("-")[0]
-        if owner.isdigit() and int(owner) != os.getpid() and not _process_alive(int(owner)):
-            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
-
-
-def _file_name(given):
-    """A file argument's name made safe: its last part, letters, digits and `._-` only, never a leading dot or dash
-    (a hidden file, an option) nor a trailing dot (which Windows drops), a device name of Windows (_DEVICE_NAMES)
-    with a "_" in front, at most FILE_NAME_MAX characters (its extension kept)."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(given)).lstrip(".-").rstrip(".")
-    if name.partition(".")[0].upper() in _DEVICE_NAMES:
-        name = "_" + name  # on Windows CON, NUL.txt ... name a device wherever they stand, not a file
-    if len(name) > FILE_NAME_MAX:  # cut after the "_" is put in front, which the cut keeps
-        stem, extension = os.path.splitext(name)
-        name = (stem[:FILE_NAME_MAX - len(extension)] + extension if len(extension) <= 16
-                else name[:FILE_NAME_MAX].rstrip("."))
-    return name
-
-
-def _quote(name):
-    """A file name as a URI's last segment: percent-encoded (control characters never reach a client raw)."""
-    from urllib.parse import quote
-    return quote(name, safe="")
-
-
-def _is_uri(value):
-    return isinstance(value, str) and re.match(r"[a-z][a-z0-9+.-]*://", value) is not None
-
-
-OUTPUT_FOLDER_FILES = 20        # files of an output folder a result shows; their bytes together are within --max-output
-
-
-def read_output_file(path, limit):
-    """The bytes of a file a command left in its output folder; "large" for one of more than `limit` bytes (not
-    read), None for one that is not a plain file of its own (a link, a folder, a FIFO, a hard link to a file
-    elsewhere). Opened without following a link or blocking, checked on the descriptor, read no further than
-    the limit (a file still growing)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-                     | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-            return None
-        data = f.read(limit + 1) if info.st_size <= limit else b""
-        return data if info.st_size <= limit and len(data) <= limit else "large"
-
-
-def media_content(name, data, uri):
-    """Bytes as MCP content that is not text: an image or audio (by their first bytes or `name`), else an
-    embedded blob."""
-    mime = _image_type(data) or _file_mime(name)
-    encoded = base64.b64encode(data).decode("ascii")
-    if mime.startswith(("image/", "audio/")):
-        return {"type": mime.split("/")[0], "data": encoded, "mimeType": mime}
-    return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": encoded}}
-
-
-def file_content(name, data, uri, budget: OutputBudget):
-    """A file a command wrote, as MCP content: image, audio, text (within `budget`), else an embedded blob."""
-    block = media_content(name, data, uri)
-    text = _as_text(data, False)
-    if block["type"] == "resource" and text is not None:
-        return text_block(budget.fit(data, text))
-    return block
-
-
-def _signal_name(number):
-    try:
-        return "%s (%d)" % (signal.Signals(number).name, number)
-    except ValueError:
-        return str(number)
-
-
-def describe_failure(result: ProcessResult, timeout, subject=None, ok_exit=(0,)):
-    """One sentence for a command that did not succeed, or None when it did.
-
-    `subject` names the command in the sentence (default: its base name);
-    `ok_exit` are the exit codes that mean success (grep's 1 is "no match").
-    """
-    command = subject or "`%s`" % (os.path.basename(str(result.argv[0])) if result.argv else "command")
-    if result.status == "not-found":
-        return "Command not found: `%s` is not on PATH (or the path does not exist)." % result.argv[0]
-    if result.status == "denied":
-        return "Permission denied: `%s` could not be run (is it executable?)." % result.argv[0]
-    if result.status == "error":
-        return "%s could not be started: %s" % (command, result.error)
-    if result.status == "timeout":
-        return "%s timed out after %g s and was stopped; raise its time limit if it needs longer." % (
-            command, timeout)
-    if result.returncode is not None and result.returncode < 0:
-        return "%s was killed by signal %s." % (command, _signal_name(-result.returncode))
-    if result.returncode and result.returncode not in ok_exit:
-        return "%s exited with code %d." % (command, result.returncode)
-    return None
-
-
-def check_read(uri, result: ProcessResult, timeout, subject=None):
-    """Raise the error of a resource read whose command did not succeed (with the end of its stderr)."""
-    failure = describe_failure(result, timeout, subject)
-    if failure:
-        detail = _decoded(result.stderr).strip()[-500:]
-        raise McpError(INTERNAL_ERROR, "Reading %s failed: %s%s" % (uri, failure, (" " + detail) if detail else ""),
-                       {"uri": uri, "exitCode": result.returncode})
-
-
-def limit_note(stream, cut):
-    """The line a result ends with when the output limit dropped `cut` bytes from the middle of `stream`."""
-    return ("[%s: %d bytes from the middle were dropped by the output limit (--max-output); its first and last "
-            "bytes are kept, and a line marks the place]" % (stream, cut))
-
-
-def command_result(result: ProcessResult, timeout, uri, ok_exit, budget):
-    """A CallToolResult for a finished command: its output (within `budget`), and why it failed if it did."""
-    content = []
-    broken = cut_binary(result.stdout, result.stdout_cut)
-    failure = describe_failure(result, timeout, ok_exit=ok_exit) or broken
-    if failure:
-        content.append(text_block(failure))
-        budget.for_error()
-    stderr = budget.fit(result.stderr, _decoded(result.stderr), 0.25, result.stderr_cut)
-    if (result.stdout and not broken) or not (failure or result.stderr):
-        block = output_content(result.stdout, uri, result.stdout_cut)
-        if block["type"] == "text" and not block["text"] and not failure:
-            block["text"] = "(no output%s)" % (", exit code %d" % result.returncode if result.returncode else "")
-        elif block["type"] == "text":
-            block["text"] = budget.fit(result.stdout, block["text"], cut=result.stdout_cut)
-        content.append(block)
-    if result.stdout_cut:
-        content.append(text_block(limit_note("stdout", result.stdout_cut)))
-    if result.stderr:
-        if result.stderr_cut:
-            stderr += "\n" + limit_note("stderr", result.stderr_cut)
-        content.append(text_block("[stderr]\n" + stderr))
-    return {"content": content + budget.links, "isError": failure is not None}
-
-
-def _unstarted_in_task(result: ProcessResult, ctx: CallContext, timeout):
-    """A task whose command could not be started at all fails with a JSON-RPC error (the server cannot
-    run the tool), where a plain call answers a tool error; a command that ran and failed is a result."""
-    if ctx.task and result.status in ("not-found", "denied", "error"):
-        raise McpError(INTERNAL_ERROR, describe_failure(result, timeout))
 
 
 class RunSettings:
@@ -4743,6 +4907,50 @@ ToolSpec = collections.namedtuple("ToolSpec", (
                                  False))
 
 
+def json_result(name, result: ProcessResult, outcome):
+    """`"output_format": "json"`: stdout parsed into structuredContent (an object as is, other JSON
+    under "result"); stdout that is not JSON makes the call an error that says so."""
+    try:
+        value = json.loads(result.stdout.decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+        return {"content": [text_block("`%s` declares \"output_format\": \"json\" but its output "
+                                       "is not JSON (%s); the output follows." % (name, exc))] + outcome["content"],
+                "isError": True}
+    outcome["structuredContent"] = value if isinstance(value, dict) else {"result": value}
+    return outcome
+
+
+def as_text_where_strings(arguments, schema):
+    """Numbers given for string properties become their text, and numeric text
+    given for number properties becomes a number.
+
+    Clients and models often send `{"limit": 5}` for a string field (or "5"
+    for an integer); the value ends up as argv text either way, so refusing
+    it would only cost a retry.
+    """
+    properties = schema.get("properties", {})
+    out = dict(arguments)
+    for key, value in arguments.items():
+        prop = properties.get(key) or {}
+        kind = prop.get("type")
+        if kind == "string" and isinstance(value, NUMBER):
+            out[key] = _text(value)
+        elif kind in ("integer", "number") and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+            number = float(value)
+            out[key] = int(number) if kind == "integer" and number.is_integer() and "." not in value else number
+        elif kind == "array" and (prop.get("items") or {}).get("type") == "string" and isinstance(value, list):
+            out[key] = [_text(v) if isinstance(v, NUMBER) else v for v in value]
+    return out
+
+
+def _argument_help(tool, problems, schema):
+    properties = schema.get("properties", {})
+    required = set(schema.get("required", ()))
+    valid = ", ".join("%s (%s%s)" % (k, v.get("type", "any"), ", required" if k in required else "")
+                      for k, v in properties.items()) or "none: call it with {}"
+    return "Invalid arguments for `%s`: %s. Valid arguments: %s." % (tool, "; ".join(problems), valid)
+
+
 class CommandTool:
     """A tool that renders a Template to argv and runs it, as its ToolSpec says."""
 
@@ -4875,50 +5083,6 @@ class CommandTool:
         return json_result(self.name, result, outcome) if as_json and not outcome["isError"] else outcome
 
 
-def json_result(name, result: ProcessResult, outcome):
-    """`"output_format": "json"`: stdout parsed into structuredContent (an object as is, other JSON
-    under "result"); stdout that is not JSON makes the call an error that says so."""
-    try:
-        value = json.loads(result.stdout.decode("utf-8"))
-    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
-        return {"content": [text_block("`%s` declares \"output_format\": \"json\" but its output "
-                                       "is not JSON (%s); the output follows." % (name, exc))] + outcome["content"],
-                "isError": True}
-    outcome["structuredContent"] = value if isinstance(value, dict) else {"result": value}
-    return outcome
-
-
-def as_text_where_strings(arguments, schema):
-    """Numbers given for string properties become their text, and numeric text
-    given for number properties becomes a number.
-
-    Clients and models often send `{"limit": 5}` for a string field (or "5"
-    for an integer); the value ends up as argv text either way, so refusing
-    it would only cost a retry.
-    """
-    properties = schema.get("properties", {})
-    out = dict(arguments)
-    for key, value in arguments.items():
-        prop = properties.get(key) or {}
-        kind = prop.get("type")
-        if kind == "string" and isinstance(value, NUMBER):
-            out[key] = _text(value)
-        elif kind in ("integer", "number") and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
-            number = float(value)
-            out[key] = int(number) if kind == "integer" and number.is_integer() and "." not in value else number
-        elif kind == "array" and (prop.get("items") or {}).get("type") == "string" and isinstance(value, list):
-            out[key] = [_text(v) if isinstance(v, NUMBER) else v for v in value]
-    return out
-
-
-def _argument_help(tool, problems, schema):
-    properties = schema.get("properties", {})
-    required = set(schema.get("required", ()))
-    valid = ", ".join("%s (%s%s)" % (k, v.get("type", "any"), ", required" if k in required else "")
-                      for k, v in properties.items()) or "none: call it with {}"
-    return "Invalid arguments for `%s`: %s. Valid arguments: %s." % (tool, "; ".join(problems), valid)
-
-
 class TemplateTools(Source):
     """A tool source made of CommandTools (template mode has exactly one), fixed at startup."""
 
@@ -4976,6 +5140,7 @@ class TemplateTools(Source):
 # stdout) and options (JSON on stderr). Discovery is cached by real path,
 # size and modification time, in memory and on disk, so unchanged scripts are
 # never asked twice, not even across restarts.
+
 SCRIPT_EXIT_MEANINGS = {
     1: "internal error", 2: "bad request (invalid input)", 3: "forbidden", 4: "not found",
     5: "service unavailable", 6: "not acceptable", 7: "not implemented", 8: "conflict", 9: "timeout",
@@ -4988,6 +5153,7 @@ _VALUE_TYPES = {"string": "string", "integer": "integer", "float": "number", "nu
 SCRIPT_DEPTH = 8            # folders below the root that are searched
 HELP_CONCURRENCY = 8        # --help runs at once during discovery
 CACHE_FORMAT = 1
+
 
 def user_cache_dir():
     """$XDG_CACHE_HOME/mcpstudio, else the platform's user cache folder."""
@@ -5055,21 +5221,6 @@ def _cache_entry_ok(entry):
                  or (isinstance(entry.get("meta"), dict) and isinstance(entry.get("options"), dict))))
 
 
-# A value goes into an environment variable under its own name only where
-# no program acts on that name. Programs read upper-case variables (PATH,
-# LD_PRELOAD, TAR_OPTIONS, MAKEFLAGS, PROMPT_COMMAND ...); the few lower-case
-# ones they read are below (proxies; npm_config_*; zsh ties path, fpath ... to
-# PATH, FPATH). Windows ignores case, so there a script option is never set
-# under its own name; it arrives as MCPD_OPT_<name> and in the stdin JSON.
-_QUIET_VARIABLE = re.compile(r"[a-z_][a-z0-9_]*")
-_STEERING_VARIABLE = re.compile(r"(cd|f|man|module_|mail)?path|\w*_proxy|npm_config_\w*|yarn_\w*|pnpm_\w*")
-
-
-def _steers(name):
-    """Whether a program or the shell acts on the environment variable `name` (see above)."""
-    return not _QUIET_VARIABLE.fullmatch(name) or bool(_STEERING_VARIABLE.fullmatch(name))
-
-
 def option_variable(name):
     """Whether a script option is also set as a variable of its own name (see above)."""
     return _POSIX and not _steers(name)
@@ -5114,6 +5265,47 @@ class ScriptTool:
         if task_support != "forbidden":
             tool["execution"] = {"taskSupport": task_support}
         return tool
+
+
+def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget):
+    """A CallToolResult for a script run, following the mcpd exit-code table; its text output within `budget`."""
+    block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
+    if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
+        return {"content": [block], "isError": True}  # the block says why
+    data = None
+    if block["type"] == "text" and result.ok:
+        try:
+            data = json.loads(block["text"])
+        except ValueError:
+            pass
+    if block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
+        if not result.ok:
+            budget.for_error()
+        block = dict(block, text=budget.fit(result.stdout, block["text"], cut=result.stdout_cut))
+    links = budget.links
+    if result.ok:
+        reply = {"content": [block], "isError": False}
+        other = [line for line in kept if not line.startswith("ERROR")]
+        if other:
+            reply["content"].append(text_block("[stderr]\n" + "\n".join(other)))
+        if isinstance(data, dict):
+            reply["structuredContent"] = data
+        if result.stdout_cut:
+            reply["content"].append(text_block(limit_note("stdout", result.stdout_cut)))
+        reply["content"] += links
+        return reply
+    code = result.returncode
+    if result.status == "exited" and code and code > 0:
+        meaning = SCRIPT_EXIT_MEANINGS.get(code, "an exit code the script spec does not define")
+        headline = "Script %s failed with exit code %d: %s." % (tool.rel, code, meaning)
+    else:
+        headline = describe_failure(result, timeout, "Script %s" % tool.rel)
+    content = [text_block(headline)]
+    if result.stdout:
+        content.append(block)
+    if kept:
+        content.append(text_block("[stderr]\n" + "\n".join(kept)))
+    return {"content": content + links, "isError": True}
 
 
 class ScriptDirectory(Source):
@@ -5412,47 +5604,6 @@ class ScriptDirectory(Source):
                 task.cancel()
 
 
-def script_result(tool: ScriptTool, result: ProcessResult, kept, timeout, budget):
-    """A CallToolResult for a script run, following the mcpd exit-code table; its text output within `budget`."""
-    block = output_content(result.stdout, "mcpd://%s/output" % tool.rel, result.stdout_cut)
-    if result.ok and result.stdout_cut and cut_binary(result.stdout, result.stdout_cut):
-        return {"content": [block], "isError": True}  # the block says why
-    data = None
-    if block["type"] == "text" and result.ok:
-        try:
-            data = json.loads(block["text"])
-        except ValueError:
-            pass
-    if block["type"] == "text" and not isinstance(data, dict):  # JSON keeps its rules
-        if not result.ok:
-            budget.for_error()
-        block = dict(block, text=budget.fit(result.stdout, block["text"], cut=result.stdout_cut))
-    links = budget.links
-    if result.ok:
-        reply = {"content": [block], "isError": False}
-        other = [line for line in kept if not line.startswith("ERROR")]
-        if other:
-            reply["content"].append(text_block("[stderr]\n" + "\n".join(other)))
-        if isinstance(data, dict):
-            reply["structuredContent"] = data
-        if result.stdout_cut:
-            reply["content"].append(text_block(limit_note("stdout", result.stdout_cut)))
-        reply["content"] += links
-        return reply
-    code = result.returncode
-    if result.status == "exited" and code and code > 0:
-        meaning = SCRIPT_EXIT_MEANINGS.get(code, "an exit code the script spec does not define")
-        headline = "Script %s failed with exit code %d: %s." % (tool.rel, code, meaning)
-    else:
-        headline = describe_failure(result, timeout, "Script %s" % tool.rel)
-    content = [text_block(headline)]
-    if result.stdout:
-        content.append(block)
-    if kept:
-        content.append(text_block("[stderr]\n" + "\n".join(kept)))
-    return {"content": content + links, "isError": True}
-
-
 # --------------------------------------------------------------------------
 # Sources: folders of Agent Skills (the io.modelcontextprotocol/skills extension)
 # --------------------------------------------------------------------------
@@ -5507,13 +5658,6 @@ def _uri_path(path):
     """A `/`-separated path as URI path segments (percent-encoded where it must be)."""
     from urllib.parse import quote
     return quote(path, safe="/!$&'()*+,;=:@~")
-
-
-def _file_mime(name):
-    if name.endswith(".md"):
-        return "text/markdown"
-    import mimetypes
-    return mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
 
 
 def skill_file_content(uri, data):
@@ -6029,16 +6173,12 @@ def paginate(items, cursor, page_size=PAGE_SIZE):
 # is bounded as for any call (--max-output).
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-RELATED_TASK = "io.modelcontextprotocol/related-task"
-TASK_SUPPORT = ("forbidden", "optional", "required")  # a tool's `execution.taskSupport`
 TASK_TTL_MS = 3600000          # how long a task is kept after its creation (a client may ask for less)
 TASK_MAX_TTL_MS = 86400000     # the most a client may ask for
 TASK_KEEP = 60.0               # seconds a result stays readable after it arrives, even past its ttl
 TASK_POLL_MS = 1000            # the pollInterval suggested to clients
 TASK_LIMIT = 100               # tasks kept at once; the oldest ended one makes room
 TASK_SHARE = 2                 # one person (else one session) holds at most 1/TASK_SHARE of them: others keep room
-TASK_AFTER = 0.5               # 2026-07-28: seconds an optional tool's call runs before it becomes a task
-ASK_TIMEOUT = 600.0            # seconds a client may take to ask the user for a tool's `ask` parameters
 TERMINAL = ("completed", "failed", "cancelled")
 _NEEDS_TASKS = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}  # a -32021's data
 
@@ -6242,6 +6382,7 @@ class TaskStore:
 # (templates, scripts, config tools, an aggregator's servers): rate limit,
 # confirmation, cache, run, audit line, counters, in that order. Only the audit
 # writer does I/O; the rest are small pure parts with table tests.
+
 AUDIT_MAX_BYTES = 10 << 20      # an audit file's size before it is rotated
 AUDIT_KEEP = 5                  # rotated audit files kept (FILE.1 ... FILE.5)
 CACHE_ENTRIES = 1000            # results the cache keeps at once
@@ -6676,10 +6817,6 @@ class Guard:
 
 
 # --------------------------------------------------------------------------
-# Server: the MCP methods
-# --------------------------------------------------------------------------
-
-# --------------------------------------------------------------------------
 # Tool search: two tools instead of hundreds
 # --------------------------------------------------------------------------
 # `toolSearch` lists `mcpstudio__search_tools` and `mcpstudio__call_tool` (plus
@@ -7062,479 +7199,57 @@ def owned_by(session, owner):
     return owner is None or (session is owner[1] if owner[0] == "session" else session.person == owner[1])
 
 
-class Server:
-    """The MCP methods over a Catalog, for one client session."""
-
-    def __init__(self, catalog: Catalog, log: Log, title="mcpstudio", instructions=None,
-                 guard: Guard | None = None, search=None):
-        self.catalog = catalog
-        self.guard = guard or Guard(log)
-        self.log = log
-        log.mask_by(catalog)  # a tools/call's secret arguments, by its tool's schema
-        self.title = title
-        self.instructions = instructions
-        self.session = None
-        self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
-        self.search = ToolSearch(self, *search) if search else None  # `toolSearch`: (mode, threshold, pins, separator)
-        self.views = []  # the Aggregator of each /mcp/<namespace> served: its Server is told of changes too
-        self._held_logs = []  # log notifications from before the client was ready
-        self.methods = {
-            "initialize": self.initialize,
-            "ping": self.ping,
-            "tools/list": self.tools_list,
-            "tools/call": self.tools_call,
-            "logging/setLevel": self.set_level,
-            "tasks/get": self.tasks_get,
-            "tasks/result": self.tasks_result,
-            "tasks/list": self.tasks_list,
-            "tasks/cancel": self.tasks_cancel,
-        }
-        self.tasks = TaskStore()
-        self.prompts = InputBridge()  # 2026-07-28: commands kept alive while their questions go back as input_required
-        if catalog.serves("resources"):
-            self.methods.update({
-                "resources/list": self.resources_list,
-                "resources/read": self.resources_read,
-                "resources/templates/list": self.resource_templates_list,
-            })
-        if catalog.serves("prompts"):
-            self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
-        if catalog.serves("completions"):
-            self.methods["completion/complete"] = self.complete
-        if catalog.serves("subscribable"):
-            self.methods.update({method: (lambda params, ctx, method=method: self.subscribe(params, ctx, method))
-                                 for method in ("resources/subscribe", "resources/unsubscribe")})
-        if catalog.serves("skill_methods"):  # skills folders, or an aggregator whose upstreams may add skills
-            self.methods.update({"skills/list": self.skills_list, "skills/get": self.skills_get,
-                                 "resources/directory/read": self.directory_read})
-        self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
-        self._snapshots = {}  # listing key -> what its last first page was cut from
-        self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
-
-    def start(self, session=None):
-        """Begin the sources' background work, their changes reported here; `session`: the one client (stdio;
-        over HTTP each client has a session of its own)."""
-        self.session = session
-        self.catalog.start(self)
-
-    @property
-    def modern_methods(self):
-        """The 2026-07-28 method table, built on the first request of that era."""
-        if not self._modern_methods:
-            self._modern_methods = modern_methods(self)
-        return self._modern_methods
-
-    def dispatch(self, method, params, ctx: CallContext):
-        """Answer one request: the era's method table, or -32601 for an unknown method."""
-        meta = params.get("_meta")
-        if ctx.modern or method == "server/discover" or META_VERSION in _object(meta):
-            return dispatch_modern(self, method, params, ctx, meta)  # (in the section below)
-        refusal = self.catalog.refusal
-        if refusal:
-            raise refusal
-        handler = self.methods.get(method)
-        if not handler:
-            raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
-        return handler(params, ctx)
-
-    def server_info(self):
-        """This server's `serverInfo` (name, title, version)."""
-        return {"name": "mcpstudio", "title": self.title, "version": __version__}
-
-    def notification(self, method, params, session=None):
-        """Handle one notification from a client (initialized, cancelled, ...)."""
-        session = session or self.session
-        if method == "notifications/initialized" and session and session not in self.sessions:
-            self.sessions.append(session)
-            held, self._held_logs = self._held_logs, []
-            for level, text, logger in held:
-                session.log_to_client(level, text, logger)
-        elif method == "notifications/roots/list_changed":
-            for source in self.catalog.sources:
-                source.client_notification(method, params, session)
-
-    def forget(self, session):
-        """A session ended (an HTTP session deleted or expired): its tasks stop too."""
-        if session in self.sessions:
-            self.sessions.remove(session)
-        self.tasks.forget(session)
-        for source in self.catalog.sources:  # an Aggregator: the session's own servers stop
-            source.sweep_instances(session)
-
-    def identify(self, instance: Instance):
-        """Name its tasks and parked prompt rounds (its own, and its servers' through each Aggregator) after
-        `instance`, so a load balancer routes by their ids (--http)."""
-        self.tasks.identify(instance)
-        self.prompts.identify(instance)
-        for source in self.catalog.sources:
-            source.identify(instance)
-
-    def holds(self, params):
-        """Whether a request's `taskId` or `requestState` names state this process holds (a leaving instance
-        still serves those)."""
-        key, state = params.get("taskId"), params.get("requestState")
-        return (isinstance(key, str) and key in self.tasks.tasks) or (isinstance(state, str) and (
-            state in self.prompts.parked or any(source.holds(state) for source in self.catalog.sources)))
-
-    def busy(self):
-        """Whether a task still runs or a prompt round waits (a leaving instance gives them its drain)."""
-        return any(t.status not in TERMINAL for t in self.tasks.tasks.values()) or bool(self.prompts.calls) or any(
-            source.busy() for source in self.catalog.sources)
-
-    # -- events from sources --------------------------------------------------
-
-    def source_changed(self, source):
-        """A source's tools or resources changed: tell clients that listen."""
-        self.catalog.changed()  # calls route by the new tool set, not the last listing's
-        for hub in self.views:
-            hub.events.source_changed(hub)
-        changed = [(key, method) for key, method, relevant in (
-            ("toolsListChanged", "notifications/tools/list_changed", self.catalog.dynamic),
-            ("resourcesListChanged", "notifications/resources/list_changed", source.resources),
-            ("promptsListChanged", "notifications/prompts/list_changed", source.prompts)) if relevant]
-        for session in self.sessions:
-            for _, method in changed:
-                session.notify(method, {})
-        for ctx, wanted in list(self.subscriptions):  # 2026-07-28 clients, through subscriptions/listen
-            for key, method in changed:
-                if wanted.get(key):
-                    ctx.notify(method, {"_meta": {META_SUBSCRIPTION: ctx.request_id}})
-
-    def source_notification(self, method, params, owner=None):
-        """A notification from a source for every client (a subscribed resource was updated; an isolated
-        process's: its owner's only); a 2026-07-28 client hears of the resources its subscriptions/listen names."""
-        for session in self.sessions:
-            if owned_by(session, owner):
-                session.notify(method, params)
-        for ctx, granted in list(self.subscriptions):
-            if params.get("uri") in granted.get("resourceSubscriptions", ()) and owned_by(ctx.session, owner):
-                ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
-
-    def source_log(self, level, text, logger="mcpstudio", owner=None):
-        """A log line from a source, forwarded to clients that asked for that level; an isolated process's
-        (`owner`) only to its person's (or session's) sessions, never held for a later client."""
-        for session in self.sessions:
-            if owned_by(session, owner):
-                session.log_to_client(level, text, logger)
-        if not self.sessions and owner is None and len(self._held_logs) < 100:
-            self._held_logs.append((level, text, logger))
-
-    # -- methods ------------------------------------------------------------------
-
-    def capabilities(self, modern=False):
-        """The capabilities this server declares, from the kinds of its sources (and the era: tasks are
-        a capability in 2025-11-25, an extension in 2026-07-28)."""
-        capabilities = {"tools": {"listChanged": self.catalog.dynamic}, "logging": {}}
-        extensions = {TASKS_EXTENSION: {}} if modern else {}
-        if not modern:
-            capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-        if self.catalog.serves("resources"):
-            capabilities["resources"] = {"listChanged": self.catalog.dynamic}
-            if self.catalog.serves("subscribable"):
-                capabilities["resources"]["subscribe"] = True
-        if self.catalog.serves("prompts"):
-            capabilities["prompts"] = {"listChanged": self.catalog.dynamic}
-        if self.catalog.serves("completions"):
-            capabilities["completions"] = {}
-        if self.catalog.serves("skills"):
-            extensions[SKILLS_EXTENSION] = {"directoryRead": True}
-        if extensions:
-            capabilities["extensions"] = extensions
-        return capabilities
-
-    def initialize(self, params, ctx):
-        """The handshake: echo a supported protocol version, else answer with the latest."""
-        requested = params.get("protocolVersion")
-        version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        client = _object(params.get("clientInfo"))
-        self.log.debug("initialize from %s %s, protocol %s (answering %s)",
-                       client.get("name", "?"), client.get("version", "?"), requested, version)
-        result = {
-            "protocolVersion": version,
-            "capabilities": self.capabilities(),
-            "serverInfo": self.server_info(),
-        }
-        if self.instructions:
-            result["instructions"] = self.instructions
-        ctx.session.client_capabilities = _object(params.get("capabilities"))
-        ctx.session.protocol_version = version
-        ctx.session.client_info = client
-        self.catalog.session_started(ctx.session)
-        return result
-
-    def ping(self, params, ctx):
-        """`ping`: an empty result."""
-        return {}
-
-    async def tools_list(self, params, ctx):
-        """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
-        listing the first page built until a source changes."""
-        tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
-        ups = [up for source in self.catalog.sources for up in source.upstreams.values()]
-        # Nothing to list but mcpstudio's own manager tools, ever: say why, where a client shows it (a listing
-        # of manager tools alone reads as "connected" while nothing works). The initialize result cannot say
-        # it: it is sent before any server has started.
-        managed = {name for source in self.catalog.sources for name in source.manager_names()}
-        if ups and all(t["name"] in managed for t in tools) and all(up.state == "failed" for up in ups):
-            raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
-                up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
-                + "; fix it and restart mcpstudio")
-        tools = [tool for tool in tools if not self.catalog.hidden(tool["name"], ctx)]
-        return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
-
-    async def tools_call(self, params, ctx):
-        """`tools/call`: route by public name, run with this request's CallContext; a ToolError on the way is
-        the call's isError result (tool_result)."""
-        return await tool_result(self._tools_call(params, ctx))
-
-    async def _tools_call(self, params, ctx):
-        name, arguments = _name_and_arguments(params, "tools/call")
-        if self.search and self.search.handles(name):
-            return await self.search.call(name, params, arguments, ctx)
-        route = await self.catalog.route(name)
-        if not route or self.catalog.hidden(name, ctx):  # a manager tool of a team gateway: there for admins only
-            known = [t["name"] for t in await self.catalog.tools() if not self.catalog.hidden(t["name"], ctx)]
-            denial = self.catalog.denial(name)
-            if denial:
-                raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
-            listed = ", ".join(known[:20]) + (" and %d more" % (len(known) - 20) if len(known) > 20 else "")
-            raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
-        source, original, support, name = route  # the name as listed (of a `-`/`_` respelling): the guard sees that tool
-        tool = self.catalog.listed.get(name, {})  # before any await: a rescan or reload may drop it meanwhile
-        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation")
-                and source.asks(original)):  # its questions asked in rounds (a retry resumes it), also through a config's Aggregator
-            ctx.prompts = self.prompts
-            return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
-        form = source.question(original, arguments)
-        if form:
-            wanted = form["requestedSchema"]["required"]  # every property the form asks for
-            if not ctx.declared("elicitation"):
-                raise ToolError("Not run: %s is asked of the user when left out, and this client cannot ask "
-                                "(it declared no elicitation capability); give it in the arguments."
-                                % ", ".join(wanted))
-            answer = _object(await self._ask(form, params, ctx, "arguments"))
-            if answer.get("resultType") == "input_required":
-                return answer
-            if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
-                raise ToolError("Not run: the user was asked for %s and answered %s."
-                                % (", ".join(wanted), json.dumps(answer.get("action"))))
-            arguments = dict(arguments, **{key: value for key, value in answer["content"].items() if key in wanted})
-        ctx.read = self.resources_read  # a file given as a resource URI (file_resources); not a closure over ctx
-        call = self.guard.call(name, source, original, arguments, ctx, tool,
-                               lambda form: self._ask(form, params, ctx, "confirm"))
-        if ctx.modern:
-            return await self._modern_call(name, call, support, ctx)
-        asked = params.get("task")
-        if asked is None:
-            if support == "required":
-                call.close()
-                raise McpError(METHOD_NOT_FOUND, "Tool %s runs only as a task: call it with `task` in the params" % name)
-            return await call
-        ttl = _object(asked).get("ttl", TASK_TTL_MS)
-        whole = type(ttl) is int or (type(ttl) is float and ttl.is_integer())  # not NaN, not infinite
-        problem = ("`task` must be an object" if not isinstance(asked, dict) else
-                   "`task.ttl` must be a positive whole number of milliseconds" if not whole or ttl <= 0 else
-                   "tool %s does not run as a task: call it without `task`" % name if support == "forbidden" else None)
-        if problem:
-            call.close()
-            raise McpError(METHOD_NOT_FOUND if support == "forbidden" else INVALID_PARAMS, "Invalid params: " + problem)
-        task = self.tasks.start(call, ctx, min(int(ttl), TASK_MAX_TTL_MS), self._status_changed)
-        self.log.debug("tool %s runs as task %s", name, task.id)
-        return {"task": task.wire()}
-
-    async def _ask(self, form, params, ctx: CallContext, key):
-        """The user's answer to `form` (an elicitation/create): asked of the client (handshake era), or taken
-        from the retried request's `inputResponses` (2026-07-28), or else an InputRequiredResult to retry with."""
-        if not ctx.modern:
-            return await ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id)
-        responses = params.get("inputResponses")
-        if responses is not None and not isinstance(responses, dict):
-            raise _invalid_params("`inputResponses` must be an object")
-        answer = (responses or {}).get(key)
-        if answer is None:
-            return {"resultType": "input_required",
-                    "inputRequests": {key: {"method": "elicitation/create", "params": form}}}
-        if not isinstance(answer, dict):
-            raise _invalid_params("`inputResponses.%s` must be an elicitation result" % key)
-        ctx.answered.add(key)
-        return answer
-
-    async def _modern_call(self, name, call, support, ctx: CallContext):
-        """2026-07-28: a task when the tool requires one, or an optional one runs past TASK_AFTER (and
-        the request declared the extension); otherwise the plain result."""
-        if support == "forbidden" or (support == "optional" and (
-                not ctx.declared(TASKS_EXTENSION) or self.tasks.full())):
-            return await call
-        if not ctx.declared(TASKS_EXTENSION):
-            call.close()
-            raise McpError(MISSING_CAPABILITY, "Tool %s runs only as a task: declare the %s extension in the "
-                           "request's client capabilities" % (name, TASKS_EXTENSION), _NEEDS_TASKS)
-        task = self.tasks.start(call, ctx, TASK_TTL_MS)
-        if support == "optional":
-            try:
-                await asyncio.wait([task.job], timeout=TASK_AFTER)
-            except asyncio.CancelledError:  # the client left before it had a task id
-                self.tasks.cancel(task)
-                raise
-            if task.job.done():  # quick: the plain answer, and no task to remember
-                self.tasks.tasks.pop(task.id, None)
-                if task.error:
-                    raise task.error
-                if task.result is None:
-                    raise McpError(INTERNAL_ERROR, "the call was cancelled (the server is stopping)")
-                return task.result
-        return dict(task.wire(), resultType="task")
-
-    def _status_changed(self, task: Task):
-        """2025-11-25: tell the session that made a task that it ended (notifications/tasks/status)."""
-        if not task.owner.closed:
-            task.owner.notify("notifications/tasks/status", task.wire())
-
-    def _task(self, params, ctx) -> Task:
-        """The task a tasks/* request names; in 2026-07-28 only for a request that declared the extension."""
-        if ctx.modern and not ctx.declared(TASKS_EXTENSION):
-            raise McpError(MISSING_CAPABILITY, "tasks/* needs the %s extension in the request's client "
-                           "capabilities" % TASKS_EXTENSION, _NEEDS_TASKS)
-        return self.tasks.get(params.get("taskId"), ctx)
-
-    def tasks_get(self, params, ctx):
-        """`tasks/get`: the task; in 2026-07-28 with its result or error inlined once it has one."""
-        task = self._task(params, ctx)
-        reply = task.wire()
-        if ctx.modern and task.result is not None:
-            reply["result"] = task.result
-        elif ctx.modern and task.error:
-            reply["error"] = task.error.to_json()
-        return reply
-
-    async def tasks_result(self, params, ctx):
-        """`tasks/result` (2025-11-25): wait for the end; what the call itself would have answered."""
-        task = self._task(params, ctx)
-        await task.ended.wait()
-        if task.error:
-            raise task.error
-        if task.result is None:
-            raise McpError(INTERNAL_ERROR, "Task %s was cancelled, so it has no result" % task.id)
-        return _with_meta(task.result, RELATED_TASK, {"taskId": task.id})
-
-    def tasks_list(self, params, ctx):
-        """`tasks/list` (2025-11-25): this session's tasks, oldest first, paginated."""
-        return _page("tasks", [task.wire() for task in self.tasks.owned(ctx)], params)
-
-    def tasks_cancel(self, params, ctx):
-        """`tasks/cancel`: stop it. 2025-11-25 answers the cancelled task (an ended one is -32602);
-        2026-07-28 acknowledges, whatever its state."""
-        task = self._task(params, ctx)
-        if task.status in TERMINAL and not ctx.modern:
-            raise McpError(INVALID_PARAMS, "Cannot cancel task %s: it already ended (%s)" % (task.id, task.status))
-        if task.status not in TERMINAL:
-            self.tasks.cancel(task)
-        return {} if ctx.modern else task.wire()
-
-    def tasks_update(self, params, ctx):
-        """`tasks/update` (2026-07-28): input for a task; none of these tasks asks for any, so an ack."""
-        self._task(params, ctx)
-        return {}
-
-    async def resources_list(self, params, ctx):
-        """`resources/list`, paginated."""
-        return await self._listing("resources", self.catalog.resources, params)
-
-    async def _listing(self, key, build, params):
-        """A listing whose first page builds it and whose next pages page through that same snapshot
-        (thousands of skill files are not looked up again for each page)."""
-        if params.get("cursor") is None or key not in self._snapshots:
-            self._snapshots[key] = await build()
-        return _page(key, self._snapshots[key], params)
-
-    async def resources_read(self, params, ctx):
-        """`resources/read`."""
-        uri = _uri_param(params, "resources/read")
-        return await self.guard.record(uri, {}, ctx, {"method": "resources/read"}, self.catalog.read_resource(uri, ctx))
-
-    async def resource_templates_list(self, params, ctx):
-        """`resources/templates/list`, paginated."""
-        return _page("resourceTemplates", await self.catalog.resource_templates(), params)
-
-    async def prompts_list(self, params, ctx):
-        """`prompts/list`, paginated."""
-        return _page("prompts", await self.catalog.prompts(), params)
-
-    async def prompts_get(self, params, ctx):
-        """`prompts/get`."""
-        name, arguments = _name_and_arguments(params, "prompts/get")
-        return await self.guard.record(name, arguments, ctx, {"method": "prompts/get"},
-                                       self.catalog.get_prompt(name, arguments, ctx))
-
-    async def subscribe(self, params, ctx, method):
-        """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI."""
-        return await self.catalog.subscribe(method, _uri_param(params, method), ctx)
-
-    async def complete(self, params, ctx):
-        """`completion/complete`: routed by its reference to the server that owns the prompt or template."""
-        ref = params.get("ref")
-        if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource") or \
-                not isinstance(params.get("argument"), dict):
-            raise _invalid_params("completion/complete needs `ref` (ref/prompt or "
-                                  "ref/resource) and an `argument` object")
-        return await self.catalog.complete(ref, params, ctx)
-    async def skills_list(self, params, ctx):
-        """`skills/list`, paginated (an entry is never split)."""
-        return dict(await self._listing("skills", self.catalog.skills, params), ttlMs=SKILLS_TTL_MS, cacheScope="public")
-
-    async def skills_get(self, params, ctx):
-        """`skills/get`: one skill's entry by the URI of its SKILL.md."""
-        return {"skill": await self.catalog.skill_answer("get_skill", _uri_param(params, "skills/get")),
-                "ttlMs": SKILLS_TTL_MS, "cacheScope": "public"}
-
-    async def directory_read(self, params, ctx):
-        """`resources/directory/read`: a skill folder's direct children, paginated."""
-        children = await self.catalog.skill_answer("read_directory", _uri_param(params, "resources/directory/read"))
-        return _page("resources", children, params)
-
-    def set_level(self, params, ctx):
-        """`logging/setLevel`: the least severe level sent to this client."""
-        level = params.get("level")
-        if level not in LOG_LEVELS:
-            raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
-        ctx.session.log_level, ctx.session.level_chosen = level, True
-        for source in self.catalog.sources:
-            source.set_level(level, ctx.session)
-        return {}
-
-
-def _name_and_arguments(params, method):
-    """`name` and `arguments` of tools/call and prompts/get, checked (-32602 if malformed)."""
-    name = params.get("name")
-    if not isinstance(name, str):
-        raise _invalid_params("%s needs a string `name`" % method)
-    arguments = params.get("arguments")
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        raise _invalid_params("`arguments` must be an object")
-    return name, arguments
-
-
-def _uri_param(params, method):
-    uri = params.get("uri")
-    if not isinstance(uri, str):
-        raise _invalid_params("%s needs a string `uri`" % method)
-    return uri
-
-
-def _page(key, items, params):
-    page, next_cursor = paginate(items, params.get("cursor"))
-    result = {key: page}
-    if next_cursor:
-        result["nextCursor"] = next_cursor
-    return result
-
-
 # --------------------------------------------------------------------------
 # The 2026-07-28 era: per-request `_meta`, discovery, subscriptions
 # --------------------------------------------------------------------------
+
 _NOT_MODERN = tuple(("initialize ping logging/setLevel resources/subscribe resources/unsubscribe tasks/result tasks/list").split())
+
+
+def discover(server, params, ctx):
+    """`server/discover` (2026-07-28): versions, capabilities and identity, cacheable."""
+    result = {"supportedVersions": list(MODERN_VERSIONS + PROTOCOL_VERSIONS),
+              "capabilities": server.capabilities(modern=True)}
+    if server.instructions:
+        result["instructions"] = server.instructions
+    server.catalog.session_started()
+    return result
+
+
+async def _quietly(call):
+    """Await `call`, an unsubscribe nobody waits for: its failure only matters to the log."""
+    try:
+        await call
+    except McpError:
+        pass
+
+
+async def listen(server, params, ctx):
+    """`subscriptions/listen` (2026-07-28): list changes for as long as the client listens."""
+    wanted = _object(params.get("notifications"))
+    offered = {"toolsListChanged": True, "resourcesListChanged": server.catalog.serves("resources"),
+               "promptsListChanged": server.catalog.serves("prompts")}
+    granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
+    uris = wanted.get("resourceSubscriptions")
+    entry = (ctx, granted)
+    server.subscriptions.append(entry)
+    try:
+        if isinstance(uris, list) and server.catalog.serves("subscribable"):  # each one its server takes
+            granted["resourceSubscriptions"] = []
+            for uri in dict.fromkeys(u for u in uris if isinstance(u, str)):
+                try:
+                    await server.catalog.subscribe("resources/subscribe", uri, ctx)
+                except McpError as exc:  # an UpstreamError too
+                    server.log.debug("subscriptions/listen: %s not subscribed: %s", uri, exc.message)
+                else:
+                    granted["resourceSubscriptions"].append(uri)
+        ctx.notify("notifications/subscriptions/acknowledged",
+                   {"_meta": {META_SUBSCRIPTION: ctx.request_id}, "notifications": granted})
+        await asyncio.get_running_loop().create_future()  # until the client cancels it
+    finally:
+        server.subscriptions.remove(entry)
+        for uri in granted.get("resourceSubscriptions", ()):
+            asyncio.ensure_future(_quietly(server.catalog.subscribe("resources/unsubscribe", uri, ctx)))
 
 
 def modern_methods(server):
@@ -7545,6 +7260,29 @@ def modern_methods(server):
     if server.catalog.dynamic:
         methods["subscriptions/listen"] = lambda params, ctx: listen(server, params, ctx)
     return methods
+
+
+_CACHEABLE = frozenset(("server/discover", "tools/list", "prompts/list", "resources/list",
+                        "resources/templates/list", "resources/read"))
+
+
+def _complete(server, method, result):
+    result = _with_meta(dict(result, resultType=result.get("resultType", "complete")),  # a CreateTaskResult: "task"
+                        META_SERVER_INFO, server.server_info())
+    if method in _CACHEABLE:
+        result.setdefault("ttlMs", 0 if server.catalog.dynamic else 300000)
+        result.setdefault("cacheScope", "public")
+    return result
+
+
+async def _modern_result(server, method, coroutine):
+    try:
+        result = await coroutine
+    except McpError as exc:
+        if exc.code == RESOURCE_NOT_FOUND:  # in 2026-07-28 an unknown resource is invalid params
+            raise McpError(INVALID_PARAMS, exc.message, exc.data)
+        raise
+    return _complete(server, method, result)
 
 
 def dispatch_modern(server, method, params, ctx: CallContext, meta):
@@ -7576,102 +7314,6 @@ def dispatch_modern(server, method, params, ctx: CallContext, meta):
     return _complete(server, method, result)
 
 
-async def _modern_result(server, method, coroutine):
-    try:
-        result = await coroutine
-    except McpError as exc:
-        if exc.code == RESOURCE_NOT_FOUND:  # in 2026-07-28 an unknown resource is invalid params
-            raise McpError(INVALID_PARAMS, exc.message, exc.data)
-        raise
-    return _complete(server, method, result)
-
-
-_CACHEABLE = frozenset(("server/discover", "tools/list", "prompts/list", "resources/list",
-                        "resources/templates/list", "resources/read"))
-
-
-def _complete(server, method, result):
-    result = _with_meta(dict(result, resultType=result.get("resultType", "complete")),  # a CreateTaskResult: "task"
-                        META_SERVER_INFO, server.server_info())
-    if method in _CACHEABLE:
-        result.setdefault("ttlMs", 0 if server.catalog.dynamic else 300000)
-        result.setdefault("cacheScope", "public")
-    return result
-
-
-def discover(server, params, ctx):
-    """`server/discover` (2026-07-28): versions, capabilities and identity, cacheable."""
-    result = {"supportedVersions": list(MODERN_VERSIONS + PROTOCOL_VERSIONS),
-              "capabilities": server.capabilities(modern=True)}
-    if server.instructions:
-        result["instructions"] = server.instructions
-    server.catalog.session_started()
-    return result
-
-
-async def listen(server, params, ctx):
-    """`subscriptions/listen` (2026-07-28): list changes for as long as the client listens."""
-    wanted = _object(params.get("notifications"))
-    offered = {"toolsListChanged": True, "resourcesListChanged": server.catalog.serves("resources"),
-               "promptsListChanged": server.catalog.serves("prompts")}
-    granted = {key: True for key, ok in offered.items() if ok and wanted.get(key) is True}
-    uris = wanted.get("resourceSubscriptions")
-    entry = (ctx, granted)
-    server.subscriptions.append(entry)
-    try:
-        if isinstance(uris, list) and server.catalog.serves("subscribable"):  # each one its server takes
-            granted["resourceSubscriptions"] = []
-            for uri in dict.fromkeys(u for u in uris if isinstance(u, str)):
-                try:
-                    await server.catalog.subscribe("resources/subscribe", uri, ctx)
-                except McpError as exc:  # an UpstreamError too
-                    server.log.debug("subscriptions/listen: %s not subscribed: %s", uri, exc.message)
-                else:
-                    granted["resourceSubscriptions"].append(uri)
-        ctx.notify("notifications/subscriptions/acknowledged",
-                   {"_meta": {META_SUBSCRIPTION: ctx.request_id}, "notifications": granted})
-        await asyncio.get_running_loop().create_future()  # until the client cancels it
-    finally:
-        server.subscriptions.remove(entry)
-        for uri in granted.get("resourceSubscriptions", ()):
-            asyncio.ensure_future(_quietly(server.catalog.subscribe("resources/unsubscribe", uri, ctx)))
-
-
-async def _quietly(call):
-    """Await `call`, an unsubscribe nobody waits for: its failure only matters to the log."""
-    try:
-        await call
-    except McpError:
-        pass
-
-
-async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, out_fd):
-    """Serve `server` on the given descriptors until stdin closes or a signal arrives."""
-    loop = asyncio.get_running_loop()
-    transport = StdioTransport(in_fd, out_fd, log)
-    session = Session(transport, server.dispatch, log, server.notification)
-    server.start(session)
-    stopping = loop.create_future()
-
-    def stop(reason):
-        if not stopping.done():
-            stopping.set_result(reason)
-            log.debug("stopping: %s", reason)
-
-    transport.start(loop, session.receive, lambda: stop("stdin closed"), lambda: stop("stdout closed"))
-    runner.pause_with(transport.room)
-    _on_stop_signals(loop, stop, server.catalog.reload_signal())
-    reason = await stopping
-    # On EOF the client has said all it will; let what it asked finish briefly.
-    await session.cancel_all(grace=EOF_DRAIN if reason == "stdin closed" else 0)
-    await server.tasks.close()
-    await server.catalog.close()  # servers first: closing their stdin lets them exit cleanly
-    await runner.stop_all()
-    runner.close_watchdog()
-    transport.close()
-    return 0
-
-
 # --------------------------------------------------------------------------
 # Configuration: the one place a config file becomes sources
 # --------------------------------------------------------------------------
@@ -7680,6 +7322,7 @@ async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, ou
 # names the file and the line and column, or the key path, and says what is
 # expected. `${VAR}` expands from the environment in the fields listed in
 # _EXPANDED, never in command templates or tool arguments.
+
 CONFIG_TIMEOUT = 30.0   # seconds, when neither the tool, the file nor --timeout says
 _TOP_KEYS = tuple(("name description instructions working_directory environment tools resources scripts skills "
                    "skillPrompts command timeout separator taskSupport max_text $schema audit rateLimit cache confirm "
@@ -7744,6 +7387,1096 @@ class ConfigProblems:
         here = "%s: " % self.path
         return ConfigError("%s: %d problems:\n  %s" % (self.path, len(self.found), "\n  ".join(
             problem[len(here):] if problem.startswith(here) else problem for problem in self.found)))
+
+
+def _join(where, key):
+    return "%s.%s" % (where, key) if where else key
+
+
+def read_answers(loader, spec, where):
+    """A tool's `answers` ([{"prompt": regex, "answer": text}]: questions answered without asking) as (pattern, text)."""
+    try:
+        return [(re.compile(rule["prompt"]), rule["answer"] + "") for rule in loader.get(spec, "answers", list, where, [])]
+    except (TypeError, KeyError, re.error) as exc:
+        raise loader.error(_join(where, "answers"), "expected a list of {\"prompt\": \"a regular expression\", "
+                           "\"answer\": \"text\"} (%s)" % exc)
+
+
+def read_script_folder(loader, entry, where, runner, settings, log, separator, script_options):
+    """One `scripts` entry (a path, or an object with path, include and exclude) as a ScriptDirectory."""
+    if isinstance(entry, str):
+        entry = {"path": entry}
+    loader.keys(entry, _SCRIPTS_KEYS, where)
+    root = loader.folder_path(loader.get(entry, "path", str, where, ""), _join(where, "path"))
+    globs = {key: loader.get(entry, key, list, where, []) for key in ("include", "exclude")}
+    for key, patterns in globs.items():
+        if not all(isinstance(p, str) for p in patterns):
+            raise loader.error(_join(where, key), "expected a list of glob strings")
+    return ScriptDirectory(root, runner, settings, log, separator=separator, **globs, **(script_options or {}))
+
+
+def read_skill_folder(loader, root, where):
+    """One `skills` entry: a folder of skills."""
+    if not isinstance(root, str):
+        raise loader.error(where, "expected a folder path (text)")
+    return loader.folder_path(root, where)
+
+
+def warn_unclosed_fields(path, tools, resources, log: Log):
+    """A `{name` no `}` closes in a tool's or resource's command: literal text, where a field was meant."""
+    for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.spec.template.source) for index, tool in
+                          enumerate(tools)] + [("resources[%d] `%s`" % (index, resource.uri), resource.template.source)
+                                               for index, resource in enumerate(resources)]:
+        warning = unclosed_warning(" ".join(source).split())
+        if warning:
+            log.warning("%s: %s: its command: %s", path, where, warning)
+
+
+def read_max_text(loader, obj, where, default=None):
+    """obj["max_text"]: how many characters of output a result shows, a positive whole number."""
+    value = loader.get(obj, "max_text", int, where, default)
+    if value is not None and value < 1:
+        raise loader.error(_join(where, "max_text"), "expected a positive whole number of characters, not %d" % value)
+    return value
+
+
+def read_rules(loader, obj, where):
+    """A tool's, server's or file's guard rules, checked: rateLimit (calls, seconds, scope), cache (ttl, shared),
+    confirm (true, false or "destructive")."""
+    rules = {}
+    for key, fields, last, example in (
+            ("rateLimit", ("calls", "seconds", "scope"), ("session", "global"),
+             '{"calls": 10, "seconds": 60}, and `scope` "session" (the default: each client its own) or "global"'),
+            ("cache", ("ttl", "shared"), (False, True), '{"ttl": SECONDS}, and `shared` true or false')):
+        value = loader.get(obj, key, dict, where)
+        if value is not None:
+            loader.keys(value, fields, _join(where, key))
+            rules[key] = tuple(value.get(name, 0) for name in fields[:-1]) + (value.get(fields[-1], last[0]),)
+            if not all(type(number) in NUMBER and number > 0 for number in rules[key][:-1]) or \
+                    rules[key][-1] not in last or rules[key][0] % 1:
+                raise loader.error(_join(where, key), "expected %s" % example)
+    if obj.get("confirm", False) not in (True, False, "destructive"):
+        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool not "
+                           "annotated readOnlyHint or destructiveHint false)")
+    if "confirm" in obj:
+        rules["confirm"] = obj["confirm"]
+    return rules
+
+
+def read_tool_search(loader, data):
+    """(toolSearch, toolSearchThreshold, toolSearchPin) of a config file."""
+    pins = loader.get(data, "toolSearchPin", list, "", [])
+    if not all(isinstance(pin, str) for pin in pins):
+        raise loader.error("toolSearchPin", "expected a list of glob strings (\"time__*\")")
+    return (loader.choice(data, "toolSearch", TOOL_SEARCH_MODES, ""),
+            loader.get(data, "toolSearchThreshold", int, "", TOOL_SEARCH_THRESHOLD), pins)
+
+
+def read_guard(loader, data):
+    """A config file's guard rails: (its rules, its AuditLog or None, the HTTP paths it opens)."""
+    audit = loader.get(data, "audit", dict, "")
+    if audit is not None:
+        loader.keys(audit, ("file", "maxBytes", "keep", "required"), "audit")
+        sizes = [loader.get(audit, key, int, "audit", default) for key, default in (("maxBytes", AUDIT_MAX_BYTES), ("keep", AUDIT_KEEP))]
+        if not isinstance(audit.get("file"), str) or sizes[0] < 1024 or sizes[1] < 1:
+            raise loader.error("audit", "expected {\"file\": PATH} with a `maxBytes` of at least 1024 and a `keep` of "
+                               "at least 1 (rotated files kept)")
+        audit = AuditLog(os.path.join(loader.folder, os.path.expanduser(loader.expand(audit["file"], "audit.file"))),
+                         *sizes, loader.get(audit, "required", bool, "audit", False))
+    opened = loader.get(data, "openEndpoints", list, "", [])
+    if not all(path in ("/health", "/metrics") for path in opened):
+        raise loader.error("openEndpoints", "expected a list of \"/health\" and \"/metrics\" (served without the "
+                           "--http-token), not %s" % json.dumps(opened))
+    return read_rules(loader, data, ""), audit, opened
+
+
+def read_sign_in(loader, data):
+    """A config's `signIn` and `people` as {"issuer", "audience", "introspection", "clientId", "clientSecret",
+    "scopes", "people": {name: (sha256 hex, groups, email)}, "admins": [who may use the manager tools]}, or None
+    when it has neither."""
+    plan = loader.get(data, "signIn", dict, "")
+    people = loader.get(data, "people", dict, "")
+    admins = loader.get(data, "admins", list, "")
+    if admins is not None and not all(isinstance(a, str) and a for a in admins):
+        raise loader.error("admins", "expected a list of who may use the manager tools: subjects, emails or "
+                           "\"group:NAME\"")
+    if plan is None and people is None:
+        if admins is not None:
+            raise loader.error("admins", "names who of the signed-in people may use the manager tools: the config "
+                               "signs no one in (signIn, people)")
+        return None
+    plan = dict(plan or {})
+    loader.keys(plan, SIGNIN_KEYS, "signIn")
+    for key in SIGNIN_KEYS[:-1]:
+        value = loader.get(plan, key, str, "signIn")
+        plan[key] = value and loader.expand(value, "signIn." + key)
+        if key in ("issuer", "audience", "introspection") and value and not re.match(r"https?://[^/?#\s]+", plan[key]):
+            raise loader.error("signIn." + key, "expected an https URL, not %s" % json.dumps(value))
+    plan["scopes"] = loader.get(plan, "scopes", list, "signIn", [])
+    if not all(isinstance(scope, str) for scope in plan["scopes"]):
+        raise loader.error("signIn.scopes", "expected a list of scope names every token must hold")
+    if plan["introspection"] and not plan["clientId"]:  # clientId alone: the client of a token exchange (RFC 8693)
+        raise loader.error("signIn", "opaque tokens need `introspection` (the RFC 7662 endpoint) and `clientId` "
+                           "(with `clientSecret`) together")
+    if (plan["introspection"] or people is None) and not plan["issuer"]:
+        raise loader.error("signIn", "expected `issuer`: the URL of the identity provider whose tokens are accepted")
+    plan["people"] = {}
+    for name, entry in (people or {}).items():
+        where = "people.%s" % name
+        if not isinstance(entry, dict):
+            raise loader.error(where, "expected {\"tokenSha256\": HEX, \"groups\": [...]}")
+        loader.keys(entry, PERSON_KEYS, where)
+        digest, groups = loader.get(entry, "tokenSha256", str, where, ""), loader.get(entry, "groups", list, where, [])
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", digest) or not name:
+            raise loader.error(_join(where, "tokenSha256"), "expected the SHA-256 of the person's token, 64 hex digits "
+                               "(e.g. printf %%s \"$TOKEN\" | sha256sum)")
+        if not all(isinstance(g, str) for g in groups):
+            raise loader.error(_join(where, "groups"), "expected a list of group names")
+        plan["people"][name] = (digest.lower(), groups, loader.get(entry, "email", str, where))
+    plan["admins"] = admins or []
+    return plan
+
+
+def _given(obj):
+    """An object without its null values: CLI-as-MCP writes every unset key as null
+    (`"working_directory": null`, `"default": null`), which means "not given"."""
+    if isinstance(obj, dict) and any(value is None for value in obj.values()):
+        return {key: value for key, value in obj.items() if value is not None}
+    return obj
+
+
+def _as_tuple(kind):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return kinds + ((float,) if int in kinds else ())
+
+
+def _uri_pattern(uri):
+    """A regex matching the URIs of a URI template, and its parameter names."""
+    params, parts, last = [], [], 0
+    for match in re.finditer(r"\{(%s)\}" % _FIELD_NAME, uri):
+        parts.append(re.escape(uri[last:match.start()]))
+        params.append(match.group(1).replace("-", "_"))
+        parts.append("(?P<%s>[^/?#]+)" % params[-1])
+        last = match.end()
+    parts.append(re.escape(uri[last:]))
+    return (re.compile("".join(parts)) if params else None), params
+
+
+def uri_value(key, value):
+    """Check one decoded value of a resource template: no way out of the place it names.
+
+    `..`, a separator (only an encoded one, %2F or %5C, can be there), an
+    absolute or drive path and NUL are refused; a field declared in "within"
+    is checked by confine_path instead.
+    """
+    problem = ("holds a NUL character" if "\0" in value else
+               "holds a path separator (/ or \\)" if "/" in value or "\\" in value else
+               "is `..`, the parent folder" if value == ".." else
+               "is a drive path" if re.match(r"[A-Za-z]:", value) else None)
+    if problem:
+        raise ToolError("`%s` %s (%r); a resource template value names one item. To accept paths, declare the "
+                        "parameter a path inside a folder with \"within\"" % (key, problem, _clip(value, 60)))
+    return value
+
+
+class CommandResource:
+    """A resource (or resource template) whose read runs a command."""
+
+    def __init__(self, uri, name, template, runner, settings, pattern, params,
+                 description=None, title=None, mime_type="text/plain", within=None):
+        self.uri, self.name, self.template, self.runner, self.settings = uri, name, template, runner, settings
+        self.pattern, self.params = pattern, params
+        self.within = within or {}  # parameter -> the folder its path must stay in
+        self.description, self.title, self.mime_type = description, title, mime_type
+
+    def definition(self):
+        """The MCP Resource (or ResourceTemplate) object clients list."""
+        entry = {"uriTemplate" if self.pattern else "uri": self.uri, "name": self.name, "mimeType": self.mime_type}
+        if self.title:
+            entry["title"] = self.title
+        if self.description:
+            entry["description"] = self.description
+        return entry
+
+    def match(self, uri):
+        """The parameter values for `uri`, or None if it is not this resource's."""
+        if self.pattern is None:
+            return {} if uri == self.uri else None
+        found = self.pattern.fullmatch(uri)
+        if not found:
+            return None
+        from urllib.parse import unquote
+        return {key: unquote(value) for key, value in found.groupdict().items()}
+
+    async def read(self, uri, values):
+        """Run the command with the URI's values; return MCP contents."""
+        try:
+            values = {key: (confine_path(key, value, self.within[key]) if key in self.within
+                            else uri_value(key, value)) for key, value in values.items()}
+            argv = self.template.render(values, self.settings.allow_dash_values)
+        except ToolError as exc:
+            raise McpError(INVALID_PARAMS, "Cannot read %s: %s" % (uri, exc))
+        async with self.settings.slots:
+            result = await self.settings.run(self.runner, argv)
+        check_read(uri, result, self.settings.timeout)
+        broken = cut_binary(result.stdout, result.stdout_cut)
+        if broken:
+            raise McpError(INTERNAL_ERROR, "Reading %s failed: %s" % (uri, broken), {"uri": uri})
+        block = output_content(result.stdout, uri, result.stdout_cut)
+        content = {"uri": uri, "mimeType": self.mime_type}
+        if block["type"] == "text":
+            content["text"] = block["text"]
+        else:
+            content["blob"] = block.get("data") or block["resource"]["blob"]
+            if block["type"] == "image":
+                content["mimeType"] = block["mimeType"]
+        return {"contents": [content]}
+
+
+class Block:
+    """`{#if name}...{#else}...{/if}` in a command template."""
+
+    __slots__ = ("name", "key", "then", "otherwise")
+
+    def __init__(self, name):
+        self.name = name
+        self.key = name.replace("-", "_")
+        self.then = []
+        self.otherwise = None
+
+    def branch(self, arguments):
+        value = arguments.get(self.key)
+        given = value is not None and value is not False and value != "" and value != []
+        return self.then if given else (self.otherwise or [])
+
+
+_BLOCK = re.compile(r"\{#if\s+(%s)\s*\}|\{#else\}|\{/if\}" % _FIELD_NAME)
+# What a backslash escapes outside quotes in a config's command: a blank, and a character the template
+# or a shell gives a meaning. Before any other character it is kept, as in a command-line template, so
+# Windows paths survive: C:\Tools\app.exe is itself, C:\Users\\{user} puts a field after the last backslash.
+_SHELL_ESCAPABLE = _ESCAPABLE + "'\"$`|&;<>()*?!#~"
+
+
+class CommandTemplate(Template):
+    """A config file's command template: one string, split into words like a shell would.
+
+    Grammar (fields and blocks are found before the words are split)::
+
+        template ::= node*
+        node     ::= block | field | flag | group | quote | space | char
+        block    ::= '{#if' NAME '}' node* [ '{#else}' node* ] '{/if}'
+        quote    ::= "'" ... "'" | '"' ... '"'   (fields still work inside quotes)
+        space    ::= whitespace outside quotes: ends a word
+
+    Quotes work as in a POSIX shell, and so does a backslash before a blank,
+    a quote or a character a shell or the template gives a meaning (see
+    _SHELL_ESCAPABLE); before any other character it is kept (C:\\Tools\\app.exe),
+    as in a command-line template. No shell runs: values are never split,
+    globbed or re-substituted. Inside quotes only
+    `{field}` forms are fields; brackets are text there. A block keeps its
+    content when its parameter is present and not false, null, "" or []; a
+    quote must close in the block part it opened in. The first word (the
+    command) is literal text outside any block. With `text=True` (stdin
+    templates) quotes, backslashes, spaces and brackets are plain text.
+
+    Tokens are (kind, value, quote, raw): "t" text, "s" space, "q" a quote
+    mark, "f" a Field, "g" a Group; `quote` is the quoting around it ("$"
+    inside a $( ) or `...` substitution) and `raw` its source text, which is
+    what a `"shell": true` script keeps.
+    """
+
+    def __init__(self, source, text=False, shell=False):
+        self.source = [source]
+        self.text_mode = text
+        self.fields = {}
+        self.blocks = []
+        self.substituted = []  # fields written inside $( ) or backticks
+        self.nodes = self._parse(source)
+        self.stdin_code = ""  # why a program here would take stdin as code or arguments
+        if not text:
+            self._check_command_word()
+            if not shell:  # a "shell": true script is walked command by command (check_code(shell=True))
+                self.check_code(shell=False)
+
+    def _block_choices(self):
+        """Arguments that take each combination of block branches (all of them, up to 2**10)."""
+        keys = sorted({block.key for block in self.blocks})
+        if len(keys) > 10:
+            yield from ({}, {key: True for key in keys})
+            return
+        for mask in range(1 << len(keys)):
+            yield {key: True for bit, key in enumerate(keys) if mask >> bit & 1}
+
+    def check_code(self, shell):
+        """Refuse a field where a value would be code (see _CodeCheck), in every way the
+        blocks can go; `shell` walks each command of a "shell": true script."""
+        try:
+            for arguments in self._block_choices():
+                if shell:
+                    found = check_code_fields(None, list(self._tokens(self.nodes, arguments)))
+                else:
+                    found = check_code_fields(self.words_for(arguments))
+                self.stdin_code = self.stdin_code or found
+        except TemplateError as exc:
+            raise self._error(str(exc))
+
+    def _error(self, message, at=None) -> TemplateError:
+        where = " at column %d" % (at + 1) if at is not None else ""
+        return TemplateError("%s%s of %r" % (message, where, self.source[0]))
+
+    def _parse(self, source):
+        root, stack, quote, subst, i = [], [], None, [], 0
+        current = root
+        while i < len(source):
+            char = source[i]
+            state = quote if not subst else "$"
+            if char == "{" and source.startswith(("{#", "{/"), i):
+                match = _BLOCK.match(source, i)
+                if not match:
+                    raise self._error("malformed block: use {#if name}, {#else} or {/if}", i)
+                if match.group(1):
+                    block = Block(match.group(1))
+                    self.blocks.append(block)
+                    current.append(block)
+                    stack.append((block, current, (quote, len(subst))))
+                    current = block.then
+                elif not stack:
+                    raise self._error("%s has no {#if} before it" % match.group(), i)
+                else:
+                    if stack[-1][2] != (quote, len(subst)):
+                        raise self._error("a quote or $( ) opened in a block part must close in it, "
+                                          "before %s" % match.group(), i)
+                    if match.group() == "{#else}":
+                        block = stack[-1][0]
+                        if block.otherwise is not None:
+                            raise self._error("a second {#else}", i)
+                        block.otherwise = current = []
+                    else:
+                        current = stack.pop()[1]
+                i = match.end()
+                continue
+            if not self.text_mode:
+                if char == "\\" and quote != "'" and i + 1 < len(source):
+                    following = source[i + 1]
+                    if following in ('"\\$`' if quote else _SHELL_ESCAPABLE) or (quote is None and following.isspace()):
+                        current.append(("t", following, state, source[i:i + 2]))
+                        i += 2
+                        continue
+                if char in "'\"" and quote in (None, char) and not subst:
+                    quote = None if quote else char
+                    current.append(("q", char, quote, char))
+                    i += 1
+                    continue
+                if quote != "'":  # command substitution: $( ), $(( )), `...`
+                    if source.startswith("$(", i):
+                        current.append(("t", "$", state, "$"))
+                        i += 1
+                        char = "("
+                    if char == "(" and (subst and subst[-1] == ")" or source[i - 1:i] == "$"):
+                        subst.append(")")
+                    elif char == ")" and subst and subst[-1] == ")":
+                        subst.pop()
+                    elif char == "`":
+                        subst.pop() if subst and subst[-1] == "`" else subst.append("`")
+                if char.isspace() and quote is None and not subst:
+                    current.append(("s", char, None, char))
+                    i += 1
+                    continue
+            if char == "{" or (char == "[" and quote is None and not self.text_mode):
+                piece, end = self._piece_at(source, i, 0, bool(stack), lambda message, at=i: self._error(message, at))
+                if piece:
+                    is_field = isinstance(piece, Field)
+                    if subst:
+                        self.substituted.extend([piece.name] if is_field else [f.name for f in piece.fields])
+                    current.append(("f" if is_field else "g", piece, state, source[i:end]))
+                    i = end
+                    continue
+            current.append(("t", char, state, char))
+            i += 1
+        if quote:
+            raise self._error("a %s quote is never closed" % quote)
+        if subst:
+            raise self._error("a $( or ` is never closed")
+        if stack:
+            raise self._error("{#if %s} is never closed with {/if}" % stack[-1][0].name)
+        return root
+
+    def _check_command_word(self):
+        """The command a call runs must be written out, never chosen by a value or a block."""
+        nodes = list(self.nodes)
+        while nodes and not isinstance(nodes[0], Block) and nodes[0][0] == "s":
+            nodes.pop(0)
+        if not nodes:
+            raise self._error("the command template has no command")
+        for node in nodes:
+            if isinstance(node, Block) or node[0] in "fg":
+                raise self._error("the command (the first word) must be literal text outside any block")
+            if node[0] == "s":
+                return
+
+    def _tokens(self, nodes, arguments=None):
+        """The tokens in order; blocks are entered by `arguments` (all of them when None)."""
+        for node in nodes:
+            if isinstance(node, Block):
+                if arguments is None:
+                    yield from self._tokens(node.then)
+                    yield from self._tokens(node.otherwise or [])
+                else:
+                    yield from self._tokens(node.branch(arguments), arguments)
+            else:
+                yield node
+
+    def _token_words(self, arguments):
+        """The chosen tokens split at spaces: a list of (word tokens, following spaces)."""
+        words, word, spaces = [], [], ""
+        for token in self._tokens(self.nodes, arguments):
+            if token[0] == "s":
+                spaces += token[3]
+                continue
+            if spaces and word:
+                words.append((word, spaces))
+                word = []
+            elif spaces and words:
+                words[-1] = (words[-1][0], words[-1][1] + spaces)
+            spaces = ""
+            word.append(token)
+        if word:
+            words.append((word, spaces))
+        return words
+
+    def words_for(self, arguments):
+        """Split the chosen tokens into words of pieces (str, Field, Group)."""
+        words = []
+        for tokens, _ in self._token_words(arguments):
+            word = []
+            for value in self.words_for_tokens(tokens):  # an empty quoted word ('') is still a word
+                if isinstance(value, str) and word and isinstance(word[-1], str):
+                    word[-1] += value
+                else:
+                    word.append(value)
+            words.append(word)
+        return words
+
+    @property
+    def words(self):
+        """The template's words, as `words_for(None)` gives them (for checks and display)."""
+        return self.words_for(None)
+
+    def occurrences(self):
+        """Every field as written, in groups and in both branches of every block."""
+        for kind, value, _, _ in self._tokens(self.nodes):
+            if kind == "f":
+                yield value
+            elif kind == "g":
+                yield from value.fields
+
+    def render(self, arguments, allow_dash_values=False, shell=False):
+        """See Template.render; `shell` reads the words as a "shell": true script, where a `--`
+        ends the options of its own command only (up to `|`, `&`, `;`, `(`, `)` or a newline)."""
+        ends = set()
+        if shell:
+            for index, (tokens, spaces) in enumerate(self._token_words(arguments)):
+                if "\n" in spaces or any(kind == "t" and quote is None and raw == value and value in "|&;()"
+                                         for kind, value, quote, raw in tokens):
+                    ends.add(index)
+        return render_words(self.words_for(arguments), arguments, allow_dash_values, ends)
+
+    def render_text(self, arguments):
+        """The template as one string (stdin templates): values pasted in as text."""
+        parts = []
+        for _, value, _, _ in self._tokens(self.nodes, arguments):
+            _render_pieces([value], arguments, parts)  # text, a field, or a group (kept if all its fields are given)
+        return "".join(parts)
+
+    def render_shell(self, arguments):
+        """(script, values) for `sh -c script mcpstudio values...`.
+
+        The script is the template's own source text, word by word (a word
+        whose value is missing goes, as in argv rendering), with each value
+        replaced by a positional parameter "$N" quoted to suit where it
+        stands; no value is ever part of the script.
+        """
+        script, values = [], []
+
+        def ref(value, quote):
+            values.append(_text(value))
+            name = "${%d}" % len(values)
+            return {"'": "'\"%s\"'" % name, '"': name}.get(quote, '"%s"' % name)
+
+        for tokens, spaces in self._token_words(arguments):
+            if not _render_pieces(self.words_for_tokens(tokens), arguments, [])[1]:
+                continue
+            for kind, value, quote, raw in tokens:
+                if kind in "tq":
+                    script.append(raw)
+                elif kind == "g":
+                    if value.given(arguments):
+                        parts = []
+                        _render_pieces(value.pieces, arguments, parts)
+                        script.append(ref("".join(parts), quote))
+                else:
+                    given = arguments.get(value.key)
+                    if value.kind == "boolean":
+                        script.append(value.flag if given else "")
+                    elif value.kind == "array" and quote is None:
+                        script.append(" ".join(ref(v, None) for v in given or ()))
+                    elif given is not None:
+                        script.append(ref(",".join(_text(v) for v in given) if value.kind == "array" else given,
+                                          quote))
+            script.append(spaces)
+        return "".join(script), values
+
+    def shell_syntax(self):
+        """What in the template only a shell would act on (`|`, `&&`, `>`, `*`, `$(`, `$VAR`, ...).
+
+        Without `"shell": true` no shell runs, so these reach the command as
+        literal text; quoted or escaped characters are not counted.
+        """
+        tokens = list(self._tokens(self.nodes))
+        found, doubled = [], None
+        for index, (kind, value, quote, raw) in enumerate(tokens):
+            if kind != "t" or raw != value or quote not in (None, '"') or index == doubled:
+                continue
+            after = tokens[index + 1] if index + 1 < len(tokens) else None
+            following = after[1] if after and after[0] == "t" else ""
+            if value == "`":
+                thing = "`...`"
+            elif value == "$" and following == "(":
+                thing = "$(...)"
+            elif value == "$" and (following[:1].isalpha() or following in ("_", "{") or (after and after[0] == "f")):
+                thing = "$VARIABLE"
+            elif quote is not None:
+                continue
+            elif value in "|&;<>":
+                thing = value * 2 if following == value else value
+                doubled = index + 1 if following == value else None
+            elif value == "*":
+                thing = "*"
+            elif value == "~" and (index == 0 or tokens[index - 1][0] == "s"):
+                thing = "~"
+            else:
+                continue
+            if thing not in found:
+                found.append(thing)
+        return found
+
+    @staticmethod
+    def words_for_tokens(tokens):
+        """The tokens' values, quote marks dropped (what a word's text is made of)."""
+        return [("" if kind == "q" else value) for kind, value, _, _ in tokens]
+
+    def display(self):
+        """The template as a person reads it, without field descriptions."""
+        return self.source[0]
+
+
+_SERVER_GROUPS = ("mcpServers", "servers")  # where a config keeps its MCP servers: Claude's key, and VS Code's
+_NAMESPACE_KEYS = tuple(("servers tools description toolSearch overrides people serverIds denyByDefault serverDefaults id name").split())  # this line: mcp-studio's
+_PERMISSION_KEYS = tuple("namespace server toolName enabled namespaceId serverId".split())
+_OVERRIDE_KEYS = tuple(("name title description descriptionPrefix descriptionSuffix annotations _meta arguments").split())  # what an override of a tool may change (see CuratedTool)
+_ARGUMENT_KEYS = ("name", "description", "default", "value", "hidden")
+
+
+def _read_overrides(loader, entry, where):
+    """The `overrides` of a server entry or a namespace: [(tool name or glob, override, "file: key")], each checked
+    for what the tool's schema is not needed for (CuratedTool checks the rest when the tools are listed)."""
+    found = []
+    for pattern, override in loader.get(entry, "overrides", dict, where, {}).items():
+        here = _join(where, "overrides.%s" % pattern)
+        if not pattern:
+            raise loader.error(_join(where, "overrides"), 'a tool name or glob, not ""')
+        loader.keys(override, _OVERRIDE_KEYS, here)
+        for key in ("name", "title", "description", "descriptionPrefix", "descriptionSuffix"):
+            loader.get(override, key, str, here)
+        if "name" in override and not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", override["name"]):
+            raise loader.error(_join(here, "name"), "use 1 to 128 of A-Z a-z 0-9 _ - (what every client accepts in a "
+                                                    "tool name), not %s" % json.dumps(override["name"]))
+        for key in ("annotations", "_meta", "arguments"):
+            loader.get(override, key, dict, here)
+        names = {}
+        for argument, change in override.get("arguments", {}).items():
+            there = _join(here, "arguments.%s" % argument)
+            loader.keys(change, _ARGUMENT_KEYS, there)
+            for key, kind in (("name", str), ("description", str), ("hidden", bool)):
+                loader.get(change, key, kind, there)
+            if "value" in change and any(key in change for key in ("name", "description", "default")):
+                raise loader.error(there, "an argument with a `value` is fixed and hidden from the model: it takes "
+                                          "no `name`, `description` or `default`")
+            if "name" in change:
+                if not change["name"]:
+                    raise loader.error(_join(there, "name"), "expected a name, not \"\"")
+                if change["name"] in names:
+                    raise loader.error(_join(there, "name"), "`%s` is also the new name of `%s`" % (
+                        change["name"], names[change["name"]]))
+                names[change["name"]] = argument
+        found.append((pattern, override, "%s: %s" % (loader.path, here)))
+    return found
+
+
+START_TIMEOUT = 30.0          # seconds a server may take to start and list its tools
+TOOL_TIMEOUT = 60.0           # seconds a forwarded request may take
+HEALTH_INTERVAL = 30.0        # seconds between pings of an idle server; 0 turns them off
+ISOLATED_MAX = 10        # instances of an isolated server at once (its `maxInstances`)
+ISOLATED_IDLE = 900.0    # seconds an isolated instance may go unused before it is stopped
+_PERSON_REFERENCE = re.compile(r"\$\{person\.([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _server_id(key):
+    return safe_name(key, 128)  # tool names are shortened where needed, ids only made safe
+
+
+def _fingerprint(*parts):
+    return _hash(json.dumps(parts, sort_keys=True, ensure_ascii=False))
+
+
+class UpstreamSpec:
+    """One configured server, as read from the file; `error` when the entry cannot be used."""
+
+    # What an entry leaves out; the mutable ones are made per server in __init__.
+    command = cwd = url = error = None
+    transport = "stdio"
+    disabled = eager = False
+    startup_timeout, tool_timeout, health_interval = START_TIMEOUT, TOOL_TIMEOUT, HEALTH_INTERVAL
+    max_concurrency = 0
+    protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
+    isolation, max_instances = "shared", ISOLATED_MAX  # one process for everyone, or one per person or session
+    idle_timeout = ISOLATED_IDLE  # seconds a person's (or session's) own process may go unused: then it stops
+    person_token = None  # `auth`: a URL server gets the signed-in person's own token ("passthrough", audience-checked)
+                         # or one the identity provider gives for it in exchange ("exchange", RFC 8693)
+
+    def __init__(self, key, where):
+        self.key, self.id, self.where = key, _server_id(key), where
+        self.args, self.env, self.headers = [], {}, {}
+        self.allow, self.deny = [], []
+        self.denied_tools = []  # mcp-studio's deniedTools: refused in every namespace
+        self.prefix = self.id   # tool and prompt names are <prefix><separator><name>; "" for bare names
+        self.secrets = []
+        self.notes = []  # what of the entry is accepted but not used, said once at startup
+        self.oauth = {}  # a URL server's `oauth` settings (see OAuthClient); None: never sign in
+        self.rules = {}       # its rateLimit, cache and confirm (see Guard)
+        self.overrides = []   # (tool name or glob, override, "file: key"): how its tools are shown (CuratedTool)
+
+    def public_name(self, name, separator):
+        """The name a client sees for the server's tool or prompt `name`."""
+        return self.prefix + separator + name if self.prefix else name
+
+    @property
+    def launch(self):
+        """What starts the server: a change here means a restart (and another cache entry)."""
+        return _fingerprint(self.command, self.args, self.cwd, self.env, self.url, self.headers, self.protocol)
+
+    @property
+    def settings(self):
+        """A fingerprint of everything that, changed by a reload, restarts the server."""
+        return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
+                            self.health_interval, self.allow, self.deny, self.disabled, self.error,
+                            self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances,
+                            self.idle_timeout, self.person_token)
+
+    def person_names(self):
+        """The NAMEs of the `${person.NAME}` in its args, env and headers: each person's own secrets."""
+        words = self.args + list(self.env.values()) + list(self.headers.values())
+        return sorted({name for word in words for name in _PERSON_REFERENCE.findall(word)})
+
+    def listed(self):
+        """What the shared process runs (it lists the tools of an isolated server): no person's secrets. No person
+        fills a header that names one, so it is not sent at all (never an empty `Authorization: Bearer `); a variable
+        or an argument that names one is empty (a variable left out would be inherited from mcpstudio's own
+        environment)."""
+        return self.for_person({}, listing=True) if self.person_names() else self
+
+    def for_person(self, secrets, listing=False):
+        """A copy whose `${person.NAME}` are `secrets`' values ("" for one not in them); `listing`: the shared
+        listing's copy, without the headers that name one."""
+        import copy
+        spec = copy.copy(self)
+
+        def fill(word):
+            return _PERSON_REFERENCE.sub(lambda found: secrets.get(found.group(1), ""), word)
+        spec.args = [fill(word) for word in self.args]
+        spec.env = {key: fill(value) for key, value in self.env.items()}
+        spec.headers = {key: fill(value) for key, value in self.headers.items()
+                        if not (listing and _PERSON_REFERENCE.search(value))}
+        spec.secrets = self.secrets + [value for value in secrets.values() if value]
+        spec.origin = self  # what a reload compares
+        return spec
+
+    def display(self):
+        """The server as a person reads it, secrets masked: its URL, or its command line."""
+        return mask_secrets(self.url or _argv_text([self.command or "?"] + self.args))
+
+
+# Curation: overrides show an upstream tool under another name, description,
+# annotations and arguments. They are a view over the listing: the catalog
+# publishes the curated tool and a call is mapped back (arguments renamed,
+# fixed values added, defaults filled in) to what the server expects.
+
+def override_layers(overrides, name):
+    """The entries of `overrides` [(name or glob, override, "file: key")] that apply to `name`, as (override,
+    place, exact): globs in file order, then the entry of that exact name, so that its keys win."""
+    found = [(override, place, False) for pattern, override, place in overrides
+             if pattern != name and _match(name, [pattern])]
+    return found + [(override, place, True) for pattern, override, place in overrides if pattern == name]
+
+
+def _passes_any(names, allow, deny):
+    """A tool known by several `names` passes when one of them is allowed and none is denied."""
+    return (not allow or any(_match(name, allow) for name in names)) and not any(_match(name, deny) for name in names)
+
+
+class UpstreamPlan:
+    """The upstream part of a config: servers (in file order), namespaces and their choice."""
+
+    def __init__(self, specs, namespaces, default, default_key, permissions=None):
+        self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
+        self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
+
+    def denial(self, namespace, spec, tool, names=()):
+        """Why `tool` of `spec` is denied in `namespace` (None: it is allowed); `names`: its curated name too.
+
+        mcp-studio's rules: a server's deniedTools always win; then a
+        toolPermissions entry for the namespace, server and tool; then the
+        namespace's serverDefaults for the server (true = deny), else its
+        denyByDefault. A rule names a curated tool by either name (a
+        disabling entry wins over an enabling one).
+        """
+        names = [tool] + [name for name in names if name != tool]
+        named = next((name for name in names if name in spec.denied_tools), None)
+        if named is not None:
+            return "the tool `%s` is in the deniedTools of server `%s`" % (named, spec.key)
+        if namespace is None:
+            return None
+        found = [(self.permissions[(namespace, spec.id, name)], name) for name in names
+                 if (namespace, spec.id, name) in self.permissions]
+        if found:
+            enabled, named = min(found, key=lambda pair: pair[0])
+            return None if enabled else ("toolPermissions disables the tool `%s` of server `%s` in namespace `%s`"
+                                         % (named, spec.key, namespace))
+        entry = self.namespaces[namespace]
+        if entry["server_defaults"].get(spec.id, entry["deny_by_default"]):
+            return ("namespace `%s` denies the tools of server `%s` unless toolPermissions enables them, and "
+                    "none enables `%s`" % (namespace, spec.key, tool))
+        return None
+
+    def left_out(self, namespace, spec, original, separator):
+        """Why `serve` leaves `spec`'s tool `original` out of `namespace`: "" for the server's or the namespace's
+        allow/deny filters, a permission's reason (calls get it), or None when it is listed. A curated tool
+        answers to both of its names: a filter that lets either in lets it in, one that keeps either out
+        keeps it out."""
+        entry = self.namespaces.get(namespace)
+        public = spec.public_name(original, separator)
+        curated = self.curation(namespace, spec, original, separator)[1] if spec.overrides or (
+            entry and entry.get("overrides")) else public
+        own = curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(spec.prefix + separator) \
+            else curated  # the curated name as a server's rules name its tools: without its prefix
+        if not _passes_any({original, own}, spec.allow, spec.deny) or (
+                entry and not _passes_any({public, curated}, entry["allow"], entry["deny"])):
+            return ""
+        return self.denial(namespace, spec, original, (own,))
+
+    def curation(self, namespace, spec, original, separator):
+        """([(override, "file: key", exact)], public name) of `spec`'s tool `original` in `namespace`: the server
+        entry's overrides that match it (globs in file order, then its own name), then the namespace's that
+        match the public name the server's give it; a later one's keys win. `name` renames what its key
+        names: in a server entry the tool (its prefix stays), in a namespace the public name."""
+        layers = override_layers(spec.overrides, original)
+        own = next((override["name"] for override, _, _ in reversed(layers) if "name" in override), original)
+        public = spec.public_name(own, separator)
+        entry = self.namespaces.get(namespace) or {}
+        more = override_layers(entry.get("overrides") or (), public)
+        return layers + more, next((override["name"] for override, _, _ in reversed(more) if "name" in override), public)
+
+
+def _keyed_list(loader, items, where):
+    """mcp-studio's early list form ([{"id": ..., ...}]) as the object form keyed by id."""
+    out = {}
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise loader.error("%s[%d]" % (where, index), "expected an object with an \"id\"")
+        out[item["id"]] = item
+    return out
+
+
+_FILTER_KEYS = ("allow", "deny")
+
+
+def _read_filter(loader, entry, where):
+    tools = loader.get(entry, "tools", dict, where, {})
+    loader.keys(tools, _FILTER_KEYS, _join(where, "tools"))
+    lists = []
+    for key in _FILTER_KEYS:
+        patterns = loader.get(tools, key, list, _join(where, "tools"), [])
+        if not all(isinstance(p, str) for p in patterns):
+            raise loader.error(_join(where, "tools.%s" % key), "expected a list of glob patterns (strings)")
+        lists.append(patterns)
+    return tuple(lists)
+
+
+_SERVER_KEYS = tuple(("command args cwd env type url headers disabled eager startupTimeout toolTimeout maxConcurrency "
+                      "tools healthCheckInterval prefix protocolVersion rateLimit cache confirm isolation maxInstances "
+                      "idleTimeout auth "
+                      # mcp-studio's (mcpmu's) names for the same things, and its deny list
+                      "kind enabled autostart http_headers env_http_headers bearer_token_env_var startup_timeout_sec "
+                      "tool_timeout_sec deniedTools id name overrides").split())
+ISOLATION_MODES = ("shared", "user", "session")  # a server's `isolation`
+PERSON_TOKEN_MODES = ("passthrough", "exchange")  # a URL server's `auth`: the person's own token, or one exchanged for it
+_OAUTH_KEYS = tuple("oauth scopes oauth_client_id oauthEnabled oauthClientId oauthScopes".split())
+OAUTH_KEYS = {"clientId": str, "clientSecret": str, "scopes": (str, list), "callbackPort": int,  # a config's `oauth`,
+              "clientMetadataUrl": str, "browser": bool}                                        # what each holds
+_OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
+                  "client_metadata_url": "clientMetadataUrl"}
+
+
+def _read_oauth(loader, spec: UpstreamSpec, entry, where):
+    """The `oauth` block of a URL server (and other clients' names for its parts); `false` turns sign-in off."""
+    given = [key for key in _OAUTH_KEYS if key in entry]
+    if spec.url is None:
+        if given:
+            spec.notes.append("%s: `%s` is not used: only a server with a `url` signs in" % (where, given[0]))
+        return
+    block = entry.get("oauth", {})
+    if block is False or entry.get("oauthEnabled") is False:
+        spec.oauth = None
+        return
+    if not isinstance(block, dict):
+        raise loader.error(_join(where, "oauth"), "expected an object (clientId, clientSecret, scopes, callbackPort, "
+                                                  "clientMetadataUrl, browser) or false, not %s" % _type_name(block))
+    block = {_OAUTH_ALIASES.get(key, key): value for key, value in block.items()}  # client_id: mcp-studio's spelling
+    for key in block:
+        if key not in OAUTH_KEYS:
+            import difflib
+            close = difflib.get_close_matches(key, OAUTH_KEYS, 1, 0.6)
+            raise loader.error(_join(where, "oauth.%s" % key), "unknown key%s; known: %s" % (
+                " (did you mean `%s`?)" % close[0] if close else "", ", ".join(OAUTH_KEYS)))
+    settings = {}
+    for key, kinds in OAUTH_KEYS.items():
+        value = loader.get(block, key, kinds, _join(where, "oauth"))
+        if value is not None:
+            settings[key] = loader.expand(value, _join(where, "oauth.%s" % key)) if isinstance(value, str) else value
+    for key, target in (("oauth_client_id", "clientId"), ("oauthClientId", "clientId"), ("oauthScopes", "scopes"),
+                        ("scopes", "scopes")):
+        if key in entry and target not in settings:
+            settings[target] = entry[key]
+    if isinstance(settings.get("scopes"), list) and not all(isinstance(x, str) for x in settings["scopes"]):
+        raise loader.error(_join(where, "oauth.scopes"), "expected a list of scope names or one string of them")
+    if not 0 <= settings.get("callbackPort", 0) < 65536:
+        raise loader.error(_join(where, "oauth.callbackPort"), "expected a port number (1-65535)")
+    if settings.get("clientSecret"):
+        spec.secrets.append(settings["clientSecret"])
+    spec.oauth = settings
+
+
+def _read_headers(loader, spec: UpstreamSpec, entry, where):
+    """`headers` (${VAR} expanded), and mcp-studio's http_headers, env_http_headers (header -> variable) and
+    bearer_token_env_var: kept as secrets (Authorization and API keys, above all)."""
+    headers = dict(loader.get(entry, "http_headers", dict, where, {}))
+    for header, variable in loader.get(entry, "env_http_headers", dict, where, {}).items():
+        here = _join(where, "env_http_headers.%s" % header)
+        if not isinstance(variable, str) or not variable:
+            raise loader.error(here, "expected the name of an environment variable")
+        if loader.environ.get(variable) is None:
+            raise loader.error(here, "the variable %s is not set; set it in the environment mcpstudio starts in"
+                               % variable)
+        headers[header] = loader.environ[variable]
+    variable = loader.get(entry, "bearer_token_env_var", str, where)
+    if variable is not None:
+        here = _join(where, "bearer_token_env_var")
+        if not loader.environ.get(variable):
+            raise loader.error(here, "the variable %s is not set; set it to the token in the environment "
+                               "mcpstudio starts in" % variable)
+        headers["Authorization"] = "Bearer " + loader.environ[variable]
+    for group, found in (("headers", loader.get(entry, "headers", dict, where, {})), ("http_headers", headers)):
+        for key, value in found.items():
+            here = _join(where, "%s.%s" % (group, key))
+            if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", key) or not isinstance(value, str) or "\n" in value:
+                raise loader.error(here, "expected a header name and a one-line string value")
+            spec.headers[key] = loader.expand(value, here) if group == "headers" else value
+            spec.secrets.append(spec.headers[key])
+
+
+def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
+    if not isinstance(entry, dict):
+        raise loader.error(where, "expected an object with `command` (and `args`, `env`, `cwd`), not %s"
+                           % _type_name(entry))
+    for key in entry:  # keys of other clients (autoApprove, timeout, ...) are accepted as they are
+        if key not in _SERVER_KEYS and key not in _OAUTH_KEYS:
+            import difflib
+            close = difflib.get_close_matches(key, _SERVER_KEYS, 1, 0.8)
+            if close:
+                raise loader.error(_join(where, key), "unknown key (did you mean `%s`?)" % close[0])
+    spec.disabled = loader.get(entry, "disabled", bool, where, False) or not loader.get(entry, "enabled", bool, where, True)
+    spec.rules = read_rules(loader, entry, where)
+    spec.eager = loader.get(entry, "eager", bool, where, False) or loader.get(entry, "autostart", bool, where, False)
+    spec.prefix = loader.get(entry, "prefix", str, where, spec.id)
+    if "prefix" in entry and not re.fullmatch(r"[A-Za-z0-9_-]{0,32}", spec.prefix):
+        raise loader.error(_join(where, "prefix"), "use up to 32 of A-Z a-z 0-9 _ - (a short prefix for the "
+                                                   "server's tool names; \"\" for none), not %s" % json.dumps(spec.prefix))
+    kind_key = "type" if "type" in entry or "kind" not in entry else "kind"  # `kind` is mcp-studio's name
+    kind = loader.get(entry, kind_key, str, where, "")
+    http_kinds = ("", "http", "sse", "streamable-http", "streamableHttp", "streamable_http")
+    if "url" in entry or kind in http_kinds[1:]:
+        if kind not in http_kinds:
+            raise loader.error(_join(where, kind_key), "expected \"http\" or \"sse\" with a `url`, not %s" % json.dumps(kind))
+        spec.transport = "sse" if kind == "sse" else "http"
+        if "url" not in entry:
+            raise loader.error(where, "a %s server needs a `url`" % spec.transport)
+        spec.url = loader.expand(loader.get(entry, "url", str, where), _join(where, "url"))
+        if not re.match(r"https?://[^/?#]+", spec.url):
+            raise loader.error(_join(where, "url"), "expected an http:// or https:// URL, not %s" % json.dumps(spec.url))
+        _read_headers(loader, spec, entry, where)
+    elif kind not in ("", "stdio"):
+        raise loader.error(_join(where, kind_key), "expected \"stdio\" (or \"http\"/\"sse\" with a `url`), not %s"
+                           % json.dumps(kind))
+    else:
+        for key in ("http_headers", "env_http_headers", "bearer_token_env_var"):
+            if key in entry:
+                raise loader.error(_join(where, key), "only a server with a `url` sends HTTP headers")
+        if "command" not in entry:
+            raise loader.error(where, "a server needs a `command` (the program that starts it) or a `url`")
+        spec.command = loader.expand(loader.get(entry, "command", str, where), _join(where, "command"))
+        if not spec.command.strip():
+            raise loader.error(_join(where, "command"), "is empty")
+    for index, arg in enumerate(loader.get(entry, "args", list, where, [])):
+        here = _join(where, "args[%d]" % index)
+        if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
+            raise loader.error(here, "expected a string")
+        spec.args.append(loader.expand(str(arg), here))
+    problem = None if spec.url else exec_problem([spec.command] + spec.args, cwd=entry.get("cwd"), batch=False)
+    if problem is not None:  # reported by check and status too, not only when the server is started
+        raise loader.error(where, problem)
+    if "cwd" in entry:
+        spec.cwd = loader.folder_path(loader.get(entry, "cwd", str, where), _join(where, "cwd"))
+    spec.env = loader.environment(entry, where, "env")
+    spec.secrets.extend(v for k, v in spec.env.items() if looks_secret(k))  # tokens are often written in clear
+    for key, attr in (("startupTimeout", "startup_timeout"), ("toolTimeout", "tool_timeout"),
+                      ("healthCheckInterval", "health_interval")):
+        if key not in entry and attr + "_sec" in entry:  # mcp-studio's startup_timeout_sec, tool_timeout_sec
+            key = attr + "_sec"
+        value = loader.get(entry, key, NUMBER, where)
+        if value is not None:
+            if not 0 <= value < 1e9 or (value == 0 and key != "healthCheckInterval"):
+                raise loader.error(_join(where, key), "expected a positive number of seconds")
+            setattr(spec, attr, float(value))
+        elif key == "toolTimeout" and base_timeout:
+            spec.tool_timeout = base_timeout
+    spec.protocol = loader.get(entry, "protocolVersion", str, where)
+    if spec.protocol is not None and spec.protocol not in MODERN_VERSIONS + PROTOCOL_VERSIONS:
+        raise loader.error(_join(where, "protocolVersion"), "expected one of %s (or leave it out: mcpstudio then "
+                           "tries initialize, and server/discover when refused), not %s"
+                           % (", ".join(MODERN_VERSIONS + PROTOCOL_VERSIONS), json.dumps(spec.protocol)))
+    spec.max_concurrency = loader.get(entry, "maxConcurrency", int, where, 0)
+    if spec.max_concurrency < 0:
+        raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
+    spec.person_token = loader.choice(entry, "auth", PERSON_TOKEN_MODES, where, None)
+    if spec.person_token and not spec.url:
+        raise loader.error(_join(where, "auth"), "only a server with a `url` takes a person's token")
+    if spec.person_token and entry.get("isolation") == "shared":
+        raise loader.error(_join(where, "isolation"), "\"auth\": \"%s\" talks to the server as each person "
+                           "(with their own token): use \"user\" or \"session\", or leave it out (\"user\")"
+                           % spec.person_token)
+    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "user" if spec.person_token else "shared")
+    spec.max_instances = loader.get(entry, "maxInstances", int, where, ISOLATED_MAX)
+    if spec.max_instances < 1:
+        raise loader.error(_join(where, "maxInstances"), "expected a positive whole number (instances at once)")
+    spec.idle_timeout = float(loader.get(entry, "idleTimeout", NUMBER, where, ISOLATED_IDLE))
+    if not 0 < spec.idle_timeout < 1e9:
+        raise loader.error(_join(where, "idleTimeout"), "expected a positive number of seconds")
+    if spec.isolation == "shared" and spec.person_names():
+        raise loader.error(where, "${person.%s} is a signed-in person's own secret: set \"isolation\": \"user\" "
+                           "(or \"session\"), so that each person's server gets theirs" % spec.person_names()[0])
+    spec.allow, spec.deny = _read_filter(loader, entry, where)
+    spec.denied_tools = loader.get(entry, "deniedTools", list, where, [])
+    if not all(isinstance(name, str) for name in spec.denied_tools):
+        raise loader.error(_join(where, "deniedTools"), "expected a list of tool names (strings)")
+    spec.overrides = _read_overrides(loader, entry, where)
+    _read_oauth(loader, spec, entry, where)
+
+
+def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
+    """The `mcpServers`, `servers`, `namespaces` and `defaultNamespace` keys of a config.
+
+    A mistake inside one server entry makes that server unusable (`spec.error`,
+    shown by status, check and servers_list) and leaves the others running;
+    mistakes that touch several (ids that collide, namespaces) stop startup.
+    """
+    specs, by_id = [], {}
+    for group in _SERVER_GROUPS:
+        for key, entry in loader.get(data, group, dict, "", {}).items():
+            where = "%s.%s" % (group, key)
+            spec = UpstreamSpec(key, where)
+            try:
+                _read_server(loader, spec, entry, where, base_timeout)
+            except ConfigError as exc:
+                spec.error = str(exc)
+            if spec.id in by_id:
+                raise loader.error(where, "its id `%s` is also the id of %s (ids are the keys with characters "
+                                          "other than A-Z a-z 0-9 _ - made _); rename one of them"
+                                   % (spec.id, by_id[spec.id].where))
+            by_id[spec.id] = spec
+            specs.append(spec)
+
+    def server_id(member, here):
+        if not isinstance(member, str):
+            raise loader.error(here, "expected a server key (a string)")
+        spec = next((s for s in specs if member in (s.key, s.id)), None)
+        if not spec:
+            import difflib
+            close = difflib.get_close_matches(member, [s.key for s in specs], 1, 0.6)
+            raise loader.error(here, "no server %s is configured%s" % (json.dumps(member), (
+                " (did you mean %s?)" % json.dumps(close[0])) if close else
+                " (configured: %s)" % (", ".join(s.key for s in specs) or "none")))
+        return spec.id
+
+    namespaces = {}
+    found = data.get("namespaces", {})
+    if isinstance(found, list):  # mcp-studio's first format: a list of {"id", "name", "serverIds"}
+        found = _keyed_list(loader, found, "namespaces")
+    elif not isinstance(found, dict):
+        loader.get(data, "namespaces", dict, "")
+    for name, entry in found.items():
+        where = "namespaces.%s" % name
+        if not name:  # no --namespace, URL or default can name it
+            raise loader.error("namespaces", 'a namespace needs a name, not "" (e.g. "work")')
+        if isinstance(entry, list):
+            entry = {"servers": entry}
+        loader.keys(entry, _NAMESPACE_KEYS, where)
+        key = "serverIds" if "serverIds" in entry else "servers"
+        ids = [server_id(member, "%s.%s[%d]" % (where, key, index))
+               for index, member in enumerate(loader.get(entry, key, list, where, []))]
+        defaults = {}
+        for member, deny in loader.get(entry, "serverDefaults", dict, where, {}).items():
+            here = _join(where, "serverDefaults.%s" % member)
+            if not isinstance(deny, bool):
+                raise loader.error(here, "expected true (deny the server's tools by default) or false")
+            defaults[server_id(member, here)] = deny
+        allow, deny = _read_filter(loader, entry, where)
+        people = loader.get(entry, "people", list, where)
+        if people is not None and not all(isinstance(p, str) and p for p in people):
+            raise loader.error(_join(where, "people"), "expected a list of who may use it: subjects, emails, "
+                               "\"group:NAME\" or \"*\"")
+        namespaces[name] = {"servers": ids, "allow": allow, "deny": deny, "people": people,
+                            "description": loader.get(entry, "description", str, where, ""),
+                            "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
+                            "tool_search": loader.choice(entry, "toolSearch", TOOL_SEARCH_MODES, where),
+                            "server_defaults": defaults, "overrides": _read_overrides(loader, entry, where)}
+    permissions = {}
+    for index, entry in enumerate(loader.get(data, "toolPermissions", list, "", [])):
+        where = "toolPermissions[%d]" % index
+        loader.keys(entry, _PERMISSION_KEYS, where)
+        values = {}
+        for key, old in (("namespace", "namespaceId"), ("server", "serverId"), ("toolName", None)):
+            values[key] = loader.get(entry, key if key in entry or old is None else old, str, where)
+            if values[key] is None:
+                raise loader.error(where, "a tool permission needs `namespace`, `server`, `toolName` and `enabled`")
+        if values["namespace"] not in namespaces:
+            raise loader.error(_join(where, "namespace"), "no namespace %s is configured (configured: %s)"
+                               % (json.dumps(values["namespace"]), ", ".join(namespaces) or "none"))
+        enabled = loader.get(entry, "enabled", bool, where)
+        if enabled is None:
+            raise loader.error(where, "a tool permission needs `enabled`: true or false")
+        permissions[(values["namespace"], server_id(values["server"], _join(where, "server")), values["toolName"])] = enabled
+    default_key = "defaultNamespace" if "defaultNamespace" in data else "defaultNamespaceId"
+    return UpstreamPlan(specs, namespaces, loader.get(data, default_key, str, ""), default_key, permissions)
 
 
 class ConfigLoader:
@@ -8215,1562 +8948,6 @@ class ConfigLoader:
                                title=self.get(spec, "title", str, where), mime_type=mime, within=within)
 
 
-def read_answers(loader, spec, where):
-    """A tool's `answers` ([{"prompt": regex, "answer": text}]: questions answered without asking) as (pattern, text)."""
-    try:
-        return [(re.compile(rule["prompt"]), rule["answer"] + "") for rule in loader.get(spec, "answers", list, where, [])]
-    except (TypeError, KeyError, re.error) as exc:
-        raise loader.error(_join(where, "answers"), "expected a list of {\"prompt\": \"a regular expression\", "
-                           "\"answer\": \"text\"} (%s)" % exc)
-
-
-def read_script_folder(loader, entry, where, runner, settings, log, separator, script_options):
-    """One `scripts` entry (a path, or an object with path, include and exclude) as a ScriptDirectory."""
-    if isinstance(entry, str):
-        entry = {"path": entry}
-    loader.keys(entry, _SCRIPTS_KEYS, where)
-    root = loader.folder_path(loader.get(entry, "path", str, where, ""), _join(where, "path"))
-    globs = {key: loader.get(entry, key, list, where, []) for key in ("include", "exclude")}
-    for key, patterns in globs.items():
-        if not all(isinstance(p, str) for p in patterns):
-            raise loader.error(_join(where, key), "expected a list of glob strings")
-    return ScriptDirectory(root, runner, settings, log, separator=separator, **globs, **(script_options or {}))
-
-
-def read_skill_folder(loader, root, where):
-    """One `skills` entry: a folder of skills."""
-    if not isinstance(root, str):
-        raise loader.error(where, "expected a folder path (text)")
-    return loader.folder_path(root, where)
-
-
-def warn_unclosed_fields(path, tools, resources, log: Log):
-    """A `{name` no `}` closes in a tool's or resource's command: literal text, where a field was meant."""
-    for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.spec.template.source) for index, tool in
-                          enumerate(tools)] + [("resources[%d] `%s`" % (index, resource.uri), resource.template.source)
-                                               for index, resource in enumerate(resources)]:
-        warning = unclosed_warning(" ".join(source).split())
-        if warning:
-            log.warning("%s: %s: its command: %s", path, where, warning)
-
-
-def read_max_text(loader, obj, where, default=None):
-    """obj["max_text"]: how many characters of output a result shows, a positive whole number."""
-    value = loader.get(obj, "max_text", int, where, default)
-    if value is not None and value < 1:
-        raise loader.error(_join(where, "max_text"), "expected a positive whole number of characters, not %d" % value)
-    return value
-
-
-def read_rules(loader, obj, where):
-    """A tool's, server's or file's guard rules, checked: rateLimit (calls, seconds, scope), cache (ttl, shared),
-    confirm (true, false or "destructive")."""
-    rules = {}
-    for key, fields, last, example in (
-            ("rateLimit", ("calls", "seconds", "scope"), ("session", "global"),
-             '{"calls": 10, "seconds": 60}, and `scope` "session" (the default: each client its own) or "global"'),
-            ("cache", ("ttl", "shared"), (False, True), '{"ttl": SECONDS}, and `shared` true or false')):
-        value = loader.get(obj, key, dict, where)
-        if value is not None:
-            loader.keys(value, fields, _join(where, key))
-            rules[key] = tuple(value.get(name, 0) for name in fields[:-1]) + (value.get(fields[-1], last[0]),)
-            if not all(type(number) in NUMBER and number > 0 for number in rules[key][:-1]) or \
-                    rules[key][-1] not in last or rules[key][0] % 1:
-                raise loader.error(_join(where, key), "expected %s" % example)
-    if obj.get("confirm", False) not in (True, False, "destructive"):
-        raise loader.error(_join(where, "confirm"), "expected true, false or \"destructive\" (ask before each tool not "
-                           "annotated readOnlyHint or destructiveHint false)")
-    if "confirm" in obj:
-        rules["confirm"] = obj["confirm"]
-    return rules
-
-
-def read_tool_search(loader, data):
-    """(toolSearch, toolSearchThreshold, toolSearchPin) of a config file."""
-    pins = loader.get(data, "toolSearchPin", list, "", [])
-    if not all(isinstance(pin, str) for pin in pins):
-        raise loader.error("toolSearchPin", "expected a list of glob strings (\"time__*\")")
-    return (loader.choice(data, "toolSearch", TOOL_SEARCH_MODES, ""),
-            loader.get(data, "toolSearchThreshold", int, "", TOOL_SEARCH_THRESHOLD), pins)
-
-
-def read_guard(loader, data):
-    """A config file's guard rails: (its rules, its AuditLog or None, the HTTP paths it opens)."""
-    audit = loader.get(data, "audit", dict, "")
-    if audit is not None:
-        loader.keys(audit, ("file", "maxBytes", "keep", "required"), "audit")
-        sizes = [loader.get(audit, key, int, "audit", default) for key, default in (("maxBytes", AUDIT_MAX_BYTES), ("keep", AUDIT_KEEP))]
-        if not isinstance(audit.get("file"), str) or sizes[0] < 1024 or sizes[1] < 1:
-            raise loader.error("audit", "expected {\"file\": PATH} with a `maxBytes` of at least 1024 and a `keep` of "
-                               "at least 1 (rotated files kept)")
-        audit = AuditLog(os.path.join(loader.folder, os.path.expanduser(loader.expand(audit["file"], "audit.file"))),
-                         *sizes, loader.get(audit, "required", bool, "audit", False))
-    opened = loader.get(data, "openEndpoints", list, "", [])
-    if not all(path in ("/health", "/metrics") for path in opened):
-        raise loader.error("openEndpoints", "expected a list of \"/health\" and \"/metrics\" (served without the "
-                           "--http-token), not %s" % json.dumps(opened))
-    return read_rules(loader, data, ""), audit, opened
-
-
-def read_sign_in(loader, data):
-    """A config's `signIn` and `people` as {"issuer", "audience", "introspection", "clientId", "clientSecret",
-    "scopes", "people": {name: (sha256 hex, groups, email)}, "admins": [who may use the manager tools]}, or None
-    when it has neither."""
-    plan = loader.get(data, "signIn", dict, "")
-    people = loader.get(data, "people", dict, "")
-    admins = loader.get(data, "admins", list, "")
-    if admins is not None and not all(isinstance(a, str) and a for a in admins):
-        raise loader.error("admins", "expected a list of who may use the manager tools: subjects, emails or "
-                           "\"group:NAME\"")
-    if plan is None and people is None:
-        if admins is not None:
-            raise loader.error("admins", "names who of the signed-in people may use the manager tools: the config "
-                               "signs no one in (signIn, people)")
-        return None
-    plan = dict(plan or {})
-    loader.keys(plan, SIGNIN_KEYS, "signIn")
-    for key in SIGNIN_KEYS[:-1]:
-        value = loader.get(plan, key, str, "signIn")
-        plan[key] = value and loader.expand(value, "signIn." + key)
-        if key in ("issuer", "audience", "introspection") and value and not re.match(r"https?://[^/?#\s]+", plan[key]):
-            raise loader.error("signIn." + key, "expected an https URL, not %s" % json.dumps(value))
-    plan["scopes"] = loader.get(plan, "scopes", list, "signIn", [])
-    if not all(isinstance(scope, str) for scope in plan["scopes"]):
-        raise loader.error("signIn.scopes", "expected a list of scope names every token must hold")
-    if plan["introspection"] and not plan["clientId"]:  # clientId alone: the client of a token exchange (RFC 8693)
-        raise loader.error("signIn", "opaque tokens need `introspection` (the RFC 7662 endpoint) and `clientId` "
-                           "(with `clientSecret`) together")
-    if (plan["introspection"] or people is None) and not plan["issuer"]:
-        raise loader.error("signIn", "expected `issuer`: the URL of the identity provider whose tokens are accepted")
-    plan["people"] = {}
-    for name, entry in (people or {}).items():
-        where = "people.%s" % name
-        if not isinstance(entry, dict):
-            raise loader.error(where, "expected {\"tokenSha256\": HEX, \"groups\": [...]}")
-        loader.keys(entry, PERSON_KEYS, where)
-        digest, groups = loader.get(entry, "tokenSha256", str, where, ""), loader.get(entry, "groups", list, where, [])
-        if not re.fullmatch(r"[0-9a-fA-F]{64}", digest) or not name:
-            raise loader.error(_join(where, "tokenSha256"), "expected the SHA-256 of the person's token, 64 hex digits "
-                               "(e.g. printf %%s \"$TOKEN\" | sha256sum)")
-        if not all(isinstance(g, str) for g in groups):
-            raise loader.error(_join(where, "groups"), "expected a list of group names")
-        plan["people"][name] = (digest.lower(), groups, loader.get(entry, "email", str, where))
-    plan["admins"] = admins or []
-    return plan
-
-
-def _given(obj):
-    """An object without its null values: CLI-as-MCP writes every unset key as null
-    (`"working_directory": null`, `"default": null`), which means "not given"."""
-    if isinstance(obj, dict) and any(value is None for value in obj.values()):
-        return {key: value for key, value in obj.items() if value is not None}
-    return obj
-
-
-def _as_tuple(kind):
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return kinds + ((float,) if int in kinds else ())
-
-
-def _join(where, key):
-    return "%s.%s" % (where, key) if where else key
-
-
-def uri_value(key, value):
-    """Check one decoded value of a resource template: no way out of the place it names.
-
-    `..`, a separator (only an encoded one, %2F or %5C, can be there), an
-    absolute or drive path and NUL are refused; a field declared in "within"
-    is checked by confine_path instead.
-    """
-    problem = ("holds a NUL character" if "\0" in value else
-               "holds a path separator (/ or \\)" if "/" in value or "\\" in value else
-               "is `..`, the parent folder" if value == ".." else
-               "is a drive path" if re.match(r"[A-Za-z]:", value) else None)
-    if problem:
-        raise ToolError("`%s` %s (%r); a resource template value names one item. To accept paths, declare the "
-                        "parameter a path inside a folder with \"within\"" % (key, problem, _clip(value, 60)))
-    return value
-
-
-def confine_path(key, value, folder):
-    """The real path of `value` (relative to `folder`, symlinks followed), which must be inside
-    `folder`; a ToolError that says so otherwise. The command receives this absolute path."""
-    if "\0" in value:
-        raise ToolError("`%s` holds a NUL character, which no path can" % key)
-    real = os.path.realpath(os.path.join(folder, value))
-    try:
-        inside = os.path.commonpath([real, folder]) == folder
-    except ValueError:  # another drive
-        inside = False
-    if not inside:
-        raise ToolError("`%s` (%r) leads outside %s (after `..` and symlinks are followed, it is %s). Give a "
-                        "path inside that folder, relative to it" % (key, _clip(value, 60), folder, real))
-    return real
-
-
-def _uri_pattern(uri):
-    """A regex matching the URIs of a URI template, and its parameter names."""
-    params, parts, last = [], [], 0
-    for match in re.finditer(r"\{(%s)\}" % _FIELD_NAME, uri):
-        parts.append(re.escape(uri[last:match.start()]))
-        params.append(match.group(1).replace("-", "_"))
-        parts.append("(?P<%s>[^/?#]+)" % params[-1])
-        last = match.end()
-    parts.append(re.escape(uri[last:]))
-    return (re.compile("".join(parts)) if params else None), params
-
-
-class CommandResource:
-    """A resource (or resource template) whose read runs a command."""
-
-    def __init__(self, uri, name, template, runner, settings, pattern, params,
-                 description=None, title=None, mime_type="text/plain", within=None):
-        self.uri, self.name, self.template, self.runner, self.settings = uri, name, template, runner, settings
-        self.pattern, self.params = pattern, params
-        self.within = within or {}  # parameter -> the folder its path must stay in
-        self.description, self.title, self.mime_type = description, title, mime_type
-
-    def definition(self):
-        """The MCP Resource (or ResourceTemplate) object clients list."""
-        entry = {"uriTemplate" if self.pattern else "uri": self.uri, "name": self.name, "mimeType": self.mime_type}
-        if self.title:
-            entry["title"] = self.title
-        if self.description:
-            entry["description"] = self.description
-        return entry
-
-    def match(self, uri):
-        """The parameter values for `uri`, or None if it is not this resource's."""
-        if self.pattern is None:
-            return {} if uri == self.uri else None
-        found = self.pattern.fullmatch(uri)
-        if not found:
-            return None
-        from urllib.parse import unquote
-        return {key: unquote(value) for key, value in found.groupdict().items()}
-
-    async def read(self, uri, values):
-        """Run the command with the URI's values; return MCP contents."""
-        try:
-            values = {key: (confine_path(key, value, self.within[key]) if key in self.within
-                            else uri_value(key, value)) for key, value in values.items()}
-            argv = self.template.render(values, self.settings.allow_dash_values)
-        except ToolError as exc:
-            raise McpError(INVALID_PARAMS, "Cannot read %s: %s" % (uri, exc))
-        async with self.settings.slots:
-            result = await self.settings.run(self.runner, argv)
-        check_read(uri, result, self.settings.timeout)
-        broken = cut_binary(result.stdout, result.stdout_cut)
-        if broken:
-            raise McpError(INTERNAL_ERROR, "Reading %s failed: %s" % (uri, broken), {"uri": uri})
-        block = output_content(result.stdout, uri, result.stdout_cut)
-        content = {"uri": uri, "mimeType": self.mime_type}
-        if block["type"] == "text":
-            content["text"] = block["text"]
-        else:
-            content["blob"] = block.get("data") or block["resource"]["blob"]
-            if block["type"] == "image":
-                content["mimeType"] = block["mimeType"]
-        return {"contents": [content]}
-
-
-class Block:
-    """`{#if name}...{#else}...{/if}` in a command template."""
-
-    __slots__ = ("name", "key", "then", "otherwise")
-
-    def __init__(self, name):
-        self.name = name
-        self.key = name.replace("-", "_")
-        self.then = []
-        self.otherwise = None
-
-    def branch(self, arguments):
-        value = arguments.get(self.key)
-        given = value is not None and value is not False and value != "" and value != []
-        return self.then if given else (self.otherwise or [])
-
-
-_BLOCK = re.compile(r"\{#if\s+(%s)\s*\}|\{#else\}|\{/if\}" % _FIELD_NAME)
-# What a backslash escapes outside quotes in a config's command: a blank, and a character the template
-# or a shell gives a meaning. Before any other character it is kept, as in a command-line template, so
-# Windows paths survive: C:\Tools\app.exe is itself, C:\Users\\{user} puts a field after the last backslash.
-_SHELL_ESCAPABLE = _ESCAPABLE + "'\"$`|&;<>()*?!#~"
-
-
-class CommandTemplate(Template):
-    """A config file's command template: one string, split into words like a shell would.
-
-    Grammar (fields and blocks are found before the words are split)::
-
-        template ::= node*
-        node     ::= block | field | flag | group | quote | space | char
-        block    ::= '{#if' NAME '}' node* [ '{#else}' node* ] '{/if}'
-        quote    ::= "'" ... "'" | '"' ... '"'   (fields still work inside quotes)
-        space    ::= whitespace outside quotes: ends a word
-
-    Quotes work as in a POSIX shell, and so does a backslash before a blank,
-    a quote or a character a shell or the template gives a meaning (see
-    _SHELL_ESCAPABLE); before any other character it is kept (C:\\Tools\\app.exe),
-    as in a command-line template. No shell runs: values are never split,
-    globbed or re-substituted. Inside quotes only
-    `{field}` forms are fields; brackets are text there. A block keeps its
-    content when its parameter is present and not false, null, "" or []; a
-    quote must close in the block part it opened in. The first word (the
-    command) is literal text outside any block. With `text=True` (stdin
-    templates) quotes, backslashes, spaces and brackets are plain text.
-
-    Tokens are (kind, value, quote, raw): "t" text, "s" space, "q" a quote
-    mark, "f" a Field, "g" a Group; `quote` is the quoting around it ("$"
-    inside a $( ) or `...` substitution) and `raw` its source text, which is
-    what a `"shell": true` script keeps.
-    """
-
-    def __init__(self, source, text=False, shell=False):
-        self.source = [source]
-        self.text_mode = text
-        self.fields = {}
-        self.blocks = []
-        self.substituted = []  # fields written inside $( ) or backticks
-        self.nodes = self._parse(source)
-        self.stdin_code = ""  # why a program here would take stdin as code or arguments
-        if not text:
-            self._check_command_word()
-            if not shell:  # a "shell": true script is walked command by command (check_code(shell=True))
-                self.check_code(shell=False)
-
-    def _block_choices(self):
-        """Arguments that take each combination of block branches (all of them, up to 2**10)."""
-        keys = sorted({block.key for block in self.blocks})
-        if len(keys) > 10:
-            yield from ({}, {key: True for key in keys})
-            return
-        for mask in range(1 << len(keys)):
-            yield {key: True for bit, key in enumerate(keys) if mask >> bit & 1}
-
-    def check_code(self, shell):
-        """Refuse a field where a value would be code (see _CodeCheck), in every way the
-        blocks can go; `shell` walks each command of a "shell": true script."""
-        try:
-            for arguments in self._block_choices():
-                if shell:
-                    found = check_code_fields(None, list(self._tokens(self.nodes, arguments)))
-                else:
-                    found = check_code_fields(self.words_for(arguments))
-                self.stdin_code = self.stdin_code or found
-        except TemplateError as exc:
-            raise self._error(str(exc))
-
-    def _error(self, message, at=None) -> TemplateError:
-        where = " at column %d" % (at + 1) if at is not None else ""
-        return TemplateError("%s%s of %r" % (message, where, self.source[0]))
-
-    def _parse(self, source):
-        root, stack, quote, subst, i = [], [], None, [], 0
-        current = root
-        while i < len(source):
-            char = source[i]
-            state = quote if not subst else "$"
-            if char == "{" and source.startswith(("{#", "{/"), i):
-                match = _BLOCK.match(source, i)
-                if not match:
-                    raise self._error("malformed block: use {#if name}, {#else} or {/if}", i)
-                if match.group(1):
-                    block = Block(match.group(1))
-                    self.blocks.append(block)
-                    current.append(block)
-                    stack.append((block, current, (quote, len(subst))))
-                    current = block.then
-                elif not stack:
-                    raise self._error("%s has no {#if} before it" % match.group(), i)
-                else:
-                    if stack[-1][2] != (quote, len(subst)):
-                        raise self._error("a quote or $( ) opened in a block part must close in it, "
-                                          "before %s" % match.group(), i)
-                    if match.group() == "{#else}":
-                        block = stack[-1][0]
-                        if block.otherwise is not None:
-                            raise self._error("a second {#else}", i)
-                        block.otherwise = current = []
-                    else:
-                        current = stack.pop()[1]
-                i = match.end()
-                continue
-            if not self.text_mode:
-                if char == "\\" and quote != "'" and i + 1 < len(source):
-                    following = source[i + 1]
-                    if following in ('"\\$`' if quote else _SHELL_ESCAPABLE) or (quote is None and following.isspace()):
-                        current.append(("t", following, state, source[i:i + 2]))
-                        i += 2
-                        continue
-                if char in "'\"" and quote in (None, char) and not subst:
-                    quote = None if quote else char
-                    current.append(("q", char, quote, char))
-                    i += 1
-                    continue
-                if quote != "'":  # command substitution: $( ), $(( )), `...`
-                    if source.startswith("$(", i):
-                        current.append(("t", "$", state, "$"))
-                        i += 1
-                        char = "("
-                    if char == "(" and (subst and subst[-1] == ")" or source[i - 1:i] == "$"):
-                        subst.append(")")
-                    elif char == ")" and subst and subst[-1] == ")":
-                        subst.pop()
-                    elif char == "`":
-                        subst.pop() if subst and subst[-1] == "`" else subst.append("`")
-                if char.isspace() and quote is None and not subst:
-                    current.append(("s", char, None, char))
-                    i += 1
-                    continue
-            if char == "{" or (char == "[" and quote is None and not self.text_mode):
-                piece, end = self._piece_at(source, i, 0, bool(stack), lambda message, at=i: self._error(message, at))
-                if piece:
-                    is_field = isinstance(piece, Field)
-                    if subst:
-                        self.substituted.extend([piece.name] if is_field else [f.name for f in piece.fields])
-                    current.append(("f" if is_field else "g", piece, state, source[i:end]))
-                    i = end
-                    continue
-            current.append(("t", char, state, char))
-            i += 1
-        if quote:
-            raise self._error("a %s quote is never closed" % quote)
-        if subst:
-            raise self._error("a $( or ` is never closed")
-        if stack:
-            raise self._error("{#if %s} is never closed with {/if}" % stack[-1][0].name)
-        return root
-
-    def _check_command_word(self):
-        """The command a call runs must be written out, never chosen by a value or a block."""
-        nodes = list(self.nodes)
-        while nodes and not isinstance(nodes[0], Block) and nodes[0][0] == "s":
-            nodes.pop(0)
-        if not nodes:
-            raise self._error("the command template has no command")
-        for node in nodes:
-            if isinstance(node, Block) or node[0] in "fg":
-                raise self._error("the command (the first word) must be literal text outside any block")
-            if node[0] == "s":
-                return
-
-    def _tokens(self, nodes, arguments=None):
-        """The tokens in order; blocks are entered by `arguments` (all of them when None)."""
-        for node in nodes:
-            if isinstance(node, Block):
-                if arguments is None:
-                    yield from self._tokens(node.then)
-                    yield from self._tokens(node.otherwise or [])
-                else:
-                    yield from self._tokens(node.branch(arguments), arguments)
-            else:
-                yield node
-
-    def _token_words(self, arguments):
-        """The chosen tokens split at spaces: a list of (word tokens, following spaces)."""
-        words, word, spaces = [], [], ""
-        for token in self._tokens(self.nodes, arguments):
-            if token[0] == "s":
-                spaces += token[3]
-                continue
-            if spaces and word:
-                words.append((word, spaces))
-                word = []
-            elif spaces and words:
-                words[-1] = (words[-1][0], words[-1][1] + spaces)
-            spaces = ""
-            word.append(token)
-        if word:
-            words.append((word, spaces))
-        return words
-
-    def words_for(self, arguments):
-        """Split the chosen tokens into words of pieces (str, Field, Group)."""
-        words = []
-        for tokens, _ in self._token_words(arguments):
-            word = []
-            for value in self.words_for_tokens(tokens):  # an empty quoted word ('') is still a word
-                if isinstance(value, str) and word and isinstance(word[-1], str):
-                    word[-1] += value
-                else:
-                    word.append(value)
-            words.append(word)
-        return words
-
-    @property
-    def words(self):
-        """The template's words, as `words_for(None)` gives them (for checks and display)."""
-        return self.words_for(None)
-
-    def occurrences(self):
-        """Every field as written, in groups and in both branches of every block."""
-        for kind, value, _, _ in self._tokens(self.nodes):
-            if kind == "f":
-                yield value
-            elif kind == "g":
-                yield from value.fields
-
-    def render(self, arguments, allow_dash_values=False, shell=False):
-        """See Template.render; `shell` reads the words as a "shell": true script, where a `--`
-        ends the options of its own command only (up to `|`, `&`, `;`, `(`, `)` or a newline)."""
-        ends = set()
-        if shell:
-            for index, (tokens, spaces) in enumerate(self._token_words(arguments)):
-                if "\n" in spaces or any(kind == "t" and quote is None and raw == value and value in "|&;()"
-                                         for kind, value, quote, raw in tokens):
-                    ends.add(index)
-        return render_words(self.words_for(arguments), arguments, allow_dash_values, ends)
-
-    def render_text(self, arguments):
-        """The template as one string (stdin templates): values pasted in as text."""
-        parts = []
-        for _, value, _, _ in self._tokens(self.nodes, arguments):
-            _render_pieces([value], arguments, parts)  # text, a field, or a group (kept if all its fields are given)
-        return "".join(parts)
-
-    def render_shell(self, arguments):
-        """(script, values) for `sh -c script mcpstudio values...`.
-
-        The script is the template's own source text, word by word (a word
-        whose value is missing goes, as in argv rendering), with each value
-        replaced by a positional parameter "$N" quoted to suit where it
-        stands; no value is ever part of the script.
-        """
-        script, values = [], []
-
-        def ref(value, quote):
-            values.append(_text(value))
-            name = "${%d}" % len(values)
-            return {"'": "'\"%s\"'" % name, '"': name}.get(quote, '"%s"' % name)
-
-        for tokens, spaces in self._token_words(arguments):
-            if not _render_pieces(self.words_for_tokens(tokens), arguments, [])[1]:
-                continue
-            for kind, value, quote, raw in tokens:
-                if kind in "tq":
-                    script.append(raw)
-                elif kind == "g":
-                    if value.given(arguments):
-                        parts = []
-                        _render_pieces(value.pieces, arguments, parts)
-                        script.append(ref("".join(parts), quote))
-                else:
-                    given = arguments.get(value.key)
-                    if value.kind == "boolean":
-                        script.append(value.flag if given else "")
-                    elif value.kind == "array" and quote is None:
-                        script.append(" ".join(ref(v, None) for v in given or ()))
-                    elif given is not None:
-                        script.append(ref(",".join(_text(v) for v in given) if value.kind == "array" else given,
-                                          quote))
-            script.append(spaces)
-        return "".join(script), values
-
-    def shell_syntax(self):
-        """What in the template only a shell would act on (`|`, `&&`, `>`, `*`, `$(`, `$VAR`, ...).
-
-        Without `"shell": true` no shell runs, so these reach the command as
-        literal text; quoted or escaped characters are not counted.
-        """
-        tokens = list(self._tokens(self.nodes))
-        found, doubled = [], None
-        for index, (kind, value, quote, raw) in enumerate(tokens):
-            if kind != "t" or raw != value or quote not in (None, '"') or index == doubled:
-                continue
-            after = tokens[index + 1] if index + 1 < len(tokens) else None
-            following = after[1] if after and after[0] == "t" else ""
-            if value == "`":
-                thing = "`...`"
-            elif value == "$" and following == "(":
-                thing = "$(...)"
-            elif value == "$" and (following[:1].isalpha() or following in ("_", "{") or (after and after[0] == "f")):
-                thing = "$VARIABLE"
-            elif quote is not None:
-                continue
-            elif value in "|&;<>":
-                thing = value * 2 if following == value else value
-                doubled = index + 1 if following == value else None
-            elif value == "*":
-                thing = "*"
-            elif value == "~" and (index == 0 or tokens[index - 1][0] == "s"):
-                thing = "~"
-            else:
-                continue
-            if thing not in found:
-                found.append(thing)
-        return found
-
-    @staticmethod
-    def words_for_tokens(tokens):
-        """The tokens' values, quote marks dropped (what a word's text is made of)."""
-        return [("" if kind == "q" else value) for kind, value, _, _ in tokens]
-
-    def display(self):
-        """The template as a person reads it, without field descriptions."""
-        return self.source[0]
-
-
-STARTER_CONFIG = """\
-// mcpstudio config for %(name_comment)s. Comments and trailing commas are fine here.
-//   serve it:  python3 mcpstudio.py serve --config %(file)s
-//   check it:  python3 mcpstudio.py check --config %(file)s
-{
-  "name": %(name_json)s,
-  "description": %(description_json)s,
-  // Variables for every command. ${VAR} and ${VAR:-default} come from your environment.
-  "environment": {},
-  // Seconds a command may run; without it, --timeout or 30 s (a tool can say its own "timeout").
-  // "timeout": 30,
-  "tools": [
-    {
-      // A template string, as on mcpstudio's command line: {x} required, [x] optional,
-      // {x...} a list, [--flag] a boolean. No shell ever runs.
-      "name": %(help_json)s,
-      "description": %(help_description_json)s,
-      "command": %(help_command_json)s,
-      "annotations": {"readOnlyHint": true}
-    },
-    {
-      // Typed parameters, and a command_template with {#if} blocks. Careful: an array of
-      // arguments can carry any option of the command, so this tool can do whatever the
-      // command can. Narrow it to the parameters you mean, or delete it.
-      "name": %(run_json)s,
-      "description": %(run_description_json)s,
-      "parameters": {
-        "args": {"type": "array", "description": %(args_description_json)s},
-        "help": {"type": "boolean", "description": "Show the help of what args name", "default": false}
-      },
-      "command_template": %(run_command_json)s,
-      "annotations": {"destructiveHint": true}
-    }
-  ],
-  "resources": [
-    // Read by running a command; a {param} in the uri makes a resource template.
-    {"uri": %(uri_json)s, "name": %(version_name_json)s, "command": %(version_command_json)s}
-  ],
-  // Folders of self-describing scripts, served as in --root-directory mode.
-  "scripts": []
-}
-"""
-
-
-def init_config(args):
-    """`init NAME --command CMD [--description D] [-o FILE] [--force]`: write a starter config."""
-    found, rest = _take_options(args, "init", flags=("--force",), anywhere=True,
-                                values=("--command", "--description", "-o", "--output"))
-    unexpected = [word for word in rest if word.startswith("-")] or rest[1:]
-    if unexpected:
-        raise UsageError("init: unexpected %r; usage: mcpstudio init NAME --command CMD "
-                         "[--description TEXT] [-o FILE] [--force]" % unexpected[0])
-    command = found.get("--command")
-    if not rest or not command:
-        raise UsageError("init needs a NAME and --command CMD, e.g. mcpstudio init git --command git")
-    name = _UNSAFE_NAME_CHARS.sub("_", rest[0])
-    output = found.get("-o") or found.get("--output") or name + ".json"
-    if os.path.exists(output) and not found.get("--force"):
-        sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
-        return 1
-    import shlex
-    try:
-        words = shlex.split(command)
-    except ValueError as exc:
-        raise UsageError("init: --command %r: %s" % (command, exc))
-    if not words:
-        raise UsageError("init: --command is empty")
-    quoted = _argv_text(words)
-    values = {  # each goes into the starter as JSON, under its key + "_json"
-        "name": rest[0], "help_description": "Show how to use %s." % command,
-        "run_description": "Run %s with arguments." % command, "args_description": "Arguments for %s" % command,
-        "version_name": "%s version" % command, "description": found.get("--description") or "Tools for %s." % command,
-        "help": name + "_help", "run": name + "_run", "help_command": "%s --help" % quoted,
-        "run_command": "%s {args}{#if help} --help{/if}" % quoted, "uri": "%s://version" % name.replace("_", "-"),
-        "version_command": "%s --version" % quoted}
-    text = STARTER_CONFIG % dict({key + "_json": json.dumps(value) for key, value in values.items()},
-                                 name_comment=re.sub(r"\s", " ", rest[0]), file=_argv_text([output]))
-    with open(output, "w", encoding="utf-8") as f:
-        f.write(text)
-    print("wrote %s; check it with: %s check --config %s" % (output, _prog(), _argv_text([output])))
-    return 0
-
-
-def _example_value(name, prop):
-    """A value that shows what the parameter does in the rendered command."""
-    if prop.get("enum"):
-        return prop["enum"][0]
-    return {"integer": 1, "number": 1.5, "boolean": True, "array": ["<%s>" % name]}.get(prop.get("type"), "<%s>" % name)
-
-
-def check_config(path, log: Log, options):
-    """`check --config FILE`: print what the file serves and the argv an example call runs."""
-    server, _ = _build_server(options, [], log, config=path)
-    sources, hub, refused, warned = [], None, 0, 0
-    for source in server.catalog.sources:
-        if isinstance(source, Aggregator):  # the file's own sources, then its servers (check reports each kind)
-            hub = source
-            sources.extend(source.local)
-        elif not isinstance(source, OutputStore):
-            sources.append(source)
-    for source in sources:
-        if isinstance(source, ScriptDirectory):
-            print("\nscripts: %s (discovered when served)" % source.root)
-            continue
-        if isinstance(source, SkillFolders):
-            found = source.look()
-            print("\nskills in %s:" % ", ".join(source.roots))
-            for path, (_, _, frontmatter, files) in sorted(found.items()):
-                print("  %-32s %3d files %9d bytes  %s" % (path, len(files), sum(st.st_size for _, st in files.values()),
-                                                         _clip(frontmatter["description"].replace("\n", " "), 60)))
-            for skill_md, problem in sorted(source.problems.items()):
-                print("  not served: %s: %s" % (skill_md, problem))
-            refused += len(source.problems)
-            continue
-        if source.tools:
-            print("\ntools:")
-        for tool, spec in ((tool, tool.spec) for tool in source.tools.values()):
-            props = tool.schema.get("properties", {})
-            required = tool.schema.get("required", [])
-            program = spec.template.words[0][0] if not spec.shell else "sh"
-            missing = isinstance(program, str) and program_not_found(program, tool.settings.env)
-            if missing:
-                print("  warning: %s: %s" % (tool.name, missing))
-                warned += 1
-            used = {f.key for t in (spec.template, spec.stdin) if t for f in t.occurrences()}
-            used.update(b.key for b in getattr(spec.template, "blocks", ()))
-            for key in props:
-                if key not in used:
-                    print("  warning: %s: parameter `%s` is declared but no template uses it" % (tool.name, key))
-                    warned += 1
-            # The example a call with the required parameters runs (optional parts off, as they are when left
-            # out), then, when it differs, one with every parameter given.
-            examples = []
-            for keys in ([k for k in props if k in required], list(props)):
-                try:
-                    examples.append(_argv_text(tool.argv({k: _example_value(k, props[k]) for k in keys})))
-                except ToolError as exc:
-                    examples.append("(example refused: %s)" % exc)
-            argv = examples[0] + ("\n      with every parameter: %s" % examples[1] if examples[1] != examples[0] else "")
-            support = "" if tool.settings.task_support == "optional" else "  (tasks: %s)" % tool.settings.task_support
-            print("  %s  %s%s" % (tool.name, spec.description, support))
-            for key, prop in props.items():
-                detail = ("required" if key in required else "asked of the user: %s" % spec.asked[key]
-                          if key in spec.asked else
-                          "default %s" % json.dumps(prop["default"]) if "default" in prop else "optional")
-                print("      %-16s %-8s %s" % (key, prop.get("type", "any"), detail))
-            print("      example: %s" % argv)
-        if source.command_resources:
-            print("\nresources:")
-        for resource in source.command_resources:
-            kind = "template" if resource.pattern else "resource"
-            print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
-    if hub:
-        print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
-        tally = collections.Counter()  # the overrides the table refuses, against the cached listings
-        print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log, search=hub.tool_search,
-                     local=local_tool_count(hub.local), separator=hub.separator, forced=options["tool_search"],
-                     manager=hub.manager_tools, tally=tally)
-        plan = hub.namespace.plan
-        refused += sum(1 for spec in plan.specs if spec.error and not spec.disabled) + bool(hub.namespace.refusal)
-        refused += tally["refused"]
-        warned -= sum(1 for spec in hub._specs.values() if spec.error)  # logged as warnings: counted as problems
-    if path is not None:  # the verdict comes last, after everything it sums up
-        print("\n%s: %s" % (os.path.abspath(path), _check_verdict(refused, warned + log.warnings)))
-    return min(refused, 1)
-
-
-def _check_verdict(problems, warnings):
-    """The last line of `check`: "ok" only when it found nothing to say."""
-    def counted(n, word):
-        return "%d %s%s" % (n, word, "" if n == 1 else "s")
-    if problems:
-        return "%s (above)%s" % (counted(problems, "problem"), ", and %s" % counted(warnings, "warning") if warnings else "")
-    return "loads, with %s (above)" % counted(warnings, "warning") if warnings else "ok"
-
-
-# --------------------------------------------------------------------------
-# Aggregator: other MCP servers behind this one (mcp-studio)
-# --------------------------------------------------------------------------
-# A config's `mcpServers` (Claude Desktop, Claude Code, Cursor) and `servers`
-# (VS Code) entries are upstream MCP servers. Each becomes an Upstream: an
-# MCP client over its stdin/stdout, started on first need, supervised, and
-# stopped with its whole process group. The Aggregator is one source over
-# all of them plus the config's own tools: it names every upstream tool
-# `<serverId><sep><tool>`, routes by a table built at listing time, serves
-# listings from an on-disk cache so a listing starts nothing, and adds the
-# manager tools. Namespaces choose which servers one process serves.
-
-START_TIMEOUT = 30.0          # seconds a server may take to start and list its tools
-TOOL_TIMEOUT = 60.0           # seconds a forwarded request may take
-LIST_WAIT = 2.0               # seconds a listing waits, in all, for servers with nothing cached yet
-                              # ($MCPSTUDIO_LIST_WAIT changes it: clients that wait longer, slow machines)
-LIST_PARALLEL = 4             # servers `status --check` starts at once
-CACHE_LINGER = 10.0           # seconds mcpstudio, exiting, waits for a first listing to cache it
-HEALTH_INTERVAL = 30.0        # seconds between pings of an idle server; 0 turns them off
-HEALTH_TIMEOUT = 10.0         # seconds a ping may take before the server is restarted
-STDIN_CLOSE_WAIT = 1.0        # seconds a server may take to exit once its stdin closes
-LOG_LINES = 500               # lines of each server's stderr and lifecycle kept for server_logs
-BACKOFF_FIRST = 1.0           # seconds before restarting a server that failed twice in a row; doubles
-BACKOFF_MAX = 30.0
-BACKOFF_WAIT = 2.0            # a call waits out a backoff this short; a longer one fails at once
-UPSTREAM_MAX_ITEMS = 5000     # tools (prompts, resources, templates) kept of one server's listing: the rest left out
-UPSTREAM_MAX_ITEM = 64 << 10  # bytes of one listed item (its description and schemas): a larger one is left out
-SHOWN_ELICITATIONS = 100      # URL elicitations a server had shown whose elicitation/complete is awaited (the oldest go)
-UPSTREAM_NOTICES = 50         # notifications a second a server may send (bursts as large): the rest are dropped
-UPSTREAM_CACHE_FORMAT = 1
-UPSTREAM_CACHE_MAX = 64 << 20  # bytes of one cached listing; a larger file is ignored
-MANAGER_PREFIX = "mcpstudio"
-
-_SERVER_KEYS = tuple(("command args cwd env type url headers disabled eager startupTimeout toolTimeout maxConcurrency "
-                      "tools healthCheckInterval prefix protocolVersion rateLimit cache confirm isolation maxInstances "
-                      "idleTimeout auth "
-                      # mcp-studio's (mcpmu's) names for the same things, and its deny list
-                      "kind enabled autostart http_headers env_http_headers bearer_token_env_var startup_timeout_sec "
-                      "tool_timeout_sec deniedTools id name overrides").split())
-ISOLATION_MODES = ("shared", "user", "session")  # a server's `isolation`
-PERSON_TOKEN_MODES = ("passthrough", "exchange")  # a URL server's `auth`: the person's own token, or one exchanged for it
-ISOLATED_MAX = 10        # instances of an isolated server at once (its `maxInstances`)
-ISOLATED_IDLE = 900.0    # seconds an isolated instance may go unused before it is stopped
-_PERSON_REFERENCE = re.compile(r"\$\{person\.([A-Za-z_][A-Za-z0-9_]*)\}")
-_SERVER_GROUPS = ("mcpServers", "servers")  # where a config keeps its MCP servers: Claude's key, and VS Code's
-_OAUTH_KEYS = tuple("oauth scopes oauth_client_id oauthEnabled oauthClientId oauthScopes".split())
-_NAMESPACE_KEYS = tuple(("servers tools description toolSearch overrides people serverIds denyByDefault serverDefaults id name").split())  # this line: mcp-studio's
-_PERMISSION_KEYS = tuple("namespace server toolName enabled namespaceId serverId".split())
-_FILTER_KEYS = ("allow", "deny")
-_OVERRIDE_KEYS = tuple(("name title description descriptionPrefix descriptionSuffix annotations _meta arguments").split())  # what an override of a tool may change (see CuratedTool)
-_ARGUMENT_KEYS = ("name", "description", "default", "value", "hidden")
-
-
-def _say(text):
-    """A line for the person at the terminal, on stderr (stdout may be the protocol, or what they asked for)."""
-    sys.stderr.write("mcpstudio: %s\n" % text)
-
-
-def _list_wait():
-    """LIST_WAIT, or the seconds $MCPSTUDIO_LIST_WAIT gives (0 to 60)."""
-    try:
-        return min(max(float(os.environ["MCPSTUDIO_LIST_WAIT"]), 0.0), 60.0)
-    except (KeyError, ValueError):
-        return LIST_WAIT
-
-
-def _server_id(key):
-    return safe_name(key, 128)  # tool names are shortened where needed, ids only made safe
-
-
-def _fingerprint(*parts):
-    return _hash(json.dumps(parts, sort_keys=True, ensure_ascii=False))
-
-
-def _hash(text, digits=16):
-    """The first `digits` hex digits of the SHA-256 of `text` (lone surrogates too, as JSON may carry them)."""
-    import hashlib
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:digits]
-
-
-# Curation: overrides show an upstream tool under another name, description,
-# annotations and arguments. They are a view over the listing: the catalog
-# publishes the curated tool and a call is mapped back (arguments renamed,
-# fixed values added, defaults filled in) to what the server expects.
-
-def override_layers(overrides, name):
-    """The entries of `overrides` [(name or glob, override, "file: key")] that apply to `name`, as (override,
-    place, exact): globs in file order, then the entry of that exact name, so that its keys win."""
-    found = [(override, place, False) for pattern, override, place in overrides
-             if pattern != name and _match(name, [pattern])]
-    return found + [(override, place, True) for pattern, override, place in overrides if pattern == name]
-
-
-def _join_text(before, after):
-    """Two texts joined by one space, unless either side already ends or begins with white space."""
-    if not before or not after or before[-1:].isspace() or after[:1].isspace():
-        return before + after
-    return before + " " + after
-
-
-def _checked(value, schema, where=""):
-    """validate(), for a schema a server wrote: a `pattern` Python cannot read (JavaScript's \\p{L}, say)
-    is left to the server to check."""
-    try:
-        return validate(value, schema, where)
-    except re.error:
-        def plain(node):
-            if isinstance(node, dict):
-                return {key: plain(item) for key, item in node.items() if key != "pattern" or not isinstance(item, str)}
-            return [plain(item) for item in node] if isinstance(node, list) else node
-        return validate(value, plain(schema), where)
-
-
-class CuratedTool:
-    """One upstream tool as its overrides show it (pure): `tool` is the definition to publish and
-    `arguments(given)` the arguments a call sends the server. A mistake only the tool's schema can
-    reveal (an argument it lacks, a fixed value its schema refuses, a hidden required argument with
-    no value) raises a ConfigError naming the file and the key."""
-
-    def __init__(self, tool, layers, public):
-        self.original = tool["name"]
-        merged, self.exact = {}, {}
-        argument_layers = {}  # argument -> [(its override, place)]
-        for override, place, exact in layers:
-            for key, value in override.items():
-                if key == "arguments":
-                    for argument, change in value.items():
-                        argument_layers.setdefault(argument, []).append((change, "%s.arguments.%s" % (place, argument)))
-                        self.exact[argument] = self.exact.get(argument, False) or exact
-                elif key in ("annotations", "_meta"):
-                    merged[key] = dict(merged.get(key, {}), **value)
-                elif key != "name":
-                    merged[key] = value
-        shown = dict(tool, name=public)
-        for key in ("title", "description"):
-            if key in merged:
-                shown[key] = merged[key]
-        if "descriptionPrefix" in merged or "descriptionSuffix" in merged:
-            shown["description"] = _join_text(_join_text(merged.get("descriptionPrefix", ""),
-                                                         str(shown.get("description") or "")),
-                                              merged.get("descriptionSuffix", ""))
-        for key in ("annotations", "_meta"):
-            if key in merged:
-                shown[key] = dict(_object(tool.get(key)), **merged[key])
-        schema = dict(_object(tool.get("inputSchema")))
-        properties = dict(_object(schema.get("properties")))
-        required = [name for name in schema.get("required") or () if isinstance(name, str)]
-        self.fixed, self.defaults, self.renamed = {}, {}, {}  # original -> value; public -> value; public -> original
-        self.hidden = set()  # the arguments the model does not see (fixed ones among them)
-        renamed = {}  # original -> public, of the arguments kept
-        for argument, changes in argument_layers.items():
-            change, place = {}, changes[-1][1]
-            for one, _ in changes:
-                change.update(one)
-            if argument not in properties:
-                if self.exact[argument]:  # a glob's argument applies to the tools that have it
-                    raise ConfigError("%s: the tool `%s` has no argument `%s` (its arguments: %s)" % (
-                        place, self.original, argument, ", ".join(sorted(properties)) or "none"))
-                continue
-            prop = _object(properties[argument])
-            for key in ("value", "default"):
-                problems = _checked(change[key], prop, "the %s %s" % (key, json.dumps(change[key]))) if key in change else ()
-                if problems:
-                    raise ConfigError("%s.%s: %s (the argument's schema: %s)" % (
-                        place, key, "; ".join(problems), _clip(json.dumps(prop), 200)))
-            if "value" in change or change.get("hidden"):
-                if "value" in change or "default" in change:
-                    self.fixed[argument] = change["value"] if "value" in change else change["default"]
-                elif argument in required:
-                    raise ConfigError("%s: `%s` is a required argument of `%s`: a hidden one needs a `value` (or a "
-                                      "`default`) to send" % (place, argument, self.original))
-                self.hidden.add(argument)
-                del properties[argument]
-                continue
-            prop = dict(prop)
-            if "description" in change:
-                prop["description"] = change["description"]
-            if "default" in change:
-                prop["default"] = self.defaults[change.get("name", argument)] = change["default"]
-            renamed[argument] = change.get("name", argument)
-            properties[argument] = prop
-        publics = {}
-        for argument in properties:
-            public = renamed.get(argument, argument)
-            if public in publics:
-                moved, other = (argument, publics[public]) if public != argument else (publics[public], argument)
-                raise ConfigError("%s.name: `%s` is already the name of the argument `%s` of `%s`" % (
-                    argument_layers[moved][-1][1], public, other, self.original))
-            publics[public] = argument
-        self.renamed = {public: argument for public, argument in publics.items() if public != argument}
-        shown_required = [renamed.get(name, name) for name in required if name in properties and
-                          renamed.get(name, name) not in self.defaults]
-        schema["properties"] = {renamed.get(argument, argument): prop for argument, prop in properties.items()}
-        if shown_required:
-            schema["required"] = shown_required
-        else:
-            schema.pop("required", None)
-        shown["inputSchema"] = schema
-        self.tool = shown
-
-    def arguments(self, given):
-        """What a call with `given` (the model's arguments, checked against the published schema) sends the
-        server: names mapped back, defaults filled in, fixed values added; ToolError for arguments that do
-        not fit."""
-        schema = self.tool["inputSchema"]
-        problems = _checked(given, schema)
-        for name in given:
-            if name not in schema.get("properties", {}) and schema.get("additionalProperties") is not False and (
-                    name in self.hidden or name in self.renamed.values()):
-                problems.append("`%s` is not an argument of this tool%s" % (name, " (its value is fixed)" if name in
-                                                                           self.fixed else ""))
-        if problems:
-            raise ToolError(_argument_help(self.tool["name"], problems, schema))
-        sent = {self.renamed.get(name, name): value for name, value in dict(self.defaults, **given).items()}
-        return dict(sent, **self.fixed)
-
-
-def _read_overrides(loader, entry, where):
-    """The `overrides` of a server entry or a namespace: [(tool name or glob, override, "file: key")], each checked
-    for what the tool's schema is not needed for (CuratedTool checks the rest when the tools are listed)."""
-    found = []
-    for pattern, override in loader.get(entry, "overrides", dict, where, {}).items():
-        here = _join(where, "overrides.%s" % pattern)
-        if not pattern:
-            raise loader.error(_join(where, "overrides"), 'a tool name or glob, not ""')
-        loader.keys(override, _OVERRIDE_KEYS, here)
-        for key in ("name", "title", "description", "descriptionPrefix", "descriptionSuffix"):
-            loader.get(override, key, str, here)
-        if "name" in override and not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", override["name"]):
-            raise loader.error(_join(here, "name"), "use 1 to 128 of A-Z a-z 0-9 _ - (what every client accepts in a "
-                                                    "tool name), not %s" % json.dumps(override["name"]))
-        for key in ("annotations", "_meta", "arguments"):
-            loader.get(override, key, dict, here)
-        names = {}
-        for argument, change in override.get("arguments", {}).items():
-            there = _join(here, "arguments.%s" % argument)
-            loader.keys(change, _ARGUMENT_KEYS, there)
-            for key, kind in (("name", str), ("description", str), ("hidden", bool)):
-                loader.get(change, key, kind, there)
-            if "value" in change and any(key in change for key in ("name", "description", "default")):
-                raise loader.error(there, "an argument with a `value` is fixed and hidden from the model: it takes "
-                                          "no `name`, `description` or `default`")
-            if "name" in change:
-                if not change["name"]:
-                    raise loader.error(_join(there, "name"), "expected a name, not \"\"")
-                if change["name"] in names:
-                    raise loader.error(_join(there, "name"), "`%s` is also the new name of `%s`" % (
-                        change["name"], names[change["name"]]))
-                names[change["name"]] = argument
-        found.append((pattern, override, "%s: %s" % (loader.path, here)))
-    return found
-
-
-class UpstreamSpec:
-    """One configured server, as read from the file; `error` when the entry cannot be used."""
-
-    # What an entry leaves out; the mutable ones are made per server in __init__.
-    command = cwd = url = error = None
-    transport = "stdio"
-    disabled = eager = False
-    startup_timeout, tool_timeout, health_interval = START_TIMEOUT, TOOL_TIMEOUT, HEALTH_INTERVAL
-    max_concurrency = 0
-    protocol = None  # `protocolVersion`: the era to speak, pinned (None: initialize, else discover)
-    isolation, max_instances = "shared", ISOLATED_MAX  # one process for everyone, or one per person or session
-    idle_timeout = ISOLATED_IDLE  # seconds a person's (or session's) own process may go unused: then it stops
-    person_token = None  # `auth`: a URL server gets the signed-in person's own token ("passthrough", audience-checked)
-                         # or one the identity provider gives for it in exchange ("exchange", RFC 8693)
-
-    def __init__(self, key, where):
-        self.key, self.id, self.where = key, _server_id(key), where
-        self.args, self.env, self.headers = [], {}, {}
-        self.allow, self.deny = [], []
-        self.denied_tools = []  # mcp-studio's deniedTools: refused in every namespace
-        self.prefix = self.id   # tool and prompt names are <prefix><separator><name>; "" for bare names
-        self.secrets = []
-        self.notes = []  # what of the entry is accepted but not used, said once at startup
-        self.oauth = {}  # a URL server's `oauth` settings (see OAuthClient); None: never sign in
-        self.rules = {}       # its rateLimit, cache and confirm (see Guard)
-        self.overrides = []   # (tool name or glob, override, "file: key"): how its tools are shown (CuratedTool)
-
-    def public_name(self, name, separator):
-        """The name a client sees for the server's tool or prompt `name`."""
-        return self.prefix + separator + name if self.prefix else name
-
-    @property
-    def launch(self):
-        """What starts the server: a change here means a restart (and another cache entry)."""
-        return _fingerprint(self.command, self.args, self.cwd, self.env, self.url, self.headers, self.protocol)
-
-    @property
-    def settings(self):
-        """A fingerprint of everything that, changed by a reload, restarts the server."""
-        return _fingerprint(self.launch, self.startup_timeout, self.tool_timeout, self.max_concurrency,
-                            self.health_interval, self.allow, self.deny, self.disabled, self.error,
-                            self.denied_tools, self.oauth, self.overrides, self.isolation, self.max_instances,
-                            self.idle_timeout, self.person_token)
-
-    def person_names(self):
-        """The NAMEs of the `${person.NAME}` in its args, env and headers: each person's own secrets."""
-        words = self.args + list(self.env.values()) + list(self.headers.values())
-        return sorted({name for word in words for name in _PERSON_REFERENCE.findall(word)})
-
-    def listed(self):
-        """What the shared process runs (it lists the tools of an isolated server): no person's secrets. No person
-        fills a header that names one, so it is not sent at all (never an empty `Authorization: Bearer `); a variable
-        or an argument that names one is empty (a variable left out would be inherited from mcpstudio's own
-        environment)."""
-        return self.for_person({}, listing=True) if self.person_names() else self
-
-    def for_person(self, secrets, listing=False):
-        """A copy whose `${person.NAME}` are `secrets`' values ("" for one not in them); `listing`: the shared
-        listing's copy, without the headers that name one."""
-        import copy
-        spec = copy.copy(self)
-
-        def fill(word):
-            return _PERSON_REFERENCE.sub(lambda found: secrets.get(found.group(1), ""), word)
-        spec.args = [fill(word) for word in self.args]
-        spec.env = {key: fill(value) for key, value in self.env.items()}
-        spec.headers = {key: fill(value) for key, value in self.headers.items()
-                        if not (listing and _PERSON_REFERENCE.search(value))}
-        spec.secrets = self.secrets + [value for value in secrets.values() if value]
-        spec.origin = self  # what a reload compares
-        return spec
-
-    def display(self):
-        """The server as a person reads it, secrets masked: its URL, or its command line."""
-        return mask_secrets(self.url or _argv_text([self.command or "?"] + self.args))
-
-
-class UpstreamPlan:
-    """The upstream part of a config: servers (in file order), namespaces and their choice."""
-
-    def __init__(self, specs, namespaces, default, default_key, permissions=None):
-        self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
-        self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
-
-    def denial(self, namespace, spec, tool, names=()):
-        """Why `tool` of `spec` is denied in `namespace` (None: it is allowed); `names`: its curated name too.
-
-        mcp-studio's rules: a server's deniedTools always win; then a
-        toolPermissions entry for the namespace, server and tool; then the
-        namespace's serverDefaults for the server (true = deny), else its
-        denyByDefault. A rule names a curated tool by either name (a
-        disabling entry wins over an enabling one).
-        """
-        names = [tool] + [name for name in names if name != tool]
-        named = next((name for name in names if name in spec.denied_tools), None)
-        if named is not None:
-            return "the tool `%s` is in the deniedTools of server `%s`" % (named, spec.key)
-        if namespace is None:
-            return None
-        found = [(self.permissions[(namespace, spec.id, name)], name) for name in names
-                 if (namespace, spec.id, name) in self.permissions]
-        if found:
-            enabled, named = min(found, key=lambda pair: pair[0])
-            return None if enabled else ("toolPermissions disables the tool `%s` of server `%s` in namespace `%s`"
-                                         % (named, spec.key, namespace))
-        entry = self.namespaces[namespace]
-        if entry["server_defaults"].get(spec.id, entry["deny_by_default"]):
-            return ("namespace `%s` denies the tools of server `%s` unless toolPermissions enables them, and "
-                    "none enables `%s`" % (namespace, spec.key, tool))
-        return None
-
-    def left_out(self, namespace, spec, original, separator):
-        """Why `serve` leaves `spec`'s tool `original` out of `namespace`: "" for the server's or the namespace's
-        allow/deny filters, a permission's reason (calls get it), or None when it is listed. A curated tool
-        answers to both of its names: a filter that lets either in lets it in, one that keeps either out
-        keeps it out."""
-        entry = self.namespaces.get(namespace)
-        public = spec.public_name(original, separator)
-        curated = self.curation(namespace, spec, original, separator)[1] if spec.overrides or (
-            entry and entry.get("overrides")) else public
-        own = curated[len(spec.prefix + separator):] if spec.prefix and curated.startswith(spec.prefix + separator) \
-            else curated  # the curated name as a server's rules name its tools: without its prefix
-        if not _passes_any({original, own}, spec.allow, spec.deny) or (
-                entry and not _passes_any({public, curated}, entry["allow"], entry["deny"])):
-            return ""
-        return self.denial(namespace, spec, original, (own,))
-
-    def curation(self, namespace, spec, original, separator):
-        """([(override, "file: key", exact)], public name) of `spec`'s tool `original` in `namespace`: the server
-        entry's overrides that match it (globs in file order, then its own name), then the namespace's that
-        match the public name the server's give it; a later one's keys win. `name` renames what its key
-        names: in a server entry the tool (its prefix stays), in a namespace the public name."""
-        layers = override_layers(spec.overrides, original)
-        own = next((override["name"] for override, _, _ in reversed(layers) if "name" in override), original)
-        public = spec.public_name(own, separator)
-        entry = self.namespaces.get(namespace) or {}
-        more = override_layers(entry.get("overrides") or (), public)
-        return layers + more, next((override["name"] for override, _, _ in reversed(more) if "name" in override), public)
-
-
-def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
-    """The `mcpServers`, `servers`, `namespaces` and `defaultNamespace` keys of a config.
-
-    A mistake inside one server entry makes that server unusable (`spec.error`,
-    shown by status, check and servers_list) and leaves the others running;
-    mistakes that touch several (ids that collide, namespaces) stop startup.
-    """
-    specs, by_id = [], {}
-    for group in _SERVER_GROUPS:
-        for key, entry in loader.get(data, group, dict, "", {}).items():
-            where = "%s.%s" % (group, key)
-            spec = UpstreamSpec(key, where)
-            try:
-                _read_server(loader, spec, entry, where, base_timeout)
-            except ConfigError as exc:
-                spec.error = str(exc)
-            if spec.id in by_id:
-                raise loader.error(where, "its id `%s` is also the id of %s (ids are the keys with characters "
-                                          "other than A-Z a-z 0-9 _ - made _); rename one of them"
-                                   % (spec.id, by_id[spec.id].where))
-            by_id[spec.id] = spec
-            specs.append(spec)
-
-    def server_id(member, here):
-        if not isinstance(member, str):
-            raise loader.error(here, "expected a server key (a string)")
-        spec = next((s for s in specs if member in (s.key, s.id)), None)
-        if not spec:
-            import difflib
-            close = difflib.get_close_matches(member, [s.key for s in specs], 1, 0.6)
-            raise loader.error(here, "no server %s is configured%s" % (json.dumps(member), (
-                " (did you mean %s?)" % json.dumps(close[0])) if close else
-                " (configured: %s)" % (", ".join(s.key for s in specs) or "none")))
-        return spec.id
-
-    namespaces = {}
-    found = data.get("namespaces", {})
-    if isinstance(found, list):  # mcp-studio's first format: a list of {"id", "name", "serverIds"}
-        found = _keyed_list(loader, found, "namespaces")
-    elif not isinstance(found, dict):
-        loader.get(data, "namespaces", dict, "")
-    for name, entry in found.items():
-        where = "namespaces.%s" % name
-        if not name:  # no --namespace, URL or default can name it
-            raise loader.error("namespaces", 'a namespace needs a name, not "" (e.g. "work")')
-        if isinstance(entry, list):
-            entry = {"servers": entry}
-        loader.keys(entry, _NAMESPACE_KEYS, where)
-        key = "serverIds" if "serverIds" in entry else "servers"
-        ids = [server_id(member, "%s.%s[%d]" % (where, key, index))
-               for index, member in enumerate(loader.get(entry, key, list, where, []))]
-        defaults = {}
-        for member, deny in loader.get(entry, "serverDefaults", dict, where, {}).items():
-            here = _join(where, "serverDefaults.%s" % member)
-            if not isinstance(deny, bool):
-                raise loader.error(here, "expected true (deny the server's tools by default) or false")
-            defaults[server_id(member, here)] = deny
-        allow, deny = _read_filter(loader, entry, where)
-        people = loader.get(entry, "people", list, where)
-        if people is not None and not all(isinstance(p, str) and p for p in people):
-            raise loader.error(_join(where, "people"), "expected a list of who may use it: subjects, emails, "
-                               "\"group:NAME\" or \"*\"")
-        namespaces[name] = {"servers": ids, "allow": allow, "deny": deny, "people": people,
-                            "description": loader.get(entry, "description", str, where, ""),
-                            "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
-                            "tool_search": loader.choice(entry, "toolSearch", TOOL_SEARCH_MODES, where),
-                            "server_defaults": defaults, "overrides": _read_overrides(loader, entry, where)}
-    permissions = {}
-    for index, entry in enumerate(loader.get(data, "toolPermissions", list, "", [])):
-        where = "toolPermissions[%d]" % index
-        loader.keys(entry, _PERMISSION_KEYS, where)
-        values = {}
-        for key, old in (("namespace", "namespaceId"), ("server", "serverId"), ("toolName", None)):
-            values[key] = loader.get(entry, key if key in entry or old is None else old, str, where)
-            if values[key] is None:
-                raise loader.error(where, "a tool permission needs `namespace`, `server`, `toolName` and `enabled`")
-        if values["namespace"] not in namespaces:
-            raise loader.error(_join(where, "namespace"), "no namespace %s is configured (configured: %s)"
-                               % (json.dumps(values["namespace"]), ", ".join(namespaces) or "none"))
-        enabled = loader.get(entry, "enabled", bool, where)
-        if enabled is None:
-            raise loader.error(where, "a tool permission needs `enabled`: true or false")
-        permissions[(values["namespace"], server_id(values["server"], _join(where, "server")), values["toolName"])] = enabled
-    default_key = "defaultNamespace" if "defaultNamespace" in data else "defaultNamespaceId"
-    return UpstreamPlan(specs, namespaces, loader.get(data, default_key, str, ""), default_key, permissions)
-
-
-def _keyed_list(loader, items, where):
-    """mcp-studio's early list form ([{"id": ..., ...}]) as the object form keyed by id."""
-    out = {}
-    for index, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
-            raise loader.error("%s[%d]" % (where, index), "expected an object with an \"id\"")
-        out[item["id"]] = item
-    return out
-
-
-def _read_filter(loader, entry, where):
-    tools = loader.get(entry, "tools", dict, where, {})
-    loader.keys(tools, _FILTER_KEYS, _join(where, "tools"))
-    lists = []
-    for key in _FILTER_KEYS:
-        patterns = loader.get(tools, key, list, _join(where, "tools"), [])
-        if not all(isinstance(p, str) for p in patterns):
-            raise loader.error(_join(where, "tools.%s" % key), "expected a list of glob patterns (strings)")
-        lists.append(patterns)
-    return tuple(lists)
-
-
-def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
-    if not isinstance(entry, dict):
-        raise loader.error(where, "expected an object with `command` (and `args`, `env`, `cwd`), not %s"
-                           % _type_name(entry))
-    for key in entry:  # keys of other clients (autoApprove, timeout, ...) are accepted as they are
-        if key not in _SERVER_KEYS and key not in _OAUTH_KEYS:
-            import difflib
-            close = difflib.get_close_matches(key, _SERVER_KEYS, 1, 0.8)
-            if close:
-                raise loader.error(_join(where, key), "unknown key (did you mean `%s`?)" % close[0])
-    spec.disabled = loader.get(entry, "disabled", bool, where, False) or not loader.get(entry, "enabled", bool, where, True)
-    spec.rules = read_rules(loader, entry, where)
-    spec.eager = loader.get(entry, "eager", bool, where, False) or loader.get(entry, "autostart", bool, where, False)
-    spec.prefix = loader.get(entry, "prefix", str, where, spec.id)
-    if "prefix" in entry and not re.fullmatch(r"[A-Za-z0-9_-]{0,32}", spec.prefix):
-        raise loader.error(_join(where, "prefix"), "use up to 32 of A-Z a-z 0-9 _ - (a short prefix for the "
-                                                   "server's tool names; \"\" for none), not %s" % json.dumps(spec.prefix))
-    kind_key = "type" if "type" in entry or "kind" not in entry else "kind"  # `kind` is mcp-studio's name
-    kind = loader.get(entry, kind_key, str, where, "")
-    http_kinds = ("", "http", "sse", "streamable-http", "streamableHttp", "streamable_http")
-    if "url" in entry or kind in http_kinds[1:]:
-        if kind not in http_kinds:
-            raise loader.error(_join(where, kind_key), "expected \"http\" or \"sse\" with a `url`, not %s" % json.dumps(kind))
-        spec.transport = "sse" if kind == "sse" else "http"
-        if "url" not in entry:
-            raise loader.error(where, "a %s server needs a `url`" % spec.transport)
-        spec.url = loader.expand(loader.get(entry, "url", str, where), _join(where, "url"))
-        if not re.match(r"https?://[^/?#]+", spec.url):
-            raise loader.error(_join(where, "url"), "expected an http:// or https:// URL, not %s" % json.dumps(spec.url))
-        _read_headers(loader, spec, entry, where)
-    elif kind not in ("", "stdio"):
-        raise loader.error(_join(where, kind_key), "expected \"stdio\" (or \"http\"/\"sse\" with a `url`), not %s"
-                           % json.dumps(kind))
-    else:
-        for key in ("http_headers", "env_http_headers", "bearer_token_env_var"):
-            if key in entry:
-                raise loader.error(_join(where, key), "only a server with a `url` sends HTTP headers")
-        if "command" not in entry:
-            raise loader.error(where, "a server needs a `command` (the program that starts it) or a `url`")
-        spec.command = loader.expand(loader.get(entry, "command", str, where), _join(where, "command"))
-        if not spec.command.strip():
-            raise loader.error(_join(where, "command"), "is empty")
-    for index, arg in enumerate(loader.get(entry, "args", list, where, [])):
-        here = _join(where, "args[%d]" % index)
-        if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
-            raise loader.error(here, "expected a string")
-        spec.args.append(loader.expand(str(arg), here))
-    problem = None if spec.url else exec_problem([spec.command] + spec.args, cwd=entry.get("cwd"), batch=False)
-    if problem is not None:  # reported by check and status too, not only when the server is started
-        raise loader.error(where, problem)
-    if "cwd" in entry:
-        spec.cwd = loader.folder_path(loader.get(entry, "cwd", str, where), _join(where, "cwd"))
-    spec.env = loader.environment(entry, where, "env")
-    spec.secrets.extend(v for k, v in spec.env.items() if looks_secret(k))  # tokens are often written in clear
-    for key, attr in (("startupTimeout", "startup_timeout"), ("toolTimeout", "tool_timeout"),
-                      ("healthCheckInterval", "health_interval")):
-        if key not in entry and attr + "_sec" in entry:  # mcp-studio's startup_timeout_sec, tool_timeout_sec
-            key = attr + "_sec"
-        value = loader.get(entry, key, NUMBER, where)
-        if value is not None:
-            if not 0 <= value < 1e9 or (value == 0 and key != "healthCheckInterval"):
-                raise loader.error(_join(where, key), "expected a positive number of seconds")
-            setattr(spec, attr, float(value))
-        elif key == "toolTimeout" and base_timeout:
-            spec.tool_timeout = base_timeout
-    spec.protocol = loader.get(entry, "protocolVersion", str, where)
-    if spec.protocol is not None and spec.protocol not in MODERN_VERSIONS + PROTOCOL_VERSIONS:
-        raise loader.error(_join(where, "protocolVersion"), "expected one of %s (or leave it out: mcpstudio then "
-                           "tries initialize, and server/discover when refused), not %s"
-                           % (", ".join(MODERN_VERSIONS + PROTOCOL_VERSIONS), json.dumps(spec.protocol)))
-    spec.max_concurrency = loader.get(entry, "maxConcurrency", int, where, 0)
-    if spec.max_concurrency < 0:
-        raise loader.error(_join(where, "maxConcurrency"), "expected a positive whole number (0: no limit)")
-    spec.person_token = loader.choice(entry, "auth", PERSON_TOKEN_MODES, where, None)
-    if spec.person_token and not spec.url:
-        raise loader.error(_join(where, "auth"), "only a server with a `url` takes a person's token")
-    if spec.person_token and entry.get("isolation") == "shared":
-        raise loader.error(_join(where, "isolation"), "\"auth\": \"%s\" talks to the server as each person "
-                           "(with their own token): use \"user\" or \"session\", or leave it out (\"user\")"
-                           % spec.person_token)
-    spec.isolation = loader.choice(entry, "isolation", ISOLATION_MODES, where, "user" if spec.person_token else "shared")
-    spec.max_instances = loader.get(entry, "maxInstances", int, where, ISOLATED_MAX)
-    if spec.max_instances < 1:
-        raise loader.error(_join(where, "maxInstances"), "expected a positive whole number (instances at once)")
-    spec.idle_timeout = float(loader.get(entry, "idleTimeout", NUMBER, where, ISOLATED_IDLE))
-    if not 0 < spec.idle_timeout < 1e9:
-        raise loader.error(_join(where, "idleTimeout"), "expected a positive number of seconds")
-    if spec.isolation == "shared" and spec.person_names():
-        raise loader.error(where, "${person.%s} is a signed-in person's own secret: set \"isolation\": \"user\" "
-                           "(or \"session\"), so that each person's server gets theirs" % spec.person_names()[0])
-    spec.allow, spec.deny = _read_filter(loader, entry, where)
-    spec.denied_tools = loader.get(entry, "deniedTools", list, where, [])
-    if not all(isinstance(name, str) for name in spec.denied_tools):
-        raise loader.error(_join(where, "deniedTools"), "expected a list of tool names (strings)")
-    spec.overrides = _read_overrides(loader, entry, where)
-    _read_oauth(loader, spec, entry, where)
-
-
-def _read_oauth(loader, spec: UpstreamSpec, entry, where):
-    """The `oauth` block of a URL server (and other clients' names for its parts); `false` turns sign-in off."""
-    given = [key for key in _OAUTH_KEYS if key in entry]
-    if spec.url is None:
-        if given:
-            spec.notes.append("%s: `%s` is not used: only a server with a `url` signs in" % (where, given[0]))
-        return
-    block = entry.get("oauth", {})
-    if block is False or entry.get("oauthEnabled") is False:
-        spec.oauth = None
-        return
-    if not isinstance(block, dict):
-        raise loader.error(_join(where, "oauth"), "expected an object (clientId, clientSecret, scopes, callbackPort, "
-                                                  "clientMetadataUrl, browser) or false, not %s" % _type_name(block))
-    block = {_OAUTH_ALIASES.get(key, key): value for key, value in block.items()}  # client_id: mcp-studio's spelling
-    for key in block:
-        if key not in OAUTH_KEYS:
-            import difflib
-            close = difflib.get_close_matches(key, OAUTH_KEYS, 1, 0.6)
-            raise loader.error(_join(where, "oauth.%s" % key), "unknown key%s; known: %s" % (
-                " (did you mean `%s`?)" % close[0] if close else "", ", ".join(OAUTH_KEYS)))
-    settings = {}
-    for key, kinds in OAUTH_KEYS.items():
-        value = loader.get(block, key, kinds, _join(where, "oauth"))
-        if value is not None:
-            settings[key] = loader.expand(value, _join(where, "oauth.%s" % key)) if isinstance(value, str) else value
-    for key, target in (("oauth_client_id", "clientId"), ("oauthClientId", "clientId"), ("oauthScopes", "scopes"),
-                        ("scopes", "scopes")):
-        if key in entry and target not in settings:
-            settings[target] = entry[key]
-    if isinstance(settings.get("scopes"), list) and not all(isinstance(x, str) for x in settings["scopes"]):
-        raise loader.error(_join(where, "oauth.scopes"), "expected a list of scope names or one string of them")
-    if not 0 <= settings.get("callbackPort", 0) < 65536:
-        raise loader.error(_join(where, "oauth.callbackPort"), "expected a port number (1-65535)")
-    if settings.get("clientSecret"):
-        spec.secrets.append(settings["clientSecret"])
-    spec.oauth = settings
-
-
-def _read_headers(loader, spec: UpstreamSpec, entry, where):
-    """`headers` (${VAR} expanded), and mcp-studio's http_headers, env_http_headers (header -> variable) and
-    bearer_token_env_var: kept as secrets (Authorization and API keys, above all)."""
-    headers = dict(loader.get(entry, "http_headers", dict, where, {}))
-    for header, variable in loader.get(entry, "env_http_headers", dict, where, {}).items():
-        here = _join(where, "env_http_headers.%s" % header)
-        if not isinstance(variable, str) or not variable:
-            raise loader.error(here, "expected the name of an environment variable")
-        if loader.environ.get(variable) is None:
-            raise loader.error(here, "the variable %s is not set; set it in the environment mcpstudio starts in"
-                               % variable)
-        headers[header] = loader.environ[variable]
-    variable = loader.get(entry, "bearer_token_env_var", str, where)
-    if variable is not None:
-        here = _join(where, "bearer_token_env_var")
-        if not loader.environ.get(variable):
-            raise loader.error(here, "the variable %s is not set; set it to the token in the environment "
-                               "mcpstudio starts in" % variable)
-        headers["Authorization"] = "Bearer " + loader.environ[variable]
-    for group, found in (("headers", loader.get(entry, "headers", dict, where, {})), ("http_headers", headers)):
-        for key, value in found.items():
-            here = _join(where, "%s.%s" % (group, key))
-            if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", key) or not isinstance(value, str) or "\n" in value:
-                raise loader.error(here, "expected a header name and a one-line string value")
-            spec.headers[key] = loader.expand(value, here) if group == "headers" else value
-            spec.secrets.append(spec.headers[key])
-
-
-def select_namespace(namespaces, requested, default, default_key="defaultNamespace"):
-    """(name or None for every server, how it was chosen, error text or None): seed 004's rules."""
-    names = ", ".join(sorted(namespaces)) or "none"
-    if requested is not None:
-        if requested in namespaces:
-            return requested, "--namespace %s" % requested, None
-        return None, None, "unknown namespace %s given by --namespace (configured namespaces: %s)" % (
-            json.dumps(requested), names)
-    if default is not None:
-        if default in namespaces:
-            return default, "%s in the config" % default_key, None
-        return None, None, "unknown namespace %s in %s (configured namespaces: %s)" % (
-            json.dumps(default), default_key, names)
-    if len(namespaces) == 1:
-        return next(iter(namespaces)), "the only namespace in the config", None
-    if not namespaces:
-        return None, "no namespaces in the config: every server", None
-    return None, None, ("no namespace chosen and the config has several (%s); choose one with --namespace NAME in "
-                        "this server's args, or set \"defaultNamespace\" in the config" % names)
-
-
-def _match(name, patterns):
-    import fnmatch
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
-
-
-def _passes_any(names, allow, deny):
-    """A tool known by several `names` passes when one of them is allowed and none is denied."""
-    return (not allow or any(_match(name, allow) for name in names)) and not any(_match(name, deny) for name in names)
-
-
-def shared_uris(listings):
-    """{uri: [server ids]} for each resource URI that more than one server lists (`listings`: [(server id,
-    resources)]); skill:// URIs are served under each server's id, so they are never shared."""
-    owners = {}
-    for server_id, items in listings:
-        for uri in {item.get("uri") for item in items if isinstance(item.get("uri"), str)}:
-            owners.setdefault(uri, []).append(server_id)
-    return {uri: ids for uri, ids in owners.items() if len(ids) > 1 and not uri.startswith("skill://")}
-
-
-class _UpstreamProtocol(asyncio.SubprocessProtocol):
-    """Lines from a server's stdout (messages) and stderr (for its log), and its exit."""
-
-    transport = None
-    reason = None  # why it ended, once it has
-    _gone = False
-
-    def __init__(self, upstream):
-        self.upstream = upstream
-        self.exited = asyncio.get_running_loop().create_future()
-        self.open_pipes = {1, 2}
-        self._out = StdioFraming(MAX_MESSAGE, self._oversized)
-        self._err = bytearray()
-
-    def connection_made(self, transport):
-        self.transport = transport
-
-    def pipe_data_received(self, fd, data):
-        if fd != 1:
-            self._err += data
-            *lines, rest = self._err.split(b"\n")
-            self._err = bytearray(rest[-65536:])
-            for line in lines:
-                self.upstream.server_log.stderr_line(_decoded(bytes(line).rstrip(b"\r")))
-            return
-        for item, _ in self._out.feed(data):
-            if not isinstance(item, McpError):  # a line over MAX_MESSAGE: _oversized
-                self.upstream.client.received(item)
-
-    def _oversized(self, head, tail):
-        """A line over MAX_MESSAGE was skipped: fail the request it answers (its id starts or ends it)."""
-        found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,', head) or \
-            re.search(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$', tail)
-        client = self.upstream.client
-        self.upstream.server_log.note("skipped a message over %d bytes on stdout%s" % (
-            MAX_MESSAGE, " (the answer to request %s)" % found.group(1).decode() if found else ""))
-        if found:
-            client.fail(int(found.group(1)), SERVER_ANSWER_TOO_LARGE, "server `%s` answered with a message over "
-                        "%d bytes, more than mcpstudio accepts; ask for less at a time (a smaller range, page "
-                        "or file)" % (client.name, MAX_MESSAGE))
-
-    def send(self, message):
-        pipe = self.transport and self.transport.get_pipe_transport(0)
-        if pipe and not pipe.is_closing():
-            pipe.write(encode_message(message))
-
-    def abort(self, request_id):
-        """Nothing to close per request on stdio: notifications/cancelled says it."""
-
-    def pipe_connection_lost(self, fd, exc):
-        self.open_pipes.discard(fd)
-        if not self.open_pipes and self.exited.done():
-            self._finish()
-
-    def process_exited(self):
-        if not self.exited.done():
-            self.exited.set_result(None)
-        # Answers and last words written just before exiting may still be in the pipes: read
-        # them first (a grandchild holding the pipes gets PIPE_LINGER).
-        if not self.open_pipes:
-            self._finish()
-        else:
-            asyncio.get_running_loop().call_later(PIPE_LINGER, self._finish)
-
-    def _finish(self):
-        if not self._gone:
-            self._gone = True
-            if self._err:
-                self.upstream.server_log.stderr_line(_decoded(self._err))
-            self.upstream.gone(self)
-
-
-HTTP_RESUME_WAIT_MS = 10000  # the longest an upstream's `retry` may make us wait to resume its stream
-
-
 # --------------------------------------------------------------------------
 # OAuth 2.1 for URL upstreams, as the MCP authorization specification says
 # --------------------------------------------------------------------------
@@ -9791,10 +8968,6 @@ OAUTH_HTTP_TIMEOUT = 30.0      # seconds for one request to an authorization ser
 OAUTH_STEP_UPS = 2             # sign-ins one request may cause (401, then 403 insufficient_scope)
 OAUTH_REFRESH_EARLY = 60       # seconds before its expiry an access token is refreshed
 URL_ELICITATION_REQUIRED = -32042  # a call that waits for the client's user to open a URL (elicitation URL mode)
-OAUTH_KEYS = {"clientId": str, "clientSecret": str, "scopes": (str, list), "callbackPort": int,  # a config's `oauth`,
-              "clientMetadataUrl": str, "browser": bool}                                        # what each holds
-_OAUTH_ALIASES = {"client_id": "clientId", "client_secret": "clientSecret", "callback_port": "callbackPort",
-                  "client_metadata_url": "clientMetadataUrl"}
 
 
 def www_authenticate(header):
@@ -9874,26 +9047,6 @@ def pkce_pair():
 def oauth_folder():
     """Where sign-ins are kept: the mcpstudio config folder's `oauth`."""
     return os.path.join(os.path.dirname(default_config_path()), "oauth")
-
-
-def write_private_json(path, data):
-    """Write `data` as JSON atomically through a new file of an unpredictable name, mode 0600 in a folder made
-    0700 (on Windows the user's profile folder guards it); the temporary file never outlives a failure. Sign-ins,
-    listing and discovery caches, and RunningStats are written so."""
-    import secrets
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    if _POSIX:
-        os.chmod(folder, 0o700)
-    temporary = "%s.%s.tmp" % (path, secrets.token_hex(8))
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | (os.O_NOFOLLOW if _POSIX else 0), 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(temporary, path)
-    except BaseException:
-        os.remove(temporary)
-        raise
 
 
 def oauth_request(url, data=None, headers=None, limit=1 << 20):
@@ -10331,6 +9484,285 @@ class OAuthClient:
         else:
             when = "no expiry given"
         return "signed in (%s; scopes: %s)" % (when, tokens.get("scope") or "none")
+
+
+# --------------------------------------------------------------------------
+# Input on the way: multi round-trip requests across the eras (SEP-2322)
+# --------------------------------------------------------------------------
+
+CLIENT_FEATURES = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+INPUT_ROUNDS = 10  # input_required rounds answered for a handshake-era client before mcpstudio gives up
+
+
+class _Parked:
+    """A call to a handshake-era server, waiting on the 2026-07-28 client's answers."""
+
+    call = None  # the forwarded request, running on its own
+    expiry = None
+
+    caller = None  # who made the call (a parked call counts against its caller's PARKED_PER_CALLER)
+
+    def __init__(self, method, name, owner=None):
+        self.method, self.name = method, name  # what the retry must repeat
+        self.owner = owner    # whose call it is (CallContext.owner): another person's retry does not answer it
+        self.asks = {}        # input key -> (method, params, future of the client's answer)
+        self.changed = asyncio.Event()
+
+
+PARKED_PER_CALLER = 8            # calls of one caller that may wait for a 2026-07-28 retry's answers at once
+
+
+class InputBridge:
+    """A handshake-era server's requests (elicitation, sampling, roots) during a 2026-07-28 client's call,
+    turned into that era's input_required results.
+
+    Such a client takes no requests. Its call goes on in the background; the client gets
+    `resultType: "input_required"` with the server's requests as `inputRequests` and a `requestState`
+    that names the waiting call. Its retry (same method and name, the answers in `inputResponses`, that
+    `requestState`) answers the server, and waits for the result or the next question. A call nobody
+    comes back for is cancelled after ASK_TIMEOUT."""
+
+    ids = None  # the Instance that names its requestStates over --http (a retry elsewhere is told where it lives)
+
+    def __init__(self):
+        self.parked = {}  # requestState -> _Parked
+        self.calls = {}   # the CallContext a call was forwarded with -> its _Parked
+
+    def identify(self, instance):
+        """Name the requestStates parked from now on after `instance` (an Instance: --http, for a balancer)."""
+        self.ids = instance
+
+    async def exchange(self, forward, method, name, ctx):
+        """`forward(ctx)` as a multi round-trip request of `ctx`'s client."""
+        state = ctx.inputs.get("requestState")
+        if state is None:
+            entry = _Parked(method, name, ctx.owner)
+            entry.caller = ctx.session.caller or "session-%x" % id(ctx.session)
+            entry.call = asyncio.ensure_future(forward(ctx))  # outlives this request, if it must
+            self.calls[ctx] = entry
+            entry.call.add_done_callback(lambda _: self.calls.pop(ctx, None))
+        else:
+            entry = self.parked.get(state) if isinstance(state, str) else None
+            elsewhere = not entry and self.ids and self.ids.elsewhere(state)
+            if elsewhere:  # its command runs on one instance only: nothing here can answer it
+                raise _invalid_params("this `requestState` belongs to a prompt round that waits on another instance: "
+                                      "%s; call again without it (its command is stopped there after %d s)"
+                                      % (elsewhere, ASK_TIMEOUT), {"instance": self.ids.name})
+            if not entry or (entry.method, entry.name, entry.owner) != (method, name, ctx.owner):
+                raise _invalid_params("unknown `requestState` (it belongs to another "
+                                      "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
+            del self.parked[state]
+            entry.expiry.cancel()
+            answers = _object(ctx.inputs.get("inputResponses"))
+            for key, (_, _, future) in entry.asks.items():
+                if key in answers and not future.done():
+                    future.set_result(answers[key])
+        try:
+            while not entry.call.done():
+                entry.asks = {key: ask for key, ask in entry.asks.items() if not ask[2].done()}
+                if entry.asks and sum(1 for parked in self.parked.values()
+                                      if parked.caller == entry.caller) >= PARKED_PER_CALLER:
+                    entry.call.cancel()  # each parked call may be a live process, for up to ASK_TIMEOUT
+                    raise McpError(INVALID_REQUEST, "%d calls of this caller already wait for answers "
+                                   "(input_required); answer them first" % PARKED_PER_CALLER)
+                if entry.asks:
+                    return self._park(entry)
+                entry.changed.clear()
+                waiter = asyncio.ensure_future(entry.changed.wait())
+                await asyncio.wait([entry.call, waiter], return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+        except asyncio.CancelledError:  # the client gave up on it
+            entry.call.cancel()
+            raise
+        return entry.call.result()
+
+    def _park(self, entry: _Parked):
+        import secrets
+        state = self.ids.new_id() if self.ids else secrets.token_urlsafe(16)
+        self.parked[state] = entry
+        entry.expiry = asyncio.get_running_loop().call_later(ASK_TIMEOUT, self._expire, state)
+        return {"resultType": "input_required", "requestState": state,
+                "inputRequests": {key: {"method": method, "params": params}
+                                  for key, (method, params, _) in entry.asks.items()}}
+
+    def _expire(self, state):
+        entry = self.parked.pop(state, None)
+        if entry:
+            entry.call.cancel()
+
+    async def ask(self, ctx, method, params):
+        """A server's request during `ctx`'s call: its answer, once the client's retry brings it."""
+        entry = self.calls.get(ctx)
+        if not entry:
+            raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s outside a call" % method)
+        key = "%s-%d" % (CLIENT_FEATURES[method], len(entry.asks) + 1)
+        while key in entry.asks:
+            key += "'"
+        future = asyncio.get_running_loop().create_future()
+        entry.asks[key] = (method, params, future)
+        entry.changed.set()
+        return await future
+
+    def close(self):
+        for state in list(self.parked):
+            self._expire(state)
+
+    async def forward(self, upstream, method, params, ctx):
+        """Forward a request that may need the user's input on the way (SEP-2322), whatever the eras:
+        a 2026-07-28 client and server pass `inputResponses`, `requestState` and the input_required
+        result through untouched; a handshake-era client is asked what a 2026-07-28 server's result
+        asks for, and the server is asked again with the answers; a handshake-era server's requests
+        during a 2026-07-28 client's call become input_required results (exchange)."""
+        await upstream.ready(ctx)
+        modern = ctx and ctx.modern
+        if not upstream.modern_for(ctx, params.get("name")):
+            if modern and ctx.task is None:
+                return await self.exchange(lambda first: upstream.forward(method, params, first), method,
+                                                  params["name"], ctx)
+            return await upstream.forward(method, params, ctx)
+        if modern:
+            inputs = dict(ctx.inputs)
+            if ctx.answered and isinstance(inputs.get("inputResponses"), dict):  # the server's own answers only
+                inputs["inputResponses"] = {key: answer for key, answer in inputs["inputResponses"].items()
+                                            if key not in ctx.answered}
+                if not inputs["inputResponses"]:
+                    del inputs["inputResponses"]
+            return await upstream.forward(method, dict(params, **inputs), ctx)
+        for _ in range(INPUT_ROUNDS):
+            result = await upstream.forward(method, params, ctx)
+            if result.get("resultType") != "input_required":
+                return result
+            params = {key: value for key, value in params.items() if key not in ("inputResponses", "requestState")}
+            params["inputResponses"] = await self._answers(upstream, result, ctx)
+            if "requestState" in result:
+                params["requestState"] = result["requestState"]
+        raise McpError(INTERNAL_ERROR, "server `%s` still wanted input after %d rounds; gave up" % (
+            upstream.spec.id, INPUT_ROUNDS))
+
+    async def _answers(self, upstream, result, ctx):
+        """A handshake-era client's answers to a 2026-07-28 server's `inputRequests`, asked one by one."""
+        requests = result.get("inputRequests")
+        if not isinstance(requests, dict) or not requests:
+            raise McpError(INTERNAL_ERROR, "server `%s` answered input_required without inputRequests" % upstream.spec.id)
+        answers = {}
+        for key, request in requests.items():
+            method = _object(request).get("method")
+            session = ctx and ctx.session
+            if method not in CLIENT_FEATURES or not session or CLIENT_FEATURES[method] not in session.client_capabilities:
+                raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
+                               % (upstream.spec.id, json.dumps(method)))
+            answers[key] = await session.request(method, _object(request.get("params")), upstream.spec.tool_timeout,
+                                                 related=ctx.request_id)
+        return answers
+
+
+# --------------------------------------------------------------------------
+# Upstreams: one MCP server behind this one, over stdio or HTTP
+# --------------------------------------------------------------------------
+# An Upstream is an MCP client of one configured server: its channel (a child's
+# stdin/stdout, or Streamable HTTP with OAuth), the JSON-RPC client over it, its
+# listings cached on disk, its stderr log, restarts with backoff, a ping when idle,
+# its subscriptions/listen stream, its requests back to us and its tasks.
+
+LIST_WAIT = 2.0               # seconds a listing waits, in all, for servers with nothing cached yet
+                              # ($MCPSTUDIO_LIST_WAIT changes it: clients that wait longer, slow machines)
+LIST_PARALLEL = 4             # servers `status --check` starts at once
+CACHE_LINGER = 10.0           # seconds mcpstudio, exiting, waits for a first listing to cache it
+HEALTH_TIMEOUT = 10.0         # seconds a ping may take before the server is restarted
+STDIN_CLOSE_WAIT = 1.0        # seconds a server may take to exit once its stdin closes
+LOG_LINES = 500               # lines of each server's stderr and lifecycle kept for server_logs
+BACKOFF_FIRST = 1.0           # seconds before restarting a server that failed twice in a row; doubles
+BACKOFF_MAX = 30.0
+BACKOFF_WAIT = 2.0            # a call waits out a backoff this short; a longer one fails at once
+UPSTREAM_MAX_ITEMS = 5000     # tools (prompts, resources, templates) kept of one server's listing: the rest left out
+UPSTREAM_MAX_ITEM = 64 << 10  # bytes of one listed item (its description and schemas): a larger one is left out
+SHOWN_ELICITATIONS = 100      # URL elicitations a server had shown whose elicitation/complete is awaited (the oldest go)
+UPSTREAM_NOTICES = 50         # notifications a second a server may send (bursts as large): the rest are dropped
+UPSTREAM_CACHE_FORMAT = 1
+UPSTREAM_CACHE_MAX = 64 << 20  # bytes of one cached listing; a larger file is ignored
+
+
+def _list_wait():
+    """LIST_WAIT, or the seconds $MCPSTUDIO_LIST_WAIT gives (0 to 60)."""
+    try:
+        return min(max(float(os.environ["MCPSTUDIO_LIST_WAIT"]), 0.0), 60.0)
+    except (KeyError, ValueError):
+        return LIST_WAIT
+
+
+class _UpstreamProtocol(asyncio.SubprocessProtocol):
+    """Lines from a server's stdout (messages) and stderr (for its log), and its exit."""
+
+    transport = None
+    reason = None  # why it ended, once it has
+    _gone = False
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.exited = asyncio.get_running_loop().create_future()
+        self.open_pipes = {1, 2}
+        self._out = StdioFraming(MAX_MESSAGE, self._oversized)
+        self._err = bytearray()
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def pipe_data_received(self, fd, data):
+        if fd != 1:
+            self._err += data
+            *lines, rest = self._err.split(b"\n")
+            self._err = bytearray(rest[-65536:])
+            for line in lines:
+                self.upstream.server_log.stderr_line(_decoded(bytes(line).rstrip(b"\r")))
+            return
+        for item, _ in self._out.feed(data):
+            if not isinstance(item, McpError):  # a line over MAX_MESSAGE: _oversized
+                self.upstream.client.received(item)
+
+    def _oversized(self, head, tail):
+        """A line over MAX_MESSAGE was skipped: fail the request it answers (its id starts or ends it)."""
+        found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,', head) or \
+            re.search(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$', tail)
+        client = self.upstream.client
+        self.upstream.server_log.note("skipped a message over %d bytes on stdout%s" % (
+            MAX_MESSAGE, " (the answer to request %s)" % found.group(1).decode() if found else ""))
+        if found:
+            client.fail(int(found.group(1)), SERVER_ANSWER_TOO_LARGE, "server `%s` answered with a message over "
+                        "%d bytes, more than mcpstudio accepts; ask for less at a time (a smaller range, page "
+                        "or file)" % (client.name, MAX_MESSAGE))
+
+    def send(self, message):
+        pipe = self.transport and self.transport.get_pipe_transport(0)
+        if pipe and not pipe.is_closing():
+            pipe.write(encode_message(message))
+
+    def abort(self, request_id):
+        """Nothing to close per request on stdio: notifications/cancelled says it."""
+
+    def pipe_connection_lost(self, fd, exc):
+        self.open_pipes.discard(fd)
+        if not self.open_pipes and self.exited.done():
+            self._finish()
+
+    def process_exited(self):
+        if not self.exited.done():
+            self.exited.set_result(None)
+        # Answers and last words written just before exiting may still be in the pipes: read
+        # them first (a grandchild holding the pipes gets PIPE_LINGER).
+        if not self.open_pipes:
+            self._finish()
+        else:
+            asyncio.get_running_loop().call_later(PIPE_LINGER, self._finish)
+
+    def _finish(self):
+        if not self._gone:
+            self._gone = True
+            if self._err:
+                self.upstream.server_log.stderr_line(_decoded(self._err))
+            self.upstream.gone(self)
+
+
+HTTP_RESUME_WAIT_MS = 10000  # the longest an upstream's `retry` may make us wait to resume its stream
 
 
 def _encode_header(text):
@@ -11239,6 +10671,9 @@ class Downstream:
             self.source.events.source_notification("notifications/resources/updated", params, owner)
 
 
+LISTEN_AGAIN = 2.0                # seconds before a 2026-07-28 server's ended subscriptions/listen is opened again
+
+
 class ListenStream:
     """A 2026-07-28 server's `subscriptions/listen`. Such a server has no unsolicited notifications: mcpstudio
     asks for its list changes and the updates of the resources the client subscribed to (again when those
@@ -11545,6 +10980,9 @@ class ServerTasks:
         if self.upstream.state == "running":
             self.upstream.client.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % params["taskId"],
                                        "method": "tasks/cancel", "params": params})
+
+
+PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
 
 
 class Upstream:
@@ -11999,172 +11437,170 @@ class Upstream:
 
 
 # --------------------------------------------------------------------------
-# Input on the way: multi round-trip requests across the eras (SEP-2322)
+# Aggregator: other MCP servers behind this one (mcp-studio)
 # --------------------------------------------------------------------------
-CLIENT_FEATURES = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
-INPUT_ROUNDS = 10  # input_required rounds answered for a handshake-era client before mcpstudio gives up
+# A config's `mcpServers` (Claude Desktop, Claude Code, Cursor) and `servers`
+# (VS Code) entries are upstream MCP servers. Each becomes an Upstream: an
+# MCP client over its stdin/stdout, started on first need, supervised, and
+# stopped with its whole process group. The Aggregator is one source over
+# all of them plus the config's own tools: it names every upstream tool
+# `<serverId><sep><tool>`, routes by a table built at listing time, serves
+# listings from an on-disk cache so a listing starts nothing, and adds the
+# manager tools. Namespaces choose which servers one process serves.
+
+def _join_text(before, after):
+    """Two texts joined by one space, unless either side already ends or begins with white space."""
+    if not before or not after or before[-1:].isspace() or after[:1].isspace():
+        return before + after
+    return before + " " + after
 
 
-class _Parked:
-    """A call to a handshake-era server, waiting on the 2026-07-28 client's answers."""
-
-    call = None  # the forwarded request, running on its own
-    expiry = None
-
-    caller = None  # who made the call (a parked call counts against its caller's PARKED_PER_CALLER)
-
-    def __init__(self, method, name, owner=None):
-        self.method, self.name = method, name  # what the retry must repeat
-        self.owner = owner    # whose call it is (CallContext.owner): another person's retry does not answer it
-        self.asks = {}        # input key -> (method, params, future of the client's answer)
-        self.changed = asyncio.Event()
+def _checked(value, schema, where=""):
+    """validate(), for a schema a server wrote: a `pattern` Python cannot read (JavaScript's \\p{L}, say)
+    is left to the server to check."""
+    try:
+        return validate(value, schema, where)
+    except re.error:
+        def plain(node):
+            if isinstance(node, dict):
+                return {key: plain(item) for key, item in node.items() if key != "pattern" or not isinstance(item, str)}
+            return [plain(item) for item in node] if isinstance(node, list) else node
+        return validate(value, plain(schema), where)
 
 
-PARKED_PER_CALLER = 8            # calls of one caller that may wait for a 2026-07-28 retry's answers at once
+class CuratedTool:
+    """One upstream tool as its overrides show it (pure): `tool` is the definition to publish and
+    `arguments(given)` the arguments a call sends the server. A mistake only the tool's schema can
+    reveal (an argument it lacks, a fixed value its schema refuses, a hidden required argument with
+    no value) raises a ConfigError naming the file and the key."""
 
-
-class InputBridge:
-    """A handshake-era server's requests (elicitation, sampling, roots) during a 2026-07-28 client's call,
-    turned into that era's input_required results.
-
-    Such a client takes no requests. Its call goes on in the background; the client gets
-    `resultType: "input_required"` with the server's requests as `inputRequests` and a `requestState`
-    that names the waiting call. Its retry (same method and name, the answers in `inputResponses`, that
-    `requestState`) answers the server, and waits for the result or the next question. A call nobody
-    comes back for is cancelled after ASK_TIMEOUT."""
-
-    ids = None  # the Instance that names its requestStates over --http (a retry elsewhere is told where it lives)
-
-    def __init__(self):
-        self.parked = {}  # requestState -> _Parked
-        self.calls = {}   # the CallContext a call was forwarded with -> its _Parked
-
-    def identify(self, instance):
-        """Name the requestStates parked from now on after `instance` (an Instance: --http, for a balancer)."""
-        self.ids = instance
-
-    async def exchange(self, forward, method, name, ctx):
-        """`forward(ctx)` as a multi round-trip request of `ctx`'s client."""
-        state = ctx.inputs.get("requestState")
-        if state is None:
-            entry = _Parked(method, name, ctx.owner)
-            entry.caller = ctx.session.caller or "session-%x" % id(ctx.session)
-            entry.call = asyncio.ensure_future(forward(ctx))  # outlives this request, if it must
-            self.calls[ctx] = entry
-            entry.call.add_done_callback(lambda _: self.calls.pop(ctx, None))
+    def __init__(self, tool, layers, public):
+        self.original = tool["name"]
+        merged, self.exact = {}, {}
+        argument_layers = {}  # argument -> [(its override, place)]
+        for override, place, exact in layers:
+            for key, value in override.items():
+                if key == "arguments":
+                    for argument, change in value.items():
+                        argument_layers.setdefault(argument, []).append((change, "%s.arguments.%s" % (place, argument)))
+                        self.exact[argument] = self.exact.get(argument, False) or exact
+                elif key in ("annotations", "_meta"):
+                    merged[key] = dict(merged.get(key, {}), **value)
+                elif key != "name":
+                    merged[key] = value
+        shown = dict(tool, name=public)
+        for key in ("title", "description"):
+            if key in merged:
+                shown[key] = merged[key]
+        if "descriptionPrefix" in merged or "descriptionSuffix" in merged:
+            shown["description"] = _join_text(_join_text(merged.get("descriptionPrefix", ""),
+                                                         str(shown.get("description") or "")),
+                                              merged.get("descriptionSuffix", ""))
+        for key in ("annotations", "_meta"):
+            if key in merged:
+                shown[key] = dict(_object(tool.get(key)), **merged[key])
+        schema = dict(_object(tool.get("inputSchema")))
+        properties = dict(_object(schema.get("properties")))
+        required = [name for name in schema.get("required") or () if isinstance(name, str)]
+        self.fixed, self.defaults, self.renamed = {}, {}, {}  # original -> value; public -> value; public -> original
+        self.hidden = set()  # the arguments the model does not see (fixed ones among them)
+        renamed = {}  # original -> public, of the arguments kept
+        for argument, changes in argument_layers.items():
+            change, place = {}, changes[-1][1]
+            for one, _ in changes:
+                change.update(one)
+            if argument not in properties:
+                if self.exact[argument]:  # a glob's argument applies to the tools that have it
+                    raise ConfigError("%s: the tool `%s` has no argument `%s` (its arguments: %s)" % (
+                        place, self.original, argument, ", ".join(sorted(properties)) or "none"))
+                continue
+            prop = _object(properties[argument])
+            for key in ("value", "default"):
+                problems = _checked(change[key], prop, "the %s %s" % (key, json.dumps(change[key]))) if key in change else ()
+                if problems:
+                    raise ConfigError("%s.%s: %s (the argument's schema: %s)" % (
+                        place, key, "; ".join(problems), _clip(json.dumps(prop), 200)))
+            if "value" in change or change.get("hidden"):
+                if "value" in change or "default" in change:
+                    self.fixed[argument] = change["value"] if "value" in change else change["default"]
+                elif argument in required:
+                    raise ConfigError("%s: `%s` is a required argument of `%s`: a hidden one needs a `value` (or a "
+                                      "`default`) to send" % (place, argument, self.original))
+                self.hidden.add(argument)
+                del properties[argument]
+                continue
+            prop = dict(prop)
+            if "description" in change:
+                prop["description"] = change["description"]
+            if "default" in change:
+                prop["default"] = self.defaults[change.get("name", argument)] = change["default"]
+            renamed[argument] = change.get("name", argument)
+            properties[argument] = prop
+        publics = {}
+        for argument in properties:
+            public = renamed.get(argument, argument)
+            if public in publics:
+                moved, other = (argument, publics[public]) if public != argument else (publics[public], argument)
+                raise ConfigError("%s.name: `%s` is already the name of the argument `%s` of `%s`" % (
+                    argument_layers[moved][-1][1], public, other, self.original))
+            publics[public] = argument
+        self.renamed = {public: argument for public, argument in publics.items() if public != argument}
+        shown_required = [renamed.get(name, name) for name in required if name in properties and
+                          renamed.get(name, name) not in self.defaults]
+        schema["properties"] = {renamed.get(argument, argument): prop for argument, prop in properties.items()}
+        if shown_required:
+            schema["required"] = shown_required
         else:
-            entry = self.parked.get(state) if isinstance(state, str) else None
-            elsewhere = not entry and self.ids and self.ids.elsewhere(state)
-            if elsewhere:  # its command runs on one instance only: nothing here can answer it
-                raise _invalid_params("this `requestState` belongs to a prompt round that waits on another instance: "
-                                      "%s; call again without it (its command is stopped there after %d s)"
-                                      % (elsewhere, ASK_TIMEOUT), {"instance": self.ids.name})
-            if not entry or (entry.method, entry.name, entry.owner) != (method, name, ctx.owner):
-                raise _invalid_params("unknown `requestState` (it belongs to another "
-                                      "request, or expired after %d s): call again without it" % ASK_TIMEOUT)
-            del self.parked[state]
-            entry.expiry.cancel()
-            answers = _object(ctx.inputs.get("inputResponses"))
-            for key, (_, _, future) in entry.asks.items():
-                if key in answers and not future.done():
-                    future.set_result(answers[key])
-        try:
-            while not entry.call.done():
-                entry.asks = {key: ask for key, ask in entry.asks.items() if not ask[2].done()}
-                if entry.asks and sum(1 for parked in self.parked.values()
-                                      if parked.caller == entry.caller) >= PARKED_PER_CALLER:
-                    entry.call.cancel()  # each parked call may be a live process, for up to ASK_TIMEOUT
-                    raise McpError(INVALID_REQUEST, "%d calls of this caller already wait for answers "
-                                   "(input_required); answer them first" % PARKED_PER_CALLER)
-                if entry.asks:
-                    return self._park(entry)
-                entry.changed.clear()
-                waiter = asyncio.ensure_future(entry.changed.wait())
-                await asyncio.wait([entry.call, waiter], return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-        except asyncio.CancelledError:  # the client gave up on it
-            entry.call.cancel()
-            raise
-        return entry.call.result()
+            schema.pop("required", None)
+        shown["inputSchema"] = schema
+        self.tool = shown
 
-    def _park(self, entry: _Parked):
-        import secrets
-        state = self.ids.new_id() if self.ids else secrets.token_urlsafe(16)
-        self.parked[state] = entry
-        entry.expiry = asyncio.get_running_loop().call_later(ASK_TIMEOUT, self._expire, state)
-        return {"resultType": "input_required", "requestState": state,
-                "inputRequests": {key: {"method": method, "params": params}
-                                  for key, (method, params, _) in entry.asks.items()}}
+    def arguments(self, given):
+        """What a call with `given` (the model's arguments, checked against the published schema) sends the
+        server: names mapped back, defaults filled in, fixed values added; ToolError for arguments that do
+        not fit."""
+        schema = self.tool["inputSchema"]
+        problems = _checked(given, schema)
+        for name in given:
+            if name not in schema.get("properties", {}) and schema.get("additionalProperties") is not False and (
+                    name in self.hidden or name in self.renamed.values()):
+                problems.append("`%s` is not an argument of this tool%s" % (name, " (its value is fixed)" if name in
+                                                                           self.fixed else ""))
+        if problems:
+            raise ToolError(_argument_help(self.tool["name"], problems, schema))
+        sent = {self.renamed.get(name, name): value for name, value in dict(self.defaults, **given).items()}
+        return dict(sent, **self.fixed)
 
-    def _expire(self, state):
-        entry = self.parked.pop(state, None)
-        if entry:
-            entry.call.cancel()
 
-    async def ask(self, ctx, method, params):
-        """A server's request during `ctx`'s call: its answer, once the client's retry brings it."""
-        entry = self.calls.get(ctx)
-        if not entry:
-            raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s outside a call" % method)
-        key = "%s-%d" % (CLIENT_FEATURES[method], len(entry.asks) + 1)
-        while key in entry.asks:
-            key += "'"
-        future = asyncio.get_running_loop().create_future()
-        entry.asks[key] = (method, params, future)
-        entry.changed.set()
-        return await future
+def select_namespace(namespaces, requested, default, default_key="defaultNamespace"):
+    """(name or None for every server, how it was chosen, error text or None): seed 004's rules."""
+    names = ", ".join(sorted(namespaces)) or "none"
+    if requested is not None:
+        if requested in namespaces:
+            return requested, "--namespace %s" % requested, None
+        return None, None, "unknown namespace %s given by --namespace (configured namespaces: %s)" % (
+            json.dumps(requested), names)
+    if default is not None:
+        if default in namespaces:
+            return default, "%s in the config" % default_key, None
+        return None, None, "unknown namespace %s in %s (configured namespaces: %s)" % (
+            json.dumps(default), default_key, names)
+    if len(namespaces) == 1:
+        return next(iter(namespaces)), "the only namespace in the config", None
+    if not namespaces:
+        return None, "no namespaces in the config: every server", None
+    return None, None, ("no namespace chosen and the config has several (%s); choose one with --namespace NAME in "
+                        "this server's args, or set \"defaultNamespace\" in the config" % names)
 
-    def close(self):
-        for state in list(self.parked):
-            self._expire(state)
 
-    async def forward(self, upstream, method, params, ctx):
-        """Forward a request that may need the user's input on the way (SEP-2322), whatever the eras:
-        a 2026-07-28 client and server pass `inputResponses`, `requestState` and the input_required
-        result through untouched; a handshake-era client is asked what a 2026-07-28 server's result
-        asks for, and the server is asked again with the answers; a handshake-era server's requests
-        during a 2026-07-28 client's call become input_required results (exchange)."""
-        await upstream.ready(ctx)
-        modern = ctx and ctx.modern
-        if not upstream.modern_for(ctx, params.get("name")):
-            if modern and ctx.task is None:
-                return await self.exchange(lambda first: upstream.forward(method, params, first), method,
-                                                  params["name"], ctx)
-            return await upstream.forward(method, params, ctx)
-        if modern:
-            inputs = dict(ctx.inputs)
-            if ctx.answered and isinstance(inputs.get("inputResponses"), dict):  # the server's own answers only
-                inputs["inputResponses"] = {key: answer for key, answer in inputs["inputResponses"].items()
-                                            if key not in ctx.answered}
-                if not inputs["inputResponses"]:
-                    del inputs["inputResponses"]
-            return await upstream.forward(method, dict(params, **inputs), ctx)
-        for _ in range(INPUT_ROUNDS):
-            result = await upstream.forward(method, params, ctx)
-            if result.get("resultType") != "input_required":
-                return result
-            params = {key: value for key, value in params.items() if key not in ("inputResponses", "requestState")}
-            params["inputResponses"] = await self._answers(upstream, result, ctx)
-            if "requestState" in result:
-                params["requestState"] = result["requestState"]
-        raise McpError(INTERNAL_ERROR, "server `%s` still wanted input after %d rounds; gave up" % (
-            upstream.spec.id, INPUT_ROUNDS))
-
-    async def _answers(self, upstream, result, ctx):
-        """A handshake-era client's answers to a 2026-07-28 server's `inputRequests`, asked one by one."""
-        requests = result.get("inputRequests")
-        if not isinstance(requests, dict) or not requests:
-            raise McpError(INTERNAL_ERROR, "server `%s` answered input_required without inputRequests" % upstream.spec.id)
-        answers = {}
-        for key, request in requests.items():
-            method = _object(request).get("method")
-            session = ctx and ctx.session
-            if method not in CLIENT_FEATURES or not session or CLIENT_FEATURES[method] not in session.client_capabilities:
-                raise McpError(INVALID_REQUEST, "server `%s` needs %s from the client, which it does not offer"
-                               % (upstream.spec.id, json.dumps(method)))
-            answers[key] = await session.request(method, _object(request.get("params")), upstream.spec.tool_timeout,
-                                                 related=ctx.request_id)
-        return answers
+def shared_uris(listings):
+    """{uri: [server ids]} for each resource URI that more than one server lists (`listings`: [(server id,
+    resources)]); skill:// URIs are served under each server's id, so they are never shared."""
+    owners = {}
+    for server_id, items in listings:
+        for uri in {item.get("uri") for item in items if isinstance(item.get("uri"), str)}:
+            owners.setdefault(uri, []).append(server_id)
+    return {uri: ids for uri, ids in owners.items() if len(ids) > 1 and not uri.startswith("skill://")}
 
 
 # (name, description, its parameters besides the server_id of a tool of one server (None: of none), read-only)
@@ -13325,799 +12761,506 @@ def local_tool_count(sources):
     return sum(len(source.tools) for source in sources if isinstance(source, TemplateTools))
 
 
-async def check_upstreams(plan, runner, log, namespace, config_path):
-    """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tool names, error)
-    each."""
-    hub = Aggregator([], plan, runner, log, namespace=namespace, watch_interval=0, config_path=config_path)
-    hub.start(None)  # nobody listens: it is stopped after one listing
-    gate = asyncio.Semaphore(LIST_PARALLEL)
-    progress = TerminalProgress("checked", len(hub.upstreams))
-
-    async def one(upstream):
-        async with gate:
-            if not upstream.usable():
-                return upstream.spec, None, None, upstream.spec.error or "disabled"
-            started = time.monotonic()
-            try:
-                await upstream.ready()
-                return upstream.spec, time.monotonic() - started, [t.get("name") for t in upstream.listing["tools"]], None
-            except UpstreamError as exc:
-                return upstream.spec, None, None, exc.message
-            finally:
-                await upstream.stop("status --check is done")
-                progress.step(upstream.spec.id)
-    try:
-        return await asyncio.gather(*(one(u) for u in hub.upstreams.values()))
-    finally:
-        progress.finish()
-        await hub.close()
-
-
-def status_command(path, log: Log, options):
-    """`status [--config FILE] [--namespace NAME] [--check]`."""
-    loader = ConfigLoader(path)
-    local, info = loader.load(ProcessRunner(log), log, RunSettings())
-    log.add_secrets(loader.secrets)
-    plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
-    for spec in plan.specs:
-        log.add_secrets(spec.secrets)
-    checks, requested = None, options["namespace"]
-    # The namespace chosen (by --namespace, the config's default, or as the only one) is checked; with none
-    # chosen, every server is: its health does not depend on the namespace a client will pick. An unknown
-    # --namespace checks nothing (print_status says why).
-    chosen = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)[0]
-    checked = plan if chosen else UpstreamPlan(plan.specs, {}, None, plan.default_key, plan.permissions)
-    if options["check"] and (requested is None or requested in plan.namespaces):
-        runner = ProcessRunner(log)
-
-        async def check():
-            try:
-                return await check_upstreams(checked, runner, log, namespace=requested, config_path=loader.path)
-            finally:
-                await runner.stop_all()
-                runner.close_watchdog()
-        checks = asyncio.run(check())
-    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
-                        local=local_tool_count(local), separator=info["separator"], forced=options["tool_search"],
-                        manager=not options["no_manager_tools"], sign_in=info["sign_in"])
-
-
-STATUS_STATE_WIDTH = 44  # the widest state `status` puts in its table; a longer one follows the table
-
-
-def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Log):
-    """What `serve` would say of the overrides of `namespace` against `listings` ({server id: its cached
-    tools}): overrides naming no listed tool (warnings on stderr), and a line for each curated tool and
-    each refused override (with the count of those)."""
-    view = Namespace(None, separator, None, log, plan, namespace)
-    lines, refused, served, shown = [], 0, [], []  # shown: (public name, the key that renamed it or None)
-    for spec in plan.specs:
-        if spec.id not in listings:
-            continue
-        tools = listings[spec.id]
-        view.unmatched(spec.overrides, [tool["name"] for tool in tools], "server `%s`" % spec.id,
-                       "against its cached listing; `status --check` lists it again")
-        for tool in tools:
-            served.append(plan.curation(None, spec, tool["name"], separator)[1])
-            if plan.left_out(namespace, spec, tool["name"], separator) is not None:
-                continue
-            try:
-                curated, public, renamed_by = view.curate(spec, tool)
-            except ConfigError as exc:
-                lines.append("  %s: refused: %s" % (spec.public_name(tool["name"], separator), exc))
-                refused += 1
-                continue
-            shown.append((public if renamed_by else spec.public_name(tool["name"], separator), renamed_by))
-            if curated:
-                lines.append("  %-32s %s of server %s%s" % (public, tool["name"], spec.id, "; fixed: %s" % ", ".join(
-                    sorted(curated.fixed)) if curated.fixed else ""))
-    claimed = collections.Counter(name for name, _ in shown)
-    for name, renamed_by in shown:
-        if renamed_by and claimed[name] > 1:  # as list_tools refuses it
-            lines.append("  %s: refused: %s: `%s` is also the name of another tool; choose another" % (
-                name, renamed_by, name))
-            refused += 1
-    overrides = (plan.namespaces.get(namespace) or {}).get("overrides")
-    if overrides and served:
-        view.unmatched(overrides, served, "namespace `%s`" % namespace, "against its servers' cached listings")
-    return lines, refused
-
-
-def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
-                 local=0, separator="__", forced=None, manager=True, sign_in=None, tally=None):
-    """The table of `status`: servers, cached tool counts (or --check results), sign-in, namespaces and who may
-    use each, what a client's tools/list holds (`local`: the config's own tools; `forced`: --tool-search), the
-    curated tools, and the counters of each running `serve` of the config. Returns status's exit code; `tally`
-    (a Counter), when given, gets "refused": the overrides it refused (check counts them among its problems)."""
-    namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
-    print("config: %s" % path)
-    if error and requested is None and plan.default is None:  # several, none chosen: each client's entry chooses
-        print("namespace: none chosen (the config has several: %s); serve needs --namespace NAME in its args, or "
-              "\"%s\" in the config" % (", ".join(plan.namespaces), plan.default_key))
-        error = None
-    else:
-        print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
-    rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
-    results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
-    names, listings = {}, {}  # names: id -> its tools' names, as checked or last cached; listings: each usable
-    # server's cached tools, for review_overrides
-    for spec in plan.specs:
-        entry = None if spec.disabled or spec.error else ListingCache(
-            os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
-        if entry and (not namespace or spec.id in plan.namespaces[namespace]["servers"]):
-            listings[spec.id] = entry["tools"]
-        if spec.disabled:
-            state = "disabled"
-        elif spec.error:
-            state = "error: %s" % spec.error
-        elif checks is not None and spec.id not in results:
-            state = "skipped: not in namespace %s" % namespace
-        elif checks is not None:
-            seconds, tools, problem = results[spec.id]
-            names[spec.id] = tools or []
-            state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (len(tools), seconds * 1000)
-        else:
-            try:
-                names[spec.id] = [_object(tool).get("name") for tool in entry["tools"]]
-                state = "%d (cached %s)" % (len(entry["tools"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
-            except (ValueError, KeyError, TypeError, OverflowError, OSError):
-                state = "- (not cached yet)"
-        command = spec.display() if not spec.error else ""
-        if spec.isolation != "shared" and not spec.error:  # one process per person or session
-            command += "  (isolation %s, at most %d%s)" % (spec.isolation, spec.max_instances,
-                                                           {"passthrough": ", each person's own token",
-                                                            "exchange": ", each person's token exchanged for one of "
-                                                                        "its own"}.get(spec.person_token, ""))
-        rows.append((spec.id, mask_secrets(state), log.mask(command)))
-    # A long error would widen the whole table (to 200 columns): its row says "(below)", the table is followed
-    # by each such server and its whole message.
-    below = [(row[0], row[1]) for row in rows[1:] if len(row[1]) > STATUS_STATE_WIDTH]
-    rows = [(row[0], row[1].partition(":")[0] + " (below)" if len(row[1]) > STATUS_STATE_WIDTH else row[1], row[2])
-            for row in rows]
-    if len(rows) == 1:
-        print("\nno servers configured")
-    else:
-        width = [max(len(row[i]) for row in rows) for i in range(2)]
-        print()
-        for row in rows:
-            print(("%-*s  %-*s  %s" % (width[0], row[0], width[1], row[1], row[2])).rstrip())
-        if below:
-            print()
-        for server_id, state in below:
-            print("%s  %s" % (server_id, state))
-    signed = [spec for spec in plan.specs if spec.url and spec.oauth is not None and not spec.error]
-    if signed:
-        print("\nsign-in (OAuth; `mcpstudio login NAME` signs in):")
-        for spec in signed:
-            print("  %-*s  %s" % (max(len(s.key) for s in signed), spec.key, OAuthClient(spec.url).summary()))
-    if sign_in:
-        print("\npeople sign in (serve --http): %s; audience %s" % ("; ".join(
-            (["tokens of %s" % sign_in["issuer"]] if sign_in["issuer"] else []) +
-            (["opaque ones asked of %s" % sign_in["introspection"]] if sign_in["introspection"] else []) +
-            (["listed tokens of %s" % ", ".join(sign_in["people"])] if sign_in["people"] else [])),
-            sign_in["audience"] or "this server's own /mcp URL"))
-        print("  who may use a namespace: the people its `people` names (a subject, an email, group:NAME, or *);"
-              " a namespace without `people`: every signed-in person")
-        print("  each namespace at /mcp/NAME; /mcp serves %s and follows its rule: a person it does not admit gets "
-              "403 there for every request" % ("the one marked *" if namespace else "no namespace (none is chosen)"
-                                                if plan.namespaces else "every server (the config has no namespaces)"))
-
-    def summary(name, mode):
-        count = served_tool_count(plan, name, names, separator, local, manager)
-        return search_summary(count, forced or mode or search[0], search[1])
-    if plan.namespaces:
-        print("\nnamespaces:")
-        for name, ns in plan.namespaces.items():
-            mark = "*" if name == namespace else " "
-            people = ns.get("people")
-            print(" %s %-16s %s  (%s)%s" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
-                                            summary(name, ns["tool_search"]),
-                                            "" if not sign_in and people is None else "  people: %s" % (
-                                                ", ".join(people) if people else "none" if people == [] else
-                                                "every signed-in person")))
-    else:
-        print("\ntools: %s" % summary(None, None))
-    curated, refused = review_overrides(plan, namespace, listings, separator, log) if not error else ([], 0)
-    if curated:
-        print("\ncurated tools (overrides, as cached listings show them):")
-        print("\n".join(curated))
-    if tally is not None:
-        tally["refused"] += refused
-    for snapshot in RunningStats.running(path):
-        print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
-                           % snapshot] + RunningStats.table(snapshot["tools"])))
-    return 1 if error or refused or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
-
-
 # --------------------------------------------------------------------------
-# tui: the config's MCP servers in the terminal
+# Server: the MCP methods
 # --------------------------------------------------------------------------
-# Two classes. `Board` is the model, without curses: the config's servers, the
-# ones it started (the same Aggregator and Upstream code as `serve`, on an
-# asyncio loop in a thread) and its edits (the same code as the CLI commands,
-# so each keeps its .bak and writes through a symlink). `TuiScreen` draws it
-# with curses and turns keys into the Board's actions; it never waits on a
-# server, so a slow start never freezes the screen. curses is imported by
-# `tui` only: serving never loads it.
+# One Server per session: the MCP methods over the catalog, with the guard rails in
+# front of every call, tasks, tool search, input on the way and the manager tools
+# (all above); serve_stdio runs it over stdin/stdout.
 
-TUI_TICK_MS = 100  # the screen is redrawn this often while no key is pressed
-TUI_KEYS = (
-    ("Up/Down j/k", "move (in details: between tools)"), ("/", "filter the servers by name"),
-    ("Enter", "details: command or URL, env names, tools, their permissions"),
-    ("t", "test: start the server as serve does, list its tools; again: stop"),
-    ("l", "the server's log: its stderr and mcpstudio's lines about it"), ("f", "in the log: follow new lines"),
-    ("c", "in details: call the selected tool (a form from its input schema)"),
-    ("p", "in details: allow or deny the selected tool in the namespace"),
-    ("e", "enable or disable the server"), ("a", "add a server: a name, then a command or a URL"),
-    ("d", "remove the server (asks first)"),
-    ("n", "namespaces: create, assign the server, the default, the one shown"),
-    ("r", "read the config again"), ("?", "this help"), ("Esc", "back"),
-    ("q", "quit; stops every server the TUI started"))
+def _name_and_arguments(params, method):
+    """`name` and `arguments` of tools/call and prompts/get, checked (-32602 if malformed)."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise _invalid_params("%s needs a string `name`" % method)
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise _invalid_params("`arguments` must be an object")
+    return name, arguments
 
 
-def _width(char):
-    """The terminal cells `char` takes: a wide character (CJK, most emoji) two, a control character two (^[)."""
-    import unicodedata
-    return 1 + (unicodedata.east_asian_width(char) in "WF" or not char.isprintable())
+def _uri_param(params, method):
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise _invalid_params("%s needs a string `uri`" % method)
+    return uri
 
 
-def _cells(text, width):
-    """`text` clipped (with ...) and padded to `width` terminal cells."""
-    while sum(map(_width, text)) > width:
-        text = text[:-4] + "..."  # (the ... of the last turn and one more character)
-    return text + " " * (width - sum(map(_width, text)))
+def _page(key, items, params):
+    page, next_cursor = paginate(items, params.get("cursor"))
+    result = {key: page}
+    if next_cursor:
+        result["nextCursor"] = next_cursor
+    return result
 
 
-class _TuiLog(Log):
-    """mcpstudio's own lines, kept for the log panel: the terminal belongs to curses."""
+class Server:
+    """The MCP methods over a Catalog, for one client session."""
 
-    def __init__(self):
-        super().__init__()
-        self.lines = collections.deque(maxlen=500)
+    def __init__(self, catalog: Catalog, log: Log, title="mcpstudio", instructions=None,
+                 guard: Guard | None = None, search=None):
+        self.catalog = catalog
+        self.guard = guard or Guard(log)
+        self.log = log
+        log.mask_by(catalog)  # a tools/call's secret arguments, by its tool's schema
+        self.title = title
+        self.instructions = instructions
+        self.session = None
+        self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
+        self.search = ToolSearch(self, *search) if search else None  # `toolSearch`: (mode, threshold, pins, separator)
+        self.views = []  # the Aggregator of each /mcp/<namespace> served: its Server is told of changes too
+        self._held_logs = []  # log notifications from before the client was ready
+        self.methods = {
+            "initialize": self.initialize,
+            "ping": self.ping,
+            "tools/list": self.tools_list,
+            "tools/call": self.tools_call,
+            "logging/setLevel": self.set_level,
+            "tasks/get": self.tasks_get,
+            "tasks/result": self.tasks_result,
+            "tasks/list": self.tasks_list,
+            "tasks/cancel": self.tasks_cancel,
+        }
+        self.tasks = TaskStore()
+        self.prompts = InputBridge()  # 2026-07-28: commands kept alive while their questions go back as input_required
+        if catalog.serves("resources"):
+            self.methods.update({
+                "resources/list": self.resources_list,
+                "resources/read": self.resources_read,
+                "resources/templates/list": self.resource_templates_list,
+            })
+        if catalog.serves("prompts"):
+            self.methods.update({"prompts/list": self.prompts_list, "prompts/get": self.prompts_get})
+        if catalog.serves("completions"):
+            self.methods["completion/complete"] = self.complete
+        if catalog.serves("subscribable"):
+            self.methods.update({method: (lambda params, ctx, method=method: self.subscribe(params, ctx, method))
+                                 for method in ("resources/subscribe", "resources/unsubscribe")})
+        if catalog.serves("skill_methods"):  # skills folders, or an aggregator whose upstreams may add skills
+            self.methods.update({"skills/list": self.skills_list, "skills/get": self.skills_get,
+                                 "resources/directory/read": self.directory_read})
+        self._modern_methods = None  # 2026-07-28's methods, built on the first request of that era
+        self._snapshots = {}  # listing key -> what its last first page was cut from
+        self.subscriptions = []  # (CallContext of a subscriptions/listen, what it subscribed to)
 
-    def _write(self, level, message, to_stderr):
-        self.lines.append("%s mcpstudio: %s%s" % (time.strftime("%H:%M:%S"), "" if level == "info" else level + ": ",
-                                                  self.mask(message)))
+    def start(self, session=None):
+        """Begin the sources' background work, their changes reported here; `session`: the one client (stdio;
+        over HTTP each client has a session of its own)."""
+        self.session = session
+        self.catalog.start(self)
 
+    @property
+    def modern_methods(self):
+        """The 2026-07-28 method table, built on the first request of that era."""
+        if not self._modern_methods:
+            self._modern_methods = modern_methods(self)
+        return self._modern_methods
 
-class Board:
-    """What the TUI shows and does, without curses (see the section comment)."""
+    def dispatch(self, method, params, ctx: CallContext):
+        """Answer one request: the era's method table, or -32601 for an unknown method."""
+        meta = params.get("_meta")
+        if ctx.modern or method == "server/discover" or META_VERSION in _object(meta):
+            return dispatch_modern(self, method, params, ctx, meta)  # (in the section below)
+        refusal = self.catalog.refusal
+        if refusal:
+            raise refusal
+        handler = self.methods.get(method)
+        if not handler:
+            raise McpError(METHOD_NOT_FOUND, "Method not found: %s" % method)
+        return handler(params, ctx)
 
-    plan = None
-    said = ""  # what the last action did or why it was refused, for the status line (say)
+    def server_info(self):
+        """This server's `serverInfo` (name, title, version)."""
+        return {"name": "mcpstudio", "title": self.title, "version": __version__}
 
-    def __init__(self, path, namespace=None):
-        self.path, self.shown = path, namespace  # `shown`: the namespace whose permissions show and toggle
-        self.log = _TuiLog()
-        self.runner = ProcessRunner(self.log)
-        self.results = {}  # (server id, tool) -> the last call's text, or None while it runs
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self._run_loop, name="mcpstudio-tui", daemon=True).start()
-        self.hub = self.run(self._open())
+    def notification(self, method, params, session=None):
+        """Handle one notification from a client (initialized, cancelled, ...)."""
+        session = session or self.session
+        if method == "notifications/initialized" and session and session not in self.sessions:
+            self.sessions.append(session)
+            held, self._held_logs = self._held_logs, []
+            for level, text, logger in held:
+                session.log_to_client(level, text, logger)
+        elif method == "notifications/roots/list_changed":
+            for source in self.catalog.sources:
+                source.client_notification(method, params, session)
 
-    def _run_loop(self):
-        """The loop's thread: run until close() stops it, then close it (its resources go with it)."""
-        try:
-            self.loop.run_forever()
-        finally:
-            self.loop.close()
+    def forget(self, session):
+        """A session ended (an HTTP session deleted or expired): its tasks stop too."""
+        if session in self.sessions:
+            self.sessions.remove(session)
+        self.tasks.forget(session)
+        for source in self.catalog.sources:  # an Aggregator: the session's own servers stop
+            source.sweep_instances(session)
 
-    def run(self, coroutine, timeout=30):
-        """Run on the loop and wait: for quick things only (reading the config, stopping)."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+    def identify(self, instance: Instance):
+        """Name its tasks and parked prompt rounds (its own, and its servers' through each Aggregator) after
+        `instance`, so a load balancer routes by their ids (--http)."""
+        self.tasks.identify(instance)
+        self.prompts.identify(instance)
+        for source in self.catalog.sources:
+            source.identify(instance)
 
-    def submit(self, coroutine):
-        """Run on the loop without waiting (a start, a call); its outcome shows on the screen."""
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        future.add_done_callback(lambda f: f.cancelled() or f.exception())
-        return future
+    def holds(self, params):
+        """Whether a request's `taskId` or `requestState` names state this process holds (a leaving instance
+        still serves those)."""
+        key, state = params.get("taskId"), params.get("requestState")
+        return (isinstance(key, str) and key in self.tasks.tasks) or (isinstance(state, str) and (
+            state in self.prompts.parked or any(source.holds(state) for source in self.catalog.sources)))
 
-    def _read(self):
-        """The config again: the whole plan for the screen, and every server (no namespace) for the hub."""
-        loader = ConfigLoader(self.path)
-        local, info = loader.load(self.runner, self.log, RunSettings())
-        self.log.add_secrets(loader.secrets)
-        self.local, self.search = local_tool_count(local), info["tool_search"]  # for count()
-        self.plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
-        if self.shown not in self.plan.namespaces:
-            self.shown = select_namespace(self.plan.namespaces, None, self.plan.default, self.plan.default_key)[0]
-        return [], UpstreamPlan(self.plan.specs, {}, None, self.plan.default_key, self.plan.permissions), None
+    def busy(self):
+        """Whether a task still runs or a prompt round waits (a leaving instance gives them its drain)."""
+        return any(t.status not in TERMINAL for t in self.tasks.tasks.values()) or bool(self.prompts.calls) or any(
+            source.busy() for source in self.catalog.sources)
 
-    async def _open(self):
-        _, plan, _ = self._read()
-        hub = Aggregator([], plan, self.runner, self.log, watch_interval=0, config_path=self.path,
-                         reload=self._read, manager_tools=False)
-        hub.start(None)  # the Board polls it
-        return hub
+    # -- events from sources --------------------------------------------------
 
-    def say(self, text):
-        """Put `text` on the status line: what the screen's last action did, or why it was refused."""
-        self.said = text
+    def source_changed(self, source):
+        """A source's tools or resources changed: tell clients that listen."""
+        self.catalog.changed()  # calls route by the new tool set, not the last listing's
+        for hub in self.views:
+            hub.events.source_changed(hub)
+        changed = [(key, method) for key, method, relevant in (
+            ("toolsListChanged", "notifications/tools/list_changed", self.catalog.dynamic),
+            ("resourcesListChanged", "notifications/resources/list_changed", source.resources),
+            ("promptsListChanged", "notifications/prompts/list_changed", source.prompts)) if relevant]
+        for session in self.sessions:
+            for _, method in changed:
+                session.notify(method, {})
+        for ctx, wanted in list(self.subscriptions):  # 2026-07-28 clients, through subscriptions/listen
+            for key, method in changed:
+                if wanted.get(key):
+                    ctx.notify(method, {"_meta": {META_SUBSCRIPTION: ctx.request_id}})
 
-    def show(self, namespace):
-        """Show `namespace`'s permissions (and toggle them), or say which namespaces there are."""
-        if namespace in self.plan.namespaces:
-            self.shown, self.said = namespace, "showing namespace %s" % namespace
-        else:
-            self.said = "no namespace %s (there are: %s)" % (namespace, ", ".join(self.plan.namespaces) or "none")
+    def source_notification(self, method, params, owner=None):
+        """A notification from a source for every client (a subscribed resource was updated; an isolated
+        process's: its owner's only); a 2026-07-28 client hears of the resources its subscriptions/listen names."""
+        for session in self.sessions:
+            if owned_by(session, owner):
+                session.notify(method, params)
+        for ctx, granted in list(self.subscriptions):
+            if params.get("uri") in granted.get("resourceSubscriptions", ()) and owned_by(ctx.session, owner):
+                ctx.notify(method, dict(params, _meta={META_SUBSCRIPTION: ctx.request_id}))
 
-    # -- what the screen shows ---------------------------------------------------------------
+    def source_log(self, level, text, logger="mcpstudio", owner=None):
+        """A log line from a source, forwarded to clients that asked for that level; an isolated process's
+        (`owner`) only to its person's (or session's) sessions, never held for a later client."""
+        for session in self.sessions:
+            if owned_by(session, owner):
+                session.log_to_client(level, text, logger)
+        if not self.sessions and owner is None and len(self._held_logs) < 100:
+            self._held_logs.append((level, text, logger))
 
-    def listing(self, upstream):
-        """The server's tools: live, else from the listing cache (whatever client it was listed for)."""
-        return upstream and (upstream.listing or upstream.cache.read()) or None
+    # -- methods ------------------------------------------------------------------
 
-    def count(self):
-        """What a client's tools/list holds in the shown namespace, counted as serve and status count (of
-        servers whose tools are known), and the clients whose caps a longer list passes."""
-        listings = {spec.id: [tool.get("name") for tool in _object(self.listing(self.hub.upstreams.get(spec.id))).get(
-            "tools", ())] for spec in self.plan.specs}
-        count = served_tool_count(self.plan, self.shown, listings, self.hub.separator, self.local)
-        mode = _object(self.plan.namespaces.get(self.shown)).get("tool_search") or self.search[0]
-        summary = search_summary(count, mode, self.search[1])
-        over = [pair for pair in CLIENT_CAPS if count > pair[1]] if summary.startswith("off") else []
-        return summary + (", over " + ", ".join("%s %d" % pair for pair in over) if over else "")
+    def capabilities(self, modern=False):
+        """The capabilities this server declares, from the kinds of its sources (and the era: tasks are
+        a capability in 2025-11-25, an extension in 2026-07-28)."""
+        capabilities = {"tools": {"listChanged": self.catalog.dynamic}, "logging": {}}
+        extensions = {TASKS_EXTENSION: {}} if modern else {}
+        if not modern:
+            capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        if self.catalog.serves("resources"):
+            capabilities["resources"] = {"listChanged": self.catalog.dynamic}
+            if self.catalog.serves("subscribable"):
+                capabilities["resources"]["subscribe"] = True
+        if self.catalog.serves("prompts"):
+            capabilities["prompts"] = {"listChanged": self.catalog.dynamic}
+        if self.catalog.serves("completions"):
+            capabilities["completions"] = {}
+        if self.catalog.serves("skills"):
+            extensions[SKILLS_EXTENSION] = {"directoryRead": True}
+        if extensions:
+            capabilities["extensions"] = extensions
+        return capabilities
 
-    def rows(self, text_filter=""):
-        """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
-        rows = []
-        for spec in self.plan.specs:
-            if text_filter and text_filter.lower() not in spec.key.lower():
-                continue
-            upstream = self.hub.upstreams.get(spec.id)
-            listing = self.listing(upstream)
-            state = upstream.state if upstream else "disabled" if spec.disabled else "error"
-            state = {"misconfigured": "error", "stopped-by-user": "stopped", "crashed": "failed"}.get(state, state)
-            error = spec.error or (upstream.last_error if upstream else None) or ""
-            rows.append({"name": spec.key, "id": spec.id, "transport": "url" if spec.url else "command",
-                         "enabled": not spec.disabled, "state": state,
-                         "tools": len(listing["tools"]) if listing else None, "error": mask_secrets(" ".join(error.split())),
-                         "namespaces": [ns for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]]})
-        return rows
+    def initialize(self, params, ctx):
+        """The handshake: echo a supported protocol version, else answer with the latest."""
+        requested = params.get("protocolVersion")
+        version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        client = _object(params.get("clientInfo"))
+        self.log.debug("initialize from %s %s, protocol %s (answering %s)",
+                       client.get("name", "?"), client.get("version", "?"), requested, version)
+        result = {
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.server_info(),
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        ctx.session.client_capabilities = _object(params.get("capabilities"))
+        ctx.session.protocol_version = version
+        ctx.session.client_info = client
+        self.catalog.session_started(ctx.session)
+        return result
 
-    def details(self, server_id):
-        """A server's command or URL (secrets masked), env names, tools, each tool's permission per namespace and
-        its counters in each running `serve` of the config (RunningStats)."""
-        spec = self._spec(server_id)
-        listing = self.listing(self.hub.upstreams.get(server_id)) or {}
-        tools, running = [], list(RunningStats.running(self.path))
-        for tool in listing.get("tools", ()):
-            layers, public = self.plan.curation(self.shown, spec, tool["name"], self.hub.separator)
-            try:  # as the shown namespace curates it (overrides), under the name serve counts it by
-                description = CuratedTool(tool, layers, public).tool.get("description") if layers else tool.get("description")
-                description = ("as %s: " % public if public != spec.public_name(tool["name"], self.hub.separator) else
-                               "") + " ".join(str(description or "").split())
-            except ConfigError as exc:
-                description = "refused: %s" % exc
-            allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
-                       for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
-            tools.append({"name": tool["name"], "description": description,
-                          "schema": tool.get("inputSchema") or {}, "allowed": allowed,
-                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None,
-                          "counters": ["serve pid %(pid)d: %(calls)s calls, %(error)s errors, %(rateLimited)s rate-"
-                                       "limited, %(cached)s cached, %(refused)s refused; p50 %(p50Ms)s ms, p90 %(p90Ms)s "
-                                       "ms, p99 %(p99Ms)s ms" % dict(snapshot["tools"][public], pid=snapshot["pid"])
-                                       for snapshot in running if public in snapshot["tools"]]})
-        return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
-                "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
+    def ping(self, params, ctx):
+        """`ping`: an empty result."""
+        return {}
 
-    def lines(self, server_id):
-        """The log panel: the server's stderr and lifecycle lines, and mcpstudio's lines naming it."""
-        upstream = self.hub.upstreams.get(server_id)
-        own = list(upstream.server_log.lines) if upstream else []
-        mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
-        return [mask_secrets(line, self.log.secrets) for line in sorted(own + mentions, key=lambda line: line[:8])]
+    async def tools_list(self, params, ctx):
+        """`tools/list`, paginated (with `toolSearch`: what this client is shown); a later page reuses the
+        listing the first page built until a source changes."""
+        tools = self.catalog.listing if "cursor" in params and not self.catalog.stale else await self.catalog.tools()
+        ups = [up for source in self.catalog.sources for up in source.upstreams.values()]
+        # Nothing to list but mcpstudio's own manager tools, ever: say why, where a client shows it (a listing
+        # of manager tools alone reads as "connected" while nothing works). The initialize result cannot say
+        # it: it is sent before any server has started.
+        managed = {name for source in self.catalog.sources for name in source.manager_names()}
+        if ups and all(t["name"] in managed for t in tools) and all(up.state == "failed" for up in ups):
+            raise McpError(SERVER_START_FAILED, "; ".join("server `%s` (%s) failed to start: %s" % (
+                up.spec.id, up.spec.display(), ManagerTools.shown(up, up.last_error)) for up in ups)
+                + "; fix it and restart mcpstudio")
+        tools = [tool for tool in tools if not self.catalog.hidden(tool["name"], ctx)]
+        return _page("tools", self.search.listing(tools, params, ctx) if self.search else tools, params)
 
-    # -- actions ------------------------------------------------------------------------------
+    async def tools_call(self, params, ctx):
+        """`tools/call`: route by public name, run with this request's CallContext; a ToolError on the way is
+        the call's isError result (tool_result)."""
+        return await tool_result(self._tools_call(params, ctx))
 
-    def toggle(self, server_id):
-        """`t`: start the server (listing its tools and caching them), or stop it."""
-        upstream = self.hub.upstreams.get(server_id)
-        if not upstream:
-            spec = self._spec(server_id)
-            self.said = "%s is not usable: %s" % (server_id, "disabled" if spec.disabled else spec.error)
-            return None
-        if upstream.state in ("running", "starting"):
-            self.said = "stopping %s" % server_id
-            return self.submit(upstream.stop("stopped from the TUI"))
-        self.said = "starting %s" % server_id
+    async def _tools_call(self, params, ctx):
+        name, arguments = _name_and_arguments(params, "tools/call")
+        if self.search and self.search.handles(name):
+            return await self.search.call(name, params, arguments, ctx)
+        route = await self.catalog.route(name)
+        if not route or self.catalog.hidden(name, ctx):  # a manager tool of a team gateway: there for admins only
+            known = [t["name"] for t in await self.catalog.tools() if not self.catalog.hidden(t["name"], ctx)]
+            denial = self.catalog.denial(name)
+            if denial:
+                raise McpError(TOOL_DENIED, "Tool denied: %s: %s" % (name, denial), {"tool": name})
+            listed = ", ".join(known[:20]) + (" and %d more" % (len(known) - 20) if len(known) > 20 else "")
+            raise McpError(INVALID_PARAMS, "Unknown tool: %s (this server has: %s)" % (name, listed or "no tools"))
+        source, original, support, name = route  # the name as listed (of a `-`/`_` respelling): the guard sees that tool
+        tool = self.catalog.listed.get(name, {})  # before any await: a rescan or reload may drop it meanwhile
+        if (ctx.modern and not ctx.prompts and ctx.declared("elicitation")
+                and source.asks(original)):  # its questions asked in rounds (a retry resumes it), also through a config's Aggregator
+            ctx.prompts = self.prompts
+            return await self.prompts.exchange(lambda first: self.tools_call(params, first), "tools/call", name, ctx)
+        form = source.question(original, arguments)
+        if form:
+            wanted = form["requestedSchema"]["required"]  # every property the form asks for
+            if not ctx.declared("elicitation"):
+                raise ToolError("Not run: %s is asked of the user when left out, and this client cannot ask "
+                                "(it declared no elicitation capability); give it in the arguments."
+                                % ", ".join(wanted))
+            answer = _object(await self._ask(form, params, ctx, "arguments"))
+            if answer.get("resultType") == "input_required":
+                return answer
+            if answer.get("action") != "accept" or not isinstance(answer.get("content"), dict):
+                raise ToolError("Not run: the user was asked for %s and answered %s."
+                                % (", ".join(wanted), json.dumps(answer.get("action"))))
+            arguments = dict(arguments, **{key: value for key, value in answer["content"].items() if key in wanted})
+        ctx.read = self.resources_read  # a file given as a resource URI (file_resources); not a closure over ctx
+        call = self.guard.call(name, source, original, arguments, ctx, tool,
+                               lambda form: self._ask(form, params, ctx, "confirm"))
+        if ctx.modern:
+            return await self._modern_call(name, call, support, ctx)
+        asked = params.get("task")
+        if asked is None:
+            if support == "required":
+                call.close()
+                raise McpError(METHOD_NOT_FOUND, "Tool %s runs only as a task: call it with `task` in the params" % name)
+            return await call
+        ttl = _object(asked).get("ttl", TASK_TTL_MS)
+        whole = type(ttl) is int or (type(ttl) is float and ttl.is_integer())  # not NaN, not infinite
+        problem = ("`task` must be an object" if not isinstance(asked, dict) else
+                   "`task.ttl` must be a positive whole number of milliseconds" if not whole or ttl <= 0 else
+                   "tool %s does not run as a task: call it without `task`" % name if support == "forbidden" else None)
+        if problem:
+            call.close()
+            raise McpError(METHOD_NOT_FOUND if support == "forbidden" else INVALID_PARAMS, "Invalid params: " + problem)
+        task = self.tasks.start(call, ctx, min(int(ttl), TASK_MAX_TTL_MS), self._status_changed)
+        self.log.debug("tool %s runs as task %s", name, task.id)
+        return {"task": task.wire()}
 
-        async def start():
+    async def _ask(self, form, params, ctx: CallContext, key):
+        """The user's answer to `form` (an elicitation/create): asked of the client (handshake era), or taken
+        from the retried request's `inputResponses` (2026-07-28), or else an InputRequiredResult to retry with."""
+        if not ctx.modern:
+            return await ctx.session.request("elicitation/create", form, ASK_TIMEOUT, related=ctx.request_id)
+        responses = params.get("inputResponses")
+        if responses is not None and not isinstance(responses, dict):
+            raise _invalid_params("`inputResponses` must be an object")
+        answer = (responses or {}).get(key)
+        if answer is None:
+            return {"resultType": "input_required",
+                    "inputRequests": {key: {"method": "elicitation/create", "params": form}}}
+        if not isinstance(answer, dict):
+            raise _invalid_params("`inputResponses.%s` must be an elicitation result" % key)
+        ctx.answered.add(key)
+        return answer
+
+    async def _modern_call(self, name, call, support, ctx: CallContext):
+        """2026-07-28: a task when the tool requires one, or an optional one runs past TASK_AFTER (and
+        the request declared the extension); otherwise the plain result."""
+        if support == "forbidden" or (support == "optional" and (
+                not ctx.declared(TASKS_EXTENSION) or self.tasks.full())):
+            return await call
+        if not ctx.declared(TASKS_EXTENSION):
+            call.close()
+            raise McpError(MISSING_CAPABILITY, "Tool %s runs only as a task: declare the %s extension in the "
+                           "request's client capabilities" % (name, TASKS_EXTENSION), _NEEDS_TASKS)
+        task = self.tasks.start(call, ctx, TASK_TTL_MS)
+        if support == "optional":
             try:
-                await upstream.ready(wait_backoff=False)
-                self.said = "%s is running: %d tools" % (server_id, len(upstream.listing["tools"]))
-            except UpstreamError as exc:
-                self.said = exc.message
-        return self.submit(start())
+                await asyncio.wait([task.job], timeout=TASK_AFTER)
+            except asyncio.CancelledError:  # the client left before it had a task id
+                self.tasks.cancel(task)
+                raise
+            if task.job.done():  # quick: the plain answer, and no task to remember
+                self.tasks.tasks.pop(task.id, None)
+                if task.error:
+                    raise task.error
+                if task.result is None:
+                    raise McpError(INTERNAL_ERROR, "the call was cancelled (the server is stopping)")
+                return task.result
+        return dict(task.wire(), resultType="task")
 
-    def call(self, server_id, tool, arguments):
-        """`c`: call a tool of the server (starting it if needed); the result shows in details."""
-        upstream = self.hub.upstreams.get(server_id)
-        if not upstream:
-            self.said = "%s is not usable" % server_id
-            return None
-        self.results[(server_id, tool)] = None
+    def _status_changed(self, task: Task):
+        """2025-11-25: tell the session that made a task that it ended (notifications/tasks/status)."""
+        if not task.owner.closed:
+            task.owner.notify("notifications/tasks/status", task.wire())
 
-        async def call():
-            try:
-                result = await upstream.forward("tools/call", {"name": tool, "arguments": arguments}, None)
-                out = io.StringIO()
-                _print_content(result.get("content"), out)
-                if result.get("structuredContent") is not None and not out.getvalue():
-                    out.write(json.dumps(result["structuredContent"], indent=2))
-                text = ("error: " if result.get("isError") else "") + out.getvalue().strip()
-            except UpstreamError as exc:
-                text = "error: %s" % exc.message
-            self.results[(server_id, tool)] = text
-            self.said = "%s of %s answered" % (tool, server_id)
-        return self.submit(call())
+    def _task(self, params, ctx) -> Task:
+        """The task a tasks/* request names; in 2026-07-28 only for a request that declared the extension."""
+        if ctx.modern and not ctx.declared(TASKS_EXTENSION):
+            raise McpError(MISSING_CAPABILITY, "tasks/* needs the %s extension in the request's client "
+                           "capabilities" % TASKS_EXTENSION, _NEEDS_TASKS)
+        return self.tasks.get(params.get("taskId"), ctx)
 
-    def edit(self, words):
-        """A config edit through the CLI command of the same name (its checks, .bak, symlink, message);
-        then the config is read again. False (and `said` why) when the command refused it."""
-        out = io.StringIO()
-        at = words.index("--") if "--" in words else len(words)  # the options end where a server's command starts
-        try:
-            with contextlib.redirect_stdout(out):
-                _OWN_WORDS[words[0]](words[1:at] + ["--config", self.path] + words[at:])
-        except (McpStudioError, OSError) as exc:
-            self.said = "refused: %s" % exc
-            return False
-        self.reload()
-        if not self.said.startswith("the config"):
-            said = out.getvalue().strip()
-            for where in (" in %s", " from %s", " (%s)"):
-                said = said.replace(where % self.path, "")
-            self.said = said
-        return True
+    def tasks_get(self, params, ctx):
+        """`tasks/get`: the task; in 2026-07-28 with its result or error inlined once it has one."""
+        task = self._task(params, ctx)
+        reply = task.wire()
+        if ctx.modern and task.result is not None:
+            reply["result"] = task.result
+        elif ctx.modern and task.error:
+            reply["error"] = task.error.to_json()
+        return reply
 
-    def reload(self):
-        """Read the config again; servers whose entry did not change keep running."""
-        try:
-            self.run(self.hub.reload())
-        except (ConfigError, UsageError) as exc:
-            self.said = "the config is not usable now: %s" % exc
+    async def tasks_result(self, params, ctx):
+        """`tasks/result` (2025-11-25): wait for the end; what the call itself would have answered."""
+        task = self._task(params, ctx)
+        await task.ended.wait()
+        if task.error:
+            raise task.error
+        if task.result is None:
+            raise McpError(INTERNAL_ERROR, "Task %s was cancelled, so it has no result" % task.id)
+        return _with_meta(task.result, RELATED_TASK, {"taskId": task.id})
 
-    def _spec(self, server_id):
-        return next(s for s in self.plan.specs if s.id == server_id)
+    def tasks_list(self, params, ctx):
+        """`tasks/list` (2025-11-25): this session's tasks, oldest first, paginated."""
+        return _page("tasks", [task.wire() for task in self.tasks.owned(ctx)], params)
 
-    async def _stop_all(self):
-        await asyncio.gather(*(u.stop("the TUI quit") for u in self.hub.upstreams.values()), return_exceptions=True)
-        await self.runner.stop_all()
+    def tasks_cancel(self, params, ctx):
+        """`tasks/cancel`: stop it. 2025-11-25 answers the cancelled task (an ended one is -32602);
+        2026-07-28 acknowledges, whatever its state."""
+        task = self._task(params, ctx)
+        if task.status in TERMINAL and not ctx.modern:
+            raise McpError(INVALID_PARAMS, "Cannot cancel task %s: it already ended (%s)" % (task.id, task.status))
+        if task.status not in TERMINAL:
+            self.tasks.cancel(task)
+        return {} if ctx.modern else task.wire()
 
-    def close(self):
-        """Stop every server the TUI started, and the loop."""
-        try:
-            self.run(self._stop_all(), timeout=KILL_GRACE * 4 + 10)
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.runner.close_watchdog()
+    def tasks_update(self, params, ctx):
+        """`tasks/update` (2026-07-28): input for a task; none of these tasks asks for any, so an ack."""
+        self._task(params, ctx)
+        return {}
 
+    async def resources_list(self, params, ctx):
+        """`resources/list`, paginated."""
+        return await self._listing("resources", self.catalog.resources, params)
 
-def ask_fields(schema, ask):
-    """The properties of an object schema (a tool's input, a server's form) asked one at a time, on the terminal
-    or the TUI's status line: `ask(prompt)` gives a line, or None to give up (then None). An empty line keeps
-    the field's default, if it has one; an answer is read as its field's type says (_typed)."""
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
-    content = {}
-    for key, field in _object(schema.get("properties")).items():
-        field = _object(field)
-        choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
-                                        if isinstance(option, dict)]
-        hint = "/".join(str(c) for c in choices) if choices else field.get("type", "text")
-        default = " [%s]" % json.dumps(field["default"]) if "default" in field else ""
-        text = ask("  %s (%s%s)%s: " % (field.get("title") or key, hint, ", required" if key in required else "", default))
-        if text is None:
-            return None
-        if text:
-            content[key] = _typed(text, field)
-        elif "default" in field:
-            content[key] = field["default"]
-    return content
+    async def _listing(self, key, build, params):
+        """A listing whose first page builds it and whose next pages page through that same snapshot
+        (thousands of skill files are not looked up again for each page)."""
+        if params.get("cursor") is None or key not in self._snapshots:
+            self._snapshots[key] = await build()
+        return _page(key, self._snapshots[key], params)
 
+    async def resources_read(self, params, ctx):
+        """`resources/read`."""
+        uri = _uri_param(params, "resources/read")
+        return await self.guard.record(uri, {}, ctx, {"method": "resources/read"}, self.catalog.read_resource(uri, ctx))
 
-def _typed(text, field):
-    """An answer as its schema field reads it: text for a string, yes or no for a boolean, else JSON (left as
-    text when it is not: the server's validation says what it wanted); an array takes a single value too."""
-    kind = field.get("type")
-    if kind == "boolean":
-        return text.strip().lower() in ("y", "yes", "true", "1")
-    if kind in ("string", None):
-        return text
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = text
-    return [value] if kind == "array" and not isinstance(value, list) else value
+    async def resource_templates_list(self, params, ctx):
+        """`resources/templates/list`, paginated."""
+        return _page("resourceTemplates", await self.catalog.resource_templates(), params)
 
+    async def prompts_list(self, params, ctx):
+        """`prompts/list`, paginated."""
+        return _page("prompts", await self.catalog.prompts(), params)
 
-class TuiScreen:
-    """The curses side of the TUI: draws the Board, reads keys (see TUI_KEYS)."""
+    async def prompts_get(self, params, ctx):
+        """`prompts/get`."""
+        name, arguments = _name_and_arguments(params, "prompts/get")
+        return await self.guard.record(name, arguments, ctx, {"method": "prompts/get"},
+                                       self.catalog.get_prompt(name, arguments, ctx))
 
-    text_filter = ""
-    view, selected, tool, scroll, follow = "list", 0, 0, 0, True
+    async def subscribe(self, params, ctx, method):
+        """`resources/subscribe` and `unsubscribe`: passed to the server that holds the URI."""
+        return await self.catalog.subscribe(method, _uri_param(params, method), ctx)
 
-    def __init__(self, curses, window, board: Board):
-        self.curses, self.window, self.board = curses, window, board
-        self.colors = {}
-        if curses.has_colors():
-            try:
-                curses.use_default_colors()  # the terminal's own colours, not white on black
-            except curses.error:
-                pass
-        if curses.has_colors() and not os.environ.get("NO_COLOR"):  # https://no-color.org
-            for index, (state, color) in enumerate((("running", curses.COLOR_GREEN), ("failed", curses.COLOR_RED),
-                                                    ("starting", curses.COLOR_YELLOW), ("error", curses.COLOR_RED),
-                                                    ("stopping", curses.COLOR_YELLOW)), 1):
-                curses.init_pair(index, color, -1)
-                self.colors[state] = curses.color_pair(index)
-        try:
-            curses.curs_set(0)
-        except curses.error:  # a terminal without an invisible cursor
-            pass
-        window.timeout(TUI_TICK_MS)
-        window.keypad(True)
-        curses.raw()  # Ctrl+C arrives as a key, whatever SIGINT's disposition (a background job ignores it)
+    async def complete(self, params, ctx):
+        """`completion/complete`: routed by its reference to the server that owns the prompt or template."""
+        ref = params.get("ref")
+        if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource") or \
+                not isinstance(params.get("argument"), dict):
+            raise _invalid_params("completion/complete needs `ref` (ref/prompt or "
+                                  "ref/resource) and an `argument` object")
+        return await self.catalog.complete(ref, params, ctx)
+    async def skills_list(self, params, ctx):
+        """`skills/list`, paginated (an entry is never split)."""
+        return dict(await self._listing("skills", self.catalog.skills, params), ttlMs=SKILLS_TTL_MS, cacheScope="public")
 
-    # -- drawing ------------------------------------------------------------------------------
+    async def skills_get(self, params, ctx):
+        """`skills/get`: one skill's entry by the URI of its SKILL.md."""
+        return {"skill": await self.catalog.skill_answer("get_skill", _uri_param(params, "skills/get")),
+                "ttlMs": SKILLS_TTL_MS, "cacheScope": "public"}
 
-    def put(self, y, x, text, attr=0):
-        """Text clipped to the window (curses raises on the last cell and beyond), by cells: a wide character (CJK,
-        most emoji) or a control character (^[) takes two, tabs are spaces, a NUL (which curses refuses) ^@, and
-        what does not fit would run on into the next row."""
-        height, width = self.window.getmaxyx()
-        room, text = width - x - (y == height - 1), text.expandtabs().replace("\0", "^@")  # (the last row: a cell less)
-        for end, char in enumerate(text):
-            room -= _width(char)
-            if room < 0:
-                text = text[:end]
-                break
-        if 0 <= y < height and x < width:
-            try:
-                self.window.addstr(y, x, text, attr)
-            except self.curses.error:
-                pass
+    async def directory_read(self, params, ctx):
+        """`resources/directory/read`: a skill folder's direct children, paginated."""
+        children = await self.catalog.skill_answer("read_directory", _uri_param(params, "resources/directory/read"))
+        return _page("resources", children, params)
 
-    def draw(self):
-        self.window.erase()
-        height, width = self.window.getmaxyx()
-        title = "mcpstudio  namespace: %s  %s  %s" % (self.board.shown or "(all)", self.board.count(), self.board.path)
-        self.put(0, 0, title[:width], self.curses.A_BOLD)
-        getattr(self, "draw_" + self.view)(height, width)
-        hint = {"list": "t:test Enter:details l:log e:on/off a:add d:remove n:namespace ?:help q:quit",
-                "details": "c:call p:allow/deny t:test l:log Esc:back ?:help q:quit",
-                "logs": "f:follow Up/Down:scroll Esc:back q:quit", "help": "Esc:back q:quit"}[self.view]
-        self.put(height - 2, 0, self.board.said[:width - 1])
-        self.put(height - 1, 0, hint, self.curses.A_REVERSE)
-        self.window.refresh()
-
-    def current(self):
-        rows = self.board.rows(self.text_filter)
-        self.selected = min(self.selected, max(0, len(rows) - 1))
-        return rows[self.selected] if rows else None
-
-    def draw_list(self, height, width):
-        rows = self.board.rows(self.text_filter)
-        self.put(1, 0, "SERVER             KIND    ON  STATE     TOOLS  NAMESPACES     LAST ERROR", self.curses.A_UNDERLINE)
-        if self.text_filter:
-            self.put(1, width - 20, ("/" + self.text_filter)[:19].ljust(20))
-        if not rows:
-            self.put(3, 2, "no servers%s; a adds one" % (" match /" + self.text_filter if self.text_filter else ""))
-        self.current()
-        top = max(0, self.selected - (height - 6))
-        for index, row in enumerate(rows[top:top + height - 4]):
-            line = "%s %-7s %-3s %-9s %5s  %s %s" % (
-                _cells(row["name"], 18), row["transport"], "yes" if row["enabled"] else "no", row["state"],
-                "-" if row["tools"] is None else row["tools"], _cells(",".join(row["namespaces"]) or "-", 14),
-                row["error"])
-            attr = self.curses.A_REVERSE if index + top == self.selected else 0
-            self.put(2 + index, 0, line.ljust(width)[:width], attr)
-            if attr == 0 and row["state"] in self.colors:
-                self.put(2 + index, 31, "%-9s" % row["state"], self.colors[row["state"]])
-
-    def draw_details(self, height, width):
-        row = self.current()
-        if row is None:
-            self.view = "list"
-            return
-        details = self.board.details(row["id"])
-        lines = [("%s  (%s, %s)" % (row["name"], row["state"], "enabled" if row["enabled"] else "disabled"), self.curses.A_BOLD),
-                 ("%s %s" % ("url:" if details["spec"].url else "command:", details["launch"]), 0)]
-        lines += [("%s: %s" % (kind, ", ".join(key + shown for key in details[kind])), 0)
-                  for kind, shown in (("env", "=***"), ("headers", ": ***")) if details[kind]]
-        if row["error"]:
-            import textwrap
-            lines.extend((text, self.colors.get("failed", 0))
-                         for text in textwrap.wrap("last error: %s" % row["error"], max(20, width - 1))[:6])
-        tools = details["tools"]
-        self.tool = min(self.tool, max(0, len(tools) - 1))
-        lines.append(("tools (%d)%s" % (len(tools), ":" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
-        shown, selected, end = self.board.shown, 0, 0
-        for index, tool in enumerate(tools):
-            permission = "hidden" if not tool["served"] else "-" if shown not in tool["allowed"] else (
-                "allowed" if tool["allowed"][shown] else "denied")
-            marks = " ".join("%s:%s" % (ns, "+" if ok else "-") for ns, ok in tool["allowed"].items())
-            text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
-            lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
-            if index == self.tool:  # its counters and last call under it, in view with it
-                selected = len(lines) - 1
-                lines.extend((text, 0) for text in tool["counters"])
-                result = self.board.results.get((row["id"], tool["name"]), "")
-                if result is None:
-                    lines.append(("calling %s ..." % tool["name"], 0))
-                elif result:
-                    lines.append(("result of %s:" % tool["name"], self.curses.A_UNDERLINE))
-                    lines.extend((text, 0) for text in result.splitlines()[:8])
-                end = len(lines) - 1
-        top = max(0, min(selected, end - (height - 5)))
-        for index, (text, attr) in enumerate(lines[top:top + height - 3]):
-            self.put(1 + index, 0, text, attr)
-
-    def draw_logs(self, height, width):
-        row = self.current()
-        lines = self.board.lines(row["id"]) if row else []
-        room = height - 4  # rows 2 to height - 3
-        self.scroll = max(0, len(lines) - room if self.follow else min(self.scroll, len(lines) - room))
-        self.put(1, 0, "log of %s%s" % (row["name"] if row else "?", "  (following)" if self.follow else ""),
-                 self.curses.A_UNDERLINE)
-        for index, line in enumerate(lines[self.scroll:self.scroll + room]):
-            self.put(2 + index, 0, line)
-        if not lines:
-            self.put(2, 2, "nothing yet: t starts the server")
-
-    def draw_help(self, height, width):
-        for index, (key, what) in enumerate(TUI_KEYS):  # (each fits 80 columns)
-            self.put(1 + index, 0, "  %-12s %s" % (key, what))
-
-    # -- input --------------------------------------------------------------------------------
-
-    def ask(self, prompt, initial=""):
-        """A line typed on the status line (Enter: done, Esc: None); the screen stays live meanwhile."""
-        text = initial
-        while True:
-            self.draw()
-            height, width = self.window.getmaxyx()
-            self.put(height - 2, 0, (prompt + text + "_").ljust(width - 1)[-(width - 1):], self.curses.A_BOLD)
-            self.window.refresh()
-            try:
-                key = self.window.get_wch()  # a character (any script) or a special key's number
-            except self.curses.error:  # no key within the tick
-                continue
-            if key in ("\n", "\r", self.curses.KEY_ENTER):
-                return text
-            if key in ("\x1b", "\x03"):
-                return None
-            if key in ("\x08", "\x7f", self.curses.KEY_BACKSPACE):
-                text = text[:-1]
-            elif isinstance(key, str) and key.isprintable():
-                text += key
-
-    def key(self, key):
-        """Handle one key; False to quit."""
-        char = chr(key) if 0 <= key < 256 else ""
-        board, row = self.board, self.current()
-        step = {self.curses.KEY_DOWN: 1, ord("j"): 1, self.curses.KEY_UP: -1, ord("k"): -1}.get(key)
-        if char in ("q", "\x03"):  # q, Ctrl+C
-            return False
-        if key == 27:
-            self.view = "list"
-        elif char == "?":
-            self.view = "help"
-        elif step:
-            if self.view == "details":
-                self.tool = max(0, self.tool + step)
-            elif self.view == "logs":
-                self.follow, self.scroll = False, max(0, self.scroll + step)
-            else:
-                self.selected = max(0, self.selected + step)
-        elif char == "/" and self.view == "list":
-            text = self.ask("filter: ", self.text_filter)
-            self.text_filter = self.text_filter if text is None else text
-        elif key in (10, 13, self.curses.KEY_ENTER) and row:
-            self.view, self.tool = "details", 0
-        elif char == "l" and row:
-            self.view, self.follow = "logs", True
-        elif char == "f" and self.view == "logs":
-            self.follow = not self.follow
-        elif char == "t" and row:
-            board.toggle(row["id"])
-        elif char == "e" and row:
-            board.edit(["disable" if row["enabled"] else "enable", row["name"]])
-        elif char == "a":
-            self.add()
-        elif char == "d" and row:
-            if (self.ask("remove %s from the config? (y/n) " % row["name"]) or "").lower().startswith("y"):
-                board.edit(["remove", row["name"]])
-            else:
-                board.say("kept %s" % row["name"])
-        elif char == "n" and row:
-            self.namespaces(row)
-        elif char == "r":
-            board.reload()
-            if not board.said.startswith("the config"):
-                board.say("read %s again" % board.path)
-        elif char in ("c", "p") and row and self.view == "details":
-            tools = board.details(row["id"])["tools"]
-            if not tools:
-                board.say("no tools listed yet: t starts the server")
-            elif char == "c":
-                arguments = ask_fields(tools[self.tool]["schema"], self.ask)
-                if arguments is not None:
-                    board.call(row["id"], tools[self.tool]["name"], arguments)
-            elif not board.shown:
-                board.say("no namespace shown: n creates one or chooses which")
-            else:
-                board.edit(["namespace", "deny" if tools[self.tool]["allowed"].get(board.shown) else "allow", board.shown, row["name"], tools[self.tool]["name"]])
-        return True
-
-    def add(self):
-        name = self.ask("add server, name: ")
-        if not name:
-            return
-        if any(row["name"] == name for row in self.board.rows()):
-            self.board.say("refused: a server %s exists (d removes it first)" % name)
-            return
-        target = self.ask("%s: command (with its arguments) or URL: " % name)
-        if not target:
-            return
-        import shlex
-        try:
-            words = ["--url", target] if re.match(r"https?://", target) else ["--"] + shlex.split(target)
-        except ValueError as exc:
-            self.board.say("refused: %s" % exc)
-            return
-        self.board.edit(["add", name] + words)
-
-    def namespaces(self, row):
-        choice = (self.ask("namespace: c create, a assign %s, d make default, s show: " % row["name"]) or "-")[0]
-        if choice not in "cads":
-            return
-        name = self.ask({"c": "new namespace (with %s): " % row["name"], "a": "assign %s to namespace: " % row["name"],
-                         "d": "make this namespace the default: ", "s": "show namespace: "}[choice])
-        if not name:
-            return
-        if choice == "s":
-            self.board.show(name)
-            return
-        action = {"c": "add", "a": "assign", "d": "default"}[choice]
-        self.board.edit(["namespace", action, name] + ([row["name"]] if action != "default" else []))
-
-    def run(self):
-        while True:
-            self.draw()
-            key = self.window.getch()
-            if key == self.curses.KEY_RESIZE:  # repaint it all: the terminal may have moved what was on it
-                self.window.clear()
-            elif key != -1 and not self.key(key):
-                return
+    def set_level(self, params, ctx):
+        """`logging/setLevel`: the least severe level sent to this client."""
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            raise McpError(INVALID_PARAMS, "Invalid level %r: use one of %s" % (level, ", ".join(LOG_LEVELS)))
+        ctx.session.log_level, ctx.session.level_chosen = level, True
+        for source in self.catalog.sources:
+            source.set_level(level, ctx.session)
+        return {}
 
 
-def tui_command(words):
-    """`tui [--config FILE] [--namespace NAME]`: the TUI, on a terminal only."""
-    found, path, rest = _config_option(words, "tui", values=("--namespace",))
-    if rest:
-        raise UsageError("tui takes --config FILE and --namespace NAME only, not %r" % " ".join(rest))
-    try:  # first: a terminal would not help a Python without it (Windows CPython has none)
-        import curses
-    except ImportError:
-        _say("error: tui needs Python's curses module (on Windows: pip install windows-curses, or run mcpstudio "
-             "under WSL); use `mcpstudio status` or `mcpstudio list` instead")
-        return 2
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        _say("error: tui needs a terminal (stdin and stdout); use `mcpstudio status` or "
-             "`mcpstudio list` instead")
-        return 2
-    if not os.path.exists(path):
-        raise UsageError("tui: no config at %s (give --config FILE, or add a server: mcpstudio add NAME -- COMMAND)"
-                         % path)
-    os.environ.setdefault("ESCDELAY", "25")  # Esc is a key here: ncurses waits a second by default to tell it
-    board = Board(path, found.get("--namespace"))
-    try:
-        curses.wrapper(lambda window: TuiScreen(curses, window, board).run())
-    except KeyboardInterrupt:  # Ctrl+C: curses.wrapper has restored the terminal
-        pass
-    finally:
-        board.close()
+async def serve_stdio(server: Server, runner: ProcessRunner, log: Log, in_fd, out_fd):
+    """Serve `server` on the given descriptors until stdin closes or a signal arrives."""
+    loop = asyncio.get_running_loop()
+    transport = StdioTransport(in_fd, out_fd, log)
+    session = Session(transport, server.dispatch, log, server.notification)
+    server.start(session)
+    stopping = loop.create_future()
+
+    def stop(reason):
+        if not stopping.done():
+            stopping.set_result(reason)
+            log.debug("stopping: %s", reason)
+
+    transport.start(loop, session.receive, lambda: stop("stdin closed"), lambda: stop("stdout closed"))
+    runner.pause_with(transport.room)
+    _on_stop_signals(loop, stop, server.catalog.reload_signal())
+    reason = await stopping
+    # On EOF the client has said all it will; let what it asked finish briefly.
+    await session.cancel_all(grace=EOF_DRAIN if reason == "stdin closed" else 0)
+    await server.tasks.close()
+    await server.catalog.close()  # servers first: closing their stdin lets them exit cleanly
+    await runner.stop_all()
+    runner.close_watchdog()
+    transport.close()
     return 0
 
 
@@ -14612,8 +13755,6 @@ HTTP_IDLE_SESSION = 3600.0        # seconds an unused handshake-era session is k
 HTTP_MAX_SESSIONS = 1000
 HTTP_CLIENT_SESSIONS = 100        # of those, one client address's (every local process is 127.0.0.1)
 HTTP_MAX_QUEUED = 1000            # notifications waiting on one SSE stream; more are dropped (replies never)
-LISTEN_AGAIN = 2.0                # seconds before a 2026-07-28 server's ended subscriptions/listen is opened again
-PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
 HTTP_REPLAY = 100                 # events of a stream kept to replay after Last-Event-ID (SEP-1699)
 HTTP_RESUMABLE = 16               # a session's streams kept to be resumed before the response reached the client
 HTTP_REPLAY_BYTES = 4 << 20       # what a session's streams keep to be read or resumed; the oldest streams go first
@@ -14888,18 +14029,6 @@ def bound_replay(entry, sessions):
             owner.forget(key)
 
 
-def _loopback(host):
-    """True only for `localhost` and loopback addresses (127.0.0.0/8, ::1); never for names."""
-    host = host.strip().strip("[]").lower()
-    if host == "localhost":
-        return True
-    import ipaddress
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def forwarded_client(peer, forwarded, proxies):
     """The client an HTTP request comes from: `peer` (the socket's address), or, when `peer` is one of the
     trusted balancers (`proxies`: ip_network objects), the right-most address of its X-Forwarded-For that is
@@ -14954,24 +14083,9 @@ def _origin_host(value):
     return _host_name(rest)
 
 
-def _header_value(value):
-    """Trim; decode the =?base64?...?= form 2026-07-28 clients use for non-ASCII values."""
-    value = value.strip()
-    if value.startswith("=?base64?") and value.endswith("?="):
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
-            return value
-    return value
-
-
 def _good_id(message):
     request_id = message.get("id")
     return request_id is None or (isinstance(request_id, ID_TYPES) and not isinstance(request_id, bool))
-
-
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "tasks/get": "taskId",
-          "tasks/update": "taskId", "tasks/cancel": "taskId"}  # 2026-07-28: what the Mcp-Name header repeats
 
 
 def operations_report(path, server, sessions, leaving=None):
@@ -14988,44 +14102,6 @@ def operations_report(path, server, sessions, leaving=None):
             "sessions": [({}, sessions)], "tasks": [({}, len(server.tasks.tasks))]}).encode()
     return b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s" % (
         status, _STATUS[status].encode(), kind.encode(), len(data), data)
-
-
-class NamespaceUrls:
-    """The /mcp/<namespace> URLs of an HttpServer: each namespace's own Server (its filters, permissions and
-    toolSearch), built at its first request by `build(name)` (the one server builder, given /mcp's Server: it
-    shares its guard, client link and running servers); None: no namespace URLs."""
-
-    def __init__(self, http, build=None):
-        self.http, self.build = http, build
-        self.views = {}  # namespace -> its HttpServer
-
-    def get(self, path):
-        """The HttpServer of `path`, /mcp/<namespace>; None for another path."""
-        http = self.http
-        hub = next((s for s in http.server.catalog.sources if isinstance(s, Aggregator)), None)
-        prefix, _, name = path.rpartition("/")
-        if not hub or prefix != HTTP_PATH or self.build is None:
-            return None
-        if name not in hub.namespace.plan.namespaces:  # people signing in: a stranger learns no namespace's name
-            raise HttpError(404, "no namespace %r%s" % (name, "" if http.sign_in else " (the config's namespaces: %s)"
-                                                         % ", ".join(sorted(hub.namespace.plan.namespaces))))
-        if name not in self.views:
-            try:
-                server = self.build(name)
-            except McpStudioError as exc:  # the config no longer reads as it did at the start
-                raise HttpError(500, str(exc))
-            server.start()
-            server.identify(http.instance)
-            served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token, http.instance,
-                                                   http.proxies, sign_in=http.sign_in, leaving=http.leaving)
-            served.sweep()
-            http.server.views.append(next(s for s in server.catalog.sources if isinstance(s, Aggregator)))
-        return self.views[name]
-
-    async def close(self):
-        """Their sessions' tasks end with the loop, their processes with the runner; their catalogs end here."""
-        for served in self.views.values():
-            await served.server.catalog.close()
 
 
 def make_room(pending, share, most, first_byte, slow_head):
@@ -15090,6 +14166,44 @@ class Drain:
         deadline = time.monotonic() + KILL_GRACE
         while time.monotonic() < deadline and any(http.calls for http in self.views):  # the errors are written
             await asyncio.sleep(0.05)
+
+
+class NamespaceUrls:
+    """The /mcp/<namespace> URLs of an HttpServer: each namespace's own Server (its filters, permissions and
+    toolSearch), built at its first request by `build(name)` (the one server builder, given /mcp's Server: it
+    shares its guard, client link and running servers); None: no namespace URLs."""
+
+    def __init__(self, http, build=None):
+        self.http, self.build = http, build
+        self.views = {}  # namespace -> its HttpServer
+
+    def get(self, path):
+        """The HttpServer of `path`, /mcp/<namespace>; None for another path."""
+        http = self.http
+        hub = next((s for s in http.server.catalog.sources if isinstance(s, Aggregator)), None)
+        prefix, _, name = path.rpartition("/")
+        if not hub or prefix != HTTP_PATH or self.build is None:
+            return None
+        if name not in hub.namespace.plan.namespaces:  # people signing in: a stranger learns no namespace's name
+            raise HttpError(404, "no namespace %r%s" % (name, "" if http.sign_in else " (the config's namespaces: %s)"
+                                                         % ", ".join(sorted(hub.namespace.plan.namespaces))))
+        if name not in self.views:
+            try:
+                server = self.build(name)
+            except McpStudioError as exc:  # the config no longer reads as it did at the start
+                raise HttpError(500, str(exc))
+            server.start()
+            server.identify(http.instance)
+            served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token, http.instance,
+                                                   http.proxies, sign_in=http.sign_in, leaving=http.leaving)
+            served.sweep()
+            http.server.views.append(next(s for s in server.catalog.sources if isinstance(s, Aggregator)))
+        return self.views[name]
+
+    async def close(self):
+        """Their sessions' tasks end with the loop, their processes with the runner; their catalogs end here."""
+        for served in self.views.values():
+            await served.server.catalog.close()
 
 
 class HttpServer:
@@ -15654,6 +14768,45 @@ def sign_in_problem(plan, host, token):
     return None
 
 
+async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token, instance=None, drain=HTTP_DRAIN,
+                     proxies=(), namespaced=None):
+    """Serve `server` at http://host:port/mcp (and its namespaces' URLs, `namespaced(name)` their Servers)
+    until SIGTERM (after a drain of `drain` seconds, see Drain; a second signal ends it at once) or SIGINT."""
+    loop = asyncio.get_running_loop()
+    http = HttpServer(server, log, host, port, token, instance, proxies, namespaced)
+    server.identify(http.instance)
+    await http.start()
+    server.start()
+    shown = "[%s]" % host if ":" in host else host
+    plan = server.guard.sign_in
+    if plan:
+        log.add_secrets([plan["clientSecret"]] if plan["clientSecret"] else [])
+    log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
+             " (people sign in: %s, for %s)" % (", ".join(
+                 ([plan["issuer"]] if plan["issuer"] else []) + (["%d listed tokens" % len(plan["people"])]
+                                                                if plan["people"] else [])), http.sign_in.audience)
+             if plan else " (bearer token required)" if token else " with no token: any process or user on this machine "
+             "may call every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
+    stopping, leaving = loop.create_future(), []
+
+    def stop(reason):
+        if not stopping.done():
+            stopping.set_result(reason)
+            log.debug("stopping: %s", reason)
+        elif leaving:
+            leaving[0].cancel()  # a second signal: at once
+    _on_stop_signals(loop, stop, server.catalog.reload_signal())
+    if await stopping == "SIGTERM":
+        leaving.append(asyncio.ensure_future(Drain(http).run(drain)))
+        await asyncio.wait(leaving)
+    await http.close()
+    await server.tasks.close()
+    await server.catalog.close()
+    await runner.stop_all()
+    runner.close_watchdog()
+    return 0
+
+
 def run_http(server, runner: ProcessRunner, log: Log, options, namespaced=None):
     """`--http [HOST:]PORT`: check the address and the token, then serve until stopped (`namespaced(name)`:
     the Server of /mcp/<name>)."""
@@ -15703,43 +14856,483 @@ def run_http(server, runner: ProcessRunner, log: Log, options, namespaced=None):
         log.close()
 
 
-async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token, instance=None, drain=HTTP_DRAIN,
-                     proxies=(), namespaced=None):
-    """Serve `server` at http://host:port/mcp (and its namespaces' URLs, `namespaced(name)` their Servers)
-    until SIGTERM (after a drain of `drain` seconds, see Drain; a second signal ends it at once) or SIGINT."""
-    loop = asyncio.get_running_loop()
-    http = HttpServer(server, log, host, port, token, instance, proxies, namespaced)
-    server.identify(http.instance)
-    await http.start()
-    server.start()
-    shown = "[%s]" % host if ":" in host else host
-    plan = server.guard.sign_in
-    if plan:
-        log.add_secrets([plan["clientSecret"]] if plan["clientSecret"] else [])
-    log.info("serving MCP at http://%s:%d%s%s", shown, http.port, HTTP_PATH,
-             " (people sign in: %s, for %s)" % (", ".join(
-                 ([plan["issuer"]] if plan["issuer"] else []) + (["%d listed tokens" % len(plan["people"])]
-                                                                if plan["people"] else [])), http.sign_in.audience)
-             if plan else " (bearer token required)" if token else " with no token: any process or user on this machine "
-             "may call every tool (set $MCPSTUDIO_HTTP_TOKEN to require one)")
-    stopping, leaving = loop.create_future(), []
+# --------------------------------------------------------------------------
+# Command line: options, usage, and the server they build
+# --------------------------------------------------------------------------
 
-    def stop(reason):
-        if not stopping.done():
-            stopping.set_result(reason)
-            log.debug("stopping: %s", reason)
-        elif leaving:
-            leaving[0].cancel()  # a second signal: at once
-    _on_stop_signals(loop, stop, server.catalog.reload_signal())
-    if await stopping == "SIGTERM":
-        leaving.append(asyncio.ensure_future(Drain(http).run(drain)))
-        await asyncio.wait(leaving)
-    await http.close()
-    await server.tasks.close()
-    await server.catalog.close()
-    await runner.stop_all()
-    runner.close_watchdog()
-    return 0
+_Option = collections.namedtuple("_Option", ("names", "dest", "metavar", "kind", "help"))
+
+
+def _options(table):
+    """The _Options of a table of them as --help shows them (OPTION_TABLE); a dest is the long name's words."""
+    options = []
+    for entry in re.split(r"\n(?=-)", table.strip()):
+        shown, kind, help = re.split(r"  +", entry, maxsplit=2)
+        words = shown.replace(",", "").split()
+        names = [word for word in words if word.startswith("-")]
+        options.append(_Option(names, names[-1][2:].replace("-", "_"), None if words[-1] in names else words[-1], kind,
+                               " ".join(help.split())))
+    return options
+
+
+def _positive(text, option, kind=float):
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not (0 < value < float("inf")):
+        raise UsageError("%s needs a positive %s, not %r" % (option, "whole number" if kind is int else "number", text))
+    return value
+
+
+# Every option as --help shows it: its names and metavar, its kind ("flag", "value" or "append": repeatable),
+# and its help, which goes on over indented lines (%(NAME)s: a constant of the module's).
+OPTION_TABLE = """
+-h, --help                       flag    show this help and exit
+--version                        flag    print the version and exit
+--name NAME                      value   tool name (default: the command's base name)
+--description TEXT               value   tool description (default: the template)
+--read-only                      flag    annotate the tool readOnlyHint: true
+--destructive                    flag    annotate the tool destructiveHint: true
+--idempotent                     flag    annotate the tool idempotentHint: true
+--open-world                     flag    annotate the tool openWorldHint: true
+--env KEY=VALUE                  append  set a variable for the command (repeatable; values of names like *_TOKEN, *_KEY masked
+                                         in logs)
+--cwd DIR                        value   folder the command runs in (default: the current one)
+--timeout SECONDS                value   stop a call after this long (default: %(DEFAULT_TIMEOUT)g)
+--max-output BYTES               value   keep at most this much of stdout and of stderr (default: %(DEFAULT_MAX_OUTPUT)d)
+--max-text CHARS                 value   characters of output a result shows; past it the head and tail, the whole kept as a
+                                         resource (default: %(DEFAULT_MAX_TEXT)d)
+--max-concurrency N              value   commands running at once; more calls wait (default: %(DEFAULT_MAX_CONCURRENCY)d)
+--max-name-length N              value   longest tool name given to clients (default: %(DEFAULT_MAX_NAME_LENGTH)d)
+--task-support MODE              value   run calls as MCP tasks: optional (the default), required or forbidden
+--ok-exit CODES                  value   exit codes that mean success, e.g. 0,1 for grep (1: no match; default: 0)
+--stdin TEXT                     value   feed the command this text template on stdin, e.g. --stdin '{json}' jq '{filter}'
+--allow-dash-values              flag    let values start an argument with '-' (off: refused as option injection)
+--config FILE                    value   serve the tools, resources and script folders of a JSON config file (see `serve`)
+--url URL                        value   serve the MCP server at URL over stdio, signing in with OAuth when it asks (a bridge,
+                                         as mcp-remote)
+--protocol-version VERSION       value   with --url: speak this MCP revision (2026-07-28, 2025-11-25, ...) instead of trying
+                                         initialize first
+--root-directory DIR             value   serve every executable script under DIR as a tool (script mode)
+--include GLOB                   append  script mode: only run scripts whose path under DIR matches (repeatable)
+--exclude GLOB                   append  script mode: skip scripts whose path matches (repeatable)
+--separator SEP                  value   joins folder and script names in tool names (default: __, so math/add is math__add)
+--skills DIR                     append  serve the Agent Skills (folders with a SKILL.md) under DIR (repeatable; alone or beside
+                                         a mode)
+--no-skill-prompts               flag    do not also offer each skill as a prompt (for clients without the skills extension)
+--help-timeout SECONDS           value   script mode: how long a script's --help or --state may take (default: %(HELP_TIMEOUT)g)
+--rescan SECONDS                 value   script mode: look for changed scripts this often, 0 for never (default:
+                                         %(RESCAN_INTERVAL)g)
+--debug                          flag    write debug lines to stderr
+--log-level LEVEL                value   what goes to stderr: debug (as --debug), info (the default), warn or error
+--log FILE                       value   append debug lines and every protocol message to FILE
+--namespace NAME                 value   serve this namespace of the config's MCP servers (default: the config's
+                                         defaultNamespace)
+--no-manager-tools               flag    hide the mcpstudio__servers_list, ... tools that manage the config's MCP servers
+--eager                          flag    start every configured MCP server right after initialize
+--check                          flag    status: start each server, list its tools and stop it
+--tool-search MODE               value   with MCP servers: list two tools that search and call the others: on, off or auto (the
+                                         default: past toolSearchThreshold tools, except for Claude Code)
+--stdio                          flag    serve on stdin/stdout (the default; accepted for other tools' configs)
+--http [HOST:]PORT               value   serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to
+                                         127.0.0.1)
+--http-token TOKEN               value   require Authorization: Bearer TOKEN (default: $MCPSTUDIO_HTTP_TOKEN; required off
+                                         loopback)
+--audit FILE                     value   append one JSON line per tool call to FILE (secrets masked)
+--rate-limit CALLS/SECONDS       value   each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)
+--http-rate-limit CALLS/SECONDS  value   --http: requests to /mcp beyond CALLS at once, then CALLS per SECONDS, get 429 and
+                                         Retry-After
+--http-instance NAME             value   --http: this instance's name, the first part of its task and session ids, for a load
+                                         balancer to route by (default: $%(INSTANCE_VARIABLE)s, else random at each start)
+--http-drain SECONDS             value   --http: on SIGTERM, /health is 503 and new requests are refused while running calls get
+                                         SECONDS to finish (default: %(HTTP_DRAIN)g)
+--http-trusted-proxy ADDRESSES   value   --http: load balancers (addresses or networks, comma-separated) whose X-Forwarded-For
+                                         names the client
+""" % globals()
+OPTIONS = _options(OPTION_TABLE)
+_OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
+
+USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
+         "       mcpstudio [OPTIONS] --root-directory DIR\n"
+         "       mcpstudio [OPTIONS] --skills DIR\n"
+         "       mcpstudio [OPTIONS] serve|check [--config FILE] [--namespace NAME]\n"
+         "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
+         "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
+         "       mcpstudio login|logout NAME|URL [--config FILE]\n"
+         "       mcpstudio secrets set|remove|list [NAME] --person SUBJECT\n"
+         "       mcpstudio tui [--config FILE] [--namespace NAME]\n"
+         "       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)")
+
+# Each subcommand's own --help.
+SUBCOMMAND_HELP = {
+    "serve": "usage: mcpstudio serve [--config FILE] [--namespace NAME] [--http [HOST:]PORT] [OPTIONS]\n\n"
+             "Serve a config file's tools, resources, script folders and MCP servers (default config:\n"
+             "$XDG_CONFIG_HOME/mcpstudio/config.json). The options of `mcpstudio --help` apply.",
+    "check": "usage: mcpstudio check [--config FILE] [--namespace NAME]\n\n"
+             "Validate a config file and show each tool's parameters and an example command; nothing runs.",
+    "status": "usage: mcpstudio status [--config FILE] [--namespace NAME] [--check]\n\n"
+              "The config's MCP servers, their cached tool counts and namespaces; --check starts\n"
+              "each server of the active namespace, lists its tools and stops it.",
+    "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
+            "Write a commented starter config (NAME.json) for the program CMD.",
+    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]\n"
+               "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n"
+               "       mcpstudio inspect [--json] --url URL\n\n"
+               "Start the mode as a client would and show the tools (with their parameters), resources\n"
+               "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
+               "arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the\n"
+               "default config); after -- comes any MCP server's command. A config with MCP servers shows\n"
+               "what a client in tool search mode sees (toolSearch); --search QUERY shows only the tools\n"
+               "a search finds, best first: as many as a model gets by default (%d), or --limit N (up\n"
+               "to %d).\n\n"
+               "examples:\n"
+               "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
+               "  mcpstudio inspect --json serve --config tools.json\n"
+               "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything" % (SEARCH_LIMIT, SEARCH_MAX),
+    "call": "usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [--yes] [MODE ARGS...]\n"
+            "       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...\n"
+            "       mcpstudio call TOOL [KEY=VALUE ...] --url URL\n\n"
+            "Call one tool through the real server, as a client would, and print its text (and\n"
+            "structured content); exit 1 when the result is an error. KEY=VALUE values are text for\n"
+            "string parameters and JSON otherwise (n=3, flag=true); an array parameter takes\n"
+            "KEY=VALUE more than once. KEY=@PATH gives a file parameter the file at PATH (as curl\n"
+            "does: photo=@cat.png); for any other parameter @ is text. --json gives all arguments\n"
+            "as one JSON object; --raw prints the whole result as JSON. When the server asks a\n"
+            "question (elicitation), call asks it on the terminal; --yes accepts the question's\n"
+            "defaults instead (no terminal needed).\n"
+            "--url reaches a remote server, signing in with OAuth in the browser when it asks.\n\n"
+            "examples:\n"
+            "  mcpstudio call echo message=hello echo '{message}'\n"
+            "  mcpstudio call search query=mcp --url https://mcp.example.com/mcp\n"
+            "  mcpstudio call git limit=3 git log '[--oneline]' -n '{limit}'\n"
+            "  mcpstudio call get-sum --json '{\"a\": 1, \"b\": 2}' -- npx -y @modelcontextprotocol/server-everything",
+    "login": "usage: mcpstudio login NAME|URL [--config FILE]\n\n"
+             "Sign in to a remote MCP server with OAuth now, in the browser ($BROWSER names another\n"
+             "program): NAME is a URL server of the config (its \"oauth\" block applies), or give the URL.\n"
+             "The tokens are kept, readable by you only, in the oauth folder beside the default config\n"
+             "($XDG_CONFIG_HOME/mcpstudio/oauth), and refreshed when they expire; `serve` uses them.\n"
+             "`status` shows each server's sign-in.",
+    "logout": "usage: mcpstudio logout NAME|URL [--config FILE]\n\n"
+              "Forget a server's tokens and client registration (the next use signs in again).",
+    "secrets": "usage: mcpstudio secrets set|remove NAME --person SUBJECT\n"
+               "       mcpstudio secrets list --person SUBJECT\n\n"
+               "A signed-in person's own secrets (serve --http with signIn or people): `${person.NAME}` in\n"
+               "the env, headers or args of a server with \"isolation\": \"user\" is SUBJECT's NAME when\n"
+               "that person's own process starts. `set` reads the value from stdin (asks on a terminal).\n"
+               "They are kept in people-secrets.json beside the default config, mode 0600; `list` shows\n"
+               "names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists\n"
+               "is static:NAME (never the same person as a subject NAME).",
+    "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
+               "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
+               "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"
+               "the options made absolute. --write merges it into the client's user config file (or\n"
+               "--file PATH) atomically, keeping a .bak copy and every other entry. With --http in MODE\n"
+               "ARGS the entry is the URL (start the server yourself). A mode the server would refuse is\n"
+               "an error (exit 2): nothing is printed or written.\n\n"
+               "examples:\n"
+               "  mcpstudio install --client claude-code echo '{message}'\n"
+               "  mcpstudio install --client cursor --write --root-directory ./scripts",
+    "import": "usage: mcpstudio import FILE|--from CLIENT [--config FILE] [--write]\n\n"
+              "Copy the MCP servers of a client's config (CLIENT: claude-desktop, claude-code, cursor,\n"
+              "vscode; or any FILE with mcpServers/servers) into mcpstudio's config (--config, default\n"
+              "$XDG_CONFIG_HOME/mcpstudio/config.json), keeping env, cwd, disabled and ${VAR}. Says what\n"
+              "it skips and why. A dry run unless --write.",
+    "add": "usage: mcpstudio add NAME [--config FILE] [--env KEY=VALUE]... [--cwd DIR] [--disabled] -- COMMAND ARGS...\n"
+           "       mcpstudio add NAME [--config FILE] --url URL [--header KEY=VALUE]...\n\n"
+           "Add (or replace) an MCP server in the config; the file is written atomically (mode 0600).",
+    "remove": "usage: mcpstudio remove NAME [--config FILE]\n\nRemove an MCP server from the config, its namespaces and toolPermissions.",
+    "list": "usage: mcpstudio list [--config FILE] [--json]\n\nThe config's MCP servers, how each starts, and "
+            "their namespaces (`status` adds tool counts).",
+    "namespace": "usage: mcpstudio namespace add NS [SERVER...] [--config FILE]\n"
+                 "       mcpstudio namespace remove NS | assign NS SERVER... | default NS\n"
+                 "       mcpstudio namespace allow|deny NS SERVER TOOL\n\n"
+                 "Group the config's servers: a client serves one namespace (--namespace NS, else the default);\n"
+                 "allow and deny set one tool's permission in a namespace (toolPermissions).",
+    "enable": "usage: mcpstudio enable NAME [--config FILE]\n\nLet serve start the server again (drops `disabled`).",
+    "disable": "usage: mcpstudio disable NAME [--config FILE]\n\nKeep the server in the config, unstarted "
+               "(`disabled: true`).",
+    "tui": "usage: mcpstudio tui [--config FILE] [--namespace NAME]\n\n"
+           "See and manage the config's MCP servers in the terminal: start one to test it, read its\n"
+           "log, call its tools, enable, add, remove, group into namespaces. ? shows every key.",
+    "zipapp": "usage: mcpstudio zipapp OUT.pyz\n\n"
+              "Build the one-file app: run it with any Python 3.8+ (python3 OUT.pyz ...). It carries\n"
+              "bytecode for the Python that built it and the source for the others.",
+}
+
+
+def help_text():
+    lines = [
+        USAGE, "",
+        "Serve one command template as an MCP tool over stdio, every script in a",
+        "folder (--root-directory), or the tools of a config file (serve --config).",
+        "Options go before the command; everything from the command on is the",
+        "template. A command named like a subcommand is reached with --.", "",
+        "subcommands:",
+        "  serve [--config FILE]   serve a config file (default %s)" % default_config_path(),
+        "  check [--config FILE]   validate a config file and show what it serves",
+        "  status [--config FILE] [--check]",
+        "                          the config's MCP servers, cached tool counts, namespaces;",
+        "                          --check starts each server, lists it and stops it",
+        "  init NAME --command CMD [--description TEXT] [-o FILE] [--force]",
+        "                          write a commented starter config",
+        "  inspect [--json] [MODE ARGS...]",
+        "                          the tools, resources and prompts a mode serves",
+        "  call TOOL [KEY=VALUE...] [--json ARGS] [MODE ARGS...]",
+        "                          call one tool as a client would; exit 1 on an error result",
+        "  install --client CLIENT [--write] [MODE ARGS...]",
+        "                          the entry for claude-code, claude-desktop, cursor, vscode",
+        "                          or codex; --write merges it into that client's file",
+        "  import FILE|--from CLIENT [--write]",
+        "                          copy a client's MCP servers into the config",
+        "  add NAME -- CMD ARGS..., remove NAME, list, namespace add|remove|assign|default",
+        "                          edit the config's MCP servers",
+        "  zipapp OUT.pyz          build the one-file app",
+        "  Each has its own --help. MODE ARGS: a template, --root-directory DIR or",
+        "  serve --config FILE; inspect and call also take -- SERVER COMMAND.", "",
+        "template fields:",
+        "  {name}        required string      [name]      optional string",
+        "  {name...}     required array       [name...]   optional array",
+        "  [--flag]      optional boolean     {name # a description}",
+        "", "options:",
+    ]
+    for option in OPTIONS:
+        names = ", ".join(option.names) + (" " + option.metavar if option.metavar else "")
+        lines.append("  %-26s %s" % (names, option.help))
+    lines += ["", "examples:",
+              '  mcpstudio echo "{message}"',
+              '  mcpstudio --read-only git -C "{repo}" log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"',
+              "  mcpstudio --root-directory ./scripts",
+              "", "Manual: docs/README.md beside this file; every option: docs/cli.md; config keys: docs/config.md."]
+    return "\n".join(lines)
+
+
+def parse_command_line(argv, options=None):
+    """Split argv into (options dict, template words). Options stop at the command."""
+    if options is None:
+        options = {o.dest: ([] if o.kind == "append" else None) for o in OPTIONS}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            i += 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        name, eq, inline = arg.partition("=")
+        option = _OPTIONS_BY_NAME.get(name)
+        if option is None:
+            close = [n for n in _OPTIONS_BY_NAME if n.startswith(name[:4])] if len(name) > 3 else []
+            hint = " (did you mean %s?)" % " or ".join(close) if close else ""
+            raise UsageError("unknown option %s%s; put options before the command, or use -- "
+                             "before a command that starts with '-'" % (name, hint))
+        if option.kind == "flag":
+            if eq:
+                raise UsageError("%s takes no value" % name)
+            options[option.dest] = True
+        else:
+            if not eq:
+                i += 1
+                if i >= len(argv):
+                    raise UsageError("%s needs a value (%s)" % (name, option.metavar))
+                inline = argv[i]
+            if option.kind == "append":
+                options[option.dest].append(inline)
+            else:
+                options[option.dest] = inline
+        i += 1
+    return options, argv[i:]
+
+
+def _exit_codes(text):
+    """`--ok-exit 0,1` as (0, 1); (0,) when not given."""
+    if text is None:
+        return (0,)
+    try:
+        codes = tuple(int(code) for code in text.split(","))
+    except ValueError:
+        codes = ()
+    if not codes or not all(0 <= code <= 255 for code in codes):
+        raise UsageError("--ok-exit needs exit codes 0-255 separated by commas, e.g. --ok-exit 0,1, not %r" % text)
+    return codes
+
+
+def url_config(url, version):
+    """The config `--url URL` serves: that one server, its tools unprefixed, signing in with the browser."""
+    import urllib.parse
+    entry = {"url": url, "prefix": "", "startupTimeout": OAUTH_CALLBACK_WAIT + 30, "oauth": {"browser": True}}
+    if version:
+        entry["protocolVersion"] = version
+    return {"mcpServers": {urllib.parse.urlsplit(url).netloc.rpartition("@")[2]: entry}}  # never a password
+
+
+def _folder_option(option, given):
+    """The folder `option` names (~ expanded); a UsageError when there is none."""
+    folder = os.path.expanduser(given)
+    if not os.path.isdir(folder):
+        raise UsageError("%s %s: no such folder (looked for %s; client configs need absolute paths)"
+                         % (option, given, os.path.abspath(folder)))
+    return folder
+
+
+def _absolute(path):
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _key_values(words, option):
+    """KEY=VALUE words as a dict; `option` names them in the error."""
+    pairs = {}
+    for word in words:
+        key, eq, value = word.partition("=")
+        if not eq or not key:
+            raise UsageError("%s needs KEY=VALUE, not %r" % (option, word))
+        pairs[key] = value
+    return pairs
+
+
+def _build_server(options, words, log: Log, config, runner=None, primary: Server | None = None, publish=False):
+    """The command line's sources (a template, a script folder, a config file) behind one Server: `serve`'s,
+    `check`'s, and each /mcp/<namespace> URL's (`primary`: the Server of /mcp, whose guard it shares, and whose
+    Aggregator's client link and running servers its own shares). `publish`: its metrics are written for
+    `status` and the TUI (RunningStats)."""
+    env = dict(os.environ, **_key_values(options["env"], "--env")) if options["env"] else None
+    cwd = None if options["cwd"] is None else os.path.abspath(_folder_option("--cwd", options["cwd"]))
+
+    def number(dest, default, kind=float):
+        """The option's positive number, or `default` when it is not given."""
+        return _positive(options[dest], "--" + dest.replace("_", "-"), kind) if options[dest] else default
+    cli_timeout = number("timeout", None)
+    settings = RunSettings(
+        env=env, cwd=cwd, timeout=cli_timeout or DEFAULT_TIMEOUT,
+        max_output=number("max_output", DEFAULT_MAX_OUTPUT, int),
+        max_concurrency=number("max_concurrency", DEFAULT_MAX_CONCURRENCY, int),
+        allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional",
+        max_text=number("max_text", DEFAULT_MAX_TEXT, int), outputs=OutputStore())
+    sweep_call_folders()
+    if settings.task_support not in TASK_SUPPORT:
+        raise UsageError("--task-support %s: expected one of %s" % (settings.task_support, ", ".join(TASK_SUPPORT)))
+    max_name = number("max_name_length", DEFAULT_MAX_NAME_LENGTH, int)
+    if max_name < 16:
+        raise UsageError("--max-name-length %d is too short: names need at least 16 characters "
+                         "(room for a 7-character hash suffix)" % max_name)
+    annotations = {hint: True for dest, hint in (
+        ("read_only", "readOnlyHint"), ("destructive", "destructiveHint"),
+        ("idempotent", "idempotentHint"), ("open_world", "openWorldHint")) if options[dest]}
+    script_options = {}
+    if options["rescan"] is not None:
+        script_options["rescan"] = 0.0 if options["rescan"] in ("0", "0.0") else _positive(options["rescan"], "--rescan")
+    if options["help_timeout"]:
+        script_options["help_timeout"] = number("help_timeout", None)
+    runner = runner or ProcessRunner(log)
+    metrics = primary.guard.metrics if primary else CallMetrics()  # the guard's counters (servers_list shows them)
+    sources, titles, instructions, rules, audit, opened, search, sign_in = [], [], None, {}, None, (), None, None
+    if options["url"] is not None:
+        if config is not None:
+            raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
+                             % options["url"])
+        if not re.match(r"https?://[^/?#]+", options["url"]):
+            raise UsageError("--url needs an http:// or https:// URL, not %r" % options["url"])
+        options["no_manager_tools"] = True
+    elif options["protocol_version"] is not None:
+        raise UsageError("--protocol-version goes with --url (a config's server takes \"protocolVersion\")")
+    if config is not None or options["url"] is not None:
+
+        def load():
+            loader = ConfigLoader(config) if config is not None else ConfigLoader("--url", data=url_config(options["url"], options["protocol_version"]))
+            found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"],
+                                      script_options, skill_prompts=not options["no_skill_prompts"])
+            log.add_secrets(loader.secrets)
+            return loader, found, info
+        loader, found, info = load()
+        if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
+            along = primary and next(s for s in primary.catalog.sources if isinstance(s, Aggregator))
+            hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options,
+                                 admits, metrics, along)
+            found = [hub]
+            # toolSearch: --tool-search, else the namespace's, else the file's
+            mode = (options["tool_search"] or _object(hub.namespace.plan.namespaces.get(hub.namespace.name)).get("tool_search")
+                    or info["tool_search"][0] or "auto")
+            if mode not in TOOL_SEARCH_MODES:
+                raise UsageError("--tool-search %s: expected one of %s" % (mode, ", ".join(TOOL_SEARCH_MODES)))
+            search = (mode,) + info["tool_search"][1:] + (info["separator"],)
+        elif options["namespace"]:
+            raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
+                             % (options["namespace"], loader.path))
+        sources.extend(found)
+        rules, audit, opened = info["guard"]
+        sign_in = info["sign_in"]
+        titles.append(info["name"] or os.path.basename(loader.path))
+        instructions = info["instructions"] or info["description"]
+    if words:
+        template = Template(words)
+        program = template.words[0]
+        missing = all(isinstance(piece, str) for piece in program) and program_not_found("".join(program), env)
+        if missing:  # a typo (`gti log`) would pass every check and fail at each call
+            log.warning("%s: every call will fail until it is", missing)
+        if unclosed_warning(words):
+            log.warning("the template: %s", unclosed_warning(words))
+        misplaced = [word for word in words[1:] if word.startswith("--") and word.partition("=")[0] in _OPTIONS_BY_NAME]
+        if misplaced:  # parse_command_line stops at the command: later words are the template's
+            log.warning("%s stand%s after the command `%s`, so %s words of the template, passed to it at every "
+                        "call; mcpstudio's options go before the command", ", ".join("`%s`" % w for w in misplaced),
+                        "s" if len(misplaced) == 1 else "", template.command_name(),
+                        "it is one of the" if len(misplaced) == 1 else "they are")
+        name = safe_name(options["name"] or template.command_name(), max_name)  # dashes kept, as in every mode
+        schema, stdin = template.input_schema(), None
+        if options["stdin"] is not None:  # its fields join the tool's parameters
+            stdin = CommandTemplate(options["stdin"], text=True)
+            field = next(iter(stdin.occurrences()), None)
+            if field is not None and template.stdin_code:
+                raise UsageError("--stdin: `%s` would be code or an option: %s. Give the program as a file or "
+                                 "in the template, and pass values as arguments" % (field.name, template.stdin_code))
+            extra = stdin.input_schema()
+            schema["properties"].update(extra["properties"])
+            schema["required"] = list(dict.fromkeys(schema.get("required", []) + extra.get("required", [])))
+            if not schema["required"]:
+                del schema["required"]
+        description = options["description"] or (
+            "Run `%s` with `%s` on stdin." % (template.display(), options["stdin"]) if stdin else None)
+        sources.append(TemplateTools([CommandTool(ToolSpec(
+            name, template, description=description, annotations=annotations, schema=schema, stdin=stdin,
+            ok_exit=_exit_codes(options["ok_exit"]), output_folder=template.folder(),
+            files=[key for words in (template, stdin) if words for key, field in words.fields.items() if field.kind == "file"]),
+            runner, settings)]))
+        titles.append(template.command_name())
+    if options["root_directory"]:
+        root = _folder_option("--root-directory", options["root_directory"])
+        separator = options["separator"] or "__"
+        if separator_problem(separator):
+            raise UsageError("--separator %r: %s" % (separator, separator_problem(separator)))
+        sources.append(ScriptDirectory(root, runner, settings, log, include=options["include"],
+                                       exclude=options["exclude"], separator=separator, **script_options))
+        titles.append(os.path.basename(os.path.realpath(root)) + "/")
+    if options["skills"]:
+        sources.append(SkillFolders([_folder_option("--skills", root) for root in options["skills"]], log,
+                                    prompts=not options["no_skill_prompts"]))
+        titles.append("skills")
+    limits = {}
+    for option in ("rate_limit", "http_rate_limit"):
+        calls, _, seconds = (options[option] or "").partition("/")
+        if options[option]:
+            flag = "--" + option.replace("_", "-")
+            limits[option] = (_positive(calls, flag + " CALLS", int), _positive(seconds or "?", flag + " CALLS/SECONDS"),
+                              "session")
+    if options["audit"]:
+        audit = AuditLog(_absolute(options["audit"]))
+    if primary:  # one audit file, one rate limit per caller, one /metrics for every URL
+        guard = primary.guard
+    else:
+        stats = RunningStats(metrics, config, "http" if options["http"] else "stdio") if publish else None
+        guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit,
+                      metrics, stats, limits.get("http_rate_limit", ())[:2], opened, sign_in)
+    server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles),
+                    instructions=instructions, guard=guard, search=search)
+    return server, runner
+
+
+def _prog():
+    """How the user ran us, for the commands we suggest."""
+    return "mcpstudio" if not sys.argv[0].endswith((".py", ".pyz")) else "python3 " + _argv_text([sys.argv[0]])
 
 
 # --------------------------------------------------------------------------
@@ -15749,7 +15342,10 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token,
 # code. `inspect` and `call` start the mode as a child (`python3 mcpstudio.py
 # MODE ARGS...`, or an upstream server's own command after `--`) and speak MCP
 # to it over stdio, so what they show is exactly what a client gets.
+
 CLIENT_TIMEOUT = 60.0   # seconds `inspect` and `call` wait for the handshake and a listing; a call waits
+
+
                         # for its answer (the mode's own --timeout ends it; Ctrl+C always does)
 
 
@@ -16140,6 +15736,75 @@ def _print_content(content, out):
             out.write("[%s: %s, %d bytes of base64]\n" % (kind, block.get("mimeType"), len(block.get("data", ""))))
 
 
+def _typed(text, field):
+    """An answer as its schema field reads it: text for a string, yes or no for a boolean, else JSON (left as
+    text when it is not: the server's validation says what it wanted); an array takes a single value too."""
+    kind = field.get("type")
+    if kind == "boolean":
+        return text.strip().lower() in ("y", "yes", "true", "1")
+    if kind in ("string", None):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    return [value] if kind == "array" and not isinstance(value, list) else value
+
+
+def ask_fields(schema, ask):
+    """The properties of an object schema (a tool's input, a server's form) asked one at a time, on the terminal
+    or the TUI's status line: `ask(prompt)` gives a line, or None to give up (then None). An empty line keeps
+    the field's default, if it has one; an answer is read as its field's type says (_typed)."""
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    content = {}
+    for key, field in _object(schema.get("properties")).items():
+        field = _object(field)
+        choices = field.get("enum") or [option.get("const") for option in field.get("oneOf") or ()
+                                        if isinstance(option, dict)]
+        hint = "/".join(str(c) for c in choices) if choices else field.get("type", "text")
+        default = " [%s]" % json.dumps(field["default"]) if "default" in field else ""
+        text = ask("  %s (%s%s)%s: " % (field.get("title") or key, hint, ", required" if key in required else "", default))
+        if text is None:
+            return None
+        if text:
+            content[key] = _typed(text, field)
+        elif "default" in field:
+            content[key] = field["default"]
+    return content
+
+
+def elicitation_answer(params, assume_yes, ask=input):
+    """`call`'s answer to a server's question (a form): with `assume_yes`, accept its defaults; else ask
+    each field on the terminal, an empty line keeping the default. A URL-mode question is declined."""
+    schema = _object(params.get("requestedSchema"))
+    fields = _object(schema.get("properties"))
+    if params.get("mode") == "url":
+        _say("the server asks you to open %s; declined (call cannot follow it)"
+             % params.get("url"))
+        return {"action": "decline"}
+    _say("the server asks: %s" % (params.get("message") or "(no message)"))
+    if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
+        content = {key: field["default"] if "default" in field else True for key, field in fields.items()
+                   if isinstance(field, dict) and ("default" in field or field.get("type") == "boolean")}
+        return {"action": "accept", "content": content}
+
+    def line(prompt):
+        try:
+            return ask(prompt)
+        except EOFError:
+            return None
+    content = ask_fields(schema, line)
+    return {"action": "cancel"} if content is None else {"action": "accept", "content": content}
+
+
+def _json_or_text(text):
+    """`text` re-serialized if it is JSON (to compare with structured content), else itself."""
+    try:
+        return json.dumps(json.loads(text))
+    except ValueError:
+        return text
+
+
 def call_command(words, server_options=()):
     """`call TOOL [key=value ...] [--json ARGS] [MODE ARGS...]`: one tools/call, as a client makes it."""
     if not words:
@@ -16185,38 +15850,6 @@ def call_command(words, server_options=()):
     return 1 if result.get("isError") else 0
 
 
-def elicitation_answer(params, assume_yes, ask=input):
-    """`call`'s answer to a server's question (a form): with `assume_yes`, accept its defaults; else ask
-    each field on the terminal, an empty line keeping the default. A URL-mode question is declined."""
-    schema = _object(params.get("requestedSchema"))
-    fields = _object(schema.get("properties"))
-    if params.get("mode") == "url":
-        _say("the server asks you to open %s; declined (call cannot follow it)"
-             % params.get("url"))
-        return {"action": "decline"}
-    _say("the server asks: %s" % (params.get("message") or "(no message)"))
-    if assume_yes:  # its defaults, and yes to a yes-or-no question that has none
-        content = {key: field["default"] if "default" in field else True for key, field in fields.items()
-                   if isinstance(field, dict) and ("default" in field or field.get("type") == "boolean")}
-        return {"action": "accept", "content": content}
-
-    def line(prompt):
-        try:
-            return ask(prompt)
-        except EOFError:
-            return None
-    content = ask_fields(schema, line)
-    return {"action": "cancel"} if content is None else {"action": "accept", "content": content}
-
-
-def _json_or_text(text):
-    """`text` re-serialized if it is JSON (to compare with structured content), else itself."""
-    try:
-        return json.dumps(json.loads(text))
-    except ValueError:
-        return text
-
-
 # Where each client keeps its MCP servers, and the key they go under. Claude
 # Code's user scope is ~/.claude.json; VS Code's user file is mcp.json in its
 # settings folder; Codex uses TOML tables [mcp_servers.NAME].
@@ -16254,10 +15887,6 @@ def _servers_key(client):
 
 
 _PATH_OPTIONS = ("--config", "--root-directory", "--skills", "--cwd", "--log")
-
-
-def _absolute(path):
-    return os.path.abspath(os.path.expanduser(path))
 
 
 def _absolute_mode(words):
@@ -16300,6 +15929,25 @@ def _entry_name(words):
     return _UNSAFE_NAME_CHARS.sub("_", name) or "mcpstudio"
 
 
+def cached_command():
+    """(argv, env) that start this module from cached bytecode: `python3 -m mcpstudio` with its
+    folder on PYTHONPATH, and PYTHONPYCACHEPREFIX in the user's cache folder where the module's own
+    folder cannot hold a __pycache__. Import recompiles a changed mcpstudio.py, as always. A zipapp,
+    or a file whose name is no module name, runs as it is."""
+    argv = _self_command()
+    folder, name = os.path.split(argv[1])
+    module, extension = os.path.splitext(name)
+    if extension != ".py" or not module.isidentifier():
+        return argv, {}
+    env = {"PYTHONPATH": folder}
+    cache = os.path.join(folder, "__pycache__")
+    if not os.access(cache if os.path.isdir(cache) else folder, os.W_OK):
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(user_cache_dir(), "bytecode")
+    # -P (3.11+): the client's working folder is not put first on sys.path, so a project's own
+    # json.py or secrets.py cannot stand in for the standard library's.
+    return [argv[0]] + (["-P"] if sys.version_info >= (3, 11) else []) + ["-m", module], env
+
+
 def client_entry(client, words):
     """(entry dict, note or None): what `client` needs to run mcpstudio with MODE ARGS `words`."""
     options = _mode_options(words)[0]
@@ -16326,25 +15974,6 @@ def client_entry(client, words):
     return entry, None
 
 
-def cached_command():
-    """(argv, env) that start this module from cached bytecode: `python3 -m mcpstudio` with its
-    folder on PYTHONPATH, and PYTHONPYCACHEPREFIX in the user's cache folder where the module's own
-    folder cannot hold a __pycache__. Import recompiles a changed mcpstudio.py, as always. A zipapp,
-    or a file whose name is no module name, runs as it is."""
-    argv = _self_command()
-    folder, name = os.path.split(argv[1])
-    module, extension = os.path.splitext(name)
-    if extension != ".py" or not module.isidentifier():
-        return argv, {}
-    env = {"PYTHONPATH": folder}
-    cache = os.path.join(folder, "__pycache__")
-    if not os.access(cache if os.path.isdir(cache) else folder, os.W_OK):
-        env["PYTHONPYCACHEPREFIX"] = os.path.join(user_cache_dir(), "bytecode")
-    # -P (3.11+): the client's working folder is not put first on sys.path, so a project's own
-    # json.py or secrets.py cannot stand in for the standard library's.
-    return [argv[0]] + (["-P"] if sys.version_info >= (3, 11) else []) + ["-m", module], env
-
-
 def _drop_entry_env():
     """Take out of our environment what cached_command's entry added, so no command we run inherits it."""
     if os.environ.get("PYTHONPATH") == os.path.dirname(os.path.abspath(__file__)):
@@ -16355,6 +15984,10 @@ def _drop_entry_env():
 
 def _toml_string(text):
     return json.dumps(text)  # a JSON string with \uXXXX escapes is a TOML basic string
+
+
+def _toml_key(name):
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _toml_string(name)
 
 
 def _toml_table(name, entry):
@@ -16372,10 +16005,6 @@ def _toml_table(name, entry):
             lines.append("env = { %s }" % ", ".join(
                 "%s = %s" % (_toml_key(k), _toml_string(v)) for k, v in entry["env"].items()))
     return "\n".join(lines) + "\n"
-
-
-def _toml_key(name):
-    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _toml_string(name)
 
 
 def _merge_toml_table(text, name, table):
@@ -16660,6 +16289,13 @@ def _client_servers(client, path):
     return servers
 
 
+def _same_id(data, name, besides=()):
+    """The config's server (not in `besides`) whose id is the id of `name`: the server would refuse both."""
+    wanted = _server_id(name)
+    return next((key for group in _SERVER_GROUPS for key in _object(data.get(group))
+                 if key not in besides and _server_id(key) == wanted), None)
+
+
 def import_command(words):
     """`import FILE|--from CLIENT [--config FILE] [--write]`: a client's servers into mcpstudio's config."""
     found, words = _take_options(words, "import", flags=("--write",), values=("--from", "--config"), anywhere=True)
@@ -16706,17 +16342,6 @@ def _config_option(words, command, flags=(), values=()):
     return found, found.get("--config") or default_config_path(), rest
 
 
-def _key_values(words, option):
-    """KEY=VALUE words as a dict; `option` names them in the error."""
-    pairs = {}
-    for word in words:
-        key, eq, value = word.partition("=")
-        if not eq or not key:
-            raise UsageError("%s needs KEY=VALUE, not %r" % (option, word))
-        pairs[key] = value
-    return pairs
-
-
 def add_command(words):
     """`add NAME [--config FILE] [--env K=V]... [--cwd DIR] [--disabled] -- COMMAND ARGS...` (or --url URL)."""
     if not words:
@@ -16756,13 +16381,6 @@ def add_command(words):
     return 0
 
 
-def _same_id(data, name, besides=()):
-    """The config's server (not in `besides`) whose id is the id of `name`: the server would refuse both."""
-    wanted = _server_id(name)
-    return next((key for group in _SERVER_GROUPS for key in _object(data.get(group))
-                 if key not in besides and _server_id(key) == wanted), None)
-
-
 def _server_group(data, name, command, path):
     """The group ("mcpServers" or "servers") that holds the config's server `name`; else a ConfigError naming
     the servers it has."""
@@ -16771,6 +16389,44 @@ def _server_group(data, name, command, path):
             return group
     known = [key for group in _SERVER_GROUPS for key in _object(data.get(group))]
     raise ConfigError("%s: %s has no server %s (it has: %s)" % (command, path, name, ", ".join(known) or "none"))
+
+
+def _namespace_members(data, create=None):
+    """name -> (its list of server names, its entry) for each namespace of a config, in every form the
+    server reads: {"NS": {"servers": [...]}}, mcp-studio's {"NS": {"serverIds": [...]}}, {"NS": [...]},
+    and mcp-studio's list [{"id": "NS", "serverIds": [...]}]. The lists are the config's own, so
+    changing one changes `data`; a namespace without one gets an empty list, kept in `data` only for
+    namespace `create` (under the key the server reads)."""
+    found = data.get("namespaces")
+    if isinstance(found, list):
+        pairs = [(item.get("id"), item) for item in found if isinstance(item, dict)]
+    else:
+        pairs = list(_object(found).items())
+    out = {}
+    for name, entry in pairs:
+        if isinstance(entry, list):
+            out[name] = (entry, entry)
+        elif isinstance(entry, dict):
+            key = "serverIds" if "serverIds" in entry else "servers"
+            if name == create and not isinstance(entry.get(key), list):
+                entry[key] = []
+            out[name] = (entry[key] if isinstance(entry.get(key), list) else [], entry)
+    return out
+
+
+def _permission_value(item, key, old):
+    """A toolPermissions entry's `key`, or mcp-studio's older name for it (as the server reads it)."""
+    item = _object(item)
+    return item.get(key if key in item else old)
+
+
+def _drop_permissions(data, matches):
+    """Remove the toolPermissions entries `matches` accepts (and the key, once empty)."""
+    permissions = data.get("toolPermissions")
+    if isinstance(permissions, list):
+        permissions[:] = [item for item in permissions if not matches(item)]
+        if not permissions:
+            del data["toolPermissions"]
 
 
 def remove_command(words):
@@ -16889,44 +16545,6 @@ def enable_command(words, enabled=True):
 def disable_command(words):
     """`disable NAME [--config FILE]`."""
     return enable_command(words, enabled=False)
-
-
-def _namespace_members(data, create=None):
-    """name -> (its list of server names, its entry) for each namespace of a config, in every form the
-    server reads: {"NS": {"servers": [...]}}, mcp-studio's {"NS": {"serverIds": [...]}}, {"NS": [...]},
-    and mcp-studio's list [{"id": "NS", "serverIds": [...]}]. The lists are the config's own, so
-    changing one changes `data`; a namespace without one gets an empty list, kept in `data` only for
-    namespace `create` (under the key the server reads)."""
-    found = data.get("namespaces")
-    if isinstance(found, list):
-        pairs = [(item.get("id"), item) for item in found if isinstance(item, dict)]
-    else:
-        pairs = list(_object(found).items())
-    out = {}
-    for name, entry in pairs:
-        if isinstance(entry, list):
-            out[name] = (entry, entry)
-        elif isinstance(entry, dict):
-            key = "serverIds" if "serverIds" in entry else "servers"
-            if name == create and not isinstance(entry.get(key), list):
-                entry[key] = []
-            out[name] = (entry[key] if isinstance(entry.get(key), list) else [], entry)
-    return out
-
-
-def _permission_value(item, key, old):
-    """A toolPermissions entry's `key`, or mcp-studio's older name for it (as the server reads it)."""
-    item = _object(item)
-    return item.get(key if key in item else old)
-
-
-def _drop_permissions(data, matches):
-    """Remove the toolPermissions entries `matches` accepts (and the key, once empty)."""
-    permissions = data.get("toolPermissions")
-    if isinstance(permissions, list):
-        permissions[:] = [item for item in permissions if not matches(item)]
-        if not permissions:
-            del data["toolPermissions"]
 
 
 def _default_key(data):
@@ -17077,482 +16695,944 @@ def zipapp_command(words):
     return 0
 
 
-# --------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------
-
-_Option = collections.namedtuple("_Option", ("names", "dest", "metavar", "kind", "help"))
-
-
-def _options(table):
-    """The _Options of a table of them as --help shows them (OPTION_TABLE); a dest is the long name's words."""
-    options = []
-    for entry in re.split(r"\n(?=-)", table.strip()):
-        shown, kind, help = re.split(r"  +", entry, maxsplit=2)
-        words = shown.replace(",", "").split()
-        names = [word for word in words if word.startswith("-")]
-        options.append(_Option(names, names[-1][2:].replace("-", "_"), None if words[-1] in names else words[-1], kind,
-                               " ".join(help.split())))
-    return options
-
-
-def _positive(text, option, kind=float):
-    try:
-        value = kind(text)
-    except ValueError:
-        value = None
-    if value is None or not (0 < value < float("inf")):
-        raise UsageError("%s needs a positive %s, not %r" % (option, "whole number" if kind is int else "number", text))
-    return value
-
-
-# Every option as --help shows it: its names and metavar, its kind ("flag", "value" or "append": repeatable),
-# and its help, which goes on over indented lines (%(NAME)s: a constant of the module's).
-OPTION_TABLE = """
--h, --help                       flag    show this help and exit
---version                        flag    print the version and exit
---name NAME                      value   tool name (default: the command's base name)
---description TEXT               value   tool description (default: the template)
---read-only                      flag    annotate the tool readOnlyHint: true
---destructive                    flag    annotate the tool destructiveHint: true
---idempotent                     flag    annotate the tool idempotentHint: true
---open-world                     flag    annotate the tool openWorldHint: true
---env KEY=VALUE                  append  set a variable for the command (repeatable; values of names like *_TOKEN, *_KEY masked
-                                         in logs)
---cwd DIR                        value   folder the command runs in (default: the current one)
---timeout SECONDS                value   stop a call after this long (default: %(DEFAULT_TIMEOUT)g)
---max-output BYTES               value   keep at most this much of stdout and of stderr (default: %(DEFAULT_MAX_OUTPUT)d)
---max-text CHARS                 value   characters of output a result shows; past it the head and tail, the whole kept as a
-                                         resource (default: %(DEFAULT_MAX_TEXT)d)
---max-concurrency N              value   commands running at once; more calls wait (default: %(DEFAULT_MAX_CONCURRENCY)d)
---max-name-length N              value   longest tool name given to clients (default: %(DEFAULT_MAX_NAME_LENGTH)d)
---task-support MODE              value   run calls as MCP tasks: optional (the default), required or forbidden
---ok-exit CODES                  value   exit codes that mean success, e.g. 0,1 for grep (1: no match; default: 0)
---stdin TEXT                     value   feed the command this text template on stdin, e.g. --stdin '{json}' jq '{filter}'
---allow-dash-values              flag    let values start an argument with '-' (off: refused as option injection)
---config FILE                    value   serve the tools, resources and script folders of a JSON config file (see `serve`)
---url URL                        value   serve the MCP server at URL over stdio, signing in with OAuth when it asks (a bridge,
-                                         as mcp-remote)
---protocol-version VERSION       value   with --url: speak this MCP revision (2026-07-28, 2025-11-25, ...) instead of trying
-                                         initialize first
---root-directory DIR             value   serve every executable script under DIR as a tool (script mode)
---include GLOB                   append  script mode: only run scripts whose path under DIR matches (repeatable)
---exclude GLOB                   append  script mode: skip scripts whose path matches (repeatable)
---separator SEP                  value   joins folder and script names in tool names (default: __, so math/add is math__add)
---skills DIR                     append  serve the Agent Skills (folders with a SKILL.md) under DIR (repeatable; alone or beside
-                                         a mode)
---no-skill-prompts               flag    do not also offer each skill as a prompt (for clients without the skills extension)
---help-timeout SECONDS           value   script mode: how long a script's --help or --state may take (default: %(HELP_TIMEOUT)g)
---rescan SECONDS                 value   script mode: look for changed scripts this often, 0 for never (default:
-                                         %(RESCAN_INTERVAL)g)
---debug                          flag    write debug lines to stderr
---log-level LEVEL                value   what goes to stderr: debug (as --debug), info (the default), warn or error
---log FILE                       value   append debug lines and every protocol message to FILE
---namespace NAME                 value   serve this namespace of the config's MCP servers (default: the config's
-                                         defaultNamespace)
---no-manager-tools               flag    hide the mcpstudio__servers_list, ... tools that manage the config's MCP servers
---eager                          flag    start every configured MCP server right after initialize
---check                          flag    status: start each server, list its tools and stop it
---tool-search MODE               value   with MCP servers: list two tools that search and call the others: on, off or auto (the
-                                         default: past toolSearchThreshold tools, except for Claude Code)
---stdio                          flag    serve on stdin/stdout (the default; accepted for other tools' configs)
---http [HOST:]PORT               value   serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to
-                                         127.0.0.1)
---http-token TOKEN               value   require Authorization: Bearer TOKEN (default: $MCPSTUDIO_HTTP_TOKEN; required off
-                                         loopback)
---audit FILE                     value   append one JSON line per tool call to FILE (secrets masked)
---rate-limit CALLS/SECONDS       value   each client may make CALLS tool calls at once, then CALLS per SECONDS (e.g. 10/60)
---http-rate-limit CALLS/SECONDS  value   --http: requests to /mcp beyond CALLS at once, then CALLS per SECONDS, get 429 and
-                                         Retry-After
---http-instance NAME             value   --http: this instance's name, the first part of its task and session ids, for a load
-                                         balancer to route by (default: $%(INSTANCE_VARIABLE)s, else random at each start)
---http-drain SECONDS             value   --http: on SIGTERM, /health is 503 and new requests are refused while running calls get
-                                         SECONDS to finish (default: %(HTTP_DRAIN)g)
---http-trusted-proxy ADDRESSES   value   --http: load balancers (addresses or networks, comma-separated) whose X-Forwarded-For
-                                         names the client
-""" % globals()
-OPTIONS = _options(OPTION_TABLE)
-_OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
-
-USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
-         "       mcpstudio [OPTIONS] --root-directory DIR\n"
-         "       mcpstudio [OPTIONS] --skills DIR\n"
-         "       mcpstudio [OPTIONS] serve|check [--config FILE] [--namespace NAME]\n"
-         "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
-         "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
-         "       mcpstudio login|logout NAME|URL [--config FILE]\n"
-         "       mcpstudio secrets set|remove|list [NAME] --person SUBJECT\n"
-         "       mcpstudio tui [--config FILE] [--namespace NAME]\n"
-         "       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)")
-
-# Each subcommand's own --help.
-SUBCOMMAND_HELP = {
-    "serve": "usage: mcpstudio serve [--config FILE] [--namespace NAME] [--http [HOST:]PORT] [OPTIONS]\n\n"
-             "Serve a config file's tools, resources, script folders and MCP servers (default config:\n"
-             "$XDG_CONFIG_HOME/mcpstudio/config.json). The options of `mcpstudio --help` apply.",
-    "check": "usage: mcpstudio check [--config FILE] [--namespace NAME]\n\n"
-             "Validate a config file and show each tool's parameters and an example command; nothing runs.",
-    "status": "usage: mcpstudio status [--config FILE] [--namespace NAME] [--check]\n\n"
-              "The config's MCP servers, their cached tool counts and namespaces; --check starts\n"
-              "each server of the active namespace, lists its tools and stops it.",
-    "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
-            "Write a commented starter config (NAME.json) for the program CMD.",
-    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]\n"
-               "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n"
-               "       mcpstudio inspect [--json] --url URL\n\n"
-               "Start the mode as a client would and show the tools (with their parameters), resources\n"
-               "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
-               "arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the\n"
-               "default config); after -- comes any MCP server's command. A config with MCP servers shows\n"
-               "what a client in tool search mode sees (toolSearch); --search QUERY shows only the tools\n"
-               "a search finds, best first: as many as a model gets by default (%d), or --limit N (up\n"
-               "to %d).\n\n"
-               "examples:\n"
-               "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
-               "  mcpstudio inspect --json serve --config tools.json\n"
-               "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything" % (SEARCH_LIMIT, SEARCH_MAX),
-    "call": "usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [--yes] [MODE ARGS...]\n"
-            "       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...\n"
-            "       mcpstudio call TOOL [KEY=VALUE ...] --url URL\n\n"
-            "Call one tool through the real server, as a client would, and print its text (and\n"
-            "structured content); exit 1 when the result is an error. KEY=VALUE values are text for\n"
-            "string parameters and JSON otherwise (n=3, flag=true); an array parameter takes\n"
-            "KEY=VALUE more than once. KEY=@PATH gives a file parameter the file at PATH (as curl\n"
-            "does: photo=@cat.png); for any other parameter @ is text. --json gives all arguments\n"
-            "as one JSON object; --raw prints the whole result as JSON. When the server asks a\n"
-            "question (elicitation), call asks it on the terminal; --yes accepts the question's\n"
-            "defaults instead (no terminal needed).\n"
-            "--url reaches a remote server, signing in with OAuth in the browser when it asks.\n\n"
-            "examples:\n"
-            "  mcpstudio call echo message=hello echo '{message}'\n"
-            "  mcpstudio call search query=mcp --url https://mcp.example.com/mcp\n"
-            "  mcpstudio call git limit=3 git log '[--oneline]' -n '{limit}'\n"
-            "  mcpstudio call get-sum --json '{\"a\": 1, \"b\": 2}' -- npx -y @modelcontextprotocol/server-everything",
-    "login": "usage: mcpstudio login NAME|URL [--config FILE]\n\n"
-             "Sign in to a remote MCP server with OAuth now, in the browser ($BROWSER names another\n"
-             "program): NAME is a URL server of the config (its \"oauth\" block applies), or give the URL.\n"
-             "The tokens are kept, readable by you only, in the oauth folder beside the default config\n"
-             "($XDG_CONFIG_HOME/mcpstudio/oauth), and refreshed when they expire; `serve` uses them.\n"
-             "`status` shows each server's sign-in.",
-    "logout": "usage: mcpstudio logout NAME|URL [--config FILE]\n\n"
-              "Forget a server's tokens and client registration (the next use signs in again).",
-    "secrets": "usage: mcpstudio secrets set|remove NAME --person SUBJECT\n"
-               "       mcpstudio secrets list --person SUBJECT\n\n"
-               "A signed-in person's own secrets (serve --http with signIn or people): `${person.NAME}` in\n"
-               "the env, headers or args of a server with \"isolation\": \"user\" is SUBJECT's NAME when\n"
-               "that person's own process starts. `set` reads the value from stdin (asks on a terminal).\n"
-               "They are kept in people-secrets.json beside the default config, mode 0600; `list` shows\n"
-               "names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists\n"
-               "is static:NAME (never the same person as a subject NAME).",
-    "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
-               "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
-               "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"
-               "the options made absolute. --write merges it into the client's user config file (or\n"
-               "--file PATH) atomically, keeping a .bak copy and every other entry. With --http in MODE\n"
-               "ARGS the entry is the URL (start the server yourself). A mode the server would refuse is\n"
-               "an error (exit 2): nothing is printed or written.\n\n"
-               "examples:\n"
-               "  mcpstudio install --client claude-code echo '{message}'\n"
-               "  mcpstudio install --client cursor --write --root-directory ./scripts",
-    "import": "usage: mcpstudio import FILE|--from CLIENT [--config FILE] [--write]\n\n"
-              "Copy the MCP servers of a client's config (CLIENT: claude-desktop, claude-code, cursor,\n"
-              "vscode; or any FILE with mcpServers/servers) into mcpstudio's config (--config, default\n"
-              "$XDG_CONFIG_HOME/mcpstudio/config.json), keeping env, cwd, disabled and ${VAR}. Says what\n"
-              "it skips and why. A dry run unless --write.",
-    "add": "usage: mcpstudio add NAME [--config FILE] [--env KEY=VALUE]... [--cwd DIR] [--disabled] -- COMMAND ARGS...\n"
-           "       mcpstudio add NAME [--config FILE] --url URL [--header KEY=VALUE]...\n\n"
-           "Add (or replace) an MCP server in the config; the file is written atomically (mode 0600).",
-    "remove": "usage: mcpstudio remove NAME [--config FILE]\n\nRemove an MCP server from the config, its namespaces and toolPermissions.",
-    "list": "usage: mcpstudio list [--config FILE] [--json]\n\nThe config's MCP servers, how each starts, and "
-            "their namespaces (`status` adds tool counts).",
-    "namespace": "usage: mcpstudio namespace add NS [SERVER...] [--config FILE]\n"
-                 "       mcpstudio namespace remove NS | assign NS SERVER... | default NS\n"
-                 "       mcpstudio namespace allow|deny NS SERVER TOOL\n\n"
-                 "Group the config's servers: a client serves one namespace (--namespace NS, else the default);\n"
-                 "allow and deny set one tool's permission in a namespace (toolPermissions).",
-    "enable": "usage: mcpstudio enable NAME [--config FILE]\n\nLet serve start the server again (drops `disabled`).",
-    "disable": "usage: mcpstudio disable NAME [--config FILE]\n\nKeep the server in the config, unstarted "
-               "(`disabled: true`).",
-    "tui": "usage: mcpstudio tui [--config FILE] [--namespace NAME]\n\n"
-           "See and manage the config's MCP servers in the terminal: start one to test it, read its\n"
-           "log, call its tools, enable, add, remove, group into namespaces. ? shows every key.",
-    "zipapp": "usage: mcpstudio zipapp OUT.pyz\n\n"
-              "Build the one-file app: run it with any Python 3.8+ (python3 OUT.pyz ...). It carries\n"
-              "bytecode for the Python that built it and the source for the others.",
+STARTER_CONFIG = """\
+// mcpstudio config for %(name_comment)s. Comments and trailing commas are fine here.
+//   serve it:  python3 mcpstudio.py serve --config %(file)s
+//   check it:  python3 mcpstudio.py check --config %(file)s
+{
+  "name": %(name_json)s,
+  "description": %(description_json)s,
+  // Variables for every command. ${VAR} and ${VAR:-default} come from your environment.
+  "environment": {},
+  // Seconds a command may run; without it, --timeout or 30 s (a tool can say its own "timeout").
+  // "timeout": 30,
+  "tools": [
+    {
+      // A template string, as on mcpstudio's command line: {x} required, [x] optional,
+      // {x...} a list, [--flag] a boolean. No shell ever runs.
+      "name": %(help_json)s,
+      "description": %(help_description_json)s,
+      "command": %(help_command_json)s,
+      "annotations": {"readOnlyHint": true}
+    },
+    {
+      // Typed parameters, and a command_template with {#if} blocks. Careful: an array of
+      // arguments can carry any option of the command, so this tool can do whatever the
+      // command can. Narrow it to the parameters you mean, or delete it.
+      "name": %(run_json)s,
+      "description": %(run_description_json)s,
+      "parameters": {
+        "args": {"type": "array", "description": %(args_description_json)s},
+        "help": {"type": "boolean", "description": "Show the help of what args name", "default": false}
+      },
+      "command_template": %(run_command_json)s,
+      "annotations": {"destructiveHint": true}
+    }
+  ],
+  "resources": [
+    // Read by running a command; a {param} in the uri makes a resource template.
+    {"uri": %(uri_json)s, "name": %(version_name_json)s, "command": %(version_command_json)s}
+  ],
+  // Folders of self-describing scripts, served as in --root-directory mode.
+  "scripts": []
 }
+"""
 
 
-def help_text():
-    lines = [
-        USAGE, "",
-        "Serve one command template as an MCP tool over stdio, every script in a",
-        "folder (--root-directory), or the tools of a config file (serve --config).",
-        "Options go before the command; everything from the command on is the",
-        "template. A command named like a subcommand is reached with --.", "",
-        "subcommands:",
-        "  serve [--config FILE]   serve a config file (default %s)" % default_config_path(),
-        "  check [--config FILE]   validate a config file and show what it serves",
-        "  status [--config FILE] [--check]",
-        "                          the config's MCP servers, cached tool counts, namespaces;",
-        "                          --check starts each server, lists it and stops it",
-        "  init NAME --command CMD [--description TEXT] [-o FILE] [--force]",
-        "                          write a commented starter config",
-        "  inspect [--json] [MODE ARGS...]",
-        "                          the tools, resources and prompts a mode serves",
-        "  call TOOL [KEY=VALUE...] [--json ARGS] [MODE ARGS...]",
-        "                          call one tool as a client would; exit 1 on an error result",
-        "  install --client CLIENT [--write] [MODE ARGS...]",
-        "                          the entry for claude-code, claude-desktop, cursor, vscode",
-        "                          or codex; --write merges it into that client's file",
-        "  import FILE|--from CLIENT [--write]",
-        "                          copy a client's MCP servers into the config",
-        "  add NAME -- CMD ARGS..., remove NAME, list, namespace add|remove|assign|default",
-        "                          edit the config's MCP servers",
-        "  zipapp OUT.pyz          build the one-file app",
-        "  Each has its own --help. MODE ARGS: a template, --root-directory DIR or",
-        "  serve --config FILE; inspect and call also take -- SERVER COMMAND.", "",
-        "template fields:",
-        "  {name}        required string      [name]      optional string",
-        "  {name...}     required array       [name...]   optional array",
-        "  [--flag]      optional boolean     {name # a description}",
-        "", "options:",
-    ]
-    for option in OPTIONS:
-        names = ", ".join(option.names) + (" " + option.metavar if option.metavar else "")
-        lines.append("  %-26s %s" % (names, option.help))
-    lines += ["", "examples:",
-              '  mcpstudio echo "{message}"',
-              '  mcpstudio --read-only git -C "{repo}" log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"',
-              "  mcpstudio --root-directory ./scripts",
-              "", "Manual: docs/README.md beside this file; every option: docs/cli.md; config keys: docs/config.md."]
-    return "\n".join(lines)
-
-
-def parse_command_line(argv, options=None):
-    """Split argv into (options dict, template words). Options stop at the command."""
-    if options is None:
-        options = {o.dest: ([] if o.kind == "append" else None) for o in OPTIONS}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            i += 1
-            break
-        if not arg.startswith("-") or arg == "-":
-            break
-        name, eq, inline = arg.partition("=")
-        option = _OPTIONS_BY_NAME.get(name)
-        if option is None:
-            close = [n for n in _OPTIONS_BY_NAME if n.startswith(name[:4])] if len(name) > 3 else []
-            hint = " (did you mean %s?)" % " or ".join(close) if close else ""
-            raise UsageError("unknown option %s%s; put options before the command, or use -- "
-                             "before a command that starts with '-'" % (name, hint))
-        if option.kind == "flag":
-            if eq:
-                raise UsageError("%s takes no value" % name)
-            options[option.dest] = True
-        else:
-            if not eq:
-                i += 1
-                if i >= len(argv):
-                    raise UsageError("%s needs a value (%s)" % (name, option.metavar))
-                inline = argv[i]
-            if option.kind == "append":
-                options[option.dest].append(inline)
-            else:
-                options[option.dest] = inline
-        i += 1
-    return options, argv[i:]
-
-
-def _exit_codes(text):
-    """`--ok-exit 0,1` as (0, 1); (0,) when not given."""
-    if text is None:
-        return (0,)
+def init_config(args):
+    """`init NAME --command CMD [--description D] [-o FILE] [--force]`: write a starter config."""
+    found, rest = _take_options(args, "init", flags=("--force",), anywhere=True,
+                                values=("--command", "--description", "-o", "--output"))
+    unexpected = [word for word in rest if word.startswith("-")] or rest[1:]
+    if unexpected:
+        raise UsageError("init: unexpected %r; usage: mcpstudio init NAME --command CMD "
+                         "[--description TEXT] [-o FILE] [--force]" % unexpected[0])
+    command = found.get("--command")
+    if not rest or not command:
+        raise UsageError("init needs a NAME and --command CMD, e.g. mcpstudio init git --command git")
+    name = _UNSAFE_NAME_CHARS.sub("_", rest[0])
+    output = found.get("-o") or found.get("--output") or name + ".json"
+    if os.path.exists(output) and not found.get("--force"):
+        sys.stderr.write("mcpstudio: error: %s exists; use --force to overwrite it\n" % output)
+        return 1
+    import shlex
     try:
-        codes = tuple(int(code) for code in text.split(","))
-    except ValueError:
-        codes = ()
-    if not codes or not all(0 <= code <= 255 for code in codes):
-        raise UsageError("--ok-exit needs exit codes 0-255 separated by commas, e.g. --ok-exit 0,1, not %r" % text)
-    return codes
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError("init: --command %r: %s" % (command, exc))
+    if not words:
+        raise UsageError("init: --command is empty")
+    quoted = _argv_text(words)
+    values = {  # each goes into the starter as JSON, under its key + "_json"
+        "name": rest[0], "help_description": "Show how to use %s." % command,
+        "run_description": "Run %s with arguments." % command, "args_description": "Arguments for %s" % command,
+        "version_name": "%s version" % command, "description": found.get("--description") or "Tools for %s." % command,
+        "help": name + "_help", "run": name + "_run", "help_command": "%s --help" % quoted,
+        "run_command": "%s {args}{#if help} --help{/if}" % quoted, "uri": "%s://version" % name.replace("_", "-"),
+        "version_command": "%s --version" % quoted}
+    text = STARTER_CONFIG % dict({key + "_json": json.dumps(value) for key, value in values.items()},
+                                 name_comment=re.sub(r"\s", " ", rest[0]), file=_argv_text([output]))
+    with open(output, "w", encoding="utf-8") as f:
+        f.write(text)
+    print("wrote %s; check it with: %s check --config %s" % (output, _prog(), _argv_text([output])))
+    return 0
 
 
-def url_config(url, version):
-    """The config `--url URL` serves: that one server, its tools unprefixed, signing in with the browser."""
-    import urllib.parse
-    entry = {"url": url, "prefix": "", "startupTimeout": OAUTH_CALLBACK_WAIT + 30, "oauth": {"browser": True}}
-    if version:
-        entry["protocolVersion"] = version
-    return {"mcpServers": {urllib.parse.urlsplit(url).netloc.rpartition("@")[2]: entry}}  # never a password
+def _example_value(name, prop):
+    """A value that shows what the parameter does in the rendered command."""
+    if prop.get("enum"):
+        return prop["enum"][0]
+    return {"integer": 1, "number": 1.5, "boolean": True, "array": ["<%s>" % name]}.get(prop.get("type"), "<%s>" % name)
 
 
-def _folder_option(option, given):
-    """The folder `option` names (~ expanded); a UsageError when there is none."""
-    folder = os.path.expanduser(given)
-    if not os.path.isdir(folder):
-        raise UsageError("%s %s: no such folder (looked for %s; client configs need absolute paths)"
-                         % (option, given, os.path.abspath(folder)))
-    return folder
+def _check_verdict(problems, warnings):
+    """The last line of `check`: "ok" only when it found nothing to say."""
+    def counted(n, word):
+        return "%d %s%s" % (n, word, "" if n == 1 else "s")
+    if problems:
+        return "%s (above)%s" % (counted(problems, "problem"), ", and %s" % counted(warnings, "warning") if warnings else "")
+    return "loads, with %s (above)" % counted(warnings, "warning") if warnings else "ok"
 
 
-def _build_server(options, words, log: Log, config, runner=None, primary: Server | None = None, publish=False):
-    """The command line's sources (a template, a script folder, a config file) behind one Server: `serve`'s,
-    `check`'s, and each /mcp/<namespace> URL's (`primary`: the Server of /mcp, whose guard it shares, and whose
-    Aggregator's client link and running servers its own shares). `publish`: its metrics are written for
-    `status` and the TUI (RunningStats)."""
-    env = dict(os.environ, **_key_values(options["env"], "--env")) if options["env"] else None
-    cwd = None if options["cwd"] is None else os.path.abspath(_folder_option("--cwd", options["cwd"]))
+STATUS_STATE_WIDTH = 44  # the widest state `status` puts in its table; a longer one follows the table
 
-    def number(dest, default, kind=float):
-        """The option's positive number, or `default` when it is not given."""
-        return _positive(options[dest], "--" + dest.replace("_", "-"), kind) if options[dest] else default
-    cli_timeout = number("timeout", None)
-    settings = RunSettings(
-        env=env, cwd=cwd, timeout=cli_timeout or DEFAULT_TIMEOUT,
-        max_output=number("max_output", DEFAULT_MAX_OUTPUT, int),
-        max_concurrency=number("max_concurrency", DEFAULT_MAX_CONCURRENCY, int),
-        allow_dash_values=bool(options["allow_dash_values"]), task_support=options["task_support"] or "optional",
-        max_text=number("max_text", DEFAULT_MAX_TEXT, int), outputs=OutputStore())
-    sweep_call_folders()
-    if settings.task_support not in TASK_SUPPORT:
-        raise UsageError("--task-support %s: expected one of %s" % (settings.task_support, ", ".join(TASK_SUPPORT)))
-    max_name = number("max_name_length", DEFAULT_MAX_NAME_LENGTH, int)
-    if max_name < 16:
-        raise UsageError("--max-name-length %d is too short: names need at least 16 characters "
-                         "(room for a 7-character hash suffix)" % max_name)
-    annotations = {hint: True for dest, hint in (
-        ("read_only", "readOnlyHint"), ("destructive", "destructiveHint"),
-        ("idempotent", "idempotentHint"), ("open_world", "openWorldHint")) if options[dest]}
-    script_options = {}
-    if options["rescan"] is not None:
-        script_options["rescan"] = 0.0 if options["rescan"] in ("0", "0.0") else _positive(options["rescan"], "--rescan")
-    if options["help_timeout"]:
-        script_options["help_timeout"] = number("help_timeout", None)
-    runner = runner or ProcessRunner(log)
-    metrics = primary.guard.metrics if primary else CallMetrics()  # the guard's counters (servers_list shows them)
-    sources, titles, instructions, rules, audit, opened, search, sign_in = [], [], None, {}, None, (), None, None
-    if options["url"] is not None:
-        if config is not None:
-            raise UsageError("--url %s: give --url or --config, not both (a config's server takes \"url\")"
-                             % options["url"])
-        if not re.match(r"https?://[^/?#]+", options["url"]):
-            raise UsageError("--url needs an http:// or https:// URL, not %r" % options["url"])
-        options["no_manager_tools"] = True
-    elif options["protocol_version"] is not None:
-        raise UsageError("--protocol-version goes with --url (a config's server takes \"protocolVersion\")")
-    if config is not None or options["url"] is not None:
 
-        def load():
-            loader = ConfigLoader(config) if config is not None else ConfigLoader("--url", data=url_config(options["url"], options["protocol_version"]))
-            found, info = loader.load(runner, log, settings.derive(timeout=cli_timeout), options["separator"],
-                                      script_options, skill_prompts=not options["no_skill_prompts"])
-            log.add_secrets(loader.secrets)
-            return loader, found, info
-        loader, found, info = load()
-        if info["upstream"] is not None:  # MCP servers: one Aggregator over them and the file's own sources
-            along = primary and next(s for s in primary.catalog.sources if isinstance(s, Aggregator))
-            hub = aggregator_for(found, info, load, config and loader.path, runner, log, options, script_options,
-                                 admits, metrics, along)
-            found = [hub]
-            # toolSearch: --tool-search, else the namespace's, else the file's
-            mode = (options["tool_search"] or _object(hub.namespace.plan.namespaces.get(hub.namespace.name)).get("tool_search")
-                    or info["tool_search"][0] or "auto")
-            if mode not in TOOL_SEARCH_MODES:
-                raise UsageError("--tool-search %s: expected one of %s" % (mode, ", ".join(TOOL_SEARCH_MODES)))
-            search = (mode,) + info["tool_search"][1:] + (info["separator"],)
-        elif options["namespace"]:
-            raise UsageError("--namespace %s: %s configures no MCP servers (`mcpServers`) and no namespaces"
-                             % (options["namespace"], loader.path))
-        sources.extend(found)
-        rules, audit, opened = info["guard"]
-        sign_in = info["sign_in"]
-        titles.append(info["name"] or os.path.basename(loader.path))
-        instructions = info["instructions"] or info["description"]
-    if words:
-        template = Template(words)
-        program = template.words[0]
-        missing = all(isinstance(piece, str) for piece in program) and program_not_found("".join(program), env)
-        if missing:  # a typo (`gti log`) would pass every check and fail at each call
-            log.warning("%s: every call will fail until it is", missing)
-        if unclosed_warning(words):
-            log.warning("the template: %s", unclosed_warning(words))
-        misplaced = [word for word in words[1:] if word.startswith("--") and word.partition("=")[0] in _OPTIONS_BY_NAME]
-        if misplaced:  # parse_command_line stops at the command: later words are the template's
-            log.warning("%s stand%s after the command `%s`, so %s words of the template, passed to it at every "
-                        "call; mcpstudio's options go before the command", ", ".join("`%s`" % w for w in misplaced),
-                        "s" if len(misplaced) == 1 else "", template.command_name(),
-                        "it is one of the" if len(misplaced) == 1 else "they are")
-        name = safe_name(options["name"] or template.command_name(), max_name)  # dashes kept, as in every mode
-        schema, stdin = template.input_schema(), None
-        if options["stdin"] is not None:  # its fields join the tool's parameters
-            stdin = CommandTemplate(options["stdin"], text=True)
-            field = next(iter(stdin.occurrences()), None)
-            if field is not None and template.stdin_code:
-                raise UsageError("--stdin: `%s` would be code or an option: %s. Give the program as a file or "
-                                 "in the template, and pass values as arguments" % (field.name, template.stdin_code))
-            extra = stdin.input_schema()
-            schema["properties"].update(extra["properties"])
-            schema["required"] = list(dict.fromkeys(schema.get("required", []) + extra.get("required", [])))
-            if not schema["required"]:
-                del schema["required"]
-        description = options["description"] or (
-            "Run `%s` with `%s` on stdin." % (template.display(), options["stdin"]) if stdin else None)
-        sources.append(TemplateTools([CommandTool(ToolSpec(
-            name, template, description=description, annotations=annotations, schema=schema, stdin=stdin,
-            ok_exit=_exit_codes(options["ok_exit"]), output_folder=template.folder(),
-            files=[key for words in (template, stdin) if words for key, field in words.fields.items() if field.kind == "file"]),
-            runner, settings)]))
-        titles.append(template.command_name())
-    if options["root_directory"]:
-        root = _folder_option("--root-directory", options["root_directory"])
-        separator = options["separator"] or "__"
-        if separator_problem(separator):
-            raise UsageError("--separator %r: %s" % (separator, separator_problem(separator)))
-        sources.append(ScriptDirectory(root, runner, settings, log, include=options["include"],
-                                       exclude=options["exclude"], separator=separator, **script_options))
-        titles.append(os.path.basename(os.path.realpath(root)) + "/")
-    if options["skills"]:
-        sources.append(SkillFolders([_folder_option("--skills", root) for root in options["skills"]], log,
-                                    prompts=not options["no_skill_prompts"]))
-        titles.append("skills")
-    limits = {}
-    for option in ("rate_limit", "http_rate_limit"):
-        calls, _, seconds = (options[option] or "").partition("/")
-        if options[option]:
-            flag = "--" + option.replace("_", "-")
-            limits[option] = (_positive(calls, flag + " CALLS", int), _positive(seconds or "?", flag + " CALLS/SECONDS"),
-                              "session")
-    if options["audit"]:
-        audit = AuditLog(_absolute(options["audit"]))
-    if primary:  # one audit file, one rate limit per caller, one /metrics for every URL
-        guard = primary.guard
+def review_overrides(plan: UpstreamPlan, namespace, listings, separator, log: Log):
+    """What `serve` would say of the overrides of `namespace` against `listings` ({server id: its cached
+    tools}): overrides naming no listed tool (warnings on stderr), and a line for each curated tool and
+    each refused override (with the count of those)."""
+    view = Namespace(None, separator, None, log, plan, namespace)
+    lines, refused, served, shown = [], 0, [], []  # shown: (public name, the key that renamed it or None)
+    for spec in plan.specs:
+        if spec.id not in listings:
+            continue
+        tools = listings[spec.id]
+        view.unmatched(spec.overrides, [tool["name"] for tool in tools], "server `%s`" % spec.id,
+                       "against its cached listing; `status --check` lists it again")
+        for tool in tools:
+            served.append(plan.curation(None, spec, tool["name"], separator)[1])
+            if plan.left_out(namespace, spec, tool["name"], separator) is not None:
+                continue
+            try:
+                curated, public, renamed_by = view.curate(spec, tool)
+            except ConfigError as exc:
+                lines.append("  %s: refused: %s" % (spec.public_name(tool["name"], separator), exc))
+                refused += 1
+                continue
+            shown.append((public if renamed_by else spec.public_name(tool["name"], separator), renamed_by))
+            if curated:
+                lines.append("  %-32s %s of server %s%s" % (public, tool["name"], spec.id, "; fixed: %s" % ", ".join(
+                    sorted(curated.fixed)) if curated.fixed else ""))
+    claimed = collections.Counter(name for name, _ in shown)
+    for name, renamed_by in shown:
+        if renamed_by and claimed[name] > 1:  # as list_tools refuses it
+            lines.append("  %s: refused: %s: `%s` is also the name of another tool; choose another" % (
+                name, renamed_by, name))
+            refused += 1
+    overrides = (plan.namespaces.get(namespace) or {}).get("overrides")
+    if overrides and served:
+        view.unmatched(overrides, served, "namespace `%s`" % namespace, "against its servers' cached listings")
+    return lines, refused
+
+
+def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, search=(None, TOOL_SEARCH_THRESHOLD),
+                 local=0, separator="__", forced=None, manager=True, sign_in=None, tally=None):
+    """The table of `status`: servers, cached tool counts (or --check results), sign-in, namespaces and who may
+    use each, what a client's tools/list holds (`local`: the config's own tools; `forced`: --tool-search), the
+    curated tools, and the counters of each running `serve` of the config. Returns status's exit code; `tally`
+    (a Counter), when given, gets "refused": the overrides it refused (check counts them among its problems)."""
+    namespace, how, error = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)
+    print("config: %s" % path)
+    if error and requested is None and plan.default is None:  # several, none chosen: each client's entry chooses
+        print("namespace: none chosen (the config has several: %s); serve needs --namespace NAME in its args, or "
+              "\"%s\" in the config" % (", ".join(plan.namespaces), plan.default_key))
+        error = None
     else:
-        stats = RunningStats(metrics, config, "http" if options["http"] else "stdio") if publish else None
-        guard = Guard(log, dict(rules, rateLimit=limits["rate_limit"]) if limits.get("rate_limit") else rules, audit,
-                      metrics, stats, limits.get("http_rate_limit", ())[:2], opened, sign_in)
-    server = Server(Catalog([settings.outputs] + sources, max_name), log, title="mcpstudio: %s" % ", ".join(titles),
-                    instructions=instructions, guard=guard, search=search)
-    return server, runner
+        print("namespace: %s" % ("error: %s" % error if error else "%s (%s)" % (namespace or "(all servers)", how)))
+    rows = [("SERVER", "TOOLS" if checks is None else "CHECK", "COMMAND")]
+    results = {spec.id: (seconds, tools, problem) for spec, seconds, tools, problem in (checks or ())}
+    names, listings = {}, {}  # names: id -> its tools' names, as checked or last cached; listings: each usable
+    # server's cached tools, for review_overrides
+    for spec in plan.specs:
+        entry = None if spec.disabled or spec.error else ListingCache(
+            os.path.join(user_cache_dir(), "server-%s.json" % spec.launch), log).read()
+        if entry and (not namespace or spec.id in plan.namespaces[namespace]["servers"]):
+            listings[spec.id] = entry["tools"]
+        if spec.disabled:
+            state = "disabled"
+        elif spec.error:
+            state = "error: %s" % spec.error
+        elif checks is not None and spec.id not in results:
+            state = "skipped: not in namespace %s" % namespace
+        elif checks is not None:
+            seconds, tools, problem = results[spec.id]
+            names[spec.id] = tools or []
+            state = "failed: %s" % problem if problem else "ok, %d tools, started in %.0f ms" % (len(tools), seconds * 1000)
+        else:
+            try:
+                names[spec.id] = [_object(tool).get("name") for tool in entry["tools"]]
+                state = "%d (cached %s)" % (len(entry["tools"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["saved"])))
+            except (ValueError, KeyError, TypeError, OverflowError, OSError):
+                state = "- (not cached yet)"
+        command = spec.display() if not spec.error else ""
+        if spec.isolation != "shared" and not spec.error:  # one process per person or session
+            command += "  (isolation %s, at most %d%s)" % (spec.isolation, spec.max_instances,
+                                                           {"passthrough": ", each person's own token",
+                                                            "exchange": ", each person's token exchanged for one of "
+                                                                        "its own"}.get(spec.person_token, ""))
+        rows.append((spec.id, mask_secrets(state), log.mask(command)))
+    # A long error would widen the whole table (to 200 columns): its row says "(below)", the table is followed
+    # by each such server and its whole message.
+    below = [(row[0], row[1]) for row in rows[1:] if len(row[1]) > STATUS_STATE_WIDTH]
+    rows = [(row[0], row[1].partition(":")[0] + " (below)" if len(row[1]) > STATUS_STATE_WIDTH else row[1], row[2])
+            for row in rows]
+    if len(rows) == 1:
+        print("\nno servers configured")
+    else:
+        width = [max(len(row[i]) for row in rows) for i in range(2)]
+        print()
+        for row in rows:
+            print(("%-*s  %-*s  %s" % (width[0], row[0], width[1], row[1], row[2])).rstrip())
+        if below:
+            print()
+        for server_id, state in below:
+            print("%s  %s" % (server_id, state))
+    signed = [spec for spec in plan.specs if spec.url and spec.oauth is not None and not spec.error]
+    if signed:
+        print("\nsign-in (OAuth; `mcpstudio login NAME` signs in):")
+        for spec in signed:
+            print("  %-*s  %s" % (max(len(s.key) for s in signed), spec.key, OAuthClient(spec.url).summary()))
+    if sign_in:
+        print("\npeople sign in (serve --http): %s; audience %s" % ("; ".join(
+            (["tokens of %s" % sign_in["issuer"]] if sign_in["issuer"] else []) +
+            (["opaque ones asked of %s" % sign_in["introspection"]] if sign_in["introspection"] else []) +
+            (["listed tokens of %s" % ", ".join(sign_in["people"])] if sign_in["people"] else [])),
+            sign_in["audience"] or "this server's own /mcp URL"))
+        print("  who may use a namespace: the people its `people` names (a subject, an email, group:NAME, or *);"
+              " a namespace without `people`: every signed-in person")
+        print("  each namespace at /mcp/NAME; /mcp serves %s and follows its rule: a person it does not admit gets "
+              "403 there for every request" % ("the one marked *" if namespace else "no namespace (none is chosen)"
+                                                if plan.namespaces else "every server (the config has no namespaces)"))
+
+    def summary(name, mode):
+        count = served_tool_count(plan, name, names, separator, local, manager)
+        return search_summary(count, forced or mode or search[0], search[1])
+    if plan.namespaces:
+        print("\nnamespaces:")
+        for name, ns in plan.namespaces.items():
+            mark = "*" if name == namespace else " "
+            people = ns.get("people")
+            print(" %s %-16s %s  (%s)%s" % (mark, name, ", ".join(ns["servers"]) or "(no servers)",
+                                            summary(name, ns["tool_search"]),
+                                            "" if not sign_in and people is None else "  people: %s" % (
+                                                ", ".join(people) if people else "none" if people == [] else
+                                                "every signed-in person")))
+    else:
+        print("\ntools: %s" % summary(None, None))
+    curated, refused = review_overrides(plan, namespace, listings, separator, log) if not error else ([], 0)
+    if curated:
+        print("\ncurated tools (overrides, as cached listings show them):")
+        print("\n".join(curated))
+    if tally is not None:
+        tally["refused"] += refused
+    for snapshot in RunningStats.running(path):
+        print("\n  ".join(["\nrunning: serve pid %(pid)d (%(transport)s) since %(started)s; per tool since then:"
+                           % snapshot] + RunningStats.table(snapshot["tools"])))
+    return 1 if error or refused or any(r[3] for r in checks or ()) or any(s.error for s in plan.specs) else 0
 
 
-def default_config_path():
-    """$XDG_CONFIG_HOME/mcpstudio/config.json, else ~/.config/mcpstudio/config.json."""
-    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "mcpstudio", "config.json")
+def check_config(path, log: Log, options):
+    """`check --config FILE`: print what the file serves and the argv an example call runs."""
+    server, _ = _build_server(options, [], log, config=path)
+    sources, hub, refused, warned = [], None, 0, 0
+    for source in server.catalog.sources:
+        if isinstance(source, Aggregator):  # the file's own sources, then its servers (check reports each kind)
+            hub = source
+            sources.extend(source.local)
+        elif not isinstance(source, OutputStore):
+            sources.append(source)
+    for source in sources:
+        if isinstance(source, ScriptDirectory):
+            print("\nscripts: %s (discovered when served)" % source.root)
+            continue
+        if isinstance(source, SkillFolders):
+            found = source.look()
+            print("\nskills in %s:" % ", ".join(source.roots))
+            for path, (_, _, frontmatter, files) in sorted(found.items()):
+                print("  %-32s %3d files %9d bytes  %s" % (path, len(files), sum(st.st_size for _, st in files.values()),
+                                                         _clip(frontmatter["description"].replace("\n", " "), 60)))
+            for skill_md, problem in sorted(source.problems.items()):
+                print("  not served: %s: %s" % (skill_md, problem))
+            refused += len(source.problems)
+            continue
+        if source.tools:
+            print("\ntools:")
+        for tool, spec in ((tool, tool.spec) for tool in source.tools.values()):
+            props = tool.schema.get("properties", {})
+            required = tool.schema.get("required", [])
+            program = spec.template.words[0][0] if not spec.shell else "sh"
+            missing = isinstance(program, str) and program_not_found(program, tool.settings.env)
+            if missing:
+                print("  warning: %s: %s" % (tool.name, missing))
+                warned += 1
+            used = {f.key for t in (spec.template, spec.stdin) if t for f in t.occurrences()}
+            used.update(b.key for b in getattr(spec.template, "blocks", ()))
+            for key in props:
+                if key not in used:
+                    print("  warning: %s: parameter `%s` is declared but no template uses it" % (tool.name, key))
+                    warned += 1
+            # The example a call with the required parameters runs (optional parts off, as they are when left
+            # out), then, when it differs, one with every parameter given.
+            examples = []
+            for keys in ([k for k in props if k in required], list(props)):
+                try:
+                    examples.append(_argv_text(tool.argv({k: _example_value(k, props[k]) for k in keys})))
+                except ToolError as exc:
+                    examples.append("(example refused: %s)" % exc)
+            argv = examples[0] + ("\n      with every parameter: %s" % examples[1] if examples[1] != examples[0] else "")
+            support = "" if tool.settings.task_support == "optional" else "  (tasks: %s)" % tool.settings.task_support
+            print("  %s  %s%s" % (tool.name, spec.description, support))
+            for key, prop in props.items():
+                detail = ("required" if key in required else "asked of the user: %s" % spec.asked[key]
+                          if key in spec.asked else
+                          "default %s" % json.dumps(prop["default"]) if "default" in prop else "optional")
+                print("      %-16s %-8s %s" % (key, prop.get("type", "any"), detail))
+            print("      example: %s" % argv)
+        if source.command_resources:
+            print("\nresources:")
+        for resource in source.command_resources:
+            kind = "template" if resource.pattern else "resource"
+            print("  %-32s %-9s %-12s %s" % (resource.uri, kind, resource.mime_type, resource.template.display()))
+    if hub:
+        print("\nMCP servers (tools as last cached; `mcpstudio status --check` starts them):")
+        tally = collections.Counter()  # the overrides the table refuses, against the cached listings
+        print_status(hub.config_path, hub.namespace.plan, options["namespace"], log=log, search=hub.tool_search,
+                     local=local_tool_count(hub.local), separator=hub.separator, forced=options["tool_search"],
+                     manager=hub.manager_tools, tally=tally)
+        plan = hub.namespace.plan
+        refused += sum(1 for spec in plan.specs if spec.error and not spec.disabled) + bool(hub.namespace.refusal)
+        refused += tally["refused"]
+        warned -= sum(1 for spec in hub._specs.values() if spec.error)  # logged as warnings: counted as problems
+    if path is not None:  # the verdict comes last, after everything it sums up
+        print("\n%s: %s" % (os.path.abspath(path), _check_verdict(refused, warned + log.warnings)))
+    return min(refused, 1)
 
 
-def _claim_stdout():
-    """Keep the protocol stream on a private descriptor and point fd 1 at stderr.
+async def check_upstreams(plan, runner, log, namespace, config_path):
+    """`status --check`: start each server of the namespace, list it, stop it; (spec, seconds, tool names, error)
+    each."""
+    hub = Aggregator([], plan, runner, log, namespace=namespace, watch_interval=0, config_path=config_path)
+    hub.start(None)  # nobody listens: it is stopped after one listing
+    gate = asyncio.Semaphore(LIST_PARALLEL)
+    progress = TerminalProgress("checked", len(hub.upstreams))
 
-    A stray print() or a child that inherits fd 1 then writes to stderr and
-    can never corrupt the protocol.
-    """
-    sys.stdout.flush()
-    protocol_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return protocol_fd
+    async def one(upstream):
+        async with gate:
+            if not upstream.usable():
+                return upstream.spec, None, None, upstream.spec.error or "disabled"
+            started = time.monotonic()
+            try:
+                await upstream.ready()
+                return upstream.spec, time.monotonic() - started, [t.get("name") for t in upstream.listing["tools"]], None
+            except UpstreamError as exc:
+                return upstream.spec, None, None, exc.message
+            finally:
+                await upstream.stop("status --check is done")
+                progress.step(upstream.spec.id)
+    try:
+        return await asyncio.gather(*(one(u) for u in hub.upstreams.values()))
+    finally:
+        progress.finish()
+        await hub.close()
 
+
+def status_command(path, log: Log, options):
+    """`status [--config FILE] [--namespace NAME] [--check]`."""
+    loader = ConfigLoader(path)
+    local, info = loader.load(ProcessRunner(log), log, RunSettings())
+    log.add_secrets(loader.secrets)
+    plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
+    for spec in plan.specs:
+        log.add_secrets(spec.secrets)
+    checks, requested = None, options["namespace"]
+    # The namespace chosen (by --namespace, the config's default, or as the only one) is checked; with none
+    # chosen, every server is: its health does not depend on the namespace a client will pick. An unknown
+    # --namespace checks nothing (print_status says why).
+    chosen = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)[0]
+    checked = plan if chosen else UpstreamPlan(plan.specs, {}, None, plan.default_key, plan.permissions)
+    if options["check"] and (requested is None or requested in plan.namespaces):
+        runner = ProcessRunner(log)
+
+        async def check():
+            try:
+                return await check_upstreams(checked, runner, log, namespace=requested, config_path=loader.path)
+            finally:
+                await runner.stop_all()
+                runner.close_watchdog()
+        checks = asyncio.run(check())
+    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
+                        local=local_tool_count(local), separator=info["separator"], forced=options["tool_search"],
+                        manager=not options["no_manager_tools"], sign_in=info["sign_in"])
+
+
+# --------------------------------------------------------------------------
+# tui: the config's MCP servers in the terminal
+# --------------------------------------------------------------------------
+# Two classes. `Board` is the model, without curses: the config's servers, the
+# ones it started (the same Aggregator and Upstream code as `serve`, on an
+# asyncio loop in a thread) and its edits (the same code as the CLI commands,
+# so each keeps its .bak and writes through a symlink). `TuiScreen` draws it
+# with curses and turns keys into the Board's actions; it never waits on a
+# server, so a slow start never freezes the screen. curses is imported by
+# `tui` only: serving never loads it.
+
+TUI_TICK_MS = 100  # the screen is redrawn this often while no key is pressed
+TUI_KEYS = (
+    ("Up/Down j/k", "move (in details: between tools)"), ("/", "filter the servers by name"),
+    ("Enter", "details: command or URL, env names, tools, their permissions"),
+    ("t", "test: start the server as serve does, list its tools; again: stop"),
+    ("l", "the server's log: its stderr and mcpstudio's lines about it"), ("f", "in the log: follow new lines"),
+    ("c", "in details: call the selected tool (a form from its input schema)"),
+    ("p", "in details: allow or deny the selected tool in the namespace"),
+    ("e", "enable or disable the server"), ("a", "add a server: a name, then a command or a URL"),
+    ("d", "remove the server (asks first)"),
+    ("n", "namespaces: create, assign the server, the default, the one shown"),
+    ("r", "read the config again"), ("?", "this help"), ("Esc", "back"),
+    ("q", "quit; stops every server the TUI started"))
+
+
+def _width(char):
+    """The terminal cells `char` takes: a wide character (CJK, most emoji) two, a control character two (^[)."""
+    import unicodedata
+    return 1 + (unicodedata.east_asian_width(char) in "WF" or not char.isprintable())
+
+
+def _cells(text, width):
+    """`text` clipped (with ...) and padded to `width` terminal cells."""
+    while sum(map(_width, text)) > width:
+        text = text[:-4] + "..."  # (the ... of the last turn and one more character)
+    return text + " " * (width - sum(map(_width, text)))
+
+
+class _TuiLog(Log):
+    """mcpstudio's own lines, kept for the log panel: the terminal belongs to curses."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = collections.deque(maxlen=500)
+
+    def _write(self, level, message, to_stderr):
+        self.lines.append("%s mcpstudio: %s%s" % (time.strftime("%H:%M:%S"), "" if level == "info" else level + ": ",
+                                                  self.mask(message)))
+
+
+class Board:
+    """What the TUI shows and does, without curses (see the section comment)."""
+
+    plan = None
+    said = ""  # what the last action did or why it was refused, for the status line (say)
+
+    def __init__(self, path, namespace=None):
+        self.path, self.shown = path, namespace  # `shown`: the namespace whose permissions show and toggle
+        self.log = _TuiLog()
+        self.runner = ProcessRunner(self.log)
+        self.results = {}  # (server id, tool) -> the last call's text, or None while it runs
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self._run_loop, name="mcpstudio-tui", daemon=True).start()
+        self.hub = self.run(self._open())
+
+    def _run_loop(self):
+        """The loop's thread: run until close() stops it, then close it (its resources go with it)."""
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.close()
+
+    def run(self, coroutine, timeout=30):
+        """Run on the loop and wait: for quick things only (reading the config, stopping)."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def submit(self, coroutine):
+        """Run on the loop without waiting (a start, a call); its outcome shows on the screen."""
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        return future
+
+    def _read(self):
+        """The config again: the whole plan for the screen, and every server (no namespace) for the hub."""
+        loader = ConfigLoader(self.path)
+        local, info = loader.load(self.runner, self.log, RunSettings())
+        self.log.add_secrets(loader.secrets)
+        self.local, self.search = local_tool_count(local), info["tool_search"]  # for count()
+        self.plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
+        if self.shown not in self.plan.namespaces:
+            self.shown = select_namespace(self.plan.namespaces, None, self.plan.default, self.plan.default_key)[0]
+        return [], UpstreamPlan(self.plan.specs, {}, None, self.plan.default_key, self.plan.permissions), None
+
+    async def _open(self):
+        _, plan, _ = self._read()
+        hub = Aggregator([], plan, self.runner, self.log, watch_interval=0, config_path=self.path,
+                         reload=self._read, manager_tools=False)
+        hub.start(None)  # the Board polls it
+        return hub
+
+    def say(self, text):
+        """Put `text` on the status line: what the screen's last action did, or why it was refused."""
+        self.said = text
+
+    def show(self, namespace):
+        """Show `namespace`'s permissions (and toggle them), or say which namespaces there are."""
+        if namespace in self.plan.namespaces:
+            self.shown, self.said = namespace, "showing namespace %s" % namespace
+        else:
+            self.said = "no namespace %s (there are: %s)" % (namespace, ", ".join(self.plan.namespaces) or "none")
+
+    # -- what the screen shows ---------------------------------------------------------------
+
+    def listing(self, upstream):
+        """The server's tools: live, else from the listing cache (whatever client it was listed for)."""
+        return upstream and (upstream.listing or upstream.cache.read()) or None
+
+    def count(self):
+        """What a client's tools/list holds in the shown namespace, counted as serve and status count (of
+        servers whose tools are known), and the clients whose caps a longer list passes."""
+        listings = {spec.id: [tool.get("name") for tool in _object(self.listing(self.hub.upstreams.get(spec.id))).get(
+            "tools", ())] for spec in self.plan.specs}
+        count = served_tool_count(self.plan, self.shown, listings, self.hub.separator, self.local)
+        mode = _object(self.plan.namespaces.get(self.shown)).get("tool_search") or self.search[0]
+        summary = search_summary(count, mode, self.search[1])
+        over = [pair for pair in CLIENT_CAPS if count > pair[1]] if summary.startswith("off") else []
+        return summary + (", over " + ", ".join("%s %d" % pair for pair in over) if over else "")
+
+    def rows(self, text_filter=""):
+        """One dict a server: name, id, transport, enabled, state, tools, namespaces, error."""
+        rows = []
+        for spec in self.plan.specs:
+            if text_filter and text_filter.lower() not in spec.key.lower():
+                continue
+            upstream = self.hub.upstreams.get(spec.id)
+            listing = self.listing(upstream)
+            state = upstream.state if upstream else "disabled" if spec.disabled else "error"
+            state = {"misconfigured": "error", "stopped-by-user": "stopped", "crashed": "failed"}.get(state, state)
+            error = spec.error or (upstream.last_error if upstream else None) or ""
+            rows.append({"name": spec.key, "id": spec.id, "transport": "url" if spec.url else "command",
+                         "enabled": not spec.disabled, "state": state,
+                         "tools": len(listing["tools"]) if listing else None, "error": mask_secrets(" ".join(error.split())),
+                         "namespaces": [ns for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]]})
+        return rows
+
+    def details(self, server_id):
+        """A server's command or URL (secrets masked), env names, tools, each tool's permission per namespace and
+        its counters in each running `serve` of the config (RunningStats)."""
+        spec = self._spec(server_id)
+        listing = self.listing(self.hub.upstreams.get(server_id)) or {}
+        tools, running = [], list(RunningStats.running(self.path))
+        for tool in listing.get("tools", ()):
+            layers, public = self.plan.curation(self.shown, spec, tool["name"], self.hub.separator)
+            try:  # as the shown namespace curates it (overrides), under the name serve counts it by
+                description = CuratedTool(tool, layers, public).tool.get("description") if layers else tool.get("description")
+                description = ("as %s: " % public if public != spec.public_name(tool["name"], self.hub.separator) else
+                               "") + " ".join(str(description or "").split())
+            except ConfigError as exc:
+                description = "refused: %s" % exc
+            allowed = {ns: self.plan.left_out(ns, spec, tool["name"], self.hub.separator) is None
+                       for ns, entry in self.plan.namespaces.items() if spec.id in entry["servers"]}
+            tools.append({"name": tool["name"], "description": description,
+                          "schema": tool.get("inputSchema") or {}, "allowed": allowed,
+                          "served": self.plan.left_out(None, spec, tool["name"], self.hub.separator) is None,
+                          "counters": ["serve pid %(pid)d: %(calls)s calls, %(error)s errors, %(rateLimited)s rate-"
+                                       "limited, %(cached)s cached, %(refused)s refused; p50 %(p50Ms)s ms, p90 %(p90Ms)s "
+                                       "ms, p99 %(p99Ms)s ms" % dict(snapshot["tools"][public], pid=snapshot["pid"])
+                                       for snapshot in running if public in snapshot["tools"]]})
+        return {"spec": spec, "launch": self.log.mask(spec.display()), "env": sorted(spec.env),
+                "headers": sorted(spec.headers), "tools": tools, "listed": bool(listing)}
+
+    def lines(self, server_id):
+        """The log panel: the server's stderr and lifecycle lines, and mcpstudio's lines naming it."""
+        upstream = self.hub.upstreams.get(server_id)
+        own = list(upstream.server_log.lines) if upstream else []
+        mentions = [line for line in self.log.lines if "`%s`" % server_id in line or "[%s]" % server_id in line]
+        return [mask_secrets(line, self.log.secrets) for line in sorted(own + mentions, key=lambda line: line[:8])]
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def toggle(self, server_id):
+        """`t`: start the server (listing its tools and caching them), or stop it."""
+        upstream = self.hub.upstreams.get(server_id)
+        if not upstream:
+            spec = self._spec(server_id)
+            self.said = "%s is not usable: %s" % (server_id, "disabled" if spec.disabled else spec.error)
+            return None
+        if upstream.state in ("running", "starting"):
+            self.said = "stopping %s" % server_id
+            return self.submit(upstream.stop("stopped from the TUI"))
+        self.said = "starting %s" % server_id
+
+        async def start():
+            try:
+                await upstream.ready(wait_backoff=False)
+                self.said = "%s is running: %d tools" % (server_id, len(upstream.listing["tools"]))
+            except UpstreamError as exc:
+                self.said = exc.message
+        return self.submit(start())
+
+    def call(self, server_id, tool, arguments):
+        """`c`: call a tool of the server (starting it if needed); the result shows in details."""
+        upstream = self.hub.upstreams.get(server_id)
+        if not upstream:
+            self.said = "%s is not usable" % server_id
+            return None
+        self.results[(server_id, tool)] = None
+
+        async def call():
+            try:
+                result = await upstream.forward("tools/call", {"name": tool, "arguments": arguments}, None)
+                out = io.StringIO()
+                _print_content(result.get("content"), out)
+                if result.get("structuredContent") is not None and not out.getvalue():
+                    out.write(json.dumps(result["structuredContent"], indent=2))
+                text = ("error: " if result.get("isError") else "") + out.getvalue().strip()
+            except UpstreamError as exc:
+                text = "error: %s" % exc.message
+            self.results[(server_id, tool)] = text
+            self.said = "%s of %s answered" % (tool, server_id)
+        return self.submit(call())
+
+    def edit(self, words):
+        """A config edit through the CLI command of the same name (its checks, .bak, symlink, message);
+        then the config is read again. False (and `said` why) when the command refused it."""
+        out = io.StringIO()
+        at = words.index("--") if "--" in words else len(words)  # the options end where a server's command starts
+        try:
+            with contextlib.redirect_stdout(out):
+                _OWN_WORDS[words[0]](words[1:at] + ["--config", self.path] + words[at:])
+        except (McpStudioError, OSError) as exc:
+            self.said = "refused: %s" % exc
+            return False
+        self.reload()
+        if not self.said.startswith("the config"):
+            said = out.getvalue().strip()
+            for where in (" in %s", " from %s", " (%s)"):
+                said = said.replace(where % self.path, "")
+            self.said = said
+        return True
+
+    def reload(self):
+        """Read the config again; servers whose entry did not change keep running."""
+        try:
+            self.run(self.hub.reload())
+        except (ConfigError, UsageError) as exc:
+            self.said = "the config is not usable now: %s" % exc
+
+    def _spec(self, server_id):
+        return next(s for s in self.plan.specs if s.id == server_id)
+
+    async def _stop_all(self):
+        await asyncio.gather(*(u.stop("the TUI quit") for u in self.hub.upstreams.values()), return_exceptions=True)
+        await self.runner.stop_all()
+
+    def close(self):
+        """Stop every server the TUI started, and the loop."""
+        try:
+            self.run(self._stop_all(), timeout=KILL_GRACE * 4 + 10)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.runner.close_watchdog()
+
+
+class TuiScreen:
+    """The curses side of the TUI: draws the Board, reads keys (see TUI_KEYS)."""
+
+    text_filter = ""
+    view, selected, tool, scroll, follow = "list", 0, 0, 0, True
+
+    def __init__(self, curses, window, board: Board):
+        self.curses, self.window, self.board = curses, window, board
+        self.colors = {}
+        if curses.has_colors():
+            try:
+                curses.use_default_colors()  # the terminal's own colours, not white on black
+            except curses.error:
+                pass
+        if curses.has_colors() and not os.environ.get("NO_COLOR"):  # https://no-color.org
+            for index, (state, color) in enumerate((("running", curses.COLOR_GREEN), ("failed", curses.COLOR_RED),
+                                                    ("starting", curses.COLOR_YELLOW), ("error", curses.COLOR_RED),
+                                                    ("stopping", curses.COLOR_YELLOW)), 1):
+                curses.init_pair(index, color, -1)
+                self.colors[state] = curses.color_pair(index)
+        try:
+            curses.curs_set(0)
+        except curses.error:  # a terminal without an invisible cursor
+            pass
+        window.timeout(TUI_TICK_MS)
+        window.keypad(True)
+        curses.raw()  # Ctrl+C arrives as a key, whatever SIGINT's disposition (a background job ignores it)
+
+    # -- drawing ------------------------------------------------------------------------------
+
+    def put(self, y, x, text, attr=0):
+        """Text clipped to the window (curses raises on the last cell and beyond), by cells: a wide character (CJK,
+        most emoji) or a control character (^[) takes two, tabs are spaces, a NUL (which curses refuses) ^@, and
+        what does not fit would run on into the next row."""
+        height, width = self.window.getmaxyx()
+        room, text = width - x - (y == height - 1), text.expandtabs().replace("\0", "^@")  # (the last row: a cell less)
+        for end, char in enumerate(text):
+            room -= _width(char)
+            if room < 0:
+                text = text[:end]
+                break
+        if 0 <= y < height and x < width:
+            try:
+                self.window.addstr(y, x, text, attr)
+            except self.curses.error:
+                pass
+
+    def draw(self):
+        self.window.erase()
+        height, width = self.window.getmaxyx()
+        title = "mcpstudio  namespace: %s  %s  %s" % (self.board.shown or "(all)", self.board.count(), self.board.path)
+        self.put(0, 0, title[:width], self.curses.A_BOLD)
+        getattr(self, "draw_" + self.view)(height, width)
+        hint = {"list": "t:test Enter:details l:log e:on/off a:add d:remove n:namespace ?:help q:quit",
+                "details": "c:call p:allow/deny t:test l:log Esc:back ?:help q:quit",
+                "logs": "f:follow Up/Down:scroll Esc:back q:quit", "help": "Esc:back q:quit"}[self.view]
+        self.put(height - 2, 0, self.board.said[:width - 1])
+        self.put(height - 1, 0, hint, self.curses.A_REVERSE)
+        self.window.refresh()
+
+    def current(self):
+        rows = self.board.rows(self.text_filter)
+        self.selected = min(self.selected, max(0, len(rows) - 1))
+        return rows[self.selected] if rows else None
+
+    def draw_list(self, height, width):
+        rows = self.board.rows(self.text_filter)
+        self.put(1, 0, "SERVER             KIND    ON  STATE     TOOLS  NAMESPACES     LAST ERROR", self.curses.A_UNDERLINE)
+        if self.text_filter:
+            self.put(1, width - 20, ("/" + self.text_filter)[:19].ljust(20))
+        if not rows:
+            self.put(3, 2, "no servers%s; a adds one" % (" match /" + self.text_filter if self.text_filter else ""))
+        self.current()
+        top = max(0, self.selected - (height - 6))
+        for index, row in enumerate(rows[top:top + height - 4]):
+            line = "%s %-7s %-3s %-9s %5s  %s %s" % (
+                _cells(row["name"], 18), row["transport"], "yes" if row["enabled"] else "no", row["state"],
+                "-" if row["tools"] is None else row["tools"], _cells(",".join(row["namespaces"]) or "-", 14),
+                row["error"])
+            attr = self.curses.A_REVERSE if index + top == self.selected else 0
+            self.put(2 + index, 0, line.ljust(width)[:width], attr)
+            if attr == 0 and row["state"] in self.colors:
+                self.put(2 + index, 31, "%-9s" % row["state"], self.colors[row["state"]])
+
+    def draw_details(self, height, width):
+        row = self.current()
+        if row is None:
+            self.view = "list"
+            return
+        details = self.board.details(row["id"])
+        lines = [("%s  (%s, %s)" % (row["name"], row["state"], "enabled" if row["enabled"] else "disabled"), self.curses.A_BOLD),
+                 ("%s %s" % ("url:" if details["spec"].url else "command:", details["launch"]), 0)]
+        lines += [("%s: %s" % (kind, ", ".join(key + shown for key in details[kind])), 0)
+                  for kind, shown in (("env", "=***"), ("headers", ": ***")) if details[kind]]
+        if row["error"]:
+            import textwrap
+            lines.extend((text, self.colors.get("failed", 0))
+                         for text in textwrap.wrap("last error: %s" % row["error"], max(20, width - 1))[:6])
+        tools = details["tools"]
+        self.tool = min(self.tool, max(0, len(tools) - 1))
+        lines.append(("tools (%d)%s" % (len(tools), ":" if details["listed"] else ": not listed yet; t starts it"), self.curses.A_UNDERLINE))
+        shown, selected, end = self.board.shown, 0, 0
+        for index, tool in enumerate(tools):
+            permission = "hidden" if not tool["served"] else "-" if shown not in tool["allowed"] else (
+                "allowed" if tool["allowed"][shown] else "denied")
+            marks = " ".join("%s:%s" % (ns, "+" if ok else "-") for ns, ok in tool["allowed"].items())
+            text = "  %-28s %-8s %-22s %s" % (_clip(tool["name"], 28), permission, _clip(marks, 22), tool["description"])
+            lines.append((text, self.curses.A_REVERSE if index == self.tool else 0))
+            if index == self.tool:  # its counters and last call under it, in view with it
+                selected = len(lines) - 1
+                lines.extend((text, 0) for text in tool["counters"])
+                result = self.board.results.get((row["id"], tool["name"]), "")
+                if result is None:
+                    lines.append(("calling %s ..." % tool["name"], 0))
+                elif result:
+                    lines.append(("result of %s:" % tool["name"], self.curses.A_UNDERLINE))
+                    lines.extend((text, 0) for text in result.splitlines()[:8])
+                end = len(lines) - 1
+        top = max(0, min(selected, end - (height - 5)))
+        for index, (text, attr) in enumerate(lines[top:top + height - 3]):
+            self.put(1 + index, 0, text, attr)
+
+    def draw_logs(self, height, width):
+        row = self.current()
+        lines = self.board.lines(row["id"]) if row else []
+        room = height - 4  # rows 2 to height - 3
+        self.scroll = max(0, len(lines) - room if self.follow else min(self.scroll, len(lines) - room))
+        self.put(1, 0, "log of %s%s" % (row["name"] if row else "?", "  (following)" if self.follow else ""),
+                 self.curses.A_UNDERLINE)
+        for index, line in enumerate(lines[self.scroll:self.scroll + room]):
+            self.put(2 + index, 0, line)
+        if not lines:
+            self.put(2, 2, "nothing yet: t starts the server")
+
+    def draw_help(self, height, width):
+        for index, (key, what) in enumerate(TUI_KEYS):  # (each fits 80 columns)
+            self.put(1 + index, 0, "  %-12s %s" % (key, what))
+
+    # -- input --------------------------------------------------------------------------------
+
+    def ask(self, prompt, initial=""):
+        """A line typed on the status line (Enter: done, Esc: None); the screen stays live meanwhile."""
+        text = initial
+        while True:
+            self.draw()
+            height, width = self.window.getmaxyx()
+            self.put(height - 2, 0, (prompt + text + "_").ljust(width - 1)[-(width - 1):], self.curses.A_BOLD)
+            self.window.refresh()
+            try:
+                key = self.window.get_wch()  # a character (any script) or a special key's number
+            except self.curses.error:  # no key within the tick
+                continue
+            if key in ("\n", "\r", self.curses.KEY_ENTER):
+                return text
+            if key in ("\x1b", "\x03"):
+                return None
+            if key in ("\x08", "\x7f", self.curses.KEY_BACKSPACE):
+                text = text[:-1]
+            elif isinstance(key, str) and key.isprintable():
+                text += key
+
+    def key(self, key):
+        """Handle one key; False to quit."""
+        char = chr(key) if 0 <= key < 256 else ""
+        board, row = self.board, self.current()
+        step = {self.curses.KEY_DOWN: 1, ord("j"): 1, self.curses.KEY_UP: -1, ord("k"): -1}.get(key)
+        if char in ("q", "\x03"):  # q, Ctrl+C
+            return False
+        if key == 27:
+            self.view = "list"
+        elif char == "?":
+            self.view = "help"
+        elif step:
+            if self.view == "details":
+                self.tool = max(0, self.tool + step)
+            elif self.view == "logs":
+                self.follow, self.scroll = False, max(0, self.scroll + step)
+            else:
+                self.selected = max(0, self.selected + step)
+        elif char == "/" and self.view == "list":
+            text = self.ask("filter: ", self.text_filter)
+            self.text_filter = self.text_filter if text is None else text
+        elif key in (10, 13, self.curses.KEY_ENTER) and row:
+            self.view, self.tool = "details", 0
+        elif char == "l" and row:
+            self.view, self.follow = "logs", True
+        elif char == "f" and self.view == "logs":
+            self.follow = not self.follow
+        elif char == "t" and row:
+            board.toggle(row["id"])
+        elif char == "e" and row:
+            board.edit(["disable" if row["enabled"] else "enable", row["name"]])
+        elif char == "a":
+            self.add()
+        elif char == "d" and row:
+            if (self.ask("remove %s from the config? (y/n) " % row["name"]) or "").lower().startswith("y"):
+                board.edit(["remove", row["name"]])
+            else:
+                board.say("kept %s" % row["name"])
+        elif char == "n" and row:
+            self.namespaces(row)
+        elif char == "r":
+            board.reload()
+            if not board.said.startswith("the config"):
+                board.say("read %s again" % board.path)
+        elif char in ("c", "p") and row and self.view == "details":
+            tools = board.details(row["id"])["tools"]
+            if not tools:
+                board.say("no tools listed yet: t starts the server")
+            elif char == "c":
+                arguments = ask_fields(tools[self.tool]["schema"], self.ask)
+                if arguments is not None:
+                    board.call(row["id"], tools[self.tool]["name"], arguments)
+            elif not board.shown:
+                board.say("no namespace shown: n creates one or chooses which")
+            else:
+                board.edit(["namespace", "deny" if tools[self.tool]["allowed"].get(board.shown) else "allow", board.shown, row["name"], tools[self.tool]["name"]])
+        return True
+
+    def add(self):
+        name = self.ask("add server, name: ")
+        if not name:
+            return
+        if any(row["name"] == name for row in self.board.rows()):
+            self.board.say("refused: a server %s exists (d removes it first)" % name)
+            return
+        target = self.ask("%s: command (with its arguments) or URL: " % name)
+        if not target:
+            return
+        import shlex
+        try:
+            words = ["--url", target] if re.match(r"https?://", target) else ["--"] + shlex.split(target)
+        except ValueError as exc:
+            self.board.say("refused: %s" % exc)
+            return
+        self.board.edit(["add", name] + words)
+
+    def namespaces(self, row):
+        choice = (self.ask("namespace: c create, a assign %s, d make default, s show: " % row["name"]) or "-")[0]
+        if choice not in "cads":
+            return
+        name = self.ask({"c": "new namespace (with %s): " % row["name"], "a": "assign %s to namespace: " % row["name"],
+                         "d": "make this namespace the default: ", "s": "show namespace: "}[choice])
+        if not name:
+            return
+        if choice == "s":
+            self.board.show(name)
+            return
+        action = {"c": "add", "a": "assign", "d": "default"}[choice]
+        self.board.edit(["namespace", action, name] + ([row["name"]] if action != "default" else []))
+
+    def run(self):
+        while True:
+            self.draw()
+            key = self.window.getch()
+            if key == self.curses.KEY_RESIZE:  # repaint it all: the terminal may have moved what was on it
+                self.window.clear()
+            elif key != -1 and not self.key(key):
+                return
+
+
+def tui_command(words):
+    """`tui [--config FILE] [--namespace NAME]`: the TUI, on a terminal only."""
+    found, path, rest = _config_option(words, "tui", values=("--namespace",))
+    if rest:
+        raise UsageError("tui takes --config FILE and --namespace NAME only, not %r" % " ".join(rest))
+    try:  # first: a terminal would not help a Python without it (Windows CPython has none)
+        import curses
+    except ImportError:
+        _say("error: tui needs Python's curses module (on Windows: pip install windows-curses, or run mcpstudio "
+             "under WSL); use `mcpstudio status` or `mcpstudio list` instead")
+        return 2
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        _say("error: tui needs a terminal (stdin and stdout); use `mcpstudio status` or "
+             "`mcpstudio list` instead")
+        return 2
+    if not os.path.exists(path):
+        raise UsageError("tui: no config at %s (give --config FILE, or add a server: mcpstudio add NAME -- COMMAND)"
+                         % path)
+    os.environ.setdefault("ESCDELAY", "25")  # Esc is a key here: ncurses waits a second by default to tell it
+    board = Board(path, found.get("--namespace"))
+    try:
+        curses.wrapper(lambda window: TuiScreen(curses, window, board).run())
+    except KeyboardInterrupt:  # Ctrl+C: curses.wrapper has restored the terminal
+        pass
+    finally:
+        board.close()
+    return 0
+
+
+# --------------------------------------------------------------------------
+# main: the one entry point, its subcommands and modes
+# --------------------------------------------------------------------------
 
 # Subcommands that read their own words; serve, check and status take mcpstudio's options.
 _OWN_WORDS = {"init": init_config, "inspect": inspect_command, "call": call_command, "install": install_command,
@@ -17561,11 +17641,6 @@ _OWN_WORDS = {"init": init_config, "inspect": inspect_command, "call": call_comm
               "logout": logout_command, "enable": enable_command, "disable": disable_command, "tui": tui_command,
               "secrets": secrets_command}
 SUBCOMMANDS = ("serve", "check", "status") + tuple(_OWN_WORDS)
-
-
-def _prog():
-    """How the user ran us, for the commands we suggest."""
-    return "mcpstudio" if not sys.argv[0].endswith((".py", ".pyz")) else "python3 " + _argv_text([sys.argv[0]])
 
 
 def _as_run(text):
