@@ -14042,6 +14042,142 @@ class UpstreamHardeningTests(ScratchDir):
         self.assertEqual((other.headers, old.headers), ([], []))
 
 
+class SectionTests(unittest.TestCase):
+    """The module's banners are its table of contents (issue 47): each top-level definition uses only
+    module-level names defined above it, and the key definitions sit under the banner that names them."""
+
+    maxDiff = None
+    # (user, name defined below it): why the use points down. Only true mutual recursion belongs here.
+    USES_BELOW = {
+        ("NamespaceUrls", "HttpServer"): "HttpServer hands /mcp/NAMESPACE to NamespaceUrls, which serves each "
+                                         "namespace with an HttpServer of its own",
+        ("Board", "_OWN_WORDS"): "the tui runs a config edit through the subcommands' table, which holds "
+                                 "tui_command, which builds the Board",
+    }
+    # definition -> the banner it sits under (the banner's title to its colon or comma)
+    BANNERS = {
+        "_hash": "Shared helpers", "write_private_json": "Shared helpers", "_match": "Shared helpers",
+        "_loopback": "Shared helpers", "_header_value": "Shared helpers", "default_config_path": "Shared helpers",
+        "validate": "Schema validation", "safe_name": "Naming", "Field": "Template pieces",
+        "Group": "Template pieces", "_CodeCheck": "The core promise", "check_code_fields": "The core promise",
+        "_written_then_run": "The core promise", "_WRAPPERS": "The core promise", "_SHELLS": "The core promise",
+        "Template": "Templates", "render_words": "Templates", "parse_frontmatter": "Frontmatter",
+        "ProcessRunner": "Processes", "Log": "Logging", "Session": "JSON-RPC session and the stdio transport",
+        "CallContext": "JSON-RPC session and the stdio transport", "PromptWatch": "A command's life",
+        "OutputFeed": "A command's life", "OutputBudget": "A command's life", "command_result": "A command's life",
+        "CommandTool": "Sources", "ScriptDirectory": "Sources", "SkillFolders": "Sources", "Catalog": "Catalog",
+        "TaskStore": "Tasks", "Guard": "Guard rails", "ToolIndex": "Tool search", "ToolSearch": "Tool search",
+        "dispatch_modern": "The 2026-07-28 era", "ConfigLoader": "Configuration", "read_upstreams": "Configuration",
+        "OAuthClient": "OAuth 2.1 for URL upstreams", "InputBridge": "Input on the way", "Upstream": "Upstreams",
+        "McpClient": "Upstreams", "_HttpChannel": "Upstreams", "ManagerTools": "Aggregator",
+        "Aggregator": "Aggregator", "Server": "Server", "serve_stdio": "Server", "SignIn": "Sign-in",
+        "HttpServer": "Streamable HTTP", "parse_command_line": "Command line", "_build_server": "Command line",
+        "check_config": "Tools for people", "init_config": "Tools for people", "print_status": "Tools for people",
+        "inspect_command": "Tools for people", "Board": "tui", "main": "main",
+    }
+
+    @staticmethod
+    def _statements():
+        """[(names it binds, first line, last line, module-level names it uses)] per top-level statement."""
+        import ast
+        import symtable
+        with open(MODULE, encoding="utf-8") as f:
+            text = f.read()
+        tree = ast.parse(text)
+
+        def binds(node):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return [node.name]
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                return [a.asname or a.name.split(".")[0] for a in node.names]
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            if isinstance(node, (ast.If, ast.Try)):
+                return [name for s in node.body + node.orelse for name in binds(s)]
+            return []
+
+        def loads(node):  # names loaded while the module runs the statement; nested scopes' bodies are symtable's
+            todo, found, stored = [node], set(), set()
+            while todo:
+                n = todo.pop()
+                if isinstance(n, ast.Name):
+                    (found if isinstance(n.ctx, ast.Load) else stored).add(n.id)
+                elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    todo.extend(getattr(n, "decorator_list", []) + n.args.defaults
+                                + [d for d in n.args.kw_defaults if d is not None])
+                    continue
+                elif isinstance(n, ast.ClassDef):
+                    todo.extend(n.decorator_list + n.bases + [k.value for k in n.keywords])
+                    continue
+                todo.extend(ast.iter_child_nodes(n))
+            return found - stored
+
+        def annotation_only(node):  # names only in annotations: strings here (`from __future__ import annotations`)
+            seen = {False: set(), True: set()}
+            todo = [(node, False)]
+            while todo:
+                n, in_annotation = todo.pop()
+                if isinstance(n, ast.Name):
+                    seen[in_annotation].add(n.id)
+                for field, value in ast.iter_fields(n):
+                    for child in value if isinstance(value, list) else [value]:
+                        if isinstance(child, ast.AST):
+                            todo.append((child, in_annotation or field in ("annotation", "returns")))
+            return seen[True] - seen[False]
+
+        def global_names(table):
+            names = {s.get_name() for s in table.get_symbols() if s.is_referenced() and s.is_global()}
+            for child in table.get_children():
+                names |= global_names(child)
+            return names
+        out = []
+        for node in tree.body:
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            out.append((binds(node), first, node.end_lineno, loads(node)))
+        for table in symtable.symtable(text, MODULE, "exec").get_children():
+            for _, first, last, uses in out:
+                if first <= table.get_lineno() <= last:
+                    uses |= global_names(table)
+        for node, (_, _, _, uses) in zip(tree.body, out):
+            uses -= annotation_only(node)  # symtable counts them on 3.8 and 3.9
+        return out
+
+    def test_each_definition_uses_only_what_stands_above_it(self):
+        statements = self._statements()
+        defined = {}
+        for index, (names, _, _, _) in enumerate(statements):
+            for name in names:
+                defined.setdefault(name, index)
+        below = {}
+        for index, (names, line, _, uses) in enumerate(statements):
+            for name in sorted(uses - set(names)):
+                if defined.get(name, -1) > index:
+                    below[(names[0] if names else "line %d" % line, name)] = line
+        self.assertEqual(sorted(set(below) - set(self.USES_BELOW)), [],
+                         "uses of a name defined further down: move the definition up (or the user down)")
+        self.assertEqual(sorted(set(self.USES_BELOW) - set(below)), [], "an allowance no longer needed")
+
+    def test_key_definitions_sit_under_the_banner_that_names_them(self):
+        with open(MODULE, encoding="utf-8") as f:
+            text = f.read()
+        lines = text.split("\n")
+        banners = [(text.count("\n", 0, m.start()) + 2, m.group(1))  # (the title's line, the title)
+                   for m in re.finditer(r"^# -{20,}\n# ([^:,\n]+).*\n# -{20,}$", text, re.M)]
+        statements = self._statements()
+        under = {}
+        for names, line, _, _ in statements:
+            title = [t for start, t in banners if start < line][-1:]
+            for name in names:
+                under.setdefault(name, title[0] if title else None)
+        misplaced = {name: under.get(name) for name, title in self.BANNERS.items() if under.get(name) != title}
+        # and no banner stands empty: a statement sits between it and the next one
+        starts = [line for _, line, _, _ in statements]
+        ends = [start for start, _ in banners[1:]] + [len(lines) + 1]
+        empty = [t for (start, t), end in zip(banners, ends) if not any(start < s < end for s in starts)]
+        self.assertEqual((misplaced, empty), ({}, []), "(definition: the banner it is under), empty banners")
+
+
 class HouseTests(unittest.TestCase):
     """The module's shape (issue 32) and the pure parts split out of Upstream and Aggregator."""
 
