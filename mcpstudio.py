@@ -7498,8 +7498,8 @@ def read_sign_in(loader, data):
     people = loader.get(data, "people", dict, "")
     admins = loader.get(data, "admins", list, "")
     if admins is not None and not all(isinstance(a, str) and a for a in admins):
-        raise loader.error("admins", "expected a list of who may use the manager tools: subjects, emails or "
-                           "\"group:NAME\"")
+        raise loader.error("admins", "expected a list of who may use the manager tools: subjects, emails, "
+                           "\"group:NAME\" or \"scope:NAME\"")
     if plan is None and people is None:
         if admins is not None:
             raise loader.error("admins", "names who of the signed-in people may use the manager tools: the config "
@@ -8453,7 +8453,7 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
         people = loader.get(entry, "people", list, where)
         if people is not None and not all(isinstance(p, str) and p for p in people):
             raise loader.error(_join(where, "people"), "expected a list of who may use it: subjects, emails, "
-                               "\"group:NAME\" or \"*\"")
+                               "\"group:NAME\", \"scope:NAME\" or \"*\"")
         namespaces[name] = {"servers": ids, "allow": allow, "deny": deny, "people": people,
                             "description": loader.get(entry, "description", str, where, ""),
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
@@ -13508,11 +13508,13 @@ class Person:
 
 def admits(people, person):
     """The one rule of who may use a namespace: no `people` list admits every signed-in person; else the list
-    names the person's subject or email, `group:NAME` of one of their groups, or `*`."""
+    names the person's subject or email, `group:NAME` of one of their groups, `scope:NAME` of one of their token's
+    scopes, or `*`."""
     if people is None:
         return True
-    names = {name for name in (person.subject, person.email) if name and not name.startswith("group:")}  # never a group
-    names |= {"*"} | {"group:" + g for g in person.groups}
+    names = {name for name in (person.subject, person.email)
+             if name and not name.startswith(("group:", "scope:"))}  # a subject is never a group or a scope
+    names |= {"*"} | {"group:" + g for g in person.groups} | {"scope:" + s for s in person.scopes}
     return any(entry in names for entry in people)
 
 
@@ -16908,7 +16910,7 @@ def print_status(path, plan: UpstreamPlan, requested, checks=None, log=None, sea
             (["opaque ones asked of %s" % sign_in["introspection"]] if sign_in["introspection"] else []) +
             (["listed tokens of %s" % ", ".join(sign_in["people"])] if sign_in["people"] else [])),
             sign_in["audience"] or "this server's own /mcp URL"))
-        print("  who may use a namespace: the people its `people` names (a subject, an email, group:NAME, or *);"
+        print("  who may use a namespace: the people its `people` names (a subject, an email, group:NAME, scope:NAME, or *);"
               " a namespace without `people`: every signed-in person")
         print("  each namespace at /mcp/NAME; /mcp serves %s and follows its rule: a person it does not admit gets "
               "403 there for every request" % ("the one marked *" if namespace else "no namespace (none is chosen)"

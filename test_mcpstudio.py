@@ -15412,15 +15412,18 @@ class SignInCheckTests(unittest.TestCase):
     def test_people_rule_table(self):
         # One rule: no `people` admits every signed-in person; a list admits a person it names by subject or
         # email, by `group:NAME` of one of their groups, or `*`.
-        alice = mcpstudio.Person("alice", "alice@example.com", ["eng", "ops"])
+        alice = mcpstudio.Person("alice", "alice@example.com", ["eng", "ops"], ["tools", "read"])
         cases = [
             (None, True), ([], False), (["*"], True), (["alice"], True), (["alice@example.com"], True),
             (["group:ops"], True), (["group:sales"], False), (["bob", "group:sales"], False), (["eng"], False),
-            (["ALICE"], False),
+            (["ALICE"], False), (["scope:tools"], True), (["scope:admin"], False), (["group:tools"], False),
+            (["scope:eng"], False),
         ]
         for people, admitted in cases:
             with self.subTest(people=people):
                 self.assertIs(mcpstudio.admits(people, alice), admitted)
+        # a subject that reads as a scope or a group is not one
+        self.assertFalse(mcpstudio.admits(["scope:tools"], mcpstudio.Person("scope:tools")))
         person = mcpstudio.Person.from_claims({"sub": "bob", "scope": "tools read", "groups": ["sales", 7]})
         self.assertEqual((person.subject, person.email, person.groups, person.scopes),
                          ("bob", None, ["sales"], ["tools", "read"]))
@@ -16988,6 +16991,20 @@ class SignInTests(AggregatorCase):
             self.assertIn('error="insufficient_scope"', challenge)
             self.assertIn("the token lacks the scope tools", challenge)
             self.assertEqual(self.tools(http, "/mcp", self.token("alice", root, "tools")), (200, ["alpha__echo"]))
+
+    def test_a_namespace_for_a_scope(self):
+        # `scope:NAME` in a namespace's `people`: a token the provider granted that scope may use it, whoever it
+        # names and whatever their groups; the same person's token without the scope gets 403.
+        namespaces = {"eng": {"servers": ["alpha"], "people": ["scope:tools"]},
+                      "sales": {"servers": ["beta"], "people": ["group:sales"]}}
+        with self.serve(top={"namespaces": namespaces}) as http:
+            root = "http://127.0.0.1:%d/mcp" % http.port
+            status, challenge = self.tools(http, "/mcp/eng", self.token("alice", root))
+            self.assertEqual(status, 403)
+            self.assertIn('error="insufficient_scope"', challenge)
+            self.assertEqual(self.tools(http, "/mcp/eng", self.token("alice", root, "tools")), (200, ["alpha__echo"]))
+            self.assertEqual(self.tools(http, "/mcp/eng", self.token("bob", root, "tools")), (200, ["alpha__echo"]))
+            self.assertEqual(self.tools(http, "/mcp/sales", self.token("alice", root, "tools"))[0], 403)
 
     def test_bad_tokens_are_refused(self):
         # Forged (another key with the provider's kid), tampered, expired, wrong-audience, wrong-issuer, `alg: none`
