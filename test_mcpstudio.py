@@ -3739,7 +3739,8 @@ class HttpHardeningTests(ScratchDir):
             for sock in kept:
                 sock.close()
             self.assertTrue(wait_until(lambda: not server.http.trusted, 5))
-            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as slow:
+            # the header timeout is 1 s, the idle one 30 s: a hang guard of WAIT tells them apart
+            with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as slow:
                 started = time.monotonic()
                 for byte in b"POST /mcp":  # one byte every 0.25 s: never a whole line in time
                     try:
@@ -3749,11 +3750,11 @@ class HttpHardeningTests(ScratchDir):
                     time.sleep(0.25)
                 reply = slow.recv(65536)
                 self.assertTrue(reply.startswith(b"HTTP/1.1 408 "), reply)
-                self.assertLess(time.monotonic() - started, 4)
-            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as silent:
+                self.assertLess(time.monotonic() - started, WAIT)
+            with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as silent:
                 started = time.monotonic()
                 self.assertTrue(silent.recv(65536).startswith(b"HTTP/1.1 408 "))
-                self.assertLess(time.monotonic() - started, 4)
+                self.assertLess(time.monotonic() - started, WAIT)
         finally:
             server.close()
 
@@ -6434,8 +6435,8 @@ class AggregatorTests(AggregatorCase):
             self.assertEqual(text_of(server.call("a__echo", {"text": "1"})), "a: 1")
             first = self.started()[0]
             started = time.monotonic()
-            result = server.call("a__crash", {})
-            self.assertLess(time.monotonic() - started, 10)  # failed at once, no hang (generous for a loaded machine)
+            result = server.call("a__crash", {}, timeout=2 * WAIT)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # failed at once, not after the 60 s tool timeout
             self.assertTrue(result["isError"])
             self.assertIn("server `a` fake: crashing on purpose (it exited with code 7)", text_of(result))
             self.assertTrue(wait_until(lambda: not alive(first[1])), "the crashed server's child was left")
@@ -7329,13 +7330,13 @@ class AggregatorReviewTests(AggregatorCase):
             server.reading.clear()
             server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                          "params": {"name": "f__flood", "arguments": {"lines": 100000}}})
-            self.assertTrue(wait_until(lambda: os.path.exists(done), timeout=60, interval=0.2), server.context())
+            self.assertTrue(wait_until(lambda: os.path.exists(done), timeout=COMPILING, interval=0.2), server.context())
             time.sleep(1.0)  # what is left in the pipe is read
             grown = rss_kib(server.proc.pid) - base
             self.assertLess(grown, 48 * 1024, "grew %d KiB" % grown)  # was: > 100 MB, all of it queued
             server.reading.set()
-            self.assertIn("result", server.wait_response(7))  # the reply was never dropped
-            self.assertEqual(text_of(server.call("f__echo", {"text": "again"}, timeout=30)), "f: again")
+            self.assertIn("result", server.wait_response(7, timeout=COMPILING))  # the reply was never dropped
+            self.assertEqual(text_of(server.call("f__echo", {"text": "again"}, timeout=COMPILING)), "f: again")
             self.assertTrue(wait_until(lambda: re.search(r"\d+ log and progress notifications were dropped|"
                                                          r"sends more than 50 log or progress notifications a second",
                                                          "".join(server.stderr))), server.context())
@@ -7472,7 +7473,7 @@ class PythonSdkInteropTests(ScratchDir):
         self.assertEqual(out["tools"], ["echo"])
         self.assertEqual(out["text"], "auto\n")
         self.assertEqual(out["version"], "2026-07-28")  # it negotiated the modern era
-        self.assertLess(out["seconds"], 5)
+        self.assertLess(out["seconds"], WAIT)  # a hang guard
 
 
 EVERYTHING = os.environ.get("MCPSTUDIO_EVERYTHING", "")  # npm @modelcontextprotocol/server-everything
@@ -8103,7 +8104,7 @@ class StdioClientTests(unittest.TestCase):
             with self.assertRaises(mcpstudio.McpError) as raised:
                 client.request("ping")
         self.assertIn("ping: no answer within 0.6 s from", str(raised.exception))
-        self.assertLess(time.monotonic() - started, 10)
+        self.assertLess(time.monotonic() - started, WAIT)  # a hang guard: the server never answers
 
     def test_a_server_that_exits_while_waited_for_without_a_limit(self):
         # wait=False (a `call` waits as long as its server lives) still ends when the server does.
@@ -8977,7 +8978,7 @@ class CachedEntryTests(ToolingCase):
 
     def entry(self, module, *words, env=None):
         proc = subprocess.run([PY, module, "install", "--client", "claude-desktop"] + list(words), capture_output=True,
-                              text=True, timeout=WAIT, env=env or self.env, stdin=subprocess.DEVNULL)
+                              text=True, timeout=COMPILING, env=env or self.env, stdin=subprocess.DEVNULL)  # compiles
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return list(json.loads(proc.stdout)["mcpServers"].values())[0]
 
@@ -8988,8 +8989,8 @@ class CachedEntryTests(ToolingCase):
         return McpProcess(cmd=[entry["command"]] + entry["args"], cwd=self.home, env=env)
 
     def version(self, entry, env=None) -> str:
-        with self.serve(entry, env) as server:
-            return server.initialize()["result"]["serverInfo"]["version"]
+        with self.serve(entry, env) as server:  # after an edit, compiles the module first
+            return server.initialize(timeout=COMPILING)["result"]["serverInfo"]["version"]
 
     def edit_version(self, module, version):
         with open(module) as f:
@@ -9005,8 +9006,8 @@ class CachedEntryTests(ToolingCase):
         self.assertEqual(entry["args"], ENTRY_ARGS + ["printenv", "{name}"])
         self.assertEqual(entry["env"]["PYTHONPATH"], os.path.dirname(module))
         self.assertNotIn("PYTHONPYCACHEPREFIX", entry["env"])
-        with self.serve(entry) as server:
-            self.assertEqual(server.initialize()["result"]["serverInfo"]["version"], mcpstudio.__version__)
+        with self.serve(entry) as server:  # a first start compiles the module
+            self.assertEqual(server.initialize(timeout=COMPILING)["result"]["serverInfo"]["version"], mcpstudio.__version__)
             # What the entry added to the environment reaches no command the tool runs.
             self.assertTrue(server.call("printenv", {"name": "PYTHONPATH"})["isError"])
             self.assertEqual(text_of(server.call("printenv", {"name": "HOME"})).strip(), self.home)
@@ -9028,7 +9029,7 @@ class CachedEntryTests(ToolingCase):
         entry = {"command": argv[0], "args": argv[1:] + ["printenv", "{name}"],
                  "env": dict(entry_env, PYTHONPATH=os.path.dirname(module))}
         with self.serve(entry, env) as server:
-            server.initialize(timeout=60)  # compiles the whole module first: slow under coverage on a busy machine
+            server.initialize(timeout=COMPILING)  # compiles the whole module first: slow under coverage on a busy machine
             self.assertTrue(server.call("printenv", {"name": "PYTHONPYCACHEPREFIX"})["isError"])
         found = [name for _, _, names in os.walk(entry_env["PYTHONPYCACHEPREFIX"]) for name in names]
         self.assertTrue([n for n in found if n.startswith("mcpstudio.") and n.endswith(".pyc")], found)
@@ -9439,7 +9440,7 @@ class HttpLeaveTests(ScratchDir):
                 self.assertIn("instance lb2 is shutting down", error["message"])
                 self.assertEqual(error["data"], {"instance": "lb2", "shuttingDown": True})
             self.assertEqual(server.proc.wait(WAIT), 0)
-            self.assertLess(time.monotonic() - started, 20)
+            self.assertLess(time.monotonic() - started, 3 * WAIT)  # a hang guard: the stuck calls never end
             self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in pids)), pids)
 
     def test_ids_name_their_instance(self):
@@ -9784,8 +9785,8 @@ class HttpUpstreamTests(ScratchDir):
             self.assertEqual(len(polling.resumes), 1)
             self.assertRegex(polling.resumes[0], r"^stream-\d+$")
             started = time.monotonic()
-            reply = server.request("tools/call", {"name": "poll__silent", "arguments": {}})
-            self.assertLess(time.monotonic() - started, 10)
+            reply = server.request("tools/call", {"name": "poll__silent", "arguments": {}}, timeout=2 * WAIT)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # not the 60 s tool timeout
             failure = json.dumps(reply)
             self.assertIn("closed its event stream before it answered", failure)
             self.assertIn("no event id", failure)
@@ -10811,8 +10812,8 @@ class OAuthCase(ScratchDir):
             json.dump({"mcpServers": {"files": {"url": self.server.url}}}, f)
 
     def run_cli(self, *words):
-        return subprocess.run(SERVER + list(words), env=self.env, capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
+        return subprocess.run(SERVER + list(words), env=self.env, capture_output=True, text=True, timeout=COMPILING,
+                              stdin=subprocess.DEVNULL)  # a hang guard
 
     def token_files(self):
         folder = os.path.join(self.dir, "config", "mcpstudio", "oauth")
@@ -10858,8 +10859,9 @@ class OAuthTests(OAuthCase):
         with McpProcess("serve", "--config", self.config, env=self.env) as server:
             server.initialize()
             started = time.monotonic()
-            reply = server.request("tools/call", {"name": "files__whoami", "arguments": {}})
-            self.assertLess(time.monotonic() - started, 10)  # at once, not after the startup timeout
+            reply = server.request("tools/call", {"name": "files__whoami", "arguments": {}},
+                                   timeout=0.8 * mcpstudio.START_TIMEOUT)
+            self.assertLess(time.monotonic() - started, 0.8 * mcpstudio.START_TIMEOUT)  # not after the 30 s startup timeout
             self.assertIn("needs a sign-in: run `mcpstudio login files --config %s`" % self.config,
                           reply["error"]["message"])
             self.assertEqual(self.server.authorized, [], "serve opened the browser without being allowed to")
@@ -11475,12 +11477,14 @@ class UpstreamCapTests(AggregatorCase):
             names = self.tool_names(server)
             self.assertEqual(len([n for n in names if n.startswith("a__")]), 5000)
             self.assertNotIn("b__huge", names)
+            started = time.monotonic()
             server.call("b__flood", {"lines": 1000})
             self.assertTrue(wait_until(lambda: os.path.exists(done)))
             self.assertEqual(text_of(server.call("b__echo", {"text": "after"})), "b: after")  # the flood came first
+            seconds = time.monotonic() - started  # a busy machine spreads the flood over more seconds
             forwarded = [n for n in server.notifications if n["method"] == "notifications/message"
                          and n["params"]["logger"] == "b"]
-            self.assertLess(len(forwarded), 200)  # 50 at once, 50 a second after
+            self.assertLess(len(forwarded), 50 + 50 * (seconds + 2), seconds)  # 50 at once, 50 a second after
             stderr = server.stderr_when(lambda text: text.count("warning: server `") >= 3)
             self.assertIn("server `a` lists more than 5000 tools: the rest are left out", stderr)
             self.assertIn('server `b` lists "huge" of more than 64 KiB (description and schemas): left out', stderr)
@@ -11967,9 +11971,12 @@ class ToolSearchTests(AggregatorCase):
             schema, = [tool["inputSchema"] for tool in server.request("tools/list")["result"]["tools"]
                        if tool["name"] == "mcpstudio__search_tools"]
             self.assertEqual(schema["properties"]["query"]["maxLength"], mcpstudio.SEARCH_QUERY_MAX)
-            started = time.monotonic()
-            result = server.call("mcpstudio__search_tools", {"query": "create issue " * 80000}, timeout=10)
-            self.assertLess(time.monotonic() - started, 5)
+            started, cpu = time.monotonic(), process_cpu(server.proc.pid)
+            result = server.call("mcpstudio__search_tools", {"query": "create issue " * 80000}, timeout=WAIT)
+            if cpu is not None:  # CPU seconds of the server (load stretches wall time): the old search took seconds
+                self.assertLess(process_cpu(server.proc.pid) - cpu, 1.0)
+            else:
+                self.assertLess(time.monotonic() - started, WAIT)
             self.assertTrue(result["isError"])
             self.assertIn("%d characters at most" % mcpstudio.SEARCH_QUERY_MAX, text_of(result))
             self.assertFalse(self.search(server, "create a github issue " * 20, 1).get("isError"))  # 440: searched
@@ -13162,8 +13169,8 @@ class FileArgumentTests(ScratchDir):
             for value in ("data:" + ";a" * 500000, "data:" + ";a" * 500000 + ",x", "data:;name=" + ";a" * 500000
                           + ";base64,QQ=="):
                 started = time.monotonic()
-                result = server.call("digest", {"image": value}, timeout=10)
-                self.assertLess(time.monotonic() - started, 5, value[:20])
+                result = server.call("digest", {"image": value}, timeout=4 * WAIT)
+                self.assertLess(time.monotonic() - started, 4 * WAIT, value[:20])  # not the backtracking's hours
                 self.assertTrue(result["isError"], result)
                 self.assertIn("`image` is a file", text_of(result))
             # a value too large for the limit is refused by its length, before it is decoded
@@ -13741,7 +13748,7 @@ class SkillsHardeningTests(ScratchDir):
                                                          for name in ("fifo", "outside", "zero")))
             started = time.monotonic()
             self.assertEqual(server.close(), 0)  # stdin closed: it exits, nothing holds it
-            self.assertLess(time.monotonic() - started, 10)
+            self.assertLess(time.monotonic() - started, WAIT)  # a hang guard
         self.assertIn("not a regular file", stderr)
         self.assertIn("outside %s" % os.path.realpath(self.root), stderr)
 
@@ -13858,7 +13865,7 @@ class OAuthListenerAndStoreTests(ScratchDir):
         started = time.monotonic()
         with self.assertRaisesRegex(mcpstudio.OAuthError, "did not come back within 1 s"):
             callback.wait(1)
-        self.assertLess(time.monotonic() - started, 10)
+        self.assertLess(time.monotonic() - started, WAIT)  # a hang guard: the idle connection never ends
 
     @unittest.skipUnless(os.name == "posix", "file modes and symlinks")
     def test_the_token_file(self):
@@ -14355,8 +14362,8 @@ class CommandPromptTests(ScratchDir):
             self.assertEqual(form["requestedSchema"]["properties"]["answer"]["enum"], ["1) small", "2) large"])
             self.assertIn("size 2\n", text_of(server.wait_response(8)["result"]))
             started = time.monotonic()  # a secret: never in a form, the call ends at once
-            secret = server.call("asking", {"kind": "secret"})
-            self.assertLess(time.monotonic() - started, 20)
+            secret = server.call("asking", {"kind": "secret"}, timeout=2 * WAIT)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # the tool's timeout is 60 s
             self.assertTrue(secret["isError"])
             self.assertIn('`asking` asked "Password:", a secret, which is never asked in a form', text_of(secret))
             self.assertIn("\"environment\"", text_of(secret))
@@ -14479,8 +14486,8 @@ class CommandPromptTests(ScratchDir):
         with McpProcess("serve", "--config", self.config()) as server:
             server.initialize()
             started = time.monotonic()
-            result = server.call("asking", {"kind": "yes"})
-            self.assertLess(time.monotonic() - started, 20)  # the tool's timeout is 60 s
+            result = server.call("asking", {"kind": "yes"}, timeout=2 * WAIT)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # the tool's timeout is 60 s
             self.assertTrue(result["isError"])
             self.assertIn('Stopped: `asking` asked "Really delete them? [y/N]", and this client cannot answer',
                           text_of(result))
@@ -14522,7 +14529,7 @@ class CommandPromptTests(ScratchDir):
                                                                 "Really? [y/N] second n"])
             started = time.monotonic()  # a request that cannot answer gets the prompt quoted at once
             reply = call({}, MODERN_META)
-            self.assertLess(time.monotonic() - started, 20)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # the tool's timeout is 60 s
             self.assertIn('`asking` asked "Really delete them? [y/N]", and this client cannot answer', text_of(reply))
             refused = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
                                                                    "_meta": meta, "requestState": "nope"})[2])[-1]
@@ -14546,7 +14553,7 @@ class CommandPromptTests(ScratchDir):
             self.assertEqual([result["resultType"] for result in parked], ["input_required"] * len(parked))
             started = time.monotonic()
             self.assertEqual(text_of(call("quick", {})), "quick\n")
-            self.assertLess(time.monotonic() - started, 10)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # not behind the parked calls' 60 s tool timeout
             # and one caller parks PARKED_PER_CALLER calls at most (each a live process, for up to ASK_TIMEOUT)
             over = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
                                                                 "_meta": meta})[2])[-1]
@@ -17019,10 +17026,10 @@ class LeftoverTests(ScratchDir):
     def test_masking_is_linear_in_the_text(self):
         # A URL looked for from every letter of `a.a.a...` made one 100 KB argument stall the audited server 6 s
         # (1 MB: minutes); a URL is looked for where a run of URL characters begins only.
-        started = time.monotonic()
+        started = time.process_time()  # CPU seconds: load stretches wall time, not these
         for text in ("a." * 500000, "a-" * 500000, "--a" * 300000):
             self.assertEqual(mcpstudio.mask_secrets(text), text)
-        self.assertLess(time.monotonic() - started, 5)
+        self.assertLess(time.process_time() - started, 5)  # linear: 0.2 s; from every letter: minutes
         self.assertEqual(mcpstudio.mask_secrets("see x.https://u:pw@h/ and 'ftp://h/?key=k'"),
                          "see x.https://u:***@h/ and 'ftp://h/?key=***'")
 
@@ -18342,28 +18349,29 @@ class FaultTests(ScratchDir):
                 self.assertIn(name, names)
             # Killed mid-call: the call fails at once, naming the server; the next call restarts it.
             server.send({"jsonrpc": "2.0", "id": "k", "method": "tools/call",
-                         "params": {"name": "killed__sleep", "arguments": {"seconds": 60}}})
+                         "params": {"name": "killed__sleep", "arguments": {"seconds": 300}}})
             time.sleep(0.5)
             with open(pids) as f:
                 upstream, grandchild = [int(p) for p in f.read().split()[:2]]
             os.kill(upstream, signal.SIGKILL)
-            result = server.wait_response("k", timeout=5)["result"]
+            result = server.wait_response("k", timeout=2 * WAIT)["result"]  # at once, not after the 300 s sleep
             self.assertTrue(result["isError"])
             self.assertIn("server `killed`", text_of(result))
-            self.assertTrue(wait_until(lambda: not alive(grandchild), mcpstudio.KILL_GRACE + 3), "its child was left")
+            self.assertTrue(wait_until(lambda: not alive(grandchild), WAIT + mcpstudio.KILL_GRACE), "its child was left")
             self.assertEqual(text_of(server.call("killed__echo", {"text": "again"})), "killed: again")
             # Hung, and answering only wrong ids: a timeout error within the server's toolTimeout.
             for name in ("hung__work", "onlywrong__work"):
                 started = time.monotonic()
-                result = server.call(name, {}, timeout=10)
+                result = server.call(name, {}, timeout=2 * WAIT)
                 self.assertTrue(result["isError"], result)
                 self.assertIn("within 1 s", text_of(result))
-                self.assertLess(time.monotonic() - started, 5)
+                self.assertLess(time.monotonic() - started, 2 * WAIT)  # its 1 s, not the default 60 s
             # Wrong ids before the right one, and a flood of 20,000 notifications: the right answer.
             self.assertEqual(text_of(server.call("wrong__work", {})), "worked")
-            started = time.monotonic()
-            self.assertEqual(text_of(server.call("flood__work", {}, timeout=30)), "worked")
-            flood_seconds = time.monotonic() - started
+            started, cpu = time.monotonic(), process_cpu(server.proc.pid)
+            self.assertEqual(text_of(server.call("flood__work", {}, timeout=COMPILING)), "worked")  # a hang guard
+            # CPU seconds of the aggregator for the flood (load stretches wall time, not these); wall time without /proc
+            flood_seconds = time.monotonic() - started if cpu is None else process_cpu(server.proc.pid) - cpu
             self.assertEqual(server.request("ping")["result"], {})
             # Nothing of the flood reaches the client as a progress for a token it never gave.
             self.assertFalse([n for n in server.notifications_of("notifications/progress")
