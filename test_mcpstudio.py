@@ -6844,9 +6844,9 @@ class AggregatorReliabilityTests(AggregatorCase):
             self.assertEqual(len(text_of(result)), 50000000)
             # CPU seconds of mcpstudio itself, which machine load does not inflate as it does wall time (CI saw
             # 9.5 s of wall time for a linear read, 12 suites at once on 2 cores, under coverage); a quadratic
-            # read copies some 19 GB here.
+            # read copies some 19 GB here: 0.4 CPU seconds linear, 11.7 with a copy of the buffer per chunk.
             if cpu is not None:
-                self.assertLess(process_cpu(server.proc.pid) - cpu, 6)
+                self.assertLess(process_cpu(server.proc.pid) - cpu, 2.0)
             else:  # no /proc (macOS): wall time
                 self.assertLess(time.monotonic() - started, 15)
 
@@ -18381,7 +18381,7 @@ class FaultTests(ScratchDir):
             self.assertEqual(server.violations, [])
             self.assertEqual(sorted(json.loads(k) for k, n in server.answers.items() if n != 1), [])
         self.assert_nothing_left(what="after the aggregator exited")
-        self.assertLess(flood_seconds, 20)
+        self.assertLess(flood_seconds, 5)  # 0.15 CPU seconds on a quiet machine
 
 
 def _reliability_module():
