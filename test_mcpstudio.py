@@ -2334,7 +2334,7 @@ class ProtocolTests(ScratchDir):
         # A command that reads stdin sees EOF at once, never the protocol stream.
         with McpProcess("--name", "cat", "cat", "[x]") as server:
             server.initialize()
-            result = server.call("cat", {}, timeout=5)
+            result = server.call("cat", {})
             self.assertFalse(result["isError"])
             self.assertEqual(text_of(result), "(no output)")
 
@@ -5853,7 +5853,8 @@ def fake_server(args):
         sys.exit(3)
     if opt("--slow-start") and not os.environ.get("FAKE_QUICK_START"):  # (set by cache_tools)
         time.sleep(float(opt("--slow-start")))
-    while opt("--start-gate") and not os.path.exists(opt("--start-gate")):  # a start that ends when the test says
+    while opt("--start-gate") and not os.environ.get("FAKE_QUICK_START") and not os.path.exists(opt("--start-gate")):
+        # a start that ends when the test says (never, if it never does)
         time.sleep(0.05)
     if opt("--who-file"):  # which FAKE_WHO (a person's secret, in an isolated server) this process got
         with open(opt("--who-file"), "a") as f:
@@ -6467,12 +6468,12 @@ class AggregatorTests(AggregatorCase):
             self.assertTrue(all(p["progressToken"] == 5 and "starting server slow" in p["message"] for p in booting))
             # A server that stops answering pings is restarted.
             server.call("mcpstudio__servers_start", {"server_id": "stalls"})
-            self.assertTrue(wait_until(lambda: len(self.started()) >= 3, 10), self.started())  # slow, stalls twice
+            self.assertTrue(wait_until(lambda: len(self.started()) >= 3, 2 * WAIT), self.started())  # slow, stalls twice
             logs = json.loads(text_of(server.call("mcpstudio__server_logs", {"server_id": "stalls"})))["lines"]
             self.assertTrue(any("no answer to ping" in line for line in logs), logs)
 
     def test_stopping_is_reliable(self):
-        data = {"mcpServers": {"slow": self.upstream("slow", "--slow-start", "2"),
+        data = {"mcpServers": {"slow": self.upstream("slow", "--start-gate", os.path.join(self.dir, "never")),
                                "stubborn": self.upstream("stubborn", "--ignore-eof")}}
         self.cache_tools(data, "slow__echo")
         with self.serve(data) as server:
@@ -6483,7 +6484,7 @@ class AggregatorTests(AggregatorCase):
                          "params": {"name": "slow__echo", "arguments": {"text": "x"}}})
             time.sleep(0.5)
             server.call("mcpstudio__servers_stop", {"server_id": "slow"})
-            result = server.wait_response("waiting", timeout=5)["result"]
+            result = server.wait_response("waiting")["result"]  # slow's start never ends by itself
             self.assertTrue(result["isError"])
             self.assertIn("stopped with servers_stop", text_of(result))
             # A server that ignores stdin EOF: calls arriving while it stops are refused, not restarted.
@@ -10511,7 +10512,7 @@ class TuiTests(AggregatorCase):
     def test_test_details_call_log_and_quit(self):
         good = dict(self.upstream("good"), env={"API_TOKEN": "s3cret-value"})
         path = self.config({"good": good, "broken": self.upstream("broken", "--crash-at-start"),
-                            "slow": self.upstream("slow", "--slow-start", "4")})
+                            "slow": self.upstream("slow", "--start-gate", os.path.join(self.dir, "gate"))})
         tui = self.tui(path)
         tui.wait_for("SERVER", "good", "broken", "slow", "t:test")
         self.assertRegex(tui.row("good"), r"^good\s+command yes stopped\s+-")
@@ -10538,7 +10539,9 @@ class TuiTests(AggregatorCase):
         tui.wait_for("starting slow")
         self.assertTrue(wait_until(lambda: "starting" in tui.row("slow")), tui.text())
         tui.press("?")
-        tui.wait_for("this help", "quit; stops every server the TUI started", timeout=2)  # answered within 2 s
+        tui.wait_for("this help", "quit; stops every server the TUI started")  # answered while slow still starts
+        with open(os.path.join(self.dir, "gate"), "w"):  # slow's start ends only now
+            pass
         tui.press("\x1b")
         tui.wait_for("slow is running: 5 tools")
         self.assertEqual(tui.color_of("running"), "green")  # good's row, not selected
