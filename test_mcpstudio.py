@@ -3713,7 +3713,7 @@ class HttpHardeningTests(ScratchDir):
             try:
                 time.sleep(0.5)
                 reply = http_exchange(server.port, http_request(headers=[
-                    ("Authorization", "Bearer tok-1234-secret")]), timeout=10)
+                    ("Authorization", "Bearer tok-1234-secret")]), timeout=WAIT)
                 self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), reply[:200])
             finally:
                 for sock in idle:
@@ -3738,7 +3738,7 @@ class HttpHardeningTests(ScratchDir):
             self.assertTrue(http_exchange(server.port, http_request()).startswith(b"HTTP/1.1 503 "))
             for sock in kept:
                 sock.close()
-            self.assertTrue(wait_until(lambda: not server.http.trusted, 5))
+            self.assertTrue(wait_until(lambda: not server.http.trusted))
             # the header timeout is 1 s, the idle one 30 s: a hang guard of WAIT tells them apart
             with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as slow:
                 started = time.monotonic()
@@ -4533,7 +4533,7 @@ class SkillsTests(ScratchDir):
             for uri in refused:
                 for method in ("resources/read", "skills/get", "resources/directory/read"):
                     with self.subTest(uri=uri, method=method):
-                        reply = server.request(method, {"uri": uri}, timeout=5)
+                        reply = server.request(method, {"uri": uri})
                         self.assertEqual(reply.get("error", {}).get("code"), -32602, reply)
             data, _ = self.read_bytes(server, "skill://outer/link-in.md")  # a symlink inside the root is served
             self.assertEqual(data, b"# Guide\n")
@@ -6856,8 +6856,8 @@ class AggregatorReliabilityTests(AggregatorCase):
         data = {"mcpServers": {"deep": self.upstream("deep", "--deep-before-reply")}}
         with self.serve(data) as server:
             server.initialize()
-            self.assertEqual(text_of(server.call("deep__echo", {"text": "hi"}, timeout=10)), "deep: hi")
-            self.assertEqual(text_of(server.call("deep__echo", {"text": "again"}, timeout=10)), "deep: again")
+            self.assertEqual(text_of(server.call("deep__echo", {"text": "hi"})), "deep: hi")
+            self.assertEqual(text_of(server.call("deep__echo", {"text": "again"})), "deep: again")
             logs = json.loads(text_of(server.call("mcpstudio__server_logs", {"server_id": "deep"})))["lines"]
             self.assertTrue(any("not JSON-RPC: [[[" in line for line in logs), logs)
 
@@ -13177,9 +13177,9 @@ class FileArgumentTests(ScratchDir):
                 self.assertTrue(result["isError"], result)
                 self.assertIn("`image` is a file", text_of(result))
             # a value too large for the limit is refused by its length, before it is decoded
-            result = server.call("digest", {"image": "data:;base64," + "A" * (4 << 20)}, timeout=10)
+            result = server.call("digest", {"image": "data:;base64," + "A" * (4 << 20)})
             self.assertIn("more than the %d a file may have" % (1 << 20), text_of(result))
-            self.assertIn("result", server.request("ping", timeout=5))
+            self.assertIn("result", server.request("ping"))
 
     def test_resource_uri_as_file(self):
         # A file parameter's value may be a resource URI of this server: a kept output of the same session is read
@@ -13714,7 +13714,7 @@ class SkillsHardeningTests(ScratchDir):
             f.write("SECRET outside the root\n")
 
     def served(self, server) -> list:
-        listing = server.request("skills/list", {}, timeout=10)["result"]["skills"]
+        listing = server.request("skills/list", {})["result"]["skills"]
         return sorted(entry["frontmatter"]["name"] for entry in listing)
 
     def test_a_deep_frontmatter_refuses_that_skill_alone(self):
