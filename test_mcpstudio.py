@@ -721,8 +721,8 @@ class OrphanTests(ScratchDir):
         server.proc.kill()
         server.proc.wait(WAIT)
         for pid in procs:
-            self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 8), "pid %d outlived a SIGKILLed mcpstudio" % pid)
-        self.assertTrue(wait_until(lambda: not processes_with(self.tag), 8), processes_with(self.tag))
+            self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived a SIGKILLed mcpstudio" % pid)
+        self.assertTrue(wait_until(lambda: not processes_with(self.tag), WAIT), processes_with(self.tag))
 
     def test_template_mode(self):
         # Template mode: the child, its grandchild and a grandchild in its own session all end.
@@ -768,7 +768,7 @@ class OrphanTests(ScratchDir):
                 time.sleep(delay)
                 server.proc.kill()
                 server.proc.wait(WAIT)
-        self.assertTrue(wait_until(lambda: not processes_with(self.tag), 8), processes_with(self.tag))
+        self.assertTrue(wait_until(lambda: not processes_with(self.tag), WAIT), processes_with(self.tag))
 
     def test_marked_processes(self):
         # The watchdog finds a process by its environment marker, from /proc (Linux) and from `ps`
@@ -996,7 +996,7 @@ class StdioStreamTests(ScratchDir):
         self.assertEqual(proc.wait(WAIT + mcpstudio.KILL_GRACE), 0)
         self.assertLess(time.monotonic() - started, WAIT + mcpstudio.KILL_GRACE)  # not the children's 60 s sleep
         for pid in procs:
-            self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived its cancelled call" % pid)
+            self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived its cancelled call" % pid)
 
 
 class WindowsTests(ScratchDir):
@@ -1540,7 +1540,7 @@ class WindowsBugTests(ScratchDir):
             self.assertTrue(result.get("isError"), result)
             self.assertIn("timed out after 4 s", text_of(result))
             for pid in self.read_pids(out):
-                self.assertTrue(wait_until(lambda pid=pid: not running(pid), 10), "pid %d outlived the timeout" % pid)
+                self.assertTrue(wait_until(lambda pid=pid: not running(pid), WAIT), "pid %d outlived the timeout" % pid)
             self.assertIsNone(server.proc.poll(), server.context())
 
     def test_cancel_stops_child_and_grandchild(self):
@@ -1555,7 +1555,7 @@ class WindowsBugTests(ScratchDir):
             pids = self.read_pids(out)
             server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}})
             for pid in pids:
-                self.assertTrue(wait_until(lambda pid=pid: not running(pid), 10), "pid %d outlived the cancel" % pid)
+                self.assertTrue(wait_until(lambda pid=pid: not running(pid), WAIT), "pid %d outlived the cancel" % pid)
             self.assertEqual(server.request("ping", timeout=30)["result"], {}, server.context())
             self.assertNotIn(42, server.responses)
 
@@ -2076,7 +2076,7 @@ class ProtocolTests(ScratchDir):
             self.assertTrue(result["isError"])
             self.assertIn("timed out after 3 s", text_of(result))
             for pid in self.read_pids(pids):
-                self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the timeout" % pid)
+                self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived the timeout" % pid)
 
     def test_cancellation(self):
         # notifications/cancelled kills the command's process group and sends no response.
@@ -2460,7 +2460,7 @@ class LifecycleTests(ScratchDir):
             self.assertEqual(server.close(), 0, server.context())
             self.assertLess(time.monotonic() - started, mcpstudio.EOF_DRAIN + mcpstudio.KILL_GRACE + WAIT)  # not 60 s
             for pid in procs:
-                self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the server" % pid)
+                self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived the server" % pid)
 
     def test_eof_lets_quick_calls_finish(self):
         # Requests piped in before EOF are still answered (e.g. `printf ... | mcpstudio`).
@@ -2493,7 +2493,7 @@ class LifecycleTests(ScratchDir):
                         server.proc.send_signal(signal.SIGTERM)
                         self.assertEqual(server.proc.wait(WAIT), 0)
                     for pid in procs:
-                        self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the server" % pid)
+                        self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived the server" % pid)
 
     def test_leftovers_of_finished_commands(self):
         # A command that exits leaving a SIGTERM-ignoring child (not holding our pipes) has
@@ -2506,7 +2506,7 @@ class LifecycleTests(ScratchDir):
             self.assertFalse(result["isError"], result)
             child, grandchild = self.read_pids(pids)
             self.assertEqual(server.close(), 0)
-            self.assertTrue(wait_until(lambda: not alive(grandchild), 5), "leftover outlived the server")
+            self.assertTrue(wait_until(lambda: not alive(grandchild), WAIT), "leftover outlived the server")
         pids2 = os.path.join(self.dir, "pids2")
         with McpProcess("--name", "s", PY, sleeper, "{out}", "[leave]") as server:
             server.initialize()
@@ -2544,7 +2544,7 @@ class LifecycleTests(ScratchDir):
                     server.proc.send_signal(signum)
                     self.assertEqual(server.proc.wait(WAIT), 0, server.context())
                     for pid in procs:
-                        self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the server" % pid)
+                        self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived the server" % pid)
 
 
 class CommandLineTests(ScratchDir):
@@ -2982,11 +2982,11 @@ class ScriptModeTests(ScratchDir):
             def resource_changes():
                 return len(server.notifications_of("notifications/resources/list_changed"))
             # two lines: the reader may have taken the first and not yet the second
-            self.assertTrue(wait_until(lambda: changes() >= 1 and resource_changes() >= 1, 5), server.context())
+            self.assertTrue(wait_until(lambda: changes() >= 1 and resource_changes() >= 1, WAIT), server.context())
             self.assertEqual(resource_changes(), 1)
             self.assertEqual(self.tool_names(server), ["first", "second"])
             os.remove(os.path.join(self.root, "first"))
-            self.assertTrue(wait_until(lambda: changes() >= 2, 5))
+            self.assertTrue(wait_until(lambda: changes() >= 2, WAIT))
             self.assertEqual(self.tool_names(server), ["second"])
             time.sleep(0.6)
             self.assertEqual(changes(), 2, "list_changed sent with nothing changed")
@@ -3004,7 +3004,7 @@ class ScriptModeTests(ScratchDir):
             self.assertEqual(ack, {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub"},
                                    "notifications": {"toolsListChanged": True}})  # no prompts here
             self.make("second", {})
-            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), 10))
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), WAIT))
             change = server.notifications_of("notifications/tools/list_changed")[0]["params"]
             self.assertEqual(change, {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub"}})
             self.assertEqual(server.notifications_of("notifications/resources/list_changed"), [])  # not asked for
@@ -3809,7 +3809,7 @@ class HttpHardeningTests(ScratchDir):
                         break
                     reply += chunk
                 self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), reply[:200])
-                self.assertTrue(wait_until(lambda: len(server.http.pending) <= 8, 5), len(server.http.pending))
+                self.assertTrue(wait_until(lambda: len(server.http.pending) <= 8, WAIT), len(server.http.pending))
                 for sock in idle:
                     sock.close()
         finally:
@@ -6505,7 +6505,7 @@ class AggregatorTests(AggregatorCase):
                          "params": {"name": "mcpstudio__servers_stop", "arguments": {"server_id": "stubborn"}}})
             time.sleep(0.3)
             server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "stop2"}})
-            self.assertTrue(wait_until(lambda: not alive(second), 8))
+            self.assertTrue(wait_until(lambda: not alive(second), WAIT))
             status = lambda: server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][1]
             self.assertTrue(wait_until(lambda: (status()["status"], status()["pid"]) == ("stopped-by-user", None), 5),
                             status())
@@ -9342,7 +9342,7 @@ class HttpTests(ScratchDir):
             child, grandchild = self.read_pids(pids)
             self.assertTrue(alive(child))
             raw.close()
-            self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), 10))
+            self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), WAIT))
 
     def test_aggregator_and_script_mode_over_http(self):
         fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
@@ -9858,7 +9858,7 @@ class HttpUpstreamTests(ScratchDir):
                 self.assertTrue(failed["isError"])
                 self.assertIn("server `web`", text_of(failed))
                 web = HttpServerProcess("echo", "{message}", env=token_env, bind="127.0.0.1:%d" % port)
-                self.assertTrue(wait_until(lambda: not server.call("web__echo", {"message": "back"}).get("isError"), 10))
+                self.assertTrue(wait_until(lambda: not server.call("web__echo", {"message": "back"}).get("isError"), WAIT))
                 self.assertEqual(text_of(server.call("web__echo", {"message": "back"})), "back\n")
         finally:
             web.__exit__(None, None, None)
@@ -9874,7 +9874,7 @@ class HttpUpstreamTests(ScratchDir):
                              "params": {"name": "web__slow", "arguments": {"out": pids}}})
                 child, grandchild = self.read_pids(pids)
                 server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c"}})
-                self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), 10))
+                self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), WAIT))
                 self.assertNotIn("c", server.responses)
                 status = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][0]
                 self.assertEqual(status["status"], "running")  # one cancelled call leaves the server be
@@ -10507,7 +10507,7 @@ class TuiTests(AggregatorCase):
         if os.path.exists(self.pids):
             with open(self.pids) as f:
                 pids = [int(p) for line in f for p in line.split()[:2]]
-        return wait_until(lambda: not any(alive(p) for p in pids), 10)
+        return wait_until(lambda: not any(alive(p) for p in pids), WAIT)
 
     def test_test_details_call_log_and_quit(self):
         good = dict(self.upstream("good"), env={"API_TOKEN": "s3cret-value"})
@@ -14941,7 +14941,7 @@ class NamespaceUrlTests(AggregatorCase):
             status, _, text = http.modern("tools/list")
             self.assertEqual(status, 500, text)
             self.assertIn("ns.json", text)
-        self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), 10))
+        self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), WAIT))
 
     def test_the_result_cache_keeps_each_namespaces_answers_apart(self):
         # Two namespaces may curate one tool differently (here: a fixed `text` each): the one result cache of
@@ -16129,7 +16129,7 @@ class IsolationTests(AggregatorCase):
             status, _, _ = http.post(None, session=sessions[1], method="DELETE",
                                      headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
             self.assertEqual(status, 200)
-            self.assertTrue(wait_until(lambda: not alive(pids[-1]), 10), "an ended session's server still runs")
+            self.assertTrue(wait_until(lambda: not alive(pids[-1]), WAIT), "an ended session's server still runs")
             self.assertTrue(alive(pids[0]))  # the shared one (it lists the tools) stays
 
     def test_passthrough_config_errors(self):
