@@ -16,6 +16,7 @@ import functools
 import asyncio
 import atexit
 import base64
+import glob
 import hashlib
 import io
 import json
@@ -51,6 +52,9 @@ WAIT = 45.0 if os.name == "nt" else 15.0
 # bytecode is not for, a zip without bytecode): a CPU second alone, ten times that with CI's suites side by
 # side on two cores. A guard against a hang, not a bound on speed.
 COMPILING = 120.0
+# A command (`sh -c GATED GATE N`) that marks its start in GATE.N, then waits until the file GATE exists: tests of
+# what runs at the same time see it in the marks, instead of timing sleeps.
+GATED = 'touch "$0.$1"; while [ ! -e "$0" ]; do sleep 0.05; done'
 # A tools/list waits this long for MCP servers with nothing cached (2 s by default): CI runs six
 # suites at once on two cores, where a Python server can take longer than 2 s to start. The tests
 # of the short wait itself set it back to 2.
@@ -717,8 +721,8 @@ class OrphanTests(ScratchDir):
         server.proc.kill()
         server.proc.wait(WAIT)
         for pid in procs:
-            self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 8), "pid %d outlived a SIGKILLed mcpstudio" % pid)
-        self.assertTrue(wait_until(lambda: not processes_with(self.tag), 8), processes_with(self.tag))
+            self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived a SIGKILLed mcpstudio" % pid)
+        self.assertTrue(wait_until(lambda: not processes_with(self.tag), WAIT), processes_with(self.tag))
 
     def test_template_mode(self):
         # Template mode: the child, its grandchild and a grandchild in its own session all end.
@@ -764,7 +768,7 @@ class OrphanTests(ScratchDir):
                 time.sleep(delay)
                 server.proc.kill()
                 server.proc.wait(WAIT)
-        self.assertTrue(wait_until(lambda: not processes_with(self.tag), 8), processes_with(self.tag))
+        self.assertTrue(wait_until(lambda: not processes_with(self.tag), WAIT), processes_with(self.tag))
 
     def test_marked_processes(self):
         # The watchdog finds a process by its environment marker, from /proc (Linux) and from `ps`
@@ -871,11 +875,12 @@ class StdioFramingTests(unittest.TestCase):
         # A 32 MB line in 64 KiB chunks is read in linear time (no rebuild of the buffer per chunk).
         framing = mcpstudio.StdioFraming(64 << 20)
         chunk = b"x" * (1 << 16)
-        started = time.monotonic()
+        started = time.process_time()  # CPU seconds: load stretches wall time, not these
         for _ in range(512):
             self.assertEqual(framing.feed(chunk), [])
         self.assertEqual([len(item) for item, _ in framing.feed(b"\n")], [32 << 20])
-        self.assertLess(time.monotonic() - started, 10.0)  # linear: well under a second; a rebuild per chunk copies 8 GB
+        # linear: 0.05 CPU seconds; a rebuild per chunk copies 8 GB, 7 CPU seconds: 20x below, 7x above
+        self.assertLess(time.process_time() - started, 1.0)
 
 
 def rss_kib(pid: int) -> int:
@@ -988,10 +993,10 @@ class StdioStreamTests(ScratchDir):
         started = time.monotonic()
         proc.stdin.write(b'{"jsonrpc":"2.0","id":10,"method":"ping"}\n')  # its answer meets EPIPE
         proc.stdin.flush()
-        self.assertEqual(proc.wait(WAIT), 0)
-        self.assertLess(time.monotonic() - started, mcpstudio.KILL_GRACE + 3)
+        self.assertEqual(proc.wait(WAIT + mcpstudio.KILL_GRACE), 0)
+        self.assertLess(time.monotonic() - started, WAIT + mcpstudio.KILL_GRACE)  # not the children's 60 s sleep
         for pid in procs:
-            self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived its cancelled call" % pid)
+            self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived its cancelled call" % pid)
 
 
 class WindowsTests(ScratchDir):
@@ -1535,7 +1540,7 @@ class WindowsBugTests(ScratchDir):
             self.assertTrue(result.get("isError"), result)
             self.assertIn("timed out after 4 s", text_of(result))
             for pid in self.read_pids(out):
-                self.assertTrue(wait_until(lambda pid=pid: not running(pid), 10), "pid %d outlived the timeout" % pid)
+                self.assertTrue(wait_until(lambda pid=pid: not running(pid), WAIT), "pid %d outlived the timeout" % pid)
             self.assertIsNone(server.proc.poll(), server.context())
 
     def test_cancel_stops_child_and_grandchild(self):
@@ -1550,7 +1555,7 @@ class WindowsBugTests(ScratchDir):
             pids = self.read_pids(out)
             server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}})
             for pid in pids:
-                self.assertTrue(wait_until(lambda pid=pid: not running(pid), 10), "pid %d outlived the cancel" % pid)
+                self.assertTrue(wait_until(lambda pid=pid: not running(pid), WAIT), "pid %d outlived the cancel" % pid)
             self.assertEqual(server.request("ping", timeout=30)["result"], {}, server.context())
             self.assertNotIn(42, server.responses)
 
@@ -1749,14 +1754,15 @@ class CommandOutputTests(ScratchDir):
             lines = []
             child = mcpstudio._ChildProtocol(1 << 20, lines.append)
             chunk = b"x" * (1 << 16)
-            started = time.monotonic()
+            started = time.process_time()  # CPU seconds: load stretches wall time, not these
             for _ in range(512):
                 child.pipe_data_received(2, chunk)
             child.pipe_data_received(2, b"\nnext\n")
-            return time.monotonic() - started, lines
+            return time.process_time() - started, lines
         seconds, lines = asyncio.run(feed())
         self.assertEqual([len(line) for line in lines], [1 << 20, 4])
-        self.assertLess(seconds, 5.0)  # linear: milliseconds; generous for a loaded machine
+        # linear: 0.02 CPU seconds; a copy of the whole 32 MB line per chunk, 8 GB, some 7: 50x below, 7x above
+        self.assertLess(seconds, 1.0)
 
 
 class PaginateTests(unittest.TestCase):
@@ -1814,9 +1820,7 @@ class ProtocolTests(ScratchDir):
         # after initialize; ping works; id 0 is a real id.
         with McpProcess("echo", "{message}") as server:
             server.request("ping", request_id="up")  # started (a slow machine may take seconds to import)
-            started = time.monotonic()
-            reply = server.request("server/discover", {}, request_id=0)
-            self.assertLess(time.monotonic() - started, 5)  # at once, not a wait (generous for a loaded machine)
+            reply = server.request("server/discover", {}, request_id=0)  # answered (an unanswered one hangs)
             self.assertEqual(reply["error"]["code"], -32602)
             self.assertEqual(server.request("nothing/here")["error"]["code"], -32601)
             server.initialize()
@@ -2067,12 +2071,12 @@ class ProtocolTests(ScratchDir):
         with McpProcess("--timeout", "3", "--name", "s", PY, sleeper, "{out}") as server:  # 3: two Pythons start
             server.initialize()
             started = time.monotonic()
-            result = server.call("s", {"out": pids})
-            self.assertLess(time.monotonic() - started, 3 + mcpstudio.KILL_GRACE + 2)
+            result = server.call("s", {"out": pids}, timeout=3 + mcpstudio.KILL_GRACE + WAIT)
+            self.assertLess(time.monotonic() - started, 3 + mcpstudio.KILL_GRACE + WAIT)  # not the sleeper's 60 s
             self.assertTrue(result["isError"])
             self.assertIn("timed out after 3 s", text_of(result))
             for pid in self.read_pids(pids):
-                self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the timeout" % pid)
+                self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived the timeout" % pid)
 
     def test_cancellation(self):
         # notifications/cancelled kills the command's process group and sends no response.
@@ -2163,32 +2167,37 @@ class ProtocolTests(ScratchDir):
             self.assertEqual(server.request("logging/setLevel", {"level": "chatty"})["error"]["code"], -32602)
 
     def test_concurrent_calls(self):
-        # 16 calls of a 2 s command finish together, not one after another (32 s); half that leaves
-        # room for a loaded machine's spawns.
-        with McpProcess("--name", "s", "sleep", "{seconds}") as server:
+        # 16 calls run together, not one after another: each command marks its start, then waits for a gate
+        # the test opens only once all 16 have started (one after another, the second would never start).
+        gate = os.path.join(self.dir, "gate")
+        with McpProcess("--name", "s", "sh", "-c", GATED, "{gate}", "{n}") as server:
             server.initialize()
-            started = time.monotonic()
             for i in range(16):
                 server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                             "params": {"name": "s", "arguments": {"seconds": "2"}}})
+                             "params": {"name": "s", "arguments": {"gate": gate, "n": str(i)}}})
+            self.assertTrue(wait_until(lambda: len(glob.glob(gate + ".*")) == 16, 4 * WAIT), glob.glob(gate + ".*"))
+            with open(gate, "w"):
+                pass
             for i in range(16):
-                self.assertFalse(server.wait_response(i, timeout=40)["result"]["isError"])
-            self.assertLess(time.monotonic() - started, 16)
+                self.assertFalse(server.wait_response(i, timeout=4 * WAIT)["result"]["isError"])
 
     def test_max_concurrency(self):
-        # --max-concurrency 2: the others wait their turn (8 x 1 s in 4 rounds: 4 s; 3 at a time would take 3 s,
-        # 1 at a time 8 s, which the upper bound keeps well clear of, leaving a loaded machine 3.5 s for the spawns).
-        with McpProcess("--max-concurrency", "2", "--name", "s", "sleep", "{seconds}") as server:
+        # --max-concurrency 2: the others wait their turn. Each command marks its start and waits for a gate:
+        # two start (2 at a time, not 1), a third does not while they run, and once the gate opens all 8 run.
+        gate = os.path.join(self.dir, "gate")
+        with McpProcess("--max-concurrency", "2", "--name", "s", "sh", "-c", GATED, "{gate}", "{n}") as server:
             server.initialize()
-            started = time.monotonic()
             for i in range(8):
                 server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                             "params": {"name": "s", "arguments": {"seconds": "1"}}})
+                             "params": {"name": "s", "arguments": {"gate": gate, "n": str(i)}}})
+            self.assertTrue(wait_until(lambda: len(glob.glob(gate + ".*")) >= 2, 4 * WAIT))
+            time.sleep(1.0)  # time for a third to start, if one could (on a busy machine a miss, never a false fail)
+            self.assertEqual(len(glob.glob(gate + ".*")), 2, glob.glob(gate + ".*"))
+            with open(gate, "w"):
+                pass
             for i in range(8):
-                self.assertFalse(server.wait_response(i, timeout=30)["result"]["isError"])
-            elapsed = time.monotonic() - started
-            self.assertGreaterEqual(elapsed, 3.9)
-            self.assertLess(elapsed, 7.5)  # 2 at a time, not 1
+                self.assertFalse(server.wait_response(i, timeout=4 * WAIT)["result"]["isError"])
+            self.assertEqual(len(glob.glob(gate + ".*")), 8)
 
     def test_large_output_no_deadlock(self):
         # 4 MB on stdout and on stderr at once: both pipes are read while the command runs.
@@ -2284,15 +2293,15 @@ class ProtocolTests(ScratchDir):
         # The call ends when the command exits, even if a background child holds stdout;
         # what it left running in its process group is stopped.
         pidfile = os.path.join(self.dir, "bg")
-        with McpProcess("--name", "bg", "sh", "-c", 'sleep 30 & echo $! > "$0"; echo done', "{f}") as server:
+        with McpProcess("--name", "bg", "sh", "-c", 'sleep 300 & echo $! > "$0"; echo done', "{f}") as server:
             server.initialize()
             started = time.monotonic()
-            result = server.call("bg", {"f": pidfile})
-            self.assertLess(time.monotonic() - started, 20)  # the command's exit, not the background sleep's 30 s
+            result = server.call("bg", {"f": pidfile}, timeout=4 * WAIT)
+            self.assertLess(time.monotonic() - started, 4 * WAIT)  # the command's exit, not the background sleep's 300 s
             self.assertEqual(text_of(result), "done\n")
             with open(pidfile) as f:
                 pid = int(f.read())
-            self.assertTrue(wait_until(lambda: not alive(pid), 5), "background sleep survived")
+            self.assertTrue(wait_until(lambda: not alive(pid), WAIT + mcpstudio.KILL_GRACE), "background sleep survived")
 
     def test_binary_output(self):
         # A PNG comes back as image content; other non-UTF-8 bytes as an embedded blob.
@@ -2325,7 +2334,7 @@ class ProtocolTests(ScratchDir):
         # A command that reads stdin sees EOF at once, never the protocol stream.
         with McpProcess("--name", "cat", "cat", "[x]") as server:
             server.initialize()
-            result = server.call("cat", {}, timeout=5)
+            result = server.call("cat", {})
             self.assertFalse(result["isError"])
             self.assertEqual(text_of(result), "(no output)")
 
@@ -2449,9 +2458,9 @@ class LifecycleTests(ScratchDir):
             procs = self._start_sleeping_call(server, pids)
             started = time.monotonic()
             self.assertEqual(server.close(), 0, server.context())
-            self.assertLess(time.monotonic() - started, mcpstudio.EOF_DRAIN + mcpstudio.KILL_GRACE + 2)
+            self.assertLess(time.monotonic() - started, mcpstudio.EOF_DRAIN + mcpstudio.KILL_GRACE + WAIT)  # not 60 s
             for pid in procs:
-                self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the server" % pid)
+                self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived the server" % pid)
 
     def test_eof_lets_quick_calls_finish(self):
         # Requests piped in before EOF are still answered (e.g. `printf ... | mcpstudio`).
@@ -2484,7 +2493,7 @@ class LifecycleTests(ScratchDir):
                         server.proc.send_signal(signal.SIGTERM)
                         self.assertEqual(server.proc.wait(WAIT), 0)
                     for pid in procs:
-                        self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the server" % pid)
+                        self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived the server" % pid)
 
     def test_leftovers_of_finished_commands(self):
         # A command that exits leaving a SIGTERM-ignoring child (not holding our pipes) has
@@ -2497,7 +2506,7 @@ class LifecycleTests(ScratchDir):
             self.assertFalse(result["isError"], result)
             child, grandchild = self.read_pids(pids)
             self.assertEqual(server.close(), 0)
-            self.assertTrue(wait_until(lambda: not alive(grandchild), 5), "leftover outlived the server")
+            self.assertTrue(wait_until(lambda: not alive(grandchild), WAIT), "leftover outlived the server")
         pids2 = os.path.join(self.dir, "pids2")
         with McpProcess("--name", "s", PY, sleeper, "{out}", "[leave]") as server:
             server.initialize()
@@ -2535,7 +2544,7 @@ class LifecycleTests(ScratchDir):
                     server.proc.send_signal(signum)
                     self.assertEqual(server.proc.wait(WAIT), 0, server.context())
                     for pid in procs:
-                        self.assertTrue(wait_until(lambda pid=pid: not alive(pid), 5), "pid %d outlived the server" % pid)
+                        self.assertTrue(wait_until(lambda pid=pid: not alive(pid), WAIT), "pid %d outlived the server" % pid)
 
 
 class CommandLineTests(ScratchDir):
@@ -2973,11 +2982,11 @@ class ScriptModeTests(ScratchDir):
             def resource_changes():
                 return len(server.notifications_of("notifications/resources/list_changed"))
             # two lines: the reader may have taken the first and not yet the second
-            self.assertTrue(wait_until(lambda: changes() >= 1 and resource_changes() >= 1, 5), server.context())
+            self.assertTrue(wait_until(lambda: changes() >= 1 and resource_changes() >= 1, WAIT), server.context())
             self.assertEqual(resource_changes(), 1)
             self.assertEqual(self.tool_names(server), ["first", "second"])
             os.remove(os.path.join(self.root, "first"))
-            self.assertTrue(wait_until(lambda: changes() >= 2, 5))
+            self.assertTrue(wait_until(lambda: changes() >= 2, WAIT))
             self.assertEqual(self.tool_names(server), ["second"])
             time.sleep(0.6)
             self.assertEqual(changes(), 2, "list_changed sent with nothing changed")
@@ -2995,7 +3004,7 @@ class ScriptModeTests(ScratchDir):
             self.assertEqual(ack, {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub"},
                                    "notifications": {"toolsListChanged": True}})  # no prompts here
             self.make("second", {})
-            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), 10))
+            self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed"), WAIT))
             change = server.notifications_of("notifications/tools/list_changed")[0]["params"]
             self.assertEqual(change, {"_meta": {"io.modelcontextprotocol/subscriptionId": "sub"}})
             self.assertEqual(server.notifications_of("notifications/resources/list_changed"), [])  # not asked for
@@ -3704,7 +3713,7 @@ class HttpHardeningTests(ScratchDir):
             try:
                 time.sleep(0.5)
                 reply = http_exchange(server.port, http_request(headers=[
-                    ("Authorization", "Bearer tok-1234-secret")]), timeout=10)
+                    ("Authorization", "Bearer tok-1234-secret")]), timeout=WAIT)
                 self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), reply[:200])
             finally:
                 for sock in idle:
@@ -3729,8 +3738,9 @@ class HttpHardeningTests(ScratchDir):
             self.assertTrue(http_exchange(server.port, http_request()).startswith(b"HTTP/1.1 503 "))
             for sock in kept:
                 sock.close()
-            self.assertTrue(wait_until(lambda: not server.http.trusted, 5))
-            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as slow:
+            self.assertTrue(wait_until(lambda: not server.http.trusted))
+            # the header timeout is 1 s, the idle one 30 s: a hang guard of WAIT tells them apart
+            with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as slow:
                 started = time.monotonic()
                 for byte in b"POST /mcp":  # one byte every 0.25 s: never a whole line in time
                     try:
@@ -3740,11 +3750,11 @@ class HttpHardeningTests(ScratchDir):
                     time.sleep(0.25)
                 reply = slow.recv(65536)
                 self.assertTrue(reply.startswith(b"HTTP/1.1 408 "), reply)
-                self.assertLess(time.monotonic() - started, 4)
-            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as silent:
+                self.assertLess(time.monotonic() - started, WAIT)
+            with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as silent:
                 started = time.monotonic()
                 self.assertTrue(silent.recv(65536).startswith(b"HTTP/1.1 408 "))
-                self.assertLess(time.monotonic() - started, 4)
+                self.assertLess(time.monotonic() - started, WAIT)
         finally:
             server.close()
 
@@ -3799,7 +3809,7 @@ class HttpHardeningTests(ScratchDir):
                         break
                     reply += chunk
                 self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), reply[:200])
-                self.assertTrue(wait_until(lambda: len(server.http.pending) <= 8, 5), len(server.http.pending))
+                self.assertTrue(wait_until(lambda: len(server.http.pending) <= 8, WAIT), len(server.http.pending))
                 for sock in idle:
                     sock.close()
         finally:
@@ -3962,13 +3972,13 @@ class ConfigTests(ScratchDir):
         # --help-timeout applies to a config's script folders too.
         folder = os.path.join(self.dir, "scripts")
         os.mkdir(folder)
-        self.script("scripts/slow", "#!/bin/sh\n[ \"$1\" = --help ] && { sleep 30; echo '{}'; exit 0; }\necho hi\n")
+        self.script("scripts/slow", "#!/bin/sh\n[ \"$1\" = --help ] && { sleep 300; echo '{}'; exit 0; }\necho hi\n")
         config = self.write_config({"scripts": ["scripts"]})
         with self.serve(config, "--help-timeout", "0.5", env=dict(os.environ, XDG_CACHE_HOME=os.path.join(self.dir, "c"))) as server:
             server.initialize()
             started = time.monotonic()
-            self.assertEqual(server.request("tools/list")["result"]["tools"], [])
-            self.assertLess(time.monotonic() - started, 15)  # the 0.5 s --help timeout, not the script's 30 s
+            self.assertEqual(server.request("tools/list", timeout=4 * WAIT)["result"]["tools"], [])
+            self.assertLess(time.monotonic() - started, 4 * WAIT)  # the 0.5 s --help timeout, not the script's 300 s
 
     def test_stdin_template(self):
         # "stdin" is rendered and fed to the command (for tools like jq).
@@ -4523,7 +4533,7 @@ class SkillsTests(ScratchDir):
             for uri in refused:
                 for method in ("resources/read", "skills/get", "resources/directory/read"):
                     with self.subTest(uri=uri, method=method):
-                        reply = server.request(method, {"uri": uri}, timeout=5)
+                        reply = server.request(method, {"uri": uri})
                         self.assertEqual(reply.get("error", {}).get("code"), -32602, reply)
             data, _ = self.read_bytes(server, "skill://outer/link-in.md")  # a symlink inside the root is served
             self.assertEqual(data, b"# Guide\n")
@@ -5843,6 +5853,9 @@ def fake_server(args):
         sys.exit(3)
     if opt("--slow-start") and not os.environ.get("FAKE_QUICK_START"):  # (set by cache_tools)
         time.sleep(float(opt("--slow-start")))
+    while opt("--start-gate") and not os.environ.get("FAKE_QUICK_START") and not os.path.exists(opt("--start-gate")):
+        # a start that ends when the test says (never, if it never does)
+        time.sleep(0.05)
     if opt("--who-file"):  # which FAKE_WHO (a person's secret, in an isolated server) this process got
         with open(opt("--who-file"), "a") as f:
             f.write("%d %s\n" % (os.getpid(), os.environ.get("FAKE_WHO") or "-"))
@@ -6434,8 +6447,8 @@ class AggregatorTests(AggregatorCase):
             self.assertEqual(text_of(server.call("a__echo", {"text": "1"})), "a: 1")
             first = self.started()[0]
             started = time.monotonic()
-            result = server.call("a__crash", {})
-            self.assertLess(time.monotonic() - started, 10)  # failed at once, no hang (generous for a loaded machine)
+            result = server.call("a__crash", {}, timeout=2 * WAIT)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # failed at once, not after the 60 s tool timeout
             self.assertTrue(result["isError"])
             self.assertIn("server `a` fake: crashing on purpose (it exited with code 7)", text_of(result))
             self.assertTrue(wait_until(lambda: not alive(first[1])), "the crashed server's child was left")
@@ -6466,12 +6479,12 @@ class AggregatorTests(AggregatorCase):
             self.assertTrue(all(p["progressToken"] == 5 and "starting server slow" in p["message"] for p in booting))
             # A server that stops answering pings is restarted.
             server.call("mcpstudio__servers_start", {"server_id": "stalls"})
-            self.assertTrue(wait_until(lambda: len(self.started()) >= 3, 10), self.started())  # slow, stalls twice
+            self.assertTrue(wait_until(lambda: len(self.started()) >= 3, 2 * WAIT), self.started())  # slow, stalls twice
             logs = json.loads(text_of(server.call("mcpstudio__server_logs", {"server_id": "stalls"})))["lines"]
             self.assertTrue(any("no answer to ping" in line for line in logs), logs)
 
     def test_stopping_is_reliable(self):
-        data = {"mcpServers": {"slow": self.upstream("slow", "--slow-start", "2"),
+        data = {"mcpServers": {"slow": self.upstream("slow", "--start-gate", os.path.join(self.dir, "never")),
                                "stubborn": self.upstream("stubborn", "--ignore-eof")}}
         self.cache_tools(data, "slow__echo")
         with self.serve(data) as server:
@@ -6482,7 +6495,7 @@ class AggregatorTests(AggregatorCase):
                          "params": {"name": "slow__echo", "arguments": {"text": "x"}}})
             time.sleep(0.5)
             server.call("mcpstudio__servers_stop", {"server_id": "slow"})
-            result = server.wait_response("waiting", timeout=5)["result"]
+            result = server.wait_response("waiting")["result"]  # slow's start never ends by itself
             self.assertTrue(result["isError"])
             self.assertIn("stopped with servers_stop", text_of(result))
             # A server that ignores stdin EOF: calls arriving while it stops are refused, not restarted.
@@ -6503,7 +6516,7 @@ class AggregatorTests(AggregatorCase):
                          "params": {"name": "mcpstudio__servers_stop", "arguments": {"server_id": "stubborn"}}})
             time.sleep(0.3)
             server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "stop2"}})
-            self.assertTrue(wait_until(lambda: not alive(second), 8))
+            self.assertTrue(wait_until(lambda: not alive(second), WAIT))
             status = lambda: server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][1]
             self.assertTrue(wait_until(lambda: (status()["status"], status()["pid"]) == ("stopped-by-user", None), 5),
                             status())
@@ -6837,15 +6850,15 @@ class AggregatorReliabilityTests(AggregatorCase):
         data = {"mcpServers": {"big": self.upstream("big", "--reply-mb", "50")}}
         with self.serve(data) as server:
             server.initialize()
-            server.call("big__echo", {"text": "warm up"}, timeout=30)  # started, first answer read
+            server.call("big__echo", {"text": "warm up"}, timeout=COMPILING)  # started, first answer read (hang guards)
             started, cpu = time.monotonic(), process_cpu(server.proc.pid)
-            result = server.call("big__echo", {"text": "x"}, timeout=60)
+            result = server.call("big__echo", {"text": "x"}, timeout=COMPILING)
             self.assertEqual(len(text_of(result)), 50000000)
             # CPU seconds of mcpstudio itself, which machine load does not inflate as it does wall time (CI saw
             # 9.5 s of wall time for a linear read, 12 suites at once on 2 cores, under coverage); a quadratic
-            # read copies some 19 GB here.
+            # read copies some 19 GB here: 0.4 CPU seconds linear, 11.7 with a copy of the buffer per chunk.
             if cpu is not None:
-                self.assertLess(process_cpu(server.proc.pid) - cpu, 6)
+                self.assertLess(process_cpu(server.proc.pid) - cpu, 2.0)
             else:  # no /proc (macOS): wall time
                 self.assertLess(time.monotonic() - started, 15)
 
@@ -6854,8 +6867,8 @@ class AggregatorReliabilityTests(AggregatorCase):
         data = {"mcpServers": {"deep": self.upstream("deep", "--deep-before-reply")}}
         with self.serve(data) as server:
             server.initialize()
-            self.assertEqual(text_of(server.call("deep__echo", {"text": "hi"}, timeout=10)), "deep: hi")
-            self.assertEqual(text_of(server.call("deep__echo", {"text": "again"}, timeout=10)), "deep: again")
+            self.assertEqual(text_of(server.call("deep__echo", {"text": "hi"})), "deep: hi")
+            self.assertEqual(text_of(server.call("deep__echo", {"text": "again"})), "deep: again")
             logs = json.loads(text_of(server.call("mcpstudio__server_logs", {"server_id": "deep"})))["lines"]
             self.assertTrue(any("not JSON-RPC: [[[" in line for line in logs), logs)
 
@@ -6871,9 +6884,7 @@ class AggregatorReliabilityTests(AggregatorCase):
             self.assertTrue(wait_until(lambda: server.notifications_of("notifications/tools/list_changed")))
             time.sleep(0.2)
             before = len(server.notifications_of("notifications/tools/list_changed"))
-            started = time.monotonic()
-            names = self.tool_names(server)
-            self.assertLess(time.monotonic() - started, 8)  # was: 5 s, when clients give up
+            names = self.tool_names(server)  # had it waited for the slow server, slow__echo would be in it
             self.assertIn("a__echo", names)
             self.assertNotIn("slow__echo", names)
             self.assertTrue(wait_until(
@@ -6905,25 +6916,28 @@ class AggregatorReliabilityTests(AggregatorCase):
         os.remove(self.pids)
         with self.serve(data) as server:
             server.initialize()
-            started = time.monotonic()
             self.assertIn("slow__echo", self.tool_names(server))
-            self.assertLess(time.monotonic() - started, 5)  # from the cache: not the 6 s slow start
-            self.assertEqual(self.started(), [])
+            self.assertEqual(self.started(), [])  # from the cache: nothing was started for the listing
 
     def test_first_crash_restarts_at_once_and_uncached_servers_start_together(self):
         # Six servers with nothing cached start at once (not four at a time): all six launch before the first
-        # is up (6 s after its launch).
-        launches = os.path.join(self.dir, "launches")
-        data = {"mcpServers": {"s%d" % i: self.upstream("s%d" % i, "--slow-start", "6", "--launch-file", launches)
+        # is up. None of them is up until the test opens the gate, so the order is seen, not timed: with starts
+        # four at a time the fifth would never launch.
+        launches, gate = os.path.join(self.dir, "launches"), os.path.join(self.dir, "gate")
+        data = {"mcpServers": {"s%d" % i: self.upstream("s%d" % i, "--start-gate", gate, "--launch-file", launches)
                                for i in range(6)}}
         data["mcpServers"]["a"] = self.upstream("a")
+
+        def launched():
+            with open(launches) if os.path.exists(launches) else io.StringIO() as f:
+                return len(f.read().split())
         with self.serve(data) as server:
             server.initialize()
-            self.assertTrue(wait_until(lambda: len(self.started()) == 7, 30))
-            with open(launches) as f:
-                times = [float(line) for line in f]
-            self.assertEqual(len(times), 6)
-            self.assertLess(max(times) - min(times), 5.5, times)
+            self.assertTrue(wait_until(lambda: launched() == 6, 2 * WAIT), launched())
+            with open(gate, "w"):
+                pass
+            self.assertTrue(wait_until(lambda: len(self.started()) == 7, 2 * WAIT))
+            self.assertEqual(launched(), 6)
             # A first crash restarts at once; only a second one in a row backs off.
             server.call("a__crash", {})
             self.assertEqual(text_of(server.call("a__echo", {"text": "1"})), "a: 1")
@@ -6934,7 +6948,7 @@ class AggregatorReliabilityTests(AggregatorCase):
             server.call("a__crash", {})
             self.assertEqual(text_of(server.call("a__echo", {"text": "2"})), "a: 2")
             # the backoff is 1 s from the crash; the log gives what is left of it when the start begins
-            self.assertTrue([line for line in logs() if re.search(r"restarting after a backoff of (1\.0|0\.[5-9]) s", line)],
+            self.assertTrue([line for line in logs() if re.search(r"restarting after a backoff of (1\.0|0\.\d) s", line)],
                             logs())
 
 
@@ -6969,9 +6983,8 @@ class AggregatorReliabilityTests(AggregatorCase):
                 make()
                 with self.serve(data) as server:
                     server.initialize()
-                    started = time.monotonic()
-                    result = server.request("tools/list", timeout=10)
-                    self.assertLess(time.monotonic() - started, 5)
+                    # a hang guard only: a cache read that hung would leave `a` unstarted, so unlisted
+                    result = server.request("tools/list", timeout=WAIT)
                     self.assertIn("a__echo", [t["name"] for t in result["result"]["tools"]])
                     self.assertEqual(server.close(), 0)
                     self.assertTrue(any(logged in line for line in server.stderr), server.stderr)
@@ -7329,13 +7342,13 @@ class AggregatorReviewTests(AggregatorCase):
             server.reading.clear()
             server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                          "params": {"name": "f__flood", "arguments": {"lines": 100000}}})
-            self.assertTrue(wait_until(lambda: os.path.exists(done), timeout=60, interval=0.2), server.context())
+            self.assertTrue(wait_until(lambda: os.path.exists(done), timeout=COMPILING, interval=0.2), server.context())
             time.sleep(1.0)  # what is left in the pipe is read
             grown = rss_kib(server.proc.pid) - base
             self.assertLess(grown, 48 * 1024, "grew %d KiB" % grown)  # was: > 100 MB, all of it queued
             server.reading.set()
-            self.assertIn("result", server.wait_response(7))  # the reply was never dropped
-            self.assertEqual(text_of(server.call("f__echo", {"text": "again"}, timeout=30)), "f: again")
+            self.assertIn("result", server.wait_response(7, timeout=COMPILING))  # the reply was never dropped
+            self.assertEqual(text_of(server.call("f__echo", {"text": "again"}, timeout=COMPILING)), "f: again")
             self.assertTrue(wait_until(lambda: re.search(r"\d+ log and progress notifications were dropped|"
                                                          r"sends more than 50 log or progress notifications a second",
                                                          "".join(server.stderr))), server.context())
@@ -7472,7 +7485,7 @@ class PythonSdkInteropTests(ScratchDir):
         self.assertEqual(out["tools"], ["echo"])
         self.assertEqual(out["text"], "auto\n")
         self.assertEqual(out["version"], "2026-07-28")  # it negotiated the modern era
-        self.assertLess(out["seconds"], 5)
+        self.assertLess(out["seconds"], WAIT)  # a hang guard
 
 
 EVERYTHING = os.environ.get("MCPSTUDIO_EVERYTHING", "")  # npm @modelcontextprotocol/server-everything
@@ -8103,7 +8116,7 @@ class StdioClientTests(unittest.TestCase):
             with self.assertRaises(mcpstudio.McpError) as raised:
                 client.request("ping")
         self.assertIn("ping: no answer within 0.6 s from", str(raised.exception))
-        self.assertLess(time.monotonic() - started, 10)
+        self.assertLess(time.monotonic() - started, WAIT)  # a hang guard: the server never answers
 
     def test_a_server_that_exits_while_waited_for_without_a_limit(self):
         # wait=False (a `call` waits as long as its server lives) still ends when the server does.
@@ -8977,7 +8990,7 @@ class CachedEntryTests(ToolingCase):
 
     def entry(self, module, *words, env=None):
         proc = subprocess.run([PY, module, "install", "--client", "claude-desktop"] + list(words), capture_output=True,
-                              text=True, timeout=WAIT, env=env or self.env, stdin=subprocess.DEVNULL)
+                              text=True, timeout=COMPILING, env=env or self.env, stdin=subprocess.DEVNULL)  # compiles
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return list(json.loads(proc.stdout)["mcpServers"].values())[0]
 
@@ -8988,8 +9001,8 @@ class CachedEntryTests(ToolingCase):
         return McpProcess(cmd=[entry["command"]] + entry["args"], cwd=self.home, env=env)
 
     def version(self, entry, env=None) -> str:
-        with self.serve(entry, env) as server:
-            return server.initialize()["result"]["serverInfo"]["version"]
+        with self.serve(entry, env) as server:  # after an edit, compiles the module first
+            return server.initialize(timeout=COMPILING)["result"]["serverInfo"]["version"]
 
     def edit_version(self, module, version):
         with open(module) as f:
@@ -9005,8 +9018,8 @@ class CachedEntryTests(ToolingCase):
         self.assertEqual(entry["args"], ENTRY_ARGS + ["printenv", "{name}"])
         self.assertEqual(entry["env"]["PYTHONPATH"], os.path.dirname(module))
         self.assertNotIn("PYTHONPYCACHEPREFIX", entry["env"])
-        with self.serve(entry) as server:
-            self.assertEqual(server.initialize()["result"]["serverInfo"]["version"], mcpstudio.__version__)
+        with self.serve(entry) as server:  # a first start compiles the module
+            self.assertEqual(server.initialize(timeout=COMPILING)["result"]["serverInfo"]["version"], mcpstudio.__version__)
             # What the entry added to the environment reaches no command the tool runs.
             self.assertTrue(server.call("printenv", {"name": "PYTHONPATH"})["isError"])
             self.assertEqual(text_of(server.call("printenv", {"name": "HOME"})).strip(), self.home)
@@ -9028,7 +9041,7 @@ class CachedEntryTests(ToolingCase):
         entry = {"command": argv[0], "args": argv[1:] + ["printenv", "{name}"],
                  "env": dict(entry_env, PYTHONPATH=os.path.dirname(module))}
         with self.serve(entry, env) as server:
-            server.initialize(timeout=60)  # compiles the whole module first: slow under coverage on a busy machine
+            server.initialize(timeout=COMPILING)  # compiles the whole module first: slow under coverage on a busy machine
             self.assertTrue(server.call("printenv", {"name": "PYTHONPYCACHEPREFIX"})["isError"])
         found = [name for _, _, names in os.walk(entry_env["PYTHONPYCACHEPREFIX"]) for name in names]
         self.assertTrue([n for n in found if n.startswith("mcpstudio.") and n.endswith(".pyc")], found)
@@ -9340,7 +9353,7 @@ class HttpTests(ScratchDir):
             child, grandchild = self.read_pids(pids)
             self.assertTrue(alive(child))
             raw.close()
-            self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), 10))
+            self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), WAIT))
 
     def test_aggregator_and_script_mode_over_http(self):
         fake = self.script("fake_mcp.py", FAKE_SERVER, executable=False)
@@ -9439,7 +9452,7 @@ class HttpLeaveTests(ScratchDir):
                 self.assertIn("instance lb2 is shutting down", error["message"])
                 self.assertEqual(error["data"], {"instance": "lb2", "shuttingDown": True})
             self.assertEqual(server.proc.wait(WAIT), 0)
-            self.assertLess(time.monotonic() - started, 20)
+            self.assertLess(time.monotonic() - started, 3 * WAIT)  # a hang guard: the stuck calls never end
             self.assertTrue(wait_until(lambda: not any(alive(pid) for pid in pids)), pids)
 
     def test_ids_name_their_instance(self):
@@ -9784,8 +9797,8 @@ class HttpUpstreamTests(ScratchDir):
             self.assertEqual(len(polling.resumes), 1)
             self.assertRegex(polling.resumes[0], r"^stream-\d+$")
             started = time.monotonic()
-            reply = server.request("tools/call", {"name": "poll__silent", "arguments": {}})
-            self.assertLess(time.monotonic() - started, 10)
+            reply = server.request("tools/call", {"name": "poll__silent", "arguments": {}}, timeout=2 * WAIT)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # not the 60 s tool timeout
             failure = json.dumps(reply)
             self.assertIn("closed its event stream before it answered", failure)
             self.assertIn("no event id", failure)
@@ -9856,7 +9869,7 @@ class HttpUpstreamTests(ScratchDir):
                 self.assertTrue(failed["isError"])
                 self.assertIn("server `web`", text_of(failed))
                 web = HttpServerProcess("echo", "{message}", env=token_env, bind="127.0.0.1:%d" % port)
-                self.assertTrue(wait_until(lambda: not server.call("web__echo", {"message": "back"}).get("isError"), 10))
+                self.assertTrue(wait_until(lambda: not server.call("web__echo", {"message": "back"}).get("isError"), WAIT))
                 self.assertEqual(text_of(server.call("web__echo", {"message": "back"})), "back\n")
         finally:
             web.__exit__(None, None, None)
@@ -9872,7 +9885,7 @@ class HttpUpstreamTests(ScratchDir):
                              "params": {"name": "web__slow", "arguments": {"out": pids}}})
                 child, grandchild = self.read_pids(pids)
                 server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c"}})
-                self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), 10))
+                self.assertTrue(wait_until(lambda: not alive(child) and not alive(grandchild), WAIT))
                 self.assertNotIn("c", server.responses)
                 status = server.call("mcpstudio__servers_list", {})["structuredContent"]["servers"][0]
                 self.assertEqual(status["status"], "running")  # one cancelled call leaves the server be
@@ -10505,12 +10518,12 @@ class TuiTests(AggregatorCase):
         if os.path.exists(self.pids):
             with open(self.pids) as f:
                 pids = [int(p) for line in f for p in line.split()[:2]]
-        return wait_until(lambda: not any(alive(p) for p in pids), 10)
+        return wait_until(lambda: not any(alive(p) for p in pids), WAIT)
 
     def test_test_details_call_log_and_quit(self):
         good = dict(self.upstream("good"), env={"API_TOKEN": "s3cret-value"})
         path = self.config({"good": good, "broken": self.upstream("broken", "--crash-at-start"),
-                            "slow": self.upstream("slow", "--slow-start", "4")})
+                            "slow": self.upstream("slow", "--start-gate", os.path.join(self.dir, "gate"))})
         tui = self.tui(path)
         tui.wait_for("SERVER", "good", "broken", "slow", "t:test")
         self.assertRegex(tui.row("good"), r"^good\s+command yes stopped\s+-")
@@ -10537,7 +10550,9 @@ class TuiTests(AggregatorCase):
         tui.wait_for("starting slow")
         self.assertTrue(wait_until(lambda: "starting" in tui.row("slow")), tui.text())
         tui.press("?")
-        tui.wait_for("this help", "quit; stops every server the TUI started", timeout=2)  # answered within 2 s
+        tui.wait_for("this help", "quit; stops every server the TUI started")  # answered while slow still starts
+        with open(os.path.join(self.dir, "gate"), "w"):  # slow's start ends only now
+            pass
         tui.press("\x1b")
         tui.wait_for("slow is running: 5 tools")
         self.assertEqual(tui.color_of("running"), "green")  # good's row, not selected
@@ -10811,8 +10826,8 @@ class OAuthCase(ScratchDir):
             json.dump({"mcpServers": {"files": {"url": self.server.url}}}, f)
 
     def run_cli(self, *words):
-        return subprocess.run(SERVER + list(words), env=self.env, capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
+        return subprocess.run(SERVER + list(words), env=self.env, capture_output=True, text=True, timeout=COMPILING,
+                              stdin=subprocess.DEVNULL)  # a hang guard
 
     def token_files(self):
         folder = os.path.join(self.dir, "config", "mcpstudio", "oauth")
@@ -10858,8 +10873,9 @@ class OAuthTests(OAuthCase):
         with McpProcess("serve", "--config", self.config, env=self.env) as server:
             server.initialize()
             started = time.monotonic()
-            reply = server.request("tools/call", {"name": "files__whoami", "arguments": {}})
-            self.assertLess(time.monotonic() - started, 10)  # at once, not after the startup timeout
+            reply = server.request("tools/call", {"name": "files__whoami", "arguments": {}},
+                                   timeout=0.8 * mcpstudio.START_TIMEOUT)
+            self.assertLess(time.monotonic() - started, 0.8 * mcpstudio.START_TIMEOUT)  # not after the 30 s startup timeout
             self.assertIn("needs a sign-in: run `mcpstudio login files --config %s`" % self.config,
                           reply["error"]["message"])
             self.assertEqual(self.server.authorized, [], "serve opened the browser without being allowed to")
@@ -11475,12 +11491,14 @@ class UpstreamCapTests(AggregatorCase):
             names = self.tool_names(server)
             self.assertEqual(len([n for n in names if n.startswith("a__")]), 5000)
             self.assertNotIn("b__huge", names)
+            started = time.monotonic()
             server.call("b__flood", {"lines": 1000})
             self.assertTrue(wait_until(lambda: os.path.exists(done)))
             self.assertEqual(text_of(server.call("b__echo", {"text": "after"})), "b: after")  # the flood came first
+            seconds = time.monotonic() - started  # a busy machine spreads the flood over more seconds
             forwarded = [n for n in server.notifications if n["method"] == "notifications/message"
                          and n["params"]["logger"] == "b"]
-            self.assertLess(len(forwarded), 200)  # 50 at once, 50 a second after
+            self.assertLess(len(forwarded), 50 + 50 * (seconds + 2), seconds)  # 50 at once, 50 a second after
             stderr = server.stderr_when(lambda text: text.count("warning: server `") >= 3)
             self.assertIn("server `a` lists more than 5000 tools: the rest are left out", stderr)
             self.assertIn('server `b` lists "huge" of more than 64 KiB (description and schemas): left out', stderr)
@@ -11992,9 +12010,12 @@ class ToolSearchTests(AggregatorCase):
             schema, = [tool["inputSchema"] for tool in server.request("tools/list")["result"]["tools"]
                        if tool["name"] == "mcpstudio__search_tools"]
             self.assertEqual(schema["properties"]["query"]["maxLength"], mcpstudio.SEARCH_QUERY_MAX)
-            started = time.monotonic()
-            result = server.call("mcpstudio__search_tools", {"query": "create issue " * 80000}, timeout=10)
-            self.assertLess(time.monotonic() - started, 5)
+            started, cpu = time.monotonic(), process_cpu(server.proc.pid)
+            result = server.call("mcpstudio__search_tools", {"query": "create issue " * 80000}, timeout=WAIT)
+            if cpu is not None:  # CPU seconds of the server (load stretches wall time): the old search took seconds
+                self.assertLess(process_cpu(server.proc.pid) - cpu, 1.0)
+            else:
+                self.assertLess(time.monotonic() - started, WAIT)
             self.assertTrue(result["isError"])
             self.assertIn("%d characters at most" % mcpstudio.SEARCH_QUERY_MAX, text_of(result))
             self.assertFalse(self.search(server, "create a github issue " * 20, 1).get("isError"))  # 440: searched
@@ -13187,14 +13208,14 @@ class FileArgumentTests(ScratchDir):
             for value in ("data:" + ";a" * 500000, "data:" + ";a" * 500000 + ",x", "data:;name=" + ";a" * 500000
                           + ";base64,QQ=="):
                 started = time.monotonic()
-                result = server.call("digest", {"image": value}, timeout=10)
-                self.assertLess(time.monotonic() - started, 5, value[:20])
+                result = server.call("digest", {"image": value}, timeout=4 * WAIT)
+                self.assertLess(time.monotonic() - started, 4 * WAIT, value[:20])  # not the backtracking's hours
                 self.assertTrue(result["isError"], result)
                 self.assertIn("`image` is a file", text_of(result))
             # a value too large for the limit is refused by its length, before it is decoded
-            result = server.call("digest", {"image": "data:;base64," + "A" * (4 << 20)}, timeout=10)
+            result = server.call("digest", {"image": "data:;base64," + "A" * (4 << 20)})
             self.assertIn("more than the %d a file may have" % (1 << 20), text_of(result))
-            self.assertIn("result", server.request("ping", timeout=5))
+            self.assertIn("result", server.request("ping"))
 
     def test_resource_uri_as_file(self):
         # A file parameter's value may be a resource URI of this server: a kept output of the same session is read
@@ -13729,7 +13750,7 @@ class SkillsHardeningTests(ScratchDir):
             f.write("SECRET outside the root\n")
 
     def served(self, server) -> list:
-        listing = server.request("skills/list", {}, timeout=10)["result"]["skills"]
+        listing = server.request("skills/list", {})["result"]["skills"]
         return sorted(entry["frontmatter"]["name"] for entry in listing)
 
     def test_a_deep_frontmatter_refuses_that_skill_alone(self):
@@ -13766,7 +13787,7 @@ class SkillsHardeningTests(ScratchDir):
                                                          for name in ("fifo", "outside", "zero")))
             started = time.monotonic()
             self.assertEqual(server.close(), 0)  # stdin closed: it exits, nothing holds it
-            self.assertLess(time.monotonic() - started, 10)
+            self.assertLess(time.monotonic() - started, WAIT)  # a hang guard
         self.assertIn("not a regular file", stderr)
         self.assertIn("outside %s" % os.path.realpath(self.root), stderr)
 
@@ -13883,7 +13904,7 @@ class OAuthListenerAndStoreTests(ScratchDir):
         started = time.monotonic()
         with self.assertRaisesRegex(mcpstudio.OAuthError, "did not come back within 1 s"):
             callback.wait(1)
-        self.assertLess(time.monotonic() - started, 10)
+        self.assertLess(time.monotonic() - started, WAIT)  # a hang guard: the idle connection never ends
 
     @unittest.skipUnless(os.name == "posix", "file modes and symlinks")
     def test_the_token_file(self):
@@ -14516,8 +14537,8 @@ class CommandPromptTests(ScratchDir):
             self.assertEqual(form["requestedSchema"]["properties"]["answer"]["enum"], ["1) small", "2) large"])
             self.assertIn("size 2\n", text_of(server.wait_response(8)["result"]))
             started = time.monotonic()  # a secret: never in a form, the call ends at once
-            secret = server.call("asking", {"kind": "secret"})
-            self.assertLess(time.monotonic() - started, 20)
+            secret = server.call("asking", {"kind": "secret"}, timeout=2 * WAIT)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # the tool's timeout is 60 s
             self.assertTrue(secret["isError"])
             self.assertIn('`asking` asked "Password:", a secret, which is never asked in a form', text_of(secret))
             self.assertIn("\"environment\"", text_of(secret))
@@ -14640,8 +14661,8 @@ class CommandPromptTests(ScratchDir):
         with McpProcess("serve", "--config", self.config()) as server:
             server.initialize()
             started = time.monotonic()
-            result = server.call("asking", {"kind": "yes"})
-            self.assertLess(time.monotonic() - started, 20)  # the tool's timeout is 60 s
+            result = server.call("asking", {"kind": "yes"}, timeout=2 * WAIT)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # the tool's timeout is 60 s
             self.assertTrue(result["isError"])
             self.assertIn('Stopped: `asking` asked "Really delete them? [y/N]", and this client cannot answer',
                           text_of(result))
@@ -14683,7 +14704,7 @@ class CommandPromptTests(ScratchDir):
                                                                 "Really? [y/N] second n"])
             started = time.monotonic()  # a request that cannot answer gets the prompt quoted at once
             reply = call({}, MODERN_META)
-            self.assertLess(time.monotonic() - started, 20)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # the tool's timeout is 60 s
             self.assertIn('`asking` asked "Really delete them? [y/N]", and this client cannot answer', text_of(reply))
             refused = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
                                                                    "_meta": meta, "requestState": "nope"})[2])[-1]
@@ -14707,7 +14728,7 @@ class CommandPromptTests(ScratchDir):
             self.assertEqual([result["resultType"] for result in parked], ["input_required"] * len(parked))
             started = time.monotonic()
             self.assertEqual(text_of(call("quick", {})), "quick\n")
-            self.assertLess(time.monotonic() - started, 10)
+            self.assertLess(time.monotonic() - started, 2 * WAIT)  # not behind the parked calls' 60 s tool timeout
             # and one caller parks PARKED_PER_CALLER calls at most (each a live process, for up to ASK_TIMEOUT)
             over = server.messages(server.modern("tools/call", {"name": "asking", "arguments": {"kind": "yes"},
                                                                 "_meta": meta})[2])[-1]
@@ -15092,7 +15113,7 @@ class NamespaceUrlTests(AggregatorCase):
             status, _, text = http.modern("tools/list")
             self.assertEqual(status, 500, text)
             self.assertIn("ns.json", text)
-        self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), 10))
+        self.assertTrue(wait_until(lambda: not any(alive(int(pid)) for line in pids for pid in line[:2]), WAIT))
 
     def test_the_result_cache_keeps_each_namespaces_answers_apart(self):
         # Two namespaces may curate one tool differently (here: a fixed `text` each): the one result cache of
@@ -16450,7 +16471,7 @@ class IsolationTests(AggregatorCase):
             status, _, _ = http.post(None, session=sessions[1], method="DELETE",
                                      headers={"Authorization": "Bearer " + self.TOKENS["alice"]})
             self.assertEqual(status, 200)
-            self.assertTrue(wait_until(lambda: not alive(pids[-1]), 10), "an ended session's server still runs")
+            self.assertTrue(wait_until(lambda: not alive(pids[-1]), WAIT), "an ended session's server still runs")
             self.assertTrue(alive(pids[0]))  # the shared one (it lists the tools) stays
 
     def test_passthrough_config_errors(self):
@@ -17364,10 +17385,10 @@ class LeftoverTests(ScratchDir):
     def test_masking_is_linear_in_the_text(self):
         # A URL looked for from every letter of `a.a.a...` made one 100 KB argument stall the audited server 6 s
         # (1 MB: minutes); a URL is looked for where a run of URL characters begins only.
-        started = time.monotonic()
+        started = time.process_time()  # CPU seconds: load stretches wall time, not these
         for text in ("a." * 500000, "a-" * 500000, "--a" * 300000):
             self.assertEqual(mcpstudio.mask_secrets(text), text)
-        self.assertLess(time.monotonic() - started, 5)
+        self.assertLess(time.process_time() - started, 5)  # linear: 0.2 s; from every letter: minutes
         self.assertEqual(mcpstudio.mask_secrets("see x.https://u:pw@h/ and 'ftp://h/?key=k'"),
                          "see x.https://u:***@h/ and 'ftp://h/?key=***'")
 
@@ -18687,28 +18708,29 @@ class FaultTests(ScratchDir):
                 self.assertIn(name, names)
             # Killed mid-call: the call fails at once, naming the server; the next call restarts it.
             server.send({"jsonrpc": "2.0", "id": "k", "method": "tools/call",
-                         "params": {"name": "killed__sleep", "arguments": {"seconds": 60}}})
+                         "params": {"name": "killed__sleep", "arguments": {"seconds": 300}}})
             time.sleep(0.5)
             with open(pids) as f:
                 upstream, grandchild = [int(p) for p in f.read().split()[:2]]
             os.kill(upstream, signal.SIGKILL)
-            result = server.wait_response("k", timeout=5)["result"]
+            result = server.wait_response("k", timeout=2 * WAIT)["result"]  # at once, not after the 300 s sleep
             self.assertTrue(result["isError"])
             self.assertIn("server `killed`", text_of(result))
-            self.assertTrue(wait_until(lambda: not alive(grandchild), mcpstudio.KILL_GRACE + 3), "its child was left")
+            self.assertTrue(wait_until(lambda: not alive(grandchild), WAIT + mcpstudio.KILL_GRACE), "its child was left")
             self.assertEqual(text_of(server.call("killed__echo", {"text": "again"})), "killed: again")
             # Hung, and answering only wrong ids: a timeout error within the server's toolTimeout.
             for name in ("hung__work", "onlywrong__work"):
                 started = time.monotonic()
-                result = server.call(name, {}, timeout=10)
+                result = server.call(name, {}, timeout=2 * WAIT)
                 self.assertTrue(result["isError"], result)
                 self.assertIn("within 1 s", text_of(result))
-                self.assertLess(time.monotonic() - started, 5)
+                self.assertLess(time.monotonic() - started, 2 * WAIT)  # its 1 s, not the default 60 s
             # Wrong ids before the right one, and a flood of 20,000 notifications: the right answer.
             self.assertEqual(text_of(server.call("wrong__work", {})), "worked")
-            started = time.monotonic()
-            self.assertEqual(text_of(server.call("flood__work", {}, timeout=30)), "worked")
-            flood_seconds = time.monotonic() - started
+            started, cpu = time.monotonic(), process_cpu(server.proc.pid)
+            self.assertEqual(text_of(server.call("flood__work", {}, timeout=COMPILING)), "worked")  # a hang guard
+            # CPU seconds of the aggregator for the flood (load stretches wall time, not these); wall time without /proc
+            flood_seconds = time.monotonic() - started if cpu is None else process_cpu(server.proc.pid) - cpu
             self.assertEqual(server.request("ping")["result"], {})
             # Nothing of the flood reaches the client as a progress for a token it never gave.
             self.assertFalse([n for n in server.notifications_of("notifications/progress")
@@ -18718,7 +18740,7 @@ class FaultTests(ScratchDir):
             self.assertEqual(server.violations, [])
             self.assertEqual(sorted(json.loads(k) for k, n in server.answers.items() if n != 1), [])
         self.assert_nothing_left(what="after the aggregator exited")
-        self.assertLess(flood_seconds, 20)
+        self.assertLess(flood_seconds, 5)  # 0.15 CPU seconds on a quiet machine
 
 
 def _reliability_module():
