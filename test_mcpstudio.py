@@ -5390,7 +5390,7 @@ class FileArgumentTests(ScratchDir):
             out, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
             for number in range(count):
                 with open(os.path.join(out, "f%03d.bin" % number), "wb") as f:
-                    f.write(os.urandom(size))
+                    f.write(b"\\xff" + os.urandom(size - 1))  # never UTF-8 (random bytes sometimes were: a text block)
             os.symlink(sys.argv[4], os.path.join(out, "link.txt"))
             os.link(sys.argv[4], os.path.join(out, "hard.txt"))
             if sys.argv[5:]:
