@@ -6840,8 +6840,6 @@ ALWAYS_LOAD_META = "anthropic/alwaysLoad"    # a tool listed whatever the search
 SEARCH_FIELDS = ((1.0, 0), (1.0, 0), (0.5, 1), (1.0, 1), (0.4, 1))  # name, title, server, description, parameters
 LABEL_WEIGHT = 1.5
 SYNONYM_WEIGHT, PREFIX_WEIGHT = 0.6, 0.4
-COORDINATION = 0.0
-FEEDBACK = (0, 0, 0.0)  # pseudo-relevance feedback: the first pass's best tools, the words taken from them, their weight
 COMPOUND_WEIGHT = 0.5  # each half of a word the index has only apart (flowchart: flow, chart)
 SERVER_WEIGHT = 0.3  # the share of its server's score (all its tools' names and descriptions as one text) a found tool gets
 STOP_WORDS = frozenset(
@@ -6966,12 +6964,11 @@ def _plain_split(text):
 # shapes write), split, stop words, stem, then each word's expansion (families, prefixes) and the share of
 # its server's score. ToolIndex takes them whole, so that a benchmark switches one off (SEARCH_STAGES_OFF).
 SearchStages = collections.namedtuple(
-    "SearchStages", "values phrases split stop_words stem families prefixes server_share fields feedback coordination")
+    "SearchStages", "values phrases split stop_words stem families prefixes server_share fields")
 SEARCH_STAGES = SearchStages(VALUE_SHAPES, PHRASES, split_words, STOP_WORDS, _stem, WORD_FAMILIES, True, SERVER_WEIGHT,
-                             (SEARCH_FIELDS, LABEL_WEIGHT), FEEDBACK, COORDINATION)
+                             (SEARCH_FIELDS, LABEL_WEIGHT))
 SEARCH_STAGES_OFF = SearchStages((), (), _plain_split, frozenset(), _as_is, "", False, 0.0,  # each stage switched off
-                                 (((1.0, 1),) * len(SEARCH_FIELDS), 1.0),  # fields: one text, every part alike
-                                 (0, 0, 0.0), 0.0)
+                                 (((1.0, 1),) * len(SEARCH_FIELDS), 1.0))  # fields: one text, every part alike
 
 
 def search_words(text, stems, stages=None):
@@ -6979,23 +6976,6 @@ def search_words(text, stems, stages=None):
     stages = stages or SEARCH_STAGES
     return [stems.get(word) or stems.setdefault(word, stages.stem(word)) for word in stages.split(text)
             if word not in stages.stop_words]
-
-
-def feedback_words(found, words_of, asked, terms):
-    """Pseudo-relevance feedback (RM3's relevance model, Lavrenko and Croft 2001; Abdul-Jaleel et al. 2004): the
-    `terms` words most probable in the best tools of a first pass, each tool weighed by its share of their
-    scores. `found`: [(tool number, score)], best first; `words_of`: tool number -> {word: count}; `asked`: the
-    query's own words, left out. -> {word: weight}, the most probable 1.0"""
-    total = sum(score for _, score in found) or 1.0
-    model = {}
-    for number, score in found:
-        counts = words_of[number]
-        size = sum(counts.values()) or 1
-        for word, count in counts.items():
-            if word not in asked:
-                model[word] = model.get(word, 0.0) + score / total * count / size
-    best = sorted(model.items(), key=lambda item: (-item[1], item[0]))[:terms]
-    return {word: weight / best[0][1] for word, weight in best} if best else {}
 
 
 def _families(table, stem):
@@ -7032,7 +7012,6 @@ class ToolIndex:
         averages = [sum(len(words[column]) for words in fields) / max(len(tools), 1) or 1.0
                     for column in range(len(weights))]
         self.postings = {}  # word -> [(tool number, its score before idf)]
-        self.words_of = [collections.Counter(word for column in words for word in column) for words in fields]
         for number, words in enumerate(fields):
             counts = {}  # word -> [in the label, in the body]: weighted, normalized by the field's length
             for column, (weight, group) in enumerate(weights):
@@ -7085,19 +7064,11 @@ class ToolIndex:
         totals, context = self.scores(query), self.servers.scores(query) if self.servers else {}
         for number in totals:
             totals[number] += self.stages.server_share * context.get(self.server_of[number], 0.0)
-        docs, terms, weight = self.stages.feedback
-        if docs and totals:
-            top = heapq.nsmallest(docs, totals, key=lambda number: (-totals[number], number))
-            asked = set(search_words(query, {}, self.stages))
-            for word, share in feedback_words([(n, totals[n]) for n in top], self.words_of, asked, terms).items():
-                value = weight * share * self.idf[word]
-                for number, score in self.postings[word]:
-                    totals[number] = totals.get(number, 0.0) + value * score
         return [self.tools[number] for number in heapq.nsmallest(limit, totals, key=lambda number: (-totals[number], number))]
 
     def scores(self, query):
         """Each matching tool's number and score (`query` with its shapes and phrases already read)."""
-        totals, said, matched, asked = {}, set(), {}, 0  # said: the words of the families of the query's words so far
+        totals, said = {}, set()  # the words of the families of the query's words so far
         for word in dict.fromkeys(search_words(query, {}, self.stages)):
             again = 0.5 if word in said else 1.0  # a thing said twice in other words counts one and a half
             said |= self.families.get(word, set())
@@ -7113,12 +7084,6 @@ class ToolIndex:
                         best[number] = value
             for number, score in best.items():
                 totals[number] = totals.get(number, 0.0) + score
-                matched[number] = matched.get(number, 0) + 1
-            asked += 1
-        power = self.stages.coordination
-        if power and asked > 1:
-            for number in totals:
-                totals[number] *= (matched[number] / asked) ** power
         return totals
 
 
