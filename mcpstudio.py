@@ -1383,6 +1383,12 @@ def _shell_commands(tokens):
         while at < len(word) and isinstance(word[at], str) and word[at] in ("<", ">", "&", "|", "-"):
             at += 1
         return word[at:] if ">" in word[:at] and word[at:] and "&" not in word[1:at] else None
+
+    def end_word(word, skip):
+        if word and not skip:
+            words.append(word)
+        elif word and redirection(word):
+            writes.append(redirection(word))
     for kind, value, quote, raw in tokens:
         plain = kind == "t" and quote is None and raw == value
         previous, last = last, raw
@@ -1390,10 +1396,7 @@ def _shell_commands(tokens):
             fed = fed or value == "<"
             if word and not _has_field(word) and "".join(word).isdigit():
                 word = []  # the 2 of 2>
-            if word and not skip:
-                words.append(word)
-            elif word and redirection(word):
-                writes.append(redirection(word))
+            end_word(word, skip)
             word, skip, ops = [value], True, True
             continue
         if ops:
@@ -1404,10 +1407,7 @@ def _shell_commands(tokens):
                 continue  # `> file`: the target follows
             ops = False
         if kind == "s" or (plain and value in "|&;()"):
-            if word and not skip:
-                words.append(word)
-            elif word and redirection(word):
-                writes.append(redirection(word))
+            end_word(word, skip)
             word, skip = [], False
             if value in "\n|&;()":
                 end_command(words, fed, piped, writes)
@@ -1415,10 +1415,7 @@ def _shell_commands(tokens):
                 fed = piped = value == "|" != previous or previous + value == "|&"  # not ||; bash's |&
             continue
         word.append("" if kind == "q" else value)
-    if word and not skip:
-        words.append(word)
-    elif word and redirection(word):
-        writes.append(redirection(word))
+    end_word(word, skip)
     end_command(words, fed, piped, writes)
     return commands
 
