@@ -691,7 +691,8 @@ def parse_args(argv=None):
     parser.add_argument("--runs", type=int, help="cold starts and memory runs per server "
                         "(default 20, with --quick 5)")
     parser.add_argument("--quick", action="store_true", help="fewer runs and calls")
-    parser.add_argument("--python", help="Python for mcpstudio and floor (default: this one)")
+    parser.add_argument("--python", help="Python for mcpstudio and floor (default: the sdk's, so every "
+                        "server starts the same interpreter with the same site; without one, this one)")
     parser.add_argument("--sdk-python", help="a Python that can import the mcp SDK "
                         "(default: $MCPSTUDIO_SDK_PYTHON; none: no sdk column)")
     parser.add_argument("--studio-mcp", help="a folder holding studio-mcp with its node_modules "
@@ -700,6 +701,9 @@ def parse_args(argv=None):
     parser.add_argument("--starts-only", action="store_true", help="only cold start and peak memory "
                         "(no calls, discovery, aggregator or HTTP figures)")
     args = parser.parse_args(argv)
+    # The same interpreter for every server: a base install's site-packages can hold .pth files that import at
+    # every start (this machine's imports certifi, 4.7 MiB) where the SDK's virtualenv has none.
+    args.python = args.python or args.sdk_python or os.environ.get("MCPSTUDIO_SDK_PYTHON")
     args.runs = args.runs or (5 if args.quick else 20)
     if args.runs < 2:
         parser.error("--runs must be at least 2")
