@@ -10730,8 +10730,12 @@ class BackChannel:
     """What a server sends of its own accord: its requests (sampling, elicitation, roots) put to the client of the
     call that caused them, and its progress, log lines and changes passed on."""
 
-    def __init__(self, upstream, downstream):
-        self.upstream, self.downstream = upstream, downstream
+    def __init__(self, client: McpClient, downstream: Downstream, log: Log, server_id, owner, *, state, timeout, relist):
+        """`client`: the server's, which answers go back on; `owner`: Upstream.owner; `state()`: the server's state
+        (running, ...), `timeout()`: its toolTimeout (a reload may change it), `relist()`: list it again."""
+        self.client, self.downstream, self.log = client, downstream, log
+        self.server_id, self.owner = server_id, owner
+        self.state, self.timeout, self.relist = state, timeout, relist
         self.asking = {}    # id of a request the server sent us -> the task asking mcpstudio's client
         self.calls = []     # CallContexts of the requests forwarded to it, in flight
         self.progress = {}  # our progress token -> the client's CallContext
@@ -10745,7 +10749,7 @@ class BackChannel:
         method = message["method"]
         params = _object(message.get("params"))
         if "id" in message and method == "ping":
-            self.upstream.client.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            self.client.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
             request_id = message["id"]
             if isinstance(request_id, ID_TYPES) and request_id not in self.asking:
@@ -10757,14 +10761,14 @@ class BackChannel:
                 self.asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause,
                                                                                  refusal))
         elif method in DROPPABLE and take_token(self.notices, [("", UPSTREAM_NOTICES, 1.0)], time.monotonic())[1]:
-            self.upstream.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the "
-                                        "rest are dropped", self.upstream.spec.id, UPSTREAM_NOTICES)
+            self.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the rest are "
+                               "dropped", self.server_id, UPSTREAM_NOTICES)
         elif method == "notifications/cancelled":
             asking = self.asking.get(params.get("requestId")) if isinstance(params.get("requestId"), ID_TYPES) else None
             if asking:
                 asking.cancel()
         elif method == "notifications/resources/updated":
-            self.downstream.updated(params, self.upstream.owner)
+            self.downstream.updated(params, self.owner)
         elif method == "notifications/elicitation/complete":
             self._complete(method, params)
         elif method == "notifications/progress":
@@ -10774,10 +10778,9 @@ class BackChannel:
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
             self.downstream.forward_log(params.get("level") if params.get("level") in LOG_LEVELS else "info",
-                                        params.get("data"), self.upstream.spec.id,  # the server id as logger
-                                        self.upstream.owner)
-        elif method.endswith("/list_changed") and self.upstream.state == "running":
-            self.upstream.relist()
+                                        params.get("data"), self.server_id, self.owner)  # the server id as logger
+        elif method.endswith("/list_changed") and self.state() == "running":
+            self.relist()
 
     def _cause(self, method, params):
         """The call a request of the server's belongs to when no stream says (stdio): the one whose progress token
@@ -10791,8 +10794,8 @@ class BackChannel:
             return self.tasks[task]
         people = {getattr(ctx.session, "person", None) for ctx in self.calls if ctx is not None}
         if len(people) > 1:
-            self.upstream.log.warning("server `%s` sent %s during calls of %d people, naming none of them: refused "
-                                      "(whose it is cannot be told)", self.upstream.spec.id, method, len(people))
+            self.log.warning("server `%s` sent %s during calls of %d people, naming none of them: refused (whose it "
+                             "is cannot be told)", self.server_id, method, len(people))
             raise McpError(INVALID_REQUEST, "mcpstudio cannot tell whose call this %s belongs to: calls of several "
                            "people are in flight and it names none (send it on the call's own stream, or with the "
                            "call's progressToken in _meta), so it is refused rather than put to the wrong person"
@@ -10803,12 +10806,12 @@ class BackChannel:
         """Whom what the server sends outside any call goes to: mcpstudio's client (over --http the first), or for
         an isolated process one of its owner's sessions. McpError when sessions of several people could be meant
         (it is refused, never guessed)."""
-        owner = self.upstream.owner
+        owner = self.owner
         sessions = [s for s in self.downstream.sessions() if not s.closed and owned_by(s, owner)]
         people = {session.person for session in sessions}
         if len(people) > 1:
-            self.upstream.log.warning("server `%s` sent %s outside any call while %d people are connected: refused "
-                                      "(whose it is cannot be told)", self.upstream.spec.id, method, len(people))
+            self.log.warning("server `%s` sent %s outside any call while %d people are connected: refused (whose it "
+                             "is cannot be told)", self.server_id, method, len(people))
             raise McpError(INVALID_REQUEST, "mcpstudio cannot tell whom this %s is for: it came outside any call "
                            "while several people are connected, so it is refused rather than put to the wrong "
                            "person" % method)
@@ -10852,7 +10855,7 @@ class BackChannel:
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
                 reply["result"] = await self.downstream.bridge.ask(cause, method, params)
             elif not cause and method in ("sampling/createMessage", "elicitation/create"):  # whom would a person answer?
-                self.upstream.log.warning("server `%s` sent %s outside any call: refused", self.upstream.spec.id, method)
+                self.log.warning("server `%s` sent %s outside any call: refused", self.server_id, method)
                 raise McpError(INVALID_REQUEST, "mcpstudio passes %s on only during a call of this server's" % method)
             else:
                 client = cause and cause.session or self._outside_calls(method)
@@ -10861,21 +10864,20 @@ class BackChannel:
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
                 if method == "elicitation/create" and params.get("mode") == "url":
                     self.showing([params], client)
-                reply["result"] = await client.request(method, params, self.upstream.spec.tool_timeout,
-                                                       cause and cause.request_id)
+                reply["result"] = await client.request(method, params, self.timeout(), cause and cause.request_id)
         except McpError as exc:
             reply["error"] = exc.to_json()
         except asyncio.CancelledError:
             return  # the server cancelled it: no answer
         finally:
             self.asking.pop(request_id, None)
-        if self.upstream.state in ("starting", "running"):
-            self.upstream.client.send(reply)
+        if self.state() in ("starting", "running"):
+            self.client.send(reply)
 
     def stream_paused(self, request_id):
         """The server closed the event stream of our request `request_id` before it answered, to be resumed
         (SEP-1699): the client's own stream of the call is closed too, for it to resume (over --http)."""
-        cause = self.upstream.client.causes.get(request_id)
+        cause = self.client.causes.get(request_id)
         pause = getattr(cause.session.transport, "pause", None) if cause and cause.session else None
         if pause and (cause.session.protocol_version or "") >= "2025-11-25":  # older: no event ids
             pause(cause.request_id)
@@ -11015,8 +11017,11 @@ class Upstream:
         self.state = "stopped"   # stopped, starting, running, failed, crashed, stopped-by-user, ...
         self.server_log = ServerLog(spec.id, log)
         self.backoff = RestartBackoff()
-        self.back = BackChannel(self, downstream)
-        self.client = McpClient(spec.id, self.back.message, self.server_log.note)
+        # The client hands the server's own messages to the back channel, which answers on the client.
+        self.client = McpClient(spec.id, lambda message, cause=None: self.back.message(message, cause),
+                                self.server_log.note)
+        self.back = BackChannel(self.client, downstream, log, spec.id, owner, state=lambda: self.state,
+                                timeout=lambda: self.spec.tool_timeout, relist=self.relist)
         self.tasks = ServerTasks(self)
         self.listen_stream = ListenStream(self)
         self.cache = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log)
@@ -11724,18 +11729,21 @@ class Namespace:
 class ManagerTools:
     """The aggregator's own tools (`mcpstudio__servers_list`, ...): its servers, their logs, reloads, namespaces."""
 
-    def __init__(self, hub):
-        self.hub = hub
+    def __init__(self, namespace: Namespace, upstreams, reload, metrics: CallMetrics | None = None, admits=None):
+        """`upstreams()`: id -> Upstream of the active namespace (a reload replaces them); `reload()`: config_reload's
+        coroutine; `metrics`: the guard's counters servers_list shows; `admits`: the people rule of namespaces_list."""
+        self.namespace, self.upstreams, self.reload = namespace, upstreams, reload
+        self.metrics, self.admits = metrics, admits
 
     def listed(self):
-        """(tool, its listing) of each manager tool, named with the hub's separator."""
+        """(tool, its listing) of each manager tool, named with the namespace's separator."""
         listed = []
         for tool, description, properties, read_only in MANAGER_TOOLS:
             schema = {"type": "object", "properties": {}}
             if properties is not None:
                 schema = {"type": "object", "properties": dict({"server_id": {"type": "string"}}, **properties),
                           "required": ["server_id"]}
-            listed.append((tool, {"name": self.hub.namespace.manager_name(tool), "description": "[mcpstudio] " + description,
+            listed.append((tool, {"name": self.namespace.manager_name(tool), "description": "[mcpstudio] " + description,
                                   "inputSchema": schema, "annotations": {"readOnlyHint": read_only}}))
         return listed
 
@@ -11747,7 +11755,7 @@ class ManagerTools:
     def status(self, up):
         """What servers_list says of one server (its curated tools too: public name -> the server's name)."""
         known = up.known()
-        namespace, curated = self.hub.namespace, {}
+        namespace, curated = self.namespace, {}
         for tool in (known or {}).get("tools", ()) if up.spec.overrides or (
                 namespace.plan.namespaces.get(namespace.name) or {}).get("overrides") else ():
             layers, public = namespace.plan.curation(namespace.name, up.spec, tool["name"], namespace.separator)
@@ -11756,7 +11764,7 @@ class ManagerTools:
         return dict({
             "id": up.spec.id, "name": up.spec.key, "status": up.state, "pid": up.pid,
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
-            "tools": sum(self.hub.namespace.left_out(up.spec, t["name"]) is None for t in known["tools"]) if known else None,
+            "tools": sum(namespace.left_out(up.spec, t["name"]) is None for t in known["tools"]) if known else None,
             "toolsFrom": ("server" if up.listing is not None else "cache") if known else None,
             "lastError": self.shown(up, up.last_error) if up.last_error else None, "restarts": up.restarts,
             "command": self.shown(up, up.spec.display()), "env": dict.fromkeys(up.spec.env, "***"),
@@ -11766,32 +11774,30 @@ class ManagerTools:
         }, **({"curatedTools": curated} if curated else {}))
 
     def _server(self, arguments) -> Upstream:
-        hub = self.hub
-        server_id = arguments.get("server_id")
-        upstream = next((u for u in hub.upstreams.values() if server_id in (u.spec.id, u.spec.key)), None)  # key too
+        server_id, upstreams = arguments.get("server_id"), self.upstreams()
+        upstream = next((u for u in upstreams.values() if server_id in (u.spec.id, u.spec.key)), None)  # key too
         if not upstream:
             raise UpstreamError(SERVER_NOT_FOUND, "no server %s%s; servers: %s" % (
-                json.dumps(server_id), " in namespace %s" % hub.namespace.name if hub.namespace.name else "",
-                ", ".join(hub.upstreams) or "none"))
+                json.dumps(server_id), " in namespace %s" % self.namespace.name if self.namespace.name else "",
+                ", ".join(upstreams) or "none"))
         return upstream
 
     async def call(self, tool, arguments, ctx=None):
         """Run one manager tool; its result is JSON text plus structuredContent. A signed-in person (`ctx`) is
         shown only the namespaces they may use."""
-        hub = self.hub
         person = getattr(getattr(ctx, "session", None), "signed_in", None)
         try:
             if tool == "servers_list":
-                result = {"servers": [self.status(u) for u in hub.upstreams.values()],
-                          "tools": hub.metrics.summary() if hub.metrics else {}}
+                result = {"servers": [self.status(u) for u in self.upstreams().values()],
+                          "tools": self.metrics.summary() if self.metrics else {}}
             elif tool == "namespaces_list":
-                namespace = hub.namespace
+                namespace = self.namespace
                 result = {"active": namespace.name, "chosenBy": namespace.chosen_by, "namespaces": [
                     {"name": name, "servers": ns["servers"], "active": name == namespace.name,
                      "description": ns["description"]} for name, ns in namespace.plan.namespaces.items()
-                    if person is None or hub.admits is None or hub.admits(ns.get("people"), person)]}
+                    if person is None or self.admits is None or self.admits(ns.get("people"), person)]}
             elif tool == "config_reload":
-                result = await hub.reload()
+                result = await self.reload()
             elif tool == "server_logs":
                 upstream = self._server(arguments)
                 count = arguments.get("lines", 50)
@@ -11823,19 +11829,22 @@ class UpstreamSkills:
     """Skills of the servers that declare the skills extension, asked of a server when a client asks (never ahead),
     under skill://<server id>/...; the config's own skills beside them."""
 
-    def __init__(self, hub):
-        self.hub = hub
+    def __init__(self, namespace: Namespace, log: Log, upstreams, active, discover, local):
+        """`upstreams()`: id -> Upstream of the active namespace, `active()`: those usable (a reload replaces them);
+        `discover()`: the coroutine that starts the servers never listed; `local()`: the config's own sources."""
+        self.namespace, self.log = namespace, log
+        self.upstreams, self.active, self.discover, self.local = upstreams, active, discover, local
         self._paths = {}  # server id -> the skill paths its last skills/list served here
 
     def servers(self):
         """The servers whose last listing declared the skills extension."""
-        return [u for u in self.hub._active() if isinstance((u.known() or {}).get("skills"), dict)]
+        return [u for u in self.active() if isinstance((u.known() or {}).get("skills"), dict)]
 
     def _entry(self, upstream, entry):
         """A server's skill entry under skill://<id>/..., or None when left out (filters) or malformed."""
         if str(_object(entry).get("uri"))[:8] != "skill://" or not isinstance(entry.get("frontmatter"), dict):
             return None
-        if self.hub.namespace.left_out(upstream.spec, str(entry["frontmatter"].get("name"))) is not None:
+        if self.namespace.left_out(upstream.spec, str(entry["frontmatter"].get("name"))) is not None:
             return None
         entry = dict(entry, uri=skill_uri(upstream.spec.id, entry["uri"]))
         if isinstance(entry.get("resources"), list):
@@ -11855,16 +11864,16 @@ class UpstreamSkills:
 
     async def list(self):
         """The config's own skills, then each server's (asked now, never ahead), under skill://<id>/."""
-        await self.hub._discover()
+        await self.discover()
         entries = []
-        for source in self.hub.local:
+        for source in self.local():
             if source.skills:
                 entries.extend(await source.list_skills())
         for upstream in self.servers():
             try:
                 found = await self._pages(upstream, "skills/list", {}, "skills")
             except McpError as exc:
-                self.hub.log.warning("%s: skills/list failed: %s", upstream.spec.id, exc.message)
+                self.log.warning("%s: skills/list failed: %s", upstream.spec.id, exc.message)
                 continue
             served = [e for e in (self._entry(upstream, e) for e in found) if e]
             self._paths[upstream.spec.id] = {e["uri"][8:-len("/SKILL.md")] for e in served}
@@ -11874,9 +11883,9 @@ class UpstreamSkills:
     async def route(self, uri):
         """(server, its own URI) for skill://<id>/..., None for a URI of no server; -32602 outside its skills."""
         segments = skill_uri_segments(uri) if uri.startswith("skill://") else ()
-        upstream = self.hub.upstreams.get(segments[0]) if len(segments) > 1 else None
+        upstream = self.upstreams().get(segments[0]) if len(segments) > 1 else None
         if upstream and upstream not in self.servers():
-            await self.hub._discover()  # a server not listed yet
+            await self.discover()  # a server not listed yet
         if not upstream or upstream not in self.servers():
             return None
         if upstream.spec.id not in self._paths:
@@ -11909,7 +11918,7 @@ class UpstreamSkills:
                 if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
 
     async def _local(self, method, uri):
-        for source in self.hub.local:
+        for source in self.local():
             if source.skills:
                 result = await getattr(source, method)(uri)
                 if result is not None:
@@ -12091,11 +12100,12 @@ class Aggregator(Source):
         self._specs = self.namespace.apply(plan)
         self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
         self.signing_in = {}  # server id -> (the sign-in URL's future, the sign-in's, elicitation id): _sign_in_by_url
-        self.manager = ManagerTools(self)
+        self.manager = ManagerTools(self.namespace, lambda: self.upstreams, self.reload, metrics, admits)
         self.bridge = along.bridge if along else InputBridge()
         self.downstream = along.downstream if along else Downstream(self, self.bridge)
         self.shared = along.shared if along else {}  # server id -> the Upstream every namespace's URL uses
-        self.upstream_skills = UpstreamSkills(self)
+        self.upstream_skills = UpstreamSkills(self.namespace, log, lambda: self.upstreams, self._active, self._discover,
+                                              lambda: self.local)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
         return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
