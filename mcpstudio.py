@@ -10731,8 +10731,9 @@ class BackChannel:
     call that caused them, and its progress, log lines and changes passed on."""
 
     def __init__(self, client: McpClient, downstream: Downstream, log: Log, server_id, owner, *, state, timeout, relist):
-        """`client`: the server's, which answers go back on; `owner`: Upstream.owner; `state()`: the server's state
-        (running, ...), `timeout()`: its toolTimeout (a reload may change it), `relist()`: list it again."""
+        """`client`: the server's, which hands the server's messages here and takes the answers; `owner`:
+        Upstream.owner; `state()`: the server's state (running, ...), `timeout()`: its toolTimeout (a reload may
+        change it), `relist()`: list it again."""
         self.client, self.downstream, self.log = client, downstream, log
         self.server_id, self.owner = server_id, owner
         self.state, self.timeout, self.relist = state, timeout, relist
@@ -11017,9 +11018,7 @@ class Upstream:
         self.state = "stopped"   # stopped, starting, running, failed, crashed, stopped-by-user, ...
         self.server_log = ServerLog(spec.id, log)
         self.backoff = RestartBackoff()
-        # The client hands the server's own messages to the back channel, which answers on the client.
-        self.client = McpClient(spec.id, lambda message, cause=None: self.back.message(message, cause),
-                                self.server_log.note)
+        self.client = McpClient(spec.id, lambda message, cause: self.back.message(message, cause), self.server_log.note)
         self.back = BackChannel(self.client, downstream, log, spec.id, owner, state=lambda: self.state,
                                 timeout=lambda: self.spec.tool_timeout, relist=self.relist)
         self.tasks = ServerTasks(self)
