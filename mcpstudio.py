@@ -12047,70 +12047,20 @@ class PersonSecrets:
         return there
 
 
-class Aggregator(Source):
-    """The config's own sources plus upstream servers, as one source (see the section comment)."""
+class IsolatedInstances:
+    """The processes of isolated servers (`isolation`: "user" or "session"): each caller's own instance of a server,
+    started with their own secrets (and token), at most `maxInstances` of a server at once; stopped when idle for its
+    idleTimeout, when its session ends, or when a reload changes or removes its server."""
 
-    dynamic = True
-    resources = True
-    prompts = True
-    completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
-    subscribable = True  # and take resource subscriptions (one that cannot: -32601)
-    skill_methods = True  # it may learn of its servers' skills by listing
-    _reading = _reloading = None  # the tasks reading listings from disk and the config file
-    _sweeping = None  # the task that stops idle isolated instances (_sweep_idle)
+    _sweeping = None  # the task that stops idle instances (_sweep_idle)
 
-    @property
-    def skills(self):
-        """Skills of its own, or a server whose last listing declared the skills extension."""
-        return any(s.skills for s in self.local) or bool(self.upstream_skills.servers())
-
-    @property
-    def refusal(self):
-        """What every request gets when the config's namespace cannot be chosen (see Namespace)."""
-        return self.namespace.refusal
-
-    def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
-                 separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
-                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None, sign_in=None, admits=None,
-                 metrics=None, tool_search=(None, TOOL_SEARCH_THRESHOLD, ()), along=None):
-        """`metrics`: the Guard's CallMetrics (servers_list shows them); `tool_search`: the config's toolSearch,
-        threshold and pins (check shows them); `along`: the Aggregator of /mcp when this one serves a
-        /mcp/<namespace> URL, whose client link (downstream, bridge) it uses and whose servers it runs with
-        (each server runs once, whichever URL started it)."""
-        self.runner, self.log = runner, log
-        self.metrics, self.tool_search, self.along = metrics, tool_search, along
-        self.sign_in = sign_in  # the config's signIn and people (read_sign_in, kept current by reloads), or None
-        self.admits = admits    # the people rule (Sign-in: admits): who a namespace's `people`, or `admins`, names
-        self.separator = separator
-        self.namespace = Namespace(namespace, separator, config_path, log)
-        self.manager_tools = manager_tools
-        self.eager = eager
-        self.reload_config = reload
-        self.config_path = config_path
-        self.cache_dir = cache_dir or user_cache_dir()
-        self.local = list(local)
-        self.local_key = local_key  # the config's own part, to tell whether a reload changed it
-        self.upstreams = {}     # id -> Upstream, of the active namespace, in config order
-        self._tools = {}        # listed name -> ("local", source, name) / ("upstream", Upstream, name) / ("manager", name)
-        self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
-        self._uris = {}         # resource uri -> Upstream
-        self._prompt_routes = {}
-        self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
-        self._specs = self.namespace.apply(plan)
+    def __init__(self, runner: ProcessRunner, log: Log, downstream: Downstream, cache_dir, config_path, start_tool):
+        """What an instance is built with, as the Aggregator builds its shared servers' (see Upstream)."""
+        self.runner, self.log, self.downstream = runner, log, downstream
+        self.cache_dir, self.config_path, self.start_tool = cache_dir, config_path, start_tool
         self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
-        self.signing_in = {}  # server id -> (the sign-in URL's future, the sign-in's, elicitation id): _sign_in_by_url
-        self.manager = ManagerTools(self.namespace, lambda: self.upstreams, self.reload, metrics, admits)
-        self.bridge = along.bridge if along else InputBridge()
-        self.downstream = along.downstream if along else Downstream(self, self.bridge)
-        self.shared = along.shared if along else {}  # server id -> the Upstream every namespace's URL uses
-        self.upstream_skills = UpstreamSkills(self.namespace, log, lambda: self.upstreams, self._active, self._discover,
-                                              lambda: self.local)
 
-    def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
-        return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
-                        config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
-
-    async def _instance(self, upstream: Upstream, ctx) -> Upstream:
+    async def instance(self, upstream: Upstream, ctx) -> Upstream:
         """Where a call of `ctx` to `upstream` goes: the shared process, or for an isolated server the caller's
         own (`user`: the signed-in person's, started with their secrets; `session`: the client session's, the
         person's in 2026-07-28), at most `maxInstances` at once, the least recently used idle one stopped to
@@ -12120,10 +12070,10 @@ class Aggregator(Source):
             return upstream
         owner = ("person", person) if spec.isolation == "user" or ctx.modern else ("session", id(ctx.session))
         bearer = await self._person_token(spec, ctx.session) if spec.person_token else None
-        self.sweep_instances()
+        self.sweep()
         key = (spec.id,) + owner
         if key in self.isolated and bearer and self.isolated[key][0].refused_bearer not in (None, bearer):
-            self._stop_instance(key, "the server refused the person's last token")  # a new token: a new start
+            self._stop(key, "the server refused the person's last token")  # a new token: a new start
         if key in self.isolated:
             self.isolated.move_to_end(key)
             self.isolated[key][0].renew(bearer)
@@ -12141,10 +12091,10 @@ class Aggregator(Source):
             if idle is None:
                 raise ToolError("server `%s` runs %d instances already (its maxInstances), each busy with a call: "
                                 "try again in a while" % (spec.id, spec.max_instances))
-            self._stop_instance(idle, "another caller needed room (maxInstances %d)" % spec.max_instances)
+            self._stop(idle, "another caller needed room (maxInstances %d)" % spec.max_instances)
         own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
                        self.cache_dir, config_path=self.config_path,
-                       start_tool=self.namespace.manager_name("servers_start"), bearer=bearer,
+                       start_tool=self.start_tool, bearer=bearer,
                        owner=(owner[0], ctx.session) if owner[0] == "session" else owner)
         self.log.add_secrets([value for value in secrets.values() if value])
         self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
@@ -12184,6 +12134,121 @@ class Aggregator(Source):
                 % (spec.id, json.dumps(person.audiences) if person is not None and person.audiences
                    else "(a static token has none)" if person is not None else "(none)", spec.url, spec.url))
         return token
+
+    def sweep(self, ended=None):
+        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for their server's
+        idleTimeout."""
+        now = time.monotonic()
+        for key, entry in list(self.isolated.items()):
+            if entry[3] is not None and (entry[3].closed or entry[3] is ended):
+                self._stop(key, "its session ended")
+            elif not entry[2] and now - entry[1] > entry[0].spec.idle_timeout:
+                self._stop(key, "it was not used for %g s (its idleTimeout)" % entry[0].spec.idle_timeout)
+
+    async def _sweep_idle(self):
+        """While isolated instances run, sweep them when the first of them could have gone idle: an instance
+        nobody calls again is stopped on time, not at the next call."""
+        while self.isolated:
+            now = time.monotonic()
+            due = min((entry[1] + entry[0].spec.idle_timeout for entry in self.isolated.values() if not entry[2]),
+                      default=now + min(entry[0].spec.idle_timeout for entry in self.isolated.values()))  # all busy
+            await asyncio.sleep(min(max(due - now, 0) + 0.5, ISOLATED_IDLE))
+            self.sweep()
+
+    def _stop(self, key, why):
+        entry = self.isolated.pop(key)
+        asyncio.ensure_future(entry[0].stop(why))
+
+    def calling(self, upstream):
+        """A call to `upstream` begins: an instance of this one's is busy (not stopped to make room) while it runs.
+        Its entry, for called(); None for a shared process."""
+        entry = next((e for e in self.isolated.values() if e[0] is upstream), None)
+        if entry:
+            entry[2] += 1
+        return entry
+
+    @staticmethod
+    def called(entry):
+        """The call calling() gave `entry` for ended: the instance was used now, and is one call less busy."""
+        entry[1], entry[2] = time.monotonic(), entry[2] - 1
+
+    def upstreams(self):
+        """The instances running, or starting."""
+        return [entry[0] for entry in self.isolated.values()]
+
+    def stop_servers(self, server_ids, why):
+        """Stop every instance of the servers `server_ids` (a reload removed or changed them)."""
+        for key in [k for k in self.isolated if k[0] in server_ids]:
+            self._stop(key, why)
+
+    def close(self):
+        """Sweep no more (Aggregator.close stops the instances with the shared servers)."""
+        if self._sweeping is not None:
+            self._sweeping.cancel()
+
+
+class Aggregator(Source):
+    """The config's own sources plus upstream servers, as one source (see the section comment)."""
+
+    dynamic = True
+    resources = True
+    prompts = True
+    completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
+    subscribable = True  # and take resource subscriptions (one that cannot: -32601)
+    skill_methods = True  # it may learn of its servers' skills by listing
+    _reading = _reloading = None  # the tasks reading listings from disk and the config file
+
+    @property
+    def skills(self):
+        """Skills of its own, or a server whose last listing declared the skills extension."""
+        return any(s.skills for s in self.local) or bool(self.upstream_skills.servers())
+
+    @property
+    def refusal(self):
+        """What every request gets when the config's namespace cannot be chosen (see Namespace)."""
+        return self.namespace.refusal
+
+    def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
+                 separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
+                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None, sign_in=None, admits=None,
+                 metrics=None, tool_search=(None, TOOL_SEARCH_THRESHOLD, ()), along=None):
+        """`metrics`: the Guard's CallMetrics (servers_list shows them); `tool_search`: the config's toolSearch,
+        threshold and pins (check shows them); `along`: the Aggregator of /mcp when this one serves a
+        /mcp/<namespace> URL, whose client link (downstream, bridge) it uses and whose servers it runs with
+        (each server runs once, whichever URL started it)."""
+        self.runner, self.log = runner, log
+        self.metrics, self.tool_search, self.along = metrics, tool_search, along
+        self.sign_in = sign_in  # the config's signIn and people (read_sign_in, kept current by reloads), or None
+        self.admits = admits    # the people rule (Sign-in: admits): who a namespace's `people`, or `admins`, names
+        self.separator = separator
+        self.namespace = Namespace(namespace, separator, config_path, log)
+        self.manager_tools = manager_tools
+        self.eager = eager
+        self.reload_config = reload
+        self.config_path = config_path
+        self.cache_dir = cache_dir or user_cache_dir()
+        self.local = list(local)
+        self.local_key = local_key  # the config's own part, to tell whether a reload changed it
+        self.upstreams = {}     # id -> Upstream, of the active namespace, in config order
+        self._tools = {}        # listed name -> ("local", source, name) / ("upstream", Upstream, name) / ("manager", name)
+        self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
+        self._uris = {}         # resource uri -> Upstream
+        self._prompt_routes = {}
+        self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
+        self._specs = self.namespace.apply(plan)
+        self.signing_in = {}  # server id -> (the sign-in URL's future, the sign-in's, elicitation id): _sign_in_by_url
+        self.manager = ManagerTools(self.namespace, lambda: self.upstreams, self.reload, metrics, admits)
+        self.bridge = along.bridge if along else InputBridge()
+        self.downstream = along.downstream if along else Downstream(self, self.bridge)
+        self.shared = along.shared if along else {}  # server id -> the Upstream every namespace's URL uses
+        self.instances = IsolatedInstances(runner, log, self.downstream, self.cache_dir, config_path,
+                                           self.namespace.manager_name("servers_start"))
+        self.upstream_skills = UpstreamSkills(self.namespace, log, lambda: self.upstreams, self._active, self._discover,
+                                              lambda: self.local)
+
+    def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
+        return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
+                        config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
 
     async def _sign_in_by_url(self, upstream: Upstream, ctx):
         """Issue 45.5: a URL server's sign-in can no longer be refreshed, and mcpstudio may not open a browser.
@@ -12227,10 +12292,11 @@ class Aggregator(Source):
             {"mode": "url", "elicitationId": pending[2], "url": url, "message": message}]})
 
     async def _own(self, upstream: Upstream, ctx) -> Upstream:
-        """Where a read, a prompt or a completion of `ctx` goes: as a call's (`_instance`), so what a person reads
-        of an isolated server comes from their own process; what keeps it from them is a request error."""
+        """Where a read, a prompt or a completion of `ctx` goes: as a call's (IsolatedInstances.instance), so what
+        a person reads of an isolated server comes from their own process; what keeps it from them is a request
+        error."""
         try:
-            return await self._instance(upstream, ctx)
+            return await self.instances.instance(upstream, ctx)
         except ToolError as exc:
             raise McpError(INVALID_PARAMS, str(exc), {"server": upstream.spec.id}) from None
 
@@ -12247,28 +12313,8 @@ class Aggregator(Source):
         return bool(self.bridge.calls)
 
     def sweep_instances(self, ended=None):
-        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for their server's
-        idleTimeout."""
-        now = time.monotonic()
-        for key, entry in list(self.isolated.items()):
-            if entry[3] is not None and (entry[3].closed or entry[3] is ended):
-                self._stop_instance(key, "its session ended")
-            elif not entry[2] and now - entry[1] > entry[0].spec.idle_timeout:
-                self._stop_instance(key, "it was not used for %g s (its idleTimeout)" % entry[0].spec.idle_timeout)
-
-    async def _sweep_idle(self):
-        """While isolated instances run, sweep them when the first of them could have gone idle: an instance
-        nobody calls again is stopped on time, not at the next call."""
-        while self.isolated:
-            now = time.monotonic()
-            due = min((entry[1] + entry[0].spec.idle_timeout for entry in self.isolated.values() if not entry[2]),
-                      default=now + min(entry[0].spec.idle_timeout for entry in self.isolated.values()))  # all busy
-            await asyncio.sleep(min(max(due - now, 0) + 0.5, ISOLATED_IDLE))
-            self.sweep_instances()
-
-    def _stop_instance(self, key, why):
-        entry = self.isolated.pop(key)
-        asyncio.ensure_future(entry[0].stop(why))
+        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle (IsolatedInstances)."""
+        self.instances.sweep(ended)
 
     # -- the source contract ---------------------------------------------------------
 
@@ -12488,10 +12534,8 @@ class Aggregator(Source):
             self.namespace.check_permitted(upstream.spec, name, original)
             if curated:  # checked against the schema the model saw, then sent as the server expects it
                 arguments = curated.arguments(arguments)
-            upstream = await self._instance(upstream, ctx)
-            entry = next((e for e in self.isolated.values() if e[0] is upstream), None)
-            if entry:
-                entry[2] += 1  # busy: not stopped to make room while the call runs
+            upstream = await self.instances.instance(upstream, ctx)
+            entry = self.instances.calling(upstream)  # busy: not stopped to make room while the call runs
             if ctx and ctx.task is not None:  # a task of mcpstudio's: the server's own, where it has them
                 await upstream.ready(ctx)
                 if upstream.tasks.runs(original, ctx):
@@ -12516,7 +12560,7 @@ class Aggregator(Source):
             raise
         finally:
             if entry:
-                entry[1], entry[2] = time.monotonic(), entry[2] - 1
+                self.instances.called(entry)
 
     async def await_owner(self, name):
         """Wait for the servers that may own tool `name` (their prefix fits) but have never listed their tools:
@@ -12663,8 +12707,7 @@ class Aggregator(Source):
         """Stop every upstream (stdin closed, SIGTERM, SIGKILL) and the file watch."""
         self.watch.close()
         self.bridge.close()
-        if self._sweeping is not None:
-            self._sweeping.cancel()
+        self.instances.close()
         # A server still starting for its first listing: let it finish, briefly, so that its tools are
         # cached for the next run (a client that gives up on a slow server would otherwise never see them).
         first = [u for u in self.upstreams.values() if u.state == "starting" and u.known() is None]
@@ -12672,8 +12715,8 @@ class Aggregator(Source):
             self.log.info("waiting up to %g s for %s to list its tools, to cache them", CACHE_LINGER,
                           ", ".join(u.spec.id for u in first))
             await asyncio.wait([u.start() for u in first], timeout=CACHE_LINGER)
-        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(self.upstreams.values()) + [
-            entry[0] for entry in self.isolated.values()]), return_exceptions=True)
+        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(self.upstreams.values())
+                               + self.instances.upstreams()), return_exceptions=True)
         for source in self.local:
             await source.close()
 
@@ -12723,8 +12766,7 @@ class Aggregator(Source):
                 new[sid] = upstream
         for sid in report["removed"]:
             await old[sid].stop("it was removed from the config")
-        for key in [k for k in self.isolated if k[0] in report["removed"] or k[0] in report["restarted"]]:
-            self._stop_instance(key, "its configuration changed")
+        self.instances.stop_servers(report["removed"] + report["restarted"], "its configuration changed")
         self.upstreams = new
         report["namespace"] = self.namespace.name
         if self.namespace.refusal:
