@@ -14259,6 +14259,61 @@ class NamespaceUrls:
             await served.server.catalog.close()
 
 
+class SignInGate:
+    """What the MCP URLs of an HttpServer ask of a request when its config signs people in (signIn, people): the
+    Person its bearer token names (the SignIn checks the token), with the scopes asked for and among the namespace's
+    people; and the RFC 9728 documents at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]] that say where
+    to get a token."""
+
+    def __init__(self, sign_in: SignIn, open_paths, catalog: Catalog, namespace_url):
+        """`open_paths`: the endpoints served without a token (openEndpoints); `catalog`: the Server's, whose
+        Aggregator names the namespaces; `namespace_url(path)`: NamespaceUrls.get (404 for a namespace not there)."""
+        self.sign_in, self.open_paths, self.catalog, self.namespace_url = sign_in, open_paths, catalog, namespace_url
+
+    def namespace_of(self, path):
+        """(the namespace an MCP URL serves or None, its people or None): /mcp serves the config's chosen one."""
+        hub = next((s for s in self.catalog.sources if isinstance(s, Aggregator)), None)
+        if hub is None:
+            return None, None
+        name = hub.namespace.name if path == HTTP_PATH else path.rpartition("/")[2]
+        return name, _object(hub.namespace.plan.namespaces.get(name)).get("people")
+
+    def metadata(self, path):
+        """The RFC 9728 document at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]]."""
+        rest = path[len(WELL_KNOWN_RESOURCE):].rstrip("/")
+        if rest not in ("", HTTP_PATH) and not (rest.startswith(HTTP_PATH + "/") and self.namespace_url(rest)):
+            raise HttpError(404, "no protected resource %s here (the MCP endpoint is %s)" % (rest, HTTP_PATH))
+        return self.sign_in.metadata(rest[len(HTTP_PATH) + 1:] or None)
+
+    async def person(self, target, headers):
+        """The signed-in Person of a request (None for the metadata and open endpoints); a 401 (no token, or one
+        refused) or 403 (`insufficient_scope`: scopes, or the namespace's people) otherwise."""
+        path = target.split("?", 1)[0]
+        if path in self.open_paths or path.startswith(WELL_KNOWN_RESOURCE):
+            return None
+        shown, people = self.namespace_of(path) if path.startswith(HTTP_PATH) else (None, None)  # /health, /metrics
+        name = shown if path.startswith(HTTP_PATH + "/") else None
+        challenge = 'Bearer resource_metadata="%s"' % self.sign_in.metadata_url(name) + (
+            ', scope="%s"' % " ".join(self.sign_in.scopes) if self.sign_in.scopes else "")
+        given = headers.get("authorization", "")
+        if given[:7].lower() != "bearer " or not given[7:].strip():
+            raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
+                            % self.sign_in.metadata_url(name), headers=[("WWW-Authenticate", challenge)])
+        try:
+            person = await self.sign_in.person(given[7:].strip(), name)
+        except TokenError as exc:
+            why = _header_text(str(exc))
+            raise HttpError(401, "the access token is refused: %s" % why, headers=[(
+                "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
+        missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
+        if missing or not admits(people, person):
+            why = _header_text("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the "
+                               "people of namespace %s" % (person.subject, shown))
+            raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
+                            'error_description="%s"' % (challenge, why))])
+        return person
+
+
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
@@ -14288,6 +14343,7 @@ class HttpServer:
         self.trusted = set()
         self.calls = {}  # the _Exchange of each reply being delivered -> its 2026-07-28 Session (None: a session's)
         self.namespaces = NamespaceUrls(self, namespaced)
+        self.gate = self._gate(sign_in) if sign_in else None  # None: no person signs in
 
     async def start(self):
         """Listen on the configured address (port 0 picks a free one); with the config's signIn or people, ask
@@ -14299,7 +14355,12 @@ class HttpServer:
         if plan and self.sign_in is None:
             shown = "[%s]" % self.host if ":" in self.host else self.host
             self.sign_in = SignIn(plan, plan["audience"] or "http://%s:%d%s" % (shown, self.port, HTTP_PATH), self.log)
+            self.gate = self._gate(self.sign_in)
         self.sweep()
+
+    def _gate(self, sign_in):
+        """The SignInGate of its MCP URLs, for the people `sign_in` signs in."""
+        return SignInGate(sign_in, self.server.guard.open, self.server.catalog, self.namespaces.get)
 
     def sweep(self):
         """End idle sessions from now on (start() does; a namespace's URL, which does not listen, is told to)."""
@@ -14356,7 +14417,7 @@ class HttpServer:
                     head = await asyncio.wait_for(_read_head(reader, first),
                                                   max(0.01, self.header_timeout - (time.monotonic() - started)))
                     self._check(*head)
-                    person = await self._person(head[1], head[3])
+                    person = await self.gate.person(head[1], head[3]) if self.gate else None
                     self._admit(task)
                     body = await asyncio.wait_for(_read_body(reader, head[3]), self.header_timeout)
                 except asyncio.TimeoutError:
@@ -14373,8 +14434,8 @@ class HttpServer:
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
                 path = target.split("?", 1)[0]
                 http = self if path == HTTP_PATH else self.namespaces.get(path)
-                if self.sign_in and path.startswith(WELL_KNOWN_RESOURCE):
-                    await self._reply(writer, 200, self._resource_metadata(path), close=not keep)
+                if self.gate and path.startswith(WELL_KNOWN_RESOURCE):
+                    await self._reply(writer, 200, self.gate.metadata(path), close=not keep)
                 elif not http:
                     writer.write(operations_report(path, self.server, len(self.sessions), self.leaving))
                     await self._drain(writer)
@@ -14447,53 +14508,10 @@ class HttpServer:
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if self.sign_in and path.startswith(WELL_KNOWN_RESOURCE):
-            self._resource_metadata(path)  # a 404 for a namespace that is not there
+        if self.gate and path.startswith(WELL_KNOWN_RESOURCE):
+            self.gate.metadata(path)  # a 404 for a namespace that is not there
         elif path not in (HTTP_PATH, "/health", "/metrics") and not self.namespaces.get(path):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
-
-    def _namespace_of(self, path):
-        """(the namespace an MCP URL serves or None, its people or None): /mcp serves the config's chosen one."""
-        hub = next((s for s in self.server.catalog.sources if isinstance(s, Aggregator)), None)
-        if hub is None:
-            return None, None
-        name = hub.namespace.name if path == HTTP_PATH else path.rpartition("/")[2]
-        return name, _object(hub.namespace.plan.namespaces.get(name)).get("people")
-
-    def _resource_metadata(self, path):
-        """The RFC 9728 document at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]]."""
-        rest = path[len(WELL_KNOWN_RESOURCE):].rstrip("/")
-        if rest not in ("", HTTP_PATH) and not (rest.startswith(HTTP_PATH + "/") and self.namespaces.get(rest)):
-            raise HttpError(404, "no protected resource %s here (the MCP endpoint is %s)" % (rest, HTTP_PATH))
-        return self.sign_in.metadata(rest[len(HTTP_PATH) + 1:] or None)
-
-    async def _person(self, target, headers):
-        """The signed-in Person of a request (None without signIn, and for the metadata and open endpoints); a 401
-        (no token, or one refused) or 403 (`insufficient_scope`: scopes, or the namespace's people) otherwise."""
-        path = target.split("?", 1)[0]
-        if self.sign_in is None or path in self.server.guard.open or path.startswith(WELL_KNOWN_RESOURCE):
-            return None
-        shown, people = self._namespace_of(path) if path.startswith(HTTP_PATH) else (None, None)  # /health, /metrics
-        name = shown if path.startswith(HTTP_PATH + "/") else None
-        challenge = 'Bearer resource_metadata="%s"' % self.sign_in.metadata_url(name) + (
-            ', scope="%s"' % " ".join(self.sign_in.scopes) if self.sign_in.scopes else "")
-        given = headers.get("authorization", "")
-        if given[:7].lower() != "bearer " or not given[7:].strip():
-            raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
-                            % self.sign_in.metadata_url(name), headers=[("WWW-Authenticate", challenge)])
-        try:
-            person = await self.sign_in.person(given[7:].strip(), name)
-        except TokenError as exc:
-            why = _header_text(str(exc))
-            raise HttpError(401, "the access token is refused: %s" % why, headers=[(
-                "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
-        missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
-        if missing or not admits(people, person):
-            why = _header_text("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the "
-                               "people of namespace %s" % (person.subject, shown))
-            raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
-                            'error_description="%s"' % (challenge, why))])
-        return person
 
     # -- requests ---------------------------------------------------------------------------
 

@@ -1022,7 +1022,7 @@ class SectionTests(unittest.TestCase):
         "McpClient": "Upstreams", "_HttpChannel": "Upstreams", "BackChannel": "Upstreams",
         "ManagerTools": "Aggregator", "UpstreamSkills": "Aggregator", "IsolatedInstances": "Aggregator",
         "Aggregator": "Aggregator", "Server": "Server", "serve_stdio": "Server", "SignIn": "Sign-in",
-        "HttpServer": "Streamable HTTP", "parse_command_line": "Command line", "_build_server": "Command line",
+        "HttpServer": "Streamable HTTP", "SignInGate": "Streamable HTTP", "parse_command_line": "Command line", "_build_server": "Command line",
         "check_config": "Tools for people", "init_config": "Tools for people", "print_status": "Tools for people",
         "inspect_command": "Tools for people", "Board": "tui", "main": "main",
     }
