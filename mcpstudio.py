@@ -10727,8 +10727,13 @@ class BackChannel:
     """What a server sends of its own accord: its requests (sampling, elicitation, roots) put to the client of the
     call that caused them, and its progress, log lines and changes passed on."""
 
-    def __init__(self, upstream, downstream):
-        self.upstream, self.downstream = upstream, downstream
+    def __init__(self, client: McpClient, downstream: Downstream, log: Log, server_id, owner, *, state, timeout, relist):
+        """`client`: the server's, which hands the server's messages here and takes the answers; `owner`:
+        Upstream.owner; `state()`: the server's state (running, ...), `timeout()`: its toolTimeout (a reload may
+        change it), `relist()`: list it again."""
+        self.client, self.downstream, self.log = client, downstream, log
+        self.server_id, self.owner = server_id, owner
+        self.state, self.timeout, self.relist = state, timeout, relist
         self.asking = {}    # id of a request the server sent us -> the task asking mcpstudio's client
         self.calls = []     # CallContexts of the requests forwarded to it, in flight
         self.progress = {}  # our progress token -> the client's CallContext
@@ -10742,7 +10747,7 @@ class BackChannel:
         method = message["method"]
         params = _object(message.get("params"))
         if "id" in message and method == "ping":
-            self.upstream.client.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            self.client.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif "id" in message:  # sampling, elicitation, roots: asked of mcpstudio's client
             request_id = message["id"]
             if isinstance(request_id, ID_TYPES) and request_id not in self.asking:
@@ -10754,14 +10759,14 @@ class BackChannel:
                 self.asking[request_id] = asyncio.ensure_future(self._ask_client(request_id, method, params, cause,
                                                                                  refusal))
         elif method in DROPPABLE and take_token(self.notices, [("", UPSTREAM_NOTICES, 1.0)], time.monotonic())[1]:
-            self.upstream.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the "
-                                        "rest are dropped", self.upstream.spec.id, UPSTREAM_NOTICES)
+            self.log.warn_once("server `%s` sends more than %d log or progress notifications a second: the rest are "
+                               "dropped", self.server_id, UPSTREAM_NOTICES)
         elif method == "notifications/cancelled":
             asking = self.asking.get(params.get("requestId")) if isinstance(params.get("requestId"), ID_TYPES) else None
             if asking:
                 asking.cancel()
         elif method == "notifications/resources/updated":
-            self.downstream.updated(params, self.upstream.owner)
+            self.downstream.updated(params, self.owner)
         elif method == "notifications/elicitation/complete":
             self._complete(method, params)
         elif method == "notifications/progress":
@@ -10771,10 +10776,9 @@ class BackChannel:
                 ctx.progress(params["progress"], params.get("total"), params.get("message"))
         elif method == "notifications/message":
             self.downstream.forward_log(params.get("level") if params.get("level") in LOG_LEVELS else "info",
-                                        params.get("data"), self.upstream.spec.id,  # the server id as logger
-                                        self.upstream.owner)
-        elif method.endswith("/list_changed") and self.upstream.state == "running":
-            self.upstream.relist()
+                                        params.get("data"), self.server_id, self.owner)  # the server id as logger
+        elif method.endswith("/list_changed") and self.state() == "running":
+            self.relist()
 
     def _cause(self, method, params):
         """The call a request of the server's belongs to when no stream says (stdio): the one whose progress token
@@ -10788,8 +10792,8 @@ class BackChannel:
             return self.tasks[task]
         people = {getattr(ctx.session, "person", None) for ctx in self.calls if ctx is not None}
         if len(people) > 1:
-            self.upstream.log.warning("server `%s` sent %s during calls of %d people, naming none of them: refused "
-                                      "(whose it is cannot be told)", self.upstream.spec.id, method, len(people))
+            self.log.warning("server `%s` sent %s during calls of %d people, naming none of them: refused (whose it "
+                             "is cannot be told)", self.server_id, method, len(people))
             raise McpError(INVALID_REQUEST, "mcpstudio cannot tell whose call this %s belongs to: calls of several "
                            "people are in flight and it names none (send it on the call's own stream, or with the "
                            "call's progressToken in _meta), so it is refused rather than put to the wrong person"
@@ -10800,12 +10804,12 @@ class BackChannel:
         """Whom what the server sends outside any call goes to: mcpstudio's client (over --http the first), or for
         an isolated process one of its owner's sessions. McpError when sessions of several people could be meant
         (it is refused, never guessed)."""
-        owner = self.upstream.owner
+        owner = self.owner
         sessions = [s for s in self.downstream.sessions() if not s.closed and owned_by(s, owner)]
         people = {session.person for session in sessions}
         if len(people) > 1:
-            self.upstream.log.warning("server `%s` sent %s outside any call while %d people are connected: refused "
-                                      "(whose it is cannot be told)", self.upstream.spec.id, method, len(people))
+            self.log.warning("server `%s` sent %s outside any call while %d people are connected: refused (whose it "
+                             "is cannot be told)", self.server_id, method, len(people))
             raise McpError(INVALID_REQUEST, "mcpstudio cannot tell whom this %s is for: it came outside any call "
                            "while several people are connected, so it is refused rather than put to the wrong "
                            "person" % method)
@@ -10849,7 +10853,7 @@ class BackChannel:
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
                 reply["result"] = await self.downstream.bridge.ask(cause, method, params)
             elif not cause and method in ("sampling/createMessage", "elicitation/create"):  # whom would a person answer?
-                self.upstream.log.warning("server `%s` sent %s outside any call: refused", self.upstream.spec.id, method)
+                self.log.warning("server `%s` sent %s outside any call: refused", self.server_id, method)
                 raise McpError(INVALID_REQUEST, "mcpstudio passes %s on only during a call of this server's" % method)
             else:
                 client = cause and cause.session or self._outside_calls(method)
@@ -10858,21 +10862,20 @@ class BackChannel:
                     raise McpError(METHOD_NOT_FOUND, "mcpstudio's client offers no %s" % method)
                 if method == "elicitation/create" and params.get("mode") == "url":
                     self.showing([params], client)
-                reply["result"] = await client.request(method, params, self.upstream.spec.tool_timeout,
-                                                       cause and cause.request_id)
+                reply["result"] = await client.request(method, params, self.timeout(), cause and cause.request_id)
         except McpError as exc:
             reply["error"] = exc.to_json()
         except asyncio.CancelledError:
             return  # the server cancelled it: no answer
         finally:
             self.asking.pop(request_id, None)
-        if self.upstream.state in ("starting", "running"):
-            self.upstream.client.send(reply)
+        if self.state() in ("starting", "running"):
+            self.client.send(reply)
 
     def stream_paused(self, request_id):
         """The server closed the event stream of our request `request_id` before it answered, to be resumed
         (SEP-1699): the client's own stream of the call is closed too, for it to resume (over --http)."""
-        cause = self.upstream.client.causes.get(request_id)
+        cause = self.client.causes.get(request_id)
         pause = getattr(cause.session.transport, "pause", None) if cause and cause.session else None
         if pause and (cause.session.protocol_version or "") >= "2025-11-25":  # older: no event ids
             pause(cause.request_id)
@@ -11012,8 +11015,9 @@ class Upstream:
         self.state = "stopped"   # stopped, starting, running, failed, crashed, stopped-by-user, ...
         self.server_log = ServerLog(spec.id, log)
         self.backoff = RestartBackoff()
-        self.back = BackChannel(self, downstream)
-        self.client = McpClient(spec.id, self.back.message, self.server_log.note)
+        self.client = McpClient(spec.id, lambda message, cause: self.back.message(message, cause), self.server_log.note)
+        self.back = BackChannel(self.client, downstream, log, spec.id, owner, state=lambda: self.state,
+                                timeout=lambda: self.spec.tool_timeout, relist=self.relist)
         self.tasks = ServerTasks(self)
         self.listen_stream = ListenStream(self)
         self.cache = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log)
@@ -11721,18 +11725,21 @@ class Namespace:
 class ManagerTools:
     """The aggregator's own tools (`mcpstudio__servers_list`, ...): its servers, their logs, reloads, namespaces."""
 
-    def __init__(self, hub):
-        self.hub = hub
+    def __init__(self, namespace: Namespace, upstreams, reload, metrics: CallMetrics | None = None, admits=None):
+        """`upstreams()`: id -> Upstream of the active namespace (a reload replaces them); `reload()`: config_reload's
+        coroutine; `metrics`: the guard's counters servers_list shows; `admits`: the people rule of namespaces_list."""
+        self.namespace, self.upstreams, self.reload = namespace, upstreams, reload
+        self.metrics, self.admits = metrics, admits
 
     def listed(self):
-        """(tool, its listing) of each manager tool, named with the hub's separator."""
+        """(tool, its listing) of each manager tool, named with the namespace's separator."""
         listed = []
         for tool, description, properties, read_only in MANAGER_TOOLS:
             schema = {"type": "object", "properties": {}}
             if properties is not None:
                 schema = {"type": "object", "properties": dict({"server_id": {"type": "string"}}, **properties),
                           "required": ["server_id"]}
-            listed.append((tool, {"name": self.hub.namespace.manager_name(tool), "description": "[mcpstudio] " + description,
+            listed.append((tool, {"name": self.namespace.manager_name(tool), "description": "[mcpstudio] " + description,
                                   "inputSchema": schema, "annotations": {"readOnlyHint": read_only}}))
         return listed
 
@@ -11744,7 +11751,7 @@ class ManagerTools:
     def status(self, up):
         """What servers_list says of one server (its curated tools too: public name -> the server's name)."""
         known = up.known()
-        namespace, curated = self.hub.namespace, {}
+        namespace, curated = self.namespace, {}
         for tool in (known or {}).get("tools", ()) if up.spec.overrides or (
                 namespace.plan.namespaces.get(namespace.name) or {}).get("overrides") else ():
             layers, public = namespace.plan.curation(namespace.name, up.spec, tool["name"], namespace.separator)
@@ -11753,7 +11760,7 @@ class ManagerTools:
         return dict({
             "id": up.spec.id, "name": up.spec.key, "status": up.state, "pid": up.pid,
             "uptimeSeconds": round(time.time() - up.started_at, 1) if up.started_at and up.state == "running" else None,
-            "tools": sum(self.hub.namespace.left_out(up.spec, t["name"]) is None for t in known["tools"]) if known else None,
+            "tools": sum(namespace.left_out(up.spec, t["name"]) is None for t in known["tools"]) if known else None,
             "toolsFrom": ("server" if up.listing is not None else "cache") if known else None,
             "lastError": self.shown(up, up.last_error) if up.last_error else None, "restarts": up.restarts,
             "command": self.shown(up, up.spec.display()), "env": dict.fromkeys(up.spec.env, "***"),
@@ -11763,32 +11770,30 @@ class ManagerTools:
         }, **({"curatedTools": curated} if curated else {}))
 
     def _server(self, arguments) -> Upstream:
-        hub = self.hub
-        server_id = arguments.get("server_id")
-        upstream = next((u for u in hub.upstreams.values() if server_id in (u.spec.id, u.spec.key)), None)  # key too
+        server_id, upstreams = arguments.get("server_id"), self.upstreams()
+        upstream = next((u for u in upstreams.values() if server_id in (u.spec.id, u.spec.key)), None)  # key too
         if not upstream:
             raise UpstreamError(SERVER_NOT_FOUND, "no server %s%s; servers: %s" % (
-                json.dumps(server_id), " in namespace %s" % hub.namespace.name if hub.namespace.name else "",
-                ", ".join(hub.upstreams) or "none"))
+                json.dumps(server_id), " in namespace %s" % self.namespace.name if self.namespace.name else "",
+                ", ".join(upstreams) or "none"))
         return upstream
 
     async def call(self, tool, arguments, ctx=None):
         """Run one manager tool; its result is JSON text plus structuredContent. A signed-in person (`ctx`) is
         shown only the namespaces they may use."""
-        hub = self.hub
         person = getattr(getattr(ctx, "session", None), "signed_in", None)
         try:
             if tool == "servers_list":
-                result = {"servers": [self.status(u) for u in hub.upstreams.values()],
-                          "tools": hub.metrics.summary() if hub.metrics else {}}
+                result = {"servers": [self.status(u) for u in self.upstreams().values()],
+                          "tools": self.metrics.summary() if self.metrics else {}}
             elif tool == "namespaces_list":
-                namespace = hub.namespace
+                namespace = self.namespace
                 result = {"active": namespace.name, "chosenBy": namespace.chosen_by, "namespaces": [
                     {"name": name, "servers": ns["servers"], "active": name == namespace.name,
                      "description": ns["description"]} for name, ns in namespace.plan.namespaces.items()
-                    if person is None or hub.admits is None or hub.admits(ns.get("people"), person)]}
+                    if person is None or self.admits is None or self.admits(ns.get("people"), person)]}
             elif tool == "config_reload":
-                result = await hub.reload()
+                result = await self.reload()
             elif tool == "server_logs":
                 upstream = self._server(arguments)
                 count = arguments.get("lines", 50)
@@ -11820,19 +11825,22 @@ class UpstreamSkills:
     """Skills of the servers that declare the skills extension, asked of a server when a client asks (never ahead),
     under skill://<server id>/...; the config's own skills beside them."""
 
-    def __init__(self, hub):
-        self.hub = hub
+    def __init__(self, namespace: Namespace, log: Log, upstreams, active, discover, local):
+        """`upstreams()`: id -> Upstream of the active namespace, `active()`: those usable (a reload replaces them);
+        `discover()`: the coroutine that starts the servers never listed; `local()`: the config's own sources."""
+        self.namespace, self.log = namespace, log
+        self.upstreams, self.active, self.discover, self.local = upstreams, active, discover, local
         self._paths = {}  # server id -> the skill paths its last skills/list served here
 
     def servers(self):
         """The servers whose last listing declared the skills extension."""
-        return [u for u in self.hub._active() if isinstance((u.known() or {}).get("skills"), dict)]
+        return [u for u in self.active() if isinstance((u.known() or {}).get("skills"), dict)]
 
     def _entry(self, upstream, entry):
         """A server's skill entry under skill://<id>/..., or None when left out (filters) or malformed."""
         if str(_object(entry).get("uri"))[:8] != "skill://" or not isinstance(entry.get("frontmatter"), dict):
             return None
-        if self.hub.namespace.left_out(upstream.spec, str(entry["frontmatter"].get("name"))) is not None:
+        if self.namespace.left_out(upstream.spec, str(entry["frontmatter"].get("name"))) is not None:
             return None
         entry = dict(entry, uri=skill_uri(upstream.spec.id, entry["uri"]))
         if isinstance(entry.get("resources"), list):
@@ -11852,16 +11860,16 @@ class UpstreamSkills:
 
     async def list(self):
         """The config's own skills, then each server's (asked now, never ahead), under skill://<id>/."""
-        await self.hub._discover()
+        await self.discover()
         entries = []
-        for source in self.hub.local:
+        for source in self.local():
             if source.skills:
                 entries.extend(await source.list_skills())
         for upstream in self.servers():
             try:
                 found = await self._pages(upstream, "skills/list", {}, "skills")
             except McpError as exc:
-                self.hub.log.warning("%s: skills/list failed: %s", upstream.spec.id, exc.message)
+                self.log.warning("%s: skills/list failed: %s", upstream.spec.id, exc.message)
                 continue
             served = [e for e in (self._entry(upstream, e) for e in found) if e]
             self._paths[upstream.spec.id] = {e["uri"][8:-len("/SKILL.md")] for e in served}
@@ -11871,9 +11879,9 @@ class UpstreamSkills:
     async def route(self, uri):
         """(server, its own URI) for skill://<id>/..., None for a URI of no server; -32602 outside its skills."""
         segments = skill_uri_segments(uri) if uri.startswith("skill://") else ()
-        upstream = self.hub.upstreams.get(segments[0]) if len(segments) > 1 else None
+        upstream = self.upstreams().get(segments[0]) if len(segments) > 1 else None
         if upstream and upstream not in self.servers():
-            await self.hub._discover()  # a server not listed yet
+            await self.discover()  # a server not listed yet
         if not upstream or upstream not in self.servers():
             return None
         if upstream.spec.id not in self._paths:
@@ -11906,7 +11914,7 @@ class UpstreamSkills:
                 if isinstance(c, dict) and str(c.get("uri"))[:8] == "skill://"]
 
     async def _local(self, method, uri):
-        for source in self.hub.local:
+        for source in self.local():
             if source.skills:
                 result = await getattr(source, method)(uri)
                 if result is not None:
@@ -12036,69 +12044,20 @@ class PersonSecrets:
         return there
 
 
-class Aggregator(Source):
-    """The config's own sources plus upstream servers, as one source (see the section comment)."""
+class IsolatedInstances:
+    """The processes of isolated servers (`isolation`: "user" or "session"): each caller's own instance of a server,
+    started with their own secrets (and token), at most `maxInstances` of a server at once; stopped when idle for its
+    idleTimeout, when its session ends, or when a reload changes or removes its server."""
 
-    dynamic = True
-    resources = True
-    prompts = True
-    completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
-    subscribable = True  # and take resource subscriptions (one that cannot: -32601)
-    skill_methods = True  # it may learn of its servers' skills by listing
-    _reading = _reloading = None  # the tasks reading listings from disk and the config file
-    _sweeping = None  # the task that stops idle isolated instances (_sweep_idle)
+    _sweeping = None  # the task that stops idle instances (_sweep_idle)
 
-    @property
-    def skills(self):
-        """Skills of its own, or a server whose last listing declared the skills extension."""
-        return any(s.skills for s in self.local) or bool(self.upstream_skills.servers())
-
-    @property
-    def refusal(self):
-        """What every request gets when the config's namespace cannot be chosen (see Namespace)."""
-        return self.namespace.refusal
-
-    def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
-                 separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
-                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None, sign_in=None, admits=None,
-                 metrics=None, tool_search=(None, TOOL_SEARCH_THRESHOLD, ()), along=None):
-        """`metrics`: the Guard's CallMetrics (servers_list shows them); `tool_search`: the config's toolSearch,
-        threshold and pins (check shows them); `along`: the Aggregator of /mcp when this one serves a
-        /mcp/<namespace> URL, whose client link (downstream, bridge) it uses and whose servers it runs with
-        (each server runs once, whichever URL started it)."""
-        self.runner, self.log = runner, log
-        self.metrics, self.tool_search, self.along = metrics, tool_search, along
-        self.sign_in = sign_in  # the config's signIn and people (read_sign_in, kept current by reloads), or None
-        self.admits = admits    # the people rule (Sign-in: admits): who a namespace's `people`, or `admins`, names
-        self.separator = separator
-        self.namespace = Namespace(namespace, separator, config_path, log)
-        self.manager_tools = manager_tools
-        self.eager = eager
-        self.reload_config = reload
-        self.config_path = config_path
-        self.cache_dir = cache_dir or user_cache_dir()
-        self.local = list(local)
-        self.local_key = local_key  # the config's own part, to tell whether a reload changed it
-        self.upstreams = {}     # id -> Upstream, of the active namespace, in config order
-        self._tools = {}        # listed name -> ("local", source, name) / ("upstream", Upstream, name) / ("manager", name)
-        self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
-        self._uris = {}         # resource uri -> Upstream
-        self._prompt_routes = {}
-        self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
-        self._specs = self.namespace.apply(plan)
+    def __init__(self, runner: ProcessRunner, log: Log, downstream: Downstream, cache_dir, config_path, start_tool):
+        """What an instance is built with, as the Aggregator builds its shared servers' (see Upstream)."""
+        self.runner, self.log, self.downstream = runner, log, downstream
+        self.cache_dir, self.config_path, self.start_tool = cache_dir, config_path, start_tool
         self.isolated = collections.OrderedDict()  # (server id, "person"|"session", who) -> [Upstream, used, calls, session]
-        self.signing_in = {}  # server id -> (the sign-in URL's future, the sign-in's, elicitation id): _sign_in_by_url
-        self.manager = ManagerTools(self)
-        self.bridge = along.bridge if along else InputBridge()
-        self.downstream = along.downstream if along else Downstream(self, self.bridge)
-        self.shared = along.shared if along else {}  # server id -> the Upstream every namespace's URL uses
-        self.upstream_skills = UpstreamSkills(self)
 
-    def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
-        return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
-                        config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
-
-    async def _instance(self, upstream: Upstream, ctx) -> Upstream:
+    async def instance(self, upstream: Upstream, ctx) -> Upstream:
         """Where a call of `ctx` to `upstream` goes: the shared process, or for an isolated server the caller's
         own (`user`: the signed-in person's, started with their secrets; `session`: the client session's, the
         person's in 2026-07-28), at most `maxInstances` at once, the least recently used idle one stopped to
@@ -12108,10 +12067,10 @@ class Aggregator(Source):
             return upstream
         owner = ("person", person) if spec.isolation == "user" or ctx.modern else ("session", id(ctx.session))
         bearer = await self._person_token(spec, ctx.session) if spec.person_token else None
-        self.sweep_instances()
+        self.sweep()
         key = (spec.id,) + owner
         if key in self.isolated and bearer and self.isolated[key][0].refused_bearer not in (None, bearer):
-            self._stop_instance(key, "the server refused the person's last token")  # a new token: a new start
+            self._stop(key, "the server refused the person's last token")  # a new token: a new start
         if key in self.isolated:
             self.isolated.move_to_end(key)
             self.isolated[key][0].renew(bearer)
@@ -12129,10 +12088,10 @@ class Aggregator(Source):
             if idle is None:
                 raise ToolError("server `%s` runs %d instances already (its maxInstances), each busy with a call: "
                                 "try again in a while" % (spec.id, spec.max_instances))
-            self._stop_instance(idle, "another caller needed room (maxInstances %d)" % spec.max_instances)
+            self._stop(idle, "another caller needed room (maxInstances %d)" % spec.max_instances)
         own = Upstream(configured.for_person(secrets), self.runner, self.log, self.downstream,
                        self.cache_dir, config_path=self.config_path,
-                       start_tool=self.namespace.manager_name("servers_start"), bearer=bearer,
+                       start_tool=self.start_tool, bearer=bearer,
                        owner=(owner[0], ctx.session) if owner[0] == "session" else owner)
         self.log.add_secrets([value for value in secrets.values() if value])
         self.isolated[key] = [own, time.monotonic(), 0, ctx.session if owner[0] == "session" else None]
@@ -12172,6 +12131,121 @@ class Aggregator(Source):
                 % (spec.id, json.dumps(person.audiences) if person is not None and person.audiences
                    else "(a static token has none)" if person is not None else "(none)", spec.url, spec.url))
         return token
+
+    def sweep(self, ended=None):
+        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for their server's
+        idleTimeout."""
+        now = time.monotonic()
+        for key, entry in list(self.isolated.items()):
+            if entry[3] is not None and (entry[3].closed or entry[3] is ended):
+                self._stop(key, "its session ended")
+            elif not entry[2] and now - entry[1] > entry[0].spec.idle_timeout:
+                self._stop(key, "it was not used for %g s (its idleTimeout)" % entry[0].spec.idle_timeout)
+
+    async def _sweep_idle(self):
+        """While isolated instances run, sweep them when the first of them could have gone idle: an instance
+        nobody calls again is stopped on time, not at the next call."""
+        while self.isolated:
+            now = time.monotonic()
+            due = min((entry[1] + entry[0].spec.idle_timeout for entry in self.isolated.values() if not entry[2]),
+                      default=now + min(entry[0].spec.idle_timeout for entry in self.isolated.values()))  # all busy
+            await asyncio.sleep(min(max(due - now, 0) + 0.5, ISOLATED_IDLE))
+            self.sweep()
+
+    def _stop(self, key, why):
+        entry = self.isolated.pop(key)
+        asyncio.ensure_future(entry[0].stop(why))
+
+    def calling(self, upstream):
+        """A call to `upstream` begins: an instance of this one's is busy (not stopped to make room) while it runs.
+        Its entry, for called(); None for a shared process."""
+        entry = next((e for e in self.isolated.values() if e[0] is upstream), None)
+        if entry:
+            entry[2] += 1
+        return entry
+
+    @staticmethod
+    def called(entry):
+        """The call calling() gave `entry` for ended: the instance was used now, and is one call less busy."""
+        entry[1], entry[2] = time.monotonic(), entry[2] - 1
+
+    def upstreams(self):
+        """The instances running, or starting."""
+        return [entry[0] for entry in self.isolated.values()]
+
+    def stop_servers(self, server_ids, why):
+        """Stop every instance of the servers `server_ids` (a reload removed or changed them)."""
+        for key in [k for k in self.isolated if k[0] in server_ids]:
+            self._stop(key, why)
+
+    def close(self):
+        """Sweep no more (Aggregator.close stops the instances with the shared servers)."""
+        if self._sweeping is not None:
+            self._sweeping.cancel()
+
+
+class Aggregator(Source):
+    """The config's own sources plus upstream servers, as one source (see the section comment)."""
+
+    dynamic = True
+    resources = True
+    prompts = True
+    completions = True  # upstreams complete their prompts' and templates' arguments (one that cannot: -32601)
+    subscribable = True  # and take resource subscriptions (one that cannot: -32601)
+    skill_methods = True  # it may learn of its servers' skills by listing
+    _reading = _reloading = None  # the tasks reading listings from disk and the config file
+
+    @property
+    def skills(self):
+        """Skills of its own, or a server whose last listing declared the skills extension."""
+        return any(s.skills for s in self.local) or bool(self.upstream_skills.servers())
+
+    @property
+    def refusal(self):
+        """What every request gets when the config's namespace cannot be chosen (see Namespace)."""
+        return self.namespace.refusal
+
+    def __init__(self, local, plan: UpstreamPlan, runner: ProcessRunner, log: Log, *, namespace=None,
+                 separator="__", manager_tools=True, eager=False, reload=None, config_path=None,
+                 watch_interval=RESCAN_INTERVAL, cache_dir=None, local_key=None, sign_in=None, admits=None,
+                 metrics=None, tool_search=(None, TOOL_SEARCH_THRESHOLD, ()), along=None):
+        """`metrics`: the Guard's CallMetrics (servers_list shows them); `tool_search`: the config's toolSearch,
+        threshold and pins (check shows them); `along`: the Aggregator of /mcp when this one serves a
+        /mcp/<namespace> URL, whose client link (downstream, bridge) it uses and whose servers it runs with
+        (each server runs once, whichever URL started it)."""
+        self.runner, self.log = runner, log
+        self.metrics, self.tool_search, self.along = metrics, tool_search, along
+        self.sign_in = sign_in  # the config's signIn and people (read_sign_in, kept current by reloads), or None
+        self.admits = admits    # the people rule (Sign-in: admits): who a namespace's `people`, or `admins`, names
+        self.separator = separator
+        self.namespace = Namespace(namespace, separator, config_path, log)
+        self.manager_tools = manager_tools
+        self.eager = eager
+        self.reload_config = reload
+        self.config_path = config_path
+        self.cache_dir = cache_dir or user_cache_dir()
+        self.local = list(local)
+        self.local_key = local_key  # the config's own part, to tell whether a reload changed it
+        self.upstreams = {}     # id -> Upstream, of the active namespace, in config order
+        self._tools = {}        # listed name -> ("local", source, name) / ("upstream", Upstream, name) / ("manager", name)
+        self._denied = {}       # name -> why: tools a permission leaves out (calls get TOOL_DENIED)
+        self._uris = {}         # resource uri -> Upstream
+        self._prompt_routes = {}
+        self.watch = ConfigWatch(config_path, watch_interval, log, self.reload)
+        self._specs = self.namespace.apply(plan)
+        self.signing_in = {}  # server id -> (the sign-in URL's future, the sign-in's, elicitation id): _sign_in_by_url
+        self.manager = ManagerTools(self.namespace, lambda: self.upstreams, self.reload, metrics, admits)
+        self.bridge = along.bridge if along else InputBridge()
+        self.downstream = along.downstream if along else Downstream(self, self.bridge)
+        self.shared = along.shared if along else {}  # server id -> the Upstream every namespace's URL uses
+        self.instances = IsolatedInstances(runner, log, self.downstream, self.cache_dir, config_path,
+                                           self.namespace.manager_name("servers_start"))
+        self.upstream_skills = UpstreamSkills(self.namespace, log, lambda: self.upstreams, self._active, self._discover,
+                                              lambda: self.local)
+
+    def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
+        return Upstream(spec.listed(), self.runner, self.log, self.downstream, self.cache_dir,
+                        config_path=self.config_path, start_tool=self.namespace.manager_name("servers_start"))
 
     async def _sign_in_by_url(self, upstream: Upstream, ctx):
         """Issue 45.5: a URL server's sign-in can no longer be refreshed, and mcpstudio may not open a browser.
@@ -12215,10 +12289,11 @@ class Aggregator(Source):
             {"mode": "url", "elicitationId": pending[2], "url": url, "message": message}]})
 
     async def _own(self, upstream: Upstream, ctx) -> Upstream:
-        """Where a read, a prompt or a completion of `ctx` goes: as a call's (`_instance`), so what a person reads
-        of an isolated server comes from their own process; what keeps it from them is a request error."""
+        """Where a read, a prompt or a completion of `ctx` goes: as a call's (IsolatedInstances.instance), so what
+        a person reads of an isolated server comes from their own process; what keeps it from them is a request
+        error."""
         try:
-            return await self._instance(upstream, ctx)
+            return await self.instances.instance(upstream, ctx)
         except ToolError as exc:
             raise McpError(INVALID_PARAMS, str(exc), {"server": upstream.spec.id}) from None
 
@@ -12235,28 +12310,8 @@ class Aggregator(Source):
         return bool(self.bridge.calls)
 
     def sweep_instances(self, ended=None):
-        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle for their server's
-        idleTimeout."""
-        now = time.monotonic()
-        for key, entry in list(self.isolated.items()):
-            if entry[3] is not None and (entry[3].closed or entry[3] is ended):
-                self._stop_instance(key, "its session ended")
-            elif not entry[2] and now - entry[1] > entry[0].spec.idle_timeout:
-                self._stop_instance(key, "it was not used for %g s (its idleTimeout)" % entry[0].spec.idle_timeout)
-
-    async def _sweep_idle(self):
-        """While isolated instances run, sweep them when the first of them could have gone idle: an instance
-        nobody calls again is stopped on time, not at the next call."""
-        while self.isolated:
-            now = time.monotonic()
-            due = min((entry[1] + entry[0].spec.idle_timeout for entry in self.isolated.values() if not entry[2]),
-                      default=now + min(entry[0].spec.idle_timeout for entry in self.isolated.values()))  # all busy
-            await asyncio.sleep(min(max(due - now, 0) + 0.5, ISOLATED_IDLE))
-            self.sweep_instances()
-
-    def _stop_instance(self, key, why):
-        entry = self.isolated.pop(key)
-        asyncio.ensure_future(entry[0].stop(why))
+        """Stop the isolated instances of sessions that ended (`ended` just did), and those idle (IsolatedInstances)."""
+        self.instances.sweep(ended)
 
     # -- the source contract ---------------------------------------------------------
 
@@ -12476,10 +12531,8 @@ class Aggregator(Source):
             self.namespace.check_permitted(upstream.spec, name, original)
             if curated:  # checked against the schema the model saw, then sent as the server expects it
                 arguments = curated.arguments(arguments)
-            upstream = await self._instance(upstream, ctx)
-            entry = next((e for e in self.isolated.values() if e[0] is upstream), None)
-            if entry:
-                entry[2] += 1  # busy: not stopped to make room while the call runs
+            upstream = await self.instances.instance(upstream, ctx)
+            entry = self.instances.calling(upstream)  # busy: not stopped to make room while the call runs
             if ctx and ctx.task is not None:  # a task of mcpstudio's: the server's own, where it has them
                 await upstream.ready(ctx)
                 if upstream.tasks.runs(original, ctx):
@@ -12504,7 +12557,7 @@ class Aggregator(Source):
             raise
         finally:
             if entry:
-                entry[1], entry[2] = time.monotonic(), entry[2] - 1
+                self.instances.called(entry)
 
     async def await_owner(self, name):
         """Wait for the servers that may own tool `name` (their prefix fits) but have never listed their tools:
@@ -12651,8 +12704,7 @@ class Aggregator(Source):
         """Stop every upstream (stdin closed, SIGTERM, SIGKILL) and the file watch."""
         self.watch.close()
         self.bridge.close()
-        if self._sweeping is not None:
-            self._sweeping.cancel()
+        self.instances.close()
         # A server still starting for its first listing: let it finish, briefly, so that its tools are
         # cached for the next run (a client that gives up on a slow server would otherwise never see them).
         first = [u for u in self.upstreams.values() if u.state == "starting" and u.known() is None]
@@ -12660,8 +12712,8 @@ class Aggregator(Source):
             self.log.info("waiting up to %g s for %s to list its tools, to cache them", CACHE_LINGER,
                           ", ".join(u.spec.id for u in first))
             await asyncio.wait([u.start() for u in first], timeout=CACHE_LINGER)
-        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(self.upstreams.values()) + [
-            entry[0] for entry in self.isolated.values()]), return_exceptions=True)
+        await asyncio.gather(*(u.stop("mcpstudio is exiting") for u in list(self.upstreams.values())
+                               + self.instances.upstreams()), return_exceptions=True)
         for source in self.local:
             await source.close()
 
@@ -12711,8 +12763,7 @@ class Aggregator(Source):
                 new[sid] = upstream
         for sid in report["removed"]:
             await old[sid].stop("it was removed from the config")
-        for key in [k for k in self.isolated if k[0] in report["removed"] or k[0] in report["restarted"]]:
-            self._stop_instance(key, "its configuration changed")
+        self.instances.stop_servers(report["removed"] + report["restarted"], "its configuration changed")
         self.upstreams = new
         report["namespace"] = self.namespace.name
         if self.namespace.refusal:
@@ -14205,6 +14256,61 @@ class NamespaceUrls:
             await served.server.catalog.close()
 
 
+class SignInGate:
+    """What the MCP URLs of an HttpServer ask of a request when its config signs people in (signIn, people): the
+    Person its bearer token names (the SignIn checks the token), with the scopes asked for and among the namespace's
+    people; and the RFC 9728 documents at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]] that say where
+    to get a token."""
+
+    def __init__(self, sign_in: SignIn, open_paths, catalog: Catalog, namespace_url):
+        """`open_paths`: the endpoints served without a token (openEndpoints); `catalog`: the Server's, whose
+        Aggregator names the namespaces; `namespace_url(path)`: NamespaceUrls.get (404 for a namespace not there)."""
+        self.sign_in, self.open_paths, self.catalog, self.namespace_url = sign_in, open_paths, catalog, namespace_url
+
+    def namespace_of(self, path):
+        """(the namespace an MCP URL serves or None, its people or None): /mcp serves the config's chosen one."""
+        hub = next((s for s in self.catalog.sources if isinstance(s, Aggregator)), None)
+        if hub is None:
+            return None, None
+        name = hub.namespace.name if path == HTTP_PATH else path.rpartition("/")[2]
+        return name, _object(hub.namespace.plan.namespaces.get(name)).get("people")
+
+    def metadata(self, path):
+        """The RFC 9728 document at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]]."""
+        rest = path[len(WELL_KNOWN_RESOURCE):].rstrip("/")
+        if rest not in ("", HTTP_PATH) and not (rest.startswith(HTTP_PATH + "/") and self.namespace_url(rest)):
+            raise HttpError(404, "no protected resource %s here (the MCP endpoint is %s)" % (rest, HTTP_PATH))
+        return self.sign_in.metadata(rest[len(HTTP_PATH) + 1:] or None)
+
+    async def person(self, target, headers):
+        """The signed-in Person of a request (None for the metadata and open endpoints); a 401 (no token, or one
+        refused) or 403 (`insufficient_scope`: scopes, or the namespace's people) otherwise."""
+        path = target.split("?", 1)[0]
+        if path in self.open_paths or path.startswith(WELL_KNOWN_RESOURCE):
+            return None
+        shown, people = self.namespace_of(path) if path.startswith(HTTP_PATH) else (None, None)  # /health, /metrics
+        name = shown if path.startswith(HTTP_PATH + "/") else None
+        challenge = 'Bearer resource_metadata="%s"' % self.sign_in.metadata_url(name) + (
+            ', scope="%s"' % " ".join(self.sign_in.scopes) if self.sign_in.scopes else "")
+        given = headers.get("authorization", "")
+        if given[:7].lower() != "bearer " or not given[7:].strip():
+            raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
+                            % self.sign_in.metadata_url(name), headers=[("WWW-Authenticate", challenge)])
+        try:
+            person = await self.sign_in.person(given[7:].strip(), name)
+        except TokenError as exc:
+            why = _header_text(str(exc))
+            raise HttpError(401, "the access token is refused: %s" % why, headers=[(
+                "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
+        missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
+        if missing or not admits(people, person):
+            why = _header_text("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the "
+                               "people of namespace %s" % (person.subject, shown))
+            raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
+                            'error_description="%s"' % (challenge, why))])
+        return person
+
+
 class HttpServer:
     """Serves a Server over Streamable HTTP at HTTP_PATH (both protocol eras)."""
 
@@ -14234,6 +14340,7 @@ class HttpServer:
         self.trusted = set()
         self.calls = {}  # the _Exchange of each reply being delivered -> its 2026-07-28 Session (None: a session's)
         self.namespaces = NamespaceUrls(self, namespaced)
+        self.gate = self._gate(sign_in) if sign_in else None  # None: no person signs in
 
     async def start(self):
         """Listen on the configured address (port 0 picks a free one); with the config's signIn or people, ask
@@ -14245,7 +14352,12 @@ class HttpServer:
         if plan and self.sign_in is None:
             shown = "[%s]" % self.host if ":" in self.host else self.host
             self.sign_in = SignIn(plan, plan["audience"] or "http://%s:%d%s" % (shown, self.port, HTTP_PATH), self.log)
+            self.gate = self._gate(self.sign_in)
         self.sweep()
+
+    def _gate(self, sign_in):
+        """The SignInGate of its MCP URLs, for the people `sign_in` signs in."""
+        return SignInGate(sign_in, self.server.guard.open, self.server.catalog, self.namespaces.get)
 
     def sweep(self):
         """End idle sessions from now on (start() does; a namespace's URL, which does not listen, is told to)."""
@@ -14302,7 +14414,7 @@ class HttpServer:
                     head = await asyncio.wait_for(_read_head(reader, first),
                                                   max(0.01, self.header_timeout - (time.monotonic() - started)))
                     self._check(*head)
-                    person = await self._person(head[1], head[3])
+                    person = await self.gate.person(head[1], head[3]) if self.gate else None
                     self._admit(task)
                     body = await asyncio.wait_for(_read_body(reader, head[3]), self.header_timeout)
                 except asyncio.TimeoutError:
@@ -14319,8 +14431,8 @@ class HttpServer:
                 keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
                 path = target.split("?", 1)[0]
                 http = self if path == HTTP_PATH else self.namespaces.get(path)
-                if self.sign_in and path.startswith(WELL_KNOWN_RESOURCE):
-                    await self._reply(writer, 200, self._resource_metadata(path), close=not keep)
+                if self.gate and path.startswith(WELL_KNOWN_RESOURCE):
+                    await self._reply(writer, 200, self.gate.metadata(path), close=not keep)
                 elif not http:
                     writer.write(operations_report(path, self.server, len(self.sessions), self.leaving))
                     await self._drain(writer)
@@ -14393,53 +14505,10 @@ class HttpServer:
             if not (given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].strip().encode(), self.token.encode())):
                 raise HttpError(401, "a valid `Authorization: Bearer <token>` header is required",
                                 headers=[("WWW-Authenticate", 'Bearer realm="mcpstudio"')])
-        if self.sign_in and path.startswith(WELL_KNOWN_RESOURCE):
-            self._resource_metadata(path)  # a 404 for a namespace that is not there
+        if self.gate and path.startswith(WELL_KNOWN_RESOURCE):
+            self.gate.metadata(path)  # a 404 for a namespace that is not there
         elif path not in (HTTP_PATH, "/health", "/metrics") and not self.namespaces.get(path):
             raise HttpError(404, "the MCP endpoint is %s" % HTTP_PATH)
-
-    def _namespace_of(self, path):
-        """(the namespace an MCP URL serves or None, its people or None): /mcp serves the config's chosen one."""
-        hub = next((s for s in self.server.catalog.sources if isinstance(s, Aggregator)), None)
-        if hub is None:
-            return None, None
-        name = hub.namespace.name if path == HTTP_PATH else path.rpartition("/")[2]
-        return name, _object(hub.namespace.plan.namespaces.get(name)).get("people")
-
-    def _resource_metadata(self, path):
-        """The RFC 9728 document at /.well-known/oauth-protected-resource[/mcp[/NAMESPACE]]."""
-        rest = path[len(WELL_KNOWN_RESOURCE):].rstrip("/")
-        if rest not in ("", HTTP_PATH) and not (rest.startswith(HTTP_PATH + "/") and self.namespaces.get(rest)):
-            raise HttpError(404, "no protected resource %s here (the MCP endpoint is %s)" % (rest, HTTP_PATH))
-        return self.sign_in.metadata(rest[len(HTTP_PATH) + 1:] or None)
-
-    async def _person(self, target, headers):
-        """The signed-in Person of a request (None without signIn, and for the metadata and open endpoints); a 401
-        (no token, or one refused) or 403 (`insufficient_scope`: scopes, or the namespace's people) otherwise."""
-        path = target.split("?", 1)[0]
-        if self.sign_in is None or path in self.server.guard.open or path.startswith(WELL_KNOWN_RESOURCE):
-            return None
-        shown, people = self._namespace_of(path) if path.startswith(HTTP_PATH) else (None, None)  # /health, /metrics
-        name = shown if path.startswith(HTTP_PATH + "/") else None
-        challenge = 'Bearer resource_metadata="%s"' % self.sign_in.metadata_url(name) + (
-            ', scope="%s"' % " ".join(self.sign_in.scopes) if self.sign_in.scopes else "")
-        given = headers.get("authorization", "")
-        if given[:7].lower() != "bearer " or not given[7:].strip():
-            raise HttpError(401, "sign in first: send `Authorization: Bearer <access token>` (where to get one: %s)"
-                            % self.sign_in.metadata_url(name), headers=[("WWW-Authenticate", challenge)])
-        try:
-            person = await self.sign_in.person(given[7:].strip(), name)
-        except TokenError as exc:
-            why = _header_text(str(exc))
-            raise HttpError(401, "the access token is refused: %s" % why, headers=[(
-                "WWW-Authenticate", '%s, error="invalid_token", error_description="%s"' % (challenge, why))])
-        missing = [scope for scope in self.sign_in.scopes if scope not in person.scopes]
-        if missing or not admits(people, person):
-            why = _header_text("the token lacks the scope %s" % " ".join(missing) if missing else "%s is not among the "
-                               "people of namespace %s" % (person.subject, shown))
-            raise HttpError(403, "not allowed: %s" % why, headers=[("WWW-Authenticate", '%s, error="insufficient_scope", '
-                            'error_description="%s"' % (challenge, why))])
-        return person
 
     # -- requests ---------------------------------------------------------------------------
 

@@ -1019,9 +1019,10 @@ class SectionTests(unittest.TestCase):
         "TaskStore": "Tasks", "Guard": "Guard rails", "ToolIndex": "Tool search", "ToolSearch": "Tool search",
         "dispatch_modern": "The 2026-07-28 era", "ConfigLoader": "Configuration", "read_upstreams": "Configuration",
         "OAuthClient": "OAuth 2.1 for URL upstreams", "InputBridge": "Input on the way", "Upstream": "Upstreams",
-        "McpClient": "Upstreams", "_HttpChannel": "Upstreams", "ManagerTools": "Aggregator",
+        "McpClient": "Upstreams", "_HttpChannel": "Upstreams", "BackChannel": "Upstreams",
+        "ManagerTools": "Aggregator", "UpstreamSkills": "Aggregator", "IsolatedInstances": "Aggregator",
         "Aggregator": "Aggregator", "Server": "Server", "serve_stdio": "Server", "SignIn": "Sign-in",
-        "HttpServer": "Streamable HTTP", "parse_command_line": "Command line", "_build_server": "Command line",
+        "HttpServer": "Streamable HTTP", "SignInGate": "Streamable HTTP", "parse_command_line": "Command line", "_build_server": "Command line",
         "check_config": "Tools for people", "init_config": "Tools for people", "print_status": "Tools for people",
         "inspect_command": "Tools for people", "Board": "tui", "main": "main",
     }
@@ -1308,6 +1309,64 @@ class ConstructionTests(unittest.TestCase):
                        and isinstance(n.func, ast.Name) and n.func.id == "setattr"]:
             self.assertIn(ast.dump(setter.args[0]), (ast.dump(ast.Name("other", ast.Load())),   # RunSettings.derive
                                                      ast.dump(ast.Name("spec", ast.Load()))))   # _read_server
+
+    # Issue 47, split-off parts get what they use, not their parent: the parts still built with their whole parent
+    # (part, parent) and what they reach through it for. Each is to be given those collaborators in its __init__ and
+    # taken off this list; ManagerTools and UpstreamSkills (of the Aggregator) and BackChannel (of the Upstream)
+    # were, and are in no entry: handing them their parent again fails here.
+    PARENT_HOLDERS = {
+        ("Downstream", "Aggregator"): "the Aggregator is the source the catalog knows its events by, and its events "
+                                      "(the catalog) are handed to it at start(), after it was built",
+        ("ToolSearch", "Server"): "the Server's catalog and tools_call",
+        ("NamespaceUrls", "HttpServer"): "the HttpServer's server and its settings, for each namespace's HttpServer",
+        ("Drain", "HttpServer"): "the HttpServer's sessions, calls, namespaces and leave()",
+        ("ServerTasks", "Upstream"): "the Upstream's client, spec, listing, forward() and back channel",
+        ("ListenStream", "Upstream"): "the Upstream's client, state and server log",
+        ("_UpstreamProtocol", "Upstream"): "the Upstream's client, server log and gone()",
+        ("_HttpChannel", "Upstream"): "the Upstream's client, spec, bearer, listing, logs, lost() and back channel",
+    }
+
+    def test_parts_get_what_they_use_not_their_parent(self):
+        # The rule, read off the code: a parent is an Aggregator, Server, HttpServer or Upstream (the classes built of
+        # parts); inside a function it is `self` in a method of one of them, or a name assigned from a call of one
+        # of their constructors (`http = HttpServer(...)`). A part is a class of the module whose constructor is
+        # called with a parent as an argument (positional or keyword): it receives the whole object, so it can
+        # reach through it (`self.hub.namespace.left_out`) for whatever it likes. A part given the collaborators it
+        # uses (objects, bound methods or named callables such as `lambda: self.upstreams` for what a reload
+        # replaces) is not one. Every (part, parent) found must be one of PARENT_HOLDERS, and each of those must
+        # still be found (a fixed one leaves the list). The walk sees the calls it judges: every parent's
+        # constructor, and those of the parts given their collaborators, are among the calls it read.
+        import ast
+        tree = self.tree()
+        classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        parents = {"Aggregator", "Server", "HttpServer", "Upstream"}
+        found, constructed = set(), set()
+
+        def judge(function, cls):
+            held = {"self": cls} if cls in parents else {}
+            for node in ast.walk(function):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(
+                        node.value.func, ast.Name) and node.value.func.id in parents:
+                    held.update((t.id, node.value.func.id) for t in node.targets if isinstance(t, ast.Name))
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes:
+                    constructed.add(node.func.id)
+                    arguments = list(node.args) + [k.value for k in node.keywords]
+                    found.update((node.func.id, held[a.id]) for a in arguments
+                                 if isinstance(a, ast.Name) and a.id in held)
+
+        def walk(node, cls):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.ClassDef):
+                    walk(child, child.name)
+                elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    judge(child, cls)
+                else:
+                    walk(child, cls)
+        walk(tree, None)
+        self.assertEqual(sorted(found - set(self.PARENT_HOLDERS)), [])
+        self.assertEqual(sorted(set(self.PARENT_HOLDERS) - found), [])
+        self.assertLessEqual(parents | {"ManagerTools", "UpstreamSkills", "BackChannel"}, constructed)
 
     def test_sources_are_never_probed(self):
         # No hasattr anywhere but on the interpreter's own sys.stdout; the catalog and the server never ask a
