@@ -2480,7 +2480,8 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
             kernel32, resume = _kernel32(), _nt_resume_process()
         except (OSError, ImportError, AttributeError):
             return  # then it was not started suspended either
-        # PROCESS_TERMINATE | PROCESS_SET_QUOTA | PROCESS_SUSPEND_RESUME; our own child, whose handle asyncio holds
+        # PROCESS_TERMINATE | PROCESS_SET_QUOTA | PROCESS_SUSPEND_RESUME. Our own child, whose handle asyncio
+        # holds: this does not fail (were it to, the stop at its timeout, taskkill /T /F, would end it).
         process = kernel32.OpenProcess(0x0901, False, pid)
         if not process:
             return
