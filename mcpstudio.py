@@ -2079,7 +2079,8 @@ def parse_frontmatter(text):
 # process group, no controlling terminal), so a timeout, a cancellation or
 # shutdown can stop it together with everything it started. Windows: a new
 # process group and a Job object of its own (which holds what it starts, also
-# after it exited); CTRL_BREAK_EVENT where there is a console, then the job
+# after it exited), joined while the child is still suspended, before it runs;
+# CTRL_BREAK_EVENT where there is a console, then the job
 # ended (else `taskkill /T /F`). A bare program name is looked up as a batch
 # file too (npx -> npx.cmd), which exec_problem's batch rule then guards; a
 # script is run as Windows users have them (script_argv). Whether a command
@@ -2152,6 +2153,9 @@ def script_argv(path, windows, python=None, pathext=None):
 
 if _POSIX:
     _SPAWN_OPTIONS = {"start_new_session": True}
+
+    def _group_spawn_options():
+        return _SPAWN_OPTIONS  # the child leads its session before it runs anything
 
     def _group_started(pid):
         pass  # the new session it leads is its group
@@ -2399,6 +2403,15 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
             function.restype, function.argtypes = result, arguments
         return kernel32
 
+    @functools.lru_cache(maxsize=None)
+    def _nt_resume_process():
+        """ntdll's NtResumeProcess(process handle) -> NTSTATUS (0: resumed), through ctypes (see _group_started)."""
+        import ctypes
+        from ctypes import wintypes
+        function = ctypes.WinDLL("ntdll").NtResumeProcess
+        function.restype, function.argtypes = ctypes.c_long, (wintypes.HANDLE,)
+        return function
+
     def _kill_on_close_job(kernel32):
         """A new Job object that ends every process in it when its last handle closes; OSError if Windows refuses."""
         import ctypes
@@ -2429,27 +2442,59 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
 
     # A child's process group, for stopping it, is a Job object of its own (inside this process's, see
     # _start_watchdog): it holds what the child starts, also after the child exited, where `taskkill /T`
-    # finds nothing (and Wine's taskkill has no /T). The child joins it the instant after it starts, before
-    # a Python or a shell has loaded enough to start anything. Windows keeps no table of them as POSIX keeps
-    # process groups, so this is that table: a child's pid -> its job's handle, from _group_started to
-    # _group_done (ProcessRunner's _track and _forget).
+    # finds nothing (and Wine's taskkill has no /T). Windows keeps no table of them as POSIX keeps process
+    # groups, so this is that table: a child's pid -> its job's handle, from _group_started to _group_done
+    # (ProcessRunner's _track and _forget).
+    #
+    # The child starts suspended (CREATE_SUSPENDED), joins its job, and only then runs: a grandchild it
+    # starts at once is in the job too (joined just after it started, a batch file's cmd.exe could start its
+    # program first, outside the job until mcpstudio exited: docs/platforms.md). Popen closes the handle of the
+    # child's first thread, so it is resumed through its process handle: ntdll's NtResumeProcess, one call,
+    # in every Windows since XP and in Wine (undocumented, but what Process Explorer and psutil resume a
+    # process with). The documented way, a Toolhelp32 snapshot of every thread on the machine
+    # (CreateToolhelp32Snapshot, Thread32First/Next) searched for the child's, then OpenThread and
+    # ResumeThread, works under Wine too, but walks the whole system's threads for each command to find one.
+    # A child that cannot join a job (no ctypes, no nested jobs on Windows 7) is resumed all the same and
+    # stopped by taskkill /T; one that cannot be resumed is ended, never left suspended.
     _JOBS = {}
 
-    def _group_started(pid):
-        """Put the new child `pid` in a Job object of its own; without one (Windows 7 has no nested jobs, or
-        ctypes is missing) taskkill /T at stop time is all there is."""
+    @functools.lru_cache(maxsize=None)
+    def _group_spawn_options():
+        """Popen's options for a child _group_started then gives a Job object: a new process group, started
+        suspended when this process can resume it (else as _SPAWN_OPTIONS: it joins just after it starts)."""
         try:
-            kernel32 = _kernel32()
-            job = _kill_on_close_job(kernel32)
-        except (OSError, ImportError):
+            _kernel32()
+            _nt_resume_process()
+        except (OSError, ImportError, AttributeError):  # AttributeError: an ntdll without NtResumeProcess
+            return _SPAWN_OPTIONS
+        return {"creationflags": _SPAWN_OPTIONS["creationflags"] | 0x4}  # CREATE_SUSPENDED
+
+    def _group_started(pid):
+        """Put the new child `pid` (started with _group_spawn_options) in a Job object of its own, then resume
+        it; without a job (Windows 7 has no nested jobs, or ctypes is missing) taskkill /T at stop time is all
+        there is."""
+        try:
+            kernel32, resume = _kernel32(), _nt_resume_process()
+        except (OSError, ImportError, AttributeError):
+            return  # then it was not started suspended either
+        # PROCESS_TERMINATE | PROCESS_SET_QUOTA | PROCESS_SUSPEND_RESUME. Our own child, whose handle asyncio
+        # holds: this does not fail (were it to, the stop at its timeout, taskkill /T /F, would end it).
+        process = kernel32.OpenProcess(0x0901, False, pid)
+        if not process:
             return
-        process = kernel32.OpenProcess(0x0101, False, pid)  # PROCESS_TERMINATE | PROCESS_SET_QUOTA
-        if process and kernel32.AssignProcessToJobObject(job, process):
-            _group_done(pid)  # the job of an earlier child with this pid (its leftovers are overdue)
-            _JOBS[pid] = job
-        else:
-            kernel32.CloseHandle(job)
-        if process:
+        try:
+            try:
+                job = _kill_on_close_job(kernel32)
+            except OSError:
+                job = None
+            if job and kernel32.AssignProcessToJobObject(job, process):
+                _group_done(pid)  # the job of an earlier child with this pid (its leftovers are overdue)
+                _JOBS[pid] = job
+            elif job:
+                kernel32.CloseHandle(job)
+        finally:
+            if resume(process) != 0:  # an NTSTATUS: it stays suspended, so it goes (a call gets its exit code)
+                kernel32.TerminateProcess(process, 1)
             kernel32.CloseHandle(process)
 
     def _group_done(pid):
@@ -3007,10 +3052,12 @@ class ProcessRunner:
         The process exists before its pipes are connected. Cancelled in between,
         asyncio would kill that process alone and forget it, leaving whatever it
         had started in its group running; so the caller gets the process and
-        stops its group. If it did not start, a cancel is raised as such."""
+        stops its group. If it did not start, a cancel is raised as such. The
+        caller's _track gives it its group (on Windows it waits suspended until
+        then: _group_spawn_options)."""
         spawning = asyncio.ensure_future(asyncio.get_running_loop().subprocess_exec(
             protocol_factory, *argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=self._child_env(env), cwd=cwd, **_SPAWN_OPTIONS))
+            env=self._child_env(env), cwd=cwd, **_group_spawn_options()))
         cancelled = False
         while not spawning.done():
             try:
