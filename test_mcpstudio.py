@@ -5985,7 +5985,8 @@ class CommandPromptTests(ScratchDir):
                               **extra)
                 return server.messages(server.modern("tools/call", params)[2])[-1]["result"]
             parked = [call("asking", {}) for _ in range(mcpstudio.PARKED_PER_CALLER)]
-            self.assertEqual([result["resultType"] for result in parked], ["input_required"] * len(parked))
+            self.assertEqual([result["resultType"] for result in parked], ["input_required"] * len(parked),
+                             [text_of(result) for result in parked if result["resultType"] != "input_required"])
             started = time.monotonic()
             self.assertEqual(text_of(call("quick", {})), "quick\n")
             self.assertLess(time.monotonic() - started, 2 * WAIT)  # not behind the parked calls' 60 s tool timeout
