@@ -10896,24 +10896,26 @@ class ServerTasks:
     """A server's own tasks, polled inside mcpstudio's call or task to their results: 2025-11-25 task-augmented
     calls and the 2026-07-28 tasks extension."""
 
-    def __init__(self, upstream):
-        self.upstream = upstream
+    def __init__(self, client, back, forward, modern_for, known_items, *, spec, state):
+        """Its server's McpClient and BackChannel; the Upstream's forward(), modern_for() and known_items(); `spec`
+        and `state` are callables, as an Upstream's update() replaces its spec and its state changes as it runs."""
+        self.client, self.back = client, back
+        self.forward, self.modern_for, self.known_items = forward, modern_for, known_items
+        self.spec, self.state = spec, state
 
     def runs(self, name, ctx=None):
         """Whether this running server runs its tool `name` as a task of its own (2025-11-25 tasks)."""
-        upstream = self.upstream
-        requests = _object(_object(upstream.client.capabilities.get("tasks")).get("requests"))
-        if upstream.modern_for(ctx, name) or "call" not in _object(requests.get("tools")):
+        requests = _object(_object(self.client.capabilities.get("tasks")).get("requests"))
+        if self.modern_for(ctx, name) or "call" not in _object(requests.get("tools")):
             return False
         return any(t.get("name") == name and _object(t.get("execution")).get("taskSupport") in ("optional", "required")
-                   for t in upstream.known_items("tools"))
+                   for t in self.known_items("tools"))
 
     async def call(self, name, arguments, ctx):
         """A call (made in one of mcpstudio's own tasks) that the server runs as its task: created, polled
         to its end, its result fetched; cancelled, the server's task is cancelled too."""
-        upstream = self.upstream
-        creating = asyncio.ensure_future(upstream.forward("tools/call", {"name": name, "arguments": arguments,
-                                                                         "task": {}}, ctx))
+        creating = asyncio.ensure_future(self.forward("tools/call", {"name": name, "arguments": arguments,
+                                                                     "task": {}}, ctx))
         try:
             created = await asyncio.shield(creating)
         except asyncio.CancelledError:  # before the server named its task: cancel that task once it does
@@ -10928,23 +10930,23 @@ class ServerTasks:
             return created
         task_id = _object(created["task"]).get("taskId")
         if not isinstance(task_id, str):
-            raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % upstream.spec.key)
-        upstream.back.calls.append(ctx)  # what the server asks while its task runs belongs to this call
-        upstream.back.tasks[task_id] = ctx
+            raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % self.spec().key)
+        self.back.calls.append(ctx)  # what the server asks while its task runs belongs to this call
+        self.back.tasks[task_id] = ctx
         started = time.monotonic()
         try:
             while True:
-                task = await upstream.client.request("tasks/get", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
+                task = await self.client.request("tasks/get", {"taskId": task_id}, self.spec().tool_timeout, ctx)
                 if task.get("status") in TERMINAL + ("input_required",):  # its questions come with tasks/result
                     break
-                await asyncio.sleep(poll_interval(task.get("pollInterval"), time.monotonic() - started, upstream.spec.id))
-            result = await upstream.client.request("tasks/result", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
+                await asyncio.sleep(poll_interval(task.get("pollInterval"), time.monotonic() - started, self.spec().id))
+            result = await self.client.request("tasks/result", {"taskId": task_id}, self.spec().tool_timeout, ctx)
         except (asyncio.CancelledError, UpstreamError):
             self.cancel({"taskId": task_id})
             raise
         finally:
-            upstream.back.calls.remove(ctx)
-            upstream.back.tasks.pop(task_id, None)
+            self.back.calls.remove(ctx)
+            self.back.tasks.pop(task_id, None)
         meta = result.get("_meta")
         if RELATED_TASK in _object(meta):  # the server's task id stays behind mcpstudio
             result["_meta"] = {k: v for k, v in meta.items() if k != RELATED_TASK}
@@ -10953,33 +10955,32 @@ class ServerTasks:
     async def follow(self, task_id, meta, ctx):
         """A 2026-07-28 server made a task of a call (the client declared the tasks extension): polled here,
         inside mcpstudio's own call or task, to its result; cancelled, the server's task is cancelled too."""
-        upstream = self.upstream
-        ask = {"taskId": task_id, "_meta": dict(upstream.client.meta or {}, **{k: v for k, v in meta.items()
-                                                                             if k != "progressToken"})}
+        ask = {"taskId": task_id, "_meta": dict(self.client.meta or {}, **{k: v for k, v in meta.items()
+                                                                         if k != "progressToken"})}
         started = time.monotonic()
         try:
             while True:
-                task = await upstream.client.request("tasks/get", ask, upstream.spec.tool_timeout, ctx)
+                task = await self.client.request("tasks/get", ask, self.spec().tool_timeout, ctx)
                 status = task.get("status")
                 if status == "completed" and isinstance(task.get("result"), dict):
                     return task["result"]
                 if status in ("failed", "cancelled", "input_required"):
                     error = _object(task.get("error"))
                     raise UpstreamError(error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
-                                        "[%s] %s" % (upstream.spec.id, error.get("message") or task.get("statusMessage") or (
+                                        "[%s] %s" % (self.spec().id, error.get("message") or task.get("statusMessage") or (
                                             "its task asked for input, which mcpstudio cannot pass on inside a task"
                                             if status == "input_required" else "its task %s" % status)))
                 await asyncio.sleep(poll_interval(task.get("pollIntervalMs"), time.monotonic() - started,
-                                                  upstream.spec.id))
+                                                  self.spec().id))
         except (asyncio.CancelledError, UpstreamError):
             self.cancel(ask)
             raise
 
     def cancel(self, params):
         """Cancel the server's own task `params["taskId"]` (a call of ours made it), answer unawaited."""
-        if self.upstream.state == "running":
-            self.upstream.client.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % params["taskId"],
-                                       "method": "tasks/cancel", "params": params})
+        if self.state() == "running":
+            self.client.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % params["taskId"],
+                                  "method": "tasks/cancel", "params": params})
 
 
 PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
@@ -11013,12 +11014,12 @@ class Upstream:
         self.config_path = config_path  # the config file, whose folder keeps the server's sign-in (OAuth)
         self.start_tool = start_tool    # the manager tool that starts it again, named in errors
         self.state = "stopped"   # stopped, starting, running, failed, crashed, stopped-by-user, ...
-        self.server_log = ServerLog(spec.id, log)
-        self.backoff = RestartBackoff()
+        self.server_log, self.backoff = ServerLog(spec.id, log), RestartBackoff()
         self.client = McpClient(spec.id, lambda message, cause: self.back.message(message, cause), self.server_log.note)
         self.back = BackChannel(self.client, downstream, log, spec.id, owner, state=lambda: self.state,
                                 timeout=lambda: self.spec.tool_timeout, relist=self.relist)
-        self.tasks = ServerTasks(self)
+        self.tasks = ServerTasks(self.client, self.back, self.forward, self.modern_for, self.known_items,
+                                 spec=lambda: self.spec, state=lambda: self.state)
         self.listen_stream = ListenStream(self)
         self.cache = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log)
         self.last_error = spec.error
