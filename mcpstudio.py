@@ -10678,29 +10678,30 @@ class ListenStream:
 
     task = None  # the listen request, while the server runs
 
-    def __init__(self, upstream):
-        self.upstream = upstream
+    def __init__(self, client, server_log, *, state):
+        """Its server's McpClient and ServerLog; `state` a callable, as the Upstream's state changes as it runs."""
+        self.client, self.server_log, self.state = client, server_log, state
         self.watched = set()   # resource URIs the client subscribed to (the server hears of them at listen)
 
     def open(self):
         """Listen (again) while the server runs, for what it can tell of."""
         self.close()
-        capabilities = self.upstream.client.capabilities
+        capabilities = self.client.capabilities
         wanted = {"%sListChanged" % kind: True for kind in ("tools", "resources", "prompts")
                   if _object(capabilities.get(kind)).get("listChanged")}
         if self.watched and _object(capabilities.get("resources")).get("subscribe"):
             wanted["resourceSubscriptions"] = sorted(self.watched)
-        if self.upstream.client.modern and self.upstream.state == "running" and wanted:
+        if self.client.modern and self.state() == "running" and wanted:
             self.task = asyncio.ensure_future(self._listening(wanted))
 
     async def _listening(self, wanted):
         try:
-            while self.upstream.state == "running":
+            while self.state() == "running":
                 try:
-                    await self.upstream.client.request("subscriptions/listen", {"notifications": wanted})
-                    self.upstream.server_log.note("subscriptions/listen ended: opening it again")
+                    await self.client.request("subscriptions/listen", {"notifications": wanted})
+                    self.server_log.note("subscriptions/listen ended: opening it again")
                 except UpstreamError as exc:
-                    self.upstream.server_log.note("subscriptions/listen failed: %s" % exc.message)
+                    self.server_log.note("subscriptions/listen failed: %s" % exc.message)
                     if exc.code in (METHOD_NOT_FOUND, INVALID_PARAMS, SERVER_NOT_RUNNING):
                         return
                 await asyncio.sleep(LISTEN_AGAIN)
@@ -11020,7 +11021,7 @@ class Upstream:
                                 timeout=lambda: self.spec.tool_timeout, relist=self.relist)
         self.tasks = ServerTasks(self.client, self.back, self.forward, self.modern_for, self.known_items,
                                  spec=lambda: self.spec, state=lambda: self.state)
-        self.listen_stream = ListenStream(self)
+        self.listen_stream = ListenStream(self.client, self.server_log, state=lambda: self.state)
         self.cache = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log)
         self.last_error = spec.error
         if spec.disabled:

@@ -1320,7 +1320,6 @@ class ConstructionTests(unittest.TestCase):
         ("ToolSearch", "Server"): "the Server's catalog and tools_call",
         ("NamespaceUrls", "HttpServer"): "the HttpServer's server and its settings, for each namespace's HttpServer",
         ("Drain", "HttpServer"): "the HttpServer's sessions, calls, namespaces and leave()",
-        ("ListenStream", "Upstream"): "the Upstream's client, state and server log",
         ("_UpstreamProtocol", "Upstream"): "the Upstream's client, server log and gone()",
         ("_HttpChannel", "Upstream"): "the Upstream's client, spec, bearer, listing, logs, lost() and back channel",
     }
