@@ -9694,8 +9694,9 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
     reason = None  # why it ended, once it has
     _gone = False
 
-    def __init__(self, upstream):
-        self.upstream = upstream
+    def __init__(self, client, server_log, gone):
+        """Its server's McpClient and ServerLog, and the Upstream's gone(), called with it once the process ended."""
+        self.client, self.server_log, self.gone = client, server_log, gone
         self.exited = asyncio.get_running_loop().create_future()
         self.open_pipes = {1, 2}
         self._out = StdioFraming(MAX_MESSAGE, self._oversized)
@@ -9710,18 +9711,18 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             *lines, rest = self._err.split(b"\n")
             self._err = bytearray(rest[-65536:])
             for line in lines:
-                self.upstream.server_log.stderr_line(_decoded(bytes(line).rstrip(b"\r")))
+                self.server_log.stderr_line(_decoded(bytes(line).rstrip(b"\r")))
             return
         for item, _ in self._out.feed(data):
             if not isinstance(item, McpError):  # a line over MAX_MESSAGE: _oversized
-                self.upstream.client.received(item)
+                self.client.received(item)
 
     def _oversized(self, head, tail):
         """A line over MAX_MESSAGE was skipped: fail the request it answers (its id starts or ends it)."""
         found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,', head) or \
             re.search(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$', tail)
-        client = self.upstream.client
-        self.upstream.server_log.note("skipped a message over %d bytes on stdout%s" % (
+        client = self.client
+        self.server_log.note("skipped a message over %d bytes on stdout%s" % (
             MAX_MESSAGE, " (the answer to request %s)" % found.group(1).decode() if found else ""))
         if found:
             client.fail(int(found.group(1)), SERVER_ANSWER_TOO_LARGE, "server `%s` answered with a message over "
@@ -9755,8 +9756,8 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         if not self._gone:
             self._gone = True
             if self._err:
-                self.upstream.server_log.stderr_line(_decoded(self._err))
-            self.upstream.gone(self)
+                self.server_log.stderr_line(_decoded(self._err))
+            self.gone(self)
 
 
 HTTP_RESUME_WAIT_MS = 10000  # the longest an upstream's `retry` may make us wait to resume its stream
@@ -11133,7 +11134,7 @@ class Upstream:
         if spec.url is not None:
             await self._connect()
             return
-        protocol = self.client.attach(_UpstreamProtocol(self))
+        protocol = self.client.attach(_UpstreamProtocol(self.client, self.server_log, self.gone))
         self.server_log.restart()
         self.server_log.note("starting: %s" % spec.display())
         started = time.monotonic()
