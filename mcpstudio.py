@@ -14183,9 +14183,10 @@ class Drain:
     goes on for the grace period; the requests still running then are answered with an error that says the
     instance is shutting down. The port stays open meanwhile, so health checks read the 503."""
 
-    def __init__(self, http):
-        self.http = http
-        self.views = [http] + list(http.namespaces.views.values())
+    def __init__(self, views, name, log):
+        """The HttpServers it drains (the instance's /mcp and each namespace's built so far), the instance's name
+        and the Log."""
+        self.views, self.name, self.log = views, name, log
 
     @staticmethod
     def check(http, method, params, headers, request_id):
@@ -14202,11 +14203,11 @@ class Drain:
                    or h.server.busy() for h in self.views)
 
     async def run(self, grace):
-        name = self.http.instance.name
+        name = self.name
         for http in self.views:
             http.leave("instance %s is shutting down" % name)
-        self.http.log.info("leaving: instance %s answers /health with 503 and refuses new requests; running calls "
-                           "have %g s to finish", name, grace)
+        self.log.info("leaving: instance %s answers /health with 503 and refuses new requests; running calls "
+                      "have %g s to finish", name, grace)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and self.busy():
             await asyncio.sleep(0.1)
@@ -14868,7 +14869,8 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token,
             leaving[0].cancel()  # a second signal: at once
     _on_stop_signals(loop, stop, server.catalog.reload_signal())
     if await stopping == "SIGTERM":
-        leaving.append(asyncio.ensure_future(Drain(http).run(drain)))
+        draining = Drain([http] + list(http.namespaces.views.values()), http.instance.name, log)
+        leaving.append(asyncio.ensure_future(draining.run(drain)))
         await asyncio.wait(leaving)
     await http.close()
     await server.tasks.close()
