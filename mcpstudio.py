@@ -9741,8 +9741,9 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
     reason = None  # why it ended, once it has
     _gone = False
 
-    def __init__(self, upstream):
-        self.upstream = upstream
+    def __init__(self, client, server_log, gone):
+        """Its server's McpClient and ServerLog, and the Upstream's gone(), called with it once the process ended."""
+        self.client, self.server_log, self.gone = client, server_log, gone
         self.exited = asyncio.get_running_loop().create_future()
         self.open_pipes = {1, 2}
         self._out = StdioFraming(MAX_MESSAGE, self._oversized)
@@ -9757,18 +9758,18 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
             *lines, rest = self._err.split(b"\n")
             self._err = bytearray(rest[-65536:])
             for line in lines:
-                self.upstream.server_log.stderr_line(_decoded(bytes(line).rstrip(b"\r")))
+                self.server_log.stderr_line(_decoded(bytes(line).rstrip(b"\r")))
             return
         for item, _ in self._out.feed(data):
             if not isinstance(item, McpError):  # a line over MAX_MESSAGE: _oversized
-                self.upstream.client.received(item)
+                self.client.received(item)
 
     def _oversized(self, head, tail):
         """A line over MAX_MESSAGE was skipped: fail the request it answers (its id starts or ends it)."""
         found = re.match(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)\s*,', head) or \
             re.search(rb',\s*"id"\s*:\s*(\d+)\s*\}\s*$', tail)
-        client = self.upstream.client
-        self.upstream.server_log.note("skipped a message over %d bytes on stdout%s" % (
+        client = self.client
+        self.server_log.note("skipped a message over %d bytes on stdout%s" % (
             MAX_MESSAGE, " (the answer to request %s)" % found.group(1).decode() if found else ""))
         if found:
             client.fail(int(found.group(1)), SERVER_ANSWER_TOO_LARGE, "server `%s` answered with a message over "
@@ -9802,8 +9803,8 @@ class _UpstreamProtocol(asyncio.SubprocessProtocol):
         if not self._gone:
             self._gone = True
             if self._err:
-                self.upstream.server_log.stderr_line(_decoded(self._err))
-            self.upstream.gone(self)
+                self.server_log.stderr_line(_decoded(self._err))
+            self.gone(self)
 
 
 HTTP_RESUME_WAIT_MS = 10000  # the longest an upstream's `retry` may make us wait to resume its stream
@@ -10725,29 +10726,30 @@ class ListenStream:
 
     task = None  # the listen request, while the server runs
 
-    def __init__(self, upstream):
-        self.upstream = upstream
+    def __init__(self, client, server_log, *, state):
+        """Its server's McpClient and ServerLog; `state` a callable, as the Upstream's state changes as it runs."""
+        self.client, self.server_log, self.state = client, server_log, state
         self.watched = set()   # resource URIs the client subscribed to (the server hears of them at listen)
 
     def open(self):
         """Listen (again) while the server runs, for what it can tell of."""
         self.close()
-        capabilities = self.upstream.client.capabilities
+        capabilities = self.client.capabilities
         wanted = {"%sListChanged" % kind: True for kind in ("tools", "resources", "prompts")
                   if _object(capabilities.get(kind)).get("listChanged")}
         if self.watched and _object(capabilities.get("resources")).get("subscribe"):
             wanted["resourceSubscriptions"] = sorted(self.watched)
-        if self.upstream.client.modern and self.upstream.state == "running" and wanted:
+        if self.client.modern and self.state() == "running" and wanted:
             self.task = asyncio.ensure_future(self._listening(wanted))
 
     async def _listening(self, wanted):
         try:
-            while self.upstream.state == "running":
+            while self.state() == "running":
                 try:
-                    await self.upstream.client.request("subscriptions/listen", {"notifications": wanted})
-                    self.upstream.server_log.note("subscriptions/listen ended: opening it again")
+                    await self.client.request("subscriptions/listen", {"notifications": wanted})
+                    self.server_log.note("subscriptions/listen ended: opening it again")
                 except UpstreamError as exc:
-                    self.upstream.server_log.note("subscriptions/listen failed: %s" % exc.message)
+                    self.server_log.note("subscriptions/listen failed: %s" % exc.message)
                     if exc.code in (METHOD_NOT_FOUND, INVALID_PARAMS, SERVER_NOT_RUNNING):
                         return
                 await asyncio.sleep(LISTEN_AGAIN)
@@ -10943,24 +10945,26 @@ class ServerTasks:
     """A server's own tasks, polled inside mcpstudio's call or task to their results: 2025-11-25 task-augmented
     calls and the 2026-07-28 tasks extension."""
 
-    def __init__(self, upstream):
-        self.upstream = upstream
+    def __init__(self, client, back, forward, modern_for, known_items, *, spec, state):
+        """Its server's McpClient and BackChannel; the Upstream's forward(), modern_for() and known_items(); `spec`
+        and `state` are callables, as an Upstream's update() replaces its spec and its state changes as it runs."""
+        self.client, self.back = client, back
+        self.forward, self.modern_for, self.known_items = forward, modern_for, known_items
+        self.spec, self.state = spec, state
 
     def runs(self, name, ctx=None):
         """Whether this running server runs its tool `name` as a task of its own (2025-11-25 tasks)."""
-        upstream = self.upstream
-        requests = _object(_object(upstream.client.capabilities.get("tasks")).get("requests"))
-        if upstream.modern_for(ctx, name) or "call" not in _object(requests.get("tools")):
+        requests = _object(_object(self.client.capabilities.get("tasks")).get("requests"))
+        if self.modern_for(ctx, name) or "call" not in _object(requests.get("tools")):
             return False
         return any(t.get("name") == name and _object(t.get("execution")).get("taskSupport") in ("optional", "required")
-                   for t in upstream.known_items("tools"))
+                   for t in self.known_items("tools"))
 
     async def call(self, name, arguments, ctx):
         """A call (made in one of mcpstudio's own tasks) that the server runs as its task: created, polled
         to its end, its result fetched; cancelled, the server's task is cancelled too."""
-        upstream = self.upstream
-        creating = asyncio.ensure_future(upstream.forward("tools/call", {"name": name, "arguments": arguments,
-                                                                         "task": {}}, ctx))
+        creating = asyncio.ensure_future(self.forward("tools/call", {"name": name, "arguments": arguments,
+                                                                     "task": {}}, ctx))
         try:
             created = await asyncio.shield(creating)
         except asyncio.CancelledError:  # before the server named its task: cancel that task once it does
@@ -10975,23 +10979,23 @@ class ServerTasks:
             return created
         task_id = _object(created["task"]).get("taskId")
         if not isinstance(task_id, str):
-            raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % upstream.spec.key)
-        upstream.back.calls.append(ctx)  # what the server asks while its task runs belongs to this call
-        upstream.back.tasks[task_id] = ctx
+            raise UpstreamError(INTERNAL_ERROR, "%s answered a task-augmented call without a task" % self.spec().key)
+        self.back.calls.append(ctx)  # what the server asks while its task runs belongs to this call
+        self.back.tasks[task_id] = ctx
         started = time.monotonic()
         try:
             while True:
-                task = await upstream.client.request("tasks/get", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
+                task = await self.client.request("tasks/get", {"taskId": task_id}, self.spec().tool_timeout, ctx)
                 if task.get("status") in TERMINAL + ("input_required",):  # its questions come with tasks/result
                     break
-                await asyncio.sleep(poll_interval(task.get("pollInterval"), time.monotonic() - started, upstream.spec.id))
-            result = await upstream.client.request("tasks/result", {"taskId": task_id}, upstream.spec.tool_timeout, ctx)
+                await asyncio.sleep(poll_interval(task.get("pollInterval"), time.monotonic() - started, self.spec().id))
+            result = await self.client.request("tasks/result", {"taskId": task_id}, self.spec().tool_timeout, ctx)
         except (asyncio.CancelledError, UpstreamError):
             self.cancel({"taskId": task_id})
             raise
         finally:
-            upstream.back.calls.remove(ctx)
-            upstream.back.tasks.pop(task_id, None)
+            self.back.calls.remove(ctx)
+            self.back.tasks.pop(task_id, None)
         meta = result.get("_meta")
         if RELATED_TASK in _object(meta):  # the server's task id stays behind mcpstudio
             result["_meta"] = {k: v for k, v in meta.items() if k != RELATED_TASK}
@@ -11000,33 +11004,32 @@ class ServerTasks:
     async def follow(self, task_id, meta, ctx):
         """A 2026-07-28 server made a task of a call (the client declared the tasks extension): polled here,
         inside mcpstudio's own call or task, to its result; cancelled, the server's task is cancelled too."""
-        upstream = self.upstream
-        ask = {"taskId": task_id, "_meta": dict(upstream.client.meta or {}, **{k: v for k, v in meta.items()
-                                                                             if k != "progressToken"})}
+        ask = {"taskId": task_id, "_meta": dict(self.client.meta or {}, **{k: v for k, v in meta.items()
+                                                                         if k != "progressToken"})}
         started = time.monotonic()
         try:
             while True:
-                task = await upstream.client.request("tasks/get", ask, upstream.spec.tool_timeout, ctx)
+                task = await self.client.request("tasks/get", ask, self.spec().tool_timeout, ctx)
                 status = task.get("status")
                 if status == "completed" and isinstance(task.get("result"), dict):
                     return task["result"]
                 if status in ("failed", "cancelled", "input_required"):
                     error = _object(task.get("error"))
                     raise UpstreamError(error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR,
-                                        "[%s] %s" % (upstream.spec.id, error.get("message") or task.get("statusMessage") or (
+                                        "[%s] %s" % (self.spec().id, error.get("message") or task.get("statusMessage") or (
                                             "its task asked for input, which mcpstudio cannot pass on inside a task"
                                             if status == "input_required" else "its task %s" % status)))
                 await asyncio.sleep(poll_interval(task.get("pollIntervalMs"), time.monotonic() - started,
-                                                  upstream.spec.id))
+                                                  self.spec().id))
         except (asyncio.CancelledError, UpstreamError):
             self.cancel(ask)
             raise
 
     def cancel(self, params):
         """Cancel the server's own task `params["taskId"]` (a call of ours made it), answer unawaited."""
-        if self.upstream.state == "running":
-            self.upstream.client.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % params["taskId"],
-                                       "method": "tasks/cancel", "params": params})
+        if self.state() == "running":
+            self.client.send({"jsonrpc": "2.0", "id": "mcpstudio-cancel-%s" % params["taskId"],
+                                  "method": "tasks/cancel", "params": params})
 
 
 PROBE_TIMEOUT = 2.0               # seconds an initialized server may take to say whether it speaks 2026-07-28 too
@@ -11060,13 +11063,13 @@ class Upstream:
         self.config_path = config_path  # the config file, whose folder keeps the server's sign-in (OAuth)
         self.start_tool = start_tool    # the manager tool that starts it again, named in errors
         self.state = "stopped"   # stopped, starting, running, failed, crashed, stopped-by-user, ...
-        self.server_log = ServerLog(spec.id, log)
-        self.backoff = RestartBackoff()
+        self.server_log, self.backoff = ServerLog(spec.id, log), RestartBackoff()
         self.client = McpClient(spec.id, lambda message, cause: self.back.message(message, cause), self.server_log.note)
         self.back = BackChannel(self.client, downstream, log, spec.id, owner, state=lambda: self.state,
                                 timeout=lambda: self.spec.tool_timeout, relist=self.relist)
-        self.tasks = ServerTasks(self)
-        self.listen_stream = ListenStream(self)
+        self.tasks = ServerTasks(self.client, self.back, self.forward, self.modern_for, self.known_items,
+                                 spec=lambda: self.spec, state=lambda: self.state)
+        self.listen_stream = ListenStream(self.client, self.server_log, state=lambda: self.state)
         self.cache = ListingCache(os.path.join(cache_dir, "server-%s.json" % spec.launch), log)
         self.last_error = spec.error
         if spec.disabled:
@@ -11178,7 +11181,7 @@ class Upstream:
         if spec.url is not None:
             await self._connect()
             return
-        protocol = self.client.attach(_UpstreamProtocol(self))
+        protocol = self.client.attach(_UpstreamProtocol(self.client, self.server_log, self.gone))
         self.server_log.restart()
         self.server_log.note("starting: %s" % spec.display())
         started = time.monotonic()
@@ -14227,9 +14230,10 @@ class Drain:
     goes on for the grace period; the requests still running then are answered with an error that says the
     instance is shutting down. The port stays open meanwhile, so health checks read the 503."""
 
-    def __init__(self, http):
-        self.http = http
-        self.views = [http] + list(http.namespaces.views.values())
+    def __init__(self, views, name, log):
+        """The HttpServers it drains (the instance's /mcp and each namespace's built so far), the instance's name
+        and the Log."""
+        self.views, self.name, self.log = views, name, log
 
     @staticmethod
     def check(http, method, params, headers, request_id):
@@ -14246,11 +14250,11 @@ class Drain:
                    or h.server.busy() for h in self.views)
 
     async def run(self, grace):
-        name = self.http.instance.name
+        name = self.name
         for http in self.views:
             http.leave("instance %s is shutting down" % name)
-        self.http.log.info("leaving: instance %s answers /health with 503 and refuses new requests; running calls "
-                           "have %g s to finish", name, grace)
+        self.log.info("leaving: instance %s answers /health with 503 and refuses new requests; running calls "
+                      "have %g s to finish", name, grace)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and self.busy():
             await asyncio.sleep(0.1)
@@ -14912,7 +14916,8 @@ async def serve_http(server, runner: ProcessRunner, log: Log, host, port, token,
             leaving[0].cancel()  # a second signal: at once
     _on_stop_signals(loop, stop, server.catalog.reload_signal())
     if await stopping == "SIGTERM":
-        leaving.append(asyncio.ensure_future(Drain(http).run(drain)))
+        draining = Drain([http] + list(http.namespaces.views.values()), http.instance.name, log)
+        leaving.append(asyncio.ensure_future(draining.run(drain)))
         await asyncio.wait(leaving)
     await http.close()
     await server.tasks.close()
