@@ -2455,7 +2455,7 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
     # (CreateToolhelp32Snapshot, Thread32First/Next) searched for the child's, then OpenThread and
     # ResumeThread, works under Wine too, but walks the whole system's threads for each command to find one.
     # A child that cannot join a job (no ctypes, no nested jobs on Windows 7) is resumed all the same and
-    # stopped by taskkill /T; one that cannot be resumed is ended, never left suspended.
+    # stopped by taskkill /T; one that cannot be resumed is ended, not left suspended.
     _JOBS = {}
 
     @functools.lru_cache(maxsize=None)
@@ -2474,11 +2474,16 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
         it; without a job (Windows 7 has no nested jobs, or ctypes is missing) taskkill /T at stop time is all
         there is."""
         try:
-            kernel32, resume = _kernel32(), _nt_resume_process()
-        except (OSError, ImportError, AttributeError):
+            kernel32 = _kernel32()
+        except (OSError, ImportError):
             return  # then it was not started suspended either
+        try:
+            resume = _nt_resume_process()
+        except (OSError, AttributeError):
+            resume = None  # started running (_group_spawn_options): it joins its job now
         # PROCESS_TERMINATE | PROCESS_SET_QUOTA | PROCESS_SUSPEND_RESUME. Our own child, whose handle asyncio
-        # holds: this does not fail (were it to, the stop at its timeout, taskkill /T /F, would end it).
+        # holds: this does not fail (were it to, a suspended child would wait for its stop, at its timeout or
+        # its call's cancellation, which ends it with taskkill /T /F).
         process = kernel32.OpenProcess(0x0901, False, pid)
         if not process:
             return
@@ -2493,7 +2498,7 @@ else:  # pragma: windows (Windows CPython under Wine in .ci/windows; the README 
             elif job:
                 kernel32.CloseHandle(job)
         finally:
-            if resume(process) != 0:  # an NTSTATUS: it stays suspended, so it goes (a call gets its exit code)
+            if resume and resume(process) != 0:  # an NTSTATUS: it stays suspended, so it goes (a call gets its exit code)
                 kernel32.TerminateProcess(process, 1)
             kernel32.CloseHandle(process)
 
