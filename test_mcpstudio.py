@@ -15989,8 +15989,7 @@ class LoadBalancerTests(ScratchDir):
 
     def setUp(self):
         super().setUp()
-        self.ports = {"front": free_port()}
-        self.ports.update(("mcp%d" % n, free_port()) for n in (1, 2, 3))
+        self.ports = {"front": free_port()}  # the instances' own: the ones they bind first (start)
         self.instances = {}
         for name in ("mcp1", "mcp2", "mcp3"):
             self.start(name)
@@ -16046,8 +16045,11 @@ class LoadBalancerTests(ScratchDir):
         return path
 
     def start(self, name, drain="30"):
+        """Instance `name`, on the port it had (a restart), or at first on one of its own choosing: a port picked
+        free beforehand can be taken by another suite's connection before the instance binds it."""
         server = HttpServerProcess("--http-instance", name, "--http-drain", drain, "--http-trusted-proxy", "127.0.0.1",
-                                   "serve", "--config", self.config(), bind="127.0.0.1:%d" % self.ports[name])
+                                   "serve", "--config", self.config(), bind="127.0.0.1:%d" % self.ports.get(name, 0))
+        self.ports[name] = server.port
         self.instances[name] = server
         self.addCleanup(server.__exit__, None, None, None)
         return server
