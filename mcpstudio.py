@@ -7166,10 +7166,12 @@ def search_summary(count, mode, threshold):
 
 class ToolSearch:
     """`toolSearch` for one Server: what a client's tools/list shows, the two tools, and per session the
-    tools its searches found (at most FOUND_LIMIT, the least recently found dropped first)."""
+    tools its searches found (at most FOUND_LIMIT, the least recently found dropped first). It gets the Server's
+    catalog and its tools_call (mcpstudio__call_tool takes the path of a direct call)."""
 
-    def __init__(self, server, mode, threshold, pins, separator="__"):
-        self.server, self.mode, self.threshold, self.pins = server, mode, threshold, pins
+    def __init__(self, catalog, tools_call, mode, threshold, pins, separator="__"):
+        self.catalog, self.tools_call = catalog, tools_call
+        self.mode, self.threshold, self.pins = mode, threshold, pins
         self.search_name = MANAGER_PREFIX + separator + "search_tools"
         self.call_name = MANAGER_PREFIX + separator + "call_tool"
         self.found = weakref.WeakKeyDictionary()  # Session -> OrderedDict of found names
@@ -7210,7 +7212,7 @@ class ToolSearch:
         target, given = arguments.get("name"), arguments.get("arguments", {})
         if name == self.call_name and isinstance(target, str) and not self.handles(target) and isinstance(given, dict):
             try:
-                return await self.server.tools_call(dict(params, name=target, arguments=given), ctx)
+                return await self.tools_call(dict(params, name=target, arguments=given), ctx)
             except McpError as exc:
                 raise ToolError(exc.message) from None
         query, limit = arguments.get("query"), arguments.get("limit", SEARCH_LIMIT)
@@ -7219,7 +7221,7 @@ class ToolSearch:
             raise ToolError("%s takes `query` (a few words, %d characters at most) and `limit` (1 to %d); %s takes "
                             "`name` (another tool's) and `arguments` (an object)"
                             % (self.search_name, SEARCH_QUERY_MAX, SEARCH_MAX, self.call_name))
-        catalog = self.server.catalog
+        catalog = self.catalog
         tools = await catalog.tools() if catalog.stale else catalog.listing  # the last listing's tools
         key = [(tool["name"], tool.get("description"), _object(tool.get("_meta")).get(SEARCH_HINT_META)) for tool in tools]
         if key != self._key:  # the index is built again only when a name or description changed
@@ -12912,7 +12914,7 @@ class Server:
         self.instructions = instructions
         self.session = None
         self.sessions = []  # handshake-era sessions past `initialized` (stdio: at most one)
-        self.search = ToolSearch(self, *search) if search else None  # `toolSearch`: (mode, threshold, pins, separator)
+        self.search = ToolSearch(catalog, self.tools_call, *search) if search else None  # `toolSearch`: (mode, threshold, pins, separator)
         self.views = []  # the Aggregator of each /mcp/<namespace> served: its Server is told of changes too
         self._held_logs = []  # log notifications from before the client was ready
         self.methods = {

@@ -22,6 +22,7 @@ import io
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -1312,7 +1313,6 @@ class ConstructionTests(unittest.TestCase):
     PARENT_HOLDERS = {
         ("Downstream", "Aggregator"): "the Aggregator is the source the catalog knows its events by, and its events "
                                       "(the catalog) are handed to it at start(), after it was built",
-        ("ToolSearch", "Server"): "the Server's catalog and tools_call",
         ("NamespaceUrls", "HttpServer"): "the HttpServer's server and its settings, for each namespace's HttpServer",
         ("_HttpChannel", "Upstream"): "the Upstream's client, spec, bearer, listing, logs, lost() and back channel",
     }
@@ -5051,12 +5051,13 @@ class ConformanceThroughTests(ScratchDir):
         return found
 
     def test_what_passes_directly_passes_through(self):
-        port = free_port()
-        reference = subprocess.Popen([os.path.join(CES, "node_modules", ".bin", "tsx"), "everything-server.ts"], cwd=CES,
-                                     env=dict(os.environ, PORT=str(port)), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        self.addCleanup(lambda: (os.killpg(reference.pid, signal.SIGTERM), reference.wait(), reference.stdout.close()))
-        self.assertTrue(wait_until(lambda: self.listening(port), 60), "the reference server did not start")
+        for _ in range(3):  # it cannot be told port 0 and say which it got: a port picked free may be taken first
+            port = free_port()
+            reference = self.start_reference(port)
+            if reference.poll() is None:
+                break
+        if reference.poll() is not None:
+            self.fail("the reference server did not start: %s" % reference.stdout.read()[-2000:])
         config = os.path.join(self.dir, "agg.json")
         with open(config, "w") as f:
             json.dump({"mcpServers": {"ref": {"url": "http://localhost:%d/mcp" % port, "prefix": ""}}}, f)
@@ -5088,6 +5089,17 @@ class ConformanceThroughTests(ScratchDir):
         if folder:
             with open(os.path.join(folder, name), "w") as f:
                 f.write(text)
+
+    def start_reference(self, port):
+        """The reference server on `port`, once it listens there or has exited (a taken port: EADDRINUSE)."""
+        reference = subprocess.Popen([os.path.join(CES, "node_modules", ".bin", "tsx"), "everything-server.ts"],
+                                     cwd=CES, env=dict(os.environ, PORT=str(port)), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.addCleanup(lambda: (reference.poll() is None and os.killpg(reference.pid, signal.SIGTERM), reference.wait(),
+                                 reference.stdout.close()))
+        wait_until(lambda: reference.poll() is not None or self.listening(port), 60)
+        time.sleep(0.5)  # a listener there may be another program's: then this one exits
+        return reference
 
     @staticmethod
     def listening(port) -> bool:
@@ -9217,7 +9229,7 @@ class ToolIndexTests(unittest.TestCase):
 
             def notify(self, method, params):
                 self.sent.append(method)
-        search = mcpstudio.ToolSearch(None, "on", 40, [])
+        search = mcpstudio.ToolSearch(None, None, "on", 40, [])
         one, two = Session(), Session()
         for names, session, notified in ((["a", "b"], one, 1), (["b", "a"], one, 1), (["a"], two, 1),
                                          (["t%d" % n for n in range(mcpstudio.FOUND_LIMIT)], one, 2), (["a"], one, 3)):
@@ -13326,14 +13338,14 @@ class HttpUpstreamTests(ScratchDir):
             self.assertNotIn("retry:", text)  # no priming event: one stream, to its end
 
     def test_streamable_http_and_legacy_sse_upstreams(self):
-        port = free_port()
         token_env = dict(os.environ, MCPSTUDIO_HTTP_TOKEN="up-token-1234")
-        web = HttpServerProcess("echo", "{message}", env=token_env, bind="127.0.0.1:%d" % port)
+        web = HttpServerProcess("echo", "{message}", env=token_env)  # port 0: a port picked free beforehand can be taken
+        port = web.port  # and kept: it comes back there
         old = LegacySseServer()
         self.addCleanup(old.close)
         try:
             env = dict(self.env, UP_TOKEN="up-token-1234")
-            servers = {"web": {"type": "http", "url": "http://127.0.0.1:%d/mcp" % port,
+            servers = {"web": {"type": "http", "url": "http://127.0.0.1:%d/mcp" % web.port,
                                "headers": {"Authorization": "Bearer ${UP_TOKEN}"}},
                        "old": {"type": "sse", "url": "http://127.0.0.1:%d/sse" % old.port}}
             with self.aggregator(servers, env) as server:
@@ -18103,6 +18115,7 @@ class TuiSession:
         self.master, slave = pty.openpty()
         self.size(slave, rows, cols)
         self.lock = threading.Lock()
+        self.closing = False
         def own_terminal():  # a session whose controlling terminal is the pty: Ctrl+C there is SIGINT, as for a person
             import fcntl
             import termios
@@ -18122,8 +18135,12 @@ class TuiSession:
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
     def _read(self):
-        while True:
+        # Until close() says stop: close() then closes the descriptor, so that its number, free again, is never read
+        # here once the next session's pty has it (that session's screen stayed blank, its output read into this one).
+        while not self.closing:
             try:
+                if not select.select([self.master], [], [], 0.1)[0]:
+                    continue
                 data = os.read(self.master, 65536)
             except OSError:
                 return
@@ -18177,6 +18194,8 @@ class TuiSession:
             if self.proc.poll() is None:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+            self.closing = True
+            self.reader.join()
             os.close(self.master)
 
 
