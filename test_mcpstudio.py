@@ -478,13 +478,18 @@ class HttpServerProcess(McpProcess):
         self.port, self.path = None, "/mcp"
         deadline = time.monotonic() + WAIT
         while self.port is None and time.monotonic() < deadline:
+            if self.proc.poll() is not None:  # it exited: what it said is all read once its reader ends
+                self.readers[-1].join(WAIT)
+                deadline = 0
             for line in list(self.stderr):
                 found = re.search(r"serving MCP at http://\S+?:(\d+)/mcp", line)
                 if found:
                     self.port = int(found.group(1))
             time.sleep(0.02)
         if self.port is None:
-            raise AssertionError("no 'serving MCP at' line%s" % self.context())
+            context = self.context()
+            self.__exit__(None, None, None)  # no child left: the caller's cleanup is not registered yet
+            raise AssertionError("no 'serving MCP at' line%s" % context)
 
     def post(self, message, headers=None, session=None, raw=None, method="POST", timeout=WAIT):
         """(status, headers dict, body text) of one request to /mcp."""
@@ -1315,14 +1320,17 @@ class ConstructionTests(unittest.TestCase):
                                       "(the catalog) are handed to it at start(), after it was built",
         ("NamespaceUrls", "HttpServer"): "the HttpServer's server and its settings, for each namespace's HttpServer",
         ("_HttpChannel", "Upstream"): "the Upstream's client, spec, bearer, listing, logs, lost() and back channel",
+        ("Drain", "HttpServer"): "the HttpServers it drains (/mcp's and each namespace's): each one's leave(), its "
+                                 "calls and sessions and its Server's work are what it ends and waits on",
     }
 
     def test_parts_get_what_they_use_not_their_parent(self):
         # The rule, read off the code: a parent is an Aggregator, Server, HttpServer or Upstream (the classes built of
         # parts); inside a function it is `self` in a method of one of them, or a name assigned from a call of one
         # of their constructors (`http = HttpServer(...)`). A part is a class of the module whose constructor is
-        # called with a parent as an argument (positional or keyword): it receives the whole object, so it can
-        # reach through it (`self.hub.namespace.left_out`) for whatever it likes. A part given the collaborators it
+        # called with a parent as an argument (positional or keyword, alone or in a list, tuple or sum of them:
+        # `Drain([http] + others)`): it receives the whole object, so it can reach through it
+        # (`self.hub.namespace.left_out`) for whatever it likes. A part given the collaborators it
         # uses (objects, bound methods or named callables such as `lambda: self.upstreams` for what a reload
         # replaces) is not one. Every (part, parent) found must be one of PARENT_HOLDERS, and each of those must
         # still be found (a fixed one leaves the list). The walk sees the calls it judges: every parent's
@@ -1343,8 +1351,19 @@ class ConstructionTests(unittest.TestCase):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes:
                     constructed.add(node.func.id)
                     arguments = list(node.args) + [k.value for k in node.keywords]
-                    found.update((node.func.id, held[a.id]) for a in arguments
-                                 if isinstance(a, ast.Name) and a.id in held)
+                    found.update((node.func.id, held[name]) for a in arguments for name in given(a) if name in held)
+
+        def given(argument):
+            """The names an argument hands over whole: itself, or the elements of a list, tuple or sum of them."""
+            if isinstance(argument, ast.Name):
+                return [argument.id]
+            if isinstance(argument, (ast.List, ast.Tuple, ast.Set)):
+                return [name for element in argument.elts for name in given(element)]
+            if isinstance(argument, ast.BinOp):
+                return given(argument.left) + given(argument.right)
+            if isinstance(argument, ast.Starred):
+                return given(argument.value)
+            return []
 
         def walk(node, cls):
             for child in ast.iter_child_nodes(node):
@@ -5053,11 +5072,10 @@ class ConformanceThroughTests(ScratchDir):
     def test_what_passes_directly_passes_through(self):
         for _ in range(3):  # it cannot be told port 0 and say which it got: a port picked free may be taken first
             port = free_port()
-            reference = self.start_reference(port)
-            if reference.poll() is None:
+            reference, said = self.start_reference(port)
+            if "running on http://localhost:%d" % port in said:
                 break
-        if reference.poll() is not None:
-            self.fail("the reference server did not start: %s" % reference.stdout.read()[-2000:])
+        self.assertIn("running on http://localhost:%d" % port, said, "the reference server did not start")
         config = os.path.join(self.dir, "agg.json")
         with open(config, "w") as f:
             json.dump({"mcpServers": {"ref": {"url": "http://localhost:%d/mcp" % port, "prefix": ""}}}, f)
@@ -5091,24 +5109,20 @@ class ConformanceThroughTests(ScratchDir):
                 f.write(text)
 
     def start_reference(self, port):
-        """The reference server on `port`, once it listens there or has exited (a taken port: EADDRINUSE)."""
-        reference = subprocess.Popen([os.path.join(CES, "node_modules", ".bin", "tsx"), "everything-server.ts"],
-                                     cwd=CES, env=dict(os.environ, PORT=str(port)), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        self.addCleanup(lambda: (reference.poll() is None and os.killpg(reference.pid, signal.SIGTERM), reference.wait(),
-                                 reference.stdout.close()))
-        wait_until(lambda: reference.poll() is not None or self.listening(port), 60)
-        time.sleep(0.5)  # a listener there may be another program's: then this one exits
-        return reference
+        """The reference server on `port`, and what it said once it said it listens there, or exited (a taken port:
+        EADDRINUSE), or 60 s passed. Its output goes to a file: a pipe nobody reads could fill and stop it."""
+        out = os.path.join(self.dir, "reference-%d.log" % port)
+        with open(out, "wb") as log:
+            reference = subprocess.Popen([os.path.join(CES, "node_modules", ".bin", "tsx"), "everything-server.ts"],
+                                         cwd=CES, env=dict(os.environ, PORT=str(port)), stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.addCleanup(lambda: (reference.poll() is None and os.killpg(reference.pid, signal.SIGTERM), reference.wait()))
 
-    @staticmethod
-    def listening(port) -> bool:
-        import socket
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            return True
-        except OSError:
-            return False
+        def said():
+            with open(out, errors="replace") as f:
+                return f.read()
+        wait_until(lambda: reference.poll() is not None or "running on http://localhost:%d" % port in said(), 60)
+        return reference, said()
 
 
 @unittest.skipUnless(NODE22 and CONFORMANCE and os.environ.get("MCPSTUDIO_CONFORMANCE_CLIENTS"),
@@ -8784,7 +8798,7 @@ class RunningStatsTests(AggregatorCase):
     def test_tui_details_show_the_selected_tools_counters(self):
         path, server = self.serve_servers()
         tui = TuiSession("--config", path, env=self.env)
-        self.addCleanup(lambda: tui.proc.poll() is None and tui.close())
+        self.addCleanup(tui.close)
         tui.wait_for("SERVER", "good")
         tui.press("\r")  # details, the first tool (echo) selected
         tui.wait_for("tools (5):", "serve pid %d: 1 calls, 0 errors" % server.proc.pid)
@@ -15997,23 +16011,29 @@ class HttpEndpoint:
 @unittest.skipUnless(HAPROXY and os.path.exists(HAPROXY) and os.name == "posix",
                      "HAProxy is not installed (set MCPSTUDIO_HAPROXY; .ci/run installs Debian's haproxy)")
 class LoadBalancerTests(ScratchDir):
-    """Issue 46.4: three --http instances behind HAProxy with examples/haproxy.cfg (its ports changed only)."""
+    """Issue 46.4: three --http instances behind HAProxy with examples/haproxy.cfg (its addresses changed only)."""
 
     def setUp(self):
         super().setUp()
-        self.ports = {"front": free_port()}  # the instances' own: the ones they bind first (start)
+        import socket
+        front = socket.socket()  # HAProxy's front, bound here and inherited (a port picked free may be taken first)
+        front.bind(("127.0.0.1", 0))
+        front.listen(64)
+        self.addCleanup(front.close)
+        self.ports = {"front": front.getsockname()[1]}  # the instances' own: the ones they bind first (start)
         self.instances = {}
         for name in ("mcp1", "mcp2", "mcp3"):
             self.start(name)
         with open(os.path.join(HERE, "examples", "haproxy.cfg")) as f:
             text = f.read()
-        for old, key in (("8930", "front"), ("8931", "mcp1"), ("8932", "mcp2"), ("8933", "mcp3")):
+        text = text.replace("bind 127.0.0.1:8930", "bind fd@%d" % front.fileno())
+        for old, key in (("8931", "mcp1"), ("8932", "mcp2"), ("8933", "mcp3")):
             text = text.replace("127.0.0.1:%s" % old, "127.0.0.1:%d" % self.ports[key])
         config = os.path.join(self.dir, "haproxy.cfg")
         with open(config, "w") as f:
             f.write(text)
         self.haproxy = subprocess.Popen([HAPROXY, "-db", "-f", config], stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=[front.fileno()])
         self.addCleanup(self.stop_haproxy)
         self.front = HttpEndpoint(self.ports["front"])
         self.assertTrue(wait_until(lambda: self.up() == 3, 30), "the three instances never came up")
@@ -18186,6 +18206,9 @@ class TuiSession:
             return {cell.fg for line in self.screen.buffer.values() for cell in line.values() if cell.data.strip()}
 
     def close(self, keys="q") -> int:
+        """`keys` (q: quit), then its exit code once it exits (killed after 20 s); again: the code."""
+        if self.closing:
+            return self.proc.returncode
         if self.proc.poll() is None:
             self.press(keys)
         try:
@@ -18219,7 +18242,7 @@ class TuiTests(AggregatorCase):
 
     def tui(self, path, **keys):
         session = TuiSession("--config", path, env=self.env, **keys)
-        self.addCleanup(lambda: session.proc.poll() is None and session.close())
+        self.addCleanup(session.close)
         return session
 
     def pid_of(self, name):
@@ -18338,7 +18361,7 @@ class TuiTests(AggregatorCase):
         self.assertTrue(all(len(line) <= 80 for line in tui.text().splitlines()))
         self.assertEqual(tui.close(), 0)
         tui = TuiSession("--config", path, env=dict(self.env, NO_COLOR="1"))
-        self.addCleanup(lambda: tui.proc.poll() is None and tui.close())
+        self.addCleanup(tui.close)
         tui.wait_for("good")
         tui.press("jt")
         tui.wait_for("other is running")
