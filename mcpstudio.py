@@ -14281,19 +14281,22 @@ class NamespaceUrls:
     toolSearch), built at its first request by `build(name)` (the one server builder, given /mcp's Server: it
     shares its guard, client link and running servers); None: no namespace URLs."""
 
-    def __init__(self, http, build=None):
-        self.http, self.build = http, build
+    def __init__(self, catalog: Catalog, views, build, serve, signs_in):
+        """`catalog`: /mcp's, whose Aggregator names the namespaces; `views`: the list of /mcp's Server where each
+        namespace's Aggregator goes (its Server is told of their changes too); `serve(server)`: the HttpServer of a
+        namespace's Server, with /mcp's settings; `signs_in()`: whether people sign in (a stranger then learns no
+        namespace's name)."""
+        self.catalog, self.server_views, self.build, self.serve, self.signs_in = catalog, views, build, serve, signs_in
         self.views = {}  # namespace -> its HttpServer
 
     def get(self, path):
         """The HttpServer of `path`, /mcp/<namespace>; None for another path."""
-        http = self.http
-        hub = next((s for s in http.server.catalog.sources if isinstance(s, Aggregator)), None)
+        hub = next((s for s in self.catalog.sources if isinstance(s, Aggregator)), None)
         prefix, _, name = path.rpartition("/")
         if not hub or prefix != HTTP_PATH or self.build is None:
             return None
         if name not in hub.namespace.plan.namespaces:  # people signing in: a stranger learns no namespace's name
-            raise HttpError(404, "no namespace %r%s" % (name, "" if http.sign_in else " (the config's namespaces: %s)"
+            raise HttpError(404, "no namespace %r%s" % (name, "" if self.signs_in() else " (the config's namespaces: %s)"
                                                          % ", ".join(sorted(hub.namespace.plan.namespaces))))
         if name not in self.views:
             try:
@@ -14301,11 +14304,8 @@ class NamespaceUrls:
             except McpStudioError as exc:  # the config no longer reads as it did at the start
                 raise HttpError(500, str(exc))
             server.start()
-            server.identify(http.instance)
-            served = self.views[name] = HttpServer(server, http.log, http.host, http.port, http.token, http.instance,
-                                                   http.proxies, sign_in=http.sign_in, leaving=http.leaving)
-            served.sweep()
-            http.server.views.append(next(s for s in server.catalog.sources if isinstance(s, Aggregator)))
+            self.views[name] = self.serve(server)
+            self.server_views.append(next(s for s in server.catalog.sources if isinstance(s, Aggregator)))
         return self.views[name]
 
     async def close(self):
@@ -14397,7 +14397,8 @@ class HttpServer:
         self.pending = collections.OrderedDict()  # task -> [since, sending], oldest first
         self.trusted = set()
         self.calls = {}  # the _Exchange of each reply being delivered -> its 2026-07-28 Session (None: a session's)
-        self.namespaces = NamespaceUrls(self, namespaced)
+        self.namespaces = NamespaceUrls(server.catalog, server.views, namespaced, self._namespace_url,
+                                        lambda: self.sign_in is not None)
         self.gate = self._gate(sign_in) if sign_in else None  # None: no person signs in
 
     async def start(self):
@@ -14412,6 +14413,15 @@ class HttpServer:
             self.sign_in = SignIn(plan, plan["audience"] or "http://%s:%d%s" % (shown, self.port, HTTP_PATH), self.log)
             self.gate = self._gate(self.sign_in)
         self.sweep()
+
+    def _namespace_url(self, server):
+        """The HttpServer of a namespace's URL for its Server: this one's settings, as they are now (start() sets the
+        port and the sign-in); it does not listen, and ends its idle sessions from now on."""
+        server.identify(self.instance)
+        served = HttpServer(server, self.log, self.host, self.port, self.token, self.instance, self.proxies,
+                            sign_in=self.sign_in, leaving=self.leaving)
+        served.sweep()
+        return served
 
     def _gate(self, sign_in):
         """The SignInGate of its MCP URLs, for the people `sign_in` signs in."""

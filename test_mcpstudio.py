@@ -999,8 +999,6 @@ class SectionTests(unittest.TestCase):
     maxDiff = None
     # (user, name defined below it): why the use points down. Only true mutual recursion belongs here.
     USES_BELOW = {
-        ("NamespaceUrls", "HttpServer"): "HttpServer hands /mcp/NAMESPACE to NamespaceUrls, which serves each "
-                                         "namespace with an HttpServer of its own",
         ("Board", "_OWN_WORDS"): "the tui runs a config edit through the subcommands' table, which holds "
                                  "tui_command, which builds the Board",
     }
@@ -1318,7 +1316,6 @@ class ConstructionTests(unittest.TestCase):
     PARENT_HOLDERS = {
         ("Downstream", "Aggregator"): "the Aggregator is the source the catalog knows its events by, and its events "
                                       "(the catalog) are handed to it at start(), after it was built",
-        ("NamespaceUrls", "HttpServer"): "the HttpServer's server and its settings, for each namespace's HttpServer",
         ("_HttpChannel", "Upstream"): "the Upstream's client, spec, bearer, listing, logs, lost() and back channel",
         ("Drain", "HttpServer"): "the HttpServers it drains (/mcp's and each namespace's): each one's leave(), its "
                                  "calls and sessions and its Server's work are what it ends and waits on",
