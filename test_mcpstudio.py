@@ -575,6 +575,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def dead_port(test) -> int:
+    """A port nothing listens on while `test` runs: bound here and never listening, so a connection is refused
+    and no other program can take it (a port picked free could be, by another suite's server)."""
+    import socket
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    test.addCleanup(sock.close)
+    return sock.getsockname()[1]
+
+
 CONFORMANCE = os.environ.get("MCPSTUDIO_CONFORMANCE", "")  # dist/index.js of npm @modelcontextprotocol/conformance
 NODE22 = os.environ.get("MCPSTUDIO_NODE22", "")            # a Node >= 22 for it
 
@@ -3448,7 +3458,7 @@ class MaskingAndFailureTests(ScratchDir):
 
     def test_inspect_of_a_dead_url_fails_naming_it(self):
         # Nothing listens on the port: inspect exited 0 with an empty list; now it fails naming the URL and why.
-        port = free_port()
+        port = dead_port(self)
         url = "http://127.0.0.1:%d/mcp" % port
         out = subprocess.run(SERVER + ["inspect", "--url", url], capture_output=True, text=True, timeout=WAIT,
                              stdin=subprocess.DEVNULL)
@@ -14789,7 +14799,7 @@ class TeamGatewayTests(ScratchDir):
     def test_an_unreachable_identity_provider_refuses_without_failing(self):
         # An opaque token whose introspection endpoint does not answer, and a JWT whose issuer's keys cannot be
         # fetched, get 401 saying so (the server goes on serving the listed people).
-        dead = "http://127.0.0.1:%d" % free_port()
+        dead = "http://127.0.0.1:%d" % dead_port(self)
         with HttpServerProcess("serve", "--config", self.config(signIn={
                 "issuer": dead, "introspection": dead + "/introspect", "clientId": "gw", "clientSecret": "s"})) as http:
             jwt = _jwt({"alg": "RS256", "kid": "k"}, {"sub": "x"}, lambda data: b"\0" * 256)
@@ -14804,7 +14814,7 @@ class TeamGatewayTests(ScratchDir):
     def test_a_token_of_deeply_nested_json_is_refused(self):
         # A bearer token whose payload is JSON nested thousands deep (it fits in the 16 KiB of headers) is "not a
         # JWT", a 401 like any other refusal; before, json's RecursionError left the request without an answer.
-        dead = "http://127.0.0.1:%d" % free_port()
+        dead = "http://127.0.0.1:%d" % dead_port(self)
         nested = _b64u(b"[" * 5000 + b"]" * 5000)
         with HttpServerProcess("serve", "--config", self.config(signIn={"issuer": dead})) as http:
             for token in ("e30." + nested + ".c2ln", nested + ".e30.c2ln"):
