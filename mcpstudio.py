@@ -7459,10 +7459,7 @@ def read_script_folder(loader, entry, where, runner, settings, log, separator, s
         entry = {"path": entry}
     loader.keys(entry, _SCRIPTS_KEYS, where)
     root = loader.folder_path(loader.get(entry, "path", str, where, ""), _join(where, "path"))
-    globs = {key: loader.get(entry, key, list, where, []) for key in ("include", "exclude")}
-    for key, patterns in globs.items():
-        if not all(isinstance(p, str) for p in patterns):
-            raise loader.error(_join(where, key), "expected a list of glob strings")
+    globs = {key: loader.strings(entry, key, where, "expected a list of glob strings", []) for key in ("include", "exclude")}
     return ScriptDirectory(root, runner, settings, log, separator=separator, **globs, **(script_options or {}))
 
 
@@ -7516,9 +7513,7 @@ def read_rules(loader, obj, where):
 
 def read_tool_search(loader, data):
     """(toolSearch, toolSearchThreshold, toolSearchPin) of a config file."""
-    pins = loader.get(data, "toolSearchPin", list, "", [])
-    if not all(isinstance(pin, str) for pin in pins):
-        raise loader.error("toolSearchPin", "expected a list of glob strings (\"time__*\")")
+    pins = loader.strings(data, "toolSearchPin", "", "expected a list of glob strings (\"time__*\")", [])
     return (loader.choice(data, "toolSearch", TOOL_SEARCH_MODES, ""),
             loader.get(data, "toolSearchThreshold", int, "", TOOL_SEARCH_THRESHOLD), pins)
 
@@ -7547,10 +7542,8 @@ def read_sign_in(loader, data):
     when it has neither."""
     plan = loader.get(data, "signIn", dict, "")
     people = loader.get(data, "people", dict, "")
-    admins = loader.get(data, "admins", list, "")
-    if admins is not None and not all(isinstance(a, str) and a for a in admins):
-        raise loader.error("admins", "expected a list of who may use the manager tools: subjects, emails, "
-                           "\"group:NAME\" or \"scope:NAME\"")
+    admins = loader.strings(data, "admins", "", "expected a list of who may use the manager tools: subjects, emails, "
+                            "\"group:NAME\" or \"scope:NAME\"", blank=False)
     if plan is None and people is None:
         if admins is not None:
             raise loader.error("admins", "names who of the signed-in people may use the manager tools: the config "
@@ -7563,9 +7556,7 @@ def read_sign_in(loader, data):
         plan[key] = value and loader.expand(value, "signIn." + key)
         if key in ("issuer", "audience", "introspection") and value and not re.match(r"https?://[^/?#\s]+", plan[key]):
             raise loader.error("signIn." + key, "expected an https URL, not %s" % json.dumps(value))
-    plan["scopes"] = loader.get(plan, "scopes", list, "signIn", [])
-    if not all(isinstance(scope, str) for scope in plan["scopes"]):
-        raise loader.error("signIn.scopes", "expected a list of scope names every token must hold")
+    plan["scopes"] = loader.strings(plan, "scopes", "signIn", "expected a list of scope names every token must hold", [])
     if plan["introspection"] and not plan["clientId"]:  # clientId alone: the client of a token exchange (RFC 8693)
         raise loader.error("signIn", "opaque tokens need `introspection` (the RFC 7662 endpoint) and `clientId` "
                            "(with `clientSecret`) together")
@@ -7577,12 +7568,11 @@ def read_sign_in(loader, data):
         if not isinstance(entry, dict):
             raise loader.error(where, "expected {\"tokenSha256\": HEX, \"groups\": [...]}")
         loader.keys(entry, PERSON_KEYS, where)
-        digest, groups = loader.get(entry, "tokenSha256", str, where, ""), loader.get(entry, "groups", list, where, [])
+        digest = loader.get(entry, "tokenSha256", str, where, "")
+        groups = loader.strings(entry, "groups", where, "expected a list of group names", [])
         if not re.fullmatch(r"[0-9a-fA-F]{64}", digest) or not name:
             raise loader.error(_join(where, "tokenSha256"), "expected the SHA-256 of the person's token, 64 hex digits "
                                "(e.g. printf %%s \"$TOKEN\" | sha256sum)")
-        if not all(isinstance(g, str) for g in groups):
-            raise loader.error(_join(where, "groups"), "expected a list of group names")
         plan["people"][name] = (digest.lower(), groups, loader.get(entry, "email", str, where))
     plan["admins"] = admins or []
     return plan
@@ -8254,13 +8244,8 @@ _FILTER_KEYS = ("allow", "deny")
 def _read_filter(loader, entry, where):
     tools = loader.get(entry, "tools", dict, where, {})
     loader.keys(tools, _FILTER_KEYS, _join(where, "tools"))
-    lists = []
-    for key in _FILTER_KEYS:
-        patterns = loader.get(tools, key, list, _join(where, "tools"), [])
-        if not all(isinstance(p, str) for p in patterns):
-            raise loader.error(_join(where, "tools.%s" % key), "expected a list of glob patterns (strings)")
-        lists.append(patterns)
-    return tuple(lists)
+    return tuple(loader.strings(tools, key, _join(where, "tools"), "expected a list of glob patterns (strings)", [])
+                 for key in _FILTER_KEYS)
 
 
 _SERVER_KEYS = tuple(("command args cwd env type url headers disabled eager startupTimeout toolTimeout maxConcurrency "
@@ -8436,9 +8421,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
         raise loader.error(where, "${person.%s} is a signed-in person's own secret: set \"isolation\": \"user\" "
                            "(or \"session\"), so that each person's server gets theirs" % spec.person_names()[0])
     spec.allow, spec.deny = _read_filter(loader, entry, where)
-    spec.denied_tools = loader.get(entry, "deniedTools", list, where, [])
-    if not all(isinstance(name, str) for name in spec.denied_tools):
-        raise loader.error(_join(where, "deniedTools"), "expected a list of tool names (strings)")
+    spec.denied_tools = loader.strings(entry, "deniedTools", where, "expected a list of tool names (strings)", [])
     spec.overrides = _read_overrides(loader, entry, where)
     _read_oauth(loader, spec, entry, where)
 
@@ -8501,10 +8484,8 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
                 raise loader.error(here, "expected true (deny the server's tools by default) or false")
             defaults[server_id(member, here)] = deny
         allow, deny = _read_filter(loader, entry, where)
-        people = loader.get(entry, "people", list, where)
-        if people is not None and not all(isinstance(p, str) and p for p in people):
-            raise loader.error(_join(where, "people"), "expected a list of who may use it: subjects, emails, "
-                               "\"group:NAME\", \"scope:NAME\" or \"*\"")
+        people = loader.strings(entry, "people", where, "expected a list of who may use it: subjects, emails, "
+                                "\"group:NAME\", \"scope:NAME\" or \"*\"", blank=False)
         namespaces[name] = {"servers": ids, "allow": allow, "deny": deny, "people": people,
                             "description": loader.get(entry, "description", str, where, ""),
                             "deny_by_default": loader.get(entry, "denyByDefault", bool, where, False),
@@ -8602,6 +8583,14 @@ class ConfigLoader:
                      list: "a list", dict: "an object"}
             expected = " or ".join(sorted({names[k] for k in _as_tuple(kind)}))
             raise self.error(_join(where, key), "expected %s, not %s" % (expected, json.dumps(value)[:60]))
+        return value
+
+    def strings(self, obj, key, where, expected, default=None, blank=True):
+        """obj[key] (`default` when it is not given) checked to be a list of strings, with `blank` False
+        of non-empty ones; else a ConfigError that says what is `expected`."""
+        value = self.get(obj, key, list, where, default)
+        if value and not all(isinstance(item, str) and (blank or item) for item in value):
+            raise self.error(_join(where, key), expected)
         return value
 
     def expand(self, value, where):
