@@ -7444,6 +7444,12 @@ def _join(where, key):
     return "%s.%s" % (where, key) if where else key
 
 
+def _close_match(word, choices, cutoff=0.6):
+    """The one of `choices` most like `word`, for a did-you-mean hint; None when none is close."""
+    import difflib
+    return next(iter(difflib.get_close_matches(word, choices, 1, cutoff)), None)
+
+
 def read_answers(loader, spec, where):
     """A tool's `answers` ([{"prompt": regex, "answer": text}]: questions answered without asking) as (pattern, text)."""
     try:
@@ -8280,10 +8286,9 @@ def _read_oauth(loader, spec: UpstreamSpec, entry, where):
     block = {_OAUTH_ALIASES.get(key, key): value for key, value in block.items()}  # client_id: mcp-studio's spelling
     for key in block:
         if key not in OAUTH_KEYS:
-            import difflib
-            close = difflib.get_close_matches(key, OAUTH_KEYS, 1, 0.6)
+            close = _close_match(key, OAUTH_KEYS)
             raise loader.error(_join(where, "oauth.%s" % key), "unknown key%s; known: %s" % (
-                " (did you mean `%s`?)" % close[0] if close else "", ", ".join(OAUTH_KEYS)))
+                " (did you mean `%s`?)" % close if close else "", ", ".join(OAUTH_KEYS)))
     settings = {}
     for key, kinds in OAUTH_KEYS.items():
         value = loader.get(block, key, kinds, _join(where, "oauth"))
@@ -8336,10 +8341,9 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
                            % _type_name(entry))
     for key in entry:  # keys of other clients (autoApprove, timeout, ...) are accepted as they are
         if key not in _SERVER_KEYS and key not in _OAUTH_KEYS:
-            import difflib
-            close = difflib.get_close_matches(key, _SERVER_KEYS, 1, 0.8)
+            close = _close_match(key, _SERVER_KEYS, 0.8)
             if close:
-                raise loader.error(_join(where, key), "unknown key (did you mean `%s`?)" % close[0])
+                raise loader.error(_join(where, key), "unknown key (did you mean `%s`?)" % close)
     spec.disabled = loader.get(entry, "disabled", bool, where, False) or not loader.get(entry, "enabled", bool, where, True)
     spec.rules = read_rules(loader, entry, where)
     spec.eager = loader.get(entry, "eager", bool, where, False) or loader.get(entry, "autostart", bool, where, False)
@@ -8454,10 +8458,9 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
             raise loader.error(here, "expected a server key (a string)")
         spec = next((s for s in specs if member in (s.key, s.id)), None)
         if not spec:
-            import difflib
-            close = difflib.get_close_matches(member, [s.key for s in specs], 1, 0.6)
+            close = _close_match(member, [s.key for s in specs])
             raise loader.error(here, "no server %s is configured%s" % (json.dumps(member), (
-                " (did you mean %s?)" % json.dumps(close[0])) if close else
+                " (did you mean %s?)" % json.dumps(close)) if close else
                 " (configured: %s)" % (", ".join(s.key for s in specs) or "none")))
         return spec.id
 
@@ -8565,9 +8568,8 @@ class ConfigLoader:
         unknown = []
         for key in obj:
             if key not in allowed:
-                import difflib
-                close = difflib.get_close_matches(key, allowed, 1, 0.6)
-                hint = " (did you mean `%s`?)" % close[0] if close else " (known keys: %s)" % ", ".join(allowed)
+                close = _close_match(key, allowed)
+                hint = " (did you mean `%s`?)" % close if close else " (known keys: %s)" % ", ".join(allowed)
                 unknown.append(self.error(_join(where, key), "unknown key%s" % hint))
         if unknown:  # the first is raised; load() tells the others too (`more`)
             unknown[0].more = [str(exc) for exc in unknown[1:]]
@@ -8887,10 +8889,9 @@ class ConfigLoader:
             self.keys(spec, _PARAMETER_KEYS, here)
             kind = self.get(spec, "type", str, here, "string")
             if kind not in _PARAMETER_TYPES:
-                import difflib
                 alias = {"int": "integer", "float": "number", "bool": "boolean", "list": "array"}
-                close = difflib.get_close_matches(kind, _PARAMETER_TYPES + tuple(alias), 1, 0.5)
-                hint = " (did you mean `%s`?)" % alias.get(close[0], close[0]) if close else ""
+                close = _close_match(kind, _PARAMETER_TYPES + tuple(alias), 0.5)
+                hint = " (did you mean `%s`?)" % alias.get(close, close) if close else ""
                 raise self.error(_join(here, "type"), "expected one of %s, not %s%s"
                                  % (", ".join(_PARAMETER_TYPES), json.dumps(kind), hint))
             prop = {"type": kind}
@@ -8941,11 +8942,10 @@ class ConfigLoader:
             for key in (name, name.replace("-", "_")):
                 if key in properties:
                     return key
-            import difflib
-            close = difflib.get_close_matches(name, list(properties), 1, 0.6)
+            close = _close_match(name, list(properties))
             what = "a declared parameter" if declared_by == "parameter" else "a field of the template"
             raise self.error(where, "the template uses `%s`, which is not %s%s" % (
-                name, what, " (did you mean `%s`?)" % close[0] if close else
+                name, what, " (did you mean `%s`?)" % close if close else
                 " (known: %s)" % (", ".join(properties) or "none")))
         for field in template.occurrences():
             field.key = declared(field.name)
