@@ -8178,6 +8178,10 @@ class UpstreamPlan:
         self.specs, self.namespaces, self.default, self.default_key = specs, namespaces, default, default_key
         self.permissions = permissions or {}  # (namespace, server id, tool) -> enabled: toolPermissions
 
+    def every_server(self):
+        """This plan without its namespaces: every server, whichever namespace a client picks."""
+        return UpstreamPlan(self.specs, {}, None, self.default_key, self.permissions)
+
     def denial(self, namespace, spec, tool, names=()):
         """Why `tool` of `spec` is denied in `namespace` (None: it is allowed); `names`: its curated name too.
 
@@ -16566,6 +16570,15 @@ def remove_command(words):
     return 0
 
 
+def _config_plan(path, log: Log, runner=None):
+    """(its path, its own sources, the info ConfigLoader.load gives, its UpstreamPlan: an empty one without MCP
+    servers) of the config file `path`, its secrets masked in `log`."""
+    loader = ConfigLoader(path)
+    local, info = loader.load(runner or ProcessRunner(log), log, RunSettings())
+    log.add_secrets(loader.secrets)
+    return loader.path, local, info, info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
+
+
 def _sign_in_for(words, command) -> OAuthClient:
     """The OAuthClient of `login`/`logout NAME|URL [--config FILE]`: a URL server of the config by name, or a URL."""
     found, path, rest = _config_option(words, command)
@@ -16574,9 +16587,7 @@ def _sign_in_for(words, command) -> OAuthClient:
     target = rest[0]
     specs = []
     if os.path.exists(path) or found.get("--config"):
-        log = Log()
-        _, info = ConfigLoader(path).load(ProcessRunner(log), log, RunSettings())
-        specs = [spec for spec in (info["upstream"].specs if info["upstream"] else ()) if spec.url]
+        specs = [spec for spec in _config_plan(path, Log())[3].specs if spec.url]
     spec = next((s for s in specs if target in (s.key, s.id, s.url)), None)
     if spec:
         if spec.oauth is None:
@@ -17164,10 +17175,7 @@ async def check_upstreams(plan, runner, log, namespace, config_path):
 
 def status_command(path, log: Log, options):
     """`status [--config FILE] [--namespace NAME] [--check]`."""
-    loader = ConfigLoader(path)
-    local, info = loader.load(ProcessRunner(log), log, RunSettings())
-    log.add_secrets(loader.secrets)
-    plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
+    path, local, info, plan = _config_plan(path, log)
     for spec in plan.specs:
         log.add_secrets(spec.secrets)
     checks, requested = None, options["namespace"]
@@ -17175,18 +17183,18 @@ def status_command(path, log: Log, options):
     # chosen, every server is: its health does not depend on the namespace a client will pick. An unknown
     # --namespace checks nothing (print_status says why).
     chosen = select_namespace(plan.namespaces, requested, plan.default, plan.default_key)[0]
-    checked = plan if chosen else UpstreamPlan(plan.specs, {}, None, plan.default_key, plan.permissions)
+    checked = plan if chosen else plan.every_server()
     if options["check"] and (requested is None or requested in plan.namespaces):
         runner = ProcessRunner(log)
 
         async def check():
             try:
-                return await check_upstreams(checked, runner, log, namespace=requested, config_path=loader.path)
+                return await check_upstreams(checked, runner, log, namespace=requested, config_path=path)
             finally:
                 await runner.stop_all()
                 runner.close_watchdog()
         checks = asyncio.run(check())
-    return print_status(loader.path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
+    return print_status(path, plan, options["namespace"], checks, log=log, search=info["tool_search"],
                         local=local_tool_count(local), separator=info["separator"], forced=options["tool_search"],
                         manager=not options["no_manager_tools"], sign_in=info["sign_in"])
 
@@ -17276,14 +17284,11 @@ class Board:
 
     def _read(self):
         """The config again: the whole plan for the screen, and every server (no namespace) for the hub."""
-        loader = ConfigLoader(self.path)
-        local, info = loader.load(self.runner, self.log, RunSettings())
-        self.log.add_secrets(loader.secrets)
+        _, local, info, self.plan = _config_plan(self.path, self.log, self.runner)
         self.local, self.search = local_tool_count(local), info["tool_search"]  # for count()
-        self.plan = info["upstream"] or UpstreamPlan([], {}, None, "defaultNamespace")
         if self.shown not in self.plan.namespaces:
             self.shown = select_namespace(self.plan.namespaces, None, self.plan.default, self.plan.default_key)[0]
-        return [], UpstreamPlan(self.plan.specs, {}, None, self.plan.default_key, self.plan.permissions), None
+        return [], self.plan.every_server(), None
 
     async def _open(self):
         _, plan, _ = self._read()
