@@ -8028,8 +8028,7 @@ def _read_overrides(loader, entry, where):
     """The `overrides` of a server entry or a namespace: [(tool name or glob, override, "file: key")], each checked
     for what the tool's schema is not needed for (CuratedTool checks the rest when the tools are listed)."""
     found = []
-    for pattern, override in loader.get(entry, "overrides", dict, where, {}).items():
-        here = _join(where, "overrides.%s" % pattern)
+    for pattern, override, here in loader.members(entry, "overrides", where):
         if not pattern:
             raise loader.error(_join(where, "overrides"), 'a tool name or glob, not ""')
         loader.keys(override, _OVERRIDE_KEYS, here)
@@ -8041,8 +8040,7 @@ def _read_overrides(loader, entry, where):
         for key in ("annotations", "_meta", "arguments"):
             loader.get(override, key, dict, here)
         names = {}
-        for argument, change in override.get("arguments", {}).items():
-            there = _join(here, "arguments.%s" % argument)
+        for argument, change, there in loader.members(override, "arguments", here):
             loader.keys(change, _ARGUMENT_KEYS, there)
             for key, kind in (("name", str), ("description", str), ("hidden", bool)):
                 loader.get(change, key, kind, there)
@@ -8315,8 +8313,7 @@ def _read_headers(loader, spec: UpstreamSpec, entry, where):
     """`headers` (${VAR} expanded), and mcp-studio's http_headers, env_http_headers (header -> variable) and
     bearer_token_env_var: kept as secrets (Authorization and API keys, above all)."""
     headers = dict(loader.get(entry, "http_headers", dict, where, {}))
-    for header, variable in loader.get(entry, "env_http_headers", dict, where, {}).items():
-        here = _join(where, "env_http_headers.%s" % header)
+    for header, variable, here in loader.members(entry, "env_http_headers", where):
         if not isinstance(variable, str) or not variable:
             raise loader.error(here, "expected the name of an environment variable")
         if loader.environ.get(variable) is None:
@@ -8485,8 +8482,7 @@ def read_upstreams(loader, data, base_timeout) -> UpstreamPlan:
         ids = [server_id(member, "%s.%s[%d]" % (where, key, index))
                for index, member in enumerate(loader.get(entry, key, list, where, []))]
         defaults = {}
-        for member, deny in loader.get(entry, "serverDefaults", dict, where, {}).items():
-            here = _join(where, "serverDefaults.%s" % member)
+        for member, deny, here in loader.members(entry, "serverDefaults", where):
             if not isinstance(deny, bool):
                 raise loader.error(here, "expected true (deny the server's tools by default) or false")
             defaults[server_id(member, here)] = deny
@@ -8591,6 +8587,11 @@ class ConfigLoader:
             raise self.error(_join(where, key), "expected %s, not %s" % (expected, json.dumps(value)[:60]))
         return value
 
+    def members(self, obj, key, where):
+        """(name, value, its key path) of each member of the object obj[key]; none when it is not given."""
+        for name, value in self.get(obj, key, dict, where, {}).items():
+            yield name, value, _join(where, "%s.%s" % (key, name))
+
     def strings(self, obj, key, where, expected, default=None, blank=True):
         """obj[key] (`default` when it is not given) checked to be a list of strings, with `blank` False
         of non-empty ones; else a ConfigError that says what is `expected`."""
@@ -8625,8 +8626,7 @@ class ConfigLoader:
     def environment(self, obj, where, key="environment"):
         """obj[key] as variables: names checked, values strings with ${VAR} expanded."""
         out = {}
-        for name, value in self.get(obj, key, dict, where, {}).items():
-            here = _join(where, "%s.%s" % (key, name))
+        for name, value, here in self.members(obj, key, where):
             if not name or "=" in name or "\0" in name:
                 raise self.error(here, "not a usable variable name (empty, or holds = or a NUL)")
             if not isinstance(value, (str, int, float)) or isinstance(value, bool):
@@ -8825,8 +8825,7 @@ class ConfigLoader:
         """spec["within"]: {field: folder}, each field a path that must stay inside its folder.
         Returns {key: real folder path}."""
         out = {}
-        for name, folder in self.get(spec, "within", dict, where, {}).items():
-            here = _join(where, "within.%s" % name)
+        for name, folder, here in self.members(spec, "within", where):
             key = name if name in properties else name.replace("-", "_")
             if key not in properties:
                 raise self.error(here, "`%s` is not a parameter of this %s (known: %s)" % (
