@@ -8654,6 +8654,10 @@ class ConfigLoader:
     def _load(self, runner, log, base, separator, script_options, skill_prompts):
         data = _given(self.read())
         gathered = self.problems.gathered
+
+        def entries(key):
+            """The file's list `key`: [] when it is not given, or (a mistake kept) not a list."""
+            return gathered(self.get, data, key, list, "", [], default=[])
         gathered(self.keys, data, _TOP_KEYS + _UPSTREAM_KEYS + _BOOKKEEPING_KEYS, "")
         gathered(self.get, data, "schemaVersion", int, "")
         info = {key: gathered(self.get, data, key, str, "") for key in ("name", "description", "instructions", "command")}
@@ -8669,7 +8673,7 @@ class ConfigLoader:
                                                      base.task_support, default=base.task_support),
                                max_text=gathered(read_max_text, self, data, "", base.max_text, default=base.max_text))
         tools, names = [], {}  # one cap on running commands, above
-        for index, spec in enumerate(gathered(self.get, data, "tools", list, "", [], default=[])):
+        for index, spec in enumerate(entries("tools")):
             tool = gathered(self.tool, spec, "tools[%d]" % index, runner, settings)
             if tool is not None and tool.name in names:
                 self.problems.add(self.error("tools[%d].name" % index, "`%s` is already the name of tools[%d]"
@@ -8679,7 +8683,7 @@ class ConfigLoader:
                 tools.append(tool)
         resources = [resource for resource in (
             gathered(self.resource, spec, "resources[%d]" % i, runner, settings)
-            for i, spec in enumerate(gathered(self.get, data, "resources", list, "", [], default=[])))
+            for i, spec in enumerate(entries("resources")))
             if resource is not None]
         self.warn_shell_syntax(tools, resources, log)
         warn_unclosed_fields(self.path, tools, resources, log)
@@ -8690,13 +8694,13 @@ class ConfigLoader:
         if separator_problem(separator):
             self.problems.add(self.error("separator", separator_problem(separator)))
             separator = "__"
-        for index, entry in enumerate(gathered(self.get, data, "scripts", list, "", [], default=[])):
+        for index, entry in enumerate(entries("scripts")):
             folder = gathered(read_script_folder, self, entry, "scripts[%d]" % index, runner, settings, log,
                               separator, script_options)
             if folder is not None:
                 sources.append(folder)
         folders = [folder for folder in (gathered(read_skill_folder, self, root, "skills[%d]" % index) for index, root
-                                         in enumerate(gathered(self.get, data, "skills", list, "", [], default=[])))
+                                         in enumerate(entries("skills")))
                    if folder is not None]
         if folders:
             prompts = gathered(self.get, data, "skillPrompts", bool, "", True, default=True) and skill_prompts
