@@ -7476,16 +7476,6 @@ def read_skill_folder(loader, root, where):
     return loader.folder_path(root, where)
 
 
-def warn_unclosed_fields(path, tools, resources, log: Log):
-    """A `{name` no `}` closes in a tool's or resource's command: literal text, where a field was meant."""
-    for where, source in [("tools[%d] `%s`" % (index, tool.name), tool.spec.template.source) for index, tool in
-                          enumerate(tools)] + [("resources[%d] `%s`" % (index, resource.uri), resource.template.source)
-                                               for index, resource in enumerate(resources)]:
-        warning = unclosed_warning(" ".join(source).split())
-        if warning:
-            log.warning("%s: %s: its command: %s", path, where, warning)
-
-
 def read_max_text(loader, obj, where, default=None):
     """obj["max_text"]: how many characters of output a result shows, a positive whole number."""
     value = loader.get(obj, "max_text", int, where, default)
@@ -8685,8 +8675,7 @@ class ConfigLoader:
             gathered(self.resource, spec, "resources[%d]" % i, runner, settings)
             for i, spec in enumerate(entries("resources")))
             if resource is not None]
-        self.warn_shell_syntax(tools, resources, log)
-        warn_unclosed_fields(self.path, tools, resources, log)
+        self.warn_commands(tools, resources, log)
         sources = []
         if tools or resources:
             sources.append(TemplateTools(tools, resources))
@@ -8727,29 +8716,30 @@ class ConfigLoader:
                                  "token for this server in exchange for the person's own (RFC 8693), as the gateway's "
                                  "own client: set signIn.issuer, signIn.clientId and signIn.clientSecret")
 
-    def warn_shell_syntax(self, tools, resources, log: Log):
-        """A command written for a shell (`a | b`, `x && y`, `*.md`) in a tool without "shell": true; and `answers`
-        where no question can be seen (Windows)."""
-        for index, tool in enumerate(tools):
-            found = [] if tool.spec.shell else tool.spec.template.shell_syntax()
+    def warn_commands(self, tools, resources, log: Log):
+        """What in a tool's or resource's command was likely not meant: syntax only a shell understands (`a | b`,
+        `x && y`, `*.md`) where no shell runs it, or a `{name` no `}` closes (literal text, where a field was
+        meant); and a tool's `answers` where no question can be seen (Windows)."""
+        commands = [("tools[%d] `%s`" % (index, tool.name), tool.spec.template, tool.spec.shell,
+                     "Add \"shell\": true to the tool if a shell is meant.") for index, tool in enumerate(tools)]
+        commands += [("resources[%d] `%s`" % (index, resource.uri), resource.template, False,
+                      "If a shell is meant, make the command sh -c '...'.") for index, resource in enumerate(resources)]
+        for where, template, shell, advice in commands:
+            found = [] if shell else template.shell_syntax()
             if found:
-                log.warning("%s: tools[%d] `%s`: its command uses %s, which only a shell understands; no shell "
-                            "runs it, so `%s` gets them as literal arguments. Add \"shell\": true to the tool "
-                            "if a shell is meant.", self.path, index, tool.name, ", ".join("`%s`" % f for f in found),
-                            tool.spec.template.command_name())
+                log.warning("%s: %s: its command uses %s, which only a shell understands; no shell runs it, so `%s` "
+                            "gets them as literal arguments. %s", self.path, where, ", ".join("`%s`" % f for f in found),
+                            template.command_name(), advice)
         for index, tool in enumerate(tools):
             if tool.spec.interactive and tool.spec.answers and _reading is None:
                 log.warning("%s: tools[%d] `%s`: its answers are never given here: this system cannot tell that a "
                             "command waits for an answer (Linux and macOS can), so its input ends at once. Pass "
                             "what it asks another way (an option such as --yes, or its environment).",
                             self.path, index, tool.name)
-        for index, resource in enumerate(resources):
-            found = resource.template.shell_syntax()
-            if found:
-                log.warning("%s: resources[%d] `%s`: its command uses %s, which only a shell understands; no "
-                            "shell runs it, so `%s` gets them as literal arguments. If a shell is meant, make "
-                            "the command sh -c '...'.", self.path, index, resource.uri,
-                            ", ".join("`%s`" % f for f in found), resource.template.command_name())
+        for where, template, _, _ in commands:
+            warning = unclosed_warning(" ".join(template.source).split())
+            if warning:
+                log.warning("%s: %s: its command: %s", self.path, where, warning)
 
     def tool(self, spec, where, runner: ProcessRunner, settings: RunSettings) -> CommandTool:
         """One `tools` entry as a CommandTool."""
