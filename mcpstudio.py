@@ -15066,158 +15066,213 @@ OPTION_TABLE = """
 OPTIONS = _options(OPTION_TABLE)
 _OPTIONS_BY_NAME = {name: option for option in OPTIONS for name in option.names}
 
-USAGE = ("usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]\n"
-         "       mcpstudio [OPTIONS] --root-directory DIR\n"
-         "       mcpstudio [OPTIONS] --skills DIR\n"
-         "       mcpstudio [OPTIONS] serve|check [--config FILE] [--namespace NAME]\n"
-         "       mcpstudio status [--config FILE] [--namespace NAME] [--check]\n"
-         "       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n"
-         "       mcpstudio login|logout NAME|URL [--config FILE]\n"
-         "       mcpstudio secrets set|remove|list [NAME] --person SUBJECT\n"
-         "       mcpstudio tui [--config FILE] [--namespace NAME]\n"
-         "       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)")
+USAGE = """\
+usage: mcpstudio [OPTIONS] [--] COMMAND [TEMPLATE...]
+       mcpstudio [OPTIONS] --root-directory DIR
+       mcpstudio [OPTIONS] --skills DIR
+       mcpstudio [OPTIONS] serve|check [--config FILE] [--namespace NAME]
+       mcpstudio status [--config FILE] [--namespace NAME] [--check]
+       mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]
+       mcpstudio login|logout NAME|URL [--config FILE]
+       mcpstudio secrets set|remove|list [NAME] --person SUBJECT
+       mcpstudio tui [--config FILE] [--namespace NAME]
+       mcpstudio inspect|call|install|import|add|remove|list|namespace|zipapp ... (CMD --help)"""
 
-# Each subcommand's own --help.
-SUBCOMMAND_HELP = {
-    "serve": "usage: mcpstudio serve [--config FILE] [--namespace NAME] [--http [HOST:]PORT] [OPTIONS]\n\n"
-             "Serve a config file's tools, resources, script folders and MCP servers (default config:\n"
-             "$XDG_CONFIG_HOME/mcpstudio/config.json). The options of `mcpstudio --help` apply.",
-    "check": "usage: mcpstudio check [--config FILE] [--namespace NAME]\n\n"
-             "Validate a config file and show each tool's parameters and an example command; nothing runs.",
-    "status": "usage: mcpstudio status [--config FILE] [--namespace NAME] [--check]\n\n"
-              "The config's MCP servers, their cached tool counts and namespaces; --check starts\n"
-              "each server of the active namespace, lists its tools and stops it.",
-    "init": "usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]\n\n"
-            "Write a commented starter config (NAME.json) for the program CMD.",
-    "inspect": "usage: mcpstudio inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]\n"
-               "       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...\n"
-               "       mcpstudio inspect [--json] --url URL\n\n"
-               "Start the mode as a client would and show the tools (with their parameters), resources\n"
-               "and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own\n"
-               "arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the\n"
-               "default config); after -- comes any MCP server's command. A config with MCP servers shows\n"
-               "what a client in tool search mode sees (toolSearch); --search QUERY shows only the tools\n"
-               "a search finds, best first: as many as a model gets by default (%d), or --limit N (up\n"
-               "to %d).\n\n"
-               "examples:\n"
-               "  mcpstudio inspect git log '[--oneline]' -n '{limit}'\n"
-               "  mcpstudio inspect --json serve --config tools.json\n"
-               "  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything" % (SEARCH_LIMIT, SEARCH_MAX),
-    "call": "usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [--yes] [MODE ARGS...]\n"
-            "       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...\n"
-            "       mcpstudio call TOOL [KEY=VALUE ...] --url URL\n\n"
-            "Call one tool through the real server, as a client would, and print its text (and\n"
-            "structured content); exit 1 when the result is an error. KEY=VALUE values are text for\n"
-            "string parameters and JSON otherwise (n=3, flag=true); an array parameter takes\n"
-            "KEY=VALUE more than once. KEY=@PATH gives a file parameter the file at PATH (as curl\n"
-            "does: photo=@cat.png); for any other parameter @ is text. --json gives all arguments\n"
-            "as one JSON object; --raw prints the whole result as JSON. When the server asks a\n"
-            "question (elicitation), call asks it on the terminal; --yes accepts the question's\n"
-            "defaults instead (no terminal needed).\n"
-            "--url reaches a remote server, signing in with OAuth in the browser when it asks.\n\n"
-            "examples:\n"
-            "  mcpstudio call echo message=hello echo '{message}'\n"
-            "  mcpstudio call search query=mcp --url https://mcp.example.com/mcp\n"
-            "  mcpstudio call git limit=3 git log '[--oneline]' -n '{limit}'\n"
-            "  mcpstudio call get-sum --json '{\"a\": 1, \"b\": 2}' -- npx -y @modelcontextprotocol/server-everything",
-    "login": "usage: mcpstudio login NAME|URL [--config FILE]\n\n"
-             "Sign in to a remote MCP server with OAuth now, in the browser ($BROWSER names another\n"
-             "program): NAME is a URL server of the config (its \"oauth\" block applies), or give the URL.\n"
-             "The tokens are kept, readable by you only, in the oauth folder beside the default config\n"
-             "($XDG_CONFIG_HOME/mcpstudio/oauth), and refreshed when they expire; `serve` uses them.\n"
-             "`status` shows each server's sign-in.",
-    "logout": "usage: mcpstudio logout NAME|URL [--config FILE]\n\n"
-              "Forget a server's tokens and client registration (the next use signs in again).",
-    "secrets": "usage: mcpstudio secrets set|remove NAME --person SUBJECT\n"
-               "       mcpstudio secrets list --person SUBJECT\n\n"
-               "A signed-in person's own secrets (serve --http with signIn or people): `${person.NAME}` in\n"
-               "the env, headers or args of a server with \"isolation\": \"user\" is SUBJECT's NAME when\n"
-               "that person's own process starts. `set` reads the value from stdin (asks on a terminal).\n"
-               "They are kept in people-secrets.json beside the default config, mode 0600; `list` shows\n"
-               "names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists\n"
-               "is static:NAME (never the same person as a subject NAME).",
-    "install": "usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]\n\n"
-               "Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run\n"
-               "this mcpstudio invocation: this interpreter and this module by absolute path, paths in\n"
-               "the options made absolute. --write merges it into the client's user config file (or\n"
-               "--file PATH) atomically, keeping a .bak copy and every other entry. With --http in MODE\n"
-               "ARGS the entry is the URL (start the server yourself). A mode the server would refuse is\n"
-               "an error (exit 2): nothing is printed or written.\n\n"
-               "examples:\n"
-               "  mcpstudio install --client claude-code echo '{message}'\n"
-               "  mcpstudio install --client cursor --write --root-directory ./scripts",
-    "import": "usage: mcpstudio import FILE|--from CLIENT [--config FILE] [--write]\n\n"
-              "Copy the MCP servers of a client's config (CLIENT: claude-desktop, claude-code, cursor,\n"
-              "vscode; or any FILE with mcpServers/servers) into mcpstudio's config (--config, default\n"
-              "$XDG_CONFIG_HOME/mcpstudio/config.json), keeping env, cwd, disabled and ${VAR}. Says what\n"
-              "it skips and why. A dry run unless --write.",
-    "add": "usage: mcpstudio add NAME [--config FILE] [--env KEY=VALUE]... [--cwd DIR] [--disabled] -- COMMAND ARGS...\n"
-           "       mcpstudio add NAME [--config FILE] --url URL [--header KEY=VALUE]...\n\n"
-           "Add (or replace) an MCP server in the config; the file is written atomically (mode 0600).",
-    "remove": "usage: mcpstudio remove NAME [--config FILE]\n\nRemove an MCP server from the config, its namespaces and toolPermissions.",
-    "list": "usage: mcpstudio list [--config FILE] [--json]\n\nThe config's MCP servers, how each starts, and "
-            "their namespaces (`status` adds tool counts).",
-    "namespace": "usage: mcpstudio namespace add NS [SERVER...] [--config FILE]\n"
-                 "       mcpstudio namespace remove NS | assign NS SERVER... | default NS\n"
-                 "       mcpstudio namespace allow|deny NS SERVER TOOL\n\n"
-                 "Group the config's servers: a client serves one namespace (--namespace NS, else the default);\n"
-                 "allow and deny set one tool's permission in a namespace (toolPermissions).",
-    "enable": "usage: mcpstudio enable NAME [--config FILE]\n\nLet serve start the server again (drops `disabled`).",
-    "disable": "usage: mcpstudio disable NAME [--config FILE]\n\nKeep the server in the config, unstarted "
-               "(`disabled: true`).",
-    "tui": "usage: mcpstudio tui [--config FILE] [--namespace NAME]\n\n"
-           "See and manage the config's MCP servers in the terminal: start one to test it, read its\n"
-           "log, call its tools, enable, add, remove, group into namespaces. ? shows every key.",
-    "zipapp": "usage: mcpstudio zipapp OUT.pyz\n\n"
-              "Build the one-file app: run it with any Python 3.8+ (python3 OUT.pyz ...). It carries\n"
-              "bytecode for the Python that built it and the source for the others.",
-}
+# Each subcommand's own --help, as it prints: an entry starts at its "usage: mcpstudio NAME" line
+# (%(NAME)s: a constant of the module's).
+SUBCOMMAND_HELP = {text.split()[2]: text.strip() for text in re.split(r"\n(?=usage: )", """\
+usage: mcpstudio serve [--config FILE] [--namespace NAME] [--http [HOST:]PORT] [OPTIONS]
+
+Serve a config file's tools, resources, script folders and MCP servers (default config:
+$XDG_CONFIG_HOME/mcpstudio/config.json). The options of `mcpstudio --help` apply.
+
+usage: mcpstudio check [--config FILE] [--namespace NAME]
+
+Validate a config file and show each tool's parameters and an example command; nothing runs.
+
+usage: mcpstudio status [--config FILE] [--namespace NAME] [--check]
+
+The config's MCP servers, their cached tool counts and namespaces; --check starts
+each server of the active namespace, lists its tools and stops it.
+
+usage: mcpstudio init NAME --command CMD [--description TEXT] [-o FILE] [--force]
+
+Write a commented starter config (NAME.json) for the program CMD.
+
+usage: mcpstudio inspect [--json] [--search QUERY [--limit N]] [MODE ARGS...]
+       mcpstudio inspect [--json] -- SERVER COMMAND ARGS...
+       mcpstudio inspect [--json] --url URL
+
+Start the mode as a client would and show the tools (with their parameters), resources
+and prompts it serves; --json prints them as JSON. MODE ARGS are mcpstudio's own
+arguments (a template, --root-directory DIR, serve --config FILE, --url URL; none: the
+default config); after -- comes any MCP server's command. A config with MCP servers shows
+what a client in tool search mode sees (toolSearch); --search QUERY shows only the tools
+a search finds, best first: as many as a model gets by default (%(SEARCH_LIMIT)d), or --limit N (up
+to %(SEARCH_MAX)d).
+
+examples:
+  mcpstudio inspect git log '[--oneline]' -n '{limit}'
+  mcpstudio inspect --json serve --config tools.json
+  mcpstudio inspect -- npx -y @modelcontextprotocol/server-everything
+
+usage: mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] [--raw] [--yes] [MODE ARGS...]
+       mcpstudio call TOOL [KEY=VALUE ...] [--json ARGS] -- SERVER COMMAND ARGS...
+       mcpstudio call TOOL [KEY=VALUE ...] --url URL
+
+Call one tool through the real server, as a client would, and print its text (and
+structured content); exit 1 when the result is an error. KEY=VALUE values are text for
+string parameters and JSON otherwise (n=3, flag=true); an array parameter takes
+KEY=VALUE more than once. KEY=@PATH gives a file parameter the file at PATH (as curl
+does: photo=@cat.png); for any other parameter @ is text. --json gives all arguments
+as one JSON object; --raw prints the whole result as JSON. When the server asks a
+question (elicitation), call asks it on the terminal; --yes accepts the question's
+defaults instead (no terminal needed).
+--url reaches a remote server, signing in with OAuth in the browser when it asks.
+
+examples:
+  mcpstudio call echo message=hello echo '{message}'
+  mcpstudio call search query=mcp --url https://mcp.example.com/mcp
+  mcpstudio call git limit=3 git log '[--oneline]' -n '{limit}'
+  mcpstudio call get-sum --json '{"a": 1, "b": 2}' -- npx -y @modelcontextprotocol/server-everything
+
+usage: mcpstudio login NAME|URL [--config FILE]
+
+Sign in to a remote MCP server with OAuth now, in the browser ($BROWSER names another
+program): NAME is a URL server of the config (its "oauth" block applies), or give the URL.
+The tokens are kept, readable by you only, in the oauth folder beside the default config
+($XDG_CONFIG_HOME/mcpstudio/oauth), and refreshed when they expire; `serve` uses them.
+`status` shows each server's sign-in.
+
+usage: mcpstudio logout NAME|URL [--config FILE]
+
+Forget a server's tokens and client registration (the next use signs in again).
+
+usage: mcpstudio secrets set|remove NAME --person SUBJECT
+       mcpstudio secrets list --person SUBJECT
+
+A signed-in person's own secrets (serve --http with signIn or people): `${person.NAME}` in
+the env, headers or args of a server with "isolation": "user" is SUBJECT's NAME when
+that person's own process starts. `set` reads the value from stdin (asks on a terminal).
+They are kept in people-secrets.json beside the default config, mode 0600; `list` shows
+names only. SUBJECT is the identity provider's `sub`; a person the config's `people` lists
+is static:NAME (never the same person as a subject NAME).
+
+usage: mcpstudio install --client CLIENT [--as NAME] [--write] [--file PATH] [MODE ARGS...]
+
+Print the entry that makes CLIENT (claude-code, claude-desktop, cursor, vscode, codex) run
+this mcpstudio invocation: this interpreter and this module by absolute path, paths in
+the options made absolute. --write merges it into the client's user config file (or
+--file PATH) atomically, keeping a .bak copy and every other entry. With --http in MODE
+ARGS the entry is the URL (start the server yourself). A mode the server would refuse is
+an error (exit 2): nothing is printed or written.
+
+examples:
+  mcpstudio install --client claude-code echo '{message}'
+  mcpstudio install --client cursor --write --root-directory ./scripts
+
+usage: mcpstudio import FILE|--from CLIENT [--config FILE] [--write]
+
+Copy the MCP servers of a client's config (CLIENT: claude-desktop, claude-code, cursor,
+vscode; or any FILE with mcpServers/servers) into mcpstudio's config (--config, default
+$XDG_CONFIG_HOME/mcpstudio/config.json), keeping env, cwd, disabled and ${VAR}. Says what
+it skips and why. A dry run unless --write.
+
+usage: mcpstudio add NAME [--config FILE] [--env KEY=VALUE]... [--cwd DIR] [--disabled] -- COMMAND ARGS...
+       mcpstudio add NAME [--config FILE] --url URL [--header KEY=VALUE]...
+
+Add (or replace) an MCP server in the config; the file is written atomically (mode 0600).
+
+usage: mcpstudio remove NAME [--config FILE]
+
+Remove an MCP server from the config, its namespaces and toolPermissions.
+
+usage: mcpstudio list [--config FILE] [--json]
+
+The config's MCP servers, how each starts, and their namespaces (`status` adds tool counts).
+
+usage: mcpstudio namespace add NS [SERVER...] [--config FILE]
+       mcpstudio namespace remove NS | assign NS SERVER... | default NS
+       mcpstudio namespace allow|deny NS SERVER TOOL
+
+Group the config's servers: a client serves one namespace (--namespace NS, else the default);
+allow and deny set one tool's permission in a namespace (toolPermissions).
+
+usage: mcpstudio enable NAME [--config FILE]
+
+Let serve start the server again (drops `disabled`).
+
+usage: mcpstudio disable NAME [--config FILE]
+
+Keep the server in the config, unstarted (`disabled: true`).
+
+usage: mcpstudio tui [--config FILE] [--namespace NAME]
+
+See and manage the config's MCP servers in the terminal: start one to test it, read its
+log, call its tools, enable, add, remove, group into namespaces. ? shows every key.
+
+usage: mcpstudio zipapp OUT.pyz
+
+Build the one-file app: run it with any Python 3.8+ (python3 OUT.pyz ...). It carries
+bytecode for the Python that built it and the source for the others.
+""" % globals())}
+
+
+# What `mcpstudio --help` prints: %(usage)s is USAGE, %(config)s the default config's path, %(options)s a line
+# for each option.
+_MAIN_HELP = """\
+%(usage)s
+
+Serve one command template as an MCP tool over stdio, every script in a
+folder (--root-directory), or the tools of a config file (serve --config).
+Options go before the command; everything from the command on is the
+template. A command named like a subcommand is reached with --.
+
+subcommands:
+  serve [--config FILE]   serve a config file (default %(config)s)
+  check [--config FILE]   validate a config file and show what it serves
+  status [--config FILE] [--check]
+                          the config's MCP servers, cached tool counts, namespaces;
+                          --check starts each server, lists it and stops it
+  init NAME --command CMD [--description TEXT] [-o FILE] [--force]
+                          write a commented starter config
+  inspect [--json] [MODE ARGS...]
+                          the tools, resources and prompts a mode serves
+  call TOOL [KEY=VALUE...] [--json ARGS] [MODE ARGS...]
+                          call one tool as a client would; exit 1 on an error result
+  install --client CLIENT [--write] [MODE ARGS...]
+                          the entry for claude-code, claude-desktop, cursor, vscode
+                          or codex; --write merges it into that client's file
+  import FILE|--from CLIENT [--write]
+                          copy a client's MCP servers into the config
+  add NAME -- CMD ARGS..., remove NAME, list, namespace add|remove|assign|default
+                          edit the config's MCP servers
+  zipapp OUT.pyz          build the one-file app
+  Each has its own --help. MODE ARGS: a template, --root-directory DIR or
+  serve --config FILE; inspect and call also take -- SERVER COMMAND.
+
+template fields:
+  {name}        required string      [name]      optional string
+  {name...}     required array       [name...]   optional array
+  [--flag]      optional boolean     {name # a description}
+
+options:
+%(options)s
+
+examples:
+  mcpstudio echo "{message}"
+  mcpstudio --read-only git -C "{repo}" log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"
+  mcpstudio --root-directory ./scripts
+
+Manual: docs/README.md beside this file; every option: docs/cli.md; config keys: docs/config.md."""
 
 
 def help_text():
-    lines = [
-        USAGE, "",
-        "Serve one command template as an MCP tool over stdio, every script in a",
-        "folder (--root-directory), or the tools of a config file (serve --config).",
-        "Options go before the command; everything from the command on is the",
-        "template. A command named like a subcommand is reached with --.", "",
-        "subcommands:",
-        "  serve [--config FILE]   serve a config file (default %s)" % default_config_path(),
-        "  check [--config FILE]   validate a config file and show what it serves",
-        "  status [--config FILE] [--check]",
-        "                          the config's MCP servers, cached tool counts, namespaces;",
-        "                          --check starts each server, lists it and stops it",
-        "  init NAME --command CMD [--description TEXT] [-o FILE] [--force]",
-        "                          write a commented starter config",
-        "  inspect [--json] [MODE ARGS...]",
-        "                          the tools, resources and prompts a mode serves",
-        "  call TOOL [KEY=VALUE...] [--json ARGS] [MODE ARGS...]",
-        "                          call one tool as a client would; exit 1 on an error result",
-        "  install --client CLIENT [--write] [MODE ARGS...]",
-        "                          the entry for claude-code, claude-desktop, cursor, vscode",
-        "                          or codex; --write merges it into that client's file",
-        "  import FILE|--from CLIENT [--write]",
-        "                          copy a client's MCP servers into the config",
-        "  add NAME -- CMD ARGS..., remove NAME, list, namespace add|remove|assign|default",
-        "                          edit the config's MCP servers",
-        "  zipapp OUT.pyz          build the one-file app",
-        "  Each has its own --help. MODE ARGS: a template, --root-directory DIR or",
-        "  serve --config FILE; inspect and call also take -- SERVER COMMAND.", "",
-        "template fields:",
-        "  {name}        required string      [name]      optional string",
-        "  {name...}     required array       [name...]   optional array",
-        "  [--flag]      optional boolean     {name # a description}",
-        "", "options:",
-    ]
+    options = []
     for option in OPTIONS:
         names = ", ".join(option.names) + (" " + option.metavar if option.metavar else "")
-        lines.append("  %-26s %s" % (names, option.help))
-    lines += ["", "examples:",
-              '  mcpstudio echo "{message}"',
-              '  mcpstudio --read-only git -C "{repo}" log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"',
-              "  mcpstudio --root-directory ./scripts",
-              "", "Manual: docs/README.md beside this file; every option: docs/cli.md; config keys: docs/config.md."]
-    return "\n".join(lines)
+        options.append("  %-26s %s" % (names, option.help))
+    return _MAIN_HELP % {"usage": USAGE, "config": default_config_path(), "options": "\n".join(options)}
 
 
 def parse_command_line(argv, options=None):
