@@ -17259,18 +17259,24 @@ def status_command(path, log: Log, options):
 # `tui` only: serving never loads it.
 
 TUI_TICK_MS = 100  # the screen is redrawn this often while no key is pressed
-TUI_KEYS = (
-    ("Up/Down j/k", "move (in details: between tools)"), ("/", "filter the servers by name"),
-    ("Enter", "details: command or URL, env names, tools, their permissions"),
-    ("t", "test: start the server as serve does, list its tools; again: stop"),
-    ("l", "the server's log: its stderr and mcpstudio's lines about it"), ("f", "in the log: follow new lines"),
-    ("c", "in details: call the selected tool (a form from its input schema)"),
-    ("p", "in details: allow or deny the selected tool in the namespace"),
-    ("e", "enable or disable the server"), ("a", "add a server: a name, then a command or a URL"),
-    ("d", "remove the server (asks first)"),
-    ("n", "namespaces: create, assign the server, the default, the one shown"),
-    ("r", "read the config again"), ("?", "this help"), ("Esc", "back"),
-    ("q", "quit; stops every server the TUI started"))
+# The keys, as `?` shows them: a key (or keys), then, after two spaces or more, what it does.
+TUI_KEYS = tuple(tuple(re.split(r"  +", line, maxsplit=1)) for line in """\
+Up/Down j/k  move (in details: between tools)
+/            filter the servers by name
+Enter        details: command or URL, env names, tools, their permissions
+t            test: start the server as serve does, list its tools; again: stop
+l            the server's log: its stderr and mcpstudio's lines about it
+f            in the log: follow new lines
+c            in details: call the selected tool (a form from its input schema)
+p            in details: allow or deny the selected tool in the namespace
+e            enable or disable the server
+a            add a server: a name, then a command or a URL
+d            remove the server (asks first)
+n            namespaces: create, assign the server, the default, the one shown
+r            read the config again
+?            this help
+Esc          back
+q            quit; stops every server the TUI started""".split("\n"))
 
 
 def _width(char):
