@@ -8368,10 +8368,7 @@ def _read_server(loader, spec: UpstreamSpec, entry, where, base_timeout):
         if not spec.command.strip():
             raise loader.error(_join(where, "command"), "is empty")
     for index, arg in enumerate(loader.get(entry, "args", list, where, [])):
-        here = _join(where, "args[%d]" % index)
-        if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
-            raise loader.error(here, "expected a string")
-        spec.args.append(loader.expand(str(arg), here))
+        spec.args.append(loader.text(arg, _join(where, "args[%d]" % index)))
     problem = None if spec.url else exec_problem([spec.command] + spec.args, cwd=entry.get("cwd"), batch=False)
     if problem is not None:  # reported by check and status too, not only when the server is started
         raise loader.error(where, problem)
@@ -8606,6 +8603,12 @@ class ConfigLoader:
             raise self.error(where, "${%s} is not set; set it, or give a default: ${%s:-value}" % (name, name))
         return _ENV_REFERENCE.sub(substitute, value)
 
+    def text(self, value, where):
+        """A string (a number as its text) with ${VAR} expanded."""
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise self.error(where, "expected a string")
+        return self.expand(str(value), where)
+
     def folder_path(self, value, where):
         """A folder path from the config, relative to the config file's folder."""
         path = os.path.join(self.folder, os.path.expanduser(self.expand(value, where)))
@@ -8619,9 +8622,7 @@ class ConfigLoader:
         for name, value, here in self.members(obj, key, where):
             if not name or "=" in name or "\0" in name:
                 raise self.error(here, "not a usable variable name (empty, or holds = or a NUL)")
-            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-                raise self.error(here, "expected a string")
-            out[name] = self.expand(str(value), here)
+            out[name] = self.text(value, here)
             if looks_secret(name):
                 self.secrets.append(out[name])
             if "\0" in out[name]:
