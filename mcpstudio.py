@@ -15219,61 +15219,50 @@ bytecode for the Python that built it and the source for the others.
 """ % globals())}
 
 
-# What `mcpstudio --help` prints: %(usage)s is USAGE, %(config)s the default config's path, %(options)s a line
-# for each option.
-_MAIN_HELP = """\
-%(usage)s
-
-Serve one command template as an MCP tool over stdio, every script in a
-folder (--root-directory), or the tools of a config file (serve --config).
-Options go before the command; everything from the command on is the
-template. A command named like a subcommand is reached with --.
-
-subcommands:
-  serve [--config FILE]   serve a config file (default %(config)s)
-  check [--config FILE]   validate a config file and show what it serves
-  status [--config FILE] [--check]
-                          the config's MCP servers, cached tool counts, namespaces;
-                          --check starts each server, lists it and stops it
-  init NAME --command CMD [--description TEXT] [-o FILE] [--force]
-                          write a commented starter config
-  inspect [--json] [MODE ARGS...]
-                          the tools, resources and prompts a mode serves
-  call TOOL [KEY=VALUE...] [--json ARGS] [MODE ARGS...]
-                          call one tool as a client would; exit 1 on an error result
-  install --client CLIENT [--write] [MODE ARGS...]
-                          the entry for claude-code, claude-desktop, cursor, vscode
-                          or codex; --write merges it into that client's file
-  import FILE|--from CLIENT [--write]
-                          copy a client's MCP servers into the config
-  add NAME -- CMD ARGS..., remove NAME, list, namespace add|remove|assign|default
-                          edit the config's MCP servers
-  zipapp OUT.pyz          build the one-file app
-  Each has its own --help. MODE ARGS: a template, --root-directory DIR or
-  serve --config FILE; inspect and call also take -- SERVER COMMAND.
-
-template fields:
-  {name}        required string      [name]      optional string
-  {name...}     required array       [name...]   optional array
-  [--flag]      optional boolean     {name # a description}
-
-options:
-%(options)s
-
-examples:
-  mcpstudio echo "{message}"
-  mcpstudio --read-only git -C "{repo}" log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"
-  mcpstudio --root-directory ./scripts
-
-Manual: docs/README.md beside this file; every option: docs/cli.md; config keys: docs/config.md."""
-
-
 def help_text():
-    options = []
+    lines = [
+        USAGE, "",
+        "Serve one command template as an MCP tool over stdio, every script in a",
+        "folder (--root-directory), or the tools of a config file (serve --config).",
+        "Options go before the command; everything from the command on is the",
+        "template. A command named like a subcommand is reached with --.", "",
+        "subcommands:",
+        "  serve [--config FILE]   serve a config file (default %s)" % default_config_path(),
+        "  check [--config FILE]   validate a config file and show what it serves",
+        "  status [--config FILE] [--check]",
+        "                          the config's MCP servers, cached tool counts, namespaces;",
+        "                          --check starts each server, lists it and stops it",
+        "  init NAME --command CMD [--description TEXT] [-o FILE] [--force]",
+        "                          write a commented starter config",
+        "  inspect [--json] [MODE ARGS...]",
+        "                          the tools, resources and prompts a mode serves",
+        "  call TOOL [KEY=VALUE...] [--json ARGS] [MODE ARGS...]",
+        "                          call one tool as a client would; exit 1 on an error result",
+        "  install --client CLIENT [--write] [MODE ARGS...]",
+        "                          the entry for claude-code, claude-desktop, cursor, vscode",
+        "                          or codex; --write merges it into that client's file",
+        "  import FILE|--from CLIENT [--write]",
+        "                          copy a client's MCP servers into the config",
+        "  add NAME -- CMD ARGS..., remove NAME, list, namespace add|remove|assign|default",
+        "                          edit the config's MCP servers",
+        "  zipapp OUT.pyz          build the one-file app",
+        "  Each has its own --help. MODE ARGS: a template, --root-directory DIR or",
+        "  serve --config FILE; inspect and call also take -- SERVER COMMAND.", "",
+        "template fields:",
+        "  {name}        required string      [name]      optional string",
+        "  {name...}     required array       [name...]   optional array",
+        "  [--flag]      optional boolean     {name # a description}",
+        "", "options:",
+    ]
     for option in OPTIONS:
         names = ", ".join(option.names) + (" " + option.metavar if option.metavar else "")
-        options.append("  %-26s %s" % (names, option.help))
-    return _MAIN_HELP % {"usage": USAGE, "config": default_config_path(), "options": "\n".join(options)}
+        lines.append("  %-26s %s" % (names, option.help))
+    lines += ["", "examples:",
+              '  mcpstudio echo "{message}"',
+              '  mcpstudio --read-only git -C "{repo}" log "[--oneline]" -n "{limit}" -- "{path # file to inspect}"',
+              "  mcpstudio --root-directory ./scripts",
+              "", "Manual: docs/README.md beside this file; every option: docs/cli.md; config keys: docs/config.md."]
+    return "\n".join(lines)
 
 
 def parse_command_line(argv, options=None):
