@@ -17834,13 +17834,13 @@ def main(argv=None):
     _drop_entry_env()
     try:
         options, words = parse_command_line(argv)
-        ended = argv[:len(argv) - len(words)][-1:] == ["--"]  # `-- check` runs a command named check
+        before = argv[:len(argv) - len(words)]  # mcpstudio's options, written before the subcommand
+        ended = before[-1:] == ["--"]  # `-- check` runs a command named check
         command = words[0] if words and words[0] in SUBCOMMANDS and not ended else None
         if command in _OWN_WORDS:
             if words[1:2] in (["-h"], ["--help"]) or options["help"]:
                 print(SUBCOMMAND_HELP[command])
                 return 0
-            before = argv[:len(argv) - len(words)]  # mcpstudio's options, written before the subcommand
             if before and command in ("call", "inspect"):  # options of the server it starts
                 return _OWN_WORDS[command](words[1:], server_options=before)
             if before:
